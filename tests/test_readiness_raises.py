@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import traceback
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from lldsched import (
     SqliteTaskStore,
     TaskStatus,
 )
-from lldsched.model import ExecutionRecord
+from lldsched.model import ExecutionRecord, Outcome
 from tests import jobs
 from tests.conftest import SchedulerFactory
 from tests.store_doubles import HookedStore
@@ -151,6 +152,14 @@ def test_a_clock_raising_at_a_dead_upstreams_wait_end_fails_the_dependent_shared
             scheduler.shutdown()
 
 
+def _load_after(scheduler: Scheduler, *upstreams: str) -> None:
+    """Schedule each of ``upstreams`` hourly (its first run an hour on) and ``load``
+    (every 0.2 s) that depends on them."""
+    for upstream in upstreams:
+        scheduler.schedule(upstream, jobs.noop, FixedRate(HOUR, start_delay=HOUR), id=upstream)
+    scheduler.schedule("load", jobs.noop, FixedRate(0.2), id="load", depends_on=list(upstreams))
+
+
 class OwnRecordsRaiseAfterItsRun(HookedStore):
     """A shared SQLite store whose first read of ``load``'s records from a worker (its
     readiness check) once ``load`` has a success stored raises a driver's error."""
@@ -180,10 +189,7 @@ def test_a_dependent_whose_own_records_are_unread_holds_its_slot_and_does_not_ru
     with store:
         scheduler = Scheduler(workers=2, store=store)
         try:
-            scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=HOUR),
-                               id="extract")  # fmt: skip
-            scheduler.schedule("load", jobs.noop, FixedRate(0.2), id="load",
-                               depends_on=["extract"])  # fmt: skip
+            _load_after(scheduler, "extract")
             scheduler.start()
             wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
                        timeout=10, what="load waiting for extract")  # fmt: skip
@@ -192,5 +198,97 @@ def test_a_dependent_whose_own_records_are_unread_holds_its_slot_and_does_not_ru
             wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
                        timeout=10, what="load waiting again")  # fmt: skip
             assert sum(record.ok for record in store.records("load")) == 1
+        finally:
+            scheduler.shutdown()
+
+
+class OwnRecordsRaiseAtRelease(HookedStore):
+    """A shared SQLite store whose first read of ``load``'s records once ``armed`` is set
+    made as an upstream's success is heard (``_upstream_moved``, deciding where load's
+    wait ends) raises what a user's store's driver may raise."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, lease=LEASE, poll=POLL)
+        self.armed = threading.Event()
+        self.raised = threading.Event()
+
+    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
+        deciding = any(frame.name == "_upstream_moved" for frame in traceback.extract_stack())
+        if task_id == "load" and deciding and self.armed.is_set() and not self.raised.is_set():
+            self.raised.set()
+            raise RuntimeError("the driver's error")
+        return super().records(task_id)
+
+
+def test_a_dependent_whose_own_records_are_unread_at_its_release_is_not_left_blocked(
+    tmp_path: Path,
+) -> None:
+    """``load`` ran on ``extract``'s first success, in a process since restarted; the
+    restarted process runs extract again, and cannot read load's records as it decides
+    where load's wait ends.  Read as none, load had never run, so extract's first success
+    (not run in this process) completed its wait, and no process released it: load stayed
+    BLOCKED until extract's next success (an hour on).  Now it is released, and the
+    readiness check at its begin, reading its records again, runs the slot once."""
+    path = tmp_path / "tasks.db"
+    with HookedStore(path, lease=LEASE, poll=POLL) as first:
+        scheduler = Scheduler(workers=2, store=first)
+        try:
+            _load_after(scheduler, "extract")
+            scheduler.start()
+            scheduler.run_now("extract")
+            wait_until(lambda: sum(r.ok for r in first.records("load")) == 1, timeout=10,
+                       what="load's first run")  # fmt: skip
+            wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
+                       timeout=10, what="load waiting for extract")  # fmt: skip
+        finally:
+            scheduler.shutdown()
+    store = OwnRecordsRaiseAtRelease(path)
+    with store:
+        scheduler = Scheduler(workers=2, store=store)
+        try:
+            scheduler.start()
+            assert scheduler.task("load").status is TaskStatus.BLOCKED
+            store.armed.set()
+            scheduler.run_now("extract")
+            wait_until(lambda: store.raised.is_set(), timeout=10, what="load's records unread")
+            wait_until(lambda: sum(r.ok for r in store.records("load")) == 2, timeout=10,
+                       what="load run on extract's second success")  # fmt: skip
+            wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
+                       timeout=10, what="load waiting again")  # fmt: skip
+            assert sum(record.ok for record in store.records("load")) == 2
+        finally:
+            scheduler.shutdown()
+
+
+def test_a_dependent_released_on_unread_records_that_still_waits_does_not_run_again(
+    tmp_path: Path,
+) -> None:
+    """``load`` waits for ``extract`` and ``clean`` and ran on one success of each; its
+    records cannot be read as extract's second success is heard.  Counted as never run it
+    waits for nothing, so it is released, and the readiness check at its begin, reading
+    them again, blocks it again for clean's next success: it does not run a second time
+    on clean's one success."""
+    store = OwnRecordsRaiseAtRelease(tmp_path / "tasks.db")
+    with store:
+        scheduler = Scheduler(workers=2, store=store)
+        try:
+            _load_after(scheduler, "extract", "clean")
+            scheduler.start()
+            scheduler.run_now("extract")
+            scheduler.run_now("clean")
+            wait_until(lambda: sum(r.ok for r in store.records("load")) == 1, timeout=10,
+                       what="load's first run")  # fmt: skip
+            wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
+                       timeout=10, what="load waiting for both")  # fmt: skip
+            store.armed.set()
+            scheduler.run_now("extract")
+            wait_until(lambda: store.raised.is_set(), timeout=10, what="load's records unread")
+            wait_until(lambda: sum(r.outcome is Outcome.BLOCKED for r in store.records("load")) > 1,
+                       timeout=10, what="load released (its second wait's record)")  # fmt: skip
+            wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
+                       timeout=10, what="load waiting for clean")  # fmt: skip
+            assert scheduler.wait_idle(timeout=5)
+            assert sum(record.ok for record in store.records("load")) == 1
+            assert scheduler.task("load").status is TaskStatus.BLOCKED
         finally:
             scheduler.shutdown()

@@ -364,12 +364,25 @@ class Dependencies:
         self.waiting[task.id] = wait.waiting
         return wait.completed_by
 
-    def completed_here(self, task: ScheduledTask) -> bool:
-        """Shared: ``task`` waits for nothing (:meth:`recount`) and the success that
-        completed its wait ran in this process: here is where the wait ends."""
-        ended = self.recount(task)
+    def completed_here(
+        self, task: ScheduledTask, history: Sequence[ExecutionRecord] | None
+    ) -> bool:
+        """Shared: ``task`` waits for nothing (:meth:`recount`, from its records
+        ``history``) and the success that completed its wait ran in this process: here is
+        where the wait ends.
+
+        ``history`` None: its records could not be read.  Then, counted as if it had never
+        run, it waits for nothing and a success of one of its upstreams ran here: it is
+        released, and the readiness check at its begin, which reads them again (and holds
+        its slot while it cannot), runs the slot or blocks it again.  Read as none, the
+        success that completed the wait was the upstream's first ever, which ran here
+        only by chance: the task stayed BLOCKED until its upstream's next success (docs/
+        DECISIONS.md, "A dependent's readiness check that raises")."""
+        ended = self.recount(task, () if history is None else history)
         if ended is None:
             return False
+        if history is None:
+            return any(self._here.get(upstream) for upstream in task.depends_on)
         return any(ended in self._here.get(upstream, ()) for upstream in task.depends_on)
 
     def _counted(

@@ -60,23 +60,35 @@ class DependencyWaits(CoreParts):
 
     def _history(self, task: ScheduledTask, token: int | None) -> Sequence[ExecutionRecord] | None:
         """A shared store's records of the dependent ``task`` for the readiness check of
-        the slot begun on the claim with ``token``; None when the read raised anything,
-        counted into the outage as a failed claim (a claim's read, as a misfire's is, ended
-        by the next claim that succeeds): the check decides nothing, and the claim is given
-        back as it is, for the next wake to read them again.  Read as none, the task had
-        never run, and a success of an upstream it used already let it run again (docs/
-        DECISIONS.md, "A dependent's readiness check that raises").  Without a claim to
-        give back (``token`` None: no runtime begins a shared slot so), read as none."""
+        the slot begun on the claim with ``token`` (:meth:`_own_records`): None when they
+        could not be read, and the check decides nothing: the claim is given back as it
+        is, for the next wake to read them again.  Read as none, the task had never run,
+        and a success of an upstream it used already let it run again (docs/DECISIONS.md,
+        "A dependent's readiness check that raises").  Without a claim to give back
+        (``token`` None: no runtime begins a shared slot so), read as none."""
+        if token is None:
+            return self._records(task.id)
+        return self._own_records(task, "its readiness")
+
+    def _own_records(self, task: ScheduledTask, deciding: str) -> Sequence[ExecutionRecord] | None:
+        """A shared store's records of the dependent ``task``, read for ``deciding``; None
+        when the read raised anything, counted into the outage as a failed claim (a
+        claim's read, as a misfire's is, ended by the next claim that succeeds)."""
         store = cast(HistoryStore, self._store)  # a shared store is a CoordinatedStore
         try:
             return store.records(task.id)
         except Exception as exc:
-            if token is None:
-                return ()
             writes = self._writes
             assert writes is not None  # a core with a store has one
-            writes.call_failed(exc, "claim", f"read of the records of {task.id} for its readiness")
+            writes.call_failed(exc, "claim", f"read of the records of {task.id} for {deciding}")
             return None
+
+    def _completed_here(self, task: ScheduledTask) -> bool:
+        """Shared: the wait of the BLOCKED ``task`` ends here (:meth:`Dependencies.
+        completed_here <lldsched.core.dependencies.Dependencies.completed_here>`, from its
+        records, or None when they could not be read)."""
+        history = self._own_records(task, "the end of its wait")
+        return self._dependencies().completed_here(task, history)
 
     def _held(self, task: ScheduledTask, token: int | None = None) -> bool:
         """The readiness check of a SCHEDULED dependent whose entry is due: True when it
@@ -142,7 +154,7 @@ class DependencyWaits(CoreParts):
         if record.ok and deps.shared:
             deps.succeeded_here(task.id, record.finished)
             for dependent in deps.dependents(task.id):
-                if dependent.status is BLOCKED and deps.completed_here(dependent):
+                if dependent.status is BLOCKED and self._completed_here(dependent):
                     self._release(dependent)
         elif record.ok:
             for dependent in deps.succeeded(task.id):
@@ -289,7 +301,7 @@ class DependencyWaits(CoreParts):
         deps = self._dependencies()
         if task.status is not BLOCKED or not deps.shared:
             return False
-        if deps.completed_here(task):  # (it counts again: dead_here reads that count)
+        if self._completed_here(task):  # (it counts again: dead_here reads that count)
             self._release(task)
         elif (dead := deps.dead_here(task)) is not None:
             self._fail_waiting(task, dead, previous=BLOCKED)
