@@ -40,7 +40,14 @@ from lldsched.views.plots._base import (
 )
 from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _failures, _mark_handles
-from lldsched.views.summaries import lane_label, node_label, run_nodes, worker_lanes
+from lldsched.views.summaries import (
+    check_spans,
+    lane_label,
+    missing_nodes,
+    node_label,
+    run_nodes,
+    worker_lanes,
+)
 from lldsched.views.tables import seconds_text
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
@@ -109,6 +116,7 @@ def gantt(
         checks.whole(max_lanes, name="max_lanes", at_least=1)
     waits = frame[frame["outcome"] == "blocked"]
     everything = ran(frame)  # a slot a misfire policy decided ran on no worker
+    check_spans(everything)  # a run with no start or finish, or backwards, has no bar
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
     nodes = run_nodes(everything)  # of every run: the lanes drawn may be one node's
     # each run's lane by worker (of its node), a code from 0; the lanes' labels
@@ -441,6 +449,7 @@ def _worker_labels(run: pd.Series[Any]) -> list[str]:
     (the node in short, or whole where the short form names two: ``node_labels``) on a
     chart of several processes' runs, else ``"worker 0"`` (last, as the error names it)."""
     worker = int(run["worker"])
-    node = None if pd.isna(run.get("node")) else str(run["node"])
+    named = "node" in run.index and not missing_nodes(pd.Series([run["node"]]))[0]
+    node = str(run["node"]) if named else None
     ids = dict.fromkeys([node_label(node), "no node" if node is None else node])
     return [*(lane_label(text, worker) for text in ids), lane_label(None, worker)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from datetime import tzinfo
 
 import numpy as np
@@ -31,7 +30,7 @@ from lldsched.views.plots._base import (
     ran,
     task_mark,
 )
-from lldsched.views.summaries import lane_label, node_labels
+from lldsched.views.summaries import Workers, lane_label, node_labels
 from lldsched.views.tables import seconds_text
 
 __all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
@@ -183,7 +182,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
 
 def utilisation_plot(
     frame: pd.DataFrame,
-    workers: int | Sequence[int],
+    workers: Workers,
     freq: str = "1h",
     ax: Axes | None = None,
     tz: str | tzinfo = "UTC",
@@ -198,7 +197,10 @@ def utilisation_plot(
     at once (the event loop's lane) reads above 1.0 (:func:`utilisation`): the colour
     scale then runs up to its figure, and its label says so.  The runs of several
     processes sharing a store get a row per process and worker (as :func:`utilisation`
-    columns them), labelled ``"host:pid · worker 0"``."""
+    columns them), labelled ``"host:pid · worker 0"``; processes of different sizes take
+    ``workers`` as a mapping from each node to its own workers (:func:`utilisation`), so
+    a small process has no rows of workers it never had and the mean counts only the
+    workers there were."""
     table = utilisation(frame, workers, freq)
     lanes = len(table.columns)
     tall = _lanes_height(min(lanes, MAX_LANES), each=0.4)
