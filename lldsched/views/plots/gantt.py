@@ -102,8 +102,13 @@ def gantt(
 
     The runs of several processes sharing a store (the frame's ``node`` column: each
     numbers its workers from 0) get a lane per process and worker, labelled
-    ``"host:pid · worker 0"`` (:func:`~lldsched.views.summaries.run_nodes`); with one
-    process or none, a lane per worker, ``"worker 0"``.
+    ``"host:pid · worker 0"`` (:func:`~lldsched.views.summaries.run_nodes`), and the runs
+    that name no process (``node`` missing or ``""``) beside them ``"no node · worker 0"``;
+    with one process or none, a lane per worker, ``"worker 0"``.
+
+    A run without a start or a finish (``NaT``), or that finished before it started, has
+    no bar: it is refused, naming it (:func:`~lldsched.views.summaries.check_spans`), as
+    is a time column without a zone.
 
     Runs at once on one lane (the event loop's coroutines, on ``worker == workers``; a
     task's ``Overlap.ALLOW`` runs, by task) get a row each, ``+1``, ``+2`` under the
