@@ -1,5 +1,6 @@
 """The views on the frames users hit at the edges: no runs, one run, only slots decided
-without a run, times lost or backwards, times without a zone, huge tables.  Each view
+without a run, times lost or backwards, times without a zone, huge tables, what is no
+frame at all.  Each view
 either draws or refuses with a ValidationError that names the bad value."""
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lldsched import ExecutionRecord, Outcome, ValidationError
+from lldsched import ExecutionRecord, Outcome, OverrunPolicy, ValidationError
 from lldsched.views.frames import mean_busy, task_summary, to_frame, utilisation
 from lldsched.views.plots import (
     gantt,
     lateness_distribution,
     lateness_over_time,
+    mark_wait,
+    overrun_comparison,
     utilisation_plot,
 )
 from lldsched.views.summaries import MOST_CELLS
@@ -141,3 +144,46 @@ def test_a_table_of_too_many_cells_is_refused_before_it_is_built() -> None:
     assert MOST_CELLS == 100_000_000
     assert utilisation(frame, 100_000, "1000s").shape == (2, 100_000)  # 200,000 cells
     assert np.isclose(mean_busy(frame, 2, "1s"), 2 / (2 * 1001))
+
+
+@pytest.mark.parametrize("view", ["lateness_over_time", "lateness_distribution"])
+def test_a_run_of_no_known_lateness_is_refused_by_the_lateness_charts(view: str) -> None:
+    # Before: left out, a task whose one run had no start read "c (never late)" in the
+    # distribution's key, and a task with one such run among others a curve short of 100 %.
+    lost = R.of(
+        task_id="c", name="c", attempt=1, due=T0, slot=T0, worker=0, started=float("nan"),
+        finished=T0 + 5, ok=True,
+    )  # fmt: skip
+    frame = to_frame([run("a", 0, T0, T0 + 10), lost])
+    with pytest.raises(
+        ValidationError, match=r"^1 run without a due time and a start, .*task 'c' attempt 1 "
+    ) as error:
+        VIEWS[view](frame)
+    assert str(error.value).endswith("start NaT)")
+
+
+def test_what_is_no_frame_or_no_row_is_refused_naming_it() -> None:
+    # Before: gantt([1, 2]) raised TypeError (list indices must be integers), mark_wait's
+    # run=5 TypeError ('int' object is not subscriptable), overrun_comparison of a list
+    # AttributeError ('list' object has no attribute 'items').
+    with pytest.raises(ValidationError, match=r"expected a DataFrame of runs.*got \[1, 2\]"):
+        gantt([1, 2])  # type: ignore[arg-type]
+    frame = to_frame([run("a", 0, T0, T0 + 10), run("a", 0, T0 + 60, T0 + 70)])
+    figure = gantt(frame)
+    with pytest.raises(ValidationError, match=r"run must be a row of the frame .* got 5$"):
+        mark_wait(figure, 5)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r'by must be "worker" or "task", got \'lane\''):
+        mark_wait(figure, frame.iloc[0], by="lane")
+    lost = frame.iloc[1].copy()
+    lost["start"] = pd.NaT
+    with pytest.raises(ValidationError, match=r"task 'a' attempt 1 has no wait to mark: .*NaT"):
+        mark_wait(figure, lost)
+    with pytest.raises(ValidationError, match=r"runs must map OverrunPolicy .* got \[\["):
+        overrun_comparison([[run("a", 0, T0, T0 + 10)]])  # type: ignore[arg-type]
+
+
+def test_the_overrun_comparison_refuses_a_run_it_cannot_place() -> None:
+    # Before: matplotlib's "Axis limits cannot be NaN or Inf".
+    records = [run("a", 0, T0, T0 + 10), run("a", 0, T0 + 60, float("nan"))]
+    with pytest.raises(ValidationError, match=r"task 'a' attempt 1 \(start .*, finish NaT\)"):
+        overrun_comparison({OverrunPolicy.SKIP: records})

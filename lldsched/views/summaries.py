@@ -46,6 +46,7 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "Workers",
     "check_frame",
+    "check_lateness",
     "check_spans",
     "instants",
     "lane_label",
@@ -417,23 +418,39 @@ def check_spans(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     (:func:`instants`)."""
     start = instants(runs["start"]).astype(np.int64)
     finish = instants(runs["finish"]).astype(np.int64)
-    lost = np.iinfo(np.int64).min  # NaT
-    bad = (start == lost) | (finish == lost) | (finish < start)
-    if bad.any():
-        rows = runs[bad]
-        shown = ", ".join(
-            f"task {task!r} attempt {attempt} (start {begun}, finish {ended})"
-            for task, attempt, begun, ended in zip(
-                rows["task_id"][:3], rows["attempt"][:3], rows["start"][:3], rows["finish"][:3],
-                strict=True,
-            )
-        )  # fmt: skip
-        more = f" and {len(rows) - 3:,} more" if len(rows) > 3 else ""
-        raise ValidationError(
-            f"{counted(len(rows), 'run')} without a start and a finish in order, which no "
-            f"chart can place: {shown}{more}"
-        )
+    bad = (start == _LOST) | (finish == _LOST) | (finish < start)
+    _refuse(runs, bad, ("start", "finish"), "a start and a finish in order")
     return start, finish
+
+
+def check_lateness(runs: pd.DataFrame) -> None:
+    """Refuse, naming the first few, ``runs`` whose lateness is not known (no due time or
+    no start, ``NaT``): a lateness chart cannot place them, and leaving them out drew a
+    task of no known lateness as "(never late)" and another's curve short of 100 %."""
+    unknown = runs["lateness"].isna().to_numpy()  # start - due: NaT if either is
+    _refuse(runs, unknown, ("due", "start"), "a due time and a start")
+
+
+_LOST = np.iinfo(np.int64).min  # NaT, as microseconds
+
+
+def _refuse(runs: pd.DataFrame, bad: np.ndarray, shown: tuple[str, str], what: str) -> None:
+    """A ValidationError naming the first three of ``runs`` that are ``bad`` (with their
+    ``shown`` columns) and counting the rest, if any is."""
+    if not bad.any():
+        return
+    rows = runs[bad]
+    named = ", ".join(
+        f"task {task!r} attempt {attempt} ({shown[0]} {one}, {shown[1]} {other})"
+        for task, attempt, one, other in zip(
+            rows["task_id"][:3], rows["attempt"][:3], rows[shown[0]][:3], rows[shown[1]][:3],
+            strict=True,
+        )
+    )  # fmt: skip
+    more = f" and {len(rows) - 3:,} more" if len(rows) > 3 else ""
+    raise ValidationError(
+        f"{counted(len(rows), 'run')} without {what}, which no chart can place: {named}{more}"
+    )
 
 
 def instants(column: pd.Series[Any]) -> np.ndarray:

@@ -119,8 +119,8 @@ def gantt(
         raise ValidationError(f'by must be "worker" or "task", got {by!r}')
     if max_lanes is not None:
         checks.whole(max_lanes, name="max_lanes", at_least=1)
+    everything = ran(frame)  # a slot a misfire policy decided ran on no worker; checks frame
     waits = frame[frame["outcome"] == "blocked"]
-    everything = ran(frame)  # a slot a misfire policy decided ran on no worker
     check_spans(everything)  # a run with no start or finish, or backwards, has no bar
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
     nodes = run_nodes(everything)  # of every run: the lanes drawn may be one node's
@@ -410,6 +410,10 @@ def _row_of(ax: Axes, labels: Sequence[str], lane: int, start: float) -> int:
     return next((row for row in rows if row in drawn), lane)
 
 
+_RUN_FIELDS = frozenset({"task_id", "name", "worker", "due", "start"})
+"""The fields of a frame's row :func:`mark_wait` reads."""
+
+
 def mark_wait(
     chart: Figure | Axes, run: pd.Series[Any], *, by: str = "worker", text: str | None = None
 ) -> Figure:
@@ -423,6 +427,17 @@ def mark_wait(
         ax = chart.axes[0]
     else:  # named, not matplotlib's AttributeError ('int' object has no attribute 'axes')
         raise ValidationError(f"chart must be a gantt chart (its Figure or Axes), got {chart!r}")
+    if by not in ("worker", "task"):
+        raise ValidationError(f'by must be "worker" or "task", got {by!r}')
+    if not (isinstance(run, pd.Series) and _RUN_FIELDS.issubset(run.index)):
+        raise ValidationError(
+            f"run must be a row of the frame the chart was drawn from (frame.iloc[i]), got {run!r}"
+        )
+    if pd.isna(run["due"]) or pd.isna(run["start"]):  # an arrow to NaN drew nothing
+        raise ValidationError(
+            f"task {run['task_id']!r} attempt {run.get('attempt')} has no wait to mark: "
+            f"due {run['due']}, start {run['start']}"
+        )
     labels = [label.get_text() for label in ax.get_yticklabels()]
     name = str(run["name"])
     # A task's lane is labelled as _tasks labels it: its name (shortened if long, whole

@@ -30,7 +30,7 @@ from lldsched.views.plots._base import (
     ran,
     task_mark,
 )
-from lldsched.views.summaries import Workers, lane_label, node_labels
+from lldsched.views.summaries import Workers, check_lateness, lane_label, node_labels
 from lldsched.views.tables import seconds_text
 
 __all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
@@ -43,8 +43,11 @@ def lateness_over_time(
     resumed after a pause is due at the resume: its pause is not lateness, as in the
     frame and the summaries).
     Past :data:`MAX_LEGEND_TASKS` tasks, the legend names those with the worst
-    lateness, in their colours, and the rest are grey points underneath."""
+    lateness, in their colours, and the rest are grey points underneath.  A run of no
+    known lateness (no due time or start: ``NaT``) is refused, naming it
+    (:func:`~lldsched.views.summaries.check_lateness`)."""
     frame = ran(frame)
+    check_lateness(frame)
     figure, ax = _axes(ax, (11.0, 4.0))
     lateness = _seconds(frame["lateness"])
     codes, labels, palette, named = _tasks(frame, lateness, how="max")
@@ -112,8 +115,11 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     within 1 s)", its worst, for the same reason; where every run started on time, the
     chart says so, on an axis of one second ticked by the half.  Past :data:`MAX_LEGEND_TASKS`
     tasks, the legend names those with the highest 95th percentile, in their colours,
-    and the rest are thin grey curves underneath."""
+    and the rest are thin grey curves underneath.  A run of no known lateness (no due
+    time or start: ``NaT``) is refused, naming it: left out, a task of none read "(never
+    late)" (:func:`~lldsched.views.summaries.check_lateness`)."""
     frame = ran(frame)
+    check_lateness(frame)
     figure, ax = _axes(ax, (8.0, 4.5))
     lateness = _seconds(frame["lateness"])
     codes, labels, palette, named = _tasks(frame, lateness, how="p95")
