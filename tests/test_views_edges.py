@@ -14,15 +14,8 @@ import pandas as pd
 import pytest
 
 from lldsched import ExecutionRecord, Outcome, OverrunPolicy, ValidationError
+from lldsched.views import plots
 from lldsched.views.frames import mean_busy, task_summary, to_frame, utilisation
-from lldsched.views.plots import (
-    gantt,
-    lateness_distribution,
-    lateness_over_time,
-    mark_wait,
-    overrun_comparison,
-    utilisation_plot,
-)
 from lldsched.views.summaries import MOST_CELLS
 from lldsched.views.tables import readable
 from tests.conftest import T0
@@ -45,11 +38,11 @@ def decided(task: str, at: float, outcome: Outcome) -> R:
 
 
 VIEWS: dict[str, Callable[[pd.DataFrame], Any]] = {
-    "gantt": gantt,
-    "gantt by task": lambda frame: gantt(frame, by="task", tz="Europe/Berlin"),
-    "lateness_over_time": lambda frame: lateness_over_time(frame, tz="America/New_York"),
-    "lateness_distribution": lateness_distribution,
-    "utilisation_plot": lambda frame: utilisation_plot(frame, 2, "1h", tz="Asia/Kolkata"),
+    "gantt": plots.gantt,
+    "gantt by task": lambda frame: plots.gantt(frame, by="task", tz="Europe/Berlin"),
+    "lateness_over_time": lambda frame: plots.lateness_over_time(frame, tz="America/New_York"),
+    "lateness_distribution": plots.lateness_distribution,
+    "utilisation_plot": lambda frame: plots.utilisation_plot(frame, 2, "1h", tz="Asia/Kolkata"),
     "utilisation": lambda frame: utilisation(frame, 2, "1h"),
     "mean_busy": lambda frame: mean_busy(frame, 2, "1h"),
     "task_summary": task_summary,
@@ -129,7 +122,7 @@ def test_times_in_another_zone_are_the_same_instants() -> None:
     for column in ("due", "slot", "start", "finish"):
         berlin[column] = berlin[column].dt.tz_convert("Europe/Berlin")
     pd.testing.assert_frame_equal(utilisation(berlin, 2), utilisation(frame, 2))
-    ax, ours = gantt(berlin).axes[0], gantt(frame).axes[0]
+    ax, ours = plots.gantt(berlin).axes[0], plots.gantt(frame).axes[0]
     assert ax.get_xlim() == ours.get_xlim()
 
 
@@ -167,23 +160,23 @@ def test_what_is_no_frame_or_no_row_is_refused_naming_it() -> None:
     # run=5 TypeError ('int' object is not subscriptable), overrun_comparison of a list
     # AttributeError ('list' object has no attribute 'items').
     with pytest.raises(ValidationError, match=r"expected a DataFrame of runs.*got \[1, 2\]"):
-        gantt([1, 2])  # type: ignore[arg-type]
+        plots.gantt([1, 2])  # type: ignore[arg-type]
     frame = to_frame([run("a", 0, T0, T0 + 10), run("a", 0, T0 + 60, T0 + 70)])
-    figure = gantt(frame)
+    figure = plots.gantt(frame)
     with pytest.raises(ValidationError, match=r"run must be a row of the frame .* got 5$"):
-        mark_wait(figure, 5)  # type: ignore[arg-type]
+        plots.mark_wait(figure, 5)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match=r'by must be "worker" or "task", got \'lane\''):
-        mark_wait(figure, frame.iloc[0], by="lane")
+        plots.mark_wait(figure, frame.iloc[0], by="lane")
     lost = frame.iloc[1].copy()
     lost["start"] = pd.NaT
     with pytest.raises(ValidationError, match=r"task 'a' attempt 1 has no wait to mark: .*NaT"):
-        mark_wait(figure, lost)
+        plots.mark_wait(figure, lost)
     with pytest.raises(ValidationError, match=r"runs must map OverrunPolicy .* got \[\["):
-        overrun_comparison([[run("a", 0, T0, T0 + 10)]])  # type: ignore[arg-type]
+        plots.overrun_comparison([[run("a", 0, T0, T0 + 10)]])  # type: ignore[arg-type]
 
 
 def test_the_overrun_comparison_refuses_a_run_it_cannot_place() -> None:
     # Before: matplotlib's "Axis limits cannot be NaN or Inf".
     records = [run("a", 0, T0, T0 + 10), run("a", 0, T0 + 60, float("nan"))]
     with pytest.raises(ValidationError, match=r"task 'a' attempt 1 \(start .*, finish NaT\)"):
-        overrun_comparison({OverrunPolicy.SKIP: records})
+        plots.overrun_comparison({OverrunPolicy.SKIP: records})
