@@ -8,14 +8,17 @@ with one node or none, the lanes are as they were.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pytest
 from matplotlib.axes import Axes
 from matplotlib.text import Annotation
 
-from lldsched import ExecutionRecord, Outcome
+from lldsched import ExecutionRecord, Outcome, ValidationError
 from lldsched.views.frames import mean_busy, to_frame, utilisation
 from lldsched.views.plots import gantt, mark_wait, utilisation_plot
-from lldsched.views.summaries import node_label
+from lldsched.views.summaries import Workers, node_label
 from tests.conftest import T0
 
 R = ExecutionRecord
@@ -149,3 +152,100 @@ def test_two_nodes_of_one_host_and_pid_keep_their_whole_ids() -> None:
     twins = ["box:7:aaaaaa", "box:7:bbbbbb"]
     ax = gantt(to_frame([run("a", 0, T0, 60, twins[0]), run("b", 0, T0, 60, twins[1])])).axes[0]
     assert lanes(ax) == [f"{twins[0]} · worker 0", f"{twins[1]} · worker 0"]
+
+
+# -- processes of different sizes: workers as a mapping from node to its pool ----------
+
+
+def test_utilisation_of_processes_of_different_sizes_has_only_their_own_workers() -> None:
+    # A has one worker, B two: with one count for both, A read an idle worker 1 it never
+    # had, and the mean was over four lanes, not three.
+    frame = to_frame(two_processes())
+    table = utilisation(frame, {A: 1, B: 2}, "1h")
+    assert list(table.columns) == [(A, 0), (B, 0), (B, 1)]
+    assert table.columns.names == ["node", "worker"]
+    assert table.iloc[0].tolist() == [0.5, 0.5, 1 / 6]
+    assert mean_busy(frame, {A: 1, B: 2}, "1h") == (1800 + 1800 + 600) / (3 * 3600)
+    # indexes per node, in the order asked, as a list does for one pool
+    table = utilisation(frame, {B: [1, 0], A: [0]}, "1h")
+    assert list(table.columns) == [(A, 0), (B, 1), (B, 0)]  # nodes sorted, as the charts
+    assert table.iloc[0].tolist() == [0.5, 1 / 6, 0.5]
+
+
+def test_a_node_the_mapping_names_without_runs_is_an_idle_process() -> None:
+    idle = "gamma:303:cd56ef"
+    frame = to_frame(two_processes())
+    table = utilisation(frame, {A: 1, B: 2, idle: 2}, "1h")
+    assert list(table.columns)[-2:] == [(idle, 0), (idle, 1)]
+    assert table[idle].to_numpy().tolist() == [[0.0, 0.0]]
+    assert mean_busy(frame, {A: 1, B: 2, idle: 2}, "1h") == 4200 / (5 * 3600)
+    # one node's runs, mapped: still a (node, worker) column, the mapping's lanes
+    one = to_frame([run("a", 0, T0, 1800, A)])
+    assert list(utilisation(one, {A: 2}, "1h").columns) == [(A, 0), (A, 1)]
+    empty = utilisation(to_frame([]), {A: 1, None: 2}, "1h")
+    assert empty.empty and empty.columns[0] == (A, 0)
+    assert empty.columns.get_level_values("node")[1:].isna().all()
+    assert empty.columns.get_level_values("worker")[1:].tolist() == [0, 1]
+
+
+def test_runs_that_name_no_process_are_mapped_by_none() -> None:
+    frame = to_frame([run("a", 0, T0, 600, A), run("b", 1, T0, 1200, None)])
+    table = utilisation(frame, {None: 2, A: 1}, "1h")
+    assert table.columns[0] == (A, 0)
+    assert table.columns.get_level_values("node")[1:].isna().all()
+    assert table.iloc[0].tolist() == [1 / 6, 0.0, 1 / 3]
+    ax = utilisation_plot(frame, {A: 1, None: 2}, "1h").axes[0]
+    assert lanes(ax) == ["alpha.example.org:101 · worker 0", "no node · worker 0",
+                         "no node · worker 1"]  # fmt: skip
+    assert ax.get_title(loc="left").endswith(f"mean {1800 / (3 * 3600):.0%}")
+
+
+def test_a_mapping_that_leaves_out_a_node_of_the_runs_names_it() -> None:
+    frame = to_frame([*two_processes(), run("d", 0, T0, 60, None)])
+    with pytest.raises(ValidationError, match=re.escape(f"runs of nodes ['{B}', None] are not")):
+        utilisation(frame, {A: 1}, "1h")
+    with pytest.raises(ValidationError, match=re.escape(f"workers[{B!r}]=[0] (a scheduler")):
+        mean_busy(frame, {A: [0], B: [0], None: [0]}, "1h")  # B ran on its worker 1 too
+
+
+@pytest.mark.parametrize(
+    ("workers", "named"),
+    [
+        ({}, "got an empty mapping"),
+        ({"": 2}, "got ''"),
+        ({7: 2}, "got 7"),
+        ({A: 0}, f"workers[{A!r}] must be a count from 1"),
+        ({A: [0, 0]}, f"workers[{A!r}] must be worker indexes >= 0, each once"),
+        ({A: 60_000, B: 60_000}, "names 120,000 worker lanes in all"),
+    ],
+)
+def test_a_bad_mapping_of_workers_is_refused_naming_what_is_wrong(
+    workers: Workers, named: str
+) -> None:
+    for frame in (to_frame(two_processes()), to_frame([])):
+        with pytest.raises(ValidationError, match=re.escape(named)):
+            utilisation(frame, workers, "1h")
+
+
+# -- runs that name no process: an empty id is none ------------------------------------
+
+
+def test_runs_of_an_empty_node_id_share_the_no_node_lanes() -> None:
+    # "" named a process of its own: its lane read " · worker 0", apart from the
+    # "no node" lanes of the runs that name none, though neither names a process.
+    frame = to_frame([run("a", 0, T0, 600, A), run("b", 0, T0, 60, ""), run("c", 1, T0, 60, None)])
+    ax = gantt(frame).axes[0]
+    assert lanes(ax) == [
+        "alpha.example.org:101 · worker 0", "no node · worker 0", "no node · worker 1"
+    ]  # fmt: skip
+    table = utilisation(frame, 2, "1h")
+    assert table.columns.get_level_values("node")[:2].tolist() == [A, A]
+    assert table.columns.get_level_values("node")[2:].isna().all()
+    assert utilisation(frame, {A: 1, None: 2}, "1h").iloc[0].tolist() == [1 / 6, 1 / 60, 1 / 60]
+    figure = gantt(frame)
+    mark_wait(figure, frame.iloc[1], text="b's wait")
+    (arrow,) = [t for t in figure.axes[0].texts if isinstance(t, Annotation)]
+    assert round(float(arrow.xy[1]), 6) == 1.42  # the "no node · worker 0" lane
+    # an empty id and a named node alone: one process named, one not
+    alone = to_frame([run("b", 0, T0, 60, ""), run("c", 0, T0 + 60, 60, None)])
+    assert lanes(gantt(alone).axes[0]) == ["worker 0"]

@@ -64,7 +64,8 @@ Summaries, importable from here too (:mod:`lldsched.views.summaries`):
 :func:`~lldsched.views.summaries.task_summary` (runs, outcomes, retries, given-up and
 skipped slots, lateness and duration percentiles, overruns, blocked waits per task),
 :func:`~lldsched.views.summaries.utilisation` (the busy fraction of each worker per
-interval) and :func:`~lldsched.views.summaries.mean_busy` (the fraction of that time the
+interval; of each process's own workers, for processes of different sizes, from a mapping
+of node to workers) and :func:`~lldsched.views.summaries.mean_busy` (the fraction of that time the
 workers were busy, a lane of runs at once counted busy once).
 
 pandas and numpy are imported here, in :mod:`lldsched.views.tables` and in
@@ -100,6 +101,7 @@ from lldsched.views.columns import (
 )
 from lldsched.views.report import MISFIRES, records_iterable
 from lldsched.views.summaries import (
+    MOST_CELLS,
     MOST_INTERVALS,
     MOST_WORKERS,
     SUMMARY_COLUMNS,
@@ -114,6 +116,7 @@ __all__ = [
     "COLUMNS",
     "DTYPES",
     "MISFIRES",
+    "MOST_CELLS",
     "MOST_INTERVALS",
     "MOST_WORKERS",
     "OUTCOMES",

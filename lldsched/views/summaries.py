@@ -27,6 +27,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
     raise missing_extra(__name__, "pandas and numpy", exc) from exc
 
 from lldsched.errors import ValidationError
+from lldsched.logs import counted
 from lldsched.schedules.base import Schedule
 from lldsched.views.columns import DTYPES
 from lldsched.views.report import (
@@ -39,12 +40,18 @@ from lldsched.views.report import (
 )
 
 __all__ = [
+    "MOST_CELLS",
     "MOST_INTERVALS",
     "MOST_WORKERS",
     "SUMMARY_COLUMNS",
+    "Workers",
     "check_frame",
+    "check_lateness",
+    "check_spans",
+    "instants",
     "lane_label",
     "mean_busy",
+    "missing_nodes",
     "node_label",
     "node_labels",
     "ran",
@@ -180,9 +187,18 @@ def _overruns(
     return counts
 
 
-def utilisation(
-    frame: pd.DataFrame, workers: int | Iterable[int], freq: str = "1h"
-) -> pd.DataFrame:
+Workers = (
+    int
+    | Iterable[int]
+    | Mapping[str | None, int | Iterable[int]]
+    | Mapping[str, int | Iterable[int]]
+)
+""":func:`utilisation`'s ``workers``: one pool every process has (a count or worker
+indexes), or each process's own (a node id, ``None`` for runs that name none, to its
+count or indexes)."""
+
+
+def utilisation(frame: pd.DataFrame, workers: Workers, freq: str = "1h") -> pd.DataFrame:
     """The fraction of each interval that each worker spent running something.
 
     ``workers`` is a count (workers ``0 .. workers-1``) or the worker indexes to
@@ -200,18 +216,33 @@ def utilisation(
     frame's ``node`` column says which ran each: :func:`run_nodes`) are not one worker's:
     then the columns are a ``(node, worker)`` :class:`pandas.MultiIndex` (levels
     ``node`` and ``worker``; nodes sorted, then NaN, pandas' missing value, for runs
-    that name no process),
-    every process taken to have the workers ``workers`` names.  With one node or none,
-    a column per worker, as ever.
+    that name no process: ``node`` missing or ``""``).  With a count or a list, every
+    process is taken to have the workers ``workers`` names; with one node or none, a
+    column per worker, as ever.
+
+    Processes of different sizes: give ``workers`` as a mapping from each node (the
+    frame's ``node`` value, the store's holder id ``store.node`` of that process;
+    ``None`` for the runs that name none) to its count or indexes, such as
+    ``{"web-1:4121:a1b2c3": 8, "web-2:977:d4e5f6": 2}``.  The columns are then the
+    ``(node, worker)`` lanes of the mapping, in its nodes' order (sorted, ``None``
+    last), whatever the runs: a node the mapping names without runs is idle (zeros),
+    and a run of a node it leaves out is refused, naming the node.  The records cannot
+    say how many workers a process had (an idle worker writes nothing), so the sizes
+    are the caller's: each process's ``Scheduler(workers=)``, or its ``metrics().workers``.
     """
-    columns = _workers(workers)
+    lanes = _lanes_of(workers)
     step = _step(freq)
-    runs = _lane_runs(frame, columns, workers)
-    if runs is None:
+    start, finish, lane, names = _lane_runs(frame, workers, lanes)
+    columns = (
+        pd.MultiIndex.from_tuples(names, names=["node", "worker"])
+        if names and isinstance(names[0], tuple)
+        else pd.Index(names)
+    )
+    if not len(start):
         empty = pd.DatetimeIndex([], dtype=DTYPES["start"], name=_INTERVAL)
-        return pd.DataFrame({w: pd.Series([], dtype=float) for w in columns}, index=empty)
-    start, finish, lane, nodes = runs
+        return pd.DataFrame(np.zeros((0, len(names))), index=empty, columns=columns)
     origin, bins = _intervals(start, finish, step, freq)
+    _check_cells(len(names), bins, freq)
     first_bin = (start - origin) // step
     last_bin = np.maximum(first_bin, (finish - origin - 1) // step)  # the bin holding finish
     # Split each run into one piece per interval it touches.
@@ -226,25 +257,16 @@ def utilisation(
     bin_index = first_bin[run] + offset
     bin_start = origin + bin_index * step
     busy = np.minimum(finish[run], bin_start + step) - np.maximum(start[run], bin_start)
-    lanes = len(columns) * max(len(nodes), 1)
     grid = np.bincount(
-        lane[run] * bins + bin_index, weights=busy.astype(float), minlength=lanes * bins
-    ).reshape(lanes, bins)
+        lane[run] * bins + bin_index, weights=busy.astype(float), minlength=len(names) * bins
+    ).reshape(len(names), bins)
     index = pd.DatetimeIndex(
         (origin + np.arange(bins) * step).view("M8[us]"), name=_INTERVAL
     ).tz_localize("UTC")
-    if nodes:  # a lane per (node, worker), each node's workers in the order asked
-        place = {w: i for i, w in enumerate(sorted(columns))}
-        order = [n * len(columns) + place[w] for n in range(len(nodes)) for w in columns]
-        names = pd.MultiIndex.from_tuples(
-            [(node, w) for node in nodes for w in columns], names=["node", "worker"]
-        )
-        return pd.DataFrame(grid[order].T / step, index=index, columns=names)
-    result = pd.DataFrame(grid.T / step, index=index, columns=sorted(columns))
-    return result[columns]
+    return pd.DataFrame(grid.T / step, index=index, columns=columns)
 
 
-def mean_busy(frame: pd.DataFrame, workers: int | Iterable[int], freq: str = "1h") -> float:
+def mean_busy(frame: pd.DataFrame, workers: Workers, freq: str = "1h") -> float:
     """The fraction of :func:`utilisation`'s intervals (the same ``workers`` and ``freq``)
     that its workers spent busy, from 0.0 to 1.0; NaN for a frame of no run.
 
@@ -254,14 +276,14 @@ def mean_busy(frame: pd.DataFrame, workers: int | Iterable[int], freq: str = "1h
     instead, and three coroutines at once on the loop's lane beside an idle worker read
     150 %.  Without runs at once on
     a lane, the two are equal.  Several processes' runs (:func:`run_nodes`) are laned by
-    ``(node, worker)``, as :func:`utilisation` columns them.
+    ``(node, worker)``, as :func:`utilisation` columns them, and the time is that of
+    every lane: each process's own workers when ``workers`` maps nodes to them.
     """
-    columns = _workers(workers)
+    lanes = _lanes_of(workers)
     step = _step(freq)
-    runs = _lane_runs(frame, columns, workers)
-    if runs is None:
+    start, finish, lane, names = _lane_runs(frame, workers, lanes)
+    if not len(start):
         return float("nan")
-    start, finish, lane, nodes = runs
     _, bins = _intervals(start, finish, step, freq)
     # Each lane's runs in order of start: a run adds the part of it past the latest
     # finish before it on its lane.
@@ -270,60 +292,227 @@ def mean_busy(frame: pd.DataFrame, workers: int | Iterable[int], freq: str = "1h
     reached = pd.Series(finish).groupby(lane).cummax()
     before = reached.groupby(lane).shift(1, fill_value=int(start.min())).to_numpy()
     union = np.maximum(finish - np.maximum(start, before), 0).sum()
-    return float(union) / (len(columns) * max(len(nodes), 1) * bins * step)
+    return float(union) / (len(names) * bins * step)
 
 
 _INTERVAL = "interval"  # the name of utilisation's index
 
+MOST_CELLS = 100_000_000
+"""The most cells (lanes times intervals) :func:`utilisation` fills: 800 MB of floats,
+a year of minutes for 190 workers.  ``workers=100_000`` over a day at ``freq="1s"``
+asked for 8.6 billion (69 GB, twice: the grid, then its share of each interval)."""
+
+
+def _check_cells(lanes: int, bins: int, freq: str) -> None:
+    """Refuse, naming both counts, a table of more than :data:`MOST_CELLS` cells."""
+    if lanes * bins > MOST_CELLS:
+        raise ValidationError(
+            f"{lanes:,} worker lanes by {bins:,} intervals of freq={freq!r} is more than "
+            f"{MOST_CELLS:,} cells ({lanes * bins:,}); give a longer freq or fewer workers"
+        )
+
+
+_Pools = dict[str | None, list[int]]
+
+
+def _lanes_of(workers: object) -> _Pools | list[int]:
+    """``workers`` checked: the worker indexes of one pool every process has, or each
+    node's (:data:`Workers`), nodes sorted and ``None`` last, refused naming a bad key
+    or value; at most :data:`MOST_WORKERS` lanes in all."""
+    if not isinstance(workers, Mapping):
+        return _workers(workers)
+    if not workers:
+        raise ValidationError(
+            "workers maps each node (the frame's node ids; None for runs that name none) "
+            "to its workers, got an empty mapping"
+        )
+    pools: _Pools = {}
+    for node, pool in workers.items():
+        if node is not None and not (isinstance(node, str) and node):
+            raise ValidationError(
+                f"workers' keys are nodes, the frame's node ids (a store's holder id), or "
+                f"None for runs that name no process; got {node!r}"
+            )
+        pools[node] = _workers(pool, name=f"workers[{node!r}]")
+    total = sum(len(pool) for pool in pools.values())
+    if total > MOST_WORKERS:
+        raise ValidationError(
+            f"workers names {total:,} worker lanes in all, more than {MOST_WORKERS:,}"
+        )
+    return {node: pools[node] for node in _sorted_nodes(pools)}
+
+
+def _sorted_nodes(nodes: Iterable[str | None]) -> list[str | None]:
+    """``nodes`` sorted by id, then ``None`` (runs that name no process) if there."""
+    named = list(nodes)
+    return [*sorted(node for node in named if node is not None), *([None] * (None in named))]
+
 
 def _lane_runs(
-    frame: pd.DataFrame, columns: list[int], workers: object
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]] | None:
+    frame: pd.DataFrame, workers: object, lanes: _Pools | list[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]]:
     """The runs of ``frame`` as ``(start, finish, lane)`` arrays (microseconds since the
-    epoch, and the index of each run's worker among ``columns`` sorted, plus
-    ``len(columns)`` times its node's index among the nodes), and the nodes
-    (:func:`run_nodes`: ``[]`` for one or none); None for no run.  A run on a worker
-    not among ``columns`` is refused, naming it."""
-    frame = ran(frame)  # decided slots ran nowhere
-    if frame.empty:
-        return None
-    unknown = sorted(set(frame["worker"].unique().tolist()).difference(columns))
-    if unknown:
+    epoch, and the index of each run's lane among the names) and the lanes' names:
+    worker indexes, or ``(node, worker)`` for several processes' runs (:func:`run_nodes`)
+    or a mapping of nodes (``lanes``, from :func:`_lanes_of`).  A run on a worker, or
+    of a node, that ``workers`` leaves out is refused, naming it."""
+    runs = ran(frame)  # decided slots ran nowhere
+    start, finish = check_spans(runs)
+    worker = runs["worker"].to_numpy(dtype=np.int64)
+    if isinstance(lanes, dict):
+        pools = lanes
+        unknown = [node for node in _present_nodes(runs) if node not in pools]
+        if unknown:
+            raise ValidationError(
+                f"runs of nodes {unknown} are not among workers' nodes {list(pools)}: map "
+                "each node the frame names (its node column; None for runs that name none) "
+                "to its workers"
+            )
+    else:
+        pools = dict.fromkeys(run_nodes(runs), lanes)
+        if not pools:  # one process or none: a lane per worker
+            return start, finish, _pool_lanes(worker, lanes, workers, None), list(lanes)
+    names = [(node, w) for node, pool in pools.items() for w in pool]
+    codes = (
+        _node_codes(runs, list(pools)) if "node" in runs.columns
+        else np.full(len(runs), len(pools) - 1, dtype=np.int64)  # made elsewhere: None's, last
+    )  # fmt: skip
+    lane = np.zeros(len(runs), dtype=np.int64)
+    offset = 0
+    for code, (node, pool) in enumerate(pools.items()):
+        mine = codes == code
+        if mine.any():
+            lane[mine] = offset + _pool_lanes(worker[mine], pool, workers, node)
+        offset += len(pool)
+    return start, finish, lane, names
+
+
+def _pool_lanes(
+    worker: np.ndarray, pool: list[int], workers: object, node: str | None
+) -> np.ndarray:
+    """Each of ``worker`` (runs' worker indexes) as its index in ``pool`` (one node's
+    workers, in the order asked); a worker not in it is refused, naming it (and
+    ``node``, for a mapping)."""
+    order = np.argsort(pool, kind="stable")
+    known = np.asarray(pool, dtype=np.int64)[order]
+    at = np.minimum(np.searchsorted(known, worker), len(known) - 1)
+    stray = known[at] != worker
+    if stray.any():
+        unknown = sorted(set(worker[stray].tolist()))
+        whose = f"workers[{node!r}]={pool!r}" if isinstance(workers, Mapping) else (
+            f"workers={workers!r}"
+        )  # fmt: skip
         raise ValidationError(
-            f"runs on workers {unknown} are not among workers={workers!r} (a scheduler's "
+            f"runs on workers {unknown} are not among {whose} (a scheduler's "
             "coroutines run on its event loop's lane, worker == workers: count it too)"
         )
-    start = frame["start"].to_numpy(dtype="M8[us]").astype(np.int64)
-    finish = frame["finish"].to_numpy(dtype="M8[us]").astype(np.int64)
-    lane = np.searchsorted(np.array(sorted(columns)), frame["worker"].to_numpy())
-    nodes = run_nodes(frame)
-    if nodes:
-        lane = lane + _node_codes(frame, nodes) * len(columns)
-    return start, finish, lane, nodes
+    lanes: np.ndarray = order[at]
+    return lanes
+
+
+def check_spans(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The start and finish of each of ``runs`` (rows of :func:`ran`) in microseconds
+    since the epoch; a run without one (``NaT``: a record whose time was lost) or that
+    finished before it started (a hand-made or damaged record: a runtime never writes
+    one) is refused, naming the first few, as a column without a zone is
+    (:func:`instants`)."""
+    start = instants(runs["start"]).astype(np.int64)
+    finish = instants(runs["finish"]).astype(np.int64)
+    bad = (start == _LOST) | (finish == _LOST) | (finish < start)
+    _refuse(runs, bad, ("start", "finish"), "a start and a finish in order")
+    return start, finish
+
+
+def check_lateness(runs: pd.DataFrame) -> None:
+    """Refuse, naming the first few, ``runs`` whose lateness is not known (no due time or
+    no start, ``NaT``): a lateness chart cannot place them, and leaving them out drew a
+    task of no known lateness as "(never late)" and another's curve short of 100 %."""
+    unknown = runs["lateness"].isna().to_numpy()  # start - due: NaT if either is
+    _refuse(runs, unknown, ("due", "start"), "a due time and a start")
+
+
+_LOST = np.iinfo(np.int64).min  # NaT, as microseconds
+
+
+def _refuse(runs: pd.DataFrame, bad: np.ndarray, shown: tuple[str, str], what: str) -> None:
+    """A ValidationError naming the first three of ``runs`` that are ``bad`` (with their
+    ``shown`` columns) and counting the rest, if any is."""
+    if not bad.any():
+        return
+    rows = runs[bad]
+    named = ", ".join(
+        f"task {task!r} attempt {attempt} ({shown[0]} {one}, {shown[1]} {other})"
+        for task, attempt, one, other in zip(
+            rows["task_id"][:3], rows["attempt"][:3], rows[shown[0]][:3], rows[shown[1]][:3],
+            strict=True,
+        )
+    )  # fmt: skip
+    more = f" and {len(rows) - 3:,} more" if len(rows) > 3 else ""
+    raise ValidationError(
+        f"{counted(len(rows), 'run')} without {what}, which no chart can place: {named}{more}"
+    )
+
+
+def instants(column: pd.Series[Any]) -> np.ndarray:
+    """A column of instants with a zone (``datetime64[us, UTC]``, as :func:`to_frame`
+    makes, or converted to any zone) as UTC ``datetime64[us]``, ``NaT`` kept; a column
+    of another dtype (a zone dropped, times read back as text) is refused, naming it:
+    a naive time says no instant."""
+    if not isinstance(column.dtype, pd.DatetimeTZDtype):
+        raise ValidationError(
+            f"column {column.name!r} must hold instants with a zone (datetime64[us, UTC], "
+            f"as to_frame makes it), got dtype {column.dtype}; if its times are UTC, "
+            f"frame[{column.name!r}] = frame[{column.name!r}].dt.tz_localize('UTC')"
+        )
+    utc: np.ndarray = column.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="M8[us]")
+    return utc
+
+
+_NO_NODE = ""
+"""A node id that names no process, as a missing one does (:func:`missing_nodes`)."""
+
+
+def missing_nodes(column: pd.Series[Any]) -> np.ndarray:
+    """Which rows of a frame's ``node`` column name no process: missing (``<NA>``, NaN,
+    None) or ``""`` (an empty id says no process either: its lane read " · worker 0",
+    apart from the "no node" ones).  :func:`run_nodes` and the lanes read the same."""
+    empty: np.ndarray = (column == _NO_NODE).to_numpy(dtype=bool, na_value=True)
+    return empty | column.isna().to_numpy()
 
 
 def run_nodes(runs: pd.DataFrame) -> list[str | None]:
     """The processes that ran ``runs`` (rows of :func:`ran`; the frame's ``node``) when
     there is more than one: their ids sorted, then ``None`` if some runs name no process
     (an unshared scheduler's, a store's kept before it had the column, a rolling
-    upgrade's older process); ``[]`` for one process or none, whose lanes are a worker's.
+    upgrade's older process: ``node`` missing or ``""``, :func:`missing_nodes`); ``[]``
+    for one process or none, whose lanes are a worker's.
     A worker index is a worker of its process (every process numbers its workers from
     0), so the views lane several processes' runs by ``(node, worker)``."""
-    if "node" not in runs.columns:
-        return []
-    # Not one unique() with the NAs: pandas' string unique is 20 times slower on them.
-    missing = runs["node"].isna()
-    named = runs["node"][~missing].unique().tolist() if not missing.all() else []
-    nodes: list[str | None] = [*sorted(str(node) for node in named)]
-    if missing.any():
-        nodes.append(None)
+    nodes = _present_nodes(runs)
     return nodes if len(nodes) > 1 else []
 
 
+def _present_nodes(runs: pd.DataFrame) -> list[str | None]:
+    """Every node ``runs`` name, sorted, then ``None`` if some name none
+    (:func:`missing_nodes`; all of them for a frame without a ``node`` column)."""
+    if "node" not in runs.columns:
+        return [None] if len(runs) else []
+    # Not one unique() with the NAs: pandas' string unique is 20 times slower on them.
+    missing = runs["node"].isna()
+    named = set(runs["node"][~missing].unique().tolist()) if not missing.all() else set()
+    unnamed = bool(missing.any()) or _NO_NODE in named  # "" names no process either
+    return _sorted_nodes({*(str(node) for node in named - {_NO_NODE}), *([None] * unnamed)})
+
+
 def _node_codes(runs: pd.DataFrame, nodes: list[str | None]) -> np.ndarray:
-    """The index of each run's node among ``nodes`` (:func:`run_nodes`: ``None`` last)."""
-    codes = pd.Categorical(runs["node"], categories=[n for n in nodes if n is not None]).codes
-    return np.where(codes < 0, len(nodes) - 1, codes).astype(np.int64)
+    """The index of each run's node among ``nodes`` (:func:`_present_nodes` of ``runs``
+    or more: sorted, ``None`` last for runs that name no process, :func:`missing_nodes`)."""
+    named = [n for n in nodes if n is not None]
+    # "" a category, read as none: no comparison of each id (a categorical is one
+    # hashing pass; an Index's get_indexer took five times as long)
+    codes = pd.Categorical(runs["node"], categories=[*named, _NO_NODE]).codes.astype(np.int64)
+    codes[codes < 0] = len(named)  # missing
+    return codes
 
 
 def worker_lanes(runs: pd.DataFrame, nodes: list[str | None]) -> tuple[np.ndarray, list[str]]:
@@ -396,7 +585,7 @@ built a list of a billion lanes (gigabytes, a minute of the machine) before a fr
 them, and ``10**30`` raised ``OverflowError``."""
 
 
-def _workers(workers: object) -> list[int]:
+def _workers(workers: object, name: str = "workers") -> list[int]:
     """``utilisation``'s ``workers``: a count (``0 .. workers-1``, from 1 to
     :data:`MOST_WORKERS`) or worker indexes, each ``>= 0`` and none twice (numpy's
     integers too: ``operator.index``; a bool is neither).  A count below 1 gave a frame of
@@ -411,19 +600,19 @@ def _workers(workers: object) -> list[int]:
                 if len(set(lanes)) == len(lanes) and all(lane >= 0 for lane in lanes):
                     return lanes
                 raise ValidationError(
-                    f"workers must be worker indexes >= 0, each once, got {workers!r}"
+                    f"{name} must be worker indexes >= 0, each once, got {workers!r}"
                 )
         elif isinstance(workers, SupportsIndex) and not isinstance(workers, bool):
             count = operator.index(workers)
             if 1 <= count <= MOST_WORKERS:
                 return list(range(count))
             raise ValidationError(
-                f"workers must be a count from 1 to {MOST_WORKERS:,} (as many as a simulation "
+                f"{name} must be a count from 1 to {MOST_WORKERS:,} (as many as a simulation "
                 f"has) or a list of worker indexes, got {workers!r}"
             )
     except TypeError:
         pass
-    raise ValidationError(f"workers must be a count or a list of worker indexes, got {workers!r}")
+    raise ValidationError(f"{name} must be a count or a list of worker indexes, got {workers!r}")
 
 
 def _step(freq: str) -> int:

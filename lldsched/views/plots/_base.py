@@ -21,6 +21,7 @@ from typing import Any
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 from lldsched.views.frames import ran  # raises, naming the extra, without pandas
+from lldsched.views.summaries import instants
 
 try:
     import matplotlib.dates as _mdates
@@ -191,9 +192,9 @@ def _zone(tz: str | tzinfo) -> tzinfo:
 
 
 def _dates(column: pd.Series[Any]) -> Array:
-    """A tz-aware datetime column as matplotlib date numbers (days since its epoch)."""
-    naive = column.dt.tz_convert("UTC").dt.tz_localize(None)
-    return mdates.date2num(naive.to_numpy(dtype="M8[us]"))
+    """A tz-aware datetime column as matplotlib date numbers (days since its epoch); a
+    column of naive times or text is refused, naming it (:func:`instants`)."""
+    return mdates.date2num(instants(column))
 
 
 def _time_axis(

@@ -40,7 +40,14 @@ from lldsched.views.plots._base import (
 )
 from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _failures, _mark_handles
-from lldsched.views.summaries import lane_label, node_label, run_nodes, worker_lanes
+from lldsched.views.summaries import (
+    check_spans,
+    lane_label,
+    missing_nodes,
+    node_label,
+    run_nodes,
+    worker_lanes,
+)
 from lldsched.views.tables import seconds_text
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
@@ -95,8 +102,13 @@ def gantt(
 
     The runs of several processes sharing a store (the frame's ``node`` column: each
     numbers its workers from 0) get a lane per process and worker, labelled
-    ``"host:pid · worker 0"`` (:func:`~lldsched.views.summaries.run_nodes`); with one
-    process or none, a lane per worker, ``"worker 0"``.
+    ``"host:pid · worker 0"`` (:func:`~lldsched.views.summaries.run_nodes`), and the runs
+    that name no process (``node`` missing or ``""``) beside them ``"no node · worker 0"``;
+    with one process or none, a lane per worker, ``"worker 0"``.
+
+    A run without a start or a finish (``NaT``), or that finished before it started, has
+    no bar: it is refused, naming it (:func:`~lldsched.views.summaries.check_spans`), as
+    is a time column without a zone.
 
     Runs at once on one lane (the event loop's coroutines, on ``worker == workers``; a
     task's ``Overlap.ALLOW`` runs, by task) get a row each, ``+1``, ``+2`` under the
@@ -107,8 +119,9 @@ def gantt(
         raise ValidationError(f'by must be "worker" or "task", got {by!r}')
     if max_lanes is not None:
         checks.whole(max_lanes, name="max_lanes", at_least=1)
+    everything = ran(frame)  # a slot a misfire policy decided ran on no worker; checks frame
     waits = frame[frame["outcome"] == "blocked"]
-    everything = ran(frame)  # a slot a misfire policy decided ran on no worker
+    check_spans(everything)  # a run with no start or finish, or backwards, has no bar
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
     nodes = run_nodes(everything)  # of every run: the lanes drawn may be one node's
     # each run's lane by worker (of its node), a code from 0; the lanes' labels
@@ -397,6 +410,10 @@ def _row_of(ax: Axes, labels: Sequence[str], lane: int, start: float) -> int:
     return next((row for row in rows if row in drawn), lane)
 
 
+_RUN_FIELDS = frozenset({"task_id", "name", "worker", "due", "start"})
+"""The fields of a frame's row :func:`mark_wait` reads."""
+
+
 def mark_wait(
     chart: Figure | Axes, run: pd.Series[Any], *, by: str = "worker", text: str | None = None
 ) -> Figure:
@@ -410,6 +427,17 @@ def mark_wait(
         ax = chart.axes[0]
     else:  # named, not matplotlib's AttributeError ('int' object has no attribute 'axes')
         raise ValidationError(f"chart must be a gantt chart (its Figure or Axes), got {chart!r}")
+    if by not in ("worker", "task"):
+        raise ValidationError(f'by must be "worker" or "task", got {by!r}')
+    if not (isinstance(run, pd.Series) and _RUN_FIELDS.issubset(run.index)):
+        raise ValidationError(
+            f"run must be a row of the frame the chart was drawn from (frame.iloc[i]), got {run!r}"
+        )
+    if pd.isna(run["due"]) or pd.isna(run["start"]):  # an arrow to NaN drew nothing
+        raise ValidationError(
+            f"task {run['task_id']!r} attempt {run.get('attempt')} has no wait to mark: "
+            f"due {run['due']}, start {run['start']}"
+        )
     labels = [label.get_text() for label in ax.get_yticklabels()]
     name = str(run["name"])
     # A task's lane is labelled as _tasks labels it: its name (shortened if long, whole
@@ -441,6 +469,7 @@ def _worker_labels(run: pd.Series[Any]) -> list[str]:
     (the node in short, or whole where the short form names two: ``node_labels``) on a
     chart of several processes' runs, else ``"worker 0"`` (last, as the error names it)."""
     worker = int(run["worker"])
-    node = None if pd.isna(run.get("node")) else str(run["node"])
+    named = "node" in run.index and not missing_nodes(pd.Series([run["node"]]))[0]
+    node = str(run["node"]) if named else None
     ids = dict.fromkeys([node_label(node), "no node" if node is None else node])
     return [*(lane_label(text, worker) for text in ids), lane_label(None, worker)]

@@ -4,6 +4,7 @@ the period, one panel per policy."""
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import tzinfo
 from typing import Any
@@ -35,6 +36,7 @@ from lldsched.views.plots._base import (
 )
 from lldsched.views.plots.palette import ACCENT
 from lldsched.views.plots.runbars import _draw_runs, _failures, _mark_handles
+from lldsched.views.summaries import check_spans
 
 __all__ = ["overrun_comparison"]
 
@@ -61,11 +63,17 @@ def overrun_comparison(
     at the top of its place; on ``axes`` given, each fills its axes.  Rows too short for
     a label each (under :data:`~lldsched.views.plots.MIN_LANE_INCHES`: an hour of a
     60 s task) are labelled every second, third... row, from the first."""
+    if not isinstance(runs, Mapping):  # a list of runs: 'list' object has no attribute 'items'
+        raise ValidationError(
+            f"runs must map OverrunPolicy or Overlap members to runs, got {reprlib.repr(runs)}"
+        )
     recorded = {
         policy: frame if isinstance(frame, pd.DataFrame) else to_frame(frame)
         for policy, frame in runs.items()
     }
     frames = {policy: ran(frame) for policy, frame in recorded.items()}  # a row per run
+    for frame in frames.values():
+        check_spans(frame)  # a run with no start or finish, or backwards, has no bar
     dropped_slots = {  # the slots decided without a run, by their due times
         policy: _dates(frame.loc[frame["outcome"].isin(_DROPPED), "due"])
         for policy, frame in recorded.items()

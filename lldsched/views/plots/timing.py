@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from datetime import tzinfo
 
 import numpy as np
@@ -31,7 +30,7 @@ from lldsched.views.plots._base import (
     ran,
     task_mark,
 )
-from lldsched.views.summaries import lane_label, node_labels
+from lldsched.views.summaries import Workers, check_lateness, lane_label, node_labels
 from lldsched.views.tables import seconds_text
 
 __all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
@@ -44,8 +43,11 @@ def lateness_over_time(
     resumed after a pause is due at the resume: its pause is not lateness, as in the
     frame and the summaries).
     Past :data:`MAX_LEGEND_TASKS` tasks, the legend names those with the worst
-    lateness, in their colours, and the rest are grey points underneath."""
+    lateness, in their colours, and the rest are grey points underneath.  A run of no
+    known lateness (no due time or start: ``NaT``) is refused, naming it
+    (:func:`~lldsched.views.summaries.check_lateness`)."""
     frame = ran(frame)
+    check_lateness(frame)
     figure, ax = _axes(ax, (11.0, 4.0))
     lateness = _seconds(frame["lateness"])
     codes, labels, palette, named = _tasks(frame, lateness, how="max")
@@ -113,8 +115,11 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     within 1 s)", its worst, for the same reason; where every run started on time, the
     chart says so, on an axis of one second ticked by the half.  Past :data:`MAX_LEGEND_TASKS`
     tasks, the legend names those with the highest 95th percentile, in their colours,
-    and the rest are thin grey curves underneath."""
+    and the rest are thin grey curves underneath.  A run of no known lateness (no due
+    time or start: ``NaT``) is refused, naming it: left out, a task of none read "(never
+    late)" (:func:`~lldsched.views.summaries.check_lateness`)."""
     frame = ran(frame)
+    check_lateness(frame)
     figure, ax = _axes(ax, (8.0, 4.5))
     lateness = _seconds(frame["lateness"])
     codes, labels, palette, named = _tasks(frame, lateness, how="p95")
@@ -183,7 +188,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
 
 def utilisation_plot(
     frame: pd.DataFrame,
-    workers: int | Sequence[int],
+    workers: Workers,
     freq: str = "1h",
     ax: Axes | None = None,
     tz: str | tzinfo = "UTC",
@@ -198,7 +203,10 @@ def utilisation_plot(
     at once (the event loop's lane) reads above 1.0 (:func:`utilisation`): the colour
     scale then runs up to its figure, and its label says so.  The runs of several
     processes sharing a store get a row per process and worker (as :func:`utilisation`
-    columns them), labelled ``"host:pid · worker 0"``."""
+    columns them), labelled ``"host:pid · worker 0"``; processes of different sizes take
+    ``workers`` as a mapping from each node to its own workers (:func:`utilisation`), so
+    a small process has no rows of workers it never had and the mean counts only the
+    workers there were."""
     table = utilisation(frame, workers, freq)
     lanes = len(table.columns)
     tall = _lanes_height(min(lanes, MAX_LANES), each=0.4)
