@@ -156,6 +156,52 @@ def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it
     assert task.status is TaskStatus.FAILED
 
 
+@pytest.mark.parametrize(
+    ("modified", "error"),
+    [
+        ((), "TimeoutError: ran 30 s, over its 5 s budget"),
+        ((None,), "TimeoutError: ran 30 s, over its 5 s budget"),  # its armed deadline stands
+        ((3,), "TimeoutError: ran 30 s, over its 3 s budget"),  # judged by the new one
+    ],
+    ids=["as-registered", "timeout-dropped", "timeout-lowered"],
+)
+def test_a_thread_that_runs_on_past_its_deadline_is_recorded_with_the_time_it_ran(
+    make_scheduler: SchedulerFactory, modified: tuple[float | None, ...], error: str
+) -> None:
+    # A thread cannot be stopped: one that ignores its raised flag runs on, here 25 s
+    # past its 5 s deadline.  Its record said "stopped at its 5 s timeout" (nothing
+    # stopped it), and on a FakeClock jump it said "ran 30 s, over its 5 s budget" when
+    # the worker finished before the timer raised the flag; the simulation says the
+    # latter, and a modify(timeout=3) during the run is judged by the new budget, as
+    # there (docs/DECISIONS.md, "Changing a task").
+    clock = FakeClock(1_800_000_000.0)
+    started, release = threading.Event(), threading.Event()
+    contexts: list[RunContext] = []
+
+    def stubborn(ctx: RunContext) -> None:
+        contexts.append(ctx)
+        started.set()
+        assert release.wait(5)  # the flag goes up meanwhile: ignored
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule(
+        "stubborn", stubborn, OneTime(delay=0), timeout=5, retry=RetryPolicy.never()
+    )
+    assert started.wait(5)
+    for timeout in modified:
+        scheduler.modify(task.id, timeout=timeout)
+    clock.advance(5)
+    assert contexts[0].wait(5) and contexts[0].reason == "timeout"  # its deadline passed
+    clock.advance(25)
+    release.set()
+    settle(scheduler)
+    (record,) = task.history
+    assert record.duration == 30.0
+    assert record.timed_out and not record.ok
+    assert record.error == error
+    assert task.status is TaskStatus.FAILED
+
+
 def test_a_raising_task_and_a_raising_listener_leave_every_worker_alive(
     make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -100,11 +100,12 @@ class DefinitionVerbs(CoreParts):
         against the new timeout and retry policy, a pending retry keeps its due
         time.  (A timeout already armed for the run in flight, a thread's cooperative
         flag or a coroutine's cancellation, keeps its deadline; a coroutine cut there is
-        recorded with the timeout it was armed with.  A run begun before the call is
-        armed, and its child process killed, with the timeout in force at its begin,
-        even if it is armed after the call: the run keeps the options it began with,
-        :class:`Run <lldsched.core.task.Run>`.)  :class:`SchedulerStateError` for a
-        SUCCEEDED or CANCELLED task.
+        recorded with the timeout it was armed with, and so is a thread whose flag went
+        up there, unless it ran on past the new timeout too: then with that one.  A run
+        begun before the call is armed, and its child process killed, with the timeout
+        in force at its begin, even if it is armed after the call: the run keeps the
+        options it began with, :class:`Run <lldsched.core.task.Run>`.)
+        :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task.
         """
         task = self.get(task_id)
         check_store(self._writes, "modify", task_id)

@@ -47,7 +47,7 @@ from lldsched.policies import RetryPolicy, checked_backoff
 from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
 from lldsched.schedules.catchup import CatchUp
 
-__all__ = ["RunTransitions"]
+__all__ = ["RunTransitions", "timeout_error"]
 
 log = logging.getLogger(JOBS)
 
@@ -141,7 +141,7 @@ class RunTransitions(CoreParts):
         timeout = task._options.timeout
         timed_out = timed_out or (timeout is not None and finished - started > timeout)
         if timed_out and error is None:
-            error = f"TimeoutError: ran {finished - started:.6g} s, over its {timeout:g} s budget"
+            error = timeout_error(finished - started, timeout)
         # The run path's speed trick, one group (each part alone buys under 10 %): the
         # record here and the Run in begin() are built positionally by tuple.__new__ (a
         # NamedTuple's own __new__ is a Python function, and keywords cost a dict), and
@@ -458,3 +458,19 @@ class RunTransitions(CoreParts):
         )
         self._stats(task).last_error = error
         return FAILED, None, record, ()
+
+
+def timeout_error(duration: float, budget: float | None) -> str:
+    """The error text of a run recorded ``timed_out`` that raised nothing of its own:
+    the time it ran against ``budget``, or, a run that measured no more than its budget
+    (its deadline stopped it: the deadline counts from the run's begin, its duration
+    from the action's start, a little later), the budget its deadline was armed with.
+    One wording for the core, which judges a run by its task's timeout at its finish,
+    and for the threaded runtime, whose thread run's deadline may have raised its flag
+    (``RunExecution._complete``).  ``budget`` None: a runtime said the run timed out and
+    the task has no timeout (any more)."""
+    if budget is None:
+        return f"TimeoutError: ran {duration:.6g} s, over its budget"
+    if duration > budget:
+        return f"TimeoutError: ran {duration:.6g} s, over its {budget:g} s budget"
+    return f"TimeoutError: stopped at its {budget:g} s timeout"

@@ -42,6 +42,7 @@ import logging
 
 from lldsched.core.names import CANCELLED, PAUSED
 from lldsched.core.results import must_await, result_text
+from lldsched.core.runs import timeout_error
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import (
     CANCELLED_INSIDE,
@@ -234,14 +235,21 @@ class RunExecution(SchedulerParts):
         context = run.context
         if context is not None:
             self._disarm_deadline(context)  # the run is over: its deadline is void
-            if context.reason == "timeout" and not timed_out:  # its deadline stopped it
+            if context.reason == "timeout" and not timed_out:  # its deadline raised its flag
                 # Timed out whatever duration it measured: the deadline counts from the
                 # run's begin, its duration from the action's start, read on the worker
-                # a little later (a coarse clock's tick later, under load).  Its budget
-                # is the one it began with (a modify since may have dropped the task's).
+                # a little later (a coarse clock's tick later, under load).  Its text
+                # says the time it ran against the budget that judges it: the task's
+                # timeout now, if the run went past it (as the core judges any run),
+                # else the one its deadline was armed with (a modify since may have
+                # dropped or raised the task's).
                 timed_out = True
                 if error is None:
-                    error = f"TimeoutError: stopped at its {run.options.timeout:g} s timeout"
+                    budget = run.task._options.timeout
+                    duration = finished - started
+                    if budget is None or duration <= budget:
+                        budget = run.options.timeout
+                    error = timeout_error(duration, budget)
         if awaitable is not None:
             if awaitable is UNSTARTED:  # (rare) shutdown stopped it before a child took it
                 if self._core.unstarted(run):  # its task waits for it, as if never begun
