@@ -126,7 +126,7 @@ def test_a_gantt_folder_this_user_cannot_write_in_is_refused_before_simulating(
     """The permission bits are the operating system's to read (root passes them all):
     ``os.access`` answers for this user, here told to say no."""
     path = tmp_path / "chart.png"
-    monkeypatch.setattr(simulate_cli.os, "access", lambda *args, **kwargs: False)
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
     monkeypatch.setattr(simulate_cli, "build_scenario", interrupt)
     assert main(["simulate", "--gantt", str(path)]) == 2
     assert capsys.readouterr() == (
@@ -211,3 +211,13 @@ def test_ctrl_c_with_a_closed_pipe_on_stderr_is_still_130() -> None:
         "sys.exit(main(['cron', '@daily']))\n"
     )
     assert run_into_a_closed_pipe(code) == 130  # was 1: printing 'interrupted' failed
+
+
+def test_each_bound_simulate_refuses_is_in_its_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """--help says what is refused: --workers said no bound, and 100,001 was an error."""
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "virtual workers, 1 to 100,000 (default 4)" in text
+    assert f"above 0 and at most {simulate_cli.MAX_DAYS}" in text
+    assert main(["simulate", "--workers", "100001"]) == 2

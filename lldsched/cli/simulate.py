@@ -60,7 +60,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=7.0,
         help=f"simulated days, above 0 and at most {MAX_DAYS} (default 7)",
     )
-    parser.add_argument("--workers", type=int, default=4, help="virtual workers (default 4)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=4,
+        help=f"virtual workers, 1 to {MAX_WORKERS:,} (default 4)",
+    )
     parser.add_argument(
         "--max-coroutines",
         type=int,
