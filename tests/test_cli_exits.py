@@ -24,6 +24,10 @@ def interrupt(*args: object, **kwargs: object) -> NoReturn:
     raise KeyboardInterrupt
 
 
+def unreached(*args: object, **kwargs: object) -> NoReturn:
+    raise AssertionError("simulated before the arguments were checked")
+
+
 @pytest.mark.parametrize(
     ("argv", "module", "name"),
     [
@@ -106,33 +110,23 @@ def test_a_start_no_datetime_can_hold_is_refused_by_value(
     )
 
 
-def test_a_gantt_path_that_is_a_folder_is_refused_before_simulating(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize("case", ["a folder", "in a folder this user cannot write in"])
+def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str
 ) -> None:
-    """Was: the week simulated, then savefig's IsADirectoryError as the exit message."""
-    folder = tmp_path / "chart.png"
-    folder.mkdir()
-    monkeypatch.setattr(simulate_cli, "build_scenario", interrupt)  # must not be reached
-    assert main(["simulate", "--gantt", str(folder)]) == 2
-    assert capsys.readouterr() == (
-        "",
-        f"error: --gantt {str(folder)!r}: that is a folder; name the file to write\n",
-    )
-
-
-def test_a_gantt_folder_this_user_cannot_write_in_is_refused_before_simulating(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    """The permission bits are the operating system's to read (root passes them all):
+    """Was: the week simulated, then savefig's IsADirectoryError as the exit message.
+    The permission bits are the operating system's to read (root passes them all):
     ``os.access`` answers for this user, here told to say no."""
     path = tmp_path / "chart.png"
-    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
-    monkeypatch.setattr(simulate_cli, "build_scenario", interrupt)
+    if case == "a folder":
+        path.mkdir()
+        why = "that is a folder; name the file to write"
+    else:
+        monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
+        why = f"cannot write in the folder {str(tmp_path)!r}"
+    monkeypatch.setattr(simulate_cli, "build_scenario", unreached)
     assert main(["simulate", "--gantt", str(path)]) == 2
-    assert capsys.readouterr() == (
-        "",
-        f"error: --gantt {str(path)!r}: cannot write in the folder {str(tmp_path)!r}\n",
-    )
+    assert capsys.readouterr() == ("", f"error: --gantt {str(path)!r}: {why}\n")
 
 
 def test_a_chart_that_cannot_be_written_is_an_error_line_and_status_1(
