@@ -3,6 +3,13 @@
 One module per command in this package: :mod:`~lldsched.cli.demo`,
 :mod:`~lldsched.cli.cron`, :mod:`~lldsched.cli.simulate` and :mod:`~lldsched.cli.lab`;
 this module builds the parser and runs the chosen command.
+
+Every command ends the same way (:data:`EXIT_STATUSES`; docs/DECISIONS.md, "The command
+line"): 0 when it did its work; 2 for bad arguments, refused before any work with one
+``error: ...`` line on stderr naming the value (argparse's own errors say ``error:``
+too, after the usage line); 1 when the work failed after it began (a chart the disk
+refused, after the summary was printed); 130 on Ctrl-C, ``interrupted`` on stderr and
+no traceback.  A reader that leaves early (``| head``) is not an error: 0.
 """
 
 from __future__ import annotations
@@ -11,6 +18,39 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TextIO
+
+EXIT_STATUSES = "exit status: 0 done, 1 failed after it began, 2 bad arguments, 130 interrupted"
+"""What each exit status of every command means (the end of ``--help``)."""
+
+FAILED = 1
+"""The status of work that failed after it began (a chart the disk refused)."""
+
+BAD_ARGUMENTS = 2
+"""The status of arguments refused before any work: argparse's own, and every command's."""
+
+INTERRUPTED = 130
+"""Ctrl-C's status: 128 + SIGINT, what a shell reports for a command that signal ended."""
+
+
+def to_stderr(line: str, status: int) -> int:
+    """Print ``line`` on stderr and return ``status``.  A stderr nobody reads any more
+    (``2>&1 | head -0``) loses the line, not the status: its BrokenPipeError was read as
+    the early reader of stdout, and a refusal exited 0."""
+    try:
+        print(line, file=sys.stderr)
+    except BrokenPipeError:
+        _write_nowhere(sys.stderr)
+    return status
+
+
+def _write_nowhere(stream: TextIO) -> None:
+    """Point ``stream``'s file at /dev/null, so that the interpreter's final flush of
+    what it still holds does not fail too (the recipe in the signal module's
+    documentation)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
@@ -18,6 +58,7 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="lldsched: an in-process task scheduler you can read, run and replay.",
+        epilog=f"{EXIT_STATUSES} (Ctrl-C).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="the scheduler's behaviour in eleven lines")
@@ -43,6 +84,8 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     from lldsched.cli.lab import add_parser as add_lab
 
     add_lab(commands)
+    for command in commands.choices.values():  # each command's --help says it too
+        command.epilog = parser.epilog
     return parser
 
 
@@ -66,14 +109,14 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lldsched") -> int:
     ``prog`` names the command in usage and error lines: ``lldsched``, the script
     installed by pip, calls this as it is; ``python -m lldsched`` passes its own name.
     """
-    args = build_parser(prog).parse_args(argv)
     try:
+        args = build_parser(prog).parse_args(argv)
         status = int(args.handler(args))
         sys.stdout.flush()  # a pipe that closed early fails here, inside the try
         return status
     except BrokenPipeError:  # `python -m lldsched demo | head -3`: the reader left early
-        # Point stdout at /dev/null so the interpreter's final flush does not fail too
-        # (the recipe in the signal module's documentation).
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _write_nowhere(sys.stdout)
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: the user asked to stop; a traceback tells them nothing
+        # The commands' schedulers stopped on the way out (``with``); what is printed stays.
+        return to_stderr("interrupted", INTERRUPTED)

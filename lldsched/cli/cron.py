@@ -12,14 +12,16 @@ trusting a job to it::
       Mon 2026-03-30 03:00 CEST  = 2026-03-30 01:00 UTC
 
 Six fields (a seconds field first) are accepted; their fire times show seconds.
-A bad expression, zone or start prints the error on stderr and exits with 2.
+A bad expression, zone or start (one no ``datetime`` can hold in UTC or in the zone
+too: ``--start 0001-01-01 --tz Asia/Tokyo`` is in year 0 in UTC) prints the error on
+stderr and exits with 2.
 """
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 
+from lldsched.cli import BAD_ARGUMENTS, to_stderr
 from lldsched.errors import ScheduleError
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.cron.explain import explain
@@ -52,9 +54,15 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
                 f"--start {start!r} is not an ISO date-time such as 2026-03-27T09:00"
             ) from None
         aware = parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=zone)
-        # Through UTC: astimezone to the zone it already has would keep a wall time in a
-        # spring-forward gap (02:30 CET, which never happens) instead of the instant.
-        begin = aware.astimezone(UTC).astimezone(zone)
+        try:
+            # Through UTC: astimezone to the zone it already has would keep a wall time in
+            # a spring-forward gap (02:30 CET, which never happens) instead of the instant.
+            begin = aware.astimezone(UTC).astimezone(zone)
+        except OverflowError:  # 0001-01-01 in Tokyo is a year-0 instant in UTC
+            raise ScheduleError(
+                f"--start {start!r} is out of range: its instant must fall in the years "
+                f"1 to 9999 both in UTC and in {tz}"
+            ) from None
     fires = schedule.preview(n, begin)
     seconds = schedule.fields.has_seconds
     local, utc, after = (
@@ -62,16 +70,22 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
         if seconds
         else (_FORMAT, "%Y-%m-%d %H:%M UTC", "%Y-%m-%d %H:%M %Z")
     )
-    width = max((len(f.strftime(local)) for f in fires), default=0)
+    width = max((len(_show(f, local)) for f in fires), default=0)
     lines = [
         f"{expr}  ({schedule.tz})",
         explain(schedule.fields),  # the zone is on the line above
-        f"next {'fire time' if n == 1 else f'{n} fire times'} after {begin.strftime(after)}:",
+        f"next {'fire time' if n == 1 else f'{n} fire times'} after {_show(begin, after)}:",
     ]
-    lines += [f"  {f.strftime(local):<{width}}  = {f.astimezone(UTC).strftime(utc)}" for f in fires]
+    lines += [f"  {_show(f, local):<{width}}  = {_show(f.astimezone(UTC), utc)}" for f in fires]
     if len(fires) < n:
         lines.append(f"  (only {len(fires)}: nothing more fires within 100 years or before 10000)")
     return lines
+
+
+def _show(when: datetime, layout: str) -> str:
+    """``when.strftime(layout)`` with the year in four digits: glibc's ``%Y`` writes
+    year 1 as ``1`` (macOS's as ``0001``)."""
+    return when.strftime(layout.replace("%Y", f"{when.year:04d}"))
 
 
 def run_cron(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = None) -> int:
@@ -79,8 +93,7 @@ def run_cron(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = None
     try:
         lines = cron_report(expr, tz=tz, n=n, start=start)
     except ScheduleError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return to_stderr(f"error: {exc}", BAD_ARGUMENTS)
     for line in lines:
         print(line)
     return 0

@@ -7,8 +7,11 @@ Bad arguments (``--days`` not a finite number above 0 and at most :data:`MAX_DAY
 ``--workers`` below 1 or above :data:`MAX_WORKERS`, ``--max-coroutines`` below 1 (the
 constructor's own check and words: ``max_coroutines must be an int >= 1``), a
 ``--gantt`` path whose format is not PNG, SVG or PDF or whose folder does not exist,
-the views extra missing for ``--gantt``) are refused before anything is simulated:
-``error: ...`` on stderr and exit status 2, as ``python -m lldsched cron`` does.
+a ``--gantt`` path that is a folder, or in a folder this user cannot write in (as
+``os.access`` says), the views extra missing for ``--gantt``) are refused before
+anything is simulated: ``error: ...`` on stderr and exit status 2, as ``python -m
+lldsched cron`` does.  What only the write finds out (a full disk) comes after the
+summary: ``error: ...`` and exit status 1.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ import argparse
 import importlib
 import inspect
 import math
-import sys
+import os
 import time
 from pathlib import Path
 
 from lldsched import checks
+from lldsched.cli import BAD_ARGUMENTS, FAILED, to_stderr
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
 from lldsched.sim.scenario import build_scenario
@@ -56,7 +60,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=7.0,
         help=f"simulated days, above 0 and at most {MAX_DAYS} (default 7)",
     )
-    parser.add_argument("--workers", type=int, default=4, help="virtual workers (default 4)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=4,
+        help=f"virtual workers, 1 to {MAX_WORKERS:,} (default 4)",
+    )
     parser.add_argument(
         "--max-coroutines",
         type=int,
@@ -99,6 +108,10 @@ def refusal(args: argparse.Namespace) -> str | None:
         return f"--gantt {args.gantt!r}: the chart is written as .png, .svg or .pdf"
     if not path.parent.is_dir():
         return f"--gantt {args.gantt!r}: there is no folder {str(path.parent)!r} to write it in"
+    if path.is_dir():
+        return f"--gantt {args.gantt!r}: that is a folder; name the file to write"
+    if not os.access(path.parent, os.W_OK | os.X_OK):  # this user's right, as the OS says
+        return f"--gantt {args.gantt!r}: cannot write in the folder {str(path.parent)!r}"
     try:  # without the extra, the views' error names it
         importlib.import_module("lldsched.views.frames")
         importlib.import_module("lldsched.views.plots")
@@ -110,8 +123,7 @@ def refusal(args: argparse.Namespace) -> str | None:
 def main(args: argparse.Namespace) -> int:
     refused = refusal(args)
     if refused is not None:
-        print(f"error: {refused}", file=sys.stderr)
-        return 2
+        return to_stderr(f"error: {refused}", BAD_ARGUMENTS)
     sim = build_scenario(workers=args.workers, seed=args.seed, max_coroutines=args.max_coroutines)
     began = time.perf_counter()
     sim.run_for(args.days * 86400)
@@ -128,22 +140,24 @@ def main(args: argparse.Namespace) -> int:
     dead = [sim.task(task_id).name for task_id in sim.dead_letter()]
     print(f"dead letter: {dead}")
     if args.gantt:
-        write_gantt(sim, args.gantt)
+        failed = write_gantt(sim, args.gantt)
+        if failed is not None:  # the summary above stands; the chart alone is missing
+            return to_stderr(f"error: {failed}", FAILED)
         print(f"gantt chart: {args.gantt}")
     return 0
 
 
-def write_gantt(sim: Simulation, path: str) -> None:
+def write_gantt(sim: Simulation, path: str) -> str | None:
     """Draw ``sim``'s runs to ``path`` (the format's own canvas, Agg for PNG: no pyplot,
-    no global backend; matplotlib stays inside :mod:`lldsched.views.plots`)."""
-    try:  # without the extra, the views' error names it
-        from lldsched.views.frames import to_frame
-        from lldsched.views.plots import gantt
-    except ImportError as exc:
-        raise SystemExit(f"--gantt: {exc}") from exc
+    no global backend; matplotlib stays inside :mod:`lldsched.views.plots`); why it
+    could not (the message after ``error:``: what only the write finds out, a full
+    disk, a file system that refuses it), or None."""
+    from lldsched.views.frames import to_frame  # refusal() imported both: the extra is here
+    from lldsched.views.plots import gantt
 
     figure = gantt(to_frame(sim))
     try:
         figure.savefig(path, dpi=100)
     except OSError as exc:
-        raise SystemExit(f"--gantt: cannot write {path!r}: {exc}") from exc
+        return f"--gantt {path!r}: cannot write it: {exc}"
+    return None

@@ -1,0 +1,217 @@
+"""How every command of ``python -m lldsched`` ends: 0 when it did its work, 2 for bad
+arguments (one ``error:`` line naming the value), 1 when the work failed after it began,
+130 on Ctrl-C; never a traceback (docs/DECISIONS.md, "The command line")."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from lldsched.cli import build_parser, main
+from lldsched.cli import cron as cron_cli
+from lldsched.cli import demo as demo_cli
+from lldsched.cli import lab as lab_cli
+from lldsched.cli import simulate as simulate_cli
+
+
+def interrupt(*args: object, **kwargs: object) -> NoReturn:
+    raise KeyboardInterrupt
+
+
+def unreached(*args: object, **kwargs: object) -> NoReturn:
+    raise AssertionError("simulated before the arguments were checked")
+
+
+@pytest.mark.parametrize(
+    ("argv", "module", "name"),
+    [
+        (["demo"], demo_cli, "run_demo"),
+        (["cron", "* * * * *"], cron_cli, "cron_report"),
+        (["simulate", "--days", "0.01"], simulate_cli, "build_scenario"),
+        (["lab", "push"], lab_cli, "decision"),
+    ],
+)
+def test_ctrl_c_in_any_command_exits_130_with_one_line_and_no_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    module: object,
+    name: str,
+) -> None:
+    monkeypatch.setattr(module, name, interrupt)
+    try:
+        status = main(argv)
+    except KeyboardInterrupt:  # escaping, it would stop the test session itself
+        pytest.fail(f"{argv}: KeyboardInterrupt escaped main()")
+    assert status == 130
+    assert capsys.readouterr() == ("", "interrupted\n")
+
+
+# A real SIGINT, raised in the command's process where it is busy: the demo inside its
+# threaded scheduler (whose threads must let the process end), the simulation inside its
+# loop.  signal.raise_signal delivers it at once: no sleep, no race.
+SIGINT_AT = {
+    "demo": "from lldsched.clock import FakeClock as patched\n"
+    "original = patched.advance\n"
+    "def advance(self, seconds):\n"
+    "    signal.raise_signal(signal.SIGINT)\n"
+    "    return original(self, seconds)\n"
+    "patched.advance = advance\n",
+    "simulate": "from lldsched.sim.simulation import Simulation as patched\n"
+    "original = patched.run_for\n"
+    "def run_for(self, seconds):\n"
+    "    signal.raise_signal(signal.SIGINT)\n"
+    "    return original(self, seconds)\n"
+    "patched.run_for = run_for\n",
+}
+
+
+@pytest.mark.parametrize("command", sorted(SIGINT_AT))
+def test_a_real_sigint_ends_the_process_with_130_and_no_traceback(command: str) -> None:
+    code = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)  # as an interactive shell\n"
+        + SIGINT_AT[command]
+        + "from lldsched.cli import main\n"
+        f"sys.exit(main([{command!r}]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (result.returncode, result.stderr) == (130, "interrupted\n")
+
+
+@pytest.mark.parametrize(
+    ("tz", "start"),
+    [
+        ("UTC", "0001-01-01T00:00+01:00"),  # 0000-12-31 23:00 UTC
+        ("Asia/Tokyo", "0001-01-01"),  # before year 1 in UTC
+        ("UTC", "9999-12-31T23:00-05:00"),  # year 10000 in UTC
+        ("America/New_York", "9999-12-31T23:00"),
+        ("Asia/Tokyo", "9999-12-31T23:00+00:00"),  # year 10000 in Tokyo
+    ],
+)
+def test_a_start_no_datetime_can_hold_is_refused_by_value(
+    capsys: pytest.CaptureFixture[str], tz: str, start: str
+) -> None:
+    """Was: OverflowError's traceback, exit status 1."""
+    assert main(["cron", "* * * * *", "--tz", tz, "--start", start]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"error: --start {start!r} is out of range: its instant must fall in the years "
+        f"1 to 9999 both in UTC and in {tz}\n"
+    )
+
+
+@pytest.mark.parametrize("case", ["a folder", "in a folder this user cannot write in"])
+def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str
+) -> None:
+    """Was: the week simulated, then savefig's IsADirectoryError as the exit message.
+    The permission bits are the operating system's to read (root passes them all):
+    ``os.access`` answers for this user, here told to say no."""
+    path = tmp_path / "chart.png"
+    if case == "a folder":
+        path.mkdir()
+        why = "that is a folder; name the file to write"
+    else:
+        monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
+        why = f"cannot write in the folder {str(tmp_path)!r}"
+    monkeypatch.setattr(simulate_cli, "build_scenario", unreached)
+    assert main(["simulate", "--gantt", str(path)]) == 2
+    assert capsys.readouterr() == ("", f"error: --gantt {str(path)!r}: {why}\n")
+
+
+def test_a_chart_that_cannot_be_written_is_an_error_line_and_status_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """What only the write finds out (a full disk): the summary is printed, then one
+    ``error:`` line, status 1.  Was: the bare message of SystemExit, without ``error:``."""
+    from matplotlib.figure import Figure
+
+    def full(self: Figure, *args: object, **kwargs: object) -> NoReturn:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    path = tmp_path / "chart.png"
+    assert main(["simulate", "--days", "0.01", "--gantt", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1].startswith("dead letter:")
+    assert err == (
+        f"error: --gantt {str(path)!r}: cannot write it: [Errno 28] No space left on device\n"
+    )
+
+
+def test_the_help_says_what_each_exit_status_means() -> None:
+    text = build_parser().format_help()
+    assert "exit status: 0 done, 1 failed after it began, 2 bad arguments, 130 interrupted" in (
+        " ".join(text.split())
+    )
+
+
+def test_a_year_before_1000_is_written_with_four_digits() -> None:
+    """glibc's ``%Y`` writes year 1 as ``1``: the lines read ``1-01-04``, no date."""
+    lines = cron_cli.cron_report("* * * * *", n=1, start="0001-01-01")
+    assert lines[2:] == [
+        "next fire time after 0001-01-01 00:00 UTC:",  # fires begin on 0001-01-04 (CRON.md)
+        "  Thu 0001-01-04 00:00 UTC  = 0001-01-04 00:00 UTC",
+    ]
+
+
+def run_into_a_closed_pipe(code: str) -> int:
+    """The status of ``python -c code`` whose stdout and stderr are a pipe nobody reads
+    (``2>&1 | head -0``): every write fails with BrokenPipeError."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code], stdout=write_end, stderr=write_end, timeout=60
+        )
+    finally:
+        os.close(write_end)
+    return result.returncode
+
+
+@pytest.mark.parametrize(
+    ("argv", "status"),
+    [
+        (["cron", "bad"], 2),  # was 0: the error's BrokenPipeError read as a reader gone
+        (["simulate", "--days", "0"], 2),  # was 0
+        (["cron", "@daily", "-n", "1"], 0),
+        (["lab", "nope"], 2),  # argparse's own error
+    ],
+)
+def test_the_status_survives_a_closed_pipe_on_stderr_too(argv: list[str], status: int) -> None:
+    code = f"import sys\nfrom lldsched.cli import main\nsys.exit(main({argv!r}))\n"
+    assert run_into_a_closed_pipe(code) == status
+
+
+def test_ctrl_c_with_a_closed_pipe_on_stderr_is_still_130() -> None:
+    code = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "from lldsched.cli import cron\n"
+        "def interrupted(*args, **kwargs):\n"
+        "    signal.raise_signal(signal.SIGINT)\n"
+        "cron.cron_report = interrupted\n"
+        "from lldsched.cli import main\n"
+        "sys.exit(main(['cron', '@daily']))\n"
+    )
+    assert run_into_a_closed_pipe(code) == 130  # was 1: printing 'interrupted' failed
+
+
+def test_each_bound_simulate_refuses_is_in_its_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """--help says what is refused: --workers said no bound, and 100,001 was an error."""
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "virtual workers, 1 to 100,000 (default 4)" in text
+    assert f"above 0 and at most {simulate_cli.MAX_DAYS}" in text
+    assert main(["simulate", "--workers", "100001"]) == 2
