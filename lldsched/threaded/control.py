@@ -392,7 +392,9 @@ class ControlVerbs(SchedulerParts):
     def records(self) -> list[ExecutionRecord]:
         """Every record the scheduler still holds: its tasks' histories (each bounded by
         ``history_limit``; a store keeps them all) and those of the tasks it retired (one
-        history of that bound), merged in the order the runs finished."""
+        history of that bound), sorted by ``finished``: runs that finished at one
+        instant (a ``FakeClock``'s, a coarse clock's tick) come in task order, not in
+        the order they ran."""
         with self._lock:
             merged = [record for task in self._core.tasks.values() for record in task.history]
             merged += self._core.retired_records()
