@@ -133,7 +133,8 @@ class ControlVerbs(SchedulerParts):
         return self._halt(task_id, self._core.cancel, "cancelled", dependents=True)
 
     def pause(self, task_id: str) -> bool:
-        """Hold the task; True if it was live.  A run in flight on a thread finishes;
+        """Hold the task; True if this call paused it (False for one already paused,
+        finished or failed).  A run in flight on a thread finishes;
         nothing follows.  A running *coroutine* is cancelled, and a running
         *process-isolated* run killed: its attempt is recorded failed
         (``CancelledError: task paused``) and, like any failure, retried after
