@@ -76,7 +76,19 @@ def test_an_expression_that_stops_firing_says_so() -> None:
     lines = cron_report("0 0 * 2 MON#5", n=3, start="9950-01-01")
     assert lines[-2:] == [
         "  Mon 9988-02-29 00:00 UTC  = 9988-02-29 00:00 UTC",
-        "  (only 2: nothing more fires within 100 years or before 10000)",
+        "  (only 2: nothing more fires within 100 years or after 9999-12-29)",
+    ]
+
+
+def test_the_last_fires_are_on_9999_12_29_as_the_note_says() -> None:
+    """Fires stop on the local date 9999-12-29 (docs/CRON.md): December 30 and 31 of
+    9999 never fire, so the note names that date, not "before 10000"."""
+    assert cron_report("0 0 30 12 *", n=1, start="9999-12-01")[-1] == (
+        "  (only 0: nothing more fires within 100 years or after 9999-12-29)"
+    )
+    assert cron_report("0 0 29 12 *", n=2, start="9999-12-01")[-2:] == [
+        "  Wed 9999-12-29 00:00 UTC  = 9999-12-29 00:00 UTC",
+        "  (only 1: nothing more fires within 100 years or after 9999-12-29)",
     ]
 
 

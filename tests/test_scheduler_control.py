@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import threading
 
-from lldsched import EventLog, FakeClock, FixedRate, OneTime, RunContext, TaskStatus
+from lldsched import (
+    EventLog,
+    FakeClock,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    RunContext,
+    TaskStatus,
+)
 from tests.conftest import SchedulerFactory, settle
 
 
@@ -38,6 +46,24 @@ def test_pause_holds_a_slot_and_resume_runs_it_at_once(
     (record,) = task.history
     assert record.started == clock.now()  # at once, not a period later
     assert task.next_run_at == clock.now() + 3600
+
+
+def test_pause_answers_whether_this_call_paused_the_task(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    """As ``pause``'s docstring says: False for a task already paused, finished or
+    failed (a paused task is live: ``cancel`` of one answers True)."""
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("digest", lambda: None, FixedRate(3600, start_delay=60))
+    failed = scheduler.schedule("boom", _raises, OneTime(delay=0), retry=RetryPolicy(1))
+    settle(scheduler)
+    assert (scheduler.pause(task.id), scheduler.pause(task.id)) == (True, False)
+    assert failed.status is TaskStatus.FAILED and scheduler.pause(failed.id) is False
+    assert scheduler.cancel(task.id) is True and scheduler.pause(task.id) is False
+
+
+def _raises() -> None:
+    raise RuntimeError("boom")
 
 
 def _running(scheduler_task_name: str, log: EventLog) -> None:

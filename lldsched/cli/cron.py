@@ -78,7 +78,9 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
     ]
     lines += [f"  {_show(f, local):<{width}}  = {_show(f.astimezone(UTC), utc)}" for f in fires]
     if len(fires) < n:
-        lines.append(f"  (only {len(fires)}: nothing more fires within 100 years or before 10000)")
+        lines.append(
+            f"  (only {len(fires)}: nothing more fires within 100 years or after 9999-12-29)"
+        )
     return lines
 
 

@@ -271,7 +271,8 @@ class SimulationVerbs:
         return self._halt(task_id, self._core.cancel, "cancelled")
 
     def pause(self, task_id: str) -> bool:
-        """Hold the task; True if it was live.  A run in flight finishes; nothing follows.
+        """Hold the task; True if this call paused it (False for one already paused,
+        finished or failed).  A run in flight finishes; nothing follows.
         A *coroutine* run in flight is cancelled, as on a ``Scheduler``: its attempt ends
         now, failed (``CancelledError: task paused``), and is retried after
         :meth:`resume` while attempts remain.

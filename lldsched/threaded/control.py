@@ -133,7 +133,8 @@ class ControlVerbs(SchedulerParts):
         return self._halt(task_id, self._core.cancel, "cancelled", dependents=True)
 
     def pause(self, task_id: str) -> bool:
-        """Hold the task; True if it was live.  A run in flight on a thread finishes;
+        """Hold the task; True if this call paused it (False for one already paused,
+        finished or failed).  A run in flight on a thread finishes;
         nothing follows.  A running *coroutine* is cancelled, and a running
         *process-isolated* run killed: its attempt is recorded failed
         (``CancelledError: task paused``) and, like any failure, retried after
@@ -392,7 +393,9 @@ class ControlVerbs(SchedulerParts):
     def records(self) -> list[ExecutionRecord]:
         """Every record the scheduler still holds: its tasks' histories (each bounded by
         ``history_limit``; a store keeps them all) and those of the tasks it retired (one
-        history of that bound), merged in the order the runs finished."""
+        history of that bound), sorted by ``finished``: runs that finished at one
+        instant (a ``FakeClock``'s, a coarse clock's tick) come in task order, not in
+        the order they ran."""
         with self._lock:
             merged = [record for task in self._core.tasks.values() for record in task.history]
             merged += self._core.retired_records()
