@@ -178,7 +178,7 @@ def test_cancel_raises_the_flag_of_every_run_in_flight_and_nothing_follows() -> 
         (
             FixedRate(10, on_overrun=OverrunPolicy.CATCH_UP),
             {"overlap": Overlap.BUFFER_ONE},
-            "CATCH_UP",
+            "overlap=Overlap.BUFFER_ONE and on_overrun=OverrunPolicy.CATCH_UP",
         ),
         (FixedRate(10), {"overlap": "allow"}, "overlap must be Overlap"),
         (FixedRate(10), {"overlap": Overlap.ALLOW}, "needs max_instances"),
@@ -188,7 +188,7 @@ def test_cancel_raises_the_flag_of_every_run_in_flight_and_nothing_follows() -> 
         (
             FixedRate(10),
             {"overlap": Overlap.BUFFER_ONE, "max_instances": 2},
-            "max_instances=2",
+            "max_instances=2 is for overlap=Overlap.ALLOW, got overlap=Overlap.BUFFER_ONE",
         ),
     ],
 )
@@ -463,7 +463,9 @@ def test_a_dependent_task_refuses_a_policy_that_starts_runs_beside_a_running_one
     sim = Simulation()
     upstream = sim.schedule("extract", FixedRate(60), duration=1)
     instances = 2 if overlap is Overlap.ALLOW else None
-    with pytest.raises(ValidationError, match="depends_on cannot be combined with overlap"):
+    with pytest.raises(
+        ValidationError, match=f"depends_on cannot be combined with overlap={overlap}"
+    ):
         sim.schedule(
             "load",
             FixedRate(60),

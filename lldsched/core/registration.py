@@ -151,7 +151,7 @@ def validated(
             # A run started beside a running one does not pass the readiness check
             # (docs/DECISIONS.md, "Overlap policies"): refused rather than unchecked.
             raise ValidationError(
-                f"task {name!r}: depends_on cannot be combined with overlap={overlap!r} "
+                f"task {name!r}: depends_on cannot be combined with overlap={overlap} "
                 "(runs started beside a running one would skip the readiness check); "
                 "use Overlap.BUFFER_ONE or no overlap policy"
             )
@@ -214,7 +214,7 @@ def check_overlap(
     elif max_instances is not None:
         raise ValidationError(
             f"task {name!r}: max_instances={max_instances!r} is for overlap=Overlap.ALLOW, "
-            f"got overlap={overlap!r}"
+            f"got overlap={overlap}"
         )
     if overlap is None:
         return
@@ -228,12 +228,12 @@ def check_overlap(
             else "a one-off runs once"
         )
         raise ValidationError(
-            f"task {name!r}: overlap={overlap!r} needs a schedule with slots on a grid "
+            f"task {name!r}: overlap={overlap} needs a schedule with slots on a grid "
             f"(fixed rate, cron); {why}: got {schedule!r}"
         )
     if getattr(inner, "on_overrun", None) is OverrunPolicy.CATCH_UP:
         raise ValidationError(
-            f"task {name!r}: overlap={overlap!r} and on_overrun=OverrunPolicy.CATCH_UP both "
+            f"task {name!r}: overlap={overlap} and on_overrun=OverrunPolicy.CATCH_UP both "
             f"decide the slots a long run overlaps; keep one: got {schedule!r}"
         )
 
