@@ -554,6 +554,9 @@ class Acts:
     async def awaited(self, name: str) -> None:  # the simulation's coroutine action
         self(name)
 
+    def handing(self, name: str) -> Any:  # the simulation's plain function's awaitable
+        return self.awaited(name)
+
 
 PLAYING: list[Acts | Stage] = []  # the acts of the runtime now running
 
@@ -566,6 +569,12 @@ def act(name: str) -> None:
 async def coroutine_act(name: str) -> None:
     """Every task's action in a scenario of coroutine tasks, stored by its import path."""
     await PLAYING[-1].awaited(name)
+
+
+def handing_act(name: str) -> Any:
+    """The action of a :attr:`Wide.handing` task: a plain function (not ``async def``)
+    that returns an awaitable, which the worker hands to the coroutine lane."""
+    return PLAYING[-1].handing(name)
 
 
 class GatedClock(FakeClock):
@@ -613,6 +622,12 @@ class Hold:
     entered: bool = False  # its action called: the runtime has read its start
     run: Any = None  # the runtime's Run
     times_out: bool = False  # a coroutine run longer than its timeout: cut at ``end``
+    # A plain function's awaitable (Wide.handing): its length counts from its place on
+    # the coroutine lane, where it ends ``length`` later (``end`` is set there).
+    handed: bool = False
+    length: float = 0.0
+    begun_at: float = 0.0
+    ticket: int = 0  # its turn to hand the awaitable over (Stage.build's handed_over)
 
 
 @dataclass(frozen=True)
@@ -643,6 +658,11 @@ class Wide:
     store: str = "memory"  # or "sqlite"
     coroutines: frozenset[str] = frozenset()  # the tasks whose action is coroutine_act
     max_coroutines: int = 1000  # the coroutine lane's limit, on both runtimes
+    # The tasks whose action is handing_act: a plain function returning an awaitable.
+    handing: frozenset[str] = frozenset()
+    # The coroutine tasks' action is functools.partial(coroutine_act) (a memory store's
+    # only: a durable store keeps an import path).
+    partial: bool = False
 
     @property
     def ids(self) -> list[str]:
@@ -651,7 +671,7 @@ class Wide:
     @property
     def least(self) -> float:
         """The shortest run (see :class:`Acts`): coroutine runs begin several at once."""
-        return 0.0 if self.workers == 1 and not self.coroutines else 1.0
+        return 0.0 if self.workers == 1 and not self.coroutines and not self.handing else 1.0
 
     def verbs_after(self, restart: Restart | None) -> list[Verb]:
         """The verbs in the order made, those after the restart moved on by its shift."""
@@ -665,11 +685,17 @@ class Wide:
         ]  # fmt: skip
 
 
-def register(runtime: Any, spec: Spec, *, coroutines: frozenset[str], **more: Any) -> None:
+PARTIAL_ACT = functools.partial(coroutine_act)
+
+
+def register(runtime: Any, spec: Spec, *, scenario: Wide, **more: Any) -> None:
     schedule = spec.schedule
     if isinstance(schedule, Window):  # it counts its task's runs: one of its own each
         schedule = Window(schedule.schedule, max_runs=schedule.max_runs)
-    more["action"] = coroutine_act if spec.name in coroutines else act
+    if spec.name in scenario.coroutines:
+        more["action"] = PARTIAL_ACT if scenario.partial else coroutine_act
+    else:
+        more["action"] = handing_act if spec.name in scenario.handing else act
     runtime.schedule(
         spec.name, schedule=schedule, args=(spec.name,), retry=spec.retry, id=spec.name,
         **spec.options, **more,
@@ -707,15 +733,21 @@ class Stage:
         # begun what it took: the simulation starts a worker's entry before the coroutine
         # lane's at one instant, and the timer's hand-over to the loop races the workers.
         self.loop_open = False
+        # While the runtimes stop: a plain function's awaitable waiting for a place on the
+        # loop takes one as a run ends (it was begun: the loop keeps it), as it does on
+        # the simulation in its drain.
+        self.stopping = False
         self.parked = 0
         self.tickets = 0
+        self.handed_tickets = 0  # the handed runs' turns to hand their awaitables over
+        self.handed_turn = 0
         self.turn = 0
         self.store = store_for(scenario.store, directory, "threads")
         self.logs: list[EventLog] = []
         self.answers: list[object] = []
         self.scheduler = self.build()
         for spec in scenario.specs:
-            register(self.scheduler, spec, coroutines=scenario.coroutines)
+            register(self.scheduler, spec, scenario=scenario)
 
     def build(self) -> Scheduler:
         log = EventLog()
@@ -766,7 +798,11 @@ class Stage:
                 else:
                     self.mine[threading.get_ident()] = hold
                 self.by_run[id(run)] = hold
-                if length:
+                if name in self.scenario.handing:  # it runs once its awaitable has a place
+                    hold.handed, hold.length, hold.begun_at = True, length, self.clock._now
+                    hold.end, hold.ticket = math.inf, self.handed_tickets
+                    self.handed_tickets += 1
+                elif length:
                     self.live.append(hold)
                 else:
                     hold.released.set()
@@ -781,9 +817,22 @@ class Stage:
 
         runner = scheduler._coroutines
         take = runner._take_slots
+        submit = runner.submit
+
+        def handed_over(run: Any, started: float, awaitable: Any) -> str | None:
+            """Under the lock, from a worker: the awaitables of the runs begun at one
+            instant are handed to the loop in the order they began (on threads, the
+            order their workers finish calling the functions: a race), the order the
+            simulation hands them over in."""
+            ticket = self.by_run[id(run)].ticket
+            while self.handed_turn != ticket:
+                turns.wait()
+            self.handed_turn += 1
+            turns.notify_all()
+            return submit(run, started, awaitable)
 
         def took() -> list[Any]:  # on the loop: nothing begins but when settle() opens it
-            if not self.loop_open:
+            if not self.loop_open and not self.stopping:
                 with scheduler._lock:
                     runner._wakeup_sent = False  # the next hand-over wakes it again
                 return []
@@ -792,6 +841,7 @@ class Stage:
         scheduler._begin = begun
         runner._begin = begun_on_loop
         runner._take_slots = took  # type: ignore[method-assign]
+        runner.submit = handed_over  # type: ignore[method-assign]
         # The loop's timeout timer counts real seconds: the driver times a run out at its
         # instant on the FakeClock instead (Stage.end).
         runner._time_out = lambda flight: None  # type: ignore[method-assign]
@@ -806,9 +856,39 @@ class Stage:
             raise AssertionError(f"run {hold.n} of {name} never released")
         self.acts.fail(name, hold.n)
 
+    def handing(self, name: str) -> Any:  # a plain function's action, on its worker
+        hold = self.mine.pop(threading.get_ident())
+        assert hold.name == name and hold.handed
+        hold.entered = True
+        return self.placed(hold)
+
+    async def placed(self, hold: Hold) -> None:
+        """A plain function's awaitable, begun on the loop once it has a place there: it
+        runs its length from now (cut at its timeout, as a coroutine run is), and ends
+        after the runs begun before it at one instant, but those begun meanwhile if it
+        waited (the simulation's order: it finishes them in the order they took a place)."""
+        with self.scheduler._lock:
+            length, timeout = hold.length, hold.run.options.timeout
+            hold.times_out = timeout is not None and length > timeout
+            if timeout is not None and hold.times_out:
+                length = timeout
+            now = self.clock._now
+            hold.on_loop, hold.end = True, now + length
+            if now != hold.begun_at:
+                hold.order = next(self.order)
+            if length:
+                self.live.append(hold)
+            else:
+                hold.released.set()
+        await self.running(hold)
+
     async def awaited(self, name: str) -> None:  # every coroutine run's action, on the loop
         hold = self.loop_runs[name].popleft()
         hold.entered = True
+        await self.running(hold)
+
+    async def running(self, hold: Hold) -> None:
+        name = hold.name
         try:
             while not hold.released.is_set():
                 await asyncio.sleep(0.0005)
@@ -851,18 +931,23 @@ class Stage:
         what it has (their order at one instant on the simulation) and wait until it is
         quiet."""
         wait_until(self.quiet, timeout=10, what="a quiet scheduler", every=0.0002)
-        if not loop or not self.scenario.coroutines or not self.starting:  # (see play)
+        lane = self.scenario.coroutines or self.scenario.handing
+        if not loop or not lane or not self.starting:  # (see play)
             return
-        runner = self.scheduler._coroutines
         with self.scheduler._lock:
             self.loop_open = True
-            if runner._waiting and runner._loop is not None:
-                runner._wakeup_sent = True
-                runner._loop.call_soon_threadsafe(runner._start_waiting)
+            self.wake_loop()
         try:
             wait_until(self.quiet, timeout=10, what="a quiet event loop", every=0.0002)
         finally:
             self.loop_open = False
+
+    def wake_loop(self) -> None:
+        """Have the event loop begin what waits for it, now that it may (under the lock)."""
+        runner = self.scheduler._coroutines
+        if runner._waiting and runner._loop is not None:
+            runner._wakeup_sent = True
+            runner._loop.call_soon_threadsafe(runner._start_waiting)
 
     def release(self, hold: Hold) -> None:
         if self.end(hold):
@@ -955,9 +1040,13 @@ class Stage:
             target=lambda: stopped.append(scheduler.shutdown(drain=False, timeout=None))
         )
         stopping.start()
+        with scheduler._lock:
+            self.stopping = True
+            self.wake_loop()
         try:
             self.stopping_quiet()  # what waited for a worker or the loop is dropped
-            for hold in sorted(self.live, key=lambda hold: (hold.end, hold.order)):
+            while self.live:  # (an awaitable handed over takes a place a run frees)
+                hold = min(self.live, key=lambda hold: (hold.end, hold.order))
                 self.clock.set(max(hold.end, self.clock.now()))
                 self.end(hold)
                 self.stopping_quiet()  # recorded
@@ -965,6 +1054,7 @@ class Stage:
             for hold in self.live:  # (a failure above: nothing left held)
                 hold.released.set()
             stopping.join(30)
+            self.stopping = False
         assert stopped == [True]
         self.clock.set(self.restart.back)
         self.scheduler = self.build()
@@ -1000,13 +1090,14 @@ class Cast:
             self.sim = self.build(T0, scenario.verbs)
             for spec in scenario.specs:
                 register(self.sim, spec, duration=self.acts.duration(spec.name),
-                         coroutines=scenario.coroutines)  # fmt: skip
+                         scenario=scenario)  # fmt: skip
             stop = None
             if scenario.restart is not None:
                 stop = T0 + scenario.restart + 1 / 16
                 stop = self.busy_from(stop) if scenario.busy else self.idle_from(stop)
             if stop is not None:
-                self.sim.shutdown(drain=False)  # the runs in flight finish, nothing starts
+                # the runs in flight finish, nothing starts (unbounded, as on threads)
+                self.sim.shutdown(drain=False, timeout=None)
                 self.restart = Restart(stop, scenario.gap, self.sim.now + scenario.gap)
                 self.records += [record_of(r) for r in self.sim.records()]
                 later = [v for v in scenario.verbs_after(self.restart) if T0 + v.at > stop]
@@ -1118,18 +1209,26 @@ def wide_scenarios(draw: st.DrawFn) -> Wide:
         coroutines = frozenset(drawn[i].name for i in some)
     else:
         coroutines = frozenset()
+    # About one in three with plain functions that return an awaitable among the others.
+    others = [spec.name for spec in drawn if spec.name not in coroutines]
+    handing: frozenset[str] = frozenset()
+    if others and draw(st.integers(0, 2)) == 0:
+        handing = frozenset(draw(st.sets(st.sampled_from(others), min_size=1)))
     flagged = {i for i, spec in enumerate(drawn) if spec.options.get("overlap") is CANCEL_OTHER}
     made = tuple(
         untimed(verb, at=verb.at) if verb.target % count in flagged else verb
         for verb in plain.verbs
     )
     restart = draw(st.one_of(st.none(), st.integers(0, int(HORIZON) - 1)))
+    store = draw(st.sampled_from(["memory", "sqlite"]))
+    lane = coroutines or handing
     return Wide(
         drawn, made, workers=draw(st.integers(1, 3)), restart=restart,
         gap=draw(st.sampled_from([0, 0, 30, 200])) if restart is not None else 0,
         busy=restart is not None and draw(st.booleans()),
-        store=draw(st.sampled_from(["memory", "sqlite"])), coroutines=coroutines,
-        max_coroutines=draw(st.sampled_from([1000, 1000, 1, 2])) if coroutines else 1000,
+        store=store, coroutines=coroutines,
+        max_coroutines=draw(st.sampled_from([1000, 1000, 1, 2])) if lane else 1000,
+        handing=handing, partial=bool(coroutines) and store == "memory" and draw(st.booleans()),
     )  # fmt: skip
 
 
@@ -1183,6 +1282,39 @@ BUSY_RESTART = Wide(
     coroutines=frozenset({"t1"}),
 )  # fmt: skip
 
+# Plain functions that return an awaitable, on a lane of one (found by the differential
+# once it drew them): the awaitable handed over at 10, as the run it waits behind ends,
+# takes its place after the one handed over at 5 (the simulation gave the place to the
+# newer, whose worker started at the instant the place freed) ...
+HANDED_IN_TURN = Wide(
+    (Spec("t0", OneTime(delay=0), (10,), retry=RUN_ONCE),
+     Spec("t1", OneTime(delay=5), (5,), retry=RUN_ONCE),
+     Spec("t2", OneTime(delay=10), (5,), retry=RUN_ONCE)),
+    (), workers=1, handing=frozenset({"t0", "t1", "t2"}), max_coroutines=1,
+)  # fmt: skip
+# ... and one handed over at 0 waits behind a coroutine task's entry due at 0, which the
+# timer handed to the loop first (the simulation gave the place to the awaitable, its
+# worker's start coming first at one instant: a known difference until then).
+LANE_BEFORE_HANDED = Wide(
+    (Spec("t0", OneTime(delay=0), (5,), retry=RUN_ONCE),
+     Spec("t1", OneTime(delay=0), (5,), retry=RUN_ONCE)),
+    (), workers=1, coroutines=frozenset({"t0"}), handing=frozenset({"t1"}), max_coroutines=1,
+)  # fmt: skip
+
+
+def test_a_plain_functions_awaitable_queues_for_the_lane_as_on_threads() -> None:
+    """Both examples, on both runtimes: the orders that differed."""
+    for scenario, expected in [
+        (HANDED_IN_TURN, [("t0", 0, 1, "ok", 0, 10), ("t1", 5, 1, "ok", 5, 15),
+                          ("t2", 10, 1, "ok", 10, 20)]),
+        (LANE_BEFORE_HANDED, [("t0", 0, 1, "ok", 0, 5), ("t1", 0, 1, "ok", 0, 10)]),
+    ]:  # fmt: skip
+        outcomes = differ_wide(scenario, aside=False)
+        assert outcomes is not None
+        threaded, simulated = outcomes
+        assert threaded.records == expected
+        assert simulated == threaded
+
 
 def test_the_hand_made_examples_reach_a_coroutine_timeout_and_a_busy_restart() -> None:
     """What the two examples are for happens in them, on both runtimes alike."""
@@ -1211,6 +1343,8 @@ def test_the_hand_made_examples_reach_a_coroutine_timeout_and_a_busy_restart() -
 @example(scenario=PRIORITY_AHEAD)
 @example(scenario=COROUTINE_TIMEOUT)
 @example(scenario=BUSY_RESTART)
+@example(scenario=HANDED_IN_TURN)
+@example(scenario=LANE_BEFORE_HANDED)
 def test_random_scenarios_with_workers_windows_and_restarts_run_alike(scenario: Wide) -> None:
     alike(differ_wide(scenario))
 

@@ -128,6 +128,7 @@ _INF = math.inf  # "no such event"
 _HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
 _HANDED = "handed"  # _next_start picked the first awaitable waiting in _handed
 _LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
+SHUT_DOWN = "CancelledError: scheduler shut down"  # a coroutine run a shutdown's timeout cut
 
 Handed = tuple[float, Run, float, "str | None", "str | None", bool]
 """A plain function's awaitable waiting for a place on the coroutine lane: (the instant it
@@ -390,20 +391,23 @@ class Simulation(SimulationVerbs):
         the block; from a coroutine, ``await sim.aclose()`` (and ``async with``) is the
         same end.
         """
-        checks.shutdown_timeout(drain, timeout)
+        seconds = checks.shutdown_timeout(drain, timeout)
         if self._store is not None:  # its drain and rewrite write: as at each run
             storeuse.check(self._store, self, doing="shutdown()")
         if self._stopped_at is None:  # the first call's drain holds for good
             self._stopped_at = self.now if drain else -_INF
             self._interventions.clear()
+        deadline = _LAST_INSTANT if seconds is None else min(self.now + seconds, _LAST_INSTANT)
         try:
-            self._advance(_LAST_INSTANT, events=-1, due_by=self._stopped_at)
+            self._advance(deadline, events=-1, due_by=self._stopped_at)
+            late = self._out_of_time(deadline)
+            self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish
         finally:
             writes = self._core.store_writes
             if writes is not None and writes.outage is not None:
                 say_left_stale(writes.store, writes.rewrite_stale())
             self._awaiting.close()
-        return True
+        return not late
 
     def __enter__(self) -> Simulation:
         return self
@@ -697,13 +701,13 @@ class Simulation(SimulationVerbs):
                     self._prune_awaited()
                 self._awaited[id(run)] = run
                 if worker != self._workers:  # a plain function's: its worker is free now
+                    # It queues for a place on the lane, behind the awaitables handed over
+                    # before it and the coroutine entries due by now (_next_start takes it
+                    # there, at this instant if a place is free), as on threads.
                     self._loop_tasks = True  # its finish frees a place on the lane
                     self._release(worker)
-                    if self._coroutines >= self._max_coroutines:  # it waits for a place
-                        self._handed.append((now, run, duration, error, result, timed_out))
-                        return None
-                    self._coroutines += 1
-                    worker = self._workers  # the lane's place, released at its finish
+                    self._handed.append((now, run, duration, error, result, timed_out))
+                    return None
             elif value is not None:
                 result = result_text(value)
         if duration == 0:  # finishes before anything else can happen at this instant
@@ -795,22 +799,38 @@ class Simulation(SimulationVerbs):
         now, failed with ``CancelledError: task <why>`` (a paused task retries the
         attempt after resume), as the threaded runtime cancels them (its
         ``_stop_running``); a thread's run is cooperative and goes on, here as there."""
+        self._stop_lane(lambda run: run.task.id == task_id, f"CancelledError: task {why}")
+
+    def _stop_lane(self, cut: Callable[[Run], bool], error: str) -> None:
+        """The coroutine runs in flight that ``cut`` picks (and the awaitables waiting for
+        a place on the lane) end now, failed with ``error``."""
         if self._handed:  # waiting for a place on the lane: ended now, never begun there
-            self._cut_handed(lambda run: run.task.id == task_id, f"CancelledError: task {why}")
+            self._cut_handed(cut, error)
         if not self._awaited:
             return
         awaited = self._prune_awaited()
         finishes = self._finishes
         now = self.now
-        cut = False
+        ended = False
         for index, item in enumerate(finishes):
             run = item[3]
-            if run.task.id == task_id and id(run) in awaited:
-                error = f"CancelledError: task {why}"
+            if id(run) in awaited and cut(run):
                 finishes[index] = (now, item[1], item[2], run, item[4], error, None, False)
-                cut = True
-        if cut:
+                ended = True
+        if ended:
             heapq.heapify(finishes)
+
+    def _out_of_time(self, deadline: float) -> bool:
+        """A shutdown's ``deadline`` is reached with runs still in flight, at
+        ``_advance``'s rest: the coroutine runs (on the lane, or waiting for a place there)
+        end at it, failed with ``CancelledError: scheduler shut down``, as the threaded
+        shutdown cancels them; True when a thread run goes on past it (it cannot be cut,
+        there as here)."""
+        if not self._finishes and not self._handed:
+            return False
+        self._clock.advance_to(deadline)
+        self._stop_lane(lambda run: True, SHUT_DOWN)
+        return any(item[0] > deadline for item in self._finishes)
 
     def _emit(self, event: TaskEvent) -> None:
         """The core's ``emit``: the listeners are called now, in virtual time.
