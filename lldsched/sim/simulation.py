@@ -253,6 +253,8 @@ class Simulation(SimulationVerbs):
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         self._advancing = False  # inside _advance: a listener's Ctrl-C waits for its event
+        # That Ctrl-C, not raised yet, and the intervention that raises it (_emit).
+        self._interrupt: tuple[tuple[float, int, Callable[[], object]], BaseException] | None = None
         # The first shutdown()'s bound: what is due by it starts in its drain (its instant,
         # or -inf without a drain).  None: not shut down (the verbs' check, verbs.py).
         self._stopped_at: float | None = None
@@ -564,9 +566,24 @@ class Simulation(SimulationVerbs):
                         kind, record = "finish", begun
         finally:
             self._advancing = outer  # (a listener may call run() inside a run())
+        if self._interrupt is not None:  # heard in the last event: raised by this call
+            self._raise_interrupt()
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
+
+    def _raise_interrupt(self) -> None:
+        """Raise the Ctrl-C a listener raised in an event :meth:`_advance` processed, which
+        stopped before the intervention that raises it (:meth:`_emit`) came up: that
+        intervention is dropped (nothing is raised twice)."""
+        assert self._interrupt is not None
+        entry, caught = self._interrupt
+        self._interrupt = None
+        interventions = self._interventions
+        if entry in interventions:
+            interventions.remove(entry)
+            heapq.heapify(interventions)
+        raise caught
 
     def _next_start(self, now: float, due_by: float) -> tuple[float, Entry | None]:
         """The next start once coroutine tasks are registered: its instant and its entry,
@@ -839,7 +856,9 @@ class Simulation(SimulationVerbs):
         lets it through here) raised while :meth:`_advance` processes an event would
         leave that event half done (a run begun and never to finish, a worker never
         freed): it is raised by an intervention at this instant instead, once the
-        event is whole.  Outside the loop (a verb) it is raised at once."""
+        event is whole, or by :meth:`_advance` as it returns when that stops first (a
+        :meth:`step`, whose one event it was).  Outside the loop (a verb) it is raised
+        at once."""
         try:
             notify(self._callbacks, event, repeats=self._repeats)
         except BaseException as exc:
@@ -848,9 +867,13 @@ class Simulation(SimulationVerbs):
             caught = exc  # (``exc`` is unbound when the except block ends)
 
             def interrupt() -> None:
+                self._interrupt = None
                 raise caught
 
-            heapq.heappush(self._interventions, (self.now, next(self._sequence), interrupt))
+            entry = (self.now, next(self._sequence), interrupt)
+            heapq.heappush(self._interventions, entry)
+            if self._interrupt is None:  # (the first, if a second came before it was raised)
+                self._interrupt = (entry, caught)
 
     def __repr__(self) -> str:
         return (
