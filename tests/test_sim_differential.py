@@ -64,7 +64,11 @@ takes at least a second (see :class:`Acts`).  About one scenario in four is of
 coroutine tasks alone (:func:`coroutine_act`) and one in five of coroutine tasks beside
 thread tasks, on the same workers on both runtimes; half the scenarios with coroutine
 tasks have a coroutine lane of one or two (``max_coroutines``): a coroutine run takes
-the coroutine lane, not a worker, on both (see the section at the end).  A coroutine
+the coroutine lane, not a worker, on both (see the section at the end); on a memory
+store, half the time their action is a ``functools.partial`` of :func:`coroutine_act`.
+About one in three has thread tasks whose action is :func:`handing_act`, a plain function
+that returns an awaitable: its worker hands that to the coroutine lane, where it waits for
+a place (:meth:`Stage.placed` begins its held run there).  A coroutine
 run longer than its timeout is cut at it: the event loop's timer counts real seconds,
 so on threads the driver fires it at its instant on the clock (:meth:`Stage.end`).  The
 event loop begins its runs only once the workers have begun theirs
@@ -112,6 +116,7 @@ from lldsched import (
 from lldsched.errors import LldschedError
 from lldsched.sim import Simulation
 from lldsched.threaded.coroutines import CoroutineRunner
+from lldsched.threaded.flights import Flight
 from lldsched.threaded.parts import STOPPED
 from tests.conftest import T0
 from tests.test_sim_equivalence import Spec, action_for, durations_of
@@ -626,7 +631,6 @@ class Hold:
     # the coroutine lane, where it ends ``length`` later (``end`` is set there).
     handed: bool = False
     length: float = 0.0
-    begun_at: float = 0.0
     ticket: int = 0  # its turn to hand the awaitable over (Stage.build's handed_over)
 
 
@@ -741,6 +745,7 @@ class Stage:
         self.tickets = 0
         self.handed_tickets = 0  # the handed runs' turns to hand their awaitables over
         self.handed_turn = 0
+        self.handing_parked = 0  # workers waiting for that turn (handed_over)
         self.turn = 0
         self.store = store_for(scenario.store, directory, "threads")
         self.logs: list[EventLog] = []
@@ -799,7 +804,7 @@ class Stage:
                     self.mine[threading.get_ident()] = hold
                 self.by_run[id(run)] = hold
                 if name in self.scenario.handing:  # it runs once its awaitable has a place
-                    hold.handed, hold.length, hold.begun_at = True, length, self.clock._now
+                    hold.handed, hold.length = True, length
                     hold.end, hold.ticket = math.inf, self.handed_tickets
                     self.handed_tickets += 1
                 elif length:
@@ -819,14 +824,25 @@ class Stage:
         take = runner._take_slots
         submit = runner.submit
 
+        def fed() -> bool:  # under the lock: the timer sees the instant, and handed it out
+            head = scheduler._queue.next_due()
+            return self.clock.gate == math.inf and (head is None or head > self.clock._now)
+
         def handed_over(run: Any, started: float, awaitable: Any) -> str | None:
             """Under the lock, from a worker: the awaitables of the runs begun at one
             instant are handed to the loop in the order they began (on threads, the
             order their workers finish calling the functions: a race), the order the
-            simulation hands them over in."""
+            simulation hands them over in; and after the timer has handed the loop the
+            entries due by the instant (the gate held back those due at it, which a
+            finish released: on threads the timer hands them out with the entry a worker
+            took, before that worker calls its function)."""
             ticket = self.by_run[id(run)].ticket
-            while self.handed_turn != ticket:
-                turns.wait()
+            self.handing_parked += 1
+            try:
+                while self.handed_turn != ticket or not (self.stopping or fed()):
+                    turns.wait(0.0005)
+            finally:
+                self.handing_parked -= 1
             self.handed_turn += 1
             turns.notify_all()
             return submit(run, started, awaitable)
@@ -864,18 +880,17 @@ class Stage:
 
     async def placed(self, hold: Hold) -> None:
         """A plain function's awaitable, begun on the loop once it has a place there: it
-        runs its length from now (cut at its timeout, as a coroutine run is), and ends
-        after the runs begun before it at one instant, but those begun meanwhile if it
-        waited (the simulation's order: it finishes them in the order they took a place)."""
+        runs its length from now (cut at its timeout, as a coroutine run is), and at one
+        instant ends after the runs that took a worker or a place before it took its own
+        (the simulation finishes them in the order they took one, and gives the lane its
+        places after the workers theirs)."""
         with self.scheduler._lock:
             length, timeout = hold.length, hold.run.options.timeout
             hold.times_out = timeout is not None and length > timeout
             if timeout is not None and hold.times_out:
                 length = timeout
             now = self.clock._now
-            hold.on_loop, hold.end = True, now + length
-            if now != hold.begun_at:
-                hold.order = next(self.order)
+            hold.on_loop, hold.end, hold.order = True, now + length, next(self.order)
             if length:
                 self.live.append(hold)
             else:
@@ -921,8 +936,14 @@ class Stage:
             on_loop = len(runner._waiting)  # entries of loop tasks to begin
             if on_loop and self.loop_open and runner._active < runner.limit:
                 return False  # a slot free for them: they begin
-            working = sum(not hold.on_loop for hold in self.live) + self.parked
-            if scheduler._in_flight != len(self.live) + self.parked + waiting + on_loop:
+            # A worker handing an awaitable over waits, while the gate is shut, for the
+            # loop's entries due by the instant (handed_over).
+            handing = self.handing_parked
+            if handing and self.clock.gate == math.inf:
+                return False
+            working = sum(not hold.on_loop for hold in self.live) + self.parked + handing
+            flying = len(self.live) + self.parked + waiting + on_loop + handing
+            if scheduler._in_flight != flying:
                 return False
             return waiting == 0 or working >= pool.workers
 
@@ -1063,12 +1084,18 @@ class Stage:
 
     def stopping_quiet(self) -> None:
         """Wait until the scheduler that stops has nothing in flight but the held runs
-        (what waited for a worker or the event loop dropped, what ended recorded)."""
+        and the awaitables handed over that wait for a place on the loop (what waited
+        for a worker or the event loop dropped, what ended recorded)."""
         scheduler = self.scheduler
+        runner = scheduler._coroutines
 
         def quiet() -> bool:
             with scheduler._lock:
-                return scheduler._state is STOPPED and scheduler._in_flight == len(self.live)
+                handed = sum(isinstance(item, Flight) for item in runner._waiting)
+                if handed and runner._active < runner.limit:  # a place for one: it begins
+                    return False
+                flying = len(self.live) + handed
+                return scheduler._state is STOPPED and scheduler._in_flight == flying
 
         wait_until(quiet, timeout=10, what="a quiet stop", every=0.0002)
 

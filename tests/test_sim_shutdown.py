@@ -437,7 +437,7 @@ def test_both_runtimes_end_a_drain_out_of_time_alike(kind: str, what: str) -> No
         await asyncio.sleep(3600)
 
     log = EventLog()
-    simulated = {"duration": fixed(100)} if kind == "simulated" else {}
+    simulated: dict[str, Any] = {"duration": fixed(100)} if kind == "simulated" else {}
     runtime: Scheduler | Simulation = (
         Simulation(workers=1, start=T0, listeners=[log], max_coroutines=1) if simulated
         else Scheduler(workers=1, listeners=[log], max_coroutines=1)

@@ -377,10 +377,20 @@ class Simulation(SimulationVerbs):
         and the thread one of them runs on when the simulation is driven from a running
         event loop ends (:mod:`lldsched.sim.awaiting`).
 
-        Returns True: nothing is left running (``timeout`` is checked and unused here:
-        the drain takes no wall time but what the actions it runs take).  Idempotent and
+        ``timeout`` bounds the drain in *simulated* seconds from the call, as the
+        scheduler's bounds it in wall seconds (None: no bound; default 5.0, as there):
+        what has not started by then (at or before the call's instant plus ``timeout``)
+        does not start and stays due; a coroutine run still in flight then (on the
+        coroutine lane, or a plain function's awaitable waiting for a place there) is
+        cancelled then, recorded failed ``CancelledError: scheduler shut down`` and
+        retried by its policy, as the threaded shutdown cancels it; a thread run still
+        in flight is not cut (a thread cannot be), here as there: it finishes at its
+        modelled end, virtual time moving on to it, and the result is False.  Returns
+        True when every run ended within ``timeout`` (docs/DECISIONS.md, "A simulation's
+        shutdown timeout bounds its drain in simulated time").  Idempotent and
         final: a later call writes the stale rows again (and finishes a drain a
-        listener's Ctrl-C cut short).  After it, the verbs a shut-down ``Scheduler``
+        listener's Ctrl-C cut short, by the first call's instant, within its own
+        ``timeout``).  After it, the verbs a shut-down ``Scheduler``
         refuses raise :class:`~lldsched.errors.SchedulerStateError`
         (:data:`lldsched.runtime.REFUSED_AFTER_SHUTDOWN`: ``schedule``,
         ``reschedule``, ``run_now``, ``resume``, ``redrive``), and so do those that move
@@ -450,7 +460,8 @@ class Simulation(SimulationVerbs):
         has ended when this returns: :mod:`lldsched.sim.awaiting`).  ``drain``
         means what it means there, in virtual time: the runs in flight finish either way,
         and ``drain=True`` also runs those due by the simulated instant of this call;
-        ``timeout`` is checked and unused.  Returns True.  Idempotent and final, as
+        ``timeout`` bounds that drain in simulated seconds, as :meth:`shutdown` says.
+        Returns what it returns.  Idempotent and final, as
         :meth:`shutdown` (a second ``aclose()`` or ``shutdown()`` is harmless); after it
         the same verbs raise :class:`~lldsched.errors.SchedulerStateError`.  Raises
         :class:`~lldsched.errors.ValidationError` for a bad ``drain`` or ``timeout``,
