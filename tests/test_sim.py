@@ -461,3 +461,21 @@ def test_cancelling_most_tasks_in_an_intervention_rebuilds_the_heap_and_the_rest
     sim.run(T + 220)  # t90..t99 first ran at T+90..T+99: then every 60 s
     assert [len(t.history) for t in tasks[90:]] == [3] * 10
     assert all(task.status.value == "cancelled" for task in tasks[:90])
+
+
+def test_a_function_where_a_simulations_schedule_goes_is_told_where_its_action_goes() -> None:
+    """``sim.schedule("job", job)``, as a ``Scheduler`` is called (the action second), was
+    refused as no schedule, with no word of where a simulation takes its action."""
+
+    def job() -> None:
+        pass
+
+    sim = Simulation(workers=1, start=T)
+    with pytest.raises(ValidationError) as refused:
+        sim.schedule("job", job)  # type: ignore[arg-type]
+    assert f"got {job!r} (a function, where the schedule goes:" in str(refused.value)
+    assert "Simulation.schedule(name, schedule, action=...) by keyword" in str(refused.value)
+    assert sim.tasks() == []
+    with pytest.raises(ValidationError) as refused:  # the class itself: no such hint
+        sim.schedule("job", FixedRate)  # type: ignore[arg-type]
+    assert "a function" not in str(refused.value)
