@@ -113,6 +113,7 @@ from lldsched import (
     SqliteTaskStore,
     Window,
 )
+from lldsched.core.isolation import is_loop_action
 from lldsched.errors import LldschedError
 from lldsched.sim import Simulation
 from lldsched.threaded.coroutines import CoroutineRunner
@@ -284,6 +285,12 @@ class HandOffWatch:
                     for entry in waiting
                     if entry[3] != task.id
                 )
+                # The loop's hand-off queue: a coroutine entry pushed due already queues
+                # on threads behind the awaitables plain functions handed over before it,
+                # which wait for a place there; here one due by an awaitable's hand-over
+                # goes before it.
+                if is_loop_action(task.action, task._options.isolation):
+                    self.seen = self.seen or any(due <= item[0] for item in sim._handed)
             push(task, due)
 
         queue.push = watched  # type: ignore[method-assign]
