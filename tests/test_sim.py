@@ -23,6 +23,7 @@ from lldsched import (
 )
 from lldsched.errors import error_text
 from lldsched.sim import Simulation, exponential, fails_on, fixed, lognormal, uniform
+from tests.test_sim_interrupt import interrupting_once
 
 T = 1_000_000.0
 
@@ -394,14 +395,7 @@ def test_a_listeners_keyboard_interrupt_reaches_the_caller_once_the_event_is_pro
     caller's thread), but it left the run half done: raised from the run's start, the
     task stayed RUNNING with no finish to come; from its finish, the worker was never
     freed. With one worker, nothing ran again."""
-    interrupted: list[TaskEvent] = []
-
-    def listener(event: TaskEvent) -> None:
-        heard = "finished" if event.record is not None else event.status.value
-        if heard == on and not interrupted:
-            interrupted.append(event)
-            raise KeyboardInterrupt("Ctrl-C")
-
+    interrupted, listener = interrupting_once(on)
     sim = Simulation(workers=1, start=T, listeners=[listener])
     task = sim.schedule("report", FixedRate(60), duration=10)
     with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):

@@ -43,6 +43,20 @@ ACTIONS: dict[str, Callable[[], Any]] = {
 }
 
 
+def interrupting_once(on: str) -> tuple[list[TaskEvent], Callable[[TaskEvent], None]]:
+    """A listener that raises Ctrl-C the first time it hears ``on`` ("running": a run's
+    start; "finished": its record), and the events it raised it on."""
+    heard: list[TaskEvent] = []
+
+    def listener(event: TaskEvent) -> None:
+        kind = "finished" if event.record is not None else event.status.value
+        if kind == on and not heard:
+            heard.append(event)
+            raise KeyboardInterrupt("Ctrl-C")
+
+    return heard, listener
+
+
 def seen(sim: Simulation) -> list[tuple[str, float, float, str | None]]:
     return [(r.name, r.started - T, r.finished - T, r.error) for r in sim.records()]
 
@@ -96,14 +110,7 @@ def test_a_listeners_ctrl_c_is_raised_by_the_step_that_heard_it(on: str) -> None
     """It was raised by the next call instead: ``step()`` returned as if nothing had
     happened, and a caller that then shut the simulation down never saw it (the shutdown
     dropped it with the interventions)."""
-    heard: list[str] = []
-
-    def listener(event: TaskEvent) -> None:
-        kind = "finished" if event.record is not None else event.status.value
-        if kind == on and not heard:
-            heard.append(kind)
-            raise KeyboardInterrupt("Ctrl-C")
-
+    heard, listener = interrupting_once(on)
     sim = Simulation(workers=1, start=T, listeners=[listener])
     task = sim.schedule("rate", FixedRate(10), duration=fixed(4))
     if on == "finished":
@@ -111,7 +118,7 @@ def test_a_listeners_ctrl_c_is_raised_by_the_step_that_heard_it(on: str) -> None
         assert step is not None and step.kind == "start"
     with pytest.raises(KeyboardInterrupt):
         sim.step()  # the start at 0, or the finish at 4, whole
-    assert heard == [on] and sim.task(task.id).running is (on == "running")
+    assert len(heard) == 1 and sim.task(task.id).running is (on == "running")
     assert sim.now == T + (0 if on == "running" else 4)
     # Nothing left to raise it again: the next step is the next event.
     step = sim.step()
