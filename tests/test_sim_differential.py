@@ -294,6 +294,17 @@ class HandOffWatch:
             push(task, due)
 
         queue.push = watched  # type: ignore[method-assign]
+        cut_handed = sim._cut_handed
+
+        def cut(picks: Callable[[Any], bool], error: str | None) -> None:
+            """An awaitable cut while it waits for a place on the lane: recorded here at
+            the verb's instant, on threads when the loop reaches it in its waiting line
+            (docs/DECISIONS.md, "A plain function's awaitable frees its worker")."""
+            if any(picks(item[1]) for item in sim._handed):
+                self.seen = True
+            cut_handed(picks, error)
+
+        sim._cut_handed = cut  # type: ignore[method-assign,assignment]
 
 
 def simulated(scenario: Scenario) -> tuple[Simulation, HandOffWatch, list[object]]:
