@@ -196,7 +196,7 @@ VERBS: dict[str, Verb] = {
 
 def end(runtime: Scheduler | Simulation, how: str) -> bool:
     """``runtime.shutdown()`` or ``await runtime.aclose()``, the scheduler's bounded."""
-    timeout = 5 if isinstance(runtime, Scheduler) else None  # a simulation's is unused
+    timeout = 5 if isinstance(runtime, Scheduler) else None  # (simulated: to its end)
     if how == "aclose":
         return asyncio.run(runtime.aclose(timeout=timeout))
     return runtime.shutdown(timeout=timeout)
