@@ -23,6 +23,7 @@ from lldsched import (
 )
 from lldsched.errors import error_text
 from lldsched.sim import Simulation, exponential, fails_on, fixed, lognormal, uniform
+from tests.test_sim_interrupt import interrupting_once
 
 T = 1_000_000.0
 
@@ -394,14 +395,7 @@ def test_a_listeners_keyboard_interrupt_reaches_the_caller_once_the_event_is_pro
     caller's thread), but it left the run half done: raised from the run's start, the
     task stayed RUNNING with no finish to come; from its finish, the worker was never
     freed. With one worker, nothing ran again."""
-    interrupted: list[TaskEvent] = []
-
-    def listener(event: TaskEvent) -> None:
-        heard = "finished" if event.record is not None else event.status.value
-        if heard == on and not interrupted:
-            interrupted.append(event)
-            raise KeyboardInterrupt("Ctrl-C")
-
+    interrupted, listener = interrupting_once(on)
     sim = Simulation(workers=1, start=T, listeners=[listener])
     task = sim.schedule("report", FixedRate(60), duration=10)
     with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):
@@ -461,3 +455,21 @@ def test_cancelling_most_tasks_in_an_intervention_rebuilds_the_heap_and_the_rest
     sim.run(T + 220)  # t90..t99 first ran at T+90..T+99: then every 60 s
     assert [len(t.history) for t in tasks[90:]] == [3] * 10
     assert all(task.status.value == "cancelled" for task in tasks[:90])
+
+
+def test_a_function_where_a_simulations_schedule_goes_is_told_where_its_action_goes() -> None:
+    """``sim.schedule("job", job)``, as a ``Scheduler`` is called (the action second), was
+    refused as no schedule, with no word of where a simulation takes its action."""
+
+    def job() -> None:
+        pass
+
+    sim = Simulation(workers=1, start=T)
+    with pytest.raises(ValidationError) as refused:
+        sim.schedule("job", job)  # type: ignore[arg-type]
+    assert f"got {job!r} (a function, where the schedule goes:" in str(refused.value)
+    assert "Simulation.schedule(name, schedule, action=...) by keyword" in str(refused.value)
+    assert sim.tasks() == []
+    with pytest.raises(ValidationError) as refused:  # the class itself: no such hint
+        sim.schedule("job", FixedRate)  # type: ignore[arg-type]
+    assert "a function" not in str(refused.value)

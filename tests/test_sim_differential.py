@@ -64,7 +64,11 @@ takes at least a second (see :class:`Acts`).  About one scenario in four is of
 coroutine tasks alone (:func:`coroutine_act`) and one in five of coroutine tasks beside
 thread tasks, on the same workers on both runtimes; half the scenarios with coroutine
 tasks have a coroutine lane of one or two (``max_coroutines``): a coroutine run takes
-the coroutine lane, not a worker, on both (see the section at the end).  A coroutine
+the coroutine lane, not a worker, on both (see the section at the end); on a memory
+store, half the time their action is a ``functools.partial`` of :func:`coroutine_act`.
+About one in three has thread tasks whose action is :func:`handing_act`, a plain function
+that returns an awaitable: its worker hands that to the coroutine lane, where it waits for
+a place (:meth:`Stage.placed` begins its held run there).  A coroutine
 run longer than its timeout is cut at it: the event loop's timer counts real seconds,
 so on threads the driver fires it at its instant on the clock (:meth:`Stage.end`).  The
 event loop begins its runs only once the workers have begun theirs
@@ -109,9 +113,11 @@ from lldsched import (
     SqliteTaskStore,
     Window,
 )
+from lldsched.core.isolation import is_loop_action
 from lldsched.errors import LldschedError
 from lldsched.sim import Simulation
 from lldsched.threaded.coroutines import CoroutineRunner
+from lldsched.threaded.flights import Flight
 from lldsched.threaded.parts import STOPPED
 from tests.conftest import T0
 from tests.test_sim_equivalence import Spec, action_for, durations_of
@@ -279,9 +285,26 @@ class HandOffWatch:
                     for entry in waiting
                     if entry[3] != task.id
                 )
+                # The loop's hand-off queue: a coroutine entry pushed due already queues
+                # on threads behind the awaitables plain functions handed over before it,
+                # which wait for a place there; here one due by an awaitable's hand-over
+                # goes before it.
+                if is_loop_action(task.action, task._options.isolation):
+                    self.seen = self.seen or any(due <= item[0] for item in sim._handed)
             push(task, due)
 
         queue.push = watched  # type: ignore[method-assign]
+        cut_handed = sim._cut_handed
+
+        def cut(picks: Callable[[Any], bool], error: str | None) -> None:
+            """An awaitable cut while it waits for a place on the lane: recorded here at
+            the verb's instant, on threads when the loop reaches it in its waiting line
+            (docs/DECISIONS.md, "A plain function's awaitable frees its worker")."""
+            if any(picks(item[1]) for item in sim._handed):
+                self.seen = True
+            cut_handed(picks, error)
+
+        sim._cut_handed = cut  # type: ignore[method-assign,assignment]
 
 
 def simulated(scenario: Scenario) -> tuple[Simulation, HandOffWatch, list[object]]:
@@ -554,6 +577,9 @@ class Acts:
     async def awaited(self, name: str) -> None:  # the simulation's coroutine action
         self(name)
 
+    def handing(self, name: str) -> Any:  # the simulation's plain function's awaitable
+        return self.awaited(name)
+
 
 PLAYING: list[Acts | Stage] = []  # the acts of the runtime now running
 
@@ -566,6 +592,12 @@ def act(name: str) -> None:
 async def coroutine_act(name: str) -> None:
     """Every task's action in a scenario of coroutine tasks, stored by its import path."""
     await PLAYING[-1].awaited(name)
+
+
+def handing_act(name: str) -> Any:
+    """The action of a :attr:`Wide.handing` task: a plain function (not ``async def``)
+    that returns an awaitable, which the worker hands to the coroutine lane."""
+    return PLAYING[-1].handing(name)
 
 
 class GatedClock(FakeClock):
@@ -613,6 +645,11 @@ class Hold:
     entered: bool = False  # its action called: the runtime has read its start
     run: Any = None  # the runtime's Run
     times_out: bool = False  # a coroutine run longer than its timeout: cut at ``end``
+    # A plain function's awaitable (Wide.handing): its length counts from its place on
+    # the coroutine lane, where it ends ``length`` later (``end`` is set there).
+    handed: bool = False
+    length: float = 0.0
+    ticket: int = 0  # its turn to hand the awaitable over (Stage.build's handed_over)
 
 
 @dataclass(frozen=True)
@@ -643,6 +680,11 @@ class Wide:
     store: str = "memory"  # or "sqlite"
     coroutines: frozenset[str] = frozenset()  # the tasks whose action is coroutine_act
     max_coroutines: int = 1000  # the coroutine lane's limit, on both runtimes
+    # The tasks whose action is handing_act: a plain function returning an awaitable.
+    handing: frozenset[str] = frozenset()
+    # The coroutine tasks' action is functools.partial(coroutine_act) (a memory store's
+    # only: a durable store keeps an import path).
+    partial: bool = False
 
     @property
     def ids(self) -> list[str]:
@@ -651,7 +693,7 @@ class Wide:
     @property
     def least(self) -> float:
         """The shortest run (see :class:`Acts`): coroutine runs begin several at once."""
-        return 0.0 if self.workers == 1 and not self.coroutines else 1.0
+        return 0.0 if self.workers == 1 and not self.coroutines and not self.handing else 1.0
 
     def verbs_after(self, restart: Restart | None) -> list[Verb]:
         """The verbs in the order made, those after the restart moved on by its shift."""
@@ -665,11 +707,17 @@ class Wide:
         ]  # fmt: skip
 
 
-def register(runtime: Any, spec: Spec, *, coroutines: frozenset[str], **more: Any) -> None:
+PARTIAL_ACT = functools.partial(coroutine_act)
+
+
+def register(runtime: Any, spec: Spec, *, scenario: Wide, **more: Any) -> None:
     schedule = spec.schedule
     if isinstance(schedule, Window):  # it counts its task's runs: one of its own each
         schedule = Window(schedule.schedule, max_runs=schedule.max_runs)
-    more["action"] = coroutine_act if spec.name in coroutines else act
+    if spec.name in scenario.coroutines:
+        more["action"] = PARTIAL_ACT if scenario.partial else coroutine_act
+    else:
+        more["action"] = handing_act if spec.name in scenario.handing else act
     runtime.schedule(
         spec.name, schedule=schedule, args=(spec.name,), retry=spec.retry, id=spec.name,
         **spec.options, **more,
@@ -707,15 +755,22 @@ class Stage:
         # begun what it took: the simulation starts a worker's entry before the coroutine
         # lane's at one instant, and the timer's hand-over to the loop races the workers.
         self.loop_open = False
+        # While the runtimes stop: a plain function's awaitable waiting for a place on the
+        # loop takes one as a run ends (it was begun: the loop keeps it), as it does on
+        # the simulation in its drain.
+        self.stopping = False
         self.parked = 0
         self.tickets = 0
+        self.handed_tickets = 0  # the handed runs' turns to hand their awaitables over
+        self.handed_turn = 0
+        self.handing_parked = 0  # workers waiting for that turn (handed_over)
         self.turn = 0
         self.store = store_for(scenario.store, directory, "threads")
         self.logs: list[EventLog] = []
         self.answers: list[object] = []
         self.scheduler = self.build()
         for spec in scenario.specs:
-            register(self.scheduler, spec, coroutines=scenario.coroutines)
+            register(self.scheduler, spec, scenario=scenario)
 
     def build(self) -> Scheduler:
         log = EventLog()
@@ -766,7 +821,11 @@ class Stage:
                 else:
                     self.mine[threading.get_ident()] = hold
                 self.by_run[id(run)] = hold
-                if length:
+                if name in self.scenario.handing:  # it runs once its awaitable has a place
+                    hold.handed, hold.length = True, length
+                    hold.end, hold.ticket = math.inf, self.handed_tickets
+                    self.handed_tickets += 1
+                elif length:
                     self.live.append(hold)
                 else:
                     hold.released.set()
@@ -781,9 +840,33 @@ class Stage:
 
         runner = scheduler._coroutines
         take = runner._take_slots
+        submit = runner.submit
+
+        def fed() -> bool:  # under the lock: the timer sees the instant, and handed it out
+            head = scheduler._queue.next_due()
+            return self.clock.gate == math.inf and (head is None or head > self.clock._now)
+
+        def handed_over(run: Any, started: float, awaitable: Any) -> str | None:
+            """Under the lock, from a worker: the awaitables of the runs begun at one
+            instant are handed to the loop in the order they began (on threads, the
+            order their workers finish calling the functions: a race), the order the
+            simulation hands them over in; and after the timer has handed the loop the
+            entries due by the instant (the gate held back those due at it, which a
+            finish released: on threads the timer hands them out with the entry a worker
+            took, before that worker calls its function)."""
+            ticket = self.by_run[id(run)].ticket
+            self.handing_parked += 1
+            try:
+                while self.handed_turn != ticket or not (self.stopping or fed()):
+                    turns.wait(0.0005)
+            finally:
+                self.handing_parked -= 1
+            self.handed_turn += 1
+            turns.notify_all()
+            return submit(run, started, awaitable)
 
         def took() -> list[Any]:  # on the loop: nothing begins but when settle() opens it
-            if not self.loop_open:
+            if not self.loop_open and not self.stopping:
                 with scheduler._lock:
                     runner._wakeup_sent = False  # the next hand-over wakes it again
                 return []
@@ -792,6 +875,7 @@ class Stage:
         scheduler._begin = begun
         runner._begin = begun_on_loop
         runner._take_slots = took  # type: ignore[method-assign]
+        runner.submit = handed_over  # type: ignore[method-assign]
         # The loop's timeout timer counts real seconds: the driver times a run out at its
         # instant on the FakeClock instead (Stage.end).
         runner._time_out = lambda flight: None  # type: ignore[method-assign]
@@ -806,9 +890,38 @@ class Stage:
             raise AssertionError(f"run {hold.n} of {name} never released")
         self.acts.fail(name, hold.n)
 
+    def handing(self, name: str) -> Any:  # a plain function's action, on its worker
+        hold = self.mine.pop(threading.get_ident())
+        assert hold.name == name and hold.handed
+        hold.entered = True
+        return self.placed(hold)
+
+    async def placed(self, hold: Hold) -> None:
+        """A plain function's awaitable, begun on the loop once it has a place there: it
+        runs its length from now (cut at its timeout, as a coroutine run is), and at one
+        instant ends after the runs that took a worker or a place before it took its own
+        (the simulation finishes them in the order they took one, and gives the lane its
+        places after the workers theirs)."""
+        with self.scheduler._lock:
+            length, timeout = hold.length, hold.run.options.timeout
+            hold.times_out = timeout is not None and length > timeout
+            if timeout is not None and hold.times_out:
+                length = timeout
+            now = self.clock._now
+            hold.on_loop, hold.end, hold.order = True, now + length, next(self.order)
+            if length:
+                self.live.append(hold)
+            else:
+                hold.released.set()
+        await self.running(hold)
+
     async def awaited(self, name: str) -> None:  # every coroutine run's action, on the loop
         hold = self.loop_runs[name].popleft()
         hold.entered = True
+        await self.running(hold)
+
+    async def running(self, hold: Hold) -> None:
+        name = hold.name
         try:
             while not hold.released.is_set():
                 await asyncio.sleep(0.0005)
@@ -841,8 +954,14 @@ class Stage:
             on_loop = len(runner._waiting)  # entries of loop tasks to begin
             if on_loop and self.loop_open and runner._active < runner.limit:
                 return False  # a slot free for them: they begin
-            working = sum(not hold.on_loop for hold in self.live) + self.parked
-            if scheduler._in_flight != len(self.live) + self.parked + waiting + on_loop:
+            # A worker handing an awaitable over waits, while the gate is shut, for the
+            # loop's entries due by the instant (handed_over).
+            handing = self.handing_parked
+            if handing and self.clock.gate == math.inf:
+                return False
+            working = sum(not hold.on_loop for hold in self.live) + self.parked + handing
+            flying = len(self.live) + self.parked + waiting + on_loop + handing
+            if scheduler._in_flight != flying:
                 return False
             return waiting == 0 or working >= pool.workers
 
@@ -851,18 +970,23 @@ class Stage:
         what it has (their order at one instant on the simulation) and wait until it is
         quiet."""
         wait_until(self.quiet, timeout=10, what="a quiet scheduler", every=0.0002)
-        if not loop or not self.scenario.coroutines or not self.starting:  # (see play)
+        lane = self.scenario.coroutines or self.scenario.handing
+        if not loop or not lane or not self.starting:  # (see play)
             return
-        runner = self.scheduler._coroutines
         with self.scheduler._lock:
             self.loop_open = True
-            if runner._waiting and runner._loop is not None:
-                runner._wakeup_sent = True
-                runner._loop.call_soon_threadsafe(runner._start_waiting)
+            self.wake_loop()
         try:
             wait_until(self.quiet, timeout=10, what="a quiet event loop", every=0.0002)
         finally:
             self.loop_open = False
+
+    def wake_loop(self) -> None:
+        """Have the event loop begin what waits for it, now that it may (under the lock)."""
+        runner = self.scheduler._coroutines
+        if runner._waiting and runner._loop is not None:
+            runner._wakeup_sent = True
+            runner._loop.call_soon_threadsafe(runner._start_waiting)
 
     def release(self, hold: Hold) -> None:
         if self.end(hold):
@@ -955,9 +1079,13 @@ class Stage:
             target=lambda: stopped.append(scheduler.shutdown(drain=False, timeout=None))
         )
         stopping.start()
+        with scheduler._lock:
+            self.stopping = True
+            self.wake_loop()
         try:
             self.stopping_quiet()  # what waited for a worker or the loop is dropped
-            for hold in sorted(self.live, key=lambda hold: (hold.end, hold.order)):
+            while self.live:  # (an awaitable handed over takes a place a run frees)
+                hold = min(self.live, key=lambda hold: (hold.end, hold.order))
                 self.clock.set(max(hold.end, self.clock.now()))
                 self.end(hold)
                 self.stopping_quiet()  # recorded
@@ -965,6 +1093,7 @@ class Stage:
             for hold in self.live:  # (a failure above: nothing left held)
                 hold.released.set()
             stopping.join(30)
+            self.stopping = False
         assert stopped == [True]
         self.clock.set(self.restart.back)
         self.scheduler = self.build()
@@ -973,12 +1102,18 @@ class Stage:
 
     def stopping_quiet(self) -> None:
         """Wait until the scheduler that stops has nothing in flight but the held runs
-        (what waited for a worker or the event loop dropped, what ended recorded)."""
+        and the awaitables handed over that wait for a place on the loop (what waited
+        for a worker or the event loop dropped, what ended recorded)."""
         scheduler = self.scheduler
+        runner = scheduler._coroutines
 
         def quiet() -> bool:
             with scheduler._lock:
-                return scheduler._state is STOPPED and scheduler._in_flight == len(self.live)
+                handed = sum(isinstance(item, Flight) for item in runner._waiting)
+                if handed and runner._active < runner.limit:  # a place for one: it begins
+                    return False
+                flying = len(self.live) + handed
+                return scheduler._state is STOPPED and scheduler._in_flight == flying
 
         wait_until(quiet, timeout=10, what="a quiet stop", every=0.0002)
 
@@ -1000,13 +1135,14 @@ class Cast:
             self.sim = self.build(T0, scenario.verbs)
             for spec in scenario.specs:
                 register(self.sim, spec, duration=self.acts.duration(spec.name),
-                         coroutines=scenario.coroutines)  # fmt: skip
+                         scenario=scenario)  # fmt: skip
             stop = None
             if scenario.restart is not None:
                 stop = T0 + scenario.restart + 1 / 16
                 stop = self.busy_from(stop) if scenario.busy else self.idle_from(stop)
             if stop is not None:
-                self.sim.shutdown(drain=False)  # the runs in flight finish, nothing starts
+                # the runs in flight finish, nothing starts (unbounded, as on threads)
+                self.sim.shutdown(drain=False, timeout=None)
                 self.restart = Restart(stop, scenario.gap, self.sim.now + scenario.gap)
                 self.records += [record_of(r) for r in self.sim.records()]
                 later = [v for v in scenario.verbs_after(self.restart) if T0 + v.at > stop]
@@ -1118,18 +1254,26 @@ def wide_scenarios(draw: st.DrawFn) -> Wide:
         coroutines = frozenset(drawn[i].name for i in some)
     else:
         coroutines = frozenset()
+    # About one in three with plain functions that return an awaitable among the others.
+    others = [spec.name for spec in drawn if spec.name not in coroutines]
+    handing: frozenset[str] = frozenset()
+    if others and draw(st.integers(0, 2)) == 0:
+        handing = frozenset(draw(st.sets(st.sampled_from(others), min_size=1)))
     flagged = {i for i, spec in enumerate(drawn) if spec.options.get("overlap") is CANCEL_OTHER}
     made = tuple(
         untimed(verb, at=verb.at) if verb.target % count in flagged else verb
         for verb in plain.verbs
     )
     restart = draw(st.one_of(st.none(), st.integers(0, int(HORIZON) - 1)))
+    store = draw(st.sampled_from(["memory", "sqlite"]))
+    lane = coroutines or handing
     return Wide(
         drawn, made, workers=draw(st.integers(1, 3)), restart=restart,
         gap=draw(st.sampled_from([0, 0, 30, 200])) if restart is not None else 0,
         busy=restart is not None and draw(st.booleans()),
-        store=draw(st.sampled_from(["memory", "sqlite"])), coroutines=coroutines,
-        max_coroutines=draw(st.sampled_from([1000, 1000, 1, 2])) if coroutines else 1000,
+        store=store, coroutines=coroutines,
+        max_coroutines=draw(st.sampled_from([1000, 1000, 1, 2])) if lane else 1000,
+        handing=handing, partial=bool(coroutines) and store == "memory" and draw(st.booleans()),
     )  # fmt: skip
 
 
@@ -1183,6 +1327,39 @@ BUSY_RESTART = Wide(
     coroutines=frozenset({"t1"}),
 )  # fmt: skip
 
+# Plain functions that return an awaitable, on a lane of one (found by the differential
+# once it drew them): the awaitable handed over at 10, as the run it waits behind ends,
+# takes its place after the one handed over at 5 (the simulation gave the place to the
+# newer, whose worker started at the instant the place freed) ...
+HANDED_IN_TURN = Wide(
+    (Spec("t0", OneTime(delay=0), (10,), retry=RUN_ONCE),
+     Spec("t1", OneTime(delay=5), (5,), retry=RUN_ONCE),
+     Spec("t2", OneTime(delay=10), (5,), retry=RUN_ONCE)),
+    (), workers=1, handing=frozenset({"t0", "t1", "t2"}), max_coroutines=1,
+)  # fmt: skip
+# ... and one handed over at 0 waits behind a coroutine task's entry due at 0, which the
+# timer handed to the loop first (the simulation gave the place to the awaitable, its
+# worker's start coming first at one instant: a known difference until then).
+LANE_BEFORE_HANDED = Wide(
+    (Spec("t0", OneTime(delay=0), (5,), retry=RUN_ONCE),
+     Spec("t1", OneTime(delay=0), (5,), retry=RUN_ONCE)),
+    (), workers=1, coroutines=frozenset({"t0"}), handing=frozenset({"t1"}), max_coroutines=1,
+)  # fmt: skip
+
+
+def test_a_plain_functions_awaitable_queues_for_the_lane_as_on_threads() -> None:
+    """Both examples, on both runtimes: the orders that differed."""
+    for scenario, expected in [
+        (HANDED_IN_TURN, [("t0", 0, 1, "ok", 0, 10), ("t1", 5, 1, "ok", 5, 15),
+                          ("t2", 10, 1, "ok", 10, 20)]),
+        (LANE_BEFORE_HANDED, [("t0", 0, 1, "ok", 0, 5), ("t1", 0, 1, "ok", 0, 10)]),
+    ]:  # fmt: skip
+        outcomes = differ_wide(scenario, aside=False)
+        assert outcomes is not None
+        threaded, simulated = outcomes
+        assert threaded.records == expected
+        assert simulated == threaded
+
 
 def test_the_hand_made_examples_reach_a_coroutine_timeout_and_a_busy_restart() -> None:
     """What the two examples are for happens in them, on both runtimes alike."""
@@ -1211,6 +1388,8 @@ def test_the_hand_made_examples_reach_a_coroutine_timeout_and_a_busy_restart() -
 @example(scenario=PRIORITY_AHEAD)
 @example(scenario=COROUTINE_TIMEOUT)
 @example(scenario=BUSY_RESTART)
+@example(scenario=HANDED_IN_TURN)
+@example(scenario=LANE_BEFORE_HANDED)
 def test_random_scenarios_with_workers_windows_and_restarts_run_alike(scenario: Wide) -> None:
     alike(differ_wide(scenario))
 

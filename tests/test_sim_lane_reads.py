@@ -249,7 +249,7 @@ def test_a_drain_less_shutdown_runs_the_awaitables_handed_over() -> None:
     sim.schedule("c", OneTime(delay=5), action=no_op, id="c", duration=fixed(10))
     sim.schedule("d", OneTime(delay=6), action=returns_no_op, id="d", duration=fixed(10))
     sim.run(T + 20)
-    sim.shutdown(drain=False)
+    sim.shutdown(drain=False, timeout=None)
     records = [(r.task_id, r.started - T, r.finished - T) for r in sim.records()]
     assert records == [("a", 0, 50), ("d", 6, 60)]
     assert sim.task("c").next_run_at == T + 5

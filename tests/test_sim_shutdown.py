@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from lldsched import (
+    EventLog,
     FixedRate,
     OneTime,
     RetryPolicy,
@@ -98,7 +100,7 @@ def scenario() -> tuple[Simulation, str, str, str]:
 
 def test_a_drain_finishes_the_runs_in_flight_and_runs_what_was_due_by_the_call() -> None:
     sim, long, waiting, later = scenario()
-    assert sim.shutdown() is True
+    assert sim.shutdown(timeout=None) is True  # (a bound: tests below)
     assert sim.now == T0 + 105  # long finished at 100, waiting ran from 100 to 105
     assert sim.task(long).status is TaskStatus.SUCCEEDED
     assert sim.task(waiting).status is TaskStatus.SUCCEEDED
@@ -108,7 +110,7 @@ def test_a_drain_finishes_the_runs_in_flight_and_runs_what_was_due_by_the_call()
 
 def test_without_a_drain_only_the_runs_in_flight_finish() -> None:
     sim, long, waiting, later = scenario()
-    assert sim.shutdown(drain=False) is True
+    assert sim.shutdown(drain=False, timeout=None) is True
     assert sim.now == T0 + 100
     assert sim.task(long).status is TaskStatus.SUCCEEDED
     assert sim.task(waiting).status is TaskStatus.SCHEDULED  # due, never started
@@ -194,7 +196,7 @@ VERBS: dict[str, Verb] = {
 
 def end(runtime: Scheduler | Simulation, how: str) -> bool:
     """``runtime.shutdown()`` or ``await runtime.aclose()``, the scheduler's bounded."""
-    timeout = 5 if isinstance(runtime, Scheduler) else None  # a simulation's is unused
+    timeout = 5 if isinstance(runtime, Scheduler) else None  # (simulated: to its end)
     if how == "aclose":
         return asyncio.run(runtime.aclose(timeout=timeout))
     return runtime.shutdown(timeout=timeout)
@@ -275,9 +277,9 @@ def test_a_simulation_s_aclose_drains_as_its_shutdown_does() -> None:
             sim.schedule("waits", OneTime(delay=10), duration=fixed(5))
             sim.run(T0 + 50)
             if how == "aclose":
-                assert asyncio.run(sim.aclose(drain=drain)) is True
+                assert asyncio.run(sim.aclose(drain=drain, timeout=None)) is True
             else:
-                assert sim.shutdown(drain=drain) is True
+                assert sim.shutdown(drain=drain, timeout=None) is True
             ended.append([(r.name, r.finished - T0) for r in sim.records()])
         assert ended[0] == ended[1]
         assert ended[0] == ([("long", 100), ("waits", 105)] if drain else [("long", 100)])
@@ -351,3 +353,118 @@ def test_after_shutdown_nothing_moves_virtual_time() -> None:
             call()
         assert str(refused.value) == f"cannot {words}: the simulation is shut down (at {T0!r})"
     assert sim.now == T0
+
+
+# ------------------------------------------- the timeout: a bound on the simulated drain
+#
+# docs/DECISIONS.md, "A simulation's shutdown timeout bounds its drain in simulated time".
+
+
+@pytest.mark.parametrize(
+    ("timeout", "finished", "waited"),
+    [
+        (5, False, TaskStatus.SCHEDULED),  # out of time at 25: "long" runs on to 100
+        (80, False, TaskStatus.SUCCEEDED),  # at 100 "waiting" starts, runs past 100
+        (85, True, TaskStatus.SUCCEEDED),  # all ended by 105
+        (None, True, TaskStatus.SUCCEEDED),
+    ],
+)
+def test_a_timeout_bounds_the_drain_in_simulated_time(
+    timeout: float | None, finished: bool, waited: TaskStatus
+) -> None:
+    """It was checked and unused: every drain ran to its end and returned True. Now what
+    has not started by ``timeout`` simulated seconds after the call does not start, and
+    the result is False when a run goes on past it (a thread run is never cut)."""
+    sim, long, waiting, later = scenario()  # at 20: "long" 0-100, "waiting" due at 10
+    assert sim.shutdown(timeout=timeout) is finished
+    assert sim.task(long).status is TaskStatus.SUCCEEDED  # a thread run always finishes
+    assert sim.task(waiting).status is waited
+    if waited is TaskStatus.SCHEDULED:
+        assert sim.task(waiting).next_run_at == T0 + 10  # due, left for the next start
+    assert sim.task(later).status is TaskStatus.SCHEDULED
+    assert sim.busy == 0 and sim.now == T0 + (100 if waited is TaskStatus.SCHEDULED else 105)
+
+
+async def returns_at_once() -> None:
+    pass
+
+
+def returns_an_awaitable() -> Any:
+    return returns_at_once()
+
+
+@pytest.mark.parametrize("action", [returns_at_once, returns_an_awaitable], ids=["async", "plain"])
+@pytest.mark.parametrize("drain", [True, False])
+def test_a_coroutine_run_in_flight_at_the_timeout_is_cancelled_then(
+    action: Callable[[], Any], drain: bool
+) -> None:
+    """As the threaded shutdown cancels it: failed ``CancelledError: scheduler shut down``
+    at the timeout, its retry left due; one waiting for a place on the lane (a plain
+    function's awaitable) ends then too, never begun there."""
+    sim = Simulation(workers=2, start=T0, max_coroutines=1)
+    retry = RetryPolicy(max_attempts=2, initial_backoff=1)
+    first = sim.schedule("first", OneTime(delay=0), action=action, duration=fixed(100), retry=retry)
+    second = sim.schedule("second", OneTime(delay=1), action=action, duration=fixed(5))
+    sim.run(T0 + 20)
+    assert sim.shutdown(drain=drain, timeout=5) is True  # nothing outlives the timeout
+    expected = [("first", 0, 25, "CancelledError: scheduler shut down")]
+    if action is returns_an_awaitable:  # handed over at 1, waiting for the lane's place
+        expected.append(("second", 1, 25, "CancelledError: scheduler shut down"))
+    records = [(r.name, r.started - T0, r.finished - T0, r.error) for r in sim.records()]
+    assert records == expected
+    assert sim.task(first.id).status is TaskStatus.RETRYING  # its retry, due at 26: not run
+    if action is returns_at_once:  # due at 1, waiting for the lane's place: left due
+        assert (sim.task(second.id).status, sim.task(second.id).next_run_at) == (
+            TaskStatus.SCHEDULED, T0 + 1)  # fmt: skip
+    assert sim.now == T0 + 25 and sim.busy == 0
+
+
+@pytest.mark.parametrize("what", ["thread", "coroutine"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_both_runtimes_end_a_drain_out_of_time_alike(kind: str, what: str) -> None:
+    """A run in flight that outlives the timeout, and a run of the same kind waiting for
+    its worker (or its place on the coroutine lane): the waiting one is left due on
+    both; a thread run goes on (the result is False), a coroutine run is cancelled."""
+    released = threading.Event()
+    started = threading.Event()
+
+    def blocks() -> None:
+        started.set()
+        released.wait(30)
+
+    async def awaits() -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    log = EventLog()
+    simulated: dict[str, Any] = {"duration": fixed(100)} if kind == "simulated" else {}
+    runtime: Scheduler | Simulation = (
+        Simulation(workers=1, start=T0, listeners=[log], max_coroutines=1) if simulated
+        else Scheduler(workers=1, listeners=[log], max_coroutines=1)
+    )  # fmt: skip
+    # The simulation calls its actions for real, at once: its runs take their duration.
+    actions = {"threaded": {"thread": blocks, "coroutine": awaits},
+               "simulated": {"thread": jobs.noop, "coroutine": returns_at_once}}  # fmt: skip
+    once = RetryPolicy(max_attempts=1)
+    try:
+        for name in ("long", "waits"):
+            runtime.schedule(name, schedule=OneTime(delay=0), action=actions[kind][what],
+                             retry=once, **simulated)  # fmt: skip
+        if isinstance(runtime, Scheduler):
+            runtime.start()
+            assert started.wait(10)
+        else:
+            runtime.run(T0 + 10)
+        result = runtime.shutdown(timeout=0.5)
+    finally:
+        released.set()
+    if isinstance(runtime, Scheduler):
+        assert runtime.shutdown(timeout=10)  # the released run ends
+    records = [(r.name, r.outcome.value, r.error) for r in (e.record for e in log.events) if r]
+    statuses = sorted((task.name, task.status.value) for task in runtime.tasks())
+    assert (result, records, statuses) == (
+        (False, [("long", "ok", None)], [("long", "succeeded"), ("waits", "scheduled")])
+        if what == "thread"
+        else (True, [("long", "failed", "CancelledError: scheduler shut down")],
+              [("long", "failed"), ("waits", "scheduled")])
+    )  # fmt: skip

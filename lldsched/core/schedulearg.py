@@ -120,9 +120,17 @@ def _in_zone(schedule: Schedule, tz: str, *, task: str = "") -> Schedule:
 
 def _not_a_schedule(name: str, schedule: object) -> ValidationError:
     """The error for an object that is no schedule; a number of seconds (or a timedelta),
-    the likeliest, is told the two schedules it may have meant."""
+    the likeliest, is told the two schedules it may have meant, and a function where the
+    schedule goes (``Simulation.schedule("x", job)``, written as for a ``Scheduler``,
+    whose action comes second) where a simulation takes its action."""
     message = f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
-    if isinstance(schedule, timedelta) or (
+    if callable(schedule) and not isinstance(schedule, type):  # (FixedRate itself: no hint)
+        message += (
+            " (a function, where the schedule goes: Scheduler.schedule(name, action, "
+            "schedule) takes the action second, Simulation.schedule(name, schedule, "
+            "action=...) by keyword)"
+        )
+    elif isinstance(schedule, timedelta) or (
         isinstance(schedule, int | float) and not isinstance(schedule, bool)
     ):
         every = schedule.total_seconds() if isinstance(schedule, timedelta) else schedule

@@ -87,6 +87,24 @@ async def _complete(awaitable: Any, timeout: float | None) -> Awaited:
     return None, result_text(value), False
 
 
+def _unwind(asyncio: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """A ``KeyboardInterrupt`` or ``SystemExit`` came out of ``loop`` (the coroutine's, or
+    a Ctrl-C that landed while the loop waited): what is left on it is cancelled and run
+    to its end now, as ``asyncio.run`` does at its end, not resumed by the next coroutine
+    run on this loop (the interrupted one went on there, after its attempt was recorded
+    failed) nor left pending to be collected ("Task was destroyed but it is pending!").
+    A task that ended with the interrupt has it read, so none is logged as never
+    retrieved.  A second Ctrl-C while that runs is raised as it is."""
+    tasks = asyncio.all_tasks(loop)
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()
+
+
 class LoopThread:
     """A private event loop running on a daemon thread of its own until :meth:`close`.
 
@@ -147,6 +165,9 @@ class PrivateLoop:
             value = loop.run_until_complete(asyncio.wait_for(future, timeout))
         except (Exception, asyncio.CancelledError) as exc:
             return _failed(exc, future, timeout)
+        except BaseException:  # a Ctrl-C (or exit) out of the loop: nothing left on it
+            _unwind(asyncio, loop)
+            raise
         return None, result_text(value), False
 
     def _on_thread(self, asyncio: Any, awaitable: Any, timeout: float | None) -> Awaited:

@@ -128,6 +128,7 @@ _INF = math.inf  # "no such event"
 _HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
 _HANDED = "handed"  # _next_start picked the first awaitable waiting in _handed
 _LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
+SHUT_DOWN = "CancelledError: scheduler shut down"  # a coroutine run a shutdown's timeout cut
 
 Handed = tuple[float, Run, float, "str | None", "str | None", bool]
 """A plain function's awaitable waiting for a place on the coroutine lane: (the instant it
@@ -252,6 +253,8 @@ class Simulation(SimulationVerbs):
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         self._advancing = False  # inside _advance: a listener's Ctrl-C waits for its event
+        # That Ctrl-C, not raised yet, and the intervention that raises it (_emit).
+        self._interrupt: tuple[tuple[float, int, Callable[[], object]], BaseException] | None = None
         # The first shutdown()'s bound: what is due by it starts in its drain (its instant,
         # or -inf without a drain).  None: not shut down (the verbs' check, verbs.py).
         self._stopped_at: float | None = None
@@ -374,10 +377,20 @@ class Simulation(SimulationVerbs):
         and the thread one of them runs on when the simulation is driven from a running
         event loop ends (:mod:`lldsched.sim.awaiting`).
 
-        Returns True: nothing is left running (``timeout`` is checked and unused here:
-        the drain takes no wall time but what the actions it runs take).  Idempotent and
+        ``timeout`` bounds the drain in *simulated* seconds from the call, as the
+        scheduler's bounds it in wall seconds (None: no bound; default 5.0, as there):
+        what has not started by then (at or before the call's instant plus ``timeout``)
+        does not start and stays due; a coroutine run still in flight then (on the
+        coroutine lane, or a plain function's awaitable waiting for a place there) is
+        cancelled then, recorded failed ``CancelledError: scheduler shut down`` and
+        retried by its policy, as the threaded shutdown cancels it; a thread run still
+        in flight is not cut (a thread cannot be), here as there: it finishes at its
+        modelled end, virtual time moving on to it, and the result is False.  Returns
+        True when every run ended within ``timeout`` (docs/DECISIONS.md, "A simulation's
+        shutdown timeout bounds its drain in simulated time").  Idempotent and
         final: a later call writes the stale rows again (and finishes a drain a
-        listener's Ctrl-C cut short).  After it, the verbs a shut-down ``Scheduler``
+        listener's Ctrl-C cut short, by the first call's instant, within its own
+        ``timeout``).  After it, the verbs a shut-down ``Scheduler``
         refuses raise :class:`~lldsched.errors.SchedulerStateError`
         (:data:`lldsched.runtime.REFUSED_AFTER_SHUTDOWN`: ``schedule``,
         ``reschedule``, ``run_now``, ``resume``, ``redrive``), and so do those that move
@@ -390,20 +403,23 @@ class Simulation(SimulationVerbs):
         the block; from a coroutine, ``await sim.aclose()`` (and ``async with``) is the
         same end.
         """
-        checks.shutdown_timeout(drain, timeout)
+        seconds = checks.shutdown_timeout(drain, timeout)
         if self._store is not None:  # its drain and rewrite write: as at each run
             storeuse.check(self._store, self, doing="shutdown()")
         if self._stopped_at is None:  # the first call's drain holds for good
             self._stopped_at = self.now if drain else -_INF
             self._interventions.clear()
+        deadline = _LAST_INSTANT if seconds is None else min(self.now + seconds, _LAST_INSTANT)
         try:
-            self._advance(_LAST_INSTANT, events=-1, due_by=self._stopped_at)
+            self._advance(deadline, events=-1, due_by=self._stopped_at)
+            late = self._out_of_time(deadline)
+            self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish
         finally:
             writes = self._core.store_writes
             if writes is not None and writes.outage is not None:
                 say_left_stale(writes.store, writes.rewrite_stale())
             self._awaiting.close()
-        return True
+        return not late
 
     def __enter__(self) -> Simulation:
         return self
@@ -444,7 +460,8 @@ class Simulation(SimulationVerbs):
         has ended when this returns: :mod:`lldsched.sim.awaiting`).  ``drain``
         means what it means there, in virtual time: the runs in flight finish either way,
         and ``drain=True`` also runs those due by the simulated instant of this call;
-        ``timeout`` is checked and unused.  Returns True.  Idempotent and final, as
+        ``timeout`` bounds that drain in simulated seconds, as :meth:`shutdown` says.
+        Returns what it returns.  Idempotent and final, as
         :meth:`shutdown` (a second ``aclose()`` or ``shutdown()`` is harmless); after it
         the same verbs raise :class:`~lldsched.errors.SchedulerStateError`.  Raises
         :class:`~lldsched.errors.ValidationError` for a bad ``drain`` or ``timeout``,
@@ -560,9 +577,24 @@ class Simulation(SimulationVerbs):
                         kind, record = "finish", begun
         finally:
             self._advancing = outer  # (a listener may call run() inside a run())
+        if self._interrupt is not None:  # heard in the last event: raised by this call
+            self._raise_interrupt()
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
+
+    def _raise_interrupt(self) -> None:
+        """Raise the Ctrl-C a listener raised in an event :meth:`_advance` processed, which
+        stopped before the intervention that raises it (:meth:`_emit`) came up: that
+        intervention is dropped (nothing is raised twice)."""
+        assert self._interrupt is not None
+        entry, caught = self._interrupt
+        self._interrupt = None
+        interventions = self._interventions
+        if entry in interventions:
+            interventions.remove(entry)
+            heapq.heapify(interventions)
+        raise caught
 
     def _next_start(self, now: float, due_by: float) -> tuple[float, Entry | None]:
         """The next start once coroutine tasks are registered: its instant and its entry,
@@ -697,13 +729,13 @@ class Simulation(SimulationVerbs):
                     self._prune_awaited()
                 self._awaited[id(run)] = run
                 if worker != self._workers:  # a plain function's: its worker is free now
+                    # It queues for a place on the lane, behind the awaitables handed over
+                    # before it and the coroutine entries due by now (_next_start takes it
+                    # there, at this instant if a place is free), as on threads.
                     self._loop_tasks = True  # its finish frees a place on the lane
                     self._release(worker)
-                    if self._coroutines >= self._max_coroutines:  # it waits for a place
-                        self._handed.append((now, run, duration, error, result, timed_out))
-                        return None
-                    self._coroutines += 1
-                    worker = self._workers  # the lane's place, released at its finish
+                    self._handed.append((now, run, duration, error, result, timed_out))
+                    return None
             elif value is not None:
                 result = result_text(value)
         if duration == 0:  # finishes before anything else can happen at this instant
@@ -795,22 +827,38 @@ class Simulation(SimulationVerbs):
         now, failed with ``CancelledError: task <why>`` (a paused task retries the
         attempt after resume), as the threaded runtime cancels them (its
         ``_stop_running``); a thread's run is cooperative and goes on, here as there."""
+        self._stop_lane(lambda run: run.task.id == task_id, f"CancelledError: task {why}")
+
+    def _stop_lane(self, cut: Callable[[Run], bool], error: str) -> None:
+        """The coroutine runs in flight that ``cut`` picks (and the awaitables waiting for
+        a place on the lane) end now, failed with ``error``."""
         if self._handed:  # waiting for a place on the lane: ended now, never begun there
-            self._cut_handed(lambda run: run.task.id == task_id, f"CancelledError: task {why}")
+            self._cut_handed(cut, error)
         if not self._awaited:
             return
         awaited = self._prune_awaited()
         finishes = self._finishes
         now = self.now
-        cut = False
+        ended = False
         for index, item in enumerate(finishes):
             run = item[3]
-            if run.task.id == task_id and id(run) in awaited:
-                error = f"CancelledError: task {why}"
+            if id(run) in awaited and cut(run):
                 finishes[index] = (now, item[1], item[2], run, item[4], error, None, False)
-                cut = True
-        if cut:
+                ended = True
+        if ended:
             heapq.heapify(finishes)
+
+    def _out_of_time(self, deadline: float) -> bool:
+        """A shutdown's ``deadline`` is reached with runs still in flight, at
+        ``_advance``'s rest: the coroutine runs (on the lane, or waiting for a place there)
+        end at it, failed with ``CancelledError: scheduler shut down``, as the threaded
+        shutdown cancels them; True when a thread run goes on past it (it cannot be cut,
+        there as here)."""
+        if not self._finishes and not self._handed:
+            return False
+        self._clock.advance_to(deadline)
+        self._stop_lane(lambda run: True, SHUT_DOWN)
+        return any(item[0] > deadline for item in self._finishes)
 
     def _emit(self, event: TaskEvent) -> None:
         """The core's ``emit``: the listeners are called now, in virtual time.
@@ -819,7 +867,9 @@ class Simulation(SimulationVerbs):
         lets it through here) raised while :meth:`_advance` processes an event would
         leave that event half done (a run begun and never to finish, a worker never
         freed): it is raised by an intervention at this instant instead, once the
-        event is whole.  Outside the loop (a verb) it is raised at once."""
+        event is whole, or by :meth:`_advance` as it returns when that stops first (a
+        :meth:`step`, whose one event it was).  Outside the loop (a verb) it is raised
+        at once."""
         try:
             notify(self._callbacks, event, repeats=self._repeats)
         except BaseException as exc:
@@ -828,9 +878,13 @@ class Simulation(SimulationVerbs):
             caught = exc  # (``exc`` is unbound when the except block ends)
 
             def interrupt() -> None:
+                self._interrupt = None
                 raise caught
 
-            heapq.heappush(self._interventions, (self.now, next(self._sequence), interrupt))
+            entry = (self.now, next(self._sequence), interrupt)
+            heapq.heappush(self._interventions, entry)
+            if self._interrupt is None:  # (the first, if a second came before it was raised)
+                self._interrupt = (entry, caught)
 
     def __repr__(self) -> str:
         return (

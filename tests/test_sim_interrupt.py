@@ -1,0 +1,179 @@
+"""Ctrl-C in a simulation: a ``KeyboardInterrupt`` raised from an action, a listener or an
+intervention while ``run()``, ``step()`` or ``shutdown()`` processes events.
+
+What must hold (docs/DECISIONS.md, "Ctrl-C in a simulation"): it reaches the caller once
+the event it was raised in is whole, from the call that processed that event; the
+simulation is left at that event's instant, every read consistent (no run begun and never
+to finish, no worker held); and the caller can go on (``run`` again, the interrupted
+attempt recorded failed and retried by its policy) or shut it down cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from lldsched import FixedRate, OneTime, RetryPolicy, TaskEvent
+from lldsched.model import TaskStatus
+from lldsched.sim import Simulation, fixed
+
+T = 1_000_000.0
+CTRL_C = "KeyboardInterrupt: Ctrl-C"
+
+
+def interrupts() -> None:
+    raise KeyboardInterrupt("Ctrl-C")
+
+
+async def interrupts_awaited() -> None:
+    raise KeyboardInterrupt("Ctrl-C")
+
+
+def hands_over_an_interrupt() -> Any:
+    return interrupts_awaited()
+
+
+ACTIONS: dict[str, Callable[[], Any]] = {
+    "function": interrupts,
+    "coroutine": interrupts_awaited,
+    "plain function's awaitable": hands_over_an_interrupt,
+}
+
+
+def interrupting_once(on: str) -> tuple[list[TaskEvent], Callable[[TaskEvent], None]]:
+    """A listener that raises Ctrl-C the first time it hears ``on`` ("running": a run's
+    start; "finished": its record), and the events it raised it on."""
+    heard: list[TaskEvent] = []
+
+    def listener(event: TaskEvent) -> None:
+        kind = "finished" if event.record is not None else event.status.value
+        if kind == on and not heard:
+            heard.append(event)
+            raise KeyboardInterrupt("Ctrl-C")
+
+    return heard, listener
+
+
+def seen(sim: Simulation) -> list[tuple[str, float, float, str | None]]:
+    return [(r.name, r.started - T, r.finished - T, r.error) for r in sim.records()]
+
+
+@pytest.mark.parametrize("then", ["run on", "shut down"])
+@pytest.mark.parametrize("kind", list(ACTIONS))
+def test_an_actions_ctrl_c_leaves_a_simulation_to_read_then_run_on_or_shut_down(
+    kind: str, then: str
+) -> None:
+    sim = Simulation(workers=1, start=T)
+    retry = RetryPolicy(max_attempts=2, initial_backoff=10)
+    task = sim.schedule("stops", OneTime(delay=5), action=ACTIONS[kind], retry=retry)
+    other = sim.schedule("other", FixedRate(20), duration=fixed(3))
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):
+        sim.run(T + 100)
+    # Read: at the instant it was raised, the attempt recorded failed, nothing held.
+    assert sim.now == T + 5 and sim.busy == 0 and sim.running
+    assert seen(sim) == [("other", 0, 3, None), ("stops", 5, 5, CTRL_C)]
+    assert sim.task(task.id).status is TaskStatus.RETRYING
+    assert sim.task(task.id).next_run_at == T + 15
+    metrics = sim.metrics()
+    assert (metrics.busy, metrics.coroutines, metrics.state) == (0, 0, "running")
+    if then == "run on":  # its retry is interrupted again; then the rest goes on as due
+        with pytest.raises(KeyboardInterrupt):
+            sim.run(T + 100)
+        assert sim.now == T + 15 and sim.task(task.id).status is TaskStatus.FAILED
+        sim.run(T + 100)
+        assert [r.started - T for r in sim.task(other.id).history] == [0, 20, 40, 60, 80]
+    else:
+        assert sim.shutdown(timeout=None) is True
+        assert sim.now == T + 5 and sim.task(task.id).status is TaskStatus.RETRYING
+        assert seen(sim) == [("other", 0, 3, None), ("stops", 5, 5, CTRL_C)]
+
+
+def test_an_interventions_ctrl_c_stops_run_at_its_instant_and_run_goes_on() -> None:
+    sim = Simulation(workers=1, start=T)
+    task = sim.schedule("rate", FixedRate(10), duration=fixed(4))
+    sim.at(T + 12, interrupts)
+    with pytest.raises(KeyboardInterrupt):
+        sim.run(T + 100)
+    assert sim.now == T + 12 and sim.busy == 1 and sim.task(task.id).running
+    sim.run(T + 35)  # the run in flight finishes at 14: nothing half done
+    assert [(r.started - T, r.finished - T) for r in task.history] == [
+        (0, 4), (10, 14), (20, 24), (30, 34),
+    ]  # fmt: skip
+    assert sim.shutdown() is True
+
+
+@pytest.mark.parametrize("on", ["running", "finished"])
+def test_a_listeners_ctrl_c_is_raised_by_the_step_that_heard_it(on: str) -> None:
+    """It was raised by the next call instead: ``step()`` returned as if nothing had
+    happened, and a caller that then shut the simulation down never saw it (the shutdown
+    dropped it with the interventions)."""
+    heard, listener = interrupting_once(on)
+    sim = Simulation(workers=1, start=T, listeners=[listener])
+    task = sim.schedule("rate", FixedRate(10), duration=fixed(4))
+    if on == "finished":
+        step = sim.step()
+        assert step is not None and step.kind == "start"
+    with pytest.raises(KeyboardInterrupt):
+        sim.step()  # the start at 0, or the finish at 4, whole
+    assert len(heard) == 1 and sim.task(task.id).running is (on == "running")
+    assert sim.now == T + (0 if on == "running" else 4)
+    # Nothing left to raise it again: the next step is the next event.
+    step = sim.step()
+    assert step is not None and step.kind == ("finish" if on == "running" else "start")
+    sim.run(T + 25)
+    assert [(r.started - T, r.finished - T) for r in task.history] == [(0, 4), (10, 14), (20, 24)]
+    assert sim.shutdown() is True
+
+
+def test_a_listeners_ctrl_c_in_a_drain_stops_the_shutdown_and_a_second_one_finishes_it() -> None:
+    calls: list[str] = []
+
+    def listener(event: TaskEvent) -> None:
+        if event.record is not None and event.record.name == "long" and not calls:
+            calls.append("interrupted")
+            raise KeyboardInterrupt("Ctrl-C")
+
+    sim = Simulation(workers=1, start=T, listeners=[listener])
+    sim.schedule("long", OneTime(delay=0), duration=fixed(10))
+    waits = sim.schedule("waits", OneTime(delay=1), duration=fixed(5))
+    sim.run(T + 2)
+    with pytest.raises(KeyboardInterrupt):
+        sim.shutdown(timeout=None)
+    assert sim.now == T + 10 and not sim.running and sim.busy == 0
+    assert sim.task(waits.id).status is TaskStatus.SCHEDULED  # not started yet
+    assert sim.shutdown(timeout=None) is True  # finishes the drain the first began
+    assert sim.task(waits.id).status is TaskStatus.SUCCEEDED and sim.now == T + 15
+
+
+def test_a_ctrl_c_while_a_coroutine_awaits_cancels_it_and_the_next_run_is_clean() -> None:
+    """A Ctrl-C that arrives while the private loop runs a coroutine (here a callback on
+    that loop raises it, as a signal would land in the loop's wait) left the coroutine
+    pending on the loop: the next coroutine run resumed it, and its body ran on after
+    the attempt had been recorded failed."""
+    went_on: list[str] = []
+
+    async def long_wait() -> None:
+        asyncio.get_running_loop().call_soon(interrupts)
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            went_on.append("cancelled")
+            raise
+        went_on.append("went on")
+
+    async def waits_longer() -> None:
+        await asyncio.sleep(0.2)
+
+    sim = Simulation(workers=1, start=T)
+    sim.schedule("stops", OneTime(delay=0), action=long_wait, retry=RetryPolicy(max_attempts=1))
+    sim.schedule("later", OneTime(delay=10), action=waits_longer)
+    with pytest.raises(KeyboardInterrupt):
+        sim.run(T + 100)
+    assert seen(sim) == [("stops", 0, 0, CTRL_C)]
+    assert went_on == ["cancelled"]  # cancelled there and then
+    sim.run(T + 100)
+    assert went_on == ["cancelled"]
+    assert sim.shutdown() is True
