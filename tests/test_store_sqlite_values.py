@@ -1,8 +1,12 @@
 """A value of the wrong type in an SQLite store's row (a row edited by hand, or written by
 another tool: SQLite's type affinity keeps text it cannot read as a number in an
-``INTEGER`` or ``REAL`` column) is refused at open, naming the table, the row, the column
-and the value, the file left untouched, in both modes; a row another process writes
-wrong after the open is the same ``StoreError``, and a shared store's feed leaves it out.
+``INTEGER`` or ``REAL`` column) is refused, naming the table, the row, the column and the
+value: in a column the store uses without decoding it (a task's priority, version,
+dead-letter order, a lease, a counter) at open, the file left untouched, in both modes;
+in a task's state or a record as the row is read, by the rule both stores' rows follow
+(``stores.codec``; ``tests/test_store_bad_rows.py`` has those cases, its ranges too).  A
+row another process writes wrong after the open is the same ``StoreError``, and a shared
+store's feed leaves it out.
 
 Before, such a file opened; the value failed at its first use, deep inside (a
 ``TypeError`` from ``run_count - failure_count`` at the scheduler's start, from a
@@ -49,56 +53,29 @@ def edit(path: Path, sql: str) -> None:
     ("sql", "said"),
     [
         (
-            "UPDATE tasks SET run_count = '3 runs' WHERE id = 'b'",
-            "table tasks, row id='b', column run_count holds the text '3 runs', "
-            "where the store writes an integer",
-        ),
-        (
-            "UPDATE tasks SET attempt = 'three' WHERE id = 'b'",
-            "table tasks, row id='b', column attempt holds the text 'three'",
-        ),
-        (
-            "UPDATE tasks SET attempt = 2.5 WHERE id = 'b'",
-            "table tasks, row id='b', column attempt holds the real 2.5, "
-            "where the store writes an integer",
-        ),
-        (
-            "UPDATE tasks SET next_run_at = '2027-01-15T08:00:00' WHERE id = 'b'",
-            "table tasks, row id='b', column next_run_at holds the text '2027-01-15T08:00:00', "
-            "where the store writes a real or NULL",
-        ),
-        (
-            "UPDATE tasks SET next_run_at = X'3132' WHERE id = 'b'",
-            "column next_run_at holds the blob b'12'",
-        ),
-        (
-            "UPDATE tasks SET running = 'no' WHERE id = 'b'",
-            "column running holds the text 'no', where the store writes 0 or 1",
-        ),
-        (
-            "UPDATE tasks SET running = 2 WHERE id = 'b'",
-            "column running holds the integer 2, where the store writes 0 or 1",
-        ),
-        (
             "UPDATE tasks SET status = 'failed', failed_seq = 'first' WHERE id = 'b'",
             "column failed_seq holds the text 'first', where the store writes an integer or NULL",
+        ),
+        (
+            "UPDATE tasks SET priority = 'high' WHERE id = 'b'",
+            "table tasks, row id='b', column priority holds the text 'high', "
+            "where the store writes an integer",
+        ),
+        (
+            "UPDATE tasks SET version = 2.5 WHERE id = 'b'",
+            "column version holds the real 2.5, where the store writes an integer",
+        ),
+        (
+            "UPDATE tasks SET slot_due = '2027-01-15T08:00:00' WHERE id = 'b'",
+            "column slot_due holds the text '2027-01-15T08:00:00', "
+            "where the store writes a real or NULL",
         ),
         (
             "UPDATE counters SET value = 'many' WHERE name = 'token'",
             "table counters, row name='token', column value holds the text 'many'",
         ),
     ],
-    ids=[
-        "run_count",
-        "attempt",
-        "attempt-real",
-        "next_run_at",
-        "next_run_at-blob",
-        "running",
-        "running-2",
-        "failed_seq",
-        "counters",
-    ],
+    ids=["failed_seq", "priority", "version", "slot_due", "counters"],
 )
 def test_a_value_of_the_wrong_type_is_refused_at_open_naming_where_and_touches_nothing(
     tmp_path: Path, shared: bool, sql: str, said: str
@@ -114,7 +91,7 @@ def test_a_value_of_the_wrong_type_is_refused_at_open_naming_where_and_touches_n
     assert said in message
     assert "the file was left untouched" in message
     assert digest(path) == before
-    edit(path, "UPDATE tasks SET attempt = 0, run_count = 0, next_run_at = 1, running = 0")
+    edit(path, "UPDATE tasks SET priority = 1, version = 0, slot_due = NULL")
     edit(path, "UPDATE tasks SET status = 'scheduled', failed_seq = NULL")
     edit(path, "UPDATE counters SET value = 0 WHERE name = 'token'")
     with SqliteTaskStore(path, shared=shared) as store:  # set right, it opens
@@ -125,12 +102,12 @@ def test_a_value_of_the_wrong_type_is_refused_at_open_naming_where_and_touches_n
 def test_every_wrong_value_is_named_not_only_the_first(tmp_path: Path, shared: bool) -> None:
     path = tmp_path / "tasks.db"
     stored(path)
-    edit(path, "UPDATE tasks SET attempt = 'x', waited = 'y'")
+    edit(path, "UPDATE tasks SET priority = 'x', slot_due = 'y'")
     with pytest.raises(StoreError) as caught:
         SqliteTaskStore(path, shared=shared)
     message = str(caught.value)
     for row in ("id='a'", "id='b'"):
-        for column in ("attempt holds the text 'x'", "waited holds the text 'y'"):
+        for column in ("priority holds the text 'x'", "slot_due holds the text 'y'"):
             assert f"table tasks, row {row}, column {column}" in message
 
 
@@ -168,15 +145,15 @@ def test_an_older_file_holding_one_is_refused_before_its_migration_is_committed(
     path = tmp_path / "tasks.db"
     stored(path)
     _downgrade_to_5(str(path))
-    edit(path, "UPDATE tasks SET attempt = 'three' WHERE id = 'a'")
+    edit(path, "UPDATE tasks SET priority = 'three' WHERE id = 'a'")
     before = digest(path)
-    with pytest.raises(StoreError, match="row id='a', column attempt holds the text 'three'"):
+    with pytest.raises(StoreError, match="row id='a', column priority holds the text 'three'"):
         SqliteTaskStore(path, shared=shared)
     assert digest(path) == before  # still version 5: the migration rolled back
-    edit(path, "UPDATE tasks SET attempt = 3 WHERE id = 'a'")
+    edit(path, "UPDATE tasks SET priority = 2 WHERE id = 'a'")
     with SqliteTaskStore(path, shared=shared) as store:
         got = store.get("a")
-    assert got is not None and got.attempt == 3
+    assert got is not None and got.task.id == "a"
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
 

@@ -39,7 +39,7 @@ from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_deadline import Deadline
 from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
-from lldsched.stores.postgres_rows import definition_of, snapshot_of
+from lldsched.stores.postgres_rows import snapshot_of
 from lldsched.stores.removals import FeedHorizons
 
 __all__ = ["Connection", "PostgresCoordination"]
@@ -460,12 +460,11 @@ class PostgresCoordination:
         task_id, definition = row[0], row[1]
         known = self._decoded.get(task_id)
         if known is not None and known[0] == definition:
-            task = known[1]
-        else:
-            task = definition_of(row)
-            if wrapped_schedule(task.schedule) is None:
-                self._decoded[task_id] = (definition, task)
-        return snapshot_of(row, task)
+            return snapshot_of(row, known[1])
+        snapshot = snapshot_of(row)  # its values checked before the definition is decoded
+        if wrapped_schedule(snapshot.task.schedule) is None:
+            self._decoded[task_id] = (definition, snapshot.task)
+        return snapshot
 
     def leases(self) -> list[Lease]:
         """Every lease row now, expired ones included, by token (for people and tests)."""
