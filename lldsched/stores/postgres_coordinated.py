@@ -97,6 +97,9 @@ class PostgresCoordination:
         def _open(self) -> Connection: ...
         def _follow_schema(self, version: str | None) -> None: ...
         def _using(self) -> contextlib.AbstractContextManager[Connection]: ...
+        def _transaction(
+            self, connection: Connection, task_id: str
+        ) -> contextlib.AbstractContextManager[None]: ...
         def _write(
             self, connection: Connection, snapshot: TaskSnapshot, *, unknown: str = ...
         ) -> None: ...
@@ -183,7 +186,7 @@ class PostgresCoordination:
         written, counted in :attr:`rejected`) otherwise."""
         task_id = snapshot.task.id
         with self._using() as connection:
-            with connection.transaction():
+            with self._transaction(connection, task_id):
                 # Lock order: the id (a new definition's upsert takes it: FIRST_VERSION),
                 # the task's row, then its lease (as the claim and the settle).
                 lease = {"task_id": task_id, "token": token}
@@ -426,7 +429,7 @@ class PostgresCoordination:
         if self._unreadable.text(task_id) is None:
             return None
         text = encode_task(definition)
-        with self._using() as connection, connection.transaction():
+        with self._using() as connection, self._transaction(connection, task_id):
             status = connection.execute(
                 "SELECT status FROM tasks WHERE id = %s FOR UPDATE", (task_id,)
             ).fetchone()
