@@ -229,6 +229,37 @@ def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_d
         ]
 
 
+def test_a_schema_of_version_2_is_upgraded_in_place_its_records_reading_their_tasks_name(
+    postgres_dsn: str,
+) -> None:
+    """The one older version no test started from: version 3 keeps the name each run had
+    (``records.name``); a record written before reads its task's name, and those written
+    since keep their own (each later step too: a resumed run's slot, the node)."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept", name="before")), record("kept", 0))
+    with psycopg.connect(postgres_dsn) as connection:  # as version 2 left it
+        connection.execute("ALTER TABLE tasks DROP COLUMN slot, DROP COLUMN slot_due")
+        connection.execute("ALTER TABLE records DROP COLUMN name")
+        connection.execute("DROP INDEX removals_task")
+        connection.execute(BEFORE_6)
+        connection.execute("UPDATE lldsched_meta SET value = '2'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        (kept,) = store.load_all()
+        assert (kept.task.id, kept.task.name, kept.slot) == ("kept", "before", None)
+        renamed = snapshot(task(id="kept", name="after"))
+        store.save(renamed._replace(slot=T0 - 5), record("kept", 1)._replace(node="web-1:7:a"))
+        assert [(r.name, r.node) for r in store.records("kept")] == [
+            ("after", None),  # written before version 3: its task's name, as it is now
+            ("t", "web-1:7:a"),
+        ]
+        stored = store.get("kept")
+        assert stored is not None and stored.slot == T0 - 5
+    with psycopg.connect(postgres_dsn) as connection:
+        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
+            (str(SCHEMA_VERSION),)
+        ]
+
+
 def test_a_schema_of_version_3_gains_the_slot_of_a_resumed_plans_run(postgres_dsn: str) -> None:
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept"))._replace(next_run_at=T0 + 5))
