@@ -61,7 +61,7 @@ def make_engine(request: pytest.FixtureRequest, tmp_path: Path, name: str) -> En
 
         def run_pg(statement: str) -> list[tuple[Any, ...]]:
             with psycopg.connect(dsn, autocommit=True) as connection:
-                cursor = connection.execute(statement)  # type: ignore[arg-type]
+                cursor = connection.execute(statement)
                 return cursor.fetchall() if cursor.description else []
 
         def open_pg() -> PostgresTaskStore:

@@ -14,7 +14,8 @@ comparison of a ``next_run_at`` at its first tick, a dead-letter counter read as
 or was silently misread (``running = 'no'`` is true: the task restored as interrupted).
 A numeric text SQLite reads as a number (``'2'``, ``' 1800000060 '``) is stored as that
 number by SQLite itself, and read as it (docs/DECISIONS.md, "A value of the wrong type in
-an SQLite row is refused at open")."""
+an SQLite row is refused at open", and "A row holding a value no write of lldsched
+makes")."""
 
 from __future__ import annotations
 
