@@ -74,6 +74,7 @@ def make_engine(request: pytest.FixtureRequest, tmp_path: Path, name: str) -> En
 
         def run_sqlite(statement: str) -> list[tuple[Any, ...]]:
             connection = sqlite3.connect(path, isolation_level=None)
+            connection.text_factory = bytes  # every text as it is, UTF-8 or not
             try:
                 return connection.execute(statement).fetchall()
             finally:
@@ -179,6 +180,11 @@ TASK_CASES = {
     ),
     "running-2": Bad("running = 2", None, "column running holds the integer 2"),
     "last_error-blob": Bad("last_error = x'00ff'", None, "column last_error holds the blob"),
+    "last_error-not-utf8": Bad(  # another tool's Latin-1: failed every task's read, unnamed
+        "last_error = CAST(X'61ff62' AS TEXT)", None,
+        "column last_error holds the text that is not UTF-8, b'a\\xffb', where the store "
+        "writes a text or NULL",
+    ),
     "priority-7": Bad(PRIORITY_7["sqlite"], PRIORITY_7["postgres"], "priority must be one of"),
     "priority-true": Bad(
         PRIORITY_TRUE["sqlite"], PRIORITY_TRUE["postgres"], "priority must be one of [0, 1, 2]"
@@ -239,6 +245,10 @@ RECORD_CASES = {
         "column misfire holds the text 'exploded', where the store writes an outcome's name",
     ),
     "ok-2": Bad("ok = 2", None, "column ok holds the integer 2"),
+    "error-not-utf8": Bad(
+        "error = CAST(X'61ff62' AS TEXT)", None,
+        "column error holds the text that is not UTF-8, b'a\\xffb'",
+    ),
 }  # fmt: skip
 
 

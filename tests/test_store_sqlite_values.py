@@ -217,3 +217,25 @@ def test_a_shared_feed_leaves_out_a_row_written_wrong_and_reads_it_once_set_righ
         (change,) = reader.changes()
         assert change.snapshot is not None and change.snapshot.run_count == 3
         assert reader.unloaded() == []
+
+
+def test_a_shared_feed_reads_the_other_rows_past_a_text_that_is_not_utf8(
+    tmp_path: Path,
+) -> None:
+    """A text that is not UTF-8 (another tool's Latin-1) failed the feed's whole read in
+    the driver: every change with it lost to this process, every later read failing
+    again; the row is left out, named, and the others read."""
+    path = tmp_path / "tasks.db"
+    stored(path)
+    with SqliteTaskStore(path, shared=True) as reader, SqliteTaskStore(path, shared=True) as writer:
+        reader.load_all(leave_out=True)
+        writer.load_all(leave_out=True)
+        version = "version = (SELECT value FROM counters WHERE name = 'change')"
+        edit(path, "UPDATE counters SET value = value + 1 WHERE name = 'change'")
+        latin1 = "last_error = CAST(X'61ff62' AS TEXT)"
+        edit(path, f"UPDATE tasks SET {latin1}, {version} WHERE id = 'a'")
+        writer.save(snapshot(task(id="b"), TaskStatus.PAUSED))
+        changes = {change.task_id: change.snapshot for change in reader.changes()}
+        assert changes["a"] is None and reader.unloaded() == ["a"]  # before: OperationalError
+        paused = changes["b"]
+        assert paused is not None and paused.status is TaskStatus.PAUSED

@@ -63,6 +63,7 @@ from lldsched.stores.schedulecodec import (
 
 __all__ = [
     "BadValue",
+    "Undecodable",
     "UnknownStatus",
     "Unreadable",
     "callable_path",
@@ -456,8 +457,15 @@ def said(table: str, key: str, column: str, value: object, expected: str) -> str
     )
 
 
+class Undecodable(bytes):
+    """A text a store read that is not UTF-8 (written by another tool, or damaged), kept
+    as its bytes for the row's check to name (SQLite keeps any bytes as text; its driver
+    failed the whole read, every row's, naming no task: ``sqlite_rows.fetch``)."""
+
+
 _KIND = {str: "text", int: "integer", float: "real", bytes: "blob", bool: "boolean"}
 _KIND[type(None)] = "null"
+_KIND[Undecodable] = "text that is not UTF-8,"
 _FAR = FARTHEST  # an instant no schedule passes (checks.FARTHEST); NaN compares False
 
 
@@ -782,7 +790,8 @@ def load_each(
             f"cannot load {len(problems)} of the {len(rows)} tasks in {store}; "
             "the store was left untouched. Make what each line names import again (a "
             "function, its module, a schedule class, a retry policy; an alias of a renamed "
-            f"one will do), or remove the task with {delete}, and open it again:\n  "
+            "one will do), set a value a line names right (a row edited by hand or written "
+            f"by another tool), or remove the task with {delete}, and open it again:\n  "
             + "\n  ".join(problems)
         )
     return snapshots, kept

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from lldsched.errors import StoreError
 from lldsched.persistence import FINISHED_STATUSES, Task, TaskSnapshot
-from lldsched.stores.codec import record_from, said, snapshot_from
+from lldsched.stores.codec import Undecodable, record_from, said, snapshot_from
 
 __all__ = [
     "AT_OPEN",
@@ -27,6 +27,7 @@ __all__ = [
     "UPSERT",
     "Kind",
     "failure",
+    "fetch",
     "immediate",
     "misread",
     "record_of",
@@ -37,24 +38,22 @@ __all__ = [
 
 class Kind(NamedTuple):
     """What the store writes in a column: the SQLite storage classes (``typeof``) of its
-    values, and for a flag, that it is 0 or 1.  SQLite's type affinity stores a
+    values.  SQLite's type affinity stores a
     well-formed numeric text as its number (``'2'`` in an ``INTEGER`` column is 2), and
     keeps any other text as text (``'three'``, an ISO date): what is not of its kind is
     a value the store cannot read (:func:`misread`)."""
 
     classes: tuple[str, ...]
     said: str  # as the error says it: "an integer"
-    flag: bool = False
 
     def holds(self, value: object) -> bool:
         """Whether ``value``, as the driver read it, is one of this kind."""
-        return _TYPEOF.get(type(value)) in self.classes and (not self.flag or value in (0, 1))
+        return _TYPEOF.get(type(value)) in self.classes
 
     def wrong(self, column: str) -> str:
         """The SQL condition true of a row whose ``column`` is not of this kind."""
         classes = ", ".join(f"'{name}'" for name in self.classes)
-        flag = f" OR {column} NOT IN (0, 1)" if self.flag else ""
-        return f"typeof({column}) NOT IN ({classes}){flag}"
+        return f"typeof({column}) NOT IN ({classes})"
 
 
 _TYPEOF = {int: "integer", float: "real", str: "text", bytes: "blob", type(None): "null"}
@@ -63,8 +62,6 @@ INTEGER_OR_NULL = Kind(("integer", "null"), "an integer or NULL")
 REAL = Kind(("real",), "a real")  # REAL affinity stores an integer as a real
 REAL_OR_NULL = Kind(("real", "null"), "a real or NULL")
 TEXT = Kind(("text",), "a text")
-TEXT_OR_NULL = Kind(("text", "null"), "a text or NULL")
-FLAG = Kind(("integer",), "0 or 1", flag=True)
 
 COLUMNS: dict[str, tuple[tuple[str, ...], dict[str, Kind]]] = {
     "tasks": (
@@ -155,6 +152,35 @@ RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
     "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token, r.node, r.seq"
 )
+
+
+def fetch(
+    connection: sqlite3.Connection, statement: str, parameters: Sequence[object] = ()
+) -> list[Any]:
+    """Every row ``statement`` reads.  A text that is not UTF-8 (SQLite keeps any bytes as
+    text: a row written by another tool, or damaged) failed the whole read in the driver,
+    every task's, naming the column and no task; read again then, each such text is an
+    :class:`~lldsched.stores.codec.Undecodable`, which the row's check names with its task
+    and column (:func:`~lldsched.stores.codec.snapshot_from`,
+    :func:`~lldsched.stores.codec.record_from`) and the other rows are read.  Nothing is
+    paid for it while every text decodes."""
+    try:
+        return connection.execute(statement, parameters).fetchall()
+    except sqlite3.OperationalError as exc:
+        if not str(exc).startswith("Could not decode to UTF-8"):
+            raise
+    connection.text_factory = _text_or_bytes
+    try:
+        return connection.execute(statement, parameters).fetchall()
+    finally:
+        connection.text_factory = str
+
+
+def _text_or_bytes(raw: bytes) -> str | Undecodable:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Undecodable(raw)
 
 
 def failure(
