@@ -206,6 +206,13 @@ BEFORE_6 = f"{BEFORE_7}; DROP TRIGGER tasks_first_version ON tasks; " + (
 )
 
 
+def schema_of(dsn: str) -> str:
+    """The schema version the database at ``dsn`` says it has."""
+    with psycopg.connect(dsn) as connection:
+        ((version,),) = connection.execute("SELECT value FROM lldsched_meta").fetchall()
+    return str(version)
+
+
 def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_dsn: str) -> None:
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept")))
@@ -223,10 +230,7 @@ def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_d
         store.save(snapshot(task(id="kept"), TaskStatus.PAUSED))  # writes the new column
         stored = store.get("kept")
         assert stored is not None and stored.status is TaskStatus.PAUSED
-    with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
-            (str(SCHEMA_VERSION),)
-        ]
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
 
 
 def test_a_schema_of_version_2_is_upgraded_in_place_its_records_reading_their_tasks_name(
@@ -254,10 +258,7 @@ def test_a_schema_of_version_2_is_upgraded_in_place_its_records_reading_their_ta
         ]
         stored = store.get("kept")
         assert stored is not None and stored.slot == T0 - 5
-    with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
-            (str(SCHEMA_VERSION),)
-        ]
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
 
 
 def test_a_schema_of_version_3_gains_the_slot_of_a_resumed_plans_run(postgres_dsn: str) -> None:
@@ -274,10 +275,7 @@ def test_a_schema_of_version_3_gains_the_slot_of_a_resumed_plans_run(postgres_ds
         store.save(kept._replace(next_run_at=T0 + 9, slot=T0 + 5))  # writes the new column
         stored = store.get("kept")
         assert stored is not None and (stored.next_run_at, stored.slot) == (T0 + 9, T0 + 5)
-    with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
-            (str(SCHEMA_VERSION),)
-        ]
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
 
 
 def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
@@ -297,10 +295,8 @@ def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
     with PostgresTaskStore(postgres_dsn) as store:
         assert [stored.task.id for stored in store.load_all()] == ["kept"]
         store.save(snapshot(task(id="gone")))  # registered again: past its removal
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
     with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
-            (str(SCHEMA_VERSION),)
-        ]
         indexes = "SELECT indexname FROM pg_indexes WHERE tablename = 'removals'"
         assert "removals_task" in {name for (name,) in connection.execute(indexes)}
         versions = "SELECT version FROM tasks WHERE id = 'gone' UNION ALL "
@@ -352,10 +348,8 @@ def test_a_schema_of_version_5_gains_the_trigger_that_numbers_every_new_row(
         (change,) = reader.changes()
         assert change.snapshot is not None and change.snapshot.task.name == "again"
         long.rollback()
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
     with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
-            (str(SCHEMA_VERSION),)
-        ]
         versions = "SELECT version FROM tasks WHERE id = 'gone' UNION ALL "
         versions += "SELECT version FROM removals WHERE task_id = 'gone'"
         assert [v for (v,) in connection.execute(versions)] == [3, 2]
@@ -373,10 +367,7 @@ def test_a_schema_of_version_6_gains_the_node_of_each_record(postgres_dsn: str) 
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="new")), record("new", 1)._replace(node="web-1:7:abc123"))
         assert [r.node for r in store.records()] == [None, "web-1:7:abc123"]
-    with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
-            (str(SCHEMA_VERSION),)
-        ]
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
 
 
 def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import SqliteTaskStore, StoreError, TaskStatus
+from lldsched import SqliteTaskStore, StoreError, TaskSnapshot, TaskStatus
 from lldsched.stores.sqlite import SCHEMA_VERSION
 from tests.test_store_shared import _downgrade_to_5
 from tests.test_store_sqlite import digest, record, snapshot, task
@@ -186,20 +186,32 @@ def test_a_wrong_value_written_after_the_open_is_a_store_error_naming_it(
             store.load_all()
 
 
+VERSION = "version = (SELECT value FROM counters WHERE name = 'change')"
+"""The SQL that gives a row edited past the store the next version, as a write of it."""
+
+
+def a_set_elsewhere(
+    path: Path, reader: SqliteTaskStore, writer: SqliteTaskStore, change: str
+) -> dict[str, TaskSnapshot | None]:
+    """Both shared stores loaded; task a's row set as ``change`` says by another tool (its
+    version moved on, as a write moves it) while ``writer`` pauses b: what the feed of
+    ``reader`` gives, by task."""
+    reader.load_all(leave_out=True)
+    writer.load_all(leave_out=True)
+    edit(path, "UPDATE counters SET value = value + 1 WHERE name = 'change'")
+    edit(path, f"UPDATE tasks SET {change}, {VERSION} WHERE id = 'a'")
+    writer.save(snapshot(task(id="b"), TaskStatus.PAUSED))
+    return {change.task_id: change.snapshot for change in reader.changes()}
+
+
 def test_a_shared_feed_leaves_out_a_row_written_wrong_and_reads_it_once_set_right(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "tasks.db"
     stored(path)
     with SqliteTaskStore(path, shared=True) as reader, SqliteTaskStore(path, shared=True) as writer:
-        reader.load_all(leave_out=True)
-        writer.load_all(leave_out=True)
-        version = "version = (SELECT value FROM counters WHERE name = 'change')"
         with caplog.at_level(logging.WARNING, logger="lldsched"):
-            edit(path, "UPDATE counters SET value = value + 1 WHERE name = 'change'")
-            edit(path, f"UPDATE tasks SET run_count = '3 runs', {version} WHERE id = 'a'")
-            writer.save(snapshot(task(id="b"), TaskStatus.PAUSED))
-            changes = {change.task_id: change.snapshot for change in reader.changes()}
+            changes = a_set_elsewhere(path, reader, writer, "run_count = '3 runs'")
         # Before: TypeError out of changes(), b's pause with it.
         assert changes["a"] is None and reader.unloaded() == ["a"]
         paused = changes["b"]
@@ -213,7 +225,7 @@ def test_a_shared_feed_leaves_out_a_row_written_wrong_and_reads_it_once_set_righ
                 reader.take_over(task(id="a", name="renamed"))  # nothing written
             assert connection.execute(definition).fetchone() == (before,)
         edit(path, "UPDATE counters SET value = value + 1 WHERE name = 'change'")
-        edit(path, f"UPDATE tasks SET run_count = 3, {version} WHERE id = 'a'")
+        edit(path, f"UPDATE tasks SET run_count = 3, {VERSION} WHERE id = 'a'")
         (change,) = reader.changes()
         assert change.snapshot is not None and change.snapshot.run_count == 3
         assert reader.unloaded() == []
@@ -228,14 +240,7 @@ def test_a_shared_feed_reads_the_other_rows_past_a_text_that_is_not_utf8(
     path = tmp_path / "tasks.db"
     stored(path)
     with SqliteTaskStore(path, shared=True) as reader, SqliteTaskStore(path, shared=True) as writer:
-        reader.load_all(leave_out=True)
-        writer.load_all(leave_out=True)
-        version = "version = (SELECT value FROM counters WHERE name = 'change')"
-        edit(path, "UPDATE counters SET value = value + 1 WHERE name = 'change'")
-        latin1 = "last_error = CAST(X'61ff62' AS TEXT)"
-        edit(path, f"UPDATE tasks SET {latin1}, {version} WHERE id = 'a'")
-        writer.save(snapshot(task(id="b"), TaskStatus.PAUSED))
-        changes = {change.task_id: change.snapshot for change in reader.changes()}
+        changes = a_set_elsewhere(path, reader, writer, "last_error = CAST(X'61ff62' AS TEXT)")
         assert changes["a"] is None and reader.unloaded() == ["a"]  # before: OperationalError
         paused = changes["b"]
         assert paused is not None and paused.status is TaskStatus.PAUSED
