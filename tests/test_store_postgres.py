@@ -198,12 +198,15 @@ def test_a_schema_from_the_future_is_refused(postgres_dsn: str) -> None:
         PostgresTaskStore(postgres_dsn)
 
 
-# What schema 7 added, undone: a database as version 6 left it; and what 6 and 7 added,
-# undone: a database as version 5 or older left it.
+# What schema 7 added, undone: a database as version 6 left it; what 6 and 7 added, one
+# as version 5 left it; and so on down to BEFORE_3, a database as version 2 left it.
 BEFORE_7 = "ALTER TABLE records DROP COLUMN node"
 BEFORE_6 = f"{BEFORE_7}; DROP TRIGGER tasks_first_version ON tasks; " + (
     "DROP FUNCTION lldsched_first_version()"
 )
+BEFORE_5 = f"{BEFORE_6}; DROP INDEX removals_task"
+BEFORE_4 = f"{BEFORE_5}; ALTER TABLE tasks DROP COLUMN slot, DROP COLUMN slot_due"
+BEFORE_3 = f"{BEFORE_4}; ALTER TABLE records DROP COLUMN name"
 
 
 def schema_of(dsn: str) -> str:
@@ -242,10 +245,7 @@ def test_a_schema_of_version_2_is_upgraded_in_place_its_records_reading_their_ta
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept", name="before")), record("kept", 0))
     with psycopg.connect(postgres_dsn) as connection:  # as version 2 left it
-        connection.execute("ALTER TABLE tasks DROP COLUMN slot, DROP COLUMN slot_due")
-        connection.execute("ALTER TABLE records DROP COLUMN name")
-        connection.execute("DROP INDEX removals_task")
-        connection.execute(BEFORE_6)
+        connection.execute(BEFORE_3)
         connection.execute("UPDATE lldsched_meta SET value = '2'")
     with PostgresTaskStore(postgres_dsn) as store:
         (kept,) = store.load_all()
@@ -265,9 +265,7 @@ def test_a_schema_of_version_3_gains_the_slot_of_a_resumed_plans_run(postgres_ds
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept"))._replace(next_run_at=T0 + 5))
     with psycopg.connect(postgres_dsn) as connection:  # as version 3 left it
-        connection.execute("ALTER TABLE tasks DROP COLUMN slot, DROP COLUMN slot_due")
-        connection.execute("DROP INDEX removals_task")
-        connection.execute(BEFORE_6)
+        connection.execute(BEFORE_4)
         connection.execute("UPDATE lldsched_meta SET value = '3'")
     with PostgresTaskStore(postgres_dsn) as store:
         (kept,) = store.load_all()
