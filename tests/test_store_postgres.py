@@ -198,12 +198,22 @@ def test_a_schema_from_the_future_is_refused(postgres_dsn: str) -> None:
         PostgresTaskStore(postgres_dsn)
 
 
-# What schema 7 added, undone: a database as version 6 left it; and what 6 and 7 added,
-# undone: a database as version 5 or older left it.
+# What schema 7 added, undone: a database as version 6 left it; what 6 and 7 added, one
+# as version 5 left it; and so on down to BEFORE_3, a database as version 2 left it.
 BEFORE_7 = "ALTER TABLE records DROP COLUMN node"
 BEFORE_6 = f"{BEFORE_7}; DROP TRIGGER tasks_first_version ON tasks; " + (
     "DROP FUNCTION lldsched_first_version()"
 )
+BEFORE_5 = f"{BEFORE_6}; DROP INDEX removals_task"
+BEFORE_4 = f"{BEFORE_5}; ALTER TABLE tasks DROP COLUMN slot, DROP COLUMN slot_due"
+BEFORE_3 = f"{BEFORE_4}; ALTER TABLE records DROP COLUMN name"
+
+
+def schema_of(dsn: str) -> str:
+    """The schema version the database at ``dsn`` says it has."""
+    with psycopg.connect(dsn) as connection:
+        ((version,),) = connection.execute("SELECT value FROM lldsched_meta").fetchall()
+    return str(version)
 
 
 def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_dsn: str) -> None:
@@ -223,19 +233,39 @@ def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_d
         store.save(snapshot(task(id="kept"), TaskStatus.PAUSED))  # writes the new column
         stored = store.get("kept")
         assert stored is not None and stored.status is TaskStatus.PAUSED
-    with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
-            (str(SCHEMA_VERSION),)
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
+
+
+def test_a_schema_of_version_2_is_upgraded_in_place_its_records_reading_their_tasks_name(
+    postgres_dsn: str,
+) -> None:
+    """The one older version no test started from: version 3 keeps the name each run had
+    (``records.name``); a record written before reads its task's name, and those written
+    since keep their own (each later step too: a resumed run's slot, the node)."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept", name="before")), record("kept", 0))
+    with psycopg.connect(postgres_dsn) as connection:  # as version 2 left it
+        connection.execute(BEFORE_3)
+        connection.execute("UPDATE lldsched_meta SET value = '2'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        (kept,) = store.load_all()
+        assert (kept.task.id, kept.task.name, kept.slot) == ("kept", "before", None)
+        renamed = snapshot(task(id="kept", name="after"))
+        store.save(renamed._replace(slot=T0 - 5), record("kept", 1)._replace(node="web-1:7:a"))
+        assert [(r.name, r.node) for r in store.records("kept")] == [
+            ("after", None),  # written before version 3: its task's name, as it is now
+            ("t", "web-1:7:a"),
         ]
+        stored = store.get("kept")
+        assert stored is not None and stored.slot == T0 - 5
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
 
 
 def test_a_schema_of_version_3_gains_the_slot_of_a_resumed_plans_run(postgres_dsn: str) -> None:
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept"))._replace(next_run_at=T0 + 5))
     with psycopg.connect(postgres_dsn) as connection:  # as version 3 left it
-        connection.execute("ALTER TABLE tasks DROP COLUMN slot, DROP COLUMN slot_due")
-        connection.execute("DROP INDEX removals_task")
-        connection.execute(BEFORE_6)
+        connection.execute(BEFORE_4)
         connection.execute("UPDATE lldsched_meta SET value = '3'")
     with PostgresTaskStore(postgres_dsn) as store:
         (kept,) = store.load_all()
@@ -243,10 +273,7 @@ def test_a_schema_of_version_3_gains_the_slot_of_a_resumed_plans_run(postgres_ds
         store.save(kept._replace(next_run_at=T0 + 9, slot=T0 + 5))  # writes the new column
         stored = store.get("kept")
         assert stored is not None and (stored.next_run_at, stored.slot) == (T0 + 9, T0 + 5)
-    with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
-            (str(SCHEMA_VERSION),)
-        ]
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
 
 
 def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
@@ -266,10 +293,8 @@ def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
     with PostgresTaskStore(postgres_dsn) as store:
         assert [stored.task.id for stored in store.load_all()] == ["kept"]
         store.save(snapshot(task(id="gone")))  # registered again: past its removal
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
     with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
-            (str(SCHEMA_VERSION),)
-        ]
         indexes = "SELECT indexname FROM pg_indexes WHERE tablename = 'removals'"
         assert "removals_task" in {name for (name,) in connection.execute(indexes)}
         versions = "SELECT version FROM tasks WHERE id = 'gone' UNION ALL "
@@ -321,10 +346,8 @@ def test_a_schema_of_version_5_gains_the_trigger_that_numbers_every_new_row(
         (change,) = reader.changes()
         assert change.snapshot is not None and change.snapshot.task.name == "again"
         long.rollback()
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
     with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
-            (str(SCHEMA_VERSION),)
-        ]
         versions = "SELECT version FROM tasks WHERE id = 'gone' UNION ALL "
         versions += "SELECT version FROM removals WHERE task_id = 'gone'"
         assert [v for (v,) in connection.execute(versions)] == [3, 2]
@@ -342,10 +365,7 @@ def test_a_schema_of_version_6_gains_the_node_of_each_record(postgres_dsn: str) 
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="new")), record("new", 1)._replace(node="web-1:7:abc123"))
         assert [r.node for r in store.records()] == [None, "web-1:7:abc123"]
-    with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
-            (str(SCHEMA_VERSION),)
-        ]
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
 
 
 def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(

@@ -1,8 +1,12 @@
 """A value of the wrong type in an SQLite store's row (a row edited by hand, or written by
 another tool: SQLite's type affinity keeps text it cannot read as a number in an
-``INTEGER`` or ``REAL`` column) is refused at open, naming the table, the row, the column
-and the value, the file left untouched, in both modes; a row another process writes
-wrong after the open is the same ``StoreError``, and a shared store's feed leaves it out.
+``INTEGER`` or ``REAL`` column) is refused, naming the table, the row, the column and the
+value: in a column the store uses without decoding it (a task's priority, version,
+dead-letter order, a lease, a counter) at open, the file left untouched, in both modes;
+in a task's state or a record as the row is read, by the rule both stores' rows follow
+(``stores.codec``; ``tests/test_store_bad_rows.py`` has those cases, its ranges too).  A
+row another process writes wrong after the open is the same ``StoreError``, and a shared
+store's feed leaves it out.
 
 Before, such a file opened; the value failed at its first use, deep inside (a
 ``TypeError`` from ``run_count - failure_count`` at the scheduler's start, from a
@@ -10,7 +14,8 @@ comparison of a ``next_run_at`` at its first tick, a dead-letter counter read as
 or was silently misread (``running = 'no'`` is true: the task restored as interrupted).
 A numeric text SQLite reads as a number (``'2'``, ``' 1800000060 '``) is stored as that
 number by SQLite itself, and read as it (docs/DECISIONS.md, "A value of the wrong type in
-an SQLite row is refused at open")."""
+an SQLite row is refused at open", and "A row holding a value no write of lldsched
+makes")."""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import SqliteTaskStore, StoreError, TaskStatus
+from lldsched import SqliteTaskStore, StoreError, TaskSnapshot, TaskStatus
 from lldsched.stores.sqlite import SCHEMA_VERSION
 from tests.test_store_shared import _downgrade_to_5
 from tests.test_store_sqlite import digest, record, snapshot, task
@@ -49,56 +54,29 @@ def edit(path: Path, sql: str) -> None:
     ("sql", "said"),
     [
         (
-            "UPDATE tasks SET run_count = '3 runs' WHERE id = 'b'",
-            "table tasks, row id='b', column run_count holds the text '3 runs', "
-            "where the store writes an integer",
-        ),
-        (
-            "UPDATE tasks SET attempt = 'three' WHERE id = 'b'",
-            "table tasks, row id='b', column attempt holds the text 'three'",
-        ),
-        (
-            "UPDATE tasks SET attempt = 2.5 WHERE id = 'b'",
-            "table tasks, row id='b', column attempt holds the real 2.5, "
-            "where the store writes an integer",
-        ),
-        (
-            "UPDATE tasks SET next_run_at = '2027-01-15T08:00:00' WHERE id = 'b'",
-            "table tasks, row id='b', column next_run_at holds the text '2027-01-15T08:00:00', "
-            "where the store writes a real or NULL",
-        ),
-        (
-            "UPDATE tasks SET next_run_at = X'3132' WHERE id = 'b'",
-            "column next_run_at holds the blob b'12'",
-        ),
-        (
-            "UPDATE tasks SET running = 'no' WHERE id = 'b'",
-            "column running holds the text 'no', where the store writes 0 or 1",
-        ),
-        (
-            "UPDATE tasks SET running = 2 WHERE id = 'b'",
-            "column running holds the integer 2, where the store writes 0 or 1",
-        ),
-        (
             "UPDATE tasks SET status = 'failed', failed_seq = 'first' WHERE id = 'b'",
             "column failed_seq holds the text 'first', where the store writes an integer or NULL",
+        ),
+        (
+            "UPDATE tasks SET priority = 'high' WHERE id = 'b'",
+            "table tasks, row id='b', column priority holds the text 'high', "
+            "where the store writes an integer",
+        ),
+        (
+            "UPDATE tasks SET version = 2.5 WHERE id = 'b'",
+            "column version holds the real 2.5, where the store writes an integer",
+        ),
+        (
+            "UPDATE tasks SET slot_due = '2027-01-15T08:00:00' WHERE id = 'b'",
+            "column slot_due holds the text '2027-01-15T08:00:00', "
+            "where the store writes a real or NULL",
         ),
         (
             "UPDATE counters SET value = 'many' WHERE name = 'token'",
             "table counters, row name='token', column value holds the text 'many'",
         ),
     ],
-    ids=[
-        "run_count",
-        "attempt",
-        "attempt-real",
-        "next_run_at",
-        "next_run_at-blob",
-        "running",
-        "running-2",
-        "failed_seq",
-        "counters",
-    ],
+    ids=["failed_seq", "priority", "version", "slot_due", "counters"],
 )
 def test_a_value_of_the_wrong_type_is_refused_at_open_naming_where_and_touches_nothing(
     tmp_path: Path, shared: bool, sql: str, said: str
@@ -114,7 +92,7 @@ def test_a_value_of_the_wrong_type_is_refused_at_open_naming_where_and_touches_n
     assert said in message
     assert "the file was left untouched" in message
     assert digest(path) == before
-    edit(path, "UPDATE tasks SET attempt = 0, run_count = 0, next_run_at = 1, running = 0")
+    edit(path, "UPDATE tasks SET priority = 1, version = 0, slot_due = NULL")
     edit(path, "UPDATE tasks SET status = 'scheduled', failed_seq = NULL")
     edit(path, "UPDATE counters SET value = 0 WHERE name = 'token'")
     with SqliteTaskStore(path, shared=shared) as store:  # set right, it opens
@@ -125,12 +103,12 @@ def test_a_value_of_the_wrong_type_is_refused_at_open_naming_where_and_touches_n
 def test_every_wrong_value_is_named_not_only_the_first(tmp_path: Path, shared: bool) -> None:
     path = tmp_path / "tasks.db"
     stored(path)
-    edit(path, "UPDATE tasks SET attempt = 'x', waited = 'y'")
+    edit(path, "UPDATE tasks SET priority = 'x', slot_due = 'y'")
     with pytest.raises(StoreError) as caught:
         SqliteTaskStore(path, shared=shared)
     message = str(caught.value)
     for row in ("id='a'", "id='b'"):
-        for column in ("attempt holds the text 'x'", "waited holds the text 'y'"):
+        for column in ("priority holds the text 'x'", "slot_due holds the text 'y'"):
             assert f"table tasks, row {row}, column {column}" in message
 
 
@@ -168,15 +146,15 @@ def test_an_older_file_holding_one_is_refused_before_its_migration_is_committed(
     path = tmp_path / "tasks.db"
     stored(path)
     _downgrade_to_5(str(path))
-    edit(path, "UPDATE tasks SET attempt = 'three' WHERE id = 'a'")
+    edit(path, "UPDATE tasks SET priority = 'three' WHERE id = 'a'")
     before = digest(path)
-    with pytest.raises(StoreError, match="row id='a', column attempt holds the text 'three'"):
+    with pytest.raises(StoreError, match="row id='a', column priority holds the text 'three'"):
         SqliteTaskStore(path, shared=shared)
     assert digest(path) == before  # still version 5: the migration rolled back
-    edit(path, "UPDATE tasks SET attempt = 3 WHERE id = 'a'")
+    edit(path, "UPDATE tasks SET priority = 2 WHERE id = 'a'")
     with SqliteTaskStore(path, shared=shared) as store:
         got = store.get("a")
-    assert got is not None and got.attempt == 3
+    assert got is not None and got.task.id == "a"
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
 
@@ -208,20 +186,32 @@ def test_a_wrong_value_written_after_the_open_is_a_store_error_naming_it(
             store.load_all()
 
 
+VERSION = "version = (SELECT value FROM counters WHERE name = 'change')"
+"""The SQL that gives a row edited past the store the next version, as a write of it."""
+
+
+def a_set_elsewhere(
+    path: Path, reader: SqliteTaskStore, writer: SqliteTaskStore, change: str
+) -> dict[str, TaskSnapshot | None]:
+    """Both shared stores loaded; task a's row set as ``change`` says by another tool (its
+    version moved on, as a write moves it) while ``writer`` pauses b: what the feed of
+    ``reader`` gives, by task."""
+    reader.load_all(leave_out=True)
+    writer.load_all(leave_out=True)
+    edit(path, "UPDATE counters SET value = value + 1 WHERE name = 'change'")
+    edit(path, f"UPDATE tasks SET {change}, {VERSION} WHERE id = 'a'")
+    writer.save(snapshot(task(id="b"), TaskStatus.PAUSED))
+    return {change.task_id: change.snapshot for change in reader.changes()}
+
+
 def test_a_shared_feed_leaves_out_a_row_written_wrong_and_reads_it_once_set_right(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "tasks.db"
     stored(path)
     with SqliteTaskStore(path, shared=True) as reader, SqliteTaskStore(path, shared=True) as writer:
-        reader.load_all(leave_out=True)
-        writer.load_all(leave_out=True)
-        version = "version = (SELECT value FROM counters WHERE name = 'change')"
         with caplog.at_level(logging.WARNING, logger="lldsched"):
-            edit(path, "UPDATE counters SET value = value + 1 WHERE name = 'change'")
-            edit(path, f"UPDATE tasks SET run_count = '3 runs', {version} WHERE id = 'a'")
-            writer.save(snapshot(task(id="b"), TaskStatus.PAUSED))
-            changes = {change.task_id: change.snapshot for change in reader.changes()}
+            changes = a_set_elsewhere(path, reader, writer, "run_count = '3 runs'")
         # Before: TypeError out of changes(), b's pause with it.
         assert changes["a"] is None and reader.unloaded() == ["a"]
         paused = changes["b"]
@@ -235,7 +225,22 @@ def test_a_shared_feed_leaves_out_a_row_written_wrong_and_reads_it_once_set_righ
                 reader.take_over(task(id="a", name="renamed"))  # nothing written
             assert connection.execute(definition).fetchone() == (before,)
         edit(path, "UPDATE counters SET value = value + 1 WHERE name = 'change'")
-        edit(path, f"UPDATE tasks SET run_count = 3, {version} WHERE id = 'a'")
+        edit(path, f"UPDATE tasks SET run_count = 3, {VERSION} WHERE id = 'a'")
         (change,) = reader.changes()
         assert change.snapshot is not None and change.snapshot.run_count == 3
         assert reader.unloaded() == []
+
+
+def test_a_shared_feed_reads_the_other_rows_past_a_text_that_is_not_utf8(
+    tmp_path: Path,
+) -> None:
+    """A text that is not UTF-8 (another tool's Latin-1) failed the feed's whole read in
+    the driver: every change with it lost to this process, every later read failing
+    again; the row is left out, named, and the others read."""
+    path = tmp_path / "tasks.db"
+    stored(path)
+    with SqliteTaskStore(path, shared=True) as reader, SqliteTaskStore(path, shared=True) as writer:
+        changes = a_set_elsewhere(path, reader, writer, "last_error = CAST(X'61ff62' AS TEXT)")
+        assert changes["a"] is None and reader.unloaded() == ["a"]  # before: OperationalError
+        paused = changes["b"]
+        assert paused is not None and paused.status is TaskStatus.PAUSED

@@ -45,11 +45,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from lldsched.checks import seconds
+from lldsched.checks import FARTHEST, seconds
 from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.logs import STORE
-from lldsched.model import Priority, TaskStatus
+from lldsched.model import ExecutionRecord, Outcome, Priority, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.catchup import unwrap
@@ -63,6 +63,7 @@ from lldsched.stores.schedulecodec import (
 
 __all__ = [
     "BadValue",
+    "Undecodable",
     "UnknownStatus",
     "Unreadable",
     "callable_path",
@@ -73,9 +74,12 @@ __all__ = [
     "encode_task",
     "load_each",
     "moved_paths",
+    "record_from",
     "register_schedule",
     "renamed",
     "resolve_callable",
+    "said",
+    "snapshot_from",
     "status_of",
 ]
 
@@ -234,7 +238,7 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
             name,
             action,
             schedule,
-            Priority(document["priority"]),
+            _priority(document["priority"]),
             _retry_policy(document["retry"]),
             timeout,
             tuple(document["args"]),
@@ -251,6 +255,17 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
         # AttributeError: a part stored as another JSON type (a list where an object is
         # read), which raised past the load (every row lost its say, not only this one's)
         raise StoreError(f"task {task_id}: its stored definition is invalid: {exc!r}") from None
+
+
+def _priority(value: object) -> Priority:
+    """The stored priority: one of :class:`Priority`'s values, as an integer (ValueError
+    otherwise: ``Priority(True)`` and ``Priority(1.0)`` were read as ``NORMAL``)."""
+    if type(value) is not int or value not in _PRIORITIES:
+        raise ValueError(f"priority must be one of {sorted(_PRIORITIES)} (Priority), got {value!r}")
+    return Priority(value)
+
+
+_PRIORITIES = frozenset(int(priority) for priority in Priority)
 
 
 def _of_type(value: object, kind: type, field: str) -> None:
@@ -421,6 +436,200 @@ def check_take_over(task_id: str, status: object) -> None:
         ) from None
 
 
+# -- the values of a row -----------------------------------------------------------------
+#
+# The one place a durable store's row becomes values (SQLite's and PostgreSQL's, shared or
+# not): each value it reads is checked here, its type and its range, before anything uses
+# it.  A value no write of lldsched makes (a row edited by hand, written by another tool or
+# damaged: an attempt of -1, a failure count above the run count, a NaN, infinite or absurd due
+# instant, a record's outcome no release knows) is a BadValue naming the task, the column
+# and the value, never a task half restored, a TypeError deep inside, or a silent misread.
+
+
+def said(table: str, key: str, column: str, value: object, expected: str) -> str:
+    """How a value a store cannot read is named, the one wording of every store's rows
+    (``sqlite_rows.misread``, the SQLite open's scan, too): ``"table tasks, row id='b',
+    column attempt holds the integer -1, where the store writes an integer >= 0"``."""
+    kind = _KIND.get(type(value), type(value).__name__)
+    return (
+        f"table {table}, row {key}, column {column} holds the {kind} {value!r}, "
+        f"where the store writes {expected}"
+    )
+
+
+class Undecodable(bytes):
+    """A text a store read that is not UTF-8 (written by another tool, or damaged), kept
+    as its bytes for the row's check to name (SQLite keeps any bytes as text; its driver
+    failed the whole read, every row's, naming no task: ``sqlite_rows.fetch``)."""
+
+
+_KIND = {str: "text", int: "integer", float: "real", bytes: "blob", bool: "boolean"}
+_KIND[type(None)] = "null"
+_KIND[Undecodable] = "text that is not UTF-8,"
+_FAR = FARTHEST  # an instant no schedule passes (checks.FARTHEST); NaN compares False
+
+
+def _instant(value: object) -> bool:
+    return type(value) is float and -_FAR <= value <= _FAR
+
+
+def _instant_or_none(value: object) -> bool:
+    return value is None or (type(value) is float and -_FAR <= value <= _FAR)
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _text_or_none(value: object) -> bool:
+    return value is None or type(value) is str
+
+
+def _flag(value: object) -> bool:  # SQLite keeps 0 or 1, PostgreSQL a boolean
+    return type(value) is bool or (type(value) is int and 0 <= value <= 1)
+
+
+_STATE = (  # the state columns of a task's row, in the order snapshot_from takes them
+    ("next_run_at", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
+    ("attempt", _count, "an integer >= 0"),
+    ("run_count", _count, "an integer >= 0"),
+    ("failure_count", _count, "an integer >= 0"),
+    ("last_error", _text_or_none, "a text or NULL"),
+    ("running", _flag, "0 or 1 (false or true)"),
+    ("waited", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
+    ("slot", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
+)
+
+
+def snapshot_from(
+    task_id: str, definition: str, status: object, state: Sequence[Any], *, task: Task | None = None
+) -> TaskSnapshot:
+    """The snapshot of a task's row: its ``status`` text, its ``definition`` (decoded by
+    :func:`decode_task`, unless ``task`` is given: the definition this process has, for a
+    row whose own it cannot load, :class:`Unreadable`) and its ``state``, the values of
+    ``next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot``.
+
+    The one rule of both durable stores' rows, checked in this order: a status this
+    release does not know is an :class:`UnknownStatus` (whatever ``task``); a state value
+    of the wrong type or out of its range (:data:`_STATE`; a failure count above the run
+    count) a :class:`BadValue` naming each; then the definition."""
+    status_value = status_of(task_id, status)  # UnknownStatus: a newer release's
+    next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot = state
+    # Every column at the cost of a test or two (a shared store's feed reads each row
+    # written elsewhere); what is wrong, and how, said only for a row that fails one.
+    if not (
+        (next_run_at is None or (type(next_run_at) is float and -_FAR <= next_run_at <= _FAR))
+        and type(attempt) is int and attempt >= 0
+        and type(run_count) is int and type(failure_count) is int
+        and 0 <= failure_count <= run_count
+        and (last_error is None or type(last_error) is str)
+        and (type(running) is bool or (type(running) is int and 0 <= running <= 1))
+        and (waited is None or (type(waited) is float and -_FAR <= waited <= _FAR))
+        and (slot is None or (type(slot) is float and -_FAR <= slot <= _FAR))
+    ):  # fmt: skip
+        raise BadValue(task_id, _misread_state(task_id, state))
+    if task is None:  # a Window's max_runs counts the successful runs
+        task = decode_task(task_id, definition, runs=run_count - failure_count)
+    return TaskSnapshot(
+        task, status_value, next_run_at, attempt, run_count, failure_count, last_error,
+        bool(running), waited, slot,
+    )  # fmt: skip
+
+
+def _misread_state(task_id: str, state: Sequence[Any]) -> list[str]:
+    """Each value of a task's ``state`` that :func:`snapshot_from` refuses, :func:`said`."""
+    key = f"id={task_id!r}"
+    found = [
+        said("tasks", key, column, value, expected)
+        for (column, valid, expected), value in zip(_STATE, state, strict=True)
+        if not valid(value)
+    ]
+    run_count, failure_count = state[2], state[3]
+    if _count(run_count) and _count(failure_count) and failure_count > run_count:
+        expected = f"an integer from 0 to the run count ({run_count})"
+        found.append(said("tasks", key, "failure_count", failure_count, expected))
+    return found
+
+
+def _text(value: object) -> bool:
+    return type(value) is str
+
+
+def _worker(value: object) -> bool:  # -1: a slot decided without a run
+    return type(value) is int and value >= -1
+
+
+def _outcome_or_none(value: object) -> bool:
+    return value is None or (type(value) is str and value in _OUTCOMES)
+
+
+def _integer_or_none(value: object) -> bool:
+    return value is None or type(value) is int
+
+
+_OUTCOMES = frozenset(outcome.value for outcome in Outcome)
+_RECORD = (  # a record's columns, in the order record_from takes them (but its seq, last)
+    ("task_id", _text, "a text"),
+    ("name", _text, "a text"),  # the run's, or its task's (coalesce): never NULL
+    ("attempt", _count, "an integer >= 0"),
+    ("due", _instant, "a finite real within 1e15 of 0"),
+    ("slot", _instant, "a finite real within 1e15 of 0"),
+    ("worker", _worker, "an integer >= -1"),
+    ("started", _instant, "a finite real within 1e15 of 0"),
+    ("finished", _instant, "a finite real within 1e15 of 0"),
+    ("ok", _flag, "0 or 1 (false or true)"),
+    ("error", _text_or_none, "a text or NULL"),
+    ("timed_out", _flag, "0 or 1 (false or true)"),
+    ("misfire", _outcome_or_none, "an outcome's name or NULL"),
+    ("result", _text_or_none, "a text or NULL"),
+    ("token", _integer_or_none, "an integer or NULL"),
+    ("node", _text_or_none, "a text or NULL"),
+)
+
+
+def record_from(row: Sequence[Any]) -> ExecutionRecord:
+    """The record a row of the records table describes: ``task_id, name, attempt, due,
+    slot, worker, started, finished, ok, error, timed_out, misfire, result, token, node,
+    seq``, both stores' (``RECORD_COLUMNS``).  A :class:`BadValue` naming each value of the
+    wrong type or out of its range (:data:`_RECORD`: an instant that is not finite, a
+    negative attempt, an outcome this release does not know)."""
+    (
+        task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out,
+        misfire, result, token, node, _,
+    ) = row  # fmt: skip
+    # Every column at the cost of a test or two each (a history read is thousands of
+    # rows); what is wrong, and how, said only for a row that fails one.
+    if not (
+        type(due) is float and -_FAR <= due <= _FAR
+        and type(slot) is float and -_FAR <= slot <= _FAR
+        and type(started) is float and -_FAR <= started <= _FAR
+        and type(finished) is float and -_FAR <= finished <= _FAR
+        and type(attempt) is int and attempt >= 0 and type(worker) is int and worker >= -1
+        and (type(ok) is bool or (type(ok) is int and 0 <= ok <= 1))
+        and (type(timed_out) is bool or (type(timed_out) is int and 0 <= timed_out <= 1))
+        and type(task_id) is str and type(name) is str
+        and (error is None or type(error) is str)
+        and (misfire is None or (type(misfire) is str and misfire in _OUTCOMES))
+        and (result is None or type(result) is str) and (token is None or type(token) is int)
+        and (node is None or type(node) is str)
+    ):  # fmt: skip
+        key = f"task_id={task_id!r} seq={row[-1]!r}"
+        raise BadValue(
+            str(task_id),
+            [
+                said("records", key, column, value, expected)
+                for (column, valid, expected), value in zip(_RECORD, row[:-1], strict=True)
+                if not valid(value)
+            ],
+        )
+    return ExecutionRecord.of(
+        task_id=task_id, name=name, attempt=attempt, due=due, slot=slot, worker=worker,
+        started=started, finished=finished, ok=bool(ok), error=error,
+        timed_out=bool(timed_out), misfire=None if misfire is None else Outcome(misfire),
+        result=result, token=token, node=node,
+    )  # fmt: skip
+
+
 class Unreadable:
     """The rows other processes wrote to a shared store that this one cannot load:
     newer code in a rolling upgrade (an action this deploy does not have, a field this
@@ -581,7 +790,8 @@ def load_each(
             f"cannot load {len(problems)} of the {len(rows)} tasks in {store}; "
             "the store was left untouched. Make what each line names import again (a "
             "function, its module, a schedule class, a retry policy; an alias of a renamed "
-            f"one will do), or remove the task with {delete}, and open it again:\n  "
+            "one will do), set a value a line names right (a row edited by hand or written "
+            f"by another tool), or remove the task with {delete}, and open it again:\n  "
             + "\n  ".join(problems)
         )
     return snapshots, kept

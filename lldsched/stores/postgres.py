@@ -65,7 +65,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from lldsched.checks import seconds, whole_or_none
 from lldsched.core.storewrites import StoreWrites
@@ -105,6 +105,8 @@ from lldsched.stores.removals import FeedHorizons
 __all__ = ["PostgresTaskStore"]
 
 log = logging.getLogger(STORE)
+
+_ABSENT: Any = object()  # a cache without the task (PostgresTaskStore._transaction)
 
 
 def node_id() -> str:
@@ -330,7 +332,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._lost:
             self._redefine_lost(snapshot)
             return  # the row's state is its new holder's
-        with self._using() as connection, connection.transaction():
+        with self._using() as connection, self._transaction(connection, snapshot.task.id):
             self._write(connection, snapshot)
             if record is not None:
                 self._append(connection, record)
@@ -382,7 +384,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             self._lost.pop(snapshot.task.id, None)  # the run is over: settled, or refused
             self._fenced(snapshot, records, token=token)
             return
-        with self._using() as connection, connection.transaction():
+        with self._using() as connection, self._transaction(connection, snapshot.task.id):
             self._write(connection, snapshot)
             for record in records:
                 self._append(connection, record)
@@ -401,7 +403,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         with self._using() as connection:
             if not self._settles.outcome(token):
                 return  # refused (or failed): what follows it is dropped too
-            with connection.transaction():  # its settle proved the row exists
+            with self._transaction(connection, snapshot.task.id):  # the settle: the row exists
                 self._write(connection, snapshot, unknown=sql.UPSERT)
                 for record in records:
                     self._append(connection, record)
@@ -503,7 +505,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         :meth:`purge`)."""
         if self._muted:
             return
-        with self._using() as connection, connection.transaction():
+        with self._using() as connection, self._transaction(connection, task_id):
             self._delete(connection, task_id)
 
     def resave(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()) -> bool:
@@ -521,7 +523,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         held = snapshot.status is TaskStatus.RUNNING and task_id in self._held
         if held and not records:
             return True
-        with self._using() as connection, connection.transaction():
+        with self._using() as connection, self._transaction(connection, task_id):
             if not held:
                 if not self._known(connection, task_id, sql.KNOWN_UNLEASED):  # or gone
                     return False
@@ -612,11 +614,37 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         since (:data:`~lldsched.stores.postgres_sql.KNOWN_ROW`)."""
         if self._muted:
             return True
-        with self._using() as connection, connection.transaction():
+        with self._using() as connection, self._transaction(connection, task_id):
             if self._known(connection, task_id, sql.KNOWN_ROW) is False:  # None: gone
                 return False
             self._delete(connection, task_id)
         return True
+
+    @contextlib.contextmanager
+    def _transaction(self, connection: Connection, task_id: str) -> Iterator[None]:
+        """One transaction writing ``task_id``'s row (a savepoint of a verb's hold): if it
+        does not commit, what this node's caches say of the task is put back as it was
+        before it (its definition written, its lease, its records counted, its decoded
+        text, the version its feed gave), as the database's row is.  They are told as
+        each statement runs, inside the transaction: before, a registration whose COMMIT
+        failed (a connection lost, a deferred check) or whose record was refused was taken
+        as stored, and made again was an ``UPDATE`` of no row (nothing stored, no error); a
+        replacement refused so kept the old definition when made again; a removal refused
+        so took the task's later writes for another node's registration."""
+        caches: tuple[dict[str, Any], ...] = (
+            self._defined, self._held, self._added, self._decoded, self._seen,
+        )  # fmt: skip
+        before = [cache.get(task_id, _ABSENT) for cache in caches]
+        try:
+            with connection.transaction():
+                yield
+        except BaseException:
+            for cache, value in zip(caches, before, strict=True):
+                if value is _ABSENT:
+                    cache.pop(task_id, None)
+                else:
+                    cache[task_id] = value
+            raise
 
     def _known(self, connection: Connection, task_id: str, query: str) -> bool | None:
         """Inside a transaction: the id's lock taken first (the lock order, as in

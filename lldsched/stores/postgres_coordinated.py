@@ -39,7 +39,7 @@ from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_deadline import Deadline
 from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
-from lldsched.stores.postgres_rows import definition_of, snapshot_of
+from lldsched.stores.postgres_rows import snapshot_of
 from lldsched.stores.removals import FeedHorizons
 
 __all__ = ["Connection", "PostgresCoordination"]
@@ -97,6 +97,9 @@ class PostgresCoordination:
         def _open(self) -> Connection: ...
         def _follow_schema(self, version: str | None) -> None: ...
         def _using(self) -> contextlib.AbstractContextManager[Connection]: ...
+        def _transaction(
+            self, connection: Connection, task_id: str
+        ) -> contextlib.AbstractContextManager[None]: ...
         def _write(
             self, connection: Connection, snapshot: TaskSnapshot, *, unknown: str = ...
         ) -> None: ...
@@ -183,7 +186,7 @@ class PostgresCoordination:
         written, counted in :attr:`rejected`) otherwise."""
         task_id = snapshot.task.id
         with self._using() as connection:
-            with connection.transaction():
+            with self._transaction(connection, task_id):
                 # Lock order: the id (a new definition's upsert takes it: FIRST_VERSION),
                 # the task's row, then its lease (as the claim and the settle).
                 lease = {"task_id": task_id, "token": token}
@@ -426,7 +429,7 @@ class PostgresCoordination:
         if self._unreadable.text(task_id) is None:
             return None
         text = encode_task(definition)
-        with self._using() as connection, connection.transaction():
+        with self._using() as connection, self._transaction(connection, task_id):
             status = connection.execute(
                 "SELECT status FROM tasks WHERE id = %s FOR UPDATE", (task_id,)
             ).fetchone()
@@ -460,12 +463,11 @@ class PostgresCoordination:
         task_id, definition = row[0], row[1]
         known = self._decoded.get(task_id)
         if known is not None and known[0] == definition:
-            task = known[1]
-        else:
-            task = definition_of(row)
-            if wrapped_schedule(task.schedule) is None:
-                self._decoded[task_id] = (definition, task)
-        return snapshot_of(row, task)
+            return snapshot_of(row, known[1])
+        snapshot = snapshot_of(row)  # its values checked before the definition is decoded
+        if wrapped_schedule(snapshot.task.schedule) is None:
+            self._decoded[task_id] = (definition, snapshot.task)
+        return snapshot
 
     def leases(self) -> list[Lease]:
         """Every lease row now, expired ones included, by token (for people and tests)."""

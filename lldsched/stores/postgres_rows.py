@@ -17,13 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lldsched.model import ExecutionRecord, Outcome
+from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot, check_id_size
-from lldsched.stores.codec import decode_task, status_of
+from lldsched.stores.codec import record_from, snapshot_from
 
 __all__ = [
     "check_keepable",
-    "definition_of",
     "record_of",
     "record_row",
     "snapshot_of",
@@ -72,34 +71,16 @@ def record_row(record: ExecutionRecord) -> dict[str, Any]:
 
 
 def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
-    """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, decoded);
-    a status this release does not know is an :class:`~lldsched.stores.codec.UnknownStatus`,
-    whatever ``task``."""
-    task_id, _, status, next_run_at, attempt, run_count, failures, error, running, waited, slot = (
-        row[:11]
-    )
-    status_value = status_of(task_id, status)  # UnknownStatus: a newer release's
-    if task is None:
-        task = definition_of(row)
-    return TaskSnapshot(
-        task, status_value, next_run_at, attempt, run_count, failures, error, bool(running),
-        waited, slot,
-    )  # fmt: skip
+    """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, if it
+    is decoded already, or the one this process has of a row it cannot load).  Every
+    value is checked by :func:`~lldsched.stores.codec.snapshot_from`, the one rule of both
+    durable stores' rows: an :class:`~lldsched.stores.codec.UnknownStatus` for a status
+    this release does not know (whatever ``task``), a
+    :class:`~lldsched.stores.codec.BadValue` naming each value out of its range (a
+    negative attempt, a NaN or infinite due instant), before the definition is decoded."""
+    return snapshot_from(row[0], row[1], row[2], row[3:11], task=task)
 
 
-def definition_of(row: Sequence[Any]) -> Task:
-    """The definition of a row of SNAPSHOT_COLUMNS, decoded: a ``Window``'s ``max_runs``
-    counts its successful runs (run count minus failures)."""
-    return decode_task(row[0], row[1], runs=row[5] - row[6])
-
-
-def record_of(row: Sequence[Any]) -> ExecutionRecord:
-    """The record a row of the records table describes."""
-    task_id, name, attempt, due, slot, worker, started, finished, ok, error, *rest = row
-    timed_out, misfire, result, token, node = rest
-    return ExecutionRecord.of(
-        task_id=task_id, name=name, attempt=attempt, due=due, slot=slot, worker=worker,
-        started=started, finished=finished, ok=bool(ok), error=error,
-        timed_out=bool(timed_out), misfire=None if misfire is None else Outcome(misfire),
-        result=result, token=token, node=node,
-    )  # fmt: skip
+record_of = record_from
+"""The record a row of RECORD_COLUMNS describes (:func:`~lldsched.stores.codec.record_from`,
+both stores' rule: an outcome this release does not know, a NaN instant, a BadValue)."""

@@ -284,7 +284,7 @@ SNAPSHOT_COLUMNS = (
 
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 3 has none kept
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
-    "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token, r.node"
+    "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token, r.node, r.seq"
 )
 
 # Lock order, everywhere: the id's LOCK_ID (taken by a removal, a purge, a misfire's

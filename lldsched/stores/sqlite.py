@@ -12,16 +12,19 @@ Pass ``synchronous="FULL"`` to sync at every commit as well (slower).  The
 schema is versioned with ``PRAGMA user_version`` and the file marked with
 ``PRAGMA application_id``: a file from a newer lldsched, or one that is not an
 lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
-corrupted one (``PRAGMA quick_check`` at open) and one whose rows hold a value of
-another type than the store writes (text SQLite kept in a numeric column: a row edited
-by hand, :meth:`~lldsched.stores.sqlite_schema.FileFormat._check_values`); nothing is
-written to a file that was refused.  A file of an older schema version is migrated at open, in one
-transaction (:data:`~lldsched.stores.sqlite_schema.MIGRATIONS`; version 1 had no
-``result`` column; the format is :mod:`lldsched.stores.sqlite_schema`'s).  A
-definition whose callable no longer imports makes ``load_all`` raise, naming the
-task, again without touching the file; one whose path imported it under an alias
-(a function renamed or moved, its old name kept) is rewritten to the function's own
-path once every task has loaded (:func:`~lldsched.stores.codec.renamed`).
+corrupted one (``PRAGMA quick_check`` at open) and one whose bookkeeping holds a value
+of another type than the store writes (text SQLite kept in a numeric column: a row
+edited by hand, :meth:`~lldsched.stores.sqlite_schema.FileFormat._check_values`); nothing
+is written to a file that was refused. A task's row holding a value no write of lldsched
+makes (of another type, or out of its range) is refused as it is read, by itself
+(:func:`~lldsched.stores.codec.snapshot_from`). A file of an older schema version is
+migrated at open, in one transaction (:data:`~lldsched.stores.sqlite_schema.MIGRATIONS`;
+version 1 had no ``result`` column; the format is
+:mod:`lldsched.stores.sqlite_schema`'s). A definition whose callable no longer imports
+makes ``load_all`` raise, naming the task, again without touching the file; one whose
+path imported it under an alias (a function renamed or moved, its old name kept) is
+rewritten to the function's own path once every task has loaded
+(:func:`~lldsched.stores.codec.renamed`).
 
 **Rows.**  ``tasks`` holds one row per task: the definition as JSON (see
 :mod:`lldsched.stores.codec`; no pickle) and its latest state.  ``records``

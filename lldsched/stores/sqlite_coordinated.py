@@ -34,6 +34,7 @@ from lldsched.stores.sqlite_rows import (
     TASK_COLUMNS,
     UPDATE,
     UPSERT,
+    fetch,
     immediate,
     rollback,
     snapshot_of,
@@ -324,10 +325,9 @@ class CoordinatedMethods:
             if shared.unreadable.text(task_id) is None:
                 return None
             with immediate(connection):
-                row = connection.execute(
-                    f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?",
-                    (task_id,),
-                ).fetchone()
+                one = f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?"
+                found = fetch(connection, one, (task_id,))
+                row = found[0] if found else None
                 if row is None:
                     shared.unreadable.read(task_id)
                     return None

@@ -26,7 +26,7 @@ from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot, finished, records_asked
 from lldsched.stores.codec import load_each, renamed
-from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, immediate
+from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, fetch, immediate
 from lldsched.stores.sqlite_rows import record_of as _record
 from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
 
@@ -68,9 +68,7 @@ class SqliteReads:
         (:func:`~lldsched.stores.codec.renamed`).
         """
         with self._using("read the tasks") as connection:
-            rows = connection.execute(
-                f"SELECT {TASK_COLUMNS} FROM tasks ORDER BY position"
-            ).fetchall()
+            rows = fetch(connection, f"SELECT {TASK_COLUMNS} FROM tasks ORDER BY position")
         unreadable = self._coordinated().unreadable if leave_out else None
         snapshots, kept = load_each(
             rows,
@@ -100,12 +98,10 @@ class SqliteReads:
     def get(self, task_id: str) -> TaskSnapshot | None:
         """The latest snapshot of ``task_id``, or None."""
         with self._using("read task", task_id) as connection:
-            row = connection.execute(
-                f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?",
-                (task_id,),
-            ).fetchone()
-        if row is None:
+            rows = fetch(connection, f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,))
+        if not rows:
             return None
+        (row,) = rows
         _, definition, status, *state = row
         return _snapshot(task_id, definition, status, state)
 
@@ -116,20 +112,22 @@ class SqliteReads:
         keep = -1 if self.retention is None else self.retention  # LIMIT -1: no limit
         with self._using("read the records") as connection:
             if task_id is not None:
-                rows = connection.execute(
+                rows = fetch(
+                    connection,
                     f"SELECT {RECORD_COLUMNS} FROM records r JOIN tasks t ON t.id = r.task_id "
                     "WHERE r.task_id = ? ORDER BY r.seq DESC LIMIT ?",
                     (task_id, keep),
-                ).fetchall()
+                )
                 rows.reverse()
             else:
-                rows = connection.execute(
+                rows = fetch(
+                    connection,
                     f"SELECT {RECORD_COLUMNS} FROM ("
                     "  SELECT *, row_number() OVER (PARTITION BY task_id ORDER BY seq DESC) AS n"
                     "  FROM records) r JOIN tasks t ON t.id = r.task_id "
                     "WHERE ? < 0 OR r.n <= ? ORDER BY r.seq",
                     (keep, keep),
-                ).fetchall()
+                )
         return [_record(row) for row in rows]
 
     def dead_letter(self) -> list[str]:

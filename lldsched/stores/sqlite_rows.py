@@ -11,9 +11,8 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from lldsched.errors import StoreError
-from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import FINISHED_STATUSES, Task, TaskSnapshot
-from lldsched.stores.codec import BadValue, decode_task, status_of
+from lldsched.stores.codec import Undecodable, record_from, said, snapshot_from
 
 __all__ = [
     "AT_OPEN",
@@ -28,6 +27,7 @@ __all__ = [
     "UPSERT",
     "Kind",
     "failure",
+    "fetch",
     "immediate",
     "misread",
     "record_of",
@@ -38,24 +38,22 @@ __all__ = [
 
 class Kind(NamedTuple):
     """What the store writes in a column: the SQLite storage classes (``typeof``) of its
-    values, and for a flag, that it is 0 or 1.  SQLite's type affinity stores a
+    values.  SQLite's type affinity stores a
     well-formed numeric text as its number (``'2'`` in an ``INTEGER`` column is 2), and
     keeps any other text as text (``'three'``, an ISO date): what is not of its kind is
     a value the store cannot read (:func:`misread`)."""
 
     classes: tuple[str, ...]
     said: str  # as the error says it: "an integer"
-    flag: bool = False
 
     def holds(self, value: object) -> bool:
         """Whether ``value``, as the driver read it, is one of this kind."""
-        return _TYPEOF.get(type(value)) in self.classes and (not self.flag or value in (0, 1))
+        return _TYPEOF.get(type(value)) in self.classes
 
     def wrong(self, column: str) -> str:
         """The SQL condition true of a row whose ``column`` is not of this kind."""
         classes = ", ".join(f"'{name}'" for name in self.classes)
-        flag = f" OR {column} NOT IN (0, 1)" if self.flag else ""
-        return f"typeof({column}) NOT IN ({classes}){flag}"
+        return f"typeof({column}) NOT IN ({classes})"
 
 
 _TYPEOF = {int: "integer", float: "real", str: "text", bytes: "blob", type(None): "null"}
@@ -64,28 +62,13 @@ INTEGER_OR_NULL = Kind(("integer", "null"), "an integer or NULL")
 REAL = Kind(("real",), "a real")  # REAL affinity stores an integer as a real
 REAL_OR_NULL = Kind(("real", "null"), "a real or NULL")
 TEXT = Kind(("text",), "a text")
-TEXT_OR_NULL = Kind(("text", "null"), "a text or NULL")
-FLAG = Kind(("integer",), "0 or 1", flag=True)
 
 COLUMNS: dict[str, tuple[tuple[str, ...], dict[str, Kind]]] = {
     "tasks": (
         ("id",),
         {
-            "id": TEXT, "name": TEXT, "definition": TEXT, "status": TEXT,
-            "next_run_at": REAL_OR_NULL, "attempt": INTEGER, "run_count": INTEGER,
-            "failure_count": INTEGER, "last_error": TEXT_OR_NULL, "running": FLAG,
-            "failed_seq": INTEGER_OR_NULL, "priority": INTEGER, "version": INTEGER,
-            "waited": REAL_OR_NULL, "slot": REAL_OR_NULL, "slot_due": REAL_OR_NULL,
-        },
-    ),
-    "records": (
-        ("task_id", "seq"),
-        {
-            "task_id": TEXT, "seq": INTEGER, "attempt": INTEGER, "due": REAL, "slot": REAL,
-            "worker": INTEGER, "started": REAL, "finished": REAL, "ok": FLAG,
-            "error": TEXT_OR_NULL, "timed_out": FLAG, "misfire": TEXT_OR_NULL,
-            "result": TEXT_OR_NULL, "token": INTEGER_OR_NULL, "name": TEXT_OR_NULL,
-            "node": TEXT_OR_NULL,
+            "id": TEXT, "name": TEXT, "definition": TEXT, "failed_seq": INTEGER_OR_NULL,
+            "priority": INTEGER, "version": INTEGER, "slot_due": REAL_OR_NULL,
         },
     ),
     "leases": (
@@ -97,16 +80,20 @@ COLUMNS: dict[str, tuple[tuple[str, ...], dict[str, Kind]]] = {
     ),
     "counters": (("name",), {"name": TEXT, "value": INTEGER}),
 }  # fmt: skip
-"""Each table a store reads values from: the columns naming a row, and the kind of each
-column (the schemas' types, :mod:`lldsched.stores.sqlite_schema`,
-:data:`~lldsched.stores.sqlite_shared.SHARED_SCHEMA`).  Checked for every row at open
-(:meth:`~lldsched.stores.sqlite_schema.FileFormat._check_values`, all but ``records``),
-and a task's row or a record as it is read (:func:`snapshot_of`, :func:`record_of`)."""
+"""The values of each table a store uses without decoding them, checked for every row
+at open (:meth:`~lldsched.stores.sqlite_schema.FileFormat._check_values`): the columns
+naming a row, and the kind of each column (the schemas' types,
+:mod:`lldsched.stores.sqlite_schema`, :data:`~lldsched.stores.sqlite_shared.SHARED_SCHEMA`).
+A task's status and state columns and a record's columns are not here: they are checked
+as each row is read, type and range, by the one rule of both durable stores' rows
+(:func:`~lldsched.stores.codec.snapshot_from`, :func:`~lldsched.stores.codec.record_from`),
+so a row set wrong is refused by itself, the others read (docs/DECISIONS.md, "A row
+holding a value no write of lldsched makes")."""
 
-AT_OPEN = ("tasks", "leases", "counters")
-"""The tables whose every row is checked at open: one row per task or fewer.  Not
-``records``, which holds up to ``retention`` rows per task (a thousand by default: 20
-million for 20,000 tasks, a scan of seconds); a record is checked as it is read."""
+AT_OPEN = tuple(COLUMNS)
+"""The tables whose every row is checked at open: one row per task or fewer (not
+``records``, which holds up to ``retention`` rows per task, a thousand by default: 20
+million for 20,000 tasks, a scan of seconds)."""
 
 
 def misread(
@@ -117,17 +104,12 @@ def misread(
     (:data:`COLUMNS`), said as ``"table tasks, row id='a', column attempt holds the text
     'three', where the store writes an integer"``; none: an empty list."""
     names, kinds = COLUMNS[table]
-    said: list[str] = []
-    for column, value in zip(columns, row, strict=True):
-        kind = kinds[column]
-        if not kind.holds(value):
-            where = " ".join(f"{name}={part!r}" for name, part in zip(names, key, strict=True))
-            said.append(
-                f"table {table}, row {where}, column {column} holds the "
-                f"{_TYPEOF.get(type(value), type(value).__name__)} {value!r}, "
-                f"where the store writes {kind.said}"
-            )
-    return said
+    where = " ".join(f"{name}={part!r}" for name, part in zip(names, key, strict=True))
+    return [
+        said(table, where, column, value, kinds[column].said)
+        for column, value in zip(columns, row, strict=True)
+        if not kinds[column].holds(value)
+    ]
 
 
 # A row's ``slot`` (TaskSnapshot.slot) is written with the due instant it belongs to
@@ -170,6 +152,35 @@ RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
     "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token, r.node, r.seq"
 )
+
+
+def fetch(
+    connection: sqlite3.Connection, statement: str, parameters: Sequence[object] = ()
+) -> list[Any]:
+    """Every row ``statement`` reads.  A text that is not UTF-8 (SQLite keeps any bytes as
+    text: a row written by another tool, or damaged) failed the whole read in the driver,
+    every task's, naming the column and no task; read again then, each such text is an
+    :class:`~lldsched.stores.codec.Undecodable`, which the row's check names with its task
+    and column (:func:`~lldsched.stores.codec.snapshot_from`,
+    :func:`~lldsched.stores.codec.record_from`) and the other rows are read.  Nothing is
+    paid for it while every text decodes."""
+    try:
+        return connection.execute(statement, parameters).fetchall()
+    except sqlite3.OperationalError as exc:
+        if not str(exc).startswith("Could not decode to UTF-8"):
+            raise
+    connection.text_factory = _text_or_bytes
+    try:
+        return connection.execute(statement, parameters).fetchall()
+    finally:
+        connection.text_factory = str
+
+
+def _text_or_bytes(raw: bytes) -> str | Undecodable:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Undecodable(raw)
 
 
 def failure(
@@ -219,78 +230,23 @@ def immediate(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
-_STATE = (  # the state columns of TASK_COLUMNS, as snapshot_of reads them
-    "next_run_at", "attempt", "run_count", "failure_count", "last_error", "running", "waited",
-    "slot",
-)  # fmt: skip
-
-
 def snapshot_of(
     task_id: str, definition: str, status: str, state: list[Any], *, task: Task | None = None
 ) -> TaskSnapshot:
-    """The snapshot a row describes; ``task``: the definition to give it instead of the
-    row's (one this process cannot load: :class:`~lldsched.stores.codec.Unreadable`).
-    A status this release does not know is an
-    :class:`~lldsched.stores.codec.UnknownStatus`, whatever ``task``."""
-    status_value = status_of(task_id, status)  # UnknownStatus: a newer release's
-    said = misread("tasks", (task_id,), state, _STATE)
-    if said:  # a row edited by hand, or written by another tool, since the open
-        raise BadValue(task_id, said)
-    next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot = state
-    successes = run_count - failure_count  # a Window's max_runs counts these
-    if task is None:
-        task = decode_task(task_id, definition, runs=successes)
-    return TaskSnapshot(
-        task, status_value, next_run_at, attempt, run_count, failure_count, last_error,
-        bool(running), waited, slot,
-    )  # fmt: skip
+    """The snapshot a row describes (its state: the columns of :data:`TASK_COLUMNS` after
+    the status); ``task``: the definition to give it instead of the row's (one this
+    process cannot load: :class:`~lldsched.stores.codec.Unreadable`).  Every value is
+    checked by :func:`~lldsched.stores.codec.snapshot_from`, the one rule of both
+    durable stores' rows: an :class:`~lldsched.stores.codec.UnknownStatus` for a status
+    this release does not know (whatever ``task``), a
+    :class:`~lldsched.stores.codec.BadValue` naming each value of the wrong type or out
+    of its range."""
+    return snapshot_from(task_id, definition, status, state, task=task)
 
 
-_RECORD = (  # the columns of RECORD_COLUMNS, as record_of reads them
-    "task_id", "name", "attempt", "due", "slot", "worker", "started", "finished", "ok", "error",
-    "timed_out", "misfire", "result", "token", "node",
-)  # fmt: skip
-
-
-def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
-    """The record a row of :data:`RECORD_COLUMNS` describes; :class:`BadValue` naming each
-    value the store cannot read (:func:`misread`)."""
-    (
-        task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out,
-        misfire, result, token, node, seq,
-    ) = row  # fmt: skip
-    # Every column at the cost of one test each (a history read is thousands of rows);
-    # misread, which says which and how, only for a row that fails one.
-    if not (
-        type(due) is float and type(slot) is float and type(started) is float
-        and type(finished) is float and type(attempt) is int and type(worker) is int
-        and type(ok) is int and 0 <= ok <= 1
-        and type(timed_out) is int and 0 <= timed_out <= 1
-        and type(task_id) is str and (name is None or type(name) is str)
-        and (error is None or type(error) is str) and (misfire is None or type(misfire) is str)
-        and (result is None or type(result) is str) and (token is None or type(token) is int)
-        and (node is None or type(node) is str)
-    ):  # fmt: skip
-        said = misread("records", (task_id, seq), row[:-1], _RECORD)
-        if said:
-            raise BadValue(task_id, said)
-    return ExecutionRecord(
-        task_id=task_id,
-        name=name,
-        attempt=attempt,
-        due=due,
-        slot=slot,
-        worker=worker,
-        started=started,
-        finished=finished,
-        ok=bool(ok),
-        error=error,
-        timed_out=bool(timed_out),
-        misfire=None if misfire is None else Outcome(misfire),
-        result=result,
-        token=token,
-        node=node,
-    )
+record_of = record_from
+"""The record a row of :data:`RECORD_COLUMNS` describes
+(:func:`~lldsched.stores.codec.record_from`, both stores' rule)."""
 
 
 FINISHED = tuple(status.value for status in FINISHED_STATUSES)

@@ -155,12 +155,15 @@ class FileFormat:
         return int(version)
 
     def _check_values(self, connection: sqlite3.Connection, *, most: int = 20) -> None:
-        """Refuse a file holding a value of another type than the store writes in its
-        column (:data:`~lldsched.stores.sqlite_rows.COLUMNS`, the tables of
-        :data:`~lldsched.stores.sqlite_rows.AT_OPEN`): a row edited by hand or
-        written by another tool, which SQLite's type affinity let keep a text it cannot
-        read as a number (``'three'``, an ISO date) in a numeric column, would fail at
-        its first use, deep inside, or be misread (``running = 'no'`` is true).  A
+        """Refuse a file holding a value of another type than the store writes in a
+        column it uses without decoding it (:data:`~lldsched.stores.sqlite_rows.COLUMNS`,
+        the tables of :data:`~lldsched.stores.sqlite_rows.AT_OPEN`: a task's priority,
+        version, dead-letter order, a lease, a counter): a row edited by hand or written
+        by another tool, which SQLite's type affinity let keep a text it cannot read as a
+        number (``'three'``, an ISO date) in a numeric column, would fail at its first
+        use, deep inside, or be misread.  A task's status and state are not scanned here:
+        each row is checked as it is read (:func:`~lldsched.stores.codec.snapshot_from`),
+        so a bad one is refused by itself and the others load (docs/DECISIONS.md).  A
         :class:`StoreError` naming the table, the row, the column and the value of each
         (of the first ``most`` rows per table); only reads.  At open, in both modes; in a
         migration's transaction, before it commits (the columns it adds are checked too,

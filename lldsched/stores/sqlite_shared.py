@@ -56,7 +56,7 @@ from lldsched.stores.codec import Unreadable
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
-from lldsched.stores.sqlite_rows import FINISHED, SLOT, immediate
+from lldsched.stores.sqlite_rows import FINISHED, SLOT, fetch, immediate
 
 __all__ = ["SharedState", "bump", "count_records", "node_id"]
 
@@ -325,7 +325,7 @@ class SharedState:
         now = time.time()  # the host's clock: every process on one SQLite file shares it
         rows: list[Any] = []
         removed: list[tuple[int, str]] = []
-        feed = connection.execute(_FEED, (self.cursor, self.node, now)).fetchall()
+        feed = fetch(connection, _FEED, (self.cursor, self.node, now))
         for *row, removal in feed:  # one statement: rows and removals of one snapshot
             if removal:
                 removed.append((row[1], row[0]))
@@ -334,9 +334,7 @@ class SharedState:
         fresh = [row for row in rows if self.seen.get(row[0]) != row[1]]
         for task_id in self.refetch:
             if not any(row[0] == task_id for row in fresh):
-                row = connection.execute(_ROW_OF, (task_id, self.node, now)).fetchone()
-                if row is not None:
-                    fresh.append(row)
+                fresh += fetch(connection, _ROW_OF, (task_id, self.node, now))
         self.refetch.clear()
         gone = [(version, task_id) for version, task_id in removed if version not in self.removals]
         self.removals.difference_update(version for version, _ in removed)
