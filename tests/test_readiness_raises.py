@@ -7,6 +7,7 @@ written (docs/DECISIONS.md, "A dependent's readiness check that raises")."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
@@ -26,6 +27,7 @@ from lldsched import (
 )
 from lldsched.model import ExecutionRecord, Outcome
 from tests import jobs
+from tests.cluster import StoreSpec, open_store
 from tests.conftest import SchedulerFactory
 from tests.store_doubles import HookedStore
 from tests.test_clock_raises import T0, _GlitchingClock
@@ -61,9 +63,9 @@ def test_a_records_read_that_raises_anything_is_the_store_failing_not_a_broken_b
     tmp_path: Path, caplog: pytest.LogCaptureFixture, read: str
 ) -> None:
     """The dependent's (``down``) or its upstream's (``up``) records read at the begin
-    raises a RuntimeError: counted as unreadable, as a StoreError is (the upstream's
-    success ran here, so it counts), and the slot runs.  Before, the begin raised and
-    the task, stuck, was FAILED and dead-lettered for good."""
+    raises a RuntimeError: counted as unreadable, as a StoreError is (the slot held, the
+    claim given back, and read again at the next wake), and the slot runs.  Before, the
+    begin raised and the task, stuck, was FAILED and dead-lettered for good."""
     path = tmp_path / "tasks.db"
     clock = FakeClock(T0)
     store = RecordsRaise(path, read)
@@ -290,5 +292,62 @@ def test_a_dependent_released_on_unread_records_that_still_waits_does_not_run_ag
             assert scheduler.wait_idle(timeout=5)
             assert sum(record.ok for record in store.records("load")) == 1
             assert scheduler.task("load").status is TaskStatus.BLOCKED
+        finally:
+            scheduler.shutdown()
+
+
+def test_an_upstreams_records_unread_at_the_readiness_check_hold_the_slot_not_block_it(
+    store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``load`` ran at T0 and ``extract`` succeeded after, in a process since shut down;
+    ``load``'s readiness check for its next slot, in the next process, cannot read
+    extract's records.  Read as none (this process ran no success of extract), load
+    waited for extract: BLOCKED until extract's next success, an hour on, for a store's
+    one-off error.  Now the read's failure is the store failing (counted into the
+    outage, as the dependent's own read is): the check decides nothing, the claim is
+    given back, and the next wake reads again and runs the slot."""
+    clock = FakeClock(T0)
+    with contextlib.closing(open_store(store_spec, lease=LEASE, poll=POLL)) as first:
+        scheduler = Scheduler(workers=1, store=first, clock=clock)
+        try:
+            scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=HOUR),
+                               id="extract")  # fmt: skip
+            scheduler.start()
+            scheduler.run_now("extract")
+            wait_until(lambda: any(r.ok for r in first.records("extract")), timeout=10,
+                       what="extract's first success")  # fmt: skip
+            scheduler.schedule("load", jobs.noop, FixedRate(100), id="load",
+                               depends_on=["extract"])  # fmt: skip
+            wait_until(lambda: any(r.ok for r in first.records("load")), timeout=10,
+                       what="load's first run")  # fmt: skip
+            clock.advance(1)
+            scheduler.run_now("extract")
+            wait_until(lambda: sum(r.ok for r in first.records("extract")) == 2, timeout=10,
+                       what="extract's success after load's run")  # fmt: skip
+        finally:
+            scheduler.shutdown()
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    raised = threading.Event()
+    read = store.records
+
+    def records(task_id: str | None = None) -> list[ExecutionRecord]:
+        worker = "worker" in threading.current_thread().name
+        if task_id == "extract" and worker and not raised.is_set():
+            raised.set()
+            raise RuntimeError("the driver's error")
+        return read(task_id)
+
+    store.records = records  # type: ignore[method-assign]
+    with contextlib.closing(store):
+        scheduler = Scheduler(workers=1, store=store, clock=clock)
+        try:
+            with caplog.at_level(logging.ERROR):
+                scheduler.start()
+                clock.advance(99)  # load's next slot, T0 + 100
+                wait_until(lambda: sum(r.ok for r in read("load")) == 2, timeout=10,
+                           what="load run on extract's success after its last run")  # fmt: skip
+            assert raised.is_set()
+            assert "read of the records of extract for a dependent's count" in caplog.text
+            assert [r.outcome for r in read("load")] == [Outcome.OK, Outcome.OK]
         finally:
             scheduler.shutdown()
