@@ -351,3 +351,106 @@ def test_an_upstreams_records_unread_at_the_readiness_check_hold_the_slot_not_bl
             assert [r.outcome for r in read("load")] == [Outcome.OK, Outcome.OK]
         finally:
             scheduler.shutdown()
+
+
+def test_an_upstreams_records_unread_where_a_wait_ends_release_the_dependent(
+    store_spec: StoreSpec,
+) -> None:
+    """``load`` waits for ``extract`` and ``clean``; it ran once on one success of each,
+    and clean succeeded again since, in a process since shut down.  In the next one
+    extract succeeds, and clean's records cannot be read as it decides where load's wait
+    ends.  Read as none (this process ran no success of clean), load still waited for
+    clean, and no process released it: BLOCKED until clean's next success.  Now clean
+    unread decides nothing: load is released, and the readiness check at its begin,
+    reading again, runs the slot."""
+    with contextlib.closing(open_store(store_spec, lease=LEASE, poll=POLL)) as first:
+        scheduler = Scheduler(workers=2, store=first)
+        try:
+            _load_after(scheduler, "extract", "clean")
+            scheduler.start()
+            scheduler.run_now("extract")
+            scheduler.run_now("clean")
+            wait_until(lambda: sum(r.ok for r in first.records("load")) == 1, timeout=10,
+                       what="load's first run")  # fmt: skip
+            wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
+                       timeout=10, what="load waiting for both")  # fmt: skip
+            scheduler.run_now("clean")
+            wait_until(lambda: sum(r.ok for r in first.records("clean")) == 2, timeout=10,
+                       what="clean's second success")  # fmt: skip
+        finally:
+            scheduler.shutdown()
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    raised = threading.Event()
+    read = store.records
+
+    def records(task_id: str | None = None) -> list[ExecutionRecord]:
+        deciding = any(frame.name == "_upstream_moved" for frame in traceback.extract_stack())
+        if task_id == "clean" and deciding and not raised.is_set():
+            raised.set()
+            raise RuntimeError("the driver's error")
+        return read(task_id)
+
+    store.records = records  # type: ignore[method-assign]
+    with contextlib.closing(store):
+        scheduler = Scheduler(workers=2, store=store)
+        try:
+            scheduler.start()
+            assert scheduler.task("load").status is TaskStatus.BLOCKED
+            scheduler.run_now("extract")
+            wait_until(lambda: sum(r.ok for r in read("load")) == 2, timeout=10,
+                       what="load run on extract's success and clean's second")  # fmt: skip
+            assert raised.is_set()
+        finally:
+            scheduler.shutdown()
+
+
+def test_an_upstreams_records_unread_at_a_new_definition_release_the_dependent(
+    store_spec: StoreSpec,
+) -> None:
+    """``load`` ran on ``extract``'s success and waits for its next; ``clean`` succeeded
+    since, in a process since shut down.  In the next one load is redefined to depend on
+    clean instead, and clean's records cannot be read as the new definition is counted.
+    Read as none, load waited for clean: BLOCKED until clean's next success.  Now clean
+    unread is not waited for: load is released, and the readiness check at its begin,
+    reading again, runs the slot on clean's success."""
+    with contextlib.closing(open_store(store_spec, lease=LEASE, poll=POLL)) as first:
+        scheduler = Scheduler(workers=2, store=first)
+        try:
+            _load_after(scheduler, "extract")
+            scheduler.schedule("clean", jobs.noop, FixedRate(HOUR, start_delay=HOUR),
+                               id="clean")  # fmt: skip
+            scheduler.start()
+            scheduler.run_now("extract")
+            wait_until(lambda: sum(r.ok for r in first.records("load")) == 1, timeout=10,
+                       what="load's first run")  # fmt: skip
+            wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
+                       timeout=10, what="load waiting for extract")  # fmt: skip
+            scheduler.run_now("clean")
+            wait_until(lambda: any(r.ok for r in first.records("clean")), timeout=10,
+                       what="clean's success")  # fmt: skip
+        finally:
+            scheduler.shutdown()
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    raised = threading.Event()
+    read = store.records
+
+    def records(task_id: str | None = None) -> list[ExecutionRecord]:
+        counting = any(frame.name == "relink" for frame in traceback.extract_stack())
+        if task_id == "clean" and counting and not raised.is_set():
+            raised.set()
+            raise RuntimeError("the driver's error")
+        return read(task_id)
+
+    store.records = records  # type: ignore[method-assign]
+    with contextlib.closing(store):
+        scheduler = Scheduler(workers=2, store=store)
+        try:
+            scheduler.start()
+            assert scheduler.task("load").status is TaskStatus.BLOCKED
+            scheduler.schedule("load", jobs.noop, FixedRate(0.2), id="load",
+                               depends_on=["clean"], replace_existing=True)  # fmt: skip
+            assert raised.is_set()
+            wait_until(lambda: sum(r.ok for r in read("load")) == 2, timeout=10,
+                       what="load run on clean's success")  # fmt: skip
+        finally:
+            scheduler.shutdown()
