@@ -68,8 +68,12 @@ def _shut_unwatched() -> None:
     a forked child's copy stops nothing (:mod:`lldsched.threaded.forked`)."""
     while _unwatched:
         scheduler = _unwatched.pop()
-        if scheduler._state is NEW:
+        if scheduler._state is not NEW:
+            continue
+        try:
             cast(Any, scheduler).shutdown()  # Stopping's, mixed into the Scheduler
+        except Exception:  # (not met) the next one is still shut down
+            log.exception("the shutdown at exit of scheduler %r raised", scheduler.name)
 
 
 class ControlVerbs(SchedulerParts):
