@@ -7,9 +7,11 @@ once, and the slot is claimed again."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ from lldsched import (
     TaskStatus,
 )
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import CoordinatedStore
+from lldsched.persistence import CoordinatedStore, TaskSnapshot
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
 from tests.store_doubles import HookedStore, StoreCall
@@ -198,3 +200,76 @@ def test_a_begin_that_raised_and_failed_nothing_gives_its_claim_back_at_once(
             assert not [lease for lease in other.leases() if lease.task_id == "down"]
         finally:
             scheduler.shutdown()
+
+
+def _expire(spec: StoreSpec, task_id: str) -> None:
+    """Expire ``task_id``'s lease in the store ``spec`` names, as a stall past it would."""
+    sql = "UPDATE leases SET expires_at = expires_at - 3600 WHERE task_id = "
+    if spec.engine == "sqlite":
+        with contextlib.closing(sqlite3.connect(spec.params["path"])) as connection:
+            connection.execute(sql + "?", (task_id,))
+            connection.commit()
+    else:
+        import psycopg
+
+        with psycopg.connect(spec.params["dsn"], autocommit=True) as connection:
+            connection.execute(sql + "%s", (task_id,))
+
+
+def test_a_failure_whose_lease_was_lost_before_its_write_fails_no_dependent(
+    store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``up``'s begin raises here and the core fails it; before that failure is written,
+    its lease is taken over by another process (``theirs``, started then), which runs
+    the slot: the write is refused (LeaseLost), and ``up`` is not dead.  Its dependent
+    ``down`` was failed all the same (UpstreamFailed, its row FAILED in every process)
+    and stayed so, up's success there notwithstanding, until a redrive.  Now the
+    dependents are told once the failure is written: ``down`` waits, and up's success
+    in the process that took the slot over releases it."""
+    mine, theirs, reader = (open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3))
+    clock = _GlitchPublishing(T0, nth=1, on="mine-worker", armed=False)
+    write = mine.misfired
+    took_over = threading.Event()
+    other = Scheduler(clock=FakeClock(T0 + 10), workers=1, store=theirs, name="theirs")
+
+    def misfired(snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int,
+                 release: bool) -> None:  # fmt: skip
+        if snapshot.task.id == "up" and not took_over.is_set():
+            took_over.set()
+            _expire(store_spec, "up")  # a stall here past the lease: theirs takes it over
+            other.start()
+            wait_until(lambda: any(r.ok and (r.token or 0) > token for r in reader.records("up")),
+                       timeout=10, what="up's slot taken over and run")  # fmt: skip
+        write(snapshot, records, token=token, release=release)
+
+    mine.misfired = misfired  # type: ignore[method-assign]
+    jobs.CALLS.clear()
+    scheduler = Scheduler(clock=clock, workers=1, store=mine, name="mine",
+                          listeners=[lambda event: None])  # fmt: skip
+    try:
+        up = scheduler.schedule("up", jobs.note, OneTime(at=T0 + 10), id="up", args=("up",),
+                                retry=RetryPolicy.never())  # fmt: skip
+        down = scheduler.schedule("down", jobs.note, OneTime(at=T0), id="down", args=("down",),
+                                  depends_on=[up.id])  # fmt: skip
+        scheduler.start()
+        assert scheduler.wait_idle(timeout=5)
+        assert down.status is TaskStatus.BLOCKED
+        clock.armed.set()
+        with caplog.at_level(logging.ERROR):
+            clock.advance(10)
+            wait_until(lambda: _row(reader, "down") is TaskStatus.SUCCEEDED, timeout=20,
+                       what="down released by up's success where it ran")  # fmt: skip
+        assert clock.raised.is_set() and took_over.is_set()
+        assert "task up: the scheduler raised beginning a run" in caplog.text
+        assert _row(reader, "up") is TaskStatus.SUCCEEDED
+        assert [label for label, _, _ in jobs.CALLS] == ["up", "down"]
+        assert reader.dead_letter() == []
+        clock.advance(1)  # this process's timer waits on its fake clock: a wake, its feed read
+        wait_until(lambda: up.status is down.status is TaskStatus.SUCCEEDED, timeout=20,
+                   what="this process following both rows")  # fmt: skip
+        assert scheduler.dead_letter() == []
+    finally:
+        scheduler.shutdown()
+        other.shutdown()
+        for store in (mine, theirs, reader):
+            store.close()

@@ -7,6 +7,8 @@ the row again, only while it is still as this process last read it
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 
@@ -17,7 +19,7 @@ from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import CoordinatedStore, TaskSnapshot, resave
 from tests import jobs
-from tests.cluster import StoreSpec, opened
+from tests.cluster import ROOT, StoreSpec, opened
 from tests.waits import wait_until
 
 LEASE = 30.0  # no claim expires within a test
@@ -235,7 +237,7 @@ def test_a_verb_of_a_scheduler_not_running_whose_write_failed_says_when_it_is_wr
     cancels) has no timer: a verb whose write failed in an outage is written again at its
     next verb (whose read of the feed ends the outage) or at shutdown(), not within
     ``poll``.  Until then the other processes run the task as its row says (a pause not
-    heard), and a process that ends without either loses the verb.  The verb says so,
+    heard), and a process that crashes before either loses the verb.  The verb says so,
     at WARNING: before, the outage's ERROR line said only that "the
     scheduler goes on in memory and its registry stays authoritative", true of a
     running scheduler and not of this one, whose registry runs nothing."""
@@ -270,3 +272,52 @@ def test_a_verb_of_a_scheduler_not_running_whose_write_failed_says_when_it_is_wr
         }
     finally:
         admin.shutdown()
+
+
+_ADMIN = """
+import sys
+from lldsched import FixedRate, Scheduler
+from lldsched.errors import StoreError
+from tests import jobs
+from tests.cluster import StoreSpec, open_store
+
+store = open_store(StoreSpec.from_json(sys.argv[1]), lease=30.0, poll=0.05)
+admin = Scheduler(store=store)  # never started
+admin.schedule("a", jobs.noop, FixedRate(3600, start_delay=3600), id="a")
+save = store.save
+failing = ["a"]
+
+def fails(snapshot, record=None):
+    if snapshot.task.id in failing:
+        failing.remove(snapshot.task.id)
+        raise StoreError("the store went away for a moment")
+    save(snapshot, record)
+
+store.save = fails
+assert admin.pause("a")
+print("paused", flush=True)
+# ends here, as a script does: no shutdown(), no other verb
+"""
+
+
+def test_a_process_that_only_calls_verbs_and_exits_writes_the_rows_it_left_stale(
+    store_spec: StoreSpec, stores: list[CoordinatedStore]
+) -> None:
+    """An admin script (a scheduler never started) pauses a task while the store fails
+    that one write, and ends as a script does, without shutdown() or another verb: the
+    interpreter's exit writes the row (its shutdown(), the rows' last write).  Before,
+    the pause was lost for good: the row said SCHEDULED, and the other processes ran
+    the task, the verb having returned True."""
+    reader = stores[2]
+    done = subprocess.run(
+        [sys.executable, "-c", _ADMIN, store_spec.to_json()],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["paused"]
+    assert _row(reader, "a") is TaskStatus.PAUSED
+    assert "Traceback" not in done.stderr.split("the store went away for a moment")[-1]

@@ -7,11 +7,14 @@ written (docs/DECISIONS.md, "A dependent's readiness check that raises")."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
 import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +28,9 @@ from lldsched import (
     TaskStatus,
 )
 from lldsched.model import ExecutionRecord, Outcome
+from lldsched.persistence import CoordinatedStore
 from tests import jobs
+from tests.cluster import StoreSpec, open_store
 from tests.conftest import SchedulerFactory
 from tests.store_doubles import HookedStore
 from tests.test_clock_raises import T0, _GlitchingClock
@@ -61,9 +66,9 @@ def test_a_records_read_that_raises_anything_is_the_store_failing_not_a_broken_b
     tmp_path: Path, caplog: pytest.LogCaptureFixture, read: str
 ) -> None:
     """The dependent's (``down``) or its upstream's (``up``) records read at the begin
-    raises a RuntimeError: counted as unreadable, as a StoreError is (the upstream's
-    success ran here, so it counts), and the slot runs.  Before, the begin raised and
-    the task, stuck, was FAILED and dead-lettered for good."""
+    raises a RuntimeError: counted as unreadable, as a StoreError is (the slot held, the
+    claim given back, and read again at the next wake), and the slot runs.  Before, the
+    begin raised and the task, stuck, was FAILED and dead-lettered for good."""
     path = tmp_path / "tasks.db"
     clock = FakeClock(T0)
     store = RecordsRaise(path, read)
@@ -160,6 +165,66 @@ def _load_after(scheduler: Scheduler, *upstreams: str) -> None:
     scheduler.schedule("load", jobs.noop, FixedRate(0.2), id="load", depends_on=list(upstreams))
 
 
+@contextlib.contextmanager
+def restarted(
+    store_spec: StoreSpec, of: str, when: Callable[[], bool], **options: Any
+) -> Iterator[tuple[Scheduler, threading.Event, Callable[[str], list[ExecutionRecord]]]]:
+    """A scheduler (``options``) started on a new connection to the store ``store_spec``,
+    whose first read of ``of``'s records while ``when()`` is true raises
+    (:func:`raises_once`); shut down and closed when the block ends."""
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    raised, read = raises_once(store, of, when)
+    with contextlib.closing(store):
+        scheduler = Scheduler(store=store, **options)
+        try:
+            scheduler.start()
+            yield scheduler, raised, read
+        finally:
+            scheduler.shutdown()
+
+
+def _ran_once_on(scheduler: Scheduler, store: CoordinatedStore, *upstreams: str) -> None:
+    """Start ``scheduler`` with ``load`` after ``upstreams`` (:func:`_load_after`), run each
+    upstream once, and see load run once on them and wait (BLOCKED) again."""
+    _load_after(scheduler, *upstreams)
+    scheduler.start()
+    for upstream in upstreams:
+        scheduler.run_now(upstream)
+    wait_until(lambda: sum(r.ok for r in store.records("load")) == 1, timeout=10,
+               what="load's first run")  # fmt: skip
+    wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
+               timeout=10, what="load waiting again")  # fmt: skip
+
+
+def raises_once(
+    store: CoordinatedStore, of: str, when: Callable[[], bool]
+) -> tuple[threading.Event, Callable[[str], list[ExecutionRecord]]]:
+    """Make ``store``'s first read of ``of``'s records made while ``when()`` is true
+    raise what a user's store's driver may raise (not a StoreError), on any engine.
+    Returns the event set then, and the store's own read."""
+    raised = threading.Event()
+    read = store.records
+
+    def records(task_id: str | None = None) -> list[ExecutionRecord]:
+        if task_id == of and when() and not raised.is_set():
+            raised.set()
+            raise RuntimeError("the driver's error")
+        return read(task_id)
+
+    store.records = records  # type: ignore[method-assign]
+    return raised, read
+
+
+def on_a_worker() -> bool:
+    """The condition: the call is made on a worker (a run's begin: its readiness check)."""
+    return "worker" in threading.current_thread().name
+
+
+def inside(function: str) -> Callable[[], bool]:
+    """The condition: a call of ``function`` (by name) is on the stack."""
+    return lambda: any(frame.name == function for frame in traceback.extract_stack())
+
+
 class OwnRecordsRaiseAfterItsRun(HookedStore):
     """A shared SQLite store whose first read of ``load``'s records from a worker (its
     readiness check) once ``load`` has a success stored raises a driver's error."""
@@ -233,13 +298,7 @@ def test_a_dependent_whose_own_records_are_unread_at_its_release_is_not_left_blo
     with HookedStore(path, lease=LEASE, poll=POLL) as first:
         scheduler = Scheduler(workers=2, store=first)
         try:
-            _load_after(scheduler, "extract")
-            scheduler.start()
-            scheduler.run_now("extract")
-            wait_until(lambda: sum(r.ok for r in first.records("load")) == 1, timeout=10,
-                       what="load's first run")  # fmt: skip
-            wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
-                       timeout=10, what="load waiting for extract")  # fmt: skip
+            _ran_once_on(scheduler, first, "extract")
         finally:
             scheduler.shutdown()
     store = OwnRecordsRaiseAtRelease(path)
@@ -272,14 +331,7 @@ def test_a_dependent_released_on_unread_records_that_still_waits_does_not_run_ag
     with store:
         scheduler = Scheduler(workers=2, store=store)
         try:
-            _load_after(scheduler, "extract", "clean")
-            scheduler.start()
-            scheduler.run_now("extract")
-            scheduler.run_now("clean")
-            wait_until(lambda: sum(r.ok for r in store.records("load")) == 1, timeout=10,
-                       what="load's first run")  # fmt: skip
-            wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
-                       timeout=10, what="load waiting for both")  # fmt: skip
+            _ran_once_on(scheduler, store, "extract", "clean")
             store.armed.set()
             scheduler.run_now("extract")
             wait_until(lambda: store.raised.is_set(), timeout=10, what="load's records unread")
@@ -292,3 +344,103 @@ def test_a_dependent_released_on_unread_records_that_still_waits_does_not_run_ag
             assert scheduler.task("load").status is TaskStatus.BLOCKED
         finally:
             scheduler.shutdown()
+
+
+def test_an_upstreams_records_unread_at_the_readiness_check_hold_the_slot_not_block_it(
+    store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``load`` ran at T0 and ``extract`` succeeded after, in a process since shut down;
+    ``load``'s readiness check for its next slot, in the next process, cannot read
+    extract's records.  Read as none (this process ran no success of extract), load
+    waited for extract: BLOCKED until extract's next success, an hour on, for a store's
+    one-off error.  Now the read's failure is the store failing (counted into the
+    outage, as the dependent's own read is): the check decides nothing, the claim is
+    given back, and the next wake reads again and runs the slot."""
+    clock = FakeClock(T0)
+    with contextlib.closing(open_store(store_spec, lease=LEASE, poll=POLL)) as first:
+        scheduler = Scheduler(workers=1, store=first, clock=clock)
+        try:
+            scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=HOUR),
+                               id="extract")  # fmt: skip
+            scheduler.start()
+            scheduler.run_now("extract")
+            wait_until(lambda: any(r.ok for r in first.records("extract")), timeout=10,
+                       what="extract's first success")  # fmt: skip
+            scheduler.schedule("load", jobs.noop, FixedRate(100), id="load",
+                               depends_on=["extract"])  # fmt: skip
+            wait_until(lambda: any(r.ok for r in first.records("load")), timeout=10,
+                       what="load's first run")  # fmt: skip
+            clock.advance(1)
+            scheduler.run_now("extract")
+            wait_until(lambda: sum(r.ok for r in first.records("extract")) == 2, timeout=10,
+                       what="extract's success after load's run")  # fmt: skip
+        finally:
+            scheduler.shutdown()
+    with restarted(store_spec, "extract", on_a_worker, workers=1, clock=clock) as (_, raised, read):
+        with caplog.at_level(logging.ERROR):
+            clock.advance(99)  # load's next slot, T0 + 100
+            wait_until(lambda: sum(r.ok for r in read("load")) == 2, timeout=10,
+                       what="load run on extract's success after its last run")  # fmt: skip
+        assert raised.is_set()
+        assert "read of the records of extract for a dependent's count" in caplog.text
+        assert [r.outcome for r in read("load")] == [Outcome.OK, Outcome.OK]
+
+
+def test_an_upstreams_records_unread_where_a_wait_ends_release_the_dependent(
+    store_spec: StoreSpec,
+) -> None:
+    """``load`` waits for ``extract`` and ``clean``; it ran once on one success of each,
+    and clean succeeded again since, in a process since shut down.  In the next one
+    extract succeeds, and clean's records cannot be read as it decides where load's wait
+    ends.  Read as none (this process ran no success of clean), load still waited for
+    clean, and no process released it: BLOCKED until clean's next success.  Now clean
+    unread decides nothing: load is released, and the readiness check at its begin,
+    reading again, runs the slot."""
+    with contextlib.closing(open_store(store_spec, lease=LEASE, poll=POLL)) as first:
+        scheduler = Scheduler(workers=2, store=first)
+        try:
+            _ran_once_on(scheduler, first, "extract", "clean")
+            scheduler.run_now("clean")
+            wait_until(lambda: sum(r.ok for r in first.records("clean")) == 2, timeout=10,
+                       what="clean's second success")  # fmt: skip
+        finally:
+            scheduler.shutdown()
+    with restarted(store_spec, "clean", inside("_upstream_moved"), workers=2) as (
+        scheduler,
+        raised,
+        read,
+    ):
+        assert scheduler.task("load").status is TaskStatus.BLOCKED
+        scheduler.run_now("extract")
+        wait_until(lambda: sum(r.ok for r in read("load")) == 2, timeout=10,
+                   what="load run on extract's success and clean's second")  # fmt: skip
+        assert raised.is_set()
+
+
+def test_an_upstreams_records_unread_at_a_new_definition_release_the_dependent(
+    store_spec: StoreSpec,
+) -> None:
+    """``load`` ran on ``extract``'s success and waits for its next; ``clean`` succeeded
+    since, in a process since shut down.  In the next one load is redefined to depend on
+    clean instead, and clean's records cannot be read as the new definition is counted.
+    Read as none, load waited for clean: BLOCKED until clean's next success.  Now clean
+    unread is not waited for: load is released, and the readiness check at its begin,
+    reading again, runs the slot on clean's success."""
+    with contextlib.closing(open_store(store_spec, lease=LEASE, poll=POLL)) as first:
+        scheduler = Scheduler(workers=2, store=first)
+        try:
+            _ran_once_on(scheduler, first, "extract")
+            scheduler.schedule("clean", jobs.noop, FixedRate(HOUR, start_delay=HOUR),
+                               id="clean")  # fmt: skip
+            scheduler.run_now("clean")
+            wait_until(lambda: any(r.ok for r in first.records("clean")), timeout=10,
+                       what="clean's success")  # fmt: skip
+        finally:
+            scheduler.shutdown()
+    with restarted(store_spec, "clean", inside("relink"), workers=2) as (scheduler, raised, read):
+        assert scheduler.task("load").status is TaskStatus.BLOCKED
+        scheduler.schedule("load", jobs.noop, FixedRate(0.2), id="load",
+                           depends_on=["clean"], replace_existing=True)  # fmt: skip
+        assert raised.is_set()
+        wait_until(lambda: sum(r.ok for r in read("load")) == 2, timeout=10,
+                   what="load run on clean's success")  # fmt: skip

@@ -70,8 +70,10 @@ __all__ = ["Dependencies", "RetiredUpstream", "Successes", "Upstream", "Wait", "
 _DEAD = (TaskStatus.FAILED, TaskStatus.CANCELLED)
 _KEPT_HERE = 64  # an upstream's latest successes run here, kept for completed_here
 
-Records = Callable[[str], Sequence[ExecutionRecord]]
-"""A task id -> that task's records in a shared store, oldest first."""
+Records = Callable[[str], Sequence[ExecutionRecord] | None]
+"""A task id -> that task's records in a shared store, oldest first; None when they could
+not be read (the read's failure counted as the store failing by whoever reads them:
+:meth:`DependencyWaits._read_records <lldsched.core.waiting.DependencyWaits._read_records>`)."""
 
 
 class Successes(NamedTuple):
@@ -94,6 +96,10 @@ class Wait(NamedTuple):
     """The finish of the success that completed the wait: of each upstream's first
     success after the slot, the latest.  None while it waits, or when no upstream has a
     success after the slot (each counts for good, or by its counts alone)."""
+    unread: frozenset[str] = frozenset()
+    """The upstreams whose records could not be read (a shared store's): counted by this
+    process's own successes alone, as if the store had none, so the count decides nothing
+    on them (:meth:`Dependencies.recount`)."""
 
 
 def wait_of(*, since: float | None, upstreams: Iterable[tuple[str, Successes]]) -> Wait:
@@ -186,7 +192,10 @@ class Dependencies:
         was = self.waiting.get(task.id, set())
         self.link(task)
         if self._records is not None:
-            self.recount(task)
+            # What could not be read is not waited for here: a BLOCKED task is released
+            # (_relink), and the readiness check at its begin, reading again, decides.
+            wait = self.recount(task)
+            self.waiting[task.id] = wait.waiting - wait.unread
             return
         fresh = [
             (upstream, self._in_memory(upstream))
@@ -318,12 +327,15 @@ class Dependencies:
         found = self._get(upstream)
         return [] if found is None else [r.finished for r in found.history if r.ok]
 
-    def _succeeded_shared(self, upstream: str) -> list[float]:
+    def _succeeded_shared(self, upstream: str) -> list[float] | None:
         """The finish times of ``upstream``'s successes in the shared store's records, and
-        of those this process ran (their records may not be written yet)."""
+        of those this process ran (their records may not be written yet); None when its
+        records could not be read."""
         assert self._records is not None
-        found = [r.finished for r in self._records(upstream) if r.ok]
-        return found + list(self._here.get(upstream, ()))
+        records = self._records(upstream)
+        if records is None:
+            return None
+        return [r.finished for r in records if r.ok] + list(self._here.get(upstream, ()))
 
     @property
     def shared(self) -> bool:
@@ -352,17 +364,19 @@ class Dependencies:
 
     def recount(
         self, task: ScheduledTask, history: Sequence[ExecutionRecord] | None = None
-    ) -> float | None:
+    ) -> Wait:
         """Shared: what ``task`` waits for, counted again from the store's records (its
-        own: ``history`` if read already) and this process's own successes
-        (:meth:`_counted`).  Returns the finish of the success that completed its wait
-        (:attr:`Wait.completed_by`)."""
+        own: ``history`` if read already, else read now, as none if they cannot be) and
+        this process's own successes (:meth:`_counted`), and what ended its wait.  An
+        upstream whose records cannot be read is counted by this process's successes
+        alone and named in :attr:`Wait.unread`: the caller decides nothing on it (docs/
+        DECISIONS.md, "A dependent's readiness check that raises")."""
         assert self._records is not None
         if history is None:
-            history = self._records(task.id)
+            history = self._records(task.id) or ()
         wait = self._counted(task, history, self._succeeded_shared)
         self.waiting[task.id] = wait.waiting
-        return wait.completed_by
+        return wait
 
     def completed_here(
         self, task: ScheduledTask, history: Sequence[ExecutionRecord] | None
@@ -371,49 +385,62 @@ class Dependencies:
         ``history``) and the success that completed its wait ran in this process: here is
         where the wait ends.
 
-        ``history`` None: its records could not be read.  Then, counted as if it had never
-        run, it waits for nothing and a success of one of its upstreams ran here: it is
+        ``history`` None: its records could not be read; or an upstream's could not
+        (:attr:`Wait.unread`).  Then, counted as if it had never run, it waits for nothing
+        but the upstreams unread, and a success of one of its upstreams ran here: it is
         released, and the readiness check at its begin, which reads them again (and holds
         its slot while it cannot), runs the slot or blocks it again.  Read as none, the
-        success that completed the wait was the upstream's first ever, which ran here
-        only by chance: the task stayed BLOCKED until its upstream's next success (docs/
-        DECISIONS.md, "A dependent's readiness check that raises")."""
-        ended = self.recount(task, () if history is None else history)
-        if ended is None:
+        success that completed the wait was the upstream's first ever (or an unread
+        upstream's was never counted), which ran here only by chance: the task stayed
+        BLOCKED until its upstream's next success (docs/DECISIONS.md, "A dependent's
+        readiness check that raises")."""
+        wait = self.recount(task, () if history is None else history)
+        if wait.waiting - wait.unread:
             return False
-        if history is None:
+        if history is None or wait.unread:
             return any(self._here.get(upstream) for upstream in task.depends_on)
-        return any(ended in self._here.get(upstream, ()) for upstream in task.depends_on)
+        ended = wait.completed_by
+        return ended is not None and any(
+            ended in self._here.get(upstream, ()) for upstream in task.depends_on
+        )
 
     def _counted(
         self,
         task: ScheduledTask,
         history: Sequence[ExecutionRecord],
-        successes: Callable[[str], list[float]],
+        successes: Callable[[str], list[float] | None],
     ) -> Wait:
         """:func:`wait_of`, from records (after a restart; on a shared store).
 
         The in-memory sets follow the order in which the core saw events; records
         give the order by their times instead.  ``history`` is the dependent's records,
-        ``successes(upstream)`` the finish times of an upstream's successes.  A retired
-        upstream counts as it ended: SUCCEEDED, for good; CANCELLED, waited for unless
-        a success it had counts (then :meth:`dead` fails the dependent).
+        ``successes(upstream)`` the finish times of an upstream's successes (None: its
+        records unread, counted by this process's successes alone and named in
+        :attr:`Wait.unread`).  A retired upstream counts as it ended: SUCCEEDED, for
+        good; CANCELLED, waited for unless a success it had counts (then :meth:`dead`
+        fails the dependent).
         """
         upstreams = []
+        unread = []
         for upstream in task.depends_on:
             found = self._get(upstream)
+            if found is None and self._retired.get(upstream) not in _DEAD:
+                continue  # retired SUCCEEDED (or purged as it retired): satisfies every slot
+            finished = successes(upstream)
+            if finished is None:
+                unread.append(upstream)
+                finished = list(self._here.get(upstream, ()))
             if found is not None:
                 known = Successes(
-                    finished=successes(upstream),
+                    finished=finished,
                     for_good=found.status is SUCCEEDED,
                     ever=_has_succeeded(found),
                 )
-            elif self._retired.get(upstream) in _DEAD:
-                known = Successes(finished=successes(upstream), for_good=False, ever=False)
-            else:  # retired SUCCEEDED (or purged as it retired): it satisfies every slot
-                continue
+            else:
+                known = Successes(finished=finished, for_good=False, ever=False)
             upstreams.append((upstream, known))
-        return wait_of(since=_latest_start(history), upstreams=upstreams)
+        wait = wait_of(since=_latest_start(history), upstreams=upstreams)
+        return wait._replace(unread=frozenset(unread)) if unread else wait
 
 
 class RetiredUpstream(NamedTuple):

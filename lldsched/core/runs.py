@@ -340,7 +340,7 @@ class RunTransitions(CoreParts):
         *,
         due: float | None = None,
         token: int | None = None,
-    ) -> None:
+    ) -> bool:
         """The runtime's :meth:`begin` (``run`` None, of the entry due at ``due``) or
         :meth:`finish` of ``run`` raised ``exc`` instead of returning: a bug of the
         scheduler's, or of something it asked without a guard (an injected clock read for
@@ -362,7 +362,10 @@ class RunTransitions(CoreParts):
         the runtime to write fenced by the token, the lease dropped in the same
         transaction: the row is written only while this process holds the slot, and the
         other processes hear it from the change feed (docs/DECISIONS.md, "A run whose
-        begin or record raises is settled")."""
+        begin or record raises is settled").  Its dependents are told once that write is
+        made (:meth:`broke_written`), not here: a lease lost before it means another
+        process holds the slot and runs it, and the upstream is not dead.  Returns True
+        when such a failure is held for the claim (its dependents not told yet)."""
         task = self.tasks.get(task_id)
         stuck = False
         if task is not None and task._flight is None:
@@ -404,8 +407,21 @@ class RunTransitions(CoreParts):
                     self._write_and_publish(task, previous)
             except Exception:
                 log.exception("task %s: its failure could not be written or published", task_id)
-        if task is not None and self._deps is not None:
+        held = stuck and token is not None  # told once the claim's write is made
+        if task is not None and self._deps is not None and not held:
             self._broke_dependents(task, run, stuck)
+        return held
+
+    def broke_written(self, task_id: str) -> None:
+        """The failure :meth:`broke` held for a shared store's claim is written (or, the
+        store failing, left to be written again, still this process's decision): its
+        dependents are told now, as :meth:`_broke_dependents` tells them.  Not called
+        where the lease was lost before that write: the slot is another process's, which
+        runs it, and its end decides for the dependents (docs/DECISIONS.md, "A run whose
+        begin or record raises is settled")."""
+        task = self.tasks.get(task_id)
+        if task is not None and self._deps is not None and task.status is FAILED:
+            self._broke_dependents(task, None, True)
 
     def _broke_dependents(self, task: ScheduledTask, run: Run | None, stuck: bool) -> None:
         """What :meth:`broke` tells ``task``'s dependents, as the run's end would have

@@ -43,51 +43,47 @@ class DependencyWaits(CoreParts):
         """The dependency graph, made at the first task that has upstreams."""
         if self._deps is None:
             shared = self._store is not None and is_shared(self._store)
-            self._deps = Dependencies(self.tasks, self._records if shared else None)
+            self._deps = Dependencies(self.tasks, self._counted_records if shared else None)
         return self._deps
 
-    def _records(self, task_id: str) -> Sequence[ExecutionRecord]:
-        """A shared store's records of ``task_id`` (none while it cannot be read: its
-        outage is said by the calls that write).  Whatever the read raises, not only a
-        :class:`~lldsched.errors.StoreError`: a user's store's driver error is the store
-        failing too, not a broken begin that fails the dependent for good (docs/
-        DECISIONS.md, "A coordinated store's call that raises anything")."""
-        store = cast(HistoryStore, self._store)  # a shared store is a CoordinatedStore
-        try:
-            return store.records(task_id)
-        except Exception:
-            return ()
+    def _counted_records(self, task_id: str) -> Sequence[ExecutionRecord] | None:
+        """A shared store's records of ``task_id`` for a count of what a dependent waits
+        for (an upstream's, or a redefined dependent's own): :meth:`_read_records`."""
+        return self._read_records(task_id, "a dependent's count")
 
     def _history(self, task: ScheduledTask, token: int | None) -> Sequence[ExecutionRecord] | None:
         """A shared store's records of the dependent ``task`` for the readiness check of
-        the slot begun on the claim with ``token`` (:meth:`_own_records`): None when they
+        the slot begun on the claim with ``token`` (:meth:`_read_records`): None when they
         could not be read, and the check decides nothing: the claim is given back as it
         is, for the next wake to read them again.  Read as none, the task had never run,
         and a success of an upstream it used already let it run again (docs/DECISIONS.md,
         "A dependent's readiness check that raises").  Without a claim to give back
         (``token`` None: no runtime begins a shared slot so), read as none."""
-        if token is None:
-            return self._records(task.id)
-        return self._own_records(task, "its readiness")
+        history = self._read_records(task.id, "its readiness")
+        return () if history is None and token is None else history
 
-    def _own_records(self, task: ScheduledTask, deciding: str) -> Sequence[ExecutionRecord] | None:
-        """A shared store's records of the dependent ``task``, read for ``deciding``; None
-        when the read raised anything, counted into the outage as a failed claim (a
-        claim's read, as a misfire's is, ended by the next claim that succeeds)."""
+    def _read_records(self, task_id: str, deciding: str) -> Sequence[ExecutionRecord] | None:
+        """A shared store's records of ``task_id``, read for ``deciding``: the one rule for
+        a dependency's read.  None when the read raised anything (not only a
+        :class:`~lldsched.errors.StoreError`: a user's store's driver error is the store
+        failing too, docs/DECISIONS.md, "A coordinated store's call that raises
+        anything"), counted into the outage as a failed claim (a claim's read, as a
+        misfire's is, ended by the next claim that succeeds); what it was for is then
+        not decided on them (:attr:`Wait.unread <lldsched.core.dependencies.Wait.unread>`)."""
         store = cast(HistoryStore, self._store)  # a shared store is a CoordinatedStore
         try:
-            return store.records(task.id)
+            return store.records(task_id)
         except Exception as exc:
             writes = self._writes
             assert writes is not None  # a core with a store has one
-            writes.call_failed(exc, "claim", f"read of the records of {task.id} for {deciding}")
+            writes.call_failed(exc, "claim", f"read of the records of {task_id} for {deciding}")
             return None
 
     def _completed_here(self, task: ScheduledTask) -> bool:
         """Shared: the wait of the BLOCKED ``task`` ends here (:meth:`Dependencies.
         completed_here <lldsched.core.dependencies.Dependencies.completed_here>`, from its
         records, or None when they could not be read)."""
-        history = self._own_records(task, "the end of its wait")
+        history = self._read_records(task.id, "the end of its wait")
         return self._dependencies().completed_here(task, history)
 
     def _held(self, task: ScheduledTask, token: int | None = None) -> bool:
@@ -99,10 +95,12 @@ class DependencyWaits(CoreParts):
         deps = self._dependencies()
         if deps.shared:
             history = self._history(task, token)
-            if history is None:  # nothing decided: the claim is given back, read next wake
+            unread = history is None or bool(deps.recount(task, history).unread)
+            # A read that failed decides nothing: the claim is given back, read next wake
+            # (without one, token None, what was read counts: an unread upstream waits).
+            if unread and token is not None:
                 self._queue.discard(task)  # its entry, already popped, must not run
                 return True
-            deps.recount(task, history)
         if not deps.unmet(task):
             deps.started(task)
             return False

@@ -11,11 +11,13 @@ process-isolated run killed; a thread's run is cooperative (its context's flag).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
+from typing import Any, cast
 
 from lldsched.checks import wait_seconds
 from lldsched.core import storeuse
@@ -35,13 +37,43 @@ from lldsched.persistence import HoldNotCommitted, verb_held
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.flights import LEASE_GONE
-from lldsched.threaded.parts import RUNNING, STOPPED, SchedulerParts, shut_down
+from lldsched.threaded.parts import NEW, RUNNING, STOPPED, SchedulerParts, shut_down
 
 __all__ = ["ControlVerbs"]
 
 log = logging.getLogger(STORE)  # a verb that could not hold its row
 
 _finished = operator.attrgetter("finished")  # the order of records()
+
+_unwatched: set[SchedulerParts] = set()
+"""The schedulers never started whose verbs left rows stale (:meth:`ControlVerbs.
+_say_stale_unwatched`): shut down at the interpreter's exit if still never started then
+(:func:`_shut_unwatched`).  Held strongly, so that one a script dropped still writes;
+one shut down is let go (:func:`watched`)."""
+
+
+def watched(scheduler: SchedulerParts) -> None:
+    """``scheduler`` shut down: nothing of it is left for the interpreter's exit."""
+    _unwatched.discard(scheduler)
+
+
+@atexit.register
+def _shut_unwatched() -> None:
+    """At the interpreter's exit, ``shutdown()`` each scheduler never started whose verbs
+    left rows stale and that nothing shut down or started since: its last write of those
+    rows (those still refused said at WARNING), as the verb's WARNING promised.  A script
+    that only calls verbs (an admin process) ends without ``shutdown()``, as scripts do,
+    and a verb made in an outage was lost for good, the verb having returned as done.
+    Not for a crash, ``os._exit`` or a signal's default action, which run no exit hook;
+    a forked child's copy stops nothing (:mod:`lldsched.threaded.forked`)."""
+    while _unwatched:
+        scheduler = _unwatched.pop()
+        if scheduler._state is not NEW:
+            continue
+        try:
+            cast(Any, scheduler).shutdown()  # Stopping's, mixed into the Scheduler
+        except Exception:  # (not met) the next one is still shut down
+            log.exception("the shutdown at exit of scheduler %r raised", scheduler.name)
 
 
 class ControlVerbs(SchedulerParts):
@@ -317,8 +349,9 @@ class ControlVerbs(SchedulerParts):
         rows an outage left stale again within ``poll``; this one writes them at its next
         verb (its read of the feed) or at ``shutdown()``.  Until then the other
         processes go on with those rows as they were (a pause not heard, a task they
-        run), and a process that ends without either leaves them so: said at WARNING,
-        once an outage (docs/CLUSTER.md, the store-restart row of the failure matrix)."""
+        run): said at WARNING, once an outage (docs/CLUSTER.md, the store-restart row of
+        the failure matrix).  A process that ends without either writes them at the
+        interpreter's exit (:func:`_shut_unwatched`); one that crashes leaves them so."""
         writes = self._core.store_writes
         if writes is None or self._state is RUNNING:
             return
@@ -326,14 +359,17 @@ class ControlVerbs(SchedulerParts):
         if outage is None or not outage.stale or outage is self._stale_said:
             return
         self._stale_said = outage
+        if self._state is NEW:
+            _unwatched.add(self)  # written at the interpreter's exit, if not before
         left = list(outage.stale)
         shown = ", ".join(left[:STALE_SHOWN])
         more = f" and {len(left) - STALE_SHOWN} more" if len(left) > STALE_SHOWN else ""
         log.warning(
             "scheduler %r is not running: the rows of %s (%s%s) whose writes store %r "
-            "failed are written again at its next verb or its shutdown(), not by a timer; "
-            "until then the other processes go on with them as they were, and a process "
-            "that ends without either leaves them so",
+            "failed are written again at its next verb or its shutdown() (at the "
+            "interpreter's exit, if neither), not by a timer; until then the other "
+            "processes go on with them as they were, and a process that crashes leaves "
+            "them so",
             self.name,
             counted(len(left), "task"),
             shown,

@@ -27,6 +27,7 @@ from lldsched.core.task import Entry, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER, counted
+from lldsched.threaded.control import watched
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
@@ -140,6 +141,7 @@ class Stopping(SchedulerParts):
             writes = self._core.store_writes
             if writes is not None:  # another scheduler may run on the store now (storeuse.py)
                 storeuse.let_go(writes.store, self)
+                watched(self)  # its rows left stale were written now, or said
             self._shut_down.set()
 
     def _shutdown(
