@@ -225,6 +225,11 @@ class Child:
         ended = {line["ended"] for line in lines if "ended" in line}
         return [line["token"] for line in lines if "task" in line and line["token"] not in ended]
 
+    def stopping(self) -> list[int]:
+        """The tokens of the runs that stopped this child from inside their action (the
+        ``stop`` of :func:`tests.cluster_jobs.claimed_run`): one at most."""
+        return [line["stopping"] for line in self._lines() if "stopping" in line]
+
     def signal(self, number: signal.Signals) -> None:
         os.kill(self.pid, number)
 
