@@ -26,6 +26,7 @@ SLOTS = 1200
 SPAN = 3.0  # seconds over which the slots fall due
 LEASE = 1.0
 POLL = 0.1
+SETTLE = 60.0  # the longest the test waits: for every slot to succeed
 
 
 def _more_runs(child: Child, than: int) -> Callable[[], bool]:
@@ -69,7 +70,12 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
     children = cluster.start(store_spec, logs, lease=LEASE, poll=POLL)
     killed, first, second = children  # which of the last two stalls: the one that stops
 
-    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    # The store's timeout bounds its wait for SQLite's write lock, which the children,
+    # running due slots one short transaction after another, can keep from it for longer
+    # than the default 5 s under load: SQLite's busy wait sleeps between tries and queues
+    # no one (a registration failed "database is locked" under a load of 12).  The test's
+    # own longest wait bounds it instead.
+    store = open_store(store_spec, lease=LEASE, poll=POLL, timeout=SETTLE)
     seeder = Scheduler(store=store)  # never started: it registers, the children run
     start = time.time() + 0.5
     marker = tmp_path / "stop"  # its path given to every slot: see _stop_inside_a_run
@@ -114,7 +120,7 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
     def finished() -> bool:
         return all(snap.status is TaskStatus.SUCCEEDED for snap in store.load_all())
 
-    wait_until(finished, timeout=60, what=f"every slot to succeed {context}")
+    wait_until(finished, timeout=SETTLE, what=f"every slot to succeed {context}")
     summaries = {child.node: child.stop() for child in (stalled, steady)}
 
     claims = [run for child in children for run in child.runs()]
