@@ -59,8 +59,8 @@ def _sqlite_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec:
     return StoreSpec("sqlite", {"path": str(directory / "tasks.db")})
 
 
-def _open_sqlite(spec: StoreSpec, *, lease: float, poll: float) -> CoordinatedStore:
-    return SqliteTaskStore(spec.params["path"], shared=True, lease=lease, poll=poll)
+def _open_sqlite(spec: StoreSpec, *, lease: float, poll: float, **options: Any) -> CoordinatedStore:
+    return SqliteTaskStore(spec.params["path"], shared=True, lease=lease, poll=poll, **options)
 
 
 def _postgres_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec:
@@ -69,10 +69,12 @@ def _postgres_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec
     return StoreSpec("postgres", {"dsn": server.create_schema()})
 
 
-def _open_postgres(spec: StoreSpec, *, lease: float, poll: float) -> CoordinatedStore:
+def _open_postgres(
+    spec: StoreSpec, *, lease: float, poll: float, **options: Any
+) -> CoordinatedStore:
     from lldsched.stores.postgres import PostgresTaskStore  # psycopg: only when it is used
 
-    return PostgresTaskStore(spec.params["dsn"], lease=lease, poll=poll)
+    return PostgresTaskStore(spec.params["dsn"], lease=lease, poll=poll, **options)
 
 
 FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreSpec]] = {
@@ -85,7 +87,8 @@ OPENERS: dict[str, Callable[..., CoordinatedStore]] = {
     "postgres": _open_postgres,
     "sqlite": _open_sqlite,
 }
-"""Engine name -> ``opener(spec, lease=..., poll=...)``: the spec opened with ``shared=True``."""
+"""Engine name -> ``opener(spec, lease=..., poll=..., **options)``: the spec opened with
+``shared=True`` (``options``, such as ``timeout``, go to the store as they are)."""
 
 
 class HeldStarts(NamedTuple):
@@ -109,9 +112,12 @@ def hold_child_starts(monkeypatch: pytest.MonkeyPatch) -> HeldStarts:
     return held
 
 
-def open_store(spec: StoreSpec, *, lease: float = 30.0, poll: float = 1.0) -> CoordinatedStore:
-    """``spec`` opened as a shared store in this process."""
-    return OPENERS[spec.engine](spec, lease=lease, poll=poll)
+def open_store(
+    spec: StoreSpec, *, lease: float = 30.0, poll: float = 1.0, **options: Any
+) -> CoordinatedStore:
+    """``spec`` opened as a shared store in this process (``options`` go to the store:
+    ``timeout``, say)."""
+    return OPENERS[spec.engine](spec, lease=lease, poll=poll, **options)
 
 
 @pytest.fixture(params=sorted(FACTORIES))
@@ -224,6 +230,11 @@ class Child:
         lines = self._lines()
         ended = {line["ended"] for line in lines if "ended" in line}
         return [line["token"] for line in lines if "task" in line and line["token"] not in ended]
+
+    def stopping(self) -> list[int]:
+        """The tokens of the runs that stopped this child from inside their action (the
+        ``stop`` of :func:`tests.cluster_jobs.claimed_run`): one at most."""
+        return [line["stopping"] for line in self._lines() if "stopping" in line]
 
     def signal(self, number: signal.Signals) -> None:
         os.kill(self.pid, number)

@@ -14,6 +14,7 @@ import json
 import sys
 
 from lldsched import Scheduler
+from tests import cluster_jobs
 from tests.cluster import StoreSpec, open_store
 
 
@@ -25,6 +26,7 @@ def main() -> None:
     parser.add_argument("--poll", type=float, default=0.1)
     options = parser.parse_args()
     store = open_store(StoreSpec.from_json(options.spec), lease=options.lease, poll=options.poll)
+    cluster_jobs.store.append(store)  # what a run that stops its process holds (stop=)
     scheduler = Scheduler(workers=options.workers, store=store).start()
     print("ready", store.node, flush=True)
     sys.stdin.read()  # until the parent closes it

@@ -3,7 +3,8 @@
 Each run appends one JSON line to the file named by ``LLDSCHED_CLUSTER_LOG``:
 the claim it holds (task, slot, attempt, fencing token) and the process;
 :func:`claimed_run` appends a second, ``{"ended": token}``, once its work is done
-(before it returns, so before its run is settled).
+(before it returns, so before its run is settled).  Given ``stop``, the one run that
+takes that file away stops its whole process from inside its action (:func:`claimed_run`).
 """
 
 from __future__ import annotations
@@ -12,13 +13,17 @@ import asyncio
 import json
 import os
 import queue
+import signal
 import threading
 from typing import IO
 
 from lldsched.core.context import RunContext
+from lldsched.persistence import CoordinatedStore
 
 _lock = threading.Lock()  # guards _log: workers of one child append whole lines, one at a time
 _log: list[IO[str]] = []  # the open log file, opened at the first run
+store: list[CoordinatedStore] = []
+"""The store of the child scheduler this process runs (:mod:`tests.cluster_child` puts it)."""
 
 
 def _write(line: str) -> None:
@@ -30,10 +35,16 @@ def _write(line: str) -> None:
         handle.flush()
 
 
-def claimed_run(ctx: RunContext, work: float = 0.02) -> int | None:
+def claimed_run(ctx: RunContext, work: float = 0.02, stop: str | None = None) -> int | None:
     """Log the claim this run holds, then work for ``work`` seconds (stopping early if the
     flag goes up), log that it ended; returns the token.  A run logged and not ended in a
-    stopped process is inside its action: its settle is not written yet."""
+    stopped process is inside its action: its settle is not written yet.
+
+    Given ``stop`` (a file's path), the run that removes that file (one in every process
+    sharing it: the test creates it when a stop is wanted) logs ``{"stopping": token}`` and
+    stops its process with SIGSTOP, right here, holding its store's lock: no other thread
+    of the process is then inside a write (one that was is waited for), so the others go
+    on while this run's lease runs out.  It goes on when the test sends SIGCONT."""
     _write(
         json.dumps(
             {
@@ -45,9 +56,24 @@ def claimed_run(ctx: RunContext, work: float = 0.02) -> int | None:
             }
         )
     )
+    if stop is not None:
+        _stop_if_asked(stop, ctx.fencing_token)
     ctx.wait(work)
     _write(json.dumps({"ended": ctx.fencing_token}))
     return ctx.fencing_token
+
+
+def _stop_if_asked(marker: str, token: int | None) -> None:
+    """SIGSTOP this process if this run is the one that removes ``marker``."""
+    try:
+        os.unlink(marker)  # one caller succeeds, whichever process or thread it is in
+    except FileNotFoundError:
+        return  # not asked yet, or another run took the stop
+    # The store's lock guards its one connection: holding it, no thread of this process
+    # is inside a write transaction, whose locks would stall every other process too.
+    with store[0]._lock:  # type: ignore[attr-defined]  # the SQLite and PostgreSQL stores'
+        _write(json.dumps({"stopping": token}))
+        os.kill(os.getpid(), signal.SIGSTOP)  # returns once the test sends SIGCONT
 
 
 seen: queue.Queue[tuple[str, int | None, bool, str | None]] = queue.Queue()

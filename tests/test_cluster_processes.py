@@ -26,43 +26,38 @@ SLOTS = 1200
 SPAN = 3.0  # seconds over which the slots fall due
 LEASE = 1.0
 POLL = 0.1
+SETTLE = 60.0  # the longest the test waits: for every slot to succeed
 
 
 def _more_runs(child: Child, than: int) -> Callable[[], bool]:
     return lambda: len(child.runs()) > than
 
 
-def _stop_while_running(
-    victim: Child, witness: Child, *, more_work: Callable[[], None]
-) -> list[int]:
-    """SIGSTOP ``victim`` at a moment it runs an action under a lease and is not inside a
-    write (the others still make progress); returns the tokens of the runs it stopped in.
+def _stop_inside_a_run(
+    children: list[Child], marker: Path, *, more_work: Callable[[], None], context: str
+) -> tuple[Child, list[int]]:
+    """Have one of ``children`` stop itself inside a run, under a lease and outside any
+    write (the others go on), and return it with the tokens of its runs stopped in.
 
-    Such a run is one logged and not ended once every thread of the victim has stopped:
-    its action has not returned, so its settle is not written (a run already ended may
-    hold its lease in the store still, while its settle, sent just before the stop,
-    commits on the server and never lets it be taken over).  Retried: before each retry
-    ``more_work`` registers fresh slots, so the victim has something to run even when the
-    others have run every slot left meanwhile."""
-    for _ in range(10):
-        victim.signal(signal.SIGSTOP)
-        victim.wait_stopped()
-        running = victim.running()
-        before = len(witness.runs())
-        try:  # a child stopped inside a write transaction would block every other process
-            wait_until(_more_runs(witness, before), timeout=3, what="the others to run")
-        except AssertionError:
-            running = []
-        if running:
-            return running
-        victim.signal(signal.SIGCONT)
-        progress = len(victim.runs())
-        more_work()
-        try:  # the others may take every fresh slot first (two seen under a load of 7)
-            wait_until(_more_runs(victim, progress), timeout=10, what="the victim to run")
-        except AssertionError:
-            continue  # more work next time round
-    raise AssertionError("could not stop the victim inside a run")
+    Every slot's action is given ``stop=marker``: the first run to start its action once
+    the marker exists takes it away and SIGSTOPs its own process, holding its store's
+    lock (:func:`tests.cluster_jobs.claimed_run`).  ``more_work`` then registers fresh
+    slots, so some run starts after the marker even when the others ran every slot left.
+    Such a run is logged and not ended: its action has not returned, so its settle is not
+    written (a run already ended may hold its lease in the store still, while its settle,
+    sent just before the stop, commits on the server and never lets it be taken over)."""
+    marker.touch()
+    more_work()
+    wait_until(
+        lambda: any(child.stopping() for child in children),
+        timeout=30,
+        what=f"a child to stop itself inside a run {context}",
+    )
+    (victim,) = (child for child in children if child.stopping())
+    victim.wait_stopped()
+    running = victim.running()
+    assert set(victim.stopping()) <= set(running), (victim.stopping(), running, context)
+    return victim, running
 
 
 def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_each(
@@ -73,24 +68,32 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
     context = f"(seed {seed})"
     logs = [tmp_path / f"runs-{n}.jsonl" for n in range(3)]
     children = cluster.start(store_spec, logs, lease=LEASE, poll=POLL)
-    killed, stalled, steady = children
+    killed, first, second = children  # which of the last two stalls: the one that stops
 
-    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    # The store's timeout bounds its wait for SQLite's write lock, which the children,
+    # running due slots one short transaction after another, can keep from it for longer
+    # than the default 5 s under load: SQLite's busy wait sleeps between tries and queues
+    # no one (a registration failed "database is locked" under a load of 12).  The test's
+    # own longest wait bounds it instead.
+    store = open_store(store_spec, lease=LEASE, poll=POLL, timeout=SETTLE)
     seeder = Scheduler(store=store)  # never started: it registers, the children run
     start = time.time() + 0.5
+    marker = tmp_path / "stop"  # its path given to every slot: see _stop_inside_a_run
     for n in range(SLOTS):
         seeder.schedule(
             f"slot-{n}",
             cluster_jobs.claimed_run,
             OneTime(start + n * SPAN / SLOTS),
             id=f"slot-{n}",
+            kwargs={"stop": str(marker)},
         )
     slots = SLOTS
 
     def more_work() -> None:  # 20 more slots, due now
         nonlocal slots
         for n in range(slots, slots + 20):
-            seeder.schedule(f"slot-{n}", cluster_jobs.claimed_run, OneTime(delay=0), id=f"slot-{n}")
+            seeder.schedule(f"slot-{n}", cluster_jobs.claimed_run, OneTime(delay=0),
+                            id=f"slot-{n}", kwargs={"stop": str(marker)})  # fmt: skip
         slots += 20
 
     def runs() -> int:
@@ -103,7 +106,10 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
 
     stall_at = rng.randrange(kill_at + 100, 800)
     wait_until(lambda: runs() >= stall_at, timeout=30, what=f"{stall_at} runs {context}")
-    stopped_in = _stop_while_running(stalled, steady, more_work=more_work)
+    stalled, stopped_in = _stop_inside_a_run(
+        [first, second], marker, more_work=more_work, context=context
+    )
+    steady = second if stalled is first else first
     wait_until(
         lambda: all(lease.holder != stalled.node for lease in store.leases()),
         timeout=20,
@@ -114,7 +120,7 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
     def finished() -> bool:
         return all(snap.status is TaskStatus.SUCCEEDED for snap in store.load_all())
 
-    wait_until(finished, timeout=60, what=f"every slot to succeed {context}")
+    wait_until(finished, timeout=SETTLE, what=f"every slot to succeed {context}")
     summaries = {child.node: child.stop() for child in (stalled, steady)}
 
     claims = [run for child in children for run in child.runs()]
