@@ -138,6 +138,7 @@ class DefinitionVerbs(CoreParts):
         self._commit(task, saved)
         if task._queued and new_priority is not saved.priority:
             self._requeue(task)
+        self._retime(task, saved.options.timeout)
         self._announce(task, now)
         return task
 
@@ -310,10 +311,20 @@ class DefinitionVerbs(CoreParts):
             self._enqueue(task, due)
         elif task._queued and priority is not saved.priority:
             self._requeue(task)
+        self._retime(task, saved.options.timeout)
         self._announce(task, now)
         if options.depends_on != saved.options.depends_on:
             self._relink(task, saved.options.depends_on)  # other upstreams: wait for them
         return task
+
+    def _retime(self, task: ScheduledTask, before: float | None) -> None:
+        """A modify or a replace gave ``task`` its definition (committed), whose timeout
+        was ``before``: if that changed, the runtime re-arms each run in flight against
+        the new one (``on_retime``; the rule is :func:`~lldsched.core.runs.rearmed`)."""
+        on_retime = self.on_retime
+        if on_retime is not None and task._run is not None and task._options.timeout != before:
+            for run in task.runs:
+                on_retime(run)
 
     def _start_afresh(
         self, task: ScheduledTask, schedule: Schedule, first: float

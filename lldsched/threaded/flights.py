@@ -63,8 +63,8 @@ class Flight:
     """One coroutine run: begun, started on the loop, over, recorded."""
 
     __slots__ = (
-        "active", "awaitable", "budget", "finished", "future", "outcome", "raised", "reason",
-        "run", "started", "timer",
+        "active", "awaitable", "begun", "budget", "finished", "future", "outcome", "raised",
+        "reason", "run", "started", "timer",
     )  # fmt: skip
 
     # The timeout its timer was armed with: its record says it, whatever modify() made
@@ -72,6 +72,9 @@ class Flight:
     # the only reader (a flight cancelled for "timeout") can run; left unset otherwise,
     # as an assignment in __init__ is a cost every coroutine run would pay.
     budget: float
+    # The loop-clock instant its timer counts from, kept at its first re-arm (a modify
+    # or a replace changed its task's timeout during the run); unset before, likewise.
+    begun: float
 
     def __init__(self, run: Run, started: float, awaitable: Any) -> None:
         self.run = run
