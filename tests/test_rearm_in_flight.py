@@ -1,0 +1,245 @@
+"""A modify (or a replace) that changes a task's timeout while its run is in flight
+re-arms that run's deadline from its begin, on both runtimes alike (docs/DECISIONS.md,
+"A run in flight is held to its task's timeout now"): raised or dropped, the run gets
+the new budget; lowered, it is stopped at the new deadline, at once if that passed."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from lldsched import (
+    ExecutionRecord,
+    FakeClock,
+    OneTime,
+    RetryPolicy,
+    RunContext,
+    Simulation,
+)
+from lldsched.sim import fixed
+from tests.conftest import T0, SchedulerFactory, settle
+
+# name: (the timeout the run begins with, seconds into the run of the modify, the new
+# timeout); every run lasts 10 s.
+CASES = {
+    "raised": (5.0, 2.0, 20.0),
+    "lowered": (20.0, 2.0, 5.0),
+    "lowered-past": (20.0, 8.0, 5.0),  # its new deadline passed at the modify
+    "dropped": (5.0, 2.0, None),
+}
+OVER = "TimeoutError: ran 10 s, over its 5 s budget"
+THREAD_RECORDS = {  # (outcome, error) both runtimes give a thread run of 10 s
+    "raised": ("ok", None),
+    "lowered": ("timed_out", OVER),
+    "lowered-past": ("timed_out", OVER),
+    "dropped": ("ok", None),
+}
+
+
+def simulated_thread_run(case: str) -> ExecutionRecord:
+    before, at, after = CASES[case]
+    sim = Simulation(workers=1, start=T0)
+    task = sim.schedule(
+        "stubborn", OneTime(delay=0), duration=fixed(10), timeout=before, retry=RetryPolicy.never()
+    )
+    sim.at(T0 + at, lambda: sim.modify(task.id, timeout=after))
+    sim.run(T0 + 30)
+    (record,) = task.history
+    return record
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_thread_runs_flag_is_re_armed_from_its_begin_and_both_runtimes_record_alike(
+    make_scheduler: SchedulerFactory, case: str
+) -> None:
+    # Before, the deadline armed at the run's begin stood: a raised or dropped timeout
+    # still raised the flag at the old one, and the run was recorded timed_out where the
+    # simulation recorded a success; a lowered one raised it at the old one, late.
+    before, at, after = CASES[case]
+    clock = FakeClock(T0)
+    started, release, reached = threading.Event(), threading.Event(), threading.Event()
+    contexts: list[RunContext] = []
+
+    def stubborn(ctx: RunContext) -> None:
+        contexts.append(ctx)
+        started.set()
+        assert release.wait(5)  # ignores its flag: it runs its 10 s, as simulated
+
+    scheduler = make_scheduler(clock=clock, workers=2)
+    task = scheduler.schedule(
+        "stubborn", stubborn, OneTime(delay=0), timeout=before, retry=RetryPolicy.never()
+    )
+    assert started.wait(5)
+    (context,) = contexts
+    clock.advance(at)
+    scheduler.modify(task.id, timeout=after)
+    if case == "lowered-past":
+        assert context.reason == "timeout"  # at once, under the modify
+    # A task due when the run is 10 s in: once it ran, the timer has raised every flag
+    # whose deadline fell by then (it flags before it hands out).
+    scheduler.schedule("marker", reached.set, OneTime(delay=10 - at))
+    clock.advance(10 - at)
+    assert reached.wait(5)
+    timed_out = THREAD_RECORDS[case][0] == "timed_out"
+    assert context.cancelled is timed_out
+    assert context.reason == ("timeout" if timed_out else None)
+    release.set()
+    settle(scheduler)
+    (record,) = task.history
+    assert (record.outcome, record.error) == THREAD_RECORDS[case]
+    simulated = simulated_thread_run(case)
+    assert (record.outcome, record.error, record.duration) == (
+        simulated.outcome,
+        simulated.error,
+        simulated.duration,
+    )
+
+
+def test_a_flag_raised_at_once_says_the_budget_it_was_re_armed_with_whatever_came_after(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # Lowered past its deadline the flag goes up at once; a timeout raised again after
+    # that judges the run by the budget that stopped it (3 s), not the one it began with.
+    clock = FakeClock(T0)
+    started = threading.Event()
+    contexts: list[RunContext] = []
+
+    def patient(ctx: RunContext) -> None:
+        contexts.append(ctx)
+        started.set()
+        assert ctx.wait(5)  # stops on its flag
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule(
+        "patient", patient, OneTime(delay=0), timeout=20, retry=RetryPolicy.never()
+    )
+    assert started.wait(5)
+    clock.advance(3)
+    scheduler.modify(task.id, timeout=3)  # its deadline is now: the flag goes up
+    scheduler.modify(task.id, timeout=60)  # raised again: the flag stays up
+    settle(scheduler)
+    (record,) = task.history
+    assert contexts[0].reason == "timeout"
+    assert record.timed_out and record.error == "TimeoutError: stopped at its 3 s timeout"
+
+
+def test_a_replace_that_changes_the_timeout_re_arms_the_run_in_flight(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # The run keeps the action and arguments it began with; its deadline, like the
+    # judgement at its finish, follows the definition in force.
+    clock = FakeClock(T0)
+    started, release, reached = threading.Event(), threading.Event(), threading.Event()
+    contexts: list[RunContext] = []
+
+    def stubborn(ctx: RunContext) -> None:
+        contexts.append(ctx)
+        started.set()
+        assert release.wait(5)
+
+    scheduler = make_scheduler(clock=clock, workers=2)
+    options = {"id": "job", "retry": RetryPolicy.never()}
+    scheduler.schedule("job", stubborn, OneTime(delay=0), timeout=5, **options)
+    assert started.wait(5)
+    clock.advance(2)
+    task = scheduler.schedule(
+        "job", stubborn, OneTime(delay=0), timeout=20, replace_existing=True, **options
+    )
+    scheduler.schedule("marker", reached.set, OneTime(delay=8))
+    clock.advance(8)
+    assert reached.wait(5)
+    assert not contexts[0].cancelled  # its old deadline (5 s in) passed: void
+    release.set()
+    settle(scheduler)
+    assert [record.outcome for record in task.history] == ["ok"]
+
+
+# -- coroutine runs ---------------------------------------------------------------------
+
+
+def test_a_coroutine_whose_timeout_is_lowered_is_cancelled_at_the_new_one(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # Before, its cancellation stayed armed an hour on: the run went on sleeping.
+    started = threading.Event()
+
+    async def sleeps() -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    scheduler = make_scheduler()
+    task = scheduler.schedule(
+        "sleeps", sleeps, OneTime(delay=0), timeout=3600, retry=RetryPolicy.never()
+    )
+    assert started.wait(5)
+    scheduler.modify(task.id, timeout=0.001)  # passed, or about to: it is cut
+    settle(scheduler)
+    (record,) = task.history
+    assert record.timed_out and record.error == "TimeoutError: cancelled at its 0.001 s timeout"
+
+
+@pytest.mark.parametrize("after", [3600.0, None], ids=["raised", "dropped"])
+def test_a_coroutine_whose_timeout_is_raised_or_dropped_runs_on_past_the_old_one(
+    make_scheduler: SchedulerFactory, after: float | None
+) -> None:
+    # The coroutine holds the loop (a blocking wait) while the test modifies its task, so
+    # its old cancellation cannot fire before the modify, then lets the loop's clock pass
+    # its old deadline and yields: before, the old timer cancelled it there.
+    started, release = threading.Event(), threading.Event()
+
+    async def blocks() -> str:
+        loop = asyncio.get_running_loop()
+        begun = loop.time()  # after its timer was armed
+        started.set()
+        assert release.wait(5)  # holds the loop: no timer fires meanwhile
+        while loop.time() <= begun + 0.001:  # its old deadline passes
+            pass
+        for _ in range(3):  # steps in which a due timer runs
+            await asyncio.sleep(0)
+        return "done"
+
+    scheduler = make_scheduler()
+    task = scheduler.schedule(
+        "blocks", blocks, OneTime(delay=0), timeout=0.001, retry=RetryPolicy.never()
+    )
+    assert started.wait(5)
+    scheduler.modify(task.id, timeout=after)
+    release.set()
+    settle(scheduler)
+    (record,) = task.history
+    assert (record.outcome, record.result) == ("ok", "'done'")
+
+
+SIM_COROUTINE_RECORDS = {  # (outcome, error, finished - T0) of a 10 s coroutine run
+    "raised": ("ok", None, 10.0),
+    "lowered": ("timed_out", "TimeoutError: cancelled at its 5 s timeout", 5.0),
+    "lowered-past": ("timed_out", "TimeoutError: cancelled at its 5 s timeout", 8.0),
+    "dropped": ("ok", None, 10.0),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_in_the_simulation_a_coroutine_run_is_re_armed_as_on_threads(case: str) -> None:
+    # Before, the run was cut at the timeout it started with (raised, dropped), or ran
+    # its 10 s and was judged over the new one at its finish (lowered), where the
+    # threaded runtime cancels it at its new deadline.
+    before, at, after = CASES[case]
+
+    async def job() -> None:
+        return None
+
+    sim = Simulation(workers=1, start=T0)
+    task = sim.schedule(
+        "job",
+        OneTime(delay=0),
+        action=job,
+        duration=fixed(10),
+        timeout=before,
+        retry=RetryPolicy.never(),
+    )
+    sim.at(T0 + at, lambda: sim.modify(task.id, timeout=after))
+    sim.run(T0 + 30)
+    (record,) = task.history
+    assert (record.outcome, record.error, record.finished - T0) == SIM_COROUTINE_RECORDS[case]
