@@ -140,12 +140,12 @@ def test_a_replace_that_changes_the_timeout_re_arms_the_run_in_flight(
         assert release.wait(5)
 
     scheduler = make_scheduler(clock=clock, workers=2)
-    options = {"id": "job", "retry": RetryPolicy.never()}
-    scheduler.schedule("job", stubborn, OneTime(delay=0), timeout=5, **options)
+    never = RetryPolicy.never()
+    scheduler.schedule("job", stubborn, OneTime(delay=0), id="job", timeout=5, retry=never)
     assert started.wait(5)
     clock.advance(2)
     task = scheduler.schedule(
-        "job", stubborn, OneTime(delay=0), timeout=20, replace_existing=True, **options
+        "job", stubborn, OneTime(delay=0), id="job", timeout=20, retry=never, replace_existing=True
     )
     scheduler.schedule("marker", reached.set, OneTime(delay=8))
     clock.advance(8)

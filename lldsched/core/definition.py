@@ -98,13 +98,14 @@ class DefinitionVerbs(CoreParts):
         The new values govern everything decided after the call: a queued entry
         takes the new priority at once, the run in flight is judged at its finish
         against the new timeout and retry policy, a pending retry keeps its due
-        time.  (A timeout already armed for the run in flight, a thread's cooperative
-        flag or a coroutine's cancellation, keeps its deadline; a coroutine cut there is
-        recorded with the timeout it was armed with, and so is a thread whose flag went
-        up there, unless it ran on past the new timeout too: then with that one.  A run
-        begun before the call is armed, and its child process killed, with the timeout
-        in force at its begin, even if it is armed after the call: the run keeps the
-        options it began with, :class:`Run <lldsched.core.task.Run>`.)
+        time.  A new timeout also re-arms the run in flight from its begin
+        (:func:`~lldsched.core.runs.rearmed`, through the runtime's ``on_retime``): a
+        thread's cooperative flag or a coroutine's cancellation goes off at the begin
+        plus the new timeout, at once if that has passed, and never for ``None``; a
+        flag already up stays up, and its run is recorded with the budget that raised
+        it, unless it ran on past the new timeout too: then with that one.  A
+        process-isolated run's child is still killed at the timeout it was sent with
+        (docs/DECISIONS.md, "A run in flight is held to its task's timeout now").
         :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task.
         """
         task = self.get(task_id)
@@ -287,7 +288,8 @@ class DefinitionVerbs(CoreParts):
         jobs again at every start moves nothing); a different one is a
         :meth:`reschedule`.  An identical definition changes nothing at all.  A run
         in flight keeps the action and options it began with (:class:`Run
-        <lldsched.core.task.Run>`); the next attempt takes these.
+        <lldsched.core.task.Run>`); the next attempt takes these.  A new timeout
+        re-arms the run in flight, as :meth:`modify`'s does: its budget is the task's.
         """
         saved = _Definition.of(task)
         new_schedule = unwrap(task._schedule) != schedule

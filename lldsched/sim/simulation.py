@@ -34,7 +34,9 @@ reasoning about.
 **Timeouts** are detected as in the threaded runtime: a run longer than its
 timeout keeps its worker for its whole duration and is recorded ``timed_out``
 at its finish.  A *coroutine* action is different there, and here too: its run
-is cut at its timeout (the worker frees at ``started + timeout``).
+is cut at its timeout (the worker frees at ``started + timeout``), and a modify or a
+replace that changes its task's timeout during the run re-arms that cut from its start
+(``_retime``), as the threaded event loop re-arms its cancellation.
 
 **Coroutine actions** (``async def``, or a function that returns an awaitable)
 run at their simulated instant like any action: the coroutine is run to
