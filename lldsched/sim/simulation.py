@@ -714,8 +714,10 @@ class Simulation(SimulationVerbs):
             elif value is not None and must_await(value):  # a coroutine, awaited above
                 raised, result, timed_out = awaited
                 error = raised or error
-                if not timed_out:  # (one cut in wall time ended there: nothing to re-arm)
+                if not timed_out:
                     self._uncut[id(run)] = (now, duration, error, result)
+                elif self._uncut:  # cut in wall time, it ended there: nothing to re-arm
+                    self._uncut.pop(id(run), None)  # (a finished run's, under its id)
                 timeout = task.timeout
                 if timeout is not None and (timed_out or duration > timeout):
                     duration, timed_out = timeout, True  # cut at its timeout, as on threads
@@ -836,7 +838,7 @@ class Simulation(SimulationVerbs):
         thread run is judged at its finish by the timeout in force then, as before."""
         key = id(run)
         kept = self._uncut.get(key)
-        if kept is None or self._awaited.get(key) is not run:
+        if kept is None:
             return
         origin, duration, error, result = kept
         timeout = run.task._options.timeout
@@ -848,6 +850,8 @@ class Simulation(SimulationVerbs):
                     *_rearmed_end(origin, duration, error, result, timeout, origin),
                 )
                 return
+        if self._awaited.get(key) is not run:  # a thread run (its id a finished one's)
+            return
         finishes = self._finishes
         for index, item in enumerate(finishes):
             if item[3] is run:
