@@ -23,7 +23,9 @@ from tests.conftest import T0, SchedulerFactory, settle
 
 # name: (the timeout the run begins with, seconds into the run of the modify, the new
 # timeout); every run lasts 10 s.
-CASES = {
+CASES: dict[str, tuple[float | None, float, float | None]] = {
+    # begun without one: counted from the modify (nothing kept its begin), 7 s in
+    "given": (None, 2.0, 5.0),
     "raised": (5.0, 2.0, 20.0),
     "lowered": (20.0, 2.0, 5.0),
     "lowered-past": (20.0, 8.0, 5.0),  # its new deadline passed at the modify
@@ -31,6 +33,7 @@ CASES = {
 }
 OVER = "TimeoutError: ran 10 s, over its 5 s budget"
 THREAD_RECORDS = {  # (outcome, error) both runtimes give a thread run of 10 s
+    "given": ("timed_out", OVER),
     "raised": ("ok", None),
     "lowered": ("timed_out", OVER),
     "lowered-past": ("timed_out", OVER),
@@ -213,6 +216,7 @@ def test_a_coroutine_whose_timeout_is_raised_or_dropped_runs_on_past_the_old_one
 
 
 SIM_COROUTINE_RECORDS = {  # (outcome, error, finished - T0) of a 10 s coroutine run
+    "given": ("timed_out", "TimeoutError: cancelled at its 5 s timeout", 7.0),
     "raised": ("ok", None, 10.0),
     "lowered": ("timed_out", "TimeoutError: cancelled at its 5 s timeout", 5.0),
     "lowered-past": ("timed_out", "TimeoutError: cancelled at its 5 s timeout", 8.0),
@@ -223,7 +227,7 @@ SIM_COROUTINE_RECORDS = {  # (outcome, error, finished - T0) of a 10 s coroutine
 @pytest.mark.parametrize("case", list(CASES))
 def test_in_the_simulation_a_coroutine_run_is_re_armed_as_on_threads(case: str) -> None:
     # Before, the run was cut at the timeout it started with (raised, dropped), or ran
-    # its 10 s and was judged over the new one at its finish (lowered), where the
+    # its 10 s and was judged over the new one at its finish (lowered, given), where the
     # threaded runtime cancels it at its new deadline.
     before, at, after = CASES[case]
 

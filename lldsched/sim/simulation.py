@@ -714,11 +714,13 @@ class Simulation(SimulationVerbs):
             elif value is not None and must_await(value):  # a coroutine, awaited above
                 raised, result, timed_out = awaited
                 error = raised or error
-                if not timed_out:
-                    self._uncut[id(run)] = (now, duration, error, result)
-                elif self._uncut:  # cut in wall time, it ended there: nothing to re-arm
-                    self._uncut.pop(id(run), None)  # (a finished run's, under its id)
                 timeout = task.timeout
+                # Kept for a re-arm (_retime) when a cut may hide it; else its finish says it
+                # (none once cut in wall time: it ended there).
+                if timeout is not None and not timed_out:
+                    self._uncut[id(run)] = (now, duration, error, result)
+                elif self._uncut:
+                    self._uncut.pop(id(run), None)  # (a finished run's, under its id)
                 if timeout is not None and (timed_out or duration > timeout):
                     duration, timed_out = timeout, True  # cut at its timeout, as on threads
                     error = f"TimeoutError: cancelled at its {timeout:g} s timeout"
@@ -729,6 +731,8 @@ class Simulation(SimulationVerbs):
                     self._loop_tasks = True  # its finish frees a place on the lane
                     self._release(worker)
                     if self._coroutines >= self._max_coroutines:  # it waits for a place
+                        if timeout is None:  # its finish will not say where it counts from
+                            self._uncut[id(run)] = (now, duration, error, result)
                         self._handed.append((now, run, duration, error, result, timed_out))
                         return None
                     self._coroutines += 1
@@ -834,27 +838,35 @@ class Simulation(SimulationVerbs):
         ``run``'s task during the run.  A coroutine run is cut at its timeout here, as on
         threads: its finish is re-armed from the instant its duration counts from by
         :func:`~lldsched.core.runs.rearmed` (a timeout raised or dropped gives it back
-        the duration its model drew, one lowered cuts it, at once if already past).  A
-        thread run is judged at its finish by the timeout in force then, as before."""
+        the duration its model drew, one lowered cuts it, at once if already past; one
+        begun without a timeout counts from this first re-arm, as on threads).  A thread
+        run is judged at its finish by the timeout in force then, as before."""
         key = id(run)
         kept = self._uncut.get(key)
-        if kept is None:
-            return
-        origin, duration, error, result = kept
         timeout = run.task._options.timeout
-        for index, handed in enumerate(self._handed):  # no place on the lane yet: none past
-            if handed[1] is run:
-                self._handed[index] = (
-                    handed[0],
-                    run,
-                    *_rearmed_end(origin, duration, error, result, timeout, origin),
-                )
-                return
-        if self._awaited.get(key) is not run:  # a thread run (its id a finished one's)
+        if kept is not None:
+            for index, handed in enumerate(self._handed):  # no place on the lane yet
+                if handed[1] is run:
+                    origin, duration, error, result = kept
+                    self._handed[index] = (
+                        handed[0],
+                        run,
+                        *_rearmed_end(origin, duration, error, result, timeout, origin),
+                    )
+                    return
+        if self._awaited.get(key) is not run:  # a thread run: judged at its finish
             return
         finishes = self._finishes
         for index, item in enumerate(finishes):
             if item[3] is run:
+                if kept is None:  # begun without a timeout: uncut, and its finish says it
+                    if item[7]:  # cut in wall time: it ended there
+                        return
+                    # Counted from this first re-arm, as the threaded runtime counts a run
+                    # begun without a timeout (it kept no begin instant).
+                    now = self.now
+                    kept = self._uncut[key] = (now, item[0] - now, item[5], item[6])
+                origin, duration, error, result = kept
                 length, error, result, timed_out = _rearmed_end(
                     origin, duration, error, result, timeout, self.now
                 )
