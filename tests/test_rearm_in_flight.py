@@ -16,6 +16,7 @@ from lldsched import (
     OneTime,
     RetryPolicy,
     RunContext,
+    Scheduler,
     Simulation,
 )
 from lldsched.sim import fixed
@@ -53,6 +54,35 @@ def simulated_thread_run(case: str) -> ExecutionRecord:
     return record
 
 
+class Stubborn:
+    """A thread action that ignores its flag and runs until released (its 10 s, as
+    simulated): ``started`` once called, ``context`` its run's."""
+
+    def __init__(self) -> None:
+        self.started, self.release = threading.Event(), threading.Event()
+        self.contexts: list[RunContext] = []
+
+    def __call__(self, ctx: RunContext) -> None:
+        self.contexts.append(ctx)
+        self.started.set()
+        assert self.release.wait(5)
+
+    @property
+    def context(self) -> RunContext:
+        assert self.started.wait(5)
+        (context,) = self.contexts
+        return context
+
+
+def advance_past_deadlines(scheduler: Scheduler, clock: FakeClock, seconds: float) -> None:
+    """Advance ``clock`` by ``seconds`` and wait until the timer has raised every flag
+    whose deadline fell by then: it flags before it hands out, and a task due then ran."""
+    reached = threading.Event()
+    scheduler.schedule("marker", reached.set, OneTime(delay=seconds))
+    clock.advance(seconds)
+    assert reached.wait(5)
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_thread_runs_flag_is_re_armed_from_its_begin_and_both_runtimes_record_alike(
     make_scheduler: SchedulerFactory, case: str
@@ -62,33 +92,21 @@ def test_a_thread_runs_flag_is_re_armed_from_its_begin_and_both_runtimes_record_
     # simulation recorded a success; a lowered one raised it at the old one, late.
     before, at, after = CASES[case]
     clock = FakeClock(T0)
-    started, release, reached = threading.Event(), threading.Event(), threading.Event()
-    contexts: list[RunContext] = []
-
-    def stubborn(ctx: RunContext) -> None:
-        contexts.append(ctx)
-        started.set()
-        assert release.wait(5)  # ignores its flag: it runs its 10 s, as simulated
-
+    stubborn = Stubborn()
     scheduler = make_scheduler(clock=clock, workers=2)
     task = scheduler.schedule(
         "stubborn", stubborn, OneTime(delay=0), timeout=before, retry=RetryPolicy.never()
     )
-    assert started.wait(5)
-    (context,) = contexts
+    context = stubborn.context
     clock.advance(at)
     scheduler.modify(task.id, timeout=after)
     if case == "lowered-past":
         assert context.reason == "timeout"  # at once, under the modify
-    # A task due when the run is 10 s in: once it ran, the timer has raised every flag
-    # whose deadline fell by then (it flags before it hands out).
-    scheduler.schedule("marker", reached.set, OneTime(delay=10 - at))
-    clock.advance(10 - at)
-    assert reached.wait(5)
+    advance_past_deadlines(scheduler, clock, 10 - at)  # the run is 10 s in
     timed_out = THREAD_RECORDS[case][0] == "timed_out"
     assert context.cancelled is timed_out
     assert context.reason == ("timeout" if timed_out else None)
-    release.set()
+    stubborn.release.set()
     settle(scheduler)
     (record,) = task.history
     assert (record.outcome, record.error) == THREAD_RECORDS[case]
@@ -134,27 +152,18 @@ def test_a_replace_that_changes_the_timeout_re_arms_the_run_in_flight(
     # The run keeps the action and arguments it began with; its deadline, like the
     # judgement at its finish, follows the definition in force.
     clock = FakeClock(T0)
-    started, release, reached = threading.Event(), threading.Event(), threading.Event()
-    contexts: list[RunContext] = []
-
-    def stubborn(ctx: RunContext) -> None:
-        contexts.append(ctx)
-        started.set()
-        assert release.wait(5)
-
+    stubborn = Stubborn()
     scheduler = make_scheduler(clock=clock, workers=2)
     never = RetryPolicy.never()
     scheduler.schedule("job", stubborn, OneTime(delay=0), id="job", timeout=5, retry=never)
-    assert started.wait(5)
+    context = stubborn.context
     clock.advance(2)
     task = scheduler.schedule(
         "job", stubborn, OneTime(delay=0), id="job", timeout=20, retry=never, replace_existing=True
     )
-    scheduler.schedule("marker", reached.set, OneTime(delay=8))
-    clock.advance(8)
-    assert reached.wait(5)
-    assert not contexts[0].cancelled  # its old deadline (5 s in) passed: void
-    release.set()
+    advance_past_deadlines(scheduler, clock, 8)
+    assert not context.cancelled  # its old deadline (5 s in) passed: void
+    stubborn.release.set()
     settle(scheduler)
     assert [record.outcome for record in task.history] == ["ok"]
 
