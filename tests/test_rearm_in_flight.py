@@ -256,3 +256,35 @@ def test_in_the_simulation_a_coroutine_run_is_re_armed_as_on_threads(case: str) 
     sim.run(T0 + 30)
     (record,) = task.history
     assert (record.outcome, record.error, record.finished - T0) == SIM_COROUTINE_RECORDS[case]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (5.0, 20.0, ("ok", None, 20.0)),
+        (None, 5.0, ("timed_out", "TimeoutError: cancelled at its 5 s timeout", 15.0)),
+    ],
+    ids=["raised", "given"],
+)
+def test_in_the_simulation_an_awaitable_waiting_for_the_lane_is_re_armed_from_its_place(
+    before: float | None, after: float, expected: tuple[str, str | None, float]
+) -> None:
+    # A plain function's awaitable waits for a place on the full coroutine lane (a 10 s
+    # coroutine holds it); a modify meanwhile holds it to the new timeout from its place.
+    async def nothing() -> None:
+        return None
+
+    sim = Simulation(workers=1, max_coroutines=1, start=T0)
+    sim.schedule("hog", OneTime(delay=0), action=nothing, duration=fixed(10))
+    task = sim.schedule(
+        "job",
+        OneTime(delay=1),  # handed over at T0 + 1: the hog holds the lane until T0 + 10
+        action=lambda: nothing(),
+        duration=fixed(10),
+        timeout=before,
+        retry=RetryPolicy.never(),
+    )
+    sim.at(T0 + 2, lambda: sim.modify(task.id, timeout=after))
+    sim.run(T0 + 30)
+    (record,) = task.history
+    assert (record.outcome, record.error, record.finished - T0) == expected

@@ -731,8 +731,6 @@ class Simulation(SimulationVerbs):
                     self._loop_tasks = True  # its finish frees a place on the lane
                     self._release(worker)
                     if self._coroutines >= self._max_coroutines:  # it waits for a place
-                        if timeout is None:  # its finish will not say where it counts from
-                            self._uncut[id(run)] = (now, duration, error, result)
                         self._handed.append((now, run, duration, error, result, timed_out))
                         return None
                     self._coroutines += 1
@@ -844,16 +842,19 @@ class Simulation(SimulationVerbs):
         key = id(run)
         kept = self._uncut.get(key)
         timeout = run.task._options.timeout
-        if kept is not None:
-            for index, handed in enumerate(self._handed):  # no place on the lane yet
-                if handed[1] is run:
-                    origin, duration, error, result = kept
-                    self._handed[index] = (
-                        handed[0],
-                        run,
-                        *_rearmed_end(origin, duration, error, result, timeout, origin),
-                    )
-                    return
+        for index, handed in enumerate(self._handed):  # no place on the lane yet
+            if handed[1] is run:
+                if kept is None:  # begun without a timeout: as it waits, uncut
+                    if handed[5]:  # cut in wall time: it ended there
+                        return
+                    kept = self._uncut[key] = (handed[0], *handed[2:5])
+                origin, duration, error, result = kept  # (its place, once it has one)
+                self._handed[index] = (
+                    handed[0],
+                    run,
+                    *_rearmed_end(origin, duration, error, result, timeout, origin),
+                )
+                return
         if self._awaited.get(key) is not run:  # a thread run: judged at its finish
             return
         finishes = self._finishes
