@@ -97,6 +97,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
+from lldsched.core.registration import UNCHANGED, Unchanged
 from lldsched.persistence import TaskSnapshot
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.coroutines import CoroutineRunner
@@ -105,6 +106,7 @@ THREADS = 4
 OPS = 250  # verbs a thread, at least
 MIN_CALLS = 400  # calls of the actions a round waits for, at most WAIT / 3 seconds
 CALLER_IDS = [f"job-{n}" for n in range(10)]  # ids the threads share
+NEW_TIMEOUTS: list[float | Unchanged] = [UNCHANGED, UNCHANGED, 0.02, 0.05]  # modify's
 WAIT = 30.0  # the bound of every wait: a failing test fails, it never hangs
 WORKERS = 3
 MAX_COROUTINES = 4  # few: coroutine runs wait for a slot too
@@ -393,8 +395,13 @@ def caller(scheduler: Scheduler, seen: Seen, seed: int, *, ops: int) -> None:
             elif verb == "reschedule":
                 scheduler.reschedule(target, random_schedule(rng)[0])
             elif verb == "modify":
+                # A new timeout re-arms the runs in flight (TimerThread._retime, the
+                # loop's _rearm): never None, as a "hang" coroutine ends at its timeout.
                 scheduler.modify(
-                    target, priority=rng.choice(list(Priority)), retry=rng.choice(retries)
+                    target,
+                    priority=rng.choice(list(Priority)),
+                    retry=rng.choice(retries),
+                    timeout=rng.choice(NEW_TIMEOUTS),
                 )
             elif verb == "remove":
                 result = scheduler.remove(target).id

@@ -122,9 +122,9 @@ def test_a_run_over_its_timeout_is_recorded_timed_out_and_its_cooperative_flag_i
     assert task.status is TaskStatus.FAILED
 
 
-@pytest.mark.parametrize("modified", [False, True], ids=["as-registered", "timeout-dropped"])
+@pytest.mark.parametrize("budget", [1, 2], ids=["as-registered", "timeout-raised"])
 def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it_measured(
-    make_scheduler: SchedulerFactory, modified: bool
+    make_scheduler: SchedulerFactory, budget: int
 ) -> None:
     # The deadline counts from the instant the run began (armed under the lock), its
     # duration from the action's start (read on the worker, a little later): a run its
@@ -144,29 +144,33 @@ def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it
         "patient", patient, OneTime(delay=0), timeout=1, retry=RetryPolicy.never()
     )
     assert started.wait(5)
-    if modified:  # the task's timeout dropped during the run: its armed deadline stands
-        scheduler.modify(task.id, timeout=None)
-    clock.advance(1)  # its deadline falls due: the run measures 1.0 s, not more
+    if budget != 1:  # raised during the run: its deadline re-armed from its begin
+        scheduler.modify(task.id, timeout=budget)
+    clock.advance(budget)  # its deadline falls due: the run measures its budget, not more
     assert flagged.wait(5)
     settle(scheduler)
     (record,) = task.history
-    assert record.duration == 1.0
+    assert record.duration == budget
     assert record.timed_out and record.outcome == "timed_out" and not record.ok
-    assert record.error == "TimeoutError: stopped at its 1 s timeout"
+    assert record.error == f"TimeoutError: stopped at its {budget} s timeout"
     assert task.status is TaskStatus.FAILED
 
 
 @pytest.mark.parametrize(
-    ("modified", "error"),
+    ("modified", "flagged", "error"),
     [
-        ((), "TimeoutError: ran 30 s, over its 5 s budget"),
-        ((None,), "TimeoutError: ran 30 s, over its 5 s budget"),  # its armed deadline stands
-        ((3,), "TimeoutError: ran 30 s, over its 3 s budget"),  # judged by the new one
+        ((), (), "TimeoutError: ran 30 s, over its 5 s budget"),
+        # dropped once its flag went up: the flag stays, judged by the budget that raised it
+        ((), (None,), "TimeoutError: ran 30 s, over its 5 s budget"),
+        ((3,), (), "TimeoutError: ran 30 s, over its 3 s budget"),  # judged by the new one
     ],
-    ids=["as-registered", "timeout-dropped", "timeout-lowered"],
+    ids=["as-registered", "timeout-dropped-after-its-flag", "timeout-lowered"],
 )
 def test_a_thread_that_runs_on_past_its_deadline_is_recorded_with_the_time_it_ran(
-    make_scheduler: SchedulerFactory, modified: tuple[float | None, ...], error: str
+    make_scheduler: SchedulerFactory,
+    modified: tuple[float | None, ...],
+    flagged: tuple[float | None, ...],
+    error: str,
 ) -> None:
     # A thread cannot be stopped: one that ignores its raised flag runs on, here 25 s
     # past its 5 s deadline.  Its record said "stopped at its 5 s timeout" (nothing
@@ -192,6 +196,8 @@ def test_a_thread_that_runs_on_past_its_deadline_is_recorded_with_the_time_it_ra
         scheduler.modify(task.id, timeout=timeout)
     clock.advance(5)
     assert contexts[0].wait(5) and contexts[0].reason == "timeout"  # its deadline passed
+    for timeout in flagged:
+        scheduler.modify(task.id, timeout=timeout)
     clock.advance(25)
     release.set()
     settle(scheduler)

@@ -40,6 +40,8 @@ class RunContext:
     """
 
     __slots__ = (
+        "_begun",
+        "_budget",
         "_flag",
         "_lease_lost",
         "_reason",
@@ -50,6 +52,13 @@ class RunContext:
         "task_id",
         "worker",
     )
+
+    # Set by a runtime that re-armed the flag's deadline (a modify or a replace changed
+    # the task's timeout during the run): the instant its deadline counts from, and the
+    # budget it was last armed with.  Unset before, as an assignment in __init__ is a
+    # cost every run with a context would pay (the runtime reads them with getattr).
+    _begun: float
+    _budget: float | None
 
     def __init__(
         self,

@@ -98,13 +98,14 @@ class DefinitionVerbs(CoreParts):
         The new values govern everything decided after the call: a queued entry
         takes the new priority at once, the run in flight is judged at its finish
         against the new timeout and retry policy, a pending retry keeps its due
-        time.  (A timeout already armed for the run in flight, a thread's cooperative
-        flag or a coroutine's cancellation, keeps its deadline; a coroutine cut there is
-        recorded with the timeout it was armed with, and so is a thread whose flag went
-        up there, unless it ran on past the new timeout too: then with that one.  A run
-        begun before the call is armed, and its child process killed, with the timeout
-        in force at its begin, even if it is armed after the call: the run keeps the
-        options it began with, :class:`Run <lldsched.core.task.Run>`.)
+        time.  A new timeout also re-arms the run in flight from its begin
+        (:func:`~lldsched.core.runs.rearmed`, through the runtime's ``on_retime``): a
+        thread's cooperative flag or a coroutine's cancellation goes off at the begin
+        plus the new timeout, at once if that has passed, and never for ``None``; a
+        flag already up stays up, and its run is recorded with the budget that raised
+        it, unless it ran on past the new timeout too: then with that one.  A
+        process-isolated run's child is still killed at the timeout it was sent with
+        (docs/DECISIONS.md, "A run in flight is held to its task's timeout now").
         :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task.
         """
         task = self.get(task_id)
@@ -138,6 +139,7 @@ class DefinitionVerbs(CoreParts):
         self._commit(task, saved)
         if task._queued and new_priority is not saved.priority:
             self._requeue(task)
+        self._retime(task, saved.options.timeout)
         self._announce(task, now)
         return task
 
@@ -286,7 +288,8 @@ class DefinitionVerbs(CoreParts):
         jobs again at every start moves nothing); a different one is a
         :meth:`reschedule`.  An identical definition changes nothing at all.  A run
         in flight keeps the action and options it began with (:class:`Run
-        <lldsched.core.task.Run>`); the next attempt takes these.
+        <lldsched.core.task.Run>`); the next attempt takes these.  A new timeout
+        re-arms the run in flight, as :meth:`modify`'s does: its budget is the task's.
         """
         saved = _Definition.of(task)
         new_schedule = unwrap(task._schedule) != schedule
@@ -310,10 +313,20 @@ class DefinitionVerbs(CoreParts):
             self._enqueue(task, due)
         elif task._queued and priority is not saved.priority:
             self._requeue(task)
+        self._retime(task, saved.options.timeout)
         self._announce(task, now)
         if options.depends_on != saved.options.depends_on:
             self._relink(task, saved.options.depends_on)  # other upstreams: wait for them
         return task
+
+    def _retime(self, task: ScheduledTask, before: float | None) -> None:
+        """A modify or a replace gave ``task`` its definition (committed), whose timeout
+        was ``before``: if that changed, the runtime re-arms each run in flight against
+        the new one (``on_retime``; the rule is :func:`~lldsched.core.runs.rearmed`)."""
+        on_retime = self.on_retime
+        if on_retime is not None and task._run is not None and task._options.timeout != before:
+            for run in task.runs:
+                on_retime(run)
 
     def _start_afresh(
         self, task: ScheduledTask, schedule: Schedule, first: float

@@ -173,6 +173,7 @@ class SchedulerCore(
         retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
         on_retire: Callable[[str], None] | None = None,
         on_cancel: Callable[[Run], None] | None = None,
+        on_retime: Callable[[Run], None] | None = None,
         packed_history: bool = False,
         purge_retired: bool = False,
         departed: Departed | None = None,
@@ -229,6 +230,10 @@ class SchedulerCore(
         # Told of a run in flight that Overlap.CANCEL_OTHER cancelled (its flag is
         # raised already): a runtime stops what it can (a coroutine, a simulated run).
         self.on_cancel = on_cancel
+        # Told of each run in flight whose task's timeout a modify or a replace changed
+        # (docs/DECISIONS.md, "A run in flight is held to its task's timeout now"): a
+        # runtime whose deadlines are armed re-arms that run's from its begin.
+        self.on_retime = on_retime
         # The process each run's record names (ExecutionRecord.node): a runtime on a shared
         # store sets it to the store's holder id (threaded/shared.py); None for a core that
         # shares nothing.  An instance attribute: read from the class (a default there),

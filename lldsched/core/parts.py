@@ -63,6 +63,7 @@ class CoreParts:
     tasks: dict[str, ScheduledTask]  # the registry
     emit: Callable[[TaskEvent], None] | None
     on_cancel: Callable[[Run], None] | None
+    on_retime: Callable[[Run], None] | None
     node: str | None  # the process its runs name (a shared store's holder id), or None
     _queue: DueQueue
     _store: TaskStore | None

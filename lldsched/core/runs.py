@@ -47,7 +47,7 @@ from lldsched.policies import RetryPolicy, checked_backoff
 from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
 from lldsched.schedules.catchup import CatchUp
 
-__all__ = ["RunTransitions", "timeout_error"]
+__all__ = ["RunTransitions", "rearmed", "timeout_error"]
 
 log = logging.getLogger(JOBS)
 
@@ -474,6 +474,19 @@ class RunTransitions(CoreParts):
         )
         self._stats(task).last_error = error
         return FAILED, None, record, ()
+
+
+def rearmed(begun: float, timeout: float | None, now: float) -> float | None:
+    """The deadline of a run in flight, begun at ``begun``, that its task's ``timeout``
+    now holds it to (a modify or a replace changed it during the run): ``None`` for
+    none (disarmed), ``now`` for one already past (its flag goes up at once), else
+    ``begun + timeout``.  The one rule of a re-armed run, for the threaded runtime's
+    thread runs and coroutine runs and the simulation's coroutine runs
+    (docs/DECISIONS.md, "A run in flight is held to its task's timeout now")."""
+    if timeout is None:
+        return None
+    deadline = begun + timeout
+    return now if deadline <= now else deadline
 
 
 def timeout_error(duration: float, budget: float | None) -> str:

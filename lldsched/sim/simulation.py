@@ -34,7 +34,9 @@ reasoning about.
 **Timeouts** are detected as in the threaded runtime: a run longer than its
 timeout keeps its worker for its whole duration and is recorded ``timed_out``
 at its finish.  A *coroutine* action is different there, and here too: its run
-is cut at its timeout (the worker frees at ``started + timeout``).
+is cut at its timeout (the worker frees at ``started + timeout``), and a modify or a
+replace that changes its task's timeout during the run re-arms that cut from its start
+(``_retime``), as the threaded event loop re-arms its cancellation.
 
 **Coroutine actions** (``async def``, or a function that returns an awaitable)
 run at their simulated instant like any action: the coroutine is run to
@@ -98,6 +100,7 @@ from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
 from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
+from lldsched.core.runs import rearmed
 from lldsched.core.storewrites import say_left_stale
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
@@ -133,6 +136,23 @@ SHUT_DOWN = "CancelledError: scheduler shut down"  # a coroutine run a shutdown'
 Handed = tuple[float, Run, float, "str | None", "str | None", bool]
 """A plain function's awaitable waiting for a place on the coroutine lane: (the instant it
 was handed over, its run, its modelled duration, error, result, timed out)."""
+
+
+def _rearmed_end(
+    origin: float,
+    duration: float,
+    error: str | None,
+    result: str | None,
+    timeout: float | None,
+    now: float,
+) -> tuple[float, str | None, str | None, bool]:
+    """A coroutine run whose duration counts from ``origin`` and is ``duration`` uncut,
+    re-armed at ``now`` against ``timeout``: (how long it lasts, its error, its result,
+    whether it timed out), cut at :func:`~lldsched.core.runs.rearmed`'s deadline."""
+    deadline = rearmed(origin, timeout, now)
+    if deadline is None or origin + duration <= deadline:
+        return duration, error, result, False
+    return deadline - origin, f"TimeoutError: cancelled at its {timeout:g} s timeout", result, True
 
 
 class SimStep(NamedTuple):
@@ -222,6 +242,7 @@ class Simulation(SimulationVerbs):
             on_retire=self._retired,
             user=self,  # core/storeuse.py: whose verbs these are
             on_cancel=self._cut,
+            on_retime=self._retime,
             # records() keeps every record, of tasks retired or removed too: so does what
             # the views read of them (their priority and schedule), for every such task.
             departed=Departed(bound=None),
@@ -250,6 +271,10 @@ class Simulation(SimulationVerbs):
         # when it is read, or when it outgrows the runs in flight): a pause, cancel or
         # remove cuts them (_stop_awaited), as the threaded runtime cancels them.
         self._awaited: dict[int, Run] = {}
+        # Of those whose awaitable ran to its end: (the instant its duration counts from,
+        # that duration, its error, its result), uncut by its timeout, for a modify or a
+        # replace that changes the timeout during the run to re-arm it (_retime).
+        self._uncut: dict[int, tuple[float, float, str | None, str | None]] = {}
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         self._advancing = False  # inside _advance: a listener's Ctrl-C waits for its event
@@ -722,6 +747,12 @@ class Simulation(SimulationVerbs):
                 raised, result, timed_out = awaited
                 error = raised or error
                 timeout = task.timeout
+                # Kept for a re-arm (_retime) when a cut may hide it; else its finish says it
+                # (none once cut in wall time: it ended there).
+                if timeout is not None and not timed_out:
+                    self._uncut[id(run)] = (now, duration, error, result)
+                elif self._uncut:
+                    self._uncut.pop(id(run), None)  # (a finished run's, under its id)
                 if timeout is not None and (timed_out or duration > timeout):
                     duration, timed_out = timeout, True  # cut at its timeout, as on threads
                     error = f"TimeoutError: cancelled at its {timeout:g} s timeout"
@@ -771,6 +802,9 @@ class Simulation(SimulationVerbs):
         started, run, duration, error, result, timed_out = self._handed.popleft()
         self._coroutines += 1
         self._awaited[id(run)] = run  # (a prune while it waited dropped it)
+        uncut = self._uncut.get(id(run))
+        if uncut is not None:  # its duration counts from its place on the lane
+            self._uncut[id(run)] = (now, *uncut[1:])
         heapq.heappush(
             self._finishes,
             (now + duration, next(self._sequence), self._workers, run, started, error, result,
@@ -820,7 +854,67 @@ class Simulation(SimulationVerbs):
         self._awaited = live = {
             id(item[3]): item[3] for item in self._finishes if awaited.get(id(item[3])) is item[3]
         }
+        uncut = self._uncut
+        if uncut:
+            self._uncut = {key: uncut[key] for key in live.keys() & uncut.keys()}
+            for item in self._handed:  # waiting for a place on the lane: in flight too
+                key = id(item[1])
+                if key in uncut:
+                    self._uncut[key] = uncut[key]
         return live
+
+    def _retime(self, run: Run) -> None:
+        """The core's ``on_retime``: a modify or a replace changed the timeout of
+        ``run``'s task during the run.  A coroutine run is cut at its timeout here, as on
+        threads: its finish is re-armed from the instant its duration counts from by
+        :func:`~lldsched.core.runs.rearmed` (a timeout raised or dropped gives it back
+        the duration its model drew, one lowered cuts it, at once if already past; one
+        begun without a timeout counts from this first re-arm, as on threads).  A thread
+        run is judged at its finish by the timeout in force then, as before."""
+        key = id(run)
+        kept = self._uncut.get(key)
+        timeout = run.task._options.timeout
+        for index, handed in enumerate(self._handed):  # no place on the lane yet
+            if handed[1] is run:
+                if kept is None:  # begun without a timeout: as it waits, uncut
+                    if handed[5]:  # cut in wall time: it ended there
+                        return
+                    kept = self._uncut[key] = (handed[0], *handed[2:5])
+                origin, duration, error, result = kept  # (its place, once it has one)
+                self._handed[index] = (
+                    handed[0],
+                    run,
+                    *_rearmed_end(origin, duration, error, result, timeout, origin),
+                )
+                return
+        if self._awaited.get(key) is not run:  # a thread run: judged at its finish
+            return
+        finishes = self._finishes
+        for index, item in enumerate(finishes):
+            if item[3] is run:
+                if kept is None:  # begun without a timeout: uncut, and its finish says it
+                    if item[7]:  # cut in wall time: it ended there
+                        return
+                    # Counted from this first re-arm, as the threaded runtime counts a run
+                    # begun without a timeout (it kept no begin instant).
+                    now = self.now
+                    kept = self._uncut[key] = (now, item[0] - now, item[5], item[6])
+                origin, duration, error, result = kept
+                length, error, result, timed_out = _rearmed_end(
+                    origin, duration, error, result, timeout, self.now
+                )
+                finishes[index] = (
+                    origin + length,
+                    item[1],
+                    item[2],
+                    run,
+                    item[4],
+                    error,
+                    result,
+                    timed_out,
+                )
+                heapq.heapify(finishes)
+                return
 
     def _stop_awaited(self, task_id: str, why: str) -> None:
         """A pause, cancel or remove of ``task_id`` took: its coroutine runs in flight end

@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 from lldsched.checks import whole
 from lldsched.core.results import must_await, result_text
+from lldsched.core.runs import rearmed
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
 from lldsched.logs import WORKERS
@@ -278,6 +279,45 @@ class CoroutineRunner(LoopShutdown):
             self._loop.call_soon_threadsafe(self._cancel, flight)
         # no task yet: the first step of the task _start_waiting makes sees the reason
 
+    def retime(self, run: Run) -> bool:
+        """A modify or a replace changed the timeout of ``run``'s task (caller holds the
+        lock): True if ``run`` is a coroutine run in flight here, whose cancellation the
+        loop re-arms (:meth:`_rearm`); False for any other run."""
+        flight = self._flights.get(id(run))
+        if flight is None or flight.run is not run:
+            return False
+        if flight.reason is None and flight.future is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._rearm, flight)
+        # (no task yet: _start_waiting arms it with the timeout in force then)
+        return True
+
+    def _rearm(self, flight: Flight) -> None:
+        """On the loop: re-arm ``flight``'s cancellation from the instant its timer
+        counts from (its start on the loop's clock) with its task's timeout now, by
+        :func:`~lldsched.core.runs.rearmed` (None: disarmed; passed: it fires at once).
+        One started without a timeout counts from its first re-arm, as a thread run
+        does.  A flight over or cancelled meanwhile is left as it is."""
+        future = flight.future
+        if future is None or future.done() or flight.reason is not None:
+            return
+        loop = self._loop
+        assert loop is not None
+        now = loop.time()
+        timer = flight.timer
+        begun = getattr(flight, "begun", None)
+        if begun is None:
+            begun = now if timer is None else timer.when() - flight.budget
+            flight.begun = begun
+        if timer is not None:
+            timer.cancel()
+            flight.timer = None
+        timeout = flight.run.task._options.timeout
+        deadline = rearmed(begun, timeout, now)
+        if deadline is not None:
+            assert timeout is not None
+            flight.budget = timeout
+            flight.timer = loop.call_at(deadline, self._time_out, flight)
+
     def _wake(self) -> None:
         if self._loop is None:
             self._start_loop()
@@ -365,7 +405,9 @@ class CoroutineRunner(LoopShutdown):
             # cancelled or paused before it starts is never begun: _drive's first step
             # says so (the verb that came before the task was made queued no cancel).
             flight.future = task_class(drive(flight), loop=loop, context=Context())
-            timeout = flight.run.options.timeout  # as the run began (read without the lock)
+            # In force now (read without the lock): a modify or a replace since its begin
+            # holds it to the task's timeout, and one after this re-arms it (retime).
+            timeout = flight.run.task._options.timeout
             if timeout is not None:
                 flight.budget = timeout
                 flight.timer = loop.call_later(timeout, self._time_out, flight)
@@ -460,6 +502,8 @@ class CoroutineRunner(LoopShutdown):
         with self._lock:
             if flight.reason is not None:
                 return
+            if flight.run.task._options.timeout != flight.budget:
+                return  # a modify changed it: its re-arm (_rearm) is queued behind this
             flight.reason = "timeout"
         context = flight.run.context
         if context is not None:

@@ -63,15 +63,19 @@ class Flight:
     """One coroutine run: begun, started on the loop, over, recorded."""
 
     __slots__ = (
-        "active", "awaitable", "budget", "finished", "future", "outcome", "raised", "reason",
-        "run", "started", "timer",
+        "active", "awaitable", "begun", "budget", "finished", "future", "outcome", "raised",
+        "reason", "run", "started", "timer",
     )  # fmt: skip
 
-    # The timeout its timer was armed with: its record says it, whatever modify() made
-    # of the task's since.  Set on the loop thread as the timer is armed, so set before
-    # the only reader (a flight cancelled for "timeout") can run; left unset otherwise,
-    # as an assignment in __init__ is a cost every coroutine run would pay.
+    # The timeout its timer was last armed with (at its start, or re-armed by a modify or
+    # a replace: CoroutineRunner._rearm): its record says it.  Set on the loop thread as
+    # the timer is armed, so set before its readers (a flight cancelled for "timeout",
+    # a timer that fires) can run; left unset otherwise, as an assignment in __init__
+    # is a cost every coroutine run would pay.
     budget: float
+    # The loop-clock instant its timer counts from, kept at its first re-arm (a modify
+    # or a replace changed its task's timeout during the run); unset before, likewise.
+    begun: float
 
     def __init__(self, run: Run, started: float, awaitable: Any) -> None:
         self.run = run

@@ -117,7 +117,7 @@ class SchedulerParts:
     _begin: Callable[[Entry, int], Run | None]
     _loop_ids: set[str]  # tasks whose action is an async def: the loop runs them
     _deadlines: list[tuple[float, int, RunContext]]  # timeouts to flag, earliest first
-    _armed: set[RunContext]  # the contexts in _deadlines whose run has not ended
+    _armed: dict[RunContext, float]  # a context in _deadlines whose run has not ended: its deadline
     _deadline_sequence: itertools.count[int]
     _in_flight: int  # entries popped by the timer and not yet settled
     _draining: bool  # shutdown(drain=True) is handing out the last due entries

@@ -242,13 +242,13 @@ class RunExecution(SchedulerParts):
                 # says the time it ran against the budget that judges it: the task's
                 # timeout now, if the run went past it (as the core judges any run),
                 # else the one its deadline was armed with (a modify since may have
-                # dropped or raised the task's).
+                # dropped or raised the task's), at its begin or at its last re-arm.
                 timed_out = True
                 if error is None:
                     budget = run.task._options.timeout
                     duration = finished - started
                     if budget is None or duration <= budget:
-                        budget = run.options.timeout
+                        budget = getattr(context, "_budget", run.options.timeout)
                     error = timeout_error(duration, budget)
         if awaitable is not None:
             if awaitable is UNSTARTED:  # (rare) shutdown stopped it before a child took it

@@ -225,11 +225,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             purge_retired=purge_retired,
             on_retire=self._loop_ids.discard,
             on_cancel=self._cancel_overlapped,
+            on_retime=self._retime,
             user=self,  # core/storeuse.py: whose verbs these are
             packed_history=True,  # its histories are what it keeps of its runs
         )
         self._deadlines = []
-        self._armed = set()
+        self._armed = {}
         self._deadline_sequence = itertools.count()
         self._in_flight = 0  # entries popped by the timer and not yet settled (_settle)
         self._draining = False  # shutdown(drain=True) is handing out the last due entries

@@ -51,7 +51,8 @@ import logging
 
 from lldsched.core.context import RunContext
 from lldsched.core.recovery import after_clock_jump
-from lldsched.core.task import Entry
+from lldsched.core.runs import rearmed
+from lldsched.core.task import Entry, Run
 from lldsched.errors import DEAD_TIMER, DEAD_TIMER_ADVICE, SchedulerStateError
 from lldsched.logs import TIMER
 from lldsched.threaded.parts import DEAD, RUNNING, SchedulerParts
@@ -119,9 +120,10 @@ class TimerThread(SchedulerParts):
                 if monotonic is not None:
                     self._look_at_clock(now)
                 while deadlines and deadlines[0][0] <= now:
-                    context = heapq.heappop(deadlines)[2]
-                    if context in armed:  # else its run ended before its deadline
-                        armed.discard(context)
+                    deadline, _, context = heapq.heappop(deadlines)
+                    # else its run ended before its deadline, or a modify re-armed it
+                    if armed.get(context) == deadline:
+                        del armed[context]
                         context.cancel("timeout")
                 if coordinator is not None:
                     coordinator.tick(now, looked)
@@ -245,7 +247,7 @@ class TimerThread(SchedulerParts):
         holds the lock)."""
         deadlines = self._deadlines
         heapq.heappush(deadlines, (deadline, next(self._deadline_sequence), context))
-        self._armed.add(context)
+        self._armed[context] = deadline
         if deadlines[0][2] is context:
             self._wake.notify_all()
 
@@ -260,11 +262,48 @@ class TimerThread(SchedulerParts):
         rebuild is O(heap) once per that many finished runs: O(1) a run.
         """
         armed = self._armed
-        armed.discard(context)
+        armed.pop(context, None)
         deadlines = self._deadlines
         if len(deadlines) > 2 * len(armed) + DEADLINE_SLACK:
-            deadlines[:] = [entry for entry in deadlines if entry[2] in armed]
+            deadlines[:] = [entry for entry in deadlines if armed.get(entry[2]) == entry[0]]
             heapq.heapify(deadlines)
+
+    def _retime(self, run: Run) -> None:
+        """The core's ``on_retime`` (caller holds the lock): a modify or a replace changed
+        the timeout of ``run``'s task while it is in flight, and its deadline is re-armed
+        from its begin by :func:`~lldsched.core.runs.rearmed` (docs/DECISIONS.md, "A run
+        in flight is held to its task's timeout now").  A coroutine run's cancellation is
+        the event loop's (:meth:`CoroutineRunner.retime
+        <lldsched.threaded.coroutines.CoroutineRunner.retime>`); a thread run's flag is
+        this deadline heap's: its old entry voided, a new one armed (none for no
+        timeout), or the flag raised at once if the new deadline has passed.  A run
+        without a context has no flag, and one whose flag is up keeps it; either is
+        judged at its finish by the timeout in force then, as before.  A thread run begun
+        without a timeout kept no begin instant (reading the clock for it would cost
+        every such dispatch): its deadline counts from its first re-arm.  A
+        process-isolated run's child keeps the kill it was sent with."""
+        if self._coroutines.retime(run):
+            return
+        context = run.context
+        if context is None or context.cancelled:
+            return
+        armed = self._armed
+        now = self._clock.now()
+        begun = getattr(context, "_begun", None)
+        if begun is None:  # the first re-arm: from the deadline _prepare armed, if any
+            deadline = armed.get(context)
+            begun = now if deadline is None else deadline - (run.options.timeout or 0.0)
+            context._begun = begun
+        timeout = run.task._options.timeout
+        context._budget = timeout
+        deadline = rearmed(begun, timeout, now)
+        if deadline is None:
+            self._disarm_deadline(context)
+        elif deadline <= now:
+            self._disarm_deadline(context)
+            context.cancel("timeout")
+        else:
+            self._arm_deadline(deadline, context)
 
     def _drop_due(self, now: float) -> None:
         """Shared mode: the heap's due entries are hints, dropped; the store decides."""

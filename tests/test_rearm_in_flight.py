@@ -1,0 +1,290 @@
+"""A modify (or a replace) that changes a task's timeout while its run is in flight
+re-arms that run's deadline from its begin, on both runtimes alike (docs/DECISIONS.md,
+"A run in flight is held to its task's timeout now"): raised or dropped, the run gets
+the new budget; lowered, it is stopped at the new deadline, at once if that passed."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from lldsched import (
+    ExecutionRecord,
+    FakeClock,
+    OneTime,
+    RetryPolicy,
+    RunContext,
+    Scheduler,
+    Simulation,
+)
+from lldsched.sim import fixed
+from tests.conftest import T0, SchedulerFactory, settle
+
+# name: (the timeout the run begins with, seconds into the run of the modify, the new
+# timeout); every run lasts 10 s.
+CASES: dict[str, tuple[float | None, float, float | None]] = {
+    # begun without one: counted from the modify (nothing kept its begin), 7 s in
+    "given": (None, 2.0, 5.0),
+    "raised": (5.0, 2.0, 20.0),
+    "lowered": (20.0, 2.0, 5.0),
+    "lowered-past": (20.0, 8.0, 5.0),  # its new deadline passed at the modify
+    "dropped": (5.0, 2.0, None),
+}
+OVER = "TimeoutError: ran 10 s, over its 5 s budget"
+THREAD_RECORDS = {  # (outcome, error) both runtimes give a thread run of 10 s
+    "given": ("timed_out", OVER),
+    "raised": ("ok", None),
+    "lowered": ("timed_out", OVER),
+    "lowered-past": ("timed_out", OVER),
+    "dropped": ("ok", None),
+}
+
+
+def simulated_thread_run(case: str) -> ExecutionRecord:
+    before, at, after = CASES[case]
+    sim = Simulation(workers=1, start=T0)
+    task = sim.schedule(
+        "stubborn", OneTime(delay=0), duration=fixed(10), timeout=before, retry=RetryPolicy.never()
+    )
+    sim.at(T0 + at, lambda: sim.modify(task.id, timeout=after))
+    sim.run(T0 + 30)
+    (record,) = task.history
+    return record
+
+
+class Stubborn:
+    """A thread action that ignores its flag and runs until released (its 10 s, as
+    simulated): ``started`` once called, ``context`` its run's."""
+
+    def __init__(self) -> None:
+        self.started, self.release = threading.Event(), threading.Event()
+        self.contexts: list[RunContext] = []
+
+    def __call__(self, ctx: RunContext) -> None:
+        self.contexts.append(ctx)
+        self.started.set()
+        assert self.release.wait(5)
+
+    @property
+    def context(self) -> RunContext:
+        assert self.started.wait(5)
+        (context,) = self.contexts
+        return context
+
+
+def advance_past_deadlines(scheduler: Scheduler, clock: FakeClock, seconds: float) -> None:
+    """Advance ``clock`` by ``seconds`` and wait until the timer has raised every flag
+    whose deadline fell by then: it flags before it hands out, and a task due then ran."""
+    reached = threading.Event()
+    scheduler.schedule("marker", reached.set, OneTime(delay=seconds))
+    clock.advance(seconds)
+    assert reached.wait(5)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_thread_runs_flag_is_re_armed_from_its_begin_and_both_runtimes_record_alike(
+    make_scheduler: SchedulerFactory, case: str
+) -> None:
+    # Before, the deadline armed at the run's begin stood: a raised or dropped timeout
+    # still raised the flag at the old one, and the run was recorded timed_out where the
+    # simulation recorded a success; a lowered one raised it at the old one, late.
+    before, at, after = CASES[case]
+    clock = FakeClock(T0)
+    stubborn = Stubborn()
+    scheduler = make_scheduler(clock=clock, workers=2)
+    task = scheduler.schedule(
+        "stubborn", stubborn, OneTime(delay=0), timeout=before, retry=RetryPolicy.never()
+    )
+    context = stubborn.context
+    clock.advance(at)
+    scheduler.modify(task.id, timeout=after)
+    if case == "lowered-past":
+        assert context.reason == "timeout"  # at once, under the modify
+    advance_past_deadlines(scheduler, clock, 10 - at)  # the run is 10 s in
+    timed_out = THREAD_RECORDS[case][0] == "timed_out"
+    assert context.cancelled is timed_out
+    assert context.reason == ("timeout" if timed_out else None)
+    stubborn.release.set()
+    settle(scheduler)
+    (record,) = task.history
+    assert (record.outcome, record.error) == THREAD_RECORDS[case]
+    simulated = simulated_thread_run(case)
+    assert (record.outcome, record.error, record.duration) == (
+        simulated.outcome,
+        simulated.error,
+        simulated.duration,
+    )
+
+
+def test_a_flag_raised_at_once_says_the_budget_it_was_re_armed_with_whatever_came_after(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # Lowered past its deadline the flag goes up at once; a timeout raised again after
+    # that judges the run by the budget that stopped it (3 s), not the one it began with.
+    clock = FakeClock(T0)
+    started = threading.Event()
+    contexts: list[RunContext] = []
+
+    def patient(ctx: RunContext) -> None:
+        contexts.append(ctx)
+        started.set()
+        assert ctx.wait(5)  # stops on its flag
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule(
+        "patient", patient, OneTime(delay=0), timeout=20, retry=RetryPolicy.never()
+    )
+    assert started.wait(5)
+    clock.advance(3)
+    scheduler.modify(task.id, timeout=3)  # its deadline is now: the flag goes up
+    scheduler.modify(task.id, timeout=60)  # raised again: the flag stays up
+    settle(scheduler)
+    (record,) = task.history
+    assert contexts[0].reason == "timeout"
+    assert record.timed_out and record.error == "TimeoutError: stopped at its 3 s timeout"
+
+
+def test_a_replace_that_changes_the_timeout_re_arms_the_run_in_flight(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # The run keeps the action and arguments it began with; its deadline, like the
+    # judgement at its finish, follows the definition in force.
+    clock = FakeClock(T0)
+    stubborn = Stubborn()
+    scheduler = make_scheduler(clock=clock, workers=2)
+    never = RetryPolicy.never()
+    scheduler.schedule("job", stubborn, OneTime(delay=0), id="job", timeout=5, retry=never)
+    context = stubborn.context
+    clock.advance(2)
+    task = scheduler.schedule(
+        "job", stubborn, OneTime(delay=0), id="job", timeout=20, retry=never, replace_existing=True
+    )
+    advance_past_deadlines(scheduler, clock, 8)
+    assert not context.cancelled  # its old deadline (5 s in) passed: void
+    stubborn.release.set()
+    settle(scheduler)
+    assert [record.outcome for record in task.history] == ["ok"]
+
+
+# -- coroutine runs ---------------------------------------------------------------------
+
+
+def test_a_coroutine_whose_timeout_is_lowered_is_cancelled_at_the_new_one(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # Before, its cancellation stayed armed an hour on: the run went on sleeping.
+    started = threading.Event()
+
+    async def sleeps() -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    scheduler = make_scheduler()
+    task = scheduler.schedule(
+        "sleeps", sleeps, OneTime(delay=0), timeout=3600, retry=RetryPolicy.never()
+    )
+    assert started.wait(5)
+    scheduler.modify(task.id, timeout=0.001)  # passed, or about to: it is cut
+    settle(scheduler)
+    (record,) = task.history
+    assert record.timed_out and record.error == "TimeoutError: cancelled at its 0.001 s timeout"
+
+
+@pytest.mark.parametrize("after", [3600.0, None], ids=["raised", "dropped"])
+def test_a_coroutine_whose_timeout_is_raised_or_dropped_runs_on_past_the_old_one(
+    make_scheduler: SchedulerFactory, after: float | None
+) -> None:
+    # The coroutine holds the loop (a blocking wait) while the test modifies its task, so
+    # its old cancellation cannot fire before the modify, then lets the loop's clock pass
+    # its old deadline and yields: before, the old timer cancelled it there.
+    started, release = threading.Event(), threading.Event()
+
+    async def blocks() -> str:
+        loop = asyncio.get_running_loop()
+        begun = loop.time()  # after its timer was armed
+        started.set()
+        assert release.wait(5)  # holds the loop: no timer fires meanwhile
+        while loop.time() <= begun + 0.001:  # its old deadline passes
+            pass
+        for _ in range(3):  # steps in which a due timer runs
+            await asyncio.sleep(0)
+        return "done"
+
+    scheduler = make_scheduler()
+    task = scheduler.schedule(
+        "blocks", blocks, OneTime(delay=0), timeout=0.001, retry=RetryPolicy.never()
+    )
+    assert started.wait(5)
+    scheduler.modify(task.id, timeout=after)
+    release.set()
+    settle(scheduler)
+    (record,) = task.history
+    assert (record.outcome, record.result) == ("ok", "'done'")
+
+
+SIM_COROUTINE_RECORDS = {  # (outcome, error, finished - T0) of a 10 s coroutine run
+    "given": ("timed_out", "TimeoutError: cancelled at its 5 s timeout", 7.0),
+    "raised": ("ok", None, 10.0),
+    "lowered": ("timed_out", "TimeoutError: cancelled at its 5 s timeout", 5.0),
+    "lowered-past": ("timed_out", "TimeoutError: cancelled at its 5 s timeout", 8.0),
+    "dropped": ("ok", None, 10.0),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_in_the_simulation_a_coroutine_run_is_re_armed_as_on_threads(case: str) -> None:
+    # Before, the run was cut at the timeout it started with (raised, dropped), or ran
+    # its 10 s and was judged over the new one at its finish (lowered, given), where the
+    # threaded runtime cancels it at its new deadline.
+    before, at, after = CASES[case]
+
+    async def job() -> None:
+        return None
+
+    sim = Simulation(workers=1, start=T0)
+    task = sim.schedule(
+        "job",
+        OneTime(delay=0),
+        action=job,
+        duration=fixed(10),
+        timeout=before,
+        retry=RetryPolicy.never(),
+    )
+    sim.at(T0 + at, lambda: sim.modify(task.id, timeout=after))
+    sim.run(T0 + 30)
+    (record,) = task.history
+    assert (record.outcome, record.error, record.finished - T0) == SIM_COROUTINE_RECORDS[case]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (5.0, 20.0, ("ok", None, 20.0)),
+        (None, 5.0, ("timed_out", "TimeoutError: cancelled at its 5 s timeout", 15.0)),
+    ],
+    ids=["raised", "given"],
+)
+def test_in_the_simulation_an_awaitable_waiting_for_the_lane_is_re_armed_from_its_place(
+    before: float | None, after: float, expected: tuple[str, str | None, float]
+) -> None:
+    # A plain function's awaitable waits for a place on the full coroutine lane (a 10 s
+    # coroutine holds it); a modify meanwhile holds it to the new timeout from its place.
+    async def nothing() -> None:
+        return None
+
+    sim = Simulation(workers=1, max_coroutines=1, start=T0)
+    sim.schedule("hog", OneTime(delay=0), action=nothing, duration=fixed(10))
+    task = sim.schedule(
+        "job",
+        OneTime(delay=1),  # handed over at T0 + 1: the hog holds the lane until T0 + 10
+        action=lambda: nothing(),
+        duration=fixed(10),
+        timeout=before,
+        retry=RetryPolicy.never(),
+    )
+    sim.at(T0 + 2, lambda: sim.modify(task.id, timeout=after))
+    sim.run(T0 + 30)
+    (record,) = task.history
+    assert (record.outcome, record.error, record.finished - T0) == expected
