@@ -234,22 +234,22 @@ def test_wait_idle_after_a_shutdown_delivers_what_was_published_since() -> None:
 
 
 def test_a_coroutine_timed_out_after_modify_dropped_its_timeout_is_still_recorded() -> None:
-    # Before: the loop armed the coroutine's timer with the timeout it had at its start,
-    # and its record read the task's timeout again when the timer cancelled it; modify()
-    # had set it to None meanwhile, so the record's text raised (a None formatted with
-    # :g) and the run was never recorded: the task stayed RUNNING, wait_idle() never
-    # returned, and shutdown() cut it at its timeout.
+    # Before: the record of a coroutine its timer cancelled read the task's timeout
+    # again; a modify() that set it to None between the cut and the record made the
+    # record's text raise (a None formatted with :g) and the run was never recorded: the
+    # task stayed RUNNING, wait_idle() never returned, and shutdown() cut it.  The modify
+    # lands in the cut run's finally block, after the cut and before the record.  (A
+    # modify before the cut re-arms the run instead: tests/test_rearm_in_flight.py.)
     clock = FakeClock(0.0)
     scheduler = Scheduler(workers=1, clock=clock).start()
-    modified, stopped = threading.Event(), threading.Event()
+    modified = threading.Event()
 
     async def hangs() -> None:
-        scheduler.modify("hangs", timeout=None)  # while this very run is in flight
-        modified.set()
         try:
-            await asyncio.Event().wait()  # until its (old) timeout cancels it
+            await asyncio.Event().wait()  # until its timeout cancels it
         finally:
-            stopped.set()
+            scheduler.modify("hangs", timeout=None)  # cut, not yet recorded
+            modified.set()
 
     try:
         task = scheduler.schedule(
@@ -260,11 +260,11 @@ def test_a_coroutine_timed_out_after_modify_dropped_its_timeout_is_still_recorde
             timeout=0.05,
             retry=RetryPolicy(max_attempts=1),
         )
-        assert modified.wait(WAIT) and stopped.wait(WAIT)
+        assert modified.wait(WAIT)
         assert scheduler.wait_idle(timeout=WAIT), "the timed-out run was never recorded"
         (record,) = task.history
         assert record.timed_out
-        assert record.error == "TimeoutError: cancelled at its 0.05 s timeout"  # as armed
+        assert record.error == "TimeoutError: cancelled at its 0.05 s timeout"  # as cut
         assert task.status is TaskStatus.FAILED and task.timeout is None
     finally:
         assert scheduler.shutdown(timeout=WAIT)
