@@ -47,7 +47,7 @@ from lldsched.policies import RetryPolicy, checked_backoff
 from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
 from lldsched.schedules.catchup import CatchUp
 
-__all__ = ["RunTransitions", "rearmed", "timeout_error"]
+__all__ = ["RunTransitions", "cancelled_error", "rearmed", "timeout_error"]
 
 log = logging.getLogger(JOBS)
 
@@ -487,6 +487,13 @@ def rearmed(begun: float, timeout: float | None, now: float) -> float | None:
         return None
     deadline = begun + timeout
     return now if deadline <= now else deadline
+
+
+def cancelled_error(budget: float) -> str:
+    """The error text of a coroutine run cancelled at its deadline, ``budget`` seconds
+    after its begin (the budget it was armed or re-armed with, not the task's timeout
+    now): one wording for the threaded runtime's loop and the simulation's."""
+    return f"TimeoutError: cancelled at its {budget:g} s timeout"
 
 
 def timeout_error(duration: float, budget: float | None) -> str:

@@ -41,6 +41,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from lldsched.core.results import result_text
+from lldsched.core.runs import cancelled_error
 from lldsched.errors import CANCELLED_INSIDE, error_text
 
 if TYPE_CHECKING:
@@ -67,7 +68,8 @@ def _failed(exc: BaseException, future: Any, timeout: float | None) -> Awaited:
     (an ``Exception`` or asyncio's ``CancelledError``): both paths' one reading."""
     if isinstance(exc, TimeoutError):
         if future is not None and future.cancelled():  # wait_for's, not its own
-            return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
+            assert timeout is not None  # wait_for cuts only with a timeout
+            return cancelled_error(timeout), None, True
     elif not isinstance(exc, Exception):  # CancelledError, not wait_for's: its own
         return CANCELLED_INSIDE, None, False
     return error_text(exc), None, False

@@ -100,7 +100,7 @@ from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
 from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
-from lldsched.core.runs import rearmed
+from lldsched.core.runs import cancelled_error, rearmed
 from lldsched.core.storewrites import say_left_stale
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
@@ -152,7 +152,8 @@ def _rearmed_end(
     deadline = rearmed(origin, timeout, now)
     if deadline is None or origin + duration <= deadline:
         return duration, error, result, False
-    return deadline - origin, f"TimeoutError: cancelled at its {timeout:g} s timeout", result, True
+    assert timeout is not None  # a deadline is armed only with a timeout
+    return deadline - origin, cancelled_error(timeout), result, True
 
 
 class SimStep(NamedTuple):
@@ -755,7 +756,7 @@ class Simulation(SimulationVerbs):
                     self._uncut.pop(id(run), None)  # (a finished run's, under its id)
                 if timeout is not None and (timed_out or duration > timeout):
                     duration, timed_out = timeout, True  # cut at its timeout, as on threads
-                    error = f"TimeoutError: cancelled at its {timeout:g} s timeout"
+                    error = cancelled_error(timeout)
                 if len(self._awaited) > 2 * len(self._finishes) + 16:
                     self._prune_awaited()
                 self._awaited[id(run)] = run

@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
+from lldsched.core.runs import cancelled_error
 from lldsched.core.task import Run
 from lldsched.errors import CANCELLED_INSIDE, NEVER_STARTED_OVERLAP, error_text
 
@@ -112,7 +113,7 @@ def cancelled_outcome(flight: Flight) -> tuple[str | None, str | None, bool]:
     reason = flight.reason
     assert reason is not None  # cancelled by the scheduler
     if reason == "timeout":  # at the timeout its timer was armed with, not the task's now
-        return f"TimeoutError: cancelled at its {flight.budget:g} s timeout", None, True
+        return cancelled_error(flight.budget), None, True
     if reason == "overlap" and flight.outcome is NEVER_BEGUN:  # the core words its record
         return NEVER_STARTED_OVERLAP, None, False
     return _REASONS.get(reason) or f"CancelledError: {reason}", None, False
