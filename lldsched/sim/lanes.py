@@ -26,7 +26,9 @@ task's in ``metrics().lag`` too), whichever lane, as it would with no coroutine 
 registered, except a coroutine task's live entry that is due: on threads the timer
 handed it to the event loop, where it waits for a slot, and it counts where
 ``Scheduler.metrics()`` counts it, in ``coroutines`` (docs/DECISIONS.md, "What the
-simulation reads of the entries it sets aside").
+simulation reads of the entries it sets aside").  Once the simulation is shut down no
+entry waits for the loop (on threads it is closed, ``coroutines`` 0): a coroutine
+entry left due counts as a thread entry left due does, in the heap and in ``lag``.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Reads(NamedTuple):
     tombstones: int  # of those ``held``
     due_coroutines: int  # live coroutine entries due: waiting for a slot of the loop
     first_due: float | None  # the first live thread entry's due instant (lag), or None
+    # (after a shutdown, ``loop=False``: the coroutine entries count as thread ones)
 
 
 class Waiting:
@@ -89,17 +92,22 @@ class Waiting:
         live = self._queue.live
         return [entry for entry in self.threads + self.coroutines if live(entry) is not None]
 
-    def reads(self, now: float) -> Reads:
+    def reads(self, now: float, *, loop: bool = True) -> Reads:
         """The entries set aside as the reads count them (see the module docstring): a
-        scan of both lanes, at most one entry a task (a read's cost, not an event's)."""
+        scan of both lanes, at most one entry a task (a read's cost, not an event's).
+        ``loop`` False (the simulation is shut down): no coroutine entry waits for a
+        slot of the loop any more, so each counts as a thread entry does."""
         live = self._queue.live
         tombstones = due_coroutines = 0
+        first: float | None = None  # read, not dropped: a read changes nothing
         for entry in self.coroutines:
             if live(entry) is None:
                 tombstones += 1
-            elif entry[0] <= now:
-                due_coroutines += 1
-        first: float | None = None  # read, not dropped: a read changes nothing
+            elif loop:
+                if entry[0] <= now:
+                    due_coroutines += 1
+            elif first is None or entry[0] < first:
+                first = entry[0]
         for entry in self.threads:
             if live(entry) is None:
                 tombstones += 1

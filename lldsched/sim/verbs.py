@@ -455,11 +455,13 @@ class SimulationVerbs:
         """How many entries the heap holds, and how many are tombstones.  An entry set
         aside from the heap while its lane is full (:mod:`lldsched.sim.lanes`) counts as
         in it, but a coroutine task's live entry that is due, which waits for a slot of
-        the event loop on threads (``metrics().coroutines``)."""
+        the event loop on threads (``metrics().coroutines``), until :meth:`shutdown
+        <lldsched.sim.simulation.Simulation.shutdown>`: then it is left for the next start,
+        as a thread task's is."""
         stats = self._queue.stats()
         if not self._loop_tasks:  # nothing is ever set aside
             return stats
-        aside = self._waiting.reads(self._clock.now())
+        aside = self._waiting.reads(self._clock.now(), loop=self.running)
         return QueueStats(stats.entries + aside.held, stats.tombstones + aside.tombstones)
 
     def metrics(self, timeout: float | timedelta | None = None) -> Metrics:
@@ -474,14 +476,18 @@ class SimulationVerbs:
         functions returned) that wait for a slot of it, as
         ``Scheduler.metrics()`` counts those on and waiting for its event loop; after
         :meth:`shutdown <lldsched.sim.simulation.Simulation.shutdown>`,
-        ``state`` is ``"stopped"`` and ``timer_alive`` False, as on ``Scheduler``.
+        ``state`` is ``"stopped"`` and ``timer_alive`` False, as on ``Scheduler``, and
+        ``coroutines`` counts no entry left due (the scheduler's loop is closed, what
+        waited for it dropped): a coroutine task left due is queued, and late in
+        ``lag``, as a thread task left due is (docs/DECISIONS.md, "What a simulation's
+        metrics read after its shutdown").
         ``timeout`` is the threaded scheduler's wait for its lock, checked and unused here
         (nothing else holds the simulation)."""
         if timeout is not None:
             checks.seconds(timeout, name="metrics() timeout", at_least=0)
         now = self._clock.now()
         running = self.running
-        aside = self._waiting.reads(now) if self._loop_tasks else NOTHING_ASIDE
+        aside = self._waiting.reads(now, loop=running) if self._loop_tasks else NOTHING_ASIDE
         return take(
             self._core,
             self._queue,
