@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -166,17 +167,18 @@ def check_written(snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = (
     if error is not None and (not error.isascii() or "\x00" in error):
         _refuse_text(snapshot.task.id, "last_error", error)
     for record in records:
-        error, result, node = record.error, record.result, record.node
-        joined = record.task_id + record.name + (error or "") + (result or "") + (node or "")
+        task_id, name, error, result, node = _RECORD_TEXTS(record)
+        joined = f"{task_id}{name}{error or ''}{result or ''}{node or ''}"
         if joined.isascii() and "\x00" not in joined:
             continue
-        for field in _RECORD_TEXT:
-            value = getattr(record, field)
+        for field, value in zip(_RECORD_TEXT, (task_id, name, error, result, node), strict=True):
             if value is not None:
-                _refuse_text(record.task_id, f"record's {field}", value)
+                _refuse_text(task_id, f"record's {field}", value)
 
 
 _RECORD_TEXT = ("task_id", "name", "error", "result", "node")
+_RECORD_TEXTS = operator.itemgetter(*map(ExecutionRecord._fields.index, _RECORD_TEXT))
+"""A record's texts, in the order of ``_RECORD_TEXT``: one call (the per-run path)."""
 
 
 def _refuse_text(task_id: str, field: str, value: str) -> None:
