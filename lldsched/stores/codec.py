@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -68,6 +69,7 @@ __all__ = [
     "Unreadable",
     "callable_path",
     "check_take_over",
+    "check_written",
     "decode_schedule",
     "decode_task",
     "encode_schedule",
@@ -81,6 +83,7 @@ __all__ = [
     "said",
     "snapshot_from",
     "status_of",
+    "unstorable",
 ]
 
 log = logging.getLogger(STORE)
@@ -117,27 +120,76 @@ _RETRY_KEYS = frozenset((*_RETRY_FIELDS, "policy"))  # "policy": a subclass's im
 
 
 def check_text(task: Task) -> None:
-    """Refuse a task whose id or name a durable store cannot keep as text: one holding a
-    NUL (PostgreSQL's ``text`` holds none; an SQLite store kept it, and a move to
-    PostgreSQL would fail on it) or a lone surrogate (an id made from a file name
-    ``os.listdir`` decoded: UTF-8 refuses it, and the drivers raised a bare
-    ``UnicodeEncodeError`` naming neither the task nor the value).  Every other string
-    of a task is JSON, which escapes both.  Asked by :func:`encode_task`, when a
-    definition is written (a registration, a replacement)."""
+    """Refuse a task whose id or name a durable store cannot keep as text
+    (:func:`unstorable`): an id made from a file name ``os.listdir`` decoded, say.  Every
+    other string of a definition is JSON, which escapes both.  Asked by
+    :func:`encode_task`, when a definition is written (a registration, a replacement)."""
     for field, value in (("id", task.id), ("name", task.name)):
-        if "\x00" in value:
-            problem = "a NUL (\\x00)"
-        elif value.isascii():
+        problem = unstorable(value)
+        if problem is not None:
+            raise ValidationError(
+                f"task {field} {value!r} holds {problem}, which a durable store cannot keep "
+                "as text; nothing was written"
+            )
+
+
+def unstorable(text: str) -> str | None:
+    """What in ``text`` no durable store keeps as text, said; None if nothing: a NUL
+    (PostgreSQL's ``text`` holds none; an SQLite store kept it, and a move to PostgreSQL
+    failed on it) or a lone surrogate (UTF-8 refuses it: both drivers raised a bare
+    ``UnicodeEncodeError`` naming neither the task nor the value).  The one rule of
+    every text a durable store writes (docs/DECISIONS.md, "Text a durable store cannot
+    keep"): :func:`check_text`, :func:`check_written`."""
+    if "\x00" in text:
+        return "a NUL (\\x00)"
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "a lone surrogate (not UTF-8: text decoded from bytes with surrogateescape?)"
+    return None
+
+
+def check_written(snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()) -> None:
+    """Refuse, before anything is written, a state or record holding text no durable
+    store keeps (:func:`unstorable`): the snapshot's ``last_error``, a record's
+    ``task_id``, ``name``, ``error``, ``result`` or ``node``.  A
+    :class:`ValidationError` naming the task, the field and the value; nothing of the
+    write is made (in a settle batch, nothing of the others' settles is lost with it).
+    The runtimes never reach it: they write ``errors.escaped`` text
+    (:func:`~lldsched.errors.error_text`, :func:`~lldsched.core.results.result_text`);
+    a tool of one's own that saves records or snapshots it built does, and may escape
+    the text so itself (:func:`~lldsched.errors.escaped`).  Every write of both durable
+    stores asks it first.  Ordinary text costs one ``isascii`` and one scan for NUL of
+    the texts joined, per snapshot and per record."""
+    error = snapshot.last_error
+    if error is not None and (not error.isascii() or "\x00" in error):
+        _refuse_text(snapshot.task.id, "last_error", error)
+    for record in records:
+        task_id, name, error, result, node = _RECORD_TEXTS(record)
+        joined = f"{task_id}{name}{error or ''}{result or ''}{node or ''}"
+        if joined.isascii() and "\x00" not in joined:
             continue
-        else:
-            try:
-                value.encode("utf-8")
-                continue
-            except UnicodeEncodeError:
-                problem = "a lone surrogate (not UTF-8: a name decoded from bytes?)"
+        for field, value in zip(_RECORD_TEXT, (task_id, name, error, result, node), strict=True):
+            if value is not None:
+                _refuse_text(task_id, f"record's {field}", value)
+
+
+_RECORD_TEXT = ("task_id", "name", "error", "result", "node")
+_RECORD_TEXTS = operator.itemgetter(*map(ExecutionRecord._fields.index, _RECORD_TEXT))
+"""A record's texts, in the order of ``_RECORD_TEXT``: one call (the per-run path)."""
+
+
+def _refuse_text(task_id: str, field: str, value: str) -> None:
+    """A :class:`ValidationError` if ``value`` (the ``field`` of task ``task_id``) is
+    :func:`unstorable`."""
+    problem = unstorable(value)
+    if problem is not None:
         raise ValidationError(
-            f"task {field} {value!r} holds {problem}, which a durable store cannot keep as "
-            "text; nothing was written"
+            f"task {task_id!r}: the {field} {value!r} holds {problem}, which a durable "
+            "store cannot keep as text; nothing was written (errors.escaped writes such "
+            "text as its escapes, as the runtimes do)"
         )
 
 

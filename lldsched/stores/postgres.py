@@ -80,7 +80,7 @@ from lldsched.persistence import (
 from lldsched.redaction import hide_passwords
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import Unreadable, encode_task
+from lldsched.stores.codec import Unreadable, check_written, encode_task
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import SettleQueue
 from lldsched.stores.postgres_coordinated import Connection, PostgresCoordination
@@ -318,9 +318,12 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         :meth:`muted`, or for the RUNNING state of a run whose lease this node holds.
 
         A settle is queued and written with the others waiting, by the store's writer
-        thread (:mod:`lldsched.stores.postgres_batch`); :meth:`flush` waits for it."""
+        thread (:mod:`lldsched.stores.postgres_batch`); :meth:`flush` waits for it.
+        Text no durable store keeps is a :class:`ValidationError`, nothing written or
+        queued (:func:`~lldsched.stores.codec.check_written`)."""
         if self._muted:
             return
+        check_written(snapshot, () if record is None else (record,))
         token = None if record is None else record.token
         if token is not None and record is not None:
             self._lost.pop(snapshot.task.id, None)  # the run is over: settled, or refused
@@ -379,6 +382,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         is queued with all of them, written in one statement."""
         if self._muted:
             return
+        check_written(snapshot, records)
         token = records[0].token
         if token is not None:
             self._lost.pop(snapshot.task.id, None)  # the run is over: settled, or refused
@@ -520,6 +524,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         task_id = snapshot.task.id
         if self._muted:
             return True
+        check_written(snapshot, records)
         held = snapshot.status is TaskStatus.RUNNING and task_id in self._held
         if held and not records:
             return True

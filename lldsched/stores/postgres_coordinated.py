@@ -34,7 +34,7 @@ from lldsched.persistence import (
 )
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import Unreadable, check_take_over, encode_task
+from lldsched.stores.codec import Unreadable, check_take_over, check_written, encode_task
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_deadline import Deadline
@@ -166,6 +166,7 @@ class PostgresCoordination:
         only its counts and its record; the run still decides the due instant when
         that write left it at the claimed slot, or when this node had followed it
         (``postgres_sql._WHEN``)."""
+        check_written(snapshot, (record,))
         with self._using():
             refused = self._settle_batch([Pending(token, snapshot, (record,))])
         if refused:
@@ -184,6 +185,7 @@ class PostgresCoordination:
         before it first), only while that lease is held; see :meth:`CoordinatedStore.misfired
         <lldsched.persistence.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
         written, counted in :attr:`rejected`) otherwise."""
+        check_written(snapshot, records)
         task_id = snapshot.task.id
         with self._using() as connection:
             with self._transaction(connection, task_id):

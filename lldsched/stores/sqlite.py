@@ -88,7 +88,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, finished
 from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
-from lldsched.stores.codec import encode_task
+from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
 from lldsched.stores.sqlite_file import (
     PRIVATE,
@@ -324,7 +324,9 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         """Write the task's state (its definition too, the first time and whenever it
         changed) and ``record``, in one transaction.  :class:`ValidationError` if the
         definition cannot be stored (at registration: nothing is written, and nothing
-        registered)."""
+        registered); :class:`ValidationError` too, nothing written, for text no durable
+        store keeps (:func:`~lldsched.stores.codec.check_written`)."""
+        check_written(snapshot, () if record is None else (record,))
         task = snapshot.task
         task_id = task.id
         if self._shared is not None:
@@ -346,6 +348,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         """Write the task's state and every one of ``records`` (a run's, then the slots
         it skipped) in one transaction: all or none (:func:`~lldsched.persistence.
         save_all`).  In shared mode a run's settle carries them, fenced by its token."""
+        check_written(snapshot, records)
         if self._shared is not None:
             self._save_all_shared(snapshot, records)
             return
@@ -430,6 +433,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         one this process wrote or read and no live lease holds it
         (:meth:`_resave_shared`); True if written (:func:`~lldsched.persistence.resave`).
         An unshared store has no other writer: it saves."""
+        check_written(snapshot, records)
         if self._shared is not None:
             return self._resave_shared(snapshot, records)
         if records:

@@ -27,7 +27,7 @@ from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot, finished
-from lldsched.stores.codec import check_take_over, encode_task
+from lldsched.stores.codec import check_take_over, check_written, encode_task
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.sqlite_rows import (
     SLOT,
@@ -126,6 +126,7 @@ class CoordinatedMethods:
     ) -> None:
         """:meth:`settle` with every one of ``records`` (the run's, then the slots it
         skipped) in its one transaction."""
+        check_written(snapshot, records)
         task_id = snapshot.task.id
         with self._using("settle task", task_id) as connection:
             shared = self._coordinated()
@@ -240,6 +241,7 @@ class CoordinatedMethods:
         lease is held; see :meth:`CoordinatedStore.misfired
         <lldsched.persistence.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
         written, counted in :attr:`rejected`) otherwise."""
+        check_written(snapshot, records)
         task_id = snapshot.task.id
         with self._using("write what the claim decided for task", task_id) as connection:
             shared = self._coordinated()
