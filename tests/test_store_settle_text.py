@@ -16,7 +16,6 @@ driver inside the batch: a lone surrogate raised a bare ``UnicodeEncodeError`` o
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,10 +24,11 @@ from lldsched import ExecutionRecord, TaskStatus, ValidationError
 from lldsched.persistence import Claim, TaskSnapshot
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.conftest import T0
-from tests.test_store_bad_rows import Engine, make_engine
+from tests.test_store_bad_rows import Engine
 from tests.test_store_postgres_batches import finished, hold_back
 from tests.test_store_sqlite import record, snapshot, task
-from tests.test_store_text import BAD, RECORD_FIELDS
+from tests.test_store_text import BAD, BAD_TEXT, assert_refused, spoiled
+from tests.test_store_text import engine_fixture as engine_fixture  # the `engine` fixture
 
 SHARED = ("sqlite-shared", "postgres")
 WRITES = ("settle", "save", "misfired-release", "misfired-keep")
@@ -69,37 +69,21 @@ def _fenced(how: str) -> Callable[[Any, TaskSnapshot, ExecutionRecord, int], Non
 
 
 @pytest.mark.parametrize("how", WRITES)
-@pytest.mark.parametrize("kind", sorted(BAD))
-@pytest.mark.parametrize("field", ["last_error", *RECORD_FIELDS])
-@pytest.mark.parametrize("engine_name", SHARED)
+@BAD_TEXT
+@pytest.mark.parametrize("engine", SHARED, indirect=True)
 def test_a_fenced_write_of_text_no_store_keeps_is_refused_and_leaves_the_claim_held(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    engine_name: str,
-    field: str,
-    kind: str,
-    how: str,
+    engine: Engine, field: str, value: str, how: str
 ) -> None:
-    engine = make_engine(request, tmp_path, engine_name)
     write = _fenced(how)
-    value = BAD[kind]
     with engine.open() as store:
         store.load_all()  # as a scheduler starts: the rows are known
         claim = _claim(store, "b")
         before = _state(engine)
         state = snapshot(task(id="b"))._replace(next_run_at=T0 + 60, run_count=1)
         made = record("b", 5)._replace(token=claim.token)
-        if field == "last_error":
-            bad_state, bad_made = state._replace(last_error=value), made
-        else:
-            changed: dict[str, Any] = {field: value}
-            bad_state, bad_made = state, made._replace(**changed)
         with pytest.raises(ValidationError) as raised:
-            write(store, bad_state, bad_made, claim.token)
-        said = str(raised.value)
-        assert f"task {(value if field == 'task_id' else 'b')!r}" in said
-        assert f"{field} {value!r}" in said
-        assert "nothing was written" in said
+            write(store, *spoiled(state, made, field, value), claim.token)
+        assert_refused(raised, "b", field, value)
         assert _state(engine) == before
         assert (claim.task_id, claim.token) in _held(store)  # the claim stands
         assert store.rejected == 0  # not a lease lost
@@ -110,32 +94,32 @@ def test_a_fenced_write_of_text_no_store_keeps_is_refused_and_leaves_the_claim_h
 
 
 @pytest.mark.parametrize("field", ["last_error", "error"])
-@pytest.mark.parametrize("kind", sorted(BAD))
+@pytest.mark.parametrize("value", list(BAD.values()), ids=list(BAD))
 def test_a_settle_refused_for_its_text_never_joins_the_batch_and_the_others_are_written(
-    open_store: Callable[..., PostgresTaskStore], kind: str, field: str
+    open_store: Callable[..., PostgresTaskStore], value: str, field: str
 ) -> None:
     store, reader = open_store(lease=60), open_store(lease=60)
     for task_id in ("a", "b", "c"):
         store.save(snapshot(task(id=task_id)))
     claims = {claim.task_id: claim for claim in store.claim(now=T0, limit=3)}
     batches = hold_back(store, only_flush=True)
-    value = BAD[kind]
 
     def settled(task_id: str, n: int) -> tuple[TaskSnapshot, ExecutionRecord]:
         return finished(task_id), record(task_id, n)._replace(token=claims[task_id].token)
 
-    def spoiled(state: TaskSnapshot, made: ExecutionRecord) -> Any:
-        if field == "last_error":
-            return state._replace(last_error=value), made
-        return state, made._replace(error=value)
+    def bad(task_id: str, n: int) -> tuple[TaskSnapshot, ExecutionRecord]:
+        return spoiled(*settled(task_id, n), field, value)
 
     store.save(*settled("a", 0))  # queued
-    with pytest.raises(ValidationError, match="'b'"):
-        store.save(*spoiled(*settled("b", 1)))  # queued too, were it kept
-    with pytest.raises(ValidationError, match="'b'"):
-        store.settle(*spoiled(*settled("b", 1)), token=claims["b"].token)
-    with pytest.raises(ValidationError, match="'a'"):  # a record after a's queued settle
-        store.save(*spoiled(*settled("a", 2)))
+    refusals: tuple[tuple[str, Callable[[], None]], ...] = (
+        ("b", lambda: store.save(*bad("b", 1))),  # queued too, were it kept
+        ("b", lambda: store.settle(*bad("b", 1), token=claims["b"].token)),
+        ("a", lambda: store.save(*bad("a", 2))),  # a record after a's queued settle
+    )
+    for task_id, refused in refusals:
+        with pytest.raises(ValidationError) as raised:
+            refused()
+        assert_refused(raised, task_id, field, value)
     store.save(*settled("c", 3))
     assert reader.records() == [] and batches == []  # all still queued
 
