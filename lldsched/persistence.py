@@ -515,7 +515,10 @@ class CoordinatedStore(HistoryStore, Protocol):
         :class:`~lldsched.errors.LeaseLost` (nothing written) otherwise.  A control
         verb another process wrote during the run wins over the run's status: a
         task paused or cancelled meanwhile stays so (the record is kept), as the
-        core decides for a task paused or cancelled mid-run in one process.
+        core decides for a task paused or cancelled mid-run in one process.  Text a
+        durable store cannot keep (:func:`~lldsched.stores.codec.check_written`) is a
+        :class:`~lldsched.errors.ValidationError`, nothing written and the lease still
+        held: the same token settles the run once its text is one the store keeps.
         """
         ...
 
@@ -541,7 +544,8 @@ class CoordinatedStore(HistoryStore, Protocol):
 
         :class:`~lldsched.errors.LeaseLost` (nothing written, counted in
         :attr:`rejected`) otherwise, :class:`~lldsched.errors.StoreError` if the store
-        cannot be written."""
+        cannot be written; text it cannot keep is a :class:`~lldsched.errors.ValidationError`
+        (nothing written, the lease still held, as :meth:`settle` says)."""
         ...
 
     def changes(self) -> list[Change]:

@@ -24,6 +24,44 @@ from tests.test_store_sqlite import record, snapshot, task
 
 BAD = {"surrogate": "bad \ud800 text", "nul": "bad \x00 text"}
 RECORD_FIELDS = ("task_id", "name", "error", "result", "node")
+BAD_TEXT = pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        pytest.param(field, value, id=f"{field}-{kind}")
+        for field in ("last_error", *RECORD_FIELDS)
+        for kind, value in BAD.items()
+    ],
+)
+"""Each text field a write carries, holding each kind of text no durable store keeps."""
+
+
+def spoiled(
+    state: TaskSnapshot, made: ExecutionRecord, field: str, value: str
+) -> tuple[TaskSnapshot, ExecutionRecord]:
+    """``state`` and ``made`` with ``value`` as the state's ``last_error`` or as the
+    record's ``field``."""
+    if field == "last_error":
+        return state._replace(last_error=value), made
+    changed: dict[str, Any] = {field: value}
+    return state, made._replace(**changed)
+
+
+@pytest.fixture(name="engine")
+def engine_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
+    """The engine a test names as its ``engine`` parameter, ``indirect``
+    (:func:`~tests.test_store_bad_rows.make_engine`)."""
+    return make_engine(request, tmp_path, request.param)
+
+
+def assert_refused(
+    raised: pytest.ExceptionInfo[ValidationError], task_id: str, field: str, value: str
+) -> None:
+    """The refusal names the task ``task_id`` (the bad id itself for a record's
+    ``task_id``), the field and the value, and says nothing was written."""
+    said = str(raised.value)
+    assert f"task {(value if field == 'task_id' else task_id)!r}" in said
+    assert f"{field} {value!r}" in said
+    assert "nothing was written" in said
 
 
 def _kept(engine: Engine) -> tuple[list[Any], list[ExecutionRecord], list[TaskSnapshot]]:
@@ -44,36 +82,17 @@ def _write(store: Any, how: str, state: TaskSnapshot, made: ExecutionRecord | No
 
 
 @pytest.mark.parametrize("how", ["save", "save_all", "resave"])
-@pytest.mark.parametrize("kind", sorted(BAD))
-@pytest.mark.parametrize("field", ["last_error", *RECORD_FIELDS])
-@pytest.mark.parametrize("engine_name", ENGINES)
+@BAD_TEXT
+@pytest.mark.parametrize("engine", ENGINES, indirect=True)
 def test_text_no_store_keeps_is_refused_naming_task_field_and_value_and_nothing_is_written(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    engine_name: str,
-    field: str,
-    kind: str,
-    how: str,
+    engine: Engine, field: str, value: str, how: str
 ) -> None:
-    engine = make_engine(request, tmp_path, engine_name)
     before = _kept(engine)
-    value = BAD[kind]
-    state = snapshot(task(id="c"))  # a new task: written whole, were it written
-    made: ExecutionRecord | None = record("c", 3)
-    if field == "last_error":
-        state = state._replace(last_error=value)
-        made = None
-    else:
-        assert made is not None
-        changed: dict[str, Any] = {field: value}
-        made = made._replace(**changed)
-    task_id = value if field == "task_id" else "c"
+    # a new task: written whole, were it written
+    state, made = spoiled(snapshot(task(id="c")), record("c", 3), field, value)
     with engine.open() as store, pytest.raises(ValidationError) as raised:
-        _write(store, how, state, made)
-    said = str(raised.value)
-    assert f"task {task_id!r}" in said
-    assert f"{field} {value!r}" in said
-    assert "nothing was written" in said
+        _write(store, how, state, None if field == "last_error" else made)
+    assert_refused(raised, "c", field, value)
     assert _kept(engine) == before
 
 
