@@ -22,7 +22,10 @@ answer:
   and a plain Python child dies on SIGTERM without running anything anyway), and so
   does every process its job started that is still in its process group (each child
   leads one: :func:`~lldsched.threaded.processlife.kill_group`); the run is reported
-  timed out, its error saying it was killed;
+  timed out, its error saying it was killed.  A modify or a replace that changes the
+  task's timeout during the run re-arms that deadline from the child's start
+  (:meth:`ProcessPool.retime`; docs/DECISIONS.md, "A run in flight is held to its
+  task's timeout now");
 * **a crash** (the child exits, ``os._exit(3)``, or dies of a signal) is a failed
   run whose error names the exit code or the signal;
 * **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
