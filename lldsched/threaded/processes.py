@@ -181,10 +181,11 @@ class ProcessPool:
         # A system refusing processes for an hour is said once a window, not once a
         # lost child (lldsched/logs.py; its own lock: several workers may replace).
         self._repeats = repeats if repeats is not None else Repeats()
-        # Guards _idle, _busy and _closed.  Taken by the worker threads to take and
-        # give back a child, and by kill() and close(); never held while waiting for
-        # a child's answer.  Lock order: the scheduler's lock, then this one (kill()
-        # is called under the scheduler's lock); never the other way round.
+        # Guards _idle, _busy, _budgets (and each one's timeout) and _closed.  Taken
+        # by the worker threads to take and give back a child, and by kill(), retime()
+        # and close(); never held while waiting for a child's answer.  Lock order: the
+        # scheduler's lock, then this one (kill() and retime() are called under the
+        # scheduler's lock); never the other way round.
         self._lock = threading.Lock()
         self._idle: list[Child] = []
         self._busy: list[Child] = []
@@ -205,9 +206,10 @@ class ProcessPool:
         stopped: Callable[[], str | None] | None = None,
     ) -> ProcessOutcome | None:
         """Run ``path(*args, **kwargs)`` in a child and wait for its end (or kill it
-        ``timeout`` seconds after it started).  None when the pool was closed (a
-        shutdown: :meth:`kill_all` or :meth:`close`) before a child took the run: it
-        never started, and nothing was sent.
+        ``timeout`` seconds after it started, or the timeout :meth:`retime` gave
+        since).  None when the pool was closed (a shutdown: :meth:`kill_all` or
+        :meth:`close`) before a child took the run: it never started, and nothing was
+        sent.
 
         ``stopped`` is asked once a child is held for the run (called without this
         pool's lock): the error of the run if it was stopped since its caller began it
@@ -227,26 +229,20 @@ class ProcessPool:
                 if error is not None:  # stopped before this child was busy with it
                     self._give_back(child)
                     return self._unstarted(error)
-            return self._send(child, path, args, kwargs)
+            message = {"call": path, "args": list(args), "kwargs": dict(kwargs or {})}
+            return self._send(child, json.dumps(message).encode())
         finally:
             with self._lock:
                 budget = self._budgets.pop(child)
             budget.close()
 
-    def _send(
-        self,
-        child: Child,
-        path: str,
-        args: tuple[Any, ...],
-        kwargs: Mapping[str, Any] | None,
-    ) -> ProcessOutcome:
+    def _send(self, child: Child, message: bytes) -> ProcessOutcome:
         """Send the call to ``child`` (held for it) and wait for its end, or kill it."""
-        message = json.dumps({"call": path, "args": list(args), "kwargs": dict(kwargs or {})})
         connection = child.connection
         started = self._now()
         budget = self._budgets[child]  # set and dropped by this run's own thread only
         try:
-            connection.send_bytes(message.encode())
+            connection.send_bytes(message)
             answer = receive(connection, timeout=None)  # {"started": true}, or an answer
             if answer is not None and "started" in answer:
                 started = self._now()
