@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -288,3 +292,84 @@ def test_in_the_simulation_an_awaitable_waiting_for_the_lane_is_re_armed_from_it
     sim.run(T0 + 30)
     (record,) = task.history
     assert (record.outcome, record.error, record.finished - T0) == expected
+
+
+# -- process-isolated runs ----------------------------------------------------------------
+
+JOBS = "tests.process_jobs"
+
+
+def until(condition: Callable[[], bool]) -> bool:
+    """Poll ``condition`` (bounded, 20 s) until it holds: a child's file appears."""
+    deadline = time.monotonic() + 20
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)  # the polling interval of a bounded wait, not a fixed sleep
+    return True
+
+
+@pytest.mark.parametrize("after", [None, 1800.0], ids=["dropped-then-lowered", "lowered-twice"])
+def test_a_process_runs_child_is_killed_at_its_lowered_deadline_and_both_runtimes_say_timed_out(
+    make_scheduler: SchedulerFactory, tmp_path: Path, after: float | None
+) -> None:
+    # Before, the worker waited on the child's pipe with the timeout it was sent with
+    # (an hour): the run went on for that hour, where the simulation judged it by the
+    # new timeout. Each modify wakes the wait: the last one's deadline has passed.
+    marker, release = tmp_path / "pid", tmp_path / "release"
+    scheduler = make_scheduler(clock=FakeClock(T0))
+    task = scheduler.schedule(
+        "held", f"{JOBS}:held", OneTime(delay=0), isolation="process",
+        args=[str(marker), str(release)], timeout=3600, retry=RetryPolicy.never(),
+    )  # fmt: skip
+    assert until(marker.exists)
+    scheduler.modify(task.id, timeout=after)  # the wait goes on, re-armed
+    scheduler.modify(task.id, timeout=0.001)  # passed, or about to: killed
+    assert until(lambda: len(task.history) == 1), "the child ran on past its new deadline"
+    release.touch()  # (a failing run's child does not linger)
+    (record,) = task.history
+    assert record.timed_out
+    assert (record.error or "").startswith("TimeoutError: killed (SIGKILL) at its 0.001 s budget")
+    assert record.outcome == simulated_thread_run("lowered-past").outcome
+    settle(scheduler)
+
+
+@pytest.mark.parametrize("after", [3600.0, None], ids=["raised", "dropped"])
+def test_a_timeout_raised_before_the_child_took_the_run_lets_it_run_on(
+    make_scheduler: SchedulerFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    after: float | None,
+) -> None:
+    # The modify comes between the run's begin and its child (no child to re-arm yet):
+    # the worker holds the child to the timeout in force once it has one. Before, the
+    # child was killed at the 1 ms it was begun with, and the run recorded timed_out
+    # where the simulation recorded a success.
+    marker, release = tmp_path / "pid", tmp_path / "release"
+    scheduler = make_scheduler(clock=FakeClock(T0))
+    taking, go = threading.Event(), threading.Event()
+    pool = scheduler._processes
+    take = pool._take
+
+    def held(task_id: str) -> Any:  # the worker, between the run's begin and its child
+        taking.set()
+        assert go.wait(20)
+        return take(task_id)
+
+    monkeypatch.setattr(pool, "_take", held)
+    task = scheduler.schedule(
+        "held", f"{JOBS}:held", OneTime(delay=0), isolation="process",
+        args=[str(marker), str(release)], timeout=0.001, retry=RetryPolicy.never(),
+    )  # fmt: skip
+    assert taking.wait(20)
+    scheduler.modify(task.id, timeout=after)
+    go.set()
+    assert until(marker.exists)
+    release.touch()
+    assert until(lambda: len(task.history) == 1)
+    (record,) = task.history
+    assert (record.outcome, record.result) == ("ok", "'released'"), record.error
+    case = "raised" if after else "dropped"
+    simulated = simulated_thread_run(case)
+    assert (record.outcome, record.error) == (simulated.outcome, simulated.error)
+    settle(scheduler)

@@ -104,7 +104,7 @@ class DefinitionVerbs(CoreParts):
         plus the new timeout, at once if that has passed, and never for ``None``; a
         flag already up stays up, and its run is recorded with the budget that raised
         it, unless it ran on past the new timeout too: then with that one.  A
-        process-isolated run's child is still killed at the timeout it was sent with
+        process-isolated run's child is killed at its start plus the new timeout
         (docs/DECISIONS.md, "A run in flight is held to its task's timeout now").
         :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task.
         """

@@ -22,7 +22,10 @@ answer:
   and a plain Python child dies on SIGTERM without running anything anyway), and so
   does every process its job started that is still in its process group (each child
   leads one: :func:`~lldsched.threaded.processlife.kill_group`); the run is reported
-  timed out, its error saying it was killed;
+  timed out, its error saying it was killed.  A modify or a replace that changes the
+  task's timeout during the run re-arms that deadline from the child's start
+  (:meth:`ProcessPool.retime`; docs/DECISIONS.md, "A run in flight is held to its
+  task's timeout now");
 * **a crash** (the child exits, ``os._exit(3)``, or dies of a signal) is a failed
   run whose error names the exit code or the signal;
 * **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
@@ -78,15 +81,19 @@ idle ones are the ones those threads left behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
+from multiprocessing.connection import wait
 from typing import Any, NamedTuple
 
+from lldsched.core.runs import rearmed
 from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.logs import WORKERS, Repeats, say_with_traceback
 from lldsched.threaded.deadline import Deadline
@@ -143,6 +150,26 @@ class ProcessOutcome(NamedTuple):
     traceback: str | None = None
 
 
+class _Budget:
+    """The timeout a busy child's run is held to, and the pipe that wakes its worker's
+    wait when :meth:`ProcessPool.retime` changes it (``timeout`` under the pool's lock)."""
+
+    __slots__ = ("timeout", "waking", "woken")
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.woken, self.waking = os.pipe()
+        os.set_blocking(self.waking, False)  # a full pipe is awake enough
+
+    def wake(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.write(self.waking, b"!")
+
+    def close(self) -> None:
+        os.close(self.woken)
+        os.close(self.waking)
+
+
 class ProcessPool:
     """Child processes that run one call at a time each; see the module docstring.
 
@@ -154,13 +181,16 @@ class ProcessPool:
         # A system refusing processes for an hour is said once a window, not once a
         # lost child (lldsched/logs.py; its own lock: several workers may replace).
         self._repeats = repeats if repeats is not None else Repeats()
-        # Guards _idle, _busy and _closed.  Taken by the worker threads to take and
-        # give back a child, and by kill() and close(); never held while waiting for
-        # a child's answer.  Lock order: the scheduler's lock, then this one (kill()
-        # is called under the scheduler's lock); never the other way round.
+        # Guards _idle, _busy, _budgets (and each one's timeout) and _closed.  Taken
+        # by the worker threads to take and give back a child, and by kill(), retime()
+        # and close(); never held while waiting for a child's answer.  Lock order: the
+        # scheduler's lock, then this one (kill() and retime() are called under the
+        # scheduler's lock); never the other way round.
         self._lock = threading.Lock()
         self._idle: list[Child] = []
         self._busy: list[Child] = []
+        # The timeout each busy child's run is held to (retime changes it; run drops it).
+        self._budgets: dict[Child, _Budget] = {}
         self._closed = False
 
     # -- running -----------------------------------------------------------------------
@@ -176,9 +206,10 @@ class ProcessPool:
         stopped: Callable[[], str | None] | None = None,
     ) -> ProcessOutcome | None:
         """Run ``path(*args, **kwargs)`` in a child and wait for its end (or kill it
-        ``timeout`` seconds after it started).  None when the pool was closed (a
-        shutdown: :meth:`kill_all` or :meth:`close`) before a child took the run: it
-        never started, and nothing was sent.
+        ``timeout`` seconds after it started, or the timeout :meth:`retime` gave
+        since).  None when the pool was closed (a shutdown: :meth:`kill_all` or
+        :meth:`close`) before a child took the run: it never started, and nothing was
+        sent.
 
         ``stopped`` is asked once a child is held for the run (called without this
         pool's lock): the error of the run if it was stopped since its caller began it
@@ -190,20 +221,32 @@ class ProcessPool:
             child = self._take(task_id)
         except SchedulerStateError:  # closed: a shutdown came between its begin and a child
             return None
-        if stopped is not None:
-            error = stopped()
-            if error is not None:  # stopped before this child was busy with it
-                self._give_back(child)
-                return self._unstarted(error)
-        message = json.dumps({"call": path, "args": list(args), "kwargs": dict(kwargs or {})})
+        with self._lock:  # retime finds it from now on; stopped's caller saw any before
+            self._budgets[child] = _Budget(timeout)
+        try:
+            if stopped is not None:
+                error = stopped()
+                if error is not None:  # stopped before this child was busy with it
+                    self._give_back(child)
+                    return self._unstarted(error)
+            message = {"call": path, "args": list(args), "kwargs": dict(kwargs or {})}
+            return self._send(child, json.dumps(message).encode())
+        finally:
+            with self._lock:
+                budget = self._budgets.pop(child)
+            budget.close()
+
+    def _send(self, child: Child, message: bytes) -> ProcessOutcome:
+        """Send the call to ``child`` (held for it) and wait for its end, or kill it."""
         connection = child.connection
         started = self._now()
+        budget = self._budgets[child]  # set and dropped by this run's own thread only
         try:
-            connection.send_bytes(message.encode())
+            connection.send_bytes(message)
             answer = receive(connection, timeout=None)  # {"started": true}, or an answer
             if answer is not None and "started" in answer:
                 started = self._now()
-                answer = receive(connection, timeout=timeout)
+                answer, timeout = self._answer(child, budget)
                 if answer is None and child.killed is None:  # the deadline passed
                     pid = child.process.pid
                     kill_group(child.process)  # SIGKILL, at once
@@ -211,7 +254,7 @@ class ProcessPool:
                     return ProcessOutcome(
                         started=started,
                         finished=self._now(),
-                        error=f"TimeoutError: killed (SIGKILL) at its {timeout:g} s budget "
+                        error=f"TimeoutError: killed (SIGKILL) at its {timeout or 0:g} s budget "
                         f"(worker process {pid})",
                         result=None,
                         timed_out=True,
@@ -255,6 +298,42 @@ class ProcessPool:
             result=None if result is None else str(result),
             timed_out=False,
         )
+
+    def _answer(self, child: Child, budget: _Budget) -> tuple[dict[str, Any] | None, float | None]:
+        """The child's answer to the call it said it started, or None once the run's
+        deadline passed first (or its pipe closed: EOFError), with the budget that
+        deadline was armed with.  The deadline is :func:`~lldsched.core.runs.rearmed`'s,
+        from the child's start, with the task's timeout as :meth:`retime` last set it:
+        a retime wakes this wait and it waits again for the new deadline.  A frame the
+        child began to write is read to the deadline in force when it began."""
+        begun = time.monotonic()
+        connection = child.connection
+        woken = budget.woken
+        while True:
+            with self._lock:  # the budget's timeout is retime's to change
+                timeout = budget.timeout
+            now = time.monotonic()
+            deadline = rearmed(begun, timeout, now)
+            left = None if deadline is None else deadline - now
+            ready = wait([connection, woken], left)
+            if connection in ready:
+                return receive(connection, timeout=left), timeout
+            if woken in ready:  # retimed: drain the wake, wait for the new deadline
+                os.read(woken, 4096)
+            elif deadline is not None and time.monotonic() >= deadline:
+                return None, timeout
+
+    def retime(self, task_id: str, timeout: float | None) -> None:
+        """The timeout of ``task_id`` changed while a run of it may be in flight (a
+        modify or a replace: docs/DECISIONS.md, "A run in flight is held to its task's
+        timeout now"): each child busy with one is held to ``timeout`` from its start,
+        killed at once if that deadline passed (:meth:`_answer` waits again)."""
+        with self._lock:
+            for child in self._busy:
+                budget = self._budgets.get(child)
+                if child.task_id == task_id and budget is not None:
+                    budget.timeout = timeout
+                    budget.wake()
 
     def _unstarted(self, error: str) -> ProcessOutcome:
         """The outcome of a run stopped before a child started it, failed with ``error``."""

@@ -196,7 +196,11 @@ class RunExecution(SchedulerParts):
                 if why is None and self._lease_gone(run) is not None:  # as _stop_lost says it
                     return f"CancelledError: {LEASE_GONE} {NOT_SENT}"
                 if why is None:  # a newer run's flag: the core words "before it started"
-                    return NEVER_STARTED_OVERLAP if _overlapped(run) is not None else None
+                    if _overlapped(run) is not None:
+                        return NEVER_STARTED_OVERLAP
+                    if task._options.timeout != options.timeout:  # a retime found no child
+                        self._processes.retime(task.id, task._options.timeout)
+                    return None
             return f"CancelledError: task {why} {NOT_SENT}"  # as _stop_running says it
 
         try:

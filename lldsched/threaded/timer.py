@@ -281,8 +281,12 @@ class TimerThread(SchedulerParts):
         judged at its finish by the timeout in force then, as before.  A thread run begun
         without a timeout kept no begin instant (reading the clock for it would cost
         every such dispatch): its deadline counts from its first re-arm.  A
-        process-isolated run's child keeps the kill it was sent with."""
+        process-isolated run's kill is its pool's (:meth:`ProcessPool.retime
+        <lldsched.threaded.processes.ProcessPool.retime>`, from its child's start)."""
         if self._coroutines.retime(run):
+            return
+        if run.options.isolation != "thread":  # the definition the run began with
+            self._processes.retime(run.task.id, run.task._options.timeout)
             return
         context = run.context
         if context is None or context.cancelled:
