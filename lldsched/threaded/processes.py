@@ -248,13 +248,14 @@ class ProcessPool:
                 started = self._now()
                 answer, timeout = self._answer(child, budget)
                 if answer is None and child.killed is None:  # the deadline passed
+                    assert timeout is not None  # no deadline: _answer waits for an answer
                     pid = child.process.pid
                     kill_group(child.process)  # SIGKILL, at once
                     self._lose(child)
                     return ProcessOutcome(
                         started=started,
                         finished=self._now(),
-                        error=f"TimeoutError: killed (SIGKILL) at its {timeout or 0:g} s budget "
+                        error=f"TimeoutError: killed (SIGKILL) at its {timeout:g} s budget "
                         f"(worker process {pid})",
                         result=None,
                         timed_out=True,
