@@ -229,7 +229,9 @@ def utilisation(frame: pd.DataFrame, workers: Workers, freq: str = "1h") -> pd.D
     ``{"web-1:4121:a1b2c3": 8, "web-2:977:d4e5f6": 2}``.  The columns are then the
     ``(node, worker)`` lanes of the mapping, in its nodes' order (sorted, ``None``
     last), whatever the runs: a node the mapping names without runs is idle (zeros),
-    and a run of a node it leaves out is refused, naming the node.  The records cannot
+    and a run of a node it leaves out is refused, naming the node (and each key that is
+    no node of the runs, with the ids it may mean: a key is the whole id, which
+    ``frame["node"].unique()`` lists, not a chart's short ``host:pid``).  The records cannot
     say how many workers a process had (an idle worker writes nothing), so the sizes
     are the caller's: each process's ``Scheduler(workers=)``, or its ``metrics().workers``.
     """
