@@ -56,7 +56,7 @@ def test_a_year_of_minutes_is_drawn_in_round_intervals_that_fit() -> None:
     assert ax.get_title(loc="left").startswith("Worker utilisation per 12h: mean ")
     minutes = len(utilisation(frame, 2, "1min"))
     assert ax.get_xlabel() == (
-        f"time (UTC), in intervals of 12h: freq='1min' would be {minutes:,} columns, "
+        f"time (UTC)\nin intervals of 12h: freq='1min' would be {minutes:,} columns, "
         f"more than max_columns={MAX_COLUMNS}"
     )
     # the table drawn is utilisation's at that length: each cell the mean of its minutes

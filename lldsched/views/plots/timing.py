@@ -253,9 +253,10 @@ def utilisation_plot(
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
     ax.set_ylabel("node · worker" if isinstance(table.columns, pd.MultiIndex) else "worker")
     _time_axis(ax, tz, blank=not len(table))
-    if shown != freq:  # merged: the axis says from what, and why
+    if shown != freq:  # merged: the axis says from what, and why (a line under the
+        # zone's: on one, the label ran into the date at the axis's right end)
         ax.set_xlabel(
-            f"{ax.get_xlabel()}, in intervals of {shown}: freq={freq!r} would be "
+            f"{ax.get_xlabel()}\nin intervals of {shown}: freq={freq!r} would be "
             f"{asked:,} columns, more than max_columns={most_columns:,}"
         )
     _title(ax, title)
