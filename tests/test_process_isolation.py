@@ -8,11 +8,14 @@ Children start in a few hundred milliseconds, so the tests that can share a sche
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,6 +41,7 @@ from lldsched import (
 from lldsched.threaded.processes import ProcessPool
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
+from tests.processes import killed_at
 
 JOBS = "tests.process_jobs"
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,7 +190,7 @@ def test_a_run_past_its_timeout_is_killed_recorded_timed_out_and_its_worker_free
         (1, True, False),
         (2, True, False),
     ]
-    assert all("killed (SIGKILL) at its 0.3 s budget" in (r.error or "") for r in records)
+    assert all(killed_at("0.3", r.error) for r in records), [r.error for r in records]
     assert wait_for(lambda: not alive(int(marker.read_text())))
     assert run_once(scheduler, "pid").history[0].ok  # a replacement child serves the next call
 
@@ -652,10 +656,51 @@ def test_a_child_that_stops_in_the_middle_of_its_answer_is_killed_at_its_timeout
         assert not caller.is_alive(), "the run outlived its timeout"
         (outcome,) = outcomes
         assert outcome.timed_out
-        assert outcome.error.startswith("TimeoutError: killed (SIGKILL) at its 0.5 s budget")
+        assert killed_at("0.5", outcome.error), outcome.error
         after = pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND)
         assert after is not None
         assert after.error is None and after.result is not None and "'sum': 3" in after.result
+    finally:
+        pool.kill_all("test over")
+        caller.join(BOUND)
+        pool.close(timeout=BOUND)
+    assert pool.alive == 0
+
+
+def unread(pool: ProcessPool) -> int:
+    """How many bytes wait unread on the answering pipe of the pool's one busy child."""
+    (child,) = pool._busy
+    answer = fcntl.ioctl(child.connection.fileno(), termios.FIONREAD, b"\0" * 4)
+    return int(struct.unpack("i", answer)[0])
+
+
+def test_a_lowered_timeout_kills_a_child_whose_answer_is_half_read_at_its_new_deadline(
+    tmp_path: Path,
+) -> None:
+    """A frame the child began is read to the deadline in force now: a modify that
+    lowers the timeout while the parent reads a half-written answer kills the child at
+    the new deadline (it used to wait for the rest of the frame until the old one, an
+    hour here; the process section of tests/test_rearm_in_flight.py is the same rule
+    before a frame begins)."""
+    marker = tmp_path / "pid"
+    pool = ProcessPool(now=time.monotonic)
+    outcomes: list[Any] = []
+    caller = threading.Thread(
+        target=lambda: outcomes.append(
+            pool.run("t", f"{JOBS}:write_half_then_hold", (str(marker), 3600), None, timeout=3600)
+        )
+    )
+    try:
+        caller.start()
+        assert wait_for(marker.exists)  # the half answer is on the pipe
+        assert wait_for(lambda: unread(pool) == 0)  # and the parent has read it: mid-frame
+        pool.retime("t", 0.001)  # passed already: killed at once
+        caller.join(BOUND)
+        assert not caller.is_alive(), "the half-read answer held the run to its old deadline"
+        (outcome,) = outcomes
+        assert outcome.timed_out
+        assert killed_at("0.001", outcome.error), outcome.error
+        assert not alive(int(marker.read_text()))
     finally:
         pool.kill_all("test over")
         caller.join(BOUND)
