@@ -46,6 +46,7 @@ from tests.processes import killed_at
 JOBS = "tests.process_jobs"
 ROOT = Path(__file__).resolve().parent.parent
 ONCE = RetryPolicy(max_attempts=1)
+SIM_KILLED = "(its worker process was killed)"  # how the simulation's cut ends its error
 BOUND = 20.0  # seconds: the most any wait below may take (the children sleep 3600 s)
 
 
@@ -412,6 +413,38 @@ def test_in_the_simulation_an_isolated_task_runs_at_its_simulated_instant_in_thi
     (record,) = task.history
     assert record.started == start + 30 and record.finished == start + 35
     assert record.result == str(os.getpid())
+
+
+def test_in_the_simulation_an_async_isolated_action_holds_its_worker_as_its_child_does() -> None:
+    # On threads the child awaits it and its worker waits for the child. The simulation
+    # handed its awaitable to the coroutine lane and freed the worker, so "next" ran
+    # beside it on the one worker.
+    sim = Simulation(workers=1)
+    start = sim.now
+    isolated = sim.schedule(
+        "later", OneTime(delay=0), action=f"{JOBS}:later", args=[21], isolation="process",
+        duration=10, timeout=5, retry=ONCE,
+    )  # fmt: skip
+    after = sim.schedule("next", OneTime(delay=1), duration=1)
+    sim.run_for(60)
+    (record,) = isolated.history
+    assert (record.worker, record.started - start, record.finished - start) == (0, 0, 5)
+    assert record.timed_out
+    assert record.error == f"TimeoutError: stopped at its 5 s timeout {SIM_KILLED}"
+    assert after.history[0].started == start + 5  # its worker freed at the kill, not before
+
+
+def test_in_the_simulation_a_shutdown_out_of_time_kills_an_isolated_run_as_on_threads() -> None:
+    # On threads a drain out of time kills the busy children (ProcessPool.kill_all); the
+    # simulation let the run go on to its modelled end, as a thread's.
+    sim = Simulation(workers=1)
+    start = sim.now
+    task = sim.schedule("long", OneTime(delay=0), isolation="process", duration=3600, retry=ONCE)
+    sim.run_for(10)
+    assert sim.shutdown(timeout=5)  # every run ended by the deadline
+    (record,) = task.history
+    assert record.finished == start + 15
+    assert record.error == f"CancelledError: scheduler shut down {SIM_KILLED}"
 
 
 def test_a_durable_store_keeps_the_isolation_and_modify_does_not_drop_it(tmp_path: Path) -> None:

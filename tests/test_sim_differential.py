@@ -83,11 +83,13 @@ import asyncio
 import functools
 import itertools
 import math
+import re
 import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -1444,3 +1446,155 @@ def test_a_verb_cuts_a_coroutine_run_in_flight_alike_on_both_runtimes(verb: str)
     assert records == [("a", 0, 1, "failed", 0, 5, f"CancelledError: task {reason}")]
     assert [seen(r) for r in sim.records()] == records
     assert tasks_of(sim) == threaded
+
+
+# -- process-isolated runs: killed on threads, cut in the simulation ------------------------
+
+JOBS = "tests.process_jobs"
+PROCESS_RETRY = RetryPolicy(max_attempts=2, initial_backoff=5, jitter=0)
+
+
+def child_waits(scheduler: Scheduler) -> bool:
+    """The pool's one busy run has its child's start: its worker waits for the answer."""
+    pool = scheduler._processes
+    with pool._lock:
+        return any(budget.begun is not None for budget in pool._budgets.values())
+
+
+def ran(scheduler: Scheduler, task_id: str, runs: int) -> bool:
+    """Task ``task_id`` has ``runs`` records."""
+    return len(scheduler.task(task_id).history) == runs
+
+
+def look_again(scheduler: Scheduler) -> None:
+    """Wake the pool's waits for an answer: each asks its deadline again (on the test's
+    clock: see :func:`process_scheduler`)."""
+    pool = scheduler._processes
+    with pool._lock:
+        for budget in pool._budgets.values():
+            budget.wake()
+
+
+def process_scheduler(clock: FakeClock) -> Scheduler:
+    """One worker on ``clock``, whose pool counts its deadlines on ``clock`` too: the test
+    moves it past a deadline and wakes the wait (:func:`look_again`), so a child is
+    killed at its instant without waiting real seconds (the pool's own clock is
+    ``time.monotonic``: docs/DECISIONS.md, "A deadline that stops a run counts real
+    seconds")."""
+    scheduler = Scheduler(workers=1, clock=clock)
+    scheduler._processes._monotonic = clock.now
+    return scheduler.start()
+
+
+def seen_with_error(r: Any) -> tuple[object, ...]:
+    """A record as :func:`record_of` sees it, with its error (the worker process's id
+    taken out: the simulation starts none)."""
+    error = None if r.error is None else re.sub(r"worker process \d+ ", "worker process ", r.error)
+    return (*record_of(r), error)
+
+
+def simulated_process_runs(verbs: dict[float, str]) -> tuple[list[tuple[object, ...]], Any]:
+    """The process scenario in the simulation: ``held`` (an isolated run that would take
+    an hour, timeout 10 s) and ``after`` (a thread run of no time due at T0 + 1, on the one
+    worker), with ``verbs`` made on ``held`` at their instants."""
+    sim = Simulation(workers=1, start=T0, seed=SEED)
+    sim.schedule(
+        "held", OneTime(delay=0), action=f"{JOBS}:noop", isolation="process", id="held",
+        duration=3600, timeout=10, retry=PROCESS_RETRY,
+    )  # fmt: skip
+    sim.schedule("after", OneTime(delay=1), id="after")
+    for at, verb in verbs.items():
+        sim.at(T0 + at, functools.partial(getattr(sim, verb), "held"))
+    sim.run(T0 + 100)
+    return [seen_with_error(r) for r in sim.records()], sim
+
+
+KILLED = "TimeoutError: stopped at its 10 s timeout (its worker process was killed)"
+
+
+def test_a_process_run_killed_at_its_timeout_is_cut_there_in_the_simulation_too(
+    tmp_path: Path,
+) -> None:
+    """On threads the child of a process-isolated run is killed at its deadline: the run
+    ends then, recorded ``timed_out``, its worker free for what waited (``after``), its
+    retry due from that end.  The simulation let the run go on to its modelled end (an
+    hour: ``after`` waited for it) and judged it there, as a thread's."""
+    marker, release = tmp_path / "pid", tmp_path / "release"
+    clock = FakeClock(T0)
+    scheduler = process_scheduler(clock)
+    try:
+        scheduler.schedule(
+            "held", f"{JOBS}:held", OneTime(delay=0), isolation="process", id="held",
+            args=[str(marker), str(release)], timeout=10, retry=PROCESS_RETRY,
+        )  # fmt: skip
+        scheduler.schedule("after", lambda: None, OneTime(delay=1), id="after")
+        for begun, attempt in ((0, 1), (15, 2)):
+            clock.set(T0 + begun)
+            wait_until(lambda: marker.exists() and child_waits(scheduler), timeout=20,
+                       what=f"attempt {attempt}'s child")  # fmt: skip
+            marker.unlink()
+            clock.set(T0 + begun + 10)
+            look_again(scheduler)  # its deadline passed: killed
+            recorded = functools.partial(ran, scheduler, "held", attempt)
+            wait_until(recorded, timeout=20, what=f"attempt {attempt}'s record")
+            assert scheduler.wait_idle(20)
+        release.touch()  # (no child waits for it: both were killed)
+        threaded = sorted(
+            seen_with_error(r) for t in ("held", "after") for r in scheduler.task(t).history
+        )
+        statuses = tasks_of(scheduler)
+    finally:
+        scheduler.shutdown(drain=False, timeout=20)
+    assert threaded == sorted(
+        [
+            ("held", 0, 1, "timed_out", 0, 10, KILLED),
+            ("held", 15, 2, "timed_out", 15, 25, KILLED),
+            ("after", 1, 1, "ok", 10, 10, None),
+        ]
+    )
+    records, sim = simulated_process_runs({})
+    assert sorted(records) == threaded
+    assert tasks_of(sim) == statuses
+
+
+@pytest.mark.parametrize("verb", ["pause", "cancel"])
+def test_a_process_run_a_verb_kills_ends_at_the_verb_in_the_simulation_too(
+    tmp_path: Path, verb: str
+) -> None:
+    """Pause and cancel kill a process-isolated run's child on threads (a paused task
+    retries the attempt after resume); the simulation went on to the run's modelled end
+    as a thread's run goes on."""
+    marker, release = tmp_path / "pid", tmp_path / "release"
+    clock = FakeClock(T0)
+    scheduler = process_scheduler(clock)
+    try:
+        scheduler.schedule(
+            "held", f"{JOBS}:held", OneTime(delay=0), isolation="process", id="held",
+            args=[str(marker), str(release)], timeout=10, retry=PROCESS_RETRY,
+        )  # fmt: skip
+        scheduler.schedule("after", lambda: None, OneTime(delay=1), id="after")
+        wait_until(lambda: marker.exists() and child_waits(scheduler), timeout=20,
+                   what="the child")  # fmt: skip
+        clock.set(T0 + 3)
+        getattr(scheduler, verb)("held")
+        wait_until(lambda: len(scheduler.task("held").history) == 1, timeout=20,
+                   what="the killed run's record")  # fmt: skip
+        assert scheduler.wait_idle(20)
+        release.touch()
+        threaded = sorted(
+            seen_with_error(r) for t in ("held", "after") for r in scheduler.task(t).history
+        )
+        statuses = tasks_of(scheduler)
+    finally:
+        scheduler.shutdown(drain=False, timeout=20)
+    why = "paused" if verb == "pause" else "cancelled"
+    assert threaded == sorted(
+        [
+            ("held", 0, 1, "failed", 0, 3,
+             f"CancelledError: task {why} (its worker process was killed)"),
+            ("after", 1, 1, "ok", 3, 3, None),
+        ]
+    )  # fmt: skip
+    records, sim = simulated_process_runs({3: verb})
+    assert sorted(records) == threaded
+    assert tasks_of(sim) == statuses

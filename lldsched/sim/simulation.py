@@ -94,7 +94,7 @@ from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator
-from lldsched.core.isolation import is_loop_action
+from lldsched.core.isolation import is_loop_action, killed_at_deadline, worker_killed
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
@@ -145,15 +145,22 @@ def _rearmed_end(
     result: str | None,
     timeout: float | None,
     now: float,
+    *,
+    killed: bool = False,
 ) -> tuple[float, str | None, str | None, bool]:
-    """A coroutine run whose duration counts from ``origin`` and is ``duration`` uncut,
-    re-armed at ``now`` against ``timeout``: (how long it lasts, its error, its result,
-    whether it timed out), cut at :func:`~lldsched.core.runs.rearmed`'s deadline."""
+    """A coroutine run (or, ``killed``, a process-isolated one) whose duration counts
+    from ``origin`` and is ``duration`` uncut, re-armed at ``now`` against ``timeout``:
+    (how long it lasts, its error, its result, whether it timed out), cut at
+    :func:`~lldsched.core.runs.rearmed`'s deadline, in the words the threaded runtime's
+    cut uses (a coroutine cancelled, a worker process killed)."""
     deadline = rearmed(origin, timeout, now)
     if deadline is None or origin + duration <= deadline:
         return duration, error, result, False
     assert timeout is not None  # a deadline is armed only with a timeout
-    return deadline - origin, cancelled_error(timeout), result, True
+    length = deadline - origin
+    if killed:
+        return length, killed_at_deadline(length, timeout, None), result, True
+    return length, cancelled_error(timeout), result, True
 
 
 class SimStep(NamedTuple):
@@ -747,6 +754,8 @@ class Simulation(SimulationVerbs):
             elif value is not None and must_await(value):  # a coroutine, awaited above
                 raised, result, timed_out = awaited
                 error = raised or error
+                if run[7].isolation != "thread":  # awaited in its child, on its worker
+                    return self._isolated(run, worker, now, duration, error, result, timed_out)
                 timeout = task.timeout
                 # Kept for a re-arm (_retime) when a cut may hide it; else its finish says it
                 # (none once cut in wall time: it ended there).
@@ -770,6 +779,50 @@ class Simulation(SimulationVerbs):
                     return None
             elif value is not None:
                 result = result_text(value)
+        if run[7].isolation != "thread":  # run[7]: the options it began with
+            return self._isolated(run, worker, now, duration, error, result, timed_out)
+        if duration == 0:  # finishes before anything else can happen at this instant
+            record = self._core.finish(run, now, now, error, result, timed_out)
+            self._release(worker)
+            return record
+        heapq.heappush(
+            self._finishes,
+            (now + duration, next(self._sequence), worker, run, now, error, result, timed_out),
+        )
+        return None
+
+    def _isolated(
+        self,
+        run: Run,
+        worker: int,
+        now: float,
+        duration: float,
+        error: str | None,
+        result: str | None,
+        timed_out: bool,
+    ) -> ExecutionRecord | None:
+        """Start a process-isolated run on ``worker`` at ``now``, ``duration`` long
+        uncut: as its worker process is killed on threads, it is cut at its timeout (the
+        worker frees at ``started + timeout``, recorded ``timed_out``, its error
+        :func:`~lldsched.core.isolation.killed_at_deadline`'s), re-armed from its start by
+        a modify or a replace (:meth:`_retime`: its uncut duration is kept, with or
+        without a timeout, as the pool counts a deadline given later from the child's
+        start too), and ended by a pause, cancel or remove or by a shutdown out of time
+        (:meth:`_stop_lane`), as a coroutine run is.  ``timed_out``: an awaitable the
+        action returned was cut in wall time at the timeout (it ended there).
+        What :meth:`_start` returns."""
+        timeout = run.task._options.timeout
+        if timed_out:  # cut in wall time at its timeout: it ended there, never re-armed
+            assert timeout is not None  # (the cut is the timeout's)
+            duration, error = timeout, killed_at_deadline(timeout, timeout, None)
+        else:
+            self._uncut[id(run)] = (now, duration, error, result)
+            duration, error, result, timed_out = _rearmed_end(
+                now, duration, error, result, timeout, now, killed=True
+            )
+        if len(self._awaited) > 2 * len(self._finishes) + 16:
+            self._prune_awaited()
+        self._awaited[id(run)] = run
         if duration == 0:  # finishes before anything else can happen at this instant
             record = self._core.finish(run, now, now, error, result, timed_out)
             self._release(worker)
@@ -902,8 +955,9 @@ class Simulation(SimulationVerbs):
                     kept = self._uncut[key] = (now, item[0] - now, item[5], item[6])
                 origin, duration, error, result = kept
                 length, error, result, timed_out = _rearmed_end(
-                    origin, duration, error, result, timeout, self.now
-                )
+                    origin, duration, error, result, timeout, self.now,
+                    killed=run[7].isolation != "thread",
+                )  # fmt: skip
                 finishes[index] = (
                     origin + length,
                     item[1],
@@ -935,10 +989,12 @@ class Simulation(SimulationVerbs):
         finishes = self._finishes
         now = self.now
         ended = False
+        killed = f"{error} {worker_killed(None)}"  # a process-isolated run's
         for index, item in enumerate(finishes):
             run = item[3]
             if id(run) in awaited and cut(run):
-                finishes[index] = (now, item[1], item[2], run, item[4], error, None, False)
+                ending = error if run[7].isolation == "thread" else killed
+                finishes[index] = (now, item[1], item[2], run, item[4], ending, None, False)
                 ended = True
         if ended:
             heapq.heapify(finishes)
