@@ -36,7 +36,13 @@ timeout keeps its worker for its whole duration and is recorded ``timed_out``
 at its finish.  A *coroutine* action is different there, and here too: its run
 is cut at its timeout (the worker frees at ``started + timeout``), and a modify or a
 replace that changes its task's timeout during the run re-arms that cut from its start
-(``_retime``), as the threaded event loop re-arms its cancellation.
+(``_retime``), as the threaded event loop re-arms its cancellation.  So is a
+*process-isolated* run's (``isolation="process"``), as its pool kills its child at
+the deadline: cut at ``started + timeout`` on its worker, re-armed from its start,
+ended by a pause, cancel or remove and by a shutdown out of time, as a coroutine run
+is (``_isolated``; docs/DECISIONS.md, "A process-isolated run is cut at its
+deadline, in the simulation too").  Virtual time is the only clock here; on threads
+those two cuts count real seconds ("A deadline that stops a run counts real seconds").
 
 **Coroutine actions** (``async def``, or a function that returns an awaitable)
 run at their simulated instant like any action: the coroutine is run to
@@ -416,7 +422,9 @@ class Simulation(SimulationVerbs):
         does not start and stays due; a coroutine run still in flight then (on the
         coroutine lane, or a plain function's awaitable waiting for a place there) is
         cancelled then, recorded failed ``CancelledError: scheduler shut down`` and
-        retried by its policy, as the threaded shutdown cancels it; a thread run still
+        retried by its policy, as the threaded shutdown cancels it, and so is a
+        process-isolated run (``... (its worker process was killed)``), as the threaded
+        shutdown kills its child; a thread run still
         in flight is not cut (a thread cannot be), here as there: it finishes at its
         modelled end, virtual time moving on to it, and the result is False.  Returns
         True when every run ended within ``timeout`` (docs/DECISIONS.md, "A simulation's
@@ -975,7 +983,9 @@ class Simulation(SimulationVerbs):
         """A pause, cancel or remove of ``task_id`` took: its coroutine runs in flight end
         now, failed with ``CancelledError: task <why>`` (a paused task retries the
         attempt after resume), as the threaded runtime cancels them (its
-        ``_stop_running``); a thread's run is cooperative and goes on, here as there."""
+        ``_stop_running``), and so do its process-isolated runs (``... (its worker process
+        was killed)``, as the pool kills their children); a thread's run is cooperative
+        and goes on, here as there."""
         self._stop_lane(lambda run: run.task.id == task_id, f"CancelledError: task {why}")
 
     def _stop_lane(self, cut: Callable[[Run], bool], error: str) -> None:
@@ -1003,8 +1013,9 @@ class Simulation(SimulationVerbs):
         """A shutdown's ``deadline`` is reached with runs still in flight, at
         ``_advance``'s rest: the coroutine runs (on the lane, or waiting for a place there)
         end at it, failed with ``CancelledError: scheduler shut down``, as the threaded
-        shutdown cancels them; True when a thread run goes on past it (it cannot be cut,
-        there as here)."""
+        shutdown cancels them, and so do the process-isolated runs (their children
+        killed there); True when a thread run goes on past it (it cannot be cut, there
+        as here)."""
         if not self._finishes and not self._handed:
             return False
         self._clock.advance_to(deadline)
