@@ -1512,13 +1512,13 @@ def simulated_process_runs(verbs: dict[float, str]) -> tuple[list[tuple[object, 
 KILLED = "TimeoutError: stopped at its 10 s timeout (its worker process was killed)"
 
 
-def test_a_process_run_killed_at_its_timeout_is_cut_there_in_the_simulation_too(
-    tmp_path: Path,
-) -> None:
-    """On threads the child of a process-isolated run is killed at its deadline: the run
-    ends then, recorded ``timed_out``, its worker free for what waited (``after``), its
-    retry due from that end.  The simulation let the run go on to its modelled end (an
-    hour: ``after`` waited for it) and judged it there, as a thread's."""
+def threaded_process_runs(
+    tmp_path: Path, drive: Callable[[Scheduler, FakeClock, Path], None]
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """The scenario of :func:`simulated_process_runs` on threads (``held`` is a child that
+    holds until released), ``drive`` moving it on (given the scheduler, its clock and
+    the file the child writes its pid to as it starts): its records, sorted, and its
+    tasks' states."""
     marker, release = tmp_path / "pid", tmp_path / "release"
     clock = FakeClock(T0)
     scheduler = process_scheduler(clock)
@@ -1528,23 +1528,40 @@ def test_a_process_run_killed_at_its_timeout_is_cut_there_in_the_simulation_too(
             args=[str(marker), str(release)], timeout=10, retry=PROCESS_RETRY,
         )  # fmt: skip
         scheduler.schedule("after", lambda: None, OneTime(delay=1), id="after")
+        drive(scheduler, clock, marker)
+        assert scheduler.wait_idle(20)
+        release.touch()  # (a child killed waits for nothing)
+        records = [r for t in ("held", "after") for r in scheduler.task(t).history]
+        return sorted(seen_with_error(r) for r in records), tasks_of(scheduler)
+    finally:
+        scheduler.shutdown(drain=False, timeout=20)
+
+
+def child_holds(scheduler: Scheduler, marker: Path, what: str) -> None:
+    """Wait until the child of ``held`` started (its ``marker`` written, taken away
+    again for the next) and its worker waits for its answer."""
+    wait_until(lambda: marker.exists() and child_waits(scheduler), timeout=20, what=what)
+    marker.unlink()
+
+
+def test_a_process_run_killed_at_its_timeout_is_cut_there_in_the_simulation_too(
+    tmp_path: Path,
+) -> None:
+    """On threads the child of a process-isolated run is killed at its deadline: the run
+    ends then, recorded ``timed_out``, its worker free for what waited (``after``), its
+    retry due from that end.  The simulation let the run go on to its modelled end (an
+    hour: ``after`` waited for it) and judged it there, as a thread's."""
+
+    def drive(scheduler: Scheduler, clock: FakeClock, marker: Path) -> None:
         for begun, attempt in ((0, 1), (15, 2)):
             clock.set(T0 + begun)
-            wait_until(lambda: marker.exists() and child_waits(scheduler), timeout=20,
-                       what=f"attempt {attempt}'s child")  # fmt: skip
-            marker.unlink()
+            child_holds(scheduler, marker, f"attempt {attempt}'s child")
             clock.set(T0 + begun + 10)
             look_again(scheduler)  # its deadline passed: killed
             recorded = functools.partial(ran, scheduler, "held", attempt)
             wait_until(recorded, timeout=20, what=f"attempt {attempt}'s record")
-            assert scheduler.wait_idle(20)
-        release.touch()  # (no child waits for it: both were killed)
-        threaded = sorted(
-            seen_with_error(r) for t in ("held", "after") for r in scheduler.task(t).history
-        )
-        statuses = tasks_of(scheduler)
-    finally:
-        scheduler.shutdown(drain=False, timeout=20)
+
+    threaded, statuses = threaded_process_runs(tmp_path, drive)
     assert threaded == sorted(
         [
             ("held", 0, 1, "timed_out", 0, 10, KILLED),
@@ -1564,29 +1581,15 @@ def test_a_process_run_a_verb_kills_ends_at_the_verb_in_the_simulation_too(
     """Pause and cancel kill a process-isolated run's child on threads (a paused task
     retries the attempt after resume); the simulation went on to the run's modelled end
     as a thread's run goes on."""
-    marker, release = tmp_path / "pid", tmp_path / "release"
-    clock = FakeClock(T0)
-    scheduler = process_scheduler(clock)
-    try:
-        scheduler.schedule(
-            "held", f"{JOBS}:held", OneTime(delay=0), isolation="process", id="held",
-            args=[str(marker), str(release)], timeout=10, retry=PROCESS_RETRY,
-        )  # fmt: skip
-        scheduler.schedule("after", lambda: None, OneTime(delay=1), id="after")
-        wait_until(lambda: marker.exists() and child_waits(scheduler), timeout=20,
-                   what="the child")  # fmt: skip
+
+    def drive(scheduler: Scheduler, clock: FakeClock, marker: Path) -> None:
+        child_holds(scheduler, marker, "the child")
         clock.set(T0 + 3)
         getattr(scheduler, verb)("held")
-        wait_until(lambda: len(scheduler.task("held").history) == 1, timeout=20,
-                   what="the killed run's record")  # fmt: skip
-        assert scheduler.wait_idle(20)
-        release.touch()
-        threaded = sorted(
-            seen_with_error(r) for t in ("held", "after") for r in scheduler.task(t).history
-        )
-        statuses = tasks_of(scheduler)
-    finally:
-        scheduler.shutdown(drain=False, timeout=20)
+        recorded = functools.partial(ran, scheduler, "held", 1)
+        wait_until(recorded, timeout=20, what="the killed run's record")
+
+    threaded, statuses = threaded_process_runs(tmp_path, drive)
     why = "paused" if verb == "pause" else "cancelled"
     assert threaded == sorted(
         [

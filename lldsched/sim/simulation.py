@@ -759,11 +759,12 @@ class Simulation(SimulationVerbs):
                 raise
             if exception is not None:
                 error = error_text(exception)
+            elif value is not None and must_await(value) and run[7].isolation != "thread":
+                raised, result, timed_out = awaited  # as its child awaits it, on its worker
+                error = raised or error
             elif value is not None and must_await(value):  # a coroutine, awaited above
                 raised, result, timed_out = awaited
                 error = raised or error
-                if run[7].isolation != "thread":  # awaited in its child, on its worker
-                    return self._isolated(run, worker, now, duration, error, result, timed_out)
                 timeout = task.timeout
                 # Kept for a re-arm (_retime) when a cut may hide it; else its finish says it
                 # (none once cut in wall time: it ended there).
@@ -788,7 +789,9 @@ class Simulation(SimulationVerbs):
             elif value is not None:
                 result = result_text(value)
         if run[7].isolation != "thread":  # run[7]: the options it began with
-            return self._isolated(run, worker, now, duration, error, result, timed_out)
+            duration, error, result, timed_out = self._isolated(
+                run, now, duration, error, result, timed_out
+            )
         if duration == 0:  # finishes before anything else can happen at this instant
             record = self._core.finish(run, now, now, error, result, timed_out)
             self._release(worker)
@@ -802,44 +805,31 @@ class Simulation(SimulationVerbs):
     def _isolated(
         self,
         run: Run,
-        worker: int,
         now: float,
         duration: float,
         error: str | None,
         result: str | None,
         timed_out: bool,
-    ) -> ExecutionRecord | None:
-        """Start a process-isolated run on ``worker`` at ``now``, ``duration`` long
-        uncut: as its worker process is killed on threads, it is cut at its timeout (the
-        worker frees at ``started + timeout``, recorded ``timed_out``, its error
-        :func:`~lldsched.core.isolation.killed_at_deadline`'s), re-armed from its start by
-        a modify or a replace (:meth:`_retime`: its uncut duration is kept, with or
-        without a timeout, as the pool counts a deadline given later from the child's
-        start too), and ended by a pause, cancel or remove or by a shutdown out of time
-        (:meth:`_stop_lane`), as a coroutine run is.  ``timed_out``: an awaitable the
-        action returned was cut in wall time at the timeout (it ended there).
-        What :meth:`_start` returns."""
+    ) -> tuple[float, str | None, str | None, bool]:
+        """A process-isolated run starting at ``now``, ``duration`` long uncut, as its
+        worker process is killed on threads: (how long it lasts, its error, its result,
+        whether it timed out), cut at its timeout (its worker frees at ``started +
+        timeout``, its error :func:`~lldsched.core.isolation.killed_at_deadline`'s).  It
+        is kept for :meth:`_retime`, which re-arms it from its start (its uncut duration
+        kept with or without a timeout, as the pool counts a deadline given later from
+        the child's start too), and for :meth:`_stop_lane`, which ends it at a pause,
+        cancel or remove or at a shutdown out of time, as a coroutine run is.
+        ``timed_out``: an awaitable the action returned was cut in wall time at the
+        timeout (it ended there)."""
         timeout = run.task._options.timeout
-        if timed_out:  # cut in wall time at its timeout: it ended there, never re-armed
-            assert timeout is not None  # (the cut is the timeout's)
-            duration, error = timeout, killed_at_deadline(timeout, timeout, None)
-        else:
-            self._uncut[id(run)] = (now, duration, error, result)
-            duration, error, result, timed_out = _rearmed_end(
-                now, duration, error, result, timeout, now, killed=True
-            )
         if len(self._awaited) > 2 * len(self._finishes) + 16:
             self._prune_awaited()
         self._awaited[id(run)] = run
-        if duration == 0:  # finishes before anything else can happen at this instant
-            record = self._core.finish(run, now, now, error, result, timed_out)
-            self._release(worker)
-            return record
-        heapq.heappush(
-            self._finishes,
-            (now + duration, next(self._sequence), worker, run, now, error, result, timed_out),
-        )
-        return None
+        if timed_out:  # cut in wall time at its timeout: it ended there, never re-armed
+            assert timeout is not None  # (the cut is the timeout's)
+            return timeout, killed_at_deadline(timeout, timeout, None), result, True
+        self._uncut[id(run)] = (now, duration, error, result)
+        return _rearmed_end(now, duration, error, result, timeout, now, killed=True)
 
     def _abandon(self, run: Run, worker: int, now: float, exc: BaseException) -> None:
         """``exc`` stops the attempt ``run`` on ``worker`` at ``now`` and is raised to
