@@ -27,6 +27,7 @@ import pytest
 from lldsched import (
     FakeClock,
     FixedRate,
+    InMemoryTaskStore,
     OneTime,
     Overlap,
     Priority,
@@ -432,6 +433,23 @@ def test_in_the_simulation_an_async_isolated_action_holds_its_worker_as_its_chil
     assert record.timed_out
     assert record.error == f"TimeoutError: stopped at its 5 s timeout {SIM_KILLED}"
     assert after.history[0].started == start + 5  # its worker freed at the kill, not before
+
+
+def test_in_the_simulation_an_isolated_task_restored_from_a_store_is_cut_at_its_timeout() -> None:
+    # A simulation asks a start whether its run is process-isolated only once such a
+    # task is registered (Simulation._isolation): a restored one counts too.
+    store = InMemoryTaskStore()
+    with Scheduler(store=store, clock=FakeClock(0.0)) as scheduler:  # never started
+        scheduler.schedule(
+            "long", f"{JOBS}:noop", OneTime(delay=10), id="long", isolation="process",
+            timeout=5, retry=ONCE,
+        )  # fmt: skip
+    sim = Simulation(workers=1, start=0.0, store=store)
+    sim.model("long", duration=60)
+    sim.run_for(100)
+    (record,) = sim.task("long").history
+    assert (record.started, record.finished, record.timed_out) == (10, 15, True)
+    assert record.error == f"TimeoutError: stopped at its 5 s timeout {SIM_KILLED}"
 
 
 def test_in_the_simulation_a_shutdown_out_of_time_kills_an_isolated_run_as_on_threads() -> None:

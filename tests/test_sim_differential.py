@@ -75,6 +75,12 @@ event loop begins its runs only once the workers have begun theirs
 (:meth:`Stage.settle`), the simulation's order at one instant.  What it leaves out, and
 why: a crash (a simulation cannot die mid-run), a coroutine run exactly as long as its
 timeout (its finish and the loop's timer race on threads) and the three cases above.
+
+**Process-isolated runs** are compared by hand at the end of the file: a run killed at
+its timeout (twice, with the thread task its worker was held from) and one a pause or a
+cancel kills.  The pool's kill counts real seconds, so there the pool's clock is the
+test's ``FakeClock`` and the test wakes its wait when it moves past a deadline
+(:func:`process_scheduler`, :func:`look_again`): killed at its instant, without waiting.
 """
 
 from __future__ import annotations
