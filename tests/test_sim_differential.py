@@ -1607,3 +1607,43 @@ def test_a_process_run_a_verb_kills_ends_at_the_verb_in_the_simulation_too(
     records, sim = simulated_process_runs({3: verb})
     assert sorted(records) == threaded
     assert tasks_of(sim) == statuses
+
+
+def test_a_run_over_its_budget_is_worded_alike_on_threads_in_a_process_and_in_the_simulation(
+    tmp_path: Path,
+) -> None:
+    """A run of 8 s held to 5 s (a modify lowered its timeout at 8 s): the budget's
+    wording is core/runs.timeout_error's on every runtime, a thread's and a worker
+    process's on threads and the simulation's; a killed run's adds how it was stopped.
+    The pool used to say ``killed (SIGKILL) at its 5 s budget`` (the cut's budget, not
+    what the run took), where the others say what it ran against what it was allowed."""
+    over = "TimeoutError: ran 8 s, over its 5 s budget"
+    clock = FakeClock(T0)
+    with Scheduler(workers=1, clock=clock) as scheduler:  # a thread's, judged at its finish
+
+        def eight_seconds() -> None:
+            clock.advance(8)
+            scheduler.modify("thread", timeout=5)
+
+        scheduler.schedule("thread", eight_seconds, OneTime(delay=0), id="thread",
+                           timeout=20, retry=RetryPolicy.never())  # fmt: skip
+        assert scheduler.wait_idle(20)
+        (thread,) = scheduler.task("thread").history
+
+    def drive(scheduler: Scheduler, clock: FakeClock, marker: Path) -> None:
+        scheduler.modify("held", timeout=20)
+        child_holds(scheduler, marker, "the child")
+        clock.set(T0 + 8)
+        scheduler.modify("held", timeout=5)  # passed: killed at once
+        recorded = functools.partial(ran, scheduler, "held", 1)
+        wait_until(recorded, timeout=20, what="the killed run's record")
+
+    threaded, _ = threaded_process_runs(tmp_path, drive)
+    (killed,) = [record for record in threaded if record[0] == "held" and record[2] == 1]
+    sim = Simulation(workers=1, start=T0)
+    sim.schedule("held", OneTime(delay=0), isolation="process", duration=3600, timeout=20)
+    sim.at(T0 + 8, lambda: sim.modify(sim.tasks()[0].id, timeout=5))
+    sim.run(T0 + 9)
+    (simulated,) = sim.records()
+    assert thread.error == over
+    assert killed[-1] == simulated.error == f"{over} (its worker process was killed)"
