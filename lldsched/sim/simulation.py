@@ -36,7 +36,13 @@ timeout keeps its worker for its whole duration and is recorded ``timed_out``
 at its finish.  A *coroutine* action is different there, and here too: its run
 is cut at its timeout (the worker frees at ``started + timeout``), and a modify or a
 replace that changes its task's timeout during the run re-arms that cut from its start
-(``_retime``), as the threaded event loop re-arms its cancellation.
+(``_retime``), as the threaded event loop re-arms its cancellation.  So is a
+*process-isolated* run's (``isolation="process"``), as its pool kills its child at
+the deadline: cut at ``started + timeout`` on its worker, re-armed from its start,
+ended by a pause, cancel or remove and by a shutdown out of time, as a coroutine run
+is (``_isolated``; docs/DECISIONS.md, "A process-isolated run is cut at its
+deadline, in the simulation too").  Virtual time is the only clock here; on threads
+those two cuts count real seconds ("A deadline that stops a run counts real seconds").
 
 **Coroutine actions** (``async def``, or a function that returns an awaitable)
 run at their simulated instant like any action: the coroutine is run to
@@ -94,7 +100,7 @@ from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator
-from lldsched.core.isolation import is_loop_action
+from lldsched.core.isolation import is_loop_action, killed_at_deadline, worker_killed
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
@@ -145,15 +151,22 @@ def _rearmed_end(
     result: str | None,
     timeout: float | None,
     now: float,
+    *,
+    killed: bool = False,
 ) -> tuple[float, str | None, str | None, bool]:
-    """A coroutine run whose duration counts from ``origin`` and is ``duration`` uncut,
-    re-armed at ``now`` against ``timeout``: (how long it lasts, its error, its result,
-    whether it timed out), cut at :func:`~lldsched.core.runs.rearmed`'s deadline."""
+    """A coroutine run (or, ``killed``, a process-isolated one) whose duration counts
+    from ``origin`` and is ``duration`` uncut, re-armed at ``now`` against ``timeout``:
+    (how long it lasts, its error, its result, whether it timed out), cut at
+    :func:`~lldsched.core.runs.rearmed`'s deadline, in the words the threaded runtime's
+    cut uses (a coroutine cancelled, a worker process killed)."""
     deadline = rearmed(origin, timeout, now)
     if deadline is None or origin + duration <= deadline:
         return duration, error, result, False
     assert timeout is not None  # a deadline is armed only with a timeout
-    return deadline - origin, cancelled_error(timeout), result, True
+    length = deadline - origin
+    if killed:
+        return length, killed_at_deadline(length, timeout, None), result, True
+    return length, cancelled_error(timeout), result, True
 
 
 class SimStep(NamedTuple):
@@ -258,6 +271,11 @@ class Simulation(SimulationVerbs):
         # a head whose lane is full, and a finish may free a place on the lane.
         self._loop_tasks = False
         self._waiting = Waiting(self._queue)
+        # True once a process-isolated task is registered (or restored): from then on a
+        # start asks whether its run is one (_isolated), a field read the others skip
+        # (+0.9 % instructions a simulated run asked of every run: 45,672 -> 46,075,
+        # benchmarks/sim_instructions.py sim).
+        self._isolation = False
         # Awaitables plain functions returned, waiting for a place on the full coroutine
         # lane, in the order handed over (their workers free already).
         self._handed: deque[Handed] = deque()
@@ -268,13 +286,15 @@ class Simulation(SimulationVerbs):
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
         self._awaiting = PrivateLoop()  # runs coroutine actions (its loops made at need)
-        # Coroutine runs that may be in flight, by id (those that finished are dropped
-        # when it is read, or when it outgrows the runs in flight): a pause, cancel or
-        # remove cuts them (_stop_awaited), as the threaded runtime cancels them.
+        # Coroutine and process-isolated runs that may be in flight, by id (those that
+        # finished are dropped when it is read, or when it outgrows the runs in flight):
+        # a pause, cancel or remove cuts them (_stop_awaited), as the threaded runtime
+        # cancels or kills them.
         self._awaited: dict[int, Run] = {}
-        # Of those whose awaitable ran to its end: (the instant its duration counts from,
-        # that duration, its error, its result), uncut by its timeout, for a modify or a
-        # replace that changes the timeout during the run to re-arm it (_retime).
+        # Of those whose awaitable ran to its end, and the process-isolated ones: (the
+        # instant its duration counts from, that duration, its error, its result), uncut
+        # by its timeout, for a modify or a replace that changes the timeout during the
+        # run to re-arm it (_retime).
         self._uncut: dict[int, tuple[float, float, str | None, str | None]] = {}
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
@@ -409,7 +429,9 @@ class Simulation(SimulationVerbs):
         does not start and stays due; a coroutine run still in flight then (on the
         coroutine lane, or a plain function's awaitable waiting for a place there) is
         cancelled then, recorded failed ``CancelledError: scheduler shut down`` and
-        retried by its policy, as the threaded shutdown cancels it; a thread run still
+        retried by its policy, as the threaded shutdown cancels it, and so is a
+        process-isolated run (``... (its worker process was killed)``), as the threaded
+        shutdown kills its child; a thread run still
         in flight is not cut (a thread cannot be), here as there: it finishes at its
         modelled end, virtual time moving on to it, and the result is False.  Returns
         True when every run ended within ``timeout`` (docs/DECISIONS.md, "A simulation's
@@ -695,9 +717,13 @@ class Simulation(SimulationVerbs):
         return is_loop_action(task.action, task._options.isolation)
 
     def _note_lane(self, task: ScheduledTask) -> None:
-        """``task`` was registered: from a coroutine task on, the loop picks starts by lane."""
-        if not self._loop_tasks and is_loop_action(task.action, task._options.isolation):
+        """``task`` was registered: from a coroutine task on, the loop picks starts by
+        lane; from a process-isolated one on, a start asks whether its run is one."""
+        isolation = task._options.isolation
+        if not self._loop_tasks and is_loop_action(task.action, isolation):
             self._loop_tasks = True
+        if isolation != "thread":
+            self._isolation = True
 
     def _start(self, entry: Any, now: float, worker: int) -> ExecutionRecord | str | None:
         """Start live ``entry`` on ``worker``, taken for it (a free worker, or a place on
@@ -744,6 +770,9 @@ class Simulation(SimulationVerbs):
                 raise
             if exception is not None:
                 error = error_text(exception)
+            elif value is not None and must_await(value) and run[7].isolation != "thread":
+                raised, result, timed_out = awaited  # as its child awaits it, on its worker
+                error = raised or error
             elif value is not None and must_await(value):  # a coroutine, awaited above
                 raised, result, timed_out = awaited
                 error = raised or error
@@ -770,6 +799,10 @@ class Simulation(SimulationVerbs):
                     return None
             elif value is not None:
                 result = result_text(value)
+        if self._isolation and run[7].isolation != "thread":  # run[7]: its options
+            duration, error, result, timed_out = self._isolated(
+                run, now, duration, error, result, timed_out
+            )
         if duration == 0:  # finishes before anything else can happen at this instant
             record = self._core.finish(run, now, now, error, result, timed_out)
             self._release(worker)
@@ -779,6 +812,35 @@ class Simulation(SimulationVerbs):
             (now + duration, next(self._sequence), worker, run, now, error, result, timed_out),
         )
         return None
+
+    def _isolated(
+        self,
+        run: Run,
+        now: float,
+        duration: float,
+        error: str | None,
+        result: str | None,
+        timed_out: bool,
+    ) -> tuple[float, str | None, str | None, bool]:
+        """A process-isolated run starting at ``now``, ``duration`` long uncut, as its
+        worker process is killed on threads: (how long it lasts, its error, its result,
+        whether it timed out), cut at its timeout (its worker frees at ``started +
+        timeout``, its error :func:`~lldsched.core.isolation.killed_at_deadline`'s).  It
+        is kept for :meth:`_retime`, which re-arms it from its start (its uncut duration
+        kept with or without a timeout, as the pool counts a deadline given later from
+        the child's start too), and for :meth:`_stop_lane`, which ends it at a pause,
+        cancel or remove or at a shutdown out of time, as a coroutine run is.
+        ``timed_out``: an awaitable the action returned was cut in wall time at the
+        timeout (it ended there)."""
+        timeout = run.task._options.timeout
+        if len(self._awaited) > 2 * len(self._finishes) + 16:
+            self._prune_awaited()
+        self._awaited[id(run)] = run
+        if timed_out:  # cut in wall time at its timeout: it ended there, never re-armed
+            assert timeout is not None  # (the cut is the timeout's)
+            return timeout, killed_at_deadline(timeout, timeout, None), result, True
+        self._uncut[id(run)] = (now, duration, error, result)
+        return _rearmed_end(now, duration, error, result, timeout, now, killed=True)
 
     def _abandon(self, run: Run, worker: int, now: float, exc: BaseException) -> None:
         """``exc`` stops the attempt ``run`` on ``worker`` at ``now`` and is raised to
@@ -902,8 +964,9 @@ class Simulation(SimulationVerbs):
                     kept = self._uncut[key] = (now, item[0] - now, item[5], item[6])
                 origin, duration, error, result = kept
                 length, error, result, timed_out = _rearmed_end(
-                    origin, duration, error, result, timeout, self.now
-                )
+                    origin, duration, error, result, timeout, self.now,
+                    killed=run[7].isolation != "thread",
+                )  # fmt: skip
                 finishes[index] = (
                     origin + length,
                     item[1],
@@ -921,7 +984,9 @@ class Simulation(SimulationVerbs):
         """A pause, cancel or remove of ``task_id`` took: its coroutine runs in flight end
         now, failed with ``CancelledError: task <why>`` (a paused task retries the
         attempt after resume), as the threaded runtime cancels them (its
-        ``_stop_running``); a thread's run is cooperative and goes on, here as there."""
+        ``_stop_running``), and so do its process-isolated runs (``... (its worker process
+        was killed)``, as the pool kills their children); a thread's run is cooperative
+        and goes on, here as there."""
         self._stop_lane(lambda run: run.task.id == task_id, f"CancelledError: task {why}")
 
     def _stop_lane(self, cut: Callable[[Run], bool], error: str) -> None:
@@ -935,10 +1000,12 @@ class Simulation(SimulationVerbs):
         finishes = self._finishes
         now = self.now
         ended = False
+        killed = f"{error} {worker_killed(None)}"  # a process-isolated run's
         for index, item in enumerate(finishes):
             run = item[3]
             if id(run) in awaited and cut(run):
-                finishes[index] = (now, item[1], item[2], run, item[4], error, None, False)
+                ending = error if run[7].isolation == "thread" else killed
+                finishes[index] = (now, item[1], item[2], run, item[4], ending, None, False)
                 ended = True
         if ended:
             heapq.heapify(finishes)
@@ -947,8 +1014,9 @@ class Simulation(SimulationVerbs):
         """A shutdown's ``deadline`` is reached with runs still in flight, at
         ``_advance``'s rest: the coroutine runs (on the lane, or waiting for a place there)
         end at it, failed with ``CancelledError: scheduler shut down``, as the threaded
-        shutdown cancels them; True when a thread run goes on past it (it cannot be cut,
-        there as here)."""
+        shutdown cancels them, and so do the process-isolated runs (their children
+        killed there); True when a thread run goes on past it (it cannot be cut, there
+        as here)."""
         if not self._finishes and not self._handed:
             return False
         self._clock.advance_to(deadline)

@@ -131,9 +131,9 @@ class SimulationVerbs:
         ``isolation`` takes the values, and follows the rules, it has in
         ``Scheduler.schedule``: with ``"process"``, an ``action`` is an import path
         with JSON arguments, checked at registration.  Here the task runs at its
-        simulated instant like any other (its duration is the model's, its timeout
-        judged against it; a simulated child is never started or killed), and an
-        ``action`` given runs in this process.
+        simulated instant on a worker, for the model's duration, cut at its timeout
+        as its worker process is killed there (and at a pause, cancel or remove); no
+        child is started, and an ``action`` given runs in this process.
 
         Raises :class:`~lldsched.errors.ValidationError` (a
         :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value, or

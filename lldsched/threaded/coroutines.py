@@ -27,7 +27,12 @@ with runs.
 
 **Timeouts are enforced** here, unlike on threads: a coroutine still running at
 its task's timeout is cancelled (``Task.cancel``), recorded ``timed_out`` with a
-``TimeoutError`` text, and its task goes down the retry path.  **Cancelling or
+``TimeoutError`` text, and its task goes down the retry path.  That deadline counts
+real seconds on the loop's clock (``call_at``), not the scheduler's injected clock,
+as a process-isolated run's kill does: a deadline that stops a run bounds what it
+really spends, which a ``FakeClock`` does not measure and a wall clock's jump would
+move; its record's instants are the scheduler's clock's (docs/DECISIONS.md, "A
+deadline that stops a run counts real seconds").  **Cancelling or
 pausing** a task cancels its running coroutine the same way; the attempt is
 recorded failed (``CancelledError: task cancelled`` / ``task paused``) and,
 like any failure, retried (after ``resume``) while attempts remain.  A run the
