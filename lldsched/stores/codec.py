@@ -51,7 +51,7 @@ from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, Outcome, Priority, TaskStatus
-from lldsched.persistence import Task, TaskSnapshot
+from lldsched.persistence import Task, TaskSnapshot, check_storable, unstorable
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.catchup import unwrap
 from lldsched.schedules.decorators import restore_runs
@@ -121,34 +121,13 @@ _RETRY_KEYS = frozenset((*_RETRY_FIELDS, "policy"))  # "policy": a subclass's im
 
 def check_text(task: Task) -> None:
     """Refuse a task whose id or name a durable store cannot keep as text
-    (:func:`unstorable`): an id made from a file name ``os.listdir`` decoded, say.  Every
-    other string of a definition is JSON, which escapes both.  Asked by
-    :func:`encode_task`, when a definition is written (a registration, a replacement)."""
+    (:func:`~lldsched.persistence.unstorable`): an id made from a file name
+    ``os.listdir`` decoded, say.  Every other string of a definition is JSON, which
+    escapes both.  Asked by :func:`encode_task`, when a definition is written (a
+    registration, a replacement); every registration asked it of the name already,
+    whatever the store (:func:`~lldsched.persistence.check_storable`)."""
     for field, value in (("id", task.id), ("name", task.name)):
-        problem = unstorable(value)
-        if problem is not None:
-            raise ValidationError(
-                f"task {field} {value!r} holds {problem}, which a durable store cannot keep "
-                "as text; nothing was written"
-            )
-
-
-def unstorable(text: str) -> str | None:
-    """What in ``text`` no durable store keeps as text, said; None if nothing: a NUL
-    (PostgreSQL's ``text`` holds none; an SQLite store kept it, and a move to PostgreSQL
-    failed on it) or a lone surrogate (UTF-8 refuses it: both drivers raised a bare
-    ``UnicodeEncodeError`` naming neither the task nor the value).  The one rule of
-    every text a durable store writes (docs/DECISIONS.md, "Text a durable store cannot
-    keep"): :func:`check_text`, :func:`check_written`."""
-    if "\x00" in text:
-        return "a NUL (\\x00)"
-    if text.isascii():
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "a lone surrogate (not UTF-8: text decoded from bytes with surrogateescape?)"
-    return None
+        check_storable(field, value, nothing="written")
 
 
 def check_written(snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()) -> None:
