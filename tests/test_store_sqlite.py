@@ -233,6 +233,14 @@ def test_an_id_or_name_no_database_keeps_is_refused_naming_it(
         assert [s.task.id for s in store.load_all()] == ["kept"]
 
 
+def register(runtime: Scheduler | Simulation, name: str) -> None:
+    """Register a task ``name`` due every minute, on either runtime."""
+    if isinstance(runtime, Simulation):
+        runtime.schedule(name, FixedRate(60))
+    else:
+        runtime.schedule(name, jobs.noop, FixedRate(60))
+
+
 @pytest.mark.parametrize("text", ["report \udcff", "a\x00b"], ids=["surrogate", "nul"])
 def test_a_name_no_durable_store_keeps_is_refused_alike_on_every_store_and_runtime(
     tmp_path: Path, text: str
@@ -246,10 +254,9 @@ def test_a_name_no_durable_store_keeps_is_refused_alike_on_every_store_and_runti
             Scheduler(store=durable), Scheduler(), Scheduler(store=InMemoryTaskStore()),
             Simulation(workers=1, start=T0),
         ):  # fmt: skip
-            action = () if isinstance(runtime, Simulation) else (jobs.noop,)
-            runtime.schedule("kept", *action, FixedRate(60))  # type: ignore[arg-type]
+            register(runtime, "kept")
             with pytest.raises(ValidationError) as caught:
-                runtime.schedule(text, *action, FixedRate(60))  # type: ignore[arg-type]
+                register(runtime, text)
             assert [t.name for t in runtime.tasks()] == ["kept"]
             said.append(str(caught.value))
             if isinstance(runtime, Scheduler):
