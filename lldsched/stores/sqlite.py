@@ -104,6 +104,7 @@ from lldsched.stores.sqlite_reads import SqliteReads
 from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
     INSERT_RECORD,
+    LAST_FAILED,
     UPDATE,
     UPSERT,
     failure,
@@ -272,12 +273,10 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             if version is not None:
                 connection.execute(f"PRAGMA synchronous = {synchronous}")
                 if version < SCHEMA_VERSION:  # checks the values before it commits
-                    self._migrate(connection, version)
-                else:
-                    self._check_values(connection)  # only reads: a refused file is untouched
-            (dead_seq,) = connection.execute(
-                "SELECT coalesce(max(failed_seq), 0) FROM tasks"
-            ).fetchone()
+                    self._migrate(connection, version, shared=shared)
+                else:  # only reads: a refused file is untouched
+                    self._check_values(connection, shared=shared)
+            (dead_seq,) = connection.execute(LAST_FAILED).fetchone()
             counts = dict(connection.execute(COUNT_UNFINISHED))
             (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
             self._shared = (  # None: this store shares nothing
