@@ -189,6 +189,26 @@ TASK_CASES = {
     "priority-true": Bad(
         PRIORITY_TRUE["sqlite"], PRIORITY_TRUE["postgres"], "priority must be one of [0, 1, 2]"
     ),
+    # What a store keeps beside the state (codec.check_kept): before, read without a word
+    # (a claim ordered by a priority of 7, a dead letter by a negative place).
+    "priority-column-7": Bad(
+        "priority = 7", "priority = 7",
+        "table tasks, row id='b', column priority holds the integer 7, where the store "
+        "writes one of [0, 1, 2] (Priority)",
+    ),
+    "version-negative": Bad(
+        "version = -1", "version = -1",
+        "column version holds the integer -1, where the store writes an integer >= 0",
+    ),
+    "failed_seq-negative": Bad(
+        "status = 'failed', next_run_at = NULL, failed_seq = -4",
+        "status = 'failed', next_run_at = NULL, failed_seq = -4",
+        "column failed_seq holds the integer -4, where the store writes an integer >= 0 or NULL",
+    ),
+    "slot_due-nan": Bad(None, "slot_due = 'NaN'", "column slot_due holds the real nan"),
+    "slot_due-inf": Bad(
+        "slot_due = 9e999", "slot_due = 'Infinity'", "column slot_due holds the real inf"
+    ),
     # Values that do not go together (docs/DECISIONS.md, "A row whose values do not go
     # together"): before, each was loaded; its task never ran again, or resume() raised an
     # AssertionError, or its retries were cut short or its grid moved.

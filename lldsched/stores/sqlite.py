@@ -14,10 +14,12 @@ schema is versioned with ``PRAGMA user_version`` and the file marked with
 lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
 corrupted one (``PRAGMA quick_check`` at open) and one whose bookkeeping holds a value
 of another type than the store writes (text SQLite kept in a numeric column: a row
-edited by hand, :meth:`~lldsched.stores.sqlite_schema.FileFormat._check_values`); nothing
-is written to a file that was refused. A task's row holding a value no write of lldsched
-makes (of another type, or out of its range) is refused as it is read, by itself
-(:func:`~lldsched.stores.codec.snapshot_from`). A file of an older schema version is
+edited by hand, :meth:`~lldsched.stores.sqlite_schema.FileFormat._check_values`: every
+table unshared, the counters alone in shared mode); nothing is written to a file that
+was refused. A task's row or its lease holding a value no write of lldsched makes (of
+another type, or out of its range) is refused as it is read, by itself
+(:func:`~lldsched.stores.codec.snapshot_from`, :func:`~lldsched.stores.codec.check_kept`):
+a shared store leaves that task out and runs the others. A file of an older schema version is
 migrated at open, in one transaction (:data:`~lldsched.stores.sqlite_schema.MIGRATIONS`;
 version 1 had no ``result`` column; the format is
 :mod:`lldsched.stores.sqlite_schema`'s). A definition whose callable no longer imports
