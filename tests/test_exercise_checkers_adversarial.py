@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import inspect
 import math
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from exercises.checks import ANSWER_LIMIT, Result, run_checks, timer_checks
+from exercises.checks import ANSWER_LIMIT, Check, Result, run_checks, timer_checks
 from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
@@ -521,3 +523,124 @@ def test_two_consumers_given_the_same_head_are_told_to_test_and_pop_under_one_lo
     message = failure(run_checks(timer_checks(PopsOutsideTheLock)), "both of two waiters")
     assert "'first' came out twice" in message
     assert "test the head and pop it in one `with self._cond`" in message
+
+
+# -- cheats: an answer that does not compute the rule must not pass ----------------------------
+
+
+def reads_the_checkers_expectation(*args: object) -> object:
+    """Returns the checker's ``expected`` from a calling frame, whatever the call."""
+    frame = inspect.currentframe()
+    while frame is not None:
+        if "expected" in frame.f_locals:
+            return frame.f_locals["expected"]
+        frame = frame.f_back
+    return 0.0
+
+
+def field_from_the_checkers_expectation(text: str, low: int, high: int) -> object:
+    found = reads_the_checkers_expectation()
+    if found is None:  # the checker expects a refusal
+        raise ValueError(text)
+    return found
+
+
+PURE_CHECKS: list[tuple[str, Callable[[Any], list[Check]]]] = [
+    ("next_slot", next_slot_checks),
+    ("retry_at", retry_at_checks),
+    ("runs_after_resume", runs_after_resume_checks),
+    ("parse_field", parse_field_checks),
+]
+
+
+@pytest.mark.parametrize(("name", "checks_of"), PURE_CHECKS, ids=[n for n, _ in PURE_CHECKS])
+def test_an_answer_that_reads_the_expected_value_off_the_checkers_frame_fails(
+    name: str, checks_of: Callable[[Any], list[Check]]
+) -> None:
+    cheat = field_from_the_checkers_expectation if name == "parse_field" else None
+    results = run_checks(checks_of(cheat or reads_the_checkers_expectation), limit=ANSWER_LIMIT)
+    assert not results[0].passed and not results[-1].passed, results
+
+
+def next_slot_by_fixed_rate(slot: float, period: float, finished: float, policy: str) -> float:
+    from lldsched import ExecutionRecord, FixedRate, OverrunPolicy
+
+    overrun = OverrunPolicy.SKIP if policy == "skip" else OverrunPolicy.CATCH_UP
+    record = ExecutionRecord("t", "t", 1, slot, slot, 0, slot, finished, True)
+    return FixedRate(period, overrun).next_run(record, finished)
+
+
+def retry_at_by_retry_policy(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    from lldsched import RetryPolicy
+
+    policy = RetryPolicy(
+        max_attempts, initial_backoff=initial, multiplier=multiplier, max_backoff=cap
+    )
+    return finished + policy.backoff(attempt) if policy.allows_retry(attempt) else None
+
+
+def parse_field_by_the_checkers_reference(text: str, low: int, high: int) -> set[int]:
+    from exercises.schedule_checks import reference_field
+
+    found = reference_field(text, low, high)
+    if found is None:
+        raise ValueError(text)
+    return found
+
+
+def resume_by_the_checkers_reference(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> list[float]:
+    from exercises.pause_checks import reference_runs_after_resume
+
+    return reference_runs_after_resume(first, period, paused, resumed, policy)
+
+
+@pytest.mark.parametrize(
+    ("checks_of", "answer", "asked"),
+    [
+        (next_slot_checks, next_slot_by_fixed_rate, "called into lldsched."),
+        (retry_at_checks, retry_at_by_retry_policy, "called into lldsched."),
+        (parse_field_checks, parse_field_by_the_checkers_reference, "called into exercises."),
+        (runs_after_resume_checks, resume_by_the_checkers_reference, "called into exercises."),
+    ],
+    ids=["next_slot", "retry_at", "parse_field", "runs_after_resume"],
+)
+def test_an_answer_that_asks_lldsched_or_the_checker_fails_every_check_and_is_told_why(
+    checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any], asked: str
+) -> None:
+    results = run_checks(checks_of(answer), limit=ANSWER_LIMIT)
+    assert refused(results) == results
+    for result in results:
+        assert asked in result.message and "write the rule yourself" in result.message, result
+
+
+class EqualToAnything(float):
+    """A number whose difference from anything is 0: ``abs(got - expected) < tolerance``
+    holds whatever ``expected`` is."""
+
+    def __sub__(self, other: object) -> float:
+        return 0.0
+
+    def __rsub__(self, other: object) -> float:
+        return 0.0
+
+
+@pytest.mark.parametrize(
+    ("checks_of", "expected"),
+    [(next_slot_checks, "expected 60, got 0"), (retry_at_checks, "expected 101, got 0")],
+    ids=["next_slot", "retry_at"],
+)
+def test_a_number_that_subtracts_to_zero_from_anything_fails(
+    checks_of: Callable[[Any], list[Check]], expected: str
+) -> None:
+    results = run_checks(checks_of(lambda *args: EqualToAnything(0)), limit=ANSWER_LIMIT)
+    assert expected in failure(results, results[0].description)
+    assert not results[-1].passed

@@ -31,13 +31,17 @@ from __future__ import annotations
 import ctypes
 import inspect
 import math
+import os
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any, NamedTuple
+
+import lldsched
 
 __all__ = [
     "ANSWER_LIMIT",
@@ -114,17 +118,71 @@ def call_answer(
     call: str, answer: Callable[..., Any], *args: Any, passes: tuple[type[Exception], ...] = ()
 ) -> Any:
     """``answer(*args)``, where ``call`` (how it reads: ``next_slot(0, 60, 5, 'skip')``)
-    names it in the failure when it raises (any exception but those in ``passes``) or never
-    returns."""
+    names it in the failure when it raises (any exception but those in ``passes``), never
+    returns, or asks lldsched or this checker for its answer (see :class:`_Borrowing`)."""
+    borrowing = _Borrowing()
+    previous = sys.getprofile()
     _CALLING[threading.current_thread()] = (call, time.monotonic())
     try:
-        return answer(*args)
+        try:
+            sys.setprofile(borrowing)
+            got = answer(*args)
+        finally:
+            sys.setprofile(previous)
+            _CALLING[threading.current_thread()] = ("", time.monotonic())
     except passes:
+        borrowing.refuse(call)
         raise
     except Exception as error:  # the learner's code raised: name the input
+        borrowing.refuse(call)
         raise AssertionError(f"{call} raised {type(error).__name__}: {error}") from None
-    finally:
-        _CALLING[threading.current_thread()] = ("", time.monotonic())
+    borrowing.refuse(call)
+    return got
+
+
+_LIBRARY = os.path.dirname(os.path.abspath(lldsched.__file__)) + os.sep
+_CHECKER = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_REFERENCE_ANSWERS = os.path.join(_CHECKER, "solutions") + os.sep
+
+
+class _Borrowing:
+    """A profile function (``sys.setprofile``) for one call to the answer: it keeps the
+    first function of lldsched or of the checker that the answer called.  Each pure
+    exercise is checked against lldsched (``FixedRate.next_run``, ``RetryPolicy``, its cron
+    parser, its ``Scheduler``), so an answer that asks them agrees with every check and
+    shows nothing of what the learner knows.  The reference answers (``%load``-ed, or
+    imported from ``exercises.solutions``) are the learner's to use."""
+
+    def __init__(self) -> None:
+        self.asked: str | None = None
+        self._whose: dict[str, str | None] = {}  # by code file: "lldsched's own", ... or None
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        if event != "call" or self.asked is not None:
+            return
+        code = frame.f_code
+        whose = self._whose.get(code.co_filename, "")
+        if whose == "":
+            path = os.path.abspath(code.co_filename)
+            whose = (
+                "lldsched's own"
+                if path.startswith(_LIBRARY)
+                else "the checker's own"
+                if path.startswith(_CHECKER) and not path.startswith(_REFERENCE_ANSWERS)
+                else None
+            )
+            self._whose[code.co_filename] = whose
+        if whose is not None:  # the module, not the function: it may be a wrapper's
+            self.asked = f"into {frame.f_globals.get('__name__', code.co_filename)}, {whose} code"
+
+    def refuse(self, call: str) -> None:
+        """Fail the check when the answer asked lldsched or the checker."""
+        if self.asked is not None:
+            raise AssertionError(
+                f"{call} called {self.asked}: the check compares your answer with "
+                "lldsched's own, so an answer that asks lldsched (or the checker) agrees "
+                "with it and shows nothing; write the rule yourself, in plain Python"
+            )
 
 
 def _within(check: Callable[[], None], limit: float) -> None:

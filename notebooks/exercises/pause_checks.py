@@ -189,10 +189,11 @@ def _verdict(
     resumed: float,
     policy: str,
 ) -> None:
-    expected = reference_runs_after_resume(first, period, paused, resumed, policy)
     case = f"{first:g}, {period:g}, {paused:g}, {resumed:g}"
     call = f"runs_after_resume({case}, {policy!r})"
     got = _runs(call, call_answer(call, runs_after_resume, first, period, paused, resumed, policy))
+    # Asked once the answer has returned: no frame of the checker holds it to be read.
+    expected = reference_runs_after_resume(first, period, paused, resumed, policy)
     if _same(got, expected):
         return
     why = _mistake(first, period, paused, resumed, got, expected)
