@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -479,7 +480,53 @@ class ConditionOnTheClass(SortedListWithBisect):
         del self._cond  # the class's, from here on
 
 
-@pytest.mark.parametrize("answer", [SortedListWithBisect, ConditionOnTheClass])
+class TwoConditionsOnOneLock:
+    """Another shape, as lldsched's own runtime has it: one lock, and a Condition on it
+    for each thing a consumer waits for (something queued, the head falling due)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._head_changed = threading.Condition(self._lock)
+        self._not_empty = threading.Condition(self._lock)
+        self._heap: list[tuple[float, int, str]] = []
+        self._count = 0
+        self._live: dict[str, int] = {}
+
+    def push(self, task: str, due: float) -> None:
+        with self._lock:
+            self._count += 1
+            self._live[task] = self._count
+            entry = (due, self._count, task)
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                self._not_empty.notify_all()
+                self._head_changed.notify_all()
+
+    def cancel(self, task: str) -> None:
+        with self._lock:
+            self._live.pop(task, None)
+
+    def pop_due(self) -> str:
+        with self._lock:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._not_empty.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - self._clock()
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._head_changed.wait(delay)
+
+
+@pytest.mark.parametrize(
+    "answer", [SortedListWithBisect, ConditionOnTheClass, TwoConditionsOnOneLock]
+)
 def test_the_timer_checker_passes_right_queues_of_other_shapes(answer: type) -> None:
     assert refused(run_checks(timer_checks(answer))) == []
 
@@ -644,3 +691,48 @@ def test_a_number_that_subtracts_to_zero_from_anything_fails(
     results = run_checks(checks_of(lambda *args: EqualToAnything(0)), limit=ANSWER_LIMIT)
     assert expected in failure(results, results[0].description)
     assert not results[-1].passed
+
+
+# -- right answers in exact arithmetic ----------------------------------------------------------
+
+
+def next_slot_in_fractions(slot: float, period: float, finished: float, policy: str) -> Fraction:
+    """Right, with every instant a Fraction (no float rounding on the grid)."""
+    return Fraction(next_slot(slot, period, finished, policy))
+
+
+def retry_at_in_fractions(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> Fraction | None:
+    from exercises.solutions import retry_at
+
+    due = retry_at(attempt, finished, max_attempts, initial, multiplier, cap)
+    return None if due is None else Fraction(due)
+
+
+def runs_after_resume_in_fractions(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> tuple[Fraction, ...]:
+    from exercises.solutions import runs_after_resume
+
+    return tuple(map(Fraction, runs_after_resume(first, period, paused, resumed, policy)))
+
+
+@pytest.mark.parametrize(
+    ("checks_of", "answer"),
+    [
+        (next_slot_checks, next_slot_in_fractions),
+        (retry_at_checks, retry_at_in_fractions),
+        (runs_after_resume_checks, runs_after_resume_in_fractions),
+    ],
+    ids=["next_slot", "retry_at", "runs_after_resume"],
+)
+def test_a_right_answer_in_fractions_passes(
+    checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any]
+) -> None:
+    assert refused(run_checks(checks_of(answer), limit=ANSWER_LIMIT)) == []

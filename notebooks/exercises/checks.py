@@ -31,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import inspect
 import math
+import numbers
 import os
 import queue
 import sys
@@ -48,6 +49,7 @@ __all__ = [
     "ExerciseClock",
     "Result",
     "WatchedCondition",
+    "as_number",
     "call_answer",
     "check_answer",
     "check_task_queue",
@@ -138,6 +140,15 @@ def call_answer(
         raise AssertionError(f"{call} raised {type(error).__name__}: {error}") from None
     borrowing.refuse(call)
     return got
+
+
+def as_number(value: object) -> int | float | None:
+    """``value`` as a plain ``int`` or ``float`` when it is a real number (a ``Fraction``,
+    a numpy scalar, a subclass of ``float``), else None.  The checks compare the plain
+    number: a subclass's own ``__eq__`` or ``__sub__`` cannot answer for it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
 _LIBRARY = os.path.dirname(os.path.abspath(lldsched.__file__)) + os.sep
@@ -336,11 +347,16 @@ class WatchedCondition:
     the timeout of each wait.
 
     ``waiting`` is how many threads are inside ``wait`` right now; ``inner`` is the
-    real Condition, for the checker's own spurious wake-ups.
+    real Condition, for the checker's own spurious wake-ups.  A queue with more than one
+    Condition (one lock, a Condition for each thing a consumer waits for, as lldsched's
+    own runtime has) gets one of these for each: :meth:`watch_also` makes the others,
+    which count into this one (``tally``), and a spurious wake-up wakes them all.
     """
 
     def __init__(self, inner: threading.Condition) -> None:
         self.inner = inner
+        self.tally = self  # where the counts go: self, or the first Condition's watcher
+        self.conditions = [inner]  # every Condition watched into this tally
         self.waits = 0
         self.notifies = 0
         self.notify_alls = 0
@@ -349,9 +365,16 @@ class WatchedCondition:
         self.changed = threading.Condition()  # notified when ``waiting`` grows
         self.reaching: threading.Event | None = None  # set when a thread reaches for the lock
 
+    def watch_also(self, inner: threading.Condition) -> WatchedCondition:
+        """A watcher of another Condition of the same queue, counting into this one."""
+        also = WatchedCondition(inner)
+        also.tally = self
+        self.conditions.append(inner)
+        return also
+
     def __enter__(self) -> bool:
-        if self.reaching is not None:
-            self.reaching.set()
+        if self.tally.reaching is not None:
+            self.tally.reaching.set()
         return self.inner.__enter__()
 
     def __exit__(
@@ -363,24 +386,25 @@ class WatchedCondition:
         self.inner.__exit__(exc_type, exc, traceback)
 
     def acquire(self, *args: Any, **kwargs: Any) -> bool:
-        if self.reaching is not None:
-            self.reaching.set()
+        if self.tally.reaching is not None:
+            self.tally.reaching.set()
         return self.inner.acquire(*args, **kwargs)
 
     def release(self) -> None:
         self.inner.release()
 
     def wait(self, timeout: float | None = None) -> bool:
-        self.waits += 1
-        self.timeouts.append(timeout)
-        with self.changed:
-            self.waiting += 1
-            self.changed.notify_all()
+        tally = self.tally
+        tally.waits += 1
+        tally.timeouts.append(timeout)
+        with tally.changed:
+            tally.waiting += 1
+            tally.changed.notify_all()
         try:
             return self.inner.wait(timeout)
         finally:
-            with self.changed:
-                self.waiting -= 1
+            with tally.changed:
+                tally.waiting -= 1
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
         result = predicate()
@@ -394,11 +418,11 @@ class WatchedCondition:
         return result
 
     def notify(self, n: int = 1) -> None:
-        self.notifies += 1
+        self.tally.notifies += 1
         self.inner.notify(n)
 
     def notify_all(self) -> None:
-        self.notify_alls += 1
+        self.tally.notify_alls += 1
         self.inner.notify_all()
 
     def parked(self, count: int, timeout: float = 1.0) -> bool:
@@ -407,21 +431,23 @@ class WatchedCondition:
         with self.changed:
             ok = self.changed.wait_for(lambda: self.waiting >= count, timeout)
         if ok:
-            with self.inner:
-                pass
+            for condition in self.conditions:
+                with condition:
+                    pass
         return ok
 
     def spurious_wake_up(self) -> None:
         """Wake every waiter although nothing changed (if the lock can be had within
         :data:`HELD` seconds: a waiter that never releases it is told so)."""
-        if not self.inner.acquire(timeout=HELD):
-            raise AssertionError(
-                f"the checker could not take the lock in {HELD:g} s: {HOLDS_THE_LOCK}"
-            )
-        try:
-            self.inner.notify_all()
-        finally:
-            self.inner.release()
+        for condition in self.conditions:
+            if not condition.acquire(timeout=HELD):
+                raise AssertionError(
+                    f"the checker could not take the lock in {HELD:g} s: {HOLDS_THE_LOCK}"
+                )
+            try:
+                condition.notify_all()
+            finally:
+                condition.release()
 
 
 RETURNED_NONE = (
@@ -528,13 +554,18 @@ def _build(make_queue: Callable[[Any], Any], clock: ExerciseClock) -> Any:
 
 
 def _rig(make_queue: Callable[[Any], Any]) -> Rig:
+    """A fresh queue, every Condition it keeps watched (the first one's watcher counts for
+    them all)."""
     clock = ExerciseClock()
     target = _build(make_queue, clock)
+    watched: WatchedCondition | None = None
     for name, value in _attributes(target).items():
         if isinstance(value, threading.Condition):
-            watched = WatchedCondition(value)
-            setattr(target, name, watched)
-            return Rig(target, clock, watched)
+            watcher = WatchedCondition(value) if watched is None else watched.watch_also(value)
+            setattr(target, name, watcher)
+            watched = watched or watcher
+    if watched is not None:
+        return Rig(target, clock, watched)
     raise AssertionError(
         "found no threading.Condition on the queue: keep one in an attribute (self._cond) "
         "and wait on it"
