@@ -736,3 +736,47 @@ def test_a_right_answer_in_fractions_passes(
     checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any]
 ) -> None:
     assert refused(run_checks(checks_of(answer), limit=ANSWER_LIMIT)) == []
+
+
+# -- an answer that sleeps ----------------------------------------------------------------------
+
+
+def sleeps_its_backoff(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """Right, but it "waits the backoff" (a millionth of it here, to keep the test short):
+    every check took as long as its sleeps, and passed."""
+    from exercises.solutions import retry_at
+
+    due = retry_at(attempt, finished, max_attempts, initial, multiplier, cap)
+    if due is not None:
+        time.sleep((due - finished) / 1e6)
+    return due
+
+
+def test_an_answer_that_sleeps_fails_every_check_and_is_told_it_waits_for_nothing() -> None:
+    results = run_checks(retry_at_checks(sleeps_its_backoff), limit=ANSWER_LIMIT)
+    told = failure(results, "the first retry waits initial")
+    assert told.startswith("retry_at(1, 100, 3, 1, 2, 60) called time.sleep"), told
+    assert "waits for nothing" in told
+    # only the checks whose every answer is None, which it returns without a sleep
+    assert [r.description for r in results if r.passed] == [
+        "attempt 3 of max_attempts=3 is the last -> None",
+        "max_attempts=1 never retries -> None",
+    ]
+
+
+def test_an_answer_asleep_at_the_limit_is_told_it_sleeps_not_that_it_loops() -> None:
+    def sleeps_a_period(slot: float, period: float, finished: float, policy: str) -> float:
+        time.sleep(period / 60)  # a second a minute: past the test's limit
+        return next_slot(slot, period, finished, policy)
+
+    first = next_slot_checks(sleeps_a_period)[:1]
+    told = failure(run_checks(first, limit=SHORT), "a short run")
+    assert told.startswith(f"next_slot(0, 60, 5, 'skip') did not return within {SHORT:g} s"), told
+    assert "time.sleep" in told and "a loop that never ends" not in told

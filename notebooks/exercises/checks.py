@@ -109,6 +109,9 @@ class _Stopped(Exception):
     """Raised inside a check's thread that outran its limit, to end its loop."""
 
 
+# By check thread: the watch of the call to the answer it is in, if any.
+_WATCHING: dict[threading.Thread, _Watch] = {}
+
 # By check thread: the call to the answer it is in ("" between calls) and the
 # time.monotonic() that call began at (or the last one ended at).  The thread writes its
 # own entry, _within reads it; each entry is one tuple replaced whole, so no lock.  By
@@ -121,24 +124,27 @@ def call_answer(
 ) -> Any:
     """``answer(*args)``, where ``call`` (how it reads: ``next_slot(0, 60, 5, 'skip')``)
     names it in the failure when it raises (any exception but those in ``passes``), never
-    returns, or asks lldsched or this checker for its answer (see :class:`_Borrowing`)."""
-    borrowing = _Borrowing()
+    returns, sleeps, or asks lldsched or this checker for its answer (see :class:`_Watch`)."""
+    watch = _Watch()
     previous = sys.getprofile()
-    _CALLING[threading.current_thread()] = (call, time.monotonic())
+    thread = threading.current_thread()
+    _WATCHING[thread] = watch
+    _CALLING[thread] = (call, time.monotonic())
     try:
         try:
-            sys.setprofile(borrowing)
+            sys.setprofile(watch)
             got = answer(*args)
         finally:
             sys.setprofile(previous)
-            _CALLING[threading.current_thread()] = ("", time.monotonic())
+            _CALLING[thread] = ("", time.monotonic())
+            _WATCHING.pop(thread, None)
     except passes:
-        borrowing.refuse(call)
+        watch.refuse(call)
         raise
     except Exception as error:  # the learner's code raised: name the input
-        borrowing.refuse(call)
+        watch.refuse(call)
         raise AssertionError(f"{call} raised {type(error).__name__}: {error}") from None
-    borrowing.refuse(call)
+    watch.refuse(call)
     return got
 
 
@@ -156,19 +162,33 @@ _CHECKER = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _REFERENCE_ANSWERS = os.path.join(_CHECKER, "solutions") + os.sep
 
 
-class _Borrowing:
+SLEEPS = (
+    "the exercise computes an instant and waits for nothing (the scheduler's timer does "
+    "the waiting, until the instant you return)"
+)
+
+
+class _Watch:
     """A profile function (``sys.setprofile``) for one call to the answer: it keeps the
-    first function of lldsched or of the checker that the answer called.  Each pure
-    exercise is checked against lldsched (``FixedRate.next_run``, ``RetryPolicy``, its cron
-    parser, its ``Scheduler``), so an answer that asks them agrees with every check and
-    shows nothing of what the learner knows.  The reference answers (``%load``-ed, or
-    imported from ``exercises.solutions``) are the learner's to use."""
+    module of the first function of lldsched or of the checker that the answer called
+    (``asked``), and whether it called ``time.sleep`` (``sleeping``: in it now, ``slept``:
+    ever).  Each pure exercise is checked against lldsched (``FixedRate.next_run``,
+    ``RetryPolicy``, its cron parser, its ``Scheduler``), so an answer that asks them
+    agrees with every check and shows nothing of what the learner knows.  The reference
+    answers (``%load``-ed, or imported from ``exercises.solutions``) are the learner's to
+    use.  A sleep makes a right value slow, never right: a retry that "waits its backoff"
+    passed every check it had time for."""
 
     def __init__(self) -> None:
         self.asked: str | None = None
+        self.sleeping = self.slept = False
         self._whose: dict[str, str | None] = {}  # by code file: "lldsched's own", ... or None
 
     def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        if arg is time.sleep:
+            self.sleeping = event == "c_call"
+            self.slept = True
+            return
         if event != "call" or self.asked is not None:
             return
         code = frame.f_code
@@ -187,7 +207,9 @@ class _Borrowing:
             self.asked = f"into {frame.f_globals.get('__name__', code.co_filename)}, {whose} code"
 
     def refuse(self, call: str) -> None:
-        """Fail the check when the answer asked lldsched or the checker."""
+        """Fail the check when the answer slept, or asked lldsched or the checker."""
+        if self.slept:
+            raise AssertionError(f"{call} called time.sleep: {SLEEPS}")
         if self.asked is not None:
             raise AssertionError(
                 f"{call} called {self.asked}: the check compares your answer with "
@@ -229,10 +251,15 @@ def _within(check: Callable[[], None], limit: float) -> None:
                 ctypes.c_ulong(thread.ident), ctypes.py_object(_Stopped)
             )
         where = f"{stuck} " if stuck else ""
+        watch = _WATCHING.get(thread)
         raise AssertionError(
-            f"{where}did not return within {limit:g} s: a loop that never ends (a `while` "
-            "whose condition never changes, a step that does not move) or a wait with no "
-            "timeout"
+            f"{where}did not return within {limit:g} s: "
+            + (
+                f"it is asleep in time.sleep; {SLEEPS}"
+                if watch is not None and watch.sleeping
+                else "a loop that never ends (a `while` whose condition never changes, a "
+                "step that does not move) or a wait with no timeout"
+            )
         )
     if raised:
         raise raised[0]
