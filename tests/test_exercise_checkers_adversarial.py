@@ -780,3 +780,24 @@ def test_an_answer_asleep_at_the_limit_is_told_it_sleeps_not_that_it_loops() -> 
     told = failure(run_checks(first, limit=SHORT), "a short run")
     assert told.startswith(f"next_slot(0, 60, 5, 'skip') did not return within {SHORT:g} s"), told
     assert "time.sleep" in told and "a loop that never ends" not in told
+
+
+# -- a queue that hides its cost ----------------------------------------------------------------
+
+
+class SortsCopiesOfTheDues(TaskQueue):
+    """A list sorted again on every push, O(n log n) a push, its due instants stored as
+    ``float(due)``: copies, whose comparisons no counter given to the queue can see."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            self._heap.append((float(due), sequence, task))
+            self._heap.sort()
+            self._cond.notify_all()
+
+
+def test_a_sort_on_every_push_of_copied_due_times_is_not_taken_for_a_heap() -> None:
+    told = failure(run_checks(timer_checks(SortsCopiesOfTheDues)), "push and pop cost O(log n)")
+    assert "float(due)" in told and "as it is given" in told, told

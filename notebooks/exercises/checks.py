@@ -1396,6 +1396,14 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         assert got == HEAP_SIZE, (
             f"pushed {HEAP_SIZE} tasks, all due already, and only {got} came back"
         )
+        # Any structure that orders the shuffled due instants compares them: none compared
+        # means the queue keeps copies (float(due)), and its cost cannot be seen.
+        assert counter.count, (
+            f"{HEAP_SIZE} tasks came out in order, and your queue never compared the due "
+            "instants pushed: it keeps copies of them (float(due) in push?), so this check "
+            "cannot count what your push and pop cost; store due as it is given (it is a "
+            "number already)"
+        )
         budget = COMPARISONS_PER_ENTRY * HEAP_SIZE
         assert counter.count <= budget, (
             f"{HEAP_SIZE} pushes and pops compared due times {counter.count:,} times "

@@ -254,7 +254,8 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 #   longer a heap;
 # - the cost: a sort or a scan where the heap belongs, and a cancel that takes its entry
 #   out of the heap instead of leaving a tombstone (it counts how often your queue
-#   compares due times and task names).
+#   compares the due times and task names it was given: keep them as given, not
+#   `float(due)`).
 #
 # *Where lldsched differs:* its entries also carry the priority, `(due, priority,
 # sequence, task_id)`; the sequence doubles as the task's generation; the timer waits
