@@ -801,3 +801,23 @@ class SortsCopiesOfTheDues(TaskQueue):
 def test_a_sort_on_every_push_of_copied_due_times_is_not_taken_for_a_heap() -> None:
     told = failure(run_checks(timer_checks(SortsCopiesOfTheDues)), "push and pop cost O(log n)")
     assert "float(due)" in told and "as it is given" in told, told
+
+
+def test_an_answer_that_exits_fails_each_check_naming_the_call_and_the_checker_goes_on() -> None:
+    def exits(slot: float, period: float, finished: float, policy: str) -> float:
+        sys.exit("no idea")
+
+    for limit in (None, ANSWER_LIMIT):
+        results = run_checks(next_slot_checks(exits), limit=limit)
+        assert refused(results) == results
+        assert results[0].message == "next_slot(0, 60, 5, 'skip') raised SystemExit: no idea"
+
+
+class PopExits(TaskQueue):
+    def pop_due(self) -> str:
+        sys.exit("giving up")
+
+
+def test_a_pop_due_that_exits_is_told_so_not_that_its_task_came_late() -> None:
+    told = failure(run_checks(timer_checks(PopExits)), "returns what is due at once")
+    assert told == "pop_due raised SystemExit: giving up", told

@@ -92,7 +92,7 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
                 _within(check, limit)
         except AssertionError as failure:
             results.append(Result(description, False, str(failure)))
-        except Exception as error:  # the learner's code raised: report it, carry on
+        except (Exception, SystemExit) as error:  # the learner's code raised: report it
             results.append(Result(description, False, f"raised {type(error).__name__}: {error}"))
         else:
             results.append(Result(description, True))
@@ -141,8 +141,8 @@ def call_answer(
     except passes:
         watch.refuse(call)
         raise
-    except Exception as error:  # the learner's code raised: name the input
-        watch.refuse(call)
+    except (Exception, SystemExit) as error:  # the learner's code raised: name the input
+        watch.refuse(call)  # (sys.exit() too: it would end the whole check, or the kernel)
         raise AssertionError(f"{call} raised {type(error).__name__}: {error}") from None
     watch.refuse(call)
     return got
@@ -504,7 +504,7 @@ class Consumers:
         for _ in range(takes):
             try:
                 task = target.pop_due()
-            except Exception as error:
+            except (Exception, SystemExit) as error:  # a thread ends silently on SystemExit
                 self.got.put(("error", f"{type(error).__name__}: {error}", clock.peek()))
                 return
             self.got.put(("task", task, clock.peek()))
