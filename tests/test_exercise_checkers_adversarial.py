@@ -480,48 +480,26 @@ class ConditionOnTheClass(SortedListWithBisect):
         del self._cond  # the class's, from here on
 
 
-class TwoConditionsOnOneLock:
+class TwoConditionsOnOneLock(TaskQueue):
     """Another shape, as lldsched's own runtime has it: one lock, and a Condition on it
     for each thing a consumer waits for (something queued, the head falling due)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._head_changed = threading.Condition(self._lock)
-        self._not_empty = threading.Condition(self._lock)
-        self._heap: list[tuple[float, int, str]] = []
-        self._count = 0
-        self._live: dict[str, int] = {}
+        super().__init__(clock)
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)  # the head changed
+        self._not_empty = threading.Condition(lock)
 
     def push(self, task: str, due: float) -> None:
-        with self._lock:
-            self._count += 1
-            self._live[task] = self._count
-            entry = (due, self._count, task)
-            heapq.heappush(self._heap, entry)
-            if self._heap[0] is entry:
-                self._not_empty.notify_all()
-                self._head_changed.notify_all()
-
-    def cancel(self, task: str) -> None:
-        with self._lock:
-            self._live.pop(task, None)
+        with self._cond:
+            super().push(task, due)
+            self._not_empty.notify_all()
 
     def pop_due(self) -> str:
-        with self._lock:
-            while True:
-                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._not_empty.wait()
-                    continue
-                due, _, task = self._heap[0]
-                delay = due - self._clock()
-                if delay <= 0:
-                    heapq.heappop(self._heap)
-                    del self._live[task]
-                    return task
-                self._head_changed.wait(delay)
+        with self._cond:
+            while not self._heap:
+                self._not_empty.wait()
+            return super().pop_due()
 
 
 @pytest.mark.parametrize(
@@ -618,15 +596,11 @@ def next_slot_by_fixed_rate(slot: float, period: float, finished: float, policy:
 
 
 def retry_at_by_retry_policy(
-    attempt: int,
-    finished: float,
-    max_attempts: int = 3,
-    initial: float = 1.0,
-    multiplier: float = 2.0,
-    cap: float = 60.0,
+    attempt: int, finished: float, max_attempts: int, *rule: float
 ) -> float | None:
     from lldsched import RetryPolicy
 
+    initial, multiplier, cap = rule
     policy = RetryPolicy(
         max_attempts, initial_backoff=initial, multiplier=multiplier, max_backoff=cap
     )
@@ -702,16 +676,11 @@ def next_slot_in_fractions(slot: float, period: float, finished: float, policy: 
 
 
 def retry_at_in_fractions(
-    attempt: int,
-    finished: float,
-    max_attempts: int = 3,
-    initial: float = 1.0,
-    multiplier: float = 2.0,
-    cap: float = 60.0,
+    attempt: int, finished: float, max_attempts: int, *rule: float
 ) -> Fraction | None:
     from exercises.solutions import retry_at
 
-    due = retry_at(attempt, finished, max_attempts, initial, multiplier, cap)
+    due = retry_at(attempt, finished, max_attempts, *rule)
     return None if due is None else Fraction(due)
 
 
@@ -741,19 +710,12 @@ def test_a_right_answer_in_fractions_passes(
 # -- an answer that sleeps ----------------------------------------------------------------------
 
 
-def sleeps_its_backoff(
-    attempt: int,
-    finished: float,
-    max_attempts: int = 3,
-    initial: float = 1.0,
-    multiplier: float = 2.0,
-    cap: float = 60.0,
-) -> float | None:
+def sleeps_its_backoff(attempt: int, finished: float, max_attempts: int, *rule: float) -> Any:
     """Right, but it "waits the backoff" (a millionth of it here, to keep the test short):
     every check took as long as its sleeps, and passed."""
     from exercises.solutions import retry_at
 
-    due = retry_at(attempt, finished, max_attempts, initial, multiplier, cap)
+    due = retry_at(attempt, finished, max_attempts, *rule)
     if due is not None:
         time.sleep((due - finished) / 1e6)
     return due
