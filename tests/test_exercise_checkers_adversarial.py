@@ -783,3 +783,22 @@ class PopExits(TaskQueue):
 def test_a_pop_due_that_exits_is_told_so_not_that_its_task_came_late() -> None:
     told = failure(run_checks(timer_checks(PopExits)), "returns what is due at once")
     assert told == "pop_due raised SystemExit: giving up", told
+
+
+class NotifiesTheOtherCondition(TwoConditionsOnOneLock):
+    """Two Conditions, and a push that notifies only "something queued": a consumer
+    waiting toward a later head, on the other one, sleeps through a new head."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            self._live[task] = sequence = next(self._sequence)
+            heapq.heappush(self._heap, (due, sequence, task))
+            self._not_empty.notify_all()  # the mistake under test: not `_cond`
+
+
+@pytest.mark.parametrize(
+    "check", ["re-arms a timer waiting on a later head", "a new head wakes both of two waiters"]
+)
+def test_a_push_that_notifies_a_condition_nobody_waits_on_is_told_so(check: str) -> None:
+    told = failure(run_checks(timer_checks(NotifiesTheOtherCondition)), check)
+    assert "no consumer was waiting on" in told and "went back to the timeout" not in told, told

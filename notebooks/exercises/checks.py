@@ -384,6 +384,8 @@ class WatchedCondition:
         self.inner = inner
         self.tally = self  # where the counts go: self, or the first Condition's watcher
         self.conditions = [inner]  # every Condition watched into this tally
+        self.here = 0  # threads waiting on this very Condition (the tally's ``waiting``: all)
+        self.strays = 0  # notifies of a Condition no thread waited on, while one waited on another
         self.waits = 0
         self.notifies = 0
         self.notify_alls = 0
@@ -426,12 +428,14 @@ class WatchedCondition:
         tally.timeouts.append(timeout)
         with tally.changed:
             tally.waiting += 1
+            self.here += 1
             tally.changed.notify_all()
         try:
             return self.inner.wait(timeout)
         finally:
             with tally.changed:
                 tally.waiting -= 1
+                self.here -= 1
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
         result = predicate()
@@ -444,12 +448,20 @@ class WatchedCondition:
             result = predicate()
         return result
 
+    def _stray(self) -> None:
+        """Count a notify that reaches nobody while a thread waits on another Condition."""
+        with self.tally.changed:
+            if not self.here and self.tally.waiting:
+                self.tally.strays += 1
+
     def notify(self, n: int = 1) -> None:
         self.tally.notifies += 1
+        self._stray()
         self.inner.notify(n)
 
     def notify_all(self) -> None:
         self.tally.notify_alls += 1
+        self._stray()
         self.inner.notify_all()
 
     def parked(self, count: int, timeout: float = 1.0) -> bool:
@@ -706,6 +718,10 @@ NEVER_WAITS = (
     "pop_due never waited on the queue's condition: a time.sleep cannot be woken by a "
     "push, and a wait on anything else (an Event of its own) is not the exercise's and "
     "cannot be watched here; wait on the condition, with timeout = due - now"
+)
+STRAY_NOTIFY = (
+    "your push notified a Condition no consumer was waiting on (pop_due waits for the "
+    "head on another one): notify the Condition the waiter waits on"
 )
 _STALE_TIMEOUT = (
     "the waiter woke and went back to the timeout it computed from the old head: "
@@ -1081,8 +1097,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             park(rig, consumers)
             due = rig.clock.peek() + 0.2
             before = rig.cond.notifies + rig.cond.notify_alls
+            strays = rig.cond.strays
             bounded(lambda: rig.queue.push("soon", due), "push('soon')")
-            notified = rig.cond.notifies + rig.cond.notify_alls > before
+            notifies = rig.cond.notifies + rig.cond.notify_alls - before
+            notified = notifies > 0
+            stray = notified and rig.cond.strays - strays == notifies
             _expect(
                 consumers,
                 "soon",
@@ -1092,7 +1111,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                     "a timer waiting toward 'nightly', 12 h off, slept through a new head "
                     "due in 0.2 s; "
                     + (
-                        _late_wait(rig, consumers, 0.2) or _STALE_TIMEOUT
+                        STRAY_NOTIFY
+                        if stray
+                        else _late_wait(rig, consumers, 0.2) or _STALE_TIMEOUT
                         if notified
                         else "your push did not notify: it must notify whenever its entry "
                         "becomes the head, due yet or not"
@@ -1113,11 +1134,13 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             # what the two pushes do: not the fill's push into the empty queue before
             # them, nor the release's after them
             notifies, notify_alls = -rig.cond.notifies, -rig.cond.notify_alls
+            strays = -rig.cond.strays
             bounded(lambda: rig.queue.push("first", due), "push('first')")
             # same instant, later arrival: not a new head
             bounded(lambda: rig.queue.push("second", due), "push('second')")
             notifies += rig.cond.notifies
             notify_alls += rig.cond.notify_alls
+            strays += rig.cond.strays
             for _ in range(2):
                 item = consumers.next(due + LATE - rig.clock.peek())
                 if item is not None:
@@ -1126,7 +1149,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             waited = _late_wait(rig, consumers, 0.1) if late else None
         finally:
             _release(rig, consumers)
-        if notifies:
+        if notifies + notify_alls and strays == notifies + notify_alls:
+            hint = STRAY_NOTIFY
+        elif notifies:
             hint = "notify() wakes one, use notify_all() (your push called notify())"
         elif not notify_alls:
             hint = (
