@@ -279,8 +279,9 @@ class Simulation(SimulationVerbs):
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         self._advancing = False  # inside _advance: a listener's Ctrl-C waits for its event
-        # That Ctrl-C, not raised yet, and the intervention that raises it (_emit).
-        self._interrupt: tuple[tuple[float, int, Callable[[], object]], BaseException] | None = None
+        # Those Ctrl-Cs (a listener's, or a store's save's), heard in the event under way
+        # and not raised yet: _advance raises the first once that event is whole (_emit).
+        self._heard: list[BaseException] = []
         # The first shutdown()'s bound: what is due by it starts in its drain (its instant,
         # or -inf without a drain).  None: not shut down (the verbs' check, verbs.py).
         self._stopped_at: float | None = None
@@ -538,7 +539,11 @@ class Simulation(SimulationVerbs):
         kind: str | None = None  # the last event processed, described
         task_id: str | None = None  # of a start or an intervention; a record names its own
         record: ExecutionRecord | None = None
-        outer, self._advancing = self._advancing, True  # a listener's Ctrl-C: see _emit
+        heard = self._heard  # a Ctrl-C heard in an event: the loop stops once it is whole
+        writes = self._core.store_writes  # a store's Ctrl-C in a save is heard there too
+        outer, self._advancing = self._advancing, True  # see _emit
+        if writes is not None:
+            collecting, writes.collecting = writes.collecting, heard
         try:
             # `while True`, not `while events`: CPython 3.11 specialises a function's bytecode
             # once it warms up, counted at calls and at unconditional backward jumps only, so a
@@ -546,7 +551,7 @@ class Simulation(SimulationVerbs):
             # unspecialised for good: -9.1 % instructions a simulated run (callgrind,
             # benchmarks/sim_instructions.py, bench_sim's workload: 46,769 -> 42,497).
             while True:
-                if not events:
+                if not events or heard:
                     break
                 events -= 1
                 finish = finishes[0][0] if finishes else _INF
@@ -603,24 +608,15 @@ class Simulation(SimulationVerbs):
                         kind, record = "finish", begun
         finally:
             self._advancing = outer  # (a listener may call run() inside a run())
-        if self._interrupt is not None:  # heard in the last event: raised by this call
-            self._raise_interrupt()
+            if writes is not None:
+                writes.collecting = collecting
+        if heard:  # heard in the last event, now whole: raised by this call, the first
+            caught = heard[0]
+            heard.clear()
+            raise caught
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
-
-    def _raise_interrupt(self) -> None:
-        """Raise the Ctrl-C a listener raised in an event :meth:`_advance` processed, which
-        stopped before the intervention that raises it (:meth:`_emit`) came up: that
-        intervention is dropped (nothing is raised twice)."""
-        assert self._interrupt is not None
-        entry, caught = self._interrupt
-        self._interrupt = None
-        interventions = self._interventions
-        if entry in interventions:
-            interventions.remove(entry)
-            heapq.heapify(interventions)
-        raise caught
 
     def _next_start(self, now: float, due_by: float) -> tuple[float, Entry | None]:
         """The next start once coroutine tasks are registered: its instant and its entry,
@@ -960,26 +956,17 @@ class Simulation(SimulationVerbs):
 
         A listener's ``KeyboardInterrupt`` or ``SystemExit`` (a Ctrl-C: :func:`notify`
         lets it through here) raised while :meth:`_advance` processes an event would
-        leave that event half done (a run begun and never to finish, a worker never
-        freed): it is raised by an intervention at this instant instead, once the
-        event is whole, or by :meth:`_advance` as it returns when that stops first (a
-        :meth:`step`, whose one event it was).  Outside the loop (a verb) it is raised
-        at once."""
-        try:
-            notify(self._callbacks, event, repeats=self._repeats)
-        except BaseException as exc:
-            if not self._advancing:
-                raise
-            caught = exc  # (``exc`` is unbound when the except block ends)
-
-            def interrupt() -> None:
-                self._interrupt = None
-                raise caught
-
-            entry = (self.now, next(self._sequence), interrupt)
-            heapq.heappush(self._interventions, entry)
-            if self._interrupt is None:  # (the first, if a second came before it was raised)
-                self._interrupt = (entry, caught)
+        leave that event half done if raised there (a run begun and never to finish, a
+        worker never freed): it is kept, the listeners after it hear the event all the
+        same, and :meth:`_advance` raises it as soon as that event is whole, before the
+        next (a store's save that raises one meanwhile is kept alike:
+        ``StoreWrites.collecting``).  Outside the loop (a verb) it is raised at once."""
+        notify(
+            self._callbacks,
+            event,
+            repeats=self._repeats,
+            kept=self._heard if self._advancing else None,
+        )
 
     def __repr__(self) -> str:
         return (
