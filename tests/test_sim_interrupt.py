@@ -257,4 +257,5 @@ def test_a_stores_ctrl_c_in_a_save_inside_run_leaves_the_event_whole(
     assert sim.records() == whole.records()
     assert (sim.busy, task.status) == (0, TaskStatus.SCHEDULED)
     assert sim.shutdown() is True
-    assert store.get("rate").status is TaskStatus.SCHEDULED  # the stale row written again
+    row = store.get("rate")
+    assert row is not None and row.status is TaskStatus.SCHEDULED  # the stale row written again

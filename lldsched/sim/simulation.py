@@ -133,9 +133,11 @@ _HANDED = "handed"  # _next_start picked the first awaitable waiting in _handed
 _LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
 SHUT_DOWN = "CancelledError: scheduler shut down"  # a coroutine run a shutdown's timeout cut
 
-Handed = tuple[float, Run, float, "str | None", "str | None", bool]
+Handed = tuple[float, Run, float, "str | None", "str | None", bool, int]
 """A plain function's awaitable waiting for a place on the coroutine lane: (the instant it
-was handed over, its run, its modelled duration, error, result, timed out)."""
+was handed over, its run, its modelled duration, error, result, timed out, the queue's
+:meth:`~lldsched.core.duequeue.TaskQueue.mark` then: an entry pushed later has a larger
+sequence)."""
 
 
 def _rearmed_end(
@@ -649,14 +651,16 @@ class Simulation(SimulationVerbs):
             start = max(thread[0], now)
         # The coroutine lane's next start, first only if earlier (at one instant, workers'):
         # a coroutine entry, or the first awaitable a plain function handed over, which
-        # waits behind an entry due at or before it was handed over (on threads the timer
-        # gave that one to the event loop first) and starts in a drain too (begun).
+        # waits behind an entry due at or before it was handed over and pushed before it
+        # (on threads the timer gave that one to the event loop first; one pushed later,
+        # due already, a finish's CATCH_UP slot or retry, reaches the loop after it) and
+        # starts in a drain too (begun).
         if self._coroutines < self._max_coroutines:
             first = waiting.head(waiting.coroutines)
             if first is not None and first[0] > due_by:  # a shutdown's drain
                 first = None
             handed = self._handed
-            if handed and (first is None or handed[0][0] < first[0]):
+            if handed and (first is None or handed[0][0] < first[0] or first[2] > handed[0][6]):
                 if now < start:
                     self._picked = (None, _HANDED)
                     handed_at, run = handed[0][0], handed[0][1]
@@ -762,7 +766,8 @@ class Simulation(SimulationVerbs):
                     # there, at this instant if a place is free), as on threads.
                     self._loop_tasks = True  # its finish frees a place on the lane
                     self._release(worker)
-                    self._handed.append((now, run, duration, error, result, timed_out))
+                    mark = self._queue.mark()
+                    self._handed.append((now, run, duration, error, result, timed_out, mark))
                     return None
             elif value is not None:
                 result = result_text(value)
@@ -796,7 +801,7 @@ class Simulation(SimulationVerbs):
     def _hand_on(self, now: float) -> None:
         """The first awaitable a plain function handed over that waits for a place on
         the coroutine lane takes one at ``now`` (:meth:`_next_start` picked it)."""
-        started, run, duration, error, result, timed_out = self._handed.popleft()
+        started, run, duration, error, result, timed_out, _ = self._handed.popleft()
         self._coroutines += 1
         self._awaited[id(run)] = run  # (a prune while it waited dropped it)
         uncut = self._uncut.get(id(run))
@@ -833,7 +838,7 @@ class Simulation(SimulationVerbs):
         now = self.now
         kept: deque[Handed] = deque()
         for item in self._handed:
-            handed_at, run, _, had, result, timed_out = item
+            handed_at, run, _, had, result, timed_out, _ = item
             if not cut(run):
                 kept.append(item)
                 continue
@@ -882,6 +887,7 @@ class Simulation(SimulationVerbs):
                     handed[0],
                     run,
                     *_rearmed_end(origin, duration, error, result, timeout, origin),
+                    handed[6],
                 )
                 return
         if self._awaited.get(key) is not run:  # a thread run: judged at its finish

@@ -444,7 +444,10 @@ class SimulationVerbs:
 
     def pending(self) -> list[ScheduledTask]:
         """Tasks waiting to start, in the order they fell or fall due: in the heap, or set
-        aside from it while their lane is full (:mod:`lldsched.sim.lanes`)."""
+        aside from it while their lane is full (:mod:`lldsched.sim.lanes`).  After
+        :meth:`shutdown <lldsched.sim.simulation.Simulation.shutdown>`, every task left
+        due, as ``Scheduler.pending()`` lists them then (docs/DECISIONS.md, "What a
+        simulation's metrics read after its shutdown")."""
         aside = self._waiting.entries()
         if not aside:
             return self._queue.pending()

@@ -177,10 +177,11 @@ class LoopShutdown:
                 return False
         return True
 
-    def drop_waiting(self) -> None:
+    def drop_waiting(self) -> list[Entry]:
         """Forget the loop tasks' entries that wait for a slot: they were never begun,
         so their tasks stay SCHEDULED with their due times (caller holds the lock;
-        shutdown without a drain)."""
+        shutdown without a drain).  Returns them, for the scheduler's queue to hold again
+        (``TaskQueue.put_back``)."""
         unbegun = [item for item in self._waiting if not isinstance(item, Flight)]
         if unbegun:
             self._waiting = collections.deque(
@@ -189,3 +190,4 @@ class LoopShutdown:
             self._release(len(unbegun))
             if self._over_all():
                 self._settled.set()
+        return unbegun
