@@ -30,6 +30,7 @@ from lldsched import (
     Simulation,
     SqliteTaskStore,
     StoreError,
+    TaskEvent,
     ValidationError,
 )
 from lldsched.core.metrics import Metrics
@@ -553,3 +554,38 @@ def test_metrics_after_a_shutdown_that_left_work_due_read_as_the_scheduler_s(
     assert (metrics.queued, metrics.lag) == (4, now - (T0 + 10))
     assert runtime.queue_stats() == (4, 0)
     assert [task.id for task in runtime.pending()] == ["t1", "c2", "c1", "flaky"]
+
+
+@pytest.mark.parametrize("caller", ["intervention", "listener", "action"])
+def test_a_shutdown_made_inside_run_ends_it_there_and_nothing_starts_after(caller: str) -> None:
+    """``sim.at(t, sim.shutdown)`` (or a listener's, or an action's shutdown) drained and
+    stopped the simulation, and then the ``run()`` it was made in went on with its loop:
+    every slot up to ``until`` started and ran after the shutdown, the clock moved on to
+    ``until``, and a run an action's shutdown was made in was left in flight for good."""
+    T = T0
+    stopped: list[bool] = []
+
+    def stop() -> None:
+        if not stopped:
+            stopped.append(sim.shutdown(timeout=None))
+
+    def on_event(event: TaskEvent) -> None:
+        if event.record is not None:
+            stop()
+
+    listeners = [on_event] if caller == "listener" else []
+    sim = Simulation(workers=2, start=T, listeners=listeners)
+    if caller == "action":
+        sim.schedule("stops", OneTime(delay=12), action=stop, duration=fixed(2))
+    task = sim.schedule("rate", FixedRate(10), duration=fixed(3))
+    if caller == "intervention":
+        sim.at(T + 12, stop)
+    sim.run(T + 100)
+    assert stopped == [True] and not sim.running
+    ends = {"intervention": 13, "listener": 3, "action": 14}[caller]
+    assert sim.now == T + ends  # where the shutdown left it, not at until
+    starts = [r.started - T for r in task.history]
+    assert starts == ([0] if caller == "listener" else [0, 10])
+    assert all(t.status is not TaskStatus.RUNNING for t in sim.tasks()) and sim.busy == 0
+    with pytest.raises(SchedulerStateError):
+        sim.run(T + 200)

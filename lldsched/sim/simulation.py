@@ -115,6 +115,7 @@ from lldsched.sim.lanes import Waiting
 from lldsched.sim.models import (
     NO_RNG,
     TaskModels,
+    bad_duration,
     call_error,
     failure_of,
     simulated_failure,
@@ -132,6 +133,15 @@ _HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a S
 _HANDED = "handed"  # _next_start picked the first awaitable waiting in _handed
 _LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
 SHUT_DOWN = "CancelledError: scheduler shut down"  # a coroutine run a shutdown's timeout cut
+
+
+class _ShutDownInside(BaseException):
+    """Never raised: heard (``Simulation._heard``) when :meth:`Simulation.shutdown` was
+    made inside the event loop (an intervention, a listener, an action), so that the
+    loop stops there, as a Ctrl-C stops it, without raising anything."""
+
+
+_SHUT_DOWN_INSIDE = _ShutDownInside()
 
 Handed = tuple[float, Run, float, "str | None", "str | None", bool, int]
 """A plain function's awaitable waiting for a place on the coroutine lane: (the instant it
@@ -351,10 +361,15 @@ class Simulation(SimulationVerbs):
     def run(self, until: float | datetime) -> Simulation:
         """Process every event due at or before ``until``, then stand at ``until``.
 
+        A :meth:`shutdown` made during it (by an intervention, a listener or an action)
+        ends it there: it returns at the instant the shutdown left the simulation, and
+        nothing more starts.
+
         Raises :class:`~lldsched.errors.ValidationError` for an ``until`` before now or
         no instant; :class:`~lldsched.errors.SchedulerStateError` after :meth:`shutdown`;
         and lets out, each event whole, what an intervention, a model, an action's
-        ``KeyboardInterrupt`` or ``SystemExit`` or a listener's raises."""
+        ``KeyboardInterrupt`` or ``SystemExit`` or a listener's raises (a listener's, or
+        a store's save's, once the event it came in is whole, before the next)."""
         self._check_running("run until", until)
         end = to_timestamp(until, name="until")
         if end < self.now:
@@ -363,7 +378,8 @@ class Simulation(SimulationVerbs):
                 "simulation runs forward only"
             )
         self._advance(end, events=-1)
-        self._clock.advance_to(end)
+        if self._stopped_at is None:  # (a shutdown made during it left it where it ended)
+            self._clock.advance_to(end)
         return self
 
     def run_for(self, duration: float | timedelta) -> Simulation:
@@ -419,7 +435,10 @@ class Simulation(SimulationVerbs):
         shutdown timeout bounds its drain in simulated time").  Idempotent and
         final: a later call writes the stale rows again (and finishes a drain a
         listener's Ctrl-C cut short, by the first call's instant, within its own
-        ``timeout``).  After it, the verbs a shut-down ``Scheduler``
+        ``timeout``).  Made inside :meth:`run` (``sim.at(t, sim.shutdown)``, a
+        listener, an action), it ends that run there: the runs still in flight (an
+        action's own, which made it) finish, and nothing more starts.  After it, the
+        verbs a shut-down ``Scheduler``
         refuses raise :class:`~lldsched.errors.SchedulerStateError`
         (:data:`lldsched.runtime.REFUSED_AFTER_SHUTDOWN`: ``schedule``,
         ``reschedule``, ``run_now``, ``resume``, ``redrive``), and so do those that move
@@ -443,6 +462,8 @@ class Simulation(SimulationVerbs):
             self._advance(deadline, events=-1, due_by=self._stopped_at)
             late = self._out_of_time(deadline)
             self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish
+            if self._advancing:  # made inside run(): that loop ends here (_stop_heard)
+                self._heard.append(_SHUT_DOWN_INSIDE)
         finally:
             writes = self._core.store_writes
             if writes is not None and writes.outage is not None:
@@ -613,12 +634,24 @@ class Simulation(SimulationVerbs):
             if writes is not None:
                 writes.collecting = collecting
         if heard:  # heard in the last event, now whole: raised by this call, the first
-            caught = heard[0]
-            heard.clear()
-            raise caught
+            self._stop_heard()
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
+
+    def _stop_heard(self) -> None:
+        """What :meth:`_advance` heard in its last event stopped it: the first Ctrl-C (a
+        listener's, or a store save's) is raised; a :meth:`shutdown` made inside the loop
+        ends it there, and the runs still in flight then finish, nothing more starting (an
+        action's own run, which made the shutdown, was not in flight yet for its drain)."""
+        heard = self._heard
+        raised = [caught for caught in heard if caught is not _SHUT_DOWN_INSIDE]
+        shut_down = len(raised) != len(heard)
+        heard.clear()
+        if shut_down and not raised:
+            self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)
+        if raised:
+            raise raised[0]
 
     def _next_start(self, now: float, due_by: float) -> tuple[float, Entry | None]:
         """The next start once coroutine tasks are registered: its instant and its entry,
@@ -717,10 +750,7 @@ class Simulation(SimulationVerbs):
                 try:  # the message names the model and the task, built only on failure
                     duration = checks.seconds(drawn, name="duration", at_least=0)
                 except ValidationError:
-                    raise ValidationError(
-                        f"duration model {duration!r} of task {task.name!r} returned "
-                        f"{drawn!r}; durations must be seconds >= 0"
-                    ) from None
+                    raise bad_duration(drawn, model=duration, task=task.name) from None
             error = None
             fails = models.fails
             if fails:
