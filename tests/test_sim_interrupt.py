@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 
-from lldsched import FixedRate, OneTime, RetryPolicy, TaskEvent
+from lldsched import (
+    ExecutionRecord,
+    FixedRate,
+    InMemoryTaskStore,
+    OneTime,
+    RetryPolicy,
+    TaskEvent,
+    TaskSnapshot,
+)
 from lldsched.model import TaskStatus
 from lldsched.sim import Simulation, fixed
 
@@ -225,6 +233,20 @@ def test_a_listeners_ctrl_c_stops_run_after_its_event_not_after_the_instant() ->
     assert replay(after) == replay(whole_heard)
 
 
+class InterruptingStore(InMemoryTaskStore):
+    """Raises ``KeyboardInterrupt`` from ``save`` for a snapshot whose status ``armed``
+    holds, as a Ctrl-C landing in a store call does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed: set[TaskStatus] = set()
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        if snapshot.status in self.armed:
+            raise KeyboardInterrupt("raised inside save")
+        super().save(snapshot, record)
+
+
 @pytest.mark.parametrize("armed", [TaskStatus.RUNNING, TaskStatus.SCHEDULED])
 def test_a_stores_ctrl_c_in_a_save_inside_run_leaves_the_event_whole(
     armed: TaskStatus,
@@ -235,13 +257,12 @@ def test_a_stores_ctrl_c_in_a_save_inside_run_leaves_the_event_whole(
     part of the event undone: the worker taken and never given back, the task
     ``running`` for good, nothing ever starting again.  Now it is raised as a listener's
     is, after its event."""
-    from tests.test_scheduler_failures import _InterruptingStore
 
     def build(store: Any) -> tuple[Simulation, Any]:
         sim = Simulation(workers=1, start=T, store=store)
         return sim, sim.schedule("rate", FixedRate(10), duration=fixed(3), id="rate")
 
-    store = _InterruptingStore(KeyboardInterrupt)
+    store = InterruptingStore()
     sim, task = build(store)
     store.armed = {armed}
     with pytest.raises(KeyboardInterrupt, match="raised inside save"):
@@ -259,3 +280,37 @@ def test_a_stores_ctrl_c_in_a_save_inside_run_leaves_the_event_whole(
     assert sim.shutdown() is True
     row = store.get("rate")
     assert row is not None and row.status is TaskStatus.SCHEDULED  # the stale row written again
+
+
+async def returns_at_once() -> None:
+    pass
+
+
+@pytest.mark.parametrize("verb", ["pause", "cancel"])
+def test_a_listeners_ctrl_c_on_a_verbs_event_comes_once_the_verb_is_whole(verb: str) -> None:
+    """A verb made between two ``run()`` calls raised a listener's Ctrl-C at once, from
+    inside the core's verb: the simulation's own step after it was left undone, so the
+    task's coroutine run in flight was not cut and ran on to its modelled end, ``ok``."""
+
+    def build(interrupting: bool) -> tuple[Simulation, list[TaskEvent]]:
+        heard, listener = (
+            interrupting_once("paused" if verb == "pause" else "cancelled")
+            if interrupting
+            else ([], lambda event: None)
+        )
+        sim = Simulation(workers=1, start=T, listeners=[listener])
+        sim.schedule("c", FixedRate(60), action=returns_at_once, duration=fixed(10), id="c")
+        sim.run(T + 5)
+        return sim, heard
+
+    sim, heard = build(interrupting=True)
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):
+        getattr(sim, verb)("c")
+    assert len(heard) == 1
+    whole, _ = build(interrupting=False)
+    assert getattr(whole, verb)("c") is True
+    for each in (sim, whole):
+        each.run(T + 30)
+    why = {"pause": "paused", "cancel": "cancelled"}[verb]
+    assert seen(sim) == seen(whole) == [("c", 0, 5, f"CancelledError: task {why}")]
+    assert sim.shutdown() is True and whole.shutdown() is True  # their loops closed

@@ -294,6 +294,7 @@ class Simulation(SimulationVerbs):
         # Those Ctrl-Cs (a listener's, or a store's save's), heard in the event under way
         # and not raised yet: _advance raises the first once that event is whole (_emit).
         self._heard: list[BaseException] = []
+        self._in_verb = False  # inside a verb: a listener's Ctrl-C waits for it (_whole)
         # The first shutdown()'s bound: what is due by it starts in its drain (its instant,
         # or -inf without a drain).  None: not shut down (the verbs' check, verbs.py).
         self._stopped_at: float | None = None
@@ -996,12 +997,13 @@ class Simulation(SimulationVerbs):
         worker never freed): it is kept, the listeners after it hear the event all the
         same, and :meth:`_advance` raises it as soon as that event is whole, before the
         next (a store's save that raises one meanwhile is kept alike:
-        ``StoreWrites.collecting``).  Outside the loop (a verb) it is raised at once."""
+        ``StoreWrites.collecting``).  A verb made outside the loop raises it once the
+        verb is whole (:meth:`_whole`)."""
         notify(
             self._callbacks,
             event,
             repeats=self._repeats,
-            kept=self._heard if self._advancing else None,
+            kept=self._heard if self._advancing or self._in_verb else None,
         )
 
     def __repr__(self) -> str:

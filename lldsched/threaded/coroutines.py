@@ -129,6 +129,7 @@ class CoroutineRunner(LoopShutdown):
         now: Callable[[], float],
         clock_raised: Callable[[Run, Exception], tuple[float, str]],
         begin_raised: Callable[[Entry, BaseException], None],
+        put_back: Callable[[list[Entry]], None],
         limit: int = 1000,
         name: str = "lldsched-loop",
     ) -> None:
@@ -157,6 +158,9 @@ class CoroutineRunner(LoopShutdown):
         # ``begin`` raised for an entry (rare): the scheduler unsticks its task, and the
         # entry is settled here as a tombstone is.
         self._begin_raised = begin_raised
+        # Entries a shutdown dropped unbegun from the line: queued again as they were, in
+        # the scheduler's heap (TaskQueue.put_back), what is left due all there.
+        self._put_back = put_back
         # Guarded by the scheduler's lock: the loop and its thread (created at the
         # first hand-over), what waits for a slot (loop tasks' entries and handed-off
         # flights, in arrival order), begun flights by task id, the active count and

@@ -157,8 +157,8 @@ class Stopping(SchedulerParts):
             finished = drain and started and self._drain(instant, deadline, kill_at)
             if not finished:  # drop=False, or out of time: what waits for the loop is dropped
                 with deadline.holding(self._lock) as held:
-                    if held:  # queued again as they were: what is left due is in the heap
-                        self._queue.put_back(self._coroutines.drop_waiting())
+                    if held:  # (queued again as they were: what is left due is in the heap)
+                        self._coroutines.drop_waiting()
                 self._processes.kill_all(KILLED)
             # What the workers had not taken is dropped (no drain) and settled, in the
             # acquisition that closes the pool.
