@@ -527,7 +527,10 @@ def test_metrics_after_a_shutdown_that_left_work_due_read_as_the_scheduler_s(
         wait_until(lambda: runtime.task("flaky").status is TaskStatus.RETRYING, timeout=10,
                    what="flaky's failure")  # fmt: skip
         clock.set(T0 + 20)
-        wait_until(lambda: load(runtime) == (1, 1, 2), timeout=10,
+        # c1 begun on the lane, not only handed to the loop (coroutines counts both): under
+        # load it was still waiting there at the shutdown, and stayed scheduled.
+        wait_until(lambda: load(runtime) == (1, 1, 2)
+                   and runtime.task("c1").status is TaskStatus.RUNNING, timeout=10,
                    what="hold on the worker, t1 handed out, c1 and c2 on the loop")  # fmt: skip
     else:
         runtime.run(T0 + 20)
