@@ -268,6 +268,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             now=self._clock.now,
             clock_raised=self._clock_failure,
             begin_raised=self._loop_begin_raised,
+            put_back=self._queue.put_back,
             limit=max_coroutines,
             name=f"{self._thread_prefix}loop",
         )
