@@ -661,3 +661,51 @@ def test_a_scheduler_that_takes_over_an_expired_lease_logs_it(
     assert record.token is not None and record.token > claim.token and record.attempt == 1
     slot = utc_datetime(claim.slot).isoformat(timespec="milliseconds")
     assert f"took over task job (slot {slot}, attempt 1) with token {record.token}" in (caplog.text)
+
+
+@pytest.mark.parametrize("pauser", ["runner", "other"])
+def test_a_resume_by_the_runner_during_its_run_is_written_and_outlives_the_pause(
+    pair: Pair, pauser: str
+) -> None:
+    """A pause during a run (by the process running it, or by the other), then a resume by
+    the runner while the run goes on: the resumed task's state is RUNNING there, and a
+    RUNNING save by the lease's holder writes nothing (the lease says so), so the row
+    stayed PAUSED.  The other processes read the task paused, and the run's settle took
+    that pause for one written during the run, which wins: the task ended PAUSED in
+    every process, the runner's registry too once it read the row back, whatever
+    ``resume()`` had returned (on SQLite when the runner paused, on PostgreSQL when
+    the other did).  A runner killed before its settle left it PAUSED for good.  Now
+    the resume writes the row as the run's claim left it (runnable at the run's slot,
+    its lease holding it): the others read it live, a process that takes over the
+    lease runs the slot again, and the settle decides the next slot."""
+    first, second, reader, first_store = pair
+    while not cluster_jobs.seen.empty():  # what an earlier test's run said after it failed
+        cluster_jobs.seen.get()
+    cluster_jobs.released.clear()
+    first.schedule("hourly", cluster_jobs.held_until_released, FixedRate(3600), id="hourly")
+    try:
+        cluster_jobs.seen.get(timeout=10)
+        (lease,) = reader.leases()
+        mine = lease.holder == first_store.node
+        running, other = (first, second) if mine else (second, first)
+        wait_until(lambda: "hourly" in {t.id for t in other.tasks()}, timeout=5,
+                   what="the other scheduler to follow")  # fmt: skip
+        assert (running if pauser == "runner" else other).pause("hourly")
+        wait_until(_status(running, "hourly", TaskStatus.PAUSED), timeout=5,
+                   what="the runner to follow the pause")  # fmt: skip
+        assert running.resume("hourly")
+        assert running.task("hourly").status is TaskStatus.RUNNING
+        (stored,) = reader.load_all()
+        assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot)
+        assert [held.token for held in reader.leases()] == [lease.token]  # still the run's
+    finally:
+        cluster_jobs.released.set()
+    cluster_jobs.seen.get(timeout=10)
+    wait_until(lambda: not reader.leases() and bool(reader.records("hourly")), timeout=10,
+               what="the run to settle")  # fmt: skip
+    (stored,) = reader.load_all()
+    assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot + 3600)
+    wait_until(_status(other, "hourly", TaskStatus.SCHEDULED), timeout=5,
+               what="the other scheduler to follow the settle")  # fmt: skip
+    assert running.task("hourly").status is TaskStatus.SCHEDULED
+    assert [record.slot for record in reader.records("hourly")] == [lease.slot]
