@@ -36,7 +36,7 @@ from lldsched import (
 from lldsched.clock import utc_datetime
 from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
-from lldsched.persistence import CoordinatedStore
+from lldsched.persistence import CoordinatedStore, Lease
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, hold_child_starts, open_store
 from tests.waits import wait_until
@@ -158,6 +158,16 @@ def test_a_pause_from_the_other_scheduler_during_a_run_leaves_the_task_at_its_ne
     assert stored.next_run_at == lease.slot + 3600
 
 
+def _settled_at_the_next_slot(reader: CoordinatedStore, lease: Lease) -> None:
+    """Wait for the held run of ``hourly`` (its lease ``lease``) to end and settle: its row
+    is then SCHEDULED at the next slot, an hour on."""
+    cluster_jobs.seen.get(timeout=10)
+    wait_until(lambda: not reader.leases() and bool(reader.records("hourly")), timeout=10,
+               what="the run to settle")  # fmt: skip
+    (stored,) = reader.load_all()
+    assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot + 3600)
+
+
 def test_a_pause_and_a_resume_from_the_other_scheduler_during_a_run_add_no_run(
     pair: Pair,
 ) -> None:
@@ -180,11 +190,7 @@ def test_a_pause_and_a_resume_from_the_other_scheduler_during_a_run_add_no_run(
                    what="the runner to follow the pause and the resume")  # fmt: skip
     finally:
         cluster_jobs.released.set()
-    cluster_jobs.seen.get(timeout=10)
-    wait_until(lambda: not reader.leases() and bool(reader.records("hourly")), timeout=10,
-               what="the run to settle")  # fmt: skip
-    (stored,) = reader.load_all()
-    assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot + 3600)
+    _settled_at_the_next_slot(reader, lease)
     wait_until(lambda: all(s.task("hourly").next_run_at == lease.slot + 3600 for s in pair[:2]),
                timeout=5, what="both schedulers to follow the settle")  # fmt: skip
     assert [record.slot for record in reader.records("hourly")] == [lease.slot]
@@ -700,11 +706,7 @@ def test_a_resume_by_the_runner_during_its_run_is_written_and_outlives_the_pause
         assert [held.token for held in reader.leases()] == [lease.token]  # still the run's
     finally:
         cluster_jobs.released.set()
-    cluster_jobs.seen.get(timeout=10)
-    wait_until(lambda: not reader.leases() and bool(reader.records("hourly")), timeout=10,
-               what="the run to settle")  # fmt: skip
-    (stored,) = reader.load_all()
-    assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot + 3600)
+    _settled_at_the_next_slot(reader, lease)
     wait_until(_status(other, "hourly", TaskStatus.SCHEDULED), timeout=5,
                what="the other scheduler to follow the settle")  # fmt: skip
     assert running.task("hourly").status is TaskStatus.SCHEDULED
