@@ -8,8 +8,10 @@ committed, its run not settled).  The task ends in a state the two others honour
 * killed after, the verb's write stands: a pause holds the task (a resume from another
   process then runs the slot), a cancel or a remove ends it, and a resume, a modify, a
   reschedule or a run_now leave it to be taken over and run, as a crash during any
-  run does.  A resume made so used to write nothing (the RUNNING state of a run is its
-  lease's): the row stayed PAUSED for good, and no process ran the task again.
+  run does, under the definition a modify or a reschedule gave.  A resume made so used
+  to write nothing (the RUNNING state of a run is its lease's): the row stayed PAUSED
+  for good, and no process ran the task again; a modify or a reschedule was written by
+  the run's settle, and lost with it.
 
 Shown with marker files, no sleeps: the killed run creates its marker as it hangs, and a
 probe task due after the dead lease's expiry proves, once a survivor ran it, that the
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import FixedRate, OneTime, Scheduler, TaskStatus
+from lldsched import FixedRate, OneTime, Priority, Scheduler, TaskStatus
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
 from tests.cluster import Child, Cluster, StoreSpec, open_store
@@ -79,6 +81,11 @@ def test_a_process_killed_in_the_middle_of_a_verb_leaves_a_task_the_others_honou
                        timeout=30, what="the rerun settled")  # fmt: skip
             (settled,) = [s for s in store.load_all() if s.task.id == "hourly"]
             assert settled.status is TaskStatus.SCHEDULED
+            # a new definition stands (it was written by the run's settle, and lost with it)
+            if verb == "modify" and not held:
+                assert settled.task.priority is Priority.HIGH
+            if verb == "reschedule" and not held:
+                assert settled.task.schedule == FixedRate(7200)
             assert settled.next_run_at is not None and settled.next_run_at > float(
                 str(first["slot"])
             )
