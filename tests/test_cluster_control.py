@@ -158,6 +158,22 @@ def test_a_pause_from_the_other_scheduler_during_a_run_leaves_the_task_at_its_ne
     assert stored.next_run_at == lease.slot + 3600
 
 
+def _held_run(pair: Pair) -> tuple[Lease, Scheduler, Scheduler]:
+    """Schedule ``hourly`` (``FixedRate(3600)``, :func:`tests.cluster_jobs.
+    held_until_released`, held until the test sets ``released``) on the pair's first
+    scheduler and wait for its first run to start: its lease, the scheduler running it
+    and the other one."""
+    first, second, reader, first_store = pair
+    while not cluster_jobs.seen.empty():  # what an earlier test's run said after it failed
+        cluster_jobs.seen.get()
+    cluster_jobs.released.clear()
+    first.schedule("hourly", cluster_jobs.held_until_released, FixedRate(3600), id="hourly")
+    cluster_jobs.seen.get(timeout=10)
+    (lease,) = reader.leases()
+    mine = lease.holder == first_store.node
+    return (lease, first, second) if mine else (lease, second, first)
+
+
 def _settled_at_the_next_slot(reader: CoordinatedStore, lease: Lease) -> None:
     """Wait for the held run of ``hourly`` (its lease ``lease``) to end and settle: its row
     is then SCHEDULED at the next slot, an hour on."""
@@ -684,16 +700,9 @@ def test_a_resume_by_the_runner_during_its_run_is_written_and_outlives_the_pause
     the resume writes the row as the run's claim left it (runnable at the run's slot,
     its lease holding it): the others read it live, a process that takes over the
     lease runs the slot again, and the settle decides the next slot."""
-    first, second, reader, first_store = pair
-    while not cluster_jobs.seen.empty():  # what an earlier test's run said after it failed
-        cluster_jobs.seen.get()
-    cluster_jobs.released.clear()
-    first.schedule("hourly", cluster_jobs.held_until_released, FixedRate(3600), id="hourly")
+    reader = pair[2]
+    lease, running, other = _held_run(pair)
     try:
-        cluster_jobs.seen.get(timeout=10)
-        (lease,) = reader.leases()
-        mine = lease.holder == first_store.node
-        running, other = (first, second) if mine else (second, first)
         wait_until(lambda: "hourly" in {t.id for t in other.tasks()}, timeout=5,
                    what="the other scheduler to follow")  # fmt: skip
         assert (running if pauser == "runner" else other).pause("hourly")
@@ -711,3 +720,23 @@ def test_a_resume_by_the_runner_during_its_run_is_written_and_outlives_the_pause
                what="the other scheduler to follow the settle")  # fmt: skip
     assert running.task("hourly").status is TaskStatus.SCHEDULED
     assert [record.slot for record in reader.records("hourly")] == [lease.slot]
+
+
+def test_a_modify_by_the_runner_during_its_run_is_written_at_once(pair: Pair) -> None:
+    """A new definition given by the process running the task, while the run goes on,
+    is written at once, the row's state left to the run's lease: the reader sees it
+    before the settle (which used to write it, so a runner killed first lost it:
+    tests/test_cluster_verb_kill.py), and the settle decides the next slot as before."""
+    reader = pair[2]
+    lease, running, _ = _held_run(pair)
+    try:
+        running.modify("hourly", priority=Priority.HIGH)
+        (stored,) = reader.load_all()
+        assert stored.task.priority is Priority.HIGH
+        assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot)
+        assert [held.token for held in reader.leases()] == [lease.token]  # still the run's
+    finally:
+        cluster_jobs.released.set()
+    _settled_at_the_next_slot(reader, lease)
+    (stored,) = reader.load_all()
+    assert stored.task.priority is Priority.HIGH
