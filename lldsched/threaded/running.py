@@ -252,7 +252,8 @@ class RunExecution(SchedulerParts):
                     budget = run.task._options.timeout
                     duration = finished - started
                     if budget is None or duration <= budget:
-                        budget = getattr(context, "_budget", run.options.timeout)
+                        rearmed = context._rearmed()
+                        budget = run.options.timeout if rearmed is None else rearmed.budget
                     error = timeout_error(duration, budget)
         if awaitable is not None:
             if awaitable is UNSTARTED:  # (rare) shutdown stopped it before a child took it
