@@ -367,7 +367,6 @@ def test_the_logging_table_of_operations_md_lists_every_logger_once() -> None:
     assert re.findall(r"^\| `(lldsched\.\w+)` \|", section, flags=re.M) == list(LOGGERS)
 
 
-
 def test_the_metrics_table_of_operations_md_names_every_field_of_the_snapshot() -> None:
     """OPERATIONS.md, "Monitoring": each field of ``Metrics`` (and its properties
     ``alive`` and ``runs``) is named in the table's first column once, and nothing else is:

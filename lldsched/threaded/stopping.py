@@ -31,6 +31,7 @@ from lldsched.threaded.control import watched
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
+from lldsched.threaded.processes import KILLED
 from lldsched.threaded.shared import leases_kept
 
 if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it already
@@ -39,10 +40,6 @@ if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it a
 __all__ = ["Stopping"]
 
 log = logging.getLogger(SCHEDULER)
-
-KILLED = "the scheduler shut down without draining"
-"""Why a shutdown killed a process-isolated run (its record's ``CancelledError: ...``):
-``drain=False``, or a drain out of time."""
 
 
 class Stopping(SchedulerParts):
