@@ -49,6 +49,7 @@ from lldsched.core.results import RESULT_LIMIT
 from lldsched.core.retention import RETIRE_BATCH
 from lldsched.errors import ERROR_LIMIT
 from lldsched.logs import LOGGERS, REPEAT_WINDOW
+from lldsched.model import Outcome
 from lldsched.schedules.cron.schedule import MAX_PREVIEW
 from lldsched.schedules.cron.search import HORIZON_DAYS
 from lldsched.sim import simulation
@@ -376,6 +377,15 @@ def test_the_metrics_table_of_operations_md_names_every_field_of_the_snapshot() 
     named = [name for row in rows for name in re.findall(r"`(\w+)`", row)]
     fields = [*Metrics._fields, "alive", "runs"]
     assert sorted(named) == sorted(fields)
+
+
+def test_operations_md_lists_every_outcome_a_failed_attempts_line_can_carry() -> None:
+    """OPERATIONS.md, "Logging": the ``outcome`` field of a failed attempt's line is its
+    record's, one of the outcomes of a run that did not succeed (``given_up`` too)."""
+    text = " ".join((DOCS / "OPERATIONS.md").read_text().split("\n## Logging\n", 1)[1].split())
+    (listed,) = re.findall(r"`outcome` \(((?:`\w+`,? ?)+)\)", text)
+    failed = {outcome.value for outcome in Outcome if outcome.ran and outcome is not Outcome.OK}
+    assert set(re.findall(r"`(\w+)`", listed)) == failed
 
 
 # --- the notebooks, as the README and the kit's start page describe them --------------

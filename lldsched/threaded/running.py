@@ -89,7 +89,7 @@ FIELDS = (
 """The structured fields of a failed attempt's line (the log record's attributes, set
 through ``extra``): the scheduler's name, the task's id and name, the attempt and the
 retry policy's ``max_attempts``, the record's outcome (``failed``, ``timed_out``,
-``cancelled``) and error text, what follows (``then``: ``retry``, ``given_up``,
+``given_up``, ``cancelled``) and error text, what follows (``then``: ``retry``, ``given_up``,
 ``dead_letter``, ``stopped``, ``paused``, ``cancelled``), the task's next due instant
 (ISO 8601, UTC, or None) and the repeats of the line not written in full since its last
 (:class:`~lldsched.logs.Repeats`)."""
