@@ -232,10 +232,10 @@ def test_a_drain_out_of_time_that_cut_every_run_still_says_what_it_did_not_start
     assert started.wait(5)
     second = scheduler.schedule("second", hangs, OneTime(delay=0))  # waits for the slot
     with caplog.at_level(logging.WARNING, logger="lldsched"):
-        assert scheduler.shutdown(drain=True, timeout=0.5) is True  # the coroutine cut
+        assert scheduler.shutdown(drain=True, timeout=2.0) is True  # the coroutine cut
     lines = [r.getMessage() for r in caplog.records if r.name == "lldsched.scheduler"]
     assert lines == [
-        "shutdown(timeout=0.5) ran out of time draining: 1 run due by the shutdown not "
+        "shutdown(timeout=2.0) ran out of time draining: 1 run due by the shutdown not "
         "started (they stay SCHEDULED or RETRYING with their due time, for a durable store "
         "to recover)"
     ]
