@@ -26,15 +26,7 @@ from lldsched.core.names import runnable
 from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import (
-    DIED_UNSHARED,
-    Change,
-    Claim,
-    Lease,
-    Task,
-    TaskSnapshot,
-    finished,
-)
+from lldsched.persistence import DIED_UNSHARED, Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import check_take_over, check_written, encode_task
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.sqlite_rows import (
