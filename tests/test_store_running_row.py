@@ -10,10 +10,15 @@ run whose holder died (:meth:`CoordinatedStore.owe
 <lldsched.persistence.CoordinatedStore.owe>`), which one claim takes over: the owed
 attempt runs once, with the records an unshared restart writes, however many processes
 start at once.  On SQLite (a file used unshared, then shared) and on a real PostgreSQL
-server (the row written as an unshared store would have left it)."""
+server (the row written as an unshared store would have left it), the RUNNING state saved
+as the core saves it; and once with a real process on the file, killed mid-run."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -29,8 +34,10 @@ from lldsched.stores.sqlite import SqliteTaskStore
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.conftest import T0
+from tests.processes import lines_of
 
 HOUR = 3600.0
+ROOT = Path(__file__).resolve().parent.parent
 SKIP = MisfirePolicy(Misfire.SKIP)
 LATER = T0 + 2.5 * HOUR  # the processes start again: the 10:00 and 11:00 slots passed
 
@@ -208,3 +215,56 @@ def test_a_retry_in_flight_in_a_running_row_runs_again_as_a_restart_runs_it(
         assert steps.scheduler.task("job").next_run_at == expected == T0 + HOUR
     assert jobs.CALLS == restart == [("job", T0 + 2, 2)]
     assert _history(store) == _history(reference) == [(0.0, 1, "failed"), (0.0, 2, "ok")]
+
+
+# A real process on the file unshared, killed (SIGKILL) during a run: registers a one-off
+# due at once, whose run says "started" and hangs until the kill (tests/test_crash.py).
+CHILD = """
+import sys
+from lldsched import FakeClock, OneTime, Scheduler, SqliteTaskStore
+from tests import jobs
+
+path, marker, t0 = sys.argv[1], sys.argv[2], float(sys.argv[3])
+scheduler = Scheduler(clock=FakeClock(t0), store=SqliteTaskStore(path)).start()
+scheduler.schedule("in-flight", jobs.hang_first_time, OneTime(delay=0), args=(marker,),
+                   id="in-flight")
+scheduler.wait_drained(60)  # never returns: the run hangs until SIGKILL
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+def test_a_file_whose_process_was_killed_mid_run_runs_the_run_once_when_opened_shared(
+    tmp_path: Path,
+) -> None:
+    path, marker = tmp_path / "tasks.db", tmp_path / "started"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path), str(marker), repr(T0)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    lines = lines_of(process)
+    try:  # a bounded wait for the handshake, not a sleep
+        assert lines.get(timeout=20) == "started" and marker.exists()
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(20)
+    assert process.returncode == -signal.SIGKILL
+    with SqliteTaskStore(str(path)) as look:  # what the killed process left
+        row = look.get("in-flight")
+        assert row is not None and (row.status, row.attempt) == (TaskStatus.RUNNING, 1)
+    first = SqliteTaskStore(str(path), shared=True, poll=0.05)
+    second = SqliteTaskStore(str(path), shared=True, poll=0.05)
+    try:
+        a = Scheduler(clock=FakeClock(T0 + HOUR), store=first, name="a")
+        b = Scheduler(clock=FakeClock(T0 + HOUR), store=second, name="b")
+        with Stepper(a) as one:
+            one.settle()
+            with Stepper(b) as other:
+                other.settle()
+                assert b.task("in-flight").status is TaskStatus.SUCCEEDED
+        assert jobs.CALLS == [("rerun", 0.0, 0)]  # the run in flight ran again, once
+        ((attempt, ok),) = [(r.attempt, r.ok) for r in first.records("in-flight")]
+        assert (attempt, ok) == (1, True)  # its attempt, as an unshared restart runs it
+    finally:
+        first.close()
+        second.close()
