@@ -15,10 +15,7 @@ as the core saves it; and once with a real process on the file, killed mid-run."
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -34,10 +31,9 @@ from lldsched.stores.sqlite import SqliteTaskStore
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.conftest import T0
-from tests.processes import lines_of
+from tests.processes import killed_mid_run
 
 HOUR = 3600.0
-ROOT = Path(__file__).resolve().parent.parent
 SKIP = MisfirePolicy(Misfire.SKIP)
 LATER = T0 + 2.5 * HOUR  # the processes start again: the 10:00 and 11:00 slots passed
 
@@ -185,6 +181,10 @@ def test_the_owed_write_is_made_once_and_its_lease_taken_over_by_one_claim(
     (row,) = first.load_all()
     owed = row._replace(status=TaskStatus.SCHEDULED, attempt=0, running=False)
     assert first.owe(owed) is True
+    # The other process reads the row and its lease as it reads any (not left out as
+    # holding a value no write of lldsched makes).
+    assert [(c.task_id, c.snapshot is not None) for c in second.changes()] == [("job", True)]
+    assert second.unloaded() == []
     assert second.owe(owed) is False
     (lease,) = first.leases()
     assert (lease.task_id, lease.slot, lease.attempt) == ("job", T0, 0)
@@ -236,19 +236,7 @@ scheduler.wait_drained(60)  # never returns: the run hangs until SIGKILL
 def test_a_file_whose_process_was_killed_mid_run_runs_the_run_once_when_opened_shared(
     tmp_path: Path,
 ) -> None:
-    path, marker = tmp_path / "tasks.db", tmp_path / "started"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(path), str(marker), repr(T0)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    lines = lines_of(process)
-    try:  # a bounded wait for the handshake, not a sleep
-        assert lines.get(timeout=20) == "started" and marker.exists()
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait(20)
-    assert process.returncode == -signal.SIGKILL
+    path, _ = killed_mid_run(CHILD, tmp_path, T0)
     with SqliteTaskStore(str(path)) as look:  # what the killed process left
         row = look.get("in-flight")
         assert row is not None and (row.status, row.attempt) == (TaskStatus.RUNNING, 1)

@@ -359,12 +359,13 @@ SELECT 1 FROM tasks t WHERE t.id = %(id)s AND t.status = 'running'
    AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id)
    FOR UPDATE
 """
-# The expired lease standing for the attempt that process had in flight: a claim takes it
-# over (``taken_over``), the attempt owed.
+# The expired lease standing for the attempt that process had in flight (expired at 0, the
+# epoch: a finite value, as every lease's, for every node's read): a claim takes it over
+# (``taken_over``), the attempt owed.
 OWED_LEASE = """
 INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at, version)
 SELECT t.id, %(slot)s, %(attempt)s, pg_catalog.nextval('fencing_token'), %(holder)s,
-       '-Infinity'::double precision, t.version
+       0, t.version
   FROM tasks t WHERE t.id = %(id)s
 """
 RELEASE = "DELETE FROM leases WHERE task_id = %(task_id)s AND token = %(token)s"

@@ -53,6 +53,7 @@ _OWED = ("retrying", "failed")  # a run that ends so decides, a new definition f
 _LIVE = ("scheduled", "retrying")  # the statuses a claim picks (a resume writes one)
 # A row a shared write never makes (a held run's RUNNING save writes nothing): one an
 # unshared process left as it died mid-run, for ``owe`` to decide.
+_EXPIRED = 0.0  # the expiry of the lease ``owe`` writes: the epoch (finite, as every lease's)
 _RUNNING_UNLEASED = """
 SELECT 1 FROM tasks t WHERE t.id = ? AND t.status = 'running'
    AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id)
@@ -372,7 +373,7 @@ class CoordinatedMethods:
                 connection.execute(
                     _TAKE,
                     (task_id, due, snapshot.attempt, bump(connection, "token"), DIED_UNSHARED,
-                     float("-inf")),
+                     _EXPIRED),
                 )  # fmt: skip
             self._wrote(shared, snapshot, version)
         return True
