@@ -38,6 +38,7 @@ from lldsched.redaction import hide_passwords
 from lldsched.schedules.base import Schedule
 
 __all__ = [
+    "DIED_UNSHARED",
     "FINISHED_STATUSES",
     "MAX_ID_BYTES",
     "SHORT_ID",
@@ -456,6 +457,12 @@ class Lease(NamedTuple):
     expires_at: float
 
 
+DIED_UNSHARED = "unshared: died mid-run"
+"""The holder of the expired lease :meth:`CoordinatedStore.owe` writes for the attempt
+an unshared process had in flight when it died (it held no lease: this one stands for
+it, so that a claim takes the attempt over as owed)."""
+
+
 @runtime_checkable
 class CoordinatedStore(HistoryStore, Protocol):
     """A :class:`HistoryStore` that several scheduler processes share (``shared=True``).
@@ -614,6 +621,20 @@ class CoordinatedStore(HistoryStore, Protocol):
         task is not one left out here or its row is gone; a
         :class:`~lldsched.errors.StoreError`, nothing written, when the row's status is
         one this process does not know (its state can be neither kept nor guessed)."""
+        ...
+
+    def owe(self, snapshot: TaskSnapshot) -> bool:
+        """Write what the at-least-once rule decides for a ``running`` row no lease holds
+        (an unshared process died during the run that wrote it, and the file is shared
+        now): ``snapshot`` is the row's task with the state the rule gives it (the attempt
+        in flight owed: :func:`~lldsched.core.recovery.restored_state`), written with an
+        expired lease for that attempt (holder :data:`DIED_UNSHARED`), as a shared
+        process dying mid-run leaves its row.  The next claim takes it over
+        (``taken_over``: the attempt is owed), one process in its epoch.  In one
+        transaction, only while the row is still ``running`` with no lease: True if
+        written, False (nothing written) when another process wrote it first (the same
+        decision, or a verb), or the row is gone.  A row no claim could take (no due
+        instant) is not written either (False)."""
         ...
 
     def changed(self) -> bool:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import re
+import signal
 import subprocess
+import sys
 import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository: a child imports tests.* from it
 
 
 def killed_at(budget: str, error: str | None) -> bool:
@@ -32,3 +38,28 @@ def lines_of(process: subprocess.Popen[str]) -> queue.Queue[str]:
 
     threading.Thread(target=read, daemon=True).start()
     return lines
+
+
+def killed_mid_run(
+    child: str, directory: Path, t0: float, *, before: int = 0
+) -> tuple[Path, list[str]]:
+    """Run ``child`` (Python source, given a store's path in ``directory``, a marker file's
+    path and ``t0`` as its arguments) until a run of it says ``started``
+    (:func:`tests.jobs.hang_first_time`, which creates the marker), then kill it with
+    SIGKILL: a process that died mid-run.  Returns the store's path and the ``before``
+    lines it printed first.  Each wait is bounded (a handshake, not a sleep)."""
+    path, marker = directory / "tasks.db", directory / "started"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", child, str(path), str(marker), repr(t0)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    lines = lines_of(process)
+    try:
+        printed = [lines.get(timeout=20) for _ in range(before)]
+        assert lines.get(timeout=20) == "started" and marker.exists()
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(20)
+    assert process.returncode == -signal.SIGKILL
+    return path, printed

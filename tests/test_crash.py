@@ -4,10 +4,7 @@ one) opens the store: no definition or settled record is lost, the run in flight
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,10 +12,9 @@ import pytest
 from lldsched import FakeClock, Scheduler, SqliteTaskStore, TaskStatus
 from tests import jobs
 from tests.conftest import T0, settle
-from tests.processes import lines_of
+from tests.processes import killed_mid_run
 
 HOUR = 3600.0
-ROOT = Path(__file__).resolve().parent.parent
 
 # The child: registers its tasks at T0 on a fake clock, lets the one-off settle, then starts
 # the run that hangs; it prints the ids it registered, then "started" from inside the run.
@@ -47,20 +43,8 @@ scheduler.wait_drained(60)  # never returns: the run hangs until SIGKILL
 def test_a_process_killed_mid_run_loses_nothing_settled_and_reruns_what_was_in_flight(
     tmp_path: Path,
 ) -> None:
-    path, marker = tmp_path / "tasks.db", tmp_path / "started"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(path), str(marker), repr(T0)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    lines = lines_of(process)
-    try:
-        ids = lines.get(timeout=20).split()  # a bounded wait for the handshake, not a sleep
-        assert lines.get(timeout=20) == "started" and marker.exists()
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait(20)
-    assert process.returncode == -signal.SIGKILL
+    path, (printed,) = killed_mid_run(CHILD, tmp_path, T0, before=1)
+    ids = printed.split()
     settled_id, once_id, all_id, skip_id = ids
 
     jobs.CALLS.clear()

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import RUNNABLE, runnable
-from lldsched.core.recovery import pending_slot, stored_plan
+from lldsched.core.recovery import pending_slot, restored_state, stored_plan
 from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
@@ -125,9 +125,9 @@ def claimed_entry(core: SchedulerCore, claim: Claim) -> Entry | None:
 def _state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int]:
     """The row's status and attempt counter, a RUNNING row (left by an unshared
     scheduler that died mid-run) read as the attempt still owed."""
-    if snapshot.status is TaskStatus.RUNNING:
-        attempt = max(0, snapshot.attempt - 1)
-        return runnable(attempt), attempt
+    if snapshot.status is TaskStatus.RUNNING:  # the rule a restart applies
+        status, attempt, _ = restored_state(snapshot)
+        return status, attempt
     return snapshot.status, snapshot.attempt
 
 

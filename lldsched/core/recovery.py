@@ -73,6 +73,7 @@ __all__ = [
     "pending_slot",
     "plan",
     "recover",
+    "restored_state",
     "stored_plan",
 ]
 
@@ -496,15 +497,29 @@ def pending_slot(
     return snapshot.next_run_at if snapshot.next_run_at is not None else 0.0
 
 
-def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tuple[Restored, bool]:
-    """What ``snapshot`` says the task is, and whether an attempt is owed from before."""
-    history = tuple(records)
+def restored_state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int, bool]:
+    """The status and attempt counter a stored row stands for, and whether an attempt was
+    in flight when it was written: the at-least-once rule.  A RUNNING row (or one paused
+    mid-run) was written as an attempt began, by a process that died before its record:
+    that attempt is owed, and runs again with the same attempt number (the counter one
+    back, the status :func:`~lldsched.core.names.runnable` says for it).
+
+    The one rule for a restart (:func:`recover`), for a row a shared store's feed or
+    start brings (:mod:`lldsched.core.follow`), and for the row a shared start writes for
+    it (:meth:`CoordinatedStore.owe <lldsched.persistence.CoordinatedStore.owe>`)."""
     status, attempt = snapshot.status, snapshot.attempt
     in_flight = snapshot.running or status is TaskStatus.RUNNING
     if in_flight:  # its record was never written: that attempt runs again
         attempt = max(0, attempt - 1)
     if status is TaskStatus.RUNNING:
         status = runnable(attempt)
+    return status, attempt, in_flight
+
+
+def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tuple[Restored, bool]:
+    """What ``snapshot`` says the task is, and whether an attempt is owed from before."""
+    history = tuple(records)
+    status, attempt, in_flight = restored_state(snapshot)
     slot = pending_slot(snapshot, attempt, records=lambda: history)
     definition = snapshot.task._replace(schedule=unwrap(snapshot.task.schedule))
     restored = Restored(

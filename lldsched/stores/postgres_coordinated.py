@@ -24,6 +24,7 @@ from lldsched.errors import LeaseLost, StoreError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import (
+    DIED_UNSHARED,
     FINISHED_STATUSES,
     Change,
     Claim,
@@ -456,6 +457,28 @@ class PostgresCoordination:
                 self._seen[task_id] = row[-1]
         self._unreadable.read(task_id)
         return snapshot
+
+    def owe(self, snapshot: TaskSnapshot) -> bool:
+        """Write what the at-least-once rule decided for a ``running`` row no lease holds
+        (written by a process that died mid-run, outside the shared protocol):
+        ``snapshot``, and an expired lease for its owed attempt, in one transaction, only
+        while the row is still so; True if written.  See :meth:`CoordinatedStore.owe
+        <lldsched.persistence.CoordinatedStore.owe>`."""
+        due = snapshot.next_run_at
+        if due is None:
+            return False
+        check_written(snapshot, ())
+        task_id = snapshot.task.id
+        with self._using() as connection, self._transaction(connection, task_id):
+            connection.execute(sql.LOCK_ID, {"id": task_id})  # the lock order: id, row, lease
+            if connection.execute(sql.RUNNING_UNLEASED, {"id": task_id}).fetchone() is None:
+                return False  # written first by another node, or gone
+            self._write(connection, snapshot, unknown=sql.UPSERT)
+            connection.execute(
+                sql.OWED_LEASE,
+                {"id": task_id, "slot": due, "attempt": snapshot.attempt, "holder": DIED_UNSHARED},
+            )
+        return True
 
     def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot:
         """The snapshot of a row; its definition decoded only if its text is not the one

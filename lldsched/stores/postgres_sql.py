@@ -352,6 +352,22 @@ SELECT DISTINCT g.token
   JOIN records r ON r.task_id = g.id AND r.token = g.token AND r.attempt = g.attempt
                 AND r.started = g.started AND r.finished = g.finished
 """  # the settles of a batch whose reply was lost that were written (each run's record)
+# A row a shared write never makes (a held run's RUNNING save writes nothing): one a
+# process left as it died mid-run outside the protocol, for ``owe`` to decide; locked.
+RUNNING_UNLEASED = """
+SELECT 1 FROM tasks t WHERE t.id = %(id)s AND t.status = 'running'
+   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id)
+   FOR UPDATE
+"""
+# The expired lease standing for the attempt that process had in flight (expired at 0, the
+# epoch: a finite value, as every lease's, for every node's read): a claim takes it over
+# (``taken_over``), the attempt owed.
+OWED_LEASE = """
+INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at, version)
+SELECT t.id, %(slot)s, %(attempt)s, pg_catalog.nextval('fencing_token'), %(holder)s,
+       0, t.version
+  FROM tasks t WHERE t.id = %(id)s
+"""
 RELEASE = "DELETE FROM leases WHERE task_id = %(task_id)s AND token = %(token)s"
 LOCK_TASK = "SELECT 1 FROM tasks WHERE id = %(task_id)s FOR UPDATE"  # before its lease
 MOVE_LEASE = """

@@ -26,7 +26,7 @@ from lldsched.core.names import runnable
 from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot, finished
+from lldsched.persistence import DIED_UNSHARED, Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import check_take_over, check_written, encode_task
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.sqlite_rows import (
@@ -41,6 +41,7 @@ from lldsched.stores.sqlite_rows import (
     rollback,
     snapshot_of,
 )
+from lldsched.stores.sqlite_shared import TAKE as _TAKE
 from lldsched.stores.sqlite_shared import SharedState, bump
 
 __all__ = ["CoordinatedMethods"]
@@ -50,6 +51,13 @@ log = logging.getLogger(CLUSTER)
 _CONTROL = ("paused", "cancelled")  # statuses a control verb writes, which win over a settle
 _OWED = ("retrying", "failed")  # a run that ends so decides, a new definition followed or not
 _LIVE = ("scheduled", "retrying")  # the statuses a claim picks (a resume writes one)
+# A row a shared write never makes (a held run's RUNNING save writes nothing): one an
+# unshared process left as it died mid-run, for ``owe`` to decide.
+_EXPIRED = 0.0  # the expiry of the lease ``owe`` writes: the epoch (finite, as every lease's)
+_RUNNING_UNLEASED = """
+SELECT 1 FROM tasks t WHERE t.id = ? AND t.status = 'running'
+   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id)
+"""
 
 
 class CoordinatedMethods:
@@ -331,6 +339,30 @@ class CoordinatedMethods:
             self._defined[task_id] = definition
             self._wrote(shared, snapshot, version)
         return snapshot
+
+    def owe(self, snapshot: TaskSnapshot) -> bool:
+        """Write what the at-least-once rule decided for a ``running`` row no lease holds
+        (an unshared process died mid-run): ``snapshot``, and an expired lease for its
+        owed attempt, in one transaction, only while the row is still so; True if written.
+        See :meth:`CoordinatedStore.owe <lldsched.persistence.CoordinatedStore.owe>`."""
+        due = snapshot.next_run_at
+        if due is None:
+            return False
+        check_written(snapshot, ())
+        task_id = snapshot.task.id
+        with self._using("write the attempt owed of task", task_id) as connection:
+            shared = self._coordinated()
+            with immediate(connection):
+                if not connection.execute(_RUNNING_UNLEASED, (task_id,)).fetchone():
+                    return False  # written first by another process, or gone
+                version = self._write_state(connection, snapshot, status=snapshot.status.value)
+                connection.execute(
+                    _TAKE,
+                    (task_id, due, snapshot.attempt, bump(connection, "token"), DIED_UNSHARED,
+                     _EXPIRED),
+                )  # fmt: skip
+            self._wrote(shared, snapshot, version)
+        return True
 
     def changed(self) -> bool:
         """True when another process committed since the last :meth:`changes` (one pragma)."""

@@ -58,7 +58,7 @@ from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
 from lldsched.stores.sqlite_rows import FINISHED, KEPT_COLUMNS, SLOT, TASKS, fetch, immediate
 
-__all__ = ["SharedState", "bump", "count_records", "node_id"]
+__all__ = ["TAKE", "SharedState", "bump", "count_records", "node_id"]
 
 log = logging.getLogger(STORE)
 
@@ -93,7 +93,7 @@ SELECT t.id, t.next_run_at, t.attempt, t.version,
 _CLAIMABLE_LEAVING = _CLAIMABLE.replace(
     " ORDER BY", "   AND t.id NOT IN (SELECT value FROM json_each(?3))\n ORDER BY"
 )
-_TAKE = """
+TAKE = """
 INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.attempt,
     token = excluded.token, holder = excluded.holder, expires_at = excluded.expires_at
@@ -229,9 +229,7 @@ class SharedState:
                 for token, (task_id, slot, attempt, version, expired) in enumerate(
                     rows, start=last - len(rows) + 1
                 ):
-                    connection.execute(
-                        _TAKE, (task_id, slot, attempt, token, self.node, expires_at)
-                    )
+                    connection.execute(TAKE, (task_id, slot, attempt, token, self.node, expires_at))
                     # Written elsewhere since this one read it (a row loaded at its
                     # start was read: the cursor is past it, as the settle's test says).
                     stale = not self.knows(task_id, version)

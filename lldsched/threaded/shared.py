@@ -157,13 +157,15 @@ class Coordinator:
         release's, in a rolling deploy) is left out, said once, for the processes that
         can (``leave_out``; docs/CLUSTER.md, "Rolling deploys"): refusing the store
         would stop an older process from starting at all."""
+        rows = self.store.load_all(leave_out=True)
         with self.store.muted():
             load(
                 self._core,
-                self.store.load_all(leave_out=True),
+                rows,
                 records_of=self.store.records,
                 dead_letter=self.store.dead_letter(),
             )
+        self._owe([row.task.id for row in rows if row.status is TaskStatus.RUNNING])
         for task in self._core.tasks.values():  # rows written unshared, or by a simulation
             if task.overlap in TWO_AT_ONCE:
                 log.warning(
@@ -173,6 +175,42 @@ class Coordinator:
                     task.id,
                     task.overlap,
                     extra={"task_id": task.id},
+                )
+
+    def _owe(self, task_ids: Sequence[str]) -> None:
+        """The ``running`` rows just loaded (an unshared process died during their runs,
+        and the file is shared now; no shared write makes one): each was registered by the
+        restart's rule (:func:`~lldsched.core.recovery.restored_state`, the attempt in
+        flight owed), and the row is written so (:meth:`CoordinatedStore.owe
+        <lldsched.persistence.CoordinatedStore.owe>`), with an expired lease standing for
+        that attempt: a claim, one process's in its epoch, takes it over as owed, and its
+        slots passed since meet the policy after it (:meth:`_misfire`), as at a restart.
+        Before, no claim took such a row (they take ``scheduled`` and ``retrying``), and
+        its task never ran again.  Processes starting together each write it; the first
+        write takes, the others find the row decided.  A write that fails is said at
+        WARNING: the row stays ``running``, for the next start to decide."""
+        for task_id in task_ids:
+            task = self._core.tasks.get(task_id)
+            if task is None:
+                continue
+            try:
+                owed = self.store.owe(self._core.snapshot(task))
+            except Exception:
+                log.warning(
+                    "could not write the attempt owed of task %s (its row was left running "
+                    "by a process that died mid-run); the next start decides it again",
+                    task_id,
+                    exc_info=True,
+                    extra={"task_id": task_id},
+                )
+                continue
+            if owed:
+                log.info(
+                    "task %s: its row was left running by a process that died mid-run; "
+                    "attempt %d is owed and runs again (at-least-once)",
+                    task_id,
+                    task.attempt + 1,
+                    extra={"task_id": task_id, "attempt": task.attempt + 1},
                 )
 
     def left_out(self, task_id: str | None) -> bool:
