@@ -1,0 +1,142 @@
+"""Shared SQLite writers take the write lock in turn (lldsched/stores/sqlite_gate.py;
+docs/DECISIONS.md, "Shared SQLite writers take the write lock in turn").
+
+SQLite's busy handler sleeps and tries again: a writer whose transactions come back to
+back finds the lock free at each of its own tries, a waiter almost never, and the
+waiter's write failed with ``StoreError`` ("database is locked") past its ``timeout``
+while the other went on writing.  Every write of a shared store now queues at the
+store's gate first, where the writer that just wrote cannot pass the one waiting.
+
+The other writer here is another process (a thread of this one would take turns with
+the test's thread for the interpreter's lock as well, which decides who writes when):
+each of its transactions holds the lock for a moment of computation, and it begins the
+next one at once, through a gate of its own as any shared store's writes do.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lldsched import SqliteTaskStore, StoreError
+from lldsched.stores.sqlite_gate import WRITE, gate_for
+from lldsched.stores.sqlite_rows import immediate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HANG_GUARD = 60.0
+"""Seconds a thread or process may take to end before the test says it hangs (at once
+when fixed)."""
+
+# Holds the write lock for a moment of work (no sleep): some 30 ms (a batch of writes on a
+# slow disk may), against the 1 to 100 ms SQLite's busy handler sleeps between tries.
+_HOLD = """
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 50000)
+SELECT count(*) FROM c
+"""
+
+
+def back_to_back(path: str) -> None:
+    """The other process: write transactions back to back on ``path`` until its standard
+    input ends; says ``writing`` once it wrote a few."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    gate = gate_for(path, HANG_GUARD)
+    writes = 0
+    while not select.select([sys.stdin], [], [], 0)[0]:  # readable: ended
+        with immediate(connection, gate):
+            connection.execute(_HOLD).fetchone()
+        writes += 1
+        if writes == 3:
+            print("writing", flush=True)
+
+
+class BackToBack:
+    """:func:`back_to_back` in a process of its own, on ``path``, while inside."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self) -> BackToBack:
+        found = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.test_store_shared_fair_writes", str(self.path)],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": found},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        assert self.process.stdout.readline() == "writing\n"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        assert self.process.wait(HANG_GUARD) == 0
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteTaskStore]:
+    with SqliteTaskStore(tmp_path / "tasks.db", shared=True, timeout=2.0) as opened:
+        yield opened
+
+
+def test_a_writer_kept_out_by_back_to_back_writes_gets_the_lock(store: SqliteTaskStore) -> None:
+    # Each time against another process just begun: a waiter that got in once is the one
+    # writing back to back then (SQLite's busy handler favours whoever wrote last).
+    for _ in range(5):  # each is one write transaction; before, most failed past 2 s
+        with BackToBack(Path(store.path)) as other:
+            store.release(task_id="a", token=1)
+            assert other.process.poll() is None  # it went on writing all along
+
+
+def test_a_write_that_cannot_pass_the_gate_within_the_timeout_names_the_file_and_the_wait(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True, timeout=0.1) as store:
+        holder = gate_for(str(path), HANG_GUARD)  # another process's, in its write
+        assert holder is not None
+        holder.acquire()
+        with pytest.raises(StoreError) as raised:
+            store.release(task_id="a", token=1)
+        said = str(raised.value)
+        assert repr(store.path) in said
+        assert "release the claim of task 'a'" in said
+        assert "not obtained within the store's timeout=0.1 s" in said
+        assert repr(str(path.resolve()) + WRITE) in said
+        assert "timeout" in said and "waited" in said
+        holder.release()  # its place in the line kept: the next write gets in
+        store.release(task_id="a", token=1)
+        holder.close()
+
+
+def test_a_store_closed_while_its_write_waits_in_line_lets_its_place_go(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    store = SqliteTaskStore(path, shared=True, timeout=0.1)
+    holder = gate_for(str(path), HANG_GUARD)
+    assert holder is not None
+    holder.acquire()
+    with pytest.raises(StoreError, match="timeout"):
+        store.release(task_id="a", token=1)
+    gate = store._gate
+    assert gate is not None and gate._thread is not None
+    store.close()  # its gate's thread still waits in line
+    holder.release()
+    gate._thread.join(HANG_GUARD)
+    assert not gate._thread.is_alive()
+    with SqliteTaskStore(path, shared=True, timeout=0.1) as again:  # nobody holds the line
+        again.release(task_id="a", token=1)
+    holder.close()
+
+
+if __name__ == "__main__":
+    back_to_back(sys.argv[1])
