@@ -5,29 +5,35 @@ handler (1, 2, 5, ... up to 100 ms between tries) and tries again, so a process 
 writes come back to back (a commit, then at once the next ``BEGIN IMMEDIATE``) finds
 the lock free at every try of its own and a waiter almost never does.  Measured
 (``benchmarks/bench_write_fairness.py``): against one process writing 1 ms
-transactions back to back, a waiter with a 0.5 s timeout got in 0 times out of 20.
+transactions back to back, a waiter with a 0.5 s timeout got in 10 times of 50.
 
-**The gate** is two OS locks on sidecar files, taken before ``BEGIN IMMEDIATE`` and
-let go after the ``COMMIT``: the *queue* lock (``<file>.queue``) and the *write* lock
-(``<file>.write``), ``fcntl.flock`` exclusive, blocking.  A writer takes the queue
-lock, then the write lock, then lets the queue lock go, writes, and lets the write
-lock go (a turnstile).  The kernel wakes a blocked ``flock`` waiter when the lock is
-let go, but it does not hand it over: the process that just let the lock go can take
-it again first (measured: with one lock, a waiter behind 1 ms writes still waited
-up to 0.35-0.5 s now and then).  Behind the queue lock it cannot: the process that
-holds the queue lock is the next writer, and the one that just wrote must take the
-queue lock, held by that next writer, before it writes again.  So a writer waits for
-at most the writers already queued, not for a lucky moment.
+**The gate** is two OS locks on sidecar files, ``fcntl.flock`` exclusive: the *write*
+lock (``<file>.write``), held from before ``BEGIN IMMEDIATE`` to after the ``COMMIT``,
+and the *queue* lock (``<file>.queue``), held by a writer in line.  A write first tries
+for the write lock without blocking, every millisecond for up to :data:`PATIENCE`
+(50 ms), as long as nobody is in line (the queue lock free); most waits are a write or
+two long and end there, the writer that happens to run taking the lock, as SQLite's
+busy handler would, only without its sleeps of up to 100 ms.  A write that waited
+that long, or that finds someone in line, lines up: it takes the queue lock, then the
+write lock, blocking, and lets the queue lock go once it has the write lock (a
+turnstile).  While it is in line, every other writer finds the queue lock taken and
+lines up behind it, the one that just wrote included, so it is the next to write.  The
+kernel wakes a blocked ``flock`` waiter when the lock is let go, but does not hand it
+over: with the write lock alone the process that let it go could take it again first
+(measured: a waiter behind 1 ms writes still waited up to 0.35-0.5 s now and then);
+behind the queue lock it cannot.  So a write waits at most :data:`PATIENCE` plus the
+writes already in line, not for a lucky moment; lining up at once for every write
+instead halved the throughput of four processes on a 2-core host (each write waited
+for the next process in line to be given a core), as Go's ``sync.Mutex`` found: it
+also lets the running goroutine take its lock until a waiter has waited 1 ms.
 
-**The timeout.**  ``flock`` has no timeout, so a wait that does not succeed at once
-(:meth:`WriteGate.acquire` tries without blocking first, which costs four system
-calls when nobody else writes) is made by the gate's one thread, started at the first
-such wait, while the caller waits for it up to the store's ``timeout``.  Past it the
-caller gets :class:`WriteLockTimeout` (an ``sqlite3.OperationalError``, so every
-caller treats it as SQLite's own "database is locked": a
-:class:`~lldsched.errors.StoreError` naming the file, the call and the wait), and the
-thread keeps its place in the queue: once it gets the lock, it gives it to the next
-caller waiting, or lets it go.
+**The timeout.**  ``flock`` has no timeout, so the blocking wait in line is made by the
+gate's one thread, started at the first such wait, while the caller waits for it up to
+the store's ``timeout``.  Past it the caller gets :class:`WriteLockTimeout` (an
+``sqlite3.OperationalError``, so every caller treats it as SQLite's own "database is
+locked": a :class:`~lldsched.errors.StoreError` naming the file, the call and the
+wait), and the thread keeps its place in line: once it gets the lock, it gives it to
+the next write of its store waiting, or lets it go.
 
 **Not gated**: writes at open (creating or migrating the file, under SQLite's own
 wait as before), unshared stores (one writer per file), and writers that are not
@@ -48,10 +54,14 @@ import time
 
 from lldsched.errors import StoreError
 
-__all__ = ["QUEUE", "WRITE", "WriteGate", "WriteLockTimeout", "gate_for"]
+__all__ = ["PATIENCE", "POLL", "QUEUE", "WRITE", "WriteGate", "WriteLockTimeout", "gate_for"]
 
 QUEUE = ".queue"
 WRITE = ".write"
+PATIENCE = 0.05
+"""Seconds a write tries for the lock before it lines up (half the timeout if shorter)."""
+POLL = 0.001
+"""Seconds between those tries."""
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a planted symlink is refused, not followed
 
 
@@ -76,8 +86,8 @@ def gate_for(path: str, timeout: float) -> WriteGate | None:
 
 
 class WriteGate:
-    """The turnstile of one store (one per store object: two stores in one process queue
-    like two processes, ``flock`` locks being the open file's).  Not re-entrant; its
+    """The write gate of one store (one per store object: two stores in one process line
+    up like two processes, ``flock`` locks being the open file's).  Not re-entrant; its
     store's lock serialises the callers, :meth:`acquire` then :meth:`release`."""
 
     def __init__(self, path: str, timeout: float) -> None:
@@ -101,16 +111,18 @@ class WriteGate:
         self._thread: threading.Thread | None = None
 
     def acquire(self) -> None:
-        """Take the write lock, in turn; :class:`WriteLockTimeout` past ``timeout``."""
+        """Take the write lock, in turn once a write waited :data:`PATIENCE`;
+        :class:`WriteLockTimeout` past ``timeout``."""
         with self._state:
-            # The thread holds nothing: try at once.  The queue lock taken and the write
-            # lock not, the thread goes on from there (flock again on the queue lock this
-            # file holds is a no-op): the place in the queue is kept.
-            if not self._busy and self._try(self._queue) and self._try(self._write):
-                self._flock(self._queue, self._un)
+            started = time.monotonic()
+            if not self._busy and self._poll(started + min(PATIENCE, self.timeout / 2)):
                 self._held = True
                 return
-            started = time.monotonic()
+            left = self.timeout - (time.monotonic() - started)
+            if left <= 0:  # timeout=0: one try, never in line
+                raise self._timed_out(started)
+            # In line: the thread takes the queue lock, then the write lock, blocking;
+            # this caller waits for it up to the timeout.
             self._wanted = True
             self._busy = True
             if self._thread is None:
@@ -119,17 +131,33 @@ class WriteGate:
                 )
                 self._thread.start()
             self._state.notify_all()
-            if self._state.wait_for(lambda: self._held, self.timeout):
+            if self._state.wait_for(lambda: self._held, left):
                 return
             self._wanted = False
-        raise WriteLockTimeout(
+        raise self._timed_out(started)
+
+    def _timed_out(self, started: float) -> WriteLockTimeout:
+        return WriteLockTimeout(
             f"the write lock was not obtained within the store's timeout={self.timeout:g} s "
-            f"(waited {time.monotonic() - started:.1f} s in line at {self.path + WRITE!r} "
+            f"(waited {time.monotonic() - started:.1f} s for {self.path + WRITE!r}, "
             "behind the other processes' writes: one of them held it that long, stalled "
             "or in a long transaction). A claim or a read of the change feed is tried "
             "again at the next wake; if writes are that long, open every store on the "
             "file with a larger timeout"
         )
+
+    def _poll(self, until: float) -> bool:
+        """Take the write lock without lining up, trying again every :data:`POLL` seconds
+        until ``until``, while nobody is in line (the queue lock free: tested, let go);
+        False to line up: someone is in line, or the patience ran out."""
+        while self._try(self._queue):
+            self._flock(self._queue, self._un)
+            if self._try(self._write):
+                return True
+            if time.monotonic() >= until:
+                return False
+            time.sleep(POLL)
+        return False
 
     def _try(self, fd: int) -> bool:
         try:

@@ -229,7 +229,10 @@ def immediate(
                 connection.execute("RELEASE inner")
             raise
         return
-    begin(connection, gate)
+    if gate is None:  # an unshared store's writes: as they were
+        connection.execute("BEGIN IMMEDIATE")
+    else:
+        begin(connection, gate)
     try:
         yield connection
         connection.execute("COMMIT")
