@@ -4,8 +4,9 @@ docs/DECISIONS.md, "Shared SQLite writers take the write lock in turn").
 SQLite's busy handler sleeps and tries again: a writer whose transactions come back to
 back finds the lock free at each of its own tries, a waiter almost never, and the
 waiter's write failed with ``StoreError`` ("database is locked") past its ``timeout``
-while the other went on writing.  Every write of a shared store now queues at the
-store's gate first, where the writer that just wrote cannot pass the one waiting.
+while the other went on writing.  Every write of a shared store now passes the store's
+gate first: a write that waited 50 ms lines up, and the writer that just wrote must line
+up behind it.
 
 The other writer here is another process (a thread of this one would take turns with
 the test's thread for the interpreter's lock as well, which decides who writes when):
@@ -26,8 +27,9 @@ from pathlib import Path
 import pytest
 
 from lldsched import SqliteTaskStore, StoreError
-from lldsched.stores.sqlite_gate import WRITE, gate_for
+from lldsched.stores.sqlite_gate import WRITE, WriteLockTimeout, gate_for
 from lldsched.stores.sqlite_rows import immediate
+from tests.forking import in_child
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,6 +138,25 @@ def test_a_store_closed_while_its_write_waits_in_line_lets_its_place_go(tmp_path
     with SqliteTaskStore(path, shared=True, timeout=0.1) as again:  # nobody holds the line
         again.release(task_id="a", token=1)
     holder.close()
+
+
+def test_a_child_forked_during_a_write_closing_the_store_leaves_the_parents_lock(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True, timeout=0) as store:
+        gate = store._gate
+        assert gate is not None
+        gate.acquire()  # a write under way in another thread as the server forks
+        assert in_child(store.close) == "None"  # the fork's copy closed, at its exit say
+        other = gate_for(str(path), 0)  # another process's store
+        assert other is not None
+        with pytest.raises(WriteLockTimeout):  # still the parent's: before, let go
+            other.acquire()
+        gate.release()
+        other.acquire()
+        other.release()
+        other.close()
 
 
 if __name__ == "__main__":

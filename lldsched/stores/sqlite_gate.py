@@ -109,6 +109,7 @@ class WriteGate:
         self._busy = False  # the thread is taking the locks (blocked in flock)
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._pid = os.getpid()  # a forked child has the descriptors, not the thread
 
     def acquire(self) -> None:
         """Take the write lock, in turn once a write waited :data:`PATIENCE`;
@@ -198,7 +199,14 @@ class WriteGate:
 
     def close(self) -> None:
         """Close the sidecars (idempotent); a thread still in line closes them once it
-        got the lock and let it go."""
+        got the lock and let it go.  In a child forked since, only the child's copies
+        of the descriptors are closed: the locks are the parent's (a lock let go here
+        would be let go for it)."""
+        if os.getpid() != self._pid:
+            if not self._closed:
+                self._closed = True
+                self._close()
+            return
         with self._state:
             if self._closed:
                 return
