@@ -8,6 +8,11 @@
   by worker; timed to the finished ``Figure`` and again including rendering it to
   a 1100 x 340 PNG on the Agg canvas; best of :data:`REPEATS`.
 
+* ``utilisation_plot``: a year of the built-in scenario on four workers (730,000
+  records) at ``freq="1min"``, rendered to PNG (:func:`utilisation_year`): process CPU
+  seconds, best of :data:`REPEATS`, and the peak of the memory ``tracemalloc`` traced
+  while drawing it once (numpy's and Python's allocations; not Agg's own buffers).
+
 * every view of a busy service's records, at :data:`SIZES` (10,000, 100,000 and
   1,000,000 records): :func:`service`'s 720 tasks (the built-in scenario's ten, 72
   times, on 288 workers) run until they hold ``n`` records, a million in about a week
@@ -25,6 +30,7 @@ import argparse
 import io
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable, Sequence
 
 from lldsched import CronSchedule, ExecutionRecord, FixedRate, Priority, RetryPolicy
@@ -32,7 +38,12 @@ from lldsched.sim import Simulation
 from lldsched.sim.models import fixed, lognormal, uniform
 from lldsched.sim.scenario import SCENARIO_START, build_scenario
 from lldsched.views.frames import schedules_of, task_summary, to_frame, utilisation
-from lldsched.views.plots import gantt, lateness_distribution, lateness_over_time
+from lldsched.views.plots import (
+    gantt,
+    lateness_distribution,
+    lateness_over_time,
+    utilisation_plot,
+)
 from lldsched.views.report import format_summary, summarize
 from lldsched.views.tables import readable
 
@@ -75,6 +86,28 @@ def best(measure: Callable[[], object], clock: Callable[[], float] = time.perf_c
         measure()
         times.append(clock() - began)
     return min(times)
+
+
+def utilisation_year() -> tuple[float, float]:
+    """A teacher's replay of a year: :func:`utilisation_plot` of the built-in scenario
+    (four workers, 365 simulated days) at ``freq="1min"``, rendered to PNG.  Process CPU
+    seconds, best of :data:`REPEATS`, and the peak megabytes ``tracemalloc`` traced
+    while drawing it once.  The simulation and the frame are not timed."""
+    sim = build_scenario(workers=4)
+    sim.run_for(365 * 86400)
+    frame = to_frame(sim)
+
+    def draw() -> None:
+        utilisation_plot(frame, 4, "1min").savefig(io.BytesIO(), format="png", dpi=100)
+
+    seconds = best(draw, time.process_time)
+    tracemalloc.start()
+    try:
+        draw()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return seconds, peak / 1e6
 
 
 def service(copies: int = COPIES) -> Simulation:
@@ -150,10 +183,15 @@ def main(argv: Sequence[str] = ()) -> dict[str, float]:
     print(f"to_frame: {RECORDS:,} records in {frame_seconds:.2f} s")
     print(f"gantt: {RUNS:,} runs, figure in {figure_seconds:.2f} s, "
           f"rendered to PNG in {rendered_seconds:.2f} s")  # fmt: skip
+    year_seconds, year_peak = utilisation_year()
+    print(f"utilisation_plot: a year at freq='1min', rendered in {year_seconds:.2f} CPU s, "
+          f"{year_peak:.0f} MB traced at the peak")  # fmt: skip
     results = {
         "to_frame, 1M records (s)": frame_seconds,
         "gantt, 100k runs, figure (s)": figure_seconds,
         "gantt, 100k runs, rendered (s)": rendered_seconds,
+        "utilisation_plot, a year of minutes, rendered (CPU s)": year_seconds,
+        "utilisation_plot, a year of minutes, traced peak (MB)": year_peak,
     }
     measured = {n: views(n) for n in sizes}
     print(f"views of a {COPIES * 10}-task service, CPU seconds (best of {REPEATS}):")

@@ -117,6 +117,7 @@ def notify(
     *,
     catch: type[BaseException] = Exception,
     repeats: Repeats | None = None,
+    kept: list[BaseException] | None = None,
 ) -> None:
     """Call each listener's callback (:func:`as_callback`) with ``event``, in order.  One
     that raises is logged, naming it and the event, and stays registered; the others
@@ -133,12 +134,21 @@ def notify(
     first failure in each window is an ERROR with the traceback, the others DEBUG
     lines without, counted on its next ERROR.  Its traceback is bounded as a job's is
     (:func:`~lldsched.logs.say_with_traceback`).  The line names the event's task and its
-    status change, not the event's ``repr`` (its record's result text)."""
+    status change, not the event's ``repr`` (its record's result text).
+
+    ``kept``, when given, takes what a listener raises that ``catch`` lets through (a
+    Ctrl-C), and the listeners after it are called all the same: the simulation's event
+    loop raises it once the event is whole (``Simulation._emit``).  Without it, it is
+    raised at once."""
     for listener, callback in listeners:
         try:
             callback(event)
         except catch as exc:
             _say_failed(listener, event, exc, repeats)
+        except BaseException as exc:
+            if kept is None:
+                raise
+            kept.append(exc)
 
 
 def _say_failed(

@@ -51,6 +51,7 @@ __all__ = [
     "TaskSnapshot",
     "TaskStore",
     "check_id_size",
+    "check_storable",
     "finished",
     "is_shared",
     "not_a_store",
@@ -90,6 +91,39 @@ def check_id_size(task_id: str, *, nothing: str) -> None:
             f"task id {task_id[:40]!r}... ({size} bytes in UTF-8) is longer than the "
             f"{MAX_ID_BYTES} bytes a task id may have (the same bound on every store: "
             f"PostgreSQL keeps an id as an index key); nothing was {nothing}"
+        )
+
+
+def unstorable(text: str) -> str | None:
+    """What in ``text`` no durable store keeps as text, said; None if nothing: a NUL
+    (PostgreSQL's ``text`` holds none; an SQLite store kept it, and a move to PostgreSQL
+    failed on it) or a lone surrogate (UTF-8 refuses it: both drivers raised a bare
+    ``UnicodeEncodeError`` naming neither the task nor the value).  The one rule of
+    every text a durable store writes (docs/DECISIONS.md, "Text a durable store cannot
+    keep"): :func:`check_storable`, ``stores.codec.check_written``."""
+    if "\x00" in text:
+        return "a NUL (\\x00)"
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "a lone surrogate (not UTF-8: text decoded from bytes with surrogateescape?)"
+    return None
+
+
+def check_storable(field: str, value: str, *, nothing: str) -> None:
+    """Refuse a task's ``field`` (``"id"``, ``"name"``) holding text no durable store
+    keeps (:func:`unstorable`) with a :class:`ValidationError` naming it; ``nothing``:
+    what the caller did not do (``"registered"``, ``"written"``).  Asked by every
+    registration for its name, whatever the store (as :func:`check_id_size` is for its
+    id: a name tried on the in-memory store is not refused on moving to a durable one),
+    and by a durable store for every definition it writes."""
+    problem = unstorable(value)
+    if problem is not None:
+        raise ValidationError(
+            f"task {field} {value!r} holds {problem}, which a durable store cannot keep "
+            f"as text (refused on every store); nothing was {nothing}"
         )
 
 

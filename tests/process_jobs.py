@@ -229,6 +229,16 @@ def write_half_then_sleep(seconds: float) -> str:
     return "slept"
 
 
+def write_half_then_hold(marker: str, seconds: float) -> str:
+    """:func:`write_half_then_sleep`, then our pid written to ``marker`` (the half answer
+    is on the pipe by then), then sleep ``seconds``."""
+    answering = int(sys.argv[3])
+    os.write(answering, (100).to_bytes(4, "big", signed=True) + b"0123456789")
+    Path(marker).write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return "slept"
+
+
 def shell_out(marker: str, seconds: float) -> str:
     """Start a command (``sleep 60``, as a job runs ``pg_dump``), write its pid to
     ``marker``, then sleep ``seconds`` without waiting for it."""

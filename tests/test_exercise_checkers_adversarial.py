@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import inspect
 import math
 import sys
 import threading
 import time
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from exercises.checks import ANSWER_LIMIT, Result, run_checks, timer_checks
+from exercises.checks import ANSWER_LIMIT, Check, Result, run_checks, timer_checks
 from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
@@ -477,7 +480,31 @@ class ConditionOnTheClass(SortedListWithBisect):
         del self._cond  # the class's, from here on
 
 
-@pytest.mark.parametrize("answer", [SortedListWithBisect, ConditionOnTheClass])
+class TwoConditionsOnOneLock(TaskQueue):
+    """Another shape, as lldsched's own runtime has it: one lock, and a Condition on it
+    for each thing a consumer waits for (something queued, the head falling due)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)  # the head changed
+        self._not_empty = threading.Condition(lock)
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            super().push(task, due)
+            self._not_empty.notify_all()
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while not self._heap:
+                self._not_empty.wait()
+            return super().pop_due()
+
+
+@pytest.mark.parametrize(
+    "answer", [SortedListWithBisect, ConditionOnTheClass, TwoConditionsOnOneLock]
+)
 def test_the_timer_checker_passes_right_queues_of_other_shapes(answer: type) -> None:
     assert refused(run_checks(timer_checks(answer))) == []
 
@@ -521,3 +548,257 @@ def test_two_consumers_given_the_same_head_are_told_to_test_and_pop_under_one_lo
     message = failure(run_checks(timer_checks(PopsOutsideTheLock)), "both of two waiters")
     assert "'first' came out twice" in message
     assert "test the head and pop it in one `with self._cond`" in message
+
+
+# -- cheats: an answer that does not compute the rule must not pass ----------------------------
+
+
+def reads_the_checkers_expectation(*args: object) -> object:
+    """Returns the checker's ``expected`` from a calling frame, whatever the call."""
+    frame = inspect.currentframe()
+    while frame is not None:
+        if "expected" in frame.f_locals:
+            return frame.f_locals["expected"]
+        frame = frame.f_back
+    return 0.0
+
+
+def field_from_the_checkers_expectation(text: str, low: int, high: int) -> object:
+    found = reads_the_checkers_expectation()
+    if found is None:  # the checker expects a refusal
+        raise ValueError(text)
+    return found
+
+
+PURE_CHECKS: list[tuple[str, Callable[[Any], list[Check]]]] = [
+    ("next_slot", next_slot_checks),
+    ("retry_at", retry_at_checks),
+    ("runs_after_resume", runs_after_resume_checks),
+    ("parse_field", parse_field_checks),
+]
+
+
+@pytest.mark.parametrize(("name", "checks_of"), PURE_CHECKS, ids=[n for n, _ in PURE_CHECKS])
+def test_an_answer_that_reads_the_expected_value_off_the_checkers_frame_fails(
+    name: str, checks_of: Callable[[Any], list[Check]]
+) -> None:
+    cheat = field_from_the_checkers_expectation if name == "parse_field" else None
+    results = run_checks(checks_of(cheat or reads_the_checkers_expectation), limit=ANSWER_LIMIT)
+    assert not results[0].passed and not results[-1].passed, results
+
+
+def next_slot_by_fixed_rate(slot: float, period: float, finished: float, policy: str) -> float:
+    from lldsched import ExecutionRecord, FixedRate, OverrunPolicy
+
+    overrun = OverrunPolicy.SKIP if policy == "skip" else OverrunPolicy.CATCH_UP
+    record = ExecutionRecord("t", "t", 1, slot, slot, 0, slot, finished, True)
+    return FixedRate(period, overrun).next_run(record, finished)
+
+
+def retry_at_by_retry_policy(
+    attempt: int, finished: float, max_attempts: int, *rule: float
+) -> float | None:
+    from lldsched import RetryPolicy
+
+    initial, multiplier, cap = rule
+    policy = RetryPolicy(
+        max_attempts, initial_backoff=initial, multiplier=multiplier, max_backoff=cap
+    )
+    return finished + policy.backoff(attempt) if policy.allows_retry(attempt) else None
+
+
+def parse_field_by_the_checkers_reference(text: str, low: int, high: int) -> set[int]:
+    from exercises.schedule_checks import reference_field
+
+    found = reference_field(text, low, high)
+    if found is None:
+        raise ValueError(text)
+    return found
+
+
+def resume_by_the_checkers_reference(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> list[float]:
+    from exercises.pause_checks import reference_runs_after_resume
+
+    return reference_runs_after_resume(first, period, paused, resumed, policy)
+
+
+@pytest.mark.parametrize(
+    ("checks_of", "answer", "asked"),
+    [
+        (next_slot_checks, next_slot_by_fixed_rate, "called into lldsched."),
+        (retry_at_checks, retry_at_by_retry_policy, "called into lldsched."),
+        (parse_field_checks, parse_field_by_the_checkers_reference, "called into exercises."),
+        (runs_after_resume_checks, resume_by_the_checkers_reference, "called into exercises."),
+    ],
+    ids=["next_slot", "retry_at", "parse_field", "runs_after_resume"],
+)
+def test_an_answer_that_asks_lldsched_or_the_checker_fails_every_check_and_is_told_why(
+    checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any], asked: str
+) -> None:
+    results = run_checks(checks_of(answer), limit=ANSWER_LIMIT)
+    assert refused(results) == results
+    for result in results:
+        assert asked in result.message and "write the rule yourself" in result.message, result
+
+
+class EqualToAnything(float):
+    """A number whose difference from anything is 0: ``abs(got - expected) < tolerance``
+    holds whatever ``expected`` is."""
+
+    def __sub__(self, other: object) -> float:
+        return 0.0
+
+    def __rsub__(self, other: object) -> float:
+        return 0.0
+
+
+@pytest.mark.parametrize(
+    ("checks_of", "expected"),
+    [(next_slot_checks, "expected 60, got 0"), (retry_at_checks, "expected 101, got 0")],
+    ids=["next_slot", "retry_at"],
+)
+def test_a_number_that_subtracts_to_zero_from_anything_fails(
+    checks_of: Callable[[Any], list[Check]], expected: str
+) -> None:
+    results = run_checks(checks_of(lambda *args: EqualToAnything(0)), limit=ANSWER_LIMIT)
+    assert expected in failure(results, results[0].description)
+    assert not results[-1].passed
+
+
+# -- right answers in exact arithmetic ----------------------------------------------------------
+
+
+def next_slot_in_fractions(slot: float, period: float, finished: float, policy: str) -> Fraction:
+    """Right, with every instant a Fraction (no float rounding on the grid)."""
+    return Fraction(next_slot(slot, period, finished, policy))
+
+
+def retry_at_in_fractions(
+    attempt: int, finished: float, max_attempts: int, *rule: float
+) -> Fraction | None:
+    from exercises.solutions import retry_at
+
+    due = retry_at(attempt, finished, max_attempts, *rule)
+    return None if due is None else Fraction(due)
+
+
+def runs_after_resume_in_fractions(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> tuple[Fraction, ...]:
+    from exercises.solutions import runs_after_resume
+
+    return tuple(map(Fraction, runs_after_resume(first, period, paused, resumed, policy)))
+
+
+@pytest.mark.parametrize(
+    ("checks_of", "answer"),
+    [
+        (next_slot_checks, next_slot_in_fractions),
+        (retry_at_checks, retry_at_in_fractions),
+        (runs_after_resume_checks, runs_after_resume_in_fractions),
+    ],
+    ids=["next_slot", "retry_at", "runs_after_resume"],
+)
+def test_a_right_answer_in_fractions_passes(
+    checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any]
+) -> None:
+    assert refused(run_checks(checks_of(answer), limit=ANSWER_LIMIT)) == []
+
+
+# -- an answer that sleeps ----------------------------------------------------------------------
+
+
+def sleeps_its_backoff(attempt: int, finished: float, max_attempts: int, *rule: float) -> Any:
+    """Right, but it "waits the backoff" (a millionth of it here, to keep the test short):
+    every check took as long as its sleeps, and passed."""
+    from exercises.solutions import retry_at
+
+    due = retry_at(attempt, finished, max_attempts, *rule)
+    if due is not None:
+        time.sleep((due - finished) / 1e6)
+    return due
+
+
+def test_an_answer_that_sleeps_fails_every_check_and_is_told_it_waits_for_nothing() -> None:
+    results = run_checks(retry_at_checks(sleeps_its_backoff), limit=ANSWER_LIMIT)
+    told = failure(results, "the first retry waits initial")
+    assert told.startswith("retry_at(1, 100, 3, 1, 2, 60) called time.sleep"), told
+    assert "waits for nothing" in told
+    # only the checks whose every answer is None, which it returns without a sleep
+    assert [r.description for r in results if r.passed] == [
+        "attempt 3 of max_attempts=3 is the last -> None",
+        "max_attempts=1 never retries -> None",
+    ]
+
+
+def test_an_answer_asleep_at_the_limit_is_told_it_sleeps_not_that_it_loops() -> None:
+    def sleeps_a_period(slot: float, period: float, finished: float, policy: str) -> float:
+        time.sleep(period / 60)  # a second a minute: past the test's limit
+        return next_slot(slot, period, finished, policy)
+
+    first = next_slot_checks(sleeps_a_period)[:1]
+    told = failure(run_checks(first, limit=SHORT), "a short run")
+    assert told.startswith(f"next_slot(0, 60, 5, 'skip') did not return within {SHORT:g} s"), told
+    assert "time.sleep" in told and "a loop that never ends" not in told
+
+
+# -- a queue that hides its cost ----------------------------------------------------------------
+
+
+class SortsCopiesOfTheDues(TaskQueue):
+    """A list sorted again on every push, O(n log n) a push, its due instants stored as
+    ``float(due)``: copies, whose comparisons no counter given to the queue can see."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            self._heap.append((float(due), sequence, task))
+            self._heap.sort()
+            self._cond.notify_all()
+
+
+def test_a_sort_on_every_push_of_copied_due_times_is_not_taken_for_a_heap() -> None:
+    told = failure(run_checks(timer_checks(SortsCopiesOfTheDues)), "push and pop cost O(log n)")
+    assert "float(due)" in told and "as it is given" in told, told
+
+
+def test_an_answer_that_exits_fails_each_check_naming_the_call_and_the_checker_goes_on() -> None:
+    def exits(slot: float, period: float, finished: float, policy: str) -> float:
+        sys.exit("no idea")
+
+    for limit in (None, ANSWER_LIMIT):
+        results = run_checks(next_slot_checks(exits), limit=limit)
+        assert refused(results) == results
+        assert results[0].message == "next_slot(0, 60, 5, 'skip') raised SystemExit: no idea"
+
+
+class PopExits(TaskQueue):
+    def pop_due(self) -> str:
+        sys.exit("giving up")
+
+
+def test_a_pop_due_that_exits_is_told_so_not_that_its_task_came_late() -> None:
+    told = failure(run_checks(timer_checks(PopExits)), "returns what is due at once")
+    assert told == "pop_due raised SystemExit: giving up", told
+
+
+class NotifiesTheOtherCondition(TwoConditionsOnOneLock):
+    """Two Conditions, and a push that notifies only "something queued": a consumer
+    waiting toward a later head, on the other one, sleeps through a new head."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            self._live[task] = sequence = next(self._sequence)
+            heapq.heappush(self._heap, (due, sequence, task))
+            self._not_empty.notify_all()  # the mistake under test: not `_cond`
+
+
+@pytest.mark.parametrize(
+    "check", ["re-arms a timer waiting on a later head", "a new head wakes both of two waiters"]
+)
+def test_a_push_that_notifies_a_condition_nobody_waits_on_is_told_so(check: str) -> None:
+    told = failure(run_checks(timer_checks(NotifiesTheOtherCondition)), check)
+    assert "no consumer was waiting on" in told and "went back to the timeout" not in told, told

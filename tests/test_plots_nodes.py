@@ -9,8 +9,10 @@ with one node or none, the lanes are as they were.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.axes import Axes
 from matplotlib.text import Annotation
@@ -200,12 +202,93 @@ def test_runs_that_name_no_process_are_mapped_by_none() -> None:
     assert ax.get_title(loc="left").endswith(f"mean {1800 / (3 * 3600):.0%}")
 
 
-def test_a_mapping_that_leaves_out_a_node_of_the_runs_names_it() -> None:
+MAPPED: dict[str, Callable[[pd.DataFrame, Workers], object]] = {
+    "utilisation": lambda frame, workers: utilisation(frame, workers, "1h"),
+    "mean_busy": lambda frame, workers: mean_busy(frame, workers, "1h"),
+    "utilisation_plot": lambda frame, workers: utilisation_plot(frame, workers, "1h"),
+    "gantt": lambda frame, workers: gantt(frame, workers=workers),
+}
+"""Every view that takes ``workers``: one rule reads it (``mapped_lanes``, ``_lanes_of``)."""
+
+
+@pytest.mark.parametrize("view", sorted(MAPPED))
+def test_a_mapping_that_leaves_out_a_node_of_the_runs_names_it(view: str) -> None:
     frame = to_frame([*two_processes(), run("d", 0, T0, 60, None)])
     with pytest.raises(ValidationError, match=re.escape(f"runs of nodes ['{B}', None] are not")):
-        utilisation(frame, {A: 1}, "1h")
+        MAPPED[view](frame, {A: 1})
     with pytest.raises(ValidationError, match=re.escape(f"workers[{B!r}]=[0] (a scheduler")):
-        mean_busy(frame, {A: [0], B: [0], None: [0]}, "1h")  # B ran on its worker 1 too
+        MAPPED[view](frame, {A: [0], B: [0], None: [0]})  # B ran on its worker 1 too
+
+
+@pytest.mark.parametrize("view", sorted(MAPPED))
+def test_a_key_that_is_no_node_is_named_with_the_ids_it_may_mean(view: str) -> None:
+    # The chart labels a lane "beta:202 · worker 0": a key of that short form is no node.
+    frame = to_frame([*two_processes(), run("d", 0, T0, 60, None)])
+    with pytest.raises(ValidationError) as refused:
+        MAPPED[view](frame, {A: 1, "beta:202": 2, None: 1})
+    assert str(refused.value) == (
+        f"runs of nodes [{B!r}] are not among workers' nodes [{A!r}, 'beta:202', None] "
+        f"(key 'beta:202' is no node of these runs ({B!r} would match)): map each node the "
+        "frame names to its workers, by its whole holder id (the frame's node column, a "
+        f"store's store.node; None for runs that name none): [{A!r}, {B!r}, None]"
+    )
+    with pytest.raises(
+        ValidationError, match=re.escape("key 'gamma:9:xx' is no node of these runs)")
+    ):
+        MAPPED[view](frame, {A: 1, "gamma:9:xx": 2, None: 1})  # matches none: no guess
+
+
+@pytest.mark.parametrize(
+    "workers", [3, [2, 0, 1], {A: 2, B: 3, None: 1}, {B: [1, 0], A: 1, None: 2}], ids=repr
+)
+def test_a_gantt_chart_given_workers_has_utilisations_lanes_idle_ones_too(
+    workers: Workers,
+) -> None:
+    records = [*two_processes(), run("d", 0, T0 + 60, 60, None)]
+    frame = to_frame(records)
+    ax = gantt(frame, workers=workers).axes[0]
+    assert lanes(ax) == lanes(utilisation_plot(frame, workers, "1h").axes[0])
+    assert ax.get_ylabel() == "node · worker"
+    count = len(utilisation(frame, workers, "1h").columns)
+    assert (
+        ax.get_title(loc="left") == f"{len(records)} runs on {count} workers: 0 failed, 0 timed out"
+    )
+
+
+def test_a_gantt_chart_given_workers_draws_each_run_on_its_lane() -> None:
+    frame = to_frame(two_processes())
+    ax = gantt(frame, workers={A: 2, B: 3}).axes[0]
+    assert lanes(ax) == [
+        "alpha.example.org:101 · worker 0", "alpha.example.org:101 · worker 1",
+        "beta:202 · worker 0", "beta:202 · worker 1", "beta:202 · worker 2",
+    ]  # fmt: skip
+    assert bar_rows(ax) == [0.0, 2.0, 3.0]  # A·0, B·0, B·1; A·1 and B·2 idle
+    single = gantt(to_frame([run("a", 1, T0, 60, None)]), workers=3).axes[0]
+    assert lanes(single) == ["worker 0", "worker 1", "worker 2"]
+    assert single.get_ylabel() == "worker"
+    assert bar_rows(single) == [1.0]
+    empty = gantt(to_frame([]), workers={A: 1}).axes[0]
+    assert lanes(empty) == ["alpha.example.org:101 · worker 0"]
+    figure = gantt(frame, workers={A: 2, B: 3})
+    mark_wait(figure, frame.iloc[2], text="c's wait")  # B's worker 1
+    (arrow,) = [t for t in figure.axes[0].texts if isinstance(t, Annotation)]
+    assert round(float(arrow.xy[1]), 6) == 3.42
+
+
+def test_idle_lanes_are_the_least_busy_when_lanes_are_left_out() -> None:
+    frame = to_frame([run("a", 3, T0, 3600, None), run("b", 1, T0, 60, None)])
+    ax = gantt(frame, workers=10, max_lanes=3).axes[0]
+    assert lanes(ax) == ["worker 0", "worker 1", "worker 3"]  # the busy two, then idle 0
+    assert bar_rows(ax) == [2.0, 1.0]
+    assert ax.get_title(loc="right") == "3 busiest of 10 workers drawn; 7 left out"
+    assert ax.get_title(loc="left") == "2 runs on 10 workers: 0 failed, 0 timed out"
+
+
+def test_workers_on_a_chart_by_task_is_refused_naming_it() -> None:
+    with pytest.raises(
+        ValidationError, match=re.escape("by='task' has a lane per task, got workers=4")
+    ):
+        gantt(to_frame(two_processes()), by="task", workers=4)
 
 
 @pytest.mark.parametrize(
@@ -223,8 +306,9 @@ def test_a_bad_mapping_of_workers_is_refused_naming_what_is_wrong(
     workers: Workers, named: str
 ) -> None:
     for frame in (to_frame(two_processes()), to_frame([])):
-        with pytest.raises(ValidationError, match=re.escape(named)):
-            utilisation(frame, workers, "1h")
+        for view in MAPPED.values():
+            with pytest.raises(ValidationError, match=re.escape(named)):
+                view(frame, workers)
 
 
 # -- runs that name no process: an empty id is none ------------------------------------

@@ -8,11 +8,14 @@ Children start in a few hundred milliseconds, so the tests that can share a sche
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +27,7 @@ import pytest
 from lldsched import (
     FakeClock,
     FixedRate,
+    InMemoryTaskStore,
     OneTime,
     Overlap,
     Priority,
@@ -38,10 +42,12 @@ from lldsched import (
 from lldsched.threaded.processes import ProcessPool
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
+from tests.processes import killed_at
 
 JOBS = "tests.process_jobs"
 ROOT = Path(__file__).resolve().parent.parent
 ONCE = RetryPolicy(max_attempts=1)
+SIM_KILLED = "(its worker process was killed)"  # how the simulation's cut ends its error
 BOUND = 20.0  # seconds: the most any wait below may take (the children sleep 3600 s)
 
 
@@ -186,7 +192,7 @@ def test_a_run_past_its_timeout_is_killed_recorded_timed_out_and_its_worker_free
         (1, True, False),
         (2, True, False),
     ]
-    assert all("killed (SIGKILL) at its 0.3 s budget" in (r.error or "") for r in records)
+    assert all(killed_at("0.3", r.error) for r in records), [r.error for r in records]
     assert wait_for(lambda: not alive(int(marker.read_text())))
     assert run_once(scheduler, "pid").history[0].ok  # a replacement child serves the next call
 
@@ -408,6 +414,55 @@ def test_in_the_simulation_an_isolated_task_runs_at_its_simulated_instant_in_thi
     (record,) = task.history
     assert record.started == start + 30 and record.finished == start + 35
     assert record.result == str(os.getpid())
+
+
+def test_in_the_simulation_an_async_isolated_action_holds_its_worker_as_its_child_does() -> None:
+    # On threads the child awaits it and its worker waits for the child. The simulation
+    # handed its awaitable to the coroutine lane and freed the worker, so "next" ran
+    # beside it on the one worker.
+    sim = Simulation(workers=1)
+    start = sim.now
+    isolated = sim.schedule(
+        "later", OneTime(delay=0), action=f"{JOBS}:later", args=[21], isolation="process",
+        duration=10, timeout=5, retry=ONCE,
+    )  # fmt: skip
+    after = sim.schedule("next", OneTime(delay=1), duration=1)
+    sim.run_for(60)
+    (record,) = isolated.history
+    assert (record.worker, record.started - start, record.finished - start) == (0, 0, 5)
+    assert record.timed_out
+    assert record.error == f"TimeoutError: stopped at its 5 s timeout {SIM_KILLED}"
+    assert after.history[0].started == start + 5  # its worker freed at the kill, not before
+
+
+def test_in_the_simulation_an_isolated_task_restored_from_a_store_is_cut_at_its_timeout() -> None:
+    # A simulation asks a start whether its run is process-isolated only once such a
+    # task is registered (Simulation._isolation): a restored one counts too.
+    store = InMemoryTaskStore()
+    with Scheduler(store=store, clock=FakeClock(0.0)) as scheduler:  # never started
+        scheduler.schedule(
+            "long", f"{JOBS}:noop", OneTime(delay=10), id="long", isolation="process",
+            timeout=5, retry=ONCE,
+        )  # fmt: skip
+    sim = Simulation(workers=1, start=0.0, store=store)
+    sim.model("long", duration=60)
+    sim.run_for(100)
+    (record,) = sim.task("long").history
+    assert (record.started, record.finished, record.timed_out) == (10, 15, True)
+    assert record.error == f"TimeoutError: stopped at its 5 s timeout {SIM_KILLED}"
+
+
+def test_in_the_simulation_a_shutdown_out_of_time_kills_an_isolated_run_as_on_threads() -> None:
+    # On threads a drain out of time kills the busy children (ProcessPool.kill_all); the
+    # simulation let the run go on to its modelled end, as a thread's.
+    sim = Simulation(workers=1)
+    start = sim.now
+    task = sim.schedule("long", OneTime(delay=0), isolation="process", duration=3600, retry=ONCE)
+    sim.run_for(10)
+    assert sim.shutdown(timeout=5)  # every run ended by the deadline
+    (record,) = task.history
+    assert record.finished == start + 15
+    assert record.error == f"CancelledError: scheduler shut down {SIM_KILLED}"
 
 
 def test_a_durable_store_keeps_the_isolation_and_modify_does_not_drop_it(tmp_path: Path) -> None:
@@ -652,10 +707,51 @@ def test_a_child_that_stops_in_the_middle_of_its_answer_is_killed_at_its_timeout
         assert not caller.is_alive(), "the run outlived its timeout"
         (outcome,) = outcomes
         assert outcome.timed_out
-        assert outcome.error.startswith("TimeoutError: killed (SIGKILL) at its 0.5 s budget")
+        assert killed_at("0.5", outcome.error), outcome.error
         after = pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND)
         assert after is not None
         assert after.error is None and after.result is not None and "'sum': 3" in after.result
+    finally:
+        pool.kill_all("test over")
+        caller.join(BOUND)
+        pool.close(timeout=BOUND)
+    assert pool.alive == 0
+
+
+def unread(pool: ProcessPool) -> int:
+    """How many bytes wait unread on the answering pipe of the pool's one busy child."""
+    (child,) = pool._busy
+    answer = fcntl.ioctl(child.connection.fileno(), termios.FIONREAD, b"\0" * 4)
+    return int(struct.unpack("i", answer)[0])
+
+
+def test_a_lowered_timeout_kills_a_child_whose_answer_is_half_read_at_its_new_deadline(
+    tmp_path: Path,
+) -> None:
+    """A frame the child began is read to the deadline in force now: a modify that
+    lowers the timeout while the parent reads a half-written answer kills the child at
+    the new deadline (it used to wait for the rest of the frame until the old one, an
+    hour here; the process section of tests/test_rearm_in_flight.py is the same rule
+    before a frame begins)."""
+    marker = tmp_path / "pid"
+    pool = ProcessPool(now=time.monotonic)
+    outcomes: list[Any] = []
+    caller = threading.Thread(
+        target=lambda: outcomes.append(
+            pool.run("t", f"{JOBS}:write_half_then_hold", (str(marker), 3600), None, timeout=3600)
+        )
+    )
+    try:
+        caller.start()
+        assert wait_for(marker.exists)  # the half answer is on the pipe
+        assert wait_for(lambda: unread(pool) == 0)  # and the parent has read it: mid-frame
+        pool.retime("t", 0.001)  # passed already: killed at once
+        caller.join(BOUND)
+        assert not caller.is_alive(), "the half-read answer held the run to its old deadline"
+        (outcome,) = outcomes
+        assert outcome.timed_out
+        assert killed_at("0.001", outcome.error), outcome.error
+        assert not alive(int(marker.read_text()))
     finally:
         pool.kill_all("test over")
         caller.join(BOUND)

@@ -25,6 +25,7 @@ from lldsched import (
 )
 from lldsched.sim import fixed
 from tests.conftest import T0, SchedulerFactory, settle
+from tests.processes import killed_at
 
 # name: (the timeout the run begins with, seconds into the run of the modify, the new
 # timeout); every run lasts 10 s.
@@ -262,6 +263,41 @@ def test_in_the_simulation_a_coroutine_run_is_re_armed_as_on_threads(case: str) 
     assert (record.outcome, record.error, record.finished - T0) == SIM_COROUTINE_RECORDS[case]
 
 
+KILLED = "(its worker process was killed)"
+SIM_PROCESS_RECORDS = {  # (outcome, error, finished - T0) of a 10 s process-isolated run
+    # counted from the child's start, as the pool counts a deadline given later
+    "given": ("timed_out", f"TimeoutError: stopped at its 5 s timeout {KILLED}", 5.0),
+    "raised": ("ok", None, 10.0),
+    "lowered": ("timed_out", f"TimeoutError: stopped at its 5 s timeout {KILLED}", 5.0),
+    "lowered-past": ("timed_out", f"TimeoutError: ran 8 s, over its 5 s budget {KILLED}", 8.0),
+    "dropped": ("ok", None, 10.0),
+}
+
+
+def simulated_process_run(case: str) -> ExecutionRecord:
+    before, at, after = CASES[case]
+    sim = Simulation(workers=1, start=T0)
+    task = sim.schedule(
+        "held", OneTime(delay=0), isolation="process", duration=fixed(10), timeout=before,
+        retry=RetryPolicy.never(),
+    )  # fmt: skip
+    sim.at(T0 + at, lambda: sim.modify(task.id, timeout=after))
+    sim.run(T0 + 30)
+    (record,) = task.history
+    return record
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_in_the_simulation_a_process_run_is_re_armed_from_its_start_as_its_pool_does(
+    case: str,
+) -> None:
+    # Before, the simulation ran a process-isolated run as a thread's: to its modelled
+    # end, judged by the timeout in force then, where the pool kills its child at the
+    # re-armed deadline (counted from the child's start, a timeout given later too).
+    record = simulated_process_run(case)
+    assert (record.outcome, record.error, record.finished - T0) == SIM_PROCESS_RECORDS[case]
+
+
 @pytest.mark.parametrize(
     ("before", "after", "expected"),
     [
@@ -329,8 +365,8 @@ def test_a_process_runs_child_is_killed_at_its_lowered_deadline_and_both_runtime
     release.touch()  # (a failing run's child does not linger)
     (record,) = task.history
     assert record.timed_out
-    assert (record.error or "").startswith("TimeoutError: killed (SIGKILL) at its 0.001 s budget")
-    assert record.outcome == simulated_thread_run("lowered-past").outcome
+    assert killed_at("0.001", record.error), record.error
+    assert record.outcome == simulated_process_run("lowered-past").outcome
     settle(scheduler)
 
 
@@ -370,6 +406,6 @@ def test_a_timeout_raised_before_the_child_took_the_run_lets_it_run_on(
     (record,) = task.history
     assert (record.outcome, record.result) == ("ok", "'released'"), record.error
     case = "raised" if after else "dropped"
-    simulated = simulated_thread_run(case)
+    simulated = simulated_process_run(case)
     assert (record.outcome, record.error) == (simulated.outcome, simulated.error)
     settle(scheduler)

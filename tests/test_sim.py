@@ -3,6 +3,8 @@ priority and lateness under contention, timeouts, determinism and bad input."""
 
 from __future__ import annotations
 
+import math
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -327,10 +329,17 @@ def test_bad_times_are_rejected_and_the_simulation_carries_on() -> None:
     assert len(kept.history) == 3
 
 
-def test_a_duration_model_returning_a_negative_number_is_an_error_naming_the_task() -> None:
+@pytest.mark.parametrize("drawn", [-3.0, math.nan, math.inf, 1e308], ids=repr)
+def test_a_duration_model_returning_no_duration_is_an_error_naming_the_task(drawn: float) -> None:
+    """The message said "durations must be seconds >= 0" for a NaN, an infinity and
+    1e308 too, the last of them >= 0: it names what a duration must be now."""
     sim = Simulation(workers=1, start=T)
-    sim.schedule("broken", OneTime(delay=0), duration=lambda rng, attempt: -3.0)
-    with pytest.raises(ValidationError, match=r"task 'broken' returned -3\.0"):
+    sim.schedule("broken", OneTime(delay=0), duration=lambda rng, attempt: drawn)
+    said = (
+        rf"task 'broken' returned {re.escape(repr(drawn))}; a duration must be finite "
+        r"seconds >= 0, at most 315537897600 \(year 1 to 9999\)"
+    )
+    with pytest.raises(ValidationError, match=said):
         sim.run(T + 10)
 
 

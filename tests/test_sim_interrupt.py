@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 
-from lldsched import FixedRate, OneTime, RetryPolicy, TaskEvent
+from lldsched import (
+    ExecutionRecord,
+    FixedRate,
+    InMemoryTaskStore,
+    OneTime,
+    RetryPolicy,
+    TaskEvent,
+    TaskSnapshot,
+)
 from lldsched.model import TaskStatus
 from lldsched.sim import Simulation, fixed
 
@@ -177,3 +185,132 @@ def test_a_ctrl_c_while_a_coroutine_awaits_cancels_it_and_the_next_run_is_clean(
     sim.run(T + 100)
     assert went_on == ["cancelled"]
     assert sim.shutdown() is True
+
+
+def busy_instant(sim: Simulation, calls: list[str]) -> tuple[str, str]:
+    """Two tasks on two workers both finishing at 4, where an intervention is due too
+    and a third task (due at 4) waits to start: the ids of the two that finish."""
+    first = sim.schedule("first", OneTime(delay=0), duration=fixed(4), id="first")
+    second = sim.schedule("second", OneTime(delay=0), duration=fixed(4), id="second")
+    sim.schedule("third", OneTime(delay=4), duration=fixed(1), id="third")
+    sim.schedule("rate", FixedRate(2), duration=fixed(1), id="rate")
+    sim.at(T + 4, lambda: calls.append("intervention"))
+    return first.id, second.id
+
+
+def replay(heard: list[TaskEvent]) -> list[tuple[str, str, float]]:
+    return [(e.task_id, e.status.value, e.at - T) for e in heard]
+
+
+def test_a_listeners_ctrl_c_stops_run_after_its_event_not_after_the_instant() -> None:
+    """It waited for the other finishes and the interventions at its instant (it was
+    raised by an intervention pushed there); and the listeners after the one that raised
+    did not hear the event.  Now the event it heard is made whole (every listener hears
+    it), nothing more happens, and a second ``run()`` gives what an uninterrupted one
+    gives."""
+    calls: list[str] = []
+    heard, interrupting = interrupting_once("finished")
+    after: list[TaskEvent] = []
+    sim = Simulation(workers=2, start=T, listeners=[interrupting, after.append])
+    busy_instant(sim, calls)
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):
+        sim.run(T + 20)
+    assert len(heard) == 1 and sim.now == T + 4
+    assert after[-1] == heard[0]  # the listener after it heard that event too
+    assert [(r.name, r.finished - T) for r in sim.records()][-1] == (heard[0].name, 4)
+    assert ("first", 4) in [(r.name, r.finished - T) for r in sim.records()]
+    finished_at_4 = [r.name for r in sim.records() if r.finished == T + 4]
+    assert finished_at_4 == [heard[0].name]  # the other finish at 4 waits
+    assert calls == []  # so does the intervention at 4
+    sim.run(T + 20)
+
+    whole_calls: list[str] = []
+    whole_heard: list[TaskEvent] = []
+    whole = Simulation(workers=2, start=T, listeners=[whole_heard.append])
+    busy_instant(whole, whole_calls)
+    whole.run(T + 20)
+    assert sim.records() == whole.records() and calls == whole_calls == ["intervention"]
+    assert replay(after) == replay(whole_heard)
+
+
+class InterruptingStore(InMemoryTaskStore):
+    """Raises ``KeyboardInterrupt`` from ``save`` for a snapshot whose status ``armed``
+    holds, as a Ctrl-C landing in a store call does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed: set[TaskStatus] = set()
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        if snapshot.status in self.armed:
+            raise KeyboardInterrupt("raised inside save")
+        super().save(snapshot, record)
+
+
+@pytest.mark.parametrize("armed", [TaskStatus.RUNNING, TaskStatus.SCHEDULED])
+def test_a_stores_ctrl_c_in_a_save_inside_run_leaves_the_event_whole(
+    armed: TaskStatus,
+) -> None:
+    """A store's ``save`` that raises ``KeyboardInterrupt`` on the main thread (a Ctrl-C
+    landing in it) is raised to the user once logged (core/storewrites.py).  Raised at
+    once inside ``run()``, it came out of the core's begin (or finish) with the loop's
+    part of the event undone: the worker taken and never given back, the task
+    ``running`` for good, nothing ever starting again.  Now it is raised as a listener's
+    is, after its event."""
+
+    def build(store: Any) -> tuple[Simulation, Any]:
+        sim = Simulation(workers=1, start=T, store=store)
+        return sim, sim.schedule("rate", FixedRate(10), duration=fixed(3), id="rate")
+
+    store = InterruptingStore()
+    sim, task = build(store)
+    store.armed = {armed}
+    with pytest.raises(KeyboardInterrupt, match="raised inside save"):
+        sim.run(T + 25)
+    store.armed = set()
+    if armed is TaskStatus.RUNNING:  # its begin, whole: the run is in flight
+        assert (sim.now, sim.busy, task.status) == (T, 1, TaskStatus.RUNNING)
+    else:  # its finish, whole: the worker is free, the next slot due
+        assert (sim.now, sim.busy, task.status) == (T + 3, 0, TaskStatus.SCHEDULED)
+    sim.run(T + 45)
+    whole, _ = build(None)
+    whole.run(T + 45)
+    assert sim.records() == whole.records()
+    assert (sim.busy, task.status) == (0, TaskStatus.SCHEDULED)
+    assert sim.shutdown() is True
+    row = store.get("rate")
+    assert row is not None and row.status is TaskStatus.SCHEDULED  # the stale row written again
+
+
+async def returns_at_once() -> None:
+    pass
+
+
+@pytest.mark.parametrize("verb", ["pause", "cancel"])
+def test_a_listeners_ctrl_c_on_a_verbs_event_comes_once_the_verb_is_whole(verb: str) -> None:
+    """A verb made between two ``run()`` calls raised a listener's Ctrl-C at once, from
+    inside the core's verb: the simulation's own step after it was left undone, so the
+    task's coroutine run in flight was not cut and ran on to its modelled end, ``ok``."""
+
+    def build(interrupting: bool) -> tuple[Simulation, list[TaskEvent]]:
+        heard, listener = (
+            interrupting_once("paused" if verb == "pause" else "cancelled")
+            if interrupting
+            else ([], lambda event: None)
+        )
+        sim = Simulation(workers=1, start=T, listeners=[listener])
+        sim.schedule("c", FixedRate(60), action=returns_at_once, duration=fixed(10), id="c")
+        sim.run(T + 5)
+        return sim, heard
+
+    sim, heard = build(interrupting=True)
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):
+        getattr(sim, verb)("c")
+    assert len(heard) == 1
+    whole, _ = build(interrupting=False)
+    assert getattr(whole, verb)("c") is True
+    for each in (sim, whole):
+        each.run(T + 30)
+    why = {"pause": "paused", "cancel": "cancelled"}[verb]
+    assert seen(sim) == seen(whole) == [("c", 0, 5, f"CancelledError: task {why}")]
+    assert sim.shutdown() is True and whole.shutdown() is True  # their loops closed

@@ -189,6 +189,61 @@ TASK_CASES = {
     "priority-true": Bad(
         PRIORITY_TRUE["sqlite"], PRIORITY_TRUE["postgres"], "priority must be one of [0, 1, 2]"
     ),
+    # What a store keeps beside the state (codec.check_kept): before, read without a word
+    # (a claim ordered by a priority of 7, a dead letter by a negative place).
+    "priority-column-7": Bad(
+        "priority = 7", "priority = 7",
+        "table tasks, row id='b', column priority holds the integer 7, where the store "
+        "writes one of [0, 1, 2] (Priority)",
+    ),
+    "version-negative": Bad(
+        "version = -1", "version = -1",
+        "column version holds the integer -1, where the store writes an integer >= 0",
+    ),
+    "failed_seq-negative": Bad(
+        "status = 'failed', next_run_at = NULL, failed_seq = -4",
+        "status = 'failed', next_run_at = NULL, failed_seq = -4",
+        "column failed_seq holds the integer -4, where the store writes an integer >= 0 or NULL",
+    ),
+    "slot_due-nan": Bad(None, "slot_due = 'NaN'", "column slot_due holds the real nan"),
+    "slot_due-inf": Bad(
+        "slot_due = 9e999", "slot_due = 'Infinity'", "column slot_due holds the real inf"
+    ),
+    # Values that do not go together (docs/DECISIONS.md, "A row whose values do not go
+    # together"): before, each was loaded; its task never ran again, or resume() raised an
+    # AssertionError, or its retries were cut short or its grid moved.
+    "scheduled-no-due": Bad(
+        "next_run_at = NULL", "next_run_at = NULL",
+        "column next_run_at holds the null None, where the store writes a due instant with "
+        "the status 'scheduled' (without one the task never runs again)",
+    ),
+    "retrying-no-due": Bad(
+        "status = 'retrying', attempt = 1, next_run_at = NULL",
+        "status = 'retrying', attempt = 1, next_run_at = NULL",
+        "column next_run_at holds the null None, where the store writes a due instant with "
+        "the status 'retrying'",
+    ),
+    "running-no-due": Bad(
+        "status = 'running', attempt = 1, running = 1, next_run_at = NULL",
+        "status = 'running', attempt = 1, running = true, next_run_at = NULL",
+        "column next_run_at holds the null None, where the store writes a due instant with "
+        "the status 'running'",
+    ),
+    "paused-no-due": Bad(
+        "status = 'paused', next_run_at = NULL", "status = 'paused', next_run_at = NULL",
+        "column next_run_at holds the null None, where the store writes a due instant with "
+        "the status 'paused'",
+    ),
+    "retrying-attempt-0": Bad(
+        "status = 'retrying'", "status = 'retrying'",
+        "column attempt holds the integer 0, where the store writes an integer >= 1 with the "
+        "status 'retrying'",
+    ),
+    "scheduled-attempt-2": Bad(
+        "attempt = 2", "attempt = 2",
+        "column attempt holds the integer 2, where the store writes 0 with the status "
+        "'scheduled'",
+    ),
 }  # fmt: skip
 
 

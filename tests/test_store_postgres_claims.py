@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from lldsched import TaskStatus
+from lldsched import Outcome, TaskStatus
 from lldsched.errors import LeaseLost
 from lldsched.persistence import Claim
 from lldsched.stores import postgres_sql as sql
@@ -603,3 +603,21 @@ def claimed(store: PostgresTaskStore) -> Claim:
     store.save(snapshot(task(id="b"))._replace(next_run_at=T0 + 50))
     (claim,) = store.claim(now=T0, limit=1)
     return claim
+
+
+def test_a_store_never_loaded_writes_a_misfire_its_claim_decided(open_store: Opener) -> None:
+    """A claim's ``misfired`` holds the lease, which proves the row exists: its write is
+    an update of the row, as a settle's is.  A store that never loaded the task (a node
+    started after another registered it, whose feed has not given the row yet) wrote it
+    as a registration: refused, "already registered by another scheduler", and the
+    misfire's records and the slot's decision were lost with the write."""
+    registering, claiming = open_store(lease=60), open_store(lease=60)
+    registering.save(snapshot(task(id="a")))
+    (claim,) = claiming.claim(now=T0, limit=1)
+    missed = record("a", 0)._replace(ok=False, token=claim.token, misfire=Outcome.SKIPPED)
+    moved = snapshot(task(id="a"))._replace(next_run_at=T0 + 60)
+    claiming.misfired(moved, [missed], token=claim.token, release=True)  # before: refused
+    got = registering.get("a")
+    assert got is not None and got.next_run_at == T0 + 60
+    assert registering.records("a") == [missed]
+    assert registering.leases() == []

@@ -773,7 +773,7 @@ class _CommitsBetween:
 
     def execute(self, statement: str, *parameters: Any) -> sqlite3.Cursor:
         cursor = self._connection.execute(statement, *parameters)
-        if self._between is not None and "FROM tasks t WHERE t.version >" in statement:
+        if self._between is not None and "WHERE t.version > ?1" in statement:
             rows = cursor.fetchall()  # the statement's own reads are done
             between, self._between = self._between, None
             between()

@@ -18,6 +18,7 @@ from lldsched import (
     FakeClock,
     FixedDelay,
     FixedRate,
+    InMemoryTaskStore,
     Misfire,
     MisfirePolicy,
     OneTime,
@@ -230,6 +231,39 @@ def test_an_id_or_name_no_database_keeps_is_refused_naming_it(
         assert str(caught.value).startswith(said) and repr(text) in str(caught.value)
         assert [t.id for t in scheduler.tasks()] == ["kept"]
         assert [s.task.id for s in store.load_all()] == ["kept"]
+
+
+def register(runtime: Scheduler | Simulation, name: str) -> None:
+    """Register a task ``name`` due every minute, on either runtime."""
+    if isinstance(runtime, Simulation):
+        runtime.schedule(name, FixedRate(60))
+    else:
+        runtime.schedule(name, jobs.noop, FixedRate(60))
+
+
+@pytest.mark.parametrize("text", ["report \udcff", "a\x00b"], ids=["surrogate", "nul"])
+def test_a_name_no_durable_store_keeps_is_refused_alike_on_every_store_and_runtime(
+    tmp_path: Path, text: str
+) -> None:
+    """A user tries a task on the in-memory store (or the simulation) and deploys it on a
+    durable one: the same registration fails the same way on each, as an id over the
+    bound does.  Before, the in-memory store and the simulation took the name."""
+    said: list[str] = []
+    with SqliteTaskStore(tmp_path / "tasks.db") as durable:
+        for runtime in (
+            Scheduler(store=durable), Scheduler(), Scheduler(store=InMemoryTaskStore()),
+            Simulation(workers=1, start=T0),
+        ):  # fmt: skip
+            register(runtime, "kept")
+            with pytest.raises(ValidationError) as caught:
+                register(runtime, text)
+            assert [t.name for t in runtime.tasks()] == ["kept"]
+            said.append(str(caught.value))
+            if isinstance(runtime, Scheduler):
+                runtime.shutdown()
+    assert said[0].startswith(f"task name {text!r} holds a ")
+    assert "nothing was registered" in said[0]
+    assert said == [said[0]] * 4
 
 
 @pytest.mark.parametrize(

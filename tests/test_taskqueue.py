@@ -158,3 +158,24 @@ def test_queued_entry_is_the_live_entry_push_made() -> None:
     queue.push(task, 12.5)
     entry = queued_entry(task, 12.5)
     assert queue.entries() == [entry] and queue.live(entry) is task
+
+
+def test_put_back_queues_entries_popped_unrun_in_their_places_and_drops_the_dead() -> None:
+    """A shutdown's dropped entries (docs/DECISIONS.md, "What a simulation's metrics read
+    after its shutdown"): each live one back in its place, its task queued again; one
+    whose task was discarded, pushed again or removed since stays out."""
+    queue, tasks = make_queue()
+    for name, due in [("a", 1.0), ("b", 1.0), ("paused", 1.0), ("moved", 1.0), ("gone", 1.0)]:
+        queue.push(make_task(tasks, name), due)
+    queue.push(make_task(tasks, "later"), 5.0)
+    popped = queue.pop_due(2.0, limit=10)
+    assert [e[3] for e in popped] == ["a", "b", "paused", "moved", "gone"]
+    queue.discard(tasks["paused"])
+    queue.push(tasks["moved"], 3.0)  # pushed again: its popped entry is dead
+    del tasks["gone"]
+    queue.put_back(list(reversed(popped)))
+    assert [t.id for t in queue.pending()] == ["a", "b", "moved", "later"]
+    assert tasks["a"]._queued and queue.stats() == (4, 0)
+    queue.put_back(popped)
+    assert queue.stats() == (4, 0)  # nothing twice
+    assert [e[3] for e in queue.pop_due(10.0, limit=10)] == ["a", "b", "moved", "later"]

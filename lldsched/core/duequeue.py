@@ -147,6 +147,28 @@ class TaskQueue:
         if self._tombstones:  # else there is nothing to compact (see _compact)
             self._compact(1)
 
+    def put_back(self, entries: list[Entry]) -> None:
+        """Queue again, as they were, ``entries`` popped and never run (a shutdown dropped
+        them from the hand-off queue or the event loop's line): each live one goes back
+        into the heap with its place (its due, priority and sequence) and its task counts
+        as queued again; a tombstone is dropped.  What is left due after a shutdown is
+        then all in the queue, whatever had been handed out (``pending()``,
+        ``queue_stats()``, ``metrics()``: docs/DECISIONS.md, "What a simulation's metrics
+        read after its shutdown")."""
+        tasks = self.tasks
+        for entry in entries:
+            task = tasks.get(entry[3])
+            if task is None or entry[2] != task.generation or task._queued:
+                continue
+            task._queued = True
+            heapq.heappush(self._heap, entry)
+
+    def mark(self) -> int:
+        """A sequence number no entry holds: every entry pushed before this call has a
+        smaller one, every entry pushed after it a larger one (arrival order, for the
+        simulation's coroutine lane: ``Simulation._next_start``)."""
+        return next(self._sequence)
+
     def discard(self, task: ScheduledTask) -> None:
         """Kill ``task``'s entry, whether still queued or already popped for a worker."""
         task.generation = 0

@@ -7,7 +7,9 @@ JSON keeps unchanged (the rule of :mod:`lldsched.importpath`, the one durable
 stores follow), and it takes no ``ctx``.  :func:`isolated_action` turns the path
 into the function, checked here, at registration; :func:`check_process_call`
 checks the arguments.  :func:`is_loop_action` says which thread tasks are coroutines,
-whose runs the threaded scheduler's event loop awaits.
+whose runs the threaded scheduler's event loop awaits.  :func:`killed_at_deadline` and
+:func:`worker_killed` word how a process-isolated run was stopped, for the threaded
+runtime's pool and the simulation alike.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from types import CodeType
 from typing import Any, get_args
 
 from lldsched.core.calls import not_callable
+from lldsched.core.runs import timeout_error
 from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
@@ -29,6 +32,8 @@ __all__ = [
     "check_process_call",
     "is_loop_action",
     "isolated_action",
+    "killed_at_deadline",
+    "worker_killed",
 ]
 
 ISOLATIONS: tuple[Isolation, ...] = get_args(Isolation)
@@ -122,3 +127,23 @@ def check_process_call(
             f"unchanged (str, int, float, bool, None, lists, str-keyed dicts), got "
             f"args={args!r}, kwargs={kwargs!r}: {exc}"
         ) from None
+
+
+def worker_killed(pid: int | None) -> str:
+    """How a process-isolated run was stopped, as its error text ends:
+    ``(its worker process 4242 was killed)``; ``pid`` None for the simulation's, which
+    models the kill and starts no child."""
+    if pid is None:
+        return "(its worker process was killed)"
+    return f"(its worker process {pid} was killed)"
+
+
+def killed_at_deadline(duration: float, budget: float, pid: int | None) -> str:
+    """The error text of a process-isolated run killed at its deadline, after
+    ``duration`` seconds against ``budget``: the budget's wording is
+    :func:`~lldsched.core.runs.timeout_error`'s, the one every runtime's record of a
+    run over its timeout uses (``TimeoutError: stopped at its 5 s timeout``, or ``ran
+    5.01 s, over its 5 s budget`` as its record measured it), then :func:`worker_killed`
+    (docs/DECISIONS.md, "A process-isolated run is cut at its deadline, in the
+    simulation too")."""
+    return f"{timeout_error(duration, budget)} {worker_killed(pid)}"

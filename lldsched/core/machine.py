@@ -132,7 +132,7 @@ from lldsched.core.task import DEFAULT_OPTIONS, Run, RunStats, ScheduledTask, fi
 from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
-from lldsched.persistence import TaskStore, not_a_store
+from lldsched.persistence import TaskStore, check_storable, not_a_store
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.simple import OneTime
@@ -340,6 +340,8 @@ class SchedulerCore(
         )
         if task_id is not None and check_arguments:  # another process's id: judged there
             check_task_id(task_id)
+        if check_arguments and (not name.isascii() or "\x00" in name):  # whatever the store
+            check_storable("name", name, nothing="registered")  # (in-memory: as a durable's)
         upstreams = options.depends_on
         if upstreams:
             check_graph(name, task_id, upstreams, self.tasks)

@@ -207,6 +207,7 @@ class StoreWrites:
     __slots__ = (
         "_repeats",
         "closed",
+        "collecting",
         "current",
         "deferring",
         "interrupted",
@@ -244,6 +245,10 @@ class StoreWrites:
         # and the interrupt a store raised meanwhile on the main thread, for its end.
         self.deferring = False
         self.interrupted: BaseException | None = None
+        # Where a runtime that runs its events on the main thread collects such an
+        # interrupt instead, for as long as it sets it (the simulation's event loop: raised
+        # once the event under way is whole, lldsched/sim/simulation.py).  None: not.
+        self.collecting: list[BaseException] | None = None
 
     @contextlib.contextmanager
     def interrupts_deferred(self) -> Iterator[None]:
@@ -616,7 +621,11 @@ def interrupts_deferred(writes: StoreWrites | None) -> contextlib.AbstractContex
 def _interrupt(writes: StoreWrites, error: BaseException) -> None:
     """Raise ``error``, a ``KeyboardInterrupt`` or ``SystemExit`` a store raised on the
     main thread, to the user: at once, or once the verb under way is whole
-    (:meth:`StoreWrites.interrupts_deferred`; the first one kept)."""
+    (:meth:`StoreWrites.interrupts_deferred`; the first one kept), or handed to the
+    runtime collecting them (``StoreWrites.collecting``)."""
+    if writes.collecting is not None:
+        writes.collecting.append(error)
+        return
     if not writes.deferring:
         raise error
     if writes.interrupted is None:

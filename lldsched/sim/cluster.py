@@ -57,6 +57,7 @@ from lldsched.schedules.simple import FixedRate
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.cluster_scenario import ClusterScenario, Crash, Pause
 from lldsched.sim.leases import LeaseTable, Sink, TaskRow
+from lldsched.sim.models import bad_duration
 
 __all__ = ["simulate_cluster"]
 
@@ -261,10 +262,7 @@ class _Cluster:
         try:
             return checks.seconds(drawn, name="duration", at_least=0)
         except ValidationError:
-            raise ValidationError(
-                f"duration model {model!r} of task {task_id!r} returned {drawn!r}; "
-                "durations must be seconds >= 0"
-            ) from None
+            raise bad_duration(drawn, model=model, task=task_id) from None
 
     def _renew(self, node: _Node) -> None:
         local = self._lease_now(node)

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from lldsched.checks import fraction, number, seconds, whole
+from lldsched.checks import LONGEST, fraction, number, seconds, whole
 from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError, error_text
 
@@ -262,6 +262,18 @@ def failure_of(answer: object, *, attempt: int, model: object, task: str) -> str
             "given as fails=<p> itself)"
         )
     return simulated_failure(attempt) if answer else None
+
+
+def bad_duration(drawn: object, *, model: object, task: str) -> ValidationError:
+    """The error of a duration ``model`` of ``task`` that drew ``drawn``, which
+    :func:`~lldsched.checks.seconds` refused: it names the model, the task, the value and
+    what a duration must be (finite seconds >= 0, at most :data:`~lldsched.checks.LONGEST`);
+    the one message of the simulation and the cluster simulation (built only then: the
+    check itself stays inline on the run's path)."""
+    return ValidationError(
+        f"duration model {model!r} of task {task!r} returned {drawn!r}; a duration must be "
+        f"finite seconds >= 0, at most {LONGEST:.0f} (year 1 to 9999)"
+    )
 
 
 def check_duration(value: DurationModel | timedelta) -> DurationModel:

@@ -36,7 +36,13 @@ timeout keeps its worker for its whole duration and is recorded ``timed_out``
 at its finish.  A *coroutine* action is different there, and here too: its run
 is cut at its timeout (the worker frees at ``started + timeout``), and a modify or a
 replace that changes its task's timeout during the run re-arms that cut from its start
-(``_retime``), as the threaded event loop re-arms its cancellation.
+(``_retime``), as the threaded event loop re-arms its cancellation.  So is a
+*process-isolated* run's (``isolation="process"``), as its pool kills its child at
+the deadline: cut at ``started + timeout`` on its worker, re-armed from its start,
+ended by a pause, cancel or remove and by a shutdown out of time, as a coroutine run
+is (``_isolated``; docs/DECISIONS.md, "A process-isolated run is cut at its
+deadline, in the simulation too").  Virtual time is the only clock here; on threads
+those two cuts count real seconds ("A deadline that stops a run counts real seconds").
 
 **Coroutine actions** (``async def``, or a function that returns an awaitable)
 run at their simulated instant like any action: the coroutine is run to
@@ -94,7 +100,7 @@ from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator
-from lldsched.core.isolation import is_loop_action
+from lldsched.core.isolation import is_loop_action, killed_at_deadline, worker_killed
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
@@ -115,6 +121,7 @@ from lldsched.sim.lanes import Waiting
 from lldsched.sim.models import (
     NO_RNG,
     TaskModels,
+    bad_duration,
     call_error,
     failure_of,
     simulated_failure,
@@ -133,9 +140,20 @@ _HANDED = "handed"  # _next_start picked the first awaitable waiting in _handed
 _LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
 SHUT_DOWN = "CancelledError: scheduler shut down"  # a coroutine run a shutdown's timeout cut
 
-Handed = tuple[float, Run, float, "str | None", "str | None", bool]
+
+class _ShutDownInside(BaseException):
+    """Never raised: heard (``Simulation._heard``) when :meth:`Simulation.shutdown` was
+    made inside the event loop (an intervention, a listener, an action), so that the
+    loop stops there, as a Ctrl-C stops it, without raising anything."""
+
+
+_SHUT_DOWN_INSIDE = _ShutDownInside()
+
+Handed = tuple[float, Run, float, "str | None", "str | None", bool, int]
 """A plain function's awaitable waiting for a place on the coroutine lane: (the instant it
-was handed over, its run, its modelled duration, error, result, timed out)."""
+was handed over, its run, its modelled duration, error, result, timed out, the queue's
+:meth:`~lldsched.core.duequeue.TaskQueue.mark` then: an entry pushed later has a larger
+sequence)."""
 
 
 def _rearmed_end(
@@ -145,15 +163,22 @@ def _rearmed_end(
     result: str | None,
     timeout: float | None,
     now: float,
+    *,
+    killed: bool = False,
 ) -> tuple[float, str | None, str | None, bool]:
-    """A coroutine run whose duration counts from ``origin`` and is ``duration`` uncut,
-    re-armed at ``now`` against ``timeout``: (how long it lasts, its error, its result,
-    whether it timed out), cut at :func:`~lldsched.core.runs.rearmed`'s deadline."""
+    """A coroutine run (or, ``killed``, a process-isolated one) whose duration counts
+    from ``origin`` and is ``duration`` uncut, re-armed at ``now`` against ``timeout``:
+    (how long it lasts, its error, its result, whether it timed out), cut at
+    :func:`~lldsched.core.runs.rearmed`'s deadline, in the words the threaded runtime's
+    cut uses (a coroutine cancelled, a worker process killed)."""
     deadline = rearmed(origin, timeout, now)
     if deadline is None or origin + duration <= deadline:
         return duration, error, result, False
     assert timeout is not None  # a deadline is armed only with a timeout
-    return deadline - origin, cancelled_error(timeout), result, True
+    length = deadline - origin
+    if killed:
+        return length, killed_at_deadline(length, timeout, None), result, True
+    return length, cancelled_error(timeout), result, True
 
 
 class SimStep(NamedTuple):
@@ -258,6 +283,11 @@ class Simulation(SimulationVerbs):
         # a head whose lane is full, and a finish may free a place on the lane.
         self._loop_tasks = False
         self._waiting = Waiting(self._queue)
+        # True once a process-isolated task is registered (or restored): from then on a
+        # start asks whether its run is one (_isolated), a field read the others skip
+        # (+0.9 % instructions a simulated run asked of every run: 45,672 -> 46,075,
+        # benchmarks/sim_instructions.py sim).
+        self._isolation = False
         # Awaitables plain functions returned, waiting for a place on the full coroutine
         # lane, in the order handed over (their workers free already).
         self._handed: deque[Handed] = deque()
@@ -268,19 +298,23 @@ class Simulation(SimulationVerbs):
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
         self._awaiting = PrivateLoop()  # runs coroutine actions (its loops made at need)
-        # Coroutine runs that may be in flight, by id (those that finished are dropped
-        # when it is read, or when it outgrows the runs in flight): a pause, cancel or
-        # remove cuts them (_stop_awaited), as the threaded runtime cancels them.
+        # Coroutine and process-isolated runs that may be in flight, by id (those that
+        # finished are dropped when it is read, or when it outgrows the runs in flight):
+        # a pause, cancel or remove cuts them (_stop_awaited), as the threaded runtime
+        # cancels or kills them.
         self._awaited: dict[int, Run] = {}
-        # Of those whose awaitable ran to its end: (the instant its duration counts from,
-        # that duration, its error, its result), uncut by its timeout, for a modify or a
-        # replace that changes the timeout during the run to re-arm it (_retime).
+        # Of those whose awaitable ran to its end, and the process-isolated ones: (the
+        # instant its duration counts from, that duration, its error, its result), uncut
+        # by its timeout, for a modify or a replace that changes the timeout during the
+        # run to re-arm it (_retime).
         self._uncut: dict[int, tuple[float, float, str | None, str | None]] = {}
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         self._advancing = False  # inside _advance: a listener's Ctrl-C waits for its event
-        # That Ctrl-C, not raised yet, and the intervention that raises it (_emit).
-        self._interrupt: tuple[tuple[float, int, Callable[[], object]], BaseException] | None = None
+        # Those Ctrl-Cs (a listener's, or a store's save's), heard in the event under way
+        # and not raised yet: _advance raises the first once that event is whole (_emit).
+        self._heard: list[BaseException] = []
+        self._in_verb = False  # inside a verb: a listener's Ctrl-C waits for it (_whole)
         # The first shutdown()'s bound: what is due by it starts in its drain (its instant,
         # or -inf without a drain).  None: not shut down (the verbs' check, verbs.py).
         self._stopped_at: float | None = None
@@ -348,10 +382,15 @@ class Simulation(SimulationVerbs):
     def run(self, until: float | datetime) -> Simulation:
         """Process every event due at or before ``until``, then stand at ``until``.
 
+        A :meth:`shutdown` made during it (by an intervention, a listener or an action)
+        ends it there: it returns at the instant the shutdown left the simulation, and
+        nothing more starts.
+
         Raises :class:`~lldsched.errors.ValidationError` for an ``until`` before now or
         no instant; :class:`~lldsched.errors.SchedulerStateError` after :meth:`shutdown`;
         and lets out, each event whole, what an intervention, a model, an action's
-        ``KeyboardInterrupt`` or ``SystemExit`` or a listener's raises."""
+        ``KeyboardInterrupt`` or ``SystemExit`` or a listener's raises (a listener's, or
+        a store's save's, once the event it came in is whole, before the next)."""
         self._check_running("run until", until)
         end = to_timestamp(until, name="until")
         if end < self.now:
@@ -360,7 +399,8 @@ class Simulation(SimulationVerbs):
                 "simulation runs forward only"
             )
         self._advance(end, events=-1)
-        self._clock.advance_to(end)
+        if self._stopped_at is None:  # (a shutdown made during it left it where it ended)
+            self._clock.advance_to(end)
         return self
 
     def run_for(self, duration: float | timedelta) -> Simulation:
@@ -409,14 +449,19 @@ class Simulation(SimulationVerbs):
         does not start and stays due; a coroutine run still in flight then (on the
         coroutine lane, or a plain function's awaitable waiting for a place there) is
         cancelled then, recorded failed ``CancelledError: scheduler shut down`` and
-        retried by its policy, as the threaded shutdown cancels it; a thread run still
+        retried by its policy, as the threaded shutdown cancels it, and so is a
+        process-isolated run (``... (its worker process was killed)``), as the threaded
+        shutdown kills its child; a thread run still
         in flight is not cut (a thread cannot be), here as there: it finishes at its
         modelled end, virtual time moving on to it, and the result is False.  Returns
         True when every run ended within ``timeout`` (docs/DECISIONS.md, "A simulation's
         shutdown timeout bounds its drain in simulated time").  Idempotent and
         final: a later call writes the stale rows again (and finishes a drain a
         listener's Ctrl-C cut short, by the first call's instant, within its own
-        ``timeout``).  After it, the verbs a shut-down ``Scheduler``
+        ``timeout``).  Made inside :meth:`run` (``sim.at(t, sim.shutdown)``, a
+        listener, an action), it ends that run there: the runs still in flight (an
+        action's own, which made it) finish, and nothing more starts.  After it, the
+        verbs a shut-down ``Scheduler``
         refuses raise :class:`~lldsched.errors.SchedulerStateError`
         (:data:`lldsched.runtime.REFUSED_AFTER_SHUTDOWN`: ``schedule``,
         ``reschedule``, ``run_now``, ``resume``, ``redrive``), and so do those that move
@@ -440,6 +485,8 @@ class Simulation(SimulationVerbs):
             self._advance(deadline, events=-1, due_by=self._stopped_at)
             late = self._out_of_time(deadline)
             self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish
+            if self._advancing:  # made inside run(): that loop ends here (_stop_heard)
+                self._heard.append(_SHUT_DOWN_INSIDE)
         finally:
             writes = self._core.store_writes
             if writes is not None and writes.outage is not None:
@@ -538,7 +585,11 @@ class Simulation(SimulationVerbs):
         kind: str | None = None  # the last event processed, described
         task_id: str | None = None  # of a start or an intervention; a record names its own
         record: ExecutionRecord | None = None
-        outer, self._advancing = self._advancing, True  # a listener's Ctrl-C: see _emit
+        heard = self._heard  # a Ctrl-C heard in an event: the loop stops once it is whole
+        writes = self._core.store_writes  # a store's Ctrl-C in a save is heard there too
+        outer, self._advancing = self._advancing, True  # see _emit
+        if writes is not None:
+            collecting, writes.collecting = writes.collecting, heard
         try:
             # `while True`, not `while events`: CPython 3.11 specialises a function's bytecode
             # once it warms up, counted at calls and at unconditional backward jumps only, so a
@@ -546,7 +597,7 @@ class Simulation(SimulationVerbs):
             # unspecialised for good: -9.1 % instructions a simulated run (callgrind,
             # benchmarks/sim_instructions.py, bench_sim's workload: 46,769 -> 42,497).
             while True:
-                if not events:
+                if not events or heard:
                     break
                 events -= 1
                 finish = finishes[0][0] if finishes else _INF
@@ -603,24 +654,27 @@ class Simulation(SimulationVerbs):
                         kind, record = "finish", begun
         finally:
             self._advancing = outer  # (a listener may call run() inside a run())
-        if self._interrupt is not None:  # heard in the last event: raised by this call
-            self._raise_interrupt()
+            if writes is not None:
+                writes.collecting = collecting
+        if heard:  # heard in the last event, now whole: raised by this call, the first
+            self._stop_heard()
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
 
-    def _raise_interrupt(self) -> None:
-        """Raise the Ctrl-C a listener raised in an event :meth:`_advance` processed, which
-        stopped before the intervention that raises it (:meth:`_emit`) came up: that
-        intervention is dropped (nothing is raised twice)."""
-        assert self._interrupt is not None
-        entry, caught = self._interrupt
-        self._interrupt = None
-        interventions = self._interventions
-        if entry in interventions:
-            interventions.remove(entry)
-            heapq.heapify(interventions)
-        raise caught
+    def _stop_heard(self) -> None:
+        """What :meth:`_advance` heard in its last event stopped it: the first Ctrl-C (a
+        listener's, or a store save's) is raised; a :meth:`shutdown` made inside the loop
+        ends it there, and the runs still in flight then finish, nothing more starting (an
+        action's own run, which made the shutdown, was not in flight yet for its drain)."""
+        heard = self._heard
+        raised = [caught for caught in heard if caught is not _SHUT_DOWN_INSIDE]
+        shut_down = len(raised) != len(heard)
+        heard.clear()
+        if shut_down and not raised:
+            self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)
+        if raised:
+            raise raised[0]
 
     def _next_start(self, now: float, due_by: float) -> tuple[float, Entry | None]:
         """The next start once coroutine tasks are registered: its instant and its entry,
@@ -653,14 +707,16 @@ class Simulation(SimulationVerbs):
             start = max(thread[0], now)
         # The coroutine lane's next start, first only if earlier (at one instant, workers'):
         # a coroutine entry, or the first awaitable a plain function handed over, which
-        # waits behind an entry due at or before it was handed over (on threads the timer
-        # gave that one to the event loop first) and starts in a drain too (begun).
+        # waits behind an entry due at or before it was handed over and pushed before it
+        # (on threads the timer gave that one to the event loop first; one pushed later,
+        # due already, a finish's CATCH_UP slot or retry, reaches the loop after it) and
+        # starts in a drain too (begun).
         if self._coroutines < self._max_coroutines:
             first = waiting.head(waiting.coroutines)
             if first is not None and first[0] > due_by:  # a shutdown's drain
                 first = None
             handed = self._handed
-            if handed and (first is None or handed[0][0] < first[0]):
+            if handed and (first is None or handed[0][0] < first[0] or first[2] > handed[0][6]):
                 if now < start:
                     self._picked = (None, _HANDED)
                     handed_at, run = handed[0][0], handed[0][1]
@@ -695,9 +751,13 @@ class Simulation(SimulationVerbs):
         return is_loop_action(task.action, task._options.isolation)
 
     def _note_lane(self, task: ScheduledTask) -> None:
-        """``task`` was registered: from a coroutine task on, the loop picks starts by lane."""
-        if not self._loop_tasks and is_loop_action(task.action, task._options.isolation):
+        """``task`` was registered: from a coroutine task on, the loop picks starts by
+        lane; from a process-isolated one on, a start asks whether its run is one."""
+        isolation = task._options.isolation
+        if not self._loop_tasks and is_loop_action(task.action, isolation):
             self._loop_tasks = True
+        if isolation != "thread":
+            self._isolation = True
 
     def _start(self, entry: Any, now: float, worker: int) -> ExecutionRecord | str | None:
         """Start live ``entry`` on ``worker``, taken for it (a free worker, or a place on
@@ -717,10 +777,7 @@ class Simulation(SimulationVerbs):
                 try:  # the message names the model and the task, built only on failure
                     duration = checks.seconds(drawn, name="duration", at_least=0)
                 except ValidationError:
-                    raise ValidationError(
-                        f"duration model {duration!r} of task {task.name!r} returned "
-                        f"{drawn!r}; durations must be seconds >= 0"
-                    ) from None
+                    raise bad_duration(drawn, model=duration, task=task.name) from None
             error = None
             fails = models.fails
             if fails:
@@ -744,6 +801,9 @@ class Simulation(SimulationVerbs):
                 raise
             if exception is not None:
                 error = error_text(exception)
+            elif value is not None and must_await(value) and run[7].isolation != "thread":
+                raised, result, timed_out = awaited  # as its child awaits it, on its worker
+                error = raised or error
             elif value is not None and must_await(value):  # a coroutine, awaited above
                 raised, result, timed_out = awaited
                 error = raised or error
@@ -766,10 +826,15 @@ class Simulation(SimulationVerbs):
                     # there, at this instant if a place is free), as on threads.
                     self._loop_tasks = True  # its finish frees a place on the lane
                     self._release(worker)
-                    self._handed.append((now, run, duration, error, result, timed_out))
+                    mark = self._queue.mark()
+                    self._handed.append((now, run, duration, error, result, timed_out, mark))
                     return None
             elif value is not None:
                 result = result_text(value)
+        if self._isolation and run[7].isolation != "thread":  # run[7]: its options
+            duration, error, result, timed_out = self._isolated(
+                run, now, duration, error, result, timed_out
+            )
         if duration == 0:  # finishes before anything else can happen at this instant
             record = self._core.finish(run, now, now, error, result, timed_out)
             self._release(worker)
@@ -779,6 +844,35 @@ class Simulation(SimulationVerbs):
             (now + duration, next(self._sequence), worker, run, now, error, result, timed_out),
         )
         return None
+
+    def _isolated(
+        self,
+        run: Run,
+        now: float,
+        duration: float,
+        error: str | None,
+        result: str | None,
+        timed_out: bool,
+    ) -> tuple[float, str | None, str | None, bool]:
+        """A process-isolated run starting at ``now``, ``duration`` long uncut, as its
+        worker process is killed on threads: (how long it lasts, its error, its result,
+        whether it timed out), cut at its timeout (its worker frees at ``started +
+        timeout``, its error :func:`~lldsched.core.isolation.killed_at_deadline`'s).  It
+        is kept for :meth:`_retime`, which re-arms it from its start (its uncut duration
+        kept with or without a timeout, as the pool counts a deadline given later from
+        the child's start too), and for :meth:`_stop_lane`, which ends it at a pause,
+        cancel or remove or at a shutdown out of time, as a coroutine run is.
+        ``timed_out``: an awaitable the action returned was cut in wall time at the
+        timeout (it ended there)."""
+        timeout = run.task._options.timeout
+        if len(self._awaited) > 2 * len(self._finishes) + 16:
+            self._prune_awaited()
+        self._awaited[id(run)] = run
+        if timed_out:  # cut in wall time at its timeout: it ended there, never re-armed
+            assert timeout is not None  # (the cut is the timeout's)
+            return timeout, killed_at_deadline(timeout, timeout, None), result, True
+        self._uncut[id(run)] = (now, duration, error, result)
+        return _rearmed_end(now, duration, error, result, timeout, now, killed=True)
 
     def _abandon(self, run: Run, worker: int, now: float, exc: BaseException) -> None:
         """``exc`` stops the attempt ``run`` on ``worker`` at ``now`` and is raised to
@@ -800,7 +894,7 @@ class Simulation(SimulationVerbs):
     def _hand_on(self, now: float) -> None:
         """The first awaitable a plain function handed over that waits for a place on
         the coroutine lane takes one at ``now`` (:meth:`_next_start` picked it)."""
-        started, run, duration, error, result, timed_out = self._handed.popleft()
+        started, run, duration, error, result, timed_out, _ = self._handed.popleft()
         self._coroutines += 1
         self._awaited[id(run)] = run  # (a prune while it waited dropped it)
         uncut = self._uncut.get(id(run))
@@ -837,7 +931,7 @@ class Simulation(SimulationVerbs):
         now = self.now
         kept: deque[Handed] = deque()
         for item in self._handed:
-            handed_at, run, _, had, result, timed_out = item
+            handed_at, run, _, had, result, timed_out, _ = item
             if not cut(run):
                 kept.append(item)
                 continue
@@ -886,6 +980,7 @@ class Simulation(SimulationVerbs):
                     handed[0],
                     run,
                     *_rearmed_end(origin, duration, error, result, timeout, origin),
+                    handed[6],
                 )
                 return
         if self._awaited.get(key) is not run:  # a thread run: judged at its finish
@@ -902,8 +997,9 @@ class Simulation(SimulationVerbs):
                     kept = self._uncut[key] = (now, item[0] - now, item[5], item[6])
                 origin, duration, error, result = kept
                 length, error, result, timed_out = _rearmed_end(
-                    origin, duration, error, result, timeout, self.now
-                )
+                    origin, duration, error, result, timeout, self.now,
+                    killed=run[7].isolation != "thread",
+                )  # fmt: skip
                 finishes[index] = (
                     origin + length,
                     item[1],
@@ -921,7 +1017,9 @@ class Simulation(SimulationVerbs):
         """A pause, cancel or remove of ``task_id`` took: its coroutine runs in flight end
         now, failed with ``CancelledError: task <why>`` (a paused task retries the
         attempt after resume), as the threaded runtime cancels them (its
-        ``_stop_running``); a thread's run is cooperative and goes on, here as there."""
+        ``_stop_running``), and so do its process-isolated runs (``... (its worker process
+        was killed)``, as the pool kills their children); a thread's run is cooperative
+        and goes on, here as there."""
         self._stop_lane(lambda run: run.task.id == task_id, f"CancelledError: task {why}")
 
     def _stop_lane(self, cut: Callable[[Run], bool], error: str) -> None:
@@ -935,10 +1033,12 @@ class Simulation(SimulationVerbs):
         finishes = self._finishes
         now = self.now
         ended = False
+        killed = f"{error} {worker_killed(None)}"  # a process-isolated run's
         for index, item in enumerate(finishes):
             run = item[3]
             if id(run) in awaited and cut(run):
-                finishes[index] = (now, item[1], item[2], run, item[4], error, None, False)
+                ending = error if run[7].isolation == "thread" else killed
+                finishes[index] = (now, item[1], item[2], run, item[4], ending, None, False)
                 ended = True
         if ended:
             heapq.heapify(finishes)
@@ -947,8 +1047,9 @@ class Simulation(SimulationVerbs):
         """A shutdown's ``deadline`` is reached with runs still in flight, at
         ``_advance``'s rest: the coroutine runs (on the lane, or waiting for a place there)
         end at it, failed with ``CancelledError: scheduler shut down``, as the threaded
-        shutdown cancels them; True when a thread run goes on past it (it cannot be cut,
-        there as here)."""
+        shutdown cancels them, and so do the process-isolated runs (their children
+        killed there); True when a thread run goes on past it (it cannot be cut, there
+        as here)."""
         if not self._finishes and not self._handed:
             return False
         self._clock.advance_to(deadline)
@@ -960,26 +1061,18 @@ class Simulation(SimulationVerbs):
 
         A listener's ``KeyboardInterrupt`` or ``SystemExit`` (a Ctrl-C: :func:`notify`
         lets it through here) raised while :meth:`_advance` processes an event would
-        leave that event half done (a run begun and never to finish, a worker never
-        freed): it is raised by an intervention at this instant instead, once the
-        event is whole, or by :meth:`_advance` as it returns when that stops first (a
-        :meth:`step`, whose one event it was).  Outside the loop (a verb) it is raised
-        at once."""
-        try:
-            notify(self._callbacks, event, repeats=self._repeats)
-        except BaseException as exc:
-            if not self._advancing:
-                raise
-            caught = exc  # (``exc`` is unbound when the except block ends)
-
-            def interrupt() -> None:
-                self._interrupt = None
-                raise caught
-
-            entry = (self.now, next(self._sequence), interrupt)
-            heapq.heappush(self._interventions, entry)
-            if self._interrupt is None:  # (the first, if a second came before it was raised)
-                self._interrupt = (entry, caught)
+        leave that event half done if raised there (a run begun and never to finish, a
+        worker never freed): it is kept, the listeners after it hear the event all the
+        same, and :meth:`_advance` raises it as soon as that event is whole, before the
+        next (a store's save that raises one meanwhile is kept alike:
+        ``StoreWrites.collecting``).  A verb made outside the loop raises it once the
+        verb is whole (:meth:`_whole`)."""
+        notify(
+            self._callbacks,
+            event,
+            repeats=self._repeats,
+            kept=self._heard if self._advancing or self._in_verb else None,
+        )
 
     def __repr__(self) -> str:
         return (

@@ -14,8 +14,9 @@ no lock.
 
 from __future__ import annotations
 
+import contextlib
 import random
-from collections.abc import Callable, Mapping, Sized
+from collections.abc import Callable, Iterator, Mapping, Sized
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -71,6 +72,9 @@ class SimulationVerbs:
     _loop_tasks: bool  # a coroutine task (or a handed-over awaitable): entries set aside
     _coroutines: int  # runs in flight on the coroutine lane
     _handed: Sized  # plain functions' awaitables waiting for a place on that lane
+    _advancing: bool  # inside the event loop: a listener's Ctrl-C waits for its event
+    _in_verb: bool  # inside a verb: a listener's Ctrl-C waits for it to be whole (_whole)
+    _heard: list[BaseException]  # those Ctrl-Cs, not raised yet
 
     if TYPE_CHECKING:
 
@@ -131,9 +135,9 @@ class SimulationVerbs:
         ``isolation`` takes the values, and follows the rules, it has in
         ``Scheduler.schedule``: with ``"process"``, an ``action`` is an import path
         with JSON arguments, checked at registration.  Here the task runs at its
-        simulated instant like any other (its duration is the model's, its timeout
-        judged against it; a simulated child is never started or killed), and an
-        ``action`` given runs in this process.
+        simulated instant on a worker, for the model's duration, cut at its timeout
+        as its worker process is killed there (and at a pause, cancel or remove); no
+        child is started, and an ``action`` given runs in this process.
 
         Raises :class:`~lldsched.errors.ValidationError` (a
         :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value, or
@@ -148,30 +152,32 @@ class SimulationVerbs:
         duration = check_duration(duration)
         fails = check_failure(fails)
         try:
-            task = self._core.add(
-                name,
-                action,
-                schedule,
-                task_id=id,
-                replace_existing=replace_existing,
-                priority=priority,
-                retry=retry,
-                timeout=timeout,
-                args=args,
-                kwargs=kwargs,
-                misfire=misfire,
-                isolation=isolation,
-                depends_on=depends_on,
-                overlap=overlap,
-                max_instances=max_instances,
-                paused=paused,
-            )
-        except BaseException:  # a listener's Ctrl-C on the registration's event (_emit)
+            with self._whole():  # a listener's Ctrl-C on its event: raised once it is whole
+                task = self._core.add(
+                    name,
+                    action,
+                    schedule,
+                    task_id=id,
+                    replace_existing=replace_existing,
+                    priority=priority,
+                    retry=retry,
+                    timeout=timeout,
+                    args=args,
+                    kwargs=kwargs,
+                    misfire=misfire,
+                    isolation=isolation,
+                    depends_on=depends_on,
+                    overlap=overlap,
+                    max_instances=max_instances,
+                    paused=paused,
+                )
+                self._set_models(task.id, duration, fails)
+                self._note_lane(task)
+        except BaseException:  # a store's Ctrl-C in the registration's save: registered
             for task_id in self._core.tasks.keys() - self._models.keys():
-                self._set_models(task_id, duration, fails)  # registered: give it its models
+                self._set_models(task_id, duration, fails)  # give it its models
+                self._note_lane(self._core.tasks[task_id])
             raise
-        self._set_models(task.id, duration, fails)
-        self._note_lane(task)
         return task
 
     def scheduled(
@@ -242,6 +248,31 @@ class SimulationVerbs:
         self._core.get(task_id)
         self._set_models(task_id, check_duration(duration), check_failure(fails))
 
+    @contextlib.contextmanager
+    def _whole(self) -> Iterator[None]:
+        """A verb made whole before a ``KeyboardInterrupt`` or ``SystemExit`` a listener
+        raised on its event reaches the caller: raised once the block ends (the first),
+        as inside :meth:`run <lldsched.sim.simulation.Simulation.run>` once the event is
+        whole (``Simulation._emit``).  Raised at once, it left the verb's later steps
+        undone: a pause's cut of the task's coroutine run in flight, a modify's re-queue.
+        Dropped if the block raises something else; kept for the event loop when the verb
+        is made inside it (an intervention's)."""
+        outer = self._in_verb
+        self._in_verb = True
+        try:
+            yield
+        except BaseException:
+            if not outer and not self._advancing:
+                self._heard.clear()
+            raise
+        finally:
+            self._in_verb = outer
+        heard = self._heard
+        if heard and not outer and not self._advancing:
+            caught = heard[0]
+            heard.clear()
+            raise caught
+
     def _check_running(self, verb: RefusedVerb | MovesTime, *subject: object) -> None:
         """Refuse ``verb`` (on ``subject``, if given: a task's id or name, an instant) once
         the simulation is shut down, before it changes anything: the verbs a shut-down
@@ -268,7 +299,8 @@ class SimulationVerbs:
         (:class:`~lldsched.errors.TaskRetiredError`), :class:`~lldsched.errors.StoreClosedError`
         and :class:`~lldsched.errors.StoreError`.  Not after shutdown: a cancel only stops things.
         """
-        return self._halt(task_id, self._core.cancel, "cancelled")
+        with self._whole():
+            return self._halt(task_id, self._core.cancel, "cancelled")
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if this call paused it (False for one already paused,
@@ -283,7 +315,8 @@ class SimulationVerbs:
         :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
         (nothing is changed then).  Not after shutdown: a pause only stops things.
         """
-        return self._halt(task_id, self._core.pause, "paused")
+        with self._whole():
+            return self._halt(task_id, self._core.pause, "paused")
 
     def _halt(self, task_id: str, verb: Callable[[str], bool], why: str) -> bool:
         """What cancel and pause share, as on a ``Scheduler``: the core's ``verb``, then,
@@ -303,7 +336,8 @@ class SimulationVerbs:
         :class:`~lldsched.errors.SchedulerStateError` after shutdown.
         """
         self._check_running("resume", task_id)
-        return self._core.resume(task_id)
+        with self._whole():
+            return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
         """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter;
@@ -317,7 +351,8 @@ class SimulationVerbs:
         (nothing changes then).
         """
         self._check_running("redrive", task_id)
-        return self._core.redrive(task_id)
+        with self._whole():
+            return self._core.redrive(task_id)
 
     def remove(self, task_id: str) -> ScheduledTask:
         """Cancel the task if live, and forget it (here, with its models, and in the
@@ -331,7 +366,7 @@ class SimulationVerbs:
         :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
         (nothing changes then).  Not after shutdown: a remove only stops things.
         """
-        with interrupts_deferred(self._core.store_writes):  # forgotten whole, then a Ctrl-C
+        with self._whole(), interrupts_deferred(self._core.store_writes):  # whole, then a Ctrl-C
             task = self._core.remove(task_id)
             self._stop_awaited(task_id, "cancelled")
             self._models.pop(task_id, None)
@@ -353,7 +388,8 @@ class SimulationVerbs:
         (nothing changes then).
         """
         self._check_running("reschedule", task_id)
-        return self._core.reschedule(task_id, schedule)
+        with self._whole():
+            return self._core.reschedule(task_id, schedule)
 
     def modify(
         self,
@@ -376,11 +412,13 @@ class SimulationVerbs:
         (:data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`).
         """
         ahead = self._waiting.ahead(task_id, self._clock.now())
-        task = self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
-        if ahead is not None and task.generation == ahead[2] and task.priority != ahead[1]:
-            # Its entry was set aside before it was due (lldsched/sim/lanes.py): the core
-            # counts it handed out and kept it; on threads it is in the heap, re-queued.
-            self._queue.push(task, ahead[0])
+        with self._whole():
+            task = self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
+            if ahead is not None and task.generation == ahead[2] and task.priority != ahead[1]:
+                # Its entry was set aside before it was due (lldsched/sim/lanes.py): the
+                # core counts it handed out and kept it; on threads it is in the heap,
+                # re-queued.
+                self._queue.push(task, ahead[0])
         return task
 
     def run_now(self, task_id: str) -> bool:
@@ -395,7 +433,8 @@ class SimulationVerbs:
         (nothing changes then).
         """
         self._check_running("run_now", task_id)
-        return self._core.run_now(task_id)
+        with self._whole():
+            return self._core.run_now(task_id)
 
     @property
     def tz(self) -> str:
@@ -444,7 +483,10 @@ class SimulationVerbs:
 
     def pending(self) -> list[ScheduledTask]:
         """Tasks waiting to start, in the order they fell or fall due: in the heap, or set
-        aside from it while their lane is full (:mod:`lldsched.sim.lanes`)."""
+        aside from it while their lane is full (:mod:`lldsched.sim.lanes`).  After
+        :meth:`shutdown <lldsched.sim.simulation.Simulation.shutdown>`, every task left
+        due, as ``Scheduler.pending()`` lists them then (docs/DECISIONS.md, "What a
+        simulation's metrics read after its shutdown")."""
         aside = self._waiting.entries()
         if not aside:
             return self._queue.pending()

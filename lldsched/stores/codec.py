@@ -51,7 +51,7 @@ from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, Outcome, Priority, TaskStatus
-from lldsched.persistence import Task, TaskSnapshot
+from lldsched.persistence import Task, TaskSnapshot, check_storable, unstorable
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.catchup import unwrap
 from lldsched.schedules.decorators import restore_runs
@@ -68,6 +68,7 @@ __all__ = [
     "UnknownStatus",
     "Unreadable",
     "callable_path",
+    "check_kept",
     "check_take_over",
     "check_written",
     "decode_schedule",
@@ -121,34 +122,13 @@ _RETRY_KEYS = frozenset((*_RETRY_FIELDS, "policy"))  # "policy": a subclass's im
 
 def check_text(task: Task) -> None:
     """Refuse a task whose id or name a durable store cannot keep as text
-    (:func:`unstorable`): an id made from a file name ``os.listdir`` decoded, say.  Every
-    other string of a definition is JSON, which escapes both.  Asked by
-    :func:`encode_task`, when a definition is written (a registration, a replacement)."""
+    (:func:`~lldsched.persistence.unstorable`): an id made from a file name
+    ``os.listdir`` decoded, say.  Every other string of a definition is JSON, which
+    escapes both.  Asked by :func:`encode_task`, when a definition is written (a
+    registration, a replacement); every registration asked it of the name already,
+    whatever the store (:func:`~lldsched.persistence.check_storable`)."""
     for field, value in (("id", task.id), ("name", task.name)):
-        problem = unstorable(value)
-        if problem is not None:
-            raise ValidationError(
-                f"task {field} {value!r} holds {problem}, which a durable store cannot keep "
-                "as text; nothing was written"
-            )
-
-
-def unstorable(text: str) -> str | None:
-    """What in ``text`` no durable store keeps as text, said; None if nothing: a NUL
-    (PostgreSQL's ``text`` holds none; an SQLite store kept it, and a move to PostgreSQL
-    failed on it) or a lone surrogate (UTF-8 refuses it: both drivers raised a bare
-    ``UnicodeEncodeError`` naming neither the task nor the value).  The one rule of
-    every text a durable store writes (docs/DECISIONS.md, "Text a durable store cannot
-    keep"): :func:`check_text`, :func:`check_written`."""
-    if "\x00" in text:
-        return "a NUL (\\x00)"
-    if text.isascii():
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "a lone surrogate (not UTF-8: text decoded from bytes with surrogateescape?)"
-    return None
+        check_storable(field, value, nothing="written")
 
 
 def check_written(snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()) -> None:
@@ -533,6 +513,10 @@ def _count(value: object) -> bool:
     return type(value) is int and value >= 0
 
 
+def _text(value: object) -> bool:
+    return type(value) is str
+
+
 def _text_or_none(value: object) -> bool:
     return value is None or type(value) is str
 
@@ -554,7 +538,13 @@ _STATE = (  # the state columns of a task's row, in the order snapshot_from take
 
 
 def snapshot_from(
-    task_id: str, definition: str, status: object, state: Sequence[Any], *, task: Task | None = None
+    task_id: str,
+    definition: str,
+    status: object,
+    state: Sequence[Any],
+    *,
+    task: Task | None = None,
+    kept: Sequence[Any] = (),
 ) -> TaskSnapshot:
     """The snapshot of a task's row: its ``status`` text, its ``definition`` (decoded by
     :func:`decode_task`, unless ``task`` is given: the definition this process has, for a
@@ -564,7 +554,11 @@ def snapshot_from(
     The one rule of both durable stores' rows, checked in this order: a status this
     release does not know is an :class:`UnknownStatus` (whatever ``task``); a state value
     of the wrong type or out of its range (:data:`_STATE`; a failure count above the run
-    count) a :class:`BadValue` naming each; then the definition."""
+    count) a :class:`BadValue` naming each; values that do not go together (a status of
+    :data:`_DUE` with no due instant, a SCHEDULED row with attempts behind it, a RETRYING
+    one with none: :func:`_misread_together`) a :class:`BadValue` too; the values the
+    store keeps beside the state (``kept``: :func:`check_kept`'s), if given; then the
+    definition."""
     status_value = status_of(task_id, status)  # UnknownStatus: a newer release's
     next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot = state
     # Every column at the cost of a test or two (a shared store's feed reads each row
@@ -580,12 +574,114 @@ def snapshot_from(
         and (slot is None or (type(slot) is float and -_FAR <= slot <= _FAR))
     ):  # fmt: skip
         raise BadValue(task_id, _misread_state(task_id, state))
+    # The combinations a restart cannot follow (docs/DECISIONS.md, "A row whose values
+    # do not go together"): one set test and one comparison per row.
+    if (next_run_at is None and status_value in _DUE) or (
+        status_value in _WAITING and (status_value is _RETRYING) != (attempt > 0)
+    ):
+        raise BadValue(task_id, _misread_together(task_id, status_value, next_run_at, attempt))
+    if kept:
+        check_kept(task_id, kept)
     if task is None:  # a Window's max_runs counts the successful runs
         task = decode_task(task_id, definition, runs=run_count - failure_count)
     return TaskSnapshot(
         task, status_value, next_run_at, attempt, run_count, failure_count, last_error,
         bool(running), waited, slot,
     )  # fmt: skip
+
+
+_RETRYING = TaskStatus.RETRYING
+_WAITING = frozenset((TaskStatus.SCHEDULED, _RETRYING))
+_DUE = frozenset((*_WAITING, TaskStatus.RUNNING, TaskStatus.PAUSED))
+"""The statuses every write gives a due instant: without one a SCHEDULED, RETRYING or
+RUNNING row is never queued again (its task never runs), and a PAUSED one's ``resume``
+fails (an ``AssertionError``, ``core.control``)."""
+
+
+def _misread_together(
+    task_id: str, status: TaskStatus, next_run_at: float | None, attempt: int
+) -> list[str]:
+    """The values of a task's row that :func:`snapshot_from` refuses together, each
+    :func:`said` with the status it goes with and what a restart would do with it."""
+    key = f"id={task_id!r}"
+    found = []
+    if next_run_at is None and status in _DUE:
+        found.append(
+            said("tasks", key, "next_run_at", None, f"a due instant with the status "
+                 f"{status.value!r} (without one the task never runs again)")
+        )  # fmt: skip
+    if status is _RETRYING and not attempt:
+        found.append(
+            said("tasks", key, "attempt", attempt, "an integer >= 1 with the status "
+                 "'retrying' (a retry with no attempt behind it is read as a slot of its "
+                 "own: its grid moves by the backoff, its slot gets one attempt more)")
+        )  # fmt: skip
+    elif status is TaskStatus.SCHEDULED and attempt:
+        found.append(
+            said("tasks", key, "attempt", attempt, "0 with the status 'scheduled' (the "
+                 "attempts of a slot are a 'retrying' row's: its slot would be given up "
+                 "after fewer attempts than its retry policy allows)")
+        )  # fmt: skip
+    return found
+
+
+def _priority_column(value: object) -> bool:
+    return type(value) is int and value in _PRIORITIES
+
+
+def _count_or_none(value: object) -> bool:
+    return value is None or (type(value) is int and value >= 0)
+
+
+_KEPT = (  # what a store keeps beside a task's state, in the order check_kept takes them
+    ("failed_seq", _count_or_none, "an integer >= 0 or NULL"),
+    ("priority", _priority_column, f"one of {sorted(_PRIORITIES)} (Priority)"),
+    ("version", _count, "an integer >= 0"),
+    ("slot_due", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
+)
+_LEASE = (  # the task's lease, if it has one (else every value NULL)
+    ("slot", _instant, "a finite real within 1e15 of 0"),
+    ("attempt", _count, "an integer >= 0"),
+    ("token", _count, "an integer >= 0"),
+    ("holder", _text, "a text"),
+    ("expires_at", _instant, "a finite real within 1e15 of 0"),
+)
+
+
+def check_kept(task_id: str, kept: Sequence[Any]) -> None:
+    """Refuse the values a store keeps beside a task's state, which it uses without
+    decoding them: ``failed_seq, priority, version, slot_due`` (the dead letter's order,
+    the claim's, the change feed's, the due instant its slot goes with), then its
+    lease's ``slot, attempt, token, holder, expires_at`` (all NULL: no lease).  A
+    :class:`BadValue` naming each value of the wrong type or out of its range, as for
+    the state (:func:`snapshot_from` asks it): a row edited by hand or written by
+    another tool is its task's alone, refused by itself, so a shared store leaves the
+    task out and runs the others (docs/DECISIONS.md, "A value a store keeps beside a
+    task's state").  One chain of tests while every value is good."""
+    failed_seq, priority, version, slot_due, *lease = kept
+    if (
+        (failed_seq is None or (type(failed_seq) is int and failed_seq >= 0))
+        and type(priority) is int and priority in _PRIORITIES
+        and type(version) is int and version >= 0
+        and (slot_due is None or (type(slot_due) is float and -_FAR <= slot_due <= _FAR))
+        and (not lease or lease[3] is None or all(  # no holder: no lease (NOT NULL)
+            valid(value) for (_, valid, _), value in zip(_LEASE, lease, strict=True)
+        ))
+    ):  # fmt: skip
+        return
+    key = f"id={task_id!r}"
+    found = [
+        said("tasks", key, column, value, expected)
+        for (column, valid, expected), value in zip(_KEPT, kept[:4], strict=True)
+        if not valid(value)
+    ]
+    if lease and lease[3] is not None:
+        found += [
+            said("leases", f"task_id={task_id!r}", column, value, expected)
+            for (column, valid, expected), value in zip(_LEASE, lease, strict=True)
+            if not valid(value)
+        ]
+    raise BadValue(task_id, found)
 
 
 def _misread_state(task_id: str, state: Sequence[Any]) -> list[str]:
@@ -601,10 +697,6 @@ def _misread_state(task_id: str, state: Sequence[Any]) -> list[str]:
         expected = f"an integer from 0 to the run count ({run_count})"
         found.append(said("tasks", key, "failure_count", failure_count, expected))
     return found
-
-
-def _text(value: object) -> bool:
-    return type(value) is str
 
 
 def _worker(value: object) -> bool:  # -1: a slot decided without a run

@@ -319,6 +319,7 @@ class TaskStoreContract:
                 _definition(status.value),
                 status,
                 next_run_at=None if status in ended else T0 + 60,
+                attempt=1 if status is TaskStatus.RETRYING else 0,  # a retry has one behind it
                 running=status is TaskStatus.RUNNING,
             )
             for status in TaskStatus

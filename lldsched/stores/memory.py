@@ -13,6 +13,11 @@ It keeps every record by default; ``retention=n`` keeps the latest *n* of each t
 as :class:`~lldsched.stores.sqlite.SqliteTaskStore`'s ``retention`` does (trimmed in
 batches of a tenth: a task holds up to 10 % more between trims, never returned), so
 a scheduler that runs for months on it holds a bounded store.
+
+It keeps any text a caller's ``save`` gives it; a registration refused a name no
+durable store keeps already, whatever the store
+(:func:`~lldsched.persistence.check_storable`), so a task tried here is not refused on
+the move to SQLite or PostgreSQL.
 """
 
 from __future__ import annotations

@@ -201,8 +201,9 @@ class PostgresCoordination:
                         sql.MOVE_LEASE, {**lease, "slot": snapshot.next_run_at}
                     )
                     held = moved.rowcount == 1
-                if held:
-                    self._write(connection, snapshot)
+                if held:  # the lease proves the row exists: an update, never a
+                    # registration (refused as another node's id by a node not loaded)
+                    self._write(connection, snapshot, unknown=sql.UPSERT)
                     for record in records:
                         self._append(connection, record)
             if release or not held:

@@ -77,8 +77,10 @@ def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     durable stores' rows: an :class:`~lldsched.stores.codec.UnknownStatus` for a status
     this release does not know (whatever ``task``), a
     :class:`~lldsched.stores.codec.BadValue` naming each value out of its range (a
-    negative attempt, a NaN or infinite due instant), before the definition is decoded."""
-    return snapshot_from(row[0], row[1], row[2], row[3:11], task=task)
+    negative attempt, a NaN or infinite due instant; what is kept beside the state, a
+    priority of 7, a NaN ``slot_due``: :func:`~lldsched.stores.codec.check_kept`), before
+    the definition is decoded.  Its lease's values are not read here."""
+    return snapshot_from(row[0], row[1], row[2], row[3:11], task=task, kept=row[11:15])
 
 
 record_of = record_from

@@ -277,9 +277,10 @@ DELETE FROM records WHERE task_id = %(id)s AND seq <= (
 # same rule as SQLite's (sqlite_rows.SLOT).
 _SLOT = "CASE WHEN t.slot_due = t.next_run_at THEN t.slot END"
 
-SNAPSHOT_COLUMNS = (
+SNAPSHOT_COLUMNS = (  # the state, what is kept beside it (codec.check_kept), the version
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
-    f"t.last_error, t.running, t.waited, {_SLOT}, t.version"
+    f"t.last_error, t.running, t.waited, {_SLOT}, t.failed_seq, t.priority, t.version, "
+    "t.slot_due, t.version"
 )
 
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 3 has none kept
@@ -401,7 +402,9 @@ SELECT 0 AS kind, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()):
        NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
        NULL::integer AS attempt, NULL::integer AS run_count, NULL::integer AS failure_count,
        NULL AS last_error, NULL::boolean AS running, NULL::double precision AS waited,
-       NULL::double precision AS slot, NULL::bigint AS version,
+       NULL::double precision AS slot, NULL::bigint AS failed_seq, NULL::integer AS priority,
+       NULL::bigint AS kept_version, NULL::double precision AS slot_due,
+       NULL::bigint AS version,
        NULL::boolean AS leased
 UNION ALL
 SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS}, EXISTS (SELECT 1 FROM leases l
@@ -409,7 +412,7 @@ SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS}, EXISTS (SELECT 1 FROM leases l
   FROM tasks t WHERE t.xid >= %(since)s::text::xid8 AND t.writer <> %(node)s
 UNION ALL
 SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, r.version,
+       NULL, NULL, NULL, NULL, NULL, r.version,
        NULL
   FROM removals r WHERE r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s
    AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id  -- _LIVE_ROW_WINS

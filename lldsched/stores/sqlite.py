@@ -14,10 +14,12 @@ schema is versioned with ``PRAGMA user_version`` and the file marked with
 lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
 corrupted one (``PRAGMA quick_check`` at open) and one whose bookkeeping holds a value
 of another type than the store writes (text SQLite kept in a numeric column: a row
-edited by hand, :meth:`~lldsched.stores.sqlite_schema.FileFormat._check_values`); nothing
-is written to a file that was refused. A task's row holding a value no write of lldsched
-makes (of another type, or out of its range) is refused as it is read, by itself
-(:func:`~lldsched.stores.codec.snapshot_from`). A file of an older schema version is
+edited by hand, :meth:`~lldsched.stores.sqlite_schema.FileFormat._check_values`: every
+table unshared, the counters alone in shared mode); nothing is written to a file that
+was refused. A task's row or its lease holding a value no write of lldsched makes (of
+another type, or out of its range) is refused as it is read, by itself
+(:func:`~lldsched.stores.codec.snapshot_from`, :func:`~lldsched.stores.codec.check_kept`):
+a shared store leaves that task out and runs the others. A file of an older schema version is
 migrated at open, in one transaction (:data:`~lldsched.stores.sqlite_schema.MIGRATIONS`;
 version 1 had no ``result`` column; the format is
 :mod:`lldsched.stores.sqlite_schema`'s). A definition whose callable no longer imports
@@ -104,6 +106,7 @@ from lldsched.stores.sqlite_reads import SqliteReads
 from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
     INSERT_RECORD,
+    LAST_FAILED,
     UPDATE,
     UPSERT,
     failure,
@@ -272,12 +275,10 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             if version is not None:
                 connection.execute(f"PRAGMA synchronous = {synchronous}")
                 if version < SCHEMA_VERSION:  # checks the values before it commits
-                    self._migrate(connection, version)
-                else:
-                    self._check_values(connection)  # only reads: a refused file is untouched
-            (dead_seq,) = connection.execute(
-                "SELECT coalesce(max(failed_seq), 0) FROM tasks"
-            ).fetchone()
+                    self._migrate(connection, version, shared=shared)
+                else:  # only reads: a refused file is untouched
+                    self._check_values(connection, shared=shared)
+            (dead_seq,) = connection.execute(LAST_FAILED).fetchone()
             counts = dict(connection.execute(COUNT_UNFINISHED))
             (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
             self._shared = (  # None: this store shares nothing

@@ -31,8 +31,10 @@ from lldsched.stores.codec import check_take_over, check_written, encode_task
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
+    LAST_FAILED,
     SLOT,
     TASK_COLUMNS,
+    TASKS,
     UPDATE,
     UPSERT,
     begin,
@@ -294,7 +296,9 @@ class CoordinatedMethods:
                     known = self._defined.get(task_id)
                 if unreadable.failed(task_id, definition, exc, known):  # left out here
                     if known is not None:  # had here: gone from here, nothing written
-                        found.append(Change(task_id, version, None, bool(leased)))
+                        # (a version that is no integer, a row set wrong, sorts first)
+                        number = version if type(version) is int else 0
+                        found.append(Change(task_id, number, None, bool(leased)))
                     continue
                 snapshot = snapshot_of(task_id, definition, status, state, task=known)
             else:
@@ -330,7 +334,7 @@ class CoordinatedMethods:
             if shared.unreadable.text(task_id) is None:
                 return None
             with immediate(connection, self._gate):
-                one = f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?"
+                one = f"SELECT {TASK_COLUMNS} FROM {TASKS} WHERE t.id = ?"
                 found = fetch(connection, one, (task_id,))
                 row = found[0] if found else None
                 if row is None:
@@ -596,9 +600,8 @@ class CoordinatedMethods:
         if shared is not None and shared.hold is not None:
             shared.hold.wrote(snapshot.task.id, snapshot)
         version = bump(connection, "change")
-        (dead_seq,) = connection.execute(
-            "SELECT coalesce(max(failed_seq), 0) + 1 FROM tasks"
-        ).fetchone()
+        (last_failed,) = connection.execute(LAST_FAILED).fetchone()
+        dead_seq = last_failed + 1
         task = snapshot.task
         state = (
             status, snapshot.next_run_at, snapshot.attempt, snapshot.run_count,

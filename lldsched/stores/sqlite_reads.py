@@ -26,7 +26,7 @@ from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot, finished, records_asked
 from lldsched.stores.codec import load_each, renamed
-from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, fetch, immediate
+from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, TASKS, fetch, immediate
 from lldsched.stores.sqlite_rows import record_of as _record
 from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
 
@@ -70,7 +70,7 @@ class SqliteReads:
         (:func:`~lldsched.stores.codec.renamed`).
         """
         with self._using("read the tasks") as connection:
-            rows = fetch(connection, f"SELECT {TASK_COLUMNS} FROM tasks ORDER BY position")
+            rows = fetch(connection, f"SELECT {TASK_COLUMNS} FROM {TASKS} ORDER BY t.position")
         unreadable = self._coordinated().unreadable if leave_out else None
         snapshots, kept = load_each(
             rows,
@@ -100,7 +100,9 @@ class SqliteReads:
     def get(self, task_id: str) -> TaskSnapshot | None:
         """The latest snapshot of ``task_id``, or None."""
         with self._using("read task", task_id) as connection:
-            rows = fetch(connection, f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,))
+            rows = fetch(
+                connection, f"SELECT {TASK_COLUMNS} FROM {TASKS} WHERE t.id = ?", (task_id,)
+            )
         if not rows:
             return None
         (row,) = rows

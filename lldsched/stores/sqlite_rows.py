@@ -17,12 +17,16 @@ from lldsched.stores.sqlite_gate import WriteGate
 
 __all__ = [
     "AT_OPEN",
+    "AT_SHARED_OPEN",
     "COLUMNS",
     "COUNT_UNFINISHED",
     "FINISHED",
     "INSERT_RECORD",
+    "KEPT_COLUMNS",
+    "LAST_FAILED",
     "RECORD_COLUMNS",
     "SLOT",
+    "TASKS",
     "TASK_COLUMNS",
     "UPDATE",
     "UPSERT",
@@ -93,9 +97,15 @@ so a row set wrong is refused by itself, the others read (docs/DECISIONS.md, "A 
 holding a value no write of lldsched makes")."""
 
 AT_OPEN = tuple(COLUMNS)
-"""The tables whose every row is checked at open: one row per task or fewer (not
+"""The tables whose every row an unshared open checks: one row per task or fewer (not
 ``records``, which holds up to ``retention`` rows per task, a thousand by default: 20
 million for 20,000 tasks, a scan of seconds)."""
+AT_SHARED_OPEN = ("counters",)
+"""The tables whose every row a shared open checks: the counters, which are no task's
+(every claim and write of every process numbers from them).  A value of a task's row or
+of its lease is that task's alone, refused as the row is read
+(:func:`~lldsched.stores.codec.check_kept`): the shared store leaves the task out and
+runs the others, as for a bad state value (docs/DECISIONS.md)."""
 
 
 def misread(
@@ -146,9 +156,21 @@ INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished
     timed_out, misfire, result, token, name, node)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
-TASK_COLUMNS = (  # a task row as snapshot_of reads it
-    "id, definition, status, next_run_at, attempt, run_count, "
-    f"failure_count, last_error, running, waited, {SLOT.format(t='')}"
+LAST_FAILED = "SELECT coalesce(max(failed_seq), 0) FROM tasks WHERE typeof(failed_seq) = 'integer'"
+"""The dead letter's last place: a ``failed_seq`` that is no integer (a row set wrong
+past the store, refused as it is read) is passed over (``max`` took a text for it, and
+the next place was a text plus one)."""
+KEPT_COLUMNS = (
+    "t.failed_seq, t.priority, t.version, t.slot_due, "
+    "k.slot, k.attempt, k.token, k.holder, k.expires_at"
+)
+"""What the store keeps beside a task's state (and its lease's, ``k``: NULL for none),
+checked as the row is read (:func:`~lldsched.stores.codec.check_kept`), after the state."""
+TASKS = "tasks t LEFT JOIN leases k ON k.task_id = t.id"
+"""The table :data:`TASK_COLUMNS` reads: a task's row and its lease, if any."""
+TASK_COLUMNS = (  # a task row as snapshot_of reads it, FROM TASKS
+    "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, "
+    f"t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t='t.')}, " + KEPT_COLUMNS
 )
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has none kept
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
@@ -261,14 +283,15 @@ def snapshot_of(
     task_id: str, definition: str, status: str, state: list[Any], *, task: Task | None = None
 ) -> TaskSnapshot:
     """The snapshot a row describes (its state: the columns of :data:`TASK_COLUMNS` after
-    the status); ``task``: the definition to give it instead of the row's (one this
+    the status, :data:`KEPT_COLUMNS` last); ``task``: the definition to give it instead
+    of the row's (one this
     process cannot load: :class:`~lldsched.stores.codec.Unreadable`).  Every value is
     checked by :func:`~lldsched.stores.codec.snapshot_from`, the one rule of both
     durable stores' rows: an :class:`~lldsched.stores.codec.UnknownStatus` for a status
     this release does not know (whatever ``task``), a
     :class:`~lldsched.stores.codec.BadValue` naming each value of the wrong type or out
     of its range."""
-    return snapshot_from(task_id, definition, status, state, task=task)
+    return snapshot_from(task_id, definition, status, state[:8], task=task, kept=state[8:])
 
 
 record_of = record_from

@@ -19,7 +19,15 @@ import time
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
-from lldsched.stores.sqlite_rows import AT_OPEN, COLUMNS, failure, immediate, misread, rollback
+from lldsched.stores.sqlite_rows import (
+    AT_OPEN,
+    AT_SHARED_OPEN,
+    COLUMNS,
+    failure,
+    immediate,
+    misread,
+    rollback,
+)
 from lldsched.stores.sqlite_shared import SHARED_SCHEMA
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "FileFormat"]
@@ -154,7 +162,9 @@ class FileFormat:
             )
         return int(version)
 
-    def _check_values(self, connection: sqlite3.Connection, *, most: int = 20) -> None:
+    def _check_values(
+        self, connection: sqlite3.Connection, *, shared: bool = False, most: int = 20
+    ) -> None:
         """Refuse a file holding a value of another type than the store writes in a
         column it uses without decoding it (:data:`~lldsched.stores.sqlite_rows.COLUMNS`,
         the tables of :data:`~lldsched.stores.sqlite_rows.AT_OPEN`: a task's priority,
@@ -164,12 +174,17 @@ class FileFormat:
         use, deep inside, or be misread.  A task's status and state are not scanned here:
         each row is checked as it is read (:func:`~lldsched.stores.codec.snapshot_from`),
         so a bad one is refused by itself and the others load (docs/DECISIONS.md).  A
+        ``shared`` open scans only the counters
+        (:data:`~lldsched.stores.sqlite_rows.AT_SHARED_OPEN`): a task's other columns and
+        its lease are its own, checked as its row is read
+        (:func:`~lldsched.stores.codec.check_kept`), so a bad one leaves that task out,
+        not every process of a cluster stopped.  A
         :class:`StoreError` naming the table, the row, the column and the value of each
-        (of the first ``most`` rows per table); only reads.  At open, in both modes; in a
+        (of the first ``most`` rows per table); only reads.  At open; in a
         migration's transaction, before it commits (the columns it adds are checked too,
         and a refused file is left as it was)."""
         said: list[str] = []
-        for table in AT_OPEN:
+        for table in AT_SHARED_OPEN if shared else AT_OPEN:
             key, kinds = COLUMNS[table]
             wrong = " OR ".join(kind.wrong(column) for column, kind in kinds.items())
             rows = connection.execute(
@@ -188,9 +203,9 @@ class FileFormat:
                 "value right (or delete its row) and open the store again"
             )
 
-    def _migrate(self, connection: sqlite3.Connection, version: int) -> None:
+    def _migrate(self, connection: sqlite3.Connection, version: int, *, shared: bool) -> None:
         """Bring a file of an older schema ``version`` to :data:`SCHEMA_VERSION`, whole or
-        not at all."""
+        not at all (``shared``: the opener's mode, as :meth:`_check_values` takes it)."""
         try:
             with immediate(connection):
                 # Read again under the write lock: another opener may have migrated it.
@@ -198,7 +213,7 @@ class FileFormat:
                 for step in range(version, SCHEMA_VERSION):
                     for statement in MIGRATIONS[step]:
                         connection.execute(statement)
-                self._check_values(connection)  # a refused file is rolled back, untouched
+                self._check_values(connection, shared=shared)  # refused: rolled back
                 connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.Error as exc:
             raise StoreError(

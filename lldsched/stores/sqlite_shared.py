@@ -59,7 +59,7 @@ from lldsched.stores.held import HeldWrites
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
 from lldsched.stores.sqlite_gate import gate_for
-from lldsched.stores.sqlite_rows import FINISHED, SLOT, fetch, immediate
+from lldsched.stores.sqlite_rows import FINISHED, KEPT_COLUMNS, SLOT, TASKS, fetch, immediate
 
 __all__ = ["SharedState", "bump", "count_records", "node_id"]
 
@@ -104,17 +104,18 @@ ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.att
 _ROW = f"""
 SELECT t.id, t.version, t.definition, t.status, t.next_run_at, t.attempt, t.run_count,
     t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t="t.")},
+    {KEPT_COLUMNS},
     EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != ?2
             AND l.expires_at > ?3)"""
-_ROW_OF = f"{_ROW}\nFROM tasks t WHERE t.id = ?1"
+_ROW_OF = f"{_ROW}\nFROM {TASKS} WHERE t.id = ?1"
 # The feed: the rows and the removals past the cursor in one statement, so one snapshot
 # (the last column: 0 a row, 1 a removal).  Read in two statements, a row and then a
 # removal committed between them moved the cursor past the row, which was never given.
 _FEED = f"""{_ROW}, 0
-FROM tasks t WHERE t.version > ?1
+FROM {TASKS} WHERE t.version > ?1
 UNION ALL
 SELECT r.task_id, r.version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-    NULL, 1
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1
 FROM removed r WHERE r.version > ?1
 ORDER BY 2
 """
@@ -327,7 +328,9 @@ class SharedState:
         feed's cursor passed it, or it is the version this process last wrote or read
         (one written after the cursor).  Else another process wrote it since, and the feed
         has yet to give it."""
-        return version <= self.cursor or self.seen.get(task_id) == version
+        return (type(version) is int and version <= self.cursor) or self.seen.get(
+            task_id
+        ) == version  # a version that is no integer (a row set wrong) is not known
 
     def changed(self, connection: sqlite3.Connection) -> bool:
         """True if another connection committed since the last changes() (or a row is
@@ -358,11 +361,14 @@ class SharedState:
             self.seen[row[0]] = row[1]
         for _, task_id in gone:
             self.seen.pop(task_id, None)
-        versions = [row[1] for row in rows] + [version for version, _ in removed]
+        # A version that is no integer (a row set wrong past the store: its read refuses
+        # it, codec.check_kept) moves nothing.
+        versions = [row[1] for row in rows if type(row[1]) is int]
+        versions += [version for version, _ in removed]
         if versions:
             self.cursor = max(self.cursor, *versions)
         for row in (*rows, *fresh):  # past the cursor now: a finished row is forgotten
-            if row[3] in FINISHED and not row[9] and row[1] <= self.cursor:
+            if row[3] in FINISHED and not row[9] and type(row[1]) is int and row[1] <= self.cursor:
                 self.seen.pop(row[0], None)
                 self.settled.pop(row[0], None)
         behind = self.horizons.read(self.cursor)  # lldsched.stores.removals: when to trim

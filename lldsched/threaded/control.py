@@ -475,12 +475,17 @@ class ControlVerbs(SchedulerParts):
             return self._core.orphans()
 
     def pending(self) -> list[ScheduledTask]:
-        """Tasks waiting in the heap, in the order they will run."""
+        """Tasks waiting in the heap, in the order they will run (an entry the timer has
+        handed to the workers or the event loop is not here until it runs).  After
+        :meth:`shutdown`, every task left due, handed out or not: what a drain did not run
+        is queued again as it was, as in a ``Simulation`` (docs/DECISIONS.md, "What a
+        simulation's metrics read after its shutdown")."""
         with self._lock:
             return self._queue.pending()
 
     def queue_stats(self) -> QueueStats:
-        """How many entries the heap holds, and how many are tombstones."""
+        """How many entries the heap holds, and how many are tombstones (after
+        :meth:`shutdown`, those left due included, as :meth:`pending` says)."""
         with self._lock:
             return self._queue.stats()
 

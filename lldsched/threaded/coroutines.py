@@ -17,7 +17,8 @@ its own: what one run sets, no other run sees.
 their own: at most ``limit`` run at once (``Scheduler(max_coroutines=...)``,
 default 1000).  The others wait here in the order they were handed over, and a
 loop task's attempt *begins* only when it gets a slot, so its lateness shows
-the wait, and cancel or pause while it waits simply drops it (a tombstone).  They
+the wait, and cancel or pause while it waits simply drops it (a tombstone; a worker's
+awaitable cut while it waits leaves the line then and is recorded at once, never begun).  They
 begin and start :data:`START_BATCH` at a time, each go behind the last one's first
 steps (the collector's share: see there).  An entry whose task was replaced
 meanwhile (``replace_existing=True``) by a plain function or a process-isolated one is
@@ -27,7 +28,12 @@ with runs.
 
 **Timeouts are enforced** here, unlike on threads: a coroutine still running at
 its task's timeout is cancelled (``Task.cancel``), recorded ``timed_out`` with a
-``TimeoutError`` text, and its task goes down the retry path.  **Cancelling or
+``TimeoutError`` text, and its task goes down the retry path.  That deadline counts
+real seconds on the loop's clock (``call_at``), not the scheduler's injected clock,
+as a process-isolated run's kill does: a deadline that stops a run bounds what it
+really spends, which a ``FakeClock`` does not measure and a wall clock's jump would
+move; its record's instants are the scheduler's clock's (docs/DECISIONS.md, "A
+deadline that stops a run counts real seconds").  **Cancelling or
 pausing** a task cancels its running coroutine the same way; the attempt is
 recorded failed (``CancelledError: task cancelled`` / ``task paused``) and,
 like any failure, retried (after ``resume``) while attempts remain.  A run the
@@ -128,6 +134,7 @@ class CoroutineRunner(LoopShutdown):
         now: Callable[[], float],
         clock_raised: Callable[[Run, Exception], tuple[float, str]],
         begin_raised: Callable[[Entry, BaseException], None],
+        put_back: Callable[[list[Entry]], None],
         limit: int = 1000,
         name: str = "lldsched-loop",
     ) -> None:
@@ -156,6 +163,9 @@ class CoroutineRunner(LoopShutdown):
         # ``begin`` raised for an entry (rare): the scheduler unsticks its task, and the
         # entry is settled here as a tombstone is.
         self._begin_raised = begin_raised
+        # Entries a shutdown dropped unbegun from the line: queued again as they were, in
+        # the scheduler's heap (TaskQueue.put_back), what is left due all there.
+        self._put_back = put_back
         # Guarded by the scheduler's lock: the loop and its thread (created at the
         # first hand-over), what waits for a slot (loop tasks' entries and handed-off
         # flights, in arrival order), begun flights by task id, the active count and
@@ -277,7 +287,24 @@ class CoroutineRunner(LoopShutdown):
             context.cancel(reason)
         if flight.future is not None and self._loop is not None:
             self._loop.call_soon_threadsafe(self._cancel, flight)
+        elif not flight.active and self._loop is not None:
+            # A worker's awaitable waiting for a slot: it leaves the line now and ends
+            # never begun at the verb's instant (it waited for a slot to be recorded: a
+            # pause's record, and its retry, came whenever a run ended and freed one).
+            try:
+                self._loop.call_soon_threadsafe(self._never_begun, flight)
+            except RuntimeError:  # the loop is closed: its shutdown recorded the flight
+                return
+            self._waiting.remove(flight)
         # no task yet: the first step of the task _start_waiting makes sees the reason
+
+    def _never_begun(self, flight: Flight) -> None:
+        """On the loop: ``flight``, cancelled while it waited for a slot (taken out of the
+        line under the lock), is over, never begun, as :meth:`_drive` ends one cancelled
+        before its first step."""
+        close_unrun(flight.awaitable)
+        flight.outcome = NEVER_BEGUN
+        self._over(flight)
 
     def retime(self, run: Run) -> bool:
         """A modify or a replace changed the timeout of ``run``'s task (caller holds the

@@ -75,6 +75,7 @@ class LoopShutdown:
     _settled: threading.Event
     _now: Callable[[], float]
     _said: Callable[[], None]
+    _put_back: Callable[[list[Entry]], None]  # entries dropped unbegun: queued again
 
     if TYPE_CHECKING:
 
@@ -179,7 +180,8 @@ class LoopShutdown:
 
     def drop_waiting(self) -> None:
         """Forget the loop tasks' entries that wait for a slot: they were never begun,
-        so their tasks stay SCHEDULED with their due times (caller holds the lock;
+        so their tasks stay SCHEDULED with their due times, and the scheduler's queue
+        holds them again (``put_back``: ``TaskQueue.put_back``) (caller holds the lock;
         shutdown without a drain)."""
         unbegun = [item for item in self._waiting if not isinstance(item, Flight)]
         if unbegun:
@@ -187,5 +189,6 @@ class LoopShutdown:
                 item for item in self._waiting if isinstance(item, Flight)
             )
             self._release(len(unbegun))
+            self._put_back(unbegun)
             if self._over_all():
                 self._settled.set()

@@ -22,10 +22,16 @@ answer:
   and a plain Python child dies on SIGTERM without running anything anyway), and so
   does every process its job started that is still in its process group (each child
   leads one: :func:`~lldsched.threaded.processlife.kill_group`); the run is reported
-  timed out, its error saying it was killed.  A modify or a replace that changes the
-  task's timeout during the run re-arms that deadline from the child's start
+  timed out, its error the budget's wording every runtime's record uses
+  (:func:`~lldsched.core.runs.timeout_error`), then that its worker process was
+  killed (:func:`~lldsched.core.isolation.killed_at_deadline`; the simulation cuts
+  such a run at its deadline alike).  A modify or a replace that changes the task's
+  timeout during the run re-arms that deadline from the child's start
   (:meth:`ProcessPool.retime`; docs/DECISIONS.md, "A run in flight is held to its
-  task's timeout now");
+  task's timeout now"), an answer the child began to write included.  The deadline
+  counts real seconds (``time.monotonic``), not the caller's clock: it bounds what a
+  real process spends (docs/DECISIONS.md, "A deadline that stops a run counts real
+  seconds");
 * **a crash** (the child exits, ``os._exit(3)``, or dies of a signal) is a failed
   run whose error names the exit code or the signal;
 * **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
@@ -84,15 +90,16 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from multiprocessing.connection import wait
 from typing import Any, NamedTuple
 
+from lldsched.core.isolation import killed_at_deadline, worker_killed
 from lldsched.core.runs import rearmed
 from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.logs import WORKERS, Repeats, say_with_traceback
@@ -152,14 +159,32 @@ class ProcessOutcome(NamedTuple):
 
 class _Budget:
     """The timeout a busy child's run is held to, and the pipe that wakes its worker's
-    wait when :meth:`ProcessPool.retime` changes it (``timeout`` under the pool's lock)."""
+    wait when :meth:`ProcessPool.retime` changes it (``timeout`` under the pool's lock):
+    the :class:`~lldsched.threaded.processwire.Bound` the worker reads the child's answer
+    within.  Its deadline is :func:`~lldsched.core.runs.rearmed`'s, counted on the pool's
+    ``monotonic`` clock from ``begun`` (the child's start); ``armed`` is the timeout the
+    last look at it found."""
 
-    __slots__ = ("timeout", "waking", "woken")
+    __slots__ = ("armed", "begun", "clock", "lock", "timeout", "waking", "woken")
 
-    def __init__(self, timeout: float | None) -> None:
-        self.timeout = timeout
+    def __init__(
+        self, timeout: float | None, lock: threading.Lock, clock: Callable[[], float]
+    ) -> None:
+        self.timeout = self.armed = timeout
+        self.lock = lock
+        self.clock = clock
+        self.begun: float | None = None  # set once the child started the call
         self.woken, self.waking = os.pipe()
         os.set_blocking(self.waking, False)  # a full pipe is awake enough
+
+    def left(self) -> float:
+        """Seconds left to the run's deadline now (``inf``: none; 0: passed)."""
+        with self.lock:  # the timeout is retime's to change
+            timeout = self.armed = self.timeout
+        now = self.clock()
+        begun = now if self.begun is None else self.begun
+        deadline = rearmed(begun, timeout, now)
+        return math.inf if deadline is None else deadline - now
 
     def wake(self) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -173,11 +198,21 @@ class _Budget:
 class ProcessPool:
     """Child processes that run one call at a time each; see the module docstring.
 
-    ``now`` is the caller's clock (the instants of :class:`ProcessOutcome`).
+    ``now`` is the caller's clock (the instants of :class:`ProcessOutcome`);
+    ``monotonic`` the one the deadlines count on: real seconds, whatever ``now`` is
+    (docs/DECISIONS.md, "A deadline that stops a run counts real seconds"; a test
+    passes its own, and wakes the waits it moved past, to kill without waiting).
     """
 
-    def __init__(self, *, now: Callable[[], float], repeats: Repeats | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        now: Callable[[], float],
+        repeats: Repeats | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._now = now
+        self._monotonic = monotonic
         # A system refusing processes for an hour is said once a window, not once a
         # lost child (lldsched/logs.py; its own lock: several workers may replace).
         self._repeats = repeats if repeats is not None else Repeats()
@@ -222,7 +257,7 @@ class ProcessPool:
         except SchedulerStateError:  # closed: a shutdown came between its begin and a child
             return None
         with self._lock:  # retime finds it from now on; stopped's caller saw any before
-            self._budgets[child] = _Budget(timeout)
+            self._budgets[child] = _Budget(timeout, self._lock, self._monotonic)
         try:
             if stopped is not None:
                 error = stopped()
@@ -243,20 +278,22 @@ class ProcessPool:
         budget = self._budgets[child]  # set and dropped by this run's own thread only
         try:
             connection.send_bytes(message)
-            answer = receive(connection, timeout=None)  # {"started": true}, or an answer
+            answer = receive(connection)  # {"started": true}, or an answer
             if answer is not None and "started" in answer:
                 started = self._now()
-                answer, timeout = self._answer(child, budget)
+                budget.begun = self._monotonic()
+                answer = receive(connection, budget)  # None: its deadline passed first
                 if answer is None and child.killed is None:  # the deadline passed
-                    assert timeout is not None  # no deadline: _answer waits for an answer
+                    timeout = budget.armed
+                    assert timeout is not None  # no deadline: receive waits for an answer
                     pid = child.process.pid
                     kill_group(child.process)  # SIGKILL, at once
                     self._lose(child)
+                    finished = self._now()
                     return ProcessOutcome(
                         started=started,
-                        finished=self._now(),
-                        error=f"TimeoutError: killed (SIGKILL) at its {timeout:g} s budget "
-                        f"(worker process {pid})",
+                        finished=finished,
+                        error=killed_at_deadline(finished - started, timeout, pid),
                         result=None,
                         timed_out=True,
                     )
@@ -300,35 +337,12 @@ class ProcessPool:
             timed_out=False,
         )
 
-    def _answer(self, child: Child, budget: _Budget) -> tuple[dict[str, Any] | None, float | None]:
-        """The child's answer to the call it said it started, or None once the run's
-        deadline passed first (or its pipe closed: EOFError), with the budget that
-        deadline was armed with.  The deadline is :func:`~lldsched.core.runs.rearmed`'s,
-        from the child's start, with the task's timeout as :meth:`retime` last set it:
-        a retime wakes this wait and it waits again for the new deadline.  A frame the
-        child began to write is read to the deadline in force when it began."""
-        begun = time.monotonic()
-        connection = child.connection
-        woken = budget.woken
-        while True:
-            with self._lock:  # the budget's timeout is retime's to change
-                timeout = budget.timeout
-            now = time.monotonic()
-            deadline = rearmed(begun, timeout, now)
-            left = None if deadline is None else deadline - now
-            ready = wait([connection, woken], left)
-            if connection in ready:
-                return receive(connection, timeout=left), timeout
-            if woken in ready:  # retimed: drain the wake, wait for the new deadline
-                os.read(woken, 4096)
-            elif deadline is not None and time.monotonic() >= deadline:
-                return None, timeout
-
     def retime(self, task_id: str, timeout: float | None) -> None:
         """The timeout of ``task_id`` changed while a run of it may be in flight (a
         modify or a replace: docs/DECISIONS.md, "A run in flight is held to its task's
         timeout now"): each child busy with one is held to ``timeout`` from its start,
-        killed at once if that deadline passed (:meth:`_answer` waits again)."""
+        killed at once if that deadline passed (the wait for its answer, a frame begun
+        included, wakes and waits again for the new deadline: :class:`_Budget`)."""
         with self._lock:
             for child in self._busy:
                 budget = self._budgets.get(child)
@@ -459,7 +473,7 @@ class ProcessPool:
         if not closed:
             self._replace()
         if killed is not None:
-            return f"CancelledError: {killed} (its worker process {process.pid} was killed)"
+            return f"CancelledError: {killed} {worker_killed(process.pid)}"
         return death(process)
 
     def _replace(self) -> None:

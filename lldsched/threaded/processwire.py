@@ -6,7 +6,8 @@ the parent's call, the child's ``{"started": true}`` and its answer (see
 :mod:`lldsched.threaded.processes`, which owns the protocol's meaning).  This module
 owns how they travel: :class:`Pipe`, one reading and one writing descriptor as a single
 ``Connection``; :func:`receive`, the parent's read of the next message within a
-timeout that bounds the whole message, not its first byte, refusing one longer than
+:class:`Bound` that holds the whole message, not its first byte (and is asked again
+when it changes: a frame begun is read to the deadline in force now), refusing one longer than
 :data:`ANSWER_LIMIT` or one that is not a JSON object (:class:`Garbled`).  No lock:
 each pipe has one reader and one writer at a time (the worker thread that holds the
 child, and the child).
@@ -15,14 +16,14 @@ child, and the child).
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import struct
-import time
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["ANSWER_LIMIT", "Garbled", "Pipe", "receive"]
+__all__ = ["ANSWER_LIMIT", "Bound", "Garbled", "Pipe", "receive"]
 
 # The longest message a child may send, in bytes.  Its answers are bounded far below:
 # a result is 200 characters, an error 2,000, a traceback 20,000 (at most 12 bytes each
@@ -34,20 +35,32 @@ class Garbled(Exception):
     """The child sent what no child of the pool sends (its action wrote on the pipe)."""
 
 
-def receive(connection: Connection, *, timeout: float | None) -> dict[str, Any] | None:
-    """The child's next message, or None once ``timeout`` seconds passed before the whole
-    of it came (EOFError at the child's death); :class:`Garbled` for a message longer
-    than :data:`ANSWER_LIMIT` or one that is not a JSON object.  The frame is the one
-    :meth:`Connection.send_bytes` writes: a 4-byte signed big-endian length (-1 for one
-    above 2 GiB), then the bytes."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    header = _read(connection.fileno(), 4, deadline=deadline)
+class Bound(Protocol):
+    """How long :func:`receive` may wait, asked again each time ``woken`` is readable
+    (the pool's budget of a run: a retime changes it, then writes on ``woken``)."""
+
+    woken: int  # a descriptor that becomes readable when left() may answer otherwise
+
+    def left(self) -> float:
+        """Seconds left to wait (``inf``: no bound; at most 0: the deadline passed)."""
+        ...
+
+
+def receive(connection: Connection, bound: Bound | None = None) -> dict[str, Any] | None:
+    """The child's next message, or None once ``bound`` says its time is up before the
+    whole of it came (None: no bound; EOFError at the child's death); :class:`Garbled`
+    for a message longer than :data:`ANSWER_LIMIT` or one that is not a JSON object.
+    The bound is asked again whenever its ``woken`` descriptor is readable (drained
+    here), so the deadline in force holds the whole message, a frame already begun
+    included.  The frame is the one :meth:`Connection.send_bytes` writes: a 4-byte
+    signed big-endian length (-1 for one above 2 GiB), then the bytes."""
+    header = _read(connection.fileno(), 4, bound)
     if header is None:
         return None
     (size,) = struct.unpack("!i", header)
     if not 0 <= size <= ANSWER_LIMIT:
         raise Garbled(f"sent a message longer than {ANSWER_LIMIT} bytes")
-    data = _read(connection.fileno(), size, deadline=deadline)
+    data = _read(connection.fileno(), size, bound)
     if data is None:
         return None
     try:
@@ -59,18 +72,26 @@ def receive(connection: Connection, *, timeout: float | None) -> dict[str, Any] 
     return answer
 
 
-def _read(fd: int, size: int, *, deadline: float | None) -> bytes | None:
-    """Exactly ``size`` bytes from ``fd``, or None once the monotonic ``deadline`` passed
-    first (``None``: no bound); EOFError at end-of-file.  ``poll``, not ``select``: a
-    service may hold more than 1,024 descriptors."""
+def _read(fd: int, size: int, bound: Bound | None) -> bytes | None:
+    """Exactly ``size`` bytes from ``fd``, or None once ``bound`` says the time is up
+    first; EOFError at end-of-file.  ``poll``, not ``select``: a service may hold more
+    than 1,024 descriptors."""
     waiting = select.poll()
     waiting.register(fd, select.POLLIN)
+    woken = -1 if bound is None else bound.woken
+    if woken >= 0:
+        waiting.register(woken, select.POLLIN)
     data = bytearray()
     while len(data) < size:
-        if deadline is not None:
-            left = max(0.0, deadline - time.monotonic())
-            if not waiting.poll(left * 1000.0):
-                return None
+        if bound is not None:
+            left = bound.left()
+            ready = waiting.poll(None if left == math.inf else max(0.0, left) * 1000.0)
+            if any(ready_fd == woken for ready_fd, _ in ready):
+                os.read(woken, 4096)  # told: ask the bound again
+            if not any(ready_fd == fd for ready_fd, _ in ready):
+                if not ready and left <= 0:
+                    return None
+                continue
         chunk = os.read(fd, size - len(data))
         if not chunk:
             raise EOFError

@@ -92,7 +92,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
     ``None``: exactly until the next due instant), which is how it notices a
     wall-clock jump or a suspend;
     ``name`` tells this scheduler's threads from another's in a thread dump: they are
-    named ``lldsched-<name>-timer``, ``-worker-0`` ... ``-worker-N``, ``-events``,
+    named ``lldsched-<name>-timer``, ``-worker-0`` ... ``-worker-<workers - 1>``, ``-events``,
     ``-loop`` and ``-loop-to-thread_N``, ``-lease-watch`` and ``-lease-keeper`` (a shared
     store's), ``-flush`` and ``-shutdown`` (:meth:`aclose`'s), and a shutdown's
     ``-release``, ``-rewrite``, ``-loop-closer`` and ``-loop-executor-join``
@@ -268,6 +268,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             now=self._clock.now,
             clock_raised=self._clock_failure,
             begin_raised=self._loop_begin_raised,
+            put_back=self._queue.put_back,
             limit=max_coroutines,
             name=f"{self._thread_prefix}loop",
         )

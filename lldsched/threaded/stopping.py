@@ -157,7 +157,7 @@ class Stopping(SchedulerParts):
             finished = drain and started and self._drain(instant, deadline, kill_at)
             if not finished:  # drop=False, or out of time: what waits for the loop is dropped
                 with deadline.holding(self._lock) as held:
-                    if held:
+                    if held:  # (queued again as they were: what is left due is in the heap)
                         self._coroutines.drop_waiting()
                 self._processes.kill_all(KILLED)
             # What the workers had not taken is dropped (no drain) and settled, in the
@@ -273,7 +273,10 @@ class Stopping(SchedulerParts):
         )
 
     def _settle_dropped(self, dropped: list[Entry]) -> None:
-        """The pool dropped ``dropped`` unrun at shutdown (caller holds the lock)."""
+        """The pool dropped ``dropped`` unrun at shutdown (caller holds the lock): queued
+        again as they were, so what is left due is all in the heap, as the simulation's
+        is (``pending()``, ``queue_stats()``, ``metrics()``)."""
+        self._queue.put_back(dropped)
         self._settle(len(dropped))
 
     def _flush_store(self, deadline: Deadline) -> bool:

@@ -48,8 +48,11 @@ __all__ = [
     "check_frame",
     "check_lateness",
     "check_spans",
+    "column_labels",
+    "fitting_freq",
     "instants",
     "lane_label",
+    "mapped_lanes",
     "mean_busy",
     "missing_nodes",
     "node_label",
@@ -226,7 +229,9 @@ def utilisation(frame: pd.DataFrame, workers: Workers, freq: str = "1h") -> pd.D
     ``{"web-1:4121:a1b2c3": 8, "web-2:977:d4e5f6": 2}``.  The columns are then the
     ``(node, worker)`` lanes of the mapping, in its nodes' order (sorted, ``None``
     last), whatever the runs: a node the mapping names without runs is idle (zeros),
-    and a run of a node it leaves out is refused, naming the node.  The records cannot
+    and a run of a node it leaves out is refused, naming the node (and each key that is
+    no node of the runs, with the ids it may mean: a key is the whole id, which
+    ``frame["node"].unique()`` lists, not a chart's short ``host:pid``).  The records cannot
     say how many workers a process had (an idle worker writes nothing), so the sizes
     are the caller's: each process's ``Scheduler(workers=)``, or its ``metrics().workers``.
     """
@@ -361,13 +366,10 @@ def _lane_runs(
     worker = runs["worker"].to_numpy(dtype=np.int64)
     if isinstance(lanes, dict):
         pools = lanes
-        unknown = [node for node in _present_nodes(runs) if node not in pools]
+        present = _present_nodes(runs)
+        unknown = [node for node in present if node not in pools]
         if unknown:
-            raise ValidationError(
-                f"runs of nodes {unknown} are not among workers' nodes {list(pools)}: map "
-                "each node the frame names (its node column; None for runs that name none) "
-                "to its workers"
-            )
+            raise ValidationError(_unmapped(unknown, pools, present))
     else:
         pools = dict.fromkeys(run_nodes(runs), lanes)
         if not pools:  # one process or none: a lane per worker
@@ -385,6 +387,26 @@ def _lane_runs(
             lane[mine] = offset + _pool_lanes(worker[mine], pool, workers, node)
         offset += len(pool)
     return start, finish, lane, names
+
+
+def _unmapped(unknown: list[str | None], pools: _Pools, present: list[str | None]) -> str:
+    """The refusal of runs of nodes (``unknown``) that ``workers``' mapping (``pools``)
+    leaves out: it names them, each key that is no node of the runs (``present``) with
+    the nodes it may have meant (a node it is part of: ``"web-1:4121"``, the chart's
+    short label, of ``"web-1:4121:a1b2c3"``), and every node a key may be."""
+    said = []
+    for key in (key for key in pools if key not in present):
+        near = [node for node in unknown if node is not None and key is not None and key in node]
+        said.append(
+            f"key {key!r} is no node of these runs"
+            + (f" ({' or '.join(map(repr, near))} would match)" if near else "")
+        )
+    keys = f" ({'; '.join(said)})" if said else ""
+    return (
+        f"runs of nodes {unknown} are not among workers' nodes {list(pools)}{keys}: map each "
+        f"node the frame names to its workers, by its whole holder id (the frame's node "
+        f"column, a store's store.node; None for runs that name none): {present}"
+    )
 
 
 def _pool_lanes(
@@ -532,6 +554,32 @@ def worker_lanes(runs: pd.DataFrame, nodes: list[str | None]) -> tuple[np.ndarra
     return np.searchsorted(keys, key), labels
 
 
+def mapped_lanes(runs: pd.DataFrame, workers: Workers) -> tuple[np.ndarray, list[str]]:
+    """Each run's lane and each lane's label, as :func:`worker_lanes` gives them, for
+    the lanes ``workers`` names: :func:`utilisation`'s columns, by its rules (a count
+    or indexes for every process, or a mapping of each node to its own), so a worker
+    that ran nothing has its lane, and a run on a worker or of a node that ``workers``
+    leaves out is refused, naming it."""
+    _, _, lane, names = _lane_runs(runs, workers, _lanes_of(workers))
+    return lane, column_labels(names)
+
+
+def column_labels(columns: Sequence[Any]) -> list[str]:
+    """The label of each of :func:`utilisation`'s columns: of a worker index
+    ``"worker 0"``, of a ``(node, worker)`` pair ``"host:pid · worker 0"``
+    (:func:`lane_label`, the nodes by :func:`node_labels`; pandas keeps a missing node,
+    None, as NaN in a column index)."""
+    if not len(columns) or not isinstance(columns[0], tuple):
+        return [lane_label(None, int(worker)) for worker in columns]
+    named = [None if pd.isna(node) else str(node) for node, _ in columns]
+    nodes = list(dict.fromkeys(named))
+    texts = dict(zip(nodes, node_labels(nodes), strict=True))
+    return [
+        lane_label(texts[node], int(worker))
+        for node, (_, worker) in zip(named, columns, strict=True)
+    ]
+
+
 def lane_label(node: str | None, worker: int) -> str:
     """A worker's lane: ``"worker 0"``, or of a node's worker (``node``, the node's
     label: :func:`node_labels`) ``"host:pid · worker 0"``."""
@@ -560,16 +608,22 @@ def node_labels(nodes: Sequence[str | None]) -> list[str]:
 def _intervals(start: np.ndarray, finish: np.ndarray, step: int, freq: str) -> tuple[int, int]:
     """The first interval's start (a multiple of ``step`` since the epoch) and how many
     intervals cover the runs, at most :data:`MOST_INTERVALS`."""
-    origin = int(start.min()) // step * step
-    first_bin = (start - origin) // step
-    last_bin = np.maximum(first_bin, (finish - origin - 1) // step)
-    bins = int(last_bin.max()) + 1
+    origin, bins = _covering(start, finish, step)
     if bins > MOST_INTERVALS:
         raise ValidationError(
             f"freq={freq!r} cuts these runs into more than {MOST_INTERVALS:,} intervals "
             f"({bins:,}); give a longer freq"
         )
     return origin, bins
+
+
+def _covering(start: np.ndarray, finish: np.ndarray, step: int) -> tuple[int, int]:
+    """The first interval's start (a multiple of ``step`` since the epoch) and how many
+    intervals of ``step`` cover the runs (at least one), however many that is."""
+    origin = int(start.min()) // step * step
+    first_bin = (start - origin) // step
+    last_bin = np.maximum(first_bin, (finish - origin - 1) // step)
+    return origin, int(last_bin.max()) + 1
 
 
 MOST_INTERVALS = 10_000_000
@@ -613,6 +667,61 @@ def _workers(workers: object, name: str = "workers") -> list[int]:
     except TypeError:
         pass
     raise ValidationError(f"{name} must be a count or a list of worker indexes, got {workers!r}")
+
+
+def fitting_freq(frame: pd.DataFrame, freq: str, most: int) -> tuple[str, int]:
+    """The interval to show ``frame``'s runs in at most ``most`` intervals, and how many
+    intervals of ``freq`` :func:`utilisation` would cut them into (0 for no run).
+
+    ``freq`` itself where its intervals number at most ``most``; else the shortest
+    round length (:data:`_ROUND_LENGTHS`: ``"10min"``, ``"6h"``, ``"1D"``, then whole
+    days) that is a whole number of ``freq``'s intervals and needs at most ``most``,
+    as a ``freq`` (``"6h"``), or, where no round length is a multiple of ``freq``
+    (``"7min"``), the shortest such multiple.  Each of its intervals is then a whole
+    number of ``freq``'s (both start at multiples since the epoch), so its busy
+    fraction is the mean of theirs.  Counted from the first start and the last
+    start and finish, in no array of intervals: a year of minutes (525,600) is not
+    built to be merged."""
+    step = _step(freq)
+    start, finish = check_spans(ran(frame))
+    if not len(start):
+        return freq, 0
+    ends = np.array([start.min(), start.max()]), np.array([finish.max(), finish.max()])
+    bins = _covering(*ends, step)[1]
+    if bins <= most:
+        return freq, bins
+    wanted = step * -(-bins // most)  # no shorter interval can do
+    unit = _DAY if _DAY % step == 0 else step
+    longer = itertools.chain(
+        (length for length in _ROUND_LENGTHS if length % step == 0 and length >= wanted),
+        (unit * n for n in itertools.count(max(-(-wanted // unit), 1))),
+    )
+    length = next(length for length in longer if _covering(*ends, length)[1] <= most)
+    return _freq_text(length), bins
+
+
+_DAY = 86_400_000_000  # microseconds
+_ROUND_LENGTHS = tuple(
+    n * unit
+    for unit, counts in (
+        (1_000, (1, 2, 5, 10, 20, 50, 100, 200, 500)),  # ms
+        (1_000_000, (1, 2, 5, 10, 15, 20, 30)),  # s
+        (60_000_000, (1, 2, 5, 10, 15, 20, 30)),  # min
+        (3_600_000_000, (1, 2, 3, 4, 6, 8, 12)),  # h
+        (_DAY, (1,)),
+    )
+    for n in counts
+)
+"""The round lengths (microseconds) :func:`fitting_freq` merges intervals into, up to a
+day: past a day, whole days (a week would start on a Thursday, as the epoch did)."""
+_UNITS = ((_DAY, "D"), (3_600_000_000, "h"), (60_000_000, "min"), (1_000_000, "s"),
+          (1_000, "ms"), (1, "us"))  # fmt: skip
+
+
+def _freq_text(length: int) -> str:
+    """A length in microseconds as a ``freq`` in its largest whole unit (``"6h"``)."""
+    size, unit = next((size, unit) for size, unit in _UNITS if length % size == 0)
+    return f"{length // size}{unit}"
 
 
 def _step(freq: str) -> int:

@@ -31,7 +31,10 @@ from __future__ import annotations
 import ctypes
 import inspect
 import math
+import numbers
+import os
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,11 +42,14 @@ from functools import partial
 from types import TracebackType
 from typing import Any, NamedTuple
 
+import lldsched
+
 __all__ = [
     "ANSWER_LIMIT",
     "ExerciseClock",
     "Result",
     "WatchedCondition",
+    "as_number",
     "call_answer",
     "check_answer",
     "check_task_queue",
@@ -86,7 +92,7 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
                 _within(check, limit)
         except AssertionError as failure:
             results.append(Result(description, False, str(failure)))
-        except Exception as error:  # the learner's code raised: report it, carry on
+        except (Exception, SystemExit) as error:  # the learner's code raised: report it
             results.append(Result(description, False, f"raised {type(error).__name__}: {error}"))
         else:
             results.append(Result(description, True))
@@ -103,6 +109,9 @@ class _Stopped(Exception):
     """Raised inside a check's thread that outran its limit, to end its loop."""
 
 
+# By check thread: the watch of the call to the answer it is in, if any.
+_WATCHING: dict[threading.Thread, _Watch] = {}
+
 # By check thread: the call to the answer it is in ("" between calls) and the
 # time.monotonic() that call began at (or the last one ended at).  The thread writes its
 # own entry, _within reads it; each entry is one tuple replaced whole, so no lock.  By
@@ -114,17 +123,99 @@ def call_answer(
     call: str, answer: Callable[..., Any], *args: Any, passes: tuple[type[Exception], ...] = ()
 ) -> Any:
     """``answer(*args)``, where ``call`` (how it reads: ``next_slot(0, 60, 5, 'skip')``)
-    names it in the failure when it raises (any exception but those in ``passes``) or never
-    returns."""
-    _CALLING[threading.current_thread()] = (call, time.monotonic())
+    names it in the failure when it raises (any exception but those in ``passes``), never
+    returns, sleeps, or asks lldsched or this checker for its answer (see :class:`_Watch`)."""
+    watch = _Watch()
+    previous = sys.getprofile()
+    thread = threading.current_thread()
+    _WATCHING[thread] = watch
+    _CALLING[thread] = (call, time.monotonic())
     try:
-        return answer(*args)
+        try:
+            sys.setprofile(watch)
+            got = answer(*args)
+        finally:
+            sys.setprofile(previous)
+            _CALLING[thread] = ("", time.monotonic())
+            _WATCHING.pop(thread, None)
     except passes:
+        watch.refuse(call)
         raise
-    except Exception as error:  # the learner's code raised: name the input
+    except (Exception, SystemExit) as error:  # the learner's code raised: name the input
+        watch.refuse(call)  # (sys.exit() too: it would end the whole check, or the kernel)
         raise AssertionError(f"{call} raised {type(error).__name__}: {error}") from None
-    finally:
-        _CALLING[threading.current_thread()] = ("", time.monotonic())
+    watch.refuse(call)
+    return got
+
+
+def as_number(value: object) -> int | float | None:
+    """``value`` as a plain ``int`` or ``float`` when it is a real number (a ``Fraction``,
+    a numpy scalar, a subclass of ``float``), else None.  The checks compare the plain
+    number: a subclass's own ``__eq__`` or ``__sub__`` cannot answer for it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+
+_LIBRARY = os.path.dirname(os.path.abspath(lldsched.__file__)) + os.sep
+_CHECKER = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_REFERENCE_ANSWERS = os.path.join(_CHECKER, "solutions") + os.sep
+
+
+SLEEPS = (
+    "the exercise computes an instant and waits for nothing (the scheduler's timer does "
+    "the waiting, until the instant you return)"
+)
+
+
+class _Watch:
+    """A profile function (``sys.setprofile``) for one call to the answer: it keeps the
+    module of the first function of lldsched or of the checker that the answer called
+    (``asked``), and whether it called ``time.sleep`` (``sleeping``: in it now, ``slept``:
+    ever).  Each pure exercise is checked against lldsched (``FixedRate.next_run``,
+    ``RetryPolicy``, its cron parser, its ``Scheduler``), so an answer that asks them
+    agrees with every check and shows nothing of what the learner knows.  The reference
+    answers (``%load``-ed, or imported from ``exercises.solutions``) are the learner's to
+    use.  A sleep makes a right value slow, never right: a retry that "waits its backoff"
+    passed every check it had time for."""
+
+    def __init__(self) -> None:
+        self.asked: str | None = None
+        self.sleeping = self.slept = False
+        self._whose: dict[str, str | None] = {}  # by code file: "lldsched's own", ... or None
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        if arg is time.sleep:
+            self.sleeping = event == "c_call"
+            self.slept = True
+            return
+        if event != "call" or self.asked is not None:
+            return
+        code = frame.f_code
+        whose = self._whose.get(code.co_filename, "")
+        if whose == "":
+            path = os.path.abspath(code.co_filename)
+            whose = (
+                "lldsched's own"
+                if path.startswith(_LIBRARY)
+                else "the checker's own"
+                if path.startswith(_CHECKER) and not path.startswith(_REFERENCE_ANSWERS)
+                else None
+            )
+            self._whose[code.co_filename] = whose
+        if whose is not None:  # the module, not the function: it may be a wrapper's
+            self.asked = f"into {frame.f_globals.get('__name__', code.co_filename)}, {whose} code"
+
+    def refuse(self, call: str) -> None:
+        """Fail the check when the answer slept, or asked lldsched or the checker."""
+        if self.slept:
+            raise AssertionError(f"{call} called time.sleep: {SLEEPS}")
+        if self.asked is not None:
+            raise AssertionError(
+                f"{call} called {self.asked}: the check compares your answer with "
+                "lldsched's own, so an answer that asks lldsched (or the checker) agrees "
+                "with it and shows nothing; write the rule yourself, in plain Python"
+            )
 
 
 def _within(check: Callable[[], None], limit: float) -> None:
@@ -160,10 +251,15 @@ def _within(check: Callable[[], None], limit: float) -> None:
                 ctypes.c_ulong(thread.ident), ctypes.py_object(_Stopped)
             )
         where = f"{stuck} " if stuck else ""
+        watch = _WATCHING.get(thread)
         raise AssertionError(
-            f"{where}did not return within {limit:g} s: a loop that never ends (a `while` "
-            "whose condition never changes, a step that does not move) or a wait with no "
-            "timeout"
+            f"{where}did not return within {limit:g} s: "
+            + (
+                f"it is asleep in time.sleep; {SLEEPS}"
+                if watch is not None and watch.sleeping
+                else "a loop that never ends (a `while` whose condition never changes, a "
+                "step that does not move) or a wait with no timeout"
+            )
         )
     if raised:
         raise raised[0]
@@ -278,11 +374,18 @@ class WatchedCondition:
     the timeout of each wait.
 
     ``waiting`` is how many threads are inside ``wait`` right now; ``inner`` is the
-    real Condition, for the checker's own spurious wake-ups.
+    real Condition, for the checker's own spurious wake-ups.  A queue with more than one
+    Condition (one lock, a Condition for each thing a consumer waits for, as lldsched's
+    own runtime has) gets one of these for each: :meth:`watch_also` makes the others,
+    which count into this one (``tally``), and a spurious wake-up wakes them all.
     """
 
     def __init__(self, inner: threading.Condition) -> None:
         self.inner = inner
+        self.tally = self  # where the counts go: self, or the first Condition's watcher
+        self.conditions = [inner]  # every Condition watched into this tally
+        self.here = 0  # threads waiting on this very Condition (the tally's ``waiting``: all)
+        self.strays = 0  # notifies of a Condition no thread waited on, while one waited on another
         self.waits = 0
         self.notifies = 0
         self.notify_alls = 0
@@ -291,9 +394,16 @@ class WatchedCondition:
         self.changed = threading.Condition()  # notified when ``waiting`` grows
         self.reaching: threading.Event | None = None  # set when a thread reaches for the lock
 
+    def watch_also(self, inner: threading.Condition) -> WatchedCondition:
+        """A watcher of another Condition of the same queue, counting into this one."""
+        also = WatchedCondition(inner)
+        also.tally = self
+        self.conditions.append(inner)
+        return also
+
     def __enter__(self) -> bool:
-        if self.reaching is not None:
-            self.reaching.set()
+        if self.tally.reaching is not None:
+            self.tally.reaching.set()
         return self.inner.__enter__()
 
     def __exit__(
@@ -305,24 +415,27 @@ class WatchedCondition:
         self.inner.__exit__(exc_type, exc, traceback)
 
     def acquire(self, *args: Any, **kwargs: Any) -> bool:
-        if self.reaching is not None:
-            self.reaching.set()
+        if self.tally.reaching is not None:
+            self.tally.reaching.set()
         return self.inner.acquire(*args, **kwargs)
 
     def release(self) -> None:
         self.inner.release()
 
     def wait(self, timeout: float | None = None) -> bool:
-        self.waits += 1
-        self.timeouts.append(timeout)
-        with self.changed:
-            self.waiting += 1
-            self.changed.notify_all()
+        tally = self.tally
+        tally.waits += 1
+        tally.timeouts.append(timeout)
+        with tally.changed:
+            tally.waiting += 1
+            self.here += 1
+            tally.changed.notify_all()
         try:
             return self.inner.wait(timeout)
         finally:
-            with self.changed:
-                self.waiting -= 1
+            with tally.changed:
+                tally.waiting -= 1
+                self.here -= 1
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
         result = predicate()
@@ -335,12 +448,20 @@ class WatchedCondition:
             result = predicate()
         return result
 
+    def _stray(self) -> None:
+        """Count a notify that reaches nobody while a thread waits on another Condition."""
+        with self.tally.changed:
+            if not self.here and self.tally.waiting:
+                self.tally.strays += 1
+
     def notify(self, n: int = 1) -> None:
-        self.notifies += 1
+        self.tally.notifies += 1
+        self._stray()
         self.inner.notify(n)
 
     def notify_all(self) -> None:
-        self.notify_alls += 1
+        self.tally.notify_alls += 1
+        self._stray()
         self.inner.notify_all()
 
     def parked(self, count: int, timeout: float = 1.0) -> bool:
@@ -349,21 +470,23 @@ class WatchedCondition:
         with self.changed:
             ok = self.changed.wait_for(lambda: self.waiting >= count, timeout)
         if ok:
-            with self.inner:
-                pass
+            for condition in self.conditions:
+                with condition:
+                    pass
         return ok
 
     def spurious_wake_up(self) -> None:
         """Wake every waiter although nothing changed (if the lock can be had within
         :data:`HELD` seconds: a waiter that never releases it is told so)."""
-        if not self.inner.acquire(timeout=HELD):
-            raise AssertionError(
-                f"the checker could not take the lock in {HELD:g} s: {HOLDS_THE_LOCK}"
-            )
-        try:
-            self.inner.notify_all()
-        finally:
-            self.inner.release()
+        for condition in self.conditions:
+            if not condition.acquire(timeout=HELD):
+                raise AssertionError(
+                    f"the checker could not take the lock in {HELD:g} s: {HOLDS_THE_LOCK}"
+                )
+            try:
+                condition.notify_all()
+            finally:
+                condition.release()
 
 
 RETURNED_NONE = (
@@ -393,7 +516,7 @@ class Consumers:
         for _ in range(takes):
             try:
                 task = target.pop_due()
-            except Exception as error:
+            except (Exception, SystemExit) as error:  # a thread ends silently on SystemExit
                 self.got.put(("error", f"{type(error).__name__}: {error}", clock.peek()))
                 return
             self.got.put(("task", task, clock.peek()))
@@ -470,13 +593,18 @@ def _build(make_queue: Callable[[Any], Any], clock: ExerciseClock) -> Any:
 
 
 def _rig(make_queue: Callable[[Any], Any]) -> Rig:
+    """A fresh queue, every Condition it keeps watched (the first one's watcher counts for
+    them all)."""
     clock = ExerciseClock()
     target = _build(make_queue, clock)
+    watched: WatchedCondition | None = None
     for name, value in _attributes(target).items():
         if isinstance(value, threading.Condition):
-            watched = WatchedCondition(value)
-            setattr(target, name, watched)
-            return Rig(target, clock, watched)
+            watcher = WatchedCondition(value) if watched is None else watched.watch_also(value)
+            setattr(target, name, watcher)
+            watched = watched or watcher
+    if watched is not None:
+        return Rig(target, clock, watched)
     raise AssertionError(
         "found no threading.Condition on the queue: keep one in an attribute (self._cond) "
         "and wait on it"
@@ -590,6 +718,10 @@ NEVER_WAITS = (
     "pop_due never waited on the queue's condition: a time.sleep cannot be woken by a "
     "push, and a wait on anything else (an Event of its own) is not the exercise's and "
     "cannot be watched here; wait on the condition, with timeout = due - now"
+)
+STRAY_NOTIFY = (
+    "your push notified a Condition no consumer was waiting on (pop_due waits for the "
+    "head on another one): notify the Condition the waiter waits on"
 )
 _STALE_TIMEOUT = (
     "the waiter woke and went back to the timeout it computed from the old head: "
@@ -965,8 +1097,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             park(rig, consumers)
             due = rig.clock.peek() + 0.2
             before = rig.cond.notifies + rig.cond.notify_alls
+            strays = rig.cond.strays
             bounded(lambda: rig.queue.push("soon", due), "push('soon')")
-            notified = rig.cond.notifies + rig.cond.notify_alls > before
+            notifies = rig.cond.notifies + rig.cond.notify_alls - before
+            notified = notifies > 0
+            stray = notified and rig.cond.strays - strays == notifies
             _expect(
                 consumers,
                 "soon",
@@ -976,7 +1111,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                     "a timer waiting toward 'nightly', 12 h off, slept through a new head "
                     "due in 0.2 s; "
                     + (
-                        _late_wait(rig, consumers, 0.2) or _STALE_TIMEOUT
+                        STRAY_NOTIFY
+                        if stray
+                        else _late_wait(rig, consumers, 0.2) or _STALE_TIMEOUT
                         if notified
                         else "your push did not notify: it must notify whenever its entry "
                         "becomes the head, due yet or not"
@@ -997,11 +1134,13 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             # what the two pushes do: not the fill's push into the empty queue before
             # them, nor the release's after them
             notifies, notify_alls = -rig.cond.notifies, -rig.cond.notify_alls
+            strays = -rig.cond.strays
             bounded(lambda: rig.queue.push("first", due), "push('first')")
             # same instant, later arrival: not a new head
             bounded(lambda: rig.queue.push("second", due), "push('second')")
             notifies += rig.cond.notifies
             notify_alls += rig.cond.notify_alls
+            strays += rig.cond.strays
             for _ in range(2):
                 item = consumers.next(due + LATE - rig.clock.peek())
                 if item is not None:
@@ -1010,7 +1149,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             waited = _late_wait(rig, consumers, 0.1) if late else None
         finally:
             _release(rig, consumers)
-        if notifies:
+        if notifies + notify_alls and strays == notifies + notify_alls:
+            hint = STRAY_NOTIFY
+        elif notifies:
             hint = "notify() wakes one, use notify_all() (your push called notify())"
         elif not notify_alls:
             hint = (
@@ -1279,6 +1420,14 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             _release(rig, consumers)
         assert got == HEAP_SIZE, (
             f"pushed {HEAP_SIZE} tasks, all due already, and only {got} came back"
+        )
+        # Any structure that orders the shuffled due instants compares them: none compared
+        # means the queue keeps copies (float(due)), and its cost cannot be seen.
+        assert counter.count, (
+            f"{HEAP_SIZE} tasks came out in order, and your queue never compared the due "
+            "instants pushed: it keeps copies of them (float(due) in push?), so this check "
+            "cannot count what your push and pop cost; store due as it is given (it is a "
+            "number already)"
         )
         budget = COMPARISONS_PER_ENTRY * HEAP_SIZE
         assert counter.count <= budget, (

@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Callable
 
-from exercises.checks import Check, call_answer, check_answer
+from exercises.checks import Check, as_number, call_answer, check_answer
 from lldsched import RetryPolicy
 
 __all__ = ["check_retry_at", "reference_retry_at", "retry_at_checks"]
@@ -133,7 +133,6 @@ def _verdict(
     multiplier: float = 2.0,
     cap: float = 60.0,
 ) -> None:
-    expected = reference_retry_at(attempt, finished, max_attempts, initial, multiplier, cap)
     policy = f"{max_attempts}, {initial:g}, {multiplier:g}, {cap:g}"
     call = f"retry_at({attempt}, {finished:g}, {policy})"
     try:
@@ -153,8 +152,16 @@ def _verdict(
             f"{call} raised OverflowError ({error}): {multiplier:g} ** {attempt - 1} does not "
             "fit in a float; stop growing the wait once it reaches the cap"
         ) from None
-    if got is not None and (isinstance(got, bool) or not isinstance(got, int | float)):
-        raise AssertionError(f"{call} returned {got!r}: return a due instant (a number) or None")
+    if got is not None:
+        number = as_number(got)  # a plain number, whatever arithmetic the answer's has
+        if number is None:
+            raise AssertionError(
+                f"{call} returned {got!r}: return a due instant (a number) or None"
+            )
+        got = number
+    # The expectation exists only once the answer has returned: no frame of the checker
+    # holds it for the answer to read.
+    expected = reference_retry_at(attempt, finished, max_attempts, initial, multiplier, cap)
     if got is None and expected is None:
         return
     if got is not None and expected is not None and abs(got - expected) < 1e-6:
@@ -162,10 +169,9 @@ def _verdict(
     if got is None or expected is None or not _counted_from_now(got, finished, expected):
         args = (attempt, finished, max_attempts, initial, multiplier, cap)
         again = call_answer(call, retry_at, *args)
-        if again != got:  # a random part: told so, not taken for a wrong rule
-            shown = (
-                _shown(again) if again is None or isinstance(again, int | float) else repr(again)
-            )
+        number = as_number(again)
+        if (again if number is None else number) != got:  # a random part: told so
+            shown = _shown(number) if again is None or number is not None else repr(again)
             raise AssertionError(
                 f"{call} returned {_shown(got)}, then {shown}: one failure has one retry "
                 "instant; leave the jitter out (a random part of the wait: "

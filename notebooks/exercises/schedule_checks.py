@@ -12,7 +12,7 @@ import random
 import re
 from collections.abc import Callable, Iterable
 
-from exercises.checks import Check, call_answer, check_answer
+from exercises.checks import Check, as_number, call_answer, check_answer
 from lldsched import ExecutionRecord, FixedRate, OverrunPolicy, ScheduleError
 from lldsched.schedules.cron.parse import parse
 
@@ -51,11 +51,14 @@ def _verdict(
     finished: float,
     policy: str,
 ) -> None:
-    expected = reference_next_slot(slot, period, finished, policy)
     call = f"next_slot({slot:g}, {period:g}, {finished:g}, {policy!r})"
-    got = call_answer(call, next_slot, slot, period, finished, policy)
-    if isinstance(got, bool) or not isinstance(got, int | float):
-        raise AssertionError(f"{call} returned {got!r}: return the next due instant, a number")
+    returned = call_answer(call, next_slot, slot, period, finished, policy)
+    got = as_number(returned)  # a plain number, whatever arithmetic the answer's has
+    if got is None:
+        raise AssertionError(f"{call} returned {returned!r}: return the next due instant, a number")
+    # The expectation exists only once the answer has returned: no frame of the checker
+    # holds it for the answer to read.
+    expected = reference_next_slot(slot, period, finished, policy)
     if abs(got - expected) < 1e-9:
         return
     why = _mistake(slot, period, finished, policy, got, expected)
@@ -143,17 +146,18 @@ def reference_field(text: str, low: int, high: int) -> set[int] | None:
 def _compare(
     parse_field: Callable[[str, int, int], set[int]], text: str, low: int, high: int
 ) -> None:
-    expected = reference_field(text, low, high)
     where = f"{text!r} in {low}-{high}"
     call = f"parse_field({text!r}, {low}, {high})"
     try:
         got = _values(call, call_answer(call, parse_field, text, low, high, passes=(ValueError,)))
     except ValueError as error:
-        if expected is None:
+        refused = reference_field(text, low, high)  # asked once the answer has returned
+        if refused is None:
             return
         raise AssertionError(
-            f"{where} raised ValueError ({error}), but cron accepts it: {sorted(expected)}"
+            f"{where} raised ValueError ({error}), but cron accepts it: {sorted(refused)}"
         ) from None
+    expected = reference_field(text, low, high)
     if expected is None:
         # What int() reads and cron does not: a sign, spaces, an underscore between digits,
         # and another script's digits (which str.isdigit() passes too).

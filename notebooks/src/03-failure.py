@@ -295,7 +295,7 @@ with Scheduler(workers=1) as scheduler:
     scheduler.wait_drained(timeout=10)
 (run,) = sleeper.history
 print(f"timed out: {run.timed_out}; its child was killed after {run.duration:.2f} s")
-print("error:", run.error.split(" (worker")[0])
+print("error:", run.error.split(" (its worker")[0])  # then "(its worker process N was killed)"
 freed = waiting.history[0].started - run.finished
 print(f"the waiting task started {freed * 1000:.0f} ms after the kill, not 30 s later")
 

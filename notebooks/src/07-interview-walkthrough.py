@@ -21,7 +21,8 @@
 # Each slot opens with a **prompt card**: what to say, what to draw, what to write. Four
 # exercises sit where an interviewer asks for them (the timer queue in 14-24, the overrun
 # and retry rules in 24-34, what a resume runs in 34-38); each is checked by running real
-# tests against your code.
+# tests against your code. Write each in plain Python: the checks compare your answer with
+# lldsched's own code, so an answer that calls it (`FixedRate`, `RetryPolicy`) is refused.
 # Running all cells never shows an answer: each exercise has a commented `%load` line
 # that brings the reference answer into its cell when *you* ask for it.
 #
@@ -253,7 +254,8 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 #   longer a heap;
 # - the cost: a sort or a scan where the heap belongs, and a cancel that takes its entry
 #   out of the heap instead of leaving a tombstone (it counts how often your queue
-#   compares due times and task names).
+#   compares the due times and task names it was given: keep them as given, not
+#   `float(due)`).
 #
 # *Where lldsched differs:* its entries also carry the priority, `(due, priority,
 # sequence, task_id)`; the sequence doubles as the task's generation; the timer waits

@@ -33,7 +33,8 @@ grey, :data:`OTHER_TASKS`.
   :class:`~lldsched.cluster.ClusterResult` rather than a frame.
 * :func:`mark_wait` annotates one run's wait on a Gantt chart.
 * :func:`lateness_over_time`, :func:`lateness_distribution` (per task) and
-  :func:`utilisation_plot` (busy fraction per worker per interval).
+  :func:`utilisation_plot` (busy fraction per worker per interval; past
+  :data:`MAX_COLUMNS` intervals, in longer ones that fit, as its axis says).
 
 Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC),
 their ticks evenly apart in real time across a change of summer time (a wall time two
@@ -59,10 +60,16 @@ from lldsched.views.plots._base import (
 from lldsched.views.plots.cluster import cluster_timeline, fencing_comparison
 from lldsched.views.plots.gantt import gantt, mark_wait
 from lldsched.views.plots.overrun import overrun_comparison
-from lldsched.views.plots.timing import lateness_distribution, lateness_over_time, utilisation_plot
+from lldsched.views.plots.timing import (
+    MAX_COLUMNS,
+    lateness_distribution,
+    lateness_over_time,
+    utilisation_plot,
+)
 
 __all__ = [
     "DETAIL_RUNS",
+    "MAX_COLUMNS",
     "MAX_LANES",
     "MAX_LEGEND_TASKS",
     "MIN_LANE_INCHES",

@@ -41,8 +41,10 @@ from lldsched.views.plots._base import (
 from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _failures, _mark_handles
 from lldsched.views.summaries import (
+    Workers,
     check_spans,
     lane_label,
+    mapped_lanes,
     missing_nodes,
     node_label,
     run_nodes,
@@ -63,6 +65,7 @@ def gantt(
     span: tuple[float | datetime, float | datetime] | None = None,
     depends_on: Mapping[str, Sequence[str]] | None = None,
     max_lanes: int | None = MAX_LANES,
+    workers: Workers | None = None,
 ) -> Figure:
     """Worker occupancy: a lane per worker (``by="worker"``) or per task (``by="task"``),
     a bar per run from start to finish, one colour per task (with a legend), failed
@@ -114,22 +117,42 @@ def gantt(
     task's ``Overlap.ALLOW`` runs, by task) get a row each, ``+1``, ``+2`` under the
     lane's label, at most :data:`MAX_ROWS_AT_ONCE`, and the key says how many ran at
     once; ``max_lanes`` then bounds the rows (fewer of the busiest lanes are drawn).
+
+    ``workers`` (by worker only) names the lanes, as :func:`utilisation` takes it and
+    by its rules (:func:`~lldsched.views.summaries.mapped_lanes`): a count or worker
+    indexes every process has, or a mapping from each node (its whole holder id, the
+    frame's ``node`` value; ``None`` for runs that name none) to its own, so a worker
+    that ran nothing has an empty lane; a run on a worker, or of a node, it leaves out
+    is refused, naming it.  Without it, the lanes are the workers that ran something.
+    Past ``max_lanes``, empty lanes are the least busy, left out first.
     """
     if by not in ("worker", "task"):
         raise ValidationError(f'by must be "worker" or "task", got {by!r}')
     if max_lanes is not None:
         checks.whole(max_lanes, name="max_lanes", at_least=1)
+    if workers is not None and by != "worker":
+        raise ValidationError(
+            f'workers names the lanes of a chart by worker (by="worker"); by={by!r} has a '
+            f"lane per task, got workers={workers!r}"
+        )
     everything = ran(frame)  # a slot a misfire policy decided ran on no worker; checks frame
     waits = frame[frame["outcome"] == "blocked"]
     check_spans(everything)  # a run with no start or finish, or backwards, has no bar
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
     nodes = run_nodes(everything)  # of every run: the lanes drawn may be one node's
     # each run's lane by worker (of its node), a code from 0; the lanes' labels
-    every_lane = worker_lanes(everything, nodes) if by == "worker" else None
-    frame, note = _busiest_lanes(everything, by, fit, every_lane)
+    every_lane = (
+        None if by != "worker"
+        else worker_lanes(everything, nodes) if workers is None
+        else mapped_lanes(everything, workers)
+    )  # fmt: skip
+    chosen, kept, note = _busiest_lanes(everything, by, fit, every_lane)
+    frame = everything if chosen.all() else everything[chosen]
     codes, labels, palette, named = _tasks(frame, _seconds(frame["duration"]))
-    if every_lane is not None:
-        base, base_labels = every_lane if frame is everything else worker_lanes(frame, nodes)
+    if every_lane is not None:  # the lanes kept, in their order, numbered from 0
+        shown_lanes = np.sort(kept.to_numpy(dtype=np.int64))
+        base = np.searchsorted(shown_lanes, every_lane[0][chosen])
+        base_labels = [every_lane[1][code] for code in shown_lanes.tolist()]
     else:
         base, base_labels = codes, labels
     lane, lane_labels, first_rows, crowded = _rows_at_once(frame, base, base_labels)
@@ -166,7 +189,8 @@ def gantt(
         ax.set_xlim(*shown)
     ax.set_yticks(range(lanes), lane_labels)
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
-    ax.set_ylabel(("node · worker" if nodes else "worker") if by == "worker" else "task")
+    paired = nodes or isinstance(workers, Mapping)  # lanes of (node, worker)
+    ax.set_ylabel(("node · worker" if paired else "worker") if by == "worker" else "task")
     ax.grid(axis="x", color="0.9", zorder=0)
     ax.set_axisbelow(True)
     _time_axis(ax, tz, blank=not len(frame) and shown is None)
@@ -360,12 +384,15 @@ def _fitting(ax: Axes, max_lanes: int) -> int:
 
 def _busiest_lanes(
     frame: pd.DataFrame, by: str, max_lanes: int | None, by_worker: tuple[Any, Any] | None
-) -> tuple[pd.DataFrame, str]:
-    """The runs of the busiest lanes (the most run time) whose rows (a lane of runs at
-    once has several: :func:`_rows_at_once`) number at most ``max_lanes`` (every lane
-    for ``None``; at least the busiest one), and the note that says how many lanes were
-    left out ("" if none were).  By worker, ``by_worker`` is :func:`worker_lanes` of
-    ``frame``: each run's lane, of its node's worker."""
+) -> tuple[np.ndarray[Any, Any], pd.Index, str]:
+    """Which runs to draw (a mask of ``frame``'s rows): those of the busiest lanes (the
+    most run time) whose rows (a lane of runs at once has several: :func:`_rows_at_once`)
+    number at most ``max_lanes`` (every lane for ``None``; at least the busiest one); the
+    lanes kept; and the note that says how many lanes were left out ("" if none were).
+    By worker, ``by_worker`` is each run's lane and every lane's label
+    (:func:`worker_lanes` or :func:`mapped_lanes` of ``frame``), and the lanes kept are
+    their codes: a lane without runs (a worker ``workers=`` names that ran nothing) is
+    among the least busy."""
     key = (
         pd.Series(by_worker[0], index=frame.index) if by_worker is not None
         else frame["task_id"]
@@ -373,25 +400,27 @@ def _busiest_lanes(
     busy = pd.Series(_seconds(frame["duration"]), index=frame.index).groupby(
         key.to_numpy(), sort=False
     ).sum()  # fmt: skip
+    if by_worker is not None:  # the lanes without runs, after the others
+        idle = np.setdiff1d(np.arange(len(by_worker[1])), busy.index.to_numpy())
+        busy = busy.reindex([*busy.index, *idle.tolist()], fill_value=0.0)
+    everything = np.ones(len(frame), dtype=bool)
     if max_lanes is None or len(busy) * MAX_ROWS_AT_ONCE <= max_lanes:
-        return frame, ""  # every lane, and every row of runs at once, fits
+        return everything, busy.index, ""  # every lane, and every row of runs at once, fits
     # A stable sort: of lanes equally busy, the first to appear stays.
     kept = busy.index[np.argsort(-busy.to_numpy(), kind="stable")[:max_lanes]]
-    every = len(busy) <= max_lanes
-    chosen = np.ones(len(frame), dtype=bool) if every else key.isin(kept).to_numpy()
-    candidates = frame[chosen]
+    chosen = everything if len(busy) <= max_lanes else key.isin(kept).to_numpy()
     codes, keys = pd.factorize(key[chosen])
-    _, most = _at_once(candidates, codes, len(keys))
-    rows = pd.Series(np.minimum(most, MAX_ROWS_AT_ONCE), index=keys)
+    _, most = _at_once(frame[chosen], codes, len(keys))
+    rows = pd.Series(np.minimum(most, MAX_ROWS_AT_ONCE), index=keys).reindex(kept, fill_value=1)
     if rows.sum() > max_lanes:  # runs at once: fewer lanes, so that their rows fit
-        fits = rows[kept].cumsum().to_numpy() <= max_lanes
+        fits = rows.cumsum().to_numpy() <= max_lanes
         kept = kept[: max(int(fits.sum()), 1)]
-        candidates = frame[key.isin(kept)]
+        chosen = key.isin(kept).to_numpy()
     if len(kept) == len(busy):
-        return frame, ""
+        return everything, busy.index, ""
     what = "workers" if by == "worker" else "tasks"
     note = f"{len(kept)} busiest of {len(busy):,} {what} drawn; {len(busy) - len(kept):,} left out"
-    return candidates, note
+    return chosen, kept, note
 
 
 def _row_of(ax: Axes, labels: Sequence[str], lane: int, start: float) -> int:

@@ -8,6 +8,7 @@ from datetime import tzinfo
 import numpy as np
 import pandas as pd
 
+from lldsched import checks
 from lldsched.views.frames import mean_busy, utilisation
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
@@ -30,10 +31,10 @@ from lldsched.views.plots._base import (
     ran,
     task_mark,
 )
-from lldsched.views.summaries import Workers, check_lateness, lane_label, node_labels
+from lldsched.views.summaries import Workers, check_lateness, column_labels, fitting_freq
 from lldsched.views.tables import seconds_text
 
-__all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
+__all__ = ["MAX_COLUMNS", "lateness_distribution", "lateness_over_time", "utilisation_plot"]
 
 
 def lateness_over_time(
@@ -186,12 +187,22 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     return figure
 
 
+MAX_COLUMNS = 900
+"""The most intervals :func:`utilisation_plot` draws as columns: about the heat map's
+width in pixels at its default size and 100 dpi (904).  matplotlib's mesh is not
+antialiased, so a pixel over several columns shows the one drawn last, not their mean:
+a lane busy a fifth of a year of minutes drew as speckles, each pixel all busy or all
+idle, and the 525,600 columns took seconds and hundreds of megabytes to draw."""
+
+
 def utilisation_plot(
     frame: pd.DataFrame,
     workers: Workers,
     freq: str = "1h",
     ax: Axes | None = None,
     tz: str | tzinfo = "UTC",
+    *,
+    max_columns: int | None = MAX_COLUMNS,
 ) -> Figure:
     """Each worker's busy fraction per ``freq`` interval as a heat map (a lane per
     worker), with a colour bar; the title gives the mean busy fraction over all workers
@@ -206,13 +217,22 @@ def utilisation_plot(
     columns them), labelled ``"host:pid · worker 0"``; processes of different sizes take
     ``workers`` as a mapping from each node to its own workers (:func:`utilisation`), so
     a small process has no rows of workers it never had and the mean counts only the
-    workers there were."""
-    table = utilisation(frame, workers, freq)
+    workers there were.
+
+    Runs over more than ``max_columns`` intervals of ``freq`` (default
+    :data:`MAX_COLUMNS`; ``None``: every interval, however many) are shown in longer
+    ones, the shortest round length that fits (``"1min"`` over a year: ``"12h"``,
+    :func:`~lldsched.views.summaries.fitting_freq`), each the mean of the ``freq``
+    intervals it holds; the title names the length drawn and the time axis's label
+    says why.  ``utilisation(frame, workers, <that length>)`` is the table drawn."""
+    most_columns = checks.whole_or_none(max_columns, name="max_columns", at_least=1)
+    shown, asked = (freq, 0) if most_columns is None else fitting_freq(frame, freq, most_columns)
+    table = utilisation(frame, workers, shown)
     lanes = len(table.columns)
     tall = _lanes_height(min(lanes, MAX_LANES), each=0.4)
     figure, ax = _axes(ax, (11.0, 1.8 + tall))
     if len(table):
-        step = (table.index[1] - table.index[0]) if len(table) > 1 else pd.Timedelta(freq)
+        step = (table.index[1] - table.index[0]) if len(table) > 1 else pd.Timedelta(shown)
         edges = table.index.append(pd.DatetimeIndex([table.index[-1] + step]))
         x = _dates(pd.Series(edges))
         # A lane of runs at once (the event loop's) passes 1.0: the scale goes up to its
@@ -222,29 +242,22 @@ def utilisation_plot(
                              vmin=0.0, vmax=most, cmap="viridis")  # fmt: skip
         label = "busy fraction" if most == 1.0 else "busy fraction\n(above 1: runs at once)"
         figure.colorbar(mesh, ax=ax, label=label, pad=0.01)
-        mean = mean_busy(frame, workers, freq)  # a lane of runs at once is busy once
-        title = f"Worker utilisation per {freq}: mean {mean:.0%}"
+        mean = mean_busy(frame, workers, shown)  # a lane of runs at once is busy once
+        title = f"Worker utilisation per {shown}: mean {mean:.0%}"
     else:
         _empty(ax, "runs")
-        title = f"Worker utilisation per {freq}"
+        title = f"Worker utilisation per {shown}"
     every = -(-lanes // MAX_LANES)  # a label every k rows: at most MAX_LANES labels
     labelled = range(0, lanes, every)
-    ax.set_yticks(labelled, [_lane_labels(table.columns)[i] for i in labelled])
+    ax.set_yticks(labelled, [column_labels(list(table.columns))[i] for i in labelled])
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
     ax.set_ylabel("node · worker" if isinstance(table.columns, pd.MultiIndex) else "worker")
     _time_axis(ax, tz, blank=not len(table))
+    if shown != freq:  # merged: the axis says from what, and why (a line under the
+        # zone's: on one, the label ran into the date at the axis's right end)
+        ax.set_xlabel(
+            f"{ax.get_xlabel()}\nin intervals of {shown}: freq={freq!r} would be "
+            f"{asked:,} columns, more than max_columns={most_columns:,}"
+        )
     _title(ax, title)
     return figure
-
-
-def _lane_labels(columns: pd.Index) -> list[str]:
-    """The label of each of :func:`utilisation`'s columns: ``"worker 0"``, or of a
-    ``(node, worker)`` column ``"host:pid · worker 0"``."""
-    if not isinstance(columns, pd.MultiIndex):
-        return [lane_label(None, int(w)) for w in columns]
-    # pandas keeps a run's missing node (None) as NaN in the index
-    named = [None if pd.isna(node) else str(node) for node in columns.get_level_values("node")]
-    nodes = list(dict.fromkeys(named))
-    texts = dict(zip(nodes, node_labels(nodes), strict=True))
-    workers = columns.get_level_values("worker")
-    return [lane_label(texts[node], int(w)) for node, w in zip(named, workers, strict=True)]
