@@ -27,7 +27,9 @@ def main() -> None:
     options = parser.parse_args()
     store = open_store(StoreSpec.from_json(options.spec), lease=options.lease, poll=options.poll)
     cluster_jobs.store.append(store)  # what a run that stops its process holds (stop=)
-    scheduler = Scheduler(workers=options.workers, store=store).start()
+    scheduler = Scheduler(workers=options.workers, store=store)
+    cluster_jobs.scheduler.append(scheduler)  # what a run's verb on its own task calls
+    scheduler.start()
     print("ready", store.node, flush=True)
     sys.stdin.read()  # until the parent closes it
     scheduler.shutdown(drain=False, timeout=30)

@@ -15,8 +15,10 @@ import os
 import queue
 import signal
 import threading
+from collections.abc import Callable
 from typing import IO
 
+from lldsched import FixedRate, Priority, Scheduler
 from lldsched.core.context import RunContext
 from lldsched.persistence import CoordinatedStore
 
@@ -24,6 +26,8 @@ _lock = threading.Lock()  # guards _log: workers of one child append whole lines
 _log: list[IO[str]] = []  # the open log file, opened at the first run
 store: list[CoordinatedStore] = []
 """The store of the child scheduler this process runs (:mod:`tests.cluster_child` puts it)."""
+scheduler: list[Scheduler] = []
+"""The child scheduler this process runs (:mod:`tests.cluster_child` puts it)."""
 
 
 def _write(line: str) -> None:
@@ -140,3 +144,61 @@ def held_then_broken(ctx: RunContext) -> None:
     """:func:`held_until_released`, then raise: a run that fails once it is let go."""
     held_until_released(ctx)
     raise RuntimeError("broken once released")
+
+
+VERBS = {
+    "pause": lambda s, task_id: s.pause(task_id),
+    "resume": lambda s, task_id: (s.pause(task_id), s.resume(task_id))[1],
+    "cancel": lambda s, task_id: s.cancel(task_id),
+    "modify": lambda s, task_id: s.modify(task_id, priority=Priority.HIGH),
+    "reschedule": lambda s, task_id: s.reschedule(task_id, FixedRate(7200)),
+    "run_now": lambda s, task_id: s.run_now(task_id),
+    "remove": lambda s, task_id: s.remove(task_id),
+}
+"""The verbs :func:`verb_then_hang` calls on its own task, by name (a ``resume`` pauses
+first, so that it has something to resume)."""
+
+
+def verb_then_hang(ctx: RunContext, verb: str, marker: str, inside: bool) -> None:
+    """The first run anywhere (``marker`` does not exist yet) calls ``verb`` on its own
+    task, through this child's scheduler, then hangs until its process is killed: with
+    ``inside``, in the middle of the verb, at its first write of the task (the row held
+    for the verb, nothing committed); else once the verb returned (its write committed,
+    the run not settled).  Either way it creates ``marker`` (holding the verb's answer,
+    or ``"inside"``) just before it hangs.  Any later run logs itself and returns."""
+    _write(json.dumps({"task": ctx.task_id, "slot": ctx.due, "attempt": ctx.attempt,
+                       "token": ctx.fencing_token, "pid": os.getpid()}))  # fmt: skip
+    if os.path.exists(marker):
+        return
+    if inside:
+        _hang_at_first_write(ctx.task_id, marker)
+    answer = VERBS[verb](scheduler[0], ctx.task_id)
+    _hang(marker, repr(answer))
+
+
+def _hang(marker: str, text: str) -> None:
+    """Create ``marker`` with ``text``, then wait until this process is killed."""
+    with open(marker + ".tmp", "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(marker + ".tmp", marker)  # whole, once there
+    threading.Event().wait()
+
+
+def _hang_at_first_write(task_id: str, marker: str) -> None:
+    """Hang this thread at its first ``save`` or ``delete`` of ``task_id`` through the
+    store (a verb's, inside its hold of the row)."""
+    shared = store[0]
+    caller = threading.current_thread()
+
+    def hooked(method: Callable[..., object]) -> Callable[..., object]:
+        def call(first: object, *args: object, **kwargs: object) -> object:
+            held = getattr(first, "task", None)  # a save's snapshot; a delete's id
+            written = first if isinstance(first, str) else getattr(held, "id", None)
+            if threading.current_thread() is caller and written == task_id:
+                _hang(marker, "inside")
+            return method(first, *args, **kwargs)
+
+        return call
+
+    for name in ("save", "delete"):
+        setattr(shared, name, hooked(getattr(shared, name)))

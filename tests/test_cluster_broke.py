@@ -273,3 +273,58 @@ def test_a_failure_whose_lease_was_lost_before_its_write_fails_no_dependent(
         other.shutdown()
         for store in (mine, theirs, reader):
             store.close()
+
+
+def test_a_readiness_failure_whose_lease_was_lost_before_its_write_fails_no_dependent(
+    store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``mid``'s readiness check finds its upstream ``top`` dead (FAILED) and fails it,
+    held for the claim's write; before that write, the lease is taken over by another
+    process (a claim of ``theirs``): the write is refused (LeaseLost), the slot is
+    theirs.  ``leaf``, BLOCKED on ``mid``, was failed all the same, before the claim's
+    write (``_fail_waiting`` stranded it at once), its row FAILED for every process,
+    though ``mid``'s failure was never written.  Now ``mid``'s dependents are told once
+    its failure is written, as a run's whose begin raised are (the previous test): the
+    one rule, ``RunTransitions.claim_written``.  ``leaf`` stays BLOCKED, here and in
+    its row."""
+    mine, theirs, reader = (open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3))
+    clock = FakeClock(T0)
+    write = mine.misfired
+    took_over = threading.Event()
+
+    def misfired(snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int,
+                 release: bool) -> None:  # fmt: skip
+        if snapshot.task.id == "mid" and not took_over.is_set():
+            took_over.set()
+            _expire(store_spec, "mid")  # a stall here past the lease: theirs takes it over
+            (claim,) = theirs.claim(now=T0 + 3600, limit=10)
+            assert claim.task_id == "mid" and claim.token > token
+        write(snapshot, records, token=token, release=release)
+
+    mine.misfired = misfired  # type: ignore[method-assign]
+    scheduler = Scheduler(clock=clock, workers=1, store=mine, name="mine")
+    try:
+        scheduler.schedule("top", jobs.broken, OneTime(at=T0), id="top",
+                           retry=RetryPolicy.never())  # fmt: skip
+        scheduler.schedule("mid", jobs.noop, OneTime(at=T0 + 10), id="mid",
+                           depends_on=["top"])  # fmt: skip
+        leaf = scheduler.schedule("leaf", jobs.noop, OneTime(at=T0), id="leaf",
+                                  depends_on=["mid"])  # fmt: skip
+        scheduler.start()
+        assert scheduler.wait_idle(timeout=5)
+        assert scheduler.task("top").status is FAILED and leaf.status is TaskStatus.BLOCKED
+        assert _row(reader, "leaf") is TaskStatus.BLOCKED
+        with caplog.at_level(logging.WARNING):
+            clock.advance(10)
+            said = "lost the lease of task mid (token "
+            wait_until(lambda: said in caplog.text, timeout=10,
+                       what="mid's write refused, said at the next wake")  # fmt: skip
+        assert took_over.is_set()
+        assert _row(reader, "mid") is TaskStatus.SCHEDULED  # the refused write: not written
+        assert leaf.status is TaskStatus.BLOCKED and leaf.last_error is None
+        assert _row(reader, "leaf") is TaskStatus.BLOCKED
+        assert sorted(reader.dead_letter()) == ["top"]
+    finally:
+        scheduler.shutdown()
+        for store in (mine, theirs, reader):
+            store.close()

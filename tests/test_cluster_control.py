@@ -36,7 +36,7 @@ from lldsched import (
 from lldsched.clock import utc_datetime
 from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
-from lldsched.persistence import CoordinatedStore
+from lldsched.persistence import CoordinatedStore, Lease
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, hold_child_starts, open_store
 from tests.waits import wait_until
@@ -158,6 +158,32 @@ def test_a_pause_from_the_other_scheduler_during_a_run_leaves_the_task_at_its_ne
     assert stored.next_run_at == lease.slot + 3600
 
 
+def _held_run(pair: Pair) -> tuple[Lease, Scheduler, Scheduler]:
+    """Schedule ``hourly`` (``FixedRate(3600)``, :func:`tests.cluster_jobs.
+    held_until_released`, held until the test sets ``released``) on the pair's first
+    scheduler and wait for its first run to start: its lease, the scheduler running it
+    and the other one."""
+    first, second, reader, first_store = pair
+    while not cluster_jobs.seen.empty():  # what an earlier test's run said after it failed
+        cluster_jobs.seen.get()
+    cluster_jobs.released.clear()
+    first.schedule("hourly", cluster_jobs.held_until_released, FixedRate(3600), id="hourly")
+    cluster_jobs.seen.get(timeout=10)
+    (lease,) = reader.leases()
+    mine = lease.holder == first_store.node
+    return (lease, first, second) if mine else (lease, second, first)
+
+
+def _settled_at_the_next_slot(reader: CoordinatedStore, lease: Lease) -> None:
+    """Wait for the held run of ``hourly`` (its lease ``lease``) to end and settle: its row
+    is then SCHEDULED at the next slot, an hour on."""
+    cluster_jobs.seen.get(timeout=10)
+    wait_until(lambda: not reader.leases() and bool(reader.records("hourly")), timeout=10,
+               what="the run to settle")  # fmt: skip
+    (stored,) = reader.load_all()
+    assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot + 3600)
+
+
 def test_a_pause_and_a_resume_from_the_other_scheduler_during_a_run_add_no_run(
     pair: Pair,
 ) -> None:
@@ -180,11 +206,7 @@ def test_a_pause_and_a_resume_from_the_other_scheduler_during_a_run_add_no_run(
                    what="the runner to follow the pause and the resume")  # fmt: skip
     finally:
         cluster_jobs.released.set()
-    cluster_jobs.seen.get(timeout=10)
-    wait_until(lambda: not reader.leases() and bool(reader.records("hourly")), timeout=10,
-               what="the run to settle")  # fmt: skip
-    (stored,) = reader.load_all()
-    assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot + 3600)
+    _settled_at_the_next_slot(reader, lease)
     wait_until(lambda: all(s.task("hourly").next_run_at == lease.slot + 3600 for s in pair[:2]),
                timeout=5, what="both schedulers to follow the settle")  # fmt: skip
     assert [record.slot for record in reader.records("hourly")] == [lease.slot]
@@ -661,3 +683,60 @@ def test_a_scheduler_that_takes_over_an_expired_lease_logs_it(
     assert record.token is not None and record.token > claim.token and record.attempt == 1
     slot = utc_datetime(claim.slot).isoformat(timespec="milliseconds")
     assert f"took over task job (slot {slot}, attempt 1) with token {record.token}" in (caplog.text)
+
+
+@pytest.mark.parametrize("pauser", ["runner", "other"])
+def test_a_resume_by_the_runner_during_its_run_is_written_and_outlives_the_pause(
+    pair: Pair, pauser: str
+) -> None:
+    """A pause during a run (by the process running it, or by the other), then a resume by
+    the runner while the run goes on: the resumed task's state is RUNNING there, and a
+    RUNNING save by the lease's holder writes nothing (the lease says so), so the row
+    stayed PAUSED.  The other processes read the task paused, and the run's settle took
+    that pause for one written during the run, which wins: the task ended PAUSED in
+    every process, the runner's registry too once it read the row back, whatever
+    ``resume()`` had returned (on SQLite when the runner paused, on PostgreSQL when
+    the other did).  A runner killed before its settle left it PAUSED for good.  Now
+    the resume writes the row as the run's claim left it (runnable at the run's slot,
+    its lease holding it): the others read it live, a process that takes over the
+    lease runs the slot again, and the settle decides the next slot."""
+    reader = pair[2]
+    lease, running, other = _held_run(pair)
+    try:
+        wait_until(lambda: "hourly" in {t.id for t in other.tasks()}, timeout=5,
+                   what="the other scheduler to follow")  # fmt: skip
+        assert (running if pauser == "runner" else other).pause("hourly")
+        wait_until(_status(running, "hourly", TaskStatus.PAUSED), timeout=5,
+                   what="the runner to follow the pause")  # fmt: skip
+        assert running.resume("hourly")
+        assert running.task("hourly").status is TaskStatus.RUNNING
+        (stored,) = reader.load_all()
+        assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot)
+        assert [held.token for held in reader.leases()] == [lease.token]  # still the run's
+    finally:
+        cluster_jobs.released.set()
+    _settled_at_the_next_slot(reader, lease)
+    wait_until(_status(other, "hourly", TaskStatus.SCHEDULED), timeout=5,
+               what="the other scheduler to follow the settle")  # fmt: skip
+    assert running.task("hourly").status is TaskStatus.SCHEDULED
+    assert [record.slot for record in reader.records("hourly")] == [lease.slot]
+
+
+def test_a_modify_by_the_runner_during_its_run_is_written_at_once(pair: Pair) -> None:
+    """A new definition given by the process running the task, while the run goes on,
+    is written at once, the row's state left to the run's lease: the reader sees it
+    before the settle (which used to write it, so a runner killed first lost it:
+    tests/test_cluster_verb_kill.py), and the settle decides the next slot as before."""
+    reader = pair[2]
+    lease, running, _ = _held_run(pair)
+    try:
+        running.modify("hourly", priority=Priority.HIGH)
+        (stored,) = reader.load_all()
+        assert stored.task.priority is Priority.HIGH
+        assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot)
+        assert [held.token for held in reader.leases()] == [lease.token]  # still the run's
+    finally:
+        cluster_jobs.released.set()
+    _settled_at_the_next_slot(reader, lease)
+    (stored,) = reader.load_all()
+    assert stored.task.priority is Priority.HIGH

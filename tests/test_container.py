@@ -292,3 +292,17 @@ def test_a_sigterm_to_every_process_of_the_unit_kills_the_isolated_run(
         assert task is not None and task.status is TaskStatus.RETRYING  # at the next start
     # its log line, under LANG=C, names the task as it is
     assert any("'Bericht für München' attempt 1 of 3 failed" in line for line in service.errors)
+
+
+@pytest.mark.parametrize("grace", ["3", "10", "30"])
+def test_the_services_drain_fits_any_grace_it_is_given(
+    grace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``DRAIN`` is ``shutdown()``'s share of the grace: above 0 and under it.  It was
+    ``GRACE - 5``, so a grace of 5 s or less made it 0 or negative, and the SIGTERM's
+    ``shutdown(timeout=DRAIN)`` raised ``ValidationError`` instead of draining."""
+    monkeypatch.setenv("GRACE", grace)
+    namespace: dict[str, object] = {"__name__": "service"}  # not "__main__": main() not run
+    exec(compile(service_block(), "service.py", "exec"), namespace)
+    drain = namespace["DRAIN"]
+    assert isinstance(drain, float) and 0 < drain < float(grace)

@@ -44,10 +44,12 @@ from lldsched.cli.cron import MAX_FIRES
 from lldsched.cli.simulate import DEFAULT_MAX_COROUTINES, MAX_DAYS
 from lldsched.core import dependencies, recovery
 from lldsched.core.duequeue import COMPACT_SLICE
+from lldsched.core.metrics import Metrics
 from lldsched.core.results import RESULT_LIMIT
 from lldsched.core.retention import RETIRE_BATCH
 from lldsched.errors import ERROR_LIMIT
 from lldsched.logs import LOGGERS, REPEAT_WINDOW
+from lldsched.model import Outcome
 from lldsched.schedules.cron.schedule import MAX_PREVIEW
 from lldsched.schedules.cron.search import HORIZON_DAYS
 from lldsched.sim import simulation
@@ -364,6 +366,26 @@ def test_the_logging_table_of_operations_md_lists_every_logger_once() -> None:
     section = (DOCS / "OPERATIONS.md").read_text().split("\n## Logging\n", 1)[1]
     section = section.split("\n## ", 1)[0]
     assert re.findall(r"^\| `(lldsched\.\w+)` \|", section, flags=re.M) == list(LOGGERS)
+
+
+def test_the_metrics_table_of_operations_md_names_every_field_of_the_snapshot() -> None:
+    """OPERATIONS.md, "Monitoring": each field of ``Metrics`` (and its properties
+    ``alive`` and ``runs``) is named in the table's first column once, and nothing else is:
+    a dashboard's author reads the table, not the class."""
+    section = (DOCS / "OPERATIONS.md").read_text().split("\n## Monitoring\n", 1)[1]
+    rows = re.findall(r"^\| (`.*?) \|", section.split("\n## ", 1)[0], flags=re.M)
+    named = [name for row in rows for name in re.findall(r"`(\w+)`", row)]
+    fields = [*Metrics._fields, "alive", "runs"]
+    assert sorted(named) == sorted(fields)
+
+
+def test_operations_md_lists_every_outcome_a_failed_attempts_line_can_carry() -> None:
+    """OPERATIONS.md, "Logging": the ``outcome`` field of a failed attempt's line is its
+    record's, one of the outcomes of a run that did not succeed (``given_up`` too)."""
+    text = " ".join((DOCS / "OPERATIONS.md").read_text().split("\n## Logging\n", 1)[1].split())
+    (listed,) = re.findall(r"`outcome` \(((?:`\w+`,? ?)+)\)", text)
+    failed = {outcome.value for outcome in Outcome if outcome.ran and outcome is not Outcome.OK}
+    assert set(re.findall(r"`(\w+)`", listed)) == failed
 
 
 # --- the notebooks, as the README and the kit's start page describe them --------------

@@ -5,8 +5,10 @@ argument in any line (docs/DECISIONS.md, "Logging"; docs/OPERATIONS.md, "Logging
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -134,6 +136,36 @@ def test_a_failed_attempt_says_its_task_and_scheduler_as_fields_on_the_jobs_logg
     }
     assert (retry.levelno, dead.levelno) == (logging.WARNING, logging.ERROR)
     assert retry.exc_info is None and dead.exc_info is not None  # the traceback: ERROR only
+
+
+def test_a_run_a_shutdown_cut_is_said_at_info_only_while_its_task_stays_due(
+    make_scheduler: SchedulerFactory, clock: FakeClock, captured: Captured
+) -> None:
+    # A shutdown that cuts a run (a coroutine cancelled, an isolated run killed) spends
+    # its attempt: with none left the task is dead-lettered, or its recurring slot given
+    # up.  That was said at INFO ("stopped", then="stopped", as a cancel is), so a
+    # handler at ERROR (an alert, an error tracker) never heard of a task a deploy sent
+    # to the dead letter.  A retry still follows: INFO; the slot or the task lost: ERROR.
+    started = [threading.Event() for _ in range(3)]
+
+    async def hangs(n: int) -> None:
+        started[n].set()
+        await asyncio.sleep(3600)
+
+    scheduler = make_scheduler(clock=clock, name="app")
+    once = RetryPolicy(max_attempts=1)
+    scheduler.schedule("retried", hangs, OneTime(delay=0), args=(0,), id="retried")
+    scheduler.schedule("last", hangs, OneTime(delay=0), args=(1,), id="last", retry=once)
+    scheduler.schedule("hourly", hangs, FixedRate(3600), args=(2,), id="hourly", retry=once)
+    assert all(event.wait(5) for event in started)
+    assert scheduler.shutdown(drain=False, timeout=2.0)  # cancelled, and said, before it returns
+    said = {r.__dict__["task_id"]: (r.levelno, r.__dict__["then"]) for r in captured.named(JOBS)}
+    assert said == {
+        "retried": (logging.INFO, "stopped"),
+        "last": (logging.ERROR, "dead_letter"),
+        "hourly": (logging.ERROR, "given_up"),
+    }
+    assert scheduler.dead_letter() == ["last"]
 
 
 def test_an_hour_of_a_task_failing_every_second_is_one_full_line_a_minute(

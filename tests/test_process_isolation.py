@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import signal
 import struct
@@ -645,7 +646,7 @@ def test_a_run_shutdown_stopped_before_a_child_took_it_stays_due_as_a_threads_ru
 
 
 def test_a_drain_that_runs_out_of_time_kills_the_running_child(
-    make_scheduler: SchedulerFactory, tmp_path: Path
+    make_scheduler: SchedulerFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     marker = tmp_path / "pid"
     scheduler = make_scheduler(workers=1)
@@ -653,13 +654,25 @@ def test_a_drain_that_runs_out_of_time_kills_the_running_child(
         "long", f"{JOBS}:sleep", OneTime(delay=0), isolation="process", args=[3600, str(marker)]
     )
     assert wait_for(lambda: marker.exists() and marker.read_text() != "")
+    waiting = scheduler.schedule(
+        "waiting", f"{JOBS}:sleep", OneTime(delay=0), isolation="process", args=[0]
+    )
     # Before: the child was killed as the timeout ran out and shutdown() returned False
     # before its run was recorded (the record landed after, or at a second call).
-    assert scheduler.shutdown(drain=True, timeout=2.0)
+    with caplog.at_level(logging.WARNING, logger="lldsched.scheduler"):
+        assert scheduler.shutdown(drain=True, timeout=2.0)
     (record,) = task.history
     assert (record.error or "").startswith("CancelledError: the scheduler shut down")
     assert task.status is TaskStatus.RETRYING  # down the retry path: a store keeps it due
     assert not alive(int(marker.read_text()))
+    # The run the drain had no time to start is left due, and said (it was said nowhere:
+    # the drain counted as done once the kill had settled what it waited for).
+    assert (waiting.status, waiting.run_count) == (TaskStatus.SCHEDULED, 0)
+    assert [r.getMessage() for r in caplog.records if r.name == "lldsched.scheduler"] == [
+        "shutdown(timeout=2.0) ran out of time draining: 1 run due by the shutdown not "
+        "started (they stay SCHEDULED or RETRYING with their due time, for a durable store "
+        "to recover)"
+    ]
 
 
 @pytest.mark.parametrize(

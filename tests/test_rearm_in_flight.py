@@ -409,3 +409,17 @@ def test_a_timeout_raised_before_the_child_took_the_run_lets_it_run_on(
     simulated = simulated_process_run(case)
     assert (record.outcome, record.error) == (simulated.outcome, simulated.error)
     settle(scheduler)
+
+
+def test_a_contexts_re_arm_is_read_and_written_through_its_typed_accessors() -> None:
+    """The threaded timer's ``_retime`` and a run's record read what a re-arm set through
+    ``RunContext._rearmed`` (None before any: the slots stay unset, nothing assigned per
+    run) and write it through ``_rearm``; before, each reached into the slots with
+    ``getattr`` and a default of its own."""
+    context = RunContext("t", "t", 1, T0, 0)
+    assert context._rearmed() is None
+    context._rearm(T0 + 1, 5.0)
+    assert context._rearmed() == (T0 + 1, 5.0)
+    context._rearm(T0 + 1, None)  # the timeout dropped: no deadline, the begin kept
+    rearmed = context._rearmed()
+    assert rearmed is not None and rearmed.begun == T0 + 1 and rearmed.budget is None

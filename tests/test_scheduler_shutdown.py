@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable
@@ -211,6 +212,35 @@ def test_a_drain_that_runs_out_of_time_leaves_what_did_not_start_scheduled_with_
     assert all(t.run_count == 0 and t.status is TaskStatus.SCHEDULED for t in waiting)
     assert all(t.next_run_at == clock.now() for t in waiting)
     assert later.status is TaskStatus.SCHEDULED and later.next_run_at == clock.now() + 60
+
+
+def test_a_drain_out_of_time_that_cut_every_run_still_says_what_it_did_not_start(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A drain out of time cancels the coroutines still running (and kills isolated
+    # runs) before it returns: every thread stopped, so it returns True.  The runs due
+    # that it never started were then said nowhere (the warning came only with False),
+    # and a SIGTERM's log read as if the drain had run everything.
+    started = threading.Event()
+
+    async def hangs() -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    scheduler = make_scheduler(workers=1, clock=clock, max_coroutines=1)
+    first = scheduler.schedule("first", hangs, OneTime(delay=0))
+    assert started.wait(5)
+    second = scheduler.schedule("second", hangs, OneTime(delay=0))  # waits for the slot
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        assert scheduler.shutdown(drain=True, timeout=2.0) is True  # the coroutine cut
+    lines = [r.getMessage() for r in caplog.records if r.name == "lldsched.scheduler"]
+    assert lines == [
+        "shutdown(timeout=2.0) ran out of time draining: 1 run due by the shutdown not "
+        "started (they stay SCHEDULED or RETRYING with their due time, for a durable store "
+        "to recover)"
+    ]
+    assert first.status is TaskStatus.RETRYING  # cut: down its retry path
+    assert (second.status, second.run_count) == (TaskStatus.SCHEDULED, 0)
 
 
 def test_a_drain_called_from_a_running_action_runs_the_rest_and_returns(

@@ -11,6 +11,8 @@ attempt recorded failed and retried by its policy) or shut it down cleanly.
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -314,3 +316,20 @@ def test_a_listeners_ctrl_c_on_a_verbs_event_comes_once_the_verb_is_whole(verb: 
     why = {"pause": "paused", "cancel": "cancelled"}[verb]
     assert seen(sim) == seen(whole) == [("c", 0, 5, f"CancelledError: task {why}")]
     assert sim.shutdown() is True and whole.shutdown() is True  # their loops closed
+
+
+def test_a_coroutines_ctrl_c_leaves_no_task_to_be_logged_as_never_retrieved(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The awaited task ended with the interrupt before the loop gave it up: read there,
+    # not left for its collection to log "Task exception was never retrieved" (and to
+    # format that traceback from inside whatever the collection interrupted).
+    sim = Simulation(workers=1, start=T)
+    sim.schedule("stops", OneTime(delay=5), action=interrupts_awaited)
+    with pytest.raises(KeyboardInterrupt):
+        sim.run_for(10)
+    sim.shutdown()
+    del sim
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        gc.collect()
+    assert [r.getMessage() for r in caplog.records] == []

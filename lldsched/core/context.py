@@ -24,10 +24,18 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from typing import NamedTuple
 
 from lldsched.checks import wait_seconds
 
 __all__ = ["RunContext"]
+
+
+class Rearmed(NamedTuple):
+    """A run's flag deadline as the runtime last re-armed it (:meth:`RunContext._rearmed`)."""
+
+    begun: float  # the instant the deadline counts from
+    budget: float | None  # the timeout it was armed with (None: no deadline)
 
 
 class RunContext:
@@ -56,7 +64,8 @@ class RunContext:
     # Set by a runtime that re-armed the flag's deadline (a modify or a replace changed
     # the task's timeout during the run): the instant its deadline counts from, and the
     # budget it was last armed with.  Unset before, as an assignment in __init__ is a
-    # cost every run with a context would pay (the runtime reads them with getattr).
+    # cost every run with a context would pay; read and written only through
+    # _rearmed() and _rearm(), which know that.
     _begun: float
     _budget: float | None
 
@@ -122,6 +131,22 @@ class RunContext:
         if self._reason is None:
             self._reason = reason
         self._flag.set()
+
+    def _rearmed(self) -> Rearmed | None:
+        """What the runtime's latest re-arm of the flag's deadline set (:meth:`_rearm`),
+        or None while it was never re-armed (its budget is then the one the run began
+        with).  The runtime's (the threaded timer's ``_retime`` and a run's record)."""
+        try:
+            return Rearmed(self._begun, self._budget)
+        except AttributeError:  # never re-armed: the slots are unset (see above)
+            return None
+
+    def _rearm(self, begun: float, budget: float | None) -> None:
+        """The runtime re-armed the flag's deadline: it counts from ``begun`` (the run's
+        begin, or the first re-arm's instant) with ``budget`` (the task's timeout now;
+        None: no deadline)."""
+        self._begun = begun
+        self._budget = budget
 
     def __repr__(self) -> str:
         state = f"cancelled={self._reason!r}" if self.cancelled else "running"

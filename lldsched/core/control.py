@@ -79,11 +79,22 @@ class StatusVerbs(CoreParts):
         check_store(self._writes, "resume", task_id)
         if task.status is not PAUSED:
             return False
-        if task._run is not None:  # paused and resumed while its run was still going
+        run = task._run
+        if run is not None:  # paused and resumed while its run was still going
             task.status = RUNNING
             flight = task._flight
             if flight is not None and flight.pending is not None:  # its pending slot again
                 self._enqueue(task, max(flight.pending, self.clock.now()))
+            writes = self._writes
+            if writes is not None and writes.shared:
+                # A RUNNING save by the lease's holder writes nothing (the lease says so):
+                # the row would stay PAUSED, read so by every other process, kept by the
+                # run's settle as a pause made during it, and for good if this process
+                # dies before that settle.  Written as the run's claim left it instead:
+                # runnable at the run's slot, its lease holding it (docs/CLUSTER.md).
+                self._save(task, as_claimed=run)
+                self._publish(task, PAUSED, None)
+                return True
         else:
             assert task.next_run_at is not None
             due = max(task.next_run_at, self.clock.now())

@@ -56,8 +56,9 @@ both runtimes take it as their verb (``Scheduler._check_open``,
 REFUSED_AFTER_SHUTDOWN: frozenset[str] = frozenset(get_args(RefusedVerb))
 """The verbs ``Scheduler`` and ``Simulation`` refuse after ``shutdown()`` (and
 ``aclose()``) with a :class:`~lldsched.errors.SchedulerStateError`, before they change
-anything: ``schedule`` (and so the ``scheduled`` decorator), ``reschedule``,
-``run_now``, ``resume`` and ``redrive``.  The other control verbs (``pause``,
+anything (and before any call of a shared store: no hold, no read of its feed):
+``schedule`` (and so the ``scheduled`` decorator), ``reschedule``, ``run_now``,
+``resume`` and ``redrive``.  The other control verbs (``pause``,
 ``cancel``, ``modify``, ``remove``) and every read still work: they keep the books a
 durable store keeps for the next process.  A simulation also refuses the verbs that
 move virtual time (``run``, ``run_for``, ``step``, ``at``), its own."""

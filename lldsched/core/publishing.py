@@ -18,9 +18,10 @@ are built positionally, the run path's speed trick (see ``finish``).
 
 from __future__ import annotations
 
+from lldsched.core.names import runnable
 from lldsched.core.parts import CoreParts
 from lldsched.core.storewrites import store_failed, store_written
-from lldsched.core.task import ScheduledTask
+from lldsched.core.task import Run, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, save_all
 from lldsched.schedules.catchup import CatchUp
@@ -75,14 +76,23 @@ class Publishing(CoreParts):
             schedule.waited, _put_off(task),
         ))  # fmt: skip
 
-    def _save(self, task: ScheduledTask) -> None:
+    def _save(self, task: ScheduledTask, *, as_claimed: Run | None = None) -> None:
         """Write ``task``'s row through the store, with no event: a change that is no
         transition (:meth:`~lldsched.core.restoration.Restoration.replan`, a slot
         dropped behind runs in flight: :meth:`~lldsched.core.overlapping.OverlappingRuns.
-        drop_pending`)."""
+        drop_pending`), or one whose event is published apart.  With ``as_claimed`` (a
+        run of ``task`` in flight on a shared store's claim), its state as that claim
+        left the row: runnable at the run's due instant, with the attempts before it
+        (a run resumed while it goes on: :meth:`~lldsched.core.control.StatusVerbs.
+        resume`)."""
         if self._store is None:
             return
         snapshot = self._snapshot(task)
+        if as_claimed is not None:
+            before = as_claimed.attempt - 1
+            snapshot = snapshot._replace(
+                status=runnable(before), next_run_at=as_claimed.due, attempt=before
+            )
         try:
             self._store.save(snapshot)
         except BaseException as exc:  # as in _write_and_publish: the registry is the truth

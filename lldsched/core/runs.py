@@ -340,7 +340,7 @@ class RunTransitions(CoreParts):
         *,
         due: float | None = None,
         token: int | None = None,
-    ) -> bool:
+    ) -> None:
         """The runtime's :meth:`begin` (``run`` None, of the entry due at ``due``) or
         :meth:`finish` of ``run`` raised ``exc`` instead of returning: a bug of the
         scheduler's, or of something it asked without a guard (an injected clock read for
@@ -363,9 +363,8 @@ class RunTransitions(CoreParts):
         transaction: the row is written only while this process holds the slot, and the
         other processes hear it from the change feed (docs/DECISIONS.md, "A run whose
         begin or record raises is settled").  Its dependents are told once that write is
-        made (:meth:`broke_written`), not here: a lease lost before it means another
-        process holds the slot and runs it, and the upstream is not dead.  Returns True
-        when such a failure is held for the claim (its dependents not told yet)."""
+        made (:meth:`claim_written`), not here: a lease lost before it means another
+        process holds the slot and runs it, and the upstream is not dead."""
         task = self.tasks.get(task_id)
         stuck = False
         if task is not None and task._flight is None:
@@ -410,15 +409,18 @@ class RunTransitions(CoreParts):
         held = stuck and token is not None  # told once the claim's write is made
         if task is not None and self._deps is not None and not held:
             self._broke_dependents(task, run, stuck)
-        return held
 
-    def broke_written(self, task_id: str) -> None:
-        """The failure :meth:`broke` held for a shared store's claim is written (or, the
-        store failing, left to be written again, still this process's decision): its
-        dependents are told now, as :meth:`_broke_dependents` tells them.  Not called
-        where the lease was lost before that write: the slot is another process's, which
-        runs it, and its end decides for the dependents (docs/DECISIONS.md, "A run whose
-        begin or record raises is settled")."""
+    def claim_written(self, task_id: str) -> None:
+        """The row a shared store's claim held (:meth:`claim_held
+        <lldsched.core.waiting.DependencyWaits.claim_held>`) is written, fenced by the
+        claim's token (or, the store failing, left to be written again: still this
+        process's decision): a task that row leaves FAILED, by :meth:`broke` or by a
+        readiness check that found an upstream dead, is a dead upstream now, and its
+        BLOCKED dependents are told, as :meth:`_broke_dependents` tells them (never
+        raises).  The one rule for both: not called where the lease was lost before that
+        write, since the slot is then another process's, which runs or decides it, and
+        its end decides for the dependents (docs/DECISIONS.md, "A run whose begin or
+        record raises is settled")."""
         task = self.tasks.get(task_id)
         if task is not None and self._deps is not None and task.status is FAILED:
             self._broke_dependents(task, None, True)

@@ -142,7 +142,9 @@ class DependencyWaits(CoreParts):
         and the readiness check held (none when it is BLOCKED; its wait's record when it
         is FAILED), which the core did not write (:meth:`_write_wait`), or that a run
         whose begin or record raised failed (none: :meth:`~lldsched.core.runs.
-        RunTransitions.broke`); None when that claim held nothing.  Each is given once."""
+        RunTransitions.broke`); None when that claim held nothing.  Each is given once.
+        Once the runtime wrote them, it calls :meth:`~lldsched.core.runs.RunTransitions.
+        claim_written`, which tells the dependents of a task they leave FAILED."""
         return self._claims_held.pop(token, None)
 
     def _upstream_moved(self, task: ScheduledTask, record: ExecutionRecord) -> None:
@@ -188,8 +190,13 @@ class DependencyWaits(CoreParts):
         token: int | None = None,
     ) -> None:
         """A BLOCKED ``task`` waits for ``upstream``, which will not succeed on its own:
-        FAILED, in the dead letter, its wait recorded with the reason (``token``: the
-        claim of the slot held, :meth:`_write_wait`)."""
+        FAILED, in the dead letter, its wait recorded with the reason, and its own BLOCKED
+        dependents fail through :meth:`_strand`.  With ``token`` (the claim of the slot
+        held, :meth:`_write_wait`) they are told only once that claim's write is made
+        (:meth:`~lldsched.core.runs.RunTransitions.claim_written`), not here: a lease
+        lost before it leaves the slot to the process that took it over, and nothing
+        was failed here (docs/DECISIONS.md, "A run whose begin or record raises is
+        settled")."""
         error = (
             f"UpstreamFailed: upstream {upstream.id} ({upstream.name!r}) is "
             f"{upstream.status.value}; redrive it, then this task"
@@ -200,7 +207,8 @@ class DependencyWaits(CoreParts):
         task.next_run_at = None
         self._dead[task.id] = None
         self._write_wait(task, previous, waited, token)
-        self._strand(task)
+        if token is None:  # else told once the claim's write is made (claim_written)
+            self._strand(task)
 
     def _end_wait(self, task: ScheduledTask, error: str | None) -> ExecutionRecord:
         """The record of ``task``'s blocked wait, which ends now: kept in its history

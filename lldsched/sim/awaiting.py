@@ -89,21 +89,26 @@ async def _complete(awaitable: Any, timeout: float | None) -> Awaited:
     return None, result_text(value), False
 
 
-def _unwind(asyncio: Any, loop: asyncio.AbstractEventLoop) -> None:
+def _unwind(asyncio: Any, loop: asyncio.AbstractEventLoop, future: Any) -> None:
     """A ``KeyboardInterrupt`` or ``SystemExit`` came out of ``loop`` (the coroutine's, or
     a Ctrl-C that landed while the loop waited): what is left on it is cancelled and run
     to its end now, as ``asyncio.run`` does at its end, not resumed by the next coroutine
     run on this loop (the interrupted one went on there, after its attempt was recorded
     failed) nor left pending to be collected ("Task was destroyed but it is pending!").
     A task that ended with the interrupt has it read, so none is logged as never
-    retrieved.  A second Ctrl-C while that runs is raised as it is."""
+    retrieved: those left on the loop, and ``future`` (the awaited one, None: never
+    made), which is done already when its own coroutine raised it.  Left unread, its
+    log at collection formatted a traceback from inside whatever the collection
+    interrupted (CPython 3.11.7 then failed an ``ast.parse`` under way with "AST
+    constructor recursion depth mismatch").  A second Ctrl-C while that runs is raised
+    as it is."""
     tasks = asyncio.all_tasks(loop)
     for task in tasks:
         task.cancel()
     if tasks:
         loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
-    for task in tasks:
-        if not task.cancelled():
+    for task in (*tasks, future) if future is not None else tasks:
+        if task.done() and not task.cancelled():
             task.exception()
 
 
@@ -168,7 +173,7 @@ class PrivateLoop:
         except (Exception, asyncio.CancelledError) as exc:
             return _failed(exc, future, timeout)
         except BaseException:  # a Ctrl-C (or exit) out of the loop: nothing left on it
-            _unwind(asyncio, loop)
+            _unwind(asyncio, loop, future)
             raise
         return None, result_text(value), False
 

@@ -330,22 +330,31 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             self._fenced(snapshot, (record,), token=token)
             return
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._held:
-            self._check_redefined(snapshot.task)
+            self._redefine(snapshot, writer=self.node)
             return  # the lease says so
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._lost:
-            self._redefine_lost(snapshot)
+            self._redefine(snapshot, writer="")
             return  # the row's state is its new holder's
         with self._using() as connection, self._transaction(connection, snapshot.task.id):
             self._write(connection, snapshot)
             if record is not None:
                 self._append(connection, record)
 
-    def _redefine_lost(self, snapshot: TaskSnapshot) -> None:
-        """A RUNNING save of a run whose lease a renewal found lost (taken over, or gone
-        with its task): the row's state is its new holder's, and a row written
-        ``running`` is claimed by no node (the task never ran again), or a removed row
-        came back.  A definition new here is written alone, to a row that is there (a
-        write of the verb's hold, if inside one, noted as :meth:`_write` notes its own)."""
+    def _redefine(self, snapshot: TaskSnapshot, *, writer: str) -> None:
+        """A RUNNING save, whose state is not this node's to write: a definition new here
+        (a modify, a reschedule, a replacement during the run) is written alone, to a row
+        that is there (a write of the verb's hold, if inside one, noted as :meth:`_write`
+        notes its own).  Of a run whose lease this node holds (``writer`` this node): the
+        state is the lease's, and the run's settle, finding the row its own
+        (``postgres_sql._OWN``), decides the status and the next slot as before.  Before,
+        that settle wrote the definition, and a node killed before its settle lost it:
+        the slot was taken over and run under the old one.  Of a run whose lease a
+        renewal found lost (taken over, or gone with its task; ``writer`` ''): the row's
+        state is its new holder's, and a row written ``running`` is claimed by no node
+        (the task never ran again), or a removed row came back; every node, this one
+        included, reads the row again.  A definition PostgreSQL cannot keep is refused
+        here (:func:`~lldsched.stores.postgres_rows.check_keepable`), and the caller
+        puts the old one back."""
         task = snapshot.task
         if self._defined.get(task.id) == task:
             return
@@ -357,24 +366,11 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             "name": task.name,
             "definition": encode_task(task),
             "priority": int(task.priority),
-            "writer": "",  # every node, this one included, reads the row again
+            "writer": writer,
         }
         with self._using() as connection:
             if connection.execute(sql.REDEFINE, parameters).rowcount == 1:
                 self._defined[task.id] = task
-
-    def _check_redefined(self, task: Task) -> None:
-        """A RUNNING save of a run this node holds writes nothing, but its definition may
-        be new (a replacement, a rename during the run): the run's settle writes it
-        (:func:`~lldsched.stores.postgres_batch.settle_parameters`), on the writer
-        thread, where a definition PostgreSQL cannot keep failed the whole batch.  So it
-        is refused here, as :meth:`_write` refuses one, and the caller puts the old one
-        back.  ``_defined`` is read without the lock: it holds only definitions already
-        written, so one equal to ``task`` proves it keepable whatever moment the read
-        sees, and the per-run path takes no lock the writer thread may hold."""
-        if self._defined.get(task.id) != task:
-            check_keepable(task)
-            encode_task(task)
 
     def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
         """Write the task's state and every one of ``records`` (a run's, then the slots it

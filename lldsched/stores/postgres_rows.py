@@ -36,11 +36,10 @@ def check_keepable(task: Task) -> None:
     it already (``check_task_id``); this is the store's own guard, for a definition
     written to it directly or with an id no registration checked (a row another store
     kept).  Asked when a definition is written (a registration, a replacement), the one
-    time the id and name reach the database new, and for a replacement during a run this
-    node holds when it is made, before the run's settle writes it
-    (``PostgresTaskStore._check_redefined``); text no durable store keeps (a NUL, a lone
-    surrogate) is :func:`~lldsched.stores.codec.check_text`'s, asked as the definition is
-    encoded."""
+    time the id and name reach the database new, and for a replacement during a run,
+    written alone as it is made (``PostgresTaskStore._redefine``); text no durable store
+    keeps (a NUL, a lone surrogate) is :func:`~lldsched.stores.codec.check_text`'s, asked
+    as the definition is encoded."""
     check_id_size(task.id, nothing="written")
 
 

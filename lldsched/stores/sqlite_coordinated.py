@@ -140,7 +140,6 @@ class CoordinatedMethods:
                     "SELECT status, version FROM tasks WHERE id = ?", (task_id,)
                 ).fetchone()
                 unfollowed = None
-                redefined = shared.redefined.pop(task_id, None)
                 known = self._defined.get(task_id, snapshot.task)
                 # Written elsewhere since this process last wrote or read the row (a row it
                 # only loaded at its start counts as read: the cursor is past it; compared
@@ -179,24 +178,11 @@ class CoordinatedMethods:
                         status = row[0]  # the write's status goes with its when
                     snapshot = unfollowed
                     overridden = True
-                # A definition this process gave the task during the run, when no other
-                # process wrote the row meanwhile (else that write stands, as on
-                # PostgreSQL: postgres_sql._OWN).
-                definition = (
-                    encode_task(snapshot.task)
-                    if redefined is not None and redefined == snapshot.task and not overridden
-                    and row is not None and not elsewhere
-                    else None
-                )  # fmt: skip
-                version = self._write_state(
-                    connection, snapshot, status=status, definition=definition
-                )
+                version = self._write_state(connection, snapshot, status=status)
                 for record in records:
                     count = self._append(connection, record, seq=bump(connection, "record"))
                     self._counts[task_id] = count
             shared.settled[task_id] = token
-            if definition is not None:
-                self._defined[task_id] = snapshot.task
             if overridden:
                 shared.refetch.add(task_id)  # this process must follow the row, not its own
             else:
@@ -466,9 +452,17 @@ class CoordinatedMethods:
             if shared.muted:
                 return
             if snapshot.status is TaskStatus.RUNNING and task_id in shared.held:
-                if self._defined.get(task_id) != task:  # a redefinition during the run:
-                    encode_task(task)  # refused now if the file cannot keep it
-                    shared.redefined[task_id] = task  # written by the run's settle
+                # The run's state is its lease's.  A redefinition during it (a modify, a
+                # reschedule, a replacement) is written alone, now, its state left to the
+                # lease and the run's settle; before, the settle wrote it, and a process
+                # killed before its settle lost it (the slot taken over, run on the old).
+                if self._defined.get(task_id) != task:
+                    with immediate(connection):
+                        version = _redefine_row(connection, task)
+                    if shared.hold is not None:
+                        shared.hold.wrote(task_id, snapshot)
+                    self._defined[task_id] = task
+                    shared.wrote(task_id, version, finished=False)
                 return
             if snapshot.status is TaskStatus.RUNNING and task_id in shared.lost:
                 # A run whose lease went (taken over, or its task removed): the row's state

@@ -53,7 +53,7 @@ from typing import Any
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
-from lldsched.persistence import Claim, Lease, Task
+from lldsched.persistence import Claim, Lease
 from lldsched.stores.codec import Unreadable
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.removals import FeedHorizons
@@ -187,9 +187,6 @@ class SharedState:
         self.lost: dict[str, int] = {}
         self.seen: dict[str, int] = {}  # task id -> the row version this process wrote or read
         self.refetch: set[str] = set()  # rows to return from the next changes() whatever
-        # task id -> the definition this process gave it during a run it holds: the
-        # RUNNING save writes nothing, the run's settle writes it (sqlite_coordinated)
-        self.redefined: dict[str, Task] = {}
         self.removals: set[int] = set()  # versions of the removals this process wrote
         self.hold: HeldWrites | None = None  # what the verb's hold under way wrote
         count_records(connection, last=records)

@@ -101,8 +101,7 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.StoreError` while another running scheduler holds its
         store (nothing changes then).
         """
-        with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
-            self._check_open("reschedule", task_id)
+        with self._lock, self._acting_on(task_id, refused="reschedule"):  # shared: on the row now
             task = self._core.reschedule(task_id, schedule)
             self._notify_idle()  # the task it moved may have been all that was due
             return task
@@ -145,8 +144,7 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.StoreError` while another running scheduler holds its
         store (nothing changes then).
         """
-        with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
-            self._check_open("run_now", task_id)
+        with self._lock, self._acting_on(task_id, refused="run_now"):  # shared: on the row now
             self._refuse_if_dead(f"run_now {task_id!r}")
             return self._core.run_now(task_id)
 
@@ -221,8 +219,7 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.StoreError`, and :class:`~lldsched.errors.SchedulerStateError`
         in a forked child, and after shutdown.
         """
-        with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
-            self._check_open("resume", task_id)
+        with self._lock, self._acting_on(task_id, refused="resume"):  # shared: on the row now
             return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
@@ -236,8 +233,7 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.StoreError` while another running scheduler holds its
         store (nothing changes then).
         """
-        with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
-            self._check_open("redrive", task_id)
+        with self._lock, self._acting_on(task_id, refused="redrive"):  # shared: on the row now
             return self._core.redrive(task_id)
 
     def remove(self, task_id: str) -> ScheduledTask:
@@ -295,7 +291,9 @@ class ControlVerbs(SchedulerParts):
             coordinator.sync()  # tells _followed
 
     @contextlib.contextmanager
-    def _acting_on(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
+    def _acting_on(
+        self, task_id: str, also: Sequence[str] = (), *, refused: RefusedVerb | None = None
+    ) -> Iterator[None]:
         """Shared mode: a verb on ``task_id`` runs inside, under the lock, from its read of
         what other processes wrote (:meth:`_follow_others`) to its last write, with the
         store holding the row for it (:func:`~lldsched.persistence.verb_held`): no other
@@ -316,7 +314,14 @@ class ControlVerbs(SchedulerParts):
         and the verb, already done in the registry, returns as it would have; so is every
         other row it wrote inside (a ``cancel``'s dependents, a retirement's purge: what
         :class:`~lldsched.persistence.HoldNotCommitted` names), and a verb that raised
-        raises its own error, those rows failed writes as well."""
+        raises its own error, those rows failed writes as well.
+
+        ``refused``: the verb, one refused once the scheduler is shut down
+        (:meth:`_check_open`), checked first, in any mode: a refused verb makes no store
+        call.  Before, it was checked inside, after the hold and the read of the feed,
+        which applied other processes' changes to a scheduler that was shut down."""
+        if refused is not None:
+            self._check_open(refused, task_id)
         coordinator = self._coordinator
         if coordinator is None or storeuse.held_by_another(coordinator.store, self):
             yield

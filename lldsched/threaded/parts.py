@@ -163,5 +163,5 @@ class SchedulerParts:
         def _follow_others(self) -> None: ...  # control
 
         def _acting_on(  # control
-            self, task_id: str, also: Sequence[str] = ()
+            self, task_id: str, also: Sequence[str] = (), *, refused: RefusedVerb | None = None
         ) -> AbstractContextManager[None]: ...

@@ -115,11 +115,23 @@ from lldsched.threaded.processlife import (
 )
 from lldsched.threaded.processwire import Garbled, receive
 
-__all__ = ["NOT_SENT", "SUPPORTED", "ProcessOutcome", "ProcessPool", "check_supported", "serve"]
+__all__ = [
+    "KILLED",
+    "NOT_SENT",
+    "SUPPORTED",
+    "ProcessOutcome",
+    "ProcessPool",
+    "check_supported",
+    "serve",
+]
 
 log = logging.getLogger(WORKERS)
 
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
+
+KILLED = "the scheduler shut down without draining"
+"""Why a shutdown killed a process-isolated run (its record's ``CancelledError: ...``):
+``drain=False``, or a drain out of time."""
 
 NOT_SENT = "(before its worker process started it)"
 """What the error of a run stopped before a child held it ends with (never sent)."""

@@ -52,9 +52,9 @@ from lldsched.errors import (
 )
 from lldsched.logs import JOBS, instant_text, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.threaded.flights import LEASE_GONE
+from lldsched.threaded.flights import LEASE_GONE, UNFINISHED
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
-from lldsched.threaded.processes import NOT_SENT
+from lldsched.threaded.processes import KILLED, NOT_SENT
 
 __all__ = [
     "FIELDS",
@@ -89,7 +89,7 @@ FIELDS = (
 """The structured fields of a failed attempt's line (the log record's attributes, set
 through ``extra``): the scheduler's name, the task's id and name, the attempt and the
 retry policy's ``max_attempts``, the record's outcome (``failed``, ``timed_out``,
-``cancelled``) and error text, what follows (``then``: ``retry``, ``given_up``,
+``given_up``, ``cancelled``) and error text, what follows (``then``: ``retry``, ``given_up``,
 ``dead_letter``, ``stopped``, ``paused``, ``cancelled``), the task's next due instant
 (ISO 8601, UTC, or None) and the repeats of the line not written in full since its last
 (:class:`~lldsched.logs.Repeats`)."""
@@ -252,7 +252,8 @@ class RunExecution(SchedulerParts):
                     budget = run.task._options.timeout
                     duration = finished - started
                     if budget is None or duration <= budget:
-                        budget = getattr(context, "_budget", run.options.timeout)
+                        rearmed = context._rearmed()
+                        budget = run.options.timeout if rearmed is None else rearmed.budget
                     error = timeout_error(duration, budget)
         if awaitable is not None:
             if awaitable is UNSTARTED:  # (rare) shutdown stopped it before a child took it
@@ -475,6 +476,24 @@ def _overlapped(run: Run) -> str | None:
     return "overlap" if context is not None and context.reason == "overlap" else None
 
 
+SHUTDOWN_CUTS = (str(UNFINISHED[0]), f"CancelledError: {KILLED}")
+"""How the error of a run a shutdown cut begins: a coroutine cancelled, a worker process
+killed (``drain=False``, or a drain out of time)."""
+
+
+def _lost_to_a_shutdown(record: ExecutionRecord, status: TaskStatus) -> bool:
+    """Whether a shutdown cut ``record``'s run and that cost its task the slot (given up)
+    or sent it to the dead letter: said as any such failure is (ERROR), not as a run
+    stopped on purpose (INFO), which a cancel or a pause is, and a shutdown's cut too
+    while a retry keeps the task due (docs/DECISIONS.md, "A run a shutdown cut")."""
+    error = record.error
+    return (
+        error is not None
+        and error.startswith(SHUTDOWN_CUTS)
+        and (status is TaskStatus.FAILED or record.outcome == "given_up")
+    )
+
+
 def failure_line(
     run: Run, record: ExecutionRecord, explained: Explained = None, *, scheduler: str
 ) -> LogLine:
@@ -485,7 +504,8 @@ def failure_line(
     WARNING when a retry follows; ERROR when the slot is given up or the task is
     dead-lettered; INFO for a run stopped on purpose (cancel, pause, shutdown, or a
     newer slot under ``Overlap.CANCEL_OTHER``): expected, and already said by the verb
-    that stopped it.
+    that stopped it.  A shutdown's cut that gave the slot up or dead-lettered the task
+    is the ERROR of those (:func:`_lost_to_a_shutdown`): the shutdown did not ask for that.
 
     An ERROR line carries the traceback of what ``explained`` the failure: the
     exception as ``exc_info`` (a handler prints it, an error tracker's logging
@@ -511,9 +531,10 @@ def failure_line(
         "repeated": 0,
         RUN_RECORD: record,
     }
-    if record.outcome == "cancelled" or (
-        error is not None and error.startswith("CancelledError") and error != CANCELLED_INSIDE
-    ):
+    if (
+        record.outcome == "cancelled"
+        or (error is not None and error.startswith("CancelledError") and error != CANCELLED_INSIDE)
+    ) and not _lost_to_a_shutdown(record, status):
         return (
             logging.INFO,
             "task %s %r attempt %d stopped: %s",

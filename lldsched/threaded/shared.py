@@ -472,14 +472,13 @@ class Coordinator:
         its dependents are told), given the claim's token; a failure it decided is
         written here, fenced by that token, the lease dropped in the same transaction
         (:meth:`_give_back_held`), so that the other processes hear it from the change
-        feed; its dependents are told once it is written (:meth:`SchedulerCore.
-        broke_written <lldsched.core.runs.RunTransitions.broke_written>`), and not where
-        the lease was lost before: the slot is then another process's, whose run decides
-        for them.  A begin that raised and failed nothing gives its claim back at once,
-        for the store to hand the slot out again; a record that raised forgets its
-        lease (:meth:`done`): a settle written before the step raised dropped it, and
-        one that was not, of a task the step failed nothing of (a verb moved it
-        meanwhile), is let lapse."""
+        feed; its dependents are told once it is written (there, as a readiness check's
+        failure's are), and not where the lease was lost before: the slot is then
+        another process's, whose run decides for them.  A begin that raised and failed
+        nothing gives its claim back at once, for the store to hand the slot out again;
+        a record that raised forgets its lease (:meth:`done`): a settle written before
+        the step raised dropped it, and one that was not, of a task the step failed
+        nothing of (a verb moved it meanwhile), is let lapse."""
         claim, self._raised = self._raised, None
         if run is not None:
             token = run.token
@@ -488,18 +487,16 @@ class Coordinator:
         else:  # (not met) no claim known: decided as ever, the core's own write
             token = None
         core = self._core
-        failed = core.broke(task_id, run, exc, due=due, token=token)
+        core.broke(task_id, run, exc, due=due, token=token)
         if run is not None:
             self.done(run)
         if token is None:
             return
         held = core.claim_held(token)  # the failure decided, or a held slot's end
         if held is not None and task_id in core.tasks:
-            kept = self._give_back_held(
+            self._give_back_held(
                 task_id, token, held, doing="writing what it decided after the scheduler raised"
             )
-            if failed and kept:  # else the slot is another process's: the upstream runs there
-                core.broke_written(task_id)
         elif run is None or held is not None:
             self._release(task_id, token)
         self._held_none()
@@ -784,7 +781,7 @@ class Coordinator:
         records: list[ExecutionRecord],
         *,
         doing: str = "holding its slot for its upstreams",
-    ) -> bool:
+    ) -> None:
         """Give back the claim (``token``) of a slot the readiness check held (BLOCKED, or
         FAILED: an upstream it waits for is dead), or of a run whose begin or record
         raised and failed its task (:meth:`broke`), with the task's row and ``records``
@@ -800,10 +797,17 @@ class Coordinator:
         the task BLOCKED: it gave back each claim of the row (one a wake), and the row
         said SCHEDULED, until a success here released the task.
 
-        False when the lease was lost (nothing written: another process holds the slot);
-        True when written, or left to be written again."""
-        snapshot = self._core.snapshot(self._core.tasks[task_id])
-        writes = self._core.store_writes
+        Once written, or left to be written again (still this process's decision), a
+        task the row leaves FAILED fails its BLOCKED dependents (:meth:`SchedulerCore.
+        claim_written <lldsched.core.runs.RunTransitions.claim_written>`), whichever
+        decided it (the readiness check, or :meth:`broke`); not when the lease was lost
+        (nothing written: another process holds the slot, whose run or check decides for
+        them).  Before, a readiness check's failure told them at once, before this write:
+        a lease lost meanwhile left them FAILED, their rows too, for a failure never
+        written (docs/DECISIONS.md, "A run whose begin or record raises is settled")."""
+        core = self._core
+        snapshot = core.snapshot(core.tasks[task_id])
+        writes = core.store_writes
         assert writes is not None  # a core with a store has one
         try:
             written = self._write_decided(
@@ -812,10 +816,12 @@ class Coordinator:
         except Exception as exc:
             writes.failed(exc, "save", task_id, snapshot, records=records)
             self._release(task_id, token)
-            return True
-        if written and writes.outage is not None:  # its row stale no more, as a save's
-            writes.succeeded("save", task_id)
-        return written
+            written = True
+        else:
+            if written and writes.outage is not None:  # its row stale no more, as a save's
+                writes.succeeded("save", task_id)
+        if written:
+            core.claim_written(task_id)
 
     def _write_decided(
         self,

@@ -31,6 +31,7 @@ from lldsched.threaded.control import watched
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
+from lldsched.threaded.processes import KILLED
 from lldsched.threaded.shared import leases_kept
 
 if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it already
@@ -39,10 +40,6 @@ if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it a
 __all__ = ["Stopping"]
 
 log = logging.getLogger(SCHEDULER)
-
-KILLED = "the scheduler shut down without draining"
-"""Why a shutdown killed a process-isolated run (its record's ``CancelledError: ...``):
-``drain=False``, or a drain out of time."""
 
 
 class Stopping(SchedulerParts):
@@ -73,9 +70,11 @@ class Stopping(SchedulerParts):
         still inside a call counts); else False, and a warning on the ``lldsched``
         logger names the runs still going and counts the runs due by this call that
         were not started (a drain out of time, or ``drain=False``), which stay as said
-        above.  Calling it again waits again (up to its own ``timeout``) for a run
-        still in flight.  A call made while another is still
-        shutting down waits for that one first (within its own ``timeout``), so it never
+        above.  A drain out of time that cut every run it did not wait for (coroutines
+        cancelled, worker processes killed) returns True, and counts in a warning all the
+        same the runs due by this call it did not start.  Calling it again waits again
+        (up to its own ``timeout``) for a run still in flight.  A call made while another
+        is still shutting down waits for that one first (within its own ``timeout``), so it never
         cuts the other's drain short; from an action, a listener or a coroutine (which
         the other may be waiting for) it returns False at once instead.  A drain called
         from an action on a scheduler with one worker hands nothing more out (that
@@ -180,13 +179,22 @@ class Stopping(SchedulerParts):
         flushing = self._flush_store(deadline)
         self._dispatcher.close(deadline.remaining())
         if not self._threads_alive() and not flushing:
+            if drain and started and not finished:  # out of time, its cuts made: True
+                self._warn_unstarted(
+                    deadline, instant, "shutdown(timeout=%s) ran out of time draining:", timeout
+                )
             return True
         if not self._pool.is_worker(threading.current_thread()):  # else: its own run goes on
             self._warn_still_running(
                 timeout, deadline, flushing=flushing, due_by=None if finished else instant
             )
         elif drain and not finished:  # from an action: what the drain left is said all the same
-            self._warn_unstarted(deadline, instant)
+            self._warn_unstarted(
+                deadline,
+                instant,
+                "shutdown(drain=True) called from an action (thread %s) returned with",
+                threading.current_thread().name,
+            )
         return False
 
     @keyword_only_now(kept=0, moved=("drain", "timeout"))
@@ -368,20 +376,18 @@ class Stopping(SchedulerParts):
             " and ".join(left) or "a thread still stopping",
         )
 
-    def _warn_unstarted(self, deadline: Deadline, due_by: float) -> None:
-        """Say how many runs due by ``due_by`` a drain called from an action (its worker's
-        own run goes on, by definition, and is not said) did not start: it ran out of
-        time, or the caller is the only worker, which runs nothing else until the
-        shutdown returns.  Read under the lock, taken within what is left of
-        ``deadline`` (nothing is said if it stays held)."""
+    def _warn_unstarted(self, deadline: Deadline, due_by: float, said: str, *args: object) -> None:
+        """Say how many runs due by ``due_by`` a drain did not start, after ``said % args``:
+        a drain called from an action (its worker's own run goes on, by definition, and
+        is not said) that ran out of time, or whose caller is the only worker, which runs
+        nothing else until the shutdown returns; or a drain out of time that returns True
+        all the same, every run it did not wait for cut (a coroutine cancelled, a worker
+        process killed: each said by its run's line).  Read under the lock, taken within
+        what is left of ``deadline`` (nothing is said if it stays held)."""
         with deadline.holding(self._lock) as held:
             unstarted = self._unstarted(due_by) if held else 0
         if unstarted:
-            log.warning(
-                "shutdown(drain=True) called from an action (thread %s) returned with %s",
-                threading.current_thread().name,
-                _not_started(unstarted),
-            )
+            log.warning(said + " %s", *args, _not_started(unstarted))
 
     def _unstarted(self, due_by: float) -> int:
         """How many registered tasks, not running, are due by ``due_by`` (caller holds
@@ -391,7 +397,9 @@ class Stopping(SchedulerParts):
     def _drain(self, instant: float, deadline: Deadline, kill_at: Deadline) -> bool:
         """Hand the workers every entry due at or before ``instant``, as room frees, and
         wait for the runs in flight (which may queue more such entries: a CATCH_UP
-        slot).  False if the time ran out first.  The timer is stopped: this runs on
+        slot).  False if the time ran out first, or ran out for the process-isolated
+        runs (``kill_at`` passed: what it killed, or did not start, is what a drain out of
+        time leaves).  The timer is stopped: this runs on
         the thread that called shutdown().  It waits on an event each settled run sets
         (:meth:`_settle`), not on ``_wake``, so that a lock held past the deadline (a
         store that hangs) cannot keep it waiting (:meth:`Deadline.wait`).
@@ -425,7 +433,7 @@ class Stopping(SchedulerParts):
                     continue
                 due = None if shared else queue.next_due()
                 if (due is None or due > instant) and self._in_flight <= own:
-                    return True
+                    return killing is not None  # past kill_at, out of time: the runs cut
                 if stranded and self._in_flight - pool.waiting <= own:
                     return False  # what is left waits for this very thread
                 if deadline.remaining() == 0.0:

@@ -293,13 +293,14 @@ class TimerThread(SchedulerParts):
             return
         armed = self._armed
         now = self._clock.now()
-        begun = getattr(context, "_begun", None)
-        if begun is None:  # the first re-arm: from the deadline _prepare armed, if any
+        before = context._rearmed()
+        if before is None:  # the first re-arm: from the deadline _prepare armed, if any
             deadline = armed.get(context)
             begun = now if deadline is None else deadline - (run.options.timeout or 0.0)
-            context._begun = begun
+        else:
+            begun = before.begun
         timeout = run.task._options.timeout
-        context._budget = timeout
+        context._rearm(begun, timeout)
         deadline = rearmed(begun, timeout, now)
         if deadline is None:
             self._disarm_deadline(context)
