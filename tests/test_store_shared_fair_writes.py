@@ -16,18 +16,23 @@ next one at once, through a gate of its own as any shared store's writes do.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import select
+import signal
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lldsched import SqliteTaskStore, StoreError
-from lldsched.stores.sqlite_gate import WRITE, WriteLockTimeout, gate_for
+from lldsched.stores.sqlite_gate import THREAD, WRITE, WriteLockTimeout, gate_for
 from lldsched.stores.sqlite_rows import immediate
 from tests.forking import in_child
 
@@ -140,6 +145,54 @@ def test_a_store_closed_while_its_write_waits_in_line_lets_its_place_go(tmp_path
     holder.close()
 
 
+def test_a_lock_that_fails_otherwise_fails_the_write_naming_it_and_the_next_one_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True, timeout=HANG_GUARD) as store:
+        gate = store._gate
+        assert gate is not None
+        holder = gate_for(str(path), HANG_GUARD)  # another process's, in its write
+        assert holder is not None
+        holder.acquire()
+        taken = gate._flock
+
+        def failing(fd: int, operation: int) -> None:
+            if operation == fcntl.LOCK_EX:  # the gate's thread, blocking
+                raise OSError(errno.ENOLCK, "No locks available")
+            taken(fd, operation)
+
+        monkeypatch.setattr(gate, "_flock", failing)
+        with pytest.raises(StoreError) as raised:  # before: the timeout, 60 s later
+            store.release(task_id="a", token=1)
+        assert "No locks available" in str(raised.value)
+        assert repr(str(path.resolve()) + WRITE) in str(raised.value)
+        monkeypatch.setattr(gate, "_flock", taken)
+        holder.release()
+        holder.close()
+        store.release(task_id="a", token=1)  # before: its thread was gone, still "busy"
+        holder = gate_for(str(path), HANG_GUARD)
+        assert holder is not None
+        holder.acquire()
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                store.release(task_id="a", token=1)
+            except BaseException as exc:  # for the test's thread to raise
+                failed.append(exc)
+
+        release = threading.Thread(target=write)
+        release.start()  # blocks: a new thread of the gate's takes the lock for it
+        while gate._thread is None or not gate._busy:
+            assert release.is_alive()
+        holder.release()
+        release.join(HANG_GUARD)
+        assert not release.is_alive() and not failed
+        assert gate._thread is not None and gate._thread.name == THREAD
+        holder.close()
+
+
 def test_a_child_forked_during_a_write_closing_the_store_leaves_the_parents_lock(
     tmp_path: Path,
 ) -> None:
@@ -159,5 +212,82 @@ def test_a_child_forked_during_a_write_closing_the_store_leaves_the_parents_lock
         other.close()
 
 
+def one_write(path: str) -> None:
+    """A process with one write to make on the shared store at ``path``: says ``open``,
+    makes it once its standard input gives a line, then says ``written``."""
+    with SqliteTaskStore(path, shared=True, timeout=HANG_GUARD) as opened:
+        print("open", flush=True)
+        sys.stdin.readline()
+        opened.release(task_id="a", token=1)
+        print("written", flush=True)
+
+
+def blocked_on(sidecar: Path, pid: int) -> bool:
+    """Whether process ``pid`` waits, blocked, for the ``flock`` lock of ``sidecar``
+    (``/proc/locks`` lists a blocked waiter with ``->``)."""
+    inode = f":{os.stat(sidecar).st_ino} "
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "->" in fields and f" {pid} " in line and inode in line:
+            return True
+    return False
+
+
+def stopped(pid: int) -> bool:
+    """Whether every thread of process ``pid`` is stopped (a signal's stop is taken by
+    each thread as it next runs: one woken by the lock let go first may have taken it)."""
+    tasks = Path(f"/proc/{pid}/task").iterdir()
+    return all((task / "stat").read_text().rsplit(")", 1)[1].split()[0] == "T" for task in tasks)
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="reads Linux's /proc/locks")
+def test_a_process_stalled_while_it_waits_for_the_write_lock_holds_no_one_up(
+    tmp_path: Path,
+) -> None:
+    # A flock waiter that is stopped holds nothing: the others' writes go on (the lease
+    # takeover that runs its tasks included), where a turnstile lock it held while in line
+    # kept every other writer behind it for the whole stall.
+    path = tmp_path / "tasks.db"
+    SqliteTaskStore(path, shared=True).close()
+    found = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    stalled = subprocess.Popen(
+        [sys.executable, "-m", "tests.test_store_shared_fair_writes", "--one", str(path)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": found},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert stalled.stdin is not None and stalled.stdout is not None
+    try:
+        assert stalled.stdout.readline() == "open\n"
+        holder = gate_for(str(path), HANG_GUARD)  # another process's, in its write
+        assert holder is not None
+        holder.acquire()
+        stalled.stdin.write("go\n")
+        stalled.stdin.flush()
+        sidecar = Path(str(path.resolve()) + WRITE)
+        deadline = time.monotonic() + HANG_GUARD
+        while not blocked_on(sidecar, stalled.pid):  # it waited its patience, now in line
+            assert time.monotonic() < deadline, "the write never waited for the lock"
+            assert stalled.poll() is None
+        os.kill(stalled.pid, signal.SIGSTOP)
+        while not stopped(stalled.pid):  # each thread left its wait, holding nothing
+            assert time.monotonic() < deadline, "the process never stopped"
+        holder.release()
+        with SqliteTaskStore(path, shared=True, timeout=2.0) as other:
+            other.release(task_id="a", token=1)  # before: "not obtained within" 2 s
+            other.release(task_id="a", token=1)
+        holder.close()
+    finally:
+        os.kill(stalled.pid, signal.SIGCONT)
+    assert stalled.stdout.readline() == "written\n"  # resumed, it wrote in its turn
+    stalled.stdin.close()
+    assert stalled.wait(HANG_GUARD) == 0
+
+
 if __name__ == "__main__":
-    back_to_back(sys.argv[1])
+    if sys.argv[1] == "--one":
+        one_write(sys.argv[2])
+    else:
+        back_to_back(sys.argv[1])
