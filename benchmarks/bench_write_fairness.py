@@ -3,16 +3,16 @@
 SQLite's busy handler sleeps between tries (1, 2, 5, ... 100 ms), so a writer that
 begins its next transaction as soon as it committed finds the lock free at each of its
 own tries and a waiter rarely does.  The store's gate (``lldsched/stores/sqlite_gate.py``)
-queues every shared write first.  Three ways of taking the lock, each measured the same
-way:
+takes an OS lock before every shared write.  Three ways of taking the lock, each
+measured the same way:
 
 * ``sqlite``: ``BEGIN IMMEDIATE`` alone, SQLite's busy handler waiting (before the gate);
-* ``flock``: one ``fcntl.flock`` lock taken blocking before it (the kernel wakes a
-  waiter when the lock is let go, but the writer that let it go can take it again
-  first);
-* ``gate``: the store's :class:`~lldsched.stores.sqlite_gate.WriteGate`: tries for the
-  lock for up to 50 ms, then lines up behind a second lock that the writer that just
-  wrote must take too.
+* ``flock``: one ``fcntl.flock`` lock taken blocking before it, at once (the kernel
+  wakes a waiter when the lock is let go, but the writer that let it go can take it
+  again first);
+* ``gate``: the store's :class:`~lldsched.stores.sqlite_gate.WriteGate`: the same lock,
+  tried without blocking for up to 50 ms, then taken blocking in the gate's thread
+  within the timeout.
 
 ``HOGS`` processes write transactions back to back, each holding the lock ``HOLD``
 seconds of computation; a waiter process makes ``TRIES`` write transactions, each
@@ -20,7 +20,7 @@ against ``TIMEOUT``, and counts how many got in and how long each waited.
 
 Then the cost of the gate when nobody else writes: a shared store's ``release`` (one
 write transaction: ``BEGIN IMMEDIATE``, a ``DELETE``, ``COMMIT``), with and without its
-gate, in interleaved rounds.
+gate, in interleaved rounds; and processes writing back to back, with and without it.
 
 Run: ``.venv/bin/python benchmarks/bench_write_fairness.py [--quick]``.
 """

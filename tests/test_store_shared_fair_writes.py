@@ -5,8 +5,8 @@ SQLite's busy handler sleeps and tries again: a writer whose transactions come b
 back finds the lock free at each of its own tries, a waiter almost never, and the
 waiter's write failed with ``StoreError`` ("database is locked") past its ``timeout``
 while the other went on writing.  Every write of a shared store now passes the store's
-gate first: a write that waited 50 ms lines up, and the writer that just wrote must line
-up behind it.
+gate first, an ``flock`` lock: a write tries for it for 50 ms, then blocks for it, and
+the kernel wakes it as soon as the lock is let go.
 
 The other writer here is another process (a thread of this one would take turns with
 the test's thread for the interpreter's lock as well, which decides who writes when):
@@ -121,12 +121,12 @@ def test_a_write_that_cannot_pass_the_gate_within_the_timeout_names_the_file_and
         assert "not obtained within the store's timeout=0.1 s" in said
         assert repr(str(path.resolve()) + WRITE) in said
         assert "timeout" in said and "waited" in said
-        holder.release()  # its place in the line kept: the next write gets in
+        holder.release()  # the gate's thread, still waiting, lets it go: the next write gets in
         store.release(task_id="a", token=1)
         holder.close()
 
 
-def test_a_store_closed_while_its_write_waits_in_line_lets_its_place_go(tmp_path: Path) -> None:
+def test_a_store_closed_while_its_write_waits_for_the_lock_lets_it_go(tmp_path: Path) -> None:
     path = tmp_path / "tasks.db"
     store = SqliteTaskStore(path, shared=True, timeout=0.1)
     holder = gate_for(str(path), HANG_GUARD)
@@ -136,7 +136,7 @@ def test_a_store_closed_while_its_write_waits_in_line_lets_its_place_go(tmp_path
         store.release(task_id="a", token=1)
     gate = store._gate
     assert gate is not None and gate._thread is not None
-    store.close()  # its gate's thread still waits in line
+    store.close()  # its gate's thread still waits for the lock
     holder.release()
     gate._thread.join(HANG_GUARD)
     assert not gate._thread.is_alive()
@@ -268,7 +268,7 @@ def test_a_process_stalled_while_it_waits_for_the_write_lock_holds_no_one_up(
         stalled.stdin.flush()
         sidecar = Path(str(path.resolve()) + WRITE)
         deadline = time.monotonic() + HANG_GUARD
-        while not blocked_on(sidecar, stalled.pid):  # it waited its patience, now in line
+        while not blocked_on(sidecar, stalled.pid):  # it waited its patience, now blocked
             assert time.monotonic() < deadline, "the write never waited for the lock"
             assert stalled.poll() is None
         os.kill(stalled.pid, signal.SIGSTOP)

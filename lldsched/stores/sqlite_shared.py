@@ -172,7 +172,7 @@ class SharedState:
         timeout: float,
     ) -> None:
         """``records``: the records' ``max(seq)``, read at open (:func:`count_records`);
-        ``timeout``: the store's, how long a write waits in line at the gate."""
+        ``timeout``: the store's, how long a write waits for the gate."""
         self.node = node_id()
         self.path = path
         self.file = identity(path)  # (device, inode) of the file opened; see check_file
