@@ -288,6 +288,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                     lease=held,
                     poll=every,
                     records=last_seq,
+                    timeout=timeout,
                 )
                 if shared
                 else None
@@ -302,6 +303,8 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                 ) from exc
             raise
         self._claim = claim  # None for a private in-memory database
+        # Every shared write passes it (sqlite_gate.py); None: unshared, or no flock (Windows).
+        self._gate = None if self._shared is None else self._shared.gate
         # Guards the connection (one statement or transaction at a time) and the
         # caches below.  Taken inside the scheduler's lock when the core saves;
         # never held while calling anything outside this store.
@@ -424,7 +427,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             shared = self._shared
             if shared is not None and shared.muted:
                 return
-            with immediate(connection):
+            with immediate(connection, self._gate):
                 removal = self._delete(connection, task_id)
             self._deleted(task_id, removal)
 
@@ -453,7 +456,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             shared = self._shared
             if shared is not None and shared.muted:
                 return True
-            with immediate(connection):
+            with immediate(connection, self._gate):
                 if shared is not None:
                     row = connection.execute(
                         "SELECT version FROM tasks WHERE id = ?", (task_id,)
@@ -504,6 +507,8 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+            if self._gate is not None:
+                self._gate.close()
             if self._claim is not None:
                 self._claim.release()  # after the connection: nothing written past it
 

@@ -29,6 +29,7 @@ from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import DIED_UNSHARED, Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import check_take_over, check_written, encode_task
 from lldsched.stores.held import HeldWrites
+from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
     LAST_FAILED,
     SLOT,
@@ -36,6 +37,7 @@ from lldsched.stores.sqlite_rows import (
     TASKS,
     UPDATE,
     UPSERT,
+    begin,
     fetch,
     immediate,
     rollback,
@@ -69,6 +71,7 @@ class CoordinatedMethods:
     _shared: SharedState | None
     _defined: dict[str, Task]
     _counts: dict[str, int]
+    _gate: WriteGate | None
     if TYPE_CHECKING:
 
         def _using(
@@ -140,7 +143,7 @@ class CoordinatedMethods:
         task_id = snapshot.task.id
         with self._using("settle task", task_id) as connection:
             shared = self._coordinated()
-            with immediate(connection):
+            with immediate(connection, self._gate):
                 row = connection.execute(
                     "SELECT status, version FROM tasks WHERE id = ?", (task_id,)
                 ).fetchone()
@@ -241,7 +244,7 @@ class CoordinatedMethods:
         task_id = snapshot.task.id
         with self._using("write what the claim decided for task", task_id) as connection:
             shared = self._coordinated()
-            with immediate(connection):
+            with immediate(connection, self._gate):
                 if release:
                     held = shared.take_lease(connection, task_id=task_id, token=token)
                 else:
@@ -324,7 +327,7 @@ class CoordinatedMethods:
             shared = self._coordinated()
             if shared.unreadable.text(task_id) is None:
                 return None
-            with immediate(connection):
+            with immediate(connection, self._gate):
                 one = f"SELECT {TASK_COLUMNS} FROM {TASKS} WHERE t.id = ?"
                 found = fetch(connection, one, (task_id,))
                 row = found[0] if found else None
@@ -416,8 +419,9 @@ class CoordinatedMethods:
         (:mod:`lldsched.stores.held`), for the runtime to write again."""
         with self._using("take the write lock for a verb on task", task_id) as connection:
             shared = self._coordinated()
+            gate = self._gate
             try:
-                connection.execute("BEGIN IMMEDIATE")
+                begin(connection, gate)  # in turn with the other processes' writes
             except sqlite3.OperationalError:  # locked past the timeout: as before, unheld
                 yield
                 return
@@ -441,6 +445,9 @@ class CoordinatedMethods:
                 except BaseException:
                     rollback(connection)
                     raise
+                finally:
+                    if gate is not None:
+                        gate.release()
                 if failed is not None:
                     shared.cursor = min(shared.cursor, cursor)  # read again from there
                     shared.removals &= removals  # the hold's own removals are undone
@@ -494,13 +501,13 @@ class CoordinatedMethods:
                 # is its new holder's, and a row written `running` is claimed by no one.
                 # A redefinition made here during it is written alone, if the row is there.
                 if self._defined.get(task_id) != task:
-                    with immediate(connection):
+                    with immediate(connection, self._gate):
                         _redefine_row(connection, task)
                     self._defined[task_id] = task
                     shared.refetch.add(task_id)  # the row's state, for this registry
                 return
             definition = None if self._defined.get(task_id) == task else encode_task(task)
-            with immediate(connection):
+            with immediate(connection, self._gate):
                 if (
                     task_id not in self._defined
                     and not finished(snapshot)  # forgotten here (_wrote), not unknown
@@ -540,11 +547,11 @@ class CoordinatedMethods:
                 return True
             if snapshot.status is TaskStatus.RUNNING and task_id in shared.held:
                 if records:
-                    with immediate(connection):
+                    with immediate(connection, self._gate):
                         self._append_all(connection, task_id, records)
                 return True
             definition = None if self._defined.get(task_id) == task else encode_task(task)
-            with immediate(connection):
+            with immediate(connection, self._gate):
                 row = connection.execute(
                     "SELECT version, EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id "
                     "AND l.expires_at > ?) FROM tasks t WHERE t.id = ?",

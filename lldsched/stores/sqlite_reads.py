@@ -31,6 +31,7 @@ from lldsched.stores.sqlite_rows import record_of as _record
 from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
 
 if TYPE_CHECKING:
+    from lldsched.stores.sqlite_gate import WriteGate
     from lldsched.stores.sqlite_shared import SharedState
 
 __all__ = ["SqliteReads"]
@@ -46,6 +47,7 @@ class SqliteReads:
     retention: int | None
     _lock: threading.RLock
     _defined: dict[str, Task]
+    _gate: WriteGate | None
     if TYPE_CHECKING:
 
         def _coordinated(self) -> SharedState: ...
@@ -81,7 +83,7 @@ class SqliteReads:
         with self._lock:
             if moved:  # each row only if no one rewrote it since (a shared store's other writers)
                 try:
-                    with immediate(self._open()) as connection:
+                    with immediate(self._open(), self._gate) as connection:
                         connection.executemany(
                             "UPDATE tasks SET definition = ?1 WHERE id = ?2 AND definition = ?3",
                             moved,

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from lldsched.errors import StoreError
 from lldsched.persistence import FINISHED_STATUSES, Task, TaskSnapshot
 from lldsched.stores.codec import Undecodable, record_from, said, snapshot_from
+from lldsched.stores.sqlite_gate import WriteGate
 
 __all__ = [
     "AT_OPEN",
@@ -30,6 +31,7 @@ __all__ = [
     "UPDATE",
     "UPSERT",
     "Kind",
+    "begin",
     "failure",
     "fetch",
     "immediate",
@@ -226,12 +228,18 @@ def rollback(connection: sqlite3.Connection) -> None:
 
 
 @contextmanager
-def immediate(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def immediate(
+    connection: sqlite3.Connection, gate: WriteGate | None = None
+) -> Iterator[sqlite3.Connection]:
     """One write transaction (``BEGIN IMMEDIATE``: the write lock taken at once),
     committed at the end of the block, rolled back if the block (or the commit) raises.
+    ``gate``: a shared store's (:mod:`lldsched.stores.sqlite_gate`), passed before the
+    ``BEGIN`` and let go after the end, so writers of all processes take the lock in
+    turn; its :class:`~lldsched.stores.sqlite_gate.WriteLockTimeout` is an
+    ``sqlite3.OperationalError``, as SQLite's "database is locked" is.
     Inside a transaction already open (a verb's, ``CoordinatedMethods.verb_held``, which
-    holds the write lock from its read of the change feed to its writes): a savepoint of
-    it, released at the end, rolled back to if the block raises."""
+    holds the write lock, and the gate, from its read of the change feed to its writes):
+    a savepoint of it, released at the end, rolled back to if the block raises."""
     if connection.in_transaction:
         connection.execute("SAVEPOINT inner")
         try:
@@ -243,12 +251,31 @@ def immediate(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
                 connection.execute("RELEASE inner")
             raise
         return
-    connection.execute("BEGIN IMMEDIATE")
+    if gate is None:  # an unshared store's writes: as they were
+        connection.execute("BEGIN IMMEDIATE")
+    else:
+        begin(connection, gate)
     try:
         yield connection
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)
+        raise
+    finally:
+        if gate is not None:
+            gate.release()
+
+
+def begin(connection: sqlite3.Connection, gate: WriteGate | None) -> None:
+    """``BEGIN IMMEDIATE``, after passing ``gate`` (if any): the caller lets the gate go
+    after its ``COMMIT`` or ``ROLLBACK``.  If it raises, nothing is held."""
+    if gate is not None:
+        gate.acquire()
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+    except BaseException:
+        if gate is not None:
+            gate.release()
         raise
 
 

@@ -6,7 +6,9 @@ the versions of the rows it has seen) and every statement of the coordinated
 protocol (:class:`~lldsched.persistence.CoordinatedStore`, docs/CLUSTER.md).  The
 store calls in here holding its lock; every write is one ``BEGIN IMMEDIATE``
 transaction, so writers in all processes are serialised by SQLite's write lock
-(WAL readers are never blocked).
+(WAL readers are never blocked), taken in turn through the store's gate
+(:mod:`lldsched.stores.sqlite_gate`: SQLite's busy handler alone let a process writing
+back to back keep another out past its timeout).
 
 * **Tokens and versions** come from one row each in ``counters``: ``token`` only
   grows, so a takeover always carries a larger token; ``change`` numbers every
@@ -56,6 +58,7 @@ from lldsched.stores.codec import Unreadable
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
+from lldsched.stores.sqlite_gate import gate_for
 from lldsched.stores.sqlite_rows import FINISHED, KEPT_COLUMNS, SLOT, TASKS, fetch, immediate
 
 __all__ = ["TAKE", "SharedState", "bump", "count_records", "node_id"]
@@ -147,7 +150,8 @@ def count_records(connection: sqlite3.Connection, *, last: int) -> None:
     each other, and this store holds its claim), so the only other writers are shared
     openers and shared settles, which never leave the counter behind; behind, the
     counter is raised in one write transaction to the ``max(seq)`` read in it, and
-    ``max`` never lowers it under any of them."""
+    ``max`` never lowers it under any of them.  A write at open: not through the
+    store's gate (:mod:`lldsched.stores.sqlite_gate`), as the file's creation is not."""
     (value,) = connection.execute("SELECT value FROM counters WHERE name = 'record'").fetchone()
     if value < last:
         with immediate(connection):
@@ -158,9 +162,17 @@ class SharedState:
     """What one process's shared store knows and holds; its owner's lock guards it all."""
 
     def __init__(
-        self, connection: sqlite3.Connection, *, path: str, lease: float, poll: float, records: int
+        self,
+        connection: sqlite3.Connection,
+        *,
+        path: str,
+        lease: float,
+        poll: float,
+        records: int,
+        timeout: float,
     ) -> None:
-        """``records``: the records' ``max(seq)``, read at open (:func:`count_records`)."""
+        """``records``: the records' ``max(seq)``, read at open (:func:`count_records`);
+        ``timeout``: the store's, how long a write waits for the gate."""
         self.node = node_id()
         self.path = path
         self.file = identity(path)  # (device, inode) of the file opened; see check_file
@@ -185,6 +197,8 @@ class SharedState:
         self.horizons = FeedHorizons()  # the cursors read, for trimming `removed`
         self.unreadable = Unreadable(repr(path))  # others' definitions this one cannot load
         self.data_version = _data_version(connection)
+        # Every write from now on passes it: the processes' writers take the lock in turn.
+        self.gate = gate_for(path, timeout)
 
     # -- the file ----------------------------------------------------------------------
 
@@ -220,7 +234,7 @@ class SharedState:
         passed = (json.dumps(left),) if left else ()
         if not connection.execute(statement, (now, 1, *passed)).fetchone():
             return []  # nothing due: no write transaction at all (the idle path)
-        with immediate(connection):
+        with immediate(connection, self.gate):
             rows = connection.execute(statement, (now, limit, *passed)).fetchall()
             claims: list[Claim] = []
             if rows:
@@ -248,11 +262,12 @@ class SharedState:
             return set()
         wanted = sorted(tokens)
         marks = ",".join("?" * len(wanted))
-        rows = connection.execute(
-            f"UPDATE leases SET expires_at = ? WHERE holder = ? AND token IN ({marks}) "
-            "RETURNING token",
-            (now + self.lease, self.node, *wanted),
-        ).fetchall()
+        with immediate(connection, self.gate):
+            rows = connection.execute(
+                f"UPDATE leases SET expires_at = ? WHERE holder = ? AND token IN ({marks}) "
+                "RETURNING token",
+                (now + self.lease, self.node, *wanted),
+            ).fetchall()
         kept = {int(token) for (token,) in rows}
         for task_id, token in list(self.held.items()):
             if token in tokens and token not in kept:
@@ -262,10 +277,11 @@ class SharedState:
 
     def release(self, connection: sqlite3.Connection, *, task_id: str, token: int) -> None:
         """Drop the lease ``(task_id, token)`` if this node still holds it."""
-        connection.execute(
-            "DELETE FROM leases WHERE task_id = ? AND token = ? AND holder = ?",
-            (task_id, token, self.node),
-        )
+        with immediate(connection, self.gate):
+            connection.execute(
+                "DELETE FROM leases WHERE task_id = ? AND token = ? AND holder = ?",
+                (task_id, token, self.node),
+            )
         if self.held.get(task_id) == token:
             del self.held[task_id]
 
@@ -353,7 +369,8 @@ class SharedState:
         behind = self.horizons.read(self.cursor)  # lldsched.stores.removals: when to trim
         if behind is not None:
             try:  # the rows read are the caller's now: a busy file only delays the trim
-                connection.execute("DELETE FROM removed WHERE version <= ?", (behind,))
+                with immediate(connection, self.gate):
+                    connection.execute("DELETE FROM removed WHERE version <= ?", (behind,))
             except sqlite3.OperationalError:
                 log.warning("could not trim the removals of %s; trying again later", self.node)
         return fresh, gone

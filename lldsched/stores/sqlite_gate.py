@@ -1,0 +1,252 @@
+"""WriteGate: the shared SQLite store's writers take the file's write lock in turn.
+
+SQLite hands its write lock to no one: a writer that finds it taken sleeps in its busy
+handler (1, 2, 5, ... up to 100 ms between tries) and tries again, so a process whose
+writes come back to back (a commit, then at once the next ``BEGIN IMMEDIATE``) finds
+the lock free at every try of its own and a waiter almost never does.  Measured
+(``benchmarks/bench_write_fairness.py``): against one process writing 1 ms
+transactions back to back, a waiter with a 0.5 s timeout got in 10 to 24 times of 50.
+
+**The gate** is one OS lock on a sidecar file, ``fcntl.flock`` exclusive: the *write*
+lock (``<file>.write``), held from before ``BEGIN IMMEDIATE`` to after the ``COMMIT``.
+A write first tries for it without blocking, every millisecond for up to
+:data:`PATIENCE` (50 ms): most waits are a write or two long and end there, the
+writer that happens to run taking the lock, as SQLite's busy handler would, only
+without its sleeps of up to 100 ms.  A write that waited that long blocks in
+``flock``: the kernel wakes a blocked waiter as soon as the lock is let go, where
+SQLite's busy handler would still be asleep.  It does not hand the lock over (the
+process that let it go may take it again first), so a wait is not bounded by the
+writes ahead of it; measured, the waiter got in 50 of 50 times, its longest wait
+about 0.1 s.
+
+**Not a turnstile.**  A second lock that a writer waiting past its patience held
+while in line, and that every writer had to pass, bounded the wait a little better,
+but a process stalled while in line (SIGSTOP, a VM freeze, a long GC pause) then held
+up every other process's writes for the whole stall, the lease takeover that should
+run its tasks included.  A stopped ``flock`` waiter holds nothing (Linux retries the
+lock in the waiter's own context after the wake), so with the write lock alone only
+a process stalled *inside* its write transaction holds the others up, as with
+SQLite's own lock (docs/DECISIONS.md, "Shared SQLite writers take the write lock in
+turn").
+
+**The timeout.**  ``flock`` has no timeout, so the blocking wait is made by the gate's
+one thread (``lldsched-sqlite-write-gate``), started at the first such wait, while the
+caller waits for it up to the store's ``timeout``.  Past it the caller gets
+:class:`WriteLockTimeout` (an ``sqlite3.OperationalError``, so every caller treats it
+as SQLite's own "database is locked": a :class:`~lldsched.errors.StoreError` naming
+the file, the call and the wait), and the thread goes on waiting: once it gets the
+lock, it gives it to the next write of its store waiting, or lets it go.  A ``flock``
+that fails otherwise (an ``OSError``: ``ENOLCK``, say) fails the write waiting with
+:class:`WriteLockFailed` naming it, and the next write starts a new thread.
+
+**Not gated**: writes at open (creating or migrating the file, under SQLite's own
+wait as before), unshared stores (one writer per file), and writers that are not
+lldsched's of this release (an older release during a rolling upgrade, the
+``sqlite3`` shell): those take SQLite's lock as before, and a gated writer waits for
+them in SQLite's busy handler, up to ``timeout`` more.  **Windows** has no ``flock``:
+no gate there, writes wait in SQLite's busy handler as before.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import threading
+import time
+
+from lldsched.errors import StoreError
+
+__all__ = [
+    "PATIENCE",
+    "POLL",
+    "THREAD",
+    "WRITE",
+    "WriteGate",
+    "WriteLockFailed",
+    "WriteLockTimeout",
+    "gate_for",
+]
+
+WRITE = ".write"
+PATIENCE = 0.05
+"""Seconds a write tries for the lock before it blocks for it (half the timeout if
+shorter)."""
+POLL = 0.001
+"""Seconds between those tries."""
+THREAD = "lldsched-sqlite-write-gate"
+"""The name of a gate's thread, the one that blocks in ``flock``."""
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a planted symlink is refused, not followed
+
+
+class WriteLockTimeout(sqlite3.OperationalError):
+    """The gate was not passed within the store's ``timeout``: other processes' writes,
+    or one process stalled inside its write, held it that long."""
+
+
+class WriteLockFailed(sqlite3.OperationalError):
+    """Taking the write lock failed with an ``OSError`` other than the lock being taken."""
+
+
+def gate_for(path: str, timeout: float) -> WriteGate | None:
+    """The gate of the shared store at ``path`` (its sidecar next to the file, symlinks
+    resolved); None where there is no ``flock`` (Windows): writes wait as before."""
+    if sys.platform == "win32":  # pragma: no cover - not run by this project's CI (Linux)
+        return None
+    real = os.path.realpath(path)
+    try:
+        return WriteGate(real, timeout)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot open the shared store {path!r}: cannot open its write lock file "
+            f"{real + WRITE!r} ({exc})"
+        ) from None
+
+
+class WriteGate:
+    """The write gate of one store (one per store object: two stores in one process take
+    turns like two processes, ``flock`` locks being the open file's).  Not re-entrant;
+    its store's lock serialises the callers, :meth:`acquire` then :meth:`release`."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        import fcntl  # POSIX only: gate_for gives no gate elsewhere
+
+        self._flock = fcntl.flock
+        self._ex, self._un, self._nb = fcntl.LOCK_EX, fcntl.LOCK_UN, fcntl.LOCK_NB
+        self.path = path
+        self.timeout = timeout
+        self._write = _open(path + WRITE)
+        self._state = threading.Condition(threading.Lock())
+        self._wanted = False  # a caller waits for the thread to take the write lock
+        self._held = False  # the write lock is this gate's (taken for a caller)
+        self._busy = False  # the thread is taking the lock (blocked in flock)
+        self._failed: OSError | None = None  # the thread's flock failed: for the caller
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()  # a forked child has the descriptor, not the thread
+
+    def acquire(self) -> None:
+        """Take the write lock, blocking for it once a write waited :data:`PATIENCE`;
+        :class:`WriteLockTimeout` past ``timeout``, :class:`WriteLockFailed` if
+        ``flock`` fails otherwise."""
+        with self._state:
+            started = time.monotonic()
+            if not self._busy and self._poll(started + min(PATIENCE, self.timeout / 2)):
+                self._held = True
+                return
+            left = self.timeout - (time.monotonic() - started)
+            if left <= 0:  # timeout=0: one try, never a blocking wait
+                raise self._timed_out(started)
+            # The thread blocks in flock; this caller waits for it up to the timeout.
+            self._wanted = True
+            self._busy = True
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._take, name=THREAD, daemon=True)
+                self._thread.start()
+            self._state.notify_all()
+            if self._state.wait_for(lambda: self._held or self._failed is not None, left):
+                if self._held:
+                    return
+                failed, self._failed = self._failed, None
+                raise self._failure(failed)
+            self._wanted = False
+        raise self._timed_out(started)
+
+    def _timed_out(self, started: float) -> WriteLockTimeout:
+        return WriteLockTimeout(
+            f"the write lock was not obtained within the store's timeout={self.timeout:g} s "
+            f"(waited {time.monotonic() - started:.1f} s for {self.path + WRITE!r}, "
+            "behind the other processes' writes: one of them held it that long, stalled "
+            "or in a long transaction). A claim or a read of the change feed is tried "
+            "again at the next wake; if writes are that long, open every store on the "
+            "file with a larger timeout"
+        )
+
+    def _failure(self, error: OSError | None) -> WriteLockFailed:
+        return WriteLockFailed(f"cannot take the write lock {self.path + WRITE!r}: {error!r}")
+
+    def _poll(self, until: float) -> bool:
+        """Take the write lock without blocking, trying again every :data:`POLL` seconds
+        until ``until``; False once the patience ran out."""
+        while not self._try():
+            if time.monotonic() >= until:
+                return False
+            time.sleep(POLL)
+        return True
+
+    def _try(self) -> bool:
+        try:
+            self._flock(self._write, self._ex | self._nb)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            raise self._failure(exc) from exc
+        return True
+
+    def release(self) -> None:
+        """Let the write lock go (after the COMMIT or the ROLLBACK)."""
+        with self._state:
+            self._held = False
+            self._flock(self._write, self._un)
+
+    def _take(self) -> None:
+        """The thread: whenever a caller waits, take the write lock, blocking."""
+        state = self._state
+        while True:
+            with state:
+                state.wait_for(lambda: self._busy or self._closed)
+                if self._closed and not self._busy:
+                    return
+            # Only this thread touches the descriptor while busy (close waits for it).
+            try:
+                self._flock(self._write, self._ex)
+            except OSError as exc:  # not the lock taken: the caller is told, no one waits
+                with state:
+                    self._busy = False
+                    self._thread = None  # the next blocking wait starts a new thread
+                    if self._wanted:
+                        self._wanted = False
+                        self._failed = exc
+                        state.notify_all()
+                    if self._closed:
+                        self._close()
+                return
+            with state:
+                self._busy = False
+                if self._wanted and not self._closed:
+                    self._wanted = False
+                    self._held = True
+                    state.notify_all()
+                else:  # its caller gave up: the next write of this store goes
+                    self._flock(self._write, self._un)
+                if self._closed:
+                    self._close()
+                    return
+
+    def close(self) -> None:
+        """Close the sidecar (idempotent); a thread still waiting for the lock closes it
+        once it got the lock and let it go.  In a child forked since, only the child's
+        copy of the descriptor is closed: the lock is the parent's (a lock let go here
+        would be let go for it)."""
+        if os.getpid() != self._pid:
+            if not self._closed:
+                self._closed = True
+                self._close()
+            return
+        with self._state:
+            if self._closed:
+                return
+            self._closed = True
+            if self._held:
+                self._held = False
+                self._flock(self._write, self._un)
+            if not self._busy:
+                self._close()
+            self._state.notify_all()
+
+    def _close(self) -> None:
+        os.close(self._write)
+
+
+def _open(path: str) -> int:
+    return os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o666)
