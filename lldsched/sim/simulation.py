@@ -1053,7 +1053,14 @@ class Simulation(SimulationVerbs):
         if not self._finishes and not self._handed:
             return False
         self._clock.advance_to(deadline)
-        self._stop_lane(lambda run: True, SHUT_DOWN)
+        cut_by_shutdown = self._core.cut_by_shutdown
+
+        def cut(run: Run) -> bool:
+            """Each run cut here: its finish keeps its task due (core/runs.py)."""
+            cut_by_shutdown(run)
+            return True
+
+        self._stop_lane(cut, SHUT_DOWN)
         return any(item[0] > deadline for item in self._finishes)
 
     def _emit(self, event: TaskEvent) -> None:
