@@ -80,7 +80,7 @@ class Outcome(enum.StrEnum):
     COALESCED = "coalesced"  # a misfire policy folded the slot into a later run
     SKIPPED = "skipped"  # an overrun policy dropped the slot at run time
     BLOCKED = "blocked"  # the slot waited for its upstreams (started..finished: the wait)
-    CANCELLED = "cancelled"  # a run: Overlap.CANCEL_OTHER cancelled it for a newer slot
+    CANCELLED = "cancelled"  # a run: CANCEL_OTHER cut it for a newer slot, or a shutdown did
 
     @property
     def ran(self) -> bool:
@@ -131,7 +131,11 @@ class ExecutionRecord(NamedTuple):
     * :attr:`Outcome.CANCELLED` marks a *run* that ``Overlap.CANCEL_OTHER``
       cancelled because a newer slot came due while it ran: ``error`` says so
       (``"OverlapCancelled: ... came due while it ran"``, or ``... came due before it
-      started`` for a coroutine cut before its body began); it is never retried.
+      started`` for a coroutine cut before its body began); it is never retried;
+      or a run a shutdown cut (a coroutine cancelled, a worker process killed:
+      ``"CancelledError: scheduler shut down"``, ``"CancelledError: the scheduler
+      shut down without draining ..."``): its task stays due at the same slot with
+      the same attempt, which a restart from a durable store runs again.
 
     :attr:`Outcome.ran` tells the two kinds apart.
 

@@ -251,7 +251,10 @@ def test_shutdown_cancels_coroutines_still_running_at_its_timeout_and_they_stay_
     assert scheduler.shutdown(timeout=5) is True  # (a second call waits for the workers)
     assert stopped.is_set() and loop_threads() == []
     assert task.history[0].error == "CancelledError: scheduler shut down"
-    assert task.status is TaskStatus.RETRYING and task.next_run_at is not None
+    assert task.history[0].outcome == "cancelled"
+    # Due at its slot again, its attempt unspent (before: RETRYING, its attempt spent)
+    assert task.status is TaskStatus.SCHEDULED and task.attempt == 0
+    assert task.next_run_at == task.history[0].due
 
 
 async def deaf(started: threading.Event) -> None:
@@ -279,7 +282,7 @@ def test_a_coroutine_deaf_to_cancellation_is_recorded_at_shutdown_and_closed_qui
         "deaf", deaf, OneTime(delay=0), args=(started,), retry=RetryPolicy(max_attempts=1)
     )
     assert started.wait(5)
-    with caplog.at_level(logging.ERROR, logger="lldsched"):
+    with caplog.at_level(logging.INFO, logger="lldsched.jobs"):
         # Cancelled at half the timeout, recorded at its end; the loop is then told to
         # stop and given LOCK_GRACE (0.1 s), which a loaded host may not give it: a
         # second shutdown waits for what the first left stopping (as in
@@ -287,15 +290,15 @@ def test_a_coroutine_deaf_to_cancellation_is_recorded_at_shutdown_and_closed_qui
         assert scheduler.shutdown(timeout=0.1) or scheduler.shutdown(timeout=5)
         assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
         gc.collect()  # the pending task and its coroutine go: GeneratorExit in the run
-    # Said once, as the cut that sent its task to the dead letter (its one attempt),
-    # and never again when the coroutine is closed.
-    assert [r.getMessage() for r in caplog.records if r.name.startswith("lldsched")] == [
-        f"task {task.id} 'deaf' attempt 1 of 1 failed: CancelledError: scheduler shut down; "
-        "dead-lettered (redrive() runs it again)"
+    # Said once, as a run the shutdown stopped (its task stays due: its one attempt is
+    # not spent; before, the cut sent it to the dead letter, said at ERROR), and never
+    # again when the coroutine is closed.
+    assert [r.getMessage() for r in caplog.records if r.name == "lldsched.jobs"] == [
+        f"task {task.id} 'deaf' attempt 1 stopped: CancelledError: scheduler shut down"
     ]
     assert unraisable == []
     assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
-    assert task.status is TaskStatus.FAILED
+    assert task.status is TaskStatus.SCHEDULED and task.attempt == 0
 
 
 def test_the_event_loop_starts_at_the_first_coroutine_run_and_closes_at_shutdown(

@@ -138,14 +138,14 @@ def test_a_failed_attempt_says_its_task_and_scheduler_as_fields_on_the_jobs_logg
     assert retry.exc_info is None and dead.exc_info is not None  # the traceback: ERROR only
 
 
-def test_a_run_a_shutdown_cut_is_said_at_info_only_while_its_task_stays_due(
+def test_a_run_a_shutdown_cut_is_said_at_info_and_its_task_stays_due(
     make_scheduler: SchedulerFactory, clock: FakeClock, captured: Captured
 ) -> None:
-    # A shutdown that cuts a run (a coroutine cancelled, an isolated run killed) spends
-    # its attempt: with none left the task is dead-lettered, or its recurring slot given
-    # up.  That was said at INFO ("stopped", then="stopped", as a cancel is), so a
-    # handler at ERROR (an alert, an error tracker) never heard of a task a deploy sent
-    # to the dead letter.  A retry still follows: INFO; the slot or the task lost: ERROR.
+    # A shutdown that cuts a run (a coroutine cancelled, an isolated run killed) does not
+    # spend its attempt: the task stays due at its slot, so nothing is dead-lettered or
+    # given up, and the line is INFO, "stopped" (then="stopped"), as a cancel's is.
+    # Before, the cut spent the attempt: "last" was dead-lettered and "hourly"'s slot
+    # given up, said at ERROR (then="dead_letter", "given_up").
     started = [threading.Event() for _ in range(3)]
 
     async def hangs(n: int) -> None:
@@ -160,12 +160,15 @@ def test_a_run_a_shutdown_cut_is_said_at_info_only_while_its_task_stays_due(
     assert all(event.wait(5) for event in started)
     assert scheduler.shutdown(drain=False, timeout=2.0)  # cancelled, and said, before it returns
     said = {r.__dict__["task_id"]: (r.levelno, r.__dict__["then"]) for r in captured.named(JOBS)}
-    assert said == {
-        "retried": (logging.INFO, "stopped"),
-        "last": (logging.ERROR, "dead_letter"),
-        "hourly": (logging.ERROR, "given_up"),
-    }
-    assert scheduler.dead_letter() == ["last"]
+    assert said == {name: (logging.INFO, "stopped") for name in ("retried", "last", "hourly")}
+    assert scheduler.dead_letter() == []
+    for name in ("retried", "last", "hourly"):
+        task = scheduler.task(name)
+        (record,) = task.history
+        assert (record.ok, record.outcome, record.error) == (
+            False, "cancelled", "CancelledError: scheduler shut down")  # fmt: skip
+        assert (task.status, task.attempt) == (TaskStatus.SCHEDULED, 0)
+        assert task.next_run_at == record.due and record.slot == record.due
 
 
 def test_an_hour_of_a_task_failing_every_second_is_one_full_line_a_minute(

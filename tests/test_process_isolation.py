@@ -663,13 +663,18 @@ def test_a_drain_that_runs_out_of_time_kills_the_running_child(
         assert scheduler.shutdown(drain=True, timeout=2.0)
     (record,) = task.history
     assert (record.error or "").startswith("CancelledError: the scheduler shut down")
-    assert task.status is TaskStatus.RETRYING  # down the retry path: a store keeps it due
+    # Due at its slot again, its attempt unspent: a store runs it after the restart
+    # (before: RETRYING, the attempt spent)
+    assert (task.status, task.attempt, task.next_run_at) == (TaskStatus.SCHEDULED, 0, record.due)
+    assert record.outcome == "cancelled"
     assert not alive(int(marker.read_text()))
     # The run the drain had no time to start is left due, and said (it was said nowhere:
     # the drain counted as done once the kill had settled what it waited for).
     assert (waiting.status, waiting.run_count) == (TaskStatus.SCHEDULED, 0)
+    # The killed run counts too: its task is due again, its next attempt not started
+    # (before, its attempt spent, it was due at its retry, after the shutdown: 1 run).
     assert [r.getMessage() for r in caplog.records if r.name == "lldsched.scheduler"] == [
-        "shutdown(timeout=2.0) ran out of time draining: 1 run due by the shutdown not "
+        "shutdown(timeout=2.0) ran out of time draining: 2 runs due by the shutdown not "
         "started (they stay SCHEDULED or RETRYING with their due time, for a durable store "
         "to recover)"
     ]

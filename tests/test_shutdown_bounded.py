@@ -314,7 +314,8 @@ def test_a_coroutine_deaf_to_cancellation_is_cancelled_recorded_and_left_behind(
     assert stopped or scheduler.shutdown(timeout=5)
     assert not loop_thread.is_alive() and not scheduler.running
     assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
-    assert task.status is TaskStatus.FAILED  # its one attempt: given up, not left RUNNING
+    # Not left RUNNING: due at its slot again, its one attempt unspent (before: FAILED)
+    assert (task.status, task.attempt) == (TaskStatus.SCHEDULED, 0)
     assert scheduler._in_flight == 0  # no count leaked by the run shutdown recorded
 
 

@@ -251,6 +251,9 @@ class SchedulerCore(
         # Token -> the records of a claimed slot its readiness check held, for the claim's
         # holder to write with the row (DependencyWaits.claim_held takes them).
         self._claims_held: dict[int, list[ExecutionRecord]] = {}
+        # id(run) -> run, of the runs a shutdown cut whose finish is still to come
+        # (RunTransitions.cut_by_shutdown): their finish keeps the task due.
+        self._cut: dict[int, Run] = {}
 
     # -- registration --------------------------------------------------------------
 

@@ -26,6 +26,7 @@ WAITED = Outcome.BLOCKED  # the record of a blocked wait
 SKIPPED = Outcome.SKIPPED
 COALESCED = Outcome.COALESCED
 OVERLAP_CANCELLED = Outcome.CANCELLED
+SHUTDOWN_CUT = Outcome.CANCELLED  # a run a shutdown cut: its task stays due (core/runs.py)
 BUFFER_ONE = Overlap.BUFFER_ONE
 CANCEL_OTHER = Overlap.CANCEL_OTHER
 ALLOW = Overlap.ALLOW

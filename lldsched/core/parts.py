@@ -73,6 +73,7 @@ class CoreParts:
     _tally: Tally  # the records made since the core was built, by outcome
     _deps: Dependencies | None
     _claims_held: dict[int, list[ExecutionRecord]]  # token -> records: DependencyWaits.claim_held
+    _cut: dict[int, Run]  # id(run) -> run: a shutdown cut it (RunTransitions.cut_by_shutdown)
     _retention: Retention
     _rng: Random  # retry jitter
     _new_stats: Callable[[], RunStats]  # a task's RunStats, made at its first run

@@ -33,6 +33,7 @@ from lldsched.core.names import (
     RUNNABLE,
     RUNNING,
     SCHEDULED,
+    SHUTDOWN_CUT,
     SUCCEEDED,
     Skipped,
     runnable,
@@ -172,6 +173,10 @@ class RunTransitions(CoreParts):
         if error is not None:
             stats.failure_count += 1
             stats.last_error = error
+            if self._cut and self._cut.pop(id(run), None) is run and flight is None:
+                kept = self._kept_due(run, record, stats)  # a shutdown cut it: still due
+                if kept is not None:
+                    return kept
         elif stats.given_up:
             stats.given_up = 0  # a successful run ends a streak of given-up slots
         if flight is None:
@@ -228,6 +233,48 @@ class RunTransitions(CoreParts):
                 retention.finished(task.id, record.finished)
             if len(retention.held_since) > retention.retire_above:  # else none can retire
                 self._retire(record.finished)
+        return record
+
+    def cut_by_shutdown(self, run: Run) -> None:
+        """The runtime's shutdown cut ``run`` (a coroutine cancelled, a process-isolated
+        run's worker killed: ``drain=False``, or a drain out of time): its :meth:`finish`,
+        with the error that says so, keeps its task due (:meth:`_kept_due`) instead of
+        spending the attempt.  Called before that finish; nothing else changes here.
+
+        The one rule of a run a shutdown cut, for both runtimes (docs/DECISIONS.md, "A
+        run a shutdown cut does not spend its attempt"): a deploy's SIGTERM is not the
+        task's failure, and a thread run cut by the process's end is run again at the
+        restart with its attempt unchanged (:mod:`lldsched.core.recovery`)."""
+        self._cut[id(run)] = run
+
+    def _kept_due(
+        self, run: Run, record: ExecutionRecord, stats: RunStats
+    ) -> ExecutionRecord | None:
+        """The finish of ``run``, which a shutdown cut (:meth:`cut_by_shutdown`; its
+        counts taken, its task's ``_run`` let go): the record is kept, marked CANCELLED
+        (``ok`` False, its error the shutdown's, never timed out), so the history shows
+        the cut and the summaries count it cancelled, not failed; the task waits for the
+        same attempt of the same slot (SCHEDULED, or RETRYING with its earlier attempts
+        behind it), due when the run was, as :meth:`unstarted` leaves one a shutdown
+        stopped before it started: a durable store runs it after the restart, as after
+        a process's exit (at least once).  No retry, given-up slot or dead letter
+        follows, and its dependents are told nothing (it has not ended); written through
+        the store and announced (RUNNING -> SCHEDULED or RETRYING, with the record), not
+        queued: the scheduler is stopping.
+
+        None, changing nothing, where a verb settled the task since the run began
+        (cancelled, paused, removed) or where a shared store's claim holds the run: the
+        caller records it as any run that failed."""
+        task = run.task
+        if task.status is not RUNNING or run.token is not None or not self.holds(task):
+            return None
+        record = record._replace(timed_out=False, misfire=SHUTDOWN_CUT)
+        self._keep(task, record)
+        attempt = task.attempt = run.attempt - 1
+        task.status = runnable(attempt)
+        task.next_run_at = run.due
+        if self._store is not None or self.emit is not None:
+            self._write_and_publish(task, RUNNING, record)
         return record
 
     def unstarted(self, run: Run) -> bool:

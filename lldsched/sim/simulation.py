@@ -448,8 +448,11 @@ class Simulation(SimulationVerbs):
         what has not started by then (at or before the call's instant plus ``timeout``)
         does not start and stays due; a coroutine run still in flight then (on the
         coroutine lane, or a plain function's awaitable waiting for a place there) is
-        cancelled then, recorded failed ``CancelledError: scheduler shut down`` and
-        retried by its policy, as the threaded shutdown cancels it, and so is a
+        cancelled then, recorded ``CancelledError: scheduler shut down`` (outcome
+        ``cancelled``) and its task kept due at its slot, its attempt unspent (no
+        retry, given-up slot or dead letter: :meth:`SchedulerCore.cut_by_shutdown
+        <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), as the threaded
+        shutdown cancels it, and so is a
         process-isolated run (``... (its worker process was killed)``), as the threaded
         shutdown kills its child; a thread run still
         in flight is not cut (a thread cannot be), here as there: it finishes at its
@@ -1046,14 +1049,23 @@ class Simulation(SimulationVerbs):
     def _out_of_time(self, deadline: float) -> bool:
         """A shutdown's ``deadline`` is reached with runs still in flight, at
         ``_advance``'s rest: the coroutine runs (on the lane, or waiting for a place there)
-        end at it, failed with ``CancelledError: scheduler shut down``, as the threaded
+        end at it, recorded ``CancelledError: scheduler shut down``, their tasks kept
+        due (:meth:`SchedulerCore.cut_by_shutdown
+        <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), as the threaded
         shutdown cancels them, and so do the process-isolated runs (their children
         killed there); True when a thread run goes on past it (it cannot be cut, there
         as here)."""
         if not self._finishes and not self._handed:
             return False
         self._clock.advance_to(deadline)
-        self._stop_lane(lambda run: True, SHUT_DOWN)
+        cut_by_shutdown = self._core.cut_by_shutdown
+
+        def cut(run: Run) -> bool:
+            """Each run cut here: its finish keeps its task due (core/runs.py)."""
+            cut_by_shutdown(run)
+            return True
+
+        self._stop_lane(cut, SHUT_DOWN)
         return any(item[0] > deadline for item in self._finishes)
 
     def _emit(self, event: TaskEvent) -> None:

@@ -135,6 +135,7 @@ class CoroutineRunner(LoopShutdown):
         clock_raised: Callable[[Run, Exception], tuple[float, str]],
         begin_raised: Callable[[Entry, BaseException], None],
         put_back: Callable[[list[Entry]], None],
+        cut: Callable[[Run], None],
         limit: int = 1000,
         name: str = "lldsched-loop",
     ) -> None:
@@ -166,6 +167,9 @@ class CoroutineRunner(LoopShutdown):
         # Entries a shutdown dropped unbegun from the line: queued again as they were, in
         # the scheduler's heap (TaskQueue.put_back), what is left due all there.
         self._put_back = put_back
+        # A run the shutdown cancelled, told to the core before its record
+        # (SchedulerCore.cut_by_shutdown): its finish keeps its task due.
+        self._cut = cut
         # Guarded by the scheduler's lock: the loop and its thread (created at the
         # first hand-over), what waits for a slot (loop tasks' entries and handed-off
         # flights, in arrival order), begun flights by task id, the active count and
@@ -609,6 +613,8 @@ class CoroutineRunner(LoopShutdown):
             (error, result), timed_out = flight.outcome, False
         else:
             error, result, timed_out = cancelled_outcome(flight)
+            if flight.reason == "shutdown":  # its finish keeps its task due (core/runs.py)
+                self._cut(flight.run)
         run = flight.run
         del self._flights[id(run)]
         if flight.active:

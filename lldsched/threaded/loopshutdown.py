@@ -8,9 +8,11 @@ class, which declares below the members of the runner it uses.
 Shutdown waits for the coroutines in flight until :data:`CANCEL_GRACE` before the
 shutdown's timeout runs out (half the timeout, if that is less), cancels those left
 and gives them the rest of it to end (recorded
-``CancelledError: scheduler shut down``; they go down the retry path, so a
-durable store keeps them due), drops the loop tasks that never began (they stay
-SCHEDULED), stops the loop and closes it.  A coroutine that swallows its
+``CancelledError: scheduler shut down``, outcome ``cancelled``; they do not spend
+their attempt: the core keeps each task due at its slot, so a durable store runs it
+after the restart: :meth:`SchedulerCore.cut_by_shutdown
+<lldsched.core.runs.RunTransitions.cut_by_shutdown>`), drops the loop tasks that never
+began (they stay SCHEDULED), stops the loop and closes it.  A coroutine that swallows its
 cancellation and is still running then is recorded cancelled by shutdown and left
 behind on the closed loop (asyncio logs "Task was destroyed but it is pending!" when
 it is collected; its close is not reported as a second failure).  Then shutdown waits, within

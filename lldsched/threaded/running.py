@@ -74,6 +74,17 @@ back as unbegun (:meth:`SchedulerCore.unstarted
 <lldsched.core.runs.RunTransitions.unstarted>`), not recorded.  In the awaitable's place
 so that the run path tests nothing more: a thread run's outcome has None there."""
 
+CUT = object()
+"""An outcome's awaitable for a process-isolated run whose worker process a shutdown
+killed (``drain=False``, or a drain out of time): recorded as it ended, its task kept
+due (:meth:`SchedulerCore.cut_by_shutdown
+<lldsched.core.runs.RunTransitions.cut_by_shutdown>`).  In the awaitable's place, as
+:data:`UNSTARTED` is."""
+
+_KILLED_BY_SHUTDOWN = f"CancelledError: {KILLED} "
+"""How the error of a run whose worker process a shutdown killed begins
+(:meth:`~lldsched.threaded.processes.ProcessPool.kill_all`)."""
+
 FIELDS = (
     "scheduler",
     "task_id",
@@ -220,6 +231,8 @@ class RunExecution(SchedulerParts):
             unsent = f"CancelledError: the scheduler shut down {NOT_SENT}"  # if not put back
             return now, now, unsent, None, UNSTARTED, False, None
         started, finished, error, result, timed_out, told = ended
+        if error is not None and error.startswith(_KILLED_BY_SHUTDOWN):
+            return started, finished, error, result, CUT, timed_out, told
         return started, finished, error, result, None, timed_out, told
 
     def _to_workers(self, entries: list[Entry]) -> None:
@@ -256,7 +269,9 @@ class RunExecution(SchedulerParts):
                         budget = run.options.timeout if rearmed is None else rearmed.budget
                     error = timeout_error(duration, budget)
         if awaitable is not None:
-            if awaitable is UNSTARTED:  # (rare) shutdown stopped it before a child took it
+            if awaitable is CUT:  # a shutdown killed its worker process: its task stays due
+                self._core.cut_by_shutdown(run)
+            elif awaitable is UNSTARTED:  # (rare) shutdown stopped it before a child took it
                 if self._core.unstarted(run):  # its task waits for it, as if never begun
                     self._settle(1)
                     return
@@ -484,8 +499,11 @@ killed (``drain=False``, or a drain out of time)."""
 def _lost_to_a_shutdown(record: ExecutionRecord, status: TaskStatus) -> bool:
     """Whether a shutdown cut ``record``'s run and that cost its task the slot (given up)
     or sent it to the dead letter: said as any such failure is (ERROR), not as a run
-    stopped on purpose (INFO), which a cancel or a pause is, and a shutdown's cut too
-    while a retry keeps the task due (docs/DECISIONS.md, "A run a shutdown cut")."""
+    stopped on purpose (INFO).  A cut run keeps its task due (:meth:`SchedulerCore.\
+cut_by_shutdown <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), so this is only
+    the run the core records as any failed run: one of several of its task in flight
+    (``Overlap.ALLOW``, ``CANCEL_OTHER``), or one a shared store's claim holds
+    (docs/DECISIONS.md, "A run a shutdown cut does not spend its attempt")."""
     error = record.error
     return (
         error is not None
@@ -504,8 +522,9 @@ def failure_line(
     WARNING when a retry follows; ERROR when the slot is given up or the task is
     dead-lettered; INFO for a run stopped on purpose (cancel, pause, shutdown, or a
     newer slot under ``Overlap.CANCEL_OTHER``): expected, and already said by the verb
-    that stopped it.  A shutdown's cut that gave the slot up or dead-lettered the task
-    is the ERROR of those (:func:`_lost_to_a_shutdown`): the shutdown did not ask for that.
+    that stopped it (a shutdown's cut leaves its task due, its attempt unspent).  A
+    shutdown's cut that gave the slot up or dead-lettered the task (only where the core
+    records it as any failure: :func:`_lost_to_a_shutdown`) is the ERROR of those.
 
     An ERROR line carries the traceback of what ``explained`` the failure: the
     exception as ``exc_info`` (a handler prints it, an error tracker's logging
