@@ -20,6 +20,7 @@ from lldsched import (
     TaskStatus,
 )
 from tests.conftest import SchedulerFactory
+from tests.waits import wait_until
 
 
 def blocker() -> tuple[threading.Event, threading.Event, Callable[[], None]]:
@@ -244,6 +245,64 @@ def test_a_drain_out_of_time_that_cut_every_run_still_says_what_it_did_not_start
     # cut: due at its slot again, its attempt unspent (before: RETRYING, down its retries)
     assert (first.status, first.attempt) == (TaskStatus.SCHEDULED, 0)
     assert (second.status, second.run_count) == (TaskStatus.SCHEDULED, 0)
+
+
+def test_a_drain_out_of_time_cancels_its_coroutines_with_the_grace_left_to_end_them(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # The grace (1 s before the timeout) is for a cancelled coroutine to handle its
+    # cancellation and be recorded.  A drain cancelled them only at the timeout, with
+    # nothing left: the loop was stopped behind the cancellation, a clean-up that awaits
+    # never ran, and the run was recorded as left behind.
+    started, cleaned = threading.Event(), threading.Event()
+
+    async def tidy() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            for _ in range(100):  # an awaiting clean-up: a buffer flushed, a connection closed
+                await asyncio.sleep(0)
+            cleaned.set()
+            raise
+
+    scheduler = make_scheduler(workers=1, clock=clock)
+    task = scheduler.schedule("tidy", tidy, OneTime(delay=0))
+    assert started.wait(5)
+    assert scheduler.shutdown(drain=True, timeout=2.0) is True
+    assert cleaned.is_set()  # within the shutdown, before it returned
+    (record,) = scheduler.records()
+    assert (record.outcome, record.error) == ("cancelled", "CancelledError: scheduler shut down")
+    assert (task.status, task.attempt) == (TaskStatus.SCHEDULED, 0)
+
+
+def test_a_drain_starts_nothing_in_the_grace_it_keeps_for_the_ends_of_its_runs(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # The grace's start cuts the coroutine; its cancellation frees the only worker,
+    # before the deadline.  The thread task due behind it waited in the hand-off queue:
+    # a drain that went on handing out until the deadline started it there, in the
+    # second kept for ends (a SIGTERM's SIGKILL cuts such a run half-done).
+    started, cut = threading.Event(), threading.Event()
+
+    async def hangs() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            cut.set()
+
+    ran: list[str] = []
+    scheduler = make_scheduler(workers=1, clock=clock)
+    scheduler.schedule("hangs", hangs, OneTime(delay=0))
+    assert started.wait(5)
+    busy = scheduler.schedule("busy", lambda: cut.wait(10), OneTime(delay=0))
+    wait_until(lambda: busy.status is TaskStatus.RUNNING, timeout=5, what="busy on the worker")
+    behind = scheduler.schedule("behind", lambda: ran.append("behind"), OneTime(delay=0))
+    assert scheduler.shutdown(drain=True, timeout=2.0) is True
+    assert cut.is_set() and busy.status is TaskStatus.SUCCEEDED
+    assert ran == [] and (behind.status, behind.run_count) == (TaskStatus.SCHEDULED, 0)
+    assert [task.id for task in scheduler.pending()] == [behind.id]  # back in the heap
 
 
 def test_a_drain_called_from_a_running_action_runs_the_rest_and_returns(

@@ -121,10 +121,8 @@ class LoopShutdown:
             held = self._wait_settled(cancel_at)
             if not held:
                 return False
-            self.drop_waiting()
+            self.cut_all()
             if self._flights:
-                for flight in list(self._flights.values()):
-                    self._cancel_flight(flight, "shutdown")
                 held = self._wait_settled(deadline if timeout is not None else Deadline(grace))
                 if not held:
                     return False
@@ -179,6 +177,19 @@ class LoopShutdown:
             if not deadline.wait(self._settled, self._lock):
                 return False
         return True
+
+    def cut_all(self) -> None:
+        """Begin no more runs, drop what waits for a slot (:meth:`drop_waiting`) and
+        cancel the runs in flight, as cut by the shutdown (caller holds the lock): at
+        the shutdown's grace before its timeout, here or in a drain out of time
+        (:meth:`Stopping._drain <lldsched.threaded.stopping.Stopping._drain>`), so that
+        their cancellation is handled, and recorded, within the timeout.  Entries
+        handed over after it are settled unbegun (:meth:`CoroutineRunner.put
+        <lldsched.threaded.coroutines.CoroutineRunner.put>`).  Idempotent."""
+        self._closed = True
+        self.drop_waiting()
+        for flight in list(self._flights.values()):
+            self._cancel_flight(flight, "shutdown")
 
     def drop_waiting(self) -> None:
         """Forget the loop tasks' entries that wait for a slot: they were never begun,

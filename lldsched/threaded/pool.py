@@ -181,16 +181,24 @@ class WorkerPool(Generic[T, J, R]):
             if held and not self._closed:
                 self._closed = True
                 if not drain:
-                    dropped = list(self._items)  # type: ignore[arg-type]
-                    self._items.clear()
-                    if dropped and on_drop is not None:
-                        on_drop(dropped)
+                    dropped = self.drop(on_drop=on_drop)
                 self._items.extend([_SENTINEL] * len(self._threads))
                 self._not_empty.notify_all()
         for thread in self._threads:
             if thread is threading.current_thread():
                 continue
             thread.join(deadline.remaining())
+        return dropped
+
+    def drop(self, *, on_drop: Callable[[list[T]], None] | None = None) -> list[T]:
+        """Take back what waits for a worker, unrun, and return it; ``on_drop`` is called
+        with it (if any).  Caller holds the lock: a drain out of time drops it so that
+        no worker starts it (it is closed just after), and :meth:`shutdown` without a
+        drain."""
+        dropped: list[T] = list(self._items)  # type: ignore[arg-type]
+        self._items.clear()
+        if dropped and on_drop is not None:
+            on_drop(dropped)
         return dropped
 
     def is_worker(self, thread: threading.Thread) -> bool:

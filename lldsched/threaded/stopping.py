@@ -53,15 +53,16 @@ class Stopping(SchedulerParts):
         ``drain=True`` runs every run due at or before the instant of this call, in
         heap order (due, priority, arrival), the ones already handed to the workers
         and the ones still in the heap alike; runs that fall due later (a retry's
-        backoff, the next slot) are not run.  ``timeout`` bounds the whole shutdown:
-        what has not started when it runs out is not run.  What is not run stays
-        SCHEDULED (or RETRYING) with its due time, for a durable store to recover.
-        Coroutines still running when ``timeout`` runs out are cancelled (see
-        :mod:`lldsched.threaded.coroutines`).  Worker processes (``isolation="process"``)
-        are closed: a drain waits for their runs like any other; without a drain at once,
-        or ``CANCEL_GRACE`` (1 s; half the timeout, if less) before ``timeout`` runs out,
-        a run still in its child is killed and recorded failed (``CancelledError: the
-        scheduler shut down without draining``) before this returns.  One a worker had
+        backoff, the next slot) are not run.  ``timeout`` bounds the whole shutdown,
+        and its last ``CANCEL_GRACE`` (1 s; half the timeout, if less) is for the ends
+        of the runs in flight: a drain starts nothing after that instant, and cuts there
+        what can be cut (below).  What is not run stays SCHEDULED (or RETRYING) with its
+        due time, for a durable store to recover.  Coroutines still running then are
+        cancelled (see :mod:`lldsched.threaded.coroutines`).  Worker processes
+        (``isolation="process"``) are closed: a drain waits for their runs like any
+        other; without a drain at once, or at that instant, a run still in its child is
+        killed and recorded failed (``CancelledError: the scheduler shut down without
+        draining``) before this returns.  One a worker had
         begun but no child had taken yet is not started: its task stays due with its
         attempt unspent, as a run not begun does.
 
@@ -152,7 +153,7 @@ class Stopping(SchedulerParts):
             self._timer.join(deadline.remaining())
         # The timer is stopped: the leases of the runs waited for are renewed meanwhile.
         with self._leases_kept(deadline):
-            kill_at = deadline.before(grace_for(timeout))  # process runs killed then
+            kill_at = deadline.before(grace_for(timeout))  # a drain's end: runs cut then
             finished = drain and started and self._drain(instant, deadline, kill_at)
             if not finished:  # drop=False, or out of time: what waits for the loop is dropped
                 with deadline.holding(self._lock) as held:
@@ -397,19 +398,26 @@ class Stopping(SchedulerParts):
     def _drain(self, instant: float, deadline: Deadline, kill_at: Deadline) -> bool:
         """Hand the workers every entry due at or before ``instant``, as room frees, and
         wait for the runs in flight (which may queue more such entries: a CATCH_UP
-        slot).  False if the time ran out first, or ran out for the process-isolated
-        runs (``kill_at`` passed: what it killed, or did not start, is what a drain out of
-        time leaves).  The timer is stopped: this runs on
-        the thread that called shutdown().  It waits on an event each settled run sets
-        (:meth:`_settle`), not on ``_wake``, so that a lock held past the deadline (a
-        store that hangs) cannot keep it waiting (:meth:`Deadline.wait`).
+        slot), until ``kill_at``: False if that came first (a drain out of time).  The
+        timer is stopped: this runs on the thread that called shutdown().  It waits on
+        an event each settled run sets (:meth:`_settle`), not on ``_wake``, so that a
+        lock held past the deadline (a store that hangs) cannot keep it waiting
+        (:meth:`Deadline.wait`).
 
-        At ``kill_at`` (:func:`~lldsched.threaded.loopshutdown.grace_for` before the
-        deadline) the process-isolated runs still in their children are killed, so that
-        their failure is recorded before shutdown() returns, and the worker processes
-        take no more runs: one handed out after it is never started, and its task stays
-        due (:meth:`SchedulerCore.unstarted <lldsched.core.runs.RunTransitions.unstarted>`).
-        Thread runs are handed out until the deadline."""
+        ``kill_at`` is :func:`~lldsched.threaded.loopshutdown.grace_for` before the
+        deadline: that grace is for the ends of the runs in flight, and nothing starts in
+        it.  There what can be cut is cut, so that its end is recorded before shutdown()
+        returns: the process-isolated runs still in their children are killed, the
+        coroutine runs in flight cancelled (:meth:`CoroutineRunner.cut_all
+        <lldsched.threaded.loopshutdown.LoopShutdown.cut_all>`); the thread runs in
+        flight are waited for until the deadline, by the join.  What is left due, what
+        waits for a worker included (:meth:`WorkerPool.drop
+        <lldsched.threaded.pool.WorkerPool.drop>`, in this hold of the lock, so that no worker
+        freed meanwhile starts it), goes back into the heap.  Before, the
+        drain handed out runs, and waited for the coroutines, until the deadline: those
+        were cancelled with no time left to end, and shutdown() returned False or True by
+        a race with the threads' ends; a loop task's entry handed out after the cut was
+        settled unbegun and left out of the heap."""
         queue, pool, lock = self._queue, self._pool, self._lock
         own = 1 if pool.is_worker(threading.current_thread()) else 0  # shutdown() from a run
         # From the only worker, nothing runs what is handed to the workers before this
@@ -422,7 +430,6 @@ class Stopping(SchedulerParts):
         settled = self._drain_settled  # _settle sets it while _draining
         self._draining = True
         held = True
-        killing: Deadline | None = kill_at  # None once the process runs were killed
         try:
             while True:
                 room = 0 if shared or stranded else pool.room
@@ -433,21 +440,20 @@ class Stopping(SchedulerParts):
                     continue
                 due = None if shared else queue.next_due()
                 if (due is None or due > instant) and self._in_flight <= own:
-                    return killing is not None  # past kill_at, out of time: the runs cut
+                    return True
                 if stranded and self._in_flight - pool.waiting <= own:
                     return False  # what is left waits for this very thread
-                if deadline.remaining() == 0.0:
+                if kill_at.remaining() == 0.0:  # out of time: nothing starts, the rest is cut
+                    pool.drop(on_drop=self._settle_dropped)
+                    self._processes.kill_all(KILLED)
+                    self._coroutines.cut_all()
                     return False
-                if killing is not None and killing.remaining() == 0.0:
-                    killing = None
-                    self._processes.kill_all(KILLED)  # their records come before the deadline
                 settled.clear()
                 # Not held while it waits: an interrupt there (Ctrl-C on the main thread)
                 # leaves with the lock let go, and the cleanup below must not release it
                 # again ("release unlocked lock", or another thread's hold let go).
                 held = False
-                # a settled run, the instant to kill, or the deadline
-                held = deadline.wait(settled, lock, until=killing)
+                held = deadline.wait(settled, lock, until=kill_at)  # a settled run, or kill_at
                 if not held:
                     return False  # _draining stays True: settles set an event nobody awaits
         finally:
