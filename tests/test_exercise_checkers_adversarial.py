@@ -13,6 +13,7 @@ import math
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
@@ -986,3 +987,22 @@ def test_an_answer_that_replaces_what_the_checker_relies_on_fails_and_it_is_put_
     assert refused(results) == results
     assert named in results[0].message and "put back" in results[0].message, results[0]
     assert (dict(vars(exercises.schedule_checks)), dict(vars(FixedRate))) == before
+
+
+class NotifiesInCamelCase(TaskQueue):
+    """Right, in the older spelling (deprecated, and still a Condition's method)."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            entry = (due, sequence, task)
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                self._cond.notifyAll()
+
+
+def test_a_right_queue_that_calls_notify_all_in_its_old_spelling_passes() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert refused(run_checks(timer_checks(NotifiesInCamelCase))) == []

@@ -39,6 +39,7 @@ import queue
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from types import TracebackType
@@ -706,6 +707,21 @@ class WatchedCondition:
         self.tally.notify_alls += 1
         self._stray()
         self.inner.notify_all()
+
+    def notifyAll(self) -> None:
+        """``notify_all``, in the spelling a Condition still takes (deprecated): a right
+        queue written so failed every check, told this class has no ``notifyAll``."""
+        warnings.warn(
+            "notifyAll() is deprecated, use notify_all() instead", DeprecationWarning, stacklevel=2
+        )
+        self.notify_all()
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else of the Condition (``_is_owned``, its ``_lock``) is the real one's."""
+        inner = self.__dict__.get("inner")  # (none yet while a copy is being made)
+        if inner is None:
+            raise AttributeError(name)
+        return getattr(inner, name)
 
     def parked(self, count: int, timeout: float = 1.0) -> bool:
         """Wait (bounded) until ``count`` threads are inside ``wait``; then, holding the
