@@ -363,7 +363,7 @@ class _Watch:
             if arg is _SLEEP:
                 self.sleeping = event == "c_call"
                 self.slept = True
-            elif arg in _SETS_THE_PROFILE and frame.f_globals is not _OURS:
+            elif event == "c_call" and arg in _SETS_THE_PROFILE and frame.f_globals is not _OURS:
                 self.unhooked = self.unhooked or f"{arg.__module__}.{arg.__name__}"
             return
         code = frame.f_code
