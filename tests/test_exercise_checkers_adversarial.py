@@ -990,16 +990,13 @@ def test_an_answer_that_replaces_what_the_checker_relies_on_fails_and_it_is_put_
 
 
 class NotifiesInCamelCase(TaskQueue):
-    """Right, in the older spelling (deprecated, and still a Condition's method)."""
+    """Right, and it wakes every waiter on every push (allowed) in the older spelling
+    (deprecated, and still a Condition's method)."""
 
     def push(self, task: str, due: float) -> None:
         with self._cond:
-            sequence = next(self._sequence)
-            self._live[task] = sequence
-            entry = (due, sequence, task)
-            heapq.heappush(self._heap, entry)
-            if self._heap[0] is entry:
-                self._cond.notifyAll()
+            super().push(task, due)
+            self._cond.notifyAll()
 
 
 def test_a_right_queue_that_calls_notify_all_in_its_old_spelling_passes() -> None:
