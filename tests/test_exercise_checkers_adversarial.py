@@ -671,7 +671,7 @@ def test_a_number_that_subtracts_to_zero_from_anything_fails(
     assert not results[-1].passed
 
 
-# -- right answers in exact arithmetic ----------------------------------------------------------
+# -- right answers in exact arithmetic, or numpy's ----------------------------------------------
 
 
 def next_slot_in_fractions(slot: float, period: float, finished: float, policy: str) -> Fraction:
@@ -696,16 +696,44 @@ def runs_after_resume_in_fractions(
     return tuple(map(Fraction, runs_after_resume(first, period, paused, resumed, policy)))
 
 
+def runs_after_resume_in_an_array(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> Any:
+    """Right: ``start + period * numpy.arange(3)``, as a numpy user writes it."""
+    from exercises.solutions import runs_after_resume
+
+    return numpy.array(runs_after_resume(first, period, paused, resumed, policy))
+
+
+def parse_field_of_numpy_ints(text: str, low: int, high: int) -> Any:
+    """Right: a set of numpy integers (``set(numpy.arange(start, stop + 1, step))``)."""
+    return set(numpy.array(sorted(parse_field(text, low, high)), dtype=numpy.int64))
+
+
+def parse_field_in_an_array(text: str, low: int, high: int) -> Any:
+    return numpy.array(sorted(parse_field(text, low, high)), dtype=numpy.int64)
+
+
 @pytest.mark.parametrize(
     ("checks_of", "answer"),
     [
         (next_slot_checks, next_slot_in_fractions),
         (retry_at_checks, retry_at_in_fractions),
         (runs_after_resume_checks, runs_after_resume_in_fractions),
+        (runs_after_resume_checks, runs_after_resume_in_an_array),
+        (parse_field_checks, parse_field_of_numpy_ints),
+        (parse_field_checks, parse_field_in_an_array),
     ],
-    ids=["next_slot", "retry_at", "runs_after_resume"],
+    ids=[
+        "next_slot",
+        "retry_at",
+        "runs_after_resume",
+        "runs_after_resume-numpy-array",
+        "parse_field-numpy-set",
+        "parse_field-numpy-array",
+    ],
 )
-def test_a_right_answer_in_fractions_passes(
+def test_a_right_answer_in_fractions_or_numpy_passes(
     checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any]
 ) -> None:
     assert refused(run_checks(checks_of(answer), limit=ANSWER_LIMIT)) == []
@@ -1004,39 +1032,3 @@ def test_a_right_queue_that_calls_notify_all_in_its_old_spelling_passes() -> Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         assert refused(run_checks(timer_checks(NotifiesInCamelCase))) == []
-
-
-# -- right answers in numpy ---------------------------------------------------------------------
-
-
-def runs_after_resume_in_an_array(
-    first: float, period: float, paused: float, resumed: float, policy: str
-) -> Any:
-    """Right: ``start + period * numpy.arange(3)``, as a numpy user writes it."""
-    from exercises.solutions import runs_after_resume
-
-    return numpy.array(runs_after_resume(first, period, paused, resumed, policy))
-
-
-def parse_field_of_numpy_ints(text: str, low: int, high: int) -> Any:
-    """Right: a set of numpy integers (``set(numpy.arange(start, stop + 1, step))``)."""
-    return set(numpy.array(sorted(parse_field(text, low, high)), dtype=numpy.int64))
-
-
-def parse_field_in_an_array(text: str, low: int, high: int) -> Any:
-    return numpy.array(sorted(parse_field(text, low, high)), dtype=numpy.int64)
-
-
-@pytest.mark.parametrize(
-    ("checks_of", "answer"),
-    [
-        (runs_after_resume_checks, runs_after_resume_in_an_array),
-        (parse_field_checks, parse_field_of_numpy_ints),
-        (parse_field_checks, parse_field_in_an_array),
-    ],
-    ids=["runs_after_resume-array", "parse_field-set", "parse_field-array"],
-)
-def test_a_right_answer_in_numpy_passes(
-    checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any]
-) -> None:
-    assert refused(run_checks(checks_of(answer), limit=ANSWER_LIMIT)) == []
