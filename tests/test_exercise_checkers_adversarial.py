@@ -6,17 +6,21 @@ raises, loops for ever or returns the wrong type is reported within a bounded ti
 from __future__ import annotations
 
 import bisect
+import gc
 import heapq
 import inspect
 import math
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import numpy
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
@@ -667,7 +671,7 @@ def test_a_number_that_subtracts_to_zero_from_anything_fails(
     assert not results[-1].passed
 
 
-# -- right answers in exact arithmetic ----------------------------------------------------------
+# -- right answers in exact arithmetic, or numpy's ----------------------------------------------
 
 
 def next_slot_in_fractions(slot: float, period: float, finished: float, policy: str) -> Fraction:
@@ -692,16 +696,44 @@ def runs_after_resume_in_fractions(
     return tuple(map(Fraction, runs_after_resume(first, period, paused, resumed, policy)))
 
 
+def runs_after_resume_in_an_array(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> Any:
+    """Right: ``start + period * numpy.arange(3)``, as a numpy user writes it."""
+    from exercises.solutions import runs_after_resume
+
+    return numpy.array(runs_after_resume(first, period, paused, resumed, policy))
+
+
+def parse_field_of_numpy_ints(text: str, low: int, high: int) -> Any:
+    """Right: a set of numpy integers (``set(numpy.arange(start, stop + 1, step))``)."""
+    return set(numpy.array(sorted(parse_field(text, low, high)), dtype=numpy.int64))
+
+
+def parse_field_in_an_array(text: str, low: int, high: int) -> Any:
+    return numpy.array(sorted(parse_field(text, low, high)), dtype=numpy.int64)
+
+
 @pytest.mark.parametrize(
     ("checks_of", "answer"),
     [
         (next_slot_checks, next_slot_in_fractions),
         (retry_at_checks, retry_at_in_fractions),
         (runs_after_resume_checks, runs_after_resume_in_fractions),
+        (runs_after_resume_checks, runs_after_resume_in_an_array),
+        (parse_field_checks, parse_field_of_numpy_ints),
+        (parse_field_checks, parse_field_in_an_array),
     ],
-    ids=["next_slot", "retry_at", "runs_after_resume"],
+    ids=[
+        "next_slot",
+        "retry_at",
+        "runs_after_resume",
+        "runs_after_resume-numpy-array",
+        "parse_field-numpy-set",
+        "parse_field-numpy-array",
+    ],
 )
-def test_a_right_answer_in_fractions_passes(
+def test_a_right_answer_in_fractions_or_numpy_passes(
     checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any]
 ) -> None:
     assert refused(run_checks(checks_of(answer), limit=ANSWER_LIMIT)) == []
@@ -802,3 +834,201 @@ class NotifiesTheOtherCondition(TwoConditionsOnOneLock):
 def test_a_push_that_notifies_a_condition_nobody_waits_on_is_told_so(check: str) -> None:
     told = failure(run_checks(timer_checks(NotifiesTheOtherCondition)), check)
     assert "no consumer was waiting on" in told and "went back to the timeout" not in told, told
+
+
+# -- what runs on the answer's thread but is not the answer's, and what escapes the watch -------
+
+
+def leave_a_function_lldsched_watches_for_the_collector() -> None:
+    """A task's action that lldsched read the signature of (a weak reference to its code,
+    whose callback, in lldsched, drops the entry), in a reference cycle: only the garbage
+    collector frees it, on whichever thread it runs next (a Scheduler of an earlier cell,
+    dropped, leaves the same)."""
+    from lldsched.core.calls import call_shape
+
+    space: dict[str, Any] = {}
+    exec("def action(): pass", space)
+    space["itself"] = space
+    call_shape(space["action"])
+
+
+def collects_then_answers(slot: float, period: float, finished: float, policy: str) -> float:
+    """Right; a collection runs during the call (as the answer's allocations may start)."""
+    gc.collect()
+    return next_slot(slot, period, finished, policy)
+
+
+def test_a_collection_during_a_right_answer_that_frees_lldsched_objects_is_not_its_call() -> None:
+    leave_a_function_lldsched_watches_for_the_collector()
+    results = run_checks(next_slot_checks(collects_then_answers)[:1], limit=ANSWER_LIMIT)
+    assert refused(results) == []
+
+
+def next_slot_by_fixed_rate_on_a_thread(
+    slot: float, period: float, finished: float, policy: str
+) -> float:
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(next_slot_by_fixed_rate, slot, period, finished, policy).result()
+
+
+def test_an_answer_that_asks_lldsched_on_a_thread_it_starts_fails_and_is_told_why() -> None:
+    results = run_checks(next_slot_checks(next_slot_by_fixed_rate_on_a_thread), limit=ANSWER_LIMIT)
+    assert refused(results) == results
+    assert "called into lldsched." in results[0].message, results[0]
+
+
+def next_slot_on_a_thread(slot: float, period: float, finished: float, policy: str) -> float:
+    """Right, computed on a thread the answer starts and joins."""
+    got: list[float] = []
+    thread = threading.Thread(target=lambda: got.append(next_slot(slot, period, finished, policy)))
+    thread.start()
+    thread.join()
+    return got[0]
+
+
+def test_a_right_answer_computed_on_a_thread_of_its_own_passes() -> None:
+    assert refused(run_checks(next_slot_checks(next_slot_on_a_thread), limit=ANSWER_LIMIT)) == []
+
+
+def test_a_thread_someone_else_starts_during_the_answer_is_not_the_answers() -> None:
+    """A Scheduler of an earlier cell goes on running: its threads, started while a check
+    runs, run lldsched's code, and none of it is the answer's call."""
+    go, done = threading.Event(), threading.Event()
+
+    def background() -> None:  # started before the check: not the answer's
+        while go.wait(timeout=10):
+            go.clear()
+            worker = threading.Thread(target=next_slot_by_fixed_rate, args=(0, 60, 5, "skip"))
+            worker.start()
+            worker.join()
+            done.set()
+
+    threading.Thread(target=background, daemon=True).start()
+
+    def answer(slot: float, period: float, finished: float, policy: str) -> float:
+        go.set()  # a thread starts elsewhere, now, and asks lldsched
+        done.wait(timeout=5)
+        done.clear()
+        return next_slot(slot, period, finished, policy)
+
+    try:
+        assert refused(run_checks(next_slot_checks(answer)[:2], limit=ANSWER_LIMIT)) == []
+    finally:
+        go.set()  # one more round, then the loop ends 10 s later (a daemon either way)
+
+
+def turns_the_watch_off(slot: float, period: float, finished: float, policy: str) -> float:
+    sys.setprofile(None)
+    return next_slot_by_fixed_rate(slot, period, finished, policy)
+
+
+def turns_the_watch_of_threads_off(
+    slot: float, period: float, finished: float, policy: str
+) -> float:
+    threading.setprofile(None)
+    return next_slot_by_fixed_rate_on_a_thread(slot, period, finished, policy)
+
+
+def puts_another_profile_function_on(
+    slot: float, period: float, finished: float, policy: str
+) -> float:
+    sys.setprofile(lambda frame, event, arg: None)
+    found = next_slot_by_fixed_rate(slot, period, finished, policy)
+    sys.setprofile(None)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("answer", "told"),
+    [
+        (turns_the_watch_off, "called sys.setprofile"),
+        (puts_another_profile_function_on, "called sys.setprofile"),
+        (turns_the_watch_of_threads_off, "called threading.setprofile"),
+    ],
+    ids=["sys-none", "sys-another", "threading"],
+)
+def test_an_answer_that_turns_the_checkers_watch_off_fails_and_is_told_so(
+    answer: Callable[..., float], told: str
+) -> None:
+    results = run_checks(next_slot_checks(answer), limit=ANSWER_LIMIT)
+    assert refused(results) == results
+    assert results[0].message.startswith(f"next_slot(0, 60, 5, 'skip') {told}"), results[0]
+    assert "cannot be checked" in results[0].message
+    assert threading.getprofile() is None
+
+
+def test_a_sleep_is_seen_though_time_sleep_was_replaced_before_the_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An earlier cell wrapped time.sleep (to log each sleep, say): the real one is
+    still what sleeps."""
+    real = time.sleep
+
+    def logged_sleep(seconds: float) -> None:
+        real(seconds)
+
+    monkeypatch.setattr(time, "sleep", logged_sleep)
+    told = failure(run_checks(retry_at_checks(sleeps_its_backoff), limit=ANSWER_LIMIT), "first")
+    assert "called time.sleep" in told, told
+
+
+def replaces_the_checkers_expectation(
+    slot: float, period: float, finished: float, policy: str
+) -> float:
+    import exercises.schedule_checks
+
+    exercises.schedule_checks.reference_next_slot = lambda *args: 0.0
+    return 0.0
+
+
+def replaces_the_librarys_rule(slot: float, period: float, finished: float, policy: str) -> float:
+    from lldsched import FixedRate
+
+    FixedRate.next_run = lambda self, record, now: 0.0  # type: ignore[method-assign]
+    return 0.0
+
+
+def shadows_abs_in_the_checker(slot: float, period: float, finished: float, policy: str) -> float:
+    import exercises.schedule_checks
+
+    exercises.schedule_checks.abs = lambda number: 0  # type: ignore[attr-defined]
+    return 0.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "named"),
+    [
+        (replaces_the_checkers_expectation, "exercises.schedule_checks.reference_next_slot"),
+        (replaces_the_librarys_rule, "lldsched.schedules.simple.FixedRate.next_run"),
+        (shadows_abs_in_the_checker, "exercises.schedule_checks.abs"),
+    ],
+    ids=["reference", "library", "builtin"],
+)
+def test_an_answer_that_replaces_what_the_checker_relies_on_fails_and_it_is_put_back(
+    answer: Callable[..., float], named: str
+) -> None:
+    import exercises.schedule_checks
+
+    from lldsched import FixedRate
+
+    before = dict(vars(exercises.schedule_checks)), dict(vars(FixedRate))
+    results = run_checks(next_slot_checks(answer), limit=ANSWER_LIMIT)
+    assert refused(results) == results
+    assert named in results[0].message and "put back" in results[0].message, results[0]
+    assert (dict(vars(exercises.schedule_checks)), dict(vars(FixedRate))) == before
+
+
+class NotifiesInCamelCase(TaskQueue):
+    """Right, and it wakes every waiter on every push (allowed) in the older spelling
+    (deprecated, and still a Condition's method)."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            super().push(task, due)
+            self._cond.notifyAll()
+
+
+def test_a_right_queue_that_calls_notify_all_in_its_old_spelling_passes() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert refused(run_checks(timer_checks(NotifiesInCamelCase))) == []

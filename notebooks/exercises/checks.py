@@ -28,7 +28,9 @@ takes about two seconds for a correct answer, and a few seconds for any.
 
 from __future__ import annotations
 
+import builtins
 import ctypes
+import gc
 import inspect
 import math
 import numbers
@@ -37,6 +39,7 @@ import queue
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from types import TracebackType
@@ -82,21 +85,136 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
     the calls before it (slow on a loaded machine) never make a right answer look stuck,
     and the call named is the one that ran for the whole limit.  The timer checks bound
     every wait of their own and run without one.
+
+    A check during which a name it reads changed (the answer replaced a reference answer,
+    ``FixedRate.next_run`` or ``abs``) fails naming it, and it is put back (:class:`_Kept`).
     """
     results = []
     for description, check in checks:
+        kept = _Kept()
         try:
             if limit is None:
                 check()
             else:
                 _within(check, limit)
         except AssertionError as failure:
-            results.append(Result(description, False, str(failure)))
+            result = Result(description, False, str(failure))
         except (Exception, SystemExit) as error:  # the learner's code raised: report it
-            results.append(Result(description, False, f"raised {type(error).__name__}: {error}"))
+            result = Result(description, False, f"raised {type(error).__name__}: {error}")
         else:
-            results.append(Result(description, True))
+            result = Result(description, True)
+        replaced = kept.put_back()
+        if replaced:
+            result = Result(description, False, f"{', '.join(replaced)} {REPLACED}")
+        results.append(result)
     return results
+
+
+REPLACED = (
+    "changed while the check ran (put back now): the check reads it, and what it says "
+    "with a replacement proves nothing; leave lldsched and the checker as they are (a "
+    "mock.patch belongs in a test of your own, inside its `with`)"
+)
+
+_MISSING = object()
+
+
+class _Kept:
+    """What the checks read, as it was when a check began: every name of the checker's
+    modules and of the classes they define, of lldsched's classes, functions and modules
+    they import, and the names their code reads of the standard modules they import and
+    of ``builtins``.  An answer that replaced one (a reference answer, ``FixedRate.
+    next_run``, ``abs``) would have the check compare with the replacement: the check
+    fails, naming it, and :meth:`put_back` restores it.  A name added is counted only
+    where it shadows a builtin (a lazy import adds names to a package, harmlessly)."""
+
+    def __init__(self) -> None:
+        self.kept = [
+            (label, owner, names, dict(vars(owner)) if names is None else _some(owner, names))
+            for label, owner, names in _relied_on()
+        ]
+
+    def put_back(self) -> list[str]:
+        """The names changed since the check began (``module.name``), each restored."""
+        replaced = []
+        for label, owner, names, before in self.kept:
+            now = vars(owner) if names is None else _some(owner, names)
+            if now == before:  # the usual case, at C speed
+                continue
+            for name, value in before.items():
+                if now.get(name, _MISSING) is not value:
+                    replaced.append(f"{label}.{name}")
+                    if value is _MISSING:
+                        delattr(owner, name)
+                    else:
+                        setattr(owner, name, value)
+            if names is None and not isinstance(owner, type):  # a module: a builtin shadowed
+                for name in [n for n in now if n not in before and n in _BUILTINS]:
+                    replaced.append(f"{label}.{name}")
+                    delattr(owner, name)
+        return replaced
+
+
+_BUILTINS = vars(builtins)
+
+
+def _some(owner: object, names: frozenset[str]) -> dict[str, object]:
+    space = vars(owner)
+    return {name: space.get(name, _MISSING) for name in names}
+
+
+# What _relied_on found, by checker module: it is worked out once for each.
+_RELIED_ON: dict[str, list[tuple[str, object, frozenset[str] | None]]] = {}
+
+
+def _relied_on() -> list[tuple[str, object, frozenset[str] | None]]:
+    """(label, owner, names: None for all) of everything :class:`_Kept` keeps."""
+    found: dict[int, tuple[str, object, frozenset[str] | None]] = {}
+    for name in [_PACKAGE, *(f"{_PACKAGE}.{module}" for module in _MODULES)]:
+        module = sys.modules.get(name)
+        if module is not None:
+            if name not in _RELIED_ON:
+                _RELIED_ON[name] = _read_by(name, module)
+            for entry in _RELIED_ON[name]:
+                found.setdefault(id(entry[1]), entry)
+    return list(found.values())
+
+
+def _read_by(name: str, module: Any) -> list[tuple[str, object, frozenset[str] | None]]:
+    """What checker module ``module`` reads (see :class:`_Kept`)."""
+    read: set[str] = set()
+    codes = [value.__code__ for value in vars(module).values() if inspect.isfunction(value)]
+    codes += [
+        member.__code__
+        for value in vars(module).values()
+        if inspect.isclass(value) and value.__module__ == name
+        for member in vars(value).values()
+        if inspect.isfunction(member)
+    ]
+    while codes:
+        code = codes.pop()
+        read.update(code.co_names)
+        codes.extend(c for c in code.co_consts if inspect.iscode(c))
+    entries: list[tuple[str, object, frozenset[str] | None]] = [(name, module, None)]
+    entries.append(("builtins", builtins, frozenset(read & _BUILTINS.keys())))
+    for value in vars(module).values():
+        home = getattr(value, "__module__", None) or ""
+        if inspect.ismodule(value) and value is not builtins:
+            path = os.path.abspath(getattr(value, "__file__", None) or os.devnull)
+            if not path.startswith((_CHECKER, _LIBRARY)):  # the standard library's
+                names = frozenset(read & vars(value).keys())
+                entries.append((value.__name__, value, names))
+                entries += [
+                    (f"{value.__name__}.{member.__qualname__}", member, None)
+                    for member in (getattr(value, n) for n in names)
+                    if inspect.isclass(member) and member.__module__ == value.__name__
+                ]
+        elif home == name or home == "lldsched" or home.startswith("lldsched."):
+            if inspect.isclass(value):
+                entries.append((f"{home}.{value.__qualname__}", value, None))
+            if home != name and home in sys.modules:
+                entries.append((home, sys.modules[home], None))
+    return entries
 
 
 ANSWER_LIMIT = 5.0
@@ -124,18 +242,29 @@ def call_answer(
 ) -> Any:
     """``answer(*args)``, where ``call`` (how it reads: ``next_slot(0, 60, 5, 'skip')``)
     names it in the failure when it raises (any exception but those in ``passes``), never
-    returns, sleeps, or asks lldsched or this checker for its answer (see :class:`_Watch`)."""
+    returns, sleeps, or asks lldsched or this checker for its answer (see :class:`_Watch`),
+    on its own thread or on one it starts, or turns that watch off."""
     watch = _Watch()
     previous = sys.getprofile()
     thread = threading.current_thread()
     _WATCHING[thread] = watch
     _CALLING[thread] = (call, time.monotonic())
     try:
+        _watch_threads(started=True)
+        gc.callbacks.append(_collecting)
         try:
             sys.setprofile(watch)
             got = answer(*args)
         finally:
+            if sys.getprofile() is not watch:  # turned off by a way the watch cannot see
+                watch.unhooked = watch.unhooked or "sys.setprofile"
             sys.setprofile(previous)
+            watch.active = False  # a thread the answer started stops being watched
+            if _collecting in gc.callbacks:  # (an answer may have emptied the list)
+                gc.callbacks.remove(_collecting)
+            _watch_threads(started=False)
+            for started in watch.started:
+                _STARTED.pop(started, None)
             _CALLING[thread] = ("", time.monotonic())
             _WATCHING.pop(thread, None)
     except passes:
@@ -160,11 +289,38 @@ def as_number(value: object) -> int | float | None:
 _LIBRARY = os.path.dirname(os.path.abspath(lldsched.__file__)) + os.sep
 _CHECKER = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _REFERENCE_ANSWERS = os.path.join(_CHECKER, "solutions") + os.sep
+# The checker's modules, whose names _Kept keeps: exercises.checks, ...
+_PACKAGE = __name__.rpartition(".")[0] or __name__  # "exercises"
+_MODULES = sorted(
+    file.removesuffix(".py")
+    for file in os.listdir(_CHECKER)
+    if file.endswith(".py") and file != "__init__.py"
+)
 
 
 SLEEPS = (
     "the exercise computes an instant and waits for nothing (the scheduler's timer does "
     "the waiting, until the instant you return)"
+)
+
+
+_SLEEP = time.sleep  # the real one: an earlier cell may have wrapped time.sleep since
+# What turns a profile function off: sys's (C functions, seen as calls of that function),
+# threading's (Python functions, seen by their code).
+_SETS_THE_PROFILE = tuple(
+    f for f in (sys.setprofile, getattr(sys, "_setprofileallthreads", None)) if f is not None
+)
+_SETS_THREADS_PROFILE = tuple(
+    f.__code__
+    for f in (threading.setprofile, getattr(threading, "setprofile_all_threads", None))
+    if f is not None
+)
+_THREAD_START = threading.Thread.start.__code__
+
+UNHOOKED = (
+    "which turns off the profile function the checker watches your answer with (to see "
+    "that it asks neither lldsched nor the checker, and sleeps nowhere), so your answer "
+    "cannot be checked; leave sys.setprofile and threading.setprofile alone"
 )
 
 
@@ -177,21 +333,48 @@ class _Watch:
     agrees with every check and shows nothing of what the learner knows.  The reference
     answers (``%load``-ed, or imported from ``exercises.solutions``) are the learner's to
     use.  A sleep makes a right value slow, never right: a retry that "waits its backoff"
-    passed every check it had time for."""
+    passed every check it had time for.
+
+    A thread the answer starts (``Thread.start``, a ``ThreadPoolExecutor``'s too) is
+    watched as well, from its first instruction (``threading.setprofile``: see
+    :func:`_watch_threads`) until the answer returns; a thread anyone else starts is not.
+    What the garbage collector runs while it collects on a watched thread (a weak
+    reference's callback, a ``__del__``: lldsched's, of objects an earlier cell dropped) is
+    nobody's call, and is not counted (``collecting``, set by :func:`_collecting`).  An
+    answer that calls ``sys.setprofile`` or ``threading.setprofile`` (``unhooked``) turns
+    the watch off, and fails for that."""
 
     def __init__(self) -> None:
         self.asked: str | None = None
         self.sleeping = self.slept = False
+        self.unhooked: str | None = None  # the function that turned the watch off, if any
+        self.active = True  # until the answer returns
+        self.started: list[threading.Thread] = []  # threads the answer started
+        self.collecting: set[int] = set()  # threads whose garbage collection runs now
         self._whose: dict[str, str | None] = {}  # by code file: "lldsched's own", ... or None
 
     def __call__(self, frame: Any, event: str, arg: Any) -> None:
-        if arg is time.sleep:
-            self.sleeping = event == "c_call"
-            self.slept = True
+        if self.collecting and threading.get_ident() in self.collecting:
             return
-        if event != "call" or self.asked is not None:
+        if not self.active:  # a thread the answer started, still running after it returned
+            sys.setprofile(None)
+            return
+        if event != "call":
+            if arg is _SLEEP:
+                self.sleeping = event == "c_call"
+                self.slept = True
+            elif event == "c_call" and arg in _SETS_THE_PROFILE and frame.f_globals is not _OURS:
+                self.unhooked = self.unhooked or f"{arg.__module__}.{arg.__name__}"
             return
         code = frame.f_code
+        if code is _THREAD_START:
+            _started_by(frame.f_locals.get("self"), self)
+            return
+        if code in _SETS_THREADS_PROFILE:
+            self.unhooked = self.unhooked or f"threading.{code.co_name}"
+            return
+        if self.asked is not None or code is _COLLECTING:
+            return
         whose = self._whose.get(code.co_filename, "")
         if whose == "":
             path = os.path.abspath(code.co_filename)
@@ -207,7 +390,10 @@ class _Watch:
             self.asked = f"into {frame.f_globals.get('__name__', code.co_filename)}, {whose} code"
 
     def refuse(self, call: str) -> None:
-        """Fail the check when the answer slept, or asked lldsched or the checker."""
+        """Fail the check when the answer turned the watch off, slept, or asked lldsched
+        or the checker."""
+        if self.unhooked is not None:
+            raise AssertionError(f"{call} called {self.unhooked}, {UNHOOKED}")
         if self.slept:
             raise AssertionError(f"{call} called time.sleep: {SLEEPS}")
         if self.asked is not None:
@@ -216,6 +402,64 @@ class _Watch:
                 "lldsched's own, so an answer that asks lldsched (or the checker) agrees "
                 "with it and shows nothing; write the rule yourself, in plain Python"
             )
+
+
+_OURS = globals()  # this module's frames turn the watch on and off: not the answer
+
+# By thread the answer started and that has not run yet: its watch.
+_STARTED: dict[threading.Thread, _Watch] = {}
+# How many calls to an answer are running, and the threading profile function before them.
+_THREADS_WATCHED: list[Any] = [0, None]
+_THREADS_LOCK = threading.Lock()
+
+
+def _started_by(thread: object, watch: _Watch) -> None:
+    """Note that the watched answer starts ``thread`` (its ``Thread.start`` runs)."""
+    if isinstance(thread, threading.Thread):
+        watch.started.append(thread)
+        _STARTED[thread] = watch
+
+
+def _first_event(frame: Any, event: str, arg: Any) -> None:
+    """The profile function of every thread started while an answer runs (threading's):
+    a thread the answer started gets its watch; any other, the profile function it would
+    have had."""
+    watch = _STARTED.pop(threading.current_thread(), None)
+    if watch is None or not watch.active:
+        sys.setprofile(_THREADS_WATCHED[1])
+        return
+    sys.setprofile(watch)
+    watch(frame, event, arg)
+
+
+def _watch_threads(started: bool) -> None:
+    """A call to the answer starts (``started``) or ends: the first to start puts
+    :func:`_first_event` on every thread started from then on, the last to end puts the
+    profile function it found back."""
+    with _THREADS_LOCK:
+        if started:
+            if not _THREADS_WATCHED[0]:
+                _THREADS_WATCHED[1] = threading.getprofile()
+                threading.setprofile(_first_event)
+            _THREADS_WATCHED[0] += 1
+        else:
+            _THREADS_WATCHED[0] -= 1
+            if not _THREADS_WATCHED[0]:
+                threading.setprofile(_THREADS_WATCHED[1])
+
+
+def _collecting(phase: str, info: Mapping[str, int]) -> None:
+    """A ``gc.callbacks`` function: the garbage collector starts or stops on this thread;
+    if the thread is watched, what it runs meanwhile is not the answer's call."""
+    watch = sys.getprofile()
+    if isinstance(watch, _Watch):
+        if phase == "start":
+            watch.collecting.add(threading.get_ident())
+        else:
+            watch.collecting.discard(threading.get_ident())
+
+
+_COLLECTING = _collecting.__code__
 
 
 def _within(check: Callable[[], None], limit: float) -> None:
@@ -463,6 +707,21 @@ class WatchedCondition:
         self.tally.notify_alls += 1
         self._stray()
         self.inner.notify_all()
+
+    def notifyAll(self) -> None:
+        """``notify_all``, in the spelling a Condition still takes (deprecated): a right
+        queue written so failed every check, told this class has no ``notifyAll``."""
+        warnings.warn(
+            "notifyAll() is deprecated, use notify_all() instead", DeprecationWarning, stacklevel=2
+        )
+        self.notify_all()
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else of the Condition (``_is_owned``, its ``_lock``) is the real one's."""
+        inner = self.__dict__.get("inner")  # (none yet while a copy is being made)
+        if inner is None:
+            raise AttributeError(name)
+        return getattr(inner, name)
 
     def parked(self, count: int, timeout: float = 1.0) -> bool:
         """Wait (bounded) until ``count`` threads are inside ``wait``; then, holding the

@@ -166,7 +166,10 @@ def _mistake(
 
 
 def _runs(call: str, got: object) -> list[float]:
-    """What the answer returned, as a list of numbers; anything else fails, shown."""
+    """What the answer returned, as a list of numbers; anything else fails, shown.  A
+    numpy array is taken as its list (numpy scalars are numbers, as for every exercise)."""
+    if type(got).__module__ == "numpy" and hasattr(got, "tolist"):
+        got = got.tolist()
     if isinstance(got, str) or not isinstance(got, Sequence):
         raise AssertionError(
             f"{call} returned {got!r}: return a list of the {RUNS} instants the runs start at"

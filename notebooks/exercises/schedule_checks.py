@@ -8,6 +8,7 @@ on a slot of the grid, and values one below and one above a field's range.
 
 from __future__ import annotations
 
+import numbers
 import random
 import re
 from collections.abc import Callable, Iterable
@@ -236,11 +237,12 @@ def _values(call: str, got: object) -> set[int]:
         raise AssertionError(
             f"{call} returned {got!r}: return the set of values the field allows"
         ) from None
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+    # an int of another type (numpy's, from numpy.arange) is one too, taken as int
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values):
         raise AssertionError(
             f"{call} returned {sorted(values, key=repr)!r}: the values are ints (int(part))"
         )
-    return values
+    return {int(v) for v in values}
 
 
 def _random_field(rng: random.Random, low: int, high: int) -> str:
