@@ -409,11 +409,12 @@ class Coordinator:
             if entry is None:  # paused or cancelled here meanwhile: give it back
                 self._release(claim.task_id, claim.token)
                 continue
-            owed = claim.taken_over or claim.attempt > 0  # runs first, as at a restart
-            if (owed or claim.slot < self._since) and self._unseen(claim.task_id, owed):
-                entry = self._misfire(claim, entry, now, owed=owed)
-                if entry is None:
-                    continue
+            if claim.slot < self._since or claim.attempt or claim.taken_over:  # maybe unseen
+                owed = claim.taken_over or claim.attempt > 0  # runs first, as at a restart
+                if self._unseen(claim.task_id, owed):
+                    entry = self._misfire(claim, entry, now, owed=owed)
+                    if entry is None:
+                        continue
             self._pending[claim.task_id] = claim
             entries.append(entry)
         if entries:
