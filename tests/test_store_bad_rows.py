@@ -100,6 +100,10 @@ class Bad:
     postgres: str | None
     said: str
 
+    def on(self, engine: Engine) -> str | None:
+        """The SQL that sets the value on ``engine``."""
+        return self.postgres if engine.name == "postgres" else self.sqlite
+
 
 def _cases(cases: dict[str, Bad]) -> list[Any]:
     """Each case on each engine that can hold it (a NaN is NULL to SQLite, a type error
@@ -257,7 +261,7 @@ def test_a_task_row_holding_a_value_no_write_makes_is_refused_naming_it_and_the_
     bad: Bad,
 ) -> None:
     engine = make_engine(request, tmp_path, engine_name)
-    change = bad.postgres if engine.name == "postgres" else bad.sqlite
+    change = bad.on(engine)
     engine.sql(f"UPDATE tasks SET {change} WHERE id = 'b'")
     before = engine.rows()
     with engine.open() as store:
@@ -312,7 +316,7 @@ def test_a_record_holding_a_value_no_write_makes_is_refused_as_it_is_read_naming
     request: pytest.FixtureRequest, tmp_path: Path, case: str, engine_name: str, bad: Bad
 ) -> None:
     engine = make_engine(request, tmp_path, engine_name)
-    change = bad.postgres if engine.name == "postgres" else bad.sqlite
+    change = bad.on(engine)
     (seq,) = engine.sql("SELECT max(seq) FROM records WHERE task_id = 'a'")[0]
     engine.sql(f"UPDATE records SET {change} WHERE task_id = 'a' AND seq = {seq}")
     with engine.open() as store:
@@ -384,7 +388,7 @@ def test_a_lease_holding_a_value_no_write_makes_is_refused_with_its_task_naming_
         f"INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at{version}) "
         f"SELECT id, next_run_at, 0, 7, 'elsewhere:1:ab', 2.0{version} FROM tasks WHERE id = 'b'"
     )
-    change = bad.postgres if engine.name == "postgres" else bad.sqlite
+    change = bad.on(engine)
     engine.sql(f"UPDATE leases SET {change} WHERE task_id = 'b'")
     before = (engine.rows(), engine.sql("SELECT CAST(expires_at AS TEXT) FROM leases"))
     where = f"table leases, row task_id='b', {bad.said}"

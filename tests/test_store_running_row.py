@@ -121,18 +121,15 @@ def test_an_unshared_restart_runs_the_attempt_in_flight(tmp_path: Path) -> None:
     assert [(due - T0, attempt) for _, due, attempt in jobs.CALLS] == [(0.0, 1)]
 
 
-ENGINES = ["sqlite", "postgres"]
-
-
-def _shared_store(
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_store(
     request: pytest.FixtureRequest,
     tmp_path: Path,
-    engine: str,
     crash: Callable[[TaskStore], object],
 ) -> Callable[[], Shared]:
-    """``make()``: a shared store of ``engine`` on one place holding the row ``crash``
-    left (:func:`_crashed_mid_run`), a new one per call (one per process), all closed
-    after the test."""
+    """``shared_store()``: a shared store on one place holding the row left by ``crash``
+    (:func:`_crashed_mid_run`), a new one per call (one per process), all closed after
+    the test."""
     opened: list[Shared] = []
 
     @request.addfinalizer
@@ -140,7 +137,7 @@ def _shared_store(
         for store in opened:
             store.close()
 
-    if engine == "sqlite":
+    if request.param == "sqlite":
         path = str(tmp_path / "tasks.db")
         with SqliteTaskStore(path) as unshared:  # the one process, killed mid-run
             crash(unshared)
@@ -167,22 +164,6 @@ def _shared_store(
             return store
 
     return make
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def shared_store(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    engine: str,
-    crash: Callable[[TaskStore], object],
-) -> Callable[[], Shared]:
-    """``shared_store()``: see :func:`_shared_store`."""
-    return _shared_store(request, tmp_path, engine, crash)
 
 
 def test_a_running_row_opened_shared_runs_its_owed_attempt_as_a_restart_would(
@@ -300,14 +281,22 @@ RETRY_RESTART = {
 }
 
 
-@pytest.mark.parametrize("in_flight", [True, False], ids=["taken-over", "retrying"])
-@pytest.mark.parametrize("policy", [SKIP, RUN_ONCE, RUN_ALL], ids=lambda p: p.on_misfire.value)
+@pytest.mark.parametrize(
+    ("crash", "policy"),
+    [
+        pytest.param(
+            functools.partial(_crashed_retrying, policy=policy, in_flight=in_flight),
+            policy,
+            id=f"{policy.on_misfire.value}-{'taken-over' if in_flight else 'retrying'}",
+        )
+        for policy in (SKIP, RUN_ONCE, RUN_ALL)
+        for in_flight in (True, False)
+    ],
+)
 def test_a_retry_whose_later_slots_passed_meets_the_policy_before_it_runs_as_at_a_restart(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
+    shared_store: Callable[[], Shared],
+    crash: Callable[[TaskStore], object],
     policy: MisfirePolicy,
-    in_flight: bool,
-    engine: str,
 ) -> None:
     """A retry owed from before the downtime (in flight when its process died, taken over
     by a claim; or due, its row ``retrying``), the 10:00 and 11:00 slots passed since:
@@ -315,10 +304,9 @@ def test_a_retry_whose_later_slots_passed_meets_the_policy_before_it_runs_as_at_
     (``first_decided``, one rule).  Before, a claim with attempts behind it met no
     policy: the retry ran, and those slots were recorded ``skipped`` after it, where a
     restart recorded them ``missed`` (or ``coalesced``) before it."""
-    crash = functools.partial(_crashed_retrying, policy=policy, in_flight=in_flight)
     reference = InMemoryTaskStore()
     crash(reference)
-    store = _shared_store(request, tmp_path, engine, crash)()
+    store = shared_store()
     history, following = _after_downtime(store, reference)
     assert history == RETRY_RESTART[policy.on_misfire.value]
     assert following == T0 + 3 * HOUR
