@@ -526,7 +526,8 @@ def restored_state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int, bool]:
     the counter one back.  A runnable row with ``running`` set is a shared store's row
     as a claim left it (a run resumed while it went on: ``SchedulerCore._save`` with
     ``as_claimed``), whose counter holds only the attempts before the run: owed, its
-    counter as it is (one back, a retry's read RETRYING with none behind it).
+    counter as it is (taken one back before, a retry was read RETRYING with no attempt
+    behind it, and ran its attempt again under the number before).
 
     The one rule for a restart (:func:`recover`), for every row a shared store's feed or
     start brings (:mod:`lldsched.core.follow`; before, only a RUNNING one: a row paused
