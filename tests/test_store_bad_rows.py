@@ -100,6 +100,10 @@ class Bad:
     postgres: str | None
     said: str
 
+    def on(self, engine: Engine) -> str | None:
+        """The SQL that sets the value on ``engine``."""
+        return self.postgres if engine.name == "postgres" else self.sqlite
+
 
 def _cases(cases: dict[str, Bad]) -> list[Any]:
     """Each case on each engine that can hold it (a NaN is NULL to SQLite, a type error
@@ -257,7 +261,7 @@ def test_a_task_row_holding_a_value_no_write_makes_is_refused_naming_it_and_the_
     bad: Bad,
 ) -> None:
     engine = make_engine(request, tmp_path, engine_name)
-    change = bad.postgres if engine.name == "postgres" else bad.sqlite
+    change = bad.on(engine)
     engine.sql(f"UPDATE tasks SET {change} WHERE id = 'b'")
     before = engine.rows()
     with engine.open() as store:
@@ -312,7 +316,7 @@ def test_a_record_holding_a_value_no_write_makes_is_refused_as_it_is_read_naming
     request: pytest.FixtureRequest, tmp_path: Path, case: str, engine_name: str, bad: Bad
 ) -> None:
     engine = make_engine(request, tmp_path, engine_name)
-    change = bad.postgres if engine.name == "postgres" else bad.sqlite
+    change = bad.on(engine)
     (seq,) = engine.sql("SELECT max(seq) FROM records WHERE task_id = 'a'")[0]
     engine.sql(f"UPDATE records SET {change} WHERE task_id = 'a' AND seq = {seq}")
     with engine.open() as store:
@@ -338,3 +342,70 @@ def test_a_load_names_every_bad_value_of_every_row_not_only_the_first(
     for row in ("id='a'", "id='b'"):
         for column in ("attempt holds the integer -1", "run_count holds the integer -2"):
             assert f"table tasks, row {row}, column {column}" in message
+
+
+# A task's lease (shared stores only), its values set past the store.  A NaN or infinite
+# expiry is never past on either clock (PostgreSQL orders NaN above every number): the
+# lease held its task for good, whoever held it.  Before, PostgreSQL read a row without its
+# lease, so a shared start loaded the task (nothing ever claimed it, nothing said why), and
+# neither engine's leases() checked a value.  A negative expiry is no bad value: it is past
+# (the expired lease of an attempt owed is written with 0), and the next claim takes it.
+LEASE_CASES = {
+    "expires_at-nan": Bad(None, "expires_at = 'NaN'", "column expires_at holds the real nan"),
+    "expires_at-inf": Bad(
+        "expires_at = 9e999", "expires_at = 'Infinity'",
+        "column expires_at holds the real inf, where the store writes a finite real",
+    ),
+    "expires_at-absurd": Bad(
+        "expires_at = 1e300", "expires_at = 1e300", "column expires_at holds the real 1e+300"
+    ),
+    "expires_at-minus-inf": Bad(
+        "expires_at = -9e999", "expires_at = '-Infinity'", "column expires_at holds the real -inf"
+    ),
+    "slot-nan": Bad(None, "slot = 'NaN'", "column slot holds the real nan"),
+    "attempt-negative": Bad(
+        "attempt = -1", "attempt = -1",
+        "column attempt holds the integer -1, where the store writes an integer >= 0",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "engine_name", "bad"),
+    [case for case in _cases(LEASE_CASES) if case.values[1] != "sqlite"],  # none unshared
+)
+def test_a_lease_holding_a_value_no_write_makes_is_refused_with_its_task_naming_it(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    case: str,
+    engine_name: str,
+    bad: Bad,
+) -> None:
+    engine = make_engine(request, tmp_path, engine_name)
+    version = ", version" if engine.name == "postgres" else ""
+    engine.sql(
+        f"INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at{version}) "
+        f"SELECT id, next_run_at, 0, 7, 'elsewhere:1:ab', 2.0{version} FROM tasks WHERE id = 'b'"
+    )
+    change = bad.on(engine)
+    engine.sql(f"UPDATE leases SET {change} WHERE task_id = 'b'")
+    before = (engine.rows(), engine.sql("SELECT CAST(expires_at AS TEXT) FROM leases"))
+    where = f"table leases, row task_id='b', {bad.said}"
+    with engine.open() as store:
+        shared = store
+        assert isinstance(shared, CoordinatedStore)
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            loaded = shared.load_all(leave_out=True)  # a shared start: the others load
+        assert [snap.task.id for snap in loaded] == ["a"]
+        assert shared.unloaded() == ["b"]
+        (warned,) = [r.getMessage() for r in caplog.records if "cannot load" in r.getMessage()]
+        assert "task b" in warned and where in warned
+        with pytest.raises(StoreError, match="task b") as got:
+            store.get("b")
+        assert where in str(got.value)
+        with pytest.raises(StoreError) as listed:
+            shared.leases()
+        assert str(listed.value).startswith("task b: its row holds a value the store cannot")
+        assert where in str(listed.value)
+    assert (engine.rows(), engine.sql("SELECT CAST(expires_at AS TEXT) FROM leases")) == before

@@ -15,6 +15,7 @@ as the core saves it; and once with a real process on the file, killed mid-run."
 
 from __future__ import annotations
 
+import functools
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -58,14 +59,38 @@ def _crashed_mid_run(store: TaskStore) -> TaskSnapshot:
     return running
 
 
-def _crashed_retrying(store: TaskStore) -> None:
+def _crashed_retrying(
+    store: TaskStore, *, policy: MisfirePolicy = SKIP, in_flight: bool = True
+) -> None:
     """The same, the process dying during attempt 2 (a retry due at 09:00:02) of the
-    09:00 slot, whose attempt 1 failed."""
+    09:00 slot, whose attempt 1 failed (``in_flight`` False: stopped before the retry
+    began, the row ``retrying``)."""
     writer = Scheduler(clock=FakeClock(T0), store=store)  # never started
-    task = writer.schedule("job", jobs.note, FixedRate(HOUR), args=("job",), id="job", misfire=SKIP)
+    task = writer.schedule(
+        "job", jobs.note, FixedRate(HOUR), args=("job",), id="job", misfire=policy
+    )
     failed = ExecutionRecord(task.id, "job", 1, T0, T0, 0, T0, T0 + 1, False, "RuntimeError")
     store.save(TaskSnapshot(task.definition, TaskStatus.RETRYING, T0 + 2, 1, 1, 1, "x"), failed)
-    store.save(TaskSnapshot(task.definition, TaskStatus.RUNNING, T0 + 2, 2, 1, 1, "x", True))
+    if in_flight:
+        store.save(TaskSnapshot(task.definition, TaskStatus.RUNNING, T0 + 2, 2, 1, 1, "x", True))
+
+
+def _paused_mid_run(store: TaskStore) -> None:
+    """The process dying while ``job``'s attempt 1 (09:00) ran, paused during it: the
+    row PAUSED with ``running`` set, as the core saves a pause mid-run (shared or not)."""
+    _crashed_mid_run(store)
+    (row,) = store.load_all()
+    store.save(row._replace(status=TaskStatus.PAUSED))
+
+
+def _resumed_retry_mid_run(store: TaskStore) -> None:
+    """The process dying while ``job``'s attempt 2 (a retry of 09:00) ran, paused and
+    resumed during it on a shared store: the row as the run's claim left it (RETRYING,
+    the one attempt before it, ``running`` set: ``SchedulerCore._save`` with
+    ``as_claimed``), its lease gone with the process."""
+    _crashed_retrying(store, in_flight=False)
+    (row,) = store.load_all()
+    store.save(row._replace(running=True))
 
 
 @pytest.fixture
@@ -101,10 +126,17 @@ def shared_store(
     request: pytest.FixtureRequest,
     tmp_path: Path,
     crash: Callable[[TaskStore], object],
-) -> Iterator[Callable[[], Shared]]:
-    """``shared_store()``: a shared store on one place holding the ``running`` row left by
-    ``crash`` (:func:`_crashed_mid_run`), a new one per call (one per process), all closed after."""
+) -> Callable[[], Shared]:
+    """``shared_store()``: a shared store on one place holding the row left by ``crash``
+    (:func:`_crashed_mid_run`), a new one per call (one per process), all closed after
+    the test."""
     opened: list[Shared] = []
+
+    @request.addfinalizer
+    def _close() -> None:
+        for store in opened:
+            store.close()
+
     if request.param == "sqlite":
         path = str(tmp_path / "tasks.db")
         with SqliteTaskStore(path) as unshared:  # the one process, killed mid-run
@@ -119,8 +151,11 @@ def shared_store(
         open_store: Callable[..., PostgresTaskStore] = request.getfixturevalue("open_store")
         seeder = open_store()
         crash(seeder)  # a RUNNING save no lease holds writes the row as it is
-        stored = seeder.get("job")
-        assert stored is not None and stored.status is TaskStatus.RUNNING
+        reference = InMemoryTaskStore()
+        crash(reference)
+        stored, expected = seeder.get("job"), reference.get("job")
+        assert stored is not None and expected is not None
+        assert stored.status is expected.status  # RUNNING for a crash mid-run
         seeder.close()
 
         def make() -> Shared:
@@ -128,9 +163,7 @@ def shared_store(
             opened.append(store)
             return store
 
-    yield make
-    for store in opened:
-        store.close()
+    return make
 
 
 def test_a_running_row_opened_shared_runs_its_owed_attempt_as_a_restart_would(
@@ -215,6 +248,100 @@ def test_a_retry_in_flight_in_a_running_row_runs_again_as_a_restart_runs_it(
         assert steps.scheduler.task("job").next_run_at == expected == T0 + HOUR
     assert jobs.CALLS == restart == [("job", T0 + 2, 2)]
     assert _history(store) == _history(reference) == [(0.0, 1, "failed"), (0.0, 2, "ok")]
+
+
+def _after_downtime(
+    store: Shared, reference: InMemoryTaskStore
+) -> tuple[list[tuple[float, int, str]], float | None]:
+    """The history ``store`` holds once a scheduler started on it at ``LATER`` settled,
+    checked against an unshared restart's on ``reference`` (the same crash): the calls,
+    the next due instant and the records alike; returns the history and that instant."""
+    with Stepper(Scheduler(clock=FakeClock(LATER), store=reference)) as steps:
+        steps.settle()
+        expected = steps.scheduler.task("job").next_run_at
+    restart = list(jobs.CALLS)
+    jobs.CALLS.clear()
+    with Stepper(Scheduler(clock=FakeClock(LATER), store=store)) as steps:
+        steps.settle()
+        assert steps.scheduler.task("job").next_run_at == expected
+    assert restart == jobs.CALLS
+    assert _history(store) == _history(reference)
+    return _history(store), expected
+
+
+RUN_ONCE = MisfirePolicy(Misfire.RUN_ONCE)
+RUN_ALL = MisfirePolicy(Misfire.RUN_ALL)
+# What a restart at 11:30 writes for the 09:00 slot's retry (attempt 2, owed) whose later
+# slots passed too: their decisions first (the policy's, after the owed attempt), then
+# the retry's run in its slot, then the catch-up runs.
+RETRY_RESTART = {
+    "skip": [(0.0, 1, "failed"), (HOUR, 0, "missed"), (2 * HOUR, 0, "missed"), (0.0, 2, "ok")],
+    "run_once": [(0.0, 1, "failed"), (HOUR, 0, "coalesced"), (0.0, 2, "ok"), (2 * HOUR, 1, "ok")],
+    "run_all": [(0.0, 1, "failed"), (0.0, 2, "ok"), (HOUR, 1, "ok"), (2 * HOUR, 1, "ok")],
+}
+
+
+@pytest.mark.parametrize(
+    ("crash", "policy"),
+    [
+        pytest.param(
+            functools.partial(_crashed_retrying, policy=policy, in_flight=in_flight),
+            policy,
+            id=f"{policy.on_misfire.value}-{'taken-over' if in_flight else 'retrying'}",
+        )
+        for policy in (SKIP, RUN_ONCE, RUN_ALL)
+        for in_flight in (True, False)
+    ],
+)
+def test_a_retry_whose_later_slots_passed_meets_the_policy_before_it_runs_as_at_a_restart(
+    shared_store: Callable[[], Shared],
+    crash: Callable[[TaskStore], object],
+    policy: MisfirePolicy,
+) -> None:
+    """A retry owed from before the downtime (in flight when its process died, taken over
+    by a claim; or due, its row ``retrying``), the 10:00 and 11:00 slots passed since:
+    the claim decides them by the policy before the retry runs, as a restart does
+    (``first_decided``, one rule).  Before, a claim with attempts behind it met no
+    policy: the retry ran, and those slots were recorded ``skipped`` after it, where a
+    restart recorded them ``missed`` (or ``coalesced``) before it."""
+    reference = InMemoryTaskStore()
+    crash(reference)
+    store = shared_store()
+    history, following = _after_downtime(store, reference)
+    assert history == RETRY_RESTART[policy.on_misfire.value]
+    assert following == T0 + 3 * HOUR
+    assert store.leases() == []
+
+
+@pytest.mark.parametrize("crash", [_paused_mid_run, _resumed_retry_mid_run])
+def test_a_row_with_a_run_in_flight_is_read_by_a_shared_start_as_a_restart_reads_it(
+    shared_store: Callable[[], Shared],
+    crash: Callable[[TaskStore], object],
+) -> None:
+    """Paused mid-run (the attempt in flight counted in the row), or a retry resumed
+    mid-run (the row as its claim left it, the attempts before the run): the attempt in
+    flight is owed, on a shared start as at a restart, and runs again with its number.
+    Before, a shared start kept a paused row's counter (its resume ran the slot's attempt
+    2, after an attempt 1 never recorded), and a restart read the resumed retry's as one
+    back (RETRYING with no attempt behind it, the retry run as attempt 1 again)."""
+    reference = InMemoryTaskStore()
+    crash(reference)
+    restart = Scheduler(clock=FakeClock(LATER), store=reference)
+    store = shared_store()
+    shared = Scheduler(clock=FakeClock(LATER), store=store)
+    read = [(s.task("job").status, s.task("job").attempt) for s in (restart, shared)]
+    paused = crash is _paused_mid_run
+    owed = (TaskStatus.PAUSED, 0) if paused else (TaskStatus.RETRYING, 1)
+    assert read == [owed, owed]
+    for scheduler in (restart, shared):
+        scheduler.resume("job")
+        with Stepper(scheduler) as steps:
+            steps.settle()
+    attempts = [
+        (attempt, due == LATER if paused else due == T0 + 2) for _, due, attempt in jobs.CALLS
+    ]
+    assert attempts == [(owed[1] + 1, True)] * 2  # the owed attempt, once in each
+    assert _history(store) == _history(reference)
 
 
 # A real process on the file unshared, killed (SIGKILL) during a run: registers a one-off

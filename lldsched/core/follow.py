@@ -123,9 +123,13 @@ def claimed_entry(core: SchedulerCore, claim: Claim) -> Entry | None:
 
 
 def _state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int]:
-    """The row's status and attempt counter, a RUNNING row (left by an unshared
-    scheduler that died mid-run) read as the attempt still owed."""
-    if snapshot.status is TaskStatus.RUNNING:  # the rule a restart applies
+    """The row's status and attempt counter by the rule a restart applies
+    (:func:`~lldsched.core.recovery.restored_state`): a RUNNING row (left by an unshared
+    scheduler that died mid-run) or one paused mid-run is read as the attempt still
+    owed.  A row paused mid-run whose holder goes on settles it, and that row is
+    followed then; one whose holder died is resumed with the attempt owed, as after a
+    restart, where it was resumed as a retry of an attempt never recorded."""
+    if snapshot.running or snapshot.status is TaskStatus.RUNNING:
         status, attempt, _ = restored_state(snapshot)
         return status, attempt
     return snapshot.status, snapshot.attempt
@@ -156,7 +160,7 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf
         ]
     )
     if status in RUNNABLE and snapshot.next_run_at is not None:
-        _adopt(core, task, snapshot, status, attempt, records_of)  # its streak too
+        _adopt(core, task, snapshot, status, attempt, records_of, slot=slot)  # its streak too
         return task
     _streak(core, task, records_of)
     if status is TaskStatus.BLOCKED:  # its wait began at its slot, in whichever process
@@ -173,17 +177,30 @@ def _adopt(
     status: TaskStatus,
     attempt: int,
     records_of: RecordsOf,
+    *,
+    slot: float | None = None,
 ) -> None:
     """Take the row's state: ``status`` and ``attempt`` as :func:`_state` read them, the
-    due instant and the counters as the row has them, and its plan: the slot the
+    due instant and the counters as the row has them, the slot a retry's attempts belong
+    to (``slot`` if known, else its task's last run record's:
+    :func:`~lldsched.core.recovery.pending_slot`, as :func:`_register` reads it; the row
+    does not keep it), and its plan: the slot the
     schedule waits for behind an extra run (``snapshot.waited``: another process's
     run_now, or a misfire's catch-up), handed out after the run due now as run_now()
     here would.  A plan this process had put in front of the task's schedule is
     dropped: the row, written since by another process, says what comes next, and a
     plan left in place would hand out its slot again at this process's next run.
     Without the row's plan, whoever ran the extra run counted the schedule on from it
-    (an hourly task moved to the minute of the click)."""
+    (an hourly task moved to the minute of the click).
+
+    Before, a retry kept the slot this process last knew of its task: one that read
+    the row only once it was retrying a later slot (the feed gives a task's latest row,
+    not each one between: a run of 09:00 and a failed 10:00 read together) ran the
+    retry as 09:00's, its record in the wrong slot and 10:00 recorded ``skipped``
+    after it, and a claim deciding its misfire counted the slots from 09:00."""
     task._schedule = unwrap(task._schedule)
+    if attempt and slot is None:  # a retry: its slot is its last run's (one read a retry)
+        slot = pending_slot(snapshot, attempt, records=lambda: records_of(task.id))
     core.adopt(
         task,
         status=status,
@@ -192,7 +209,7 @@ def _adopt(
         run_count=snapshot.run_count,
         failure_count=snapshot.failure_count,
         last_error=snapshot.last_error,
-        slot=snapshot.slot,  # a plan's run a resume put off keeps its slot
+        slot=snapshot.slot if slot is None else slot,  # a plan's run put off keeps its slot
     )
     if snapshot.waited is not None:
         _plan(core, task, snapshot.waited, records_of)

@@ -69,6 +69,7 @@ __all__ = [
     "Plan",
     "after_clock_jump",
     "decide_misfire",
+    "first_decided",
     "passed_slots",
     "pending_slot",
     "plan",
@@ -224,7 +225,7 @@ def decide_misfire(
     due = task.next_run_at
     if due is None:
         return None
-    first = following_slot(task._schedule, task.slot) if owed else due
+    first = first_decided(task, owed=owed)
     if first is None:  # the owed attempt was its schedule's last slot
         return None
     policy = task.misfire or DEFAULT_MISFIRE
@@ -241,6 +242,23 @@ def decide_misfire(
         cut_plan = _cut_plan(own, first, cut, records, policy, made=made)
         decided = _and_since(cut_plan, own, now, policy)
     return _apply(core, task, decided, due if owed else None, token=token)
+
+
+def first_decided(task: ScheduledTask, *, owed: bool) -> float | None:
+    """The first slot :func:`decide_misfire` decides of ``task``: its due instant, or,
+    when the attempt due is ``owed`` from before (in flight when its process died, or a
+    retry: attempts behind it), the slot after the one its attempts belong to (the owed
+    attempt runs first; None: that slot was its schedule's last).
+
+    The one rule for whether a task met downtime: a restart decides a queued task's
+    slots from here (:func:`recover`), and a process sharing a store decides a claimed
+    slot's when this slot passed before it was there to claim it (``Coordinator.claim``,
+    :mod:`lldsched.threaded.shared`).  Before, a claim with attempts behind it (a retry,
+    or a takeover of one) met no policy there: the slots after its slot were recorded
+    ``skipped`` after its run, where a restart recorded them ``missed`` before it."""
+    if not owed:
+        return task.next_run_at
+    return following_slot(task._schedule, task.slot)
 
 
 def _cut_plan(
@@ -504,12 +522,20 @@ def restored_state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int, bool]:
     that attempt is owed, and runs again with the same attempt number (the counter one
     back, the status :func:`~lldsched.core.names.runnable` says for it).
 
-    The one rule for a restart (:func:`recover`), for a row a shared store's feed or
-    start brings (:mod:`lldsched.core.follow`), and for the row a shared start writes for
-    it (:meth:`CoordinatedStore.owe <lldsched.persistence.CoordinatedStore.owe>`)."""
+    A row paused (or cancelled) mid-run is read alike: its attempt in flight is owed,
+    the counter one back.  A runnable row with ``running`` set is a shared store's row
+    as a claim left it (a run resumed while it went on: ``SchedulerCore._save`` with
+    ``as_claimed``), whose counter holds only the attempts before the run: owed, its
+    counter as it is (taken one back before, a retry was read RETRYING with no attempt
+    behind it, and ran its attempt again under the number before).
+
+    The one rule for a restart (:func:`recover`), for every row a shared store's feed or
+    start brings (:mod:`lldsched.core.follow`; before, only a RUNNING one: a row paused
+    mid-run kept the attempt a restart gives back), and for the row a shared start writes
+    for it (:meth:`CoordinatedStore.owe <lldsched.persistence.CoordinatedStore.owe>`)."""
     status, attempt = snapshot.status, snapshot.attempt
     in_flight = snapshot.running or status is TaskStatus.RUNNING
-    if in_flight:  # its record was never written: that attempt runs again
+    if in_flight and status not in _QUEUED:  # its record never written: that attempt again
         attempt = max(0, attempt - 1)
     if status is TaskStatus.RUNNING:
         status = runnable(attempt)

@@ -181,7 +181,8 @@ class Restoration(CoreParts):
         <lldsched.core.machine.SchedulerCore._finished>`: it may retire at once).
         ``slot``: the slot of the run due, when not its due instant (the row's,
         :attr:`TaskSnapshot.slot <lldsched.persistence.TaskSnapshot.slot>`: a plan's run
-        resumed after its slot passed).  Nothing is written (the store's row already says
+        resumed after its slot passed; for a retry, the slot its attempts belong to,
+        which it keeps if not given).  Nothing is written (the store's row already says
         so; a retirement writes nothing but a purge: :mod:`lldsched.core.retention`); listeners
         hear of a status change.  Never for a task running here: its own finish decides."""
         previous = task.status
@@ -189,8 +190,10 @@ class Restoration(CoreParts):
         task.status = status
         task.attempt = attempt
         if status in RUNNABLE and next_run_at is not None:
-            if not attempt:  # a fresh slot; a retry keeps the slot it had
+            if not attempt:  # a fresh slot
                 task._slot = next_run_at if slot is None else slot
+            elif slot is not None:  # a retry: the slot its attempts belong to, if given
+                task._slot = slot
             self._enqueue(task, next_run_at)
         else:
             if status is TaskStatus.PAUSED and next_run_at is not None and not attempt:

@@ -51,7 +51,7 @@ from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, Outcome, Priority, TaskStatus
-from lldsched.persistence import Task, TaskSnapshot, check_storable, unstorable
+from lldsched.persistence import Lease, Task, TaskSnapshot, check_storable, unstorable
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.catchup import unwrap
 from lldsched.schedules.decorators import restore_runs
@@ -75,6 +75,7 @@ __all__ = [
     "decode_task",
     "encode_schedule",
     "encode_task",
+    "lease_from",
     "load_each",
     "moved_paths",
     "record_from",
@@ -676,12 +677,29 @@ def check_kept(task_id: str, kept: Sequence[Any]) -> None:
         if not valid(value)
     ]
     if lease and lease[3] is not None:
-        found += [
-            said("leases", f"task_id={task_id!r}", column, value, expected)
-            for (column, valid, expected), value in zip(_LEASE, lease, strict=True)
-            if not valid(value)
-        ]
+        found += _misread_lease(task_id, lease)
     raise BadValue(task_id, found)
+
+
+def lease_from(row: Sequence[Any]) -> Lease:
+    """The :class:`~lldsched.persistence.Lease` a row of a store's ``leases`` table holds
+    (``task_id, slot, attempt, token, holder, expires_at``: ``CoordinatedStore.leases``),
+    checked as a task's row checks its lease (:func:`check_kept`): a :class:`BadValue`
+    naming each value no write makes (a NaN or infinite ``expires_at``, which no clock
+    passes: the lease held its task for good).  Both engines' rule."""
+    task_id, *lease = row
+    if all(valid(value) for (_, valid, _), value in zip(_LEASE, lease, strict=True)):
+        return Lease(task_id, *lease)
+    raise BadValue(task_id, _misread_lease(task_id, lease))
+
+
+def _misread_lease(task_id: object, lease: Sequence[Any]) -> list[str]:
+    """Each value of the lease of ``task_id`` that :data:`_LEASE` refuses, :func:`said`."""
+    return [
+        said("leases", f"task_id={task_id!r}", column, value, expected)
+        for (column, valid, expected), value in zip(_LEASE, lease, strict=True)
+        if not valid(value)
+    ]
 
 
 def _misread_state(task_id: str, state: Sequence[Any]) -> list[str]:

@@ -35,7 +35,13 @@ from lldsched.persistence import (
 )
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import Unreadable, check_take_over, check_written, encode_task
+from lldsched.stores.codec import (
+    Unreadable,
+    check_take_over,
+    check_written,
+    encode_task,
+    lease_from,
+)
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_deadline import Deadline
@@ -496,13 +502,15 @@ class PostgresCoordination:
         return snapshot
 
     def leases(self) -> list[Lease]:
-        """Every lease row now, expired ones included, by token (for people and tests)."""
+        """Every lease row now, expired ones included, by token (for people and tests); a
+        :class:`~lldsched.stores.codec.BadValue` naming a value no write makes
+        (:func:`~lldsched.stores.codec.lease_from`)."""
         with self._using() as connection:
             rows = connection.execute(
                 "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases "
                 "ORDER BY token"
             ).fetchall()
-        return [Lease(*row) for row in rows]
+        return [lease_from(row) for row in rows]
 
     def changed(self) -> bool:
         """Always True: the feed is one indexed query, and only writes that may matter now

@@ -64,7 +64,7 @@ class PostgresReads:
         (:func:`~lldsched.stores.codec.renamed`)."""
         with self._using() as connection:
             rows = connection.execute(
-                f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t ORDER BY t.position"
+                f"SELECT {sql.SNAPSHOT_COLUMNS} FROM {sql.TASKS} ORDER BY t.position"
             ).fetchall()
         snapshots, kept = load_each(
             rows,
@@ -93,7 +93,7 @@ class PostgresReads:
         """The latest snapshot of ``task_id``, or None."""
         with self._using() as connection:
             row = connection.execute(
-                f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t WHERE t.id = %s", (task_id,)
+                f"SELECT {sql.SNAPSHOT_COLUMNS} FROM {sql.TASKS} WHERE t.id = %s", (task_id,)
             ).fetchone()
         return None if row is None else snapshot_of(row)
 

@@ -77,9 +77,12 @@ def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     this release does not know (whatever ``task``), a
     :class:`~lldsched.stores.codec.BadValue` naming each value out of its range (a
     negative attempt, a NaN or infinite due instant; what is kept beside the state, a
-    priority of 7, a NaN ``slot_due``: :func:`~lldsched.stores.codec.check_kept`), before
-    the definition is decoded.  Its lease's values are not read here."""
-    return snapshot_from(row[0], row[1], row[2], row[3:11], task=task, kept=row[11:15])
+    priority of 7, a NaN ``slot_due``, and its lease's ``slot, attempt, token, holder,
+    expires_at``, all NULL for none: :func:`~lldsched.stores.codec.check_kept`, as
+    SQLite's rows), before the definition is decoded.  Before, the lease was not read: a
+    NaN or infinite expiry, never past on the database's clock, held the task for good
+    without a word."""
+    return snapshot_from(row[0], row[1], row[2], row[3:11], task=task, kept=row[11:20])
 
 
 record_of = record_from

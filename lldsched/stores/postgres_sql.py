@@ -280,8 +280,13 @@ _SLOT = "CASE WHEN t.slot_due = t.next_run_at THEN t.slot END"
 SNAPSHOT_COLUMNS = (  # the state, what is kept beside it (codec.check_kept), the version
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
     f"t.last_error, t.running, t.waited, {_SLOT}, t.failed_seq, t.priority, t.version, "
-    "t.slot_due, t.version"
+    "t.slot_due, k.slot, k.attempt, k.token, k.holder, k.expires_at, t.version"
 )
+"""Read ``FROM`` :data:`TASKS`: the task's lease (``k``, NULL for none) is checked with the
+row, as SQLite's is (a NaN or infinite ``expires_at`` is never past on the database's
+clock: the task was held for good by a lease nobody holds)."""
+TASKS = "tasks t LEFT JOIN leases k ON k.task_id = t.id"
+"""A task's row and its lease, if any (:data:`SNAPSHOT_COLUMNS`)."""
 
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 3 has none kept
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
@@ -342,6 +347,7 @@ RETURNING token
 REDEFINE = """
 UPDATE tasks t SET name = %(name)s, definition = %(definition)s, priority = %(priority)s,
        version = t.version + 1, writer = %(writer)s, xid = pg_catalog.pg_current_xact_id()
+  FROM (VALUES (1)) AS one LEFT JOIN leases k ON k.task_id = %(id)s  -- its lease, if any
  WHERE t.id = %(id)s"""
 
 SETTLED = """
@@ -420,15 +426,17 @@ SELECT 0 AS kind, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()):
        NULL AS last_error, NULL::boolean AS running, NULL::double precision AS waited,
        NULL::double precision AS slot, NULL::bigint AS failed_seq, NULL::integer AS priority,
        NULL::bigint AS kept_version, NULL::double precision AS slot_due,
+       NULL::double precision AS lease_slot, NULL::integer AS lease_attempt,
+       NULL::bigint AS token, NULL AS holder, NULL::double precision AS expires_at,
        NULL::bigint AS version,
        NULL::boolean AS leased
 UNION ALL
-SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS}, EXISTS (SELECT 1 FROM leases l
-       WHERE l.task_id = t.id AND l.holder <> %(node)s AND l.expires_at > {DB_NOW})
-  FROM tasks t WHERE t.xid >= %(since)s::text::xid8 AND t.writer <> %(node)s
+SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS},
+       coalesce(k.holder <> %(node)s AND k.expires_at > {DB_NOW}, false)
+  FROM {TASKS} WHERE t.xid >= %(since)s::text::xid8 AND t.writer <> %(node)s
 UNION ALL
 SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL, r.version,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.version,
        NULL
   FROM removals r WHERE r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s
    AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id  -- _LIVE_ROW_WINS

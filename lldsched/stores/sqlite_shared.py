@@ -54,7 +54,7 @@ from typing import Any
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.persistence import Claim, Lease
-from lldsched.stores.codec import Unreadable
+from lldsched.stores.codec import Unreadable, lease_from
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
@@ -300,7 +300,7 @@ class SharedState:
         rows = connection.execute(
             "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases ORDER BY token"
         ).fetchall()
-        return [Lease(*row) for row in rows]
+        return [lease_from(row) for row in rows]  # checked: codec.lease_from
 
     # -- the change feed -----------------------------------------------------------------
 

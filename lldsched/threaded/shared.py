@@ -17,10 +17,12 @@ What the timer does with it, at every wake:
   processes wrote (:mod:`lldsched.core.follow`) if the store says anything changed;
 * :meth:`claim`: the heap's due entries are hints of when to wake, dropped here;
   the store picks what runs, up to the room in the hand-off queue, and each claim
-  becomes a live entry carrying its token to :meth:`begin`.  A claimed slot that
-  was due before this process was there (before it was built, or jumped over by
-  the wall clock) and is late beyond its grace meets its misfire policy here, in
-  the one process that holds the claim (:meth:`_misfire`);
+  becomes a live entry carrying its token to :meth:`begin`.  A claim whose first
+  slot to decide (the slot claimed; for an owed attempt, a retry or a takeover, the
+  slot after the one it runs: :func:`~lldsched.core.recovery.first_decided`) was due
+  before this process was there (before it was built, or jumped over by the wall
+  clock) and is late beyond its grace meets its misfire policy here, in the one
+  process that holds the claim (:meth:`_misfire`), as at a restart;
 * :meth:`wake`: the instant to wake by, bounded by the store's ``poll``: the
   bound on how late a lease that expired elsewhere, or another process's change,
   is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.  After a
@@ -53,7 +55,8 @@ from lldsched.core.context import RunContext
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.follow import claimed_entry, follow, load
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.recovery import decide_misfire
+from lldsched.core.names import RUNNABLE
+from lldsched.core.recovery import decide_misfire, first_decided
 from lldsched.core.storewrites import Kind
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, ValidationError
@@ -406,10 +409,12 @@ class Coordinator:
             if entry is None:  # paused or cancelled here meanwhile: give it back
                 self._release(claim.task_id, claim.token)
                 continue
-            if not claim.attempt and claim.slot < self._since:  # a slot we were not there for
-                entry = self._misfire(claim, entry, now)
-                if entry is None:
-                    continue
+            if claim.slot < self._since or claim.attempt or claim.taken_over:  # maybe unseen
+                owed = claim.taken_over or claim.attempt > 0  # runs first, as at a restart
+                if self._unseen(claim.task_id, owed):
+                    entry = self._misfire(claim, entry, now, owed=owed)
+                    if entry is None:
+                        continue
             self._pending[claim.task_id] = claim
             entries.append(entry)
         if entries:
@@ -748,17 +753,25 @@ class Coordinator:
                     extra={"task_id": task_id or None},
                 )
 
-    def _misfire(self, claim: Claim, entry: Entry, now: float) -> Entry | None:
+    def _unseen(self, task_id: str, owed: bool) -> bool:
+        """Whether the claimed task's slots met downtime: the first slot a misfire decision
+        of it covers (:func:`~lldsched.core.recovery.first_decided`, the one rule a
+        restart decides from) passed before this process was there to claim it."""
+        first = first_decided(self._core.tasks[task_id], owed=owed)
+        return first is not None and first < self._since
+
+    def _misfire(self, claim: Claim, entry: Entry, now: float, *, owed: bool) -> Entry | None:
         """The claimed slot, due before this process was there to claim it, meets its
         task's misfire policy, here and only here: the claim is this process's alone in
         its epoch.  Late beyond grace (by ``now``, the clock the claim itself used),
         :func:`~lldsched.core.recovery.decide_misfire` decides, as at start in one
-        process (a claim that took over an expired lease is an owed attempt, as one in
-        flight at a crash is to recovery: it runs, and the policy decides the slots after
-        it), and :meth:`_write_decided` writes its records and the due instant it chose,
-        fenced by the claim's token.  Returns the entry to run (the catch-up run, under
-        the same claim), or None: nothing runs (every slot skipped, the lease dropped)
-        or nothing was written (the lease was lost, or the store failed).  A read of the
+        process (``owed``: a claim that took over an expired lease, or a retry, is an
+        owed attempt, as one in flight at a crash or a RETRYING row is to recovery: it
+        runs, and the policy decides the slots after it), and :meth:`_write_decided`
+        writes its records and the due instant it chose, fenced by the claim's token.
+        Returns the entry to run (the owed attempt or the catch-up run, under the same
+        claim), or None: nothing runs (every slot skipped, the lease dropped) or nothing
+        was written (the lease was lost, or the store failed).  A read of the
         task's records (for a plan cut at the cap) that fails decides nothing: the claim
         is given back, and the slot claimed again at the next wake."""
         core = self._core
@@ -769,7 +782,7 @@ class Coordinator:
                     core,
                     task,
                     now,
-                    owed=claim.taken_over,
+                    owed=owed,
                     token=claim.token,
                     history=lambda: self._history(claim.task_id),  # a plan cut at the cap
                 )
@@ -779,7 +792,7 @@ class Coordinator:
         if records is None:  # within grace: runs as claimed
             return entry
         due = task.next_run_at  # a passed slot: a catch-up run; later: every slot skipped
-        runs = task.status is TaskStatus.SCHEDULED and due is not None and due <= now
+        runs = task.status in RUNNABLE and due is not None and due <= now  # a retry too
         if records or due != claim.slot:  # else RUN_ALL's next catch-up: nothing new
             snapshot = core.snapshot(task)
             try:
