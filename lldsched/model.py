@@ -213,8 +213,9 @@ class ExecutionRecord(NamedTuple):
 
     @property
     def outcome(self) -> Outcome:
-        """How it ended: ok, failed, timed_out, or what a policy decided (given_up,
-        missed, coalesced, skipped)."""
+        """How it ended: ok, failed, timed_out, or what ``misfire`` holds, when set: a
+        run's given_up or cancelled (an overlap policy, a shutdown), or a slot decided
+        without a run (missed, coalesced, skipped, blocked)."""
         if self.misfire is not None:
             return self.misfire
         if self.timed_out:

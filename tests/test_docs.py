@@ -388,6 +388,45 @@ def test_operations_md_lists_every_outcome_a_failed_attempts_line_can_carry() ->
     assert set(re.findall(r"`(\w+)`", listed)) == failed
 
 
+def test_the_outcome_propertys_docstring_names_every_outcome() -> None:
+    """``help(record.outcome)`` is where a user looks up what a record's outcome can be:
+    it listed seven of the nine (not ``blocked`` or ``cancelled``)."""
+    from lldsched.model import ExecutionRecord
+
+    doc = " ".join((ExecutionRecord.outcome.__doc__ or "").split())
+    assert sorted(o.value for o in Outcome if not re.search(rf"\b{o.value}\b", doc)) == []
+
+
+def explained() -> list[tuple[Any, Any]]:
+    """Schedules whose ``explain()`` the docstring of their class's ``explain`` quotes
+    whole, with the method that quotes it."""
+    from datetime import datetime, timezone
+
+    from lldsched import FixedDelay, Jittered, OneTime, OverrunPolicy, Window
+
+    nine, five = (datetime(2026, 6, 1, hour, tzinfo=timezone.utc) for hour in (9, 17))
+    return [
+        (FixedRate.explain, FixedRate(60)),
+        (FixedRate.explain, FixedRate(60, on_overrun=OverrunPolicy.CATCH_UP)),
+        (FixedDelay.explain, FixedDelay(10)),
+        (OneTime.explain, OneTime(at=nine)),
+        (OneTime.explain, OneTime(delay=5)),
+        (Jittered.explain, Jittered(FixedRate(60), 5, seed=7)),
+        (Window.explain, Window(FixedRate(60), start=nine, end=five, max_runs=3)),
+        (CronSchedule.explain, CronSchedule("0 3 * * 1-5")),
+        (CronSchedule.explain, CronSchedule("30 1 * * *", tz="Europe/Berlin")),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("method", "schedule"), explained(), ids=[repr(schedule) for _, schedule in explained()]
+)
+def test_an_explanation_a_docstring_quotes_is_what_explain_says(method: Any, schedule: Any) -> None:
+    """``Window.explain``'s docstring quoted its sentence without the comma it has."""
+    doc = " ".join((method.__doc__ or "").split())
+    assert f'"{schedule.explain()}"' in doc
+
+
 # --- the notebooks, as the README and the kit's start page describe them --------------
 
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
