@@ -43,7 +43,7 @@ from lldsched import CronSchedule, FixedRate, MisfirePolicy, RetryPolicy, Schedu
 from lldsched.cli.cron import MAX_FIRES
 from lldsched.cli.simulate import DEFAULT_MAX_COROUTINES, MAX_DAYS
 from lldsched.core import dependencies, recovery
-from lldsched.core.duequeue import COMPACT_SLICE
+from lldsched.core.duequeue import COMPACT_MIN_ENTRIES, COMPACT_SLICE
 from lldsched.core.metrics import Metrics
 from lldsched.core.results import RESULT_LIMIT
 from lldsched.core.retention import RETIRE_BATCH
@@ -251,6 +251,10 @@ QUOTED: list[tuple[str, str, Any]] = [
      lambda: [RESULT_LIMIT]),
     ("ARCHITECTURE.md", r"compacted a slice of (\d+) entries per operation",
      lambda: [COMPACT_SLICE]),
+    # It said "under 1.5x the live entries": a heap below the minimum is never compacted.
+    ("ARCHITECTURE.md", r"in a heap of at least (\d+) entries .*? at\s+most 1\.5x the live "
+     r"entries plus (\d+)\.",
+     lambda: [COMPACT_MIN_ENTRIES, COMPACT_MIN_ENTRIES]),
     ("OPERATIONS.md", r"\(`history_limit`, (\d+) records, packed\), finished tasks held "
      r"\(`retain_finished`,\s+([\d,]+)\).*?listener\s+backlog \(([\d,]+) events\)",
      lambda: [default(Scheduler, name) for name in
