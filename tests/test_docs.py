@@ -404,11 +404,11 @@ def test_the_outcome_propertys_docstring_names_every_outcome() -> None:
 def explained() -> list[tuple[Any, Any]]:
     """Schedules whose ``explain()`` the docstring of their class's ``explain`` quotes
     whole, with the method that quotes it."""
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     from lldsched import FixedDelay, Jittered, OneTime, OverrunPolicy, Window
 
-    nine, five = (datetime(2026, 6, 1, hour, tzinfo=timezone.utc) for hour in (9, 17))
+    nine, five = (datetime(2026, 6, 1, hour, tzinfo=UTC) for hour in (9, 17))
     return [
         (FixedRate.explain, FixedRate(60)),
         (FixedRate.explain, FixedRate(60, on_overrun=OverrunPolicy.CATCH_UP)),
@@ -429,6 +429,26 @@ def test_an_explanation_a_docstring_quotes_is_what_explain_says(method: Any, sch
     """``Window.explain``'s docstring quoted its sentence without the comma it has."""
     doc = " ".join((method.__doc__ or "").split())
     assert f'"{schedule.explain()}"' in doc
+
+
+@pytest.mark.parametrize("verb", ["cancel", "pause", "remove"])
+def test_the_simulations_verbs_that_cut_runs_say_which_as_the_schedulers_do(verb: str) -> None:
+    """A process-isolated run in flight is cut by ``cancel``, ``pause`` and ``remove`` on
+    both runtimes (the simulation's ends at the verb, as its worker process would be
+    killed); the simulation's docstrings said only a coroutine run was, and that "a run
+    in flight finishes"."""
+    from lldsched import OneTime, Simulation
+
+    sim = Simulation()
+    task = sim.schedule("iso", OneTime(at=10), action="math:factorial", args=[5],
+                        isolation="process", duration=100)  # fmt: skip
+    sim.run(50)
+    getattr(sim, verb)(task.id)
+    sim.run(200)
+    (record,) = sim.records()
+    assert record.finished == 50 and "its worker process was killed" in (record.error or "")
+    doc = " ".join((getattr(Simulation, verb).__doc__ or "").split())
+    assert "coroutine" in doc and "process-isolated" in doc, f"Simulation.{verb}"
 
 
 # --- the notebooks, as the README and the kit's start page describe them --------------
