@@ -451,6 +451,34 @@ def test_the_simulations_verbs_that_cut_runs_say_which_as_the_schedulers_do(verb
     assert "coroutine" in doc and "process-isolated" in doc, f"Simulation.{verb}"
 
 
+def test_a_run_a_shutdown_cut_is_counted_cancelled_where_the_documents_say() -> None:
+    """A coroutine run a simulation's shutdown cut is ``cancelled``: a failure in
+    ``failure_count``, ``cancelled`` in ``task_summary``, as for ``Overlap.CANCEL_OTHER``.
+    ``failure_count``'s docstring and SIMULATION.md's frame and summary bullets named
+    CANCEL_OTHER alone."""
+    import asyncio
+
+    from lldsched import OneTime, Simulation
+    from lldsched.core.task import ScheduledTask
+    from lldsched.views.frames import task_summary, to_frame
+
+    async def action() -> None:
+        await asyncio.sleep(0)
+
+    sim = Simulation()
+    task = sim.schedule("co", OneTime(at=10), action=action, duration=100)
+    sim.run(20)
+    sim.shutdown(timeout=5)
+    assert [record.outcome for record in sim.records()] == [Outcome.CANCELLED]
+    assert task.failure_count == 1
+    assert task_summary(to_frame(sim))["cancelled"].tolist() == [1]
+    docstring = " ".join((ScheduledTask.failure_count.__doc__ or "").split())
+    simulation = " ".join((DOCS / "SIMULATION.md").read_text().split())
+    assert "shutdown" in docstring
+    assert re.search(r"cancelled for a run `Overlap.CANCEL_OTHER` cut short or a shutdown", simulation)
+    assert re.search(r"cancelled \(by `CANCEL_OTHER` or a shutdown's cut,", simulation)
+
+
 # --- the notebooks, as the README and the kit's start page describe them --------------
 
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
