@@ -475,7 +475,9 @@ def test_a_run_a_shutdown_cut_is_counted_cancelled_where_the_documents_say() -> 
     docstring = " ".join((ScheduledTask.failure_count.__doc__ or "").split())
     simulation = " ".join((DOCS / "SIMULATION.md").read_text().split())
     assert "shutdown" in docstring
-    assert re.search(r"cancelled for a run `Overlap.CANCEL_OTHER` cut short or a shutdown", simulation)
+    assert re.search(
+        r"cancelled for a run `Overlap.CANCEL_OTHER` cut short or a shutdown", simulation
+    )
     assert re.search(r"cancelled \(by `CANCEL_OTHER` or a shutdown's cut,", simulation)
 
 
