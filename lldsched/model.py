@@ -30,8 +30,8 @@ class TaskStatus(enum.Enum):
     task whose slot runs out of attempts gives the slot up and is SCHEDULED at its
     next slot; a one-off task is FAILED.
     ``SCHEDULED -> BLOCKED -> SCHEDULED``: a task registered with ``depends_on`` whose
-    slot falls due before each upstream has succeeded since its last run waits
-    BLOCKED, off the heap, until they have (:mod:`lldsched.core.dependencies`).
+    slot falls due before each upstream has succeeded since its previous slot started
+    waits BLOCKED, off the heap, until they have (:mod:`lldsched.core.dependencies`).
     RETRYING is separate from SCHEDULED on purpose: a retry keeps the attempt
     counter, a normal reschedule resets it.
     """

@@ -481,6 +481,27 @@ def test_a_run_a_shutdown_cut_is_counted_cancelled_where_the_documents_say() -> 
     assert re.search(r"cancelled \(by `CANCEL_OTHER` or a shutdown's cut,", simulation)
 
 
+def test_an_upstreams_success_counts_from_the_dependents_slot_not_its_last_run() -> None:
+    """``help(TaskStatus)`` said a dependent waits for each upstream to succeed "since its
+    last run"; the rule (core/dependencies.py, GUIDE.md, ``schedule``'s docstring) counts
+    from its previous slot's start: a success between a slot's first attempt and its
+    retry releases the next slot."""
+    from lldsched import RetryPolicy, Simulation, TaskStatus
+    from lldsched.sim import fails_on
+
+    sim = Simulation(workers=2, start=0)
+    sim.schedule("up", FixedRate(40), id="up", duration=5)  # succeeds at 5 and 45, then paused
+    sim.schedule("down", FixedRate(3600, start_delay=10), id="down", duration=10,
+                 fails=fails_on(1), retry=RetryPolicy(max_attempts=2, initial_backoff=30),
+                 depends_on=["up"])  # fmt: skip  # slot 10: fails at 20, retried 50 to 60
+    sim.at(46, lambda: sim.pause("up"))
+    sim.run(4000)
+    down = [(r.slot, r.started, r.outcome.value) for r in sim.records() if r.task_id == "down"]
+    assert down[2] == (3610.0, 3610.0, "failed")  # not blocked: 45 is after the slot's 10
+    doc = " ".join((TaskStatus.__doc__ or "").split())
+    assert "has succeeded since its previous slot started" in doc
+
+
 # --- the notebooks, as the README and the kit's start page describe them --------------
 
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
