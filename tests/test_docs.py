@@ -502,6 +502,32 @@ def test_an_upstreams_success_counts_from_the_dependents_slot_not_its_last_run()
     assert "has succeeded since its previous slot started" in doc
 
 
+def test_a_schedules_next_run_is_asked_after_a_slot_given_up_as_its_protocol_says() -> None:
+    """EXTENDING.md: ``next_run`` is asked after a success and after a slot given up,
+    never for a retry; the ``Schedule`` protocol's docstring, what a schedule's author
+    reads in an editor, said "after the successful run"."""
+    from lldsched import RetryPolicy, Simulation
+    from lldsched.schedules.base import Schedule
+
+    asked: list[str] = []
+
+    class Hourly:
+        def first_run(self, now: float) -> float:
+            return now
+
+        def next_run(self, record: Any, now: float) -> float:
+            asked.append(record.outcome.value)
+            return float(record.slot + 3600)
+
+    sim = Simulation()
+    sim.schedule("x", Hourly(), fails=1.0, retry=RetryPolicy(max_attempts=2, initial_backoff=1))
+    sim.run(60)  # the first slot: an attempt, its retry, the slot given up
+    assert [r.outcome.value for r in sim.records()] == ["failed", "given_up"]
+    assert "given_up" in asked and "failed" not in asked
+    doc = " ".join((Schedule.next_run.__doc__ or "").split())
+    assert "successful" not in doc and "given up" in doc
+
+
 # --- the notebooks, as the README and the kit's start page describe them --------------
 
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
