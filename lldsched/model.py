@@ -224,11 +224,14 @@ class ExecutionRecord(NamedTuple):
 
 
 class TaskEvent(NamedTuple):
-    """A status change of one task, published to listeners after the fact.
+    """A status change of one task, or a change of its definition, published to
+    listeners after the fact.
 
-    ``previous`` is ``None`` for a registration.  A finished run carries its
+    ``previous`` is ``None`` for a new task's registration.  A finished run carries its
     ``record``; a run that finishes after its task was paused or cancelled is
-    published with ``previous == status`` and the record attached.
+    published with ``previous == status`` and the record attached.  A change of the
+    definition (a replace by ``replace_existing=True``, ``reschedule``, ``modify``,
+    ``run_now``) changes no status: its event has ``previous == status`` and no record.
     """
 
     task_id: str

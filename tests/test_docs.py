@@ -528,6 +528,26 @@ def test_a_schedules_next_run_is_asked_after_a_slot_given_up_as_its_protocol_say
     assert "successful" not in doc and "given up" in doc
 
 
+def test_an_event_of_a_change_of_definition_is_described_where_events_are() -> None:
+    """GUIDE.md: a change of a task's definition (a replace, ``reschedule``, ``modify``,
+    ``run_now``) is heard as an event whose ``previous`` equals its ``status``; the
+    ``TaskEvent`` docstring called every event "a status change"."""
+    from lldsched import EventLog, Simulation, TaskEvent
+
+    log = EventLog()
+    sim = Simulation(listeners=[log])
+    sim.schedule("x", FixedRate(60), id="x")
+    sim.run(1)
+    before = len(log.events)
+    sim.reschedule("x", FixedRate(120))
+    sim.modify("x", timeout=5)
+    sim.schedule("x", FixedRate(30), id="x", replace_existing=True)
+    changes = log.events[before:]
+    assert len(changes) == 3 and all(e.previous is e.status and e.record is None for e in changes)
+    doc = " ".join((TaskEvent.__doc__ or "").split())
+    assert "previous == status" in doc and "reschedule" in doc and "replace" in doc
+
+
 # --- the notebooks, as the README and the kit's start page describe them --------------
 
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
