@@ -548,6 +548,22 @@ def test_an_event_of_a_change_of_definition_is_described_where_events_are() -> N
     assert "previous == status" in doc and "reschedule" in doc and "replace" in doc
 
 
+def test_a_tasks_history_holds_the_slots_decided_without_a_run_as_its_docstring_says() -> None:
+    """``task.history`` keeps every record of the task, a slot a SKIP overrun passed over
+    included (``run_count`` counts the runs alone); its docstring said "the most recent
+    runs"."""
+    from lldsched import Simulation
+    from lldsched.core.task import ScheduledTask
+
+    sim = Simulation(workers=1)
+    task = sim.schedule("long", FixedRate(60), duration=120)
+    sim.run(400)
+    assert [r.outcome.value for r in task.history] == ["ok", "skipped"] * 3
+    assert task.run_count == 3
+    doc = " ".join((ScheduledTask.history.__doc__ or "").split())
+    assert "runs" not in doc.split("(")[0] and "decided without" in doc
+
+
 # --- the notebooks, as the README and the kit's start page describe them --------------
 
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}

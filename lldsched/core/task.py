@@ -366,7 +366,9 @@ class ScheduledTask:
 
     @property
     def history(self) -> tuple[ExecutionRecord, ...]:
-        """The most recent runs, oldest first (bounded by the scheduler's history limit)."""
+        """The most recent records, oldest first (bounded by the scheduler's history
+        limit): the task's runs, and the slots decided without one (skipped, missed,
+        coalesced, blocked), which :attr:`run_count` does not count."""
         stats = self._stats
         return stats.records() if stats is not None else ()
 
