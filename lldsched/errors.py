@@ -23,6 +23,7 @@ __all__ = [
     "DEAD_TIMER_ADVICE",
     "ERROR_LIMIT",
     "NEVER_STARTED_OVERLAP",
+    "OVERLAP_CANCEL_ERROR",
     "TRACEBACK_LIMIT",
     "LeaseLost",
     "LldschedError",
@@ -252,6 +253,13 @@ stopped on purpose.  The scheduler's own cancellations say why instead
 (``CancelledError: task cancelled``, ``task paused``, ``scheduler shut down``), and a
 timeout is a ``TimeoutError``.  Before, such a run was recorded ``CancelledError``
 alone and logged at INFO as "stopped", even when it sent its task to the dead letter."""
+
+
+OVERLAP_CANCEL_ERROR = "OverlapCancelled"
+"""The type an error text of a run ``Overlap.CANCEL_OTHER`` cut for a newer slot begins
+with (``"OverlapCancelled: Overlap.CANCEL_OTHER, slot ... came due while it ran"``): what
+tells it from the other runs recorded ``cancelled``, those a shutdown cut (a Gantt
+chart's key names each by what cut it)."""
 
 
 NEVER_STARTED_OVERLAP = (

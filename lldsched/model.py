@@ -30,8 +30,8 @@ class TaskStatus(enum.Enum):
     task whose slot runs out of attempts gives the slot up and is SCHEDULED at its
     next slot; a one-off task is FAILED.
     ``SCHEDULED -> BLOCKED -> SCHEDULED``: a task registered with ``depends_on`` whose
-    slot falls due before each upstream has succeeded since its last run waits
-    BLOCKED, off the heap, until they have (:mod:`lldsched.core.dependencies`).
+    slot falls due before each upstream has succeeded since its previous slot started
+    waits BLOCKED, off the heap, until they have (:mod:`lldsched.core.dependencies`).
     RETRYING is separate from SCHEDULED on purpose: a retry keeps the attempt
     counter, a normal reschedule resets it.
     """
@@ -213,8 +213,9 @@ class ExecutionRecord(NamedTuple):
 
     @property
     def outcome(self) -> Outcome:
-        """How it ended: ok, failed, timed_out, or what a policy decided (given_up,
-        missed, coalesced, skipped)."""
+        """How it ended: ok, failed, timed_out, or what ``misfire`` holds, when set: a
+        run's given_up or cancelled (an overlap policy, a shutdown), or a slot decided
+        without a run (missed, coalesced, skipped, blocked)."""
         if self.misfire is not None:
             return self.misfire
         if self.timed_out:
@@ -223,11 +224,14 @@ class ExecutionRecord(NamedTuple):
 
 
 class TaskEvent(NamedTuple):
-    """A status change of one task, published to listeners after the fact.
+    """A status change of one task, or a change of its definition, published to
+    listeners after the fact.
 
-    ``previous`` is ``None`` for a registration.  A finished run carries its
+    ``previous`` is ``None`` for a new task's registration.  A finished run carries its
     ``record``; a run that finishes after its task was paused or cancelled is
-    published with ``previous == status`` and the record attached.
+    published with ``previous == status`` and the record attached.  A change of the
+    definition (a replace by ``replace_existing=True``, ``reschedule``, ``modify``,
+    ``run_now``) changes no status: its event has ``previous == status`` and no record.
     """
 
     task_id: str

@@ -43,7 +43,7 @@ from lldsched import CronSchedule, FixedRate, MisfirePolicy, RetryPolicy, Schedu
 from lldsched.cli.cron import MAX_FIRES
 from lldsched.cli.simulate import DEFAULT_MAX_COROUTINES, MAX_DAYS
 from lldsched.core import dependencies, recovery
-from lldsched.core.duequeue import COMPACT_SLICE
+from lldsched.core.duequeue import COMPACT_MIN_ENTRIES, COMPACT_SLICE
 from lldsched.core.metrics import Metrics
 from lldsched.core.results import RESULT_LIMIT
 from lldsched.core.retention import RETIRE_BATCH
@@ -251,6 +251,10 @@ QUOTED: list[tuple[str, str, Any]] = [
      lambda: [RESULT_LIMIT]),
     ("ARCHITECTURE.md", r"compacted a slice of (\d+) entries per operation",
      lambda: [COMPACT_SLICE]),
+    # It said "under 1.5x the live entries": a heap below the minimum is never compacted.
+    ("ARCHITECTURE.md", r"in a heap of at least (\d+) entries .*? at\s+most 1\.5x the live "
+     r"entries plus (\d+)\.",
+     lambda: [COMPACT_MIN_ENTRIES, COMPACT_MIN_ENTRIES]),
     ("OPERATIONS.md", r"\(`history_limit`, (\d+) records, packed\), finished tasks held "
      r"\(`retain_finished`,\s+([\d,]+)\).*?listener\s+backlog \(([\d,]+) events\)",
      lambda: [default(Scheduler, name) for name in
@@ -386,6 +390,178 @@ def test_operations_md_lists_every_outcome_a_failed_attempts_line_can_carry() ->
     (listed,) = re.findall(r"`outcome` \(((?:`\w+`,? ?)+)\)", text)
     failed = {outcome.value for outcome in Outcome if outcome.ran and outcome is not Outcome.OK}
     assert set(re.findall(r"`(\w+)`", listed)) == failed
+
+
+def test_the_outcome_propertys_docstring_names_every_outcome() -> None:
+    """``help(record.outcome)`` is where a user looks up what a record's outcome can be:
+    it listed seven of the nine (not ``blocked`` or ``cancelled``)."""
+    from lldsched.model import ExecutionRecord
+
+    doc = " ".join((ExecutionRecord.outcome.__doc__ or "").split())
+    assert sorted(o.value for o in Outcome if not re.search(rf"\b{o.value}\b", doc)) == []
+
+
+def explained() -> list[tuple[Any, Any]]:
+    """Schedules whose ``explain()`` the docstring of their class's ``explain`` quotes
+    whole, with the method that quotes it."""
+    from datetime import UTC, datetime
+
+    from lldsched import FixedDelay, Jittered, OneTime, OverrunPolicy, Window
+
+    nine, five = (datetime(2026, 6, 1, hour, tzinfo=UTC) for hour in (9, 17))
+    return [
+        (FixedRate.explain, FixedRate(60)),
+        (FixedRate.explain, FixedRate(60, on_overrun=OverrunPolicy.CATCH_UP)),
+        (FixedDelay.explain, FixedDelay(10)),
+        (OneTime.explain, OneTime(at=nine)),
+        (OneTime.explain, OneTime(delay=5)),
+        (Jittered.explain, Jittered(FixedRate(60), 5, seed=7)),
+        (Window.explain, Window(FixedRate(60), start=nine, end=five, max_runs=3)),
+        (CronSchedule.explain, CronSchedule("0 3 * * 1-5")),
+        (CronSchedule.explain, CronSchedule("30 1 * * *", tz="Europe/Berlin")),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("method", "schedule"), explained(), ids=[repr(schedule) for _, schedule in explained()]
+)
+def test_an_explanation_a_docstring_quotes_is_what_explain_says(method: Any, schedule: Any) -> None:
+    """``Window.explain``'s docstring quoted its sentence without the comma it has."""
+    doc = " ".join((method.__doc__ or "").split())
+    assert f'"{schedule.explain()}"' in doc
+
+
+@pytest.mark.parametrize("verb", ["cancel", "pause", "remove"])
+def test_the_simulations_verbs_that_cut_runs_say_which_as_the_schedulers_do(verb: str) -> None:
+    """A process-isolated run in flight is cut by ``cancel``, ``pause`` and ``remove`` on
+    both runtimes (the simulation's ends at the verb, as its worker process would be
+    killed); the simulation's docstrings said only a coroutine run was, and that "a run
+    in flight finishes"."""
+    from lldsched import OneTime, Simulation
+
+    sim = Simulation()
+    task = sim.schedule("iso", OneTime(at=10), action="math:factorial", args=[5],
+                        isolation="process", duration=100)  # fmt: skip
+    sim.run(50)
+    getattr(sim, verb)(task.id)
+    sim.run(200)
+    (record,) = sim.records()
+    assert record.finished == 50 and "its worker process was killed" in (record.error or "")
+    doc = " ".join((getattr(Simulation, verb).__doc__ or "").split())
+    assert "coroutine" in doc and "process-isolated" in doc, f"Simulation.{verb}"
+
+
+def test_a_run_a_shutdown_cut_is_counted_cancelled_where_the_documents_say() -> None:
+    """A coroutine run a simulation's shutdown cut is ``cancelled``: a failure in
+    ``failure_count``, ``cancelled`` in ``task_summary``, as for ``Overlap.CANCEL_OTHER``.
+    ``failure_count``'s docstring and SIMULATION.md's frame and summary bullets named
+    CANCEL_OTHER alone."""
+    import asyncio
+
+    from lldsched import OneTime, Simulation
+    from lldsched.core.task import ScheduledTask
+    from lldsched.views.frames import task_summary, to_frame
+
+    async def action() -> None:
+        await asyncio.sleep(0)
+
+    sim = Simulation()
+    task = sim.schedule("co", OneTime(at=10), action=action, duration=100)
+    sim.run(20)
+    sim.shutdown(timeout=5)
+    assert [record.outcome for record in sim.records()] == [Outcome.CANCELLED]
+    assert task.failure_count == 1
+    assert task_summary(to_frame(sim))["cancelled"].tolist() == [1]
+    docstring = " ".join((ScheduledTask.failure_count.__doc__ or "").split())
+    simulation = " ".join((DOCS / "SIMULATION.md").read_text().split())
+    assert "shutdown" in docstring
+    assert re.search(
+        r"cancelled for a run `Overlap.CANCEL_OTHER` cut short or a shutdown", simulation
+    )
+    assert re.search(r"cancelled \(by `CANCEL_OTHER` or a shutdown's cut,", simulation)
+
+
+def test_an_upstreams_success_counts_from_the_dependents_slot_not_its_last_run() -> None:
+    """``help(TaskStatus)`` said a dependent waits for each upstream to succeed "since its
+    last run"; the rule (core/dependencies.py, GUIDE.md, ``schedule``'s docstring) counts
+    from its previous slot's start: a success between a slot's first attempt and its
+    retry releases the next slot."""
+    from lldsched import RetryPolicy, Simulation, TaskStatus
+    from lldsched.sim import fails_on
+
+    sim = Simulation(workers=2, start=0)
+    sim.schedule("up", FixedRate(40), id="up", duration=5)  # succeeds at 5 and 45, then paused
+    sim.schedule("down", FixedRate(3600, start_delay=10), id="down", duration=10,
+                 fails=fails_on(1), retry=RetryPolicy(max_attempts=2, initial_backoff=30),
+                 depends_on=["up"])  # fmt: skip  # slot 10: fails at 20, retried 50 to 60
+    sim.at(46, lambda: sim.pause("up"))
+    sim.run(4000)
+    down = [(r.slot, r.started, r.outcome.value) for r in sim.records() if r.task_id == "down"]
+    assert down[2] == (3610.0, 3610.0, "failed")  # not blocked: 45 is after the slot's 10
+    doc = " ".join((TaskStatus.__doc__ or "").split())
+    assert "has succeeded since its previous slot started" in doc
+
+
+def test_a_schedules_next_run_is_asked_after_a_slot_given_up_as_its_protocol_says() -> None:
+    """EXTENDING.md: ``next_run`` is asked after a success and after a slot given up,
+    never for a retry; the ``Schedule`` protocol's docstring, what a schedule's author
+    reads in an editor, said "after the successful run"."""
+    from lldsched import RetryPolicy, Simulation
+    from lldsched.schedules.base import Schedule
+
+    asked: list[str] = []
+
+    class Hourly:
+        def first_run(self, now: float) -> float:
+            return now
+
+        def next_run(self, record: Any, now: float) -> float:
+            asked.append(record.outcome.value)
+            return float(record.slot + 3600)
+
+    sim = Simulation()
+    sim.schedule("x", Hourly(), fails=1.0, retry=RetryPolicy(max_attempts=2, initial_backoff=1))
+    sim.run(60)  # the first slot: an attempt, its retry, the slot given up
+    assert [r.outcome.value for r in sim.records()] == ["failed", "given_up"]
+    assert "given_up" in asked and "failed" not in asked
+    doc = " ".join((Schedule.next_run.__doc__ or "").split())
+    assert "successful" not in doc and "given up" in doc
+
+
+def test_an_event_of_a_change_of_definition_is_described_where_events_are() -> None:
+    """GUIDE.md: a change of a task's definition (a replace, ``reschedule``, ``modify``,
+    ``run_now``) is heard as an event whose ``previous`` equals its ``status``; the
+    ``TaskEvent`` docstring called every event "a status change"."""
+    from lldsched import EventLog, Simulation, TaskEvent
+
+    log = EventLog()
+    sim = Simulation(listeners=[log])
+    sim.schedule("x", FixedRate(60), id="x")
+    sim.run(1)
+    before = len(log.events)
+    sim.reschedule("x", FixedRate(120))
+    sim.modify("x", timeout=5)
+    sim.schedule("x", FixedRate(30), id="x", replace_existing=True)
+    changes = log.events[before:]
+    assert len(changes) == 3 and all(e.previous is e.status and e.record is None for e in changes)
+    doc = " ".join((TaskEvent.__doc__ or "").split())
+    assert "previous == status" in doc and "reschedule" in doc and "replace" in doc
+
+
+def test_a_tasks_history_holds_the_slots_decided_without_a_run_as_its_docstring_says() -> None:
+    """``task.history`` keeps every record of the task, a slot a SKIP overrun passed over
+    included (``run_count`` counts the runs alone); its docstring said "the most recent
+    runs"."""
+    from lldsched import Simulation
+    from lldsched.core.task import ScheduledTask
+
+    sim = Simulation(workers=1)
+    task = sim.schedule("long", FixedRate(60), duration=120)
+    sim.run(400)
+    assert [r.outcome.value for r in task.history] == ["ok", "skipped"] * 3
+    assert task.run_count == 3
+    doc = " ".join((ScheduledTask.history.__doc__ or "").split())
+    assert "runs" not in doc.split("(")[0] and "decided without" in doc
 
 
 # --- the notebooks, as the README and the kit's start page describe them --------------

@@ -31,7 +31,7 @@ from matplotlib.path import Path as MplPath
 from matplotlib.testing.compare import compare_images
 from matplotlib.text import Text
 
-from lldsched import ExecutionRecord, Overlap, OverrunPolicy, ValidationError
+from lldsched import ExecutionRecord, Outcome, Overlap, OverrunPolicy, ValidationError
 from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import ran, to_frame
@@ -655,6 +655,30 @@ def test_runs_cancelled_for_a_newer_slot_are_drawn_and_counted_as_cancelled_not_
     assert panel.get_title(loc="left").startswith("CANCEL_OTHER: 10 runs, 10 cancelled,")
     keys = [text for ax in figure.axes if ax.get_legend() for text in legend_texts(ax)]
     assert "cancelled (a newer slot came due)" in keys
+
+
+def test_a_run_a_shutdown_cut_is_not_keyed_as_cut_for_a_newer_slot() -> None:
+    """A shutdown's cut is recorded ``cancelled`` too (a coroutine cancelled, a worker
+    process killed): the key said "cancelled (a newer slot came due)" for it, which no
+    slot did.  Each cut is keyed by what made it, and a chart of both by both."""
+    cut = [
+        ExecutionRecord.of(task_id="t", name="t", attempt=1, due=T0 + 60 * n,
+                           slot=T0 + 60 * n, worker=0, started=T0 + 60 * n,
+                           finished=T0 + 60 * n + 30, ok=False, error=error, timed_out=False,
+                           misfire=Outcome.CANCELLED)
+        for n, error in enumerate([
+            "CancelledError: scheduler shut down",
+            "CancelledError: the scheduler shut down without draining (its worker process "
+            "was killed)",
+            "OverlapCancelled: slot 09:01 came due while it ran",
+        ])
+    ]  # fmt: skip
+    shut = legend_texts(gantt(to_frame(cut[:2])).axes[0])
+    assert "cancelled (a shutdown cut it)" in shut
+    assert not [text for text in shut if "newer slot" in text]
+    assert "cancelled (a newer slot came due)" in legend_texts(gantt(to_frame(cut[2:])).axes[0])
+    both = legend_texts(gantt(to_frame(cut)).axes[0])
+    assert "cancelled (a newer slot came due, or a shutdown)" in both
 
 
 # -- a service's 300 tasks -----------------------------------------------------------

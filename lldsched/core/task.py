@@ -344,9 +344,10 @@ class ScheduledTask:
     @property
     def failure_count(self) -> int:
         """Attempts that did not succeed: raised, timed out, or cancelled in flight
-        (``Overlap.CANCEL_OTHER``); ``run_count - failure_count`` is the successes (the
-        control panel's "ok", and what :mod:`~lldsched.core.dependencies` waits for).
-        The summaries of records (``task_summary``) count cancelled runs apart."""
+        (``Overlap.CANCEL_OTHER``, or a shutdown's cut, which spends no attempt);
+        ``run_count - failure_count`` is the successes (the control panel's "ok", and
+        what :mod:`~lldsched.core.dependencies` waits for).  The summaries of records
+        (``task_summary``) count cancelled runs apart."""
         stats = self._stats
         return stats.failure_count if stats is not None else 0
 
@@ -365,7 +366,9 @@ class ScheduledTask:
 
     @property
     def history(self) -> tuple[ExecutionRecord, ...]:
-        """The most recent runs, oldest first (bounded by the scheduler's history limit)."""
+        """The most recent records, oldest first (bounded by the scheduler's history
+        limit): the task's runs, and the slots decided without one (skipped, missed,
+        coalesced, blocked), which :attr:`run_count` does not count."""
         stats = self._stats
         return stats.records() if stats is not None else ()
 

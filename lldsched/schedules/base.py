@@ -63,7 +63,10 @@ class Schedule(Protocol):
         ...
 
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
-        """The due instant after the successful run ``record``; ``None`` retires the task."""
+        """The due instant after the run ``record``: a success, or the last attempt of a
+        slot given up (a retry never asks; :func:`slot_after` and the queries derived from
+        it ask with a run of no length, :func:`ran_in_no_time`); ``None`` retires the
+        task."""
         ...
 
 

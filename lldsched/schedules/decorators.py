@@ -318,7 +318,7 @@ class Window(FrozenValue):
     # -- words ----------------------------------------------------------------------------------
 
     def explain(self) -> str:
-        """``"Every 60 s, from 2026-06-01 09:00 UTC until 2026-06-01 17:00 UTC, at most
+        """``"Every 60 s, from 2026-06-01 09:00 UTC, until 2026-06-01 17:00 UTC, at most
         3 runs"``."""
         parts = [describe(self.schedule)]
         if self.start is not None:

@@ -290,9 +290,10 @@ class SimulationVerbs:
         self._models[task_id] = TaskModels(duration, fails, rng)
 
     def cancel(self, task_id: str) -> bool:
-        """Stop all future runs of the task; True if it was live.  A run in flight
-        finishes (its record is kept); a *coroutine* run in flight is cancelled, as on
-        a ``Scheduler``: its attempt ends now, failed (``CancelledError: task
+        """Stop all future runs of the task; True if it was live.  A plain function's run in
+        flight finishes (its record is kept); a *coroutine* run in flight is cancelled,
+        and a *process-isolated* one cut (its worker process killed), as on a
+        ``Scheduler``: its attempt ends now, failed (``CancelledError: task
         cancelled``).
 
         Raises as :meth:`pause` does: :class:`~lldsched.errors.TaskNotFoundError`
@@ -304,10 +305,11 @@ class SimulationVerbs:
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if this call paused it (False for one already paused,
-        finished or failed).  A run in flight finishes; nothing follows.
-        A *coroutine* run in flight is cancelled, as on a ``Scheduler``: its attempt ends
-        now, failed (``CancelledError: task paused``), and is retried after
-        :meth:`resume` while attempts remain.
+        finished or failed).  A plain function's run in flight finishes; nothing follows.
+        A *coroutine* run in flight is cancelled, and a *process-isolated* one cut (its
+        worker process killed), as on a ``Scheduler``: its attempt ends now, failed
+        (``CancelledError: task paused``), and is retried after :meth:`resume` while
+        attempts remain.
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an id that is not registered,
         whatever its type (:class:`~lldsched.errors.TaskRetiredError` for one retired);
@@ -356,8 +358,8 @@ class SimulationVerbs:
 
     def remove(self, task_id: str) -> ScheduledTask:
         """Cancel the task if live, and forget it (here, with its models, and in the
-        store).  A run in flight finishes and is recorded (a coroutine run is cancelled
-        now, as :meth:`cancel` says).
+        store).  A plain function's run in flight finishes and is recorded (a coroutine run is
+        cancelled now, and a process-isolated one cut, as :meth:`cancel` says).
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);

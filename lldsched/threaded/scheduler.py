@@ -93,8 +93,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
     wall-clock jump or a suspend;
     ``name`` tells this scheduler's threads from another's in a thread dump: they are
     named ``lldsched-<name>-timer``, ``-worker-0`` ... ``-worker-<workers - 1>``, ``-events``,
-    ``-loop`` and ``-loop-to-thread_N``, ``-lease-watch`` and ``-lease-keeper`` (a shared
-    store's), ``-flush`` and ``-shutdown`` (:meth:`aclose`'s), and a shutdown's
+    ``-loop`` and ``-loop-to-thread_N``, ``-lease-watch``, ``-lease-keeper`` and ``-flush``
+    (a shared store's), ``-shutdown`` (:meth:`aclose`'s), and a shutdown's
     ``-release``, ``-rewrite``, ``-loop-closer`` and ``-loop-executor-join``
     (docs/OPERATIONS.md, "Running it in a service"; default: a number counting the
     schedulers built without a name in this process,

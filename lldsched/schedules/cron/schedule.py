@@ -41,6 +41,7 @@ between threads is safe (a race costs a recomputation, never a wrong answer).
 
 from __future__ import annotations
 
+import math
 import time
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -245,6 +246,12 @@ class CronSchedule:
         """The next ``n`` fires strictly after ``start`` (fewer if the schedule ends).
         ``start`` and ``n`` are checked at the call, not at the first fire drawn."""
         checks.instant(start, name="cron fire_times()", error=ScheduleError, within=None)
+        try:  # what the search refuses (next_after's words), refused here, not when drawn
+            nan = math.isnan(start)
+        except OverflowError as exc:  # an int no float holds
+            raise ScheduleError(f"cron fire_times({start!r}): {exc}") from None
+        if nan:
+            raise ScheduleError(f"cron fire_times({start!r}): the timestamp is NaN")
         checks.whole(n, name="fire_times() n", at_least=0, error=ScheduleError)
         return self._fire_times(start, n)
 

@@ -1,8 +1,8 @@
 """The bars of runs: how the Gantt chart and the overrun comparison draw each run.
 
 :func:`_draw_runs` draws the rows of a runs frame on their lanes: a bar from start to
-finish in the task's colour, failed runs hatched, and runs cancelled for a newer slot
-(``Overlap.CANCEL_OTHER``) hatched the other way (past
+finish in the task's colour, failed runs hatched, and runs cancelled (for a newer slot,
+``Overlap.CANCEL_OTHER``, or by a shutdown) hatched the other way (past
 :data:`~lldsched.views.plots._base.DETAIL_RUNS` runs, a stroke at their start, across
 the top or the bottom third of the bar), timed-out runs outlined, and under each lane the wait
 from the due instant to the start; up to ``DETAIL_RUNS`` runs, a run too short for a
@@ -27,13 +27,16 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.path import Path
 
+from lldsched.errors import OVERLAP_CANCEL_ERROR
 from lldsched.model import Outcome
 from lldsched.views.plots._base import LONE_INSTANT, SHORT_RUN, Array, _dates
 
 __all__ = [
     "CANCELLED_LABEL",
+    "CUT_LABEL",
     "IN_TASK_COLOUR",
     "SHORT_LABEL",
+    "SHUT_DOWN_LABEL",
     "WAIT_LABEL",
     "_BAR_HEIGHT",
     "_draw_runs",
@@ -55,6 +58,11 @@ _CANCELLED = "\\\\\\\\"  # the other way from a failure's
 
 CANCELLED_LABEL = "cancelled (a newer slot came due)"
 """The legend's name of a run ``Overlap.CANCEL_OTHER`` cut short (outcome ``cancelled``)."""
+SHUT_DOWN_LABEL = "cancelled (a shutdown cut it)"
+"""The legend's name of a run a shutdown cut (a coroutine cancelled, a worker process
+killed: outcome ``cancelled`` too, its error not ``OverlapCancelled``)."""
+CUT_LABEL = "cancelled (a newer slot came due, or a shutdown)"
+"""The legend's name of the cancelled runs of a chart that holds both kinds."""
 
 
 WAIT_LABEL = "due, then the wait to start"
@@ -81,7 +89,8 @@ def _mark_handles(
     tinted = _DUE_COLOUR if colour is None else colour
     said = IN_TASK_COLOUR if colour is None else ""
     failed, timed_out, cancelled = _failures(frame)
-    for cut, hatch, label in ((failed, _HATCH, "failed"), (cancelled, _CANCELLED, CANCELLED_LABEL)):
+    cut_by = _cancelled_label(frame, cancelled) if cancelled.any() else CANCELLED_LABEL
+    for cut, hatch, label in ((failed, _HATCH, "failed"), (cancelled, _CANCELLED, cut_by)):
         if cut.any():
             handles.append(
                 Patch(facecolor="white", edgecolor=_DUE_COLOUR, hatch=hatch, label=label)
@@ -104,6 +113,16 @@ def _mark_handles(
                    linestyle="none", label=SHORT_LABEL + said)
         )  # fmt: skip
     return handles
+
+
+def _cancelled_label(frame: pd.DataFrame, cancelled: Array) -> str:
+    """The key's name of the ``cancelled`` runs of ``frame``: cut for a newer slot (their
+    error an ``OverlapCancelled``), by a shutdown, or some of each."""
+    errors = frame["error"].to_numpy(dtype=object)[cancelled]
+    newer = [isinstance(error, str) and error.startswith(OVERLAP_CANCEL_ERROR) for error in errors]
+    if all(newer):
+        return CANCELLED_LABEL
+    return CUT_LABEL if any(newer) else SHUT_DOWN_LABEL
 
 
 def _failures(frame: pd.DataFrame) -> tuple[Array, Array, Array]:
