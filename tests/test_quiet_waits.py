@@ -106,3 +106,33 @@ def test_a_stepper_advanced_from_an_action_raises_and_leaves_the_clock_where_it_
         assert steps.now == start  # the clock did not move
     (error,) = raised
     assert "wait_idle() was called from one of this scheduler's own threads" in str(error)
+
+
+@pytest.mark.parametrize("verb", sorted(WAITS))
+def test_a_wait_for_quiet_before_start_raises_when_a_run_is_due_and_nothing_ran(
+    make_scheduler: SchedulerFactory, clock: FakeClock, verb: str
+) -> None:
+    # A start() forgotten: the wait returned True at once, as if the due run had run.
+    scheduler = make_scheduler(clock=clock, start=False)
+    assert WAITS[verb](scheduler) is True  # nothing due: quiet, truly
+    task = scheduler.schedule("due", lambda: None, OneTime(delay=0))
+    with pytest.raises(SchedulerStateError) as raised:
+        WAITS[verb](scheduler)
+    assert str(raised.value) == (
+        f"{verb} on a scheduler that was not started: what is due would not run before "
+        "its timeout.  Call start() first"
+    )
+    assert (task.status, task.run_count) == (TaskStatus.SCHEDULED, 0)  # nothing lost
+    scheduler.start()
+    assert WAITS[verb](scheduler) is True
+    assert (task.status, task.run_count) == (TaskStatus.SUCCEEDED, 1)
+
+
+def test_wait_drained_before_start_counts_work_due_later_too(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock, start=False)
+    scheduler.schedule("later", lambda: None, OneTime(delay=60))
+    assert scheduler.wait_idle(timeout=30) is True  # nothing due at the clock's now
+    with pytest.raises(SchedulerStateError, match="not started"):
+        scheduler.wait_drained(timeout=30)

@@ -30,7 +30,7 @@ from lldsched.logs import SCHEDULER, counted
 from lldsched.threaded.control import watched
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.loopshutdown import grace_for
-from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
+from lldsched.threaded.parts import DEAD, FORKED, NEW, RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.processes import KILLED
 from lldsched.threaded.shared import leases_kept
 
@@ -520,7 +520,9 @@ class Stopping(SchedulerParts):
         it raises
         :class:`~lldsched.errors.SchedulerStateError`: it would wait for itself; so it
         does if the timer thread died (:attr:`running` is False), at once or as it dies:
-        nothing due would ever run.
+        nothing due would ever run; and so it does before :meth:`start` when a run is
+        due (it would not run before the timeout: a ``start()`` forgotten; it returned
+        True, as if that run had been run).  With nothing due it returns True then.
         """
         return self._wait(timeout, drained=False)
 
@@ -534,8 +536,8 @@ class Stopping(SchedulerParts):
         settled yet; and none of this process's runs in flight.
 
         With recurring tasks this only returns once they are cancelled or paused.
-        Raises from the scheduler's own threads and once the timer thread died, as
-        :meth:`wait_idle` does.
+        Raises from the scheduler's own threads, once the timer thread died, and before
+        :meth:`start` when work is queued, as :meth:`wait_idle` does.
         """
         return self._wait(timeout, drained=True)
 
@@ -561,6 +563,11 @@ class Stopping(SchedulerParts):
             with self._lock:
                 self._idle_waiters += 1
                 try:
+                    if self._state is NEW and not self._is_idle(drained):
+                        raise SchedulerStateError(
+                            f"{verb} on a scheduler that was not started: what is due "
+                            "would not run before its timeout.  Call start() first"
+                        )
                     self._refuse_if_dead(verb)  # before and after each wait
                     while not self._is_idle(drained):
                         remaining = deadline - time.monotonic()
@@ -582,8 +589,8 @@ class Stopping(SchedulerParts):
         if self._in_flight:
             return False
         state = self._state
-        if state is not RUNNING and state is not DEAD:
-            return True  # nothing will run without start() (or ever, after shutdown)
+        if state is STOPPED or state is FORKED:
+            return True  # nothing will ever run (after a shutdown; a forked child's copy)
         shared = self._coordinator is not None  # the store is the queue, the heap holds hints
         if drained:  # no work left: on a shared store, no registered task with a due time
             return not self._due_in_registry(until=None) if shared else len(self._queue) == 0
