@@ -87,7 +87,6 @@ import heapq
 import itertools
 import math
 import random
-import sys
 from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, tzinfo
@@ -95,7 +94,7 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 from lldsched import checks
-from lldsched.clock import to_timestamp, within_datetimes
+from lldsched.clock import LATEST, to_timestamp, within_datetimes
 from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
@@ -137,7 +136,12 @@ the start (ten million took 420 MB), and a pool that large never keeps a run wai
 _INF = math.inf  # "no such event"
 _HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
 _HANDED = "handed"  # _next_start picked the first awaitable waiting in _handed
-_LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
+_LAST_INSTANT = math.nextafter(LATEST, -_INF)
+"""The last instant a ``datetime`` shows (9999-12-31T23:59:59.99997 UTC, the last float
+before :data:`~lldsched.clock.LATEST`) and the last virtual time reaches: an event after
+it (a slot, a retry, a run's modelled finish in year 10000) is never reached, as the
+threaded runtime's clock never reaches it (docs/DECISIONS.md, "Virtual time ends with
+year 9999").  ``_INF`` is after every event."""
 SHUT_DOWN = "CancelledError: scheduler shut down"  # a coroutine run a shutdown's timeout cut
 
 
@@ -417,8 +421,11 @@ class Simulation(SimulationVerbs):
         )
 
     def step(self) -> SimStep | None:
-        """Process the next event, whenever it is; None when nothing is left to happen.
-        Raises what :meth:`run` lets out (after :meth:`shutdown`, a
+        """Process the next event, whenever it is; None when nothing is left to happen
+        within year 9999, the span of a ``datetime``: a slot, a retry or a run's
+        modelled finish past it is never reached (its task stays due, or its run in
+        flight), as on threads, and the clock stays at the last event.  Raises what
+        :meth:`run` lets out (after :meth:`shutdown`, a
         :class:`~lldsched.errors.SchedulerStateError`)."""
         self._check_running("step")
         return self._advance(_LAST_INSTANT, events=1)
@@ -444,7 +451,8 @@ class Simulation(SimulationVerbs):
         event loop ends (:mod:`lldsched.sim.awaiting`).
 
         ``timeout`` bounds the drain in *simulated* seconds from the call, as the
-        scheduler's bounds it in wall seconds (None: no bound; default 5.0, as there):
+        scheduler's bounds it in wall seconds (None: no bound but the end of year 9999,
+        which virtual time never passes, as :meth:`step` says; default 5.0, as there):
         what has not started by then (at or before the call's instant plus ``timeout``)
         does not start and stays due; a coroutine run still in flight then (on the
         coroutine lane, or a plain function's awaitable waiting for a place there) is
