@@ -109,7 +109,7 @@ from lldsched.core.runs import cancelled_error, rearmed
 from lldsched.core.storewrites import say_left_stale
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import ValidationError, error_text
+from lldsched.errors import SchedulerStateError, ValidationError, error_text
 from lldsched.listeners import Listener, as_callback, listener_list, notify
 from lldsched.logs import Repeats, instant_text
 from lldsched.model import ExecutionRecord, TaskEvent
@@ -319,6 +319,11 @@ class Simulation(SimulationVerbs):
         # and not raised yet: _advance raises the first once that event is whole (_emit).
         self._heard: list[BaseException] = []
         self._in_verb = False  # inside a verb: a listener's Ctrl-C waits for it (_whole)
+        # What the loop raises with its event whole (a model's error, an action's or an
+        # intervention's raise); anything else out of it landed mid-step: _torn_at says where.
+        self._raised_whole: BaseException | None = None
+        self._torn_at: float | None = None  # the instant a Ctrl-C tore the loop's state (_torn)
+        self._torn_by = ""  # and the Ctrl-C, as a record says an error
         # The first shutdown()'s bound: what is due by it starts in its drain (its instant,
         # or -inf without a drain).  None: not shut down (the verbs' check, verbs.py).
         self._stopped_at: float | None = None
@@ -394,7 +399,11 @@ class Simulation(SimulationVerbs):
         no instant; :class:`~lldsched.errors.SchedulerStateError` after :meth:`shutdown`;
         and lets out, each event whole, what an intervention, a model, an action's
         ``KeyboardInterrupt`` or ``SystemExit`` or a listener's raises (a listener's, or
-        a store's save's, once the event it came in is whole, before the next)."""
+        a store's save's, once the event it came in is whole, before the next).  A
+        Ctrl-C that lands anywhere else (between two steps of the loop, inside the
+        core's transition) is let out too, and the simulation moves no further: this,
+        :meth:`run_for` and :meth:`step` raise
+        :class:`~lldsched.errors.SchedulerStateError` from then on (:meth:`_torn`)."""
         self._check_running("run until", until)
         end = to_timestamp(until, name="until")
         if end < self.now:
@@ -481,9 +490,10 @@ class Simulation(SimulationVerbs):
         simulation's shutdown").  Raises :class:`~lldsched.errors.ValidationError` for
         a ``drain`` not True or False or a bad ``timeout``, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds the store
-        (nothing is changed then).  ``with Simulation(...) as sim:`` calls it on leaving
-        the block; from a coroutine, ``await sim.aclose()`` (and ``async with``) is the
-        same end.
+        (nothing is changed then).  After a Ctrl-C that left it half updated
+        (:meth:`_torn`) it drains nothing and returns False, the rest as always.
+        ``with Simulation(...) as sim:`` calls it on leaving the block; from a
+        coroutine, ``await sim.aclose()`` (and ``async with``) is the same end.
         """
         seconds = checks.shutdown_timeout(drain, timeout)
         if self._store is not None:  # its drain and rewrite write: as at each run
@@ -493,6 +503,8 @@ class Simulation(SimulationVerbs):
             self._interventions.clear()
         deadline = _LAST_INSTANT if seconds is None else min(self.now + seconds, _LAST_INSTANT)
         try:
+            if self._torn_at is not None:  # nothing drains: its runs may never finish (_torn)
+                return False
             self._advance(deadline, events=-1, due_by=self._stopped_at)
             late = self._out_of_time(deadline)
             self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish
@@ -580,6 +592,8 @@ class Simulation(SimulationVerbs):
         here.  Its body reads the queues through local names and keeps the step it
         describes in three locals, so a day of events costs no per-event objects.
         """
+        if self._torn_at is not None:  # (one test a call, none an event)
+            self._refuse_torn()
         if self._store is not None:  # its runs write: refused while a scheduler runs on it
             storeuse.check(self._store, self)
         clock = self._clock
@@ -644,7 +658,12 @@ class Simulation(SimulationVerbs):
                     advance_to(intervention)
                     now = intervention
                     kind, task_id, record = "intervention", None, None
-                    heappop(interventions)[2]()
+                    intervene = heappop(interventions)[2]
+                    try:
+                        intervene()
+                    except BaseException as exc:  # its own: the loop's event is whole
+                        self._raised_whole = exc
+                        raise
                 else:
                     if start > end:
                         break
@@ -663,6 +682,11 @@ class Simulation(SimulationVerbs):
                         kind, record = begun, None
                     else:  # a run that takes no time finishes at once
                         kind, record = "finish", begun
+        except BaseException as exc:
+            if exc is not self._raised_whole:  # landed mid-step (a real Ctrl-C): see _torn
+                self._torn(exc)
+            self._raised_whole = None
+            raise
         finally:
             self._advancing = outer  # (a listener may call run() inside a run())
             if writes is not None:
@@ -672,6 +696,33 @@ class Simulation(SimulationVerbs):
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
+
+    def _torn(self, exc: BaseException) -> None:
+        """``exc`` came out of the event loop mid-step: not from an action, a model or an
+        intervention (each raised with its event whole), nor a listener's or a store's
+        Ctrl-C (kept until the event is whole, :meth:`_emit`), but one that landed
+        between two of the loop's steps or inside the core's transition, as a real
+        Ctrl-C (SIGINT) can, at any bytecode where Python checks for a signal.  What the
+        simulation holds may be half updated then (a finish taken off its heap and never
+        recorded, a worker never freed, a due entry taken and never started): it moves no
+        further (:meth:`_refuse_torn`), rather than give records that are silently wrong
+        (docs/DECISIONS.md, "A Ctrl-C that lands mid-step stops the simulation for good")."""
+        if self._torn_at is None:
+            self._torn_at = self.now
+            self._torn_by = error_text(exc)
+
+    def _refuse_torn(self) -> None:
+        """:meth:`run`, :meth:`run_for`, :meth:`step` after :meth:`_torn`: a
+        :class:`~lldsched.errors.SchedulerStateError` naming the instant and what tore it,
+        and what to do (build it again: the same seed and scenario replay it)."""
+        assert self._torn_at is not None
+        raise SchedulerStateError(
+            f"the simulation cannot move on from {instant_text(self._torn_at)}: an "
+            f"interrupt ({self._torn_by}) landed there between two of its steps, not in an "
+            "action, model, intervention, listener or store call, and may have left "
+            "them half done; read what it holds, then build it again (the same seed and "
+            "scenario replay it)"
+        )
 
     def _stop_heard(self) -> None:
         """What :meth:`_advance` heard in its last event stopped it: the first Ctrl-C (a
@@ -800,6 +851,7 @@ class Simulation(SimulationVerbs):
                     error = simulated_failure(run.attempt)
         except BaseException as exc:  # a model that raises is the caller's bug
             self._abandon(run, worker, now, exc)
+            self._raised_whole = exc
             raise
         result, timed_out = None, False
         if task.action is not None:
@@ -809,6 +861,7 @@ class Simulation(SimulationVerbs):
                     awaited = self._awaiting.run(value, task.timeout)  # to completion
             except BaseException as exc:  # KeyboardInterrupt, SystemExit: as a model's
                 self._abandon(run, worker, now, exc)
+                self._raised_whole = exc
                 raise
             if exception is not None:
                 error = error_text(exception)
