@@ -21,6 +21,7 @@ second ``run()`` went on, its records silently wrong."""
 
 from __future__ import annotations
 
+import dis
 import sys
 from pathlib import Path
 from types import FrameType
@@ -71,7 +72,7 @@ class Interrupter:
             if event != "opcode":
                 return self
             code = frame.f_code.co_code[frame.f_lasti]
-            name = _OPNAMES[code]
+            name = dis.opname[code]
             landing = self.after_call or name == "JUMP_BACKWARD"
             self.after_call = name in CALLS
             if landing:
@@ -89,9 +90,6 @@ class Interrupter:
                 self.in_intervention |= caller.f_code.co_filename == __file__
                 caller = caller.f_back
             raise KeyboardInterrupt(f"Ctrl-C at {self.where}")
-
-
-_OPNAMES = __import__("dis").opname
 
 
 def interrupted_at(at: int | None) -> tuple[Simulation, Interrupter, bool]:
