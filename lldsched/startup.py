@@ -51,10 +51,10 @@ def _interrupted(
 ) -> None:
     """``sys.excepthook`` in the command line's process: a ``KeyboardInterrupt`` that no
     code caught ends it as :func:`lldsched.cli.main` ends one (what was printed is
-    flushed, then ``interrupted``, status 130); anything else is printed as Python
-    prints it."""
+    flushed, then ``interrupted``, status 130); anything else is printed by the hook
+    in place before (Python's own)."""
     if not issubclass(kind, KeyboardInterrupt):
-        sys.__excepthook__(kind, value, traceback)
+        _PYTHONS(kind, value, traceback)
         return
     from lldsched.cli import INTERRUPTED, to_stderr
 
@@ -64,6 +64,8 @@ def _interrupted(
     # way with an uncaught KeyboardInterrupt), not with the status the commands return.
     os._exit(to_stderr("interrupted", INTERRUPTED))
 
+
+_PYTHONS = sys.excepthook  # what prints anything else: the hook in place before this one
 
 if started_as_the_command_line(sys.argv if hasattr(sys, "argv") else [], sys.orig_argv):
     sys.excepthook = _interrupted
