@@ -11,6 +11,12 @@ and a discrete-event :class:`Simulation` that replays days of schedules in
 seconds through the same state machine.  See ``README.md``.
 """
 
+# First: a Ctrl-C while the rest imports ends `python -m lldsched` (or the `lldsched`
+# script) with one line, not a traceback; a program that imports lldsched is untouched.
+from lldsched import startup as _startup  # noqa: F401
+
+# isort: split
+
 import logging as _logging
 
 from lldsched.clock import Clock, FakeClock, SystemClock

@@ -87,6 +87,84 @@ def test_a_real_sigint_ends_the_process_with_130_and_no_traceback(command: str) 
     assert (result.returncode, result.stderr) == (130, "interrupted\n")
 
 
+# A real SIGINT while the command line starts, before main() can catch anything: a
+# sitecustomize raises it as the interpreter looks for a module (the import system asks
+# each finder on sys.meta_path, this one first), so it lands inside that import.
+INTERRUPTS_AT_IMPORT = """\
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as an interactive shell
+
+
+class Interrupts:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            signal.raise_signal(signal.SIGINT)
+        return None
+
+
+sys.meta_path.insert(0, Interrupts())
+"""
+
+# The script pip installs for [project.scripts] (its first line names the interpreter).
+SCRIPT = """\
+import sys
+from lldsched.cli import main
+if __name__ == '__main__':
+    sys.argv[0] = sys.argv[0].removesuffix('.exe')
+    sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "module"),
+    [
+        ("-m", "lldsched.sim"),  # amid the package's imports, before any command's code
+        ("-m", "lldsched.threaded"),  # the package's last
+        ("-m", "lldsched.__main__"),  # the package imported, `python -m`'s module not yet
+        ("-Bm", "lldsched.core"),  # an interpreter's option run into -m
+        ("script", "lldsched.sim"),  # the `lldsched` script
+    ],
+)
+def test_a_sigint_while_the_command_line_imports_ends_it_as_a_later_one_does(
+    tmp_path: Path, how: str, module: str
+) -> None:
+    """Was: KeyboardInterrupt's traceback from inside the import, and the process ended
+    by the signal (docs/DECISIONS.md, "The command line")."""
+    (tmp_path / "sitecustomize.py").write_text(INTERRUPTS_AT_IMPORT.format(module=module))
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
+    if how == "script":
+        (tmp_path / "lldsched").write_text(SCRIPT)
+        command = [sys.executable, str(tmp_path / "lldsched"), "demo"]
+    else:
+        command = [sys.executable, how, "lldsched", "demo"]
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, check=False, cwd=root, env=env
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", "interrupted\n")
+
+
+def test_a_program_that_imports_lldsched_keeps_its_own_excepthook() -> None:
+    """Only the command line's process ends an uncaught Ctrl-C so
+    (``lldsched.startup``): a program's, or ``python -m`` of another module, is
+    Python's own, as is any other exception there."""
+    from lldsched.startup import started_as_the_command_line as command_line
+
+    assert sys.excepthook is sys.__excepthook__  # (this process is pytest)
+    python = sys.executable
+    assert command_line(["-m"], [python, "-m", "lldsched", "demo"])
+    assert command_line(["-m"], [python, "-X", "importtime", "-mlldsched"])
+    assert command_line(["-m"], [python, "-BIm", "lldsched"])
+    assert command_line(["/venv/bin/lldsched", "demo"], [python, "/venv/bin/lldsched"])
+    assert command_line(["/venv/Scripts/lldsched.exe"], ["/venv/Scripts/lldsched.exe"])
+    assert not command_line(["-m"], [python, "-m", "myapp"])  # myapp imports lldsched
+    assert not command_line(["-m"], [python, "-Xfrozen_modules=off", "-m", "pytest"])
+    assert not command_line(["-c"], [python, "-c", "import lldsched"])
+    assert not command_line(["app.py"], [python, "app.py"])
+    assert not command_line([], [])
+
+
 @pytest.mark.parametrize(
     ("tz", "start"),
     [

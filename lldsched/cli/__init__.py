@@ -2,14 +2,16 @@
 
 One module per command in this package: :mod:`~lldsched.cli.demo`,
 :mod:`~lldsched.cli.cron`, :mod:`~lldsched.cli.simulate` and :mod:`~lldsched.cli.lab`;
-this module builds the parser and runs the chosen command.
+this module builds the parser and runs the chosen command (:mod:`lldsched.startup`, the
+package's first import, ends a Ctrl-C that lands before it runs).
 
 Every command ends the same way (:data:`EXIT_STATUSES`; docs/DECISIONS.md, "The command
 line"): 0 when it did its work; 2 for bad arguments, refused before any work with one
 ``error: ...`` line on stderr naming the value (argparse's own errors say ``error:``
 too, after the usage line); 1 when the work failed after it began (a chart the disk
 refused, after the summary was printed); 130 on Ctrl-C, ``interrupted`` on stderr and
-no traceback.  A reader that leaves early (``| head``) is not an error: 0.
+no traceback, from the package's first import on.  A reader that leaves early
+(``| head``) is not an error: 0.
 """
 
 from __future__ import annotations

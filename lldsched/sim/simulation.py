@@ -87,7 +87,6 @@ import heapq
 import itertools
 import math
 import random
-import sys
 from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, tzinfo
@@ -95,7 +94,7 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 from lldsched import checks
-from lldsched.clock import to_timestamp, within_datetimes
+from lldsched.clock import LATEST, to_timestamp, within_datetimes
 from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
@@ -110,7 +109,7 @@ from lldsched.core.runs import cancelled_error, rearmed
 from lldsched.core.storewrites import say_left_stale
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import ValidationError, error_text
+from lldsched.errors import SchedulerStateError, ValidationError, error_text
 from lldsched.listeners import Listener, as_callback, listener_list, notify
 from lldsched.logs import Repeats, instant_text
 from lldsched.model import ExecutionRecord, TaskEvent
@@ -137,7 +136,12 @@ the start (ten million took 420 MB), and a pool that large never keeps a run wai
 _INF = math.inf  # "no such event"
 _HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
 _HANDED = "handed"  # _next_start picked the first awaitable waiting in _handed
-_LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
+_LAST_INSTANT = math.nextafter(LATEST, -_INF)
+"""The last instant a ``datetime`` shows (9999-12-31T23:59:59.99997 UTC, the last float
+before :data:`~lldsched.clock.LATEST`) and the last virtual time reaches: an event after
+it (a slot, a retry, a run's modelled finish in year 10000) is never reached, as the
+threaded runtime's clock never reaches it (docs/DECISIONS.md, "Virtual time ends with
+year 9999").  ``_INF`` is after every event."""
 SHUT_DOWN = "CancelledError: scheduler shut down"  # a coroutine run a shutdown's timeout cut
 
 
@@ -179,6 +183,21 @@ def _rearmed_end(
     if killed:
         return length, killed_at_deadline(length, timeout, None), result, True
     return length, cancelled_error(timeout), result, True
+
+
+class _Interrupts:
+    """What :meth:`Simulation._torn` keeps: ``whole``, what the event loop raises with its
+    event whole (a model's error, an action's or an intervention's raise: anything else
+    out of it landed mid-step); ``torn_at``, the instant a Ctrl-C that landed mid-step
+    left the simulation at (None: it did not), and ``torn_by``, that Ctrl-C as a record
+    says an error."""
+
+    __slots__ = ("torn_at", "torn_by", "whole")
+
+    def __init__(self) -> None:
+        self.whole: BaseException | None = None
+        self.torn_at: float | None = None
+        self.torn_by = ""
 
 
 class SimStep(NamedTuple):
@@ -315,6 +334,10 @@ class Simulation(SimulationVerbs):
         # and not raised yet: _advance raises the first once that event is whole (_emit).
         self._heard: list[BaseException] = []
         self._in_verb = False  # inside a verb: a listener's Ctrl-C waits for it (_whole)
+        # One attribute for what _torn reads and writes: a 30th of the instance's own
+        # took CPython 3.11 past its shared-keys limit, and every attribute read of the
+        # loop slowed (+0.9 % instructions a simulated run).
+        self._interrupts = _Interrupts()
         # The first shutdown()'s bound: what is due by it starts in its drain (its instant,
         # or -inf without a drain).  None: not shut down (the verbs' check, verbs.py).
         self._stopped_at: float | None = None
@@ -390,7 +413,11 @@ class Simulation(SimulationVerbs):
         no instant; :class:`~lldsched.errors.SchedulerStateError` after :meth:`shutdown`;
         and lets out, each event whole, what an intervention, a model, an action's
         ``KeyboardInterrupt`` or ``SystemExit`` or a listener's raises (a listener's, or
-        a store's save's, once the event it came in is whole, before the next)."""
+        a store's save's, once the event it came in is whole, before the next).  A
+        Ctrl-C that lands anywhere else (between two steps of the loop, inside the
+        core's transition) is let out too, and the simulation moves no further: this,
+        :meth:`run_for` and :meth:`step` raise
+        :class:`~lldsched.errors.SchedulerStateError` from then on (:meth:`_torn`)."""
         self._check_running("run until", until)
         end = to_timestamp(until, name="until")
         if end < self.now:
@@ -417,8 +444,11 @@ class Simulation(SimulationVerbs):
         )
 
     def step(self) -> SimStep | None:
-        """Process the next event, whenever it is; None when nothing is left to happen.
-        Raises what :meth:`run` lets out (after :meth:`shutdown`, a
+        """Process the next event, whenever it is; None when nothing is left to happen
+        within year 9999, the span of a ``datetime``: a slot, a retry or a run's
+        modelled finish past it is never reached (its task stays due, or its run in
+        flight), as on threads, and the clock stays at the last event.  Raises what
+        :meth:`run` lets out (after :meth:`shutdown`, a
         :class:`~lldsched.errors.SchedulerStateError`)."""
         self._check_running("step")
         return self._advance(_LAST_INSTANT, events=1)
@@ -444,7 +474,8 @@ class Simulation(SimulationVerbs):
         event loop ends (:mod:`lldsched.sim.awaiting`).
 
         ``timeout`` bounds the drain in *simulated* seconds from the call, as the
-        scheduler's bounds it in wall seconds (None: no bound; default 5.0, as there):
+        scheduler's bounds it in wall seconds (None: no bound but the end of year 9999,
+        which virtual time never passes, as :meth:`step` says; default 5.0, as there):
         what has not started by then (at or before the call's instant plus ``timeout``)
         does not start and stays due; a coroutine run still in flight then (on the
         coroutine lane, or a plain function's awaitable waiting for a place there) is
@@ -473,9 +504,10 @@ class Simulation(SimulationVerbs):
         simulation's shutdown").  Raises :class:`~lldsched.errors.ValidationError` for
         a ``drain`` not True or False or a bad ``timeout``, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds the store
-        (nothing is changed then).  ``with Simulation(...) as sim:`` calls it on leaving
-        the block; from a coroutine, ``await sim.aclose()`` (and ``async with``) is the
-        same end.
+        (nothing is changed then).  After a Ctrl-C that left it half updated
+        (:meth:`_torn`) it drains nothing and returns False, the rest as always.
+        ``with Simulation(...) as sim:`` calls it on leaving the block; from a
+        coroutine, ``await sim.aclose()`` (and ``async with``) is the same end.
         """
         seconds = checks.shutdown_timeout(drain, timeout)
         if self._store is not None:  # its drain and rewrite write: as at each run
@@ -485,6 +517,8 @@ class Simulation(SimulationVerbs):
             self._interventions.clear()
         deadline = _LAST_INSTANT if seconds is None else min(self.now + seconds, _LAST_INSTANT)
         try:
+            if self._interrupts.torn_at is not None:  # nothing drains (_torn)
+                return False
             self._advance(deadline, events=-1, due_by=self._stopped_at)
             late = self._out_of_time(deadline)
             self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish
@@ -572,6 +606,8 @@ class Simulation(SimulationVerbs):
         here.  Its body reads the queues through local names and keeps the step it
         describes in three locals, so a day of events costs no per-event objects.
         """
+        if self._interrupts.torn_at is not None:  # (one test a call, none an event)
+            self._refuse_torn()
         if self._store is not None:  # its runs write: refused while a scheduler runs on it
             storeuse.check(self._store, self)
         clock = self._clock
@@ -636,7 +672,12 @@ class Simulation(SimulationVerbs):
                     advance_to(intervention)
                     now = intervention
                     kind, task_id, record = "intervention", None, None
-                    heappop(interventions)[2]()
+                    intervene = heappop(interventions)[2]
+                    try:
+                        intervene()
+                    except BaseException as exc:  # its own: the loop's event is whole
+                        self._interrupts.whole = exc
+                        raise
                 else:
                     if start > end:
                         break
@@ -655,6 +696,11 @@ class Simulation(SimulationVerbs):
                         kind, record = begun, None
                     else:  # a run that takes no time finishes at once
                         kind, record = "finish", begun
+        except BaseException as exc:
+            if exc is not self._interrupts.whole:  # landed mid-step (a real Ctrl-C): _torn
+                self._torn(exc)
+            self._interrupts.whole = None
+            raise
         finally:
             self._advancing = outer  # (a listener may call run() inside a run())
             if writes is not None:
@@ -664,6 +710,35 @@ class Simulation(SimulationVerbs):
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
+
+    def _torn(self, exc: BaseException) -> None:
+        """``exc`` came out of the event loop mid-step: not from an action, a model or an
+        intervention (each raised with its event whole), nor a listener's or a store's
+        Ctrl-C (kept until the event is whole, :meth:`_emit`), but one that landed
+        between two of the loop's steps or inside the core's transition, as a real
+        Ctrl-C (SIGINT) can, at any bytecode where Python checks for a signal.  What the
+        simulation holds may be half updated then (a finish taken off its heap and never
+        recorded, a worker never freed, a due entry taken and never started): it moves no
+        further (:meth:`_refuse_torn`), rather than give records that are silently wrong
+        (docs/DECISIONS.md, "A Ctrl-C that lands mid-step stops the simulation for good")."""
+        interrupts = self._interrupts
+        if interrupts.torn_at is None:
+            interrupts.torn_at = self.now
+            interrupts.torn_by = error_text(exc)
+
+    def _refuse_torn(self) -> None:
+        """:meth:`run`, :meth:`run_for`, :meth:`step` after :meth:`_torn`: a
+        :class:`~lldsched.errors.SchedulerStateError` naming the instant and what tore it,
+        and what to do (build it again: the same seed and scenario replay it)."""
+        interrupts = self._interrupts
+        assert interrupts.torn_at is not None
+        raise SchedulerStateError(
+            f"the simulation cannot move on from {instant_text(interrupts.torn_at)}: an "
+            f"interrupt ({interrupts.torn_by}) landed there between two of its steps, not in an "
+            "action, model, intervention, listener or store call, and may have left "
+            "them half done; read what it holds, then build it again (the same seed and "
+            "scenario replay it)"
+        )
 
     def _stop_heard(self) -> None:
         """What :meth:`_advance` heard in its last event stopped it: the first Ctrl-C (a
@@ -792,6 +867,7 @@ class Simulation(SimulationVerbs):
                     error = simulated_failure(run.attempt)
         except BaseException as exc:  # a model that raises is the caller's bug
             self._abandon(run, worker, now, exc)
+            self._interrupts.whole = exc
             raise
         result, timed_out = None, False
         if task.action is not None:
@@ -801,6 +877,7 @@ class Simulation(SimulationVerbs):
                     awaited = self._awaiting.run(value, task.timeout)  # to completion
             except BaseException as exc:  # KeyboardInterrupt, SystemExit: as a model's
                 self._abandon(run, worker, now, exc)
+                self._interrupts.whole = exc
                 raise
             if exception is not None:
                 error = error_text(exception)
