@@ -25,7 +25,7 @@ from lldsched import (
     SqliteTaskStore,
     TaskStatus,
 )
-from lldsched.model import ExecutionRecord
+from lldsched.model import ExecutionRecord, TaskEvent
 from tests.waits import wait_until
 
 ONCE = RetryPolicy(max_attempts=1)
@@ -153,3 +153,64 @@ def test_the_simulation_keeps_a_cut_last_attempt_due_and_a_restart_runs_it_once(
             assert again.task(task.id).status is TaskStatus.SUCCEEDED
     else:
         restart_runs_it_once(path, task.id, release)
+
+
+# -- a cut task is due: listed as due after the shutdown, on both runtimes -------------
+
+
+def test_a_task_cut_by_shutdown_is_listed_due_as_one_never_started_is() -> None:
+    """``pending()`` and ``queue_stats()`` after the shutdown list every task left due:
+    the cut one (due at its slot) with the one due later, in the order they would run.
+    Before, the cut task was left out, its task due and never listed."""
+    started = threading.Event()
+
+    async def hangs() -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    scheduler = Scheduler(workers=1).start()
+    cut = scheduler.schedule("cut", hangs, OneTime(delay=0), retry=ONCE)
+    later = scheduler.schedule("later", done, OneTime(delay=3600))
+    assert started.wait(BOUND)
+    assert scheduler.shutdown(drain=False, timeout=2.0)  # cancelled 1 s in
+    (record,) = cut.history
+    assert kept_due(cut, record) == (TaskStatus.SCHEDULED, 0, record.due, record.due)
+    assert [task.id for task in scheduler.pending()] == [cut.id, later.id]
+    assert scheduler.queue_stats().live == 2
+
+
+def test_the_simulation_lists_a_task_cut_by_shutdown_due() -> None:
+    sim = Simulation(workers=1, start=T0)
+    cut = sim.schedule("cut", OneTime(delay=0), action=done, duration=3600, retry=ONCE)
+    later = sim.schedule("later", OneTime(delay=7200), action=done)
+    sim.run(T0 + 10)
+    assert sim.shutdown(drain=False, timeout=5)
+    (record,) = sim.task(cut.id).history
+    assert kept_due(sim.task(cut.id), record) == (TaskStatus.SCHEDULED, 0, T0, T0)
+    assert [task.id for task in sim.pending()] == [cut.id, later.id]
+    assert sim.queue_stats().live == 2
+
+
+def test_a_drain_out_of_time_does_not_begin_the_run_it_cut_again(tmp_path: Path) -> None:
+    """A drain out of time kills the process-isolated run still going and goes on
+    handing out thread runs: the cut task, due again at its slot (before the
+    shutdown's instant), is listed due, not begun a second time (its worker process
+    would not take it: a begin and a put-back announced for nothing)."""
+    marker, release = tmp_path / "started", tmp_path / "release"
+    events: list[TaskEvent] = []
+    scheduler = Scheduler(workers=2, listeners=[events.append]).start()
+    cut = scheduler.schedule(
+        "held", "tests.process_jobs:held", OneTime(delay=0), isolation="process",
+        args=[str(marker), str(release)], retry=ONCE,
+    )  # fmt: skip
+    wait_until(marker.exists, timeout=BOUND, what="the run started")
+    try:
+        assert scheduler.shutdown(timeout=2.0)  # killed 1 s in, a drain out of time
+    finally:
+        release.write_text("go")
+    (record,) = cut.history
+    assert (record.outcome, record.attempt) == ("cancelled", 1)
+    assert kept_due(cut, record) == (TaskStatus.SCHEDULED, 0, record.due, record.due)
+    begun = [e for e in events if e.task_id == cut.id and e.status is TaskStatus.RUNNING]
+    assert len(begun) == 1
+    assert [task.id for task in scheduler.pending()] == [cut.id]

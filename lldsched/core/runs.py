@@ -258,9 +258,8 @@ class RunTransitions(CoreParts):
         behind it), due when the run was, as :meth:`unstarted` leaves one a shutdown
         stopped before it started: a durable store runs it after the restart, as after
         a process's exit (at least once).  No retry, given-up slot or dead letter
-        follows, and its dependents are told nothing (it has not ended); written through
-        the store and announced (RUNNING -> SCHEDULED or RETRYING, with the record), not
-        queued: the scheduler is stopping.
+        follows, and its dependents are told nothing (it has not ended); queued, written
+        through the store and announced (:meth:`_due_again`).
 
         None, changing nothing, where a verb settled the task since the run began
         (cancelled, paused, removed) or where a shared store's claim holds the run: the
@@ -270,11 +269,7 @@ class RunTransitions(CoreParts):
             return None
         record = record._replace(timed_out=False, misfire=SHUTDOWN_CUT)
         self._keep(task, record)
-        attempt = task.attempt = run.attempt - 1
-        task.status = runnable(attempt)
-        task.next_run_at = run.due
-        if self._store is not None or self.emit is not None:
-            self._write_and_publish(task, RUNNING, record)
+        self._due_again(run, record)
         return record
 
     def unstarted(self, run: Run) -> bool:
@@ -284,8 +279,8 @@ class RunTransitions(CoreParts):
         (SCHEDULED, or RETRYING with its earlier attempts behind it), due when it was due,
         the attempt unspent and nothing recorded.  So a run shutdown stopped before it
         started ends as one shutdown dropped before it began (docs/DECISIONS.md, "A run
-        shutdown stopped before it started").  Written through the store and announced
-        (RUNNING -> SCHEDULED), not queued: the scheduler is stopping.
+        shutdown stopped before it started"): queued, written through the store and
+        announced (:meth:`_due_again`).
 
         False, changing nothing, where a verb settled the task since the run began
         (cancelled, paused, removed), where runs of the task overlap, or where a shared
@@ -301,12 +296,31 @@ class RunTransitions(CoreParts):
         ):
             return False
         task._run = None
+        self._due_again(run, None)
+        return True
+
+    def _due_again(self, run: Run, record: ExecutionRecord | None) -> None:
+        """``run``, which a shutdown stopped (cut, with its ``record``; or before it
+        started, with none), leaves its task due again as a restart leaves a run with no
+        record: the same attempt of the same slot (SCHEDULED, or RETRYING with its
+        earlier attempts behind it), due when the run was.  The one place of that rule,
+        for :meth:`_kept_due` and :meth:`unstarted`, on both runtimes.
+
+        Queued at that instant, as every task left due after a shutdown is (the
+        threaded shutdown puts back what it dropped: ``TaskQueue.put_back``), so that
+        ``pending()``, ``queue_stats()`` and ``metrics()`` list it with the tasks never
+        started; nothing pops it any more (the timer is stopped, the simulation starts
+        nothing more, and the threaded drain leaves a process-isolated entry queued
+        once the worker processes are killed: ``Stopping._drain``), and a durable store
+        runs it after the restart.  Written through the store and announced (RUNNING ->
+        SCHEDULED or RETRYING, with the record)."""
+        task = run.task
         attempt = task.attempt = run.attempt - 1
         task.status = runnable(attempt)
-        task.next_run_at = run.due
+        due = task.next_run_at = run.due
+        self._queue.push(task, due)
         if self._store is not None or self.emit is not None:
-            self._write_and_publish(task, RUNNING)
-        return True
+            self._write_and_publish(task, RUNNING, record)
 
     def _removed_run(self, task: ScheduledTask, record: ExecutionRecord) -> ExecutionRecord:
         """The run of a task removed while it was in flight has ended: its record is

@@ -16,6 +16,7 @@ import functools
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -60,10 +61,12 @@ class Stopping(SchedulerParts):
         :mod:`lldsched.threaded.coroutines`).  Worker processes (``isolation="process"``)
         are closed: a drain waits for their runs like any other; without a drain at once,
         or ``CANCEL_GRACE`` (1 s; half the timeout, if less) before ``timeout`` runs out,
-        a run still in its child is killed and recorded failed (``CancelledError: the
-        scheduler shut down without draining``) before this returns.  One a worker had
-        begun but no child had taken yet is not started: its task stays due with its
-        attempt unspent, as a run not begun does.
+        a run still in its child is killed and recorded cancelled (``CancelledError: the
+        scheduler shut down without draining``) before this returns, its task due at its
+        slot with its attempt unspent (a coroutine cancelled too: docs/DECISIONS.md, "A
+        run a shutdown cut does not spend its attempt").  One a worker had begun but no
+        child had taken yet is not started: its task stays due with its attempt unspent,
+        as a run not begun does.  Each is queued, listed by :meth:`pending` afterwards.
 
         Returns True when every thread stopped within ``timeout`` seconds (or a
         ``timedelta``; ``None``: no bound; a listener
@@ -153,11 +156,13 @@ class Stopping(SchedulerParts):
         # The timer is stopped: the leases of the runs waited for are renewed meanwhile.
         with self._leases_kept(deadline):
             kill_at = deadline.before(grace_for(timeout))  # process runs killed then
-            finished = drain and started and self._drain(instant, deadline, kill_at)
+            aside: list[Entry] = []  # process-isolated entries the drain left after the kill
+            finished = drain and started and self._drain(instant, deadline, kill_at, aside)
             if not finished:  # drop=False, or out of time: what waits for the loop is dropped
                 with deadline.holding(self._lock) as held:
                     if held:  # (queued again as they were: what is left due is in the heap)
                         self._coroutines.drop_waiting()
+                        self._queue.put_back(aside)
                 self._processes.kill_all(KILLED)
             # What the workers had not taken is dropped (no drain) and settled, in the
             # acquisition that closes the pool.
@@ -394,7 +399,9 @@ class Stopping(SchedulerParts):
         the lock): the runs a shutdown did not start."""
         return sum(1 for t in self._core.tasks.values() if not t.running and _due(t, due_by))
 
-    def _drain(self, instant: float, deadline: Deadline, kill_at: Deadline) -> bool:
+    def _drain(
+        self, instant: float, deadline: Deadline, kill_at: Deadline, aside: list[Entry]
+    ) -> bool:
         """Hand the workers every entry due at or before ``instant``, as room frees, and
         wait for the runs in flight (which may queue more such entries: a CATCH_UP
         slot).  False if the time ran out first, or ran out for the process-isolated
@@ -407,8 +414,14 @@ class Stopping(SchedulerParts):
         At ``kill_at`` (:func:`~lldsched.threaded.loopshutdown.grace_for` before the
         deadline) the process-isolated runs still in their children are killed, so that
         their failure is recorded before shutdown() returns, and the worker processes
-        take no more runs: one handed out after it is never started, and its task stays
+        take no more runs: one a worker had begun then is never started, and its task stays
         due (:meth:`SchedulerCore.unstarted <lldsched.core.runs.RunTransitions.unstarted>`).
+        From then on a process-isolated entry popped is not handed out but set ``aside``
+        (for the caller to queue again, :meth:`TaskQueue.put_back
+        <lldsched.core.duequeue.TaskQueue.put_back>`: this drain is out of time), so
+        neither it nor a run cut then, whose task is queued again at its slot
+        (:meth:`SchedulerCore.cut_by_shutdown
+        <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), is begun for nothing.
         Thread runs are handed out until the deadline."""
         queue, pool, lock = self._queue, self._pool, self._lock
         own = 1 if pool.is_worker(threading.current_thread()) else 0  # shutdown() from a run
@@ -428,8 +441,11 @@ class Stopping(SchedulerParts):
                 room = 0 if shared or stranded else pool.room
                 batch = queue.pop_due(instant, room) if room else []
                 if batch:
-                    self._in_flight += len(batch)
-                    self._hand_out(batch)
+                    if killing is None:  # the worker processes are killed: theirs wait
+                        batch = _startable(batch, queue.tasks, aside)
+                    if batch:
+                        self._in_flight += len(batch)
+                        self._hand_out(batch)
                     continue
                 due = None if shared else queue.next_due()
                 if (due is None or due > instant) and self._in_flight <= own:
@@ -603,6 +619,19 @@ def _not_started(count: int) -> str:
         f"{counted(count, 'run')} due by the shutdown not started (they stay SCHEDULED or "
         "RETRYING with their due time, for a durable store to recover)"
     )
+
+
+def _startable(
+    batch: list[Entry], tasks: Mapping[str, ScheduledTask], aside: list[Entry]
+) -> list[Entry]:
+    """The entries of ``batch`` a drain can still start once the worker processes are
+    killed: the process-isolated ones go to ``aside`` (each popped live: its task is
+    in ``tasks``)."""
+    startable: list[Entry] = []
+    for entry in batch:
+        isolated = tasks[entry[3]]._options.isolation == "process"
+        (aside if isolated else startable).append(entry)
+    return startable
 
 
 def _due(task: ScheduledTask, until: float | None) -> bool:
