@@ -643,6 +643,9 @@ def test_a_run_shutdown_stopped_before_a_child_took_it_stays_due_as_a_threads_ru
     assert isolated.next_run_at == due
     assert scheduler.dead_letter() == []
     assert not marker.exists()  # the action never started
+    # Both due, both listed due (the isolated one was left out: due, not queued)
+    assert {task.id for task in scheduler.pending()} == {isolated.id, threaded.id}
+    assert scheduler.queue_stats().live == 2
 
 
 def test_a_drain_that_runs_out_of_time_kills_the_running_child(
