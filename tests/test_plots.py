@@ -31,7 +31,14 @@ from matplotlib.path import Path as MplPath
 from matplotlib.testing.compare import compare_images
 from matplotlib.text import Text
 
-from lldsched import ExecutionRecord, Overlap, OverrunPolicy, ValidationError
+from lldsched import (
+    ExecutionRecord,
+    OneTime,
+    Overlap,
+    OverrunPolicy,
+    Simulation,
+    ValidationError,
+)
 from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import ran, to_frame
@@ -655,6 +662,27 @@ def test_runs_cancelled_for_a_newer_slot_are_drawn_and_counted_as_cancelled_not_
     assert panel.get_title(loc="left").startswith("CANCEL_OTHER: 10 runs, 10 cancelled,")
     keys = [text for ax in figure.axes if ax.get_legend() for text in legend_texts(ax)]
     assert "cancelled (a newer slot came due)" in keys
+
+
+def test_the_key_of_a_cancelled_run_says_what_cancelled_it_a_newer_slot_or_a_shutdown() -> None:
+    # Outcome cancelled is also a run a shutdown cut (its task kept due at its slot), and
+    # the key said "a newer slot came due" of those too, where no newer slot was.
+    sim = Simulation(workers=1, start=T0)
+    sim.schedule("cut", OneTime(delay=0), action=noop_coroutine, duration=3600)
+    sim.run(T0 + 10)
+    assert sim.shutdown(drain=False, timeout=5)
+    (cut,) = sim.records()
+    assert cut.outcome == "cancelled"
+    texts = legend_texts(gantt(to_frame([cut])).axes[0])
+    assert "cancelled (cut by a shutdown: still due)" in texts
+    assert not [text for text in texts if "newer slot" in text]
+    newer = simulate_overrun(period=60, duration=150, horizon=600, policies=[Overlap.CANCEL_OTHER])
+    both = to_frame([*newer[Overlap.CANCEL_OTHER], cut._replace(task_id="t2")])
+    assert "cancelled (a newer slot came due, or a shutdown)" in legend_texts(gantt(both).axes[0])
+
+
+async def noop_coroutine() -> None:
+    """A coroutine action (the simulation models its duration)."""
 
 
 # -- a service's 300 tasks -----------------------------------------------------------

@@ -34,9 +34,14 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
 from lldsched.schedules.catchup import CatchUp, slot_first
 
-__all__ = ["Late", "OverlappingRuns", "buffered"]
+__all__ = ["OVERLAP_CANCELLED_ERROR", "Late", "OverlappingRuns", "buffered"]
 
 log = logging.getLogger(JOBS)  # a schedule that raised
+
+OVERLAP_CANCELLED_ERROR = "OverlapCancelled: "
+"""How the error of a run ``Overlap.CANCEL_OTHER`` cut for a newer slot begins (outcome
+``cancelled``, as a run a shutdown cut: the charts' key tells the two apart by it,
+:func:`lldsched.views.plots.runbars._cancelled_label`)."""
 
 Late = tuple[Skipped, float, float]
 """The slots a run that began late skipped, the pending slot after them and the instant
@@ -224,7 +229,7 @@ class OverlappingRuns(CoreParts):
             return record
         # A coroutine cut before its body began: the runtime says so (errors.py)
         when = "before it started" if record.error == NEVER_STARTED_OVERLAP else "while it ran"
-        why = f"OverlapCancelled: Overlap.CANCEL_OTHER, slot {slot!r} came due {when}"
+        why = f"{OVERLAP_CANCELLED_ERROR}Overlap.CANCEL_OTHER, slot {slot!r} came due {when}"
         return record._replace(ok=False, error=why, result=None, misfire=OVERLAP_CANCELLED)
 
     def _record_alongside(

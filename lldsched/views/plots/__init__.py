@@ -17,9 +17,10 @@ grey, :data:`OTHER_TASKS`.
 
 * :func:`gantt`: a lane per worker (of each process, when several processes' runs
   share a store), or per task, a bar per run coloured by task,
-  failed runs hatched, cancelled ones (``Overlap.CANCEL_OTHER``) hatched the other
-  way, timed-out runs outlined, each run's due time marked with a tick and a line to
-  its start, so lateness shows; runs at once on one lane (the event loop's
+  failed runs hatched, cancelled ones (``Overlap.CANCEL_OTHER``'s for a newer slot,
+  or a shutdown's cut, the key saying which) hatched the other way, timed-out runs
+  outlined, each run's due time marked with a tick and a line to its start, so
+  lateness shows; runs at once on one lane (the event loop's
   coroutines, a task's ``Overlap.ALLOW`` runs by task) a row each.  All bars are one
   ``PolyCollection`` and all due marks one ``LineCollection``: 100,000 runs draw
   and render in about half a second (``benchmarks/bench_views.py``).  At most

@@ -69,8 +69,10 @@ def gantt(
 ) -> Figure:
     """Worker occupancy: a lane per worker (``by="worker"``) or per task (``by="task"``),
     a bar per run from start to finish, one colour per task (with a legend), failed
-    runs hatched, runs cancelled for a newer slot (``Overlap.CANCEL_OTHER``; counted
-    apart from the failed, as :func:`task_summary` does) hatched the other way,
+    runs hatched, cancelled runs (outcome ``cancelled``: for a newer slot by
+    ``Overlap.CANCEL_OTHER``, or cut by a shutdown, its task still due; the key says
+    which; counted apart from the failed, as :func:`task_summary` does) hatched the
+    other way,
     timed-out runs outlined, and each run's due time marked by a tick
     with a line to its start, so lateness shows as the line's length.  The time axis
     is in zone ``tz``.

@@ -211,7 +211,7 @@ def _rows_alike(figure: Figure, panels: Sequence[Axes], rows: Sequence[int]) -> 
 
 
 _SKIPPED_COLOUR = ACCENT
-_KEYED = ("ok", "timed_out", "outcome")  # the columns _mark_handles reads
+_KEYED = ("ok", "timed_out", "outcome", "error")  # the columns _mark_handles reads
 _TOP = -1.1
 """The top of each panel's y range: a strip above the first row (centred on 0) for
 the crosses of dropped slots."""

@@ -1,8 +1,9 @@
 """The bars of runs: how the Gantt chart and the overrun comparison draw each run.
 
 :func:`_draw_runs` draws the rows of a runs frame on their lanes: a bar from start to
-finish in the task's colour, failed runs hatched, and runs cancelled for a newer slot
-(``Overlap.CANCEL_OTHER``) hatched the other way (past
+finish in the task's colour, failed runs hatched, and cancelled runs (outcome
+``cancelled``: cut for a newer slot by ``Overlap.CANCEL_OTHER``, or by a shutdown, its
+task still due; the key says which, :func:`_cancelled_label`) hatched the other way (past
 :data:`~lldsched.views.plots._base.DETAIL_RUNS` runs, a stroke at their start, across
 the top or the bottom third of the bar), timed-out runs outlined, and under each lane the wait
 from the due instant to the start; up to ``DETAIL_RUNS`` runs, a run too short for a
@@ -27,13 +28,16 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.path import Path
 
+from lldsched.core.overlapping import OVERLAP_CANCELLED_ERROR
 from lldsched.model import Outcome
 from lldsched.views.plots._base import LONE_INSTANT, SHORT_RUN, Array, _dates
 
 __all__ = [
     "CANCELLED_LABEL",
+    "EITHER_CANCELLED_LABEL",
     "IN_TASK_COLOUR",
     "SHORT_LABEL",
+    "SHUTDOWN_CUT_LABEL",
     "WAIT_LABEL",
     "_BAR_HEIGHT",
     "_draw_runs",
@@ -55,6 +59,12 @@ _CANCELLED = "\\\\\\\\"  # the other way from a failure's
 
 CANCELLED_LABEL = "cancelled (a newer slot came due)"
 """The legend's name of a run ``Overlap.CANCEL_OTHER`` cut short (outcome ``cancelled``)."""
+SHUTDOWN_CUT_LABEL = "cancelled (cut by a shutdown: still due)"
+"""The legend's name of a run a shutdown cut (outcome ``cancelled`` too): its task stays
+due at its slot with its attempt unspent (docs/DECISIONS.md, "A run a shutdown cut does
+not spend its attempt")."""
+EITHER_CANCELLED_LABEL = "cancelled (a newer slot came due, or a shutdown)"
+"""The legend's name of the cancelled runs of a chart that has both kinds."""
 
 
 WAIT_LABEL = "due, then the wait to start"
@@ -81,8 +91,9 @@ def _mark_handles(
     tinted = _DUE_COLOUR if colour is None else colour
     said = IN_TASK_COLOUR if colour is None else ""
     failed, timed_out, cancelled = _failures(frame)
-    for cut, hatch, label in ((failed, _HATCH, "failed"), (cancelled, _CANCELLED, CANCELLED_LABEL)):
+    for cut, hatch, label in ((failed, _HATCH, "failed"), (cancelled, _CANCELLED, None)):
         if cut.any():
+            label = label or _cancelled_label(frame, cancelled)
             handles.append(
                 Patch(facecolor="white", edgecolor=_DUE_COLOUR, hatch=hatch, label=label)
                 if detail
@@ -106,12 +117,23 @@ def _mark_handles(
     return handles
 
 
+def _cancelled_label(frame: pd.DataFrame, cancelled: Array) -> str:
+    """The key's name of the ``cancelled`` runs of ``frame``: what cut them, said by their
+    error (a newer slot's begins :data:`~lldsched.core.overlapping.OVERLAP_CANCELLED_ERROR`,
+    any other is a shutdown's), so that the key says only what the chart shows."""
+    newer = frame["error"][cancelled].astype(str).str.startswith(OVERLAP_CANCELLED_ERROR)
+    if newer.all():
+        return CANCELLED_LABEL
+    return EITHER_CANCELLED_LABEL if newer.any() else SHUTDOWN_CUT_LABEL
+
+
 def _failures(frame: pd.DataFrame) -> tuple[Array, Array, Array]:
     """Which runs failed (raised), which timed out and which were cancelled, as the
     summaries count them (:class:`~lldsched.views.report.TaskSummary`): from the ``ok``
     and ``timed_out`` columns, a run that gave its slot up (outcome ``given_up``) marked
-    as either; a run ``Overlap.CANCEL_OTHER`` cut short for a newer slot (outcome
-    ``cancelled``) is neither, whatever its ``ok`` and ``timed_out`` say."""
+    as either; a cancelled run (outcome ``cancelled``: ``Overlap.CANCEL_OTHER`` cut it
+    short for a newer slot, or a shutdown cut it) is neither, whatever its ``ok`` and
+    ``timed_out`` say."""
     ok, timed_out = frame["ok"].to_numpy(dtype=bool), frame["timed_out"].to_numpy(dtype=bool)
     cancelled = (frame["outcome"] == Outcome.CANCELLED).to_numpy(dtype=bool)
     return ~ok & ~timed_out & ~cancelled, timed_out & ~cancelled, cancelled
