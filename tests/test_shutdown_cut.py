@@ -323,3 +323,45 @@ def test_an_awaitable_the_closed_loop_refused_leaves_its_task_due() -> None:
     assert kept_due(task, record) == (TaskStatus.SCHEDULED, 0, record.due, record.due)
     assert scheduler.dead_letter() == []
     assert [t.id for t in scheduler.pending()] == [task.id]
+
+
+def test_a_claimed_run_shutdown_stopped_before_its_child_took_it_is_settled_due(
+    tmp_path: Path, store_spec: StoreSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a shared store a process-isolated run begun on its claim, whose worker process
+    the shutdown closed before a child took it, is settled as a cut (fenced by its
+    token): recorded cancelled, the task due at its slot with its attempt unspent, the
+    lease dropped.  Before, it was settled failed, its attempt spent: a one-off with one
+    attempt dead-lettered for every process, having never run."""
+    with contextlib.closing(open_store(store_spec)) as store:
+        scheduler = Scheduler(store=store, workers=1)
+        taking, go = threading.Event(), threading.Event()
+        pool = scheduler._processes
+        take = pool._take
+
+        def held(task_id: str) -> Any:  # the worker, between beginning the run and its child
+            taking.set()
+            assert go.wait(BOUND)
+            return take(task_id)
+
+        monkeypatch.setattr(pool, "_take", held)
+        task = scheduler.schedule(
+            "once", "tests.process_jobs:add", OneTime(delay=0), isolation="process",
+            args=[1, 2], retry=ONCE,
+        )  # fmt: skip
+        scheduler.start()
+        assert taking.wait(BOUND)  # begun on its claim, no child yet
+        stopper = threading.Thread(target=scheduler.shutdown, kwargs={"drain": False})
+        stopper.start()
+        wait_until(lambda: pool._closed, timeout=BOUND, what="the pool closed")
+        go.set()
+        stopper.join(BOUND)
+        assert not stopper.is_alive()
+        (record,) = task.history
+        assert (record.outcome, record.attempt) == ("cancelled", 1) and record.token is not None
+        assert kept_due(task, record) == (TaskStatus.SCHEDULED, 0, record.due, record.due)
+        assert store.leases() == []
+    with contextlib.closing(open_store(store_spec)) as store:
+        again = Scheduler(store=store).task(task.id)
+        assert (again.status, again.attempt, again.next_run_at) == (
+            TaskStatus.SCHEDULED, 0, record.due)  # fmt: skip

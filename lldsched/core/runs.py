@@ -302,8 +302,9 @@ class RunTransitions(CoreParts):
 
         False, changing nothing, where a verb settled the task since the run began
         (cancelled, paused, removed), where runs of the task overlap, or where a shared
-        store's claim holds the run (its lease brings the slot back to another process):
-        the caller records the run as it ended."""
+        store's claim holds the run (only the run's record settles a claim, fenced by
+        its token): the caller records the run as it ended, a cut
+        (:meth:`cut_by_shutdown`) that keeps its task due where it can."""
         task = run.task
         if (
             task._run is not run

@@ -276,7 +276,10 @@ class RunExecution(SchedulerParts):
                 if self._core.unstarted(run):  # its task waits for it, as if never begun
                     self._settle(1)
                     return
-                # a verb settled its task meanwhile: recorded failed, as it ended
+                # Recorded as it ended: a cut (its task kept due) where its record must be
+                # written, a claim's settle or the last run out of a flight; failed where a
+                # verb settled its task meanwhile, or another run of it is in flight.
+                self._core.cut_by_shutdown(run)
             else:
                 refused = self._coroutines.submit(run, started, awaitable)
                 if refused is None:
