@@ -29,6 +29,7 @@ from lldsched import (
 )
 from lldsched.model import ExecutionRecord, TaskEvent
 from tests.cluster import StoreSpec, open_store
+from tests.processes import held_before_a_child
 from tests.waits import wait_until
 
 ONCE = RetryPolicy(max_attempts=1)
@@ -335,16 +336,8 @@ def test_a_claimed_run_shutdown_stopped_before_its_child_took_it_is_settled_due(
     attempt dead-lettered for every process, having never run."""
     with contextlib.closing(open_store(store_spec)) as store:
         scheduler = Scheduler(store=store, workers=1)
-        taking, go = threading.Event(), threading.Event()
+        taking, go = held_before_a_child(scheduler, monkeypatch, BOUND)
         pool = scheduler._processes
-        take = pool._take
-
-        def held(task_id: str) -> Any:  # the worker, between beginning the run and its child
-            taking.set()
-            assert go.wait(BOUND)
-            return take(task_id)
-
-        monkeypatch.setattr(pool, "_take", held)
         task = scheduler.schedule(
             "once", "tests.process_jobs:add", OneTime(delay=0), isolation="process",
             args=[1, 2], retry=ONCE,
