@@ -10,6 +10,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: a child imports tests.* from it
 
@@ -23,6 +26,25 @@ def killed_at(budget: str, error: str | None) -> bool:
         rf"over its {re.escape(budget)} s budget) \(its worker process \d+ was killed\)"
     )
     return error is not None and re.fullmatch(pattern, error) is not None
+
+
+def held_before_a_child(
+    scheduler: Any, monkeypatch: pytest.MonkeyPatch, bound: float
+) -> tuple[threading.Event, threading.Event]:
+    """Hold ``scheduler``'s worker between beginning a process-isolated run and taking a
+    child for it: the first event is set once it got there, and it goes on once the
+    second is (within ``bound`` seconds)."""
+    taking, go = threading.Event(), threading.Event()
+    pool = scheduler._processes
+    take = pool._take
+
+    def held(task_id: str) -> Any:  # the worker, between beginning the run and its child
+        taking.set()
+        assert go.wait(bound)
+        return take(task_id)
+
+    monkeypatch.setattr(pool, "_take", held)
+    return taking, go
 
 
 def lines_of(process: subprocess.Popen[str]) -> queue.Queue[str]:

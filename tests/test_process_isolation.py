@@ -43,7 +43,7 @@ from lldsched import (
 from lldsched.threaded.processes import ProcessPool
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
-from tests.processes import killed_at
+from tests.processes import held_before_a_child, killed_at
 
 JOBS = "tests.process_jobs"
 ROOT = Path(__file__).resolve().parent.parent
@@ -281,16 +281,7 @@ def test_a_run_stopped_before_a_child_took_it_is_never_sent_to_one(
     # first run starts one); a cancel or pause between the two found no child busy with
     # the task to kill, so the run was sent afterwards and ran its whole hour.
     scheduler = make_scheduler(workers=1)
-    taking, go = threading.Event(), threading.Event()
-    pool = scheduler._processes
-    take = pool._take
-
-    def held(task_id: str) -> Any:  # the worker, between beginning the run and its child
-        taking.set()
-        assert go.wait(BOUND)
-        return take(task_id)
-
-    monkeypatch.setattr(pool, "_take", held)
+    taking, go = held_before_a_child(scheduler, monkeypatch, BOUND)
     marker = tmp_path / "pid"
     task = scheduler.schedule(
         "sleeper", f"{JOBS}:sleep", OneTime(delay=0), isolation="process",
@@ -548,16 +539,8 @@ def test_a_run_shutdown_stopped_before_a_child_took_it_is_still_due_in_a_durable
     path = tmp_path / "tasks.db"
     with SqliteTaskStore(path) as store:
         scheduler = Scheduler(workers=1, store=store)
-        taking, go = threading.Event(), threading.Event()
+        taking, go = held_before_a_child(scheduler, monkeypatch, BOUND)
         pool = scheduler._processes
-        take = pool._take
-
-        def held(task_id: str) -> Any:  # between beginning the run and its child
-            taking.set()
-            assert go.wait(BOUND)
-            return take(task_id)
-
-        monkeypatch.setattr(pool, "_take", held)
         scheduler.start()
         task = scheduler.schedule(
             "once", f"{JOBS}:add", OneTime(delay=0), isolation="process", args=[1, 2],
@@ -609,16 +592,8 @@ def test_a_run_shutdown_stopped_before_a_child_took_it_stays_due_as_a_threads_ru
     # without draining (before its worker process started it)"), its attempt spent, and
     # a one-off with RetryPolicy.never() went to the dead letter without having run.
     scheduler = make_scheduler(workers=1)
-    taking, go = threading.Event(), threading.Event()
+    taking, go = held_before_a_child(scheduler, monkeypatch, BOUND)
     pool = scheduler._processes
-    take = pool._take
-
-    def held(task_id: str) -> Any:  # the worker, between beginning the run and its child
-        taking.set()
-        assert go.wait(BOUND)
-        return take(task_id)
-
-    monkeypatch.setattr(pool, "_take", held)
     marker = tmp_path / "pid"
     isolated = scheduler.schedule(
         "isolated", f"{JOBS}:sleep", OneTime(delay=0), isolation="process",
@@ -643,6 +618,9 @@ def test_a_run_shutdown_stopped_before_a_child_took_it_stays_due_as_a_threads_ru
     assert isolated.next_run_at == due
     assert scheduler.dead_letter() == []
     assert not marker.exists()  # the action never started
+    # Both due, both listed due (the isolated one was left out: due, not queued)
+    assert {task.id for task in scheduler.pending()} == {isolated.id, threaded.id}
+    assert scheduler.queue_stats().live == 2
 
 
 def test_a_drain_that_runs_out_of_time_kills_the_running_child(

@@ -559,13 +559,13 @@ def test_metrics_after_a_shutdown_that_left_work_due_read_as_the_scheduler_s(
     # since 10) beside the retry.  The scheduler dropped those it had handed out (t1
     # to the hand-off queue, c2 to the loop) and read 2 queued, no lag, pending() without
     # them: a split the hand-off queue's size decided; the simulation has none.  c1, which
-    # the shutdown cut, is due at its slot (10) again, its attempt unspent, but not queued:
-    # the scheduler was stopping (core/runs.py, _kept_due); a restart from a store queues
-    # it.  Before, it was queued as a retry (RETRYING, 4 queued).
+    # the shutdown cut, is due at its slot (10) again, its attempt unspent, and queued
+    # there as it was cut, after t1 and c2 (core/runs.py, _due_again): due, so listed as
+    # due.  Before, it was queued as a retry (RETRYING); then due but not queued (3).
     now = runtime.now if isinstance(runtime, Simulation) else clock.now()
-    assert (metrics.queued, metrics.lag) == (3, now - (T0 + 10))
-    assert runtime.queue_stats() == (3, 0)
-    assert [task.id for task in runtime.pending()] == ["t1", "c2", "flaky"]
+    assert (metrics.queued, metrics.lag) == (4, now - (T0 + 10))
+    assert runtime.queue_stats() == (4, 0)
+    assert [task.id for task in runtime.pending()] == ["t1", "c2", "c1", "flaky"]
     assert (runtime.task("c1").next_run_at, runtime.task("c1").attempt) == (T0 + 10, 0)
 
 

@@ -40,13 +40,13 @@ from lldsched.core.names import (
 )
 from lldsched.core.overlapping import buffered
 from lldsched.core.parts import CoreParts
-from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
+from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.errors import error_text
 from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy, checked_backoff
 from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
-from lldsched.schedules.catchup import CatchUp
+from lldsched.schedules.catchup import CatchUp, slot_first
 
 __all__ = ["RunTransitions", "cancelled_error", "rearmed", "timeout_error"]
 
@@ -173,8 +173,8 @@ class RunTransitions(CoreParts):
         if error is not None:
             stats.failure_count += 1
             stats.last_error = error
-            if self._cut and self._cut.pop(id(run), None) is run and flight is None:
-                kept = self._kept_due(run, record, stats)  # a shutdown cut it: still due
+            if self._cut and self._cut.pop(id(run), None) is run and task._run is None:
+                kept = self._kept_due(run, record, flight)  # a shutdown cut it: still due
                 if kept is not None:
                     return kept
         elif stats.given_up:
@@ -237,7 +237,8 @@ class RunTransitions(CoreParts):
 
     def cut_by_shutdown(self, run: Run) -> None:
         """The runtime's shutdown cut ``run`` (a coroutine cancelled, a process-isolated
-        run's worker killed: ``drain=False``, or a drain out of time): its :meth:`finish`,
+        run's worker killed: ``drain=False``, or a drain out of time; a plain function's
+        awaitable the closed loop refused, or the simulation cut): its :meth:`finish`,
         with the error that says so, keeps its task due (:meth:`_kept_due`) instead of
         spending the attempt.  Called before that finish; nothing else changes here.
 
@@ -248,33 +249,45 @@ class RunTransitions(CoreParts):
         self._cut[id(run)] = run
 
     def _kept_due(
-        self, run: Run, record: ExecutionRecord, stats: RunStats
+        self, run: Run, record: ExecutionRecord, flight: Flight | None
     ) -> ExecutionRecord | None:
         """The finish of ``run``, which a shutdown cut (:meth:`cut_by_shutdown`; its
-        counts taken, its task's ``_run`` let go): the record is kept, marked CANCELLED
+        counts taken, its task's ``_run`` let go: no other run of it is in flight, so
+        the task is the run's alone to move on): the record is kept, marked CANCELLED
         (``ok`` False, its error the shutdown's, never timed out), so the history shows
         the cut and the summaries count it cancelled, not failed; the task waits for the
         same attempt of the same slot (SCHEDULED, or RETRYING with its earlier attempts
         behind it), due when the run was, as :meth:`unstarted` leaves one a shutdown
         stopped before it started: a durable store runs it after the restart, as after
         a process's exit (at least once).  No retry, given-up slot or dead letter
-        follows, and its dependents are told nothing (it has not ended); written through
-        the store and announced (RUNNING -> SCHEDULED or RETRYING, with the record), not
-        queued: the scheduler is stopping.
+        follows, and its dependents are told nothing (it has not ended); queued, written
+        through the store and announced (:meth:`_due_again`).
+
+        On a shared store (the run on a claim, its token in the record) the write is
+        the run's settle, fenced by the token as any run's is: the row due again at its
+        slot, the lease dropped, so another process runs it now; a lease lost before it
+        writes nothing (the holder's decision stands), as for any settle.
+
+        The last run out of an overlapping task's ``flight`` (``Overlap.CANCEL_OTHER`` or
+        ``ALLOW``) keeps its slot too: the slot queued behind it waits behind it
+        (:func:`~lldsched.schedules.catchup.slot_first`), as behind a failed last run's
+        retries (:meth:`~lldsched.core.overlapping.OverlappingRuns._after_flight`), its
+        entry dead.  One a newer slot cancelled (``OverlapCancelled``) is not kept: that
+        slot superseded it.
 
         None, changing nothing, where a verb settled the task since the run began
-        (cancelled, paused, removed) or where a shared store's claim holds the run: the
-        caller records it as any run that failed."""
+        (cancelled, paused, removed), or for a run a newer slot cancelled: the caller
+        records it as any run that ended so."""
         task = run.task
-        if task.status is not RUNNING or run.token is not None or not self.holds(task):
+        if task.status is not RUNNING or record.misfire is not None or not self.holds(task):
             return None
+        if flight is not None:  # the last run out: the pending slot waits behind this one
+            pending, flight.pending, flight.queued = flight.pending, None, 0
+            if pending is not None:
+                task._schedule = slot_first(task._schedule, pending)
         record = record._replace(timed_out=False, misfire=SHUTDOWN_CUT)
         self._keep(task, record)
-        attempt = task.attempt = run.attempt - 1
-        task.status = runnable(attempt)
-        task.next_run_at = run.due
-        if self._store is not None or self.emit is not None:
-            self._write_and_publish(task, RUNNING, record)
+        self._due_again(run, record)
         return record
 
     def unstarted(self, run: Run) -> bool:
@@ -284,13 +297,14 @@ class RunTransitions(CoreParts):
         (SCHEDULED, or RETRYING with its earlier attempts behind it), due when it was due,
         the attempt unspent and nothing recorded.  So a run shutdown stopped before it
         started ends as one shutdown dropped before it began (docs/DECISIONS.md, "A run
-        shutdown stopped before it started").  Written through the store and announced
-        (RUNNING -> SCHEDULED), not queued: the scheduler is stopping.
+        shutdown stopped before it started"): queued, written through the store and
+        announced (:meth:`_due_again`).
 
         False, changing nothing, where a verb settled the task since the run began
         (cancelled, paused, removed), where runs of the task overlap, or where a shared
-        store's claim holds the run (its lease brings the slot back to another process):
-        the caller records the run as it ended."""
+        store's claim holds the run (only the run's record settles a claim, fenced by
+        its token): the caller records the run as it ended, a cut
+        (:meth:`cut_by_shutdown`) that keeps its task due where it can."""
         task = run.task
         if (
             task._run is not run
@@ -301,12 +315,32 @@ class RunTransitions(CoreParts):
         ):
             return False
         task._run = None
-        attempt = task.attempt = run.attempt - 1
-        task.status = runnable(attempt)
-        task.next_run_at = run.due
-        if self._store is not None or self.emit is not None:
-            self._write_and_publish(task, RUNNING)
+        self._due_again(run, None)
         return True
+
+    def _due_again(self, run: Run, record: ExecutionRecord | None) -> None:
+        """``run``, which a shutdown stopped (cut, with its ``record``; or before it
+        started, with none), leaves its task due again as a restart leaves a run with no
+        record: the same attempt of the same slot (SCHEDULED, or RETRYING with its
+        earlier attempts behind it), due when the run was.  The one place of that rule,
+        for :meth:`_kept_due` and :meth:`unstarted`, on both runtimes.
+
+        Queued at that instant, as every task left due after a shutdown is (the
+        threaded shutdown puts back what it dropped: ``TaskQueue.put_back``), so that
+        ``pending()``, ``queue_stats()`` and ``metrics()`` list it with the tasks never
+        started; nothing pops it any more (the timer is stopped, the simulation starts
+        nothing more, and the threaded drain leaves a process-isolated entry queued
+        once the worker processes are killed: ``Stopping._drain``), and a durable store
+        runs it after the restart.  Written through the store and announced (RUNNING ->
+        SCHEDULED or RETRYING, with the record)."""
+        task = run.task
+        attempt = task.attempt = run.attempt - 1
+        task._slot = run.slot
+        task.status = runnable(attempt)
+        due = task.next_run_at = run.due
+        self._queue.push(task, due)
+        if self._store is not None or self.emit is not None:
+            self._write_and_publish(task, RUNNING, record)
 
     def _removed_run(self, task: ScheduledTask, record: ExecutionRecord) -> ExecutionRecord:
         """The run of a task removed while it was in flight has ended: its record is

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from lldsched.core.names import runnable
 from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
-from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import DIED_UNSHARED, Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import check_take_over, check_written, encode_task
 from lldsched.stores.held import HeldWrites
@@ -474,7 +474,7 @@ class CoordinatedMethods:
         shared = self._shared
         assert shared is not None
         if record is not None and record.token is not None:
-            if record.misfire is None or record.misfire is Outcome.GIVEN_UP:
+            if _settles(record):
                 self._settle_fenced(snapshot, (record,), token=record.token)
                 return
             with self._lock:  # a slot the run skipped: written only after its settle was
@@ -579,7 +579,7 @@ class CoordinatedMethods:
         skipped is one settle, one transaction, fenced by the run's token; anything
         else is saved a record at a time."""
         first = records[0]
-        if first.token is not None and (first.misfire is None or first.misfire is Outcome.GIVEN_UP):
+        if first.token is not None and _settles(first):
             self._settle_fenced(snapshot, records, token=first.token)
             return
         for record in records:
@@ -655,3 +655,13 @@ def _redefine_row(connection: sqlite3.Connection, definition: Task) -> int:
         (definition.name, encode_task(definition), definition.priority, version, definition.id),
     )
     return version
+
+
+def _settles(record: ExecutionRecord) -> bool:
+    """Whether ``record``, of a run on a claim (its token set), is that run's own record,
+    which settles it (fenced by the token, the lease dropped): one whose outcome is a
+    run's (ok, failed, timed out, given up, or cancelled: a run a shutdown cut, its task
+    written due at its slot, or one ``Overlap.CANCEL_OTHER`` cut), not a slot it skipped
+    (written after that settle).  As PostgreSQL's store settles every such record."""
+    misfire = record.misfire
+    return misfire is None or misfire.ran

@@ -93,7 +93,9 @@ __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish"]
 log = logging.getLogger(WORKERS)
 
 SHUT_DOWN_UNRUN = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-"""The error of a run whose action returned an awaitable once the runner was closed."""
+"""The error of a run whose action returned an awaitable once the runner was closed: a
+shutdown's cut (the worker tells the core: :meth:`SchedulerCore.cut_by_shutdown
+<lldsched.core.runs.RunTransitions.cut_by_shutdown>`), its task kept due."""
 
 START_BATCH = 32
 """The most runs the loop begins and starts in one go: more that wait, with free slots,

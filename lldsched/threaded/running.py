@@ -52,6 +52,7 @@ from lldsched.errors import (
 )
 from lldsched.logs import JOBS, instant_text, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.threaded.coroutines import SHUT_DOWN_UNRUN
 from lldsched.threaded.flights import LEASE_GONE, UNFINISHED
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
 from lldsched.threaded.processes import KILLED, NOT_SENT
@@ -275,7 +276,10 @@ class RunExecution(SchedulerParts):
                 if self._core.unstarted(run):  # its task waits for it, as if never begun
                     self._settle(1)
                     return
-                # a verb settled its task meanwhile: recorded failed, as it ended
+                # Recorded as it ended: a cut (its task kept due) where its record must be
+                # written, a claim's settle or the last run out of a flight; failed where a
+                # verb settled its task meanwhile, or another run of it is in flight.
+                self._core.cut_by_shutdown(run)
             else:
                 refused = self._coroutines.submit(run, started, awaitable)
                 if refused is None:
@@ -287,6 +291,8 @@ class RunExecution(SchedulerParts):
                     return  # recorded by _finish_coroutine when it completes
                 finished = self._clock.now()
                 error = refused  # shut down, or its loop could not start: never ran
+                if refused is SHUT_DOWN_UNRUN:  # a shutdown cut it: its task stays due
+                    self._core.cut_by_shutdown(run)
         try:  # free until it raises (3.11)
             record = self._record(run, started, finished, error, result, timed_out)
         except BaseException as exc:  # (rare) a bug, or what the core asked: settled
@@ -501,9 +507,9 @@ def _lost_to_a_shutdown(record: ExecutionRecord, status: TaskStatus) -> bool:
     or sent it to the dead letter: said as any such failure is (ERROR), not as a run
     stopped on purpose (INFO).  A cut run keeps its task due (:meth:`SchedulerCore.\
 cut_by_shutdown <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), so this is only
-    the run the core records as any failed run: one of several of its task in flight
-    (``Overlap.ALLOW``, ``CANCEL_OTHER``), or one a shared store's claim holds
-    (docs/DECISIONS.md, "A run a shutdown cut does not spend its attempt")."""
+    the run the core records as any failed run: one cut while another run of its task
+    is still in flight (``Overlap.ALLOW``, ``CANCEL_OTHER``), whose slot is given up
+    beside them (docs/DECISIONS.md, "A run a shutdown cut does not spend its attempt")."""
     error = record.error
     return (
         error is not None

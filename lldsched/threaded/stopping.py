@@ -61,10 +61,12 @@ class Stopping(SchedulerParts):
         cancelled (see :mod:`lldsched.threaded.coroutines`).  Worker processes
         (``isolation="process"``) are closed: a drain waits for their runs like any
         other; without a drain at once, or at that instant, a run still in its child is
-        killed and recorded failed (``CancelledError: the scheduler shut down without
-        draining``) before this returns.  One a worker had
-        begun but no child had taken yet is not started: its task stays due with its
-        attempt unspent, as a run not begun does.
+        killed and recorded cancelled (``CancelledError: the scheduler shut down without
+        draining``) before this returns, its task due at its slot with its attempt
+        unspent (a coroutine cancelled too: docs/DECISIONS.md, "A run a shutdown cut
+        does not spend its attempt").  One a worker had begun but no child had taken yet
+        is not started: its task stays due with its attempt unspent, as a run not begun
+        does.  Each is queued, listed by :meth:`pending` afterwards.
 
         Returns True when every thread stopped within ``timeout`` seconds (or a
         ``timedelta``; ``None``: no bound; a listener

@@ -38,9 +38,9 @@ class TaskSummary(NamedTuple):
 
     Counts: ``runs == ok + failed + timed_out + cancelled`` (how each run ended, so a
     run that gave its slot up counts as failed or timed out, and a run
-    ``Overlap.CANCEL_OTHER`` cut short for a newer slot as ``cancelled``, never as
-    failed, nor as timed out if it also passed its timeout: its outcome says
-    cancelled); ``retries`` are attempts after
+    ``Overlap.CANCEL_OTHER`` cut short for a newer slot, or one a shutdown cut (its
+    task still due at its slot), as ``cancelled``, never as failed, nor as timed out
+    if it also passed its timeout: its outcome says cancelled); ``retries`` are attempts after
     the first of their slot; ``overruns`` first attempts that lasted longer than
     the gap to their schedule's next slot (:func:`overran`); ``missed`` slots
     recorded missed or coalesced (a misfire policy's decisions, and the slots

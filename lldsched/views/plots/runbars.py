@@ -129,8 +129,9 @@ def _failures(frame: pd.DataFrame) -> tuple[Array, Array, Array]:
     """Which runs failed (raised), which timed out and which were cancelled, as the
     summaries count them (:class:`~lldsched.views.report.TaskSummary`): from the ``ok``
     and ``timed_out`` columns, a run that gave its slot up (outcome ``given_up``) marked
-    as either; a run ``Overlap.CANCEL_OTHER`` cut short for a newer slot (outcome
-    ``cancelled``) is neither, whatever its ``ok`` and ``timed_out`` say."""
+    as either; a cancelled run (outcome ``cancelled``: ``Overlap.CANCEL_OTHER`` cut it
+    short for a newer slot, or a shutdown cut it) is neither, whatever its ``ok`` and
+    ``timed_out`` say."""
     ok, timed_out = frame["ok"].to_numpy(dtype=bool), frame["timed_out"].to_numpy(dtype=bool)
     cancelled = (frame["outcome"] == Outcome.CANCELLED).to_numpy(dtype=bool)
     return ~ok & ~timed_out & ~cancelled, timed_out & ~cancelled, cancelled
