@@ -726,7 +726,7 @@ def test_a_modify_by_the_runner_during_its_run_is_written_at_once(pair: Pair) ->
     """A new definition given by the process running the task, while the run goes on,
     is written at once, the row's state left to the run's lease: the reader sees it
     before the settle (which used to write it, so a runner killed first lost it:
-    tests/test_cluster_verb_kill.py), and the settle decides the next slot as before."""
+    tests/cluster_verb_kill.py), and the settle decides the next slot as before."""
     reader = pair[2]
     lease, running, _ = _held_run(pair)
     try:

@@ -18,10 +18,11 @@ import pytest
 from matplotlib.axes import Axes
 from matplotlib.collections import QuadMesh
 
-from lldsched import ExecutionRecord, ValidationError
-from lldsched.views.frames import to_frame, utilisation
+from lldsched import ExecutionRecord, Outcome, ValidationError
+from lldsched.views import summaries
+from lldsched.views.frames import mean_busy, to_frame, utilisation
 from lldsched.views.plots import MAX_COLUMNS, utilisation_plot
-from lldsched.views.summaries import fitting_freq
+from lldsched.views.summaries import check_spans, fitting_freq
 from tests.conftest import T0
 
 DAY = 86_400.0
@@ -123,3 +124,46 @@ def test_a_bad_freq_is_still_refused_naming_it() -> None:
         ValidationError, match=re.escape("freq must be a fixed length such as '1h', got 'often'")
     ):
         utilisation_plot(a_year(), 2, "often")
+
+
+def mixed() -> pd.DataFrame:
+    """A year's runs of two processes, with a slot a policy decided without a run (no
+    worker ran it: it is no row of the heat map) and its two columns read by no chart."""
+    skipped = ExecutionRecord.of(
+        task_id="a", name="a", attempt=1, due=T0 + 50 * DAY, slot=T0 + 50 * DAY, worker=0,
+        started=T0 + 50 * DAY, finished=T0 + 50 * DAY, ok=True, misfire=Outcome.SKIPPED,
+    )  # fmt: skip
+    on = [run(T0 + n * 7 * DAY, 3600 * (1 + n % 5), worker=n % 2) for n in range(52)]
+    nodes = [r._replace(node=("alpha:1:aa" if n % 3 else "beta:2:bb")) for n, r in enumerate(on)]
+    return to_frame([*nodes, skipped])
+
+
+@pytest.mark.parametrize("most", [MAX_COLUMNS, 100, None])
+@pytest.mark.parametrize("frame", [a_year, mixed], ids=["a year", "two nodes, a slot skipped"])
+def test_the_plot_is_fitting_freq_utilisation_and_mean_busy_of_its_frame(
+    frame: Any, most: int | None
+) -> None:
+    """The plot picks its runs out of the frame once for the three: what it draws is still
+    what each of them says of the whole frame."""
+    runs = frame()
+    ax = utilisation_plot(runs, 2, "1h", max_columns=most).axes[0]
+    shown = "1h" if most is None else fitting_freq(runs, "1h", most)[0]
+    assert np.array_equal(mesh_of(ax), utilisation(runs, 2, shown).to_numpy().T)
+    mean = mean_busy(runs, 2, shown)
+    assert ax.get_title(loc="left") == f"Worker utilisation per {shown}: mean {mean:.0%}"
+
+
+def test_the_runs_are_checked_once_for_the_fit_the_table_and_the_mean(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """fitting_freq, utilisation and mean_busy each copied the frame's runs (every
+    column) and checked their spans: three times for one plot."""
+    checked: list[int] = []
+
+    def counted(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        checked.append(len(runs))
+        return check_spans(runs)
+
+    monkeypatch.setattr(summaries, "check_spans", counted)
+    utilisation_plot(mixed(), 2, "1h")
+    assert checked == [52]  # once, the runs only (not the skipped slot)

@@ -75,7 +75,12 @@ def ran(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of attempts that ran: without the slots a policy decided without a run
     (missed, coalesced, skipped; :attr:`~lldsched.model.Outcome.ran` says which).  The
     plots and :func:`utilisation` start here, so its check of ``frame`` is theirs."""
-    return frame[~check_frame(frame)["outcome"].isin(NOT_RUNS)]
+    return frame[_ran_rows(frame)]
+
+
+def _ran_rows(frame: pd.DataFrame) -> pd.Series[bool]:
+    """Which rows of ``frame`` are runs (:func:`ran`), its check first."""
+    return ~check_frame(frame)["outcome"].isin(NOT_RUNS)
 
 
 def check_frame(frame: object, *, columns: Iterable[str] = ("outcome",)) -> pd.DataFrame:
@@ -237,7 +242,17 @@ def utilisation(frame: pd.DataFrame, workers: Workers, freq: str = "1h") -> pd.D
     """
     lanes = _lanes_of(workers)
     step = _step(freq)
-    start, finish, lane, names = _lane_runs(frame, workers, lanes)
+    return _utilisation(_lane_runs(frame, workers, lanes), step, freq)
+
+
+_Laned = tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]]
+"""Runs as :func:`_lane_runs` lanes them: ``(start, finish, lane, names)``."""
+
+
+def _utilisation(laned: _Laned, step: int, freq: str) -> pd.DataFrame:
+    """:func:`utilisation`'s table of runs laned (:func:`_lane_runs`) in intervals of
+    ``step`` microseconds (``freq``, for its refusals)."""
+    start, finish, lane, names = laned
     columns = (
         pd.MultiIndex.from_tuples(names, names=["node", "worker"])
         if names and isinstance(names[0], tuple)
@@ -286,7 +301,13 @@ def mean_busy(frame: pd.DataFrame, workers: Workers, freq: str = "1h") -> float:
     """
     lanes = _lanes_of(workers)
     step = _step(freq)
-    start, finish, lane, names = _lane_runs(frame, workers, lanes)
+    return _mean_busy(_lane_runs(frame, workers, lanes), step, freq)
+
+
+def _mean_busy(laned: _Laned, step: int, freq: str) -> float:
+    """:func:`mean_busy` of runs laned (:func:`_lane_runs`) in intervals of ``step``
+    microseconds (``freq``, for its refusals); it leaves ``laned``'s arrays as they are."""
+    start, finish, lane, names = laned
     if not len(start):
         return float("nan")
     _, bins = _intervals(start, finish, step, freq)
@@ -298,6 +319,36 @@ def mean_busy(frame: pd.DataFrame, workers: Workers, freq: str = "1h") -> float:
     before = reached.groupby(lane).shift(1, fill_value=int(start.min())).to_numpy()
     union = np.maximum(finish - np.maximum(start, before), 0).sum()
     return float(union) / (len(names) * bins * step)
+
+
+_LANES_READ = frozenset({"start", "finish", "worker", "node", "task_id", "attempt"})
+"""The columns :func:`check_spans` and :func:`_laned` read (``task_id`` and ``attempt``
+name a refused run)."""
+
+
+def _utilisation_drawn(
+    frame: pd.DataFrame, workers: Workers, freq: str, most: int | None
+) -> tuple[str, int, pd.DataFrame, float]:
+    """What ``utilisation_plot`` draws: the interval shown and the count of ``freq``'s
+    intervals asked (:func:`fitting_freq`'s; ``freq`` and 0 for ``most=None``, every
+    interval), :func:`utilisation`'s table in the interval shown and :func:`mean_busy`
+    of it.  The runs are picked out of ``frame`` (:func:`ran`'s rows, in a copy of
+    only the columns read: :data:`_LANES_READ`), checked and laned once for the three,
+    where calling each copied every column of them and checked them again.  The same
+    refusals, in the order of the three calls (``freq``, then ``frame``, then
+    ``workers``; with ``most=None``, where :func:`utilisation` alone was called,
+    ``workers`` came first)."""
+    step = _step(freq)
+    # ran(frame), of the columns read here only: a copy of the rows that ran, narrow
+    runs = frame.loc[_ran_rows(frame).to_numpy(), [c for c in frame.columns if c in _LANES_READ]]
+    spans = check_spans(runs)
+    shown, asked = (freq, 0) if most is None else _fitting(spans, step, freq, most)
+    lanes = _lanes_of(workers)
+    shown_step = _step(shown)
+    laned = _laned(runs, spans, workers, lanes)
+    del runs  # the copy goes before the table is built, as each call's did
+    table, mean = _utilisation(laned, shown_step, shown), _mean_busy(laned, shown_step, shown)
+    return shown, asked, table, mean
 
 
 _INTERVAL = "interval"  # the name of utilisation's index
@@ -353,16 +404,25 @@ def _sorted_nodes(nodes: Iterable[str | None]) -> list[str | None]:
     return [*sorted(node for node in named if node is not None), *([None] * (None in named))]
 
 
-def _lane_runs(
-    frame: pd.DataFrame, workers: object, lanes: _Pools | list[int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]]:
+def _lane_runs(frame: pd.DataFrame, workers: object, lanes: _Pools | list[int]) -> _Laned:
     """The runs of ``frame`` as ``(start, finish, lane)`` arrays (microseconds since the
     epoch, and the index of each run's lane among the names) and the lanes' names:
     worker indexes, or ``(node, worker)`` for several processes' runs (:func:`run_nodes`)
     or a mapping of nodes (``lanes``, from :func:`_lanes_of`).  A run on a worker, or
     of a node, that ``workers`` leaves out is refused, naming it."""
     runs = ran(frame)  # decided slots ran nowhere
-    start, finish = check_spans(runs)
+    return _laned(runs, check_spans(runs), workers, lanes)
+
+
+def _laned(
+    runs: pd.DataFrame,
+    spans: tuple[np.ndarray, np.ndarray],
+    workers: object,
+    lanes: _Pools | list[int],
+) -> _Laned:
+    """:func:`_lane_runs` of rows of :func:`ran` whose ``spans`` (:func:`check_spans`)
+    are checked already."""
+    start, finish = spans
     worker = runs["worker"].to_numpy(dtype=np.int64)
     if isinstance(lanes, dict):
         pools = lanes
@@ -683,7 +743,15 @@ def fitting_freq(frame: pd.DataFrame, freq: str, most: int) -> tuple[str, int]:
     start and finish, in no array of intervals: a year of minutes (525,600) is not
     built to be merged."""
     step = _step(freq)
-    start, finish = check_spans(ran(frame))
+    return _fitting(check_spans(ran(frame)), step, freq, most)
+
+
+def _fitting(
+    spans: tuple[np.ndarray, np.ndarray], step: int, freq: str, most: int
+) -> tuple[str, int]:
+    """:func:`fitting_freq` of runs' checked ``spans`` (:func:`check_spans`), ``freq``
+    being ``step`` microseconds."""
+    start, finish = spans
     if not len(start):
         return freq, 0
     ends = np.array([start.min(), start.max()]), np.array([finish.max(), finish.max()])

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from lldsched import checks
-from lldsched.views.frames import mean_busy, utilisation
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
     MAX_LANES,
@@ -31,7 +30,12 @@ from lldsched.views.plots._base import (
     ran,
     task_mark,
 )
-from lldsched.views.summaries import Workers, check_lateness, column_labels, fitting_freq
+from lldsched.views.summaries import (
+    Workers,
+    _utilisation_drawn,
+    check_lateness,
+    column_labels,
+)
 from lldsched.views.tables import seconds_text
 
 __all__ = ["MAX_COLUMNS", "lateness_distribution", "lateness_over_time", "utilisation_plot"]
@@ -226,8 +230,9 @@ def utilisation_plot(
     intervals it holds; the title names the length drawn and the time axis's label
     says why.  ``utilisation(frame, workers, <that length>)`` is the table drawn."""
     most_columns = checks.whole_or_none(max_columns, name="max_columns", at_least=1)
-    shown, asked = (freq, 0) if most_columns is None else fitting_freq(frame, freq, most_columns)
-    table = utilisation(frame, workers, shown)
+    # the runs picked out of frame once for the three (each of fitting_freq, utilisation
+    # and mean_busy copied them)
+    shown, asked, table, mean = _utilisation_drawn(frame, workers, freq, most_columns)
     lanes = len(table.columns)
     tall = _lanes_height(min(lanes, MAX_LANES), each=0.4)
     figure, ax = _axes(ax, (11.0, 1.8 + tall))
@@ -242,7 +247,7 @@ def utilisation_plot(
                              vmin=0.0, vmax=most, cmap="viridis")  # fmt: skip
         label = "busy fraction" if most == 1.0 else "busy fraction\n(above 1: runs at once)"
         figure.colorbar(mesh, ax=ax, label=label, pad=0.01)
-        mean = mean_busy(frame, workers, shown)  # a lane of runs at once is busy once
+        # mean_busy's: a lane of runs at once is busy once
         title = f"Worker utilisation per {shown}: mean {mean:.0%}"
     else:
         _empty(ax, "runs")

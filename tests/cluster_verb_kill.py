@@ -16,6 +16,11 @@ committed, its run not settled).  The task ends in a state the two others honour
 Shown with marker files, no sleeps: the killed run creates its marker as it hangs, and a
 probe task due after the dead lease's expiry proves, once a survivor ran it, that the
 survivors claimed past that expiry and left a paused, cancelled or removed task alone.
+
+The test is here, and runs in a file per engine, each giving ``store_spec`` its engine
+(``tests/test_cluster_verb_kill_sqlite.py``, ``tests/test_cluster_verb_kill_postgres.py``):
+its 28 cases took about 65 s in one file, and ``make test`` runs a file at a time per
+worker, so the two halves can run at once.
 """
 
 from __future__ import annotations
