@@ -981,7 +981,7 @@ def test_shared_openers_racing_on_a_file_written_unshared_number_records_after_i
         transaction passes the gate, so the other's cannot come after that)."""
 
         def __init__(self, gate: WriteGate) -> None:
-            self.gate, self.timeout = gate, gate.timeout
+            self.gate, self.timeout, self.busy = gate, gate.timeout, gate.busy
 
         def acquire(self) -> float:
             another_opens_and_settles()
