@@ -39,12 +39,21 @@ lock, it gives it to the next write of its store waiting, or lets it go.  A ``fl
 that fails otherwise (an ``OSError``: ``ENOLCK``, say) fails the write waiting with
 :class:`WriteLockFailed` naming it, and the next write starts a new thread.
 
-**Not gated**: writes at open (creating or migrating the file, under SQLite's own
-wait as before), unshared stores (one writer per file), and writers that are not
-lldsched's of this release (an older release during a rolling upgrade, the
-``sqlite3`` shell): those take SQLite's lock as before, and a gated writer waits for
-them in SQLite's busy handler, up to ``timeout`` more.  **Windows** has no ``flock``:
-no gate there, writes wait in SQLite's busy handler as before.
+**One timeout for both waits.**  A writer that is not lldsched's of this release (an
+older release during a rolling upgrade, the ``sqlite3`` shell) takes SQLite's lock
+without the gate, and a gated write waits for it in SQLite's busy handler after the
+gate.  The two waits together stay within ``timeout``: a shared store's connection
+waits :attr:`WriteGate.busy`, the timeout less the gate's patience, which covers
+every write that got the gate without blocking for it; one that blocked is given
+what is left for its ``BEGIN IMMEDIATE`` (:func:`~lldsched.stores.sqlite_rows.within`).
+
+**Gated**: every write of a shared store, those at open too (creating the file,
+migrating it, catching its record counter up: a store opened while the others write
+back to back gets in as their writes do).  **Not gated**: unshared stores (one writer
+per file), the switch of a new file to WAL (no write transaction; openers switching
+it together are answered at once, :func:`~lldsched.stores.sqlite_schema._wal`).
+**Windows** has no ``flock``: no gate there, writes wait in SQLite's busy handler as
+before, up to ``timeout``.
 """
 
 from __future__ import annotations

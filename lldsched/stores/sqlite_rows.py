@@ -275,8 +275,11 @@ def begin(connection: sqlite3.Connection, gate: WriteGate | None) -> None:
         return
     left = gate.acquire()
     try:
-        with within(connection, left, gate.busy):
+        if left >= gate.busy:  # the usual case: inside the gate, every step counts
             connection.execute("BEGIN IMMEDIATE")
+        else:  # it blocked for the gate: SQLite's wait gets what is left of the timeout
+            with within(connection, left, gate.busy):
+                connection.execute("BEGIN IMMEDIATE")
     except BaseException:
         gate.release()
         raise
