@@ -43,7 +43,7 @@ that fails otherwise (an ``OSError``: ``ENOLCK``, say) fails the write waiting w
 older release during a rolling upgrade, the ``sqlite3`` shell) takes SQLite's lock
 without the gate, and a gated write waits for it in SQLite's busy handler after the
 gate.  The two waits together stay within ``timeout``: a shared store's connection
-waits :attr:`WriteGate.busy`, the timeout less the gate's patience, which covers
+waits ``WriteGate.busy``, the timeout less the gate's patience, which covers
 every write that got the gate without blocking for it; one that blocked is given
 what is left for its ``BEGIN IMMEDIATE`` (:func:`~lldsched.stores.sqlite_rows.within`).
 
@@ -143,7 +143,7 @@ class WriteGate:
         :class:`WriteLockTimeout` past ``timeout``, :class:`WriteLockFailed` if
         ``flock`` fails otherwise.  Returns the seconds of ``timeout`` left for
         SQLite's own wait (``timeout`` itself when the first try got it): at least
-        :attr:`busy` unless the gate was waited for past its patience, when the write's
+        ``busy`` unless the gate was waited for past its patience, when the write's
         SQLite wait is cut to what is left (:func:`~lldsched.stores.sqlite_rows.within`)."""
         with self._state:
             if not self._busy and self._try():  # the usual case: no clock read, one syscall
@@ -191,7 +191,7 @@ class WriteGate:
         """Take the write lock without blocking (a first try failed), trying again every
         :data:`POLL` seconds until ``until``; False once the patience ran out.  The last
         try is a poll before ``until`` (a late wake aside), so that a write that got the
-        lock this way finds SQLite's wait as it was (:attr:`busy`)."""
+        lock this way finds SQLite's wait as it was (``busy``)."""
         while time.monotonic() + POLL <= until:
             time.sleep(POLL)
             if self._try():

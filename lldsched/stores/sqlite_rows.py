@@ -292,7 +292,7 @@ def within(connection: sqlite3.Connection, left: float, busy: float) -> Iterator
     SQLite's lock is then free unless a writer that takes no gate holds it (an older
     release, the ``sqlite3`` shell), and SQLite's wait for it gets what the gate left of
     the store's timeout: the two waits together stay within it.  A shared store's
-    connection waits :attr:`~lldsched.stores.sqlite_gate.WriteGate.busy`, its timeout
+    connection waits ``WriteGate.busy``, its timeout
     less the gate's patience, so a write that got the gate within its patience
     (``left >= busy``, every write but those that blocked for it) costs nothing more."""
     if left >= busy:
