@@ -17,7 +17,6 @@ Now SQLite's wait is given what the gate left of it.
 from __future__ import annotations
 
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ import pytest
 from lldsched import SqliteTaskStore, StoreError
 from lldsched.stores.sqlite import SCHEMA_VERSION
 from lldsched.stores.sqlite_gate import PATIENCE, WRITE, WriteGate, gate_for
+from tests.test_store_shared_fair_writes import writing
 from tests.waits import wait_until
 
 HANG_GUARD = 60.0
@@ -136,24 +136,15 @@ def test_a_gated_write_waits_for_a_writer_without_the_gate_only_what_its_timeout
         said: list[str] = []
         connection.set_trace_callback(said.append)
         holder = held(path)  # another process's gated write
-        failed: list[BaseException] = []
-
-        def write() -> None:
-            try:
-                store.release(task_id="a", token=1)
-            except BaseException as exc:  # for the test's thread to raise
-                failed.append(exc)
-
-        writing = threading.Thread(target=write)
-        writing.start()
+        thread, failed = writing(store)
         wait_until(lambda: gate._busy, timeout=HANG_GUARD, what="the write to wait its patience")
         ungated = sqlite3.connect(path, isolation_level=None)  # an older release's writer
         ungated.execute("BEGIN IMMEDIATE")
         holder.release()  # the write gets the gate, then waits for SQLite's lock
         wait_until(lambda: "BEGIN IMMEDIATE" in said, timeout=HANG_GUARD, what="the write's BEGIN")
         ungated.execute("ROLLBACK")
-        writing.join(HANG_GUARD)
-        assert not writing.is_alive() and not failed
+        thread.join(HANG_GUARD)
+        assert not thread.is_alive() and not failed
         connection.set_trace_callback(None)
         pragmas = [s for s in said if s.startswith("PRAGMA busy_timeout")]
         assert len(pragmas) == 2, said  # before: none, SQLite's wait the whole 60 s again
