@@ -8,7 +8,8 @@ the steps from each older version (:data:`MIGRATIONS`), and, mixed into the stor
 :class:`FileFormat`, what opening a file does by it: refuse one that is not a readable
 lldsched store (a newer version, another application's, a corrupted one: nothing is
 written to it), create a new one whole, or migrate an older one in one transaction.
-It takes no lock: the store opens its file before anyone else can reach it.
+It takes no lock of the store's: the store opens its file before anyone else can reach
+it (a shared store's writes here pass its gate, which the store gives them).
 """
 
 from __future__ import annotations
