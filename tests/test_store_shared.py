@@ -9,7 +9,7 @@ import gc
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -30,6 +30,7 @@ from lldsched.persistence import CoordinatedStore, Task, TaskSnapshot
 from lldsched.stores import removals as removals_rule
 from lldsched.stores import sqlite_shared
 from lldsched.stores.sqlite import SCHEMA_VERSION
+from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_shared import SharedState
 from lldsched.testing import Stepper
 from tests import jobs
@@ -965,8 +966,8 @@ def test_shared_openers_racing_on_a_file_written_unshared_number_records_after_i
     count = sqlite_shared.count_records
     others: list[SqliteTaskStore] = []
 
-    def another_opens_and_settles(statement: str) -> None:
-        if statement == "BEGIN IMMEDIATE" and not raced:
+    def another_opens_and_settles() -> None:
+        if not raced:
             raced.append(True)
             other = SqliteTaskStore(path, shared=True)
             others.append(other)
@@ -975,12 +976,25 @@ def test_shared_openers_racing_on_a_file_written_unshared_number_records_after_i
 
     raced: list[bool] = []
 
-    def count_while_another_settles(connection: sqlite3.Connection, *, last: int) -> None:
-        connection.set_trace_callback(None if raced else another_opens_and_settles)
-        try:
-            count(connection, last=last)
-        finally:
-            connection.set_trace_callback(None)
+    class Racing:
+        """The first opener's gate: the other goes first as it reaches it (the catch-up
+        transaction passes the gate, so the other's cannot come after that)."""
+
+        def __init__(self, gate: WriteGate) -> None:
+            self.gate, self.timeout, self.busy = gate, gate.timeout, gate.busy
+
+        def acquire(self) -> float:
+            another_opens_and_settles()
+            return self.gate.acquire()
+
+        def release(self) -> None:
+            self.gate.release()
+
+    def count_while_another_settles(
+        connection: sqlite3.Connection, *, last: int, gate: WriteGate | None
+    ) -> None:
+        assert gate is not None
+        count(connection, last=last, gate=cast(WriteGate, Racing(gate)))
 
     monkeypatch.setattr(sqlite_shared, "count_records", count_while_another_settles)
     with SqliteTaskStore(path, shared=True) as first:

@@ -90,6 +90,21 @@ class BackToBack:
         assert self.process.wait(HANG_GUARD) == 0
 
 
+def writing(store: SqliteTaskStore) -> tuple[threading.Thread, list[BaseException]]:
+    """A thread making one write of ``store`` (a ``release``), started; what it raised."""
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            store.release(task_id="a", token=1)
+        except BaseException as exc:  # for the test's thread to raise
+            failed.append(exc)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    return thread, failed
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteTaskStore]:
     with SqliteTaskStore(tmp_path / "tasks.db", shared=True, timeout=2.0) as opened:
@@ -174,16 +189,7 @@ def test_a_lock_that_fails_otherwise_fails_the_write_naming_it_and_the_next_one_
         holder = gate_for(str(path), HANG_GUARD)
         assert holder is not None
         holder.acquire()
-        failed: list[BaseException] = []
-
-        def write() -> None:
-            try:
-                store.release(task_id="a", token=1)
-            except BaseException as exc:  # for the test's thread to raise
-                failed.append(exc)
-
-        release = threading.Thread(target=write)
-        release.start()  # blocks: a new thread of the gate's takes the lock for it
+        release, failed = writing(store)  # blocks: a new thread of the gate's takes the lock
         while gate._thread is None or not gate._busy:
             assert release.is_alive()
         holder.release()

@@ -102,6 +102,7 @@ from lldsched.stores.sqlite_file import (
     refuse_url,
     unopenable,
 )
+from lldsched.stores.sqlite_gate import WriteGate, gate_for
 from lldsched.stores.sqlite_reads import SqliteReads
 from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
@@ -262,20 +263,26 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         # database, which has no path, or a shared store, which checks at every claim.
         self._watch = None if shared or self.path in PRIVATE else FileWatch(self.path)
         claim: FileClaim | None = None
+        gate: WriteGate | None = None  # a shared store's (sqlite_gate.py); None: no flock
         try:
             version = self._check(connection)  # a refused file is refused before it is claimed
             if shared:
                 claim = FileClaim.shared(self.path)
+                # Every shared write passes it, those at open too (creation, migration,
+                # the record counter): in turn with the other processes' writes.
+                gate = gate_for(os.path.abspath(self.path), timeout)
+                if gate is not None:  # SQLite's wait leaves the gate's its patience
+                    connection.execute(f"PRAGMA busy_timeout = {int(gate.busy * 1000)}")
             elif self.path not in PRIVATE:
                 claim = FileClaim(self.path)
                 if version is None:  # another store may have created it meanwhile
                     version = self._check(connection)
-            if version is None and not self._create(connection, synchronous, timeout):
+            if version is None and not self._create(connection, synchronous, timeout, gate):
                 version = self._check(connection)  # another opener created it first: as it is
             if version is not None:
                 connection.execute(f"PRAGMA synchronous = {synchronous}")
                 if version < SCHEMA_VERSION:  # checks the values before it commits
-                    self._migrate(connection, version, shared=shared)
+                    self._migrate(connection, version, shared=shared, gate=gate)
                 else:  # only reads: a refused file is untouched
                     self._check_values(connection, shared=shared)
             (dead_seq,) = connection.execute(LAST_FAILED).fetchone()
@@ -288,13 +295,15 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                     lease=held,
                     poll=every,
                     records=last_seq,
-                    timeout=timeout,
+                    gate=gate,
                 )
                 if shared
                 else None
             )
         except BaseException as exc:
             connection.close()
+            if gate is not None:
+                gate.close()
             if claim is not None:
                 claim.release()
             if isinstance(exc, sqlite3.Error):  # a read-only file, a full disk, a lock
@@ -304,7 +313,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             raise
         self._claim = claim  # None for a private in-memory database
         # Every shared write passes it (sqlite_gate.py); None: unshared, or no flock (Windows).
-        self._gate = None if self._shared is None else self._shared.gate
+        self._gate = gate
         # Guards the connection (one statement or transaction at a time) and the
         # caches below.  Taken inside the scheduler's lock when the core saves;
         # never held while calling anything outside this store.

@@ -39,12 +39,21 @@ lock, it gives it to the next write of its store waiting, or lets it go.  A ``fl
 that fails otherwise (an ``OSError``: ``ENOLCK``, say) fails the write waiting with
 :class:`WriteLockFailed` naming it, and the next write starts a new thread.
 
-**Not gated**: writes at open (creating or migrating the file, under SQLite's own
-wait as before), unshared stores (one writer per file), and writers that are not
-lldsched's of this release (an older release during a rolling upgrade, the
-``sqlite3`` shell): those take SQLite's lock as before, and a gated writer waits for
-them in SQLite's busy handler, up to ``timeout`` more.  **Windows** has no ``flock``:
-no gate there, writes wait in SQLite's busy handler as before.
+**One timeout for both waits.**  A writer that is not lldsched's of this release (an
+older release during a rolling upgrade, the ``sqlite3`` shell) takes SQLite's lock
+without the gate, and a gated write waits for it in SQLite's busy handler after the
+gate.  The two waits together stay within ``timeout``: a shared store's connection
+waits ``WriteGate.busy``, the timeout less the gate's patience, which covers
+every write that got the gate without blocking for it; one that blocked is given
+what is left for its ``BEGIN IMMEDIATE`` (:func:`~lldsched.stores.sqlite_rows.within`).
+
+**Gated**: every write of a shared store, those at open too (creating the file,
+migrating it, catching its record counter up: a store opened while the others write
+back to back gets in as their writes do).  **Not gated**: unshared stores (one writer
+per file), the switch of a new file to WAL (no write transaction; openers switching
+it together are answered at once, :func:`~lldsched.stores.sqlite_schema._wal`).
+**Windows** has no ``flock``: no gate there, writes wait in SQLite's busy handler as
+before, up to ``timeout``.
 """
 
 from __future__ import annotations
@@ -112,9 +121,13 @@ class WriteGate:
         import fcntl  # POSIX only: gate_for gives no gate elsewhere
 
         self._flock = fcntl.flock
-        self._ex, self._un, self._nb = fcntl.LOCK_EX, fcntl.LOCK_UN, fcntl.LOCK_NB
+        self._ex, self._un, self._now = fcntl.LOCK_EX, fcntl.LOCK_UN, fcntl.LOCK_EX | fcntl.LOCK_NB
         self.path = path
         self.timeout = timeout
+        self.patience = min(PATIENCE, timeout / 2)
+        # SQLite's own wait, for a writer that takes no gate, once this one was passed
+        # within its patience: the two together stay within the timeout.
+        self.busy = timeout - self.patience
         self._write = _open(path + WRITE)
         self._state = threading.Condition(threading.Lock())
         self._wanted = False  # a caller waits for the thread to take the write lock
@@ -125,15 +138,21 @@ class WriteGate:
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()  # a forked child has the descriptor, not the thread
 
-    def acquire(self) -> None:
+    def acquire(self) -> float:
         """Take the write lock, blocking for it once a write waited :data:`PATIENCE`;
         :class:`WriteLockTimeout` past ``timeout``, :class:`WriteLockFailed` if
-        ``flock`` fails otherwise."""
+        ``flock`` fails otherwise.  Returns the seconds of ``timeout`` left for
+        SQLite's own wait (``timeout`` itself when the first try got it): at least
+        ``busy`` unless the gate was waited for past its patience, when the write's
+        SQLite wait is cut to what is left (:func:`~lldsched.stores.sqlite_rows.within`)."""
         with self._state:
-            started = time.monotonic()
-            if not self._busy and self._poll(started + min(PATIENCE, self.timeout / 2)):
+            if not self._busy and self._try():  # the usual case: no clock read, one syscall
                 self._held = True
-                return
+                return self.timeout
+            started = time.monotonic()
+            if not self._busy and self._poll(started + self.patience):
+                self._held = True
+                return self._left(started)
             left = self.timeout - (time.monotonic() - started)
             if left <= 0:  # timeout=0: one try, never a blocking wait
                 raise self._timed_out(started)
@@ -146,11 +165,14 @@ class WriteGate:
             self._state.notify_all()
             if self._state.wait_for(lambda: self._held or self._failed is not None, left):
                 if self._held:
-                    return
+                    return self._left(started)
                 failed, self._failed = self._failed, None
                 raise self._failure(failed)
             self._wanted = False
         raise self._timed_out(started)
+
+    def _left(self, started: float) -> float:
+        return max(0.0, self.timeout - (time.monotonic() - started))
 
     def _timed_out(self, started: float) -> WriteLockTimeout:
         return WriteLockTimeout(
@@ -166,17 +188,19 @@ class WriteGate:
         return WriteLockFailed(f"cannot take the write lock {self.path + WRITE!r}: {error!r}")
 
     def _poll(self, until: float) -> bool:
-        """Take the write lock without blocking, trying again every :data:`POLL` seconds
-        until ``until``; False once the patience ran out."""
-        while not self._try():
-            if time.monotonic() >= until:
-                return False
+        """Take the write lock without blocking (a first try failed), trying again every
+        :data:`POLL` seconds until ``until``; False once the patience ran out.  The last
+        try is a poll before ``until`` (a late wake aside), so that a write that got the
+        lock this way finds SQLite's wait as it was (``busy``)."""
+        while time.monotonic() + POLL <= until:
             time.sleep(POLL)
-        return True
+            if self._try():
+                return True
+        return False
 
     def _try(self) -> bool:
         try:
-            self._flock(self._write, self._ex | self._nb)
+            self._flock(self._write, self._now)
         except BlockingIOError:
             return False
         except OSError as exc:

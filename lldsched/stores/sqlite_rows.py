@@ -39,6 +39,7 @@ __all__ = [
     "record_of",
     "rollback",
     "snapshot_of",
+    "within",
 ]
 
 
@@ -269,14 +270,39 @@ def immediate(
 def begin(connection: sqlite3.Connection, gate: WriteGate | None) -> None:
     """``BEGIN IMMEDIATE``, after passing ``gate`` (if any): the caller lets the gate go
     after its ``COMMIT`` or ``ROLLBACK``.  If it raises, nothing is held."""
-    if gate is not None:
-        gate.acquire()
-    try:
+    if gate is None:
         connection.execute("BEGIN IMMEDIATE")
+        return
+    left = gate.acquire()
+    try:
+        if left >= gate.busy:  # the usual case: inside the gate, every step counts
+            connection.execute("BEGIN IMMEDIATE")
+        else:  # it blocked for the gate: SQLite's wait gets what is left of the timeout
+            with within(connection, left, gate.busy):
+                connection.execute("BEGIN IMMEDIATE")
     except BaseException:
-        if gate is not None:
-            gate.release()
+        gate.release()
         raise
+
+
+@contextmanager
+def within(connection: sqlite3.Connection, left: float, busy: float) -> Iterator[None]:
+    """SQLite's busy handler waits at most ``left`` seconds inside the block, ``busy``
+    (the connection's own) again after it.  A gated write waited for the gate first;
+    SQLite's lock is then free unless a writer that takes no gate holds it (an older
+    release, the ``sqlite3`` shell), and SQLite's wait for it gets what the gate left of
+    the store's timeout: the two waits together stay within it.  A shared store's
+    connection waits ``WriteGate.busy``, its timeout
+    less the gate's patience, so a write that got the gate within its patience
+    (``left >= busy``, every write but those that blocked for it) costs nothing more."""
+    if left >= busy:
+        yield
+        return
+    connection.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
+    try:
+        yield
+    finally:
+        connection.execute(f"PRAGMA busy_timeout = {int(busy * 1000)}")
 
 
 def snapshot_of(

@@ -8,7 +8,8 @@ the steps from each older version (:data:`MIGRATIONS`), and, mixed into the stor
 :class:`FileFormat`, what opening a file does by it: refuse one that is not a readable
 lldsched store (a newer version, another application's, a corrupted one: nothing is
 written to it), create a new one whole, or migrate an older one in one transaction.
-It takes no lock: the store opens its file before anyone else can reach it.
+It takes no lock of the store's: the store opens its file before anyone else can reach
+it (a shared store's writes here pass its gate, which the store gives them).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
+from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
     AT_OPEN,
     AT_SHARED_OPEN,
@@ -27,6 +29,7 @@ from lldsched.stores.sqlite_rows import (
     immediate,
     misread,
     rollback,
+    within,
 )
 from lldsched.stores.sqlite_shared import SHARED_SCHEMA
 
@@ -203,11 +206,19 @@ class FileFormat:
                 "value right (or delete its row) and open the store again"
             )
 
-    def _migrate(self, connection: sqlite3.Connection, version: int, *, shared: bool) -> None:
+    def _migrate(
+        self,
+        connection: sqlite3.Connection,
+        version: int,
+        *,
+        shared: bool,
+        gate: WriteGate | None = None,
+    ) -> None:
         """Bring a file of an older schema ``version`` to :data:`SCHEMA_VERSION`, whole or
-        not at all (``shared``: the opener's mode, as :meth:`_check_values` takes it)."""
+        not at all (``shared``: the opener's mode, as :meth:`_check_values` takes it;
+        ``gate``: a shared store's, passed as by every other shared write)."""
         try:
-            with immediate(connection):
+            with immediate(connection, gate):
                 # Read again under the write lock: another opener may have migrated it.
                 (version,) = connection.execute("PRAGMA user_version").fetchone()
                 for step in range(version, SCHEMA_VERSION):
@@ -224,21 +235,31 @@ class FileFormat:
             "migrated %r from store schema version %d to %d", self.path, version, SCHEMA_VERSION
         )
 
-    def _create(self, connection: sqlite3.Connection, synchronous: str, timeout: float) -> bool:
+    def _create(
+        self,
+        connection: sqlite3.Connection,
+        synchronous: str,
+        timeout: float,
+        gate: WriteGate | None = None,
+    ) -> bool:
         """Create the store in the new, empty file; False if another opener (shared
         stores open together) created it while this one waited for the write lock:
         nothing of this attempt is written, and the caller opens the file as it is.
-        ``timeout``: how long to wait for the others' locks (the store's)."""
+        ``timeout``: how long to wait for the others' locks (the store's); ``gate``: a
+        shared store's, passed for the creating transaction as by every shared write
+        (the switch to WAL before it is not a write transaction: see :func:`_wal`)."""
         mode = _wal(connection, timeout)
         if mode != "wal":
             log.warning("SQLite could not use WAL mode here (got %r); writes will be slower", mode)
         connection.execute(f"PRAGMA synchronous = {synchronous}")
+        left = timeout if gate is None else gate.acquire()
         try:  # one transaction: a store is created whole or not at all
-            connection.executescript(
-                f"BEGIN IMMEDIATE; {_SCHEMA}; {SHARED_SCHEMA}; "
-                f"PRAGMA application_id = {APPLICATION_ID}; "
-                f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-            )
+            with within(connection, left, timeout if gate is None else gate.busy):
+                connection.executescript(
+                    f"BEGIN IMMEDIATE; {_SCHEMA}; {SHARED_SCHEMA}; "
+                    f"PRAGMA application_id = {APPLICATION_ID}; "
+                    f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+                )
         except sqlite3.OperationalError:
             rollback(connection)
             if self._check(connection) is None:  # still empty: a real failure
@@ -247,6 +268,9 @@ class FileFormat:
         except BaseException:
             rollback(connection)
             raise
+        finally:
+            if gate is not None:
+                gate.release()
         return True
 
 

@@ -58,7 +58,7 @@ from lldsched.stores.codec import Unreadable, lease_from
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
-from lldsched.stores.sqlite_gate import gate_for
+from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import FINISHED, KEPT_COLUMNS, SLOT, TASKS, fetch, immediate
 
 __all__ = ["TAKE", "SharedState", "bump", "count_records", "node_id"]
@@ -140,7 +140,9 @@ UPDATE counters SET value = max(value, (SELECT coalesce(max(seq), 0) FROM record
 """
 
 
-def count_records(connection: sqlite3.Connection, *, last: int) -> None:
+def count_records(
+    connection: sqlite3.Connection, *, last: int, gate: WriteGate | None = None
+) -> None:
     """At a shared open: raise the ``record`` counter to the last record's ``seq`` if
     it is behind, that is if an unshared store wrote records since (it numbers them
     from the records, and never moves the counter): the next settle's record
@@ -150,11 +152,11 @@ def count_records(connection: sqlite3.Connection, *, last: int) -> None:
     each other, and this store holds its claim), so the only other writers are shared
     openers and shared settles, which never leave the counter behind; behind, the
     counter is raised in one write transaction to the ``max(seq)`` read in it, and
-    ``max`` never lowers it under any of them.  A write at open: not through the
-    store's gate (:mod:`lldsched.stores.sqlite_gate`), as the file's creation is not."""
+    ``max`` never lowers it under any of them.  A write at open, through the store's
+    ``gate`` (:mod:`lldsched.stores.sqlite_gate`) as every other shared write."""
     (value,) = connection.execute("SELECT value FROM counters WHERE name = 'record'").fetchone()
     if value < last:
-        with immediate(connection):
+        with immediate(connection, gate):
             connection.execute(_COUNT_RECORDS)
 
 
@@ -169,10 +171,11 @@ class SharedState:
         lease: float,
         poll: float,
         records: int,
-        timeout: float,
+        gate: WriteGate | None,
     ) -> None:
         """``records``: the records' ``max(seq)``, read at open (:func:`count_records`);
-        ``timeout``: the store's, how long a write waits for the gate."""
+        ``gate``: the store's (None where there is no ``flock``), which every write
+        passes, :func:`count_records`' at open too."""
         self.node = node_id()
         self.path = path
         self.file = identity(path)  # (device, inode) of the file opened; see check_file
@@ -189,7 +192,7 @@ class SharedState:
         self.refetch: set[str] = set()  # rows to return from the next changes() whatever
         self.removals: set[int] = set()  # versions of the removals this process wrote
         self.hold: HeldWrites | None = None  # what the verb's hold under way wrote
-        count_records(connection, last=records)
+        count_records(connection, last=records, gate=gate)
         (cursor,) = connection.execute(
             "SELECT value FROM counters WHERE name = 'change'"
         ).fetchone()
@@ -197,8 +200,8 @@ class SharedState:
         self.horizons = FeedHorizons()  # the cursors read, for trimming `removed`
         self.unreadable = Unreadable(repr(path))  # others' definitions this one cannot load
         self.data_version = _data_version(connection)
-        # Every write from now on passes it: the processes' writers take the lock in turn.
-        self.gate = gate_for(path, timeout)
+        # Every write passes it: the processes' writers take the lock in turn.
+        self.gate = gate
 
     # -- the file ----------------------------------------------------------------------
 
