@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from lldsched import (
+    CronSchedule,
     FakeClock,
     FixedRate,
     LldschedError,
@@ -21,6 +22,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
+from lldsched.core.schedulearg import SCHEDULE_TYPES
 
 
 def noop() -> None:
@@ -79,6 +81,28 @@ def test_a_number_of_seconds_given_as_the_schedule_is_told_which_schedule_to_wri
     message = str(raised.value)
     assert f"got {seconds!r}" in message
     assert "FixedRate(60)" in message and "OneTime(delay=60)" in message
+    assert scheduler.shutdown()
+
+
+class TextWithScheduleMethods(str):
+    """Cron text that also has a schedule's two methods."""
+
+    def first_run(self, now: float) -> float:
+        return now
+
+    def next_run(self, record: object, now: float) -> float:
+        return now
+
+
+def test_text_with_a_schedules_methods_is_read_as_cron_text_every_time(clock: FakeClock) -> None:
+    """``validated()`` takes a type it has seen as a schedule without asking whether it is
+    text: a type of text must never be remembered (core/schedulearg.py reads text first)."""
+    scheduler = Scheduler(clock=clock)
+    for name in ("first", "again"):
+        task = scheduler.schedule(name, noop, TextWithScheduleMethods("*/5 * * * *"))
+        assert type(task.schedule) is CronSchedule
+        assert task.schedule.expr == "*/5 * * * *"
+    assert TextWithScheduleMethods not in SCHEDULE_TYPES
     assert scheduler.shutdown()
 
 
