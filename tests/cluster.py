@@ -231,6 +231,12 @@ class Child:
         ended = {line["ended"] for line in lines if "ended" in line}
         return [line["token"] for line in lines if "task" in line and line["token"] not in ended]
 
+    def about(self, tokens: list[int]) -> list[dict[str, Any]]:
+        """This child's lines about the runs holding ``tokens`` (begun, ended, stopping),
+        for a failure's message."""
+        keys = ("token", "ended", "stopping")
+        return [line for line in self._lines() if any(line.get(k) in tokens for k in keys)]
+
     def stopping(self) -> list[int]:
         """The tokens of the runs that stopped this child from inside their action (the
         ``stop`` of :func:`tests.cluster_jobs.claimed_run`): one at most."""

@@ -15,12 +15,14 @@ import os
 import queue
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import IO
 
 from lldsched import FixedRate, Priority, Scheduler
 from lldsched.core.context import RunContext
 from lldsched.persistence import CoordinatedStore
+from lldsched.stores.sqlite_gate import WriteGate
 
 _lock = threading.Lock()  # guards _log: workers of one child append whole lines, one at a time
 _log: list[IO[str]] = []  # the open log file, opened at the first run
@@ -76,8 +78,33 @@ def _stop_if_asked(marker: str, token: int | None) -> None:
     # The store's lock guards its one connection: holding it, no thread of this process
     # is inside a write transaction, whose locks would stall every other process too.
     with store[0]._lock:  # type: ignore[attr-defined]  # the SQLite and PostgreSQL stores'
+        _gate_let_go(getattr(store[0], "_gate", None))
         _write(json.dumps({"stopping": token}))
-        os.kill(os.getpid(), signal.SIGSTOP)  # returns once the test sends SIGCONT
+        # To this thread, not the process: a SIGSTOP sent to the process is taken by its
+        # main thread (blocked reading stdin), and until a loaded host ran that thread,
+        # this one went on: it let the store's lock go, ended its run ({"ended": token}
+        # before the stop: "the stopping run is not in flight") and the other threads
+        # began writes the stop then held for the whole stall (a registration's
+        # WriteLockTimeout after 60 s).  Sent to this thread, it stops here, and the
+        # others with it (a stop signal stops every thread).
+        signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)  # until SIGCONT
+
+
+def _gate_let_go(gate: WriteGate | None) -> None:
+    """Wait until the shared SQLite store's write gate holds nothing for this process
+    (the caller holds the store's lock, so no write of it starts one meanwhile).  Its
+    thread, still blocked in ``flock`` for a write that gave up waiting (its timeout),
+    takes the write lock as soon as another process lets it go, and lets it go only when
+    it runs again: stopped in between, this process would hold every other writer up
+    for the whole stall (shown by holding the gate's thread back; not seen in a run)."""
+    if gate is None:  # PostgreSQL: no gate
+        return
+    deadline = time.monotonic() + 30  # then stop anyway: the test fails, it does not hang
+    while time.monotonic() < deadline:
+        with gate._state:
+            if not gate._busy:  # its thread took nothing, or let it go (under this lock)
+                return
+        time.sleep(0.001)  # the polling interval of a bounded wait: the other writes end
 
 
 seen: queue.Queue[tuple[str, int | None, bool, str | None]] = queue.Queue()

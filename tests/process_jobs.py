@@ -1,7 +1,8 @@
 """Module-level actions for process-isolated tasks (a child process imports them by path).
 
 Each runs in a worker process, so nothing here can touch the test's memory: a test
-learns what happened from the run's record, or from a file the action writes.
+learns what happened from the run's record, or from a file the action writes (whole:
+:func:`mark`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lldsched import RunContext
+
+
+def mark(marker: str, text: str) -> None:
+    """Write ``text`` to the file ``marker`` whole: written beside it, then renamed, so a
+    test that sees the file sees its text.  ``Path.write_text`` creates the file empty
+    first: a test that waited for it to exist read ``""`` when the child was killed, or
+    had not written yet, under load (``int("")``: a flaky ValueError)."""
+    beside = f"{marker}.{os.getpid()}.tmp"
+    Path(beside).write_text(text)
+    os.replace(beside, marker)
 
 
 def add(a: int, b: int) -> dict[str, int]:
@@ -37,7 +48,7 @@ def fail(message: str) -> None:
 def sleep(seconds: float, marker: str | None = None) -> str:
     """Write our pid to ``marker`` (if given), then sleep ``seconds``."""
     if marker is not None:
-        Path(marker).write_text(str(os.getpid()))
+        mark(marker, str(os.getpid()))
     time.sleep(seconds)
     return "slept"
 
@@ -45,7 +56,7 @@ def sleep(seconds: float, marker: str | None = None) -> str:
 def held(marker: str, release: str) -> str:
     """Write our pid to ``marker``, then wait until the file ``release`` exists (at most
     60 s, so a failing test cannot leave a child behind for long)."""
-    Path(marker).write_text(str(os.getpid()))
+    mark(marker, str(os.getpid()))
     deadline = time.monotonic() + 60
     while not Path(release).exists() and time.monotonic() < deadline:
         time.sleep(0.01)  # the polling interval of a bounded wait, not a fixed sleep
@@ -55,7 +66,7 @@ def held(marker: str, release: str) -> str:
 def note_exit(marker: str) -> int:
     """Have this worker process write ``exited`` to ``marker`` when it exits on its own
     (``atexit``: not when it is killed); return its pid."""
-    atexit.register(Path(marker).write_text, "exited")
+    atexit.register(mark, marker, "exited")
     return os.getpid()
 
 
@@ -234,7 +245,7 @@ def write_half_then_hold(marker: str, seconds: float) -> str:
     is on the pipe by then), then sleep ``seconds``."""
     answering = int(sys.argv[3])
     os.write(answering, (100).to_bytes(4, "big", signed=True) + b"0123456789")
-    Path(marker).write_text(str(os.getpid()))
+    mark(marker, str(os.getpid()))
     time.sleep(seconds)
     return "slept"
 
@@ -243,6 +254,6 @@ def shell_out(marker: str, seconds: float) -> str:
     """Start a command (``sleep 60``, as a job runs ``pg_dump``), write its pid to
     ``marker``, then sleep ``seconds`` without waiting for it."""
     command = subprocess.Popen(["sleep", "60"])
-    Path(marker).write_text(str(command.pid))
+    mark(marker, str(command.pid))
     time.sleep(seconds)
     return "done"

@@ -47,6 +47,15 @@ def held_before_a_child(
     return taking, go
 
 
+def killed_pid(error: str | None) -> int:
+    """The pid of the worker process ``error`` says was killed (``(its worker process
+    4242 was killed)``): the child a run's record names, known even when the child was
+    killed before its action wrote anything of its own."""
+    found = re.search(r"\(its worker process (\d+) was killed\)$", error or "")
+    assert found is not None, error
+    return int(found.group(1))
+
+
 def lines_of(process: subprocess.Popen[str]) -> queue.Queue[str]:
     """The child's lines of output, as they come (a thread reads them)."""
     lines: queue.Queue[str] = queue.Queue()

@@ -56,7 +56,8 @@ def _stop_inside_a_run(
     (victim,) = (child for child in children if child.stopping())
     victim.wait_stopped()
     running = victim.running()
-    assert set(victim.stopping()) <= set(running), (victim.stopping(), running, context)
+    stopping = victim.stopping()
+    assert set(stopping) <= set(running), (stopping, running, victim.about(stopping), context)
     return victim, running
 
 

@@ -31,7 +31,7 @@ from lldsched.threaded import processes
 from lldsched.threaded.loopshutdown import CANCEL_GRACE, grace_for
 from lldsched.threaded.processlife import kill_group
 from tests import cluster_jobs, jobs
-from tests.conftest import T0
+from tests.conftest import T0, collect_left_behind
 from tests.waits import wait_until
 
 HANG = 30.0  # how long a hung call waits at most: a shutdown returns long before it ends
@@ -317,6 +317,7 @@ def test_a_coroutine_deaf_to_cancellation_is_cancelled_recorded_and_left_behind(
     # Not left RUNNING: due at its slot again, its one attempt unspent (before: FAILED)
     assert (task.status, task.attempt) == (TaskStatus.SCHEDULED, 0)
     assert scheduler._in_flight == 0  # no count leaked by the run shutdown recorded
+    collect_left_behind()  # its line said here, not in a later test
 
 
 def test_a_save_that_hangs_recording_a_cancelled_coroutine_does_not_hold_shutdown(
@@ -338,6 +339,7 @@ def test_a_save_that_hangs_recording_a_cancelled_coroutine_does_not_hold_shutdow
     store.release.set()
     assert scheduler.shutdown(timeout=5)
     assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
+    collect_left_behind()
 
 
 def test_a_release_that_hangs_at_shutdown_does_not_hold_it_past_its_timeout(
