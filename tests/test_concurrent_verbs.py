@@ -645,6 +645,8 @@ def shut_down(r: Rig, *, drain: bool) -> int:
     assert answers == [True], "shutdown() ran out of time"
     returned = next(STAMP)
     if drain:  # README: drain=True runs what was due when shutdown() was called
+        # (True also when it ran out of time draining with every run cut: its warning,
+        # noted in r.escaped, then says so, and is shown with what it left)
         left = [
             task
             for task in r.scheduler.tasks()
@@ -652,7 +654,7 @@ def shut_down(r: Rig, *, drain: bool) -> int:
             and task.next_run_at is not None
             and task.next_run_at <= before
         ]
-        assert left == [], left[:5]
+        assert left == [], (left[:5], r.escaped[-3:])
     return returned
 
 
