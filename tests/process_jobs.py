@@ -25,7 +25,11 @@ def mark(marker: str, text: str) -> None:
     """Write ``text`` to the file ``marker`` whole: written beside it, then renamed, so a
     test that sees the file sees its text.  ``Path.write_text`` creates the file empty
     first: a test that waited for it to exist read ``""`` when the child was killed, or
-    had not written yet, under load (``int("")``: a flaky ValueError)."""
+    had not written yet, under load (``int("")``: a flaky ValueError).  Only a regular
+    file is replaced: the rename would put a file in the place of ``/dev/null`` (a test
+    that passed it as a marker did, run as root, and broke every later ``initdb``)."""
+    if os.path.lexists(marker) and not os.path.isfile(marker):
+        raise ValueError(f"marker {marker!r} is not a regular file: not replaced")
     beside = f"{marker}.{os.getpid()}.tmp"
     Path(beside).write_text(text)
     os.replace(beside, marker)

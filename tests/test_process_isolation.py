@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -836,3 +837,15 @@ def test_a_worker_process_runs_the_python_multiprocessing_is_told_and_names_a_mi
     assert not refused_ok and "no Python executable to start" in refused
     assert "multiprocessing.set_executable" in refused
     assert ran_ok and ran_error is None
+
+
+def test_a_marker_is_written_whole_and_never_in_the_place_of_a_device(tmp_path: Path) -> None:
+    # A test passed os.devnull as a marker; written by a rename, run as root, it put a
+    # regular file in /dev/null's place, and PostgreSQL's initdb failed on it after.
+    process_jobs.mark(str(tmp_path / "pid"), "4242")
+    assert (tmp_path / "pid").read_text() == "4242" and list(tmp_path.iterdir()) == [
+        tmp_path / "pid"
+    ]
+    with pytest.raises(ValueError, match="is not a regular file"):
+        process_jobs.mark(os.devnull, "4242")
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import threading
 import time
 from pathlib import Path
@@ -134,7 +133,7 @@ def test_the_simulation_keeps_a_cut_last_attempt_due_and_a_restart_runs_it_once(
     options: dict[str, Any] = (
         {"action": done} if isolation == "coroutine"
         else {"action": "tests.process_jobs:held", "isolation": "process",
-              "args": [os.devnull, str(release)]}
+              "args": [str(tmp_path / "pid"), str(release)]}
     )  # fmt: skip
     with SqliteTaskStore(path) as store:
         sim = Simulation(workers=1, start=T0, store=store)
