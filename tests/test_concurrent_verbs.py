@@ -469,15 +469,20 @@ def register(
     overlap = rng.choice(list(Overlap)) if on_a_grid and rng.random() < 0.3 else None
     if overlap is not None and caller_id is not None:
         seen.overlapping.add(caller_id)  # replacing a task others read: before its runs
+    replace = caller_id is not None and rng.random() < 0.7
+    # A replace holds the runs in flight to its timeout, as modify's does: never None
+    # then, or a "hang" coroutine of the definition it replaced never ends, and a drain
+    # runs out of time (it cuts it at its grace, and leaves what waited behind it due).
+    timeouts = [0.02, 0.05] if mode == "hang" else [0.02, 5.0] if replace else [None, 0.02, 5.0]
     task = scheduler.schedule(
         f"{'async-' if coroutine else ''}{mode}",
         act_async if coroutine else act,
         schedule,
         id=caller_id,
-        replace_existing=caller_id is not None and rng.random() < 0.7,
+        replace_existing=replace,
         priority=rng.choice(list(Priority)),
         retry=rng.choice(retries),
-        timeout=rng.choice([0.02, 0.05]) if mode == "hang" else rng.choice([None, 0.02, 5.0]),
+        timeout=rng.choice(timeouts),
         args=(mode,),
         depends_on=upstreams,
         paused=rng.random() < 0.05,
