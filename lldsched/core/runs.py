@@ -329,10 +329,10 @@ class RunTransitions(CoreParts):
         threaded shutdown puts back what it dropped: ``TaskQueue.put_back``), so that
         ``pending()``, ``queue_stats()`` and ``metrics()`` list it with the tasks never
         started; nothing pops it any more (the timer is stopped, the simulation starts
-        nothing more, and the threaded drain leaves a process-isolated entry queued
-        once the worker processes are killed: ``Stopping._drain``), and a durable store
-        runs it after the restart.  Written through the store and announced (RUNNING ->
-        SCHEDULED or RETRYING, with the record)."""
+        nothing more, and the threaded drain hands out nothing once it has cut:
+        ``Stopping._drain``), and a durable store runs it after the restart.  Written
+        through the store and announced (RUNNING -> SCHEDULED or RETRYING, with the
+        record)."""
         task = run.task
         attempt = task.attempt = run.attempt - 1
         task._slot = run.slot
