@@ -33,6 +33,13 @@ def flaky(fail: bool, ctx: RunContext) -> None:
         raise RuntimeError("flaky")
 
 
+def fails_first_at(label: str, slot: float, ctx: RunContext) -> None:
+    """:func:`note`; raise on the first attempt of the run due at ``slot``."""
+    note(label, ctx)
+    if ctx.attempt == 1 and ctx.due == slot:
+        raise RuntimeError(f"the first attempt at {slot!r} fails")
+
+
 def broken() -> None:
     """Always raises."""
     raise RuntimeError("disk is full")

@@ -570,12 +570,17 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
     """Re-evaluate queued tasks after the wall clock jumped by ``jump`` seconds.
 
     Forward (time passed that the timer did not see: a suspend, a clock set
-    ahead): SCHEDULED tasks whose slots passed meet their misfire policy, as
-    after downtime.  Backward (a clock set back): elapsed-time due instants move
-    back with the clock (fixed rate, fixed delay, one-off by delay, and every
-    retry's backoff), so "every 60 s" keeps meaning 60 s; calendar instants
-    (cron, one-off at a given time) stay where they are.  A task whose run is in
-    flight keeps its due instants (its run's finish decides the next), but a fixed
+    ahead): queued tasks whose slots passed meet their misfire policy, as after
+    downtime, by the rule a restart and a shared claim apply (:func:`decide_misfire`
+    from :func:`first_decided`): a task awaiting a retry owes that attempt, which runs
+    first, and the slots after its slot are decided, whether the retry is due yet or
+    not (before, only SCHEDULED tasks were: a retry ran and its passed slots were
+    recorded ``skipped`` after it, and a retry within a ``RUN_ALL`` catch-up left the
+    slots the jump passed without a record).  Backward (a clock set back):
+    elapsed-time due instants move back with the clock (fixed rate, fixed delay,
+    one-off by delay, and every retry's backoff), so "every 60 s" keeps meaning 60 s;
+    calendar instants (cron, one-off at a given time) stay where they are.  A task
+    whose run is in flight keeps its due instants (its run's finish decides the next), but a fixed
     rate's next slot is counted from the slot the run serves: that slot is read as
     moved with the clock (:meth:`CatchUp.moving`).  A forward jump leaves a run in
     flight alone: the slots it outlasted are its overrun's, skipped or caught up; but the
@@ -597,8 +602,8 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
         if due is None or not (task.status in _QUEUED or paused):
             continue
         if jump > 0:
-            if task.status is TaskStatus.SCHEDULED and due <= now:
-                decide_misfire(core, task, now)
+            if not paused:  # a retry owes its attempt: it runs first (first_decided)
+                decide_misfire(core, task, now, owed=task.status is TaskStatus.RETRYING)
             continue
         schedule = task._schedule
         elapsed = measures_elapsed_time(unwrap(schedule))
