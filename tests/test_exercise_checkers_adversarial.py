@@ -185,7 +185,10 @@ def test_a_parse_field_that_raises_something_else_than_value_error_names_the_fie
             raise KeyError(text) from None
 
     message = failure(run_checks(parse_field_checks(raises_key_error)), "range ends")
-    assert message == "parse_field('50-70', 0, 59) raised KeyError: '50-70'"
+    assert message == (
+        "parse_field('50-70', 0, 59) raised KeyError: '50-70': cron rejects '50-70', and a "
+        "field cron rejects raises ValueError (not KeyError)"
+    )
 
 
 @pytest.mark.parametrize(
