@@ -226,10 +226,11 @@ def yields_the_instant(*args: Any) -> Iterator[float | None]:
         ),
         (retry_at_as(str), "a str: the number's text, not the number"),
         (nan, "returned nan, not a number (an inf - inf or a 0 * inf"),
+        (retry_at_as(lambda due: Decimal("sNaN")), "returned Decimal('sNaN'), not a number"),
         (yields_the_instant, "a `yield` makes the function a generator"),
         (retry_at_as(lambda due: (due, due - 100)), "a tuple, a collection where one number"),
     ],
-    ids=["float32", "datetime", "timedelta", "str", "nan", "generator", "tuple"],
+    ids=["float32", "datetime", "timedelta", "str", "nan", "decimal-nan", "generator", "tuple"],
 )
 def test_a_retry_at_that_returns_what_no_instant_is_is_told_why(
     answer: Callable[..., Any], told: str
@@ -427,3 +428,38 @@ def test_a_parser_that_yields_for_ever_is_named_by_its_call() -> None:
         "parse_field('*', 0, 59) returned a generator that yields more than 10,000 values: "
         "return the set of values the field allows"
     )
+
+
+# -- the timer: what pop_due hands back ---------------------------------------------------------
+
+
+class PopYields(TaskQueue):
+    """``yield`` where ``return`` belongs: pop_due is a generator, which does nothing."""
+
+    def pop_due(self) -> Any:
+        yield super().pop_due()
+
+
+class PopReturnsTheDue(TaskQueue):
+    """Hands back the due instant of the head, not the task."""
+
+    def pop_due(self) -> Any:
+        task = super().pop_due()
+        return self._clock() if task else task
+
+
+@pytest.mark.parametrize(
+    ("answer", "told", "not_told"),
+    [
+        (PopYields, "a `yield` makes pop_due a generator", "heap entry"),
+        (PopReturnsTheDue, "return the task as it was pushed", "heap entry"),
+    ],
+    ids=["generator", "a-number"],
+)
+def test_a_pop_due_that_hands_back_no_task_is_told_what_it_returned_not_of_an_entry(
+    answer: type[TaskQueue], told: str, not_told: str
+) -> None:
+    checks = [c for c in timer_checks(answer) if "due first, then arrival" in c[0]]
+    (result,) = run_checks(checks)
+    assert not result.passed and result.message.startswith("pop_due returned "), result
+    assert told in result.message and not_told not in result.message, result

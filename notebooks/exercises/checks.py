@@ -356,6 +356,8 @@ def as_number(value: object) -> int | float | None:
         return None
     if isinstance(value, numbers.Integral):
         return int(value)
+    if isinstance(value, decimal.Decimal) and value.is_nan():  # float() refuses a signaling one
+        return None
     if isinstance(value, numbers.Real | decimal.Decimal):
         number = float(value)
         return None if math.isnan(number) else number
@@ -923,7 +925,15 @@ class Consumers:
         if not isinstance(value, str):  # the checker pushes names only
             raise AssertionError(
                 f"pop_due returned {value!r}: return the task as it was pushed (a name such "
-                "as 'report'), not its heap entry"
+                "as 'report')"
+                + (
+                    ", not its heap entry"
+                    if isinstance(value, tuple | list)
+                    else "; a `yield` makes pop_due a generator, which waits for nothing "
+                    "and takes nothing until it is iterated"
+                    if type(value).__name__ == "generator"
+                    else ""
+                )
             )
         return value, at
 
