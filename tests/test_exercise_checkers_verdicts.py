@@ -24,25 +24,15 @@ import numpy
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from exercises.checks import ANSWER_LIMIT, Check, Result, run_checks, timer_checks
+from exercises.checks import ANSWER_LIMIT, Check, run_checks, timer_checks
 from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
 from exercises.solutions import TaskQueue, next_slot, parse_field, retry_at, runs_after_resume
 
+from tests.test_exercise_checkers_adversarial import SHORT, failure, refused
+
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-SHORT = 0.5  # the limit a test gives a check that must hit it
-
-
-def failure(results: list[Result], check: str) -> str:
-    """The message of the check whose description contains ``check``; it must have failed."""
-    (result,) = [r for r in results if check in r.description]
-    assert not result.passed, f"{check!r} passed a wrong answer"
-    return result.message
-
-
-def refused(results: list[Result]) -> list[Result]:
-    return [r for r in results if not r.passed]
 
 
 # -- a time.monotonic a learner's cell replaced -------------------------------------------------
@@ -212,36 +202,6 @@ def yields_the_instant(*args: Any) -> Iterator[float | None]:
     yield retry_at(*args)
 
 
-@pytest.mark.parametrize(
-    ("answer", "told"),
-    [
-        (retry_at_as(numpy.float32), "a numpy.float32, which keeps about 7 significant digits"),
-        (
-            retry_at_as(lambda due: datetime.datetime.fromtimestamp(due, datetime.UTC)),
-            "a datetime: the instants here are seconds",
-        ),
-        (
-            lambda attempt, finished, *rule: datetime.timedelta(seconds=2.0 ** (attempt - 1)),
-            "a timedelta, a length of time",
-        ),
-        (retry_at_as(str), "a str: the number's text, not the number"),
-        (nan, "returned nan, not a number (an inf - inf or a 0 * inf"),
-        (retry_at_as(lambda due: Decimal("sNaN")), "returned Decimal('sNaN'), not a number"),
-        (yields_the_instant, "a `yield` makes the function a generator"),
-        (retry_at_as(lambda due: (due, due - 100)), "a tuple, a collection where one number"),
-    ],
-    ids=["float32", "datetime", "timedelta", "str", "nan", "decimal-nan", "generator", "tuple"],
-)
-def test_a_retry_at_that_returns_what_no_instant_is_is_told_why(
-    answer: Callable[..., Any], told: str
-) -> None:
-    results = run_checks(retry_at_checks(answer), limit=ANSWER_LIMIT)
-    message = failure(results, "the first retry waits initial")
-    assert message.startswith("retry_at(1, 100, 3, 1, 2, 60) returned "), message
-    assert told in message, message
-    assert "jitter" not in message, message  # nan != nan is no random part
-
-
 def test_a_retry_at_that_gives_up_with_false_is_told_a_bool_is_no_instant() -> None:
     results = run_checks(retry_at_checks(gives_up_with_false), limit=ANSWER_LIMIT)
     assert failure(results, "is the last -> None") == (
@@ -293,28 +253,7 @@ def test_a_retry_at_that_raises_where_an_attempt_is_left_is_told_only_what_it_ra
     )
 
 
-@pytest.mark.parametrize(
-    ("answer", "told"),
-    [
-        (
-            next_slot_as(lambda due: datetime.datetime.fromtimestamp(due, datetime.UTC)),
-            "a datetime",
-        ),
-        (nan, "returned nan, not a number"),
-        (next_slot_as(lambda due: iter([due])), "a list_iterator iterator, not a number"),
-    ],
-    ids=["datetime", "nan", "iterator"],
-)
-def test_a_next_slot_that_returns_what_no_instant_is_is_told_why(
-    answer: Callable[..., Any], told: str
-) -> None:
-    results = run_checks(next_slot_checks(answer), limit=ANSWER_LIMIT)
-    message = failure(results, "a short run")
-    assert message.startswith("next_slot(0, 60, 5, 'skip') returned "), message
-    assert told in message and message.endswith(": return the next due instant, a number")
-
-
-# -- runs_after_resume: the shape of the list ---------------------------------------------------
+# -- a value no instant is, or runs of the wrong shape ----------------------------------------
 
 
 def every_run_after_the_pause(*args: Any) -> Iterator[float]:
@@ -326,32 +265,103 @@ def every_run_after_the_pause(*args: Any) -> Iterator[float]:
         k += 1
 
 
+RETURNED = {
+    retry_at_checks: "retry_at(1, 100, 3, 1, 2, 60) returned ",
+    next_slot_checks: "next_slot(0, 60, 5, 'skip') returned ",
+    runs_after_resume_checks: "runs_after_resume(0, 60, 10, 50, 'run_once') returned ",
+}
+"""How the first check of each pure exercise names the first call and what it returned."""
+
+
 @pytest.mark.parametrize(
-    ("answer", "told"),
+    ("checks_of", "answer", "told"),
     [
         (
+            retry_at_checks,
+            retry_at_as(numpy.float32),
+            "a numpy.float32, which keeps about 7 significant digits",
+        ),
+        (
+            retry_at_checks,
+            retry_at_as(lambda due: datetime.datetime.fromtimestamp(due, datetime.UTC)),
+            "a datetime: the instants here are seconds",
+        ),
+        (
+            retry_at_checks,
+            lambda attempt, finished, *rule: datetime.timedelta(seconds=2.0 ** (attempt - 1)),
+            "a timedelta, a length of time",
+        ),
+        (retry_at_checks, retry_at_as(str), "a str: the number's text, not the number"),
+        (retry_at_checks, nan, "returned nan, not a number (an inf - inf or a 0 * inf"),
+        (
+            retry_at_checks,
+            retry_at_as(lambda due: Decimal("sNaN")),
+            "returned Decimal('sNaN'), not a number",
+        ),
+        (retry_at_checks, yields_the_instant, "a `yield` makes the function a generator"),
+        (
+            retry_at_checks,
+            retry_at_as(lambda due: (due, due - 100)),
+            "a tuple, a collection where one number",
+        ),
+        (
+            next_slot_checks,
+            next_slot_as(lambda due: datetime.datetime.fromtimestamp(due, datetime.UTC)),
+            "a datetime: the instants here are seconds",
+        ),
+        (next_slot_checks, nan, "returned nan, not a number"),
+        (
+            next_slot_checks,
+            next_slot_as(lambda due: iter([due])),
+            "a list_iterator iterator, not a number: return the next due instant, a number",
+        ),
+        (
+            runs_after_resume_checks,
             every_run_after_the_pause,
             "returned a generator that yields more than 3 instants (the first: [60, 120, 180])",
         ),
-        (lambda *args: set(runs_after_resume(*args)), "a set, which has no order"),
         (
+            runs_after_resume_checks,
+            lambda *args: set(runs_after_resume(*args)),
+            "a set, which has no order",
+        ),
+        (
+            runs_after_resume_checks,
             lambda *args: numpy.array(runs_after_resume(*args), dtype=numpy.float32),
             "is a numpy.float32, which keeps about 7 significant digits",
         ),
         (
+            runs_after_resume_checks,
             lambda *args: [math.nan] * 3,
             "the instants are numbers, and nan is not a number (an inf - inf",
         ),
     ],
-    ids=["endless-generator", "set", "float32-array", "nan"],
+    ids=[
+        "retry_at-float32",
+        "retry_at-datetime",
+        "retry_at-timedelta",
+        "retry_at-str",
+        "retry_at-nan",
+        "retry_at-decimal-nan",
+        "retry_at-generator",
+        "retry_at-tuple",
+        "next_slot-datetime",
+        "next_slot-nan",
+        "next_slot-iterator",
+        "runs-endless-generator",
+        "runs-set",
+        "runs-float32-array",
+        "runs-nan",
+    ],
 )
-def test_a_resume_answer_of_the_wrong_shape_or_type_is_told_why(
-    answer: Callable[..., Any], told: str
+def test_an_answer_that_returns_what_no_instant_is_is_told_why(
+    checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any], told: str
 ) -> None:
-    results = run_checks(runs_after_resume_checks(answer), limit=ANSWER_LIMIT)
-    message = failure(results, "between two slots")
-    assert message.startswith("runs_after_resume(0, 60, 10, 50, 'run_once') returned "), message
+    results = run_checks(checks_of(answer), limit=ANSWER_LIMIT)
+    message = failure(results, results[0].description)
+    assert message.startswith(RETURNED[checks_of]), message
     assert told in message, message
+    assert "jitter" not in message, message  # nan != nan is no random part
 
 
 def test_a_resume_generator_that_loops_before_its_second_run_is_named_by_its_call() -> None:
