@@ -282,7 +282,12 @@ def just_under_the_cap_at_attempt_5000(
         (exponent_one_too_low, "the first retry waits initial", "the exponent is one too low"),
         (exponent_one_too_low, "grows until the cap", "the exponent is one too low"),
         (counted_from_now, "counted from the finish", "counted from the time now"),
-        (cap_before_growth, "the wait is capped", "the wait is capped at 60 s"),
+        (
+            cap_before_growth,
+            "the wait is capped",
+            "the wait is capped at 60 s once it has grown, min(cap, initial * multiplier ** "
+            "(n - 1)); min(cap, initial) * multiplier ** (n - 1) caps the first wait only",
+        ),
         (
             just_under_the_cap_at_attempt_5000,
             "no overflow",

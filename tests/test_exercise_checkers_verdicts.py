@@ -12,6 +12,7 @@ import collections
 import datetime
 import math
 import os
+import random
 import subprocess
 import sys
 import time
@@ -473,3 +474,35 @@ def test_a_pop_due_that_hands_back_no_task_is_told_what_it_returned_not_of_an_en
     (result,) = run_checks(checks)
     assert not result.passed and result.message.startswith("pop_due returned "), result
     assert told in result.message and not_told not in result.message, result
+
+
+# -- an answer that answers the same call two ways ----------------------------------------------
+
+
+def jittered_next_slot(slot: float, period: float, finished: float, policy: str) -> float:
+    return next_slot(slot, period, finished, policy) + random.random()
+
+
+def jittered_runs(*args: Any) -> list[float]:
+    return [run + random.random() for run in runs_after_resume(*args)]
+
+
+@pytest.mark.parametrize(
+    ("checks_of", "answer", "not_told"),
+    [
+        (next_slot_checks, jittered_next_slot, "not on the grid"),
+        (runs_after_resume_checks, jittered_runs, "changes with the policy"),
+    ],
+    ids=["next_slot", "runs_after_resume"],
+)
+def test_an_answer_with_a_random_part_is_told_so_not_of_a_mistake_in_the_rule(
+    checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any], not_told: str
+) -> None:
+    results = run_checks(checks_of(answer), limit=ANSWER_LIMIT)
+    message = failure(results, results[0].description)
+    assert message.startswith(RETURNED[checks_of]), message
+    assert ", then " in message and message.endswith(
+        ": the same call has one answer; leave out any random part (jitter) and keep nothing "
+        "from one call to the next"
+    ), message
+    assert not_told not in message, message

@@ -53,12 +53,14 @@ import lldsched
 
 __all__ = [
     "ANSWER_LIMIT",
+    "TWICE",
     "ExerciseClock",
     "Raised",
     "Result",
     "Taken",
     "WatchedCondition",
     "as_number",
+    "asked_again",
     "call_answer",
     "check_answer",
     "check_task_queue",
@@ -336,6 +338,30 @@ def call_answer(
         raise Raised(f"{call} raised {type(error).__name__}: {error}", error) from None
     watch.refuse(call)
     return got
+
+
+TWICE = (
+    "the same call has one answer; leave out any random part (jitter) and keep nothing "
+    "from one call to the next"
+)
+
+
+def asked_again(
+    call: str,
+    answer: Callable[..., Any],
+    args: Sequence[Any],
+    got: Any,
+    plain: Callable[[Any], Any],
+    shown: Callable[[Any], str],
+    take: int = 0,
+) -> None:
+    """Ask the answer the same ``call`` again (once its first answer, ``got`` made
+    ``plain``, turned out wrong), and fail naming both answers if the second is another:
+    a random or stateful answer is told that, not a mistake in the rule it was never
+    going to answer the same twice."""
+    again = plain(call_answer(call, answer, *args, take=take))
+    if again != got:
+        raise AssertionError(f"{call} returned {shown(got)}, then {shown(again)}: {TWICE}")
 
 
 def as_number(value: object) -> int | float | None:

@@ -20,11 +20,13 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence, Set
+from functools import partial
 
 from exercises.checks import (
     Check,
     Taken,
     as_number,
+    asked_again,
     call_answer,
     check_answer,
     unlike_a_number,
@@ -228,6 +230,8 @@ def _verdict(
     expected = reference_runs_after_resume(first, period, paused, resumed, policy)
     if _same(got, expected):
         return
+    args = (first, period, paused, resumed, policy)
+    asked_again(call, runs_after_resume, args, got, partial(_runs, call), _shown, take=RUNS)
     why = _mistake(first, period, paused, resumed, got, expected)
     others = {}
     for other in POLICIES:

@@ -82,6 +82,12 @@ def _mistake(
     if abs(got - wait) < 1e-9 and finished:
         return ": that is the wait; return the instant, finished + wait"
     if _grown(initial, multiplier, attempt - 1) > cap and got - finished > cap:
+        if abs(got - (finished + _grown(min(cap, initial), multiplier, attempt - 1))) < 1e-6:
+            return (
+                f": the wait is capped at {cap:g} s once it has grown, min(cap, initial * "
+                "multiplier ** (n - 1)); min(cap, initial) * multiplier ** (n - 1) caps the "
+                "first wait only"
+            )
         return f": the wait is capped at {cap:g} s (min(cap, ...))"
     if multiplier != 1 and initial:
         for exponent, which in [(attempt, "high"), (attempt - 2, "low")]:

@@ -18,6 +18,7 @@ from exercises.checks import (
     Raised,
     Taken,
     as_number,
+    asked_again,
     call_answer,
     check_answer,
     shown_apart,
@@ -75,9 +76,14 @@ def _verdict(
     expected = reference_next_slot(slot, period, finished, policy)
     if abs(got - expected) < 1e-9:
         return
+    asked_again(call, next_slot, (slot, period, finished, policy), got, as_number, _number)
     why = _mistake(slot, period, finished, policy, got, expected)
     shown = shown_apart(expected, got)
     raise AssertionError(f"{call}: expected {shown[0]}, got {shown[1]}{why}")
+
+
+def _number(value: float | None) -> str:
+    return "something else" if value is None else f"{value:g}"
 
 
 def _mistake(
