@@ -506,3 +506,42 @@ def test_an_answer_with_a_random_part_is_told_so_not_of_a_mistake_in_the_rule(
         "from one call to the next"
     ), message
     assert not_told not in message, message
+
+
+def half_written_retry_at(attempt: int, finished: float, max_attempts: int, *rule: float) -> Any:
+    """The wait is written, the giving up not yet."""
+    if attempt >= max_attempts:
+        raise NotImplementedError("your turn")
+    return retry_at(attempt, finished, max_attempts, *rule)
+
+
+def half_written_parse_field(text: str, low: int, high: int) -> Any:
+    """The fields cron takes are written, the refusals not yet."""
+    try:
+        return parse_field(text, low, high)
+    except ValueError:
+        raise NotImplementedError("your turn") from None
+
+
+@pytest.mark.parametrize(
+    ("checks_of", "answer", "check", "told"),
+    [
+        (
+            retry_at_checks,
+            half_written_retry_at,
+            "max_attempts=1 never retries",
+            "retry_at(1, 100, 1, 1, 2, 60) raised NotImplementedError: your turn",
+        ),
+        (
+            parse_field_checks,
+            half_written_parse_field,
+            "range ends",
+            "parse_field('50-70', 0, 59) raised NotImplementedError: your turn",
+        ),
+    ],
+    ids=["retry_at", "parse_field"],
+)
+def test_a_branch_not_written_yet_is_told_only_that(
+    checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any], check: str, told: str
+) -> None:
+    assert failure(run_checks(checks_of(answer), limit=ANSWER_LIMIT), check) == told
