@@ -274,6 +274,16 @@ RETURNED = {
 """How the first check of each pure exercise names the first call and what it returned."""
 
 
+def first_return_refused(
+    checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any]
+) -> str:
+    """The message of the first check, which must fail on what the first call returned."""
+    results = run_checks(checks_of(answer), limit=ANSWER_LIMIT)
+    message = failure(results, results[0].description)
+    assert message.startswith(RETURNED[checks_of]), message
+    return message
+
+
 @pytest.mark.parametrize(
     ("checks_of", "answer", "told"),
     [
@@ -358,9 +368,7 @@ RETURNED = {
 def test_an_answer_that_returns_what_no_instant_is_is_told_why(
     checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any], told: str
 ) -> None:
-    results = run_checks(checks_of(answer), limit=ANSWER_LIMIT)
-    message = failure(results, results[0].description)
-    assert message.startswith(RETURNED[checks_of]), message
+    message = first_return_refused(checks_of, answer)
     assert told in message, message
     assert "jitter" not in message, message  # nan != nan is no random part
 
@@ -498,9 +506,7 @@ def jittered_runs(*args: Any) -> list[float]:
 def test_an_answer_with_a_random_part_is_told_so_not_of_a_mistake_in_the_rule(
     checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any], not_told: str
 ) -> None:
-    results = run_checks(checks_of(answer), limit=ANSWER_LIMIT)
-    message = failure(results, results[0].description)
-    assert message.startswith(RETURNED[checks_of]), message
+    message = first_return_refused(checks_of, answer)
     assert ", then " in message and message.endswith(
         ": the same call has one answer; leave out any random part (jitter) and keep nothing "
         "from one call to the next"
