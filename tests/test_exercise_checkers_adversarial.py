@@ -185,7 +185,10 @@ def test_a_parse_field_that_raises_something_else_than_value_error_names_the_fie
             raise KeyError(text) from None
 
     message = failure(run_checks(parse_field_checks(raises_key_error)), "range ends")
-    assert message == "parse_field('50-70', 0, 59) raised KeyError: '50-70'"
+    assert message == (
+        "parse_field('50-70', 0, 59) raised KeyError: '50-70': cron rejects '50-70', and a "
+        "field cron rejects raises ValueError (not KeyError)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -279,7 +282,12 @@ def just_under_the_cap_at_attempt_5000(
         (exponent_one_too_low, "the first retry waits initial", "the exponent is one too low"),
         (exponent_one_too_low, "grows until the cap", "the exponent is one too low"),
         (counted_from_now, "counted from the finish", "counted from the time now"),
-        (cap_before_growth, "the wait is capped", "the wait is capped at 60 s"),
+        (
+            cap_before_growth,
+            "the wait is capped",
+            "the wait is capped at 60 s once it has grown, min(cap, initial * multiplier ** "
+            "(n - 1)); min(cap, initial) * multiplier ** (n - 1) caps the first wait only",
+        ),
         (
             just_under_the_cap_at_attempt_5000,
             "no overflow",

@@ -30,8 +30,12 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import datetime
+import decimal
 import gc
+import importlib.util
 import inspect
+import itertools
 import math
 import numbers
 import os
@@ -40,7 +44,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -49,17 +53,23 @@ import lldsched
 
 __all__ = [
     "ANSWER_LIMIT",
+    "TWICE",
     "ExerciseClock",
+    "Raised",
     "Result",
+    "Taken",
     "WatchedCondition",
     "as_number",
+    "asked_again",
     "call_answer",
     "check_answer",
     "check_task_queue",
     "check_wakes_for_a_push",
     "print_results",
     "run_checks",
+    "shown_apart",
     "timer_checks",
+    "unlike_a_number",
 ]
 
 Check = tuple[str, Callable[[], None]]
@@ -217,6 +227,26 @@ def _read_by(name: str, module: Any) -> list[tuple[str, object, frozenset[str] |
     return entries
 
 
+def _real_monotonic() -> Callable[[], float]:
+    """``time.monotonic`` as the interpreter made it, whatever a cell did to it: the
+    function of a fresh copy of the ``time`` module (a module of C code, built anew from
+    its spec, shares nothing with ``sys.modules["time"]``).  An earlier cell that froze
+    ``time.monotonic`` (``time.monotonic = lambda: 0.0``, a ``mock.patch`` never stopped),
+    even before the checker was imported, would otherwise freeze the checker's own
+    clocks: the limit of each call to an answer (an answer that loops for ever was never
+    stopped) and the timer checks' :class:`ExerciseClock` (a right queue failed)."""
+    spec = importlib.util.find_spec("time")
+    if spec is None:  # no spec to build a copy from: the module's own (never seen here)
+        return time.monotonic
+    clock: Callable[[], float] = importlib.util.module_from_spec(spec).monotonic
+    return clock
+
+
+_monotonic = _real_monotonic()
+"""The checker's clock for its limits and its timer checks, taken at import (see
+:func:`_real_monotonic`): never the ``time.monotonic`` a learner's cell replaced."""
+
+
 ANSWER_LIMIT = 5.0
 """Seconds each call a check makes to a pure function (next_slot, retry_at,
 runs_after_resume, parse_field)
@@ -231,30 +261,63 @@ class _Stopped(Exception):
 _WATCHING: dict[threading.Thread, _Watch] = {}
 
 # By check thread: the call to the answer it is in ("" between calls) and the
-# time.monotonic() that call began at (or the last one ended at).  The thread writes its
+# _monotonic() that call began at (or the last one ended at).  The thread writes its
 # own entry, _within reads it; each entry is one tuple replaced whole, so no lock.  By
 # thread, so that a stopped check's thread, ending later, cannot touch the next one's.
 _CALLING: dict[threading.Thread, tuple[str, float]] = {}
 
 
+class Raised(AssertionError):
+    """The failure of a call to the answer that raised (its message names the call):
+    ``error`` is what it raised, for a checker that can say more once it knows what the
+    right answer was (a ``retry_at`` that raises where it should return None)."""
+
+    def __init__(self, message: str, error: BaseException) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class Taken(list[Any]):
+    """What an answer's iterator (a generator) yielded, taken by :func:`call_answer`:
+    ``kind`` is the iterator's type (``"generator"``), and ``more`` whether it had more
+    to give than was taken."""
+
+    kind = "iterator"
+    more = False
+
+
 def call_answer(
-    call: str, answer: Callable[..., Any], *args: Any, passes: tuple[type[Exception], ...] = ()
+    call: str,
+    answer: Callable[..., Any],
+    *args: Any,
+    passes: tuple[type[Exception], ...] = (),
+    take: int = 0,
 ) -> Any:
     """``answer(*args)``, where ``call`` (how it reads: ``next_slot(0, 60, 5, 'skip')``)
     names it in the failure when it raises (any exception but those in ``passes``), never
     returns, sleeps, or asks lldsched or this checker for its answer (see :class:`_Watch`),
-    on its own thread or on one it starts, or turns that watch off."""
+    on its own thread or on one it starts, or turns that watch off.
+
+    With ``take``, an iterator the answer returns (a generator, ``map(...)``) is iterated
+    here, as part of the call, for at most ``take`` items: a generator's body runs only
+    as it is iterated, and it is the answer's code, watched and timed as the rest of it.
+    Those items come back as a :class:`Taken` list."""
     watch = _Watch()
     previous = sys.getprofile()
     thread = threading.current_thread()
     _WATCHING[thread] = watch
-    _CALLING[thread] = (call, time.monotonic())
+    _CALLING[thread] = (call, _monotonic())
     try:
         _watch_threads(started=True)
         gc.callbacks.append(_collecting)
         try:
             sys.setprofile(watch)
             got = answer(*args)
+            if take and isinstance(got, Iterator):
+                taken = Taken(itertools.islice(got, take))
+                taken.kind = type(got).__name__
+                taken.more = len(taken) == take and next(got, _MISSING) is not _MISSING
+                got = taken
         finally:
             if sys.getprofile() is not watch:  # turned off by a way the watch cannot see
                 watch.unhooked = watch.unhooked or "sys.setprofile"
@@ -265,25 +328,120 @@ def call_answer(
             _watch_threads(started=False)
             for started in watch.started:
                 _STARTED.pop(started, None)
-            _CALLING[thread] = ("", time.monotonic())
+            _CALLING[thread] = ("", _monotonic())
             _WATCHING.pop(thread, None)
     except passes:
         watch.refuse(call)
         raise
     except (Exception, SystemExit) as error:  # the learner's code raised: name the input
         watch.refuse(call)  # (sys.exit() too: it would end the whole check, or the kernel)
-        raise AssertionError(f"{call} raised {type(error).__name__}: {error}") from None
+        raise Raised(f"{call} raised {type(error).__name__}: {error}", error) from None
     watch.refuse(call)
     return got
 
 
+TWICE = (
+    "the same call has one answer; leave out any random part (jitter) and keep nothing "
+    "from one call to the next"
+)
+
+
+def asked_again(
+    call: str,
+    answer: Callable[..., Any],
+    args: Sequence[Any],
+    got: Any,
+    plain: Callable[[Any], Any],
+    shown: Callable[[Any], str],
+    take: int = 0,
+) -> None:
+    """Ask the answer the same ``call`` again (once its first answer, ``got`` made
+    ``plain``, turned out wrong), and fail naming both answers if the second is another:
+    a random or stateful answer is told that, not a mistake in the rule it was never
+    going to answer the same twice."""
+    again = plain(call_answer(call, answer, *args, take=take))
+    if again != got:
+        raise AssertionError(f"{call} returned {shown(got)}, then {shown(again)}: {TWICE}")
+
+
 def as_number(value: object) -> int | float | None:
-    """``value`` as a plain ``int`` or ``float`` when it is a real number (a ``Fraction``,
-    a numpy scalar, a subclass of ``float``), else None.  The checks compare the plain
-    number: a subclass's own ``__eq__`` or ``__sub__`` cannot answer for it."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    """``value`` as a plain ``int`` or ``float`` when it is a number a right answer may
+    return, else None (:func:`unlike_a_number` says why).
+
+    Taken: an ``int`` or a ``float`` (a subclass too), a ``Fraction``, a ``Decimal``, a
+    numpy integer, a numpy float of 64 bits or more, and a numpy array of no dimension
+    holding one (``numpy.asarray(x)``).  Refused: a ``bool`` (numpy's too), NaN, a
+    numpy float of fewer than 64 bits (a float32 keeps 7 significant digits: an instant
+    of 1.7e9 s since 1970 is off by up to a minute), and anything that is no real
+    number (a ``datetime``, a ``timedelta``, a ``str``, a complex number, a generator, a
+    collection).  The checks compare the plain number: a subclass's own ``__eq__`` or
+    ``__sub__`` cannot answer for it."""
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        value = value[()]  # type: ignore[index]  # a 0-d array's scalar (a scalar's self)
+    if isinstance(value, bool) or _too_coarse(value):
         return None
-    return int(value) if isinstance(value, numbers.Integral) else float(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, decimal.Decimal) and value.is_nan():  # float() refuses a signaling one
+        return None
+    if isinstance(value, numbers.Real | decimal.Decimal):
+        number = float(value)
+        return None if math.isnan(number) else number
+    return None
+
+
+def _too_coarse(value: object) -> bool:
+    """Whether ``value`` is a numpy float of fewer than 64 bits (float16, float32)."""
+    return (
+        type(value).__module__ == "numpy"
+        and isinstance(value, numbers.Real)
+        and not isinstance(value, numbers.Integral)
+        and getattr(value, "itemsize", 8) < 8
+    )
+
+
+def unlike_a_number(value: object) -> str:
+    """Why :func:`as_number` refused ``value``, a phrase to follow "returned x, " (what
+    to return instead is the caller's to say)."""
+    kind = type(value).__name__
+    if isinstance(value, bool) or kind in ("bool", "bool_"):
+        return "a bool, which is no instant"
+    if _too_coarse(value):
+        return (
+            f"a numpy.{kind}, which keeps about {7 if kind == 'float32' else 3} significant "
+            "digits: too few for an instant (1.7e9 s since 1970 would be off by minutes; a "
+            "float keeps 15)"
+        )
+    if isinstance(value, datetime.datetime | datetime.date):
+        return f"a {kind}: the instants here are seconds, numbers as the arguments are"
+    if isinstance(value, datetime.timedelta):
+        return (
+            "a timedelta, a length of time: the instants here are seconds, numbers as the "
+            "arguments are"
+        )
+    if isinstance(value, str | bytes):
+        return f"a {kind}: the number's text, not the number"
+    if isinstance(value, numbers.Real | decimal.Decimal):  # what as_number refuses: NaN
+        return "not a number (an inf - inf or a 0 * inf on the way?)"
+    if isinstance(value, numbers.Number):
+        return f"a {kind} number, not a real one"
+    if kind == "generator":
+        return "a generator: a `yield` makes the function a generator, not a value"
+    if isinstance(value, Iterator):
+        return f"a {kind} iterator, not a number"
+    if isinstance(value, Iterable):
+        return f"a {kind}, a collection where one number is due"
+    return f"a {kind}, not a number"
+
+
+def shown_apart(expected: float, got: float) -> tuple[str, str]:
+    """``expected`` and ``got`` written with as few significant digits (6 at least) as
+    tell them apart: "expected 1962.18, got 1962.18" said nothing."""
+    for digits in (6, 9, 12, 15):
+        first, second = f"{expected:.{digits}g}", f"{got:.{digits}g}"
+        if first != second:
+            return first, second
+    return repr(expected), repr(got)
 
 
 _LIBRARY = os.path.dirname(os.path.abspath(lldsched.__file__)) + os.sep
@@ -478,12 +636,12 @@ def _within(check: Callable[[], None], limit: float) -> None:
         finally:
             _CALLING.pop(threading.current_thread(), None)
 
-    started = time.monotonic()
+    started = _monotonic()
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     while True:
         stuck, since = _CALLING.get(thread, ("", started))
-        left = since + limit - time.monotonic()
+        left = since + limit - _monotonic()
         if left <= 0:
             break
         thread.join(left)
@@ -600,7 +758,7 @@ class ExerciseClock:
     the speed of real time, counting every read the queue makes."""
 
     def __init__(self, start: float = 1_000_000.0) -> None:
-        self._origin = time.monotonic()
+        self._origin = _monotonic()
         self._start = start
         self.reads = 0
 
@@ -610,7 +768,7 @@ class ExerciseClock:
 
     def peek(self) -> float:
         """The time, without counting a read (for the checker itself)."""
-        return self._start + (time.monotonic() - self._origin)
+        return self._start + (_monotonic() - self._origin)
 
 
 class WatchedCondition:
@@ -683,9 +841,9 @@ class WatchedCondition:
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
         result = predicate()
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else _monotonic() + timeout
         while not result:
-            remaining = None if deadline is None else deadline - time.monotonic()
+            remaining = None if deadline is None else deadline - _monotonic()
             if remaining is not None and remaining <= 0:
                 break
             self.wait(remaining)
@@ -793,7 +951,15 @@ class Consumers:
         if not isinstance(value, str):  # the checker pushes names only
             raise AssertionError(
                 f"pop_due returned {value!r}: return the task as it was pushed (a name such "
-                "as 'report'), not its heap entry"
+                "as 'report')"
+                + (
+                    ", not its heap entry"
+                    if isinstance(value, tuple | list)
+                    else "; a `yield` makes pop_due a generator, which waits for nothing "
+                    "and takes nothing until it is iterated"
+                    if type(value).__name__ == "generator"
+                    else ""
+                )
             )
         return value, at
 

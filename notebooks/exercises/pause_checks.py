@@ -19,9 +19,18 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
+from functools import partial
 
-from exercises.checks import Check, as_number, call_answer, check_answer
+from exercises.checks import (
+    Check,
+    Taken,
+    as_number,
+    asked_again,
+    call_answer,
+    check_answer,
+    unlike_a_number,
+)
 from lldsched import FakeClock, FixedRate, Misfire, MisfirePolicy, OverrunPolicy, Scheduler
 from lldsched.model import Outcome
 from lldsched.testing import Stepper
@@ -167,16 +176,33 @@ def _mistake(
 
 def _runs(call: str, got: object) -> list[float]:
     """What the answer returned, as a list of numbers; anything else fails, shown.  A
-    numpy array is taken as its list (numpy scalars are numbers, as for every exercise)."""
-    if type(got).__module__ == "numpy" and hasattr(got, "tolist"):
-        got = got.tolist()
-    if isinstance(got, str) or not isinstance(got, Sequence):
+    numpy array is taken as the list of its items (numpy scalars are numbers, as for every
+    exercise, a float32 excepted: see ``as_number``), and so is what an iterator (a
+    generator) yielded: :func:`call_answer` took it."""
+    if type(got).__module__ == "numpy" and getattr(got, "ndim", 0) >= 1:
+        got = list(got)  # type: ignore[call-overload]
+    if isinstance(got, Taken) and got.more:
         raise AssertionError(
-            f"{call} returned {got!r}: return a list of the {RUNS} instants the runs start at"
+            f"{call} returned a {got.kind} that yields more than {RUNS} instants (the first: "
+            f"{_shown([as_number(v) or 0.0 for v in got])}): return the first {RUNS} runs "
+            "after the pause, a list"
+        )
+    if isinstance(got, str) or not isinstance(got, Sequence):
+        why = (
+            f", a {type(got).__name__}, which has no order"
+            if isinstance(got, Set | Mapping)
+            else ""
+        )
+        raise AssertionError(
+            f"{call} returned {got!r}{why}: return a list of the {RUNS} instants the runs start at"
         )
     values = [as_number(v) for v in got]  # plain numbers, whatever arithmetic the answer's has
-    if any(v is None for v in values):
-        raise AssertionError(f"{call} returned {list(got)!r}: the instants are numbers")
+    wrong = [v for v, number in zip(got, values, strict=True) if number is None]
+    if wrong:
+        raise AssertionError(
+            f"{call} returned {list(got)!r}: the instants are numbers, and {wrong[0]!r} is "
+            f"{unlike_a_number(wrong[0])}"
+        )
     runs = [float(v) for v in values if v is not None]
     if len(runs) != RUNS:
         raise AssertionError(
@@ -196,18 +222,26 @@ def _verdict(
 ) -> None:
     case = f"{first:g}, {period:g}, {paused:g}, {resumed:g}"
     call = f"runs_after_resume({case}, {policy!r})"
-    got = _runs(call, call_answer(call, runs_after_resume, first, period, paused, resumed, policy))
+    got = _runs(
+        call,
+        call_answer(call, runs_after_resume, first, period, paused, resumed, policy, take=RUNS),
+    )
     # Asked once the answer has returned: no frame of the checker holds it to be read.
     expected = reference_runs_after_resume(first, period, paused, resumed, policy)
     if _same(got, expected):
         return
+    args = (first, period, paused, resumed, policy)
+    asked_again(call, runs_after_resume, args, got, partial(_runs, call), _shown, take=RUNS)
     why = _mistake(first, period, paused, resumed, got, expected)
     others = {}
     for other in POLICIES:
         if other != policy:
             again = f"runs_after_resume({case}, {other!r})"
             others[other] = _runs(
-                again, call_answer(again, runs_after_resume, first, period, paused, resumed, other)
+                again,
+                call_answer(
+                    again, runs_after_resume, first, period, paused, resumed, other, take=RUNS
+                ),
             )
     changed = {name: runs for name, runs in others.items() if not _same(runs, got)}
     if changed:
@@ -217,7 +251,10 @@ def _verdict(
             why += f"; {varies}"
         else:
             why += f"{'; ' if why else ': '}{varies}, but {NOT_CONSULTED}"
-    raise AssertionError(f"{call}: expected {_shown(expected)}, got {_shown(got)}{why}")
+    shown = (_shown(expected), _shown(got))
+    if shown[0] == shown[1]:  # apart by less than 6 significant digits show
+        shown = (repr(list(expected)), repr(got))
+    raise AssertionError(f"{call}: expected {shown[0]}, got {shown[1]}{why}")
 
 
 def _random_case(rng: random.Random) -> tuple[float, float, float, float, str]:

@@ -16,7 +16,15 @@ import random
 import time
 from collections.abc import Callable
 
-from exercises.checks import Check, as_number, call_answer, check_answer
+from exercises.checks import (
+    Check,
+    Raised,
+    as_number,
+    call_answer,
+    check_answer,
+    shown_apart,
+    unlike_a_number,
+)
 from lldsched import RetryPolicy
 
 __all__ = ["check_retry_at", "reference_retry_at", "retry_at_checks"]
@@ -74,6 +82,12 @@ def _mistake(
     if abs(got - wait) < 1e-9 and finished:
         return ": that is the wait; return the instant, finished + wait"
     if _grown(initial, multiplier, attempt - 1) > cap and got - finished > cap:
+        if abs(got - (finished + _grown(min(cap, initial), multiplier, attempt - 1))) < 1e-6:
+            return (
+                f": the wait is capped at {cap:g} s once it has grown, min(cap, initial * "
+                "multiplier ** (n - 1)); min(cap, initial) * multiplier ** (n - 1) caps the "
+                "first wait only"
+            )
         return f": the wait is capped at {cap:g} s (min(cap, ...))"
     if multiplier != 1 and initial:
         for exponent, which in [(attempt, "high"), (attempt - 2, "low")]:
@@ -135,28 +149,30 @@ def _verdict(
 ) -> None:
     policy = f"{max_attempts}, {initial:g}, {multiplier:g}, {cap:g}"
     call = f"retry_at({attempt}, {finished:g}, {policy})"
+    args = (attempt, finished, max_attempts, initial, multiplier, cap)
     try:
-        got = call_answer(
-            call,
-            retry_at,
-            attempt,
-            finished,
-            max_attempts,
-            initial,
-            multiplier,
-            cap,
-            passes=(OverflowError,),
-        )
+        got = call_answer(call, retry_at, *args, passes=(OverflowError,))
     except OverflowError as error:
         raise AssertionError(
             f"{call} raised OverflowError ({error}): {multiplier:g} ** {attempt - 1} does not "
             "fit in a float; stop growing the wait once it reaches the cap"
         ) from None
+    except Raised as raised:
+        # Asked once the answer has returned (raised): no frame of the checker holds it.
+        # (A NotImplementedError is an answer not written yet: nothing more to say.)
+        if not isinstance(raised.error, NotImplementedError) and reference_retry_at(*args) is None:
+            raise AssertionError(
+                f"{raised}: no attempt is left here, and giving up is an answer, None, not "
+                "an error (the scheduler asks after every failure, and an exception would "
+                "be a failure of the scheduler itself)"
+            ) from None
+        raise
     if got is not None:
         number = as_number(got)  # a plain number, whatever arithmetic the answer's has
         if number is None:
             raise AssertionError(
-                f"{call} returned {got!r}: return a due instant (a number) or None"
+                f"{call} returned {got!r}, {unlike_a_number(got)}; return the due "
+                "instant (a number) or None"
             )
         got = number
     # The expectation exists only once the answer has returned: no frame of the checker
@@ -167,7 +183,6 @@ def _verdict(
     if got is not None and expected is not None and abs(got - expected) < 1e-6:
         return
     if got is None or expected is None or not _counted_from_now(got, finished, expected):
-        args = (attempt, finished, max_attempts, initial, multiplier, cap)
         again = call_answer(call, retry_at, *args)
         number = as_number(again)
         if (again if number is None else number) != got:  # a random part: told so
@@ -175,10 +190,16 @@ def _verdict(
             raise AssertionError(
                 f"{call} returned {_shown(got)}, then {shown}: one failure has one retry "
                 "instant; leave the jitter out (a random part of the wait: "
-                "RetryPolicy(jitter=...) draws it on top of this rule)"
+                "RetryPolicy(jitter=...) draws it on top of this rule), and keep nothing "
+                "from one call to the next"
             )
     why = _mistake(attempt, finished, max_attempts, initial, multiplier, cap, got, expected)
-    raise AssertionError(f"{call}: expected {_shown(expected)}, got {_shown(got)}{why}")
+    pair = (
+        shown_apart(expected, got)
+        if expected is not None and got is not None
+        else (_shown(expected), _shown(got))
+    )
+    raise AssertionError(f"{call}: expected {pair[0]}, got {pair[1]}{why}")
 
 
 def _shown(value: float | None) -> str:

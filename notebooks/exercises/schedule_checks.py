@@ -13,7 +13,17 @@ import random
 import re
 from collections.abc import Callable, Iterable
 
-from exercises.checks import Check, as_number, call_answer, check_answer
+from exercises.checks import (
+    Check,
+    Raised,
+    Taken,
+    as_number,
+    asked_again,
+    call_answer,
+    check_answer,
+    shown_apart,
+    unlike_a_number,
+)
 from lldsched import ExecutionRecord, FixedRate, OverrunPolicy, ScheduleError
 from lldsched.schedules.cron.parse import parse
 
@@ -56,14 +66,24 @@ def _verdict(
     returned = call_answer(call, next_slot, slot, period, finished, policy)
     got = as_number(returned)  # a plain number, whatever arithmetic the answer's has
     if got is None:
-        raise AssertionError(f"{call} returned {returned!r}: return the next due instant, a number")
+        raise AssertionError(
+            f"{call} returned {returned!r}"
+            + ("" if returned is None else f", {unlike_a_number(returned)}")
+            + ": return the next due instant, a number"
+        )
     # The expectation exists only once the answer has returned: no frame of the checker
     # holds it for the answer to read.
     expected = reference_next_slot(slot, period, finished, policy)
     if abs(got - expected) < 1e-9:
         return
+    asked_again(call, next_slot, (slot, period, finished, policy), got, as_number, _number)
     why = _mistake(slot, period, finished, policy, got, expected)
-    raise AssertionError(f"{call}: expected {expected:g}, got {got:g}{why}")
+    shown = shown_apart(expected, got)
+    raise AssertionError(f"{call}: expected {shown[0]}, got {shown[1]}{why}")
+
+
+def _number(value: float | None) -> str:
+    return "something else" if value is None else f"{value:g}"
 
 
 def _mistake(
@@ -150,7 +170,9 @@ def _compare(
     where = f"{text!r} in {low}-{high}"
     call = f"parse_field({text!r}, {low}, {high})"
     try:
-        got = _values(call, call_answer(call, parse_field, text, low, high, passes=(ValueError,)))
+        returned = call_answer(
+            call, parse_field, text, low, high, passes=(ValueError,), take=MOST_VALUES
+        )
     except ValueError as error:
         refused = reference_field(text, low, high)  # asked once the answer has returned
         if refused is None:
@@ -158,7 +180,24 @@ def _compare(
         raise AssertionError(
             f"{where} raised ValueError ({error}), but cron accepts it: {sorted(refused)}"
         ) from None
+    except Raised as raised:
+        # asked once the answer has raised; a NotImplementedError is an answer not written
+        if (
+            not isinstance(raised.error, NotImplementedError)
+            and reference_field(text, low, high) is None
+        ):
+            raise AssertionError(
+                f"{raised}: cron rejects {text!r}, and a field cron rejects raises "
+                f"ValueError (not {type(raised.error).__name__})"
+            ) from None
+        raise
     expected = reference_field(text, low, high)
+    if returned is None and expected is None:
+        raise AssertionError(
+            f"{call} returned None, where cron rejects {text!r}: raise ValueError, saying "
+            "why (a None handed on fails far from the field that was wrong)"
+        )
+    got = _values(call, returned)
     if expected is None:
         # What int() reads and cron does not: a sign, spaces, an underscore between digits,
         # and another script's digits (which str.isdigit() passes too).
@@ -227,8 +266,18 @@ def _stepped_from_low(items: list[str], low: int, high: int) -> set[int] | None:
     return values
 
 
+MOST_VALUES = 10_000
+"""How many values of a generator the answer returns are taken (a field has 60 at most):
+one that yields more is told so, and one that never ends is named as the call it is."""
+
+
 def _values(call: str, got: object) -> set[int]:
     """What ``parse_field`` returned, as a set of ints; anything else fails, shown."""
+    if isinstance(got, Taken) and got.more:
+        raise AssertionError(
+            f"{call} returned a {got.kind} that yields more than {MOST_VALUES:,} values: "
+            "return the set of values the field allows"
+        )
     try:
         if not isinstance(got, Iterable):
             raise TypeError(got)
