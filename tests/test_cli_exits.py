@@ -89,16 +89,24 @@ def test_a_real_sigint_ends_the_process_with_130_and_no_traceback(command: str) 
 
 # A real SIGINT while the command line starts, before main() can catch anything: a
 # sitecustomize raises it as the interpreter looks for a module (the import system asks
-# each finder on sys.meta_path, this one first), so it lands inside that import.
+# each finder on sys.meta_path, this one first), so it lands inside that import.  Each
+# name of ``at`` is one Ctrl-C, in turn, once ``after`` was looked for; "*" is whatever
+# module is looked for next.
 INTERRUPTS_AT_IMPORT = """\
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as an interactive shell
+for name in {evict!r}:  # not imported yet, as at a bare interpreter's start
+    sys.modules.pop(name, None)
 
 
 class Interrupts:
+    after, at = {after!r}, {at!r}
+
     def find_spec(self, name, path=None, target=None):
-        if name == {module!r}:
-            sys.meta_path.remove(self)
+        if self.after is not None:
+            self.after = None if name == self.after else self.after
+        elif self.at and self.at[0] in (name, "*"):
+            del self.at[0]
             signal.raise_signal(signal.SIGINT)
         return None
 
@@ -116,6 +124,26 @@ if __name__ == '__main__':
 """
 
 
+def start_interrupted(
+    tmp_path: Path, how: str, at: list[str], after: str | None = None, evict: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``demo`` run ``how`` (``-m``, an interpreter's option with it, or ``script``),
+    a Ctrl-C raised at each import ``at`` names once the import of ``after`` began,
+    ``evict`` unloaded first."""
+    sitecustomize = INTERRUPTS_AT_IMPORT.format(after=after, at=at, evict=evict)
+    (tmp_path / "sitecustomize.py").write_text(sitecustomize)
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
+    if how == "script":
+        (tmp_path / "lldsched").write_text(SCRIPT)
+        command = [sys.executable, str(tmp_path / "lldsched"), "demo"]
+    else:
+        command = [sys.executable, how, "lldsched", "demo"]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=60, check=False, cwd=root, env=env
+    )
+
+
 @pytest.mark.parametrize(
     ("how", "module"),
     [
@@ -131,18 +159,42 @@ def test_a_sigint_while_the_command_line_imports_ends_it_as_a_later_one_does(
 ) -> None:
     """Was: KeyboardInterrupt's traceback from inside the import, and the process ended
     by the signal (docs/DECISIONS.md, "The command line")."""
-    (tmp_path / "sitecustomize.py").write_text(INTERRUPTS_AT_IMPORT.format(module=module))
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
-    if how == "script":
-        (tmp_path / "lldsched").write_text(SCRIPT)
-        command = [sys.executable, str(tmp_path / "lldsched"), "demo"]
-    else:
-        command = [sys.executable, how, "lldsched", "demo"]
-    result = subprocess.run(
-        command, capture_output=True, text=True, timeout=60, check=False, cwd=root, env=env
-    )
+    result = start_interrupted(tmp_path, how, [module])
     assert (result.returncode, result.stdout, result.stderr) == (130, "", "interrupted\n")
+
+
+@pytest.mark.parametrize("how", ["-m", "script"])
+def test_a_sigint_at_the_first_import_lldsched_startup_makes_ends_it_as_a_later_one_does(
+    tmp_path: Path, how: str
+) -> None:
+    """The hook is in place before ``lldsched.startup`` imports anything a bare
+    interpreter has not (the script's ``import re`` loads neither ``__future__`` nor
+    ``contextlib``).  Was: the hook set on startup's last line, after ``from __future__``,
+    ``contextlib`` and ``types``: a Ctrl-C there was a traceback, the process ended by
+    the signal (-2)."""
+    evict = ("__future__", "contextlib")
+    result = start_interrupted(tmp_path, how, ["*"], "lldsched.startup", evict)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        "",
+        "interrupted\n",
+    ), result.stderr
+
+
+@pytest.mark.parametrize("how", ["-m", "script"])
+def test_a_second_sigint_while_the_first_ends_the_command_line_changes_nothing(
+    tmp_path: Path, how: str
+) -> None:
+    """A Ctrl-C pressed twice: the second lands at the next import after the first.
+    Was: the hook imported ``lldsched.cli`` to print its line, which imported the whole
+    package again (the first interrupt had unloaded it, 125 ms); the second Ctrl-C
+    landed there: 'Error in sys.excepthook', two tracebacks, status 1."""
+    result = start_interrupted(tmp_path, how, ["lldsched.sim", "*"])
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        "",
+        "interrupted\n",
+    ), result.stderr
 
 
 def test_a_program_that_imports_lldsched_keeps_its_own_excepthook() -> None:

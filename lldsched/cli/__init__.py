@@ -22,6 +22,8 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from lldsched.startup import INTERRUPTED, INTERRUPTED_LINE
+
 EXIT_STATUSES = "exit status: 0 done, 1 failed after it began, 2 bad arguments, 130 interrupted"
 """What each exit status of every command means (the end of ``--help``)."""
 
@@ -30,9 +32,6 @@ FAILED = 1
 
 BAD_ARGUMENTS = 2
 """The status of arguments refused before any work: argparse's own, and every command's."""
-
-INTERRUPTED = 130
-"""Ctrl-C's status: 128 + SIGINT, what a shell reports for a command that signal ended."""
 
 
 def to_stderr(line: str, status: int) -> int:
@@ -121,4 +120,4 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lldsched") -> int:
         return 0
     except KeyboardInterrupt:  # Ctrl-C: the user asked to stop; a traceback tells them nothing
         # The commands' schedulers stopped on the way out (``with``); what is printed stays.
-        return to_stderr("interrupted", INTERRUPTED)
+        return to_stderr(INTERRUPTED_LINE, INTERRUPTED)
