@@ -345,3 +345,43 @@ def test_each_bound_simulate_refuses_is_in_its_help(capsys: pytest.CaptureFixtur
     assert "virtual workers, 1 to 100,000 (default 4)" in text
     assert f"above 0 and at most {simulate_cli.MAX_DAYS}" in text
     assert main(["simulate", "--workers", "100001"]) == 2
+
+
+@pytest.mark.parametrize(
+    "argv", [["demo"], ["cron", "@daily"], ["simulate", "--days", "0.01"], ["lab"]]
+)
+def test_a_stdout_that_cannot_be_written_is_an_error_line_and_status_1(argv: list[str]) -> None:
+    """A stdout that refuses the output (here its descriptor closed; a full disk,
+    ``> /dev/full``, is the same OSError) is work that failed after it began: one
+    ``error:`` line, status 1.  Was: OSError's traceback from the command's print.
+    (The interpreter's own last flush fails too unless stdout is pointed elsewhere:
+    'Exception ignored', status 120.)"""
+    code = f"import os, sys\nos.close(1)\nfrom lldsched.cli import main\nsys.exit(main({argv!r}))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (result.returncode, result.stderr) == (
+        1,
+        f"error: cannot write the output: [Errno {errno.EBADF}] {os.strerror(errno.EBADF)}\n",
+    )
+
+
+def test_a_command_started_with_stdout_closed_says_so_with_status_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lldsched cron @daily >&-``: Python gives a closed stdout as ``sys.stdout = None``.
+    Was: the lines dropped by print, then AttributeError's traceback from the flush."""
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(["cron", "@daily"]) == 1
+    assert capsys.readouterr().err == "error: cannot write the output: stdout is closed\n"
+
+
+def test_a_refusal_with_stderr_closed_prints_nothing_on_stdout(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lldsched cron bad 2>&-`` (``sys.stderr = None``): the line is lost, the status
+    kept, and stdout stays the output's.  Was: ``print(file=None)`` wrote the error line
+    on stdout, into whatever reads the output."""
+    monkeypatch.setattr(sys, "stderr", None)
+    assert main(["cron", "bad"]) == 2
+    assert capsys.readouterr().out == ""
