@@ -5,6 +5,7 @@ arguments (one ``error:`` line naming the value), 1 when the work failed after i
 from __future__ import annotations
 
 import errno
+import io
 import os
 import subprocess
 import sys
@@ -385,3 +386,18 @@ def test_a_refusal_with_stderr_closed_prints_nothing_on_stdout(
     monkeypatch.setattr(sys, "stderr", None)
     assert main(["cron", "bad"]) == 2
     assert capsys.readouterr().out == ""
+
+
+def test_a_line_stdout_cannot_encode_is_printed_with_escapes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A path (or an expression) echoed back with a character stdout's encoding has not
+    (``PYTHONIOENCODING=ascii``; a file name's undecodable byte, a surrogate, under a
+    strict UTF-8 stdout) is printed with that character escaped, as Python's stderr
+    does.  Was: UnicodeEncodeError's traceback, after the chart was written."""
+    output = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(output, encoding="ascii"))
+    path = tmp_path / "caf\N{LATIN SMALL LETTER E WITH ACUTE}.png"
+    assert main(["simulate", "--days", "0.01", "--gantt", str(path)]) == 0
+    escaped = str(path).replace("\N{LATIN SMALL LETTER E WITH ACUTE}", "\\xe9")
+    assert output.getvalue().decode("ascii").splitlines()[-1] == f"gantt chart: {escaped}"

@@ -44,8 +44,20 @@ class OutputFailed(Exception):
 def say(text: str) -> None:
     """Print ``text`` and a newline on stdout, as ``print`` does: every command's output
     goes through here (was ``print``: OSError's traceback for a full disk, and nothing
-    at all said for a closed stdout, whose ``print`` writes nowhere)."""
-    _on_stdout(lambda stream: stream.write(text + "\n"))
+    at all said for a closed stdout, whose ``print`` writes nowhere).  A character the
+    stream's encoding has not (a path or an expression echoed back, under
+    ``PYTHONIOENCODING=ascii``; a surrogate under a strict UTF-8) is written escaped,
+    as Python's stderr writes it (was UnicodeEncodeError's traceback)."""
+    line = text + "\n"
+
+    def write(stream: TextIO) -> None:
+        try:
+            stream.write(line)
+        except UnicodeEncodeError:  # raised before anything is written
+            encoding = stream.encoding or "utf-8"
+            stream.write(line.encode(encoding, "backslashreplace").decode(encoding))
+
+    _on_stdout(write)
 
 
 def _on_stdout(write: Callable[[TextIO], object]) -> None:
