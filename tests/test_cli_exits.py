@@ -126,12 +126,17 @@ if __name__ == '__main__':
 
 
 def start_interrupted(
-    tmp_path: Path, how: str, at: list[str], after: str | None = None, evict: tuple[str, ...] = ()
+    tmp_path: Path,
+    how: str,
+    at: list[str],
+    after: str | None = None,
+    evict: tuple[str, ...] = (),
+    then: str = "",
 ) -> subprocess.CompletedProcess[str]:
     """``demo`` run ``how`` (``-m``, an interpreter's option with it, or ``script``),
     a Ctrl-C raised at each import ``at`` names once the import of ``after`` began,
-    ``evict`` unloaded first."""
-    sitecustomize = INTERRUPTS_AT_IMPORT.format(after=after, at=at, evict=evict)
+    ``evict`` unloaded first, ``then`` run at the end of the sitecustomize."""
+    sitecustomize = INTERRUPTS_AT_IMPORT.format(after=after, at=at, evict=evict) + then
     (tmp_path / "sitecustomize.py").write_text(sitecustomize)
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
@@ -202,9 +207,11 @@ def test_a_program_that_imports_lldsched_keeps_its_own_excepthook() -> None:
     """Only the command line's process ends an uncaught Ctrl-C so
     (``lldsched.startup``): a program's, or ``python -m`` of another module, is
     Python's own, as is any other exception there."""
+    from lldsched import startup
     from lldsched.startup import started_as_the_command_line as command_line
 
     assert sys.excepthook is sys.__excepthook__  # (this process is pytest)
+    assert sys.unraisablehook is not startup._interrupted_unraisable  # (pytest's own)
     python = sys.executable
     assert command_line(["-m"], [python, "-m", "lldsched", "demo"])
     assert command_line(["-m"], [python, "-X", "importtime", "-mlldsched"])
@@ -401,3 +408,46 @@ def test_a_line_stdout_cannot_encode_is_printed_with_escapes(
     assert main(["simulate", "--days", "0.01", "--gantt", str(path)]) == 0
     escaped = str(path).replace("\N{LATIN SMALL LETTER E WITH ACUTE}", "\\xe9")
     assert output.getvalue().decode("ascii").splitlines()[-1] == f"gantt chart: {escaped}"
+
+
+# A Ctrl-C raised where Python cannot raise it on: in a finalizer (here as the package
+# imports ``lldsched.sim``, an object whose __del__ is interrupted is dropped), or in an
+# atexit callback once main() returned (this one, registered first, runs last).
+UNRAISABLE = {
+    "a finalizer": """
+class Finalized:
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+
+
+class Drops:
+    def find_spec(self, name, path=None, target=None):
+        if name == "lldsched.sim":
+            sys.meta_path.remove(self)
+            Finalized()
+        return None
+
+
+sys.meta_path.insert(0, Drops())
+""",
+    "an atexit callback": """
+import atexit
+atexit.register(signal.raise_signal, signal.SIGINT)
+""",
+}
+
+
+@pytest.mark.parametrize("where", sorted(UNRAISABLE))
+def test_a_sigint_python_cannot_raise_on_ends_the_command_line_as_any_other(
+    tmp_path: Path, where: str
+) -> None:
+    """Was: 'Exception ignored in ...' and KeyboardInterrupt's traceback; the Ctrl-C
+    lost: the demo ran on, status 0."""
+    result = start_interrupted(tmp_path, "-m", [], then=UNRAISABLE[where])
+    demo = "".join(line + "\n" for line in demo_cli.run_demo())
+    printed = demo if where == "an atexit callback" else ""
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        printed,
+        "interrupted\n",
+    ), result.stderr
