@@ -451,3 +451,15 @@ def test_a_sigint_python_cannot_raise_on_ends_the_command_line_as_any_other(
         printed,
         "interrupted\n",
     ), result.stderr
+
+
+@pytest.mark.parametrize(("argv", "status"), [(["cron", "bad"], 2), (["cron", "@daily"], 0)])
+def test_a_stderr_that_cannot_be_written_keeps_the_status(argv: list[str], status: int) -> None:
+    """A stderr that refuses the line (here its descriptor closed; ``2> /dev/full`` is
+    the same OSError) loses the line, not the status, as a stderr nobody reads does.
+    Was: 1, the OSError raised out of main()."""
+    code = f"import os, sys\nos.close(2)\nfrom lldsched.cli import main\nsys.exit(main({argv!r}))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == status

@@ -76,13 +76,14 @@ def _on_stdout(write: Callable[[TextIO], object]) -> None:
 def to_stderr(line: str, status: int) -> int:
     """Print ``line`` on stderr and return ``status``.  A stderr nobody reads any more
     (``2>&1 | head -0``) loses the line, not the status: its BrokenPipeError was read as
-    the early reader of stdout, and a refusal exited 0.  So does no stderr at all
-    (``2>&-``): ``print(file=None)`` wrote the line on stdout, into the output."""
+    the early reader of stdout, and a refusal exited 0.  So does a stderr that cannot be
+    written (``2> /dev/full``: the OSError left main(), status 1), and no stderr at all
+    (``2>&-``: ``print(file=None)`` wrote the line on stdout, into the output)."""
     if sys.stderr is None:
         return status
     try:
         print(line, file=sys.stderr)
-    except BrokenPipeError:
+    except OSError:  # BrokenPipeError among them
         _write_nowhere(sys.stderr)
     return status
 
