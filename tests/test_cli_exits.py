@@ -5,6 +5,7 @@ arguments (one ``error:`` line naming the value), 1 when the work failed after i
 from __future__ import annotations
 
 import errno
+import io
 import os
 import subprocess
 import sys
@@ -89,16 +90,24 @@ def test_a_real_sigint_ends_the_process_with_130_and_no_traceback(command: str) 
 
 # A real SIGINT while the command line starts, before main() can catch anything: a
 # sitecustomize raises it as the interpreter looks for a module (the import system asks
-# each finder on sys.meta_path, this one first), so it lands inside that import.
+# each finder on sys.meta_path, this one first), so it lands inside that import.  Each
+# name of ``at`` is one Ctrl-C, in turn, once ``after`` was looked for; "*" is whatever
+# module is looked for next.
 INTERRUPTS_AT_IMPORT = """\
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as an interactive shell
+for name in {evict!r}:  # not imported yet, as at a bare interpreter's start
+    sys.modules.pop(name, None)
 
 
 class Interrupts:
+    after, at = {after!r}, {at!r}
+
     def find_spec(self, name, path=None, target=None):
-        if name == {module!r}:
-            sys.meta_path.remove(self)
+        if self.after is not None:
+            self.after = None if name == self.after else self.after
+        elif self.at and self.at[0] in (name, "*"):
+            del self.at[0]
             signal.raise_signal(signal.SIGINT)
         return None
 
@@ -116,6 +125,31 @@ if __name__ == '__main__':
 """
 
 
+def start_interrupted(
+    tmp_path: Path,
+    how: str,
+    at: list[str],
+    after: str | None = None,
+    evict: tuple[str, ...] = (),
+    then: str = "",
+) -> subprocess.CompletedProcess[str]:
+    """``demo`` run ``how`` (``-m``, an interpreter's option with it, or ``script``),
+    a Ctrl-C raised at each import ``at`` names once the import of ``after`` began,
+    ``evict`` unloaded first, ``then`` run at the end of the sitecustomize."""
+    sitecustomize = INTERRUPTS_AT_IMPORT.format(after=after, at=at, evict=evict) + then
+    (tmp_path / "sitecustomize.py").write_text(sitecustomize)
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
+    if how == "script":
+        (tmp_path / "lldsched").write_text(SCRIPT)
+        command = [sys.executable, str(tmp_path / "lldsched"), "demo"]
+    else:
+        command = [sys.executable, how, "lldsched", "demo"]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=60, check=False, cwd=root, env=env
+    )
+
+
 @pytest.mark.parametrize(
     ("how", "module"),
     [
@@ -131,27 +165,53 @@ def test_a_sigint_while_the_command_line_imports_ends_it_as_a_later_one_does(
 ) -> None:
     """Was: KeyboardInterrupt's traceback from inside the import, and the process ended
     by the signal (docs/DECISIONS.md, "The command line")."""
-    (tmp_path / "sitecustomize.py").write_text(INTERRUPTS_AT_IMPORT.format(module=module))
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
-    if how == "script":
-        (tmp_path / "lldsched").write_text(SCRIPT)
-        command = [sys.executable, str(tmp_path / "lldsched"), "demo"]
-    else:
-        command = [sys.executable, how, "lldsched", "demo"]
-    result = subprocess.run(
-        command, capture_output=True, text=True, timeout=60, check=False, cwd=root, env=env
-    )
+    result = start_interrupted(tmp_path, how, [module])
     assert (result.returncode, result.stdout, result.stderr) == (130, "", "interrupted\n")
+
+
+@pytest.mark.parametrize("how", ["-m", "script"])
+def test_a_sigint_at_the_first_import_lldsched_startup_makes_ends_it_as_a_later_one_does(
+    tmp_path: Path, how: str
+) -> None:
+    """The hook is in place before ``lldsched.startup`` imports anything a bare
+    interpreter has not (the script's ``import re`` loads neither ``__future__`` nor
+    ``contextlib``).  Was: the hook set on startup's last line, after ``from __future__``,
+    ``contextlib`` and ``types``: a Ctrl-C there was a traceback, the process ended by
+    the signal (-2)."""
+    evict = ("__future__", "contextlib")
+    result = start_interrupted(tmp_path, how, ["*"], "lldsched.startup", evict)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        "",
+        "interrupted\n",
+    ), result.stderr
+
+
+@pytest.mark.parametrize("how", ["-m", "script"])
+def test_a_second_sigint_while_the_first_ends_the_command_line_changes_nothing(
+    tmp_path: Path, how: str
+) -> None:
+    """A Ctrl-C pressed twice: the second lands at the next import after the first.
+    Was: the hook imported ``lldsched.cli`` to print its line, which imported the whole
+    package again (the first interrupt had unloaded it, 125 ms); the second Ctrl-C
+    landed there: 'Error in sys.excepthook', two tracebacks, status 1."""
+    result = start_interrupted(tmp_path, how, ["lldsched.sim", "*"])
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        "",
+        "interrupted\n",
+    ), result.stderr
 
 
 def test_a_program_that_imports_lldsched_keeps_its_own_excepthook() -> None:
     """Only the command line's process ends an uncaught Ctrl-C so
     (``lldsched.startup``): a program's, or ``python -m`` of another module, is
     Python's own, as is any other exception there."""
+    from lldsched import startup
     from lldsched.startup import started_as_the_command_line as command_line
 
     assert sys.excepthook is sys.__excepthook__  # (this process is pytest)
+    assert sys.unraisablehook is not startup._interrupted_unraisable  # (pytest's own)
     python = sys.executable
     assert command_line(["-m"], [python, "-m", "lldsched", "demo"])
     assert command_line(["-m"], [python, "-X", "importtime", "-mlldsched"])
@@ -293,3 +353,113 @@ def test_each_bound_simulate_refuses_is_in_its_help(capsys: pytest.CaptureFixtur
     assert "virtual workers, 1 to 100,000 (default 4)" in text
     assert f"above 0 and at most {simulate_cli.MAX_DAYS}" in text
     assert main(["simulate", "--workers", "100001"]) == 2
+
+
+@pytest.mark.parametrize(
+    "argv", [["demo"], ["cron", "@daily"], ["simulate", "--days", "0.01"], ["lab"]]
+)
+def test_a_stdout_that_cannot_be_written_is_an_error_line_and_status_1(argv: list[str]) -> None:
+    """A stdout that refuses the output (here its descriptor closed; a full disk,
+    ``> /dev/full``, is the same OSError) is work that failed after it began: one
+    ``error:`` line, status 1.  Was: OSError's traceback from the command's print.
+    (The interpreter's own last flush fails too unless stdout is pointed elsewhere:
+    'Exception ignored', status 120.)"""
+    code = f"import os, sys\nos.close(1)\nfrom lldsched.cli import main\nsys.exit(main({argv!r}))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (result.returncode, result.stderr) == (
+        1,
+        f"error: cannot write the output: [Errno {errno.EBADF}] {os.strerror(errno.EBADF)}\n",
+    )
+
+
+def test_a_command_started_with_stdout_closed_says_so_with_status_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lldsched cron @daily >&-``: Python gives a closed stdout as ``sys.stdout = None``.
+    Was: the lines dropped by print, then AttributeError's traceback from the flush."""
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(["cron", "@daily"]) == 1
+    assert capsys.readouterr().err == "error: cannot write the output: stdout is closed\n"
+
+
+def test_a_refusal_with_stderr_closed_prints_nothing_on_stdout(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lldsched cron bad 2>&-`` (``sys.stderr = None``): the line is lost, the status
+    kept, and stdout stays the output's.  Was: ``print(file=None)`` wrote the error line
+    on stdout, into whatever reads the output."""
+    monkeypatch.setattr(sys, "stderr", None)
+    assert main(["cron", "bad"]) == 2
+    assert capsys.readouterr().out == ""
+
+
+def test_a_line_stdout_cannot_encode_is_printed_with_escapes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A path (or an expression) echoed back with a character stdout's encoding has not
+    (``PYTHONIOENCODING=ascii``; a file name's undecodable byte, a surrogate, under a
+    strict UTF-8 stdout) is printed with that character escaped, as Python's stderr
+    does.  Was: UnicodeEncodeError's traceback, after the chart was written."""
+    output = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(output, encoding="ascii"))
+    path = tmp_path / "caf\N{LATIN SMALL LETTER E WITH ACUTE}.png"
+    assert main(["simulate", "--days", "0.01", "--gantt", str(path)]) == 0
+    escaped = str(path).replace("\N{LATIN SMALL LETTER E WITH ACUTE}", "\\xe9")
+    assert output.getvalue().decode("ascii").splitlines()[-1] == f"gantt chart: {escaped}"
+
+
+# A Ctrl-C raised where Python cannot raise it on: in a finalizer (here as the package
+# imports ``lldsched.sim``, an object whose __del__ is interrupted is dropped), or in an
+# atexit callback once main() returned (this one, registered first, runs last).
+UNRAISABLE = {
+    "a finalizer": """
+class Finalized:
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+
+
+class Drops:
+    def find_spec(self, name, path=None, target=None):
+        if name == "lldsched.sim":
+            sys.meta_path.remove(self)
+            Finalized()
+        return None
+
+
+sys.meta_path.insert(0, Drops())
+""",
+    "an atexit callback": """
+import atexit
+atexit.register(signal.raise_signal, signal.SIGINT)
+""",
+}
+
+
+@pytest.mark.parametrize("where", sorted(UNRAISABLE))
+def test_a_sigint_python_cannot_raise_on_ends_the_command_line_as_any_other(
+    tmp_path: Path, where: str
+) -> None:
+    """Was: 'Exception ignored in ...' and KeyboardInterrupt's traceback; the Ctrl-C
+    lost: the demo ran on, status 0."""
+    result = start_interrupted(tmp_path, "-m", [], then=UNRAISABLE[where])
+    demo = "".join(line + "\n" for line in demo_cli.run_demo())
+    printed = demo if where == "an atexit callback" else ""
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        printed,
+        "interrupted\n",
+    ), result.stderr
+
+
+@pytest.mark.parametrize(("argv", "status"), [(["cron", "bad"], 2), (["cron", "@daily"], 0)])
+def test_a_stderr_that_cannot_be_written_keeps_the_status(argv: list[str], status: int) -> None:
+    """A stderr that refuses the line (here its descriptor closed; ``2> /dev/full`` is
+    the same OSError) loses the line, not the status, as a stderr nobody reads does.
+    Was: 1, the OSError raised out of main()."""
+    code = f"import os, sys\nos.close(2)\nfrom lldsched.cli import main\nsys.exit(main({argv!r}))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == status

@@ -9,9 +9,10 @@ Every command ends the same way (:data:`EXIT_STATUSES`; docs/DECISIONS.md, "The 
 line"): 0 when it did its work; 2 for bad arguments, refused before any work with one
 ``error: ...`` line on stderr naming the value (argparse's own errors say ``error:``
 too, after the usage line); 1 when the work failed after it began (a chart the disk
-refused, after the summary was printed); 130 on Ctrl-C, ``interrupted`` on stderr and
-no traceback, from the package's first import on.  A reader that leaves early
-(``| head``) is not an error: 0.
+refused, after the summary was printed; a stdout that cannot be written: a full disk,
+a closed descriptor); 130 on Ctrl-C, ``interrupted`` on stderr and no traceback, from
+the package's first import on.  A reader that leaves early (``| head``) is not an
+error: 0.  The commands print through :func:`say`, which tells the two apart.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
+
+from lldsched.startup import INTERRUPTED, INTERRUPTED_LINE
 
 EXIT_STATUSES = "exit status: 0 done, 1 failed after it began, 2 bad arguments, 130 interrupted"
 """What each exit status of every command means (the end of ``--help``)."""
@@ -31,27 +34,72 @@ FAILED = 1
 BAD_ARGUMENTS = 2
 """The status of arguments refused before any work: argparse's own, and every command's."""
 
-INTERRUPTED = 130
-"""Ctrl-C's status: 128 + SIGINT, what a shell reports for a command that signal ended."""
+
+class OutputFailed(Exception):
+    """stdout refused what a command printed (a full disk, a closed descriptor, or no
+    stdout at all: ``>&-``): the work failed after it began, status 1.  A reader that
+    left (BrokenPipeError) is not this: it stays BrokenPipeError, status 0."""
+
+
+def say(text: str) -> None:
+    """Print ``text`` and a newline on stdout, as ``print`` does: every command's output
+    goes through here (was ``print``: OSError's traceback for a full disk, and nothing
+    at all said for a closed stdout, whose ``print`` writes nowhere).  A character the
+    stream's encoding has not (a path or an expression echoed back, under
+    ``PYTHONIOENCODING=ascii``; a surrogate under a strict UTF-8) is written escaped,
+    as Python's stderr writes it (was UnicodeEncodeError's traceback)."""
+    line = text + "\n"
+
+    def write(stream: TextIO) -> None:
+        try:
+            stream.write(line)
+        except UnicodeEncodeError:  # raised before anything is written
+            encoding = stream.encoding or "utf-8"
+            stream.write(line.encode(encoding, "backslashreplace").decode(encoding))
+
+    _on_stdout(write)
+
+
+def _on_stdout(write: Callable[[TextIO], object]) -> None:
+    """``write(sys.stdout)``, an OSError but BrokenPipeError raised as OutputFailed."""
+    stream = sys.stdout
+    if stream is None:  # Python's stdout when the process started with none (`>&-`)
+        raise OutputFailed("stdout is closed")
+    try:
+        write(stream)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputFailed(str(exc)) from None
 
 
 def to_stderr(line: str, status: int) -> int:
     """Print ``line`` on stderr and return ``status``.  A stderr nobody reads any more
     (``2>&1 | head -0``) loses the line, not the status: its BrokenPipeError was read as
-    the early reader of stdout, and a refusal exited 0."""
+    the early reader of stdout, and a refusal exited 0.  So does a stderr that cannot be
+    written (``2> /dev/full``: the OSError left main(), status 1), and no stderr at all
+    (``2>&-``: ``print(file=None)`` wrote the line on stdout, into the output)."""
+    if sys.stderr is None:
+        return status
     try:
         print(line, file=sys.stderr)
-    except BrokenPipeError:
+    except OSError:  # BrokenPipeError among them
         _write_nowhere(sys.stderr)
     return status
 
 
-def _write_nowhere(stream: TextIO) -> None:
+def _write_nowhere(stream: TextIO | None) -> None:
     """Point ``stream``'s file at /dev/null, so that the interpreter's final flush of
     what it still holds does not fail too (the recipe in the signal module's
-    documentation)."""
+    documentation).  No stream, or one with no file (a test's), is left as it is."""
+    try:
+        fileno = stream.fileno() if stream is not None else None
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        fileno = None
+    if fileno is None:
+        return
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, stream.fileno())
+    os.dup2(devnull, fileno)
     os.close(devnull)
 
 
@@ -95,7 +143,7 @@ def _demo(args: argparse.Namespace) -> int:
     from lldsched.cli.demo import run_demo
 
     for line in run_demo():
-        print(line)
+        say(line)
     return 0
 
 
@@ -114,11 +162,14 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lldsched") -> int:
     try:
         args = build_parser(prog).parse_args(argv)
         status = int(args.handler(args))
-        sys.stdout.flush()  # a pipe that closed early fails here, inside the try
+        _on_stdout(lambda stream: stream.flush())  # a pipe closed early fails here
         return status
     except BrokenPipeError:  # `python -m lldsched demo | head -3`: the reader left early
         _write_nowhere(sys.stdout)
         return 0
+    except OutputFailed as exc:  # `> /dev/full`, `>&-`: the output is lost
+        _write_nowhere(sys.stdout)
+        return to_stderr(f"error: cannot write the output: {exc}", FAILED)
     except KeyboardInterrupt:  # Ctrl-C: the user asked to stop; a traceback tells them nothing
         # The commands' schedulers stopped on the way out (``with``); what is printed stays.
-        return to_stderr("interrupted", INTERRUPTED)
+        return to_stderr(INTERRUPTED_LINE, INTERRUPTED)

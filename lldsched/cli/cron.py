@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from lldsched.cli import BAD_ARGUMENTS, to_stderr
+from lldsched.cli import BAD_ARGUMENTS, say, to_stderr
 from lldsched.errors import ScheduleError
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.cron.explain import explain
@@ -97,5 +97,5 @@ def run_cron(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = None
     except ScheduleError as exc:
         return to_stderr(f"error: {exc}", BAD_ARGUMENTS)
     for line in lines:
-        print(line)
+        say(line)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from lldsched.cli import say
 from lldsched.lab import DECISIONS, decision
 
 __all__ = ["add_parser", "main"]
@@ -28,14 +29,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def main(args: argparse.Namespace) -> int:
     if args.decision is None:
         width = max(len(row.key) for row in DECISIONS)
-        print("python -m lldsched lab <decision>  (seconds each; wheel: about half a minute)")
+        say("python -m lldsched lab <decision>  (seconds each; wheel: about half a minute)")
         for row in DECISIONS:
-            print(f"  {row.key:<{width}}  {row.title}, switched off: {row.switched_off}")
-            print(f"  {'':<{width}}  {row.claim}")
+            say(f"  {row.key:<{width}}  {row.title}, switched off: {row.switched_off}")
+            say(f"  {'':<{width}}  {row.claim}")
         return 0
     row = decision(args.decision)
-    print(f"{row.title}, switched off ({row.switched_off}). {row.claim}")
+    say(f"{row.title}, switched off ({row.switched_off}). {row.claim}")
     for line in row.run():
-        print(f"  {line}")
-    print(f"  caught by {row.lab_test}")
+        say(f"  {line}")
+    say(f"  caught by {row.lab_test}")
     return 0

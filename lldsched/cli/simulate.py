@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from lldsched import checks
-from lldsched.cli import BAD_ARGUMENTS, FAILED, to_stderr
+from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
 from lldsched.sim.scenario import build_scenario
@@ -131,19 +131,19 @@ def main(args: argparse.Namespace) -> int:
     records = sim.records()
     runs = sum(record.outcome.ran for record in records)  # not the slots skipped
     schedules = {task.id: task.schedule for task in sim.tasks()}
-    print(
+    say(
         f"simulated {args.days:g} {'day' if args.days == 1 else 'days'} on "
         f"{counted(args.workers, 'worker')} (seed {args.seed}): "
         f"{counted(runs, 'run')} in {elapsed:.2f} s of wall time"
     )
-    print(format_summary(summarize(records, schedules)))
+    say(format_summary(summarize(records, schedules)))
     dead = [sim.task(task_id).name for task_id in sim.dead_letter()]
-    print(f"dead letter: {dead}")
+    say(f"dead letter: {dead}")
     if args.gantt:
         failed = write_gantt(sim, args.gantt)
         if failed is not None:  # the summary above stands; the chart alone is missing
             return to_stderr(f"error: {failed}", FAILED)
-        print(f"gantt chart: {args.gantt}")
+        say(f"gantt chart: {args.gantt}")
     return 0
 
 
