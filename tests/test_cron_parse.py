@@ -148,6 +148,11 @@ def test_extra_whitespace_between_fields_is_ignored() -> None:
     assert parse("  0\t3  * *   1-5 ").text == "0 3 * * 1-5"
 
 
+def test_a_non_breaking_space_pasted_from_a_web_page_separates_fields_as_docs_cron_says() -> None:
+    """docs/CRON.md: any whitespace separates fields, a non-breaking space included."""
+    assert parse("0\xa03 * *\u20031-5").text == "0 3 * * 1-5"
+
+
 @pytest.mark.parametrize(
     "expr", ["*/15 * * * *", "0 9-17 * * 1-5", "0 0 1 * *", "30 2 * * 0,6", "0 12 31 12 *"]
 )
