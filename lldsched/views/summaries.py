@@ -347,7 +347,8 @@ def _mean_busy(laned: _Laned, step: int, freq: str) -> float:
 
 _LANES_READ = frozenset({"start", "finish", "worker", "node", "task_id", "attempt"})
 """The columns :func:`check_spans` and :func:`_laned` read (``task_id`` and ``attempt``
-name a refused run)."""
+name a refused run): :func:`utilisation`, :func:`mean_busy`, :func:`fitting_freq` and
+:func:`mapped_lanes` copy the runs of these only (:func:`_ran_reading`)."""
 
 
 def _utilisation_drawn(
