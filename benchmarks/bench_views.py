@@ -17,7 +17,9 @@
   1,000,000 records): :func:`service`'s 720 tasks (the built-in scenario's ten, 72
   times, on 288 workers) run until they hold ``n`` records, a million in about a week
   (:func:`views`).  Each view's process CPU time, best of :data:`REPEATS` (CPU time: on
-  a shared two-core machine the wall clock of one call swung 3-6x with the load);
+  a shared two-core machine the wall clock of one call swung 3-6x with the load),
+  and the peak of the memory ``tracemalloc`` traced during one more call, as a
+  multiple of the frame's own (its columns' buffers: 116 MB at a million records);
   the records and the frame are built untimed.  docs/PERFORMANCE.md, "Views at a
   million records", has the table before and after they were made column-wise.
 
@@ -37,7 +39,7 @@ from lldsched import CronSchedule, ExecutionRecord, FixedRate, Priority, RetryPo
 from lldsched.sim import Simulation
 from lldsched.sim.models import fixed, lognormal, uniform
 from lldsched.sim.scenario import SCENARIO_START, build_scenario
-from lldsched.views.frames import schedules_of, task_summary, to_frame, utilisation
+from lldsched.views.frames import mean_busy, schedules_of, task_summary, to_frame, utilisation
 from lldsched.views.plots import (
     gantt,
     lateness_distribution,
@@ -133,9 +135,20 @@ def service(copies: int = COPIES) -> Simulation:
     return sim
 
 
-def views(n: int) -> dict[str, float]:
+def traced_peak(measure: Callable[[], object]) -> float:
+    """The bytes ``tracemalloc`` traced at the peak of one call of ``measure``."""
+    tracemalloc.start()
+    try:
+        measure()
+        return float(tracemalloc.get_traced_memory()[1])
+    finally:
+        tracemalloc.stop()
+
+
+def views(n: int) -> dict[str, tuple[float, float]]:
     """CPU seconds of each view of :func:`service`'s first ``n`` records (a few hundred
-    more: it runs ten simulated minutes at a time), best of :data:`REPEATS`."""
+    more: it runs ten simulated minutes at a time), best of :data:`REPEATS`, and the
+    peak traced during one more call as a multiple of the frame's columns' buffers."""
     sim = service()
     while len(sim.record_log()) < n:
         sim.run_for(600)
@@ -153,14 +166,20 @@ def views(n: int) -> dict[str, float]:
         "readable(frame)": lambda: readable(frame),
         'readable(frame, tz="Europe/Berlin")': lambda: readable(frame, tz="Europe/Berlin"),
         "utilisation(frame, 288)": lambda: utilisation(frame, workers),
+        "mean_busy(frame, 288)": lambda: mean_busy(frame, workers),
         "sim.records()": sim.records,
         "summarize(records, schedules)": lambda: summarize(records, schedules),
         "format_summary(rows)": lambda: format_summary(rows),
         "gantt(frame), rendered": lambda: drawn(gantt(frame)),
         "lateness_over_time(frame), rendered": lambda: drawn(lateness_over_time(frame)),
         "lateness_distribution(frame), rendered": lambda: drawn(lateness_distribution(frame)),
+        "utilisation_plot(frame, 288), rendered": lambda: drawn(utilisation_plot(frame, workers)),
     }
-    return {name: best(measure, time.process_time) for name, measure in measures.items()}
+    size = float(frame.memory_usage(deep=False).sum())
+    return {
+        name: (best(measure, time.process_time), traced_peak(measure) / size)
+        for name, measure in measures.items()
+    }
 
 
 def main(argv: Sequence[str] = ()) -> dict[str, float]:
@@ -194,11 +213,15 @@ def main(argv: Sequence[str] = ()) -> dict[str, float]:
         "utilisation_plot, a year of minutes, traced peak (MB)": year_peak,
     }
     measured = {n: views(n) for n in sizes}
-    print(f"views of a {COPIES * 10}-task service, CPU seconds (best of {REPEATS}):")
-    print(f"  {'view':<40}" + "".join(f"{n:>12,}" for n in sizes))
+    print(f"views of a {COPIES * 10}-task service, CPU seconds (best of {REPEATS}) and the")
+    print("traced peak of one call as a multiple of the frame's columns' buffers:")
+    print(f"  {'view':<40}" + "".join(f"{n:>12,}{'':>8}" for n in sizes))
     for name in measured[sizes[0]]:
-        print(f"  {name:<40}" + "".join(f"{measured[n][name]:>12.3f}" for n in sizes))
-    largest = measured[sizes[-1]]
+        print(
+            f"  {name:<40}"
+            + "".join(f"{measured[n][name][0]:>12.3f}{measured[n][name][1]:>7.2f}x" for n in sizes)
+        )
+    largest = {name: cpu for name, (cpu, _) in measured[sizes[-1]].items()}
     results["task_summary with schedules, largest size (CPU s)"] = largest[
         "task_summary(frame, schedules)"
     ]

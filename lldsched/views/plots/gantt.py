@@ -35,13 +35,13 @@ from lldsched.views.plots._base import (
     _time_axis,
     _title,
     first_free_rows,
-    ran,
     task_label,
 )
 from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _failures, _mark_handles
 from lldsched.views.summaries import (
     Workers,
+    _ran_reading,
     check_spans,
     lane_label,
     mapped_lanes,
@@ -53,6 +53,13 @@ from lldsched.views.summaries import (
 from lldsched.views.tables import seconds_text
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
+
+_GANTT_READS = frozenset({
+    "task_id", "name", "attempt", "worker", "node", "due", "start", "finish", "duration",
+    "ok", "timed_out", "outcome", "error",
+})  # fmt: skip
+"""The columns of a frame's runs a Gantt chart reads: its copy of the runs has only these
+(:func:`~lldsched.views.summaries._ran_reading`)."""
 
 
 def gantt(
@@ -136,7 +143,8 @@ def gantt(
             f'workers names the lanes of a chart by worker (by="worker"); by={by!r} has a '
             f"lane per task, got workers={workers!r}"
         )
-    everything = ran(frame)  # a slot a misfire policy decided ran on no worker; checks frame
+    # a slot a misfire policy decided ran on no worker; checks frame
+    everything = _ran_reading(frame, _GANTT_READS)
     waits = frame[frame["outcome"] == "blocked"]
     check_spans(everything)  # a run with no start or finish, or backwards, has no bar
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)

@@ -27,11 +27,11 @@ from lldsched.views.plots._base import (
     _time_axis,
     _title,
     _unit,
-    ran,
     task_mark,
 )
 from lldsched.views.summaries import (
     Workers,
+    _ran_reading,
     _utilisation_drawn,
     check_lateness,
     column_labels,
@@ -39,6 +39,11 @@ from lldsched.views.summaries import (
 from lldsched.views.tables import seconds_text
 
 __all__ = ["MAX_COLUMNS", "lateness_distribution", "lateness_over_time", "utilisation_plot"]
+
+_LATENESS_READS = frozenset({"task_id", "name", "attempt", "due", "start", "lateness"})
+"""The columns of a frame's runs the lateness charts read (their copy of the runs has only
+these: :func:`~lldsched.views.summaries._ran_reading`; ``attempt``, ``due`` and ``start``
+name a run :func:`~lldsched.views.summaries.check_lateness` refuses)."""
 
 
 def lateness_over_time(
@@ -51,7 +56,7 @@ def lateness_over_time(
     lateness, in their colours, and the rest are grey points underneath.  A run of no
     known lateness (no due time or start: ``NaT``) is refused, naming it
     (:func:`~lldsched.views.summaries.check_lateness`)."""
-    frame = ran(frame)
+    frame = _ran_reading(frame, _LATENESS_READS)
     check_lateness(frame)
     figure, ax = _axes(ax, (11.0, 4.0))
     lateness = _seconds(frame["lateness"])
@@ -123,7 +128,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     and the rest are thin grey curves underneath.  A run of no known lateness (no due
     time or start: ``NaT``) is refused, naming it: left out, a task of none read "(never
     late)" (:func:`~lldsched.views.summaries.check_lateness`)."""
-    frame = ran(frame)
+    frame = _ran_reading(frame, _LATENESS_READS)
     check_lateness(frame)
     figure, ax = _axes(ax, (8.0, 4.5))
     lateness = _seconds(frame["lateness"])
