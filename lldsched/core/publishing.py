@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from lldsched.core.names import runnable
 from lldsched.core.parts import CoreParts
-from lldsched.core.storewrites import store_failed, store_written
+from lldsched.core.storewrites import interrupts_deferred, store_failed, store_written
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, save_all
@@ -148,6 +148,17 @@ class Publishing(CoreParts):
                     (task.id, task.name, previous, task.status, self.clock.now(), record),
                 )
             )
+
+    def _verb_written(
+        self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None = None
+    ) -> None:
+        """A verb's transition (pause, resume, redrive, run now) written and published: a
+        ``KeyboardInterrupt`` or ``SystemExit`` its store raises in the write is raised once
+        the event is published (:func:`~lldsched.core.storewrites.interrupts_deferred`),
+        on both runtimes; raised at once, the verb was made and the listeners never heard
+        it (docs/DECISIONS.md, "A Ctrl-C in a simulation's verb")."""
+        with interrupts_deferred(self._writes):
+            self._write_and_publish(task, previous, record)
 
     def _publish(
         self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None
