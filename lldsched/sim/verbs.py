@@ -267,16 +267,17 @@ class SimulationVerbs:
         mine = not outer and not self._advancing  # raises what it heard, once whole
         writes = self._core.store_writes
         collecting = None
-        if writes is not None and mine:
-            writes.refused = None
-            collecting, writes.collecting = writes.collecting, self._heard
+        if writes is not None:
+            writes.refused = None  # (an id: one this verb's store refusal sets, if any)
+            if mine:
+                collecting, writes.collecting = writes.collecting, self._heard
         self._in_verb = True
         try:
             yield
         except GeneratorExit:  # closed unfinished: the with's exit never came, the block whole
             raise
         except BaseException as exc:
-            if not isinstance(exc, Exception) and (writes is None or exc is not writes.refused):
+            if not isinstance(exc, Exception) and (writes is None or id(exc) != writes.refused):
                 self._torn(exc, f"{verb} {subject!r}")
             if mine:
                 self._heard.clear()
