@@ -278,7 +278,7 @@ def test_a_ctrl_c_anywhere_in_a_verb_leaves_it_whole_or_refusing_to_move_on(verb
 
 @pytest.mark.parametrize("verb", ["resume", "run_now"])
 def test_a_stores_ctrl_c_in_resume_or_run_now_is_heard_on_threads_too(verb: str) -> None:
-    """The same rule on the threaded runtime (the core's, ``_verb_written``): its listeners
+    """The same rule on the threaded runtime (the core's, ``verb_written``): its listeners
     never heard a resume or a run now whose write raised a Ctrl-C."""
     store, log = InterruptingStore(), EventLog()
     scheduler = Scheduler(workers=1, store=store, listeners=[log])

@@ -24,6 +24,7 @@ from lldsched.core.names import (
     runnable,
 )
 from lldsched.core.parts import CoreParts
+from lldsched.core.publishing import verb_written
 from lldsched.core.storewrites import (
     check_store,
     interrupts_deferred,
@@ -54,7 +55,7 @@ class StatusVerbs(CoreParts):
         if held is None:
             return False
         previous, waited = held
-        self._verb_written(task, previous, waited)
+        verb_written(self, task, previous, waited)
         return True
 
     def _hold(self, task: ScheduledTask) -> tuple[TaskStatus, ExecutionRecord | None] | None:
@@ -105,7 +106,7 @@ class StatusVerbs(CoreParts):
             # A plan's run (a catch-up slot, an extra run) keeps its slot: it was decided,
             # and the plan's other slots, and the grid after them, do not move.
             self._enqueue(task, due)
-        self._verb_written(task, PAUSED)
+        verb_written(self, task, PAUSED)
         return True
 
     def cancel(self, task_id: str) -> bool:
@@ -158,7 +159,7 @@ class StatusVerbs(CoreParts):
         self._enqueue(task, now)
         if self._deps is not None:
             self._deps.revived(task_id)  # its next death fails dependents anew
-        self._verb_written(task, FAILED)
+        verb_written(self, task, FAILED)
         return True
 
     def remove(self, task_id: str) -> ScheduledTask:

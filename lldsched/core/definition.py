@@ -34,6 +34,7 @@ from lldsched.core.names import (
     SUCCEEDED,
 )
 from lldsched.core.parts import CoreParts
+from lldsched.core.publishing import verb_written
 from lldsched.core.registration import UNCHANGED, Unchanged, check_overlap, validated
 from lldsched.core.schedulearg import schedule_of
 from lldsched.core.storewrites import check_store, refused
@@ -167,7 +168,7 @@ class DefinitionVerbs(CoreParts):
             task._schedule = slot_first(task._schedule, due)  # then the slot it waited for
             task._slot = now
         self._enqueue(task, now)
-        self._verb_written(task, previous)
+        verb_written(self, task, previous)
         return True
 
     def _replaced(

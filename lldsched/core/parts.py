@@ -99,10 +99,6 @@ class CoreParts:
             self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None = None
         ) -> None: ...
 
-        def _verb_written(
-            self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None = None
-        ) -> None: ...
-
         def _publish(
             self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None
         ) -> None: ...
