@@ -24,6 +24,7 @@ from lldsched.core.names import (
     runnable,
 )
 from lldsched.core.parts import CoreParts
+from lldsched.core.publishing import verb_written
 from lldsched.core.storewrites import (
     check_store,
     interrupts_deferred,
@@ -54,7 +55,7 @@ class StatusVerbs(CoreParts):
         if held is None:
             return False
         previous, waited = held
-        self._write_and_publish(task, previous, waited)
+        verb_written(self, task, previous, waited)
         return True
 
     def _hold(self, task: ScheduledTask) -> tuple[TaskStatus, ExecutionRecord | None] | None:
@@ -92,8 +93,9 @@ class StatusVerbs(CoreParts):
                 # run's settle as a pause made during it, and for good if this process
                 # dies before that settle.  Written as the run's claim left it instead:
                 # runnable at the run's slot, its lease holding it (docs/CLUSTER.md).
-                self._save(task, as_claimed=run)
-                self._publish(task, PAUSED, None)
+                with interrupts_deferred(writes):  # published, then a store's Ctrl-C
+                    self._save(task, as_claimed=run)
+                    self._publish(task, PAUSED, None)
                 return True
         else:
             assert task.next_run_at is not None
@@ -104,7 +106,7 @@ class StatusVerbs(CoreParts):
             # A plan's run (a catch-up slot, an extra run) keeps its slot: it was decided,
             # and the plan's other slots, and the grid after them, do not move.
             self._enqueue(task, due)
-        self._write_and_publish(task, PAUSED)
+        verb_written(self, task, PAUSED)
         return True
 
     def cancel(self, task_id: str) -> bool:
@@ -157,7 +159,7 @@ class StatusVerbs(CoreParts):
         self._enqueue(task, now)
         if self._deps is not None:
             self._deps.revived(task_id)  # its next death fails dependents anew
-        self._write_and_publish(task, FAILED)
+        verb_written(self, task, FAILED)
         return True
 
     def remove(self, task_id: str) -> ScheduledTask:

@@ -34,9 +34,10 @@ from lldsched.core.names import (
     SUCCEEDED,
 )
 from lldsched.core.parts import CoreParts
+from lldsched.core.publishing import verb_written
 from lldsched.core.registration import UNCHANGED, Unchanged, check_overlap, validated
 from lldsched.core.schedulearg import schedule_of
-from lldsched.core.storewrites import check_store
+from lldsched.core.storewrites import check_store, refused
 from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ScheduleError, SchedulerStateError, ValidationError
 from lldsched.model import Priority, TaskEvent, TaskStatus
@@ -167,7 +168,7 @@ class DefinitionVerbs(CoreParts):
             task._schedule = slot_first(task._schedule, due)  # then the slot it waited for
             task._slot = now
         self._enqueue(task, now)
-        self._write_and_publish(task, previous)
+        verb_written(self, task, previous)
         return True
 
     def _replaced(
@@ -383,8 +384,9 @@ class DefinitionVerbs(CoreParts):
             return
         try:
             self._store.save(self._snapshot(task))
-        except BaseException:
+        except BaseException as exc:
             saved.restore(task)
+            refused(self._writes, exc)
             raise
 
     def _announce(self, task: ScheduledTask, now: float) -> None:

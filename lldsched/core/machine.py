@@ -126,7 +126,7 @@ from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
 from lldsched.core.runs import RunTransitions
 from lldsched.core.schedulearg import check_zone
-from lldsched.core.storewrites import StoreWrites, purge_retired
+from lldsched.core.storewrites import StoreWrites, purge_retired, refused
 from lldsched.core.tally import Tally
 from lldsched.core.task import DEFAULT_OPTIONS, Run, RunStats, ScheduledTask, fit_flight
 from lldsched.core.waiting import DependencyWaits
@@ -426,10 +426,11 @@ class SchedulerCore(
         :meth:`add` and for a retired task replaced."""
         try:
             store.save(self._snapshot(task))
-        except BaseException:
+        except BaseException as exc:
             del self.tasks[task.id]
             if retired_as is not None:  # and it is still retired (TaskRetiredError)
                 self._retention.retired(task.id, retired_as, ())
+            refused(self._writes, exc)
             raise
 
     # -- internals -------------------------------------------------------------------------

@@ -128,6 +128,7 @@ __all__ = [
     "StoreWrites",
     "check_store",
     "interrupts_deferred",
+    "refused",
     "say_left_stale",
     "store_failed",
     "store_written",
@@ -213,6 +214,7 @@ class StoreWrites:
         "interrupted",
         "missed",
         "outage",
+        "refused",
         "shared",
         "store",
         "user",
@@ -245,6 +247,13 @@ class StoreWrites:
         # and the interrupt a store raised meanwhile on the main thread, for its end.
         self.deferring = False
         self.interrupted: BaseException | None = None
+        # The id() of what the store raised last in a write that refused a registration or
+        # a change of definition (core/machine.py _first_write, core/definition.py
+        # _commit), once the core put everything back: a verb that raised it is whole (the
+        # simulation tells it from an interrupt that landed mid-verb, while it is raised:
+        # lldsched/sim/verbs.py _whole).  An id, not the error: its traceback would hold the
+        # caller's frames for as long as no other came.
+        self.refused: int | None = None
         # Where a runtime that runs its events on the main thread collects such an
         # interrupt instead, for as long as it sets it (the simulation's event loop: raised
         # once the event under way is whole, lldsched/sim/simulation.py).  None: not.
@@ -630,6 +639,15 @@ def _interrupt(writes: StoreWrites, error: BaseException) -> None:
         raise error
     if writes.interrupted is None:
         writes.interrupted = error
+
+
+def refused(writes: StoreWrites | None, error: BaseException) -> None:
+    """The store raised ``error`` in a write that refused a registration or a change of
+    definition, and the core put everything back: its id kept as
+    :attr:`StoreWrites.refused`, so that a runtime tells this whole refusal from an
+    interrupt that landed mid-verb."""
+    if writes is not None:
+        writes.refused = id(error)
 
 
 def _on_main_thread() -> bool:

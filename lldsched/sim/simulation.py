@@ -189,15 +189,16 @@ class _Interrupts:
     """What :meth:`Simulation._torn` keeps: ``whole``, what the event loop raises with its
     event whole (a model's error, an action's or an intervention's raise: anything else
     out of it landed mid-step); ``torn_at``, the instant a Ctrl-C that landed mid-step
-    left the simulation at (None: it did not), and ``torn_by``, that Ctrl-C as a record
-    says an error."""
+    (or mid-verb) left the simulation at (None: it did not), ``torn_by``, that Ctrl-C as
+    a record says an error, and ``torn_in``, the verb it landed in ("": the loop)."""
 
-    __slots__ = ("torn_at", "torn_by", "whole")
+    __slots__ = ("torn_at", "torn_by", "torn_in", "whole")
 
     def __init__(self) -> None:
         self.whole: BaseException | None = None
         self.torn_at: float | None = None
         self.torn_by = ""
+        self.torn_in = ""
 
 
 class SimStep(NamedTuple):
@@ -333,7 +334,7 @@ class Simulation(SimulationVerbs):
         # Those Ctrl-Cs (a listener's, or a store's save's), heard in the event under way
         # and not raised yet: _advance raises the first once that event is whole (_emit).
         self._heard: list[BaseException] = []
-        self._in_verb = False  # inside a verb: a listener's Ctrl-C waits for it (_whole)
+        self._in_verb = False  # inside a verb: a listener's or store's Ctrl-C waits (_whole)
         # One attribute for what _torn reads and writes: a 30th of the instance's own
         # took CPython 3.11 past its shared-keys limit, and every attribute read of the
         # loop slowed (+0.9 % instructions a simulated run).
@@ -415,7 +416,8 @@ class Simulation(SimulationVerbs):
         ``KeyboardInterrupt`` or ``SystemExit`` or a listener's raises (a listener's, or
         a store's save's, once the event it came in is whole, before the next).  A
         Ctrl-C that lands anywhere else (between two steps of the loop, inside the
-        core's transition) is let out too, and the simulation moves no further: this,
+        core's transition, in the middle of a verb) is let out too, and the simulation
+        moves no further: this,
         :meth:`run_for` and :meth:`step` raise
         :class:`~lldsched.errors.SchedulerStateError` from then on (:meth:`_torn`)."""
         self._check_running("run until", until)
@@ -711,7 +713,7 @@ class Simulation(SimulationVerbs):
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
 
-    def _torn(self, exc: BaseException) -> None:
+    def _torn(self, exc: BaseException, inside: str = "") -> None:
         """``exc`` came out of the event loop mid-step: not from an action, a model or an
         intervention (each raised with its event whole), nor a listener's or a store's
         Ctrl-C (kept until the event is whole, :meth:`_emit`), but one that landed
@@ -720,11 +722,14 @@ class Simulation(SimulationVerbs):
         simulation holds may be half updated then (a finish taken off its heap and never
         recorded, a worker never freed, a due entry taken and never started): it moves no
         further (:meth:`_refuse_torn`), rather than give records that are silently wrong
-        (docs/DECISIONS.md, "A Ctrl-C that lands mid-step stops the simulation for good")."""
+        (docs/DECISIONS.md, "A Ctrl-C that lands mid-step stops the simulation for good").
+        ``inside``: the verb it landed in the middle of instead (``"pause 'task-1'"``), a
+        task resumed and never queued, a row never written (:meth:`_whole`)."""
         interrupts = self._interrupts
         if interrupts.torn_at is None:
             interrupts.torn_at = self.now
             interrupts.torn_by = error_text(exc)
+            interrupts.torn_in = inside
 
     def _refuse_torn(self) -> None:
         """:meth:`run`, :meth:`run_for`, :meth:`step` after :meth:`_torn`: a
@@ -732,12 +737,17 @@ class Simulation(SimulationVerbs):
         and what to do (build it again: the same seed and scenario replay it)."""
         interrupts = self._interrupts
         assert interrupts.torn_at is not None
+        where = (
+            f"in the middle of its verb {interrupts.torn_in}, not in a listener or a store "
+            "call, and may have left it half made (a store's row of the task included)"
+            if interrupts.torn_in
+            else "between two of its steps, not in an action, model, intervention, listener "
+            "or store call, and may have left them half done"
+        )
         raise SchedulerStateError(
             f"the simulation cannot move on from {instant_text(interrupts.torn_at)}: an "
-            f"interrupt ({interrupts.torn_by}) landed there between two of its steps, not in an "
-            "action, model, intervention, listener or store call, and may have left "
-            "them half done; read what it holds, then build it again (the same seed and "
-            "scenario replay it)"
+            f"interrupt ({interrupts.torn_by}) landed there {where}; read what it holds, then "
+            "build it again (the same seed and scenario replay it)"
         )
 
     def _stop_heard(self) -> None:

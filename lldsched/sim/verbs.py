@@ -9,7 +9,9 @@ the heap, ``metrics()``) and the listeners.  Each is a call into the core state
 machine, plus what the simulation keeps per task (its models).  A mixin, so the
 verbs (here) and virtual time with its event loop
 (:mod:`~lldsched.sim.simulation`) read as two modules of one class; single-threaded,
-no lock.
+no lock.  Each verb runs whole or says it did not (``SimulationVerbs._whole``): a
+``KeyboardInterrupt`` a listener or its store raises in it is raised once it is whole, and
+one that lands in the middle of it leaves the simulation refusing to move on.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from lldsched.core.names import RefusedVerb
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchanged, registering
 from lldsched.core.retention import RetainFinished
-from lldsched.core.storewrites import interrupts_deferred
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.listeners import Listener, as_callback, check_unregistered, same_listener
@@ -73,7 +74,7 @@ class SimulationVerbs:
     _coroutines: int  # runs in flight on the coroutine lane
     _handed: Sized  # plain functions' awaitables waiting for a place on that lane
     _advancing: bool  # inside the event loop: a listener's Ctrl-C waits for its event
-    _in_verb: bool  # inside a verb: a listener's Ctrl-C waits for it to be whole (_whole)
+    _in_verb: bool  # inside a verb: a listener's or a store's Ctrl-C waits for it (_whole)
     _heard: list[BaseException]  # those Ctrl-Cs, not raised yet
 
     if TYPE_CHECKING:
@@ -94,6 +95,8 @@ class SimulationVerbs:
         def running(self) -> bool: ...
 
         def _emit(self, event: TaskEvent) -> None: ...
+
+        def _torn(self, exc: BaseException, inside: str = "") -> None: ...
 
     def schedule(
         self,
@@ -151,33 +154,27 @@ class SimulationVerbs:
         self._check_running("schedule", name)
         duration = check_duration(duration)
         fails = check_failure(fails)
-        try:
-            with self._whole():  # a listener's Ctrl-C on its event: raised once it is whole
-                task = self._core.add(
-                    name,
-                    action,
-                    schedule,
-                    task_id=id,
-                    replace_existing=replace_existing,
-                    priority=priority,
-                    retry=retry,
-                    timeout=timeout,
-                    args=args,
-                    kwargs=kwargs,
-                    misfire=misfire,
-                    isolation=isolation,
-                    depends_on=depends_on,
-                    overlap=overlap,
-                    max_instances=max_instances,
-                    paused=paused,
-                )
-                self._set_models(task.id, duration, fails)
-                self._note_lane(task)
-        except BaseException:  # a store's Ctrl-C in the registration's save: registered
-            for task_id in self._core.tasks.keys() - self._models.keys():
-                self._set_models(task_id, duration, fails)  # give it its models
-                self._note_lane(self._core.tasks[task_id])
-            raise
+        with self._whole("schedule", name):  # a listener's or a store's Ctrl-C: once whole
+            task = self._core.add(
+                name,
+                action,
+                schedule,
+                task_id=id,
+                replace_existing=replace_existing,
+                priority=priority,
+                retry=retry,
+                timeout=timeout,
+                args=args,
+                kwargs=kwargs,
+                misfire=misfire,
+                isolation=isolation,
+                depends_on=depends_on,
+                overlap=overlap,
+                max_instances=max_instances,
+                paused=paused,
+            )
+            self._set_models(task.id, duration, fails)
+            self._note_lane(task)
         return task
 
     def scheduled(
@@ -249,26 +246,48 @@ class SimulationVerbs:
         self._set_models(task_id, check_duration(duration), check_failure(fails))
 
     @contextlib.contextmanager
-    def _whole(self) -> Iterator[None]:
-        """A verb made whole before a ``KeyboardInterrupt`` or ``SystemExit`` a listener
-        raised on its event reaches the caller: raised once the block ends (the first),
-        as inside :meth:`run <lldsched.sim.simulation.Simulation.run>` once the event is
-        whole (``Simulation._emit``).  Raised at once, it left the verb's later steps
-        undone: a pause's cut of the task's coroutine run in flight, a modify's re-queue.
-        Dropped if the block raises something else; kept for the event loop when the verb
-        is made inside it (an intervention's)."""
+    def _whole(self, verb: str, subject: object) -> Iterator[None]:
+        """A verb (``verb`` of ``subject``, as the refusal of a torn simulation names it)
+        made whole before a ``KeyboardInterrupt`` or ``SystemExit`` that a listener raised
+        on its event, or a store in one of its writes, reaches the caller: the first is
+        raised once the block ends, as inside :meth:`run
+        <lldsched.sim.simulation.Simulation.run>` once the event is whole
+        (``Simulation._emit``, ``StoreWrites.collecting``).  Raised at once, it left the
+        verb's later steps undone: a pause's cut of the task's coroutine run in flight, a
+        modify's re-queue, the event of a resume, a redrive or a run now.  Dropped if the
+        block raises something else; kept for the event loop when the verb is made inside
+        it (an intervention's).
+
+        Any other interrupt out of the block (a real Ctrl-C that landed between two of
+        its statements, inside the core's verb) may have left it half made: the
+        simulation is torn (``Simulation._torn``), but for a store's that refused the
+        registration or the change of definition, which the core put back
+        (``StoreWrites.refused``).  docs/DECISIONS.md, "A Ctrl-C in a simulation's verb"."""
         outer = self._in_verb
+        mine = not outer and not self._advancing  # raises what it heard, once whole
+        writes = self._core.store_writes
+        collecting = None
+        if writes is not None:
+            writes.refused = None  # (an id: one this verb's store refusal sets, if any)
+            if mine:
+                collecting, writes.collecting = writes.collecting, self._heard
         self._in_verb = True
         try:
             yield
-        except BaseException:
-            if not outer and not self._advancing:
+        except GeneratorExit:  # closed unfinished: the with's exit never came, the block whole
+            raise
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and (writes is None or id(exc) != writes.refused):
+                self._torn(exc, f"{verb} {subject!r}")
+            if mine:
                 self._heard.clear()
             raise
         finally:
             self._in_verb = outer
+            if writes is not None and mine:
+                writes.collecting = collecting
         heard = self._heard
-        if heard and not outer and not self._advancing:
+        if heard and mine:
             caught = heard[0]
             heard.clear()
             raise caught
@@ -300,7 +319,7 @@ class SimulationVerbs:
         (:class:`~lldsched.errors.TaskRetiredError`), :class:`~lldsched.errors.StoreClosedError`
         and :class:`~lldsched.errors.StoreError`.  Not after shutdown: a cancel only stops things.
         """
-        with self._whole():
+        with self._whole("cancel", task_id):
             return self._halt(task_id, self._core.cancel, "cancelled")
 
     def pause(self, task_id: str) -> bool:
@@ -317,7 +336,7 @@ class SimulationVerbs:
         :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
         (nothing is changed then).  Not after shutdown: a pause only stops things.
         """
-        with self._whole():
+        with self._whole("pause", task_id):
             return self._halt(task_id, self._core.pause, "paused")
 
     def _halt(self, task_id: str, verb: Callable[[str], bool], why: str) -> bool:
@@ -338,7 +357,7 @@ class SimulationVerbs:
         :class:`~lldsched.errors.SchedulerStateError` after shutdown.
         """
         self._check_running("resume", task_id)
-        with self._whole():
+        with self._whole("resume", task_id):
             return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
@@ -353,7 +372,7 @@ class SimulationVerbs:
         (nothing changes then).
         """
         self._check_running("redrive", task_id)
-        with self._whole():
+        with self._whole("redrive", task_id):
             return self._core.redrive(task_id)
 
     def remove(self, task_id: str) -> ScheduledTask:
@@ -368,7 +387,7 @@ class SimulationVerbs:
         :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
         (nothing changes then).  Not after shutdown: a remove only stops things.
         """
-        with self._whole(), interrupts_deferred(self._core.store_writes):  # whole, then a Ctrl-C
+        with self._whole("remove", task_id):
             task = self._core.remove(task_id)
             self._stop_awaited(task_id, "cancelled")
             self._models.pop(task_id, None)
@@ -390,7 +409,7 @@ class SimulationVerbs:
         (nothing changes then).
         """
         self._check_running("reschedule", task_id)
-        with self._whole():
+        with self._whole("reschedule", task_id):
             return self._core.reschedule(task_id, schedule)
 
     def modify(
@@ -414,7 +433,7 @@ class SimulationVerbs:
         (:data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`).
         """
         ahead = self._waiting.ahead(task_id, self._clock.now())
-        with self._whole():
+        with self._whole("modify", task_id):
             task = self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
             if ahead is not None and task.generation == ahead[2] and task.priority != ahead[1]:
                 # Its entry was set aside before it was due (lldsched/sim/lanes.py): the
@@ -435,7 +454,7 @@ class SimulationVerbs:
         (nothing changes then).
         """
         self._check_running("run_now", task_id)
-        with self._whole():
+        with self._whole("run_now", task_id):
             return self._core.run_now(task_id)
 
     @property
