@@ -125,11 +125,18 @@ class CatchUp:
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
     ) -> tuple[float | None, Sequence[float]]:
-        """:meth:`next_run`; a plan's slots are decided, so a run skips none of them
-        (nor of the own schedule, on the run that spends the plan).  A plan that only
-        moves a record (:meth:`moving`) lets the own schedule answer both, on the moved
-        record: a fixed rate's run that outlasted its period still skips slots."""
-        if self.shift and not self._slots and self._then is SCHEDULE_DECIDES:
+        """:meth:`next_run`, and the slots the run skipped.  A plan's slots are decided,
+        and so is what follows them when it is a slot (run late if a run outlasts it, as
+        a ``run_now``'s put-off slot is), the first run, or the end: a run that hands
+        out one of those skips nothing.  The run that hands the task back to its own
+        schedule (``then`` :data:`SCHEDULE_DECIDES`, the plan's last run), and any run
+        after, is the own schedule's to answer, both questions, on the record moved by
+        ``shift`` (:meth:`moving`): the slots after the plan's last slot were never
+        decided, so a fixed rate's run that outlasted its period skips them and records
+        them ``skipped``, as an ordinary overrun does.  Answered from ``next_run`` alone,
+        the slots that run outlasted had no record in one process (a store shared by
+        processes, whose row keeps no plan, recorded them)."""
+        if not self._slots and (self.spent or self._then is SCHEDULE_DECIDES):
             self.spent = True
             return next_run_and_skipped(self.inner, self._moved(record), limit=limit)
         return self.next_run(record, record.finished), ()

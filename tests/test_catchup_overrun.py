@@ -1,0 +1,386 @@
+"""A catch-up plan's last run that outlasts its period skips the slots it outlasted, and
+records each ``skipped``, as an ordinary run's overrun does.
+
+A misfire decision (a restart after downtime, a forward jump of the wall clock) puts a
+plan in front of a task's schedule (``schedules/catchup.py``): its slots run first, then
+the own schedule answers.  The plan's last run hands the task back, and the slots after
+its slot were never decided: a fixed rate's run of 12:00 that lasts until 16:30 skips
+13:00 to 16:00.  The plan answered that run from ``next_run`` alone, so one process went
+on at 17:00 with no record of those four slots, where a store shared by processes (its
+row keeps no plan) and an ordinary overrun recorded each (docs/DECISIONS.md, "Every skip
+is a record").  Each case here is checked against an ordinary overrun of 12:00 to 16:30
+in one process: the same records after the run, the same events, on both runtimes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    CronSchedule,
+    EventLog,
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    Misfire,
+    MisfirePolicy,
+    OneTime,
+    Overlap,
+    OverrunPolicy,
+    RetryPolicy,
+    RunContext,
+    Schedule,
+    Scheduler,
+    Simulation,
+    SqliteTaskStore,
+    TaskEvent,
+    TaskStore,
+)
+from lldsched.model import ExecutionRecord
+from lldsched.testing import Stepper
+from tests.conftest import T0, SchedulerFactory, settle
+from tests.test_recovery import HOUR, JumpingClock, looked
+
+HELD = T0 + 3 * HOUR  # 12:00: the plan's last slot, whose run lasts until 16:30
+DOWN_UNTIL = T0 + 3.5 * HOUR  # 12:30: the restart (or the jump), when the plan is made
+RELEASED = T0 + 7.5 * HOUR  # 16:30: the held run ends
+ALONG = T0 + 8 * HOUR  # 17:00: the first slot after it
+
+HELD_STARTED = threading.Event()
+RELEASE = threading.Event()
+
+
+def job(fails: float, ctx: RunContext) -> None:
+    """Hold the run due at :data:`HELD` until :data:`RELEASE` (at most 30 s); fail the
+    first attempt of the run due at ``fails``."""
+    if ctx.due == HELD:
+        HELD_STARTED.set()
+        RELEASE.wait(30)
+    if ctx.attempt == 1 and ctx.due == fails:
+        raise RuntimeError(f"the first attempt at {fails!r} fails")
+
+
+def _close_gate() -> None:
+    """The next run due at :data:`HELD` is held (each scenario of a test calls this)."""
+    HELD_STARTED.clear()
+    RELEASE.clear()
+
+
+@pytest.fixture(autouse=True)
+def _gate() -> Iterator[None]:
+    yield
+    RELEASE.set()  # a failing test leaves no worker held
+
+
+HOURLY = FixedRate(HOUR, start_delay=HOUR)  # 10:00, 11:00, ...
+SKIPPED = [(4, 0, "skipped"), (5, 0, "skipped"), (6, 0, "skipped"), (7, 0, "skipped")]
+Outcomes = list[tuple[float, int, str]]
+
+
+@dataclass(frozen=True)
+class Case:
+    """A misfire policy, and whether 10:00's first attempt fails, its retry owed at the
+    restart (the plan then begins with that retry); ``before``: the plan's runs ahead of
+    12:00's; ``decided``: what the history says before 12:00, (hours after 09:00,
+    attempt, outcome); ``after``: what it says after, up to 17:00's run."""
+
+    policy: MisfirePolicy
+    fails: bool
+    before: int
+    decided: Outcomes
+    schedule: Schedule = HOURLY
+    overlap: Overlap | None = None
+    after: Outcomes = field(default_factory=lambda: [*SKIPPED, (8, 1, "ok")])
+
+
+RUN_ALL = MisfirePolicy(Misfire.RUN_ALL)
+CAUGHT_UP: Outcomes = [(1, 1, "ok"), (2, 1, "ok")]
+CASES = [
+    pytest.param(Case(RUN_ALL, False, 2, CAUGHT_UP), id="run_all"),
+    pytest.param(
+        Case(
+            MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2),
+            False,
+            1,
+            [(1, 0, "missed"), (2, 1, "ok")],
+        ),
+        id="run_all-max_catch_up",
+    ),
+    pytest.param(
+        Case(
+            MisfirePolicy(Misfire.RUN_ONCE),
+            True,
+            1,
+            [(1, 1, "failed"), (2, 0, "coalesced"), (1, 2, "ok")],
+        ),
+        id="run_once-owed-retry",
+    ),
+    pytest.param(
+        Case(RUN_ALL, True, 2, [(1, 1, "failed"), (1, 2, "ok"), (2, 1, "ok")]),
+        id="run_all-owed-retry",
+    ),
+    pytest.param(Case(RUN_ALL, False, 2, CAUGHT_UP, schedule=CronSchedule("0 * * * *")), id="cron"),
+    pytest.param(
+        Case(
+            RUN_ALL,
+            False,
+            2,
+            CAUGHT_UP,
+            schedule=FixedRate(HOUR, OverrunPolicy.CATCH_UP, start_delay=HOUR),
+            after=[(hour, 1, "ok") for hour in (4, 5, 6, 7, 8)],
+        ),
+        id="overrun-catch_up",  # nothing skipped: every slot runs late, as ever
+    ),
+    pytest.param(
+        Case(
+            RUN_ALL,
+            False,
+            2,
+            CAUGHT_UP,
+            overlap=Overlap.BUFFER_ONE,
+            after=[*[(hour, 0, "coalesced") for hour in (4, 5, 6)], (7, 1, "ok"), (8, 1, "ok")],
+        ),
+        id="buffer_one",  # the latest slot it outlasted runs at once, for the others
+    ),
+]
+
+
+def _register(scheduler: Scheduler, case: Case) -> None:
+    scheduler.schedule(
+        "job", job, case.schedule, id="job", misfire=case.policy, overlap=case.overlap,
+        args=(T0 + HOUR if case.fails else 0.0,), retry=RetryPolicy(3, initial_backoff=60),
+    )  # fmt: skip
+
+
+def _outcomes(history: Sequence[ExecutionRecord]) -> Outcomes:
+    return [((r.slot - T0) / HOUR, r.attempt, r.outcome.value) for r in history]
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """What a runtime made of 12:00's run that lasted until 16:30, and what followed up
+    to 17:00's run: the history before that run, the run's (slot, finished, outcome),
+    the records after it, and the events from its finish on."""
+
+    before: Outcomes
+    run: tuple[float, float, str]
+    after: list[ExecutionRecord]
+    events: list[TaskEvent]
+
+
+def _overrun(history: Sequence[ExecutionRecord], events: Sequence[TaskEvent]) -> Overrun:
+    (index,) = [i for i, r in enumerate(history) if r.slot == HELD and r.outcome.ran]
+    held = history[index]
+    (finish,) = [i for i, e in enumerate(events) if e.record == held]
+    return Overrun(
+        _outcomes(history[:index]),
+        (held.slot, held.finished, held.outcome.value),
+        list(history[index + 1 :]),
+        list(events[finish:]),
+    )
+
+
+def _expected(overrun: Overrun, case: Case) -> None:
+    """The overrun's records: (for a fixed rate's ``SKIP``) 13:00 to 16:00 skipped at
+    16:30, after the run; then 17:00's run."""
+    assert overrun.run == (HELD, RELEASED, "ok")
+    assert _outcomes(overrun.after) == case.after
+    for record in overrun.after:
+        if not record.outcome.ran:
+            assert (record.started, record.finished, record.worker) == (RELEASED, RELEASED, -1)
+
+
+# -- the threaded runtime ------------------------------------------------------------------
+
+
+def _hold_through(clock: FakeClock, scheduler: Scheduler) -> None:
+    """12:00's run has started: the clock moves on to 16:30 (both sides of a
+    :class:`JumpingClock`: no jump) while it runs; then it ends, and 17:00 runs."""
+    assert HELD_STARTED.wait(5), "12:00's run did not start"
+    clock.advance(RELEASED - clock.now())
+    RELEASE.set()
+    settle(scheduler)
+    clock.advance(ALONG - clock.now())
+    settle(scheduler)
+
+
+def _threaded_ordinary(make_scheduler: SchedulerFactory, case: Case) -> Overrun:
+    """The reference: no downtime; 12:00's run starts at 12:30, as the plan's does (the
+    clock moved there from 11:00 at once), and lasts until 16:30."""
+    _close_gate()
+    log = EventLog()
+    clock = FakeClock(T0)
+    scheduler = make_scheduler(workers=1, clock=clock, listeners=[log])
+    _register(scheduler, case)
+    for hour in (1, 1 + 60 / HOUR, 2):  # 10:00, its retry (if it failed), 11:00
+        clock.set(T0 + hour * HOUR)
+        settle(scheduler)
+    clock.set(DOWN_UNTIL)
+    _hold_through(clock, scheduler)
+    return _overrun(scheduler.task("job").history, log.events)
+
+
+def _threaded_restarted(
+    make_scheduler: Callable[..., Scheduler], case: Case, store: TaskStore, reopened: TaskStore
+) -> Overrun:
+    """Down from 09:00 to 12:30 (from 10:00, once 10:00's first attempt failed, when
+    ``case.fails``: its retry is owed): the restart decides the plan."""
+    _close_gate()
+    clock = FakeClock(T0)
+    with Stepper(Scheduler(workers=1, clock=clock, store=store)) as steps:
+        _register(steps.scheduler, case)
+        if case.fails:
+            steps.advance_to(T0 + HOUR)
+    log = EventLog()
+    clock = FakeClock(DOWN_UNTIL)
+    scheduler = make_scheduler(workers=1, clock=clock, store=reopened, listeners=[log])
+    _hold_through(clock, scheduler)
+    return _overrun(scheduler.task("job").history, log.events)
+
+
+def _threaded_jumped(make_scheduler: SchedulerFactory, case: Case) -> Overrun:
+    """One process whose wall clock jumps from 09:00 (from 10:00, once 10:00's first
+    attempt failed, when ``case.fails``) to 12:30: the jump decides the plan."""
+    _close_gate()
+    log = EventLog()
+    clock = JumpingClock(T0)
+    scheduler = make_scheduler(workers=1, clock=clock, listeners=[log])
+    _register(scheduler, case)
+    if case.fails:
+        clock.advance(HOUR)
+    looked(clock, scheduler)
+    clock.jump(DOWN_UNTIL - clock.now())
+    _hold_through(clock, scheduler)
+    return _overrun(scheduler.task("job").history, log.events)
+
+
+def _shared_restarted(case: Case, path: Path) -> Overrun:
+    """:func:`_threaded_restarted` on a shared SQLite store (a claim of a slot due
+    before the process was there decides the plan), read from the store (the process's
+    own history holds only the runs it ran), without what a shared store adds to a
+    record (the claim's token, the node)."""
+    store = SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL)
+    reopened = SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL)
+    made: list[Scheduler] = []
+
+    def make(**options: Any) -> Scheduler:
+        made.append(Scheduler(**options).start())
+        return made[-1]
+
+    try:
+        planned = _threaded_restarted(make, case, store, reopened)
+        events = [e._replace(record=e.record and _unclaimed(e.record)) for e in planned.events]
+        return _overrun([_unclaimed(r) for r in reopened.records("job")], events)
+    finally:
+        RELEASE.set()
+        for scheduler in made:
+            assert scheduler.shutdown(timeout=5.0)
+        store.close()
+        reopened.close()
+
+
+def _unclaimed(record: ExecutionRecord) -> ExecutionRecord:
+    return record._replace(token=None, node=None)
+
+
+LEASE = 8 * HOUR  # longer than the held run: no claim expires
+POLL = 0.05
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("made", ["restart", "jump", "shared-store-restart"])
+def test_a_plans_last_run_that_overran_records_what_it_skipped_as_an_ordinary_run(
+    make_scheduler: SchedulerFactory, case: Case, made: str, tmp_path: Path
+) -> None:
+    # ``shared-store-restart``: the same restart, one process on a shared SQLite store
+    # (a claim of a slot due before the process was there decides the plan): it
+    # recorded the skipped slots before the fix too, and still agrees.
+    if made == "jump":
+        planned = _threaded_jumped(make_scheduler, case)
+    elif made == "restart":
+        store = InMemoryTaskStore()
+        planned = _threaded_restarted(make_scheduler, case, store, store)
+    else:
+        planned = _shared_restarted(case, tmp_path / "tasks.db")
+    assert planned.before == case.decided
+    _expected(planned, case)
+    ordinary = _threaded_ordinary(make_scheduler, case)
+    assert (planned.run, planned.after, planned.events) == (
+        ordinary.run,
+        ordinary.after,
+        ordinary.events,
+    )
+
+
+# -- the simulation ------------------------------------------------------------------------
+
+
+class Nth:
+    """A model (a duration, a failure) that answers ``value`` on its ``n``-th call,
+    counted from 0, and ``other`` on every other."""
+
+    def __init__(self, n: int, value: Any, other: Any) -> None:
+        self.n, self.value, self.other = n, value, other
+        self.calls = 0
+
+    def __call__(self, rng: object, attempt: int) -> Any:
+        self.calls += 1
+        return self.value if self.calls - 1 == self.n else self.other
+
+
+def _simulated_restarted(case: Case) -> Overrun:
+    """:func:`_threaded_restarted` in the simulation: a simulation on the store the first
+    left, started at 12:30, decides the plan at its construction; the plan's run of
+    12:00 takes four hours."""
+    store = InMemoryTaskStore()
+    first = Simulation(workers=1, start=T0, store=store)
+    first.schedule(
+        "job", case.schedule, id="job", misfire=case.policy, overlap=case.overlap,
+        retry=RetryPolicy(3, initial_backoff=60), fails=1.0 if case.fails else 0.0,
+    )  # fmt: skip
+    if case.fails:
+        first.run(T0 + HOUR)
+    log = EventLog()
+    sim = Simulation(workers=1, start=DOWN_UNTIL, store=store, listeners=[log])
+    sim.model("job", duration=Nth(case.before, RELEASED - DOWN_UNTIL, 0.0))
+    sim.run(ALONG)
+    return _overrun(sim.task("job").history, log.events)
+
+
+def _simulated_ordinary(case: Case) -> Overrun:
+    """:func:`_threaded_ordinary` in the simulation: the one worker is busy with another
+    task from 11:59 to 12:30, so 12:00's run starts at 12:30, and takes four hours."""
+    log = EventLog()
+    sim = Simulation(workers=1, start=T0, listeners=[log])
+    ahead = 3 if case.fails else 2  # 10:00, its retry if it failed, 11:00
+    sim.schedule(
+        "job", case.schedule, id="job", misfire=case.policy, overlap=case.overlap,
+        retry=RetryPolicy(3, initial_backoff=60),
+        duration=Nth(ahead, RELEASED - DOWN_UNTIL, 0.0), fails=Nth(0, case.fails, False),
+    )  # fmt: skip
+    busy_from = HELD - 60
+    sim.schedule("busy", OneTime(busy_from), duration=DOWN_UNTIL - busy_from)
+    sim.run(ALONG)
+    events = [event for event in log.events if event.task_id == "job"]
+    return _overrun(sim.task("job").history, events)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_plans_last_run_that_overran_records_what_it_skipped_in_the_simulation(
+    case: Case,
+) -> None:
+    planned = _simulated_restarted(case)
+    assert planned.before == case.decided
+    _expected(planned, case)
+    ordinary = _simulated_ordinary(case)
+    assert (planned.run, planned.after, planned.events) == (
+        ordinary.run,
+        ordinary.after,
+        ordinary.events,
+    )
