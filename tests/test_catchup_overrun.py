@@ -8,8 +8,12 @@ its slot were never decided: a fixed rate's run of 12:00 that lasts until 16:30 
 13:00 to 16:00.  The plan answered that run from ``next_run`` alone, so one process went
 on at 17:00 with no record of those four slots, where a store shared by processes (its
 row keeps no plan) and an ordinary overrun recorded each (docs/DECISIONS.md, "Every skip
-is a record").  Each case here is checked against an ordinary overrun of 12:00 to 16:30
-in one process: the same records after the run, the same events, on both runtimes.
+is a record").  A plan that ends at a slot to resume at (``SKIP`` behind an owed retry,
+a plan cut at the cap) ran that slot late after a run that outlasted it, and skipped
+only the slots after it.  Each case here is checked against an ordinary overrun in one
+process (the held run starts at 12:30 and lasts until 16:30): the same records after
+the run, but for the slots the misfire policy decided, and the same events, on both
+runtimes.
 """
 
 from __future__ import annotations
@@ -42,12 +46,14 @@ from lldsched import (
     TaskEvent,
     TaskStore,
 )
+from lldsched.core.recovery import MAX_SLOTS
 from lldsched.model import ExecutionRecord
 from lldsched.testing import Stepper
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.test_recovery import HOUR, JumpingClock, looked
 
 HELD = T0 + 3 * HOUR  # 12:00: the plan's last slot, whose run lasts until 16:30
+RETRY = T0 + HOUR + 60  # 10:01: 10:00's retry, when its first attempt failed
 DOWN_UNTIL = T0 + 3.5 * HOUR  # 12:30: the restart (or the jump), when the plan is made
 RELEASED = T0 + 7.5 * HOUR  # 16:30: the held run ends
 ALONG = T0 + 8 * HOUR  # 17:00: the first slot after it
@@ -56,10 +62,10 @@ HELD_STARTED = threading.Event()
 RELEASE = threading.Event()
 
 
-def job(fails: float, ctx: RunContext) -> None:
-    """Hold the run due at :data:`HELD` until :data:`RELEASE` (at most 30 s); fail the
+def job(fails: float, holds: float, ctx: RunContext) -> None:
+    """Hold the run due at ``holds`` until :data:`RELEASE` (at most 30 s); fail the
     first attempt of the run due at ``fails``."""
-    if ctx.due == HELD:
+    if ctx.due == holds:
         HELD_STARTED.set()
         RELEASE.wait(30)
     if ctx.attempt == 1 and ctx.due == fails:
@@ -67,7 +73,7 @@ def job(fails: float, ctx: RunContext) -> None:
 
 
 def _close_gate() -> None:
-    """The next run due at :data:`HELD` is held (each scenario of a test calls this)."""
+    """The next run due at its case's ``held`` is held (each scenario calls this)."""
     HELD_STARTED.clear()
     RELEASE.clear()
 
@@ -87,8 +93,9 @@ Outcomes = list[tuple[float, int, str]]
 class Case:
     """A misfire policy, and whether 10:00's first attempt fails, its retry owed at the
     restart (the plan then begins with that retry); ``before``: the plan's runs ahead of
-    12:00's; ``decided``: what the history says before 12:00, (hours after 09:00,
-    attempt, outcome); ``after``: what it says after, up to 17:00's run."""
+    the held one (12:00's, or the one due at ``held``); ``decided``: what the history
+    says before the held run, (hours after 09:00, attempt, outcome); ``after``: what it
+    says after, up to 17:00's run."""
 
     policy: MisfirePolicy
     fails: bool
@@ -97,6 +104,13 @@ class Case:
     schedule: Schedule = HOURLY
     overlap: Overlap | None = None
     after: Outcomes = field(default_factory=lambda: [*SKIPPED, (8, 1, "ok")])
+    held: float = HELD
+
+    @property
+    def ahead(self) -> int:
+        """The runs ahead of the held one without downtime: 10:00, its retry if it
+        failed, 11:00 (only 10:00 ahead of a held retry)."""
+        return 1 if self.held == RETRY else 2 + self.fails
 
 
 RUN_ALL = MisfirePolicy(Misfire.RUN_ALL)
@@ -124,6 +138,17 @@ CASES = [
     pytest.param(
         Case(RUN_ALL, True, 2, [(1, 1, "failed"), (1, 2, "ok"), (2, 1, "ok")]),
         id="run_all-owed-retry",
+    ),
+    pytest.param(
+        # The retry runs, then the slot to resume at, 13:00, which the retry outlasted.
+        Case(
+            MisfirePolicy(Misfire.SKIP),
+            True,
+            0,
+            [(1, 1, "failed"), (2, 0, "missed"), (3, 0, "missed")],
+            held=RETRY,
+        ),
+        id="skip-owed-retry",
     ),
     pytest.param(Case(RUN_ALL, False, 2, CAUGHT_UP, schedule=CronSchedule("0 * * * *")), id="cron"),
     pytest.param(
@@ -154,7 +179,8 @@ CASES = [
 def _register(scheduler: Scheduler, case: Case) -> None:
     scheduler.schedule(
         "job", job, case.schedule, id="job", misfire=case.policy, overlap=case.overlap,
-        args=(T0 + HOUR if case.fails else 0.0,), retry=RetryPolicy(3, initial_backoff=60),
+        args=(T0 + HOUR if case.fails else 0.0, case.held),
+        retry=RetryPolicy(3, initial_backoff=60),
     )  # fmt: skip
 
 
@@ -164,18 +190,28 @@ def _outcomes(history: Sequence[ExecutionRecord]) -> Outcomes:
 
 @dataclass(frozen=True)
 class Overrun:
-    """What a runtime made of 12:00's run that lasted until 16:30, and what followed up
-    to 17:00's run: the history before that run, the run's (slot, finished, outcome),
-    the records after it, and the events from its finish on."""
+    """What a runtime made of the held run that lasted until 16:30, and what followed
+    up to 17:00's run: the history before that run, the run's (slot, finished,
+    outcome), the records after it, and the events from its finish on."""
 
     before: Outcomes
     run: tuple[float, float, str]
     after: list[ExecutionRecord]
     events: list[TaskEvent]
 
+    def without(self, decided: Outcomes) -> Overrun:
+        """This overrun with no record (nor event) of a slot in ``decided`` (the slots a
+        misfire policy decided before the run, which an ordinary overrun skips)."""
+        slots = {T0 + hours * HOUR for hours, attempt, _ in decided if attempt == 0}
+        after = [record for record in self.after if record.slot not in slots]
+        events = [e for e in self.events if e.record is None or e.record.slot not in slots]
+        return Overrun(self.before, self.run, after, events)
 
-def _overrun(history: Sequence[ExecutionRecord], events: Sequence[TaskEvent]) -> Overrun:
-    (index,) = [i for i, r in enumerate(history) if r.slot == HELD and r.outcome.ran]
+
+def _overrun(
+    case: Case, history: Sequence[ExecutionRecord], events: Sequence[TaskEvent]
+) -> Overrun:
+    (index,) = [i for i, r in enumerate(history) if r.due == case.held and r.outcome.ran]
     held = history[index]
     (finish,) = [i for i, e in enumerate(events) if e.record == held]
     return Overrun(
@@ -186,23 +222,31 @@ def _overrun(history: Sequence[ExecutionRecord], events: Sequence[TaskEvent]) ->
     )
 
 
-def _expected(overrun: Overrun, case: Case) -> None:
-    """The overrun's records: (for a fixed rate's ``SKIP``) 13:00 to 16:00 skipped at
-    16:30, after the run; then 17:00's run."""
-    assert overrun.run == (HELD, RELEASED, "ok")
-    assert _outcomes(overrun.after) == case.after
-    for record in overrun.after:
+def _agree(planned: Overrun, case: Case, ordinary: Overrun) -> None:
+    """``planned`` holds what ``case`` says, and what an ordinary overrun holds, but for
+    the slots the plan's policy decided: (for a fixed rate's ``SKIP``) 13:00 to 16:00
+    skipped at 16:30, after the run; then 17:00's run."""
+    assert planned.before == case.decided
+    assert planned.run == (HELD if case.held == HELD else T0 + HOUR, RELEASED, "ok")
+    assert _outcomes(planned.after) == case.after
+    for record in planned.after:
         if not record.outcome.ran:
             assert (record.started, record.finished, record.worker) == (RELEASED, RELEASED, -1)
+    ordinary = ordinary.without(case.decided)
+    assert (planned.run, planned.after, planned.events) == (
+        ordinary.run,
+        ordinary.after,
+        ordinary.events,
+    )
 
 
 # -- the threaded runtime ------------------------------------------------------------------
 
 
 def _hold_through(clock: FakeClock, scheduler: Scheduler) -> None:
-    """12:00's run has started: the clock moves on to 16:30 (both sides of a
+    """The held run has started: the clock moves on to 16:30 (both sides of a
     :class:`JumpingClock`: no jump) while it runs; then it ends, and 17:00 runs."""
-    assert HELD_STARTED.wait(5), "12:00's run did not start"
+    assert HELD_STARTED.wait(5), "the held run did not start"
     clock.advance(RELEASED - clock.now())
     RELEASE.set()
     settle(scheduler)
@@ -211,19 +255,21 @@ def _hold_through(clock: FakeClock, scheduler: Scheduler) -> None:
 
 
 def _threaded_ordinary(make_scheduler: SchedulerFactory, case: Case) -> Overrun:
-    """The reference: no downtime; 12:00's run starts at 12:30, as the plan's does (the
-    clock moved there from 11:00 at once), and lasts until 16:30."""
+    """The reference: no downtime; the held run starts at 12:30, as the plan's does (the
+    clock moved there at once from the last instant before its due one), and lasts
+    until 16:30."""
     _close_gate()
     log = EventLog()
     clock = FakeClock(T0)
     scheduler = make_scheduler(workers=1, clock=clock, listeners=[log])
     _register(scheduler, case)
-    for hour in (1, 1 + 60 / HOUR, 2):  # 10:00, its retry (if it failed), 11:00
-        clock.set(T0 + hour * HOUR)
-        settle(scheduler)
+    for instant in (T0 + HOUR, RETRY, T0 + 2 * HOUR):  # 10:00, its retry, 11:00
+        if instant < case.held:
+            clock.set(instant)
+            settle(scheduler)
     clock.set(DOWN_UNTIL)
     _hold_through(clock, scheduler)
-    return _overrun(scheduler.task("job").history, log.events)
+    return _overrun(case, scheduler.task("job").history, log.events)
 
 
 def _threaded_restarted(
@@ -241,7 +287,7 @@ def _threaded_restarted(
     clock = FakeClock(DOWN_UNTIL)
     scheduler = make_scheduler(workers=1, clock=clock, store=reopened, listeners=[log])
     _hold_through(clock, scheduler)
-    return _overrun(scheduler.task("job").history, log.events)
+    return _overrun(case, scheduler.task("job").history, log.events)
 
 
 def _threaded_jumped(make_scheduler: SchedulerFactory, case: Case) -> Overrun:
@@ -257,7 +303,7 @@ def _threaded_jumped(make_scheduler: SchedulerFactory, case: Case) -> Overrun:
     looked(clock, scheduler)
     clock.jump(DOWN_UNTIL - clock.now())
     _hold_through(clock, scheduler)
-    return _overrun(scheduler.task("job").history, log.events)
+    return _overrun(case, scheduler.task("job").history, log.events)
 
 
 def _shared_restarted(case: Case, path: Path) -> Overrun:
@@ -276,7 +322,7 @@ def _shared_restarted(case: Case, path: Path) -> Overrun:
     try:
         planned = _threaded_restarted(make, case, store, reopened)
         events = [e._replace(record=e.record and _unclaimed(e.record)) for e in planned.events]
-        return _overrun([_unclaimed(r) for r in reopened.records("job")], events)
+        return _overrun(case, [_unclaimed(r) for r in reopened.records("job")], events)
     finally:
         RELEASE.set()
         for scheduler in made:
@@ -299,8 +345,7 @@ def test_a_plans_last_run_that_overran_records_what_it_skipped_as_an_ordinary_ru
     make_scheduler: SchedulerFactory, case: Case, made: str, tmp_path: Path
 ) -> None:
     # ``shared-store-restart``: the same restart, one process on a shared SQLite store
-    # (a claim of a slot due before the process was there decides the plan): it
-    # recorded the skipped slots before the fix too, and still agrees.
+    # (a claim of a slot due before the process was there decides the plan).
     if made == "jump":
         planned = _threaded_jumped(make_scheduler, case)
     elif made == "restart":
@@ -308,14 +353,7 @@ def test_a_plans_last_run_that_overran_records_what_it_skipped_as_an_ordinary_ru
         planned = _threaded_restarted(make_scheduler, case, store, store)
     else:
         planned = _shared_restarted(case, tmp_path / "tasks.db")
-    assert planned.before == case.decided
-    _expected(planned, case)
-    ordinary = _threaded_ordinary(make_scheduler, case)
-    assert (planned.run, planned.after, planned.events) == (
-        ordinary.run,
-        ordinary.after,
-        ordinary.events,
-    )
+    _agree(planned, case, _threaded_ordinary(make_scheduler, case))
 
 
 # -- the simulation ------------------------------------------------------------------------
@@ -336,8 +374,8 @@ class Nth:
 
 def _simulated_restarted(case: Case) -> Overrun:
     """:func:`_threaded_restarted` in the simulation: a simulation on the store the first
-    left, started at 12:30, decides the plan at its construction; the plan's run of
-    12:00 takes four hours."""
+    left, started at 12:30, decides the plan at its construction; the held run takes
+    four hours."""
     store = InMemoryTaskStore()
     first = Simulation(workers=1, start=T0, store=store)
     first.schedule(
@@ -350,37 +388,55 @@ def _simulated_restarted(case: Case) -> Overrun:
     sim = Simulation(workers=1, start=DOWN_UNTIL, store=store, listeners=[log])
     sim.model("job", duration=Nth(case.before, RELEASED - DOWN_UNTIL, 0.0))
     sim.run(ALONG)
-    return _overrun(sim.task("job").history, log.events)
+    return _overrun(case, sim.task("job").history, log.events)
 
 
 def _simulated_ordinary(case: Case) -> Overrun:
     """:func:`_threaded_ordinary` in the simulation: the one worker is busy with another
-    task from 11:59 to 12:30, so 12:00's run starts at 12:30, and takes four hours."""
+    task from half a minute before the held run's due instant to 12:30, so the held run
+    starts at 12:30, and takes four hours."""
     log = EventLog()
     sim = Simulation(workers=1, start=T0, listeners=[log])
-    ahead = 3 if case.fails else 2  # 10:00, its retry if it failed, 11:00
     sim.schedule(
         "job", case.schedule, id="job", misfire=case.policy, overlap=case.overlap,
         retry=RetryPolicy(3, initial_backoff=60),
-        duration=Nth(ahead, RELEASED - DOWN_UNTIL, 0.0), fails=Nth(0, case.fails, False),
+        duration=Nth(case.ahead, RELEASED - DOWN_UNTIL, 0.0), fails=Nth(0, case.fails, False),
     )  # fmt: skip
-    busy_from = HELD - 60
+    busy_from = case.held - 30
     sim.schedule("busy", OneTime(busy_from), duration=DOWN_UNTIL - busy_from)
     sim.run(ALONG)
     events = [event for event in log.events if event.task_id == "job"]
-    return _overrun(sim.task("job").history, events)
+    return _overrun(case, sim.task("job").history, events)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_plans_last_run_that_overran_records_what_it_skipped_in_the_simulation(
     case: Case,
 ) -> None:
-    planned = _simulated_restarted(case)
-    assert planned.before == case.decided
-    _expected(planned, case)
-    ordinary = _simulated_ordinary(case)
-    assert (planned.run, planned.after, planned.events) == (
-        ordinary.run,
-        ordinary.after,
-        ordinary.events,
+    _agree(_simulated_restarted(case), case, _simulated_ordinary(case))
+
+
+def test_a_run_that_outlasts_the_slot_a_capped_plan_resumes_at_skips_it() -> None:
+    # Minutely from 09:01, down a day: more than MAX_SLOTS slots passed.  RUN_ONCE runs
+    # the last slot it listed (the 1,000th), one record stands for the slots beyond,
+    # and the task resumes at its first slot after the restart (10:01 the next day).
+    # That run takes 170 s, outlasting 10:01, 10:02 and 10:03: each is recorded
+    # skipped after it, and 10:04 runs, as an ordinary overrun from 10:01 skips and runs.
+    # Before, 10:01 ran late, at the run's finish, and only 10:02 and 10:03 were skipped.
+    store = InMemoryTaskStore()
+    Simulation(start=T0, store=store).schedule(
+        "job", FixedRate(60, start_delay=60), id="job", misfire=MisfirePolicy(Misfire.RUN_ONCE)
     )
+    restart = T0 + 86400 + HOUR + 30  # 10:00:30 the next day
+    sim = Simulation(start=restart, store=store)
+    sim.model("job", duration=Nth(0, 170.0, 0.0))
+    resume = restart + 30  # 10:01
+    sim.run(resume + 200)
+    history = sim.task("job").history
+    (last,) = [r for r in history if r.outcome.ran and r.finished == restart + 170]
+    assert last.slot == T0 + MAX_SLOTS * 60  # the 1,000th slot from 09:01
+    after = [(r.slot - resume, r.outcome.value, r.started - restart) for r in history]
+    assert after[after.index((last.slot - resume, "ok", 0.0)) + 1 :] == [
+        (0.0, "skipped", 170.0), (60.0, "skipped", 170.0), (120.0, "skipped", 170.0),
+        (180.0, "ok", 210.0),
+    ]  # fmt: skip
