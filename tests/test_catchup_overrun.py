@@ -114,25 +114,23 @@ class Case:
 
 
 RUN_ALL = MisfirePolicy(Misfire.RUN_ALL)
-CAUGHT_UP: Outcomes = [(1, 1, "ok"), (2, 1, "ok")]
+
+
+def _caught_up(**options: Any) -> Case:
+    """``RUN_ALL`` from 10:00: 10:00 and 11:00 run, then 12:00 (``options``: the rest)."""
+    return Case(RUN_ALL, False, 2, [(1, 1, "ok"), (2, 1, "ok")], **options)
+
+
 CASES = [
-    pytest.param(Case(RUN_ALL, False, 2, CAUGHT_UP), id="run_all"),
+    pytest.param(_caught_up(), id="run_all"),
     pytest.param(
-        Case(
-            MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2),
-            False,
-            1,
-            [(1, 0, "missed"), (2, 1, "ok")],
-        ),
+        Case(MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2), False, 1,
+             [(1, 0, "missed"), (2, 1, "ok")]),
         id="run_all-max_catch_up",
     ),
     pytest.param(
-        Case(
-            MisfirePolicy(Misfire.RUN_ONCE),
-            True,
-            1,
-            [(1, 1, "failed"), (2, 0, "coalesced"), (1, 2, "ok")],
-        ),
+        Case(MisfirePolicy(Misfire.RUN_ONCE), True, 1,
+             [(1, 1, "failed"), (2, 0, "coalesced"), (1, 2, "ok")]),
         id="run_once-owed-retry",
     ),
     pytest.param(
@@ -141,39 +139,26 @@ CASES = [
     ),
     pytest.param(
         # The retry runs, then the slot to resume at, 13:00, which the retry outlasted.
-        Case(
-            MisfirePolicy(Misfire.SKIP),
-            True,
-            0,
-            [(1, 1, "failed"), (2, 0, "missed"), (3, 0, "missed")],
-            held=RETRY,
-        ),
+        Case(MisfirePolicy(Misfire.SKIP), True, 0,
+             [(1, 1, "failed"), (2, 0, "missed"), (3, 0, "missed")], held=RETRY),
         id="skip-owed-retry",
     ),
-    pytest.param(Case(RUN_ALL, False, 2, CAUGHT_UP, schedule=CronSchedule("0 * * * *")), id="cron"),
+    pytest.param(_caught_up(schedule=CronSchedule("0 * * * *")), id="cron"),
     pytest.param(
-        Case(
-            RUN_ALL,
-            False,
-            2,
-            CAUGHT_UP,
+        _caught_up(
             schedule=FixedRate(HOUR, OverrunPolicy.CATCH_UP, start_delay=HOUR),
             after=[(hour, 1, "ok") for hour in (4, 5, 6, 7, 8)],
         ),
         id="overrun-catch_up",  # nothing skipped: every slot runs late, as ever
     ),
     pytest.param(
-        Case(
-            RUN_ALL,
-            False,
-            2,
-            CAUGHT_UP,
+        _caught_up(
             overlap=Overlap.BUFFER_ONE,
             after=[*[(hour, 0, "coalesced") for hour in (4, 5, 6)], (7, 1, "ok"), (8, 1, "ok")],
         ),
         id="buffer_one",  # the latest slot it outlasted runs at once, for the others
     ),
-]
+]  # fmt: skip
 
 
 def _register(scheduler: Scheduler, case: Case) -> None:
