@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from lldsched import ExecutionRecord, FixedRate
+from collections.abc import Sequence
+
+from lldsched import ExecutionRecord, FixedDelay, FixedRate, OverrunPolicy
+from lldsched.schedules.base import next_run_and_skipped
 from lldsched.schedules.catchup import FIRST_RUN, SCHEDULE_DECIDES, CatchUp, slot_first
 
 
@@ -43,3 +46,34 @@ def test_a_plan_reads_as_what_it_hands_out() -> None:
         "CatchUp(FixedRate(60), 0 slots left, then its first run)"
     )
     assert repr(CatchUp(own, [], 500.0)) == "CatchUp(FixedRate(60), 0 slots left, then 500.0)"
+
+
+def test_the_plans_last_run_hands_back_to_the_own_schedule_skipped_slots_included() -> None:
+    plan = CatchUp(FixedRate(60), [60], SCHEDULE_DECIDES)
+    assert next_run_and_skipped(plan, ran(0, 1), limit=10) == (60, ())
+    # The last run (60) took until 250: 120, 180 and 240 passed, skipped as by the rate.
+    assert next_run_and_skipped(plan, ran(60, 250), limit=10) == (300, [120, 180, 240])
+    assert plan.spent
+
+
+def test_a_slot_to_resume_at_is_skipped_by_a_run_that_outlasts_it_a_decided_one_is_not() -> None:
+    def answer(plan: CatchUp, finished: float) -> tuple[float | None, Sequence[float]]:
+        return next_run_and_skipped(plan, ran(0, finished), limit=10)
+
+    rate = FixedRate(60)
+    assert answer(CatchUp(rate, [], 600.0, resumes=True), 590) == (600.0, ())
+    assert answer(CatchUp(rate, [], 600.0, resumes=True), 650) == (660, [600.0])
+    # CATCH_UP runs every slot late, the slot to resume at too.
+    catching_up = FixedRate(60, OverrunPolicy.CATCH_UP)
+    assert answer(CatchUp(catching_up, [], 600.0, resumes=True), 650) == (600.0, ())
+    # run_now's put-off slot (slot_first) runs late, as decided.
+    assert answer(slot_first(rate, 600.0), 650) == (600.0, ())
+    # The plan made anew keeps what its slot to resume at is.
+    moved = CatchUp(rate, [30], 600.0, resumes=True).shifted(-60)
+    assert next_run_and_skipped(moved, ran(0, 1), limit=10) == (-30, ())
+    assert next_run_and_skipped(moved, ran(-30, 650), limit=10) == (690, [540.0, 600, 660])
+    put_off = slot_first(CatchUp(rate, [], 600.0, resumes=True), 30)
+    assert next_run_and_skipped(put_off, ran(0, 1), limit=10) == (30, ())
+    assert next_run_and_skipped(put_off, ran(30, 650), limit=10) == (690, [600.0, 660])
+    # A fixed delay has no slots to skip: the slot to resume at runs late, as before.
+    assert answer(CatchUp(FixedDelay(60), [], 600.0, resumes=True), 650) == (600.0, ())

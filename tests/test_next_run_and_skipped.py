@@ -173,11 +173,15 @@ def test_a_fixed_rate_counts_the_slots_it_skipped_as_slot_after_steps(
     then=st.sampled_from(["schedule", "first", "slot", "end"]),
     data=st.data(),
 )
-def test_a_catch_up_plan_skips_nothing(
+def test_a_catch_up_plan_skips_nothing_until_its_own_schedule_answers(
     inner: Recipe, slots: Sequence[float], then: str, data: st.DataObject
 ) -> None:
-    """A plan's slots are decided: it answers ``next_run`` and no skipped slot, on every
-    run, the one that spends it and those after (the core's rule before it asked once)."""
+    """A plan's slots are decided, and so is a slot, a first run or an end it hands out
+    after them: those runs answer ``next_run`` and no skipped slot.  The run that hands
+    the task back to its own schedule (``then`` the schedule's), and every run after the
+    plan is spent, answers as the own schedule does, skipped slots included: before,
+    it skipped none, and a plan's last run that outlasted its period left the slots it
+    outlasted without a record."""
     follows: dict[str, Then] = {
         "schedule": SCHEDULE_DECIDES,
         "first": FIRST_RUN,
@@ -185,10 +189,13 @@ def test_a_catch_up_plan_skips_nothing(
         "end": None,
     }
     ours, theirs = CatchUp(inner(), slots, follows[then]), CatchUp(inner(), slots, follows[then])
-    for _ in range(len(slots) + 2):
+    for run in range(len(slots) + 2):
         record = data.draw(runs_of(inner))
-        due, skipped = next_run_and_skipped(ours, record, limit=10)
-        assert (due, list(skipped)) == (theirs.next_run(record, record.finished), [])
+        answer = together(ours, record, 10)
+        if run < len(slots) or (run == len(slots) and then != "schedule"):
+            assert answer == (theirs.next_run(record, record.finished), [])
+        else:  # the own schedule's answer, both questions
+            assert answer == separately(theirs.inner, record, 10)
 
 
 def test_a_cron_run_that_overran_lists_the_fires_it_missed() -> None:

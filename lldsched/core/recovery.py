@@ -392,7 +392,8 @@ def _queue(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
     core.replan(
         task,
         due=queue[0],
-        schedule=CatchUp(own, queue[1:], resume) if plan_ahead else own,
+        # A slot to resume at is the schedule's: a run that outlasts it skips it.
+        schedule=CatchUp(own, queue[1:], resume, resumes=True) if plan_ahead else own,
         slot=None if owed is not None else queue[0],
     )
 

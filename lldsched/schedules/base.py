@@ -178,8 +178,9 @@ def next_run_and_skipped(
     A schedule's own method of the same name (``next_run_and_skipped(record, *,
     limit)``) answers when it has one: a fixed rate or a cron schedule finds both in
     one pass, and a plan (:class:`~lldsched.schedules.catchup.CatchUp`) says its
-    slots skip nothing.  It must give what the two questions give
-    (``tests/test_next_run_and_skipped.py`` checks every schedule class).
+    decided slots skip nothing (its last run is its own schedule's to answer).  It must
+    give what the two questions give (``tests/test_next_run_and_skipped.py`` checks
+    every schedule class).
 
     Raises :class:`SteppedPast` for a schedule that answered an instant not after its
     run's slot nor after its finish (:func:`stepped_past`): its ``due`` is the answer

@@ -6,7 +6,10 @@ from before the downtime, it puts a ``CatchUp`` in front of the task's own
 schedule: ``next_run`` hands out those slots first, then the slot to resume at,
 and then defers to the task's own schedule.  Catch-up runs are ordinary slots of
 an ordinary schedule; once a ``CatchUp`` is :attr:`~CatchUp.spent`, the core
-gives the task its own schedule back.
+gives the task its own schedule back.  A run that outlasts what follows the plan's
+slots (the own schedule's next slots, or the slot to resume at) skips the slots it
+outlasted as the own schedule skips them, each recorded ``skipped`` as after any
+overrun (:meth:`CatchUp.next_run_and_skipped`).
 
 The core uses the same plan for two verbs (see
 :class:`~lldsched.core.machine.SchedulerCore`): ``run_now`` puts the slot the task
@@ -31,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
 from lldsched.model import ExecutionRecord
-from lldsched.schedules.base import next_run_and_skipped
+from lldsched.schedules.base import next_run_and_skipped, slots_from
 
 if TYPE_CHECKING:
     from lldsched.schedules.base import Schedule
@@ -72,16 +75,29 @@ class CatchUp:
     """``slots`` first, then ``then``; the task's own ``inner`` schedule afterwards.
 
     ``shift``: seconds the next record's slot is moved by before anything reads it
-    (once; the wall clock was set back while that run was in flight)."""
+    (once; the wall clock was set back while that run was in flight).
 
-    __slots__ = ("_slots", "_then", "inner", "shift", "spent")
+    ``resumes``: ``then`` (a slot) is the own schedule's slot to resume at, as a misfire
+    decision counts it (:mod:`lldsched.core.recovery`): a run before it that outlasts it
+    skips it, and the slots after it, as the own schedule skips its slots.  Without it
+    ``then`` was decided to run (``run_now``'s put-off slot, :func:`slot_first`): it
+    runs late."""
+
+    __slots__ = ("_resumes", "_slots", "_then", "inner", "shift", "spent")
 
     def __init__(
-        self, inner: Schedule, slots: Iterable[float], then: Then, *, shift: float = 0.0
+        self,
+        inner: Schedule,
+        slots: Iterable[float],
+        then: Then,
+        *,
+        shift: float = 0.0,
+        resumes: bool = False,
     ) -> None:
         self.inner = inner
         self._slots = deque(slots)
         self._then = then
+        self._resumes = resumes
         self.shift = shift
         self.spent = False  # True once the slots and ``then`` were handed out
 
@@ -125,20 +141,51 @@ class CatchUp:
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
     ) -> tuple[float | None, Sequence[float]]:
-        """:meth:`next_run`; a plan's slots are decided, so a run skips none of them
-        (nor of the own schedule, on the run that spends the plan).  A plan that only
-        moves a record (:meth:`moving`) lets the own schedule answer both, on the moved
-        record: a fixed rate's run that outlasted its period still skips slots."""
-        if self.shift and not self._slots and self._then is SCHEDULE_DECIDES:
+        """:meth:`next_run`, and the slots the run skipped.  A plan's slots are decided,
+        and so is a first run or an end after them, or a slot decided to run (``run_now``'s
+        put-off slot, run late if a run outlasts it): a run that hands out one of those
+        skips nothing.  The run that hands the task back to its own schedule (``then``
+        :data:`SCHEDULE_DECIDES`: the plan's last run), and any run after, is the own
+        schedule's to answer, both questions, on the record moved by ``shift``
+        (:meth:`moving`): the slots after the plan's last slot were never decided, so a
+        fixed rate's run that outlasted its period skips them and they are recorded
+        ``skipped``, as an ordinary overrun's are.  So does a run that outlasts the slot
+        a misfire decision resumes at (``resumes``, :meth:`_resumed`): that slot and the
+        ones after it up to the next due instant.  Answered from ``next_run`` alone, the
+        slots the plan's last run outlasted had no record in one process (a store shared
+        by processes, whose row keeps no plan, recorded them), and the slot to resume at
+        ran late."""
+        if self._slots:
+            return self.next_run(record, record.finished), ()
+        then = self._then
+        if self.spent or then is SCHEDULE_DECIDES:
             self.spent = True
             return next_run_and_skipped(self.inner, self._moved(record), limit=limit)
+        if self._resumes and isinstance(then, float | int) and record.finished >= then:
+            return self._resumed(then, self._moved(record), limit)
         return self.next_run(record, record.finished), ()
+
+    def _resumed(
+        self, then: float, record: ExecutionRecord, limit: int
+    ) -> tuple[float | None, Sequence[float]]:
+        """The answer for the run before the slot to resume at, ``then``, that did not end
+        before it: where the own schedule, asked about that run, skips slots and goes on
+        past ``then`` (a fixed rate's ``SKIP``, a cron schedule), its next due instant,
+        with the slots from ``then`` on skipped (those before were decided); else
+        ``then``, late (a fixed rate's ``CATCH_UP`` runs every slot; a fixed delay has
+        no slots to skip)."""
+        self.spent = True
+        due, skips = next_run_and_skipped(self.inner, record, limit=0)
+        if due is None or due <= then or not skips:
+            return then, ()
+        return due, slots_from(self.inner, then, due, limit=limit)
 
     def shifted(self, seconds: float) -> CatchUp:
         """The same plan with the slots still to come moved by ``seconds`` (the wall
         clock was set back)."""
         then = self._then + seconds if isinstance(self._then, float) else self._then
-        return CatchUp(self.inner, [slot + seconds for slot in self._slots], then)
+        slots = [slot + seconds for slot in self._slots]
+        return CatchUp(self.inner, slots, then, resumes=self._resumes)
 
     @classmethod
     def moving(cls, schedule: Schedule, seconds: float) -> CatchUp:
@@ -172,7 +219,8 @@ def slot_first(schedule: Schedule, slot: float) -> CatchUp:
     if isinstance(schedule, CatchUp):
         if schedule.spent:
             return CatchUp(schedule.inner, [], slot)
-        return CatchUp(schedule.inner, [slot, *schedule._slots], schedule._then)
+        slots = [slot, *schedule._slots]
+        return CatchUp(schedule.inner, slots, schedule._then, resumes=schedule._resumes)
     return CatchUp(schedule, [], slot)
 
 
