@@ -10,11 +10,11 @@ frame of the package below it at each line (more places than a signal reaches, n
 fewer).  Whatever the place, the simulation is then either whole (every worker free or
 running one run in flight, every running task in flight, and a second ``run()`` gives
 the records an uninterrupted one gives; but an attempt a Ctrl-C stopped is recorded
-failed with it, as an action's, and an intervention it stopped is spent, its verb
-perhaps half made, as one made between two ``run()`` calls) or it refuses to move on,
-with a
-``SchedulerStateError`` naming the instant, while its reads still answer
-(docs/DECISIONS.md, "A Ctrl-C that lands mid-step stops the simulation for good").
+failed with it, as an action's, and an intervention it stopped is spent) or it refuses
+to move on, with a ``SchedulerStateError`` naming the instant, while its reads still
+answer (docs/DECISIONS.md, "A Ctrl-C that lands mid-step stops the simulation for
+good").  A verb an intervention makes is whole or refuses as one made between two
+``run()`` calls ("A Ctrl-C in a simulation's verb", tests/test_sim_verb_interrupts.py).
 Before, a Ctrl-C landing between taking a due entry and starting it lost the task for
 good, and one between a run's finish and its worker's release lost the worker: the
 second ``run()`` went on, its records silently wrong."""
