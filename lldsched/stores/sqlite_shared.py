@@ -250,8 +250,8 @@ class SharedState:
             f"process opened it ({behind}): this process no longer claims anything, since "
             "it would run again the slots run since that copy was taken, with fencing tokens "
             "already given. Stop every process on the file, then restart them (open the "
-            "store again) on the file to keep (docs/OPERATIONS.md, 'Backing up and "
-            "restoring a store')"
+            "store again) on the file to keep "
+            "(docs/OPERATIONS.md, 'Backing up and restoring a store')"
         )
 
     def check_changes(self, connection: sqlite3.Connection) -> None:
