@@ -212,7 +212,10 @@ class SharedState:
         self.data_version = _data_version(connection)
         # Every write passes it: the processes' writers take the lock in turn.
         self.gate = gate
-        self.token = 0  # the largest fencing token a claim of this process was given
+        # The largest fencing token given, at open or to a claim of this process since: a
+        # claim given one at or below it finds the file rewound (see rewound).
+        (given,) = connection.execute("SELECT value FROM counters WHERE name = 'token'").fetchone()
+        self.token = int(given)
         self.behind: str | None = None  # why the file was found rewound (see rewound)
 
     # -- the file ----------------------------------------------------------------------
