@@ -11,7 +11,6 @@ and restoring a store").  Runs per engine in ``tests.cluster.FACTORIES``."""
 from __future__ import annotations
 
 import logging
-import sqlite3
 import subprocess
 import threading
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from lldsched import FixedRate, Scheduler
 from lldsched.core.context import RunContext
 from tests.cluster import StoreSpec, opened
+from tests.test_store_shared import sqlite_copy
 from tests.waits import wait_until
 
 _lock = threading.Lock()
@@ -33,16 +33,6 @@ def given(ctx: RunContext) -> None:
         _tokens.append(ctx.fencing_token or 0)
 
 
-def _sqlite_copy(source: str, target: str) -> None:
-    """``source`` written into ``target`` through SQLite's backup API (same inode)."""
-    reading, writing = sqlite3.connect(source), sqlite3.connect(target, timeout=10)
-    try:
-        reading.backup(writing)
-    finally:
-        reading.close()
-        writing.close()
-
-
 class Copies:
     """Take a copy of the store of ``spec``, and restore it in place."""
 
@@ -53,7 +43,7 @@ class Copies:
 
     def take(self) -> None:
         if self.spec.engine == "sqlite":
-            _sqlite_copy(self.spec.params["path"], str(self.copy))
+            sqlite_copy(self.spec.params["path"], str(self.copy))
             return
         server = self.request.getfixturevalue("postgres_server")
         subprocess.run(
@@ -64,7 +54,7 @@ class Copies:
 
     def restore(self) -> None:
         if self.spec.engine == "sqlite":
-            _sqlite_copy(str(self.copy), self.spec.params["path"])
+            sqlite_copy(str(self.copy), self.spec.params["path"])
             return
         server = self.request.getfixturevalue("postgres_server")
         server.sql(f"DROP SCHEMA {self._schema()} CASCADE")

@@ -514,24 +514,16 @@ def test_a_store_whose_file_was_removed_or_replaced_refuses_to_claim(
     assert first.leases() == []  # nothing claimed on the unlinked file
 
 
-def _restored_in_place(path: str, backup: str) -> None:
-    """Copy ``backup`` into the file at ``path`` through SQLite's backup API: the file
-    keeps its device and inode (what ``sqlite3 tasks.db ".restore backup.db"`` does)."""
-    source, target = sqlite3.connect(backup), sqlite3.connect(path)
+def sqlite_copy(source: str, target: str) -> None:
+    """``source`` written into ``target`` through SQLite's backup API, as the online
+    backup and ``sqlite3 tasks.db ".restore backup.db"`` do: into an existing file, it
+    keeps its device and inode (no "replaced" file to find)."""
+    reading, writing = sqlite3.connect(source), sqlite3.connect(target, timeout=10)
     try:
-        source.backup(target)
+        reading.backup(writing)
     finally:
-        source.close()
-        target.close()
-
-
-def _backed_up(path: str, backup: str) -> None:
-    source, target = sqlite3.connect(path), sqlite3.connect(backup)
-    try:
-        source.backup(target)
-    finally:
-        source.close()
-        target.close()
+        reading.close()
+        writing.close()
 
 
 @pytest.mark.parametrize("reader", ["claims", "reads the feed"])
@@ -544,13 +536,13 @@ def test_a_store_whose_file_was_restored_in_place_refuses_to_claim(
     counters behind what it was given claims nothing more, and says why."""
     first, second = pair
     backup = str(tmp_path / "backup.db")
-    _backed_up(path, backup)
+    sqlite_copy(path, backup)
     (zero,) = second.claim(now=T0, limit=1)
     second.settle(*_finished(second, "job-0", zero.token), token=zero.token)
     assert first.changes()  # the first follows the run settled by the second
     (one,) = first.claim(now=T0 + 1, limit=1)
     first.settle(*_finished(first, "job-1", one.token), token=one.token)
-    _restored_in_place(path, backup)  # job-0 and job-1 due again, the tokens rewound
+    sqlite_copy(backup, path)  # job-0 and job-1 due again, the tokens rewound
     rewound = "restored or rewound in place since this process opened it"
     if reader == "claims":
         with pytest.raises(StoreError, match=rewound):
@@ -571,9 +563,9 @@ def test_a_store_whose_file_was_rewound_to_before_its_claims_refuses_to_claim(
     rewound. The store that was given a token the file would give again refuses."""
     first, _ = pair
     backup = str(tmp_path / "backup.db")
-    _backed_up(path, backup)
+    sqlite_copy(path, backup)
     (zero,) = first.claim(now=T0, limit=1)
-    _restored_in_place(path, backup)  # the lease gone, job-0 claimable with the same token
+    sqlite_copy(backup, path)  # the lease gone, job-0 claimable with the same token
     with pytest.raises(StoreError, match=f"restart at {zero.token}, and this process was given"):
         first.claim(now=T0 + 10, limit=10)
     assert first.leases() == []
