@@ -840,3 +840,27 @@ def test_a_read_only_database_is_refused_at_open_naming_it(postgres_dsn: str) ->
     assert redact(read_only) in str(refused.value)
     with PostgresTaskStore(postgres_dsn) as store:  # left as it was
         assert [s.task.id for s in store.load_all()] == ["kept"]
+
+
+def test_a_database_restored_under_a_node_refuses_its_claims_from_then_on(
+    postgres_dsn: str,
+) -> None:
+    """A dump restored into the schema under running nodes brings its sequence back: the
+    tokens given since would be given again.  A node given a token at or below one it was
+    given (by a claim, or the sequence's at its open) gives the claim back and refuses
+    every call after it; before, it ran the slot again with a token already given."""
+    with PostgresTaskStore(postgres_dsn, lease=30) as first:
+        first.save(snapshot(task(id="beat")))
+        for _ in range(5):  # tokens 1 to 5 given
+            (claim,) = first.claim(now=T0, limit=1)
+            first.release(task_id="beat", token=claim.token)
+        with PostgresTaskStore(postgres_dsn, lease=30) as later:  # opened past that token
+            with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+                connection.execute("SELECT setval('fencing_token', 1, false)")  # as restored
+            for store in (first, later):
+                with pytest.raises(StoreError, match="restored or rewound since this process"):
+                    store.claim(now=T0, limit=1)
+                with pytest.raises(StoreError, match="restored or rewound"):
+                    store.changes()  # every call from then on
+    with PostgresTaskStore(postgres_dsn, lease=30) as reader:
+        assert reader.leases() == []  # the claims refused were given back

@@ -514,6 +514,63 @@ def test_a_store_whose_file_was_removed_or_replaced_refuses_to_claim(
     assert first.leases() == []  # nothing claimed on the unlinked file
 
 
+def sqlite_copy(source: str, target: str) -> None:
+    """``source`` written into ``target`` through SQLite's backup API, as the online
+    backup and ``sqlite3 tasks.db ".restore backup.db"`` do: into an existing file, it
+    keeps its device and inode (no "replaced" file to find)."""
+    reading, writing = sqlite3.connect(source), sqlite3.connect(target, timeout=10)
+    try:
+        reading.backup(writing)
+    finally:
+        reading.close()
+        writing.close()
+
+
+@pytest.mark.parametrize("reader", ["claims", "reads the feed"])
+def test_a_store_whose_file_was_restored_in_place_refuses_to_claim(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore], path: str, tmp_path: Path, reader: str
+) -> None:
+    """A backup written into the open file (same inode, so not "replaced") rewinds its
+    fencing tokens and its change feed under the processes still on it: tokens they were
+    given are handed out again, and a slot they ran runs again. The store that sees the
+    counters behind what it was given claims nothing more, and says why."""
+    first, second = pair
+    backup = str(tmp_path / "backup.db")
+    sqlite_copy(path, backup)
+    (zero,) = second.claim(now=T0, limit=1)
+    second.settle(*_finished(second, "job-0", zero.token), token=zero.token)
+    assert first.changes()  # the first follows the run settled by the second
+    (one,) = first.claim(now=T0 + 1, limit=1)
+    first.settle(*_finished(first, "job-1", one.token), token=one.token)
+    sqlite_copy(backup, path)  # job-0 and job-1 due again, the tokens rewound
+    rewound = "restored or rewound in place since this process opened it"
+    if reader == "claims":
+        with pytest.raises(StoreError, match=rewound):
+            first.claim(now=T0 + 10, limit=10)
+    else:
+        with pytest.raises(StoreError, match=rewound):
+            second.changes()
+        with pytest.raises(StoreError, match=rewound):
+            second.claim(now=T0 + 10, limit=10)
+    assert first.leases() == []  # nothing claimed again on the rewound file
+
+
+def test_a_store_whose_file_was_rewound_to_before_its_claims_refuses_to_claim(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore], path: str, tmp_path: Path
+) -> None:
+    """Claims move no row's version: a copy taken before a claim and written back into
+    the file before its settle leaves the change counter where it was, but the tokens
+    rewound. The store that was given a token the file would give again refuses."""
+    first, _ = pair
+    backup = str(tmp_path / "backup.db")
+    sqlite_copy(path, backup)
+    (zero,) = first.claim(now=T0, limit=1)
+    sqlite_copy(backup, path)  # the lease gone, job-0 claimable with the same token
+    with pytest.raises(StoreError, match=f"restart at {zero.token}, and this process was given"):
+        first.claim(now=T0 + 10, limit=10)
+    assert first.leases() == []
+
+
 def _another_opener_first(monkeypatch: pytest.MonkeyPatch, path: str) -> list[SqliteTaskStore]:
     """Make the next store opened on ``path`` read the file as it is, then let another
     shared store open (create or migrate) it before the first goes on: the race of

@@ -189,6 +189,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             self._install(connection)  # unbounded: a migration, or waiting for another's
             self._deadline.watch(connection.fileno())
             (horizon,) = one_row(connection.execute(sql.HORIZON))
+            (given,) = one_row(connection.execute(sql.GIVEN))
         except psycopg.Error as exc:  # no schema to create in, no right to: a StoreError
             connection.close()
             raise StoreError(
@@ -214,6 +215,9 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         self._closed = False
         # Why every call is refused from now on: a newer schema the feed read (the lock's).
         self._refused: str | None = None
+        # The largest fencing token given, at open or to a claim of this node since: a
+        # claim given one at or below it finds the database restored (a rewind's check).
+        self._given = int(given)
         self._defined: dict[str, Task] = {}  # id -> the definition its row holds
         self._held: dict[str, int] = {}  # task id -> the token of the lease this node holds
         # task id -> the token of a lease a renewal found lost while its run goes on here

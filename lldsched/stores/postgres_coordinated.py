@@ -69,6 +69,22 @@ def _order(item: tuple[int, Change], removed: dict[str, int]) -> tuple[int, int,
     return xid, change.snapshot is not None, change.version
 
 
+def rewound(dsn: str, first: int, given: int) -> str:
+    """Why a node refuses every call once its claim was given a fencing token at or below
+    one given before (at its open, or to a claim of its own): the database was restored
+    under it (a dump restored into the schema it uses, its sequence ``fencing_token``
+    gone back with it).  Claimed, the slots run since that dump would run again, with
+    tokens already given."""
+    return (
+        f"the PostgreSQL store {dsn!r} was restored or rewound since this process opened "
+        f"it (its fencing tokens restart at {first}, and {given} was given already): this "
+        "process no longer claims anything, since it would run again the slots run since "
+        "that copy was taken, with fencing tokens already given. Stop every process on "
+        "the database, then restart them on the one to keep "
+        "(docs/OPERATIONS.md, 'Backing up and restoring a store')"
+    )
+
+
 class PostgresCoordination:
     """The CoordinatedStore methods of PostgresTaskStore: mixed into it."""
 
@@ -88,6 +104,8 @@ class PostgresCoordination:
     _defined: dict[str, Task]
     _held: dict[str, int]
     _lost: dict[str, int]
+    _refused: str | None  # why every call is refused from now on, or None
+    _given: int  # the largest fencing token given, at open or to a claim of this node
     _seen: dict[str, int]
     _since: int
     _decoded: dict[str, tuple[str, Task]]
@@ -135,9 +153,17 @@ class PostgresCoordination:
                 if writer != self.node and seen.get(claim.task_id, -1) < claim.version:
                     claim = claim._replace(stale=True)  # written elsewhere since the feed's read
                 claims.append(claim)
+            if claims and min(claim.token for claim in claims) <= self._given:
+                for claim in claims:  # the database's, not this node's: given back
+                    connection.execute(
+                        sql.RELEASE, {"task_id": claim.task_id, "token": claim.token}
+                    )
+                self._refused = rewound(self.dsn, min(c.token for c in claims), self._given)
+                raise StoreError(self._refused)
             for claim in claims:
                 self._held[claim.task_id] = claim.token
                 self._lost.pop(claim.task_id, None)
+                self._given = max(self._given, claim.token)
         return claims
 
     def renew(self, *, tokens: Collection[int], now: float) -> set[int]:

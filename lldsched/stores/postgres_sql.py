@@ -404,6 +404,11 @@ SELECT {_KNOWN}
 # The feed's first cursor.
 HORIZON = "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
 
+# The last fencing token the sequence gave (0 before its first): read at open, the floor
+# of the tokens this node's claims may be given (PostgresCoordination.claim: a token at
+# or below it means the database was restored under this node).
+GIVEN = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM fencing_token"
+
 # The change feed, one statement: its horizon (the snapshot's xmin, the next cursor) and
 # the rows and removals written by other nodes since the cursor, all in the statement's
 # one snapshot (pg_current_snapshot() is the active one).  The first row is the horizon;

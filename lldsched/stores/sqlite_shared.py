@@ -25,7 +25,11 @@ back to back keep another out past its timeout).
   file removed or replaced under running processes would split them in two groups,
   the old ones on the unlinked file and the new ones on a new file, each running
   every slot: the old ones refuse to claim instead, with a :class:`StoreError`
-  saying so, until they are restarted.
+  saying so, until they are restarted.  So does a file **rewound in place** (a backup
+  written into it, ``sqlite3 tasks.db ".restore backup.db"``, same inode): its
+  ``token`` or ``change`` counter is then behind one this process was given or read
+  (:meth:`SharedState.rewound`), and a claim would hand out tokens again and run
+  slots again that ran since the backup.
 * **The change feed** reads rows whose version passed the cursor, skipping the
   versions this process wrote itself; ``PRAGMA data_version`` (which changes when
   another connection commits) makes "nothing changed" cost one pragma.  Removals
@@ -111,14 +115,22 @@ _ROW_OF = f"{_ROW}\nFROM {TASKS} WHERE t.id = ?1"
 # The feed: the rows and the removals past the cursor in one statement, so one snapshot
 # (the last column: 0 a row, 1 a removal).  Read in two statements, a row and then a
 # removal committed between them moved the cursor past the row, which was never given.
+# A third kind (2) says the change counter is behind the cursor: the file was rewound
+# (SharedState.check_changes), said by the same statement at no extra round trip.
+_NO_ROW = "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
 _FEED = f"""{_ROW}, 0
 FROM {TASKS} WHERE t.version > ?1
 UNION ALL
-SELECT r.task_id, r.version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1
+SELECT r.task_id, r.version, NULL, NULL, NULL, NULL, NULL, NULL, {_NO_ROW}, 1
 FROM removed r WHERE r.version > ?1
+UNION ALL
+SELECT NULL, c.value, NULL, NULL, NULL, NULL, NULL, NULL, {_NO_ROW}, 2
+FROM counters c WHERE c.name = 'change' AND c.value < ?1
 ORDER BY 2
 """
+
+
+_CHANGES = "SELECT value FROM counters WHERE name = 'change'"
 
 
 def node_id() -> str:
@@ -193,15 +205,18 @@ class SharedState:
         self.removals: set[int] = set()  # versions of the removals this process wrote
         self.hold: HeldWrites | None = None  # what the verb's hold under way wrote
         count_records(connection, last=records, gate=gate)
-        (cursor,) = connection.execute(
-            "SELECT value FROM counters WHERE name = 'change'"
-        ).fetchone()
+        (cursor,) = connection.execute(_CHANGES).fetchone()
         self.cursor = int(cursor)  # the feed starts at open: load_all gives what was before
         self.horizons = FeedHorizons()  # the cursors read, for trimming `removed`
         self.unreadable = Unreadable(repr(path))  # others' definitions this one cannot load
         self.data_version = _data_version(connection)
         # Every write passes it: the processes' writers take the lock in turn.
         self.gate = gate
+        # The largest fencing token given, at open or to a claim of this process since: a
+        # claim given one at or below it finds the file rewound (see rewound).
+        (given,) = connection.execute("SELECT value FROM counters WHERE name = 'token'").fetchone()
+        self.token = int(given)
+        self.behind: str | None = None  # why the file was found rewound (see rewound)
 
     # -- the file ----------------------------------------------------------------------
 
@@ -223,6 +238,40 @@ class SharedState:
                 "others would run the same slots on the new file. Restart it (open the store "
                 "again) once the file is where it should be"
             )
+        if self.behind is not None:
+            raise self.rewound(self.behind)
+
+    def rewound(self, behind: str) -> StoreError:
+        """The :class:`StoreError` of a file rewound in place (a backup written into it
+        while this process had it open: the same inode, so :meth:`check_file` cannot
+        tell), found by a counter ``behind`` what this process was given or read; from
+        now on every claim and read of the feed raises it.  Claimed, the tokens given
+        since the backup would be given again, and the slots run since run again."""
+        self.behind = behind
+        return StoreError(
+            f"the shared store {self.path!r} was restored or rewound in place since this "
+            f"process opened it ({behind}): this process no longer claims anything, since "
+            "it would run again the slots run since that copy was taken, with fencing tokens "
+            "already given. Stop every process on the file, then restart them (open the "
+            "store again) on the file to keep "
+            "(docs/OPERATIONS.md, 'Backing up and restoring a store')"
+        )
+
+    def check_changes(self, connection: sqlite3.Connection) -> None:
+        """:meth:`rewound`'s :class:`StoreError` if the file's change counter is behind
+        the feed's cursor: every version this process read or wrote came from that
+        counter, which only grows, so the file was rewound under it.  One read."""
+        if self.behind is not None:
+            raise self.rewound(self.behind)
+        (counter,) = connection.execute(_CHANGES).fetchone()
+        if counter < self.cursor:
+            raise self.rewound(self._counter_behind(counter))
+
+    def _counter_behind(self, counter: int) -> str:
+        return (
+            f"its change counter is at {counter}, and this process read or wrote "
+            f"version {self.cursor} already"
+        )
 
     # -- claims ------------------------------------------------------------------------
 
@@ -241,7 +290,13 @@ class SharedState:
             rows = connection.execute(statement, (now, limit, *passed)).fetchall()
             claims: list[Claim] = []
             if rows:
+                self.check_changes(connection)
                 last = bump(connection, "token", len(rows))
+                if last - len(rows) < self.token:  # tokens given again: raising rolls back
+                    raise self.rewound(
+                        f"its fencing tokens restart at {last - len(rows) + 1}, and this "
+                        f"process was given {self.token} already"
+                    )
                 expires_at = now + self.lease
                 for token, (task_id, slot, attempt, version, expired) in enumerate(
                     rows, start=last - len(rows) + 1
@@ -252,9 +307,10 @@ class SharedState:
                     stale = not self.knows(task_id, version)
                     claim = Claim(task_id, slot, attempt, token, expires_at, version, bool(expired))
                     claims.append(claim._replace(stale=True) if stale else claim)
-        for held in claims:
+        for held in claims:  # committed: a claim rolled back moved no counter
             self.held[held.task_id] = held.token
             self.lost.pop(held.task_id, None)
+            self.token = max(self.token, held.token)
         return claims
 
     def renew(
@@ -333,17 +389,25 @@ class SharedState:
     def changed(self, connection: sqlite3.Connection) -> bool:
         """True if another connection committed since the last changes() (or a row is
         owed to the feed)."""
-        return bool(self.refetch) or _data_version(connection) != self.data_version
+        return (
+            bool(self.refetch)
+            or self.behind is not None  # the feed says so at every wake (a StoreError)
+            or _data_version(connection) != self.data_version
+        )
 
     def changed_rows(self, connection: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
         """The raw rows of the feed since the cursor, and the removals; moves the cursor
         and the versions seen.  Decoding is the caller's (outside the lock)."""
+        if self.behind is not None:
+            raise self.rewound(self.behind)
         self.data_version = _data_version(connection)
         now = time.time()  # the host's clock: every process on one SQLite file shares it
         rows: list[Any] = []
         removed: list[tuple[int, str]] = []
         feed = fetch(connection, _FEED, (self.cursor, self.node, now))
         for *row, removal in feed:  # one statement: rows and removals of one snapshot
+            if removal == 2:  # the counter behind the cursor: nothing of it is read
+                raise self.rewound(self._counter_behind(row[1]))
             if removal:
                 removed.append((row[1], row[0]))
             else:
