@@ -243,7 +243,12 @@ class Child:
         return [line["stopping"] for line in self._lines() if "stopping" in line]
 
     def signal(self, number: signal.Signals) -> None:
-        os.kill(self.pid, number)
+        """Send ``number`` to this child while it is ours: not once it was reaped, when
+        its pid is free for any process to take (pid_max wraps), a PostgreSQL backend of
+        another test run included.  ``Popen.send_signal`` checks first, and only this
+        test's thread reaps its children, so nothing reaps between the check and the
+        signal.  (The fixture's SIGCONT went to every child's pid, reaped or not.)"""
+        self.process.send_signal(number)
 
     def wait_stopped(self, timeout: float = 10.0) -> None:
         """Wait until every thread of this child is stopped (after a SIGSTOP: ``kill``

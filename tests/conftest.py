@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,31 @@ def pytest_configure(config: pytest.Config) -> None:
     interval = config.getoption("--switch-interval")
     if interval is not None:
         sys.setswitchinterval(interval)
+
+
+_SERVER_LOGS_AT = pytest.StashKey[dict[int, int]]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test's report carries what each PostgreSQL server of this process logged
+    during the test (tests/pg_server.py removes the log with the server): a connection
+    the server closed says there why (a backend killed by a signal, a timeout, a
+    restart).  Nothing to do where no server was started (the module is not imported)."""
+    report = yield
+    servers = sys.modules.get("tests.pg_server")
+    if servers is None:
+        return report
+    if report.when == "setup":
+        item.stash[_SERVER_LOGS_AT] = {
+            id(server): server.log_size() for server in servers.PostgresServer.running
+        }
+    elif report.failed:
+        for title, text in servers.log_sections(item.stash.get(_SERVER_LOGS_AT, {})):
+            report.sections.append((title, text))
+    return report
 
 
 @pytest.fixture

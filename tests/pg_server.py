@@ -36,8 +36,9 @@ import sys
 import tempfile
 from pathlib import Path
 from types import TracebackType
+from typing import ClassVar
 
-__all__ = ["PostgresServer", "ServerError", "remove", "server_binaries"]
+__all__ = ["PostgresServer", "ServerError", "log_sections", "remove", "server_binaries"]
 
 SUPERUSER = "lldsched"
 UNPRIVILEGED = "postgres"  # the account Debian's postgresql package creates
@@ -71,8 +72,13 @@ class PostgresServer:
     """One PostgreSQL cluster of its own; :meth:`dsn` names a fresh database in it.
 
     Use it as a context manager (or :meth:`start` / :meth:`stop`).  ``settings`` are
-    passed to the server as ``-c name=value``.
+    passed to the server as ``-c name=value``.  Its log is ``server.log`` in its
+    directory, removed with it: a failed test's report carries what the log said during
+    the test (:func:`log_sections`, from the test suite's conftest).
     """
+
+    running: ClassVar[list[PostgresServer]] = []
+    """The servers this process started and has not stopped, oldest first."""
 
     def __init__(self, *, settings: dict[str, str] | None = None) -> None:
         self.bin = server_binaries()
@@ -128,6 +134,7 @@ class PostgresServer:
         pwfile.unlink()
         self.port = _free_port()
         self._pg_ctl_start()
+        PostgresServer.running.append(self)
         return self
 
     def _pg_ctl_start(self) -> None:
@@ -174,8 +181,26 @@ class PostgresServer:
         self._run(str(self.bin / "pg_ctl"), "stop", "-w", "-m", "fast", "-D", str(self.data))
         self._pg_ctl_start()
 
+    def log_size(self) -> int:
+        """How many bytes the server has logged so far (0 when it is not running)."""
+        try:
+            return (self.data.parent / "server.log").stat().st_size
+        except (ServerError, FileNotFoundError):
+            return 0
+
+    def log_since(self, offset: int) -> str:
+        """What the server logged from byte ``offset`` on ("" when it is not running)."""
+        try:
+            with (self.data.parent / "server.log").open("rb") as log:
+                log.seek(offset)
+                return log.read().decode("utf-8", errors="replace")
+        except (ServerError, FileNotFoundError):
+            return ""
+
     def stop(self) -> None:
         """Stop the server at once and remove its directory (idempotent)."""
+        if self in PostgresServer.running:
+            PostgresServer.running.remove(self)
         if self._root is not None:
             remove(self.bin, self._root)
             self._root = None
@@ -193,6 +218,25 @@ class PostgresServer:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+LOG_SECTION_CHARS = 20_000
+"""The most of a server's log one failed test's report carries (its end)."""
+
+
+def log_sections(offsets: dict[int, int]) -> list[tuple[str, str]]:
+    """A report section for each running server that logged something since ``offsets``
+    (``id(server)`` -> :meth:`PostgresServer.log_size` at the test's start; a server
+    started since counts from 0): a backend ended by a signal, a timeout or an
+    administrator, said where the failure is read (the log is removed with the server,
+    at the end of the session)."""
+    sections = []
+    for server in PostgresServer.running:
+        text = server.log_since(offsets.get(id(server), 0))
+        if text:
+            title = f"PostgreSQL server log (port {server.port}) during the test"
+            sections.append((title, text[-LOG_SECTION_CHARS:]))
+    return sections
 
 
 def _run_as(user: pwd.struct_passwd | None, root: Path, *command: str) -> None:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.pg_server import PostgresServer, remove, server_binaries
+from tests.pg_server import PostgresServer, log_sections, remove, server_binaries
 
 CHILD = """
 import threading
@@ -58,3 +58,27 @@ def test_a_server_stopped_the_usual_way_is_gone_with_its_watchdog() -> None:
     assert not root.exists()
     assert watchdog.returncode == 0  # it ended, and found nothing wrong to clean up
     server.stop()  # idempotent
+
+
+def test_a_failed_tests_report_gets_what_the_server_logged_during_the_test() -> None:
+    """The log is removed with the server: what it said of a connection it closed (here
+    an administrator's, as a signal's or a timeout's) is put in the failed test's report
+    (conftest's pytest_runtest_makereport, through log_sections)."""
+    import psycopg
+
+    with PostgresServer() as server:
+        assert server in PostgresServer.running
+        title = f"PostgreSQL server log (port {server.port}) during the test"
+        # Another server of this process (the session's) has a section of its own.
+        at = {id(other): other.log_size() for other in PostgresServer.running}
+        assert title not in dict(log_sections(at))  # nothing logged since: no section
+        with (
+            psycopg.connect(server.dsn()) as victim,
+            psycopg.connect(server.dsn(), autocommit=True) as admin,
+        ):
+            pid = victim.info.backend_pid
+            admin.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))
+        text = dict(log_sections(at))[title]
+        assert f"[{pid}] FATAL:  terminating connection due to administrator command" in text
+    assert server not in PostgresServer.running
+    assert title not in dict(log_sections(at))

@@ -277,7 +277,7 @@ def test_a_process_stalled_while_it_waits_for_the_write_lock_holds_no_one_up(
         while not blocked_on(sidecar, stalled.pid):  # it waited its patience, now blocked
             assert time.monotonic() < deadline, "the write never waited for the lock"
             assert stalled.poll() is None
-        os.kill(stalled.pid, signal.SIGSTOP)
+        stalled.send_signal(signal.SIGSTOP)
         while not stopped(stalled.pid):  # each thread left its wait, holding nothing
             assert time.monotonic() < deadline, "the process never stopped"
         holder.release()
@@ -286,7 +286,7 @@ def test_a_process_stalled_while_it_waits_for_the_write_lock_holds_no_one_up(
             other.release(task_id="a", token=1)
         holder.close()
     finally:
-        os.kill(stalled.pid, signal.SIGCONT)
+        stalled.send_signal(signal.SIGCONT)  # not once reaped: its pid is free
     assert stalled.stdout.readline() == "written\n"  # resumed, it wrote in its turn
     stalled.stdin.close()
     assert stalled.wait(HANG_GUARD) == 0

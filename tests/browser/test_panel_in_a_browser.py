@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from tests.browser.servers import SERVER_NAMES, browser_page, screenshot, served
+from tests.browser.servers import (
+    RUN_ALL_TEST_SECONDS,
+    SERVER_NAMES,
+    browser_page,
+    screenshot,
+    served,
+)
 
 # The tasks of 05, in the order it registers them.
 HEARTBEAT, POLL, DIGEST, CLEANUP = "task-1", "task-2", "task-3", "task-4"
@@ -31,6 +37,7 @@ def wait_for_runs(page: Any, task_id: str, more_than: int) -> None:
     )
 
 
+@pytest.mark.timeout(RUN_ALL_TEST_SECONDS)
 @pytest.mark.parametrize("server", SERVER_NAMES)
 def test_the_shipped_panel_is_live_after_run_all_and_pause_stops_the_heartbeat(
     server: str, tmp_path: Path
@@ -132,6 +139,7 @@ OPEN_PANELS = """async () => {
 }"""
 
 
+@pytest.mark.timeout(RUN_ALL_TEST_SECONDS)
 def test_running_the_panel_cell_again_in_lab_leaves_one_panel_open_and_it_is_live(
     tmp_path: Path,
 ) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.browser.servers import (
+    RUN_ALL_TEST_SECONDS,
     SERVER_NAMES,
     browser_page,
     screenshot,
@@ -48,7 +49,7 @@ def left_edge(page: Any, selector: str) -> float:
 # `interact`, whose Output-widget capture nbclient answers on the kernel's shell channel
 # while it waits there for the cell's reply (jupyter/nbclient#312); 04 now uses
 # lldsched.views.interact, which captures nothing. A hang fails here, saying where it stood.
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(RUN_ALL_TEST_SECONDS)
 @pytest.mark.parametrize("server", SERVER_NAMES)
 def test_the_shipped_player_steps_the_scenario_and_shows_what_changed(
     server: str, tmp_path: Path

@@ -1,0 +1,73 @@
+"""How the browser tests wait for JupyterLab's run-all (tests/browser/servers.py): on
+progress, not on the whole run.  A run slower in all than the bound, each of its cells
+well inside it (a loaded machine), is waited for; a cell that hangs fails the run once
+the bound passed, saying where the cells stood.  On a small notebook of its own, with
+the bound cut to seconds (:data:`~tests.browser.servers.STALL_SECONDS`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.browser import servers
+from tests.browser.servers import browser_page, served
+
+STALL = 8  # seconds: the bound, cut down for these tests
+STEP = 3  # seconds each cell of the slow notebook takes: well inside STALL
+CELLS = 5  # and five of them take longer than STALL in all
+
+
+def notebook(folder: Path, name: str, sources: list[str]) -> Path:
+    """``folder`` with the notebook ``name``: one code cell per source, none run yet."""
+    folder.mkdir()
+    cells: list[dict[str, object]] = [
+        {"cell_type": "code", "execution_count": None, "id": f"cell-{n}", "metadata": {},
+         "outputs": [], "source": source}
+        for n, source in enumerate(sources)
+    ]  # fmt: skip
+    kernel = {"kernelspec": {"display_name": "Python 3", "name": "python3"}}  # else Lab asks
+    document = {"cells": cells, "metadata": kernel, "nbformat": 4, "nbformat_minor": 5}
+    (folder / f"{name}.ipynb").write_text(json.dumps(document), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def short_stall(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(servers, "STALL_SECONDS", STALL)
+
+
+@pytest.mark.usefixtures("short_stall")
+@pytest.mark.timeout(300)
+def test_a_run_all_slower_than_the_bound_whose_cells_each_finish_inside_it_passes(
+    tmp_path: Path,
+) -> None:
+    sources = [f"import time\ntime.sleep({STEP})\n{n}" for n in range(CELLS)]
+    folder = notebook(tmp_path / "source", "slow", sources)
+    lab = served("jupyterlab", "slow", tmp_path, notebooks=folder)
+    with lab as (url, prepare, _), browser_page() as page:
+        page.goto(url, timeout=60_000, wait_until="commit")
+        prepare(page)  # CELLS * STEP seconds, more than STALL: waited for
+        counts = page.evaluate(
+            """() => window.jupyterapp.shell.currentWidget.content.widgets.map(
+                (cell) => cell.model.executionCount)"""
+        )
+    assert counts == list(range(1, CELLS + 1))
+
+
+@pytest.mark.usefixtures("short_stall")
+@pytest.mark.timeout(300)
+def test_a_run_all_whose_cell_hangs_fails_once_no_cell_finished_within_the_bound(
+    tmp_path: Path,
+) -> None:
+    sources = ["1", "import time\ntime.sleep(3600)", "3"]
+    folder = notebook(tmp_path / "source", "hangs", sources)
+    lab = served("jupyterlab", "hangs", tmp_path, notebooks=folder)
+    with lab as (url, prepare, _), browser_page() as page:
+        page.goto(url, timeout=60_000, wait_until="commit")
+        with pytest.raises(AssertionError) as failed:
+            prepare(page)
+    said = str(failed.value)
+    assert said.startswith(f"JupyterLab's run-all finished no cell in {STALL} s, at 1 cells run")
+    assert "kernel connected/busy, 2 of 3 cells pending" in said  # running, and queued
