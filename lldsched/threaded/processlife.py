@@ -125,7 +125,11 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
     shelled out (``subprocess.run(["pg_dump", ...])``) does not leave its command running
     past the timeout, the cancel or the shutdown that killed it.  A process that left the
     group (its own ``setsid``, a daemon) is not followed.  Nothing once the child was
-    reaped: its group's id is then no longer known to be its own."""
+    reaped: its group's id is then no longer known to be its own.  Another thread's
+    ``wait`` may reap it between the check and the signal (``returncode`` is set just
+    after the reap): harmless, as Linux gives no new process a pid that is still a
+    group's id with members, and a group with none answers ``ProcessLookupError``; only
+    a pid reused and made a group leader in that instant would be hit."""
     if process.returncode is None:
         with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
             os.killpg(process.pid, signal.SIGKILL)
