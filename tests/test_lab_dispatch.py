@@ -33,3 +33,10 @@ def test_a_listener_delay_below_zero_is_refused_naming_it() -> None:
     said = "listener delay must be finite and >= 0 seconds, got -0.001"
     with pytest.raises(ValueError, match=re.escape(said)):
         measure_listener_latency((0.0, -0.001), tasks=1)
+
+
+@pytest.mark.parametrize("patience", [0, -1, float("nan")])
+def test_patience_that_is_not_a_positive_time_is_refused_naming_it(patience: float) -> None:
+    said = f"patience must be finite and > 0 seconds, got {patience!r}"
+    with pytest.raises(ValueError, match=re.escape(said)):
+        runs_while_a_listener_blocks(Scheduler, patience=patience)

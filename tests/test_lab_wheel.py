@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from typing import cast
 
 import pytest
@@ -63,3 +64,38 @@ def test_the_comparison_pops_every_timer_and_walks_the_horizon_in_ticks() -> Non
 def test_the_comparison_refuses_a_size_below_one_naming_it(size: object) -> None:
     with pytest.raises(ValueError, match=f"size must be a whole number >= 1, got {size!r}"):
         compare_wheel_and_heap((10, size))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"resolution": 0}, "resolution must be finite and > 0 seconds, got 0"),
+        ({"resolution": -0.001}, "resolution must be finite and > 0 seconds, got -0.001"),
+        ({"levels": 0}, "levels must be a whole number >= 1, got 0"),
+        ({"slots": 64.0}, "slots must be a power of two >= 2, got 64.0"),
+        ({"start": float("nan")}, "start must be finite"),
+    ],
+)
+def test_a_wheel_of_no_tick_no_level_or_a_fractional_slot_count_is_refused_naming_it(
+    options: dict[str, float], said: str
+) -> None:
+    """A resolution of 0 divided by zero, -0.001 and no level were built, and 64.0 slots
+    raised a TypeError about '&'."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        TimingWheel(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"horizon": -1.0}, "horizon must be finite and > 0 seconds, got -1.0"),
+        ({"horizon": float("nan")}, "horizon must be finite and > 0 seconds, got nan"),
+        ({"resolution": 0}, "resolution must be finite and > 0 seconds, got 0"),
+    ],
+)
+def test_the_comparison_refuses_a_horizon_or_resolution_that_is_no_positive_time(
+    options: dict[str, float], said: str
+) -> None:
+    """A negative or NaN horizon failed a bare assert after the heap had been timed."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        compare_wheel_and_heap((10,), **options)

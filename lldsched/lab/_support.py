@@ -30,6 +30,7 @@ __all__ = [
     "cpu_clock",
     "cpu_time",
     "eventually",
+    "lab_type",
     "median",
     "no_collection",
     "whole_count",
@@ -66,6 +67,22 @@ def lab_seconds(
     measured (a negative poll interval killed the timer thread, and the learner read that
     the timer had died)."""
     return checks.seconds(value, name=name, above=above, at_least=at_least, error=ValueError)
+
+
+def lab_type(name: str, value: object, base: type, expected: str) -> None:
+    """Nothing if ``value`` is ``base`` or a subclass of it (a variant an experiment is
+    given); else ``TypeError`` naming it and what was ``expected`` (an experiment that
+    reads the lab's observation points fails on anything else, with an
+    ``AttributeError`` or a bare ``AssertionError`` that names nothing)."""
+    if not (isinstance(value, type) and issubclass(value, base)):
+        raise TypeError(f"{name} must be {expected}, got {value!r}")
+
+
+def patience_seconds(value: float) -> float:
+    """``value``, the real seconds an experiment gives a run that may not come, if finite
+    and > 0; else ``ValueError`` naming it (``Event.wait`` takes a negative or NaN
+    timeout as 0, and the real variant's run read as "not in time")."""
+    return lab_seconds("patience", value, above=0)
 
 
 class ObservedClock(FakeClock):

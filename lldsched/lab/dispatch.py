@@ -14,7 +14,7 @@ import time
 from typing import NamedTuple
 
 from lldsched.clock import FakeClock
-from lldsched.lab._support import Gate, lab_seconds, median, whole_count
+from lldsched.lab._support import Gate, lab_seconds, median, patience_seconds, whole_count
 from lldsched.listeners import notify
 from lldsched.model import TaskEvent, TaskStatus
 from lldsched.schedules.simple import OneTime
@@ -51,7 +51,9 @@ def runs_while_a_listener_blocks(
 ) -> bool:
     """A listener blocks (at a gate) on the event of task A starting; task B is due at the
     same instant (fake clock, two workers).  True if B runs while the listener is
-    blocked, within ``patience`` real seconds."""
+    blocked, within ``patience`` real seconds (finite and > 0: ``ValueError`` naming it
+    otherwise)."""
+    patience_seconds(patience)
     clock = FakeClock(0)
     gate = Gate()
 
