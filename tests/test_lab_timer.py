@@ -3,12 +3,13 @@ real timer does not (lldsched.lab.timer)."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
 import pytest
 
-from lldsched.lab._support import ObservedClock
+from lldsched.lab._support import ObservedClock, middle_half
 from lldsched.lab.timer import (
     IfScheduler,
     PollingClock,
@@ -112,3 +113,17 @@ def test_one_timer_measured_over_no_time_or_no_sample_is_refused_naming_it(
     """An idle window of 0 divided by zero; no sample gave a lateness of NaN."""
     with pytest.raises(ValueError, match=re.escape(said)):
         measure_timer("Condition.wait", WaitingClock(), idle=idle, samples=samples)
+
+
+def test_a_timer_s_lateness_comes_with_the_middle_half_of_its_runs() -> None:
+    """A median alone read as a verdict: on a busy machine the real timer's median was
+    1.7 ms and a 1 ms poll's 1.2 ms, one run in three.  The spread says when two
+    strategies lie within each other's noise."""
+    result = measure_timer("Condition.wait", WaitingClock(), idle=0.05, samples=4)
+    assert result.lateness_low_ms <= result.lateness_ms <= result.lateness_high_ms
+
+
+def test_the_middle_half_of_one_value_or_none_is_that_value_or_nan() -> None:
+    assert middle_half([2.0]) == (2.0, 2.0)
+    assert all(math.isnan(value) for value in middle_half([]))
+    assert middle_half([1.0, 2.0, 3.0, 4.0, 5.0]) == (2.0, 4.0)

@@ -32,6 +32,7 @@ __all__ = [
     "eventually",
     "lab_type",
     "median",
+    "middle_half",
     "no_collection",
     "whole_count",
 ]
@@ -202,6 +203,17 @@ def captured_log() -> Iterator[list[logging.LogRecord]]:
 def median(values: list[float]) -> float:
     """The median, or NaN for no values."""
     return statistics.median(values) if values else float("nan")
+
+
+def middle_half(values: list[float]) -> tuple[float, float]:
+    """The first and third quartiles (between them, the middle half of ``values``): the
+    spread a real-time figure is printed with, so a learner sees when two strategies'
+    medians lie within each other's noise.  One value: it, twice; none: NaN, twice."""
+    if len(values) < 2:
+        middle = median(values)
+        return middle, middle
+    low, _, high = statistics.quantiles(values, n=4, method="inclusive")
+    return low, high
 
 
 @contextmanager
