@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -25,6 +26,7 @@ from lldsched.lab.shutdown import (
     NotifyOnePool,
     TimerFirstScheduler,
 )
+from lldsched.lab.timer import PollingClock
 from lldsched.lab.wheel import TimingWheel
 from lldsched.model import Priority, TaskEvent
 from lldsched.schedules.simple import FixedRate, OneTime
@@ -166,3 +168,30 @@ def test_the_wheel_pops_what_the_heap_pops_in_the_same_order_when_ticks_differ(
         popped[name] = steps
     assert popped["wheel"] == popped["heap"]
     assert sum(len(step) for step in popped["heap"]) == 1_800
+
+
+@pytest.mark.parametrize("clock", [None, PollingClock(0.01)], ids=["Condition.wait", "poll"])
+def test_a_polling_timer_runs_what_the_real_one_runs_in_the_same_order(
+    clock: PollingClock | None,
+) -> None:
+    """Real time, but no timing asserted: tasks due at three instants, mixed priorities,
+    one worker.  A poll starts them later, never in another order."""
+    scheduler = Scheduler(workers=1) if clock is None else Scheduler(workers=1, clock=clock)
+    order: list[str] = []
+    # Guards order: the worker appends, the test reads after wait_drained.
+    lock = threading.Lock()
+
+    def record(name: str) -> None:
+        with lock:
+            order.append(name)
+
+    due = time.time() + 0.2  # after registration and start, even on a busy machine
+    for n, (offset, priority) in enumerate(
+        [(0.04, Priority.LOW), (0.0, Priority.NORMAL), (0.04, Priority.HIGH), (0.0, Priority.HIGH),
+         (0.02, Priority.NORMAL), (0.0, Priority.LOW), (0.02, Priority.NORMAL)]
+    ):  # fmt: skip
+        name = f"t{n}"
+        scheduler.schedule(name, record, OneTime(due + offset), priority=priority, args=(name,))
+    with scheduler:
+        assert scheduler.wait_drained(30.0)
+    assert order == ["t3", "t1", "t5", "t4", "t6", "t2", "t0"]
