@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from lldsched.lab import dispatch
 from lldsched.lab.dispatch import (
     InlineListenerScheduler,
     measure_listener_latency,
@@ -33,3 +34,30 @@ def test_a_listener_delay_below_zero_is_refused_naming_it() -> None:
     said = "listener delay must be finite and >= 0 seconds, got -0.001"
     with pytest.raises(ValueError, match=re.escape(said)):
         measure_listener_latency((0.0, -0.001), tasks=1)
+
+
+@pytest.mark.parametrize("patience", [0, -1, float("nan")])
+def test_patience_that_is_not_a_positive_time_is_refused_naming_it(patience: float) -> None:
+    said = f"patience must be finite and > 0 seconds, got {patience!r}"
+    with pytest.raises(ValueError, match=re.escape(said)):
+        runs_while_a_listener_blocks(Scheduler, patience=patience)
+
+
+def test_each_way_s_latency_is_its_quietest_burst(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Load only ever adds lateness: one burst on a busy machine put the runs off the
+    lock later (22.8 ms at the median) than those under it (19.2 ms).  Each way reports
+    the burst with the smallest median of ``repeats``, as ``timeit`` its fastest."""
+    bursts = {
+        Scheduler: iter([(22.8, 40.0), (0.4, 1.0), (3.0, 2.0)]),
+        InlineListenerScheduler: iter([(19.2, 40.0), (25.0, 50.0), (30.0, 45.0)]),
+    }
+    monkeypatch.setattr(
+        dispatch, "_burst_lateness", lambda kind, delay, *, tasks: next(bursts[kind])
+    )
+    (point,) = measure_listener_latency((0.001,), tasks=1, repeats=3)
+    assert point == (1.0, 0.4, 19.2, 1.0, 40.0)
+
+
+def test_a_latency_measured_over_no_repeat_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match="repeats must be a whole number >= 1, got 0"):
+        measure_listener_latency((0.0,), repeats=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from lldsched.clock import FakeClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.lab.entries import (
     IdTieScheduler,
@@ -36,6 +37,21 @@ def test_a_removing_queue_still_runs_a_scheduler_correctly(make_scheduler: objec
     with scheduler:
         assert scheduler.wait_drained()
     assert ran == ["keep"] and keep.status.name == "SUCCEEDED"
+
+
+def test_a_removing_queue_removes_the_entry_a_run_now_replaces_and_leaves_no_tombstone() -> None:
+    """``run_now`` pushes a queued task again: the real queue leaves a tombstone, and the
+    removing queue left one too; once they passed 40 % a compaction moved entries to its
+    old heap, where ``discard`` did not look, and a cancel raised StopIteration."""
+    scheduler = RemovingScheduler(workers=1, clock=FakeClock(0))
+    ids = [scheduler.schedule(f"t{n}", lambda: None, OneTime(delay=60 + n)).id for n in range(3000)]
+    for task_id in ids[:1000]:
+        assert scheduler.run_now(task_id)
+        assert scheduler.queue_stats() == (3000, 0)
+    for task_id in ids[1000:]:
+        assert scheduler.cancel(task_id)
+    assert scheduler.queue_stats() == (1000, 0)
+    assert [task.id for task in scheduler.pending()] == ids[:1000]
 
 
 def test_without_the_sequence_field_a_tie_raises_or_breaks_first_in_first_out() -> None:

@@ -3,6 +3,8 @@ the heartbeat; SKIP keeps both on time (lldsched.lab.overrun, on the simulation)
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lldsched.lab.overrun import KEEP_QUEUEING, simulate_overrun_day
@@ -44,3 +46,15 @@ def test_an_unknown_strategy_is_refused_by_name() -> None:
 def test_a_day_of_no_whole_hours_is_refused_naming_the_value(hours: object) -> None:
     with pytest.raises(ValueError, match=rf"hours must be a whole number >= 1, got {hours!r}"):
         simulate_overrun_day("SKIP", hours=hours)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("strategy", [KEEP_QUEUEING, "SKIP"])
+@pytest.mark.parametrize("period", [0, -60.0, float("nan")])
+def test_a_period_that_is_not_a_positive_time_is_refused_naming_it(
+    strategy: str, period: float
+) -> None:
+    """Keep queueing with a period of 0 queued runs at 0 s for ever (the call never
+    returned); -60 read "intervention ... is in the past"; NaN, "cannot convert"."""
+    said = f"period must be finite and > 0 seconds, got {period!r}"
+    with pytest.raises(ValueError, match=re.escape(said)):
+        simulate_overrun_day(strategy, hours=1, period=period)

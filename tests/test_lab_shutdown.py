@@ -18,6 +18,8 @@ from lldsched.lab.shutdown import (
     run_shutdown_while_work_falls_due,
     run_shutdown_with_idle_workers,
 )
+from lldsched.threaded.pool import WorkerPool
+from lldsched.threaded.scheduler import Scheduler
 
 
 def test_notify_instead_of_notify_all_leaves_workers_asleep_at_shutdown() -> None:
@@ -76,3 +78,29 @@ def test_captured_log_leaves_a_threads_death_to_threading_excepthook(
         thread.join(5.0)
     assert [str(exc) for exc in escaped] == ["unexpected"]
     assert records == []
+
+
+@pytest.mark.parametrize("burst", [0, -1, 2.5, True])
+def test_a_burst_of_no_whole_task_is_refused_naming_it(burst: object) -> None:
+    """With -1 tasks the experiment reported -1 lost; with 2.5 it raised a TypeError about
+    range()."""
+    with pytest.raises(ValueError, match=f"burst must be a whole number >= 1, got {burst!r}"):
+        run_shutdown_while_work_falls_due(TimerFirstScheduler, burst=burst)  # type: ignore[arg-type]
+
+
+def test_a_scheduler_that_is_not_one_of_the_lab_s_orders_is_refused_naming_it() -> None:
+    """The real Scheduler has no pool to observe: it raised AttributeError 'lab_pool'."""
+    with pytest.raises(
+        TypeError,
+        match=r"scheduler_type must be .* got <class 'lldsched\.threaded\.scheduler\.Scheduler'>",
+    ):
+        run_shutdown_while_work_falls_due(Scheduler)  # type: ignore[arg-type]
+
+
+def test_a_pool_that_counts_no_parked_worker_is_refused_naming_it() -> None:
+    """The real WorkerPool's condition counts nothing: a bare AssertionError named nothing."""
+    with pytest.raises(
+        TypeError,
+        match=r"pool_type must be a CountingPool .* got <class '.*\.WorkerPool'>",
+    ):
+        run_shutdown_with_idle_workers(WorkerPool)  # type: ignore[arg-type]

@@ -3,7 +3,9 @@ heap is priority within a tick (lldsched.lab.wheel)."""
 
 from __future__ import annotations
 
+import math
 import random
+import re
 from typing import cast
 
 import pytest
@@ -16,6 +18,8 @@ from lldsched.lab.wheel import TimingWheel, compare_wheel_and_heap, pop_order_wi
 
 @pytest.mark.parametrize("seed", range(5))
 def test_the_wheel_pops_each_live_timer_once_and_only_when_its_tick_is_reached(seed: int) -> None:
+    """A timer's tick is the one that ends at or after its due instant: it comes out once
+    that tick is reached, never before it is due."""
     rng = random.Random(seed)
     wheel = TimingWheel(resolution=0.01, slots=4, levels=3)  # small wheels: cascades and overflow
     tasks = [_StandIn(f"t{n}") for n in range(300)]
@@ -34,10 +38,10 @@ def test_the_wheel_pops_each_live_timer_once_and_only_when_its_tick_is_reached(s
         batch = wheel.pop_due(now, 1_000)
         popped.extend(batch)
         for entry in batch:
-            assert int(entry[0] // 0.01) <= int(now // 0.01)
+            assert entry[0] <= now
             del dues[entry[3]]
-        assert all(int(due // 0.01) > int(now // 0.01) for due in dues.values())
-    ticks = [int(entry[0] // 0.01) for entry in popped]
+        assert all(math.ceil(due / 0.01) > math.floor(now / 0.01) for due in dues.values())
+    ticks = [math.ceil(entry[0] / 0.01) for entry in popped]
     assert ticks == sorted(ticks) and len(popped) == 270 and len(wheel) == 0
 
 
@@ -60,3 +64,38 @@ def test_the_comparison_pops_every_timer_and_walks_the_horizon_in_ticks() -> Non
 def test_the_comparison_refuses_a_size_below_one_naming_it(size: object) -> None:
     with pytest.raises(ValueError, match=f"size must be a whole number >= 1, got {size!r}"):
         compare_wheel_and_heap((10, size))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"resolution": 0}, "resolution must be finite and > 0 seconds, got 0"),
+        ({"resolution": -0.001}, "resolution must be finite and > 0 seconds, got -0.001"),
+        ({"levels": 0}, "levels must be a whole number >= 1, got 0"),
+        ({"slots": 64.0}, "slots must be a power of two >= 2, got 64.0"),
+        ({"start": float("nan")}, "start must be finite"),
+    ],
+)
+def test_a_wheel_of_no_tick_no_level_or_a_fractional_slot_count_is_refused_naming_it(
+    options: dict[str, float], said: str
+) -> None:
+    """A resolution of 0 divided by zero, -0.001 and no level were built, and 64.0 slots
+    raised a TypeError about '&'."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        TimingWheel(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"horizon": -1.0}, "horizon must be finite and > 0 seconds, got -1.0"),
+        ({"horizon": float("nan")}, "horizon must be finite and > 0 seconds, got nan"),
+        ({"resolution": 0}, "resolution must be finite and > 0 seconds, got 0"),
+    ],
+)
+def test_the_comparison_refuses_a_horizon_or_resolution_that_is_no_positive_time(
+    options: dict[str, float], said: str
+) -> None:
+    """A negative or NaN horizon failed a bare assert after the heap had been timed."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        compare_wheel_and_heap((10,), **options)

@@ -21,7 +21,10 @@ The threaded variants plug in through the seams ``Scheduler.queue_type``,
 ``WorkerPool.condition_type`` (class attributes read once in a constructor), or
 through what the scheduler already takes (a clock, ``handoff=``).  Experiments are
 deterministic where a fake clock or the simulation can make them so; the rest
-report real time, to be read as ratios within one run.
+report real time, to be read as ratios within one run, a median with the middle half
+of its runs, or the quietest of a few repeats: a conclusion is stated only where it
+holds on a busy machine (docs/DECISIONS.md, "The lab states only what holds under
+load").
 
 Run one from a shell with ``python -m lldsched lab <decision>``, or all of them in
 ``notebooks/09-design-lab.ipynb``.  Standard library only (plots live in

@@ -30,7 +30,9 @@ __all__ = [
     "cpu_clock",
     "cpu_time",
     "eventually",
+    "lab_type",
     "median",
+    "middle_half",
     "no_collection",
     "whole_count",
 ]
@@ -66,6 +68,22 @@ def lab_seconds(
     measured (a negative poll interval killed the timer thread, and the learner read that
     the timer had died)."""
     return checks.seconds(value, name=name, above=above, at_least=at_least, error=ValueError)
+
+
+def lab_type(name: str, value: object, base: type, expected: str) -> None:
+    """Nothing if ``value`` is ``base`` or a subclass of it (a variant an experiment is
+    given); else ``TypeError`` naming it and what was ``expected`` (an experiment that
+    reads the lab's observation points fails on anything else, with an
+    ``AttributeError`` or a bare ``AssertionError`` that names nothing)."""
+    if not (isinstance(value, type) and issubclass(value, base)):
+        raise TypeError(f"{name} must be {expected}, got {value!r}")
+
+
+def patience_seconds(value: float) -> float:
+    """``value``, the real seconds an experiment gives a run that may not come, if finite
+    and > 0; else ``ValueError`` naming it (``Event.wait`` takes a negative or NaN
+    timeout as 0, and the real variant's run read as "not in time")."""
+    return lab_seconds("patience", value, above=0)
 
 
 class ObservedClock(FakeClock):
@@ -185,6 +203,17 @@ def captured_log() -> Iterator[list[logging.LogRecord]]:
 def median(values: list[float]) -> float:
     """The median, or NaN for no values."""
     return statistics.median(values) if values else float("nan")
+
+
+def middle_half(values: list[float]) -> tuple[float, float]:
+    """The first and third quartiles (between them, the middle half of ``values``): the
+    spread a real-time figure is printed with, so a learner sees when two strategies'
+    medians lie within each other's noise.  One value: it, twice; none: NaN, twice."""
+    if len(values) < 2:
+        middle = median(values)
+        return middle, middle
+    low, _, high = statistics.quantiles(values, n=4, method="inclusive")
+    return low, high
 
 
 @contextmanager

@@ -38,7 +38,8 @@ def _wait() -> list[str]:
 
     return [
         f"{r.label:>15}: {r.wakeups_per_s:6.0f} wake-ups and {r.cpu_ms_per_s:5.1f} ms CPU "
-        f"per idle second; a run due in 20-120 ms starts {r.lateness_ms:6.2f} ms late (median)"
+        f"per idle second; a run due in 20-120 ms starts {r.lateness_ms:6.2f} ms late "
+        f"(median; middle half {r.lateness_low_ms:.2f}-{r.lateness_high_ms:.2f})"
         for r in measure_polling()
     ]
 

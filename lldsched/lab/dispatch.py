@@ -14,7 +14,7 @@ import time
 from typing import NamedTuple
 
 from lldsched.clock import FakeClock
-from lldsched.lab._support import Gate, lab_seconds, median, whole_count
+from lldsched.lab._support import Gate, lab_seconds, median, patience_seconds, whole_count
 from lldsched.listeners import notify
 from lldsched.model import TaskEvent, TaskStatus
 from lldsched.schedules.simple import OneTime
@@ -51,7 +51,9 @@ def runs_while_a_listener_blocks(
 ) -> bool:
     """A listener blocks (at a gate) on the event of task A starting; task B is due at the
     same instant (fake clock, two workers).  True if B runs while the listener is
-    blocked, within ``patience`` real seconds."""
+    blocked, within ``patience`` real seconds (finite and > 0: ``ValueError`` naming it
+    otherwise)."""
+    patience_seconds(patience)
     clock = FakeClock(0)
     gate = Gate()
 
@@ -79,7 +81,8 @@ def runs_while_a_listener_blocks(
 
 
 class LatencyPoint(NamedTuple):
-    """Median and worst lateness (ms) of a burst of runs, a listener taking ``delay_ms``."""
+    """Median and worst lateness (ms) of a burst of runs, a listener taking ``delay_ms``:
+    of each way's quietest burst (see :func:`measure_listener_latency`)."""
 
     delay_ms: float
     off_lock_ms: float
@@ -109,18 +112,35 @@ def _burst_lateness(
     return median(lateness), max(lateness)
 
 
+def _quietest(
+    scheduler_type: type[Scheduler], delay: float, *, tasks: int, repeats: int
+) -> tuple[float, float]:
+    """The burst of ``repeats`` with the smallest median: load on the machine only ever
+    adds lateness, so the quietest burst is the closest to what the design costs (as
+    ``timeit`` reads its fastest repeat)."""
+    return min(_burst_lateness(scheduler_type, delay, tasks=tasks) for _ in range(repeats))
+
+
 def measure_listener_latency(
-    delays: tuple[float, ...] = (0.0, 0.001, 0.002, 0.005), *, tasks: int = 20
+    delays: tuple[float, ...] = (0.0, 0.001, 0.002, 0.005),
+    *,
+    tasks: int = 20,
+    repeats: int = 3,
 ) -> list[LatencyPoint]:
     """``tasks`` runs due together on 4 workers with one listener that takes ``delay``
     seconds per event: how late they start, listeners off the lock (the real
-    dispatcher) and under it.  Real time: the numbers vary."""
+    dispatcher) and under it; of ``repeats`` bursts each way, the quietest.  Real time:
+    the numbers vary, but with one burst a busy machine once made the runs off the lock
+    later at the median (22.8 ms) than those under it (19.2 ms); with the quietest of
+    three, the order held in every run (docs/DECISIONS.md, "The lab states only what
+    holds under load")."""
     whole_count("tasks", tasks)
+    whole_count("repeats", repeats)
     for delay in delays:
         lab_seconds("listener delay", delay, at_least=0)
     points = []
     for delay in delays:
-        off, off_worst = _burst_lateness(Scheduler, delay, tasks=tasks)
-        under, under_worst = _burst_lateness(InlineListenerScheduler, delay, tasks=tasks)
+        off, off_worst = _quietest(Scheduler, delay, tasks=tasks, repeats=repeats)
+        under, under_worst = _quietest(InlineListenerScheduler, delay, tasks=tasks, repeats=repeats)
         points.append(LatencyPoint(delay * 1000, off, under, off_worst, under_worst))
     return points

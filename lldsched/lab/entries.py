@@ -51,9 +51,18 @@ __all__ = [
 
 class RemovingQueue(TaskQueue):
     """Cancel and pause take the entry out of the heap: find it, ``list.remove``,
-    ``heapify``.  No tombstone is ever left."""
+    ``heapify``; so does a push that replaces a queued entry (``run_now``,
+    ``reschedule``).  No tombstone is ever left, so no compaction ever starts."""
+
+    def push(self, task: ScheduledTask, due: float) -> None:
+        self._remove(task)  # the task's earlier entry, if still queued (else a tombstone)
+        super().push(task, due)
 
     def discard(self, task: ScheduledTask) -> None:
+        self._remove(task)
+        task.generation = 0  # an entry already handed to a worker is still stale
+
+    def _remove(self, task: ScheduledTask) -> None:
         if task._queued:
             heap = self._heap
             generation = task.generation
@@ -64,7 +73,6 @@ class RemovingQueue(TaskQueue):
                 heap.remove(next(entry for entry in heap if entry[2] == generation))
                 heapq.heapify(heap)
             task._queued = False
-        task.generation = 0  # an entry already handed to a worker is still stale
 
 
 class RemovingScheduler(Scheduler):

@@ -27,7 +27,15 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 from lldsched.checks import seconds
-from lldsched.lab._support import CountingCondition, Gate, ObservedClock, captured_log, eventually
+from lldsched.lab._support import (
+    CountingCondition,
+    Gate,
+    ObservedClock,
+    captured_log,
+    eventually,
+    lab_type,
+    whole_count,
+)
 from lldsched.schedules.simple import OneTime
 from lldsched.threaded.pool import WorkerPool
 from lldsched.threaded.scheduler import Scheduler
@@ -100,7 +108,10 @@ def run_shutdown_with_idle_workers(
 ) -> ShutdownOutcome:
     """Start ``workers`` workers, wait until every one is parked on an empty queue, then
     shut down with ``timeout`` seconds to spare.  The hung workers of a broken variant
-    are released afterwards (a real ``notify_all``)."""
+    are released afterwards (a real ``notify_all``).  ``pool_type`` is a
+    :class:`CountingPool` (``TypeError`` naming it otherwise): the experiment counts
+    the workers parked in its condition."""
+    lab_type("pool_type", pool_type, CountingPool, "a CountingPool (or NotifyOnePool)")
 
     class Variant(_PoolScheduler):
         pass
@@ -194,10 +205,20 @@ class StopOutcome(NamedTuple):
 
 
 def run_shutdown_while_work_falls_due(
-    scheduler_type: type[_PoolScheduler] = TimerFirstScheduler, *, burst: int = 10
+    scheduler_type: type[TimerFirstScheduler] = TimerFirstScheduler, *, burst: int = 10
 ) -> StopOutcome:
     """One worker busy (held at a gate); shutdown begins; while the pool closes, ``burst``
-    tasks fall due (fake clock).  Then the gate opens and the shutdown completes."""
+    tasks fall due (fake clock).  Then the gate opens and the shutdown completes.
+    ``scheduler_type`` is one of the lab's orders (a :class:`TimerFirstScheduler` or a
+    subclass: ``TypeError`` naming it otherwise), ``burst`` a whole number >= 1
+    (``ValueError``: with -1 tasks, -1 were reported lost)."""
+    lab_type(
+        "scheduler_type",
+        scheduler_type,
+        TimerFirstScheduler,
+        "one of the lab's shutdown orders (TimerFirstScheduler or a subclass)",
+    )
+    whole_count("burst", burst)
     clock = ObservedClock(0)
     scheduler = scheduler_type(workers=1, clock=clock)
     gate = Gate()

@@ -23,7 +23,14 @@ from typing import NamedTuple
 from lldsched.clock import SystemClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry
-from lldsched.lab._support import ObservedClock, lab_seconds, median, whole_count
+from lldsched.lab._support import (
+    ObservedClock,
+    lab_seconds,
+    median,
+    middle_half,
+    patience_seconds,
+    whole_count,
+)
 from lldsched.schedules.simple import OneTime
 from lldsched.threaded.scheduler import Scheduler
 
@@ -67,7 +74,8 @@ class PollingClock(SystemClock):
     __slots__ = ("interval", "wakeups")
 
     def __init__(self, interval: float) -> None:
-        self.interval = interval
+        # A negative interval killed the timer thread (time.sleep refuses it there).
+        self.interval = lab_seconds("poll interval", interval, above=0)
         self.wakeups = 0
 
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
@@ -81,19 +89,27 @@ class PollingClock(SystemClock):
 
 class PollResult(NamedTuple):
     """One timer strategy: idle wake-ups and the process's CPU per second, and how late a
-    run starts."""
+    run starts: the median, and the middle half of the runs (first to third quartile).
+    The wake-ups are a count, the same on a busy machine; the lateness is the thread's
+    wake-up plus what the strategy adds, and on a busy machine the wake-up can outweigh
+    a 1 ms poll's share (docs/DECISIONS.md, "The lab states only what holds under load")."""
 
     label: str
     wakeups_per_s: float
     cpu_ms_per_s: float
     lateness_ms: float
+    lateness_low_ms: float
+    lateness_high_ms: float
 
 
 def measure_timer(
     label: str, clock: WaitingClock | PollingClock, *, idle: float, samples: int
 ) -> PollResult:
     """One strategy (the clock): wake-ups and CPU per idle second over ``idle`` seconds,
-    and the median lateness of ``samples`` runs (see :func:`measure_polling`)."""
+    and the median lateness of ``samples`` runs (see :func:`measure_polling`).  ``idle``
+    finite and > 0, ``samples`` a whole number >= 1: else ``ValueError`` naming it."""
+    lab_seconds("idle", idle, above=0)
+    whole_count("samples", samples)
     scheduler = Scheduler(workers=1, clock=clock)
     # Registered before start: the timer's first wait is the park (no wake-up to count).
     scheduler.schedule("parked a day out", lambda: None, OneTime(delay=86400))
@@ -114,7 +130,7 @@ def measure_timer(
             lateness.extend(1000 * (r.started - r.due) for r in scheduler.task(task.id).history)
     finally:
         scheduler.shutdown()
-    return PollResult(label, wakeups, cpu_ms, median(lateness))
+    return PollResult(label, wakeups, cpu_ms, median(lateness), *middle_half(lateness))
 
 
 def measure_polling(
@@ -189,8 +205,10 @@ def run_due_now_behind_parked_timer(
 
     The real queue's push wakes the timer and the new task runs at once; a silent
     push leaves it waiting for the parked timer.  After ``patience`` seconds of real
-    time the clock is moved on 12 h, and the task's lateness is read.
+    time the clock is moved on 12 h, and the task's lateness is read.  ``patience``:
+    finite and > 0 (``ValueError`` naming it otherwise).
     """
+    patience_seconds(patience)
     clock = ObservedClock(0)
     scheduler = scheduler_type(workers=1, clock=clock)
     scheduler.schedule("nightly", lambda: None, OneTime(delay=TWELVE_HOURS))
@@ -238,8 +256,9 @@ def run_early_on_spurious_wakeup(
 
     The real timer re-tests and parks again: the task runs at 60 s, on time.  An ``if``
     runs it at once, 60 s early (lateness -60).  ``patience``: real seconds given to
-    a run that should not happen.
+    a run that should not happen, finite and > 0 (``ValueError`` naming it otherwise).
     """
+    patience_seconds(patience)
     clock = ObservedClock(0)
     scheduler = scheduler_type(workers=1, clock=clock)
     ran = threading.Event()

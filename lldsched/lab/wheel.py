@@ -5,7 +5,11 @@
 on a different structure: ``levels`` wheels of ``slots`` buckets.  A due instant is
 rounded to a tick of ``resolution`` seconds; an entry goes to the lowest wheel whose
 bucket can tell its tick apart, and moves down a wheel (a *cascade*) when time
-reaches its bucket.  Entries beyond the top wheel wait in an overflow list.
+reaches its bucket.  Entries beyond the top wheel wait in an overflow list.  A due
+instant goes to the tick that ends at or after it (rounded up, as kernel timers are),
+so an entry never comes out before it is due, and at most one tick after; the real
+heap hands out the same entries in the same order wherever no two fall in one tick
+(``tests/test_lab_fairness.py``).
 
 What it buys: ``push`` is O(levels), with no comparison between entries, and
 expiring is O(1) per entry plus O(1) per tick walked.  What it costs a job
@@ -19,13 +23,14 @@ from __future__ import annotations
 
 import collections
 import itertools
+import math
 import random
 from collections.abc import Mapping
 from typing import NamedTuple, cast
 
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
-from lldsched.lab._support import cpu_time, no_collection, whole_count
+from lldsched.lab._support import cpu_time, lab_seconds, no_collection, whole_count
 from lldsched.lab.entries import _StandIn
 from lldsched.model import Priority
 
@@ -33,18 +38,30 @@ __all__ = ["TimingWheel", "WheelCost", "compare_wheel_and_heap", "pop_order_with
 
 
 class TimingWheel:
-    """A hierarchical timing wheel with the due queue's operations (not locked)."""
+    """A hierarchical timing wheel with the due queue's operations (not locked).
+
+    ``resolution``: seconds a tick, finite and > 0; ``slots``: buckets a wheel, a power
+    of two >= 2; ``levels``: wheels, a whole number >= 1; ``start``: the instant of the
+    first tick.  Anything else is a ``ValueError`` naming it."""
 
     def __init__(
         self, *, resolution: float = 0.001, slots: int = 64, levels: int = 4, start: float = 0.0
     ) -> None:
-        if slots < 2 or slots & (slots - 1):
+        lab_seconds("resolution", resolution, above=0)
+        lab_seconds("start", start)
+        whole_count("levels", levels)
+        if (
+            isinstance(slots, bool)
+            or not isinstance(slots, int)
+            or slots < 2
+            or slots & (slots - 1)
+        ):
             raise ValueError(f"slots must be a power of two >= 2, got {slots!r}")
         self.resolution = resolution
         self._bits = slots.bit_length() - 1
         self._mask = slots - 1
         self._levels = levels
-        self._tick = int(start // resolution)  # every tick before this one has expired
+        self._tick = math.floor(start / resolution)  # it and every tick before: expired
         self._wheels: list[list[list[Entry]]] = [[[] for _ in range(slots)] for _ in range(levels)]
         self._overflow: list[Entry] = []
         self._ready: collections.deque[Entry] = collections.deque()  # expired, not handed out
@@ -67,7 +84,7 @@ class TimingWheel:
         self._size += 1
 
     def _file(self, entry: Entry) -> None:
-        tick = max(int(entry[0] // self.resolution), self._tick)
+        tick = max(math.ceil(entry[0] / self.resolution), self._tick)  # never early
         bits, now = self._bits, self._tick
         for level in range(self._levels):
             shift = bits * (level + 1)
@@ -115,9 +132,10 @@ class TimingWheel:
             self._ready.extend(bucket)
 
     def pop_due(self, now: float, limit: int) -> list[Entry]:
-        """Up to ``limit`` live entries whose tick is at or before ``now``'s, in the order
-        their ticks expired (within a tick: the order they were pushed)."""
-        target = int(now // self.resolution)
+        """Up to ``limit`` live entries whose tick is at or before ``now``'s (so due at or
+        before ``now``: a due instant is rounded up to its tick), in the order their ticks
+        expired (within a tick: the order they were pushed)."""
+        target = math.floor(now / self.resolution)  # as _file divides: one rounding
         due: list[Entry] = []
         while True:
             ready = self._ready
@@ -191,9 +209,12 @@ def compare_wheel_and_heap(
     """Insert ``size`` timers due uniformly over ``horizon`` seconds, then pop them all,
     in the real heap (:class:`TaskQueue`) and in a :class:`TimingWheel` at
     ``resolution``; CPU time per timer, measured in one run (garbage collection off,
-    after a dropped warm-up round)."""
+    after a dropped warm-up round).  A size below 1, a ``horizon`` or ``resolution`` not
+    finite and > 0: ``ValueError`` naming it, before anything is timed."""
     for size in sizes:
         whole_count("size", size)
+    lab_seconds("horizon", horizon, above=0)
+    lab_seconds("resolution", resolution, above=0)
     results = []
     with no_collection():
         warm = [_StandIn(f"w{n}") for n in range(1_000)]
