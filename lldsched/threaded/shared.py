@@ -488,7 +488,7 @@ class Coordinator:
         """Begin a claimed entry with its token; a claim that cannot begin is given back,
         with the task's row if the readiness check held its slot (:meth:`_give_back_held`)."""
         claim = self._pending.pop(entry[3], None)
-        if claim is None:  # its lease was lost before a worker took it: not ours to run
+        if claim is None:  # dropped while its entry was not in the hand-off queue: not ours
             return None
         trusted = self._watch.trusted()  # else no renewal vouches for its lease: not ours
         try:  # free until it raises (3.11)
