@@ -9,6 +9,7 @@ that hour, its slots skipped, while the other processes stood idle.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 
@@ -43,6 +44,10 @@ def _renewal(scheduler: Scheduler, clock: FakeClock) -> None:
     step = clock.now()
     clock.advance(LEASE / 3)
     wait_until(lambda: _woke_since(scheduler, step), timeout=10, what="the renewal")
+
+
+def _ran(scheduler: Scheduler, task_id: str, times: int) -> bool:
+    return scheduler.task(task_id).run_count >= times
 
 
 def _woke_since(scheduler: Scheduler, instant: float) -> bool:
@@ -132,3 +137,42 @@ def test_a_claimed_run_that_waits_a_renewal_interval_behind_a_long_one_is_given_
     finally:
         cluster_jobs.released.set()
         busy.shutdown()
+
+
+def test_a_claim_given_back_leaves_no_lag_on_the_busy_process_while_another_runs_it(
+    stores: list[CoordinatedStore],
+) -> None:
+    """The claim given back (as above) left its entry in the busy process's hand-off
+    queue, a tombstone until its one worker was free: ``metrics()`` counted it as a run
+    waiting there, ``handoff`` 1 and a ``lag`` growing from the slot's due instant (20 s
+    here, and on), while the other process ran the task's slots on time, a false
+    ``lldsched_lag_seconds`` alert.  Its entry now leaves the queue as the claim is given
+    back.  On fake clocks: renewals and slots come as they are advanced."""
+    busy_store, other_store = stores
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    start = clock.now()
+    busy = Scheduler(workers=1, store=busy_store, clock=clock)
+    busy.schedule("long", cluster_jobs.held_until_released, OneTime(start), id="long")
+    # Due just after "long": claimed with it in one batch, behind it in the queue.
+    busy.schedule("quick", jobs.noop, FixedRate(0.5, start_delay=0.1), id="quick")
+    clock.advance(0.2)
+    busy.start()
+    other: Scheduler | None = None
+    try:
+        wait_until(lambda: _running(busy) == ["long"], timeout=10, what="the long run")
+        for _ in range(2):  # the renewal that notes "quick" unbegun, the one that gives it back
+            _renewal(busy, clock)
+        other_clock = FakeClock(clock.now())
+        other = Scheduler(workers=1, store=other_store, clock=other_clock).start()
+        for runs in range(1, 4):
+            other_clock.advance(0.5)
+            wait_until(functools.partial(_ran, other, "quick", runs), timeout=10, what="its run")
+        metrics = busy.metrics(timeout=10)
+        assert (metrics.busy, metrics.handoff, metrics.lag) == (1, 0, 0.0)
+        assert busy.task("long").running
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+        if other is not None:
+            other.shutdown()

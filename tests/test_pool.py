@@ -87,6 +87,26 @@ def test_room_is_zero_not_negative_past_the_capacity() -> None:
         assert pool.room == 0 and pool.queued == 3
 
 
+def test_discard_takes_out_the_unwanted_items_and_keeps_the_others_in_order() -> None:
+    # A shared store's claims given back before a worker took them: their entries go,
+    # so that metrics() counts only the runs still waiting here (handoff, lag).
+    done: list[int] = []
+    gate, taken = threading.Event(), threading.Event()
+    pool = make_pool(done, gate, capacity=8, taken=taken)
+    pool.start()
+    with pool._lock:
+        pool.put([1])
+    assert taken.wait(5)  # the worker holds item 1
+    with pool._lock:
+        pool.put([2, 3, 4, 5])
+        assert pool.discard(lambda item: item % 2 == 0) == 2
+        assert (pool.waiting, pool.first) == (2, 3)
+        assert pool.discard(lambda item: item > 10) == 0
+    gate.set()
+    assert pool.shutdown(drain=True, timeout=5) == []
+    assert done == [1, 3, 5]
+
+
 @pytest.mark.parametrize(("workers", "capacity"), [(0, None), (2, 0), (True, None)])
 def test_bad_sizes_are_rejected(workers: int, capacity: int | None) -> None:
     with pytest.raises(ValidationError, match="got"):

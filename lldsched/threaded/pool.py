@@ -201,6 +201,22 @@ class WorkerPool(Generic[T, J, R]):
             on_drop(dropped)
         return dropped
 
+    def discard(self, unwanted: Callable[[T], bool]) -> int:
+        """Take out of the hand-off queue, unrun, the items ``unwanted`` says so of, the
+        others kept in their order; how many went.  Caller holds the lock and settles
+        them: a shared store's claims given back before a worker took them
+        (:meth:`Coordinator._give_back_unbegun
+        <lldsched.threaded.shared.Coordinator._give_back_unbegun>`), which left in the
+        queue were counted as work waiting (``metrics()``: ``handoff`` and ``lag``)
+        until a worker got to them.  O(queued); rare, off the dispatch path."""
+        items = self._items
+        kept = [item for item in items if item is _SENTINEL or not unwanted(item)]  # type: ignore[arg-type]
+        gone = len(items) - len(kept)
+        if gone:
+            items.clear()  # in place: the workers hold this deque
+            items.extend(kept)
+        return gone
+
     def is_worker(self, thread: threading.Thread) -> bool:
         """True when ``thread`` is one of this pool's workers."""
         return thread in self._threads

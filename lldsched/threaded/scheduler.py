@@ -252,6 +252,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
                 wake=self._wake_from_store,
                 followed=self._followed,
                 stop=self._stop_lost,
+                unclaimed=self._unclaimed,
                 thread_prefix=self._thread_prefix,
             )
             self._begin = self._coordinator.begin  # with its claim's token

@@ -95,6 +95,7 @@ class Coordinator:
         wake: Callable[[], None],
         followed: Callable[[list[ScheduledTask]], None],
         stop: Callable[[str], None],
+        unclaimed: Callable[[set[str]], None],
         thread_prefix: str,
     ) -> None:
         self.store = store
@@ -110,6 +111,9 @@ class Coordinator:
         # whoever reads (a tick, a verb's follow, a claim of a task registered elsewhere).
         self._followed = followed
         self._pending: dict[str, Claim] = {}  # task id -> claim handed out, not yet begun
+        # Takes the entries of claims dropped unbegun out of the hand-off queue, settled
+        # (_drop_pending): left there, they counted as work waiting in metrics().
+        self._unclaimed = unclaimed
         # The tokens of the claims not begun at the last renewal that succeeded: one still
         # not begun at the next is given back (_give_back_unbegun).
         self._unbegun: set[int] = set()
@@ -484,7 +488,7 @@ class Coordinator:
         """Begin a claimed entry with its token; a claim that cannot begin is given back,
         with the task's row if the readiness check held its slot (:meth:`_give_back_held`)."""
         claim = self._pending.pop(entry[3], None)
-        if claim is None:  # its lease was lost before a worker took it: not ours to run
+        if claim is None:  # dropped while its entry was not in the hand-off queue: not ours
             return None
         trusted = self._watch.trusted()  # else no renewal vouches for its lease: not ours
         try:  # free until it raises (3.11)
@@ -649,9 +653,7 @@ class Coordinator:
             lost.append(Lost(task_id, token, counted=said))
         for token in kept & counted.keys():
             self._trusted_again(token, *counted.pop(token))
-        for task_id, claim in list(self._pending.items()):
-            if claim.token not in kept:
-                del self._pending[task_id]
+        self._drop_pending([t for t, claim in self._pending.items() if claim.token not in kept])
         self._give_back_unbegun()
         self._held_none()
         return lost
@@ -663,14 +665,16 @@ class Coordinator:
         renewal interval (``lease / 3``) waits behind runs that turned out long, its slot
         late, while another process may stand idle: the store has it claimed again,
         there or here, at once (this process claims again once a worker of its goes
-        idle).  Its entry, still in the hand-off queue, is a tombstone from now on
-        (:meth:`begin` finds no claim).  Rare: most claims are begun within
-        milliseconds; with none waiting this is one test of an empty set."""
+        idle).  Its entry leaves the hand-off queue (:meth:`_drop_pending`): left there
+        as a tombstone, it counted in ``metrics()`` as a run waiting here, its lag
+        growing while another process ran the task's slots on time.  Rare: most claims
+        are begun within milliseconds; with none waiting this is one test of an empty
+        set."""
         unbegun = self._unbegun
         if unbegun:
             given = [task_id for task_id, claim in self._pending.items() if claim.token in unbegun]
-            for task_id in given:
-                self._release(task_id, self._pending.pop(task_id).token)
+            for task_id, claim in zip(given, self._drop_pending(given), strict=True):
+                self._release(task_id, claim.token)
             if given:
                 log.info(
                     "gave back %d claimed run(s) not begun for a renewal interval (%g s), "
@@ -681,6 +685,20 @@ class Coordinator:
                 )
         pending = self._pending
         self._unbegun = {claim.token for claim in pending.values()} if pending else set()
+
+    def _drop_pending(self, task_ids: list[str]) -> list[Claim]:
+        """Forget the claims of ``task_ids`` handed out and not begun (their leases lost,
+        or given back), and have the runtime take their entries out of the hand-off
+        queue, settled (``unclaimed``): a worker would find no claim for them
+        (:meth:`begin`), and until one did ``metrics()`` counted them as runs waiting
+        here (``handoff``, and a ``lag`` growing from their due time).  Their claims, in
+        that order (caller holds the lock)."""
+        if not task_ids:
+            return []
+        pending = self._pending
+        claims = [pending.pop(task_id) for task_id in task_ids]
+        self._unclaimed(set(task_ids))
+        return claims
 
     def _count_lost(self) -> list[Lost]:
         """No renewal vouches for the leases held and the last one failed: count them lost
@@ -694,9 +712,8 @@ class Coordinator:
                 context.lose_lease()
             self._counted_lost[token] = (task_id, context)
             lost.append(Lost(task_id, token))
-        lost.extend(Lost("", claim.token) for claim in self._pending.values())
+        lost.extend(Lost("", claim.token) for claim in self._drop_pending(list(self._pending)))
         self._running.clear()
-        self._pending.clear()
         self._held_none()
         return lost
 

@@ -314,6 +314,15 @@ class TimerThread(SchedulerParts):
         """Shared mode: the heap's due entries are hints, dropped; the store decides."""
         self._queue.pop_due(now, len(self._queue))
 
+    def _unclaimed(self, task_ids: set[str]) -> None:
+        """Shared mode: the claims of ``task_ids`` were dropped before a worker began them
+        (given back, or their leases lost; under the lock): their entries leave the
+        hand-off queue, settled, rather than wait there as tombstones that ``metrics()``
+        counted as runs waiting (``handoff``, ``lag``)."""
+        gone = self._pool.discard(lambda entry: entry[3] in task_ids)
+        if gone:
+            self._settle(gone)
+
     def _wake_from_store(self) -> None:
         """The store heard of another process's change (any thread, no lock held)."""
         with self._lock:
