@@ -29,7 +29,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def main(args: argparse.Namespace) -> int:
     if args.decision is None:
         width = max(len(row.key) for row in DECISIONS)
-        say("python -m lldsched lab <decision>  (seconds each; wheel: about half a minute)")
+        say("python -m lldsched lab <decision>  (seconds each; wheel: half a minute or more)")
         for row in DECISIONS:
             say(f"  {row.key:<{width}}  {row.title}, switched off: {row.switched_off}")
             say(f"  {'':<{width}}  {row.claim}")
