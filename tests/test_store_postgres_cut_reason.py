@@ -15,6 +15,7 @@ import logging
 import threading
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 
 from lldsched import StoreError
@@ -43,27 +44,37 @@ def disarmed_late(deadline: Deadline) -> None:
 
 
 class Warnings(logging.Handler):
-    """The listener's warnings, and an event set at the first one."""
+    """The listener's warnings (and its debug lines, once ``debug()``), and an event set
+    at the first warning and at the first debug line."""
 
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__(logging.DEBUG)
         self.messages: list[str] = []
+        self.debugs: list[str] = []
         self.said = threading.Event()
+        self.said_debug = threading.Event()
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-        self.said.set()
+        if record.levelno >= logging.WARNING:
+            self.messages.append(record.getMessage())
+            self.said.set()
+        elif record.levelno == logging.DEBUG and "still cannot" in record.getMessage():
+            self.debugs.append(record.getMessage())
+            self.said_debug.set()
 
 
 @pytest.fixture
 def warnings() -> Iterator[Warnings]:
     handler = Warnings()
     logger = logging.getLogger("lldsched")
+    level = logger.level
     logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)  # setLevel: it clears the logger's enabled-for cache
     try:
         yield handler
     finally:
         logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def test_a_call_after_one_whose_deadline_passed_once_answered_names_the_deadline(
@@ -79,19 +90,20 @@ def test_a_call_after_one_whose_deadline_passed_once_answered_names_the_deadline
         assert store.get("anything") is None  # a new connection: it works again
 
 
-def test_a_failure_to_reconnect_after_a_cut_is_not_blamed_on_the_deadline(
+def test_a_failure_on_the_connection_after_a_cut_one_is_not_blamed_on_the_deadline(
     postgres_dsn: str,
 ) -> None:
-    """The cut is the old connection's: a new one's failure says its own words."""
+    """The cut is the old connection's: a failure on the new one says its own words."""
     with PostgresTaskStore(postgres_dsn, timeout=1) as store:
         disarmed_late(store._deadline)
         assert store.get("anything") is None
         with pytest.raises(StoreError, match=CUT):
             store.get("anything")
-        store._dsn = postgres_dsn.replace("/postgres?", "/no_such_database?", 1)
-        assert store._dsn != postgres_dsn
+        with psycopg.connect(postgres_dsn, autocommit=True) as other:
+            other.execute("ALTER TABLE tasks RENAME TO tasks_away")
         with pytest.raises(StoreError) as caught:
-            store.get("anything")
+            store.get("anything")  # reconnects, and reads a table that is not there
+        assert 'relation "tasks" does not exist' in str(caught.value)
         assert CUT not in str(caught.value)
 
 
@@ -127,3 +139,21 @@ def test_the_listener_names_its_deadline_when_it_cut_after_the_answer(
         listener.stop()
     said = warnings.messages[0]
     assert "listener lost its connection" in said and CUT in said, said
+
+
+def test_the_listener_does_not_blame_its_deadline_for_a_reconnection_that_fails(
+    postgres_dsn: str, warnings: Warnings
+) -> None:
+    """The cut is the lost connection's: the attempts after it say their own words."""
+    woken = threading.Event()
+    listener = Listener(postgres_dsn, channel="c", node="n", wake=woken.set, timeout=1)
+    try:
+        assert woken.wait(10)  # listening: the dsn is read again only to reconnect
+        listener._dsn = postgres_dsn.replace("/postgres?", "/no_such_database?", 1)
+        disarmed_late(listener._deadline)  # its next ping's
+        assert warnings.said_debug.wait(10)
+    finally:
+        listener.stop()
+    assert CUT in warnings.messages[0]
+    said = warnings.debugs[0]
+    assert "no_such_database" in said and CUT not in said, said
