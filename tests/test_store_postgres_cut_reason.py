@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -43,38 +42,15 @@ def disarmed_late(deadline: Deadline) -> None:
     deadline.disarm = late  # type: ignore[method-assign]
 
 
-class Warnings(logging.Handler):
-    """The listener's warnings (and its debug lines, once ``debug()``), and an event set
-    at the first warning and at the first debug line."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
-        self.debugs: list[str] = []
-        self.said = threading.Event()
-        self.said_debug = threading.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.WARNING:
-            self.messages.append(record.getMessage())
-            self.said.set()
-        elif record.levelno == logging.DEBUG and "still cannot" in record.getMessage():
-            self.debugs.append(record.getMessage())
-            self.said_debug.set()
+def said(caplog: pytest.LogCaptureFixture, level: int, text: str) -> list[str]:
+    """The listener's lines at ``level`` that hold ``text``, so far."""
+    return [r.getMessage() for r in caplog.records if r.levelno == level and text in r.getMessage()]
 
 
-@pytest.fixture
-def warnings() -> Iterator[Warnings]:
-    handler = Warnings()
-    logger = logging.getLogger("lldsched")
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)  # setLevel: it clears the logger's enabled-for cache
-    try:
-        yield handler
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
+def first(caplog: pytest.LogCaptureFixture, level: int, text: str) -> str:
+    """The first of them, once there is one (within 10 s)."""
+    wait_until(lambda: bool(said(caplog, level, text)), timeout=10, what=f"a line saying {text!r}")
+    return said(caplog, level, text)[0]
 
 
 def test_a_call_after_one_whose_deadline_passed_once_answered_names_the_deadline(
@@ -108,8 +84,9 @@ def test_a_failure_on_the_connection_after_a_cut_one_is_not_blamed_on_the_deadli
 
 
 def test_the_listener_names_its_deadline_when_it_cut_a_ping_into_a_black_hole(
-    postgres_server: PostgresServer, postgres_dsn: str, warnings: Warnings
+    postgres_server: PostgresServer, postgres_dsn: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="lldsched")
     with TcpProxy("127.0.0.1", postgres_server.port) as proxy:
         woken = threading.Event()
         dsn = proxy.dsn(postgres_dsn, port=postgres_server.port)
@@ -117,43 +94,43 @@ def test_the_listener_names_its_deadline_when_it_cut_a_ping_into_a_black_hole(
         try:
             assert woken.wait(10)  # listening
             proxy.black_hole()  # its next ping is never answered
-            assert warnings.said.wait(10)
+            lost = first(caplog, logging.WARNING, "listener lost its connection")
         finally:
             listener.stop()
             proxy.heal()
-    (said,) = warnings.messages
-    assert "listener lost its connection" in said and CUT in said, said
+    assert CUT in lost, lost
 
 
 def test_the_listener_names_its_deadline_when_it_cut_after_the_answer(
-    postgres_dsn: str, warnings: Warnings
+    postgres_dsn: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Its thread paused past the deadline after a ping's answer (a SIGSTOP): the wait
     for notifications that follows fails on the socket the deadline shut down."""
+    caplog.set_level(logging.WARNING, logger="lldsched")
     woken = threading.Event()
     listener = Listener(postgres_dsn, channel="c", node="n", wake=woken.set, timeout=1)
     try:
         disarmed_late(listener._deadline)  # its LISTEN's, or its next ping's
-        assert warnings.said.wait(10)
+        lost = first(caplog, logging.WARNING, "listener lost its connection")
     finally:
         listener.stop()
-    said = warnings.messages[0]
-    assert "listener lost its connection" in said and CUT in said, said
+    assert CUT in lost, lost
 
 
 def test_the_listener_does_not_blame_its_deadline_for_a_reconnection_that_fails(
-    postgres_dsn: str, warnings: Warnings
+    postgres_dsn: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The cut is the lost connection's: the attempts after it say their own words."""
+    caplog.set_level(logging.DEBUG, logger="lldsched")
     woken = threading.Event()
     listener = Listener(postgres_dsn, channel="c", node="n", wake=woken.set, timeout=1)
     try:
         assert woken.wait(10)  # listening: the dsn is read again only to reconnect
         listener._dsn = postgres_dsn.replace("/postgres?", "/no_such_database?", 1)
         disarmed_late(listener._deadline)  # its next ping's
-        assert warnings.said_debug.wait(10)
+        lost = first(caplog, logging.WARNING, "listener lost its connection")
+        again = first(caplog, logging.DEBUG, "listener still cannot connect")
     finally:
         listener.stop()
-    assert CUT in warnings.messages[0]
-    said = warnings.debugs[0]
-    assert "no_such_database" in said and CUT not in said, said
+    assert CUT in lost, lost
+    assert "no_such_database" in again and CUT not in again, again
