@@ -277,6 +277,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         """A new connection whose session the server ends if it sits inside a transaction
         for a whole ``lease``: a process stalled mid-write (a SIGSTOP, a suspended VM)
         would otherwise keep its rows locked, and no one could take its runs over."""
+        self._deadline.replaced()  # a cut of the old connection explains no new failure
         connection = connect(self._dsn, timeout=self._timeout)
         try:
             if self._schema is None:  # the first connection: the store's schema is found

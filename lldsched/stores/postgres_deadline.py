@@ -12,7 +12,12 @@ network (a new connection to the same address), so it would hang too.
 :class:`Deadline` is that bound: a daemon thread that, when a call armed on a
 connection outlives its deadline, shuts the connection's socket down.  The call
 blocked in psycopg's wait wakes at once and fails as a lost connection
-(``psycopg.OperationalError``); the store reconnects at its next call.  Arming and
+(``psycopg.OperationalError``); the store reconnects at its next call.  psycopg words
+that as the server's doing ("server closed the connection unexpectedly"), so every
+message about a failure on a connection the deadline cut says
+:meth:`Deadline.reason` instead: the call it ended, and any call after it on that
+connection (a call answered whose thread was paused past its deadline before
+disarming it, a SIGSTOP or a suspended VM, leaves the next one to fail so).  Arming and
 disarming cost a lock and two assignments; the thread sleeps until the earliest
 deadline armed.
 """
@@ -31,12 +36,15 @@ __all__ = ["Deadline"]
 class Deadline:
     """Bounds each call, from :meth:`watch` to :meth:`disarm`, to ``seconds``: past it the
     socket it watches is shut down (the call fails as a lost connection, and
-    :meth:`reason` says why).  ``expired`` counts the calls it ended."""
+    :meth:`reason` says why, for every call on that connection until :meth:`replaced`).
+    ``expired`` counts the calls it ended."""
 
     def __init__(self, seconds: float, *, name: str = "lldsched-pg-deadline") -> None:
         self.seconds = seconds
         self.expired = 0
-        self.ended = False  # the call armed last was ended by the deadline
+        # The connection in use was cut by the deadline (until replaced()): every call on
+        # it fails from then on, the one it ended and any later one alike.
+        self.ended = False
         # Guards _armed, _stopped and expired: calls arm and disarm, the thread reads and ends.
         self._condition = threading.Condition()
         self._armed: tuple[float, int] | None = None  # (monotonic deadline, socket fd)
@@ -49,7 +57,6 @@ class Deadline:
         has ``seconds`` from now, until :meth:`disarm`."""
         with self._condition:
             self._armed = (time.monotonic() + self.seconds, fileno)
-            self.ended = False
             if self._thread is None and not self._stopped:
                 self._thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
                 self._thread.start()
@@ -61,10 +68,19 @@ class Deadline:
         with self._condition:
             self._armed = None
 
+    def replaced(self) -> None:
+        """The connection the calls run on is being replaced (a new one is opened): a
+        cut of the old one explains nothing that fails from now on, and nothing armed
+        on it is to be cut (its socket's number may be the new one's)."""
+        with self._condition:
+            self._armed = None
+            self.ended = False
+
     def reason(self, error: str) -> str:
-        """Why the call armed last failed: ``error`` (psycopg's words), or, if the
-        deadline ended it, that no answer came in time (psycopg would say the server
-        closed the connection, which it did not)."""
+        """Why a call on the connection in use failed: ``error`` (psycopg's words), or,
+        if the deadline cut that connection (in this call or before it), that no answer
+        came in time (psycopg would say the server closed the connection, which it did
+        not)."""
         if self.ended:
             return (
                 f"no answer within {self.seconds:g} s (the network or the server is silent); "

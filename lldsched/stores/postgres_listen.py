@@ -189,6 +189,7 @@ class Listener:
         failed = 0  # attempts failed since the connection was lost (0: listening, or new)
         while not self._stopping.is_set():
             try:
+                self._deadline.replaced()  # the lost connection's cut explains no new failure
                 dsn = with_timeouts(self._dsn, timeout=self._timeout)
                 with psycopg.connect(dsn, autocommit=True) as connection:
                     self._bounded(connection, listen(self._channel))
@@ -202,17 +203,16 @@ class Listener:
                     self._listen(connection)
             except psycopg.Error as exc:
                 failed += 1
+                why = self._deadline.reason(scrubbed(exc, self._dsn))  # psycopg's, or the cut
                 if failed == 1:
                     log.warning(
                         "PostgreSQL listener lost its connection (%s); retrying every %g s, "
                         "quietly until it is back",
-                        scrubbed(exc, self._dsn),
+                        why,
                         _RECONNECT,
                     )
                 else:
-                    log.debug(
-                        "PostgreSQL listener still cannot connect (%s)", scrubbed(exc, self._dsn)
-                    )
+                    log.debug("PostgreSQL listener still cannot connect (%s)", why)
                 self._stopping.wait(_RECONNECT)
         self._deadline.stop()
 
