@@ -266,6 +266,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                     f"the PostgreSQL store {self.dsn!r} failed: the connection of a verb's "
                     "hold was lost, and nothing more is written inside it"
                 )
+            # before the close frees the socket's number, which a new socket may take
+            self._deadline.replaced()  # and a cut of the old one explains no new failure
             if connection is not None:
                 connection.close()
             self._connection = None
@@ -277,7 +279,6 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         """A new connection whose session the server ends if it sits inside a transaction
         for a whole ``lease``: a process stalled mid-write (a SIGSTOP, a suspended VM)
         would otherwise keep its rows locked, and no one could take its runs over."""
-        self._deadline.replaced()  # a cut of the old connection explains no new failure
         connection = connect(self._dsn, timeout=self._timeout)
         try:
             if self._schema is None:  # the first connection: the store's schema is found
