@@ -134,3 +134,33 @@ def test_the_listener_does_not_blame_its_deadline_for_a_reconnection_that_fails(
         listener.stop()
     assert CUT in lost, lost
     assert "no_such_database" in again and CUT not in again, again
+
+
+def test_a_connection_replaced_is_let_go_by_the_deadline_before_its_socket_is_closed(
+    postgres_dsn: str,
+) -> None:
+    """Closing the old connection frees its socket's number for the next socket opened
+    (in any thread); a deadline still armed on it then would shut that one down."""
+    with PostgresTaskStore(postgres_dsn, timeout=1) as store:
+        assert store.get("anything") is None
+        armed_at_close: list[object] = []
+
+        class Lost:
+            """The old connection, seen lost, its socket still open until closed."""
+
+            closed = True
+            broken = True
+
+            def close(self) -> None:
+                armed_at_close.append(store._deadline._armed)
+
+        store._deadline.watch(9999)  # left armed on it, as by a failed first attempt
+        store._deadline.disarm = lambda: None  # type: ignore[method-assign]  # and kept so
+        old, store._connection = store._connection, Lost()  # type: ignore[assignment]
+        with store._lock:  # the caller holds the lock
+            store._open()
+            del store._deadline.disarm  # the method again: the new connection let go
+            store._deadline.disarm()
+        assert armed_at_close == [None]
+        assert old is not None
+        old.close()
