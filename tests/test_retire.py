@@ -32,6 +32,7 @@ from lldsched.persistence import purge
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.conftest import T0
+from tests.interrupting import InterruptingStore
 from tests.runtimes import KINDS, Driven
 
 
@@ -657,3 +658,26 @@ def test_a_purge_deletes_from_a_store_that_has_no_other_writer(tmp_path: Path) -
         assert purge(store, "once") is True
         assert store.load_all() == []
     sqlite.close()
+
+
+def test_a_stores_ctrl_c_in_one_purge_of_a_batch_leaves_the_others_retiring() -> None:
+    """A store's Ctrl-C in the purge of one task of a batch retiring at once
+    (``purge_retired=True``; here the finished tasks a scheduler restores, on the main
+    thread) came out of the batch's loop at once: the tasks after it were taken off the
+    held list but stayed registered, never to retire, their rows never purged.  Now the
+    batch retires whole, then the Ctrl-C is raised."""
+    store = InterruptingStore()
+    first = Scheduler(workers=1, clock=FakeClock(T0), store=store, retain_finished=None)
+    for name in ("a", "b", "c"):
+        first.schedule(name, jobs.noop, FixedRate(60), id=name)
+        first.cancel(name)
+    first.shutdown()
+    store.armed = "a"  # its purge deletes the row, then raises
+    with pytest.raises(KeyboardInterrupt, match="raised inside delete"):
+        Scheduler(
+            workers=1, clock=FakeClock(T0), store=store, retain_finished=0, purge_retired=True
+        )
+    assert store.load_all() == []  # b's and c's purged too
+    again = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+    assert again.tasks() == []
+    assert again.shutdown() is True

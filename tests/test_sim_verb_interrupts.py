@@ -20,59 +20,25 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
 
 from lldsched import (
     EventLog,
-    ExecutionRecord,
     FixedRate,
     InMemoryTaskStore,
     OneTime,
     RetryPolicy,
     Scheduler,
     SchedulerStateError,
-    TaskSnapshot,
     TaskStatus,
 )
 from lldsched.sim import Simulation, fixed
+from tests.interrupting import Interrupter, InterruptingStore
 
 T = 1_000_000.0
 END = T + 400
-PACKAGE = str(Path(Simulation.pause.__code__.co_filename).parent.parent)
-STORES = str(Path(PACKAGE) / "stores")
-
-
-class InterruptingStore(InMemoryTaskStore):
-    """Raises ``KeyboardInterrupt`` from the first ``save`` or ``delete`` of task ``armed``,
-    after writing it (``written``: a Ctrl-C that lands once the write is made) or before."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.armed: str | None = None
-        self.written = True
-
-    def _fire(self, task_id: str) -> bool:
-        fire = task_id == self.armed
-        if fire:
-            self.armed = None
-        return fire
-
-    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
-        fire = self._fire(snapshot.task.id)
-        if not (fire and not self.written):
-            super().save(snapshot, record)
-        if fire:
-            raise KeyboardInterrupt("raised inside save")
-
-    def delete(self, task_id: str) -> None:
-        fire = self._fire(task_id)
-        super().delete(task_id)
-        if fire:
-            raise KeyboardInterrupt("raised inside delete")
 
 
 async def returns_at_once() -> None:
@@ -213,28 +179,6 @@ def test_a_listeners_ctrl_c_on_a_verbs_event_comes_once_the_verb_is_whole(verb: 
     sim.remove_listener(interrupts)
     assert heard(log, before) == events and not_whole(sim, store) == []
     assert seen(sim.run(END)) == done
-
-
-class Interrupter:
-    """Raises ``KeyboardInterrupt`` at the ``at``-th line run in the package's frames (the
-    stores' left out: a store's Ctrl-C is the store's raise, above); counts them when
-    ``at`` is None."""
-
-    def __init__(self, at: int | None) -> None:
-        self.at = at
-        self.lines = 0
-        self.where = ""
-
-    def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "call":
-            path = frame.f_code.co_filename
-            return self if path.startswith(PACKAGE) and not path.startswith(STORES) else None
-        if event == "line":
-            self.lines += 1
-            if self.lines == self.at:
-                self.where = f"{frame.f_code.co_name}:{frame.f_lineno}"
-                raise KeyboardInterrupt(f"Ctrl-C at {self.where}")
-        return self
 
 
 def interrupted(verb: str, at: int | None) -> tuple[Simulation, InMemoryTaskStore, Interrupter]:

@@ -462,6 +462,7 @@ class SchedulerCore(
         retention = self._retention
         departed = self.departed
         store = self._store if retention.purge else None
+        stopped: BaseException | None = None  # a store's Ctrl-C in one purge: once all retire
         for task_id in retention.due(now):
             if self._on_retire is not None:  # first: the runtime may read what it keeps
                 self._on_retire(task_id)
@@ -481,7 +482,12 @@ class SchedulerCore(
             if self._deps is not None:
                 self._deps.retired(task)  # its dependents remember how it ended
             if store is not None and retention.purges(task_id):  # its row and records go too
-                purge_retired(self._writes, store, task_id)
+                try:
+                    purge_retired(self._writes, store, task_id)
+                except BaseException as exc:  # raised at once, it left the rest of the batch
+                    stopped = stopped or exc  # off the held list and registered for good
+        if stopped is not None:
+            raise stopped
 
     def _enqueue(self, task: ScheduledTask, due: float) -> None:
         """Make ``due`` the task's next run and queue it there."""

@@ -1,0 +1,98 @@
+"""What the tests of a Ctrl-C in the middle of a verb share (the simulation's,
+tests/test_sim_verb_interrupts.py, and a retirement's, tests/test_retire.py): a store
+that raises ``KeyboardInterrupt`` in a write, and an injector that raises it at a chosen
+line of the package's frames with ``sys.settrace``, as a real SIGINT can land between
+any two statements."""
+
+from __future__ import annotations
+
+import dis
+from pathlib import Path
+from types import CodeType, FrameType
+from typing import Any
+
+import lldsched
+from lldsched import ExecutionRecord, InMemoryTaskStore, TaskSnapshot
+
+PACKAGE = str(Path(lldsched.__file__).parent)
+STORES = str(Path(PACKAGE) / "stores")
+
+
+class InterruptingStore(InMemoryTaskStore):
+    """Raises ``KeyboardInterrupt`` from the first ``save`` or ``delete`` of task ``armed``,
+    after writing it (``written``: a Ctrl-C that lands once the write is made) or before."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed: str | None = None
+        self.written = True
+
+    def _fire(self, task_id: str) -> bool:
+        fire = task_id == self.armed
+        if fire:
+            self.armed = None
+        return fire
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        fire = self._fire(snapshot.task.id)
+        if not (fire and not self.written):
+            super().save(snapshot, record)
+        if fire:
+            raise KeyboardInterrupt("raised inside save")
+
+    def delete(self, task_id: str) -> None:
+        fire = self._fire(task_id)
+        super().delete(task_id)
+        if fire:
+            raise KeyboardInterrupt("raised inside delete")
+
+
+def with_exits(code: CodeType) -> frozenset[int]:
+    """The offsets in ``code`` where a ``with`` block that ended without raising calls its
+    ``__exit__``: ``__exit__(None, None, None)``, three ``LOAD_CONST None`` then the call
+    (CPython 3.11), which reports the ``with`` line again."""
+    found = _exits.get(code)
+    if found is None:
+        ops = list(dis.get_instructions(code))
+        found = frozenset(
+            op.offset
+            for at, op in enumerate(ops)
+            if [(o.opname, o.argval) for o in ops[at : at + 3]] == [("LOAD_CONST", None)] * 3
+            and at + 3 < len(ops)
+            and ops[at + 3].opname == "PRECALL"
+            and ops[at + 3].arg == 2
+        )
+        _exits[code] = found
+    return found
+
+
+_exits: dict[CodeType, frozenset[int]] = {}
+
+
+class Interrupter:
+    """Raises ``KeyboardInterrupt`` at the ``at``-th line run in the package's frames (the
+    stores' left out: a store's Ctrl-C is the store's raise); counts them when ``at`` is
+    None.
+
+    Not at the line a ``with`` block's end reports before calling ``__exit__``
+    (:func:`with_exits`): a tracer can raise there, after the block and before its exit,
+    which a real SIGINT cannot: CPython handles a signal at the end of a call, at a
+    backward jump and at a function's start, and the exception table covers the block up
+    to its last call's end.  Raised there, a ``with lock:`` left the lock held for good,
+    which no code can guard against."""
+
+    def __init__(self, at: int | None) -> None:
+        self.at = at
+        self.lines = 0
+        self.where = ""
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "call":
+            path = frame.f_code.co_filename
+            return self if path.startswith(PACKAGE) and not path.startswith(STORES) else None
+        if event == "line" and frame.f_lasti not in with_exits(frame.f_code):
+            self.lines += 1
+            if self.lines == self.at:
+                self.where = f"{frame.f_code.co_name}:{frame.f_lineno}"
+                raise KeyboardInterrupt(f"Ctrl-C at {self.where}")
+        return self
