@@ -243,6 +243,9 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         # what a call inside writes is the hold's, stored or lost with it (_open, and
         # PostgresCoordination._write_settles).
         self._holding: Connection | None = None
+        # Why a call inside the verb's hold under way failed last (psycopg's words, or the
+        # deadline's reason): the loss of its connection, if it was lost (_hold_lost).
+        self._hold_failed: str | None = None
 
     @property
     def shared(self) -> bool:
@@ -262,10 +265,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         connection = self._connection
         if connection is None or connection.closed or connection.broken:
             if self._holding is not None:  # a new connection would write outside the hold
-                raise StoreError(
-                    f"the PostgreSQL store {self.dsn!r} failed: the connection of a verb's "
-                    "hold was lost, and nothing more is written inside it"
-                )
+                raise self._hold_lost("nothing more is written inside it")
             # before the close frees the socket's number, which a new socket may take
             self._deadline.replaced()  # and a cut of the old one explains no new failure
             if connection is not None:
@@ -307,12 +307,23 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                 connection = self._open()
                 yield connection
             except psycopg.Error as exc:  # a lost server, a deadlock, a constraint
-                raise StoreError(
-                    f"the PostgreSQL store {self.dsn!r} failed: "
-                    f"{self._deadline.reason(scrubbed(exc, self._dsn))}"
-                ) from None
+                why = self._deadline.reason(scrubbed(exc, self._dsn))
+                if self._holding is not None:  # what the hold's end says if it was lost
+                    self._hold_failed = why
+                raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {why}") from None
             finally:
                 self._deadline.disarm()
+
+    def _hold_lost(self, then: str) -> StoreError:
+        """The error of a verb's hold whose connection was lost (``then``: what follows),
+        naming why: the deadline's reason if it cut the connection, else psycopg's words
+        for the call inside that failed on it (psycopg ends the hold's transaction without
+        a word, and refusing a new connection has none of its own)."""
+        why = self._deadline.reason(self._hold_failed or "no call inside failed on it")
+        return StoreError(
+            f"the PostgreSQL store {self.dsn!r} failed: the connection of a verb's hold "
+            f"was lost ({why}); {then}"
+        )
 
     # -- the TaskStore protocol --------------------------------------------------------
 
@@ -559,7 +570,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         :class:`~lldsched.persistence.HoldNotCommitted` names every task written
         (:mod:`lldsched.stores.held`), for the runtime to write again.  Nothing else is
         written inside: the settles queued meanwhile wait for its end, and a call inside
-        whose connection was lost fails (a new one would write outside the hold)."""
+        whose connection was lost fails (a new one would write outside the hold).  A hold
+        whose connection was lost inside names why (:meth:`_hold_lost`)."""
         raised: BaseException | None = None
         with self._lock:
             outer = self._hold  # a hold inside a hold: the outer one's writes, as one
@@ -599,7 +611,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                     # psycopg ends a transaction whose connection was lost inside (a write
                     # there failed so: a restart, a reset, the deadline) without a word.
                     if transaction.status is not transaction.Status.COMMITTED:
-                        raise StoreError("its connection was lost before its COMMIT")
+                        raise self._hold_lost("it was not committed")
             except StoreError as exc:
                 if not entered or outer is not None:  # not begun; or the outer hold's to say
                     raise
@@ -608,6 +620,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                 self._hold = outer
                 if outer is None:
                     self._holding = None
+                    self._hold_failed = None
         if raised is not None:
             raise raised
 
