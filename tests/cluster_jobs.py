@@ -167,6 +167,16 @@ def held_until_released(ctx: RunContext) -> None:
     seen.put((ctx.task_id, ctx.fencing_token, ctx.lease_lost, ctx.reason))
 
 
+async def held_until_released_async() -> None:
+    """A coroutine action that holds its slot on the event loop until :data:`released` is
+    set (up to 20 s), waiting for it on a thread of the loop's ``asyncio.to_thread``."""
+    await asyncio.to_thread(released.wait, 20)
+
+
+async def quick_async() -> None:
+    """A coroutine action that returns at once."""
+
+
 def held_then_broken(ctx: RunContext) -> None:
     """:func:`held_until_released`, then raise: a run that fails once it is let go."""
     held_until_released(ctx)

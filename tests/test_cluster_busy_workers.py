@@ -176,3 +176,47 @@ def test_a_claim_given_back_leaves_no_lag_on_the_busy_process_while_another_runs
         busy.shutdown()
         if other is not None:
             other.shutdown()
+
+
+def _waiting_for_a_slot(scheduler: Scheduler) -> int:
+    """How many coroutine runs ``scheduler`` has handed to its event loop, not settled."""
+    return scheduler.metrics(timeout=10).coroutines
+
+
+def test_a_loop_task_claim_given_back_leaves_the_event_loop_s_line(
+    stores: list[CoordinatedStore],
+) -> None:
+    """The same for a loop task (an ``async def`` action) waiting for a slot on the event
+    loop, ``max_coroutines`` taken by a long coroutine run: the claim given back left its
+    entry in the event loop's line, counted in ``metrics().coroutines`` (and so by
+    ``wait_idle()`` and a drain) until the slot freed and a begin found no claim for it.
+    A process with loop tasks keeps claiming whatever its workers do, so it claims the
+    run again in the tick that gave it back: its line held one more entry of the task
+    at every renewal interval the long run lasted.  Its entry now leaves the line as
+    the claim is given back, and the claim made again is the one entry there.  On a
+    fake clock: the renewals come as it is advanced."""
+    store = stores[0]
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    start = clock.now()
+    busy = Scheduler(workers=1, store=store, clock=clock, max_coroutines=1)
+    busy.schedule("long", cluster_jobs.held_until_released_async, OneTime(start), id="long")
+    # Due just after "long": claimed with it in one batch, behind it in the line.
+    quick = FixedRate(0.5, start_delay=0.1)
+    busy.schedule("quick", cluster_jobs.quick_async, quick, id="quick")
+    clock.advance(0.2)
+    busy.start()
+    try:
+        wait_until(lambda: _running(busy) == ["long"], timeout=10, what="the long run")
+        assert _waiting_for_a_slot(busy) == 2  # "long" on the loop, "quick" waiting
+        for _ in range(4):  # "quick" given back (and claimed again) twice
+            _renewal(busy, clock)
+            assert _waiting_for_a_slot(busy) == 2
+        assert busy.task("long").running
+        cluster_jobs.released.set()
+        wait_until(functools.partial(_ran, busy, "quick", 1), timeout=10, what="its run")
+        assert busy.wait_idle(timeout=10)
+        assert busy.task("quick").run_count == 1  # one run of the one slot due
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()

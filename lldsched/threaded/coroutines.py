@@ -273,6 +273,26 @@ class CoroutineRunner(LoopShutdown):
             return f"SchedulerStateError: the event loop could not start: {error_text(exc)}"
         return None
 
+    def discard(self, task_ids: Container[str]) -> None:
+        """Take out of the line, unbegun and settled, the loop tasks' entries of
+        ``task_ids`` (caller holds the lock): a shared store's claims of theirs dropped
+        before a slot freed for them (given back, or their leases lost:
+        :meth:`Coordinator._drop_pending
+        <lldsched.threaded.shared.Coordinator._drop_pending>`).  Left there, each was
+        counted as a coroutine waiting here (``metrics().coroutines``, ``wait_idle()``, a
+        drain) until a slot freed and its begin found no claim; and the claim made again
+        by this process (it keeps claiming for its loop tasks) added one more entry at
+        every renewal interval.  A worker's awaitable (a :class:`Flight`) stays.
+        O(waiting); rare, off the dispatch path."""
+        waiting = self._waiting
+        kept = [item for item in waiting if isinstance(item, Flight) or item[3] not in task_ids]
+        gone = len(waiting) - len(kept)
+        if gone:
+            waiting.clear()
+            waiting.extend(kept)
+            self._release(gone)
+            self._notify_if_settled()
+
     def cancel(self, task_id: str, reason: str) -> None:
         """Cancel the task's coroutine runs, if it has any (caller holds the lock)."""
         for flight in [f for f in self._flights.values() if f.run.task.id == task_id]:

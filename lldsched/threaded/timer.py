@@ -318,10 +318,14 @@ class TimerThread(SchedulerParts):
         """Shared mode: the claims of ``task_ids`` were dropped before a worker began them
         (given back, or their leases lost; under the lock): their entries leave the
         hand-off queue, settled, rather than wait there as tombstones that ``metrics()``
-        counted as runs waiting (``handoff``, ``lag``)."""
+        counted as runs waiting (``handoff``, ``lag``); loop tasks' entries leave the
+        event loop's line waiting for a slot the same way
+        (:meth:`CoroutineRunner.discard
+        <lldsched.threaded.coroutines.CoroutineRunner.discard>`: ``coroutines``)."""
         gone = self._pool.discard(lambda entry: entry[3] in task_ids)
         if gone:
             self._settle(gone)
+        self._coroutines.discard(task_ids)
 
     def _wake_from_store(self) -> None:
         """The store heard of another process's change (any thread, no lock held)."""
