@@ -7,6 +7,7 @@ the bound cut to seconds (:data:`~tests.browser.servers.STALL_SECONDS`)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -70,4 +71,6 @@ def test_a_run_all_whose_cell_hangs_fails_once_no_cell_finished_within_the_bound
             prepare(page)
     said = str(failed.value)
     assert said.startswith(f"JupyterLab's run-all finished no cell in {STALL} s, at 1 cells run")
-    assert "kernel connected/busy, 2 of 3 cells pending" in said  # running, and queued
+    # the kernel's state as the page last heard it, named (in a full suite under load the
+    # page had heard "idle" once: the status message of the hanging cell came later)
+    assert re.search(r"\(kernel connected/(busy|idle), 2 of 3 cells pending\)", said), said
