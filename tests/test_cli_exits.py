@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -125,6 +125,40 @@ if __name__ == '__main__':
 """
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+ENTRY_POINTS = ["-m", "-m lldsched.__main__", "script"]
+"""The ways the command line starts: ``python -m lldsched``, ``python -m
+lldsched.__main__`` (the module the first runs) and the ``lldsched`` script."""
+
+
+def entry_point(tmp_path: Path, how: str) -> list[str]:
+    """The command line started ``how``: ``-m`` (or an interpreter's option run into it)
+    of ``lldsched``, ``-m`` and another module, or ``script``."""
+    if how == "script":
+        (tmp_path / "lldsched").write_text(SCRIPT)
+        return [sys.executable, str(tmp_path / "lldsched")]
+    option, _, module = how.partition(" ")
+    return [sys.executable, option, module or "lldsched"]
+
+
+def start(
+    tmp_path: Path, how: str, sitecustomize: str = "", **options: Any
+) -> subprocess.CompletedProcess[str]:
+    """``demo`` run ``how`` (:func:`entry_point`), ``sitecustomize`` run first."""
+    (tmp_path / "sitecustomize.py").write_text(sitecustomize)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    return subprocess.run(
+        [*entry_point(tmp_path, how), "demo"],
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
+        env=env,
+        **options,
+    )
+
+
 def start_interrupted(
     tmp_path: Path,
     how: str,
@@ -133,21 +167,11 @@ def start_interrupted(
     evict: tuple[str, ...] = (),
     then: str = "",
 ) -> subprocess.CompletedProcess[str]:
-    """``demo`` run ``how`` (``-m``, an interpreter's option with it, or ``script``),
-    a Ctrl-C raised at each import ``at`` names once the import of ``after`` began,
-    ``evict`` unloaded first, ``then`` run at the end of the sitecustomize."""
+    """``demo`` run ``how`` (:func:`entry_point`), a Ctrl-C raised at each import ``at``
+    names once the import of ``after`` began, ``evict`` unloaded first, ``then`` run at
+    the end of the sitecustomize."""
     sitecustomize = INTERRUPTS_AT_IMPORT.format(after=after, at=at, evict=evict) + then
-    (tmp_path / "sitecustomize.py").write_text(sitecustomize)
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
-    if how == "script":
-        (tmp_path / "lldsched").write_text(SCRIPT)
-        command = [sys.executable, str(tmp_path / "lldsched"), "demo"]
-    else:
-        command = [sys.executable, how, "lldsched", "demo"]
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=60, check=False, cwd=root, env=env
-    )
+    return start(tmp_path, how, sitecustomize, capture_output=True)
 
 
 @pytest.mark.parametrize(
@@ -216,9 +240,11 @@ def test_a_program_that_imports_lldsched_keeps_its_own_excepthook() -> None:
     assert command_line(["-m"], [python, "-m", "lldsched", "demo"])
     assert command_line(["-m"], [python, "-X", "importtime", "-mlldsched"])
     assert command_line(["-m"], [python, "-BIm", "lldsched"])
+    assert command_line(["-m"], [python, "-m", "lldsched.__main__", "demo"])
     assert command_line(["/venv/bin/lldsched", "demo"], [python, "/venv/bin/lldsched"])
     assert command_line(["/venv/Scripts/lldsched.exe"], ["/venv/Scripts/lldsched.exe"])
     assert not command_line(["-m"], [python, "-m", "myapp"])  # myapp imports lldsched
+    assert not command_line(["-m"], [python, "-m", "lldsched.sim"])
     assert not command_line(["-m"], [python, "-Xfrozen_modules=off", "-m", "pytest"])
     assert not command_line(["-c"], [python, "-c", "import lldsched"])
     assert not command_line(["app.py"], [python, "app.py"])
@@ -463,3 +489,78 @@ def test_a_stderr_that_cannot_be_written_keeps_the_status(argv: list[str], statu
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == status
+
+
+# Every way the command line starts ends the same way.  Was: ``python -m
+# lldsched.__main__`` (the module ``python -m lldsched`` runs) got none of
+# lldsched.startup's hooks, which knew ``-m lldsched`` alone: a Ctrl-C while it imported
+# was KeyboardInterrupt's traceback and an end by the signal, one in an atexit callback
+# 'Exception ignored' and status 0.
+@pytest.mark.parametrize("how", ENTRY_POINTS)
+def test_every_entry_point_ends_a_sigint_while_it_imports_with_130(
+    tmp_path: Path, how: str
+) -> None:
+    result = start_interrupted(tmp_path, how, ["lldsched.sim"])
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        "",
+        "interrupted\n",
+    ), result.stderr
+
+
+@pytest.mark.parametrize("how", ENTRY_POINTS)
+def test_every_entry_point_ends_a_sigint_while_its_command_runs_with_130(
+    tmp_path: Path, how: str
+) -> None:
+    """The Ctrl-C lands in main(), as the demo's module is imported."""
+    result = start_interrupted(tmp_path, how, ["lldsched.cli.demo"])
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        "",
+        "interrupted\n",
+    ), result.stderr
+
+
+@pytest.mark.parametrize("how", ENTRY_POINTS)
+def test_every_entry_point_ends_a_sigint_in_an_atexit_callback_with_130(
+    tmp_path: Path, how: str
+) -> None:
+    result = start_interrupted(tmp_path, how, [], then=UNRAISABLE["an atexit callback"])
+    demo = "".join(line + "\n" for line in demo_cli.run_demo())
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        demo,
+        "interrupted\n",
+    ), result.stderr
+
+
+@pytest.mark.parametrize("how", ENTRY_POINTS)
+def test_every_entry_point_exits_0_when_the_reader_of_its_output_left(
+    tmp_path: Path, how: str
+) -> None:
+    """``demo | head -0``: a stdout nobody reads is not an error, and says nothing."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = start(tmp_path, how, stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("path", ["lldsched/__main__.py", "lldsched"])
+def test_the_command_line_run_by_the_path_of_its_file_is_refused_in_one_line(path: str) -> None:
+    """``python lldsched/__main__.py`` (or the package's folder) puts ``lldsched/`` itself
+    on sys.path and imports whichever lldsched sys.path finds: refused, status 2, before
+    the package is imported.  Was: the command ran (the folder's form with the hooks,
+    the file's without), or, with no lldsched installed, ModuleNotFoundError's
+    traceback."""
+    result = subprocess.run(
+        [sys.executable, path, "demo"], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2,
+        "",
+        "error: run the command line as 'python -m lldsched' or the 'lldsched' script, "
+        f"not by the path of its file ({path!r})\n",
+    )
