@@ -274,17 +274,23 @@ def test_a_start_no_datetime_can_hold_is_refused_by_value(
     )
 
 
-@pytest.mark.parametrize("case", ["a folder", "in a folder this user cannot write in"])
+@pytest.mark.parametrize(
+    "case", ["a folder", "in a folder this user cannot write in", "a name too long"]
+)
 def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str
 ) -> None:
     """Was: the week simulated, then savefig's IsADirectoryError as the exit message.
     The permission bits are the operating system's to read (root passes them all):
-    ``os.access`` answers for this user, here told to say no."""
+    ``os.access`` answers for this user, here told to say no.  A name longer than the
+    file system's (255 bytes here) was OSError's traceback, from the look for a folder."""
     path = tmp_path / "chart.png"
     if case == "a folder":
         path.mkdir()
         why = "that is a folder; name the file to write"
+    elif case == "a name too long":
+        path = tmp_path / ("chart" * 60 + ".png")
+        why = f"cannot write it there: {os.strerror(errno.ENAMETOOLONG)}"
     else:
         monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
         why = f"cannot write in the folder {str(tmp_path)!r}"

@@ -8,10 +8,11 @@ Bad arguments (``--days`` not a finite number above 0 and at most :data:`MAX_DAY
 constructor's own check and words: ``max_coroutines must be an int >= 1``), a
 ``--gantt`` path whose format is not PNG, SVG or PDF or whose folder does not exist,
 a ``--gantt`` path that is a folder, or in a folder this user cannot write in (as
-``os.access`` says), the views extra missing for ``--gantt``) are refused before
-anything is simulated: ``error: ...`` on stderr and exit status 2, as ``python -m
-lldsched cron`` does.  What only the write finds out (a full disk) comes after the
-summary: ``error: ...`` and exit status 1.
+``os.access`` says), or one the file system will not look up (a name too long for
+it), the views extra missing for ``--gantt``) are refused before anything is
+simulated: ``error: ...`` on stderr and exit status 2, as ``python -m lldsched cron``
+does.  What only the write finds out (a full disk) comes after the summary: ``error:
+...`` and exit status 1.
 """
 
 from __future__ import annotations
@@ -106,9 +107,13 @@ def refusal(args: argparse.Namespace) -> str | None:
     path = Path(args.gantt)
     if path.suffix.lower() not in GANTT_FORMATS:
         return f"--gantt {args.gantt!r}: the chart is written as .png, .svg or .pdf"
-    if not path.parent.is_dir():
+    try:
+        folder, is_a_folder = path.parent.is_dir(), path.is_dir()
+    except OSError as exc:  # a name longer than the file system's (ENAMETOOLONG)
+        return f"--gantt {args.gantt!r}: cannot write it there: {exc.strerror}"
+    if not folder:
         return f"--gantt {args.gantt!r}: there is no folder {str(path.parent)!r} to write it in"
-    if path.is_dir():
+    if is_a_folder:
         return f"--gantt {args.gantt!r}: that is a folder; name the file to write"
     if not os.access(path.parent, os.W_OK | os.X_OK):  # this user's right, as the OS says
         return f"--gantt {args.gantt!r}: cannot write in the folder {str(path.parent)!r}"
