@@ -4,17 +4,21 @@ arguments (one ``error:`` line naming the value), 1 when the work failed after i
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
+import re
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, BinaryIO, NoReturn
 
 import pytest
 
-from lldsched.cli import build_parser, main
+from lldsched.cli import build_parser, main, write_whole
 from lldsched.cli import cron as cron_cli
 from lldsched.cli import demo as demo_cli
 from lldsched.cli import lab as lab_cli
@@ -570,3 +574,156 @@ def test_the_command_line_run_by_the_path_of_its_file_is_refused_in_one_line(pat
         "error: run the command line as 'python -m lldsched' or the 'lldsched' script, "
         f"not by the path of its file ({path!r})\n",
     )
+
+
+# A chart is written whole or not at all (lldsched.cli.write_whole): the old file, or
+# none, when the write stops halfway.  Was: savefig wrote the target itself, and a
+# Ctrl-C, a kill or an error halfway left a chart cut short where the old one had been.
+def halfway(stop: BaseException) -> Callable[..., NoReturn]:
+    """A ``Figure.savefig`` that writes part of a chart, into the path or the stream it
+    is given, and then raises ``stop``."""
+
+    def savefig(self: object, fname: Any, *args: object, **kwargs: object) -> NoReturn:
+        with contextlib.ExitStack() as stack:
+            if isinstance(fname, (str, os.PathLike)):  # main's way: the target itself
+                fname = stack.enter_context(open(fname, "wb"))
+            fname.write(b"\x89PNG\r\n\x1a\nhalf a chart")
+            fname.flush()
+            raise stop
+
+    return savefig
+
+
+@pytest.mark.parametrize("old", [None, b"the old chart"], ids=["no old file", "an old file"])
+@pytest.mark.parametrize(
+    ("stop", "status", "why"),
+    [
+        (KeyboardInterrupt(), 130, "interrupted"),
+        (
+            OSError(errno.ENOSPC, "No space left on device"),
+            1,
+            "error: --gantt {path!r}: cannot write it: [Errno 28] No space left on device",
+        ),
+    ],
+    ids=["Ctrl-C", "a full disk"],
+)
+def test_a_chart_stopped_halfway_leaves_the_old_file_and_no_part(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    old: bytes | None,
+    stop: BaseException,
+    status: int,
+    why: str,
+) -> None:
+    from matplotlib.figure import Figure
+
+    monkeypatch.setattr(Figure, "savefig", halfway(stop))
+    path = tmp_path / "chart.png"
+    if old is not None:
+        path.write_bytes(old)
+    assert main(["simulate", "--days", "0.01", "--gantt", str(path)]) == status
+    assert capsys.readouterr().err == why.format(path=str(path)) + "\n"
+    assert os.listdir(tmp_path) == ([] if old is None else ["chart.png"])
+    assert old is None or path.read_bytes() == old
+
+
+# The chart's writer stops halfway, its part flushed, and waits for a signal the test
+# sends: SIGINT ends the wait with KeyboardInterrupt (or at once after it, when the
+# signal came first: the wakeup fd holds its byte), SIGKILL ends the process.
+CHART_HALFWAY = """\
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as an interactive shell
+woken, wake = os.pipe()
+os.set_blocking(wake, False)
+signal.set_wakeup_fd(wake)
+from matplotlib.figure import Figure
+
+
+def savefig(self, fname, *args, **kwargs):
+    stream = open(fname, "wb") if isinstance(fname, str) else fname
+    stream.write(b"half a chart")
+    stream.flush()
+    print("half written", flush=True)
+    os.read(woken, 1)
+    raise AssertionError("no signal came")
+
+
+Figure.savefig = savefig
+from lldsched.cli import main
+sys.exit(main(["simulate", "--days", "0.01", "--gantt", sys.argv[1]]))
+"""
+
+
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_a_signal_halfway_through_a_chart_leaves_the_old_file(
+    tmp_path: Path, sent: signal.Signals
+) -> None:
+    """SIGKILL leaves its part behind (nothing runs to remove it), named after the chart
+    and hidden; the chart is the old one all the same."""
+    path = tmp_path / "chart.png"
+    path.write_bytes(b"the old chart")
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHART_HALFWAY, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        for line in child.stdout:
+            if line == "half written\n":
+                break
+        child.send_signal(sent)
+        _, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:  # a test that failed above: this child, no other
+            child.kill()
+            child.wait()
+    assert path.read_bytes() == b"the old chart"
+    left = sorted(set(os.listdir(tmp_path)) - {"chart.png"})
+    if sent == signal.SIGINT:
+        assert (child.returncode, err, left) == (130, "interrupted\n", [])
+    else:
+        assert child.returncode == -signal.SIGKILL
+        assert len(left) == 1 and re.fullmatch(r"\.chart\.png\.[0-9a-f]{8}\.partial", left[0])
+
+
+def test_a_file_written_whole_replaces_the_old_one_and_keeps_its_permissions(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "out.svg"
+    path.write_bytes(b"old")
+    path.chmod(0o640)
+    write_whole(str(path), lambda stream: stream.write(b"new"))
+    assert (path.read_bytes(), path.stat().st_mode & 0o777) == (b"new", 0o640)
+    assert os.listdir(tmp_path) == ["out.svg"]
+
+
+def test_a_file_written_whole_through_a_link_replaces_the_file_the_link_names(
+    tmp_path: Path,
+) -> None:
+    """``latest.png -> charts/monday.png``: the link stays a link, as writing through it
+    left it (os.replace on the link itself would have put a file in its place)."""
+    (tmp_path / "charts").mkdir()
+    chart = tmp_path / "charts" / "monday.png"
+    chart.write_bytes(b"old")
+    link = tmp_path / "latest.png"
+    link.symlink_to(chart)
+    write_whole(str(link), lambda stream: stream.write(b"new"))
+    assert (link.is_symlink(), chart.read_bytes()) == (True, b"new")
+    assert os.listdir(tmp_path / "charts") == ["monday.png"]
+
+
+def test_a_writer_that_fails_halfway_leaves_the_old_file_and_its_error(tmp_path: Path) -> None:
+    """Any error, not only an OSError or a Ctrl-C: the part goes, the error is raised."""
+    path = tmp_path / "out.pdf"
+    path.write_bytes(b"old")
+
+    def fails(stream: BinaryIO) -> None:
+        stream.write(b"half")
+        raise ValueError("the figure cannot be drawn")
+
+    with pytest.raises(ValueError, match="the figure cannot be drawn"):
+        write_whole(str(path), fails)
+    assert (path.read_bytes(), os.listdir(tmp_path)) == (b"old", ["out.pdf"])

@@ -12,7 +12,8 @@ a ``--gantt`` path that is a folder, or in a folder this user cannot write in (a
 it), the views extra missing for ``--gantt``) are refused before anything is
 simulated: ``error: ...`` on stderr and exit status 2, as ``python -m lldsched cron``
 does.  What only the write finds out (a full disk) comes after the summary: ``error:
-...`` and exit status 1.
+...`` and exit status 1.  The chart is written whole or not at all
+(:func:`lldsched.cli.write_whole`): a Ctrl-C or an error halfway leaves the old file.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 
 from lldsched import checks
-from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr
+from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr, write_whole
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
 from lldsched.sim.scenario import build_scenario
@@ -161,8 +162,9 @@ def write_gantt(sim: Simulation, path: str) -> str | None:
     from lldsched.views.plots import gantt
 
     figure = gantt(to_frame(sim))
-    try:
-        figure.savefig(path, dpi=100)
+    chart_format = os.path.splitext(path)[1][1:].lower()  # refusal() allowed it
+    try:  # the old chart or the whole new one, never a part (a Ctrl-C, a full disk)
+        write_whole(path, lambda stream: figure.savefig(stream, format=chart_format, dpi=100))
     except OSError as exc:
         return f"--gantt {path!r}: cannot write it: {exc}"
     return None
