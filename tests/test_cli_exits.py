@@ -727,3 +727,22 @@ def test_a_writer_that_fails_halfway_leaves_the_old_file_and_its_error(tmp_path:
     with pytest.raises(ValueError, match="the figure cannot be drawn"):
         write_whole(str(path), fails)
     assert (path.read_bytes(), os.listdir(tmp_path)) == (b"old", ["out.pdf"])
+
+
+@pytest.mark.parametrize("command", ["cron", "demo", "lab", "simulate"])
+def test_a_command_module_run_with_dash_m_names_the_command_lines_way(command: str) -> None:
+    """``python -m lldsched.cli.cron '0 3 * * *'``: was the module's definitions run, the
+    command not, and status 0 without a word."""
+    result = subprocess.run(
+        [sys.executable, "-m", f"lldsched.cli.{command}", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2,
+        "",
+        f"error: run the command as 'python -m lldsched {command}' or 'lldsched {command}'; "
+        f"lldsched.cli.{command} is a module of it\n",
+    )

@@ -26,7 +26,7 @@ import secrets
 import stat
 import sys
 from collections.abc import Callable, Sequence
-from typing import BinaryIO, TextIO
+from typing import BinaryIO, NoReturn, TextIO
 
 from lldsched.startup import INTERRUPTED, INTERRUPTED_LINE
 
@@ -106,6 +106,17 @@ def _write_nowhere(stream: TextIO | None) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, fileno)
     os.close(devnull)
+
+
+def not_an_entry_point(command: str) -> NoReturn:
+    """End ``python -m lldsched.cli.<command>`` with one line naming the command line's
+    way, status 2 (was: the module ran its definitions and exited 0 without a word, the
+    command not run): each command's module calls this under ``__name__ == "__main__"``."""
+    line = (
+        f"error: run the command as 'python -m lldsched {command}' or 'lldsched {command}'; "
+        f"lldsched.cli.{command} is a module of it"
+    )
+    sys.exit(to_stderr(line, BAD_ARGUMENTS))
 
 
 def write_whole(path: str, write: Callable[[BinaryIO], object]) -> None:

@@ -168,3 +168,9 @@ def write_gantt(sim: Simulation, path: str) -> str | None:
     except OSError as exc:
         return f"--gantt {path!r}: cannot write it: {exc}"
     return None
+
+
+if __name__ == "__main__":  # python -m lldsched.cli.simulate
+    from lldsched.cli import not_an_entry_point
+
+    not_an_entry_point("simulate")
