@@ -746,3 +746,24 @@ def test_a_command_module_run_with_dash_m_names_the_command_lines_way(command: s
         f"error: run the command as 'python -m lldsched {command}' or 'lldsched {command}'; "
         f"lldsched.cli.{command} is a module of it\n",
     )
+
+
+def test_a_chart_the_file_system_refuses_is_named_as_the_user_named_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The error line names the ``--gantt`` path and the reason, not the partial file the
+    refusal came from (``os.replace``'s OSError names both of its files)."""
+    import lldsched.cli
+
+    def read_only(source: str, target: str) -> NoReturn:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), source, None, target)
+
+    monkeypatch.setattr(lldsched.cli.os, "replace", read_only)
+    path = tmp_path / "chart.png"
+    path.write_bytes(b"the old chart")
+    assert main(["simulate", "--days", "0.01", "--gantt", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: --gantt {str(path)!r}: cannot write it: "
+        f"[Errno {errno.EROFS}] {os.strerror(errno.EROFS)}\n"
+    )
+    assert (path.read_bytes(), os.listdir(tmp_path)) == (b"the old chart", ["chart.png"])

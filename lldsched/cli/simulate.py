@@ -165,8 +165,9 @@ def write_gantt(sim: Simulation, path: str) -> str | None:
     chart_format = os.path.splitext(path)[1][1:].lower()  # refusal() allowed it
     try:  # the old chart or the whole new one, never a part (a Ctrl-C, a full disk)
         write_whole(path, lambda stream: figure.savefig(stream, format=chart_format, dpi=100))
-    except OSError as exc:
-        return f"--gantt {path!r}: cannot write it: {exc}"
+    except OSError as exc:  # the reason alone: the file it names may be the partial one
+        reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.strerror else str(exc)
+        return f"--gantt {path!r}: cannot write it: {reason}"
     return None
 
 
