@@ -279,7 +279,13 @@ def test_a_start_no_datetime_can_hold_is_refused_by_value(
 
 
 @pytest.mark.parametrize(
-    "case", ["a folder", "in a folder this user cannot write in", "a name too long"]
+    "case",
+    [
+        "a folder",
+        "in a folder this user cannot write in",
+        "a name too long",
+        "a file read-only for this user",
+    ],
 )
 def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str
@@ -287,7 +293,10 @@ def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
     """Was: the week simulated, then savefig's IsADirectoryError as the exit message.
     The permission bits are the operating system's to read (root passes them all):
     ``os.access`` answers for this user, here told to say no.  A name longer than the
-    file system's (255 bytes here) was OSError's traceback, from the look for a folder."""
+    file system's (255 bytes here) was OSError's traceback, from the look for a folder.
+    A file read-only for this user was refused by the write (open's PermissionError);
+    the chart now replaces the file, which asks only the folder's leave, so it is
+    asked first."""
     path = tmp_path / "chart.png"
     if case == "a folder":
         path.mkdir()
@@ -295,6 +304,10 @@ def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
     elif case == "a name too long":
         path = tmp_path / ("chart" * 60 + ".png")
         why = f"cannot write it there: {os.strerror(errno.ENAMETOOLONG)}"
+    elif case == "a file read-only for this user":
+        path.write_bytes(b"the old chart")
+        monkeypatch.setattr(os, "access", lambda name, *args, **kwargs: Path(name) != path)
+        why = "the file is read-only for this user"
     else:
         monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
         why = f"cannot write in the folder {str(tmp_path)!r}"
@@ -753,12 +766,10 @@ def test_a_chart_the_file_system_refuses_is_named_as_the_user_named_it(
 ) -> None:
     """The error line names the ``--gantt`` path and the reason, not the partial file the
     refusal came from (``os.replace``'s OSError names both of its files)."""
-    import lldsched.cli
-
     def read_only(source: str, target: str) -> NoReturn:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), source, None, target)
 
-    monkeypatch.setattr(lldsched.cli.os, "replace", read_only)
+    monkeypatch.setattr(os, "replace", read_only)
     path = tmp_path / "chart.png"
     path.write_bytes(b"the old chart")
     assert main(["simulate", "--days", "0.01", "--gantt", str(path)]) == 1
@@ -767,3 +778,17 @@ def test_a_chart_the_file_system_refuses_is_named_as_the_user_named_it(
         f"[Errno {errno.EROFS}] {os.strerror(errno.EROFS)}\n"
     )
     assert (path.read_bytes(), os.listdir(tmp_path)) == (b"the old chart", ["chart.png"])
+
+
+def test_a_file_this_user_may_not_write_is_not_replaced(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A rename asks only the folder's leave: the file's own is asked first, as ``open``
+    asked it (``os.access`` answers for this user; root passes every bit, so it is told
+    to say no for the file)."""
+    path = tmp_path / "out.png"
+    path.write_bytes(b"old")
+    monkeypatch.setattr(os, "access", lambda name, *args, **kwargs: Path(name) != path)
+    with pytest.raises(PermissionError, match="the file is read-only for this user"):
+        write_whole(str(path), lambda stream: stream.write(b"new"))
+    assert (path.read_bytes(), os.listdir(tmp_path)) == (b"old", ["out.png"])

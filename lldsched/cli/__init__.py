@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -131,7 +132,9 @@ def write_whole(path: str, write: Callable[[BinaryIO], object]) -> None:
     ``path`` stays the old file all the same: the new one is synced before it replaces
     it.  A symbolic link is followed (the file it names is replaced, the link stays),
     and a file that existed keeps its permission bits; a new one gets the umask's, as
-    ``open`` gives.  The ``OSError`` of a write that failed is raised as it came.
+    ``open`` gives.  A file this user may not write is refused (``PermissionError``),
+    as ``open`` refused it: a rename asks only the folder's leave.  The ``OSError`` of
+    a write that failed is raised as it came.
     """
     target = os.path.realpath(path)
     folder, name = os.path.split(target)
@@ -139,6 +142,8 @@ def write_whole(path: str, write: Callable[[BinaryIO], object]) -> None:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         mode = None
+    if mode is not None and not os.access(target, os.W_OK):  # as open() would refuse it
+        raise PermissionError(errno.EACCES, "the file is read-only for this user", path)
     while True:  # a name no other file has (O_EXCL); the name's first characters say whose
         partial = os.path.join(folder, f".{name[:32]}.{secrets.token_hex(4)}.partial")
         try:

@@ -8,12 +8,13 @@ Bad arguments (``--days`` not a finite number above 0 and at most :data:`MAX_DAY
 constructor's own check and words: ``max_coroutines must be an int >= 1``), a
 ``--gantt`` path whose format is not PNG, SVG or PDF or whose folder does not exist,
 a ``--gantt`` path that is a folder, or in a folder this user cannot write in (as
-``os.access`` says), or one the file system will not look up (a name too long for
-it), the views extra missing for ``--gantt``) are refused before anything is
-simulated: ``error: ...`` on stderr and exit status 2, as ``python -m lldsched cron``
-does.  What only the write finds out (a full disk) comes after the summary: ``error:
-...`` and exit status 1.  The chart is written whole or not at all
-(:func:`lldsched.cli.write_whole`): a Ctrl-C or an error halfway leaves the old file.
+``os.access`` says), or a file read-only for this user, or one the file system will
+not look up (a name too long for it), the views extra missing for ``--gantt``) are
+refused before anything is simulated: ``error: ...`` on stderr and exit status 2, as
+``python -m lldsched cron`` does.  What only the write finds out (a full disk) comes
+after the summary: ``error: ...`` and exit status 1.  The chart is written whole or
+not at all (:func:`lldsched.cli.write_whole`): a Ctrl-C or an error halfway leaves the
+old file.
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ def refusal(args: argparse.Namespace) -> str | None:
         return f"--gantt {args.gantt!r}: that is a folder; name the file to write"
     if not os.access(path.parent, os.W_OK | os.X_OK):  # this user's right, as the OS says
         return f"--gantt {args.gantt!r}: cannot write in the folder {str(path.parent)!r}"
+    if path.exists() and not os.access(path, os.W_OK):  # replaced, not written: ask
+        return f"--gantt {args.gantt!r}: the file is read-only for this user"
     try:  # without the extra, the views' error names it
         importlib.import_module("lldsched.views.frames")
         importlib.import_module("lldsched.views.plots")
