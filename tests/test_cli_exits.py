@@ -519,24 +519,16 @@ def test_a_stderr_that_cannot_be_written_keeps_the_status(argv: list[str], statu
 # lldsched.startup's hooks, which knew ``-m lldsched`` alone: a Ctrl-C while it imported
 # was KeyboardInterrupt's traceback and an end by the signal, one in an atexit callback
 # 'Exception ignored' and status 0.
+@pytest.mark.parametrize(
+    "module",
+    [
+        "lldsched.sim",  # while the package imports, before main()
+        "lldsched.cli.demo",  # in main(), as the command's module is imported
+    ],
+)
 @pytest.mark.parametrize("how", ENTRY_POINTS)
-def test_every_entry_point_ends_a_sigint_while_it_imports_with_130(
-    tmp_path: Path, how: str
-) -> None:
-    result = start_interrupted(tmp_path, how, ["lldsched.sim"])
-    assert (result.returncode, result.stdout, result.stderr) == (
-        130,
-        "",
-        "interrupted\n",
-    ), result.stderr
-
-
-@pytest.mark.parametrize("how", ENTRY_POINTS)
-def test_every_entry_point_ends_a_sigint_while_its_command_runs_with_130(
-    tmp_path: Path, how: str
-) -> None:
-    """The Ctrl-C lands in main(), as the demo's module is imported."""
-    result = start_interrupted(tmp_path, how, ["lldsched.cli.demo"])
+def test_every_entry_point_ends_a_sigint_with_130(tmp_path: Path, how: str, module: str) -> None:
+    result = start_interrupted(tmp_path, how, [module])
     assert (result.returncode, result.stdout, result.stderr) == (
         130,
         "",
@@ -766,6 +758,7 @@ def test_a_chart_the_file_system_refuses_is_named_as_the_user_named_it(
 ) -> None:
     """The error line names the ``--gantt`` path and the reason, not the partial file the
     refusal came from (``os.replace``'s OSError names both of its files)."""
+
     def read_only(source: str, target: str) -> NoReturn:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), source, None, target)
 

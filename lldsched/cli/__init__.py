@@ -139,7 +139,7 @@ def write_whole(path: str, write: Callable[[BinaryIO], object]) -> None:
     target = os.path.realpath(path)
     folder, name = os.path.split(target)
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        mode = stat.S_IMODE(os.stat(target).st_mode) & 0o777  # not set-user-ID and the like
     except FileNotFoundError:
         mode = None
     if mode is not None and not os.access(target, os.W_OK):  # as open() would refuse it
