@@ -10,6 +10,7 @@ import io
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -694,14 +695,19 @@ def test_a_signal_halfway_through_a_chart_leaves_the_old_file(
         assert len(left) == 1 and re.fullmatch(r"\.chart\.png\.[0-9a-f]{8}\.partial", left[0])
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(0o640, 0o640), (0o4750, 0o750)],  # not set-user-ID: the new file is this user's
+    ids=["rw-r-----", "rwsr-x---"],
+)
 def test_a_file_written_whole_replaces_the_old_one_and_keeps_its_permissions(
-    tmp_path: Path,
+    tmp_path: Path, old: int, new: int
 ) -> None:
     path = tmp_path / "out.svg"
     path.write_bytes(b"old")
-    path.chmod(0o640)
+    path.chmod(old)
     write_whole(str(path), lambda stream: stream.write(b"new"))
-    assert (path.read_bytes(), path.stat().st_mode & 0o777) == (b"new", 0o640)
+    assert (path.read_bytes(), stat.S_IMODE(path.stat().st_mode)) == (b"new", new)
     assert os.listdir(tmp_path) == ["out.svg"]
 
 
