@@ -1,18 +1,19 @@
 """A Ctrl-C while the command line starts ends it as one later does: ``interrupted`` on
 stderr, status 130, no traceback (docs/DECISIONS.md, "The command line").
 
-``python -m lldsched`` imports the package before any of the command line's code runs
-(``lldsched/__init__.py``, the 200 ms of a start that are not the interpreter's own), and
-the ``lldsched`` script does too: :func:`lldsched.cli.main` catches a Ctrl-C only once it
-is called.  So the package imports this module first, and when the process is the
-command line (:func:`started_as_the_command_line`: decided from ``sys.argv``, so a
-program that imports lldsched is never touched) it installs :func:`_interrupted` as
+``python -m lldsched`` (and ``python -m lldsched.__main__``, the module it runs) imports
+the package before any of the command line's code runs (``lldsched/__init__.py``, the
+200 ms of a start that are not the interpreter's own), and the ``lldsched`` script does
+too: :func:`lldsched.cli.main` catches a Ctrl-C only once it is called.  So the package
+imports this module first, and when the process is the command line
+(:func:`started_as_the_command_line`: decided from ``sys.argv``, so a program that
+imports lldsched is never touched) it installs :func:`_interrupted` as
 ``sys.excepthook``, which a ``KeyboardInterrupt`` no code caught reaches: during those
 imports, or between two statements of ``__main__`` around ``main()``; and
 :func:`_interrupted_unraisable` as ``sys.unraisablehook``, which one Python could not
-raise reaches (in a finalizer, an ``atexit`` callback).  No signal handler is
-installed: a Ctrl-C is raised where it lands, as before, and a command that catches it
-(all of them, in ``main``) is unchanged.
+raise reaches (in a finalizer, an ``atexit`` callback).  No signal handler is installed:
+a Ctrl-C is raised where it lands, as before, and a command that catches it (all of
+them, in ``main``) is unchanged.
 
 This module imports nothing but ``os`` and ``sys``, which every start has imported
 before the package (``site``, ``runpy``): a Ctrl-C that lands before the hook is set
@@ -47,7 +48,8 @@ _NO_VALUE_FLAGS = "bBdEhiIOPqsSuvVR"
 def started_as_the_command_line(argv: list[str], orig_argv: list[str]) -> bool:
     """True when the process is ``python -m lldsched`` (``sys.argv[0]`` is ``-m`` while
     the interpreter imports the module it runs, named on its own command line,
-    ``sys.orig_argv``) or the ``lldsched`` script (``sys.argv[0]`` names it)."""
+    ``sys.orig_argv``), ``python -m lldsched.__main__`` (the module the first runs) or
+    the ``lldsched`` script (``sys.argv[0]`` names it)."""
     if not argv:  # an embedded interpreter may have no arguments
         return False
     if argv[0] != "-m":
@@ -57,7 +59,7 @@ def started_as_the_command_line(argv: list[str], orig_argv: list[str]) -> bool:
         if m and flags.startswith("-") and not flags.strip("-" + _NO_VALUE_FLAGS):
             if not name and index + 1 < len(orig_argv):
                 name = orig_argv[index + 1]
-            return name == SCRIPT
+            return name in (SCRIPT, f"{SCRIPT}.__main__")
     return False
 
 

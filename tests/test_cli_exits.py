@@ -4,17 +4,22 @@ arguments (one ``error:`` line naming the value), 1 when the work failed after i
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
+import re
+import signal
+import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, BinaryIO, NoReturn
 
 import pytest
 
-from lldsched.cli import build_parser, main
+from lldsched.cli import build_parser, main, write_whole
 from lldsched.cli import cron as cron_cli
 from lldsched.cli import demo as demo_cli
 from lldsched.cli import lab as lab_cli
@@ -125,6 +130,40 @@ if __name__ == '__main__':
 """
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+ENTRY_POINTS = ["-m", "-m lldsched.__main__", "script"]
+"""The ways the command line starts: ``python -m lldsched``, ``python -m
+lldsched.__main__`` (the module the first runs) and the ``lldsched`` script."""
+
+
+def entry_point(tmp_path: Path, how: str) -> list[str]:
+    """The command line started ``how``: ``-m`` (or an interpreter's option run into it)
+    of ``lldsched``, ``-m`` and another module, or ``script``."""
+    if how == "script":
+        (tmp_path / "lldsched").write_text(SCRIPT)
+        return [sys.executable, str(tmp_path / "lldsched")]
+    option, _, module = how.partition(" ")
+    return [sys.executable, option, module or "lldsched"]
+
+
+def start(
+    tmp_path: Path, how: str, sitecustomize: str = "", **options: Any
+) -> subprocess.CompletedProcess[str]:
+    """``demo`` run ``how`` (:func:`entry_point`), ``sitecustomize`` run first."""
+    (tmp_path / "sitecustomize.py").write_text(sitecustomize)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    return subprocess.run(
+        [*entry_point(tmp_path, how), "demo"],
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
+        env=env,
+        **options,
+    )
+
+
 def start_interrupted(
     tmp_path: Path,
     how: str,
@@ -133,21 +172,11 @@ def start_interrupted(
     evict: tuple[str, ...] = (),
     then: str = "",
 ) -> subprocess.CompletedProcess[str]:
-    """``demo`` run ``how`` (``-m``, an interpreter's option with it, or ``script``),
-    a Ctrl-C raised at each import ``at`` names once the import of ``after`` began,
-    ``evict`` unloaded first, ``then`` run at the end of the sitecustomize."""
+    """``demo`` run ``how`` (:func:`entry_point`), a Ctrl-C raised at each import ``at``
+    names once the import of ``after`` began, ``evict`` unloaded first, ``then`` run at
+    the end of the sitecustomize."""
     sitecustomize = INTERRUPTS_AT_IMPORT.format(after=after, at=at, evict=evict) + then
-    (tmp_path / "sitecustomize.py").write_text(sitecustomize)
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
-    if how == "script":
-        (tmp_path / "lldsched").write_text(SCRIPT)
-        command = [sys.executable, str(tmp_path / "lldsched"), "demo"]
-    else:
-        command = [sys.executable, how, "lldsched", "demo"]
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=60, check=False, cwd=root, env=env
-    )
+    return start(tmp_path, how, sitecustomize, capture_output=True)
 
 
 @pytest.mark.parametrize(
@@ -216,9 +245,11 @@ def test_a_program_that_imports_lldsched_keeps_its_own_excepthook() -> None:
     assert command_line(["-m"], [python, "-m", "lldsched", "demo"])
     assert command_line(["-m"], [python, "-X", "importtime", "-mlldsched"])
     assert command_line(["-m"], [python, "-BIm", "lldsched"])
+    assert command_line(["-m"], [python, "-m", "lldsched.__main__", "demo"])
     assert command_line(["/venv/bin/lldsched", "demo"], [python, "/venv/bin/lldsched"])
     assert command_line(["/venv/Scripts/lldsched.exe"], ["/venv/Scripts/lldsched.exe"])
     assert not command_line(["-m"], [python, "-m", "myapp"])  # myapp imports lldsched
+    assert not command_line(["-m"], [python, "-m", "lldsched.sim"])
     assert not command_line(["-m"], [python, "-Xfrozen_modules=off", "-m", "pytest"])
     assert not command_line(["-c"], [python, "-c", "import lldsched"])
     assert not command_line(["app.py"], [python, "app.py"])
@@ -248,17 +279,36 @@ def test_a_start_no_datetime_can_hold_is_refused_by_value(
     )
 
 
-@pytest.mark.parametrize("case", ["a folder", "in a folder this user cannot write in"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "a folder",
+        "in a folder this user cannot write in",
+        "a name too long",
+        "a file read-only for this user",
+    ],
+)
 def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str
 ) -> None:
     """Was: the week simulated, then savefig's IsADirectoryError as the exit message.
     The permission bits are the operating system's to read (root passes them all):
-    ``os.access`` answers for this user, here told to say no."""
+    ``os.access`` answers for this user, here told to say no.  A name longer than the
+    file system's (255 bytes here) was OSError's traceback, from the look for a folder.
+    A file read-only for this user was refused by the write (open's PermissionError);
+    the chart now replaces the file, which asks only the folder's leave, so it is
+    asked first."""
     path = tmp_path / "chart.png"
     if case == "a folder":
         path.mkdir()
         why = "that is a folder; name the file to write"
+    elif case == "a name too long":
+        path = tmp_path / ("chart" * 60 + ".png")
+        why = f"cannot write it there: {os.strerror(errno.ENAMETOOLONG)}"
+    elif case == "a file read-only for this user":
+        path.write_bytes(b"the old chart")
+        monkeypatch.setattr(os, "access", lambda name, *args, **kwargs: Path(name) != path)
+        why = "the file is read-only for this user"
     else:
         monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
         why = f"cannot write in the folder {str(tmp_path)!r}"
@@ -463,3 +513,281 @@ def test_a_stderr_that_cannot_be_written_keeps_the_status(argv: list[str], statu
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == status
+
+
+# Every way the command line starts ends the same way.  Was: ``python -m
+# lldsched.__main__`` (the module ``python -m lldsched`` runs) got none of
+# lldsched.startup's hooks, which knew ``-m lldsched`` alone: a Ctrl-C while it imported
+# was KeyboardInterrupt's traceback and an end by the signal, one in an atexit callback
+# 'Exception ignored' and status 0.
+@pytest.mark.parametrize(
+    "module",
+    [
+        "lldsched.sim",  # while the package imports, before main()
+        "lldsched.cli.demo",  # in main(), as the command's module is imported
+    ],
+)
+@pytest.mark.parametrize("how", ENTRY_POINTS)
+def test_every_entry_point_ends_a_sigint_with_130(tmp_path: Path, how: str, module: str) -> None:
+    result = start_interrupted(tmp_path, how, [module])
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        "",
+        "interrupted\n",
+    ), result.stderr
+
+
+@pytest.mark.parametrize("how", ENTRY_POINTS)
+def test_every_entry_point_ends_a_sigint_in_an_atexit_callback_with_130(
+    tmp_path: Path, how: str
+) -> None:
+    result = start_interrupted(tmp_path, how, [], then=UNRAISABLE["an atexit callback"])
+    demo = "".join(line + "\n" for line in demo_cli.run_demo())
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        demo,
+        "interrupted\n",
+    ), result.stderr
+
+
+@pytest.mark.parametrize("how", ENTRY_POINTS)
+def test_every_entry_point_exits_0_when_the_reader_of_its_output_left(
+    tmp_path: Path, how: str
+) -> None:
+    """``demo | head -0``: a stdout nobody reads is not an error, and says nothing."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = start(tmp_path, how, stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("path", ["lldsched/__main__.py", "lldsched"])
+def test_the_command_line_run_by_the_path_of_its_file_is_refused_in_one_line(path: str) -> None:
+    """``python lldsched/__main__.py`` (or the package's folder) puts ``lldsched/`` itself
+    on sys.path and imports whichever lldsched sys.path finds: refused, status 2, before
+    the package is imported.  Was: the command ran (the folder's form with the hooks,
+    the file's without), or, with no lldsched installed, ModuleNotFoundError's
+    traceback."""
+    result = subprocess.run(
+        [sys.executable, path, "demo"], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2,
+        "",
+        "error: run the command line as 'python -m lldsched' or the 'lldsched' script, "
+        f"not by the path of its file ({path!r})\n",
+    )
+
+
+# A chart is written whole or not at all (lldsched.cli.write_whole): the old file, or
+# none, when the write stops halfway.  Was: savefig wrote the target itself, and a
+# Ctrl-C, a kill or an error halfway left a chart cut short where the old one had been.
+def halfway(stop: BaseException) -> Callable[..., NoReturn]:
+    """A ``Figure.savefig`` that writes part of a chart, into the path or the stream it
+    is given, and then raises ``stop``."""
+
+    def savefig(self: object, fname: Any, *args: object, **kwargs: object) -> NoReturn:
+        with contextlib.ExitStack() as stack:
+            if isinstance(fname, (str, os.PathLike)):  # main's way: the target itself
+                fname = stack.enter_context(open(fname, "wb"))
+            fname.write(b"\x89PNG\r\n\x1a\nhalf a chart")
+            fname.flush()
+            raise stop
+
+    return savefig
+
+
+@pytest.mark.parametrize("old", [None, b"the old chart"], ids=["no old file", "an old file"])
+@pytest.mark.parametrize(
+    ("stop", "status", "why"),
+    [
+        (KeyboardInterrupt(), 130, "interrupted"),
+        (
+            OSError(errno.ENOSPC, "No space left on device"),
+            1,
+            "error: --gantt {path!r}: cannot write it: [Errno 28] No space left on device",
+        ),
+    ],
+    ids=["Ctrl-C", "a full disk"],
+)
+def test_a_chart_stopped_halfway_leaves_the_old_file_and_no_part(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    old: bytes | None,
+    stop: BaseException,
+    status: int,
+    why: str,
+) -> None:
+    from matplotlib.figure import Figure
+
+    monkeypatch.setattr(Figure, "savefig", halfway(stop))
+    path = tmp_path / "chart.png"
+    if old is not None:
+        path.write_bytes(old)
+    assert main(["simulate", "--days", "0.01", "--gantt", str(path)]) == status
+    assert capsys.readouterr().err == why.format(path=str(path)) + "\n"
+    assert os.listdir(tmp_path) == ([] if old is None else ["chart.png"])
+    assert old is None or path.read_bytes() == old
+
+
+# The chart's writer stops halfway, its part flushed, and waits for a signal the test
+# sends: SIGINT ends the wait with KeyboardInterrupt (or at once after it, when the
+# signal came first: the wakeup fd holds its byte), SIGKILL ends the process.
+CHART_HALFWAY = """\
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as an interactive shell
+woken, wake = os.pipe()
+os.set_blocking(wake, False)
+signal.set_wakeup_fd(wake)
+from matplotlib.figure import Figure
+
+
+def savefig(self, fname, *args, **kwargs):
+    stream = open(fname, "wb") if isinstance(fname, str) else fname
+    stream.write(b"half a chart")
+    stream.flush()
+    print("half written", flush=True)
+    os.read(woken, 1)
+    raise AssertionError("no signal came")
+
+
+Figure.savefig = savefig
+from lldsched.cli import main
+sys.exit(main(["simulate", "--days", "0.01", "--gantt", sys.argv[1]]))
+"""
+
+
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_a_signal_halfway_through_a_chart_leaves_the_old_file(
+    tmp_path: Path, sent: signal.Signals
+) -> None:
+    """SIGKILL leaves its part behind (nothing runs to remove it), named after the chart
+    and hidden; the chart is the old one all the same."""
+    path = tmp_path / "chart.png"
+    path.write_bytes(b"the old chart")
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHART_HALFWAY, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        for line in child.stdout:
+            if line == "half written\n":
+                break
+        child.send_signal(sent)
+        _, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:  # a test that failed above: this child, no other
+            child.kill()
+            child.wait()
+    assert path.read_bytes() == b"the old chart"
+    left = sorted(set(os.listdir(tmp_path)) - {"chart.png"})
+    if sent == signal.SIGINT:
+        assert (child.returncode, err, left) == (130, "interrupted\n", [])
+    else:
+        assert child.returncode == -signal.SIGKILL
+        assert len(left) == 1 and re.fullmatch(r"\.chart\.png\.[0-9a-f]{8}\.partial", left[0])
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(0o640, 0o640), (0o4750, 0o750)],  # not set-user-ID: the new file is this user's
+    ids=["rw-r-----", "rwsr-x---"],
+)
+def test_a_file_written_whole_replaces_the_old_one_and_keeps_its_permissions(
+    tmp_path: Path, old: int, new: int
+) -> None:
+    path = tmp_path / "out.svg"
+    path.write_bytes(b"old")
+    path.chmod(old)
+    write_whole(str(path), lambda stream: stream.write(b"new"))
+    assert (path.read_bytes(), stat.S_IMODE(path.stat().st_mode)) == (b"new", new)
+    assert os.listdir(tmp_path) == ["out.svg"]
+
+
+def test_a_file_written_whole_through_a_link_replaces_the_file_the_link_names(
+    tmp_path: Path,
+) -> None:
+    """``latest.png -> charts/monday.png``: the link stays a link, as writing through it
+    left it (os.replace on the link itself would have put a file in its place)."""
+    (tmp_path / "charts").mkdir()
+    chart = tmp_path / "charts" / "monday.png"
+    chart.write_bytes(b"old")
+    link = tmp_path / "latest.png"
+    link.symlink_to(chart)
+    write_whole(str(link), lambda stream: stream.write(b"new"))
+    assert (link.is_symlink(), chart.read_bytes()) == (True, b"new")
+    assert os.listdir(tmp_path / "charts") == ["monday.png"]
+
+
+def test_a_writer_that_fails_halfway_leaves_the_old_file_and_its_error(tmp_path: Path) -> None:
+    """Any error, not only an OSError or a Ctrl-C: the part goes, the error is raised."""
+    path = tmp_path / "out.pdf"
+    path.write_bytes(b"old")
+
+    def fails(stream: BinaryIO) -> None:
+        stream.write(b"half")
+        raise ValueError("the figure cannot be drawn")
+
+    with pytest.raises(ValueError, match="the figure cannot be drawn"):
+        write_whole(str(path), fails)
+    assert (path.read_bytes(), os.listdir(tmp_path)) == (b"old", ["out.pdf"])
+
+
+@pytest.mark.parametrize("command", ["cron", "demo", "lab", "simulate"])
+def test_a_command_module_run_with_dash_m_names_the_command_lines_way(command: str) -> None:
+    """``python -m lldsched.cli.cron '0 3 * * *'``: was the module's definitions run, the
+    command not, and status 0 without a word."""
+    result = subprocess.run(
+        [sys.executable, "-m", f"lldsched.cli.{command}", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2,
+        "",
+        f"error: run the command as 'python -m lldsched {command}' or 'lldsched {command}'; "
+        f"lldsched.cli.{command} is a module of it\n",
+    )
+
+
+def test_a_chart_the_file_system_refuses_is_named_as_the_user_named_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The error line names the ``--gantt`` path and the reason, not the partial file the
+    refusal came from (``os.replace``'s OSError names both of its files)."""
+
+    def read_only(source: str, target: str) -> NoReturn:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), source, None, target)
+
+    monkeypatch.setattr(os, "replace", read_only)
+    path = tmp_path / "chart.png"
+    path.write_bytes(b"the old chart")
+    assert main(["simulate", "--days", "0.01", "--gantt", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: --gantt {str(path)!r}: cannot write it: "
+        f"[Errno {errno.EROFS}] {os.strerror(errno.EROFS)}\n"
+    )
+    assert (path.read_bytes(), os.listdir(tmp_path)) == (b"the old chart", ["chart.png"])
+
+
+def test_a_file_this_user_may_not_write_is_not_replaced(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A rename asks only the folder's leave: the file's own is asked first, as ``open``
+    asked it (``os.access`` answers for this user; root passes every bit, so it is told
+    to say no for the file)."""
+    path = tmp_path / "out.png"
+    path.write_bytes(b"old")
+    monkeypatch.setattr(os, "access", lambda name, *args, **kwargs: Path(name) != path)
+    with pytest.raises(PermissionError, match="the file is read-only for this user"):
+        write_whole(str(path), lambda stream: stream.write(b"new"))
+    assert (path.read_bytes(), os.listdir(tmp_path)) == (b"old", ["out.png"])

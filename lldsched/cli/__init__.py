@@ -12,16 +12,22 @@ too, after the usage line); 1 when the work failed after it began (a chart the d
 refused, after the summary was printed; a stdout that cannot be written: a full disk,
 a closed descriptor); 130 on Ctrl-C, ``interrupted`` on stderr and no traceback, from
 the package's first import on.  A reader that leaves early (``| head``) is not an
-error: 0.  The commands print through :func:`say`, which tells the two apart.
+error: 0.  The commands print through :func:`say`, which tells the two apart.  A file a
+command writes (``simulate --gantt``) is written through :func:`write_whole`: the old
+file or the whole new one, never a part, whatever stops the write.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
+import secrets
+import stat
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import BinaryIO, NoReturn, TextIO
 
 from lldsched.startup import INTERRUPTED, INTERRUPTED_LINE
 
@@ -101,6 +107,62 @@ def _write_nowhere(stream: TextIO | None) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, fileno)
     os.close(devnull)
+
+
+def not_an_entry_point(command: str) -> NoReturn:
+    """End ``python -m lldsched.cli.<command>`` with one line naming the command line's
+    way, status 2 (was: the module ran its definitions and exited 0 without a word, the
+    command not run): each command's module calls this under ``__name__ == "__main__"``."""
+    line = (
+        f"error: run the command as 'python -m lldsched {command}' or 'lldsched {command}'; "
+        f"lldsched.cli.{command} is a module of it"
+    )
+    sys.exit(to_stderr(line, BAD_ARGUMENTS))
+
+
+def write_whole(path: str, write: Callable[[BinaryIO], object]) -> None:
+    """Write the file ``path`` names with ``write(stream)``: whole, or not at all.
+
+    ``write`` writes into a new file beside it (``.NAME.RANDOM.partial``), which then
+    replaces ``path`` at once (``os.replace``); a ``write`` that raises (an ``OSError``,
+    a Ctrl-C) removes it and leaves ``path`` as it was: the old file, or none.  Was:
+    the target itself opened and written, so a Ctrl-C or a kill halfway left a chart
+    cut short, where the old one had been.  A process killed outright (SIGKILL, a power
+    cut before the data reached the disk) cannot remove its ``.partial`` file, but
+    ``path`` stays the old file all the same: the new one is synced before it replaces
+    it.  A symbolic link is followed (the file it names is replaced, the link stays),
+    and a file that existed keeps its permission bits; a new one gets the umask's, as
+    ``open`` gives.  A file this user may not write is refused (``PermissionError``),
+    as ``open`` refused it: a rename asks only the folder's leave.  The ``OSError`` of
+    a write that failed is raised as it came.
+    """
+    target = os.path.realpath(path)
+    folder, name = os.path.split(target)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode) & 0o777  # not set-user-ID and the like
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not os.access(target, os.W_OK):  # as open() would refuse it
+        raise PermissionError(errno.EACCES, "the file is read-only for this user", path)
+    while True:  # a name no other file has (O_EXCL); the name's first characters say whose
+        partial = os.path.join(folder, f".{name[:32]}.{secrets.token_hex(4)}.partial")
+        try:
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            if mode is not None:
+                os.fchmod(stream.fileno(), mode)
+            write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())  # on the disk before it replaces the old one
+        os.replace(partial, target)
+    except BaseException:  # a Ctrl-C too: the part written goes, the old file stays
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
 
 
 def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:

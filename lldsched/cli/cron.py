@@ -99,3 +99,9 @@ def run_cron(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = None
     for line in lines:
         say(line)
     return 0
+
+
+if __name__ == "__main__":  # python -m lldsched.cli.cron
+    from lldsched.cli import not_an_entry_point
+
+    not_an_entry_point("cron")

@@ -157,3 +157,9 @@ def _story(scheduler: Scheduler, clock: FakeClock, log: EventLog) -> Iterator[st
         f"shutdown: {len(tasks)} tasks registered, {succeeded} succeeded, "
         f"{len(scheduler.dead_letter())} dead"
     )
+
+
+if __name__ == "__main__":  # python -m lldsched.cli.demo
+    from lldsched.cli import not_an_entry_point
+
+    not_an_entry_point("demo")

@@ -40,3 +40,9 @@ def main(args: argparse.Namespace) -> int:
         say(f"  {line}")
     say(f"  caught by {row.lab_test}")
     return 0
+
+
+if __name__ == "__main__":  # python -m lldsched.cli.lab
+    from lldsched.cli import not_an_entry_point
+
+    not_an_entry_point("lab")

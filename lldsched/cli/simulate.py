@@ -8,10 +8,13 @@ Bad arguments (``--days`` not a finite number above 0 and at most :data:`MAX_DAY
 constructor's own check and words: ``max_coroutines must be an int >= 1``), a
 ``--gantt`` path whose format is not PNG, SVG or PDF or whose folder does not exist,
 a ``--gantt`` path that is a folder, or in a folder this user cannot write in (as
-``os.access`` says), the views extra missing for ``--gantt``) are refused before
-anything is simulated: ``error: ...`` on stderr and exit status 2, as ``python -m
-lldsched cron`` does.  What only the write finds out (a full disk) comes after the
-summary: ``error: ...`` and exit status 1.
+``os.access`` says), or a file read-only for this user, or one the file system will
+not look up (a name too long for it), the views extra missing for ``--gantt``) are
+refused before anything is simulated: ``error: ...`` on stderr and exit status 2, as
+``python -m lldsched cron`` does.  What only the write finds out (a full disk) comes
+after the summary: ``error: ...`` and exit status 1.  The chart is written whole or
+not at all (:func:`lldsched.cli.write_whole`): a Ctrl-C or an error halfway leaves the
+old file.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import time
 from pathlib import Path
 
 from lldsched import checks
-from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr
+from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr, write_whole
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
 from lldsched.sim.scenario import build_scenario
@@ -106,12 +109,18 @@ def refusal(args: argparse.Namespace) -> str | None:
     path = Path(args.gantt)
     if path.suffix.lower() not in GANTT_FORMATS:
         return f"--gantt {args.gantt!r}: the chart is written as .png, .svg or .pdf"
-    if not path.parent.is_dir():
+    try:
+        folder, is_a_folder = path.parent.is_dir(), path.is_dir()
+    except OSError as exc:  # a name longer than the file system's (ENAMETOOLONG)
+        return f"--gantt {args.gantt!r}: cannot write it there: {exc.strerror}"
+    if not folder:
         return f"--gantt {args.gantt!r}: there is no folder {str(path.parent)!r} to write it in"
-    if path.is_dir():
+    if is_a_folder:
         return f"--gantt {args.gantt!r}: that is a folder; name the file to write"
     if not os.access(path.parent, os.W_OK | os.X_OK):  # this user's right, as the OS says
         return f"--gantt {args.gantt!r}: cannot write in the folder {str(path.parent)!r}"
+    if path.exists() and not os.access(path, os.W_OK):  # replaced, not written: ask
+        return f"--gantt {args.gantt!r}: the file is read-only for this user"
     try:  # without the extra, the views' error names it
         importlib.import_module("lldsched.views.frames")
         importlib.import_module("lldsched.views.plots")
@@ -156,8 +165,16 @@ def write_gantt(sim: Simulation, path: str) -> str | None:
     from lldsched.views.plots import gantt
 
     figure = gantt(to_frame(sim))
-    try:
-        figure.savefig(path, dpi=100)
-    except OSError as exc:
-        return f"--gantt {path!r}: cannot write it: {exc}"
+    chart_format = os.path.splitext(path)[1][1:].lower()  # refusal() allowed it
+    try:  # the old chart or the whole new one, never a part (a Ctrl-C, a full disk)
+        write_whole(path, lambda stream: figure.savefig(stream, format=chart_format, dpi=100))
+    except OSError as exc:  # the reason alone: the file it names may be the partial one
+        reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.strerror else str(exc)
+        return f"--gantt {path!r}: cannot write it: {reason}"
     return None
+
+
+if __name__ == "__main__":  # python -m lldsched.cli.simulate
+    from lldsched.cli import not_an_entry_point
+
+    not_an_entry_point("simulate")
