@@ -20,8 +20,10 @@ inner one's writes, which the store's caches kept as written (never written agai
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -31,13 +33,14 @@ from lldsched import (
     FakeClock,
     FixedRate,
     Scheduler,
+    SqliteTaskStore,
     StoreError,
     TaskStatus,
 )
 from lldsched.persistence import HoldNotCommitted, TaskSnapshot
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
-from tests.test_cluster_verb_hold import T0
+from tests.test_cluster_verb_hold import T0, FillingSqlite
 from tests.test_store_postgres_hold_edges import terminate
 from tests.test_store_postgres_hold_lost_reason import TERMINATED, hold_lost
 from tests.test_store_sqlite import snapshot, task
@@ -164,6 +167,73 @@ def test_a_hold_whose_connection_was_lost_says_it_was_not_committed_once(
             f"PostgreSQL store {store.dsn!r} lost its connection ({TERMINATED})"
         )
         assert inside == f"the PostgreSQL store {store.dsn!r} failed: {TERMINATED}"
+
+
+def test_a_full_disk_that_rolls_an_sqlite_hold_back_is_named_with_sqlites_words(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    store = FillingSqlite(path, shared=True)
+    try:
+        with sqlite3.connect(path) as setup:
+            setup.execute("CREATE TABLE filler (x)")
+        for task_id in ("up", "d"):
+            store.save(snapshot(task(id=task_id)))
+        failed: list[StoreError] = []
+        store.failing = True
+        with pytest.raises(HoldNotCommitted) as raised, store.verb_held("up", also=("d",)):
+            store.save(paused("up"))
+            try:
+                store.save(paused("d"))  # fills the disk: SQLite rolls the hold back
+            except StoreError as exc:
+                failed.append(exc)
+        store.failing = False
+        error = raised.value
+        assert str(error) == (
+            "a verb's hold was not committed, none of its writes is stored ('up'): the "
+            f"SQLite store {store.path!r} failed to save task 'd' inside it, and SQLite "
+            "rolled its transaction back: OperationalError: database or disk is full"
+        )
+        assert error.__cause__ is failed[0]
+        assert isinstance(failed[0].__cause__, sqlite3.OperationalError)
+        row = store.get("up")
+        assert row is not None and row.status is TaskStatus.SCHEDULED
+        store.save(paused("up"))
+        row = store.get("up")
+        assert row is not None and row.status is TaskStatus.PAUSED
+    finally:
+        store.close()
+
+
+def test_an_sqlite_hold_whose_commit_fails_names_the_store_and_sqlites_error(
+    tmp_path: Path,
+) -> None:
+    """Before, its message ended in SQLite's bare words ("FOREIGN KEY constraint
+    failed"): not the store, nor that the COMMIT failed, nor the error's kind, as every
+    other failure of the store says them.  (A deferred foreign key checked at the COMMIT
+    is a COMMIT that really fails.)"""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True) as store:
+        store.save(snapshot(task(id="up")))
+        with sqlite3.connect(path) as setup:
+            setup.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+            setup.execute("CREATE TABLE child (p INTEGER REFERENCES parent (id))")
+        connection = store._connection
+        assert connection is not None
+        connection.execute("PRAGMA foreign_keys = ON")
+        with pytest.raises(HoldNotCommitted) as raised, store.verb_held("up"):
+            store.save(paused("up"))
+            connection.execute("PRAGMA defer_foreign_keys = ON")
+            connection.execute("INSERT INTO child VALUES (1)")  # no parent: the COMMIT fails
+        connection.execute("PRAGMA foreign_keys = OFF")
+        assert str(raised.value) == (
+            "a verb's hold was not committed, none of its writes is stored ('up'): the "
+            f"SQLite store {store.path!r} failed to commit it: IntegrityError: FOREIGN KEY "
+            "constraint failed"
+        )
+        assert isinstance(raised.value.__cause__, sqlite3.IntegrityError)
+        row = store.get("up")
+        assert row is not None and row.status is TaskStatus.SCHEDULED
 
 
 def test_a_runtime_whose_hold_a_read_aborted_logs_the_read_and_loses_nothing(

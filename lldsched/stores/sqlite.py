@@ -181,10 +181,18 @@ class _Using:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self.store._lock.release()
-        if isinstance(error, sqlite3.Error):
-            doing = self.doing if self.task_id is None else f"{self.doing} {self.task_id!r}"
-            raise failure(self.store.path, doing, error) from error
+        store = self.store
+        if not isinstance(error, sqlite3.Error):
+            store._lock.release()
+            return
+        doing = self.doing if self.task_id is None else f"{self.doing} {self.task_id!r}"
+        failed = failure(store.path, doing, error)
+        failed.__cause__ = error
+        try:
+            store._ended_hold(doing, error, failed)  # under the lock: the hold's own
+        finally:
+            store._lock.release()
+        raise failed
 
 
 class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):

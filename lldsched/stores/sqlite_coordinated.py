@@ -38,6 +38,7 @@ from lldsched.stores.sqlite_rows import (
     UPDATE,
     UPSERT,
     begin,
+    failure,
     fetch,
     immediate,
     rollback,
@@ -69,6 +70,7 @@ class CoordinatedMethods:
     path: str
     _lock: threading.RLock
     _shared: SharedState | None
+    _connection: sqlite3.Connection | None
     _defined: dict[str, Task]
     _counts: dict[str, int]
     _gate: WriteGate | None
@@ -433,15 +435,16 @@ class CoordinatedMethods:
                 yield
             finally:
                 shared.hold = None
-                failed: BaseException | None = None
+                failed: StoreError | None = None
                 try:
                     if connection.in_transaction:
                         connection.execute("COMMIT")
                     else:  # rolled back under the hold by a statement that failed inside
-                        failed = StoreError("its transaction was rolled back by SQLite")
+                        failed = self._rolled_back(held)
                 except sqlite3.Error as exc:
                     rollback(connection)
-                    failed = exc
+                    failed = failure(self.path, "commit it", exc)
+                    failed.__cause__ = exc
                 except BaseException:
                     rollback(connection)
                     raise
@@ -451,7 +454,38 @@ class CoordinatedMethods:
                 if failed is not None:
                     shared.cursor = min(shared.cursor, cursor)  # read again from there
                     shared.removals &= removals  # the hold's own removals are undone
-                    raise held.undo(failed) from None
+                    raise held.undo(failed) from failed.__cause__  # what ended it
+
+    def _ended_hold(self, doing: str, error: sqlite3.Error, failed: StoreError) -> None:
+        """A call (``doing``: ``"save task 'a'"``) failed with SQLite's ``error`` (``failed``:
+        the StoreError it raises; caller holds the lock): inside a verb's hold whose
+        transaction SQLite rolled back with it (a full disk, an I/O error), noted for the
+        hold's end to name (:meth:`_rolled_back`).  Before, it said only that SQLite
+        rolled its transaction back, not on what nor why."""
+        shared, connection = self._shared, self._connection
+        if shared is None or shared.hold is None or connection is None:
+            return
+        if not connection.in_transaction:
+            shared.hold.ended(doing, f"{type(error).__name__}: {error}", failed)
+
+    def _rolled_back(self, held: HeldWrites) -> StoreError:
+        """The error, said after :class:`~lldsched.persistence.HoldNotCommitted`'s "a
+        verb's hold was not committed ...: ", of a hold whose transaction SQLite rolled
+        back under it: the call inside whose failure did (``held`` noted it:
+        :meth:`_ended_hold`) and SQLite's words, its ``__cause__`` that call's error; or,
+        if none of the store's calls failed so, that it was found rolled back."""
+        if held.ended_by is None:
+            return StoreError(
+                f"the SQLite store {self.path!r} found its transaction rolled back at its "
+                "end, by no call of the store's that failed"
+            )
+        doing, why, cause = held.ended_by
+        error = StoreError(
+            f"the SQLite store {self.path!r} failed to {doing} inside it, and SQLite "
+            f"rolled its transaction back: {why}"
+        )
+        error.__cause__ = cause
+        return error
 
     def leases(self) -> list[Lease]:
         """Every lease row, expired ones included, by token (for people and tests)."""
