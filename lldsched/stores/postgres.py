@@ -640,7 +640,10 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         (:mod:`lldsched.stores.held`), for the runtime to write again.  Nothing else is
         written inside: the settles queued meanwhile wait for its end, and a call inside
         whose connection was lost fails (a new one would write outside the hold).  A hold
-        whose connection was lost inside names why (:meth:`_hold_lost`)."""
+        whose connection was lost inside names why (:meth:`_hold_lost`); one whose
+        transaction a call inside aborted names that call and the database's words
+        (:meth:`_hold_aborted`).  A hold inside a hold is the outer one's
+        (:meth:`_hold_inside`)."""
         raised: BaseException | None = None
         with self._lock:
             if self._hold is not None:  # a hold inside a hold: the outer one's, as one

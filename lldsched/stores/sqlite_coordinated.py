@@ -418,7 +418,9 @@ class CoordinatedMethods:
         as they were before them (the feed's cursor too, which this process's own writes
         move on: a version rolled back is taken again by another process's next write)
         and :class:`~lldsched.persistence.HoldNotCommitted` names every task written
-        (:mod:`lldsched.stores.held`), for the runtime to write again."""
+        (:mod:`lldsched.stores.held`), for the runtime to write again, and what failed:
+        the call inside whose failure SQLite rolled the transaction back, and SQLite's
+        words (:meth:`_rolled_back`), or the COMMIT's error."""
         with self._using("take the write lock for a verb on task", task_id) as connection:
             shared = self._coordinated()
             gate = self._gate
