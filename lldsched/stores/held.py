@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Any
 
+from lldsched.errors import StoreError
 from lldsched.persistence import HoldNotCommitted, TaskSnapshot
 
 __all__ = ["HeldWrites"]
@@ -53,6 +54,21 @@ class HeldWrites:
         (PostgreSQL: "current transaction is aborted")."""
         if self.ended_by is None:
             self.ended_by = (doing, why, error)
+
+    def ended_error(self, store: str, how: str, otherwise: str) -> StoreError:
+        """The error the hold's end raises, said after
+        :class:`~lldsched.persistence.HoldNotCommitted`'s "a verb's hold was not committed
+        ...: ": "``store`` failed to <what the call noted by :meth:`ended` did> inside it,
+        ``how``: <the database's words>" (``store``: ``"the SQLite store
+        '/srv/tasks.db'"``), its ``__cause__`` that call's own error; ``store`` then
+        ``otherwise`` when no call of the store's was noted (a statement run on its
+        connection directly)."""
+        if self.ended_by is None:
+            return StoreError(f"{store} {otherwise}")
+        doing, why, cause = self.ended_by
+        error = StoreError(f"{store} failed to {doing} inside it, {how}: {why}")
+        error.__cause__ = cause
+        return error
 
     def wrote(self, task_id: str, snapshot: TaskSnapshot | None) -> None:
         """``task_id``'s row is being written inside the hold as ``snapshot`` (None: deleted),

@@ -361,25 +361,6 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             f"was lost ({why}); {then}"
         )
 
-    def _hold_aborted(self, held: HeldWrites) -> StoreError:
-        """The error, said after :class:`~lldsched.persistence.HoldNotCommitted`'s "a
-        verb's hold was not committed ...: ", of a hold whose transaction a call inside
-        aborted (``held`` noted it: :meth:`_inside_failed`): that call and the database's
-        words, its ``__cause__`` that call's own error; or, if none of the store's calls
-        did (a statement run on its connection directly), that one did."""
-        if held.ended_by is None:
-            return StoreError(
-                f"the PostgreSQL store {self.dsn!r} failed: a statement on its connection "
-                "inside it, not one of the store's calls, aborted its transaction"
-            )
-        doing, why, cause = held.ended_by
-        error = StoreError(
-            f"the PostgreSQL store {self.dsn!r} failed to {doing} inside it, outside a "
-            f"savepoint of its own, which aborted its transaction: {why}"
-        )
-        error.__cause__ = cause
-        return error
-
     # -- the TaskStore protocol --------------------------------------------------------
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
@@ -642,7 +623,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         whose connection was lost fails (a new one would write outside the hold).  A hold
         whose connection was lost inside names why (:meth:`_hold_lost`); one whose
         transaction a call inside aborted names that call and the database's words
-        (:meth:`_hold_aborted`).  A hold inside a hold is the outer one's
+        (:meth:`_inside_failed`).  A hold inside a hold is the outer one's
         (:meth:`_hold_inside`)."""
         raised: BaseException | None = None
         with self._lock:
@@ -672,7 +653,12 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                             connection.info.transaction_status
                             is psycopg.pq.TransactionStatus.INERROR
                         ):
-                            raise self._hold_aborted(held)
+                            raise held.ended_error(
+                                f"the PostgreSQL store {self.dsn!r}",
+                                "outside a savepoint of its own, which aborted its transaction",
+                                "failed: a statement on its connection inside it, not one of "
+                                "the store's calls, aborted its transaction",
+                            )
                         # The COMMIT is a round trip too: the writes inside disarmed the
                         # deadline as each ended, and a COMMIT sent into a silent network
                         # waited for ever, the scheduler's lock held.

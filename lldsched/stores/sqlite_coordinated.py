@@ -420,7 +420,7 @@ class CoordinatedMethods:
         and :class:`~lldsched.persistence.HoldNotCommitted` names every task written
         (:mod:`lldsched.stores.held`), for the runtime to write again, and what failed:
         the call inside whose failure SQLite rolled the transaction back, and SQLite's
-        words (:meth:`_rolled_back`), or the COMMIT's error."""
+        words (:meth:`_ended_hold`), or the COMMIT's error."""
         with self._using("take the write lock for a verb on task", task_id) as connection:
             shared = self._coordinated()
             gate = self._gate
@@ -442,7 +442,12 @@ class CoordinatedMethods:
                     if connection.in_transaction:
                         connection.execute("COMMIT")
                     else:  # rolled back under the hold by a statement that failed inside
-                        failed = self._rolled_back(held)
+                        failed = held.ended_error(
+                            f"the SQLite store {self.path!r}",
+                            "and SQLite rolled its transaction back",
+                            "found its transaction rolled back at its end, by no call of the "
+                            "store's that failed",
+                        )
                 except sqlite3.Error as exc:
                     rollback(connection)
                     failed = failure(self.path, "commit it", exc)
@@ -462,32 +467,14 @@ class CoordinatedMethods:
         """A call (``doing``: ``"save task 'a'"``) failed with SQLite's ``error`` (``failed``:
         the StoreError it raises; caller holds the lock): inside a verb's hold whose
         transaction SQLite rolled back with it (a full disk, an I/O error), noted for the
-        hold's end to name (:meth:`_rolled_back`).  Before, it said only that SQLite
+        hold's end to name (:meth:`HeldWrites.ended_error
+        <lldsched.stores.held.HeldWrites.ended_error>`).  Before, it said only that SQLite
         rolled its transaction back, not on what nor why."""
         shared, connection = self._shared, self._connection
         if shared is None or shared.hold is None or connection is None:
             return
         if not connection.in_transaction:
             shared.hold.ended(doing, f"{type(error).__name__}: {error}", failed)
-
-    def _rolled_back(self, held: HeldWrites) -> StoreError:
-        """The error, said after :class:`~lldsched.persistence.HoldNotCommitted`'s "a
-        verb's hold was not committed ...: ", of a hold whose transaction SQLite rolled
-        back under it: the call inside whose failure did (``held`` noted it:
-        :meth:`_ended_hold`) and SQLite's words, its ``__cause__`` that call's error; or,
-        if none of the store's calls failed so, that it was found rolled back."""
-        if held.ended_by is None:
-            return StoreError(
-                f"the SQLite store {self.path!r} found its transaction rolled back at its "
-                "end, by no call of the store's that failed"
-            )
-        doing, why, cause = held.ended_by
-        error = StoreError(
-            f"the SQLite store {self.path!r} failed to {doing} inside it, and SQLite "
-            f"rolled its transaction back: {why}"
-        )
-        error.__cause__ = cause
-        return error
 
     def leases(self) -> list[Lease]:
         """Every lease row, expired ones included, by token (for people and tests)."""
