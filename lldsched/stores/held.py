@@ -12,6 +12,12 @@ the store notes each task it writes inside the hold (:meth:`HeldWrites.wrote`, w
 cache entries as they were before its first write there) and, the hold failed, puts the
 caches back (:meth:`HeldWrites.undo`) and raises :class:`~lldsched.persistence.HoldNotCommitted`
 naming every task written, which the runtime then writes again as any failed write.
+
+A call inside that failed and took the hold's transaction with it (PostgreSQL: a
+statement outside a savepoint of its own, which aborts it; SQLite: a full disk or an I/O
+error, on which SQLite rolls it back) is noted (:meth:`HeldWrites.ended`): the hold's
+end names it, the store's error for that call its ``__cause__``.  Before, it said only
+that a statement inside failed: not which, nor the database's words (a lock timeout).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Any
 
+from lldsched.errors import StoreError
 from lldsched.persistence import HoldNotCommitted, TaskSnapshot
 
 __all__ = ["HeldWrites"]
@@ -30,12 +37,38 @@ class HeldWrites:
     """The writes of one hold: each task written (to its last snapshot written, None for a
     delete) and the ``caches`` entries it had before its first write in the hold."""
 
-    __slots__ = ("_before", "caches", "written")
+    __slots__ = ("_before", "caches", "ended_by", "written")
 
     def __init__(self, caches: tuple[MutableMapping[str, Any], ...]) -> None:
         self.caches = caches
         self.written: dict[str, TaskSnapshot | None] = {}
         self._before: dict[str, tuple[Any, ...]] = {}
+        # The call inside that took the transaction with it: what it did, the database's
+        # words, the error it raised.
+        self.ended_by: tuple[str, str, BaseException] | None = None
+
+    def ended(self, doing: str, why: str, error: BaseException) -> None:
+        """A call inside (``doing``: ``"read the records of task 'a'"``) failed with
+        ``error`` and took the hold's transaction with it (``why``: the database's
+        words); only the first is kept: the calls after it fail because it did
+        (PostgreSQL: "current transaction is aborted")."""
+        if self.ended_by is None:
+            self.ended_by = (doing, why, error)
+
+    def ended_error(self, store: str, how: str, otherwise: str) -> StoreError:
+        """The error the hold's end raises, said after
+        :class:`~lldsched.persistence.HoldNotCommitted`'s "a verb's hold was not committed
+        ...: ": "``store`` failed to <what the call noted by :meth:`ended` did> inside it,
+        ``how``: <the database's words>" (``store``: ``"the SQLite store
+        '/srv/tasks.db'"``), its ``__cause__`` that call's own error; ``store`` then
+        ``otherwise`` when no call of the store's was noted (a statement run on its
+        connection directly)."""
+        if self.ended_by is None:
+            return StoreError(f"{store} {otherwise}")
+        doing, why, cause = self.ended_by
+        error = StoreError(f"{store} failed to {doing} inside it, {how}: {why}")
+        error.__cause__ = cause
+        return error
 
     def wrote(self, task_id: str, snapshot: TaskSnapshot | None) -> None:
         """``task_id``'s row is being written inside the hold as ``snapshot`` (None: deleted),
@@ -46,7 +79,10 @@ class HeldWrites:
 
     def undo(self, error: BaseException) -> HoldNotCommitted:
         """The hold's end failed with ``error``: the caches as they were before the hold's
-        writes; returns the error to raise, naming what was written."""
+        writes; returns the error to raise, naming what was written, then ``error``'s
+        words, which say what failed (not again that the hold was not committed: the
+        stores raise it ``from`` ``error``'s cause, the call inside that ended the hold,
+        if one did)."""
         for task_id, before in self._before.items():
             for cache, value in zip(self.caches, before, strict=True):
                 if value is _ABSENT:

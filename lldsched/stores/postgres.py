@@ -296,10 +296,13 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         return connection
 
     @contextlib.contextmanager
-    def _using(self) -> Iterator[Connection]:
+    def _using(self, doing: str, task_id: str | None = None) -> Iterator[Connection]:
         """The connection, under the lock, once the settles queued before were written
         (this store's writes reach the database in the order they were made); a lost
-        server becomes a StoreError."""
+        server becomes a StoreError.  ``doing`` (and ``task_id``, the task it is done
+        to): what the call does, as the SQLite store's ``_using`` says it
+        (``"read the records of task"``), named by a verb's hold that this call's failure
+        ended (:meth:`_inside_failed`)."""
         with self._lock:
             try:
                 if self._settles.waiting:
@@ -308,18 +311,51 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                 yield connection
             except psycopg.Error as exc:  # a lost server, a deadlock, a constraint
                 why = self._deadline.reason(scrubbed(exc, self._dsn))
-                if self._holding is not None:  # what the hold's end says if it was lost
-                    self._hold_failed = why
-                raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {why}") from None
+                error = StoreError(f"the PostgreSQL store {self.dsn!r} failed: {why}")
+                if self._holding is not None:
+                    self._inside_failed(exc, why, error, doing, task_id)
+                raise error from None
             finally:
                 self._deadline.disarm()
 
-    def _hold_lost(self, then: str) -> StoreError:
-        """The error of a verb's hold whose connection was lost (``then``: what follows),
-        naming why: the deadline's reason if it cut the connection, else psycopg's words
-        for the call inside that failed on it (psycopg ends the hold's transaction without
-        a word, and refusing a new connection has none of its own)."""
+    def _inside_failed(
+        self,
+        exc: psycopg.Error,
+        why: str,
+        error: StoreError,
+        doing: str,
+        task_id: str | None,
+    ) -> None:
+        """A call inside a verb's hold (``doing`` ``task_id``) failed with ``exc`` (``why``:
+        its words; ``error``: the StoreError it raises): what the hold's end says if its
+        connection was lost (:meth:`_hold_lost`), and, if the call failed outside a
+        savepoint of its own (a read, a RUNNING redefinition) and so aborted the hold's
+        transaction, the call and the database's words with its SQLSTATE (the first line:
+        the whole is ``error``'s, the hold's error's ``__cause__``)."""
+        self._hold_failed = why
+        holding, hold = self._holding, self._hold
+        if (
+            hold is None
+            or holding is None
+            or holding.info.transaction_status is not psycopg.pq.TransactionStatus.INERROR
+        ):
+            return
+        done = doing if task_id is None else f"{doing} {task_id!r}"
+        said = why.partition("\n")[0]  # psycopg's next lines quote the statement
+        code = f" (SQLSTATE {exc.sqlstate})" if exc.sqlstate else ""
+        hold.ended(done, f"{said}{code}", error)
+
+    def _hold_lost(self, then: str | None = None) -> StoreError:
+        """The error of a verb's hold whose connection was lost, naming why: the
+        deadline's reason if it cut the connection, else psycopg's words for the call
+        inside that failed on it (psycopg ends the hold's transaction without a word, and
+        refusing a new connection has none of its own).  ``then``: what follows, for a
+        call refused inside; None at the hold's end, whose
+        :class:`~lldsched.persistence.HoldNotCommitted` names the hold and says it was
+        not committed (before, its message said both twice)."""
         why = self._deadline.reason(self._hold_failed or "no call inside failed on it")
+        if then is None:
+            return StoreError(f"the PostgreSQL store {self.dsn!r} lost its connection ({why})")
         return StoreError(
             f"the PostgreSQL store {self.dsn!r} failed: the connection of a verb's hold "
             f"was lost ({why}); {then}"
@@ -352,7 +388,11 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._lost:
             self._redefine(snapshot, writer="")
             return  # the row's state is its new holder's
-        with self._using() as connection, self._transaction(connection, snapshot.task.id):
+        task_id = snapshot.task.id
+        with (
+            self._using("save task", task_id) as connection,
+            self._transaction(connection, task_id),
+        ):
             self._write(connection, snapshot)
             if record is not None:
                 self._append(connection, record)
@@ -385,7 +425,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             "priority": int(task.priority),
             "writer": writer,
         }
-        with self._using() as connection:
+        with self._using("save the definition of task", task.id) as connection:
             if connection.execute(sql.REDEFINE, parameters).rowcount == 1:
                 self._defined[task.id] = task
 
@@ -401,7 +441,11 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             self._lost.pop(snapshot.task.id, None)  # the run is over: settled, or refused
             self._fenced(snapshot, records, token=token)
             return
-        with self._using() as connection, self._transaction(connection, snapshot.task.id):
+        task_id = snapshot.task.id
+        with (
+            self._using("save task", task_id) as connection,
+            self._transaction(connection, task_id),
+        ):
             self._write(connection, snapshot)
             for record in records:
                 self._append(connection, record)
@@ -417,7 +461,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             return
         # Records after their run's settle was taken (SKIPPED slots): once we hold the
         # connection, that settle's outcome is known; it decides these.
-        with self._using() as connection:
+        with self._using("save the records of task", snapshot.task.id) as connection:
             if not self._settles.outcome(token):
                 return  # refused (or failed): what follows it is dropped too
             with self._transaction(connection, snapshot.task.id):  # the settle: the row exists
@@ -522,7 +566,10 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         :meth:`purge`)."""
         if self._muted:
             return
-        with self._using() as connection, self._transaction(connection, task_id):
+        with (
+            self._using("delete task", task_id) as connection,
+            self._transaction(connection, task_id),
+        ):
             self._delete(connection, task_id)
 
     def resave(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()) -> bool:
@@ -541,7 +588,10 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         held = snapshot.status is TaskStatus.RUNNING and task_id in self._held
         if held and not records:
             return True
-        with self._using() as connection, self._transaction(connection, task_id):
+        with (
+            self._using("save task again", task_id) as connection,
+            self._transaction(connection, task_id),
+        ):
             if not held:
                 if not self._known(connection, task_id, sql.KNOWN_UNLEASED):  # or gone
                     return False
@@ -571,20 +621,21 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         (:mod:`lldsched.stores.held`), for the runtime to write again.  Nothing else is
         written inside: the settles queued meanwhile wait for its end, and a call inside
         whose connection was lost fails (a new one would write outside the hold).  A hold
-        whose connection was lost inside names why (:meth:`_hold_lost`)."""
+        whose connection was lost inside names why (:meth:`_hold_lost`); one whose
+        transaction a call inside aborted names that call and the database's words
+        (:meth:`_inside_failed`).  A hold inside a hold is the outer one's
+        (:meth:`_hold_inside`)."""
         raised: BaseException | None = None
         with self._lock:
-            outer = self._hold  # a hold inside a hold: the outer one's writes, as one
-            if outer is None:
-                held = HeldWrites(
-                    (self._defined, self._held, self._added, self._decoded, self._seen)
-                )
-            else:
-                held = outer
-            self._hold = held
+            if self._hold is not None:  # a hold inside a hold: the outer one's, as one
+                yield from self._hold_inside(task_id, also)
+                return
+            held = self._hold = HeldWrites(
+                (self._defined, self._held, self._added, self._decoded, self._seen)
+            )
             entered = False
             try:
-                with self._using() as connection:
+                with self._using("take the row locks for a verb on task", task_id) as connection:
                     with connection.transaction() as transaction:
                         connection.execute(sql.LOCK_ID, {"id": task_id})
                         connection.execute(sql.LOCK_HELD, {"ids": [task_id, *also]})
@@ -602,7 +653,12 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                             connection.info.transaction_status
                             is psycopg.pq.TransactionStatus.INERROR
                         ):
-                            raise StoreError("a statement inside failed, aborting it")
+                            raise held.ended_error(
+                                f"the PostgreSQL store {self.dsn!r}",
+                                "outside a savepoint of its own, which aborted its transaction",
+                                "failed: a statement on its connection inside it, not one of "
+                                "the store's calls, aborted its transaction",
+                            )
                         # The COMMIT is a round trip too: the writes inside disarmed the
                         # deadline as each ended, and a COMMIT sent into a silent network
                         # waited for ever, the scheduler's lock held.
@@ -611,18 +667,33 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                     # psycopg ends a transaction whose connection was lost inside (a write
                     # there failed so: a restart, a reset, the deadline) without a word.
                     if transaction.status is not transaction.Status.COMMITTED:
-                        raise self._hold_lost("it was not committed")
+                        raise self._hold_lost()
             except StoreError as exc:
-                if not entered or outer is not None:  # not begun; or the outer hold's to say
+                if not entered:
                     raise
-                raise held.undo(exc) from None
+                raise held.undo(exc) from exc.__cause__  # the call inside that ended it
             finally:
-                self._hold = outer
-                if outer is None:
-                    self._holding = None
-                    self._hold_failed = None
+                self._hold = None
+                self._holding = None
+                self._hold_failed = None
         if raised is not None:
             raise raised
+
+    def _hold_inside(self, task_id: str, also: Sequence[str]) -> Iterator[None]:
+        """A verb's hold inside another (caller holds the lock): its rows locked in the
+        outer one's transaction, its writes the outer one's, stored or not with them and
+        said once, by the outer hold.  Before, it was a savepoint of its own that checked
+        the transaction as a hold's end does: a call inside that aborted it raised a
+        plain StoreError naming no write, and the rollback to its savepoint let the outer
+        hold commit without the inner one's writes, though the store's caches had them
+        as written (never written again).  The locks are taken in a savepoint released
+        at once (PostgreSQL keeps them to the outer hold's end), so a lock timeout there
+        fails this hold alone (the verb runs unheld: ``verb_held``)."""
+        doing = "take the row locks for a verb on task"
+        with self._using(doing, task_id) as connection, connection.transaction():
+            connection.execute(sql.LOCK_ID, {"id": task_id})
+            connection.execute(sql.LOCK_HELD, {"ids": [task_id, *also]})
+        yield
 
     def purge(self, task_id: str) -> bool:
         """Delete ``task_id``, which retired on this node, as :meth:`delete` does, only
@@ -634,7 +705,10 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         since (:data:`~lldsched.stores.postgres_sql.KNOWN_ROW`)."""
         if self._muted:
             return True
-        with self._using() as connection, self._transaction(connection, task_id):
+        with (
+            self._using("purge task", task_id) as connection,
+            self._transaction(connection, task_id),
+        ):
             if self._known(connection, task_id, sql.KNOWN_ROW) is False:  # None: gone
                 return False
             self._delete(connection, task_id)

@@ -121,7 +121,9 @@ class PostgresCoordination:
 
         def _open(self) -> Connection: ...
         def _follow_schema(self, version: str | None) -> None: ...
-        def _using(self) -> contextlib.AbstractContextManager[Connection]: ...
+        def _using(
+            self, doing: str, task_id: str | None = None
+        ) -> contextlib.AbstractContextManager[Connection]: ...
         def _transaction(
             self, connection: Connection, task_id: str
         ) -> contextlib.AbstractContextManager[None]: ...
@@ -141,7 +143,7 @@ class PostgresCoordination:
             return []
         left = self._unreadable.left_out()  # never claimed here: this node cannot run them
         parameters = {"now": now, "limit": limit, "node": self.node, "lease": self.lease}
-        with self._using() as connection:
+        with self._using("claim runs") as connection:
             rows = connection.execute(
                 sql.CLAIM_LEAVING if left else sql.CLAIM,
                 {**parameters, "left": left} if left else parameters,
@@ -172,7 +174,7 @@ class PostgresCoordination:
         still held."""
         if not tokens:
             return set()
-        with self._using() as connection:
+        with self._using("renew leases") as connection:
             rows = connection.execute(
                 sql.RENEW, {"tokens": list(tokens), "node": self.node, "lease": self.lease}
             ).fetchall()
@@ -186,7 +188,7 @@ class PostgresCoordination:
 
     def release(self, *, task_id: str, token: int) -> None:
         """Give back a claim that will not run here (a lease no longer held is ignored)."""
-        with self._using() as connection:
+        with self._using("release the claim of task", task_id) as connection:
             connection.execute(sql.RELEASE, {"task_id": task_id, "token": token})
             if self._held.get(task_id) == token:
                 del self._held[task_id]
@@ -200,7 +202,7 @@ class PostgresCoordination:
         that write left it at the claimed slot, or when this node had followed it
         (``postgres_sql._WHEN``)."""
         check_written(snapshot, (record,))
-        with self._using():
+        with self._using("settle task", snapshot.task.id):
             refused = self._settle_batch([Pending(token, snapshot, (record,))])
         if refused:
             raise LeaseLost(task_id=snapshot.task.id, token=token)
@@ -220,7 +222,7 @@ class PostgresCoordination:
         written, counted in :attr:`rejected`) otherwise."""
         check_written(snapshot, records)
         task_id = snapshot.task.id
-        with self._using() as connection:
+        with self._using("write what the claim decided for task", task_id) as connection:
             with self._transaction(connection, task_id):
                 # Lock order: the id (a new definition's upsert takes it: FIRST_VERSION),
                 # the task's row, then its lease (as the claim and the settle).
@@ -390,7 +392,7 @@ class PostgresCoordination:
         removal again: a removed id's rows registered again are new here whatever their
         version (they start past the removals kept: ``postgres_sql.FIRST_VERSION``), and
         a finished task's memory is bounded like the registry."""
-        with self._using() as connection:
+        with self._using("read the change feed") as connection:
             rows = connection.execute(
                 sql.CHANGES, {"since": self._since, "node": self.node}
             ).fetchall()
@@ -465,7 +467,10 @@ class PostgresCoordination:
         if self._unreadable.text(task_id) is None:
             return None
         text = encode_task(definition)
-        with self._using() as connection, self._transaction(connection, task_id):
+        with (
+            self._using("take over task", task_id) as connection,
+            self._transaction(connection, task_id),
+        ):
             status = connection.execute(
                 "SELECT status FROM tasks WHERE id = %s FOR UPDATE", (task_id,)
             ).fetchone()
@@ -501,7 +506,10 @@ class PostgresCoordination:
             return False
         check_written(snapshot, ())
         task_id = snapshot.task.id
-        with self._using() as connection, self._transaction(connection, task_id):
+        with (
+            self._using("write the attempt owed of task", task_id) as connection,
+            self._transaction(connection, task_id),
+        ):
             connection.execute(sql.LOCK_ID, {"id": task_id})  # the lock order: id, row, lease
             if connection.execute(sql.RUNNING_UNLEASED, {"id": task_id}).fetchone() is None:
                 return False  # written first by another node, or gone
@@ -531,7 +539,7 @@ class PostgresCoordination:
         """Every lease row now, expired ones included, by token (for people and tests); a
         :class:`~lldsched.stores.codec.BadValue` naming a value no write makes
         (:func:`~lldsched.stores.codec.lease_from`)."""
-        with self._using() as connection:
+        with self._using("read the leases") as connection:
             rows = connection.execute(
                 "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases "
                 "ORDER BY token"

@@ -49,7 +49,9 @@ class PostgresReads:
     _unreadable: Unreadable
     if TYPE_CHECKING:
 
-        def _using(self) -> contextlib.AbstractContextManager[Connection]: ...
+        def _using(
+            self, doing: str, task_id: str | None = None
+        ) -> contextlib.AbstractContextManager[Connection]: ...
         def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot: ...
 
     def load_all(self, *, leave_out: bool = False) -> list[TaskSnapshot]:
@@ -62,7 +64,7 @@ class PostgresReads:
         A definition naming its callable by an alias (a function renamed, its old name
         kept) is then stored under the callable's own path
         (:func:`~lldsched.stores.codec.renamed`)."""
-        with self._using() as connection:
+        with self._using("read the tasks") as connection:
             rows = connection.execute(
                 f"SELECT {sql.SNAPSHOT_COLUMNS} FROM {sql.TASKS} ORDER BY t.position"
             ).fetchall()
@@ -76,7 +78,10 @@ class PostgresReads:
         moved = renamed(snapshots, [row[1] for row in kept], store=repr(self.dsn))
         if moved:  # each row only if no node rewrote it since; the same callable: no feed
             try:
-                with self._using() as connection, connection.transaction():
+                with (
+                    self._using("store the moved callables") as connection,
+                    connection.transaction(),
+                ):
                     connection.cursor().executemany(
                         "UPDATE tasks SET definition = %s WHERE id = %s AND definition = %s",
                         moved,
@@ -91,7 +96,7 @@ class PostgresReads:
 
     def get(self, task_id: str) -> TaskSnapshot | None:
         """The latest snapshot of ``task_id``, or None."""
-        with self._using() as connection:
+        with self._using("read task", task_id) as connection:
             row = connection.execute(
                 f"SELECT {sql.SNAPSHOT_COLUMNS} FROM {sql.TASKS} WHERE t.id = %s", (task_id,)
             ).fetchone()
@@ -102,7 +107,9 @@ class PostgresReads:
         ``retention`` per task."""
         task_id = records_asked(task_id)
         keep = self.retention
-        with self._using() as connection:
+        with self._using(
+            "read the records" if task_id is None else "read the records of task", task_id
+        ) as connection:
             if task_id is not None:
                 rows = connection.execute(
                     f"SELECT {sql.RECORD_COLUMNS} FROM records r JOIN tasks t ON t.id = r.task_id"
@@ -123,14 +130,14 @@ class PostgresReads:
 
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, in the order they failed."""
-        with self._using() as connection:
+        with self._using("read the dead letter") as connection:
             rows = connection.execute(
                 "SELECT id FROM tasks WHERE status = 'failed' ORDER BY failed_seq, position"
             ).fetchall()
         return [task_id for (task_id,) in rows]
 
     def __len__(self) -> int:
-        with self._using() as connection:
+        with self._using("count the tasks") as connection:
             (count,) = one_row(connection.execute("SELECT pg_catalog.count(*) FROM tasks"))
         return int(count)
 

@@ -84,7 +84,7 @@ from types import TracebackType
 from typing import NoReturn
 
 from lldsched.checks import flag, seconds, whole_or_none
-from lldsched.errors import StoreClosedError, ValidationError
+from lldsched.errors import StoreClosedError, StoreError, ValidationError
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, finished
@@ -181,10 +181,22 @@ class _Using:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self.store._lock.release()
         if isinstance(error, sqlite3.Error):
-            doing = self.doing if self.task_id is None else f"{self.doing} {self.task_id!r}"
-            raise failure(self.store.path, doing, error) from error
+            raise self._failed(error)
+        self.store._lock.release()
+
+    def _failed(self, error: sqlite3.Error) -> StoreError:
+        """The StoreError for SQLite's ``error`` (its ``__cause__``), once a verb's hold it
+        ended was told (under the lock, then let go: the hold is the lock holder's)."""
+        store = self.store
+        doing = self.doing if self.task_id is None else f"{self.doing} {self.task_id!r}"
+        failed = failure(store.path, doing, error)
+        failed.__cause__ = error
+        try:
+            store._ended_hold(doing, error, failed)
+        finally:
+            store._lock.release()
+        return failed
 
 
 class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):

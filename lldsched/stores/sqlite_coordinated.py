@@ -38,6 +38,7 @@ from lldsched.stores.sqlite_rows import (
     UPDATE,
     UPSERT,
     begin,
+    failure,
     fetch,
     immediate,
     rollback,
@@ -69,6 +70,7 @@ class CoordinatedMethods:
     path: str
     _lock: threading.RLock
     _shared: SharedState | None
+    _connection: sqlite3.Connection | None
     _defined: dict[str, Task]
     _counts: dict[str, int]
     _gate: WriteGate | None
@@ -416,7 +418,9 @@ class CoordinatedMethods:
         as they were before them (the feed's cursor too, which this process's own writes
         move on: a version rolled back is taken again by another process's next write)
         and :class:`~lldsched.persistence.HoldNotCommitted` names every task written
-        (:mod:`lldsched.stores.held`), for the runtime to write again."""
+        (:mod:`lldsched.stores.held`), for the runtime to write again, and what failed:
+        the call inside whose failure SQLite rolled the transaction back, and SQLite's
+        words (:meth:`_ended_hold`), or the COMMIT's error."""
         with self._using("take the write lock for a verb on task", task_id) as connection:
             shared = self._coordinated()
             gate = self._gate
@@ -433,15 +437,21 @@ class CoordinatedMethods:
                 yield
             finally:
                 shared.hold = None
-                failed: BaseException | None = None
+                failed: StoreError | None = None
                 try:
                     if connection.in_transaction:
                         connection.execute("COMMIT")
                     else:  # rolled back under the hold by a statement that failed inside
-                        failed = StoreError("its transaction was rolled back by SQLite")
+                        failed = held.ended_error(
+                            f"the SQLite store {self.path!r}",
+                            "and SQLite rolled its transaction back",
+                            "found its transaction rolled back at its end, by no call of the "
+                            "store's that failed",
+                        )
                 except sqlite3.Error as exc:
                     rollback(connection)
-                    failed = exc
+                    failed = failure(self.path, "commit it", exc)
+                    failed.__cause__ = exc
                 except BaseException:
                     rollback(connection)
                     raise
@@ -451,7 +461,20 @@ class CoordinatedMethods:
                 if failed is not None:
                     shared.cursor = min(shared.cursor, cursor)  # read again from there
                     shared.removals &= removals  # the hold's own removals are undone
-                    raise held.undo(failed) from None
+                    raise held.undo(failed) from failed.__cause__  # what ended it
+
+    def _ended_hold(self, doing: str, error: sqlite3.Error, failed: StoreError) -> None:
+        """A call (``doing``: ``"save task 'a'"``) failed with SQLite's ``error`` (``failed``:
+        the StoreError it raises; caller holds the lock): inside a verb's hold whose
+        transaction SQLite rolled back with it (a full disk, an I/O error), noted for the
+        hold's end to name (:meth:`HeldWrites.ended_error
+        <lldsched.stores.held.HeldWrites.ended_error>`).  Before, it said only that SQLite
+        rolled its transaction back, not on what nor why."""
+        shared, connection = self._shared, self._connection
+        if shared is None or shared.hold is None or connection is None:
+            return
+        if not connection.in_transaction:
+            shared.hold.ended(doing, f"{type(error).__name__}: {error}", failed)
 
     def leases(self) -> list[Lease]:
         """Every lease row, expired ones included, by token (for people and tests)."""
