@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from exercises.checks import Result, run_checks, timer_checks
+from exercises.checks import HOLDS_THE_LOCK, Result, run_checks, timer_checks
 from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import reference_retry_at, retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
@@ -606,6 +606,16 @@ def test_the_timer_checker_fails_each_mistake_with_a_message_naming_it(
 ) -> None:
     message = failure(timer_results(answer), check)
     assert named in message
+
+
+def test_a_lock_held_once_is_waited_for_briefly_by_every_later_check() -> None:
+    """Once a consumer held the lock for HELD seconds (here in the poll check's clean-up),
+    every later check that meets the held lock names it after HELD_AGAIN (0.1 s), not
+    another whole second each (the run took 18 s so); a right queue never holds it that
+    long (the passing tests)."""
+    held = [r for r in timer_results(SleepsUnderTheLock) if HOLDS_THE_LOCK in r.message]
+    assert len(held) >= 7, held
+    assert all(" 0.1 s: " in r.message for r in held), held
 
 
 def test_a_pop_that_returns_none_after_a_wake_up_is_not_told_about_while() -> None:

@@ -528,11 +528,26 @@ def test_the_timer_checker_finds_the_condition_of_a_queue_with_slots() -> None:
 
 class PopsOutsideTheLock(TaskQueue):
     """Tests the head under the lock, and pops it after letting the lock go: two consumers
-    woken together both take the same head (the barrier holds the window open)."""
+    woken together both take the same head (the barrier holds the window open while
+    another consumer of the queue is inside pop_due; one alone pops at once, so the checks
+    of one consumer do not wait out the barrier)."""
 
     window = threading.Barrier(2)
 
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self.inside = 0  # consumers inside pop_due, counted under the Condition
+
     def pop_due(self) -> str:
+        with self._cond:
+            self.inside += 1
+        try:
+            return self._pop_due()
+        finally:
+            with self._cond:
+                self.inside -= 1
+
+    def _pop_due(self) -> str:
         while True:
             with self._cond:
                 while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
@@ -545,11 +560,13 @@ class PopsOutsideTheLock(TaskQueue):
                 if delay > 0:
                     self._cond.wait(delay)
                     continue
+                paired = self.inside > 1
             # the mistake under test: the lock is let go between the test and the pop
-            try:
-                self.window.wait(timeout=0.5)
-            except threading.BrokenBarrierError:  # one consumer alone: ready for the next pair
-                self.window.reset()
+            if paired:
+                try:
+                    self.window.wait(timeout=0.5)
+                except threading.BrokenBarrierError:  # the other did not come: ready again
+                    self.window.reset()
             with self._cond:
                 heapq.heappop(self._heap)
                 self._live.pop(task, None)
