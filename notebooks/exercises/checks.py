@@ -729,7 +729,7 @@ HELD_AGAIN = 0.1
 a push never returns).  A right queue holds its lock for microseconds and lets it go
 inside ``wait``, so it never meets this bound, even on a loaded machine: only an answer
 seen holding the lock a whole second does, and each later check still names the lock,
-after 0.1 s (20,000 times a right answer's hold) instead of another second and then a
+after 0.1 s (thousands of times a right answer's hold) instead of another second and then a
 second more for its clean-up: that answer's run took 18 s, 4 s now."""
 HOLDS_THE_LOCK = (
     "pop_due holds the lock while it waits (a time.sleep or a loop inside `with "
