@@ -1326,6 +1326,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             raise
 
     def release(rig: Rig, consumers: Consumers) -> None:
+        """A check's clean-up (:func:`_release`), the lock waited for as :func:`locked`."""
         if not _release(rig, consumers, held[0]):
             held[0] = HELD_AGAIN
 
