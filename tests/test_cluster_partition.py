@@ -255,6 +255,9 @@ def test_a_coroutine_whose_lease_was_counted_lost_behind_a_black_hole_is_stopped
     (record,) = cut.task("bh-async").history
     assert record.error is not None and "no longer holds its lease" in record.error
     assert [lease.token for lease in reader.leases()] == [taken.token]
+    # The run taken over ends only when cancelled: cancelled here, or the fixture's
+    # shutdown(timeout=10) waits 9 s for it before cancelling it itself.
+    other.cancel("bh-async")
 
 
 def test_a_node_whose_connections_are_reset_says_so_once_and_runs_every_slot_once_when_healed(

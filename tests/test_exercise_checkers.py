@@ -19,11 +19,15 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from exercises.checks import Result, run_checks, timer_checks
+from exercises.checks import HOLDS_THE_LOCK, Result, run_checks, timer_checks
 from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import reference_retry_at, retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
 from exercises.solutions import TaskQueue, next_slot, parse_field, retry_at, runs_after_resume
+
+from tests.timer_runs import timer_results_of
+
+TimerResults = Callable[[Any], list[Result]]  # the timer_results fixture
 
 # -- the timer: the mistakes a learner makes, each named ----------------------------------------
 
@@ -529,17 +533,13 @@ def failure(results: list[Result], check: str) -> str:
     return result.message
 
 
-TIMER_RESULTS: dict[str, list[Result]] = {}  # by answer class name: timer_results' runs
-
-
-def timer_results(answer: type[TaskQueue]) -> list[Result]:
-    """Every timer check run once against ``answer`` (the whole run, as a learner's
+@pytest.fixture(scope="module")
+def timer_results(request: pytest.FixtureRequest) -> TimerResults:
+    """Every timer check run once against an answer (the whole run, as a learner's
     ``check_task_queue`` makes it, so each check must end on every wrong answer); an answer
-    with two mistakes to name is run once, not once per mistake (SleepsUnderTheLock's run
-    takes about ten seconds: each check waits out its bound on the held lock)."""
-    if answer.__name__ not in TIMER_RESULTS:
-        TIMER_RESULTS[answer.__name__] = run_checks(timer_checks(answer))
-    return TIMER_RESULTS[answer.__name__]
+    with two mistakes to name is run once, not once per mistake.  The runs of every answer
+    the selected tests of this file ask for are made at once (``tests/timer_runs.py``)."""
+    return timer_results_of(request)
 
 
 TIMER_MISTAKES = [
@@ -602,21 +602,37 @@ TIMER_MISTAKES = [
     ids=[f"{m[0].__name__}-{m[1]}" for m in TIMER_MISTAKES],
 )
 def test_the_timer_checker_fails_each_mistake_with_a_message_naming_it(
-    answer: type[TaskQueue], check: str, named: str
+    answer: type[TaskQueue], check: str, named: str, timer_results: TimerResults
 ) -> None:
     message = failure(timer_results(answer), check)
     assert named in message
 
 
-def test_a_pop_that_returns_none_after_a_wake_up_is_not_told_about_while() -> None:
+@pytest.mark.parametrize("answer", [SleepsUnderTheLock])
+def test_a_lock_held_once_is_waited_for_briefly_by_every_later_check(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    """Once a consumer held the lock for HELD seconds (here in the poll check's clean-up),
+    every later check that meets the held lock names it after HELD_AGAIN (0.1 s), not
+    another whole second each (the run took 18 s so); a right queue never holds it that
+    long (the passing tests)."""
+    held = [r for r in timer_results(answer) if HOLDS_THE_LOCK in r.message]
+    assert len(held) >= 7, held
+    assert all(" 0.1 s: " in r.message for r in held), held
+
+
+@pytest.mark.parametrize("answer", [WaitsOnceThenReturnsNone])
+def test_a_pop_that_returns_none_after_a_wake_up_is_not_told_about_while(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
     """It waited, woke and returned None: the fault is the None, not an ``if``."""
-    message = failure(timer_results(WaitsOnceThenReturnsNone), "spurious wake-up")
+    message = failure(timer_results(answer), "spurious wake-up")
     assert "pop_due returned None" in message and "`while` is needed" not in message
 
 
 @pytest.mark.parametrize("answer", [TimeoutFromAnotherClock, WaitsWithoutATimeout])
 def test_a_wait_that_never_ends_in_time_is_not_blamed_on_cancel_or_a_stale_head(
-    answer: type[TaskQueue],
+    answer: type[TaskQueue], timer_results: TimerResults
 ) -> None:
     """Their cancel and push are right: a check that a cancel or a re-armed head fails on
     says what the wait did, not "a cancel marks only the entry of the task it names" or
@@ -626,18 +642,24 @@ def test_a_wait_that_never_ends_in_time_is_not_blamed_on_cancel_or_a_stale_head(
         assert "from the old head" not in result.message, result
 
 
-def test_a_push_that_notifies_only_an_empty_queue_is_not_told_it_called_notify_all() -> None:
+@pytest.mark.parametrize("answer", [NotifiesOnlyIntoAnEmptyQueue])
+def test_a_push_that_notifies_only_an_empty_queue_is_not_told_it_called_notify_all(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
     """Its one notify_all() was for the first entry, pushed before the waiters parked: the
     two-waiter check counts what the two new heads' pushes did, not the fill's push, so
     it does not say "your push called notify_all()" and blame the waiters' timeouts."""
-    message = failure(timer_results(NotifiesOnlyIntoAnEmptyQueue), "both of two waiters")
+    message = failure(timer_results(answer), "both of two waiters")
     assert "your push called notify_all()" not in message
     assert "went back to the timeout" not in message
 
 
-def test_a_push_into_an_empty_queue_that_wakes_nobody_is_not_blamed_on_cancel() -> None:
+@pytest.mark.parametrize("answer", [NotifiesOnlyBeforeAHead])
+def test_a_push_into_an_empty_queue_that_wakes_nobody_is_not_blamed_on_cancel(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
     """Its cancel is right: only the check of pushes into an empty queue fails."""
-    failed = [r.description for r in timer_results(NotifiesOnlyBeforeAHead) if not r.passed]
+    failed = [r.description for r in timer_results(answer) if not r.passed]
     assert failed == ["a push into an empty queue wakes a consumer waiting on it"]
 
 
@@ -664,9 +686,11 @@ def test_a_half_written_queue_is_told_what_is_not_written_and_no_mistake_besides
             assert method in result.message or result.message.startswith("raised"), result
 
 
-def test_the_timer_checker_passes_the_reference_queue() -> None:
-    results = run_checks(timer_checks(TaskQueue))
-    assert [r for r in results if not r.passed] == []
+@pytest.mark.parametrize("answer", [TaskQueue])
+def test_the_timer_checker_passes_the_reference_queue(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    assert [r for r in timer_results(answer) if not r.passed] == []
 
 
 class OwnLockAndWaitFor(TaskQueue):
@@ -744,9 +768,9 @@ class MarksTheEntryRemoved:
 
 @pytest.mark.parametrize("answer", [OwnLockAndWaitFor, MarksTheEntryRemoved])
 def test_the_timer_checker_passes_right_answers_written_another_way(
-    answer: Callable[[Any], Any],
+    answer: Callable[[Any], Any], timer_results: TimerResults
 ) -> None:
-    assert [r for r in run_checks(timer_checks(answer)) if not r.passed] == []
+    assert [r for r in timer_results(answer) if not r.passed] == []
 
 
 def test_the_timer_checker_reports_a_blank_answer_without_hanging() -> None:

@@ -24,11 +24,24 @@ import numpy
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from exercises.checks import ANSWER_LIMIT, Check, Result, run_checks, timer_checks
+from exercises.checks import ANSWER_LIMIT, Check, Result, run_checks
 from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
 from exercises.solutions import TaskQueue, next_slot, parse_field
+
+from tests.timer_runs import timer_results_of
+
+TimerResults = Callable[[Any], list[Result]]  # the timer_results fixture
+
+
+@pytest.fixture(scope="module")
+def timer_results(request: pytest.FixtureRequest) -> TimerResults:
+    """Every timer check run once against an answer, as a learner's ``check_task_queue``
+    runs them; the runs of every answer the selected tests of this file ask for are made
+    at once (``tests/timer_runs.py``)."""
+    return timer_results_of(request)
+
 
 SHORT = 0.5  # the limit a test gives a check that must hit it
 
@@ -417,14 +430,19 @@ class ReadsMonotonic(TaskQueue):
 
 
 @pytest.mark.parametrize("answer", [ReadsTheWallClock, ReadsMonotonic])
-def test_a_queue_that_reads_another_clock_is_told_so(answer: type[TaskQueue]) -> None:
-    message = failure(run_checks(timer_checks(answer)), "the clock it was given")
+def test_a_queue_that_reads_another_clock_is_told_so(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    message = failure(timer_results(answer), "the clock it was given")
     assert message.startswith("pop_due never called self._clock()")
     assert "time.time(), time.monotonic()" in message
 
 
-def test_a_push_that_never_returns_fails_every_check_without_hanging() -> None:
-    results = run_checks(timer_checks(PushThatWaits))
+@pytest.mark.parametrize("answer", [PushThatWaits])
+def test_a_push_that_never_returns_fails_every_check_without_hanging(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    results = timer_results(answer)
     assert all(not r.passed and "push waits or loops" in r.message for r in results)
     assert "did not return within 0.1 s" in results[-1].message  # cut after the first
 
@@ -517,22 +535,42 @@ class TwoConditionsOnOneLock(TaskQueue):
 @pytest.mark.parametrize(
     "answer", [SortedListWithBisect, ConditionOnTheClass, TwoConditionsOnOneLock]
 )
-def test_the_timer_checker_passes_right_queues_of_other_shapes(answer: type) -> None:
-    assert refused(run_checks(timer_checks(answer))) == []
+def test_the_timer_checker_passes_right_queues_of_other_shapes(
+    answer: type, timer_results: TimerResults
+) -> None:
+    assert refused(timer_results(answer)) == []
 
 
-def test_the_timer_checker_finds_the_condition_of_a_queue_with_slots() -> None:
-    assert not hasattr(WithSlots(), "__dict__")
-    assert refused(run_checks(timer_checks(WithSlots))) == []
+@pytest.mark.parametrize("answer", [WithSlots])
+def test_the_timer_checker_finds_the_condition_of_a_queue_with_slots(
+    answer: type, timer_results: TimerResults
+) -> None:
+    assert not hasattr(answer(), "__dict__")
+    assert refused(timer_results(answer)) == []
 
 
 class PopsOutsideTheLock(TaskQueue):
     """Tests the head under the lock, and pops it after letting the lock go: two consumers
-    woken together both take the same head (the barrier holds the window open)."""
+    woken together both take the same head (the barrier holds the window open while
+    another consumer of the queue is inside pop_due; one alone pops at once, so the checks
+    of one consumer do not wait out the barrier)."""
 
     window = threading.Barrier(2)
 
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self.inside = 0  # consumers inside pop_due, counted under the Condition
+
     def pop_due(self) -> str:
+        with self._cond:
+            self.inside += 1
+        try:
+            return self._pop_due()
+        finally:
+            with self._cond:
+                self.inside -= 1
+
+    def _pop_due(self) -> str:
         while True:
             with self._cond:
                 while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
@@ -545,21 +583,32 @@ class PopsOutsideTheLock(TaskQueue):
                 if delay > 0:
                     self._cond.wait(delay)
                     continue
+                paired = self.inside > 1
             # the mistake under test: the lock is let go between the test and the pop
-            try:
-                self.window.wait(timeout=0.5)
-            except threading.BrokenBarrierError:  # one consumer alone: ready for the next pair
-                self.window.reset()
+            if paired:
+                try:
+                    self.window.wait(timeout=0.5)
+                except threading.BrokenBarrierError:  # the other did not come: ready again
+                    self.window.reset()
             with self._cond:
                 heapq.heappop(self._heap)
                 self._live.pop(task, None)
             return task
 
 
-def test_two_consumers_given_the_same_head_are_told_to_test_and_pop_under_one_lock() -> None:
-    message = failure(run_checks(timer_checks(PopsOutsideTheLock)), "both of two waiters")
+@pytest.mark.parametrize("answer", [PopsOutsideTheLock])
+def test_two_consumers_given_the_same_head_are_told_to_test_and_pop_under_one_lock(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    results = timer_results(answer)
+    message = failure(results, "both of two waiters")
     assert "'first' came out twice" in message
     assert "test the head and pop it in one `with self._cond`" in message
+    # a consumer alone pops at once: only the checks of two consumers meet the race
+    assert [r.description for r in results if not r.passed] == [
+        "a new head wakes both of two waiters (notify_all)",
+        "one new head, two waiters: one takes it, the other waits on",
+    ]
 
 
 # -- cheats: an answer that does not compute the rule must not pass ----------------------------
@@ -800,8 +849,11 @@ class SortsCopiesOfTheDues(TaskQueue):
             self._cond.notify_all()
 
 
-def test_a_sort_on_every_push_of_copied_due_times_is_not_taken_for_a_heap() -> None:
-    told = failure(run_checks(timer_checks(SortsCopiesOfTheDues)), "push and pop cost O(log n)")
+@pytest.mark.parametrize("answer", [SortsCopiesOfTheDues])
+def test_a_sort_on_every_push_of_copied_due_times_is_not_taken_for_a_heap(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    told = failure(timer_results(answer), "push and pop cost O(log n)")
     assert "float(due)" in told and "as it is given" in told, told
 
 
@@ -820,8 +872,11 @@ class PopExits(TaskQueue):
         sys.exit("giving up")
 
 
-def test_a_pop_due_that_exits_is_told_so_not_that_its_task_came_late() -> None:
-    told = failure(run_checks(timer_checks(PopExits)), "returns what is due at once")
+@pytest.mark.parametrize("answer", [PopExits])
+def test_a_pop_due_that_exits_is_told_so_not_that_its_task_came_late(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    told = failure(timer_results(answer), "returns what is due at once")
     assert told == "pop_due raised SystemExit: giving up", told
 
 
@@ -836,11 +891,14 @@ class NotifiesTheOtherCondition(TwoConditionsOnOneLock):
             self._not_empty.notify_all()  # the mistake under test: not `_cond`
 
 
+@pytest.mark.parametrize("answer", [NotifiesTheOtherCondition])
 @pytest.mark.parametrize(
     "check", ["re-arms a timer waiting on a later head", "a new head wakes both of two waiters"]
 )
-def test_a_push_that_notifies_a_condition_nobody_waits_on_is_told_so(check: str) -> None:
-    told = failure(run_checks(timer_checks(NotifiesTheOtherCondition)), check)
+def test_a_push_that_notifies_a_condition_nobody_waits_on_is_told_so(
+    answer: type[TaskQueue], check: str, timer_results: TimerResults
+) -> None:
+    told = failure(timer_results(answer), check)
     assert "no consumer was waiting on" in told and "went back to the timeout" not in told, told
 
 
@@ -1036,7 +1094,10 @@ class NotifiesInCamelCase(TaskQueue):
             self._cond.notifyAll()
 
 
-def test_a_right_queue_that_calls_notify_all_in_its_old_spelling_passes() -> None:
-    with warnings.catch_warnings():
+@pytest.mark.parametrize("answer", [NotifiesInCamelCase])
+def test_a_right_queue_that_calls_notify_all_in_its_old_spelling_passes(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    with warnings.catch_warnings():  # where the run is made here (no other test asked)
         warnings.simplefilter("ignore", DeprecationWarning)
-        assert refused(run_checks(timer_checks(NotifiesInCamelCase))) == []
+        assert refused(timer_results(answer)) == []

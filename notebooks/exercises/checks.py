@@ -723,6 +723,14 @@ wakes at least every ``max_wait``, 60 s, to notice a wall-clock jump: no shorter
 IDLE = 0.3  # seconds the poll check watches a consumer with nothing due
 LATE = 0.5  # seconds after its due instant by which a task must be returned (room for load)
 HELD = 1.0  # seconds a push, a cancel or the checker may wait for the queue's lock
+HELD_AGAIN = 0.1
+"""Seconds the same waits get once a check of this run, or its clean-up, waited
+:data:`HELD` seconds for the lock in vain (a consumer holds it: :data:`HOLDS_THE_LOCK`, or
+a push never returns).  A right queue holds its lock for microseconds and lets it go
+inside ``wait``, so it never meets this bound, even on a loaded machine: only an answer
+seen holding the lock a whole second does, and each later check still names the lock,
+after 0.1 s (thousands of times a right answer's hold) instead of another second and then a
+second more for its clean-up: that answer's run took 18 s, 4 s now."""
 HOLDS_THE_LOCK = (
     "pop_due holds the lock while it waits (a time.sleep or a loop inside `with "
     "self._cond`), so nothing else can get in; wait on the condition, which releases the "
@@ -730,12 +738,17 @@ HOLDS_THE_LOCK = (
 )
 
 
+class NotReturned(AssertionError):
+    """A call :func:`bounded` made did not return within its limit."""
+
+
 def bounded(
     call: Callable[[], object], what: str, why: str = HOLDS_THE_LOCK, limit: float = HELD
 ) -> None:
     """Run ``call`` (a push or a cancel the checker makes, while a consumer may hold the
     queue's lock) and let it take at most ``limit`` seconds; it runs on a daemon thread,
-    left behind if it never returns, and ``why`` says what that most likely means."""
+    left behind if it never returns (:class:`NotReturned`), and ``why`` says what that
+    most likely means."""
     raised: list[BaseException] = []
 
     def run() -> None:
@@ -748,7 +761,7 @@ def bounded(
     thread.start()
     thread.join(limit)
     if thread.is_alive():
-        raise AssertionError(f"{what} did not return within {limit:g} s: {why}")
+        raise NotReturned(f"{what} did not return within {limit:g} s: {why}")
     if raised:
         raise raised[0]
 
@@ -892,13 +905,13 @@ class WatchedCondition:
                     pass
         return ok
 
-    def spurious_wake_up(self) -> None:
+    def spurious_wake_up(self, limit: float = HELD) -> None:
         """Wake every waiter although nothing changed (if the lock can be had within
-        :data:`HELD` seconds: a waiter that never releases it is told so)."""
+        ``limit`` seconds: a waiter that never releases it is told so, :class:`NotReturned`)."""
         for condition in self.conditions:
-            if not condition.acquire(timeout=HELD):
-                raise AssertionError(
-                    f"the checker could not take the lock in {HELD:g} s: {HOLDS_THE_LOCK}"
+            if not condition.acquire(timeout=limit):
+                raise NotReturned(
+                    f"the checker could not take the lock in {limit:g} s: {HOLDS_THE_LOCK}"
                 )
             try:
                 condition.notify_all()
@@ -1036,18 +1049,25 @@ def _rig(make_queue: Callable[[Any], Any]) -> Rig:
     )
 
 
-def _release(rig: Rig, consumers: Consumers) -> None:
-    """Give every consumer still inside pop_due something to take, and let them go."""
+def _release(rig: Rig, consumers: Consumers, limit: float = HELD) -> bool:
+    """Give every consumer still inside pop_due something to take, and let them go, each
+    push and the wake-up within ``limit`` seconds; False when one of them did not return
+    (a consumer holds the lock, or push waits), and the threads are left parked."""
     alive = sum(thread.is_alive() for thread in consumers.threads)
     try:
         for n in range(alive * 2):
             task = f"release-{n}"
-            bounded(partial(rig.queue.push, task, rig.clock.peek() - 1), f"push({task!r})")
-        rig.cond.spurious_wake_up()
-    except Exception:  # a queue that raises or holds its lock: leave its threads parked
-        return
+            bounded(
+                partial(rig.queue.push, task, rig.clock.peek() - 1), f"push({task!r})", limit=limit
+            )
+        rig.cond.spurious_wake_up(limit)
+    except NotReturned:
+        return False
+    except Exception:  # a queue that raises: leave its threads parked
+        return True
     for thread in consumers.threads:
         thread.join(0.1)
+    return True
 
 
 PUSH_STUCK = (
@@ -1287,6 +1307,28 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     """The checks of the timer exercise, against ``make_queue(clock)`` (the class)."""
     patience = [1.0]  # seconds to wait for consumers to park; cut once they never do
     push_patience = [math.inf]  # cut to 0.1 s once a push never returned
+    held = [HELD]  # seconds to wait for the queue's lock; HELD_AGAIN once a consumer held it
+
+    def locked(call: Callable[[], object], what: str) -> None:
+        """``call`` (a push or a cancel) while a consumer may hold the lock: bounded."""
+        try:
+            bounded(call, what, limit=held[0])
+        except NotReturned:
+            held[0] = HELD_AGAIN
+            raise
+
+    def wake(rig: Rig) -> None:
+        """A spurious wake-up of ``rig``'s waiters, the lock waited for as :func:`locked`."""
+        try:
+            rig.cond.spurious_wake_up(held[0])
+        except NotReturned:
+            held[0] = HELD_AGAIN
+            raise
+
+    def release(rig: Rig, consumers: Consumers) -> None:
+        """A check's clean-up (:func:`_release`), the lock waited for as :func:`locked`."""
+        if not _release(rig, consumers, held[0]):
+            held[0] = HELD_AGAIN
 
     def fill(rig: Rig, entries: Sequence[tuple[str, float]], limit: float = HELD) -> None:
         try:
@@ -1304,9 +1346,10 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         patience[0] = 0.1  # a queue that never waits on its Condition: do not wait again
         if rig.cond.waits or not all(thread.is_alive() for thread in consumers.threads):
             return  # it waits, or a consumer returned or raised: the check tells which
-        if not rig.cond.inner.acquire(timeout=HELD):
+        if not rig.cond.inner.acquire(timeout=held[0]):
+            limit, held[0] = held[0], HELD_AGAIN
             raise AssertionError(
-                f"the checker could not take the lock in {HELD:g} s: {HOLDS_THE_LOCK}"
+                f"the checker could not take the lock in {limit:g} s: {HOLDS_THE_LOCK}"
             )
         rig.cond.inner.release()
         raise AssertionError(NEVER_WAITS)
@@ -1320,7 +1363,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             got = consumers.next(LATE)
             reads = rig.clock.reads - reads
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
         came = "came out" if got is not None else f"did not come out within {LATE} s"
         assert reads, (
             f"pop_due never called self._clock(): a task due 1 s ago by that clock {came}, "
@@ -1345,7 +1388,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         try:
             got = consumers.names(3, LATE)
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
         expected = ["cleanup", "alert", "report"]
         assert len(got) == 3, (
             f"expected cleanup, alert, report (all due already) at once, got only {got}: "
@@ -1379,7 +1422,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 ),
             )
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
 
     def idle(nightly: bool) -> tuple[int, int, float, float]:
         """A consumer on a fresh queue, empty or holding 'nightly' due in 12 h, watched for
@@ -1396,7 +1439,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         reads, waits = rig.clock.reads - reads, rig.cond.waits - waits
         cpu = time.process_time() - cpu
         timeouts = list(rig.cond.timeouts)
-        _release(rig, consumers)
+        release(rig, consumers)
         assert early is None, f"returned {early[0]!r} twelve hours early"
         short = min((t for t in timeouts if t is not None), default=POLL_FLOOR)
         return reads, waits, cpu, short
@@ -1438,8 +1481,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             park(parked, on_parked)
             park(empty, on_empty)
             for _ in range(2):
-                parked.cond.spurious_wake_up()
-                empty.cond.spurious_wake_up()
+                wake(parked)
+                wake(empty)
             for consumers, rig, where in [
                 (on_parked, parked, "a task due in 12 h"),
                 (on_empty, empty, "nothing"),
@@ -1463,8 +1506,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                     "notify, a timeout, or spuriously: re-test after every wait)"
                 )
         finally:
-            _release(parked, on_parked)
-            _release(empty, on_empty)
+            release(parked, on_parked)
+            release(empty, on_empty)
 
     def push_wakes_a_parked_timer() -> None:
         rig = _rig(make_queue)
@@ -1473,7 +1516,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         try:
             park(rig, consumers)
             due = rig.clock.peek()
-            bounded(lambda: rig.queue.push("urgent", due), "push('urgent')")
+            locked(lambda: rig.queue.push("urgent", due), "push('urgent')")
             _expect(
                 consumers,
                 "urgent",
@@ -1483,7 +1526,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 "that makes a new head must notify the condition",
             )
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
 
     def push_wakes_a_waiter_on_an_empty_queue() -> None:
         rig = _rig(make_queue)
@@ -1512,7 +1555,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 "head, leaves that case out)",
             )
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
 
     def push_re_arms_a_waiting_timer() -> None:
         rig = _rig(make_queue)
@@ -1523,7 +1566,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             due = rig.clock.peek() + 0.2
             before = rig.cond.notifies + rig.cond.notify_alls
             strays = rig.cond.strays
-            bounded(lambda: rig.queue.push("soon", due), "push('soon')")
+            locked(lambda: rig.queue.push("soon", due), "push('soon')")
             notifies = rig.cond.notifies + rig.cond.notify_alls - before
             notified = notifies > 0
             stray = notified and rig.cond.strays - strays == notifies
@@ -1546,7 +1589,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 ),
             )
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
 
     def two_waiters_both_re_arm() -> None:
         rig = _rig(make_queue)
@@ -1560,9 +1603,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             # them, nor the release's after them
             notifies, notify_alls = -rig.cond.notifies, -rig.cond.notify_alls
             strays = -rig.cond.strays
-            bounded(lambda: rig.queue.push("first", due), "push('first')")
+            locked(lambda: rig.queue.push("first", due), "push('first')")
             # same instant, later arrival: not a new head
-            bounded(lambda: rig.queue.push("second", due), "push('second')")
+            locked(lambda: rig.queue.push("second", due), "push('second')")
             notifies += rig.cond.notifies
             notify_alls += rig.cond.notify_alls
             strays += rig.cond.strays
@@ -1573,7 +1616,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             late = len(got) < 2 and notify_alls and not notifies
             waited = _late_wait(rig, consumers, 0.1) if late else None
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
         if notifies + notify_alls and strays == notifies + notify_alls:
             hint = STRAY_NOTIFY
         elif notifies:
@@ -1607,7 +1650,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         try:
             park(rig, consumers, 2)
             due = rig.clock.peek() + 0.1
-            bounded(lambda: rig.queue.push("soon", due), "push('soon')")
+            locked(lambda: rig.queue.push("soon", due), "push('soon')")
             _expect(
                 consumers,
                 "soon",
@@ -1617,7 +1660,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             )
             extra = consumers.next(0.1)  # 'nightly' is 12 h off: nothing else comes out
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
         assert extra is None, (
             f"two consumers waited for 'soon', due in 0.1 s; one took it and the other "
             f"returned {extra[0]!r}, due in 12 h: a wait that timed out only says the head "
@@ -1667,7 +1710,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         try:
             got = consumers.names(others, LATE)
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
         assert cancelled not in got, f"the cancelled {cancelled!r} still ran: got {got}"
         due_first = sorted(dues, key=lambda task: -dues[task])
         lost = ", ".join(repr(t) for t in due_first if t != cancelled and t not in got)
@@ -1701,7 +1744,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         try:
             park(rig, consumers)
             # the consumer is parked on it: a tombstone now
-            bounded(lambda: rig.queue.cancel("doomed"), "cancel('doomed')")
+            locked(lambda: rig.queue.cancel("doomed"), "cancel('doomed')")
             first = consumers.next(start + 0.15 + LATE - rig.clock.peek())
             assert first is not None, (
                 f"'kept', not cancelled, did not come out within {LATE} s of its due time "
@@ -1719,15 +1762,15 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             assert first[0] == "kept", f"expected 'kept', got {first[0]!r}"
             again = rig.clock.peek()
             # pushed again after its cancel: live again
-            bounded(lambda: rig.queue.push("doomed", again), "push('doomed')")
-            rig.cond.spurious_wake_up()  # this check is about tombstones, not about notify
+            locked(lambda: rig.queue.push("doomed", again), "push('doomed')")
+            wake(rig)  # this check is about tombstones, not about notify
             second = consumers.next(again + LATE - rig.clock.peek())
             assert second is not None and second[0] == "doomed", (
                 "'doomed', cancelled and then pushed again, never came back: a tombstone "
                 "must kill the old entry only (remember the sequence of each task's live entry)"
             )
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
 
     def cancel_leaves_the_others() -> None:
         # 'digest' is neither the head nor the last entry: a cancel that takes out the
@@ -1756,7 +1799,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             # taken already, then again, then a task never pushed
             for task in ("once", "once", "never-pushed"):
                 try:
-                    bounded(partial(rig.queue.cancel, task), f"cancel({task!r})")
+                    locked(partial(rig.queue.cancel, task), f"cancel({task!r})")
                 except (AssertionError, NotImplementedError):
                     raise  # NotImplementedError: cancel is not written yet, nothing to explain
                 except Exception as error:
@@ -1766,8 +1809,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                         "that just took the task, or come twice: then it does nothing"
                     ) from None
             again = rig.clock.peek()
-            bounded(partial(rig.queue.push, "once", again), "push('once')")
-            rig.cond.spurious_wake_up()  # this check is about cancel, not about notify
+            locked(partial(rig.queue.push, "once", again), "push('once')")
+            wake(rig)  # this check is about cancel, not about notify
             _expect(
                 consumers,
                 "once",
@@ -1776,7 +1819,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 "pushed again after a cancel that found it already taken",
             )
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
 
     def re_push_replaces_the_entry() -> None:
         rig = _rig(make_queue)
@@ -1804,7 +1847,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 got.append(extra)
             waited = _late_wait(rig, consumers, 0.3) if not got else None
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
         names = [name for name, _ in got]
         assert names.count("report") < 2, (
             "'report', pushed at +0.1 s and pushed again at +0.25 s, came out twice: "
@@ -1842,7 +1885,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             while got < HEAP_SIZE and consumers.next(LATE) is not None:
                 got += 1
         finally:
-            _release(rig, consumers)
+            release(rig, consumers)
         assert got == HEAP_SIZE, (
             f"pushed {HEAP_SIZE} tasks, all due already, and only {got} came back"
         )
