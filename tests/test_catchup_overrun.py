@@ -525,8 +525,11 @@ def test_a_restart_within_grace_puts_back_the_slot_to_resume_at_and_skips_it(
     opened: list[SqliteTaskStore] = []
 
     def store() -> TaskStore:
+        """The store as the next process opens it (the last one's closed: it stopped)."""
         if kind == "memory":
             return memory
+        if opened:
+            opened[-1].close()
         opened.append(SqliteTaskStore(tmp_path / "tasks.db"))
         return opened[-1]
 
