@@ -364,7 +364,7 @@ class TaskStoreContract:
         or of None skips a slot decided to run."""
         store = self._open()
         resume_at = T0 + 180.25  # not a whole second: a store must keep it as it is
-        resuming = {"next_run_at": T0 + 5, "waited": resume_at, "resumes": True}
+        resuming: dict[str, Any] = {"next_run_at": T0 + 5, "waited": resume_at, "resumes": True}
         planned = [
             _snapshot(_definition("owed"), **resuming),
             _snapshot(_definition("paused"), TaskStatus.PAUSED, **resuming),
