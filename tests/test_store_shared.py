@@ -342,25 +342,36 @@ def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(path: 
     writes rows without ``slot``.  Its pause leaves the due instant, and the slot with it;
     its settle or reschedule moves the due instant, and the slot left behind is not read
     (a later run would record it, and a fixed rate count its grid from it)."""
-    with SqliteTaskStore(path, shared=True) as store:
-        Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
-        (row,) = store.load_all()
-        store.save(row._replace(next_run_at=T0 + 9, slot=T0))  # a resume put the run off
+    _saved_job(path, next_run_at=T0 + 9, slot=T0)  # a resume put the run off
     older = sqlite3.connect(path, isolation_level=None)
     try:
         older.execute("UPDATE tasks SET status = 'paused' WHERE id = 'job'")  # its pause
-        with SqliteTaskStore(path, shared=True) as store:
-            (row,) = store.load_all()
-            assert (row.status, row.next_run_at, row.slot) == (TaskStatus.PAUSED, T0 + 9, T0)
+        row = _loaded_job(path)
+        assert (row.status, row.next_run_at, row.slot) == (TaskStatus.PAUSED, T0 + 9, T0)
         older.execute("UPDATE tasks SET status = 'scheduled', next_run_at = ? WHERE id = 'job'",
                       (T0 + 60,))  # fmt: skip
+        assert _loaded_job(path).slot is None
         with SqliteTaskStore(path, shared=True) as store:
-            (row,) = store.load_all()
-            assert (row.next_run_at, row.slot) == (T0 + 60, None)
             again = store.get("job")
-            assert again is not None and again.slot is None
+            assert again is not None and (again.next_run_at, again.slot) == (T0 + 60, None)
     finally:
         older.close()
+
+
+def _saved_job(path: str, **state: Any) -> None:
+    """A shared store on ``path`` registers ``job`` (one run at 09:00), then saves its row
+    with ``state`` (what a process of this release writes)."""
+    with SqliteTaskStore(path, shared=True) as store:
+        Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
+        (row,) = store.load_all()
+        store.save(row._replace(**state))
+
+
+def _loaded_job(path: str) -> TaskSnapshot:
+    """The row of ``job`` as a store opened on ``path`` now reads it."""
+    with SqliteTaskStore(path, shared=True) as store:
+        (row,) = store.load_all()
+    return row
 
 
 def test_a_file_of_version_7_reads_no_slot_to_resume_at_and_then_keeps_it(path: str) -> None:
@@ -368,10 +379,7 @@ def test_a_file_of_version_7_reads_no_slot_to_resume_at_and_then_keeps_it(path: 
     (``TaskSnapshot.resumes``): a file of version 7 gains the column, a plan's row written
     before reads as a slot decided to run (as that release read it), and a write since
     keeps it."""
-    with SqliteTaskStore(path, shared=True) as store:
-        Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
-        (row,) = store.load_all()
-        store.save(row._replace(waited=T0 + 60))
+    _saved_job(path, waited=T0 + 60)
     _downgrade_to_7(path)
     with SqliteTaskStore(path, shared=True) as store:
         (row,) = store.load_all()
@@ -389,24 +397,18 @@ def test_a_slot_to_resume_at_stands_only_while_it_is_the_waited_one(path: str) -
     writes ``waited`` without ``resume_at``: a slot of its own there (a ``run_now``'s put in
     front, a plan of its own) is not read as the slot to resume at the row kept before,
     and a plan it ended reads none."""
-    with SqliteTaskStore(path, shared=True) as store:
-        Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
-        (row,) = store.load_all()
-        store.save(row._replace(waited=T0 + 60, resumes=True))
+    _saved_job(path, waited=T0 + 60, resumes=True)
     older = sqlite3.connect(path, isolation_level=None)
     try:
         older.execute("UPDATE tasks SET status = 'paused' WHERE id = 'job'")  # its pause
-        with SqliteTaskStore(path, shared=True) as store:
-            (row,) = store.load_all()
-            assert (row.status, row.waited, row.resumes) == (TaskStatus.PAUSED, T0 + 60, True)
+        row = _loaded_job(path)
+        assert (row.status, row.waited, row.resumes) == (TaskStatus.PAUSED, T0 + 60, True)
         older.execute("UPDATE tasks SET waited = ? WHERE id = 'job'", (T0 + 30,))  # a run_now
-        with SqliteTaskStore(path, shared=True) as store:
-            (row,) = store.load_all()
-            assert (row.waited, row.resumes) == (T0 + 30, False)
+        row = _loaded_job(path)
+        assert (row.waited, row.resumes) == (T0 + 30, False)
         older.execute("UPDATE tasks SET waited = NULL WHERE id = 'job'")  # its plan spent
-        with SqliteTaskStore(path, shared=True) as store:
-            again = store.get("job")
-            assert again is not None and (again.waited, again.resumes) == (None, False)
+        row = _loaded_job(path)
+        assert (row.waited, row.resumes) == (None, False)
     finally:
         older.close()
 
