@@ -171,6 +171,15 @@ class TaskSnapshot(NamedTuple):
     says that slot and that due, docs/DECISIONS.md, "Resume re-anchors a fixed-rate
     grid"); None otherwise, and always for a retry (whose slot the records keep).  Every
     durable store keeps it, so the record is the same whichever process runs that run.
+
+    ``resumes`` is True when ``waited`` is the slot the task's own schedule resumes at
+    after a misfire decision's plan (``SKIP`` behind an owed retry, a plan cut at the
+    1,000-slot cap: :class:`~lldsched.schedules.catchup.CatchUp` ``resumes``), not a slot
+    decided to run (a ``run_now``'s, a catch-up slot): a run before it that outlasts it
+    skips it, as the own schedule skips the slots a run outlasts, where a decided slot
+    runs late.  Every durable store keeps it with ``waited``, so a plan put back from the
+    row (a restart within grace, a process following a shared store) skips that slot as
+    the process that decided the plan does; False otherwise.
     """
 
     task: Task
@@ -183,6 +192,7 @@ class TaskSnapshot(NamedTuple):
     running: bool = False
     waited: float | None = None
     slot: float | None = None
+    resumes: bool = False
 
 
 FINISHED_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED)

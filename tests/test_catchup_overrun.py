@@ -49,6 +49,7 @@ from lldsched import (
 from lldsched.core.recovery import MAX_SLOTS
 from lldsched.model import ExecutionRecord
 from lldsched.testing import Stepper
+from tests.cluster import StoreSpec, open_store
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.test_recovery import HOUR, JumpingClock, looked
 
@@ -425,3 +426,180 @@ def test_a_run_that_outlasts_the_slot_a_capped_plan_resumes_at_skips_it() -> Non
         (0.0, "skipped", 170.0), (60.0, "skipped", 170.0), (120.0, "skipped", 170.0),
         (180.0, "ok", 210.0),
     ]  # fmt: skip
+
+
+# -- a plan put back from a stored row -------------------------------------------------------
+#
+# Minutely from 09:01 (the n-th slot is _slot(n)), every process down from 09:00 until
+# 10 s after the 1,001st slot: more than MAX_SLOTS slots passed.  RUN_ONCE runs the 1,000th
+# slot (the last it listed), one record stands for the 1,001st on, and the plan resumes at
+# the 1,002nd (``CatchUp(..., resumes=True)``).  The 1,000th's first attempt fails at once;
+# its retry, 30 s later, runs until 10 s after the 1,004th: it outlasts the slot to resume
+# at, and the 1,002nd to the 1,004th are recorded skipped after it, then the 1,005th runs,
+# as for the process that decided the plan.  The row keeps the plan (``waited``, the
+# 1,002nd, and ``resumes``): a process that puts it back from the row without deciding it
+# again (a restart within grace of the retry's slot, or another process of a shared store
+# claiming the retry) does the same.  Before the row kept ``resumes``, it ran the 1,002nd
+# late, at the retry's finish.
+
+
+def _slot(n: int) -> float:
+    """The ``n``-th slot of :data:`MINUTELY` (09:01 is the first)."""
+    return T0 + 60.0 * n
+
+
+MINUTELY = FixedRate(60, start_delay=60)
+BACK = _slot(1001) + 10  # the first process after the downtime decides the plan
+RETRIED = BACK + 30  # the retry of the 1,000th, whose first attempt failed at BACK
+OUTLASTED = _slot(1004) + 10  # the retry's finish
+
+
+def _register_capped(scheduler: Scheduler) -> None:
+    scheduler.schedule(
+        "job", job, MINUTELY, id="job", misfire=MisfirePolicy(Misfire.RUN_ONCE),
+        args=(_slot(1000), RETRIED), retry=RetryPolicy(3, initial_backoff=30),
+    )  # fmt: skip
+
+
+def _registered(store: TaskStore) -> None:
+    """The process of 09:00 registers the task on ``store``; then every process is down."""
+    with Stepper(Scheduler(workers=1, clock=FakeClock(T0), store=store)) as steps:
+        _register_capped(steps.scheduler)
+
+
+def _decide(store: TaskStore, make: SchedulerFactory) -> tuple[Scheduler, FakeClock]:
+    """The first process after the downtime, on ``store``: it decides the plan (at its
+    start, or at its claim of the first slot on a shared store) and the 1,000th's first
+    attempt fails; the retry is due at :data:`RETRIED`."""
+    _close_gate()
+    clock = FakeClock(BACK)
+    scheduler = make(workers=1, clock=clock, store=store)
+    settle(scheduler)
+    return scheduler, clock
+
+
+def _hold_retry(clock: FakeClock, scheduler: Scheduler) -> None:
+    """The retry, due at :data:`RETRIED`, runs until :data:`OUTLASTED`; then the 1,005th
+    slot comes."""
+    clock.set(RETRIED)
+    assert HELD_STARTED.wait(5), "the retry did not start"
+    clock.set(OUTLASTED)
+    RELEASE.set()
+    settle(scheduler)
+    clock.set(_slot(1005))
+    settle(scheduler)
+
+
+def _after_the_retry(records: Sequence[ExecutionRecord]) -> list[tuple[float, str, float]]:
+    """What ``records`` say from the held retry on: (slot number, outcome, started)."""
+    (held,) = [i for i, r in enumerate(records) if r.due == RETRIED and r.outcome.ran]
+    return [((r.slot - T0) / 60, r.outcome.value, r.started) for r in records[held:]]
+
+
+AFTER_THE_RETRY = [
+    (1000.0, "ok", RETRIED),
+    (1002.0, "skipped", OUTLASTED),
+    (1003.0, "skipped", OUTLASTED),
+    (1004.0, "skipped", OUTLASTED),
+    (1005.0, "ok", _slot(1005)),
+]
+
+
+def test_the_process_that_decided_a_capped_plan_skips_the_slot_its_retry_outlasted(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    store = InMemoryTaskStore()
+    _registered(store)
+    scheduler, clock = _decide(store, make_scheduler)
+    _hold_retry(clock, scheduler)
+    assert _after_the_retry(store.records("job")) == AFTER_THE_RETRY
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_restart_within_grace_puts_back_the_slot_to_resume_at_and_skips_it(
+    make_scheduler: SchedulerFactory, kind: str, tmp_path: Path
+) -> None:
+    # Restarted at the retry's due instant: the 1,001st slot is 30 s late, within the
+    # misfire grace, so nothing is decided again, and the plan is the row's.
+    memory = InMemoryTaskStore()
+    opened: list[SqliteTaskStore] = []
+
+    def store() -> TaskStore:
+        """The store as the next process opens it (the last one's closed: it stopped)."""
+        if kind == "memory":
+            return memory
+        if opened:
+            opened[-1].close()
+        opened.append(SqliteTaskStore(tmp_path / "tasks.db"))
+        return opened[-1]
+
+    try:
+        _registered(store())
+        first, _ = _decide(store(), make_scheduler)
+        assert first.shutdown(timeout=5.0)
+        clock = FakeClock(RETRIED)
+        scheduler = make_scheduler(workers=1, clock=clock, store=store())
+        _hold_retry(clock, scheduler)
+        assert _after_the_retry(scheduler.task("job").history) == AFTER_THE_RETRY
+    finally:
+        RELEASE.set()
+        for each in opened:
+            each.close()
+
+
+def test_a_restart_within_grace_in_the_simulation_skips_the_slot_to_resume_at(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        Simulation(workers=1, start=T0, store=store).schedule(
+            "job", MINUTELY, id="job", misfire=MisfirePolicy(Misfire.RUN_ONCE),
+            retry=RetryPolicy(3, initial_backoff=30),
+        )  # fmt: skip
+    with SqliteTaskStore(path) as store:
+        first = Simulation(workers=1, start=BACK, store=store)
+        first.model("job", fails=Nth(0, True, False))
+        first.run(BACK + 1)  # the 1,000th's first attempt failed
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(workers=1, start=RETRIED, store=store)
+        sim.model("job", duration=Nth(0, OUTLASTED - RETRIED, 0.0))
+        sim.run(_slot(1005) + 1)
+        assert _after_the_retry(store.records("job")) == AFTER_THE_RETRY
+
+
+@pytest.mark.parametrize("made", ["restart", "follower"])
+def test_a_process_of_a_shared_store_puts_back_the_slot_to_resume_at_and_skips_it(
+    store_spec: StoreSpec, made: str
+) -> None:
+    # ``restart``: the deciding process stops, and one started at the retry's due instant
+    # loads the row and claims the retry (within grace: nothing decided again).
+    # ``follower``: a second process, built before the decision and started after it
+    # (its feed brings the row), claims the retry; the first one's clock stays where it
+    # decided, so it claims nothing more.
+    stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(4)]
+    made_here: list[Scheduler] = []
+
+    def make(**options: Any) -> Scheduler:
+        made_here.append(Scheduler(**options).start())
+        return made_here[-1]
+
+    try:
+        _registered(stores[0])
+        clock = FakeClock(BACK)
+        if made == "follower":
+            second = Scheduler(workers=1, clock=clock, store=stores[2])  # not started yet
+        first, _ = _decide(stores[1], make)
+        if made == "restart":
+            assert first.shutdown(timeout=5.0)
+            clock = FakeClock(RETRIED)
+            second = Scheduler(workers=1, clock=clock, store=stores[2])
+        made_here.append(second.start())
+        _hold_retry(clock, second)
+        records = [_unclaimed(r) for r in stores[3].records("job")]
+        assert _after_the_retry(records) == AFTER_THE_RETRY
+    finally:
+        RELEASE.set()
+        for scheduler in made_here:
+            assert scheduler.shutdown(timeout=5.0)
+        for store in stores:
+            store.close()

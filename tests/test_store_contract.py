@@ -13,7 +13,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskStore
 from lldsched.stores.contract import TaskStoreContract
 
-CHECKS = 15  # the contract's test_* methods
+CHECKS = 16  # the contract's test_* methods
 
 
 class TestInMemoryTaskStore(TaskStoreContract):
@@ -101,6 +101,25 @@ class KeepsAnOldSlot(InMemoryTaskStore):
         before = self.get(snapshot.task.id)
         if snapshot.slot is None and before is not None:
             snapshot = snapshot._replace(slot=before.slot)
+        super().save(snapshot, record)
+
+
+class LosesResumes(InMemoryTaskStore):
+    """Keeps no ``resumes`` (a table without its column): a restart runs the slot a
+    misfire's plan resumes at late."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot._replace(resumes=False), record)
+
+
+class KeepsAnOldResumes(InMemoryTaskStore):
+    """Writes ``resumes`` only when it is set: a ``run_now``'s slot in front of the slot to
+    resume at is read as one to resume at, and skipped by a run that outlasts it."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        before = self.get(snapshot.task.id)
+        if not snapshot.resumes and before is not None:
+            snapshot = snapshot._replace(resumes=before.resumes)
         super().save(snapshot, record)
 
 
@@ -215,6 +234,16 @@ def test_check_all_names_each_rule_a_store_breaks(
             KeepsAnOldSlot,
             "test_slot_comes_back",
             "task 'ran': slot: saved None, loaded 1767603600.25",
+        ),
+        (
+            LosesResumes,
+            "test_resumes_comes_back",
+            "task 'owed': resumes: saved True, loaded False",
+        ),
+        (
+            KeepsAnOldResumes,
+            "test_resumes_comes_back",
+            "task 'run_now': resumes: saved False, loaded True",
         ),
         (
             LosesIsolation,

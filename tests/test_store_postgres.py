@@ -198,9 +198,10 @@ def test_a_schema_from_the_future_is_refused(postgres_dsn: str) -> None:
         PostgresTaskStore(postgres_dsn)
 
 
-# What schema 7 added, undone: a database as version 6 left it; what 6 and 7 added, one
-# as version 5 left it; and so on down to BEFORE_3, a database as version 2 left it.
-BEFORE_7 = "ALTER TABLE records DROP COLUMN node"
+# What schema 8 added, undone: a database as version 7 left it; what 7 and 8 added, one
+# as version 6 left it; and so on down to BEFORE_3, a database as version 2 left it.
+BEFORE_8 = "ALTER TABLE tasks DROP COLUMN resume_at"
+BEFORE_7 = f"{BEFORE_8}; ALTER TABLE records DROP COLUMN node"
 BEFORE_6 = f"{BEFORE_7}; DROP TRIGGER tasks_first_version ON tasks; " + (
     "DROP FUNCTION lldsched_first_version()"
 )
@@ -366,6 +367,41 @@ def test_a_schema_of_version_6_gains_the_node_of_each_record(postgres_dsn: str) 
         store.save(snapshot(task(id="new")), record("new", 1)._replace(node="web-1:7:abc123"))
         assert [r.node for r in store.records()] == [None, "web-1:7:abc123"]
     assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
+
+
+def test_a_schema_of_version_7_gains_the_slot_to_resume_at(postgres_dsn: str) -> None:
+    """Version 8 keeps whether a plan's ``waited`` is the slot it resumes at
+    (``TaskSnapshot.resumes``): a plan's row written before reads as a slot decided to
+    run, as that release read it, and a write since keeps it, a settle's too."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept"))._replace(next_run_at=T0 + 5, waited=T0 + 60))
+    with psycopg.connect(postgres_dsn) as connection:  # as version 7 left it
+        connection.execute(BEFORE_8)
+        connection.execute("UPDATE lldsched_meta SET value = '7'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        (kept,) = store.load_all()
+        assert (kept.waited, kept.resumes) == (T0 + 60, False)
+        (claim,) = store.claim(now=T0 + 5, limit=1)
+        settled = kept._replace(next_run_at=T0 + 6, run_count=1, resumes=True)
+        store.settle(settled, record("kept", 0)._replace(token=claim.token), token=claim.token)
+        stored = store.get("kept")
+        assert stored is not None and (stored.waited, stored.resumes) == (T0 + 60, True)
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
+
+
+def test_a_slot_to_resume_at_stands_only_while_it_is_the_waited_one(postgres_dsn: str) -> None:
+    """A node of an older release (a rolling upgrade, before it notices the newer schema)
+    writes ``waited`` without ``resume_at``: a slot of its own there is not read as the
+    slot to resume at the row kept before."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept"))._replace(waited=T0 + 60, resumes=True))
+        again = store.get("kept")
+        assert again is not None and again.resumes
+    with psycopg.connect(postgres_dsn) as connection:  # the older node's run_now
+        connection.execute("UPDATE tasks SET waited = %s WHERE id = 'kept'", (T0 + 30,))
+    with PostgresTaskStore(postgres_dsn) as store:
+        stored = store.get("kept")
+        assert stored is not None and (stored.waited, stored.resumes) == (T0 + 30, False)
 
 
 def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(

@@ -279,13 +279,15 @@ def test_muted_saves_write_nothing(pair: tuple[SqliteTaskStore, SqliteTaskStore]
 # -- the schema --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6, 7])
 def test_an_older_file_is_migrated_with_its_tasks_and_then_opens_shared(
     path: str, version: int
 ) -> None:
     with SqliteTaskStore(path) as store:
         Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
-    if version == 6:
+    if version == 7:
+        _downgrade_to_7(path)
+    elif version == 6:
         _downgrade_to_6(path)
     elif version == 5:
         _downgrade_to_5(path)
@@ -301,11 +303,12 @@ def test_an_older_file_is_migrated_with_its_tasks_and_then_opens_shared(
         connection.close()
     with SqliteTaskStore(path, shared=True) as store:
         (loaded,) = store.load_all()
-        assert (loaded.task.id, loaded.slot) == ("job", None)
+        assert (loaded.task.id, loaded.slot, loaded.resumes) == ("job", None, False)
         assert [claim.task_id for claim in store.claim(now=T0, limit=1)] == ["job"]
-        store.save(loaded._replace(next_run_at=T0 + 9, slot=T0))  # the newest column written
-        again = store.get("job")
-        assert again is not None and (again.next_run_at, again.slot) == (T0 + 9, T0)
+        store.save(loaded._replace(next_run_at=T0 + 9, slot=T0, waited=T0 + 60, resumes=True))
+        again = store.get("job")  # the newest columns written
+        assert again is not None
+        assert (again.next_run_at, again.slot, again.resumes) == (T0 + 9, T0, True)
     connection = sqlite3.connect(path)
     assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     connection.close()
@@ -339,29 +342,89 @@ def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(path: 
     writes rows without ``slot``.  Its pause leaves the due instant, and the slot with it;
     its settle or reschedule moves the due instant, and the slot left behind is not read
     (a later run would record it, and a fixed rate count its grid from it)."""
-    with SqliteTaskStore(path, shared=True) as store:
-        Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
-        (row,) = store.load_all()
-        store.save(row._replace(next_run_at=T0 + 9, slot=T0))  # a resume put the run off
+    _saved_job(path, next_run_at=T0 + 9, slot=T0)  # a resume put the run off
     older = sqlite3.connect(path, isolation_level=None)
     try:
         older.execute("UPDATE tasks SET status = 'paused' WHERE id = 'job'")  # its pause
-        with SqliteTaskStore(path, shared=True) as store:
-            (row,) = store.load_all()
-            assert (row.status, row.next_run_at, row.slot) == (TaskStatus.PAUSED, T0 + 9, T0)
+        row = _loaded_job(path)
+        assert (row.status, row.next_run_at, row.slot) == (TaskStatus.PAUSED, T0 + 9, T0)
         older.execute("UPDATE tasks SET status = 'scheduled', next_run_at = ? WHERE id = 'job'",
                       (T0 + 60,))  # fmt: skip
+        assert _loaded_job(path).slot is None
         with SqliteTaskStore(path, shared=True) as store:
-            (row,) = store.load_all()
-            assert (row.next_run_at, row.slot) == (T0 + 60, None)
             again = store.get("job")
-            assert again is not None and again.slot is None
+            assert again is not None and (again.next_run_at, again.slot) == (T0 + 60, None)
     finally:
         older.close()
 
 
+def _saved_job(path: str, **state: Any) -> None:
+    """A shared store on ``path`` registers ``job`` (one run at 09:00), then saves its row
+    with ``state`` (what a process of this release writes)."""
+    with SqliteTaskStore(path, shared=True) as store:
+        Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
+        (row,) = store.load_all()
+        store.save(row._replace(**state))
+
+
+def _loaded_job(path: str) -> TaskSnapshot:
+    """The row of ``job`` as a store opened on ``path`` now reads it."""
+    with SqliteTaskStore(path, shared=True) as store:
+        (row,) = store.load_all()
+    return row
+
+
+def test_a_file_of_version_7_reads_no_slot_to_resume_at_and_then_keeps_it(path: str) -> None:
+    """Version 8 keeps whether a plan's ``waited`` is the slot it resumes at
+    (``TaskSnapshot.resumes``): a file of version 7 gains the column, a plan's row written
+    before reads as a slot decided to run (as that release read it), and a write since
+    keeps it."""
+    _saved_job(path, waited=T0 + 60)
+    _downgrade_to_7(path)
+    with SqliteTaskStore(path, shared=True) as store:
+        (row,) = store.load_all()
+        assert (row.waited, row.resumes) == (T0 + 60, False)
+        store.save(row._replace(resumes=True))
+        again = store.get("job")
+        assert again is not None and (again.waited, again.resumes) == (T0 + 60, True)
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    connection.close()
+
+
+def test_a_slot_to_resume_at_stands_only_while_it_is_the_waited_one(path: str) -> None:
+    """A process of an older release (a rolling upgrade: the file's columns are additive)
+    writes ``waited`` without ``resume_at``: a slot of its own there (a ``run_now``'s put in
+    front, a plan of its own) is not read as the slot to resume at the row kept before,
+    and a plan it ended reads none."""
+    _saved_job(path, waited=T0 + 60, resumes=True)
+    older = sqlite3.connect(path, isolation_level=None)
+    try:
+        older.execute("UPDATE tasks SET status = 'paused' WHERE id = 'job'")  # its pause
+        row = _loaded_job(path)
+        assert (row.status, row.waited, row.resumes) == (TaskStatus.PAUSED, T0 + 60, True)
+        older.execute("UPDATE tasks SET waited = ? WHERE id = 'job'", (T0 + 30,))  # a run_now
+        row = _loaded_job(path)
+        assert (row.waited, row.resumes) == (T0 + 30, False)
+        older.execute("UPDATE tasks SET waited = NULL WHERE id = 'job'")  # its plan spent
+        row = _loaded_job(path)
+        assert (row.waited, row.resumes) == (None, False)
+    finally:
+        older.close()
+
+
+def _downgrade_to_7(path: str) -> None:
+    """Make the file what lldsched wrote at schema version 7 (no slot to resume at kept)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.executescript(
+        "BEGIN; ALTER TABLE tasks DROP COLUMN resume_at; PRAGMA user_version = 7; COMMIT;"
+    )
+    connection.close()
+
+
 def _downgrade_to_6(path: str) -> None:
     """Make the file what lldsched wrote at schema version 6 (no node kept by a record)."""
+    _downgrade_to_7(path)
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(
         "BEGIN; ALTER TABLE records DROP COLUMN node; PRAGMA user_version = 6; COMMIT;"

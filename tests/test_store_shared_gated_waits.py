@@ -66,11 +66,11 @@ def test_migrating_a_shared_store_passes_the_gate(tmp_path: Path) -> None:
     SqliteTaskStore(path, shared=True).close()
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(
-        "BEGIN; ALTER TABLE records DROP COLUMN node; PRAGMA user_version = 6; COMMIT;"
+        "BEGIN; ALTER TABLE tasks DROP COLUMN resume_at; PRAGMA user_version = 7; COMMIT;"
     )
     holder = held(path)
     assert "cannot migrate" in refused_open(path)
-    assert connection.execute("PRAGMA user_version").fetchone() == (6,)  # left as it was
+    assert connection.execute("PRAGMA user_version").fetchone() == (7,)  # left as it was
     holder.release()
     SqliteTaskStore(path, shared=True, timeout=0).close()
     assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)

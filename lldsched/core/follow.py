@@ -166,7 +166,7 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf
     if status is TaskStatus.BLOCKED:  # its wait began at its slot, in whichever process
         core.adopted_wait(task, previous=None)
     elif snapshot.waited is not None:  # a paused task's plan, for its resume
-        _plan(core, task, snapshot.waited, records_of)
+        _plan(core, task, snapshot, records_of)
     return task
 
 
@@ -212,7 +212,7 @@ def _adopt(
         slot=snapshot.slot if slot is None else slot,  # a plan's run put off keeps its slot
     )
     if snapshot.waited is not None:
-        _plan(core, task, snapshot.waited, records_of)
+        _plan(core, task, snapshot, records_of)
     _streak(core, task, records_of)
 
 
@@ -227,15 +227,23 @@ def _streak(core: SchedulerCore, task: ScheduledTask, records_of: RecordsOf) -> 
     core.adopt_streak(task, records_of(task.id))
 
 
-def _plan(core: SchedulerCore, task: ScheduledTask, waited: float, records_of: RecordsOf) -> None:
+def _plan(
+    core: SchedulerCore, task: ScheduledTask, snapshot: TaskSnapshot, records_of: RecordsOf
+) -> None:
     """The plan the row stands for, put back as a restart puts it back
-    (:func:`~lldsched.core.recovery.stored_plan`: a task paused during its ``RUN_ALL``
-    catch-up gets the slots after ``waited`` back).  The decisions that plan would take
+    (:func:`~lldsched.core.recovery.stored_plan`: its ``waited`` slot, to resume at when
+    the row says ``resumes``; a task paused during its ``RUN_ALL`` catch-up gets the slots
+    after it back).  The decisions that plan would take
     (slots beyond ``max_catch_up`` that passed while it was paused) are not recorded
     here: a follower writes nothing; its runs are the plan's latest slots.  A plan cut
     at the cap is found in the store's records (``records_of``), which this process's
     own history does not hold (another process decided it), and put back as it was."""
-    stored_plan(core, task, waited, core.clock.now(), history=lambda: records_of(task.id))
+    waited = snapshot.waited
+    assert waited is not None  # the callers' test
+    stored_plan(
+        core, task, waited, core.clock.now(), resumes=snapshot.resumes,
+        history=lambda: records_of(task.id),
+    )  # fmt: skip
 
 
 def _redefine(core: SchedulerCore, definition: Task) -> None:

@@ -54,9 +54,10 @@ class Publishing(CoreParts):
         transitions a run: together -17 % instructions a dispatched one-off job with
         a store and a listener (112,000 -> 93,000; tuple.__new__ alone -6 %).
         TaskSnapshot's fields in order: task, status, next_run_at, attempt,
-        run_count, failure_count, last_error, running, waited (a plan's next slot) and
-        slot (the slot of a plan's run a resume made due later: :func:`_put_off`); one
-        identity test for a task without a plan, which has neither."""
+        run_count, failure_count, last_error, running, waited (a plan's next slot),
+        slot (the slot of a plan's run a resume made due later: :func:`_put_off`) and
+        resumes (waited is the slot to resume at: ``CatchUp.resuming``); one identity
+        test for a task without a plan, which has none of them."""
         stats = task._stats
         if stats is None:  # no run finished yet
             run_count, failures, last_error = 0, 0, None
@@ -68,12 +69,12 @@ class Publishing(CoreParts):
         if schedule.__class__ is not CatchUp:
             return _new_tuple(TaskSnapshot, (
                 task._defined(), task.status, task.next_run_at, task.attempt,
-                run_count, failures, last_error, task._run is not None, None, None,
+                run_count, failures, last_error, task._run is not None, None, None, False,
             ))  # fmt: skip
         return _new_tuple(TaskSnapshot, (
             task._defined(), task.status, task.next_run_at, task.attempt,
             run_count, failures, last_error, task._run is not None,
-            schedule.waited, _put_off(task),
+            schedule.waited, _put_off(task), schedule.resuming,
         ))  # fmt: skip
 
     def _save(self, task: ScheduledTask, *, as_claimed: Run | None = None) -> None:

@@ -416,12 +416,17 @@ def stored_plan(
     waited: float,
     now: float,
     *,
+    resumes: bool = False,
     history: History | None = None,
 ) -> list[tuple[float, Outcome, str | None]]:
     """Put back the plan a stored row stands for (the one rule for a restart,
     :func:`recover`, and for a process following a shared store, :mod:`~lldsched.core.follow`):
     the slot the plan ``waited`` for (:attr:`TaskSnapshot.waited
-    <lldsched.persistence.TaskSnapshot.waited>`) after the run due, and, for a PAUSED
+    <lldsched.persistence.TaskSnapshot.waited>`) after the run due, as the slot to resume
+    at when the row says so (``resumes``: :attr:`TaskSnapshot.resumes
+    <lldsched.persistence.TaskSnapshot.resumes>`; a run before it that outlasts it skips
+    it, as in the process that decided the plan; read as a slot decided to run, it ran
+    late there), and, for a PAUSED
     ``RUN_ALL`` task, the rest of its catch-up: the row kept only ``waited`` behind its due
     instant, so the slots after that one are decided again, from ``waited`` up to ``now``,
     as for a task not paused (:func:`decide_misfire`); it stays paused, due where it was,
@@ -433,7 +438,10 @@ def stored_plan(
     ``history``: read only for a paused ``RUN_ALL`` task (:data:`History`); a process
     following a shared store that did not pass it decided a cut plan again from
     ``waited``, counting the slots beyond the cap twice, as a restart did before."""
-    task._schedule = slot_first(task._schedule, waited)
+    if resumes:
+        task._schedule = CatchUp(unwrap(task._schedule), [], waited, resumes=True)
+    else:
+        task._schedule = slot_first(task._schedule, waited)
     policy = task.misfire or DEFAULT_MISFIRE
     owed = task.next_run_at
     if task.status is not TaskStatus.PAUSED or policy.on_misfire is not Misfire.RUN_ALL:
@@ -491,7 +499,8 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
     now = core.clock.now()
     for task, snapshot, (_, owed) in zip(tasks, snapshots, restored, strict=True):
         if snapshot.waited is not None:  # the slot a plan waited for: the plan put back
-            _record(core, task, stored_plan(core, task, snapshot.waited, now))
+            decided = stored_plan(core, task, snapshot.waited, now, resumes=snapshot.resumes)
+            _record(core, task, decided)
         _queue_restored(core, task, owed, now)
     restores.info("restored %s from %r", counted(len(tasks), "task"), store)
     return tasks

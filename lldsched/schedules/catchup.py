@@ -23,7 +23,10 @@ is read with its slot moved with the clock, so the next slot is counted on the m
 grid, not an hour late (:func:`lldsched.core.recovery.after_clock_jump`).
 
 A ``CatchUp`` belongs to one task (unlike the shareable schedules) and is never
-stored: stores keep ``inner``.
+stored: stores keep ``inner``, and of the plan the slot it hands out next
+(:attr:`~CatchUp.waited`) and whether that is the slot to resume at
+(:attr:`~CatchUp.resuming`), which recovery and a process following a shared store put
+back (:func:`lldsched.core.recovery.stored_plan`).
 """
 
 from __future__ import annotations
@@ -137,6 +140,14 @@ class CatchUp:
         if then is None or isinstance(then, _Decides) or self.spent:
             return None
         return then
+
+    @property
+    def resuming(self) -> bool:
+        """True when :attr:`waited` is the own schedule's slot to resume at (``resumes``),
+        not a slot decided to run; what a store keeps beside it
+        (:attr:`TaskSnapshot.resumes <lldsched.persistence.TaskSnapshot.resumes>`), so a
+        plan put back from the row skips it as this one does."""
+        return self._resumes and not self._slots and self.waited is not None
 
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int

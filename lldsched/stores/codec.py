@@ -535,6 +535,7 @@ _STATE = (  # the state columns of a task's row, in the order snapshot_from take
     ("running", _flag, "0 or 1 (false or true)"),
     ("waited", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
     ("slot", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
+    ("resumes", _flag, "0 or 1 (false or true)"),
 )
 
 
@@ -550,7 +551,9 @@ def snapshot_from(
     """The snapshot of a task's row: its ``status`` text, its ``definition`` (decoded by
     :func:`decode_task`, unless ``task`` is given: the definition this process has, for a
     row whose own it cannot load, :class:`Unreadable`) and its ``state``, the values of
-    ``next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot``.
+    ``next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot,
+    resumes`` (the last read by the store's rule: ``waited`` is the slot kept as the one
+    to resume at, ``sqlite_rows.RESUMES``).
 
     The one rule of both durable stores' rows, checked in this order: a status this
     release does not know is an :class:`UnknownStatus` (whatever ``task``); a state value
@@ -561,7 +564,9 @@ def snapshot_from(
     store keeps beside the state (``kept``: :func:`check_kept`'s), if given; then the
     definition."""
     status_value = status_of(task_id, status)  # UnknownStatus: a newer release's
-    next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot = state
+    next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot, resumes = (
+        state
+    )
     # Every column at the cost of a test or two (a shared store's feed reads each row
     # written elsewhere); what is wrong, and how, said only for a row that fails one.
     if not (
@@ -573,6 +578,7 @@ def snapshot_from(
         and (type(running) is bool or (type(running) is int and 0 <= running <= 1))
         and (waited is None or (type(waited) is float and -_FAR <= waited <= _FAR))
         and (slot is None or (type(slot) is float and -_FAR <= slot <= _FAR))
+        and (type(resumes) is bool or (type(resumes) is int and 0 <= resumes <= 1))
     ):  # fmt: skip
         raise BadValue(task_id, _misread_state(task_id, state))
     # The combinations a restart cannot follow (docs/DECISIONS.md, "A row whose values
@@ -587,7 +593,7 @@ def snapshot_from(
         task = decode_task(task_id, definition, runs=run_count - failure_count)
     return TaskSnapshot(
         task, status_value, next_run_at, attempt, run_count, failure_count, last_error,
-        bool(running), waited, slot,
+        bool(running), waited, slot, bool(resumes),
     )  # fmt: skip
 
 

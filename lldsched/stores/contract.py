@@ -15,8 +15,10 @@ runtime's lock):
   ``waited`` (the slot a ``run_now`` or a catch-up put off until after the extra run,
   and None once that run is done): recovery and the other processes of a shared store
   go on to that slot, so a store that drops it moves a fixed-rate grid at the next
-  start; and ``slot`` (the slot of a plan's run that a resume made due later, None
-  almost always), which that run's record says whichever process runs it;
+  start; ``resumes`` (``waited`` is the slot a misfire's plan resumes at, which a run
+  that outlasts it skips, where a slot decided to run runs late); and ``slot`` (the slot
+  of a plan's run that a resume made due later, None almost always), which that run's
+  record says whichever process runs it;
 * ``delete`` forgets a task and its records; an unknown id is no error;
 * a run's record and those of the slots it skipped, handed over together
   (:func:`~lldsched.persistence.save_all`: the store's ``save_all`` when it has one),
@@ -352,6 +354,38 @@ class TaskStoreContract:
             meaning="the slot a run_now put off: recovery hands it out next",
         )
         _assert_kept([*planned, spent], loaded)
+
+    def test_resumes_comes_back(self) -> None:
+        """``resumes``: ``waited`` is the slot a misfire decision's plan resumes at (``SKIP``
+        behind an owed retry, a plan cut at the cap), not one decided to run.  A run before
+        it that outlasts it skips it in the process that decided the plan; a store that
+        drops it has a restart, or another process of a shared store, run it late, and one
+        that keeps it after a save of another ``waited`` (a ``run_now``'s slot in front)
+        or of None skips a slot decided to run."""
+        store = self._open()
+        resume_at = T0 + 180.25  # not a whole second: a store must keep it as it is
+        resuming: dict[str, Any] = {"next_run_at": T0 + 5, "waited": resume_at, "resumes": True}
+        planned = [
+            _snapshot(_definition("owed"), **resuming),
+            _snapshot(_definition("paused"), TaskStatus.PAUSED, **resuming),
+            _snapshot(_definition("decided"), next_run_at=T0 + 5, waited=resume_at),
+        ]
+        _save_each(store, planned)
+        before = [_snapshot(_definition(task_id), **resuming) for task_id in ("run_now", "spent")]
+        _save_each(store, before)
+        after = [  # a run_now's slot put in front of the slot to resume at; the plan done
+            _snapshot(_definition("run_now"), next_run_at=T0 + 1, waited=T0 + 5),
+            _snapshot(_definition("spent"), next_run_at=resume_at, run_count=1),
+        ]
+        _save_each(store, after)
+        loaded = self._again(store).load_all()
+        _assert_field_kept(
+            [*planned, *after],
+            loaded,
+            field="resumes",
+            meaning="waited is the slot a misfire's plan resumes at: a run that outlasts "
+            "it skips it",
+        )
 
     def test_slot_comes_back(self) -> None:
         """``slot``: the slot of a plan's run (a catch-up slot, a ``run_now``'s extra run)

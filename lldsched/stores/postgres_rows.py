@@ -58,6 +58,8 @@ def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
         "last_error": snapshot.last_error,
         "running": snapshot.running,
         "waited": snapshot.waited,
+        # the slot to resume at, read only while it is waited (postgres_sql._RESUMES)
+        "resume_at": snapshot.waited if snapshot.resumes else None,
     }
 
 
@@ -82,7 +84,7 @@ def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     SQLite's rows), before the definition is decoded.  Before, the lease was not read: a
     NaN or infinite expiry, never past on the database's clock, held the task for good
     without a word."""
-    return snapshot_from(row[0], row[1], row[2], row[3:11], task=task, kept=row[11:20])
+    return snapshot_from(row[0], row[1], row[2], row[3:12], task=task, kept=row[12:21])
 
 
 record_of = record_from

@@ -25,7 +25,7 @@ import hashlib
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 _CHANNEL_BYTES = 63  # the longest channel name PostgreSQL keeps (NAMEDATALEN - 1)
 DB_NOW = "extract(epoch FROM pg_catalog.clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
@@ -138,6 +138,7 @@ CREATE TABLE tasks (
     waited        double precision,         -- the slot a run_now put off (TaskSnapshot.waited)
     slot          double precision,         -- a resumed plan's run: its slot (TaskSnapshot.slot),
     slot_due      double precision,         -- read while next_run_at is this (_SLOT)
+    resume_at     double precision,         -- waited, when it is the slot to resume at (_RESUMES)
     xid           xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()  -- the feed's cursor
 );
 CREATE INDEX tasks_due ON tasks (next_run_at, priority) WHERE status IN {LIVE};
@@ -202,6 +203,8 @@ UPGRADES = {
     + " UPDATE lldsched_meta SET value = '6' WHERE name = 'schema';",
     6: "ALTER TABLE records ADD COLUMN node text;"  # the process each run had
     " UPDATE lldsched_meta SET value = '7' WHERE name = 'schema';",
+    7: "ALTER TABLE tasks ADD COLUMN resume_at double precision;"  # a plan's slot to resume at
+    " UPDATE lldsched_meta SET value = '8' WHERE name = 'schema';",
 }
 
 TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
@@ -216,7 +219,7 @@ _RESUMED = f"""(tasks.status = 'paused' AND %(status)s IN {LIVE})
 _STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
     run_count = %(run_count)s, failure_count = %(failure_count)s, last_error = %(last_error)s,
     running = %(running)s, waited = %(waited)s, slot = %(slot)s, slot_due = %(next_run_at)s,
-    version = tasks.version + 1, writer = %(writer)s,
+    resume_at = %(resume_at)s, version = tasks.version + 1, writer = %(writer)s,
     xid = pg_catalog.pg_current_xact_id(), resumed = {_RESUMED},
     failed_seq = CASE WHEN %(status)s = 'failed'
         THEN coalesce(tasks.failed_seq, pg_catalog.nextval('dead_letter_seq')) END"""
@@ -225,10 +228,11 @@ UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
 
 UPSERT = f"""
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, waited, slot, slot_due, failed_seq, version, writer)
+    failure_count, last_error, running, waited, slot, slot_due, resume_at, failed_seq, version,
+    writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
-    %(slot)s, %(next_run_at)s,
+    %(slot)s, %(next_run_at)s, %(resume_at)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
     1, %(writer)s)  -- the version: FIRST_VERSION's trigger sets it
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
@@ -239,10 +243,11 @@ RETURNING version
 # A registration: refused (no row returned) when another node registered the id.
 INSERT_NEW = """
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, waited, slot, slot_due, failed_seq, version, writer)
+    failure_count, last_error, running, waited, slot, slot_due, resume_at, failed_seq, version,
+    writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
-    %(slot)s, %(next_run_at)s,
+    %(slot)s, %(next_run_at)s, %(resume_at)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
     1, %(writer)s)  -- the version: FIRST_VERSION's trigger sets it
 ON CONFLICT (id) DO NOTHING
@@ -277,9 +282,16 @@ DELETE FROM records WHERE task_id = %(id)s AND seq <= (
 # same rule as SQLite's (sqlite_rows.SLOT).
 _SLOT = "CASE WHEN t.slot_due = t.next_run_at THEN t.slot END"
 
+# Whether a row's ``waited`` is the slot its plan resumes at (TaskSnapshot.resumes): the
+# row keeps that slot itself (``resume_at``, written as ``waited`` or NULL), and says so only
+# while ``waited`` is still it, as SQLite's (sqlite_rows.RESUMES): a row an older release
+# wrote (a rolling upgrade) reads False, as before.
+_RESUMES = "coalesce(t.resume_at = t.waited, false)"
+
 SNAPSHOT_COLUMNS = (  # the state, what is kept beside it (codec.check_kept), the version
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
-    f"t.last_error, t.running, t.waited, {_SLOT}, t.failed_seq, t.priority, t.version, "
+    f"t.last_error, t.running, t.waited, {_SLOT}, {_RESUMES}, t.failed_seq, t.priority, "
+    "t.version, "
     "t.slot_due, k.slot, k.attempt, k.token, k.holder, k.expires_at, t.version"
 )
 """Read ``FROM`` :data:`TASKS`: the task's lease (``k``, NULL for none) is checked with the
@@ -429,7 +441,8 @@ SELECT 0 AS kind, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()):
        NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
        NULL::integer AS attempt, NULL::integer AS run_count, NULL::integer AS failure_count,
        NULL AS last_error, NULL::boolean AS running, NULL::double precision AS waited,
-       NULL::double precision AS slot, NULL::bigint AS failed_seq, NULL::integer AS priority,
+       NULL::double precision AS slot, NULL::boolean AS resumes,
+       NULL::bigint AS failed_seq, NULL::integer AS priority,
        NULL::bigint AS kept_version, NULL::double precision AS slot_due,
        NULL::double precision AS lease_slot, NULL::integer AS lease_attempt,
        NULL::bigint AS token, NULL AS holder, NULL::double precision AS expires_at,
@@ -441,7 +454,7 @@ SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS},
   FROM {TASKS} WHERE t.xid >= %(since)s::text::xid8 AND t.writer <> %(node)s
 UNION ALL
 SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.version,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.version,
        NULL
   FROM removals r WHERE r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s
    AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id  -- _LIVE_ROW_WINS
@@ -508,9 +521,10 @@ WITH given AS (
         %(next_run_at)s::double precision[], %(attempt)s::integer[],
         %(run_count)s::integer[], %(failure_count)s::integer[], %(last_error)s::text[],
         %(running)s::boolean[], %(name)s::text[], %(definition)s::text[],
-        %(priority)s::integer[], %(waited)s::double precision[], %(seen)s::bigint[])
+        %(priority)s::integer[], %(waited)s::double precision[], %(seen)s::bigint[],
+        %(resume_at)s::double precision[])
       AS g(id, token, status, next_run_at, attempt, run_count, failure_count, last_error,
-           running, name, definition, priority, waited, seen)),
+           running, name, definition, priority, waited, seen, resume_at)),
 locked AS (
     SELECT t.id FROM tasks t WHERE t.id IN (SELECT id FROM given) ORDER BY t.id
        FOR UPDATE),
@@ -525,6 +539,7 @@ settled AS (
         next_run_at = CASE WHEN {_WHEN} THEN s.next_run_at ELSE t.next_run_at END,
         attempt = CASE WHEN {_WHEN} THEN s.attempt ELSE t.attempt END,
         waited = CASE WHEN {_WHEN} THEN s.waited ELSE t.waited END,
+        resume_at = CASE WHEN {_WHEN} THEN s.resume_at ELSE t.resume_at END,
         slot = CASE WHEN {_WHEN} THEN NULL ELSE t.slot END,  -- _SETTLED_SLOT
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,

@@ -394,10 +394,12 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         task = snapshot.task
         definition = None if self._defined.get(task.id) == task else encode_task(task)
         self._dead_seq += snapshot.status is TaskStatus.FAILED
+        waited = snapshot.waited
         state = (
             snapshot.status.value, snapshot.next_run_at, snapshot.attempt,
             snapshot.run_count, snapshot.failure_count, snapshot.last_error,
-            snapshot.running, self._dead_seq, task.id, snapshot.waited, snapshot.slot,
+            snapshot.running, self._dead_seq, task.id, waited, snapshot.slot,
+            waited if snapshot.resumes else None,  # resume_at (sqlite_rows.RESUMES)
         )  # fmt: skip
         if definition is None:
             return UPDATE, state

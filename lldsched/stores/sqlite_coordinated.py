@@ -32,6 +32,7 @@ from lldsched.stores.held import HeldWrites
 from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
     LAST_FAILED,
+    RESUMES,
     SLOT,
     TASK_COLUMNS,
     TASKS,
@@ -217,8 +218,8 @@ class CoordinatedMethods:
             "SELECT slot, attempt FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
         ).fetchone()
         row = connection.execute(
-            f"SELECT definition, next_run_at, attempt, waited, {SLOT.format(t='')} FROM tasks "
-            "WHERE id = ?",
+            f"SELECT definition, next_run_at, attempt, waited, {SLOT.format(t='')}, "
+            f"{RESUMES.format(t='')} FROM tasks WHERE id = ?",
             (task_id,),
         ).fetchone()
         if lease is None or row is None or row[0] == encode_task(snapshot.task):
@@ -227,7 +228,9 @@ class CoordinatedMethods:
             return None  # the when stayed where the claim found it: the run decides it
         if snapshot.status.value in _OWED:
             return snapshot
-        return snapshot._replace(next_run_at=row[1], attempt=row[2], waited=row[3], slot=row[4])
+        return snapshot._replace(
+            next_run_at=row[1], attempt=row[2], waited=row[3], slot=row[4], resumes=bool(row[5])
+        )
 
     def misfired(
         self,
@@ -652,10 +655,11 @@ class CoordinatedMethods:
         (last_failed,) = connection.execute(LAST_FAILED).fetchone()
         dead_seq = last_failed + 1
         task = snapshot.task
+        waited = snapshot.waited
         state = (
             status, snapshot.next_run_at, snapshot.attempt, snapshot.run_count,
             snapshot.failure_count, snapshot.last_error, snapshot.running, dead_seq, task.id,
-            snapshot.waited, snapshot.slot,
+            waited, snapshot.slot, waited if snapshot.resumes else None,  # sqlite_rows.RESUMES
         )  # fmt: skip
         if definition is None:
             connection.execute(UPDATE, state)

@@ -37,7 +37,7 @@ __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "FileFormat"]
 
 log = logging.getLogger(STORE)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 APPLICATION_ID = 0x6C6C6473  # "llds"
 
 _SCHEMA = """
@@ -58,8 +58,9 @@ CREATE TABLE tasks (
     version       INTEGER NOT NULL DEFAULT 0,  -- shared mode: the write that left the row so
     waited        REAL,                 -- the slot a run_now put off (TaskSnapshot.waited)
     slot          REAL,                 -- a resumed plan's run: its slot (TaskSnapshot.slot),
-    slot_due      REAL                  -- read while next_run_at is this (sqlite_rows.SLOT)
-);
+    slot_due      REAL,                 -- read while next_run_at is this (sqlite_rows.SLOT)
+    resume_at     REAL                  -- waited, when it is the slot to resume at
+);                                      -- (TaskSnapshot.resumes, sqlite_rows.RESUMES)
 CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
     task_id   TEXT NOT NULL,
     seq       INTEGER NOT NULL,         -- the order records were saved in, across tasks
@@ -97,6 +98,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE tasks ADD COLUMN slot_due REAL",
     ),
     6: ("ALTER TABLE records ADD COLUMN node TEXT",),  # 6 -> 7: the process each run had
+    7: ("ALTER TABLE tasks ADD COLUMN resume_at REAL",),  # 7 -> 8: a plan's slot to resume at
 }
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 

@@ -63,7 +63,15 @@ from lldsched.stores.held import HeldWrites
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
 from lldsched.stores.sqlite_gate import WriteGate
-from lldsched.stores.sqlite_rows import FINISHED, KEPT_COLUMNS, SLOT, TASKS, fetch, immediate
+from lldsched.stores.sqlite_rows import (
+    FINISHED,
+    KEPT_COLUMNS,
+    RESUMES,
+    SLOT,
+    TASKS,
+    fetch,
+    immediate,
+)
 
 __all__ = ["TAKE", "SharedState", "bump", "count_records", "node_id"]
 
@@ -108,6 +116,7 @@ ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.att
 _ROW = f"""
 SELECT t.id, t.version, t.definition, t.status, t.next_run_at, t.attempt, t.run_count,
     t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t="t.")},
+    {RESUMES.format(t="t.")},
     {KEPT_COLUMNS},
     EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != ?2
             AND l.expires_at > ?3)"""
@@ -117,7 +126,7 @@ _ROW_OF = f"{_ROW}\nFROM {TASKS} WHERE t.id = ?1"
 # removal committed between them moved the cursor past the row, which was never given.
 # A third kind (2) says the change counter is behind the cursor: the file was rewound
 # (SharedState.check_changes), said by the same statement at no extra round trip.
-_NO_ROW = "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+_NO_ROW = ", ".join(["NULL"] * 15)
 _FEED = f"""{_ROW}, 0
 FROM {TASKS} WHERE t.version > ?1
 UNION ALL
