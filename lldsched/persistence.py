@@ -53,6 +53,7 @@ __all__ = [
     "TaskStore",
     "check_id_size",
     "check_storable",
+    "claim_narrowed",
     "finished",
     "is_shared",
     "not_a_store",
@@ -439,6 +440,21 @@ class Claim(NamedTuple):
     stale: bool = False
 
 
+def claim_narrowed(
+    left_out: Collection[str], among: Collection[str] | None, leaving: Collection[str]
+) -> tuple[bool, list[str]] | None:
+    """How a store's :meth:`CoordinatedStore.claim` narrows the rows it may take, given
+    the tasks it leaves out (rows this process cannot load) and the claim's ``among``
+    and ``leaving``: None, not at all (the claim's usual statement); ``(True, ids)``,
+    only the tasks ``ids`` (``among``, less those left out or in ``leaving``; maybe
+    none); ``(False, ids)``, none of the tasks ``ids``."""
+    if among is not None:
+        return True, [i for i in among if i not in left_out and i not in leaving]
+    if left_out or leaving:
+        return False, sorted({*left_out, *leaving})
+    return None
+
+
 class Change(NamedTuple):
     """A task row another process wrote, from :meth:`CoordinatedStore.changes`.
 
@@ -538,12 +554,26 @@ class CoordinatedStore(HistoryStore, Protocol):
         """Fenced writes refused so far (settles that came after their lease was lost)."""
         ...
 
-    def claim(self, *, now: float, limit: int) -> list[Claim]:
+    def claim(
+        self,
+        *,
+        now: float,
+        limit: int,
+        among: Collection[str] | None = None,
+        leaving: Collection[str] = (),
+    ) -> list[Claim]:
         """Claim up to ``limit`` runs due at ``now`` (``next_run_at <= now``, status
         SCHEDULED or RETRYING, and no live lease): each gets a lease held by
         :attr:`node` until ``now + lease`` and a fresh fencing token.  Ordered by due
         instant, then priority.  ``limit`` 0 claims nothing.  Atomic: concurrent
-        callers in any process never receive the same task in the same epoch."""
+        callers in any process never receive the same task in the same epoch.
+
+        Given ``among``, only the runs of those task ids are claimed (none: nothing);
+        none of those in ``leaving`` ever are.  The threaded runtime passes them only
+        while one kind of its runs has no room to start here (every worker busy: among
+        its loop tasks; every coroutine slot taken: leaving them), so that the runs it
+        cannot start stay unclaimed for the other processes (docs/DECISIONS.md, "A
+        process claims only what it can start")."""
         ...
 
     def renew(self, *, tokens: Collection[int], now: float) -> set[int]:

@@ -44,9 +44,16 @@ class HookedStore(SqliteTaskStore):
         self.before("changed")
         return super().changed()
 
-    def claim(self, *, now: float, limit: int) -> list[Claim]:
+    def claim(
+        self,
+        *,
+        now: float,
+        limit: int,
+        among: Collection[str] | None = None,
+        leaving: Collection[str] = (),
+    ) -> list[Claim]:
         self.before("claim")
-        return super().claim(now=now, limit=limit)
+        return super().claim(now=now, limit=limit, among=among, leaving=leaving)
 
     def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
         self.before("renew")

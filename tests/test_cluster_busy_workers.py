@@ -1,21 +1,28 @@
-"""A process whose workers are all busy claims nothing from a shared store: the runs due
-meanwhile stay unclaimed for a process that can start them (docs/CLUSTER.md, "Claim").
+"""A process claims a run from a shared store only when it has room to start it: a free
+worker for a thread task's run, a free coroutine slot (``max_coroutines``) for a loop
+task's (an ``async def`` action).  The runs due meanwhile stay unclaimed for a process
+that can start them (docs/CLUSTER.md, "Claim"; docs/DECISIONS.md, "A process claims only
+what it can start").
 
 Before, a process claimed up to the free room of its hand-off queue (16 per worker)
 whatever its workers were doing, and renewed those claims while they waited: a process
 with one worker held by an hour-long run kept every other due task of the cluster for
-that hour, its slots skipped, while the other processes stood idle.
+that hour, its slots skipped, while the other processes stood idle.  Then, a process
+with a loop task registered still did: with its coroutine slots taken by a long run it
+held a loop task's run in its event loop's line, and with its workers busy it held
+thread tasks' runs, until it gave them back a renewal interval later.
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, OneTime, Scheduler
+from lldsched import FakeClock, FixedRate, Metrics, OneTime, Scheduler
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
@@ -23,6 +30,7 @@ from tests.waits import wait_until
 
 LEASE = 30.0  # no claim expires within a test
 POLL = 0.05  # the busy process's timer wakes often: it has every chance to claim
+HELD_ASYNC = cluster_jobs.held_until_released_async  # holds its coroutine slot until released
 
 
 @pytest.fixture
@@ -187,14 +195,14 @@ def test_a_loop_task_claim_given_back_leaves_the_event_loop_s_line(
     stores: list[CoordinatedStore],
 ) -> None:
     """The same for a loop task (an ``async def`` action) waiting for a slot on the event
-    loop, ``max_coroutines`` taken by a long coroutine run: the claim given back left its
-    entry in the event loop's line, counted in ``metrics().coroutines`` (and so by
-    ``wait_idle()`` and a drain) until the slot freed and a begin found no claim for it.
-    A process with loop tasks keeps claiming whatever its workers do, so it claims the
-    run again in the tick that gave it back: its line held one more entry of the task
-    at every renewal interval the long run lasted.  Its entry now leaves the line as
-    the claim is given back, and the claim made again is the one entry there.  On a
-    fake clock: the renewals come as it is advanced."""
+    loop, ``max_coroutines`` taken by a long coroutine run of the same batch: the claim
+    given back left its entry in the event loop's line, counted in
+    ``metrics().coroutines`` (and so by ``wait_idle()`` and a drain) until the slot freed
+    and a begin found no claim for it.  Its entry now leaves the line as the claim is
+    given back; and, no slot free, this process does not claim the run again (before, a
+    process with loop tasks claimed whatever its slots held, so it claimed the run again
+    in the tick that gave it back: docs/DECISIONS.md, "A process claims only what it can
+    start").  On a fake clock: the renewals come as it is advanced."""
     store = stores[0]
     cluster_jobs.released.clear()
     clock = FakeClock(time.time())
@@ -209,9 +217,13 @@ def test_a_loop_task_claim_given_back_leaves_the_event_loop_s_line(
     try:
         wait_until(lambda: _running(busy) == ["long"], timeout=10, what="the long run")
         assert _waiting_for_a_slot(busy) == 2  # "long" on the loop, "quick" waiting
-        for _ in range(4):  # "quick" given back (and claimed again) twice
+        for _ in range(2):  # the renewal that notes "quick" unbegun, the one that gives it back
             _renewal(busy, clock)
-            assert _waiting_for_a_slot(busy) == 2
+        assert _waiting_for_a_slot(busy) == 1  # given back, and not claimed again
+        assert [lease.task_id for lease in store.leases()] == ["long"]
+        for _ in range(2):
+            _renewal(busy, clock)
+            assert _waiting_for_a_slot(busy) == 1
         assert busy.task("long").running
         cluster_jobs.released.set()
         wait_until(functools.partial(_ran, busy, "quick", 1), timeout=10, what="its run")
@@ -220,3 +232,132 @@ def test_a_loop_task_claim_given_back_leaves_the_event_loop_s_line(
     finally:
         cluster_jobs.released.set()
         busy.shutdown()
+
+
+def _woken(scheduler: Scheduler, clock: FakeClock) -> None:
+    """Move ``clock`` a millisecond (far from a renewal) and wait for the timer's wake
+    after it: whatever that wake claims is claimed."""
+    step = clock.now()
+    clock.advance(0.001)
+    wait_until(lambda: _woke_since(scheduler, step), timeout=10, what="the timer's wake")
+
+
+class Busy(NamedTuple):
+    """A process held by one long run of one kind, and a run of that kind due meanwhile."""
+
+    options: dict[str, Any]  # the busy Scheduler's
+    long: Callable[..., Any]  # holds the one worker, or the one coroutine slot
+    due: Callable[..., Any]  # the run due while it does
+    waiting: Callable[[Metrics], int]  # how many of its runs wait here for room
+
+
+BUSY = {
+    "coroutine slots": Busy(
+        {"max_coroutines": 1}, HELD_ASYNC, cluster_jobs.quick_async, lambda m: m.coroutines - 1
+    ),
+    "workers": Busy({}, cluster_jobs.held_until_released, jobs.noop, lambda m: m.handoff),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BUSY))
+def test_a_process_with_loop_tasks_leaves_a_run_it_has_no_room_for_to_an_idle_one(
+    stores: list[CoordinatedStore], kind: str
+) -> None:
+    """The busy process has a loop task registered (not due) and its one worker, or its
+    one coroutine slot, held by a long run; a run of that kind comes due.  On fake clocks:
+    the busy process's clock never reaches a renewal, so it gives nothing back, and the
+    idle process runs the slot only if the busy one left it unclaimed."""
+    busy_store, idle_store = stores
+    options, long, due, waiting = BUSY[kind]
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    busy = Scheduler(workers=1, store=busy_store, clock=clock, **options)
+    busy.schedule("later", cluster_jobs.quick_async, OneTime(clock.now() + 3600), id="later")
+    busy.schedule("long", long, OneTime(clock.now()), id="long")
+    busy.start()
+    idle: Scheduler | None = None
+    try:
+        wait_until(lambda: busy.task("long").running, timeout=10, what="the long run")
+        busy.schedule("due", due, OneTime(clock.now()), id="due")
+        _woken(busy, clock)  # its chance to claim "due", which it has no room to start
+        assert waiting(busy.metrics(timeout=10)) == 0
+        idle = Scheduler(workers=1, store=idle_store, clock=FakeClock(clock.now())).start()
+        wait_until(lambda: idle.task("due").run_count == 1, timeout=10, what="the run")
+        (record,) = idle.task("due").history
+        assert record.node == idle_store.node
+        assert busy.task("long").running
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+        if idle is not None:
+            idle.shutdown()
+
+
+def test_the_coroutine_slot_that_frees_wakes_the_timer_that_left_runs_unclaimed(
+    stores: list[CoordinatedStore],
+) -> None:
+    """On a fake clock the timer wakes only when notified (no poll, no renewal: the clock
+    never moves), so the loop task's run due while the one coroutine slot was taken is
+    claimed only because that slot, freed, woke the timer (on PostgreSQL the store's
+    notice of the long run's settle wakes it too)."""
+    store = stores[0]
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    busy = Scheduler(workers=1, store=store, clock=clock, max_coroutines=1).start()
+    try:
+        busy.schedule("long", HELD_ASYNC, OneTime(clock.now()), id="long")
+        wait_until(lambda: busy.task("long").running, timeout=10, what="the long run")
+        busy.schedule("quick", cluster_jobs.quick_async, OneTime(clock.now()), id="quick")
+        cluster_jobs.released.set()
+        wait_until(lambda: busy.task("quick").run_count == 1, timeout=10, what="the run")
+        assert busy.wait_idle(timeout=10)
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+
+
+@pytest.mark.parametrize("kind", sorted(BUSY))
+def test_a_run_of_the_other_kind_is_claimed_and_run_here_meanwhile(
+    stores: list[CoordinatedStore], kind: str
+) -> None:
+    """A run needs room of its own kind only: with the one worker held by a long thread
+    run, a loop task's run is still claimed here and runs on the event loop, and with
+    the one coroutine slot held, a thread task's run on the idle worker (claiming
+    nothing while either kind is busy would hold the other's runs behind it, in a
+    process alone on its store, for as long as the long run lasts)."""
+    store = stores[0]
+    options, long, _, _ = BUSY[kind]
+    other = BUSY["workers" if kind == "coroutine slots" else "coroutine slots"].due
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    busy = Scheduler(workers=1, store=store, clock=clock, **options).start()
+    try:
+        busy.schedule("long", long, OneTime(clock.now()), id="long")
+        wait_until(lambda: busy.task("long").running, timeout=10, what="the long run")
+        busy.schedule("other", other, OneTime(clock.now()), id="other")
+        wait_until(lambda: busy.task("other").run_count == 1, timeout=10, what="the run")
+        assert busy.task("long").running
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+
+
+def test_a_claim_takes_only_the_tasks_it_is_told_it_may(
+    stores: list[CoordinatedStore],
+) -> None:
+    """The store's side: ``among`` claims only those ids, ``leaving`` none of them; the
+    rest stay unclaimed, due, for the next claim."""
+    store = stores[0]
+    clock = FakeClock(time.time())
+    scheduler = Scheduler(workers=1, store=store, clock=clock)  # registers; never started
+    for task_id in ("a", "b", "c"):
+        scheduler.schedule(task_id, jobs.noop, OneTime(clock.now()), id=task_id)
+    now = clock.now()
+    assert store.claim(now=now, limit=5, among=[]) == []
+    assert store.claim(now=now, limit=5, among=["x"]) == []  # no such task
+    among = store.claim(now=now, limit=5, among=["a", "b", "x"], leaving=["a"])
+    assert [claim.task_id for claim in among] == ["b"]
+    leaving = store.claim(now=now, limit=5, leaving=["a", "x"])
+    assert [claim.task_id for claim in leaving] == ["c"]
+    assert store.claim(now=now, limit=5, among=["b", "c"]) == []  # held already
+    assert [claim.task_id for claim in store.claim(now=now, limit=5)] == ["a"]

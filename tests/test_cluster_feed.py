@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -42,12 +43,12 @@ def _before_next_claim(
     armed = threading.Lock()  # guards the hook: one claim runs it
     done = threading.Event()
 
-    def hooked(*, now: float, limit: int) -> list[Claim]:
+    def hooked(*, now: float, limit: int, **narrowed: Any) -> list[Claim]:
         if not armed.acquire(blocking=False):
-            return claim(now=now, limit=limit)
+            return claim(now=now, limit=limit, **narrowed)
         hook(now)
         try:
-            return claim(now=now, limit=limit)
+            return claim(now=now, limit=limit, **narrowed)
         finally:
             done.set()
 

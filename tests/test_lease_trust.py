@@ -24,7 +24,7 @@ import contextlib
 import functools
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -429,8 +429,15 @@ class Flaky(Unrenewable):
         if call == "changed" and not self.by_the_test():  # the test's own are not counted
             self.looks += 1
 
-    def claim(self, *, now: float, limit: int) -> list[Claim]:
-        claims = super().claim(now=now, limit=limit)
+    def claim(
+        self,
+        *,
+        now: float,
+        limit: int,
+        among: Collection[str] | None = None,
+        leaving: Collection[str] = (),
+    ) -> list[Claim]:
+        claims = super().claim(now=now, limit=limit, among=among, leaving=leaving)
         self.claimed.extend(claim.task_id for claim in claims)
         return claims
 
@@ -700,10 +707,17 @@ class ClaimSeen(Unrenewable):
             if call == "renew":
                 self.renewals += 1
 
-    def claim(self, *, now: float, limit: int) -> list[Claim]:
+    def claim(
+        self,
+        *,
+        now: float,
+        limit: int,
+        among: Collection[str] | None = None,
+        leaving: Collection[str] = (),
+    ) -> list[Claim]:
         if now >= self.at and not self.by_the_test():  # the wake's own instant, not the wall's
             self.claiming.set()
-        return super().claim(now=now, limit=limit)
+        return super().claim(now=now, limit=limit, among=among, leaving=leaving)
 
 
 def test_a_lease_counted_lost_is_not_taken_over_by_its_own_process_when_the_store_answers(

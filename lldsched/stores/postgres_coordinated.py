@@ -31,6 +31,7 @@ from lldsched.persistence import (
     Lease,
     Task,
     TaskSnapshot,
+    claim_narrowed,
     finished,
 )
 from lldsched.schedules.base import wrapped_schedule
@@ -135,19 +136,36 @@ class PostgresCoordination:
         def _forget_finished(self, task_id: str) -> None: ...
         def _trim_after_batch(self, task_ids: list[str]) -> None: ...
 
-    def claim(self, *, now: float, limit: int) -> list[Claim]:
-        """Claim up to ``limit`` runs due at ``now`` (the scheduler's clock), none of a task
-        this node left out (it cannot load it: :meth:`unloaded`); each lease lasts
-        :attr:`lease` seconds on the database's clock.  One statement."""
+    def claim(
+        self,
+        *,
+        now: float,
+        limit: int,
+        among: Collection[str] | None = None,
+        leaving: Collection[str] = (),
+    ) -> list[Claim]:
+        """Claim up to ``limit`` runs due at ``now`` (the scheduler's clock), only of the
+        tasks ``among`` if given, none of ``leaving`` nor of a task this node left out (it
+        cannot load it: :meth:`unloaded`); each lease lasts :attr:`lease` seconds on the
+        database's clock.  One statement."""
         if limit <= 0:
             return []
-        left = self._unreadable.left_out()  # never claimed here: this node cannot run them
-        parameters = {"now": now, "limit": limit, "node": self.node, "lease": self.lease}
+        parameters: dict[str, object] = {
+            "now": now,
+            "limit": limit,
+            "node": self.node,
+            "lease": self.lease,
+        }
+        statement = sql.CLAIM
+        # Never claimed here: the tasks this node cannot run (left out), and those the
+        # caller cannot start now (``among``, ``leaving``).
+        narrowed = claim_narrowed(self._unreadable.left_out(), among, leaving)
+        if narrowed is not None:
+            only, ids = narrowed
+            statement = sql.CLAIM_AMONG if only else sql.CLAIM_LEAVING
+            parameters["ids"] = ids
         with self._using("claim runs") as connection:
-            rows = connection.execute(
-                sql.CLAIM_LEAVING if left else sql.CLAIM,
-                {**parameters, "left": left} if left else parameters,
-            ).fetchall()
+            rows = connection.execute(statement, parameters).fetchall()
             seen = self._seen  # the versions the feed last gave; the row's writer says if ours
             claims = []
             for *claimed, writer in rows:

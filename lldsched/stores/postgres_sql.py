@@ -338,10 +338,13 @@ SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_o
  ORDER BY c.slot, d.priority
 """
 
-# The same, passing the tasks this node left out (it cannot run them: codec.Unreadable).
-# Used only while there are any, so the usual claim's statement stays as it was.
+# The same, passing the tasks this node left out (it cannot run them: codec.Unreadable)
+# and those the caller leaves (``leaving``); or only the tasks named (``among``).  Used
+# only while the claim is narrowed (persistence.claim_narrowed), so the usual claim's
+# statement stays as it was.
 _DUE_ORDER = "     ORDER BY t.next_run_at"
-CLAIM_LEAVING = CLAIM.replace(_DUE_ORDER, f"       AND t.id <> ALL(%(left)s)\n{_DUE_ORDER}", 1)
+CLAIM_LEAVING = CLAIM.replace(_DUE_ORDER, f"       AND t.id <> ALL(%(ids)s)\n{_DUE_ORDER}", 1)
+CLAIM_AMONG = CLAIM.replace(_DUE_ORDER, f"       AND t.id = ANY(%(ids)s)\n{_DUE_ORDER}", 1)
 
 # Renewal extends every lease this node still holds, expired or not: an expired lease
 # that nobody took over is still the holder's (no newer token exists, nothing ran twice),

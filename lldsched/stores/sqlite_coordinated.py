@@ -109,13 +109,21 @@ class CoordinatedMethods:
         """Settles refused so far because their lease was lost (shared mode)."""
         return self._coordinated().rejected
 
-    def claim(self, *, now: float, limit: int) -> list[Claim]:
-        """Claim up to ``limit`` due runs, each with a lease and a fresh fencing token;
-        see :meth:`CoordinatedStore.claim <lldsched.persistence.CoordinatedStore.claim>`."""
+    def claim(
+        self,
+        *,
+        now: float,
+        limit: int,
+        among: Collection[str] | None = None,
+        leaving: Collection[str] = (),
+    ) -> list[Claim]:
+        """Claim up to ``limit`` due runs (only of ``among``, none of ``leaving``), each
+        with a lease and a fresh fencing token; see :meth:`CoordinatedStore.claim
+        <lldsched.persistence.CoordinatedStore.claim>`."""
         with self._using("claim runs") as connection:
             shared = self._coordinated()
             shared.check_file()  # a removed or replaced file: claim nothing (StoreError)
-            return shared.claim(connection, now=now, limit=limit)
+            return shared.claim(connection, now=now, limit=limit, among=among, leaving=leaving)
 
     def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
         """Extend the leases this process holds with ``tokens``; the tokens still held."""

@@ -57,7 +57,7 @@ from typing import Any
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
-from lldsched.persistence import Claim, Lease
+from lldsched.persistence import Claim, Lease, claim_narrowed
 from lldsched.stores.codec import Unreadable, lease_from
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.removals import FeedHorizons
@@ -107,6 +107,11 @@ SELECT t.id, t.next_run_at, t.attempt, t.version,
 # statement stays as it was.
 _CLAIMABLE_LEAVING = _CLAIMABLE.replace(
     " ORDER BY", "   AND t.id NOT IN (SELECT value FROM json_each(?3))\n ORDER BY"
+)
+# Only the tasks named (ids as a JSON array, ?3): a claim's ``among``, those it leaves
+# taken out of it first.
+_CLAIMABLE_AMONG = _CLAIMABLE.replace(
+    " ORDER BY", "   AND t.id IN (SELECT value FROM json_each(?3))\n ORDER BY"
 )
 TAKE = """
 INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -284,15 +289,30 @@ class SharedState:
 
     # -- claims ------------------------------------------------------------------------
 
-    def claim(self, connection: sqlite3.Connection, *, now: float, limit: int) -> list[Claim]:
-        """Claim up to ``limit`` due rows (see CoordinatedStore.claim), none of a task this
-        process left out (it cannot load it: :class:`~lldsched.stores.codec.Unreadable`);
-        the caller holds the store's lock and no transaction is open."""
+    def claim(
+        self,
+        connection: sqlite3.Connection,
+        *,
+        now: float,
+        limit: int,
+        among: Collection[str] | None = None,
+        leaving: Collection[str] = (),
+    ) -> list[Claim]:
+        """Claim up to ``limit`` due rows (see CoordinatedStore.claim: ``among``,
+        ``leaving``), none of a task this process left out (it cannot load it:
+        :class:`~lldsched.stores.codec.Unreadable`); the caller holds the store's lock
+        and no transaction is open."""
         if limit <= 0:
             return []
-        left = self.unreadable.left_out()  # never claimed here: this process cannot run them
-        statement = _CLAIMABLE_LEAVING if left else _CLAIMABLE
-        passed = (json.dumps(left),) if left else ()
+        # Never claimed here: the tasks this process cannot run (left out), and those the
+        # caller cannot start now (``among``, ``leaving``).
+        narrowed = claim_narrowed(self.unreadable.left_out(), among, leaving)
+        statement: str = _CLAIMABLE
+        passed: tuple[str, ...] = ()
+        if narrowed is not None:
+            only, ids = narrowed
+            statement = _CLAIMABLE_AMONG if only else _CLAIMABLE_LEAVING
+            passed = (json.dumps(ids),)
         if not connection.execute(statement, (now, 1, *passed)).fetchone():
             return []  # nothing due: no write transaction at all (the idle path)
         with immediate(connection, self.gate):

@@ -20,11 +20,14 @@ loop task's attempt *begins* only when it gets a slot, so its lateness shows
 the wait, and cancel or pause while it waits simply drops it (a tombstone; a worker's
 awaitable cut while it waits leaves the line then and is recorded at once, never begun).  They
 begin and start :data:`START_BATCH` at a time, each go behind the last one's first
-steps (the collector's share: see there).  An entry whose task was replaced
-meanwhile (``replace_existing=True``) by a plain function or a process-isolated one is
-not begun here: it goes to the workers, which begin it (and a worker hands the loop an
-entry whose task became a loop task), so a run begins where the definition it begins
-with runs.
+steps (the collector's share: see there).  On a shared store the timer claims a loop
+task's run only while a slot is :attr:`~CoroutineRunner.free` (neither running a run
+nor promised to one waiting), and a slot that frees wakes it (``on_free``): a run that
+could not start here stays in the store for an idle process (docs/CLUSTER.md,
+"Claim").  An entry whose task was replaced meanwhile (``replace_existing=True``) by a
+plain function or a process-isolated one is not begun here: it goes to the workers,
+which begin it (and a worker hands the loop an entry whose task became a loop task), so
+a run begins where the definition it begins with runs.
 
 **Timeouts are enforced** here, unlike on threads: a coroutine still running at
 its task's timeout is cancelled (``Task.cancel``), recorded ``timed_out`` with a
@@ -205,6 +208,11 @@ class CoroutineRunner(LoopShutdown):
         # The loop thread's own: flights over and not yet recorded.
         self._done: list[Flight] = []
         self._flush_sent = False
+        self.on_free: Callable[[], None] | None = None
+        """Called under the lock as coroutine places free (runs recorded, entries that
+        waited settled as tombstones or passed to the workers; set before the first
+        hand-over): a shared store's timer claims a loop task's run only while one is
+        :attr:`free`."""
 
     @property
     def alive(self) -> bool:
@@ -217,6 +225,13 @@ class CoroutineRunner(LoopShutdown):
         running at its timeout (read without the lock: a thread's liveness)."""
         joiner = self._calls_joiner
         return joiner is not None and joiner.is_alive()
+
+    @property
+    def free(self) -> int:
+        """Coroutine slots neither running a run nor promised to one waiting for a slot
+        (a worker's awaitable included), at most :attr:`limit` (caller holds the lock):
+        what a loop task's run handed over now could start in."""
+        return self.limit - self._active - len(self._waiting)
 
     def on_loop_thread(self) -> bool:
         """True when the caller runs on this runner's loop thread (a coroutine run, or
@@ -280,10 +295,10 @@ class CoroutineRunner(LoopShutdown):
         :meth:`Coordinator._drop_pending
         <lldsched.threaded.shared.Coordinator._drop_pending>`).  Left there, each was
         counted as a coroutine waiting here (``metrics().coroutines``, ``wait_idle()``, a
-        drain) until a slot freed and its begin found no claim; and the claim made again
-        by this process (it keeps claiming for its loop tasks) added one more entry at
-        every renewal interval.  A worker's awaitable (a :class:`Flight`) stays.
-        O(waiting); rare, off the dispatch path."""
+        drain) until a slot freed and its begin found no claim (and, while this process
+        claimed loop tasks' runs with no slot free, the claim made again added one more
+        entry at every renewal interval).  A worker's awaitable (a :class:`Flight`)
+        stays.  O(waiting); rare, off the dispatch path."""
         waiting = self._waiting
         kept = [item for item in waiting if isinstance(item, Flight) or item[3] not in task_ids]
         gone = len(waiting) - len(kept)
@@ -504,6 +519,7 @@ class CoroutineRunner(LoopShutdown):
                 self._release(tombstones)
             if tombstones or workers:
                 self._notify_if_settled()
+                self._freed()
             if waiting and self._active < self.limit:  # more can start: in the next go
                 self._wakeup_sent = True
                 assert self._loop is not None
@@ -615,6 +631,8 @@ class CoroutineRunner(LoopShutdown):
                     self._settle_batch(recorded)  # even if a logging handler raised
             elif recorded:
                 self._settle_batch(recorded)
+            if recorded:
+                self._freed()
             if self._waiting and self._active < self.limit and not self._wakeup_sent:
                 self._wakeup_sent = True  # slots freed: start what waits
                 assert self._loop is not None
@@ -648,6 +666,12 @@ class CoroutineRunner(LoopShutdown):
         except Exception:  # finish records user failures itself: this is our bug
             log.exception("could not settle the coroutine run %r", run)
             return False
+
+    def _freed(self) -> None:
+        """Coroutine places freed (caller holds the lock): tell :attr:`on_free`, if set."""
+        on_free = self.on_free
+        if on_free is not None:
+            on_free()
 
     def _notify_if_settled(self) -> None:
         """Wake shutdown() if nothing is in flight or waiting (caller holds the lock)."""

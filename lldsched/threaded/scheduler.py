@@ -256,7 +256,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
                 thread_prefix=self._thread_prefix,
             )
             self._begin = self._coordinator.begin  # with its claim's token
-            self._pool.on_idle = self._worker_idle  # claims wait for an idle worker
+            self._pool.on_idle = self._room_freed  # claims wait for an idle worker
         self._coroutines = CoroutineRunner(
             lock=self._lock,
             begin=self._begin,
@@ -274,6 +274,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             limit=max_coroutines,
             name=f"{self._thread_prefix}loop",
         )
+        if shared is not None:  # loop tasks' claims wait for a free coroutine slot
+            self._coroutines.on_free = self._room_freed
         if store is not None:
             with self._lock:
                 if self._coordinator is not None:

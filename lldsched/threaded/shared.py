@@ -48,7 +48,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import NamedTuple
 
 from lldsched.core.context import RunContext
@@ -136,8 +136,9 @@ class Coordinator:
         # Its thread is named after the scheduler's (thread_prefix: "lldsched-<name>-").
         self._watch = LeaseWatch(self._trust, lease=store.lease, name=f"{thread_prefix}lease-watch")
         self._held_back = False  # claims held back for want of trust (said once a lapse)
-        # The timer left due runs unclaimed, every worker busy (timer._claim_room): the
-        # first worker to go idle wakes it (timer._worker_idle). Under the scheduler's lock.
+        # The timer left due runs unclaimed for want of room to start them, every worker
+        # busy or every coroutine slot taken (timer._claim_room): the first worker to go
+        # idle, or slot to free, wakes it (timer._room_freed). Under the scheduler's lock.
         self.starved = False
         # A store call failed since the timer last waited: its next wait is ``poll`` from
         # when the calls returned, the lock let go (wake), however overdue its next instant.
@@ -369,11 +370,20 @@ class Coordinator:
         if touched:
             self._followed(touched)
 
-    def claim(self, now: float, room: int, looked: float) -> list[Entry]:
-        """Claim up to ``room`` due runs; their entries, ready for the workers (``looked``:
-        the reading taken before ``now``, which their trust counts from: :meth:`looked`).
-        None while leases are held that no renewal vouches for (their flags are up): a
-        claim would only be refused at its begin and given back."""
+    def claim(
+        self,
+        now: float,
+        room: int,
+        looked: float,
+        among: Collection[str] | None = None,
+        leaving: Collection[str] = (),
+    ) -> list[Entry]:
+        """Claim up to ``room`` due runs, only of the tasks ``among`` if given and none of
+        ``leaving`` (the timer's ``_claim_room``: the kinds of run this process has room
+        to start); their entries, ready for the workers (``looked``: the reading taken
+        before ``now``, which their trust counts from: :meth:`looked`).  None while
+        leases are held that no renewal vouches for (their flags are up): a claim would
+        only be refused at its begin and given back."""
         self._drop_due(now)
         if not self._watch.trusted():  # leases held that no renewal vouches for any more
             if not self._held_back:
@@ -386,7 +396,10 @@ class Coordinator:
             return []
         self._held_back = False
         try:
-            claims = self.store.claim(now=now, limit=room)
+            if among is None and not leaving:  # the usual claim, as any store takes it
+                claims = self.store.claim(now=now, limit=room)
+            else:
+                claims = self.store.claim(now=now, limit=room, among=among, leaving=leaving)
         except Exception as exc:  # tried again at the next wake
             self._failed(exc, "claim")
             return []

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+from collections.abc import Collection
 
 from lldsched.core.context import RunContext
 from lldsched.core.recovery import after_clock_jump
@@ -110,6 +111,9 @@ class TimerThread(SchedulerParts):
         last_look = self._last_look
         monotonic = last_look.monotonic  # jump detection (none on a FakeClock)
         coordinator = self._coordinator
+        # Shared stores only: the tasks a claim takes only, or leaves (_claim_room).
+        among: Collection[str] | None = None
+        leaving: Collection[str] = ()
         with cond:  # the first look was start()'s (_first_look)
             looked = 0.0  # the lease trust clock's reading before `now` (shared stores only)
             while self._state is RUNNING:
@@ -129,12 +133,12 @@ class TimerThread(SchedulerParts):
                     coordinator.tick(now, looked)
                 room = pool.room
                 if room and coordinator is not None:
-                    room = self._claim_room(room)
+                    room, among, leaving = self._claim_room(room)
                 if room:
                     if coordinator is None:
                         batch = queue.pop_due(now, room)
                     else:
-                        batch = coordinator.claim(now, room, looked)
+                        batch = coordinator.claim(now, room, looked, among, leaving)
                     if batch:
                         self._in_flight += len(batch)
                         self._hand_out(batch)
@@ -196,31 +200,49 @@ class TimerThread(SchedulerParts):
         either = " (set ahead, or the machine was suspended)" if jump > 0 else ""
         log.warning("the wall clock jumped by %+.3f s%s: %s", jump, either, done)
 
-    def _claim_room(self, room: int) -> int:
+    def _claim_room(self, room: int) -> tuple[int, Collection[str] | None, Collection[str]]:
         """On a shared store: how many runs to claim, of the ``room`` the hand-off queue
-        has (caller holds the lock).  Nothing while no worker here is idle (each busy,
-        or about to take a run already waiting): a claim then would wait behind the runs
-        in flight, holding a run, its lease renewed, that an idle process could start
-        (for as long as the longest of them).  The first worker to go idle wakes the
-        timer (:meth:`_worker_idle`), which claims again, the whole ``room``: one claim
-        for a batch, as before, since a claim costs a commit whatever it takes.  A
-        process with coroutine tasks registered keeps the whole ``room`` anyway: a
-        coroutine run needs no worker.  A run of a batch left waiting behind one that
-        turned out long (or claimed by that rule with every worker busy) is given back
-        a renewal interval on (:meth:`Coordinator._give_back_unbegun
+        has, and of which tasks: ``(room, among, leaving)`` for :meth:`Coordinator.claim
+        <lldsched.threaded.shared.Coordinator.claim>` (caller holds the lock).
+
+        A process claims a run only when it has room to start it: a thread task's (or a
+        process-isolated one's) while a worker here is idle (more idle workers than
+        entries already waiting for one), a loop task's while a coroutine slot is free
+        (:attr:`CoroutineRunner.free <lldsched.threaded.coroutines.CoroutineRunner.free>`:
+        ``max_coroutines`` less the runs started and those waiting for a slot).  A run
+        claimed without that room would wait here behind the runs in flight, its lease
+        renewed, while an idle process could start it.  With room for both kinds, the
+        whole ``room`` of any task; for one kind only, the claim is narrowed by the
+        store to this process's loop tasks (``among``: every worker busy) or away from
+        them (``leaving``: every slot taken), so the other kind's due runs stay
+        unclaimed; for neither, nothing (docs/DECISIONS.md, "A process claims only what
+        it can start").  Either way the whole ``room``: one claim for a batch, since a
+        claim costs a commit whatever it takes.  A kind left without room marks the
+        coordinator ``starved``: the first worker to go idle or coroutine slot to free
+        wakes the timer (:meth:`_room_freed`), which claims again.  A run of a batch
+        left waiting behind one that turned out long is given back a renewal interval on
+        (:meth:`Coordinator._give_back_unbegun
         <lldsched.threaded.shared.Coordinator._give_back_unbegun>`)."""
-        if self._loop_ids:
-            return room
         pool = self._pool
-        if pool.idle > pool.queued:
-            return room
+        worker = pool.idle > pool.queued  # room for a thread task's run
+        loop_ids = self._loop_ids
+        # Room for a loop task's run (with none registered, nothing to narrow the claim by).
+        slot = not loop_ids or self._coroutines.free > 0
+        if worker and slot:  # the usual case: the claim as it always was
+            return room, None, ()
         assert self._coordinator is not None
         self._coordinator.starved = True
-        return 0
+        if worker:  # every coroutine slot taken: no loop task's run
+            return room, None, loop_ids
+        if loop_ids and slot:  # every worker busy: loop tasks' runs only
+            return room, loop_ids, ()
+        return 0, None, ()
 
-    def _worker_idle(self) -> None:
-        """A worker is about to wait for work (the pool's ``on_idle`` on a shared store,
-        under the lock): wake the timer if it left due runs unclaimed for want of one."""
+    def _room_freed(self) -> None:
+        """A worker is about to wait for work (the pool's ``on_idle``), or coroutine
+        places freed (the runner's ``on_free``), on a shared store, under the lock: wake
+        the timer if it left due runs unclaimed for want of room to start them
+        (:meth:`_claim_room`)."""
         coordinator = self._coordinator
         if coordinator is not None and coordinator.starved:
             coordinator.starved = False
