@@ -38,6 +38,17 @@ def notebook(folder: Path, name: str, sources: list[str]) -> Path:
     return folder
 
 
+def run_all_failure(tmp_path: Path, sources: list[str]) -> str:
+    """What Lab's run-all of a notebook of ``sources`` fails with."""
+    folder = notebook(tmp_path / "source", "fails", sources)
+    lab = served("jupyterlab", "fails", tmp_path, notebooks=folder)
+    with lab as (url, prepare, _), browser_page() as page:
+        page.goto(url, timeout=60_000, wait_until="commit")
+        with pytest.raises(AssertionError) as failed:
+            prepare(page)
+    return str(failed.value)
+
+
 @pytest.fixture
 def short_stall(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(servers, "STALL_SECONDS", STALL)
@@ -67,18 +78,12 @@ def test_a_run_all_slower_than_the_bound_whose_cells_each_finish_inside_it_passe
 def test_a_run_all_whose_cell_hangs_fails_once_no_cell_finished_within_the_bound(
     tmp_path: Path,
 ) -> None:
-    sources = ["1", "import time\ntime.sleep(3600)", "3"]
-    folder = notebook(tmp_path / "source", "hangs", sources)
-    lab = served("jupyterlab", "hangs", tmp_path, notebooks=folder)
-    with lab as (url, prepare, _), browser_page() as page:
-        page.goto(url, timeout=60_000, wait_until="commit")
-        with pytest.raises(AssertionError) as failed:
-            prepare(page)
-    said = str(failed.value)
+    said = run_all_failure(tmp_path, ["1", "import time\ntime.sleep(3600)", "3"])
     assert said.startswith(f"JupyterLab's run-all finished no cell in {STALL} s, at 1 cells run")
     # the kernel's state as the page last heard it, named (in a full suite under load the
     # page had heard "idle" once: the status message of the hanging cell came later)
     assert re.search(r"\(kernel connected/(busy|idle), 2 of 3 cells pending\)", said), said
+    assert "; code cell 2 (import time) is running: its request went " in said, said
 
 
 # The kernel runs the request of the cell `'no reply'` (busy, then idle) and never
@@ -102,13 +107,7 @@ def test_a_run_all_whose_cell_the_kernel_left_unanswered_fails_once_the_kernel_i
     """Not after the stall's whole bound (left at its 120 s here): the kernel said it was
     idle after the request and then nothing, so nothing more is coming."""
     monkeypatch.setattr(servers, "SILENT_SECONDS", SILENT)
-    folder = notebook(tmp_path / "source", "unanswered", [NO_REPLY, "'no reply'", "3"])
-    lab = served("jupyterlab", "unanswered", tmp_path, notebooks=folder)
-    with lab as (url, prepare, _), browser_page() as page:
-        page.goto(url, timeout=60_000, wait_until="commit")
-        with pytest.raises(AssertionError) as failed:
-            prepare(page)
-    said = str(failed.value)
+    said = run_all_failure(tmp_path, [NO_REPLY, "'no reply'", "3"])
     assert said.startswith(
         "JupyterLab's run-all stopped at 2 cells run (kernel connected/idle, 1 of 3 cells "
         "pending): the kernel said it was idle after the cell's request, and it has said "
