@@ -5,14 +5,17 @@ JupyterLab (Lab's own "run all cells" command runs it), on loopback, in a copy o
 
 from __future__ import annotations
 
+import http.cookiejar
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -47,19 +50,62 @@ KERNEL_READY = """() => {
 }"""
 
 
-RUN_ALL = """() => {
+LISTEN = """() => {
+    // What the page hears from the notebook's kernel: per execute request (by its cell's
+    // id) the messages that came back for it, and how many of the kernel's iopub
+    // messages the page received and how many it has handled (Lab handles them one at a
+    // time, in order: one whose handling never ends holds back every later one).
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    const heard = {byCell: {}, byId: {}, received: 0, handled: 0, last: Date.now(),
+        lastType: "nothing"};
+    window.lldschedHeard = heard;
+    kernel.anyMessage.connect((_, {msg, direction}) => {
+        let type = msg.header.msg_type;
+        if (type === "status") {
+            type += " " + msg.content.execution_state;
+        }
+        if (direction === "send") {
+            if (type === "execute_request") {
+                const request = {sent: Date.now(), heard: [], idle: false};
+                heard.byCell[msg.metadata.cellId] = request;
+                heard.byId[msg.header.msg_id] = request;
+            }
+            return;
+        }
+        heard.received += msg.channel === "iopub" ? 1 : 0;
+        heard.last = Date.now();
+        heard.lastType = type;
+        const request = heard.byId[msg.parent_header && msg.parent_header.msg_id];
+        if (request) {
+            const said = request.heard;
+            const previous = said[said.length - 1];
+            if (previous && previous.type === type) {
+                previous.times += 1;
+            } else {
+                said.push({type, times: 1});
+            }
+            request.idle = request.idle || type === "status idle";
+        }
+    });
+    kernel.iopubMessage.connect(() => {
+        heard.handled += 1;
+        heard.last = Date.now();
+    });
+}"""
+RUN_ALL = f"""() => {{
     window.lldschedRanAll = null;
     window.lldschedCleared = false;
+    ({LISTEN})();
     const commands = window.jupyterapp.commands;
     commands.execute("notebook:clear-all-cell-outputs")
-        .then(() => {
+        .then(() => {{
             window.lldschedCleared = true;
             return commands.execute("notebook:run-all-cells");
-        })
+        }})
         .then(
-            (ran) => { window.lldschedRanAll = String(ran); },
-            (error) => { window.lldschedRanAll = "failed: " + error; });
-}"""
+            (ran) => {{ window.lldschedRanAll = String(ran); }},
+            (error) => {{ window.lldschedRanAll = "failed: " + error; }});
+}}"""
 RAN_ALL = """() => {
     if (window.lldschedRanAll !== null) {
         return true;
@@ -80,19 +126,85 @@ COUNTED = """() => {
     const code = panel.content.widgets.filter((cell) => cell.model.type === "code");
     return code.filter((cell) => cell.model.executionCount !== null).length;
 }"""
-RAN_ALL_OR_MOVED = f"""(counted) => ({RAN_ALL})() || ({COUNTED})() !== counted"""
+UNFINISHED = """() => {
+    // The first code cell without a count, and what the page heard for its request.
+    const code = window.jupyterapp.shell.currentWidget.content.widgets
+        .filter((cell) => cell.model.type === "code");
+    const index = code.findIndex((cell) => cell.model.executionCount === null);
+    if (index < 0) {
+        return null;
+    }
+    const cell = code[index];
+    const request = window.lldschedHeard.byCell[cell.model.sharedModel.getId()] || null;
+    return {index, cell, request, source: cell.model.sharedModel.getSource()};
+}"""
+OVER = f"""(silent) => {{
+    // Why the run is visibly over, or null: the page has heard nothing from the kernel
+    // (and handled nothing) for `silent` seconds, and the first code cell still without
+    // a count is not running in the kernel (the kernel said it is idle after the cell's
+    // request, or said nothing of it at all: the cells before it are done, and a kernel
+    // starts the next request at once), or the page has left a message unhandled.
+    const heard = window.lldschedHeard;
+    const unfinished = window.lldschedCleared && ({UNFINISHED})();
+    if (!unfinished || Date.now() - heard.last < silent * 1000) {{
+        return null;
+    }}
+    if (heard.received > heard.handled) {{
+        return "the page has not handled the kernel's last messages";
+    }}
+    const request = unfinished.request;
+    if (!request) {{
+        return "the page sent no execute request for the cell";
+    }}
+    if (request.idle) {{
+        return "the kernel said it was idle after the cell's request";
+    }}
+    if (request.heard.length === 0) {{
+        return "the kernel said nothing of the cell's request";
+    }}
+    return null;  // a cell running in silence: a long cell, waited for
+}}"""
+RAN_ALL_MOVED_OR_OVER = f"""([counted, silent]) => ({RAN_ALL})() || ({COUNTED})() !== counted
+    || ({OVER})(silent)"""
+HEARD = f"""() => {{
+    const heard = window.lldschedHeard;
+    const unfinished = ({UNFINISHED})();
+    const ago = (then) => `${{((Date.now() - then) / 1000).toFixed(1)}} s ago`;
+    let said = `the page handled ${{heard.handled}} of the ${{heard.received}} iopub messages `
+        + `it received; the last message it heard (${{heard.lastType}}) came ${{ago(heard.last)}}`;
+    if (unfinished) {{
+        const request = unfinished.request;
+        const first = unfinished.source.split("\\n")[0].slice(0, 60);
+        const replies = request && request.heard.map(
+            (m) => m.times > 1 ? `${{m.type}} x${{m.times}}` : m.type).join(", ");
+        const state = unfinished.cell.model.executionState;
+        said = `code cell ${{unfinished.index + 1}} (${{first}}) is ${{state}}: `
+            + (request ? `its request went ${{ago(request.sent)}}, and the page heard for it: `
+                + (replies || "nothing") : "no request was sent for it") + "; " + said;
+    }}
+    return said;
+}}"""
 PENDING = """() => {
     const panel = window.jupyterapp.shell.currentWidget;
     const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
-    const prompts = [...document.querySelectorAll(".jp-InputPrompt")].map((p) => p.innerText);
+    const code = panel.content.widgets.filter((cell) => cell.model.type === "code");
+    const running = code.filter((cell) => cell.model.executionState === "running");
     return `kernel ${kernel ? kernel.connectionStatus + "/" + kernel.status : "none"}, `
-        + `${prompts.filter((p) => p.includes("*")).length} of ${prompts.length} cells pending`;
+        + `${running.length} of ${code.length} cells pending`;
 }"""
 STALL_SECONDS = 120
 """The longest JupyterLab's run-all may go without a code cell finishing (or, the cells
 all run, without the run being over): longer is a hang.  Measured at a load of 9-11 on
 two cores, the longest wait between two cells finishing was 7.5 s (09, whose run-all
 took 33 s; 04's 3.1 s of 14 s)."""
+SILENT_SECONDS = 20
+"""How long a run may sit with the kernel silent and no cell running in it before it is
+over without waiting for :data:`STALL_SECONDS` (:data:`OVER` says when that is).  A
+kernel starts the next queued request as soon as one ends: in 41 logged run-alls of 04
+under loads of 8-17, the widest gap between a cell's idle and the next one's busy was
+0.16 s, and the page's longest silence of any kind (a cell computing without output
+included) 3.6 s.  20 s is far past what a live run shows, and a sixth of the stall's
+bound."""
 
 
 RUN_ALL_TEST_SECONDS = 600
@@ -123,7 +235,10 @@ def run_all_in_lab(page: Any, log: list[str]) -> None:
     a run that goes on finishing cells is waited for, however loaded the machine (a
     bound of 180 s on the whole run failed under two test suites at once; 04's run
     takes 14 s and 09's 33 s at a load of 9-11).  The test's own timeout bounds the
-    whole (:data:`RUN_ALL_TEST_SECONDS`)."""
+    whole (:data:`RUN_ALL_TEST_SECONDS`).  A run that is visibly over before that
+    (:data:`OVER`: the kernel silent for :data:`SILENT_SECONDS`, the unfinished cell
+    not running in it) fails then.  Either failure says what the page heard for the
+    first unfinished cell's request and whether it handled all it heard."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     page.wait_for_function(KERNEL_READY, timeout=60_000)
@@ -131,25 +246,39 @@ def run_all_in_lab(page: Any, log: list[str]) -> None:
     while not page.evaluate(RAN_ALL):
         counted = page.evaluate(COUNTED)
         try:
-            page.wait_for_function(RAN_ALL_OR_MOVED, arg=counted, timeout=STALL_SECONDS * 1000)
+            page.wait_for_function(
+                RAN_ALL_MOVED_OR_OVER, arg=[counted, SILENT_SECONDS],
+                timeout=STALL_SECONDS * 1000, polling=500,
+            )  # fmt: skip
         except PlaywrightTimeout:
             raise AssertionError(
                 f"JupyterLab's run-all finished no cell in {STALL_SECONDS} s, at {counted} "
-                f"cells run ({page.evaluate(PENDING)}); {where_it_stands(page, log)}"
+                f"cells run ({page.evaluate(PENDING)}); {page.evaluate(HEARD)}; "
+                f"{where_it_stands(page, log)}"
             ) from None
+        over = page.evaluate(OVER, SILENT_SECONDS)
+        if over:
+            raise AssertionError(
+                f"JupyterLab's run-all stopped at {counted} cells run ({page.evaluate(PENDING)}): "
+                f"{over}, and it has said nothing for {SILENT_SECONDS} s; "
+                f"{page.evaluate(HEARD)}; {where_it_stands(page, log)}"
+            )
 
 
-def _command(server: str, notebook: Path, port: int, tmp_path: Path) -> list[str]:
+def _command(server: str, target: Path, port: int, tmp_path: Path) -> list[str]:
+    """Voila serves the notebook ``target``; Lab, every notebook under the folder ``target``."""
     if server == "voila":
-        return [tool("voila"), str(notebook), "--no-browser", f"--port={port}",
+        return [tool("voila"), str(target), "--no-browser", f"--port={port}",
                 "--Voila.ip=127.0.0.1"]  # fmt: skip
     return [tool("jupyter"), "lab", "--no-browser", f"--port={port}",
             "--ServerApp.ip=127.0.0.1", "--allow-root", "--IdentityProvider.token=",
-            f"--ServerApp.root_dir={notebook.parent}",
+            f"--ServerApp.root_dir={target}",
             "--LabApp.expose_app_in_browser=True",
             # A fresh Lab: no workspace restored from another session, no news pop-up.
             f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
-            f"--LabApp.user_settings_dir={_lab_settings(tmp_path / 'settings')}"]  # fmt: skip
+            f"--LabApp.user_settings_dir={_lab_settings(tmp_path / 'settings')}",
+            # No search for language servers: none is installed, and none is used.
+            "--LanguageServerManager.autodetect=False"]  # fmt: skip
 
 
 def _lab_settings(directory: Path) -> Path:
@@ -158,6 +287,17 @@ def _lab_settings(directory: Path) -> Path:
     (notification / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false", "checkForUpdates": false}'
     )
+    return directory
+
+
+def _lab_page_config(directory: Path) -> Path:
+    """A Jupyter config directory (for ``JUPYTER_CONFIG_PATH``) whose page config tells
+    Lab's page not to check whether its extensions need a build: the check runs npm
+    twice on the server (two seconds of wall time, under load more) on every page, and
+    the tests build nothing."""
+    labconfig = directory / "labconfig"
+    labconfig.mkdir(parents=True)
+    (labconfig / "page_config.json").write_text('{"buildCheck": false, "buildAvailable": false}')
     return directory
 
 
@@ -181,22 +321,24 @@ def where_it_stands(page: Any, log: list[str], *, lines: int = 25) -> str:
     )
 
 
+class _Server(NamedTuple):
+    url: str  # its base URL
+    log: list[str]  # what it has logged so far
+
+
 @contextmanager
-def served(
-    server: str, name: str, tmp_path: Path, *, notebooks: Path = ROOT / "notebooks"
-) -> Iterator[Served]:
-    """Serve the notebook ``name`` of ``notebooks`` (the shipped ones unless given; a
-    copy, so nothing the servers write lands there) with ``server``."""
-    copy = tmp_path / "notebooks"
-    shutil.copytree(notebooks, copy, ignore=shutil.ignore_patterns("src", ".ipynb_checkpoints"))
-    notebook = copy / f"{name}.ipynb"
-    assert notebook.exists(), f"no notebook {name}"
+def _server(server: str, target: Path, tmp_path: Path) -> Iterator[_Server]:
+    """Voila serving the notebook ``target``, or Lab serving the folder ``target``, on a
+    free port of loopback, until the end of the ``with``."""
     port = free_port()
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     env = {**os.environ, "PYTHONPATH": path}  # the kernels import this checkout's lldsched
+    if server == "jupyterlab":  # its page config first, then any the caller has
+        paths = [str(_lab_page_config(tmp_path / "config")), env.get("JUPYTER_CONFIG_PATH")]
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(path for path in paths if path)
     process = subprocess.Popen(
-        _command(server, notebook, port, tmp_path), cwd=copy, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        _command(server, target, port, tmp_path), cwd=target if target.is_dir() else target.parent,
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/"
     ready = threading.Event()
@@ -212,12 +354,7 @@ def served(
     threading.Thread(target=watch, daemon=True).start()
     try:
         assert ready.wait(60), f"{server} did not start within 60 s:\n" + "".join(log)
-        if server == "voila":
-            yield Served(url, lambda page: None, log)
-        else:
-            yield Served(
-                url + f"lab/tree/{name}.ipynb", lambda page: run_all_in_lab(page, log), log
-            )
+        yield _Server(url, log)
     finally:
         process.terminate()
         try:
@@ -226,18 +363,115 @@ def served(
             process.kill()
 
 
+class SharedLab:
+    """One JupyterLab server for the tests of a module (``tests/browser/conftest.py``),
+    started by the first test that serves a notebook in Lab: a start costs several
+    seconds of imports and extensions, and a stop the kernel's shutdown.  Each test
+    gets a folder of its own under the server's root (a copy of its notebooks), a
+    workspace of its own (nothing of another test's tabs is restored), and a fresh
+    kernel, shut down when it is done with it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.served = root / "served"  # the server's root: a folder for each test
+        self.served.mkdir()
+        self.tests = 0
+        self._stack = ExitStack()
+        self._server: _Server | None = None
+
+    def server(self) -> _Server:
+        if self._server is None:
+            self._server = self._stack.enter_context(_server("jupyterlab", self.served, self.root))
+        return self._server
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def shut_down_kernels(self, folder: str) -> None:
+        """Shut down the kernels of the notebooks under ``folder`` (and wait for it).  A
+        DELETE needs the server's XSRF cookie, which its Lab page sets, sent back."""
+        base = self.server().url
+        cookies = http.cookiejar.CookieJar()
+        server = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(cookies))
+        server.open(f"{base}lab", timeout=30).close()
+        xsrf = {cookie.name: cookie.value for cookie in cookies}["_xsrf"]
+        with server.open(f"{base}api/sessions", timeout=30) as answer:
+            sessions = json.load(answer)
+        for session in sessions:
+            if session["path"].startswith(f"{folder}/"):
+                gone = urllib.request.Request(
+                    f"{base}api/sessions/{session['id']}", method="DELETE",
+                    headers={"X-XSRFToken": str(xsrf)},
+                )  # fmt: skip
+                server.open(gone, timeout=60).close()
+
+
+SHARED_LAB: SharedLab | None = None
+"""This module's Lab server, if ``tests/browser/conftest.py`` set one up; None: each
+:func:`served` starts a Lab of its own."""
+
+
 @contextmanager
-def browser_page() -> Iterator[Any]:
-    """A fresh page in headless Chromium."""
+def served(
+    server: str, name: str, tmp_path: Path, *, notebooks: Path = ROOT / "notebooks"
+) -> Iterator[Served]:
+    """Serve the notebook ``name`` of ``notebooks`` (the shipped ones unless given; a
+    copy, so nothing the servers write lands there) with ``server``."""
+    ignore = shutil.ignore_patterns("src", ".ipynb_checkpoints")
+    if server == "jupyterlab" and SHARED_LAB is not None:
+        lab = SHARED_LAB
+        lab.tests += 1
+        folder = f"test-{lab.tests}"
+        shutil.copytree(notebooks, lab.served / folder, ignore=ignore)
+        assert (lab.served / folder / f"{name}.ipynb").exists(), f"no notebook {name}"
+        url, log = lab.server()
+        page = f"{url}lab/workspaces/{folder}/tree/{folder}/{name}.ipynb"
+        try:
+            yield Served(page, lambda page: run_all_in_lab(page, log), log)
+        finally:
+            lab.shut_down_kernels(folder)
+        return
+    copy = tmp_path / "notebooks"
+    shutil.copytree(notebooks, copy, ignore=ignore)
+    notebook = copy / f"{name}.ipynb"
+    assert notebook.exists(), f"no notebook {name}"
+    if server == "voila":
+        with _server(server, notebook, tmp_path) as (url, log):
+            yield Served(url, lambda page: None, log)
+    else:
+        with _server(server, copy, tmp_path) as (url, log):
+            page = f"{url}lab/tree/{name}.ipynb"
+            yield Served(page, lambda page: run_all_in_lab(page, log), log)
+
+
+BROWSER: Any = None
+"""The test session's Chromium (``tests/browser/conftest.py`` launches it once, and each
+test has a context of its own in it); None: :func:`browser_page` launches one."""
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Headless Chromium, launched."""
     assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get install chromium"
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            yield browser.new_page(viewport={"width": 1400, "height": 1000})
+            yield browser
         finally:
             browser.close()
+
+
+@contextmanager
+def browser_page() -> Iterator[Any]:
+    """A fresh page in headless Chromium, in a context of its own (no cookies, storage or
+    cache of another test's), in the session's browser (:data:`BROWSER`) if there is one."""
+    with ExitStack() as stack:
+        browser = BROWSER if BROWSER is not None else stack.enter_context(chromium())
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        stack.callback(context.close)
+        yield context.new_page()
 
 
 def screenshot(page: Any, name: str) -> None:

@@ -1,8 +1,11 @@
 """How the browser tests wait for JupyterLab's run-all (tests/browser/servers.py): on
 progress, not on the whole run.  A run slower in all than the bound, each of its cells
 well inside it (a loaded machine), is waited for; a cell that hangs fails the run once
-the bound passed, saying where the cells stood.  On a small notebook of its own, with
-the bound cut to seconds (:data:`~tests.browser.servers.STALL_SECONDS`)."""
+the bound passed, saying where the cells stood, and a cell the kernel is done with that
+never finishes in the page fails it once the kernel has been silent a while, saying
+what the page heard for it.  On a small notebook of its own, with the bounds cut to
+seconds (:data:`~tests.browser.servers.STALL_SECONDS`,
+:data:`~tests.browser.servers.SILENT_SECONDS`)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from tests.browser import servers
 from tests.browser.servers import browser_page, served
 
 STALL = 8  # seconds: the bound, cut down for these tests
+SILENT = 3  # seconds: the kernel's silence after which a run with no cell running is over
 STEP = 3  # seconds each cell of the slow notebook takes: well inside STALL
 CELLS = 5  # and five of them take longer than STALL in all
 
@@ -34,9 +38,21 @@ def notebook(folder: Path, name: str, sources: list[str]) -> Path:
     return folder
 
 
+def run_all_failure(tmp_path: Path, sources: list[str]) -> str:
+    """What Lab's run-all of a notebook of ``sources`` fails with."""
+    folder = notebook(tmp_path / "source", "fails", sources)
+    lab = served("jupyterlab", "fails", tmp_path, notebooks=folder)
+    with lab as (url, prepare, _), browser_page() as page:
+        page.goto(url, timeout=60_000, wait_until="commit")
+        with pytest.raises(AssertionError) as failed:
+            prepare(page)
+    return str(failed.value)
+
+
 @pytest.fixture
 def short_stall(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(servers, "STALL_SECONDS", STALL)
+    monkeypatch.setattr(servers, "SILENT_SECONDS", SILENT)
 
 
 @pytest.mark.usefixtures("short_stall")
@@ -62,15 +78,39 @@ def test_a_run_all_slower_than_the_bound_whose_cells_each_finish_inside_it_passe
 def test_a_run_all_whose_cell_hangs_fails_once_no_cell_finished_within_the_bound(
     tmp_path: Path,
 ) -> None:
-    sources = ["1", "import time\ntime.sleep(3600)", "3"]
-    folder = notebook(tmp_path / "source", "hangs", sources)
-    lab = served("jupyterlab", "hangs", tmp_path, notebooks=folder)
-    with lab as (url, prepare, _), browser_page() as page:
-        page.goto(url, timeout=60_000, wait_until="commit")
-        with pytest.raises(AssertionError) as failed:
-            prepare(page)
-    said = str(failed.value)
+    said = run_all_failure(tmp_path, ["1", "import time\ntime.sleep(3600)", "3"])
     assert said.startswith(f"JupyterLab's run-all finished no cell in {STALL} s, at 1 cells run")
     # the kernel's state as the page last heard it, named (in a full suite under load the
     # page had heard "idle" once: the status message of the hanging cell came later)
     assert re.search(r"\(kernel connected/(busy|idle), 2 of 3 cells pending\)", said), said
+    assert "; code cell 2 (import time) is running: its request went " in said, said
+
+
+# The kernel runs the request of the cell `'no reply'` (busy, then idle) and never
+# answers it: Lab's run-all waits for that reply forever.
+NO_REPLY = """kernel = get_ipython().kernel
+answer = kernel.shell_handlers["execute_request"]
+
+
+async def no_reply(stream, ident, parent):
+    if parent["content"]["code"] != "'no reply'":
+        await answer(stream, ident, parent)
+
+
+kernel.shell_handlers["execute_request"] = no_reply"""
+
+
+@pytest.mark.timeout(300)
+def test_a_run_all_whose_cell_the_kernel_left_unanswered_fails_once_the_kernel_is_silent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not after the stall's whole bound (left at its 120 s here): the kernel said it was
+    idle after the request and then nothing, so nothing more is coming."""
+    monkeypatch.setattr(servers, "SILENT_SECONDS", SILENT)
+    said = run_all_failure(tmp_path, [NO_REPLY, "'no reply'", "3"])
+    assert said.startswith(
+        "JupyterLab's run-all stopped at 2 cells run (kernel connected/idle, 1 of 3 cells "
+        "pending): the kernel said it was idle after the cell's request, and it has said "
+        f"nothing for {SILENT} s; code cell 2 ('no reply') is running: its request went "
+    ), said
+    assert "and the page heard for it: status busy, status idle; the page handled" in said, said
