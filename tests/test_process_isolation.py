@@ -200,6 +200,37 @@ def test_a_run_past_its_timeout_is_killed_recorded_timed_out_and_its_worker_free
     assert run_once(scheduler, "pid").history[0].ok  # a replacement child serves the next call
 
 
+def test_a_run_killed_at_its_deadline_ends_at_the_kill_not_after_its_replacement_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The record of a run killed at its deadline ends at the kill: reaping the child and
+    starting its replacement are the pool's work, not the run's.  They were inside it:
+    on a loaded machine the GUIDE's example printed ``ran 0.676294 s`` for its 0.5 s
+    budget, 0.175 s of it the reap and the next child's start.  Here the caller's clock
+    jumps an hour whenever a child is started."""
+    hour = 3600.0
+    jumps = [0.0]
+    pool = ProcessPool(now=lambda: time.monotonic() + jumps[0])
+    start = pool._start
+
+    def start_taking_an_hour() -> Any:
+        child = start()
+        jumps[0] += hour
+        return child
+
+    monkeypatch.setattr(pool, "_start", start_taking_an_hour)
+    try:
+        outcome = pool.run("t", f"{JOBS}:sleep", (3600,), None, timeout=0.3)
+        assert outcome is not None and outcome.timed_out
+        assert jumps == [2 * hour]  # the run's child, then its replacement
+        assert outcome.finished - outcome.started < hour, outcome.error
+        assert killed_at("0.3", outcome.error), outcome.error
+    finally:
+        pool.kill_all("test over")
+        pool.close(timeout=BOUND)
+    assert pool.alive == 0
+
+
 # -- cancel and pause kill -----------------------------------------------------------------
 
 

@@ -300,8 +300,8 @@ class ProcessPool:
                     assert timeout is not None  # no deadline: receive waits for an answer
                     pid = child.process.pid
                     kill_group(child.process)  # SIGKILL, at once
+                    finished = self._now()  # the run ends here: reap and replacement are ours
                     self._lose(child)
-                    finished = self._now()
                     return ProcessOutcome(
                         started=started,
                         finished=finished,
