@@ -676,9 +676,13 @@ def left_whole(writes: StoreWrites | None, error: BaseException) -> bool:
     """Whether a verb that raised ``error`` is whole: an ``Exception`` (a verb refuses
     before it changes anything, or the core puts it back), or what the store raised that
     refused it or that :meth:`StoreWrites.interrupts_deferred` kept until it was whole
-    (:attr:`StoreWrites.refused`); not another ``KeyboardInterrupt`` or ``SystemExit``,
-    which may have landed between two of its statements."""
-    return isinstance(error, Exception) or (writes is not None and id(error) == writes.refused)
+    (:attr:`StoreWrites.refused`, cleared here: an id held on could match a later
+    error's); not another ``KeyboardInterrupt`` or ``SystemExit``, which may have landed
+    between two of its statements.  Called only as a verb raises: nothing on its way."""
+    if writes is None:
+        return isinstance(error, Exception)
+    refused, writes.refused = writes.refused, None
+    return isinstance(error, Exception) or id(error) == refused
 
 
 def _on_main_thread() -> bool:

@@ -316,7 +316,6 @@ class ControlVerbs(SchedulerParts):
                 raise
             core.under_way = None
             return
-        writes.refused = None  # (an id: this verb's store refusal or kept interrupt sets it)
         try:
             with writes.interrupts_deferred():
                 yield

@@ -143,9 +143,6 @@ class Registering(SchedulerParts):
             core = self._core
             if core.under_way is not None:
                 raise torn(core.under_way, "schedule", name)
-            writes = core.store_writes
-            if writes is not None:
-                writes.refused = None  # (an id: its store refusal or kept interrupt sets it)
             core.under_way = ("schedule", name)
             try:
                 # shared: a task this process left out, taken over with the store muted (its
@@ -215,7 +212,7 @@ class Registering(SchedulerParts):
                 if replace_existing:  # a new schedule may have moved all that was due
                     self._notify_idle()
             except BaseException as exc:
-                if left_whole(writes, exc):
+                if left_whole(core.store_writes, exc):
                     core.under_way = None  # whole: refused, or made and then interrupted
                 raise
             core.under_way = None
