@@ -12,7 +12,11 @@ from types import CodeType, FrameType
 from typing import Any
 
 import lldsched
-from lldsched import ExecutionRecord, InMemoryTaskStore, SqliteTaskStore, TaskSnapshot
+from lldsched import ExecutionRecord, InMemoryTaskStore, SqliteTaskStore, TaskSnapshot, TaskStatus
+from lldsched.core.duequeue import TaskQueue
+from lldsched.core.machine import SchedulerCore
+from lldsched.core.task import Entry
+from lldsched.persistence import TaskStore
 
 PACKAGE = str(Path(lldsched.__file__).parent)
 STORES = str(Path(PACKAGE) / "stores")
@@ -52,6 +56,39 @@ class InterruptingStore(Interrupting, InMemoryTaskStore):
 
 class InterruptingSqliteStore(Interrupting, SqliteTaskStore):
     """An SQLite store that raises ``KeyboardInterrupt`` once (:class:`Interrupting`)."""
+
+
+def disagreements(
+    core: SchedulerCore, queue: TaskQueue, entries: list[Entry], store: TaskStore
+) -> list[str]:
+    """What disagrees in a runtime (nothing: []): a runnable task not among ``entries`` (its
+    due queue's), or there when it should not be, at another instant than it says; the
+    dead letter and the FAILED tasks; a row of ``store`` that is not the task's (and not
+    marked stale, to be written again)."""
+    queued: dict[str, list[float]] = {}
+    for entry in entries:
+        task = queue.live(entry)
+        if task is not None:
+            queued.setdefault(task.id, []).append(entry[0])
+    wrong = []
+    for task in core.tasks.values():
+        runnable = task.status in (TaskStatus.SCHEDULED, TaskStatus.RETRYING)
+        if runnable != (task.id in queued) and not task.running:
+            wrong.append(f"{task.id} {task.status.value}, queued {queued.get(task.id)}")
+        if task.id in queued and task.next_run_at not in queued[task.id]:
+            wrong.append(f"{task.id} due {task.next_run_at}, queued {queued[task.id]}")
+        if (task.status is TaskStatus.FAILED) != (task.id in core.dead_letter()):
+            wrong.append(f"{task.id} {task.status.value}, dead letter {core.dead_letter()}")
+    writes = core.store_writes
+    assert writes is not None
+    stale = set() if writes.outage is None else set(writes.outage.stale)
+    rows = {row.task.id: row for row in store.load_all()}
+    for task_id in rows.keys() | core.tasks.keys():
+        task = core.tasks.get(task_id)
+        row = rows.get(task_id)
+        if task_id not in stale and (task is None or row != core.snapshot(task)):
+            wrong.append(f"row of {task_id}: {row}")
+    return wrong
 
 
 def with_exits(code: CodeType) -> frozenset[int]:

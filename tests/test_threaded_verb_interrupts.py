@@ -41,6 +41,7 @@ from tests.interrupting import (
     Interrupting,
     InterruptingSqliteStore,
     InterruptingStore,
+    disagreements,
 )
 
 WAIT = 30.0  # a bound on each wait, never reached when the scheduler works
@@ -148,31 +149,8 @@ def not_whole(built: Built) -> list[str]:
     not be, or at another instant than it says; the dead letter and the FAILED tasks; a
     row that is not the task's (and not marked stale, to be written again)."""
     scheduler = built.scheduler
-    core = scheduler._core
-    queued: dict[str, list[float]] = {}
-    for entry in scheduler._queue.entries():
-        task = scheduler._queue.live(entry)
-        if task is not None:
-            queued.setdefault(task.id, []).append(entry[0])
-    wrong = []
-    for task in core.tasks.values():
-        runnable = task.status in (TaskStatus.SCHEDULED, TaskStatus.RETRYING)
-        if runnable != (task.id in queued) and not task.running:
-            wrong.append(f"{task.id} {task.status.value}, queued {queued.get(task.id)}")
-        if task.id in queued and task.next_run_at not in queued[task.id]:
-            wrong.append(f"{task.id} due {task.next_run_at}, queued {queued[task.id]}")
-        if (task.status is TaskStatus.FAILED) != (task.id in core.dead_letter()):
-            wrong.append(f"{task.id} {task.status.value}, dead letter {core.dead_letter()}")
-    writes = core.store_writes
-    assert writes is not None
-    stale = set() if writes.outage is None else set(writes.outage.stale)
-    rows = {row.task.id: row for row in built.tasks_store.load_all()}
-    for task_id in rows.keys() | core.tasks.keys():
-        task = core.tasks.get(task_id)
-        row = rows.get(task_id)
-        if task_id not in stale and (task is None or row != core.snapshot(task)):
-            wrong.append(f"row of {task_id}: {row}")
-    return wrong
+    queue = scheduler._queue
+    return disagreements(scheduler._core, queue, queue.entries(), built.tasks_store)
 
 
 def references(make: Callable[[str], Built], kind: str, verb: str) -> tuple[Any, Any, Any]:
