@@ -252,10 +252,9 @@ class StoreWrites:
         # a change of definition (core/machine.py _first_write, core/definition.py
         # _commit), once the core put everything back, or of the interrupt a store raised
         # that interrupts_deferred kept until the verb was whole: a verb that raised it is
-        # whole (the
-        # simulation tells it from an interrupt that landed mid-verb, while it is raised:
-        # lldsched/sim/verbs.py _whole).  An id, not the error: its traceback would hold the
-        # caller's frames for as long as no other came.
+        # whole (a runtime tells it from an interrupt that landed mid-verb, while it is
+        # raised: lldsched/sim/verbs.py _whole, left_whole).  An id, not the error: its
+        # traceback would hold the caller's frames for as long as no other came.
         self.refused: int | None = None
         # Where a runtime that runs its events on the main thread collects such an
         # interrupt instead, for as long as it sets it (the simulation's event loop: raised
