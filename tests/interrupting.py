@@ -12,20 +12,23 @@ from types import CodeType, FrameType
 from typing import Any
 
 import lldsched
-from lldsched import ExecutionRecord, InMemoryTaskStore, TaskSnapshot
+from lldsched import ExecutionRecord, InMemoryTaskStore, SqliteTaskStore, TaskSnapshot, TaskStatus
+from lldsched.core.duequeue import TaskQueue
+from lldsched.core.machine import SchedulerCore
+from lldsched.core.task import Entry
+from lldsched.persistence import TaskStore
 
 PACKAGE = str(Path(lldsched.__file__).parent)
 STORES = str(Path(PACKAGE) / "stores")
 
 
-class InterruptingStore(InMemoryTaskStore):
+class Interrupting:
     """Raises ``KeyboardInterrupt`` from the first ``save`` or ``delete`` of task ``armed``,
-    after writing it (``written``: a Ctrl-C that lands once the write is made) or before."""
+    after writing it (``written``: a Ctrl-C that lands once the write is made) or before.
+    Mixed into a store (:class:`InterruptingStore`, :class:`InterruptingSqliteStore`)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.armed: str | None = None
-        self.written = True
+    armed: str | None = None
+    written = True
 
     def _fire(self, task_id: str) -> bool:
         fire = task_id == self.armed
@@ -36,15 +39,56 @@ class InterruptingStore(InMemoryTaskStore):
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         fire = self._fire(snapshot.task.id)
         if not (fire and not self.written):
-            super().save(snapshot, record)
+            super().save(snapshot, record)  # type: ignore[misc]
         if fire:
             raise KeyboardInterrupt("raised inside save")
 
     def delete(self, task_id: str) -> None:
         fire = self._fire(task_id)
-        super().delete(task_id)
+        super().delete(task_id)  # type: ignore[misc]
         if fire:
             raise KeyboardInterrupt("raised inside delete")
+
+
+class InterruptingStore(Interrupting, InMemoryTaskStore):
+    """An in-memory store that raises ``KeyboardInterrupt`` once (:class:`Interrupting`)."""
+
+
+class InterruptingSqliteStore(Interrupting, SqliteTaskStore):
+    """An SQLite store that raises ``KeyboardInterrupt`` once (:class:`Interrupting`)."""
+
+
+def disagreements(
+    core: SchedulerCore, queue: TaskQueue, entries: list[Entry], store: TaskStore
+) -> list[str]:
+    """What disagrees in a runtime (nothing: []): a runnable task not among ``entries`` (its
+    due queue's), or there when it should not be, at another instant than it says; the
+    dead letter and the FAILED tasks; a row of ``store`` that is not the task's (and not
+    marked stale, to be written again)."""
+    queued: dict[str, list[float]] = {}
+    for entry in entries:
+        task = queue.live(entry)
+        if task is not None:
+            queued.setdefault(task.id, []).append(entry[0])
+    wrong = []
+    for task in core.tasks.values():
+        runnable = task.status in (TaskStatus.SCHEDULED, TaskStatus.RETRYING)
+        if runnable != (task.id in queued) and not task.running:
+            wrong.append(f"{task.id} {task.status.value}, queued {queued.get(task.id)}")
+        if task.id in queued and task.next_run_at not in queued[task.id]:
+            wrong.append(f"{task.id} due {task.next_run_at}, queued {queued[task.id]}")
+        if (task.status is TaskStatus.FAILED) != (task.id in core.dead_letter()):
+            wrong.append(f"{task.id} {task.status.value}, dead letter {core.dead_letter()}")
+    writes = core.store_writes
+    assert writes is not None
+    stale = set() if writes.outage is None else set(writes.outage.stale)
+    rows = {row.task.id: row for row in store.load_all()}
+    for task_id in rows.keys() | core.tasks.keys():
+        task = core.tasks.get(task_id)
+        row = rows.get(task_id)
+        if task_id not in stale and (task is None or row != core.snapshot(task)):
+            wrong.append(f"row of {task_id}: {row}")
+    return wrong
 
 
 def with_exits(code: CodeType) -> frozenset[int]:
@@ -69,6 +113,34 @@ def with_exits(code: CodeType) -> frozenset[int]:
 _exits: dict[CodeType, frozenset[int]] = {}
 
 
+def uncovered(code: CodeType) -> frozenset[int]:
+    """The offsets in ``code``, between the first and the last its exception table covers,
+    that no entry of the table covers (CPython 3.11): the ``NOP`` a ``try:`` line reports,
+    after the table of an enclosing ``with`` block ends and before the ``try``'s own
+    begins; a ``return``'s way out of a ``with`` block, before its ``__exit__``.  An
+    exception raised there skips the enclosing ``with``'s exit: a ``with lock:`` left the
+    lock held for good (the hang of ``schedule`` and a replacement under an earlier
+    injector).  A real SIGINT is raised after the instruction before, inside the block:
+    a tracer's raise there is none it can make.  (Conservative: a line between two
+    ``try`` statements outside any ``with`` is skipped too.)"""
+    found = _uncovered.get(code)
+    if found is None:
+        table = dis._parse_exception_table(code)  # type: ignore[attr-defined]
+        first = min((entry.start for entry in table), default=0)
+        last = max((entry.end for entry in table), default=0)
+        found = frozenset(
+            op.offset
+            for op in dis.get_instructions(code)
+            if first <= op.offset < last
+            and not any(entry.start <= op.offset < entry.end for entry in table)
+        )
+        _uncovered[code] = found
+    return found
+
+
+_uncovered: dict[CodeType, frozenset[int]] = {}
+
+
 class Interrupter:
     """Raises ``KeyboardInterrupt`` at the ``at``-th line run in the package's frames (the
     stores' left out: a store's Ctrl-C is the store's raise); counts them when ``at`` is
@@ -79,7 +151,8 @@ class Interrupter:
     which a real SIGINT cannot: CPython handles a signal at the end of a call, at a
     backward jump and at a function's start, and the exception table covers the block up
     to its last call's end.  Raised there, a ``with lock:`` left the lock held for good,
-    which no code can guard against."""
+    which no code can guard against.  Nor at a ``try:`` line's NOP that no exception
+    handler covers (:func:`uncovered`), for the same reason."""
 
     def __init__(self, at: int | None) -> None:
         self.at = at
@@ -90,7 +163,9 @@ class Interrupter:
         if event == "call":
             path = frame.f_code.co_filename
             return self if path.startswith(PACKAGE) and not path.startswith(STORES) else None
-        if event == "line" and frame.f_lasti not in with_exits(frame.f_code):
+        code = frame.f_code
+        at = frame.f_lasti
+        if event == "line" and at not in with_exits(code) and at not in uncovered(code):
             self.lines += 1
             if self.lines == self.at:
                 self.where = f"{frame.f_code.co_name}:{frame.f_lineno}"

@@ -32,10 +32,9 @@ from lldsched import (
     RetryPolicy,
     Scheduler,
     SchedulerStateError,
-    TaskStatus,
 )
 from lldsched.sim import Simulation, fixed
-from tests.interrupting import Interrupter, InterruptingStore
+from tests.interrupting import Interrupter, InterruptingStore, disagreements
 
 T = 1_000_000.0
 END = T + 400
@@ -105,32 +104,12 @@ def not_whole(sim: Simulation, store: InMemoryTaskStore) -> list[str]:
     it should not be, at another instant than it says; the dead letter and the FAILED
     tasks; the models and the registry; a row that is not the task's (and not marked
     stale, to be written again)."""
+    wrong = disagreements(
+        sim._core, sim._queue, sim._queue.entries() + sim._waiting.entries(), store
+    )
     core = sim._core
-    queued: dict[str, list[float]] = {}
-    for entry in sim._queue.entries() + sim._waiting.entries():
-        task = sim._queue.live(entry)
-        if task is not None:
-            queued.setdefault(task.id, []).append(entry[0])
-    wrong = []
-    for task in core.tasks.values():
-        runnable = task.status in (TaskStatus.SCHEDULED, TaskStatus.RETRYING)
-        if runnable != (task.id in queued) and not task.running:
-            wrong.append(f"{task.id} {task.status.value}, queued {queued.get(task.id)}")
-        if task.id in queued and task.next_run_at not in queued[task.id]:
-            wrong.append(f"{task.id} due {task.next_run_at}, queued {queued[task.id]}")
-        if (task.status is TaskStatus.FAILED) != (task.id in core.dead_letter()):
-            wrong.append(f"{task.id} {task.status.value}, dead letter {core.dead_letter()}")
     if core.tasks.keys() != sim._models.keys():
         wrong.append(f"tasks {sorted(core.tasks)}, models {sorted(sim._models)}")
-    writes = core.store_writes
-    assert writes is not None
-    stale = set() if writes.outage is None else set(writes.outage.stale)
-    rows = {row.task.id: row for row in store.load_all()}
-    for task_id in rows.keys() | core.tasks.keys():
-        task = core.tasks.get(task_id)
-        row = rows.get(task_id)
-        if task_id not in stale and (task is None or row != core.snapshot(task)):
-            wrong.append(f"row of {task_id}: {row}")
     return wrong
 
 

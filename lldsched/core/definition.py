@@ -386,7 +386,7 @@ class DefinitionVerbs(CoreParts):
             self._store.save(self._snapshot(task))
         except BaseException as exc:
             saved.restore(task)
-            refused(self._writes, exc)
+            refused(self._writes, exc, task.id, self._snapshot(task))
             raise
 
     def _announce(self, task: ScheduledTask, now: float) -> None:

@@ -136,14 +136,19 @@ class TaskQueue:
         entry = (due, task.priority._value_, sequence, task.id)  # the plain int: see above
         heap = self._heap
         lane = self._lane
+        # The timer is woken before the entry goes in, not after (it wakes once the lock
+        # is let go, and finds it): a Ctrl-C landing between the two on the main thread
+        # then leaves it woken for nothing, never asleep past a new head (after, it slept
+        # on to its old deadline: with a FakeClock, for good).
         if self._now is not None and due <= self._now() and (not lane or lane[-1] < entry):
+            if not lane and (not heap or entry < heap[0]) and self._wake is not None:
+                self._wake.notify_all()
             lane.append(entry)  # due already, and in order: the lane (module docstring)
-            head = len(lane) == 1 and (not heap or entry < heap[0])
         else:
+            wake = self._wake
+            if (not heap or entry < heap[0]) and (not lane or entry < lane[0]) and wake:
+                wake.notify_all()
             heapq.heappush(heap, entry)
-            head = heap[0] is entry and (not lane or entry < lane[0])
-        if head and self._wake is not None:
-            self._wake.notify_all()
         if self._tombstones:  # else there is nothing to compact (see _compact)
             self._compact(1)
 

@@ -254,6 +254,12 @@ class SchedulerCore(
         # id(run) -> run, of the runs a shutdown cut whose finish is still to come
         # (RunTransitions.cut_by_shutdown): their finish keeps the task due.
         self._cut: dict[int, Run] = {}
+        # The verb a runtime is making on the registry, (verb, subject), from before it
+        # changes anything until it is whole: still set once the verb has returned or
+        # raised, an interrupt landed in its middle and may have left it half made
+        # (the threaded Scheduler refuses its verbs from then on: threaded/control.py
+        # _whole).  None: no verb under way, or the runtime does not tell.
+        self.under_way: tuple[str, str] | None = None
 
     # -- registration --------------------------------------------------------------
 
@@ -430,7 +436,7 @@ class SchedulerCore(
             del self.tasks[task.id]
             if retired_as is not None:  # and it is still retired (TaskRetiredError)
                 self._retention.retired(task.id, retired_as, ())
-            refused(self._writes, exc)
+            refused(self._writes, exc, task.id, None if retired_as is None else False)
             raise
 
     # -- internals -------------------------------------------------------------------------

@@ -128,6 +128,7 @@ __all__ = [
     "StoreWrites",
     "check_store",
     "interrupts_deferred",
+    "left_whole",
     "refused",
     "say_left_stale",
     "store_failed",
@@ -249,10 +250,11 @@ class StoreWrites:
         self.interrupted: BaseException | None = None
         # The id() of what the store raised last in a write that refused a registration or
         # a change of definition (core/machine.py _first_write, core/definition.py
-        # _commit), once the core put everything back: a verb that raised it is whole (the
-        # simulation tells it from an interrupt that landed mid-verb, while it is raised:
-        # lldsched/sim/verbs.py _whole).  An id, not the error: its traceback would hold the
-        # caller's frames for as long as no other came.
+        # _commit), once the core put everything back, or of the interrupt a store raised
+        # that interrupts_deferred kept until the verb was whole: a verb that raised it is
+        # whole (a runtime tells it from an interrupt that landed mid-verb, while it is
+        # raised: lldsched/sim/verbs.py _whole, left_whole).  An id, not the error: its
+        # traceback would hold the caller's frames for as long as no other came.
         self.refused: int | None = None
         # Where a runtime that runs its events on the main thread collects such an
         # interrupt instead, for as long as it sets it (the simulation's event loop: raised
@@ -265,8 +267,9 @@ class StoreWrites:
         dependents failed, a remove's forgetting, the runtime's stop of the task's runs),
         a ``KeyboardInterrupt`` or ``SystemExit`` a store raises on the main thread is
         kept (:func:`store_failed` logs it as ever) and raised once the block ends, the
-        verb whole: raised at once, it left the task changed and the rest undone.
-        Dropped if the block raises something else (it was logged)."""
+        verb whole (its id kept as :attr:`refused`: a runtime tells it from an interrupt
+        that landed mid-verb): raised at once, it left the task changed and the rest
+        undone.  Dropped if the block raises something else (it was logged)."""
         outer = self.deferring
         self.deferring = True
         try:
@@ -277,6 +280,7 @@ class StoreWrites:
             if not outer:
                 self.interrupted = None
         if not outer and interrupted is not None:
+            self.refused = id(interrupted)
             raise interrupted
 
     @property
@@ -641,13 +645,43 @@ def _interrupt(writes: StoreWrites, error: BaseException) -> None:
         writes.interrupted = error
 
 
-def refused(writes: StoreWrites | None, error: BaseException) -> None:
-    """The store raised ``error`` in a write that refused a registration or a change of
-    definition, and the core put everything back: its id kept as
+def refused(
+    writes: StoreWrites | None,
+    error: BaseException,
+    task_id: str,
+    row: TaskSnapshot | Literal[False] | None = None,
+) -> None:
+    """The store raised ``error`` in a write of ``task_id`` that refused a registration or
+    a change of definition, and the core put everything back: its id kept as
     :attr:`StoreWrites.refused`, so that a runtime tells this whole refusal from an
-    interrupt that landed mid-verb."""
+    interrupt that landed mid-verb.
+
+    A ``KeyboardInterrupt`` or ``SystemExit`` the store raised may have landed once its
+    write was made (a Ctrl-C in its commit's return): the row it wrote is marked stale,
+    written again as the registry has it (``row``: the task as put back; None: not
+    registered, deleted), as any failed write is; ``False``: left as it is (a retired
+    task replaced, whose row before is not known here).  An ``Exception`` is the store's
+    refusal: nothing was written."""
     if writes is not None:
         writes.refused = id(error)
+        if not isinstance(error, Exception) and row is not False:
+            if row is None:
+                writes.failed(error, "delete", task_id)
+            else:
+                writes.failed(error, "save", task_id, row)
+
+
+def left_whole(writes: StoreWrites | None, error: BaseException) -> bool:
+    """Whether a verb that raised ``error`` is whole: an ``Exception`` (a verb refuses
+    before it changes anything, or the core puts it back), or what the store raised that
+    refused it or that :meth:`StoreWrites.interrupts_deferred` kept until it was whole
+    (:attr:`StoreWrites.refused`, cleared here: an id held on could match a later
+    error's); not another ``KeyboardInterrupt`` or ``SystemExit``, which may have landed
+    between two of its statements.  Called only as a verb raises: nothing on its way."""
+    if writes is None:
+        return isinstance(error, Exception)
+    refused, writes.refused = writes.refused, None
+    return isinstance(error, Exception) or id(error) == refused
 
 
 def _on_main_thread() -> bool:

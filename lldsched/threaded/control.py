@@ -27,7 +27,7 @@ from lldsched.core.metrics import Metrics, take
 from lldsched.core.names import RefusedVerb
 from lldsched.core.packedstats import Rows
 from lldsched.core.registration import UNCHANGED, Unchanged
-from lldsched.core.storewrites import STALE_SHOWN, Outage, interrupts_deferred
+from lldsched.core.storewrites import STALE_SHOWN, Outage, left_whole
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerBusyError
 from lldsched.listeners import Listener
@@ -37,7 +37,7 @@ from lldsched.persistence import HoldNotCommitted, verb_held
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.flights import LEASE_GONE
-from lldsched.threaded.parts import NEW, RUNNING, STOPPED, SchedulerParts, shut_down
+from lldsched.threaded.parts import NEW, RUNNING, STOPPED, SchedulerParts, shut_down, torn
 
 __all__ = ["ControlVerbs"]
 
@@ -101,7 +101,11 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.StoreError` while another running scheduler holds its
         store (nothing changes then).
         """
-        with self._lock, self._acting_on(task_id, refused="reschedule"):  # shared: on the row now
+        with (
+            self._lock,
+            self._whole("reschedule", task_id),
+            self._acting_on(task_id, refused="reschedule"),  # shared: on the row now
+        ):
             task = self._core.reschedule(task_id, schedule)
             self._notify_idle()  # the task it moved may have been all that was due
             return task
@@ -127,7 +131,11 @@ class ControlVerbs(SchedulerParts):
         store (nothing changes then).  Not after shutdown: a modify keeps the books
         (:data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`).
         """
-        with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
+        with (
+            self._lock,
+            self._whole("modify", task_id),
+            self._acting_on(task_id),  # shared: on the row as it is now
+        ):
             return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
 
     def run_now(self, task_id: str) -> bool:
@@ -144,7 +152,11 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.StoreError` while another running scheduler holds its
         store (nothing changes then).
         """
-        with self._lock, self._acting_on(task_id, refused="run_now"):  # shared: on the row now
+        with (
+            self._lock,
+            self._whole("run_now", task_id),
+            self._acting_on(task_id, refused="run_now"),  # shared: on the row now
+        ):
             self._refuse_if_dead(f"run_now {task_id!r}")
             return self._core.run_now(task_id)
 
@@ -160,7 +172,7 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.StoreError`, and :class:`~lldsched.errors.SchedulerStateError`
         in a forked child.  Not after shutdown: a cancel only stops things.
         """
-        return self._halt(task_id, self._core.cancel, "cancelled", dependents=True)
+        return self._halt(task_id, "cancel", self._core.cancel, "cancelled", dependents=True)
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if this call paused it (False for one already paused,
@@ -179,21 +191,27 @@ class ControlVerbs(SchedulerParts):
         in a child forked from the process that made the scheduler
         (:mod:`lldsched.threaded.forked`).  Not after shutdown: a pause only stops things.
         """
-        return self._halt(task_id, self._core.pause, "paused")
+        return self._halt(task_id, "pause", self._core.pause, "paused")
 
     def _halt(
-        self, task_id: str, verb: Callable[[str], bool], why: str, *, dependents: bool = False
+        self,
+        task_id: str,
+        name: str,
+        verb: Callable[[str], bool],
+        why: str,
+        *,
+        dependents: bool = False,
     ) -> bool:
         """What cancel and pause share: the core's ``verb``, then, if it took, the
         runtime's runs of the task stopped (``task <why>``), and a ``wait_drained()``
         waiter woken either way.  ``dependents``: the verb may fail the task's dependents,
         whose rows a shared store holds with its own (:meth:`_acting_on`; read under the
         lock, as the registry is)."""
-        # The verb whole before a Ctrl-C a save raised reaches the caller: else the task
-        # was stopped in the registry and its coroutine or child process ran on.
+        # The verb whole before a Ctrl-C a save raised reaches the caller (_whole): else
+        # the task was stopped in the registry and its coroutine or child process ran on.
         with (
             self._lock,
-            interrupts_deferred(self._core.store_writes),
+            self._whole(name, task_id),
             self._acting_on(  # shared: on the row as it is now
                 task_id,
                 self._core.downstream(task_id)
@@ -219,7 +237,11 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.StoreError`, and :class:`~lldsched.errors.SchedulerStateError`
         in a forked child, and after shutdown.
         """
-        with self._lock, self._acting_on(task_id, refused="resume"):  # shared: on the row now
+        with (
+            self._lock,
+            self._whole("resume", task_id),
+            self._acting_on(task_id, refused="resume"),  # shared: on the row now
+        ):
             return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
@@ -233,7 +255,11 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.StoreError` while another running scheduler holds its
         store (nothing changes then).
         """
-        with self._lock, self._acting_on(task_id, refused="redrive"):  # shared: on the row now
+        with (
+            self._lock,
+            self._whole("redrive", task_id),
+            self._acting_on(task_id, refused="redrive"),  # shared: on the row now
+        ):
             return self._core.redrive(task_id)
 
     def remove(self, task_id: str) -> ScheduledTask:
@@ -250,7 +276,7 @@ class ControlVerbs(SchedulerParts):
         """
         with (
             self._lock,
-            interrupts_deferred(self._core.store_writes),  # as _halt says
+            self._whole("remove", task_id),  # as _halt says
             self._acting_on(task_id),  # shared: on the row as it is now
         ):
             task = self._core.remove(task_id)
@@ -258,6 +284,46 @@ class ControlVerbs(SchedulerParts):
             self._loop_ids.discard(task_id)
             self._notify_idle()
             return task
+
+    @contextlib.contextmanager
+    def _whole(self, verb: str, task_id: str) -> Iterator[None]:
+        """A verb (``verb`` on ``task_id``) made whole or said to be cut (under the lock).
+
+        A ``KeyboardInterrupt`` or ``SystemExit`` a store raises in one of its writes (a
+        Ctrl-C landing in ``save`` on the main thread) is kept until the verb is whole and
+        raised then (:meth:`StoreWrites.interrupts_deferred
+        <lldsched.core.storewrites.StoreWrites.interrupts_deferred>`): raised at once, it
+        left the verb's later steps undone.  A store's refusal of a registration or a
+        change of definition is whole too: the core put everything back.  Any other
+        interrupt out of the verb landed between two of its statements, as a real SIGINT
+        can, and may have left it half made (a task resumed and never queued, a row never
+        written): ``SchedulerCore.under_way``, set before the verb and cleared once it is
+        whole, stays set, and every later verb is refused naming this one
+        (:func:`~lldsched.threaded.parts.torn`).  Errs on refusing: one that landed
+        before the verb changed anything refuses too (docs/DECISIONS.md, "A Ctrl-C in a
+        threaded scheduler's verb")."""
+        core = self._core
+        cut = core.under_way
+        if cut is not None:
+            raise torn(cut, verb, task_id)
+        writes = core.store_writes
+        core.under_way = (verb, task_id)
+        if writes is None:
+            try:
+                yield
+            except Exception:
+                core.under_way = None
+                raise
+            core.under_way = None
+            return
+        try:
+            with writes.interrupts_deferred():
+                yield
+        except BaseException as exc:
+            if left_whole(writes, exc):
+                core.under_way = None  # whole: refused, or made and then interrupted
+            raise
+        core.under_way = None
 
     def _stop_running(self, task_id: str, why: str) -> None:
         """What only the runtime can stop (under the lock): the task's running coroutine

@@ -111,7 +111,14 @@ class EventDispatcher:
         """Queue ``event`` for delivery: O(1), never blocks on a listener."""
         with self._lock:
             events = self._events
-            if len(events) >= self.backlog:
+            if not events:
+                # The thread waits only while none is queued: told before the append (it
+                # wakes once the lock is let go), so a Ctrl-C landing between the two on
+                # the main thread leaves the event unpublished, never queued unannounced
+                # (told after, the thread slept on with it, and every event after it,
+                # until the shutdown: wait_idle() timed out)
+                self._cond.notify_all()
+            elif len(events) >= self.backlog:
                 events.popleft()
                 self.dropped += 1
                 if not self._overflowing:
@@ -120,10 +127,8 @@ class EventDispatcher:
                         "listeners fell %d events behind; dropping the oldest", self.backlog
                     )
             events.append(event)
-            if len(events) == 1:
-                self._cond.notify_all()
-                if self._closed:  # after a shutdown no thread waits for it: start one
-                    self._deliver_late()
+            if self._closed:  # after a shutdown no thread waits for it: start one
+                self._deliver_late()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every event published so far was delivered; False on timeout.

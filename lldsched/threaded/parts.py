@@ -55,6 +55,7 @@ __all__ = [
     "Outcome",
     "SchedulerParts",
     "shut_down",
+    "torn",
 ]
 
 NEW, RUNNING, DEAD, STOPPED, FORKED = "new", "running", "dead", "stopped", "forked"
@@ -70,6 +71,19 @@ def shut_down(verb: RefusedVerb, subject: str) -> SchedulerStateError:
     :data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`) on ``subject``, a task's id or
     the name registered.  Made only when raised: the checks stay one comparison."""
     return SchedulerStateError(f"cannot {verb} {subject!r}: the scheduler is shut down")
+
+
+def torn(cut: tuple[str, str], verb: str, subject: str) -> SchedulerStateError:
+    """The error a scheduler whose verb ``cut`` (verb, subject) an interrupt landed in the
+    middle of raises for a later ``verb`` on ``subject`` (``SchedulerCore.under_way``
+    left set: docs/DECISIONS.md, "A Ctrl-C in a threaded scheduler's verb")."""
+    return SchedulerStateError(
+        f"cannot {verb} {subject!r}: a KeyboardInterrupt or SystemExit landed in the middle "
+        f"of its verb {cut[0]} {cut[1]!r}, not in a store call, and may have left that task "
+        "half made (its place in the due queue, its row in the store, its event); the "
+        "scheduler refuses its verbs from then on: read what it holds, then shutdown() it "
+        "and build it again (a durable store gives its tasks back)"
+    )
 
 
 Outcome = tuple[float, float, "str | None", "str | None", object, bool, "Explained"]

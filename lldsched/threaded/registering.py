@@ -21,12 +21,13 @@ from typing import Any
 from lldsched.core.calls import not_callable
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.registration import F, Isolation, TaskIds, registering
+from lldsched.core.storewrites import left_whole
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import ValidationError
 from lldsched.model import Priority
 from lldsched.policies import TWO_AT_ONCE, MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
-from lldsched.threaded.parts import STOPPED, SchedulerParts, shut_down
+from lldsched.threaded.parts import STOPPED, SchedulerParts, shut_down, torn
 from lldsched.threaded.processes import check_supported
 
 __all__ = ["Registering", "refuse_shared_overlap"]
@@ -136,72 +137,85 @@ class Registering(SchedulerParts):
         with self._lock:
             if self._state is STOPPED:
                 raise shut_down("schedule", name)
-            # shared: a task this process left out, taken over with the store muted (its
-            # take_over writes the row) and the events held.  Entered only then, so the
-            # usual registration pays no context manager: a `with nullcontext()` around
-            # every add cost 6 % of a registration (benchmarks/threaded_instructions.py
-            # register).
-            taking: ExitStack | None = None
-            held: ExitStack | None = None
-            if self._coordinator is not None:  # unshared: nothing to follow or hold
-                if replace_existing and id is not None:
-                    # a replacement: the row held from the feed's read to the write, as a
-                    # verb holds it (_acting_on): a run settled elsewhere between the two
-                    # was written over (its count lost)
-                    held = ExitStack()
-                    held.enter_context(self._acting_on(id))
-                else:
-                    self._follow_others()  # replace what another process registered
+            # Whole or said to be cut, as the control verbs' _whole (threaded/control.py),
+            # inlined: a generator's context manager around every registration cost more
+            # than the +0.5 % it may (benchmarks/threaded_instructions.py register).
+            core = self._core
+            if core.under_way is not None:
+                raise torn(core.under_way, "schedule", name)
+            core.under_way = ("schedule", name)
             try:
-                for retry_once in (True, False):
-                    try:
-                        task = self._core.add(
-                            name,
-                            action,
-                            schedule,
-                            task_id=id,
-                            replace_existing=replace_existing,
-                            priority=priority,
-                            retry=retry,
-                            timeout=timeout,
-                            args=args,
-                            kwargs=kwargs,
-                            misfire=misfire,
-                            isolation=isolation,
-                            depends_on=depends_on,
-                            overlap=overlap,
-                            max_instances=max_instances,
-                            paused=paused,
-                        )
-                        break
-                    except ValidationError:  # shared: registered elsewhere a moment ago?
-                        coordinator = self._coordinator
-                        if not (
-                            retry_once
-                            and coordinator is not None
-                            and replace_existing
-                            and id not in self._core.tasks
-                        ):
-                            raise
-                        if coordinator.left_out(id):  # one it cannot load: take it over
-                            taking = ExitStack()
-                            taking.enter_context(coordinator.taking_over())
-                        else:
-                            self._follow_others()
-                if taking is not None and self._coordinator is not None:
-                    self._coordinator.took_over(task)
-            finally:
-                if taking is not None:
-                    taking.close()
-                if held is not None:
-                    held.close()
-            if on_loop:
-                if self._core.holds(task):  # else it retired at once
-                    self._loop_ids.add(task.id)
-            elif self._loop_ids:
-                self._loop_ids.discard(task.id)  # an id handed out again
-            if replace_existing:  # a new schedule may have moved all that was due
-                self._notify_idle()
+                # shared: a task this process left out, taken over with the store muted (its
+                # take_over writes the row) and the events held.  Entered only then, so the
+                # usual registration pays no context manager: a `with nullcontext()` around
+                # every add cost 6 % of a registration (benchmarks/threaded_instructions.py
+                # register).
+                taking: ExitStack | None = None
+                held: ExitStack | None = None
+                if self._coordinator is not None:  # unshared: nothing to follow or hold
+                    if replace_existing and id is not None:
+                        # a replacement: the row held from the feed's read to the write, as a
+                        # verb holds it (_acting_on): a run settled elsewhere between the two
+                        # was written over (its count lost)
+                        held = ExitStack()
+                        held.enter_context(self._acting_on(id))
+                    else:
+                        self._follow_others()  # replace what another process registered
+                try:
+                    for retry_once in (True, False):
+                        try:
+                            task = self._core.add(
+                                name,
+                                action,
+                                schedule,
+                                task_id=id,
+                                replace_existing=replace_existing,
+                                priority=priority,
+                                retry=retry,
+                                timeout=timeout,
+                                args=args,
+                                kwargs=kwargs,
+                                misfire=misfire,
+                                isolation=isolation,
+                                depends_on=depends_on,
+                                overlap=overlap,
+                                max_instances=max_instances,
+                                paused=paused,
+                            )
+                            break
+                        except ValidationError:  # shared: registered elsewhere a moment ago?
+                            coordinator = self._coordinator
+                            if not (
+                                retry_once
+                                and coordinator is not None
+                                and replace_existing
+                                and id not in self._core.tasks
+                            ):
+                                raise
+                            if coordinator.left_out(id):  # one it cannot load: take it over
+                                taking = ExitStack()
+                                taking.enter_context(coordinator.taking_over())
+                            else:
+                                self._follow_others()
+                    if taking is not None and self._coordinator is not None:
+                        self._coordinator.took_over(task)
+                finally:
+                    if taking is not None:
+                        taking.close()
+                    if held is not None:
+                        held.close()
+                if on_loop:
+                    if self._core.holds(task):  # else it retired at once
+                        self._loop_ids.add(task.id)
+                elif self._loop_ids:
+                    self._loop_ids.discard(task.id)  # an id handed out again
+                if replace_existing:  # a new schedule may have moved all that was due
+                    self._notify_idle()
+            except BaseException as exc:
+                if left_whole(core.store_writes, exc):
+                    core.under_way = None  # whole: refused, or made and then interrupted
+                raise
+            core.under_way = None
             return task
 
     def scheduled(

@@ -1,0 +1,260 @@
+"""A Ctrl-C in the middle of a threaded ``Scheduler``'s verb (Jupyter's "interrupt kernel"
+raises ``KeyboardInterrupt`` in the main thread, where a notebook cell's verb runs):
+raised by the store inside one of the verb's writes, or landing between two statements
+of the verb as a real SIGINT can (injected with ``sys.settrace`` at every line of the
+package's frames, tests/interrupting.py), on the in-memory store and on SQLite.
+
+What must hold (docs/DECISIONS.md, "A Ctrl-C in a threaded scheduler's verb"): the verb
+happened whole (the registry, the due queue, the store's rows and the listeners' events
+agree, as after the verb uninterrupted) or not at all (as before it), the
+``KeyboardInterrupt`` reaches the caller, and the scheduler goes on (its timer and worker
+run a task registered after, and ``shutdown()`` stops it); or, where the Ctrl-C landed
+inside the verb's own steps, the scheduler says it is torn and refuses every later verb
+with a ``SchedulerStateError`` naming the verb that was cut, its reads still answering,
+its timer going on and ``shutdown()`` stopping it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    EventLog,
+    FakeClock,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    SchedulerStateError,
+    TaskStatus,
+)
+from lldsched.persistence import TaskStore
+from tests import jobs
+from tests.conftest import T0
+from tests.interrupting import (
+    Interrupter,
+    Interrupting,
+    InterruptingSqliteStore,
+    InterruptingStore,
+    disagreements,
+)
+
+WAIT = 30.0  # a bound on each wait, never reached when the scheduler works
+
+
+class Built:
+    """A started scheduler on a ``FakeClock`` at ``T0`` with one worker, a store that can
+    raise a Ctrl-C once, and an ``EventLog``: a rate ``c`` with ``d`` depending on it, a
+    one-off ``f`` dead-lettered, a rate ``r`` and a rate ``p`` paused."""
+
+    def __init__(self, kind: str, folder: Path) -> None:
+        if kind == "memory":
+            self.store: Interrupting = InterruptingStore()
+        else:
+            Built.files += 1
+            self.store = InterruptingSqliteStore(folder / f"tasks-{Built.files}.db")
+        self.log = EventLog()
+        self.scheduler = Scheduler(
+            workers=1, clock=FakeClock(T0), store=self.tasks_store, listeners=[self.log]
+        )
+        scheduler = self.scheduler
+        scheduler.schedule("c", jobs.noop, FixedRate(60), id="c")
+        scheduler.schedule("d", jobs.noop, FixedRate(60), id="d", depends_on=["c"])
+        once = RetryPolicy(max_attempts=1)
+        scheduler.schedule("f", jobs.broken, OneTime(T0), id="f", retry=once)
+        scheduler.schedule("r", jobs.noop, FixedRate(100), id="r")
+        scheduler.schedule("p", jobs.noop, FixedRate(30), id="p")
+        scheduler.pause("p")
+        scheduler.start()
+        self.settle()
+        assert scheduler.task("f").status is TaskStatus.FAILED
+
+    files = 0
+
+    @property
+    def tasks_store(self) -> TaskStore:
+        store = self.store
+        assert isinstance(store, TaskStore)
+        return store
+
+    def settle(self) -> None:
+        assert self.scheduler.wait_idle(timeout=WAIT)
+        assert self.scheduler._dispatcher.flush(timeout=WAIT)
+
+    def close(self) -> None:
+        self.scheduler.shutdown(timeout=WAIT)
+        close = getattr(self.store, "close", None)
+        if close is not None:
+            close()
+
+
+VERBS: dict[str, Callable[[Scheduler], object]] = {
+    "schedule": lambda s: s.schedule("n", jobs.noop, FixedRate(50), id="n"),
+    "replace": lambda s: s.schedule("r", jobs.noop, FixedRate(70), id="r", replace_existing=True),
+    "reschedule": lambda s: s.reschedule("r", FixedRate(40)),
+    "modify": lambda s: s.modify("c", priority=1, timeout=3),
+    "run_now": lambda s: s.run_now("r"),
+    "pause": lambda s: s.pause("c"),
+    "resume": lambda s: s.resume("p"),
+    "cancel": lambda s: s.cancel("c"),
+    "remove": lambda s: s.remove("r"),
+    "redrive": lambda s: s.redrive("f"),
+    "shutdown": lambda s: s.shutdown(timeout=WAIT),
+}
+SUBJECT = {"schedule": "n", "replace": "r", "reschedule": "r", "modify": "c", "run_now": "r",
+           "pause": "c", "resume": "p", "cancel": "c", "remove": "r", "redrive": "f"}  # fmt: skip
+KINDS = ["memory", "sqlite"]
+
+
+@pytest.fixture
+def made(tmp_path: Path) -> Iterator[Callable[[str], Built]]:
+    built: list[Built] = []
+
+    def make(kind: str) -> Built:
+        built.append(Built(kind, tmp_path))
+        return built[-1]
+
+    yield make
+    for one in built:
+        one.close()
+
+
+def state(scheduler: Scheduler) -> tuple[Any, ...]:
+    """What the verb changes: every task's snapshot, the live entries of the due queue,
+    the dead letter."""
+    core = scheduler._core
+    snapshots = {task_id: core.snapshot(task) for task_id, task in core.tasks.items()}
+    queued = sorted(
+        (task.id, entry[0])
+        for entry in scheduler._queue.entries()
+        if (task := scheduler._queue.live(entry)) is not None
+    )
+    return snapshots, queued, core.dead_letter()
+
+
+def heard(log: EventLog, since: int) -> list[tuple[str, str | None, str]]:
+    return [
+        (e.task_id, None if e.previous is None else e.previous.value, e.status.value)
+        for e in log.events[since:]
+    ]
+
+
+def not_whole(built: Built) -> list[str]:
+    """What disagrees (nothing: []): a runnable task not queued, or queued when it should
+    not be, or at another instant than it says; the dead letter and the FAILED tasks; a
+    row that is not the task's (and not marked stale, to be written again)."""
+    scheduler = built.scheduler
+    queue = scheduler._queue
+    return disagreements(scheduler._core, queue, queue.entries(), built.tasks_store)
+
+
+def references(make: Callable[[str], Built], kind: str, verb: str) -> tuple[Any, Any, Any]:
+    """The state after the verb made whole, and without it; the events it published."""
+    done = make(kind)
+    before = len(done.log.events)
+    VERBS[verb](done.scheduler)
+    done.settle()
+    undone = make(kind)
+    undone.settle()
+    return state(done.scheduler), state(undone.scheduler), heard(done.log, before)
+
+
+def goes_on(built: Built, verb: str) -> None:
+    """A task registered after runs, and ``shutdown()`` stops the scheduler."""
+    scheduler = built.scheduler
+    if verb != "shutdown":
+        scheduler.schedule("after", jobs.noop, OneTime(T0), id="after")
+        built.settle()
+        assert scheduler.task("after").status is TaskStatus.SUCCEEDED
+    assert scheduler.shutdown(timeout=WAIT) is True
+    assert not scheduler.running and scheduler._pool.alive == 0
+
+
+def refuses(built: Built, verb: str) -> None:
+    """Torn: every later verb refused naming the verb cut; the reads answer, the timer
+    goes on, ``shutdown()`` stops it."""
+    scheduler = built.scheduler
+    named = verb.replace("replace", "schedule")
+    with pytest.raises(SchedulerStateError, match=f"in the middle of its verb {named}"):
+        scheduler.schedule("after", jobs.noop, OneTime(T0), id="after")
+    with pytest.raises(SchedulerStateError, match=f"in the middle of its verb {named}"):
+        scheduler.pause("r" if verb != "remove" else "c")
+    scheduler.tasks(), scheduler.records(), scheduler.metrics()  # the reads answer
+    assert scheduler.running
+    assert scheduler.shutdown(timeout=WAIT) is True
+    assert not scheduler.running and scheduler._pool.alive == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("written", [True, False], ids=["written", "unwritten"])
+@pytest.mark.parametrize("verb", [verb for verb in VERBS if verb != "shutdown"])
+def test_a_stores_ctrl_c_in_a_verbs_write_leaves_it_whole_or_undone(
+    made: Callable[[str], Built], kind: str, verb: str, written: bool
+) -> None:
+    """The store raises the Ctrl-C in the verb's first write of its task, having made the
+    write or not: the verb is whole (a row not written marked stale, written again) or,
+    a registration or a change of definition the store refused, not made at all; the
+    Ctrl-C reaches the caller and the scheduler goes on."""
+    done, undone, events = references(made, kind, verb)
+    built = made(kind)
+    before = len(built.log.events)
+    built.store.armed, built.store.written = SUBJECT[verb], written
+    with pytest.raises(KeyboardInterrupt, match="raised inside"):
+        VERBS[verb](built.scheduler)
+    built.settle()
+    assert not_whole(built) == []
+    now = state(built.scheduler)
+    assert now in (done, undone)
+    assert heard(built.log, before) == (events if now == done else [])
+    goes_on(built, verb)
+
+
+def interrupted(built: Built, verb: str, at: int | None) -> Interrupter:
+    interrupter = Interrupter(at)
+    sys.settrace(interrupter)
+    try:
+        VERBS[verb](built.scheduler)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+    return interrupter
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("verb", [verb for verb in VERBS if verb != "shutdown"])
+def test_a_ctrl_c_anywhere_in_a_verb_leaves_it_whole_or_refusing_further_verbs(
+    made: Callable[[str], Built], kind: str, verb: str
+) -> None:
+    done, undone, events = references(made, kind, verb)
+    counted = interrupted(made(kind), verb, None)
+    assert counted.lines > 10
+    outcomes = []
+    refused = 0
+    for at in range(1, counted.lines + 1):
+        built = made(kind)
+        before = len(built.log.events)
+        interrupter = interrupted(built, verb, at)
+        if getattr(built.scheduler._core, "under_way", None) is not None:
+            refused += 1
+            refuses(built, verb)
+        else:
+            built.settle()
+            now = state(built.scheduler)
+            said = heard(built.log, before)
+            outcomes.append(
+                (
+                    interrupter.where,
+                    not_whole(built),
+                    now in (done, undone),
+                    said == (events if now == done else []),
+                )
+            )
+            goes_on(built, verb)
+        built.close()
+    assert [outcome for outcome in outcomes if outcome[1:] != ([], True, True)] == []
