@@ -816,9 +816,10 @@ def run_late(
         def pop_due(self) -> str:
             self.make_late("", "pop_due")
             try:
-                return super().pop_due()
+                task: str = super().pop_due()
             finally:
                 self.taken.set()
+            return task
 
     [chosen] = [(d, c) for d, c in timer_checks(Late) if check in d]
     [result] = run_checks([chosen])
