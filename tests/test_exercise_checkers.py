@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
+from exercises import checks
 from exercises.checks import HOLDS_THE_LOCK, Result, run_checks, timer_checks
 from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import reference_retry_at, retry_at_checks
@@ -771,6 +772,101 @@ def test_the_timer_checker_passes_right_answers_written_another_way(
     answer: Callable[[Any], Any], timer_results: TimerResults
 ) -> None:
     assert [r for r in timer_results(answer) if not r.passed] == []
+
+
+# -- a loaded machine: the checker's push (cancel, pop) comes after the task it makes is due --
+
+
+def run_late(
+    answer: type[TaskQueue], check: str, call: str, times: float, monkeypatch: pytest.MonkeyPatch
+) -> Result:
+    """The one timer check whose description holds ``check``, run against ``answer`` on a
+    machine as slow as a loaded one: the ``call`` ("push:task", "cancel:task" or
+    "pop_due") the check makes first finds the checker's clock 0.3 s on, its task due
+    already, in each of its first ``times`` tries (a try is a fresh queue).  A cancel
+    then also lets the consumer take the task it cancels first, as a slow cancel would."""
+    real = checks._monotonic
+    ahead = [0.0]
+    monkeypatch.setattr(checks, "_monotonic", lambda: real() + ahead[0])
+    method, _, task = call.partition(":")
+    late = [0]
+
+    class Late(answer):  # type: ignore[valid-type, misc]
+        def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+            super().__init__(clock)
+            self.first = True
+            self.taken = threading.Event()
+
+        def make_late(self, name: str, made: str) -> None:
+            if made == method and name == task and self.first and late[0] < times:
+                self.first = False
+                late[0] += 1
+                ahead[0] += 0.3
+                if method == "cancel":  # the consumer, parked on it, takes it first
+                    self.taken.wait(5)
+
+        def push(self, name: str, due: float) -> None:
+            self.make_late(name, "push")
+            super().push(name, due)
+
+        def cancel(self, name: str) -> None:
+            self.make_late(name, "cancel")
+            super().cancel(name)
+
+        def pop_due(self) -> str:
+            self.make_late("", "pop_due")
+            try:
+                task: str = super().pop_due()
+            finally:
+                self.taken.set()
+            return task
+
+    [chosen] = [(d, c) for d, c in timer_checks(Late) if check in d]
+    [result] = run_checks([chosen])
+    assert late[0] == times  # the machine was as slow as asked
+    return result
+
+
+LATE_CALLS = [
+    (NotifiesOnlyWhenDue, "both of two waiters", "push:first", "due yet or not"),
+    (NotifiesOnlyWhenDue, "due in 0.2 s", "push:soon", "due yet or not"),
+    (TrustsAWaitThatTimedOut, "the other waits on", "push:soon", "a wait that timed out"),
+    (TimeoutFromAnotherClock, "exactly the delay", "pop_due", "on the clock you were given"),
+    (CancelForgets, "cancelled entry never runs", "cancel:doomed", "still ran"),
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "check", "call", "named"),
+    LATE_CALLS,
+    ids=[f"{m[0].__name__}-{m[1]}" for m in LATE_CALLS],
+)
+def test_a_call_that_comes_after_its_task_is_due_is_tried_again_and_the_mistake_caught(
+    answer: type[TaskQueue], check: str, call: str, named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = run_late(answer, check, call, 1, monkeypatch)
+    assert not result.passed and named in result.message, result
+
+
+RIGHT_ANSWERS = [TaskQueue, OwnLockAndWaitFor, MarksTheEntryRemoved]
+
+
+@pytest.mark.parametrize("answer", RIGHT_ANSWERS)
+@pytest.mark.parametrize(("check", "call"), [(m[1], m[2]) for m in LATE_CALLS])
+def test_a_right_answer_passes_a_check_whose_call_came_after_its_task_was_due(
+    answer: type[TaskQueue], check: str, call: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = run_late(answer, check, call, 1, monkeypatch)
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("answer", [TaskQueue, NotifiesOnlyWhenDue])
+def test_a_machine_too_slow_in_every_try_is_said_to_be_too_slow_to_tell(
+    answer: type[TaskQueue], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = run_late(answer, "both of two waiters", "push:first", checks.TRIES, monkeypatch)
+    assert not result.passed and result.message.startswith("this machine was too slow to tell")
+    assert "notify" not in result.message  # no blame
 
 
 def test_the_timer_checker_reports_a_blank_answer_without_hanging() -> None:
