@@ -7,6 +7,7 @@ import asyncio
 import logging
 import shutil
 import threading
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -1351,6 +1352,23 @@ def _minute(n: int) -> float:
     return T0 + 60.0 * n
 
 
+def _went_on_as_cut(records: Sequence[ExecutionRecord], on_misfire: Misfire) -> None:
+    """``records`` say the 1,000th slot's retry ran, and only the 1,006th on met the
+    policy (the cap's record stood for the 1,001st to the 1,005th): each slot decided
+    once."""
+    (failed,) = [i for i, r in enumerate(records) if r.outcome is Outcome.FAILED]
+    after = [((r.slot - T0) / 60, r.outcome.value) for r in records[failed:]]
+    if on_misfire is Misfire.RUN_ONCE:
+        assert after == [
+            (1000, "failed"), (1006, "coalesced"), (1007, "coalesced"), (1000, "ok"),
+            (1008, "ok"),
+        ]  # fmt: skip
+    else:
+        assert after == [(1000, "failed"), (1000, "ok"), (1006, "ok"), (1007, "ok"), (1008, "ok")]
+    decided = [r.slot for r in records if not r.outcome.ran]
+    assert len(decided) == len(set(decided))
+
+
 @pytest.mark.parametrize("on_misfire", [Misfire.RUN_ONCE, Misfire.RUN_ALL])
 def test_a_capped_plans_last_slot_retried_after_a_restart_beyond_grace_goes_on_as_cut(
     tmp_path: Path, on_misfire: Misfire
@@ -1388,17 +1406,7 @@ def test_a_capped_plans_last_slot_retried_after_a_restart_beyond_grace_goes_on_a
         records = store.records(task.id)
     (cap,) = [r for r in records if r.error is not None and "more than 1000" in r.error]
     assert cap.slot == _minute(1001)
-    (failed,) = [i for i, r in enumerate(records) if r.outcome is Outcome.FAILED]
-    after = [((r.slot - T0) / 60, r.outcome.value) for r in records[failed:]]
-    if on_misfire is Misfire.RUN_ONCE:
-        assert after == [
-            (1000, "failed"), (1006, "coalesced"), (1007, "coalesced"), (1000, "ok"),
-            (1008, "ok"),
-        ]  # fmt: skip
-    else:
-        assert after == [(1000, "failed"), (1000, "ok"), (1006, "ok"), (1007, "ok"), (1008, "ok")]
-    decided = [r.slot for r in records if not r.outcome.ran]
-    assert len(decided) == len(set(decided))  # each slot decided once
+    _went_on_as_cut(records, on_misfire)
 
 
 @pytest.mark.parametrize("on_misfire", [Misfire.RUN_ONCE, Misfire.RUN_ALL])
@@ -1428,17 +1436,7 @@ def test_a_capped_plans_last_slot_retried_after_a_forward_jump_goes_on_as_cut(
     after_clock_jump(h.core, jump, clock.now())
     while (record := h.step()) is not None and record.slot < _minute(1008):
         pass
-    (failed,) = [i for i, r in enumerate(task.history) if r.outcome is Outcome.FAILED]
-    after = [((r.slot - T0) / 60, r.outcome.value) for r in task.history[failed:]]
-    if on_misfire is Misfire.RUN_ONCE:
-        assert after == [
-            (1000, "failed"), (1006, "coalesced"), (1007, "coalesced"), (1000, "ok"),
-            (1008, "ok"),
-        ]  # fmt: skip
-    else:
-        assert after == [(1000, "failed"), (1000, "ok"), (1006, "ok"), (1007, "ok"), (1008, "ok")]
-    decided = [r.slot for r in task.history if not r.outcome.ran]
-    assert len(decided) == len(set(decided))  # each slot decided once
+    _went_on_as_cut(task.history, on_misfire)
 
 
 def test_a_capped_plans_last_slot_in_flight_at_a_crash_runs_again_and_goes_on_as_cut(
