@@ -1347,6 +1347,28 @@ def test_a_capped_catch_up_runs_its_plan_as_cut_restarted_or_not(
         store.close()
 
 
+def test_a_forward_jump_during_a_capped_catch_up_runs_its_plan_as_cut() -> None:
+    # As above, in one process that stays up: the wall clock jumps a day (the plan cut
+    # at the cap: the 998th to the 1,000th run, then the 1,441st), and again by 10 s
+    # once the 998th ran.  The second jump finds the 999th passed: the plan goes on as it
+    # was cut.  It was decided again from the 999th: the 1,438th to the 1,440th ran.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("job", jobs.noop, FixedRate(60, start_delay=60),
+                      misfire=MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3))  # fmt: skip
+    clock.jump(86400 + 30)
+    after_clock_jump(h.core, 86400 + 30, clock.now())
+    h.step()  # the 998th
+    assert task.next_run_at == T0 + 999 * 60
+    clock.jump(10)
+    after_clock_jump(h.core, 10, clock.now())
+    for _ in range(3):
+        h.step()
+    ran = [(r.slot - T0) / 60 for r in task.history if r.outcome.ran]
+    assert ran == [998, 999, 1000, 1441]
+    assert task.next_run_at == T0 + 1442 * 60
+
+
 def _minute(n: int) -> float:
     """The ``n``-th slot of a minutely fixed rate from 09:01 (09:01 is the first)."""
     return T0 + 60.0 * n
@@ -1468,28 +1490,6 @@ def test_a_capped_plans_last_slot_in_flight_at_a_crash_runs_again_and_goes_on_as
                          (1000, "ok"), (1008, "ok")]  # fmt: skip
     finally:
         store.close()
-
-
-def test_a_forward_jump_during_a_capped_catch_up_runs_its_plan_as_cut() -> None:
-    # As above, in one process that stays up: the wall clock jumps a day (the plan cut
-    # at the cap: the 998th to the 1,000th run, then the 1,441st), and again by 10 s
-    # once the 998th ran.  The second jump finds the 999th passed: the plan goes on as it
-    # was cut.  It was decided again from the 999th: the 1,438th to the 1,440th ran.
-    clock = JumpingClock(T0)
-    h = Harness(clock)
-    task = h.core.add("job", jobs.noop, FixedRate(60, start_delay=60),
-                      misfire=MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3))  # fmt: skip
-    clock.jump(86400 + 30)
-    after_clock_jump(h.core, 86400 + 30, clock.now())
-    h.step()  # the 998th
-    assert task.next_run_at == T0 + 999 * 60
-    clock.jump(10)
-    after_clock_jump(h.core, 10, clock.now())
-    for _ in range(3):
-        h.step()
-    ran = [(r.slot - T0) / 60 for r in task.history if r.outcome.ran]
-    assert ran == [998, 999, 1000, 1441]
-    assert task.next_run_at == T0 + 1442 * 60
 
 
 def test_a_catch_up_slot_resumed_keeps_its_slot_and_the_grid_after_the_plan(
