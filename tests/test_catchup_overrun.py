@@ -603,3 +603,42 @@ def test_a_process_of_a_shared_store_puts_back_the_slot_to_resume_at_and_skips_i
             assert scheduler.shutdown(timeout=5.0)
         for store in stores:
             store.close()
+
+
+def test_a_capped_plans_last_slot_retried_beyond_grace_by_another_process_goes_on_as_cut(
+    store_spec: StoreSpec,
+) -> None:
+    # The plan as above, decided 10 s after the 1,005th slot instead: the cap's record (at
+    # the 1,001st) stands for the 1,001st to the 1,005th, and the plan resumes at the
+    # 1,006th.  The 1,000th's first attempt fails and the process stops; another process
+    # of the shared store claims the retry 10 s after the 1,008th slot, beyond grace.  The
+    # retry runs, and only the 1,006th on meet the policy: the 1,006th and 1,007th
+    # coalesced, the 1,008th runs, as a restart decides them (tests/test_recovery.py,
+    # test_a_capped_plans_last_slot_retried_after_a_restart_beyond_grace_goes_on_as_cut).
+    # It decided them again from the 1,001st (the slot after the retry's): the cap's
+    # record, at that very slot, was not found, and the 1,002nd to the 1,005th were
+    # recorded coalesced a second time.
+    stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(4)]
+    made: list[Scheduler] = []
+    try:
+        _registered(stores[0])
+        _close_gate()
+        RELEASE.set()  # no run is held
+        made.append(Scheduler(workers=1, clock=FakeClock(_slot(1005) + 10), store=stores[1]))
+        settle(made[-1].start())
+        assert made[-1].task("job").attempt == 1  # the 1,000th's retry is owed
+        assert made[-1].shutdown(timeout=5.0)
+        made.append(Scheduler(workers=1, clock=FakeClock(_slot(1008) + 10), store=stores[2]))
+        settle(made[-1].start())
+        records = [_unclaimed(r) for r in stores[3].records("job")]
+        (failed,) = [i for i, r in enumerate(records) if r.outcome.value == "failed"]
+        after = [((r.slot - T0) / 60, r.outcome.value) for r in records[failed:]]
+        assert after == [
+            (1000, "failed"), (1006, "coalesced"), (1007, "coalesced"), (1000, "ok"),
+            (1008, "ok"),
+        ]  # fmt: skip
+    finally:
+        for scheduler in made:
+            assert scheduler.shutdown(timeout=5.0)
+        for store in stores:
+            store.close()

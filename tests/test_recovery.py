@@ -7,6 +7,7 @@ import asyncio
 import logging
 import shutil
 import threading
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -1366,6 +1367,129 @@ def test_a_forward_jump_during_a_capped_catch_up_runs_its_plan_as_cut() -> None:
     ran = [(r.slot - T0) / 60 for r in task.history if r.outcome.ran]
     assert ran == [998, 999, 1000, 1441]
     assert task.next_run_at == T0 + 1442 * 60
+
+
+def _minute(n: int) -> float:
+    """The ``n``-th slot of a minutely fixed rate from 09:01 (09:01 is the first)."""
+    return T0 + 60.0 * n
+
+
+def _went_on_as_cut(records: Sequence[ExecutionRecord], on_misfire: Misfire) -> None:
+    """``records`` say the 1,000th slot's retry ran, and only the 1,006th on met the
+    policy (the cap's record stood for the 1,001st to the 1,005th): each slot decided
+    once."""
+    (failed,) = [i for i, r in enumerate(records) if r.outcome is Outcome.FAILED]
+    after = [((r.slot - T0) / 60, r.outcome.value) for r in records[failed:]]
+    if on_misfire is Misfire.RUN_ONCE:
+        assert after == [
+            (1000, "failed"), (1006, "coalesced"), (1007, "coalesced"), (1000, "ok"),
+            (1008, "ok"),
+        ]  # fmt: skip
+    else:
+        assert after == [(1000, "failed"), (1000, "ok"), (1006, "ok"), (1007, "ok"), (1008, "ok")]
+    decided = [r.slot for r in records if not r.outcome.ran]
+    assert len(decided) == len(set(decided))
+
+
+@pytest.mark.parametrize("on_misfire", [Misfire.RUN_ONCE, Misfire.RUN_ALL])
+def test_a_capped_plans_last_slot_retried_after_a_restart_beyond_grace_goes_on_as_cut(
+    tmp_path: Path, on_misfire: Misfire
+) -> None:
+    # Minutely from 09:01, down until 10 s after the 1,005th slot: more than 1,000 slots
+    # passed.  The plan (RUN_ONCE, or RUN_ALL with max_catch_up=3) ends at the 1,000th
+    # slot, one record (at the 1,001st) stands for the 1,001st to the 1,005th, and the task
+    # resumes at the 1,006th.  The 1,000th's first attempt fails; the process stops before
+    # its retry, and one restarted 10 s after the 1,008th (beyond grace) runs the retry,
+    # then decides the slots from the 1,006th on: only those passed since the plan.  It
+    # decided them again from the 1,001st (the slot after the retry's): the cap's record,
+    # at that very slot, was not found, and the 1,002nd to the 1,005th were decided twice.
+    path = tmp_path / "tasks.db"
+    policy = MisfirePolicy(on_misfire, max_catch_up=3)
+    with SqliteTaskStore(path) as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(60, start_delay=60), misfire=policy,
+            retry=RetryPolicy(3, initial_backoff=30),
+        )  # fmt: skip
+    calls: list[int] = []
+
+    def fails(rng: object, attempt: int) -> bool:
+        """The 1,000th slot's first attempt (the plan's last run) fails."""
+        calls.append(attempt)
+        return len(calls) == (1 if on_misfire is Misfire.RUN_ONCE else 3)
+
+    with SqliteTaskStore(path) as store:
+        first = Simulation(start=_minute(1005) + 10, store=store)
+        first.model(task.id, fails=fails)
+        first.run(_minute(1005) + 11)
+        assert first.task(task.id).status is TaskStatus.RETRYING
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=_minute(1008) + 10, store=store)
+        sim.run(_minute(1008) + 11)
+        records = store.records(task.id)
+    (cap,) = [r for r in records if r.error is not None and "more than 1000" in r.error]
+    assert cap.slot == _minute(1001)
+    _went_on_as_cut(records, on_misfire)
+
+
+@pytest.mark.parametrize("on_misfire", [Misfire.RUN_ONCE, Misfire.RUN_ALL])
+def test_a_capped_plans_last_slot_retried_after_a_forward_jump_goes_on_as_cut(
+    on_misfire: Misfire,
+) -> None:
+    # As above, in one process that stays up: the wall clock jumps to 10 s after the
+    # 1,005th slot (the plan cut at the cap), the 1,000th's first attempt fails, and the
+    # clock jumps again, to 10 s after the 1,008th, before its retry.  The retry runs,
+    # then the slots from the 1,006th on meet the policy, as after a restart.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add(
+        "job", jobs.noop, FixedRate(60, start_delay=60),
+        misfire=MisfirePolicy(on_misfire, max_catch_up=3),
+        retry=RetryPolicy(3, initial_backoff=30, jitter=0.0),
+    )  # fmt: skip
+    clock.jump(_minute(1005) + 10 - T0)
+    after_clock_jump(h.core, _minute(1005) + 10 - T0, clock.now())
+    if on_misfire is Misfire.RUN_ALL:
+        h.step()  # the 998th
+        h.step()  # the 999th
+    h.step(error="boom")  # the 1,000th's first attempt
+    assert task.status is TaskStatus.RETRYING
+    jump = _minute(1008) + 10 - clock.now()
+    clock.jump(jump)
+    after_clock_jump(h.core, jump, clock.now())
+    while (record := h.step()) is not None and record.slot < _minute(1008):
+        pass
+    _went_on_as_cut(task.history, on_misfire)
+
+
+def test_a_capped_plans_last_slot_in_flight_at_a_crash_runs_again_and_goes_on_as_cut(
+    tmp_path: Path,
+) -> None:
+    # As above (RUN_ONCE), but the 1,000th's first attempt is in flight when the process
+    # dies: the restart 10 s after the 1,008th runs that attempt again, then decides the
+    # slots from the 1,006th on, not from the 1,001st (the cap's record's slot).
+    clock = JumpingClock(T0)
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+    h = Harness(clock, store=store)
+    task = h.core.add("job", jobs.noop, FixedRate(60, start_delay=60),
+                      misfire=MisfirePolicy(Misfire.RUN_ONCE))  # fmt: skip
+    clock.jump(_minute(1005) + 10 - T0)
+    after_clock_jump(h.core, _minute(1005) + 10 - T0, clock.now())
+    h.begin()  # the 1,000th: in flight when the process dies
+    store.close()
+    clock.jump(_minute(1008) + 10 - clock.now())
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+    try:
+        again = Harness(clock, store=store)
+        recover(again.core, store)
+        while (record := again.step()) is not None and record.slot < _minute(1008):
+            pass
+        records = store.records(task.id)
+        (cap,) = [r for r in records if r.error is not None and "more than 1000" in r.error]
+        after = [((r.slot - T0) / 60, r.outcome.value) for r in records[records.index(cap) :]]
+        assert after == [(1001, "coalesced"), (1006, "coalesced"), (1007, "coalesced"),
+                         (1000, "ok"), (1008, "ok")]  # fmt: skip
+    finally:
+        store.close()
 
 
 def test_a_catch_up_slot_resumed_keeps_its_slot_and_the_grid_after_the_plan(

@@ -215,7 +215,7 @@ def decide_misfire(
     the process that claims a slot due before it was there (:mod:`lldsched.threaded.shared`).
 
     A slot of a plan cut at :data:`MAX_SLOTS` (the history holds the record standing for
-    the slots beyond the cap, after that slot: :func:`_cut`) was decided already: the
+    the slots beyond the cap, at or after that slot: :func:`_cut`) was decided already: the
     plan goes on as it was cut, and only the slots from its resume slot up to ``now``
     meet the policy (:func:`_cut_plan`, :func:`_and_since`).  Decided again from that
     slot, the slots the cap's record stood for were counted twice: recorded missed once
@@ -464,14 +464,18 @@ def stored_plan(
 
 def _cut(history: Sequence[ExecutionRecord], slot: float) -> ExecutionRecord | None:
     """The record that stands for the slots beyond :data:`MAX_SLOTS` of a catch-up that
-    ``slot`` is a slot of (the first such record after ``slot``), if the history holds
-    one: the plan's slots end before it, and the task resumes at the first slot after
-    the instant it was decided (``finished``).  Decided again from ``slot`` up to now
-    instead, those slots were counted once more: a ``RUN_ALL`` plan's own later slots
-    were recorded missed, and slots the record stood for ran."""
+    ``slot`` is a slot of (the first such record at or after ``slot``), if the history
+    holds one: the plan's slots end before it, and the task resumes at the first slot
+    after the instant it was decided (``finished``).  Decided again from ``slot`` up to
+    now instead, those slots were counted once more: a ``RUN_ALL`` plan's own later
+    slots were recorded missed, and slots the record stood for ran.
+
+    At the record's own slot too: an attempt of the plan's last slot owed (a retry, or
+    in flight at a crash) is decided from the slot after its own, the record's
+    (:func:`first_decided`); no slot of a plan, nor the one it resumes at, is that slot."""
     for record in history:
         error = record.error
-        if record.slot > slot and error is not None and error.startswith(_CAPPED):
+        if record.slot >= slot and error is not None and error.startswith(_CAPPED):
             return record
     return None
 
