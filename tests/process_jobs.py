@@ -261,3 +261,12 @@ def shell_out(marker: str, seconds: float) -> str:
     mark(marker, str(command.pid))
     time.sleep(seconds)
     return "done"
+
+
+def segfault() -> None:
+    """Crash as a C extension's bug does: read address 0 (SIGSEGV), leaving no core file."""
+    import ctypes
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    ctypes.string_at(0)
