@@ -800,17 +800,24 @@ def test_a_drain_that_runs_out_of_time_kills_the_running_child(
 @pytest.mark.parametrize(
     ("length", "body", "said"),
     [
-        (9, "not json!", "which is not an answer"),
-        (3, "[1]", "which is not an answer"),
-        (2**30, "", "longer than 1048576 bytes"),  # a header that claims a gigabyte
+        (9, "not json!", "sent 9 bytes, b'not json!', which is not an answer"),
+        (3, "[1]", "sent 3 bytes, b'[1]', which is not an answer"),
+        (100, "x" * 100, f"sent 100 bytes, b'{'x' * 80}' (its first 80), which is not an"),
+        (  # a header that claims a gigabyte
+            2**30, "",
+            "sent a frame header announcing 1073741824 bytes, over the 1048576 bytes an answer",
+        ),
+        (-1, "", "sent a frame header announcing over 2 GiB, over the 1048576 bytes an answer"),
+        (-5, "", "sent a frame header announcing -5 bytes, a length no frame has"),
     ],
-)
+)  # fmt: skip
 def test_a_child_that_writes_garbage_on_its_pipe_fails_its_run_is_killed_and_replaced(
     jumping: tuple[ProcessPool, list[float]], length: int, body: str, said: str
 ) -> None:
-    """The run's error names what came, and its record ends when it came (before, after
-    the kill, the reap and the replacement's start: the caller's clock jumps an hour at
-    each child's start)."""
+    """The run's error names what came (its length, and its first bytes; it said
+    ``longer than 1048576 bytes`` for a header of -5), and its record ends when it came
+    (before, after the kill, the reap and the replacement's start: the caller's clock
+    jumps an hour at each child's start)."""
     pool, jumps = jumping
     outcome = pool.run("t", f"{JOBS}:write_on_pipe", (length, body), None, timeout=BOUND)
     assert outcome is not None and outcome.error is not None
