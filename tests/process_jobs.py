@@ -270,3 +270,11 @@ def segfault() -> None:
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     ctypes.string_at(0)
+
+
+def close_pipe_then_sleep(seconds: float) -> str:
+    """Close the child's answering descriptor (its parent reads end-of-file, as at a
+    crash), then sleep ``seconds``: a child that went silent and does not exit."""
+    os.close(int(sys.argv[3]))  # the child's command line: -c, sys.path, reading, writing
+    time.sleep(seconds)
+    return "slept"

@@ -264,6 +264,12 @@ def ended_before_its_replacement(
             r"\(SIGSEGV\) during the run",
             id="segfault",
         ),
+        pytest.param(  # its pipe closed, it is given a second to exit, then killed
+            "close_pipe_then_sleep", (3600,), None,
+            r"ChildProcessError: the worker process (?P<pid>\d+) closed its pipe during the "
+            r"run and did not exit within 1 s; it was killed",
+            id="silent",
+        ),
     ],
 )  # fmt: skip
 def test_a_run_whose_child_is_lost_ends_when_the_loss_was_seen_not_after_its_replacement(

@@ -33,7 +33,8 @@ answer:
   real process spends (docs/DECISIONS.md, "A deadline that stops a run counts real
   seconds");
 * **a crash** (the child exits, ``os._exit(3)``, or dies of a signal) is a failed
-  run whose error names the exit code or the signal;
+  run whose error names the exit code or the signal (or that the child closed its pipe
+  and did not exit within a second, then was killed);
 * **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
   or the scheduler shuts down without draining) is a failed run whose error says why.
   One asked for after the run began and before a child was busy with it (the worker
@@ -488,11 +489,13 @@ class ProcessPool:
         it neither timed out nor garbled its answer (:meth:`_lost`)."""
         process = child.process
         child.connection.close()  # a live child reads end-of-file and exits
+        lingered = False
         try:  # a child that closed its pipe is exiting: wait for its own exit code
             process.wait(_EXIT_GRACE)
         except subprocess.TimeoutExpired:
             kill_group(process)  # SIGKILL: it would not exit
             process.wait(REAP_TIMEOUT)
+            lingered = True
         finally:
             child.let_go()
         with self._lock:
@@ -503,6 +506,11 @@ class ProcessPool:
             self._replace()
         if killed is not None:
             return f"CancelledError: {killed} {worker_killed(process.pid)}"
+        if lingered:  # its SIGKILL is ours: death() would say it died of one
+            return (
+                f"ChildProcessError: the worker process {process.pid} closed its pipe during "
+                f"the run and did not exit within {_EXIT_GRACE:g} s; it was killed"
+            )
         return death(process)
 
     def _replace(self) -> None:
