@@ -261,3 +261,20 @@ def shell_out(marker: str, seconds: float) -> str:
     mark(marker, str(command.pid))
     time.sleep(seconds)
     return "done"
+
+
+def segfault() -> None:
+    """Crash as a C extension's bug does: read address 0 (SIGSEGV), leaving no core file."""
+    import ctypes
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    ctypes.string_at(0)
+
+
+def close_pipe_then_sleep(seconds: float) -> str:
+    """Close the child's answering descriptor (its parent reads end-of-file, as at a
+    crash), then sleep ``seconds``: a child that went silent and does not exit."""
+    os.close(int(sys.argv[3]))  # the child's command line: -c, sys.path, reading, writing
+    time.sleep(seconds)
+    return "slept"

@@ -12,6 +12,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import signal
 import stat
 import struct
@@ -41,7 +42,8 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
-from lldsched.threaded.processes import ProcessPool
+from lldsched.threaded import processes, processwire
+from lldsched.threaded.processes import ProcessOutcome, ProcessPool
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
 from tests.processes import held_before_a_child, killed_at, killed_pid
@@ -200,35 +202,145 @@ def test_a_run_past_its_timeout_is_killed_recorded_timed_out_and_its_worker_free
     assert run_once(scheduler, "pid").history[0].ok  # a replacement child serves the next call
 
 
-def test_a_run_killed_at_its_deadline_ends_at_the_kill_not_after_its_replacement_started(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The record of a run killed at its deadline ends at the kill: reaping the child and
-    starting its replacement are the pool's work, not the run's.  They were inside it:
-    on a loaded machine the GUIDE's example printed ``ran 0.676294 s`` for its 0.5 s
-    budget, 0.175 s of it the reap and the next child's start.  Here the caller's clock
-    jumps an hour whenever a child is started."""
-    hour = 3600.0
+HOUR = 3600.0  # how far the caller's clock of a `jumping` pool jumps at each child's start
+
+
+@pytest.fixture
+def jumping(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ProcessPool, list[float]]]:
+    """A pool whose caller's clock jumps an hour whenever it starts a child, and how far
+    it jumped in all: a run whose record took in a child's start (its replacement's,
+    after its own child was lost) lasts an hour or more."""
     jumps = [0.0]
     pool = ProcessPool(now=lambda: time.monotonic() + jumps[0])
     start = pool._start
 
     def start_taking_an_hour() -> Any:
         child = start()
-        jumps[0] += hour
+        jumps[0] += HOUR
         return child
 
     monkeypatch.setattr(pool, "_start", start_taking_an_hour)
     try:
-        outcome = pool.run("t", f"{JOBS}:sleep", (3600,), None, timeout=0.3)
-        assert outcome is not None and outcome.timed_out
-        assert jumps == [2 * hour]  # the run's child, then its replacement
-        assert outcome.finished - outcome.started < hour, outcome.error
-        assert killed_at("0.3", outcome.error), outcome.error
+        yield pool, jumps
     finally:
         pool.kill_all("test over")
         pool.close(timeout=BOUND)
     assert pool.alive == 0
+
+
+def ended_before_its_replacement(
+    pool: ProcessPool, jumps: list[float], outcome: ProcessOutcome | None, lost: int
+) -> None:
+    """``outcome``'s run lost its child, worker process ``lost``, which was replaced (two
+    children started, each an hour on the caller's clock), and its record ends before the
+    replacement started; the next run is the replacement's, and starts no child."""
+    assert outcome is not None
+    assert jumps == [2 * HOUR]  # the run's child, then its replacement
+    assert outcome.finished - outcome.started < HOUR, outcome
+    after = pool.run("t", f"{JOBS}:pid", (), None, timeout=BOUND)
+    assert after is not None and after.error is None, after
+    assert after.result is not None and int(after.result) not in (lost, os.getpid())
+    assert jumps == [2 * HOUR]  # no child started for it: the replacement took it
+
+
+@pytest.mark.parametrize(
+    ("call", "args", "timeout", "error"),
+    [
+        pytest.param(
+            "sleep", (3600,), 0.3,
+            r"TimeoutError: (stopped at its 0\.3 s timeout|ran \S+ s, over its 0\.3 s budget) "
+            r"\(its worker process (?P<pid>\d+) was killed\)",
+            id="deadline",
+        ),
+        pytest.param(
+            "exit_with", (3,), None,
+            r"ChildProcessError: the worker process (?P<pid>\d+) exited with code 3 during "
+            r"the run",
+            id="exit",
+        ),
+        pytest.param(
+            "segfault", (), None,
+            r"ChildProcessError: the worker process (?P<pid>\d+) was killed by signal 11 "
+            r"\(SIGSEGV\) during the run",
+            id="segfault",
+        ),
+        pytest.param(  # its pipe closed, it is given a second to exit, then killed
+            "close_pipe_then_sleep", (3600,), None,
+            r"ChildProcessError: the worker process (?P<pid>\d+) closed its pipe during the "
+            r"run and did not exit within 1 s; it was killed",
+            id="silent",
+        ),
+    ],
+)  # fmt: skip
+def test_a_run_whose_child_is_lost_ends_when_the_loss_was_seen_not_after_its_replacement(
+    jumping: tuple[ProcessPool, list[float]],
+    call: str,
+    args: tuple[Any, ...],
+    timeout: float | None,
+    error: str,
+) -> None:
+    """The record of a run whose child is lost (killed at its deadline, or crashed; one
+    killed for what it wrote on its pipe: below) ends when the pool saw the loss:
+    killing and reaping the child and starting its replacement are the pool's work, not
+    the run's.  They were inside it: on a loaded machine the GUIDE's example printed
+    ``ran 0.676294 s`` for its 0.5 s budget, 0.175 s of it the reap and the next
+    child's start (fixed for the deadline first; a crash and a garbled answer still
+    ended after the replacement started).  Here the caller's clock jumps an hour at each
+    child's start."""
+    pool, jumps = jumping
+    outcome = pool.run("t", f"{JOBS}:{call}", args, None, timeout=timeout)
+    assert outcome is not None and outcome.error is not None
+    said = re.fullmatch(error, outcome.error)
+    assert said is not None, outcome.error
+    assert outcome.timed_out == (timeout is not None) and outcome.result is None
+    ended_before_its_replacement(pool, jumps, outcome, int(said["pid"]))
+
+
+def test_a_run_killed_when_asked_ends_at_the_kill_not_after_its_replacement(
+    jumping: tuple[ProcessPool, list[float]], tmp_path: Path
+) -> None:
+    """A cancel's kill (:meth:`ProcessPool.kill`) is a loss like a crash: its record ends
+    when the pool read the child's end, before the reap and the replacement."""
+    pool, jumps = jumping
+    marker = tmp_path / "pid"
+    outcomes: list[ProcessOutcome | None] = []
+    caller = threading.Thread(
+        target=lambda: outcomes.append(
+            pool.run("t", f"{JOBS}:sleep", (3600, str(marker)), None, timeout=None)
+        )
+    )
+    caller.start()
+    try:
+        assert wait_for(marker.exists)
+        assert pool.kill("t", "task cancelled")
+    finally:
+        caller.join(BOUND)
+    (outcome,) = outcomes
+    lost = int(marker.read_text())
+    assert outcome is not None
+    assert outcome.error == f"CancelledError: task cancelled (its worker process {lost} was killed)"
+    ended_before_its_replacement(pool, jumps, outcome, lost)
+
+
+def test_a_run_answered_then_killed_ends_at_its_answer_not_after_its_replacement(
+    jumping: tuple[ProcessPool, list[float]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel that comes a moment late (the child answered, the worker has not given it
+    back) loses the child too: the run keeps its answer, and ends when it came."""
+    pool, jumps = jumping
+    real = processwire.receive
+
+    def receive_then_cancelled(connection: Any, bound: Any = None) -> dict[str, Any] | None:
+        answer = real(connection, bound)
+        if answer is not None and "started" not in answer:
+            assert pool.kill("t", "task cancelled")
+        return answer
+
+    monkeypatch.setattr(processes, "receive", receive_then_cancelled)
+    outcome = pool.run("t", f"{JOBS}:pid", (), None, timeout=BOUND)
+    monkeypatch.setattr(processes, "receive", real)
+    assert outcome is not None and outcome.error is None and outcome.result is not None
+    ended_before_its_replacement(pool, jumps, outcome, int(outcome.result))
 
 
 # -- cancel and pause kill -----------------------------------------------------------------
@@ -694,29 +806,33 @@ def test_a_drain_that_runs_out_of_time_kills_the_running_child(
 @pytest.mark.parametrize(
     ("length", "body", "said"),
     [
-        (9, "not json!", "which is not an answer"),
-        (3, "[1]", "which is not an answer"),
-        (2**30, "", "longer than 1048576 bytes"),  # a header that claims a gigabyte
+        (9, "not json!", "sent 9 bytes, b'not json!', which is not an answer"),
+        (3, "[1]", "sent 3 bytes, b'[1]', which is not an answer"),
+        (100, "x" * 100, f"sent 100 bytes, b'{'x' * 80}' (its first 80), which is not an"),
+        (  # a header that claims a gigabyte
+            2**30, "",
+            "sent a frame header announcing 1073741824 bytes, over the 1048576 bytes an answer",
+        ),
+        (-1, "", "sent a frame header announcing over 2 GiB, over the 1048576 bytes an answer"),
+        (-5, "", "sent a frame header announcing -5 bytes, a length no frame has"),
     ],
-)
+)  # fmt: skip
 def test_a_child_that_writes_garbage_on_its_pipe_fails_its_run_is_killed_and_replaced(
-    length: int, body: str, said: str
+    jumping: tuple[ProcessPool, list[float]], length: int, body: str, said: str
 ) -> None:
-    pool = ProcessPool(now=time.monotonic)
-    try:
-        outcome = pool.run("t", f"{JOBS}:write_on_pipe", (length, body), None, timeout=BOUND)
-        assert outcome is not None and outcome.error is not None
-        assert outcome.error.startswith("ChildProcessError: the worker process ")
-        assert said in outcome.error and outcome.error.endswith("it was killed")
-        assert outcome.result is None and not outcome.timed_out
-        # the garbled child is gone; its replacement takes the next run
-        after = pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND)
-        assert after is not None
-        assert after.error is None and after.result is not None and "'sum': 3" in after.result
-    finally:
-        pool.kill_all("test over")
-        pool.close(timeout=BOUND)
-    assert pool.alive == 0
+    """The run's error names what came (its length, and its first bytes; it said
+    ``longer than 1048576 bytes`` for a header of -5), and its record ends when it came
+    (before, after the kill, the reap and the replacement's start: the caller's clock
+    jumps an hour at each child's start)."""
+    pool, jumps = jumping
+    outcome = pool.run("t", f"{JOBS}:write_on_pipe", (length, body), None, timeout=BOUND)
+    assert outcome is not None and outcome.error is not None
+    told = re.fullmatch(
+        r"ChildProcessError: the worker process (\d+) (.*); it was killed", outcome.error
+    )
+    assert told is not None and said in told[2], outcome.error
+    assert outcome.result is None and not outcome.timed_out
+    ended_before_its_replacement(pool, jumps, outcome, int(told[1]))
 
 
 def test_a_child_that_stops_in_the_middle_of_its_answer_is_killed_at_its_timeout() -> None:

@@ -33,7 +33,8 @@ answer:
   real process spends (docs/DECISIONS.md, "A deadline that stops a run counts real
   seconds");
 * **a crash** (the child exits, ``os._exit(3)``, or dies of a signal) is a failed
-  run whose error names the exit code or the signal;
+  run whose error names the exit code or the signal (or that the child closed its pipe
+  and did not exit within a second, then was killed);
 * **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
   or the scheduler shuts down without draining) is a failed run whose error says why.
   One asked for after the run began and before a child was busy with it (the worker
@@ -45,10 +46,11 @@ answer:
 
 A child that is lost is replaced at once (starting one takes a few milliseconds;
 the new interpreter boots in the background), so the caller's slot is free as soon
-as the kill is reaped.  Children are started lazily, at the first run that finds
-no idle one, as ``python -c`` subprocesses (fork and exec at once, as the ``spawn``
-start method does: never a bare fork of a threaded process) that inherit three pipe
-descriptors (the calls', the answers' and the lifeline's) and the parent's
+as the kill is reaped; the run's record ends before all that, when the pool saw the
+loss (:meth:`ProcessPool._send`).  Children are started lazily, at the first run
+that finds no idle one, as ``python -c`` subprocesses (fork and exec at once, as the
+``spawn`` start method does: never a bare fork of a threaded process) that inherit
+three pipe descriptors (the calls', the answers' and the lifeline's) and the parent's
 ``sys.path``.  Not ``multiprocessing.Process``: its ``spawn`` child imports the
 parent's main module again (a script without the ``if __name__ == "__main__"``
 guard would start a second scheduler in every child) and unpickles its target;
@@ -284,10 +286,20 @@ class ProcessPool:
             budget.close()
 
     def _send(self, child: Child, message: bytes) -> ProcessOutcome:
-        """Send the call to ``child`` (held for it) and wait for its end, or kill it."""
+        """Send the call to ``child`` (held for it) and wait for its end, or kill it.
+
+        **A run ends when the pool sees it end**, whichever way: its answer, its
+        deadline passing, its child's end-of-file (a crash, or a kill asked for) or what
+        the child wrote on its pipe instead of an answer.  Its ``finished`` is taken
+        then, here and nowhere else; what the pool does next (kill the child, reap it,
+        start its replacement: a tenth of a second on a loaded machine) is the pool's
+        work, not the run's (docs/DECISIONS.md, "A run ends when the pool sees it
+        end")."""
         connection = child.connection
         started = self._now()
         budget = self._budgets[child]  # set and dropped by this run's own thread only
+        expired: float | None = None  # the timeout its deadline passed at, if it did
+        garbled: Garbled | None = None
         try:
             connection.send_bytes(message)
             answer = receive(connection)  # {"started": true}, or an answer
@@ -296,39 +308,16 @@ class ProcessPool:
                 budget.begun = self._monotonic()
                 answer = receive(connection, budget)  # None: its deadline passed first
                 if answer is None and child.killed is None:  # the deadline passed
-                    timeout = budget.armed
-                    assert timeout is not None  # no deadline: receive waits for an answer
-                    pid = child.process.pid
-                    kill_group(child.process)  # SIGKILL, at once
-                    finished = self._now()  # the run ends here: reap and replacement are ours
-                    self._lose(child)
-                    return ProcessOutcome(
-                        started=started,
-                        finished=finished,
-                        error=killed_at_deadline(finished - started, timeout, pid),
-                        result=None,
-                        timed_out=True,
-                    )
+                    expired = budget.armed
+                    assert expired is not None  # no deadline: receive waits for an answer
         except (EOFError, OSError):  # the child died (BrokenPipeError is an OSError)
             answer = None
         except Garbled as exc:  # something in the child wrote on its pipe: never reused
-            pid = child.process.pid
-            kill_group(child.process)
-            self._lose(child)
-            return ProcessOutcome(
-                started=started,
-                finished=self._now(),
-                error=f"ChildProcessError: the worker process {pid} {exc}; it was killed",
-                result=None,
-                timed_out=False,
-            )
-        if answer is None:  # a crash, or a kill asked for
-            error = self._lose(child)
-            return ProcessOutcome(
-                started=started, finished=self._now(), error=error, result=None, timed_out=False
-            )
-        self._give_back(child)
-        finished = self._now()
+            answer, garbled = None, exc
+        finished = self._now()  # the run ends here (see above)
+        if answer is None:
+            return self._lost(child, started, finished, expired, garbled)
+        self._give_back(child)  # a cancel after the answer loses the child, not the answer
         if "error" in answer:
             error = str(answer["error"])
             told = answer.get("traceback")
@@ -347,6 +336,35 @@ class ProcessPool:
             error=None,
             result=None if result is None else str(result),
             timed_out=False,
+        )
+
+    def _lost(
+        self,
+        child: Child,
+        started: float,
+        finished: float,
+        expired: float | None,
+        garbled: Garbled | None,
+    ) -> ProcessOutcome:
+        """The outcome of a run ``child`` gave no answer for, over at ``finished``: its
+        deadline passed (``expired``, the timeout it passed), the child wrote
+        ``garbled`` on its pipe (both: it is killed now, and never reused), or it died
+        (a crash, or a kill asked for: :meth:`_lose`'s error).  The child is then reaped
+        and replaced (:meth:`_lose`), none of it in the run's time."""
+        pid = child.process.pid
+        if expired is not None or garbled is not None:
+            kill_group(child.process)  # SIGKILL, at once
+        error = self._lose(child)
+        if expired is not None:
+            error = killed_at_deadline(finished - started, expired, pid)
+        elif garbled is not None:
+            error = f"ChildProcessError: the worker process {pid} {garbled}; it was killed"
+        return ProcessOutcome(
+            started=started,
+            finished=finished,
+            error=error,
+            result=None,
+            timed_out=expired is not None,
         )
 
     def retime(self, task_id: str, timeout: float | None) -> None:
@@ -468,14 +486,16 @@ class ProcessPool:
     def _lose(self, child: Child) -> str:
         """End ``child`` (its pipe closed, killed if it will not exit), reap it and start
         its replacement (the pool open); the error text of the run it was running, had
-        it not timed out."""
+        it neither timed out nor garbled its answer (:meth:`_lost`)."""
         process = child.process
         child.connection.close()  # a live child reads end-of-file and exits
+        lingered = False
         try:  # a child that closed its pipe is exiting: wait for its own exit code
             process.wait(_EXIT_GRACE)
         except subprocess.TimeoutExpired:
             kill_group(process)  # SIGKILL: it would not exit
             process.wait(REAP_TIMEOUT)
+            lingered = True
         finally:
             child.let_go()
         with self._lock:
@@ -486,6 +506,11 @@ class ProcessPool:
             self._replace()
         if killed is not None:
             return f"CancelledError: {killed} {worker_killed(process.pid)}"
+        if lingered:  # its SIGKILL is ours: death() would say it died of one
+            return (
+                f"ChildProcessError: the worker process {process.pid} closed its pipe during "
+                f"the run and did not exit within {_EXIT_GRACE:g} s; it was killed"
+            )
         return death(process)
 
     def _replace(self) -> None:

@@ -58,8 +58,14 @@ def receive(connection: Connection, bound: Bound | None = None) -> dict[str, Any
     if header is None:
         return None
     (size,) = struct.unpack("!i", header)
-    if not 0 <= size <= ANSWER_LIMIT:
-        raise Garbled(f"sent a message longer than {ANSWER_LIMIT} bytes")
+    if size < -1:
+        raise Garbled(f"sent a frame header announcing {size} bytes, a length no frame has")
+    if size == -1 or size > ANSWER_LIMIT:  # -1: over 2 GiB, its length in 8 bytes more
+        announced = "over 2 GiB" if size == -1 else f"{size} bytes"
+        raise Garbled(
+            f"sent a frame header announcing {announced}, over the {ANSWER_LIMIT} bytes an "
+            "answer may have"
+        )
     data = _read(connection.fileno(), size, bound)
     if data is None:
         return None
@@ -68,7 +74,8 @@ def receive(connection: Connection, bound: Bound | None = None) -> dict[str, Any
     except ValueError:
         answer = None
     if not isinstance(answer, dict):
-        raise Garbled(f"sent {data[:80]!r}, which is not an answer") from None
+        quoted = f"{data!r}" if size <= 80 else f"{data[:80]!r} (its first 80)"
+        raise Garbled(f"sent {size} bytes, {quoted}, which is not an answer") from None
     return answer
 
 
