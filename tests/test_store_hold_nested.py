@@ -97,8 +97,8 @@ def test_a_hold_inside_a_hold_is_the_outer_ones_and_lets_nothing_go(
         with pytest.raises(ValueError, match="the verb's own") as raised, store.verb_held("b"):
             store.save(paused("b"))
             raise ValueError("the verb's own")
-        assert raised.value.__context__ is None
         assert held()  # still, until the outer hold's end
+        assert raised.value.__context__ is None
         row = other.get("b")
         assert row is not None and row.status is TaskStatus.SCHEDULED  # not stored yet
     assert not held()
