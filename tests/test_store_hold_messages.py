@@ -215,26 +215,42 @@ def test_a_hold_whose_connection_was_lost_says_it_was_not_committed_once(
         assert str(error.__cause__) == inside  # the write's own error
 
 
-def test_a_full_disk_that_rolls_an_sqlite_hold_back_is_named_with_sqlites_words(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "tasks.db"
+@contextmanager
+def filling(path: Path) -> Iterator[FillingSqlite]:
+    """A shared store at ``path`` (tasks ``up`` and ``d`` stored) whose disk fills up as
+    ``d``'s row is written, once ``failing`` is set; closed at the end."""
     store = FillingSqlite(path, shared=True)
     try:
         with sqlite3.connect(path) as setup:
             setup.execute("CREATE TABLE filler (x)")
         for task_id in ("up", "d"):
             store.save(snapshot(task(id=task_id)))
-        failed: list[StoreError] = []
-        store.failing = True
-        with pytest.raises(HoldNotCommitted) as raised, store.verb_held("up", also=("d",)):
-            store.save(paused("up"))
+        yield store
+    finally:
+        store.close()
+
+
+def disk_filled(store: FillingSqlite, writes: int) -> tuple[HoldNotCommitted, list[StoreError]]:
+    """A hold on ``up`` that writes it, then ``d`` ``writes`` times on a full disk (the
+    first rolls the hold back): the hold's error, and those of ``d``'s writes."""
+    failed: list[StoreError] = []  # (pytest.raises inside would be the hold's to swallow)
+    store.failing = True
+    with pytest.raises(HoldNotCommitted) as raised, store.verb_held("up", also=("d",)):
+        store.save(paused("up"))
+        for _ in range(writes):
             try:
-                store.save(paused("d"))  # fills the disk: SQLite rolls the hold back
+                store.save(paused("d"))
             except StoreError as exc:
                 failed.append(exc)
-        store.failing = False
-        error = raised.value
+    store.failing = False
+    return raised.value, failed
+
+
+def test_a_full_disk_that_rolls_an_sqlite_hold_back_is_named_with_sqlites_words(
+    tmp_path: Path,
+) -> None:
+    with filling(tmp_path / "tasks.db") as store:
+        error, failed = disk_filled(store, 1)
         assert str(error) == (
             "a verb's hold was not committed, none of its writes is stored ('up'): the "
             f"SQLite store {store.path!r} failed to save task 'd' inside it, and SQLite "
@@ -247,8 +263,6 @@ def test_a_full_disk_that_rolls_an_sqlite_hold_back_is_named_with_sqlites_words(
         store.save(paused("up"))
         row = store.get("up")
         assert row is not None and row.status is TaskStatus.PAUSED
-    finally:
-        store.close()
 
 
 def test_an_sqlite_hold_a_full_disk_rolled_back_counts_the_calls_that_failed_after(
@@ -256,33 +270,16 @@ def test_an_sqlite_hold_a_full_disk_rolled_back_counts_the_calls_that_failed_aft
 ) -> None:
     """The rule PostgreSQL's hold follows: the first call that ended the transaction is
     named, the calls that failed after it counted.  Before, the later ones went unsaid."""
-    path = tmp_path / "tasks.db"
-    store = FillingSqlite(path, shared=True)
-    try:
-        with sqlite3.connect(path) as setup:
-            setup.execute("CREATE TABLE filler (x)")
-        for task_id in ("up", "d"):
-            store.save(snapshot(task(id=task_id)))
-        failed: list[StoreError] = []
-        store.failing = True
-        with pytest.raises(HoldNotCommitted) as raised, store.verb_held("up", also=("d",)):
-            store.save(paused("up"))
-            for _ in range(2):
-                try:
-                    store.save(paused("d"))  # fills the disk: rolled back; then again
-                except StoreError as exc:
-                    failed.append(exc)
-        store.failing = False
+    with filling(tmp_path / "tasks.db") as store:
+        error, failed = disk_filled(store, 2)  # the second write fails on the disk again
         assert len(failed) == 2
-        assert str(raised.value) == (
+        assert str(error) == (
             "a verb's hold was not committed, none of its writes is stored ('up'): the "
             f"SQLite store {store.path!r} failed to save task 'd' inside it, and SQLite "
             "rolled its transaction back: OperationalError: database or disk is full; "
             "1 later call inside it failed too"
         )
-        assert raised.value.__cause__ is failed[0]
-    finally:
-        store.close()
+        assert error.__cause__ is failed[0]
 
 
 def test_an_sqlite_hold_whose_commit_fails_names_the_store_and_sqlites_error(

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from lldsched import SqliteTaskStore, TaskStatus
 from lldsched.persistence import HoldNotCommitted, TaskSnapshot
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.sqlite_gate import WRITE
-from tests.test_cluster_verb_hold import FillingSqlite
+from tests.test_store_hold_messages import filling
 from tests.test_store_sqlite import snapshot, task
 
 Store = SqliteTaskStore | PostgresTaskStore
@@ -113,13 +112,8 @@ def test_an_sqlite_hold_inside_a_hold_is_not_stored_when_the_outer_one_is_not(
     """The inner hold's writes are the outer transaction's: a full disk that rolls it back
     after the inner hold ended takes them too, and the outer hold names them, to be
     written again (PostgreSQL: ``tests/test_store_hold_messages.py``)."""
-    path = tmp_path / "tasks.db"
-    store = FillingSqlite(path, shared=True)
-    try:
-        with sqlite3.connect(path) as setup:
-            setup.execute("CREATE TABLE filler (x)")
-        for task_id in ("up", "b", "d"):
-            store.save(snapshot(task(id=task_id)))
+    with filling(tmp_path / "tasks.db") as store:
+        store.save(snapshot(task(id="b")))
         store.failing = True
         with pytest.raises(HoldNotCommitted) as raised, store.verb_held("up"):
             store.save(paused("up"))
@@ -132,5 +126,3 @@ def test_an_sqlite_hold_inside_a_hold_is_not_stored_when_the_outer_one_is_not(
         for task_id in ("up", "b"):
             row = store.get(task_id)
             assert row is not None and row.status is TaskStatus.SCHEDULED, task_id
-    finally:
-        store.close()
