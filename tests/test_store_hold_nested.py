@@ -23,18 +23,14 @@ import psycopg
 import pytest
 
 from lldsched import SqliteTaskStore, TaskStatus
-from lldsched.persistence import HoldNotCommitted, TaskSnapshot
+from lldsched.persistence import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.sqlite_gate import WRITE
-from tests.test_store_hold_messages import filling
+from tests.test_store_hold_messages import filling, paused
 from tests.test_store_sqlite import snapshot, task
 
 Store = SqliteTaskStore | PostgresTaskStore
 Held = Callable[[], bool]  # True while another writer of the database would have to wait
-
-
-def paused(task_id: str) -> TaskSnapshot:
-    return snapshot(task(id=task_id))._replace(status=TaskStatus.PAUSED)
 
 
 def gate_taken(path: str) -> bool:
