@@ -8,7 +8,10 @@ SQLite a full disk or an I/O error rolls it back.  The hold's end then raises
 inside failed, aborting it" (PostgreSQL) or "its transaction was rolled back by SQLite":
 not which call, nor the database's words, so an operator reading the log could not tell a
 lock timeout from anything else.  It now names the call and the database's words (the
-SQLSTATE on PostgreSQL), the call's own error its ``__cause__``.
+SQLSTATE on PostgreSQL), the call's own error its ``__cause__``: the first call that
+ended the transaction, the cause, and how many calls inside failed after it (they fail
+because it did).  Before, a PostgreSQL hold whose connection was lost after a read had
+aborted it named the loss, the last failure, and not the read.
 
 And its message said things twice: a hold whose connection was lost said "a verb's hold
 was not committed, ...: ... the connection of a verb's hold was lost (...); it was not
@@ -83,16 +86,57 @@ def test_a_read_that_aborts_a_postgres_hold_is_named_with_the_databases_words(
         except StoreError as exc:
             failed.append(exc)
         with pytest.raises(StoreError, match="current transaction is aborted"):
-            store.records("a")  # fails because the first did: not the one named
+            store.records("a")  # fails because the first did: only counted
     error = raised.value
     assert str(error) == (
         "a verb's hold was not committed, none of its writes is stored ('a'): the "
         f"PostgreSQL store {store.dsn!r} failed to read the records of task 'b' inside it, "
-        f"outside a savepoint of its own, which aborted its transaction: {LOCK_TIMEOUT}"
+        f"outside a savepoint of its own, which aborted its transaction: {LOCK_TIMEOUT}; "
+        "1 later call inside it failed too"
     )
     assert error.__cause__ is failed[0]  # the read's own error, its whole words
     assert "canceling statement due to lock timeout" in str(failed[0])
     assert list(error.written) == ["a"]
+    assert status(other, "a") is TaskStatus.SCHEDULED
+    store.save(paused("a"))  # the caches put back: written again, stored
+    assert status(other, "a") is TaskStatus.PAUSED
+
+
+def test_a_postgres_hold_a_read_aborted_then_lost_names_the_read_and_counts_the_rest(
+    open_store: Opener,
+) -> None:
+    """Before, the hold's end named the last failure, the loss ("lost its connection
+    (terminating connection ...)"), raised from no call, and not the read whose lock
+    timeout had already aborted the hold."""
+    store, other = open_store(), open_store()
+    for task_id in ("a", "b"):
+        store.save(snapshot(task(id=task_id)))
+    failed: list[StoreError] = []
+    with records_locked(store), pytest.raises(HoldNotCommitted) as raised, store.verb_held("a"):
+        store.save(paused("a"))
+        try:
+            store.records("b")  # aborts the hold: the cause
+        except StoreError as exc:
+            failed.append(exc)
+        terminate(store)  # then the server ends the hold's session
+        for _ in range(2):
+            try:
+                store.get("b")  # fails on the lost connection; then refused (a new one
+            except StoreError as exc:  # would write outside the hold)
+                failed.append(exc)
+    read, lost, refused = failed
+    assert "canceling statement due to lock timeout" in str(read)
+    assert TERMINATED in str(lost)
+    assert "nothing more is written inside it" in str(refused)
+    assert TERMINATED in str(refused)  # the refused call says why the connection went
+    error = raised.value
+    assert str(error) == (
+        "a verb's hold was not committed, none of its writes is stored ('a'): the "
+        f"PostgreSQL store {store.dsn!r} failed to read the records of task 'b' inside it, "
+        f"outside a savepoint of its own, which aborted its transaction: {LOCK_TIMEOUT}; "
+        "2 later calls inside it failed too"
+    )
+    assert error.__cause__ is read
     assert status(other, "a") is TaskStatus.SCHEDULED
     store.save(paused("a"))  # the caches put back: written again, stored
     assert status(other, "a") is TaskStatus.PAUSED
@@ -164,31 +208,49 @@ def test_a_hold_whose_connection_was_lost_says_it_was_not_committed_once(
         error, inside = hold_lost(store, lambda: terminate(store))
         assert str(error) == (
             "a verb's hold was not committed, none of its writes is stored ('b'): the "
-            f"PostgreSQL store {store.dsn!r} lost its connection ({TERMINATED})"
+            f"PostgreSQL store {store.dsn!r} failed to save task 'a' inside it, which lost "
+            f"its connection: {TERMINATED} (SQLSTATE 57P01)"
         )
         assert inside == f"the PostgreSQL store {store.dsn!r} failed: {TERMINATED}"
+        assert str(error.__cause__) == inside  # the write's own error
 
 
-def test_a_full_disk_that_rolls_an_sqlite_hold_back_is_named_with_sqlites_words(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "tasks.db"
+@contextmanager
+def filling(path: Path) -> Iterator[FillingSqlite]:
+    """A shared store at ``path`` (tasks ``up`` and ``d`` stored) whose disk fills up as
+    ``d``'s row is written, once ``failing`` is set; closed at the end."""
     store = FillingSqlite(path, shared=True)
     try:
         with sqlite3.connect(path) as setup:
             setup.execute("CREATE TABLE filler (x)")
         for task_id in ("up", "d"):
             store.save(snapshot(task(id=task_id)))
-        failed: list[StoreError] = []
-        store.failing = True
-        with pytest.raises(HoldNotCommitted) as raised, store.verb_held("up", also=("d",)):
-            store.save(paused("up"))
+        yield store
+    finally:
+        store.close()
+
+
+def disk_filled(store: FillingSqlite, writes: int) -> tuple[HoldNotCommitted, list[StoreError]]:
+    """A hold on ``up`` that writes it, then ``d`` ``writes`` times on a full disk (the
+    first rolls the hold back): the hold's error, and those of ``d``'s writes."""
+    failed: list[StoreError] = []  # (pytest.raises inside would be the hold's to swallow)
+    store.failing = True
+    with pytest.raises(HoldNotCommitted) as raised, store.verb_held("up", also=("d",)):
+        store.save(paused("up"))
+        for _ in range(writes):
             try:
-                store.save(paused("d"))  # fills the disk: SQLite rolls the hold back
+                store.save(paused("d"))
             except StoreError as exc:
                 failed.append(exc)
-        store.failing = False
-        error = raised.value
+    store.failing = False
+    return raised.value, failed
+
+
+def test_a_full_disk_that_rolls_an_sqlite_hold_back_is_named_with_sqlites_words(
+    tmp_path: Path,
+) -> None:
+    with filling(tmp_path / "tasks.db") as store:
+        error, failed = disk_filled(store, 1)
         assert str(error) == (
             "a verb's hold was not committed, none of its writes is stored ('up'): the "
             f"SQLite store {store.path!r} failed to save task 'd' inside it, and SQLite "
@@ -201,8 +263,23 @@ def test_a_full_disk_that_rolls_an_sqlite_hold_back_is_named_with_sqlites_words(
         store.save(paused("up"))
         row = store.get("up")
         assert row is not None and row.status is TaskStatus.PAUSED
-    finally:
-        store.close()
+
+
+def test_an_sqlite_hold_a_full_disk_rolled_back_counts_the_calls_that_failed_after(
+    tmp_path: Path,
+) -> None:
+    """The rule PostgreSQL's hold follows: the first call that ended the transaction is
+    named, the calls that failed after it counted.  Before, the later ones went unsaid."""
+    with filling(tmp_path / "tasks.db") as store:
+        error, failed = disk_filled(store, 2)  # the second write fails on the disk again
+        assert len(failed) == 2
+        assert str(error) == (
+            "a verb's hold was not committed, none of its writes is stored ('up'): the "
+            f"SQLite store {store.path!r} failed to save task 'd' inside it, and SQLite "
+            "rolled its transaction back: OperationalError: database or disk is full; "
+            "1 later call inside it failed too"
+        )
+        assert error.__cause__ is failed[0]
 
 
 def test_an_sqlite_hold_whose_commit_fails_names_the_store_and_sqlites_error(
@@ -273,7 +350,8 @@ def test_a_runtime_whose_hold_a_read_aborted_logs_the_read_and_loses_nothing(
         assert str(hold) == (
             "a verb's hold was not committed, none of its writes is stored ('r'): the "
             f"PostgreSQL store {store.dsn!r} failed to read the records of task 'r' inside "
-            f"it, outside a savepoint of its own, which aborted its transaction: {LOCK_TIMEOUT}"
+            f"it, outside a savepoint of its own, which aborted its transaction: {LOCK_TIMEOUT}; "
+            "2 later calls inside it failed too"  # the records of u1 and u2, read after it
         )
         assert hold.__cause__ is outage[0].exc_info[1]  # the read the outage began with
         assert not scheduler.metrics().store_ok

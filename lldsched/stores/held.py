@@ -14,10 +14,20 @@ caches back (:meth:`HeldWrites.undo`) and raises :class:`~lldsched.persistence.H
 naming every task written, which the runtime then writes again as any failed write.
 
 A call inside that failed and took the hold's transaction with it (PostgreSQL: a
-statement outside a savepoint of its own, which aborts it; SQLite: a full disk or an I/O
-error, on which SQLite rolls it back) is noted (:meth:`HeldWrites.ended`): the hold's
-end names it, the store's error for that call its ``__cause__``.  Before, it said only
-that a statement inside failed: not which, nor the database's words (a lock timeout).
+statement outside a savepoint of its own, which aborts it, or one that lost the
+connection; SQLite: a full disk or an I/O error, on which SQLite rolls it back) is noted
+(:meth:`HeldWrites.ended`): the hold's end names it, the store's error for that call its
+``__cause__``.  Before, it said only that a statement inside failed: not which, nor the
+database's words (a lock timeout).
+
+**The first such call is the cause**, one rule for both engines: the calls inside that
+fail after it fail because the transaction is gone (PostgreSQL's "current transaction is
+aborted", a call refused on a lost connection, SQLite's full disk again), and are only
+counted ("; 2 later calls inside it failed too").  Before, a PostgreSQL hold whose
+connection was lost after a read had aborted it named the loss (the last failure, as
+psycopg's words were kept) and not the read.  A call that failed in a savepoint of its
+own, leaving the transaction as it was, ended nothing: the hold went on, and it is
+neither named nor counted (its caller had its error).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from lldsched.errors import StoreError
+from lldsched.logs import counted
 from lldsched.persistence import HoldNotCommitted, TaskSnapshot
 
 __all__ = ["HeldWrites"]
@@ -37,36 +48,47 @@ class HeldWrites:
     """The writes of one hold: each task written (to its last snapshot written, None for a
     delete) and the ``caches`` entries it had before its first write in the hold."""
 
-    __slots__ = ("_before", "caches", "ended_by", "written")
+    __slots__ = ("_before", "caches", "ended_by", "later", "written")
 
     def __init__(self, caches: tuple[MutableMapping[str, Any], ...]) -> None:
         self.caches = caches
         self.written: dict[str, TaskSnapshot | None] = {}
         self._before: dict[str, tuple[Any, ...]] = {}
-        # The call inside that took the transaction with it: what it did, the database's
-        # words, the error it raised.
-        self.ended_by: tuple[str, str, BaseException] | None = None
+        # The first call inside that took the transaction with it: what it did, how it
+        # ended the transaction, the database's words, the error it raised.
+        self.ended_by: tuple[str, str, str, BaseException] | None = None
+        self.later = 0  # the calls inside that failed after it
 
-    def ended(self, doing: str, why: str, error: BaseException) -> None:
+    def ended(self, doing: str, how: str, why: str, error: BaseException) -> None:
         """A call inside (``doing``: ``"read the records of task 'a'"``) failed with
-        ``error`` and took the hold's transaction with it (``why``: the database's
-        words); only the first is kept: the calls after it fail because it did
-        (PostgreSQL: "current transaction is aborted")."""
+        ``error`` and took the hold's transaction with it (``how``: ``"and SQLite rolled
+        its transaction back"``; ``why``: the database's words).  Only the first is kept,
+        the cause; each after it is counted (:meth:`failed_after`)."""
         if self.ended_by is None:
-            self.ended_by = (doing, why, error)
+            self.ended_by = (doing, how, why, error)
+        else:
+            self.failed_after()
 
-    def ended_error(self, store: str, how: str, otherwise: str) -> StoreError:
+    def failed_after(self) -> None:
+        """A call inside failed once the hold's transaction was gone: because it was
+        (PostgreSQL: "current transaction is aborted", a call refused on the connection
+        lost), said by the hold's end as a count after the call that ended it."""
+        self.later += 1
+
+    def ended_error(self, store: str, otherwise: str) -> StoreError:
         """The error the hold's end raises, said after
         :class:`~lldsched.persistence.HoldNotCommitted`'s "a verb's hold was not committed
-        ...: ": "``store`` failed to <what the call noted by :meth:`ended` did> inside it,
-        ``how``: <the database's words>" (``store``: ``"the SQLite store
-        '/srv/tasks.db'"``), its ``__cause__`` that call's own error; ``store`` then
-        ``otherwise`` when no call of the store's was noted (a statement run on its
-        connection directly)."""
+        ...: ": "``store`` failed to <what the first call noted by :meth:`ended` did>
+        inside it, <how>: <the database's words>", then how many calls inside failed
+        after it, if any ("; 2 later calls inside it failed too"), its ``__cause__`` that
+        first call's own error (``store``: ``"the SQLite store '/srv/tasks.db'"``);
+        ``store`` then ``otherwise`` when no call of the store's was noted (a statement
+        run on its connection directly)."""
         if self.ended_by is None:
             return StoreError(f"{store} {otherwise}")
-        doing, why, cause = self.ended_by
-        error = StoreError(f"{store} failed to {doing} inside it, {how}: {why}")
+        doing, how, why, cause = self.ended_by
+        after = f"; {counted(self.later, 'later call')} inside it failed too" if self.later else ""
+        error = StoreError(f"{store} failed to {doing} inside it, {how}: {why}{after}")
         error.__cause__ = cause
         return error
 

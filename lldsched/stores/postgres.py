@@ -243,8 +243,9 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         # what a call inside writes is the hold's, stored or lost with it (_open, and
         # PostgresCoordination._write_settles).
         self._holding: Connection | None = None
-        # Why a call inside the verb's hold under way failed last (psycopg's words, or the
-        # deadline's reason): the loss of its connection, if it was lost (_hold_lost).
+        # Why the connection of the verb's hold under way was lost (psycopg's words for the
+        # call that failed on it, or the deadline's reason), for the calls refused after
+        # it (_hold_lost); what ended the hold is its HeldWrites' (_inside_failed).
         self._hold_failed: str | None = None
 
     @property
@@ -265,7 +266,9 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         connection = self._connection
         if connection is None or connection.closed or connection.broken:
             if self._holding is not None:  # a new connection would write outside the hold
-                raise self._hold_lost("nothing more is written inside it")
+                if self._hold is not None:
+                    self._hold.failed_after()  # the hold's end counts it after the loss
+                raise self._hold_lost()
             # before the close frees the socket's number, which a new socket may take
             self._deadline.replaced()  # and a cut of the old one explains no new failure
             if connection is not None:
@@ -327,38 +330,49 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         task_id: str | None,
     ) -> None:
         """A call inside a verb's hold (``doing`` ``task_id``) failed with ``exc`` (``why``:
-        its words; ``error``: the StoreError it raises): what the hold's end says if its
-        connection was lost (:meth:`_hold_lost`), and, if the call failed outside a
-        savepoint of its own (a read, a RUNNING redefinition) and so aborted the hold's
-        transaction, the call and the database's words with its SQLSTATE (the first line:
-        the whole is ``error``'s, the hold's error's ``__cause__``)."""
-        self._hold_failed = why
+        its words; ``error``: the StoreError it raises).  If it took the hold's
+        transaction with it, noted for the hold's end to name
+        (:meth:`HeldWrites.ended <lldsched.stores.held.HeldWrites.ended>`: the first such
+        call, the cause; those after it counted): the call and the database's words with
+        its SQLSTATE (the first line: the whole is ``error``'s, the hold's error's
+        ``__cause__``), and how it ended the transaction: it lost the connection (``why``
+        then kept for the calls refused after, :meth:`_hold_lost`), or it failed outside
+        a savepoint of its own (a read, a RUNNING redefinition), which aborted it.  One
+        that failed in a savepoint of its own ended nothing: the hold goes on.  Before,
+        ``why`` was kept for every call that failed, the last one's named by a hold whose
+        connection was lost, though an earlier read had aborted it."""
         holding, hold = self._holding, self._hold
-        if (
-            hold is None
-            or holding is None
-            or holding.info.transaction_status is not psycopg.pq.TransactionStatus.INERROR
-        ):
+        if hold is None or holding is None:
+            return
+        if holding.closed or holding.broken:
+            self._hold_failed = why
+            how = "which lost its connection"
+        elif holding.info.transaction_status is psycopg.pq.TransactionStatus.INERROR:
+            how = "outside a savepoint of its own, which aborted its transaction"
+        else:
             return
         done = doing if task_id is None else f"{doing} {task_id!r}"
         said = why.partition("\n")[0]  # psycopg's next lines quote the statement
         code = f" (SQLSTATE {exc.sqlstate})" if exc.sqlstate else ""
-        hold.ended(done, f"{said}{code}", error)
+        hold.ended(done, how, f"{said}{code}", error)
 
-    def _hold_lost(self, then: str | None = None) -> StoreError:
+    def _hold_lost(self, held: HeldWrites | None = None) -> StoreError:
         """The error of a verb's hold whose connection was lost, naming why: the
         deadline's reason if it cut the connection, else psycopg's words for the call
         inside that failed on it (psycopg ends the hold's transaction without a word, and
-        refusing a new connection has none of its own).  ``then``: what follows, for a
-        call refused inside; None at the hold's end, whose
-        :class:`~lldsched.persistence.HoldNotCommitted` names the hold and says it was
-        not committed (before, its message said both twice)."""
+        refusing a new connection has none of its own).  ``held``: the hold at its end,
+        whose :class:`~lldsched.persistence.HoldNotCommitted` names the hold and says it
+        was not committed (before, its message said both twice): the error names the
+        call that ended the hold (:meth:`_inside_failed`: it lost the connection, or
+        before that aborted its transaction), "lost its connection (why)" if none did;
+        None for a call refused inside."""
         why = self._deadline.reason(self._hold_failed or "no call inside failed on it")
-        if then is None:
-            return StoreError(f"the PostgreSQL store {self.dsn!r} lost its connection ({why})")
+        store = f"the PostgreSQL store {self.dsn!r}"
+        if held is not None:
+            return held.ended_error(store, f"lost its connection ({why})")
         return StoreError(
-            f"the PostgreSQL store {self.dsn!r} failed: the connection of a verb's hold "
-            f"was lost ({why}); {then}"
+            f"{store} failed: the connection of a verb's hold was lost ({why}); "
+            "nothing more is written inside it"
         )
 
     # -- the TaskStore protocol --------------------------------------------------------
@@ -655,7 +669,6 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                         ):
                             raise held.ended_error(
                                 f"the PostgreSQL store {self.dsn!r}",
-                                "outside a savepoint of its own, which aborted its transaction",
                                 "failed: a statement on its connection inside it, not one of "
                                 "the store's calls, aborted its transaction",
                             )
@@ -667,7 +680,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                     # psycopg ends a transaction whose connection was lost inside (a write
                     # there failed so: a restart, a reset, the deadline) without a word.
                     if transaction.status is not transaction.Status.COMMITTED:
-                        raise self._hold_lost()
+                        raise self._hold_lost(held)
             except StoreError as exc:
                 if not entered:
                     raise

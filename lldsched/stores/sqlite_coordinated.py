@@ -431,9 +431,22 @@ class CoordinatedMethods:
         and :class:`~lldsched.persistence.HoldNotCommitted` names every task written
         (:mod:`lldsched.stores.held`), for the runtime to write again, and what failed:
         the call inside whose failure SQLite rolled the transaction back, and SQLite's
-        words (:meth:`_ended_hold`), or the COMMIT's error."""
+        words (:meth:`_ended_hold`), or the COMMIT's error.
+
+        A hold inside a hold (on this store, the outer one still under way) is the outer
+        one's: its writes are the outer transaction's, which holds every row already,
+        stored or not with them and said once, by the outer hold, as PostgreSQL's
+        (``PostgresTaskStore._hold_inside``).  Before, its ``BEGIN IMMEDIATE`` failed
+        ("cannot start a transaction within a transaction"), taken for a write lock not
+        had within ``timeout``: the block ran "unheld" (in the outer transaction all the
+        same), its own error chained to that one, and the failed begin let the write gate
+        go (:mod:`~lldsched.stores.sqlite_gate`), which the outer hold held: the other
+        processes' writes then waited for its end in SQLite's busy handler."""
         with self._using("take the write lock for a verb on task", task_id) as connection:
             shared = self._coordinated()
+            if shared.hold is not None:  # a hold inside a hold: the outer one's
+                yield
+                return
             gate = self._gate
             try:
                 begin(connection, gate)  # in turn with the other processes' writes
@@ -455,7 +468,6 @@ class CoordinatedMethods:
                     else:  # rolled back under the hold by a statement that failed inside
                         failed = held.ended_error(
                             f"the SQLite store {self.path!r}",
-                            "and SQLite rolled its transaction back",
                             "found its transaction rolled back at its end, by no call of the "
                             "store's that failed",
                         )
@@ -479,13 +491,19 @@ class CoordinatedMethods:
         the StoreError it raises; caller holds the lock): inside a verb's hold whose
         transaction SQLite rolled back with it (a full disk, an I/O error), noted for the
         hold's end to name (:meth:`HeldWrites.ended_error
-        <lldsched.stores.held.HeldWrites.ended_error>`).  Before, it said only that SQLite
-        rolled its transaction back, not on what nor why."""
+        <lldsched.stores.held.HeldWrites.ended_error>`: the first such call, and how many
+        failed after it).  Before, it said only that SQLite rolled its transaction back,
+        not on what nor why."""
         shared, connection = self._shared, self._connection
         if shared is None or shared.hold is None or connection is None:
             return
         if not connection.in_transaction:
-            shared.hold.ended(doing, f"{type(error).__name__}: {error}", failed)
+            shared.hold.ended(
+                doing,
+                "and SQLite rolled its transaction back",
+                f"{type(error).__name__}: {error}",
+                failed,
+            )
 
     def leases(self) -> list[Lease]:
         """Every lease row, expired ones included, by token (for people and tests)."""
