@@ -344,6 +344,60 @@ def test_the_help_says_what_each_exit_status_means() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        (["cron", "@daily", "--bogus"], "cron [-h] [--tz TZ] [-n N] [--start START] expr"),
+        (["demo", "--bogus"], "demo [-h]"),
+        (["lab", "push", "--bogus"], "lab [-h] [decision]"),
+        (["simulate", "--bogus"], "simulate [-h] [--days DAYS]"),
+    ],
+    ids=["cron", "demo", "lab", "simulate"],
+)
+def test_an_unknown_option_of_a_command_is_refused_with_the_commands_usage(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    usage: str,
+) -> None:
+    """Was the top level's usage (``python -m lldsched [-h] {demo,cron,...}``) and
+    ``python -m lldsched: error:``, as if the option were the command line's, not the
+    command's: argparse leaves a subcommand's unknown arguments to its parent."""
+    monkeypatch.setattr(simulate_cli, "build_scenario", unreached)
+    with pytest.raises(SystemExit) as exited:
+        main(argv, prog="python -m lldsched")
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (2, "")
+    assert err.startswith(f"usage: python -m lldsched {usage}")
+    assert err.endswith(f"python -m lldsched {argv[0]}: error: unrecognized arguments: --bogus\n")
+
+
+def test_version_prints_the_packages_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--version``, as a user tries first (was: ``the following arguments are required:
+    command``, status 2)."""
+    import lldsched
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert (exited.value.code, capsys.readouterr()) == (
+        0,
+        (f"lldsched {lldsched.__version__}\n", ""),
+    )
+
+
+@pytest.mark.parametrize("command", ["demo", "cron", "simulate", "lab"])
+def test_each_commands_help_says_what_it_does(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """Its usage, then a sentence (``demo --help`` and ``cron --help`` were the usage
+    and their options alone)."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    paragraphs = capsys.readouterr().out.split("\n\n")
+    assert paragraphs[0].startswith("usage:")
+    assert not paragraphs[1].startswith(("options:", "positional arguments:")), paragraphs[1]
+
+
 def test_a_year_before_1000_is_written_with_four_digits() -> None:
     """glibc's ``%Y`` writes year 1 as ``1``: the lines read ``1-01-04``, no date."""
     lines = cron_cli.cron_report("* * * * *", n=1, start="0001-01-01")

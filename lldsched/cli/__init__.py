@@ -31,6 +31,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import BinaryIO, NoReturn, TextIO
 
+from lldsched import __version__
 from lldsched.startup import INTERRUPTED, INTERRUPTED_LINE
 
 EXIT_STATUSES = "exit status: 0 done, 1 failed after it began, 2 bad arguments, 130 interrupted"
@@ -253,10 +254,17 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
         description="lldsched: an in-process task scheduler you can read, run and replay.",
         epilog=f"{EXIT_STATUSES} (Ctrl-C).",
     )
+    parser.add_argument("--version", action="version", version=f"lldsched {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="the scheduler's behaviour in eleven lines")
+    about = "the scheduler's behaviour in eleven lines"
+    demo = commands.add_parser(
+        "demo", help=about, description=f"{about[0].upper()}{about[1:]}, on a fake clock."
+    )
     demo.set_defaults(handler=_demo)
-    cron = commands.add_parser("cron", help="explain a cron expression and list its next fires")
+    about = "explain a cron expression and list its next fires"
+    cron = commands.add_parser(
+        "cron", help=about, description=f"{about[0].upper()}{about[1:]}, with UTC alongside."
+    )
     cron.add_argument(
         "expr",
         help='five fields, six with seconds first, or a macro: "0 3 * * 1-5", '
@@ -279,6 +287,7 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     add_lab(commands)
     for command in commands.choices.values():  # each command's --help says it too
         command.epilog = parser.epilog
+        command.set_defaults(command_parser=command)  # main() refuses its extra arguments
     return parser
 
 
@@ -303,7 +312,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lldsched") -> int:
     installed by pip, calls this as it is; ``python -m lldsched`` passes its own name.
     """
     try:
-        args = build_parser(prog).parse_args(argv)
+        args, extra = build_parser(prog).parse_known_args(argv)
+        if extra:  # the command's usage, not the top level's (was argparse's own refusal)
+            args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
         status = int(args.handler(args))
         _on_stdout(lambda stream: stream.flush())  # a pipe closed early fails here
         return status
