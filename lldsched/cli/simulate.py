@@ -107,16 +107,16 @@ def refusal(args: argparse.Namespace) -> str | None:
     if args.gantt is None:
         return None
     path = Path(args.gantt)
-    if path.suffix.lower() not in GANTT_FORMATS:
-        return f"--gantt {args.gantt!r}: the chart is written as .png, .svg or .pdf"
     try:
         folder, is_a_folder = path.parent.is_dir(), path.is_dir()
     except OSError as exc:  # a name longer than the file system's (ENAMETOOLONG)
         return f"--gantt {args.gantt!r}: cannot write it there: {exc.strerror}"
+    if is_a_folder:  # before the format: `--gantt charts/` names no file at all
+        return f"--gantt {args.gantt!r}: that is a folder; name the file to write"
+    if path.suffix.lower() not in GANTT_FORMATS:
+        return f"--gantt {args.gantt!r}: the chart is written as .png, .svg or .pdf"
     if not folder:
         return f"--gantt {args.gantt!r}: there is no folder {str(path.parent)!r} to write it in"
-    if is_a_folder:
-        return f"--gantt {args.gantt!r}: that is a folder; name the file to write"
     if not os.access(path.parent, os.W_OK | os.X_OK):  # this user's right, as the OS says
         return f"--gantt {args.gantt!r}: cannot write in the folder {str(path.parent)!r}"
     if path.exists() and not os.access(path, os.W_OK):  # replaced, not written: ask
