@@ -286,6 +286,8 @@ def test_a_start_no_datetime_can_hold_is_refused_by_value(
         "in a folder this user cannot write in",
         "a name too long",
         "a file read-only for this user",
+        "a link to a file whose folder does not exist",
+        "a loop of links",
     ],
 )
 def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
@@ -297,9 +299,17 @@ def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
     file system's (255 bytes here) was OSError's traceback, from the look for a folder.
     A file read-only for this user was refused by the write (open's PermissionError);
     the chart now replaces the file, which asks only the folder's leave, so it is
-    asked first."""
+    asked first.  A link is followed (the chart replaces its file): one to a file in a
+    folder that is gone, or a loop of links, was the week and then ENOENT or ELOOP,
+    status 1."""
     path = tmp_path / "chart.png"
-    if case == "a folder":
+    if case == "a link to a file whose folder does not exist":
+        path.symlink_to(tmp_path / "gone" / "chart.png")
+        why = f"it links to {str(tmp_path / 'gone' / 'chart.png')!r}, whose folder does not exist"
+    elif case == "a loop of links":
+        path.symlink_to(path)
+        why = f"cannot write it there: {os.strerror(errno.ELOOP)}"
+    elif case == "a folder":
         path.mkdir()
         why = "that is a folder; name the file to write"
     elif case == "a name too long":
