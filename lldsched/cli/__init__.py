@@ -210,6 +210,8 @@ def _held(fd: int, partial: str) -> bool:
         return os.path.samestat(os.fstat(fd), os.lstat(partial))
     except FileNotFoundError:
         return False
+    except OSError:  # not a cleanup's doing: the write goes on, and says what is wrong
+        return True
 
 
 def _remove_dead_partials(folder: str, name: str) -> None:
@@ -256,14 +258,16 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"lldsched {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    about = "the scheduler's behaviour in eleven lines"
     demo = commands.add_parser(
-        "demo", help=about, description=f"{about[0].upper()}{about[1:]}, on a fake clock."
+        "demo",
+        help="the scheduler's behaviour in eleven lines",
+        description="The scheduler's behaviour in eleven lines, on a fake clock.",
     )
     demo.set_defaults(handler=_demo)
-    about = "explain a cron expression and list its next fires"
     cron = commands.add_parser(
-        "cron", help=about, description=f"{about[0].upper()}{about[1:]}, with UTC alongside."
+        "cron",
+        help="explain a cron expression and list its next fires",
+        description="Explain a cron expression and list its next fires, with UTC alongside.",
     )
     cron.add_argument(
         "expr",
