@@ -286,6 +286,8 @@ def test_a_start_no_datetime_can_hold_is_refused_by_value(
         "in a folder this user cannot write in",
         "a name too long",
         "a file read-only for this user",
+        "a link to a file whose folder does not exist",
+        "a loop of links",
     ],
 )
 def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
@@ -297,9 +299,17 @@ def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
     file system's (255 bytes here) was OSError's traceback, from the look for a folder.
     A file read-only for this user was refused by the write (open's PermissionError);
     the chart now replaces the file, which asks only the folder's leave, so it is
-    asked first."""
+    asked first.  A link is followed (the chart replaces its file): one to a file in a
+    folder that is gone, or a loop of links, was the week and then ENOENT or ELOOP,
+    status 1."""
     path = tmp_path / "chart.png"
-    if case == "a folder":
+    if case == "a link to a file whose folder does not exist":
+        path.symlink_to(tmp_path / "gone" / "chart.png")
+        why = f"it links to {str(tmp_path / 'gone' / 'chart.png')!r}, whose folder does not exist"
+    elif case == "a loop of links":
+        path.symlink_to(path)
+        why = f"cannot write it there: {os.strerror(errno.ELOOP)}"
+    elif case == "a folder":
         path.mkdir()
         why = "that is a folder; name the file to write"
     elif case == "a name too long":
@@ -342,6 +352,60 @@ def test_the_help_says_what_each_exit_status_means() -> None:
     assert "exit status: 0 done, 1 failed after it began, 2 bad arguments, 130 interrupted" in (
         " ".join(text.split())
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        (["cron", "@daily", "--bogus"], "cron [-h] [--tz TZ] [-n N] [--start START] expr"),
+        (["demo", "--bogus"], "demo [-h]"),
+        (["lab", "push", "--bogus"], "lab [-h] [decision]"),
+        (["simulate", "--bogus"], "simulate [-h] [--days DAYS]"),
+    ],
+    ids=["cron", "demo", "lab", "simulate"],
+)
+def test_an_unknown_option_of_a_command_is_refused_with_the_commands_usage(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    usage: str,
+) -> None:
+    """Was the top level's usage (``python -m lldsched [-h] {demo,cron,...}``) and
+    ``python -m lldsched: error:``, as if the option were the command line's, not the
+    command's: argparse leaves a subcommand's unknown arguments to its parent."""
+    monkeypatch.setattr(simulate_cli, "build_scenario", unreached)
+    with pytest.raises(SystemExit) as exited:
+        main(argv, prog="python -m lldsched")
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (2, "")
+    assert err.startswith(f"usage: python -m lldsched {usage}")
+    assert err.endswith(f"python -m lldsched {argv[0]}: error: unrecognized arguments: --bogus\n")
+
+
+def test_version_prints_the_packages_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--version``, as a user tries first (was: ``the following arguments are required:
+    command``, status 2)."""
+    import lldsched
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert (exited.value.code, capsys.readouterr()) == (
+        0,
+        (f"lldsched {lldsched.__version__}\n", ""),
+    )
+
+
+@pytest.mark.parametrize("command", ["demo", "cron", "simulate", "lab"])
+def test_each_commands_help_says_what_it_does(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """Its usage, then a sentence (``demo --help`` and ``cron --help`` were the usage
+    and their options alone)."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    paragraphs = capsys.readouterr().out.split("\n\n")
+    assert paragraphs[0].startswith("usage:")
+    assert not paragraphs[1].startswith(("options:", "positional arguments:")), paragraphs[1]
 
 
 def test_a_year_before_1000_is_written_with_four_digits() -> None:

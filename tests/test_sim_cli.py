@@ -91,6 +91,8 @@ def test_simulate_rejects_a_non_positive_number_of_days() -> None:
         (["--max-coroutines", "0"], "--max-coroutines must be an int >= 1, got 0"),
         (["--max-coroutines", "-5"], "--max-coroutines must be an int >= 1, got -5"),
         (["--gantt", "week.txt"], "--gantt 'week.txt': the chart is written as .png, .svg or .pdf"),
+        # A folder is said as one before its name's format (was: "written as .png, ...").
+        (["--gantt", "."], "--gantt '.': that is a folder; name the file to write"),
         (
             ["--gantt", "missing/week.png"],
             "--gantt 'missing/week.png': there is no folder 'missing' to write it in",

@@ -14,7 +14,8 @@ a closed descriptor); 130 on Ctrl-C, ``interrupted`` on stderr and no traceback,
 the package's first import on.  A reader that leaves early (``| head``) is not an
 error: 0.  The commands print through :func:`say`, which tells the two apart.  A file a
 command writes (``simulate --gantt``) is written through :func:`write_whole`: the old
-file or the whole new one, never a part, whatever stops the write.
+file or the whole new one, never a part, whatever stops the write; the part a writer
+killed outright left is removed by the next write of that file.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ import argparse
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 import sys
 from collections.abc import Callable, Sequence
 from typing import BinaryIO, NoReturn, TextIO
 
+from lldsched import __version__
 from lldsched.startup import INTERRUPTED, INTERRUPTED_LINE
 
 EXIT_STATUSES = "exit status: 0 done, 1 failed after it began, 2 bad arguments, 130 interrupted"
@@ -120,6 +123,21 @@ def not_an_entry_point(command: str) -> NoReturn:
     sys.exit(to_stderr(line, BAD_ARGUMENTS))
 
 
+if sys.platform == "win32":  # pragma: no cover - not run by this project's CI (Linux)
+    _try_lock: Callable[[int], bool] | None = None  # no flock: partial files are left
+else:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        """Lock the open file ``fd`` names, exclusive, without waiting: False if another
+        open file holds it.  An ``OSError`` for a file system with no such locks."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+
 def write_whole(path: str, write: Callable[[BinaryIO], object]) -> None:
     """Write the file ``path`` names with ``write(stream)``: whole, or not at all.
 
@@ -130,11 +148,15 @@ def write_whole(path: str, write: Callable[[BinaryIO], object]) -> None:
     cut short, where the old one had been.  A process killed outright (SIGKILL, a power
     cut before the data reached the disk) cannot remove its ``.partial`` file, but
     ``path`` stays the old file all the same: the new one is synced before it replaces
-    it.  A symbolic link is followed (the file it names is replaced, the link stays),
-    and a file that existed keeps its permission bits; a new one gets the umask's, as
-    ``open`` gives.  A file this user may not write is refused (``PermissionError``),
-    as ``open`` refused it: a rename asks only the folder's leave.  The ``OSError`` of
-    a write that failed is raised as it came.
+    it, and the next write to ``path`` that succeeds removes what such a process left
+    (:func:`_remove_dead_partials`): the writer holds an exclusive ``flock`` on its
+    partial file until it has replaced ``path``, which the operating system drops
+    when the process dies, so a partial file nobody holds is nobody's, and one a live
+    writer holds is left.  A symbolic link is followed (the file it names is replaced,
+    the link stays), and a file that existed keeps its permission bits; a new one gets
+    the umask's, as ``open`` gives.  A file this user may not write is refused
+    (``PermissionError``), as ``open`` refused it: a rename asks only the folder's
+    leave.  The ``OSError`` of a write that failed is raised as it came.
     """
     target = os.path.realpath(path)
     folder, name = os.path.split(target)
@@ -148,9 +170,11 @@ def write_whole(path: str, write: Callable[[BinaryIO], object]) -> None:
         partial = os.path.join(folder, f".{name[:32]}.{secrets.token_hex(4)}.partial")
         try:
             fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
         except FileExistsError:
             continue
+        if _held(fd, partial):
+            break
+        os.close(fd)  # another writer's cleanup took it between its creation and the lock
     try:
         with os.fdopen(fd, "wb") as stream:
             if mode is not None:
@@ -158,11 +182,71 @@ def write_whole(path: str, write: Callable[[BinaryIO], object]) -> None:
             write(stream)
             stream.flush()
             os.fsync(stream.fileno())  # on the disk before it replaces the old one
-        os.replace(partial, target)
+            if _try_lock is not None:  # still locked: no cleanup takes it before the rename
+                os.replace(partial, target)
+        if _try_lock is None:  # Windows renames no open file
+            os.replace(partial, target)
     except BaseException:  # a Ctrl-C too: the part written goes, the old file stays
         with contextlib.suppress(OSError):
             os.unlink(partial)
         raise
+    _remove_dead_partials(folder, name)
+
+
+def _held(fd: int, partial: str) -> bool:
+    """Lock the new partial file ``fd`` and check that it is still named ``partial``:
+    False if another write's :func:`_remove_dead_partials` locked it first (it was
+    nobody's for the moment between ``os.open`` and the lock) and may have removed it.
+    True without a lock where there are no locks (Windows, a file system without
+    them): nothing removes such a file then."""
+    if _try_lock is None:
+        return True
+    try:
+        if not _try_lock(fd):
+            return False
+    except OSError:  # ENOLCK, EOPNOTSUPP: this file system's cleanups cannot lock it either
+        return True
+    try:
+        return os.path.samestat(os.fstat(fd), os.lstat(partial))
+    except FileNotFoundError:
+        return False
+    except OSError:  # not a cleanup's doing: the write goes on, and says what is wrong
+        return True
+
+
+def _remove_dead_partials(folder: str, name: str) -> None:
+    """Remove the ``.NAME.RANDOM.partial`` files of ``name`` in ``folder`` that no live
+    process writes: those whose lock this process can take (their writer was killed
+    outright).  A partial file a writer holds, one this user cannot open, one that is
+    not a regular file, and every file on a file system without locks, are left; so
+    is every other name.  Nothing it meets is an error: the write it follows is done."""
+    if _try_lock is None:
+        return
+    pattern = re.compile(rf"\.{re.escape(name[:32])}\.[0-9a-f]{{8}}\.partial")
+    try:
+        names = [entry for entry in os.listdir(folder) if pattern.fullmatch(entry)]
+    except OSError:
+        return
+    for entry in names:
+        partial = os.path.join(folder, entry)
+        try:  # not a FIFO's wait, not a link's target
+            fd = os.open(partial, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            opened = os.fstat(fd)
+            # Locked: its writer is dead.  Still under this name?  (A writer that
+            # finished renamed it into place: the file is the chart now.)
+            if (
+                stat.S_ISREG(opened.st_mode)
+                and _try_lock(fd)
+                and os.path.samestat(opened, os.lstat(partial))
+            ):
+                os.unlink(partial)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
@@ -172,10 +256,19 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
         description="lldsched: an in-process task scheduler you can read, run and replay.",
         epilog=f"{EXIT_STATUSES} (Ctrl-C).",
     )
+    parser.add_argument("--version", action="version", version=f"lldsched {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="the scheduler's behaviour in eleven lines")
+    demo = commands.add_parser(
+        "demo",
+        help="the scheduler's behaviour in eleven lines",
+        description="The scheduler's behaviour in eleven lines, on a fake clock.",
+    )
     demo.set_defaults(handler=_demo)
-    cron = commands.add_parser("cron", help="explain a cron expression and list its next fires")
+    cron = commands.add_parser(
+        "cron",
+        help="explain a cron expression and list its next fires",
+        description="Explain a cron expression and list its next fires, with UTC alongside.",
+    )
     cron.add_argument(
         "expr",
         help='five fields, six with seconds first, or a macro: "0 3 * * 1-5", '
@@ -198,6 +291,7 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     add_lab(commands)
     for command in commands.choices.values():  # each command's --help says it too
         command.epilog = parser.epilog
+        command.set_defaults(command_parser=command)  # main() refuses its extra arguments
     return parser
 
 
@@ -222,7 +316,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lldsched") -> int:
     installed by pip, calls this as it is; ``python -m lldsched`` passes its own name.
     """
     try:
-        args = build_parser(prog).parse_args(argv)
+        args, extra = build_parser(prog).parse_known_args(argv)
+        if extra:  # the command's usage, not the top level's (was argparse's own refusal)
+            args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
         status = int(args.handler(args))
         _on_stdout(lambda stream: stream.flush())  # a pipe closed early fails here
         return status

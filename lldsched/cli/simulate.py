@@ -7,7 +7,8 @@ Bad arguments (``--days`` not a finite number above 0 and at most :data:`MAX_DAY
 ``--workers`` below 1 or above :data:`MAX_WORKERS`, ``--max-coroutines`` below 1 (the
 constructor's own check and words: ``max_coroutines must be an int >= 1``), a
 ``--gantt`` path whose format is not PNG, SVG or PDF or whose folder does not exist,
-a ``--gantt`` path that is a folder, or in a folder this user cannot write in (as
+a ``--gantt`` path that is a folder, a link to a file in no folder or a loop of links,
+or in a folder this user cannot write in (as
 ``os.access`` says), or a file read-only for this user, or one the file system will
 not look up (a name too long for it), the views extra missing for ``--gantt``) are
 refused before anything is simulated: ``error: ...`` on stderr and exit status 2, as
@@ -20,6 +21,7 @@ old file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import inspect
 import math
@@ -107,16 +109,25 @@ def refusal(args: argparse.Namespace) -> str | None:
     if args.gantt is None:
         return None
     path = Path(args.gantt)
-    if path.suffix.lower() not in GANTT_FORMATS:
-        return f"--gantt {args.gantt!r}: the chart is written as .png, .svg or .pdf"
+    real = Path(os.path.realpath(path))  # what write_whole replaces: a link's file
     try:
-        folder, is_a_folder = path.parent.is_dir(), path.is_dir()
+        folder, is_a_folder, linked_folder = (
+            path.parent.is_dir(),
+            path.is_dir(),
+            real.parent.is_dir(),
+        )
+        with contextlib.suppress(FileNotFoundError):  # a new file
+            os.stat(real)  # a loop of links (ELOOP), not the chart written and then refused
     except OSError as exc:  # a name longer than the file system's (ENAMETOOLONG)
         return f"--gantt {args.gantt!r}: cannot write it there: {exc.strerror}"
+    if is_a_folder:  # before the format: `--gantt charts/` names no file at all
+        return f"--gantt {args.gantt!r}: that is a folder; name the file to write"
+    if path.suffix.lower() not in GANTT_FORMATS:
+        return f"--gantt {args.gantt!r}: the chart is written as .png, .svg or .pdf"
     if not folder:
         return f"--gantt {args.gantt!r}: there is no folder {str(path.parent)!r} to write it in"
-    if is_a_folder:
-        return f"--gantt {args.gantt!r}: that is a folder; name the file to write"
+    if not linked_folder:  # a link to a file in a folder that is gone
+        return f"--gantt {args.gantt!r}: it links to {str(real)!r}, whose folder does not exist"
     if not os.access(path.parent, os.W_OK | os.X_OK):  # this user's right, as the OS says
         return f"--gantt {args.gantt!r}: cannot write in the folder {str(path.parent)!r}"
     if path.exists() and not os.access(path, os.W_OK):  # replaced, not written: ask
