@@ -10,6 +10,7 @@ was there: the slots are not misfires to it), follows the row and resumes the ta
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,6 +96,59 @@ def test_a_process_following_a_task_paused_mid_catch_up_runs_every_slot_of_its_p
         if follower is not None:
             follower.shutdown()
         _forget_what_runs_told()  # the next test reads its own runs' first
+
+
+@pytest.mark.parametrize("registered", [False, True], ids=["learns-it", "follows-it"])
+def test_a_process_taking_over_a_catch_up_mid_plan_runs_every_slot_of_it(
+    stores: list[SqliteTaskStore], registered: bool
+) -> None:
+    # As above, not paused: the deciding process stops once 10:00 ran (held until its
+    # shutdown began), the row keeps 11:00 (due) and 12:00.  The follower was there for
+    # those slots: its claim of 11:00 decides no misfire, and it runs the plan the row
+    # stands for: 11:00, 12:00 and 13:00, then waits for 14:00.  It put back only 11:00
+    # and 12:00, and its fixed rate went on from 12:00's run: 13:00 was recorded skipped.
+    clock = JumpingClock(T0)
+    decider_store, follower_store, reader = stores
+    name = "hourly"
+    follower = None if registered else Scheduler(workers=2, store=follower_store, clock=clock)
+    decider = Scheduler(workers=2, store=decider_store, clock=clock).start()
+    cluster_jobs.released.clear()
+    _forget_what_runs_told()
+    try:
+        decider.schedule(
+            name, cluster_jobs.held_until_released, FixedRate(HOUR, start_delay=HOUR),
+            id=name, misfire=MisfirePolicy(Misfire.RUN_ALL),
+        )  # fmt: skip
+        if follower is None:  # not started: it claims nothing, and follows on start()
+            follower = Scheduler(workers=2, store=follower_store, clock=clock)
+        assert clock.parked.wait(5)
+        clock.jump(4.5 * HOUR)
+        stopping = threading.Thread(target=decider.shutdown, kwargs={"drain": False})
+        try:
+            cluster_jobs.seen.get(timeout=10)  # 10:00 runs, the catch-up decided
+            stopping.start()
+            assert decider._timer is not None
+            decider._timer.join(5)  # nothing more is claimed
+        finally:
+            cluster_jobs.released.set()
+        stopping.join(10)
+        (row,) = reader.load_all()
+        assert row.status is TaskStatus.SCHEDULED and not reader.leases()
+        assert (row.next_run_at, row.waited) == (T0 + 2 * HOUR, T0 + 3 * HOUR)
+        follower.start()  # a process built before the jump: it was there for the slots
+        wait_until(lambda: reader.load_all()[0].next_run_at == T0 + 5 * HOUR
+                   and not reader.leases(), timeout=10,
+                   what="the plan to be run and the task to wait for 14:00")  # fmt: skip
+        records = reader.records(name)
+        ran = [(record.slot - T0) / HOUR for record in records if record.ok]
+        assert ran == [1.0, 2.0, 3.0, 4.0], records
+        assert [record for record in records if not record.outcome.ran] == []
+    finally:
+        cluster_jobs.released.set()
+        decider.shutdown()
+        if follower is not None:
+            follower.shutdown()
+        _forget_what_runs_told()
 
 
 def _forget_what_runs_told() -> None:
