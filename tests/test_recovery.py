@@ -1295,6 +1295,31 @@ def test_a_catch_up_restarted_within_grace_runs_every_slot_of_its_plan(
 
 
 @pytest.mark.parametrize("restart", [False, True])
+def test_a_catch_up_restarted_within_the_default_grace_runs_every_slot_of_its_plan(
+    restart: bool,
+) -> None:
+    # Every 10 s, down until 105 s: RUN_ALL catches up 10 s to 100 s, a second a run.
+    # Restarted at 109.5 s, while the 50 s slot runs: 60 s, the slot after it, is within
+    # the default minute of grace, and the rest of the plan runs (110 s is skipped by the
+    # run of 100 s, which ends at 111 s, restarted or not).  The restart ran 50 s and 60 s,
+    # and the fixed rate went on from there: 70 s to 100 s were recorded skipped.
+    store = InMemoryTaskStore()
+    task = Simulation(start=T0, store=store).schedule(
+        "job", FixedRate(10, start_delay=10), misfire=RUN_ALL
+    )
+    sim = Simulation(start=T0 + 105, store=store)
+    sim.model(task.id, duration=1.0)
+    if restart:
+        sim.run(T0 + 109.5)
+        sim = Simulation(start=T0 + 109.5, store=store)
+        sim.model(task.id, duration=1.0)
+    sim.run(T0 + 125)
+    records = [(r.slot - T0, r.outcome) for r in store.records(task.id)]
+    ok = [(10.0 * n, Outcome.OK) for n in range(1, 11)]
+    assert records == [*ok, (110.0, Outcome.SKIPPED), (120.0, Outcome.OK)]
+
+
+@pytest.mark.parametrize("restart", [False, True])
 def test_a_task_paused_before_a_capped_run_once_catch_up_resumes_at_its_slot_after_the_downtime(
     tmp_path: Path, restart: bool
 ) -> None:
@@ -1369,6 +1394,52 @@ def test_a_task_paused_mid_capped_run_all_catch_up_runs_its_plan_restarted_or_no
         assert ran == [*range(901, 1001), 1443]
         skipped = [(r.slot - T0) / 60 for r in records if r.outcome is Outcome.SKIPPED]
         assert skipped == [1441, 1442]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_task_paused_before_a_capped_plans_last_slot_resumes_as_it_would_unrestarted(
+    tmp_path: Path, restart: bool
+) -> None:
+    # The capped plan of the test above (the 998th to the 1,000th run, then the 1,441st).
+    # Paused while the 999th runs, the row keeps the 1,000th and the slot the plan resumes
+    # at (the 1,441st, ``resumes``): no slot of the plan comes after it.  Resumed at
+    # 09:10:10 (the 1,450th passed), restarted at that instant or not, the 1,000th runs,
+    # and the slots slept through from the 1,441st on are skipped, as after any pause;
+    # the 1,451st is next.  The restart read the 1,441st as a plan's slot and decided the
+    # slots from it again: the 1,441st to the 1,447th missed, the 1,448th to 1,450th ran.
+    path = tmp_path / "tasks.db"
+    back = T0 + 86400 + 30
+    later = T0 + 1450 * 60 + 10
+    with SqliteTaskStore(path) as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(60, start_delay=60),
+            misfire=MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3),
+        )  # fmt: skip
+    store = SqliteTaskStore(path)
+    try:
+        sim = Simulation(start=back, store=store)
+        sim.model(task.id, duration=1.0)
+        sim.run(back + 1.5)  # the 998th ran, the 999th runs
+        assert sim.pause(task.id)
+        sim.run(back + 5)
+        (row,) = store.load_all()
+        assert (row.next_run_at, row.waited, row.resumes) == (_minute(1000), _minute(1441), True)
+        if restart:
+            store.close()
+            store = SqliteTaskStore(path)
+            sim = Simulation(start=later, store=store)
+            sim.model(task.id, duration=1.0)
+        else:
+            sim.run(later)
+        assert sim.resume(task.id)
+        sim.run(later + 60)
+        records = store.records(task.id)
+        (paused,) = [i for i, r in enumerate(records) if r.slot == _minute(999)]
+        after = [((r.slot - T0) / 60, r.outcome) for r in records[paused + 1 :]]
+        skipped = [(float(n), Outcome.SKIPPED) for n in range(1441, 1451)]
+        assert after == [(1000.0, Outcome.OK), *skipped, (1451.0, Outcome.OK)]
     finally:
         store.close()
 

@@ -22,12 +22,14 @@ decisions are records whose outcome says ``missed`` or ``coalesced``, and the
 task is queued where the policy says.  An attempt owed from before the
 downtime (a retry, or the in-flight attempt) runs first; the policy decides the
 slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
-that was slept through; but a ``RUN_ALL`` task paused during its catch-up gets the
-slots of its plan back (the store kept only the next two), decided again from the
-one its plan waited for (a plan cut at :data:`MAX_SLOTS` is put back as it was: the
-record standing for the slots beyond the cap says where it ended).  A BLOCKED task
-stays off the heap, waiting for what its records say it still waits for
-(:mod:`lldsched.core.dependencies`), and is released at once if that is nothing.
+that was slept through.  A ``RUN_ALL`` task restored during its catch-up, paused or
+not, gets the slots of its plan back (the store kept only the next two), decided
+again from the one its plan waited for, grace not asked (:func:`stored_plan`; a plan
+cut at :data:`MAX_SLOTS` is put back as it was: the record standing for the slots
+beyond the cap says where it ended); a misfire decided from its due slot supersedes
+it.  A BLOCKED task stays off the heap, waiting for what its records say it still
+waits for (:mod:`lldsched.core.dependencies`), and is released at once if that is
+nothing.
 
 **Enumeration is capped.**  At most :data:`MAX_SLOTS` passed slots of one task
 are decided one by one.  Beyond that, one more record (outcome as the policy
