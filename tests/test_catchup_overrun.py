@@ -51,7 +51,7 @@ from lldsched.model import ExecutionRecord
 from lldsched.testing import Stepper
 from tests.cluster import StoreSpec, open_store
 from tests.conftest import T0, SchedulerFactory, settle
-from tests.test_recovery import HOUR, JumpingClock, looked
+from tests.test_recovery import HOUR, JumpingClock, Reopening, looked
 
 HELD = T0 + 3 * HOUR  # 12:00: the plan's last slot, whose run lasts until 16:30
 RETRY = T0 + HOUR + 60  # 10:01: 10:00's retry, when its first attempt failed
@@ -521,18 +521,7 @@ def test_a_restart_within_grace_puts_back_the_slot_to_resume_at_and_skips_it(
 ) -> None:
     # Restarted at the retry's due instant: the 1,001st slot is 30 s late, within the
     # misfire grace, so nothing is decided again, and the plan is the row's.
-    memory = InMemoryTaskStore()
-    opened: list[SqliteTaskStore] = []
-
-    def store() -> TaskStore:
-        """The store as the next process opens it (the last one's closed: it stopped)."""
-        if kind == "memory":
-            return memory
-        if opened:
-            opened[-1].close()
-        opened.append(SqliteTaskStore(tmp_path / "tasks.db"))
-        return opened[-1]
-
+    store = Reopening(kind, tmp_path / "tasks.db")
     try:
         _registered(store())
         first, _ = _decide(store(), make_scheduler)
@@ -543,8 +532,7 @@ def test_a_restart_within_grace_puts_back_the_slot_to_resume_at_and_skips_it(
         assert _after_the_retry(scheduler.task("job").history) == AFTER_THE_RETRY
     finally:
         RELEASE.set()
-        for each in opened:
-            each.close()
+        store.close()
 
 
 def test_a_restart_within_grace_in_the_simulation_skips_the_slot_to_resume_at(
@@ -565,6 +553,48 @@ def test_a_restart_within_grace_in_the_simulation_skips_the_slot_to_resume_at(
         sim.model("job", duration=Nth(0, OUTLASTED - RETRIED, 0.0))
         sim.run(_slot(1005) + 1)
         assert _after_the_retry(store.records("job")) == AFTER_THE_RETRY
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_catch_up_restarted_within_grace_runs_every_slot_of_its_plan(
+    make_scheduler: SchedulerFactory, kind: str, tmp_path: Path
+) -> None:
+    # Hourly from 10:00, down until 15:30, four hours of grace: 10:00 is 5.5 h late, and
+    # RUN_ALL catches up 10:00 to 15:00.  The process stops once 12:00 ran (held until
+    # its shutdown began): the store keeps 13:00 and the slot behind it, 14:00.  Restarted
+    # at once, 13:00 is 2.5 h late, within grace: no misfire is decided again, and 13:00,
+    # 14:00 and 15:00 run, then 16:00, as without the restart.  The restart put back only
+    # 13:00 and 14:00, and the fixed rate went on from 14:00's run: 15:00 was skipped.
+    store = Reopening(kind, tmp_path / "tasks.db")
+    try:
+        with Stepper(Scheduler(workers=1, clock=FakeClock(T0), store=store())) as steps:
+            steps.scheduler.schedule(
+                "job", job, HOURLY, id="job", args=(0.0, HELD),
+                misfire=MisfirePolicy(Misfire.RUN_ALL, grace=4 * HOUR),
+            )  # fmt: skip
+        _close_gate()
+        first = make_scheduler(workers=1, clock=FakeClock(T0 + 6.5 * HOUR), store=store())
+        assert HELD_STARTED.wait(5), "12:00 did not start"
+        stopping = threading.Thread(target=first.shutdown, kwargs={"drain": False})
+        stopping.start()
+        assert first._timer is not None
+        first._timer.join(5)  # nothing more is handed out
+        RELEASE.set()
+        stopping.join(5)
+        (row,) = store().load_all()
+        assert (row.next_run_at, row.waited) == (T0 + 4 * HOUR, T0 + 5 * HOUR)
+        clock = FakeClock(T0 + 6.5 * HOUR)
+        scheduler = make_scheduler(workers=1, clock=clock, store=store())
+        settle(scheduler)
+        clock.set(T0 + 7 * HOUR)
+        settle(scheduler)
+        history = scheduler.task("job").history
+        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in history] == [
+            (hour, "ok") for hour in (1, 2, 3, 4, 5, 6, 7)
+        ]
+    finally:
+        RELEASE.set()
+        store.close()
 
 
 @pytest.mark.parametrize("made", ["restart", "follower"])

@@ -1,15 +1,18 @@
-"""A catch-up plan in shared mode: a process that follows a task paused during its
-``RUN_ALL`` catch-up, and resumes it, runs every slot of the plan, as the process that
-decided it would (and as a restart in one process does: ``tests/test_recovery.py``).
+"""A catch-up plan in shared mode: a process that follows a task during its ``RUN_ALL``
+catch-up (paused there, and resumed, or left by the process that decided it) runs every
+slot of the plan, as the process that decided it would (and as a restart in one process
+does: ``tests/test_recovery.py``).
 
 Two schedulers on one shared SQLite file and one fake clock with a wall side
 (:class:`~tests.test_recovery.JumpingClock`): the first decides the catch-up after a
-forward jump and is paused during its first run; the second, built before the jump (it
-was there: the slots are not misfires to it), follows the row and resumes the task.
+forward jump and is paused during its first run (or stops once it ran); the second,
+built before the jump (it was there: the slots are not misfires to it), follows the row
+and resumes (or claims) the task.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,20 +44,26 @@ def stores(tmp_path: Path) -> Iterator[list[SqliteTaskStore]]:
         store.close()
 
 
+@pytest.mark.parametrize("left", ["paused", "stopped"])
 @pytest.mark.parametrize("registered", [False, True], ids=["learns-it", "follows-it"])
-def test_a_process_following_a_task_paused_mid_catch_up_runs_every_slot_of_its_plan(
-    stores: list[SqliteTaskStore], registered: bool
+def test_a_process_following_a_task_mid_catch_up_runs_every_slot_of_its_plan(
+    stores: list[SqliteTaskStore], registered: bool, left: str
 ) -> None:
     # Hourly from 10:00; the wall clock jumps from 09:00 to 13:30: RUN_ALL catches up
-    # 10:00 to 13:00.  Paused while 10:00 runs, the row keeps 11:00 (due) and 12:00 (the
-    # slot behind it).  The follower, resuming, runs 11:00, 12:00 and 13:00, and waits
-    # for 14:00 (``registered``: it had the task before the pause, and adopts the paused
-    # row; else it learns the task from the paused row).
+    # 10:00 to 13:00.  Paused while 10:00 runs (or stopped once 10:00 ran: ``stopped``,
+    # its run held until the shutdown began), the row keeps 11:00 (due) and 12:00 (the
+    # slot behind it).  The follower, resuming (or claiming 11:00, which decides no
+    # misfire: it was there for the slot), runs 11:00, 12:00 and 13:00, and waits for
+    # 14:00 (``registered``: it had the task before, and adopts the row; else it learns
+    # the task from the row).  Stopped, it put back only 11:00 and 12:00, and its fixed
+    # rate went on from 12:00's run: 13:00 was recorded skipped.
     clock = JumpingClock(T0)
     decider_store, follower_store, reader = stores
     name = "hourly"
+    paused = left == "paused"
     follower = None if registered else Scheduler(workers=2, store=follower_store, clock=clock)
     decider = Scheduler(workers=2, store=decider_store, clock=clock).start()
+    stopping = threading.Thread(target=decider.shutdown, kwargs={"drain": False})
     cluster_jobs.released.clear()
     _forget_what_runs_told()
     try:
@@ -68,20 +77,26 @@ def test_a_process_following_a_task_paused_mid_catch_up_runs_every_slot_of_its_p
         clock.jump(4.5 * HOUR)
         try:
             cluster_jobs.seen.get(timeout=10)  # 10:00 runs, the catch-up decided
-            assert decider.pause(name)
+            if paused:
+                assert decider.pause(name)
+            else:
+                stopping.start()
+                assert decider._timer is not None
+                decider._timer.join(5)  # nothing more is claimed
         finally:
             cluster_jobs.released.set()
         wait_until(lambda: bool(reader.records(name)) and not reader.leases(), timeout=10,
-                   what="the paused run to settle")  # fmt: skip
+                   what="10:00's run to settle")  # fmt: skip
         (row,) = reader.load_all()
-        assert row.status is TaskStatus.PAUSED
+        assert row.status is (PAUSED if paused else TaskStatus.SCHEDULED)
         assert (row.next_run_at, row.waited) == (T0 + 2 * HOUR, T0 + 3 * HOUR)
         decider.shutdown()
         follower.start()  # a process built before the jump: it was there for the slots
-        wait_until(lambda: [(t.id, t.status) for t in follower.tasks()] == [(name, PAUSED)],
-                   timeout=5,
-                   what="the follower to follow the pause")  # fmt: skip
-        assert follower.resume(name)
+        if paused:
+            wait_until(lambda: [(t.id, t.status) for t in follower.tasks()] == [(name, PAUSED)],
+                       timeout=5,
+                       what="the follower to follow the pause")  # fmt: skip
+            assert follower.resume(name)
         wait_until(lambda: reader.load_all()[0].next_run_at == T0 + 5 * HOUR
                    and not reader.leases(), timeout=10,
                    what="the plan to be run and the task to wait for 14:00")  # fmt: skip
@@ -92,6 +107,8 @@ def test_a_process_following_a_task_paused_mid_catch_up_runs_every_slot_of_its_p
     finally:
         cluster_jobs.released.set()
         decider.shutdown()
+        if stopping.is_alive():
+            stopping.join(10)
         if follower is not None:
             follower.shutdown()
         _forget_what_runs_told()  # the next test reads its own runs' first

@@ -67,6 +67,29 @@ def state(task: ScheduledTask) -> tuple[object, ...]:
     return (task.id, task.definition, task.status, task.next_run_at, task.attempt, task.history)
 
 
+class Reopening:
+    """One store as each next process opens it: ``kind`` ``"memory"`` (the same object)
+    or ``"sqlite"`` (the file at ``path`` opened again, the last process's store closed:
+    that process stopped)."""
+
+    def __init__(self, kind: str, path: Path) -> None:
+        self.kind = kind
+        self.path = path
+        self.memory = InMemoryTaskStore()
+        self.opened: list[SqliteTaskStore] = []
+
+    def __call__(self) -> InMemoryTaskStore | SqliteTaskStore:
+        if self.kind == "memory":
+            return self.memory
+        self.close()
+        self.opened.append(SqliteTaskStore(self.path))
+        return self.opened[-1]
+
+    def close(self) -> None:
+        for store in self.opened:
+            store.close()
+
+
 def test_definitions_statuses_history_and_dead_letter_come_back(
     make_scheduler: SchedulerFactory, clock: FakeClock, tmp_path: Path
 ) -> None:
@@ -1230,6 +1253,72 @@ def test_a_task_paused_mid_catch_up_runs_every_slot_of_its_plan_restarted_or_not
         store.close()
 
 
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("restarted", ["while 03:00 runs", "while paused"])
+def test_a_catch_up_restarted_within_grace_runs_every_slot_of_its_plan(
+    tmp_path: Path, kind: str, restarted: str
+) -> None:
+    # First due 01:00, down until 06:30, four hours of grace: 01:00 is 5.5 h late, and
+    # RUN_ALL catches up 01:00 to 06:00, a minute a run.  Restarted at 06:32:30, while
+    # 03:00 runs (or paused while 02:00 ran, and resumed after the restart), the store
+    # keeps 03:00 and the slot behind it (04:00), only 2.5 h late: within grace, so the
+    # restart decides no misfire.  03:00 runs (again), then 04:00, 05:00 and 06:00, and
+    # 07:00 is next, as without the restart.  The restart put back only 03:00 and 04:00,
+    # and the fixed rate went on from 04:00's run: 05:00 and 06:00 were recorded skipped.
+    store = Reopening(kind, tmp_path / "tasks.db")
+    paused = restarted == "while paused"
+    back = T0 + 6.5 * HOUR
+    try:
+        task = Simulation(start=T0, store=store()).schedule(
+            "job", FixedRate(HOUR, start_delay=HOUR),
+            misfire=MisfirePolicy(Misfire.RUN_ALL, grace=4 * HOUR),
+        )  # fmt: skip
+        sim = Simulation(start=back, store=store())
+        sim.model(task.id, duration=60.0)
+        sim.run(back + 90)  # 01:00 ran, 02:00 runs
+        if paused:
+            assert sim.pause(task.id)
+        sim.run(back + 150)
+        reopened = store()
+        sim = Simulation(start=back + 150, store=reopened)
+        sim.model(task.id, duration=60.0)
+        assert sim.task(task.id).next_run_at == T0 + 3 * HOUR
+        if paused:
+            assert sim.resume(task.id)
+        sim.run(T0 + 7.5 * HOUR)
+        records = reopened.records(task.id)
+        ran = [(r.slot - T0) / HOUR for r in records if r.outcome.ran]
+        assert ran == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+        assert [r for r in records if not r.outcome.ran] == []
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_catch_up_restarted_within_the_default_grace_runs_every_slot_of_its_plan(
+    restart: bool,
+) -> None:
+    # Every 10 s, down until 105 s: RUN_ALL catches up 10 s to 100 s, a second a run.
+    # Restarted at 109.5 s, while the 50 s slot runs: 60 s, the slot after it, is within
+    # the default minute of grace, and the rest of the plan runs (110 s is skipped by the
+    # run of 100 s, which ends at 111 s, restarted or not).  The restart ran 50 s and 60 s,
+    # and the fixed rate went on from there: 70 s to 100 s were recorded skipped.
+    store = InMemoryTaskStore()
+    task = Simulation(start=T0, store=store).schedule(
+        "job", FixedRate(10, start_delay=10), misfire=RUN_ALL
+    )
+    sim = Simulation(start=T0 + 105, store=store)
+    sim.model(task.id, duration=1.0)
+    if restart:
+        sim.run(T0 + 109.5)
+        sim = Simulation(start=T0 + 109.5, store=store)
+        sim.model(task.id, duration=1.0)
+    sim.run(T0 + 125)
+    records = [(r.slot - T0, r.outcome) for r in store.records(task.id)]
+    ok = [(10.0 * n, Outcome.OK) for n in range(1, 11)]
+    assert records == [*ok, (110.0, Outcome.SKIPPED), (120.0, Outcome.OK)]
+
+
 @pytest.mark.parametrize("restart", [False, True])
 def test_a_task_paused_before_a_capped_run_once_catch_up_resumes_at_its_slot_after_the_downtime(
     tmp_path: Path, restart: bool
@@ -1310,8 +1399,55 @@ def test_a_task_paused_mid_capped_run_all_catch_up_runs_its_plan_restarted_or_no
 
 
 @pytest.mark.parametrize("restart", [False, True])
-def test_a_capped_catch_up_runs_its_plan_as_cut_restarted_or_not(
+def test_a_task_paused_before_a_capped_plans_last_slot_resumes_as_it_would_unrestarted(
     tmp_path: Path, restart: bool
+) -> None:
+    # The capped plan of the test above (the 998th to the 1,000th run, then the 1,441st).
+    # Paused while the 999th runs, the row keeps the 1,000th and the slot the plan resumes
+    # at (the 1,441st, ``resumes``): no slot of the plan comes after it.  Resumed at
+    # 09:10:10 (the 1,450th passed), restarted at that instant or not, the 1,000th runs,
+    # and the slots slept through from the 1,441st on are skipped, as after any pause;
+    # the 1,451st is next.  The restart read the 1,441st as a plan's slot and decided the
+    # slots from it again: the 1,441st to the 1,447th missed, the 1,448th to 1,450th ran.
+    path = tmp_path / "tasks.db"
+    back = T0 + 86400 + 30
+    later = T0 + 1450 * 60 + 10
+    with SqliteTaskStore(path) as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(60, start_delay=60),
+            misfire=MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3),
+        )  # fmt: skip
+    store = SqliteTaskStore(path)
+    try:
+        sim = Simulation(start=back, store=store)
+        sim.model(task.id, duration=1.0)
+        sim.run(back + 1.5)  # the 998th ran, the 999th runs
+        assert sim.pause(task.id)
+        sim.run(back + 5)
+        (row,) = store.load_all()
+        assert (row.next_run_at, row.waited, row.resumes) == (_minute(1000), _minute(1441), True)
+        if restart:
+            store.close()
+            store = SqliteTaskStore(path)
+            sim = Simulation(start=later, store=store)
+            sim.model(task.id, duration=1.0)
+        else:
+            sim.run(later)
+        assert sim.resume(task.id)
+        sim.run(later + 60)
+        records = store.records(task.id)
+        (paused,) = [i for i, r in enumerate(records) if r.slot == _minute(999)]
+        after = [((r.slot - T0) / 60, r.outcome) for r in records[paused + 1 :]]
+        skipped = [(float(n), Outcome.SKIPPED) for n in range(1441, 1451)]
+        assert after == [(1000.0, Outcome.OK), *skipped, (1451.0, Outcome.OK)]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("grace", [60.0, 12 * HOUR], ids=["beyond-grace", "within-grace"])
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_capped_catch_up_runs_its_plan_as_cut_restarted_or_not(
+    tmp_path: Path, restart: bool, grace: float
 ) -> None:
     # Minutely from 09:01, down until the next day 09:00:30: more than 1,000 slots passed.
     # RUN_ALL (max_catch_up=3) runs the 998th to the 1,000th slot; one record stands for
@@ -1320,9 +1456,12 @@ def test_a_capped_catch_up_runs_its_plan_as_cut_restarted_or_not(
     # the 1,441st, as without the restart.  The restart decided the plan again from the
     # 999th: it ran the 1,438th to the 1,440th (which the cap's record stood for) instead
     # of the 1,000th, and recorded the 1,002nd to the 1,437th missed a second time.
+    # With twelve hours of grace the 1,000th (7.3 h late) is within it, and the restart
+    # decides no misfire: it put back only the 999th and the 1,000th, and the fixed rate
+    # went on from the 1,000th's run, recording skipped the slots the cap's record stood for.
     path = tmp_path / "tasks.db"
     back = T0 + 86400 + 30
-    policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3)
+    policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3, grace=grace)
     with SqliteTaskStore(path) as store:
         task = Simulation(start=T0, store=store).schedule(
             "job", FixedRate(60, start_delay=60), misfire=policy
@@ -1343,6 +1482,7 @@ def test_a_capped_catch_up_runs_its_plan_as_cut_restarted_or_not(
         assert ran == [998, 999, 1000, 1441]
         decided = [(r.slot - T0) / 60 for r in records if not r.outcome.ran]
         assert decided[-2:] == [997, 1001]  # the cap's record last, as it was decided
+        assert not [r for r in records if r.outcome is Outcome.SKIPPED]
     finally:
         store.close()
 

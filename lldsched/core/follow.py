@@ -43,7 +43,7 @@ RecordsOf = Callable[[str], Sequence[ExecutionRecord]]
 <lldsched.persistence.HistoryStore.records>`): read only for a row registered here with
 attempts behind it (the slot they belong to:
 :func:`~lldsched.core.recovery.pending_slot`) and to put back the
-plan of a task paused during its ``RUN_ALL`` catch-up (:func:`_plan`), and for the streak of
+plan of a task during its ``RUN_ALL`` catch-up (:func:`_plan`), and for the streak of
 slots given up of a task whose retry policy counts it (:func:`_streak`)."""
 
 
@@ -232,12 +232,14 @@ def _plan(
 ) -> None:
     """The plan the row stands for, put back as a restart puts it back
     (:func:`~lldsched.core.recovery.stored_plan`: its ``waited`` slot, to resume at when
-    the row says ``resumes``; a task paused during its ``RUN_ALL`` catch-up gets the slots
-    after it back).  The decisions that plan would take
-    (slots beyond ``max_catch_up`` that passed while it was paused) are not recorded
-    here: a follower writes nothing; its runs are the plan's latest slots.  A plan cut
-    at the cap is found in the store's records (``records_of``), which this process's
-    own history does not hold (another process decided it), and put back as it was."""
+    the row says ``resumes``; a task during its ``RUN_ALL`` catch-up, paused or not, gets
+    the slots after it back: without them, this process ran ``waited`` and its fixed
+    rate went on from there, the plan's later slots recorded skipped).  The decisions
+    that plan would take (slots beyond ``max_catch_up`` that passed since it was made)
+    are not recorded here: a follower writes nothing; its runs are the plan's latest
+    slots.  A plan cut at the cap is found in the store's records (``records_of``), which
+    this process's own history does not hold (another process decided it), and put back
+    as it was."""
     waited = snapshot.waited
     assert waited is not None  # the callers' test
     stored_plan(

@@ -22,12 +22,14 @@ decisions are records whose outcome says ``missed`` or ``coalesced``, and the
 task is queued where the policy says.  An attempt owed from before the
 downtime (a retry, or the in-flight attempt) runs first; the policy decides the
 slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
-that was slept through; but a ``RUN_ALL`` task paused during its catch-up gets the
-slots of its plan back (the store kept only the next two), decided again from the
-one its plan waited for (a plan cut at :data:`MAX_SLOTS` is put back as it was: the
-record standing for the slots beyond the cap says where it ended).  A BLOCKED task
-stays off the heap, waiting for what its records say it still waits for
-(:mod:`lldsched.core.dependencies`), and is released at once if that is nothing.
+that was slept through.  A ``RUN_ALL`` task restored during its catch-up, paused or
+not, gets the slots of its plan back (the store kept only the next two), decided
+again from the one its plan waited for, grace not asked (:func:`stored_plan`; a plan
+cut at :data:`MAX_SLOTS` is put back as it was: the record standing for the slots
+beyond the cap says where it ended); a misfire decided from its due slot supersedes
+it.  A BLOCKED task stays off the heap, waiting for what its records say it still
+waits for (:mod:`lldsched.core.dependencies`), and is released at once if that is
+nothing.
 
 **Enumeration is capped.**  At most :data:`MAX_SLOTS` passed slots of one task
 are decided one by one.  Beyond that, one more record (outcome as the policy
@@ -114,10 +116,16 @@ class Plan(NamedTuple):
 # -- the decisions (pure: schedule, slots, now, policy in; a Plan out) ----------------------
 
 
-def plan(schedule: Schedule, first: float, now: float, policy: MisfirePolicy) -> Plan:
-    """Decide what happens to the slots of ``schedule`` from ``first`` up to ``now``."""
+def plan(
+    schedule: Schedule, first: float, now: float, policy: MisfirePolicy, *, grace: bool = True
+) -> Plan:
+    """Decide what happens to the slots of ``schedule`` from ``first`` up to ``now``.
+
+    ``grace``: False for slots a misfire decision made a plan of already (put back from
+    a stored row: :func:`stored_plan`): they misfired when that plan was made, however
+    recent they are now, so the policy decides every one that passed."""
     slots, following = passed_slots(schedule, first, now)
-    if not slots or now - slots[0] <= policy.grace:
+    if not slots or (grace and now - slots[0] <= policy.grace):
         return Plan([first], [], SCHEDULE_DECIDES, False)
     truncated = following is not None and following <= now
     if following is None or truncated:  # the slot to resume at is past what was listed
@@ -398,16 +406,20 @@ def _queue(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
     )
 
 
-def _queue_restored(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> None:
-    """Queue a restored live task, deciding what its passed slots become."""
+def _queue_restored(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> bool:
+    """Queue a restored live task, deciding what its passed slots become; True when they
+    met its misfire policy (a plan put back from its row, :func:`stored_plan`, is then
+    superseded)."""
     due = task.next_run_at
     if task.status is TaskStatus.BLOCKED:  # waits off the heap; released if nothing is owed
         core.release_if_ready(task)
-        return
+        return False
     if task.status not in _QUEUED or due is None:
-        return
+        return False
     if decide_misfire(core, task, now, owed=owed) is None:
-        core.replan(task, due=due)  # as stored: the schedule carries on
+        core.replan(task, due=due)  # as stored: the schedule (a plan put back) carries on
+        return False
+    return True
 
 
 def stored_plan(
@@ -426,36 +438,40 @@ def stored_plan(
     at when the row says so (``resumes``: :attr:`TaskSnapshot.resumes
     <lldsched.persistence.TaskSnapshot.resumes>`; a run before it that outlasts it skips
     it, as in the process that decided the plan; read as a slot decided to run, it ran
-    late there), and, for a PAUSED
-    ``RUN_ALL`` task, the rest of its catch-up: the row kept only ``waited`` behind its due
-    instant, so the slots after that one are decided again, from ``waited`` up to ``now``,
-    as for a task not paused (:func:`decide_misfire`); it stays paused, due where it was,
-    with that plan behind.  A plan cut at :data:`MAX_SLOTS` is put back as it was
-    (:func:`_cut`).  Any other policy's plan holds no slot after ``waited``: nothing
-    was lost.  Returns the decisions that plan took (slots beyond ``max_catch_up``), for
-    the caller to record or not: ``task`` is only replanned here.
+    late there), and, for a ``RUN_ALL`` task whose ``waited`` is a slot decided to run,
+    the rest of its catch-up: the row kept only ``waited`` behind its due instant, so the
+    slots after that one are decided again, from ``waited`` up to ``now``, grace not asked
+    (they misfired when the plan was made: :func:`plan`).  The task keeps its status, due
+    where it was, with that plan behind.  A plan cut at :data:`MAX_SLOTS` is put back as
+    it was (:func:`_cut`).  Any other policy's plan, and one whose ``waited`` is the slot
+    to resume at, holds no slot after ``waited``: nothing was lost.  Returns the decisions
+    that plan took (slots beyond ``max_catch_up``), for the caller to record or not:
+    ``task`` is only replanned here.
 
-    ``history``: read only for a paused ``RUN_ALL`` task (:data:`History`); a process
-    following a shared store that did not pass it decided a cut plan again from
-    ``waited``, counting the slots beyond the cap twice, as a restart did before."""
+    Before, only a PAUSED task got the rest back, and only beyond grace: a task not
+    paused was left to the restart's misfire decision (:func:`decide_misfire`), which
+    decides nothing within grace, and a process following a shared store decides none
+    for a slot it was there for; both ran ``waited`` and counted the fixed rate on from
+    it, the plan's later slots recorded skipped.
+
+    ``history``: read only for a ``RUN_ALL`` plan whose ``waited`` passed (:data:`History`);
+    a process following a shared store that did not pass it decided a cut plan again
+    from ``waited``, counting the slots beyond the cap twice, as a restart did before."""
     if resumes:
         task._schedule = CatchUp(unwrap(task._schedule), [], waited, resumes=True)
     else:
         task._schedule = slot_first(task._schedule, waited)
     policy = task.misfire or DEFAULT_MISFIRE
     owed = task.next_run_at
-    if task.status is not TaskStatus.PAUSED or policy.on_misfire is not Misfire.RUN_ALL:
-        return []
-    if owed is None:
+    if resumes or policy.on_misfire is not Misfire.RUN_ALL or owed is None:
         return []
     own = unwrap(task._schedule)
+    decided = plan(own, waited, now, policy, grace=False)
+    if not decided.misfired:  # ``waited`` is still to come: no slot after it passed
+        return []
     records = task.history if history is None else history()
     cut = _cut(records, waited)
-    if cut is None:
-        decided = plan(own, waited, now, policy)
-        if not decided.misfired:
-            return []
-    else:  # the plan, cut at MAX_SLOTS, ended before the record standing for the rest
+    if cut is not None:  # the plan, cut at MAX_SLOTS, ended before the record for the rest
         # The slot due (``owed``, ahead of ``waited``) is a run of the plan not made yet.
         decided = _cut_plan(own, waited, cut, records, policy, made=1)
     _queue(core, task, decided, owed)
@@ -502,10 +518,14 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
     tasks = core.restore((entry for entry, _ in restored), dead_letter)
     now = core.clock.now()
     for task, snapshot, (_, owed) in zip(tasks, snapshots, restored, strict=True):
+        decided: list[tuple[float, Outcome, str | None]] = []
         if snapshot.waited is not None:  # the slot a plan waited for: the plan put back
             decided = stored_plan(core, task, snapshot.waited, now, resumes=snapshot.resumes)
+        # Its decisions are recorded unless the passed slots meet the policy again, from
+        # the slot due (which decides this plan's slots too): recorded first, a cap's
+        # record of them would read as that slot's plan's (_cut).
+        if not _queue_restored(core, task, owed, now):
             _record(core, task, decided)
-        _queue_restored(core, task, owed, now)
     restores.info("restored %s from %r", counted(len(tasks), "task"), store)
     return tasks
 
