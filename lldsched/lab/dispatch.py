@@ -95,8 +95,7 @@ LEAD = 0.05
 """Seconds from a burst's building to the instant its runs are due: after its
 registration and start, even on a busy machine (40 builds at a load average of 11 on
 two cores: 0.6 ms at the median, 13.5 ms the longest).  A start that ran past it only
-adds lateness, which the quietest burst of each way reads past (:func:`_quietest`).
-It was 0.2 s: 4.8 s of the 7 s that :func:`measure_listener_latency` takes."""
+adds lateness, which the quietest burst of each way reads past (:func:`_quietest`)."""
 
 
 def _burst_lateness(
