@@ -124,13 +124,13 @@ def test_correct_user_code_type_checks_and_every_mistake_is_caught(folder: Path)
     )  # fmt: skip
     assert checked.returncode in (0, 1) and not checked.stderr, checked.stderr
     errors = [
-        (ROOT / match.group(1), int(match.group(2)), line)  # ROOT / an absolute path: itself
+        ((ROOT / match.group(1)).resolve(), int(match.group(2)), line)  # ROOT / absolute: it
         for line in checked.stdout.splitlines()
         if (match := re.match(r"(.+?):(\d+): error:", line))
     ]  # mypy names a file under its working folder (ROOT) by its relative path
     in_program = [line for path, _, line in errors if path == PROGRAM]
     assert not in_program, "\n".join(in_program)
-    flagged = {number for path, number, _ in errors if path == wrong}
+    flagged = {number for path, number, _ in errors if path == wrong.resolve()}
     missed = [code for number, code in enumerate(WRONG, first) if number not in flagged]
     assert not missed, f"mypy --strict accepts these mistakes: {missed}"
 
