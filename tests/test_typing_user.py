@@ -6,9 +6,15 @@ public return it reads of its real type (its ``assert_type`` lines fail on an ``
 Each line of :data:`WRONG` is a mistake a type checker should catch before the
 registration refuses it: mypy must report an error on that line.  mypy runs as a
 user's project would run it (no config of ours, ``--strict``, the package's
-``py.typed``), once for both files, in a cache of its own: about 10 s, most of it
-reading pandas' stubs.  A subprocess, not ``mypy.api.run``: in-process, the interpreter
-then spent as long again freeing mypy's objects.
+``py.typed``), once for both files, in a cache of its own: about 10 s from nothing,
+most of it reading pandas' stubs and what they import (some 1,200 modules), under a
+second again.  So the cache is kept between runs in pytest's cache folder
+(``.pytest_cache``, :func:`folder`), as a user's project keeps its ``.mypy_cache``:
+mypy checks again every file that changed and everything that depends on one, and
+reports again the errors it cached for a file unchanged, under the path it had then:
+the mistakes' file is written to the same path each run, beside the cache.  A
+subprocess, not ``mypy.api.run``: in-process, the interpreter then spent as long again
+freeing mypy's objects.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "tests" / "typed_user" / "readme_program.py"
@@ -88,8 +96,16 @@ WRONG = [
 ]
 
 
-def test_correct_user_code_type_checks_and_every_mistake_is_caught(tmp_path: Path) -> None:
-    wrong = tmp_path / "wrong_usage.py"
+@pytest.fixture
+def folder(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """Where mypy's cache and the mistakes' file are: kept in pytest's cache folder, or,
+    where pytest keeps none (``-p no:cacheprovider``), a new one."""
+    cache = getattr(request.config, "cache", None)
+    return tmp_path if cache is None else Path(cache.mkdir("typed_user_mypy"))
+
+
+def test_correct_user_code_type_checks_and_every_mistake_is_caught(folder: Path) -> None:
+    wrong = folder / "wrong_usage.py"
     first = HEADER.count("\n") + 1
     wrong.write_text(HEADER + "\n".join(WRONG) + "\n")
     checked = subprocess.run(
@@ -97,7 +113,7 @@ def test_correct_user_code_type_checks_and_every_mistake_is_caught(tmp_path: Pat
             sys.executable, "-m", "mypy",
             "--strict",
             "--config-file", "",  # a user's project: none of ours
-            "--cache-dir", str(tmp_path / "cache"),
+            "--cache-dir", str(folder / "cache"),
             "--no-error-summary",
             "--show-error-codes",
             str(PROGRAM),
@@ -107,14 +123,14 @@ def test_correct_user_code_type_checks_and_every_mistake_is_caught(tmp_path: Pat
         env={**os.environ, "MYPYPATH": str(ROOT)},  # this tree's lldsched, as installed
     )  # fmt: skip
     assert checked.returncode in (0, 1) and not checked.stderr, checked.stderr
-    errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
-    in_program = [line for line in errors if line.startswith(str(PROGRAM))]
+    errors = [
+        ((ROOT / match.group(1)).resolve(), int(match.group(2)), line)  # ROOT / absolute: it
+        for line in checked.stdout.splitlines()
+        if (match := re.match(r"(.+?):(\d+): error:", line))
+    ]  # mypy names a file under its working folder (ROOT) by its relative path
+    in_program = [line for path, _, line in errors if path == PROGRAM]
     assert not in_program, "\n".join(in_program)
-    flagged = {
-        int(match.group(1))
-        for line in errors
-        if (match := re.match(re.escape(str(wrong)) + r":(\d+):", line))
-    }
+    flagged = {number for path, number, _ in errors if path == wrong.resolve()}
     missed = [code for number, code in enumerate(WRONG, first) if number not in flagged]
     assert not missed, f"mypy --strict accepts these mistakes: {missed}"
 
