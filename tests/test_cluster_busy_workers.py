@@ -372,6 +372,7 @@ class Race(NamedTuple):
     long: Callable[..., Any]  # holds the one worker, or the one coroutine slot
     known: Callable[..., Any] | None  # what the busy process knew the task as (None: nothing)
     elsewhere: Callable[..., Any]  # what the other process registers it as, due now
+    narrowed: str  # the claim's keyword that narrows it while "long" holds the room
     waiting: Callable[[Metrics], int]  # how many of its runs wait here for room
 
 
@@ -382,6 +383,7 @@ RACES = {
         HELD_ASYNC,
         None,
         cluster_jobs.quick_async,
+        "leaving",
         lambda m: m.coroutines - 1,
     ),
     # One of its loop tasks replaced by a thread task: it was among those its claim took.
@@ -390,6 +392,7 @@ RACES = {
         cluster_jobs.held_until_released,
         cluster_jobs.quick_async,
         jobs.noop,
+        "among",
         lambda m: m.handoff,
     ),
 }
@@ -409,7 +412,7 @@ def test_a_run_written_elsewhere_after_the_feed_was_read_is_given_back_if_it_has
     just before the claim runs.  On fake clocks: the busy process never reaches a
     renewal, so the idle one runs the slot only if it was given back at once."""
     busy_store, idle_store = stores
-    options, long, known, elsewhere, waiting = RACES[kind]
+    options, long, known, elsewhere, narrowed, waiting = RACES[kind]
     cluster_jobs.released.clear()
     clock = FakeClock(time.time())
     busy = Scheduler(workers=1, store=busy_store, clock=clock, **options)
@@ -419,13 +422,17 @@ def test_a_run_written_elsewhere_after_the_feed_was_read_is_given_back_if_it_has
     idle = Scheduler(workers=1, store=idle_store, clock=FakeClock(clock.now()))  # started below
     raced = threading.Event()
     claim = busy_store.claim
+    claimed: set[str] = set()
 
-    def racing_claim(**narrowed: Any) -> list[Claim]:
-        # Narrowed: "long" holds the room of its kind, and this wake's feed has been read.
-        if not raced.is_set() and (narrowed.get("among") is not None or narrowed.get("leaving")):
+    def racing_claim(**args: Any) -> list[Claim]:
+        # "long" claimed and this claim narrowed for it: it holds the room of its kind,
+        # and this wake's feed has been read.
+        if "long" in claimed and args.get(narrowed) and not raced.is_set():
             idle.schedule("due", elsewhere, OneTime(clock.now()), id="due", replace_existing=True)
             raced.set()
-        return claim(**narrowed)
+        claims = claim(**args)
+        claimed.update(made.task_id for made in claims)
+        return claims
 
     monkeypatch.setattr(busy_store, "claim", racing_claim)
     busy.start()
