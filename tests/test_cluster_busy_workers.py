@@ -243,6 +243,15 @@ def _woken(scheduler: Scheduler, clock: FakeClock) -> None:
     wait_until(lambda: _woke_since(scheduler, step), timeout=10, what="the timer's wake")
 
 
+def _ran_there(idle: Scheduler, idle_store: CoordinatedStore, busy: Scheduler) -> None:
+    """Wait for ``idle`` to run "due" (its record says it did) while "long" still holds
+    ``busy``'s room."""
+    wait_until(lambda: idle.task("due").run_count == 1, timeout=10, what="the run")
+    (record,) = idle.task("due").history
+    assert record.node == idle_store.node
+    assert busy.task("long").running
+
+
 class Busy(NamedTuple):
     """A process held by one long run of one kind, and a run of that kind due meanwhile."""
 
@@ -283,10 +292,7 @@ def test_a_process_with_loop_tasks_leaves_a_run_it_has_no_room_for_to_an_idle_on
         _woken(busy, clock)  # its chance to claim "due", which it has no room to start
         assert waiting(busy.metrics(timeout=10)) == 0
         idle = Scheduler(workers=1, store=idle_store, clock=FakeClock(clock.now())).start()
-        wait_until(lambda: idle.task("due").run_count == 1, timeout=10, what="the run")
-        (record,) = idle.task("due").history
-        assert record.node == idle_store.node
-        assert busy.task("long").running
+        _ran_there(idle, idle_store, busy)
     finally:
         cluster_jobs.released.set()
         busy.shutdown()
@@ -442,10 +448,7 @@ def test_a_run_written_elsewhere_after_the_feed_was_read_is_given_back_if_it_has
         assert waiting(busy.metrics(timeout=10)) == 0
         assert [lease.task_id for lease in busy_store.leases()] == ["long"]
         idle.start()
-        wait_until(lambda: idle.task("due").run_count == 1, timeout=10, what="the run")
-        (record,) = idle.task("due").history
-        assert record.node == idle_store.node
-        assert busy.task("long").running
+        _ran_there(idle, idle_store, busy)
     finally:
         cluster_jobs.released.set()
         busy.shutdown()

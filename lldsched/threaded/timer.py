@@ -226,7 +226,9 @@ class TimerThread(SchedulerParts):
         wakes the timer (:meth:`_room_freed`), which claims again.  A run of a batch
         left waiting behind one that turned out long is given back a renewal interval on
         (:meth:`Coordinator._give_back_unbegun
-        <lldsched.threaded.shared.Coordinator._give_back_unbegun>`)."""
+        <lldsched.threaded.shared.Coordinator._give_back_unbegun>`); one of a kind with no
+        room, written by another process after this wake's read of the feed (so not known
+        to the narrowing), at once (:meth:`_startable`)."""
         pool = self._pool
         worker = pool.idle > pool.queued  # room for a thread task's run
         loop_ids = self._loop_ids
@@ -254,8 +256,9 @@ class TimerThread(SchedulerParts):
         feed (:meth:`Coordinator.claim <lldsched.threaded.shared.Coordinator.claim>`)
         learnt its kind.  Of the kind with no room, it would wait here, its lease renewed,
         until the give-back a renewal interval on, while an idle process could start it
-        now (docs/DECISIONS.md, "A process claims only what it can start").  Known now,
-        the next claim's narrowing leaves it out: given back once, not again."""
+        now.  Known now, the next claim's narrowing leaves it out: given back once, not
+        again (docs/DECISIONS.md, "A run of a kind with no room, written elsewhere after
+        the feed's read, is given back at once")."""
         loop_ids = self._loop_ids
         unfit = [entry[3] for entry in batch if (entry[3] in loop_ids) is not loops]
         if not unfit:  # the usual case: the narrowing knew every task it took
