@@ -16,6 +16,7 @@ thread tasks' runs, until it gave them back a renewal interval later.
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -23,7 +24,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from lldsched import FakeClock, FixedRate, Metrics, OneTime, Scheduler
-from lldsched.persistence import CoordinatedStore
+from lldsched.persistence import Claim, CoordinatedStore
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
 from tests.waits import wait_until
@@ -242,6 +243,15 @@ def _woken(scheduler: Scheduler, clock: FakeClock) -> None:
     wait_until(lambda: _woke_since(scheduler, step), timeout=10, what="the timer's wake")
 
 
+def _ran_there(idle: Scheduler, idle_store: CoordinatedStore, busy: Scheduler) -> None:
+    """Wait for ``idle`` to run "due" (its record says it did) while "long" still holds
+    ``busy``'s room."""
+    wait_until(lambda: idle.task("due").run_count == 1, timeout=10, what="the run")
+    (record,) = idle.task("due").history
+    assert record.node == idle_store.node
+    assert busy.task("long").running
+
+
 class Busy(NamedTuple):
     """A process held by one long run of one kind, and a run of that kind due meanwhile."""
 
@@ -282,10 +292,7 @@ def test_a_process_with_loop_tasks_leaves_a_run_it_has_no_room_for_to_an_idle_on
         _woken(busy, clock)  # its chance to claim "due", which it has no room to start
         assert waiting(busy.metrics(timeout=10)) == 0
         idle = Scheduler(workers=1, store=idle_store, clock=FakeClock(clock.now())).start()
-        wait_until(lambda: idle.task("due").run_count == 1, timeout=10, what="the run")
-        (record,) = idle.task("due").history
-        assert record.node == idle_store.node
-        assert busy.task("long").running
+        _ran_there(idle, idle_store, busy)
     finally:
         cluster_jobs.released.set()
         busy.shutdown()
@@ -361,3 +368,88 @@ def test_a_claim_takes_only_the_tasks_it_is_told_it_may(
     assert [claim.task_id for claim in leaving] == ["c"]
     assert store.claim(now=now, limit=5, among=["b", "c"]) == []  # held already
     assert [claim.task_id for claim in store.claim(now=now, limit=5)] == ["a"]
+
+
+class Race(NamedTuple):
+    """A task written by another process between the busy process's read of the change
+    feed and its claim, as a run of the kind it has no room for."""
+
+    options: dict[str, Any]  # the busy Scheduler's
+    long: Callable[..., Any]  # holds the one worker, or the one coroutine slot
+    known: Callable[..., Any] | None  # what the busy process knew the task as (None: nothing)
+    elsewhere: Callable[..., Any]  # what the other process registers it as, due now
+    narrowed: str  # the claim's keyword that narrows it while "long" holds the room
+    waiting: Callable[[Metrics], int]  # how many of its runs wait here for room
+
+
+RACES = {
+    # A loop task new to it: it was not among the tasks its claim left out.
+    "coroutine slots": Race(
+        {"max_coroutines": 1},
+        HELD_ASYNC,
+        None,
+        cluster_jobs.quick_async,
+        "leaving",
+        lambda m: m.coroutines - 1,
+    ),
+    # One of its loop tasks replaced by a thread task: it was among those its claim took.
+    "workers": Race(
+        {},
+        cluster_jobs.held_until_released,
+        cluster_jobs.quick_async,
+        jobs.noop,
+        "among",
+        lambda m: m.handoff,
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RACES))
+def test_a_run_written_elsewhere_after_the_feed_was_read_is_given_back_if_it_has_no_room(
+    stores: list[CoordinatedStore], kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The busy process narrows its claim by the kinds of the tasks it knows, read from
+    the change feed at this wake.  Another process registers (or replaces) a task between
+    that read and the claim, as a run of the kind with no room here: the claim takes it
+    (the store cannot tell its kind), and it waited here, its lease renewed, until the
+    give-back a renewal interval on, while an idle process could have run it.  Now, its
+    kind learnt from the claim's own read of the feed, it is given back at once.  The
+    interleaving is the test's: the other process writes from the busy one's claim call,
+    just before the claim runs.  On fake clocks: the busy process never reaches a
+    renewal, so the idle one runs the slot only if it was given back at once."""
+    busy_store, idle_store = stores
+    options, long, known, elsewhere, narrowed, waiting = RACES[kind]
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    busy = Scheduler(workers=1, store=busy_store, clock=clock, **options)
+    busy.schedule("long", long, OneTime(clock.now()), id="long")
+    if known is not None:
+        busy.schedule("due", known, OneTime(clock.now() + 3600), id="due")
+    idle = Scheduler(workers=1, store=idle_store, clock=FakeClock(clock.now()))  # started below
+    raced = threading.Event()
+    claim = busy_store.claim
+    claimed: set[str] = set()
+
+    def racing_claim(**args: Any) -> list[Claim]:
+        # "long" claimed and this claim narrowed for it: it holds the room of its kind,
+        # and this wake's feed has been read.
+        if "long" in claimed and args.get(narrowed) and not raced.is_set():
+            idle.schedule("due", elsewhere, OneTime(clock.now()), id="due", replace_existing=True)
+            raced.set()
+        claims = claim(**args)
+        claimed.update(made.task_id for made in claims)
+        return claims
+
+    monkeypatch.setattr(busy_store, "claim", racing_claim)
+    busy.start()
+    try:
+        wait_until(raced.is_set, timeout=10, what="the other process's write")
+        wait_until(lambda: busy.task("long").running, timeout=10, what="the long run")
+        assert waiting(busy.metrics(timeout=10)) == 0
+        assert [lease.task_id for lease in busy_store.leases()] == ["long"]
+        idle.start()
+        _ran_there(idle, idle_store, busy)
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+        idle.shutdown()

@@ -440,6 +440,22 @@ class Coordinator:
             self._watch.claimed(looked)
         return entries
 
+    def give_back(self, task_ids: list[str]) -> None:
+        """Give back at once the claims of ``task_ids`` just made by :meth:`claim`, before
+        their entries were handed out: runs of a kind this process has no room to start,
+        written by another process after the feed's read that narrowed the claim (the
+        timer's ``_startable``).  The store hands them out again, to whichever process
+        claims first; this one's next claim leaves them out."""
+        pending = self._pending
+        for task_id in task_ids:
+            self._release(task_id, pending.pop(task_id).token)
+        log.info(
+            "gave back %d claimed run(s) of a kind with no room here, written by another "
+            "process after this one read the change feed: the store hands them out again (%s)",
+            len(task_ids),
+            ", ".join(task_ids),
+        )
+
     def clock_jumped(self, jump: float, now: float) -> None:
         """The wall clock jumped by ``jump`` seconds, to ``now`` (the timer saw it at this
         wake, before :meth:`tick`).

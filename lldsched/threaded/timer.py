@@ -139,6 +139,10 @@ class TimerThread(SchedulerParts):
                         batch = queue.pop_due(now, room)
                     else:
                         batch = coordinator.claim(now, room, looked, among, leaving)
+                        if batch and (among is not None or leaving):
+                            batch = self._startable(batch, loops=among is not None)
+                            if not batch:
+                                continue  # all given back: claim again, narrowed by their kinds
                     if batch:
                         self._in_flight += len(batch)
                         self._hand_out(batch)
@@ -222,7 +226,9 @@ class TimerThread(SchedulerParts):
         wakes the timer (:meth:`_room_freed`), which claims again.  A run of a batch
         left waiting behind one that turned out long is given back a renewal interval on
         (:meth:`Coordinator._give_back_unbegun
-        <lldsched.threaded.shared.Coordinator._give_back_unbegun>`)."""
+        <lldsched.threaded.shared.Coordinator._give_back_unbegun>`); one of a kind with no
+        room, written by another process after this wake's read of the feed (so not known
+        to the narrowing), at once (:meth:`_startable`)."""
         pool = self._pool
         worker = pool.idle > pool.queued  # room for a thread task's run
         loop_ids = self._loop_ids
@@ -237,6 +243,29 @@ class TimerThread(SchedulerParts):
         if loop_ids and slot:  # every worker busy: loop tasks' runs only
             return room, loop_ids, ()
         return 0, None, ()
+
+    def _startable(self, batch: list[Entry], *, loops: bool) -> list[Entry]:
+        """The entries of a narrowed claim's ``batch`` this process has room to start: its
+        loop tasks' if ``loops`` (every worker busy), else the others' (every coroutine
+        slot taken); the claims of the rest are given back at once (caller holds the
+        lock).
+
+        The claim was narrowed by the kinds of the tasks this process knew, read from the
+        change feed before it: a task another process registered (or replaced) between
+        that read and the claim is taken by kind unknown, and the claim's own read of the
+        feed (:meth:`Coordinator.claim <lldsched.threaded.shared.Coordinator.claim>`)
+        learnt its kind.  Of the kind with no room, it would wait here, its lease renewed,
+        until the give-back a renewal interval on, while an idle process could start it
+        now.  Known now, the next claim's narrowing leaves it out: given back once, not
+        again (docs/DECISIONS.md, "A run of a kind with no room, written elsewhere after
+        the feed's read, is given back at once")."""
+        loop_ids = self._loop_ids
+        unfit = [entry[3] for entry in batch if (entry[3] in loop_ids) is not loops]
+        if not unfit:  # the usual case: the narrowing knew every task it took
+            return batch
+        assert self._coordinator is not None
+        self._coordinator.give_back(unfit)
+        return [entry for entry in batch if (entry[3] in loop_ids) is loops]
 
     def _room_freed(self) -> None:
         """A worker is about to wait for work (the pool's ``on_idle``), or coroutine
