@@ -450,14 +450,16 @@ def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:
     assert empty.empty and empty.columns.tolist() == [0, 1]
 
 
-@pytest.mark.parametrize("workers", [0, -2, [0, 0], [0, 1, 1], [-1], [1, -1]])
-def test_utilisation_refuses_a_count_below_one_and_indexes_twice_or_negative(
+@pytest.mark.parametrize("workers", [0, -2, [], (), [0, 0], [0, 1, 1], [-1], [1, -1]])
+def test_utilisation_refuses_a_count_below_one_and_indexes_none_twice_or_negative(
     workers: object,
 ) -> None:
     """Before: ``workers=[0, 0]`` gave two columns named 0 whose figures differed (the
     lane's busy time in one, nothing in the other), ``[0, 1, 1]`` five columns, and a
     count of 0 on no runs a frame without a column; ``workers=0`` on runs blamed them
-    ("runs on workers [0] are not among workers=0")."""
+    ("runs on workers [0] are not among workers=0"); ``workers=[]`` on runs raised
+    numpy's ``IndexError`` (index -1 is out of bounds), and on no runs gave a frame
+    without a column."""
     for frame in (to_frame(RECORDS), to_frame([])):
         with pytest.raises(ValidationError, match=re.escape(f"got {workers!r}")) as refused:
             utilisation(frame, workers=workers)  # type: ignore[arg-type]

@@ -725,16 +725,21 @@ them, and ``10**30`` raised ``OverflowError``."""
 
 def _workers(workers: object, name: str = "workers") -> list[int]:
     """``utilisation``'s ``workers``: a count (``0 .. workers-1``, from 1 to
-    :data:`MOST_WORKERS`) or worker indexes, each ``>= 0`` and none twice (numpy's
-    integers too: ``operator.index``; a bool is neither).  A count below 1 gave a frame of
-    no column (or blamed the runs' workers), an index twice columns whose figures were
-    wrong (one lane's busy time spread over copies), and a negative index a worker no
-    runtime has."""
+    :data:`MOST_WORKERS`) or worker indexes, at least one, each ``>= 0`` and none twice
+    (numpy's integers too: ``operator.index``; a bool is neither).  A count below 1 gave a
+    frame of no column (or blamed the runs' workers), no index an ``IndexError`` out of
+    numpy (or, on no runs, a frame of no column), an index twice columns whose figures
+    were wrong (one lane's busy time spread over copies), and a negative index a worker
+    no runtime has."""
     try:
         if isinstance(workers, Iterable) and not isinstance(workers, str | bytes):
             indexes = list(workers)
             if not any(isinstance(w, bool) for w in indexes):
                 lanes = [operator.index(w) for w in indexes]
+                if not lanes:
+                    raise ValidationError(
+                        f"{name} must name at least one worker index, got {workers!r}"
+                    )
                 if len(set(lanes)) == len(lanes) and all(lane >= 0 for lane in lanes):
                     return lanes
                 raise ValidationError(
