@@ -363,6 +363,22 @@ def test_task_summary_of_an_empty_frame_is_empty_and_typed() -> None:
     assert summary["lateness_p95"].dtype == np.dtype("timedelta64[us]")
 
 
+def test_format_summary_refuses_what_are_not_summary_rows_naming_it() -> None:
+    # Before: format_summary(None) raised TypeError ('NoneType' object is not iterable),
+    # and records or a frame's rows AttributeError ('ExecutionRecord' object has no
+    # attribute 'runs'): a summary of the records was meant.
+    record = RECORDS[0]
+    for given, named in [
+        (None, "got None"),
+        ([record], f"got an item {record!r}"),
+        (task_summary(to_frame(RECORDS)), "got an item 'name'"),
+    ]:
+        with pytest.raises(ValidationError, match=re.escape(named)) as refused:
+            format_summary(given)  # type: ignore[arg-type]
+        assert "takes TaskSummary rows, as summarize() gives" in str(refused.value)
+    assert format_summary(iter(summarize(RECORDS))) == format_summary(summarize(RECORDS))
+
+
 def test_utilisation_splits_a_run_across_interval_boundaries() -> None:
     hour = 3600
     records = [  # T0 is 09:00 UTC
