@@ -17,6 +17,7 @@ from lldsched import (
     FixedRate,
     OneTime,
     RetryPolicy,
+    Scheduler,
     SchedulerStateError,
     ValidationError,
 )
@@ -190,6 +191,14 @@ def test_a_bad_window_is_refused_naming_it_and_leaves_nothing_on_the_simulation(
     player = SimulationPlayer(sim, window=timedelta(hours=2))
     assert player.span() == (T0, T0 + 2 * 3600)
     player.close()
+
+
+def test_what_is_no_simulation_is_refused_naming_it() -> None:
+    # Before: SimulationPlayer(None) raised AttributeError ('NoneType' object has no
+    # attribute 'now'), and a Scheduler was taken, its step button raising AttributeError.
+    for runtime in (None, Scheduler(workers=1)):
+        with pytest.raises(ValidationError, match=r"SimulationPlayer steps a simulation .* got "):
+            SimulationPlayer(runtime)  # type: ignore[arg-type]
 
 
 def test_a_player_whose_first_chart_fails_leaves_nothing_on_the_simulation() -> None:

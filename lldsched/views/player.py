@@ -17,6 +17,7 @@ as they are asked.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
@@ -90,6 +91,11 @@ class SimulationPlayer:
         window: float | timedelta = 6 * 3600,
         max_typed: float | timedelta = MAX_TYPED_RUN,
     ) -> None:
+        if not isinstance(sim, Stepped):  # None raised AttributeError; a Scheduler, at step
+            raise ValidationError(
+                "SimulationPlayer steps a simulation (a runtime with step(), run() and "
+                f"run_for()), got {reprlib.repr(sim)}"
+            )
         self.max_typed = checks.seconds(max_typed, name="SimulationPlayer max_typed", above=0)
         # Checked here, not by the chart's span at the first draw: window=0 said "span
         # must run forwards", "6h" raised TypeError, and the listener stayed on sim.
