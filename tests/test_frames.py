@@ -37,6 +37,7 @@ from lldsched.views.frames import (
     DTYPES,
     MOST_WORKERS,
     OUTCOMES,
+    dependencies_of,
     mean_busy,
     ran,
     schedules_of,
@@ -361,6 +362,25 @@ def test_task_summary_of_an_empty_frame_is_empty_and_typed() -> None:
     assert len(summary) == 0
     assert summary["runs"].dtype == np.dtype("int64")
     assert summary["lateness_p95"].dtype == np.dtype("timedelta64[us]")
+
+
+def test_task_summary_names_the_columns_a_frame_lacks() -> None:
+    # Before: a frame cut to task_id and outcome passed the check and raised KeyError: 'ok'.
+    frame = to_frame(RECORDS)
+    with pytest.raises(ValidationError, match=r"it has no \['name', 'attempt', 'ok'"):
+        task_summary(frame[["task_id", "outcome"]])
+    cut = frame.drop(columns=["slot"])
+    with pytest.raises(ValidationError, match=r"it has no \['slot'\] column"):
+        task_summary(cut, {"a": FixedRate(60)})  # the overruns read it
+    assert task_summary(cut).equals(task_summary(frame))
+
+
+def test_schedules_of_and_dependencies_of_refuse_what_is_no_runtime_naming_it() -> None:
+    # Before: AttributeError ('NoneType' object has no attribute 'schedules').
+    for read in (schedules_of, dependencies_of):
+        for source in (None, RECORDS):
+            with pytest.raises(ValidationError, match=r"\(\) takes a runtime .*, got "):
+                read(source)  # type: ignore[arg-type]
 
 
 def test_format_summary_refuses_what_are_not_summary_rows_naming_it() -> None:

@@ -127,8 +127,9 @@ def task_summary(
     slots were all decided without a run).  ``schedules`` maps task id to schedule
     (see :func:`schedules_of`) for the overrun count; without it the count is 0.
     """
-    check_frame(frame, columns=("task_id", "outcome"))
     by_id = schedules_by_id(schedules)
+    # every column it reads, named up front (a frame cut to a few columns raised KeyError)
+    check_frame(frame, columns=_SUMMARY_NEEDS + (("slot", "start", "finish") if by_id else ()))
     # The rows grouped by task in one stable sort, each column read out once as a list:
     # a task's rows are then one slice of each (a groupby's pandas calls a task, 720
     # tasks at a million rows, took seconds).
@@ -176,6 +177,18 @@ _SUMMARY_READS = frozenset({
 })  # fmt: skip
 """The columns :func:`task_summary` reads of each task's rows (and :func:`_overruns` of
 them): its copy of the rows in task order has only these."""
+_SUMMARY_NEEDS = (
+    "task_id",
+    "name",
+    "attempt",
+    "ok",
+    "timed_out",
+    "outcome",
+    "lateness",
+    "duration",
+)
+"""The columns :func:`task_summary` needs of every frame (and ``slot``, ``start`` and
+``finish`` with schedules, for the overruns)."""
 
 
 def _seconds(column: pd.Series[Any]) -> list[float]:
