@@ -198,15 +198,17 @@ def _drawn(ax: Any) -> tuple[object, ...]:
             id="gantt tz",
         ),
         pytest.param(
-            lambda frame, ax: plots.gantt(frame, ax=ax, span=5), "span must be two", id="span 5"
+            lambda frame, ax: plots.gantt(frame, ax=ax, span=5),  # type: ignore[arg-type]
+            "span must be two",
+            id="span 5",
         ),
         pytest.param(
-            lambda frame, ax: plots.gantt(frame, ax=ax, span=(T0, T0 + 1, T0 + 2)),
+            lambda frame, ax: plots.gantt(frame, ax=ax, span=(T0, T0 + 1, T0 + 2)),  # type: ignore[arg-type]
             f"got ({T0}, ",
             id="span of three",
         ),
         pytest.param(
-            lambda frame, ax: plots.gantt(frame, ax=ax, depends_on=5),
+            lambda frame, ax: plots.gantt(frame, ax=ax, depends_on=5),  # type: ignore[arg-type]
             "depends_on must map task ids to their upstream task ids",
             id="depends_on 5",
         ),

@@ -254,7 +254,7 @@ def _seconds(value: float | None) -> str:
     return f"{value:.0f}s" if value >= 10 or value == 0 else f"{value:.1f}s"
 
 
-def format_summary(rows: Sequence[TaskSummary]) -> str:
+def format_summary(rows: Iterable[TaskSummary]) -> str:
     """A fixed-width table of ``rows`` (``-`` for a time of a task that never ran): the
     :class:`TaskSummary` rows :func:`summarize` gives, else a
     :class:`~lldsched.errors.ValidationError` naming what was given (``None`` raised
