@@ -371,12 +371,16 @@ def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float
     """``span`` as matplotlib date numbers; refused, naming it, unless it is two instants
     in order (an int gave ``TypeError: 'int' object is not iterable``, three instants
     ``ValueError: too many values to unpack``)."""
-    if isinstance(span, str | bytes) or not isinstance(span, Sequence) or len(span) != 2:
+    try:
+        if isinstance(span, str | bytes):
+            raise TypeError  # two characters are no instants
+        first, last = span
+    except (TypeError, ValueError):
         raise ValidationError(
             f"span must be two instants (start, end): aware datetimes or epoch seconds, "
             f"got {span!r}"
-        )
-    low, high = (to_timestamp(end, name="span") / 86400.0 for end in span)
+        ) from None
+    low, high = (to_timestamp(end, name="span") / 86400.0 for end in (first, last))
     if not high > low:
         raise ValidationError(f"span must run forwards, got {span!r}")
     return low, high
