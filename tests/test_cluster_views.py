@@ -59,6 +59,9 @@ def test_the_counts_put_fencing_and_no_fencing_side_by_side() -> None:
 def test_bad_input_to_the_views_names_it() -> None:
     with pytest.raises(ValidationError, match="expected a ClusterResult"):
         cluster_frame([])  # type: ignore[arg-type]
+    # Before: AttributeError ('NoneType' object has no attribute 'start').
+    with pytest.raises(ValidationError, match=r"expected a ClusterResult .*, got None"):
+        cluster_timeline(None)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="non-empty sequence of results, got \\[\\]"):
         cluster_counts([])
     with pytest.raises(ValidationError, match="labels must name each of the 2 results"):

@@ -37,6 +37,7 @@ from lldsched.views.frames import (
     DTYPES,
     MOST_WORKERS,
     OUTCOMES,
+    dependencies_of,
     mean_busy,
     ran,
     schedules_of,
@@ -363,6 +364,41 @@ def test_task_summary_of_an_empty_frame_is_empty_and_typed() -> None:
     assert summary["lateness_p95"].dtype == np.dtype("timedelta64[us]")
 
 
+def test_task_summary_names_the_columns_a_frame_lacks() -> None:
+    # Before: a frame cut to task_id and outcome passed the check and raised KeyError: 'ok'.
+    frame = to_frame(RECORDS)
+    with pytest.raises(ValidationError, match=r"it has no \['name', 'attempt', 'ok'"):
+        task_summary(frame[["task_id", "outcome"]])
+    cut = frame.drop(columns=["slot"])
+    with pytest.raises(ValidationError, match=r"it has no \['slot'\] column"):
+        task_summary(cut, {"a": FixedRate(60)})  # the overruns read it
+    assert task_summary(cut).equals(task_summary(frame))
+
+
+def test_schedules_of_and_dependencies_of_refuse_what_is_no_runtime_naming_it() -> None:
+    # Before: AttributeError ('NoneType' object has no attribute 'schedules').
+    for read in (schedules_of, dependencies_of):
+        for source in (None, RECORDS):
+            with pytest.raises(ValidationError, match=r"\(\) takes a runtime .*, got "):
+                read(source)  # type: ignore[arg-type]
+
+
+def test_format_summary_refuses_what_are_not_summary_rows_naming_it() -> None:
+    # Before: format_summary(None) raised TypeError ('NoneType' object is not iterable),
+    # and records or a frame's rows AttributeError ('ExecutionRecord' object has no
+    # attribute 'runs'): a summary of the records was meant.
+    record = RECORDS[0]
+    for given, named in [
+        (None, "got None"),
+        ([record], f"got an item {record!r}"),
+        (task_summary(to_frame(RECORDS)), "got an item 'name'"),
+    ]:
+        with pytest.raises(ValidationError, match=re.escape(named)) as refused:
+            format_summary(given)  # type: ignore[arg-type]
+        assert "takes TaskSummary rows, as summarize() gives" in str(refused.value)
+    assert format_summary(iter(summarize(RECORDS))) == format_summary(summarize(RECORDS))
+
+
 def test_utilisation_splits_a_run_across_interval_boundaries() -> None:
     hour = 3600
     records = [  # T0 is 09:00 UTC
@@ -450,14 +486,16 @@ def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:
     assert empty.empty and empty.columns.tolist() == [0, 1]
 
 
-@pytest.mark.parametrize("workers", [0, -2, [0, 0], [0, 1, 1], [-1], [1, -1]])
-def test_utilisation_refuses_a_count_below_one_and_indexes_twice_or_negative(
+@pytest.mark.parametrize("workers", [0, -2, [], (), [0, 0], [0, 1, 1], [-1], [1, -1]])
+def test_utilisation_refuses_a_count_below_one_and_indexes_none_twice_or_negative(
     workers: object,
 ) -> None:
     """Before: ``workers=[0, 0]`` gave two columns named 0 whose figures differed (the
     lane's busy time in one, nothing in the other), ``[0, 1, 1]`` five columns, and a
     count of 0 on no runs a frame without a column; ``workers=0`` on runs blamed them
-    ("runs on workers [0] are not among workers=0")."""
+    ("runs on workers [0] are not among workers=0"); ``workers=[]`` on runs raised
+    numpy's ``IndexError`` (index -1 is out of bounds), and on no runs gave a frame
+    without a column."""
     for frame in (to_frame(RECORDS), to_frame([])):
         with pytest.raises(ValidationError, match=re.escape(f"got {workers!r}")) as refused:
             utilisation(frame, workers=workers)  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -626,6 +627,35 @@ def test_overrun_comparison_draws_every_policy_it_is_given_one_panel_each() -> N
         overrun_comparison({"SKIP": runs[OverrunPolicy.SKIP]})  # type: ignore[dict-item]
     with pytest.raises(ValidationError, match="policies must be OverrunPolicy or Overlap"):
         simulate_overrun(policies=["SKIP"])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ({"period": "60"}, "simulate_overrun period must be a number of seconds or a timedelta"),
+        ({"duration": -1}, "simulate_overrun duration must be finite and > 0 seconds, got -1"),
+        ({"horizon": float("nan")}, "simulate_overrun horizon must be finite and >= 0"),
+        ({"policies": OverrunPolicy.SKIP}, "policies must be an iterable of OverrunPolicy"),
+        ({"policies": [OverrunPolicy.SKIP, "SKIP"]}, "members, got 'SKIP'"),
+        ({"policies": [Overlap.ALLOW], "max_instances": -1}, "max_instances must be an int"),
+        ({"policies": [Overlap.ALLOW], "max_instances": 10**9}, "got 1000000000"),
+    ],
+)
+def test_simulate_overrun_refuses_a_bad_argument_naming_it(
+    given: dict[str, Any], named: str
+) -> None:
+    # Before: period="60" raised TypeError ('>' not supported between 'str' and 'int'), a
+    # single policy TypeError (not iterable), max_instances=-1 blamed "workers ... got 0"
+    # and 10**9 "workers ... got 1000000001"; a bad policy after a good one was found once
+    # the good one's simulation had run.
+    with pytest.raises(ValidationError, match=re.escape(named)):
+        simulate_overrun(**given)
+
+
+def test_simulate_overrun_takes_a_timedelta_period_and_duration() -> None:
+    # Before: TypeError (unsupported format string passed to datetime.timedelta.__format__).
+    by_timedelta = simulate_overrun(timedelta(minutes=1), timedelta(seconds=150))
+    assert by_timedelta == simulate_overrun(60, 150)
 
 
 def test_runs_cancelled_for_a_newer_slot_are_drawn_and_counted_as_cancelled_not_failed() -> None:

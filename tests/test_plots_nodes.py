@@ -299,6 +299,7 @@ def test_workers_on_a_chart_by_task_is_refused_naming_it() -> None:
         ({7: 2}, "got 7"),
         ({A: 0}, f"workers[{A!r}] must be a count from 1"),
         ({A: [0, 0]}, f"workers[{A!r}] must be worker indexes >= 0, each once"),
+        ({A: [], B: [0]}, f"workers[{A!r}] must name at least one worker index, got []"),
         ({A: 60_000, B: 60_000}, "names 120,000 worker lanes in all"),
     ],
 )

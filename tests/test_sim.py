@@ -343,6 +343,20 @@ def test_a_duration_model_returning_no_duration_is_an_error_naming_the_task(draw
         sim.run(T + 10)
 
 
+def test_a_lognormal_draw_past_a_floats_range_is_refused_as_any_draw_naming_the_task() -> None:
+    """Before: ``OverflowError: math range error`` out of ``random.lognormvariate``, naming
+    neither the model nor the task (``exp`` of a draw past 709)."""
+    model = lognormal(median=1, sigma=1e6)  # seed 3: the first draw overflows
+    sim = Simulation(workers=1, start=T, seed=3)
+    sim.schedule("wide", OneTime(delay=0), id="wide", duration=model)
+    said = (
+        "duration model lognormal(median=1, sigma=1e+06) of task 'wide' returned inf; a "
+        "duration must be finite seconds >= 0"
+    )
+    with pytest.raises(ValidationError, match=re.escape(said)):
+        sim.run(T + 10)
+
+
 def test_a_model_that_raises_mid_run_fails_that_attempt_and_leaves_the_simulation_whole() -> None:
     """The error reaches the caller; the attempt it was drawn for is recorded failed with it,
     so the task is not left RUNNING on a worker that never frees, and the next run() goes

@@ -206,6 +206,8 @@ def test_a_bad_scenario_raises_a_validation_error_naming_the_value(
     ("build", "named"),
     [
         (lambda: ClusterTask("x", every=0.0), "task 'x' every must be finite and > 0 seconds"),
+        # Before: taken, and refused by simulate_cluster, as a FixedRate period
+        (lambda: ClusterTask("x", every=1e-9), "task 'x' every must be at least 1e-06 seconds"),
         (lambda: ClusterTask("x", every=60.0, duration=-1.0), "duration must be finite and >= 0"),
         (lambda: ClusterTask("", every=60.0), "non-empty str, got ''"),
         (lambda: Pause(node=0, at=1.0, seconds=0.0), "pause seconds must be finite and > 0"),

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.figure import Figure
 
 from lldsched import ExecutionRecord, Outcome, OverrunPolicy, ValidationError
 from lldsched.views import plots
@@ -180,3 +181,73 @@ def test_the_overrun_comparison_refuses_a_run_it_cannot_place() -> None:
     records = [run("a", 0, T0, T0 + 10), run("a", 0, T0 + 60, float("nan"))]
     with pytest.raises(ValidationError, match=r"task 'a' attempt 1 \(start .*, finish NaT\)"):
         plots.overrun_comparison({OverrunPolicy.SKIP: records})
+
+
+def _drawn(ax: Any) -> tuple[object, ...]:
+    """What a chart draws on ``ax``: its artists, titles and axis labels."""
+    titles = tuple(ax.get_title(loc) for loc in ("left", "center", "right"))
+    return len(ax.get_children()), titles, ax.get_xlabel(), ax.get_ylabel()
+
+
+@pytest.mark.parametrize(
+    ("draw", "named"),
+    [
+        pytest.param(
+            lambda frame, ax: plots.gantt(frame, ax=ax, tz="Mars/Base"),
+            "'Mars/Base'",
+            id="gantt tz",
+        ),
+        pytest.param(
+            lambda frame, ax: plots.gantt(frame, ax=ax, span=5),  # type: ignore[arg-type]
+            "span must be two",
+            id="span 5",
+        ),
+        pytest.param(
+            lambda frame, ax: plots.gantt(frame, ax=ax, span=(T0, T0 + 1, T0 + 2)),  # type: ignore[arg-type]
+            f"got ({T0}, ",
+            id="span of three",
+        ),
+        pytest.param(
+            lambda frame, ax: plots.gantt(frame, ax=ax, depends_on=5),  # type: ignore[arg-type]
+            "depends_on must map task ids to their upstream task ids",
+            id="depends_on 5",
+        ),
+        pytest.param(
+            lambda frame, ax: plots.gantt(frame, ax=ax, depends_on={"b": "a"}),
+            "got {'b': 'a'}",
+            id="depends_on a text",
+        ),
+        pytest.param(
+            lambda frame, ax: plots.lateness_over_time(frame, ax=ax, tz="Mars/Base"),
+            "'Mars/Base'",
+            id="lateness_over_time tz",
+        ),
+        pytest.param(
+            lambda frame, ax: plots.utilisation_plot(frame, 2, ax=ax, tz="Mars/Base"),
+            "'Mars/Base'",
+            id="utilisation_plot tz",
+        ),
+        pytest.param(
+            lambda frame, ax: plots.overrun_comparison(
+                {OverrunPolicy.SKIP: frame}, axes=[ax], tz="Mars/Base"
+            ),
+            "'Mars/Base'",
+            id="overrun_comparison tz",
+        ),
+    ],
+)
+def test_a_bad_argument_is_refused_naming_it_before_the_axes_given_are_drawn_on(
+    draw: Callable[[pd.DataFrame, Any], Any], named: str
+) -> None:
+    # Before: a bad tz was found once the runs were drawn, so the axes a notebook passed
+    # kept bars, ticks and a colour bar beside the error; span=5 raised TypeError ('int'
+    # object is not iterable), depends_on=5 TypeError with the bars drawn, and
+    # depends_on={"b": "a"} (an upstream's id, not a tuple of them) drew no arrow.
+    frame = to_frame([run("a", 0, T0, T0 + 10), run("b", 1, T0 + 5, T0 + 60)])
+    figure = Figure()
+    ax = figure.add_subplot()
+    before = _drawn(ax)
+    with pytest.raises(ValidationError, match=re.escape(named)):
+        draw(frame, ax)
+    assert _drawn(ax) == before
+    assert figure.axes == [ax]  # no colour bar's axes either

@@ -569,6 +569,31 @@ def test_a_panel_of_few_tasks_hides_the_box_and_max_rows_is_checked() -> None:
             ControlPanel(service(1), loop=None, max_rows=bad)  # type: ignore[arg-type]
 
 
+def test_what_is_no_runtime_loop_task_or_verb_is_refused_naming_it() -> None:
+    # Before: ControlPanel(None) raised AttributeError ('NoneType' object has no attribute
+    # 'tasks'); loop=5 was taken, and its first event raised AttributeError in the
+    # listener; button() of a task not shown or of another verb raised KeyError, and
+    # refresh(5) TypeError, where row() names the task.
+    for source in (None, 42, [Simulation()]):
+        with pytest.raises(ValidationError, match=r"ControlPanel takes a runtime .*, got "):
+            ControlPanel(source, loop=None)  # type: ignore[arg-type]
+    sim = Simulation()
+    with pytest.raises(ValidationError, match='loop must be "auto", None or an event loop, got 5'):
+        ControlPanel(sim, loop=5)  # type: ignore[arg-type]
+    assert sim._callbacks == []
+    panel = ControlPanel(service(2), loop=None)
+    task_id = panel._source.tasks()[0].id
+    with pytest.raises(ValidationError, match="'nope' is not shown: no such task"):
+        panel.button("nope", "pause")
+    with pytest.raises(ValidationError, match=r"verb must be one of \['pause', .* got 'stop'"):
+        panel.button(task_id, "stop")
+    for bad in (5, task_id):
+        with pytest.raises(ValidationError, match=f"task_ids must be task ids .* got {bad!r}"):
+            panel.refresh(bad)  # type: ignore[arg-type]
+    assert panel.button(task_id, "pause").description == "pause"
+    panel.close()
+
+
 def test_a_row_the_find_box_hides_leaves_the_grid_before_its_widgets_close() -> None:
     # Closed while still in the grid, a row's cells vanished from the browser at once,
     # and the cells after them shifted into the wrong columns (seen in Voila).

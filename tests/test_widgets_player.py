@@ -3,6 +3,7 @@ task table and the Gantt chart follow every step; its buttons act at the simulat
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest.mock import patch
@@ -16,9 +17,11 @@ from lldsched import (
     FixedRate,
     OneTime,
     RetryPolicy,
+    Scheduler,
     SchedulerStateError,
     ValidationError,
 )
+from lldsched.clock import EARLIEST
 from lldsched.sim import Simulation, fixed
 from lldsched.views.plots import PlotFigure
 from lldsched.views.widgets import SimulationPlayer
@@ -163,6 +166,60 @@ def test_the_first_chart_shows_the_simulations_own_time_then_follows_now() -> No
     assert low < T0 / 86400 < high and abs(high - (T0 + 6 * 3600) / 86400) < 1e-9
     player.advance(86400)
     assert player.span() == (T0 + 18 * 3600, T0 + 24 * 3600)  # the six hours up to now
+    player.close()
+
+
+@pytest.mark.parametrize(
+    ("window", "named"),
+    [
+        (0, "SimulationPlayer window must be finite and > 0 seconds, got 0"),
+        (-3600, "got -3600"),
+        ("6h", "SimulationPlayer window must be a number of seconds or a timedelta, got '6h'"),
+        (3 * 10**11, "SimulationPlayer window must end, from the simulated instant, within year"),
+    ],
+)
+def test_a_bad_window_is_refused_naming_it_and_leaves_nothing_on_the_simulation(
+    window: object, named: str
+) -> None:
+    # Before: window=0 said "span must run forwards, got (...)", "6h" raised TypeError and
+    # 3 * 10**11 blamed a span too, once the player had put its listener on the simulation,
+    # where it stayed, called at every event.
+    sim, _, _ = scenario()
+    with pytest.raises(ValidationError, match=re.escape(named)):
+        SimulationPlayer(sim, window=window)  # type: ignore[arg-type]
+    assert sim._callbacks == []
+    player = SimulationPlayer(sim, window=timedelta(hours=2))
+    assert player.span() == (T0, T0 + 2 * 3600)
+    player.close()
+
+
+def test_what_is_no_simulation_is_refused_naming_it() -> None:
+    # Before: SimulationPlayer(None) raised AttributeError ('NoneType' object has no
+    # attribute 'now'), and a Scheduler was taken, its step button raising AttributeError.
+    for runtime in (None, Scheduler(workers=1)):
+        with pytest.raises(ValidationError, match=r"SimulationPlayer steps a simulation .* got "):
+            SimulationPlayer(runtime)  # type: ignore[arg-type]
+
+
+def test_a_player_whose_first_chart_fails_leaves_nothing_on_the_simulation() -> None:
+    sim, _, _ = scenario()
+    with (
+        patch("lldsched.views.plots.gantt", side_effect=RuntimeError("no chart")),
+        pytest.raises(RuntimeError, match="no chart"),
+    ):
+        SimulationPlayer(sim)
+    assert sim._callbacks == []
+
+
+def test_a_player_of_a_simulation_at_year_1_draws_its_chart() -> None:
+    # Before: "span must be an instant from year 1 ..." out of the first chart, whose span
+    # began a 50th of the window before the first instant.
+    sim = Simulation(workers=1, start=EARLIEST)
+    sim.schedule("tick", FixedRate(600), duration=fixed(30))
+    player = SimulationPlayer(sim)
+    player.step()
+    low, _ = rendered_axes(player).get_xlim()
+    assert low == EARLIEST / 86400
     player.close()
 
 

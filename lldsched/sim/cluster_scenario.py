@@ -91,7 +91,7 @@ class ClusterTask:
             raise ValidationError(
                 f"a cluster task's name must be a non-empty str, got {self.name!r}"
             )
-        every = checks.seconds(self.every, name=f"task {self.name!r} every", above=0)
+        every = checks.step(self.every, name=f"task {self.name!r} every")  # as FixedRate's
         _seconds(self, "every", every)
         object.__setattr__(self, "duration", check_duration(self.duration))
 

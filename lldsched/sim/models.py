@@ -159,7 +159,10 @@ class lognormal:
         number(self.sigma, name="lognormal sigma", at_least=0)
 
     def __call__(self, rng: random.Random, attempt: int) -> float:
-        return rng.lognormvariate(math.log(self.median), self.sigma)
+        try:
+            return rng.lognormvariate(math.log(self.median), self.sigma)
+        except OverflowError:  # exp() of a draw past 709: a duration no float holds
+            return math.inf  # refused as any draw out of range is, naming model and task
 
     def __repr__(self) -> str:
         return f"lognormal(median={self.median:g}, sigma={self.sigma:g})"

@@ -75,6 +75,7 @@ pandas and numpy are imported here, in :mod:`lldsched.views.tables` and in
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -165,13 +166,24 @@ def schedules_of(source: Reads) -> dict[str, Schedule]:
     """Task id to schedule, for :func:`task_summary`'s overrun count: the runtime's
     ``schedules()``, of the registered tasks and of those gone from its registry whose
     records it keeps (:mod:`lldsched.core.departed`)."""
+    _check_runtime(source, "schedules_of", "schedules")
     return source.schedules()
 
 
 def dependencies_of(source: Reads) -> dict[str, tuple[str, ...]]:
     """Task id to the ids it depends on, for the tasks that have upstreams (the
     ``depends_on`` of :func:`lldsched.views.plots.gantt`)."""
+    _check_runtime(source, "dependencies_of", "tasks")
     return {task.id: task.depends_on for task in source.tasks() if task.depends_on}
+
+
+def _check_runtime(source: object, view: str, read: str) -> None:
+    """``source`` refused, naming it, unless it has the runtime's ``read`` method
+    (``None`` or a list of records raised ``AttributeError``: they keep no tasks)."""
+    if not callable(getattr(source, read, None)):
+        raise ValidationError(
+            f"{view}() takes a runtime (a Scheduler or a Simulation), got {reprlib.repr(source)}"
+        )
 
 
 # -- the frame -----------------------------------------------------------------------

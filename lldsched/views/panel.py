@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import reprlib
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -190,6 +191,16 @@ class ControlPanel:
         live: bool = True,
         max_rows: int | None = MAX_ROWS,
     ) -> None:
+        if not isinstance(source, Runtime):  # None raised AttributeError ('tasks')
+            raise ValidationError(
+                "ControlPanel takes a runtime (a Scheduler or a Simulation), got "
+                f"{reprlib.repr(source)}"
+            )
+        if loop != "auto" and loop is not None and not hasattr(loop, "call_soon_threadsafe"):
+            # found here, not as an AttributeError in the listener at the first event
+            raise ValidationError(
+                f'loop must be "auto", None or an event loop, got {reprlib.repr(loop)}'
+            )
         if max_rows is not None:
             checks.whole(max_rows, name="max_rows", at_least=1)
         self.max_rows = max_rows
@@ -250,15 +261,22 @@ class ControlPanel:
     def row(self, task_id: str) -> dict[str, str]:
         """The row shown for ``task_id``."""
         with self._render:
-            if task_id not in self._rows:
-                raise ValidationError(
-                    f"{task_id!r} is not shown: {self.note.value or 'no such task'}"
-                )
-            return dict(self._rows[task_id].shown)
+            return dict(self._shown_row(task_id).shown)
 
     def button(self, task_id: str, verb: str) -> Any:
-        """The ``verb`` button ("pause", "resume", "cancel", "redrive") of a task's row."""
-        return self._rows[task_id].buttons[verb]
+        """The ``verb`` button ("pause", "resume", "cancel", "redrive") of a task's row;
+        :class:`~lldsched.errors.ValidationError` for a task not shown or another verb, as
+        :meth:`row` (a ``KeyError`` before)."""
+        with self._render:
+            buttons = self._shown_row(task_id).buttons
+        if verb not in buttons:
+            raise ValidationError(f"verb must be one of {list(buttons)}, got {verb!r}")
+        return buttons[verb]
+
+    def _shown_row(self, task_id: str) -> _Row:
+        if task_id not in self._rows:
+            raise ValidationError(f"{task_id!r} is not shown: {self.note.value or 'no such task'}")
+        return self._rows[task_id]
 
     @property
     def closed(self) -> bool:
@@ -268,6 +286,10 @@ class ControlPanel:
 
     def refresh(self, task_ids: Iterable[str] | None = None) -> None:
         """Redraw the rows of ``task_ids`` (all rows when None), adding rows for new tasks."""
+        if task_ids is not None and (
+            isinstance(task_ids, str | bytes) or not isinstance(task_ids, Iterable)
+        ):  # a text was read as ids of one character, an int raised TypeError
+            raise ValidationError(f"task_ids must be task ids (a list) or None, got {task_ids!r}")
         with self._render:
             if self._closed:
                 return

@@ -17,11 +17,13 @@ as they are asked.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from lldsched import checks
+from lldsched.clock import EARLIEST, within_datetimes
 from lldsched.errors import LldschedError, ValidationError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Stepped
@@ -86,15 +88,26 @@ class SimulationPlayer:
         *,
         tz: str = "UTC",
         chart: bool = True,
-        window: float = 6 * 3600,
+        window: float | timedelta = 6 * 3600,
         max_typed: float | timedelta = MAX_TYPED_RUN,
     ) -> None:
+        if not isinstance(sim, Stepped):  # None raised AttributeError; a Scheduler, at step
+            raise ValidationError(
+                "SimulationPlayer steps a simulation (a runtime with step(), run() and "
+                f"run_for()), got {reprlib.repr(sim)}"
+            )
         self.max_typed = checks.seconds(max_typed, name="SimulationPlayer max_typed", above=0)
+        # Checked here, not by the chart's span at the first draw: window=0 said "span
+        # must run forwards", "6h" raised TypeError, and the listener stayed on sim.
+        self.window = checks.seconds(window, name="SimulationPlayer window", above=0)
+        self._origin = float(sim.now)
+        within_datetimes(
+            self._origin + self.window, name="SimulationPlayer window", given=window,
+            words="must end, from the simulated instant, within year 9999",
+        )  # fmt: skip
         widgets = require_ipywidgets()
         self.sim = sim
         self._tz = zone_info(tz)
-        self.window = window
-        self._origin = float(sim.now)
         self.table = ControlPanel(sim, tz=tz, loop=None, live=False)
         self.clock = widgets.HTML()
         buttons = {
@@ -153,7 +166,11 @@ class SimulationPlayer:
         self.charts_drawn = 0
         self._closed = False
         self._refused: str | None = None  # what the box's last refusal said, until a run
-        self._refresh()
+        try:
+            self._refresh()
+        except BaseException:  # no player: nothing of it stays on sim, or open
+            self.close()
+            raise
         closes_when_its_cell_runs_again(self)
 
     @property
@@ -306,9 +323,8 @@ class SimulationPlayer:
         recent = sorted([*recent, *self.in_flight()], key=lambda r: order.get(r.task_id, -1))
         figure = PlotFigure(figsize=(11.0, 4.2), layout="constrained")
         ax = figure.add_subplot()
-        gantt(
-            to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=(low - self.window / 50, high)
-        )
+        margin = max(low - self.window / 50, EARLIEST)  # (a simulation of year 1 has no before)
+        gantt(to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=(margin, high))
         mark_now(ax, float(self.sim.now))
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=80)

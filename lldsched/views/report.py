@@ -254,8 +254,22 @@ def _seconds(value: float | None) -> str:
     return f"{value:.0f}s" if value >= 10 or value == 0 else f"{value:.1f}s"
 
 
-def format_summary(rows: Sequence[TaskSummary]) -> str:
-    """A fixed-width table of ``rows`` (``-`` for a time of a task that never ran)."""
+def format_summary(rows: Iterable[TaskSummary]) -> str:
+    """A fixed-width table of ``rows`` (``-`` for a time of a task that never ran): the
+    :class:`TaskSummary` rows :func:`summarize` gives, else a
+    :class:`~lldsched.errors.ValidationError` naming what was given (``None`` raised
+    ``TypeError``, records or a frame's rows ``AttributeError``)."""
+    if not records_iterable(rows):
+        raise ValidationError(
+            f"format_summary() takes TaskSummary rows, as summarize() gives, got {rows!r}"
+        )
+    rows = list(rows)
+    for row in rows:
+        if not isinstance(row, TaskSummary):
+            raise ValidationError(
+                "format_summary() takes TaskSummary rows, as summarize() gives, got an item "
+                f"{row!r}"
+            )
     header = ("task", "runs", "ok", "failed", "timeout", "cancelled", "retries", "overrun",
               "missed", "given-up", "skipped", "late p50", "late p95", "late max", "dur p50",
               "dur max")  # fmt: skip

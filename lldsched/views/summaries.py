@@ -127,8 +127,9 @@ def task_summary(
     slots were all decided without a run).  ``schedules`` maps task id to schedule
     (see :func:`schedules_of`) for the overrun count; without it the count is 0.
     """
-    check_frame(frame, columns=("task_id", "outcome"))
     by_id = schedules_by_id(schedules)
+    # every column it reads, named up front (a frame cut to a few columns raised KeyError)
+    check_frame(frame, columns=_SUMMARY_NEEDS + (("slot", "start", "finish") if by_id else ()))
     # The rows grouped by task in one stable sort, each column read out once as a list:
     # a task's rows are then one slice of each (a groupby's pandas calls a task, 720
     # tasks at a million rows, took seconds).
@@ -176,6 +177,18 @@ _SUMMARY_READS = frozenset({
 })  # fmt: skip
 """The columns :func:`task_summary` reads of each task's rows (and :func:`_overruns` of
 them): its copy of the rows in task order has only these."""
+_SUMMARY_NEEDS = (
+    "task_id",
+    "name",
+    "attempt",
+    "ok",
+    "timed_out",
+    "outcome",
+    "lateness",
+    "duration",
+)
+"""The columns :func:`task_summary` needs of every frame (and ``slot``, ``start`` and
+``finish`` with schedules, for the overruns)."""
 
 
 def _seconds(column: pd.Series[Any]) -> list[float]:
@@ -725,16 +738,21 @@ them, and ``10**30`` raised ``OverflowError``."""
 
 def _workers(workers: object, name: str = "workers") -> list[int]:
     """``utilisation``'s ``workers``: a count (``0 .. workers-1``, from 1 to
-    :data:`MOST_WORKERS`) or worker indexes, each ``>= 0`` and none twice (numpy's
-    integers too: ``operator.index``; a bool is neither).  A count below 1 gave a frame of
-    no column (or blamed the runs' workers), an index twice columns whose figures were
-    wrong (one lane's busy time spread over copies), and a negative index a worker no
-    runtime has."""
+    :data:`MOST_WORKERS`) or worker indexes, at least one, each ``>= 0`` and none twice
+    (numpy's integers too: ``operator.index``; a bool is neither).  A count below 1 gave a
+    frame of no column (or blamed the runs' workers), no index an ``IndexError`` out of
+    numpy (or, on no runs, a frame of no column), an index twice columns whose figures
+    were wrong (one lane's busy time spread over copies), and a negative index a worker
+    no runtime has."""
     try:
         if isinstance(workers, Iterable) and not isinstance(workers, str | bytes):
             indexes = list(workers)
             if not any(isinstance(w, bool) for w in indexes):
                 lanes = [operator.index(w) for w in indexes]
+                if not lanes:
+                    raise ValidationError(
+                        f"{name} must name at least one worker index, got {workers!r}"
+                    )
                 if len(set(lanes)) == len(lanes) and all(lane >= 0 for lane in lanes):
                     return lanes
                 raise ValidationError(

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from lldsched.cluster import ClusterResult, ClusterRun
-from lldsched.views.cluster import cluster_counts, label_of
+from lldsched.views.cluster import _check, cluster_counts, label_of
 from lldsched.views.plots._base import (
     Axes,
     Figure,
@@ -50,7 +50,11 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     A node that ran several slots at once (two tasks' slots, a stale run writing after
     the next began) gets a row for each run at once (:func:`first_free_rows`), its pauses
     and outages shaded across all of them: the runs were drawn over one another.  A
-    run's label is left out where it would cover the label before it on its row."""
+    run's label is left out where it would cover the label before it on its row.
+    Anything but a :class:`~lldsched.cluster.ClusterResult` is refused, naming it, as
+    :func:`~lldsched.views.cluster.cluster_frame` refuses it (``None`` raised
+    ``AttributeError``)."""
+    _check(result)
     origin = result.start
     ends = [
         run.finished if run.finished is not None else _crash(result, run) for run in result.runs

@@ -3,7 +3,8 @@ optionally the dependency edges between runs and the waits of blocked slots."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import reprlib
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any, cast
 
@@ -34,6 +35,7 @@ from lldsched.views.plots._base import (
     _tasks,
     _time_axis,
     _title,
+    _zone,
     first_free_rows,
     task_label,
 )
@@ -143,6 +145,11 @@ def gantt(
             f'workers names the lanes of a chart by worker (by="worker"); by={by!r} has a '
             f"lane per task, got workers={workers!r}"
         )
+    # Checked before anything is drawn: on an ax= given, a refusal leaves it as it was.
+    zone = _zone(tz)
+    shown = None if span is None else _span(span)
+    if depends_on is not None:
+        _check_depends_on(depends_on)
     # a slot a misfire policy decided ran on no worker; checks frame
     everything = _ran_reading(frame, _GANTT_READS)
     waits = frame[frame["outcome"] == "blocked"]
@@ -170,7 +177,6 @@ def gantt(
     if note:
         ax.set_title(note, loc="right", fontsize="small", color="0.35")
     detail = len(frame) <= DETAIL_RUNS
-    shown = None if span is None else _span(span)
     if len(frame):
         low, high = _draw_runs(
             ax, frame, lane.astype(float), palette[codes], detail=detail, span=shown
@@ -202,7 +208,7 @@ def gantt(
     ax.set_ylabel(("node · worker" if paired else "worker") if by == "worker" else "task")
     ax.grid(axis="x", color="0.9", zorder=0)
     ax.set_axisbelow(True)
-    _time_axis(ax, tz, blank=not len(frame) and shown is None)
+    _time_axis(ax, zone, blank=not len(frame) and shown is None)
     title = title if title is not None else _gantt_title(everything, every_lane)
     _title(ax, title)
     return figure
@@ -362,11 +368,41 @@ def _at_once(frame: pd.DataFrame, base: np.ndarray[Any, Any], count: int) -> tup
 
 
 def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float]:
-    """``span`` as matplotlib date numbers."""
-    low, high = (to_timestamp(end, name="span") / 86400.0 for end in span)
+    """``span`` as matplotlib date numbers; refused, naming it, unless it is two instants
+    in order (an int gave ``TypeError: 'int' object is not iterable``, three instants
+    ``ValueError: too many values to unpack``)."""
+    try:
+        if isinstance(span, str | bytes):
+            raise TypeError  # two characters are no instants
+        first, last = span
+    except (TypeError, ValueError):
+        raise ValidationError(
+            f"span must be two instants (start, end): aware datetimes or epoch seconds, "
+            f"got {span!r}"
+        ) from None
+    low, high = (to_timestamp(end, name="span") / 86400.0 for end in (first, last))
     if not high > low:
         raise ValidationError(f"span must run forwards, got {span!r}")
     return low, high
+
+
+def _check_depends_on(depends_on: object) -> None:
+    """``depends_on`` refused, naming it, unless it maps task ids to collections of
+    upstream ids (:func:`~lldsched.views.frames.dependencies_of`): an int raised
+    ``TypeError`` out of the arrows, with the bars drawn already, and a text of one
+    upstream id was read as ids of one character each, drawing nothing."""
+    if isinstance(depends_on, Mapping) and all(
+        isinstance(task, str)
+        and isinstance(upstreams, Collection)
+        and not isinstance(upstreams, str | bytes)
+        and all(isinstance(upstream, str) for upstream in upstreams)
+        for task, upstreams in depends_on.items()
+    ):
+        return
+    raise ValidationError(
+        "depends_on must map task ids to their upstream task ids, as "
+        f"dependencies_of(runtime) gives ({{'load': ('extract',)}}), got {reprlib.repr(depends_on)}"
+    )
 
 
 def _gantt_title(frame: pd.DataFrame, by_worker: tuple[Any, list[str]] | None) -> str:

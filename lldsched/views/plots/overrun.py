@@ -32,6 +32,7 @@ from lldsched.views.plots._base import (
     _time_axis,
     _title,
     _unit,
+    _zone,
     task_colours,
 )
 from lldsched.views.plots.palette import ACCENT
@@ -67,6 +68,7 @@ def overrun_comparison(
         raise ValidationError(
             f"runs must map OverrunPolicy or Overlap members to runs, got {reprlib.repr(runs)}"
         )
+    zone = _zone(tz)  # before anything is drawn: axes given stay as they were
     recorded = {
         policy: frame if isinstance(frame, pd.DataFrame) else to_frame(frame)
         for policy, frame in runs.items()
@@ -150,7 +152,7 @@ def overrun_comparison(
         ax.set_yticks(list(labelled), [str(n + 1) for n in labelled])
         ax.set_ylim(rows[policy] - 0.5, _TOP)
         ax.set_ylabel("run")
-        _time_axis(ax, tz, max_ticks=6)  # panels are narrow: ticks a minute apart overlap
+        _time_axis(ax, zone, max_ticks=6)  # panels are narrow: ticks a minute apart overlap
     if spans:
         slots = [float(x) for dropped in dropped_slots.values() for x in dropped]
         low = min([span[0] for span in spans] + slots)

@@ -27,6 +27,7 @@ from lldsched.views.plots._base import (
     _time_axis,
     _title,
     _unit,
+    _zone,
     task_mark,
 )
 from lldsched.views.summaries import (
@@ -58,6 +59,7 @@ def lateness_over_time(
     (:func:`~lldsched.views.summaries.check_lateness`)."""
     frame = _ran_reading(frame, _LATENESS_READS)
     check_lateness(frame)
+    zone = _zone(tz)  # before anything is drawn: an ax= given stays as it was
     figure, ax = _axes(ax, (11.0, 4.0))
     lateness = _seconds(frame["lateness"])
     codes, labels, palette, named = _tasks(frame, lateness, how="max")
@@ -86,7 +88,7 @@ def lateness_over_time(
     ax.set_ylabel(f"lateness ({unit})")
     ax.grid(color="0.9")
     ax.set_axisbelow(True)
-    _time_axis(ax, tz, blank=not len(frame))
+    _time_axis(ax, zone, blank=not len(frame))
     _title(ax, "Lateness over time: how long each run waited past its due time")
     return figure
 
@@ -235,6 +237,7 @@ def utilisation_plot(
     intervals it holds; the title names the length drawn and the time axis's label
     says why.  ``utilisation(frame, workers, <that length>)`` is the table drawn."""
     most_columns = checks.whole_or_none(max_columns, name="max_columns", at_least=1)
+    zone = _zone(tz)  # before anything is drawn: an ax= given stays as it was
     # the runs picked out of frame once for the three (each of fitting_freq, utilisation
     # and mean_busy copied them)
     shown, asked, table, mean = _utilisation_drawn(frame, workers, freq, most_columns)
@@ -262,7 +265,7 @@ def utilisation_plot(
     ax.set_yticks(labelled, [column_labels(list(table.columns))[i] for i in labelled])
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
     ax.set_ylabel("node · worker" if isinstance(table.columns, pd.MultiIndex) else "worker")
-    _time_axis(ax, tz, blank=not len(table))
+    _time_axis(ax, zone, blank=not len(table))
     if shown != freq:  # merged: the axis says from what, and why (a line under the
         # zone's: on one, the label ran into the date at the axis's right end)
         ax.set_xlabel(
