@@ -516,7 +516,7 @@ def test_validated_is_the_one_gate_of_what_counts_as_a_schedule() -> None:
     from lldsched.core.registration import validated
 
     def check(schedule: object) -> object:
-        checked, _, _ = validated(
+        _, checked, _, _ = validated(
             "job",
             noop,
             schedule,  # type: ignore[arg-type]  # a wrong type on purpose, below

@@ -295,3 +295,13 @@ def test_a_store_given_as_its_path_or_dsn_says_what_to_open_and_hides_the_passwo
     assert "s3cret" not in message
     assert f"store must be a TaskStore (save, delete and load_all methods), got {shown}" in message
     assert advice in message
+
+
+def test_a_type_of_text_is_never_remembered_as_a_schedules() -> None:
+    """``is_schedule`` answers for text with a schedule's methods as for any schedule, but
+    does not remember its type: ``validated()`` takes a remembered type as a schedule's
+    without asking whether it is text, and text is cron."""
+    from lldsched.core.schedulearg import is_schedule
+
+    assert is_schedule(TextWithScheduleMethods("*/5 * * * *"))
+    assert TextWithScheduleMethods not in SCHEDULE_TYPES

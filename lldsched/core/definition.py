@@ -113,7 +113,7 @@ class DefinitionVerbs(CoreParts):
         check_store(self._writes, "modify", task_id)
         self._check_changeable(task, "modify")
         old = task._options
-        _, new_priority, options = validated(
+        _, _, new_priority, options = validated(
             task.name,
             task.action,
             task._schedule,

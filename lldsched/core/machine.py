@@ -328,9 +328,9 @@ class SchedulerCore(
         if paused is not False or replace_existing is not False:  # off the common path
             flag(paused, name=f"task {name!r}: paused")
             flag(replace_existing, name=f"task {name!r}: replace_existing")
-        if isolation != "thread" or isinstance(action, str):
+        if isolation != "thread":  # a thread's action given as text: validated() says so
             action = isolated_action(name, action, isolation=isolation)
-        schedule, priority, options = validated(
+        action, schedule, priority, options = validated(
             name,
             action,
             schedule,

@@ -69,7 +69,7 @@ no timeout, the default retry policy)."""
 
 def validated(
     name: str,
-    action: Callable[..., Any] | None,
+    action: Callable[..., Any] | str | None,
     schedule: Schedule | str,
     *,
     tz: str,
@@ -84,10 +84,12 @@ def validated(
     overlap: Overlap | None = None,
     max_instances: int | None = None,
     check_arguments: bool = True,
-) -> tuple[Schedule, Priority, TaskOptions]:
-    """Check everything a registration passes; return its schedule (:func:`schedule_of`:
-    cron text and a ``CronSchedule`` naming no zone are read in ``tz``), its
-    :class:`Priority` and its :class:`~lldsched.core.task.TaskOptions`.
+) -> tuple[Callable[..., Any] | None, Schedule, Priority, TaskOptions]:
+    """Check everything a registration passes; return its action (a callable, or None:
+    text, a thread's import path, is refused here by the callable check, with the error
+    :func:`~lldsched.core.isolation.isolated_action` gives it), its schedule
+    (:func:`schedule_of`: cron text and a ``CronSchedule`` naming no zone are read in
+    ``tz``), its :class:`Priority` and its :class:`~lldsched.core.task.TaskOptions`.
 
     ``depends_on`` is checked as a value here (a list or tuple of task ids, none
     twice); whether those ids are registered and free of cycles is
@@ -107,9 +109,12 @@ def validated(
         raise not_callable(name, action)
     kind = type(schedule)
     # Only cron, text or a type not seen yet need schedule_of: the common case skips
-    # the call (2 % of a registration, callgrind); isinstance also tells mypy.
-    if kind not in SCHEDULE_TYPES or kind is CronSchedule or isinstance(schedule, str):
-        schedule = schedule_of(name, schedule, tz=tz)
+    # the call (2 % of a registration, callgrind).  SCHEDULE_TYPES never holds a type of
+    # text (is_schedule refuses to remember one), so a type found there is a schedule's.
+    if kind in SCHEDULE_TYPES and kind is not CronSchedule:
+        checked: Schedule = schedule  # type: ignore[assignment]  # not text: see above
+    else:
+        checked = schedule_of(name, schedule, tz=tz)
     if type(priority) is not Priority:
         priority = _priority(name, priority)
     shape = BARE if action is None else call_shape(action)
@@ -133,7 +138,7 @@ def validated(
     ):
         if check_arguments and shape is not BARE:
             check_call(name, cast(Callable[..., Any], action), DEFAULT_OPTIONS)
-        return schedule, priority, DEFAULT_OPTIONS
+        return action, checked, priority, DEFAULT_OPTIONS
     options = _options(
         name,
         retry=retry,
@@ -146,7 +151,7 @@ def validated(
         depends_on=_depends_on(name, depends_on),
     )
     if overlap is not None or max_instances is not None:
-        check_overlap(name, schedule, overlap=overlap, max_instances=max_instances)
+        check_overlap(name, checked, overlap=overlap, max_instances=max_instances)
         if options.depends_on and overlap in (Overlap.CANCEL_OTHER, Overlap.ALLOW):
             # A run started beside a running one does not pass the readiness check
             # (docs/DECISIONS.md, "Overlap policies"): refused rather than unchecked.
@@ -158,7 +163,7 @@ def validated(
         options = options._replace(overlap=overlap, max_instances=max_instances)
     if check_arguments and action is not None:
         check_call(name, action, options)
-    return schedule, priority, options
+    return action, checked, priority, options
 
 
 class StoredOptions(TypedDict):

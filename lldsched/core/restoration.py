@@ -255,7 +255,7 @@ class Restoration(CoreParts):
 
     def _rebuild(self, restored: Restored, fits: set[Hashable]) -> ScheduledTask:
         definition = restored.definition
-        _, priority, options = validated(  # the stored schedule is kept as it is
+        _, _, priority, options = validated(  # the stored action and schedule are kept
             definition.name,
             definition.action,
             definition.schedule,

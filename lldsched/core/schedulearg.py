@@ -34,9 +34,12 @@ def is_schedule(schedule: object) -> bool:
     remembering ``type`` let every class after one pass unchecked); remembers its type,
     unless it is a decorator's (``Jittered``, ``Window``, or one of one's own, which keeps
     what it wraps in ``.schedule``): :func:`schedule_of` reads the cron a decorator wraps
-    in the default zone, so decorators never take the shortcut past it."""
+    in the default zone, so decorators never take the shortcut past it.  Nor a type of
+    text (a ``str`` subclass with a schedule's methods is cron text): a type remembered
+    here is taken as a schedule's, never asked whether it is text
+    (:func:`~lldsched.core.registration.validated`)."""
     if has_schedule_methods(schedule):
-        if wrapped_schedule(schedule) is None:
+        if wrapped_schedule(schedule) is None and not isinstance(schedule, str):
             SCHEDULE_TYPES.add(type(schedule))
         return True
     return False

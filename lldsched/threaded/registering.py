@@ -164,7 +164,7 @@ class Registering(SchedulerParts):
                 try:
                     for retry_once in (True, False):
                         try:
-                            task = self._core.add(
+                            task = core.add(
                                 name,
                                 action,
                                 schedule,
@@ -189,7 +189,7 @@ class Registering(SchedulerParts):
                                 retry_once
                                 and coordinator is not None
                                 and replace_existing
-                                and id not in self._core.tasks
+                                and id not in core.tasks
                             ):
                                 raise
                             if coordinator.left_out(id):  # one it cannot load: take it over
@@ -205,7 +205,7 @@ class Registering(SchedulerParts):
                     if held is not None:
                         held.close()
                 if on_loop:
-                    if self._core.holds(task):  # else it retired at once
+                    if core.holds(task):  # else it retired at once
                         self._loop_ids.add(task.id)
                 elif self._loop_ids:
                     self._loop_ids.discard(task.id)  # an id handed out again
