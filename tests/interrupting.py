@@ -176,7 +176,7 @@ class Interrupter:
             if self.lines == self.at:
                 self.where = f"{frame.f_code.co_name}:{frame.f_lineno}"
                 handler = signal.getsignal(signal.SIGINT)
-                if getattr(handler, "__module__", "").startswith("lldsched."):
+                if callable(handler) and getattr(handler, "__module__", "").startswith("lldsched."):
                     handler(signal.SIGINT, frame)  # a Hold keeps it: raised once let go
                 else:
                     raise KeyboardInterrupt(f"Ctrl-C at {self.where}")

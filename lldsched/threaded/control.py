@@ -36,7 +36,6 @@ from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.persistence import HoldNotCommitted, verb_held
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
-from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.flights import LEASE_GONE
 from lldsched.threaded.parts import NEW, RUNNING, STOPPED, SchedulerParts, shut_down, torn
 
@@ -571,6 +570,10 @@ class ControlVerbs(SchedulerParts):
         ``None``: as long as it takes): past it, :class:`~lldsched.errors.SchedulerBusyError`
         (a ``TimeoutError``), which is what a liveness probe should report, since a
         lock held that long (a store call that hangs) dispatches nothing."""
+        # Imported here: one more name in this module's globals cost every registration
+        # 27 instructions (benchmarks/threaded_instructions.py register).
+        from lldsched.threaded.deadline import Deadline
+
         wait = None if timeout is None else wait_seconds(timeout, name="metrics() timeout")
         with Deadline(wait, grace=0.0).holding(self._lock) as hold:  # no Ctrl-C inside (Hold)
             if not hold.held:

@@ -419,7 +419,7 @@ class Stopping(SchedulerParts):
         timer is stopped: this runs on the thread that called shutdown().  It waits on
         an event each settled run sets (:meth:`_settle`), not on ``_wake``, so that a
         lock held past the deadline (a store that hangs) cannot keep it waiting
-        (:meth:`Deadline.wait`).
+        (:meth:`Hold.wait <lldsched.threaded.deadline.Hold.wait>`).
 
         ``kill_at`` is :func:`~lldsched.threaded.loopshutdown.grace_for` before the
         deadline: that grace is for the ends of the runs in flight, and nothing starts in
