@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from lldsched import (
     TaskStatus,
 )
 from lldsched.persistence import TaskStore
+from lldsched.threaded.deadline import Deadline
 from tests import jobs
 from tests.conftest import T0
 from tests.interrupting import (
@@ -340,3 +342,19 @@ def test_a_ctrl_c_anywhere_in_a_bounded_metrics_leaves_the_lock_free(
         assert reached, f"the Ctrl-C at {interrupter.where} did not reach the caller"
         assert lock_free(scheduler), f"the lock left taken by a Ctrl-C at {interrupter.where}"
     goes_on(built, "metrics")
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_a_real_sigint_while_a_hold_has_the_lock_is_raised_once_it_is_let_go() -> None:
+    """A SIGINT (a real one, ``signal.raise_signal``) while a ``Hold`` has the lock on the
+    main thread is kept: the block runs to its end, and the ``KeyboardInterrupt`` is
+    raised as it ends, the lock let go and Python's handler back in place."""
+    lock = threading.Lock()
+    after = []
+    with pytest.raises(KeyboardInterrupt), Deadline(WAIT).holding(lock) as hold:
+        assert hold.held
+        signal.raise_signal(signal.SIGINT)
+        after.append("the block went on")
+    assert after == ["the block went on"]
+    assert not lock.locked()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -189,9 +189,11 @@ class Hold:
                 else:
                     self._handler = handler
         caught = None if self._handler is None else self._was_caught
-        self.held = (self._deadline if by is None else by)._take(self._lock, caught)
-        if not self.held:
-            self._hand_over()
+        try:
+            self.held = (self._deadline if by is None else by)._take(self._lock, caught)
+        finally:  # not taken (or another signal's handler raised): SIGINT's handler back
+            if not self.held:
+                self._hand_over()
 
     def _keep(self, signum: int, frame: FrameType | None) -> None:
         """The SIGINT handler while the lock is taken or held: keep it for later."""
