@@ -7,6 +7,7 @@ any two statements."""
 from __future__ import annotations
 
 import dis
+import signal
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
@@ -152,7 +153,12 @@ class Interrupter:
     backward jump and at a function's start, and the exception table covers the block up
     to its last call's end.  Raised there, a ``with lock:`` left the lock held for good,
     which no code can guard against.  Nor at a ``try:`` line's NOP that no exception
-    handler covers (:func:`uncovered`), for the same reason."""
+    handler covers (:func:`uncovered`), for the same reason.
+
+    A real SIGINT goes to the handler in place: while a
+    :class:`~lldsched.threaded.deadline.Hold` keeps it (the scheduler's lock taken or
+    held on the main thread), the Ctrl-C is handed to the hold, which raises it once the
+    lock is let go; else it is raised here."""
 
     def __init__(self, at: int | None) -> None:
         self.at = at
@@ -169,5 +175,9 @@ class Interrupter:
             self.lines += 1
             if self.lines == self.at:
                 self.where = f"{frame.f_code.co_name}:{frame.f_lineno}"
-                raise KeyboardInterrupt(f"Ctrl-C at {self.where}")
+                handler = signal.getsignal(signal.SIGINT)
+                if callable(handler) and getattr(handler, "__module__", "").startswith("lldsched."):
+                    handler(signal.SIGINT, frame)  # a Hold keeps it: raised once let go
+                else:
+                    raise KeyboardInterrupt(f"Ctrl-C at {self.where}")
         return self

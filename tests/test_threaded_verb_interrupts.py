@@ -20,8 +20,11 @@ run inside one of the store's calls: outside them both engines run the same line
 
 from __future__ import annotations
 
+import functools
 import shutil
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -41,6 +44,7 @@ from lldsched import (
     TaskStatus,
 )
 from lldsched.persistence import TaskStore
+from lldsched.threaded.deadline import Deadline
 from tests import jobs
 from tests.conftest import T0
 from tests.interrupting import (
@@ -341,3 +345,99 @@ def test_a_ctrl_c_anywhere_in_a_verb_leaves_it_whole_or_refusing_further_verbs(
             goes_on(built, verb)
         built.close()
     assert [outcome for outcome in outcomes if outcome[1:] != ([], True, True)] == []
+
+
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Python's own SIGINT handler in place (as in a notebook's cell or a script): a
+    Ctrl-C raises ``KeyboardInterrupt`` in the main thread."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def cut(call: Callable[[], object], at: int | None) -> tuple[Interrupter, bool]:
+    """``call()`` with a Ctrl-C at its ``at``-th line (none: counted); whether the
+    ``KeyboardInterrupt`` reached the caller."""
+    interrupter = Interrupter(at)
+    sys.settrace(interrupter)
+    try:
+        call()
+    except KeyboardInterrupt:
+        return interrupter, True
+    finally:
+        sys.settrace(None)
+    return interrupter, False
+
+
+def lock_free(scheduler: Scheduler) -> bool:
+    """The scheduler's lock can be taken (within ``WAIT``, never reached when it is free)."""
+    if not scheduler._lock.acquire(timeout=WAIT):
+        return False
+    scheduler._lock.release()
+    return True
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
+@pytest.mark.parametrize("drain", [True, False], ids=["drain", "drop"])
+def test_a_ctrl_c_anywhere_in_shutdown_leaves_the_lock_free_and_a_second_shutdown_stops_it(
+    made: Callable[[str], Built], drain: bool
+) -> None:
+    """A Ctrl-C at every line ``shutdown()`` runs on the caller's thread, as a real SIGINT
+    can land: it reaches the caller, the scheduler's lock is not left taken (the timer,
+    the workers, every later verb and a second shutdown would wait on it for good), a
+    second ``shutdown()`` stops every thread, and what is left due is queued and agrees
+    with its rows, as after a shutdown uninterrupted.  (Before, a Ctrl-C as a timed
+    acquisition returned left the lock taken; one just after the first took it left the
+    second waiting for a first that had ended; one in the pool's close left its workers
+    without their sentinels.)"""
+    first = made("memory").scheduler
+    counted, _ = cut(functools.partial(first.shutdown, drain=drain, timeout=WAIT), None)
+    assert counted.lines > 100
+    for at in range(1, counted.lines + 1):
+        built = made("memory")
+        scheduler = built.scheduler
+        interrupter, reached = cut(
+            functools.partial(scheduler.shutdown, drain=drain, timeout=WAIT), at
+        )
+        where = interrupter.where
+        assert reached, f"the Ctrl-C at {where} did not reach the caller"
+        assert lock_free(scheduler), f"the lock left taken by a Ctrl-C at {where}"
+        assert scheduler.shutdown(timeout=WAIT) is True, f"after a Ctrl-C at {where}"
+        assert not scheduler.running and scheduler._pool.alive == 0, where
+        assert not_whole(built) == [], where
+        built.close()
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_a_ctrl_c_anywhere_in_a_bounded_metrics_leaves_the_lock_free(
+    made: Callable[[str], Built],
+) -> None:
+    """``metrics(timeout=...)`` takes the lock with a timeout too: a Ctrl-C at any of its
+    lines reaches the caller and leaves the lock free (before, one as the acquisition
+    returned left it taken)."""
+    built = made("memory")
+    scheduler = built.scheduler
+    counted, _ = cut(lambda: scheduler.metrics(timeout=WAIT), None)
+    assert counted.lines > 10
+    for at in range(1, counted.lines + 1):
+        interrupter, reached = cut(lambda: scheduler.metrics(timeout=WAIT), at)
+        assert reached, f"the Ctrl-C at {interrupter.where} did not reach the caller"
+        assert lock_free(scheduler), f"the lock left taken by a Ctrl-C at {interrupter.where}"
+    goes_on(built, "metrics")
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_a_real_sigint_while_a_hold_has_the_lock_is_raised_once_it_is_let_go() -> None:
+    """A SIGINT (a real one, ``signal.raise_signal``) while a ``Hold`` has the lock on the
+    main thread is kept: the block runs to its end, and the ``KeyboardInterrupt`` is
+    raised as it ends, the lock let go and Python's handler back in place."""
+    lock = threading.Lock()
+    after = []
+    with pytest.raises(KeyboardInterrupt), Deadline(WAIT).holding(lock) as hold:
+        assert hold.held
+        signal.raise_signal(signal.SIGINT)
+        after.append("the block went on")
+    assert after == ["the block went on"]
+    assert not lock.locked()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

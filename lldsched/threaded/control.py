@@ -570,14 +570,18 @@ class ControlVerbs(SchedulerParts):
         ``None``: as long as it takes): past it, :class:`~lldsched.errors.SchedulerBusyError`
         (a ``TimeoutError``), which is what a liveness probe should report, since a
         lock held that long (a store call that hangs) dispatches nothing."""
-        wait = -1.0 if timeout is None else wait_seconds(timeout, name="metrics() timeout")
-        if not self._lock.acquire(timeout=wait):
-            raise SchedulerBusyError(
-                f"metrics(timeout={timeout!r}): the scheduler's lock was held by another "
-                "thread all that time (a store call that hangs under it?); nothing is "
-                "dispatched while it is"
-            )
-        try:
+        # Imported here: one more name in this module's globals cost every registration
+        # 27 instructions (benchmarks/threaded_instructions.py register).
+        from lldsched.threaded.deadline import Deadline
+
+        wait = None if timeout is None else wait_seconds(timeout, name="metrics() timeout")
+        with Deadline(wait, grace=0.0).holding(self._lock) as hold:  # no Ctrl-C inside (Hold)
+            if not hold.held:
+                raise SchedulerBusyError(
+                    f"metrics(timeout={timeout!r}): the scheduler's lock was held by another "
+                    "thread all that time (a store call that hangs under it?); nothing is "
+                    "dispatched while it is"
+                )
             pool = self._pool
             handoff = pool.waiting
             coroutines = self._coroutines.in_hand
@@ -597,8 +601,6 @@ class ControlVerbs(SchedulerParts):
                 handed_out_due=None if first is None else first[0],
                 dropped_events=self._dispatcher.dropped,
             )
-        finally:
-            self._lock.release()
 
     # -- listeners -----------------------------------------------------------
 

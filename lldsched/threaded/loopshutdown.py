@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lldsched.core.task import Entry
-from lldsched.threaded.deadline import LOCK_GRACE, Deadline
+from lldsched.threaded.deadline import LOCK_GRACE, Deadline, Hold
 from lldsched.threaded.flights import Flight
 
 if TYPE_CHECKING:
@@ -109,23 +109,20 @@ class LoopShutdown:
         grace = grace_for(timeout)
         deadline = Deadline(timeout)
         cancel_at = Deadline(None if timeout is None else timeout - grace)
-        lock = self._lock
-        if not deadline.acquire(lock):
-            return False
-        held = True
-        try:
+        with deadline.holding(self._lock) as hold:
+            if not hold.held:
+                return False
             self._closed = True
             loop, thread = self._loop, self._thread
             if loop is None or thread is None:
                 return True
-            held = self._wait_settled(cancel_at)
-            if not held:
+            if not self._wait_settled(hold, cancel_at):
                 return False
             self.cut_all()
-            if self._flights:
-                held = self._wait_settled(deadline if timeout is not None else Deadline(grace))
-                if not held:
-                    return False
+            if self._flights and not self._wait_settled(
+                hold, deadline if timeout is not None else Deadline(grace)
+            ):
+                return False
             unrecorded = list(self._flights.values())
             for flight in unrecorded:  # still not over: record it now
                 try:
@@ -137,9 +134,6 @@ class LoopShutdown:
                 self._release(len(unrecorded))
                 self._notify_if_settled()
             self._waiting.clear()
-        finally:
-            if held:
-                lock.release()
         self._said()  # the failures recorded here, logged without the lock
         if thread.is_alive():
             with contextlib.suppress(RuntimeError):  # closed meanwhile: the thread is ending
@@ -168,13 +162,14 @@ class LoopShutdown:
         joiner.join(None if left is None else max(left, LOCK_GRACE))
         return not joiner.is_alive()
 
-    def _wait_settled(self, deadline: Deadline) -> bool:
+    def _wait_settled(self, hold: Hold, deadline: Deadline) -> bool:
         """Wait until no flight is in flight or waiting, or ``deadline`` passes (caller
-        holds the lock).  True when the caller holds the lock again; False when it ran
-        out before the lock could be taken back (the caller does not hold it)."""
+        holds the lock, in ``hold``).  True when the caller holds the lock again; False
+        when it ran out before the lock could be taken back (the caller does not hold
+        it)."""
         while not self._over_all() and deadline.remaining() != 0.0:
             self._settled.clear()
-            if not deadline.wait(self._settled, self._lock):
+            if not hold.wait(self._settled, until=deadline, by=deadline):
                 return False
         return True
 

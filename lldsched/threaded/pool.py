@@ -177,8 +177,8 @@ class WorkerPool(Generic[T, J, R]):
         """
         dropped: list[T] = []
         deadline = Deadline(timeout)
-        with deadline.holding(self._lock) as held:
-            if held and not self._closed:
+        with deadline.holding(self._lock) as hold:
+            if hold.held and not self._closed:
                 self._closed = True
                 if not drain:
                     dropped = self.drop(on_drop=on_drop)

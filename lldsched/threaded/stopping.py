@@ -118,33 +118,48 @@ class Stopping(SchedulerParts):
         if self._state is FORKED:  # a forked child's copy: nothing here is its own to stop
             return True
         deadline = Deadline(timeout)
-        with deadline.holding(self._lock) as held:
-            if held:
-                already = self._state is STOPPED
-                started = self._state is RUNNING or self._state is DEAD
-                self._state = STOPPED
-                self._wake.notify_all()
-        if not held:  # held past the whole timeout: nothing stopped, nothing changed
-            self._warn_not_stopped(timeout)
-            return False
-        if already:  # a second call waits again for what the first left running
-            if not self._shut_down.is_set():  # the first is still going: it goes first
-                if self._own_thread():  # which may be waiting for this very thread
-                    return False
-                self._shut_down.wait(deadline.remaining())
-                if not self._shut_down.is_set():
-                    return False
-            with self._leases_kept(deadline):
-                self._join(deadline)
-            return not self._threads_alive()
+        found = None  # the state this call found, once it took the lock
         try:
+            with deadline.holding(self._lock) as hold:  # no Ctrl-C inside (Hold)
+                if hold.held:
+                    found = self._state
+                    self._state = STOPPED
+                    self._wake.notify_all()
+            if found is None:  # held past the whole timeout: nothing stopped, nothing changed
+                self._warn_not_stopped(timeout)
+                return False
+            if found is STOPPED:  # a second call waits again for what the first left running
+                return self._shutdown_again(deadline)
+            started = found is RUNNING or found is DEAD
             return self._shutdown(drain=drain, timeout=timeout, deadline=deadline, started=started)
         finally:
-            writes = self._core.store_writes
-            if writes is not None:  # another scheduler may run on the store now (storeuse.py)
-                storeuse.let_go(writes.store, self)
-                watched(self)  # its rows left stale were written now, or said
-            self._shut_down.set()
+            if found is not None and found is not STOPPED:  # the first call, however it ends
+                try:
+                    self._let_store_go()
+                finally:
+                    self._shut_down.set()
+
+    def _shutdown_again(self, deadline: Deadline) -> bool:
+        """A shutdown() after the first: wait for the first to end, then for what it left
+        running; the store let go too, should a Ctrl-C have cut the first short there."""
+        if not self._shut_down.is_set():  # the first is still going: it goes first
+            if self._own_thread():  # which may be waiting for this very thread
+                return False
+            self._shut_down.wait(deadline.remaining())
+            if not self._shut_down.is_set():
+                return False
+        with self._leases_kept(deadline):
+            self._join(deadline)
+        self._let_store_go()
+        return not self._threads_alive()
+
+    def _let_store_go(self) -> None:
+        """Another scheduler may run on the store now (:mod:`lldsched.core.storeuse`).
+        Idempotent."""
+        writes = self._core.store_writes
+        if writes is not None:
+            storeuse.let_go(writes.store, self)
+            watched(self)  # its rows left stale were written now, or said
 
     def _shutdown(
         self, *, drain: bool, timeout: float | None, deadline: Deadline, started: bool
@@ -158,8 +173,8 @@ class Stopping(SchedulerParts):
             kill_at = deadline.before(grace_for(timeout))  # a drain's end: runs cut then
             finished = drain and started and self._drain(instant, deadline, kill_at)
             if not finished:  # drop=False, or out of time: what waits for the loop is dropped
-                with deadline.holding(self._lock) as held:
-                    if held:  # (queued again as they were: what is left due is in the heap)
+                with deadline.holding(self._lock) as hold:
+                    if hold.held:  # (queued again as they were: what is left due is in the heap)
                         self._coroutines.drop_waiting()
                 self._processes.kill_all(KILLED)
             # What the workers had not taken is dropped (no drain) and settled, in the
@@ -171,8 +186,8 @@ class Stopping(SchedulerParts):
             if coordinator is not None:  # claims dropped unrun: free them now (a store call)
 
                 def release() -> None:
-                    with deadline.holding(self._lock) as held:
-                        if held:
+                    with deadline.holding(self._lock) as hold:
+                        if hold.held:
                             coordinator.release_pending()
 
                 deadline.run(release, name=f"{self._thread_prefix}release")
@@ -316,8 +331,8 @@ class Stopping(SchedulerParts):
         left: list[str] = []
 
         def rewrite() -> None:
-            with deadline.holding(self._lock) as held:
-                if held:
+            with deadline.holding(self._lock) as hold:
+                if hold.held:
                     left.extend(writes.rewrite_stale())
 
         if deadline.run(rewrite, name=f"{self._thread_prefix}rewrite"):
@@ -351,8 +366,8 @@ class Stopping(SchedulerParts):
         within what is left of ``deadline``; a lock still held then is said instead."""
         going: list[str] | None = None
         unstarted = 0
-        with deadline.holding(self._lock) as held:
-            if held:
+        with deadline.holding(self._lock) as hold:
+            if hold.held:
                 tasks = self._core.tasks.values()
                 going = [f"{task.id} {task.name!r}" for task in tasks if task.running]
                 if due_by is not None:
@@ -387,8 +402,8 @@ class Stopping(SchedulerParts):
         all the same, every run it did not wait for cut (a coroutine cancelled, a worker
         process killed: each said by its run's line).  Read under the lock, taken within
         what is left of ``deadline`` (nothing is said if it stays held)."""
-        with deadline.holding(self._lock) as held:
-            unstarted = self._unstarted(due_by) if held else 0
+        with deadline.holding(self._lock) as hold:
+            unstarted = self._unstarted(due_by) if hold.held else 0
         if unstarted:
             log.warning(said + " %s", *args, _not_started(unstarted))
 
@@ -404,7 +419,7 @@ class Stopping(SchedulerParts):
         timer is stopped: this runs on the thread that called shutdown().  It waits on
         an event each settled run sets (:meth:`_settle`), not on ``_wake``, so that a
         lock held past the deadline (a store that hangs) cannot keep it waiting
-        (:meth:`Deadline.wait`).
+        (:meth:`Hold.wait <lldsched.threaded.deadline.Hold.wait>`).
 
         ``kill_at`` is :func:`~lldsched.threaded.loopshutdown.grace_for` before the
         deadline: that grace is for the ends of the runs in flight, and nothing starts in
@@ -427,41 +442,38 @@ class Stopping(SchedulerParts):
         # not waited for (it stays due, as a drain out of time leaves it).
         stranded = own == pool.workers
         shared = self._coordinator is not None  # other processes run what is due; heap: hints
-        if not deadline.acquire(lock):
-            return False
-        settled = self._drain_settled  # _settle sets it while _draining
-        self._draining = True
-        held = True
-        try:
-            while True:
-                room = 0 if shared or stranded else pool.room
-                batch = queue.pop_due(instant, room) if room else []
-                if batch:
-                    self._in_flight += len(batch)
-                    self._hand_out(batch)
-                    continue
-                due = None if shared else queue.next_due()
-                if (due is None or due > instant) and self._in_flight <= own:
-                    return True
-                if stranded and self._in_flight - pool.waiting <= own:
-                    return False  # what is left waits for this very thread
-                if kill_at.remaining() == 0.0:  # out of time: nothing starts, the rest is cut
-                    pool.drop(on_drop=self._settle_dropped)
-                    self._processes.kill_all(KILLED)
-                    self._coroutines.cut_all()
-                    return False
-                settled.clear()
-                # Not held while it waits: an interrupt there (Ctrl-C on the main thread)
-                # leaves with the lock let go, and the cleanup below must not release it
-                # again ("release unlocked lock", or another thread's hold let go).
-                held = False
-                held = deadline.wait(settled, lock, until=kill_at)  # a settled run, or kill_at
-                if not held:
-                    return False  # _draining stays True: settles set an event nobody awaits
-        finally:
-            if held:
-                self._draining = False
-                lock.release()
+        with deadline.holding(lock) as hold:
+            if not hold.held:
+                return False
+            settled = self._drain_settled  # _settle sets it while _draining
+            self._draining = True
+            try:
+                while True:
+                    room = 0 if shared or stranded else pool.room
+                    batch = queue.pop_due(instant, room) if room else []
+                    if batch:
+                        self._in_flight += len(batch)
+                        self._hand_out(batch)
+                        continue
+                    due = None if shared else queue.next_due()
+                    if (due is None or due > instant) and self._in_flight <= own:
+                        return True
+                    if stranded and self._in_flight - pool.waiting <= own:
+                        return False  # what is left waits for this very thread
+                    if kill_at.remaining() == 0.0:  # out of time: nothing starts, the rest is cut
+                        pool.drop(on_drop=self._settle_dropped)
+                        self._processes.kill_all(KILLED)
+                        self._coroutines.cut_all()
+                        return False
+                    settled.clear()
+                    # Not held while it waits: an interrupt there (Ctrl-C on the main thread)
+                    # leaves with the lock let go (hold.held False), and the cleanup below
+                    # must not touch what the lock guards.
+                    if not hold.wait(settled, until=kill_at):  # a settled run, or kill_at
+                        return False  # _draining stays True: settles set an event nobody awaits
+            finally:
+                if hold.held:
+                    self._draining = False
 
     def _join(self, deadline: Deadline) -> None:
         if self._timer is not None and self._timer is not threading.current_thread():
