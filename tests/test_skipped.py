@@ -123,11 +123,11 @@ def test_a_threaded_cron_run_that_ends_on_the_next_fire_runs_it_at_once(
 ) -> None:
     store = InMemoryTaskStore()
     scheduler = make_scheduler(workers=1, clock=clock, store=store)
-    ran: list[float] = []
+    started: list[float] = []
 
     def a_minute() -> None:  # the first three runs take a minute, the next no time
-        ran.append(clock.now())
-        if len(ran) <= 3:
+        started.append(clock.now())
+        if len(started) <= 3:
             clock.advance(60)
 
     task = scheduler.schedule("minutely", a_minute, CronSchedule("* * * * *"))
@@ -138,7 +138,7 @@ def test_a_threaded_cron_run_that_ends_on_the_next_fire_runs_it_at_once(
     assert [(r.outcome, r.slot - first) for r in store.records()] == [
         (Outcome.OK, 0.0), (Outcome.OK, 60.0), (Outcome.OK, 120.0), (Outcome.OK, 180.0),
     ]  # fmt: skip
-    assert [t - first for t in ran] == [0.0, 60.0, 120.0, 180.0]
+    assert [t - first for t in started] == [0.0, 60.0, 120.0, 180.0]
     assert task.next_run_at == first + 240
 
 
