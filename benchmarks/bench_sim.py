@@ -14,11 +14,11 @@ written: a process per task and a ``Resource(4)``; each process waits for its
 slot, requests a worker, holds it for the duration, releases it, records the run
 (task, slot, start, finish: a tuple in a list, what a SimPy user keeps to read the
 outcome) and computes its next slot with the same rules (SKIP to the first slot
-not before the finish; the delay from the finish; the same
-:class:`~lldsched.CronSchedule` object for the cron fires, so both sides do the
-same cron arithmetic).  The request and the hold are written inline in the task's
-process (``yield from``), as SimPy is written; until December 2026 each run was a
-process of its own (``yield env.process(work())``), which cost SimPy a process, its
+not before the finish; the delay from the finish; the first cron fire not before
+the finish, found with the same :class:`~lldsched.CronSchedule` object, so both
+sides do the same cron arithmetic).  The request and the hold are written inline in
+the task's process (``yield from``), as SimPy is written; until December 2026 each run
+was a process of its own (``yield env.process(work())``), which cost SimPy a process, its
 start event and its end event per run.  lldsched also keeps statuses and a history
 per task, which SimPy does not.
 
@@ -161,7 +161,11 @@ def run_simpy(
         while due is not None:
             yield env.timeout(due - env.now)
             finished = yield from work(name, due, duration)
-            due = schedule.next_after(finished)
+            following = schedule.next_after(due)
+            if following is not None and following < finished:
+                # the first fire not before the finish (a fire at the finish is due)
+                following = schedule.next_after(math.nextafter(finished, -math.inf))
+            due = following
 
     for name, schedule, duration in workload:
         if isinstance(schedule, FixedRate):

@@ -211,12 +211,19 @@ def test_a_cron_run_that_overran_lists_the_fires_it_missed() -> None:
     )
 
 
-def test_a_cron_run_that_ends_on_the_next_fire_has_missed_it() -> None:
-    """The first fire strictly after the finish is due: a fire at the finish passed."""
+def test_a_cron_run_that_ends_on_the_next_fire_has_not_missed_it() -> None:
+    """The first fire not before the finish is due, as a fixed rate's SKIP: a fire
+    exactly at the finish is due at once, and nothing is skipped (docs/DECISIONS.md, "A
+    slot that falls exactly at a run's finish has not been missed")."""
     cron = CronSchedule("*/15 * * * *")
     record = record_of(START, START + 15 * 60)
-    expected = (START + 30 * 60, [START + 15 * 60])
+    expected: tuple[float, list[float]] = (START + 15 * 60, [])
     assert together(cron, record, 10) == separately(cron, record, 10) == expected
+    assert together(FixedRate(15 * 60), record, 10) == expected
+    # Two fires on: the one between is skipped, the one at the finish is due.
+    record = record_of(START, START + 30 * 60)
+    expected_later = (START + 30 * 60, [START + 15 * 60])
+    assert together(cron, record, 10) == separately(cron, record, 10) == expected_later
 
 
 def test_an_on_time_fixed_rate_run_skips_nothing() -> None:

@@ -61,6 +61,37 @@ def test_the_first_run_is_strictly_after_registration_and_overrun_fires_are_skip
     assert cron.next_run(overran, at + 1000) == ts(2026, 11, 30, 9, 45)
 
 
+def test_a_fire_exactly_at_the_finish_is_due_at_once_and_next_after_stays_strict() -> None:
+    """docs/DECISIONS.md, "A slot that falls exactly at a run's finish has not been
+    missed": cron follows the fixed rate's rule (the first fire not before the finish)."""
+    cron = CronSchedule("*/15 * * * *")
+    at = ts(2026, 11, 30, 9, 15)
+
+    def ran(finished: float) -> ExecutionRecord:
+        return ExecutionRecord("task-1", "t", 1, at, at, 0, at, finished, True)
+
+    assert cron.next_run(ran(at + 900), at + 900) == at + 900  # exactly at the finish
+    assert cron.next_run(ran(at + 1800), at + 1800) == at + 1800
+    assert cron.next_run(ran(at + 900.5), at + 900.5) == at + 1800  # a hair later: missed
+    assert cron.next_run(ran(at), at) == at + 900  # no time: the slot it served is not due
+    assert cron.next_run_and_skipped(ran(at + 900), limit=10) == (at + 900, ())
+    assert cron.next_run_and_skipped(ran(at + 1800), limit=10) == (at + 1800, [at + 900])
+    assert cron.next_after(at + 900) == at + 1800  # the query keeps "strictly after"
+
+
+def test_a_fire_at_the_finish_in_the_second_pass_of_a_repeated_hour_is_due() -> None:
+    """Europe/Berlin falls back on 2026-10-25: 02:00 CEST is 00:00 UTC, 02:00 CET is
+    01:00 UTC, and an hourly job fires in both passes."""
+    cron = CronSchedule("0 * * * *", tz="Europe/Berlin")
+    first, second = ts(2026, 10, 25, 0, 0), ts(2026, 10, 25, 1, 0)
+    assert cron.next_after(first) == second
+    ran = ExecutionRecord("task-1", "t", 1, first, first, 0, first, second, True)
+    assert cron.next_run(ran, second) == second
+    assert cron.next_run_and_skipped(ran, limit=10) == (second, ())
+    longer = ran._replace(finished=second + 1)
+    assert cron.next_run_and_skipped(longer, limit=10) == (second + 3600, [second])
+
+
 @pytest.mark.parametrize(
     ("expr", "message"),
     [

@@ -21,9 +21,9 @@ from lldsched import (
 from lldsched.core.machine import MAX_SKIPPED
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
-from lldsched.views.frames import ran, task_summary, to_frame, utilisation
+from lldsched.views.frames import ran, schedules_of, task_summary, to_frame, utilisation
 from lldsched.views.report import summarize
-from tests.conftest import SchedulerFactory, settle
+from tests.conftest import T0, SchedulerFactory, settle
 from tests.harness import Harness, RecordingStore
 
 
@@ -96,6 +96,50 @@ def test_cron_fires_that_passed_while_a_run_overran_are_recorded_skipped(
     h.step(duration=40 * 60)  # 09:15 to 09:55: 09:30 and 09:45 passed
     assert [r.slot - first for r in task.history if r.outcome is Outcome.SKIPPED] == [900, 1800]
     assert task.next_run_at == first + 2700
+
+
+def test_a_cron_run_that_lasts_exactly_its_gap_is_followed_at_once_as_a_rate_is() -> None:
+    """A fire exactly at a run's finish has not been missed (docs/DECISIONS.md): in the
+    simulation a minutely cron whose runs take a minute runs every minute, as
+    ``FixedRate(60)`` does, and skips nothing (the rate starts at registration, the
+    cron at its first fire strictly after it, a minute later)."""
+    sim = Simulation(workers=2, start=T0)
+    sim.schedule("rate", FixedRate(60), id="rate", duration=60)
+    sim.schedule("cron", CronSchedule("* * * * *"), id="cron", duration=60)
+    sim.run_for(600)
+    summary = task_summary(to_frame(sim), schedules_of(sim))
+    counts = summary[["runs", "overruns", "skipped"]]
+    assert list(counts.loc["rate"]) == [10, 0, 0]
+    assert list(counts.loc["cron"]) == [9, 0, 0]
+    slots = {
+        task: [r.slot - T0 for r in sim.records() if r.task_id == task] for task in ("rate", "cron")
+    }
+    assert slots["rate"] == [60.0 * k for k in range(10)]
+    assert slots["cron"] == slots["rate"][1:]
+
+
+def test_a_threaded_cron_run_that_ends_on_the_next_fire_runs_it_at_once(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    store = InMemoryTaskStore()
+    scheduler = make_scheduler(workers=1, clock=clock, store=store)
+    started: list[float] = []
+
+    def a_minute() -> None:  # the first three runs take a minute, the next no time
+        started.append(clock.now())
+        if len(started) <= 3:
+            clock.advance(60)
+
+    task = scheduler.schedule("minutely", a_minute, CronSchedule("* * * * *"))
+    first = task.next_run_at
+    assert first is not None
+    clock.set(first)
+    settle(scheduler)
+    assert [(r.outcome, r.slot - first) for r in store.records()] == [
+        (Outcome.OK, 0.0), (Outcome.OK, 60.0), (Outcome.OK, 120.0), (Outcome.OK, 180.0),
+    ]  # fmt: skip
+    assert [t - first for t in started] == [0.0, 60.0, 120.0, 180.0]
+    assert task.next_run_at == first + 240
 
 
 def test_a_run_that_skipped_very_many_slots_records_a_bounded_number(clock: FakeClock) -> None:

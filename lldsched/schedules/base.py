@@ -66,7 +66,9 @@ class Schedule(Protocol):
         """The due instant after the run ``record``: a success, or the last attempt of a
         slot given up (a retry never asks; :func:`slot_after` and the queries derived from
         it ask with a run of no length, :func:`ran_in_no_time`); ``None`` retires the
-        task."""
+        task.  The built-in schedules answer a slot exactly at the finish as due, not
+        missed (docs/DECISIONS.md, "A slot that falls exactly at a run's finish has not
+        been missed"); the slots a run skipped are those before the answer."""
         ...
 
 
@@ -129,7 +131,9 @@ def first_slot_after(schedule: Schedule, slot: float, now: float, *, limit: int)
     if own is not None:
         answer: float | None = own(slot, now)
         return answer
-    # A run of ``slot`` that finished now: cron, and well-behaved schedules, jump past now.
+    # A run of ``slot`` that finished now: cron, and well-behaved schedules, jump to the
+    # first slot not before now (a slot exactly at a finish is due); the loop steps past
+    # a slot at now, as this asks for the first slot strictly after it.
     following = schedule.next_run(ran_in_no_time(slot, finished=now), now)
     for _ in range(limit):
         if following is None or following > now:

@@ -184,23 +184,34 @@ class CronSchedule:
         return self.next_after(now)
 
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
-        """The first fire after the run finished: fires missed by an overrun are skipped."""
+        """The first fire after the run's slot that is not before its finish: fires that
+        passed while it overran are skipped, one exactly at the finish is due at once."""
         finished = record.finished
-        return self.next_after(finished if finished > record.slot else record.slot)
+        if finished > record.slot:
+            return self._first_from(finished)
+        return self.next_after(record.slot)
 
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
     ) -> tuple[float | None, list[float] | tuple[()]]:
         """:meth:`next_run`, and the fires that passed while the run overran, from one
         search when it did not (see :func:`~lldsched.schedules.base.next_run_and_skipped`):
-        the fire after the slot is the one due whenever it comes after the finish."""
+        the fire after the slot is the one due whenever it is not before the finish."""
         following = self.next_after(record.slot)  # slot_after(record.slot)
-        if following is None or following > record.finished:
+        if following is None or following >= record.finished:
             return following, ()
-        due = self.next_after(record.finished)
+        due = self._first_from(record.finished)
         if due is None:
             return None, ()
         return due, slots_from(self, following, due, limit=limit)
+
+    def _first_from(self, finished: float) -> float | None:
+        """The first fire not before ``finished``, the due instant after a run that ended
+        then (docs/DECISIONS.md, "A slot that falls exactly at a run's finish has not been
+        missed", the fixed rate's rule): a fire exactly at the finish is due at once.  It
+        is :meth:`next_after` the float just below ``finished``, as no float lies between
+        the two; ``next_after`` itself stays strictly after, the documented query."""
+        return self.next_after(math.nextafter(finished, -math.inf))
 
     def slot_after(self, slot: float) -> float | None:
         """The fire after ``slot`` (what :func:`~lldsched.schedules.base.slot_after`
