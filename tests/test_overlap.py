@@ -30,6 +30,7 @@ from lldsched import (
 from lldsched.core.context import RunContext
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent
 from lldsched.schedules.decorators import Jittered, Window
+from lldsched.testing import Stepper
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.harness import FailingStore, Harness
 from tests.waits import wait_until
@@ -715,3 +716,38 @@ def test_buffer_one_whose_schedule_raises_past_the_skipped_slots_fails_the_task_
     assert schedule.calls == 13
     assert task.status is TaskStatus.FAILED
     assert task.last_error == "ScheduleError: RuntimeError: no slot after today"
+
+
+@pytest.mark.parametrize(
+    ("overlap", "instances"), [(Overlap.ALLOW, 2), (Overlap.CANCEL_OTHER, None)]
+)
+def test_a_windows_max_runs_ends_a_task_whose_runs_may_overlap(
+    overlap: Overlap, instances: int | None, make_scheduler: SchedulerFactory
+) -> None:
+    """A run of an ALLOW or CANCEL_OTHER task ends with its next slot queued behind it,
+    and the task went on to that slot without the window counting the run:
+    ``Window(FixedRate(60), max_runs=3)`` never ended, on both runtimes."""
+    window = Window(FixedRate(60), max_runs=3)
+    sim = Simulation(workers=2, start=T0)
+    simulated = sim.schedule("trial", window, duration=1, overlap=overlap, max_instances=instances)
+    sim.run(T0 + 600)
+    assert (simulated.status, simulated.run_count) == (TaskStatus.SUCCEEDED, 3)
+    scheduler = make_scheduler(workers=2, clock=FakeClock(T0))
+    threaded = scheduler.schedule(
+        "trial", lambda: None, window, overlap=overlap, max_instances=instances
+    )
+    with Stepper(scheduler) as steps:
+        steps.advance(600)
+        assert (threaded.status, threaded.run_count) == (TaskStatus.SUCCEEDED, 3)
+
+
+def test_a_windows_max_runs_counts_the_runs_that_end_beside_others() -> None:
+    """Runs that overlap: each successful one counts, the one that ends beside another
+    too; at the max_runs-th nothing more starts, and what is in flight then finishes
+    (here one run: 4 in all, the last of them the one in flight), then the task ends."""
+    sim = Simulation(workers=3, start=T0)
+    window = Window(FixedRate(60), max_runs=3)
+    task = sim.schedule("long", window, duration=150, overlap=Overlap.ALLOW, max_instances=2)
+    sim.run(T0 + 2000)
+    ok = [r.slot - T0 for r in sim.records() if r.outcome is Outcome.OK]
+    assert task.status is TaskStatus.SUCCEEDED and ok == [0, 60, 180, 240]

@@ -18,6 +18,8 @@ from lldsched import (
     FixedDelay,
     FixedRate,
     Jittered,
+    Misfire,
+    MisfirePolicy,
     OneTime,
     Outcome,
     RetryPolicy,
@@ -280,6 +282,28 @@ def test_max_runs_holds_across_a_restart_from_a_sqlite_store(tmp_path: Path) -> 
             settle(restarted)
         assert [r.slot - T0 for r in store.records(task.id)] == [0, 60, 120]
         assert task.status is TaskStatus.SUCCEEDED
+        assert restarted.shutdown()
+
+
+def test_max_runs_counts_the_catch_up_runs_of_a_restart(tmp_path: Path) -> None:
+    """A restart ten minutes after the first run, ``Misfire.RUN_ALL``: the catch-up plan
+    handed its slots out without the window counting them, so ``max_runs=3`` ran 12
+    times (the ten missed slots, then two more of its own)."""
+    window = Window(FixedRate(60), max_runs=3)
+    misfire = MisfirePolicy(Misfire.RUN_ALL, grace=1)
+    clock = FakeClock(T0)
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        first = Scheduler(clock=clock, store=store).start()
+        first.schedule("trial", jobs.noop, window, id="trial", misfire=misfire)
+        settle(first)
+        assert first.shutdown()
+        clock.advance(600)
+        restarted = Scheduler(clock=clock, store=store).start()
+        restarted.schedule("trial", jobs.noop, window, id="trial", misfire=misfire,
+                           replace_existing=True)  # fmt: skip
+        settle(restarted)
+        assert [r.slot - T0 for r in store.records("trial")] == [0, 60, 120]
+        assert restarted.task("trial").status is TaskStatus.SUCCEEDED
         assert restarted.shutdown()
 
 

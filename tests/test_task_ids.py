@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+import logging
 from pathlib import Path
 from typing import Any, cast
 
@@ -362,3 +364,33 @@ def test_an_id_over_2000_bytes_is_refused_on_every_store_naming_its_length_and_t
         driven.close()
         if store is not None:
             store.close()
+
+
+class Job(str, enum.Enum):  # noqa: UP042  # the idiom under test, not a StrEnum
+    """Job ids as an application names them: the ``(str, Enum)`` idiom, whose ``str()``
+    is ``'Job.REPORT'`` while its text (what a store keeps, what a lookup matches) is
+    ``'report'``."""
+
+    REPORT = "report"
+    EXPORT = "export"
+
+
+def test_an_id_a_name_and_an_upstream_given_as_a_str_enum_are_kept_as_their_text(
+    driven: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ``str`` subclass was kept as given: the task's repr and its log lines named
+    ``Job.REPORT``, an id no lookup finds, while the store kept ``'report'``, so a
+    record's ``task_id`` changed type across a restart."""
+    report = driven.add(Job.REPORT, FixedRate(60), id=Job.REPORT, action=jobs.broken,
+                        retry=RetryPolicy(max_attempts=1))  # fmt: skip
+    export = driven.add(Job.EXPORT, FixedRate(60), id=Job.EXPORT, depends_on=[Job.REPORT])
+    with caplog.at_level(logging.ERROR, logger="lldsched.jobs"):
+        driven.run_until(T0)
+    for value in (report.id, report.name, export.id, export.name, *export.depends_on,
+                  *(record.task_id for record in driven.runtime.records()),
+                  *(record.name for record in driven.runtime.records()),
+                  *(event.task_id for event in driven.events)):  # fmt: skip
+        assert type(value) is str and value in ("report", "export")
+    assert "Job." not in repr(report) and "Job." not in caplog.text
+    if driven.kind == "threaded":  # the simulation logs no job's failure
+        assert "task report 'report' attempt 1 of 1 failed" in caplog.text

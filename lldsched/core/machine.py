@@ -121,7 +121,14 @@ from lldsched.core.packedstats import run_stats_maker
 from lldsched.core.parts import DueQueue
 from lldsched.core.publishing import Publishing
 from lldsched.core.reads import RegistryReads
-from lldsched.core.registration import Isolation, TaskIds, check_graph, check_task_id, validated
+from lldsched.core.registration import (
+    Isolation,
+    TaskIds,
+    check_graph,
+    check_task_id,
+    plain_text,
+    validated,
+)
 from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
 from lldsched.core.runs import RunTransitions
@@ -347,8 +354,10 @@ class SchedulerCore(
             max_instances=max_instances,
             check_arguments=check_arguments,
         )
+        if type(name) is not str:  # a str subclass (a Job(str, Enum) member): its text
+            name = plain_text(name)
         if task_id is not None and check_arguments:  # another process's id: judged there
-            check_task_id(task_id)
+            task_id = check_task_id(task_id)
         if check_arguments and (not name.isascii() or "\x00" in name):  # whatever the store
             check_storable("name", name, nothing="registered")  # (in-memory: as a durable's)
         upstreams = options.depends_on
@@ -379,7 +388,7 @@ class SchedulerCore(
                 self._registered_again(name, action)
             task_id = self._ids()
             if not self._default_ids:  # an injected ids= may make anything
-                check_task_id(task_id, who=f"the ids generator ({self._ids!r})")
+                task_id = check_task_id(task_id, who=f"the ids generator ({self._ids!r})")
             while self._chosen_ids and self._default_ids and task_id in self.tasks:
                 task_id = self._ids()  # a caller chose this one: the counter moves on
         else:

@@ -24,6 +24,7 @@ from lldsched.core.names import (
     RUNNING,
     SCHEDULED,
     SKIPPED,
+    SUCCEEDED,
     Skipped,
 )
 from lldsched.core.parts import CoreParts
@@ -33,6 +34,7 @@ from lldsched.logs import JOBS, counted
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
 from lldsched.schedules.catchup import CatchUp, slot_first
+from lldsched.schedules.decorators import ended_by
 
 __all__ = ["Late", "OverlappingRuns", "buffered"]
 
@@ -232,10 +234,18 @@ class OverlappingRuns(CoreParts):
     ) -> ExecutionRecord:
         """A run finished while others of its task are still in flight: it leaves its
         record and nothing else changes (the last run out moves the task on).  A failed
-        one is not retried beside them: its slot is given up."""
+        one is not retried beside them: its slot is given up.  A successful one counts in
+        the windows of the task's schedule (:func:`~lldsched.schedules.decorators.ended_by`:
+        its schedule is not asked about it, the pending slot is queued already); at a
+        window's ``max_runs``-th nothing more starts (the pending slot is dropped) and a
+        plan that ends the task follows the runs still in flight: the last out ends it."""
         if not record.ok and record.misfire is None:
             record = record._replace(misfire=GIVEN_UP)
             stats.given_up += 1
+        else:
+            flight = task._flight
+            if record.ok and flight is not None and flight.pending is not None:
+                self._count_alongside(task, flight, record)
         self._keep(task, record)
         if task.status is CANCELLED and not self.holds(task):
             return self._removed_run(task, record)  # removed mid-run: it is forgotten
@@ -243,11 +253,24 @@ class OverlappingRuns(CoreParts):
             self._write_and_publish(task, task.status, record)
         return record
 
+    def _count_alongside(
+        self, task: ScheduledTask, flight: Flight, record: ExecutionRecord
+    ) -> None:
+        """Count the successful ``record`` of a run that ended beside others in the
+        windows of the task's schedule; at a window's ``max_runs``-th, drop the pending
+        slot and put a plan that ends the task in front of its schedule."""
+        if ended_by(task._schedule, record):
+            flight.pending = None
+            self._queue.discard(task)  # nothing more starts
+            task._schedule = CatchUp(task._schedule, [], None)  # the last run out ends it
+
     def _after_flight(
         self, task: ScheduledTask, flight: Flight, record: ExecutionRecord, stats: RunStats
     ) -> tuple[TaskStatus, float | None, ExecutionRecord, Skipped]:
         """:meth:`_after` for the last run out of an overlapping task's flight: a run
-        that ended well (or was cancelled) leaves the task due at the pending slot; a
+        that ended well (or was cancelled) leaves the task due at the pending slot (a
+        successful one counted in the schedule's windows first, as in
+        :meth:`_record_alongside`: the task ends at a window's ``max_runs``-th); a
         failed one goes down the retry and given-up rules, the pending slot waiting
         behind its retries.
 
@@ -259,8 +282,11 @@ class OverlappingRuns(CoreParts):
         flight.pending = None
         queued, flight.queued = flight.queued, 0
         cancelled = record.misfire is OVERLAP_CANCELLED
-        if pending is not None and (record.ok or cancelled):
-            decided: tuple[TaskStatus, float | None, ExecutionRecord, Skipped]
+        decided: tuple[TaskStatus, float | None, ExecutionRecord, Skipped]
+        if pending is not None and record.ok and ended_by(task._schedule, record):
+            decided = SUCCEEDED, None, record, ()  # a window's max_runs-th run
+            self._queue.discard(task)
+        elif pending is not None and (record.ok or cancelled):
             decided = SCHEDULED, pending, record, ()
         else:
             if pending is not None:  # its retries (if any) first, then the pending slot

@@ -44,6 +44,7 @@ __all__ = [
     "check_overlap",
     "check_task_id",
     "options_of",
+    "plain_text",
     "registering",
     "validated",
 ]
@@ -258,7 +259,7 @@ def _depends_on(name: str, depends_on: object) -> tuple[str, ...]:
     twice = sorted({upstream for upstream in ids if ids.count(upstream) > 1})
     if twice:
         raise ValidationError(f"task {name!r}: depends_on names {twice} more than once")
-    return ids
+    return tuple(plain_text(upstream) for upstream in ids)
 
 
 def check_graph(
@@ -307,18 +308,32 @@ def check_graph(
                 stack.append((upstream, (*path, upstream)))
 
 
+def plain_text(text: str) -> str:
+    """``text`` as a plain ``str``: how a task's id, name and upstream ids are kept.
+
+    A ``str`` subclass given there (an application's ``class Job(str, Enum)`` member) is
+    kept as its text, the value a store keeps and a lookup matches, not as the object:
+    its ``str()`` (``'Job.REPORT'``, or whatever its ``__str__`` says) is what log lines
+    and reprs would show, an id no lookup finds, and its records' ids would change type
+    across a restart (docs/DECISIONS.md, "An id given as a str subclass is kept as its
+    text")."""
+    return text if type(text) is str else str.__str__(text)
+
+
 def check_task_id(task_id: object, *, who: str | None = None) -> str:
     """A caller-chosen task id: a non-empty printable string with no blank at either end
     (``who``: where it came from, when not the caller's ``id=``).  Printable, because
     log lines name the id as it is (an id with a newline could forge a line), as a
-    scheduler's ``name`` is; no blank at an end, because ``" nightly"`` and
-    ``"nightly"`` would be two tasks that list alike (a copy-paste or a config file's
-    padding); at most :data:`~lldsched.persistence.MAX_ID_BYTES` of UTF-8, on every store
-    (PostgreSQL's keeps it as an index key).  Ids already in a store are not judged again
-    when they are loaded."""
+    scheduler's ``name`` is (returned as :func:`plain_text`); no blank at an end,
+    because ``" nightly"`` and ``"nightly"`` would be two tasks that list alike (a
+    copy-paste or a config file's padding); at most
+    :data:`~lldsched.persistence.MAX_ID_BYTES` of UTF-8, on every store (PostgreSQL's
+    keeps it as an index key).  Ids already in a store are not judged again when they
+    are loaded."""
     if not isinstance(task_id, str) or not task_id or task_id.isspace():
         source = f" from {who}" if who else ""
         raise ValidationError(f"a task id must be a non-empty string, got {task_id!r}{source}")
+    task_id = plain_text(task_id)  # judged as the text it is kept as
     if not task_id.isprintable() or task_id != task_id.strip():
         source = f" from {who}" if who else ""
         raise ValidationError(

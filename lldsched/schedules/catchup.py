@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import next_run_and_skipped, slots_from
+from lldsched.schedules.decorators import ended_by
 
 if TYPE_CHECKING:
     from lldsched.schedules.base import Schedule
@@ -117,12 +118,18 @@ class CatchUp:
 
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
         record = self._moved(record)
-        if self._slots:
-            return self._slots.popleft()
         if self.spent:  # handed out already: from now on the task's own schedule answers
             return self.inner.next_run(record, now)
-        self.spent = True
         then = self._then
+        if (self._slots or then is not SCHEDULE_DECIDES) and ended_by(self.inner, record):
+            # The plan answers for this run, not the own schedule: a Window in it counts
+            # the run all the same, and ends the task at its max_runs-th.
+            self._slots.clear()
+            self.spent = True
+            return None
+        if self._slots:
+            return self._slots.popleft()
+        self.spent = True
         if then is FIRST_RUN:
             return self.inner.first_run(record.finished)
         if isinstance(then, _Decides):  # SCHEDULE_DECIDES

@@ -30,8 +30,9 @@ uniformly drawn delay; between knots the delay is a blend of two draws.
 (inclusive) and at most ``max_runs`` times: a task registered before ``start``
 behaves as if registered just before it; a slot after ``end`` retires the task
 (SUCCEEDED), and so does its ``max_runs``-th successful run (a slot given up, its
-attempts spent, is not one).  A schedule sees only the record of the run that just
-ended, so the window counts successful runs per task id; a durable store that
+attempts spent, is not one; a run a plan handed out, a ``run_now``'s extra run or a
+catch-up slot, is, through :func:`ended_by`).  A schedule sees only the record of the
+run that just ended, so the window counts successful runs per task id; a durable store that
 rebuilds a task hands the count back (:func:`restore_runs`, from the task's stored
 counters), so it survives a restart; on a shared store, so does a process that follows
 a run settled in another (the core's ``adopt``), so the processes count together.
@@ -61,7 +62,7 @@ from lldsched.schedules.base import (
 )
 from lldsched.schedules.simple import FrozenValue, instant_text
 
-__all__ = ["Jittered", "Window", "describe", "restore_runs"]
+__all__ = ["Jittered", "Window", "describe", "ended_by", "restore_runs"]
 
 SLOT_DIGITS = 5
 """Decimals (10 microseconds) a slot is read back to from a delayed instant."""
@@ -278,17 +279,24 @@ class Window(FrozenValue):
         return self._within(None if first is None else max(first, start))
 
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
-        # A slot given up (its attempts ran out, the task goes on) is asked here too: only
-        # a successful run counts, as the stores' restored count (runs minus failures).
-        if self.max_runs is not None and record.ok:
-            runs: dict[str, int] = self._runs
-            with self._lock:
-                done = runs.get(record.task_id, 0) + 1
-                if done >= self.max_runs:
-                    runs.pop(record.task_id, None)
-                    return None
-                runs[record.task_id] = done
+        if self._ended_by(record):
+            return None
         return self._within(self.schedule.next_run(record, now))
+
+    def _ended_by(self, record: ExecutionRecord) -> bool:
+        """Count ``record``'s run; True when it was the ``max_runs``-th.  A slot given up
+        (its attempts ran out, the task goes on) is asked here too: only a successful run
+        counts, as the stores' restored count (runs minus failures)."""
+        if self.max_runs is None or not record.ok:
+            return False
+        runs: dict[str, int] = self._runs
+        with self._lock:
+            done = runs.get(record.task_id, 0) + 1
+            if done >= self.max_runs:
+                runs.pop(record.task_id, None)
+                return True
+            runs[record.task_id] = done
+        return False
 
     def _restore(self, task_id: str, runs: int) -> None:
         with self._lock:
@@ -341,6 +349,24 @@ class Window(FrozenValue):
             if value is not None
         ]
         return f"Window({', '.join(given)})"
+
+
+def ended_by(schedule: Schedule, record: ExecutionRecord) -> bool:
+    """Count ``record``'s run in each :class:`Window` in ``schedule`` (through any
+    decorators, as :func:`restore_runs` finds them) for a run its schedule was not asked
+    about: one a plan in front of it handed out (a ``run_now``'s extra run, a misfire's
+    catch-up slot; :mod:`lldsched.schedules.catchup`).  True when it was a window's
+    ``max_runs``-th: the task ends there, as the window itself would have said, so
+    every successful run counts, as the count a store restores after a restart does."""
+    found: Schedule | None = schedule
+    ended = False
+    for _ in range(100):  # decorators nest a few deep; a cycle of them must not hang
+        if isinstance(found, Window):
+            ended = found._ended_by(record) or ended
+        found = wrapped_schedule(found)
+        if found is None:
+            break
+    return ended
 
 
 def restore_runs(schedule: Schedule, task_id: str, runs: int) -> None:
