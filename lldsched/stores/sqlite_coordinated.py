@@ -368,7 +368,7 @@ class CoordinatedMethods:
         task_id = snapshot.task.id
         with self._using("write the attempt owed of task", task_id) as connection:
             shared = self._coordinated()
-            with immediate(connection):
+            with immediate(connection, self._gate):
                 if not connection.execute(_RUNNING_UNLEASED, (task_id,)).fetchone():
                     return False  # written first by another process, or gone
                 version = self._write_state(connection, snapshot, status=snapshot.status.value)
@@ -568,7 +568,7 @@ class CoordinatedMethods:
                 # lease and the run's settle; before, the settle wrote it, and a process
                 # killed before its settle lost it (the slot taken over, run on the old).
                 if self._defined.get(task_id) != task:
-                    with immediate(connection):
+                    with immediate(connection, self._gate):
                         version = _redefine_row(connection, task)
                     if shared.hold is not None:
                         shared.hold.wrote(task_id, snapshot)
