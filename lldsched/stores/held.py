@@ -22,12 +22,12 @@ database's words (a lock timeout).
 
 **The first such call is the cause**, one rule for both engines: the calls inside that
 fail after it fail because the transaction is gone (PostgreSQL's "current transaction is
-aborted", a call refused on a lost connection, SQLite's full disk again), and are only
-counted ("; 2 later calls inside it failed too").  Before, a PostgreSQL hold whose
-connection was lost after a read had aborted it named the loss (the last failure, as
-psycopg's words were kept) and not the read.  A call that failed in a savepoint of its
-own, leaving the transaction as it was, ended nothing: the hold went on, and it is
-neither named nor counted (its caller had its error).
+aborted", a call refused on a lost connection, a call SQLite's store refuses once SQLite
+rolled the hold back), and are only counted ("; 2 later calls inside it failed too").
+Before, a PostgreSQL hold whose connection was lost after a read had aborted it named the
+loss (the last failure, as psycopg's words were kept) and not the read.  A call that
+failed in a savepoint of its own, leaving the transaction as it was, ended nothing: the
+hold went on, and it is neither named nor counted (its caller had its error).
 """
 
 from __future__ import annotations

@@ -167,10 +167,15 @@ class _Using:
         self.task_id = task_id  # the task it is done to, or None
 
     def __enter__(self) -> sqlite3.Connection:
-        lock = self.store._lock
+        store = self.store
+        lock = store._lock
         lock.acquire()
         try:
-            return self.store._open()
+            connection = store._open()
+            shared = store._shared
+            if shared is not None and shared.hold is not None and not connection.in_transaction:
+                raise store._hold_gone(self.doing, self.task_id)  # rolled back under the hold
+            return connection
         except BaseException:
             lock.release()
             raise

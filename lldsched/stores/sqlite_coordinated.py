@@ -368,7 +368,7 @@ class CoordinatedMethods:
         task_id = snapshot.task.id
         with self._using("write the attempt owed of task", task_id) as connection:
             shared = self._coordinated()
-            with immediate(connection):
+            with immediate(connection, self._gate):
                 if not connection.execute(_RUNNING_UNLEASED, (task_id,)).fetchone():
                     return False  # written first by another process, or gone
                 version = self._write_state(connection, snapshot, status=snapshot.status.value)
@@ -425,9 +425,10 @@ class CoordinatedMethods:
         A hold whose end fails stored none of them: its COMMIT failing (a full disk), or
         its transaction found gone at the end (SQLite rolls a whole transaction back on
         some errors of a statement inside, a full disk or an I/O error: the writes before
-        it were lost, and those after it committed alone).  Then the caches are put back
-        as they were before them (the feed's cursor too, which this process's own writes
-        move on: a version rolled back is taken again by another process's next write)
+        it were lost; a call after it is refused, :meth:`_hold_gone`, where it committed
+        alone, outside the hold, and let the hold's write gate go).  Then the caches are
+        put back as they were before them (the feed's cursor too, which this process's own
+        writes move on: a version rolled back is taken again by another process's next write)
         and :class:`~lldsched.persistence.HoldNotCommitted` names every task written
         (:mod:`lldsched.stores.held`), for the runtime to write again, and what failed:
         the call inside whose failure SQLite rolled the transaction back, and SQLite's
@@ -505,6 +506,32 @@ class CoordinatedMethods:
                 failed,
             )
 
+    def _hold_gone(self, doing: str, task_id: str | None) -> StoreError:
+        """The error of a call (``doing``, of ``task_id``) made inside a verb's hold whose
+        transaction is gone (SQLite rolled it back under a call inside that failed, a full
+        disk or an I/O error), refused by :class:`~lldsched.stores.sqlite._Using` and
+        counted for the hold's end after the call that ended it (caller holds the lock).
+        As PostgreSQL's hold refuses a call once its connection is lost
+        (``PostgresTaskStore._hold_lost``).  Before, the call ran in a transaction of its
+        own: a write committed alone, outside the hold, which then named it among the
+        writes not stored, and let go the write gate the hold held
+        (:mod:`~lldsched.stores.sqlite_gate`: ``flock`` on a descriptor that holds it
+        succeeds), the rest of the hold run with the gate free."""
+        shared = self._shared
+        assert shared is not None and shared.hold is not None
+        held = shared.hold
+        held.failed_after()
+        if held.ended_by is None:  # a statement run on the connection directly
+            why = "rolled back by no call of the store's that failed"
+        else:
+            ended, _, said, _ = held.ended_by
+            why = f"SQLite rolled it back when the call inside to {ended} failed: {said}"
+        done = doing if task_id is None else f"{doing} {task_id!r}"
+        return StoreError(
+            f"the SQLite store {self.path!r} failed to {done}: the verb's hold it was called "
+            f"in has no transaction any more ({why}); nothing more is written inside it"
+        )
+
     def leases(self) -> list[Lease]:
         """Every lease row, expired ones included, by token (for people and tests)."""
         with self._using("read the leases") as connection:
@@ -541,7 +568,7 @@ class CoordinatedMethods:
                 # lease and the run's settle; before, the settle wrote it, and a process
                 # killed before its settle lost it (the slot taken over, run on the old).
                 if self._defined.get(task_id) != task:
-                    with immediate(connection):
+                    with immediate(connection, self._gate):
                         version = _redefine_row(connection, task)
                     if shared.hold is not None:
                         shared.hold.wrote(task_id, snapshot)

@@ -72,6 +72,7 @@ __all__ = [
     "THREAD",
     "WRITE",
     "WriteGate",
+    "WriteGateTakenTwice",
     "WriteLockFailed",
     "WriteLockTimeout",
     "gate_for",
@@ -86,6 +87,7 @@ POLL = 0.001
 THREAD = "lldsched-sqlite-write-gate"
 """The name of a gate's thread, the one that blocks in ``flock``."""
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a planted symlink is refused, not followed
+_ident = threading.get_ident
 
 
 class WriteLockTimeout(sqlite3.OperationalError):
@@ -95,6 +97,13 @@ class WriteLockTimeout(sqlite3.OperationalError):
 
 class WriteLockFailed(sqlite3.OperationalError):
     """Taking the write lock failed with an ``OSError`` other than the lock being taken."""
+
+
+class WriteGateTakenTwice(RuntimeError):
+    """:meth:`WriteGate.acquire` called while the gate is held (not re-entrant): a mistake
+    of the code taking it, not a lock another process holds.  Not an
+    ``sqlite3.OperationalError``, which every caller takes for a lock not had in time
+    (a verb's hold then runs unheld): it is raised as it is, naming the holder."""
 
 
 def gate_for(path: str, timeout: float) -> WriteGate | None:
@@ -115,7 +124,11 @@ def gate_for(path: str, timeout: float) -> WriteGate | None:
 class WriteGate:
     """The write gate of one store (one per store object: two stores in one process take
     turns like two processes, ``flock`` locks being the open file's).  Not re-entrant;
-    its store's lock serialises the callers, :meth:`acquire` then :meth:`release`."""
+    its store's lock serialises the callers, :meth:`acquire` then :meth:`release`.  A
+    second :meth:`acquire` before the release, by any thread, raises
+    :class:`WriteGateTakenTwice` naming the thread that holds it: ``flock`` on the
+    descriptor that holds the lock succeeds, so it passed, and its release let the lock
+    go under the first (a verb's hold did so, twice: docs/DECISIONS.md, "Persistence")."""
 
     def __init__(self, path: str, timeout: float) -> None:
         import fcntl  # POSIX only: gate_for gives no gate elsewhere
@@ -130,8 +143,8 @@ class WriteGate:
         self.busy = timeout - self.patience
         self._write = _open(path + WRITE)
         self._state = threading.Condition(threading.Lock())
-        self._wanted = False  # a caller waits for the thread to take the write lock
-        self._held = False  # the write lock is this gate's (taken for a caller)
+        self._wanted: int | None = None  # the thread waiting for the gate's to take the lock
+        self._holder: int | None = None  # the thread the write lock was taken for
         self._busy = False  # the thread is taking the lock (blocked in flock)
         self._failed: OSError | None = None  # the thread's flock failed: for the caller
         self._closed = False
@@ -146,29 +159,33 @@ class WriteGate:
         ``busy`` unless the gate was waited for past its patience, when the write's
         SQLite wait is cut to what is left (:func:`~lldsched.stores.sqlite_rows.within`)."""
         with self._state:
+            if self._holder is not None:  # flock would pass: the lock is this descriptor's
+                raise self._taken_twice()
             if not self._busy and self._try():  # the usual case: no clock read, one syscall
-                self._held = True
+                self._holder = _ident()
                 return self.timeout
             started = time.monotonic()
             if not self._busy and self._poll(started + self.patience):
-                self._held = True
+                self._holder = _ident()
                 return self._left(started)
             left = self.timeout - (time.monotonic() - started)
             if left <= 0:  # timeout=0: one try, never a blocking wait
                 raise self._timed_out(started)
             # The thread blocks in flock; this caller waits for it up to the timeout.
-            self._wanted = True
+            self._wanted = _ident()
             self._busy = True
             if self._thread is None:
                 self._thread = threading.Thread(target=self._take, name=THREAD, daemon=True)
                 self._thread.start()
             self._state.notify_all()
-            if self._state.wait_for(lambda: self._held or self._failed is not None, left):
-                if self._held:
+            if self._state.wait_for(
+                lambda: self._holder is not None or self._failed is not None, left
+            ):
+                if self._holder is not None:
                     return self._left(started)
                 failed, self._failed = self._failed, None
                 raise self._failure(failed)
-            self._wanted = False
+            self._wanted = None
         raise self._timed_out(started)
 
     def _left(self, started: float) -> float:
@@ -182,6 +199,22 @@ class WriteGate:
             "or in a long transaction). A claim or a read of the change feed is tried "
             "again at the next wake; if writes are that long, open every store on the "
             "file with a larger timeout"
+        )
+
+    def _taken_twice(self) -> WriteGateTakenTwice:
+        holder = self._holder
+        who = next(
+            (
+                f"thread {t.name!r} (ident {holder})"
+                for t in threading.enumerate()
+                if t.ident == holder
+            ),
+            f"a thread that has ended (ident {holder})",
+        )
+        return WriteGateTakenTwice(
+            f"the write lock {self.path + WRITE!r} is taken twice: {who} holds it already (the "
+            "gate is not re-entrant: a second take would let it go at its own release, under "
+            "the first)"
         )
 
     def _failure(self, error: OSError | None) -> WriteLockFailed:
@@ -210,7 +243,7 @@ class WriteGate:
     def release(self) -> None:
         """Let the write lock go (after the COMMIT or the ROLLBACK)."""
         with self._state:
-            self._held = False
+            self._holder = None
             self._flock(self._write, self._un)
 
     def _take(self) -> None:
@@ -228,8 +261,8 @@ class WriteGate:
                 with state:
                     self._busy = False
                     self._thread = None  # the next blocking wait starts a new thread
-                    if self._wanted:
-                        self._wanted = False
+                    if self._wanted is not None:
+                        self._wanted = None
                         self._failed = exc
                         state.notify_all()
                     if self._closed:
@@ -237,9 +270,8 @@ class WriteGate:
                 return
             with state:
                 self._busy = False
-                if self._wanted and not self._closed:
-                    self._wanted = False
-                    self._held = True
+                if self._wanted is not None and not self._closed:
+                    self._holder, self._wanted = self._wanted, None
                     state.notify_all()
                 else:  # its caller gave up: the next write of this store goes
                     self._flock(self._write, self._un)
@@ -261,8 +293,8 @@ class WriteGate:
             if self._closed:
                 return
             self._closed = True
-            if self._held:
-                self._held = False
+            if self._holder is not None:
+                self._holder = None
                 self._flock(self._write, self._un)
             if not self._busy:
                 self._close()
