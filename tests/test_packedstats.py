@@ -3,7 +3,6 @@ order, within its limit; the threaded scheduler keeps its histories that way."""
 
 from __future__ import annotations
 
-import gc
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -38,6 +37,7 @@ from lldsched.views import columns
 from lldsched.views.frames import to_frame
 from tests.harness import Harness
 from tests.test_recordlog import records
+from tests.tracking import tracked_from
 
 T0 = 1_767_571_200.0
 
@@ -101,30 +101,12 @@ def test_the_blocks_end_with_the_held_records() -> None:
     assert everything[-stats.held() :] == added[-40:]
 
 
-def _tracked_from(root: object) -> list[object]:
-    """The objects reachable from ``root`` (itself included, classes left out) that the
-    cyclic collector tracks, found after three collections (a pass may untrack only one
-    level of tuples in tuples: a block holds a tuple that holds the tuples of a field)."""
-    for _ in range(3):
-        gc.collect()
-    seen, found, todo = set(), [], [root]
-    while todo:
-        thing = todo.pop()
-        if id(thing) in seen or isinstance(thing, type):
-            continue
-        seen.add(id(thing))
-        if gc.is_tracked(thing):
-            found.append(thing)
-        todo += gc.get_referents(thing)
-    return found
-
-
 def test_a_full_history_leaves_only_its_tail_tracked_by_the_collector() -> None:
     stats = PackedRunStats(100)
     added = [_record(i) for i in range(100)]  # six blocks packed, four records in the tail
     for record in added:
         stats.add(record)
-    tracked = _tracked_from(stats)
+    tracked = tracked_from(stats)
     # The stats, the deque of blocks, the tail's deque and its four records: no block.
     assert sorted(type(thing).__name__ for thing in tracked) == [
         *["ExecutionRecord"] * 4, "PackedRunStats", "deque", "deque"
