@@ -16,11 +16,11 @@ its four floats) and every one tracked by the cyclic collector.
   every record of it has the same value (the common case), else as a tuple.
 
 About 54 bytes a packed record instead of about 200, and no object a block for the
-collector to visit instead of one a record (a task keeps its blocks as plain tuples,
-which the collector stops tracking, and hands them out as :class:`Block`): a
-scheduler of 1,000 ``FixedRate``
-tasks with full histories held 104 traced bytes per history record, the tasks
-included, against 202 (``bench_growth.scheduler_history``).
+collector to visit instead of one a record: a task keeps its blocks as plain tuples,
+which the collector stops tracking unless one holds a misfire's ``Outcome`` (and
+hands them out as :class:`Block`).  A scheduler of 1,000 ``FixedRate`` tasks with
+full histories held 104 traced bytes per history record, the tasks included,
+against 202 (``bench_growth.scheduler_history``).
 
 The price is on the run path: packing is done a batch at a time, field by field in
 C (``zip``, one ``struct.pack``), and still costs about 3,000 machine instructions
