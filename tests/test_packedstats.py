@@ -37,6 +37,7 @@ from lldsched.views import columns
 from lldsched.views.frames import to_frame
 from tests.harness import Harness
 from tests.test_recordlog import records
+from tests.tracking import tracked_from
 
 T0 = 1_767_571_200.0
 
@@ -98,6 +99,20 @@ def test_the_blocks_end_with_the_held_records() -> None:
     assert sum(block.size for block in blocks[:-1]) == BATCH * (len(blocks) - 1)
     everything = [record for block in blocks for record in unpack(block)]
     assert everything[-stats.held() :] == added[-40:]
+
+
+def test_a_full_history_leaves_only_its_tail_tracked_by_the_collector() -> None:
+    stats = PackedRunStats(100)
+    added = [_record(i) for i in range(100)]  # six blocks packed, four records in the tail
+    for record in added:
+        stats.add(record)
+    tracked = tracked_from(stats)
+    # The stats, the deque of blocks, the tail's deque and its four records: no block.
+    assert sorted(type(thing).__name__ for thing in tracked) == [
+        *["ExecutionRecord"] * 4, "PackedRunStats", "deque", "deque"
+    ]  # fmt: skip
+    assert stats.records() == tuple(added)
+    assert [record for block in stats.blocks() for record in unpack(block)] == added
 
 
 def test_the_blocks_of_no_record_or_one_hold_nothing_or_it() -> None:

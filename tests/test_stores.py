@@ -19,6 +19,7 @@ from lldsched import (
     ValidationError,
 )
 from tests.conftest import SchedulerFactory, settle
+from tests.tracking import tracked_from
 
 
 def test_the_store_holds_the_latest_snapshot_and_every_record(
@@ -38,6 +39,23 @@ def test_the_store_holds_the_latest_snapshot_and_every_record(
     assert snapshots[once.id].status is TaskStatus.SUCCEEDED and snapshots[once.id].run_count == 1
     assert [r.task_id for r in store.records(tick.id)] == [tick.id, tick.id]
     assert len(store.records()) == 3 and len(store) == 2
+
+
+def test_a_tasks_records_in_the_store_cost_the_collector_one_object_besides_them(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    store = InMemoryTaskStore()
+    scheduler = make_scheduler(clock=clock, store=store)
+    scheduler.schedule("tick", lambda: None, FixedRate(10))
+    settle(scheduler)
+    clock.advance(10)
+    settle(scheduler)
+    assert len(store.records()) == 2
+    kept = [*store.load_all(), *store.records()]
+    held = sorted(type(thing).__name__ for thing in tracked_from(store, leave_out=kept))
+    # The store, its lock, its dicts of snapshots and of records, and the task's list of
+    # records (their numbers in it: no second list).
+    assert held == ["InMemoryTaskStore", "dict", "dict", "list", "lock"]
 
 
 def test_remove_deletes_the_task_from_the_store(
@@ -80,7 +98,8 @@ def test_a_retention_keeps_the_latest_records_of_each_task_as_sqlite_does(
     assert latest == [clock.now() - 20, clock.now() - 10, clock.now()]  # of 10 runs
     # every task's records in the order saved, as SQLite gives them (not grouped by task)
     assert [r.task_id for r in store.records()] == [tick.id, other.id] * 3
-    assert max(len(kept) for kept in store._records.values()) <= 3 + 1  # trimmed a tenth late
+    # trimmed a tenth late; a task's list holds a number and a record each
+    assert max(len(kept) for kept in store._records.values()) <= 2 * (3 + 1)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "10"])

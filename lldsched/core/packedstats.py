@@ -15,10 +15,12 @@ its four floats) and every one tracked by the cyclic collector.
   field (task id, name, error, misfire, result, token) once for the block when
   every record of it has the same value (the common case), else as a tuple.
 
-About 54 bytes a packed record instead of about 200, and one object a block for the
-collector to visit instead of one a record: a scheduler of 1,000 ``FixedRate``
-tasks with full histories held 104 traced bytes per history record, the tasks
-included, against 202 (``bench_growth.scheduler_history``).
+About 54 bytes a packed record instead of about 200, and no object a block for the
+collector to visit instead of one a record: a task keeps its blocks as plain tuples,
+which the collector stops tracking unless one holds a misfire's ``Outcome`` (and
+hands them out as :class:`Block`).  A scheduler of 1,000 ``FixedRate`` tasks with
+full histories held 104 traced bytes per history record, the tasks included,
+against 202 (``bench_growth.scheduler_history``).
 
 The price is on the run path: packing is done a batch at a time, field by field in
 C (``zip``, one ``struct.pack``), and still costs about 3,000 machine instructions
@@ -112,8 +114,17 @@ class Block(NamedTuple):
     rest: tuple[Any, ...]
 
 
+_as_block = partial(_new_tuple, Block)  # a kept plain tuple as the Block it is
+
+
 def pack(records: Sequence[ExecutionRecord]) -> Block:
-    """The block holding ``records`` (at most :data:`BATCH`).
+    """The block holding ``records`` (at most :data:`BATCH`)."""
+    return _as_block(_packed(records))
+
+
+def _packed(records: Sequence[ExecutionRecord]) -> tuple[bytes, int, tuple[Any, ...]]:
+    """:func:`pack`'s block as a plain tuple: what a task keeps (the collector stops
+    tracking a tuple of untracked values at its first pass, never a ``NamedTuple``).
 
     Field by field, in C: ``zip`` turns the records into columns and one
     ``struct.pack`` packs them (an ``itemgetter`` a record cost nearly four times more)."""
@@ -131,7 +142,7 @@ def pack(records: Sequence[ExecutionRecord]) -> Block:
             padded += [_PADDING[field]] * (BATCH - size)
         numbers = _BLOCK.pack(*padded)
     rest = tuple(map(_shared_or_all, _rest(fields)))
-    return Block(numbers, size, rest)
+    return numbers, size, rest
 
 
 def _shared_or_all(values: tuple[Any, ...]) -> Any:
@@ -140,15 +151,16 @@ def _shared_or_all(values: tuple[Any, ...]) -> Any:
     return first if values.count(first) == len(values) else values
 
 
-def unpack(block: Block) -> Iterator[ExecutionRecord]:
-    """The records of ``block``, oldest first, equal to the ones packed."""
-    size = block.size
-    flat = _BLOCK.unpack(block.numbers)
+def unpack(block: Block | tuple[bytes, int, tuple[Any, ...]]) -> Iterator[ExecutionRecord]:
+    """The records of ``block`` (or of its plain tuple), oldest first, equal to the ones
+    packed."""
+    numbers, size, kept = block
+    flat = _BLOCK.unpack(numbers)
     starts = range(0, len(flat), BATCH)  # a column of BATCH values a field
     columns = dict(zip(NUMBERS, (flat[start : start + size] for start in starts), strict=True))
     rest = {
         field: value if isinstance(value, tuple) else repeat(value, size)
-        for field, value in zip(REST, block.rest, strict=True)
+        for field, value in zip(REST, kept, strict=True)
     }
     every = {**columns, **rest}
     fields = [every[field] for field in ExecutionRecord._fields]
@@ -163,11 +175,13 @@ class PackedRunStats(RunStats):
 
     # _blocks is set with the tail, at the second record (never, for a one-off task):
     # the packed blocks, oldest first, enough of them for the whole limit whatever
-    # the tail holds; the oldest falls off as a new one is packed.
+    # the tail holds; the oldest falls off as a new one is packed.  Plain tuples, not
+    # Blocks: the collector stops tracking them (a task of a full default history
+    # keeps seven), and blocks() makes them Blocks.
     # _packing counts the halves of the packs made: odd while a batch moves from the
     # tail into a block, so that a read without the lock can tell a torn copy.
     __slots__ = ("_blocks", "_packing")
-    _blocks: deque[Block]
+    _blocks: deque[tuple[bytes, int, tuple[Any, ...]]]
     _packing: int
 
     def add(self, record: ExecutionRecord) -> None:
@@ -177,7 +191,7 @@ class PackedRunStats(RunStats):
             recent.append(record)
             if len(recent) == BATCH:
                 self._packing += 1  # odd: a read that overlaps the next two lines retries
-                self._blocks.append(pack(recent))
+                self._blocks.append(_packed(recent))
                 recent.clear()
                 self._packing += 1
         elif self._first is None:
@@ -216,7 +230,7 @@ class PackedRunStats(RunStats):
         if self._recent is None:
             return [pack([self._first])] if self._first is not None else []
         tail = [pack(self._recent)] if self._recent else []
-        return [*self._blocks, *tail]
+        return [*map(_as_block, self._blocks), *tail]
 
     def held(self) -> int:
         """How many records the history holds (the last that many of :meth:`blocks`)."""

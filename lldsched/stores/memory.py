@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 from operator import itemgetter
 from types import TracebackType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from lldsched.checks import whole_or_none
 from lldsched.errors import StoreClosedError
@@ -36,22 +36,17 @@ from lldsched.stores import forks
 __all__ = ["InMemoryTaskStore"]
 
 
-class _Kept(list[ExecutionRecord]):
-    """A task's records kept, oldest first, and in :attr:`numbers` the number of each
-    (its place among every task's records saved): ``records()`` of every task sorts
-    them by it, interleaved in the order saved as the durable stores give them (by
-    their sequence), not grouped by task.  The numbers beside the records, not a
-    ``(number, record)`` pair each: a pair cost some 1,300 instructions a save (the
-    garbage collector tracks it), a number appended about 300."""
+_Kept = list[Any]
+"""A task's records kept, oldest first, each after its number (its place among every
+task's records saved): ``[number, record, number, record, ...]``.  ``records()`` of
+every task sorts them by it, interleaved in the order saved as the durable stores give
+them (by their sequence), not grouped by task.  The numbers beside the records, not a
+``(number, record)`` pair each: a pair cost some 1,300 instructions a save (the
+garbage collector tracks it), a number appended about 300.  In the records' own list,
+not a second one: each list is one more object a task for every full pass of the
+collector (a list of numbers, or an ``array``, is tracked as well)."""
 
-    __slots__ = ("numbers",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.numbers: list[int] = []
-
-
-_NONE = _Kept()  # the records of a task that has none (never changed)
+_NONE: _Kept = []  # the records of a task that has none (never changed)
 _number = itemgetter(0)  # of a (number, record) pair
 
 
@@ -62,8 +57,9 @@ class InMemoryTaskStore:
     def __init__(self, *, retention: int | None = None) -> None:
         whole_or_none(retention, name="retention", at_least=1)
         self.retention = retention
-        # Past this many records of a task, its oldest are trimmed to ``retention``.
-        self._trim_above = 0 if retention is None else retention + max(1, retention // 10)
+        # Past this many items of a task's list (two a record), its oldest records are
+        # trimmed to ``retention``.
+        self._trim_above = 0 if retention is None else 2 * (retention + max(1, retention // 10))
         # Guards _snapshots, _records and _dead; held only for a dict or list operation.
         self._lock = threading.Lock()
         self._snapshots: dict[str, TaskSnapshot] = {}
@@ -80,13 +76,12 @@ class InMemoryTaskStore:
             if record is not None:
                 records = self._records.get(record.task_id)
                 if records is None:
-                    records = self._records[record.task_id] = _Kept()
+                    records = self._records[record.task_id] = []
+                records.append(self._saved)
                 records.append(record)
-                records.numbers.append(self._saved)
                 self._saved += 1
                 if len(records) > self._trim_above and self.retention is not None:
-                    cut = len(records) - self.retention
-                    del records[:cut], records.numbers[:cut]
+                    del records[: len(records) - 2 * self.retention]
             if snapshot.status is TaskStatus.FAILED:
                 self._dead.setdefault(task_id)
             elif self._dead:
@@ -121,11 +116,11 @@ class InMemoryTaskStore:
         keep = 0 if self.retention is None else -self.retention  # [-n:], or [0:]: all
         with self._lock:
             if task_id is not None:
-                return self._records.get(task_id, _NONE)[keep:]
+                return self._records.get(task_id, _NONE)[1::2][keep:]
             kept = [
                 pair
                 for records in self._records.values()
-                for pair in zip(records.numbers[keep:], records[keep:], strict=True)
+                for pair in zip(records[0::2][keep:], records[1::2][keep:], strict=True)
             ]
         kept.sort(key=_number)  # one run in order a task: Timsort merges them
         return [record for _, record in kept]
