@@ -551,3 +551,19 @@ def test_a_branch_not_written_yet_is_told_only_that(
     checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any], check: str, told: str
 ) -> None:
     assert failure(run_checks(checks_of(answer), limit=ANSWER_LIMIT), check) == told
+
+
+# -- an answer that recurses without end --------------------------------------------------------
+
+
+def recurses_for_ever(slot: float, period: float, finished: float, policy: str) -> float:
+    return recurses_for_ever(slot, period, finished, policy)
+
+
+def test_an_answer_that_recurses_without_end_is_told_so_not_that_it_turned_the_watch_off() -> None:
+    # CPython drops a profile function that raises, and the watch raises RecursionError
+    # too at the depth limit: that is the learner's recursion, not a call to setprofile.
+    told = failure(run_checks(next_slot_checks(recurses_for_ever), limit=ANSWER_LIMIT), "short")
+    assert told.startswith("next_slot(0, 60, 5, 'skip') raised RecursionError"), told
+    assert "setprofile" not in told
+    assert "calls itself" in told
