@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 import random
 import re
+import reprlib
 from collections.abc import Callable, Iterable
 
 from exercises.checks import (
@@ -274,12 +275,21 @@ MOST_VALUES = 10_000
 one that yields more is told so, and one that never ends is named as the call it is."""
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = 60  # a set's text shown whole for a month field, cut for a minute field
+
+
 def _values(call: str, got: object) -> set[int]:
     """What ``parse_field`` returned, as a set of ints; anything else fails, shown."""
     if isinstance(got, Taken) and got.more:
         raise AssertionError(
             f"{call} returned a {got.kind} that yields more than {MOST_VALUES:,} values: "
             "return the set of values the field allows"
+        )
+    if isinstance(got, str | bytes):  # iterable, but its items are characters
+        raise AssertionError(
+            f"{call} returned {_SHORT.repr(got)}, a {type(got).__name__}: the set's text, "
+            "not the set; return the set of values the field allows"
         )
     try:
         if not isinstance(got, Iterable):
