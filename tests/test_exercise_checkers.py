@@ -953,6 +953,24 @@ def test_each_overrun_mistake_is_named_not_blamed_on_the_convention() -> None:
     assert "catch_up returns the slot after this one" in ignores_policy
 
 
+def steps_in_whole_seconds(slot: float, period: float, finished: float, policy: str) -> float:
+    """Skip by walking the grid with range(), which takes ints: right while every slot and
+    period is a whole number of seconds, wrong for a period of 1.5 s."""
+    following = slot + period
+    if following >= finished or policy == "catch_up":
+        return following
+    grid = range(int(following), int(finished) + int(period) + 1, int(period))
+    return next(s for s in grid if s >= finished)
+
+
+def test_an_overrun_answer_right_only_for_whole_seconds_fails() -> None:
+    # FixedRate takes any period (FixedRate(1.5)); the random runs have fractional slots
+    # and periods too, so an answer that truncates them to ints cannot pass them all.
+    assert steps_in_whole_seconds(0, 60, 150, "skip") == 180
+    told = failure(run_checks(next_slot_checks(steps_in_whole_seconds)), "500 runs")
+    assert "expected" in told and "got" in told
+
+
 def test_an_overrun_answer_that_returns_none_is_told_to_return_a_number() -> None:
     def none_when_on_time(slot: float, period: float, finished: float, policy: str) -> float:
         return None if finished < slot + period else next_slot(slot, period, finished, policy)  # type: ignore[return-value]

@@ -551,3 +551,30 @@ def test_a_branch_not_written_yet_is_told_only_that(
     checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any], check: str, told: str
 ) -> None:
     assert failure(run_checks(checks_of(answer), limit=ANSWER_LIMIT), check) == told
+
+
+# -- an answer that recurses without end --------------------------------------------------------
+
+
+def recurses_for_ever(slot: float, period: float, finished: float, policy: str) -> float:
+    return recurses_for_ever(slot, period, finished, policy)
+
+
+def test_an_answer_that_recurses_without_end_is_told_so_not_that_it_turned_the_watch_off() -> None:
+    # CPython drops a profile function that raises, and the watch raises RecursionError
+    # too at the depth limit: that is the learner's recursion, not a call to setprofile.
+    told = failure(run_checks(next_slot_checks(recurses_for_ever), limit=ANSWER_LIMIT), "short")
+    assert told.startswith("next_slot(0, 60, 5, 'skip') raised RecursionError"), told
+    assert "setprofile" not in told
+    assert "calls itself" in told
+
+
+def test_a_parser_that_returns_the_sets_text_is_told_so_not_shown_its_characters() -> None:
+    def prints_the_set(text: str, low: int, high: int) -> str:
+        return str(parse_field(text, low, high))
+
+    checks = parse_field_checks(prints_the_set)  # type: ignore[arg-type]
+    told = failure(run_checks(checks, limit=ANSWER_LIMIT), "hour")
+    assert told.startswith("parse_field('*', 0, 23) returned '{0, 1, 2, "), told
+    assert "a str: the set's text, not the set" in told
+    assert "' '" not in told  # no set of its characters

@@ -3,6 +3,8 @@ nothing; without the sequence field a tie raises or breaks FIFO (lldsched.lab.en
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lldsched.clock import FakeClock
@@ -92,3 +94,16 @@ def test_a_cancel_count_below_one_is_refused_naming_it() -> None:
 def test_a_tie_of_fewer_than_one_task_is_refused_naming_it(tasks: object) -> None:
     with pytest.raises(ValueError, match=f"tasks must be a whole number >= 1, got {tasks!r}"):
         run_a_tie(tasks=tasks)  # type: ignore[arg-type]
+
+
+def test_the_notebook_names_the_count_per_cancel_comparisons_which_outnumber_the_entries() -> None:
+    # list.remove tests entries for equality and heapify orders them: a removal in a heap
+    # of 1,000 makes several comparisons an entry, so the notebook cannot call the count
+    # "how many entries each cancel compares" (4,549 entries of 1,000).
+    assert cancel_comparisons(RemovingQueue, 1_000) > 1_000
+    source = (Path(__file__).resolve().parent.parent / "notebooks/src/09-design-lab.py").read_text(
+        encoding="utf-8"
+    )
+    section = source[source.index('id="lab-tombstones"') : source.index('id="lab-sequence"')]
+    assert "entries each cancel" not in section
+    assert "comparisons per cancel" in section

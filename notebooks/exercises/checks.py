@@ -322,7 +322,11 @@ def call_answer(
                 taken.more = len(taken) == take and next(got, _MISSING) is not _MISSING
                 got = taken
         finally:
-            if sys.getprofile() is not watch:  # turned off by a way the watch cannot see
+            # Turned off by a way the watch cannot see; but CPython also drops a profile
+            # function that raises, as the watch does at the recursion limit: that is
+            # the answer's recursion, reported as such below.
+            recursed = sys.getprofile() is None and _recursion(sys.exc_info()[1]) is not None
+            if sys.getprofile() is not watch and not recursed:
                 watch.unhooked = watch.unhooked or "sys.setprofile"
             sys.setprofile(previous)
             watch.active = False  # a thread the answer started stops being watched
@@ -338,9 +342,27 @@ def call_answer(
         raise
     except (Exception, SystemExit) as error:  # the learner's code raised: name the input
         watch.refuse(call)  # (sys.exit() too: it would end the whole check, or the kernel)
+        recursion = _recursion(error)
+        if recursion is not None:
+            message = f"{call} raised RecursionError: {recursion}: {RECURSES}"
+            raise Raised(message, recursion) from None
         raise Raised(f"{call} raised {type(error).__name__}: {error}", error) from None
     watch.refuse(call)
     return got
+
+
+def _recursion(error: BaseException | None) -> RecursionError | None:
+    """The RecursionError ``error`` is, or the one CPython wrapped in the SystemError it
+    raises when the recursion limit strikes inside the watch (a profile function)."""
+    if isinstance(error, SystemError):
+        error = error.__cause__ or error.__context__
+    return error if isinstance(error, RecursionError) else None
+
+
+RECURSES = (
+    "a function that calls itself and never reaches a case that returns without calling "
+    "itself again"
+)
 
 
 TWICE = (
