@@ -460,6 +460,29 @@ def test_an_unreachable_server_and_a_malformed_dsn_are_store_errors_without_the_
     assert redact("postgresql://me:pw@h/db") == "user=me password=*** dbname=db host=h"
 
 
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "host=127.0.0.1 port=1 user=me pasword=s3cret-pw dbname=db",  # a misspelled key
+        "postgresql://me@127.0.0.1:1/db?passwrd=s3cret-pw",  # the same in a URI's query
+        "host=127.0.0.1 port=1 user=me sslpassword=s3cret-pw dbname=db",  # libpq's secrets
+        "postgresql://me@127.0.0.1:1/db?sslpassword=s3cret-pw&sslmode=disable",
+        "host=127.0.0.1 port=1 oauth_client_secret=s3cret-pw dbname=db",
+    ],
+    ids=["key-typo", "query-typo", "sslpassword", "query-sslpassword", "oauth-secret"],
+)
+def test_a_dsn_shows_no_value_of_a_secret_or_unknown_key(dsn: str) -> None:
+    """A key libpq does not know (``pasword=``, a typo of the password's key) kept its
+    value in the message, and so did libpq's other secrets (``sslpassword``, which
+    libpq itself never displays): only the values of the keys libpq displays are shown;
+    the key stays, so a typo is still seen."""
+    with pytest.raises(StoreError, match="cannot connect") as caught:
+        PostgresTaskStore(dsn, timeout=2)
+    message = str(caught.value)
+    assert "s3cret-pw" not in message and "=***" in message
+    assert "s3cret-pw" not in redact(dsn) and "127.0.0.1" in redact(dsn)
+
+
 def test_the_listener_logs_a_connection_failure_without_the_password(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
