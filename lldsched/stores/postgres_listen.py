@@ -93,9 +93,7 @@ def _shown_keys() -> frozenset[str]:
 
 
 # A key/value pair of a dsn libpq cannot parse: a key/value dsn's, or a URI query's.
-_PAIR = re.compile(
-    r"(?:^|(?<=[\s?&]))([A-Za-z_][A-Za-z0-9_]*)\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&#]+)"
-)
+_PAIR = re.compile(r"(?:^|(?<=[\s?&]))([A-Za-z_][A-Za-z0-9_]*)\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&#]+)")
 
 
 def _hide_value(pair: re.Match[str]) -> str:
