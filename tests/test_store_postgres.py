@@ -772,6 +772,48 @@ def test_a_search_path_naming_no_schema_that_exists_is_said_at_open(
 
 
 @pytest.mark.parametrize(
+    ("grant", "says"),
+    [
+        (
+            "",  # the schema exists, but the user may not even look into it
+            "its search_path 'locked_N' names schema locked_N, which user weak_N may not "
+            "use (no USAGE privilege): GRANT USAGE, CREATE ON SCHEMA locked_N TO weak_N",
+        ),
+        (
+            "GRANT USAGE ON SCHEMA locked_N TO weak_N",
+            "user weak_N may not create tables in schema locked_N (no CREATE privilege): "
+            "GRANT CREATE ON SCHEMA locked_N TO weak_N",
+        ),
+    ],
+    ids=["no-usage", "no-create"],
+)
+def test_a_schema_the_user_may_not_create_in_is_said_at_open_with_the_grant_to_run(
+    postgres_server: PostgresServer, grant: str, says: str
+) -> None:
+    """A schema that exists, where the dsn's user may not create the store's tables, was
+    said to exist not at all ("create the first (CREATE SCHEMA ...)", which fails), or
+    came as PostgreSQL's "permission denied for schema ..." with a line of the schema's
+    SQL: the message names the schema, the user, the privilege missing and the GRANT."""
+    suffix = postgres_server.create_schema().rsplit("_", 1)[1]
+    names = {"locked_N": f"locked_{suffix}", "weak_N": f"weak_{suffix}"}
+    for stand_in, name in names.items():
+        grant, says = grant.replace(stand_in, name), says.replace(stand_in, name)
+    postgres_server.sql(f"CREATE ROLE {names['weak_N']} LOGIN PASSWORD 'weak-pw'")
+    postgres_server.sql(f"CREATE SCHEMA {names['locked_N']}")
+    if grant:
+        postgres_server.sql(grant)
+    dsn = (
+        f"postgresql://{names['weak_N']}:weak-pw@127.0.0.1:{postgres_server.port}/postgres"
+        f"?options=-csearch_path%3D{names['locked_N']}"
+    )
+    with pytest.raises(StoreError) as refused:
+        PostgresTaskStore(dsn)
+    message = str(refused.value)
+    assert says in message and message.endswith("nothing was written")
+    assert "weak-pw" not in message and "LINE" not in message
+
+
+@pytest.mark.parametrize(
     ("task_id", "name", "says"),
     [
         # an id's NUL is refused before the store sees it, as every unprintable id is
