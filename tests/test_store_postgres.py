@@ -534,6 +534,28 @@ def test_a_malformed_uri_that_libpq_quotes_back_is_redacted_in_the_reason(dsn: s
 
 
 @pytest.mark.parametrize(
+    "dsn",
+    [
+        "postgresql://me:p@ss-s3cret@127.0.0.1:1/db",  # an '@' of the password
+        "postgresql://me:p@ss@s3cret@127.0.0.1:1/db?sslmode=disable",  # two of them
+        "postgresql://m@e:s3cret@127.0.0.1:1/db",  # an '@' of the user
+    ],
+    ids=["password", "password-twice", "user"],
+)
+def test_a_uri_whose_password_holds_an_unencoded_at_sign_is_refused_without_showing_it(
+    dsn: str,
+) -> None:
+    """libpq ends a URI's user part at its first '@': the rest of a password that holds
+    one was taken as the host, and the error ("failed to resolve host 'ss-s3cret@...'")
+    showed it.  Such a dsn can never connect as meant: it is refused before connecting,
+    saying to write the '@' as %40, the password hidden whole."""
+    with pytest.raises(ValidationError, match=r"not percent-encoded.*%40") as caught:
+        PostgresTaskStore(dsn, timeout=2)
+    message = str(caught.value)
+    assert "s3cret" not in message and "p@ss" not in message and ":***@127.0.0.1:1/db" in message
+
+
+@pytest.mark.parametrize(
     ("option", "value", "message"),
     [("lease", 0, "lease must be"), ("poll", -1, "poll must be"), ("retention", 0, "retention")],
 )

@@ -59,6 +59,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import secrets
 import socket
 import threading
@@ -125,18 +126,31 @@ def _shown(dsn: object) -> str:
     return repr(dsn)
 
 
+_URI_AUTHORITY = re.compile(r"\s*postgres(?:ql)?://([^/?#]*)", re.IGNORECASE)
+"""A libpq URI's user, password, hosts and ports (group 1)."""
+
+
 def _check_dsn(dsn: object) -> None:
     """Refuse, as every store refuses a malformed argument (a :class:`ValidationError`
     naming it, its password hidden), a dsn that is not a connection string libpq can be
     given: not a ``str``; one holding a NUL, at which libpq's C string ends (the rest was
     dropped unseen, and a store opened what came before it); one holding a lone surrogate,
-    which UTF-8 cannot encode (a bare ``UnicodeEncodeError`` naming no dsn)."""
+    which UTF-8 cannot encode (a bare ``UnicodeEncodeError`` naming no dsn); a URI whose
+    user or password holds an ``@`` not percent-encoded (libpq took the rest for the
+    host, and its error quoted it)."""
     if not isinstance(dsn, str):
         raise ValidationError(f"dsn must be a libpq connection string (a str), got {_shown(dsn)}")
     if "\x00" in dsn:
         raise ValidationError(
             f"dsn {hide_passwords(dsn)!r} holds a NUL, where libpq would end it: "
             "remove it and what follows it if that was not meant"
+        )
+    authority = _URI_AUTHORITY.match(dsn)
+    if authority is not None and authority.group(1).count("@") > 1:
+        raise ValidationError(
+            f"dsn {hide_passwords(dsn)!r} holds an '@' in its user or password that is not "
+            "percent-encoded: libpq ends the user part at the first '@' and takes the rest "
+            "for the host; write each '@' of the user and the password as %40"
         )
     try:
         dsn.encode("utf-8")
