@@ -513,8 +513,9 @@ def test_the_listener_logs_a_connection_failure_without_the_password(
         (None, "got None"),
         (b"postgresql://me:s3cret-pw@h/db", "got bytes 'user=me password=*** dbname=db host=h'"),
         ({"host": "h", "password": "s3cret-pw"}, "got {'host': 'h', 'password': '***'}"),
+        ({"host": "h", "sslpassword": "s3cret-pw"}, "got {'host': 'h', 'sslpassword': '***'}"),
     ],
-    ids=["int", "none", "bytes", "mapping"],
+    ids=["int", "none", "bytes", "mapping", "mapping-sslpassword"],
 )
 def test_a_dsn_of_the_wrong_type_is_named_with_any_password_hidden(dsn: object, shown: str) -> None:
     with pytest.raises(ValidationError, match="dsn must be a libpq connection string") as caught:

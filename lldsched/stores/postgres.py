@@ -93,6 +93,7 @@ from lldsched.stores.postgres_listen import (
     redact,
     scrubbed,
     session_bounds,
+    shown_keys,
 )
 from lldsched.stores.postgres_reads import PostgresReads, one_row
 from lldsched.stores.postgres_rows import (
@@ -118,11 +119,11 @@ def node_id() -> str:
 def _shown(dsn: object) -> str:
     """A dsn of the wrong type as an error names it: its repr, any password in it
     replaced by ``***`` as in every message that names a dsn (a ``bytes`` dsn is read as
-    the text it holds, a mapping's ``password`` is hidden)."""
+    the text it holds, a mapping's values hidden but for the keys libpq displays)."""
     if isinstance(dsn, bytes | bytearray):
         return f"{type(dsn).__name__} {redact(bytes(dsn).decode('utf-8', 'replace'))!r}"
-    if isinstance(dsn, Mapping) and "password" in dsn:
-        return repr({**dsn, "password": "***"})
+    if isinstance(dsn, Mapping):
+        return repr({key: value if key in shown_keys() else "***" for key, value in dsn.items()})
     return repr(dsn)
 
 

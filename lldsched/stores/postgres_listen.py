@@ -57,6 +57,7 @@ __all__ = [
     "redact",
     "scrubbed",
     "session_bounds",
+    "shown_keys",
     "with_timeouts",
 ]
 
@@ -76,14 +77,14 @@ def redact(dsn: str) -> str:
         parts = conninfo.conninfo_to_dict(dsn)
     except psycopg.Error:
         return _PAIR.sub(_hide_value, hide_passwords(dsn))
-    shown_keys = _shown_keys()
+    shown = shown_keys()
     return conninfo.make_conninfo(
-        "", **{key: value if key in shown_keys else "***" for key, value in parts.items()}
+        "", **{key: value if key in shown else "***" for key, value in parts.items()}
     )
 
 
 @functools.cache
-def _shown_keys() -> frozenset[str]:
+def shown_keys() -> frozenset[str]:
     """The libpq keys whose values a message may show: those libpq itself displays
     (not ``password``, ``sslpassword``, ``oauth_client_secret``, marked ``*``, nor the
     debug keys, such as ``scram_client_key``, marked ``D``)."""
@@ -98,12 +99,12 @@ _PAIR = re.compile(r"(?:^|(?<=[\s?&]))([A-Za-z_][A-Za-z0-9_]*)\s*=\s*('(?:[^'\\]
 
 def _hide_value(pair: re.Match[str]) -> str:
     """A pair :data:`_PAIR` found, its value hidden unless libpq displays its key's."""
-    return pair.group(0) if pair.group(1) in _shown_keys() else f"{pair.group(1)}=***"
+    return pair.group(0) if pair.group(1) in shown_keys() else f"{pair.group(1)}=***"
 
 
 def _secrets(dsn: str) -> list[str]:
     """The values ``dsn`` holds that no message shows: the password, and the value of
-    every key but those libpq displays (:func:`_shown_keys`), a key libpq does not know
+    every key but those libpq displays (:func:`shown_keys`), a key libpq does not know
     included (a misspelled ``pasword=``, whose value is the password).  For a dsn
     libpq cannot parse, found by pattern; longest first, so none is left half hidden."""
     try:
@@ -111,12 +112,10 @@ def _secrets(dsn: str) -> list[str]:
     except psycopg.Error:
         values = [found.group(2).strip("'") for found in PASSWORD_IN_URI.finditer(dsn)]
         values += [found.group(2).strip("'") for found in PASSWORD_KEY.finditer(dsn)]
-        values += [
-            value.strip("'") for key, value in _PAIR.findall(dsn) if key not in _shown_keys()
-        ]
+        values += [value.strip("'") for key, value in _PAIR.findall(dsn) if key not in shown_keys()]
     else:
-        shown_keys = _shown_keys()
-        values = [str(value) for key, value in parts.items() if key not in shown_keys]
+        shown = shown_keys()
+        values = [str(value) for key, value in parts.items() if key not in shown]
     return sorted({value for value in values if value}, key=len, reverse=True)
 
 
