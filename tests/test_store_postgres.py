@@ -525,8 +525,12 @@ def test_a_dsn_of_the_wrong_type_is_named_with_any_password_hidden(dsn: object, 
 
 @pytest.mark.parametrize(
     "dsn",
-    ["postgresql://me:s3cret-pw@[::1/db", "postgresql://me:s3cret-pw%zz@h/db"],
-    ids=["the-whole-uri", "the-password-token"],
+    [
+        "postgresql://me:s3cret-pw@[::1/db",
+        "postgresql://me:s3cret-pw%zz@h/db",
+        "postgresql://me:s3/cret-pw@h/db",  # a '/' not percent-encoded: 's3' taken as a port
+    ],
+    ids=["the-whole-uri", "the-password-token", "a-slash-in-the-password"],
 )
 def test_a_malformed_uri_that_libpq_quotes_back_is_redacted_in_the_reason(dsn: str) -> None:
     with pytest.raises(StoreError, match="cannot connect") as caught:
