@@ -127,8 +127,8 @@ def _shown(dsn: object) -> str:
     return repr(dsn)
 
 
-_URI_AUTHORITY = re.compile(r"\s*postgres(?:ql)?://([^/?#]*)", re.IGNORECASE)
-"""A libpq URI's user, password, hosts and ports (group 1)."""
+_URI_BEFORE_QUERY = re.compile(r"\s*postgres(?:ql)?://([^?#]*)", re.IGNORECASE)
+"""A libpq URI's user, password, hosts, ports and database (group 1)."""
 
 
 def _check_dsn(dsn: object) -> None:
@@ -137,8 +137,8 @@ def _check_dsn(dsn: object) -> None:
     given: not a ``str``; one holding a NUL, at which libpq's C string ends (the rest was
     dropped unseen, and a store opened what came before it); one holding a lone surrogate,
     which UTF-8 cannot encode (a bare ``UnicodeEncodeError`` naming no dsn); a URI whose
-    user or password holds an ``@`` not percent-encoded (libpq took the rest for the
-    host, and its error quoted it)."""
+    user or password holds an ``@`` or a ``/`` not percent-encoded (libpq took the rest
+    for the host, port or database, and its error quoted it)."""
     if not isinstance(dsn, str):
         raise ValidationError(f"dsn must be a libpq connection string (a str), got {_shown(dsn)}")
     if "\x00" in dsn:
@@ -146,12 +146,14 @@ def _check_dsn(dsn: object) -> None:
             f"dsn {hide_passwords(dsn)!r} holds a NUL, where libpq would end it: "
             "remove it and what follows it if that was not meant"
         )
-    authority = _URI_AUTHORITY.match(dsn)
-    if authority is not None and authority.group(1).count("@") > 1:
+    uri = _URI_BEFORE_QUERY.match(dsn)
+    authority, _, path = uri.group(1).partition("/") if uri is not None else ("", "", "")
+    if authority.count("@") > 1 or "@" in path:  # a user part holds one '@', before the '/'
         raise ValidationError(
-            f"dsn {hide_passwords(dsn)!r} holds an '@' in its user or password that is not "
-            "percent-encoded: libpq ends the user part at the first '@' and takes the rest "
-            "for the host; write each '@' of the user and the password as %40"
+            f"dsn {hide_passwords(dsn)!r} holds an '@' or a '/' in its user or password that "
+            "is not percent-encoded: libpq ends the user part at the first '@', the hosts at "
+            "the first '/', and takes the rest for the host, port or database; write each "
+            "'@' of the user and the password as %40, each '/' as %2F"
         )
     try:
         dsn.encode("utf-8")
