@@ -97,8 +97,8 @@ def test_a_run_in_flight_across_a_database_restart_is_settled_once_by_its_own_cl
     """The database restarts while a run holds its lease and another process is due to
     claim: the lease row survives the restart, the run's settle goes through on a new
     connection with the token it was claimed with, and the other process never runs
-    the slot (an audit's check, as an operator reads docs/CLUSTER.md, "The database
-    restarts")."""
+    the slot (an audit's check of the row "The database restarts" of the failure table in
+    docs/CLUSTER.md, "Network partitions")."""
     jobs.GATE.clear()
     running = threading.Event()
     with (
