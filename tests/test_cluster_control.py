@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -456,7 +457,7 @@ def test_the_same_ids_registered_at_once_in_both_schedulers_end_as_one_definitio
     for thread in threads:
         thread.join()
 
-    def definitions(tasks: list[Task]) -> dict[str, tuple[str, tuple[object, ...], str]]:
+    def definitions(tasks: Iterable[Any]) -> dict[str, tuple[str, tuple[object, ...], str]]:
         return {task.id: (task.name, task.args, repr(task.schedule)) for task in tasks}
 
     stored = definitions([snapshot.task for snapshot in reader.load_all()])
@@ -465,9 +466,12 @@ def test_the_same_ids_registered_at_once_in_both_schedulers_end_as_one_definitio
         (who,) = args
         every = {"first": "3600", "second": "7200"}[str(who)]
         assert name == f"{task_id} by {who}" and every in schedule, stored[task_id]
+
+    def follows(scheduler: Scheduler) -> Callable[[], bool]:
+        return lambda: definitions(scheduler.tasks()) == stored
+
     for scheduler in (first, second):
-        wait_until(lambda s=scheduler: definitions(s.tasks()) == stored, timeout=10,
-                   what="the scheduler to follow the definitions stored")  # fmt: skip
+        wait_until(follows(scheduler), timeout=10, what="the scheduler to follow the store")
 
 
 def test_an_overlap_policy_registered_again_in_another_scheduler_reaches_the_first(
