@@ -77,9 +77,9 @@ SELECT pg_catalog.current_schema(), pg_catalog.current_setting('search_path'), c
        COALESCE(pg_catalog.has_schema_privilege(pg_catalog.current_schema(), 'CREATE'), false),
        (SELECT n.nspname FROM pg_catalog.unnest(pg_catalog.string_to_array(
                 pg_catalog.current_setting('search_path'), ',')) WITH ORDINALITY AS p (name, at)
-          JOIN pg_catalog.pg_namespace n ON n.nspname = CASE
-                WHEN pg_catalog.btrim(p.name) = '$user' THEN current_user::text
-                ELSE pg_catalog.btrim(pg_catalog.btrim(p.name), '"') END
+          CROSS JOIN LATERAL pg_catalog.btrim(pg_catalog.btrim(p.name), '"') AS q (name)
+          JOIN pg_catalog.pg_namespace n
+            ON n.nspname = CASE WHEN q.name = '$user' THEN current_user::text ELSE q.name END
          WHERE NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE')
          ORDER BY p.at LIMIT 1)
 """
