@@ -16,8 +16,10 @@ import re
 
 __all__ = ["PASSWORD_IN_URI", "PASSWORD_KEY", "hide_passwords"]
 
-PASSWORD_IN_URI = re.compile(r"(://[^:/@]*:)([^@]*)@")
-"""A URI's password: group 1 is what comes before it, group 2 the password."""
+PASSWORD_IN_URI = re.compile(r"(://[^:/?#]*:)(.*?)@(?=[^@/?#]*(?:[/?#]|$))")
+"""A URI's password: group 1 is what comes before it, group 2 the password, up to the
+``@`` after which the host holds none (a password may hold an ``@`` or a ``/`` not
+percent-encoded)."""
 
 PASSWORD_KEY = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 """A ``password=`` key's value (quoted or not): group 1 the key, group 2 the value."""

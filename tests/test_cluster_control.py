@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -428,6 +429,49 @@ def test_registering_an_id_again_with_replace_existing_in_another_scheduler_upda
     )
     wait_until(lambda: first.task("report").name == "report v2", timeout=5, what="the update")
     assert [snapshot.task.name for snapshot in reader.load_all()] == ["report v2"]
+
+
+def test_the_same_ids_registered_at_once_in_both_schedulers_end_as_one_definition_each(
+    pair: Pair,
+) -> None:
+    """Two processes deploying the same jobs at the same moment (a rolling deploy's
+    replicas, each registering every job by ``id=`` with ``replace_existing=True``):
+    each id ends as one whole definition, the one or the other (never a field of each),
+    one row per id, and both schedulers and the store agree on which."""
+    first, second, reader, _ = pair
+    ids = [f"job-{n}" for n in range(20)]
+    start = threading.Barrier(2)
+
+    def deploy(scheduler: Scheduler, who: str, every: float) -> None:
+        start.wait(timeout=10)
+        for task_id in ids:
+            scheduler.schedule(f"{task_id} by {who}", jobs.note, FixedRate(every), args=(who,),
+                               id=task_id, replace_existing=True)  # fmt: skip
+
+    threads = [
+        threading.Thread(target=deploy, args=(first, "first", 3600.0)),
+        threading.Thread(target=deploy, args=(second, "second", 7200.0)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    def definitions(tasks: Iterable[Any]) -> dict[str, tuple[str, tuple[object, ...], str]]:
+        return {task.id: (task.name, task.args, repr(task.schedule)) for task in tasks}
+
+    stored = definitions([snapshot.task for snapshot in reader.load_all()])
+    assert sorted(stored) == sorted(ids)
+    for task_id, (name, args, schedule) in stored.items():
+        (who,) = args
+        every = {"first": "3600", "second": "7200"}[str(who)]
+        assert name == f"{task_id} by {who}" and every in schedule, stored[task_id]
+
+    def follows(scheduler: Scheduler) -> Callable[[], bool]:
+        return lambda: definitions(scheduler.tasks()) == stored
+
+    for scheduler in (first, second):
+        wait_until(follows(scheduler), timeout=10, what="the scheduler to follow the store")
 
 
 def test_an_overlap_policy_registered_again_in_another_scheduler_reaches_the_first(

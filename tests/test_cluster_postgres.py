@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lldsched import FixedRate, Outcome, Scheduler, SystemClock
+from lldsched import FixedRate, Outcome, Scheduler, SystemClock, TaskStatus
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
 from tests.pg_server import PostgresServer
@@ -88,6 +89,44 @@ def test_a_recurring_task_keeps_running_after_the_database_restarts(
             assert 0 not in tokens and tokens == sorted(tokens) and len(set(tokens)) == len(tokens)
         finally:
             assert scheduler.shutdown(timeout=10)
+
+
+def test_a_run_in_flight_across_a_database_restart_is_settled_once_by_its_own_claim(
+    postgres_server: PostgresServer, postgres_dsn: str
+) -> None:
+    """The database restarts while a run holds its lease and another process is due to
+    claim: the lease row survives the restart, the run's settle goes through on a new
+    connection with the token it was claimed with, and the other process never runs
+    the slot (an audit's check of the row "The database restarts" of the failure table in
+    docs/CLUSTER.md, "Network partitions")."""
+    jobs.GATE.clear()
+    running = threading.Event()
+    with (
+        PostgresTaskStore(postgres_dsn, poll=0.1, lease=3) as mine,
+        PostgresTaskStore(postgres_dsn, poll=0.1, lease=3) as other,
+    ):
+        scheduler = Scheduler(store=mine, workers=2)
+        scheduler.add_listener(
+            lambda event: running.set() if event.status is TaskStatus.RUNNING else None
+        )
+        scheduler.start()
+        elsewhere = Scheduler(store=other, workers=2)
+        try:
+            scheduler.schedule("held", jobs.gated, FixedRate(3600), id="held")
+            assert running.wait(20)
+            elsewhere.start()
+            (claim,) = mine.leases()
+            postgres_server.restart()
+            jobs.GATE.set()
+            wait_until(lambda: bool(mine.records("held")), timeout=30, what="the settle")
+            (record,) = mine.records("held")
+            assert record.outcome is Outcome.OK and record.token == claim.token
+            assert record.node == mine.node and not mine.leases()
+            assert mine.rejected == 0 and other.rejected == 0
+        finally:
+            jobs.GATE.set()
+            assert scheduler.shutdown(timeout=10) and elsewhere.shutdown(timeout=10)
+        assert [r.token for r in other.records("held")] == [claim.token]  # nothing ran twice
 
 
 AHEAD = 5.0  # seconds one process's clock is set ahead of the host's

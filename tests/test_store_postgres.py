@@ -460,6 +460,29 @@ def test_an_unreachable_server_and_a_malformed_dsn_are_store_errors_without_the_
     assert redact("postgresql://me:pw@h/db") == "user=me password=*** dbname=db host=h"
 
 
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "host=127.0.0.1 port=1 user=me pasword=s3cret-pw dbname=db",  # a misspelled key
+        "postgresql://me@127.0.0.1:1/db?passwrd=s3cret-pw",  # the same in a URI's query
+        "host=127.0.0.1 port=1 user=me sslpassword=s3cret-pw dbname=db",  # libpq's secrets
+        "postgresql://me@127.0.0.1:1/db?sslpassword=s3cret-pw&sslmode=disable",
+        "host=127.0.0.1 port=1 oauth_client_secret=s3cret-pw dbname=db",
+    ],
+    ids=["key-typo", "query-typo", "sslpassword", "query-sslpassword", "oauth-secret"],
+)
+def test_a_dsn_shows_no_value_of_a_secret_or_unknown_key(dsn: str) -> None:
+    """A key libpq does not know (``pasword=``, a typo of the password's key) kept its
+    value in the message, and so did libpq's other secrets (``sslpassword``, which
+    libpq itself never displays): only the values of the keys libpq displays are shown;
+    the key stays, so a typo is still seen."""
+    with pytest.raises(StoreError, match="cannot connect") as caught:
+        PostgresTaskStore(dsn, timeout=2)
+    message = str(caught.value)
+    assert "s3cret-pw" not in message and "=***" in message
+    assert "s3cret-pw" not in redact(dsn) and "127.0.0.1" in redact(dsn)
+
+
 def test_the_listener_logs_a_connection_failure_without_the_password(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -490,8 +513,9 @@ def test_the_listener_logs_a_connection_failure_without_the_password(
         (None, "got None"),
         (b"postgresql://me:s3cret-pw@h/db", "got bytes 'user=me password=*** dbname=db host=h'"),
         ({"host": "h", "password": "s3cret-pw"}, "got {'host': 'h', 'password': '***'}"),
+        ({"host": "h", "sslpassword": "s3cret-pw"}, "got {'host': 'h', 'sslpassword': '***'}"),
     ],
-    ids=["int", "none", "bytes", "mapping"],
+    ids=["int", "none", "bytes", "mapping", "mapping-sslpassword"],
 )
 def test_a_dsn_of_the_wrong_type_is_named_with_any_password_hidden(dsn: object, shown: str) -> None:
     with pytest.raises(ValidationError, match="dsn must be a libpq connection string") as caught:
@@ -508,6 +532,30 @@ def test_a_malformed_uri_that_libpq_quotes_back_is_redacted_in_the_reason(dsn: s
     with pytest.raises(StoreError, match="cannot connect") as caught:
         PostgresTaskStore(dsn, timeout=2)
     assert "s3cret" not in str(caught.value) and "me:***@" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "postgresql://me:p@ss-s3cret@127.0.0.1:1/db",  # an '@' of the password
+        "postgresql://me:p@ss@s3cret@127.0.0.1:1/db?sslmode=disable",  # two of them
+        "postgresql://m@e:s3cret@127.0.0.1:1/db",  # an '@' of the user
+        "postgresql://me:s3/cret-pw@127.0.0.1:1/db",  # a '/': 's3' was taken for a port
+    ],
+    ids=["password", "password-twice", "user", "slash"],
+)
+def test_a_uri_whose_password_holds_an_unencoded_at_sign_or_slash_is_refused_hiding_it(
+    dsn: str,
+) -> None:
+    """libpq ends a URI's user part at its first '@': the rest of a password that holds
+    one was taken as the host, and the error ("failed to resolve host 'ss-s3cret@...'")
+    showed it (a '/' in it: the rest was taken for the port and the database).  Such a
+    dsn can never connect as meant: it is refused before connecting, saying to write the
+    '@' as %40 (the '/' as %2F), the password hidden whole."""
+    with pytest.raises(ValidationError, match=r"not percent-encoded.*%40") as caught:
+        PostgresTaskStore(dsn, timeout=2)
+    message = str(caught.value)
+    assert "s3cret" not in message and "p@ss" not in message and ":***@127.0.0.1:1/db" in message
 
 
 @pytest.mark.parametrize(
@@ -746,6 +794,48 @@ def test_a_search_path_naming_no_schema_that_exists_is_said_at_open(
         PostgresTaskStore(dsn)
     message = str(refused.value)
     assert "search_path 'nowhere_test_" in message and "(CREATE SCHEMA nowhere_test_" in message
+
+
+@pytest.mark.parametrize(
+    ("grant", "says"),
+    [
+        (
+            "",  # the schema exists, but the user may not even look into it
+            "its search_path 'locked_N' names schema locked_N, which user weak_N may not "
+            "use (no USAGE privilege): GRANT USAGE, CREATE ON SCHEMA locked_N TO weak_N",
+        ),
+        (
+            "GRANT USAGE ON SCHEMA locked_N TO weak_N",
+            "user weak_N may not create tables in schema locked_N (no CREATE privilege): "
+            "GRANT CREATE ON SCHEMA locked_N TO weak_N",
+        ),
+    ],
+    ids=["no-usage", "no-create"],
+)
+def test_a_schema_the_user_may_not_create_in_is_said_at_open_with_the_grant_to_run(
+    postgres_server: PostgresServer, grant: str, says: str
+) -> None:
+    """A schema that exists, where the dsn's user may not create the store's tables, was
+    said to exist not at all ("create the first (CREATE SCHEMA ...)", which fails), or
+    came as PostgreSQL's "permission denied for schema ..." with a line of the schema's
+    SQL: the message names the schema, the user, the privilege missing and the GRANT."""
+    suffix = postgres_server.create_schema().rsplit("_", 1)[1]
+    names = {"locked_N": f"locked_{suffix}", "weak_N": f"weak_{suffix}"}
+    for stand_in, name in names.items():
+        grant, says = grant.replace(stand_in, name), says.replace(stand_in, name)
+    postgres_server.sql(f"CREATE ROLE {names['weak_N']} LOGIN PASSWORD 'weak-pw'")
+    postgres_server.sql(f"CREATE SCHEMA {names['locked_N']}")
+    if grant:
+        postgres_server.sql(grant)
+    dsn = (
+        f"postgresql://{names['weak_N']}:weak-pw@127.0.0.1:{postgres_server.port}/postgres"
+        f"?options=-csearch_path%3D{names['locked_N']}"
+    )
+    with pytest.raises(StoreError) as refused:
+        PostgresTaskStore(dsn)
+    message = str(refused.value)
+    assert says in message and message.endswith("nothing was written")
+    assert "weak-pw" not in message and "LINE" not in message
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import secrets
 import socket
 import threading
@@ -92,6 +93,7 @@ from lldsched.stores.postgres_listen import (
     redact,
     scrubbed,
     session_bounds,
+    shown_keys,
 )
 from lldsched.stores.postgres_reads import PostgresReads, one_row
 from lldsched.stores.postgres_rows import (
@@ -117,12 +119,16 @@ def node_id() -> str:
 def _shown(dsn: object) -> str:
     """A dsn of the wrong type as an error names it: its repr, any password in it
     replaced by ``***`` as in every message that names a dsn (a ``bytes`` dsn is read as
-    the text it holds, a mapping's ``password`` is hidden)."""
+    the text it holds, a mapping's values hidden but for the keys libpq displays)."""
     if isinstance(dsn, bytes | bytearray):
         return f"{type(dsn).__name__} {redact(bytes(dsn).decode('utf-8', 'replace'))!r}"
-    if isinstance(dsn, Mapping) and "password" in dsn:
-        return repr({**dsn, "password": "***"})
+    if isinstance(dsn, Mapping):
+        return repr({key: value if key in shown_keys() else "***" for key, value in dsn.items()})
     return repr(dsn)
+
+
+_URI_BEFORE_QUERY = re.compile(r"\s*postgres(?:ql)?://([^?#]*)", re.IGNORECASE)
+"""A libpq URI's user, password, hosts, ports and database (group 1)."""
 
 
 def _check_dsn(dsn: object) -> None:
@@ -130,13 +136,24 @@ def _check_dsn(dsn: object) -> None:
     naming it, its password hidden), a dsn that is not a connection string libpq can be
     given: not a ``str``; one holding a NUL, at which libpq's C string ends (the rest was
     dropped unseen, and a store opened what came before it); one holding a lone surrogate,
-    which UTF-8 cannot encode (a bare ``UnicodeEncodeError`` naming no dsn)."""
+    which UTF-8 cannot encode (a bare ``UnicodeEncodeError`` naming no dsn); a URI whose
+    user or password holds an ``@`` or a ``/`` not percent-encoded (libpq took the rest
+    for the host, port or database, and its error quoted it)."""
     if not isinstance(dsn, str):
         raise ValidationError(f"dsn must be a libpq connection string (a str), got {_shown(dsn)}")
     if "\x00" in dsn:
         raise ValidationError(
             f"dsn {hide_passwords(dsn)!r} holds a NUL, where libpq would end it: "
             "remove it and what follows it if that was not meant"
+        )
+    uri = _URI_BEFORE_QUERY.match(dsn)
+    authority, _, path = uri.group(1).partition("/") if uri is not None else ("", "", "")
+    if authority.count("@") > 1 or "@" in path:  # a user part holds one '@', before the '/'
+        raise ValidationError(
+            f"dsn {hide_passwords(dsn)!r} holds an '@' or a '/' in its user or password that "
+            "is not percent-encoded: libpq ends the user part at the first '@', the hosts at "
+            "the first '/', and takes the rest for the host, port or database; write each "
+            "'@' of the user and the password as %40, each '/' as %2F"
         )
     try:
         dsn.encode("utf-8")

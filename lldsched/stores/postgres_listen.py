@@ -19,6 +19,7 @@ it listens again, counting the attempts that failed.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -33,7 +34,7 @@ from lldsched.stores.postgres_sql import listen
 
 try:
     import psycopg
-    from psycopg import conninfo
+    from psycopg import conninfo, pq
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides psycopg
     raise ImportError(
         "PostgresTaskStore needs psycopg 3, which is not installed: "
@@ -56,6 +57,7 @@ __all__ = [
     "redact",
     "scrubbed",
     "session_bounds",
+    "shown_keys",
     "with_timeouts",
 ]
 
@@ -65,7 +67,8 @@ _RECONNECT = 1.0  # seconds between attempts while the server is away
 
 
 def redact(dsn: str) -> str:
-    """``dsn`` with its password replaced by ``***`` (key/value or URI form, parsed or not).
+    """``dsn`` with every value a message may not show replaced by ``***`` (key/value or
+    URI form, parsed or not): see :func:`_secrets`.
 
     Every message that names the dsn goes through here: a password never reaches
     a log or an exception.
@@ -73,10 +76,47 @@ def redact(dsn: str) -> str:
     try:
         parts = conninfo.conninfo_to_dict(dsn)
     except psycopg.Error:
-        return hide_passwords(dsn)
-    if "password" in parts:
-        parts["password"] = "***"
-    return conninfo.make_conninfo("", **parts)
+        return _PAIR.sub(_hide_value, hide_passwords(dsn))
+    shown = shown_keys()
+    return conninfo.make_conninfo(
+        "", **{key: value if key in shown else "***" for key, value in parts.items()}
+    )
+
+
+@functools.cache
+def shown_keys() -> frozenset[str]:
+    """The libpq keys whose values a message may show: those libpq itself displays
+    (not ``password``, ``sslpassword``, ``oauth_client_secret``, marked ``*``, nor the
+    debug keys, such as ``scram_client_key``, marked ``D``)."""
+    return frozenset(
+        option.keyword.decode() for option in pq.Conninfo.get_defaults() if not option.dispchar
+    )
+
+
+# A key/value pair of a dsn libpq cannot parse: a key/value dsn's, or a URI query's.
+_PAIR = re.compile(r"(?:^|(?<=[\s?&]))([A-Za-z_][A-Za-z0-9_]*)\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&#]+)")
+
+
+def _hide_value(pair: re.Match[str]) -> str:
+    """A pair :data:`_PAIR` found, its value hidden unless libpq displays its key's."""
+    return pair.group(0) if pair.group(1) in shown_keys() else f"{pair.group(1)}=***"
+
+
+def _secrets(dsn: str) -> list[str]:
+    """The values ``dsn`` holds that no message shows: the password, and the value of
+    every key but those libpq displays (:func:`shown_keys`), a key libpq does not know
+    included (a misspelled ``pasword=``, whose value is the password).  For a dsn
+    libpq cannot parse, found by pattern; longest first, so none is left half hidden."""
+    try:
+        parts = conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error:
+        values = [found.group(2).strip("'") for found in PASSWORD_IN_URI.finditer(dsn)]
+        values += [found.group(2).strip("'") for found in PASSWORD_KEY.finditer(dsn)]
+        values += [value.strip("'") for key, value in _PAIR.findall(dsn) if key not in shown_keys()]
+    else:
+        shown = shown_keys()
+        values = [str(value) for key, value in parts.items() if key not in shown]
+    return sorted({value for value in values if value}, key=len, reverse=True)
 
 
 def connect(dsn: str, *, timeout: float) -> psycopg.Connection[tuple[object, ...]]:
@@ -95,8 +135,9 @@ def scrubbed(exc: BaseException, dsn: str) -> str:
     the part of a dsn it cannot parse, which may be the password.  Every message and
     log line that shows a psycopg error goes through here."""
     reason = str(exc).strip()
-    password = _password(dsn)
-    return reason.replace(password, "***") if password else reason
+    for secret in _secrets(dsn):
+        reason = reason.replace(secret, "***")
+    return reason
 
 
 def with_timeouts(dsn: str, *, timeout: float) -> str:
@@ -140,19 +181,6 @@ def session_bounds(*, lease: float, timeout: float) -> dict[str, str]:
         "idle": str(max(1, round(lease * 1000))),
         "statement": str(max(1, round(timeout * 1000))),
     }
-
-
-def _password(dsn: str) -> str | None:
-    """The password ``dsn`` carries; for a dsn libpq cannot parse, the text where one
-    would be (libpq quotes the part it choked on, which may be the password or the
-    whole URI, in its reason)."""
-    try:
-        value = conninfo.conninfo_to_dict(dsn).get("password")
-    except psycopg.Error:
-        found = PASSWORD_IN_URI.search(dsn) or PASSWORD_KEY.search(dsn)
-        text = found.group(2).strip("'") if found else ""
-        return text or None
-    return None if value is None else str(value)
 
 
 class Listener:

@@ -17,6 +17,7 @@ store's own lock is not taken (the connection is not shared yet).  The SQL is
 from __future__ import annotations
 
 import logging
+import re
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
@@ -62,11 +63,27 @@ def schema_refused(dsn: str, version: str | None, *, since_open: bool = False) -
     return refused
 
 
-def _no_schema(dsn: str, path: str) -> str:
-    """Why a store whose ``search_path`` (``path``) names no schema that exists cannot be
-    created, and what to do (PostgreSQL's own words, which name neither, kept)."""
+def _no_schema(dsn: str, path: str, *, user: str, schema: str | None, unusable: str | None) -> str:
+    """Why a store cannot be created where its ``search_path`` (``path``) puts it, and
+    what to do (PostgreSQL's own words name neither the schema nor the privilege):
+    ``schema`` is the first of the path ``user`` may use (None: none), ``unusable`` the
+    first of the path that exists but that ``user`` may not use (no ``USAGE``).  Called
+    when the path selects no schema, or one ``user`` may not create tables in."""
     first = path.split(",")[0].strip()
-    if first in ("", '""'):
+    if schema is not None:
+        return (
+            f"{dsn!r} could not be opened: user {_ident(user)} may not create tables in schema "
+            f"{_ident(schema)} (no CREATE privilege): GRANT CREATE ON SCHEMA {_ident(schema)} "
+            f"TO {_ident(user)}, or open the store once as a user who may (the others then "
+            "only read and write its tables); nothing was written"
+        )
+    if unusable is not None:
+        advice = (
+            f"its search_path {path!r} names schema {_ident(unusable)}, which user "
+            f"{_ident(user)} may not use (no USAGE privilege): GRANT USAGE, CREATE ON SCHEMA "
+            f"{_ident(unusable)} TO {_ident(user)}, or name a schema it may use"
+        )
+    elif first in ("", '""'):
         advice = "its search_path is empty: name a schema in it (options=-csearch_path=NAME)"
     else:
         advice = (
@@ -77,6 +94,13 @@ def _no_schema(dsn: str, path: str) -> str:
         f"{dsn!r} could not be opened: no schema has been selected to create in: {advice}; "
         "nothing was written"
     )
+
+
+def _ident(name: str) -> str:
+    """``name`` as an SQL statement names it: quoted unless PostgreSQL would keep it as is."""
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
+        return name
+    return '"{}"'.format(name.replace('"', '""'))
 
 
 class SchemaInstall:
@@ -123,11 +147,13 @@ class SchemaInstall:
                 )
             }
             if not present:
-                (schema, path) = connection.execute(
-                    "SELECT pg_catalog.current_schema(), pg_catalog.current_setting('search_path')"
-                ).fetchone() or (None, "")
-                if schema is None:  # no schema of the path exists: the CREATE would fail
-                    raise StoreError(_no_schema(self.dsn, path))
+                (schema, path, user, may_create, unusable) = connection.execute(
+                    sql.WHERE_TO_CREATE
+                ).fetchone() or (None, "", "", False, None)
+                if not may_create:  # the CREATE would fail
+                    raise StoreError(
+                        _no_schema(self.dsn, path, user=user, schema=schema, unusable=unusable)
+                    )
                 connection.execute(sql.SCHEMA)
                 return
             if "lldsched_meta" not in present:

@@ -53,17 +53,35 @@ def listen(name: str) -> str:
 
 # Every session of the store: its idle-in-transaction and statement bounds
 # (postgres_listen.session_bounds), and a search_path of the store's schema alone (left as
-# it is if the dsn's path names no schema that exists: the install then refuses the store,
-# saying so, postgres_schema._no_schema).  pg_catalog stays implicitly first, and no other
-# schema of the dsn's path, one put before pg_catalog included, is searched for the
-# operators and types the statements name (docs/DECISIONS.md, "The PostgreSQL store's
-# search_path").
+# it is if the dsn's path names no schema that exists or that the user may use: the
+# install then refuses the store, saying so, postgres_schema._no_schema).  pg_catalog
+# stays implicitly first, and no other schema of the dsn's path, one put before pg_catalog
+# included, is searched for the operators and types the statements name
+# (docs/DECISIONS.md, "The PostgreSQL store's search_path").
 SESSION = """
 SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %(idle)s, false),
        pg_catalog.set_config('statement_timeout', %(statement)s, false),
        pg_catalog.set_config('search_path', CASE WHEN %(schema)s::text = ''
            THEN pg_catalog.current_setting('search_path')
            ELSE pg_catalog.quote_ident(%(schema)s::text) END, false)
+"""
+
+# Where a new store's tables would be created, and whether they may be (the install, on a
+# database or schema without them; postgres_schema._no_schema says why not): the schema
+# the session's search_path selects (NULL: none of its schemas exists or may be used),
+# the path, the session's user, whether it may create there, and the first schema of the
+# path that exists but that the user may not use (no USAGE: PostgreSQL skips it as if it
+# did not exist, and a CREATE SCHEMA the message suggested would fail).
+WHERE_TO_CREATE = """
+SELECT pg_catalog.current_schema(), pg_catalog.current_setting('search_path'), current_user,
+       COALESCE(pg_catalog.has_schema_privilege(pg_catalog.current_schema(), 'CREATE'), false),
+       (SELECT n.nspname FROM pg_catalog.unnest(pg_catalog.string_to_array(
+                pg_catalog.current_setting('search_path'), ',')) WITH ORDINALITY AS p (name, at)
+          CROSS JOIN LATERAL pg_catalog.btrim(pg_catalog.btrim(p.name), '"') AS q (name)
+          JOIN pg_catalog.pg_namespace n
+            ON n.nspname = CASE WHEN q.name = '$user' THEN current_user::text ELSE q.name END
+         WHERE NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE')
+         ORDER BY p.at LIMIT 1)
 """
 
 # An id's changes, serialised: a removal (the store's ``_delete``) and every insert of a
