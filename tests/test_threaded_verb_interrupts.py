@@ -21,10 +21,12 @@ run inside one of the store's calls: outside them both engines run the same line
 from __future__ import annotations
 
 import functools
+import linecache
 import shutil
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -440,4 +442,66 @@ def test_a_real_sigint_while_a_hold_has_the_lock_is_raised_once_it_is_let_go() -
         after.append("the block went on")
     assert after == ["the block went on"]
     assert not lock.locked()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def taking_the_lock_back(frame: FrameType) -> bool:
+    """``frame`` (a thread's innermost) is at the scheduler's lock, taking it back after a
+    wait: in a ``Condition``'s ``_acquire_restore``, or at a ``with self._lock:``."""
+    if frame.f_code.co_name == "_acquire_restore":
+        return True
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    return line.strip() == "with self._lock:"
+
+
+def until(what: Callable[[], object], *, meanwhile: str) -> None:
+    """Poll until ``what()`` (within ``WAIT``, never reached when the scheduler works)."""
+    bound = time.monotonic() + WAIT
+    while not what():
+        assert time.monotonic() < bound, f"never {meanwhile}"
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_a_real_sigint_as_wait_drained_takes_the_lock_back_leaves_it_to_its_holder() -> None:
+    """A Ctrl-C (a real SIGINT, to the main thread) while ``wait_drained()`` takes the
+    scheduler's lock back after a wake, another thread holding it: the
+    ``KeyboardInterrupt`` reaches the caller, the lock stays its holder's (who lets it go
+    without error), and the scheduler goes on.  (Before, it waited with
+    ``Condition.wait``, whose untimed re-acquisition the SIGINT cut: its ``with`` block
+    then let go of the lock the other thread held, which raised ``RuntimeError`` as it
+    let it go in turn.)"""
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0))
+    scheduler.schedule("later", jobs.noop, OneTime(T0 + 3600), id="later")
+    scheduler.start()
+    main = threading.main_thread()
+    assert threading.current_thread() is main
+    interrupted = threading.Event()
+    holder: dict[str, object] = {}
+
+    def hold_the_lock_and_wake() -> None:
+        until(lambda: scheduler._idle_waiters, meanwhile="waited")  # the caller waits
+        with scheduler._lock:
+            scheduler._notify_idle()  # as a settled run does: the caller takes the lock back
+            until(
+                lambda: taking_the_lock_back(sys._current_frames()[main.ident]),  # type: ignore[index]
+                meanwhile="took the lock back",
+            )
+            signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+            interrupted.wait(WAIT)
+            holder["held when interrupted"] = scheduler._lock.locked()
+        holder["let go"] = True
+
+    helper = threading.Thread(target=hold_the_lock_and_wake, name="holder")
+    helper.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.wait_drained(timeout=WAIT)
+    finally:
+        interrupted.set()
+        helper.join(WAIT)
+    assert holder == {"held when interrupted": True, "let go": True}
+    assert lock_free(scheduler)
+    scheduler.cancel("later")
+    assert scheduler.wait_drained(timeout=WAIT)
+    assert scheduler.shutdown(timeout=WAIT) is True
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -114,7 +114,6 @@ class SchedulerParts:
     name: str  # the scheduler's name (its threads', its log lines' ``scheduler``)
     _lock: threading.Lock
     _wake: threading.Condition  # the timer's condition on _lock (the drain's: _drain_settled)
-    _idle: threading.Condition  # wait_idle()'s condition on _lock
     _clock: Clock
     _max_wait: float | None
     _core: SchedulerCore
@@ -139,7 +138,10 @@ class SchedulerParts:
     # taken inside _lock).  A bool and an event, not an event or None: the hot path's
     # test of _draining stays a test of False (None's truth is a call in 3.11).
     _drain_settled: threading.Event
-    _idle_waiters: int
+    # wait_idle() / wait_drained() callers' own locks, each let go once by _wake_idle
+    # (not a Condition on _lock: its untimed re-acquisition, cut by a Ctrl-C, let go of
+    # the lock another thread held; stopping.Stopping._quiet).
+    _idle_waiters: set[threading.Lock]
     # Failed attempts' log lines, appended under _lock in the order recorded and
     # logged after it is let go (running._say_failures); a deque: the thread that
     # logs pops without _lock.
@@ -169,6 +171,8 @@ class SchedulerParts:
         def _settle(self, count: int) -> None: ...  # running
 
         def _notify_idle(self) -> None: ...  # running
+
+        def _wake_idle(self) -> None: ...  # running
 
         def _followed(self, tasks: list[ScheduledTask]) -> None: ...  # control
 

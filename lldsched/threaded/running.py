@@ -469,7 +469,16 @@ class RunExecution(SchedulerParts):
         (``modify``, ``run_now``, ``resume``, ``redrive``) only ever add work, so they
         leave a waiter waiting; the timer also wakes one when only tombstones were due."""
         if self._idle_waiters and self._in_flight == 0:
-            self._idle.notify_all()
+            self._wake_idle()
+
+    def _wake_idle(self) -> None:
+        """Let every wait_idle() / wait_drained() caller test again (caller holds the
+        lock): each waits on a lock of its own (:meth:`_quiet
+        <lldsched.threaded.stopping.Stopping._quiet>`), let go here once."""
+        waiters = self._idle_waiters
+        for waiter in waiters:
+            waiter.release()
+        waiters.clear()
 
 
 def stopped_since_begun(task: ScheduledTask) -> str | None:
