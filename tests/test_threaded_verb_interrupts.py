@@ -43,10 +43,12 @@ from lldsched import (
     Scheduler,
     SchedulerStateError,
     SqliteTaskStore,
+    TaskEvent,
     TaskStatus,
 )
 from lldsched.persistence import TaskStore
 from lldsched.threaded.deadline import Deadline
+from lldsched.threaded.dispatcher import EventDispatcher
 from tests import jobs
 from tests.conftest import T0
 from tests.interrupting import (
@@ -505,3 +507,81 @@ def test_a_real_sigint_as_wait_drained_takes_the_lock_back_leaves_it_to_its_hold
     assert scheduler.wait_drained(timeout=WAIT)
     assert scheduler.shutdown(timeout=WAIT) is True
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def waiting_to_be_woken(frame: FrameType) -> bool:
+    """``frame`` (a thread's innermost) waits to be woken: in a ``Condition``'s ``wait``,
+    or at a ``waiter.acquire(timeout=...)``."""
+    if frame.f_code.co_name == "wait" and frame.f_code.co_filename == threading.__file__:
+        return True
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    return line.strip().startswith("waiter.acquire(timeout=")
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_a_real_sigint_as_a_flush_takes_the_lock_back_leaves_it_to_the_delivery_thread() -> None:
+    """The same in the event dispatcher's ``flush()`` (``wait_idle()`` waits there too):
+    a Ctrl-C while it takes the dispatcher's lock back from the delivery thread, which
+    woke it and holds the lock still, reaches the caller and leaves the lock the
+    delivery thread's, which goes on.  (Before, ``flush()`` waited with
+    ``Condition.wait_for``: its ``with`` let go of the delivery thread's lock, and the
+    delivery thread's next wait raised ``RuntimeError``.)"""
+    main = threading.main_thread()
+    assert threading.current_thread() is main
+
+    def main_frame() -> FrameType:
+        """The main thread's innermost frame, once inside ``flush()`` (else its root)."""
+        frame = innermost = sys._current_frames()[main.ident]  # type: ignore[index]
+        while frame.f_back is not None and frame.f_code.co_name != "flush":
+            frame = frame.f_back
+        return innermost if frame.f_code.co_name == "flush" else frame
+
+    parked, go_on, interrupted = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    class Parking(threading.Condition):
+        """The delivery thread's condition: its first wait, once it emptied the backlog
+        and woke ``flush()`` (holding the lock), waits for the test first."""
+
+        def wait(self, timeout: float | None = None) -> bool:
+            if threading.current_thread() is not main and not parked.is_set():
+                parked.set()
+                assert go_on.wait(WAIT)
+            try:
+                return super().wait(timeout)
+            except RuntimeError as error:  # the lock it held let go by another thread
+                seen["delivery thread"] = error
+                raise
+
+    def listener(event: TaskEvent) -> None:  # lets the backlog empty once flush() waits
+        until(lambda: waiting_to_be_woken(main_frame()), meanwhile="flush() waited")
+
+    dispatcher = EventDispatcher()
+    dispatcher._cond = Parking(dispatcher._lock)
+    dispatcher.add(listener)
+    # queued before the thread starts: its first wait comes once it was delivered
+    dispatcher.publish(TaskEvent("task-1", "t", TaskStatus.SCHEDULED, TaskStatus.RUNNING, 0.0))
+    dispatcher.start()
+
+    def interrupt() -> None:
+        assert parked.wait(WAIT)
+        until(lambda: taking_the_lock_back(main_frame()), meanwhile="flush() took the lock back")
+        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+        interrupted.wait(WAIT)
+        seen["held when interrupted"] = dispatcher._lock.locked()
+        go_on.set()
+
+    helper = threading.Thread(target=interrupt, name="interrupter")
+    helper.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            dispatcher.flush(WAIT)
+    finally:
+        interrupted.set()
+        helper.join(WAIT)
+        go_on.set()
+    assert seen == {"held when interrupted": True}
+    dispatcher.publish(TaskEvent("task-1", "t", TaskStatus.RUNNING, TaskStatus.SUCCEEDED, 1.0))
+    assert dispatcher.flush(WAIT) is True
+    dispatcher.close(WAIT)
+    assert dispatcher.thread is not None and not dispatcher.thread.is_alive()

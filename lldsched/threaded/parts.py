@@ -38,6 +38,7 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import Repeats
 from lldsched.threaded.coroutines import CoroutineRunner
+from lldsched.threaded.deadline import Waiters
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.jumps import LastLook
 from lldsched.threaded.pool import WorkerPool
@@ -138,10 +139,9 @@ class SchedulerParts:
     # taken inside _lock).  A bool and an event, not an event or None: the hot path's
     # test of _draining stays a test of False (None's truth is a call in 3.11).
     _drain_settled: threading.Event
-    # wait_idle() / wait_drained() callers' own locks, each let go once by _wake_idle
-    # (not a Condition on _lock: its untimed re-acquisition, cut by a Ctrl-C, let go of
-    # the lock another thread held; stopping.Stopping._quiet).
-    _idle_waiters: set[threading.Lock]
+    # wait_idle() / wait_drained() callers' own locks, let go by _wake_idle (not a
+    # Condition on _lock: a Ctrl-C cut its re-acquisition; deadline.Waiters).
+    _idle_waiters: Waiters
     # Failed attempts' log lines, appended under _lock in the order recorded and
     # logged after it is let go (running._say_failures); a deque: the thread that
     # logs pops without _lock.

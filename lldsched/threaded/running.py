@@ -473,12 +473,8 @@ class RunExecution(SchedulerParts):
 
     def _wake_idle(self) -> None:
         """Let every wait_idle() / wait_drained() caller test again (caller holds the
-        lock): each waits on a lock of its own (:meth:`_quiet
-        <lldsched.threaded.stopping.Stopping._quiet>`), let go here once."""
-        waiters = self._idle_waiters
-        for waiter in waiters:
-            waiter.release()
-        waiters.clear()
+        lock; :meth:`_quiet <lldsched.threaded.stopping.Stopping._quiet>`)."""
+        self._idle_waiters.wake()
 
 
 def stopped_since_begun(task: ScheduledTask) -> str | None:

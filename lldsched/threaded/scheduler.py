@@ -58,6 +58,7 @@ from lldsched.logs import Repeats
 from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
 from lldsched.threaded.control import ControlVerbs
 from lldsched.threaded.coroutines import CoroutineRunner
+from lldsched.threaded.deadline import Waiters
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.forked import note
 from lldsched.threaded.jumps import LastLook
@@ -237,7 +238,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         self._in_flight = 0  # entries popped by the timer and not yet settled (_settle)
         self._draining = False  # shutdown(drain=True) is handing out the last due entries
         self._drain_settled = threading.Event()  # set by each settled run while draining
-        self._idle_waiters = set()  # wait_idle()'s waiters' own locks (stopping._quiet)
+        self._idle_waiters = Waiters()  # wait_idle()'s waiters' own locks (stopping._quiet)
         self._failures = collections.deque()  # failed runs' log lines, logged without _lock
         self._saying = Repeats()  # its lock: the thread logging _failures (never inside _lock)
         self._state = NEW

@@ -587,20 +587,14 @@ class Stopping(SchedulerParts):
     def _quiet(self, verb: str, drained: bool, deadline: float) -> bool:
         """Wait until :meth:`_is_idle`; False once ``deadline`` (monotonic) passed first.
 
-        Not ``Condition.wait`` on the scheduler's lock: it takes the lock back untimed,
-        and on POSIX a Ctrl-C interrupts that acquisition, so a ``KeyboardInterrupt``
-        came out of it with the lock not taken, and the ``with`` block around it then
-        let go of the lock another thread (the timer, a worker) held, or raised
-        ``RuntimeError``.  Each wait is on a lock of its own, ``waiter``, taken here and
-        let go by :meth:`_wake_idle` (under the scheduler's lock), outside the
-        scheduler's lock; the scheduler's is taken back only by a ``with``, which a
-        Ctrl-C leaves untaken and unentered, or taken and entered (docs/DECISIONS.md,
-        "A Ctrl-C in a threaded scheduler's shutdown").  A waiter a Ctrl-C left behind
-        is let go by the next wake, and forgotten."""
+        On a lock of its own (:class:`~lldsched.threaded.deadline.Waiters`), let go by
+        :meth:`_wake_idle`: not ``Condition.wait`` on the scheduler's lock, whose
+        re-acquisition a Ctrl-C cut, and the ``with`` block then let go of the lock the
+        timer or a worker held."""
         waiter = None
         while True:
             with self._lock:
-                if waiter is not None:  # not woken (its time ran out): not to be woken now
+                if waiter is not None:  # its time ran out: not to be let go now
                     self._idle_waiters.discard(waiter)
                 if self._state is NEW and not self._is_idle(drained):
                     raise SchedulerStateError(
@@ -613,9 +607,7 @@ class Stopping(SchedulerParts):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
-                waiter = threading.Lock()
-                waiter.acquire()
-                self._idle_waiters.add(waiter)
+                waiter = self._idle_waiters.waiter()
             waiter.acquire(timeout=remaining)  # let go by _wake_idle, or the time ran out
 
     def _is_idle(self, drained: bool) -> bool:
