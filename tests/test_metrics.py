@@ -189,7 +189,7 @@ def test_a_wait_idle_under_way_when_the_timer_dies_raises_at_once(
 
     waiter = threading.Thread(target=wait)
     waiter.start()
-    wait_until(lambda: scheduler._idle_waiters == 1, timeout=5, what="the waiter to wait")
+    wait_until(lambda: len(scheduler._idle_waiters) == 1, timeout=5, what="the waiter to wait")
     clock.broken = True
     scheduler.schedule("sooner", noop, OneTime(delay=30))  # a new head: the timer wakes, dies
     waiter.join(10)

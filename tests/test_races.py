@@ -601,7 +601,7 @@ def test_a_wait_idle_returns_when_a_verb_moves_the_only_due_task_later(
         answers: list[bool] = []
         waiter = threading.Thread(target=lambda: answers.append(scheduler.wait_idle(WAIT)))
         waiter.start()
-        wait_until(lambda: scheduler._idle_waiters == 1, timeout=WAIT, what="the waiter")
+        wait_until(lambda: len(scheduler._idle_waiters) == 1, timeout=WAIT, what="the waiter")
         verb(scheduler, task.id)
         waiter.join(WAIT)
         assert answers == [True]

@@ -21,10 +21,12 @@ run inside one of the store's calls: outside them both engines run the same line
 from __future__ import annotations
 
 import functools
+import linecache
 import shutil
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -41,10 +43,12 @@ from lldsched import (
     Scheduler,
     SchedulerStateError,
     SqliteTaskStore,
+    TaskEvent,
     TaskStatus,
 )
 from lldsched.persistence import TaskStore
 from lldsched.threaded.deadline import Deadline
+from lldsched.threaded.dispatcher import EventDispatcher
 from tests import jobs
 from tests.conftest import T0
 from tests.interrupting import (
@@ -441,3 +445,143 @@ def test_a_real_sigint_while_a_hold_has_the_lock_is_raised_once_it_is_let_go() -
     assert after == ["the block went on"]
     assert not lock.locked()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def taking_the_lock_back(frame: FrameType) -> bool:
+    """``frame`` (a thread's innermost) is at the scheduler's lock, taking it back after a
+    wait: in a ``Condition``'s ``_acquire_restore``, or at a ``with self._lock:``."""
+    if frame.f_code.co_name == "_acquire_restore":
+        return True
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    return line.strip() == "with self._lock:"
+
+
+def until(what: Callable[[], object], *, meanwhile: str) -> None:
+    """Poll until ``what()`` (within ``WAIT``, never reached when the scheduler works)."""
+    bound = time.monotonic() + WAIT
+    while not what():
+        assert time.monotonic() < bound, f"never {meanwhile}"
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_a_real_sigint_as_wait_drained_takes_the_lock_back_leaves_it_to_its_holder() -> None:
+    """A Ctrl-C (a real SIGINT, to the main thread) while ``wait_drained()`` takes the
+    scheduler's lock back after a wake, another thread holding it: the
+    ``KeyboardInterrupt`` reaches the caller, the lock stays its holder's (who lets it go
+    without error), and the scheduler goes on.  (Before, it waited with
+    ``Condition.wait``, whose untimed re-acquisition the SIGINT cut: its ``with`` block
+    then let go of the lock the other thread held, which raised ``RuntimeError`` as it
+    let it go in turn.)"""
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0))
+    scheduler.schedule("later", jobs.noop, OneTime(T0 + 3600), id="later")
+    scheduler.start()
+    main = threading.main_thread()
+    assert threading.current_thread() is main
+    interrupted = threading.Event()
+    holder: dict[str, object] = {}
+
+    def hold_the_lock_and_wake() -> None:
+        until(lambda: scheduler._idle_waiters, meanwhile="waited")  # the caller waits
+        with scheduler._lock:
+            scheduler._notify_idle()  # as a settled run does: the caller takes the lock back
+            until(
+                lambda: taking_the_lock_back(sys._current_frames()[main.ident]),  # type: ignore[index]
+                meanwhile="took the lock back",
+            )
+            signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+            interrupted.wait(WAIT)
+            holder["held when interrupted"] = scheduler._lock.locked()
+        holder["let go"] = True
+
+    helper = threading.Thread(target=hold_the_lock_and_wake, name="holder")
+    helper.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.wait_drained(timeout=WAIT)
+    finally:
+        interrupted.set()
+        helper.join(WAIT)
+    assert holder == {"held when interrupted": True, "let go": True}
+    assert lock_free(scheduler)
+    scheduler.cancel("later")
+    assert scheduler.wait_drained(timeout=WAIT)
+    assert scheduler.shutdown(timeout=WAIT) is True
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def waiting_to_be_woken(frame: FrameType) -> bool:
+    """``frame`` (a thread's innermost) waits to be woken: in a ``Condition``'s ``wait``,
+    or at a ``waiter.acquire(timeout=...)``."""
+    if frame.f_code.co_name == "wait" and frame.f_code.co_filename == threading.__file__:
+        return True
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    return line.strip().startswith("waiter.acquire(timeout=")
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_a_real_sigint_as_a_flush_takes_the_lock_back_leaves_it_to_the_delivery_thread() -> None:
+    """The same in the event dispatcher's ``flush()`` (``wait_idle()`` waits there too):
+    a Ctrl-C while it takes the dispatcher's lock back from the delivery thread, which
+    woke it and holds the lock still, reaches the caller and leaves the lock the
+    delivery thread's, which goes on.  (Before, ``flush()`` waited with
+    ``Condition.wait_for``: its ``with`` let go of the delivery thread's lock, and the
+    delivery thread's next wait raised ``RuntimeError``.)"""
+    main = threading.main_thread()
+    assert threading.current_thread() is main
+
+    def main_frame() -> FrameType:
+        """The main thread's innermost frame, once inside ``flush()`` (else its root)."""
+        frame = innermost = sys._current_frames()[main.ident]  # type: ignore[index]
+        while frame.f_back is not None and frame.f_code.co_name != "flush":
+            frame = frame.f_back
+        return innermost if frame.f_code.co_name == "flush" else frame
+
+    parked, go_on, interrupted = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    class Parking(threading.Condition):
+        """The delivery thread's condition: its first wait, once it emptied the backlog
+        and woke ``flush()`` (holding the lock), waits for the test first."""
+
+        def wait(self, timeout: float | None = None) -> bool:
+            if threading.current_thread() is not main and not parked.is_set():
+                parked.set()
+                assert go_on.wait(WAIT)
+            try:
+                return super().wait(timeout)
+            except RuntimeError as error:  # the lock it held let go by another thread
+                seen["delivery thread"] = error
+                raise
+
+    def listener(event: TaskEvent) -> None:  # lets the backlog empty once flush() waits
+        until(lambda: waiting_to_be_woken(main_frame()), meanwhile="flush() waited")
+
+    dispatcher = EventDispatcher()
+    dispatcher._cond = Parking(dispatcher._lock)
+    dispatcher.add(listener)
+    # queued before the thread starts: its first wait comes once it was delivered
+    dispatcher.publish(TaskEvent("task-1", "t", TaskStatus.SCHEDULED, TaskStatus.RUNNING, 0.0))
+    dispatcher.start()
+
+    def interrupt() -> None:
+        assert parked.wait(WAIT)
+        until(lambda: taking_the_lock_back(main_frame()), meanwhile="flush() took the lock back")
+        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+        interrupted.wait(WAIT)
+        seen["held when interrupted"] = dispatcher._lock.locked()
+        go_on.set()
+
+    helper = threading.Thread(target=interrupt, name="interrupter")
+    helper.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            dispatcher.flush(WAIT)
+    finally:
+        interrupted.set()
+        helper.join(WAIT)
+        go_on.set()
+    assert seen == {"held when interrupted": True}
+    dispatcher.publish(TaskEvent("task-1", "t", TaskStatus.RUNNING, TaskStatus.SUCCEEDED, 1.0))
+    assert dispatcher.flush(WAIT) is True
+    dispatcher.close(WAIT)
+    assert dispatcher.thread is not None and not dispatcher.thread.is_alive()

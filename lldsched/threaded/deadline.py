@@ -40,7 +40,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
-__all__ = ["ASK_EVERY", "LOCK_GRACE", "Deadline", "Hold"]
+__all__ = ["ASK_EVERY", "LOCK_GRACE", "Deadline", "Hold", "Waiters"]
 
 LOCK_GRACE = 0.1
 """Seconds a lock is waited for even once the deadline has passed, the first time: a
@@ -213,3 +213,47 @@ class Hold:
         caught, self._caught = self._caught, None
         if caught is not None:
             handler(*caught)
+
+
+class Waiters(set[threading.Lock]):
+    """Threads waiting until something another thread makes true under a lock, ``guard``,
+    is true, each on a lock of its own: the wait to use on the caller's thread, where a
+    Ctrl-C lands, instead of ``Condition.wait`` on ``guard``.
+
+    ``Condition.wait`` takes ``guard`` back untimed, and on POSIX a SIGINT interrupts
+    that acquisition: its ``KeyboardInterrupt`` came out with ``guard`` not taken, and
+    the ``with guard:`` block around the wait then let go of the lock another thread
+    held (a worker, the timer, the delivery thread, which raised ``RuntimeError`` as it
+    let it go in turn).  Here ``guard`` is taken back by a ``with`` only, which a Ctrl-C
+    leaves not taken and not entered, or taken and entered (docs/DECISIONS.md, "A Ctrl-C
+    in a threaded scheduler's shutdown")::
+
+        waiter = None
+        while True:
+            with guard:
+                if waiter is not None:  # its time ran out: not to be let go now
+                    waiters.discard(waiter)
+                if what_it_waits_for():
+                    return True
+                ...  # out of time: return False
+                waiter = waiters.waiter()
+            waiter.acquire(timeout=left)  # let go by wake(), or the time ran out
+
+    A waiter a Ctrl-C left behind is let go by the next :meth:`wake`, and forgotten.
+    Empty is false, as a set's (the notifier's test, ``if waiters:``, costs no call)."""
+
+    __slots__ = ()
+
+    def waiter(self) -> threading.Lock:
+        """A lock of the caller's own, taken, for :meth:`wake` to let go (caller holds
+        ``guard``)."""
+        waiter = threading.Lock()
+        waiter.acquire()
+        self.add(waiter)
+        return waiter
+
+    def wake(self) -> None:
+        """Let every waiter go, once, and forget them (caller holds ``guard``)."""
+        for waiter in self:
+            waiter.release()
+        self.clear()

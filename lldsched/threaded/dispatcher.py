@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from lldsched.checks import whole
@@ -32,6 +33,7 @@ from lldsched.listeners import (
 )
 from lldsched.logs import LISTENERS, Repeats
 from lldsched.model import TaskEvent
+from lldsched.threaded.deadline import Waiters
 
 __all__ = ["EventDispatcher"]
 
@@ -54,15 +56,17 @@ class EventDispatcher:
         self.backlog = backlog
         self.dropped = 0
         self._name = name
-        # Guards _events, _listeners, _busy, _closed, _delivering and dropped.  _cond
-        # (on it) is notified when an event arrives, when the backlog empties and on
-        # close.
+        # Guards _events, _listeners, _busy, _closed, _delivering, _flushing and
+        # dropped.  _cond (on it) is notified when an event arrives and on close, for
+        # the delivery thread; flush() callers wait on locks of their own (_flushing),
+        # let go as the backlog empties.
         # Taken inside the scheduler's lock (publish), never the other way round;
         # never held while a listener runs.  publish() and the delivery loop take
         # the lock itself: a Condition's ``with`` is two Python calls per event (-5 %
         # instructions a dispatched job with a store and a listener).
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
+        self._flushing = Waiters()  # flush() callers' own locks (deadline.Waiters)
         self._events: collections.deque[TaskEvent] = collections.deque()
         self._listeners: list[tuple[Listener, Callable[[TaskEvent], None]]] = []
         self._busy = False
@@ -138,9 +142,22 @@ class EventDispatcher:
         ended (a verb allowed after a shutdown, a run that outlived one), as
         :meth:`close` does: waiting for a thread that has ended waited out the timeout.
         """
-        with self._cond:
-            self._deliver_late()
-            return self._cond.wait_for(lambda: not self._events and not self._busy, timeout)
+        at = None if timeout is None else time.monotonic() + timeout
+        waiter = None
+        while True:
+            with self._lock:
+                if waiter is not None:  # its time ran out: not to be let go now
+                    self._flushing.discard(waiter)
+                self._deliver_late()
+                if not self._events and not self._busy:
+                    return True
+                left = None if at is None else at - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                # a lock of its own, not Condition.wait: a Ctrl-C cut that one's taking
+                # the lock back, and the ``with`` then let go of the delivery thread's
+                waiter = self._flushing.waiter()
+            waiter.acquire(timeout=-1 if left is None else left)  # let go as all is delivered
 
     @property
     def delivered(self) -> bool:
@@ -189,12 +206,14 @@ class EventDispatcher:
         cond = self._cond
         lock = self._lock
         events = self._events
+        flushing = self._flushing
         while True:
             with lock:
                 self._busy = False
                 if not events:
                     self._overflowing = False
-                    cond.notify_all()  # flush() waiters
+                    if flushing:
+                        flushing.wake()  # flush() waiters
                 while not events and not self._closed:
                     cond.wait()
                 if not events:

@@ -38,6 +38,7 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import Repeats
 from lldsched.threaded.coroutines import CoroutineRunner
+from lldsched.threaded.deadline import Waiters
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.jumps import LastLook
 from lldsched.threaded.pool import WorkerPool
@@ -114,7 +115,6 @@ class SchedulerParts:
     name: str  # the scheduler's name (its threads', its log lines' ``scheduler``)
     _lock: threading.Lock
     _wake: threading.Condition  # the timer's condition on _lock (the drain's: _drain_settled)
-    _idle: threading.Condition  # wait_idle()'s condition on _lock
     _clock: Clock
     _max_wait: float | None
     _core: SchedulerCore
@@ -139,7 +139,9 @@ class SchedulerParts:
     # taken inside _lock).  A bool and an event, not an event or None: the hot path's
     # test of _draining stays a test of False (None's truth is a call in 3.11).
     _drain_settled: threading.Event
-    _idle_waiters: int
+    # wait_idle() / wait_drained() callers' own locks, let go by _wake_idle (not a
+    # Condition on _lock: a Ctrl-C cut its re-acquisition; deadline.Waiters).
+    _idle_waiters: Waiters
     # Failed attempts' log lines, appended under _lock in the order recorded and
     # logged after it is let go (running._say_failures); a deque: the thread that
     # logs pops without _lock.
@@ -169,6 +171,8 @@ class SchedulerParts:
         def _settle(self, count: int) -> None: ...  # running
 
         def _notify_idle(self) -> None: ...  # running
+
+        def _wake_idle(self) -> None: ...  # running
 
         def _followed(self, tasks: list[ScheduledTask]) -> None: ...  # control
 

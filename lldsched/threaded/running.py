@@ -469,7 +469,12 @@ class RunExecution(SchedulerParts):
         (``modify``, ``run_now``, ``resume``, ``redrive``) only ever add work, so they
         leave a waiter waiting; the timer also wakes one when only tombstones were due."""
         if self._idle_waiters and self._in_flight == 0:
-            self._idle.notify_all()
+            self._wake_idle()
+
+    def _wake_idle(self) -> None:
+        """Let every wait_idle() / wait_drained() caller test again (caller holds the
+        lock; :meth:`_quiet <lldsched.threaded.stopping.Stopping._quiet>`)."""
+        self._idle_waiters.wake()
 
 
 def stopped_since_begun(task: ScheduledTask) -> str | None:

@@ -58,6 +58,7 @@ from lldsched.logs import Repeats
 from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
 from lldsched.threaded.control import ControlVerbs
 from lldsched.threaded.coroutines import CoroutineRunner
+from lldsched.threaded.deadline import Waiters
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.forked import note
 from lldsched.threaded.jumps import LastLook
@@ -172,12 +173,15 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         # The scheduler's one lock.  It guards the core state machine (registry,
         # statuses, dead letter), the heap, the deadline heap, the pool's hand-off
         # queue, the coroutine runner's hand-over state, _loop_ids, _in_flight,
-        # _draining, _state and _idle_waiters.  Three conditions share it: _wake
-        # (the timer waits on it; notified by a push that makes a new head, by a
-        # new earliest deadline, by a worker that half-emptied the hand-off queue,
-        # by a clock change and by shutdown), the pool's (workers wait for items)
-        # and _idle (wait_idle() waits for the last run in flight to settle).
-        # Shutdown waits on events set under it instead (its drain's, set by every
+        # _draining, _state and _idle_waiters.  Two conditions share it, waited on
+        # by the scheduler's own threads only: _wake (the timer waits on it;
+        # notified by a push that makes a new head, by a new earliest deadline, by a
+        # worker that half-emptied the hand-off queue, by a clock change and by
+        # shutdown) and the pool's (workers wait for items).  The caller's thread
+        # never waits on a condition of it (a Ctrl-C there let go of the lock another
+        # thread held): wait_idle() waits on a lock of its own, let go under it as
+        # the last run in flight settles (_idle_waiters, stopping.Stopping._quiet);
+        # shutdown waits on events set under it (its drain's, set by every
         # settled run; the runner's _settled, by its last coroutine), and takes it
         # with a timeout: a store call that hangs under it cannot hold shutdown
         # past its own (lldsched/threaded/deadline.py).  Lock order: this lock,
@@ -204,7 +208,6 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             on_room=self._wake.notify_all,
             name=f"{self._thread_prefix}worker",
         )
-        self._idle = threading.Condition(self._lock)
         self._loop_ids: set[str] = set()  # tasks whose action is an async def: the loop runs them
         if store is not None:  # a store a running scheduler holds: refused, nothing built
             storeuse.check(store, self)
@@ -235,7 +238,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         self._in_flight = 0  # entries popped by the timer and not yet settled (_settle)
         self._draining = False  # shutdown(drain=True) is handing out the last due entries
         self._drain_settled = threading.Event()  # set by each settled run while draining
-        self._idle_waiters = 0
+        self._idle_waiters = Waiters()  # wait_idle()'s waiters' own locks (stopping._quiet)
         self._failures = collections.deque()  # failed runs' log lines, logged without _lock
         self._saying = Repeats()  # its lock: the thread logging _failures (never inside _lock)
         self._state = NEW

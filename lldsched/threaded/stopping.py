@@ -574,23 +574,8 @@ class Stopping(SchedulerParts):
             )
         deadline = time.monotonic() + wait
         while True:
-            with self._lock:
-                self._idle_waiters += 1
-                try:
-                    if self._state is NEW and not self._is_idle(drained):
-                        raise SchedulerStateError(
-                            f"{verb} on a scheduler that was not started: what is due "
-                            "would not run before its timeout.  Call start() first"
-                        )
-                    self._refuse_if_dead(verb)  # before and after each wait
-                    while not self._is_idle(drained):
-                        remaining = deadline - time.monotonic()
-                        if remaining <= 0:
-                            return False
-                        self._idle.wait(remaining)
-                        self._refuse_if_dead(verb)
-                finally:
-                    self._idle_waiters -= 1
+            if not self._quiet(verb, drained, deadline):
+                return False
             if self._coordinator is not None:
                 self._coordinator.flush(lock=self._lock)  # every settle written, not only decided
             if not self._dispatcher.flush(max(0.0, deadline - time.monotonic())):
@@ -598,6 +583,32 @@ class Stopping(SchedulerParts):
             with self._lock:  # a run may have begun and ended since: its event too
                 if self._is_idle(drained) and self._dispatcher.delivered:
                     return True
+
+    def _quiet(self, verb: str, drained: bool, deadline: float) -> bool:
+        """Wait until :meth:`_is_idle`; False once ``deadline`` (monotonic) passed first.
+
+        On a lock of its own (:class:`~lldsched.threaded.deadline.Waiters`), let go by
+        :meth:`_wake_idle`: not ``Condition.wait`` on the scheduler's lock, whose
+        re-acquisition a Ctrl-C cut, and the ``with`` block then let go of the lock the
+        timer or a worker held."""
+        waiter = None
+        while True:
+            with self._lock:
+                if waiter is not None:  # its time ran out: not to be let go now
+                    self._idle_waiters.discard(waiter)
+                if self._state is NEW and not self._is_idle(drained):
+                    raise SchedulerStateError(
+                        f"{verb} on a scheduler that was not started: what is due "
+                        "would not run before its timeout.  Call start() first"
+                    )
+                self._refuse_if_dead(verb)  # before and after each wait
+                if self._is_idle(drained):
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                waiter = self._idle_waiters.waiter()
+            waiter.acquire(timeout=remaining)  # let go by _wake_idle, or the time ran out
 
     def _is_idle(self, drained: bool) -> bool:
         if self._in_flight:

@@ -85,7 +85,7 @@ class TimerThread(SchedulerParts):
             with self._lock:
                 if self._state is RUNNING:  # else a shutdown() began: it stays STOPPED
                     self._state = DEAD
-                self._idle.notify_all()  # a wait_idle() under way raises now, not at its timeout
+                self._wake_idle()  # a wait_idle() under way raises now, not at its timeout
             log.exception("the timer thread died; no further task will be dispatched")
 
     def _refuse_if_dead(self, verb: str) -> None:
@@ -148,7 +148,7 @@ class TimerThread(SchedulerParts):
                         self._hand_out(batch)
                         continue
                     if self._idle_waiters and self._in_flight == 0:
-                        self._idle.notify_all()  # only tombstones were due: idle
+                        self._wake_idle()  # only tombstones were due: idle
                     wake = queue.next_due()
                 else:
                     wake = None  # the hand-off queue is full: wait for a worker to make room
