@@ -9,7 +9,7 @@
 # - write a timer queue that waits on a `Condition` for exactly the delay until the head is
 #   due, and measure it against a poll loop;
 # - read the production timer loop and name each concern it adds to those twenty lines;
-# - say which lock guards what, and why one lock with three Conditions replaces two locks.
+# - say which lock guards what, and why one lock with two Conditions replaces two locks.
 #
 # **Minutes:** 25.
 #
@@ -206,7 +206,7 @@ print(inspect.getsource(Scheduler._timer_loop))
 # | `deadlines`, `cancel("timeout")` | **timeouts**: a run with a budget has a deadline; when it passes, its cooperative flag goes up (the thread itself cannot be stopped) |
 # | `room = pool.room`, `pop_due(now, room)` | **backpressure**: take no more than the bounded hand-off queue can hold; when it is full, wait (`wake = None`) until a worker makes room and notifies |
 # | `continue` after a batch | **batches**: every due entry moves in one lock hold, then the loop re-tests |
-# | `_idle_waiters`, `_idle.notify_all()` | **idle waiters**: `wait_idle()` (tests, demos) learns when only tombstones were due |
+# | `_idle_waiters`, `_wake_idle()` | **idle waiters**: `wait_idle()` (tests, demos) learns when only tombstones were due |
 # | `queue.next_due()` | **tombstones**: dead entries on top are dropped before the head's due time is read |
 # | `max_wait`, `wake = now + max_wait` | **suspends**: a `Condition.wait` counts monotonic time, which (on Linux) stops while the machine sleeps; waking at least once a minute notices a suspend or a jump |
 # | `coordinator`, `claim(now, room, looked, among, leaving)` | **several processes** on one store: the store hands out what this process may run (leases, notebook 10; `looked`, read before `now`, is when this process starts to trust its claims; `among`, `leaving`: only runs it has room to start, a free worker or coroutine slot); the heap is only the hint of when to wake |
@@ -226,13 +226,19 @@ print(inspect.getsource(FakeClock.wait))
 # %% [markdown]
 # ## 4. Which lock guards what
 #
-# The scheduler has **one lock** and **three Conditions** on it:
+# The scheduler has **one lock** and **two Conditions** on it, waited on by its own threads only:
 #
 # | Condition | who waits on it | who notifies it |
 # | --- | --- | --- |
 # | `_wake` | the timer | a push that makes a new head, a new earliest deadline, a worker that half-emptied the hand-off queue, a clock change, shutdown; on a shared store, another process's change, and a settled run whose task has dependents (its end may decide a wait) |
 # | the pool's `_not_empty` | the workers | the timer putting a batch, shutdown |
-# | `_idle` | `wait_idle()` / `wait_drained()` | the last run in flight settling, the timer (only tombstones were due), a cancel, pause, remove or reschedule (what was due may be due no more) |
+#
+# `wait_idle()` / `wait_drained()`, on the caller's thread, wait each on a lock of their
+# own (`_idle_waiters`), let go by `_wake_idle()` under the scheduler's lock: the last run
+# in flight settling, the timer (only tombstones were due), a cancel, pause, remove or
+# reschedule (what was due may be due no more). Not a `Condition.wait` on the scheduler's
+# lock: it takes the lock back untimed, and a Ctrl-C that cuts that acquisition would let
+# go of the lock the timer or a worker holds.
 #
 # `shutdown()` waits on `Event`s set under the lock instead (every settled run sets its
 # drain's; the event loop's thread sets the coroutine runner's `_settled` when it records
@@ -350,7 +356,7 @@ stopped = demo.shutdown()
 #    first, and what goes wrong without it?
 # 2. The timer waits with a timeout of 12 h. Name every event that must wake it early in
 #    `lldsched`, and say which of them the twenty-line queue also has.
-# 3. Why does the scheduler use one lock with three Conditions instead of a registry lock
+# 3. Why does the scheduler use one lock with two Conditions instead of a registry lock
 #    and a queue lock taken in order?
 #
 # <details><summary>Answers</summary>
@@ -365,8 +371,9 @@ stopped = demo.shutdown()
 #    again every `max_wait`, 60 s, for a suspend or a wall-clock jump.)
 # 3. Almost every operation touches both the registry and the heap, so two locks would be
 #    taken together anyway: no concurrency gained, and a lock order to get wrong. User code
-#    runs outside the lock. The Conditions keep the waiters apart: timer, workers and idle
-#    waiters are each woken only for their own reason.
+#    runs outside the lock. The Conditions keep the waiters apart: the timer and the
+#    workers are each woken only for their own reason (and idle waiters, on locks of their
+#    own, only when the scheduler may have gone idle).
 #
 # </details>
 #

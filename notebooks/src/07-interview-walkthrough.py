@@ -120,7 +120,7 @@
 # classDiagram
 #     direction LR
 #     class Scheduler {
-#         one Lock, three Conditions
+#         one Lock, two Conditions
 #         schedule()
 #         cancel()
 #         pause()
@@ -260,8 +260,9 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # *Where lldsched differs:* its entries also carry the priority, `(due, priority,
 # sequence, task_id)`; the sequence doubles as the task's generation; the timer waits
 # through `clock.wait(condition, deadline)` so that a fake clock can drive it (notebook
-# 01); and one lock carries three Conditions (timer, workers, idle waiters), while
-# shutdown waits on events set under it and takes it back with a timeout. Its heap has a
+# 01); and one lock carries two Conditions (timer, workers; idle waiters wait on locks of
+# their own, let go under it), while shutdown waits on events set under it and takes it
+# back with a timeout. Its heap has a
 # single waiter, the timer thread, so there `notify_all()` is insurance; the exercise
 # lets several threads call `pop_due`, and then it is required.
 #
