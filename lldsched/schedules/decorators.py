@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import ClassVar
@@ -358,14 +359,9 @@ def ended_by(schedule: Schedule, record: ExecutionRecord) -> bool:
     catch-up slot; :mod:`lldsched.schedules.catchup`).  True when it was a window's
     ``max_runs``-th: the task ends there, as the window itself would have said, so
     every successful run counts, as the count a store restores after a restart does."""
-    found: Schedule | None = schedule
     ended = False
-    for _ in range(100):  # decorators nest a few deep; a cycle of them must not hang
-        if isinstance(found, Window):
-            ended = found._ended_by(record) or ended
-        found = wrapped_schedule(found)
-        if found is None:
-            break
+    for window in _windows(schedule):
+        ended = window._ended_by(record) or ended
     return ended
 
 
@@ -374,10 +370,17 @@ def restore_runs(schedule: Schedule, task_id: str, runs: int) -> None:
     included: a decorator keeps what it wraps in ``.schedule``) that task ``task_id``
     has had ``runs`` successful runs: what a store rebuilding the task from its counters
     calls, so ``max_runs`` holds across a restart."""
+    for window in _windows(schedule):
+        window._restore(task_id, runs)
+
+
+def _windows(schedule: Schedule) -> Iterator[Window]:
+    """Each :class:`Window` in ``schedule``, through any decorators (one's own included:
+    a decorator keeps what it wraps in ``.schedule``), outermost first."""
     found: Schedule | None = schedule
     for _ in range(100):  # decorators nest a few deep; a cycle of them must not hang
         if isinstance(found, Window):
-            found._restore(task_id, runs)
+            yield found
         found = wrapped_schedule(found)
         if found is None:
             return
