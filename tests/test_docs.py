@@ -27,8 +27,10 @@ import contextlib
 import inspect
 import io
 import logging
+import os
 import re
 import shlex
+import subprocess
 import sys
 import tempfile
 import types
@@ -920,3 +922,60 @@ def test_a_block_marked_not_run_is_left_out(tmp_path: Path) -> None:
         "Text.\n```python\nprint(1)\n```\n"
     )
     assert python_blocks(document) == [(8, "print(1)\n")]
+
+
+# --- the blocks that are not Python: logs, commands, schemas ---------------------------
+
+
+def fenced_blocks(path: Path) -> list[tuple[int, str, str]]:
+    """Every fenced block of a document: the line its text begins on, its language
+    (``""`` for none) and its text."""
+    text = path.read_text(encoding="utf-8")
+    return [
+        (text[: match.start(3)].count("\n") + 1, match.group(2), match.group(3))
+        for match in re.finditer(
+            r"^( *)```(\w*)[^\n]*\n(.*?)^\1```", text, flags=re.MULTILINE | re.DOTALL
+        )
+    ]
+
+
+def operations_failure_example() -> tuple[str, str]:
+    """OPERATIONS.md's failed-run example (the Python block before "The traceback is in
+    the log") and the log it shows (the text block after)."""
+    text = (DOCS / "OPERATIONS.md").read_text()
+    before, after = text.split("The traceback is in the log", 1)
+    block = re.findall(r"```python\n(.*?)```", before, flags=re.DOTALL)[-1]
+    shown = re.findall(r"```text\n(.*?)```", after, flags=re.DOTALL)[0]
+    return block, shown
+
+
+def log_lines(text: str) -> list[str]:
+    """A log's lines as the documents compare them: a timestamp as ``<time>``, and
+    without the ``^^^``/``~~~`` lines under a traceback's source line (each Python
+    version draws them its own way)."""
+    stamped = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+\+00:00", "<time>", text)
+    return [line for line in stamped.splitlines() if not re.fullmatch(r"\s*[~^]+\s*", line)]
+
+
+def test_operations_mds_failed_run_logs_what_it_shows(tmp_path: Path) -> None:
+    """The example saved as ``service.py`` and run as the text says: its log is the
+    block's, line for line (``...`` for the package's path and a line number in it).
+    The block quoted ``task.py`` line 453 when it was 460, and left out the traceback's
+    source lines, which a reader's run prints."""
+    block, shown = operations_failure_example()
+    (tmp_path / "service.py").write_text(block)
+    setup = 'import logging; logging.basicConfig(format="%(levelname)s %(name)s %(message)s")'
+    assert f"`{setup.split('; ')[1]}`" in " ".join((DOCS / "OPERATIONS.md").read_text().split())
+    run = subprocess.run(
+        [sys.executable, "-c", f"{setup}; import runpy; runpy.run_path('service.py')"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    printed, expected = log_lines(run.stderr), log_lines(shown)
+    assert len(printed) == len(expected), run.stderr
+    pairs = zip(expected, printed, strict=True)
+    assert [(want, got) for want, got in pairs if not matches(want, got)] == []
