@@ -979,3 +979,118 @@ def test_operations_mds_failed_run_logs_what_it_shows(tmp_path: Path) -> None:
     assert len(printed) == len(expected), run.stderr
     pairs = zip(expected, printed, strict=True)
     assert [(want, got) for want, got in pairs if not matches(want, got)] == []
+
+
+def simulated_week(out: str, folder: Path) -> None:
+    """ "a built-in week (an hourly fan-out, an overrunning fixed-rate job, a flaky
+    import, a heartbeat, a nightly backup) with a summary per task"."""
+    assert out.startswith("simulated 7 days on 4 workers (seed 0): ")
+    columns = out.splitlines()[1].split()[1:11]  # runs ... skipped; the times' are two words
+    rows = {line.split()[0]: line.split()[1:11] for line in out.splitlines()[2:-1]}
+    of = {name: dict(zip(columns, row, strict=True)) for name, row in rows.items()}
+    reports = [name for name in of if name.startswith("report-")]
+    assert len(reports) >= 2 and all(int(of[name]["runs"]) >= 7 * 23 for name in reports)
+    assert int(of["compaction"]["overrun"]) > 0 and int(of["import"]["failed"]) > 0
+    assert int(of["heartbeat"]["runs"]) > int(of["import"]["runs"])
+    assert int(of["nightly-backup"]["runs"]) == 7
+
+
+def week_chart(out: str, folder: Path) -> None:
+    """ "The chart is written beside `out.png` and then put in its place"."""
+    assert out.splitlines()[-1] == "gantt chart: out.png"
+    assert (folder / "out.png").read_bytes().startswith(b"\x89PNG")
+    assert [path.name for path in folder.iterdir()] == ["out.png"]  # no part left
+
+
+def eleven_decisions(out: str, folder: Path) -> None:
+    """ "# the eleven decisions"."""
+    from lldsched.lab import DECISIONS
+
+    listed = re.findall(r"^  (\S+) {2,}", out, flags=re.M)
+    assert listed == [row.key for row in DECISIONS] and len(listed) == 11
+
+
+def silent_push(out: str, folder: Path) -> None:
+    """ "# a silent push: a task due now waits 12 h"."""
+    assert "silent push:" in out and "12 h late" in out
+
+
+# The commands the shell blocks of the documents give to ``python -m lldsched``, each
+# with what the text around it says it does.  (``cron`` commands run above, with their
+# transcripts; ``demo`` in tests/test_demo.py.)
+SHELL_COMMANDS: dict[str, Any] = {
+    "simulate --days 7 --workers 4 --seed 0": simulated_week,
+    "simulate --days 7 --workers 4 --gantt out.png": week_chart,
+    "lab": eleven_decisions,
+    "lab push": silent_push,
+}
+
+
+def shell_commands() -> list[tuple[str, str]]:
+    """The ``python -m lldsched`` commands of the documents' shell blocks: where, and
+    the command's words (a ``# ...`` comment left out)."""
+    found = []
+    for path in DOCUMENTS:
+        for line, language, text in fenced_blocks(path):
+            if language not in ("sh", "bash", "shell", "console"):
+                continue
+            for number, command in enumerate(text.splitlines()):
+                if match := re.search(r"python -m lldsched (.*)", command.split(" #", 1)[0]):
+                    found.append((f"{path.name}:{line + number}", match.group(1).strip()))
+    return found
+
+
+def test_the_documents_shell_commands_are_the_ones_run_here() -> None:
+    assert sorted(command for _, command in shell_commands()) == sorted(SHELL_COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(SHELL_COMMANDS))
+def test_a_shell_command_of_the_documents_does_what_the_text_says(
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Run as a reader runs it, in a folder of its own: it exits 0 and prints (or
+    writes) what the document says."""
+    from lldsched.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(shlex.split(command)) == 0
+    SHELL_COMMANDS[command](capsys.readouterr().out, tmp_path)
+
+
+def test_cluster_mds_schema_is_a_shared_sqlite_stores_file(tmp_path: Path) -> None:
+    """The schema block of CLUSTER.md against the file a shared store makes: its version,
+    each column it adds (``+ name TYPE``) with its type, the tables it gives whole, the
+    counters, and every index (the block left ``tasks_version`` out)."""
+    import sqlite3
+
+    text = (DOCS / "CLUSTER.md").read_text()
+    (schema,) = [t for _, language, t in fenced_blocks(DOCS / "CLUSTER.md")
+                 if language == "sql" and t.startswith("tasks:")]  # fmt: skip
+    with SqliteTaskStore(tmp_path / "tasks.db", shared=True):
+        pass
+    with contextlib.closing(sqlite3.connect(tmp_path / "tasks.db")) as db:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        tables = {
+            name: {row[1]: row[2] for row in db.execute(f"PRAGMA table_info({name})")}
+            for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        counters = sorted(name for (name,) in db.execute("SELECT name FROM counters"))
+        made = db.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+        indexes = sorted(sql.strip() for (sql,) in made)
+    assert f"**Schema version {version}**" in text
+    table, added = "", []
+    for line in schema.splitlines():
+        if column := re.match(r"(?:(\w+):)?\s+\+ (\w+)\s+(\w+)", line):
+            table = column.group(1) or table
+            added.append((table, column.group(2), column.group(3)))
+        elif whole := re.match(r"(leases|removed)\s+\((.*)\)", line):
+            named = [part.split()[0] for part in whole.group(2).split(",")]
+            assert named == list(tables[whole.group(1)]), line
+    assert [(t, name, tables[t].get(name)) for t, name, _ in added] == added
+    assert len(added) == 9
+    (listed,) = re.findall(r"^counters \((.*?)\)", schema, flags=re.M)
+    assert sorted(re.findall(r"'(\w+)'", listed)) == counters
+    assert sorted(re.findall(r"^(CREATE INDEX .*?);", schema, flags=re.M)) == indexes
