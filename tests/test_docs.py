@@ -1094,3 +1094,21 @@ def test_cluster_mds_schema_is_a_shared_sqlite_stores_file(tmp_path: Path) -> No
     (listed,) = re.findall(r"^counters \((.*?)\)", schema, flags=re.M)
     assert sorted(re.findall(r"'(\w+)'", listed)) == counters
     assert sorted(re.findall(r"^(CREATE INDEX .*?);", schema, flags=re.M)) == indexes
+
+
+def test_architecture_mds_lifecycle_draws_every_edge_of_the_table() -> None:
+    """ "The lifecycle" block of ARCHITECTURE.md (``A|B -> C|D``: each source to each
+    target) has the edges of ``TRANSITIONS``, no more, no fewer.  It left out that a
+    paused task whose run was in flight ends SUCCEEDED or FAILED when the run ends."""
+    from lldsched.core.lifecycle import TRANSITIONS
+
+    text = (DOCS / "ARCHITECTURE.md").read_text().split("\n## The lifecycle\n", 1)[1]
+    (block,) = re.findall(r"```\n(.*?)```", text, flags=re.DOTALL)[:1]
+    drawn = {
+        (source, target)
+        for sources, targets in re.findall(r"^([A-Z|]+)\s*->\s*([A-Z|]+)", block, flags=re.M)
+        for source in sources.split("|")
+        for target in targets.split("|")
+    }
+    table = {(edge.source.name, edge.target.name) for edge in TRANSITIONS if edge.source}
+    assert sorted(table - drawn) == [] and sorted(drawn - table) == []
