@@ -18,7 +18,12 @@
   ``<!-- not run: ... -->`` (a deployment example that needs a server or an app), and
   prints what it shows: the ``# ...`` lines right under a line calling ``print(``
   (under a loop's body, the lines it prints in turn), in the order shown, ``...`` in
-  such a line standing for any text (a pid, a path).
+  such a line standing for any text (a pid, a path);
+* every other fenced block is listed in ``NOT_RUN`` with the test that checks it or
+  why nothing runs it: OPERATIONS.md's failure log is what its example logs as
+  ``service.py``, the ``python -m lldsched`` commands of the shell blocks do what the
+  text says, CLUSTER.md's schema is a shared store's file, ARCHITECTURE.md's
+  lifecycle is ``TRANSITIONS``, and every extra the documents name is pyproject's.
 """
 
 from __future__ import annotations
@@ -1112,3 +1117,112 @@ def test_architecture_mds_lifecycle_draws_every_edge_of_the_table() -> None:
     }
     table = {(edge.source.name, edge.target.name) for edge in TRANSITIONS if edge.source}
     assert sorted(table - drawn) == [] and sorted(drawn - table) == []
+
+
+# Every fenced block of the documents that the Python block runner does not run, by
+# its document, language and first line's start: what checks it instead, or why
+# nothing runs it.  A block added, or one whose first line changed, fails
+# test_every_block_not_run_is_listed_with_what_checks_it until it is listed here.
+NOT_RUN: dict[tuple[str, str, str], str] = {
+    ("README.md", "sh", "make demo"): "make: the demo's output is "
+    "test_the_readmes_demo_transcript_is_what_the_demo_prints; make test is the suite",
+    ("README.md", "sh", "pip install ."): "installs: test_every_extra_the_documents_name_is_one",
+    ("README.md", "", "cron '*/15"): "test_the_readmes_demo_transcript_is_what_the_demo_prints",
+    ("ARCHITECTURE.md", "", "  schedule / reschedule"): "a drawing; its verbs are "
+    "test_architecture_mds_drawing_names_the_verbs_of_both_runtimes",
+    ("ARCHITECTURE.md", "mermaid", "flowchart TD"): "the package diagram: the tests above",
+    ("ARCHITECTURE.md", "", "SCHEDULED -> RUNNING"): "test_architecture_mds_lifecycle_draws_"
+    "every_edge_of_the_table",
+    ("CLUSTER.md", "python", "from lldsched import FixedRate"): "not run (/var/lib/app): "
+    "test_cluster_mds_first_example_makes_one_task_of_every_workers_registration",
+    ("CLUSTER.md", "sql", "tasks:    + priority"): "test_cluster_mds_schema_is_a_shared_"
+    "sqlite_stores_file",
+    ("CLUSTER.md", "sql", "SELECT id, next_run_at"): "a sketch of sqlite_shared._CLAIMABLE "
+    "and TAKE, abridged: not run",
+    ("CLUSTER.md", "sh", "pip install '.[postgres]'"): "installs: "
+    "test_every_extra_the_documents_name_is_one",
+    ("CLUSTER.md", "python", "from lldsched import Scheduler"): "not run (db.internal): "
+    "test_cluster_mds_postgres_example_runs_on_a_real_server",
+    ("CLUSTER.md", "sql", "WITH due AS ("): "a sketch of postgres_sql.CLAIM, abridged: not run",
+    ("CLUSTER.md", "sql", "WITH given   AS"): "a sketch of postgres_sql.SETTLE, abridged: not run",
+    ("CRON.md", "", "$ python -m lldsched cron"): "test_the_cron_commands_of_cron_md_print_what_"
+    "it_shows",
+    ("OPERATIONS.md", "text", "WARNING lldsched.jobs"): "test_operations_mds_failed_run_logs_"
+    "what_it_shows",
+    ("OPERATIONS.md", "ini", "# /etc/systemd/system"): "a systemd unit: not run (systemd); "
+    "the service it starts is tests/test_container.py's",
+    ("PERFORMANCE.md", "", "make bench"): "the benchmarks: not run (minutes); their options "
+    "are tests/test_doc_references.py's",
+    ("PERFORMANCE.md", "", "cd /tmp/mypyc-tree"): "a mypyc build: not run (a compiler)",
+    ("PERFORMANCE.md", "", "python -m compileall"): "instruction counts: not run (valgrind)",
+    ("SIMULATION.md", "sh", ".venv/bin/python -m lldsched"): "test_a_shell_command_of_the_"
+    "documents_does_what_the_text_says",
+    ("TESTING.md", "sh", "PYTHONPATH=$PWD .venv/bin/python tools/mutate.py"): "mutation "
+    "testing: not run (minutes); its options are tests/test_doc_references.py's",
+    (
+        "TESTING.md",
+        "sh",
+        "PYTHONPATH=$PWD .venv/bin/python -m tests.test_concurrent_verbs",
+    ): "soaks: not run (ten minutes each); their options are tests/test_doc_references.py's",
+}
+
+
+def not_run_blocks() -> list[tuple[str, str, str]]:
+    """The fenced blocks the Python block runner leaves: (document, language, text)."""
+    found = []
+    for path in DOCUMENTS:
+        run = {line for line, _ in python_blocks(path)}
+        for line, language, text in fenced_blocks(path):
+            if not (language == "python" and line in run):
+                found.append((path.name, language, text))
+    return found
+
+
+def test_every_block_not_run_is_listed_with_what_checks_it() -> None:
+    blocks = not_run_blocks()
+
+    def listed(key: tuple[str, str, str], name: str, language: str, text: str) -> bool:
+        return (name, language) == key[:2] and text.startswith(key[2])
+
+    unlisted = [
+        f"{name} ({language}): {text.splitlines()[0]}"
+        for name, language, text in blocks
+        if not any(listed(key, name, language, text) for key in NOT_RUN)
+    ]
+    assert unlisted == [], "a block nothing runs: run it, or list it in NOT_RUN"
+    unused = [key for key in NOT_RUN if not any(listed(key, *block) for block in blocks)]
+    assert unused == [], "NOT_RUN lists blocks no document has"
+    named = [
+        t for why in NOT_RUN.values() for t in re.findall(r"(?<![/\w])test_\w+\b(?!\.py)", why)
+    ]
+    assert [test for test in named if test not in globals()] == [], "tests NOT_RUN names"
+
+
+def test_every_extra_the_documents_name_is_one() -> None:
+    """``pip install '.[postgres]'``, ``lldsched[views]``: an extra of pyproject.toml."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    named = {
+        name
+        for path in DOCUMENTS
+        for name in re.findall(r"(?:lldsched|\.)\[(\w+)\]", path.read_text())
+    }
+    assert {"views", "postgres", "notebook"} <= named
+    assert sorted(named - set(extras)) == []
+
+
+def test_architecture_mds_drawing_names_the_verbs_of_both_runtimes() -> None:
+    """The first drawing of ARCHITECTURE.md: the verbs over the state machine, each a
+    method of the threaded ``Scheduler`` and of the ``Simulation``."""
+    from lldsched import Simulation
+
+    (drawing,) = re.findall(r"```\n(.*?)```", (DOCS / "ARCHITECTURE.md").read_text(),
+                            flags=re.DOTALL)[:1]  # fmt: skip
+    verbs = drawing.splitlines()[0].split(" / ")
+    assert len(verbs) >= 10
+    assert [
+        v for v in verbs if not (hasattr(Scheduler, v.strip()) and hasattr(Simulation, v.strip()))
+    ] == []
