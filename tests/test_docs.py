@@ -1153,8 +1153,10 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
     "the service it starts is tests/test_container.py's",
     ("PERFORMANCE.md", "", "make bench"): "the benchmarks: not run (minutes); their options "
     "are tests/test_doc_references.py's",
-    ("PERFORMANCE.md", "", "cd /tmp/mypyc-tree"): "a mypyc build: not run (a compiler)",
-    ("PERFORMANCE.md", "", "python -m compileall"): "instruction counts: not run (valgrind)",
+    ("PERFORMANCE.md", "", "cd /tmp/mypyc-tree"): "a mypyc build of a copied tree: not run "
+    "(minutes, a compiler)",
+    ("PERFORMANCE.md", "", "python -m compileall"): "the instruction counters: not run "
+    "(minutes); their options are tests/test_doc_references.py's",
     ("SIMULATION.md", "sh", ".venv/bin/python -m lldsched"): "test_a_shell_command_of_the_"
     "documents_does_what_the_text_says",
     ("TESTING.md", "sh", "PYTHONPATH=$PWD .venv/bin/python tools/mutate.py"): "mutation "
