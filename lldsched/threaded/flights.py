@@ -126,7 +126,7 @@ _OTHER_LOOP = (
 )
 """What asyncio says when a coroutine awaits a future, or uses a lock, event, queue or
 semaphore, that belongs to another event loop (3.11's texts; the last is the
-ValueError of ``wait_for``, ``shield`` or ``ensure_future`` given such a future)."""
+ValueError of ``wait_for``, or ``ensure_future(..., loop=...)``, given such a future)."""
 
 
 def failure_text(exc: BaseException, thread: str) -> str:
