@@ -18,7 +18,12 @@
   ``<!-- not run: ... -->`` (a deployment example that needs a server or an app), and
   prints what it shows: the ``# ...`` lines right under a line calling ``print(``
   (under a loop's body, the lines it prints in turn), in the order shown, ``...`` in
-  such a line standing for any text (a pid, a path).
+  such a line standing for any text (a pid, a path);
+* every other fenced block is listed in ``NOT_RUN`` with the test that checks it or
+  why nothing runs it: OPERATIONS.md's failure log is what its example logs as
+  ``service.py``, the ``python -m lldsched`` commands of the shell blocks do what the
+  text says, CLUSTER.md's schema is a shared store's file, ARCHITECTURE.md's
+  lifecycle is ``TRANSITIONS``, and every extra the documents name is pyproject's.
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ import contextlib
 import inspect
 import io
 import logging
+import os
 import re
 import shlex
+import subprocess
 import sys
 import tempfile
 import types
@@ -920,3 +927,304 @@ def test_a_block_marked_not_run_is_left_out(tmp_path: Path) -> None:
         "Text.\n```python\nprint(1)\n```\n"
     )
     assert python_blocks(document) == [(8, "print(1)\n")]
+
+
+# --- the blocks that are not Python: logs, commands, schemas ---------------------------
+
+
+def fenced_blocks(path: Path) -> list[tuple[int, str, str]]:
+    """Every fenced block of a document: the line its text begins on, its language
+    (``""`` for none) and its text."""
+    text = path.read_text(encoding="utf-8")
+    return [
+        (text[: match.start(3)].count("\n") + 1, match.group(2), match.group(3))
+        for match in re.finditer(
+            r"^( *)```(\w*)[^\n]*\n(.*?)^\1```", text, flags=re.MULTILINE | re.DOTALL
+        )
+    ]
+
+
+def operations_failure_example() -> tuple[str, str]:
+    """OPERATIONS.md's failed-run example (the Python block before "The traceback is in
+    the log") and the log it shows (the text block after)."""
+    text = (DOCS / "OPERATIONS.md").read_text()
+    before, after = text.split("The traceback is in the log", 1)
+    block = re.findall(r"```python\n(.*?)```", before, flags=re.DOTALL)[-1]
+    shown = re.findall(r"```text\n(.*?)```", after, flags=re.DOTALL)[0]
+    return block, shown
+
+
+def log_lines(text: str) -> list[str]:
+    """A log's lines as the documents compare them: a timestamp as ``<time>``, and
+    without the ``^^^``/``~~~`` lines under a traceback's source line (each Python
+    version draws them its own way)."""
+    stamped = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+\+00:00", "<time>", text)
+    return [line for line in stamped.splitlines() if not re.fullmatch(r"\s*[~^]+\s*", line)]
+
+
+def test_operations_mds_failed_run_logs_what_it_shows(tmp_path: Path) -> None:
+    """The example saved as ``service.py`` and run as the text says: its log is the
+    block's, line for line (``...`` for the package's path and a line number in it).
+    The block quoted ``task.py`` line 453 when it was 460, and left out the traceback's
+    source lines, which a reader's run prints."""
+    block, shown = operations_failure_example()
+    (tmp_path / "service.py").write_text(block)
+    setup = 'import logging; logging.basicConfig(format="%(levelname)s %(name)s %(message)s")'
+    assert f"`{setup.split('; ')[1]}`" in " ".join((DOCS / "OPERATIONS.md").read_text().split())
+    run = subprocess.run(
+        [sys.executable, "-c", f"{setup}; import runpy; runpy.run_path('service.py')"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    printed, expected = log_lines(run.stderr), log_lines(shown)
+    assert len(printed) == len(expected), run.stderr
+    pairs = zip(expected, printed, strict=True)
+    assert [(want, got) for want, got in pairs if not matches(want, got)] == []
+
+
+def simulated_week(out: str, folder: Path) -> None:
+    """ "a built-in week (an hourly fan-out, an overrunning fixed-rate job, a flaky
+    import, a heartbeat, a nightly backup) with a summary per task"."""
+    assert out.startswith("simulated 7 days on 4 workers (seed 0): ")
+    columns = out.splitlines()[1].split()[1:11]  # runs ... skipped; the times' are two words
+    rows = {line.split()[0]: line.split()[1:11] for line in out.splitlines()[2:-1]}
+    of = {name: dict(zip(columns, row, strict=True)) for name, row in rows.items()}
+    reports = [name for name in of if name.startswith("report-")]
+    assert len(reports) >= 2 and all(int(of[name]["runs"]) >= 7 * 23 for name in reports)
+    assert int(of["compaction"]["overrun"]) > 0 and int(of["import"]["failed"]) > 0
+    assert int(of["heartbeat"]["runs"]) > int(of["import"]["runs"])
+    assert int(of["nightly-backup"]["runs"]) == 7
+
+
+def week_chart(out: str, folder: Path) -> None:
+    """ "The chart is written beside `out.png` and then put in its place"."""
+    assert out.splitlines()[-1] == "gantt chart: out.png"
+    assert (folder / "out.png").read_bytes().startswith(b"\x89PNG")
+    assert [path.name for path in folder.iterdir()] == ["out.png"]  # no part left
+
+
+def eleven_decisions(out: str, folder: Path) -> None:
+    """ "# the eleven decisions"."""
+    from lldsched.lab import DECISIONS
+
+    listed = re.findall(r"^  (\S+) {2,}", out, flags=re.M)
+    assert listed == [row.key for row in DECISIONS] and len(listed) == 11
+
+
+def silent_push(out: str, folder: Path) -> None:
+    """ "# a silent push: a task due now waits 12 h"."""
+    assert "silent push:" in out and "12 h late" in out
+
+
+# The commands the shell blocks of the documents give to ``python -m lldsched``, each
+# with what the text around it says it does.  (``cron`` commands run above, with their
+# transcripts; ``demo`` in tests/test_demo.py.)
+SHELL_COMMANDS: dict[str, Any] = {
+    "simulate --days 7 --workers 4 --seed 0": simulated_week,
+    "simulate --days 7 --workers 4 --gantt out.png": week_chart,
+    "lab": eleven_decisions,
+    "lab push": silent_push,
+}
+
+
+def shell_commands() -> list[tuple[str, str]]:
+    """The ``python -m lldsched`` commands of the documents' shell blocks: where, and
+    the command's words (a ``# ...`` comment left out)."""
+    found = []
+    for path in DOCUMENTS:
+        for line, language, text in fenced_blocks(path):
+            if language not in ("sh", "bash", "shell", "console"):
+                continue
+            for number, command in enumerate(text.splitlines()):
+                if match := re.search(r"python -m lldsched (.*)", command.split(" #", 1)[0]):
+                    found.append((f"{path.name}:{line + number}", match.group(1).strip()))
+    return found
+
+
+def test_the_documents_shell_commands_are_the_ones_run_here() -> None:
+    assert sorted(command for _, command in shell_commands()) == sorted(SHELL_COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(SHELL_COMMANDS))
+def test_a_shell_command_of_the_documents_does_what_the_text_says(
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Run as a reader runs it, in a folder of its own: it exits 0 and prints (or
+    writes) what the document says."""
+    from lldsched.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(shlex.split(command)) == 0
+    SHELL_COMMANDS[command](capsys.readouterr().out, tmp_path)
+
+
+def test_cluster_mds_schema_is_a_shared_sqlite_stores_file(tmp_path: Path) -> None:
+    """The schema block of CLUSTER.md against the file a shared store makes: its version,
+    each column it adds (``+ name TYPE``) with its type, the tables it gives whole, the
+    counters, and every index (the block left ``tasks_version`` out)."""
+    import sqlite3
+
+    text = (DOCS / "CLUSTER.md").read_text()
+    (schema,) = [t for _, language, t in fenced_blocks(DOCS / "CLUSTER.md")
+                 if language == "sql" and t.startswith("tasks:")]  # fmt: skip
+    with SqliteTaskStore(tmp_path / "tasks.db", shared=True):
+        pass
+    with contextlib.closing(sqlite3.connect(tmp_path / "tasks.db")) as db:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        tables = {
+            name: {row[1]: row[2] for row in db.execute(f"PRAGMA table_info({name})")}
+            for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        counters = sorted(name for (name,) in db.execute("SELECT name FROM counters"))
+        made = db.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+        indexes = sorted(sql.strip() for (sql,) in made)
+    assert f"**Schema version {version}**" in text
+    table, added = "", []
+    for line in schema.splitlines():
+        if column := re.match(r"(?:(\w+):)?\s+\+ (\w+)\s+(\w+)", line):
+            table = column.group(1) or table
+            added.append((table, column.group(2), column.group(3)))
+        elif whole := re.match(r"(leases|removed)\s+\((.*)\)", line):
+            named = [part.split()[0] for part in whole.group(2).split(",")]
+            assert named == list(tables[whole.group(1)]), line
+    assert [(t, name, tables[t].get(name)) for t, name, _ in added] == added
+    assert len(added) == 9
+    (listed,) = re.findall(r"^counters \((.*?)\)", schema, flags=re.M)
+    assert sorted(re.findall(r"'(\w+)'", listed)) == counters
+    assert sorted(re.findall(r"^(CREATE INDEX .*?);", schema, flags=re.M)) == indexes
+
+
+def test_architecture_mds_lifecycle_draws_every_edge_of_the_table() -> None:
+    """ "The lifecycle" block of ARCHITECTURE.md (``A|B -> C|D``: each source to each
+    target) has the edges of ``TRANSITIONS``, no more, no fewer.  It left out that a
+    paused task whose run was in flight ends SUCCEEDED or FAILED when the run ends."""
+    from lldsched.core.lifecycle import TRANSITIONS
+
+    text = (DOCS / "ARCHITECTURE.md").read_text().split("\n## The lifecycle\n", 1)[1]
+    (block,) = re.findall(r"```\n(.*?)```", text, flags=re.DOTALL)[:1]
+    drawn = {
+        (source, target)
+        for sources, targets in re.findall(r"^([A-Z|]+)\s*->\s*([A-Z|]+)", block, flags=re.M)
+        for source in sources.split("|")
+        for target in targets.split("|")
+    }
+    table = {(edge.source.name, edge.target.name) for edge in TRANSITIONS if edge.source}
+    assert sorted(table - drawn) == [] and sorted(drawn - table) == []
+
+
+# Every fenced block of the documents that the Python block runner does not run, by
+# its document, language and first line's start: what checks it instead, or why
+# nothing runs it.  A block added, or one whose first line changed, fails
+# test_every_block_not_run_is_listed_with_what_checks_it until it is listed here.
+NOT_RUN: dict[tuple[str, str, str], str] = {
+    ("README.md", "sh", "make demo"): "make: the demo's output is "
+    "test_the_readmes_demo_transcript_is_what_the_demo_prints; make test is the suite",
+    ("README.md", "sh", "pip install ."): "installs: test_every_extra_the_documents_name_is_one",
+    ("README.md", "", "cron '*/15"): "test_the_readmes_demo_transcript_is_what_the_demo_prints",
+    ("ARCHITECTURE.md", "", "  schedule / reschedule"): "a drawing; its verbs are "
+    "test_architecture_mds_drawing_names_the_verbs_of_both_runtimes",
+    ("ARCHITECTURE.md", "mermaid", "flowchart TD"): "the package diagram: the tests above",
+    ("ARCHITECTURE.md", "", "SCHEDULED -> RUNNING"): "test_architecture_mds_lifecycle_draws_"
+    "every_edge_of_the_table",
+    ("CLUSTER.md", "python", "from lldsched import FixedRate"): "not run (/var/lib/app): "
+    "test_cluster_mds_first_example_makes_one_task_of_every_workers_registration",
+    ("CLUSTER.md", "sql", "tasks:    + priority"): "test_cluster_mds_schema_is_a_shared_"
+    "sqlite_stores_file",
+    ("CLUSTER.md", "sql", "SELECT id, next_run_at"): "a sketch of sqlite_shared._CLAIMABLE "
+    "and TAKE, abridged: not run",
+    ("CLUSTER.md", "sh", "pip install '.[postgres]'"): "installs: "
+    "test_every_extra_the_documents_name_is_one",
+    ("CLUSTER.md", "python", "from lldsched import Scheduler"): "not run (db.internal): "
+    "test_cluster_mds_postgres_example_runs_on_a_real_server",
+    ("CLUSTER.md", "sql", "WITH due AS ("): "a sketch of postgres_sql.CLAIM, abridged: not run",
+    ("CLUSTER.md", "sql", "WITH given   AS"): "a sketch of postgres_sql.SETTLE, abridged: not run",
+    ("CRON.md", "", "$ python -m lldsched cron"): "test_the_cron_commands_of_cron_md_print_what_"
+    "it_shows",
+    ("OPERATIONS.md", "text", "WARNING lldsched.jobs"): "test_operations_mds_failed_run_logs_"
+    "what_it_shows",
+    ("OPERATIONS.md", "ini", "# /etc/systemd/system"): "a systemd unit: not run (systemd); "
+    "the service it starts is tests/test_container.py's",
+    ("PERFORMANCE.md", "", "make bench"): "the benchmarks: not run (minutes); their options "
+    "are tests/test_doc_references.py's",
+    ("PERFORMANCE.md", "", "cd /tmp/mypyc-tree"): "a mypyc build of a copied tree: not run "
+    "(minutes, a compiler)",
+    ("PERFORMANCE.md", "", "python -m compileall"): "the instruction counters: not run "
+    "(minutes); their options are tests/test_doc_references.py's",
+    ("SIMULATION.md", "sh", ".venv/bin/python -m lldsched"): "test_a_shell_command_of_the_"
+    "documents_does_what_the_text_says",
+    ("TESTING.md", "sh", "PYTHONPATH=$PWD .venv/bin/python tools/mutate.py"): "mutation "
+    "testing: not run (minutes); its options are tests/test_doc_references.py's",
+    (
+        "TESTING.md",
+        "sh",
+        "PYTHONPATH=$PWD .venv/bin/python -m tests.test_concurrent_verbs",
+    ): "soaks: not run (ten minutes each); their options are tests/test_doc_references.py's",
+}
+
+
+def not_run_blocks() -> list[tuple[str, str, str]]:
+    """The fenced blocks the Python block runner leaves: (document, language, text)."""
+    found = []
+    for path in DOCUMENTS:
+        run = {line for line, _ in python_blocks(path)}
+        for line, language, text in fenced_blocks(path):
+            if not (language == "python" and line in run):
+                found.append((path.name, language, text))
+    return found
+
+
+def test_every_block_not_run_is_listed_with_what_checks_it() -> None:
+    blocks = not_run_blocks()
+
+    def listed(key: tuple[str, str, str], name: str, language: str, text: str) -> bool:
+        return (name, language) == key[:2] and text.startswith(key[2])
+
+    unlisted = [
+        f"{name} ({language}): {text.splitlines()[0]}"
+        for name, language, text in blocks
+        if not any(listed(key, name, language, text) for key in NOT_RUN)
+    ]
+    assert unlisted == [], "a block nothing runs: run it, or list it in NOT_RUN"
+    unused = [key for key in NOT_RUN if not any(listed(key, *block) for block in blocks)]
+    assert unused == [], "NOT_RUN lists blocks no document has"
+    named = [
+        t for why in NOT_RUN.values() for t in re.findall(r"(?<![/\w])test_\w+\b(?!\.py)", why)
+    ]
+    assert [test for test in named if test not in globals()] == [], "tests NOT_RUN names"
+
+
+def test_every_extra_the_documents_name_is_one() -> None:
+    """``pip install '.[postgres]'``, ``lldsched[views]``: an extra of pyproject.toml."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    named = {
+        name
+        for path in DOCUMENTS
+        for name in re.findall(r"(?:lldsched|\.)\[(\w+)\]", path.read_text())
+    }
+    assert {"views", "postgres", "notebook"} <= named
+    assert sorted(named - set(extras)) == []
+
+
+def test_architecture_mds_drawing_names_the_verbs_of_both_runtimes() -> None:
+    """The first drawing of ARCHITECTURE.md: the verbs over the state machine, each a
+    method of the threaded ``Scheduler`` and of the ``Simulation``."""
+    from lldsched import Simulation
+
+    (drawing,) = re.findall(r"```\n(.*?)```", (DOCS / "ARCHITECTURE.md").read_text(),
+                            flags=re.DOTALL)[:1]  # fmt: skip
+    verbs = drawing.splitlines()[0].split(" / ")
+    assert len(verbs) >= 10
+    assert [
+        v for v in verbs if not (hasattr(Scheduler, v.strip()) and hasattr(Simulation, v.strip()))
+    ] == []

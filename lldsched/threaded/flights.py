@@ -119,9 +119,14 @@ def cancelled_outcome(flight: Flight) -> tuple[str | None, str | None, bool]:
     return _REASONS.get(reason) or f"CancelledError: {reason}", None, False
 
 
-_OTHER_LOOP = ("attached to a different loop", "bound to a different event loop")
+_OTHER_LOOP = (
+    "attached to a different loop",
+    "bound to a different event loop",
+    "belongs to a different loop",
+)
 """What asyncio says when a coroutine awaits a future, or uses a lock, event, queue or
-semaphore, that belongs to another event loop (3.11's texts)."""
+semaphore, that belongs to another event loop (3.11's texts; the last is the
+ValueError of ``wait_for``, or ``ensure_future(..., loop=...)``, given such a future)."""
 
 
 def failure_text(exc: BaseException, thread: str) -> str:
@@ -130,7 +135,7 @@ def failure_text(exc: BaseException, thread: str) -> str:
     text says where coroutine runs are and what to do: asyncio's own message names
     neither."""
     text = error_text(exc)
-    if isinstance(exc, RuntimeError) and any(said in text for said in _OTHER_LOOP):
+    if isinstance(exc, RuntimeError | ValueError) and any(said in text for said in _OTHER_LOOP):
         text += (
             f" (coroutine actions run on the scheduler's own event loop, thread {thread}, "
             "not on the application's: run what needs the application's loop there with "
