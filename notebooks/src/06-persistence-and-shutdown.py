@@ -156,6 +156,12 @@ print("runs after drain=False:", busy_then_queue(drain=False))
 #
 # Every decision is a record whose outcome says so, not silence.
 #
+# The reports' action is `jobs.send_report`, from `notebooks/jobs.py` beside this
+# notebook (imported in the first cell): it appends its region to the list `jobs.SENT`.
+# A durable store keeps an action by its import path (`"jobs:send_report"`), so the
+# actions it keeps live in a module that every process imports (a lambda has no import
+# path, and registration on a durable store refuses it).
+#
 # Like a real service, each process registers its jobs when it starts, by id:
 # `replace_existing=True` finds a restored task and keeps it (with its history and due
 # time) instead of adding a copy.
