@@ -227,3 +227,30 @@ def test_notebook_06_says_where_its_action_comes_from_and_why_not_a_lambda(
         with pytest.raises(ValidationError, match="import path"):
             scheduler.schedule("report", lambda: None, OneTime(delay=60))
         assert scheduler.tasks() == []
+
+
+@pytest.mark.parametrize(
+    ("notebook", "used", "said"),
+    [
+        ("03-failure", "EventLog()", "`EventLog` is a *listener*"),
+        ("03-failure", "gantt(to_frame(", "(`to_frame` turns the records into a table, `gantt`"),
+        ("06-persistence-and-shutdown", "jobs.send_report", "The reports' action is `jobs"),
+    ],
+)
+def test_a_name_a_notebook_uses_is_explained_before_the_cell_that_uses_it(
+    notebook: str, used: str, said: str
+) -> None:
+    # 03 called EventLog, to_frame and gantt before a word on them (04 and 08 explain
+    # them later); 06 called jobs.send_report without saying what it is.
+    source = (ROOT / "notebooks" / "src" / f"{notebook}.py").read_text()
+    first_use = next(
+        index
+        for index, line in enumerate(source.splitlines())
+        if used in line and not line.startswith("#")
+    )
+    before = " ".join(
+        line.removeprefix("#").strip()
+        for line in source.splitlines()[:first_use]
+        if line.startswith("#")
+    )
+    assert said in before, f"notebook {notebook} uses {used} before it says {said!r}"
