@@ -21,6 +21,7 @@ import pytest
 from lldsched import MisfirePolicy, RetryPolicy, Scheduler, testing
 from lldsched.sim import ClusterScenario, ClusterTask
 from lldsched.testing import Stepper
+from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.processes import KILLED
 from tests.test_notebook_figures import prose
 
@@ -86,6 +87,13 @@ QUOTES = [
         "(`CancelledError: the scheduler shut down without draining`)",
         lambda: f"CancelledError: {KILLED}",
         "CancelledError: the scheduler shut down without draining",
+    ),
+    (
+        "06-persistence-and-shutdown",
+        "by a drain a second before the shutdown's `timeout` runs out (half the timeout, when "
+        "that is less than a second)",
+        lambda: [grace_for(timeout) for timeout in (None, 5.0, 2.0, 1.0)],
+        [1.0, 1.0, 1.0, 0.5],
     ),
     (
         "06-persistence-and-shutdown",
