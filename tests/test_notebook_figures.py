@@ -254,3 +254,17 @@ def test_a_name_a_notebook_uses_is_explained_before_the_cell_that_uses_it(
         if line.startswith("#")
     )
     assert said in before, f"notebook {notebook} uses {used} before it says {said!r}"
+
+
+def test_notebook_02_s_question_on_skip_gives_the_period_its_answer_counts_on() -> None:
+    # It asked when a SKIP task runs after a run that ends at t+120, without a period;
+    # the answer (t+120, or t+180 for t+120.5) holds for a period of 60 s.
+    text = prose("02-schedules-and-cron")
+    assert "2. A `FixedRate(60)` task under SKIP: its run for the slot at t+0 finishes" in text
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    for finished, then in ((120.0, 120.0), (120.5, 180.0)):
+        simulation = Simulation(workers=1, start=start)
+        task = simulation.schedule("job", FixedRate(60), duration=finished)
+        simulation.run_for(finished)
+        assert task.next_run_at == start.timestamp() + then
+    assert "2. At t+120, at once" in text and "SKIP moves to t+180" in text

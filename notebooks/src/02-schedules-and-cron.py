@@ -277,8 +277,8 @@ for zone, (spring, autumn) in DST_DAYS.items():
 #
 # 1. A `FixedRate(60)` task's run for the slot at t+0 waits for a worker and starts at
 #    t+45. When is it next due, and what would go wrong if it were due at t+105?
-# 2. Under SKIP, a run for the slot at t+0 finishes at exactly t+120. When does the task
-#    run next? And if it finished at t+120.5?
+# 2. A `FixedRate(60)` task under SKIP: its run for the slot at t+0 finishes at exactly
+#    t+120. When does the task run next? And if it finished at t+120.5?
 # 3. Which days does `0 0 1,15 * 1` fire on, and which does `0 0 */2 * 1`?
 #
 # <details><summary>Answers</summary>
