@@ -6,10 +6,13 @@ Monday (annotated on the Gantt chart, printed nowhere), its worst wait of the we
 when, the backup that holds a worker meanwhile, compaction's worst wait, and what each
 pool size does to lateness. The simulation is seeded, so each is fixed: a change to the
 scenario or the runtime that moves one fails here, naming it, instead of leaving the
-prose stale (nbval compares a tagged cell's output, never the prose beside it)."""
+prose stale (nbval compares a tagged cell's output, never the prose beside it).
+02 reads its DST lines zone by zone and says which runs its boundary lists hold; 06 says
+where its reports' action comes from, and why a store's action lives in a module."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -17,8 +20,18 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import ExecutionRecord, OverrunPolicy
+from lldsched import (
+    CronSchedule,
+    ExecutionRecord,
+    FixedRate,
+    OneTime,
+    OverrunPolicy,
+    Scheduler,
+    SqliteTaskStore,
+    ValidationError,
+)
 from lldsched.model import Outcome
+from lldsched.sim import Simulation
 from lldsched.sim.overrun import simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.tables import seconds_text
@@ -148,3 +161,110 @@ def test_notebook_10_names_each_slot_fencing_left_landing_twice_once_with_its_wr
     for start, end in zip(headings, [*headings[1:], len(lines)], strict=True):
         writes = [line for line in lines[start + 1 : end] if "claimed it at" in line]
         assert len(writes) == 2 and all(line.startswith("  ") for line in writes), lines
+
+
+def _fires_on(expression: str, zone: str, day: str) -> list[str]:
+    """What 02's ``fires_on`` prints: the local times ``expression`` fires on ``day``."""
+    cron = CronSchedule(expression, tz=zone)
+    begin = datetime.fromisoformat(day).replace(tzinfo=cron.tzinfo).timestamp() - 1
+    fires = []
+    for instant in cron.fire_times(begin, 40):
+        moment = datetime.fromtimestamp(instant, cron.tzinfo)
+        if moment.strftime("%Y-%m-%d") != day:
+            break
+        fires.append(moment.strftime("%H:%M %Z"))
+    return fires
+
+
+def test_notebook_02_names_the_hour_each_zone_repeats_in_autumn() -> None:
+    # It said "a 02:30 job [...] happens twice on another" night of every zone with DST,
+    # above New York's lines, where 02:30 happens once: New York repeats 01:00-02:00.
+    text = prose("02-schedules-and-cron")
+    berlin = _fires_on("0 * * * *", "Europe/Berlin", "2026-10-25")
+    assert _fires_on("30 2 * * *", "Europe/Berlin", "2026-10-25") == ["02:30 CEST"]
+    assert "02:00 CEST" in berlin and "02:00 CET" in berlin
+    assert "in Berlin, both times 02:00-03:00" in text
+    new_york = _fires_on("0 * * * *", "America/New_York", "2026-11-01")
+    assert _fires_on("30 2 * * *", "America/New_York", "2026-11-01") == ["02:30 EST"]
+    assert "01:00 EDT" in new_york and "01:00 EST" in new_york
+    assert "the hour it repeats is 01:00-02:00. There 02:30 happens once (EST)" in text
+    assert "runs twice at one reading of the clock: 01:00 EDT and 01:00 EST" in text
+
+
+def test_notebook_02_s_boundary_lists_are_the_runs_finished_and_the_next_starts_at_240() -> None:
+    # It printed "starts at t+ [0, 120]" for the 60.5 s report, after 250 s: the run
+    # started at t+240 was left out (the records hold finished runs), unsaid.
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    for seconds, listed in ((60.0, [0, 60, 120, 180]), (60.5, [0, 120])):
+        simulation = Simulation(workers=1, start=start)
+        simulation.schedule("report", FixedRate(60), duration=seconds)
+        simulation.run_for(250)
+        ran = [round(r.started - start.timestamp()) for r in simulation.records() if r.outcome.ran]
+        assert ran == listed
+        simulation.run_for(120)  # the run in flight at t+250 finishes
+        ran = [round(r.started - start.timestamp()) for r in simulation.records() if r.outcome.ran]
+        assert ran[len(listed)] == 240
+    text = prose("02-schedules-and-cron")
+    assert "The lists hold the runs finished by t+250" in text
+    assert "the next run starts at t+240 and is still going then" in text
+
+
+def test_notebook_06_says_where_its_action_comes_from_and_why_not_a_lambda(
+    tmp_path: Path,
+) -> None:
+    # It called jobs.send_report, and read jobs.SENT, without a word on what they are.
+    spec = importlib.util.spec_from_file_location("notebook_jobs", ROOT / "notebooks" / "jobs.py")
+    assert spec is not None and spec.loader is not None
+    jobs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jobs)
+    jobs.send_report("emea")
+    assert jobs.SENT == ["emea"]
+    text = prose("06-persistence-and-shutdown")
+    assert "from `notebooks/jobs.py` beside this notebook" in text
+    assert "it appends its region to the list `jobs.SENT`" in text
+    assert "a lambda has no import path, and registration on a durable store refuses it" in text
+    with SqliteTaskStore(tmp_path / "tasks.db") as store, Scheduler(store=store) as scheduler:
+        with pytest.raises(ValidationError, match="import path"):
+            scheduler.schedule("report", lambda: None, OneTime(delay=60))
+        assert scheduler.tasks() == []
+
+
+@pytest.mark.parametrize(
+    ("notebook", "used", "said"),
+    [
+        ("03-failure", "EventLog()", "`EventLog` is a *listener*"),
+        ("03-failure", "gantt(to_frame(", "(`to_frame` turns the records into a table, `gantt`"),
+        ("06-persistence-and-shutdown", "jobs.send_report", "The reports' action is `jobs"),
+    ],
+)
+def test_a_name_a_notebook_uses_is_explained_before_the_cell_that_uses_it(
+    notebook: str, used: str, said: str
+) -> None:
+    # 03 called EventLog, to_frame and gantt before a word on them (04 and 08 explain
+    # them later); 06 called jobs.send_report without saying what it is.
+    source = (ROOT / "notebooks" / "src" / f"{notebook}.py").read_text()
+    first_use = next(
+        index
+        for index, line in enumerate(source.splitlines())
+        if used in line and not line.startswith("#")
+    )
+    before = " ".join(
+        line.removeprefix("#").strip()
+        for line in source.splitlines()[:first_use]
+        if line.startswith("#")
+    )
+    assert said in before, f"notebook {notebook} uses {used} before it says {said!r}"
+
+
+def test_notebook_02_s_question_on_skip_gives_the_period_its_answer_counts_on() -> None:
+    # It asked when a SKIP task runs after a run that ends at t+120, without a period;
+    # the answer (t+120, or t+180 for t+120.5) holds for a period of 60 s.
+    text = prose("02-schedules-and-cron")
+    assert "2. A `FixedRate(60)` task under SKIP: its run for the slot at t+0 finishes" in text
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    for finished, then in ((120.0, 120.0), (120.5, 180.0)):
+        simulation = Simulation(workers=1, start=start)
+        task = simulation.schedule("job", FixedRate(60), duration=finished)
+        simulation.run_for(finished)
+        assert task.next_run_at == start.timestamp() + then
+    assert "2. At t+120, at once" in text and "SKIP moves to t+180" in text

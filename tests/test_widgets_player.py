@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest.mock import patch
 
+import numpy as np
 import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -163,9 +164,36 @@ def test_the_first_chart_shows_the_simulations_own_time_then_follows_now() -> No
     assert player.span() == (T0, T0 + 6 * 3600)  # not 1970: the simulation's first six hours
     ax = rendered_axes(player)
     low, high = ax.get_xlim()
-    assert low < T0 / 86400 < high and abs(high - (T0 + 6 * 3600) / 86400) < 1e-9
+    end = T0 + 6 * 3600 + 6 * 3600 / 50  # the window's end, and a fiftieth of it past
+    assert low < T0 / 86400 < high and abs(high - end / 86400) < 1e-9
     player.advance(86400)
     assert player.span() == (T0 + 18 * 3600, T0 + 24 * 3600)  # the six hours up to now
+    player.close()
+
+
+def test_once_the_window_scrolls_the_now_line_is_inside_the_frame_not_on_it() -> None:
+    # Before: the chart ended at now, so the dashed "now" line notebook 04 points the
+    # learner at was drawn on the axes' right edge, hidden by the frame.
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, window=6 * 3600)
+    player.advance(86400)
+    ax = rendered_axes(player)
+    (line,) = [line for line in ax.lines if line.get_gid() == "now"]
+    (at,) = set(np.asarray(line.get_xdata(), dtype=float))  # a vertical line: one x
+    low, high = ax.get_xlim()
+    assert at == float(sim.now) / 86400
+    assert high - at == pytest.approx(6 * 3600 / 50 / 86400)  # a fiftieth of the window past
+    assert at - low == pytest.approx((6 * 3600 + 6 * 3600 / 50) / 86400)
+    player.close()
+
+
+def test_a_player_at_the_end_of_year_9999_draws_its_chart_without_a_margin_past_it() -> None:
+    sim = Simulation(workers=1, start=datetime(9999, 12, 31, 17, 55, tzinfo=UTC))
+    sim.schedule("tick", FixedRate(600), duration=fixed(30))
+    player = SimulationPlayer(sim)  # its six hours end five minutes before year 10000
+    player.step()
+    _, high = rendered_axes(player).get_xlim()
+    assert high == (float(sim.now) + 6 * 3600) / 86400
     player.close()
 
 

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from lldsched import checks
-from lldsched.clock import EARLIEST, within_datetimes
+from lldsched.clock import EARLIEST, LATEST, within_datetimes
 from lldsched.errors import LldschedError, ValidationError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Stepped
@@ -76,7 +76,8 @@ class SimulationPlayer:
 
     The chart always shows the simulation's own time: at first the ``window`` seconds
     from the instant the player was made, later the ``window`` seconds up to now,
-    with a line at the current instant.  A run in flight is drawn up to that line, so
+    with a line at the current instant (and a fiftieth of the window past each end, so
+    that line is never drawn on the frame).  A run in flight is drawn up to that line, so
     a step that starts a run shows it at once.  To know when each run in flight
     started, the player listens to the simulation (a note per start and finish; the
     table is still refreshed once per step, not per event).
@@ -323,8 +324,12 @@ class SimulationPlayer:
         recent = sorted([*recent, *self.in_flight()], key=lambda r: order.get(r.task_id, -1))
         figure = PlotFigure(figsize=(11.0, 4.2), layout="constrained")
         ax = figure.add_subplot()
-        margin = max(low - self.window / 50, EARLIEST)  # (a simulation of year 1 has no before)
-        gantt(to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=(margin, high))
+        # A fiftieth of the window on each side: a run at the first instant, and once the
+        # window scrolls the "now" line at its end, sit inside the frame, not on it (a
+        # simulation of year 1 has no before, nor one of year 9999 an after).
+        pad = self.window / 50
+        shown = (max(low - pad, EARLIEST), high + pad if high + pad < LATEST else high)
+        gantt(to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=shown)
         mark_now(ax, float(self.sim.now))
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=80)

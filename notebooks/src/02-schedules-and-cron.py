@@ -85,8 +85,9 @@ print("FixedDelay(60)         ", timeline(FixedDelay(60), 20))
 # "Every 60 s from the start of a run" is not quite it. A fixed-rate task has a grid of
 # slots, `first + k * period`, and its next slot is computed from the slot the run
 # *served*, which equals its start only when it starts on time. Below, one worker is busy
-# with a 30 s backup when the report falls due at t+0: the report starts 30 s late, and
-# is still next due at t+60, not t+90.
+# with a 30 s backup when the report falls due at t+0 (both are due then; the backup's
+# `Priority.HIGH` sends it first, for priority orders the runs due at one instant): the
+# report starts 30 s late, and is still next due at t+60, not t+90.
 
 # %% tags=["nbval-check-output"]
 clock = FakeClock(START)
@@ -145,7 +146,9 @@ for policy in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP):
 # exactly 60 s runs back to back on every slot; at 60.5 s it overruns the next slot and
 # SKIP runs every other one. (The first version of this design stepped past a slot at
 # the finish, `while next <= finished`, so there a 60 s report ran every other slot;
-# lldsched does not.)
+# lldsched does not.) The lists hold the runs finished by t+250, for the simulation's
+# records are finished runs: in both cases the next run starts at t+240 and is still
+# going then.
 
 # %% tags=["nbval-check-output"]
 for seconds in (60.0, 60.5):
@@ -153,7 +156,7 @@ for seconds in (60.0, 60.5):
     sim.schedule("report", FixedRate(60), duration=seconds)
     sim.run_for(250)
     starts = [int(r.started - T0) for r in sim.records() if r.outcome.ran]
-    print(f"each run takes {seconds:4} s -> starts at t+", starts)
+    print(f"each run takes {seconds:4} s -> the runs done by t+250 started at t+", starts)
 
 # %% [markdown]
 # ### Resume re-anchors the grid
@@ -224,11 +227,13 @@ for bad in ["* * * *", "61 * * * *", "0 0 30 2 *", "5-1 * * * *", "@reboot"]:
 # %% [markdown]
 # ## 4. The two days a year cron gets hard
 #
-# In a zone with daylight saving time, a 02:30 job does not exist one night a year and
-# happens twice on another. The rule: a job whose minute and hour are both fixed keeps its
-# wall-clock meaning (in the gap it runs once, at the first minute after the gap; in the
-# repeated hour it runs once, at the first occurrence). Other jobs step through real
-# instants, so an hourly job runs in both passes of the repeated hour.
+# In a zone with daylight saving time, one night a year skips an hour of wall-clock time
+# and another night repeats one: in Berlin, both times 02:00-03:00, so a 02:30 job does
+# not exist one night and happens twice on another. The rule: a job whose minute and
+# hour are both fixed keeps its wall-clock meaning (in the gap it runs once, at the first
+# minute after the gap; in the repeated hour it runs once, at the first occurrence).
+# Other jobs step through real instants, so an hourly job runs in both passes of the
+# repeated hour.
 
 
 # %% tags=["nbval-check-output"]
@@ -261,14 +266,19 @@ for zone, (spring, autumn) in DST_DAYS.items():
 # happens twice: the 02:30 job runs once (CEST, the first pass) while the hourly job runs
 # at 02:00 CEST *and* 02:00 CET.
 #
+# New York skips the same hour in spring, but in autumn its clocks go back from 02:00
+# EDT to 01:00 EST: the hour it repeats is 01:00-02:00. There 02:30 happens once (EST),
+# and it is the hourly job that runs twice at one reading of the clock: 01:00 EDT and
+# 01:00 EST.
+#
 # More in [docs/CRON.md](../docs/CRON.md).
 #
 # ## Check yourself
 #
 # 1. A `FixedRate(60)` task's run for the slot at t+0 waits for a worker and starts at
 #    t+45. When is it next due, and what would go wrong if it were due at t+105?
-# 2. Under SKIP, a run for the slot at t+0 finishes at exactly t+120. When does the task
-#    run next? And if it finished at t+120.5?
+# 2. A `FixedRate(60)` task under SKIP: its run for the slot at t+0 finishes at exactly
+#    t+120. When does the task run next? And if it finished at t+120.5?
 # 3. Which days does `0 0 1,15 * 1` fire on, and which does `0 0 */2 * 1`?
 #
 # <details><summary>Answers</summary>

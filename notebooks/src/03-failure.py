@@ -116,7 +116,9 @@ print(
 
 # %% [markdown]
 # A flaky import fails twice, then succeeds. The scheduler runs on a fake clock; each
-# `advance` is a second of fake time.
+# `advance` is a second of fake time. `EventLog` is a *listener*: the scheduler tells it
+# of every status change (on a thread of its own, never the timer's or a worker's), and
+# it keeps them all, so the last line can list the task's transitions.
 
 # %% tags=["nbval-check-output"]
 clock = FakeClock(START)
@@ -334,7 +336,8 @@ for record in chain.records():
 
 # %% [markdown]
 # The chart by task draws each wait as a grey hatched band and each dependency as a dashed
-# arrow, from the upstream run whose success let the dependent start.
+# arrow, from the upstream run whose success let the dependent start. (`to_frame` turns
+# the records into a table, `gantt` draws it: notebook 04 reads both in full.)
 
 # %%
 gantt(to_frame(chain), by="task", depends_on=dependencies_of(chain), title="An hourly chain")

@@ -101,11 +101,11 @@ print("\n".join(store.log))
 #
 # Two kinds of run can be stopped, and are. A run in a worker process
 # (`isolation="process"`, notebook 03) is killed by `drain=False` at once, and by a drain
-# a second before the shutdown's `timeout` runs out; its attempt is recorded cancelled
-# (`CancelledError: the scheduler shut down without draining`) before `shutdown()`
-# returns. A coroutine run (`async def`) still going then is cancelled. Neither spends
-# its attempt: the task stays due at its slot, for a durable store to run after the
-# restart.
+# a second before the shutdown's `timeout` runs out (half the timeout, when that is less
+# than a second); its attempt is recorded cancelled (`CancelledError: the scheduler shut
+# down without draining`) before `shutdown()` returns. A coroutine run (`async def`)
+# still going then is cancelled. Neither spends its attempt: the task stays due at its
+# slot, for a durable store to run after the restart.
 
 
 # %% tags=["nbval-check-output"]
@@ -155,6 +155,12 @@ print("runs after drain=False:", busy_then_queue(drain=False))
 # * `SKIP`: record the slots missed, and wait for 13:00.
 #
 # Every decision is a record whose outcome says so, not silence.
+#
+# The reports' action is `jobs.send_report`, from `notebooks/jobs.py` beside this
+# notebook (imported in the first cell): it appends its region to the list `jobs.SENT`.
+# A durable store keeps an action by its import path (`"jobs:send_report"`), so the
+# actions it keeps live in a module that every process imports (a lambda has no import
+# path, and registration on a durable store refuses it).
 #
 # Like a real service, each process registers its jobs when it starts, by id:
 # `replace_existing=True` finds a restored task and keeps it (with its history and due

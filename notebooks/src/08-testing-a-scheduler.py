@@ -463,7 +463,7 @@ print("pytest exit code:", exit_code, "(0: the test passed)")
 # test makes sure the timer is parked: a missing notify shows only then. The listener test
 # passes: its clock's `advance` wakes the timer itself; so does section 4's, for the
 # stepper moves the clock too. Undo the edit afterwards.
-# The repository's own suite (`make test`) holds these tests and more than 1,500 others.
+# The repository's own suite (`make test`) holds these tests and thousands of others.
 #
 # ## Check yourself
 #
