@@ -17,7 +17,11 @@ in a row were given up; the default ``None`` never does.
 Optional jitter spreads retries of many tasks that failed together (a "thundering
 herd" after an outage): with ``jitter=j`` the wait is drawn uniformly from
 ``[b * (1 - j), b]``, where ``b`` is the capped backoff, so jitter never makes a
-wait longer than the policy without it.
+wait longer than the policy without it.  The runtimes draw it from
+:func:`retry_draws`: a generator seeded by the runtime's seed, the task, the slot and
+the attempt alone, so a retry waits the same whatever else failed before it, in
+whichever order threads settled their runs, in a simulation of the same seed, and
+after a restart.
 
 **MisfirePolicy.**  A slot *misfires* when the scheduler was not there to run it: the process was
 down (recovery from a durable store), or the wall clock jumped forward past it.
@@ -85,6 +89,7 @@ __all__ = [
     "OverrunPolicy",
     "RetryPolicy",
     "checked_backoff",
+    "retry_draws",
 ]
 
 
@@ -163,8 +168,8 @@ class RetryPolicy:
     def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after the ``attempt``-th attempt (1-based) failed.
 
-        With jitter, ``rng`` draws the spread (the core passes its seeded generator,
-        so simulations stay reproducible).
+        With jitter, ``rng`` draws the spread (the core passes :func:`retry_draws`'
+        generator, so a seeded runtime draws the same wait for the same retry).
         """
         exponent = attempt - 1
         initial, cap = self.initial_backoff, self.max_backoff
@@ -178,6 +183,20 @@ class RetryPolicy:
             spread = (rng or random).random() * self.jitter
             return base * (1.0 - spread)
         return base
+
+
+def retry_draws(seed: int, task_id: str, slot: float, attempt: int) -> random.Random:
+    """The generator a runtime seeded with ``seed`` hands ``backoff`` after the
+    ``attempt``-th attempt of task ``task_id``'s run for ``slot`` failed: seeded by these
+    four alone (text, which ``random.Random`` hashes with SHA-512: the same in every
+    process), as ``Jittered`` draws from its seed and slot alone.
+
+    One generator for the whole runtime made each wait depend on how many draws came
+    before it: on the other tasks that failed first (a what-if simulation that added a
+    failing task moved every later retry), on which of two threads settled its run first,
+    and on a restart (the generator began again at its seed).
+    """
+    return random.Random(f"{seed}:{task_id}:{float(slot)!r}:{attempt}")
 
 
 def checked_backoff(policy: RetryPolicy, attempt: int, delay: object) -> float:

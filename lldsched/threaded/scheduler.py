@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import random
 import threading
 from collections.abc import Iterable
 from datetime import timedelta, tzinfo
@@ -221,7 +220,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             ids=ids,
             store=store,
             emit=self._dispatcher.publish if listeners else None,
-            rng=random.Random(seed),
+            seed=seed,
             history_limit=history_limit,
             tz=tz,
             retain_finished=retain_finished,
