@@ -156,22 +156,27 @@ class RetryPolicy:
         return cls(max_attempts=1)
 
     def allows_retry(self, attempt: int) -> bool:
-        """True when the ``attempt``-th attempt (1-based) may be followed by another."""
-        return attempt < self.max_attempts
+        """True when the ``attempt``-th attempt (1-based) may be followed by another.
+        An ``attempt`` below 1 (or not an ``int``) is a :class:`ValidationError` naming it."""
+        return whole(attempt, name="attempt", at_least=1) < self.max_attempts
 
     def fails_after(self, given_up: int) -> bool:
         """True when a recurring task that has given up ``given_up`` slots in a row
-        stops (FAILED) instead of going on to its next slot."""
+        stops (FAILED) instead of going on to its next slot.  A ``given_up`` below 0 (or
+        not an ``int``) is a :class:`ValidationError` naming it."""
         limit = self.fail_after_given_up
+        given_up = whole(given_up, name="given_up", at_least=0)
         return limit is not None and given_up >= limit
 
     def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after the ``attempt``-th attempt (1-based) failed.
 
         With jitter, ``rng`` draws the spread (the core passes :func:`retry_draws`'
-        generator, so a seeded runtime draws the same wait for the same retry).
+        generator, so a seeded runtime draws the same wait for the same retry).  An
+        ``attempt`` below 1 (or not an ``int``) is a :class:`ValidationError` naming it:
+        ``backoff(0)`` answered half of ``initial_backoff``, a wait no retry has.
         """
-        exponent = attempt - 1
+        exponent = whole(attempt, name="attempt", at_least=1) - 1
         initial, cap = self.initial_backoff, self.max_backoff
         growth = exponent * math.log(self.multiplier)  # multiplier**exponent, as its log
         if growth <= 700 or not initial:  # no overflow (e**709 is the float's end); 0 stays 0

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -74,6 +76,28 @@ def test_jitter_draws_within_the_fraction_below_the_capped_backoff() -> None:
 def test_bad_policies_are_rejected_with_the_value(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("ask", "message"),
+    [
+        (lambda policy: policy.backoff(0), "attempt must be an int >= 1, got 0"),
+        (lambda policy: policy.backoff(-3), "attempt must be an int >= 1, got -3"),
+        (lambda policy: policy.backoff(1.5), "attempt must be an int >= 1, got 1.5"),
+        (lambda policy: policy.backoff(True), "attempt must be an int >= 1, got True"),
+        (lambda policy: policy.allows_retry(0), "attempt must be an int >= 1, got 0"),
+        (lambda policy: policy.fails_after(-1), "given_up must be an int >= 0, got -1"),
+        (lambda policy: policy.fails_after("2"), "given_up must be an int >= 0, got '2'"),
+    ],
+)
+def test_an_attempt_the_policy_cannot_have_made_is_refused_naming_it(
+    ask: Callable[[RetryPolicy], object], message: str
+) -> None:
+    # Attempts count from 1 (the first attempt of a slot).  backoff(0) answered half the
+    # initial backoff and backoff(-3) an eighth, below what the policy ever waits: a
+    # preview written range(5) read a wait that never happens.
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        ask(RetryPolicy(fail_after_given_up=2))
 
 
 def test_the_lowest_values_are_accepted_and_mean_what_they_say() -> None:
