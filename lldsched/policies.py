@@ -17,7 +17,11 @@ in a row were given up; the default ``None`` never does.
 Optional jitter spreads retries of many tasks that failed together (a "thundering
 herd" after an outage): with ``jitter=j`` the wait is drawn uniformly from
 ``[b * (1 - j), b]``, where ``b`` is the capped backoff, so jitter never makes a
-wait longer than the policy without it.
+wait longer than the policy without it.  The runtimes draw it from
+:func:`retry_draws`: a generator seeded by the runtime's seed, the task, the slot and
+the attempt alone, so a retry waits the same whatever else failed before it, in
+whichever order threads settled their runs, in a simulation of the same seed, and
+after a restart.
 
 **MisfirePolicy.**  A slot *misfires* when the scheduler was not there to run it: the process was
 down (recovery from a durable store), or the wall clock jumped forward past it.
@@ -85,6 +89,7 @@ __all__ = [
     "OverrunPolicy",
     "RetryPolicy",
     "checked_backoff",
+    "retry_draws",
 ]
 
 
@@ -151,22 +156,27 @@ class RetryPolicy:
         return cls(max_attempts=1)
 
     def allows_retry(self, attempt: int) -> bool:
-        """True when the ``attempt``-th attempt (1-based) may be followed by another."""
-        return attempt < self.max_attempts
+        """True when the ``attempt``-th attempt (1-based) may be followed by another.
+        An ``attempt`` below 1 (or not an ``int``) is a :class:`ValidationError` naming it."""
+        return whole(attempt, name="attempt", at_least=1) < self.max_attempts
 
     def fails_after(self, given_up: int) -> bool:
         """True when a recurring task that has given up ``given_up`` slots in a row
-        stops (FAILED) instead of going on to its next slot."""
+        stops (FAILED) instead of going on to its next slot.  A ``given_up`` below 0 (or
+        not an ``int``) is a :class:`ValidationError` naming it."""
         limit = self.fail_after_given_up
+        given_up = whole(given_up, name="given_up", at_least=0)
         return limit is not None and given_up >= limit
 
     def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after the ``attempt``-th attempt (1-based) failed.
 
-        With jitter, ``rng`` draws the spread (the core passes its seeded generator,
-        so simulations stay reproducible).
+        With jitter, ``rng`` draws the spread (the core passes :func:`retry_draws`'
+        generator, so a seeded runtime draws the same wait for the same retry).  An
+        ``attempt`` below 1 (or not an ``int``) is a :class:`ValidationError` naming it:
+        ``backoff(0)`` answered half of ``initial_backoff``, a wait no retry has.
         """
-        exponent = attempt - 1
+        exponent = whole(attempt, name="attempt", at_least=1) - 1
         initial, cap = self.initial_backoff, self.max_backoff
         growth = exponent * math.log(self.multiplier)  # multiplier**exponent, as its log
         if growth <= 700 or not initial:  # no overflow (e**709 is the float's end); 0 stays 0
@@ -178,6 +188,20 @@ class RetryPolicy:
             spread = (rng or random).random() * self.jitter
             return base * (1.0 - spread)
         return base
+
+
+def retry_draws(seed: int, task_id: str, slot: float, attempt: int) -> random.Random:
+    """The generator a runtime seeded with ``seed`` hands ``backoff`` after the
+    ``attempt``-th attempt of task ``task_id``'s run for ``slot`` failed: seeded by these
+    four alone (text, which ``random.Random`` hashes with SHA-512: the same in every
+    process), as ``Jittered`` draws from its seed and slot alone.
+
+    One generator for the whole runtime made each wait depend on how many draws came
+    before it: on the other tasks that failed first (a what-if simulation that added a
+    failing task moved every later retry), on which of two threads settled its run first,
+    and on a restart (the generator began again at its seed).
+    """
+    return random.Random(f"{seed}:{task_id}:{float(slot)!r}:{attempt}")
 
 
 def checked_backoff(policy: RetryPolicy, attempt: int, delay: object) -> float:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from lldsched import (
@@ -71,7 +70,7 @@ class Harness:
         self.queue = HeapQueue()
         self.events: list[TaskEvent] = []
         kwargs.setdefault("emit", self.events.append)
-        kwargs.setdefault("rng", random.Random(0))
+        kwargs.setdefault("seed", 0)
         self.core = SchedulerCore(clock=clock, queue=self.queue, **kwargs)
 
     def begin(self) -> Run:

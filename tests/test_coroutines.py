@@ -20,6 +20,7 @@ from lldsched import (
     FakeClock,
     OneTime,
     RetryPolicy,
+    RunContext,
     Scheduler,
     Simulation,
     TaskStatus,
@@ -131,6 +132,45 @@ def test_a_coroutine_over_its_timeout_is_cancelled_recorded_timed_out_and_retrie
     assert record.timed_out and record.outcome == "timed_out"
     assert record.error == "TimeoutError: cancelled at its 0.05 s timeout"
     assert task.status is TaskStatus.RETRYING and task.next_run_at == clock.now() + 1
+
+
+def test_a_run_that_raises_on_its_way_out_of_its_timeout_is_recorded_with_what_it_raised(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # What a run raised as its timeout stopped it is its error, on the loop as on a
+    # thread: a rollback that failed is what the engineer on call needs to read.  The
+    # coroutine's record said only "TimeoutError: cancelled at its 0.05 s timeout", and its
+    # retry's WARNING line carries no traceback: the rollback's failure was nowhere.
+    async def rolls_back() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            raise ValueError("could not roll back") from None
+
+    started = threading.Event()
+
+    def rolls_back_on_a_thread(ctx: RunContext) -> None:
+        started.set()
+        ctx.wait()
+        raise ValueError("could not roll back")
+
+    scheduler = make_scheduler(clock=clock, workers=1)
+    retry = RetryPolicy(max_attempts=2, initial_backoff=60, max_backoff=60)
+    loop_task = scheduler.schedule("loop", rolls_back, OneTime(delay=0), timeout=0.05, retry=retry)
+    thread_task = scheduler.schedule(
+        "thread", rolls_back_on_a_thread, OneTime(delay=0), timeout=5, retry=retry
+    )
+    assert started.wait(5)
+    clock.advance(5)  # the thread run's deadline (the coroutine's is on the loop's clock)
+    settle(scheduler)
+    for task in (loop_task, thread_task):
+        (record,) = task.history
+        assert (record.error, record.timed_out, record.outcome) == (
+            "ValueError: could not roll back",
+            True,
+            "timed_out",
+        ), task.name
+        assert task.status is TaskStatus.RETRYING  # a timed-out attempt, retried
 
 
 def test_cancelling_a_task_cancels_its_running_coroutine(

@@ -1,13 +1,30 @@
-"""RetryPolicy: validated at construction; backoff doubles, is capped, and jitter only shortens."""
+"""RetryPolicy: validated at construction; backoff doubles, is capped, and jitter only shortens;
+the jitter a runtime draws depends on its seed, the task, the slot and the attempt alone."""
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
+import re
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from lldsched import RetryPolicy, ValidationError
+from lldsched import (
+    EventLog,
+    FakeClock,
+    OneTime,
+    RetryPolicy,
+    ScheduledTask,
+    Simulation,
+    SqliteTaskStore,
+    TaskStatus,
+    ValidationError,
+)
+from tests import jobs
+from tests.conftest import T0, SchedulerFactory, settle
 
 
 def test_default_backoff_is_one_two_four_seconds_capped_at_sixty() -> None:
@@ -61,6 +78,28 @@ def test_bad_policies_are_rejected_with_the_value(kwargs: dict[str, float], mess
         RetryPolicy(**kwargs)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("ask", "message"),
+    [
+        (lambda policy: policy.backoff(0), "attempt must be an int >= 1, got 0"),
+        (lambda policy: policy.backoff(-3), "attempt must be an int >= 1, got -3"),
+        (lambda policy: policy.backoff(1.5), "attempt must be an int >= 1, got 1.5"),
+        (lambda policy: policy.backoff(True), "attempt must be an int >= 1, got True"),
+        (lambda policy: policy.allows_retry(0), "attempt must be an int >= 1, got 0"),
+        (lambda policy: policy.fails_after(-1), "given_up must be an int >= 0, got -1"),
+        (lambda policy: policy.fails_after("2"), "given_up must be an int >= 0, got '2'"),
+    ],
+)
+def test_an_attempt_the_policy_cannot_have_made_is_refused_naming_it(
+    ask: Callable[[RetryPolicy], object], message: str
+) -> None:
+    # Attempts count from 1 (the first attempt of a slot).  backoff(0) answered half the
+    # initial backoff and backoff(-3) an eighth, below what the policy ever waits: a
+    # preview written range(5) read a wait that never happens.
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        ask(RetryPolicy(fail_after_given_up=2))
+
+
 def test_the_lowest_values_are_accepted_and_mean_what_they_say() -> None:
     # Zero backoff retries at once; a multiplier of 1 keeps the backoff constant.
     at_once = RetryPolicy(initial_backoff=0, max_backoff=0)
@@ -79,3 +118,101 @@ def test_a_policy_is_an_immutable_value_shared_safely_between_tasks() -> None:
         policy.max_attempts = 0  # type: ignore[misc]
     assert policy.max_attempts == 5
     assert {policy: "a"}[RetryPolicy(max_attempts=5)] == "a"
+
+
+# -- the jitter a runtime draws: a pure function of the seed, the task, its slot, the attempt
+
+JITTERED = RetryPolicy(max_attempts=3, initial_backoff=10, max_backoff=10, jitter=0.9)
+
+
+def retry_waits(task: ScheduledTask) -> list[float]:
+    """The waits between a task's attempts (each due instant after the finish before it)."""
+    return [later.due - earlier.finished for earlier, later in itertools.pairwise(task.history)]
+
+
+def simulated_waits(*others: str) -> list[float]:
+    """The retry waits of task ``sync`` (due at T0 + 5, every attempt failing), in a
+    simulation of seed 7 where the tasks ``others`` fail too, earlier."""
+    sim = Simulation(start=T0, seed=7)
+    task = sim.schedule("sync", OneTime(at=T0 + 5), id="sync", fails=1.0, retry=JITTERED)
+    for n, other in enumerate(others):
+        sim.schedule(other, OneTime(at=T0 + n), id=other, fails=1.0, retry=JITTERED)
+    sim.run(until=T0 + 100)
+    return retry_waits(task)
+
+
+def test_a_retrys_jitter_is_its_own_whatever_else_fails_in_a_simulation() -> None:
+    # A what-if that adds failing tasks (ids given, registered last) must not move the
+    # retries of the task it studies.  The draws followed one generator for the whole
+    # simulation, so two failures before this one's gave it other waits.
+    alone = simulated_waits()
+    assert len(alone) == 2 and all(1 <= wait <= 10 for wait in alone)
+    assert alone[0] != alone[1]  # it does spread
+    assert simulated_waits("import", "export") == alone
+
+
+def test_the_threaded_scheduler_draws_the_jitter_the_simulation_of_its_seed_draws(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = FakeClock(T0)
+    scheduler = make_scheduler(workers=1, clock=clock, seed=7)
+    task = scheduler.schedule("sync", jobs.broken, OneTime(at=T0 + 5), id="sync", retry=JITTERED)
+    for _ in range(3):  # each due instant in turn: the first slot, then each retry
+        clock.set(task.next_run_at or clock.now())
+        settle(scheduler)
+    assert task.status is TaskStatus.FAILED
+    assert retry_waits(task) == simulated_waits()
+
+
+def test_a_retrys_jitter_does_not_depend_on_which_failure_settled_first(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # Two tasks fail at one instant on two workers: which settles first is the threads'
+    # business, and drew the first number of the shared generator.  Each order is forced
+    # here (the second task's action waits for the first's retry to be announced).
+    def waits(first: str) -> dict[str, float]:
+        log = EventLog()
+        scheduler = make_scheduler(workers=2, clock=FakeClock(T0), seed=7, listeners=[log])
+
+        def fail(name: str) -> None:
+            if name != first:
+                assert log.wait_for(
+                    lambda event: event.task_id == first and event.status is TaskStatus.RETRYING,
+                    timeout=5,
+                )
+            raise RuntimeError(name)
+
+        for name in ("a", "b"):
+            scheduler.schedule(name, fail, OneTime(at=T0), id=name, args=(name,), retry=JITTERED)
+        settle(scheduler)
+        return {
+            task.id: (task.next_run_at or 0) - task.history[0].finished
+            for task in scheduler.tasks()
+        }
+
+    assert waits("a") == waits("b")
+
+
+def test_a_retry_after_a_restart_waits_what_it_would_have_waited_without_one(
+    make_scheduler: SchedulerFactory, tmp_path: Path
+) -> None:
+    # The generator began again at its seed in the restarted process, so the wait after
+    # the second attempt was the first's: a restart changed when the task ran.
+    def run(restart: bool) -> list[float]:
+        clock = FakeClock(T0)
+        with SqliteTaskStore(tmp_path / f"{restart}.db") as store:
+            scheduler = make_scheduler(workers=1, clock=clock, seed=7, store=store)
+            task = scheduler.schedule(
+                "sync", jobs.broken, OneTime(at=T0 + 5), id="sync", retry=JITTERED
+            )
+            for attempt in range(3):
+                if restart and attempt == 1:  # the first retry is due in a new process
+                    assert scheduler.shutdown(timeout=5)
+                    scheduler = make_scheduler(workers=1, clock=clock, seed=7, store=store)
+                    task = scheduler.task("sync")
+                clock.set(task.next_run_at or clock.now())
+                settle(scheduler)
+            assert scheduler.shutdown(timeout=5)
+            return retry_waits(task)
+
+    assert run(restart=True) == run(restart=False) == simulated_waits()

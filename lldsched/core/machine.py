@@ -12,7 +12,7 @@ What a runtime gives it:
   whenever a task gets a due instant, ``discard(task)`` when its entry must not
   run; the core attaches its registry to it, in which entries' ids are resolved;
 * a clock (for the instants of events and of pause/resume), an id generator, a
-  seeded random generator (retry jitter);
+  seed for retry jitter (:func:`~lldsched.policies.retry_draws`);
 * optionally a :class:`~lldsched.persistence.TaskStore` and an ``emit`` callable.
   With neither, no snapshot and no event object is ever built: the registry
   already holds the state;
@@ -173,7 +173,7 @@ class SchedulerCore(
         ids: IdGenerator | None = None,
         store: TaskStore | None = None,
         emit: Callable[[TaskEvent], None] | None = None,
-        rng: random.Random | None = None,
+        seed: int | None = None,
         history_limit: int | None = 100,
         tz: str | tzinfo = "UTC",
         on_record: Callable[[ExecutionRecord], None] | None = None,
@@ -246,7 +246,9 @@ class SchedulerCore(
         # shares nothing.  An instance attribute: read from the class (a default there),
         # a simulated run cost 140 instructions more (45,703 -> 45,843, callgrind).
         self.node: str | None = None
-        self._rng = rng or random.Random()
+        # Retry jitter's seed (policies.retry_draws); none given, one of this core's own
+        # (from the OS: a process forked from another draws another).
+        self._seed = random.SystemRandom().getrandbits(64) if seed is None else seed
         # Makes a task's RunStats at its first run: packed_history keeps the older
         # records of each history packed (lldsched.core.packedstats).
         self._new_stats = run_stats_maker(history_limit, packed=packed_history)

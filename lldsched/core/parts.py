@@ -18,7 +18,6 @@ run time it adds nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from random import Random
 from typing import TYPE_CHECKING, Protocol
 
 from lldsched.clock import Clock
@@ -76,7 +75,7 @@ class CoreParts:
     _claims_held: dict[int, list[ExecutionRecord]]  # token -> records: DependencyWaits.claim_held
     _cut: dict[int, Run]  # id(run) -> run: a shutdown cut it (RunTransitions.cut_by_shutdown)
     _retention: Retention
-    _rng: Random  # retry jitter
+    _seed: int  # retry jitter's (policies.retry_draws)
     _new_stats: Callable[[], RunStats]  # a task's RunStats, made at its first run
     departed: Departed  # what the views read of the tasks that left the registry
     _default_ids: bool

@@ -44,7 +44,7 @@ from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.errors import error_text
 from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
-from lldsched.policies import RetryPolicy, checked_backoff
+from lldsched.policies import RetryPolicy, checked_backoff, retry_draws
 from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
 from lldsched.schedules.catchup import CatchUp, slot_first
 
@@ -371,7 +371,8 @@ class RunTransitions(CoreParts):
             retry = task._options.retry
             try:
                 if retry.allows_retry(record.attempt):
-                    delay = retry.backoff(record.attempt, self._rng)
+                    draws = retry_draws(self._seed, task.id, record.slot, record.attempt)
+                    delay = retry.backoff(record.attempt, draws)
                     if type(retry) is not RetryPolicy:  # one's own: its answer checked
                         delay = checked_backoff(retry, record.attempt, delay)
                     return RETRYING, record.finished + delay, record, ()

@@ -151,7 +151,7 @@ class _Cluster:
         """A fresh process: a core with every task, each at the slot its row names."""
         queue = TaskQueue()
         clock = _SkewedClock(self.clock, self.scenario.skew_of(index))
-        core = SchedulerCore(clock=clock, queue=queue, rng=random.Random(self.scenario.seed))
+        core = SchedulerCore(clock=clock, queue=queue, seed=self.scenario.seed)
         node = _Node(index, clock, core, queue, list(range(self.scenario.workers)))
         node.incarnation = incarnation
         for task in self.scenario.tasks:

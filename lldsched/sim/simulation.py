@@ -86,7 +86,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import random
 from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, tzinfo
@@ -279,7 +278,7 @@ class Simulation(SimulationVerbs):
             ids=ids,
             store=store,
             emit=self._emit if self._callbacks else None,
-            rng=random.Random(seed),
+            seed=seed,
             history_limit=history_limit,
             tz=tz,
             on_record=self._log.append,

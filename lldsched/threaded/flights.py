@@ -109,10 +109,16 @@ def ended_first(flight: Flight) -> bool:
 
 def cancelled_outcome(flight: Flight) -> tuple[str | None, str | None, bool]:
     """(error text, result text, timed out) of a flight the scheduler cancelled, which
-    ends as the cancellation says, whatever the coroutine did."""
+    ends as the cancellation says, whatever the coroutine did; but one that raised an
+    error of its own on its way out of its timeout (a rollback that failed) is recorded
+    timed out with that error, as a thread run that raises once its deadline's flag is up
+    is (the core keeps a run's error, and words the timeout only for a run that raised
+    nothing)."""
     reason = flight.reason
     assert reason is not None  # cancelled by the scheduler
     if reason == "timeout":  # at the timeout its timer was armed with, not the task's now
+        if flight.raised is not None:  # not the CancelledError: its own (_drive)
+            return flight.outcome[0], None, True
         return cancelled_error(flight.budget), None, True
     if reason == "overlap" and flight.outcome is NEVER_BEGUN:  # the core words its record
         return NEVER_STARTED_OVERLAP, None, False

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import random
 import threading
 from collections.abc import Iterable
 from datetime import timedelta, tzinfo
@@ -88,7 +87,9 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
     ``None``: unbounded; a store and the listeners see every record);
     ``listener_backlog`` bounds the events waiting for the listeners (default 10,000;
     past it the oldest are dropped and counted in :attr:`dropped_events`);
-    ``seed`` seeds retry jitter; ``max_wait`` bounds how long the timer sleeps
+    ``seed`` seeds retry jitter, with the task, the slot and the attempt
+    (:func:`~lldsched.policies.retry_draws`; ``None``, the default: one drawn from the
+    OS); ``max_wait`` bounds how long the timer sleeps
     before it looks at the clock again (seconds, at least a microsecond, default 60;
     ``None``: exactly until the next due instant), which is how it notices a
     wall-clock jump or a suspend;
@@ -221,7 +222,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             ids=ids,
             store=store,
             emit=self._dispatcher.publish if listeners else None,
-            rng=random.Random(seed),
+            seed=seed,
             history_limit=history_limit,
             tz=tz,
             retain_finished=retain_finished,
