@@ -108,7 +108,7 @@ for status in [None, *TaskStatus]:
 policy = RetryPolicy(max_attempts=8)
 print("waits after attempts 1..7:", [policy.backoff(n) for n in range(1, 8)])
 spread = RetryPolicy(max_attempts=8, jitter=0.5)
-rng = random.Random(0)  # the scheduler's own generator is seeded the same way: Scheduler(seed=0)
+rng = random.Random(0)  # a scheduler seeds one per retry: its seed, the task, the slot, the attempt
 print(
     "jitter=0.5 draws the 8 s wait from [4, 8]:",
     [round(spread.backoff(4, rng), 2) for _ in range(5)],
