@@ -133,6 +133,29 @@ def test_each_failed_attempt_is_logged_once_with_what_follows_and_a_success_is_n
     ]
 
 
+def test_an_attempt_past_a_lowered_max_attempts_is_logged_as_such_not_as_n_of_fewer(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken() -> None:
+        raise RuntimeError("db down")
+
+    scheduler = make_scheduler(clock=clock)
+    with caplog.at_level(logging.WARNING, logger="lldsched.jobs"):
+        task = scheduler.schedule(
+            "import", broken, OneTime(delay=0), id="import", retry=RetryPolicy(max_attempts=5)
+        )
+        settle(scheduler)
+        scheduler.modify("import", retry=RetryPolicy(max_attempts=1))  # the retry keeps its due
+        clock.advance(1)
+        settle(scheduler)
+    assert task.status is TaskStatus.FAILED
+    lines = [r.getMessage() for r in caplog.records if r.name == "lldsched.jobs"]
+    assert lines[1] == (
+        "task import 'import' attempt 2 failed (max_attempts lowered to 1 while it was due): "
+        "RuntimeError: db down; dead-lettered (redrive() runs it again)"
+    )
+
+
 def test_a_recurring_task_that_gives_a_slot_up_says_when_it_runs_next(
     make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:

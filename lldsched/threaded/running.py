@@ -583,10 +583,15 @@ def failure_line(
     else:  # paused or cancelled meanwhile: nothing follows until a verb says so
         level, then, said = logging.WARNING, status.value, f"task {status.value}"
     fields["then"] = then
+    allowed = task.retry.max_attempts
     return (
         level,
-        "task %s %r attempt %d of %d failed: %s; %s",
-        (task.id, record.name, record.attempt, task.retry.max_attempts, error, said),
+        # A pending retry keeps its due time when modify(retry=) lowers max_attempts
+        # below it: "attempt 4 of 2" read as a defect to the one on call.
+        "task %s %r attempt %d of %d failed: %s; %s"
+        if record.attempt <= allowed
+        else "task %s %r attempt %d failed (max_attempts lowered to %d while it was due): %s; %s",
+        (task.id, record.name, record.attempt, allowed, error, said),
         explained if level == logging.ERROR else None,
         fields,
         record.finished,
