@@ -4,6 +4,7 @@ arguments (one ``error:`` line naming the value), 1 when the work failed after i
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import io
@@ -457,6 +458,81 @@ def test_ctrl_c_with_a_closed_pipe_on_stderr_is_still_130() -> None:
         "sys.exit(main(['cron', '@daily']))\n"
     )
     assert run_into_a_closed_pipe(code) == 130  # was 1: printing 'interrupted' failed
+
+
+def numeric_options() -> list[tuple[str, str]]:
+    """Every (command, option) of the command line whose value is a number."""
+    commands = next(
+        action
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    return [
+        (command, action.option_strings[-1])
+        for command, parser in commands.choices.items()
+        for action in parser._actions
+        if action.option_strings and action.type in (int, float)
+    ]
+
+
+ARGUMENTS_BEFORE = {"cron": ["@daily"]}  # what each command needs besides the option
+
+
+@pytest.mark.parametrize("value", ["-1", "-inf", "-nan", "-1e3", "-1e-3", "-Infinity", "-1_0"])
+@pytest.mark.parametrize(("command", "option"), numeric_options())
+def test_a_negative_number_apart_from_its_option_is_its_value(
+    command: str, option: str, value: str
+) -> None:
+    """``--days -inf`` as ``--days=-inf``: the option's value, which the command refuses
+    by name (was: argparse took ``-inf``, ``-nan`` and ``-1e3`` for options, ``expected
+    one argument``, and a plain ``-1`` alone for a value)."""
+    parser = build_parser()
+    before = ARGUMENTS_BEFORE.get(command, [])
+    joined = [command, *before, f"{option}={value}"]
+    apart = [command, *before, option, value]
+    with contextlib.redirect_stderr(io.StringIO()) as said_joined:
+        try:
+            expected: object = parser.parse_args(joined)
+        except SystemExit as exited:  # an int option's -1e3: refused as that int's value
+            expected = exited.code
+    with contextlib.redirect_stderr(io.StringIO()) as said_apart:
+        try:
+            given: object = parser.parse_args(apart)
+        except SystemExit as exited:
+            given = exited.code
+    # repr: nan is not equal to itself
+    assert (repr(given), said_apart.getvalue()) == (repr(expected), said_joined.getvalue())
+    assert "expected one argument" not in said_apart.getvalue()
+
+
+def test_numeric_options_are_found_in_every_command_that_has_them() -> None:
+    assert set(numeric_options()) == {
+        ("cron", "-n"),
+        ("simulate", "--days"),
+        ("simulate", "--workers"),
+        ("simulate", "--max-coroutines"),
+        ("simulate", "--seed"),
+    }
+
+
+@pytest.mark.parametrize("value", ["-inf", "-1e-3", "-nan"])
+def test_simulate_days_apart_from_a_negative_value_is_refused_by_that_value(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    """The brief's case: ``simulate --days -inf`` says what ``--days=-inf`` says."""
+    assert main(["simulate", "--days", value]) == 2
+    shown = f"{float(value):g}".lstrip("-") if value == "-nan" else f"{float(value):g}"
+    assert capsys.readouterr() == ("", f"error: --days must be finite and > 0, got {shown}\n")
+
+
+def test_an_option_is_still_an_option_after_an_option_that_wants_a_value(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Only a number is taken for a value: ``--days --seed 3`` is still refused."""
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", "--days", "--seed", "3"])
+    assert exited.value.code == 2
+    assert "argument --days: expected one argument" in capsys.readouterr().err
 
 
 def test_each_bound_simulate_refuses_is_in_its_help(capsys: pytest.CaptureFixture[str]) -> None:

@@ -76,6 +76,7 @@ def test_simulate_rejects_a_non_positive_number_of_days() -> None:
         (["--days", "nan"], "--days must be finite and > 0, got nan"),
         (["--days", "inf"], "--days must be finite and > 0, got inf"),
         (["--days=-inf"], "--days must be finite and > 0, got -inf"),
+        (["--days", "-inf"], "--days must be finite and > 0, got -inf"),  # as with '='
         (["--days", "-3"], "--days must be finite and > 0, got -3"),
         (
             ["--days", "1e9"],

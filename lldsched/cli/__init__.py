@@ -29,7 +29,7 @@ import secrets
 import stat
 import sys
 from collections.abc import Callable, Sequence
-from typing import BinaryIO, NoReturn, TextIO
+from typing import Any, BinaryIO, NoReturn, TextIO
 
 from lldsched import __version__
 from lldsched.startup import INTERRUPTED, INTERRUPTED_LINE
@@ -249,9 +249,32 @@ def _remove_dead_partials(folder: str, name: str) -> None:
             os.close(fd)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, but an argument that is a number is a value, never an option:
+    ``--days -inf``, ``--days -1e-3``, ``--seed -5`` give the option its value, as
+    ``--days=-inf`` does, and the command refuses it by name.  argparse reads as a value
+    only what its own pattern calls a negative number (``-3``, ``-.5``), and took
+    ``-inf``, ``-nan`` and ``-1e3`` for unknown options: ``expected one argument``.
+    Every command's parser is one (``add_parser`` makes its parent's class)."""
+
+    def _parse_optional(self, arg_string: str) -> Any:  # its shape changed in Python 3.12
+        if _is_number(arg_string):  # as Python's float() reads it: no option looks so
+            return None  # a value (argparse's None: not an option)
+        return super()._parse_optional(arg_string)
+
+
+def _is_number(text: str) -> bool:
+    """Whether ``text`` is a number ``float()`` reads (``-inf``, ``-1e3``, ``-1_000``)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     """The parser; ``prog`` is how its usage lines name the command."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=prog,
         description="lldsched: an in-process task scheduler you can read, run and replay.",
         epilog=f"{EXIT_STATUSES} (Ctrl-C).",

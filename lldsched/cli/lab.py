@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from lldsched.cli import say
+from lldsched.cli import Parser, say
 from lldsched.lab import DECISIONS, decision
 
 __all__ = ["add_parser", "main"]
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     keys = [row.key for row in DECISIONS]
     parser = commands.add_parser(
         "lab",

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from lldsched import checks
-from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr, write_whole
+from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, say, to_stderr, write_whole
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
 from lldsched.sim.scenario import build_scenario
@@ -52,7 +52,7 @@ GANTT_FORMATS = (".png", ".svg", ".pdf")
 """The formats ``--gantt`` writes (by the path's suffix)."""
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     parser = commands.add_parser(
         "simulate",
         help="replay the built-in scenario on virtual time and summarise every task",
