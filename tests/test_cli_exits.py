@@ -383,6 +383,38 @@ def test_an_unknown_option_of_a_command_is_refused_with_the_commands_usage(
     assert err.endswith(f"python -m lldsched {argv[0]}: error: unrecognized arguments: --bogus\n")
 
 
+@pytest.mark.parametrize(
+    ("argv", "prog", "near"),
+    [
+        (["simulte"], "python -m lldsched", "simulate"),
+        (["Demo"], "python -m lldsched", "demo"),
+        (["lab", "wheeel"], "python -m lldsched lab", "wheel"),
+    ],
+)
+def test_a_mistyped_command_or_decision_is_refused_with_the_nearest(
+    capsys: pytest.CaptureFixture[str], argv: list[str], prog: str, near: str
+) -> None:
+    """Was argparse's list of choices alone."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv, prog="python -m lldsched")
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (2, "")
+    assert f"{prog}: error: argument " in err and f"invalid choice: {argv[-1]!r} (choose" in err
+    assert err.endswith(f"; did you mean {near!r}?\n")
+
+
+def test_a_command_near_none_is_refused_with_the_choices_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["xyz"], prog="python -m lldsched")
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "python -m lldsched: error: argument command: invalid choice: 'xyz' "
+        "(choose from 'demo', 'cron', 'simulate', 'lab')\n"
+    )
+
+
 def test_version_prints_the_packages_version(capsys: pytest.CaptureFixture[str]) -> None:
     """``--version``, as a user tries first (was: ``the following arguments are required:
     command``, status 2)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import errno
 import os
 import re
@@ -255,12 +256,29 @@ class Parser(argparse.ArgumentParser):
     ``--days=-inf`` does, and the command refuses it by name.  argparse reads as a value
     only what its own pattern calls a negative number (``-3``, ``-.5``), and took
     ``-inf``, ``-nan`` and ``-1e3`` for unknown options: ``expected one argument``.
-    Every command's parser is one (``add_parser`` makes its parent's class)."""
+    A choice mistyped is refused with the nearest one (:meth:`_check_value`).  Every
+    command's parser is one (``add_parser`` makes its parent's class)."""
 
     def _parse_optional(self, arg_string: str) -> Any:  # its shape changed in Python 3.12
         if _is_number(arg_string):  # as Python's float() reads it: no option looks so
             return None  # a value (argparse's None: not an option)
         return super()._parse_optional(arg_string)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's refusal of a value not among the choices (a command, a lab
+        decision), with the nearest choice if one is near: ``invalid choice:
+        'simulte' (choose from ...); did you mean 'simulate'?``.  (Python 3.14's
+        ``suggest_on_error`` says ``maybe you meant``: said once, its way.)"""
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            choices = [choice for choice in action.choices or () if isinstance(choice, str)]
+            near = difflib.get_close_matches(value, choices, n=1) if isinstance(value, str) else []
+            if not near or "maybe you meant" in exc.message:
+                raise
+            raise argparse.ArgumentError(
+                action, f"{exc.message}; did you mean {near[0]!r}?"
+            ) from None
 
 
 def _is_number(text: str) -> bool:
