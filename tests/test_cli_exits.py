@@ -10,6 +10,7 @@ import errno
 import io
 import os
 import re
+import shlex
 import signal
 import stat
 import subprocess
@@ -439,6 +440,49 @@ def test_each_commands_help_says_what_it_does(
     paragraphs = capsys.readouterr().out.split("\n\n")
     assert paragraphs[0].startswith("usage:")
     assert not paragraphs[1].startswith(("options:", "positional arguments:")), paragraphs[1]
+
+
+def help_of(command: str) -> str:
+    with contextlib.redirect_stdout(io.StringIO()) as said, pytest.raises(SystemExit):
+        main([command, "--help"], prog="python -m lldsched")
+    return said.getvalue()
+
+
+def help_examples() -> list[tuple[str, str]]:
+    """(command, arguments) of every example every command's ``--help`` shows."""
+    return [
+        (command, line.strip().removeprefix("python -m lldsched "))
+        for command in ("demo", "cron", "simulate", "lab")
+        for line in help_of(command).split("examples:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    ]
+
+
+@pytest.mark.parametrize(("command", "arguments"), help_examples())
+def test_every_example_of_every_help_runs(
+    command: str, arguments: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Each ``--help`` ends with examples (was: none), each written whole on its line,
+    and each runs: status 0, output, nothing on stderr."""
+    monkeypatch.chdir(tmp_path)  # simulate --gantt day.png writes here
+    argv = shlex.split(arguments)
+    assert argv[0] == command
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out and err == ""
+
+
+def test_every_help_has_examples_and_says_every_options_default() -> None:
+    commands = {command for command, _ in help_examples()}
+    assert commands == {"demo", "cron", "simulate", "lab"}
+    parser = build_parser()
+    subcommands = next(
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    )
+    for command, command_parser in subcommands.choices.items():
+        for action in command_parser._actions:
+            if action.option_strings and action.dest != "help":
+                assert "default" in (action.help or ""), f"{command} {action.option_strings}"
 
 
 def test_a_year_before_1000_is_written_with_four_digits() -> None:

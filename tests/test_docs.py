@@ -680,7 +680,7 @@ def test_every_command_line_example_of_the_docs_runs(
 
     monkeypatch.chdir(tmp_path)  # simulate --gantt out.png writes here
     try:
-        status = main(shlex.split(arguments))
+        status: object = main(shlex.split(arguments))
     except SystemExit as exited:  # --version, as argparse ends it
         status = exited.code
     out, err = capsys.readouterr()

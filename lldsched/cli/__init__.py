@@ -257,7 +257,12 @@ class Parser(argparse.ArgumentParser):
     only what its own pattern calls a negative number (``-3``, ``-.5``), and took
     ``-inf``, ``-nan`` and ``-1e3`` for unknown options: ``expected one argument``.
     A choice mistyped is refused with the nearest one (:meth:`_check_value`).  Every
-    command's parser is one (``add_parser`` makes its parent's class)."""
+    command's parser is one (``add_parser`` makes its parent's class), its help laid out
+    by :class:`HelpFormatter` unless told otherwise."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def _parse_optional(self, arg_string: str) -> Any:  # its shape changed in Python 3.12
         if _is_number(arg_string):  # as Python's float() reads it: no option looks so
@@ -279,6 +284,36 @@ class Parser(argparse.ArgumentParser):
             raise argparse.ArgumentError(
                 action, f"{exc.message}; did you mean {near[0]!r}?"
             ) from None
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's layout of a help, but a line of a description or an epilog that starts
+    with two blanks (an example: ``  %(prog)s @daily``) is kept as written, where
+    argparse filled it into the text around it; a blank line still ends a paragraph."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines: list[str] = []
+        prose: list[str] = []  # the lines of the paragraph being read
+
+        def fill() -> None:
+            if prose:
+                lines.append(super(HelpFormatter, self)._fill_text(" ".join(prose), width, indent))
+                prose.clear()
+
+        for line in text.splitlines():
+            if line.startswith("  ") or not line.strip():
+                fill()
+                lines.append(indent + line if line.strip() else "")
+            else:
+                prose.append(line)
+        fill()
+        return "\n".join(lines)
+
+
+def examples(*lines: str) -> str:
+    """A command's ``examples:``, each line its arguments after the command's name (the
+    epilog of its ``--help``; ``tests/test_cli_exits.py`` runs every one)."""
+    return "examples:\n" + "\n".join(f"  %(prog)s {line}".rstrip() for line in lines)
 
 
 def _is_number(text: str) -> bool:
@@ -303,12 +338,18 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
         "demo",
         help="the scheduler's behaviour in eleven lines",
         description="The scheduler's behaviour in eleven lines, on a fake clock.",
+        epilog=examples(""),
     )
     demo.set_defaults(handler=_demo)
     cron = commands.add_parser(
         "cron",
         help="explain a cron expression and list its next fires",
         description="Explain a cron expression and list its next fires, with UTC alongside.",
+        epilog=examples(
+            "'0 3 * * 1-5' --tz Europe/Berlin -n 2 --start 2026-03-27",
+            "'*/15 * * * * *' -n 3",
+            "@daily",
+        ),
     )
     cron.add_argument(
         "expr",
@@ -331,7 +372,7 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
 
     add_lab(commands)
     for command in commands.choices.values():  # each command's --help says it too
-        command.epilog = parser.epilog
+        command.epilog = "\n\n".join(filter(None, [command.epilog, parser.epilog]))
         command.set_defaults(command_parser=command)  # main() refuses its extra arguments
     return parser
 

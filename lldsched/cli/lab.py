@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from lldsched.cli import Parser, say
+from lldsched.cli import Parser, examples, say
 from lldsched.lab import DECISIONS, decision
 
 __all__ = ["add_parser", "main"]
@@ -19,6 +19,7 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
         description="The design lab: each decision is switched off by swapping one "
         "collaborator of the real runtime, and the consequence is measured.  With no "
         "decision, list them.",
+        epilog=examples("", "push"),
     )
     parser.add_argument(
         "decision", nargs="?", choices=keys, metavar="decision", help=f"one of: {', '.join(keys)}"

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from lldsched import checks
-from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, say, to_stderr, write_whole
+from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr, write_whole
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
 from lldsched.sim.scenario import build_scenario
@@ -57,8 +57,10 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     parser = commands.add_parser(
         "simulate",
         help="replay the built-in scenario on virtual time and summarise every task",
-        description="Replay a week of schedules (hourly fan-out, an overrunning fixed-rate "
-        "job, a flaky import with retries, a heartbeat, a nightly backup) in virtual time.",
+        description="Replay the built-in schedules (hourly fan-out, an overrunning fixed-rate "
+        "job, a flaky import with retries, a heartbeat, a nightly backup) in virtual time, a "
+        "week unless --days says otherwise, and print a summary row per task.",
+        epilog=examples("", "--days 1 --workers 2 --seed 7", "--days 1 --gantt day.png"),
     )
     parser.add_argument(
         "--days",
@@ -85,7 +87,7 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
         "--gantt",
         metavar="PATH",
         help="also draw the runs as a Gantt chart, a lane per worker, to PATH (.png, .svg or "
-        ".pdf; needs pip install 'lldsched[views]')",
+        ".pdf; needs pip install 'lldsched[views]'; default: no chart)",
     )
     parser.set_defaults(handler=main)
 
