@@ -103,11 +103,13 @@ def test_simulate_rejects_a_non_positive_number_of_days() -> None:
         # Was the week, then matplotlib's "Format '' is not supported" traceback.
         (
             ["--gantt", "week.png/"],
-            "--gantt 'week.png/': a path that ends so names a folder; name the file to write",
+            "--gantt 'week.png/': a path ending in '/', '.' or '..' names a folder; "
+            "name the file to write",
         ),
         (
             ["--gantt", "week.png/."],
-            "--gantt 'week.png/.': a path that ends so names a folder; name the file to write",
+            "--gantt 'week.png/.': a path ending in '/', '.' or '..' names a folder; "
+            "name the file to write",
         ),
         (
             ["--gantt", ".png"],

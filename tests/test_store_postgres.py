@@ -622,6 +622,17 @@ def test_a_word_libpq_quotes_back_from_a_dsn_it_cannot_parse_is_hidden_unless_a_
     assert "s3cret" not in redact(dsn)
 
 
+def test_a_short_secret_is_hidden_where_it_stands_alone_not_inside_libpqs_words() -> None:
+    """``pasword=a``: its value, ``a``, was replaced inside every word of libpq's reason
+    (``inv***lid connection option "p***sword"``); the key's name is what says the typo."""
+    with pytest.raises(StoreError) as caught:
+        PostgresTaskStore("host=127.0.0.1 port=1 pasword=a", timeout=2)
+    assert str(caught.value) == (
+        "cannot connect to the PostgreSQL store 'host=127.0.0.1 port=1 pasword=***': "
+        'invalid connection option "pasword"'
+    )
+
+
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [("lease", 0, "lease must be"), ("poll", -1, "poll must be"), ("retention", 0, "retention")],

@@ -125,12 +125,16 @@ def refusal(args: argparse.Namespace) -> str | None:
             os.stat(real)  # a loop of links (ELOOP), not the chart written and then refused
     except OSError as exc:  # a name longer than the file system's (ENAMETOOLONG)
         return f"--gantt {args.gantt!r}: cannot write it there: {exc.strerror}"
-    # Before the format: `--gantt charts/` names no file at all; nor does `week.png/`,
-    # a folder's name whatever it ends with (pathlib's name of it is 'week.png').
+    # Before the format: `--gantt charts/` names no file at all; nor does `week.png/`, a
+    # folder's name whatever it ends with (was: pathlib's name of it, 'week.png', passed,
+    # and the week was simulated before matplotlib's traceback).
     if is_a_folder:
         return f"--gantt {args.gantt!r}: that is a folder; name the file to write"
-    if os.path.basename(args.gantt) in ("", ".", ".."):  # was: a week, then a traceback
-        return f"--gantt {args.gantt!r}: a path that ends so names a folder; name the file to write"
+    if os.path.basename(args.gantt) in ("", ".", ".."):
+        return (
+            f"--gantt {args.gantt!r}: a path ending in '/', '.' or '..' names a folder; "
+            "name the file to write"
+        )
     if chart_format(args.gantt) not in GANTT_FORMATS:
         return (
             f"--gantt {args.gantt!r}: the chart is written as .png, .svg or .pdf{_no_suffix(path)}"

@@ -199,11 +199,22 @@ def connect(dsn: str, *, timeout: float) -> psycopg.Connection[tuple[object, ...
 def scrubbed(exc: BaseException, dsn: str) -> str:
     """``str(exc)`` with the password ``dsn`` carries replaced by ``***``: libpq quotes
     the part of a dsn it cannot parse, which may be the password.  Every message and
-    log line that shows a psycopg error goes through here."""
+    log line that shows a psycopg error goes through here.  A secret shorter than
+    :data:`_SHORT` characters is replaced where it stands alone, not inside a word:
+    ``pasword=a`` made libpq's ``invalid connection option`` ``inv***lid``."""
     reason = str(exc).strip()
     for secret in _secrets(dsn):
-        reason = reason.replace(secret, "***")
+        if len(secret) >= _SHORT:
+            reason = reason.replace(secret, "***")
+        else:
+            reason = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", "***", reason)
     return reason
+
+
+_SHORT = 4
+"""The length from which a secret is replaced wherever it is in libpq's words (inside a
+word too: libpq may quote a password run into other text); a shorter one is a part of
+too many words."""
 
 
 def with_timeouts(dsn: str, *, timeout: float) -> str:
