@@ -475,11 +475,7 @@ def test_every_example_of_every_help_runs(
 def test_every_help_has_examples_and_says_every_options_default() -> None:
     commands = {command for command, _ in help_examples()}
     assert commands == {"demo", "cron", "simulate", "lab"}
-    parser = build_parser()
-    subcommands = next(
-        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-    )
-    for command, command_parser in subcommands.choices.items():
+    for command, command_parser in command_parsers().items():
         for action in command_parser._actions:
             if action.option_strings and action.dest != "help":
                 assert "default" in (action.help or ""), f"{command} {action.option_strings}"
@@ -536,16 +532,21 @@ def test_ctrl_c_with_a_closed_pipe_on_stderr_is_still_130() -> None:
     assert run_into_a_closed_pipe(code) == 130  # was 1: printing 'interrupted' failed
 
 
-def numeric_options() -> list[tuple[str, str]]:
-    """Every (command, option) of the command line whose value is a number."""
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Each command's parser, by the command's name."""
     commands = next(
         action
         for action in build_parser()._actions
         if isinstance(action, argparse._SubParsersAction)
     )
+    return dict(commands.choices)
+
+
+def numeric_options() -> list[tuple[str, str]]:
+    """Every (command, option) of the command line whose value is a number."""
     return [
         (command, action.option_strings[-1])
-        for command, parser in commands.choices.items()
+        for command, parser in command_parsers().items()
         for action in parser._actions
         if action.option_strings and action.type in (int, float)
     ]
