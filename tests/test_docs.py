@@ -647,52 +647,6 @@ def test_cron_md_shows_its_command_transcripts() -> None:
     assert len(cron_transcripts()) == 2
 
 
-# Where the docs name the command line's commands, not a command to run.
-CLI_MENTIONS = {"", "cron", "cron -n", "demo / cron / simulate / lab"}
-
-
-def cli_examples() -> list[tuple[str, str]]:
-    """Every command line the README and docs/ show (DECISIONS.md aside: it quotes bad
-    ones on purpose), as (file, arguments): inline (`lldsched cron '0 3 * * 1-5'`,
-    `python -m lldsched simulate ...`) or a shell block's line (`$ python -m lldsched`,
-    `.venv/bin/python -m lldsched`, up to a comment)."""
-    inline = re.compile(r"`(?:\.venv/bin/)?(?:python -m lldsched|lldsched)((?: [^`]*)?)`")
-    line = re.compile(r"^(?:\$ )?(?:\.venv/bin/)?python -m lldsched((?: [^#\n]*)?)", re.M)
-    found = []
-    for path in [README, *sorted(DOCS.glob("*.md"))]:
-        if path.name == "DECISIONS.md":
-            continue
-        text = path.read_text()
-        for match in [*inline.finditer(text), *line.finditer(text)]:
-            arguments = match.group(1).strip()
-            if arguments not in CLI_MENTIONS:
-                found.append((path.name, arguments))
-    return sorted(set(found))
-
-
-@pytest.mark.parametrize(("doc", "arguments"), cli_examples())
-def test_every_command_line_example_of_the_docs_runs(
-    doc: str, arguments: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
-    """Each exits 0 and prints (CRON.md's transcripts are held to their output above)."""
-    from lldsched.cli import main
-
-    monkeypatch.chdir(tmp_path)  # simulate --gantt out.png writes here
-    try:
-        status: object = main(shlex.split(arguments))
-    except SystemExit as exited:  # --version, as argparse ends it
-        status = exited.code
-    out, err = capsys.readouterr()
-    assert (status, err) == (0, ""), f"{doc}: {arguments}"
-    assert out
-
-
-def test_the_docs_show_an_example_of_every_command() -> None:
-    commands = {arguments.split()[0] for _, arguments in cli_examples()}
-    assert commands == {"demo", "cron", "simulate", "lab", "--version"}
-
-
 # --- the gunicorn recipe of CLUSTER.md ---------------------------------------------------
 
 
