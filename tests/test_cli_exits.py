@@ -4,11 +4,13 @@ arguments (one ``error:`` line naming the value), 1 when the work failed after i
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import io
 import os
 import re
+import shlex
 import signal
 import stat
 import subprocess
@@ -382,6 +384,38 @@ def test_an_unknown_option_of_a_command_is_refused_with_the_commands_usage(
     assert err.endswith(f"python -m lldsched {argv[0]}: error: unrecognized arguments: --bogus\n")
 
 
+@pytest.mark.parametrize(
+    ("argv", "prog", "near"),
+    [
+        (["simulte"], "python -m lldsched", "simulate"),
+        (["Demo"], "python -m lldsched", "demo"),
+        (["lab", "wheeel"], "python -m lldsched lab", "wheel"),
+    ],
+)
+def test_a_mistyped_command_or_decision_is_refused_with_the_nearest(
+    capsys: pytest.CaptureFixture[str], argv: list[str], prog: str, near: str
+) -> None:
+    """Was argparse's list of choices alone."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv, prog="python -m lldsched")
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (2, "")
+    assert f"{prog}: error: argument " in err and f"invalid choice: {argv[-1]!r} (choose" in err
+    assert err.endswith(f"; did you mean {near!r}?\n")
+
+
+def test_a_command_near_none_is_refused_with_the_choices_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["xyz"], prog="python -m lldsched")
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "python -m lldsched: error: argument command: invalid choice: 'xyz' "
+        "(choose from 'demo', 'cron', 'simulate', 'lab')\n"
+    )
+
+
 def test_version_prints_the_packages_version(capsys: pytest.CaptureFixture[str]) -> None:
     """``--version``, as a user tries first (was: ``the following arguments are required:
     command``, status 2)."""
@@ -406,6 +440,45 @@ def test_each_commands_help_says_what_it_does(
     paragraphs = capsys.readouterr().out.split("\n\n")
     assert paragraphs[0].startswith("usage:")
     assert not paragraphs[1].startswith(("options:", "positional arguments:")), paragraphs[1]
+
+
+def help_of(command: str) -> str:
+    with contextlib.redirect_stdout(io.StringIO()) as said, pytest.raises(SystemExit):
+        main([command, "--help"], prog="python -m lldsched")
+    return said.getvalue()
+
+
+def help_examples() -> list[tuple[str, str]]:
+    """(command, arguments) of every example every command's ``--help`` shows."""
+    return [
+        (command, line.strip().removeprefix("python -m lldsched "))
+        for command in ("demo", "cron", "simulate", "lab")
+        for line in help_of(command).split("examples:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    ]
+
+
+@pytest.mark.parametrize(("command", "arguments"), help_examples())
+def test_every_example_of_every_help_runs(
+    command: str, arguments: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Each ``--help`` ends with examples (was: none), each written whole on its line,
+    and each runs: status 0, output, nothing on stderr."""
+    monkeypatch.chdir(tmp_path)  # simulate --gantt day.png writes here
+    argv = shlex.split(arguments)
+    assert argv[0] == command
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out and err == ""
+
+
+def test_every_help_has_examples_and_says_every_options_default() -> None:
+    commands = {command for command, _ in help_examples()}
+    assert commands == {"demo", "cron", "simulate", "lab"}
+    for command, command_parser in command_parsers().items():
+        for action in command_parser._actions:
+            if action.option_strings and action.dest != "help":
+                assert "default" in (action.help or ""), f"{command} {action.option_strings}"
 
 
 def test_a_year_before_1000_is_written_with_four_digits() -> None:
@@ -457,6 +530,86 @@ def test_ctrl_c_with_a_closed_pipe_on_stderr_is_still_130() -> None:
         "sys.exit(main(['cron', '@daily']))\n"
     )
     assert run_into_a_closed_pipe(code) == 130  # was 1: printing 'interrupted' failed
+
+
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Each command's parser, by the command's name."""
+    commands = next(
+        action
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    return dict(commands.choices)
+
+
+def numeric_options() -> list[tuple[str, str]]:
+    """Every (command, option) of the command line whose value is a number."""
+    return [
+        (command, action.option_strings[-1])
+        for command, parser in command_parsers().items()
+        for action in parser._actions
+        if action.option_strings and action.type in (int, float)
+    ]
+
+
+ARGUMENTS_BEFORE = {"cron": ["@daily"]}  # what each command needs besides the option
+
+
+@pytest.mark.parametrize("value", ["-1", "-inf", "-nan", "-1e3", "-1e-3", "-Infinity", "-1_0"])
+@pytest.mark.parametrize(("command", "option"), numeric_options())
+def test_a_negative_number_apart_from_its_option_is_its_value(
+    command: str, option: str, value: str
+) -> None:
+    """``--days -inf`` as ``--days=-inf``: the option's value, which the command refuses
+    by name (was: argparse took ``-inf``, ``-nan`` and ``-1e3`` for options, ``expected
+    one argument``, and a plain ``-1`` alone for a value)."""
+    parser = build_parser()
+    before = ARGUMENTS_BEFORE.get(command, [])
+    joined = [command, *before, f"{option}={value}"]
+    apart = [command, *before, option, value]
+    with contextlib.redirect_stderr(io.StringIO()) as said_joined:
+        try:
+            expected: object = parser.parse_args(joined)
+        except SystemExit as exited:  # an int option's -1e3: refused as that int's value
+            expected = exited.code
+    with contextlib.redirect_stderr(io.StringIO()) as said_apart:
+        try:
+            given: object = parser.parse_args(apart)
+        except SystemExit as exited:
+            given = exited.code
+    # repr: nan is not equal to itself
+    assert (repr(given), said_apart.getvalue()) == (repr(expected), said_joined.getvalue())
+    assert "expected one argument" not in said_apart.getvalue()
+
+
+def test_numeric_options_are_found_in_every_command_that_has_them() -> None:
+    assert set(numeric_options()) == {
+        ("cron", "-n"),
+        ("simulate", "--days"),
+        ("simulate", "--workers"),
+        ("simulate", "--max-coroutines"),
+        ("simulate", "--seed"),
+    }
+
+
+@pytest.mark.parametrize("value", ["-inf", "-1e-3", "-nan"])
+def test_simulate_days_apart_from_a_negative_value_is_refused_by_that_value(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    """The brief's case: ``simulate --days -inf`` says what ``--days=-inf`` says."""
+    assert main(["simulate", "--days", value]) == 2
+    shown = f"{float(value):g}".lstrip("-") if value == "-nan" else f"{float(value):g}"
+    assert capsys.readouterr() == ("", f"error: --days must be finite and > 0, got {shown}\n")
+
+
+def test_an_option_is_still_an_option_after_an_option_that_wants_a_value(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Only a number is taken for a value: ``--days --seed 3`` is still refused."""
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", "--days", "--seed", "3"])
+    assert exited.value.code == 2
+    assert "argument --days: expected one argument" in capsys.readouterr().err
 
 
 def test_each_bound_simulate_refuses_is_in_its_help(capsys: pytest.CaptureFixture[str]) -> None:

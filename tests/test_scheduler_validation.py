@@ -279,6 +279,9 @@ def test_a_definition_another_process_registered_is_followed_without_judging_its
     [
         ("postgresql://app:s3cret@db/app", "'postgresql://app:***@db/app'", "PostgresTaskStore"),
         ("host=db password=s3cret dbname=app", "'host=db password=*** dbname=app'", "dsn"),
+        # A misspelt key's value is the password all the same (was shown).
+        ("host=db pasword=s3cret dbname=app", "'host=db pasword=*** dbname=app'", "dsn"),
+        ("postgresql://app@db/app?passwd=s3cret", "'postgresql://app@db/app?passwd=***'", "dsn"),
         ("/var/lib/app/tasks.db", "'/var/lib/app/tasks.db'", "SqliteTaskStore(path)"),
     ],
 )

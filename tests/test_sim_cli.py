@@ -76,6 +76,7 @@ def test_simulate_rejects_a_non_positive_number_of_days() -> None:
         (["--days", "nan"], "--days must be finite and > 0, got nan"),
         (["--days", "inf"], "--days must be finite and > 0, got inf"),
         (["--days=-inf"], "--days must be finite and > 0, got -inf"),
+        (["--days", "-inf"], "--days must be finite and > 0, got -inf"),  # as with '='
         (["--days", "-3"], "--days must be finite and > 0, got -3"),
         (
             ["--days", "1e9"],
@@ -96,6 +97,29 @@ def test_simulate_rejects_a_non_positive_number_of_days() -> None:
         (
             ["--gantt", "missing/week.png"],
             "--gantt 'missing/week.png': there is no folder 'missing' to write it in",
+        ),
+        # Was "that is a folder" (Path('') is '.').
+        (["--gantt", ""], "--gantt '': the path is empty; name the file to write"),
+        # Was the week, then matplotlib's "Format '' is not supported" traceback.
+        (
+            ["--gantt", "week.png/"],
+            "--gantt 'week.png/': a path ending in '/', '.' or '..' names a folder; "
+            "name the file to write",
+        ),
+        (
+            ["--gantt", "week.png/."],
+            "--gantt 'week.png/.': a path ending in '/', '.' or '..' names a folder; "
+            "name the file to write",
+        ),
+        (
+            ["--gantt", ".png"],
+            "--gantt '.png': the chart is written as .png, .svg or .pdf, by the name's suffix, "
+            "and '.png' has none: a name that starts with a dot is a hidden file's",
+        ),
+        (
+            ["--gantt", "week"],
+            "--gantt 'week': the chart is written as .png, .svg or .pdf, by the name's suffix, "
+            "and 'week' has none",
         ),
     ],
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 import socket
 import sys
 import threading
@@ -556,6 +557,80 @@ def test_a_uri_whose_password_holds_an_unencoded_at_sign_or_slash_is_refused_hid
         PostgresTaskStore(dsn, timeout=2)
     message = str(caught.value)
     assert "s3cret" not in message and "p@ss" not in message and ":***@127.0.0.1:1/db" in message
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "host=127.0.0.1 port=1 pasword=s3cret-pw\x00",
+        "host=127.0.0.1 port=1 pasword=s3cret-pw \udcff",
+        "host=127.0.0.1\x00pasword=s3cret-pw",  # a NUL ends the host's value, as a blank
+        "host=127.0.0.1 pasword=s3c\udcffret-pw",
+        "host=127.0.0.1 pasword='s3cret pw'\x00",
+        "postgresql://me:pw@127.0.0.1:1/db?pasword=s3cret-pw&x=\x00",
+        "postgresql://me:s3cret-pw@h/db?a=1\udcff",
+        "postgresql://me:s3c\x00ret-pw@h/db",
+        "postgresql://me:pw@127.0.0.1:1/d@b?pasword=s3cret-pw",
+        "postgresql://me:s3@cret-pw@127.0.0.1:1/db",  # not shown as the host libpq reads
+    ],
+    ids=["nul-after-typo", "surrogate-after-typo", "nul-before-typo", "surrogate-in-typo",
+         "nul-after-quoted-typo", "uri-query-nul", "uri-surrogate", "uri-password-nul",
+         "uri-at-and-typo", "uri-at-in-password"],
+)  # fmt: skip
+def test_a_dsn_libpq_cannot_be_given_is_refused_naming_the_bad_part_not_a_secret(
+    dsn: str,
+) -> None:
+    """A NUL, a lone surrogate (an undecodable byte of an environment variable) or an
+    '@' of a URI's password, with a misspelt key: the refusal showed the dsn with the
+    password key's value and the URI's password hidden alone, and ``pasword=s3cret-pw``
+    whole.  Every value but those libpq displays is hidden, as in every other message
+    that names a dsn, and the bad part is named by its place."""
+    with pytest.raises(ValidationError) as caught:
+        PostgresTaskStore(dsn, timeout=2)
+    message = str(caught.value)
+    ungiven = re.search(r"[\x00\ud800-\udfff]", dsn)
+    if ungiven is None:
+        bad_part = "an '@' or a '/'"
+    else:
+        what = "a NUL" if ungiven.group() == "\x00" else "a lone surrogate"
+        bad_part = f"{what} (character {ungiven.start() + 1} of {len(dsn)})"
+    assert f"holds {bad_part}" in message
+    assert "s3c" not in message and "cret" not in message, message
+    assert "=***" in message or ":***@" in message
+
+
+@pytest.mark.parametrize(
+    ("dsn", "reason"),
+    [
+        ("host=127.0.0.1 port=1 password s3cret-pw", 'missing "=" after "password"'),
+        ("host=127.0.0.1 port=1 passwords3cret-pw", 'missing "=" after "***"'),
+        ("host=127.0.0.1 port=1 password=s3cret-pw s3cret-pw2", 'missing "=" after "***"'),
+    ],
+    ids=["key-without-its-equals", "key-and-value-run-together", "a-word-after-the-password"],
+)
+def test_a_word_libpq_quotes_back_from_a_dsn_it_cannot_parse_is_hidden_unless_a_key(
+    dsn: str, reason: str
+) -> None:
+    """libpq's own parser (no server): a key that lost its ``=`` is named, as libpq
+    names it; any other word may be a password (``password s3cret``, or both run
+    together), and was shown in the dsn and in libpq's reason."""
+    with pytest.raises(StoreError, match="cannot connect") as caught:
+        PostgresTaskStore(dsn, timeout=2)
+    message = str(caught.value)
+    assert reason in message and "127.0.0.1" in message
+    assert "s3cret" not in message, message
+    assert "s3cret" not in redact(dsn)
+
+
+def test_a_short_secret_is_hidden_where_it_stands_alone_not_inside_libpqs_words() -> None:
+    """``pasword=a``: its value, ``a``, was replaced inside every word of libpq's reason
+    (``inv***lid connection option "p***sword"``); the key's name is what says the typo."""
+    with pytest.raises(StoreError) as caught:
+        PostgresTaskStore("host=127.0.0.1 port=1 pasword=a", timeout=2)
+    assert str(caught.value) == (
+        "cannot connect to the PostgreSQL store 'host=127.0.0.1 port=1 pasword=***': "
+        'invalid connection option "pasword"'
+    )
 
 
 @pytest.mark.parametrize(

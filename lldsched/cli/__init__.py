@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import errno
 import os
 import re
@@ -29,7 +30,7 @@ import secrets
 import stat
 import sys
 from collections.abc import Callable, Sequence
-from typing import BinaryIO, NoReturn, TextIO
+from typing import Any, BinaryIO, NoReturn, TextIO
 
 from lldsched import __version__
 from lldsched.startup import INTERRUPTED, INTERRUPTED_LINE
@@ -249,9 +250,84 @@ def _remove_dead_partials(folder: str, name: str) -> None:
             os.close(fd)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, but an argument that is a number is a value, never an option:
+    ``--days -inf``, ``--days -1e-3``, ``--seed -5`` give the option its value, as
+    ``--days=-inf`` does, and the command refuses it by name.  argparse reads as a value
+    only what its own pattern calls a negative number (``-3``, ``-.5``), and took
+    ``-inf``, ``-nan`` and ``-1e3`` for unknown options: ``expected one argument``.
+    A choice mistyped is refused with the nearest one (:meth:`_check_value`).  Every
+    command's parser is one (``add_parser`` makes its parent's class), its help laid out
+    by :class:`HelpFormatter` unless told otherwise."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def _parse_optional(self, arg_string: str) -> Any:  # its shape changed in Python 3.12
+        if _is_number(arg_string):  # as Python's float() reads it: no option looks so
+            return None  # a value (argparse's None: not an option)
+        return super()._parse_optional(arg_string)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's refusal of a value not among the choices (a command, a lab
+        decision), with the nearest choice if one is near: ``invalid choice:
+        'simulte' (choose from ...); did you mean 'simulate'?``.  (Python 3.14's
+        ``suggest_on_error`` says ``maybe you meant``: said once, its way.)"""
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            choices = [choice for choice in action.choices or () if isinstance(choice, str)]
+            near = difflib.get_close_matches(value, choices, n=1) if isinstance(value, str) else []
+            if not near or "maybe you meant" in exc.message:
+                raise
+            raise argparse.ArgumentError(
+                action, f"{exc.message}; did you mean {near[0]!r}?"
+            ) from None
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's layout of a help, but a line of a description or an epilog that starts
+    with two blanks (an example: ``  %(prog)s @daily``) is kept as written, where
+    argparse filled it into the text around it; a blank line still ends a paragraph."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines: list[str] = []
+        prose: list[str] = []  # the lines of the paragraph being read
+
+        def fill() -> None:
+            if prose:
+                lines.append(super(HelpFormatter, self)._fill_text(" ".join(prose), width, indent))
+                prose.clear()
+
+        for line in text.splitlines():
+            if line.startswith("  ") or not line.strip():
+                fill()
+                lines.append(indent + line if line.strip() else "")
+            else:
+                prose.append(line)
+        fill()
+        return "\n".join(lines)
+
+
+def examples(*lines: str) -> str:
+    """A command's ``examples:``, each line its arguments after the command's name (the
+    epilog of its ``--help``; ``tests/test_cli_exits.py`` runs every one)."""
+    return "examples:\n" + "\n".join(f"  %(prog)s {line}".rstrip() for line in lines)
+
+
+def _is_number(text: str) -> bool:
+    """Whether ``text`` is a number ``float()`` reads (``-inf``, ``-1e3``, ``-1_000``)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     """The parser; ``prog`` is how its usage lines name the command."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=prog,
         description="lldsched: an in-process task scheduler you can read, run and replay.",
         epilog=f"{EXIT_STATUSES} (Ctrl-C).",
@@ -262,12 +338,18 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
         "demo",
         help="the scheduler's behaviour in eleven lines",
         description="The scheduler's behaviour in eleven lines, on a fake clock.",
+        epilog=examples(""),
     )
     demo.set_defaults(handler=_demo)
     cron = commands.add_parser(
         "cron",
         help="explain a cron expression and list its next fires",
         description="Explain a cron expression and list its next fires, with UTC alongside.",
+        epilog=examples(
+            "'0 3 * * 1-5' --tz Europe/Berlin -n 2 --start 2026-03-27",
+            "'*/15 * * * * *' -n 3",
+            "@daily",
+        ),
     )
     cron.add_argument(
         "expr",
@@ -290,7 +372,7 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
 
     add_lab(commands)
     for command in commands.choices.values():  # each command's --help says it too
-        command.epilog = parser.epilog
+        command.epilog = "\n\n".join(filter(None, [command.epilog, parser.epilog]))
         command.set_defaults(command_parser=command)  # main() refuses its extra arguments
     return parser
 

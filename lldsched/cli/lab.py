@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from lldsched.cli import say
+from lldsched.cli import Parser, examples, say
 from lldsched.lab import DECISIONS, decision
 
 __all__ = ["add_parser", "main"]
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     keys = [row.key for row in DECISIONS]
     parser = commands.add_parser(
         "lab",
@@ -19,6 +19,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="The design lab: each decision is switched off by swapping one "
         "collaborator of the real runtime, and the consequence is measured.  With no "
         "decision, list them.",
+        epilog=examples("", "push"),
     )
     parser.add_argument(
         "decision", nargs="?", choices=keys, metavar="decision", help=f"one of: {', '.join(keys)}"

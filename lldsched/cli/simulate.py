@@ -7,7 +7,8 @@ Bad arguments (``--days`` not a finite number above 0 and at most :data:`MAX_DAY
 ``--workers`` below 1 or above :data:`MAX_WORKERS`, ``--max-coroutines`` below 1 (the
 constructor's own check and words: ``max_coroutines must be an int >= 1``), a
 ``--gantt`` path whose format is not PNG, SVG or PDF or whose folder does not exist,
-a ``--gantt`` path that is a folder, a link to a file in no folder or a loop of links,
+a ``--gantt`` path that is empty, a folder, or names one (``week.png/``), a link to a
+file in no folder or a loop of links,
 or in a folder this user cannot write in (as
 ``os.access`` says), or a file read-only for this user, or one the file system will
 not look up (a name too long for it), the views extra missing for ``--gantt``) are
@@ -30,7 +31,7 @@ import time
 from pathlib import Path
 
 from lldsched import checks
-from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr, write_whole
+from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr, write_whole
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
 from lldsched.sim.scenario import build_scenario
@@ -52,12 +53,14 @@ GANTT_FORMATS = (".png", ".svg", ".pdf")
 """The formats ``--gantt`` writes (by the path's suffix)."""
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     parser = commands.add_parser(
         "simulate",
         help="replay the built-in scenario on virtual time and summarise every task",
-        description="Replay a week of schedules (hourly fan-out, an overrunning fixed-rate "
-        "job, a flaky import with retries, a heartbeat, a nightly backup) in virtual time.",
+        description="Replay the built-in schedules (hourly fan-out, an overrunning fixed-rate "
+        "job, a flaky import with retries, a heartbeat, a nightly backup) in virtual time, a "
+        "week unless --days says otherwise, and print a summary row per task.",
+        epilog=examples("", "--days 1 --workers 2 --seed 7", "--days 1 --gantt day.png"),
     )
     parser.add_argument(
         "--days",
@@ -84,7 +87,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--gantt",
         metavar="PATH",
         help="also draw the runs as a Gantt chart, a lane per worker, to PATH (.png, .svg or "
-        ".pdf; needs pip install 'lldsched[views]')",
+        ".pdf; needs pip install 'lldsched[views]'; default: no chart)",
     )
     parser.set_defaults(handler=main)
 
@@ -108,6 +111,8 @@ def refusal(args: argparse.Namespace) -> str | None:
         return str(exc)
     if args.gantt is None:
         return None
+    if not args.gantt:  # Path("") is ".", a folder: that was the message
+        return "--gantt '': the path is empty; name the file to write"
     path = Path(args.gantt)
     real = Path(os.path.realpath(path))  # what write_whole replaces: a link's file
     try:
@@ -120,10 +125,20 @@ def refusal(args: argparse.Namespace) -> str | None:
             os.stat(real)  # a loop of links (ELOOP), not the chart written and then refused
     except OSError as exc:  # a name longer than the file system's (ENAMETOOLONG)
         return f"--gantt {args.gantt!r}: cannot write it there: {exc.strerror}"
-    if is_a_folder:  # before the format: `--gantt charts/` names no file at all
+    # Before the format: `--gantt charts/` names no file at all; nor does `week.png/`, a
+    # folder's name whatever it ends with (was: pathlib's name of it, 'week.png', passed,
+    # and the week was simulated before matplotlib's traceback).
+    if is_a_folder:
         return f"--gantt {args.gantt!r}: that is a folder; name the file to write"
-    if path.suffix.lower() not in GANTT_FORMATS:
-        return f"--gantt {args.gantt!r}: the chart is written as .png, .svg or .pdf"
+    if os.path.basename(args.gantt) in ("", ".", ".."):
+        return (
+            f"--gantt {args.gantt!r}: a path ending in '/', '.' or '..' names a folder; "
+            "name the file to write"
+        )
+    if chart_format(args.gantt) not in GANTT_FORMATS:
+        return (
+            f"--gantt {args.gantt!r}: the chart is written as .png, .svg or .pdf{_no_suffix(path)}"
+        )
     if not folder:
         return f"--gantt {args.gantt!r}: there is no folder {str(path.parent)!r} to write it in"
     if not linked_folder:  # a link to a file in a folder that is gone
@@ -138,6 +153,23 @@ def refusal(args: argparse.Namespace) -> str | None:
     except ImportError as exc:
         return f"--gantt: {exc}"
     return None
+
+
+def chart_format(path: str) -> str:
+    """The format ``--gantt path`` is written in, by its suffix: ``.png``, ``.svg``,
+    ``.pdf`` or another (refused), ``""`` for none; what :func:`refusal` checks and
+    :func:`write_gantt` writes (``os.path.splitext``, whose suffix of a hidden file's
+    name, ``.png``, is none, as pathlib's is)."""
+    return os.path.splitext(path)[1].lower()
+
+
+def _no_suffix(path: Path) -> str:
+    """What ``path``'s name lacks, said after the formats: a name that is all suffix
+    (``.png``) is a hidden file's, with none."""
+    if path.suffix:
+        return ""
+    hidden = ": a name that starts with a dot is a hidden file's" if path.name[:1] == "." else ""
+    return f", by the name's suffix, and {path.name!r} has none{hidden}"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -176,9 +208,9 @@ def write_gantt(sim: Simulation, path: str) -> str | None:
     from lldsched.views.plots import gantt
 
     figure = gantt(to_frame(sim))
-    chart_format = os.path.splitext(path)[1][1:].lower()  # refusal() allowed it
+    suffix = chart_format(path)[1:]  # refusal() allowed it
     try:  # the old chart or the whole new one, never a part (a Ctrl-C, a full disk)
-        write_whole(path, lambda stream: figure.savefig(stream, format=chart_format, dpi=100))
+        write_whole(path, lambda stream: figure.savefig(stream, format=suffix, dpi=100))
     except OSError as exc:  # the reason alone: the file it names may be the partial one
         reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.strerror else str(exc)
         return f"--gantt {path!r}: cannot write it: {reason}"

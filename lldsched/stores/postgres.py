@@ -78,7 +78,6 @@ from lldsched.persistence import (
     TaskSnapshot,
     finished,
 )
-from lldsched.redaction import hide_passwords
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import Unreadable, check_written, encode_task
@@ -91,6 +90,7 @@ from lldsched.stores.postgres_listen import (
     connect,
     psycopg,
     redact,
+    redact_by_pattern,
     scrubbed,
     session_bounds,
     shown_keys,
@@ -138,19 +138,24 @@ def _check_dsn(dsn: object) -> None:
     dropped unseen, and a store opened what came before it); one holding a lone surrogate,
     which UTF-8 cannot encode (a bare ``UnicodeEncodeError`` naming no dsn); a URI whose
     user or password holds an ``@`` or a ``/`` not percent-encoded (libpq took the rest
-    for the host, port or database, and its error quoted it)."""
+    for the host, port or database, and its error quoted it).  The dsn is shown as
+    :func:`~lldsched.stores.postgres_listen.redact_by_pattern` hides it: every value but
+    those libpq displays, a misspelt key's (``pasword=``) included (was: the password's
+    alone, and a misspelt key's value shown), and the bad part is named by its place,
+    not shown: it may be inside a password."""
     if not isinstance(dsn, str):
         raise ValidationError(f"dsn must be a libpq connection string (a str), got {_shown(dsn)}")
     if "\x00" in dsn:
         raise ValidationError(
-            f"dsn {hide_passwords(dsn)!r} holds a NUL, where libpq would end it: "
-            "remove it and what follows it if that was not meant"
+            f"dsn {redact_by_pattern(dsn)!r} holds a NUL (character {dsn.index(chr(0)) + 1} of "
+            f"{len(dsn)}), where libpq would end it: remove it and what follows it if that was "
+            "not meant"
         )
     uri = _URI_BEFORE_QUERY.match(dsn)
     authority, _, path = uri.group(1).partition("/") if uri is not None else ("", "", "")
     if authority.count("@") > 1 or "@" in path:  # a user part holds one '@', before the '/'
         raise ValidationError(
-            f"dsn {hide_passwords(dsn)!r} holds an '@' or a '/' in its user or password that "
+            f"dsn {redact_by_pattern(dsn)!r} holds an '@' or a '/' in its user or password that "
             "is not percent-encoded: libpq ends the user part at the first '@', the hosts at "
             "the first '/', and takes the rest for the host, port or database; write each "
             "'@' of the user and the password as %40, each '/' as %2F"
@@ -159,8 +164,10 @@ def _check_dsn(dsn: object) -> None:
         dsn.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValidationError(
-            f"dsn {hide_passwords(dsn)!r} holds {dsn[exc.start : exc.end]!r}, which is not "
-            "text UTF-8 can encode (a lone surrogate): a connection string is sent as UTF-8"
+            f"dsn {redact_by_pattern(dsn)!r} holds a lone surrogate (character "
+            f"{exc.start + 1} of {len(dsn)}), which is not text UTF-8 can encode: a "
+            "connection string is sent as UTF-8 (an undecodable byte of a file or an "
+            "environment variable is read as one: decode it as its encoding is)"
         ) from None
 
 
