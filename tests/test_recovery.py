@@ -1736,3 +1736,46 @@ def test_a_capped_catch_up_set_back_then_restarted_goes_on_as_cut(
         assert not set(decided) & {r.slot for r in records if r.outcome.ran}
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_capped_catch_up_set_back_and_paused_with_a_retry_owed_goes_on_as_cut(
+    tmp_path: Path, kind: str
+) -> None:
+    # As above, but the 998th's first attempt fails: its retry is owed when the clock is
+    # set back, and the task is paused before the retry runs.  The store keeps the retry
+    # as the run due, and the moved 999th as the slot the plan waits for.  Restarted and
+    # resumed, the retry runs, then the moved 999th and 1,000th, then the 1,441st, moved:
+    # the plan goes on as it was cut and moved.  The restart counted the retry as a run of
+    # the plan no record counts (``made=1``) while the 998th's first attempt, recorded,
+    # counted it already: the plan lost the 1,000th, and resumed a minute early.
+    clock = JumpingClock(T0)
+    policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3)
+    reopen = Reopening(kind, tmp_path / "tasks.db")
+    store = reopen()
+    h = Harness(clock, store=store)
+    task = h.core.add(
+        "job", jobs.noop, FixedRate(60, start_delay=60), misfire=policy,
+        retry=RetryPolicy(3, initial_backoff=30, jitter=0.0),
+    )  # fmt: skip
+    clock.jump(86400 + 30)
+    after_clock_jump(h.core, 86400 + 30, clock.now())
+    h.step(error="boom")  # the 998th's first attempt
+    assert task.status is TaskStatus.RETRYING
+    back = -(HOUR + 30)
+    clock.jump(back)
+    after_clock_jump(h.core, back, clock.now())
+    assert h.core.pause(task.id)
+    try:
+        store = reopen()
+        again = Harness(clock, store=store)
+        recover(again.core, store)
+        assert again.core.resume(task.id)
+        for _ in range(5):
+            again.step()
+        records = store.records(task.id)
+        ran = [((r.slot - T0) / 60, r.attempt) for r in records if r.outcome.ran]
+        moved = [(n * 60 + back) / 60 for n in (999, 1000, 1441, 1442)]
+        assert ran == [(998, 1), (998, 2), *((slot, 1) for slot in moved)]
+    finally:
+        reopen.close()

@@ -472,8 +472,10 @@ def stored_plan(
     records = task.history if history is None else history()
     cut = _cut(records, waited)
     if cut is not None:  # the plan, cut at MAX_SLOTS, ended before the record for the rest
-        # The slot due (``owed``, ahead of ``waited``) is a run of the plan not made yet.
-        decided = _cut_plan(own, waited, cut, records, policy, made=1)
+        # The run due (``owed``, ahead of ``waited``) is a run of the plan no record counts,
+        # unless it is a retry: its slot's first attempt is recorded (``_runs_since``).
+        made = 1 if task.attempt == 0 else 0
+        decided = _cut_plan(own, waited, cut, records, policy, made=made)
     _queue(core, task, decided, owed)
     return decided.decisions
 
