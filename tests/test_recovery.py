@@ -1779,3 +1779,110 @@ def test_a_capped_catch_up_set_back_and_paused_with_a_retry_owed_goes_on_as_cut(
         assert ran == [(998, 1), (998, 2), *((slot, 1) for slot in moved)]
     finally:
         reopen.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("max_catch_up", [10, 100])
+def test_a_run_all_plan_restarted_runs_its_slots_and_the_policy_decides_those_since(
+    tmp_path: Path, kind: str, max_catch_up: int
+) -> None:
+    # Every minute from 09:01, down until 09:10:30: RUN_ALL catches up 09:01 to 09:10, a
+    # second a run.  The process stops while 09:04 runs (three ran), and one started five
+    # minutes later, at 09:15:33.5, runs 09:04 again and the rest of the plan (09:05 to
+    # 09:10), and decides 09:11 to 09:15, which passed after the plan was made, on their
+    # own: five slots, fewer than max_catch_up, all run.  Nothing is recorded missed.
+    # The row kept only 09:04 and 09:05: the restart decided 09:05 to 09:15 again, eleven
+    # slots, and with max_catch_up=10 recorded 09:05, a slot of the plan, missed.
+    store = Reopening(kind, tmp_path / "tasks.db")
+    back = T0 + 630
+    try:
+        task = Simulation(start=T0, store=store()).schedule(
+            "job", FixedRate(60, start_delay=60),
+            misfire=MisfirePolicy(Misfire.RUN_ALL, max_catch_up=max_catch_up),
+        )  # fmt: skip
+        sim = Simulation(start=back, store=store())
+        sim.model(task.id, duration=1.0)
+        sim.run(back + 3.5)  # 09:01 to 09:03 ran, 09:04 runs
+        reopened = store()
+        (row,) = reopened.load_all()
+        assert (row.next_run_at, row.waited, row.until) == (T0 + 240, T0 + 300, T0 + 660)
+        sim = Simulation(start=back + 303.5, store=reopened)
+        sim.model(task.id, duration=1.0)
+        sim.run(T0 + 1030)
+        records = reopened.records(task.id)
+        assert [((r.slot - T0) / 60, r.outcome) for r in records] == [
+            (minute, Outcome.OK) for minute in range(1, 18)
+        ]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("paused", [False, True])
+def test_a_run_all_plan_restarted_within_grace_leaves_the_slots_since_to_its_schedule(
+    tmp_path: Path, kind: str, paused: bool
+) -> None:
+    # Every minute from 09:01, down until 09:10:30, five minutes of grace: RUN_ALL catches
+    # up 09:01 to 09:10, a second a run.  The process stops while 09:09 runs (or once it
+    # is paused there), and one started at 09:13:58.5 finds 09:10 (the slot after the one
+    # due) within grace: nothing is decided again.  09:09 and 09:10 run, the rest of the
+    # plan, and the fixed rate goes on from 09:10's run, which ends past 09:14: 09:11 to
+    # 09:14, which passed after the plan was made, are skipped, as a run that outlasts its
+    # slots skips them, and 09:15 runs.  The restart caught them up with the plan: the row
+    # kept only 09:09 and 09:10, and every slot after 09:10 up to the restart was read as
+    # one of the plan's.
+    store = Reopening(kind, tmp_path / "tasks.db")
+    back = T0 + 630
+    try:
+        task = Simulation(start=T0, store=store()).schedule(
+            "job", FixedRate(60, start_delay=60),
+            misfire=MisfirePolicy(Misfire.RUN_ALL, grace=300),
+        )  # fmt: skip
+        sim = Simulation(start=back, store=store())
+        sim.model(task.id, duration=1.0)
+        sim.run(back + 8.5)  # 09:01 to 09:08 ran, 09:09 runs
+        if paused:
+            assert sim.pause(task.id)
+        reopened = store()
+        (row,) = reopened.load_all()
+        assert (row.waited, row.until) == (T0 + 600, T0 + 660)
+        restart = back + 208.5
+        sim = Simulation(start=restart, store=reopened)
+        sim.model(task.id, duration=1.0)
+        if paused:
+            assert sim.resume(task.id)
+        sim.run(T0 + 930)
+        records = reopened.records(task.id)
+        ok = [(minute, Outcome.OK) for minute in range(1, 11)]
+        skipped = [(minute, Outcome.SKIPPED) for minute in range(11, 15)]
+        assert [((r.slot - T0) / 60, r.outcome) for r in records] == [
+            *ok,
+            *skipped,
+            (15, Outcome.OK),
+        ]
+    finally:
+        store.close()
+
+
+def test_a_forward_jump_during_a_run_all_plan_runs_its_slots_and_decides_those_since() -> None:
+    # Every minute from 09:01, the wall clock jumps to 09:10:30: RUN_ALL (max_catch_up=10)
+    # catches up 09:01 to 09:10.  Once three ran, it jumps five minutes again: the plan's
+    # 09:04 to 09:10 run, and 09:11 to 09:15 are decided on their own (all run).  Decided
+    # again from 09:04 with them, twelve slots, 09:04 and 09:05 were recorded missed.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add(
+        "job", jobs.noop, FixedRate(60, start_delay=60),
+        misfire=MisfirePolicy(Misfire.RUN_ALL, max_catch_up=10),
+    )  # fmt: skip
+    clock.jump(630)
+    after_clock_jump(h.core, 630, clock.now())
+    for _ in range(3):
+        h.step()
+    clock.jump(300)
+    after_clock_jump(h.core, 300, clock.now())
+    for _ in range(12):
+        h.step()
+    assert [((r.slot - T0) / 60, r.outcome) for r in task.history] == [
+        (minute, Outcome.OK) for minute in range(1, 16)
+    ]

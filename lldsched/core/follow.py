@@ -243,7 +243,7 @@ def _plan(
     waited = snapshot.waited
     assert waited is not None  # the callers' test
     stored_plan(
-        core, task, waited, core.clock.now(), resumes=snapshot.resumes,
+        core, task, waited, core.clock.now(), resumes=snapshot.resumes, until=snapshot.until,
         history=lambda: records_of(task.id),
     )  # fmt: skip
 
