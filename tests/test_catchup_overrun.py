@@ -597,6 +597,96 @@ def test_a_catch_up_restarted_within_grace_runs_every_slot_of_its_plan(
         store.close()
 
 
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_catch_up_restarted_within_grace_leaves_the_slots_since_the_plan_to_its_schedule(
+    make_scheduler: SchedulerFactory, kind: str, tmp_path: Path
+) -> None:
+    # As above, restarted at 16:45 instead: 13:00 is 3.75 h late, within grace, and the
+    # rest of the plan runs (13:00 to 15:00).  16:00 passed after the plan was made (at
+    # 15:30): the fixed rate goes on from 15:00's run, which ends past it, and skips it,
+    # as a run that outlasts its slots skips them; 17:00 runs.  The row kept 13:00 and
+    # 14:00 only, and the restart read every slot after 14:00 up to 16:45 as the plan's:
+    # 16:00 ran with it.
+    store = Reopening(kind, tmp_path / "tasks.db")
+    try:
+        with Stepper(Scheduler(workers=1, clock=FakeClock(T0), store=store())) as steps:
+            steps.scheduler.schedule(
+                "job", job, HOURLY, id="job", args=(0.0, HELD),
+                misfire=MisfirePolicy(Misfire.RUN_ALL, grace=4 * HOUR),
+            )  # fmt: skip
+        _close_gate()
+        first = make_scheduler(workers=1, clock=FakeClock(T0 + 6.5 * HOUR), store=store())
+        assert HELD_STARTED.wait(5), "12:00 did not start"
+        stopping = threading.Thread(target=first.shutdown, kwargs={"drain": False})
+        stopping.start()
+        assert first._timer is not None
+        first._timer.join(5)  # nothing more is handed out
+        RELEASE.set()
+        stopping.join(5)
+        (row,) = store().load_all()
+        assert (row.next_run_at, row.waited, row.until) == (
+            T0 + 4 * HOUR, T0 + 5 * HOUR, T0 + 7 * HOUR,
+        )  # fmt: skip
+        clock = FakeClock(T0 + 7.75 * HOUR)
+        scheduler = make_scheduler(workers=1, clock=clock, store=store())
+        settle(scheduler)
+        clock.set(T0 + 8 * HOUR)
+        settle(scheduler)
+        history = scheduler.task("job").history
+        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in history] == [
+            *((hour, "ok") for hour in (1, 2, 3, 4, 5, 6)), (7, "skipped"), (8, "ok"),
+        ]  # fmt: skip
+    finally:
+        RELEASE.set()
+        store.close()
+
+
+def test_a_shared_store_restarted_within_grace_leaves_the_slots_since_the_plan_to_its_schedule(
+    store_spec: StoreSpec,
+) -> None:
+    # As above, one process at a time on a shared store (SQLite, PostgreSQL): the one
+    # started at 16:45 claims 13:00, 14:00 and 15:00 (each due before it was there, each
+    # within grace: nothing decided again), and 16:00, which passed after the plan was
+    # made, is skipped by 15:00's run, as in one process.  It ran with the plan before.
+    stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(4)]
+    made: list[Scheduler] = []
+    try:
+        with Stepper(Scheduler(workers=1, clock=FakeClock(T0), store=stores[0])) as steps:
+            steps.scheduler.schedule(
+                "job", job, HOURLY, id="job", args=(0.0, HELD),
+                misfire=MisfirePolicy(Misfire.RUN_ALL, grace=4 * HOUR),
+            )  # fmt: skip
+        _close_gate()
+        first = Scheduler(workers=1, clock=FakeClock(T0 + 6.5 * HOUR), store=stores[1])
+        made.append(first.start())
+        assert HELD_STARTED.wait(5), "12:00 did not start"
+        stopping = threading.Thread(target=first.shutdown, kwargs={"drain": False})
+        stopping.start()
+        assert first._timer is not None
+        first._timer.join(5)  # nothing more is handed out
+        RELEASE.set()
+        stopping.join(5)
+        (row,) = stores[3].load_all()
+        assert (row.next_run_at, row.waited, row.until) == (
+            T0 + 4 * HOUR, T0 + 5 * HOUR, T0 + 7 * HOUR,
+        )  # fmt: skip
+        clock = FakeClock(T0 + 7.75 * HOUR)
+        made.append(Scheduler(workers=1, clock=clock, store=stores[2]).start())
+        settle(made[-1])
+        clock.set(T0 + 8 * HOUR)
+        settle(made[-1])
+        records = stores[3].records("job")
+        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in records] == [
+            *((hour, "ok") for hour in (1, 2, 3, 4, 5, 6)), (7, "skipped"), (8, "ok"),
+        ]  # fmt: skip
+    finally:
+        RELEASE.set()
+        for scheduler in made:
+            assert scheduler.shutdown(timeout=5.0)
+        for store in stores:
+            store.close()
+
+
 @pytest.mark.parametrize("made", ["restart", "follower"])
 def test_a_process_of_a_shared_store_puts_back_the_slot_to_resume_at_and_skips_it(
     store_spec: StoreSpec, made: str
