@@ -1748,7 +1748,7 @@ def test_a_capped_catch_up_set_back_and_paused_with_a_retry_owed_goes_on_as_cut(
     # resumed, the retry runs, then the moved 999th and 1,000th, then the 1,441st, moved:
     # the plan goes on as it was cut and moved.  The restart counted the retry as a run of
     # the plan no record counts (``made=1``) while the 998th's first attempt, recorded,
-    # counted it already: the plan lost the 1,000th, and resumed a minute early.
+    # counted it already: the plan lost the moved 1,000th.
     clock = JumpingClock(T0)
     policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3)
     reopen = Reopening(kind, tmp_path / "tasks.db")
@@ -1886,3 +1886,45 @@ def test_a_forward_jump_during_a_run_all_plan_runs_its_slots_and_decides_those_s
     assert [((r.slot - T0) / 60, r.outcome) for r in task.history] == [
         (minute, Outcome.OK) for minute in range(1, 16)
     ]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_run_all_plan_paused_and_restarted_resumes_as_it_would_unrestarted(
+    tmp_path: Path, kind: str, restart: bool
+) -> None:
+    # Every minute from 09:01, down until 09:10:30: RUN_ALL catches up 09:01 to 09:10, a
+    # second a run.  Paused while 09:04 runs, resumed five minutes later (at 09:15:33.5),
+    # restarted in between or not: 09:04 to 09:10 run (the plan; the paused slot keeps
+    # its slot), and the fixed rate goes on from 09:10's run: 09:11 to 09:15, slept
+    # through after the plan was made, are skipped, and 09:16 runs.  Restarted, they ran
+    # with the plan: the row kept 09:04 and 09:05, and every slot after 09:05 up to the
+    # restart was read as the plan's.
+    store = Reopening(kind, tmp_path / "tasks.db")
+    back = T0 + 630
+    try:
+        task = Simulation(start=T0, store=store()).schedule(
+            "job", FixedRate(60, start_delay=60), misfire=RUN_ALL
+        )
+        reopened = store()
+        sim = Simulation(start=back, store=reopened)
+        sim.model(task.id, duration=1.0)
+        sim.run(back + 3.5)  # 09:01 to 09:03 ran, 09:04 runs
+        assert sim.pause(task.id)
+        sim.run(back + 303.5)
+        if restart:
+            reopened = store()  # the process stops; another one opens the store
+            sim = Simulation(start=back + 303.5, store=reopened)
+            sim.model(task.id, duration=1.0)
+        assert sim.resume(task.id)
+        sim.run(T0 + 990)
+        records = reopened.records(task.id)
+        ok = [(minute, Outcome.OK) for minute in range(1, 11)]
+        skipped = [(minute, Outcome.SKIPPED) for minute in range(11, 16)]
+        assert [((r.slot - T0) / 60, r.outcome) for r in records] == [
+            *ok,
+            *skipped,
+            (16, Outcome.OK),
+        ]
+    finally:
+        store.close()

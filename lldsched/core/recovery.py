@@ -23,11 +23,12 @@ task is queued where the policy says.  An attempt owed from before the
 downtime (a retry, or the in-flight attempt) runs first; the policy decides the
 slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
 that was slept through.  A ``RUN_ALL`` task restored during its catch-up, paused or
-not, gets the slots of its plan back (the store kept only the next two), decided
-again from the one its plan waited for, grace not asked (:func:`stored_plan`; a plan
-cut at :data:`MAX_SLOTS` is put back as it was: the record standing for the slots
-beyond the cap says where it ended); a misfire decided from its due slot supersedes
-it.  A BLOCKED task stays off the heap, waiting for what its records say it still
+not, gets the slots of its plan back (the store kept only the next two, and where its
+runs end): its slots up to that end, as decided (:func:`stored_plan`; a row that keeps
+no end, an older release's, is decided again from the slot its plan waited for, grace
+not asked; a plan cut at :data:`MAX_SLOTS` is put back as it was: the record standing
+for the slots beyond the cap says where it ended).  A misfire decided from its due slot
+goes on with that plan, and decides only the slots after its end (:func:`_go_on`).  A BLOCKED task stays off the heap, waiting for what its records say it still
 waits for (:mod:`lldsched.core.dependencies`), and is released at once if that is
 nothing.
 
