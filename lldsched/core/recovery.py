@@ -28,9 +28,9 @@ runs end): its slots up to that end, as decided (:func:`stored_plan`; a row that
 no end, an older release's, is decided again from the slot its plan waited for, grace
 not asked; a plan cut at :data:`MAX_SLOTS` is put back as it was: the record standing
 for the slots beyond the cap says where it ended).  A misfire decided from its due slot
-goes on with that plan, and decides only the slots after its end (:func:`_go_on`).  A BLOCKED task stays off the heap, waiting for what its records say it still
-waits for (:mod:`lldsched.core.dependencies`), and is released at once if that is
-nothing.
+goes on with that plan, and decides only the slots after its end (:func:`_go_on`).
+A BLOCKED task stays off the heap, waiting for what its records say it still waits for
+(:mod:`lldsched.core.dependencies`), and is released at once if that is nothing.
 
 **Enumeration is capped.**  At most :data:`MAX_SLOTS` passed slots of one task
 are decided one by one.  Beyond that, one more record (outcome as the policy
