@@ -555,87 +555,69 @@ def test_a_restart_within_grace_in_the_simulation_skips_the_slot_to_resume_at(
         assert _after_the_retry(store.records("job")) == AFTER_THE_RETRY
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_a_catch_up_restarted_within_grace_runs_every_slot_of_its_plan(
-    make_scheduler: SchedulerFactory, kind: str, tmp_path: Path
+def _stopped_once_12_ran(
+    opened: Callable[[int], TaskStore], make: Callable[..., Scheduler]
 ) -> None:
-    # Hourly from 10:00, down until 15:30, four hours of grace: 10:00 is 5.5 h late, and
-    # RUN_ALL catches up 10:00 to 15:00.  The process stops once 12:00 ran (held until
-    # its shutdown began): the store keeps 13:00 and the slot behind it, 14:00.  Restarted
-    # at once, 13:00 is 2.5 h late, within grace: no misfire is decided again, and 13:00,
-    # 14:00 and 15:00 run, then 16:00, as without the restart.  The restart put back only
-    # 13:00 and 14:00, and the fixed rate went on from 14:00's run: 15:00 was skipped.
-    store = Reopening(kind, tmp_path / "tasks.db")
-    try:
-        with Stepper(Scheduler(workers=1, clock=FakeClock(T0), store=store())) as steps:
-            steps.scheduler.schedule(
-                "job", job, HOURLY, id="job", args=(0.0, HELD),
-                misfire=MisfirePolicy(Misfire.RUN_ALL, grace=4 * HOUR),
-            )  # fmt: skip
-        _close_gate()
-        first = make_scheduler(workers=1, clock=FakeClock(T0 + 6.5 * HOUR), store=store())
-        assert HELD_STARTED.wait(5), "12:00 did not start"
-        stopping = threading.Thread(target=first.shutdown, kwargs={"drain": False})
-        stopping.start()
-        assert first._timer is not None
-        first._timer.join(5)  # nothing more is handed out
-        RELEASE.set()
-        stopping.join(5)
-        (row,) = store().load_all()
-        assert (row.next_run_at, row.waited) == (T0 + 4 * HOUR, T0 + 5 * HOUR)
-        clock = FakeClock(T0 + 6.5 * HOUR)
-        scheduler = make_scheduler(workers=1, clock=clock, store=store())
-        settle(scheduler)
-        clock.set(T0 + 7 * HOUR)
-        settle(scheduler)
-        history = scheduler.task("job").history
-        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in history] == [
-            (hour, "ok") for hour in (1, 2, 3, 4, 5, 6, 7)
-        ]
-    finally:
-        RELEASE.set()
-        store.close()
-
-
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_a_catch_up_restarted_within_grace_leaves_the_slots_since_the_plan_to_its_schedule(
-    make_scheduler: SchedulerFactory, kind: str, tmp_path: Path
-) -> None:
-    # As above, restarted at 16:45 instead: 13:00 is 3.75 h late, within grace, and the
-    # rest of the plan runs (13:00 to 15:00).  16:00 passed after the plan was made (at
-    # 15:30): the fixed rate goes on from 15:00's run, which ends past it, and skips it,
-    # as a run that outlasts its slots skips them; 17:00 runs.  The row kept 13:00 and
-    # 14:00 only, and the restart read every slot after 14:00 up to 16:45 as the plan's:
-    # 16:00 ran with it.
-    store = Reopening(kind, tmp_path / "tasks.db")
-    try:
-        with Stepper(Scheduler(workers=1, clock=FakeClock(T0), store=store())) as steps:
-            steps.scheduler.schedule(
-                "job", job, HOURLY, id="job", args=(0.0, HELD),
-                misfire=MisfirePolicy(Misfire.RUN_ALL, grace=4 * HOUR),
-            )  # fmt: skip
-        _close_gate()
-        first = make_scheduler(workers=1, clock=FakeClock(T0 + 6.5 * HOUR), store=store())
-        assert HELD_STARTED.wait(5), "12:00 did not start"
-        stopping = threading.Thread(target=first.shutdown, kwargs={"drain": False})
-        stopping.start()
-        assert first._timer is not None
-        first._timer.join(5)  # nothing more is handed out
-        RELEASE.set()
-        stopping.join(5)
-        (row,) = store().load_all()
-        assert (row.next_run_at, row.waited, row.until) == (
-            T0 + 4 * HOUR, T0 + 5 * HOUR, T0 + 7 * HOUR,
+    """Hourly from 10:00, ``RUN_ALL`` with four hours of grace, registered at 09:00 on
+    ``opened(0)``.  A process on ``opened(1)`` (``make`` builds and starts it), back at
+    15:30, catches up 10:00 to 15:00 (10:00 is 5.5 h late) and stops once 12:00 ran (held
+    until its shutdown began): the row ``opened(3)`` reads keeps 13:00, the slot behind
+    it (14:00), and where the plan's runs end (16:00)."""
+    with Stepper(Scheduler(workers=1, clock=FakeClock(T0), store=opened(0))) as steps:
+        steps.scheduler.schedule(
+            "job", job, HOURLY, id="job", args=(0.0, HELD),
+            misfire=MisfirePolicy(Misfire.RUN_ALL, grace=4 * HOUR),
         )  # fmt: skip
-        clock = FakeClock(T0 + 7.75 * HOUR)
+    _close_gate()
+    first = make(workers=1, clock=FakeClock(T0 + 6.5 * HOUR), store=opened(1))
+    assert HELD_STARTED.wait(5), "12:00 did not start"
+    stopping = threading.Thread(target=first.shutdown, kwargs={"drain": False})
+    stopping.start()
+    assert first._timer is not None
+    first._timer.join(5)  # nothing more is handed out
+    RELEASE.set()
+    stopping.join(5)
+    (row,) = opened(3).load_all()
+    assert (row.next_run_at, row.waited, row.until) == (
+        T0 + 4 * HOUR, T0 + 5 * HOUR, T0 + 7 * HOUR,
+    )  # fmt: skip
+
+
+AT_ONCE = [(hour, "ok") for hour in (1, 2, 3, 4, 5, 6, 7, 8)]
+AFTER_16 = [*((hour, "ok") for hour in (1, 2, 3, 4, 5, 6)), (7, "skipped"), (8, "ok")]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize(
+    ("back", "history"), [(6.5, AT_ONCE), (7.75, AFTER_16)], ids=["at-once", "after-16:00"]
+)
+def test_a_catch_up_restarted_within_grace_runs_every_slot_of_its_plan(
+    make_scheduler: SchedulerFactory,
+    kind: str,
+    back: float,
+    history: list[tuple[int, str]],
+    tmp_path: Path,
+) -> None:
+    # Hourly from 10:00, down until 15:30, four hours of grace: RUN_ALL catches up 10:00
+    # to 15:00, and the process stops once 12:00 ran (_stopped_once_12_ran).  Restarted
+    # at once (15:30), 13:00 is 2.5 h late, within grace: no misfire is decided again, and
+    # 13:00, 14:00 and 15:00 run, then 16:00 and 17:00, as without the restart.  A
+    # restart once put back only 13:00 and 14:00, and the fixed rate went on from 14:00's
+    # run: 15:00 was skipped.  Restarted at 16:45 (``after-16:00``), 13:00 is 3.75 h
+    # late, within grace, and the rest of the plan runs; 16:00 passed after the plan was
+    # made: the fixed rate goes on from 15:00's run, which ends past it, and skips it, as
+    # a run that outlasts its slots skips them; 17:00 runs.  The restart read every slot
+    # after 14:00 up to 16:45 as the plan's: 16:00 ran with it.
+    store = Reopening(kind, tmp_path / "tasks.db")
+    try:
+        _stopped_once_12_ran(lambda _: store(), make_scheduler)
+        clock = FakeClock(T0 + back * HOUR)
         scheduler = make_scheduler(workers=1, clock=clock, store=store())
         settle(scheduler)
         clock.set(T0 + 8 * HOUR)
         settle(scheduler)
-        history = scheduler.task("job").history
-        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in history] == [
-            *((hour, "ok") for hour in (1, 2, 3, 4, 5, 6)), (7, "skipped"), (8, "ok"),
-        ]  # fmt: skip
+        ran = scheduler.task("job").history
+        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in ran] == history
     finally:
         RELEASE.set()
         store.close()
@@ -644,41 +626,26 @@ def test_a_catch_up_restarted_within_grace_leaves_the_slots_since_the_plan_to_it
 def test_a_shared_store_restarted_within_grace_leaves_the_slots_since_the_plan_to_its_schedule(
     store_spec: StoreSpec,
 ) -> None:
-    # As above, one process at a time on a shared store (SQLite, PostgreSQL): the one
-    # started at 16:45 claims 13:00, 14:00 and 15:00 (each due before it was there, each
-    # within grace: nothing decided again), and 16:00, which passed after the plan was
-    # made, is skipped by 15:00's run, as in one process.  It ran with the plan before.
+    # As above (``after-16:00``), one process at a time on a shared store (SQLite,
+    # PostgreSQL): the one started at 16:45 claims 13:00, 14:00 and 15:00 (each due before
+    # it was there, each within grace: nothing decided again), and 16:00, which passed
+    # after the plan was made, is skipped by 15:00's run, as in one process.  It ran with
+    # the plan before.
     stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(4)]
     made: list[Scheduler] = []
+
+    def make(**options: Any) -> Scheduler:
+        made.append(Scheduler(**options).start())
+        return made[-1]
+
     try:
-        with Stepper(Scheduler(workers=1, clock=FakeClock(T0), store=stores[0])) as steps:
-            steps.scheduler.schedule(
-                "job", job, HOURLY, id="job", args=(0.0, HELD),
-                misfire=MisfirePolicy(Misfire.RUN_ALL, grace=4 * HOUR),
-            )  # fmt: skip
-        _close_gate()
-        first = Scheduler(workers=1, clock=FakeClock(T0 + 6.5 * HOUR), store=stores[1])
-        made.append(first.start())
-        assert HELD_STARTED.wait(5), "12:00 did not start"
-        stopping = threading.Thread(target=first.shutdown, kwargs={"drain": False})
-        stopping.start()
-        assert first._timer is not None
-        first._timer.join(5)  # nothing more is handed out
-        RELEASE.set()
-        stopping.join(5)
-        (row,) = stores[3].load_all()
-        assert (row.next_run_at, row.waited, row.until) == (
-            T0 + 4 * HOUR, T0 + 5 * HOUR, T0 + 7 * HOUR,
-        )  # fmt: skip
+        _stopped_once_12_ran(stores.__getitem__, make)
         clock = FakeClock(T0 + 7.75 * HOUR)
-        made.append(Scheduler(workers=1, clock=clock, store=stores[2]).start())
-        settle(made[-1])
+        settle(make(workers=1, clock=clock, store=stores[2]))
         clock.set(T0 + 8 * HOUR)
         settle(made[-1])
         records = stores[3].records("job")
-        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in records] == [
-            *((hour, "ok") for hour in (1, 2, 3, 4, 5, 6)), (7, "skipped"), (8, "ok"),
-        ]  # fmt: skip
+        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in records] == AFTER_16
     finally:
         RELEASE.set()
         for scheduler in made:

@@ -1781,6 +1781,36 @@ def test_a_capped_catch_up_set_back_and_paused_with_a_retry_owed_goes_on_as_cut(
         reopen.close()
 
 
+BACK = T0 + 630  # 09:10:30: the end of the downtime of the RUN_ALL tests below
+
+
+def _minutely_run_all(
+    store: Reopening, policy: MisfirePolicy
+) -> tuple[str, Simulation, InMemoryTaskStore | SqliteTaskStore]:
+    """Every minute from 09:01, ``policy`` (``RUN_ALL``), registered on ``store`` at
+    09:00; down until :data:`BACK`.  The process back then (returned not run yet, with the
+    store it opened: its runs take a second) catches up 09:01 to 09:10."""
+    task = Simulation(start=T0, store=store()).schedule(
+        "job", FixedRate(60, start_delay=60), misfire=policy
+    )
+    opened = store()
+    sim = Simulation(start=BACK, store=opened)
+    sim.model(task.id, duration=1.0)
+    return task.id, sim, opened
+
+
+def _restarted(store: InMemoryTaskStore | SqliteTaskStore, task_id: str, at: float) -> Simulation:
+    """A process started at ``at`` on ``store``, its runs of ``task_id`` a second each."""
+    sim = Simulation(start=at, store=store)
+    sim.model(task_id, duration=1.0)
+    return sim
+
+
+def _minutes(records: Sequence[ExecutionRecord]) -> list[tuple[float, Outcome]]:
+    """Each record's slot (minutes after 09:00) and outcome."""
+    return [((r.slot - T0) / 60, r.outcome) for r in records]
+
+
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 @pytest.mark.parametrize("max_catch_up", [10, 100])
 def test_a_run_all_plan_restarted_runs_its_slots_and_the_policy_decides_those_since(
@@ -1794,25 +1824,16 @@ def test_a_run_all_plan_restarted_runs_its_slots_and_the_policy_decides_those_si
     # The row kept only 09:04 and 09:05: the restart decided 09:05 to 09:15 again, eleven
     # slots, and with max_catch_up=10 recorded 09:05, a slot of the plan, missed.
     store = Reopening(kind, tmp_path / "tasks.db")
-    back = T0 + 630
     try:
-        task = Simulation(start=T0, store=store()).schedule(
-            "job", FixedRate(60, start_delay=60),
-            misfire=MisfirePolicy(Misfire.RUN_ALL, max_catch_up=max_catch_up),
-        )  # fmt: skip
-        sim = Simulation(start=back, store=store())
-        sim.model(task.id, duration=1.0)
-        sim.run(back + 3.5)  # 09:01 to 09:03 ran, 09:04 runs
+        policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=max_catch_up)
+        task_id, sim, _ = _minutely_run_all(store, policy)
+        sim.run(BACK + 3.5)  # 09:01 to 09:03 ran, 09:04 runs
         reopened = store()
         (row,) = reopened.load_all()
         assert (row.next_run_at, row.waited, row.until) == (T0 + 240, T0 + 300, T0 + 660)
-        sim = Simulation(start=back + 303.5, store=reopened)
-        sim.model(task.id, duration=1.0)
-        sim.run(T0 + 1030)
-        records = reopened.records(task.id)
-        assert [((r.slot - T0) / 60, r.outcome) for r in records] == [
-            (minute, Outcome.OK) for minute in range(1, 18)
-        ]
+        _restarted(reopened, task_id, BACK + 303.5).run(T0 + 1030)
+        ok = [(minute, Outcome.OK) for minute in range(1, 18)]
+        assert _minutes(reopened.records(task_id)) == ok
     finally:
         store.close()
 
@@ -1832,34 +1853,52 @@ def test_a_run_all_plan_restarted_within_grace_leaves_the_slots_since_to_its_sch
     # kept only 09:09 and 09:10, and every slot after 09:10 up to the restart was read as
     # one of the plan's.
     store = Reopening(kind, tmp_path / "tasks.db")
-    back = T0 + 630
     try:
-        task = Simulation(start=T0, store=store()).schedule(
-            "job", FixedRate(60, start_delay=60),
-            misfire=MisfirePolicy(Misfire.RUN_ALL, grace=300),
-        )  # fmt: skip
-        sim = Simulation(start=back, store=store())
-        sim.model(task.id, duration=1.0)
-        sim.run(back + 8.5)  # 09:01 to 09:08 ran, 09:09 runs
+        policy = MisfirePolicy(Misfire.RUN_ALL, grace=300)
+        task_id, sim, _ = _minutely_run_all(store, policy)
+        sim.run(BACK + 8.5)  # 09:01 to 09:08 ran, 09:09 runs
         if paused:
-            assert sim.pause(task.id)
+            assert sim.pause(task_id)
         reopened = store()
         (row,) = reopened.load_all()
         assert (row.waited, row.until) == (T0 + 600, T0 + 660)
-        restart = back + 208.5
-        sim = Simulation(start=restart, store=reopened)
-        sim.model(task.id, duration=1.0)
+        sim = _restarted(reopened, task_id, BACK + 208.5)
         if paused:
-            assert sim.resume(task.id)
+            assert sim.resume(task_id)
         sim.run(T0 + 930)
-        records = reopened.records(task.id)
         ok = [(minute, Outcome.OK) for minute in range(1, 11)]
         skipped = [(minute, Outcome.SKIPPED) for minute in range(11, 15)]
-        assert [((r.slot - T0) / 60, r.outcome) for r in records] == [
-            *ok,
-            *skipped,
-            (15, Outcome.OK),
-        ]
+        assert _minutes(reopened.records(task_id)) == [*ok, *skipped, (15, Outcome.OK)]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_run_all_plan_paused_and_restarted_resumes_as_it_would_unrestarted(
+    tmp_path: Path, kind: str, restart: bool
+) -> None:
+    # Every minute from 09:01, down until 09:10:30: RUN_ALL catches up 09:01 to 09:10, a
+    # second a run.  Paused while 09:04 runs, resumed five minutes later (at 09:15:33.5),
+    # restarted in between or not: 09:04 to 09:10 run (the plan; the paused slot keeps
+    # its slot), and the fixed rate goes on from 09:10's run: 09:11 to 09:15, slept
+    # through after the plan was made, are skipped, and 09:16 runs.  Restarted, they ran
+    # with the plan: the row kept 09:04 and 09:05, and every slot after 09:05 up to the
+    # restart was read as the plan's.
+    store = Reopening(kind, tmp_path / "tasks.db")
+    try:
+        task_id, sim, opened = _minutely_run_all(store, RUN_ALL)
+        sim.run(BACK + 3.5)  # 09:01 to 09:03 ran, 09:04 runs
+        assert sim.pause(task_id)
+        sim.run(BACK + 303.5)
+        if restart:  # the process stops; another one opens the store
+            opened = store()
+            sim = _restarted(opened, task_id, BACK + 303.5)
+        assert sim.resume(task_id)
+        sim.run(T0 + 990)
+        ok = [(minute, Outcome.OK) for minute in range(1, 11)]
+        skipped = [(minute, Outcome.SKIPPED) for minute in range(11, 16)]
+        assert _minutes(opened.records(task_id)) == [*ok, *skipped, (16, Outcome.OK)]
     finally:
         store.close()
 
@@ -1883,48 +1922,4 @@ def test_a_forward_jump_during_a_run_all_plan_runs_its_slots_and_decides_those_s
     after_clock_jump(h.core, 300, clock.now())
     for _ in range(12):
         h.step()
-    assert [((r.slot - T0) / 60, r.outcome) for r in task.history] == [
-        (minute, Outcome.OK) for minute in range(1, 16)
-    ]
-
-
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-@pytest.mark.parametrize("restart", [False, True])
-def test_a_run_all_plan_paused_and_restarted_resumes_as_it_would_unrestarted(
-    tmp_path: Path, kind: str, restart: bool
-) -> None:
-    # Every minute from 09:01, down until 09:10:30: RUN_ALL catches up 09:01 to 09:10, a
-    # second a run.  Paused while 09:04 runs, resumed five minutes later (at 09:15:33.5),
-    # restarted in between or not: 09:04 to 09:10 run (the plan; the paused slot keeps
-    # its slot), and the fixed rate goes on from 09:10's run: 09:11 to 09:15, slept
-    # through after the plan was made, are skipped, and 09:16 runs.  Restarted, they ran
-    # with the plan: the row kept 09:04 and 09:05, and every slot after 09:05 up to the
-    # restart was read as the plan's.
-    store = Reopening(kind, tmp_path / "tasks.db")
-    back = T0 + 630
-    try:
-        task = Simulation(start=T0, store=store()).schedule(
-            "job", FixedRate(60, start_delay=60), misfire=RUN_ALL
-        )
-        reopened = store()
-        sim = Simulation(start=back, store=reopened)
-        sim.model(task.id, duration=1.0)
-        sim.run(back + 3.5)  # 09:01 to 09:03 ran, 09:04 runs
-        assert sim.pause(task.id)
-        sim.run(back + 303.5)
-        if restart:
-            reopened = store()  # the process stops; another one opens the store
-            sim = Simulation(start=back + 303.5, store=reopened)
-            sim.model(task.id, duration=1.0)
-        assert sim.resume(task.id)
-        sim.run(T0 + 990)
-        records = reopened.records(task.id)
-        ok = [(minute, Outcome.OK) for minute in range(1, 11)]
-        skipped = [(minute, Outcome.SKIPPED) for minute in range(11, 16)]
-        assert [((r.slot - T0) / 60, r.outcome) for r in records] == [
-            *ok,
-            *skipped,
-            (16, Outcome.OK),
-        ]
-    finally:
-        store.close()
+    assert _minutes(task.history) == [(minute, Outcome.OK) for minute in range(1, 16)]

@@ -274,10 +274,10 @@ def _go_on(
     are within grace, and the plan goes on as it is, its schedule after it).
 
     Decided again from the slot due with the slots after the plan, its own slots were
-    counted against ``max_catch_up`` a second time: down 10 minutes, every minute, a
-    plan of 10 runs, restarted (or the clock jumped) 5 minutes after its third ran, with
-    ``max_catch_up=10``: two of its slots were recorded missed, where the plan runs its
-    7 and the 5 slots since meet the policy (all run)."""
+    counted against ``max_catch_up`` a second time: every minute, down 10 minutes, a
+    plan of 10 runs, the clock jumped 5 minutes once its third ran, ``max_catch_up=10``:
+    its 4th and 5th slots were recorded missed (a restart then, the 4th in flight: the
+    5th), where the plan runs its 7 and the 5 slots since meet the policy (all run)."""
     due = task.next_run_at
     assert due is not None  # decide_misfire's test
     policy = task.misfire or DEFAULT_MISFIRE
