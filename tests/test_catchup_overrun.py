@@ -52,6 +52,7 @@ from lldsched.testing import Stepper
 from tests.cluster import StoreSpec, open_store
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.test_recovery import HOUR, JumpingClock, Reopening, looked
+from tests.waits import wait_until
 
 HELD = T0 + 3 * HOUR  # 12:00: the plan's last slot, whose run lasts until 16:30
 RETRY = T0 + HOUR + 60  # 10:01: 10:00's retry, when its first attempt failed
@@ -623,14 +624,16 @@ def test_a_catch_up_restarted_within_grace_runs_every_slot_of_its_plan(
         store.close()
 
 
+@pytest.mark.parametrize("made_by", ["restart", "follower"])
 def test_a_shared_store_restarted_within_grace_leaves_the_slots_since_the_plan_to_its_schedule(
-    store_spec: StoreSpec,
+    store_spec: StoreSpec, made_by: str
 ) -> None:
-    # As above (``after-16:00``), one process at a time on a shared store (SQLite,
-    # PostgreSQL): the one started at 16:45 claims 13:00, 14:00 and 15:00 (each due before
-    # it was there, each within grace: nothing decided again), and 16:00, which passed
-    # after the plan was made, is skipped by 15:00's run, as in one process.  It ran with
-    # the plan before.
+    # As above (``after-16:00``), on a shared store (SQLite, PostgreSQL): the process
+    # started at 16:45 (one restarted; or a follower, built before the plan was made,
+    # whose feed brings the row) runs 13:00, 14:00 and 15:00 (nothing decided again:
+    # within grace, or a process that was there), and 16:00, which passed after the plan
+    # was made, is skipped by 15:00's run, as in one process.  It ran with the plan
+    # before: the row's plan was read from 14:00 up to 16:45.
     stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(4)]
     made: list[Scheduler] = []
 
@@ -638,12 +641,21 @@ def test_a_shared_store_restarted_within_grace_leaves_the_slots_since_the_plan_t
         made.append(Scheduler(**options).start())
         return made[-1]
 
+    clock = FakeClock(T0 + 6.5 * HOUR)
+    follower = Scheduler(workers=1, clock=clock, store=stores[2])  # started below
     try:
         _stopped_once_12_ran(stores.__getitem__, make)
-        clock = FakeClock(T0 + 7.75 * HOUR)
-        settle(make(workers=1, clock=clock, store=stores[2]))
+        if made_by == "restart":
+            clock = FakeClock(T0 + 7.75 * HOUR)
+            follower = Scheduler(workers=1, clock=clock, store=stores[2])
+        else:
+            clock.set(T0 + 7.75 * HOUR)
+        made.append(follower.start())
+        records = stores[3].records  # a follower's feed brings the row after its start
+        wait_until(lambda: len(records("job")) == 7, timeout=10, what="16:00 to be skipped")
         clock.set(T0 + 8 * HOUR)
-        settle(made[-1])
+        wait_until(lambda: len(records("job")) == 8, timeout=10, what="17:00 to run")
+        settle(follower)
         records = stores[3].records("job")
         assert [((r.slot - T0) / HOUR, r.outcome.value) for r in records] == AFTER_16
     finally:
