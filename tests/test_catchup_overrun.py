@@ -651,13 +651,12 @@ def test_a_shared_store_restarted_within_grace_leaves_the_slots_since_the_plan_t
         else:
             clock.set(T0 + 7.75 * HOUR)
         made.append(follower.start())
-        records = stores[3].records  # a follower's feed brings the row after its start
-        wait_until(lambda: len(records("job")) == 7, timeout=10, what="16:00 to be skipped")
+        read = stores[3].records  # a follower's feed brings the row after its start
+        wait_until(lambda: len(read("job")) == 7, timeout=10, what="16:00 to be skipped")
         clock.set(T0 + 8 * HOUR)
-        wait_until(lambda: len(records("job")) == 8, timeout=10, what="17:00 to run")
+        wait_until(lambda: len(read("job")) == 8, timeout=10, what="17:00 to run")
         settle(follower)
-        records = stores[3].records("job")
-        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in records] == AFTER_16
+        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in read("job")] == AFTER_16
     finally:
         RELEASE.set()
         for scheduler in made:
