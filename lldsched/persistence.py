@@ -181,6 +181,16 @@ class TaskSnapshot(NamedTuple):
     runs late.  Every durable store keeps it with ``waited``, so a plan put back from the
     row (a restart within grace, a process following a shared store) skips that slot as
     the process that decided the plan does; False otherwise.
+
+    ``until`` is where the slots a misfire decision's plan decided to run end, while
+    ``waited`` is one of them: the task's own schedule's first slot after them
+    (:attr:`CatchUp.until <lldsched.schedules.catchup.CatchUp.until>`); None otherwise.
+    A ``RUN_ALL`` plan put back from the row runs its slots up to it, and only the slots
+    from it on meet the misfire policy (they passed after the plan was made); without
+    it, every slot after ``waited`` up to the restart was caught up as the plan's.  The
+    durable stores keep it in the column that keeps the slot to resume at (it is always
+    after ``waited``, which that slot is when ``resumes``): docs/DECISIONS.md, "A
+    RUN_ALL plan put back from a row ends where it was decided".
     """
 
     task: Task
@@ -194,6 +204,7 @@ class TaskSnapshot(NamedTuple):
     waited: float | None = None
     slot: float | None = None
     resumes: bool = False
+    until: float | None = None
 
 
 FINISHED_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED)

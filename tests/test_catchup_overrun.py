@@ -52,6 +52,7 @@ from lldsched.testing import Stepper
 from tests.cluster import StoreSpec, open_store
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.test_recovery import HOUR, JumpingClock, Reopening, looked
+from tests.waits import wait_until
 
 HELD = T0 + 3 * HOUR  # 12:00: the plan's last slot, whose run lasts until 16:30
 RETRY = T0 + HOUR + 60  # 10:01: 10:00's retry, when its first attempt failed
@@ -555,46 +556,113 @@ def test_a_restart_within_grace_in_the_simulation_skips_the_slot_to_resume_at(
         assert _after_the_retry(store.records("job")) == AFTER_THE_RETRY
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_a_catch_up_restarted_within_grace_runs_every_slot_of_its_plan(
-    make_scheduler: SchedulerFactory, kind: str, tmp_path: Path
+def _stopped_once_12_ran(
+    opened: Callable[[int], TaskStore], make: Callable[..., Scheduler]
 ) -> None:
-    # Hourly from 10:00, down until 15:30, four hours of grace: 10:00 is 5.5 h late, and
-    # RUN_ALL catches up 10:00 to 15:00.  The process stops once 12:00 ran (held until
-    # its shutdown began): the store keeps 13:00 and the slot behind it, 14:00.  Restarted
-    # at once, 13:00 is 2.5 h late, within grace: no misfire is decided again, and 13:00,
-    # 14:00 and 15:00 run, then 16:00, as without the restart.  The restart put back only
-    # 13:00 and 14:00, and the fixed rate went on from 14:00's run: 15:00 was skipped.
+    """Hourly from 10:00, ``RUN_ALL`` with four hours of grace, registered at 09:00 on
+    ``opened(0)``.  A process on ``opened(1)`` (``make`` builds and starts it), back at
+    15:30, catches up 10:00 to 15:00 (10:00 is 5.5 h late) and stops once 12:00 ran (held
+    until its shutdown began): the row ``opened(3)`` reads keeps 13:00, the slot behind
+    it (14:00), and where the plan's runs end (16:00)."""
+    with Stepper(Scheduler(workers=1, clock=FakeClock(T0), store=opened(0))) as steps:
+        steps.scheduler.schedule(
+            "job", job, HOURLY, id="job", args=(0.0, HELD),
+            misfire=MisfirePolicy(Misfire.RUN_ALL, grace=4 * HOUR),
+        )  # fmt: skip
+    _close_gate()
+    first = make(workers=1, clock=FakeClock(T0 + 6.5 * HOUR), store=opened(1))
+    assert HELD_STARTED.wait(5), "12:00 did not start"
+    stopping = threading.Thread(target=first.shutdown, kwargs={"drain": False})
+    stopping.start()
+    assert first._timer is not None
+    first._timer.join(5)  # nothing more is handed out
+    RELEASE.set()
+    stopping.join(5)
+    (row,) = opened(3).load_all()
+    assert (row.next_run_at, row.waited, row.until) == (
+        T0 + 4 * HOUR, T0 + 5 * HOUR, T0 + 7 * HOUR,
+    )  # fmt: skip
+
+
+AT_ONCE = [(hour, "ok") for hour in (1, 2, 3, 4, 5, 6, 7, 8)]
+AFTER_16 = [*((hour, "ok") for hour in (1, 2, 3, 4, 5, 6)), (7, "skipped"), (8, "ok")]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize(
+    ("back", "history"), [(6.5, AT_ONCE), (7.75, AFTER_16)], ids=["at-once", "after-16:00"]
+)
+def test_a_catch_up_restarted_within_grace_runs_every_slot_of_its_plan(
+    make_scheduler: SchedulerFactory,
+    kind: str,
+    back: float,
+    history: list[tuple[int, str]],
+    tmp_path: Path,
+) -> None:
+    # Hourly from 10:00, down until 15:30, four hours of grace: RUN_ALL catches up 10:00
+    # to 15:00, and the process stops once 12:00 ran (_stopped_once_12_ran).  Restarted
+    # at once (15:30), 13:00 is 2.5 h late, within grace: no misfire is decided again, and
+    # 13:00, 14:00 and 15:00 run, then 16:00 and 17:00, as without the restart.  A
+    # restart once put back only 13:00 and 14:00, and the fixed rate went on from 14:00's
+    # run: 15:00 was skipped.  Restarted at 16:45 (``after-16:00``), 13:00 is 3.75 h
+    # late, within grace, and the rest of the plan runs; 16:00 passed after the plan was
+    # made: the fixed rate goes on from 15:00's run, which ends past it, and skips it, as
+    # a run that outlasts its slots skips them; 17:00 runs.  The restart read every slot
+    # after 14:00 up to 16:45 as the plan's: 16:00 ran with it.
     store = Reopening(kind, tmp_path / "tasks.db")
     try:
-        with Stepper(Scheduler(workers=1, clock=FakeClock(T0), store=store())) as steps:
-            steps.scheduler.schedule(
-                "job", job, HOURLY, id="job", args=(0.0, HELD),
-                misfire=MisfirePolicy(Misfire.RUN_ALL, grace=4 * HOUR),
-            )  # fmt: skip
-        _close_gate()
-        first = make_scheduler(workers=1, clock=FakeClock(T0 + 6.5 * HOUR), store=store())
-        assert HELD_STARTED.wait(5), "12:00 did not start"
-        stopping = threading.Thread(target=first.shutdown, kwargs={"drain": False})
-        stopping.start()
-        assert first._timer is not None
-        first._timer.join(5)  # nothing more is handed out
-        RELEASE.set()
-        stopping.join(5)
-        (row,) = store().load_all()
-        assert (row.next_run_at, row.waited) == (T0 + 4 * HOUR, T0 + 5 * HOUR)
-        clock = FakeClock(T0 + 6.5 * HOUR)
+        _stopped_once_12_ran(lambda _: store(), make_scheduler)
+        clock = FakeClock(T0 + back * HOUR)
         scheduler = make_scheduler(workers=1, clock=clock, store=store())
         settle(scheduler)
-        clock.set(T0 + 7 * HOUR)
+        clock.set(T0 + 8 * HOUR)
         settle(scheduler)
-        history = scheduler.task("job").history
-        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in history] == [
-            (hour, "ok") for hour in (1, 2, 3, 4, 5, 6, 7)
-        ]
+        ran = scheduler.task("job").history
+        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in ran] == history
     finally:
         RELEASE.set()
         store.close()
+
+
+@pytest.mark.parametrize("made_by", ["restart", "follower"])
+def test_a_shared_store_restarted_within_grace_leaves_the_slots_since_the_plan_to_its_schedule(
+    store_spec: StoreSpec, made_by: str
+) -> None:
+    # As above (``after-16:00``), on a shared store (SQLite, PostgreSQL): the process
+    # started at 16:45 (one restarted; or a follower, built before the plan was made,
+    # whose feed brings the row) runs 13:00, 14:00 and 15:00 (nothing decided again:
+    # within grace, or a process that was there), and 16:00, which passed after the plan
+    # was made, is skipped by 15:00's run, as in one process.  It ran with the plan
+    # before: the row's plan was read from 14:00 up to 16:45.
+    stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(4)]
+    made: list[Scheduler] = []
+
+    def make(**options: Any) -> Scheduler:
+        made.append(Scheduler(**options).start())
+        return made[-1]
+
+    clock = FakeClock(T0 + 6.5 * HOUR)
+    follower = Scheduler(workers=1, clock=clock, store=stores[2])  # started below
+    try:
+        _stopped_once_12_ran(stores.__getitem__, make)
+        if made_by == "restart":
+            clock = FakeClock(T0 + 7.75 * HOUR)
+            follower = Scheduler(workers=1, clock=clock, store=stores[2])
+        else:
+            clock.set(T0 + 7.75 * HOUR)
+        made.append(follower.start())
+        read = stores[3].records  # a follower's feed brings the row after its start
+        wait_until(lambda: len(read("job")) == 7, timeout=10, what="16:00 to be skipped")
+        clock.set(T0 + 8 * HOUR)
+        wait_until(lambda: len(read("job")) == 8, timeout=10, what="17:00 to run")
+        settle(follower)
+        assert [((r.slot - T0) / HOUR, r.outcome.value) for r in read("job")] == AFTER_16
+    finally:
+        RELEASE.set()
+        for scheduler in made:
+            assert scheduler.shutdown(timeout=5.0)
+        for store in stores:
+            store.close()
 
 
 @pytest.mark.parametrize("made", ["restart", "follower"])

@@ -1736,3 +1736,190 @@ def test_a_capped_catch_up_set_back_then_restarted_goes_on_as_cut(
         assert not set(decided) & {r.slot for r in records if r.outcome.ran}
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_capped_catch_up_set_back_and_paused_with_a_retry_owed_goes_on_as_cut(
+    tmp_path: Path, kind: str
+) -> None:
+    # As above, but the 998th's first attempt fails: its retry is owed when the clock is
+    # set back, and the task is paused before the retry runs.  The store keeps the retry
+    # as the run due, and the moved 999th as the slot the plan waits for.  Restarted and
+    # resumed, the retry runs, then the moved 999th and 1,000th, then the 1,441st, moved:
+    # the plan goes on as it was cut and moved.  The restart counted the retry as a run of
+    # the plan no record counts (``made=1``) while the 998th's first attempt, recorded,
+    # counted it already: the plan lost the moved 1,000th.
+    clock = JumpingClock(T0)
+    policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3)
+    reopen = Reopening(kind, tmp_path / "tasks.db")
+    store = reopen()
+    h = Harness(clock, store=store)
+    task = h.core.add(
+        "job", jobs.noop, FixedRate(60, start_delay=60), misfire=policy,
+        retry=RetryPolicy(3, initial_backoff=30, jitter=0.0),
+    )  # fmt: skip
+    clock.jump(86400 + 30)
+    after_clock_jump(h.core, 86400 + 30, clock.now())
+    h.step(error="boom")  # the 998th's first attempt
+    assert task.status is TaskStatus.RETRYING
+    back = -(HOUR + 30)
+    clock.jump(back)
+    after_clock_jump(h.core, back, clock.now())
+    assert h.core.pause(task.id)
+    try:
+        store = reopen()
+        again = Harness(clock, store=store)
+        recover(again.core, store)
+        assert again.core.resume(task.id)
+        for _ in range(5):
+            again.step()
+        records = store.records(task.id)
+        ran = [((r.slot - T0) / 60, r.attempt) for r in records if r.outcome.ran]
+        moved = [(n * 60 + back) / 60 for n in (999, 1000, 1441, 1442)]
+        assert ran == [(998, 1), (998, 2), *((slot, 1) for slot in moved)]
+    finally:
+        reopen.close()
+
+
+BACK = T0 + 630  # 09:10:30: the end of the downtime of the RUN_ALL tests below
+
+
+def _minutely_run_all(
+    store: Reopening, policy: MisfirePolicy
+) -> tuple[str, Simulation, InMemoryTaskStore | SqliteTaskStore]:
+    """Every minute from 09:01, ``policy`` (``RUN_ALL``), registered on ``store`` at
+    09:00; down until :data:`BACK`.  The process back then (returned not run yet, with the
+    store it opened: its runs take a second) catches up 09:01 to 09:10."""
+    task = Simulation(start=T0, store=store()).schedule(
+        "job", FixedRate(60, start_delay=60), misfire=policy
+    )
+    opened = store()
+    sim = Simulation(start=BACK, store=opened)
+    sim.model(task.id, duration=1.0)
+    return task.id, sim, opened
+
+
+def _restarted(store: InMemoryTaskStore | SqliteTaskStore, task_id: str, at: float) -> Simulation:
+    """A process started at ``at`` on ``store``, its runs of ``task_id`` a second each."""
+    sim = Simulation(start=at, store=store)
+    sim.model(task_id, duration=1.0)
+    return sim
+
+
+def _minutes(records: Sequence[ExecutionRecord]) -> list[tuple[float, Outcome]]:
+    """Each record's slot (minutes after 09:00) and outcome."""
+    return [((r.slot - T0) / 60, r.outcome) for r in records]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("max_catch_up", [10, 100])
+def test_a_run_all_plan_restarted_runs_its_slots_and_the_policy_decides_those_since(
+    tmp_path: Path, kind: str, max_catch_up: int
+) -> None:
+    # Every minute from 09:01, down until 09:10:30: RUN_ALL catches up 09:01 to 09:10, a
+    # second a run.  The process stops while 09:04 runs (three ran), and one started five
+    # minutes later, at 09:15:33.5, runs 09:04 again and the rest of the plan (09:05 to
+    # 09:10), and decides 09:11 to 09:15, which passed after the plan was made, on their
+    # own: five slots, fewer than max_catch_up, all run.  Nothing is recorded missed.
+    # The row kept only 09:04 and 09:05: the restart decided 09:05 to 09:15 again, eleven
+    # slots, and with max_catch_up=10 recorded 09:05, a slot of the plan, missed.
+    store = Reopening(kind, tmp_path / "tasks.db")
+    try:
+        policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=max_catch_up)
+        task_id, sim, _ = _minutely_run_all(store, policy)
+        sim.run(BACK + 3.5)  # 09:01 to 09:03 ran, 09:04 runs
+        reopened = store()
+        (row,) = reopened.load_all()
+        assert (row.next_run_at, row.waited, row.until) == (T0 + 240, T0 + 300, T0 + 660)
+        _restarted(reopened, task_id, BACK + 303.5).run(T0 + 1030)
+        ok = [(minute, Outcome.OK) for minute in range(1, 18)]
+        assert _minutes(reopened.records(task_id)) == ok
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("paused", [False, True])
+def test_a_run_all_plan_restarted_within_grace_leaves_the_slots_since_to_its_schedule(
+    tmp_path: Path, kind: str, paused: bool
+) -> None:
+    # Every minute from 09:01, down until 09:10:30, five minutes of grace: RUN_ALL catches
+    # up 09:01 to 09:10, a second a run.  The process stops while 09:09 runs (or once it
+    # is paused there), and one started at 09:13:58.5 finds 09:10 (the slot after the one
+    # due) within grace: nothing is decided again.  09:09 and 09:10 run, the rest of the
+    # plan, and the fixed rate goes on from 09:10's run, which ends past 09:14: 09:11 to
+    # 09:14, which passed after the plan was made, are skipped, as a run that outlasts its
+    # slots skips them, and 09:15 runs.  The restart caught them up with the plan: the row
+    # kept only 09:09 and 09:10, and every slot after 09:10 up to the restart was read as
+    # one of the plan's.
+    store = Reopening(kind, tmp_path / "tasks.db")
+    try:
+        policy = MisfirePolicy(Misfire.RUN_ALL, grace=300)
+        task_id, sim, _ = _minutely_run_all(store, policy)
+        sim.run(BACK + 8.5)  # 09:01 to 09:08 ran, 09:09 runs
+        if paused:
+            assert sim.pause(task_id)
+        reopened = store()
+        (row,) = reopened.load_all()
+        assert (row.waited, row.until) == (T0 + 600, T0 + 660)
+        sim = _restarted(reopened, task_id, BACK + 208.5)
+        if paused:
+            assert sim.resume(task_id)
+        sim.run(T0 + 930)
+        ok = [(minute, Outcome.OK) for minute in range(1, 11)]
+        skipped = [(minute, Outcome.SKIPPED) for minute in range(11, 15)]
+        assert _minutes(reopened.records(task_id)) == [*ok, *skipped, (15, Outcome.OK)]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_run_all_plan_paused_and_restarted_resumes_as_it_would_unrestarted(
+    tmp_path: Path, kind: str, restart: bool
+) -> None:
+    # Every minute from 09:01, down until 09:10:30: RUN_ALL catches up 09:01 to 09:10, a
+    # second a run.  Paused while 09:04 runs, resumed five minutes later (at 09:15:33.5),
+    # restarted in between or not: 09:04 to 09:10 run (the plan; the paused slot keeps
+    # its slot), and the fixed rate goes on from 09:10's run: 09:11 to 09:15, slept
+    # through after the plan was made, are skipped, and 09:16 runs.  Restarted, they ran
+    # with the plan: the row kept 09:04 and 09:05, and every slot after 09:05 up to the
+    # restart was read as the plan's.
+    store = Reopening(kind, tmp_path / "tasks.db")
+    try:
+        task_id, sim, opened = _minutely_run_all(store, RUN_ALL)
+        sim.run(BACK + 3.5)  # 09:01 to 09:03 ran, 09:04 runs
+        assert sim.pause(task_id)
+        sim.run(BACK + 303.5)
+        if restart:  # the process stops; another one opens the store
+            opened = store()
+            sim = _restarted(opened, task_id, BACK + 303.5)
+        assert sim.resume(task_id)
+        sim.run(T0 + 990)
+        ok = [(minute, Outcome.OK) for minute in range(1, 11)]
+        skipped = [(minute, Outcome.SKIPPED) for minute in range(11, 16)]
+        assert _minutes(opened.records(task_id)) == [*ok, *skipped, (16, Outcome.OK)]
+    finally:
+        store.close()
+
+
+def test_a_forward_jump_during_a_run_all_plan_runs_its_slots_and_decides_those_since() -> None:
+    # Every minute from 09:01, the wall clock jumps to 09:10:30: RUN_ALL (max_catch_up=10)
+    # catches up 09:01 to 09:10.  Once three ran, it jumps five minutes again: the plan's
+    # 09:04 to 09:10 run, and 09:11 to 09:15 are decided on their own (all run).  Decided
+    # again from 09:04 with them, twelve slots, 09:04 and 09:05 were recorded missed.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add(
+        "job", jobs.noop, FixedRate(60, start_delay=60),
+        misfire=MisfirePolicy(Misfire.RUN_ALL, max_catch_up=10),
+    )  # fmt: skip
+    clock.jump(630)
+    after_clock_jump(h.core, 630, clock.now())
+    for _ in range(3):
+        h.step()
+    clock.jump(300)
+    after_clock_jump(h.core, 300, clock.now())
+    for _ in range(12):
+        h.step()
+    assert _minutes(task.history) == [(minute, Outcome.OK) for minute in range(1, 16)]

@@ -13,7 +13,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskStore
 from lldsched.stores.contract import TaskStoreContract
 
-CHECKS = 16  # the contract's test_* methods
+CHECKS = 17  # the contract's test_* methods
 
 
 class TestInMemoryTaskStore(TaskStoreContract):
@@ -120,6 +120,24 @@ class KeepsAnOldResumes(InMemoryTaskStore):
         before = self.get(snapshot.task.id)
         if not snapshot.resumes and before is not None:
             snapshot = snapshot._replace(resumes=before.resumes)
+        super().save(snapshot, record)
+
+
+class LosesUntil(InMemoryTaskStore):
+    """Keeps no ``until`` (a table that keeps only the slot to resume at): a restart
+    catches up every slot after ``waited`` with a ``RUN_ALL`` plan."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot._replace(until=None), record)
+
+
+class KeepsAnOldUntil(InMemoryTaskStore):
+    """Writes ``until`` only when it is set: a later plan ends where an earlier one did."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        before = self.get(snapshot.task.id)
+        if snapshot.until is None and before is not None:
+            snapshot = snapshot._replace(until=before.until)
         super().save(snapshot, record)
 
 
@@ -244,6 +262,16 @@ def test_check_all_names_each_rule_a_store_breaks(
             KeepsAnOldResumes,
             "test_resumes_comes_back",
             "task 'run_now': resumes: saved False, loaded True",
+        ),
+        (
+            LosesUntil,
+            "test_until_comes_back",
+            "task 'owed': until: saved 1767604200.25, loaded None",
+        ),
+        (
+            KeepsAnOldUntil,
+            "test_until_comes_back",
+            "task 'spent': until: saved None, loaded 1767604200.25",
         ),
         (
             LosesIsolation,

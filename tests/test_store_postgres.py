@@ -405,6 +405,31 @@ def test_a_slot_to_resume_at_stands_only_while_it_is_the_waited_one(postgres_dsn
         assert stored is not None and (stored.waited, stored.resumes) == (T0 + 30, False)
 
 
+def test_a_plans_end_is_kept_in_the_slot_to_resume_at_and_read_with_waited(
+    postgres_dsn: str,
+) -> None:
+    """Where a plan's runs end (``TaskSnapshot.until``) is kept in ``resume_at`` (always
+    after ``waited``, which the slot to resume at is: no schema step).  A node of an older
+    release reads it as no slot to resume at, and its write of another ``waited`` past it,
+    or of none, leaves no end read."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept"))._replace(waited=T0 + 60, until=T0 + 600))
+        again = store.get("kept")
+        assert again is not None and (again.resumes, again.until) == (False, T0 + 600)
+    with psycopg.connect(postgres_dsn) as connection:
+        read = "SELECT resume_at, coalesce(resume_at = waited, false) FROM tasks"
+        assert connection.execute(read).fetchone() == (T0 + 600, False)
+        connection.execute("UPDATE tasks SET waited = %s WHERE id = 'kept'", (T0 + 660,))
+    with PostgresTaskStore(postgres_dsn) as store:
+        (row,) = store.load_all()
+        assert (row.waited, row.resumes, row.until) == (T0 + 660, False, None)
+    with psycopg.connect(postgres_dsn) as connection:
+        connection.execute("UPDATE tasks SET waited = NULL WHERE id = 'kept'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        stored = store.get("kept")
+        assert stored is not None and (stored.waited, stored.until) == (None, None)
+
+
 def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(
     postgres_dsn: str,
 ) -> None:

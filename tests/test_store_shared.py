@@ -413,6 +413,38 @@ def test_a_slot_to_resume_at_stands_only_while_it_is_the_waited_one(path: str) -
         older.close()
 
 
+def test_a_plans_end_is_kept_in_the_slot_to_resume_at_and_read_with_waited(path: str) -> None:
+    """Where a plan's runs end (``TaskSnapshot.until``) is kept in ``resume_at``, the
+    column that keeps the slot to resume at (no schema step: it is always after
+    ``waited``, which that slot is).  A process of an older release reads such a row as
+    one that resumes nowhere, as it read every plan's, and writes ``resume_at`` with
+    ``waited``: its pause keeps the end, its plan spent reads none, and so does a plan of
+    its own past it."""
+    _saved_job(path, waited=T0 + 60, until=T0 + 600)
+    older = sqlite3.connect(path, isolation_level=None)
+    try:
+        assert older.execute("SELECT waited, resume_at FROM tasks").fetchone() == (
+            T0 + 60,
+            T0 + 600,
+        )
+        assert older.execute("SELECT coalesce(resume_at = waited, 0) FROM tasks").fetchone() == (
+            0,
+        )  # the schema 8 release's reading of resumes: False
+        row = _loaded_job(path)
+        assert (row.waited, row.resumes, row.until) == (T0 + 60, False, T0 + 600)
+        older.execute("UPDATE tasks SET status = 'paused' WHERE id = 'job'")  # its pause
+        row = _loaded_job(path)
+        assert (row.status, row.waited, row.until) == (TaskStatus.PAUSED, T0 + 60, T0 + 600)
+        older.execute("UPDATE tasks SET waited = ? WHERE id = 'job'", (T0 + 660,))  # its plan
+        row = _loaded_job(path)
+        assert (row.waited, row.resumes, row.until) == (T0 + 660, False, None)
+        older.execute("UPDATE tasks SET waited = NULL WHERE id = 'job'")  # its plan spent
+        row = _loaded_job(path)
+        assert (row.waited, row.resumes, row.until) == (None, False, None)
+    finally:
+        older.close()
+
+
 def _downgrade_to_7(path: str) -> None:
     """Make the file what lldsched wrote at schema version 7 (no slot to resume at kept)."""
     connection = sqlite3.connect(path, isolation_level=None)

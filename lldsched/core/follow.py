@@ -233,8 +233,10 @@ def _plan(
     """The plan the row stands for, put back as a restart puts it back
     (:func:`~lldsched.core.recovery.stored_plan`: its ``waited`` slot, to resume at when
     the row says ``resumes``; a task during its ``RUN_ALL`` catch-up, paused or not, gets
-    the slots after it back: without them, this process ran ``waited`` and its fixed
-    rate went on from there, the plan's later slots recorded skipped).  The decisions
+    the slots after it back, up to where the row says its runs end, ``until``: without
+    them, this process ran ``waited`` and its fixed rate went on from there, the plan's
+    later slots recorded skipped; without ``until``, it ran the slots passed since the
+    plan was made with it).  The decisions
     that plan would take (slots beyond ``max_catch_up`` that passed since it was made)
     are not recorded here: a follower writes nothing; its runs are the plan's latest
     slots.  A plan cut at the cap is found in the store's records (``records_of``), which
@@ -243,7 +245,7 @@ def _plan(
     waited = snapshot.waited
     assert waited is not None  # the callers' test
     stored_plan(
-        core, task, waited, core.clock.now(), resumes=snapshot.resumes,
+        core, task, waited, core.clock.now(), resumes=snapshot.resumes, until=snapshot.until,
         history=lambda: records_of(task.id),
     )  # fmt: skip
 

@@ -55,9 +55,10 @@ class Publishing(CoreParts):
         a store and a listener (112,000 -> 93,000; tuple.__new__ alone -6 %).
         TaskSnapshot's fields in order: task, status, next_run_at, attempt,
         run_count, failure_count, last_error, running, waited (a plan's next slot),
-        slot (the slot of a plan's run a resume made due later: :func:`_put_off`) and
-        resumes (waited is the slot to resume at: ``CatchUp.resuming``); one identity
-        test for a task without a plan, which has none of them."""
+        slot (the slot of a plan's run a resume made due later: :func:`_put_off`),
+        resumes (waited is the slot to resume at: ``CatchUp.resuming``) and until (where
+        the slots the plan decided to run end: ``CatchUp.until``); one identity test for
+        a task without a plan, which has none of them."""
         stats = task._stats
         if stats is None:  # no run finished yet
             run_count, failures, last_error = 0, 0, None
@@ -70,11 +71,12 @@ class Publishing(CoreParts):
             return _new_tuple(TaskSnapshot, (
                 task._defined(), task.status, task.next_run_at, task.attempt,
                 run_count, failures, last_error, task._run is not None, None, None, False,
+                None,
             ))  # fmt: skip
         return _new_tuple(TaskSnapshot, (
             task._defined(), task.status, task.next_run_at, task.attempt,
             run_count, failures, last_error, task._run is not None,
-            schedule.waited, _put_off(task), schedule.resuming,
+            schedule.waited, _put_off(task), schedule.resuming, schedule.until,
         ))  # fmt: skip
 
     def _save(self, task: ScheduledTask, *, as_claimed: Run | None = None) -> None:

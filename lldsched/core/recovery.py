@@ -23,13 +23,14 @@ task is queued where the policy says.  An attempt owed from before the
 downtime (a retry, or the in-flight attempt) runs first; the policy decides the
 slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
 that was slept through.  A ``RUN_ALL`` task restored during its catch-up, paused or
-not, gets the slots of its plan back (the store kept only the next two), decided
-again from the one its plan waited for, grace not asked (:func:`stored_plan`; a plan
-cut at :data:`MAX_SLOTS` is put back as it was: the record standing for the slots
-beyond the cap says where it ended); a misfire decided from its due slot supersedes
-it.  A BLOCKED task stays off the heap, waiting for what its records say it still
-waits for (:mod:`lldsched.core.dependencies`), and is released at once if that is
-nothing.
+not, gets the slots of its plan back (the store kept only the next two, and where its
+runs end): its slots up to that end, as decided (:func:`stored_plan`; a row that keeps
+no end, an older release's, is decided again from the slot its plan waited for, grace
+not asked; a plan cut at :data:`MAX_SLOTS` is put back as it was: the record standing
+for the slots beyond the cap says where it ended).  A misfire decided from its due slot
+goes on with that plan, and decides only the slots after its end (:func:`_go_on`).
+A BLOCKED task stays off the heap, waiting for what its records say it still waits for
+(:mod:`lldsched.core.dependencies`), and is released at once if that is nothing.
 
 **Enumeration is capped.**  At most :data:`MAX_SLOTS` passed slots of one task
 are decided one by one.  Beyond that, one more record (outcome as the policy
@@ -240,6 +241,11 @@ def decide_misfire(
     decided = plan(task._schedule, first, now, policy)
     if not decided.misfired:
         return None
+    schedule = task._schedule
+    if isinstance(schedule, CatchUp) and policy.on_misfire is Misfire.RUN_ALL:
+        until = schedule.until  # a plan not used up, its runs decided already
+        if until is not None and first < until:
+            return _go_on(core, task, schedule, until, now, owed=owed, token=token)
     records = task.history if history is None else history()
     cut = _cut(records, first)
     if cut is not None:  # ``first`` is a slot of a plan cut at the cap
@@ -249,6 +255,37 @@ def decide_misfire(
         made = 1 if owed and task.attempt == 0 else 0
         cut_plan = _cut_plan(own, first, cut, records, policy, made=made)
         decided = _and_since(cut_plan, own, now, policy)
+    return _apply(core, task, decided, due if owed else None, token=token)
+
+
+def _go_on(
+    core: SchedulerCore,
+    task: ScheduledTask,
+    schedule: CatchUp,
+    until: float,
+    now: float,
+    *,
+    owed: bool,
+    token: int | None,
+) -> list[ExecutionRecord] | None:
+    """A ``RUN_ALL`` plan not used up (``schedule``, whose runs end before ``until``) met
+    downtime: its slots were decided when it was made, and run as decided; only the slots
+    from ``until`` up to ``now`` meet the policy, as misfires of their own (``None``: they
+    are within grace, and the plan goes on as it is, its schedule after it).
+
+    Decided again from the slot due with the slots after the plan, its own slots were
+    counted against ``max_catch_up`` a second time: every minute, down 10 minutes, a
+    plan of 10 runs, the clock jumped 5 minutes once its third ran, ``max_catch_up=10``:
+    its 4th and 5th slots were recorded missed (a restart then, the 4th in flight: the
+    5th), where the plan runs its 7 and the 5 slots since meet the policy (all run)."""
+    due = task.next_run_at
+    assert due is not None  # decide_misfire's test
+    policy = task.misfire or DEFAULT_MISFIRE
+    later = plan(schedule.inner, until, now, policy)
+    if not later.misfired:
+        return None
+    runs = [*([] if owed else [due]), *schedule.slots, *later.runs]
+    decided = Plan(runs, later.decisions, later.resume, True)
     return _apply(core, task, decided, due if owed else None, token=token)
 
 
@@ -397,11 +434,14 @@ def _queue(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
             return
         queue, resume = [resume], SCHEDULE_DECIDES
     plan_ahead = len(queue) > 1 or resume is not SCHEDULE_DECIDES
+    # Where the runs decided end, kept with the row (TaskSnapshot.until): the slot after
+    # the last, when the task's schedule takes over from it.
+    until = following_slot(own, queue[-1]) if plan_ahead and resume is SCHEDULE_DECIDES else None
     core.replan(
         task,
         due=queue[0],
         # A slot to resume at is the schedule's: a run that outlasts it skips it.
-        schedule=CatchUp(own, queue[1:], resume, resumes=True) if plan_ahead else own,
+        schedule=CatchUp(own, queue[1:], resume, resumes=True, until=until) if plan_ahead else own,
         slot=None if owed is not None else queue[0],
     )
 
@@ -429,6 +469,7 @@ def stored_plan(
     now: float,
     *,
     resumes: bool = False,
+    until: float | None = None,
     history: History | None = None,
 ) -> list[tuple[float, Outcome, str | None]]:
     """Put back the plan a stored row stands for (the one rule for a restart,
@@ -448,6 +489,18 @@ def stored_plan(
     that plan took (slots beyond ``max_catch_up``), for the caller to record or not:
     ``task`` is only replanned here.
 
+    ``until``: where the plan's runs end (:attr:`TaskSnapshot.until
+    <lldsched.persistence.TaskSnapshot.until>`), kept by a row written since: the plan is
+    its slots from ``waited`` up to it, as decided, nothing decided again; the slots from
+    ``until`` on passed after the plan was made, and are the misfire policy's when the
+    slot due meets it (:func:`decide_misfire`, :func:`_go_on`; a restart), else the
+    task's schedule's after the plan's last run, as in the process that made it.  Read
+    from ``waited`` up to now, a slot passed since (the restart's own downtime within
+    grace; on a shared store, a plan whose runs outlast its period, taken over by another
+    process) ran with the plan, where that process skips it after the plan's last run;
+    and a restart beyond grace decided the plan's slots again with those since, counting
+    them against ``max_catch_up`` a second time.
+
     Before, only a PAUSED task got the rest back, and only beyond grace: a task not
     paused was left to the restart's misfire decision (:func:`decide_misfire`), which
     decides nothing within grace, and a process following a shared store decides none
@@ -466,14 +519,21 @@ def stored_plan(
     if resumes or policy.on_misfire is not Misfire.RUN_ALL or owed is None:
         return []
     own = unwrap(task._schedule)
+    if until is not None:  # where the plan ends is kept: its slots, as they were decided
+        slots, _ = passed_slots(own, waited, until)
+        runs = [slot for slot in slots if slot < until]
+        _queue(core, task, Plan(runs, [], SCHEDULE_DECIDES, True), owed)
+        return []
     decided = plan(own, waited, now, policy, grace=False)
     if not decided.misfired:  # ``waited`` is still to come: no slot after it passed
         return []
     records = task.history if history is None else history()
     cut = _cut(records, waited)
     if cut is not None:  # the plan, cut at MAX_SLOTS, ended before the record for the rest
-        # The slot due (``owed``, ahead of ``waited``) is a run of the plan not made yet.
-        decided = _cut_plan(own, waited, cut, records, policy, made=1)
+        # The run due (``owed``, ahead of ``waited``) is a run of the plan no record counts,
+        # unless it is a retry: its slot's first attempt is recorded (``_runs_since``).
+        made = 1 if task.attempt == 0 else 0
+        decided = _cut_plan(own, waited, cut, records, policy, made=made)
     _queue(core, task, decided, owed)
     return decided.decisions
 
@@ -520,7 +580,10 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
     for task, snapshot, (_, owed) in zip(tasks, snapshots, restored, strict=True):
         decided: list[tuple[float, Outcome, str | None]] = []
         if snapshot.waited is not None:  # the slot a plan waited for: the plan put back
-            decided = stored_plan(core, task, snapshot.waited, now, resumes=snapshot.resumes)
+            decided = stored_plan(
+                core, task, snapshot.waited, now,
+                resumes=snapshot.resumes, until=snapshot.until,
+            )  # fmt: skip
         # Its decisions are recorded unless the passed slots meet the policy again, from
         # the slot due (which decides this plan's slots too): recorded first, a cap's
         # record of them would read as that slot's plan's (_cut).

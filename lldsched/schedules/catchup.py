@@ -24,8 +24,9 @@ grid, not an hour late (:func:`lldsched.core.recovery.after_clock_jump`).
 
 A ``CatchUp`` belongs to one task (unlike the shareable schedules) and is never
 stored: stores keep ``inner``, and of the plan the slot it hands out next
-(:attr:`~CatchUp.waited`) and whether that is the slot to resume at
-(:attr:`~CatchUp.resuming`), which recovery and a process following a shared store put
+(:attr:`~CatchUp.waited`), whether that is the slot to resume at
+(:attr:`~CatchUp.resuming`) and where the slots the plan decided to run end
+(:attr:`~CatchUp.until`), which recovery and a process following a shared store put
 back (:func:`lldsched.core.recovery.stored_plan`).
 """
 
@@ -85,9 +86,14 @@ class CatchUp:
     decision counts it (:mod:`lldsched.core.recovery`): a run before it that outlasts it
     skips it, and the slots after it, as the own schedule skips its slots.  Without it
     ``then`` was decided to run (``run_now``'s put-off slot, :func:`slot_first`): it
-    runs late."""
+    runs late.
 
-    __slots__ = ("_resumes", "_slots", "_then", "inner", "shift", "spent")
+    ``until``: the own schedule's first slot after ``slots`` when they are a misfire
+    decision's runs handing the task back to its schedule (``then``
+    :data:`SCHEDULE_DECIDES`): the slots before it were decided, the ones from it on
+    were not (:attr:`until`)."""
+
+    __slots__ = ("_resumes", "_slots", "_then", "_until", "inner", "shift", "spent")
 
     def __init__(
         self,
@@ -97,11 +103,13 @@ class CatchUp:
         *,
         shift: float = 0.0,
         resumes: bool = False,
+        until: float | None = None,
     ) -> None:
         self.inner = inner
         self._slots = deque(slots)
         self._then = then
         self._resumes = resumes
+        self._until = until
         self.shift = shift
         self.spent = False  # True once the slots and ``then`` were handed out
 
@@ -156,6 +164,21 @@ class CatchUp:
         plan put back from the row skips it as this one does."""
         return self._resumes and not self._slots and self.waited is not None
 
+    @property
+    def slots(self) -> tuple[float, ...]:
+        """The slots this plan still hands out after the run due, oldest first."""
+        return tuple(self._slots)
+
+    @property
+    def until(self) -> float | None:
+        """Where the slots this plan decided to run end, while :attr:`waited` is one of
+        them: the own schedule's first slot after them, the first one no misfire decision
+        took (None otherwise); what a store keeps beside :attr:`waited`
+        (:attr:`TaskSnapshot.until <lldsched.persistence.TaskSnapshot.until>`), so a plan
+        put back from the row ends where this one does, and the slots passed since meet
+        the misfire policy (:func:`lldsched.core.recovery.decide_misfire`)."""
+        return self._until if self._slots else None
+
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
     ) -> tuple[float | None, Sequence[float]]:
@@ -203,7 +226,8 @@ class CatchUp:
         clock was set back)."""
         then = self._then + seconds if isinstance(self._then, float) else self._then
         slots = [slot + seconds for slot in self._slots]
-        return CatchUp(self.inner, slots, then, resumes=self._resumes)
+        until = None if self._until is None else self._until + seconds
+        return CatchUp(self.inner, slots, then, resumes=self._resumes, until=until)
 
     @classmethod
     def moving(cls, schedule: Schedule, seconds: float) -> CatchUp:
@@ -238,7 +262,8 @@ def slot_first(schedule: Schedule, slot: float) -> CatchUp:
         if schedule.spent:
             return CatchUp(schedule.inner, [], slot)
         slots = [slot, *schedule._slots]
-        return CatchUp(schedule.inner, slots, schedule._then, resumes=schedule._resumes)
+        then, resumes, until = schedule._then, schedule._resumes, schedule._until
+        return CatchUp(schedule.inner, slots, then, resumes=resumes, until=until)
     return CatchUp(schedule, [], slot)
 
 

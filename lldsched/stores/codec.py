@@ -78,10 +78,12 @@ __all__ = [
     "lease_from",
     "load_each",
     "moved_paths",
+    "plan_ends",
     "record_from",
     "register_schedule",
     "renamed",
     "resolve_callable",
+    "resume_at",
     "said",
     "snapshot_from",
     "status_of",
@@ -535,8 +537,34 @@ _STATE = (  # the state columns of a task's row, in the order snapshot_from take
     ("running", _flag, "0 or 1 (false or true)"),
     ("waited", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
     ("slot", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
-    ("resumes", _flag, "0 or 1 (false or true)"),
+    ("resume_at", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
 )
+
+
+def resume_at(snapshot: TaskSnapshot) -> float | None:
+    """What a row keeps of ``snapshot``'s plan beside ``waited`` (the column ``resume_at``
+    of both durable stores): the first slot of the task's own schedule no misfire decision
+    took.  That is ``waited`` itself when the plan resumes there (``resumes``), or the
+    slot after the runs it decided when ``waited`` is one of them (``until``, always after
+    ``waited``); None otherwise.  Read back by :func:`plan_ends`."""
+    return snapshot.waited if snapshot.resumes else snapshot.until
+
+
+def plan_ends(waited: float | None, kept: float | None) -> tuple[bool, float | None]:
+    """``resumes`` and ``until`` of a row that keeps ``waited`` and ``kept`` (its
+    ``resume_at``, :func:`resume_at`): ``waited`` is the slot to resume at while the row
+    keeps that very slot; a slot after it is where the plan's runs end.  A row an older
+    release wrote (a rolling upgrade) keeps NULL, or ``waited`` for the slot to resume at,
+    and reads as it did; one whose ``waited`` it moved past the slot kept (a plan of its
+    own) reads neither, and a ``waited`` it moved back before a slot to resume at kept
+    reads that slot as the plan's end (:attr:`TaskSnapshot.until
+    <lldsched.persistence.TaskSnapshot.until>`: a ``RUN_ALL`` plan's slots up to it run,
+    and those after it meet the policy)."""
+    if waited is None or kept is None or kept < waited:
+        return False, None
+    if kept == waited:
+        return True, None
+    return False, kept
 
 
 def snapshot_from(
@@ -552,8 +580,8 @@ def snapshot_from(
     :func:`decode_task`, unless ``task`` is given: the definition this process has, for a
     row whose own it cannot load, :class:`Unreadable`) and its ``state``, the values of
     ``next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot,
-    resumes`` (the last read by the store's rule: ``waited`` is the slot kept as the one
-    to resume at, ``sqlite_rows.RESUMES``).
+    resume_at`` (the last read with ``waited`` as ``resumes`` and ``until``:
+    :func:`plan_ends`).
 
     The one rule of both durable stores' rows, checked in this order: a status this
     release does not know is an :class:`UnknownStatus` (whatever ``task``); a state value
@@ -564,7 +592,7 @@ def snapshot_from(
     store keeps beside the state (``kept``: :func:`check_kept`'s), if given; then the
     definition."""
     status_value = status_of(task_id, status)  # UnknownStatus: a newer release's
-    next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot, resumes = (
+    next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot, resume = (
         state
     )
     # Every column at the cost of a test or two (a shared store's feed reads each row
@@ -578,7 +606,7 @@ def snapshot_from(
         and (type(running) is bool or (type(running) is int and 0 <= running <= 1))
         and (waited is None or (type(waited) is float and -_FAR <= waited <= _FAR))
         and (slot is None or (type(slot) is float and -_FAR <= slot <= _FAR))
-        and (type(resumes) is bool or (type(resumes) is int and 0 <= resumes <= 1))
+        and (resume is None or (type(resume) is float and -_FAR <= resume <= _FAR))
     ):  # fmt: skip
         raise BadValue(task_id, _misread_state(task_id, state))
     # The combinations a restart cannot follow (docs/DECISIONS.md, "A row whose values
@@ -591,9 +619,10 @@ def snapshot_from(
         check_kept(task_id, kept)
     if task is None:  # a Window's max_runs counts the successful runs
         task = decode_task(task_id, definition, runs=run_count - failure_count)
+    resumes, until = plan_ends(waited, resume)
     return TaskSnapshot(
         task, status_value, next_run_at, attempt, run_count, failure_count, last_error,
-        bool(running), waited, slot, bool(resumes),
+        bool(running), waited, slot, resumes, until,
     )  # fmt: skip
 
 

@@ -16,9 +16,10 @@ runtime's lock):
   and None once that run is done): recovery and the other processes of a shared store
   go on to that slot, so a store that drops it moves a fixed-rate grid at the next
   start; ``resumes`` (``waited`` is the slot a misfire's plan resumes at, which a run
-  that outlasts it skips, where a slot decided to run runs late); and ``slot`` (the slot
-  of a plan's run that a resume made due later, None almost always), which that run's
-  record says whichever process runs it;
+  that outlasts it skips, where a slot decided to run runs late); ``until`` (where a
+  misfire's plan's runs end, while ``waited`` is one of them: the slots after it meet
+  the policy); and ``slot`` (the slot of a plan's run that a resume made due later, None
+  almost always), which that run's record says whichever process runs it;
 * ``delete`` forgets a task and its records; an unknown id is no error;
 * a run's record and those of the slots it skipped, handed over together
   (:func:`~lldsched.persistence.save_all`: the store's ``save_all`` when it has one),
@@ -385,6 +386,39 @@ class TaskStoreContract:
             field="resumes",
             meaning="waited is the slot a misfire's plan resumes at: a run that outlasts "
             "it skips it",
+        )
+
+    def test_until_comes_back(self) -> None:
+        """``until``: where the runs a misfire decision's plan decided end, while ``waited``
+        is one of them (the own schedule's first slot after them).  A ``RUN_ALL`` plan put
+        back from the row runs its slots up to it, and the slots after it meet the misfire
+        policy; a store that drops it has a restart, or another process of a shared store,
+        catch up every slot after ``waited`` with the plan, and one that keeps it after a
+        save of None (the plan spent, another plan) ends a later plan where the first one
+        ended."""
+        store = self._open()
+        until = T0 + 600.25  # not a whole second: a store must keep it as it is
+        ending: dict[str, Any] = {"next_run_at": T0 + 5, "waited": T0 + 60, "until": until}
+        planned = [
+            _snapshot(_definition("owed"), **ending),
+            _snapshot(_definition("paused"), TaskStatus.PAUSED, **ending),
+            _snapshot(_definition("unknown"), next_run_at=T0 + 5, waited=T0 + 60),
+        ]
+        _save_each(store, planned)
+        before = [_snapshot(_definition(task_id), **ending) for task_id in ("other", "spent")]
+        _save_each(store, before)
+        after = [  # the plan's last run due; another plan, whose runs end is not kept
+            _snapshot(_definition("spent"), next_run_at=T0 + 540, run_count=9),
+            _snapshot(_definition("other"), next_run_at=T0 + 5, waited=T0 + 120),
+        ]
+        _save_each(store, after)
+        loaded = self._again(store).load_all()
+        _assert_field_kept(
+            [*planned, *after],
+            loaded,
+            field="until",
+            meaning="where the runs a misfire's plan decided end: the slots after it meet "
+            "the policy",
         )
 
     def test_slot_comes_back(self) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot, check_id_size
-from lldsched.stores.codec import record_from, snapshot_from
+from lldsched.stores.codec import record_from, resume_at, snapshot_from
 
 __all__ = [
     "check_keepable",
@@ -58,8 +58,7 @@ def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
         "last_error": snapshot.last_error,
         "running": snapshot.running,
         "waited": snapshot.waited,
-        # the slot to resume at, read only while it is waited (postgres_sql._RESUMES)
-        "resume_at": snapshot.waited if snapshot.resumes else None,
+        "resume_at": resume_at(snapshot),  # read with waited: codec.plan_ends
     }
 
 

@@ -300,15 +300,15 @@ DELETE FROM records WHERE task_id = %(id)s AND seq <= (
 # same rule as SQLite's (sqlite_rows.SLOT).
 _SLOT = "CASE WHEN t.slot_due = t.next_run_at THEN t.slot END"
 
-# Whether a row's ``waited`` is the slot its plan resumes at (TaskSnapshot.resumes): the
-# row keeps that slot itself (``resume_at``, written as ``waited`` or NULL), and says so only
-# while ``waited`` is still it, as SQLite's (sqlite_rows.RESUMES): a row an older release
-# wrote (a rolling upgrade) reads False, as before.
-_RESUMES = "coalesce(t.resume_at = t.waited, false)"
+# Whether a row's ``waited`` is the slot its plan resumes at (TaskSnapshot.resumes), or
+# where its runs end (TaskSnapshot.until): the row keeps that slot (``resume_at``, written
+# by codec.resume_at), read with ``waited`` as SQLite's is (codec.plan_ends): a row an
+# older release wrote (a rolling upgrade) reads neither, as before.
+_RESUME_AT = "t.resume_at"
 
 SNAPSHOT_COLUMNS = (  # the state, what is kept beside it (codec.check_kept), the version
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
-    f"t.last_error, t.running, t.waited, {_SLOT}, {_RESUMES}, t.failed_seq, t.priority, "
+    f"t.last_error, t.running, t.waited, {_SLOT}, {_RESUME_AT}, t.failed_seq, t.priority, "
     "t.version, "
     "t.slot_due, k.slot, k.attempt, k.token, k.holder, k.expires_at, t.version"
 )
@@ -462,7 +462,7 @@ SELECT 0 AS kind, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()):
        NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
        NULL::integer AS attempt, NULL::integer AS run_count, NULL::integer AS failure_count,
        NULL AS last_error, NULL::boolean AS running, NULL::double precision AS waited,
-       NULL::double precision AS slot, NULL::boolean AS resumes,
+       NULL::double precision AS slot, NULL::double precision AS resume_at,
        NULL::bigint AS failed_seq, NULL::integer AS priority,
        NULL::bigint AS kept_version, NULL::double precision AS slot_due,
        NULL::double precision AS lease_slot, NULL::integer AS lease_attempt,

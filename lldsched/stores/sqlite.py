@@ -90,7 +90,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, finished
 from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
-from lldsched.stores.codec import check_written, encode_task
+from lldsched.stores.codec import check_written, encode_task, resume_at
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
 from lldsched.stores.sqlite_file import (
     PRIVATE,
@@ -399,12 +399,11 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         task = snapshot.task
         definition = None if self._defined.get(task.id) == task else encode_task(task)
         self._dead_seq += snapshot.status is TaskStatus.FAILED
-        waited = snapshot.waited
         state = (
             snapshot.status.value, snapshot.next_run_at, snapshot.attempt,
             snapshot.run_count, snapshot.failure_count, snapshot.last_error,
-            snapshot.running, self._dead_seq, task.id, waited, snapshot.slot,
-            waited if snapshot.resumes else None,  # resume_at (sqlite_rows.RESUMES)
+            snapshot.running, self._dead_seq, task.id, snapshot.waited, snapshot.slot,
+            resume_at(snapshot),
         )  # fmt: skip
         if definition is None:
             return UPDATE, state

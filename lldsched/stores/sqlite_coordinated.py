@@ -27,12 +27,18 @@ from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import DIED_UNSHARED, Change, Claim, Lease, Task, TaskSnapshot, finished
-from lldsched.stores.codec import check_take_over, check_written, encode_task
+from lldsched.stores.codec import (
+    check_take_over,
+    check_written,
+    encode_task,
+    plan_ends,
+    resume_at,
+)
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
     LAST_FAILED,
-    RESUMES,
+    RESUME_AT,
     SLOT,
     TASK_COLUMNS,
     TASKS,
@@ -227,7 +233,7 @@ class CoordinatedMethods:
         ).fetchone()
         row = connection.execute(
             f"SELECT definition, next_run_at, attempt, waited, {SLOT.format(t='')}, "
-            f"{RESUMES.format(t='')} FROM tasks WHERE id = ?",
+            f"{RESUME_AT.format(t='')} FROM tasks WHERE id = ?",
             (task_id,),
         ).fetchone()
         if lease is None or row is None or row[0] == encode_task(snapshot.task):
@@ -236,9 +242,11 @@ class CoordinatedMethods:
             return None  # the when stayed where the claim found it: the run decides it
         if snapshot.status.value in _OWED:
             return snapshot
+        resumes, until = plan_ends(row[3], row[5])
         return snapshot._replace(
-            next_run_at=row[1], attempt=row[2], waited=row[3], slot=row[4], resumes=bool(row[5])
-        )
+            next_run_at=row[1], attempt=row[2], waited=row[3], slot=row[4], resumes=resumes,
+            until=until,
+        )  # fmt: skip
 
     def misfired(
         self,
@@ -708,11 +716,10 @@ class CoordinatedMethods:
         (last_failed,) = connection.execute(LAST_FAILED).fetchone()
         dead_seq = last_failed + 1
         task = snapshot.task
-        waited = snapshot.waited
         state = (
             status, snapshot.next_run_at, snapshot.attempt, snapshot.run_count,
             snapshot.failure_count, snapshot.last_error, snapshot.running, dead_seq, task.id,
-            waited, snapshot.slot, waited if snapshot.resumes else None,  # sqlite_rows.RESUMES
+            snapshot.waited, snapshot.slot, resume_at(snapshot),
         )  # fmt: skip
         if definition is None:
             connection.execute(UPDATE, state)

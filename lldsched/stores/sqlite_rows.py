@@ -25,7 +25,7 @@ __all__ = [
     "KEPT_COLUMNS",
     "LAST_FAILED",
     "RECORD_COLUMNS",
-    "RESUMES",
+    "RESUME_AT",
     "SLOT",
     "TASKS",
     "TASK_COLUMNS",
@@ -133,13 +133,14 @@ def misread(
 SLOT = "CASE WHEN {t}slot_due = {t}next_run_at THEN {t}slot END"
 """The one rule reading a row's slot (``{t}``: the table's alias and a dot, or nothing)."""
 
-# Whether a row's ``waited`` is the slot its plan resumes at (TaskSnapshot.resumes): the
-# row keeps that slot itself (``resume_at``, written as ``waited`` or NULL), and it says so
+# Whether a row's ``waited`` is the slot its plan resumes at (TaskSnapshot.resumes), or
+# where its runs end (TaskSnapshot.until): the row keeps that slot itself (``resume_at``,
+# written by codec.resume_at), read with ``waited`` (codec.plan_ends): a slot to resume at
 # only while ``waited`` is still that slot.  A process of an older release (a rolling
 # upgrade) writes ``waited`` without it: a slot of its own (a run_now's) is not read as one
-# to resume at, and a row it never wrote reads False, as before.
-RESUMES = "coalesce({t}resume_at = {t}waited, 0)"
-"""The one rule reading a row's ``resumes`` (``{t}`` as in :data:`SLOT`)."""
+# to resume at, and a row it never wrote reads neither, as before.
+RESUME_AT = "{t}resume_at"
+"""The column read as a row's ``resumes`` and ``until`` (``{t}`` as in :data:`SLOT`)."""
 
 UPDATE = """
 UPDATE tasks SET status = ?1, next_run_at = ?2, attempt = ?3, run_count = ?4,
@@ -181,7 +182,7 @@ TASKS = "tasks t LEFT JOIN leases k ON k.task_id = t.id"
 TASK_COLUMNS = (  # a task row as snapshot_of reads it, FROM TASKS
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, "
     f"t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t='t.')}, "
-    f"{RESUMES.format(t='t.')}, " + KEPT_COLUMNS
+    f"{RESUME_AT.format(t='t.')}, " + KEPT_COLUMNS
 )
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has none kept
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "

@@ -66,7 +66,7 @@ from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
     FINISHED,
     KEPT_COLUMNS,
-    RESUMES,
+    RESUME_AT,
     SLOT,
     TASKS,
     fetch,
@@ -121,7 +121,7 @@ ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.att
 _ROW = f"""
 SELECT t.id, t.version, t.definition, t.status, t.next_run_at, t.attempt, t.run_count,
     t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t="t.")},
-    {RESUMES.format(t="t.")},
+    {RESUME_AT.format(t="t.")},
     {KEPT_COLUMNS},
     EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != ?2
             AND l.expires_at > ?3)"""
