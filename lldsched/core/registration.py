@@ -106,6 +106,8 @@ def validated(
     """
     if not isinstance(name, str) or not name or name.isspace():
         raise ValidationError(f"task name must be a non-empty string, got {shown(name)}")
+    if len(name) > SHORT_ID and check_arguments:  # as an id's (check_task_id); checked
+        check_id_size(name, nothing="registered", field="name")  # before a message quotes it
     if action is not None and not callable(action):
         raise not_callable(name, action)
     kind = type(schedule)
