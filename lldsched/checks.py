@@ -22,7 +22,8 @@ live in one place:
   ``bool`` (``next_after(True)`` answered the first fire after 1970-01-01T00:00:01),
   within ±:data:`FARTHEST` (so not NaN, not infinite);
 * a **whole count** (:func:`whole`, :func:`whole_or_none`) is an ``int``, never a
-  ``bool``, within the given bounds;
+  ``bool``, within the given bounds, and never past :data:`WIDEST` (640 digits) either
+  way, bounds given or not;
 * a **fraction** (:func:`fraction`) is an ``int`` or ``float``, never a ``bool``,
   in ``[0, 1]`` (NaN is not);
 * a **flag** (:func:`flag`) is ``True`` or ``False``, nothing else (``1``, ``"yes"``
@@ -47,7 +48,10 @@ its float seconds, so ``FixedRate(timedelta(minutes=5)) == FixedRate(300)``) or
 raises ``error`` (the :class:`~lldsched.errors.ValidationError` unless the caller
 names another, e.g. :class:`~lldsched.errors.ScheduleError` for schedules) with a
 message that names the argument and quotes the bad value: ``"<name> must be ...,
-got <value!r>"`` (a ``timedelta`` is quoted with its seconds: ``"got
+got <value>"``, the value as :func:`lldsched.errors.shown` writes it (its ``repr``; an
+``int`` past 640 digits as ``"an int of 5,001 digits"``, a long text by its start: the
+message of an ``int`` past Python's 4,300 digits raised ``ValueError`` from the
+f-string meant to refuse it) (a ``timedelta`` is quoted with its seconds: ``"got
 datetime.timedelta(days=-1, seconds=86340) (-60 seconds)"``).
 Bounds are keyword arguments: ``at_least`` (``>=``), ``above`` (``>``), and for a count
 ``at_most`` (``<=``).
@@ -68,12 +72,13 @@ import math
 from datetime import timedelta
 from threading import TIMEOUT_MAX
 
-from lldsched.errors import ValidationError
+from lldsched.errors import MOST_DIGITS, ValidationError, shown
 
 __all__ = [
     "FARTHEST",
     "FINEST",
     "LONGEST",
+    "WIDEST",
     "flag",
     "fraction",
     "instant",
@@ -119,7 +124,7 @@ def seconds(
     if isinstance(value, bool) or not isinstance(value, int | float):
         if isinstance(value, timedelta):  # here, so a plain number pays nothing for it
             return _timedelta(value, name, at_least, above, error, unit, expected)
-        raise error(f"{name} {expected or 'must be ' + kind}, got {value!r}")
+        raise error(f"{name} {expected or 'must be ' + kind}, got {shown(value)}")
     # One chained comparison says finite and within LONGEST: NaN compares False, and an
     # int compares exactly with a float, so 10**400 raises no OverflowError here.
     if (
@@ -128,7 +133,7 @@ def seconds(
         or (above is not None and value <= above)
     ):
         words = _expected(at_least, above, unit, expected, value=value)
-        raise error(f"{name} {words}, got {value!r}")
+        raise error(f"{name} {words}, got {shown(value)}")
     return value
 
 
@@ -145,7 +150,7 @@ def step(value: object, *, name: str, error: type[Exception] = ValidationError) 
     if checked < FINEST:
         raise error(
             f"{name} must be at least {FINEST:g} seconds (a microsecond: a shorter step is "
-            f"lost in an instant's float), got {value!r}"
+            f"lost in an instant's float), got {shown(value)}"
         )
     return checked
 
@@ -184,7 +189,7 @@ def _timedelta(
         or (above is not None and total <= above)
     ):
         words = _expected(at_least, above, unit, expected, value=total)
-        raise error(f"{name} {words}, got {value!r} ({total:g} seconds)")
+        raise error(f"{name} {words}, got {shown(value)} ({total:g} seconds)")
     return total
 
 
@@ -225,10 +230,19 @@ def number(
     messages that name no unit (``"multiplier must be finite and >= 1, got 0.5"``,
     ``"sigma must be a number, got 'wide'"``).  ``kind`` as in :func:`seconds`."""
     if isinstance(value, timedelta):
-        raise error(f"{name} must be {kind}, got {value!r}")
+        raise error(f"{name} must be {kind}, got {shown(value)}")
     return seconds(
         value, name=name, at_least=at_least, above=above, error=error, kind=kind, unit=""
     )
+
+
+WIDEST = 10**MOST_DIGITS - 1
+"""The largest ``int`` (either way) a whole count takes when its caller names no upper
+bound (:func:`whole`, :func:`whole_or_none`): one of :data:`~lldsched.errors.MOST_DIGITS`
+digits, 640.  No count, seed or limit is that large on purpose, and what the package
+keeps it shows (a policy's ``repr``, a store's JSON, a log line): ``RetryPolicy(
+max_attempts=10**5000)`` was taken, and its ``repr`` raised ``ValueError: Exceeds the
+limit (4300 digits) for integer string conversion``."""
 
 
 def whole(
@@ -285,10 +299,12 @@ def _whole(
         bounds = [_bound(at_least, None)]
     elif at_most is not None and value > at_most:
         bounds = [_at_most(at_most)]
+    elif not -WIDEST <= value <= WIDEST:
+        bounds = [f"of at most {MOST_DIGITS} digits"]
     else:
         return value
     wanted = " and ".join(bounds)
-    raise error(f"{name} must be an int{' ' + wanted if wanted else ''}{also}, got {value!r}")
+    raise error(f"{name} must be an int{' ' + wanted if wanted else ''}{also}, got {shown(value)}")
 
 
 def flag(value: object, *, name: str, error: type[Exception] = ValidationError) -> bool:
@@ -296,7 +312,7 @@ def flag(value: object, *, name: str, error: type[Exception] = ValidationError) 
     False, got 1"`` (a truthy ``1`` or ``"yes"`` is refused: it is a mistake more often
     than a choice, and ``None`` would read as ``False``)."""
     if value is not True and value is not False:
-        raise error(f"{name} must be True or False, got {value!r}")
+        raise error(f"{name} must be True or False, got {shown(value)}")
     return value
 
 
@@ -320,7 +336,7 @@ def fraction(
     """``value`` if it is a number in ``[0, 1]`` (not a ``bool``, not NaN), else
     ``error``: ``"jitter must be a fraction in [0, 1], got 1.5"``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise error(f"{name} {expected or 'must be a fraction in [0, 1]'}, got {value!r}")
+        raise error(f"{name} {expected or 'must be a fraction in [0, 1]'}, got {shown(value)}")
     return value
 
 
@@ -355,7 +371,7 @@ def instant(
         if within is None or -within <= value <= within:  # type: ignore[operator]
             return value  # type: ignore[return-value]
         query = name if of is None else f"{type(of).__name__}.{name}"
-        raise error(f"{query} takes finite epoch seconds within ±{within:g}, got {value!r}")
+        raise error(f"{query} takes finite epoch seconds within ±{within:g}, got {shown(value)}")
     query = name if of is None else f"{type(of).__name__}.{name}"
     hint = " (an instant: use .timestamp())" if hasattr(value, "timestamp") else ""
-    raise error(f"{query} takes epoch seconds (a float), got {value!r}{hint}")
+    raise error(f"{query} takes epoch seconds (a float), got {shown(value)}{hint}")

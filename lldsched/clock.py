@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from lldsched import checks
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 
 __all__ = [
     "EARLIEST",
@@ -48,7 +48,7 @@ def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValidationError(
-                f"{name} must be timezone-aware (e.g. tzinfo=timezone.utc), got {value!r}"
+                f"{name} must be timezone-aware (e.g. tzinfo=timezone.utc), got {shown(value)}"
             )
         stamp = value.timestamp()
         try:
@@ -58,7 +58,7 @@ def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
         if wall != value.replace(tzinfo=None, fold=0):
             raise ValidationError(
                 f"{name} {value.replace(tzinfo=None, fold=0)} does not exist in "
-                f"{value.tzinfo} (its clocks skip it), got {value!r}"
+                f"{value.tzinfo} (its clocks skip it), got {shown(value)}"
             )
         return within_datetimes(stamp, name=name, given=value)
     stamp = float(checks.number(value, name=name, kind="epoch seconds or an aware datetime"))
@@ -87,7 +87,7 @@ def within_datetimes(
         return stamp
     raise ValidationError(
         f"{name} {words} (epoch seconds >= {EARLIEST:.0f} and < {LATEST:.0f}: the range "
-        f"of a datetime), got {given!r}"
+        f"of a datetime), got {shown(given)}"
     )
 
 
@@ -205,7 +205,7 @@ class FakeClock:
         with self._lock:
             if target < self._now:
                 raise ValidationError(
-                    f"FakeClock.set() cannot go back from {self._now!r} to {when!r}"
+                    f"FakeClock.set() cannot go back from {self._now!r} to {shown(when)}"
                 )
             self._now = target
         self._notify_all()

@@ -11,11 +11,19 @@ become data in an :class:`~lldsched.model.ExecutionRecord`, as the text
 :func:`escaped`), and the traceback :func:`traceback_text` writes for the log line
 that gives the slot up.  Neither ever raises, whatever the exception's ``__str__``
 does.
+
+A message quotes a bad value as :func:`shown` writes it: its ``repr``, which never
+raises and is never long (an ``int`` past Python's conversion limit, a name of a million
+characters, a container of them, an object whose ``__repr__`` raises).
 """
 
 from __future__ import annotations
 
+import math
+import reprlib
+import sys
 import traceback
+from collections import deque
 
 __all__ = [
     "CANCELLED_INSIDE",
@@ -38,6 +46,7 @@ __all__ = [
     "ValidationError",
     "error_text",
     "escaped",
+    "shown",
     "traceback_text",
 ]
 
@@ -242,6 +251,96 @@ def escaped(text: str) -> str:
     if "\x00" in text:
         text = text.replace("\x00", "\\x00")
     return text
+
+
+SHOWN_LIMIT = 1000
+"""The most characters of a value's ``repr`` a message quotes (:func:`shown`): a longer
+one is cut, and says how long the value was.  Room for what a message quotes whole
+(an ``ExecutionRecord``, a schedule of decorators, a task id of 500 characters), not
+for a name of a million."""
+
+MOST_DIGITS = sys.int_info.str_digits_check_threshold
+"""The most digits of an ``int`` a message quotes (640): the fewest
+``sys.set_int_max_str_digits()`` may allow, so whatever the limit is set to, ``repr``
+writes every ``int`` :func:`shown` writes whole.  A longer one is named by its count of
+digits (``10**5000`` is ``"an int of 5,001 digits"``): its ``repr`` raised
+``ValueError: Exceeds the limit (4300 digits) for integer string conversion`` from
+inside the message meant to refuse it, and 640 digits is already past what a reader
+reads."""
+
+_SHORT_BITS = int((MOST_DIGITS - 1) / math.log10(2))  # an int of these bits: < 640 digits
+_EXACT_BITS = 1 << 20  # past these bits a count of digits is only estimated ("about")
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` as a message quotes a bad value: the same text for what a reader
+    reads whole, and otherwise a text that never raises, and costs no more than its own
+    length, whatever ``value`` is.  An ``int`` of more than :data:`MOST_DIGITS` digits is
+    named by its count (``"an int of 5,001 digits"``, ``"a negative int of ..."``); a
+    ``str`` or ``bytes`` longer than :data:`SHOWN_LIMIT` is quoted by its start (``"'xx...'...
+    (1,000,000 characters, cut)"``), its whole ``repr`` never built; a list, tuple, dict,
+    set or deque by its first ten items, three levels deep, each item by this same rule;
+    any other value's ``repr`` is cut to :data:`SHOWN_LIMIT` characters, and one whose
+    ``repr`` raises is named by its type (``"<Thing object (its repr raised
+    ValueError)>"``).  The one place the package turns a value given to it into a
+    message's text (``lldsched/checks.py``'s checks and every check that quotes what a
+    caller gave; docs/DECISIONS.md, "A bad value is quoted by one rule")."""
+    return _SHOWN.repr(value)
+
+
+def _int_text(value: int) -> str:
+    """An ``int`` (a subclass too, never a ``bool``) as :func:`shown` writes it: its
+    ``repr`` whole, or its count of digits past :data:`MOST_DIGITS`."""
+    magnitude = -value if value < 0 else value
+    bits = magnitude.bit_length()
+    if bits > _SHORT_BITS:
+        digits = int(bits * math.log10(2)) + 1  # exact, or one too many
+        about = bits > _EXACT_BITS
+        if not about and magnitude < 10 ** (digits - 1):
+            digits -= 1
+        if digits > MOST_DIGITS:
+            sign = "a negative" if value < 0 else "an"
+            kind = "int" if type(value) is int else type(value).__name__
+            return f"{sign} {kind} of {'about ' if about else ''}{digits:,} digits"
+    return _repr_of(value)
+
+
+def _repr_of(value: object) -> str:
+    """``repr(value)``, or the words saying it raised (a user's ``__repr__``)."""
+    try:
+        return repr(value)
+    except Exception as broke:
+        return f"<{type(value).__qualname__} object (its repr raised {type(broke).__name__})>"
+
+
+def _text_start(value: str | bytes | bytearray) -> str:
+    """A long ``str`` or ``bytes`` as :func:`shown` writes it: the ``repr`` of its start
+    alone, and its length."""
+    return f"{value[:SHOWN_LIMIT]!r}... ({len(value):,} characters, cut)"
+
+
+class _Shown(reprlib.Repr):
+    """:func:`shown`'s walk: ``reprlib`` bounds the containers (ten items, three levels
+    deep), :meth:`repr1` each value, in a container or not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxtuple = self.maxlist = self.maxarray = self.maxdict = 10
+        self.maxset = self.maxfrozenset = self.maxdeque = 10
+
+    def repr1(self, x: object, level: int) -> str:
+        if isinstance(x, int) and not isinstance(x, bool):
+            return _int_text(x)
+        if isinstance(x, str | bytes | bytearray):  # whole up to SHOWN_LIMIT characters
+            return _text_start(x) if len(x) > SHOWN_LIMIT else _repr_of(x)
+        if type(x) in _WALKED:  # ten items of a thousand characters each: cut too
+            return _cut(super().repr1(x, level), SHOWN_LIMIT)
+        return _cut(_repr_of(x), SHOWN_LIMIT)
+
+
+_WALKED = frozenset({list, tuple, dict, set, frozenset, deque})
+_SHOWN = _Shown()
 
 
 CANCELLED_INSIDE = "CancelledError: raised inside the run; the scheduler did not cancel it"

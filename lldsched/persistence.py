@@ -80,19 +80,27 @@ SHORT_ID = MAX_ID_BYTES // 4
 most four bytes a character): only a longer one is encoded to be measured."""
 
 
-def check_id_size(task_id: str, *, nothing: str) -> None:
+_WHY_BOUNDED = {
+    "id": "PostgreSQL keeps an id as an index key",
+    "name": "a name is written with every record, log line and view of its task",
+}
+
+
+def check_id_size(task_id: str, *, nothing: str, field: str = "id") -> None:
     """Refuse a task id over :data:`MAX_ID_BYTES` with a :class:`ValidationError` naming
     its start, its size and the bound; ``nothing``: what the caller did not do
     (``"registered"``, ``"written"``).  One ``len`` for an id of at most
-    :data:`SHORT_ID` characters (a caller on a hot path tests that first)."""
+    :data:`SHORT_ID` characters (a caller on a hot path tests that first).
+    ``field="name"``: the same bound on a task's name (a name of a million characters
+    was taken, and written whole into every record, log line and message of its task)."""
     if len(task_id) <= SHORT_ID:
         return
     size = len(task_id.encode("utf-8", "surrogatepass"))
     if size > MAX_ID_BYTES:
         raise ValidationError(
-            f"task id {task_id[:40]!r}... ({size} bytes in UTF-8) is longer than the "
-            f"{MAX_ID_BYTES} bytes a task id may have (the same bound on every store: "
-            f"PostgreSQL keeps an id as an index key); nothing was {nothing}"
+            f"task {field} {task_id[:40]!r}... ({size} bytes in UTF-8) is longer than the "
+            f"{MAX_ID_BYTES} bytes a task {field} may have (the same bound on every store: "
+            f"{_WHY_BOUNDED[field]}); nothing was {nothing}"
         )
 
 

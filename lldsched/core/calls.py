@@ -26,7 +26,7 @@ from types import BuiltinFunctionType, CodeType
 from typing import Any, TypeVar
 
 from lldsched.core.task import TaskOptions
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 
 __all__ = ["BARE", "CTX", "call_shape", "check_call", "not_callable", "wants_context"]
 
@@ -144,7 +144,7 @@ def check_call(
             raise ValidationError(
                 f"task {name!r}: kwargs name 'ctx', which the scheduler passes to an action "
                 "that declares it (a RunContext): got "
-                + (f"kwargs={kwargs!r}" if values else _shape((), kwargs))
+                + (f"kwargs={shown(kwargs)}" if values else _shape((), kwargs))
             )
         keywords["ctx"] = None
     if signature is None:
@@ -175,7 +175,7 @@ def _generates(name: str, action: Callable[..., Any], code: CodeType) -> Validat
 
 def _given(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> str:
     """The arguments as a registration's error shows them (its caller gave them)."""
-    return f"args={tuple(args)!r}" + (f", kwargs={dict(kwargs)!r}" if kwargs else "")
+    return f"args={shown(tuple(args))}" + (f", kwargs={shown(dict(kwargs))}" if kwargs else "")
 
 
 def _shape(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> str:
@@ -211,4 +211,4 @@ def not_callable(name: str, action: object) -> ValidationError:
         hint = " (an import path is the action of a task registered with isolation='process')"
     else:
         hint = ""
-    return ValidationError(f"task {name!r}: action must be callable, got {action!r}{hint}")
+    return ValidationError(f"task {name!r}: action must be callable, got {shown(action)}{hint}")

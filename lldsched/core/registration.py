@@ -27,7 +27,7 @@ from lldsched.core.calls import BARE, CTX, call_shape, check_call, not_callable
 from lldsched.core.isolation import check_process_call
 from lldsched.core.schedulearg import SCHEDULE_TYPES, is_schedule, schedule_of
 from lldsched.core.task import DEFAULT_OPTIONS, Isolation, ScheduledTask, TaskOptions
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.model import Priority
 from lldsched.persistence import SHORT_ID, Task, check_id_size
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
@@ -105,7 +105,9 @@ def validated(
     all registered without arguments, the common case, needs no call to it.
     """
     if not isinstance(name, str) or not name or name.isspace():
-        raise ValidationError(f"task name must be a non-empty string, got {name!r}")
+        raise ValidationError(f"task name must be a non-empty string, got {shown(name)}")
+    if len(name) > SHORT_ID and check_arguments:  # as an id's (check_task_id); checked
+        check_id_size(name, nothing="registered", field="name")  # before a message quotes it
     if action is not None and not callable(action):
         raise not_callable(name, action)
     kind = type(schedule)
@@ -209,7 +211,7 @@ def check_overlap(
     if overlap is not None and not isinstance(overlap, Overlap):
         raise ValidationError(
             f"task {name!r}: overlap must be Overlap.BUFFER_ONE, CANCEL_OTHER or ALLOW, "
-            f"got {overlap!r}"
+            f"got {shown(overlap)}"
         )
     if overlap is Overlap.ALLOW:
         if max_instances is None:
@@ -219,7 +221,7 @@ def check_overlap(
         whole(max_instances, name=f"task {name!r}: max_instances", at_least=1)
     elif max_instances is not None:
         raise ValidationError(
-            f"task {name!r}: max_instances={max_instances!r} is for overlap=Overlap.ALLOW, "
+            f"task {name!r}: max_instances={shown(max_instances)} is for overlap=Overlap.ALLOW, "
             f"got overlap={overlap}"
         )
     if overlap is None:
@@ -248,13 +250,14 @@ def _depends_on(name: str, depends_on: object) -> tuple[str, ...]:
     """``depends_on`` as a tuple of ids: a list or tuple of non-empty strings, none twice."""
     if not isinstance(depends_on, list | tuple):
         raise ValidationError(
-            f"task {name!r}: depends_on must be a list of task ids, got {depends_on!r}"
+            f"task {name!r}: depends_on must be a list of task ids, got {shown(depends_on)}"
         )
     ids = tuple(depends_on)
     for upstream in ids:
         if not isinstance(upstream, str) or not upstream or upstream.isspace():
             raise ValidationError(
-                f"task {name!r}: depends_on holds task ids (non-empty strings), got {upstream!r}"
+                f"task {name!r}: depends_on holds task ids (non-empty strings), "
+                f"got {shown(upstream)}"
             )
     twice = sorted({upstream for upstream in ids if ids.count(upstream) > 1})
     if twice:
@@ -284,7 +287,7 @@ def check_graph(
     unknown = [upstream for upstream in depends_on if upstream not in tasks]
     if unknown:
         raise ValidationError(
-            f"task {name!r}: depends_on names ids that are not registered: {unknown} "
+            f"task {name!r}: depends_on names ids that are not registered: {shown(unknown)} "
             "(register the upstream tasks first)"
         )
     if task_id is None:
@@ -332,12 +335,13 @@ def check_task_id(task_id: object, *, who: str | None = None) -> str:
     are loaded."""
     if not isinstance(task_id, str) or not task_id or task_id.isspace():
         source = f" from {who}" if who else ""
-        raise ValidationError(f"a task id must be a non-empty string, got {task_id!r}{source}")
+        raise ValidationError(f"a task id must be a non-empty string, got {shown(task_id)}{source}")
     task_id = plain_text(task_id)  # judged as the text it is kept as
     if not task_id.isprintable() or task_id != task_id.strip():
         source = f" from {who}" if who else ""
         raise ValidationError(
-            f"a task id must be printable, with no blank at either end, got {task_id!r}{source}"
+            "a task id must be printable, with no blank at either end, "
+            f"got {shown(task_id)}{source}"
         )
     if len(task_id) > SHORT_ID:  # the same bound on every store; a short id is within it
         check_id_size(task_id, nothing="registered")
@@ -365,12 +369,12 @@ def registering(
             else ""
         )
         raise ValidationError(
-            f"scheduled() takes a schedule or a cron expression, got {schedule!r}{hint}"
+            f"scheduled() takes a schedule or a cron expression, got {shown(schedule)}{hint}"
         )
 
     def decorate(action: F) -> F:
         if not callable(action):
-            raise ValidationError(f"scheduled() decorates a callable, got {action!r}")
+            raise ValidationError(f"scheduled() decorates a callable, got {shown(action)}")
         # A bad name= is the registration's to refuse, quoting it (it was blamed on the
         # function: "has no __name__"); only a missing __name__ is said here.
         task_name: str
@@ -437,7 +441,7 @@ def _priority(name: str, value: object) -> Priority:
         except ValueError:
             pass
     raise ValidationError(
-        f"task {name!r}: priority must be a Priority (HIGH, NORMAL, LOW), got {value!r}"
+        f"task {name!r}: priority must be a Priority (HIGH, NORMAL, LOW), got {shown(value)}"
     )
 
 
@@ -456,7 +460,7 @@ def _options(
     if retry is None:
         retry = DEFAULT_RETRY
     elif not isinstance(retry, RetryPolicy):
-        raise ValidationError(f"task {name!r}: retry must be a RetryPolicy, got {retry!r}")
+        raise ValidationError(f"task {name!r}: retry must be a RetryPolicy, got {shown(retry)}")
     if timeout is not None:
         timeout = float(
             seconds(
@@ -464,13 +468,15 @@ def _options(
             )
         )
     if not isinstance(args, tuple | list):
-        raise ValidationError(f"task {name!r}: args must be a tuple, got {args!r}")
+        raise ValidationError(f"task {name!r}: args must be a tuple, got {shown(args)}")
     if kwargs is not None and (
         not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)
     ):
-        raise ValidationError(f"task {name!r}: kwargs must map str to values, got {kwargs!r}")
+        raise ValidationError(f"task {name!r}: kwargs must map str to values, got {shown(kwargs)}")
     if misfire is not None and not isinstance(misfire, MisfirePolicy):
-        raise ValidationError(f"task {name!r}: misfire must be a MisfirePolicy, got {misfire!r}")
+        raise ValidationError(
+            f"task {name!r}: misfire must be a MisfirePolicy, got {shown(misfire)}"
+        )
     if isolation != "thread":
         check_process_call(name, isolation, args=args, kwargs=kwargs, pass_context=pass_context)
     options = TaskOptions(

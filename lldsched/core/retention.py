@@ -59,8 +59,8 @@ from datetime import timedelta
 from itertools import islice
 from typing import TypeVar
 
-from lldsched.checks import flag, seconds
-from lldsched.errors import TaskNotFoundError, TaskRetiredError, ValidationError
+from lldsched.checks import WIDEST, flag, seconds
+from lldsched.errors import TaskNotFoundError, TaskRetiredError, ValidationError, shown
 from lldsched.model import ExecutionRecord, TaskStatus
 
 __all__ = [
@@ -109,9 +109,9 @@ def _checked(value: object) -> tuple[RetainFinished, float | None]:
         return None, None
     if isinstance(value, timedelta):
         return value, seconds(value, name="retain_finished", at_least=0, expected=_EXPECTED)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value, None
-    raise ValidationError(f"retain_finished {_EXPECTED}, got {value!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= WIDEST:
+        return value, None  # WIDEST: a count of 640 digits at most, as every count's
+    raise ValidationError(f"retain_finished {_EXPECTED}, got {shown(value)}")
 
 
 class Retention:
@@ -204,7 +204,8 @@ class Retention:
         status = self._retired.get(task_id) if isinstance(task_id, str) else None
         if status is not None:
             return TaskRetiredError(
-                f"task {task_id!r} finished ({status.value}) and was retired from the registry "
+                f"task {shown(task_id)} finished ({status.value}) and was retired from the "
+                "registry "
                 f"(retain_finished={self.keep!r}); its runs stay in records() "
                 + (
                     "(purge_retired: deleted from the store as it retired)"
@@ -214,10 +215,10 @@ class Retention:
             )
         if self._retired:
             return TaskNotFoundError(
-                f"no task with id {task_id!r}: never registered, removed, or finished and "
+                f"no task with id {shown(task_id)}: never registered, removed, or finished and "
                 f"retired long ago (retain_finished={self.keep!r})"
             )
-        return TaskNotFoundError(f"no task with id {task_id!r}")
+        return TaskNotFoundError(f"no task with id {shown(task_id)}")
 
     def held(self) -> int:
         """How many finished tasks are held now."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import timedelta, tzinfo
 from typing import cast
 
-from lldsched.errors import ScheduleError, ValidationError
+from lldsched.errors import ScheduleError, ValidationError, shown
 from lldsched.schedules.base import Schedule, has_schedule_methods, wrapped_schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import Jittered, Window
@@ -49,11 +49,11 @@ def check_zone(tz: object) -> str:
     """A scheduler's default zone for cron: an IANA name (or a ZoneInfo), as its key;
     :class:`~lldsched.errors.ScheduleError` quoting it otherwise."""
     if not isinstance(tz, str | tzinfo):
-        raise ScheduleError(f"tz={tz!r}: a zone is an IANA name such as 'Europe/Berlin'")
+        raise ScheduleError(f"tz={shown(tz)}: a zone is an IANA name such as 'Europe/Berlin'")
     try:
         return CronSchedule("* * * * *", tz=tz).tz
     except ScheduleError as exc:
-        raise ScheduleError(f"tz={tz!r}: {exc}") from None
+        raise ScheduleError(f"tz={shown(tz)}: {exc}") from None
 
 
 def schedule_of(name: str, schedule: object, *, tz: str) -> Schedule:
@@ -112,8 +112,8 @@ def _in_zone(schedule: Schedule, tz: str, *, task: str = "") -> Schedule:
     rebuild = getattr(schedule, "with_schedule", None)
     if not callable(rebuild):
         raise ScheduleError(
-            f"task {task!r}: {schedule!r} wraps a CronSchedule that names no zone, which "
-            f"the scheduler reads in its tz={tz!r}; give the decorator a "
+            f"task {task!r}: {shown(schedule)} wraps a CronSchedule that names no zone, which "
+            f"the scheduler reads in its tz={shown(tz)}; give the decorator a "
             "with_schedule(schedule) method that returns a copy wrapping the schedule it "
             "is given, or name the zone: CronSchedule(..., tz=...)"
         )
@@ -126,7 +126,9 @@ def _not_a_schedule(name: str, schedule: object) -> ValidationError:
     the likeliest, is told the two schedules it may have meant, and a function where the
     schedule goes (``Simulation.schedule("x", job)``, written as for a ``Scheduler``,
     whose action comes second) where a simulation takes its action."""
-    message = f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
+    message = (
+        f"task {name!r}: schedule must provide first_run() and next_run(), got {shown(schedule)}"
+    )
     if callable(schedule) and not isinstance(schedule, type):  # (FixedRate itself: no hint)
         message += (
             " (a function, where the schedule goes: Scheduler.schedule(name, action, "

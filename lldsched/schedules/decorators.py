@@ -119,8 +119,8 @@ class Jittered(FrozenValue):
     def __init__(self, schedule: Schedule, max_delay: float | timedelta, *, seed: int) -> None:
         inner = _inner(schedule, "Jittered")
         delay = checks.step(max_delay, name="Jittered max_delay", error=ScheduleError)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ScheduleError(f"Jittered seed must be an int, got {seed!r}")
+        whole(seed, name="Jittered seed", error=ScheduleError)  # 640 digits at most: its
+        # text is hashed at every slot (_unit), and raised ValueError past 4,300
         object.__setattr__(self, "schedule", inner)
         object.__setattr__(self, "max_delay", delay)
         object.__setattr__(self, "seed", seed)

@@ -51,7 +51,7 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import SchedulerStateError, ValidationError
+from lldsched.errors import SchedulerStateError, ValidationError, shown
 from lldsched.listeners import Listener, listener_list
 from lldsched.logs import Repeats
 from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
@@ -153,7 +153,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         if name is None:
             name = str(next(_built))
         elif not isinstance(name, str) or not name or not name.isprintable():
-            raise ValidationError(f"name must be a non-empty printable str, got {name!r}")
+            raise ValidationError(f"name must be a non-empty printable str, got {shown(name)}")
         whole_or_none(seed, name="seed")  # random.Random took any hashable: nan, "4", 2.5
         self.name = name
         """Names this scheduler's threads: ``lldsched-<name>-timer``, ... (see above)."""

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
 from typing import Any, NamedTuple, TypeGuard
 
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.schedules.base import Schedule, slot_after
 
@@ -96,7 +96,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     """The nearest-rank ``q``-th percentile (0 < q <= 100) of sorted ``values``; None if empty.
     The one percentile rule of the summaries."""
     if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q <= 100:
-        raise ValidationError(f"percentile q must be a number in (0, 100], got {q!r}")
+        raise ValidationError(f"percentile q must be a number in (0, 100], got {shown(q)}")
     if not values:
         return None
     return values[nearest_rank(len(values), q)]
@@ -198,7 +198,7 @@ def schedules_by_id(schedules: object) -> Mapping[str, Schedule]:
         return {}
     if not isinstance(schedules, Mapping):
         raise ValidationError(
-            f"schedules must map task ids to schedules (a dict, or None), got {schedules!r}"
+            f"schedules must map task ids to schedules (a dict, or None), got {shown(schedules)}"
         )
     return schedules
 
@@ -210,12 +210,14 @@ def summarize(
     whose slots were all decided without a run too, with ``runs == 0``).
     ``schedules`` maps task ids to schedules, for counting overruns."""
     if not records_iterable(records):
-        raise ValidationError(f"summarize() takes ExecutionRecords, got {records!r}")
+        raise ValidationError(f"summarize() takes ExecutionRecords, got {shown(records)}")
     by_id = schedules_by_id(schedules)
     grouped: dict[str, list[ExecutionRecord]] = {}
     for record in records:
         if not isinstance(record, ExecutionRecord):
-            raise ValidationError(f"summarize() takes ExecutionRecords, got an item {record!r}")
+            raise ValidationError(
+                f"summarize() takes ExecutionRecords, got an item {shown(record)}"
+            )
         grouped.setdefault(record.task_id, []).append(record)
     rows = []
     for task_id, group in grouped.items():
@@ -261,14 +263,14 @@ def format_summary(rows: Iterable[TaskSummary]) -> str:
     ``TypeError``, records or a frame's rows ``AttributeError``)."""
     if not records_iterable(rows):
         raise ValidationError(
-            f"format_summary() takes TaskSummary rows, as summarize() gives, got {rows!r}"
+            f"format_summary() takes TaskSummary rows, as summarize() gives, got {shown(rows)}"
         )
     rows = list(rows)
     for row in rows:
         if not isinstance(row, TaskSummary):
             raise ValidationError(
                 "format_summary() takes TaskSummary rows, as summarize() gives, got an item "
-                f"{row!r}"
+                f"{shown(row)}"
             )
     header = ("task", "runs", "ok", "failed", "timeout", "cancelled", "retries", "overrun",
               "missed", "given-up", "skipped", "late p50", "late p95", "late max", "dur p50",

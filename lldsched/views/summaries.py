@@ -26,7 +26,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides pandas
     raise missing_extra(__name__, "pandas and numpy", exc) from exc
 
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.logs import counted
 from lldsched.schedules.base import Schedule
 from lldsched.views.columns import DTYPES
@@ -751,12 +751,17 @@ def _workers(workers: object, name: str = "workers") -> list[int]:
                 lanes = [operator.index(w) for w in indexes]
                 if not lanes:
                     raise ValidationError(
-                        f"{name} must name at least one worker index, got {workers!r}"
+                        f"{name} must name at least one worker index, got {shown(workers)}"
                     )
                 if len(set(lanes)) == len(lanes) and all(lane >= 0 for lane in lanes):
-                    return lanes
+                    if max(lanes) < MOST_WORKERS:
+                        return lanes
+                    raise ValidationError(  # no runtime's worker (10**5000: OverflowError)
+                        f"{name} must be worker indexes below {MOST_WORKERS:,} (as many "
+                        f"workers as a simulation has), got {shown(workers)}"
+                    )
                 raise ValidationError(
-                    f"{name} must be worker indexes >= 0, each once, got {workers!r}"
+                    f"{name} must be worker indexes >= 0, each once, got {shown(workers)}"
                 )
         elif isinstance(workers, SupportsIndex) and not isinstance(workers, bool):
             count = operator.index(workers)
@@ -764,11 +769,13 @@ def _workers(workers: object, name: str = "workers") -> list[int]:
                 return list(range(count))
             raise ValidationError(
                 f"{name} must be a count from 1 to {MOST_WORKERS:,} (as many as a simulation "
-                f"has) or a list of worker indexes, got {workers!r}"
+                f"has) or a list of worker indexes, got {shown(workers)}"
             )
     except TypeError:
         pass
-    raise ValidationError(f"{name} must be a count or a list of worker indexes, got {workers!r}")
+    raise ValidationError(
+        f"{name} must be a count or a list of worker indexes, got {shown(workers)}"
+    )
 
 
 def fitting_freq(frame: pd.DataFrame, freq: str, most: int) -> tuple[str, int]:

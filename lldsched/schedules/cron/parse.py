@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from lldsched.errors import ScheduleError
+from lldsched.errors import ScheduleError, shown
 
 __all__ = ["FIELD_NAMES", "MACROS", "CronFields", "Term", "parse"]
 
@@ -128,7 +128,7 @@ class CronFields(NamedTuple):
 
 
 def _fail(index: int, problem: str, expr: str) -> ScheduleError:
-    return ScheduleError(f"cron {FIELD_NAMES[index]} field: {problem} (expression {expr!r})")
+    return ScheduleError(f"cron {FIELD_NAMES[index]} field: {problem} (expression {shown(expr)})")
 
 
 def _value(index: int, text: str, expr: str, *, item: str) -> int:
@@ -147,21 +147,21 @@ def _value(index: int, text: str, expr: str, *, item: str) -> int:
     if index == 4 and upper in _DAY_NUMBERS:
         return _DAY_NUMBERS[upper]
     if index == 4 and upper in _FULL_DAY_NAMES:
-        raise _fail(index, f"{text!r}: use a three-letter day name (SUN-SAT) or 0-7", expr)
+        raise _fail(index, f"{shown(text)}: use a three-letter day name (SUN-SAT) or 0-7", expr)
     if not text:
-        raise _fail(index, f"a value is missing in {item!r}", expr)
+        raise _fail(index, f"a value is missing in {shown(item)}", expr)
     if index == 3:
-        raise _fail(index, f"{text!r} is not a number 1-12 or a month name (JAN-DEC)", expr)
+        raise _fail(index, f"{shown(text)} is not a number 1-12 or a month name (JAN-DEC)", expr)
     if index == 4:
-        raise _fail(index, f"{text!r} is not a number 0-7 or a day name (SUN-SAT)", expr)
+        raise _fail(index, f"{shown(text)} is not a number 0-7 or a day name (SUN-SAT)", expr)
     if index == 2 and upper.endswith("W"):
         raise _fail(
             index,
-            f"{text!r} is not a number (Quartz's nearest weekday nW is not supported; "
+            f"{shown(text)} is not a number (Quartz's nearest weekday nW is not supported; "
             "LW, the last weekday of the month, is)",
             expr,
         )
-    raise _fail(index, f"{text!r} is not a number", expr)
+    raise _fail(index, f"{shown(text)} is not a number", expr)
 
 
 def _item(index: int, item: str, expr: str, values: set[int], specials: list[Term]) -> Term:
@@ -172,18 +172,18 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
         specials.append(term)
         return term
     if index == 2 and upper.partition("/")[0] in ("L", "LW"):
-        raise _fail(index, f"{item!r}: L and LW take no step", expr)
+        raise _fail(index, f"{shown(item)}: L and LW take no step", expr)
     if index == 4 and "L" in upper:
         number = upper[:-1]
         if not upper.endswith("L") or not number or not _DIGITS.issuperset(number):
-            raise _fail(index, f"{item!r}: write nL for the last weekday n, e.g. 5L", expr)
+            raise _fail(index, f"{shown(item)}: write nL for the last weekday n, e.g. 5L", expr)
         term = Term("lastof", _value(index, number, expr, item=item) % 7)
         specials.append(term)
         return term
     if index == 4 and "#" in item:
         day_text, _, nth_text = item.partition("#")
         if not nth_text or not _DIGITS.issuperset(nth_text) or not 1 <= int(nth_text) <= 5:
-            raise _fail(index, f"{item!r}: write d#n with n from 1 to 5, e.g. 5#3", expr)
+            raise _fail(index, f"{shown(item)}: write d#n with n from 1 to 5, e.g. 5#3", expr)
         term = Term("nth", _value(index, day_text, expr, item=item) % 7, 0, int(nth_text))
         specials.append(term)
         return term
@@ -191,7 +191,7 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
     low, high = _LOW[index], _HIGH[index]
     if slash:
         if not step_text or not _DIGITS.issuperset(step_text) or int(step_text) == 0:
-            raise _fail(index, f"step must be a number >= 1 in {item!r}", expr)
+            raise _fail(index, f"step must be a number >= 1 in {shown(item)}", expr)
         step = int(step_text)
     else:
         step = 1
@@ -204,7 +204,7 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
         if start > stop:
             if index == 4 and stop == 0:  # "sat-sun", as APScheduler's day_of_week reads it
                 raise _fail(index, _ends_on_sunday(item, f"{first}-7{slash}{step_text}"), expr)
-            raise _fail(index, f"reversed range {base!r}", expr)
+            raise _fail(index, f"reversed range {shown(base)}", expr)
         kind = "step" if slash else ("value" if start == stop else "range")
     else:
         start = _value(index, base, expr, item=item)
@@ -228,8 +228,8 @@ def _ends_on_sunday(item: str, fix: str) -> str:
         else "reads it as no day at all in 1.6.0 to 1.7.2 and as Sunday-ended only since 2025"
     )
     return (
-        f"reversed range {item!r}: a range that ends on Sunday ends at 7, write {fix!r} "
-        f"(cronie refused {item!r} before 1.6.0, {since}; {fix!r} is read alike by every cron)"
+        f"reversed range {shown(item)}: a range that ends on Sunday ends at 7, write {fix!r} "
+        f"(cronie refused {shown(item)} before 1.6.0, {since}; {fix!r} is read alike by every cron)"
     )
 
 
@@ -245,7 +245,7 @@ def _field(index: int, text: str, expr: str) -> tuple[tuple[int, ...], list[Term
     terms: list[Term] = []
     for item in text.split(","):
         if not item:
-            raise _fail(index, f"empty list item in {text!r}", expr)
+            raise _fail(index, f"empty list item in {shown(text)}", expr)
         terms.append(_item(index, item, expr, values, specials))
     return tuple(sorted(values)), specials, terms
 
@@ -253,31 +253,31 @@ def _field(index: int, text: str, expr: str) -> tuple[tuple[int, ...], list[Term
 def parse(expr: str) -> CronFields:
     """Parse and validate ``expr``; raise :class:`ScheduleError` naming the bad field."""
     if not isinstance(expr, str):
-        raise ScheduleError(f"cron expression must be a string, got {expr!r}")
+        raise ScheduleError(f"cron expression must be a string, got {shown(expr)}")
     text = expr.strip()
     if text.startswith("@"):
         macro = MACROS.get(text.lower())
         if macro is None:
             if text.lower() == "@reboot":
                 raise ScheduleError(
-                    f"cron expression {expr!r}: @reboot is not supported (a scheduler has "
+                    f"cron expression {shown(expr)}: @reboot is not supported (a scheduler has "
                     "no boot to run at); use OneTime for a job that runs once at start"
                 )
             raise ScheduleError(
-                f"cron expression {expr!r}: unknown macro; use one of {', '.join(MACROS)}"
+                f"cron expression {shown(expr)}: unknown macro; use one of {', '.join(MACROS)}"
             )
         text = macro
     fields = text.split()
     if fields and "=" in fields[0]:  # no field holds "=": a crontab line's variable
         variable = fields[0]
         raise ScheduleError(
-            f"cron expression {expr!r}: {variable!r} is a crontab variable, not a cron "
+            f"cron expression {shown(expr)}: {shown(variable)} is a crontab variable, not a cron "
             f"field; give the zone as an argument, tz={variable.partition('=')[2]!r} "
             "(CronSchedule(text, tz=...), or the scheduler's tz= for cron text)"
         )
     if len(fields) not in (5, 6):
         raise ScheduleError(
-            f"cron expression {expr!r} has {len(fields)} fields; expected 5 "
+            f"cron expression {shown(expr)} has {len(fields)} fields; expected 5 "
             "(minute hour day-of-month month day-of-week), 6 with a second first "
             "(second minute hour day-of-month month day-of-week) or an @ macro such as @daily"
         )

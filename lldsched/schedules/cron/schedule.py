@@ -52,7 +52,7 @@ from zoneinfo import ZoneInfo
 
 from lldsched import checks
 from lldsched.clock import UTC_NAMES, utc_datetime
-from lldsched.errors import ScheduleError
+from lldsched.errors import ScheduleError, shown
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import slots_from
 from lldsched.schedules.cron.parse import CronFields, parse
@@ -91,7 +91,7 @@ def _parsed(expr: str, zone_key: str) -> CronEngine:
     if not engine.rule.fires_ever():
         dom, month, dow = engine.fields.text.split()[-3:]
         raise ScheduleError(
-            f"cron expression {expr!r} never fires: no date is both day of month "
+            f"cron expression {shown(expr)} never fires: no date is both day of month "
             f"{dom!r} and day of week {dow!r} (months {month!r}); a day "
             "field that starts with * makes cron require both"
         )
@@ -105,7 +105,7 @@ def _zone_key(tz: object) -> str:
         return "UTC"
     if isinstance(tz, ZoneInfo):
         return tz.key
-    raise ScheduleError(f"time zone must be an IANA name or a ZoneInfo, got {tz!r}")
+    raise ScheduleError(f"time zone must be an IANA name or a ZoneInfo, got {shown(tz)}")
 
 
 class CronSchedule:
@@ -129,7 +129,7 @@ class CronSchedule:
 
     def __init__(self, expr: str, tz: str | tzinfo | None = None) -> None:
         if not isinstance(expr, str):
-            raise ScheduleError(f"cron expression must be a string, got {expr!r}")
+            raise ScheduleError(f"cron expression must be a string, got {shown(expr)}")
         key = "UTC" if tz is None else _zone_key(tz)
         self._engine = _engine(expr, key)
         self._cursor: Cursor = NO_CURSOR
@@ -238,7 +238,7 @@ class CronSchedule:
         except (ValueError, ArithmeticError) as exc:  # NaN; an int no float holds
             # Decimal("Infinity") compared with a float raises decimal.InvalidOperation
             checks.instant(timestamp, name="cron next_after()", error=ScheduleError, within=None)
-            raise ScheduleError(f"cron next_after({timestamp!r}): {exc}") from None
+            raise ScheduleError(f"cron next_after({shown(timestamp)}): {exc}") from None
         except TypeError:
             checks.instant(timestamp, name="cron next_after()", error=ScheduleError, within=None)
             raise  # a number, and still a TypeError: not the caller's mistake
@@ -251,7 +251,7 @@ class CronSchedule:
         try:
             return self._engine.prev_fire(float(timestamp))
         except (ValueError, OverflowError) as exc:  # NaN; an int no float holds
-            raise ScheduleError(f"cron prev_before({timestamp!r}): {exc}") from None
+            raise ScheduleError(f"cron prev_before({shown(timestamp)}): {exc}") from None
 
     def fire_times(self, start: float, n: int) -> Iterator[float]:
         """The next ``n`` fires strictly after ``start`` (fewer if the schedule ends).
@@ -260,9 +260,9 @@ class CronSchedule:
         try:  # what the search refuses (next_after's words), refused here, not when drawn
             nan = math.isnan(start)
         except OverflowError as exc:  # an int no float holds
-            raise ScheduleError(f"cron fire_times({start!r}): {exc}") from None
+            raise ScheduleError(f"cron fire_times({shown(start)}): {exc}") from None
         if nan:
-            raise ScheduleError(f"cron fire_times({start!r}): the timestamp is NaN")
+            raise ScheduleError(f"cron fire_times({shown(start)}): the timestamp is NaN")
         checks.whole(n, name="fire_times() n", at_least=0, error=ScheduleError)
         return self._fire_times(start, n)
 

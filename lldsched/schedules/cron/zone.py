@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import NamedTuple
 from zoneinfo import TZPATH, ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from lldsched.errors import ScheduleError
+from lldsched.errors import ScheduleError, shown
 
 __all__ = ["EPOCH_ORDINAL", "LocalDay", "LocalDays", "local_days", "zone_info"]
 
@@ -153,9 +153,11 @@ def _unknown(key: object) -> ScheduleError:
     database)."""
     if not available_timezones():
         return ScheduleError(
-            f"unknown time zone {key!r}: this Python has no time zone database (no zone files "
+            f"unknown time zone {shown(key)}: this Python has no time zone database (no zone files "
             f"in zoneinfo.TZPATH {list(TZPATH)}, and no tzdata package): install one, "
             "pip install tzdata (a dependency of lldsched this install lacks) or the "
             "system's (apt-get install tzdata, apk add tzdata)"
         )
-    return ScheduleError(f"unknown time zone {key!r}: use an IANA name such as 'Europe/Berlin'")
+    return ScheduleError(
+        f"unknown time zone {shown(key)}: use an IANA name such as 'Europe/Berlin'"
+    )
