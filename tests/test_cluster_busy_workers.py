@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, Metrics, OneTime, Scheduler
+from lldsched import FakeClock, FixedRate, Metrics, OneTime, Scheduler, TaskStatus
 from lldsched.persistence import Claim, CoordinatedStore
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
@@ -180,6 +180,56 @@ def test_a_claim_given_back_leaves_no_lag_on_the_busy_process_while_another_runs
         metrics = busy.metrics(timeout=10)
         assert (metrics.busy, metrics.handoff, metrics.lag) == (1, 0, 0.0)
         assert busy.task("long").running
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+        if other is not None:
+            other.shutdown()
+
+
+def test_a_busy_process_counts_no_lag_for_a_run_in_flight_in_another_but_does_for_one_unclaimed(
+    stores: list[CoordinatedStore],
+) -> None:
+    """A process whose one worker is busy claims nothing, and so kept the due entry of a
+    task that another process was running (its row, read from the change feed, due at
+    the slot being run): ``metrics()`` counted it as due work waiting, ``queued`` 1 and a
+    ``lag`` growing from that slot, for as long as the other process's run lasted, while
+    nothing waited (a false ``lldsched_lag_seconds`` alert in a cluster whose every
+    worker is busy).  Now such a process drops the due entries of the tasks another
+    process holds a live lease on; a run due that no process claimed (none has room)
+    still counts, in every process.  On fake clocks: wakes come as they are advanced."""
+    busy_store, other_store = stores
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    busy = Scheduler(workers=1, store=busy_store, clock=clock)
+    busy.schedule("long", cluster_jobs.held_until_released, OneTime(clock.now()), id="long")
+    busy.start()
+    other: Scheduler | None = None
+    try:
+        wait_until(lambda: _running(busy) == ["long"], timeout=10, what="the long run")
+        other_clock = FakeClock(clock.now())
+        other = Scheduler(workers=1, store=other_store, clock=other_clock).start()
+        other.schedule("report", cluster_jobs.held_until_released, OneTime(other_clock.now()),
+                       id="report")  # fmt: skip
+        wait_until(lambda: _running(other) == ["report"], timeout=10, what="its run there")
+        clock.advance(5)  # the report's run has gone on for 5 s, on time
+        _woken(busy, clock)  # reads the feed: "report", due at the slot running there
+        metrics = busy.metrics(timeout=10)
+        assert (metrics.busy, metrics.queued, metrics.lag) == (1, 0, 0.0)
+        # Due now, and no process has a free worker: it waits, and every process says so.
+        busy.schedule("late", jobs.noop, OneTime(clock.now()), id="late")
+        clock.advance(2)
+        _woken(busy, clock)
+        other_clock.advance(7)
+        _woken(other, other_clock)
+        for scheduler in (busy, other):
+            metrics = scheduler.metrics(timeout=10)
+            assert (metrics.busy, metrics.queued) == (1, 1) and metrics.lag > 1
+        assert [lease.task_id for lease in busy_store.leases()] == ["long", "report"]
+        cluster_jobs.released.set()
+        wait_until(lambda: busy_store.load_all() != [] and all(
+            snapshot.status is TaskStatus.SUCCEEDED for snapshot in busy_store.load_all()
+        ), timeout=10, what="every run")  # fmt: skip
     finally:
         cluster_jobs.released.set()
         busy.shutdown()

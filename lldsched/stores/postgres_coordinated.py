@@ -554,7 +554,8 @@ class PostgresCoordination:
         return snapshot
 
     def leases(self) -> list[Lease]:
-        """Every lease row now, expired ones included, by token (for people and tests); a
+        """Every lease row now, expired ones included, by token (for people, tests and
+        the runtime's ``metrics()``: ``CoordinatedStore.leases``); a
         :class:`~lldsched.stores.codec.BadValue` naming a value no write makes
         (:func:`~lldsched.stores.codec.lease_from`)."""
         with self._using("read the leases") as connection:

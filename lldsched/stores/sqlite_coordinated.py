@@ -533,7 +533,8 @@ class CoordinatedMethods:
         )
 
     def leases(self) -> list[Lease]:
-        """Every lease row, expired ones included, by token (for people and tests)."""
+        """Every lease row, expired ones included, by token (for people, tests and
+        the runtime's ``metrics()``: ``CoordinatedStore.leases``)."""
         with self._using("read the leases") as connection:
             return self._coordinated().leases(connection)
 
