@@ -444,7 +444,11 @@ class Coordinator:
         """The ids of the tasks whose lease another process holds, live at ``now`` (the
         timer, with no room to claim, drops their due entries: :meth:`TimerThread._unheld
         <lldsched.threaded.timer.TimerThread._unheld>`).  Empty if the store cannot say (an
-        outage: the wake's other calls say it)."""
+        outage: the wake's other calls say it), and without asking it once a call of this
+        wake failed: in a black hole each call takes the store's ``timeout``, the scheduler's
+        lock held meanwhile (:meth:`wake`)."""
+        if self._failed_since_wait:
+            return set()
         try:
             leases = self.store.leases()
         except Exception as exc:  # a read for metrics only: the entries are kept
