@@ -309,7 +309,8 @@ class PostgresCoordination:
             self._batches.succeeded("settle batch")
         for pending in batch:
             if pending.token in refused:
-                log.warning("%s", LeaseLost(task_id=pending.snapshot.task.id, token=pending.token))
+                lost = LeaseLost(task_id=pending.snapshot.task.id, token=pending.token)
+                log.warning("%s", lost.settle_refused(pending.records[0].attempt))
 
     def _settle_batch(self, batch: list[Pending]) -> set[int]:
         """Write ``batch`` in one statement (caller holds the lock); the tokens refused.

@@ -677,7 +677,7 @@ class CoordinatedMethods:
             assert shared is not None
             with self._lock:
                 shared.rejected += 1
-            log.warning("%s; the record of attempt %d was dropped", exc, records[0].attempt)
+            log.warning("%s", exc.settle_refused(records[0].attempt))
 
     def _wrote(self, shared: SharedState, snapshot: TaskSnapshot, version: int) -> None:
         """This process wrote ``snapshot``'s row as ``version`` (under the lock): the feed
