@@ -138,6 +138,16 @@ class LeaseLost(StoreError):
         self.task_id = task_id
         self.token = token
 
+    def settle_refused(self, attempt: int) -> str:
+        """What a shared store logs of a run's settle it refused with this error, in one
+        wording for every store: nothing of the run is stored, yet the process that ran it
+        keeps its record (its ``records()``, the task's history, ``metrics()``: the run
+        did run there), and the store keeps the run that took it over."""
+        return (
+            f"{self}; the record of attempt {attempt} was not stored (this process's own "
+            "history keeps it: the run ran here, and the store keeps the run that took it over)"
+        )
+
 
 ERROR_LIMIT = 2000
 """The longest error text a record keeps, in characters: a longer one is cut, and says

@@ -710,7 +710,9 @@ class CoordinatedStore(HistoryStore, Protocol):
 
     def leases(self) -> list[Lease]:
         """Every lease row the store holds now, expired ones included, by token (for
-        people and tests: the runtime never needs it)."""
+        people and tests; the runtime reads it only for ``metrics()``, at a wake with no
+        room to claim: :meth:`Coordinator.held_elsewhere
+        <lldsched.threaded.shared.Coordinator.held_elsewhere>`)."""
         ...
 
     def flush(self) -> None:

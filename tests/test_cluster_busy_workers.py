@@ -19,14 +19,17 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, Metrics, OneTime, Scheduler
-from lldsched.persistence import Claim, CoordinatedStore
+from lldsched import FakeClock, FixedRate, Metrics, OneTime, Scheduler, TaskStatus
+from lldsched.errors import StoreError
+from lldsched.persistence import Claim, CoordinatedStore, Lease
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
+from tests.store_doubles import HookedStore, StoreCall
 from tests.waits import wait_until
 
 LEASE = 30.0  # no claim expires within a test
@@ -185,6 +188,108 @@ def test_a_claim_given_back_leaves_no_lag_on_the_busy_process_while_another_runs
         busy.shutdown()
         if other is not None:
             other.shutdown()
+
+
+def test_a_busy_process_counts_no_lag_for_a_run_in_flight_in_another_but_does_for_one_unclaimed(
+    stores: list[CoordinatedStore],
+) -> None:
+    """A process whose one worker is busy claims nothing, and so kept the due entry of a
+    task that another process was running (its row, read from the change feed, due at
+    the slot being run): ``metrics()`` counted it as due work waiting, ``queued`` 1 and a
+    ``lag`` growing from that slot, for as long as the other process's run lasted, while
+    nothing waited (a false ``lldsched_lag_seconds`` alert in a cluster whose every
+    worker is busy).  Now such a process drops the due entries of the tasks another
+    process holds a live lease on; a run due that no process claimed (none has room)
+    still counts, in every process.  On fake clocks: wakes come as they are advanced."""
+    busy_store, other_store = stores
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    busy = Scheduler(workers=1, store=busy_store, clock=clock)
+    busy.schedule("long", cluster_jobs.held_until_released, OneTime(clock.now()), id="long")
+    busy.start()
+    other: Scheduler | None = None
+    try:
+        wait_until(lambda: _running(busy) == ["long"], timeout=10, what="the long run")
+        other_clock = FakeClock(clock.now())
+        other = Scheduler(workers=1, store=other_store, clock=other_clock).start()
+        other.schedule("report", cluster_jobs.held_until_released, OneTime(other_clock.now()),
+                       id="report")  # fmt: skip
+        wait_until(lambda: _running(other) == ["report"], timeout=10, what="its run there")
+        clock.advance(5)  # the report's run has gone on for 5 s, on time
+        _woken(busy, clock)  # reads the feed: "report", due at the slot running there
+        metrics = busy.metrics(timeout=10)
+        assert (metrics.busy, metrics.queued, metrics.lag) == (1, 0, 0.0)
+        # Due now, and no process has a free worker: it waits, and every process says so.
+        busy.schedule("late", jobs.noop, OneTime(clock.now()), id="late")
+        clock.advance(2)
+        _woken(busy, clock)
+        other_clock.advance(7)
+        _woken(other, other_clock)
+        for scheduler in (busy, other):
+            metrics = scheduler.metrics(timeout=10)
+            assert (metrics.busy, metrics.queued) == (1, 1) and metrics.lag > 1
+        assert [lease.task_id for lease in busy_store.leases()] == ["long", "report"]
+        cluster_jobs.released.set()
+        wait_until(lambda: busy_store.load_all() != [] and all(
+            snapshot.status is TaskStatus.SUCCEEDED for snapshot in busy_store.load_all()
+        ), timeout=10, what="every run")  # fmt: skip
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+        if other is not None:
+            other.shutdown()
+
+
+class _FeedFails(HookedStore):
+    """A shared SQLite store whose change feed fails while ``failing`` is set, and that
+    counts the timer's reads of the leases."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, lease=LEASE, poll=POLL)
+        self.failing = threading.Event()
+        self.leases_read = 0
+
+    def before(self, call: StoreCall) -> None:
+        if call == "changed" and self.failing.is_set():
+            raise StoreError("the feed fails (a test's outage)")
+
+    def leases(self) -> list[Lease]:
+        if not self.by_the_test():
+            self.leases_read += 1
+        return super().leases()
+
+
+def test_a_busy_process_does_not_read_the_leases_at_a_wake_whose_store_calls_failed(
+    tmp_path: Path,
+) -> None:
+    """The read of the leases that keeps a run in flight elsewhere out of ``lag`` (above)
+    is one more store call under the scheduler's lock: at a wake whose feed read failed
+    (an outage: in a black hole each call takes the store's ``timeout``) it is not made,
+    so a verb still waits for no more than one wake's calls.  On a fake clock: wakes come
+    as it is advanced."""
+    store = _FeedFails(tmp_path / "tasks.db")
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    busy = Scheduler(workers=1, store=store, clock=clock)
+    busy.schedule("long", cluster_jobs.held_until_released, OneTime(clock.now()), id="long")
+    busy.start()
+    try:
+        wait_until(lambda: _running(busy) == ["long"], timeout=10, what="the long run")
+        busy.schedule("late", jobs.noop, OneTime(clock.now()), id="late")  # no room: waits
+        _woken(busy, clock)
+        assert store.leases_read >= 1  # a due entry, no room: the leases are read
+        store.failing.set()
+        read = store.leases_read
+        for _ in range(3):
+            _woken(busy, clock)
+        assert store.leases_read == read and busy.metrics(timeout=10).queued == 1
+        store.failing.clear()
+        _woken(busy, clock)  # the poll after the failed wake has passed: it reads again
+        assert store.leases_read > read
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+        store.close()
 
 
 def _waiting_for_a_slot(scheduler: Scheduler) -> int:

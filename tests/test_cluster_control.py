@@ -511,7 +511,7 @@ def test_default_ids_of_two_schedulers_never_collide(pair: Pair) -> None:
 
 
 def test_a_run_whose_lease_is_taken_over_is_told_and_its_write_refused(
-    short_sqlite_pair: Pair,
+    short_sqlite_pair: Pair, caplog: pytest.LogCaptureFixture
 ) -> None:
     # SQLite only: it expires the lease by claiming with a later `now`; PostgreSQL
     # measures expiry on the server's clock (tests/test_store_postgres_claims.py takes a
@@ -528,6 +528,15 @@ def test_a_run_whose_lease_is_taken_over_is_told_and_its_write_refused(
     assert cluster_jobs.seen.get(timeout=10) == ("hold", token, True, "lease")
     wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle to be refused")
     assert reader.records("hold") == []
+    # Its own process keeps the record (the run ran there), as the warning says: before,
+    # it said the record "was dropped", beside a history that held it.
+    (kept,) = first.task("hold").history
+    assert kept.token == token
+    (said,) = [r.getMessage() for r in caplog.records if "the write was refused" in r.getMessage()]
+    assert said.endswith(
+        f"the record of attempt {kept.attempt} was not stored (this process's own history "
+        "keeps it: the run ran here, and the store keeps the run that took it over)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -103,6 +103,13 @@ def test_one_batch_writes_the_current_tokens_and_refuses_the_stale_one(
     assert [(lease.task_id, lease.token) for lease in other.leases()] == [("b", taken.token)]
     refused = [r.getMessage() for r in caplog.records if "lease" in r.getMessage().lower()]
     assert len(refused) == 1 and f"token {claims['b'].token}" in refused[0]
+    # What became of the run's record, as the SQLite store says it (LeaseLost.settle_refused).
+    attempt = record("b", 1).attempt
+    assert refused[0].endswith(
+        f"the write was refused; the record of attempt {attempt} was not stored (this "
+        "process's own history keeps it: the run ran here, and the store keeps the run that "
+        "took it over)"
+    )
 
 
 def test_the_records_a_run_decides_after_its_own_join_its_settle_in_the_batch(

@@ -108,11 +108,11 @@ from lldsched.core.runs import cancelled_error, rearmed
 from lldsched.core.storewrites import say_left_stale
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import SchedulerStateError, ValidationError, error_text
+from lldsched.errors import SchedulerStateError, StoreError, ValidationError, error_text
 from lldsched.listeners import Listener, as_callback, listener_list, notify
 from lldsched.logs import Repeats, instant_text
 from lldsched.model import ExecutionRecord, TaskEvent
-from lldsched.persistence import TaskStore
+from lldsched.persistence import TaskStore, is_shared
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.lanes import Waiting
@@ -215,6 +215,22 @@ def _given(value: float | datetime, instant: float) -> str:
     """An instant a caller passed, as a refusal quotes it: as given, and in ISO 8601 UTC
     too when it was given as epoch seconds (``1767571200.0 (2026-01-05T00:00:00.000+00:00)``)."""
     return repr(value) if isinstance(value, datetime) else f"{value!r} ({instant_text(instant)})"
+
+
+def _runs_unclaimed(store: TaskStore) -> StoreError:
+    """The refusal of a simulation's runs on a shared store (``store.shared``: a SQLite
+    store opened ``shared=True``, a PostgreSQL store): it runs every due slot itself,
+    with no claim and no fencing token, and writes each run's record and its task's next
+    state, which the processes sharing the store then follow (docs/CLUSTER.md, "Limits")."""
+    return StoreError(
+        f"a Simulation cannot run on the shared store {store!r}: it runs every due slot "
+        "itself, with no claim and no fencing token, and writes each run's record and its "
+        "task's next state, which every process sharing the store then follows (slots "
+        "recorded as run that never ran, due instants moved to simulated ones). Simulate on "
+        "a copy opened without shared=True (SQLite: a backup of the file; PostgreSQL: the "
+        "tasks loaded with load_all() and registered on an in-memory simulation); a "
+        "Simulation built on a shared store may still register and read its tasks"
+    )
 
 
 class Simulation(SimulationVerbs):
@@ -505,7 +521,9 @@ class Simulation(SimulationVerbs):
         simulation's shutdown").  Raises :class:`~lldsched.errors.ValidationError` for
         a ``drain`` not True or False or a bad ``timeout``, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds the store
-        (nothing is changed then).  After a Ctrl-C that left it half updated
+        (nothing is changed then).  On a shared store, where it never runs
+        (:func:`_runs_unclaimed`), it drains nothing and returns True.  After a Ctrl-C
+        that left it half updated
         (:meth:`_torn`) it drains nothing and returns False, the rest as always.
         ``with Simulation(...) as sim:`` calls it on leaving the block; from a
         coroutine, ``await sim.aclose()`` (and ``async with``) is the same end.
@@ -520,6 +538,8 @@ class Simulation(SimulationVerbs):
         try:
             if self._interrupts.torn_at is not None:  # nothing drains (_torn)
                 return False
+            if is_shared(self._store):  # it never ran (_runs_unclaimed): nothing drains
+                return True
             self._advance(deadline, events=-1, due_by=self._stopped_at)
             late = self._out_of_time(deadline)
             self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish
@@ -611,6 +631,8 @@ class Simulation(SimulationVerbs):
             self._refuse_torn()
         if self._store is not None:  # its runs write: refused while a scheduler runs on it
             storeuse.check(self._store, self)
+            if is_shared(self._store):
+                raise _runs_unclaimed(self._store)
         clock = self._clock
         advance_to = clock.advance_to
         now = clock.now()

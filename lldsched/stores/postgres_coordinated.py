@@ -309,7 +309,8 @@ class PostgresCoordination:
             self._batches.succeeded("settle batch")
         for pending in batch:
             if pending.token in refused:
-                log.warning("%s", LeaseLost(task_id=pending.snapshot.task.id, token=pending.token))
+                lost = LeaseLost(task_id=pending.snapshot.task.id, token=pending.token)
+                log.warning("%s", lost.settle_refused(pending.records[0].attempt))
 
     def _settle_batch(self, batch: list[Pending]) -> set[int]:
         """Write ``batch`` in one statement (caller holds the lock); the tokens refused.
@@ -554,7 +555,8 @@ class PostgresCoordination:
         return snapshot
 
     def leases(self) -> list[Lease]:
-        """Every lease row now, expired ones included, by token (for people and tests); a
+        """Every lease row now, expired ones included, by token (for people, tests and
+        the runtime's ``metrics()``: ``CoordinatedStore.leases``); a
         :class:`~lldsched.stores.codec.BadValue` naming a value no write makes
         (:func:`~lldsched.stores.codec.lease_from`)."""
         with self._using("read the leases") as connection:

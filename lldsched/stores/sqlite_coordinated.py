@@ -541,7 +541,8 @@ class CoordinatedMethods:
         )
 
     def leases(self) -> list[Lease]:
-        """Every lease row, expired ones included, by token (for people and tests)."""
+        """Every lease row, expired ones included, by token (for people, tests and
+        the runtime's ``metrics()``: ``CoordinatedStore.leases``)."""
         with self._using("read the leases") as connection:
             return self._coordinated().leases(connection)
 
@@ -684,7 +685,7 @@ class CoordinatedMethods:
             assert shared is not None
             with self._lock:
                 shared.rejected += 1
-            log.warning("%s; the record of attempt %d was dropped", exc, records[0].attempt)
+            log.warning("%s", exc.settle_refused(records[0].attempt))
 
     def _wrote(self, shared: SharedState, snapshot: TaskSnapshot, version: int) -> None:
         """This process wrote ``snapshot``'s row as ``version`` (under the lock): the feed

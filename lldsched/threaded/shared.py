@@ -440,6 +440,25 @@ class Coordinator:
             self._watch.claimed(looked)
         return entries
 
+    def held_elsewhere(self, now: float) -> set[str]:
+        """The ids of the tasks whose lease another process holds, live at ``now`` (the
+        timer, with no room to claim, drops their due entries: :meth:`TimerThread._unheld
+        <lldsched.threaded.timer.TimerThread._unheld>`).  Empty if the store cannot say (an
+        outage: the wake's other calls say it), and without asking it once a call of this
+        wake failed: in a black hole each call takes the store's ``timeout``, the scheduler's
+        lock held meanwhile (:meth:`wake`)."""
+        if self._failed_since_wait:
+            return set()
+        try:
+            leases = self.store.leases()
+        except Exception as exc:  # a read for metrics only: the entries are kept
+            log.debug("could not read the leases held elsewhere: %r", exc)
+            return set()
+        node = self.store.node
+        return {
+            lease.task_id for lease in leases if lease.holder != node and lease.expires_at > now
+        }
+
     def give_back(self, task_ids: list[str]) -> None:
         """Give back at once the claims of ``task_ids`` just made by :meth:`claim`, before
         their entries were handed out: runs of a kind this process has no room to start,

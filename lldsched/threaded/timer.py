@@ -152,6 +152,8 @@ class TimerThread(SchedulerParts):
                     wake = queue.next_due()
                 else:
                     wake = None  # the hand-off queue is full: wait for a worker to make room
+                    if coordinator is not None:
+                        self._unheld(now)
                 if deadlines and (wake is None or deadlines[0][0] < wake):
                     wake = deadlines[0][0]
                 if max_wait is not None and (wake is None or wake - now > max_wait):
@@ -360,6 +362,23 @@ class TimerThread(SchedulerParts):
             context.cancel("timeout")
         else:
             self._arm_deadline(deadline, context)
+
+    def _unheld(self, now: float) -> None:
+        """Shared mode, no room to claim: drop the due entries (hints) of the tasks another
+        process holds a live lease on, so that ``metrics()`` counts as waiting (``queued``,
+        ``lag``) only the runs no process has claimed.  Before, a process whose workers
+        were all busy kept them, and its ``lag`` grew from the slot of every run in flight
+        elsewhere (docs/CLUSTER.md, "Limits").  The store is read only while one is due."""
+        queue = self._queue
+        due = queue.next_due()
+        if due is None or due > now:
+            return
+        coordinator = self._coordinator
+        assert coordinator is not None
+        held = coordinator.held_elsewhere(now)
+        if held:
+            entries = queue.pop_due(now, len(queue))
+            queue.put_back([entry for entry in entries if entry[3] not in held])
 
     def _drop_due(self, now: float) -> None:
         """Shared mode: the heap's due entries are hints, dropped; the store decides."""
