@@ -99,6 +99,7 @@ from lldsched.stores.sqlite_file import (
     create_owner_only,
     refuse_empty,
     refuse_folder,
+    refuse_read_only,
     refuse_url,
     unopenable,
 )
@@ -270,6 +271,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         self._slack = 0 if retention is None else max(1, retention // 10)
         if self.path not in PRIVATE:
             create_owner_only(self.path)
+            refuse_read_only(self.path)
         try:
             connection = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False

@@ -17,6 +17,12 @@ folder missing on the way, a file where a folder should be, a folder at the path
 folder that cannot be written), for the :class:`~lldsched.errors.StoreError` the store
 raises.  It looks at the path only then: an open that works costs nothing more.
 
+:func:`refuse_read_only` refuses, before SQLite opens it, a store file (or its ``-wal``
+or ``-shm``) this process may not write: SQLite opens such a file read-only without a
+word, its scheduler restored every task and then could store nothing (a registration
+refused, or an outage from its first run on), as a PostgreSQL standby was refused at
+open for.
+
 FileWatch: whether an unshared SQLite store's path still names the file it opened.
 
 SQLite writes to the file it opened, not to its path: a file deleted under an open
@@ -61,6 +67,7 @@ __all__ = [
     "identity",
     "refuse_empty",
     "refuse_folder",
+    "refuse_read_only",
     "refuse_url",
     "unopenable",
 ]
@@ -148,17 +155,47 @@ def unopenable(path: str) -> str | None:
             return f"the folder {ancestor!r} does not exist: create it first"
         if not os.path.isdir(ancestor):
             return f"{ancestor!r} is a file, not a folder"
-    try:
-        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
-    except (OSError, AttributeError):  # statvfs: POSIX only
-        read_only = False
-    if read_only:
+    if _on_read_only_system(folder):
         return f"the folder {folder!r} is on a read-only file system"
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"this process may not create files in the folder {folder!r} (its permissions)"
     if os.path.exists(full) and not os.access(full, os.R_OK):
         return f"this process may not read {full!r} (its permissions)"
     return None
+
+
+def _on_read_only_system(path: str) -> bool:
+    """True if ``path`` is on a file system mounted read-only (POSIX; False elsewhere)."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # statvfs: POSIX only
+        return False
+
+
+def refuse_read_only(path: str) -> None:
+    """Raise a :class:`StoreError` naming the store at ``path`` when this process may not
+    write its file, or the ``-wal`` or ``-shm`` beside it, that exists (its permissions,
+    a read-only file system): SQLite would open it read-only without a word, and every
+    write of its scheduler would fail after a restore that went well (a registration
+    refused; with none, an outage from its first run, its records lost, a restart
+    running the same runs again).  A file that does not exist yet is left to SQLite,
+    which creates it or names why not (:func:`unopenable`).  Read before the open: the
+    file is left untouched."""
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        if not os.path.exists(name) or os.access(name, os.W_OK):
+            continue
+        full = os.path.abspath(name)
+        why = (
+            f"{full!r} is on a read-only file system"
+            if _on_read_only_system(full)
+            else f"this process may not write {full!r} (its permissions)"
+        )
+        raise StoreError(
+            f"the SQLite store {path!r} cannot be written by this process ({why}): every "
+            "write of its scheduler would fail; it was left untouched.  Give this process "
+            "write access to it (a -wal or -shm another user's process left: open and close "
+            "the store once as that user, which removes them), or copy it elsewhere"
+        )
 
 
 def create_owner_only(path: str) -> None:

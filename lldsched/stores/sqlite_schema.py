@@ -20,6 +20,7 @@ import time
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
+from lldsched.stores.sqlite_file import PRIVATE, unopenable
 from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
     AT_OPEN,
@@ -130,8 +131,10 @@ class FileFormat:
                 ]
             finally:
                 rollback(connection)  # it only read
-        except sqlite3.OperationalError as exc:  # locked or busy: readable, but not now
-            raise failure(self.path, "read its header", exc) from exc
+        except sqlite3.OperationalError as exc:  # locked or busy: readable, but not now;
+            # or a -shm SQLite may not create beside it (its folder's permissions)
+            because = None if self.path in PRIVATE else unopenable(self.path)
+            raise failure(self.path, "read its header", exc, because=because) from exc
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"{self.path!r} is not a readable SQLite database ({exc}); it was left untouched"
