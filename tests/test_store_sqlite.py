@@ -276,6 +276,53 @@ def test_arguments_that_json_would_change_are_rejected(args: tuple[object, ...])
         encode_task(task(action=jobs.note, args=args))
 
 
+def nested(depth: int) -> list[object]:
+    """A list holding a list ... ``depth`` deep (a tree walked into a job's arguments)."""
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_arguments_nested_deeper_than_json_can_write_are_refused_naming_the_task(
+    tmp_path: Path, isolation: str
+) -> None:
+    # json.dumps and repr raised a bare RecursionError: no task named, no ValidationError.
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = Scheduler(clock=FakeClock(T0), store=store)
+        scheduler.schedule("kept", jobs.noop, FixedRate(60), id="kept")
+        action = jobs.hang_first_time if isolation == "thread" else "tests.jobs:hang_first_time"
+        with pytest.raises(ValidationError) as caught:
+            scheduler.schedule(
+                "deep", action, FixedRate(60), args=(nested(5000),), isolation=isolation
+            )
+        said = str(caught.value)
+        assert said.startswith("task 'deep': a ")
+        assert "got args=([[[[[[...]]]]]],), kwargs=None: they nest deeper than JSON" in said
+        assert [t.id for t in scheduler.tasks()] == ["kept"] and len(store) == 1
+        scheduler.shutdown()
+
+
+def test_a_stored_definition_nested_too_deep_to_read_names_its_task(tmp_path: Path) -> None:
+    # A row written by hand (or read deeper in a stack than it was written) whose
+    # arguments JSON cannot read back: json.loads' RecursionError escaped the load.
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        store.save(snapshot(task(id="good")), record("good", 0))
+        store.save(snapshot(task(id="bad")))
+        deep = "[" * 100_000 + "]" * 100_000
+        text = encode_task(task(id="bad")).replace('"args":[]', f'"args":[{deep}]')
+        store._open().execute("UPDATE tasks SET definition = ? WHERE id = 'bad'", (text,))
+    before = digest(path)
+    with SqliteTaskStore(path) as store:
+        with pytest.raises(StoreError, match=r"1 of the 2 tasks") as caught:
+            store.load_all()
+        assert "task bad: its stored definition is invalid: RecursionError(" in str(caught.value)
+        assert store.records("good") == [record("good", 0)]
+    assert digest(path) == before
+
+
 def test_a_schedule_type_without_a_registered_form_is_rejected() -> None:
     class Weekly(FixedRate):
         pass
