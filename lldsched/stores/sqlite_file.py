@@ -209,6 +209,8 @@ def create_owner_only(path: str) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
+_CONTROL = re.compile("[\x01-\x1f\x7f]")  # C0 controls and DEL (NUL is said by itself)
+
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: not C:\\
 _FILE_URLS = ("sqlite", "file")  # SQLAlchemy's sqlite:///..., SQLite's own file: URIs
 
@@ -278,10 +280,21 @@ def check_encodable(path: str) -> None:
     ``UnicodeEncodeError`` that named no file.  A ``ValidationError`` is a ``ValueError``,
     as that error was.  A name read from the file system (surrogates) encodes back.
     Nor can a path hold a NUL (``"\\x00"``), which no file name does: ``open`` raised a
-    bare ``ValueError("embedded null byte")``, quoting nothing."""
+    bare ``ValueError("embedded null byte")``, quoting nothing.  Nor another control
+    character (a line end, a tab): legal in a POSIX name, but what they make is a path
+    read with its line end (``Path("store-path").read_text()``, a mounted secret), whose
+    store SQLite created as ``tasks.db\\n`` beside the ``tasks.db`` the backups, the
+    operators and the next release without the typo read."""
     if "\x00" in path:
         raise ValidationError(
             f"the SQLite store path {path!r} cannot be a file name: it holds a NUL"
+        )
+    control = _CONTROL.search(path)
+    if control is not None:
+        raise ValidationError(
+            f"the SQLite store path {path!r} holds the control character "
+            f"{control.group()!r}, which no store's file name needs: a path read with its "
+            "line end? strip it (path.strip())"
         )
     encoding = sys.getfilesystemencoding()
     try:
