@@ -9,6 +9,7 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -286,7 +287,7 @@ def nested(depth: int) -> list[object]:
 
 @pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_arguments_nested_deeper_than_json_can_write_are_refused_naming_the_task(
-    tmp_path: Path, isolation: str
+    tmp_path: Path, isolation: Literal["thread", "process"]
 ) -> None:
     # json.dumps and repr raised a bare RecursionError: no task named, no ValidationError.
     with SqliteTaskStore(tmp_path / "tasks.db") as store:

@@ -217,7 +217,9 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
     cannot be opened raises a :class:`StoreError` naming it and what is wrong with it
     (a folder that does not exist, a file where a folder should be, a folder at the
     path, a folder that cannot be written), not SQLite's bare "unable to open database
-    file"; the folder is never created for you.
+    file"; the folder is never created for you.  A file (or its ``-wal`` or ``-shm``)
+    this process may not write is refused too, naming it: SQLite would open it
+    read-only, and every write after would fail.
 
     ``shared=True`` lets several schedulers (processes of one host) share the file
     as a :class:`~lldsched.persistence.CoordinatedStore`: ``lease`` is how long a
