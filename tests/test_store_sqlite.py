@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 from pathlib import Path
@@ -92,6 +94,32 @@ def test_a_new_store_is_a_versioned_lldsched_file_in_wal_mode(tmp_path: Path) ->
     assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert connection.execute("PRAGMA application_id").fetchone() == (0x6C6C6473,)
     connection.close()
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_store_restored_from_a_vacuum_into_copy_is_switched_back_to_wal(
+    tmp_path: Path, shared: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # VACUUM INTO (a backup docs/OPERATIONS.md names) writes its copy in rollback-journal
+    # mode; a store restored from it stayed so, unsaid: readers blocking its writes.
+    path, copy = tmp_path / "tasks.db", tmp_path / "backup.db"
+    with SqliteTaskStore(path) as store:
+        store.save(snapshot(task(id="kept")), record("kept", 0))
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute("VACUUM INTO ?", (str(copy),))
+    with contextlib.closing(sqlite3.connect(copy)) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    with (
+        caplog.at_level(logging.INFO, logger="lldsched.store"),
+        SqliteTaskStore(copy, shared=shared) as store,
+    ):
+        assert [s.task.id for s in store.load_all()] == ["kept"]
+        assert store.records("kept") == [record("kept", 0)]
+    with contextlib.closing(sqlite3.connect(copy)) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"switched {str(copy)!r} from journal mode 'delete' to WAL"
+    ]
 
 
 def test_every_schedule_and_option_round_trips_through_the_file(tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ statuses, their recent records and the dead letter (see :mod:`lldsched.core.reco
 block it.  ``synchronous=NORMAL`` by default: a committed transaction survives
 the process being killed (what the crash test checks); a power cut or an OS
 crash may lose the last transactions before a checkpoint, never consistency.
-Pass ``synchronous="FULL"`` to sync at every commit as well (slower).  The
+Pass ``synchronous="FULL"`` to sync at every commit as well (slower).  A file
+found in another journal mode (a ``VACUUM INTO`` copy restored) is switched back to
+WAL at open, once it was checked (:meth:`~lldsched.stores.sqlite_schema.FileFormat._keep_wal`).  The
 schema is versioned with ``PRAGMA user_version`` and the file marked with
 ``PRAGMA application_id``: a file from a newer lldsched, or one that is not an
 lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
@@ -306,6 +308,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                     self._migrate(connection, version, shared=shared, gate=gate)
                 else:  # only reads: a refused file is untouched
                     self._check_values(connection, shared=shared)
+                self._keep_wal(connection, timeout)  # a VACUUM INTO copy restored: not WAL
             (dead_seq,) = connection.execute(LAST_FAILED).fetchone()
             counts = dict(connection.execute(COUNT_UNFINISHED))
             (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()

@@ -278,6 +278,32 @@ class FileFormat:
                 gate.release()
         return True
 
+    def _keep_wal(self, connection: sqlite3.Connection, timeout: float) -> None:
+        """Switch a store's existing file back to WAL mode when it is in another journal
+        mode, once it was checked (a refused file is untouched): a copy made with
+        ``VACUUM INTO`` (a backup docs/OPERATIONS.md names) is in rollback-journal mode,
+        and a store restored from it stayed so, unsaid, its readers blocking its writes
+        and its writes slower.  One ``PRAGMA`` read at open when it is in WAL mode already.
+        A switch SQLite refuses (a file system without WAL, a lock held past
+        ``timeout``) is a warning, as at creation: the store works, slower."""
+        (mode,) = connection.execute("PRAGMA journal_mode").fetchone()
+        if mode == "wal":
+            return
+        try:
+            now = _wal(connection, timeout)
+        except sqlite3.OperationalError as exc:
+            now = f"{mode}, {exc}"
+        if now == "wal":
+            log.info("switched %r from journal mode %r to WAL", self.path, mode)
+        else:
+            log.warning(
+                "%r is in journal mode %r and SQLite could not use WAL mode here (got %r); "
+                "writes will be slower",
+                self.path,
+                mode,
+                now,
+            )
+
 
 def _wal(connection: sqlite3.Connection, timeout: float) -> str:
     """Switch a new file to WAL mode; the journal mode it is in after.
