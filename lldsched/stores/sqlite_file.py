@@ -79,14 +79,20 @@ CHECK_EVERY = 1.0
 
 
 class FileWatch:
-    """The identity (device, inode) of the file an SQLite store opened at ``path``."""
+    """The identity (device, inode) of the file an SQLite store opened at ``path``.
 
-    __slots__ = ("_at", "_identity", "path")
+    A relative ``path`` is watched as it read at the open, in the working directory of
+    then, as SQLite opened it: read again after a ``chdir`` (a daemon's ``chdir("/")``,
+    a test's ``monkeypatch.chdir``) it named no file, and every write after the next
+    check was refused as if the file had been deleted."""
+
+    __slots__ = ("_at", "_identity", "_where", "path")
 
     def __init__(self, path: str) -> None:
-        self.path = path
+        self.path = path  # as given: what the messages say
+        self._where = os.path.abspath(path)  # what is checked: the file SQLite opened
         try:  # None: the path names no file already (a check then passes while it names none)
-            self._identity = _identity(path)
+            self._identity = _identity(self._where)
         except OSError:
             self._identity = None
         self._at = time.monotonic() + CHECK_EVERY  # the next check
@@ -99,7 +105,7 @@ class FileWatch:
         """Raise a :class:`StoreError` naming the path if it no longer names the file
         opened; the next check is then at the next call, until it does again."""
         try:
-            now = _identity(self.path)
+            now = _identity(self._where)
         except OSError:  # the folder cannot be read: nothing to tell, the next check may
             now = self._identity
         if now == self._identity:
