@@ -10,8 +10,9 @@ the process being killed (what the crash test checks); a power cut or an OS
 crash may lose the last transactions before a checkpoint, never consistency.
 Pass ``synchronous="FULL"`` to sync at every commit as well (slower).  A file
 found in another journal mode (a ``VACUUM INTO`` copy restored) is switched back to
-WAL at open, once it was checked (:meth:`~lldsched.stores.sqlite_schema.FileFormat._keep_wal`).  The
-schema is versioned with ``PRAGMA user_version`` and the file marked with
+WAL at open, once it was checked
+(:meth:`~lldsched.stores.sqlite_schema.FileFormat._keep_wal`).  The schema is
+versioned with ``PRAGMA user_version`` and the file marked with
 ``PRAGMA application_id``: a file from a newer lldsched, or one that is not an
 lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
 corrupted one (``PRAGMA quick_check`` at open) and one whose bookkeeping holds a value

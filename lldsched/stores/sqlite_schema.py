@@ -291,14 +291,14 @@ class FileFormat:
             return
         try:
             now = _wal(connection, timeout)
-        except sqlite3.OperationalError as exc:
-            now = f"{mode}, {exc}"
+        except sqlite3.OperationalError as exc:  # a lock held past timeout
+            now = str(exc)
         if now == "wal":
             log.info("switched %r from journal mode %r to WAL", self.path, mode)
         else:
             log.warning(
-                "%r is in journal mode %r and SQLite could not use WAL mode here (got %r); "
-                "writes will be slower",
+                "%r is in journal mode %r, and switching it to WAL gave %r: writes will be "
+                "slower",
                 self.path,
                 mode,
                 now,
@@ -306,7 +306,8 @@ class FileFormat:
 
 
 def _wal(connection: sqlite3.Connection, timeout: float) -> str:
-    """Switch a new file to WAL mode; the journal mode it is in after.
+    """Switch a file to WAL mode (a new one, or one found in another mode: see
+    :meth:`FileFormat._keep_wal`); the journal mode it is in after.
 
     Openers switching one new file together (shared stores started at once) each read
     it, then want it alone: SQLite sees they would wait for each other for ever and
