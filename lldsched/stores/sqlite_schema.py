@@ -297,8 +297,7 @@ class FileFormat:
             log.info("switched %r from journal mode %r to WAL", self.path, mode)
         else:
             log.warning(
-                "%r is in journal mode %r, and switching it to WAL gave %r: writes will be "
-                "slower",
+                "%r is in journal mode %r, and switching it to WAL gave %r: writes will be slower",
                 self.path,
                 mode,
                 now,
