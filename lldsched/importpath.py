@@ -11,7 +11,9 @@ here:
   or a bound method of an instance has no such name);
 * ``args`` and ``kwargs`` are what ``json.dumps`` / ``json.loads`` give back unchanged
   (:func:`json_arguments`): str, int, float, bool, None, lists and str-keyed dicts.
-  A tuple nested in the arguments would come back a list: refused.
+  A tuple nested in the arguments would come back a list: refused; so are values
+  nested deeper than Python's recursion limit lets JSON write them (``RecursionError``),
+  and :func:`shown_arguments` names them without its ``repr`` raising that too.
 
 Each function raises ``error`` (the caller's: :class:`~lldsched.errors.StoreError`
 when a store reads, :class:`~lldsched.errors.ValidationError` at registration) with
@@ -32,12 +34,13 @@ from __future__ import annotations
 
 import importlib
 import json
+import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from lldsched.errors import ValidationError
 
-__all__ = ["import_callable", "import_path", "json_arguments"]
+__all__ = ["import_callable", "import_path", "json_arguments", "shown_arguments"]
 
 
 def import_callable(
@@ -108,7 +111,22 @@ def json_arguments(
     JSON would not give them back unchanged."""
     arguments = list(args)
     keywords = dict(kwargs) if kwargs is not None else None
-    text = json.dumps([arguments, keywords], allow_nan=False)
-    if json.loads(text) != [arguments, keywords]:
+    try:
+        text = json.dumps([arguments, keywords], allow_nan=False)
+        kept = json.loads(text) == [arguments, keywords]
+    except RecursionError:  # a bare RecursionError named no task: a ValueError, as the rest
+        raise ValueError(
+            "they nest deeper than JSON can be written or read here (Python's recursion limit)"
+        ) from None
+    if not kept:
         raise ValueError("they change on the way through JSON")
     return arguments, keywords
+
+
+def shown_arguments(args: object, kwargs: object) -> str:
+    """``args=..., kwargs=...`` for a message about them: their ``repr``, or
+    :mod:`reprlib`'s (shortened) for values nested too deep for ``repr`` itself."""
+    try:
+        return f"args={args!r}, kwargs={kwargs!r}"
+    except RecursionError:
+        return f"args={reprlib.repr(args)}, kwargs={reprlib.repr(kwargs)}"

@@ -91,6 +91,25 @@ def test_a_file_moved_away_and_back_is_written_again(
     assert [s.task.id for s in store.load_all()] == ["a", "b"]
 
 
+def test_a_relative_path_is_the_file_opened_after_the_working_directory_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read again in the new working directory (a daemon's chdir("/")), the relative path
+    # named no file: every write after was refused, "'tasks.db' was deleted".
+    (tmp_path / "here").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    with SqliteTaskStore("tasks.db") as store:
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        scheduler = Scheduler(clock=FakeClock(T0), store=store)
+        scheduler.schedule("kept", jobs.noop, FixedRate(60), id="kept")
+        assert [s.task.id for s in store.load_all()] == ["kept"]
+        os.unlink(tmp_path / "here" / "tasks.db")  # and the file it opened is still watched
+        with pytest.raises(StoreError, match=r"'tasks\.db' was deleted"):
+            scheduler.schedule("lost", jobs.noop, FixedRate(60), id="lost")
+        scheduler.shutdown()
+
+
 def test_a_private_database_has_no_path_to_check() -> None:
     with SqliteTaskStore(":memory:") as store:
         store.save(snapshot(task(id="a")))

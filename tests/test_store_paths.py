@@ -215,6 +215,24 @@ def test_an_empty_path_is_refused_saying_it_would_keep_nothing() -> None:
     SqliteTaskStore(":memory:").close()  # a store that keeps nothing, asked for by name
 
 
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\t"], ids=["LF", "CRLF", "tab"])
+@pytest.mark.parametrize("as_path", [True, False], ids=["Path", "str"])
+def test_a_path_holding_a_line_end_is_refused_naming_it_and_making_nothing(
+    tmp_path: Path, end: str, as_path: bool
+) -> None:
+    """Before: a path read from a file with its line end (a mounted secret,
+    ``read_text()``) made a store ``tasks.db\\n`` beside the ``tasks.db`` that backups and
+    the next release without the typo read."""
+    given = f"{tmp_path / 'tasks.db'}{end}"
+    with pytest.raises(ValidationError) as refused:
+        SqliteTaskStore(Path(given) if as_path else given)
+    assert str(refused.value) == (
+        f"the SQLite store path {given!r} holds the control character {end[0]!r}, which no "
+        "store's file name needs: a path read with its line end? strip it (path.strip())"
+    )
+    assert not os.listdir(tmp_path)
+
+
 def test_a_path_under_a_tilde_says_it_is_not_expanded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

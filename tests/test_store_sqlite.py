@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -91,6 +94,32 @@ def test_a_new_store_is_a_versioned_lldsched_file_in_wal_mode(tmp_path: Path) ->
     assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert connection.execute("PRAGMA application_id").fetchone() == (0x6C6C6473,)
     connection.close()
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_store_restored_from_a_vacuum_into_copy_is_switched_back_to_wal(
+    tmp_path: Path, shared: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # VACUUM INTO (a backup docs/OPERATIONS.md names) writes its copy in rollback-journal
+    # mode; a store restored from it stayed so, unsaid: readers blocking its writes.
+    path, copy = tmp_path / "tasks.db", tmp_path / "backup.db"
+    with SqliteTaskStore(path) as store:
+        store.save(snapshot(task(id="kept")), record("kept", 0))
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute("VACUUM INTO ?", (str(copy),))
+    with contextlib.closing(sqlite3.connect(copy)) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    with (
+        caplog.at_level(logging.INFO, logger="lldsched.store"),
+        SqliteTaskStore(copy, shared=shared) as store,
+    ):
+        assert [s.task.id for s in store.load_all()] == ["kept"]
+        assert store.records("kept") == [record("kept", 0)]
+    with contextlib.closing(sqlite3.connect(copy)) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"switched {str(copy)!r} from journal mode 'delete' to WAL"
+    ]
 
 
 def test_every_schedule_and_option_round_trips_through_the_file(tmp_path: Path) -> None:
@@ -276,6 +305,34 @@ def test_arguments_that_json_would_change_are_rejected(args: tuple[object, ...])
         encode_task(task(action=jobs.note, args=args))
 
 
+def nested(depth: int) -> list[object]:
+    """A list holding a list ... ``depth`` deep (a tree walked into a job's arguments)."""
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_arguments_nested_deeper_than_json_can_write_are_refused_naming_the_task(
+    tmp_path: Path, isolation: Literal["thread", "process"]
+) -> None:
+    # json.dumps and repr raised a bare RecursionError: no task named, no ValidationError.
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = Scheduler(clock=FakeClock(T0), store=store)
+        scheduler.schedule("kept", jobs.noop, FixedRate(60), id="kept")
+        action = jobs.hang_first_time if isolation == "thread" else "tests.jobs:hang_first_time"
+        with pytest.raises(ValidationError) as caught:
+            scheduler.schedule(
+                "deep", action, FixedRate(60), args=(nested(5000),), isolation=isolation
+            )
+        said = str(caught.value)
+        assert said.startswith("task 'deep': a ")
+        assert "got args=([[[[[[...]]]]]],), kwargs=None: they nest deeper than JSON" in said
+        assert [t.id for t in scheduler.tasks()] == ["kept"] and len(store) == 1
+        scheduler.shutdown()
+
+
 def test_a_schedule_type_without_a_registered_form_is_rejected() -> None:
     class Weekly(FixedRate):
         pass
@@ -459,6 +516,9 @@ def test_a_finished_task_registered_again_writes_its_new_definition(
         ('{"name": 5}', "name must be a JSON string, got 5"),
         ('{"args": "ab"}', "args must be a JSON array, got 'ab'"),
         ('{"kwargs": [1]}', "kwargs must be a JSON object, got [1]"),
+        # json.loads' RecursionError escaped the load (a row edited by hand, or one
+        # written near the limit and read deeper in a stack)
+        ("[" * 100_000 + "]" * 100_000, "RecursionError("),
     ],
     ids=[
         "a-list",
@@ -469,6 +529,7 @@ def test_a_finished_task_registered_again_writes_its_new_definition(
         "name-a-number",
         "args-a-string",
         "kwargs-a-list",
+        "nested-too-deep",
     ],
 )
 def test_a_damaged_definition_fails_the_load_naming_its_task_and_loses_no_other(

@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 
 from lldsched.checks import FARTHEST, seconds
 from lldsched.errors import LldschedError, StoreError, ValidationError
-from lldsched.importpath import import_callable, import_path, json_arguments
+from lldsched.importpath import import_callable, import_path, json_arguments, shown_arguments
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, Outcome, Priority, TaskStatus
 from lldsched.persistence import Lease, Task, TaskSnapshot, check_storable, unstorable
@@ -190,7 +190,7 @@ def encode_task(task: Task) -> str:
         raise ValidationError(
             f"task {task.name!r}: a durable store needs args and kwargs that JSON keeps "
             f"unchanged (str, int, float, bool, None, lists, str-keyed dicts), got "
-            f"args={task.args!r}, kwargs={task.kwargs!r}: {exc}"
+            f"{shown_arguments(task.args, task.kwargs)}: {exc}"
         ) from None
     try:
         action = None if task.action is None else callable_path(task.action)
@@ -286,9 +286,10 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
         )
     except StoreError as exc:
         raise StoreError(f"task {task_id}: {exc}") from None
-    except (LldschedError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (LldschedError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         # AttributeError: a part stored as another JSON type (a list where an object is
-        # read), which raised past the load (every row lost its say, not only this one's)
+        # read), which raised past the load (every row lost its say, not only this one's);
+        # RecursionError: values nested deeper than json.loads reads (a row edited by hand)
         raise StoreError(f"task {task_id}: its stored definition is invalid: {exc!r}") from None
 
 

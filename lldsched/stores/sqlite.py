@@ -8,8 +8,11 @@ statuses, their recent records and the dead letter (see :mod:`lldsched.core.reco
 block it.  ``synchronous=NORMAL`` by default: a committed transaction survives
 the process being killed (what the crash test checks); a power cut or an OS
 crash may lose the last transactions before a checkpoint, never consistency.
-Pass ``synchronous="FULL"`` to sync at every commit as well (slower).  The
-schema is versioned with ``PRAGMA user_version`` and the file marked with
+Pass ``synchronous="FULL"`` to sync at every commit as well (slower).  A file
+found in another journal mode (a ``VACUUM INTO`` copy restored) is switched back to
+WAL at open, once it was checked
+(:meth:`~lldsched.stores.sqlite_schema.FileFormat._keep_wal`).  The schema is
+versioned with ``PRAGMA user_version`` and the file marked with
 ``PRAGMA application_id``: a file from a newer lldsched, or one that is not an
 lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
 corrupted one (``PRAGMA quick_check`` at open) and one whose bookkeeping holds a value
@@ -99,6 +102,7 @@ from lldsched.stores.sqlite_file import (
     create_owner_only,
     refuse_empty,
     refuse_folder,
+    refuse_read_only,
     refuse_url,
     unopenable,
 )
@@ -216,7 +220,9 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
     cannot be opened raises a :class:`StoreError` naming it and what is wrong with it
     (a folder that does not exist, a file where a folder should be, a folder at the
     path, a folder that cannot be written), not SQLite's bare "unable to open database
-    file"; the folder is never created for you.
+    file"; the folder is never created for you.  A file (or its ``-wal`` or ``-shm``)
+    this process may not write is refused too, naming it: SQLite would open it
+    read-only, and every write after would fail.
 
     ``shared=True`` lets several schedulers (processes of one host) share the file
     as a :class:`~lldsched.persistence.CoordinatedStore`: ``lease`` is how long a
@@ -270,6 +276,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         self._slack = 0 if retention is None else max(1, retention // 10)
         if self.path not in PRIVATE:
             create_owner_only(self.path)
+            refuse_read_only(self.path)
         try:
             connection = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -302,6 +309,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                     self._migrate(connection, version, shared=shared, gate=gate)
                 else:  # only reads: a refused file is untouched
                     self._check_values(connection, shared=shared)
+                self._keep_wal(connection, timeout)  # a VACUUM INTO copy restored: not WAL
             (dead_seq,) = connection.execute(LAST_FAILED).fetchone()
             counts = dict(connection.execute(COUNT_UNFINISHED))
             (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()

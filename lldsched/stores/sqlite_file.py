@@ -17,6 +17,12 @@ folder missing on the way, a file where a folder should be, a folder at the path
 folder that cannot be written), for the :class:`~lldsched.errors.StoreError` the store
 raises.  It looks at the path only then: an open that works costs nothing more.
 
+:func:`refuse_read_only` refuses, before SQLite opens it, a store file (or its ``-wal``
+or ``-shm``) this process may not write: SQLite opens such a file read-only without a
+word, its scheduler restored every task and then could store nothing (a registration
+refused, or an outage from its first run on), as a PostgreSQL standby was refused at
+open for.
+
 FileWatch: whether an unshared SQLite store's path still names the file it opened.
 
 SQLite writes to the file it opened, not to its path: a file deleted under an open
@@ -61,6 +67,7 @@ __all__ = [
     "identity",
     "refuse_empty",
     "refuse_folder",
+    "refuse_read_only",
     "refuse_url",
     "unopenable",
 ]
@@ -72,14 +79,20 @@ CHECK_EVERY = 1.0
 
 
 class FileWatch:
-    """The identity (device, inode) of the file an SQLite store opened at ``path``."""
+    """The identity (device, inode) of the file an SQLite store opened at ``path``.
 
-    __slots__ = ("_at", "_identity", "path")
+    A relative ``path`` is watched as it read at the open, in the working directory of
+    then, as SQLite opened it: read again after a ``chdir`` (a daemon's ``chdir("/")``,
+    a test's ``monkeypatch.chdir``) it named no file, and every write after the next
+    check was refused as if the file had been deleted."""
+
+    __slots__ = ("_at", "_identity", "_where", "path")
 
     def __init__(self, path: str) -> None:
-        self.path = path
+        self.path = path  # as given: what the messages say
+        self._where = os.path.abspath(path)  # what is checked: the file SQLite opened
         try:  # None: the path names no file already (a check then passes while it names none)
-            self._identity = _identity(path)
+            self._identity = _identity(self._where)
         except OSError:
             self._identity = None
         self._at = time.monotonic() + CHECK_EVERY  # the next check
@@ -92,7 +105,7 @@ class FileWatch:
         """Raise a :class:`StoreError` naming the path if it no longer names the file
         opened; the next check is then at the next call, until it does again."""
         try:
-            now = _identity(self.path)
+            now = _identity(self._where)
         except OSError:  # the folder cannot be read: nothing to tell, the next check may
             now = self._identity
         if now == self._identity:
@@ -148,17 +161,47 @@ def unopenable(path: str) -> str | None:
             return f"the folder {ancestor!r} does not exist: create it first"
         if not os.path.isdir(ancestor):
             return f"{ancestor!r} is a file, not a folder"
-    try:
-        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
-    except (OSError, AttributeError):  # statvfs: POSIX only
-        read_only = False
-    if read_only:
+    if _on_read_only_system(folder):
         return f"the folder {folder!r} is on a read-only file system"
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"this process may not create files in the folder {folder!r} (its permissions)"
     if os.path.exists(full) and not os.access(full, os.R_OK):
         return f"this process may not read {full!r} (its permissions)"
     return None
+
+
+def _on_read_only_system(path: str) -> bool:
+    """True if ``path`` is on a file system mounted read-only (POSIX; False elsewhere)."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # statvfs: POSIX only
+        return False
+
+
+def refuse_read_only(path: str) -> None:
+    """Raise a :class:`StoreError` naming the store at ``path`` when this process may not
+    write its file, or the ``-wal`` or ``-shm`` beside it, that exists (its permissions,
+    a read-only file system): SQLite would open it read-only without a word, and every
+    write of its scheduler would fail after a restore that went well (a registration
+    refused; with none, an outage from its first run, its records lost, a restart
+    running the same runs again).  A file that does not exist yet is left to SQLite,
+    which creates it or names why not (:func:`unopenable`).  Read before the open: the
+    file is left untouched."""
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        if not os.path.exists(name) or os.access(name, os.W_OK):
+            continue
+        full = os.path.abspath(name)
+        why = (
+            f"{full!r} is on a read-only file system"
+            if _on_read_only_system(full)
+            else f"this process may not write {full!r} (its permissions)"
+        )
+        raise StoreError(
+            f"the SQLite store {path!r} cannot be written by this process ({why}): every "
+            "write of its scheduler would fail; it was left untouched.  Give this process "
+            "write access to it (a -wal or -shm another user's process left: open and close "
+            "the store once as that user, which removes them), or copy it elsewhere"
+        )
 
 
 def create_owner_only(path: str) -> None:
@@ -171,6 +214,8 @@ def create_owner_only(path: str) -> None:
     with contextlib.suppress(OSError):  # FileExistsError: as it is; others: connect says
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
+
+_CONTROL = re.compile("[\x01-\x1f\x7f]")  # C0 controls and DEL (NUL is said by itself)
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: not C:\\
 _FILE_URLS = ("sqlite", "file")  # SQLAlchemy's sqlite:///..., SQLite's own file: URIs
@@ -241,10 +286,21 @@ def check_encodable(path: str) -> None:
     ``UnicodeEncodeError`` that named no file.  A ``ValidationError`` is a ``ValueError``,
     as that error was.  A name read from the file system (surrogates) encodes back.
     Nor can a path hold a NUL (``"\\x00"``), which no file name does: ``open`` raised a
-    bare ``ValueError("embedded null byte")``, quoting nothing."""
+    bare ``ValueError("embedded null byte")``, quoting nothing.  Nor another control
+    character (a line end, a tab): legal in a POSIX name, but what they make is a path
+    read with its line end (``Path("store-path").read_text()``, a mounted secret), whose
+    store SQLite created as ``tasks.db\\n`` beside the ``tasks.db`` the backups, the
+    operators and the next release without the typo read."""
     if "\x00" in path:
         raise ValidationError(
             f"the SQLite store path {path!r} cannot be a file name: it holds a NUL"
+        )
+    control = _CONTROL.search(path)
+    if control is not None:
+        raise ValidationError(
+            f"the SQLite store path {path!r} holds the control character "
+            f"{control.group()!r}, which no store's file name needs: a path read with its "
+            "line end? strip it (path.strip())"
         )
     encoding = sys.getfilesystemencoding()
     try:

@@ -20,6 +20,7 @@ import time
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
+from lldsched.stores.sqlite_file import PRIVATE, unopenable
 from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
     AT_OPEN,
@@ -130,8 +131,10 @@ class FileFormat:
                 ]
             finally:
                 rollback(connection)  # it only read
-        except sqlite3.OperationalError as exc:  # locked or busy: readable, but not now
-            raise failure(self.path, "read its header", exc) from exc
+        except sqlite3.OperationalError as exc:  # locked or busy: readable, but not now;
+            # or a -shm SQLite may not create beside it (its folder's permissions)
+            because = None if self.path in PRIVATE else unopenable(self.path)
+            raise failure(self.path, "read its header", exc, because=because) from exc
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"{self.path!r} is not a readable SQLite database ({exc}); it was left untouched"
@@ -275,9 +278,35 @@ class FileFormat:
                 gate.release()
         return True
 
+    def _keep_wal(self, connection: sqlite3.Connection, timeout: float) -> None:
+        """Switch a store's existing file back to WAL mode when it is in another journal
+        mode, once it was checked (a refused file is untouched): a copy made with
+        ``VACUUM INTO`` (a backup docs/OPERATIONS.md names) is in rollback-journal mode,
+        and a store restored from it stayed so, unsaid, its readers blocking its writes
+        and its writes slower.  One ``PRAGMA`` read at open when it is in WAL mode already.
+        A switch SQLite refuses (a file system without WAL, a lock held past
+        ``timeout``) is a warning, as at creation: the store works, slower."""
+        (mode,) = connection.execute("PRAGMA journal_mode").fetchone()
+        if mode == "wal":
+            return
+        try:
+            now = _wal(connection, timeout)
+        except sqlite3.OperationalError as exc:  # a lock held past timeout
+            now = str(exc)
+        if now == "wal":
+            log.info("switched %r from journal mode %r to WAL", self.path, mode)
+        else:
+            log.warning(
+                "%r is in journal mode %r, and switching it to WAL gave %r: writes will be slower",
+                self.path,
+                mode,
+                now,
+            )
+
 
 def _wal(connection: sqlite3.Connection, timeout: float) -> str:
-    """Switch a new file to WAL mode; the journal mode it is in after.
+    """Switch a file to WAL mode (a new one, or one found in another mode: see
+    :meth:`FileFormat._keep_wal`); the journal mode it is in after.
 
     Openers switching one new file together (shared stores started at once) each read
     it, then want it alone: SQLite sees they would wait for each other for ever and
