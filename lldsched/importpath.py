@@ -12,8 +12,9 @@ here:
 * ``args`` and ``kwargs`` are what ``json.dumps`` / ``json.loads`` give back unchanged
   (:func:`json_arguments`): str, int, float, bool, None, lists and str-keyed dicts.
   A tuple nested in the arguments would come back a list: refused; so are values
-  nested deeper than Python's recursion limit lets JSON write them (``RecursionError``),
-  and :func:`shown_arguments` names them without its ``repr`` raising that too.
+  nested deeper than Python's recursion limit lets JSON write them (``RecursionError``);
+  the callers' messages quote them by :func:`~lldsched.errors.shown`, whose ``repr``
+  does not raise that too.
 
 Each function raises ``error`` (the caller's: :class:`~lldsched.errors.StoreError`
 when a store reads, :class:`~lldsched.errors.ValidationError` at registration) with
@@ -34,13 +35,12 @@ from __future__ import annotations
 
 import importlib
 import json
-import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from lldsched.errors import ValidationError
 
-__all__ = ["import_callable", "import_path", "json_arguments", "shown_arguments"]
+__all__ = ["import_callable", "import_path", "json_arguments"]
 
 
 def import_callable(
@@ -121,12 +121,3 @@ def json_arguments(
     if not kept:
         raise ValueError("they change on the way through JSON")
     return arguments, keywords
-
-
-def shown_arguments(args: object, kwargs: object) -> str:
-    """``args=..., kwargs=...`` for a message about them: their ``repr``, or
-    :mod:`reprlib`'s (shortened) for values nested too deep for ``repr`` itself."""
-    try:
-        return f"args={args!r}, kwargs={kwargs!r}"
-    except RecursionError:
-        return f"args={reprlib.repr(args)}, kwargs={reprlib.repr(kwargs)}"

@@ -328,7 +328,7 @@ def test_arguments_nested_deeper_than_json_can_write_are_refused_naming_the_task
             )
         said = str(caught.value)
         assert said.startswith("task 'deep': a ")
-        assert "got args=([[[[[[...]]]]]],), kwargs=None: they nest deeper than JSON" in said
+        assert "got args=([[[...]]],), kwargs=None: they nest deeper than JSON" in said
         assert [t.id for t in scheduler.tasks()] == ["kept"] and len(store) == 1
         scheduler.shutdown()
 

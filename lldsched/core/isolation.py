@@ -23,8 +23,8 @@ from typing import Any, get_args
 from lldsched.core.calls import not_callable
 from lldsched.core.runs import timeout_error
 from lldsched.core.task import Isolation
-from lldsched.errors import ValidationError
-from lldsched.importpath import import_callable, import_path, json_arguments, shown_arguments
+from lldsched.errors import ValidationError, shown
+from lldsched.importpath import import_callable, import_path, json_arguments
 
 __all__ = [
     "ISOLATIONS",
@@ -125,7 +125,7 @@ def check_process_call(
         raise ValidationError(
             f"task {name!r}: a process-isolated task needs args and kwargs that JSON keeps "
             f"unchanged (str, int, float, bool, None, lists, str-keyed dicts), got "
-            f"{shown_arguments(args, kwargs)}: {exc}"
+            f"args={shown(args)}, kwargs={shown(kwargs)}: {exc}"
         ) from None
 
 

@@ -47,8 +47,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from lldsched.checks import FARTHEST, seconds
-from lldsched.errors import LldschedError, StoreError, ValidationError
-from lldsched.importpath import import_callable, import_path, json_arguments, shown_arguments
+from lldsched.errors import LldschedError, StoreError, ValidationError, shown
+from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, Outcome, Priority, TaskStatus
 from lldsched.persistence import Lease, Task, TaskSnapshot, check_storable, unstorable
@@ -190,7 +190,7 @@ def encode_task(task: Task) -> str:
         raise ValidationError(
             f"task {task.name!r}: a durable store needs args and kwargs that JSON keeps "
             f"unchanged (str, int, float, bool, None, lists, str-keyed dicts), got "
-            f"{shown_arguments(task.args, task.kwargs)}: {exc}"
+            f"args={shown(task.args)}, kwargs={shown(task.kwargs)}: {exc}"
         ) from None
     try:
         action = None if task.action is None else callable_path(task.action)
