@@ -1,14 +1,23 @@
 """The shipped 09-design-lab in a real browser (JupyterLab after Run All, and Voila): each
 of its eleven toggles is alive, and changing it (the next option of a drop-down, a check
 box ticked) replaces the text below it: the experiment ran again with the decision
-switched.  A teacher's class presses these; nothing else checks them in a browser.
+switched.  A teacher's class presses these; nothing else checks them in a browser.  Then
+every toggle is changed again at once, one after another without waiting (a class
+clicking about): the kernel ends with each control's value as the page shows it.
+JupyterLab 4.4+ sends widget messages on a kernel subshell (a thread of its own in
+ipykernel 7); changes made so were lost in every such run, with ``'CapturingDisplay
+Publisher' object has no attribute 'set_parent'`` in the kernel's log, and the page held
+back every later change of those toggles: their drop-down showed one option and their
+text another, for good.
 
 JupyterLab only: it is what the Binder link opens, and Run All of 09 costs most of a
 minute; the same ``interact`` under Voila is driven by 04's test."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +30,23 @@ from tests.browser.servers import (
 )
 
 TOGGLES = 11  # one per decision of the lab
+NAMES = (
+    "timer", "push", "notify", "while", "tombstone", "sequence", "handoff", "overrun",
+    "shutdown", "listener", "wheel",
+)  # fmt: skip
+"""The toggles' variables (``NAME_toggle``), in the notebook's order."""
+KERNEL_VALUES = """async (code) => {
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    let text = "";
+    const future = kernel.requestExecute({code, store_history: false});
+    future.onIOPub = (msg) => {
+        if (msg.header.msg_type === "stream") { text += msg.content.text; }
+    };
+    await future.done;
+    return text.trim();
+}"""
+ASK = f"print(*[str(*globals()[n + '_toggle'].values().values()) for n in {NAMES}], sep='|')"
+"""Prints what the kernel holds as each toggle's value, in the notebook's order."""
 
 
 # 09 measures before it shows its toggles (about 40 s of Run All on a loaded two-core
@@ -50,13 +76,29 @@ def test_every_toggle_of_the_shipped_design_lab_reruns_its_experiment(tmp_path: 
             output = toggle.locator(".widget-output")
             before = output.text_content() or ""  # inner_text is empty off screen in Lab
             assert before.strip(), f"toggle {index} shows nothing"
-            choice = toggle.locator("select")
-            if choice.count():
-                values = choice.locator("option").evaluate_all("(os) => os.map((o) => o.value)")
-                now = values.index(choice.input_value())
-                choice.select_option(values[(now + 1) % len(values)])
-            else:
-                toggle.locator("input[type=checkbox]").click()
+            change(toggle)
             expect(output).not_to_have_text(before, timeout=60_000)
             expect(output).not_to_contain_text("Traceback")
         screenshot(page, "09-jupyterlab-last-toggle")
+        shown = [change(toggles.nth(index), back=True) for index in range(TOGGLES)]
+        deadline = time.monotonic() + 120  # each toggle's call, one after another
+        while (held := page.evaluate(KERNEL_VALUES, ASK).split("|")) != shown:
+            # answered between the calls; the last ones may still be queued
+            assert time.monotonic() < deadline, f"the kernel holds {held}, the page shows {shown}"
+        for index in range(TOGGLES):
+            expect(toggles.nth(index).locator(".widget-output")).not_to_contain_text("Traceback")
+
+
+def change(toggle: Any, *, back: bool = False) -> str:
+    """Pick the next option of ``toggle``'s drop-down (the one before, ``back``: the
+    wheel's next is a million timers, half a minute), or tick its check box; the value
+    the page then shows, as ``str`` of the control's value in the kernel."""
+    choice = toggle.locator("select")
+    if choice.count():
+        values = choice.locator("option").evaluate_all("(os) => os.map((o) => o.value)")
+        now = values.index(choice.input_value())
+        choice.select_option(values[(now + (-1 if back else 1)) % len(values)])
+        return str(choice.input_value())
+    box = toggle.locator("input[type=checkbox]")
+    box.click()
+    return str(box.is_checked())
