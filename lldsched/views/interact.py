@@ -30,11 +30,12 @@ The second is how the output gets into the box:
 A change calls the function on the kernel's own thread, between cells
 (:class:`lldsched.views.widgetkit.OnKernelThread`): JupyterLab 4.4 and later send
 widget messages on a kernel subshell, which ipykernel 7 handles on a thread of its own.
-There the call swapped the process's output streams while a cell ran (Run All, then a
-control changed at once): the cell's output could land in the box, and ipykernel's
-dispatch of the next message on that thread failed on IPython's capturing publisher
-(it has no ``set_parent``), the message was lost with its "idle", and ipywidgets' page
-held back every later change of that control: it never answered again.  The capture's
+There the call's capture (it swaps the process's streams and the shell's display
+publisher) overlapped a cell's running beside it (Run All, then a control changed at
+once): ipykernel's dispatch of a message meanwhile failed on IPython's capturing
+publisher (it has no ``set_parent``), the message was lost with its "idle", and
+ipywidgets' page held back every later change of that control: it never answered
+again.  A cell's output could also land in the box.  The capture's
 publisher here takes ``set_parent`` (:func:`_publisher_class`), and changes made before the
 call runs are one call, with the latest values.
 

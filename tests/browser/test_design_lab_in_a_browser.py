@@ -1,11 +1,11 @@
 """The shipped 09-design-lab in a real browser (JupyterLab after Run All, and Voila): each
 of its eleven toggles is alive, and changing it (the next option of a drop-down, a check
 box ticked) replaces the text below it: the experiment ran again with the decision
-switched.  A teacher's class presses these; nothing else checks them in a browser.  Then
-every toggle is changed again at once, one after another without waiting (a class
-clicking about): the kernel ends with each control's value as the page shows it.
-JupyterLab 4.4+ sends widget messages on a kernel subshell (a thread of its own in
-ipykernel 7); changes made so were lost in every such run, with ``'CapturingDisplay
+switched.  A teacher's class presses these; nothing else checks them in a browser.
+Before that, while Run All still runs the cells after the toggles, each is changed three
+times, one after another without waiting (a class clicking about): the kernel ends with
+each control's value as the page shows it.  JupyterLab 4.4+ sends widget messages on a kernel subshell (a thread of its own in
+ipykernel 7); changes made so were lost (in 4 runs of 4 before the fix), with ``'CapturingDisplay
 Publisher' object has no attribute 'set_parent'`` in the kernel's log, and the page held
 back every later change of those toggles: their drop-down showed one option and their
 text another, for good.
@@ -26,6 +26,8 @@ from tests.browser.servers import (
     browser_page,
     screenshot,
     served,
+    start_run_all,
+    wait_for_run_all,
     where_it_stands,
 )
 
@@ -58,11 +60,11 @@ def test_every_toggle_of_the_shipped_design_lab_reruns_its_experiment(tmp_path: 
     from playwright.sync_api import expect
 
     with (
-        served("jupyterlab", "09-design-lab", tmp_path) as (url, prepare, log),
+        served("jupyterlab", "09-design-lab", tmp_path) as (url, _, log),
         browser_page() as page,
     ):
-        page.goto(url, timeout=60_000, wait_until="commit")  # Voila streams as it runs
-        prepare(page)
+        page.goto(url, timeout=60_000, wait_until="commit")
+        start_run_all(page)
         toggles = page.locator(".widget-interact")
         try:
             expect(toggles).to_have_count(TOGGLES, timeout=150_000)
@@ -70,6 +72,18 @@ def test_every_toggle_of_the_shipped_design_lab_reruns_its_experiment(tmp_path: 
             expect(toggles.last.locator(".widget-output img")).to_be_visible(timeout=60_000)
         except AssertionError as exc:
             raise AssertionError(f"no toggles: {where_it_stands(page, log)}") from exc
+        # While Run All still runs the cells after them: three changes each, as fast as
+        # the page takes them; not the wheel's (a million timers is half a minute),
+        # whose value the kernel must keep all the same.
+        for index in range(TOGGLES - 1):
+            for _ in range(3):
+                change(toggles.nth(index), back=True)
+        shown = [value(toggles.nth(index)) for index in range(TOGGLES)]
+        wait_for_run_all(page, log)
+        deadline = time.monotonic() + 120  # each toggle's call, one after another
+        while (held := page.evaluate(KERNEL_VALUES, ASK).split("|")) != shown:
+            # answered between the calls; the last ones may still be queued
+            assert time.monotonic() < deadline, f"the kernel holds {held}, the page shows {shown}"
         expect(page.get_by_text("model not found")).to_have_count(0)
         for index in range(TOGGLES):
             toggle = toggles.nth(index)
@@ -81,18 +95,6 @@ def test_every_toggle_of_the_shipped_design_lab_reruns_its_experiment(tmp_path: 
             expect(output).not_to_have_text(before, timeout=60_000)
             expect(output).not_to_contain_text("Traceback")
         screenshot(page, "09-jupyterlab-last-toggle")
-        # Three changes each, as fast as the page takes them; not the wheel's (a million
-        # timers is half a minute), whose value the kernel must keep all the same.
-        for index in range(TOGGLES - 1):
-            for _ in range(3):
-                change(toggles.nth(index), back=True)
-        shown = [value(toggles.nth(index)) for index in range(TOGGLES)]
-        deadline = time.monotonic() + 120  # each toggle's call, one after another
-        while (held := page.evaluate(KERNEL_VALUES, ASK).split("|")) != shown:
-            # answered between the calls; the last ones may still be queued
-            assert time.monotonic() < deadline, f"the kernel holds {held}, the page shows {shown}"
-        for index in range(TOGGLES):
-            expect(toggles.nth(index).locator(".widget-output")).not_to_contain_text("Traceback")
 
 
 def change(toggle: Any, *, back: bool = False) -> None:
