@@ -4,11 +4,11 @@ box ticked) replaces the text below it: the experiment ran again with the decisi
 switched.  A teacher's class presses these; nothing else checks them in a browser.
 Before that, while Run All still runs the cells after the toggles, each is changed three
 times, one after another without waiting (a class clicking about): the kernel ends with
-each control's value as the page shows it.  JupyterLab 4.4+ sends widget messages on a kernel subshell (a thread of its own in
-ipykernel 7); changes made so were lost (in 4 runs of 4 before the fix), with ``'CapturingDisplay
-Publisher' object has no attribute 'set_parent'`` in the kernel's log, and the page held
-back every later change of those toggles: their drop-down showed one option and their
-text another, for good.
+each control's value as the page shows it.  JupyterLab 4.4+ sends widget messages on a
+kernel subshell (a thread of its own in ipykernel 7); changes made so were lost (in 4
+runs of 4 before the fix), with ``'CapturingDisplayPublisher' object has no attribute
+'set_parent'`` in the kernel's log, and the page held back every later change of those
+toggles: their drop-down showed one option and their text another, for good.
 
 JupyterLab only: it is what the Binder link opens, and Run All of 09 costs most of a
 minute; the same ``interact`` under Voila is driven by 04's test."""
