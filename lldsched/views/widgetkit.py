@@ -19,8 +19,8 @@ before stayed open, and a live panel's listener went on refreshing a table no on
 A control's callback runs on the kernel's own thread (:class:`OnKernelThread`): JupyterLab
 4.4 and later send widget messages on a kernel *subshell* (ipykernel 7 runs each
 subshell's messages on a thread of its own), so a slider moved while a cell ran called
-its function beside that cell, and the two swapped the process's output streams under
-each other (docs/DECISIONS.md, "A control's callback runs on the kernel's thread").
+its function beside that cell, and the two could swap the process's output streams
+under each other (docs/DECISIONS.md, "A control's callback runs on the kernel's thread").
 
 Once closed, a view acts no more: :func:`refuse_if_closed` is what its controls (the
 player's ``step``, ``advance`` and ``run_until``, any view's buttons, which ``click()``
@@ -206,16 +206,14 @@ class OnKernelThread:
     thread asks the loop to run it (``call_soon_threadsafe``) once: requests made before
     it runs join that one run (it reads the controls' latest values).  JupyterLab 4.4 and
     later send widget messages on a kernel subshell, which ipykernel 7 handles on a
-    thread of its own, beside the cell the main thread runs: a callback run there printed
-    into that cell's output, or had its own swapped away.  Made where no loop runs (a
+    thread of its own, beside the cell the main thread runs: a callback run there could
+    swap the process's output streams under that cell's (interact's capture), and the
+    kernel's dispatch failed meanwhile (docs/DECISIONS.md).  Made where no loop runs (a
     script, a test), :meth:`request` always runs ``callback`` at once."""
 
     def __init__(self, callback: Callable[[], None]) -> None:
         self._callback = callback
-        try:
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
+        self._loop = _running_loop()
         self._lock = threading.Lock()  # guards _pending: set off the loop, cleared on it
         self._pending = False
 
