@@ -5,9 +5,12 @@ change of a control calls the function again, and bad input is refused by name."
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import sys
+import threading
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import ipywidgets
@@ -205,3 +208,72 @@ def test_without_the_views_extra_at_all_the_error_names_it(monkeypatch: pytest.M
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(ImportError, match=r"lldsched\[views\]"):
         interact_module.interact(pick, period=(1, 5))
+
+
+def test_a_change_off_the_kernels_thread_calls_the_function_on_it_once_latest_values_first(
+    displayed: list[object],
+) -> None:
+    """JupyterLab 4.4+ sends widget messages on a kernel subshell, which ipykernel 7
+    handles on a thread of its own: a change made there calls the function on the thread
+    of the kernel's event loop (between cells), once for the changes made until it runs,
+    with their latest values."""
+    calls: list[tuple[int, int]] = []
+
+    def record(x: int = 0) -> None:
+        calls.append((x, threading.get_ident()))
+
+    async def in_a_kernel() -> None:  # the loop on this thread plays the kernel's
+        shown = Interaction(record, {"x": (0, 10)})
+        calls.clear()
+
+        def subshell() -> None:
+            for value in (1, 2, 3):
+                shown.controls["x"].value = value
+
+        thread = threading.Thread(target=subshell)
+        thread.start()
+        thread.join()  # the loop is held meanwhile, as by a running cell
+        assert calls == []  # nothing ran on the subshell's thread
+        for _ in range(10):  # the call was handed to the loop: its next turns run it
+            if calls:
+                break
+            await asyncio.sleep(0)
+        assert calls == [(3, threading.get_ident())]
+        shown.controls["x"].value = 4  # on the loop's own thread: at once, as in a cell
+        assert calls[-1] == (4, threading.get_ident())
+
+    asyncio.run(in_a_kernel())
+
+
+class KernelPublisher:
+    """A kernel's display publisher: ipykernel sets each dispatched message's parent."""
+
+    def __init__(self) -> None:
+        self.parents: list[object] = []
+
+    def set_parent(self, parent: object) -> None:
+        self.parents.append(parent)
+
+
+def test_the_kernel_can_set_a_parent_on_its_publisher_while_the_function_runs(
+    displayed: list[object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ipykernel 7 sets the parent of every message it dispatches, on any of its threads,
+    through the shell's display publisher of the moment: during the call that is the
+    capture's, and IPython's capturing publisher has no ``set_parent``: the dispatch
+    failed, its message was lost, and the page held back every later change of that
+    control.  The capture's publisher passes it on to the kernel's."""
+    kernels = KernelPublisher()
+    shell = SimpleNamespace(display_pub=kernels)  # the kernel's shell, as IPython's is found
+    monkeypatch.setattr("IPython.get_ipython", lambda: shell)
+    monkeypatch.setattr("IPython.core.getipython.get_ipython", lambda: shell)
+
+    def dispatched_meanwhile(x: int = 0) -> None:
+        shell.display_pub.set_parent({"msg_id": f"comm-{x}"})  # as another thread does
+        print("ran", x)
+
+    shown = Interaction(dispatched_meanwhile, {"x": (0, 3)})
+    shown.controls["x"].value = 2
+    assert kernels.parents == [{"msg_id": "comm-0"}, {"msg_id": "comm-2"}]
+    assert shell.display_pub is kernels  # given back after each call
+    assert shown.output.outputs == ({"output_type": "stream", "name": "stdout", "text": "ran 2\n"},)

@@ -27,6 +27,18 @@ The second is how the output gets into the box:
   sets the ``Output`` widget's ``outputs`` itself, as ``Output.append_stdout`` does.
   Nothing is captured by the front end, so nbclient never writes to the shell channel.
 
+A change calls the function on the kernel's own thread, between cells
+(:class:`lldsched.views.widgetkit.OnKernelThread`): JupyterLab 4.4 and later send
+widget messages on a kernel subshell, which ipykernel 7 handles on a thread of its own.
+There the call's capture (it swaps the process's streams and the shell's display
+publisher) overlapped a cell's running beside it (Run All, then a control changed at
+once): ipykernel's dispatch of a message meanwhile failed on IPython's capturing
+publisher (it has no ``set_parent``), the message was lost with its "idle", and
+ipywidgets' page held back every later change of that control: it never answered
+again.  A cell's output could also land in the box.  The capture's
+publisher here takes ``set_parent`` (:func:`_publisher_class`), and changes made before the
+call runs are one call, with the latest values.
+
 What shows: printed text first (stdout, then stderr), then what the function displayed,
 then its return value unless it is ``None`` (as ``interact`` displays it).  A figure
 shows when it is displayed or returned (the package's figures draw themselves); unlike
@@ -42,14 +54,18 @@ ipywidgets is imported on first use, through
 from __future__ import annotations
 
 import base64
+import functools
 import inspect
+import sys
 import traceback
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from io import StringIO
 from typing import TYPE_CHECKING, Any
 
 from lldsched.errors import ValidationError
 from lldsched.views.widgetkit import (
+    OnKernelThread,
     bundle,
     close_tree,
     closes_when_its_cell_runs_again,
@@ -95,6 +111,7 @@ class Interaction:
             control for key, control in self.controls.items() if controls[key] is control
         ]
         self.update(raising=True)
+        self._changes = OnKernelThread(self._changed_now)
         for control in self.controls.values():
             control.observe(self._changed, names="value")
         self._closed = False
@@ -128,7 +145,11 @@ class Interaction:
         self.output.outputs = tuple(shown)
 
     def _changed(self, _change: object) -> None:
-        self.update()
+        self._changes.request()  # on the kernel's thread, now or between cells
+
+    def _changed_now(self) -> None:
+        if not self._closed:  # closed while the call waited for the kernel's thread
+            self.update()
 
     def close(self) -> None:
         """Stop calling the function on a change, and close every widget made here (the
@@ -215,12 +236,56 @@ def _controls(
     return made
 
 
-def _captured() -> AbstractContextManager[Any]:
-    """What the function prints and displays, kept in the kernel (IPython's capture;
-    outside IPython ``display`` prints, so it is caught as text)."""
-    from IPython.utils.capture import capture_output
+@contextmanager
+def _captured() -> Iterator[Any]:
+    """What the function prints and displays, kept in the kernel, as IPython's
+    ``capture_output`` keeps it, with a display publisher the kernel can still set a
+    parent on (:func:`_publisher_class`).  Outside IPython ``display`` prints, so it is
+    caught as text."""
+    from IPython import get_ipython
+    from IPython.core.displayhook import CapturingDisplayHook
+    from IPython.utils.capture import CapturedIO
 
-    return capture_output(stdout=True, stderr=True, display=True)
+    shell = get_ipython()
+    stdout, stderr = StringIO(), StringIO()
+    streams, hook = (sys.stdout, sys.stderr), sys.displayhook
+    kernels = getattr(shell, "display_pub", None)  # None: no IPython shell here
+    publisher = _publisher_class()(kernels)
+    sys.stdout, sys.stderr = stdout, stderr
+    if kernels is not None:
+        shell.display_pub = publisher
+        hook_of = CapturingDisplayHook  # IPython has no hints here:
+        sys.displayhook = hook_of(shell=shell, outputs=publisher.outputs)  # type: ignore[no-untyped-call]
+    try:
+        yield CapturedIO(stdout, stderr, publisher.outputs)
+    finally:
+        sys.stdout, sys.stderr = streams
+        if kernels is not None:
+            shell.display_pub = kernels
+            sys.displayhook = hook
+
+
+@functools.cache
+def _publisher_class() -> type:
+    """IPython's capturing display publisher that also answers what the kernel's own
+    publisher answers (``set_parent``, ``set_thread_parent``) by passing it on to it:
+    ipykernel 7 sets the parent of each message it dispatches, on any of its threads,
+    through the shell's publisher of the moment, and IPython's capturing one has no
+    ``set_parent``: the dispatch failed and the message was lost.  Made on first use
+    (IPython comes with ipywidgets)."""
+    from IPython.core.displaypub import CapturingDisplayPublisher
+
+    class Publisher(CapturingDisplayPublisher):
+        def __init__(self, kernels: Any) -> None:
+            super().__init__()  # type: ignore[no-untyped-call]  # IPython has no hints here
+            self.kernels = kernels
+
+        def __getattr__(self, name: str) -> Any:  # called only for what it has not
+            if name == "kernels":  # not set yet: no recursion
+                raise AttributeError(name)
+            return getattr(self.kernels, name)
+
+    return Publisher
 
 
 def _streams(captured: Any) -> list[Output]:

@@ -16,6 +16,12 @@ scheduler).  :func:`closes_when_its_cell_runs_again` closes what a notebook cell
 that cell runs again: a cell re-run replaces its output, but the widgets of the run
 before stayed open, and a live panel's listener went on refreshing a table no one sees.
 
+A control's callback runs on the kernel's own thread (:class:`OnKernelThread`): JupyterLab
+4.4 and later send widget messages on a kernel *subshell* (ipykernel 7 runs each
+subshell's messages on a thread of its own), so a slider moved while a cell ran called
+its function beside that cell, and the two could swap the process's output streams
+under each other (docs/DECISIONS.md, "A control's callback runs on the kernel's thread").
+
 Once closed, a view acts no more: :func:`refuse_if_closed` is what its controls (the
 player's ``step``, ``advance`` and ``run_until``, any view's buttons, which ``click()``
 still calls once closed) raise instead of acting.
@@ -27,6 +33,7 @@ Used by :mod:`lldsched.views.panel`, :mod:`lldsched.views.player` and
 
 from __future__ import annotations
 
+import asyncio
 import html
 import threading
 import weakref
@@ -39,6 +46,7 @@ from lldsched.errors import SchedulerStateError
 from lldsched.views import missing_extra
 
 __all__ = [
+    "OnKernelThread",
     "bundle",
     "close_tree",
     "closes_when_its_cell_runs_again",
@@ -188,3 +196,47 @@ def _cell_run() -> tuple[str, str] | None:
     if header.get("msg_type") != "execute_request" or not cell or not request:
         return None
     return str(cell), str(request)
+
+
+class OnKernelThread:
+    """``callback`` run on the kernel's own thread, once per burst of requests.
+
+    Made on the thread a notebook cell runs on (the kernel's, whose event loop runs
+    there); :meth:`request` runs ``callback`` at once on that thread, and from any other
+    thread asks the loop to run it (``call_soon_threadsafe``) once: requests made before
+    it runs join that one run (it reads the controls' latest values).  JupyterLab 4.4 and
+    later send widget messages on a kernel subshell, which ipykernel 7 handles on a
+    thread of its own, beside the cell the main thread runs: a callback run there could
+    swap the process's output streams under that cell's (interact's capture), and the
+    kernel's dispatch failed meanwhile (docs/DECISIONS.md).  Made where no loop runs (a
+    script, a test), :meth:`request` always runs ``callback`` at once."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self._callback = callback
+        self._loop = _running_loop()
+        self._lock = threading.Lock()  # guards _pending: set off the loop, cleared on it
+        self._pending = False
+
+    def request(self) -> None:
+        """Run the callback now if this is the kernel's thread, else soon on it (once for
+        every request made until it runs)."""
+        if self._loop is None or _running_loop() is self._loop:
+            self._callback()
+            return
+        with self._lock:
+            if self._pending:
+                return
+            self._pending = True
+        self._loop.call_soon_threadsafe(self._run)
+
+    def _run(self) -> None:
+        with self._lock:
+            self._pending = False
+        self._callback()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

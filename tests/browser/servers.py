@@ -239,10 +239,21 @@ def run_all_in_lab(page: Any, log: list[str]) -> None:
     (:data:`OVER`: the kernel silent for :data:`SILENT_SECONDS`, the unfinished cell
     not running in it) fails then.  Either failure says what the page heard for the
     first unfinished cell's request and whether it handled all it heard."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    start_run_all(page)
+    wait_for_run_all(page, log)
 
+
+def start_run_all(page: Any) -> None:
+    """The first half of :func:`run_all_in_lab`: once the kernel is ready, Run All is
+    started (a test acts on the page while it runs, then waits for it)."""
     page.wait_for_function(KERNEL_READY, timeout=60_000)
     page.evaluate(RUN_ALL)
+
+
+def wait_for_run_all(page: Any, log: list[str]) -> None:
+    """The second half of :func:`run_all_in_lab`: the run waited for, on progress."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     while not page.evaluate(RAN_ALL):
         counted = page.evaluate(COUNTED)
         try:
