@@ -6,6 +6,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from lldsched import (
     ExecutionRecord,
@@ -14,9 +16,11 @@ from lldsched import (
     OneTime,
     OverrunPolicy,
     ScheduleError,
+    Simulation,
     ValidationError,
 )
 from lldsched.schedules.base import measures_elapsed_time
+from lldsched.sim import fixed
 
 T = 1_000_000.0
 
@@ -55,6 +59,47 @@ def test_fixed_rate_skip_keeps_a_slot_that_falls_exactly_at_the_finish() -> None
     schedule = FixedRate(60, OverrunPolicy.SKIP)
     assert schedule.next_run(record(T, T, T + 60), T + 60) == T + 60
     assert schedule.next_run(record(T, T, T + 120), T + 120) == T + 120
+
+
+def _grid_index(schedule: FixedRate, slot: float, answer: float) -> int:
+    """``k`` with ``answer == slot + k * period``: the answer is a slot of the grid."""
+    k = round((answer - slot) / schedule.period)
+    assert answer == slot + k * schedule.period
+    return k
+
+
+# Instants on the grid whose quotient rounds: the first slot after 1/3 s periods' was
+# the instant itself, and a 0.1 s period's SKIP run of 0.2 s went on at 0.3 s.
+@example(period=1 / 3, slot=1_700_000_000.0, k=9685, offset=0.0)
+@example(period=0.1, slot=1_767_571_200.0, k=2, offset=0.0)
+@given(
+    period=st.sampled_from([1e-6, 0.1, 0.3, 1 / 3, 0.7, 7.7, 60, 95_040.00000000001]),
+    slot=st.floats(0, 2e9),
+    k=st.integers(2, 10_000),
+    offset=st.sampled_from([0.0, 1e-9, -1e-9, 5e-7]),
+)
+def test_a_fixed_rates_slot_after_an_instant_on_its_grid_is_the_next_one_not_the_same_nor_one_more(
+    period: float, slot: float, k: int, offset: float
+) -> None:
+    # The grid's slots are slot + k * period as floats; a division guessed k, and its
+    # rounding answered an instant on the grid as the first slot "strictly after"
+    # itself, and skipped the slot at a SKIP run's finish ("not been missed").
+    schedule = FixedRate(period)
+    instant = slot + k * period + offset
+    after = schedule.first_slot_after(slot, instant)
+    j = _grid_index(schedule, slot, after)
+    assert after > instant and (j == 1 or slot + (j - 1) * period <= instant)
+    due = schedule.next_run(record(slot, slot, instant), instant)
+    j = _grid_index(schedule, slot, due)
+    assert due >= instant and (j == 1 or slot + (j - 1) * period < instant)
+
+
+def test_a_simulated_skip_run_that_ends_on_a_fractional_grid_slot_runs_that_slot() -> None:
+    sim = Simulation(workers=1, start=1_767_571_200.0)
+    task = sim.schedule("poll", FixedRate(0.1), duration=fixed(0.2))
+    sim.run(1_767_571_200.0 + 0.45)
+    ran = [round(r.slot - 1_767_571_200.0, 6) for r in task.history if r.outcome.ran]
+    assert ran == [0.0, 0.2]  # the slot at its finish is due, not missed
 
 
 def test_fixed_rate_catch_up_returns_each_missed_slot_in_turn() -> None:

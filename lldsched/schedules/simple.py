@@ -187,6 +187,25 @@ def _keep(key: tuple[object, ...], value: _Interval) -> None:
         _SHARED[key] = value
 
 
+def _grid_slot(slot: float, period: float, k: int, instant: float, *, strictly: bool) -> float:
+    """``slot + k * period`` for the first ``k`` whose slot is after ``instant``
+    (``strictly``) or not before it, starting from ``k`` as a division guessed it.
+
+    The quotient is rounded, so the guess may be one off either way: an instant on the
+    grid was answered as its own slot (the first slot "strictly after" it equal to it),
+    or the slot at a finish was skipped (docs/DECISIONS.md, "A fixed rate's next slot
+    is checked against the instant, not guessed from a quotient")."""
+
+    def passed(at: float) -> bool:
+        return at <= instant if strictly else at < instant
+
+    while passed(slot + k * period):
+        k += 1
+    while k > 1 and not passed(slot + (k - 1) * period):
+        k -= 1
+    return slot + k * period
+
+
 class FixedDelay(_Interval):
     """Run every ``delay`` seconds (or a ``timedelta``) measured from the previous run's
     *finish*: runs never overlap, however long they take.
@@ -300,7 +319,9 @@ class FixedRate(_Interval):
         """The first slot of ``slot``'s grid strictly after ``now``."""
         checks.instant(slot, name="first_slot_after() slot", of=self, error=ScheduleError)
         checks.instant(now, name="first_slot_after() now", of=self, error=ScheduleError)
-        return slot + (math.floor((now - slot) / self.period) + 1) * self.period
+        return _grid_slot(
+            slot, self.period, math.floor((now - slot) / self.period) + 1, now, strictly=True
+        )
 
     measures_elapsed_time = True
 
@@ -327,8 +348,9 @@ class FixedRate(_Interval):
         if following >= finished or self.on_overrun is OverrunPolicy.CATCH_UP:
             return following
         # SKIP: the first slot of the grid that is not before the finish.
-        missed = math.ceil((finished - slot) / period)
-        return slot + missed * period
+        return _grid_slot(
+            slot, period, math.ceil((finished - slot) / period), finished, strictly=False
+        )
 
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
