@@ -45,3 +45,29 @@ def test_a_simulation_on_a_shared_store_registers_and_reads_and_refuses_to_run(
         live.shutdown()
         live_store.close()
         sim_store.close()
+
+
+def test_building_a_simulation_on_a_shared_store_writes_nothing_there(
+    store_spec: StoreSpec,
+) -> None:
+    """Built on a shared store, a simulation registers its rows as they are, as a
+    process of the cluster does (no process decides misfires for all of them at start:
+    whoever claims a passed slot does).  Before, it ran a restart's recovery: a task due
+    long ago had every passed slot recorded coalesced (records with no token) and its
+    due instant moved to the simulated clock's, in the live store, by construction."""
+    writer, reader, sim_store = (open_store(store_spec) for _ in range(3))
+    try:
+        Simulation(start=1_000.0, store=writer).schedule(
+            "hourly", FixedRate(3600), action=jobs.noop, id="hourly"
+        )  # registered through a simulation (tests/test_upgrading.py): due at 1000
+        (before,) = reader.load_all()
+        assert before.next_run_at == 1_000.0
+        sim = Simulation(start=1_000_000.0, store=sim_store)  # 277 hourly slots passed
+        assert reader.records() == []  # no misfire recorded
+        assert reader.load_all() == [before]  # the row as it was
+        assert sim.task("hourly").next_run_at == 1_000.0  # read as stored
+        with pytest.raises(StoreError, match="cannot run on the shared store"):
+            sim.step()
+    finally:
+        for store in (writer, reader, sim_store):
+            store.close()

@@ -77,7 +77,9 @@ and the event loop.
 
 **A store that holds tasks** is recovered at construction, at ``start``, by the
 same :func:`lldsched.core.recovery.recover` as the threaded runtime: misfire
-decisions included.  Models are not stored: restored tasks take no time and
+decisions included.  A shared store's rows are registered as they are, as a process
+of the cluster registers them, and nothing is written there (:func:`_load_as_stored`).
+Models are not stored: restored tasks take no time and
 never fail unless :meth:`Simulation.model` says otherwise.
 """
 
@@ -97,6 +99,7 @@ from lldsched.clock import LATEST, to_timestamp, within_datetimes
 from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
+from lldsched.core.follow import load
 from lldsched.core.ids import IdGenerator
 from lldsched.core.isolation import is_loop_action, killed_at_deadline, worker_killed
 from lldsched.core.machine import SchedulerCore
@@ -112,7 +115,7 @@ from lldsched.errors import SchedulerStateError, StoreError, ValidationError, er
 from lldsched.listeners import Listener, as_callback, listener_list, notify
 from lldsched.logs import Repeats, instant_text
 from lldsched.model import ExecutionRecord, TaskEvent
-from lldsched.persistence import TaskStore, is_shared
+from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.lanes import Waiting
@@ -217,6 +220,21 @@ def _given(value: float | datetime, instant: float) -> str:
     return repr(value) if isinstance(value, datetime) else f"{value!r} ({instant_text(instant)})"
 
 
+def _load_as_stored(core: SchedulerCore, store: TaskStore) -> None:
+    """Register a shared store's rows as they are, as a process of the cluster does
+    (:meth:`lldsched.threaded.shared.Coordinator.load`), never a restart's recovery:
+    that decides every task's passed slots and writes them (records of slots missed or
+    coalesced, plans, due instants at the simulated clock's) into rows the live
+    processes follow, with no lease and no fencing token.  Nothing is decided, and the
+    store is muted while the rows are registered: building a simulation there writes
+    nothing (docs/CLUSTER.md, "Limits")."""
+    if not isinstance(store, CoordinatedStore):
+        raise ValidationError(f"{store!r} says shared=True but lacks the CoordinatedStore methods")
+    rows = store.load_all()  # a row this code cannot load refuses the store, as recovery's
+    with store.muted():
+        load(core, rows, records_of=store.records, dead_letter=store.dead_letter())
+
+
 def _runs_unclaimed(store: TaskStore) -> StoreError:
     """The refusal of a simulation's runs on a shared store (``store.shared``: a SQLite
     store opened ``shared=True``, a PostgreSQL store): it runs every due slot itself,
@@ -241,7 +259,8 @@ class Simulation(SimulationVerbs):
     the epoch); ``seed`` seeds every task's duration and failure draws and the retry
     jitter (same seed, same records).  ``store``, ``listeners`` and ``ids`` are
     injected as on ``Scheduler``: a ``store`` that holds tasks has them restored here,
-    misfire decisions included, at ``start``; listeners are called in order, in
+    misfire decisions included, at ``start`` (a shared store's as stored, nothing
+    decided or written there); listeners are called in order, in
     virtual time, on the caller's thread.  ``history_limit`` bounds each task's
     in-memory history (default 100; ``None``: unbounded); ``tz`` is the zone of cron
     schedules that name none (cron text included; default UTC).
@@ -358,7 +377,10 @@ class Simulation(SimulationVerbs):
         # or -inf without a drain).  None: not shut down (the verbs' check, verbs.py).
         self._stopped_at: float | None = None
         if store is not None:
-            recover(self._core, store)
+            if is_shared(store):  # its rows as they are: it writes nothing there
+                _load_as_stored(self._core, store)
+            else:
+                recover(self._core, store)
             for task_id, task in self._core.tasks.items():  # one retired at once needs none
                 self._models[task_id] = TaskModels(0.0, 0.0, NO_RNG)
                 self._note_lane(task)
