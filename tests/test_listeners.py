@@ -129,6 +129,54 @@ def test_a_listener_that_falls_behind_loses_the_oldest_events_not_the_newest(
     assert caplog.text.count("fell 10 events behind") == 1  # once per overflow episode
 
 
+def test_a_listener_that_overflows_at_every_burst_is_warned_of_once_a_minute(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A listener that catches up between bursts but not within them overflows at each
+    burst: each overflow wrote a WARNING (as many as the events dropped, with bursts
+    one event too long).  Now the first overflow of a minute is a WARNING, the others
+    DEBUG lines, and the next minute's WARNING counts them and what they dropped."""
+    now = [0.0]
+    dispatcher = EventDispatcher(backlog=3, repeats=Repeats(clock=lambda: now[0]))
+    gate, holding = threading.Semaphore(0), threading.Semaphore(0)
+    seen: list[int] = []
+
+    def slow(e: TaskEvent) -> None:
+        if e.at < 0:  # a burst's head: held while the burst piles up behind it
+            holding.release()
+            assert gate.acquire(timeout=5)
+        seen.append(int(e.at))
+
+    def burst(first: int) -> None:
+        dispatcher.publish(event(-1))
+        assert holding.acquire(timeout=5)  # the listener holds it; the rest pile up
+        for n in range(first, first + 5):  # 5 behind a backlog of 3: 2 dropped
+            dispatcher.publish(event(n))
+        gate.release()
+        assert dispatcher.flush(5)  # caught up: the overflow is over
+
+    dispatcher.add(slow)
+    dispatcher.start()
+    with caplog.at_level(logging.DEBUG, logger="lldsched.listeners"):
+        for first in (0, 10, 20):  # three overflows inside one minute
+            burst(first)
+        now[0] = 61.0
+        burst(30)  # a minute later: warned again, counting what the DEBUG lines said
+    dispatcher.close(5)
+    assert [n for n in seen if n >= 0] == [2, 3, 4, 12, 13, 14, 22, 23, 24, 32, 33, 34]
+    assert dispatcher.dropped == 8
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lldsched.listeners"]
+    warning, debug = logging.WARNING, logging.DEBUG
+    assert [level for level, _ in lines] == [warning, debug, debug, warning]
+    assert lines[0][1] == (
+        "listeners fell 3 events behind; dropping the oldest (metrics().dropped_events counts them)"
+    )
+    assert lines[3][1] == (
+        "listeners fell 3 events behind; dropping the oldest (5 more dropped since the "
+        "last such warning, 2 overflows since; metrics().dropped_events counts them)"
+    )
+
+
 def test_a_slow_listener_on_a_scheduler_never_blocks_its_workers(
     make_scheduler: SchedulerFactory, clock: FakeClock
 ) -> None:
