@@ -329,3 +329,54 @@ def test_a_verb_after_shutdown_reaches_the_listeners_with_no_further_call(kind: 
     heard = log.wait_for(lambda e: e.status is TaskStatus.CANCELLED, timeout=5)
     assert heard is not None and heard.previous is TaskStatus.PAUSED
     assert [e.status for e in log.events][-2:] == [TaskStatus.PAUSED, TaskStatus.CANCELLED]
+
+
+@pytest.mark.parametrize("kind", ["threaded", "simulated"])
+def test_a_listeners_verbs_act_without_deadlock_and_are_heard_after_its_event(kind: str) -> None:
+    """docs/GUIDE.md, "Listeners": a listener may call the runtime's verbs, ``shutdown()``
+    included.  On hearing task a's run begin, it pauses a (whose run is still going:
+    its action waits for the listener), cancels b and registers c; on c's success it
+    shuts the runtime down.  Every listener hears a's transitions in their order, on
+    both runtimes: the simulation called the listeners at once with the pause's event,
+    from inside the first listener, so the listener after it heard ``running ->
+    paused`` before ``scheduled -> running``."""
+    log = EventLog()
+    shut: list[bool] = []
+    gate = threading.Event()  # a's run (on threads) goes on once the listener paused it
+    runtime: Scheduler | Simulation
+
+    def verbs(event: TaskEvent) -> None:
+        if event.task_id == "a" and event.status is TaskStatus.RUNNING:
+            assert runtime.pause("a") and runtime.cancel("b")
+            if isinstance(runtime, Scheduler):
+                runtime.schedule("c", lambda: None, OneTime(delay=0), id="c")
+            else:
+                runtime.schedule("c", OneTime(delay=0), id="c")
+            gate.set()
+        elif event.task_id == "c" and event.status is TaskStatus.SUCCEEDED:
+            shut.append(runtime.shutdown(timeout=5))
+
+    if kind == "threaded":
+        runtime = Scheduler(workers=2, clock=FakeClock(0), listeners=[verbs, log])
+        runtime.schedule("a", lambda: gate.wait(5), FixedRate(10), id="a")
+        runtime.schedule("b", lambda: None, FixedRate(10), id="b", paused=True)
+        runtime.start()
+        assert log.wait_for(lambda e: e.task_id == "c" and e.status is TaskStatus.SUCCEEDED)
+        runtime.shutdown(timeout=5)  # (the log heard c after the listener's shutdown returned)
+    else:
+        runtime = Simulation(2, listeners=[verbs, log])
+        runtime.schedule("a", FixedRate(10), id="a", duration=3)
+        runtime.schedule("b", FixedRate(10), id="b", paused=True)
+        runtime.run_for(60)  # the listener's shutdown ends it once a's run in flight ended
+        assert runtime.now == 3.0
+    assert shut == [True] and not runtime.running
+    assert [task.status for task in runtime.tasks()] == [
+        TaskStatus.PAUSED, TaskStatus.CANCELLED, TaskStatus.SUCCEEDED,
+    ]  # fmt: skip
+    new, running, paused = None, TaskStatus.RUNNING, TaskStatus.PAUSED
+    scheduled = TaskStatus.SCHEDULED
+    assert [(e.previous, e.status) for e in log.events if e.task_id == "a"] == [
+        (new, scheduled), (scheduled, running), (running, paused), (paused, paused),
+    ]  # fmt: skip
+    (record,) = runtime.task("a").history
+    assert record.ok  # the run the pause found in flight ended as it would have
