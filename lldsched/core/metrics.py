@@ -64,8 +64,9 @@ class Metrics(NamedTuple):
 
     In the :class:`~lldsched.sim.simulation.Simulation`, whose clock is its timer,
     ``state`` is ``"running"`` and ``timer_alive`` True until its shutdown (then
-    ``"stopped"`` and False, as here), ``timer_woke`` the simulated instant, and ``handoff`` and ``dropped_events`` are 0 (a due entry waits in the heap
-    for a worker there: it has no hand-off queue); ``coroutines`` counts as here, and
+    ``"stopped"`` and False, as here), ``timer_woke`` the simulated instant, and
+    ``handoff`` and ``dropped_events`` are 0 (a due entry waits in the heap for a
+    worker there: it has no hand-off queue); ``coroutines`` counts as here, and
     after a shutdown a coroutine task left due counts in ``queued`` (and ``lag``) as a
     thread task left due does (docs/DECISIONS.md, "What a simulation's metrics read
     after its shutdown").
