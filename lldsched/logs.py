@@ -138,6 +138,11 @@ class Repeats:
         seen[0], seen[1] = now, 0
         return repeated
 
+    def sibling(self) -> Repeats:
+        """A new, empty :class:`Repeats` on this one's window and clock: for lines another
+        thread says, so that neither takes the other's keys (or needs its lock)."""
+        return Repeats(self.window, self._clock)
+
     def expired(self, key: Hashable, now: float | None = None) -> bool:
         """True if :meth:`admit` would write ``key``'s line in full now; counts nothing."""
         if now is None:

@@ -129,6 +129,54 @@ def test_a_listener_that_falls_behind_loses_the_oldest_events_not_the_newest(
     assert caplog.text.count("fell 10 events behind") == 1  # once per overflow episode
 
 
+def test_a_listener_that_overflows_at_every_burst_is_warned_of_once_a_minute(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A listener that catches up between bursts but not within them overflows at each
+    burst: each overflow wrote a WARNING (as many as the events dropped, with bursts
+    one event too long).  Now the first overflow of a minute is a WARNING, the others
+    DEBUG lines, and the next minute's WARNING counts them and what they dropped."""
+    now = [0.0]
+    dispatcher = EventDispatcher(backlog=3, repeats=Repeats(clock=lambda: now[0]))
+    gate, holding = threading.Semaphore(0), threading.Semaphore(0)
+    seen: list[int] = []
+
+    def slow(e: TaskEvent) -> None:
+        if e.at < 0:  # a burst's head: held while the burst piles up behind it
+            holding.release()
+            assert gate.acquire(timeout=5)
+        seen.append(int(e.at))
+
+    def burst(first: int) -> None:
+        dispatcher.publish(event(-1))
+        assert holding.acquire(timeout=5)  # the listener holds it; the rest pile up
+        for n in range(first, first + 5):  # 5 behind a backlog of 3: 2 dropped
+            dispatcher.publish(event(n))
+        gate.release()
+        assert dispatcher.flush(5)  # caught up: the overflow is over
+
+    dispatcher.add(slow)
+    dispatcher.start()
+    with caplog.at_level(logging.DEBUG, logger="lldsched.listeners"):
+        for first in (0, 10, 20):  # three overflows inside one minute
+            burst(first)
+        now[0] = 61.0
+        burst(30)  # a minute later: warned again, counting what the DEBUG lines said
+    dispatcher.close(5)
+    assert [n for n in seen if n >= 0] == [2, 3, 4, 12, 13, 14, 22, 23, 24, 32, 33, 34]
+    assert dispatcher.dropped == 8
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lldsched.listeners"]
+    warning, debug = logging.WARNING, logging.DEBUG
+    assert [level for level, _ in lines] == [warning, debug, debug, warning]
+    assert lines[0][1] == (
+        "listeners fell 3 events behind; dropping the oldest (metrics().dropped_events counts them)"
+    )
+    assert lines[3][1] == (
+        "listeners fell 3 events behind; dropping the oldest (5 more dropped since the "
+        "last such warning, 2 overflows since; metrics().dropped_events counts them)"
+    )
+
+
 def test_a_slow_listener_on_a_scheduler_never_blocks_its_workers(
     make_scheduler: SchedulerFactory, clock: FakeClock
 ) -> None:
@@ -281,3 +329,54 @@ def test_a_verb_after_shutdown_reaches_the_listeners_with_no_further_call(kind: 
     heard = log.wait_for(lambda e: e.status is TaskStatus.CANCELLED, timeout=5)
     assert heard is not None and heard.previous is TaskStatus.PAUSED
     assert [e.status for e in log.events][-2:] == [TaskStatus.PAUSED, TaskStatus.CANCELLED]
+
+
+@pytest.mark.parametrize("kind", ["threaded", "simulated"])
+def test_a_listeners_verbs_act_without_deadlock_and_are_heard_after_its_event(kind: str) -> None:
+    """docs/GUIDE.md, "Listeners": a listener may call the runtime's verbs, ``shutdown()``
+    included.  On hearing task a's run begin, it pauses a (whose run is still going:
+    its action waits for the listener), cancels b and registers c; on c's success it
+    shuts the runtime down.  Every listener hears a's transitions in their order, on
+    both runtimes: the simulation called the listeners at once with the pause's event,
+    from inside the first listener, so the listener after it heard ``running ->
+    paused`` before ``scheduled -> running``."""
+    log = EventLog()
+    shut: list[bool] = []
+    gate = threading.Event()  # a's run (on threads) goes on once the listener paused it
+    runtime: Scheduler | Simulation
+
+    def verbs(event: TaskEvent) -> None:
+        if event.task_id == "a" and event.status is TaskStatus.RUNNING:
+            assert runtime.pause("a") and runtime.cancel("b")
+            if isinstance(runtime, Scheduler):
+                runtime.schedule("c", lambda: None, OneTime(delay=0), id="c")
+            else:
+                runtime.schedule("c", OneTime(delay=0), id="c")
+            gate.set()
+        elif event.task_id == "c" and event.status is TaskStatus.SUCCEEDED:
+            shut.append(runtime.shutdown(timeout=5))
+
+    if kind == "threaded":
+        runtime = Scheduler(workers=2, clock=FakeClock(0), listeners=[verbs, log])
+        runtime.schedule("a", lambda: gate.wait(5), FixedRate(10), id="a")
+        runtime.schedule("b", lambda: None, FixedRate(10), id="b", paused=True)
+        runtime.start()
+        assert log.wait_for(lambda e: e.task_id == "c" and e.status is TaskStatus.SUCCEEDED)
+        runtime.shutdown(timeout=5)  # (the log heard c after the listener's shutdown returned)
+    else:
+        runtime = Simulation(2, listeners=[verbs, log])
+        runtime.schedule("a", FixedRate(10), id="a", duration=3)
+        runtime.schedule("b", FixedRate(10), id="b", paused=True)
+        runtime.run_for(60)  # the listener's shutdown ends it once a's run in flight ended
+        assert runtime.now == 3.0
+    assert shut == [True] and not runtime.running
+    assert [task.status for task in runtime.tasks()] == [
+        TaskStatus.PAUSED, TaskStatus.CANCELLED, TaskStatus.SUCCEEDED,
+    ]  # fmt: skip
+    new, running, paused = None, TaskStatus.RUNNING, TaskStatus.PAUSED
+    scheduled = TaskStatus.SCHEDULED
+    assert [(e.previous, e.status) for e in log.events if e.task_id == "a"] == [
+        (new, scheduled), (scheduled, running), (running, paused), (paused, paused),
+    ]  # fmt: skip
+    (record,) = runtime.task("a").history
+    assert record.ok  # the run the pause found in flight ended as it would have

@@ -63,9 +63,10 @@ class Metrics(NamedTuple):
       or after a write found it closed; True without a store.
 
     In the :class:`~lldsched.sim.simulation.Simulation`, whose clock is its timer,
-    ``state`` is ``"running"``, ``timer_alive`` True, ``timer_woke`` the simulated
-    instant, and ``handoff`` and ``dropped_events`` are 0 (a due entry waits in the heap
-    for a worker there: it has no hand-off queue); ``coroutines`` counts as here, and
+    ``state`` is ``"running"`` and ``timer_alive`` True until its shutdown (then
+    ``"stopped"`` and False, as here), ``timer_woke`` the simulated instant, and
+    ``handoff`` and ``dropped_events`` are 0 (a due entry waits in the heap for a
+    worker there: it has no hand-off queue); ``coroutines`` counts as here, and
     after a shutdown a coroutine task left due counts in ``queued`` (and ``lag``) as a
     thread task left due does (docs/DECISIONS.md, "What a simulation's metrics read
     after its shutdown").

@@ -15,7 +15,9 @@ a run context, and :class:`RunStats` is created at the first run.
 Only the core state machine (:class:`~lldsched.core.machine.SchedulerCore`)
 mutates a ``ScheduledTask``, under its runtime's lock; any thread may read it.
 Each attribute read is atomic and ``history`` returns a copy, but two reads are
-not a consistent pair: ask ``Scheduler.task(id)`` again for a fresh look.  One
+not a consistent pair (a run may end between them), and ``Scheduler.task(id)`` gives
+this same live object again, not a copy: what must agree is read from one read
+(``history``, one copy; an event, whose record and status change came together).  One
 read of ``definition`` is consistent without the lock: a change of several of its
 parts (a replace, a ``modify``) is made inside :meth:`ScheduledTask.redefining`,
 and a read while it is under way gets the definition the task had before it.

@@ -187,6 +187,22 @@ def _rearmed_end(
     return length, cancelled_error(timeout), result, True
 
 
+class _Hearing:
+    """How :meth:`Simulation._emit` delivers events: ``waiting``, the events published
+    while the listeners hear another (a listener's verb made them), heard once it is
+    heard by every listener, in the order published; ``delivering``, True while
+    :meth:`~Simulation._emit` calls the listeners; ``repeats``, what tells a listener's
+    repeated failure (once a minute of real time, not once a simulated event:
+    lldsched/logs.py)."""
+
+    __slots__ = ("delivering", "repeats", "waiting")
+
+    def __init__(self) -> None:
+        self.waiting: deque[TaskEvent] = deque()
+        self.delivering = False
+        self.repeats = Repeats()
+
+
 class _Interrupts:
     """What :meth:`Simulation._torn` keeps: ``whole``, what the event loop raises with its
     event whole (a model's error, an action's or an intervention's raise: anything else
@@ -304,9 +320,7 @@ class Simulation(SimulationVerbs):
             (listener, as_callback(listener)) for listener in listener_list(listeners)
         ]
         self._log = RecordLog()  # every record, as the core makes it, kept as columns
-        # A listener raising on every event is said once a minute of real time, not
-        # once a simulated event (lldsched/logs.py).
-        self._repeats = Repeats()
+        self._hearing = _Hearing()  # the events a listener's verb made wait (_emit)
         self._core = SchedulerCore(
             clock=self._clock,
             queue=self._queue,
@@ -1208,13 +1222,31 @@ class Simulation(SimulationVerbs):
         same, and :meth:`_advance` raises it as soon as that event is whole, before the
         next (a store's save that raises one meanwhile is kept alike:
         ``StoreWrites.collecting``).  A verb made outside the loop raises it once the
-        verb is whole (:meth:`_whole`)."""
-        notify(
-            self._callbacks,
-            event,
-            repeats=self._repeats,
-            kept=self._heard if self._advancing or self._in_verb else None,
-        )
+        verb is whole (:meth:`_whole`).
+
+        An event published while the listeners hear another (a listener's ``pause``, a
+        run its ``shutdown`` finished) waits until every listener heard the one under
+        way: called at once, the listeners after that one heard its consequence before
+        it (``running -> paused``, then ``scheduled -> running``), unlike the
+        threaded runtime's, which queues every event.  An event a listener's Ctrl-C
+        left undelivered (raised at once, outside a verb and the loop) is heard before
+        the next one published."""
+        hearing = self._hearing
+        waiting = hearing.waiting
+        waiting.append(event)
+        if hearing.delivering:  # a listener's verb: heard after the event under way
+            return
+        hearing.delivering = True
+        try:
+            while waiting:
+                notify(
+                    self._callbacks,
+                    waiting.popleft(),
+                    repeats=hearing.repeats,
+                    kept=self._heard if self._advancing or self._in_verb else None,
+                )
+        finally:
+            hearing.delivering = False
 
     def __repr__(self) -> str:
         return (

@@ -10,9 +10,13 @@ the listeners after it, never the timer or a worker.
 **When a listener falls behind**, undelivered events wait in a backlog bounded
 by ``backlog`` (10,000 by default).  When it is full, the *oldest* undelivered
 event is dropped to make room for the new one, :attr:`EventDispatcher.dropped`
-counts it, and a warning is logged once per overflow episode.  The scheduler
-never blocks on a listener and its memory stays bounded; a listener that must
-see every event (an audit log) should be fast, or write to a store instead.
+counts it, and a warning is logged as an overflow begins (the backlog full again
+after it emptied), once a minute at most: a listener that keeps up between bursts,
+but not within them, overflows at every burst, and wrote a warning each time (as
+often as each dropped event).  The overflows of the minute after a warning are
+DEBUG lines; the next warning counts them and the events they dropped.  The
+scheduler never blocks on a listener and its memory stays bounded; a listener that
+must see every event (an audit log) should be fast, or write to a store instead.
 """
 
 from __future__ import annotations
@@ -77,6 +81,10 @@ class EventDispatcher:
         # A listener raising on every event is said once a window (lldsched/logs.py);
         # used by the delivery thread only (one runs at a time).
         self._repeats = repeats if repeats is not None else Repeats()
+        # An overflow's warning, once a window too: its own Repeats (on the same clock),
+        # used under the lock by publish(), never by the delivery thread.
+        self._overflows = self._repeats.sibling()
+        self._dropped_said = 0  # dropped when the last overflow's WARNING was written
 
     @property
     def listeners(self) -> list[Listener]:
@@ -127,12 +135,28 @@ class EventDispatcher:
                 self.dropped += 1
                 if not self._overflowing:
                     self._overflowing = True
-                    log.warning(
-                        "listeners fell %d events behind; dropping the oldest", self.backlog
-                    )
+                    self._say_overflow()
             events.append(event)
             if self._closed:  # after a shutdown no thread waits for it: start one
                 self._deliver_late()
+
+    def _say_overflow(self) -> None:
+        """Say that an overflow began (caller holds the lock, :attr:`dropped` counts its
+        first drop): a WARNING the first time in each window (:class:`Repeats`), which
+        counts the overflows and the drops since the last one; DEBUG inside it."""
+        repeated = self._overflows.admit("overflow")
+        message = "listeners fell %d events behind; dropping the oldest"
+        if repeated is None:  # warned less than a window ago
+            log.debug(message + " (again: the dropped events are counted)", self.backlog)
+            return
+        before = self.dropped - 1 - self._dropped_said  # dropped since the last WARNING
+        self._dropped_said = self.dropped
+        args: tuple[object, ...] = (self.backlog,)
+        message += " ("
+        if before:  # the rest of the last warning's overflow, and those said at DEBUG
+            message += "%d more dropped since the last such warning, %d overflows since; "
+            args = (*args, before, repeated)
+        log.warning(message + "metrics().dropped_events counts them)", *args)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every event published so far was delivered; False on timeout.
