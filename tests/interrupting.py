@@ -158,10 +158,13 @@ class Interrupter:
     A real SIGINT goes to the handler in place: while a
     :class:`~lldsched.threaded.deadline.Hold` keeps it (the scheduler's lock taken or
     held on the main thread), the Ctrl-C is handed to the hold, which raises it once the
-    lock is let go; else it is raised here."""
+    lock is let go; else it is raised here.  With ``signum`` another signal is sent
+    instead (a SIGTERM), to the handler in place for it, whatever it is: the test's
+    (which raises, ``sys.exit``), or a hold's."""
 
-    def __init__(self, at: int | None) -> None:
+    def __init__(self, at: int | None, signum: int = signal.SIGINT) -> None:
         self.at = at
+        self.signum = signum
         self.lines = 0
         self.where = ""
 
@@ -175,9 +178,12 @@ class Interrupter:
             self.lines += 1
             if self.lines == self.at:
                 self.where = f"{frame.f_code.co_name}:{frame.f_lineno}"
-                handler = signal.getsignal(signal.SIGINT)
-                if callable(handler) and getattr(handler, "__module__", "").startswith("lldsched."):
-                    handler(signal.SIGINT, frame)  # a Hold keeps it: raised once let go
+                handler = signal.getsignal(self.signum)
+                if callable(handler) and (
+                    self.signum != signal.SIGINT
+                    or getattr(handler, "__module__", "").startswith("lldsched.")
+                ):
+                    handler(self.signum, frame)  # a Hold keeps it: raised once let go
                 else:
                     raise KeyboardInterrupt(f"Ctrl-C at {self.where}")
         return self

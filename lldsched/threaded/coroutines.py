@@ -74,6 +74,7 @@ from lldsched.core.runs import rearmed
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
 from lldsched.logs import WORKERS
+from lldsched.threaded.deadline import Flag
 from lldsched.threaded.flights import (
     NEVER_BEGUN,
     RETURNED_NONE,
@@ -204,7 +205,7 @@ class CoroutineRunner(LoopShutdown):
         self.in_hand = 0
         self._wakeup_sent = False
         self._closed = False
-        self._settled = threading.Event()
+        self._settled = Flag()
         # The loop thread's own: flights over and not yet recorded.
         self._done: list[Flight] = []
         self._flush_sent = False

@@ -1,0 +1,237 @@
+"""Signals other than Ctrl-C in a threaded ``Scheduler``'s shutdown, and what a signal
+leaves for a second ``shutdown()`` to finish.
+
+A service commonly installs ``signal.signal(SIGTERM, lambda *a: sys.exit(0))``: its
+``SystemExit`` lands between two statements as a Ctrl-C's ``KeyboardInterrupt`` does,
+and where the scheduler's lock is taken with a timeout (``shutdown()``,
+``metrics(timeout=...)``) one landing as the acquisition returns left the lock taken for
+good.  A :class:`~lldsched.threaded.deadline.Hold` keeps every signal with a Python
+handler now, not SIGINT alone (docs/DECISIONS.md, "Any signal a Python handler raises
+from, not only Ctrl-C").  Injected at every line (tests/interrupting.py) and sent for
+real (``os.kill``, ``signal.pthread_kill``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from lldsched import FakeClock, OneTime, Scheduler, TaskStatus
+from lldsched.threaded import deadline as deadline_module
+from lldsched.threaded.deadline import Deadline
+from tests import jobs
+from tests.conftest import T0
+from tests.harness import FailingStore
+from tests.interrupting import Interrupter
+from tests.test_threaded_verb_interrupts import WAIT, Built, lock_free, not_whole, until
+
+
+class Terminated(SystemExit):
+    """What the test's SIGTERM handler raises (``sys.exit``'s exception, told apart)."""
+
+
+def exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """A service's SIGTERM handler: ``sys.exit(0)``."""
+    raise Terminated(0)
+
+
+@pytest.fixture
+def sigterm_exits() -> Iterator[None]:
+    """SIGTERM's handler raises ``SystemExit`` (``Terminated``), SIGINT's is Python's."""
+    term = signal.signal(signal.SIGTERM, exit_on_sigterm)
+    sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGTERM, term)
+    signal.signal(signal.SIGINT, sigint)
+
+
+@pytest.fixture
+def made(tmp_path: Path) -> Iterator[Callable[[], Built]]:
+    built: list[Built] = []
+
+    def make() -> Built:
+        built.append(Built("memory", tmp_path, tmp_path))
+        return built[-1]
+
+    yield make
+    for one in built:
+        one.close()
+
+
+def terminated(call: Callable[[], object], at: int | None) -> tuple[Interrupter, bool]:
+    """``call()`` with a SIGTERM at its ``at``-th line (none: counted), handed to the
+    handler in place as a real one is; whether its ``SystemExit`` reached the caller."""
+    interrupter = Interrupter(at, signal.SIGTERM)
+    sys.settrace(interrupter)
+    try:
+        call()
+    except Terminated:
+        return interrupter, True
+    finally:
+        sys.settrace(None)
+    return interrupter, False
+
+
+@pytest.mark.usefixtures("sigterm_exits")
+@pytest.mark.parametrize("drain", [True, False], ids=["drain", "drop"])
+def test_a_sigterm_anywhere_in_shutdown_leaves_the_lock_free_and_a_second_shutdown_stops_it(
+    made: Callable[[], Built], drain: bool
+) -> None:
+    """A SIGTERM whose handler calls ``sys.exit`` at every line ``shutdown()`` runs on the
+    caller's thread: its ``SystemExit`` reaches the caller, the lock is not left taken,
+    a second ``shutdown()`` stops every thread, and what is left due agrees with its
+    rows.  (Before, only SIGINT was kept by a ``Hold``: a SIGTERM as a timed acquisition
+    returned left the lock taken, and the second shutdown returned False.)"""
+    first = made().scheduler
+    counted, _ = terminated(functools.partial(first.shutdown, drain=drain, timeout=WAIT), None)
+    assert counted.lines > 100
+    for at in range(1, counted.lines + 1):
+        built = made()
+        scheduler = built.scheduler
+        interrupter, reached = terminated(
+            functools.partial(scheduler.shutdown, drain=drain, timeout=WAIT), at
+        )
+        where = interrupter.where
+        assert reached, f"the SIGTERM at {where} did not reach the caller"
+        assert lock_free(scheduler), f"the lock left taken by a SIGTERM at {where}"
+        assert scheduler.shutdown(timeout=WAIT) is True, f"after a SIGTERM at {where}"
+        assert not scheduler.running and scheduler._pool.alive == 0, where
+        assert not_whole(built) == [], where
+        assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm, where
+        built.close()
+
+
+@pytest.mark.usefixtures("sigterm_exits")
+def test_a_sigterm_anywhere_in_a_bounded_metrics_leaves_the_lock_free(
+    made: Callable[[], Built],
+) -> None:
+    """The same at every line of ``metrics(timeout=...)``."""
+    scheduler = made().scheduler
+    counted, _ = terminated(lambda: scheduler.metrics(timeout=WAIT), None)
+    assert counted.lines > 10
+    for at in range(1, counted.lines + 1):
+        interrupter, reached = terminated(lambda: scheduler.metrics(timeout=WAIT), at)
+        assert reached, f"the SIGTERM at {interrupter.where} did not reach the caller"
+        assert lock_free(scheduler), f"the lock left taken by a SIGTERM at {interrupter.where}"
+    assert scheduler.shutdown(timeout=WAIT) is True
+
+
+@pytest.mark.usefixtures("sigterm_exits")
+def test_a_real_sigterm_while_a_hold_has_the_lock_is_raised_once_it_is_let_go() -> None:
+    """A SIGTERM sent for real (``os.kill`` to this process) while a ``Hold`` has the lock
+    on the main thread is kept: the block runs to its end, and its handler's
+    ``SystemExit`` is raised as it ends, the lock let go and the handler back."""
+    lock = threading.Lock()
+    after = []
+    with pytest.raises(Terminated), Deadline(WAIT).holding(lock) as hold:
+        assert hold.held
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.raise_signal(signal.SIGTERM)  # ran the handlers pending: the kill's too
+        after.append("the block went on")
+    assert after == ["the block went on"]
+    assert not lock.locked()
+    assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.usefixtures("sigterm_exits")
+def test_a_real_sigterm_as_a_hold_takes_the_lock_leaves_it_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A SIGTERM that comes while a ``Hold`` on the main thread waits for the lock another
+    thread holds, its C handler run on that other thread (so the main thread's wait is
+    not cut: the lock's release ends it, with True), and handled at the main thread's
+    next check, just after the acquisition returned: the hold has the lock, runs its
+    block and lets it go, and the ``SystemExit`` comes then.  (Before, it was raised as
+    the acquisition returned, before the hold knew it held the lock: taken for good.)"""
+    monkeypatch.setattr(deadline_module, "ASK_EVERY", WAIT)  # one wait, ended by the release
+    lock = threading.Lock()
+    lock.acquire()
+    main = threading.main_thread()
+    assert threading.current_thread() is main
+
+    def at_the_acquisition() -> bool:
+        frame = sys._current_frames()[main.ident]  # type: ignore[index]
+        return frame.f_code is Deadline._take.__code__
+
+    def send_and_let_go() -> None:
+        until(at_the_acquisition, meanwhile="the hold waited for the lock")
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)  # handled by the main thread
+        lock.release()
+
+    helper = threading.Thread(target=send_and_let_go, name="sender")
+    helper.start()
+    ran = []
+    try:
+        with pytest.raises(Terminated), Deadline(WAIT).holding(lock) as hold:
+            ran.append(hold.held)
+    finally:
+        helper.join(WAIT)
+    assert ran == [True]
+    assert not lock.locked(), "the lock left taken by the SIGTERM"
+    assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
+
+
+@pytest.mark.usefixtures("sigterm_exits")
+def test_a_ctrl_c_and_a_sigterm_kept_together_each_reach_their_handler() -> None:
+    """Two signals kept by one hold are each handed to their own handler once it lets the
+    lock go, even though the first raised: the ``SystemExit`` comes out, the
+    ``KeyboardInterrupt`` as its context (as Python runs the second handler while the
+    first's exception is on its way)."""
+    lock = threading.Lock()
+    with pytest.raises(Terminated) as raised, Deadline(WAIT).holding(lock):
+        signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)  # the same signal twice: its handler runs once
+    assert isinstance(raised.value.__context__, KeyboardInterrupt)
+    assert raised.value.__context__.__context__ is None
+    assert not lock.locked()
+    assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def in_write_stale(frame: FrameType, event: str, arg: Any) -> Any:
+    """A tracer: a Ctrl-C at the first line of ``Stopping._write_stale``."""
+    if event == "call":
+        return in_write_stale if frame.f_code.co_name == "_write_stale" else None
+    if event == "line":
+        raise KeyboardInterrupt("Ctrl-C at _write_stale")
+    return in_write_stale
+
+
+@pytest.mark.usefixtures("sigterm_exits")
+def test_a_second_shutdown_writes_the_rows_left_stale_a_ctrl_c_kept_the_first_from() -> None:
+    """A one-off run while its store was down left its row stale (the store says it is
+    still to run).  A clean shutdown writes it, its last write; a Ctrl-C landing just
+    before that write cuts the first shutdown short, and the second one makes it: the
+    row says it succeeded.  (Before, the first let the store go in its ``finally``, and
+    the second one no longer wrote: a restart ran the one-off again.)"""
+    store = FailingStore()
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+    scheduler.schedule("once", jobs.noop, OneTime(T0), id="once")
+    store.down = True
+    scheduler.start()
+    assert scheduler.wait_idle(timeout=WAIT)
+    assert scheduler.task("once").status is TaskStatus.SUCCEEDED
+    row = store.get("once")
+    assert row is not None and row.status is TaskStatus.SCHEDULED  # stale
+    store.down = False
+    sys.settrace(in_write_stale)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.shutdown(timeout=WAIT)
+    finally:
+        sys.settrace(None)
+    assert scheduler.shutdown(timeout=WAIT) is True
+    row = store.get("once")
+    assert row is not None and row == scheduler._core.snapshot(scheduler.task("once"))
+    assert row.status is TaskStatus.SUCCEEDED
