@@ -14,6 +14,8 @@ real (``os.kill``, ``signal.pthread_kill``).
 from __future__ import annotations
 
 import functools
+import linecache
+import logging
 import os
 import signal
 import sys
@@ -235,3 +237,105 @@ def test_a_second_shutdown_writes_the_rows_left_stale_a_ctrl_c_kept_the_first_fr
     row = store.get("once")
     assert row is not None and row == scheduler._core.snapshot(scheduler.task("once"))
     assert row.status is TaskStatus.SUCCEEDED
+
+
+def waiting_on_the_flag(frame: FrameType) -> bool:
+    """``frame`` (the main thread's innermost) is the drain's wait to be woken by a
+    settled run: in a ``Condition``'s ``wait`` (an ``Event``'s), or at a ``Flag``'s
+    ``waiter.acquire``, inside ``_drain``."""
+    if frame.f_code.co_name != "wait":
+        return False
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    if frame.f_code.co_filename != threading.__file__ and not line.strip().startswith(
+        "if waiter.acquire("
+    ):
+        return False
+    while frame.f_back is not None and frame.f_code.co_name != "_drain":
+        frame = frame.f_back
+    return frame.f_code.co_name == "_drain"
+
+
+def taking_a_lock_back(frame: FrameType) -> bool:
+    """``frame`` (the main thread's innermost) takes a lock back once woken: the event's
+    own (a ``Condition``'s ``_acquire_restore``), or the scheduler's (a ``Hold``'s)."""
+    return frame.f_code.co_name == "_acquire_restore" or frame.f_code is Deadline._take.__code__
+
+
+@pytest.mark.usefixtures("sigterm_exits")
+def test_a_real_sigint_as_the_drain_is_woken_leaves_the_worker_settling_unharmed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Ctrl-C (a real SIGINT) while ``shutdown()``'s drain, woken by the worker settling
+    the run it waits for, takes a lock back, the worker still inside the wake: the
+    ``KeyboardInterrupt`` reaches the caller, the worker ends its settle unharmed, and
+    a second ``shutdown()`` stops the scheduler.  (Before, the drain waited on a
+    ``threading.Event``: the SIGINT cut ``Condition.wait``'s untimed re-acquisition of
+    the event's lock, its ``with`` block let go of that lock, which the worker held inside
+    ``set()``, and the worker's ``set()`` raised ``RuntimeError`` under the scheduler's
+    lock, its settle cut short and logged at ERROR: python/cpython#118433.)"""
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    main = threading.main_thread()
+    assert threading.current_thread() is main
+    started, release = threading.Event(), threading.Event()
+    parked, go_on = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        started.set()
+        release.wait(WAIT)
+
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0))
+    scheduler.schedule("busy", busy, OneTime(T0), id="busy")
+
+    def waking(frame: FrameType, event: str, arg: Any) -> Any:
+        """In the worker: parks at the end of the wake its settle makes while draining,
+        still inside the flag's ``set()`` (the flag's own lock held)."""
+        if event == "return":
+            parked.set()
+            go_on.wait(WAIT)
+        return waking
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        if (
+            event == "call"
+            and frame.f_code.co_name in ("notify_all", "wake")
+            and frame.f_back is not None
+            and frame.f_back.f_code.co_name == "set"
+            and scheduler._draining
+            and not parked.is_set()
+        ):
+            return waking
+        return None
+
+    threading.settrace(tracer)  # the worker's, started by start()
+    try:
+        scheduler.start()
+    finally:
+        threading.settrace(None)  # type: ignore[arg-type]
+    assert started.wait(WAIT)
+
+    def main_frame() -> FrameType:
+        return sys._current_frames()[main.ident]  # type: ignore[index]
+
+    def interrupt() -> None:
+        until(lambda: waiting_on_the_flag(main_frame()), meanwhile="the drain waited")
+        release.set()  # the run ends, and its settle wakes the drain
+        assert parked.wait(WAIT)
+        until(lambda: taking_a_lock_back(main_frame()), meanwhile="the drain was woken")
+        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+
+    helper = threading.Thread(target=interrupt, name="interrupter")
+    helper.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.shutdown(timeout=WAIT)
+    finally:
+        go_on.set()
+        release.set()
+        helper.join(WAIT)
+    assert scheduler.shutdown(timeout=WAIT) is True
+    assert failures == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert scheduler.task("busy").status is TaskStatus.SUCCEEDED
+    assert scheduler._in_flight == 0
+    assert lock_free(scheduler)
