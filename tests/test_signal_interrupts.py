@@ -311,7 +311,7 @@ def test_a_real_sigint_as_the_drain_is_woken_leaves_the_worker_settling_unharmed
     try:
         scheduler.start()
     finally:
-        threading.settrace(None)  # type: ignore[arg-type]
+        threading.settrace(None)
     assert started.wait(WAIT)
 
     def main_frame() -> FrameType:
