@@ -179,9 +179,10 @@ class CoroutineRunner(LoopShutdown):
         # Guarded by the scheduler's lock: the loop and its thread (created at the
         # first hand-over), what waits for a slot (loop tasks' entries and handed-off
         # flights, in arrival order), begun flights by task id, the active count and
-        # the flags.  _settled (an event; its own lock is taken inside this one) is set
-        # under the lock when the last flight is recorded; shutdown() is its only
-        # waiter, and takes the lock back within its time (lldsched.threaded.deadline).
+        # the flags.  _settled (a deadline.Flag, not an Event: its guard is taken inside
+        # this one) is set under the lock when the last flight is recorded; shutdown()
+        # is its only waiter, and takes the lock back within its time
+        # (lldsched.threaded.deadline).
         self._loop: asyncio.AbstractEventLoop | None = None
         # asyncio's Task, kept by _start_loop (which imports asyncio) with the loop, for
         # the loop thread's _start_waiting: no import statement on a run's path.

@@ -202,7 +202,7 @@ class Hold:
         one runs the handlers of the signals that came before: one that raises stops
         here, and the caller puts back those kept so far."""
         kept = self._kept
-        for signum in signal.valid_signals():
+        for signum in sorted(signal.valid_signals()):  # in order: the order handed over
             handler = signal.getsignal(signum)
             if callable(handler):  # else it raises nothing here (ignored, or its default)
                 try:
@@ -318,7 +318,7 @@ class Flag:
     (:class:`Waiters`), which ``set()`` lets go, and takes the flag's guard only with
     ``with``: a signal leaves it taken and entered, or neither.  Its handler's exception
     reaches the waiter, and the setter never sees it (docs/DECISIONS.md, "No
-    ``Event.wait`` on the caller's thread")."""
+    `Event.wait` on the caller's thread")."""
 
     __slots__ = ("_guard", "_set", "_waiters")
 

@@ -135,9 +135,9 @@ class SchedulerParts:
     _deadline_sequence: itertools.count[int]
     _in_flight: int  # entries popped by the timer and not yet settled
     _draining: bool  # shutdown(drain=True) is handing out the last due entries
-    # Set by each settled run while _draining: the drain waits on it (its own lock is
-    # taken inside _lock).  A bool and an event, not an event or None: the hot path's
-    # test of _draining stays a test of False (None's truth is a call in 3.11).
+    # Set by each settled run while _draining: the drain waits on it (a deadline.Flag,
+    # whose guard is taken inside _lock).  A bool and a flag, not a flag or None: the
+    # hot path's test of _draining stays a test of False (None's truth is a call in 3.11).
     _drain_settled: Flag
     # wait_idle() / wait_drained() callers' own locks, let go by _wake_idle (not a
     # Condition on _lock: a Ctrl-C cut its re-acquisition; deadline.Waiters).
