@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import dis
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
+
+import pytest
 
 import lldsched
 from lldsched import ExecutionRecord, InMemoryTaskStore, SqliteTaskStore, TaskSnapshot, TaskStatus
@@ -21,6 +24,30 @@ from lldsched.persistence import TaskStore
 
 PACKAGE = str(Path(lldsched.__file__).parent)
 STORES = str(Path(PACKAGE) / "stores")
+
+
+class Terminated(SystemExit):
+    """What the tests' SIGTERM handler raises: ``sys.exit(0)``'s exception, told apart."""
+
+
+def exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """A service's SIGTERM handler, ``signal.signal(SIGTERM, lambda *a: sys.exit(0))``."""
+    raise Terminated(0)
+
+
+RAISED: dict[int, type[BaseException]] = {
+    signal.SIGINT: KeyboardInterrupt,
+    signal.SIGTERM: Terminated,
+}
+"""What a signal sent by :class:`Interrupter` raises, with :func:`sigterm_exits` in place."""
+
+
+@pytest.fixture
+def sigterm_exits() -> Iterator[None]:
+    """SIGTERM's handler is :func:`exit_on_sigterm` (tests/conftest.py imports it)."""
+    previous = signal.signal(signal.SIGTERM, exit_on_sigterm)
+    yield
+    signal.signal(signal.SIGTERM, previous)
 
 
 class Interrupting:

@@ -7,21 +7,20 @@ and where the scheduler's lock is taken with a timeout (``shutdown()``,
 ``metrics(timeout=...)``) one landing as the acquisition returns left the lock taken for
 good.  A :class:`~lldsched.threaded.deadline.Hold` keeps every signal with a Python
 handler now, not SIGINT alone (docs/DECISIONS.md, "Any signal a Python handler raises
-from, not only Ctrl-C").  Injected at every line (tests/interrupting.py) and sent for
-real (``os.kill``, ``signal.pthread_kill``).
+from, not only Ctrl-C").  Sent for real here (``os.kill``, ``signal.pthread_kill``); injected
+at every line of ``shutdown()`` and ``metrics(timeout=...)`` with the Ctrl-C's sweeps
+(tests/test_threaded_verb_interrupts.py).
 """
 
 from __future__ import annotations
 
-import functools
 import linecache
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -33,101 +32,19 @@ from lldsched.threaded.deadline import Deadline
 from tests import jobs
 from tests.conftest import T0
 from tests.harness import FailingStore
-from tests.interrupting import Interrupter
-from tests.test_threaded_verb_interrupts import WAIT, Built, lock_free, not_whole, until
-
-
-class Terminated(SystemExit):
-    """What the test's SIGTERM handler raises (``sys.exit``'s exception, told apart)."""
-
-
-def exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    """A service's SIGTERM handler: ``sys.exit(0)``."""
-    raise Terminated(0)
+from tests.interrupting import Terminated, exit_on_sigterm
+from tests.test_threaded_verb_interrupts import WAIT, lock_free, until
 
 
 @pytest.fixture
-def sigterm_exits() -> Iterator[None]:
+def signals_raise(sigterm_exits: None) -> Iterator[None]:
     """SIGTERM's handler raises ``SystemExit`` (``Terminated``), SIGINT's is Python's."""
-    term = signal.signal(signal.SIGTERM, exit_on_sigterm)
     sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
-    signal.signal(signal.SIGTERM, term)
     signal.signal(signal.SIGINT, sigint)
 
 
-@pytest.fixture
-def made(tmp_path: Path) -> Iterator[Callable[[], Built]]:
-    built: list[Built] = []
-
-    def make() -> Built:
-        built.append(Built("memory", tmp_path, tmp_path))
-        return built[-1]
-
-    yield make
-    for one in built:
-        one.close()
-
-
-def terminated(call: Callable[[], object], at: int | None) -> tuple[Interrupter, bool]:
-    """``call()`` with a SIGTERM at its ``at``-th line (none: counted), handed to the
-    handler in place as a real one is; whether its ``SystemExit`` reached the caller."""
-    interrupter = Interrupter(at, signal.SIGTERM)
-    sys.settrace(interrupter)
-    try:
-        call()
-    except Terminated:
-        return interrupter, True
-    finally:
-        sys.settrace(None)
-    return interrupter, False
-
-
-@pytest.mark.usefixtures("sigterm_exits")
-@pytest.mark.parametrize("drain", [True, False], ids=["drain", "drop"])
-def test_a_sigterm_anywhere_in_shutdown_leaves_the_lock_free_and_a_second_shutdown_stops_it(
-    made: Callable[[], Built], drain: bool
-) -> None:
-    """A SIGTERM whose handler calls ``sys.exit`` at every line ``shutdown()`` runs on the
-    caller's thread: its ``SystemExit`` reaches the caller, the lock is not left taken,
-    a second ``shutdown()`` stops every thread, and what is left due agrees with its
-    rows.  (Before, only SIGINT was kept by a ``Hold``: a SIGTERM as a timed acquisition
-    returned left the lock taken, and the second shutdown returned False.)"""
-    first = made().scheduler
-    counted, _ = terminated(functools.partial(first.shutdown, drain=drain, timeout=WAIT), None)
-    assert counted.lines > 100
-    for at in range(1, counted.lines + 1):
-        built = made()
-        scheduler = built.scheduler
-        interrupter, reached = terminated(
-            functools.partial(scheduler.shutdown, drain=drain, timeout=WAIT), at
-        )
-        where = interrupter.where
-        assert reached, f"the SIGTERM at {where} did not reach the caller"
-        assert lock_free(scheduler), f"the lock left taken by a SIGTERM at {where}"
-        assert scheduler.shutdown(timeout=WAIT) is True, f"after a SIGTERM at {where}"
-        assert not scheduler.running and scheduler._pool.alive == 0, where
-        assert not_whole(built) == [], where
-        assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm, where
-        built.close()
-
-
-@pytest.mark.usefixtures("sigterm_exits")
-def test_a_sigterm_anywhere_in_a_bounded_metrics_leaves_the_lock_free(
-    made: Callable[[], Built],
-) -> None:
-    """The same at every line of ``metrics(timeout=...)``."""
-    scheduler = made().scheduler
-    counted, _ = terminated(lambda: scheduler.metrics(timeout=WAIT), None)
-    assert counted.lines > 10
-    for at in range(1, counted.lines + 1):
-        interrupter, reached = terminated(lambda: scheduler.metrics(timeout=WAIT), at)
-        assert reached, f"the SIGTERM at {interrupter.where} did not reach the caller"
-        assert lock_free(scheduler), f"the lock left taken by a SIGTERM at {interrupter.where}"
-    assert scheduler.shutdown(timeout=WAIT) is True
-
-
-@pytest.mark.usefixtures("sigterm_exits")
+@pytest.mark.usefixtures("signals_raise")
 def test_a_real_sigterm_while_a_hold_has_the_lock_is_raised_once_it_is_let_go() -> None:
     """A SIGTERM sent for real (``os.kill`` to this process) while a ``Hold`` has the lock
     on the main thread is kept: the block runs to its end, and its handler's
@@ -145,7 +62,7 @@ def test_a_real_sigterm_while_a_hold_has_the_lock_is_raised_once_it_is_let_go() 
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-@pytest.mark.usefixtures("sigterm_exits")
+@pytest.mark.usefixtures("signals_raise")
 def test_a_real_sigterm_as_a_hold_takes_the_lock_leaves_it_free(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -183,7 +100,7 @@ def test_a_real_sigterm_as_a_hold_takes_the_lock_leaves_it_free(
     assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
 
 
-@pytest.mark.usefixtures("sigterm_exits")
+@pytest.mark.usefixtures("signals_raise")
 def test_a_ctrl_c_and_a_sigterm_kept_together_each_reach_their_handler() -> None:
     """Two signals kept by one hold are each handed to their own handler once it lets the
     lock go, even though the first raised: the ``SystemExit`` comes out, the
@@ -210,7 +127,7 @@ def in_write_stale(frame: FrameType, event: str, arg: Any) -> Any:
     return in_write_stale
 
 
-@pytest.mark.usefixtures("sigterm_exits")
+@pytest.mark.usefixtures("signals_raise")
 def test_a_second_shutdown_writes_the_rows_left_stale_a_ctrl_c_kept_the_first_from() -> None:
     """A one-off run while its store was down left its row stale (the store says it is
     still to run).  A clean shutdown writes it, its last write; a Ctrl-C landing just
@@ -261,7 +178,7 @@ def taking_a_lock_back(frame: FrameType) -> bool:
     return frame.f_code.co_name == "_acquire_restore" or frame.f_code is Deadline._take.__code__
 
 
-@pytest.mark.usefixtures("sigterm_exits")
+@pytest.mark.usefixtures("signals_raise")
 def test_a_real_sigint_as_the_drain_is_woken_leaves_the_worker_settling_unharmed(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -139,14 +139,16 @@ class Hold:
     (ignored, or its default action, which raises nothing).  Nested holds keep them in
     turn: the inner one hands them to the outer one's keeping."""
 
-    __slots__ = ("_caught", "_deadline", "_kept", "_lock", "held")
+    __slots__ = ("_caught", "_deadline", "_handlers", "_kept", "_lock", "_over", "held")
 
     def __init__(self, lock: threading.Lock, deadline: Deadline) -> None:
         self.held = False
         self._lock = lock
         self._deadline = deadline
-        self._kept: list[tuple[int, Handler]] = []  # each signal kept from its handler
+        self._kept: list[int] = []  # the signals kept from their handlers now
+        self._handlers: dict[int, Handler] = {}  # the handler each was kept from
         self._caught: dict[int, FrameType | None] = {}  # each signal kept that came
+        self._over = True  # nothing kept: a signal to :meth:`_keep` goes to its handler
 
     def __enter__(self) -> Hold:
         self._take()
@@ -201,20 +203,31 @@ class Hold:
         """Keep every signal that has a Python handler from it (:meth:`_keep`).  Changing
         one runs the handlers of the signals that came before: one that raises stops
         here, and the caller puts back those kept so far."""
-        kept = self._kept
+        wanted = []
         for signum in sorted(signal.valid_signals()):  # in order: the order handed over
-            handler = signal.getsignal(signum)
+            handler = _real(signum, signal.getsignal(signum))
             if callable(handler):  # else it raises nothing here (ignored, or its default)
-                try:
-                    signal.signal(signum, self._keep)
-                except ValueError:  # a subinterpreter's main thread: no signal lands there
-                    return
-                kept.append((signum, handler))
+                wanted.append((signum, handler))
+        self._over = False
+        kept, handlers = self._kept, self._handlers
+        for signum, handler in wanted:  # said kept first: a signal may land after each call
+            handlers[signum] = handler
+            kept.append(signum)
+            try:
+                signal.signal(signum, self._keep)
+            except ValueError:  # a subinterpreter's main thread: no signal lands there
+                kept.pop()
+                return
 
     def _keep(self, signum: int, frame: FrameType | None) -> None:
         """Each kept signal's handler while the lock is taken or held: keep it for later
-        (once, as Python runs a handler once for the same signal come twice)."""
-        self._caught.setdefault(signum, frame)
+        (once, as Python runs a handler once for the same signal come twice).  Once the
+        hold is over, the signal goes to its handler: one left in place by a put back
+        that a signal cut short (:meth:`_hand_over`)."""
+        if self._over:
+            self._handlers[signum](signum, frame)
+        else:
+            self._caught.setdefault(signum, frame)
 
     def _was_caught(self) -> bool:
         return bool(self._caught)
@@ -224,40 +237,46 @@ class Hold:
         (the lock let go: ``KeyboardInterrupt``, or ``SystemExit``, raised from here).
         Each gets its own, even when one before raised: the exception raised is the
         last one's, the earlier as its ``__context__``, as Python raises a handler's
-        exception while an earlier one is on its way.  Nothing if none kept."""
+        exception while an earlier one is on its way.  Nothing if none kept.
+
+        Over first (an attribute: no signal lands before it is stored): a signal that
+        comes as the handlers are put back goes to its own at once, through the keeper
+        if that one is not back yet, and its exception leaves the rest with the keeper,
+        which passes each signal on from then on (the next hold puts the handler back:
+        :func:`_real`)."""
         kept = self._kept
         if not kept:
             return
+        self._over = True
         self._kept = []
+        caught, self._caught = self._caught, {}
+        handlers = self._handlers
         try:
-            _put_back(kept)
-        finally:  # every handler back: a signal that comes now goes to it
-            caught, self._caught = self._caught, {}
-            _hand(kept, caught)
+            for signum in kept:
+                signal.signal(signum, handlers[signum])
+        finally:  # every handler back, or passed on to: each signal kept goes to it
+            _hand([(signum, handlers[signum]) for signum in kept if signum in caught], caught)
 
 
-def _put_back(kept: list[tuple[int, Handler]]) -> None:
-    """Put each signal's handler back.  ``signal.signal`` runs the handlers of the signals
-    that came before it changes one: the handler of one put back already may raise
-    then, and the rest (that one included) are put back all the same."""
-    for at, (signum, handler) in enumerate(kept):
+def _real(signum: int, handler: Handler | int | None) -> Handler | int | None:
+    """``handler``, or if it is the keeper of a hold that is over (left in place by a put
+    back a signal cut short), the handler that one kept it from."""
+    hold = getattr(handler, "__self__", None)
+    while isinstance(hold, Hold) and hold._over and handler == hold._keep:
+        handler = hold._handlers[signum]
+        hold = getattr(handler, "__self__", None)
+    return handler
+
+
+def _hand(handlers: list[tuple[int, Handler]], caught: dict[int, FrameType | None]) -> None:
+    """Call each of ``handlers`` with its signal ``caught``, each even if one before
+    raised."""
+    if handlers:
+        (signum, handler), rest = handlers[0], handlers[1:]
         try:
-            signal.signal(signum, handler)
-        except BaseException:
-            _put_back(kept[at:])
-            raise
-
-
-def _hand(kept: list[tuple[int, Handler]], caught: dict[int, FrameType | None]) -> None:
-    """Call the handler of each signal ``caught`` (in the order ``kept``), each even if
-    one before raised."""
-    for at, (signum, handler) in enumerate(kept):
-        if signum in caught:
-            try:
-                handler(signum, caught[signum])
-            finally:
-                _hand(kept[at + 1 :], caught)
-            return
+            handler(signum, caught[signum])
+        finally:
+            _hand(rest, caught)
 
 
 class Waiters(set[threading.Lock]):
