@@ -155,12 +155,15 @@ class SchedulerParts:
     # (within its own timeout) before it joins, never closes what the first still uses.
     # _first_over says it (an attribute stored just before: a signal that lands at the
     # start of set() leaves the flag unset, and a later call then waits for nothing).
-    _first_over: bool
+    _first_over: bool = False
     _shut_down: Flag
     # The first shutdown() made its last writes (stale rows, a shared store's settles held
     # back): until then (a signal cut it short) the store is not let go, and a second
-    # shutdown() makes them (stopping._writes_left).
-    _last_written: bool
+    # shutdown() makes them (stopping._writes_left).  Both False on the class, set on the
+    # instance by a shutdown: two more attributes set in __init__ grew every scheduler's
+    # __dict__, and its look-ups cost a registration 320 instructions, a dispatched job
+    # 950 (benchmarks/threaded_instructions.py).
+    _last_written: bool = False
     _timer: threading.Thread | None
 
     if TYPE_CHECKING:  # called across the modules; each is defined in one of them

@@ -242,9 +242,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         self._failures = collections.deque()  # failed runs' log lines, logged without _lock
         self._saying = Repeats()  # its lock: the thread logging _failures (never inside _lock)
         self._state = NEW
-        self._first_over = False  # the first shutdown() returned (or raised)
         self._shut_down = Flag()  # set when the first shutdown() returns
-        self._last_written = False  # the first shutdown() made its last writes
         self._timer = None
         # The shared store's side, or None: claims, leases, the change feed (under _lock).
         self._coordinator = None
