@@ -12,6 +12,7 @@ import pytest
 
 from lldsched import EventLog, FakeClock, Scheduler
 from tests.cluster import cluster, schedulers, store_spec  # noqa: F401 - the multi-process fixtures
+from tests.interrupting import sigterm_exits  # noqa: F401 - a SIGTERM handler's sys.exit
 
 if TYPE_CHECKING:
     from lldsched.stores.postgres import PostgresTaskStore

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import dis
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
+
+import pytest
 
 import lldsched
 from lldsched import ExecutionRecord, InMemoryTaskStore, SqliteTaskStore, TaskSnapshot, TaskStatus
@@ -21,6 +24,30 @@ from lldsched.persistence import TaskStore
 
 PACKAGE = str(Path(lldsched.__file__).parent)
 STORES = str(Path(PACKAGE) / "stores")
+
+
+class Terminated(SystemExit):
+    """What the tests' SIGTERM handler raises: ``sys.exit(0)``'s exception, told apart."""
+
+
+def exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """A service's SIGTERM handler, ``signal.signal(SIGTERM, lambda *a: sys.exit(0))``."""
+    raise Terminated(0)
+
+
+RAISED: dict[int, type[BaseException]] = {
+    signal.SIGINT: KeyboardInterrupt,
+    signal.SIGTERM: Terminated,
+}
+"""What a signal sent by :class:`Interrupter` raises, with :func:`sigterm_exits` in place."""
+
+
+@pytest.fixture
+def sigterm_exits() -> Iterator[None]:
+    """SIGTERM's handler is :func:`exit_on_sigterm` (tests/conftest.py imports it)."""
+    previous = signal.signal(signal.SIGTERM, exit_on_sigterm)
+    yield
+    signal.signal(signal.SIGTERM, previous)
 
 
 class Interrupting:
@@ -158,10 +185,13 @@ class Interrupter:
     A real SIGINT goes to the handler in place: while a
     :class:`~lldsched.threaded.deadline.Hold` keeps it (the scheduler's lock taken or
     held on the main thread), the Ctrl-C is handed to the hold, which raises it once the
-    lock is let go; else it is raised here."""
+    lock is let go; else it is raised here.  With ``signum`` another signal is sent
+    instead (a SIGTERM), to the handler in place for it, whatever it is: the test's
+    (which raises, ``sys.exit``), or a hold's."""
 
-    def __init__(self, at: int | None) -> None:
+    def __init__(self, at: int | None, signum: int = signal.SIGINT) -> None:
         self.at = at
+        self.signum = signum
         self.lines = 0
         self.where = ""
 
@@ -175,9 +205,12 @@ class Interrupter:
             self.lines += 1
             if self.lines == self.at:
                 self.where = f"{frame.f_code.co_name}:{frame.f_lineno}"
-                handler = signal.getsignal(signal.SIGINT)
-                if callable(handler) and getattr(handler, "__module__", "").startswith("lldsched."):
-                    handler(signal.SIGINT, frame)  # a Hold keeps it: raised once let go
+                handler = signal.getsignal(self.signum)
+                if callable(handler) and (
+                    self.signum != signal.SIGINT
+                    or getattr(handler, "__module__", "").startswith("lldsched.")
+                ):
+                    handler(self.signum, frame)  # a Hold keeps it: raised once let go
                 else:
                     raise KeyboardInterrupt(f"Ctrl-C at {self.where}")
         return self

@@ -19,6 +19,7 @@ from lldsched import (
     SchedulerStateError,
     TaskStatus,
 )
+from lldsched.threaded.deadline import Flag
 from tests.conftest import SchedulerFactory
 from tests.waits import wait_until
 
@@ -359,7 +360,7 @@ def test_an_interrupt_while_the_drain_waits_leaves_the_lock_free_and_a_later_shu
     # "release unlocked lock" in its place (and, had another thread taken the lock
     # meanwhile, releasing that thread's hold).  The interrupt is raised as it is now,
     # the lock free, and a later shutdown() stops what the first left.
-    class Interrupting(threading.Event):
+    class Interrupting(Flag):
         def wait(self, timeout: float | None = None) -> bool:
             raise KeyboardInterrupt
 

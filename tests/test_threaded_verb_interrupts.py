@@ -52,12 +52,14 @@ from lldsched.threaded.dispatcher import EventDispatcher
 from tests import jobs
 from tests.conftest import T0
 from tests.interrupting import (
+    RAISED,
     STORES,
     Interrupter,
     Interrupting,
     InterruptingSqliteStore,
     InterruptingStore,
     disagreements,
+    exit_on_sigterm,
 )
 
 WAIT = 30.0  # a bound on each wait, never reached when the scheduler works
@@ -360,14 +362,17 @@ def ctrl_c_raises() -> Iterator[None]:
     signal.signal(signal.SIGINT, previous)
 
 
-def cut(call: Callable[[], object], at: int | None) -> tuple[Interrupter, bool]:
-    """``call()`` with a Ctrl-C at its ``at``-th line (none: counted); whether the
-    ``KeyboardInterrupt`` reached the caller."""
-    interrupter = Interrupter(at)
+def cut(
+    call: Callable[[], object], at: int | None, signum: int = signal.SIGINT
+) -> tuple[Interrupter, bool]:
+    """``call()`` with a Ctrl-C (or another signal, handed to its handler as a real one
+    is) at its ``at``-th line (none: counted); whether what it raised reached the
+    caller."""
+    interrupter = Interrupter(at, signum)
     sys.settrace(interrupter)
     try:
         call()
-    except KeyboardInterrupt:
+    except RAISED[signum]:
         return interrupter, True
     finally:
         sys.settrace(None)
@@ -382,19 +387,28 @@ def lock_free(scheduler: Scheduler) -> bool:
     return True
 
 
-@pytest.mark.usefixtures("ctrl_c_raises")
+SIGNALS = [signal.SIGINT, signal.SIGTERM]
+"""A Ctrl-C, and a SIGTERM whose handler calls ``sys.exit`` (a service's)."""
+
+
+@pytest.mark.usefixtures("ctrl_c_raises", "sigterm_exits")
+@pytest.mark.parametrize("signum", SIGNALS, ids=["sigint", "sigterm"])
 @pytest.mark.parametrize("drain", [True, False], ids=["drain", "drop"])
 def test_a_ctrl_c_anywhere_in_shutdown_leaves_the_lock_free_and_a_second_shutdown_stops_it(
-    made: Callable[[str], Built], drain: bool
+    made: Callable[[str], Built], drain: bool, signum: int
 ) -> None:
     """A Ctrl-C at every line ``shutdown()`` runs on the caller's thread, as a real SIGINT
-    can land: it reaches the caller, the scheduler's lock is not left taken (the timer,
-    the workers, every later verb and a second shutdown would wait on it for good), a
-    second ``shutdown()`` stops every thread, and what is left due is queued and agrees
-    with its rows, as after a shutdown uninterrupted.  (Before, a Ctrl-C as a timed
-    acquisition returned left the lock taken; one just after the first took it left the
-    second waiting for a first that had ended; one in the pool's close left its workers
-    without their sentinels.)"""
+    can land (and a SIGTERM whose handler calls ``sys.exit``): it reaches the caller, the
+    scheduler's lock is not left taken (the timer, the workers, every later verb and a
+    second shutdown would wait on it for good), a second ``shutdown()`` stops every
+    thread, and what is left due is queued and agrees with its rows, as after a shutdown
+    uninterrupted.  (Before, a Ctrl-C as a timed acquisition returned left the lock
+    taken; one just after the first took it left the second waiting for a first that
+    had ended; one in the pool's close left its workers without their sentinels.  And a
+    ``Hold`` kept SIGINT alone: the SIGTERM's ``SystemExit`` as a timed acquisition
+    returned left the lock taken, docs/DECISIONS.md, "Any signal a Python handler raises
+    from, not only Ctrl-C".)"""
+    name = signal.Signals(signum).name
     first = made("memory").scheduler
     counted, _ = cut(functools.partial(first.shutdown, drain=drain, timeout=WAIT), None)
     assert counted.lines > 100
@@ -402,32 +416,34 @@ def test_a_ctrl_c_anywhere_in_shutdown_leaves_the_lock_free_and_a_second_shutdow
         built = made("memory")
         scheduler = built.scheduler
         interrupter, reached = cut(
-            functools.partial(scheduler.shutdown, drain=drain, timeout=WAIT), at
+            functools.partial(scheduler.shutdown, drain=drain, timeout=WAIT), at, signum
         )
         where = interrupter.where
-        assert reached, f"the Ctrl-C at {where} did not reach the caller"
-        assert lock_free(scheduler), f"the lock left taken by a Ctrl-C at {where}"
-        assert scheduler.shutdown(timeout=WAIT) is True, f"after a Ctrl-C at {where}"
+        assert reached, f"the {name} at {where} did not reach the caller"
+        assert lock_free(scheduler), f"the lock left taken by a {name} at {where}"
+        assert scheduler.shutdown(timeout=WAIT) is True, f"after a {name} at {where}"
         assert not scheduler.running and scheduler._pool.alive == 0, where
         assert not_whole(built) == [], where
+        assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm, where
         built.close()
 
 
-@pytest.mark.usefixtures("ctrl_c_raises")
+@pytest.mark.usefixtures("ctrl_c_raises", "sigterm_exits")
+@pytest.mark.parametrize("signum", SIGNALS, ids=["sigint", "sigterm"])
 def test_a_ctrl_c_anywhere_in_a_bounded_metrics_leaves_the_lock_free(
-    made: Callable[[str], Built],
+    made: Callable[[str], Built], signum: int
 ) -> None:
-    """``metrics(timeout=...)`` takes the lock with a timeout too: a Ctrl-C at any of its
-    lines reaches the caller and leaves the lock free (before, one as the acquisition
-    returned left it taken)."""
+    """``metrics(timeout=...)`` takes the lock with a timeout too: a Ctrl-C (or a SIGTERM
+    whose handler calls ``sys.exit``) at any of its lines reaches the caller and leaves
+    the lock free (before, one as the acquisition returned left it taken)."""
     built = made("memory")
     scheduler = built.scheduler
     counted, _ = cut(lambda: scheduler.metrics(timeout=WAIT), None)
     assert counted.lines > 10
     for at in range(1, counted.lines + 1):
-        interrupter, reached = cut(lambda: scheduler.metrics(timeout=WAIT), at)
-        assert reached, f"the Ctrl-C at {interrupter.where} did not reach the caller"
-        assert lock_free(scheduler), f"the lock left taken by a Ctrl-C at {interrupter.where}"
+        interrupter, reached = cut(lambda: scheduler.metrics(timeout=WAIT), at, signum)
+        assert reached, f"the signal at {interrupter.where} did not reach the caller"
+        assert lock_free(scheduler), f"the lock left taken by a signal at {interrupter.where}"
     goes_on(built, "metrics")
 
 

@@ -74,6 +74,7 @@ from lldsched.core.runs import rearmed
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
 from lldsched.logs import WORKERS
+from lldsched.threaded.deadline import Flag
 from lldsched.threaded.flights import (
     NEVER_BEGUN,
     RETURNED_NONE,
@@ -178,9 +179,10 @@ class CoroutineRunner(LoopShutdown):
         # Guarded by the scheduler's lock: the loop and its thread (created at the
         # first hand-over), what waits for a slot (loop tasks' entries and handed-off
         # flights, in arrival order), begun flights by task id, the active count and
-        # the flags.  _settled (an event; its own lock is taken inside this one) is set
-        # under the lock when the last flight is recorded; shutdown() is its only
-        # waiter, and takes the lock back within its time (lldsched.threaded.deadline).
+        # the flags.  _settled (a deadline.Flag, not an Event: its guard is taken inside
+        # this one) is set under the lock when the last flight is recorded; shutdown()
+        # is its only waiter, and takes the lock back within its time
+        # (lldsched.threaded.deadline).
         self._loop: asyncio.AbstractEventLoop | None = None
         # asyncio's Task, kept by _start_loop (which imports asyncio) with the loop, for
         # the loop thread's _start_waiting: no import statement on a run's path.
@@ -204,7 +206,7 @@ class CoroutineRunner(LoopShutdown):
         self.in_hand = 0
         self._wakeup_sent = False
         self._closed = False
-        self._settled = threading.Event()
+        self._settled = Flag()
         # The loop thread's own: flights over and not yet recorded.
         self._done: list[Flight] = []
         self._flush_sent = False

@@ -20,15 +20,17 @@ until the deadline; a step still stuck then holds the lock until the store retur
 and the steps after it find the lock held and are left undone, as above.
 
 A timed ``lock.acquire(timeout=...)`` has no ``with`` block's entry: on the main thread a
-Ctrl-C (SIGINT) that lands as it returns True raises ``KeyboardInterrupt`` before any
-``try`` that would let the lock go, and the lock stays taken for good (the timer, the
-workers, every later verb and a second shutdown then wait on it).  So the lock is taken
-that way only in a :class:`Hold` (``with deadline.holding(lock) as hold:``), which on the
-main thread keeps a SIGINT from the moment it starts taking the lock until it has let
-it go, and hands it to the handler it kept it from then: a step under the lock is never
-cut by a Ctrl-C, and a Ctrl-C while it waits for a lock another thread holds is raised
-within :data:`ASK_EVERY` (docs/DECISIONS.md, "A Ctrl-C in a threaded scheduler's
-shutdown").
+signal whose Python handler raises (a Ctrl-C's ``KeyboardInterrupt``; a SIGTERM handler
+that calls ``sys.exit``) and that lands as it returns True raises before any ``try`` that
+would let the lock go, and the lock stays taken for good (the timer, the workers, every
+later verb and a second shutdown then wait on it).  So the lock is taken that way only
+in a :class:`Hold` (``with deadline.holding(lock) as hold:``), which on the main thread
+keeps every signal that has a Python handler from the moment it starts taking the lock
+until it has let it go, and hands it to the handler it kept it from then: a step under
+the lock is never cut by a signal, and one that comes while it waits for a lock another
+thread holds is handed over within :data:`ASK_EVERY` (docs/DECISIONS.md, "A Ctrl-C in a
+threaded scheduler's shutdown", "Any signal a Python handler raises from, not only
+Ctrl-C").
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
-__all__ = ["ASK_EVERY", "LOCK_GRACE", "Deadline", "Hold", "Waiters"]
+__all__ = ["ASK_EVERY", "LOCK_GRACE", "Deadline", "Flag", "Hold", "Waiters"]
+
+Handler = Callable[[int, FrameType | None], Any]
+"""A Python signal handler, as ``signal.signal`` takes it."""
 
 LOCK_GRACE = 0.1
 """Seconds a lock is waited for even once the deadline has passed, the first time: a
@@ -50,9 +55,9 @@ acquisition found it held that long, the others of the same deadline only try.""
 
 ASK_EVERY = 0.05
 """Seconds a :class:`Hold` on the main thread waits for a lock another thread holds
-before it looks whether a Ctrl-C came meanwhile (it then gives up the wait and raises
-it): the wait keeps SIGINT from its handler, since the wait's end is where a Ctrl-C
-would leave the lock taken."""
+before it looks whether a signal came meanwhile (it then gives up the wait and hands it
+over): the wait keeps the signals from their handlers, since the wait's end is where one
+that raises would leave the lock taken."""
 
 
 class Deadline:
@@ -79,7 +84,7 @@ class Deadline:
     def holding(self, lock: threading.Lock) -> Hold:
         """``with deadline.holding(lock) as hold:``: ``lock`` taken before the deadline,
         or within :data:`LOCK_GRACE` of it (``hold.held``; False if the time ran out
-        first), and let go at the end of the block; a Ctrl-C kept out of it
+        first), and let go at the end of the block; the signals kept out of it
         (:class:`Hold`)."""
         return Hold(lock, self)
 
@@ -122,24 +127,28 @@ class Hold:
     :attr:`held` says whether it was taken in time; let go at the end of the block, and
     in :meth:`wait`.
 
-    On the main thread, with a Python handler for SIGINT in place (Python's own, which
-    raises ``KeyboardInterrupt``, or the application's), a SIGINT is kept from it from
-    the moment the hold starts taking the lock until the lock is let go, then handed to
-    it: a Ctrl-C cannot land between the lock taken and the block entered, nor between
-    the block's end and the lock let go, and the step under the lock runs whole.  A
-    Ctrl-C kept while the lock is still waited for ends the wait (within
-    :data:`ASK_EVERY`) and is raised at once, nothing held.  Elsewhere no signal lands
-    (Python runs handlers on the main thread only), and nothing is kept.  Nested holds
-    keep it in turn: the inner one hands it to the outer one's keeping."""
+    On the main thread, every signal with a Python handler in place (SIGINT's own,
+    which raises ``KeyboardInterrupt``; an application's SIGTERM handler that calls
+    ``sys.exit``, or raises its own exception) is kept from it from the moment the hold
+    starts taking the lock until the lock is let go, then handed to it: a signal cannot
+    land between the lock taken and the block entered, nor between the block's end and
+    the lock let go, and the step under the lock runs whole.  A signal kept while the
+    lock is still waited for ends the wait (within :data:`ASK_EVERY`) and is handed
+    over at once, nothing held.  Elsewhere no signal lands (Python runs handlers on the
+    main thread only), and nothing is kept; nor is a signal without a Python handler
+    (ignored, or its default action, which raises nothing).  Nested holds keep them in
+    turn: the inner one hands them to the outer one's keeping."""
 
-    __slots__ = ("_caught", "_deadline", "_handler", "_lock", "held")
+    __slots__ = ("_caught", "_deadline", "_handlers", "_kept", "_lock", "_over", "held")
 
     def __init__(self, lock: threading.Lock, deadline: Deadline) -> None:
         self.held = False
         self._lock = lock
         self._deadline = deadline
-        self._handler: Callable[[int, FrameType | None], Any] | None = None  # kept from
-        self._caught: tuple[int, FrameType | None] | None = None  # a SIGINT kept
+        self._kept: list[int] = []  # the signals kept from their handlers now
+        self._handlers: dict[int, Handler] = {}  # the handler each was kept from
+        self._caught: dict[int, FrameType | None] = {}  # each signal kept that came
+        self._over = True  # nothing kept: a signal to :meth:`_keep` goes to its handler
 
     def __enter__(self) -> Hold:
         self._take()
@@ -157,18 +166,19 @@ class Hold:
         self._hand_over()
 
     def wait(
-        self, event: threading.Event, *, until: Deadline | None = None, by: Deadline | None = None
+        self, event: Flag, *, until: Deadline | None = None, by: Deadline | None = None
     ) -> bool:
         """The caller holds the lock and has cleared ``event``, which a thread sets under
         the lock when what the caller waits for may have happened: let the lock go (and
-        a Ctrl-C kept meanwhile through, raised here), wait for ``event`` until the
+        a signal kept meanwhile through, handed over here), wait for ``event`` until the
         deadline (or ``until``, when the caller has something to do then), and take the
         lock back before the deadline (or ``by``).  True when the caller holds the lock
         again (re-test what it waits for); False when the time ran out before the lock
         could be taken back, and the caller does not hold it.
 
         Waiting on an event, not on a condition: ``Condition.wait(timeout)`` takes the
-        lock back for as long as that takes (a store call that hangs under it)."""
+        lock back for as long as that takes (a store call that hangs under it); on a
+        :class:`Flag`, not a ``threading.Event``, whose wait a signal can break."""
         self.held = False
         self._lock.release()
         self._hand_over()
@@ -177,42 +187,96 @@ class Hold:
         return self.held
 
     def _take(self, by: Deadline | None = None) -> None:
-        """Keep SIGINT (on the main thread), then take the lock before the deadline (or
-        ``by``); a Ctrl-C kept while it waited is raised at once, the lock not taken."""
-        if threading.current_thread() is threading.main_thread():
-            handler = signal.getsignal(signal.SIGINT)
-            if callable(handler):  # else SIGINT raises nothing here (ignored, or fatal)
-                try:
-                    signal.signal(signal.SIGINT, self._keep)
-                except ValueError:  # a subinterpreter's main thread: no signal lands there
-                    pass
-                else:
-                    self._handler = handler
-        caught = None if self._handler is None else self._was_caught
+        """Keep the signals (on the main thread), then take the lock before the deadline
+        (or ``by``); a signal kept while it waited is handed over at once, the lock not
+        taken."""
         try:
+            if threading.current_thread() is threading.main_thread():
+                self._keep_signals()
+            caught = self._was_caught if self._kept else None
             self.held = (self._deadline if by is None else by)._take(self._lock, caught)
-        finally:  # not taken (or another signal's handler raised): SIGINT's handler back
+        finally:  # not taken (or a signal came as they were kept): their handlers back
             if not self.held:
                 self._hand_over()
 
+    def _keep_signals(self) -> None:
+        """Keep every signal that has a Python handler from it (:meth:`_keep`).  Changing
+        one runs the handlers of the signals that came before: one that raises stops
+        here, and the caller puts back those kept so far."""
+        wanted = []
+        for signum in sorted(signal.valid_signals()):  # in order: the order handed over
+            handler = _real(signum, signal.getsignal(signum))
+            if callable(handler):  # else it raises nothing here (ignored, or its default)
+                wanted.append((signum, handler))
+        self._over = False
+        kept, handlers = self._kept, self._handlers
+        for signum, handler in wanted:  # said kept first: a signal may land after each call
+            handlers[signum] = handler
+            kept.append(signum)
+            try:
+                signal.signal(signum, self._keep)
+            except ValueError:  # a subinterpreter's main thread: no signal lands there
+                kept.pop()
+                return
+
     def _keep(self, signum: int, frame: FrameType | None) -> None:
-        """The SIGINT handler while the lock is taken or held: keep it for later."""
-        self._caught = (signum, frame)
+        """Each kept signal's handler while the lock is taken or held: keep it for later
+        (once, as Python runs a handler once for the same signal come twice).  Once the
+        hold is over, the signal goes to its handler: one left in place by a put back
+        that a signal cut short (:meth:`_hand_over`)."""
+        if self._over:
+            self._handlers[signum](signum, frame)
+        else:
+            self._caught.setdefault(signum, frame)
 
     def _was_caught(self) -> bool:
-        return self._caught is not None
+        return bool(self._caught)
 
     def _hand_over(self) -> None:
-        """Put the handler kept from back, and hand it the SIGINT kept, if one came (the
-        lock let go: ``KeyboardInterrupt`` raised from here).  Nothing if none kept."""
-        handler = self._handler
-        if handler is None:
+        """Put the handlers kept from back, and hand each its signal kept, if one came
+        (the lock let go: ``KeyboardInterrupt``, or ``SystemExit``, raised from here).
+        Each gets its own, even when one before raised: the exception raised is the
+        last one's, the earlier as its ``__context__``, as Python raises a handler's
+        exception while an earlier one is on its way.  Nothing if none kept.
+
+        Over first (an attribute: no signal lands before it is stored): a signal that
+        comes as the handlers are put back goes to its own at once, through the keeper
+        if that one is not back yet, and its exception leaves the rest with the keeper,
+        which passes each signal on from then on (the next hold puts the handler back:
+        :func:`_real`)."""
+        kept = self._kept
+        if not kept:
             return
-        self._handler = None
-        signal.signal(signal.SIGINT, handler)  # a SIGINT pending is kept before it is put back
-        caught, self._caught = self._caught, None
-        if caught is not None:
-            handler(*caught)
+        self._over = True
+        self._kept = []
+        caught, self._caught = self._caught, {}
+        handlers = self._handlers
+        try:
+            for signum in kept:
+                signal.signal(signum, handlers[signum])
+        finally:  # every handler back, or passed on to: each signal kept goes to it
+            _hand([(signum, handlers[signum]) for signum in kept if signum in caught], caught)
+
+
+def _real(signum: int, handler: Handler | int | None) -> Handler | int | None:
+    """``handler``, or if it is the keeper of a hold that is over (left in place by a put
+    back a signal cut short), the handler that one kept it from."""
+    hold = getattr(handler, "__self__", None)
+    while isinstance(hold, Hold) and hold._over and handler == hold._keep:
+        handler = hold._handlers[signum]
+        hold = getattr(handler, "__self__", None)
+    return handler
+
+
+def _hand(handlers: list[tuple[int, Handler]], caught: dict[int, FrameType | None]) -> None:
+    """Call each of ``handlers`` with its signal ``caught``, each even if one before
+    raised."""
+    if handlers:
+        (signum, handler), rest = handlers[0], handlers[1:]
+        try:
+            handler(signum, caught[signum])
+        finally:
+            _hand(rest, caught)
 
 
 class Waiters(set[threading.Lock]):
@@ -257,3 +321,55 @@ class Waiters(set[threading.Lock]):
         for waiter in self:
             waiter.release()
         self.clear()
+
+
+class Flag:
+    """A :class:`threading.Event` (``set``, ``clear``, ``is_set``, ``wait``) whose wait a
+    signal cannot break: the one to wait on from the caller's thread, where a signal's
+    handler raises.
+
+    ``Event.wait`` is ``Condition.wait`` on the event's own lock, which it takes back
+    untimed as it ends, an acquisition a signal interrupts on POSIX: a handler that
+    raised while the thread inside ``set()`` held that lock let its ``with`` block let
+    go of the lock that thread held, and ``set()`` raised ``RuntimeError`` (a worker
+    settling a run under the scheduler's lock, the first shutdown() on another thread;
+    python/cpython#118433).  Here the waiter waits on a lock of its own
+    (:class:`Waiters`), which ``set()`` lets go, and takes the flag's guard only with
+    ``with``: a signal leaves it taken and entered, or neither.  Its handler's exception
+    reaches the waiter, and the setter never sees it (docs/DECISIONS.md, "No
+    `Event.wait` on the caller's thread")."""
+
+    __slots__ = ("_guard", "_set", "_waiters")
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._set = False
+        self._waiters = Waiters()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        with self._guard:
+            self._set = True
+            waiters = self._waiters
+            if waiters:
+                waiters.wake()
+
+    def clear(self) -> None:
+        self._set = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Until the flag is set, or ``timeout`` seconds (``None``: no bound) pass: True
+        if it was set (though it may be cleared since, as ``Event.wait`` says), else
+        False.  A waiter a signal's exception took away is let go by the next
+        :meth:`set`."""
+        with self._guard:
+            if self._set:
+                return True
+            waiter = self._waiters.waiter()
+        if waiter.acquire(timeout=-1 if timeout is None else timeout):
+            return True  # let go by set()
+        with self._guard:
+            self._waiters.discard(waiter)
+            return self._set

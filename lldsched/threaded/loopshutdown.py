@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lldsched.core.task import Entry
-from lldsched.threaded.deadline import LOCK_GRACE, Deadline, Hold
+from lldsched.threaded.deadline import LOCK_GRACE, Deadline, Flag, Hold
 from lldsched.threaded.flights import Flight
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class LoopShutdown:
     _waiting: collections.deque[Entry | Flight]
     _flights: dict[int, Flight]
     _closed: bool
-    _settled: threading.Event
+    _settled: Flag
     _now: Callable[[], float]
     _said: Callable[[], None]
     _put_back: Callable[[list[Entry]], None]  # entries dropped unbegun: queued again

@@ -38,7 +38,7 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import Repeats
 from lldsched.threaded.coroutines import CoroutineRunner
-from lldsched.threaded.deadline import Waiters
+from lldsched.threaded.deadline import Flag, Waiters
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.jumps import LastLook
 from lldsched.threaded.pool import WorkerPool
@@ -135,10 +135,10 @@ class SchedulerParts:
     _deadline_sequence: itertools.count[int]
     _in_flight: int  # entries popped by the timer and not yet settled
     _draining: bool  # shutdown(drain=True) is handing out the last due entries
-    # Set by each settled run while _draining: the drain waits on it (its own lock is
-    # taken inside _lock).  A bool and an event, not an event or None: the hot path's
-    # test of _draining stays a test of False (None's truth is a call in 3.11).
-    _drain_settled: threading.Event
+    # Set by each settled run while _draining: the drain waits on it (a deadline.Flag,
+    # whose guard is taken inside _lock).  A bool and a flag, not a flag or None: the
+    # hot path's test of _draining stays a test of False (None's truth is a call in 3.11).
+    _drain_settled: Flag
     # wait_idle() / wait_drained() callers' own locks, let go by _wake_idle (not a
     # Condition on _lock: a Ctrl-C cut its re-acquisition; deadline.Waiters).
     _idle_waiters: Waiters
@@ -153,7 +153,17 @@ class SchedulerParts:
     _state: str  # NEW, RUNNING, DEAD or STOPPED (FORKED: a forked child's copy, threaded/forked.py)
     # Set when the first shutdown() returns: a second call made meanwhile waits for it
     # (within its own timeout) before it joins, never closes what the first still uses.
-    _shut_down: threading.Event
+    # _first_over says it (an attribute stored just before: a signal that lands at the
+    # start of set() leaves the flag unset, and a later call then waits for nothing).
+    _first_over: bool = False
+    _shut_down: Flag
+    # The first shutdown() made its last writes (stale rows, a shared store's settles held
+    # back): until then (a signal cut it short) the store is not let go, and a second
+    # shutdown() makes them (stopping._writes_left).  Both False on the class, set on the
+    # instance by a shutdown: two more attributes set in __init__ grew every scheduler's
+    # __dict__, and its look-ups cost a registration 320 instructions, a dispatched job
+    # 950 (benchmarks/threaded_instructions.py).
+    _last_written: bool = False
     _timer: threading.Thread | None
 
     if TYPE_CHECKING:  # called across the modules; each is defined in one of them

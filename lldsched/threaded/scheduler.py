@@ -57,7 +57,7 @@ from lldsched.logs import Repeats
 from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
 from lldsched.threaded.control import ControlVerbs
 from lldsched.threaded.coroutines import CoroutineRunner
-from lldsched.threaded.deadline import Waiters
+from lldsched.threaded.deadline import Flag, Waiters
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.forked import note
 from lldsched.threaded.jumps import LastLook
@@ -238,12 +238,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         self._deadline_sequence = itertools.count()
         self._in_flight = 0  # entries popped by the timer and not yet settled (_settle)
         self._draining = False  # shutdown(drain=True) is handing out the last due entries
-        self._drain_settled = threading.Event()  # set by each settled run while draining
+        self._drain_settled = Flag()  # set by each settled run while draining
         self._idle_waiters = Waiters()  # wait_idle()'s waiters' own locks (stopping._quiet)
         self._failures = collections.deque()  # failed runs' log lines, logged without _lock
         self._saying = Repeats()  # its lock: the thread logging _failures (never inside _lock)
         self._state = NEW
-        self._shut_down = threading.Event()  # set when the first shutdown() returns
+        self._shut_down = Flag()  # set when the first shutdown() returns
         self._timer = None
         # The shared store's side, or None: claims, leases, the change feed (under _lock).
         self._coordinator = None

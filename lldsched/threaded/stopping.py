@@ -135,23 +135,51 @@ class Stopping(SchedulerParts):
         finally:
             if found is not None and found is not STOPPED:  # the first call, however it ends
                 try:
-                    self._let_store_go()
+                    if not self._writes_left():  # else a second shutdown() makes them
+                        self._let_store_go()
                 finally:
-                    self._shut_down.set()
+                    # An attribute first: a signal can land at the start of a call
+                    # (set()'s, leaving the flag unset), not before a store.
+                    self._first_over = True
+                    self._shut_down.set()  # wakes a second call waiting on another thread
 
     def _shutdown_again(self, deadline: Deadline) -> bool:
         """A shutdown() after the first: wait for the first to end, then for what it left
-        running; the store let go too, should a Ctrl-C have cut the first short there."""
-        if not self._shut_down.is_set():  # the first is still going: it goes first
+        running; the last writes made and the store let go too, should a signal have cut
+        the first short before them (:meth:`_last_writes`)."""
+        if not self._first_over:  # the first is still going: it goes first
             if self._own_thread():  # which may be waiting for this very thread
                 return False
             self._shut_down.wait(deadline.remaining())
-            if not self._shut_down.is_set():
+            if not self._first_over:
                 return False
         with self._leases_kept(deadline):
             self._join(deadline)
+        flushing = self._writes_left() and self._last_writes(deadline)
         self._let_store_go()
-        return not self._threads_alive()
+        return not self._threads_alive() and not flushing
+
+    def _writes_left(self) -> bool:
+        """The first shutdown() ended before its last writes (:meth:`_last_writes`: a
+        signal, Ctrl-C or a SIGTERM handler's ``sys.exit``, cut it short) and there is
+        something for them to write: the rows a store outage left stale, a shared
+        store's settles held back.  The store is not let go then: a second shutdown()
+        makes them first (and another scheduler given the store meanwhile is refused,
+        as while this one ran: :mod:`lldsched.core.storeuse`)."""
+        if self._last_written:
+            return False
+        writes = self._core.store_writes
+        outage = None if writes is None else writes.outage
+        return outage is not None or self._coordinator is not None
+
+    def _last_writes(self, deadline: Deadline) -> bool:
+        """The shutdown's last writes, with every other thread stopped: the rows a store
+        outage left stale (:meth:`_write_stale`), then a shared store's settles held back
+        (:meth:`_flush_store`).  True if that flush is still going."""
+        self._write_stale(deadline)
+        flushing = self._flush_store(deadline)
+        self._last_written = True
+        return flushing
 
     def _let_store_go(self) -> None:
         """Another scheduler may run on the store now (:mod:`lldsched.core.storeuse`).
@@ -193,8 +221,7 @@ class Stopping(SchedulerParts):
                 deadline.run(release, name=f"{self._thread_prefix}release")
             self._processes.close(deadline.remaining())
             self._close_loop(deadline)
-        self._write_stale(deadline)
-        flushing = self._flush_store(deadline)
+        flushing = self._last_writes(deadline)
         self._dispatcher.close(deadline.remaining())
         if not self._threads_alive() and not flushing:
             if drain and started and not finished:  # out of time, its cuts made: True
@@ -323,7 +350,8 @@ class Stopping(SchedulerParts):
         lock, waited for within the time left, as the shutdown's other store calls are;
         the rows still stale then are said in a warning
         (:func:`~lldsched.core.storewrites.say_left_stale`, as the simulation's says
-        them).  The first shutdown's only: a later one no longer holds the store
+        them).  The first shutdown's only, or the second's if a signal cut the first
+        short before it (:meth:`_writes_left`): a later one no longer holds the store
         (:mod:`lldsched.core.storeuse`)."""
         writes = self._core.store_writes
         if writes is None or writes.outage is None:  # read unlocked: the common case, no thread

@@ -1,0 +1,258 @@
+"""Signals other than Ctrl-C in a threaded ``Scheduler``'s shutdown, and what a signal
+leaves for a second ``shutdown()`` to finish.
+
+A service commonly installs ``signal.signal(SIGTERM, lambda *a: sys.exit(0))``: its
+``SystemExit`` lands between two statements as a Ctrl-C's ``KeyboardInterrupt`` does,
+and where the scheduler's lock is taken with a timeout (``shutdown()``,
+``metrics(timeout=...)``) one landing as the acquisition returns left the lock taken for
+good.  A :class:`~lldsched.threaded.deadline.Hold` keeps every signal with a Python
+handler now, not SIGINT alone (docs/DECISIONS.md, "Any signal a Python handler raises
+from, not only Ctrl-C").  Sent for real here (``os.kill``, ``signal.pthread_kill``); injected
+at every line of ``shutdown()`` and ``metrics(timeout=...)`` with the Ctrl-C's sweeps
+(tests/test_threaded_verb_interrupts.py).
+"""
+
+from __future__ import annotations
+
+import linecache
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from lldsched import FakeClock, OneTime, Scheduler, TaskStatus
+from lldsched.threaded import deadline as deadline_module
+from lldsched.threaded.deadline import Deadline
+from tests import jobs
+from tests.conftest import T0
+from tests.harness import FailingStore
+from tests.interrupting import Terminated, exit_on_sigterm
+from tests.test_threaded_verb_interrupts import WAIT, lock_free, until
+
+
+@pytest.fixture
+def signals_raise(sigterm_exits: None) -> Iterator[None]:
+    """SIGTERM's handler raises ``SystemExit`` (``Terminated``), SIGINT's is Python's."""
+    sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, sigint)
+
+
+@pytest.mark.usefixtures("signals_raise")
+def test_a_real_sigterm_while_a_hold_has_the_lock_is_raised_once_it_is_let_go() -> None:
+    """A SIGTERM sent for real (``os.kill`` to this process) while a ``Hold`` has the lock
+    on the main thread is kept: the block runs to its end, and its handler's
+    ``SystemExit`` is raised as it ends, the lock let go and the handler back."""
+    lock = threading.Lock()
+    after = []
+    with pytest.raises(Terminated), Deadline(WAIT).holding(lock) as hold:
+        assert hold.held
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.raise_signal(signal.SIGTERM)  # ran the handlers pending: the kill's too
+        after.append("the block went on")
+    assert after == ["the block went on"]
+    assert not lock.locked()
+    assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.usefixtures("signals_raise")
+def test_a_real_sigterm_as_a_hold_takes_the_lock_leaves_it_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A SIGTERM that comes while a ``Hold`` on the main thread waits for the lock another
+    thread holds, its C handler run on that other thread (so the main thread's wait is
+    not cut: the lock's release ends it, with True), and handled at the main thread's
+    next check, just after the acquisition returned: the hold has the lock, runs its
+    block and lets it go, and the ``SystemExit`` comes then.  (Before, it was raised as
+    the acquisition returned, before the hold knew it held the lock: taken for good.)"""
+    monkeypatch.setattr(deadline_module, "ASK_EVERY", WAIT)  # one wait, ended by the release
+    lock = threading.Lock()
+    lock.acquire()
+    main = threading.main_thread()
+    assert threading.current_thread() is main
+
+    def at_the_acquisition() -> bool:
+        frame = sys._current_frames()[main.ident]  # type: ignore[index]
+        return frame.f_code is Deadline._take.__code__
+
+    def send_and_let_go() -> None:
+        until(at_the_acquisition, meanwhile="the hold waited for the lock")
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)  # handled by the main thread
+        lock.release()
+
+    helper = threading.Thread(target=send_and_let_go, name="sender")
+    helper.start()
+    ran = []
+    try:
+        with pytest.raises(Terminated), Deadline(WAIT).holding(lock) as hold:
+            ran.append(hold.held)
+    finally:
+        helper.join(WAIT)
+    assert ran == [True]
+    assert not lock.locked(), "the lock left taken by the SIGTERM"
+    assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
+
+
+@pytest.mark.usefixtures("signals_raise")
+def test_a_ctrl_c_and_a_sigterm_kept_together_each_reach_their_handler() -> None:
+    """Two signals kept by one hold are each handed to their own handler once it lets the
+    lock go, even though the first raised: the ``SystemExit`` comes out, the
+    ``KeyboardInterrupt`` as its context (as Python runs the second handler while the
+    first's exception is on its way)."""
+    lock = threading.Lock()
+    with pytest.raises(Terminated) as raised, Deadline(WAIT).holding(lock):
+        signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)  # the same signal twice: its handler runs once
+    assert isinstance(raised.value.__context__, KeyboardInterrupt)
+    assert raised.value.__context__.__context__ is None
+    assert not lock.locked()
+    assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def in_write_stale(frame: FrameType, event: str, arg: Any) -> Any:
+    """A tracer: a Ctrl-C at the first line of ``Stopping._write_stale``."""
+    if event == "call":
+        return in_write_stale if frame.f_code.co_name == "_write_stale" else None
+    if event == "line":
+        raise KeyboardInterrupt("Ctrl-C at _write_stale")
+    return in_write_stale
+
+
+@pytest.mark.usefixtures("signals_raise")
+def test_a_second_shutdown_writes_the_rows_left_stale_a_ctrl_c_kept_the_first_from() -> None:
+    """A one-off run while its store was down left its row stale (the store says it is
+    still to run).  A clean shutdown writes it, its last write; a Ctrl-C landing just
+    before that write cuts the first shutdown short, and the second one makes it: the
+    row says it succeeded.  (Before, the first let the store go in its ``finally``, and
+    the second one no longer wrote: a restart ran the one-off again.)"""
+    store = FailingStore()
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+    scheduler.schedule("once", jobs.noop, OneTime(T0), id="once")
+    store.down = True
+    scheduler.start()
+    assert scheduler.wait_idle(timeout=WAIT)
+    assert scheduler.task("once").status is TaskStatus.SUCCEEDED
+    row = store.get("once")
+    assert row is not None and row.status is TaskStatus.SCHEDULED  # stale
+    store.down = False
+    sys.settrace(in_write_stale)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.shutdown(timeout=WAIT)
+    finally:
+        sys.settrace(None)
+    assert scheduler.shutdown(timeout=WAIT) is True
+    row = store.get("once")
+    assert row is not None and row == scheduler._core.snapshot(scheduler.task("once"))
+    assert row.status is TaskStatus.SUCCEEDED
+
+
+def waiting_on_the_flag(frame: FrameType) -> bool:
+    """``frame`` (the main thread's innermost) is the drain's wait to be woken by a
+    settled run: in a ``Condition``'s ``wait`` (an ``Event``'s), or at a ``Flag``'s
+    ``waiter.acquire``, inside ``_drain``."""
+    if frame.f_code.co_name != "wait":
+        return False
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    if frame.f_code.co_filename != threading.__file__ and not line.strip().startswith(
+        "if waiter.acquire("
+    ):
+        return False
+    while frame.f_back is not None and frame.f_code.co_name != "_drain":
+        frame = frame.f_back
+    return frame.f_code.co_name == "_drain"
+
+
+def taking_a_lock_back(frame: FrameType) -> bool:
+    """``frame`` (the main thread's innermost) takes a lock back once woken: the event's
+    own (a ``Condition``'s ``_acquire_restore``), or the scheduler's (a ``Hold``'s)."""
+    return frame.f_code.co_name == "_acquire_restore" or frame.f_code is Deadline._take.__code__
+
+
+@pytest.mark.usefixtures("signals_raise")
+def test_a_real_sigint_as_the_drain_is_woken_leaves_the_worker_settling_unharmed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Ctrl-C (a real SIGINT) while ``shutdown()``'s drain, woken by the worker settling
+    the run it waits for, takes a lock back, the worker still inside the wake: the
+    ``KeyboardInterrupt`` reaches the caller, the worker ends its settle unharmed, and
+    a second ``shutdown()`` stops the scheduler.  (Before, the drain waited on a
+    ``threading.Event``: the SIGINT cut ``Condition.wait``'s untimed re-acquisition of
+    the event's lock, its ``with`` block let go of that lock, which the worker held inside
+    ``set()``, and the worker's ``set()`` raised ``RuntimeError`` under the scheduler's
+    lock, its settle cut short and logged at ERROR: python/cpython#118433.)"""
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    main = threading.main_thread()
+    assert threading.current_thread() is main
+    started, release = threading.Event(), threading.Event()
+    parked, go_on = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        started.set()
+        release.wait(WAIT)
+
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0))
+    scheduler.schedule("busy", busy, OneTime(T0), id="busy")
+
+    def waking(frame: FrameType, event: str, arg: Any) -> Any:
+        """In the worker: parks at the end of the wake its settle makes while draining,
+        still inside the flag's ``set()`` (the flag's own lock held)."""
+        if event == "return":
+            parked.set()
+            go_on.wait(WAIT)
+        return waking
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        if (
+            event == "call"
+            and frame.f_code.co_name in ("notify_all", "wake")
+            and frame.f_back is not None
+            and frame.f_back.f_code.co_name == "set"
+            and scheduler._draining
+            and not parked.is_set()
+        ):
+            return waking
+        return None
+
+    threading.settrace(tracer)  # the worker's, started by start()
+    try:
+        scheduler.start()
+    finally:
+        threading.settrace(None)
+    assert started.wait(WAIT)
+
+    def main_frame() -> FrameType:
+        return sys._current_frames()[main.ident]  # type: ignore[index]
+
+    def interrupt() -> None:
+        until(lambda: waiting_on_the_flag(main_frame()), meanwhile="the drain waited")
+        release.set()  # the run ends, and its settle wakes the drain
+        assert parked.wait(WAIT)
+        until(lambda: taking_a_lock_back(main_frame()), meanwhile="the drain was woken")
+        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+
+    helper = threading.Thread(target=interrupt, name="interrupter")
+    helper.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.shutdown(timeout=WAIT)
+    finally:
+        go_on.set()
+        release.set()
+        helper.join(WAIT)
+    assert scheduler.shutdown(timeout=WAIT) is True
+    assert failures == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert scheduler.task("busy").status is TaskStatus.SUCCEEDED
+    assert scheduler._in_flight == 0
+    assert lock_free(scheduler)
