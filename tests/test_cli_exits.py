@@ -21,6 +21,7 @@ from typing import Any, BinaryIO, NoReturn
 
 import pytest
 
+from lldsched import errors
 from lldsched.cli import build_parser, main, write_whole
 from lldsched.cli import cron as cron_cli
 from lldsched.cli import demo as demo_cli
@@ -413,6 +414,51 @@ def test_a_command_near_none_is_refused_with_the_choices_alone(
     assert capsys.readouterr().err.endswith(
         "python -m lldsched: error: argument command: invalid choice: 'xyz' "
         "(choose from 'demo', 'cron', 'simulate', 'lab')\n"
+    )
+
+
+NINES = "9" * 5001  # past 4,300 digits: int() refuses it, and argparse quoted it whole
+SIMULATE = "python -m lldsched simulate: error: "
+
+
+@pytest.mark.parametrize(
+    ("argv", "refused"),
+    [
+        (["simulate", "--workers", NINES], f"{SIMULATE}argument --workers: invalid int value: "),
+        (["simulate", "--seed", NINES], f"{SIMULATE}argument --seed: invalid int value: "),
+        (["simulate", "--days", f"x{NINES}"], f"{SIMULATE}argument --days: invalid float value: "),
+        (
+            ["cron", "@daily", "-n", NINES],
+            "python -m lldsched cron: error: argument -n: invalid int value: ",
+        ),
+        (["simulate", NINES], f"{SIMULATE}unrecognized arguments: "),
+        ([NINES], "python -m lldsched: error: argument command: invalid choice: "),
+    ],
+    ids=["workers", "seed", "days", "cron-n", "unrecognized", "command"],
+)
+def test_a_giant_argument_is_quoted_by_the_packages_one_rule(
+    capsys: pytest.CaptureFixture[str], argv: list[str], refused: str
+) -> None:
+    """docs/DECISIONS.md, "A bad value is quoted by one rule": argparse quoted the
+    argument whole, a line of 5 KB; its start now, and its length (``errors.shown``)."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv, prog="python -m lldsched")
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (2, "")
+    said = errors.shown(argv[-1])  # its start, and its length
+    assert said.endswith(f"... ({len(argv[-1]):,} characters, cut)")
+    assert err.splitlines()[-1].startswith(f"{refused}{said}")
+    assert len(err) < 2 * len(said)  # its usage lines, and this line
+
+
+def test_a_bad_argument_that_reads_whole_keeps_argparses_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", "--workers", "x"], prog="python -m lldsched")
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "python -m lldsched simulate: error: argument --workers: invalid int value: 'x'\n"
     )
 
 

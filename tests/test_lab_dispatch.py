@@ -7,12 +7,16 @@ import re
 
 import pytest
 
+from lldsched.clock import FakeClock
 from lldsched.lab import dispatch
 from lldsched.lab.dispatch import (
     InlineListenerScheduler,
     measure_listener_latency,
     runs_while_a_listener_blocks,
 )
+from lldsched.listeners import EventLog
+from lldsched.model import TaskEvent, TaskStatus
+from lldsched.schedules.simple import OneTime
 from lldsched.threaded.scheduler import Scheduler
 
 
@@ -61,3 +65,32 @@ def test_each_way_s_latency_is_its_quietest_burst(monkeypatch: pytest.MonkeyPatc
 def test_a_latency_measured_over_no_repeat_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match="repeats must be a whole number >= 1, got 0"):
         measure_listener_latency((0.0,), repeats=0)
+
+
+def test_a_listener_under_the_lock_cannot_act_on_its_scheduler() -> None:
+    """Why the lab's dispatcher has no queue for the events a listener's verb publishes
+    (a ``Simulation``'s has: ``_Hearing``): under the lock no verb of a listener gets
+    that far.  ``shutdown`` is the one verb that gives up (the others wait for good): at
+    its timeout, having stopped nothing, while the listeners still hear the event."""
+    log = EventLog()
+    said: list[bool] = []
+    scheduler = InlineListenerScheduler(workers=2, clock=FakeClock(0))
+
+    def verbs(event: TaskEvent) -> None:
+        if event.status is TaskStatus.RUNNING:
+            said.extend([scheduler.shutdown(drain=False, timeout=0), scheduler.running])
+
+    scheduler.add_listener(verbs)
+    scheduler.add_listener(log)
+    scheduler.schedule("a", lambda: None, OneTime(delay=0), id="a")
+    scheduler.start()
+    try:
+        assert scheduler.wait_idle()
+    finally:
+        assert scheduler.shutdown(timeout=5)
+    assert said == [False, True]  # the lock held past the timeout: nothing stopped
+    assert [(e.previous, e.status) for e in log.events] == [
+        (None, TaskStatus.SCHEDULED),
+        (TaskStatus.SCHEDULED, TaskStatus.RUNNING),
+        (TaskStatus.RUNNING, TaskStatus.SUCCEEDED),
+    ]

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO, NoReturn, TextIO
 
 from lldsched import __version__
+from lldsched.errors import shown
 from lldsched.startup import INTERRUPTED, INTERRUPTED_LINE
 
 EXIT_STATUSES = "exit status: 0 done, 1 failed after it began, 2 bad arguments, 130 interrupted"
@@ -256,13 +257,30 @@ class Parser(argparse.ArgumentParser):
     ``--days=-inf`` does, and the command refuses it by name.  argparse reads as a value
     only what its own pattern calls a negative number (``-3``, ``-.5``), and took
     ``-inf``, ``-nan`` and ``-1e3`` for unknown options: ``expected one argument``.
-    A choice mistyped is refused with the nearest one (:meth:`_check_value`).  Every
-    command's parser is one (``add_parser`` makes its parent's class), its help laid out
-    by :class:`HelpFormatter` unless told otherwise."""
+    A choice mistyped is refused with the nearest one (:meth:`_check_value`).  An
+    argument quoted in a refusal is quoted by :func:`~lldsched.errors.shown`
+    (:meth:`error`).  Every command's parser is one (``add_parser`` makes its parent's
+    class), its help laid out by :class:`HelpFormatter` unless told otherwise."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        self._given: list[str] = []  # the arguments this parser read last (error)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's refusal, but an argument it quotes is quoted by the package's one
+        rule (:func:`~lldsched.errors.shown`): ``--workers`` followed by 5,001 nines was
+        quoted whole (``invalid int value: '999...'``, a line of 5 KB), as was an
+        unrecognized or a mistyped one; one that reads whole (``'x'``) is as argparse
+        says it (docs/DECISIONS.md, "A bad value is quoted by one rule")."""
+        for arg in self._given:
+            if (quoted := shown(arg)) != repr(arg):  # too long to read whole
+                message = message.replace(repr(arg), quoted).replace(arg, quoted)
+        super().error(message)
 
     def _parse_optional(self, arg_string: str) -> Any:  # its shape changed in Python 3.12
         if _is_number(arg_string):  # as Python's float() reads it: no option looks so

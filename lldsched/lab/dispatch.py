@@ -4,7 +4,13 @@ Switched off by swapping the real :class:`~lldsched.threaded.scheduler.Scheduler
 event dispatcher (its ``dispatcher_type`` seam) for an :class:`InlineDispatcher`,
 which calls every listener inside ``publish``: the core publishes under the
 scheduler's one lock, so a slow listener holds the timer, every worker and every
-caller of the scheduler's API for as long as it runs.
+caller of the scheduler's API for as long as it runs.  A listener that calls the API
+itself waits for the lock its own thread holds: ``pause``, ``schedule`` and the other
+verbs hang for good, ``shutdown(timeout=...)`` gives up at its timeout having stopped
+nothing.  No event is ever published while the listeners hear another, so this
+dispatcher needs none of the queue that keeps a ``Simulation``'s listeners hearing a
+task's transitions in their order (docs/DECISIONS.md, "A listener's verb is heard
+after the event it was called on").
 """
 
 from __future__ import annotations
