@@ -3,7 +3,7 @@ while Run All still runs the cells after it (JupyterLab 4.4+ sends widget messag
 kernel subshell, a thread of its own in ipykernel 7): every press counts once, in order
 (three presses of "+1 hour" are three hours), the kernel's player agrees with the page,
 and the kernel's log holds no traceback.  docs/DECISIONS.md, "A button's press runs on
-the kernel's thread, once, in order"."""
+the kernel's thread, each once, in order"."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.servers import (
+    KERNEL_VALUES,
     RUN_ALL_TEST_SECONDS,
     browser_page,
     screenshot,
@@ -20,17 +21,6 @@ from tests.browser.servers import (
     wait_for_run_all,
     where_it_stands,
 )
-
-ASK = """async (code) => {
-    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-    let text = "";
-    const future = kernel.requestExecute({code, store_history: false});
-    future.onIOPub = (msg) => {
-        if (msg.header.msg_type === "stream") { text += msg.content.text; }
-    };
-    const late = new Promise((resolve) => setTimeout(() => resolve("late"), 30000));
-    return await Promise.race([future.done, late]) === "late" ? "no answer" : text.trim();
-}"""
 
 
 @pytest.mark.timeout(RUN_ALL_TEST_SECONDS)
@@ -59,7 +49,7 @@ def test_presses_during_run_all_each_count_once_in_order(tmp_path: Path) -> None
         waiting = page.locator(".jp-InputPrompt", has_text="[*]").count()
         wait_for_run_all(page, log)
         expect(clock).to_have_text("simulated time 2026-01-06 06:00:00 UTC", timeout=60_000)
-        held = page.evaluate(ASK, "print(player.sim.now, player.charts_drawn)")
+        held = page.evaluate(KERNEL_VALUES, "print(player.sim.now, player.charts_drawn)")
         screenshot(page, "04-jupyterlab-presses-during-run-all")
         page.locator(".lldsched-player-chart").scroll_into_view_if_needed()
         screenshot(page, "04-jupyterlab-player-after-presses")
