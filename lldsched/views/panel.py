@@ -22,10 +22,13 @@ loop:
   is closed so when that cell runs again (in a front end that names its cells:
   :func:`lldsched.views.widgetkit.closes_when_its_cell_runs_again`).
 
-Buttons act through the scheduler's own verbs and refresh their row at once; the
-message under the table says what the press did (:mod:`lldsched.views.presses`), and
-for a redrive, once the re-run ends, how it ended.  Where widgets cannot render, it
-reads as text: :meth:`ControlPanel.to_text` (the table), its plain-text bundle.
+Buttons act through the scheduler's own verbs and refresh their row at once, on the
+kernel's own thread, each press once and in order, as a typed ``find`` does (its latest
+text; :mod:`lldsched.views.widgetkit`: JupyterLab 4.4+ sends them on a subshell's thread,
+beside the running cell); the message under the table says what the press did
+(:mod:`lldsched.views.presses`), and for a redrive, once the re-run ends, how it
+ended.  Where widgets cannot render, it reads as text: :meth:`ControlPanel.to_text`
+(the table), its plain-text bundle.
 ipywidgets is imported only when a panel is made (:mod:`lldsched.views.widgetkit`).
 """
 
@@ -47,6 +50,8 @@ from lldsched.runtime import Runtime
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views.presses import RedriveWatch, fate_in_flight, pressed, runtime_noun
 from lldsched.views.widgetkit import (
+    EachOnKernelThread,
+    OnKernelThread,
     bundle,
     close_tree,
     closes_when_its_cell_runs_again,
@@ -119,7 +124,7 @@ class _Row:
             for verb in ("pause", "resume", "cancel", "redrive")
         }
         for verb, button in self.buttons.items():
-            button.on_click(lambda _button, verb=verb: panel._press(task_id, verb))
+            button.on_click(lambda _button, verb=verb: panel._presses.request(task_id, verb))
         # A button says its verb; its tooltip (the button's title, which a screen reader
         # reads with it) names the task too: a column of "pause" buttons says which.
         self.named = False
@@ -217,6 +222,10 @@ class ControlPanel:
         # a kernel), so two never interleave their label updates; guards _watch too.
         self._render = threading.RLock()
         self._watch: RedriveWatch | None = None  # the task the last press redrove
+        # A press, and a typed find, run on the kernel's thread (whatever ``loop`` says
+        # of the events': the player's table takes none, and is pressed all the same).
+        self._presses = EachOnKernelThread(self._press)
+        self._finds = OnKernelThread(self.refresh)
         self._rows: dict[str, _Row] = {}
         self._titles = {column: column for column in COLUMNS}
         self._titles["next run"] = f"next run ({self._tz.key})"
@@ -237,7 +246,7 @@ class ControlPanel:
             continuous_update=False, layout=widgets.Layout(display="none"),
         )  # fmt: skip
         self.find.add_class("lldsched-find")
-        self.find.observe(lambda _change: self.refresh(), names="value")
+        self.find.observe(lambda _change: self._finds.request(), names="value")
         self.note = widgets.HTML()
         self.note.add_class("lldsched-note")
         finder = widgets.HBox([self.find, self.note])

@@ -7,7 +7,10 @@ whose verbs act at the simulated instant) and a Gantt chart redrawn after each s
 (matplotlib and pandas imported for it only, through :mod:`lldsched.views.plots` and
 :mod:`lldsched.views.frames`).  Where widgets cannot render it reads as text
 (:meth:`SimulationPlayer.to_text`: the instant, the last step, the same table).  The
-thread that steps the simulation is the only one that touches it: no lock.
+thread that steps the simulation is the only one that touches it: no lock.  So a press of
+a button (or Enter in the "run until" box) runs on the kernel's own thread, each press
+once and in order (:class:`~lldsched.views.widgetkit.EachOnKernelThread`): JupyterLab 4.4+
+sends it on a subshell's thread, beside the cell the kernel runs.
 
 The "run until" box runs at most :data:`MAX_TYPED_RUN` (31 days; ``max_typed=``) past
 the simulated instant: a typo (2062 for 2026) would run decades and freeze the kernel.
@@ -30,6 +33,7 @@ from lldsched.runtime import Stepped
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views.panel import ControlPanel
 from lldsched.views.widgetkit import (
+    EachOnKernelThread,
     bundle,
     close_tree,
     closes_when_its_cell_runs_again,
@@ -110,6 +114,8 @@ class SimulationPlayer:
         self.sim = sim
         self._tz = zone_info(tz)
         self.table = ControlPanel(sim, tz=tz, loop=None, live=False)
+        # Every press (a button, Enter in the box) runs on the kernel's thread, in order.
+        self._presses = EachOnKernelThread(self._press)
         self.clock = widgets.HTML()
         buttons = {
             "step": (lambda: self.step(), "process the next simulated event"),
@@ -121,7 +127,9 @@ class SimulationPlayer:
             button = widgets.Button(
                 description=label, tooltip=tooltip, layout=widgets.Layout(width="auto")
             )
-            button.on_click(lambda _button, action=action, label=label: self._press(label, action))
+            button.on_click(
+                lambda _button, action=action, label=label: self._presses.request(label, action)
+            )
             button.add_class(f"lldsched-player-{label.replace(' ', '').replace('+', 'plus')}")
             self.buttons[label] = button
         # Enter runs (ipywidgets 8's way: the value comes once, on Enter or on leaving
@@ -137,7 +145,7 @@ class SimulationPlayer:
             description="run", tooltip="run until the instant typed in 'run until'",
             layout=widgets.Layout(width="auto"),
         )  # fmt: skip
-        self.buttons["run"].on_click(lambda _button: self._run_until_text())
+        self.buttons["run"].on_click(lambda _button: self._until_pressed(self.until.value))
         self.buttons["run"].add_class("lldsched-player-run")
         self.clock.add_class("lldsched-player-clock")
         self.last_step = widgets.HTML()
@@ -235,13 +243,17 @@ class SimulationPlayer:
         """The box's text was committed (Enter, or leaving it): run until it, unless it
         was emptied (nothing to run to, nothing to complain about)."""
         if str(change["new"]).strip():
-            self._run_until_text()
+            self._until_pressed(str(change["new"]))
 
-    def _run_until_text(self) -> None:
+    def _until_pressed(self, text: str) -> None:
+        """Run until the box's ``text`` as it was at the press, on the kernel's thread."""
+        self._presses.request("run until", lambda: self._run_until_text(text))
+
+    def _run_until_text(self, text: str) -> None:
         self._check_open("run until")  # raised, not said under a closed table
         try:
             try:
-                when = datetime.fromisoformat(self.until.value.strip())
+                when = datetime.fromisoformat(text.strip())
             except ValueError as exc:  # a time of day alone, a word: say what to type
                 raise ValidationError(
                     f"{exc}; type a date and a time, YYYY-MM-DD HH:MM, in {self._tz.key}"
@@ -251,7 +263,7 @@ class SimulationPlayer:
             self._within_reach(when)
             self.run_until(when)
         except (ValueError, LldschedError) as exc:
-            self._refused = f"run until {self.until.value!r}: {exc}"
+            self._refused = f"run until {text!r}: {exc}"
             self.table.say(self._refused)
 
     def _within_reach(self, until: datetime) -> None:

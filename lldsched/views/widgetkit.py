@@ -21,6 +21,10 @@ A control's callback runs on the kernel's own thread (:class:`OnKernelThread`): 
 subshell's messages on a thread of its own), so a slider moved while a cell ran called
 its function beside that cell, and the two could swap the process's output streams
 under each other (docs/DECISIONS.md, "A control's callback runs on the kernel's thread").
+A button's press is not merged with the next: :class:`EachOnKernelThread` runs each one
+there, once, in the order pressed (three presses of the player's "+1 hour" are three
+hours; docs/DECISIONS.md, "A button's press runs on the kernel's thread, each once, in
+order").
 
 Once closed, a view acts no more: :func:`refuse_if_closed` is what its controls (the
 player's ``step``, ``advance`` and ``run_until``, any view's buttons, which ``click()``
@@ -46,6 +50,7 @@ from lldsched.errors import SchedulerStateError
 from lldsched.views import missing_extra
 
 __all__ = [
+    "EachOnKernelThread",
     "OnKernelThread",
     "bundle",
     "close_tree",
@@ -233,6 +238,33 @@ class OnKernelThread:
         with self._lock:
             self._pending = False
         self._callback()
+
+
+class EachOnKernelThread:
+    """``callback`` run on the kernel's own thread once per request, in the order made.
+
+    :class:`OnKernelThread`'s sibling for a button: a press is an act, not a value to
+    read at its latest, so none joins another (three presses of "+1 hour" are three
+    hours).  Made on the thread a notebook cell runs on; :meth:`request` calls
+    ``callback(*args)`` at once on that thread (a cell's ``click()``, Voila, a Lab
+    before 4.4), and from any other thread (a kernel subshell's) hands that call to the
+    kernel's event loop (``call_soon_threadsafe``, which runs its callbacks in the
+    order given), where it runs between cells: never beside a cell using the same
+    simulation, scheduler or view.  Made where no loop runs (a script, a test),
+    :meth:`request` always calls at once.  A call handed to the loop that raises is
+    reported by the loop (the kernel's log)."""
+
+    def __init__(self, callback: Callable[..., None]) -> None:
+        self._callback = callback
+        self._loop = _running_loop()
+
+    def request(self, *args: Any) -> None:
+        """Call ``callback(*args)`` now if this is the kernel's thread, else soon on it,
+        after every call handed over before."""
+        if self._loop is None or _running_loop() is self._loop:
+            self._callback(*args)
+            return
+        self._loop.call_soon_threadsafe(self._callback, *args)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

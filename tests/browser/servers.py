@@ -243,6 +243,19 @@ def run_all_in_lab(page: Any, log: list[str]) -> None:
     wait_for_run_all(page, log)
 
 
+KERNEL_VALUES = """async (code) => {
+    // What the kernel prints for `code`, or "no answer" after 30 s (a request lost).
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    let text = "";
+    const future = kernel.requestExecute({code, store_history: false});
+    future.onIOPub = (msg) => {
+        if (msg.header.msg_type === "stream") { text += msg.content.text; }
+    };
+    const late = new Promise((resolve) => setTimeout(() => resolve("late"), 30000));
+    return await Promise.race([future.done, late]) === "late" ? "no answer" : text.trim();
+}"""
+
+
 def start_run_all(page: Any) -> None:
     """The first half of :func:`run_all_in_lab`: once the kernel is ready, Run All is
     started (a test acts on the page while it runs, then waits for it)."""

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.browser.servers import (
+    KERNEL_VALUES,
     RUN_ALL_TEST_SECONDS,
     browser_page,
     screenshot,
@@ -37,17 +38,6 @@ NAMES = (
     "shutdown", "listener", "wheel",
 )  # fmt: skip
 """The toggles' variables (``NAME_toggle``), in the notebook's order."""
-KERNEL_VALUES = """async (code) => {
-    // What the kernel prints for `code`, or "no answer" after 30 s (a request lost).
-    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-    let text = "";
-    const future = kernel.requestExecute({code, store_history: false});
-    future.onIOPub = (msg) => {
-        if (msg.header.msg_type === "stream") { text += msg.content.text; }
-    };
-    const late = new Promise((resolve) => setTimeout(() => resolve("late"), 30000));
-    return await Promise.race([future.done, late]) === "late" ? "no answer" : text.trim();
-}"""
 ASK = f"print(*[str(*globals()[n + '_toggle'].values().values()) for n in {NAMES}], sep='|')"
 """Prints what the kernel holds as each toggle's value, in the notebook's order."""
 

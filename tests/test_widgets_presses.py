@@ -1,0 +1,119 @@
+"""A press of a view's button made off the kernel's thread runs on it, each once, in order.
+
+JupyterLab 4.4+ sends widget messages on a kernel subshell, which ipykernel 7 handles on
+a thread of its own, beside the cell the main thread runs.  The simulation player's and
+the control panel's buttons (and the player's "run until" box) ran their handler there,
+beside a cell that may use the same simulation (which has no lock: the thread that
+steps it is meant to be the only one).  A press is now handed to the kernel's event loop
+(:class:`lldsched.views.widgetkit.EachOnKernelThread`), where it runs between cells; none
+is merged with another (three presses of "+1 hour" are three hours).  Here the loop of
+``asyncio.run`` plays the kernel's, and a thread plays the subshell's."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from lldsched import FixedRate
+from lldsched.sim import Simulation, fixed
+from lldsched.views.widgetkit import EachOnKernelThread
+from lldsched.views.widgets import ControlPanel, SimulationPlayer
+
+START = datetime(2026, 1, 5, tzinfo=UTC)
+T0 = START.timestamp()
+
+
+def on_a_subshell(presses: Callable[[], None]) -> None:
+    """``presses()`` on a thread of its own, waited for: the loop is held meanwhile, as
+    by a running cell."""
+    thread = threading.Thread(target=presses)
+    thread.start()
+    thread.join()
+
+
+async def between_cells(done: Callable[[], bool]) -> None:
+    """The loop's next turns, until ``done()`` (the calls handed to it have run)."""
+    for _ in range(100):
+        if done():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the calls handed to the kernel's loop never ran")
+
+
+def test_each_request_off_the_loops_thread_runs_on_it_once_in_order() -> None:
+    calls: list[tuple[int, int]] = []
+
+    def press(number: int) -> None:
+        calls.append((number, threading.get_ident()))
+
+    async def in_a_kernel() -> None:
+        presses = EachOnKernelThread(press)
+
+        def press_four() -> None:
+            for number in (1, 2, 2, 3):
+                presses.request(number)
+
+        on_a_subshell(press_four)
+        assert calls == []  # nothing ran on the subshell's thread
+        await between_cells(lambda: len(calls) == 4)
+        loop_thread = threading.get_ident()
+        assert calls == [(1, loop_thread), (2, loop_thread), (2, loop_thread), (3, loop_thread)]
+        presses.request(4)  # on the loop's own thread (a cell's click(), Voila): at once
+        assert calls[-1] == (4, loop_thread)
+
+    asyncio.run(in_a_kernel())
+
+
+def test_without_a_loop_a_request_runs_at_once() -> None:
+    calls: list[int] = []
+    presses = EachOnKernelThread(calls.append)
+    on_a_subshell(lambda: presses.request(1))
+    assert calls == [1]
+
+
+def test_the_players_presses_off_the_kernels_thread_step_on_it_each_once_in_order() -> None:
+    """Three "+1 hour", Enter in "run until" 05:00, one more "+1 hour": 06:00.  Merged,
+    it fell short; out of order, the run until came first and it ended at 08:00."""
+    sim = Simulation(workers=2, start=START)
+    sim.schedule("tick", FixedRate(600), duration=fixed(30))
+    stepped_on: set[int] = set()
+    sim.add_listener(lambda _event: stepped_on.add(threading.get_ident()))
+
+    async def in_a_kernel() -> None:
+        player = SimulationPlayer(sim, chart=False)
+
+        def presses() -> None:
+            for _ in range(3):
+                player.buttons["+1 hour"].click()
+            player.until.value = "2026-01-05 05:00"  # Enter in the box
+            player.buttons["+1 hour"].click()
+
+        on_a_subshell(presses)
+        assert sim.now == T0  # nothing ran on the subshell's thread
+        await between_cells(lambda: sim.now == T0 + 6 * 3600)
+        assert stepped_on == {threading.get_ident()}
+        assert player.clock.value == "<b>simulated time</b> 2026-01-05 06:00:00 UTC"
+        player.close()
+
+    asyncio.run(in_a_kernel())
+
+
+def test_the_panels_presses_and_finds_off_the_kernels_thread_run_on_it() -> None:
+    sim = Simulation(workers=2, start=START)
+    tick = sim.schedule("tick", FixedRate(600), duration=fixed(30))
+
+    async def in_a_kernel() -> None:
+        panel = ControlPanel(sim)
+        refreshes = panel.refreshes
+        on_a_subshell(lambda: panel.button(tick.id, "pause").click())
+        on_a_subshell(lambda: setattr(panel.find, "value", "ti"))
+        assert tick.status.value == "scheduled" and panel.refreshes == refreshes
+        await between_cells(lambda: panel.refreshes >= refreshes + 2)
+        assert tick.status.value == "paused"
+        assert panel.row(tick.id)["status"] == "paused"
+        assert panel.message.value.startswith("pause tick: paused")
+        panel.close()
+
+    asyncio.run(in_a_kernel())
