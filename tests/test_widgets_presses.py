@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from lldsched import FixedRate
+from lldsched import FakeClock, FixedRate, Scheduler
 from lldsched.sim import Simulation, fixed
 from lldsched.views.widgetkit import EachOnKernelThread
 from lldsched.views.widgets import ControlPanel, SimulationPlayer
@@ -117,3 +117,18 @@ def test_the_panels_presses_and_finds_off_the_kernels_thread_run_on_it() -> None
         panel.close()
 
     asyncio.run(in_a_kernel())
+
+
+def test_a_threaded_schedulers_panel_acts_at_once_on_any_thread() -> None:
+    """Its verbs are safe on any thread, and a press queued behind a cell that waits on
+    a stuck task could not cancel it: the panel of a threaded scheduler does not queue."""
+    with Scheduler(workers=1, clock=FakeClock(T0)) as scheduler:
+        tick = scheduler.schedule("tick", lambda: None, FixedRate(600))
+
+        async def in_a_kernel() -> None:
+            panel = ControlPanel(scheduler)
+            on_a_subshell(lambda: panel.button(tick.id, "pause").click())
+            assert tick.status.value == "paused"  # the loop has not turned: done at once
+            panel.close()
+
+        asyncio.run(in_a_kernel())

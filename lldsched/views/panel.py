@@ -22,13 +22,14 @@ loop:
   is closed so when that cell runs again (in a front end that names its cells:
   :func:`lldsched.views.widgetkit.closes_when_its_cell_runs_again`).
 
-Buttons act through the scheduler's own verbs and refresh their row at once, on the
-kernel's own thread, each press once and in order, as a typed ``find`` does (its latest
-text; :mod:`lldsched.views.widgetkit`: JupyterLab 4.4+ sends them on a subshell's thread,
-beside the running cell); the message under the table says what the press did
-(:mod:`lldsched.views.presses`), and for a redrive, once the re-run ends, how it
-ended.  Where widgets cannot render, it reads as text: :meth:`ControlPanel.to_text`
-(the table), its plain-text bundle.
+Buttons act through the runtime's own verbs and refresh their row at once; a
+simulation's (which has no lock) on the kernel's own thread, each press once and in
+order, as its typed ``find`` does (its latest text; :mod:`lldsched.views.widgetkit`:
+JupyterLab 4.4+ sends them on a subshell's thread, beside the running cell); a threaded
+scheduler's on whichever thread the press comes, its verbs being safe there; the
+message under the table says what the press did (:mod:`lldsched.views.presses`), and
+for a redrive, once the re-run ends, how it ended.  Where widgets cannot render, it
+reads as text: :meth:`ControlPanel.to_text` (the table), its plain-text bundle.
 ipywidgets is imported only when a panel is made (:mod:`lldsched.views.widgetkit`).
 """
 
@@ -46,7 +47,7 @@ from lldsched import checks
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import LldschedError, TaskNotFoundError, ValidationError
 from lldsched.model import TaskEvent, TaskStatus
-from lldsched.runtime import Runtime
+from lldsched.runtime import Runtime, Stepped
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views.presses import RedriveWatch, fate_in_flight, pressed, runtime_noun
 from lldsched.views.widgetkit import (
@@ -222,10 +223,15 @@ class ControlPanel:
         # a kernel), so two never interleave their label updates; guards _watch too.
         self._render = threading.RLock()
         self._watch: RedriveWatch | None = None  # the task the last press redrove
-        # A press, and a typed find, run on the kernel's thread (whatever ``loop`` says
-        # of the events': the player's table takes none, and is pressed all the same).
-        self._presses = EachOnKernelThread(self._press)
-        self._finds = OnKernelThread(self.refresh)
+        # A simulation's press, and a typed find, run on the kernel's thread (whatever
+        # ``loop`` says of the events': the player's table takes none, and is pressed all
+        # the same): a simulation has no lock.  A threaded scheduler's verbs are safe on
+        # any thread, and act at once: a cell waiting on a stuck task (wait_idle) can
+        # still be unstuck from the panel (cancel), which a press queued behind that
+        # cell could not do.
+        at_once = not isinstance(source, Stepped)
+        self._presses = EachOnKernelThread(self._press, at_once=at_once)
+        self._finds = OnKernelThread(self.refresh, at_once=at_once)
         self._rows: dict[str, _Row] = {}
         self._titles = {column: column for column in COLUMNS}
         self._titles["next run"] = f"next run ({self._tz.key})"

@@ -216,9 +216,9 @@ class OnKernelThread:
     kernel's dispatch failed meanwhile (docs/DECISIONS.md).  Made where no loop runs (a
     script, a test), :meth:`request` always runs ``callback`` at once."""
 
-    def __init__(self, callback: Callable[[], None]) -> None:
+    def __init__(self, callback: Callable[[], None], *, at_once: bool = False) -> None:
         self._callback = callback
-        self._loop = _running_loop()
+        self._loop = None if at_once else _running_loop()  # None: called at once
         self._lock = threading.Lock()  # guards _pending: set off the loop, cleared on it
         self._pending = False
 
@@ -251,12 +251,14 @@ class EachOnKernelThread:
     kernel's event loop (``call_soon_threadsafe``, which runs its callbacks in the
     order given), where it runs between cells: never beside a cell using the same
     simulation, scheduler or view.  Made where no loop runs (a script, a test),
-    :meth:`request` always calls at once.  A call handed to the loop that raises is
-    reported by the loop (the kernel's log)."""
+    :meth:`request` always calls at once, and so does one made ``at_once``: for a
+    callback safe on any thread that must not wait for the cell (a threaded scheduler's
+    verbs).  A call handed to the loop that raises is reported by the loop (the kernel's
+    log)."""
 
-    def __init__(self, callback: Callable[..., None]) -> None:
+    def __init__(self, callback: Callable[..., None], *, at_once: bool = False) -> None:
         self._callback = callback
-        self._loop = _running_loop()
+        self._loop = None if at_once else _running_loop()  # None: called at once
 
     def request(self, *args: Any) -> None:
         """Call ``callback(*args)`` now if this is the kernel's thread, else soon on it,
