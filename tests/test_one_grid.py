@@ -5,12 +5,22 @@ slot after an instant and recovery's passed slots are all ``anchor + k * period`
 
 from __future__ import annotations
 
+import itertools
 import math
+from pathlib import Path
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from lldsched import FakeClock, FixedRate, InMemoryTaskStore, Outcome, Simulation
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    Outcome,
+    Simulation,
+    SqliteTaskStore,
+)
 from lldsched.core.recovery import passed_slots
 from lldsched.schedules.base import next_run_and_skipped
 from lldsched.schedules.catchup import CatchUp
@@ -122,3 +132,32 @@ def test_a_stored_resume_slot_one_float_off_the_grid_is_neither_skipped_twice_no
         plan.next_run_and_skipped(before, limit=10)
         due, skipped = plan.next_run_and_skipped(record_of(START, START + 0.25), limit=10)
         assert (due, list(skipped)) == (then, [])
+
+
+@pytest.mark.parametrize("off", [-1, 0, 1])
+def test_a_restored_sqlite_row_a_float_off_the_grid_runs_each_slot_once(
+    tmp_path: Path, off: int
+) -> None:
+    """A row kept by the old rule (its next slot a float off ``anchor + k * period``) is
+    the anchor its grid goes on from after a restart: no slot runs twice, none is
+    recorded both missed (or skipped) and run."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=START, store=store)
+        task = sim.schedule("poll", FixedRate(0.1), id="poll", duration=fixed(0.0))
+        sim.run(START + 0.25)
+        (row,) = store.load_all()
+        assert row.next_run_at == START + 0.1 + 0.1 + 0.1
+        stored = row.next_run_at
+        for _ in range(abs(off)):
+            stored = math.nextafter(stored, math.inf if off > 0 else -math.inf)
+        store.save(row._replace(next_run_at=stored))
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=START + 0.75, store=store)
+        sim.run(START + 1.65)
+        records = store.records(task.id)
+    ran = sorted(r.slot for r in records if r.outcome.ran)
+    assert all(b - a > 0.05 for a, b in itertools.pairwise(ran))  # none ran twice
+    assert both_skipped_and_run(records, 0.1) == []
+    not_run = [r.slot for r in records if not r.outcome.ran]
+    assert all(b - a > 0.05 for a, b in itertools.pairwise(sorted(not_run)))
