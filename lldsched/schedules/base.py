@@ -21,7 +21,10 @@ the core asks for the next due instant and the slots the run skipped together
 (:func:`next_run_and_skipped`).  Each has an answer derived from ``next_run``
 alone, so a new schedule is one class with two methods; a schedule that knows
 better (a fixed rate answers in O(1), a fixed delay has no slots of its own, a
-cron schedule finds both answers in one pass) defines a method of the same name.
+cron schedule finds both answers in one pass) defines a method of the same name.  A
+schedule on a grid (a fixed rate) also says its ``k``-th slot after a slot
+(``slot_at(anchor, k)``), and every listing of its slots counts them so
+(:func:`slots_on`), never adding its step again and again.
 A durable store keeps it once :func:`lldsched.stores.codec.register_schedule` names
 it; a decorator of one's own keeps what it wraps in ``.schedule`` and rebuilds itself
 around another with ``with_schedule(inner)`` (docs/EXTENDING.md).
