@@ -155,15 +155,25 @@ def test_one_question_answers_as_the_two_did(
 @settings(max_examples=300, deadline=None)
 @given(period=periods, policy=policies, slot=st.floats(min_value=0, max_value=1e10), data=st.data())
 @example(period=60.0, policy=OverrunPolicy.SKIP, slot=START, data=None)
-def test_a_fixed_rate_counts_the_slots_it_skipped_as_slot_after_steps(
+@example(period=0.1, policy=OverrunPolicy.SKIP, slot=START, data=None)
+def test_a_fixed_rate_lists_the_slots_it_skipped_on_the_grid_it_jumps_to(
     period: float, policy: OverrunPolicy, slot: float, data: st.DataObject | None
 ) -> None:
-    """The grid stepped by addition (``slot_after``) and the grid jumped to by
-    multiplication (``next_run``) can disagree in the last bit: both sides agree anyway."""
+    """One grid: the next slot is ``slot + k * period`` and the slots skipped on the way
+    are ``slot + j * period`` for ``0 < j < k``, each below the next slot, never
+    ``period`` added again and again (``slot_after`` stepped), which lands a float below
+    the slot jumped to and listed it skipped beside its run (docs/DECISIONS.md, "One grid
+    for a fixed rate's slots"); the derived answer agrees."""
     took = 1000.5 * period if data is None else data.draw(st.floats(0, 50 * period))
     record = record_of(slot, slot + took)
     rate = FixedRate(period, policy)
-    assert together(rate, record, 10) == separately(rate, record, 10)
+    due, skipped = together(rate, record, 10)
+    assert (due, skipped) == separately(rate, record, 10)
+    assert isinstance(due, float)
+    k = round((due - slot) / period)
+    assert due == slot + k * period
+    grid = [slot + j * period for j in range(1, min(k, 12))]
+    assert skipped == [at for at in grid if at < due]
 
 
 @settings(max_examples=200, deadline=None)

@@ -11,6 +11,7 @@ values in :mod:`lldsched.policies`; the rules, per policy, are in docs/DECISIONS
 from __future__ import annotations
 
 import logging
+from itertools import islice
 
 from lldsched.core.context import RunContext
 from lldsched.core.names import (
@@ -32,7 +33,13 @@ from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.errors import NEVER_STARTED_OVERLAP, OVERLAP_CANCEL_ERROR
 from lldsched.logs import JOBS, counted
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
+from lldsched.schedules.base import (
+    Schedule,
+    first_slot_after,
+    slot_after,
+    slots_between,
+    slots_on,
+)
 from lldsched.schedules.catchup import CatchUp, slot_first
 from lldsched.schedules.decorators import ended_by
 
@@ -307,14 +314,17 @@ class OverlappingRuns(CoreParts):
         return decided
 
 
-def buffered(schedule: Schedule, skipped: Skipped, *, before: float) -> tuple[float, Skipped]:
+def buffered(
+    schedule: Schedule, slot: float, skipped: Skipped, *, before: float
+) -> tuple[float, Skipped]:
     """BUFFER_ONE: the latest slot before ``before`` (the run that comes due at once)
-    and the slots folded into it (``skipped`` is cut at MAX_SKIPPED + 1 slots)."""
+    and the slots folded into it (``skipped``, the slots after the run's ``slot``, is
+    cut at MAX_SKIPPED + 1 slots)."""
     latest = skipped[-1]
-    if len(skipped) > MAX_SKIPPED:
-        following = slot_after(schedule, latest)
-        while following is not None and latest < following < before:
+    if len(skipped) > MAX_SKIPPED:  # on along the grid counted from the run's slot
+        for following in islice(slots_on(schedule, slot), len(skipped), None):
+            if following >= before:
+                break
             latest = following
-            following = slot_after(schedule, latest)
     folded = skipped[:-1] if latest == skipped[-1] else skipped
     return latest, folded

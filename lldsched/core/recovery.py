@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
@@ -61,6 +61,7 @@ from lldsched.schedules.base import (
     first_slot_after,
     measures_elapsed_time,
     slot_after,
+    slots_on,
 )
 from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, slot_first, unwrap
 
@@ -156,12 +157,25 @@ def passed_slots(
 ) -> tuple[list[float], float | None]:
     """The slots from ``first`` on that are not after ``now`` (at most ``cap``), and
     the slot that follows the last of them (``None``: the schedule ends there)."""
-    slots: list[float] = []
-    slot: float | None = first
-    while slot is not None and slot <= now and len(slots) < cap:
+    if first > now or cap < 1:
+        return [], first
+    own = unwrap(schedule)
+    # A grid's slots counted from ``first`` (slots_on: the schedule's own rule, never a
+    # copy of it here); any other schedule's stepped one slot_after at a time.
+    later = slots_on(own, first) if getattr(own, "slot_at", None) else _stepped(own, first)
+    slots = [first]
+    for slot in later:
+        if slot > now or len(slots) >= cap:
+            return slots, slot
         slots.append(slot)
-        slot = following_slot(schedule, slot)
-    return slots, slot
+    return slots, None
+
+
+def _stepped(schedule: Schedule, slot: float) -> Iterator[float]:
+    """The slots after ``slot``, by :func:`following_slot`, until there is none."""
+    while (following := following_slot(schedule, slot)) is not None:
+        yield following
+        slot = following
 
 
 def following_slot(schedule: Schedule, slot: float) -> float | None:

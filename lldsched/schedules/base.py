@@ -21,7 +21,10 @@ the core asks for the next due instant and the slots the run skipped together
 (:func:`next_run_and_skipped`).  Each has an answer derived from ``next_run``
 alone, so a new schedule is one class with two methods; a schedule that knows
 better (a fixed rate answers in O(1), a fixed delay has no slots of its own, a
-cron schedule finds both answers in one pass) defines a method of the same name.
+cron schedule finds both answers in one pass) defines a method of the same name.  A
+schedule on a grid (a fixed rate) also says its ``k``-th slot after a slot
+(``slot_at(anchor, k)``), and every listing of its slots counts them so
+(:func:`slots_on`), never adding its step again and again.
 A durable store keeps it once :func:`lldsched.stores.codec.register_schedule` names
 it; a decorator of one's own keeps what it wraps in ``.schedule`` and rebuilds itself
 around another with ``with_schedule(inner)`` (docs/EXTENDING.md).
@@ -30,7 +33,7 @@ around another with ``with_schedule(inner)`` (docs/EXTENDING.md).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol, cast, runtime_checkable
 
 from lldsched.checks import FARTHEST, FINEST, instant
@@ -50,6 +53,7 @@ __all__ = [
     "slot_after",
     "slots_between",
     "slots_from",
+    "slots_on",
     "wrapped_schedule",
 ]
 
@@ -142,6 +146,31 @@ def first_slot_after(schedule: Schedule, slot: float, now: float, *, limit: int)
     return None
 
 
+def slots_on(schedule: Schedule, anchor: float) -> Iterator[float]:
+    """The slots after ``anchor`` (a slot), oldest first, for as long as the schedule
+    has them: the one way every listing of slots steps along a schedule (the slots a
+    run skipped, recovery's passed slots, a buffered overlap's latest slot).
+
+    A schedule on a grid (one with ``slot_at(anchor, k)``: a fixed rate, a
+    ``Window`` around one) gives its ``k``-th slot after ``anchor`` for k = 1, 2, ...,
+    computed as its own next slot is, so a slot listed here is the same float as the
+    slot its ``next_run`` jumps to: ``anchor + k * period``, not ``period`` added k
+    times, which differs in the last bit (docs/DECISIONS.md, "One grid for a fixed
+    rate's slots").  Any other schedule is stepped by :func:`slot_after`, and the
+    listing stops where it does not move on."""
+    grid = getattr(schedule, "slot_at", None)
+    if grid is not None:
+        k = 1
+        while (slot := grid(anchor, k)) is not None:
+            yield slot
+            k += 1
+        return
+    current = anchor
+    while (later := slot_after(schedule, current)) is not None and later > current:
+        yield later
+        current = later
+
+
 def slots_between(schedule: Schedule, slot: float, following: float, *, limit: int) -> list[float]:
     """The slots after ``slot`` and before ``following``, oldest first: those a run of
     ``slot`` whose next due instant is ``following`` skipped.  At most ``limit + 1``
@@ -152,23 +181,22 @@ def slots_between(schedule: Schedule, slot: float, following: float, *, limit: i
     first = slot_after(schedule, slot)
     if first is None or first >= following:
         return []
-    return slots_from(schedule, first, following, limit=limit)
+    slots: list[float] = []
+    for current in slots_on(schedule, slot):
+        if current >= following or len(slots) > limit:
+            break
+        slots.append(current)
+    return slots
 
 
 def slots_from(schedule: Schedule, first: float, following: float, *, limit: int) -> list[float]:
     """The slots from ``first`` (a slot, listed) on and before ``following``, oldest
     first, at most ``limit + 1``: the list :func:`slots_between` makes once it has found
-    the first slot after the run's own (a schedule's ``next_run_and_skipped`` calls it
-    when a run did skip slots)."""
-    slots: list[float] = []
-    current: float | None = first
-    while current is not None and current < following and len(slots) <= limit:
-        slots.append(current)
-        later = slot_after(schedule, current)
-        if later is not None and later <= current:  # a schedule that does not move on
-            break
-        current = later
-    return slots
+    the first slot after the run's own (a cron schedule's ``next_run_and_skipped`` calls
+    it when a run did skip slots; a fixed rate lists its own, from the run's slot)."""
+    if first >= following or limit < 0:
+        return []
+    return [first, *slots_between(schedule, first, following, limit=limit - 1)]
 
 
 def next_run_and_skipped(

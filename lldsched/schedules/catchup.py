@@ -37,6 +37,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
+from lldsched.checks import FINEST
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import next_run_and_skipped, slots_from
 from lldsched.schedules.decorators import ended_by
@@ -67,6 +68,12 @@ SCHEDULE_DECIDES: Final = _Decides.SCHEDULE
 FIRST_RUN: Final = _Decides.FIRST_RUN
 """After the catch-up slots, the own schedule's *first* run, counted from the finish
 of the run that used up the plan (a schedule that starts afresh)."""
+
+SAME_INSTANT: Final = FINEST / 2
+"""Slots of one grid closer than this are one slot: a period is at least
+:data:`~lldsched.checks.FINEST`, so two slots of a grid never are, and a slot counted
+twice (from two anchors, or by an older rule) is a float or two apart, under 0.25
+microseconds until 2106."""
 
 Resume = float | None | Literal[_Decides.SCHEDULE]
 """What follows the catch-up slots: a slot, ``None`` (the task ends), or its schedule."""
@@ -219,7 +226,15 @@ class CatchUp:
         due, skips = next_run_and_skipped(self.inner, record, limit=0)
         if due is None or due <= then or not skips:
             return then, ()
-        return due, slots_from(self.inner, then, due, limit=limit)
+        # The slots from ``then`` on (its grid: ``then`` may be off the run's, a put-off
+        # extra run's slot), without one closer to ``due`` than half a microsecond: the
+        # same slot, one float apart where ``then`` and the run's slot were counted on
+        # one grid separately (recovery, or a stored plan an older rule made), runs at
+        # ``due`` (docs/DECISIONS.md, "One grid for a fixed rate's slots").
+        skipped = slots_from(self.inner, then, due, limit=limit)
+        if skipped and due - skipped[-1] < SAME_INSTANT:
+            skipped.pop()
+        return due, skipped
 
     def shifted(self, seconds: float) -> CatchUp:
         """The same plan with the slots still to come moved by ``seconds`` (the wall

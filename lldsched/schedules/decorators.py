@@ -43,7 +43,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import ClassVar
@@ -316,6 +316,16 @@ class Window(FrozenValue):
 
     def slot_after(self, slot: float) -> float | None:
         return self._within(slot_after(self.schedule, slot))
+
+    @property
+    def slot_at(self) -> Callable[[float, int], float | None] | None:
+        """The wrapped schedule's grid (a fixed rate's ``slot_at``), cut at ``end``; None
+        when it has none: a window lists the slots its schedule's ``next_run`` jumps to
+        (:func:`~lldsched.schedules.base.slots_on`)."""
+        grid = getattr(self.schedule, "slot_at", None)
+        if grid is None:
+            return None
+        return lambda anchor, k: self._within(grid(anchor, k))
 
     def first_slot_after(self, slot: float, now: float) -> float | None:
         return self._within(first_slot_after(self.schedule, slot, now, limit=SEARCH_LIMIT))

@@ -28,7 +28,6 @@ from lldsched.clock import to_timestamp, utc_datetime
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
-from lldsched.schedules.base import slots_from
 
 __all__ = ["FixedDelay", "FixedRate", "FrozenValue", "OneTime", "instant_text"]
 
@@ -187,8 +186,8 @@ def _keep(key: tuple[object, ...], value: _Interval) -> None:
         _SHARED[key] = value
 
 
-def _grid_slot(slot: float, period: float, k: int, instant: float, *, strictly: bool) -> float:
-    """``slot + k * period`` for the first ``k`` whose slot is after ``instant``
+def _grid_index(slot: float, period: float, k: int, instant: float, *, strictly: bool) -> int:
+    """The first ``k`` whose slot ``slot + k * period`` is after ``instant``
     (``strictly``) or not before it, starting from ``k`` as a division guessed it.
 
     The quotient is rounded, so the guess may be one off either way: an instant on the
@@ -203,7 +202,7 @@ def _grid_slot(slot: float, period: float, k: int, instant: float, *, strictly: 
         k += 1
     while k > 1 and not passed(slot + (k - 1) * period):
         k -= 1
-    return slot + k * period
+    return k
 
 
 class FixedDelay(_Interval):
@@ -319,9 +318,18 @@ class FixedRate(_Interval):
         """The first slot of ``slot``'s grid strictly after ``now``."""
         checks.instant(slot, name="first_slot_after() slot", of=self, error=ScheduleError)
         checks.instant(now, name="first_slot_after() now", of=self, error=ScheduleError)
-        return _grid_slot(
-            slot, self.period, math.floor((now - slot) / self.period) + 1, now, strictly=True
-        )
+        period = self.period
+        k = _grid_index(slot, period, math.floor((now - slot) / period) + 1, now, strictly=True)
+        return self.slot_at(slot, k)
+
+    def slot_at(self, anchor: float, k: int) -> float:
+        """The ``k``-th slot after the slot ``anchor``: ``anchor + k * period``, the grid's
+        one rule.  The next slot, the slots a run skipped, the first slot after an
+        instant and recovery's passed slots are all this, counted from the slot the run
+        served, never ``period`` added again and again (which differs in the last bit:
+        docs/DECISIONS.md, "One grid for a fixed rate's slots").  ``slot_after`` and the
+        on-time ``next_run`` are ``k = 1``: ``anchor + period``, the same float."""
+        return anchor + k * self.period
 
     measures_elapsed_time = True
 
@@ -344,21 +352,34 @@ class FixedRate(_Interval):
         """The slot after the run's slot (``record.slot``), not after its start; under
         ``SKIP`` a run that outlasted it goes on to the first slot not before its finish."""
         slot, finished, period = record.slot, record.finished, self.period
-        following = slot + period
+        following = slot + period  # slot_at(slot, 1)
         if following >= finished or self.on_overrun is OverrunPolicy.CATCH_UP:
             return following
         # SKIP: the first slot of the grid that is not before the finish.
-        return _grid_slot(
-            slot, period, math.ceil((finished - slot) / period), finished, strictly=False
-        )
+        return self.slot_at(slot, _skip_index(slot, finished, period))
 
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
     ) -> tuple[float, list[float] | tuple[()]]:
         """:meth:`next_run`, and the slots of the grid SKIP passed over on the way (see
-        :func:`~lldsched.schedules.base.next_run_and_skipped`)."""
-        due = self.next_run(record, record.finished)
-        following = record.slot + self.period  # slot_after(record.slot)
-        if following >= due:  # on time, or CATCH_UP: the next slot is the one due
-            return due, ()
-        return due, slots_from(self, following, due, limit=limit)
+        :func:`~lldsched.schedules.base.next_run_and_skipped`): ``slot_at(slot, j)`` for
+        ``0 < j < k``, where the next slot is ``slot_at(slot, k)``, so a slot is listed
+        skipped or run, never both (at most ``limit + 1`` are listed)."""
+        slot, finished, period = record.slot, record.finished, self.period
+        following = slot + period  # slot_at(slot, 1)
+        if following >= finished or self.on_overrun is OverrunPolicy.CATCH_UP:
+            return following, ()  # on time, or CATCH_UP: the next slot is the one due
+        k = _skip_index(slot, finished, period)
+        due = self.slot_at(slot, k)
+        skipped = [self.slot_at(slot, j) for j in range(1, min(k, limit + 2))]
+        # Distinct products, distinct sums, as long as a period is wider than the
+        # floats' spacing at the slot; where it is not, a slot equal to the next one
+        # is not skipped.
+        return due, [at for at in skipped if at < due]
+
+
+def _skip_index(slot: float, finished: float, period: float) -> int:
+    """``SKIP``'s ``k``: the first slot ``slot + k * period`` not before ``finished``."""
+    return _grid_index(
+        slot, period, math.ceil((finished - slot) / period), finished, strictly=False
+    )
