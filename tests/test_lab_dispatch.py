@@ -3,6 +3,7 @@ it blocks; off the lock, runs go on (lldsched.lab.dispatch)."""
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -94,3 +95,23 @@ def test_a_listener_under_the_lock_cannot_act_on_its_scheduler() -> None:
         (TaskStatus.SCHEDULED, TaskStatus.RUNNING),
         (TaskStatus.RUNNING, TaskStatus.SUCCEEDED),
     ]
+
+
+def test_a_listener_that_raises_at_every_event_under_the_lock_is_logged_once_a_minute(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As the real dispatcher logs it: one ERROR with its traceback, DEBUG lines after."""
+
+    def broken(_event: TaskEvent) -> None:
+        raise RuntimeError("listener down")
+
+    scheduler = InlineListenerScheduler(workers=1, clock=FakeClock(0), listeners=[broken])
+    with caplog.at_level(logging.DEBUG, logger="lldsched.listeners"):
+        scheduler.schedule("a", lambda: None, OneTime(delay=0), id="a")
+        scheduler.start()
+        try:
+            assert scheduler.wait_idle()
+        finally:
+            assert scheduler.shutdown(timeout=5)
+    levels = [r.levelno for r in caplog.records if r.name == "lldsched.listeners"]
+    assert levels == [logging.ERROR, logging.DEBUG, logging.DEBUG]  # 3 events, 1 traceback

@@ -37,10 +37,13 @@ __all__ = [
 
 
 class InlineDispatcher(EventDispatcher):
-    """Calls each listener in ``publish``, on the publishing thread (under the lock)."""
+    """Calls each listener in ``publish``, on the publishing thread (under the lock).
+    A listener that raises on every event is logged as the real dispatcher logs it (its
+    ``Repeats``: a traceback once a minute, DEBUG lines between), not once an event;
+    the scheduler's lock, held by every publisher, guards it."""
 
     def publish(self, event: TaskEvent) -> None:
-        notify(self._listeners, event)
+        notify(self._listeners, event, repeats=self._repeats)
 
     def flush(self, timeout: float | None = None) -> bool:
         return True  # nothing is ever queued
