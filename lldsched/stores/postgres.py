@@ -14,8 +14,9 @@ process reaches all of them.  How PostgreSQL provides them:
   across every process (gaps allowed).
 * **Expiry is the database's clock** (``clock_timestamp()``); due instants stay the
   schedulers' own, as everywhere in lldsched.
-* **Early wake across processes**: a write that makes its task the earliest due
-  notifies the channel of the store's schema (``lldsched:<schema>``:
+* **Early wake across processes**: a write that makes its task the earliest due, or
+  that writes a row whose run is in flight on another node (a verb that run must
+  follow: a pause, a cancel), notifies the channel of the store's schema (``lldsched:<schema>``:
   :func:`~lldsched.stores.postgres_sql.channel`; the stores of another schema of the
   database are not woken); every store that was given a ``wake`` callable
   (:meth:`subscribe`) LISTENs on a connection of its own and calls it.  Nothing
@@ -511,8 +512,10 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         self, connection: Connection, snapshot: TaskSnapshot, *, unknown: str = sql.INSERT_NEW
     ) -> None:
         """Write the row (the definition too when it changed) and NOTIFY if it became the
-        earliest due.  ``unknown``: the statement for a task this node has not seen yet, a
-        registration (refused if another node registered the id) unless a record after
+        earliest due, or if another node's live lease holds it (a verb its run must
+        follow: :data:`~lldsched.stores.postgres_sql.NOTIFY_IF_EARLIEST`).  ``unknown``:
+        the statement for a task this node has not seen yet, a registration (refused if
+        another node registered the id) unless a record after
         a settle, whose lease proved the row exists, says
         :data:`~lldsched.stores.postgres_sql.UPSERT`.  A finished task
         (:func:`~lldsched.persistence.finished`) is forgotten by the caches, as

@@ -568,12 +568,14 @@ class PostgresCoordination:
 
     def changed(self) -> bool:
         """Always True: the feed is one indexed query, and only writes that may matter now
-        are notified (PostgreSQL's NOTIFY serialises the commits that send it)."""
+        are notified: a task made the earliest due, a row whose run is in flight on
+        another node (PostgreSQL's NOTIFY serialises the commits that send it)."""
         return True
 
     def subscribe(self, wake: Callable[[], None]) -> None:
         """LISTEN on a connection of its own and call ``wake()`` whenever another node
-        makes a task the earliest due (and after every reconnection)."""
+        makes a task the earliest due, or writes a row whose run is in flight here (a
+        verb the run must follow), and after every reconnection."""
         if self._listener is not None:
             self._listener.stop()
         self._listener = Listener(

@@ -272,13 +272,20 @@ ON CONFLICT (id) DO NOTHING
 RETURNING version
 """
 
-# A write that makes its task the earliest due of all wakes every node's timer.
+# A write that makes its task the earliest due of all wakes every node's timer; so does
+# one to a row whose run is in flight on another node (a live lease it holds): a pause,
+# cancel or resume written elsewhere, which that node's run must follow (its flag raised)
+# now, not at its next poll.  The run path never writes such a row (a claim and a settle
+# are its holder's own, a misfire decision its claimer's, a resave unleased rows'), so it
+# notifies as before.
 NOTIFY_IF_EARLIEST = f"""
 SELECT pg_catalog.pg_notify(%(channel)s, %(node)s)
  WHERE %(status)s IN {LIVE} AND %(next_run_at)s::double precision IS NOT NULL
    AND %(next_run_at)s::double precision < coalesce(
        (SELECT pg_catalog.min(next_run_at) FROM tasks WHERE status IN {LIVE} AND id <> %(id)s),
        'Infinity')
+    OR EXISTS (SELECT FROM leases WHERE task_id = %(id)s AND holder <> %(node)s
+                                     AND expires_at > {DB_NOW})
 """
 
 INSERT_RECORD = """
