@@ -28,7 +28,9 @@ def test_a_simulation_on_a_shared_store_registers_and_reads_and_refuses_to_run(
         due = live.task("hourly").next_run_at
         sim = Simulation(start=time.time(), store=sim_store)  # built: it reads the tasks
         assert [task.id for task in sim.tasks()] == ["hourly"]
-        sim.schedule("more", FixedRate(60), action=jobs.noop, id="more")  # a verb: written
+        # a verb: written (due in ten minutes, as "hourly": the live process, which
+        # follows the row, would run it if due, and its record would be a run's)
+        sim.schedule("more", FixedRate(60, start_delay=600), action=jobs.noop, id="more")
         for run in (lambda: sim.run_for(7200), lambda: sim.step(), lambda: sim.run(sim.now + 1)):
             with pytest.raises(StoreError) as refused:
                 run()

@@ -217,7 +217,9 @@ def test_a_simulation_built_before_a_scheduler_started_on_its_store_runs_nothing
     """The other way round: a Simulation holds no store (it has no running life to end:
     no shutdown, and a restart is simulated by a second Simulation on the same store),
     so a scheduler may start on a store one was built on; the Simulation's runs, which
-    write through the store, are then refused until that scheduler shuts down."""
+    write through the store, are then refused until that scheduler shuts down.  On a
+    shared store they stay refused after it (a Simulation claims nothing:
+    tests/test_cluster_simulation_refused.py)."""
     T0 = time.time() + 86_400  # a day ahead: nothing of the simulation's is due for first
     with SqliteTaskStore(tmp_path / "tasks.db", shared=shared) as store:
         sim = Simulation(start=T0, store=store)
@@ -230,6 +232,11 @@ def test_a_simulation_built_before_a_scheduler_started_on_its_store_runs_nothing
             assert sim.now == T0 and store.records("sim") == []  # nothing ran, nothing written
         finally:
             assert first.shutdown()
+        if shared:  # refused still: it claims nothing, whatever else runs there
+            with pytest.raises(StoreError, match="cannot run on the shared store"):
+                sim.run_for(90)
+            assert store.records("sim") == []
+            return
         sim.run_for(90)  # the store is free again
         assert [r.task_id for r in store.records("sim")] == ["sim", "sim"]
 
