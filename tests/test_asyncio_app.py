@@ -6,6 +6,7 @@ run is (a coroutine that cancels itself, an object of the application's loop).""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import re
 import threading
@@ -368,3 +369,37 @@ def test_a_coroutine_that_stops_its_own_task_and_returns_is_recorded_as_it_ended
             assert cut.status is TaskStatus.RETRYING
     finally:
         assert scheduler.shutdown(timeout=10)
+
+
+def test_a_task_a_coroutine_run_started_and_left_is_cancelled_at_shutdown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A run that starts a background task and returns: the shutdown cancels that task
+    and lets it run its ``finally`` before the loop closes, as ``asyncio.run`` does,
+    rather than dropping it pending with the closed loop."""
+    started, cleaned_up = threading.Event(), threading.Event()
+
+    async def background() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()  # nothing sets it: it ends only when cancelled
+        finally:
+            cleaned_up.set()
+
+    async def spawns() -> str:
+        spawned.append(asyncio.get_running_loop().create_task(background()))
+        return "spawned"
+
+    spawned: list[asyncio.Task[None]] = []
+    scheduler = Scheduler(name="left-behind").start()
+    task = scheduler.schedule("spawns", spawns, OneTime(delay=0))
+    assert started.wait(10) and scheduler.wait_idle(10)
+    assert not cleaned_up.is_set()  # still running after its run was recorded
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        assert scheduler.shutdown(timeout=10)
+        assert cleaned_up.is_set() and spawned[0].cancelled()
+        spawned.clear()
+        gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+    assert [(r.ok, r.result) for r in task.history] == [(True, "'spawned'")]
+    assert threads_of(scheduler) == []

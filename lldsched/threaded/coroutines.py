@@ -206,6 +206,7 @@ class CoroutineRunner(LoopShutdown):
         self.in_hand = 0
         self._wakeup_sent = False
         self._closed = False
+        self._leftover_wait = CANCEL_GRACE  # set by shutdown() as it stops the loop
         self._settled = Flag()
         # The loop thread's own: flights over and not yet recorded.
         self._done: list[Flight] = []
@@ -436,6 +437,7 @@ class CoroutineRunner(LoopShutdown):
         asyncio.set_event_loop(loop)
         try:
             loop.run_forever()  # until shutdown() stops it
+            self.end_leftovers(loop)
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()

@@ -78,6 +78,7 @@ class LoopShutdown:
     _now: Callable[[], float]
     _said: Callable[[], None]
     _put_back: Callable[[list[Entry]], None]  # entries dropped unbegun: queued again
+    _leftover_wait: float  # seconds the stopped loop gives the tasks left on it to end
 
     if TYPE_CHECKING:
 
@@ -136,11 +137,30 @@ class LoopShutdown:
             self._waiting.clear()
         self._said()  # the failures recorded here, logged without the lock
         if thread.is_alive():
+            left = deadline.remaining()  # a loop not blocked stops in a moment: LOCK_GRACE
+            # Set before the stop is handed over, which the loop thread reads it after.
+            self._leftover_wait = grace if left is None else min(grace, left / 2)
             with contextlib.suppress(RuntimeError):  # closed meanwhile: the thread is ending
                 loop.call_soon_threadsafe(loop.stop)
-            left = deadline.remaining()  # a loop not blocked stops in a moment: LOCK_GRACE
             thread.join(grace if left is None else max(left, LOCK_GRACE))
         return self._join_calls(deadline) and not thread.is_alive()
+
+    def end_leftovers(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the loop thread, once :meth:`shutdown` stopped the loop: cancel the tasks
+        still on it and run it until they end, for at most ``_leftover_wait`` seconds
+        (half what the shutdown has left, at most its grace), as ``asyncio.run`` does at
+        its end.  They are the tasks a coroutine run started and did not await (a
+        ``create_task`` that outlived its run), and the runs deaf to their cancellation:
+        a background task gets its ``CancelledError`` and runs its ``finally``, rather
+        than being dropped with the closed loop ("Task was destroyed but it is
+        pending!").  One still not over then is left there, as a deaf run is."""
+        import asyncio  # imported by CoroutineRunner._start_loop, which made this loop
+
+        tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            loop.run_until_complete(asyncio.wait(tasks, timeout=self._leftover_wait))
 
     def _join_calls(self, deadline: Deadline) -> bool:
         """Wait until ``deadline`` (``None``: for as long as they run) for the calls
