@@ -403,3 +403,25 @@ def test_a_task_a_coroutine_run_started_and_left_is_cancelled_at_shutdown(
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
     assert [(r.ok, r.result) for r in task.history] == [(True, "'spawned'")]
     assert threads_of(scheduler) == []
+
+
+def test_in_asyncio_debug_mode_a_coroutine_runs_task_is_named_after_its_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """asyncio's debug mode warns of a step that held the loop by its task's name: the
+    run's, so that a job blocking the scheduler's loop is named, not "Task-2"."""
+    monkeypatch.setenv("PYTHONASYNCIODEBUG", "1")  # read as the scheduler's loop is made
+
+    async def named() -> str | None:
+        current = asyncio.current_task()
+        return None if current is None else current.get_name()
+
+    scheduler = Scheduler(name="debug-names").start()
+    try:
+        task = scheduler.schedule("report", named, OneTime(delay=0))
+        assert scheduler.wait_idle(10)
+        assert [record.result for record in task.history] == [
+            repr(f"lldsched run of {task.id} 'report'")
+        ]
+    finally:
+        assert scheduler.shutdown(timeout=10)

@@ -449,6 +449,9 @@ class CoroutineRunner(LoopShutdown):
         assert loop is not None and task_class is not None
         starting = self._take_slots()
         drive, now = self._drive, self._now
+        # In asyncio's debug mode (PYTHONASYNCIODEBUG, python -X dev) its slow-step
+        # warnings name the task: the run's, not "Task-7" driving CoroutineRunner._drive.
+        debug = loop.get_debug()
         for flight in starting:
             if flight.awaitable is None:  # call the loop task's action: it makes the coroutine
                 try:
@@ -476,7 +479,8 @@ class CoroutineRunner(LoopShutdown):
             # (its _flush scheduled this start), which a task would otherwise copy.  One
             # cancelled or paused before it starts is never begun: _drive's first step
             # says so (the verb that came before the task was made queued no cancel).
-            flight.future = task_class(drive(flight), loop=loop, context=Context())
+            name = f"lldsched run of {flight.run.task.id} {flight.run.name!r}" if debug else None
+            flight.future = task_class(drive(flight), loop=loop, name=name, context=Context())
             # In force now (read without the lock): a modify or a replace since its begin
             # holds it to the task's timeout, and one after this re-arms it (retime).
             timeout = flight.run.task._options.timeout
