@@ -425,3 +425,42 @@ def test_in_asyncio_debug_mode_a_coroutine_runs_task_is_named_after_its_run(
         ]
     finally:
         assert scheduler.shutdown(timeout=10)
+
+
+@pytest.mark.parametrize("in_a_loop", [False, True], ids=["script", "in-asyncio-run"])
+def test_in_the_simulation_a_task_a_coroutine_action_left_is_cancelled_at_shutdown(
+    in_a_loop: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Alike on both of the simulation's loops: its own on the caller's thread (a
+    script), and its helper thread's (driven from a running loop)."""
+    cleaned_up = threading.Event()
+    spawned: list[asyncio.Task[None]] = []
+
+    async def background() -> None:
+        try:
+            await asyncio.Event().wait()  # nothing sets it: it ends only when cancelled
+        finally:
+            cleaned_up.set()
+
+    async def spawns() -> str:
+        spawned.append(asyncio.get_running_loop().create_task(background()))
+        return "spawned"
+
+    def simulate() -> Simulation:
+        sim = Simulation()
+        sim.schedule("spawns", OneTime(delay=0), action=spawns)
+        sim.run_for(10)
+        assert not cleaned_up.is_set()
+        assert sim.shutdown()
+        return sim
+
+    async def in_loop() -> Simulation:
+        return simulate()
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        sim = asyncio.run(in_loop()) if in_a_loop else simulate()
+        assert cleaned_up.is_set() and spawned[0].cancelled()
+        spawned.clear()
+        gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+    assert [(r.ok, r.result) for r in sim.records()] == [(True, "'spawned'")]

@@ -40,7 +40,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from lldsched.core.results import result_text
+from lldsched.core.results import end_left_tasks, result_text
 from lldsched.core.runs import cancelled_error
 from lldsched.errors import CANCELLED_INSIDE, error_text
 
@@ -51,6 +51,11 @@ __all__ = ["Awaited", "LoopThread", "PrivateLoop"]
 
 Awaited = tuple["str | None", "str | None", bool]
 """What awaiting produced: error text, result text, timed out."""
+
+LEFT_TASKS_WAIT = 1.0
+"""Wall seconds a closing loop gives the tasks a coroutine action left on it to end once
+cancelled (:func:`~lldsched.core.results.end_left_tasks`): the threaded runtime's
+``CANCEL_GRACE``.  Only a task deaf to its cancellation takes it."""
 
 _NUMBERS = itertools.count(1)  # the helper threads' names: lldsched-sim-loop-<n>
 
@@ -131,6 +136,7 @@ class LoopThread:
     def _serve(self) -> None:
         try:
             self.loop.run_forever()
+            end_left_tasks(self.loop, LEFT_TASKS_WAIT)
         finally:
             self.loop.close()
 
@@ -209,4 +215,7 @@ class PrivateLoop:
         loop = self._loop
         if loop is not None and not loop.is_running():
             self._loop = None
-            loop.close()
+            try:
+                end_left_tasks(loop, LEFT_TASKS_WAIT)
+            finally:
+                loop.close()

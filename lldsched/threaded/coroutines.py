@@ -69,7 +69,7 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from lldsched.checks import whole
-from lldsched.core.results import must_await, result_text
+from lldsched.core.results import end_left_tasks, must_await, result_text
 from lldsched.core.runs import rearmed
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
@@ -437,7 +437,7 @@ class CoroutineRunner(LoopShutdown):
         asyncio.set_event_loop(loop)
         try:
             loop.run_forever()  # until shutdown() stops it
-            self.end_leftovers(loop)
+            end_left_tasks(loop, self._leftover_wait)  # a run's background tasks
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()

@@ -145,23 +145,6 @@ class LoopShutdown:
             thread.join(grace if left is None else max(left, LOCK_GRACE))
         return self._join_calls(deadline) and not thread.is_alive()
 
-    def end_leftovers(self, loop: asyncio.AbstractEventLoop) -> None:
-        """On the loop thread, once :meth:`shutdown` stopped the loop: cancel the tasks
-        still on it and run it until they end, for at most ``_leftover_wait`` seconds
-        (half what the shutdown has left, at most its grace), as ``asyncio.run`` does at
-        its end.  They are the tasks a coroutine run started and did not await (a
-        ``create_task`` that outlived its run), and the runs deaf to their cancellation:
-        a background task gets its ``CancelledError`` and runs its ``finally``, rather
-        than being dropped with the closed loop ("Task was destroyed but it is
-        pending!").  One still not over then is left there, as a deaf run is."""
-        import asyncio  # imported by CoroutineRunner._start_loop, which made this loop
-
-        tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            loop.run_until_complete(asyncio.wait(tasks, timeout=self._leftover_wait))
-
     def _join_calls(self, deadline: Deadline) -> bool:
         """Wait until ``deadline`` (``None``: for as long as they run) for the calls
         still running on the loop's executor, once their coroutines are over: True when
