@@ -479,8 +479,11 @@ class CoroutineRunner(LoopShutdown):
             # (its _flush scheduled this start), which a task would otherwise copy.  One
             # cancelled or paused before it starts is never begun: _drive's first step
             # says so (the verb that came before the task was made queued no cancel).
-            name = f"lldsched run of {flight.run.task.id} {flight.run.name!r}" if debug else None
-            flight.future = task_class(drive(flight), loop=loop, name=name, context=Context())
+            if debug:
+                name = f"lldsched run of {flight.run.task.id} {flight.run.name!r}"
+                flight.future = task_class(drive(flight), loop=loop, name=name, context=Context())
+            else:
+                flight.future = task_class(drive(flight), loop=loop, context=Context())
             # In force now (read without the lock): a modify or a replace since its begin
             # holds it to the task's timeout, and one after this re-arms it (retime).
             timeout = flight.run.task._options.timeout
