@@ -12,7 +12,10 @@ and gives them the rest of it to end (recorded
 their attempt: the core keeps each task due at its slot, so a durable store runs it
 after the restart: :meth:`SchedulerCore.cut_by_shutdown
 <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), drops the loop tasks that never
-began (they stay SCHEDULED), stops the loop and closes it.  A coroutine that swallows its
+began (they stay SCHEDULED), stops the loop and closes it.  Between the two, the tasks
+still on the loop (what a run started and left: a background ``create_task``) are
+cancelled and given the grace, at most half the time left, to end
+(:func:`~lldsched.core.results.end_left_tasks`, called by the runner's loop thread).  A coroutine that swallows its
 cancellation and is still running then is recorded cancelled by shutdown and left
 behind on the closed loop (asyncio logs "Task was destroyed but it is pending!" when
 it is collected; its close is not reported as a second failure).  Then shutdown waits, within
