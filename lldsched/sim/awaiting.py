@@ -21,12 +21,13 @@ paths make the future and read its end the same way (:func:`_failed` reads it), 
 results, errors, timeouts and ``contextvars`` are the same on both: the coroutine
 runs in a copy of the caller's context either way (a variable the caller set is
 seen, one the coroutine sets is not seen by the caller or by the next run).
-:meth:`PrivateLoop.close` (the simulation's ``shutdown``) stops that thread and
-closes both loops, each once the tasks a coroutine action left on it are cancelled and
-have ended (:func:`~lldsched.core.results.end_left_tasks`, :data:`LEFT_TASKS_WAIT`); one made again later (a second shutdown's drain) is made as the
-first was; a simulation dropped without a shutdown has them closed as it is
-collected, and the thread, a daemon, never keeps the process alive
-(docs/DECISIONS.md, "A coroutine action runs whatever loop the caller's thread runs").
+:meth:`PrivateLoop.close` (the simulation's ``shutdown``) stops that thread and closes
+both loops, each once the tasks a coroutine action left on it are cancelled and have
+ended (:func:`~lldsched.core.results.end_left_tasks`, :data:`LEFT_TASKS_WAIT`); one made
+again later (a second shutdown's drain) is made as the first was; a simulation dropped
+without a shutdown has them closed as it is collected, and the thread, a daemon, never
+keeps the process alive (docs/DECISIONS.md, "A coroutine action runs whatever loop the
+caller's thread runs").
 
 As in the threaded runtime, a coroutine's timeout is enforced: one still running
 after its task's timeout (in wall seconds, here) is cancelled and its run is

@@ -15,16 +15,17 @@ after the restart: :meth:`SchedulerCore.cut_by_shutdown
 began (they stay SCHEDULED), stops the loop and closes it.  Between the two, the tasks
 still on the loop (what a run started and left: a background ``create_task``) are
 cancelled and given the grace, at most half the time left, to end
-(:func:`~lldsched.core.results.end_left_tasks`, called by the runner's loop thread).  A coroutine that swallows its
-cancellation and is still running then is recorded cancelled by shutdown and left
-behind on the closed loop (asyncio logs "Task was destroyed but it is pending!" when
-it is collected; its close is not reported as a second failure).  Then shutdown waits, within
-the same timeout, for the ``asyncio.to_thread`` calls (``run_in_executor(None, ...)``)
-still running on the loop's default executor, which the runner owns (threads
-``lldsched-<name>-loop-to-thread_N``): a cancelled coroutine does not stop the thread
-it awaited, and nothing can.  Calls not started are dropped; one still running when
-the timeout runs out is left to end on its own (shutdown returns False, as for any
-thread it leaves running).  ``timeout=None`` waits for them, as ``asyncio.run`` does.
+(:func:`~lldsched.core.results.end_left_tasks`, called by the runner's loop thread).
+A coroutine that swallows its cancellation and is still running then is recorded
+cancelled by shutdown and left behind on the closed loop (asyncio logs "Task was
+destroyed but it is pending!" when it is collected; its close is not reported as a
+second failure). Then shutdown waits, within the same timeout, for the
+``asyncio.to_thread`` calls (``run_in_executor(None, ...)``) still running on the loop's
+default executor, which the runner owns (threads ``lldsched-<name>-loop-to-thread_N``):
+a cancelled coroutine does not stop the thread it awaited, and nothing can. Calls not
+started are dropped; one still running when the timeout runs out is left to end on its
+own (shutdown returns False, as for any thread it leaves running). ``timeout=None``
+waits for them, as ``asyncio.run`` does.
 
 The runner's fields are guarded by the scheduler's one lock, as the runner says;
 shutdown takes it within its time (:class:`~lldsched.threaded.deadline.Deadline`).
