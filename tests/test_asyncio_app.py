@@ -371,34 +371,40 @@ def test_a_coroutine_that_stops_its_own_task_and_returns_is_recorded_as_it_ended
         assert scheduler.shutdown(timeout=10)
 
 
+class Spawner:
+    """A coroutine action (:meth:`spawns`) that starts a background task and returns."""
+
+    def __init__(self) -> None:
+        self.started, self.cleaned_up = threading.Event(), threading.Event()
+        self.spawned: list[asyncio.Task[None]] = []
+
+    async def background(self) -> None:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()  # nothing sets it: it ends only when cancelled
+        finally:
+            self.cleaned_up.set()
+
+    async def spawns(self) -> str:
+        self.spawned.append(asyncio.get_running_loop().create_task(self.background()))
+        return "spawned"
+
+
 def test_a_task_a_coroutine_run_started_and_left_is_cancelled_at_shutdown(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A run that starts a background task and returns: the shutdown cancels that task
     and lets it run its ``finally`` before the loop closes, as ``asyncio.run`` does,
     rather than dropping it pending with the closed loop."""
-    started, cleaned_up = threading.Event(), threading.Event()
-
-    async def background() -> None:
-        started.set()
-        try:
-            await asyncio.Event().wait()  # nothing sets it: it ends only when cancelled
-        finally:
-            cleaned_up.set()
-
-    async def spawns() -> str:
-        spawned.append(asyncio.get_running_loop().create_task(background()))
-        return "spawned"
-
-    spawned: list[asyncio.Task[None]] = []
+    left = Spawner()
     scheduler = Scheduler(name="left-behind").start()
-    task = scheduler.schedule("spawns", spawns, OneTime(delay=0))
-    assert started.wait(10) and scheduler.wait_idle(10)
-    assert not cleaned_up.is_set()  # still running after its run was recorded
+    task = scheduler.schedule("spawns", left.spawns, OneTime(delay=0))
+    assert left.started.wait(10) and scheduler.wait_idle(10)
+    assert not left.cleaned_up.is_set()  # still running after its run was recorded
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         assert scheduler.shutdown(timeout=10)
-        assert cleaned_up.is_set() and spawned[0].cancelled()
-        spawned.clear()
+        assert left.cleaned_up.is_set() and left.spawned[0].cancelled()
+        left.spawned.clear()
         gc.collect()
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
     assert [(r.ok, r.result) for r in task.history] == [(True, "'spawned'")]
@@ -433,24 +439,13 @@ def test_in_the_simulation_a_task_a_coroutine_action_left_is_cancelled_at_shutdo
 ) -> None:
     """Alike on both of the simulation's loops: its own on the caller's thread (a
     script), and its helper thread's (driven from a running loop)."""
-    cleaned_up = threading.Event()
-    spawned: list[asyncio.Task[None]] = []
-
-    async def background() -> None:
-        try:
-            await asyncio.Event().wait()  # nothing sets it: it ends only when cancelled
-        finally:
-            cleaned_up.set()
-
-    async def spawns() -> str:
-        spawned.append(asyncio.get_running_loop().create_task(background()))
-        return "spawned"
+    left = Spawner()
 
     def simulate() -> Simulation:
         sim = Simulation()
-        sim.schedule("spawns", OneTime(delay=0), action=spawns)
+        sim.schedule("spawns", OneTime(delay=0), action=left.spawns)
         sim.run_for(10)
-        assert not cleaned_up.is_set()
+        assert not left.cleaned_up.is_set()
         assert sim.shutdown()
         return sim
 
@@ -459,8 +454,8 @@ def test_in_the_simulation_a_task_a_coroutine_action_left_is_cancelled_at_shutdo
 
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         sim = asyncio.run(in_loop()) if in_a_loop else simulate()
-        assert cleaned_up.is_set() and spawned[0].cancelled()
-        spawned.clear()
+        assert left.cleaned_up.is_set() and left.spawned[0].cancelled()
+        left.spawned.clear()
         gc.collect()
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
     assert [(r.ok, r.result) for r in sim.records()] == [(True, "'spawned'")]
