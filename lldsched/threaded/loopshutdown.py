@@ -14,7 +14,7 @@ after the restart: :meth:`SchedulerCore.cut_by_shutdown
 <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), drops the loop tasks that never
 began (they stay SCHEDULED), stops the loop and closes it.  Between the two, the tasks
 still on the loop (what a run started and left: a background ``create_task``) are
-cancelled and given the grace, at most half the time left, to end
+cancelled and given half the grace (half the time left, if less) to end
 (:func:`~lldsched.core.results.end_left_tasks`, called by the runner's loop thread).
 A coroutine that swallows its cancellation and is still running then is recorded
 cancelled by shutdown and left behind on the closed loop (asyncio logs "Task was
@@ -142,8 +142,9 @@ class LoopShutdown:
         self._said()  # the failures recorded here, logged without the lock
         if thread.is_alive():
             left = deadline.remaining()  # a loop not blocked stops in a moment: LOCK_GRACE
-            # Set before the stop is handed over, which the loop thread reads it after.
-            self._leftover_wait = grace if left is None else min(grace, left / 2)
+            # Half what the join below waits for: set before the stop is handed over,
+            # which the loop thread reads it after.
+            self._leftover_wait = (grace if left is None else min(grace, left)) / 2
             with contextlib.suppress(RuntimeError):  # closed meanwhile: the thread is ending
                 loop.call_soon_threadsafe(loop.stop)
             thread.join(grace if left is None else max(left, LOCK_GRACE))
