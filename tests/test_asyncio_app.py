@@ -6,6 +6,7 @@ run is (a coroutine that cancels itself, an object of the application's loop).""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import re
 import threading
@@ -368,3 +369,93 @@ def test_a_coroutine_that_stops_its_own_task_and_returns_is_recorded_as_it_ended
             assert cut.status is TaskStatus.RETRYING
     finally:
         assert scheduler.shutdown(timeout=10)
+
+
+class Spawner:
+    """A coroutine action (:meth:`spawns`) that starts a background task and returns."""
+
+    def __init__(self) -> None:
+        self.started, self.cleaned_up = threading.Event(), threading.Event()
+        self.spawned: list[asyncio.Task[None]] = []
+
+    async def background(self) -> None:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()  # nothing sets it: it ends only when cancelled
+        finally:
+            self.cleaned_up.set()
+
+    async def spawns(self) -> str:
+        self.spawned.append(asyncio.get_running_loop().create_task(self.background()))
+        return "spawned"
+
+
+def test_a_task_a_coroutine_run_started_and_left_is_cancelled_at_shutdown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A run that starts a background task and returns: the shutdown cancels that task
+    and lets it run its ``finally`` before the loop closes, as ``asyncio.run`` does,
+    rather than dropping it pending with the closed loop."""
+    left = Spawner()
+    scheduler = Scheduler(name="left-behind").start()
+    task = scheduler.schedule("spawns", left.spawns, OneTime(delay=0))
+    assert left.started.wait(10) and scheduler.wait_idle(10)
+    assert not left.cleaned_up.is_set()  # still running after its run was recorded
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        assert scheduler.shutdown(timeout=10)
+        assert left.cleaned_up.is_set() and left.spawned[0].cancelled()
+        left.spawned.clear()
+        gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+    assert [(r.ok, r.result) for r in task.history] == [(True, "'spawned'")]
+    assert threads_of(scheduler) == []
+
+
+def test_in_asyncio_debug_mode_a_coroutine_runs_task_is_named_after_its_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """asyncio's debug mode warns of a step that held the loop by its task's name: the
+    run's, so that a job blocking the scheduler's loop is named, not "Task-2"."""
+    monkeypatch.setenv("PYTHONASYNCIODEBUG", "1")  # read as the scheduler's loop is made
+
+    async def named() -> str | None:
+        current = asyncio.current_task()
+        return None if current is None else current.get_name()
+
+    scheduler = Scheduler(name="debug-names").start()
+    try:
+        task = scheduler.schedule("report", named, OneTime(delay=0))
+        assert scheduler.wait_idle(10)
+        assert [record.result for record in task.history] == [
+            repr(f"lldsched run of {task.id} 'report'")
+        ]
+    finally:
+        assert scheduler.shutdown(timeout=10)
+
+
+@pytest.mark.parametrize("in_a_loop", [False, True], ids=["script", "in-asyncio-run"])
+def test_in_the_simulation_a_task_a_coroutine_action_left_is_cancelled_at_shutdown(
+    in_a_loop: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Alike on both of the simulation's loops: its own on the caller's thread (a
+    script), and its helper thread's (driven from a running loop)."""
+    left = Spawner()
+
+    def simulate() -> Simulation:
+        sim = Simulation()
+        sim.schedule("spawns", OneTime(delay=0), action=left.spawns)
+        sim.run_for(10)
+        assert not left.cleaned_up.is_set()
+        assert sim.shutdown()
+        return sim
+
+    async def in_loop() -> Simulation:
+        return simulate()
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        sim = asyncio.run(in_loop()) if in_a_loop else simulate()
+        assert left.cleaned_up.is_set() and left.spawned[0].cancelled()
+        left.spawned.clear()
+        gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+    assert [(r.ok, r.result) for r in sim.records()] == [(True, "'spawned'")]

@@ -9,17 +9,21 @@ A return value that is **awaitable** (a coroutine from an ``async def`` action, 
 future, anything with ``__await__``: :func:`must_await`) is not a result yet: the
 runtime awaits it (the threaded runtime on its event loop, the simulation on a
 private loop) and records what *that* produced.  No awaitable is ever recorded as
-a success without being awaited.
+a success without being awaited.  What such a run started and left on that loop (a
+background task) is cancelled when the runtime closes the loop (:func:`end_left_tasks`).
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lldsched.errors import escaped
 
-__all__ = ["RESULT_LIMIT", "must_await", "result_text"]
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = ["RESULT_LIMIT", "end_left_tasks", "must_await", "result_text"]
 
 RESULT_LIMIT = 200
 """The longest result text a record keeps, in characters (a longer ``repr`` is cut
@@ -105,3 +109,20 @@ def _head(value: object, budget: int, active: set[int]) -> str:
 def must_await(value: object) -> bool:
     """True when ``value`` is awaitable: it is run to completion, not recorded as is."""
     return inspect.isawaitable(value)
+
+
+def end_left_tasks(loop: asyncio.AbstractEventLoop, wait: float) -> None:
+    """Cancel the tasks still on ``loop`` (stopped, not closed: on its thread) and run
+    it until they end, for at most ``wait`` seconds, as ``asyncio.run`` does at its end:
+    the tasks a coroutine action started and did not await (a ``create_task`` that
+    outlived its run), and a run deaf to its cancellation.  A background task gets its
+    ``CancelledError`` and runs its ``finally`` before its runtime closes the loop,
+    rather than being dropped pending with it ("Task was destroyed but it is
+    pending!"); one still not over after ``wait`` is left there."""
+    import asyncio  # imported already by whoever made the loop
+
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.wait(tasks, timeout=wait))

@@ -21,11 +21,13 @@ paths make the future and read its end the same way (:func:`_failed` reads it), 
 results, errors, timeouts and ``contextvars`` are the same on both: the coroutine
 runs in a copy of the caller's context either way (a variable the caller set is
 seen, one the coroutine sets is not seen by the caller or by the next run).
-:meth:`PrivateLoop.close` (the simulation's ``shutdown``) stops that thread and
-closes both loops; one made again later (a second shutdown's drain) is made as the
-first was; a simulation dropped without a shutdown has them closed as it is
-collected, and the thread, a daemon, never keeps the process alive
-(docs/DECISIONS.md, "A coroutine action runs whatever loop the caller's thread runs").
+:meth:`PrivateLoop.close` (the simulation's ``shutdown``) stops that thread and closes
+both loops, each once the tasks a coroutine action left on it are cancelled and have
+ended (:func:`~lldsched.core.results.end_left_tasks`, :data:`LEFT_TASKS_WAIT`); one made
+again later (a second shutdown's drain) is made as the first was; a simulation dropped
+without a shutdown has them closed as it is collected, and the thread, a daemon, never
+keeps the process alive (docs/DECISIONS.md, "A coroutine action runs whatever loop the
+caller's thread runs").
 
 As in the threaded runtime, a coroutine's timeout is enforced: one still running
 after its task's timeout (in wall seconds, here) is cancelled and its run is
@@ -40,7 +42,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from lldsched.core.results import result_text
+from lldsched.core.results import end_left_tasks, result_text
 from lldsched.core.runs import cancelled_error
 from lldsched.errors import CANCELLED_INSIDE, error_text
 
@@ -51,6 +53,11 @@ __all__ = ["Awaited", "LoopThread", "PrivateLoop"]
 
 Awaited = tuple["str | None", "str | None", bool]
 """What awaiting produced: error text, result text, timed out."""
+
+LEFT_TASKS_WAIT = 1.0
+"""Wall seconds a closing loop gives the tasks a coroutine action left on it to end once
+cancelled (:func:`~lldsched.core.results.end_left_tasks`): the threaded runtime's
+``CANCEL_GRACE``.  Only a task deaf to its cancellation takes it."""
 
 _NUMBERS = itertools.count(1)  # the helper threads' names: lldsched-sim-loop-<n>
 
@@ -131,6 +138,7 @@ class LoopThread:
     def _serve(self) -> None:
         try:
             self.loop.run_forever()
+            end_left_tasks(self.loop, LEFT_TASKS_WAIT)
         finally:
             self.loop.close()
 
@@ -209,4 +217,7 @@ class PrivateLoop:
         loop = self._loop
         if loop is not None and not loop.is_running():
             self._loop = None
-            loop.close()
+            try:
+                end_left_tasks(loop, LEFT_TASKS_WAIT)
+            finally:
+                loop.close()

@@ -69,7 +69,7 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from lldsched.checks import whole
-from lldsched.core.results import must_await, result_text
+from lldsched.core.results import end_left_tasks, must_await, result_text
 from lldsched.core.runs import rearmed
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
@@ -206,6 +206,7 @@ class CoroutineRunner(LoopShutdown):
         self.in_hand = 0
         self._wakeup_sent = False
         self._closed = False
+        self._leftover_wait = CANCEL_GRACE  # set by shutdown() as it stops the loop
         self._settled = Flag()
         # The loop thread's own: flights over and not yet recorded.
         self._done: list[Flight] = []
@@ -436,6 +437,7 @@ class CoroutineRunner(LoopShutdown):
         asyncio.set_event_loop(loop)
         try:
             loop.run_forever()  # until shutdown() stops it
+            end_left_tasks(loop, self._leftover_wait)  # a run's background tasks
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
@@ -447,6 +449,9 @@ class CoroutineRunner(LoopShutdown):
         assert loop is not None and task_class is not None
         starting = self._take_slots()
         drive, now = self._drive, self._now
+        # In asyncio's debug mode (PYTHONASYNCIODEBUG, python -X dev) its slow-step
+        # warnings name the task: the run's, not "Task-7" driving CoroutineRunner._drive.
+        debug = loop.get_debug()
         for flight in starting:
             if flight.awaitable is None:  # call the loop task's action: it makes the coroutine
                 try:
@@ -474,7 +479,11 @@ class CoroutineRunner(LoopShutdown):
             # (its _flush scheduled this start), which a task would otherwise copy.  One
             # cancelled or paused before it starts is never begun: _drive's first step
             # says so (the verb that came before the task was made queued no cancel).
-            flight.future = task_class(drive(flight), loop=loop, context=Context())
+            if debug:
+                name = f"lldsched run of {flight.run.task.id} {flight.run.name!r}"
+                flight.future = task_class(drive(flight), loop=loop, name=name, context=Context())
+            else:
+                flight.future = task_class(drive(flight), loop=loop, context=Context())
             # In force now (read without the lock): a modify or a replace since its begin
             # holds it to the task's timeout, and one after this re-arms it (retime).
             timeout = flight.run.task._options.timeout

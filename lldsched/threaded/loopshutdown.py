@@ -12,16 +12,20 @@ and gives them the rest of it to end (recorded
 their attempt: the core keeps each task due at its slot, so a durable store runs it
 after the restart: :meth:`SchedulerCore.cut_by_shutdown
 <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), drops the loop tasks that never
-began (they stay SCHEDULED), stops the loop and closes it.  A coroutine that swallows its
-cancellation and is still running then is recorded cancelled by shutdown and left
-behind on the closed loop (asyncio logs "Task was destroyed but it is pending!" when
-it is collected; its close is not reported as a second failure).  Then shutdown waits, within
-the same timeout, for the ``asyncio.to_thread`` calls (``run_in_executor(None, ...)``)
-still running on the loop's default executor, which the runner owns (threads
-``lldsched-<name>-loop-to-thread_N``): a cancelled coroutine does not stop the thread
-it awaited, and nothing can.  Calls not started are dropped; one still running when
-the timeout runs out is left to end on its own (shutdown returns False, as for any
-thread it leaves running).  ``timeout=None`` waits for them, as ``asyncio.run`` does.
+began (they stay SCHEDULED), stops the loop and closes it.  Between the two, the tasks
+still on the loop (what a run started and left: a background ``create_task``) are
+cancelled and given half the grace (half the time left, if less) to end
+(:func:`~lldsched.core.results.end_left_tasks`, called by the runner's loop thread).
+A coroutine that swallows its cancellation and is still running then is recorded
+cancelled by shutdown and left behind on the closed loop (asyncio logs "Task was
+destroyed but it is pending!" when it is collected; its close is not reported as a
+second failure). Then shutdown waits, within the same timeout, for the
+``asyncio.to_thread`` calls (``run_in_executor(None, ...)``) still running on the loop's
+default executor, which the runner owns (threads ``lldsched-<name>-loop-to-thread_N``):
+a cancelled coroutine does not stop the thread it awaited, and nothing can. Calls not
+started are dropped; one still running when the timeout runs out is left to end on its
+own (shutdown returns False, as for any thread it leaves running). ``timeout=None``
+waits for them, as ``asyncio.run`` does.
 
 The runner's fields are guarded by the scheduler's one lock, as the runner says;
 shutdown takes it within its time (:class:`~lldsched.threaded.deadline.Deadline`).
@@ -78,6 +82,7 @@ class LoopShutdown:
     _now: Callable[[], float]
     _said: Callable[[], None]
     _put_back: Callable[[list[Entry]], None]  # entries dropped unbegun: queued again
+    _leftover_wait: float  # seconds the stopped loop gives the tasks left on it to end
 
     if TYPE_CHECKING:
 
@@ -136,9 +141,12 @@ class LoopShutdown:
             self._waiting.clear()
         self._said()  # the failures recorded here, logged without the lock
         if thread.is_alive():
+            left = deadline.remaining()  # a loop not blocked stops in a moment: LOCK_GRACE
+            # Half what the join below waits for: set before the stop is handed over,
+            # which the loop thread reads it after.
+            self._leftover_wait = (grace if left is None else min(grace, left)) / 2
             with contextlib.suppress(RuntimeError):  # closed meanwhile: the thread is ending
                 loop.call_soon_threadsafe(loop.stop)
-            left = deadline.remaining()  # a loop not blocked stops in a moment: LOCK_GRACE
             thread.join(grace if left is None else max(left, LOCK_GRACE))
         return self._join_calls(deadline) and not thread.is_alive()
 
