@@ -28,7 +28,7 @@ import pytest
 
 from lldsched import FakeClock, OneTime, Scheduler, TaskStatus
 from lldsched.threaded import deadline as deadline_module
-from lldsched.threaded.deadline import Deadline
+from lldsched.threaded.deadline import Deadline, Flag
 from tests import jobs
 from tests.conftest import T0
 from tests.harness import FailingStore
@@ -154,6 +154,68 @@ def test_a_second_shutdown_writes_the_rows_left_stale_a_ctrl_c_kept_the_first_fr
     row = store.get("once")
     assert row is not None and row == scheduler._core.snapshot(scheduler.task("once"))
     assert row.status is TaskStatus.SUCCEEDED
+
+
+def in_the_first_s_wake(frame: FrameType, event: str, arg: Any) -> Any:
+    """A tracer: a Ctrl-C at the start of the ``_shut_down.set()`` that ends the first
+    ``shutdown()`` (its ``finally``'s last call: ``_first_over`` is stored, the flag
+    left unset)."""
+    if (
+        event == "call"
+        and frame.f_code is Flag.set.__code__
+        and frame.f_back is not None
+        and frame.f_back.f_code.co_name == "shutdown"
+    ):
+        raise KeyboardInterrupt("Ctrl-C at the start of set()")
+    return None
+
+
+@pytest.mark.usefixtures("signals_raise")
+def test_a_second_shutdown_waiting_on_another_thread_ends_when_a_ctrl_c_cut_the_first_s_wake() -> (
+    None
+):
+    """A second ``shutdown(timeout=None)`` on another thread waits for the first, which
+    drains a run on the main thread; a Ctrl-C lands at the start of the first's last
+    call, the ``set()`` that wakes the second.  The second goes on all the same, as soon
+    as the first has ended, and stops every thread.  (Before, it waited on the flag its
+    whole timeout: for ever with ``timeout=None``, only a later call reading
+    ``_first_over``.)"""
+    gate, running = threading.Event(), threading.Event()
+
+    def block() -> None:
+        running.set()
+        gate.wait(WAIT)
+
+    scheduler = Scheduler(workers=1).start()
+    scheduler.schedule("block", block, OneTime(delay=0), id="block")
+    assert running.wait(WAIT)
+    second: list[bool] = []
+    waiting = threading.Thread(
+        target=lambda: second.append(scheduler.shutdown(timeout=None)), daemon=True
+    )
+
+    def start_the_second() -> None:
+        until(lambda: not scheduler.running, meanwhile="the first shutdown stopped it")
+        waiting.start()
+        until(lambda: bool(scheduler._shut_down._waiters), meanwhile="the second waited")
+        gate.set()  # the run ends, the first's drain with it
+
+    helper = threading.Thread(target=start_the_second, name="second-starter")
+    helper.start()
+    sys.settrace(in_the_first_s_wake)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.shutdown(timeout=None)
+    finally:
+        sys.settrace(None)
+        gate.set()
+        helper.join(WAIT)
+    assert scheduler._first_over and not scheduler._shut_down.is_set()  # the wake was cut
+    waiting.join(WAIT)
+    assert not waiting.is_alive(), "the second shutdown still waits for the first"
+    assert second == [True]
+    assert scheduler.task("block").status is TaskStatus.SUCCEEDED
+    assert lock_free(scheduler)
 
 
 def waiting_on_the_flag(frame: FrameType) -> bool:

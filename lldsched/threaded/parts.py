@@ -154,7 +154,8 @@ class SchedulerParts:
     # Set when the first shutdown() returns: a second call made meanwhile waits for it
     # (within its own timeout) before it joins, never closes what the first still uses.
     # _first_over says it (an attribute stored just before: a signal that lands at the
-    # start of set() leaves the flag unset, and a later call then waits for nothing).
+    # start of set() leaves the flag unset; a later call then waits for nothing, and one
+    # already waiting reads it every ASK_EVERY: stopping._first_ended).
     _first_over: bool = False
     _shut_down: Flag
     # The first shutdown() made its last writes (stale rows, a shared store's settles held

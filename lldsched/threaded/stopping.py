@@ -28,7 +28,7 @@ from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER, counted
 from lldsched.threaded.control import watched
-from lldsched.threaded.deadline import Deadline
+from lldsched.threaded.deadline import ASK_EVERY, Deadline
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, NEW, RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.processes import KILLED
@@ -147,17 +147,31 @@ class Stopping(SchedulerParts):
         """A shutdown() after the first: wait for the first to end, then for what it left
         running; the last writes made and the store let go too, should a signal have cut
         the first short before them (:meth:`_last_writes`)."""
-        if not self._first_over:  # the first is still going: it goes first
-            if self._own_thread():  # which may be waiting for this very thread
-                return False
-            self._shut_down.wait(deadline.remaining())
-            if not self._first_over:
-                return False
+        if not self._first_over and not self._first_ended(deadline):
+            return False
         with self._leases_kept(deadline):
             self._join(deadline)
         flushing = self._writes_left() and self._last_writes(deadline)
         self._let_store_go()
         return not self._threads_alive() and not flushing
+
+    def _first_ended(self, deadline: Deadline) -> bool:
+        """Wait, within ``deadline``, for the first shutdown() still going to end: False if
+        it did not, or if the caller is one of this scheduler's own threads (which the
+        first may be waiting for).  Woken by the first's ``_shut_down.set()``, and
+        re-reading ``_first_over`` every :data:`ASK_EVERY` all the same: a signal that
+        lands at the start of that ``set()`` (a Ctrl-C on the main thread, the first's)
+        leaves the flag unset, the attribute stored, and this call, on another thread,
+        waited its whole timeout (for ever with ``timeout=None``) for a first that had
+        ended."""
+        if self._own_thread():
+            return False
+        while not self._first_over:
+            left = deadline.remaining()
+            if left == 0.0:
+                return False
+            self._shut_down.wait(ASK_EVERY if left is None else min(left, ASK_EVERY))
+        return True
 
     def _writes_left(self) -> bool:
         """The first shutdown() ended before its last writes (:meth:`_last_writes`: a
