@@ -165,6 +165,10 @@ class SchedulerParts:
     # __dict__, and its look-ups cost a registration 320 instructions, a dispatched job
     # 950 (benchmarks/threaded_instructions.py).
     _last_written: bool = False
+    # The tasks whose runs a shutdown cut, kept due (stopping._cut_by_shutdown): not
+    # counted among the runs due by it that it did not start.  Empty on the class, set
+    # on the instance at the first cut (under _lock), as _last_written is.
+    _cut_ids: frozenset[str] = frozenset()
     _timer: threading.Thread | None
 
     if TYPE_CHECKING:  # called across the modules; each is defined in one of them
@@ -180,6 +184,8 @@ class SchedulerParts:
         def _refuse_if_dead(self, verb: str) -> None: ...  # timer
 
         def _settle(self, count: int) -> None: ...  # running
+
+        def _cut_by_shutdown(self, run: Run) -> None: ...  # stopping
 
         def _notify_idle(self) -> None: ...  # running
 

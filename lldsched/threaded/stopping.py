@@ -23,7 +23,7 @@ from lldsched.checks import shutdown_timeout, wait_seconds
 from lldsched.core import storeuse
 from lldsched.core.names import RUNNABLE
 from lldsched.core.storewrites import say_left_stale
-from lldsched.core.task import Entry, ScheduledTask
+from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER, counted
@@ -72,10 +72,11 @@ class Stopping(SchedulerParts):
         ``timedelta``; ``None``: no bound; a listener
         still inside a call counts); else False, and a warning on the ``lldsched``
         logger names the runs still going and counts the runs due by this call that
-        were not started (a drain out of time, or ``drain=False``), which stay as said
-        above.  A drain out of time that cut every run it did not wait for (coroutines
-        cancelled, worker processes killed) returns True, and counts in a warning all the
-        same the runs due by this call it did not start.  Calling it again waits again
+        were not started (a drain out of time, or ``drain=False``), and apart those it
+        cut mid-run, which stay as said above.  A drain out of time that cut every run it
+        did not wait for (coroutines cancelled, worker processes killed) returns True,
+        and counts in a warning all the same the runs due by this call it did not start
+        (and those it cut).  Calling it again waits again
         (up to its own ``timeout``) for a run still in flight.  A call made while another
         is still shutting down waits for that one first (within its own ``timeout``), so it never
         cuts the other's drain short; from an action, a listener or a coroutine (which
@@ -407,7 +408,7 @@ class Stopping(SchedulerParts):
         ``shutdown()``'s docstring says of them.  The runs are read under the lock, taken
         within what is left of ``deadline``; a lock still held then is said instead."""
         going: list[str] | None = None
-        unstarted = 0
+        unstarted = (0, 0)
         with deadline.holding(self._lock) as hold:
             if hold.held:
                 tasks = self._core.tasks.values()
@@ -421,8 +422,8 @@ class Stopping(SchedulerParts):
             ]
         else:
             left = [f"runs still going: {', '.join(going)}"] if going else []
-            if unstarted:
-                left.append(_not_started(unstarted))
+            if any(unstarted):
+                left.append(_not_started(*unstarted))
         if self._dispatcher.busy:
             left.append("listeners still receiving events")
         if self._coroutines.calls_running:
@@ -445,14 +446,28 @@ class Stopping(SchedulerParts):
         process killed: each said by its run's line).  Read under the lock, taken within
         what is left of ``deadline`` (nothing is said if it stays held)."""
         with deadline.holding(self._lock) as hold:
-            unstarted = self._unstarted(due_by) if hold.held else 0
-        if unstarted:
-            log.warning(said + " %s", *args, _not_started(unstarted))
+            unstarted = self._unstarted(due_by) if hold.held else (0, 0)
+        if any(unstarted):
+            log.warning(said + " %s", *args, _not_started(*unstarted))
 
-    def _unstarted(self, due_by: float) -> int:
+    def _unstarted(self, due_by: float) -> tuple[int, int]:
         """How many registered tasks, not running, are due by ``due_by`` (caller holds
-        the lock): the runs a shutdown did not start."""
-        return sum(1 for t in self._core.tasks.values() if not t.running and _due(t, due_by))
+        the lock), in two counts: the runs a shutdown did not start, and those it started
+        and cut (:meth:`_cut_by_shutdown`: due again at their slot, each said by its
+        run's own line, "stopped: CancelledError: scheduler shut down")."""
+        cut = self._cut_ids
+        left = [t.id in cut for t in self._core.tasks.values() if not t.running and _due(t, due_by)]
+        return len(left) - sum(left), sum(left)
+
+    def _cut_by_shutdown(self, run: Run) -> None:
+        """The shutdown cut ``run`` (a coroutine cancelled, a worker process killed, an
+        awaitable the closed loop refused): the core keeps its task due
+        (:meth:`SchedulerCore.cut_by_shutdown
+        <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), and the task is noted, so
+        that the shutdown's warning counts it as cut, not among the runs due by it that it
+        did not start (:meth:`_unstarted`; caller holds the lock)."""
+        self._cut_ids = self._cut_ids | {run.task.id}
+        self._core.cut_by_shutdown(run)
 
     def _drain(self, instant: float, deadline: Deadline, kill_at: Deadline) -> bool:
         """Hand the workers every entry due at or before ``instant``, as room frees, and
@@ -677,11 +692,20 @@ class Stopping(SchedulerParts):
         return any(_due(task, until) for task in self._core.tasks.values())
 
 
-def _not_started(count: int) -> str:
-    """What a shutdown's warning says of the ``count`` runs due by it that it did not start."""
+def _not_started(unstarted: int, cut: int) -> str:
+    """What a shutdown's warning says of the runs due by it left due: ``unstarted`` it did
+    not start, ``cut`` it started and cut (a coroutine cancelled, a worker process
+    killed).  Before, a cut run was counted "not started", beside its own line saying it
+    was stopped."""
+    if not cut:
+        said = f"{counted(unstarted, 'run')} due by the shutdown not started"
+    elif not unstarted:
+        said = f"{counted(cut, 'run')} due by the shutdown cut mid-run"
+    else:
+        said = f"{counted(unstarted, 'run')} due by the shutdown not started and {cut} cut mid-run"
     return (
-        f"{counted(count, 'run')} due by the shutdown not started (they stay SCHEDULED or "
-        "RETRYING with their due time, for a durable store to recover)"
+        f"{said} (they stay SCHEDULED or RETRYING with their due time, for a durable store "
+        "to recover)"
     )
 
 
