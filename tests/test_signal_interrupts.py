@@ -18,6 +18,7 @@ import linecache
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ from lldsched import FakeClock, OneTime, Scheduler, TaskStatus
 from lldsched.threaded import deadline as deadline_module
 from lldsched.threaded.deadline import Deadline, Flag
 from tests import jobs
+from tests.cluster import ROOT
 from tests.conftest import T0
 from tests.harness import FailingStore
 from tests.interrupting import Terminated, exit_on_sigterm
@@ -154,6 +156,78 @@ def test_a_second_shutdown_writes_the_rows_left_stale_a_ctrl_c_kept_the_first_fr
     row = store.get("once")
     assert row is not None and row == scheduler._core.snapshot(scheduler.task("once"))
     assert row.status is TaskStatus.SUCCEEDED
+
+
+_CUT_THEN_EXIT = """
+import atexit
+
+made = {}
+# Registered before lldsched is imported: atexit runs its hooks last in, first out,
+# so this one reads the row after lldsched's own hook ran.
+atexit.register(lambda: print("row", made["store"].get("once").status.name, flush=True))
+
+import signal  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from lldsched import FakeClock, OneTime, Scheduler, TaskStatus  # noqa: E402
+from tests import jobs  # noqa: E402
+from tests.harness import FailingStore  # noqa: E402
+
+T0 = 1_767_225_600.0
+never = threading.Event()
+
+
+def hang() -> None:
+    never.wait()  # a run that never ends: the exit must not wait for it
+
+
+store = made["store"] = FailingStore()
+scheduler = Scheduler(workers=2, clock=FakeClock(T0), store=store)
+scheduler.schedule("once", jobs.noop, OneTime(T0), id="once")
+scheduler.schedule("hang", hang, OneTime(T0), id="hang")
+store.down = True  # the outage: the rows of both runs are left stale
+scheduler.start()
+bound = time.monotonic() + 30
+once, hung = scheduler.task("once"), scheduler.task("hang")
+while once.status is not TaskStatus.SUCCEEDED or not hung.running:
+    assert time.monotonic() < bound
+    time.sleep(0.01)  # the interval of a bounded poll
+store.down = False
+print("row", store.get("once").status.name, flush=True)  # stale: still to run
+main = threading.main_thread().ident
+
+
+def ctrl_c() -> None:  # once shutdown() drains (waiting for "hang", for ever)
+    while not scheduler._draining:
+        time.sleep(0.01)  # the interval of a poll the 60 s of the parent bound
+    signal.pthread_kill(main, signal.SIGINT)
+
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+scheduler.shutdown(timeout=None)  # its KeyboardInterrupt ends the script
+"""
+
+
+def test_the_exit_makes_the_last_writes_of_a_shutdown_a_ctrl_c_cut_without_waiting_for_runs() -> (
+    None
+):
+    """A script whose ``shutdown()`` a Ctrl-C cut short mid-drain (a run that never ends
+    in flight, a one-off that finished in a store outage left stale) and that ends
+    there, as a script does on Ctrl-C: the interpreter's exit writes the stale row, and
+    does not wait for the run still in flight.  (Before, nothing made those writes at
+    exit: the row said the one-off was still to run, and the next start ran it again.)"""
+    done = subprocess.run(
+        [sys.executable, "-c", _CUT_THEN_EXIT],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,  # the exit waits for no run: a hang fails here
+        check=False,
+    )
+    assert done.stdout.split("\n") == ["row SCHEDULED", "row SUCCEEDED", ""], done.stderr
+    assert done.returncode in (130, -signal.SIGINT), done.stderr  # ended by its Ctrl-C
+    assert done.stderr.rstrip().endswith("KeyboardInterrupt"), done.stderr
 
 
 def in_the_first_s_wake(frame: FrameType, event: str, arg: Any) -> Any:

@@ -27,7 +27,7 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER, counted
-from lldsched.threaded.control import watched
+from lldsched.threaded.control import unfinished, watched
 from lldsched.threaded.deadline import ASK_EVERY, Deadline
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, NEW, RUNNING, STOPPED, SchedulerParts
@@ -40,6 +40,11 @@ if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it a
 __all__ = ["Stopping"]
 
 log = logging.getLogger(SCHEDULER)
+
+EXIT_WRITES = 2.0
+"""Seconds the interpreter's exit gives the last writes of a shutdown a signal cut short
+(:meth:`Stopping._finish_at_exit`): the rows a store outage left stale, a shared store's
+settles held back; a store that hangs holds the exit no longer."""
 
 
 class Stopping(SchedulerParts):
@@ -136,7 +141,9 @@ class Stopping(SchedulerParts):
         finally:
             if found is not None and found is not STOPPED:  # the first call, however it ends
                 try:
-                    if not self._writes_left():  # else a second shutdown() makes them
+                    if self._writes_left():  # a second shutdown() makes them, or the exit
+                        unfinished(self)
+                    else:
                         self._let_store_go()
                 finally:
                     # An attribute first: a signal can land at the start of a call
@@ -179,8 +186,9 @@ class Stopping(SchedulerParts):
         signal, Ctrl-C or a SIGTERM handler's ``sys.exit``, cut it short) and there is
         something for them to write: the rows a store outage left stale, a shared
         store's settles held back.  The store is not let go then: a second shutdown()
-        makes them first (and another scheduler given the store meanwhile is refused,
-        as while this one ran: :mod:`lldsched.core.storeuse`)."""
+        makes them first, or else the interpreter's exit (:meth:`_finish_at_exit`); and
+        another scheduler given the store meanwhile is refused, as while this one ran
+        (:mod:`lldsched.core.storeuse`)."""
         if self._last_written:
             return False
         writes = self._core.store_writes
@@ -195,6 +203,19 @@ class Stopping(SchedulerParts):
         flushing = self._flush_store(deadline)
         self._last_written = True
         return flushing
+
+    def _finish_at_exit(self) -> None:
+        """At the interpreter's exit (:func:`~lldsched.threaded.control._shut_unwatched`),
+        the last writes a signal kept the first shutdown() from, when no second one made
+        them (:meth:`_writes_left`): a script a Ctrl-C ended in its shutdown.  Within
+        :data:`EXIT_WRITES` seconds, the threads not waited for (a run still in flight
+        ends with the process, as without a shutdown: a durable store runs it again at
+        the next start), then the store let go.  Nothing if the first is still going
+        (on another thread) or the writes were made."""
+        if not self._first_over or not self._writes_left():
+            return
+        self._last_writes(Deadline(EXIT_WRITES))
+        self._let_store_go()
 
     def _let_store_go(self) -> None:
         """Another scheduler may run on the store now (:mod:`lldsched.core.storeuse`).
