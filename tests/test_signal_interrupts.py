@@ -14,6 +14,7 @@ at every line of ``shutdown()`` and ``metrics(timeout=...)`` with the Ctrl-C's s
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import logging
 import os
@@ -120,6 +121,17 @@ def test_a_ctrl_c_and_a_sigterm_kept_together_each_reach_their_handler() -> None
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@contextlib.contextmanager
+def interrupted_by(tracer: Any) -> Iterator[None]:
+    """The block, run with ``tracer`` on this thread, raises its ``KeyboardInterrupt``."""
+    sys.settrace(tracer)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            yield
+    finally:
+        sys.settrace(None)
+
+
 def in_write_stale(frame: FrameType, event: str, arg: Any) -> Any:
     """A tracer: a Ctrl-C at the first line of ``Stopping._write_stale``."""
     if event == "call":
@@ -146,12 +158,8 @@ def test_a_second_shutdown_writes_the_rows_left_stale_a_ctrl_c_kept_the_first_fr
     row = store.get("once")
     assert row is not None and row.status is TaskStatus.SCHEDULED  # stale
     store.down = False
-    sys.settrace(in_write_stale)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            scheduler.shutdown(timeout=WAIT)
-    finally:
-        sys.settrace(None)
+    with interrupted_by(in_write_stale):
+        scheduler.shutdown(timeout=WAIT)
     assert scheduler.shutdown(timeout=WAIT) is True
     row = store.get("once")
     assert row is not None and row == scheduler._core.snapshot(scheduler.task("once"))
@@ -276,12 +284,10 @@ def test_a_second_shutdown_waiting_on_another_thread_ends_when_a_ctrl_c_cut_the_
 
     helper = threading.Thread(target=start_the_second, name="second-starter")
     helper.start()
-    sys.settrace(in_the_first_s_wake)
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with interrupted_by(in_the_first_s_wake):
             scheduler.shutdown(timeout=None)
     finally:
-        sys.settrace(None)
         gate.set()
         helper.join(WAIT)
     assert scheduler._first_over and not scheduler._shut_down.is_set()  # the wake was cut
