@@ -794,12 +794,12 @@ def test_a_drain_that_runs_out_of_time_kills_the_running_child(
     # The run the drain had no time to start is left due, and said (it was said nowhere:
     # the drain counted as done once the kill had settled what it waited for).
     assert (waiting.status, waiting.run_count) == (TaskStatus.SCHEDULED, 0)
-    # The killed run counts too: its task is due again, its next attempt not started
-    # (before, its attempt spent, it was due at its retry, after the shutdown: 1 run).
+    # The killed run is due again too, and counted apart: it was started (before, "2
+    # runs due by the shutdown not started" counted it with the one never started).
     assert [r.getMessage() for r in caplog.records if r.name == "lldsched.scheduler"] == [
-        "shutdown(timeout=2.0) ran out of time draining: 2 runs due by the shutdown not "
-        "started (they stay SCHEDULED or RETRYING with their due time, for a durable store "
-        "to recover)"
+        "shutdown(timeout=2.0) ran out of time draining: 1 run due by the shutdown not "
+        "started and 1 cut mid-run (they stay SCHEDULED or RETRYING with their due time, "
+        "for a durable store to recover)"
     ]
 
 

@@ -236,12 +236,13 @@ def test_a_drain_out_of_time_that_cut_every_run_still_says_what_it_did_not_start
     with caplog.at_level(logging.WARNING, logger="lldsched"):
         assert scheduler.shutdown(drain=True, timeout=2.0) is True  # the coroutine cut
     lines = [r.getMessage() for r in caplog.records if r.name == "lldsched.scheduler"]
-    # The cut run counts too: its task is due again, its next attempt not started
-    # (before, its attempt spent, it was due at its retry, after the shutdown: 1 run).
+    # The cut run is due again too, and counted apart: it was started, and its own line
+    # says it was stopped (before, "2 runs due by the shutdown not started" counted it
+    # with the run that waited for the slot).
     assert lines == [
-        "shutdown(timeout=2.0) ran out of time draining: 2 runs due by the shutdown not "
-        "started (they stay SCHEDULED or RETRYING with their due time, for a durable store "
-        "to recover)"
+        "shutdown(timeout=2.0) ran out of time draining: 1 run due by the shutdown not "
+        "started and 1 cut mid-run (they stay SCHEDULED or RETRYING with their due time, "
+        "for a durable store to recover)"
     ]
     # cut: due at its slot again, its attempt unspent (before: RETRYING, down its retries)
     assert (first.status, first.attempt) == (TaskStatus.SCHEDULED, 0)

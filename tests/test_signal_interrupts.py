@@ -14,10 +14,12 @@ at every line of ``shutdown()`` and ``metrics(timeout=...)`` with the Ctrl-C's s
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -28,8 +30,9 @@ import pytest
 
 from lldsched import FakeClock, OneTime, Scheduler, TaskStatus
 from lldsched.threaded import deadline as deadline_module
-from lldsched.threaded.deadline import Deadline
+from lldsched.threaded.deadline import Deadline, Flag
 from tests import jobs
+from tests.cluster import ROOT
 from tests.conftest import T0
 from tests.harness import FailingStore
 from tests.interrupting import Terminated, exit_on_sigterm
@@ -118,6 +121,17 @@ def test_a_ctrl_c_and_a_sigterm_kept_together_each_reach_their_handler() -> None
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@contextlib.contextmanager
+def interrupted_by(tracer: Any) -> Iterator[None]:
+    """The block, run with ``tracer`` on this thread, raises its ``KeyboardInterrupt``."""
+    sys.settrace(tracer)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            yield
+    finally:
+        sys.settrace(None)
+
+
 def in_write_stale(frame: FrameType, event: str, arg: Any) -> Any:
     """A tracer: a Ctrl-C at the first line of ``Stopping._write_stale``."""
     if event == "call":
@@ -144,16 +158,144 @@ def test_a_second_shutdown_writes_the_rows_left_stale_a_ctrl_c_kept_the_first_fr
     row = store.get("once")
     assert row is not None and row.status is TaskStatus.SCHEDULED  # stale
     store.down = False
-    sys.settrace(in_write_stale)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            scheduler.shutdown(timeout=WAIT)
-    finally:
-        sys.settrace(None)
+    with interrupted_by(in_write_stale):
+        scheduler.shutdown(timeout=WAIT)
     assert scheduler.shutdown(timeout=WAIT) is True
     row = store.get("once")
     assert row is not None and row == scheduler._core.snapshot(scheduler.task("once"))
     assert row.status is TaskStatus.SUCCEEDED
+
+
+_CUT_THEN_EXIT = """
+import atexit
+
+made = {}
+# Registered before lldsched is imported: atexit runs its hooks last in, first out,
+# so this one reads the row after lldsched's own hook ran.
+atexit.register(lambda: print("row", made["store"].get("once").status.name, flush=True))
+
+import signal  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from lldsched import FakeClock, OneTime, Scheduler, TaskStatus  # noqa: E402
+from tests import jobs  # noqa: E402
+from tests.harness import FailingStore  # noqa: E402
+
+T0 = 1_767_225_600.0
+never = threading.Event()
+
+
+def hang() -> None:
+    never.wait()  # a run that never ends: the exit must not wait for it
+
+
+store = made["store"] = FailingStore()
+scheduler = Scheduler(workers=2, clock=FakeClock(T0), store=store)
+scheduler.schedule("once", jobs.noop, OneTime(T0), id="once")
+scheduler.schedule("hang", hang, OneTime(T0), id="hang")
+store.down = True  # the outage: the rows of both runs are left stale
+scheduler.start()
+bound = time.monotonic() + 30
+once, hung = scheduler.task("once"), scheduler.task("hang")
+while once.status is not TaskStatus.SUCCEEDED or not hung.running:
+    assert time.monotonic() < bound
+    time.sleep(0.01)  # the interval of a bounded poll
+store.down = False
+print("row", store.get("once").status.name, flush=True)  # stale: still to run
+main = threading.main_thread().ident
+
+
+def ctrl_c() -> None:  # once shutdown() drains (waiting for "hang", for ever)
+    while not scheduler._draining:
+        time.sleep(0.01)  # the interval of a poll the 60 s of the parent bound
+    signal.pthread_kill(main, signal.SIGINT)
+
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+scheduler.shutdown(timeout=None)  # its KeyboardInterrupt ends the script
+"""
+
+
+def test_the_exit_makes_the_last_writes_of_a_shutdown_a_ctrl_c_cut_without_waiting_for_runs() -> (
+    None
+):
+    """A script whose ``shutdown()`` a Ctrl-C cut short mid-drain (a run that never ends
+    in flight, a one-off that finished in a store outage left stale) and that ends
+    there, as a script does on Ctrl-C: the interpreter's exit writes the stale row, and
+    does not wait for the run still in flight.  (Before, nothing made those writes at
+    exit: the row said the one-off was still to run, and the next start ran it again.)"""
+    done = subprocess.run(
+        [sys.executable, "-c", _CUT_THEN_EXIT],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,  # the exit waits for no run: a hang fails here
+        check=False,
+    )
+    assert done.stdout.split("\n") == ["row SCHEDULED", "row SUCCEEDED", ""], done.stderr
+    assert done.returncode in (130, -signal.SIGINT), done.stderr  # ended by its Ctrl-C
+    assert done.stderr.rstrip().endswith("KeyboardInterrupt"), done.stderr
+
+
+def in_the_first_s_wake(frame: FrameType, event: str, arg: Any) -> Any:
+    """A tracer: a Ctrl-C at the start of the ``_shut_down.set()`` that ends the first
+    ``shutdown()`` (its ``finally``'s last call: ``_first_over`` is stored, the flag
+    left unset)."""
+    if (
+        event == "call"
+        and frame.f_code is Flag.set.__code__
+        and frame.f_back is not None
+        and frame.f_back.f_code.co_name == "shutdown"
+    ):
+        raise KeyboardInterrupt("Ctrl-C at the start of set()")
+    return None
+
+
+@pytest.mark.usefixtures("signals_raise")
+def test_a_second_shutdown_waiting_on_another_thread_ends_when_a_ctrl_c_cut_the_first_s_wake() -> (
+    None
+):
+    """A second ``shutdown(timeout=None)`` on another thread waits for the first, which
+    drains a run on the main thread; a Ctrl-C lands at the start of the first's last
+    call, the ``set()`` that wakes the second.  The second goes on all the same, as soon
+    as the first has ended, and stops every thread.  (Before, it waited on the flag its
+    whole timeout: for ever with ``timeout=None``, only a later call reading
+    ``_first_over``.)"""
+    gate, running = threading.Event(), threading.Event()
+
+    def block() -> None:
+        running.set()
+        gate.wait(WAIT)
+
+    scheduler = Scheduler(workers=1).start()
+    scheduler.schedule("block", block, OneTime(delay=0), id="block")
+    assert running.wait(WAIT)
+    second: list[bool] = []
+    waiting = threading.Thread(
+        target=lambda: second.append(scheduler.shutdown(timeout=None)), daemon=True
+    )
+
+    def start_the_second() -> None:
+        until(lambda: not scheduler.running, meanwhile="the first shutdown stopped it")
+        waiting.start()
+        until(lambda: bool(scheduler._shut_down._waiters), meanwhile="the second waited")
+        gate.set()  # the run ends, the first's drain with it
+
+    helper = threading.Thread(target=start_the_second, name="second-starter")
+    helper.start()
+    try:
+        with interrupted_by(in_the_first_s_wake):
+            scheduler.shutdown(timeout=None)
+    finally:
+        gate.set()
+        helper.join(WAIT)
+    assert scheduler._first_over and not scheduler._shut_down.is_set()  # the wake was cut
+    waiting.join(WAIT)
+    assert not waiting.is_alive(), "the second shutdown still waits for the first"
+    assert second == [True]
+    assert scheduler.task("block").status is TaskStatus.SUCCEEDED
+    assert lock_free(scheduler)
 
 
 def waiting_on_the_flag(frame: FrameType) -> bool:

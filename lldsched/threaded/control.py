@@ -17,7 +17,7 @@ import logging
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any
 
 from lldsched.checks import wait_seconds
 from lldsched.core import storeuse
@@ -46,15 +46,24 @@ log = logging.getLogger(STORE)  # a verb that could not hold its row
 _finished = operator.attrgetter("finished")  # the order of records()
 
 _unwatched: set[SchedulerParts] = set()
-"""The schedulers never started whose verbs left rows stale (:meth:`ControlVerbs.
-_say_stale_unwatched`): shut down at the interpreter's exit if still never started then
-(:func:`_shut_unwatched`).  Held strongly, so that one a script dropped still writes;
-one shut down is let go (:func:`watched`)."""
+"""The schedulers with writes left for the interpreter's exit (:func:`_shut_unwatched`):
+never started, whose verbs left rows stale (:meth:`ControlVerbs._say_stale_unwatched`);
+or whose first ``shutdown()`` a signal cut short before its last writes
+(:func:`unfinished`).  Held strongly, so that one a script dropped still writes; one
+whose shutdown let its store go is let go (:func:`watched`)."""
 
 
 def watched(scheduler: SchedulerParts) -> None:
     """``scheduler`` shut down: nothing of it is left for the interpreter's exit."""
     _unwatched.discard(scheduler)
+
+
+def unfinished(scheduler: SchedulerParts) -> None:
+    """``scheduler``'s first ``shutdown()`` ended before its last writes (a signal cut
+    it short): they are made at the interpreter's exit, unless a second ``shutdown()``
+    makes them first (:meth:`Stopping._finish_at_exit
+    <lldsched.threaded.stopping.Stopping._finish_at_exit>`)."""
+    _unwatched.add(scheduler)
 
 
 @atexit.register
@@ -64,14 +73,19 @@ def _shut_unwatched() -> None:
     rows (those still refused said at WARNING), as the verb's WARNING promised.  A script
     that only calls verbs (an admin process) ends without ``shutdown()``, as scripts do,
     and a verb made in an outage was lost for good, the verb having returned as done.
+    And each one whose first ``shutdown()`` a signal cut short before its last writes
+    (a Ctrl-C that ends the script): those writes, within a bound of their own, its
+    threads not waited for (:meth:`Stopping._finish_at_exit
+    <lldsched.threaded.stopping.Stopping._finish_at_exit>`).
     Not for a crash, ``os._exit`` or a signal's default action, which run no exit hook;
     a forked child's copy stops nothing (:mod:`lldsched.threaded.forked`)."""
     while _unwatched:
-        scheduler = _unwatched.pop()
-        if scheduler._state is not NEW:
-            continue
+        scheduler: Any = _unwatched.pop()  # a Scheduler: Stopping's methods mixed in
         try:
-            cast(Any, scheduler).shutdown()  # Stopping's, mixed into the Scheduler
+            if scheduler._state is NEW:
+                scheduler.shutdown()
+            elif scheduler._state is STOPPED:
+                scheduler._finish_at_exit()
         except Exception:  # (not met) the next one is still shut down
             log.exception("the shutdown at exit of scheduler %r raised", scheduler.name)
 

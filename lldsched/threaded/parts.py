@@ -154,7 +154,8 @@ class SchedulerParts:
     # Set when the first shutdown() returns: a second call made meanwhile waits for it
     # (within its own timeout) before it joins, never closes what the first still uses.
     # _first_over says it (an attribute stored just before: a signal that lands at the
-    # start of set() leaves the flag unset, and a later call then waits for nothing).
+    # start of set() leaves the flag unset; a later call then waits for nothing, and one
+    # already waiting reads it every ASK_EVERY: stopping._first_ended).
     _first_over: bool = False
     _shut_down: Flag
     # The first shutdown() made its last writes (stale rows, a shared store's settles held
@@ -164,6 +165,10 @@ class SchedulerParts:
     # __dict__, and its look-ups cost a registration 320 instructions, a dispatched job
     # 950 (benchmarks/threaded_instructions.py).
     _last_written: bool = False
+    # The tasks whose runs a shutdown cut, kept due (stopping._cut_by_shutdown): not
+    # counted among the runs due by it that it did not start.  Empty on the class, set
+    # on the instance at the first cut (under _lock), as _last_written is.
+    _cut_ids: frozenset[str] = frozenset()
     _timer: threading.Thread | None
 
     if TYPE_CHECKING:  # called across the modules; each is defined in one of them
@@ -179,6 +184,8 @@ class SchedulerParts:
         def _refuse_if_dead(self, verb: str) -> None: ...  # timer
 
         def _settle(self, count: int) -> None: ...  # running
+
+        def _cut_by_shutdown(self, run: Run) -> None: ...  # stopping
 
         def _notify_idle(self) -> None: ...  # running
 

@@ -271,7 +271,7 @@ class RunExecution(SchedulerParts):
                     error = timeout_error(duration, budget)
         if awaitable is not None:
             if awaitable is CUT:  # a shutdown killed its worker process: its task stays due
-                self._core.cut_by_shutdown(run)
+                self._cut_by_shutdown(run)
             elif awaitable is UNSTARTED:  # (rare) shutdown stopped it before a child took it
                 if self._core.unstarted(run):  # its task waits for it, as if never begun
                     self._settle(1)
@@ -279,7 +279,7 @@ class RunExecution(SchedulerParts):
                 # Recorded as it ended: a cut (its task kept due) where its record must be
                 # written, a claim's settle or the last run out of a flight; failed where a
                 # verb settled its task meanwhile, or another run of it is in flight.
-                self._core.cut_by_shutdown(run)
+                self._cut_by_shutdown(run)
             else:
                 refused = self._coroutines.submit(run, started, awaitable)
                 if refused is None:
@@ -292,7 +292,7 @@ class RunExecution(SchedulerParts):
                 finished = self._clock.now()
                 error = refused  # shut down, or its loop could not start: never ran
                 if refused is SHUT_DOWN_UNRUN:  # a shutdown cut it: its task stays due
-                    self._core.cut_by_shutdown(run)
+                    self._cut_by_shutdown(run)
         try:  # free until it raises (3.11)
             record = self._record(run, started, finished, error, result, timed_out)
         except BaseException as exc:  # (rare) a bug, or what the core asked: settled

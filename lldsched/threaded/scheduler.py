@@ -274,7 +274,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             clock_raised=self._clock_failure,
             begin_raised=self._loop_begin_raised,
             put_back=self._queue.put_back,
-            cut=self._core.cut_by_shutdown,
+            cut=self._cut_by_shutdown,
             limit=max_coroutines,
             name=f"{self._thread_prefix}loop",
         )

@@ -23,12 +23,12 @@ from lldsched.checks import shutdown_timeout, wait_seconds
 from lldsched.core import storeuse
 from lldsched.core.names import RUNNABLE
 from lldsched.core.storewrites import say_left_stale
-from lldsched.core.task import Entry, ScheduledTask
+from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER, counted
-from lldsched.threaded.control import watched
-from lldsched.threaded.deadline import Deadline
+from lldsched.threaded.control import unfinished, watched
+from lldsched.threaded.deadline import ASK_EVERY, Deadline
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, NEW, RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.processes import KILLED
@@ -40,6 +40,11 @@ if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it a
 __all__ = ["Stopping"]
 
 log = logging.getLogger(SCHEDULER)
+
+EXIT_WRITES = 2.0
+"""Seconds the interpreter's exit gives the last writes of a shutdown a signal cut short
+(:meth:`Stopping._finish_at_exit`): the rows a store outage left stale, a shared store's
+settles held back; a store that hangs holds the exit no longer."""
 
 
 class Stopping(SchedulerParts):
@@ -72,10 +77,11 @@ class Stopping(SchedulerParts):
         ``timedelta``; ``None``: no bound; a listener
         still inside a call counts); else False, and a warning on the ``lldsched``
         logger names the runs still going and counts the runs due by this call that
-        were not started (a drain out of time, or ``drain=False``), which stay as said
-        above.  A drain out of time that cut every run it did not wait for (coroutines
-        cancelled, worker processes killed) returns True, and counts in a warning all the
-        same the runs due by this call it did not start.  Calling it again waits again
+        were not started (a drain out of time, or ``drain=False``), and apart those it
+        cut mid-run, which stay as said above.  A drain out of time that cut every run it
+        did not wait for (coroutines cancelled, worker processes killed) returns True,
+        and counts in a warning all the same the runs due by this call it did not start
+        (and those it cut).  Calling it again waits again
         (up to its own ``timeout``) for a run still in flight.  A call made while another
         is still shutting down waits for that one first (within its own ``timeout``), so it never
         cuts the other's drain short; from an action, a listener or a coroutine (which
@@ -135,7 +141,9 @@ class Stopping(SchedulerParts):
         finally:
             if found is not None and found is not STOPPED:  # the first call, however it ends
                 try:
-                    if not self._writes_left():  # else a second shutdown() makes them
+                    if self._writes_left():  # a second shutdown() makes them, or the exit
+                        unfinished(self)
+                    else:
                         self._let_store_go()
                 finally:
                     # An attribute first: a signal can land at the start of a call
@@ -147,25 +155,40 @@ class Stopping(SchedulerParts):
         """A shutdown() after the first: wait for the first to end, then for what it left
         running; the last writes made and the store let go too, should a signal have cut
         the first short before them (:meth:`_last_writes`)."""
-        if not self._first_over:  # the first is still going: it goes first
-            if self._own_thread():  # which may be waiting for this very thread
-                return False
-            self._shut_down.wait(deadline.remaining())
-            if not self._first_over:
-                return False
+        if not self._first_over and not self._first_ended(deadline):
+            return False
         with self._leases_kept(deadline):
             self._join(deadline)
         flushing = self._writes_left() and self._last_writes(deadline)
         self._let_store_go()
         return not self._threads_alive() and not flushing
 
+    def _first_ended(self, deadline: Deadline) -> bool:
+        """Wait, within ``deadline``, for the first shutdown() still going to end: False if
+        it did not, or if the caller is one of this scheduler's own threads (which the
+        first may be waiting for).  Woken by the first's ``_shut_down.set()``, and
+        re-reading ``_first_over`` every :data:`ASK_EVERY` all the same: a signal that
+        lands at the start of that ``set()`` (a Ctrl-C on the main thread, the first's)
+        leaves the flag unset, the attribute stored, and this call, on another thread,
+        waited its whole timeout (for ever with ``timeout=None``) for a first that had
+        ended."""
+        if self._own_thread():
+            return False
+        while not self._first_over:
+            left = deadline.remaining()
+            if left == 0.0:
+                return False
+            self._shut_down.wait(ASK_EVERY if left is None else min(left, ASK_EVERY))
+        return True
+
     def _writes_left(self) -> bool:
         """The first shutdown() ended before its last writes (:meth:`_last_writes`: a
         signal, Ctrl-C or a SIGTERM handler's ``sys.exit``, cut it short) and there is
         something for them to write: the rows a store outage left stale, a shared
         store's settles held back.  The store is not let go then: a second shutdown()
-        makes them first (and another scheduler given the store meanwhile is refused,
-        as while this one ran: :mod:`lldsched.core.storeuse`)."""
+        makes them first, or else the interpreter's exit (:meth:`_finish_at_exit`); and
+        another scheduler given the store meanwhile is refused, as while this one ran
+        (:mod:`lldsched.core.storeuse`)."""
         if self._last_written:
             return False
         writes = self._core.store_writes
@@ -180,6 +203,19 @@ class Stopping(SchedulerParts):
         flushing = self._flush_store(deadline)
         self._last_written = True
         return flushing
+
+    def _finish_at_exit(self) -> None:
+        """At the interpreter's exit (:func:`~lldsched.threaded.control._shut_unwatched`),
+        the last writes a signal kept the first shutdown() from, when no second one made
+        them (:meth:`_writes_left`): a script a Ctrl-C ended in its shutdown.  Within
+        :data:`EXIT_WRITES` seconds, the threads not waited for (a run still in flight
+        ends with the process, as without a shutdown: a durable store runs it again at
+        the next start), then the store let go.  Nothing if the first is still going
+        (on another thread) or the writes were made."""
+        if not self._first_over or not self._writes_left():
+            return
+        self._last_writes(Deadline(EXIT_WRITES))
+        self._let_store_go()
 
     def _let_store_go(self) -> None:
         """Another scheduler may run on the store now (:mod:`lldsched.core.storeuse`).
@@ -393,7 +429,7 @@ class Stopping(SchedulerParts):
         ``shutdown()``'s docstring says of them.  The runs are read under the lock, taken
         within what is left of ``deadline``; a lock still held then is said instead."""
         going: list[str] | None = None
-        unstarted = 0
+        unstarted = (0, 0)
         with deadline.holding(self._lock) as hold:
             if hold.held:
                 tasks = self._core.tasks.values()
@@ -407,8 +443,8 @@ class Stopping(SchedulerParts):
             ]
         else:
             left = [f"runs still going: {', '.join(going)}"] if going else []
-            if unstarted:
-                left.append(_not_started(unstarted))
+            if any(unstarted):
+                left.append(_not_started(*unstarted))
         if self._dispatcher.busy:
             left.append("listeners still receiving events")
         if self._coroutines.calls_running:
@@ -431,14 +467,28 @@ class Stopping(SchedulerParts):
         process killed: each said by its run's line).  Read under the lock, taken within
         what is left of ``deadline`` (nothing is said if it stays held)."""
         with deadline.holding(self._lock) as hold:
-            unstarted = self._unstarted(due_by) if hold.held else 0
-        if unstarted:
-            log.warning(said + " %s", *args, _not_started(unstarted))
+            unstarted = self._unstarted(due_by) if hold.held else (0, 0)
+        if any(unstarted):
+            log.warning(said + " %s", *args, _not_started(*unstarted))
 
-    def _unstarted(self, due_by: float) -> int:
+    def _unstarted(self, due_by: float) -> tuple[int, int]:
         """How many registered tasks, not running, are due by ``due_by`` (caller holds
-        the lock): the runs a shutdown did not start."""
-        return sum(1 for t in self._core.tasks.values() if not t.running and _due(t, due_by))
+        the lock), in two counts: the runs a shutdown did not start, and those it started
+        and cut (:meth:`_cut_by_shutdown`: due again at their slot, each said by its
+        run's own line, "stopped: CancelledError: scheduler shut down")."""
+        cut = self._cut_ids
+        left = [t.id in cut for t in self._core.tasks.values() if not t.running and _due(t, due_by)]
+        return len(left) - sum(left), sum(left)
+
+    def _cut_by_shutdown(self, run: Run) -> None:
+        """The shutdown cut ``run`` (a coroutine cancelled, a worker process killed, an
+        awaitable the closed loop refused): the core keeps its task due
+        (:meth:`SchedulerCore.cut_by_shutdown
+        <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), and the task is noted, so
+        that the shutdown's warning counts it as cut, not among the runs due by it that it
+        did not start (:meth:`_unstarted`; caller holds the lock)."""
+        self._cut_ids = self._cut_ids | {run.task.id}
+        self._core.cut_by_shutdown(run)
 
     def _drain(self, instant: float, deadline: Deadline, kill_at: Deadline) -> bool:
         """Hand the workers every entry due at or before ``instant``, as room frees, and
@@ -663,11 +713,20 @@ class Stopping(SchedulerParts):
         return any(_due(task, until) for task in self._core.tasks.values())
 
 
-def _not_started(count: int) -> str:
-    """What a shutdown's warning says of the ``count`` runs due by it that it did not start."""
+def _not_started(unstarted: int, cut: int) -> str:
+    """What a shutdown's warning says of the runs due by it left due: ``unstarted`` it did
+    not start, ``cut`` it started and cut (a coroutine cancelled, a worker process
+    killed).  Before, a cut run was counted "not started", beside its own line saying it
+    was stopped."""
+    if not cut:
+        said = f"{counted(unstarted, 'run')} due by the shutdown not started"
+    elif not unstarted:
+        said = f"{counted(cut, 'run')} due by the shutdown cut mid-run"
+    else:
+        said = f"{counted(unstarted, 'run')} due by the shutdown not started and {cut} cut mid-run"
     return (
-        f"{counted(count, 'run')} due by the shutdown not started (they stay SCHEDULED or "
-        "RETRYING with their due time, for a durable store to recover)"
+        f"{said} (they stay SCHEDULED or RETRYING with their due time, for a durable store "
+        "to recover)"
     )
 
 
