@@ -20,6 +20,7 @@ as they are asked.
 
 from __future__ import annotations
 
+import contextlib
 import reprlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -230,14 +231,25 @@ class SimulationPlayer:
 
     def _press(self, label: str, action: Callable[[], None]) -> None:
         """A button's callback: ``action``, and what the simulation refuses (a simulation
-        shut down, a model's error) said under the table, as the "run until" box says its
-        refusals: out of a callback, ipywidgets logs it where the user does not look.  A
-        closed player raises (:meth:`_check_open`): nothing is said under a closed table."""
+        shut down) said under the table, as the "run until" box says its refusals: out of
+        a callback, ipywidgets logs it where the user does not look.  Any other exception
+        (a duration model, a listener, the chart that raised) is said there too, with its
+        traceback (:meth:`ControlPanel.say_failed
+        <lldsched.views.panel.ControlPanel.say_failed>`), on whichever thread the press
+        ran: queued to the kernel's thread it went to the kernel's log.  The player is
+        then redrawn as the failed press left the simulation, and the next press acts.
+        A closed player raises (:meth:`_check_open`): nothing is said under a closed
+        table."""
         self._check_open(label)
         try:
             action()
         except LldschedError as exc:
             self.table.say(f"{label}: {exc}")
+        except Exception as exc:
+            self.table.say_failed(label, exc)
+            self.last_step.value = ""
+            with contextlib.suppress(Exception):  # what failed may be the drawing itself
+                self._refresh()
 
     def _until_typed(self, change: dict[str, Any]) -> None:
         """The box's text was committed (Enter, or leaving it): run until it, unless it
@@ -385,8 +397,8 @@ class SimulationPlayer:
         if self.last_step.value:
             lines.append(text_of(self.last_step.value))
         lines.append(self.table.to_text())
-        if self.table.message.value:
-            lines.append(text_of(self.table.message.value))
+        if self.table.said:
+            lines.append(self.table.said)
         return "\n".join(lines)
 
     def __str__(self) -> str:  # print(player)
