@@ -153,7 +153,12 @@ def test_a_queued_press_that_raises_is_said_under_the_table_and_the_next_press_a
     async def in_a_kernel() -> None:
         asyncio.get_running_loop().set_exception_handler(lambda _loop, said: logged.append(said))
         player = SimulationPlayer(sim, chart=False)
-        on_a_subshell(lambda: [player.buttons["step"].click() for _ in range(3)])
+
+        def press_three() -> None:
+            for _ in range(3):
+                player.buttons["step"].click()
+
+        on_a_subshell(press_three)
         await between_cells(lambda: bool(player.table.said))
         said = player.table.said
         assert said.startswith("step failed: ValueError: the duration model broke\n"), said
