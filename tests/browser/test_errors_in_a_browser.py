@@ -10,9 +10,9 @@ and the next press steps on; none of it goes to the server's log only."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from tests.browser.servers import (
@@ -64,11 +64,16 @@ LAST = 'print("the last cell")'
 
 
 def notebook(folder: Path) -> Path:
+    """A notebook of the three cells, unrun (nbformat 4, as Lab and Voila read it)."""
     folder.mkdir()
-    cells = [nbformat.v4.new_code_cell(source) for source in (CONTROLS, PLAYER, LAST)]
-    kernel = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
-    made = nbformat.v4.new_notebook(cells=cells, metadata=kernel)  # Lab asks for none
-    nbformat.write(made, folder / "errors.ipynb")
+    cells: list[dict[str, object]] = [
+        {"cell_type": "code", "execution_count": None, "id": f"cell-{index}", "metadata": {},
+         "outputs": [], "source": source}
+        for index, source in enumerate((CONTROLS, PLAYER, LAST))
+    ]  # fmt: skip
+    kernel = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    made = {"cells": cells, "metadata": {"kernelspec": kernel}, "nbformat": 4, "nbformat_minor": 5}
+    (folder / "errors.ipynb").write_text(json.dumps(made))  # Lab asks for no kernel
     return folder
 
 
