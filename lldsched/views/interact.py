@@ -242,8 +242,10 @@ def _controls(
 def _captured() -> Iterator[Any]:
     """What the function prints and displays, kept in the kernel, as IPython's
     ``capture_output`` keeps it, with a display publisher the kernel can still set a
-    parent on (:func:`_publisher_class`).  Outside IPython ``display`` prints, so it is
-    caught as text."""
+    parent on (:func:`_publisher_class`), and what IPython would show through the
+    shell's ``showtraceback`` meanwhile kept in its place (:func:`_kept_in`).  Outside
+    IPython ``display`` prints, and a representation that raised prints its traceback,
+    so both are caught as text."""
     from IPython import get_ipython
     from IPython.core.displayhook import CapturingDisplayHook
 
@@ -257,6 +259,7 @@ def _captured() -> Iterator[Any]:
         shell.display_pub = publisher
         hook_of = CapturingDisplayHook  # IPython has no hints here:
         sys.displayhook = hook_of(shell=shell, outputs=publisher.outputs)  # type: ignore[no-untyped-call]
+        own = vars(shell).get("showtraceback")  # None: the class's, as in every kernel
         shell.showtraceback = _kept_in(publisher.outputs)  # this instance's, for the call
     try:
         yield _Capture(stdout, stderr, publisher.outputs)
@@ -265,7 +268,10 @@ def _captured() -> Iterator[Any]:
         if kernels is not None:
             shell.display_pub = kernels
             sys.displayhook = hook
-            del shell.showtraceback  # the class's again
+            if own is None:
+                del shell.showtraceback  # the class's again
+            else:
+                shell.showtraceback = own
 
 
 class _Capture:
