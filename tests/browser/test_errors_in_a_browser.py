@@ -23,24 +23,9 @@ from tests.browser.servers import (
     served,
     where_it_stands,
 )
+from tests.test_interact import DRAW
 
-CONTROLS = """\
-from lldsched.views.interact import interact
-
-class Shown:
-    def __init__(self, x):
-        self.x = x
-    def _repr_html_(self):
-        if self.x == 1:
-            raise ValueError("its html broke")
-        return f"<b>shown {self.x}</b>"
-
-def draw(x=0):
-    if x == 2:
-        raise ZeroDivisionError("x is 2")
-    return Shown(x)
-
-interact(draw, x=[0, 1, 2]);"""
+CONTROLS = f"{DRAW}\ninteract(draw, x=[0, 1, 2]);"
 
 PLAYER = """\
 from datetime import UTC, datetime
