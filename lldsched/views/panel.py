@@ -92,9 +92,6 @@ _ERROR_DISCLOSURE = (
     '<div style="line-height: 1.4; white-space: pre-wrap; overflow-wrap: anywhere; '
     'padding-bottom: 4px">{whole}</div></details>'
 )
-# On screen the controls come right after the task's name, so they stay in view in a
-# narrow cell and never move when a value changes; the cells whose text changes have
-# fixed widths, and the last error (cut, the whole text a click away) comes last.
 # A press that failed (a bug, not a refusal: a duration model that raised) is said under
 # the table, its traceback a click away (the same disclosure as a last error's).
 _FAILURE_DISCLOSURE = (
@@ -102,6 +99,9 @@ _FAILURE_DISCLOSURE = (
     '<pre style="white-space: pre-wrap; overflow-wrap: anywhere; margin: 2px 0 4px; '
     'font-size: 0.85em; line-height: 1.3">{traceback}</pre></details>'
 )
+# On screen the controls come right after the task's name, so they stay in view in a
+# narrow cell and never move when a value changes; the cells whose text changes have
+# fixed widths, and the last error (cut, the whole text a click away) comes last.
 _SHOWN = ("task", "controls", "status", "next run", "runs", "ok", "failed", "last error")
 _GRID_COLUMNS = "max-content max-content 5.5em 11em 3.5em 3.5em 3.5em minmax(8em, 20em)"
 

@@ -412,9 +412,11 @@ class SimulationPlayer:
         shortest = (span[1] - span[0]) * SHORT_RUN
         every = self.short_mark_every()
         marked: dict[tuple[str, int], ExecutionRecord] = {}
-        for record in records:  # in start order within a lane: the first of a cell kept
+        for record in records:
             if record.finished - record.started < shortest and record.name in lanes:
-                marked.setdefault((record.name, int(record.started // every)), record)
+                cell = (record.name, int(record.started // every))
+                if cell not in marked or record.started < marked[cell].started:
+                    marked[cell] = record  # the cell's first
         if not marked:
             return
         runs = list(marked.values())
