@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,6 +24,7 @@ from lldsched.errors import ValidationError
 from lldsched.views import interact as interact_module
 from lldsched.views.interact import Interaction, interact
 
+ROOT = Path(__file__).resolve().parent.parent
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SHOWN = ("value", "min", "max", "step", "description", "options", "_options_labels")
 
@@ -277,3 +282,89 @@ def test_the_kernel_can_set_a_parent_on_its_publisher_while_the_function_runs(
     assert kernels.parents == [{"msg_id": "comm-0"}, {"msg_id": "comm-2"}]
     assert shell.display_pub is kernels  # given back after each call
     assert shown.output.outputs == ({"output_type": "stream", "name": "stdout", "text": "ran 2\n"},)
+
+
+DRAW = """\
+from lldsched.views.interact import interact
+
+class Shown:
+    def __init__(self, x):
+        self.x = x
+    def _repr_html_(self):
+        if self.x == 1:
+            raise ValueError("its html broke")
+        return f"<b>shown {self.x}</b>"
+
+def draw(x=0):
+    if x == 2:
+        raise ZeroDivisionError("x is 2")
+    return Shown(x)
+"""
+"""A function whose call raises at 2 (line 13 of its cell), and whose return value's
+HTML raises at 1 (IPython catches that one): shared with the browser's test."""
+
+LATER_CALLS = f"{DRAW}\nimport threading\n\nshown = interact(draw, x=(0, 5))"
+
+
+def test_a_later_call_that_raises_shows_once_in_the_box_as_a_cells_error_in_a_kernel() -> None:
+    """In a real kernel, a change made off the kernel's thread (a JupyterLab subshell's) is
+    called between cells.  A return value whose ``_repr_html_`` raised: IPython shows that
+    through the shell's ``showtraceback``, which sent it to the page under the cell that
+    ran last (a cell below the controls), not the box.  It is in the box now, once, in
+    its place; and a function that raised reads as a cell's error does (IPython's
+    traceback: "Cell In[1], line 13"), as ``ipywidgets.interact`` shows it."""
+    from jupyter_client.manager import start_new_kernel
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    manager, client = start_new_kernel(kernel_name="python3", env=env)
+    heard: list[dict[str, Any]] = []
+
+    def run(code: str) -> None:
+        request = client.execute(code)
+        while True:
+            message = client.get_iopub_msg(timeout=60)
+            heard.append(message)
+            state = message["content"].get("execution_state")
+            if state == "idle" and message["parent_header"].get("msg_id") == request:
+                return
+
+    def box() -> list[dict[str, Any]]:
+        request = client.execute("import json; print(json.dumps(shown.output.outputs))")
+        reply = ""
+        while True:
+            message = client.get_iopub_msg(timeout=60)
+            if message["parent_header"].get("msg_id") != request:
+                continue
+            if message["header"]["msg_type"] == "stream":
+                reply += message["content"]["text"]
+            if message["content"].get("execution_state") == "idle":
+                return list(json.loads(reply))
+
+    try:
+        run(LATER_CALLS)
+        for value, raised in ((1, "ValueError"), (2, "ZeroDivisionError")):
+            # a change on a thread of its own, as a subshell's; then a cell after it
+            run(f"changing = threading.Thread(target=setattr, args=(shown.controls['x'], "
+                f"'value', {value})); changing.start(); changing.join()")  # fmt: skip
+            run("print('a cell after it')")
+            for _ in range(50):  # the loop runs the call between cells: soon, or now
+                outputs = box()
+                if any(output.get("ename") == raised for output in outputs):
+                    break
+            errors = [output for output in outputs if output["output_type"] == "error"]
+            assert len(errors) == 1, outputs
+            (error,) = errors
+            if value == 1:
+                assert (error["ename"], error["evalue"]) == ("ValueError", "its html broke")
+                assert outputs[-1]["data"]["text/plain"].startswith("<__main__.Shown")
+            else:
+                assert (error["ename"], error["evalue"]) == ("ZeroDivisionError", "x is 2")
+                assert outputs == [error]
+                text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error["traceback"]))  # colours
+                assert re.search(r"Cell In\[\d+\], line 13, in draw", text), text
+                assert 'raise ZeroDivisionError("x is 2")' in text
+        sent = [m for m in heard if m["header"]["msg_type"] in ("error", "stream")]
+        assert [m["header"]["msg_type"] for m in sent] == ["stream", "stream"], sent  # the prints
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)

@@ -445,3 +445,40 @@ def test_the_charts_words_reach_the_page_without_breaking_its_view() -> None:
     assert state["tooltip"].startswith("Chart: ")
     assert state.get("description") == ""
     player.close()
+
+
+def test_past_detail_runs_a_lane_of_short_runs_keeps_a_diamond_every_ninetieth_of_the_window() -> (
+    None
+):
+    """A heartbeat of one-second runs every minute beside a busy job: past 200 runs in the
+    window the chart marked no short run (gantt's rule for its own charts), and the
+    heartbeat's lane went blank, its bars a fiftieth of a pixel wide.  It keeps one
+    diamond per 4 minutes (a ninetieth of six hours) that holds a run, in its colour,
+    at that run's start, and the key says so."""
+    sim = Simulation(workers=2, start=START)
+    sim.schedule("heartbeat", FixedRate(60), duration=fixed(1))
+    sim.schedule("job", FixedRate(120), duration=fixed(60))
+    player = SimulationPlayer(sim)
+    player.advance(3 * 3600)  # 181 beats and 91 jobs (one of each in flight): 272 runs
+    ax = rendered_axes(player)
+    marks: Any
+    (marks,) = [c for c in ax.collections if c.get_gid() == "short_runs"]
+    lanes = {
+        label.get_text(): y for y, label in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)
+    }
+    at = np.asarray(marks.get_offsets())
+    on_beats = at[:, 1] == lanes["heartbeat"]
+    days = at[on_beats, 0]
+    ran = [*sim.records(), *player.in_flight()]  # the beat starting now too
+    beats = sorted(r.started for r in ran if r.name == "heartbeat")
+    firsts = sorted({int(at // 240): at for at in reversed(beats)}.values())
+    assert np.allclose(days, np.array(firsts) / 86400)  # each cell's first beat
+    assert len(days) == 46  # 45 cells in three hours, and 03:00's beat in flight
+    legend = ax.get_legend()
+    assert legend is not None
+    keys = [text.get_text() for text in legend.get_texts()]
+    assert keys[-1] == "a run too short for a bar\n(one per 4 min a lane at most;\ntask's colour)"
+    beat_key: Any = legend.legend_handles[keys.index("heartbeat")]
+    assert np.allclose(marks.get_facecolors()[on_beats], beat_key.get_facecolor())
+    assert player.short_mark_every() == 240.0
+    player.close()

@@ -132,3 +132,71 @@ def test_a_threaded_schedulers_panel_acts_at_once_on_any_thread() -> None:
             panel.close()
 
         asyncio.run(in_a_kernel())
+
+
+def test_a_queued_press_that_raises_is_said_under_the_table_and_the_next_press_acts() -> None:
+    """A press handed to the kernel's loop whose step raised (a duration model's bug) went
+    to the loop's exception handler: the kernel's log, the terminal running Jupyter.  It
+    is said under the player's table, with its traceback, and the next press steps on."""
+    sim = Simulation(workers=1, start=START)
+    calls: list[int] = []
+
+    def breaks_once(*_args: object) -> float:
+        calls.append(1)
+        if len(calls) == 2:
+            raise ValueError("the duration model broke")
+        return 30.0
+
+    sim.schedule("tick", FixedRate(600), duration=breaks_once)
+    logged: list[dict[str, object]] = []
+
+    async def in_a_kernel() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, said: logged.append(said))
+        player = SimulationPlayer(sim, chart=False)
+
+        def press_three() -> None:
+            for _ in range(3):
+                player.buttons["step"].click()
+
+        on_a_subshell(press_three)
+        await between_cells(lambda: bool(player.table.said))
+        said = player.table.said
+        assert said.startswith("step failed: ValueError: the duration model broke\n"), said
+        assert 'raise ValueError("the duration model broke")' in said  # its traceback
+        assert "<details>" in player.table.message.value  # opened by a click
+        assert "the duration model broke" in player.to_text()
+        assert calls == [1, 1]  # the third press (the second run's start) raised
+        assert logged == []  # nothing for the kernel's log
+        player.buttons["step"].click()  # and the next press, on the kernel's thread, acts
+        assert player.last_step.value.startswith("last step: tick started")
+        player.close()
+
+    asyncio.run(in_a_kernel())
+
+
+def test_a_panels_press_that_raises_is_said_under_its_table() -> None:
+    """The control panel's too: a runtime's verb that raised something other than the
+    package's refusals (a bug; here a simulation made to break on pause)."""
+
+    class Broken(Simulation):
+        def pause(self, task_id: str) -> bool:
+            raise RuntimeError(f"pause broke on {task_id}")
+
+    sim = Broken(workers=1, start=START)
+    tick = sim.schedule("tick", FixedRate(600), duration=fixed(30))
+    logged: list[dict[str, object]] = []
+
+    async def in_a_kernel() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, said: logged.append(said))
+        panel = ControlPanel(sim)
+        on_a_subshell(lambda: panel.button(tick.id, "pause").click())
+        await between_cells(lambda: bool(panel.said))
+        assert panel.said.startswith("pause tick failed: RuntimeError: pause broke on task-1\n")
+        assert "Traceback (most recent call last)" in panel.said
+        assert logged == []
+        assert panel.row(tick.id)["status"] == "scheduled"
+        panel.button(tick.id, "cancel").click()  # the next press acts
+        assert panel.said.startswith("cancel tick: cancelled")
+        panel.close()
+
+    asyncio.run(in_a_kernel())

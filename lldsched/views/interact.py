@@ -45,7 +45,13 @@ shows when it is displayed or returned (the package's figures draw themselves); 
 ``interact``, pyplot's pending figures are not flushed into the box.  The first
 call happens in :func:`interact` and its exception propagates, so a broken function
 fails the cell (and the notebook's test); an exception from a later change is shown in
-the box as a traceback, as ``interact`` shows it.
+the box, once, in the place it happened (after what was displayed before it), its
+traceback as the notebook shows a cell's (IPython's: "Cell In[3], line 2", in colour),
+as ``interact`` shows it (jupyter-widgets/ipywidgets#1155: a traceback is the box's
+output like any other, replaced by the next call's).  So is one IPython catches itself
+and shows through the shell's ``showtraceback`` (a ``_repr_html_`` of the return value,
+or of something displayed, that raised): the kernel sent that one under the cell that
+ran last, below the controls, which a queued call is not part of.
 
 ipywidgets is imported on first use, through
 :func:`lldsched.views.widgetkit.require_ipywidgets` (its error names the extra to install).
@@ -61,6 +67,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from io import StringIO
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from lldsched.errors import ValidationError
@@ -125,7 +132,6 @@ class Interaction:
         """Call the function with the controls' values and show what it printed,
         displayed and returned in :attr:`output`, replacing what was there.  An
         exception propagates when ``raising``, else its traceback is what is shown."""
-        shown: list[Output] = []
         with _captured() as captured:
             try:
                 self.result = self.function(**self.values())
@@ -133,16 +139,12 @@ class Interaction:
                 if raising:
                     raise
                 self.result = None
-                failure: Exception | None = exc
+                captured.outputs.append(_Failed(exc, _below(exc, 1)))  # not update's frame
             else:
-                failure = None
-        shown.extend(_streams(captured))
-        shown.extend(_display_data(data, metadata) for data, metadata in _displayed(captured))
-        if failure is not None:
-            shown.append(_error(failure))
-        elif self.result is not None:
-            shown.append(_display_data(*_formatted(self.result)))
-        self.output.outputs = tuple(shown)
+                if self.result is not None:  # formatted in the capture: see _captured
+                    data, metadata = _formatted(self.result)
+                    captured.outputs.append({"data": data, "metadata": metadata})
+        self.output.outputs = (*_streams(captured), *_displayed(captured))
 
     def _changed(self, _change: object) -> None:
         self._changes.request()  # on the kernel's thread, now or between cells
@@ -240,11 +242,12 @@ def _controls(
 def _captured() -> Iterator[Any]:
     """What the function prints and displays, kept in the kernel, as IPython's
     ``capture_output`` keeps it, with a display publisher the kernel can still set a
-    parent on (:func:`_publisher_class`).  Outside IPython ``display`` prints, so it is
-    caught as text."""
+    parent on (:func:`_publisher_class`), and what IPython would show through the
+    shell's ``showtraceback`` meanwhile kept in its place (:func:`_kept_in`).  Outside
+    IPython ``display`` prints, and a representation that raised prints its traceback,
+    so both are caught as text."""
     from IPython import get_ipython
     from IPython.core.displayhook import CapturingDisplayHook
-    from IPython.utils.capture import CapturedIO
 
     shell = get_ipython()
     stdout, stderr = StringIO(), StringIO()
@@ -256,13 +259,60 @@ def _captured() -> Iterator[Any]:
         shell.display_pub = publisher
         hook_of = CapturingDisplayHook  # IPython has no hints here:
         sys.displayhook = hook_of(shell=shell, outputs=publisher.outputs)  # type: ignore[no-untyped-call]
+        own = vars(shell).get("showtraceback")  # None: the class's, as in every kernel
+        shell.showtraceback = _kept_in(publisher.outputs)  # this instance's, for the call
     try:
-        yield CapturedIO(stdout, stderr, publisher.outputs)
+        yield _Capture(stdout, stderr, publisher.outputs)
     finally:
         sys.stdout, sys.stderr = streams
         if kernels is not None:
             shell.display_pub = kernels
             sys.displayhook = hook
+            if own is None:
+                del shell.showtraceback  # the class's again
+            else:
+                shell.showtraceback = own
+
+
+class _Capture:
+    """What a call printed (``stdout``, ``stderr``) and, in order, what it displayed (the
+    publisher's dicts, its ``data`` and ``metadata``), returned (a dict alike)
+    and raised (:class:`_Failed`): ``outputs``, the publisher's own list."""
+
+    def __init__(self, stdout: StringIO, stderr: StringIO, outputs: list[Any]) -> None:
+        self._stdout, self._stderr, self.outputs = stdout, stderr, outputs
+
+    @property
+    def stdout(self) -> str:
+        return self._stdout.getvalue()
+
+    @property
+    def stderr(self) -> str:
+        return self._stderr.getvalue()
+
+
+class _Failed:
+    """An exception the call raised, or that IPython caught and would have shown (a
+    representation that raised), kept in the capture's outputs in its place: written
+    into the box as an error output (:func:`_error`)."""
+
+    def __init__(self, exc: BaseException, tb: TracebackType | None) -> None:
+        self.exc, self.tb = exc, tb
+
+
+def _kept_in(outputs: list[Any]) -> Callable[..., None]:
+    """The shell's ``showtraceback`` while the function runs: IPython calls it for an
+    exception it catches and shows (a ``_repr_html_`` that raised, when the return
+    value or a ``display()`` is formatted), and the kernel's would send it to the page
+    under the parent of the moment: the cell that ran last, not the box (a queued call
+    runs between cells).  Kept with the outputs, in its place, instead."""
+
+    def showtraceback(exc_tuple: Any = None, *_args: Any, **_kwargs: Any) -> None:
+        _kind, exc, tb = exc_tuple if exc_tuple is not None else sys.exc_info()
+        if exc is not None:
+            outputs.append(_Failed(exc, tb))
+
+    return showtraceback
 
 
 @functools.cache
@@ -296,8 +346,14 @@ def _streams(captured: Any) -> list[Output]:
     ]
 
 
-def _displayed(captured: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    return [(dict(shown.data), dict(shown.metadata or {})) for shown in captured.outputs]
+def _displayed(captured: Any) -> list[Output]:
+    """What was displayed, returned and raised, in the order it happened."""
+    return [
+        _error(shown.exc, shown.tb)
+        if isinstance(shown, _Failed)
+        else _display_data(dict(shown["data"]), dict(shown.get("metadata") or {}))
+        for shown in captured.outputs
+    ]
 
 
 def _formatted(value: object) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -323,13 +379,28 @@ def _display_data(data: dict[str, Any], metadata: dict[str, Any]) -> Output:
     return {"output_type": "display_data", "data": encoded, "metadata": metadata}
 
 
-def _error(exc: Exception) -> Output:
-    """An error output: the traceback from the function down (not :meth:`update`)."""
-    below_update = exc.__traceback__.tb_next if exc.__traceback__ else None
-    lines = traceback.format_exception(type(exc), exc, below_update)
+def _below(exc: BaseException, frames: int) -> TracebackType | None:
+    """``exc``'s traceback without its first ``frames`` frames (those of this module)."""
+    tb = exc.__traceback__
+    for _ in range(frames):
+        tb = tb.tb_next if tb is not None else None
+    return tb
+
+
+def _error(exc: BaseException, tb: TracebackType | None) -> Output:
+    """An error output of ``exc`` from ``tb`` down, its traceback as the notebook shows a
+    cell's (IPython's: "Cell In[3], line 2", the lines around each, in colour), which is
+    what ``ipywidgets.interact`` shows in its box; outside IPython, Python's own."""
+    from IPython import get_ipython
+
+    formatter = getattr(get_ipython(), "InteractiveTB", None)
+    if formatter is not None:
+        lines = formatter.structured_traceback(type(exc), exc, tb, tb_offset=0)
+    else:
+        lines = "".join(traceback.format_exception(type(exc), exc, tb)).splitlines()
     return {
         "output_type": "error",
         "ename": type(exc).__name__,
         "evalue": str(exc),
-        "traceback": "".join(lines).splitlines(),
+        "traceback": list(lines),
     }

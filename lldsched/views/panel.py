@@ -39,6 +39,7 @@ import asyncio
 import contextlib
 import reprlib
 import threading
+import traceback
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
@@ -90,6 +91,13 @@ _ERROR_DISCLOSURE = (
     'overflow: hidden; text-overflow: ellipsis; white-space: nowrap">{cut}</summary>'
     '<div style="line-height: 1.4; white-space: pre-wrap; overflow-wrap: anywhere; '
     'padding-bottom: 4px">{whole}</div></details>'
+)
+# A press that failed (a bug, not a refusal: a duration model that raised) is said under
+# the table, its traceback a click away (the same disclosure as a last error's).
+_FAILURE_DISCLOSURE = (
+    '<details><summary style="cursor: pointer">{summary}</summary>'
+    '<pre style="white-space: pre-wrap; overflow-wrap: anywhere; margin: 2px 0 4px; '
+    'font-size: 0.85em; line-height: 1.3">{traceback}</pre></details>'
 )
 # On screen the controls come right after the task's name, so they stay in view in a
 # narrow cell and never move when a value changes; the cells whose text changes have
@@ -243,6 +251,7 @@ class ControlPanel:
         )
         self.message = widgets.HTML()
         self.message.add_class("lldsched-message")
+        self._said = ""  # the message as text (what to_text writes)
         # Its value comes on Enter (or on leaving the box), not per keystroke.  The hint
         # is in the placeholder: ipywidgets 8.1 renders a Text's tooltip nowhere once it
         # has a description (jupyter-widgets/ipywidgets#3964; docs/DECISIONS.md).
@@ -382,7 +391,31 @@ class ControlPanel:
         longer replaces it."""
         with self._render:
             self._watch = None
+            self._said = text
             self.message.value = plain(text)
+
+    def say_failed(self, what: str, exc: BaseException) -> None:
+        """Show under the table that ``what`` (a press: ``"step"``, ``"pause tick"``)
+        failed with ``exc``, a bug rather than a refusal (a duration model or a listener
+        that raised): its type and text on a line, its traceback opened under it by a
+        click.  A callback's exception otherwise goes where a learner does not look:
+        the kernel's log (a press queued to the kernel's thread), or JupyterLab's log
+        console (a press run at once)."""
+        summary = f"{what} failed: {type(exc).__name__}: {exc}"
+        lines = "".join(traceback.format_exception(exc)).rstrip()
+        with self._render:
+            self._watch = None
+            self._said = f"{summary}\n{lines}"
+            self.message.value = _FAILURE_DISCLOSURE.format(
+                summary=plain(summary), traceback=plain(lines)
+            )
+
+    @property
+    def said(self) -> str:
+        """The message under the table, as text ("" when there is none); a failure's
+        with its traceback."""
+        with self._render:
+            return self._said
 
     def take_back(self, text: str) -> None:
         """Clear the message under the table if it still says ``text`` (as :meth:`say`
@@ -391,12 +424,14 @@ class ControlPanel:
         with self._render:
             if self.message.value == plain(text):
                 self.message.value = ""
+                self._said = ""
 
     def _follow_redrive(self, watch: RedriveWatch, task: ScheduledTask) -> None:
         """Say how the redriven task's re-run ended, once it has (under ``_render``)."""
         outcome = watch.outcome(task, when=self._when)
         if outcome is not None:
             said, watching = outcome
+            self._said = said
             self.message.value = plain(said)
             if not watching:
                 self._watch = None
@@ -421,6 +456,10 @@ class ControlPanel:
                 changed = getattr(self._source, verb)(task_id)
             except LldschedError as exc:
                 self.say(f"{verb} {name}: {exc}")
+                return
+            except Exception as exc:  # a bug (a listener that raised): said, not logged
+                self.say_failed(f"{verb} {name}", exc)
+                self.refresh([task_id])  # the row as the failed verb left it
                 return
             # Read again, as the verb left it; a task the verb finished may be retired
             # already (retain_finished=0): then the one read before names it (a verb

@@ -20,6 +20,7 @@ as they are asked.
 
 from __future__ import annotations
 
+import contextlib
 import reprlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -44,7 +45,12 @@ from lldsched.views.widgetkit import (
     when,
 )
 
-__all__ = ["MAX_TYPED_RUN", "SimulationPlayer"]
+__all__ = ["MAX_TYPED_RUN", "SHORT_MARK_CELLS", "SimulationPlayer"]
+
+SHORT_MARK_CELLS = 90
+"""Past ``DETAIL_RUNS`` runs, the player's chart marks a lane's runs too short for a
+bar with one diamond per ninetieth of its ``window`` at most (4 minutes of six hours:
+about seven pixels apart, the diamonds distinct), where ``gantt`` marks none."""
 
 MAX_TYPED_RUN = timedelta(days=31)
 """How far past the simulated instant the player's "run until" box runs at most (its
@@ -84,7 +90,11 @@ class SimulationPlayer:
     that line is never drawn on the frame).  A run in flight is drawn up to that line, so
     a step that starts a run shows it at once.  To know when each run in flight
     started, the player listens to the simulation (a note per start and finish; the
-    table is still refreshed once per step, not per event).
+    table is still refreshed once per step, not per event).  A run too short for a bar
+    (a one-second heartbeat) is a diamond at its start, as ``gantt`` draws it up to
+    ``DETAIL_RUNS`` (200) runs in the window; past that, where ``gantt`` marks none, the
+    player keeps one diamond a lane per :data:`SHORT_MARK_CELLS`-th of the window (4
+    minutes of six hours) that holds such a run, and its key says so.
     """
 
     def __init__(
@@ -230,14 +240,25 @@ class SimulationPlayer:
 
     def _press(self, label: str, action: Callable[[], None]) -> None:
         """A button's callback: ``action``, and what the simulation refuses (a simulation
-        shut down, a model's error) said under the table, as the "run until" box says its
-        refusals: out of a callback, ipywidgets logs it where the user does not look.  A
-        closed player raises (:meth:`_check_open`): nothing is said under a closed table."""
+        shut down) said under the table, as the "run until" box says its refusals: out of
+        a callback, ipywidgets logs it where the user does not look.  Any other exception
+        (a duration model, a listener, the chart that raised) is said there too, with its
+        traceback (:meth:`ControlPanel.say_failed
+        <lldsched.views.panel.ControlPanel.say_failed>`), on whichever thread the press
+        ran: queued to the kernel's thread it went to the kernel's log.  The player is
+        then redrawn as the failed press left the simulation, and the next press acts.
+        A closed player raises (:meth:`_check_open`): nothing is said under a closed
+        table."""
         self._check_open(label)
         try:
             action()
         except LldschedError as exc:
             self.table.say(f"{label}: {exc}")
+        except Exception as exc:
+            self.table.say_failed(label, exc)
+            self.last_step.value = ""
+            with contextlib.suppress(Exception):  # what failed may be the drawing itself
+                self._refresh()
 
     def _until_typed(self, change: dict[str, Any]) -> None:
         """The box's text was committed (Enter, or leaving it): run until it, unless it
@@ -328,7 +349,7 @@ class SimulationPlayer:
         import io
 
         from lldsched.views.frames import to_frame
-        from lldsched.views.plots import PlotFigure, gantt
+        from lldsched.views.plots import DETAIL_RUNS, PlotFigure, gantt
 
         low, high = self.span()
         order = {task.id: index for index, task in enumerate(self.sim.tasks())}
@@ -342,11 +363,75 @@ class SimulationPlayer:
         pad = self.window / 50
         shown = (max(low - pad, EARLIEST), high + pad if high + pad < LATEST else high)
         gantt(to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=shown)
+        if len(recent) > DETAIL_RUNS:  # gantt marks no short run past that many
+            self._mark_short_runs(ax, recent, shown)
         mark_now(ax, float(self.sim.now))
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=80)
         self.charts_drawn += 1
         return buffer.getvalue(), figure.description
+
+    def short_mark_every(self) -> float:
+        """Seconds of the chart's time a lane has one diamond for at most, past
+        ``DETAIL_RUNS`` runs (:meth:`_mark_short_runs`): the ``window`` cut in
+        :data:`SHORT_MARK_CELLS` (4 minutes of the default six hours)."""
+        return self.window / SHORT_MARK_CELLS
+
+    def _mark_short_runs(
+        self, ax: Any, records: list[ExecutionRecord], span: tuple[float, float]
+    ) -> None:
+        """The runs too short for a bar, marked on a chart of more than ``DETAIL_RUNS``
+        runs, where ``gantt`` marks none (a diamond a run would be a smear): on each
+        lane, one diamond per :meth:`short_mark_every` seconds that holds one or more
+        (the cells counted from the epoch, so a mark stays put as the window scrolls),
+        at the first such run's start, in its task's colour, and the key says so.
+        Without it, a heartbeat of one-second runs, drawn as a bar a fiftieth of a
+        pixel wide, vanished from its lane once the window held 200 runs."""
+        import numpy as np
+        from matplotlib.lines import Line2D
+
+        from lldsched.views.plots import OTHER_TASKS, SHORT_RUN
+        from lldsched.views.plots._base import _legend
+        from lldsched.views.plots.runbars import SHORT_LABEL
+        from lldsched.views.tables import seconds_text
+
+        legend = ax.get_legend()
+        if legend is None:
+            return
+        lanes = {
+            label.get_text(): y
+            for y, label in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)
+        }
+        keys = [text.get_text() for text in legend.get_texts()]
+        handles = list(legend.legend_handles)
+        colours = {
+            key: handle.get_facecolor()
+            for key, handle in zip(keys, handles, strict=True)
+            if hasattr(handle, "get_facecolor") and key in lanes
+        }
+        shortest = (span[1] - span[0]) * SHORT_RUN
+        every = self.short_mark_every()
+        marked: dict[tuple[str, int], ExecutionRecord] = {}
+        for record in records:
+            if record.finished - record.started < shortest and record.name in lanes:
+                cell = (record.name, int(record.started // every))
+                if cell not in marked or record.started < marked[cell].started:
+                    marked[cell] = record  # the cell's first
+        if not marked:
+            return
+        runs = list(marked.values())
+        ax.scatter(
+            np.array([run.started for run in runs]) / 86400.0,  # matplotlib dates: days
+            [lanes[run.name] for run in runs],
+            marker="D", s=22, c=[colours.get(run.name, OTHER_TASKS) for run in runs],
+            edgecolors="0.15", linewidths=0.5, zorder=6, gid="short_runs",
+        )  # fmt: skip
+        said = f"{SHORT_LABEL}\n(one per {seconds_text(every)} a lane at most;\ntask's colour)"
+        key = Line2D([], [], color="white", marker="D", markersize=5, markeredgecolor="0.15",
+                     markeredgewidth=0.5, linestyle="none", label=said)  # fmt: skip
+        for handle, text in zip(handles, keys, strict=True):
+            handle.set_label(text)
+        _legend(ax, [*handles, key])
 
     def _finished_since(self, low: float) -> list[ExecutionRecord]:
         """The records that finished at ``low`` or later.  A runtime that keeps its
@@ -385,8 +470,8 @@ class SimulationPlayer:
         if self.last_step.value:
             lines.append(text_of(self.last_step.value))
         lines.append(self.table.to_text())
-        if self.table.message.value:
-            lines.append(text_of(self.table.message.value))
+        if self.table.said:
+            lines.append(self.table.said)
         return "\n".join(lines)
 
     def __str__(self) -> str:  # print(player)

@@ -253,8 +253,10 @@ class EachOnKernelThread:
     simulation, scheduler or view.  Made where no loop runs (a script, a test),
     :meth:`request` always calls at once, and so does one made ``at_once``: for a
     callback safe on any thread that must not wait for the cell (a threaded scheduler's
-    verbs).  A call handed to the loop that raises is reported by the loop (the kernel's
-    log)."""
+    verbs).  A call handed to the loop that raises is reported by the loop, in the
+    kernel's log, where a learner never looks: so the views' callbacks say their own
+    failures in the view (``ControlPanel.say_failed``), and only a press of a view
+    closed in between raises here."""
 
     def __init__(self, callback: Callable[..., None], *, at_once: bool = False) -> None:
         self._callback = callback
