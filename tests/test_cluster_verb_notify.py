@@ -156,3 +156,49 @@ def test_a_run_claimed_and_settled_sends_no_notify_of_its_own(
         assert notices.read() == [store.node]
     finally:
         scheduler.shutdown()
+
+
+@pytest.mark.parametrize("cancelled", [False, True])
+def test_a_removal_of_a_run_in_flight_elsewhere_reaches_the_runner_before_its_poll(
+    stores: list[CoordinatedStore], notices: Notices, cancelled: bool
+) -> None:
+    """A ``remove`` made in one process, for a task whose run is in flight in another, is
+    announced as the other verbs are: the runner drops the task at once.  A live task's
+    removal writes it CANCELLED first, a write that notified already; a task the remover
+    holds cancelled (a cancel made during the run, whose thread goes on: ``cancelled``)
+    is only deleted, and that deletion sent no NOTIFY before: the runner kept listing the
+    task until its next poll or lease renewal (here, far past the wait)."""
+    first_store, second_store, reader = stores
+    _drain_seen()
+    cluster_jobs.released.clear()
+    first, second = (Scheduler(workers=2, store=s).start() for s in (first_store, second_store))
+    try:
+        first.schedule("hourly", cluster_jobs.held_until_released, FixedRate(3600), id="hourly")
+        _, token, _, _ = cluster_jobs.seen.get(timeout=HEARD)
+        (lease,) = reader.leases()
+        running, other = (first, second) if lease.holder == first_store.node else (second, first)
+        wait_until(lambda: "hourly" in {t.id for t in other.tasks()}, timeout=HEARD,
+                   what="the other scheduler to follow the registration")  # fmt: skip
+        if cancelled:
+            assert other.cancel("hourly")
+            wait_until(_status(running, "hourly", TaskStatus.CANCELLED), timeout=HEARD,
+                       what="the runner to follow the cancel")  # fmt: skip
+        before = notices.read().copy()
+        assert other.remove("hourly")
+        wait_until(lambda: "hourly" not in {t.id for t in running.tasks()}, timeout=HEARD,
+                   what="the runner to follow the removal")  # fmt: skip
+        # One NOTIFY, from the process that removed it; none from the runner.
+        remover = other_node(first_store, second_store, lease.holder)
+        assert notices.read()[len(before) :] == [remover]
+    finally:
+        cluster_jobs.released.set()
+        try:
+            ended = cluster_jobs.seen.get(timeout=HEARD)
+        finally:
+            first.shutdown()
+            second.shutdown()
+    assert ended[:2] == ("hourly", token)
+    assert reader.get("hourly") is None and not reader.records("hourly")
+    # The runner dropped the run's settle as its task's removal says, not refused by the
+    # store as a lease lost (counted, and a WARNING).
+    assert first_store.rejected == second_store.rejected == 0

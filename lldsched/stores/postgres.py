@@ -15,12 +15,12 @@ process reaches all of them.  How PostgreSQL provides them:
 * **Expiry is the database's clock** (``clock_timestamp()``); due instants stay the
   schedulers' own, as everywhere in lldsched.
 * **Early wake across processes**: a write that makes its task the earliest due, or
-  that writes a row whose run is in flight on another node (a verb that run must
-  follow: a pause, a cancel), notifies the channel of the store's schema (``lldsched:<schema>``:
-  :func:`~lldsched.stores.postgres_sql.channel`; the stores of another schema of the
-  database are not woken); every store that was given a ``wake`` callable
-  (:meth:`subscribe`) LISTENs on a connection of its own and calls it.  Nothing
-  polls for that; the runtime's bounded wait (:attr:`poll`) is the safety net.
+  that writes or removes a row whose run is in flight on another node (a verb that run
+  must follow: a pause, a cancel, a removal), notifies the channel of the store's
+  schema (``lldsched:<schema>``: :func:`~lldsched.stores.postgres_sql.channel`; the
+  stores of another schema of the database are not woken); every store that was given
+  a ``wake`` callable (:meth:`subscribe`) LISTENs on a connection of its own and calls
+  it.  Nothing polls for that; the runtime's bounded wait (:attr:`poll`) is the safety net.
 * **Settles in batches**: a run's settle is queued and written with the others
   waiting, in one statement that checks every run's token and names the refused
   ones (:mod:`lldsched.stores.postgres_batch`); :meth:`flush` writes what waits.
@@ -805,11 +805,13 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         commit and starts past it, or this removal waits for that registration's and
         deletes its row.  The removal's version is one past the row's as deleted
         (:data:`~lldsched.stores.postgres_sql.REMOVE`): an id's versions grow in commit
-        order."""
+        order.  A row another node's live lease holds (its run in flight there) is
+        announced on the channel, as any other verb's write to it is: that node stops
+        the run at once, not at its next renewal or poll."""
         if self._hold is not None:
             self._hold.wrote(task_id, None)
         connection.execute(sql.LOCK_ID, {"id": task_id})
-        connection.execute(sql.REMOVE, {"id": task_id, "node": self.node})
+        connection.execute(sql.REMOVE, {"id": task_id, "node": self.node, "channel": self._channel})
         connection.execute("DELETE FROM records WHERE task_id = %s", (task_id,))
         self._defined.pop(task_id, None)
         self._held.pop(task_id, None)
