@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lldsched import FixedRate, OneTime, Priority, Scheduler, TaskStatus
-from lldsched.persistence import CoordinatedStore
+from lldsched.persistence import CoordinatedStore, TaskSnapshot
 from tests import cluster_jobs, jobs
 from tests.cluster import FACTORIES, StoreSpec, open_store
 from tests.waits import wait_until
@@ -48,6 +48,11 @@ def notices(postgres_spec: StoreSpec, stores: list[CoordinatedStore]) -> Iterato
     listening = Notices(postgres_spec, stores[2])
     yield listening
     listening.close()
+
+
+def _row(store: CoordinatedStore, task_id: str) -> TaskSnapshot | None:
+    """``task_id``'s row as ``store`` reads it (None: there is none)."""
+    return next((row for row in store.load_all() if row.task.id == task_id), None)
 
 
 def _drain_seen() -> None:
@@ -198,7 +203,7 @@ def test_a_removal_of_a_run_in_flight_elsewhere_reaches_the_runner_before_its_po
             first.shutdown()
             second.shutdown()
     assert ended[:2] == ("hourly", token)
-    assert reader.get("hourly") is None and not reader.records("hourly")
+    assert _row(reader, "hourly") is None and not reader.records("hourly")
     # The runner dropped the run's settle as its task's removal says, not refused by the
     # store as a lease lost (counted, and a WARNING).
     assert first_store.rejected == second_store.rejected == 0
