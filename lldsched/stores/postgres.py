@@ -64,7 +64,7 @@ import re
 import secrets
 import socket
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, NoReturn
@@ -250,6 +250,12 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         self._lost: dict[str, int] = {}
         self._added: dict[str, int] = {}  # records added per task since its last trim
         self._seen: dict[str, int] = {}  # task id -> the version the feed last gave
+        # Tasks whose settle (or misfire decision) was refused: their rows, the new
+        # holder's, are given by the next changes() whatever the versions seen; and
+        # whether flush() is to wake the scheduler for that read (``_wake``, subscribe()).
+        self._reread: set[str] = set()
+        self._reread_wake = False
+        self._wake: Callable[[], None] | None = None
         self._since: int = int(horizon)  # the feed's cursor (a transaction id)
         self._decoded: dict[str, tuple[str, Task]] = {}  # id -> a definition's text, decoded
         self._unreadable = Unreadable(

@@ -503,6 +503,16 @@ ORDER BY kind
 # REMOVALS_KEPT ago (lldsched.stores.removals).
 TRIM_REMOVALS = "DELETE FROM removals WHERE xid < %(below)s::text::xid8"
 
+# The rows of tasks whose settle (or misfire decision) this node had refused, as the feed
+# gives a row, whoever wrote them last and whatever version the feed gave: the rows of
+# the runs that took them over, read by the next changes() so that this node's registry
+# follows them (PostgresCoordination.changes) instead of what its refused run decided.
+REREAD = f"""
+SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS},
+       coalesce(k.holder <> %(node)s AND k.expires_at > {DB_NOW}, false)
+  FROM {TASKS} WHERE t.id = ANY(%(ids)s::text[])
+"""
+
 # A run "owns" its task's row at its settle unless another node wrote the row during the
 # run (its version moved past the claim's, and the writer is not this node): then that
 # write (a pause, a cancel, a reschedule) wins and the run adds only its counts and its

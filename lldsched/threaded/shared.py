@@ -156,6 +156,7 @@ class Coordinator:
         self._paired = (looked, self._since)
         self._taken: ScheduledTask | None = None  # taken over in a taking_over() block
         self._raised: Claim | None = None  # the claim whose begin raised, for broke()
+        self._rejected = store.rejected  # the store's refused settles, as done() last saw
         store.subscribe(wake)
 
     def load(self) -> None:
@@ -633,12 +634,21 @@ class Coordinator:
         """The run is settled (its store write was fenced by its token): forget its lease.
         True when the timer should read the change feed now: the run's task has
         dependents, and its end may decide a wait (:meth:`SchedulerCore.decides_waits
-        <lldsched.core.waiting.DependencyWaits.decides_waits>`)."""
+        <lldsched.core.waiting.DependencyWaits.decides_waits>`); or the store refused a
+        settle since the last run here (``rejected`` moved: a lease taken over), whose
+        task's row the feed now gives again, the state of the run that took it over, for
+        the registry to follow instead of what the refused run decided.  A PostgreSQL
+        store writes its settles on a thread of its own, and wakes the timer itself once
+        it finds one refused."""
         if run.token is not None:
             self._running.pop(run.token, None)
             self._counted_lost.pop(run.token, None)
             self._watch.discard(run.token)
             self._held_none()
+        rejected = self.store.rejected
+        if rejected != self._rejected:
+            self._rejected = rejected
+            return True
         return self._core.decides_waits(run.task)
 
     def gone(self, run: Run) -> bool:
