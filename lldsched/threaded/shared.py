@@ -571,7 +571,7 @@ class Coordinator:
         another process wrote meanwhile (the change feed, read at a wake between the
         claim and its begin: a NOTIFY of a verb on the leased row comes at once) that
         left the task due at the claimed slot and attempt: a ``modify``, a replacement
-        with the same schedule, a pause and a resume.  Following it queued the task
+        with the same schedule.  Following it queued the task
         again, which kills the entry handed out; but the claim holds that slot, and the
         run's settle decides after any write made during it (as for a write made once
         the run began).  Before, the claim was given back and the slot claimed again
