@@ -11,13 +11,15 @@ of the test's own that LISTENs on the channel.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from lldsched import FixedRate, OneTime, Priority, Scheduler, TaskStatus
-from lldsched.persistence import CoordinatedStore
+from lldsched.persistence import CoordinatedStore, TaskSnapshot
 from tests import cluster_jobs, jobs
 from tests.cluster import FACTORIES, StoreSpec, open_store
 from tests.waits import wait_until
@@ -48,6 +50,11 @@ def notices(postgres_spec: StoreSpec, stores: list[CoordinatedStore]) -> Iterato
     listening = Notices(postgres_spec, stores[2])
     yield listening
     listening.close()
+
+
+def _row(store: CoordinatedStore, task_id: str) -> TaskSnapshot | None:
+    """``task_id``'s row as ``store`` reads it (None: there is none)."""
+    return next((row for row in store.load_all() if row.task.id == task_id), None)
 
 
 def _drain_seen() -> None:
@@ -85,10 +92,23 @@ def _status(scheduler: Scheduler, task_id: str, status: TaskStatus) -> Callable[
     return lambda: any(task.id == task_id and task.status is status for task in scheduler.tasks())
 
 
-@pytest.mark.parametrize("verb", ["pause", "cancel", "resume", "modify"])
-def test_a_verb_on_a_run_in_flight_elsewhere_reaches_the_runner_before_its_poll(
-    stores: list[CoordinatedStore], notices: Notices, verb: str
-) -> None:
+@dataclass
+class HeldElsewhere:
+    """A run of ``hourly`` held in one scheduler (``running``, the lease ``holder``'s, its
+    ``token``) that the other (``other``) has read; ``ended``: what the run said as it
+    ended, once :func:`_held_elsewhere` is over."""
+
+    running: Scheduler
+    other: Scheduler
+    holder: str
+    token: int | None
+    ended: tuple[object, ...] = ()
+
+
+@contextlib.contextmanager
+def _held_elsewhere(stores: list[CoordinatedStore]) -> Iterator[HeldElsewhere]:
+    """Two schedulers on the first two of ``stores``, one running ``hourly`` until released;
+    at the end the run let go and both shut down."""
     first_store, second_store, reader = stores
     _drain_seen()
     cluster_jobs.released.clear()
@@ -97,11 +117,27 @@ def test_a_verb_on_a_run_in_flight_elsewhere_reaches_the_runner_before_its_poll(
         first.schedule("hourly", cluster_jobs.held_until_released, FixedRate(3600), id="hourly")
         _, token, _, _ = cluster_jobs.seen.get(timeout=HEARD)
         (lease,) = reader.leases()
-        mine = lease.holder == first_store.node
-        running, other = (first, second) if mine else (second, first)
-        runner_node = lease.holder
+        running, other = (first, second) if lease.holder == first_store.node else (second, first)
+        held = HeldElsewhere(running, other, lease.holder, token)
         wait_until(lambda: "hourly" in {t.id for t in other.tasks()}, timeout=HEARD,
                    what="the other scheduler to follow the registration")  # fmt: skip
+        yield held
+    finally:
+        cluster_jobs.released.set()
+        try:
+            ended = cluster_jobs.seen.get(timeout=HEARD)
+        finally:
+            first.shutdown()
+            second.shutdown()
+    held.ended = ended
+
+
+@pytest.mark.parametrize("verb", ["pause", "cancel", "resume", "modify"])
+def test_a_verb_on_a_run_in_flight_elsewhere_reaches_the_runner_before_its_poll(
+    stores: list[CoordinatedStore], notices: Notices, verb: str
+) -> None:
+    with _held_elsewhere(stores) as held:
+        running, other = held.running, held.other
         before = notices.read().copy()
         if verb == "resume":
             assert other.pause("hourly")
@@ -122,19 +158,12 @@ def test_a_verb_on_a_run_in_flight_elsewhere_reaches_the_runner_before_its_poll(
                        what=f"the runner to follow the {verb}")  # fmt: skip
         sent = notices.read()[len(before) :]
         # One NOTIFY per verb, from the process that wrote it; none from the runner.
-        assert sent == [other_node(first_store, second_store, runner_node)] * (
+        assert sent == [other_node(stores[0], stores[1], held.holder)] * (
             2 if verb == "resume" else 1
         )
-    finally:
-        cluster_jobs.released.set()
-        try:
-            ended = cluster_jobs.seen.get(timeout=HEARD)
-        finally:
-            first.shutdown()
-            second.shutdown()
-    assert ended[:3] == ("hourly", token, False)
+    assert held.ended[:3] == ("hourly", held.token, False)
     if verb == "cancel":  # the run's flag was raised by the cancel followed (a pause lets
-        assert ended[3] is not None and "cancel" in ended[3]  # a thread's run finish)
+        assert "cancel" in str(held.ended[3])  # a thread's run finish)
 
 
 def other_node(first: CoordinatedStore, second: CoordinatedStore, runner: str) -> str:
@@ -156,3 +185,32 @@ def test_a_run_claimed_and_settled_sends_no_notify_of_its_own(
         assert notices.read() == [store.node]
     finally:
         scheduler.shutdown()
+
+
+@pytest.mark.parametrize("cancelled", [False, True])
+def test_a_removal_of_a_run_in_flight_elsewhere_reaches_the_runner_before_its_poll(
+    stores: list[CoordinatedStore], notices: Notices, cancelled: bool
+) -> None:
+    """A ``remove`` made in one process, for a task whose run is in flight in another, is
+    announced as the other verbs are: the runner drops the task at once.  A live task's
+    removal writes it CANCELLED first, a write that notified already; a task the remover
+    holds cancelled (a cancel made during the run, whose thread goes on: ``cancelled``)
+    is only deleted, and that deletion sent no NOTIFY before: the runner kept listing the
+    task until its next poll or lease renewal (here, far past the wait)."""
+    with _held_elsewhere(stores) as held:
+        running, other = held.running, held.other
+        if cancelled:
+            assert other.cancel("hourly")
+            wait_until(_status(running, "hourly", TaskStatus.CANCELLED), timeout=HEARD,
+                       what="the runner to follow the cancel")  # fmt: skip
+        before = notices.read().copy()
+        assert other.remove("hourly")
+        wait_until(lambda: "hourly" not in {t.id for t in running.tasks()}, timeout=HEARD,
+                   what="the runner to follow the removal")  # fmt: skip
+        # One NOTIFY, from the process that removed it; none from the runner.
+        assert notices.read()[len(before) :] == [other_node(stores[0], stores[1], held.holder)]
+    assert held.ended[:2] == ("hourly", held.token)
+    assert _row(stores[2], "hourly") is None and not stores[2].records("hourly")
+    # The runner dropped the run's settle as its task's removal says, not refused by the
+    # store as a lease lost (counted, and a WARNING).
+    assert stores[0].rejected == stores[1].rejected == 0

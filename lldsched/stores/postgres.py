@@ -15,12 +15,12 @@ process reaches all of them.  How PostgreSQL provides them:
 * **Expiry is the database's clock** (``clock_timestamp()``); due instants stay the
   schedulers' own, as everywhere in lldsched.
 * **Early wake across processes**: a write that makes its task the earliest due, or
-  that writes a row whose run is in flight on another node (a verb that run must
-  follow: a pause, a cancel), notifies the channel of the store's schema (``lldsched:<schema>``:
-  :func:`~lldsched.stores.postgres_sql.channel`; the stores of another schema of the
-  database are not woken); every store that was given a ``wake`` callable
-  (:meth:`subscribe`) LISTENs on a connection of its own and calls it.  Nothing
-  polls for that; the runtime's bounded wait (:attr:`poll`) is the safety net.
+  that writes or removes a row whose run is in flight on another node (a verb that run
+  must follow: a pause, a cancel, a removal), notifies the channel of the store's
+  schema (``lldsched:<schema>``: :func:`~lldsched.stores.postgres_sql.channel`; the
+  stores of another schema of the database are not woken); every store that was given
+  a ``wake`` callable (:meth:`subscribe`) LISTENs on a connection of its own and calls
+  it.  Nothing polls for that; the runtime's bounded wait (:attr:`poll`) is the safety net.
 * **Settles in batches**: a run's settle is queued and written with the others
   waiting, in one statement that checks every run's token and names the refused
   ones (:mod:`lldsched.stores.postgres_batch`); :meth:`flush` writes what waits.
@@ -64,7 +64,7 @@ import re
 import secrets
 import socket
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, NoReturn
@@ -250,6 +250,12 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         self._lost: dict[str, int] = {}
         self._added: dict[str, int] = {}  # records added per task since its last trim
         self._seen: dict[str, int] = {}  # task id -> the version the feed last gave
+        # Tasks whose settle (or misfire decision) was refused: their rows, the new
+        # holder's, are given by the next changes() whatever the versions seen; and
+        # whether flush() is to wake the scheduler for that read (``_wake``, subscribe()).
+        self._reread: set[str] = set()
+        self._reread_wake = False
+        self._wake: Callable[[], None] | None = None
         self._since: int = int(horizon)  # the feed's cursor (a transaction id)
         self._decoded: dict[str, tuple[str, Task]] = {}  # id -> a definition's text, decoded
         self._unreadable = Unreadable(
@@ -805,11 +811,13 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         commit and starts past it, or this removal waits for that registration's and
         deletes its row.  The removal's version is one past the row's as deleted
         (:data:`~lldsched.stores.postgres_sql.REMOVE`): an id's versions grow in commit
-        order."""
+        order.  A row another node's live lease holds (its run in flight there) is
+        announced on the channel, as any other verb's write to it is: that node stops
+        the run at once, not at its next renewal or poll."""
         if self._hold is not None:
             self._hold.wrote(task_id, None)
         connection.execute(sql.LOCK_ID, {"id": task_id})
-        connection.execute(sql.REMOVE, {"id": task_id, "node": self.node})
+        connection.execute(sql.REMOVE, {"id": task_id, "node": self.node, "channel": self._channel})
         connection.execute("DELETE FROM records WHERE task_id = %s", (task_id,))
         self._defined.pop(task_id, None)
         self._held.pop(task_id, None)

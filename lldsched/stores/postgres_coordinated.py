@@ -108,6 +108,9 @@ class PostgresCoordination:
     _refused: str | None  # why every call is refused from now on, or None
     _given: int  # the largest fencing token given, at open or to a claim of this node
     _seen: dict[str, int]
+    _reread: set[str]
+    _reread_wake: bool
+    _wake: Callable[[], None] | None
     _since: int
     _decoded: dict[str, tuple[str, Task]]
     _unreadable: Unreadable
@@ -263,20 +266,28 @@ class PostgresCoordination:
                 self._forget({token})
             if not held:
                 self.rejected += 1
+                self._reread.add(task_id)  # the new holder's row: this registry's truth
                 raise LeaseLost(task_id=task_id, token=token)
 
     def flush(self) -> None:
         """Write every settle queued now, in one statement (the writer thread does so as
         soon as it can; the runtime calls this at shutdown and in ``wait_idle()``).  A
-        settle refused is logged and counted in :attr:`rejected`; a batch that cannot be
-        written is not tried again (its runs are run again once their leases expire), and
-        logged as the core logs a failing store, once an outage (``_write_settles``)."""
+        settle refused is logged and counted in :attr:`rejected`, its task's row given
+        again by the next :meth:`changes`, and the ``wake`` given to :meth:`subscribe`
+        called once the lock is let go, so that the scheduler reads it now; a batch that
+        cannot be written is not tried again (its runs are run again once their leases
+        expire), and logged as the core logs a failing store, once an outage
+        (``_write_settles``)."""
         with self._lock:
             try:
                 if not self._closed:
                     self._write_settles()
             finally:
                 self._deadline.disarm()
+            wake = self._wake if self._reread_wake else None
+            self._reread_wake = False
+        if wake is not None:  # outside the lock (the scheduler's is taken before it)
+            wake()
 
     def _write_settles(self) -> None:
         """Write the queued settles (caller holds the lock).  A batch that fails is
@@ -357,6 +368,8 @@ class PostgresCoordination:
             outcomes.append((token, bool(written)))
             if not written:
                 refused.add(token)
+                self._reread.add(task.id)  # the new holder's row: this registry's truth
+                self._reread_wake = True
                 continue
             if own:
                 self._defined[task.id] = task
@@ -410,7 +423,13 @@ class PostgresCoordination:
         The version it gave for a task is forgotten once no read can give that row or
         removal again: a removed id's rows registered again are new here whatever their
         version (they start past the removals kept: ``postgres_sql.FIRST_VERSION``), and
-        a finished task's memory is bounded like the registry."""
+        a finished task's memory is bounded like the registry.
+
+        The row of a task whose settle (or misfire decision) this node had refused since
+        the last call is given too, whoever wrote it and whatever version was given
+        before (:data:`~lldsched.stores.postgres_sql.REREAD`, a second statement only
+        then): the state of the run that took it over, which this node's registry
+        follows instead of what its refused run decided."""
         with self._using("read the change feed") as connection:
             rows = connection.execute(
                 sql.CHANGES, {"since": self._since, "node": self.node}
@@ -419,6 +438,13 @@ class PostgresCoordination:
             behind = self._horizons.read(int(rows[0][1]))
             if behind is not None:
                 connection.execute(sql.TRIM_REMOVALS, {"below": behind})
+            reread = self._reread
+            missing = sorted(reread - {row[2] for row in rows[1:]})
+            if missing:  # rare: a settle refused since the last read, its row not given
+                rows += connection.execute(
+                    sql.REREAD, {"ids": missing, "node": self.node}
+                ).fetchall()
+            self._reread = set()
         since = int(rows[0][1])
         found: list[tuple[int, Change]] = []
         # Finished rows and removals no later read can give again (below the horizon):
@@ -428,8 +454,8 @@ class PostgresCoordination:
             task_id, version = columns[0], columns[-1]
             if (kind == 2 or (columns[2] in _FINISHED and not columns[8])) and int(xid) < since:
                 passed.append((task_id, version))
-            if self._seen.get(task_id, -1) >= version:
-                continue  # read before
+            if self._seen.get(task_id, -1) >= version and task_id not in reread:
+                continue  # read before (a row whose settle here was refused: again)
             snapshot = None
             if kind == 1:
                 try:  # what failed here is not tried again
@@ -575,9 +601,11 @@ class PostgresCoordination:
     def subscribe(self, wake: Callable[[], None]) -> None:
         """LISTEN on a connection of its own and call ``wake()`` whenever another node
         makes a task the earliest due, or writes a row whose run is in flight here (a
-        verb the run must follow), and after every reconnection."""
+        verb the run must follow), and after every reconnection; and call it from
+        :meth:`flush` once a settle was refused (the row to read again)."""
         if self._listener is not None:
             self._listener.stop()
+        self._wake = wake
         self._listener = Listener(
             self._dsn, channel=self._channel, node=self.node, wake=wake, timeout=self._timeout
         )

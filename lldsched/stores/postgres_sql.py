@@ -128,10 +128,19 @@ LOCK_HELD = "SELECT 1 FROM tasks WHERE id = ANY(%(ids)s::text[]) ORDER BY id FOR
 # first, its lock taken (a write that committed meanwhile is the one deleted), then its
 # removal one past the version the row had then.  A removal numbered from a read before
 # the row's lock was one version short when a write committed between the two: a feed
-# that had read that write skipped the removal, and the task lived on there.
-REMOVE = """
-WITH gone AS (DELETE FROM tasks WHERE id = %(id)s RETURNING id, version)
-INSERT INTO removals (task_id, version, writer) SELECT id, version + 1, %(node)s FROM gone
+# that had read that write skipped the removal, and the task lived on there.  A row whose
+# run is in flight on another node (a live lease it holds, read in the statement's
+# snapshot, before the delete's cascade drops it) is announced on the channel, as
+# NOTIFY_IF_EARLIEST announces any other verb's write to it: that node stops the run at
+# once (its timer wakes and reads the removal), not at its next renewal or poll.
+REMOVE = f"""
+WITH gone AS (DELETE FROM tasks WHERE id = %(id)s RETURNING id, version),
+removed AS (
+    INSERT INTO removals (task_id, version, writer) SELECT id, version + 1, %(node)s FROM gone
+    RETURNING task_id)
+SELECT pg_catalog.pg_notify(%(channel)s, %(node)s) FROM removed
+ WHERE EXISTS (SELECT FROM leases WHERE task_id = %(id)s AND holder <> %(node)s
+                                    AND expires_at > {DB_NOW})
 """
 
 SCHEMA = f"""
@@ -493,6 +502,16 @@ ORDER BY kind
 # Removals every node has read: committed before a feed horizon this store read
 # REMOVALS_KEPT ago (lldsched.stores.removals).
 TRIM_REMOVALS = "DELETE FROM removals WHERE xid < %(below)s::text::xid8"
+
+# The rows of tasks whose settle (or misfire decision) this node had refused, as the feed
+# gives a row, whoever wrote them last and whatever version the feed gave: the rows of
+# the runs that took them over, read by the next changes() so that this node's registry
+# follows them (PostgresCoordination.changes) instead of what its refused run decided.
+REREAD = f"""
+SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS},
+       coalesce(k.holder <> %(node)s AND k.expires_at > {DB_NOW}, false)
+  FROM {TASKS} WHERE t.id = ANY(%(ids)s::text[])
+"""
 
 # A run "owns" its task's row at its settle unless another node wrote the row during the
 # run (its version moved past the claim's, and the writer is not this node): then that

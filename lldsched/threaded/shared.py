@@ -156,6 +156,7 @@ class Coordinator:
         self._paired = (looked, self._since)
         self._taken: ScheduledTask | None = None  # taken over in a taking_over() block
         self._raised: Claim | None = None  # the claim whose begin raised, for broke()
+        self._rejected = store.rejected  # the store's refused settles, as done() last saw
         store.subscribe(wake)
 
     def load(self) -> None:
@@ -534,13 +535,20 @@ class Coordinator:
 
     def begin(self, entry: Entry, worker: int) -> Run | None:
         """Begin a claimed entry with its token; a claim that cannot begin is given back,
-        with the task's row if the readiness check held its slot (:meth:`_give_back_held`)."""
+        with the task's row if the readiness check held its slot (:meth:`_give_back_held`).
+        An entry that died only because this process followed another's write since the
+        claim, a write that left the task due at the claimed slot, begins as it stands now
+        (:meth:`_still_claimed`)."""
         claim = self._pending.pop(entry[3], None)
         if claim is None:  # dropped while its entry was not in the hand-off queue: not ours
             return None
         trusted = self._watch.trusted()  # else no renewal vouches for its lease: not ours
         try:  # free until it raises (3.11)
             run = self._core.begin(entry, worker, token=claim.token) if trusted else None
+            if run is None and trusted:
+                again = self._still_claimed(entry, claim)
+                if again is not None:
+                    run = self._core.begin(again, worker, token=claim.token)
         except BaseException:  # (rare) the runtime calls broke() next, with this claim
             self._raised = claim
             raise
@@ -556,6 +564,32 @@ class Coordinator:
             if run.context is not None:
                 self._watch.add(claim.token, run.context)
         return run
+
+    def _still_claimed(self, entry: Entry, claim: Claim) -> Entry | None:
+        """The live entry of ``claim``'s task when ``entry``, handed to a worker with the
+        claim, died before the worker began it only because the registry took a change
+        another process wrote meanwhile (the change feed, read at a wake between the
+        claim and its begin: a NOTIFY of a verb on the leased row comes at once) that
+        left the task due at the claimed slot and attempt: a ``modify``, a replacement
+        with the same schedule.  Following it queued the task
+        again, which kills the entry handed out; but the claim holds that slot, and the
+        run's settle decides after any write made during it (as for a write made once
+        the run began).  Before, the claim was given back and the slot claimed again
+        under another token, here or elsewhere: one slot, two claims.  None when the
+        entry is live (refused for another reason) or the change moved the task (a
+        pause, a cancel, a reschedule, a run_now): the claim is given back, as one
+        process drops a run such a verb made before it began."""
+        task = self._core.tasks.get(claim.task_id)
+        if (
+            task is None
+            or task.generation in (0, entry[2])  # not queued, or the entry lives
+            or task.running
+            or task.status not in RUNNABLE
+            or task.next_run_at != claim.slot
+            or task.attempt != claim.attempt
+        ):
+            return None
+        return queued_entry(task, claim.slot)
 
     def broke(
         self, task_id: str, run: Run | None, exc: BaseException, *, due: float | None
@@ -600,12 +634,21 @@ class Coordinator:
         """The run is settled (its store write was fenced by its token): forget its lease.
         True when the timer should read the change feed now: the run's task has
         dependents, and its end may decide a wait (:meth:`SchedulerCore.decides_waits
-        <lldsched.core.waiting.DependencyWaits.decides_waits>`)."""
+        <lldsched.core.waiting.DependencyWaits.decides_waits>`); or the store refused a
+        settle since the last run here (``rejected`` moved: a lease taken over), whose
+        task's row the feed now gives again, the state of the run that took it over, for
+        the registry to follow instead of what the refused run decided.  A PostgreSQL
+        store writes its settles on a thread of its own, and wakes the timer itself once
+        it finds one refused."""
         if run.token is not None:
             self._running.pop(run.token, None)
             self._counted_lost.pop(run.token, None)
             self._watch.discard(run.token)
             self._held_none()
+        rejected = self.store.rejected
+        if rejected != self._rejected:
+            self._rejected = rejected
+            return True
         return self._core.decides_waits(run.task)
 
     def gone(self, run: Run) -> bool:
