@@ -96,6 +96,58 @@ def test_the_claim_dies_with_a_holder_killed_by_sigkill(tmp_path: Path, holder: 
         assert scheduler.shutdown()
 
 
+# A holder that forks a helper before it is killed: the helper (a gunicorn worker whose
+# master dies, a process a job forked and left running) never uses the store, and blocks
+# on its stdin until the test kills it. The holder prints the helper's pid.
+FORKING_CHILD = """
+import os
+import sys
+from lldsched import Scheduler, SqliteTaskStore
+
+store = SqliteTaskStore(sys.argv[1], shared=sys.argv[2] == "shared")
+scheduler = Scheduler(store=store).start()
+helper = os.fork()
+if helper == 0:
+    sys.stdin.read()
+    os._exit(0)
+print(helper, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork (POSIX)")
+@pytest.mark.parametrize("mode", ["unshared", "shared"])
+def test_a_child_forked_with_the_store_open_does_not_keep_the_claim_once_its_parent_died(
+    tmp_path: Path, mode: str
+) -> None:
+    """Before, the forked helper kept the claim: the restarted service was refused,
+    naming its dead parent's pid, for as long as the helper lived."""
+    path = tmp_path / "tasks.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", FORKING_CHILD, str(path), mode],
+        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    helper = None
+    try:
+        helper = int(lines_of(holder).get(timeout=20))
+        with pytest.raises(StoreError, match=r"already open|open by pid"):
+            SqliteTaskStore(path)  # the holder has it
+        holder.kill()
+        holder.wait(20)
+        os.kill(helper, 0)  # the helper still lives...
+        with SqliteTaskStore(path) as store:  # ...and the claim went with its parent
+            assert Scheduler(store=store).shutdown()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        holder.wait(20)
+        if helper is not None:
+            os.kill(helper, signal.SIGKILL)
+        assert holder.stdin is not None
+        holder.stdin.close()
+
+
 def test_a_second_store_in_the_same_process_is_refused_until_the_first_is_closed(
     tmp_path: Path,
 ) -> None:

@@ -23,10 +23,19 @@ them and refuses them, so shared and unshared openers of one file never mix.  A
 shared claim's note names the last shared opener.  On Windows, where
 ``msvcrt`` has no shared lock, a shared claim takes no lock at all.
 
-Limits: a symlinked path is resolved, a hard link is not; a child forked while
-the store is open inherits the descriptor and so keeps the claim until it exits
-(the child cannot use the store itself: :mod:`lldsched.stores.forks` refuses it);
-on network file systems the lock is as good as the server's.  This is the
+**A forked child lets go of its copy.**  A child forked while the store is open
+inherits the descriptor, and with it the lock (it belongs to the open file
+description both share); the child cannot use the store (:mod:`lldsched.stores.forks`
+refuses it), so a hook run in every forked child closes its copy of each claim's
+descriptor (:func:`_let_go_in_child`).  Closing a copy never unlocks: the lock stays
+the parent's, and goes when the parent's descriptor closes.  Before, a child that
+outlived its parent (a gunicorn worker after its master's SIGKILL, a process a job
+forked and left running) kept the claim, and the restarted service was refused,
+naming the dead parent's pid, until that child exited.
+
+Limits: a symlinked path is resolved, a hard link is not; a fork made without
+Python's fork hooks (uWSGI without ``py-call-osafterfork``) leaves the child holding
+the claim, as before; on network file systems the lock is as good as the server's.  This is the
 one-scheduler-per-file rule made true, not coordination: several schedulers
 sharing one file need leases (see docs/CLUSTER.md).
 """
@@ -36,6 +45,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import weakref
 from typing import IO
 
 from lldsched.errors import StoreError
@@ -98,6 +108,7 @@ class FileClaim:
         handle.write(f"shared=True schedulers (the last to open: {me})\n" if shared else f"{me}\n")
         handle.flush()
         self._handle: IO[str] | None = handle
+        _OPEN.add(self)
 
     @classmethod
     def shared(cls, store_path: str) -> FileClaim:
@@ -114,6 +125,26 @@ class FileClaim:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+        _OPEN.discard(self)
+
+
+_OPEN: weakref.WeakSet[FileClaim] = weakref.WeakSet()
+"""The claims this process holds: a forked child lets go of its copies."""
+
+
+def _let_go_in_child() -> None:
+    """In a child just forked: close its copy of every claim's descriptor.  The lock
+    belongs to the open file description the parent's descriptor shares, so it stays
+    the parent's (``flock`` is let go by ``LOCK_UN`` or the last close, never here)."""
+    for claim in list(_OPEN):
+        if claim._handle is not None:
+            claim._handle.close()
+            claim._handle = None
+    _OPEN.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_let_go_in_child)
 
 
 def _this_process() -> str:
