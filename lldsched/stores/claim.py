@@ -15,6 +15,11 @@ exclude each other as two processes do.  The sidecar holds the holder's pid and
 host, only to name it in the refusal; it is never deleted (deleting a lock file
 while someone may hold it lets two holders in), and it is harmless to leave.  It is
 opened without following a symlink: a lock file that is one is refused, naming it.
+It takes the store file's read and write bits at every open (:func:`sidecar_mode`,
+:func:`match_mode`: 0600 for a store lldsched created), as a shared store's write gate
+does: ``flock`` needs only a descriptor open for reading, so a lock file every user may
+read (0644, the umask's, before) let any local user hold it and keep the service from
+starting ("already open by pid ..." naming the last holder's note).
 
 **Shared claims.**  A store opened with ``shared=True`` takes the same lock
 *shared* (``LOCK_SH``, :meth:`FileClaim.shared`): any number of shared stores hold
@@ -42,15 +47,17 @@ sharing one file need leases (see docs/CLUSTER.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import stat
 import sys
 import weakref
 from typing import IO
 
 from lldsched.errors import StoreError
 
-__all__ = ["FileClaim", "claim_path"]
+__all__ = ["FileClaim", "claim_path", "match_mode", "sidecar_mode"]
 
 SUFFIX = ".lock"
 _WINDOWS_OFFSET = 1 << 20  # Windows locks a byte range: lock one past the text, not the text
@@ -76,7 +83,12 @@ class FileClaim:
         self.mode = mode
         self.path = claim_path(store_path)
         try:  # never through a symlink: the note below truncates the file it opens
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | _NOFOLLOW, 0o666)
+            fd = os.open(
+                self.path,
+                os.O_RDWR | os.O_CREAT | os.O_APPEND | _NOFOLLOW,
+                sidecar_mode(store_path),
+            )
+            match_mode(fd, sidecar_mode(store_path))
             handle = os.fdopen(fd, "a+", encoding="utf-8")
         except OSError as exc:
             raise StoreError(
@@ -145,6 +157,28 @@ def _let_go_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
     os.register_at_fork(after_in_child=_let_go_in_child)
+
+
+def sidecar_mode(store_path: str) -> int:
+    """The mode a file beside the store at ``store_path`` is created with (its claim's
+    lock file, a shared store's write gate): the store's read and write bits, 0600 if it
+    has none or cannot be read, so that whoever may not open the store may not lock its
+    sidecars either (a file that exists keeps its mode; the umask applies)."""
+    try:
+        mode = stat.S_IMODE(os.stat(store_path).st_mode) & 0o666
+    except OSError:
+        return 0o600
+    return mode or 0o600
+
+
+def match_mode(fd: int, mode: int) -> None:
+    """Give the sidecar open as ``fd`` the ``mode`` :func:`sidecar_mode` says, whatever the
+    umask made of it or an older release left (0644), if this process owns it (another
+    user's is left as it is: its owner's next open sets it)."""
+    with contextlib.suppress(OSError):
+        status = os.fstat(fd)
+        if stat.S_IMODE(status.st_mode) != mode and status.st_uid == os.geteuid():
+            os.fchmod(fd, mode)
 
 
 def _this_process() -> str:

@@ -65,6 +65,7 @@ import threading
 import time
 
 from lldsched.errors import StoreError
+from lldsched.stores.claim import match_mode, sidecar_mode
 
 __all__ = [
     "PATIENCE",
@@ -141,7 +142,7 @@ class WriteGate:
         # SQLite's own wait, for a writer that takes no gate, once this one was passed
         # within its patience: the two together stay within the timeout.
         self.busy = timeout - self.patience
-        self._write = _open(path + WRITE)
+        self._write = _open(path + WRITE, sidecar_mode(path))
         self._state = threading.Condition(threading.Lock())
         self._wanted: int | None = None  # the thread waiting for the gate's to take the lock
         self._holder: int | None = None  # the thread the write lock was taken for
@@ -304,5 +305,9 @@ class WriteGate:
         os.close(self._write)
 
 
-def _open(path: str) -> int:
-    return os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o666)
+def _open(path: str, mode: int) -> int:
+    """The gate's file, with ``mode`` (the store's: a file any user may read could be
+    locked by any user, stopping every write: :func:`~lldsched.stores.claim.sidecar_mode`)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, mode)
+    match_mode(fd, mode)
+    return fd
