@@ -53,7 +53,6 @@ import socket
 import stat
 import sys
 import weakref
-from typing import IO
 
 from lldsched.errors import StoreError
 
@@ -89,16 +88,15 @@ class FileClaim:
                 sidecar_mode(store_path),
             )
             match_mode(fd, sidecar_mode(store_path))
-            handle = os.fdopen(fd, "a+", encoding="utf-8")
         except OSError as exc:
             raise StoreError(
                 f"cannot claim the store {store_path!r}: cannot open its lock file "
                 f"{self.path!r} ({exc})"
             ) from None
         shared = mode == "shared"
-        if not _try_lock(handle, exclusive=not shared):
-            holder = _holder(handle)
-            handle.close()
+        if not _try_lock(fd, exclusive=not shared):
+            holder = _holder(fd)
+            os.close(fd)
             if shared:
                 raise StoreError(
                     f"the store {store_path!r} is open{holder} without shared=True: shared and "
@@ -113,13 +111,16 @@ class FileClaim:
                 "application twice, in two processes: "
                 "docs/OPERATIONS.md, 'In a web application')"
             )
-        # The note a refused opener reads (_holder): who holds the file.
+        # The note a refused opener reads (_holder): who holds the file.  A bare descriptor,
+        # no file object: a forked child closes it with one system call (_let_go_in_child).
         me = _this_process()
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"shared=True schedulers (the last to open: {me})\n" if shared else f"{me}\n")
-        handle.flush()
-        self._handle: IO[str] | None = handle
+        note = f"shared=True schedulers (the last to open: {me})\n" if shared else f"{me}\n"
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, note.encode("utf-8"))  # O_APPEND: at the end, which is 0 now
+        except OSError:
+            pass  # the note only names the holder in a refusal: the claim is held all the same
+        self._fd: int | None = fd
         _OPEN.add(self)
 
     @classmethod
@@ -130,13 +131,13 @@ class FileClaim:
 
     @property
     def held(self) -> bool:
-        return self._handle is not None
+        return self._fd is not None
 
     def release(self) -> None:
         """Drop the claim (idempotent): closing the descriptor releases the lock."""
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         _OPEN.discard(self)
 
 
@@ -149,9 +150,10 @@ def _let_go_in_child() -> None:
     belongs to the open file description the parent's descriptor shares, so it stays
     the parent's (``flock`` is let go by ``LOCK_UN`` or the last close, never here)."""
     for claim in list(_OPEN):
-        if claim._handle is not None:
-            claim._handle.close()
-            claim._handle = None
+        if claim._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(claim._fd)
+            claim._fd = None
     _OPEN.clear()
 
 
@@ -186,11 +188,11 @@ def _this_process() -> str:
     return f"pid {os.getpid()} on {socket.gethostname()}"
 
 
-def _holder(handle: IO[str]) -> str:
+def _holder(fd: int) -> str:
     """`` (by pid N on host)`` from the holder's note, or ``""`` if it has none yet."""
     try:
-        handle.seek(0)
-        note = handle.read(200).strip()
+        os.lseek(fd, 0, os.SEEK_SET)
+        note = os.read(fd, 200).decode("utf-8", "replace").strip()
     except OSError:
         return ""
     if not note:
@@ -205,10 +207,9 @@ def _holder(handle: IO[str]) -> str:
 if sys.platform == "win32":  # pragma: no cover - not run by this project's CI (Linux)
     import msvcrt
 
-    def _try_lock(handle: IO[str], *, exclusive: bool) -> bool:
+    def _try_lock(fd: int, *, exclusive: bool) -> bool:
         if not exclusive:
             return True  # msvcrt has no shared lock: shared claims take none
-        fd = handle.fileno()
         position = os.lseek(fd, 0, os.SEEK_CUR)
         os.lseek(fd, _WINDOWS_OFFSET, os.SEEK_SET)
         try:
@@ -222,11 +223,9 @@ if sys.platform == "win32":  # pragma: no cover - not run by this project's CI (
 else:
     import fcntl
 
-    def _try_lock(handle: IO[str], *, exclusive: bool) -> bool:
+    def _try_lock(fd: int, *, exclusive: bool) -> bool:
         try:
-            fcntl.flock(
-                handle.fileno(), (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
-            )
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
         return True
