@@ -27,7 +27,7 @@ from lldsched import (
 )
 from lldsched.stores.claim import claim_path
 from tests import jobs
-from tests.processes import lines_of
+from tests.processes import lines_of, parent_of_a_helper
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,9 +96,7 @@ def test_the_claim_dies_with_a_holder_killed_by_sigkill(tmp_path: Path, holder: 
         assert scheduler.shutdown()
 
 
-# A holder that forks a helper before it is killed: the helper (a gunicorn worker whose
-# master dies, a process a job forked and left running) never uses the store, and blocks
-# on its stdin until the test kills it. The holder prints the helper's pid.
+# A holder of the store, which then forks a helper (tests.processes.parent_of_a_helper).
 FORKING_CHILD = """
 import os
 import sys
@@ -106,12 +104,6 @@ from lldsched import Scheduler, SqliteTaskStore
 
 store = SqliteTaskStore(sys.argv[1], shared=sys.argv[2] == "shared")
 scheduler = Scheduler(store=store).start()
-helper = os.fork()
-if helper == 0:
-    sys.stdin.read()
-    os._exit(0)
-print(helper, flush=True)
-sys.stdin.read()
 """
 
 
@@ -123,14 +115,7 @@ def test_a_child_forked_with_the_store_open_does_not_keep_the_claim_once_its_par
     """Before, the forked helper kept the claim: the restarted service was refused,
     naming its dead parent's pid, for as long as the helper lived."""
     path = tmp_path / "tasks.db"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    holder = subprocess.Popen(
-        [sys.executable, "-c", FORKING_CHILD, str(path), mode],
-        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    helper = None
-    try:
-        helper = int(lines_of(holder).get(timeout=20))
+    with parent_of_a_helper(FORKING_CHILD, str(path), mode) as (holder, helper):
         with pytest.raises(StoreError, match=r"already open|open by pid"):
             SqliteTaskStore(path)  # the holder has it
         holder.kill()
@@ -138,14 +123,6 @@ def test_a_child_forked_with_the_store_open_does_not_keep_the_claim_once_its_par
         os.kill(helper, 0)  # the helper still lives...
         with SqliteTaskStore(path) as store:  # ...and the claim went with its parent
             assert Scheduler(store=store).shutdown()
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-        holder.wait(20)
-        if helper is not None:
-            os.kill(helper, signal.SIGKILL)
-        assert holder.stdin is not None
-        holder.stdin.close()
 
 
 def test_a_second_store_in_the_same_process_is_refused_until_the_first_is_closed(

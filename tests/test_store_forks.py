@@ -4,10 +4,7 @@ child would share its connection, its node id and, unshared, its claim on the fi
 from __future__ import annotations
 
 import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,7 +16,7 @@ from lldsched.persistence import TaskStore
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
 from tests.forking import in_child
-from tests.processes import ROOT, lines_of
+from tests.processes import parent_of_a_helper
 from tests.test_store_sqlite import snapshot, task
 
 
@@ -118,9 +115,8 @@ def test_a_store_closed_in_a_child_forked_mid_write_returns_and_leaves_the_paren
 
 
 # A shared store's holder whose save waits for SQLite (another connection of its own holds
-# an EXCLUSIVE transaction) while it holds the store's write gate; it forks a helper that
-# never uses the store (blocked on its stdin until killed), prints the helper's pid, and
-# waits to be killed.
+# an EXCLUSIVE transaction) while it holds the store's write gate; then it forks a helper
+# (tests.processes.parent_of_a_helper).
 GATE_HOLDER = """
 import os
 import sqlite3
@@ -139,12 +135,6 @@ deadline = time.monotonic() + 20
 while store._gate._holder is None and time.monotonic() < deadline:
     time.sleep(0.005)  # until the save holds the gate (bounded)
 assert store._gate._holder is not None
-helper = os.fork()
-if helper == 0:
-    sys.stdin.read()
-    os._exit(0)
-print(helper, flush=True)
-sys.stdin.read()
 """
 
 
@@ -156,25 +146,10 @@ def test_a_child_forked_mid_write_does_not_keep_the_write_gate_once_its_parent_d
     write failed on it (WriteLockTimeout) for as long as the helper lived."""
     path = tmp_path / "tasks.db"
     SqliteTaskStore(path, shared=True).close()  # created: the holder only opens it
-    holder = subprocess.Popen(
-        [sys.executable, "-c", GATE_HOLDER, str(path)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    helper = None
-    try:
-        helper = int(lines_of(holder).get(timeout=30))
+    with parent_of_a_helper(GATE_HOLDER, str(path)) as (holder, helper):
         holder.kill()
         holder.wait(20)
         os.kill(helper, 0)  # the helper still lives...
         with SqliteTaskStore(path, shared=True, timeout=3) as store:
             store.save(snapshot(task(id="b")))  # ...and the gate went with its parent
             assert [s.task.id for s in store.load_all()] == ["b"]  # the holder's never landed
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-        holder.wait(20)
-        if helper is not None:
-            os.kill(helper, signal.SIGKILL)
-        assert holder.stdin is not None
-        holder.stdin.close()
