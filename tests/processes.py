@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +96,41 @@ def killed_mid_run(
         process.wait(20)
     assert process.returncode == -signal.SIGKILL
     return path, printed
+
+
+# What parent_of_a_helper's child runs last: it forks a helper that never uses what the
+# child made (a gunicorn worker whose master dies, a process a job forked and left
+# running), prints the helper's pid, and both wait on their stdin until killed.
+_FORK_A_HELPER = """
+helper = os.fork()
+if helper == 0:
+    sys.stdin.read()
+    os._exit(0)
+print(helper, flush=True)
+sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def parent_of_a_helper(child: str, *args: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """Run ``child`` (Python source importing ``os`` and ``sys``, given ``args``), then
+    fork a helper from it (:data:`_FORK_A_HELPER`): the process and the helper's pid,
+    both killed once the block ends.  For a parent SIGKILLed while the child it forked
+    lives on."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", child + _FORK_A_HELPER, *args],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    helper = None
+    try:
+        helper = int(lines_of(process).get(timeout=30))
+        yield process, helper
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(20)
+        if helper is not None:
+            os.kill(helper, signal.SIGKILL)
+        assert process.stdin is not None
+        process.stdin.close()

@@ -4,6 +4,7 @@ one) opens the store: no definition or settled record is lost, the run in flight
 
 from __future__ import annotations
 
+import logging
 import signal
 from pathlib import Path
 
@@ -75,3 +76,39 @@ def test_a_process_killed_mid_run_loses_nothing_settled_and_reruns_what_was_in_f
         assert decided(skip_id) == [("missed", 1.0), ("missed", 2.0), ("missed", 3.0)]
         assert decided(settled_id) == [("ok", 0.0)]
         assert {scheduler.task(i).next_run_at for i in ids[1:]} == {T0 + 4 * HOUR}
+
+
+# A service's jobs, one of them in flight at the SIGKILL: the restart says which.
+CUT_CHILD = """
+import sys
+from lldsched import FakeClock, FixedRate, OneTime, Scheduler, SqliteTaskStore
+from tests import jobs
+
+path, marker, t0 = sys.argv[1], sys.argv[2], float(sys.argv[3])
+scheduler = Scheduler(clock=FakeClock(t0), store=SqliteTaskStore(path)).start()
+scheduler.schedule("hourly", jobs.noop, FixedRate(3600, start_delay=3600), id="hourly")
+scheduler.schedule("export", jobs.hang_first_time, OneTime(delay=0), args=(marker,), id="export")
+scheduler.wait_drained(60)  # never returns: the run hangs until SIGKILL
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+def test_the_restart_after_a_kill_mid_run_names_the_run_that_runs_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before, an unshared restart ran the attempt again without a word (a shared
+    store's start says it, at INFO on lldsched.cluster): the log is where an operator
+    learns that a job may have done its work twice."""
+    path, _ = killed_mid_run(CUT_CHILD, tmp_path, T0)
+    caplog.set_level(logging.INFO, logger="lldsched.store")
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(clock=FakeClock(T0), store=store)
+        try:
+            said = [r.getMessage() for r in caplog.records if r.name == "lldsched.store"]
+            assert said == [
+                f"restored 2 tasks from {store!r}",
+                f"1 task had a run in flight when the last process on {store!r} stopped (no "
+                "record of it): that attempt runs again (at-least-once): export",
+            ]
+        finally:
+            assert scheduler.shutdown()

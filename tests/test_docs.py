@@ -688,7 +688,7 @@ def test_the_gunicorn_recipe_of_cluster_md_runs_a_task_once_over_its_forked_work
     )
 
     def worker() -> bool:
-        hooks = types.SimpleNamespace()
+        hooks = types.SimpleNamespace(cfg=types.SimpleNamespace(graceful_timeout=30))
         conf["post_fork"](None, hooks)  # gunicorn's server and worker objects
         idle: bool = hooks.scheduler.wait_idle(timeout=5)
         conf["worker_exit"](None, hooks)

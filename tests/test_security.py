@@ -59,6 +59,36 @@ def test_a_store_file_that_exists_keeps_the_mode_its_operator_gave_it(
     assert mode(path) == 0o660
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_stores_lock_files_are_its_owners_only_so_no_other_user_can_hold_them(
+    tmp_path: Path, umask_022: None, shared: bool
+) -> None:
+    """flock needs only a descriptor open for reading: a lock file every user could read
+    (0644, before) let any local user hold it, and the service was refused at its start
+    ("already open by pid ...") for as long as they liked; a shared store's write gate
+    likewise stopped every write.  An older release's 0644 lock file is set right."""
+    path = tmp_path / "tasks.db"
+    lock, gate = Path(f"{path}.lock"), Path(f"{path}.write")
+    with SqliteTaskStore(path, shared=shared):
+        assert mode(lock) == 0o600
+        assert not shared or mode(gate) == 0o600
+    lock.chmod(0o644)  # as an older release left it
+    with SqliteTaskStore(path, shared=shared):
+        assert mode(lock) == 0o600
+
+
+def test_a_stores_lock_files_follow_the_mode_its_operator_gave_the_store(
+    tmp_path: Path, umask_022: None
+) -> None:
+    """A group of users sharing one store (0660) can all claim it: its lock files are
+    0660 too (the umask's 0640, before any of them wrote, made the others' open fail)."""
+    path = tmp_path / "tasks.db"
+    path.touch()
+    path.chmod(0o660)
+    with SqliteTaskStore(path, shared=True):
+        assert (mode(Path(f"{path}.lock")), mode(Path(f"{path}.write"))) == (0o660, 0o660)
+
+
 def test_hostile_text_in_ids_names_and_arguments_is_data_in_sqlite(tmp_path: Path) -> None:
     path = tmp_path / "tasks.db"
     definition = task(id=HOSTILE, name=HOSTILE, args=(HOSTILE,), kwargs={HOSTILE: HOSTILE})

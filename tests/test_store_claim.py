@@ -27,7 +27,7 @@ from lldsched import (
 )
 from lldsched.stores.claim import claim_path
 from tests import jobs
-from tests.processes import lines_of
+from tests.processes import lines_of, parent_of_a_helper
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,6 +94,35 @@ def test_the_claim_dies_with_a_holder_killed_by_sigkill(tmp_path: Path, holder: 
         scheduler = Scheduler(store=store)
         assert [task.id for task in scheduler.tasks()] == [holder.task_id]
         assert scheduler.shutdown()
+
+
+# A holder of the store, which then forks a helper (tests.processes.parent_of_a_helper).
+FORKING_CHILD = """
+import os
+import sys
+from lldsched import Scheduler, SqliteTaskStore
+
+store = SqliteTaskStore(sys.argv[1], shared=sys.argv[2] == "shared")
+scheduler = Scheduler(store=store).start()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork (POSIX)")
+@pytest.mark.parametrize("mode", ["unshared", "shared"])
+def test_a_child_forked_with_the_store_open_does_not_keep_the_claim_once_its_parent_died(
+    tmp_path: Path, mode: str
+) -> None:
+    """Before, the forked helper kept the claim: the restarted service was refused,
+    naming its dead parent's pid, for as long as the helper lived."""
+    path = tmp_path / "tasks.db"
+    with parent_of_a_helper(FORKING_CHILD, str(path), mode) as (holder, helper):
+        with pytest.raises(StoreError, match=r"already open|open by pid"):
+            SqliteTaskStore(path)  # the holder has it
+        holder.kill()
+        holder.wait(20)
+        os.kill(helper, 0)  # the helper still lives...
+        with SqliteTaskStore(path) as store:  # ...and the claim went with its parent
+            assert Scheduler(store=store).shutdown()
 
 
 def test_a_second_store_in_the_same_process_is_refused_until_the_first_is_closed(

@@ -4,13 +4,20 @@ child would share its connection, its node id and, unshared, its claim on the fi
 from __future__ import annotations
 
 import os
+import sqlite3
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 from lldsched import OneTime, Scheduler, SqliteTaskStore
 from lldsched.persistence import TaskStore
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
 from tests.forking import in_child
+from tests.processes import parent_of_a_helper
+from tests.test_store_sqlite import snapshot, task
 
 
 def _refused_in_child_and_fine_here(store: TaskStore) -> None:
@@ -68,3 +75,81 @@ def test_a_store_a_running_scheduler_held_at_the_fork_is_refused_for_the_fork_al
             assert running.shutdown()
     assert outcome.startswith("StoreError: the store "), outcome
     assert "Open the store in each process after the fork" in outcome
+
+
+def held_elsewhere(store: SqliteTaskStore) -> bool:
+    """Whether another thread holds ``store``'s lock (a call of it under way there)."""
+    if store._lock.acquire(blocking=False):
+        store._lock.release()
+        return False
+    return True
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_store_closed_in_a_child_forked_mid_write_returns_and_leaves_the_parents_alone(
+    tmp_path: Path, shared: bool
+) -> None:
+    """A child forked while another thread of the parent was inside a store call (here a
+    save waiting for SQLite's lock, which another connection holds) copies the store's
+    lock held, with no thread to let it go: its ``close()`` (a gunicorn ``worker_exit``
+    closing a store opened at import, an ``atexit`` hook) hung for good.  It now lets go
+    of the child's copies alone, neither the lock nor the connection (whose close could
+    meet SQLite's own lock held, or write to the ``-shm`` it shares with the parent)."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=shared, timeout=60) as store:
+        blocker = sqlite3.connect(path, isolation_level=None)
+        blocker.execute("BEGIN EXCLUSIVE")
+        saving = threading.Thread(target=store.save, args=(snapshot(task(id="kept")),))
+        saving.start()
+        try:
+            deadline = time.monotonic() + 20
+            while not held_elsewhere(store) and time.monotonic() < deadline:
+                time.sleep(0.005)  # until the save holds the store's lock (bounded)
+            assert held_elsewhere(store)
+            assert in_child(store.close, bound=10) == "None"  # not "hung"
+        finally:
+            blocker.execute("COMMIT")
+            blocker.close()
+            saving.join(20)
+        assert [s.task.id for s in store.load_all()] == ["kept"]  # the parent's save landed
+
+
+# A shared store's holder whose save waits for SQLite (another connection of its own holds
+# an EXCLUSIVE transaction) while it holds the store's write gate; then it forks a helper
+# (tests.processes.parent_of_a_helper).
+GATE_HOLDER = """
+import os
+import sqlite3
+import sys
+import threading
+import time
+from lldsched import SqliteTaskStore
+from tests.test_store_sqlite import snapshot, task
+
+path = sys.argv[1]
+store = SqliteTaskStore(path, shared=True, timeout=60)
+blocker = sqlite3.connect(path, isolation_level=None)
+blocker.execute("BEGIN EXCLUSIVE")
+threading.Thread(target=store.save, args=(snapshot(task(id="a")),), daemon=True).start()
+deadline = time.monotonic() + 20
+while store._gate._holder is None and time.monotonic() < deadline:
+    time.sleep(0.005)  # until the save holds the gate (bounded)
+assert store._gate._holder is not None
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork (POSIX)")
+def test_a_child_forked_mid_write_does_not_keep_the_write_gate_once_its_parent_died(
+    tmp_path: Path,
+) -> None:
+    """Before, the helper kept the gate its parent held at the fork: every other process's
+    write failed on it (WriteLockTimeout) for as long as the helper lived."""
+    path = tmp_path / "tasks.db"
+    SqliteTaskStore(path, shared=True).close()  # created: the holder only opens it
+    with parent_of_a_helper(GATE_HOLDER, str(path)) as (holder, helper):
+        holder.kill()
+        holder.wait(20)
+        os.kill(helper, 0)  # the helper still lives...
+        with SqliteTaskStore(path, shared=True, timeout=3) as store:
+            store.save(snapshot(task(id="b")))  # ...and the gate went with its parent
+            assert [s.task.id for s in store.load_all()] == ["b"]  # the holder's never landed

@@ -604,7 +604,24 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
         if not _queue_restored(core, task, owed, now):
             _record(core, task, decided)
     restores.info("restored %s from %r", counted(len(tasks), "task"), store)
+    _say_cut(snapshots, store)
     return tasks
+
+
+def _say_cut(snapshots: Sequence[TaskSnapshot], store: TaskStore) -> None:
+    """Name the tasks whose row says a run was in flight when the last process on
+    ``store`` stopped (killed, crashed): that run left no record, and its attempt runs
+    again (at-least-once), as a shared store's start says of such a row
+    (lldsched/threaded/shared.py).  Before, an unshared restart ran it again unsaid."""
+    cut = [snapshot.task.id for snapshot in snapshots if restored_state(snapshot)[2]]
+    if cut:
+        restores.info(
+            "%s had a run in flight when the last process on %r stopped (no record of it): "
+            "that attempt runs again (at-least-once): %s",
+            counted(len(cut), "task"),
+            store,
+            ", ".join(cut),
+        )
 
 
 def pending_slot(

@@ -15,6 +15,11 @@ exclude each other as two processes do.  The sidecar holds the holder's pid and
 host, only to name it in the refusal; it is never deleted (deleting a lock file
 while someone may hold it lets two holders in), and it is harmless to leave.  It is
 opened without following a symlink: a lock file that is one is refused, naming it.
+It takes the store file's read and write bits at every open (:func:`sidecar_mode`,
+:func:`match_mode`: 0600 for a store lldsched created), as a shared store's write gate
+does: ``flock`` needs only a descriptor open for reading, so a lock file every user may
+read (0644, the umask's, before) let any local user hold it and keep the service from
+starting ("already open by pid ..." naming the last holder's note).
 
 **Shared claims.**  A store opened with ``shared=True`` takes the same lock
 *shared* (``LOCK_SH``, :meth:`FileClaim.shared`): any number of shared stores hold
@@ -23,24 +28,35 @@ them and refuses them, so shared and unshared openers of one file never mix.  A
 shared claim's note names the last shared opener.  On Windows, where
 ``msvcrt`` has no shared lock, a shared claim takes no lock at all.
 
-Limits: a symlinked path is resolved, a hard link is not; a child forked while
-the store is open inherits the descriptor and so keeps the claim until it exits
-(the child cannot use the store itself: :mod:`lldsched.stores.forks` refuses it);
-on network file systems the lock is as good as the server's.  This is the
+**A forked child lets go of its copy.**  A child forked while the store is open
+inherits the descriptor, and with it the lock (it belongs to the open file
+description both share); the child cannot use the store (:mod:`lldsched.stores.forks`
+refuses it), so a hook run in every forked child closes its copy of each claim's
+descriptor (:func:`_let_go_in_child`).  Closing a copy never unlocks: the lock stays
+the parent's, and goes when the parent's descriptor closes.  Before, a child that
+outlived its parent (a gunicorn worker after its master's SIGKILL, a process a job
+forked and left running) kept the claim, and the restarted service was refused,
+naming the dead parent's pid, until that child exited.
+
+Limits: a symlinked path is resolved, a hard link is not; a fork made without
+Python's fork hooks (uWSGI without ``py-call-osafterfork``) leaves the child holding
+the claim, as before; on network file systems the lock is as good as the server's.  This is the
 one-scheduler-per-file rule made true, not coordination: several schedulers
 sharing one file need leases (see docs/CLUSTER.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import stat
 import sys
-from typing import IO
+import weakref
 
 from lldsched.errors import StoreError
 
-__all__ = ["FileClaim", "claim_path"]
+__all__ = ["FileClaim", "claim_path", "match_mode", "sidecar_mode"]
 
 SUFFIX = ".lock"
 _WINDOWS_OFFSET = 1 << 20  # Windows locks a byte range: lock one past the text, not the text
@@ -66,17 +82,21 @@ class FileClaim:
         self.mode = mode
         self.path = claim_path(store_path)
         try:  # never through a symlink: the note below truncates the file it opens
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | _NOFOLLOW, 0o666)
-            handle = os.fdopen(fd, "a+", encoding="utf-8")
+            fd = os.open(
+                self.path,
+                os.O_RDWR | os.O_CREAT | os.O_APPEND | _NOFOLLOW,
+                sidecar_mode(store_path),
+            )
+            match_mode(fd, sidecar_mode(store_path))
         except OSError as exc:
             raise StoreError(
                 f"cannot claim the store {store_path!r}: cannot open its lock file "
                 f"{self.path!r} ({exc})"
             ) from None
         shared = mode == "shared"
-        if not _try_lock(handle, exclusive=not shared):
-            holder = _holder(handle)
-            handle.close()
+        if not _try_lock(fd, exclusive=not shared):
+            holder = _holder(fd)
+            os.close(fd)
             if shared:
                 raise StoreError(
                     f"the store {store_path!r} is open{holder} without shared=True: shared and "
@@ -91,13 +111,17 @@ class FileClaim:
                 "application twice, in two processes: "
                 "docs/OPERATIONS.md, 'In a web application')"
             )
-        # The note a refused opener reads (_holder): who holds the file.
+        # The note a refused opener reads (_holder): who holds the file.  A bare descriptor,
+        # no file object: a forked child closes it with one system call (_let_go_in_child).
         me = _this_process()
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"shared=True schedulers (the last to open: {me})\n" if shared else f"{me}\n")
-        handle.flush()
-        self._handle: IO[str] | None = handle
+        note = f"shared=True schedulers (the last to open: {me})\n" if shared else f"{me}\n"
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, note.encode("utf-8"))  # O_APPEND: at the end, which is 0 now
+        except OSError:
+            pass  # the note only names the holder in a refusal: the claim is held all the same
+        self._fd: int | None = fd
+        _OPEN.add(self)
 
     @classmethod
     def shared(cls, store_path: str) -> FileClaim:
@@ -107,13 +131,56 @@ class FileClaim:
 
     @property
     def held(self) -> bool:
-        return self._handle is not None
+        return self._fd is not None
 
     def release(self) -> None:
         """Drop the claim (idempotent): closing the descriptor releases the lock."""
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        _OPEN.discard(self)
+
+
+_OPEN: weakref.WeakSet[FileClaim] = weakref.WeakSet()
+"""The claims this process holds: a forked child lets go of its copies."""
+
+
+def _let_go_in_child() -> None:
+    """In a child just forked: close its copy of every claim's descriptor.  The lock
+    belongs to the open file description the parent's descriptor shares, so it stays
+    the parent's (``flock`` is let go by ``LOCK_UN`` or the last close, never here)."""
+    for claim in list(_OPEN):
+        if claim._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(claim._fd)
+            claim._fd = None
+    _OPEN.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_let_go_in_child)
+
+
+def sidecar_mode(store_path: str) -> int:
+    """The mode a file beside the store at ``store_path`` is created with (its claim's
+    lock file, a shared store's write gate): the store's read and write bits, 0600 if it
+    has none or cannot be read, so that whoever may not open the store may not lock its
+    sidecars either (a file that exists keeps its mode; the umask applies)."""
+    try:
+        mode = stat.S_IMODE(os.stat(store_path).st_mode) & 0o666
+    except OSError:
+        return 0o600
+    return mode or 0o600
+
+
+def match_mode(fd: int, mode: int) -> None:
+    """Give the sidecar open as ``fd`` the ``mode`` :func:`sidecar_mode` says, whatever the
+    umask made of it or an older release left (0644), if this process owns it (another
+    user's is left as it is: its owner's next open sets it)."""
+    with contextlib.suppress(OSError):
+        status = os.fstat(fd)
+        if stat.S_IMODE(status.st_mode) != mode and status.st_uid == os.geteuid():
+            os.fchmod(fd, mode)
 
 
 def _this_process() -> str:
@@ -121,11 +188,11 @@ def _this_process() -> str:
     return f"pid {os.getpid()} on {socket.gethostname()}"
 
 
-def _holder(handle: IO[str]) -> str:
+def _holder(fd: int) -> str:
     """`` (by pid N on host)`` from the holder's note, or ``""`` if it has none yet."""
     try:
-        handle.seek(0)
-        note = handle.read(200).strip()
+        os.lseek(fd, 0, os.SEEK_SET)
+        note = os.read(fd, 200).decode("utf-8", "replace").strip()
     except OSError:
         return ""
     if not note:
@@ -140,10 +207,9 @@ def _holder(handle: IO[str]) -> str:
 if sys.platform == "win32":  # pragma: no cover - not run by this project's CI (Linux)
     import msvcrt
 
-    def _try_lock(handle: IO[str], *, exclusive: bool) -> bool:
+    def _try_lock(fd: int, *, exclusive: bool) -> bool:
         if not exclusive:
             return True  # msvcrt has no shared lock: shared claims take none
-        fd = handle.fileno()
         position = os.lseek(fd, 0, os.SEEK_CUR)
         os.lseek(fd, _WINDOWS_OFFSET, os.SEEK_SET)
         try:
@@ -157,11 +223,9 @@ if sys.platform == "win32":  # pragma: no cover - not run by this project's CI (
 else:
     import fcntl
 
-    def _try_lock(handle: IO[str], *, exclusive: bool) -> bool:
+    def _try_lock(fd: int, *, exclusive: bool) -> bool:
         try:
-            fcntl.flock(
-                handle.fileno(), (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
-            )
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
         return True

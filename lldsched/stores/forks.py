@@ -4,12 +4,12 @@ refuses to be pickled for another process.
 A store object is one process's: its connection (SQLite's file locks are not
 inherited by a child, and a PostgreSQL socket carries one session), its node id,
 the leases it holds, and for an unshared SQLite store the claim on the file (an
-``flock`` that the child *does* inherit, so two schedulers would hold it together
-and run every task twice).  A server that opens the store before it forks its
-workers (gunicorn's ``--preload``, a module-level store) would give every worker
-the same one.  So each store notes the process that opened it, and every use from
-another process raises :class:`~lldsched.errors.StoreError` saying to open the
-store after the fork (docs/CLUSTER.md).
+``flock`` the child inherits, and lets go of at the fork: :mod:`lldsched.stores.claim`;
+used there, the store would run every task a second time).  A server that opens the
+store before it forks its workers (gunicorn's ``--preload``, a module-level store)
+would give every worker the same one.  So each store notes the process that opened
+it, and every use from another process raises :class:`~lldsched.errors.StoreError`
+saying to open the store after the fork (docs/CLUSTER.md).
 
 Which process this is, is kept by :func:`os.register_at_fork` rather than asked of
 the kernel at every use: the check is one comparison.  A server that forks in C

@@ -152,6 +152,11 @@ def _check_path_like(path: os.PathLike[str]) -> None:
         )
 
 
+_LEFT_IN_CHILD: list[sqlite3.Connection] = []
+"""The connections a forked child's ``close()`` dropped unclosed: held, so that the
+collector never closes them either (:meth:`SqliteTaskStore._let_go_in_child`)."""
+
+
 class _Using:
     """A store's connection under its lock for one operation, and the one place SQLite's
     own errors (a full disk, a read-only file, a database locked past ``timeout``, a
@@ -537,7 +542,13 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
     def close(self) -> None:
         """Close the file and release its claim (idempotent).  Every call after this
         raises ``StoreClosedError`` (a ``StoreError``); the file can be opened again at
-        once.  Close a store after its scheduler's ``shutdown()``."""
+        once.  Close a store after its scheduler's ``shutdown()``.
+
+        In a child forked since the store was opened, only the child's copies are let
+        go (:meth:`_let_go_in_child`)."""
+        if self._opened_in != forks.current[0] and self.path not in PRIVATE:
+            self._let_go_in_child()
+            return
         with self._lock:
             if self._connection is not None:
                 self._connection.close()
@@ -546,6 +557,23 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                 self._gate.close()
             if self._claim is not None:
                 self._claim.release()  # after the connection: nothing written past it
+
+    def _let_go_in_child(self) -> None:
+        """``close()`` in a child forked since the store was opened: the store's lock and
+        SQLite's own may have been held at the fork by a thread the child does not have
+        (a save under way), so neither is taken, and the connection is never closed (its
+        close would wait on SQLite's lock, or write to the ``-shm`` the parent maps): it
+        is dropped, kept from the collector (:data:`_LEFT_IN_CHILD`).  The gate's and the
+        claim's descriptors are the child's copies; closing them leaves the parent's
+        locks.  Before, a child forked while a save waited for the database (a gunicorn
+        worker closing a store opened at import) hung in ``close()`` for good."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            _LEFT_IN_CHILD.append(connection)
+        if self._gate is not None:
+            self._gate.close()  # the child's copy only (WriteGate.close)
+        if self._claim is not None:
+            self._claim.release()  # let go at the fork already (claim._let_go_in_child)
 
     def _using(self, doing: str, task_id: str | None = None) -> _Using:
         """The connection, under the lock, for one operation (``doing``, of ``task_id``

@@ -58,13 +58,16 @@ before, up to ``timeout``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import sys
 import threading
 import time
+import weakref
 
 from lldsched.errors import StoreError
+from lldsched.stores.claim import match_mode, sidecar_mode
 
 __all__ = [
     "PATIENCE",
@@ -141,7 +144,7 @@ class WriteGate:
         # SQLite's own wait, for a writer that takes no gate, once this one was passed
         # within its patience: the two together stay within the timeout.
         self.busy = timeout - self.patience
-        self._write = _open(path + WRITE)
+        self._write = _open(path + WRITE, sidecar_mode(path))
         self._state = threading.Condition(threading.Lock())
         self._wanted: int | None = None  # the thread waiting for the gate's to take the lock
         self._holder: int | None = None  # the thread the write lock was taken for
@@ -150,6 +153,7 @@ class WriteGate:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()  # a forked child has the descriptor, not the thread
+        _OPEN.add(self)
 
     def acquire(self) -> float:
         """Take the write lock, blocking for it once a write waited :data:`PATIENCE`;
@@ -301,8 +305,36 @@ class WriteGate:
             self._state.notify_all()
 
     def _close(self) -> None:
+        _OPEN.discard(self)
         os.close(self._write)
 
 
-def _open(path: str) -> int:
-    return os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o666)
+_OPEN: weakref.WeakSet[WriteGate] = weakref.WeakSet()
+"""The gates this process has open: a forked child lets go of its copies."""
+
+
+def _let_go_in_child() -> None:
+    """In a child just forked: close its copy of every gate's descriptor, as
+    :func:`lldsched.stores.claim._let_go_in_child` does the claims'.  A gate held at the
+    fork (a write under way on another thread) stays the parent's, let go by its
+    ``LOCK_UN``; before, a child that outlived a parent killed mid-write held it, and
+    every other process's write failed on the gate (``WriteLockTimeout``) until that
+    child exited.  Its ``close()`` in the child then has nothing left to close."""
+    for gate in list(_OPEN):
+        if not gate._closed:
+            gate._closed = True
+            with contextlib.suppress(OSError):
+                os.close(gate._write)
+    _OPEN.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX (the only platform with a gate)
+    os.register_at_fork(after_in_child=_let_go_in_child)
+
+
+def _open(path: str, mode: int) -> int:
+    """The gate's file, with ``mode`` (the store's: a file any user may read could be
+    locked by any user, stopping every write: :func:`~lldsched.stores.claim.sidecar_mode`)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, mode)
+    match_mode(fd, mode)
+    return fd
