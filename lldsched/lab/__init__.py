@@ -31,6 +31,7 @@ Run one from a shell with ``python -m lldsched lab <decision>``, or all of them 
 :mod:`lldsched.views.plots.lab`).
 """
 
+from lldsched.lab._support import VariantError
 from lldsched.lab.decisions import DECISIONS, Decision, decision
 
-__all__ = ["DECISIONS", "Decision", "decision"]
+__all__ = ["DECISIONS", "Decision", "VariantError", "decision"]
