@@ -146,13 +146,12 @@ def scheduler_variant(name: str, value: object) -> None:
     )
 
 
-def several(name: str, values: object) -> tuple[object, ...]:
-    """``values`` as a tuple, if it is a collection of them (a tuple, a list); else
+def several(name: str, values: object) -> None:
+    """Nothing if ``values`` is a collection of values (a tuple, a list); else
     ``TypeError`` naming it and showing the one-value tuple (``measure_polling(0.01)``
     read "'float' object is not iterable")."""
     if isinstance(values, str | bytes) or not isinstance(values, Iterable):
         raise TypeError(f"{name} must be a tuple of values, e.g. ({values!r},), got {values!r}")
-    return tuple(values)
 
 
 def patience_seconds(value: float) -> float:

@@ -31,6 +31,7 @@ from lldsched.lab._support import (
     patience_seconds,
     running,
     scheduler_variant,
+    several,
     whole_count,
 )
 from lldsched.listeners import notify
@@ -174,6 +175,7 @@ def measure_listener_latency(
     later at the median (22.8 ms) than those under it (19.2 ms); with the quietest of
     three, the order held in every run (docs/DECISIONS.md, "The lab states only what
     holds under load")."""
+    several("delays", delays)
     whole_count("tasks", tasks)
     whole_count("repeats", repeats)
     for delay in delays:

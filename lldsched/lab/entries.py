@@ -33,6 +33,7 @@ from lldsched.lab._support import (
     no_collection,
     running,
     scheduler_variant,
+    several,
     whole_count,
 )
 from lldsched.model import Priority
@@ -157,6 +158,7 @@ def measure_cancel_cost(
     removal (this thread's CPU time, so the ratio holds on a busy machine; elapsed time
     on Windows, see :func:`~lldsched.lab._support.cpu_clock`; garbage
     collection off); a heap smaller than ``cancels`` has every entry cancelled."""
+    several("sizes", sizes)
     whole_count("cancels", cancels)
     for size in sizes:
         whole_count("size", size)

@@ -35,6 +35,7 @@ from lldsched.lab._support import (
     patience_seconds,
     running,
     scheduler_variant,
+    several,
     whole_count,
 )
 from lldsched.schedules.simple import OneTime
@@ -148,6 +149,7 @@ def measure_polling(
     ``Condition.wait``'s), and the median lateness of tasks due in 20 to 120 ms
     (seeded delays, so a poll's phase does not line up with them).  Real time: the
     numbers vary."""
+    several("intervals", intervals)
     whole_count("samples", samples)
     lab_seconds("idle", idle, above=0)
     for interval in intervals:

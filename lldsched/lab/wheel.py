@@ -30,7 +30,7 @@ from typing import NamedTuple, cast
 
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
-from lldsched.lab._support import cpu_time, lab_seconds, no_collection, whole_count
+from lldsched.lab._support import cpu_time, lab_seconds, no_collection, several, whole_count
 from lldsched.lab.entries import _StandIn
 from lldsched.model import Priority
 
@@ -211,6 +211,7 @@ def compare_wheel_and_heap(
     ``resolution``; CPU time per timer, measured in one run (garbage collection off,
     after a dropped warm-up round).  A size below 1, a ``horizon`` or ``resolution`` not
     finite and > 0: ``ValueError`` naming it, before anything is timed."""
+    several("sizes", sizes)
     for size in sizes:
         whole_count("size", size)
     lab_seconds("horizon", horizon, above=0)
