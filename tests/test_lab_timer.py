@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
+from lldsched.clock import SystemClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry
 from lldsched.lab import VariantError
@@ -194,3 +195,9 @@ def test_a_variant_that_kills_the_timer_is_told_so_with_its_own_error_as_the_cau
     with pytest.raises(VariantError, match="RaisingScheduler: its timer thread died") as caught:
         run_due_now_behind_parked_timer(RaisingScheduler, patience=0.1)
     assert str(caught.value.__cause__) == "a learner's bug"
+
+
+def test_a_clock_of_ones_own_that_counts_no_wakeups_is_told_what_to_subclass() -> None:
+    """It read "'SystemClock' object has no attribute 'wakeups'" after starting a scheduler."""
+    with pytest.raises(TypeError, match="subclass WaitingClock or PollingClock"):
+        measure_timer("mine", SystemClock(), idle=0.1, samples=1)  # type: ignore[arg-type]

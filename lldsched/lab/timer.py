@@ -114,9 +114,15 @@ def measure_timer(
 ) -> PollResult:
     """One strategy (the clock): wake-ups and CPU per idle second over ``idle`` seconds,
     and the median lateness of ``samples`` runs (see :func:`measure_polling`).  ``idle``
-    finite and > 0, ``samples`` a whole number >= 1: else ``ValueError`` naming it."""
+    finite and > 0, ``samples`` a whole number >= 1: else ``ValueError`` naming it; a
+    ``clock`` that counts no ``wakeups``: ``TypeError``."""
     lab_seconds("idle", idle, above=0)
     whole_count("samples", samples)
+    if not isinstance(getattr(clock, "wakeups", None), int):
+        raise TypeError(
+            "clock must count the timer's wake-ups in .wakeups (a clock of your own: "
+            f"subclass WaitingClock or PollingClock), got {clock!r}"
+        )
     scheduler = Scheduler(workers=1, clock=clock)
     # Registered before start: the timer's first wait is the park (no wake-up to count).
     scheduler.schedule("parked a day out", lambda: None, OneTime(delay=86400))
