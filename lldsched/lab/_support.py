@@ -300,8 +300,7 @@ def running(scheduler: Scheduler) -> Iterator[None]:
     raising again in the drain, buried it).  A timer thread the variant killed is a
     :class:`VariantError` whose cause is what killed it, the variant's own traceback,
     instead of "cannot wait_idle(): the scheduler's timer thread died" or "the task
-    never ran".  What the
-    package logged meanwhile is logged again afterwards, none of it lost."""
+    never ran".  What the package logged meanwhile is logged again afterwards."""
     from lldsched.errors import SchedulerStateError
 
     log: list[logging.LogRecord] = []

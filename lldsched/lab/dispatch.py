@@ -90,27 +90,24 @@ def runs_while_a_listener_blocks(
     ran = threading.Event()
     scheduler.schedule("A", lambda: None, OneTime(delay=10))
     scheduler.add_listener(listener)
-    try:
-        with running(scheduler):
-            clock.advance(9)
-            scheduler.wait_idle()
-            scheduler.schedule("B", ran.set, OneTime(delay=1))  # before A starts: no lock held
-            clock.advance(1)
-            if not done_or_stalled(gate.entered.is_set, clock, scheduler):
-                if ran.is_set():  # B ran, A did not start or was not heard: the dispatcher
-                    raise VariantError(
-                        f"{scheduler_type.__name__}: the listener never heard A start: its "
-                        "dispatcher did not deliver the event, so nothing was blocked"
-                    )
-                raise lost(scheduler_type, "A and B, both due, never ran", clock)
-            ran_meanwhile = ran.wait(patience)
-            gate.open()
-            if not done_or_stalled(ran.is_set, clock, scheduler) or not scheduler.wait_idle(
-                VARIANT_PATIENCE
-            ):
-                raise lost(scheduler_type, "B, due, never ran", clock)
-    finally:
-        gate.open()  # a listener still held must not hold the shutdown
+    with running(scheduler):
+        clock.advance(9)
+        scheduler.wait_idle()
+        scheduler.schedule("B", ran.set, OneTime(delay=1))  # before A starts: no lock held
+        clock.advance(1)
+        if not done_or_stalled(gate.entered.is_set, clock, scheduler):
+            if ran.is_set():  # B ran, A did not start or was not heard: the dispatcher
+                raise VariantError(
+                    f"{scheduler_type.__name__}: the listener never heard A start: its "
+                    "dispatcher did not deliver the event, so nothing was blocked"
+                )
+            raise lost(scheduler_type, "A and B, both due, never ran", clock)
+        ran_meanwhile = ran.wait(patience)
+        gate.open()
+        if not done_or_stalled(ran.is_set, clock, scheduler) or not scheduler.wait_idle(
+            VARIANT_PATIENCE
+        ):
+            raise lost(scheduler_type, "B, due, never ran", clock)
     return ran_meanwhile
 
 

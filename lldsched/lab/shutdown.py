@@ -124,19 +124,19 @@ def run_shutdown_with_idle_workers(
     pool = scheduler.lab_pool
     assert isinstance(pool, CountingPool)
     condition = pool.condition
-    if not condition.wait_parked(workers, VARIANT_PATIENCE):
-        parked = condition.parked
-        scheduler.shutdown(timeout=timeout)
-        raise VariantError(
-            f"{pool_type.__name__}: only {parked} of its {workers} workers parked in its "
-            f"condition within {VARIANT_PATIENCE:g} s, so there was no idle pool to shut down "
-            "(a worker whose wait raises dies: its traceback is above)"
-        )
+    parked = condition.wait_parked(workers, VARIANT_PATIENCE)
+    seen = condition.parked
     stopped = scheduler.shutdown(timeout=timeout)
     left = pool.alive
     with condition:
         threading.Condition.notify_all(condition)  # release what the variant left asleep
     pool.shutdown(timeout=5.0)
+    if not parked:
+        raise VariantError(
+            f"{pool_type.__name__}: only {seen} of its {workers} workers parked in its "
+            f"condition within {VARIANT_PATIENCE:g} s, so there was no idle pool to shut down "
+            "(a worker whose wait raises dies: its traceback is above)"
+        )
     return ShutdownOutcome(stopped, left)
 
 
