@@ -9,8 +9,9 @@ import re
 import pytest
 
 from lldsched.clock import FakeClock
-from lldsched.lab import dispatch
+from lldsched.lab import VariantError, dispatch
 from lldsched.lab.dispatch import (
+    InlineDispatcher,
     InlineListenerScheduler,
     measure_listener_latency,
     runs_while_a_listener_blocks,
@@ -115,3 +116,21 @@ def test_a_listener_that_raises_at_every_event_under_the_lock_is_logged_once_a_m
             assert scheduler.shutdown(timeout=5)
     levels = [r.levelno for r in caplog.records if r.name == "lldsched.listeners"]
     assert levels == [logging.ERROR, logging.DEBUG, logging.DEBUG]  # 3 events, 1 traceback
+
+
+class _SilentDispatcher(InlineDispatcher):
+    """A learner's dispatcher that drops every event."""
+
+    def publish(self, event: TaskEvent) -> None:
+        pass
+
+
+class SilentDispatchScheduler(Scheduler):
+    dispatcher_type = _SilentDispatcher
+
+
+def test_a_dispatcher_that_delivers_nothing_gets_no_answer_but_a_variant_error() -> None:
+    """The listener never blocked, and the experiment answered "B ran while the listener
+    was blocked": True, as the real dispatcher does."""
+    with pytest.raises(VariantError, match="SilentDispatchScheduler: the listener never heard A"):
+        runs_while_a_listener_blocks(SilentDispatchScheduler, patience=0.1)

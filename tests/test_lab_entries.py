@@ -9,10 +9,13 @@ import pytest
 
 from lldsched.clock import FakeClock
 from lldsched.core.duequeue import TaskQueue
+from lldsched.core.task import Entry
+from lldsched.lab import VariantError
 from lldsched.lab.entries import (
     IdTieScheduler,
     RemovingQueue,
     RemovingScheduler,
+    TaskTieQueue,
     TaskTieScheduler,
     cancel_comparisons,
     measure_cancel_cost,
@@ -107,3 +110,25 @@ def test_the_notebook_names_the_count_per_cancel_comparisons_which_outnumber_the
     section = source[source.index('id="lab-tombstones"') : source.index('id="lab-sequence"')]
     assert "entries each cancel" not in section
     assert "comparisons per cancel" in section
+
+
+class _ForgetfulQueue(TaskQueue):
+    """A learner's queue that never hands an entry out."""
+
+    def pop_due(self, now: float, limit: int) -> list[Entry]:
+        return []
+
+
+class ForgetfulScheduler(Scheduler):
+    queue_type = _ForgetfulQueue
+
+
+def test_a_tie_on_a_variant_that_loses_the_tasks_is_told_so_instead_of_hanging() -> None:
+    """The timer spun on the scheduler's lock and wait_idle() never got it."""
+    with pytest.raises(VariantError, match="ForgetfulScheduler: 3 of the 3 tasks due never ran"):
+        run_a_tie(ForgetfulScheduler, tasks=3)
+
+
+def test_a_tie_given_a_queue_class_says_how_to_plug_it_in() -> None:
+    with pytest.raises(TypeError, match=r"scheduler_type must be a Scheduler class .*queue_type"):
+        run_a_tie(TaskTieQueue)  # type: ignore[arg-type]

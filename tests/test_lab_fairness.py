@@ -17,6 +17,7 @@ import pytest
 from lldsched.clock import FakeClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import ScheduledTask
+from lldsched.lab._support import ObservedClock
 from lldsched.lab.dispatch import InlineListenerScheduler
 from lldsched.lab.entries import IdTieScheduler, RemovingScheduler, TaskTieScheduler, _StandIn
 from lldsched.lab.handoff import UNBOUNDED
@@ -45,14 +46,18 @@ class _CountingScheduler(Scheduler):
 
 
 def _workload(
-    make: Callable[[FakeClock], Scheduler], *, seed: int, ties: bool = True
+    make: Callable[[FakeClock], Scheduler],
+    *,
+    seed: int,
+    ties: bool = True,
+    clock: FakeClock | None = None,
 ) -> tuple[list[Run], list[Event]]:
     """Forty tasks of mixed priorities (one-offs, fixed-rate ones), some cancelled, paused,
     resumed, rescheduled and run at once, on a fake clock moved in 5 s steps; every run
     recorded (name, due, started, outcome), every event in delivery order.  ``ties``:
     due instants shared by several tasks of mixed priorities (else every task has its
     own instants, all NORMAL)."""
-    clock = FakeClock(0)
+    clock = FakeClock(0) if clock is None else clock
     scheduler = make(clock)
     events: list[Event] = []
     # Guards events: the dispatcher's thread (or the publishing one) appends.
@@ -128,6 +133,18 @@ def test_a_correct_variant_runs_a_workload_as_the_real_scheduler_does(
     assert len(real_runs) > 40  # the workload ran: one-offs and fixed-rate repeats
     assert runs == real_runs
     assert events == real_events
+
+
+@pytest.mark.parametrize(
+    "variant", [Scheduler, RemovingScheduler, InlineListenerScheduler, TimerFirstScheduler]
+)
+def test_the_timer_never_waits_for_an_instant_already_passed(variant: type[Scheduler]) -> None:
+    """What the lab's ObservedClock takes for a lost task (lldsched.lab.VariantError):
+    the timer hands out what is due before it waits, so a wait's deadline is ahead."""
+    clock = ObservedClock(0)
+    _workload(lambda clock: variant(workers=1, clock=clock), seed=1, clock=clock)
+    assert clock.waits >= 12  # at least one a step of the clock: the timer did wait
+    assert clock.stalled is None
 
 
 @pytest.mark.parametrize("variant", [TaskTieScheduler, IdTieScheduler])

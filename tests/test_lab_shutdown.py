@@ -4,10 +4,12 @@ asleep; stopping the pool before the timer loses work (lldsched.lab.shutdown).""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 
-from lldsched.lab._support import captured_log
+from lldsched.lab import VariantError
+from lldsched.lab._support import CountingCondition, captured_log
 from lldsched.lab.shutdown import (
     CountingPool,
     ExecutorPoolFirstScheduler,
@@ -104,3 +106,47 @@ def test_a_pool_that_counts_no_parked_worker_is_refused_naming_it() -> None:
         match=r"pool_type must be a CountingPool .* got <class '.*\.WorkerPool'>",
     ):
         run_shutdown_with_idle_workers(WorkerPool)  # type: ignore[arg-type]
+
+
+class _RaisingOrder(TimerFirstScheduler):
+    """A learner's order whose shutdown raises."""
+
+    def shutdown(self, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
+        raise RuntimeError("a learner's bug")
+
+
+class _PoolLeftOpen(TimerFirstScheduler):
+    """A learner's order that returns before it stops anything."""
+
+    def shutdown(self, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
+        return True
+
+
+def test_an_order_whose_shutdown_raises_is_told_so_not_reported_as_losing_nothing() -> None:
+    """Its error went to threading.excepthook on the lab's thread, and the outcome read
+    "10 ran, 0 lost, wait_idle returns": the real order's answer."""
+    with pytest.raises(VariantError, match="_RaisingOrder: its shutdown\\(\\) raised") as caught:
+        run_shutdown_while_work_falls_due(_RaisingOrder)
+    assert str(caught.value.__cause__) == "a learner's bug"
+
+
+def test_an_order_that_never_shuts_the_pool_is_told_so() -> None:
+    with pytest.raises(VariantError, match="_PoolLeftOpen: its shutdown\\(\\) never shut the pool"):
+        run_shutdown_while_work_falls_due(_PoolLeftOpen)
+
+
+class _UncountedCondition(CountingCondition):
+    """A learner's condition that parks its waiters without counting them."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return threading.Condition.wait(self, timeout)
+
+
+class _UncountedPool(CountingPool):
+    condition_type = _UncountedCondition
+
+
+def test_a_pool_whose_workers_never_park_in_the_counted_condition_is_told_so() -> None:
+    """The experiment went on after 5 s as if they had, and shut an unobserved pool down."""
+    with pytest.raises(VariantError, match="_UncountedPool: only 0 of its 4 workers parked"):
+        run_shutdown_with_idle_workers(_UncountedPool)

@@ -9,6 +9,10 @@ from collections.abc import Callable
 
 import pytest
 
+from lldsched.clock import SystemClock
+from lldsched.core.duequeue import TaskQueue
+from lldsched.core.task import Entry
+from lldsched.lab import VariantError
 from lldsched.lab._support import ObservedClock, middle_half
 from lldsched.lab.timer import (
     IfScheduler,
@@ -127,3 +131,73 @@ def test_the_middle_half_of_one_value_or_none_is_that_value_or_nan() -> None:
     assert middle_half([2.0]) == (2.0, 2.0)
     assert all(math.isnan(value) for value in middle_half([]))
     assert middle_half([1.0, 2.0, 3.0, 4.0, 5.0]) == (2.0, 4.0)
+
+
+class _ForgetfulQueue(TaskQueue):
+    """A learner's queue that never hands an entry out (its pop_due forgot to)."""
+
+    def pop_due(self, now: float, limit: int) -> list[Entry]:
+        return []
+
+
+class ForgetfulScheduler(Scheduler):
+    queue_type = _ForgetfulQueue
+
+
+@pytest.mark.parametrize(
+    ("experiment", "said"),
+    [
+        (run_due_now_behind_parked_timer, "the task 'due now' never ran"),
+        (run_early_on_spurious_wakeup, "the task 'due in 60 s' never ran"),
+    ],
+)
+def test_a_variant_that_loses_the_task_is_told_so_by_name_instead_of_hanging(
+    experiment: Callable[..., object], said: str
+) -> None:
+    """Its timer spun on the scheduler's lock (a FakeClock's wait for a passed instant
+    returns at once) and the experiment hung for good."""
+    with pytest.raises(VariantError, match=f"ForgetfulScheduler: {said}") as caught:
+        experiment(ForgetfulScheduler, patience=0.1)
+    assert "its pop_due handed out nothing" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "experiment", [run_due_now_behind_parked_timer, run_early_on_spurious_wakeup]
+)
+@pytest.mark.parametrize(
+    "given", [_ForgetfulQueue, Scheduler(workers=1)], ids=["queue", "instance"]
+)
+def test_a_timer_experiment_given_no_scheduler_class_says_how_a_queue_plugs_in(
+    experiment: Callable[..., object], given: object
+) -> None:
+    """A queue class read "TaskQueue.__init__() got an unexpected keyword argument
+    'workers'", an instance "'Scheduler' object is not callable"."""
+    with pytest.raises(
+        TypeError, match=r"scheduler_type must be a Scheduler class .*queue_type = YourQueue"
+    ):
+        experiment(given, patience=0.1)
+
+
+class _RaisingQueue(TaskQueue):
+    """A learner's queue whose pop_due raises: it kills the timer thread."""
+
+    def pop_due(self, now: float, limit: int) -> list[Entry]:
+        raise RuntimeError("a learner's bug")
+
+
+class RaisingScheduler(Scheduler):
+    queue_type = _RaisingQueue
+
+
+def test_a_variant_that_kills_the_timer_is_told_so_with_its_own_error_as_the_cause() -> None:
+    """It read "cannot wait_idle(): the scheduler's timer thread died", then the drain
+    called the broken pop_due again and raised from deep inside shutdown()."""
+    with pytest.raises(VariantError, match="RaisingScheduler: its timer thread died") as caught:
+        run_due_now_behind_parked_timer(RaisingScheduler, patience=0.1)
+    assert str(caught.value.__cause__) == "a learner's bug"
+
+
+def test_a_clock_of_ones_own_that_counts_no_wakeups_is_told_what_to_subclass() -> None:
+    """It read "'SystemClock' object has no attribute 'wakeups'" after starting a scheduler."""
+    with pytest.raises(TypeError, match="subclass WaitingClock or PollingClock"):
+        measure_timer("mine", SystemClock(), idle=0.1, samples=1)  # type: ignore[arg-type]

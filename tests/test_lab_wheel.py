@@ -6,13 +6,16 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Callable
 from typing import cast
 
 import pytest
 
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import ScheduledTask
-from lldsched.lab.entries import _StandIn
+from lldsched.lab.dispatch import measure_listener_latency
+from lldsched.lab.entries import _StandIn, measure_cancel_cost
+from lldsched.lab.timer import measure_polling
 from lldsched.lab.wheel import TimingWheel, compare_wheel_and_heap, pop_order_within_a_tick
 
 
@@ -99,3 +102,34 @@ def test_the_comparison_refuses_a_horizon_or_resolution_that_is_no_positive_time
     """A negative or NaN horizon failed a bare assert after the heap had been timed."""
     with pytest.raises(ValueError, match=re.escape(said)):
         compare_wheel_and_heap((10,), **options)
+
+
+@pytest.mark.parametrize(
+    ("experiment", "name", "value"),
+    [
+        (compare_wheel_and_heap, "sizes", 1_000),
+        (measure_cancel_cost, "sizes", 1_000),
+        (measure_polling, "intervals", 0.01),
+        (measure_listener_latency, "delays", 0.001),
+    ],
+)
+def test_one_value_where_an_experiment_takes_several_is_refused_showing_the_tuple(
+    experiment: Callable[..., object], name: str, value: float
+) -> None:
+    """It read "'int' object is not iterable", naming neither the parameter nor the fix."""
+    said = f"{name} must be a tuple of values, e.g. ({value!r},), got {value!r}"
+    with pytest.raises(TypeError, match=re.escape(said)):
+        experiment(value)
+
+
+def test_a_horizon_that_ends_inside_a_tick_still_times_every_timer() -> None:
+    """Timers due in the horizon's last, partial tick are rounded up past it: popped at
+    the horizon, the wheel held them back and a bare AssertionError ended the run."""
+    (cost,) = compare_wheel_and_heap((1_000,), horizon=0.0105)
+    assert cost.size == 1_000 and cost.ticks == 11
+
+
+def test_the_pop_order_given_a_queue_class_asks_for_a_queue_object() -> None:
+    """It read "TimingWheel.attach() missing 1 required positional argument"."""
+    with pytest.raises(TypeError, match=re.escape("e.g. TimingWheel(), got the class")):
+        pop_order_within_a_tick(TimingWheel)  # type: ignore[arg-type]

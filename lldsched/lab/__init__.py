@@ -26,11 +26,18 @@ of its runs, or the quietest of a few repeats: a conclusion is stated only where
 holds on a busy machine (docs/DECISIONS.md, "The lab states only what holds under
 load").
 
+A variant of one's own plugs in the same way: subclass the collaborator, name it on a
+``Scheduler`` subclass (``queue_type = MyQueue``) and pass the class to an experiment
+that takes a ``scheduler_type``.  A variant that breaks what every variant keeps (it
+loses a task, kills the timer thread, delivers no event, raises in ``shutdown``) gets
+a :class:`VariantError` naming it within seconds, never a hang.
+
 Run one from a shell with ``python -m lldsched lab <decision>``, or all of them in
 ``notebooks/09-design-lab.ipynb``.  Standard library only (plots live in
 :mod:`lldsched.views.plots.lab`).
 """
 
+from lldsched.lab._support import VariantError
 from lldsched.lab.decisions import DECISIONS, Decision, decision
 
-__all__ = ["DECISIONS", "Decision", "decision"]
+__all__ = ["DECISIONS", "Decision", "VariantError", "decision"]

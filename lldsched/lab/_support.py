@@ -16,26 +16,50 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from lldsched import checks
 from lldsched.clock import FakeClock
+
+if TYPE_CHECKING:
+    from lldsched.threaded.scheduler import Scheduler
 
 __all__ = [
     "CountingCondition",
     "Gate",
     "ObservedClock",
+    "VariantError",
     "captured_log",
     "cpu_clock",
     "cpu_time",
+    "done_or_stalled",
     "eventually",
     "lab_type",
+    "lost",
     "median",
     "middle_half",
     "no_collection",
+    "running",
+    "scheduler_variant",
+    "several",
     "whole_count",
 ]
+
+VARIANT_PATIENCE = 5.0
+"""Real seconds an experiment gives a variant to do what every variant must (run a task
+the fake clock has made due, deliver an event, park its workers): the real runtime
+takes milliseconds, so running out of them is the variant's fault, said as a
+:class:`VariantError`."""
+
+
+class VariantError(RuntimeError):
+    """A variant an experiment was given broke what every variant keeps: it lost a task
+    (never ran it, not even late), its dispatcher never delivered an event, its workers
+    never parked, its ``shutdown`` raised or hung.  Said in the lab's words and naming
+    the variant, instead of a hang on the scheduler's lock or a traceback from deep in
+    the runtime."""
 
 
 def cpu_clock(platform: str = sys.platform) -> Callable[[], float]:
@@ -79,6 +103,57 @@ def lab_type(name: str, value: object, base: type, expected: str) -> None:
         raise TypeError(f"{name} must be {expected}, got {value!r}")
 
 
+def done_or_stalled(done: Callable[[], bool], clock: ObservedClock, scheduler: Scheduler) -> bool:
+    """Whether ``done()`` came to hold: wait for it at most :data:`VARIANT_PATIENCE`
+    seconds, and no longer once ``clock`` saw the timer stall (the variant lost a task)
+    or the timer thread died (``running`` False): then it will not come."""
+    eventually(
+        lambda: done() or clock.stalled is not None or not scheduler.running, VARIANT_PATIENCE
+    )
+    return done()
+
+
+def lost(variant: object, what: str, clock: ObservedClock) -> VariantError:
+    """The error for a ``variant`` that lost what the experiment waited for: ``what`` (a
+    task that "never ran ..."), and, if ``clock`` saw the timer stall on a passed
+    instant, what its queue did wrong."""
+    name = getattr(variant, "__name__", repr(variant))
+    stall = (
+        ""
+        if clock.stalled is None
+        else f" (its queue's next_due said an entry was due at {clock.stalled:g} s, and its "
+        "pop_due handed out nothing)"
+    )
+    return VariantError(
+        f"{name}: {what}{stall}.  A variant may run a task late or early, never lose it"
+    )
+
+
+def scheduler_variant(name: str, value: object) -> None:
+    """Nothing if ``value`` is :class:`~lldsched.threaded.scheduler.Scheduler` or a
+    subclass (a variant is the real scheduler with a collaborator swapped); else
+    ``TypeError`` naming it and saying how a queue, a pool or a dispatcher of one's own
+    plugs in (a queue class passed as it was refused by the scheduler's constructor:
+    "TaskQueue.__init__() got an unexpected keyword argument 'workers'")."""
+    from lldsched.threaded.scheduler import Scheduler
+
+    lab_type(
+        name,
+        value,
+        Scheduler,
+        "a Scheduler class (a queue, pool or dispatcher of your own plugs in as "
+        "`class Mine(Scheduler): queue_type = YourQueue`, or pool_type, dispatcher_type)",
+    )
+
+
+def several(name: str, values: object) -> None:
+    """Nothing if ``values`` is a collection of values (a tuple, a list); else
+    ``TypeError`` naming it and showing the one-value tuple (``measure_polling(0.01)``
+    read "'float' object is not iterable")."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a tuple of values, e.g. ({values!r},), got {values!r}")
+
+
 def patience_seconds(value: float) -> float:
     """``value``, the real seconds an experiment gives a run that may not come, if finite
     and > 0; else ``ValueError`` naming it (``Event.wait`` takes a negative or NaN
@@ -88,19 +163,36 @@ def patience_seconds(value: float) -> float:
 
 class ObservedClock(FakeClock):
     """A :class:`FakeClock` that counts the timer's waits, so a caller can wait for the
-    timer to park, and that can wake the timer without moving time (a spurious wake-up)."""
+    timer to park, and that can wake the timer without moving time (a spurious wake-up).
+
+    It also notices a queue that lost a task: the real timer waits only for an instant
+    still ahead (it hands out what is due first), so a wait for one already passed means
+    the queue's ``next_due`` named a due head its ``pop_due`` did not hand out.  A
+    FakeClock returns at once from such a wait, and the timer spun on the scheduler's
+    lock, starving every other thread (the lab hung); this clock records the instant in
+    ``stalled`` and lets go of the lock for a moment of real time instead."""
+
+    STALL_PAUSE = 0.01
+    """Real seconds the timer is held, lock released, on a wait for a passed instant."""
 
     def __init__(self, start: float = 0.0) -> None:
         super().__init__(start)
-        # Guards waits; notified on every wait.  Taken inside the scheduler's lock
+        # Guards waits and stalled; notified on every wait.  Taken inside the scheduler's lock
         # (the timer holds its condition when it calls wait), never the other way round.
         self._parks = threading.Condition(threading.Lock())
         self.waits = 0
+        self.stalled: float | None = None  # a due instant the queue did not hand out
 
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        passed = deadline is not None and deadline <= self.now()
         with self._parks:
             self.waits += 1
+            if passed:
+                self.stalled = deadline
             self._parks.notify_all()
+        if passed:
+            condition.wait(self.STALL_PAUSE)
+            return
         super().wait(condition, deadline)
 
     def parked(self, *, more_than: int = 0, timeout: float = 5.0) -> bool:
@@ -198,6 +290,50 @@ def captured_log() -> Iterator[list[logging.LogRecord]]:
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate
+
+
+@contextmanager
+def running(scheduler: Scheduler) -> Iterator[None]:
+    """Start ``scheduler`` and shut it down after the block, as every experiment on a
+    variant does.  If the block raised, the shutdown does not drain (a lost task held a
+    drain for its whole timeout) and the block's error stands (the variant's method,
+    raising again in the drain, buried it).  A timer thread the variant killed is a
+    :class:`VariantError` whose cause is what killed it, the variant's own traceback,
+    instead of "cannot wait_idle(): the scheduler's timer thread died" or "the task
+    never ran".  What the package logged meanwhile is logged again afterwards."""
+    from lldsched.errors import SchedulerStateError
+
+    log: list[logging.LogRecord] = []
+    try:
+        with captured_log() as log:
+            scheduler.start()
+            try:
+                yield
+            except BaseException as error:
+                try:
+                    scheduler.shutdown(drain=False)
+                except Exception as also:  # the block's error is the one to read
+                    error.add_note(f"(and shutdown() then raised {also!r})")
+                death = next(filter(None, map(_timer_death, log)), None)
+                if isinstance(error, SchedulerStateError | VariantError) and death is not None:
+                    raise VariantError(
+                        f"{type(scheduler).__name__}: its timer thread died on {death!r}, "
+                        "raised by the variant (its traceback is above), so nothing ran "
+                        "after it"
+                    ) from death
+                raise
+            scheduler.shutdown()
+    finally:
+        logger = logging.getLogger("lldsched")
+        for record in log:  # the capture is gone: to wherever they would have gone
+            logger.handle(record)
+
+
+def _timer_death(record: logging.LogRecord) -> BaseException | None:
+    """What killed the timer thread, if ``record`` is its death."""
+    if record.exc_info and record.getMessage().startswith("the timer thread died"):
+        return record.exc_info[1]
+    return None
 
 
 def median(values: list[float]) -> float:

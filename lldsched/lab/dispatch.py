@@ -19,8 +19,21 @@ import threading
 import time
 from typing import NamedTuple
 
-from lldsched.clock import FakeClock
-from lldsched.lab._support import Gate, lab_seconds, median, patience_seconds, whole_count
+from lldsched.lab._support import (
+    VARIANT_PATIENCE,
+    Gate,
+    ObservedClock,
+    VariantError,
+    done_or_stalled,
+    lab_seconds,
+    lost,
+    median,
+    patience_seconds,
+    running,
+    scheduler_variant,
+    several,
+    whole_count,
+)
 from lldsched.listeners import notify
 from lldsched.model import TaskEvent, TaskStatus
 from lldsched.schedules.simple import OneTime
@@ -61,9 +74,12 @@ def runs_while_a_listener_blocks(
     """A listener blocks (at a gate) on the event of task A starting; task B is due at the
     same instant (fake clock, two workers).  True if B runs while the listener is
     blocked, within ``patience`` real seconds (finite and > 0: ``ValueError`` naming it
-    otherwise)."""
+    otherwise).  ``scheduler_type``: a :class:`Scheduler` class (``TypeError`` naming it
+    otherwise); a variant whose listener never hears A start, or that loses a task:
+    :class:`~lldsched.lab.VariantError` (no answer at all, rather than a wrong one)."""
+    scheduler_variant("scheduler_type", scheduler_type)
     patience_seconds(patience)
-    clock = FakeClock(0)
+    clock = ObservedClock(0)
     gate = Gate()
 
     def listener(event: TaskEvent) -> None:
@@ -74,18 +90,24 @@ def runs_while_a_listener_blocks(
     ran = threading.Event()
     scheduler.schedule("A", lambda: None, OneTime(delay=10))
     scheduler.add_listener(listener)
-    scheduler.start()
-    try:
+    with running(scheduler):
         clock.advance(9)
         scheduler.wait_idle()
         scheduler.schedule("B", ran.set, OneTime(delay=1))  # before A starts: no lock held
         clock.advance(1)
-        gate.entered.wait(5.0)
+        if not done_or_stalled(gate.entered.is_set, clock, scheduler):
+            if ran.is_set():  # B ran, A did not start or was not heard: the dispatcher
+                raise VariantError(
+                    f"{scheduler_type.__name__}: the listener never heard A start: its "
+                    "dispatcher did not deliver the event, so nothing was blocked"
+                )
+            raise lost(scheduler_type, "A and B, both due, never ran", clock)
         ran_meanwhile = ran.wait(patience)
         gate.open()
-        scheduler.wait_idle()
-    finally:
-        scheduler.shutdown()
+        if not done_or_stalled(ran.is_set, clock, scheduler) or not scheduler.wait_idle(
+            VARIANT_PATIENCE
+        ):
+            raise lost(scheduler_type, "B, due, never ran", clock)
     return ran_meanwhile
 
 
@@ -150,6 +172,7 @@ def measure_listener_latency(
     later at the median (22.8 ms) than those under it (19.2 ms); with the quietest of
     three, the order held in every run (docs/DECISIONS.md, "The lab states only what
     holds under load")."""
+    several("delays", delays)
     whole_count("tasks", tasks)
     whole_count("repeats", repeats)
     for delay in delays:

@@ -20,14 +20,22 @@ from __future__ import annotations
 import heapq
 import random
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import NamedTuple, cast
 
-from lldsched.clock import FakeClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
-from lldsched.lab._support import cpu_time, no_collection, whole_count
+from lldsched.lab._support import (
+    VARIANT_PATIENCE,
+    ObservedClock,
+    cpu_time,
+    done_or_stalled,
+    lost,
+    no_collection,
+    running,
+    scheduler_variant,
+    several,
+    whole_count,
+)
 from lldsched.model import Priority
 from lldsched.schedules.simple import OneTime
 from lldsched.threaded.scheduler import Scheduler
@@ -150,6 +158,7 @@ def measure_cancel_cost(
     removal (this thread's CPU time, so the ratio holds on a busy machine; elapsed time
     on Windows, see :func:`~lldsched.lab._support.cpu_clock`; garbage
     collection off); a heap smaller than ``cancels`` has every entry cancelled."""
+    several("sizes", sizes)
     whole_count("cancels", cancels)
     for size in sizes:
         whole_count("size", size)
@@ -257,21 +266,15 @@ def _number(name: str) -> int:
     return int(name.rsplit("-", 1)[1])
 
 
-@contextmanager
-def _started(scheduler: Scheduler) -> Iterator[Scheduler]:
-    scheduler.start()
-    try:
-        yield scheduler
-    finally:
-        scheduler.shutdown()
-
-
 def run_a_tie(scheduler_type: type[Scheduler] = Scheduler, *, tasks: int = 12) -> TieOutcome:
     """Register ``tasks`` equal-priority tasks due at the same instant (fake clock, one
     worker) and record the order they run in, or the error a registration raises.
-    ``tasks`` is a whole number >= 1 (``ValueError`` otherwise: no tie to watch)."""
+    ``tasks`` is a whole number >= 1 (``ValueError`` otherwise: no tie to watch);
+    ``scheduler_type`` a :class:`Scheduler` class (``TypeError`` naming it otherwise).
+    A variant that loses one of the tasks: :class:`~lldsched.lab.VariantError`."""
+    scheduler_variant("scheduler_type", scheduler_type)
     whole_count("tasks", tasks)
-    clock = FakeClock(0)
+    clock = ObservedClock(0)
     scheduler = scheduler_type(workers=1, clock=clock)
     order: list[str] = []
     # Guards order: the tasks append to it from the worker thread, the caller reads it.
@@ -281,7 +284,7 @@ def run_a_tie(scheduler_type: type[Scheduler] = Scheduler, *, tasks: int = 12) -
         with lock:
             order.append(name)
 
-    with _started(scheduler):
+    with running(scheduler):
         try:
             for n in range(1, tasks + 1):
                 name = f"job-{n}"
@@ -289,5 +292,10 @@ def run_a_tie(scheduler_type: type[Scheduler] = Scheduler, *, tasks: int = 12) -
         except TypeError as error:
             return TieOutcome(order, f"TypeError: {error}")
         clock.advance(10)
-        scheduler.wait_idle()
+        if not done_or_stalled(
+            lambda: len(order) == tasks, clock, scheduler
+        ) or not scheduler.wait_idle(VARIANT_PATIENCE):
+            raise lost(
+                scheduler_type, f"{tasks - len(order)} of the {tasks} tasks due never ran", clock
+            )
     return TieOutcome(order, None)

@@ -28,9 +28,11 @@ from typing import Any, NamedTuple
 
 from lldsched.checks import seconds
 from lldsched.lab._support import (
+    VARIANT_PATIENCE,
     CountingCondition,
     Gate,
     ObservedClock,
+    VariantError,
     captured_log,
     eventually,
     lab_type,
@@ -122,12 +124,19 @@ def run_shutdown_with_idle_workers(
     pool = scheduler.lab_pool
     assert isinstance(pool, CountingPool)
     condition = pool.condition
-    condition.wait_parked(workers)
+    parked = condition.wait_parked(workers, VARIANT_PATIENCE)
+    seen = condition.parked
     stopped = scheduler.shutdown(timeout=timeout)
     left = pool.alive
     with condition:
         threading.Condition.notify_all(condition)  # release what the variant left asleep
     pool.shutdown(timeout=5.0)
+    if not parked:
+        raise VariantError(
+            f"{pool_type.__name__}: only {seen} of its {workers} workers parked in its "
+            f"condition within {VARIANT_PATIENCE:g} s, so there was no idle pool to shut down "
+            "(a worker whose wait raises dies: its traceback is above)"
+        )
     return ShutdownOutcome(stopped, left)
 
 
@@ -193,6 +202,15 @@ STOP_BUDGET = 0.5
 """Seconds the lab's ``shutdown`` may take: the held run outlives it on purpose."""
 
 
+def _stop_failed(variant: type, error: BaseException) -> VariantError:
+    failure = VariantError(
+        f"{variant.__name__}: its shutdown() raised {error!r} (its traceback is above); "
+        "an order stops the timer and the pool, and raises nothing"
+    )
+    failure.__cause__ = error
+    return failure
+
+
 class StopOutcome(NamedTuple):
     """Tasks due during shutdown: run, still queued (a store would keep them), or lost
     (out of the heap and never run); whether the timer died; whether ``wait_idle`` hangs."""
@@ -234,19 +252,43 @@ def run_shutdown_while_work_falls_due(
         clock.parked()
         # A short budget: the real shutdown waits for the held run before it closes the
         # pool, which this waits for below; with the default 5 s, every order took 5 s.
-        stopper = threading.Thread(
-            target=scheduler.shutdown, kwargs={"timeout": STOP_BUDGET}, name="lab-shutdown"
-        )
+        failed: list[BaseException] = []  # what the variant's shutdown raised, if anything
+
+        def stop() -> None:
+            try:
+                scheduler.shutdown(timeout=STOP_BUDGET)
+            except BaseException as error:
+                failed.append(error)
+
+        stopper = threading.Thread(target=stop, name="lab-shutdown")
         stopper.start()
         pool = scheduler.lab_pool
         assert isinstance(pool, ObservedPool)
-        pool.closing.wait(5.0)
+        eventually(lambda: pool.closing.is_set() or not stopper.is_alive(), VARIANT_PATIENCE)
+        if not pool.closing.is_set():
+            gate.open()
+            stopper.join(VARIANT_PATIENCE)
+            Scheduler.shutdown(scheduler, timeout=STOP_BUDGET)  # the real one, to clean up
+            if failed:
+                raise _stop_failed(scheduler_type, failed[0])
+            raise VariantError(
+                f"{scheduler_type.__name__}: its shutdown() never shut the pool down "
+                f"(ObservedPool.shutdown not called within {VARIANT_PATIENCE:g} s): an order "
+                "must stop both the timer and the pool"
+            )
         waits = clock.waits
         clock.advance(60)
         # the timer either parks again, or is (or was already) gone
         eventually(lambda: clock.waits > waits or not scheduler.timer_alive)
         gate.open()
         stopper.join(10.0)
+        if failed:
+            raise _stop_failed(scheduler_type, failed[0])
+        if stopper.is_alive():
+            raise VariantError(
+                f"{scheduler_type.__name__}: its shutdown(timeout={STOP_BUDGET:g}) had not "
+                "returned 10 s after the held run was let go"
+            )
         idle = scheduler.wait_idle(timeout=0.2)
     queued = len([t for t in scheduler.pending() if t.id in burst_ids])
     died = any("timer thread died" in record.getMessage() for record in log)

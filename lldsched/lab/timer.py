@@ -24,11 +24,18 @@ from lldsched.clock import SystemClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry
 from lldsched.lab._support import (
+    VARIANT_PATIENCE,
     ObservedClock,
+    VariantError,
+    done_or_stalled,
     lab_seconds,
+    lost,
     median,
     middle_half,
     patience_seconds,
+    running,
+    scheduler_variant,
+    several,
     whole_count,
 )
 from lldsched.schedules.simple import OneTime
@@ -107,9 +114,15 @@ def measure_timer(
 ) -> PollResult:
     """One strategy (the clock): wake-ups and CPU per idle second over ``idle`` seconds,
     and the median lateness of ``samples`` runs (see :func:`measure_polling`).  ``idle``
-    finite and > 0, ``samples`` a whole number >= 1: else ``ValueError`` naming it."""
+    finite and > 0, ``samples`` a whole number >= 1: else ``ValueError`` naming it; a
+    ``clock`` that counts no ``wakeups``: ``TypeError``."""
     lab_seconds("idle", idle, above=0)
     whole_count("samples", samples)
+    if not isinstance(getattr(clock, "wakeups", None), int):
+        raise TypeError(
+            "clock must count the timer's wake-ups in .wakeups (a clock of your own: "
+            f"subclass WaitingClock or PollingClock), got {clock!r}"
+        )
     scheduler = Scheduler(workers=1, clock=clock)
     # Registered before start: the timer's first wait is the park (no wake-up to count).
     scheduler.schedule("parked a day out", lambda: None, OneTime(delay=86400))
@@ -142,6 +155,7 @@ def measure_polling(
     ``Condition.wait``'s), and the median lateness of tasks due in 20 to 120 ms
     (seeded delays, so a poll's phase does not line up with them).  Real time: the
     numbers vary."""
+    several("intervals", intervals)
     whole_count("samples", samples)
     lab_seconds("idle", idle, above=0)
     for interval in intervals:
@@ -188,13 +202,28 @@ def _lateness(
 ) -> Lateness:
     """How both timer experiments read their one run: give it ``patience`` real seconds
     (``ran`` is set by the action); if it has not run by then, move ``clock`` on by
-    ``then`` seconds, when it must.  Its lateness is read from its only record."""
+    ``then`` seconds, when it must.  Its lateness is read from its only record.  A
+    variant that never runs it, or runs it more than once: :class:`VariantError`."""
+    name = scheduler.task(task_id).name
     in_time = ran.wait(patience)
     if not in_time:
         clock.advance(then)
-        ran.wait(5.0)
-    scheduler.wait_idle()
-    (record,) = scheduler.task(task_id).history
+        if not done_or_stalled(ran.is_set, clock, scheduler):
+            raise lost(
+                type(scheduler),
+                f"the task {name!r} never ran, not even with the fake clock moved "
+                f"{then:g} s on, past its due time",
+                clock,
+            )
+    if not scheduler.wait_idle(VARIANT_PATIENCE):
+        raise lost(type(scheduler), f"after {name!r} ran, it never became idle", clock)
+    records = scheduler.task(task_id).history
+    if len(records) != 1:
+        raise VariantError(
+            f"{type(scheduler).__name__}: the task {name!r} ran {len(records)} times; a "
+            "one-off runs once"
+        )
+    (record,) = records
     return Lateness(in_time, record.started - record.due)
 
 
@@ -206,20 +235,20 @@ def run_due_now_behind_parked_timer(
     The real queue's push wakes the timer and the new task runs at once; a silent
     push leaves it waiting for the parked timer.  After ``patience`` seconds of real
     time the clock is moved on 12 h, and the task's lateness is read.  ``patience``:
-    finite and > 0 (``ValueError`` naming it otherwise).
+    finite and > 0 (``ValueError`` naming it otherwise).  ``scheduler_type``: a
+    :class:`Scheduler` class, the real one or a variant (``TypeError`` naming it
+    otherwise); a variant that loses the task: :class:`VariantError`.
     """
+    scheduler_variant("scheduler_type", scheduler_type)
     patience_seconds(patience)
     clock = ObservedClock(0)
     scheduler = scheduler_type(workers=1, clock=clock)
     scheduler.schedule("nightly", lambda: None, OneTime(delay=TWELVE_HOURS))
-    scheduler.start()
-    try:
+    with running(scheduler):
         clock.parked()
         ran = threading.Event()
         urgent = scheduler.schedule("due now", ran.set, OneTime(delay=0))
         return _lateness(scheduler, urgent.id, ran, patience, clock, then=TWELVE_HOURS)
-    finally:
-        scheduler.shutdown()
 
 
 # -- re-test in while ---------------------------------------------------------------------
@@ -257,16 +286,15 @@ def run_early_on_spurious_wakeup(
     The real timer re-tests and parks again: the task runs at 60 s, on time.  An ``if``
     runs it at once, 60 s early (lateness -60).  ``patience``: real seconds given to
     a run that should not happen, finite and > 0 (``ValueError`` naming it otherwise).
+    ``scheduler_type``: as :func:`run_due_now_behind_parked_timer` takes it.
     """
+    scheduler_variant("scheduler_type", scheduler_type)
     patience_seconds(patience)
     clock = ObservedClock(0)
     scheduler = scheduler_type(workers=1, clock=clock)
     ran = threading.Event()
     task = scheduler.schedule("due in 60 s", ran.set, OneTime(delay=60))
-    scheduler.start()
-    try:
+    with running(scheduler):
         clock.parked()
         clock.spurious_wakeup()
         return _lateness(scheduler, task.id, ran, patience, clock, then=60)
-    finally:
-        scheduler.shutdown()

@@ -10,7 +10,8 @@
 # - tell the failures a fake clock or the simulation pins down exactly from those that
 #   only show as ratios of real time;
 # - name the test that catches each broken variant, so you could defend the decision in
-#   an interview with the failure in hand.
+#   an interview with the failure in hand;
+# - plug in a variant of your own and run it through the same experiments.
 #
 # **Minutes:** 25 (read and run; a toggle per section to flip).
 #
@@ -43,7 +44,7 @@ from ipywidgets import Checkbox, Dropdown
 
 from lldsched import Scheduler
 from lldsched.core.duequeue import TaskQueue
-from lldsched.lab import DECISIONS, decision
+from lldsched.lab import DECISIONS, VariantError, decision
 from lldsched.lab.dispatch import (
     InlineListenerScheduler,
     measure_listener_latency,
@@ -547,6 +548,53 @@ print("three timers due together, pushed LOW, NORMAL, HIGH:")
 print("  heap pops ", pop_order_within_a_tick(TaskQueue()))
 print("  wheel pops", pop_order_within_a_tick(TimingWheel()))
 caught_by("wheel")
+
+# %% [markdown]
+# <a id="lab-yours"></a>
+# ## 12. A variant of your own
+#
+# The experiments that take a `scheduler_type` run any variant: subclass the real
+# collaborator (`TaskQueue`, `CountingPool`, `EventDispatcher`), name it on a
+# `Scheduler` subclass through its seam (`queue_type`, `pool_type`, `dispatcher_type`),
+# and pass the class, as `SilentPushScheduler` and `IfScheduler` are passed above. Start
+# from the real queue unchanged, break one thing, and rerun:
+
+
+# %% tags=["nbval-check-output"]
+class MyQueue(TaskQueue):
+    """Yours: the real queue, until you override push, pop_due or discard."""
+
+
+class MyScheduler(Scheduler):
+    queue_type = MyQueue
+
+
+print("push:    ", run_due_now_behind_parked_timer(MyScheduler, patience=5.0))
+print("while:   ", run_early_on_spurious_wakeup(MyScheduler, patience=0.5))
+print("sequence: first in, first out:", run_a_tie(MyScheduler).fifo)
+
+# %% [markdown]
+# A variant may run a task late, or early: that is what the experiments measure. One
+# that loses a task, kills the timer thread, delivers no event or raises in `shutdown`
+# breaks what every variant keeps, and the experiment stops within seconds with a
+# `VariantError` that names it (its own exception as the cause), not a hang. A queue
+# whose `pop_due` forgot to hand anything out:
+
+
+# %% tags=["nbval-check-output"]
+class ForgetfulQueue(TaskQueue):
+    def pop_due(self, now: float, limit: int) -> list:
+        return []  # forgot to hand the due entries out
+
+
+class ForgetfulScheduler(Scheduler):
+    queue_type = ForgetfulQueue
+
+
+try:
+    run_due_now_behind_parked_timer(ForgetfulScheduler, patience=0.5)
+except VariantError as error:
+    print(error)
 
 # %% [markdown]
 # ## Check yourself

@@ -166,7 +166,7 @@ def wheel_costs(
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(_PlainLog())
-        ax.yaxis.set_minor_formatter(_PlainLog(labelOnlyBase=False))
+        ax.yaxis.set_minor_formatter(_PlainLog(labelOnlyBase=False, minor_thresholds=(2, 1)))
         ax.set_xlabel("timers (due over the next 60 s)")
         ax.set_ylabel("CPU per timer (µs)")
         _title(ax, what, panel=True)
