@@ -178,7 +178,7 @@ class StatusVerbs(CoreParts):
                     f"cannot remove {task_id!r} ({task.name!r}): {names} {verb} on it; "
                     "remove them first, or register them again without it"
                 )
-            self._deps.unlink(task_id)
+            self._deps.removed(task_id)
         with interrupts_deferred(self._writes):  # forgotten whole, then a Ctrl-C
             self._cancel(task)  # not cancel(): a task removed does not retire
             del self.tasks[task_id]
