@@ -179,9 +179,11 @@ class StatusVerbs(CoreParts):
                     f"cannot remove {task_id!r} ({task.name!r}): {names} {verb} on it; "
                     "remove them first, or register them again without it"
                 )
-            self._deps.removed(task_id)
+            self._deps.unlink(task_id)
         with interrupts_deferred(self._writes):  # forgotten whole, then a Ctrl-C
             self._cancel(task)  # not cancel(): a task removed does not retire
+            if self._deps is not None:  # after the cancel, which notes it dead (shared)
+                self._deps.removed(task_id)
             del self.tasks[task_id]
             self._dead.pop(task_id, None)
             self._orphans.pop(task_id, None)

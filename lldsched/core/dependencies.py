@@ -225,9 +225,8 @@ class Dependencies:
             self._forget(task.id)
 
     def removed(self, task_id: str) -> None:
-        """``task_id`` was removed (``remove`` refuses an upstream still named): forget it
-        as a dependent and as an upstream."""
-        self.unlink(task_id)
+        """``task_id`` was removed, unlinked and cancelled (``remove`` refuses an upstream
+        still named): nothing is kept of it as an upstream either."""
         self._forget(task_id)
 
     def _forget(self, task_id: str) -> None:
