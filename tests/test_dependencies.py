@@ -25,6 +25,7 @@ from lldsched import (
 )
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.stores.sqlite import SqliteTaskStore
+from lldsched.testing import Stepper
 from tests import jobs
 from tests.conftest import T0
 from tests.runtimes import KINDS, Driven
@@ -777,3 +778,60 @@ def advance(runtime: Scheduler | Simulation, when: float) -> None:
     for instant in range(int(clock.now()), int(when) + 1, 30):
         clock.set(float(instant))
         assert runtime.wait_idle(timeout=5.0)
+
+
+# -- What the graph keeps of a task that left (a scheduler that runs for months) ------------
+
+
+def test_an_upstream_removed_after_its_dependents_leaves_nothing_in_the_graph(
+    driven: Driven,
+) -> None:
+    # A pipeline a day: "extract-i" fails, "load-i" fails with it (UpstreamFailed), and
+    # the operator removes both from the dead letter, dependent first.  Before: every
+    # removed upstream left its (empty) set of dependents in the graph for good, one
+    # entry a pipeline (and each later unlink walked them all).
+    for day in range(20):
+        driven.add("extract", OneTime(delay=0), id=f"extract-{day}", action=jobs.broken,
+                   retry=RetryPolicy(max_attempts=1))  # fmt: skip
+        driven.add("load", OneTime(delay=0), id=f"load-{day}", depends_on=[f"extract-{day}"])
+        driven.run_until(driven.now + 60)
+        assert driven.runtime.dead_letter() == [f"extract-{day}", f"load-{day}"]
+        driven.runtime.remove(f"load-{day}")
+        driven.runtime.remove(f"extract-{day}")
+    assert driven.runtime.tasks() == []
+    graph = driven.runtime._core._deps
+    assert graph is not None
+    assert (graph._dependents, graph._retired, graph.waiting) == ({}, {}, {})
+
+
+def test_on_a_shared_store_a_dependency_keeps_nothing_of_the_tasks_that_left(
+    tmp_path: Path,
+) -> None:
+    # On a shared store the graph keeps, per upstream, the latest successes this process
+    # ran and whether it died here; once any task had depends_on, every task that ran
+    # got an entry.  Before: one a one-off task, never dropped (302 after 300 one-off
+    # tasks, 7 registered), and one a task removed live.  Now: only the registered
+    # tasks have one.
+    store = SqliteTaskStore(tmp_path / "tasks.db", shared=True)
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store, retain_finished=3,
+                          purge_retired=True)  # fmt: skip
+    with Stepper(scheduler) as steps:
+        scheduler.schedule("up", jobs.noop, FixedRate(60), id="up")
+        scheduler.schedule("down", jobs.noop, FixedRate(300), id="down", depends_on=["up"])
+        for minute in range(40):
+            action = jobs.broken if minute % 4 == 0 else jobs.noop
+            scheduler.schedule(
+                "reminder", action, OneTime(delay=10), retry=RetryPolicy(max_attempts=1)
+            )
+            steps.advance(60)
+            for task_id in scheduler.dead_letter():
+                scheduler.remove(task_id)
+            # a campaign stopped while it is due (removed live: its cancel notes it dead)
+            scheduler.remove(scheduler.schedule("campaign", jobs.noop, FixedRate(HOUR)).id)
+        graph = scheduler._core._deps
+        assert graph is not None
+        registered = {task.id for task in scheduler.tasks()}
+        assert len(registered) == 2 + 3  # up, down and the three finished tasks held
+        assert set(graph._here) <= registered
+        assert graph._died_here <= registered
+        assert set(graph._dependents) == {"up"}

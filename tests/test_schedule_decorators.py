@@ -36,6 +36,7 @@ from lldsched.sim import Simulation
 from lldsched.stores.codec import decode_schedule, encode_schedule
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
+from tests.runtimes import KINDS, Driven
 
 HOUR = 3600.0
 
@@ -458,3 +459,26 @@ def test_a_slot_given_up_is_not_counted_as_a_run() -> None:
     outcomes = [r.outcome for r in sim.records()]
     assert outcomes == [Outcome.GIVEN_UP] * 11
     assert task.status is TaskStatus.SCHEDULED and window.runs_counted(task.id) == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_window_serving_many_tasks_keeps_no_count_of_those_that_left(kind: str) -> None:
+    # One window, defined once, for a campaign registered every day and stopped after
+    # two runs (cancelled, so it retires, or removed).  Before: the window kept the count
+    # of each for good (20 here, one a day in a service), and a task registered again
+    # under a removed one's id inherited its two runs: it ran three of its five.
+    window = Window(FixedRate(60), max_runs=5)
+    driven = Driven(kind, retain_finished=0)
+    try:
+        for day in range(20):
+            task = driven.add("campaign", window, id=f"campaign-{day}")
+            driven.run_until(driven.now + 90)  # its runs at once and 60 s later
+            assert window.runs_counted(task.id) == 2
+            (driven.runtime.remove if day % 2 == 0 else driven.runtime.cancel)(task.id)
+        assert window._runs == {}
+        again = driven.add("campaign", window, id="campaign-0")  # removed: the id is free
+        driven.run_until(driven.now + HOUR)
+        assert len([record for record in again.history if record.ok]) == 5
+        assert again.status is TaskStatus.SUCCEEDED
+    finally:
+        driven.close()

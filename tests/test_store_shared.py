@@ -9,6 +9,7 @@ import gc
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -792,6 +793,61 @@ def test_a_shared_store_keeps_no_finished_task_in_memory_only_in_its_file(path: 
                 )
             assert sum(t.name == "reminder" for t in scheduler.tasks()) <= 11
         assert len(store.load_all()) == 201  # every row stays in the file
+
+
+def test_a_shared_store_that_purges_alone_keeps_nothing_of_the_rows_it_deleted(path: str) -> None:
+    # One process on a shared file, nobody writing beside it (so its feed is never read):
+    # one-off tasks all day, purge_retired.  Before: the cursor stopped at the first
+    # removal, so no later write moved it, and seen, settled and removals kept an entry
+    # for every task deleted (55 each here; 1,995 after 2,000 one-off tasks).
+    with SqliteTaskStore(path, shared=True) as store:
+        scheduler = Scheduler(clock=FakeClock(T0), store=store, retain_finished=5,
+                              purge_retired=True)  # fmt: skip
+        with Stepper(scheduler) as steps:
+            for _ in range(60):
+                scheduler.schedule("reminder", jobs.noop, OneTime(delay=10))
+                steps.advance(60)
+            registered = len(scheduler.tasks())
+            assert registered <= 6 and len(store.load_all()) == registered
+            shared = store._shared
+            assert shared is not None
+            assert len(shared.seen) + len(shared.settled) + len(shared.removals) <= registered
+            # Another process still hears of none of them (its feed starts at its open),
+            # and of this one's next removal.
+            with SqliteTaskStore(path, shared=True) as other:
+                assert other.changes() == []
+                scheduler.remove(scheduler.tasks()[0].id)
+                assert [c.snapshot for c in other.changes()] == [None]
+
+
+@pytest.fixture
+def instant(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The monotonic clock the removals' rule reads (lldsched.stores.removals), set by hand."""
+    now = [0.0]
+    monkeypatch.setattr(removals_rule, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    return now
+
+
+def test_removals_are_trimmed_by_a_process_whose_feed_nothing_changes(
+    instant: list[float], pair: tuple[SqliteTaskStore, SqliteTaskStore], path: str
+) -> None:
+    # The feed's read trims the removals a day behind the cursor; a process alone on the
+    # file never reads it (changed() is False), so its own removals are trimmed there.
+    # Before: never, one row in the file for every task it deleted (purge_retired).
+    first, _ = pair
+
+    def removed() -> list[str]:
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            return [r[0] for r in connection.execute("SELECT task_id FROM removed ORDER BY 1")]
+
+    first.delete("job-0")
+    instant[0] = removals_rule.SAMPLE_EVERY  # a sample of the cursor is due
+    assert not first.changed()  # the cursor, past job-0's removal, sampled
+    instant[0] += removals_rule.REMOVALS_KEPT
+    first.delete("job-1")
+    assert removed() == ["job-0", "job-1"]
+    assert not first.changed()
+    assert removed() == ["job-1"]  # behind the cursor sampled a day ago: trimmed
 
 
 def test_a_finished_write_is_forgotten_once_the_feed_is_past_it_and_theirs_still_seen(

@@ -35,6 +35,7 @@ from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.catchup import planned, unwrap
+from lldsched.schedules.decorators import forget_runs
 
 __all__ = ["StatusVerbs"]
 
@@ -181,10 +182,13 @@ class StatusVerbs(CoreParts):
             self._deps.unlink(task_id)
         with interrupts_deferred(self._writes):  # forgotten whole, then a Ctrl-C
             self._cancel(task)  # not cancel(): a task removed does not retire
+            if self._deps is not None:  # after the cancel, which notes it dead (shared)
+                self._deps.removed(task_id)
             del self.tasks[task_id]
             self._dead.pop(task_id, None)
             self._orphans.pop(task_id, None)
             self._retention.forget(task_id)
+            forget_runs(task._schedule, task_id)  # a Window's count of it
             if self._store is not None:
                 try:
                     self._store.delete(task_id)

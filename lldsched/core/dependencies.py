@@ -211,7 +211,7 @@ class Dependencies:
         for upstream, dependents in list(self._dependents.items()):
             dependents.pop(task_id, None)
             if not dependents and upstream in self._retired:  # nobody names it any more
-                del self._dependents[upstream], self._retired[upstream]
+                self._forget(upstream)
         self.waiting.pop(task_id, None)
         self.blocked_at.pop(task_id, None)
 
@@ -222,7 +222,25 @@ class Dependencies:
         if self._dependents.get(task.id):
             self._retired[task.id] = task.status
         else:
-            self._dependents.pop(task.id, None)
+            self._forget(task.id)
+
+    def removed(self, task_id: str) -> None:
+        """``task_id`` was removed, unlinked and cancelled (``remove`` refuses an upstream
+        still named): nothing is kept of it as an upstream either."""
+        self._forget(task_id)
+
+    def _forget(self, task_id: str) -> None:
+        """``task_id`` left the registry and no task names it: nothing is kept of it.
+
+        Without this, what was kept of a task as an upstream outlived it, one entry for
+        every task that ever left: its (empty) set of dependents once removed, and on a
+        shared store the times of its latest successes here and whether it died here,
+        kept for every task that ran once a task had ``depends_on`` (a one-off task
+        registered each minute added one a minute, for good)."""
+        self._dependents.pop(task_id, None)
+        self._retired.pop(task_id, None)
+        self._here.pop(task_id, None)
+        self._died_here.discard(task_id)
 
     def purged(self, task_id: str) -> None:
         """A restored dependent names ``task_id``, which its store no longer holds: a row

@@ -142,6 +142,7 @@ from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
 from lldsched.persistence import TaskStore, check_storable, not_a_store
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
+from lldsched.schedules.decorators import forget_runs
 from lldsched.schedules.simple import OneTime
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
@@ -496,6 +497,8 @@ class SchedulerCore(
                 or departed.schedules
             ):
                 departed.left(task)
+            if task._schedule.__class__ is not OneTime:  # a Window's count of it goes
+                forget_runs(task._schedule, task_id)
             if self._deps is not None:
                 self._deps.retired(task)  # its dependents remember how it ended
             if store is not None and retention.purges(task_id):  # its row and records go too

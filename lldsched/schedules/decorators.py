@@ -63,7 +63,7 @@ from lldsched.schedules.base import (
 )
 from lldsched.schedules.simple import FrozenValue, instant_text
 
-__all__ = ["Jittered", "Window", "describe", "ended_by", "restore_runs"]
+__all__ = ["Jittered", "Window", "describe", "ended_by", "forget_runs", "restore_runs"]
 
 SLOT_DIGITS = 5
 """Decimals (10 microseconds) a slot is read back to from a delayed instant."""
@@ -382,6 +382,17 @@ def restore_runs(schedule: Schedule, task_id: str, runs: int) -> None:
     calls, so ``max_runs`` holds across a restart."""
     for window in _windows(schedule):
         window._restore(task_id, runs)
+
+
+def forget_runs(schedule: Schedule, task_id: str) -> None:
+    """Tell each :class:`Window` in ``schedule`` that task ``task_id`` left the registry
+    (retired or removed): its count goes, and a task registered again under that id is
+    a new one, counted from none.  Before, a window serving several tasks (defined once)
+    kept the count of every task that left before its ``max_runs``-th run (cancelled,
+    removed, given up) for good, and a task registered again under the id of one
+    removed inherited its runs."""
+    for window in _windows(schedule):
+        window._restore(task_id, 0)
 
 
 def _windows(schedule: Schedule) -> Iterator[Window]:

@@ -532,8 +532,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         counted as this one's, and another process's removal numbered alike was left out."""
         shared = self._shared
         if shared is not None and removal is not None:
-            shared.removals.add(removal)
-            shared.held.pop(task_id, None)
+            shared.deleted(task_id, removal)
         self._defined.pop(task_id, None)
         self._counts.pop(task_id, None)
 

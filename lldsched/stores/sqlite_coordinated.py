@@ -389,7 +389,8 @@ class CoordinatedMethods:
         return True
 
     def changed(self) -> bool:
-        """True when another process committed since the last :meth:`changes` (one pragma)."""
+        """True when another process committed since the last :meth:`changes` (one pragma;
+        if none did, the removals a day old are trimmed here: :meth:`SharedState.changed`)."""
         with self._using("read the change feed") as connection:
             return self._coordinated().changed(connection)
 

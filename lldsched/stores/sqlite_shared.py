@@ -37,10 +37,12 @@ back to back keep another out past its timeout).
 * **What it remembers per task is bounded like the registry** (:meth:`SharedState.wrote`):
   the version of a row this process wrote is what tells its own writes from the
   others' in the feed, needed only until the cursor passes that version.  A write
-  right after the cursor (nobody else wrote a change since) moves the cursor past
-  it at once; a finished task's entries (``seen``, ``settled``) are forgotten once
-  the cursor is past its last write, so a later version of that row is another
-  process's (or this process's next write, which remembers it again).
+  or a removal right after the cursor (nobody else wrote a change since) moves the
+  cursor past it at once; a finished task's entries (``seen``, ``settled``) are
+  forgotten once the cursor is past its last write, and a deleted task's at its
+  removal (:meth:`SharedState.deleted`), so a later version of that row is another
+  process's (or this process's next write, which remembers it again).  A process
+  whose feed nothing changes trims the removals itself (:meth:`SharedState.changed`).
 """
 
 from __future__ import annotations
@@ -406,6 +408,25 @@ class SharedState:
         else:
             self.seen[task_id] = version
 
+    def deleted(self, task_id: str, removal: int) -> None:
+        """This process deleted ``task_id``'s row, its removal numbered ``removal`` (the
+        delete committed, or is inside a verb's hold).  Nothing is kept of the row: its
+        lease, its version and its last settle go.  The removal moves the cursor past it,
+        as :meth:`wrote` moves it past a write, if no other change came between; else its
+        version is kept in ``removals``, for the feed to leave out as this process's own.
+        Before, every removal was kept there, and the cursor never moved past one: in a
+        process no other wrote beside (the feed then never read), once ``purge_retired``
+        had deleted a row, ``seen``, ``settled`` and ``removals`` kept an entry for every
+        task it deleted, for good (docs/DECISIONS.md, "A shared SQLite store that only
+        this process writes")."""
+        self.held.pop(task_id, None)
+        self.seen.pop(task_id, None)
+        self.settled.pop(task_id, None)
+        if removal == self.cursor + 1:  # the counter was at the cursor: nothing between
+            self.cursor = removal
+        else:
+            self.removals.add(removal)
+
     def knows(self, task_id: str, version: int) -> bool:
         """Whether ``task_id``'s row at ``version`` is one this process wrote or read: the
         feed's cursor passed it, or it is the version this process last wrote or read
@@ -417,12 +438,17 @@ class SharedState:
 
     def changed(self, connection: sqlite3.Connection) -> bool:
         """True if another connection committed since the last changes() (or a row is
-        owed to the feed)."""
-        return (
-            bool(self.refetch)
+        owed to the feed).  If not, the removals a day behind the cursor are trimmed
+        here (:meth:`_trim`), as the feed's read does: a process no other writes beside
+        reads no feed, and its own removals filled the table for good."""
+        if (
+            self.refetch
             or self.behind is not None  # the feed says so at every wake (a StoreError)
             or _data_version(connection) != self.data_version
-        )
+        ):
+            return True
+        self._trim(connection)
+        return False
 
     def changed_rows(self, connection: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
         """The raw rows of the feed since the cursor, and the removals; moves the cursor
@@ -462,14 +488,20 @@ class SharedState:
             if row[3] in FINISHED and not row[9] and type(row[1]) is int and row[1] <= self.cursor:
                 self.seen.pop(row[0], None)
                 self.settled.pop(row[0], None)
-        behind = self.horizons.read(self.cursor)  # lldsched.stores.removals: when to trim
+        self._trim(connection)
+        return fresh, gone
+
+    def _trim(self, connection: sqlite3.Connection) -> None:
+        """Delete the removals behind the cursor read a day ago (:mod:`lldsched.stores.
+        removals` says when; the cursor is what the feed read, or this process's own
+        writes and removals moved it past, each committed by then)."""
+        behind = self.horizons.read(self.cursor)
         if behind is not None:
             try:  # the rows read are the caller's now: a busy file only delays the trim
                 with immediate(connection, self.gate):
                     connection.execute("DELETE FROM removed WHERE version <= ?", (behind,))
             except sqlite3.OperationalError:
                 log.warning("could not trim the removals of %s; trying again later", self.node)
-        return fresh, gone
 
 
 def _data_version(connection: sqlite3.Connection) -> int:
