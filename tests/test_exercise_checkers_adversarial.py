@@ -10,6 +10,7 @@ import gc
 import heapq
 import inspect
 import math
+import re
 import sys
 import threading
 import time
@@ -24,7 +25,7 @@ import numpy
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from exercises.checks import ANSWER_LIMIT, Check, Result, run_checks
+from exercises.checks import ANSWER_LIMIT, BUILD_STUCK, TAKEN_TWICE, Check, Result, run_checks
 from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
@@ -1101,3 +1102,218 @@ def test_a_right_queue_that_calls_notify_all_in_its_old_spelling_passes(
     with warnings.catch_warnings():  # where the run is made here (no other test asked)
         warnings.simplefilter("ignore", DeprecationWarning)
         assert refused(timer_results(answer)) == []
+
+
+# -- the timer queue: a heap written by hand, and the deadlocks of two locks ---------------------
+
+
+class HeapByHand(TaskQueue):
+    """Right, with the heap's sift-up and sift-down written out instead of heapq's."""
+
+    def parent(self, index: int) -> int:
+        return (index - 1) // 2
+
+    def children_below(self, size: int) -> int:
+        return size
+
+    def sift_up(self, index: int) -> None:
+        heap = self._heap
+        while index > 0 and heap[index] < heap[self.parent(index)]:
+            parent = self.parent(index)
+            heap[index], heap[parent] = heap[parent], heap[index]
+            index = parent
+
+    def sift_down(self, index: int) -> None:
+        heap, below = self._heap, self.children_below(len(self._heap))
+        while True:
+            least = index
+            for child in (2 * index + 1, 2 * index + 2):
+                if child < below and heap[child] < heap[least]:
+                    least = child
+            if least == index:
+                return
+            heap[index], heap[least] = heap[least], heap[index]
+            index = least
+
+    def take_head(self) -> tuple[float, int, str]:
+        last = self._heap.pop()
+        if not self._heap:
+            return last
+        head, self._heap[0] = self._heap[0], last
+        self.sift_down(0)
+        return head
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            entry = (due, sequence, task)
+            self._heap.append(entry)
+            self.sift_up(len(self._heap) - 1)
+            if self._heap[0] is entry:
+                self._cond.notify_all()
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    self.take_head()
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - self._clock()
+                if delay <= 0:
+                    self.take_head()
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
+class ParentAtHalf(HeapByHand):
+    """The parent of i taken as i // 2 (a 1-based heap's rule, in a 0-based list)."""
+
+    def parent(self, index: int) -> int:
+        return index // 2
+
+
+class LastChildLeftOut(HeapByHand):
+    """A sift-down that never compares the list's last entry with its parent."""
+
+    def children_below(self, size: int) -> int:
+        return size - 1
+
+
+@pytest.mark.parametrize("answer", [HeapByHand])
+def test_the_timer_checker_passes_a_right_heap_written_by_hand(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    assert refused(timer_results(answer)) == []
+
+
+@pytest.mark.parametrize("answer", [ParentAtHalf, LastChildLeftOut])
+def test_a_heap_by_hand_that_loses_the_order_fails_naming_the_pop_and_the_index_rule(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    """ParentAtHalf passed all 18 checks: three or five tasks come out in order, and the
+    1,000 the cost check takes were counted, not read in order."""
+    message = failure(timer_results(answer), "earliest first")
+    assert re.search(r"pop \d+ returned 'job-\d+' \(due \d+ s ago\) while 'job-\d+'", message)
+    assert "the parent of i is (i - 1) // 2" in message
+
+
+@pytest.mark.parametrize("answer", [LastChildLeftOut])
+def test_a_heap_out_of_order_with_no_cancel_is_not_told_its_cancel_broke_it(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    """Its cancel leaves a tombstone: the cancel check was told "the cancel broke the
+    heap's order; a list with an entry taken out (list.remove ...)"."""
+    message = failure(timer_results(answer), "cancelling the head keeps the others in order")
+    assert "with no cancel, the same five came out as" in message
+    assert "list.remove" not in message
+
+
+class BuiltUnderItsOwnLock(TaskQueue):
+    """A constructor that takes its Lock twice: a `with` on the Condition built on it,
+    inside a `with` on the lock.  It never returns."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        with self._lock, self._cond:
+            self._heap = []
+
+
+@pytest.mark.parametrize("answer", [BuiltUnderItsOwnLock])
+def test_a_constructor_that_deadlocks_fails_every_check_the_same_way_without_hanging(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    """The checker built the queue unbounded: the learner's cell hung for ever."""
+    results = timer_results(answer)
+    assert {r.passed for r in results} == {False}
+    assert {r.message for r in results} == {
+        f"BuiltUnderItsOwnLock(clock) did not return: {BUILD_STUCK}"
+    }
+
+
+class HoldsItsLockWhileWaiting(TaskQueue):
+    """A Lock of its own for the heap, held while pop_due waits on the Condition (a
+    separate one): a push, which takes that Lock first, waits for ever."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self._lock = threading.Lock()
+
+    def push(self, task: str, due: float) -> None:
+        with self._lock:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            entry = (due, sequence, task)
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                with self._cond:
+                    self._cond.notify_all()
+
+    def cancel(self, task: str) -> None:
+        with self._lock:
+            self._live.pop(task, None)
+
+    def pop_due(self) -> str:
+        with self._lock:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                with self._cond:
+                    delay = self._heap[0][0] - self._clock() if self._heap else None
+                    if delay is not None and delay <= 0:
+                        task = heapq.heappop(self._heap)[2]
+                        del self._live[task]
+                        return task
+                    self._cond.wait(delay)  # the mistake under test: self._lock stays held
+
+
+@pytest.mark.parametrize("answer", [HoldsItsLockWhileWaiting])
+def test_a_pop_due_that_holds_another_lock_while_it_waits_is_told_which(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    """It was told "pop_due holds the lock while it waits (a time.sleep or a loop inside
+    `with self._cond`)", and, waiting on an empty queue, that the wait lets the lock go."""
+    results = timer_results(answer)
+    for check in ("parked 12 h", "into an empty queue", "cancelled entry never runs"):
+        message = failure(results, check)
+        assert "pop_due waits on the condition while it holds self._lock" in message
+        assert "nested-monitor deadlock" in message
+    assert all("a time.sleep or a loop" not in r.message for r in results)
+
+
+class NotifiesUnderItsLockAgain(TaskQueue):
+    """A Condition on a plain Lock, and a push that calls a helper taking it again."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self._cond = threading.Condition(threading.Lock())
+
+    def wake(self) -> None:
+        with self._cond:  # the mistake under test: push holds it already
+            self._cond.notify_all()
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            entry = (due, sequence, task)
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                self.wake()
+
+
+@pytest.mark.parametrize("answer", [NotifiesUnderItsLockAgain])
+def test_a_push_that_takes_its_plain_lock_twice_is_told_a_lock_is_not_taken_twice(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    results = timer_results(answer)
+    assert {r.passed for r in results} == {False}
+    for result in results:
+        assert result.message.endswith(TAKEN_TWICE), result
+    assert "the only consumer was waiting" in failure(results, "into an empty queue")
