@@ -318,9 +318,137 @@ def test_each_retry_mistake_is_named(
     assert "raised" not in message
 
 
+def caps_the_instant(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """The cap put on the due instant, not on the wait."""
+    if attempt >= max_attempts:
+        return None
+    return min(finished + initial * multiplier ** min(attempt - 1, 100), cap)
+
+
+def caps_with_max(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """max where min belongs: every wait is at least the cap."""
+    if attempt >= max_attempts:
+        return None
+    return finished + max(cap, initial * multiplier ** min(attempt - 1, 100))
+
+
+def adds_up_the_waits(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """Every wait since the first failure added up, as if ``finished`` were its instant."""
+    if attempt >= max_attempts:
+        return None
+    return finished + sum(min(cap, initial * multiplier ** min(n, 100)) for n in range(attempt))
+
+
+@pytest.mark.parametrize(
+    ("answer", "check", "told"),
+    [
+        (
+            caps_the_instant,
+            "the first retry waits initial",
+            "retry_at(1, 100, 3, 1, 2, 60): expected 101, got 60: the instant was capped, "
+            "min(finished + wait, cap) = 60; the cap is on the wait",
+        ),
+        (caps_the_instant, "the wait is capped", "or the instant capped"),
+        (
+            caps_with_max,
+            "the first retry waits initial",
+            "expected 101, got 160: that waits the cap, 60 s, where initial * multiplier ** "
+            "(n - 1) is 1 s; the wait is at most the cap, min(cap, ...)",
+        ),
+        (caps_with_max, "a slow wait grows too", "is 1862.18 s; the wait is at most the cap"),
+        (
+            adds_up_the_waits,
+            "the wait doubles",
+            "retry_at(2, 100, 5, 1, 2, 60): expected 102, got 103: that adds up every wait "
+            "since the first failure",
+        ),
+        (adds_up_the_waits, "the wait is capped", "that adds up every wait"),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_a_retry_cap_on_the_wrong_value_or_a_sum_of_waits_is_named(
+    answer: Callable[..., float | None], check: str, told: str
+) -> None:
+    """Each was shown only "expected 101, got 60" (or 160, or 103): no word of what the
+    cap bounds, or where the wait counts from."""
+    assert told in failure(run_checks(retry_at_checks(answer)), check)
+
+
 def test_a_retry_answer_with_the_exponent_too_low_is_not_told_it_stopped_at_the_cap() -> None:
     message = failure(run_checks(retry_at_checks(exponent_one_too_low)), "grows until the cap")
     assert "stopped growing below the cap" not in message
+
+
+# -- a cron field cron rejects: why, named ------------------------------------------------------
+
+
+def wraps_reversed_ranges(text: str, low: int, high: int) -> set[int]:
+    """Reads a reversed range as one that wraps past the field's end: 5-1 is 5-59 and 0-1."""
+    items = []
+    for item in text.split(","):
+        first, dash, last = item.partition("-")
+        if dash and first.isdigit() and last.isdigit() and int(first) > int(last):
+            items += [f"{first}-{high}", f"{low}-{last}"]
+        else:
+            items.append(item)
+    return parse_field(",".join(items), low, high)
+
+
+def skips_empty_items(text: str, low: int, high: int) -> set[int]:
+    return parse_field(",".join(item for item in text.split(",") if item) or "*", low, high)
+
+
+def never_bounds_checks(text: str, low: int, high: int) -> set[int]:
+    """The reference with the field's range widened: 70 is a minute."""
+    return parse_field(text, 0, 10 * high)
+
+
+@pytest.mark.parametrize(
+    ("answer", "check", "told"),
+    [
+        (
+            wraps_reversed_ranges,
+            "rejects what cron rejects",
+            ": 5-1 is a reversed range, which cron rejects (it does not wrap around past 59",
+        ),
+        (skips_empty_items, "rejects what cron rejects", "'1,,2' has an empty list item"),
+        (
+            never_bounds_checks,
+            "range ends are bounds-checked",
+            "'50-70' in 0-59 should raise ValueError (cron rejects it), got [50, 51, 52, 53, "
+            "54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70]: 70 is "
+            "outside the field's range 0-59; bounds-check every number, both ends",
+        ),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_a_parser_that_takes_a_field_cron_rejects_is_told_which_part_and_why(
+    answer: Callable[[str, int, int], set[int]], check: str, told: str
+) -> None:
+    """Each was shown the values it returned and "cron rejects it", not what about the
+    field cron rejects."""
+    assert told in failure(run_checks(parse_field_checks(answer)), check)
 
 
 # -- the overrun rule: right answers of other shapes --------------------------------------------
