@@ -25,6 +25,7 @@ import numpy
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
+from exercises import checks as checker
 from exercises.checks import ANSWER_LIMIT, BUILD_STUCK, TAKEN_TWICE, Check, Result, run_checks
 from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import retry_at_checks
@@ -79,6 +80,26 @@ def test_a_next_slot_that_loops_for_ever_is_reported_with_its_input_and_stopped(
     assert "a loop that never ends" in message
     assert stopped.wait(timeout=5), "the looping answer was left running on its thread"
     assert results[0].passed, "a short run never enters the loop"
+
+
+def test_once_a_check_ran_out_of_time_the_checks_after_it_get_the_shorter_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An answer that loops on every input kept the learner's cell busy the whole limit a
+    check (35 s for the seven overrun checks); after the first, each gets LIMIT_AGAIN."""
+
+    def never_moves(slot: float, period: float, finished: float, policy: str) -> float:
+        following = slot + period
+        while following <= finished or policy:
+            following += 0  # the mistake under test: a step that does not move
+        return following
+
+    monkeypatch.setattr(checker, "LIMIT_AGAIN", SHORT / 5, raising=False)
+    results = run_checks(next_slot_checks(never_moves), limit=SHORT)
+    assert "did not return within 0.5 s" in results[0].message
+    assert all(
+        "did not return within 0.1 s: a loop that never ends" in r.message for r in results[1:]
+    )
 
 
 def test_a_retry_loop_that_never_reaches_the_cap_is_reported_with_its_input() -> None:

@@ -58,8 +58,10 @@ import lldsched
 
 __all__ = [
     "ANSWER_LIMIT",
+    "LIMIT_AGAIN",
     "TWICE",
     "ExerciseClock",
+    "OutOfTime",
     "Raised",
     "Result",
     "Taken",
@@ -98,8 +100,11 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
     answer loops for ever) is a failure naming that call, and is stopped if it runs
     Python code.  The limit is counted from the start of each call, not of the check, so
     the calls before it (slow on a loaded machine) never make a right answer look stuck,
-    and the call named is the one that ran for the whole limit.  The timer checks bound
-    every wait of their own and run without one.
+    and the call named is the one that ran for the whole limit.  Once a check has run
+    out of time, each check after it gets :data:`LIMIT_AGAIN` (when that is shorter): an
+    answer that loops for ever on every input kept its cell busy ``limit`` seconds a
+    check, 35 s for the seven overrun checks.  The timer checks bound every wait of their
+    own and run without one.
 
     A check during which a name it reads changed (the answer replaced a reference answer,
     ``FixedRate.next_run`` or ``abs``) fails naming it, and it is put back (:class:`_Kept`).
@@ -112,6 +117,10 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
                 check()
             else:
                 _within(check, limit)
+        except OutOfTime as failure:
+            result = Result(description, False, str(failure))
+            if limit is not None:  # (always: only a limit runs out)
+                limit = min(limit, LIMIT_AGAIN)
         except AssertionError as failure:
             result = Result(description, False, str(failure))
         except (Exception, SystemExit) as error:  # the learner's code raised: report it
@@ -256,6 +265,14 @@ ANSWER_LIMIT = 5.0
 """Seconds each call a check makes to a pure function (next_slot, retry_at,
 runs_after_resume, parse_field)
 may take: a right answer takes a millisecond or less a call, on a slow Binder too."""
+
+LIMIT_AGAIN = 1.0
+"""Seconds each call gets in the checks after one that ran out of time (see
+:func:`run_checks`): still a thousand times what a right answer takes a call."""
+
+
+class OutOfTime(AssertionError):
+    """A check whose call to the answer, or whose own code, ran out of its limit."""
 
 
 class _Stopped(Exception):
@@ -681,7 +698,7 @@ def _within(check: Callable[[], None], limit: float) -> None:
             )
         where = f"{stuck} " if stuck else ""
         watch = _WATCHING.get(thread)
-        raise AssertionError(
+        raise OutOfTime(
             f"{where}did not return within {limit:g} s: "
             + (
                 f"it is asleep in time.sleep; {SLEEPS}"

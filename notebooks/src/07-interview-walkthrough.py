@@ -416,7 +416,8 @@ check_next_slot(next_slot)
 # `RetryPolicy`, the last attempt, a wait still growing at attempt 12 under a long cap
 # (and at attempt 80 under a multiplier of 1.1), and an attempt far past the cap
 # included. Each check of exercises 2 to 4 gets a few seconds: an answer that loops
-# for ever is stopped and shown the call it was in.
+# for ever is stopped and shown the call it was in (and the checks after it get a
+# second each, so the cell does not keep you waiting).
 
 
 # %%
