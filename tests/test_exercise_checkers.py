@@ -463,6 +463,14 @@ class PushesOutsideTheLock(TaskQueue):
             self._cond.notify_all()
 
 
+class CancelsWithoutTheLock(TaskQueue):
+    """Forgets the task with no lock ("a dict.pop is atomic"): a pop_due that has tested
+    the head's live entry and taken the head raises KeyError as it forgets the task."""
+
+    def cancel(self, task: str) -> None:
+        self._live.pop(task, None)  # the mistake under test
+
+
 class ReturnsNoneWhenNothingIsDue(TaskQueue):
     """A pop that does not block: None when the head is not due yet."""
 
@@ -580,7 +588,8 @@ TIMER_MISTAKES = [
     (WaitsWithoutATimeout, "the other waits on", "waited with no timeout while a head"),
     (NotifiesOnlyBeforeAHead, "into an empty queue", "the first entry of an empty queue"),
     (TrustsAWaitThatTimedOut, "the other waits on", "a wait that timed out"),
-    (PushesOutsideTheLock, "under the lock", "outside `with self._cond`"),
+    (PushesOutsideTheLock, "push reads and changes", "outside `with self._cond`"),
+    (CancelsWithoutTheLock, "cancel changes the queue only under the lock", "without taking"),
     (ReturnsNoneWhenNothingIsDue, "exactly the delay", "blocks until the head is due"),
     (ReturnsNoneWhenNothingIsDue, "parked 12 h", "blocks until the head is due"),
     (WaitsOnceThenReturnsNone, "spurious wake-up", "blocks until the head is due"),

@@ -1487,6 +1487,15 @@ _RACES = (
 )
 
 
+_CANCEL_RACES = (
+    "cancel('nightly') returned while the checker held the queue's lock: it changes the "
+    "queue without taking the lock. A dict.pop is one step, but pop_due, under the lock, "
+    "tests the head's live entry, takes the head, then forgets its task (del "
+    "self._live[task]): a cancel in between makes that raise KeyError. Do all of cancel "
+    "under the lock"
+)
+
+
 # -- the timer checks -------------------------------------------------------------------
 
 
@@ -1959,6 +1968,38 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         pushing.join(HELD)
         assert not raced, _RACES
 
+    def cancel_works_under_the_lock() -> None:
+        rig = new_rig()
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
+        seen = threading.Event()  # the cancel reached for the condition's lock, or returned
+        returned = threading.Event()
+        raised: list[BaseException] = []
+
+        def cancel() -> None:
+            try:
+                rig.queue.cancel("nightly")
+            except BaseException as error:  # the learner's code raised: re-raised below
+                raised.append(error)
+            finally:
+                returned.set()
+                seen.set()
+
+        rig.cond.reaching = seen
+        if not rig.cond.inner.acquire(timeout=HELD):
+            raise AssertionError(f"the checker could not take the lock in {HELD:g} s")
+        try:  # while the checker holds the lock, a cancel must wait for it
+            cancelling = threading.Thread(target=cancel, daemon=True)
+            cancelling.start()
+            seen.wait(HELD)  # a cancel that takes a lock of its own under it sets neither
+            unlocked = returned.is_set()
+        finally:
+            rig.cond.reaching = None
+            rig.cond.inner.release()
+        cancelling.join(HELD)
+        if raised:
+            raise raised[0]
+        assert not unlocked, _CANCEL_RACES
+
     def cancel_then_take(dues: Mapping[str, float], cancelled: str) -> tuple[list[object], str]:
         """Push ``dues`` (task: seconds since it fell due), cancel ``cancelled`` with no
         consumer running, then take the others: what came out, and the others that did
@@ -2246,6 +2287,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("cancelling the head keeps the others in order", cancel_keeps_the_heap_in_order),
         ("cancelling one task leaves every other task queued", cancel_leaves_the_others),
         ("push reads and changes the heap only under the lock", push_works_under_the_lock),
+        ("cancel changes the queue only under the lock", cancel_works_under_the_lock),
         (
             "cancelling a task not queued (taken, twice, unknown) does nothing",
             cancel_of_a_task_not_queued,

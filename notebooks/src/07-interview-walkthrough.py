@@ -254,7 +254,7 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # - the cancel: a cancelled entry that still comes out; a cancel that loses another task
 #   (a `heappop` takes out the head, whichever task that is); a cancel that raises for a
 #   task a worker already took; one that takes the entry out and leaves a list that is no
-#   longer a heap;
+#   longer a heap; one that forgets the task without taking the lock;
 # - the cost: a sort or a scan where the heap belongs, and a cancel that takes its entry
 #   out of the heap instead of leaving a tombstone (it counts how often your queue
 #   compares the due times and task names it was given: keep them as given, not
