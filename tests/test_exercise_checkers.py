@@ -569,6 +569,7 @@ TIMER_MISTAKES = [
     (NotifiesOnlyIntoAnEmptyQueue, "both of two waiters", "did not notify for a new head"),
     (WaitsForTheOldHead, "due in 0.2 s", "compute it again from the head after every wake-up"),
     (WaitsForTheOldHead, "both of two waiters", "compute it again from the head"),
+    (WaitsForTheOldHead, "the other waits on", "went back to the timeout it computed"),
     (CancelForgets, "cancelled entry never runs", "still ran"),
     (CancelledForever, "cancelled entry never runs", "pushed again, never came back"),
     (CancelAssumesQueued, "not queued", "raised KeyError"),

@@ -9,6 +9,7 @@ import bisect
 import gc
 import heapq
 import inspect
+import itertools
 import math
 import re
 import sys
@@ -682,8 +683,50 @@ class TwoConditionsOnOneLock(TaskQueue):
             return super().pop_due()
 
 
+class SortedDescending:
+    """Right, in another shape: a list kept in descending order of (-due, -sequence), so
+    the earliest entry is at its end and comes out by list.pop()."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._entries: list[tuple[float, int, str]] = []
+        self._sequence = itertools.count()
+        self._live: dict[str, int] = {}
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            entry = (-due, -sequence, task)
+            bisect.insort(self._entries, entry)
+            if self._entries[-1] is entry:
+                self._cond.notify_all()
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            self._live.pop(task, None)
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                entries = self._entries
+                while entries and self._live.get(entries[-1][2]) != -entries[-1][1]:
+                    entries.pop()
+                if not entries:
+                    self._cond.wait()
+                    continue
+                delay = -entries[-1][0] - self._clock()
+                if delay <= 0:
+                    task = entries.pop()[2]
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
 @pytest.mark.parametrize(
-    "answer", [SortedListWithBisect, ConditionOnTheClass, TwoConditionsOnOneLock]
+    "answer",
+    [SortedListWithBisect, ConditionOnTheClass, TwoConditionsOnOneLock, SortedDescending],
 )
 def test_the_timer_checker_passes_right_queues_of_other_shapes(
     answer: type, timer_results: TimerResults

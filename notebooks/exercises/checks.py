@@ -1380,7 +1380,9 @@ class CountedDue(_CountsEqualities, float):
 
     Only ``<``, ``<=``, ``>`` and ``>=`` count: a tuple comparison also asks ``==`` of
     each pair of fields first, which says nothing about the cost of the structure.
-    Arithmetic (``due - now``) gives plain floats.
+    Arithmetic (``due - now``) gives plain floats, but for a negation: ``-due`` counts
+    too, so a list kept in descending order (``(-due, ...)``, the earliest popped from
+    its end) is seen, as ``float(due)`` cannot be.
     """
 
     counter: ComparisonCounter
@@ -1389,6 +1391,12 @@ class CountedDue(_CountsEqualities, float):
         due = super().__new__(cls, value)
         due.counter = counter
         return due
+
+    def __neg__(self) -> CountedDue:
+        return CountedDue(-float(self), self.counter)
+
+    def __pos__(self) -> CountedDue:
+        return self
 
     def __lt__(self, other: float) -> bool:
         self.counter.count += 1
@@ -1494,6 +1502,20 @@ _CANCEL_RACES = (
     "self._live[task]): a cancel in between makes that raise KeyError. Do all of cancel "
     "under the lock"
 )
+
+
+def _why_slept(rig: Rig, consumers: Consumers, delay: float, notifies: int, strays: int) -> str:
+    """Why waiters toward a far head slept through a push of a new head due in ``delay``
+    seconds, which made ``notifies`` notifies, ``strays`` of them of a Condition nobody
+    waited on."""
+    if notifies and strays == notifies:
+        return STRAY_NOTIFY
+    if notifies:
+        return _late_wait(rig, consumers, delay) or _STALE_TIMEOUT
+    return (
+        "your push did not notify: it must notify whenever its entry becomes the head, "
+        "due yet or not"
+    )
 
 
 # -- the timer checks -------------------------------------------------------------------
@@ -1828,8 +1850,6 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             if not consumers.raised and rig.clock.peek() >= due:
                 return False
             notifies = rig.cond.notifies + rig.cond.notify_alls - before
-            notified = notifies > 0
-            stray = notified and rig.cond.strays - strays == notifies
             _expect(
                 consumers,
                 "soon",
@@ -1838,14 +1858,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 lambda: (
                     "a timer waiting toward 'nightly', 12 h off, slept through a new head "
                     "due in 0.2 s; "
-                    + (
-                        STRAY_NOTIFY
-                        if stray
-                        else _late_wait(rig, consumers, 0.2) or _STALE_TIMEOUT
-                        if notified
-                        else "your push did not notify: it must notify whenever its entry "
-                        "becomes the head, due yet or not"
-                    )
+                    + _why_slept(rig, consumers, 0.2, notifies, rig.cond.strays - strays)
                 ),
             )
         finally:
@@ -1921,16 +1934,23 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         try:
             park(rig, consumers, 2)
             due = rig.clock.peek() + 0.1
+            before = rig.cond.notifies + rig.cond.notify_alls
+            strays = rig.cond.strays
             locked(rig, lambda: rig.queue.push("soon", due), "push('soon')")
             # push may have seen its head due already (a pop_due that raised is reported as such)
             if not consumers.raised and rig.clock.peek() >= due:
                 return False
+            notifies = rig.cond.notifies + rig.cond.notify_alls - before
             _expect(
                 consumers,
                 "soon",
                 due,
                 rig.clock,
-                lambda: _late_wait(rig, consumers, 0.1) or "a new head due in 0.1 s",
+                lambda: (
+                    "two consumers waiting toward 'nightly', 12 h off, slept through a new "
+                    "head due in 0.1 s; "
+                    + _why_slept(rig, consumers, 0.1, notifies, rig.cond.strays - strays)
+                ),
             )
             extra = consumers.next(0.1)  # 'nightly' is 12 h off: nothing else comes out
         finally:
