@@ -272,7 +272,8 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # *If asked about the locks:* one lock guards the heap, the task registry and the
 # hand-off queue together, so "pop the head, mark it RUNNING, hand it to a worker" is one
 # atomic step and the three cannot deadlock against each other (the few other locks,
-# the store's and the listeners' queue's, are only ever taken after it); Conditions on
+# the listeners' queue's, the store's and the process pool's among them, are only ever
+# taken after it); Conditions on
 # that lock keep the waiters apart (a new head wakes the timer, not the workers).
 # Actions and listeners run outside it, so it is held for microseconds and one lock does
 # not limit throughput (notebook 01, section 4).
