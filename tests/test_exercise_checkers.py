@@ -1320,6 +1320,22 @@ def the_delays(first: float, period: float, paused: float, resumed: float, polic
     return [run - resumed for run in runs_after_resume(first, period, paused, resumed, policy)]
 
 
+def counts_slots_from_zero(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> list[float]:
+    """Right, on a grid k * period that forgets ``first``."""
+    start = max((math.floor(paused / period) + 1) * period, resumed)
+    return [start + k * period for k in range(3)]
+
+
+def waits_a_period_from_the_pause(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> list[float]:
+    """The slot after the pause taken as a period after it."""
+    start = max(paused + period, resumed)
+    return [start + k * period for k in range(3)]
+
+
 RESUME_MISTAKES = [
     (
         policy_decides,
@@ -1386,6 +1402,20 @@ RESUME_MISTAKES = [
         "between two slots",
         "runs_after_resume(0, 60, 10, 50, 'run_once'): expected [60, 120, 180], got [10, 70, "
         "130]: those are delays counted from the resume; return the instants of the runs",
+    ),
+    (
+        waits_a_period_from_the_pause,
+        "between two slots",
+        "runs_after_resume(0, 60, 10, 50, 'run_once'): expected [60, 120, 180], got [70, 130, "
+        "190]: 70 is neither a slot of the task's grid, 0 + k * 60, nor the resume (50); the "
+        "slots count from first, not from 0 nor from the pause",
+    ),
+    (
+        counts_slots_from_zero,
+        "100 random pauses",
+        "runs_after_resume(298, 29, 298.5, 312.75, 'skip'): expected [327, 356, 385], got "
+        "[319, 348, 377]: 319 is neither a slot of the task's grid, 298 + k * 29, nor the "
+        "resume (312.75)",
     ),
 ]
 
