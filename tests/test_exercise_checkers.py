@@ -380,6 +380,26 @@ class TimeoutFromAnotherClock(TaskQueue):
                 self._cond.wait(due - time.monotonic())  # the mistake under test
 
 
+class WaitsInMilliseconds(TaskQueue):
+    """Computes the delay right, and waits it as if Condition.wait took milliseconds."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - self._clock()
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay * 1000)  # the mistake under test
+
+
 class WaitsWithoutATimeout(TaskQueue):
     """Waits with no timeout while the head is not due: only a push ends the wait."""
 
@@ -581,6 +601,8 @@ TIMER_MISTAKES = [
     (TimeoutFromAnotherClock, "exactly the delay", "on the clock you were given"),
     (TimeoutFromAnotherClock, "due in 0.2 s", "on the clock you were given"),
     (TimeoutFromAnotherClock, "cancelled entry never runs", "on the clock you were given"),
+    (WaitsInMilliseconds, "exactly the delay", "takes seconds, not milliseconds"),
+    (WaitsInMilliseconds, "due in 0.2 s", "takes seconds, not milliseconds"),
     (WaitsWithoutATimeout, "exactly the delay", "waited with no timeout while a head"),
     (WaitsWithoutATimeout, "due in 0.2 s", "waited with no timeout while a head"),
     (WaitsWithoutATimeout, "both of two waiters", "waited with no timeout while a head"),

@@ -1297,6 +1297,12 @@ def _wrong_timeout(timeouts: Sequence[float | None], delay: float) -> str | None
     last = timeouts[-1]
     if last is None:
         return WAITED_FOREVER
+    if last > delay + LATE + 1 and 200 * delay <= last <= 1_100 * delay:
+        return (
+            f"pop_due waited {last:,.0f} s for a head due in {delay:g} s, some thousand "
+            "times too long: Condition.wait takes seconds, not milliseconds; wait "
+            "due - self._clock() as it is"
+        )
     if last > delay + LATE + 1 and abs(last - TWELVE_HOURS) > 60:
         return (
             f"pop_due waited {last:,.0f} s for a head due in {delay:g} s: compute the "
