@@ -380,6 +380,26 @@ class TimeoutFromAnotherClock(TaskQueue):
                 self._cond.wait(due - time.monotonic())  # the mistake under test
 
 
+class WaitsInMilliseconds(TaskQueue):
+    """Computes the delay right, and waits it as if Condition.wait took milliseconds."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - self._clock()
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay * 1000)  # the mistake under test
+
+
 class WaitsWithoutATimeout(TaskQueue):
     """Waits with no timeout while the head is not due: only a push ends the wait."""
 
@@ -461,6 +481,14 @@ class PushesOutsideTheLock(TaskQueue):
         heapq.heappush(self._heap, (due, sequence, task))  # the mistake under test
         with self._cond:
             self._cond.notify_all()
+
+
+class CancelsWithoutTheLock(TaskQueue):
+    """Forgets the task with no lock ("a dict.pop is atomic"): a pop_due that has tested
+    the head's live entry and taken the head raises KeyError as it forgets the task."""
+
+    def cancel(self, task: str) -> None:
+        self._live.pop(task, None)  # the mistake under test
 
 
 class ReturnsNoneWhenNothingIsDue(TaskQueue):
@@ -561,6 +589,7 @@ TIMER_MISTAKES = [
     (NotifiesOnlyIntoAnEmptyQueue, "both of two waiters", "did not notify for a new head"),
     (WaitsForTheOldHead, "due in 0.2 s", "compute it again from the head after every wake-up"),
     (WaitsForTheOldHead, "both of two waiters", "compute it again from the head"),
+    (WaitsForTheOldHead, "the other waits on", "went back to the timeout it computed"),
     (CancelForgets, "cancelled entry never runs", "still ran"),
     (CancelledForever, "cancelled entry never runs", "pushed again, never came back"),
     (CancelAssumesQueued, "not queued", "raised KeyError"),
@@ -572,6 +601,8 @@ TIMER_MISTAKES = [
     (TimeoutFromAnotherClock, "exactly the delay", "on the clock you were given"),
     (TimeoutFromAnotherClock, "due in 0.2 s", "on the clock you were given"),
     (TimeoutFromAnotherClock, "cancelled entry never runs", "on the clock you were given"),
+    (WaitsInMilliseconds, "exactly the delay", "takes seconds, not milliseconds"),
+    (WaitsInMilliseconds, "due in 0.2 s", "takes seconds, not milliseconds"),
     (WaitsWithoutATimeout, "exactly the delay", "waited with no timeout while a head"),
     (WaitsWithoutATimeout, "due in 0.2 s", "waited with no timeout while a head"),
     (WaitsWithoutATimeout, "both of two waiters", "waited with no timeout while a head"),
@@ -580,7 +611,8 @@ TIMER_MISTAKES = [
     (WaitsWithoutATimeout, "the other waits on", "waited with no timeout while a head"),
     (NotifiesOnlyBeforeAHead, "into an empty queue", "the first entry of an empty queue"),
     (TrustsAWaitThatTimedOut, "the other waits on", "a wait that timed out"),
-    (PushesOutsideTheLock, "under the lock", "outside `with self._cond`"),
+    (PushesOutsideTheLock, "push reads and changes", "outside `with self._cond`"),
+    (CancelsWithoutTheLock, "cancel changes the queue only under the lock", "without taking"),
     (ReturnsNoneWhenNothingIsDue, "exactly the delay", "blocks until the head is due"),
     (ReturnsNoneWhenNothingIsDue, "parked 12 h", "blocks until the head is due"),
     (WaitsOnceThenReturnsNone, "spurious wake-up", "blocks until the head is due"),
@@ -1310,6 +1342,22 @@ def the_delays(first: float, period: float, paused: float, resumed: float, polic
     return [run - resumed for run in runs_after_resume(first, period, paused, resumed, policy)]
 
 
+def counts_slots_from_zero(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> list[float]:
+    """Right, on a grid k * period that forgets ``first``."""
+    start = max((math.floor(paused / period) + 1) * period, resumed)
+    return [start + k * period for k in range(3)]
+
+
+def waits_a_period_from_the_pause(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> list[float]:
+    """The slot after the pause taken as a period after it."""
+    start = max(paused + period, resumed)
+    return [start + k * period for k in range(3)]
+
+
 RESUME_MISTAKES = [
     (
         policy_decides,
@@ -1376,6 +1424,20 @@ RESUME_MISTAKES = [
         "between two slots",
         "runs_after_resume(0, 60, 10, 50, 'run_once'): expected [60, 120, 180], got [10, 70, "
         "130]: those are delays counted from the resume; return the instants of the runs",
+    ),
+    (
+        waits_a_period_from_the_pause,
+        "between two slots",
+        "runs_after_resume(0, 60, 10, 50, 'run_once'): expected [60, 120, 180], got [70, 130, "
+        "190]: 70 is neither a slot of the task's grid, 0 + k * 60, nor the resume (50); the "
+        "slots count from first, not from 0 nor from the pause",
+    ),
+    (
+        counts_slots_from_zero,
+        "100 random pauses",
+        "runs_after_resume(298, 29, 298.5, 312.75, 'skip'): expected [327, 356, 385], got "
+        "[319, 348, 377]: 319 is neither a slot of the task's grid, 298 + k * 29, nor the "
+        "resume (312.75)",
     ),
 ]
 

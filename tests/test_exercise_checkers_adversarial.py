@@ -9,7 +9,9 @@ import bisect
 import gc
 import heapq
 import inspect
+import itertools
 import math
+import re
 import sys
 import threading
 import time
@@ -24,7 +26,8 @@ import numpy
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from exercises.checks import ANSWER_LIMIT, Check, Result, run_checks
+from exercises import checks as checker
+from exercises.checks import ANSWER_LIMIT, BUILD_STUCK, TAKEN_TWICE, Check, Result, run_checks
 from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
@@ -78,6 +81,26 @@ def test_a_next_slot_that_loops_for_ever_is_reported_with_its_input_and_stopped(
     assert "a loop that never ends" in message
     assert stopped.wait(timeout=5), "the looping answer was left running on its thread"
     assert results[0].passed, "a short run never enters the loop"
+
+
+def test_once_a_check_ran_out_of_time_the_checks_after_it_get_the_shorter_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An answer that loops on every input kept the learner's cell busy the whole limit a
+    check (35 s for the seven overrun checks); after the first, each gets LIMIT_AGAIN."""
+
+    def never_moves(slot: float, period: float, finished: float, policy: str) -> float:
+        following = slot + period
+        while following <= finished or policy:
+            following += 0  # the mistake under test: a step that does not move
+        return following
+
+    monkeypatch.setattr(checker, "LIMIT_AGAIN", SHORT / 5, raising=False)
+    results = run_checks(next_slot_checks(never_moves), limit=SHORT)
+    assert "did not return within 0.5 s" in results[0].message
+    assert all(
+        "did not return within 0.1 s: a loop that never ends" in r.message for r in results[1:]
+    )
 
 
 def test_a_retry_loop_that_never_reaches_the_cap_is_reported_with_its_input() -> None:
@@ -317,9 +340,137 @@ def test_each_retry_mistake_is_named(
     assert "raised" not in message
 
 
+def caps_the_instant(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """The cap put on the due instant, not on the wait."""
+    if attempt >= max_attempts:
+        return None
+    return min(finished + initial * multiplier ** min(attempt - 1, 100), cap)
+
+
+def caps_with_max(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """max where min belongs: every wait is at least the cap."""
+    if attempt >= max_attempts:
+        return None
+    return finished + max(cap, initial * multiplier ** min(attempt - 1, 100))
+
+
+def adds_up_the_waits(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """Every wait since the first failure added up, as if ``finished`` were its instant."""
+    if attempt >= max_attempts:
+        return None
+    return finished + sum(min(cap, initial * multiplier ** min(n, 100)) for n in range(attempt))
+
+
+@pytest.mark.parametrize(
+    ("answer", "check", "told"),
+    [
+        (
+            caps_the_instant,
+            "the first retry waits initial",
+            "retry_at(1, 100, 3, 1, 2, 60): expected 101, got 60: the instant was capped, "
+            "min(finished + wait, cap) = 60; the cap is on the wait",
+        ),
+        (caps_the_instant, "the wait is capped", "or the instant capped"),
+        (
+            caps_with_max,
+            "the first retry waits initial",
+            "expected 101, got 160: that waits the cap, 60 s, where initial * multiplier ** "
+            "(n - 1) is 1 s; the wait is at most the cap, min(cap, ...)",
+        ),
+        (caps_with_max, "a slow wait grows too", "is 1862.18 s; the wait is at most the cap"),
+        (
+            adds_up_the_waits,
+            "the wait doubles",
+            "retry_at(2, 100, 5, 1, 2, 60): expected 102, got 103: that adds up every wait "
+            "since the first failure",
+        ),
+        (adds_up_the_waits, "the wait is capped", "that adds up every wait"),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_a_retry_cap_on_the_wrong_value_or_a_sum_of_waits_is_named(
+    answer: Callable[..., float | None], check: str, told: str
+) -> None:
+    """Each was shown only "expected 101, got 60" (or 160, or 103): no word of what the
+    cap bounds, or where the wait counts from."""
+    assert told in failure(run_checks(retry_at_checks(answer)), check)
+
+
 def test_a_retry_answer_with_the_exponent_too_low_is_not_told_it_stopped_at_the_cap() -> None:
     message = failure(run_checks(retry_at_checks(exponent_one_too_low)), "grows until the cap")
     assert "stopped growing below the cap" not in message
+
+
+# -- a cron field cron rejects: why, named ------------------------------------------------------
+
+
+def wraps_reversed_ranges(text: str, low: int, high: int) -> set[int]:
+    """Reads a reversed range as one that wraps past the field's end: 5-1 is 5-59 and 0-1."""
+    items = []
+    for item in text.split(","):
+        first, dash, last = item.partition("-")
+        if dash and first.isdigit() and last.isdigit() and int(first) > int(last):
+            items += [f"{first}-{high}", f"{low}-{last}"]
+        else:
+            items.append(item)
+    return parse_field(",".join(items), low, high)
+
+
+def skips_empty_items(text: str, low: int, high: int) -> set[int]:
+    return parse_field(",".join(item for item in text.split(",") if item) or "*", low, high)
+
+
+def never_bounds_checks(text: str, low: int, high: int) -> set[int]:
+    """The reference with the field's range widened: 70 is a minute."""
+    return parse_field(text, 0, 10 * high)
+
+
+@pytest.mark.parametrize(
+    ("answer", "check", "told"),
+    [
+        (
+            wraps_reversed_ranges,
+            "rejects what cron rejects",
+            ": 5-1 is a reversed range, which cron rejects (it does not wrap around past 59",
+        ),
+        (skips_empty_items, "rejects what cron rejects", "'1,,2' has an empty list item"),
+        (
+            never_bounds_checks,
+            "range ends are bounds-checked",
+            "'50-70' in 0-59 should raise ValueError (cron rejects it), got [50, 51, 52, 53, "
+            "54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70]: 70 is "
+            "outside the field's range 0-59; bounds-check every number, both ends",
+        ),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_a_parser_that_takes_a_field_cron_rejects_is_told_which_part_and_why(
+    answer: Callable[[str, int, int], set[int]], check: str, told: str
+) -> None:
+    """Each was shown the values it returned and "cron rejects it", not what about the
+    field cron rejects."""
+    assert told in failure(run_checks(parse_field_checks(answer)), check)
 
 
 # -- the overrun rule: right answers of other shapes --------------------------------------------
@@ -532,8 +683,50 @@ class TwoConditionsOnOneLock(TaskQueue):
             return super().pop_due()
 
 
+class SortedDescending:
+    """Right, in another shape: a list kept in descending order of (-due, -sequence), so
+    the earliest entry is at its end and comes out by list.pop()."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._entries: list[tuple[float, int, str]] = []
+        self._sequence = itertools.count()
+        self._live: dict[str, int] = {}
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            entry = (-due, -sequence, task)
+            bisect.insort(self._entries, entry)
+            if self._entries[-1] is entry:
+                self._cond.notify_all()
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            self._live.pop(task, None)
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                entries = self._entries
+                while entries and self._live.get(entries[-1][2]) != -entries[-1][1]:
+                    entries.pop()
+                if not entries:
+                    self._cond.wait()
+                    continue
+                delay = -entries[-1][0] - self._clock()
+                if delay <= 0:
+                    task = entries.pop()[2]
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
 @pytest.mark.parametrize(
-    "answer", [SortedListWithBisect, ConditionOnTheClass, TwoConditionsOnOneLock]
+    "answer",
+    [SortedListWithBisect, ConditionOnTheClass, TwoConditionsOnOneLock, SortedDescending],
 )
 def test_the_timer_checker_passes_right_queues_of_other_shapes(
     answer: type, timer_results: TimerResults
@@ -1101,3 +1294,218 @@ def test_a_right_queue_that_calls_notify_all_in_its_old_spelling_passes(
     with warnings.catch_warnings():  # where the run is made here (no other test asked)
         warnings.simplefilter("ignore", DeprecationWarning)
         assert refused(timer_results(answer)) == []
+
+
+# -- the timer queue: a heap written by hand, and the deadlocks of two locks ---------------------
+
+
+class HeapByHand(TaskQueue):
+    """Right, with the heap's sift-up and sift-down written out instead of heapq's."""
+
+    def parent(self, index: int) -> int:
+        return (index - 1) // 2
+
+    def children_below(self, size: int) -> int:
+        return size
+
+    def sift_up(self, index: int) -> None:
+        heap = self._heap
+        while index > 0 and heap[index] < heap[self.parent(index)]:
+            parent = self.parent(index)
+            heap[index], heap[parent] = heap[parent], heap[index]
+            index = parent
+
+    def sift_down(self, index: int) -> None:
+        heap, below = self._heap, self.children_below(len(self._heap))
+        while True:
+            least = index
+            for child in (2 * index + 1, 2 * index + 2):
+                if child < below and heap[child] < heap[least]:
+                    least = child
+            if least == index:
+                return
+            heap[index], heap[least] = heap[least], heap[index]
+            index = least
+
+    def take_head(self) -> tuple[float, int, str]:
+        last = self._heap.pop()
+        if not self._heap:
+            return last
+        head, self._heap[0] = self._heap[0], last
+        self.sift_down(0)
+        return head
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            entry = (due, sequence, task)
+            self._heap.append(entry)
+            self.sift_up(len(self._heap) - 1)
+            if self._heap[0] is entry:
+                self._cond.notify_all()
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    self.take_head()
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - self._clock()
+                if delay <= 0:
+                    self.take_head()
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
+class ParentAtHalf(HeapByHand):
+    """The parent of i taken as i // 2 (a 1-based heap's rule, in a 0-based list)."""
+
+    def parent(self, index: int) -> int:
+        return index // 2
+
+
+class LastChildLeftOut(HeapByHand):
+    """A sift-down that never compares the list's last entry with its parent."""
+
+    def children_below(self, size: int) -> int:
+        return size - 1
+
+
+@pytest.mark.parametrize("answer", [HeapByHand])
+def test_the_timer_checker_passes_a_right_heap_written_by_hand(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    assert refused(timer_results(answer)) == []
+
+
+@pytest.mark.parametrize("answer", [ParentAtHalf, LastChildLeftOut])
+def test_a_heap_by_hand_that_loses_the_order_fails_naming_the_pop_and_the_index_rule(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    """ParentAtHalf passed all 18 checks: three or five tasks come out in order, and the
+    1,000 the cost check takes were counted, not read in order."""
+    message = failure(timer_results(answer), "earliest first")
+    assert re.search(r"pop \d+ returned 'job-\d+' \(due \d+ s ago\) while 'job-\d+'", message)
+    assert "the parent of i is (i - 1) // 2" in message
+
+
+@pytest.mark.parametrize("answer", [LastChildLeftOut])
+def test_a_heap_out_of_order_with_no_cancel_is_not_told_its_cancel_broke_it(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    """Its cancel leaves a tombstone: the cancel check was told "the cancel broke the
+    heap's order; a list with an entry taken out (list.remove ...)"."""
+    message = failure(timer_results(answer), "cancelling the head keeps the others in order")
+    assert "with no cancel, the same five came out as" in message
+    assert "list.remove" not in message
+
+
+class BuiltUnderItsOwnLock(TaskQueue):
+    """A constructor that takes its Lock twice: a `with` on the Condition built on it,
+    inside a `with` on the lock.  It never returns."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        with self._lock, self._cond:
+            self._heap = []
+
+
+@pytest.mark.parametrize("answer", [BuiltUnderItsOwnLock])
+def test_a_constructor_that_deadlocks_fails_every_check_the_same_way_without_hanging(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    """The checker built the queue unbounded: the learner's cell hung for ever."""
+    results = timer_results(answer)
+    assert {r.passed for r in results} == {False}
+    assert {r.message for r in results} == {
+        f"BuiltUnderItsOwnLock(clock) did not return: {BUILD_STUCK}"
+    }
+
+
+class HoldsItsLockWhileWaiting(TaskQueue):
+    """A Lock of its own for the heap, held while pop_due waits on the Condition (a
+    separate one): a push, which takes that Lock first, waits for ever."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self._lock = threading.Lock()
+
+    def push(self, task: str, due: float) -> None:
+        with self._lock:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            entry = (due, sequence, task)
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                with self._cond:
+                    self._cond.notify_all()
+
+    def cancel(self, task: str) -> None:
+        with self._lock:
+            self._live.pop(task, None)
+
+    def pop_due(self) -> str:
+        with self._lock:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                with self._cond:
+                    delay = self._heap[0][0] - self._clock() if self._heap else None
+                    if delay is not None and delay <= 0:
+                        task = heapq.heappop(self._heap)[2]
+                        del self._live[task]
+                        return task
+                    self._cond.wait(delay)  # the mistake under test: self._lock stays held
+
+
+@pytest.mark.parametrize("answer", [HoldsItsLockWhileWaiting])
+def test_a_pop_due_that_holds_another_lock_while_it_waits_is_told_which(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    """It was told "pop_due holds the lock while it waits (a time.sleep or a loop inside
+    `with self._cond`)", and, waiting on an empty queue, that the wait lets the lock go."""
+    results = timer_results(answer)
+    for check in ("parked 12 h", "into an empty queue", "cancelled entry never runs"):
+        message = failure(results, check)
+        assert "pop_due waits on the condition while it holds self._lock" in message
+        assert "nested-monitor deadlock" in message
+    assert all("a time.sleep or a loop" not in r.message for r in results)
+
+
+class NotifiesUnderItsLockAgain(TaskQueue):
+    """A Condition on a plain Lock, and a push that calls a helper taking it again."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self._cond = threading.Condition(threading.Lock())
+
+    def wake(self) -> None:
+        with self._cond:  # the mistake under test: push holds it already
+            self._cond.notify_all()
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            entry = (due, sequence, task)
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                self.wake()
+
+
+@pytest.mark.parametrize("answer", [NotifiesUnderItsLockAgain])
+def test_a_push_that_takes_its_plain_lock_twice_is_told_a_lock_is_not_taken_twice(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    results = timer_results(answer)
+    assert {r.passed for r in results} == {False}
+    for result in results:
+        assert result.message.endswith(TAKEN_TWICE), result
+    assert "the only consumer was waiting" in failure(results, "into an empty queue")

@@ -18,7 +18,8 @@ never returns is left parked on a daemon thread after the check pushes it someth
 to take, and a push or cancel the checker makes while a consumer may hold the lock
 runs on a daemon thread too, bounded by :data:`HELD` (a ``pop_due`` that sleeps
 holding the lock is told so instead of hanging the notebook), and so do the pushes that
-fill a queue before its consumers start (a push that waits is told so).  The checks of
+fill a queue before its consumers start (a push that waits is told so) and the queue's
+constructor (one that deadlocks is told so).  The checks of
 the pure functions (``next_slot``, ``retry_at``, ``runs_after_resume``, ``parse_field``)
 run each on a daemon
 thread, and each call to the answer gets :data:`ANSWER_LIMIT` seconds (see
@@ -43,6 +44,7 @@ import math
 import numbers
 import os
 import queue
+import random
 import sys
 import threading
 import time
@@ -56,8 +58,10 @@ import lldsched
 
 __all__ = [
     "ANSWER_LIMIT",
+    "LIMIT_AGAIN",
     "TWICE",
     "ExerciseClock",
+    "OutOfTime",
     "Raised",
     "Result",
     "Taken",
@@ -96,8 +100,11 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
     answer loops for ever) is a failure naming that call, and is stopped if it runs
     Python code.  The limit is counted from the start of each call, not of the check, so
     the calls before it (slow on a loaded machine) never make a right answer look stuck,
-    and the call named is the one that ran for the whole limit.  The timer checks bound
-    every wait of their own and run without one.
+    and the call named is the one that ran for the whole limit.  Once a check has run
+    out of time, each check after it gets :data:`LIMIT_AGAIN` (when that is shorter): an
+    answer that loops for ever on every input kept its cell busy ``limit`` seconds a
+    check, 35 s for the seven overrun checks.  The timer checks bound every wait of their
+    own and run without one.
 
     A check during which a name it reads changed (the answer replaced a reference answer,
     ``FixedRate.next_run`` or ``abs``) fails naming it, and it is put back (:class:`_Kept`).
@@ -110,6 +117,10 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
                 check()
             else:
                 _within(check, limit)
+        except OutOfTime as failure:
+            result = Result(description, False, str(failure))
+            if limit is not None:  # (always: only a limit runs out)
+                limit = min(limit, LIMIT_AGAIN)
         except AssertionError as failure:
             result = Result(description, False, str(failure))
         except (Exception, SystemExit) as error:  # the learner's code raised: report it
@@ -254,6 +265,14 @@ ANSWER_LIMIT = 5.0
 """Seconds each call a check makes to a pure function (next_slot, retry_at,
 runs_after_resume, parse_field)
 may take: a right answer takes a millisecond or less a call, on a slow Binder too."""
+
+LIMIT_AGAIN = 1.0
+"""Seconds each call gets in the checks after one that ran out of time (see
+:func:`run_checks`): still a thousand times what a right answer takes a call."""
+
+
+class OutOfTime(AssertionError):
+    """A check whose call to the answer, or whose own code, ran out of its limit."""
 
 
 class _Stopped(Exception):
@@ -679,7 +698,7 @@ def _within(check: Callable[[], None], limit: float) -> None:
             )
         where = f"{stuck} " if stuck else ""
         watch = _WATCHING.get(thread)
-        raise AssertionError(
+        raise OutOfTime(
             f"{where}did not return within {limit:g} s: "
             + (
                 f"it is asleep in time.sleep; {SLEEPS}"
@@ -763,17 +782,23 @@ HOLDS_THE_LOCK = (
 )
 
 
+_CHECKERS_CALL = "the checker's call"  # the name of each thread bounded() runs a call on
+
+
 class NotReturned(AssertionError):
     """A call :func:`bounded` made did not return within its limit."""
 
 
 def bounded(
-    call: Callable[[], object], what: str, why: str = HOLDS_THE_LOCK, limit: float = HELD
+    call: Callable[[], object],
+    what: str,
+    why: str | Callable[[], str] = HOLDS_THE_LOCK,
+    limit: float = HELD,
 ) -> None:
     """Run ``call`` (a push or a cancel the checker makes, while a consumer may hold the
     queue's lock) and let it take at most ``limit`` seconds; it runs on a daemon thread,
-    left behind if it never returns (:class:`NotReturned`), and ``why`` says what that
-    most likely means."""
+    left behind if it never returns (:class:`NotReturned`), and ``why`` (or what it
+    returns, asked only then) says what that most likely means."""
     raised: list[BaseException] = []
 
     def run() -> None:
@@ -782,11 +807,12 @@ def bounded(
         except BaseException as error:  # the learner's code raised: re-raised below
             raised.append(error)
 
-    thread = threading.Thread(target=run, daemon=True)
+    thread = threading.Thread(target=run, name=_CHECKERS_CALL, daemon=True)
     thread.start()
     thread.join(limit)
     if thread.is_alive():
-        raise NotReturned(f"{what} did not return within {limit:g} s: {why}")
+        said = why if isinstance(why, str) else why()
+        raise NotReturned(f"{what} did not return within {limit:g} s: {said}")
     if raised:
         raise raised[0]
 
@@ -836,6 +862,7 @@ class WatchedCondition:
         self.notify_alls = 0
         self.waiting = 0
         self.timeouts: list[float | None] = []  # of every wait, in order
+        self.inside: list[threading.Thread] = []  # the threads inside ``wait`` now
         self.changed = threading.Condition()  # notified when ``waiting`` grows
         self.reaching: threading.Event | None = None  # set when a thread reaches for the lock
 
@@ -874,6 +901,7 @@ class WatchedCondition:
         with tally.changed:
             tally.waiting += 1
             self.here += 1
+            tally.inside.append(threading.current_thread())
             tally.changed.notify_all()
         try:
             return self.inner.wait(timeout)
@@ -881,6 +909,7 @@ class WatchedCondition:
             with tally.changed:
                 tally.waiting -= 1
                 self.here -= 1
+                tally.inside.remove(threading.current_thread())
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
         result = predicate()
@@ -1073,17 +1102,35 @@ def _attributes(target: object) -> dict[str, object]:
     return found
 
 
-def _build(make_queue: Callable[[Any], Any], clock: ExerciseClock) -> Any:
-    """``make_queue(clock)``; a constructor that cannot take the clock is told so."""
+BUILD_STUCK = (
+    "the constructor waits, loops, or takes a lock it already holds (a `with` on a "
+    "threading.Lock, or a Condition built on one, inside another `with` on the same lock "
+    "never gets in: one thread cannot take a Lock twice); it only sets the queue's "
+    "attributes up"
+)
+
+
+class NotBuilt(AssertionError):
+    """The queue's constructor did not return within its limit (:data:`BUILD_STUCK`)."""
+
+
+def _build(make_queue: Callable[[Any], Any], clock: ExerciseClock, limit: float = HELD) -> Any:
+    """``make_queue(clock)``, on a daemon thread for at most ``limit`` seconds (a
+    constructor that deadlocks is told so, :class:`NotBuilt`, and left behind); a
+    constructor that cannot take the clock is told so."""
+    name = getattr(make_queue, "__name__", "TaskQueue")
+    built: list[Any] = []
     try:
-        return make_queue(clock)
+        bounded(lambda: built.append(make_queue(clock)), f"{name}(clock)", limit=limit)
+        return built[0]
+    except NotReturned:
+        raise NotBuilt(f"{name}(clock) did not return: {BUILD_STUCK}") from None
     except TypeError as error:
         if not callable(make_queue):
             raise
         try:
             inspect.signature(make_queue).bind(clock)
         except (TypeError, ValueError):  # its parameters, not its body, refused the call
-            name = getattr(make_queue, "__name__", "TaskQueue")
             raise AssertionError(
                 f"the checker builds your queue as TaskQueue(clock), and {name}(clock) "
                 f"raised TypeError: {error}; keep the constructor's clock parameter "
@@ -1092,11 +1139,11 @@ def _build(make_queue: Callable[[Any], Any], clock: ExerciseClock) -> Any:
         raise
 
 
-def _rig(make_queue: Callable[[Any], Any]) -> Rig:
-    """A fresh queue, every Condition it keeps watched (the first one's watcher counts for
-    them all)."""
+def _rig(make_queue: Callable[[Any], Any], limit: float = HELD) -> Rig:
+    """A fresh queue, built within ``limit`` seconds (:func:`_build`), every Condition it
+    keeps watched (the first one's watcher counts for them all)."""
     clock = ExerciseClock()
-    target = _build(make_queue, clock)
+    target = _build(make_queue, clock, limit)
     watched: WatchedCondition | None = None
     for name, value in _attributes(target).items():
         if isinstance(value, threading.Condition):
@@ -1144,6 +1191,61 @@ PUSH_WAITING = (
 )
 
 
+_LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
+
+TAKEN_TWICE = (
+    "; or it takes a lock it holds again: your Condition is built on a threading.Lock, "
+    "which one thread cannot take twice (a `with self._cond` inside another, or a helper "
+    "that takes it called under it, never gets in)"
+)
+
+
+def _alone(rig: Rig, why: str) -> str:
+    """``why`` a push or cancel made with no consumer running did not return, and, when a
+    Condition of the queue is built on a plain Lock, that taking it twice deadlocks."""
+    plain = any(isinstance(getattr(c, "_lock", None), _LOCK_TYPES[0]) for c in rig.cond.conditions)
+    return why + (TAKEN_TWICE if plain else "")
+
+
+NESTED_MONITOR = (
+    "pop_due waits on the condition while it holds {held}: wait() lets go of the "
+    "condition's own lock only, so a push or a cancel that takes {held} first waits for "
+    "ever (a nested-monitor deadlock); guard the heap with one lock: build the Condition "
+    "on that lock (threading.Condition({held})), or keep the Condition alone"
+)
+
+
+def _taken(lock: Any) -> bool:
+    """Whether another thread holds ``lock`` (a Lock or an RLock) right now."""
+    if lock.acquire(blocking=False):
+        lock.release()
+        return False
+    return True
+
+
+def _held_while_waiting(rig: Rig) -> str | None:
+    """When a push or cancel did not return while a consumer waits on the queue's
+    Condition, whose own lock is free: the consumer holds another lock of the queue
+    (:data:`NESTED_MONITOR`, naming it).  None when no consumer waits, when the checker's
+    call waits on the Condition itself (a push that waits), when a Condition's own lock
+    is taken (:data:`HOLDS_THE_LOCK` says that), or when no other lock of the queue is."""
+    with rig.cond.changed:
+        callers = [thread.name == _CHECKERS_CALL for thread in rig.cond.inside]
+    if not callers or any(callers):
+        return None
+    if any(_taken(condition) for condition in rig.cond.conditions):
+        return None
+    own = [getattr(condition, "_lock", None) for condition in rig.cond.conditions]
+    held = [
+        f"self.{name}"
+        for name, value in _attributes(rig.queue).items()
+        if isinstance(value, _LOCK_TYPES)
+        and all(value is not lock for lock in own)
+        and _taken(value)
+    ]
+    return NESTED_MONITOR.format(held=" and ".join(held)) if held else None
+
+
 def _fill(rig: Rig, entries: Sequence[tuple[str, float]], limit: float = HELD) -> None:
     """Push ``entries`` (task, due) before any consumer runs, within ``limit`` seconds."""
 
@@ -1152,7 +1254,7 @@ def _fill(rig: Rig, entries: Sequence[tuple[str, float]], limit: float = HELD) -
             rig.queue.push(task, due)
 
     what = f"push({entries[0][0]!r}, ...)" if len(entries) == 1 else f"{len(entries)} pushes"
-    bounded(push_all, what, PUSH_STUCK, limit)
+    bounded(push_all, what, lambda: _alone(rig, PUSH_STUCK), limit)
 
 
 def _expect(
@@ -1195,6 +1297,12 @@ def _wrong_timeout(timeouts: Sequence[float | None], delay: float) -> str | None
     last = timeouts[-1]
     if last is None:
         return WAITED_FOREVER
+    if last > delay + LATE + 1 and 200 * delay <= last <= 1_100 * delay:
+        return (
+            f"pop_due waited {last:,.0f} s for a head due in {delay:g} s, some thousand "
+            "times too long: Condition.wait takes seconds, not milliseconds; wait "
+            "due - self._clock() as it is"
+        )
     if last > delay + LATE + 1 and abs(last - TWELVE_HOURS) > 60:
         return (
             f"pop_due waited {last:,.0f} s for a head due in {delay:g} s: compute the "
@@ -1278,7 +1386,9 @@ class CountedDue(_CountsEqualities, float):
 
     Only ``<``, ``<=``, ``>`` and ``>=`` count: a tuple comparison also asks ``==`` of
     each pair of fields first, which says nothing about the cost of the structure.
-    Arithmetic (``due - now``) gives plain floats.
+    Arithmetic (``due - now``) gives plain floats, but for a negation: ``-due`` counts
+    too, so a list kept in descending order (``(-due, ...)``, the earliest popped from
+    its end) is seen, as ``float(due)`` cannot be.
     """
 
     counter: ComparisonCounter
@@ -1287,6 +1397,12 @@ class CountedDue(_CountsEqualities, float):
         due = super().__new__(cls, value)
         due.counter = counter
         return due
+
+    def __neg__(self) -> CountedDue:
+        return CountedDue(-float(self), self.counter)
+
+    def __pos__(self) -> CountedDue:
+        return self
 
     def __lt__(self, other: float) -> bool:
         self.counter.count += 1
@@ -1354,12 +1470,58 @@ class WatchedDue(float):
 
 _CANCELS_ONE = "a cancel marks only the entry of the task it names"
 
+ORDER_ROUNDS = 150  # shuffled small heaps the order check empties, before one of HEAP_SIZE
+ORDER_HINT = (
+    "the earliest due comes out first; a heap written by hand is easy to get one index "
+    "wrong (the parent of i is (i - 1) // 2, its children 2 * i + 1 and 2 * i + 2, and a "
+    "sift-down compares an entry with both its children, the last entry of the list "
+    "included): heapq.heappush and heapq.heappop keep the order for you"
+)
+
+
+def _first_out_of_order(got: Sequence[object], ago: Mapping[str, float]) -> str | None:
+    """Where ``got`` (tasks taken, each due ``ago[task]`` seconds ago) first leaves due
+    order: which pop returned which task while an earlier-due one was still queued."""
+    expected = sorted(ago, key=lambda task: -ago[task])
+    for n, (task, due_first) in enumerate(zip(got, expected, strict=False)):
+        if task != due_first:
+            when = f"due {ago[task]:g} s ago" if task in ago else "never pushed"
+            return (
+                f"pop {n + 1} returned {task!r} ({when}) while {due_first!r}, due "
+                f"{ago[due_first]:g} s ago, was still queued"
+            )
+    return None
+
+
 _RACES = (
     "push read or changed the heap while the checker held the queue's lock: it touches "
     "the heap outside `with self._cond` (taking the lock only to notify), so a consumer "
     "popping at that instant sees a heap half pushed, or a head that is already gone "
     "(heapq is not thread-safe); do all of push under the lock"
 )
+
+
+_CANCEL_RACES = (
+    "cancel('nightly') returned while the checker held the queue's lock: it changes the "
+    "queue without taking the lock. A dict.pop is one step, but pop_due, under the lock, "
+    "tests the head's live entry, takes the head, then forgets its task (del "
+    "self._live[task]): a cancel in between makes that raise KeyError. Do all of cancel "
+    "under the lock"
+)
+
+
+def _why_slept(rig: Rig, consumers: Consumers, delay: float, notifies: int, strays: int) -> str:
+    """Why waiters toward a far head slept through a push of a new head due in ``delay``
+    seconds, which made ``notifies`` notifies, ``strays`` of them of a Condition nobody
+    waited on."""
+    if notifies and strays == notifies:
+        return STRAY_NOTIFY
+    if notifies:
+        return _late_wait(rig, consumers, delay) or _STALE_TIMEOUT
+    return (
+        "your push did not notify: it must notify whenever its entry becomes the head, "
+        "due yet or not"
+    )
 
 
 # -- the timer checks -------------------------------------------------------------------
@@ -1370,11 +1532,21 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     patience = [1.0]  # seconds to wait for consumers to park; cut once they never do
     push_patience = [math.inf]  # cut to 0.1 s once a push never returned
     held = [HELD]  # seconds to wait for the queue's lock; HELD_AGAIN once a consumer held it
+    build_patience = [HELD]  # seconds to wait for the constructor; cut once it never returned
 
-    def locked(call: Callable[[], object], what: str) -> None:
-        """``call`` (a push or a cancel) while a consumer may hold the lock: bounded."""
+    def new_rig() -> Rig:
+        """A fresh queue (:func:`_rig`), its constructor waited for as a push is."""
         try:
-            bounded(call, what, limit=held[0])
+            return _rig(make_queue, build_patience[0])
+        except NotBuilt:
+            build_patience[0] = HELD_AGAIN
+            raise
+
+    def locked(rig: Rig, call: Callable[[], object], what: str) -> None:
+        """``call`` (a push or a cancel of ``rig``'s queue) while a consumer may hold the
+        lock: bounded."""
+        try:
+            bounded(call, what, lambda: _held_while_waiting(rig) or HOLDS_THE_LOCK, held[0])
         except NotReturned:
             held[0] = HELD_AGAIN
             raise
@@ -1422,7 +1594,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         return rig.clock.first is None or rig.clock.first < due
 
     def reads_the_clock_given() -> None:
-        rig = _rig(make_queue)
+        rig = new_rig()
         fill(rig, [("due", rig.clock.peek() - 1)])
         reads = rig.clock.reads  # a push may read it too: count pop_due's reads only
         consumers = Consumers(rig.queue, rig.clock)
@@ -1446,7 +1618,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         assert got[0] == "due", f"expected 'due', got {got[0]!r}"
 
     def due_now_in_order() -> None:
-        rig = _rig(make_queue)
+        rig = new_rig()
         now = rig.clock.peek()
         # 'cleanup' arrives before 'alert', due at the same instant: arrival order is not
         # the names' order, so a heap that compares names on a tie shows.
@@ -1471,11 +1643,45 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "comparison never reaches the task"
         )
 
+    def take_all(ago: Mapping[str, float], limit: float = HELD) -> list[object]:
+        """Push each task due ``ago[task]`` seconds ago (in the mapping's order) before any
+        consumer runs, then take them all: what came out, in order."""
+        rig = new_rig()
+        now = rig.clock.peek()
+        fill(rig, [(task, now - seconds) for task, seconds in ago.items()], limit)
+        consumers = Consumers(rig.queue, rig.clock, takes=len(ago))
+        try:
+            return consumers.names(len(ago), LATE)
+        finally:
+            release(rig, consumers)
+
+    def in_due_order() -> None:
+        rng = random.Random(13)
+        sizes = [rng.randint(2, 16) for _ in range(ORDER_ROUNDS)] + [HEAP_SIZE]
+        for size in sizes:
+            seconds = list(range(1, size + 1))
+            rng.shuffle(seconds)
+            ago = {f"job-{n}": float(s) for n, s in enumerate(seconds)}
+            got = take_all(ago, FILL_LIMIT if size == HEAP_SIZE else HELD)
+            pushed = f" (due {', '.join(map(str, seconds))} s ago)" if size <= 16 else ""
+            wrong = _first_out_of_order(got, ago)
+            assert wrong is None, (
+                f"{size} tasks, all due already, pushed in a shuffled order{pushed}: "
+                f"{wrong}: {ORDER_HINT}"
+            )
+            assert len(got) == size, (
+                f"{size} tasks, all due already, pushed in a shuffled order{pushed}: only "
+                f"{len(got)} came back within {LATE} s"
+                + (f", {got}" if size <= 16 else "")
+                + ": a task already due comes out at once; compare due instants with "
+                "self._clock(), the clock you were given"
+            )
+
     def waits_exactly_the_delay() -> None:
         tried(wait_the_delay, "pop_due first read the clock only once its task was due")
 
     def wait_the_delay() -> bool:
-        rig = _rig(make_queue)
+        rig = new_rig()
         due = rig.clock.peek() + 0.2
         fill(rig, [("soon", due)])
         rig.clock.first = None  # pop_due's first read, not the push's
@@ -1504,7 +1710,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         """A consumer on a fresh queue, empty or holding 'nightly' due in 12 h, watched for
         :data:`IDLE` seconds: its clock reads, its waits, the CPU it took and its shortest
         wait's timeout (:data:`POLL_FLOOR` when none was shorter)."""
-        rig = _rig(make_queue)
+        rig = new_rig()
         if nightly:
             fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock)
@@ -1548,9 +1754,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         )
 
     def re_tests_after_a_wake_up() -> None:
-        parked = _rig(make_queue)
+        parked = new_rig()
         fill(parked, [("nightly", parked.clock.peek() + TWELVE_HOURS)])
-        empty = _rig(make_queue)
+        empty = new_rig()
         on_parked = Consumers(parked.queue, parked.clock)
         on_empty = Consumers(empty.queue, empty.clock)
         try:
@@ -1586,13 +1792,13 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             release(empty, on_empty)
 
     def push_wakes_a_parked_timer() -> None:
-        rig = _rig(make_queue)
+        rig = new_rig()
         fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock)
         try:
             park(rig, consumers)
             due = rig.clock.peek()
-            locked(lambda: rig.queue.push("urgent", due), "push('urgent')")
+            locked(rig, lambda: rig.queue.push("urgent", due), "push('urgent')")
             _expect(
                 consumers,
                 "urgent",
@@ -1605,7 +1811,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             release(rig, consumers)
 
     def push_wakes_a_waiter_on_an_empty_queue() -> None:
-        rig = _rig(make_queue)
+        rig = new_rig()
         consumers = Consumers(rig.queue, rig.clock)
         try:
             park(rig, consumers)
@@ -1614,7 +1820,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 bounded(
                     lambda: rig.queue.push("first", due),
                     "push('first')",
-                    PUSH_WAITING,
+                    lambda: _held_while_waiting(rig) or _alone(rig, PUSH_WAITING),
                     min(HELD, push_patience[0]),
                 )
             except AssertionError:
@@ -1637,7 +1843,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         tried(re_arm_a_waiting_timer, PUSHED_IN_TIME)
 
     def re_arm_a_waiting_timer() -> bool:
-        rig = _rig(make_queue)
+        rig = new_rig()
         fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock)
         try:
@@ -1645,13 +1851,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             due = rig.clock.peek() + 0.2
             before = rig.cond.notifies + rig.cond.notify_alls
             strays = rig.cond.strays
-            locked(lambda: rig.queue.push("soon", due), "push('soon')")
+            locked(rig, lambda: rig.queue.push("soon", due), "push('soon')")
             # push may have seen its head due already (a pop_due that raised is reported as such)
             if not consumers.raised and rig.clock.peek() >= due:
                 return False
             notifies = rig.cond.notifies + rig.cond.notify_alls - before
-            notified = notifies > 0
-            stray = notified and rig.cond.strays - strays == notifies
             _expect(
                 consumers,
                 "soon",
@@ -1660,14 +1864,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 lambda: (
                     "a timer waiting toward 'nightly', 12 h off, slept through a new head "
                     "due in 0.2 s; "
-                    + (
-                        STRAY_NOTIFY
-                        if stray
-                        else _late_wait(rig, consumers, 0.2) or _STALE_TIMEOUT
-                        if notified
-                        else "your push did not notify: it must notify whenever its entry "
-                        "becomes the head, due yet or not"
-                    )
+                    + _why_slept(rig, consumers, 0.2, notifies, rig.cond.strays - strays)
                 ),
             )
         finally:
@@ -1678,7 +1875,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         tried(wake_both_of_two_waiters, PUSHED_IN_TIME)
 
     def wake_both_of_two_waiters() -> bool:
-        rig = _rig(make_queue)
+        rig = new_rig()
         fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock, count=2)
         got: list[object] = []
@@ -1689,12 +1886,12 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             # them, nor the release's after them
             notifies, notify_alls = -rig.cond.notifies, -rig.cond.notify_alls
             strays = -rig.cond.strays
-            locked(lambda: rig.queue.push("first", due), "push('first')")
+            locked(rig, lambda: rig.queue.push("first", due), "push('first')")
             # push may have seen its head due already (a pop_due that raised is reported as such)
             if not consumers.raised and rig.clock.peek() >= due:
                 return False
             # same instant, later arrival: not a new head
-            locked(lambda: rig.queue.push("second", due), "push('second')")
+            locked(rig, lambda: rig.queue.push("second", due), "push('second')")
             notifies += rig.cond.notifies
             notify_alls += rig.cond.notify_alls
             strays += rig.cond.strays
@@ -1737,22 +1934,29 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         tried(the_loser_waits_on, PUSHED_IN_TIME)
 
     def the_loser_waits_on() -> bool:
-        rig = _rig(make_queue)
+        rig = new_rig()
         fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock, count=2)
         try:
             park(rig, consumers, 2)
             due = rig.clock.peek() + 0.1
-            locked(lambda: rig.queue.push("soon", due), "push('soon')")
+            before = rig.cond.notifies + rig.cond.notify_alls
+            strays = rig.cond.strays
+            locked(rig, lambda: rig.queue.push("soon", due), "push('soon')")
             # push may have seen its head due already (a pop_due that raised is reported as such)
             if not consumers.raised and rig.clock.peek() >= due:
                 return False
+            notifies = rig.cond.notifies + rig.cond.notify_alls - before
             _expect(
                 consumers,
                 "soon",
                 due,
                 rig.clock,
-                lambda: _late_wait(rig, consumers, 0.1) or "a new head due in 0.1 s",
+                lambda: (
+                    "two consumers waiting toward 'nightly', 12 h off, slept through a new "
+                    "head due in 0.1 s; "
+                    + _why_slept(rig, consumers, 0.1, notifies, rig.cond.strays - strays)
+                ),
             )
             extra = consumers.next(0.1)  # 'nightly' is 12 h off: nothing else comes out
         finally:
@@ -1767,7 +1971,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         return True
 
     def push_works_under_the_lock() -> None:
-        rig = _rig(make_queue)
+        rig = new_rig()
         read, moved = threading.Event(), threading.Event()
         fill(rig, [("nightly", WatchedDue(rig.clock.peek() + TWELVE_HOURS, read, moved))])
         read.clear()  # from here, only a push that reads the heap compares nightly's due
@@ -1790,17 +1994,51 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         pushing.join(HELD)
         assert not raced, _RACES
 
+    def cancel_works_under_the_lock() -> None:
+        rig = new_rig()
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
+        seen = threading.Event()  # the cancel reached for the condition's lock, or returned
+        returned = threading.Event()
+        raised: list[BaseException] = []
+
+        def cancel() -> None:
+            try:
+                rig.queue.cancel("nightly")
+            except BaseException as error:  # the learner's code raised: re-raised below
+                raised.append(error)
+            finally:
+                returned.set()
+                seen.set()
+
+        rig.cond.reaching = seen
+        if not rig.cond.inner.acquire(timeout=HELD):
+            raise AssertionError(f"the checker could not take the lock in {HELD:g} s")
+        try:  # while the checker holds the lock, a cancel must wait for it
+            cancelling = threading.Thread(target=cancel, daemon=True)
+            cancelling.start()
+            seen.wait(HELD)  # a cancel that takes a lock of its own under it sets neither
+            unlocked = returned.is_set()
+        finally:
+            rig.cond.reaching = None
+            rig.cond.inner.release()
+        cancelling.join(HELD)
+        if raised:
+            raise raised[0]
+        assert not unlocked, _CANCEL_RACES
+
     def cancel_then_take(dues: Mapping[str, float], cancelled: str) -> tuple[list[object], str]:
         """Push ``dues`` (task: seconds since it fell due), cancel ``cancelled`` with no
         consumer running, then take the others: what came out, and the others that did
         not (quoted, earliest due first).  The cancelled task must not come out."""
-        rig = _rig(make_queue)
+        rig = new_rig()
         now = rig.clock.peek()
         fill(rig, [(task, now - ago) for task, ago in dues.items()])
         bounded(
             lambda: rig.queue.cancel(cancelled),
             f"cancel({cancelled!r})",
-            "no consumer was running, so nobody else held the lock: cancel waits or loops",
+            lambda: _alone(
+                rig, "no consumer was running, so nobody else held the lock: cancel waits or loops"
+            ),
         )
         others = len(dues) - 1
         consumers = Consumers(rig.queue, rig.clock, takes=others)
@@ -1819,32 +2057,39 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         dues = {"backup": 14, "report": 10, "digest": 11, "cleanup": 8, "sync": 2}
         got, lost = cancel_then_take(dues, "backup")
         expected = ["digest", "report", "cleanup", "sync"]
-        assert got == expected, (
-            f"five tasks all due already, 'backup' (the earliest) cancelled: expected "
-            f"{', '.join(expected)}, got {got}: "
-            + (
+        if got == expected:
+            return
+        if sorted(map(str, got)) == sorted(expected):
+            uncancelled = take_all(dues)
+            why = (
                 "the cancel broke the heap's order; a list with an entry taken out "
                 "(list.remove, del heap[i]) is no longer a heap. Leave a tombstone (or "
                 "heapq.heapify after removing, O(n))"
-                if sorted(map(str, got)) == sorted(expected)
-                else f"cancel('backup') lost {lost}; {_CANCELS_ONE}"
-                if lost
-                else "the earliest due comes out first"
+                if _first_out_of_order(uncancelled, dues) is None
+                else f"with no cancel, the same five came out as {uncancelled}: not the "
+                f"cancel, the heap's own order is wrong; {ORDER_HINT}"
             )
+        elif lost:
+            why = f"cancel('backup') lost {lost}; {_CANCELS_ONE}"
+        else:
+            why = "the earliest due comes out first"
+        raise AssertionError(
+            f"five tasks all due already, 'backup' (the earliest) cancelled: expected "
+            f"{', '.join(expected)}, got {got}: {why}"
         )
 
     def cancelled_entry_never_runs() -> None:
         tried(cancel_a_parked_head, "the checker's cancel returned only once its task was due")
 
     def cancel_a_parked_head() -> bool:
-        rig = _rig(make_queue)
+        rig = new_rig()
         start = rig.clock.peek()
         fill(rig, [("doomed", start + 0.1), ("kept", start + 0.15)])
         consumers = Consumers(rig.queue, rig.clock, takes=2)
         try:
             park(rig, consumers)
             # the consumer is parked on it: a tombstone now
-            locked(lambda: rig.queue.cancel("doomed"), "cancel('doomed')")
+            locked(rig, lambda: rig.queue.cancel("doomed"), "cancel('doomed')")
             late = rig.clock.peek() >= start + 0.1  # 'doomed' may have come out before
             first = consumers.next(start + 0.15 + LATE - rig.clock.peek())
             assert first is not None, (
@@ -1865,7 +2110,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             assert first[0] == "kept", f"expected 'kept', got {first[0]!r}"
             again = rig.clock.peek()
             # pushed again after its cancel: live again
-            locked(lambda: rig.queue.push("doomed", again), "push('doomed')")
+            locked(rig, lambda: rig.queue.push("doomed", again), "push('doomed')")
             wake(rig)  # this check is about tombstones, not about notify
             second = consumers.next(again + LATE - rig.clock.peek())
             assert second is not None and second[0] == "doomed", (
@@ -1894,7 +2139,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         )
 
     def cancel_of_a_task_not_queued() -> None:
-        rig = _rig(make_queue)
+        rig = new_rig()
         fill(rig, [("once", rig.clock.peek() - 1)])
         consumers = Consumers(rig.queue, rig.clock, takes=2)
         try:
@@ -1903,7 +2148,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             # taken already, then again, then a task never pushed
             for task in ("once", "once", "never-pushed"):
                 try:
-                    locked(partial(rig.queue.cancel, task), f"cancel({task!r})")
+                    locked(rig, partial(rig.queue.cancel, task), f"cancel({task!r})")
                 except (AssertionError, NotImplementedError):
                     raise  # NotImplementedError: cancel is not written yet, nothing to explain
                 except Exception as error:
@@ -1913,7 +2158,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                         "that just took the task, or come twice: then it does nothing"
                     ) from None
             again = rig.clock.peek()
-            locked(partial(rig.queue.push, "once", again), "push('once')")
+            locked(rig, partial(rig.queue.push, "once", again), "push('once')")
             wake(rig)  # this check is about cancel, not about notify
             _expect(
                 consumers,
@@ -1926,7 +2171,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             release(rig, consumers)
 
     def re_push_replaces_the_entry() -> None:
-        rig = _rig(make_queue)
+        rig = new_rig()
         start = rig.clock.peek()
         # 'report' rescheduled: its entry at +0.1 s is dead; 'digest' again, same instant
         fill(
@@ -1974,7 +2219,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         )
 
     def logarithmic_push_and_pop() -> None:
-        rig = _rig(make_queue)
+        rig = new_rig()
         counter = ComparisonCounter()
         now = rig.clock.peek()
         # Distinct due instants, all passed, in a shuffled order: every pop returns at once.
@@ -2015,7 +2260,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         comparison of a due time or a name; taking the entry out of the heap (a filter, a
         ``list.remove``, a heapify) costs O(n) of them per cancel.  (A scan that matches
         entries by sequence number alone compares neither, and is not seen.)"""
-        rig = _rig(make_queue)
+        rig = new_rig()
         counter = ComparisonCounter()
         later = rig.clock.peek() + TWELVE_HOURS
         names = [CountedName(f"job-{n}", counter) for n in range(HEAP_SIZE)]
@@ -2042,6 +2287,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     return [
         ("takes the time from the clock it was given", reads_the_clock_given),
         ("returns what is due at once, due first, then arrival", due_now_in_order),
+        (
+            f"returns shuffled tasks earliest first: {ORDER_ROUNDS} small heaps, one of "
+            f"{HEAP_SIZE:,}",
+            in_due_order,
+        ),
         ("waits exactly the delay until the head is due", waits_exactly_the_delay),
         ("no sleep or poll loop while nothing is due", no_poll_loop),
         ("re-tests in a while after a spurious wake-up", re_tests_after_a_wake_up),
@@ -2063,6 +2313,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("cancelling the head keeps the others in order", cancel_keeps_the_heap_in_order),
         ("cancelling one task leaves every other task queued", cancel_leaves_the_others),
         ("push reads and changes the heap only under the lock", push_works_under_the_lock),
+        ("cancel changes the queue only under the lock", cancel_works_under_the_lock),
         (
             "cancelling a task not queued (taken, twice, unknown) does nothing",
             cancel_of_a_task_not_queued,

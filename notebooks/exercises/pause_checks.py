@@ -171,6 +171,12 @@ def _mistake(
             f": the grid re-anchors at the resumed run: the next run is a period after "
             f"it ({expected[1]:g}), not the old grid's next slot ({got[1]:g})"
         )
+    if not _on_old_grid(got[0], first, period) and not math.isclose(got[0], resumed):
+        return (
+            f": {got[0]:g} is neither a slot of the task's grid, {first:g} + k * {period:g}, "
+            f"nor the resume ({resumed:g}); the slots count from first, not from 0 nor "
+            "from the pause"
+        )
     return ""
 
 

@@ -60,6 +60,7 @@ def _mistake(
     expected: float | None,
 ) -> str:
     """What a wrong ``got`` most likely says about the answer (": ..."), or nothing."""
+    policy = (initial, multiplier, cap)
     if expected is None:
         if attempt == max_attempts:
             return (
@@ -79,9 +80,27 @@ def _mistake(
             ": counted from the time now (time.time()); the wait counts from `finished`, "
             "the instant the attempt failed"
         )
+    uncapped = _grown(initial, multiplier, attempt - 1)
+    instant_capped = finished + uncapped > cap and abs(got - cap) < 1e-9
     if abs(got - wait) < 1e-9 and finished:
+        if instant_capped:
+            return (
+                ": that is the wait, or the instant capped, min(finished + wait, cap); "
+                "return the instant, finished + min(cap, wait)"
+            )
         return ": that is the wait; return the instant, finished + wait"
-    if _grown(initial, multiplier, attempt - 1) > cap and got - finished > cap:
+    if instant_capped:
+        return (
+            f": the instant was capped, min(finished + wait, cap) = {cap:g}; the cap is on "
+            "the wait: return finished + min(cap, wait)"
+        )
+    if 1 < attempt <= MOST_SUMMED and abs(got - (finished + _summed(attempt, *policy))) < 1e-6:
+        return (
+            ": that adds up every wait since the first failure; each wait counts from the "
+            f"finish of the attempt that just failed, so after attempt {attempt} it is "
+            "finished + one wait, initial * multiplier ** (n - 1), capped"
+        )
+    if uncapped > cap and got - finished > cap:
         if abs(got - (finished + _grown(min(cap, initial), multiplier, attempt - 1))) < 1e-6:
             return (
                 f": the wait is capped at {cap:g} s once it has grown, min(cap, initial * "
@@ -98,6 +117,12 @@ def _mistake(
                 )
     if abs(got - (finished + min(cap, initial * attempt))) < 1e-9 and multiplier != 1:
         return ": the wait grows by a factor (exponential backoff), not by a step"
+    if uncapped < cap and abs(got - (finished + cap)) < 1e-9:
+        return (
+            f": that waits the cap, {cap:g} s, where initial * multiplier ** (n - 1) is "
+            f"{uncapped:g} s; the wait is at most the cap, min(cap, ...), and max(cap, ...) "
+            "waits at least the cap"
+        )
     if (
         finished < got < expected
         and wait < cap
@@ -109,6 +134,17 @@ def _mistake(
             "fixed exponent)"
         )
     return ""
+
+
+MOST_SUMMED = 1_000
+"""The latest attempt whose waits :func:`_summed` adds up (the sum is a guess at a mistake:
+it need not reach attempt 5,000)."""
+
+
+def _summed(attempt: int, initial: float, multiplier: float, cap: float) -> float:
+    """Every wait from the first failure to attempt ``attempt``'s, each capped: the due
+    instant of an answer that counts from the first failure, less ``finished``."""
+    return sum(min(cap, _grown(initial, multiplier, n)) for n in range(attempt))
 
 
 def _counted_from_now(got: float, finished: float, expected: float) -> bool:

@@ -213,13 +213,48 @@ def _compare(
                 "underscores and other scripts' digits ('+5', ' 5', '1_0', '\uff15'); test "
                 "part.isascii() and part.isdigit() before int(part)"
                 if read
-                else ""
+                else _rejected_because(text, low, high)
             )
         )
     assert got == expected, (
         f"{where}: expected {sorted(expected)}, got {sorted(got)}"
         + _field_mistake(text, low, high, got, expected)
     )
+
+
+def _rejected_because(text: str, low: int, high: int) -> str:
+    """Why cron rejects ``text`` (": ..."), named by its part, or nothing."""
+    for item in text.split(","):
+        if not item:
+            return (
+                f": {text!r} has an empty list item; cron rejects it rather than read nothing there"
+            )
+        base, slash, step = item.partition("/")
+        if slash and not step:
+            return f": {item!r} has a '/' with no step after it"
+        if slash and step.isdigit() and int(step) == 0:
+            return f": a step of 0 ({item!r}) never moves; cron rejects it"
+        if base == "*":
+            continue
+        ends = base.split("-")
+        if len(ends) > 2:
+            return f": {base!r} has more than one '-'; a range is a-b"
+        if not all(ends):
+            return f": {base!r} leaves a number out (a range is a-b, both ends written)"
+        if not all(end.isascii() and end.isdigit() for end in ends):
+            return ""  # a letter or a sign: the message says what int() takes
+        outside = [end for end in ends if not low <= int(end) <= high]
+        if outside:
+            return (
+                f": {outside[0]} is outside the field's range {low}-{high}; bounds-check "
+                "every number, both ends of a range included"
+            )
+        if len(ends) == 2 and int(ends[0]) > int(ends[1]):
+            return (
+                f": {base} is a reversed range, which cron rejects (it does not wrap around "
+                f"past {high}, nor read it as {ends[1]}-{ends[0]})"
+            )
+    return ""
 
 
 def _field_mistake(text: str, low: int, high: int, got: set[int], expected: set[int]) -> str:

@@ -236,14 +236,17 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # names each mistake it finds:
 #
 # - the time: read from `time.time()` or `time.monotonic()` instead of `self._clock()`;
-#   ties that lose their arrival order (no sequence field);
+#   ties that lose their arrival order (no sequence field); tasks that come out of due
+#   order (a heap written by hand with one index wrong: the check empties 150 small
+#   shuffled heaps and one of 1,000);
 # - the wait: a sleep or poll loop (a wait capped at a second "to be safe" is one too,
 #   and so is a timed wait on an empty queue, where only a push can end the wait);
 #   a wait with no timeout while a head is queued, or a timeout computed on another
 #   clock than `self._clock()`; `if` where `while` is needed (it wakes your waiter when
 #   nothing changed); a waiter that goes back to the timeout it computed from the old
 #   head; a waiter that takes the head because its wait timed out (the other waiter may
-#   have taken it first);
+#   have taken it first); a lock of your own held while you wait on the Condition (the
+#   wait lets go of the Condition's lock only, so every push waits for ever);
 # - the push: one that does not notify (a waiter parked twelve hours must wake for a
 #   task due now, or due in a moment, and so must one waiting on an empty queue);
 #   `notify()` where two waiters need `notify_all()`; one that touches the heap before
@@ -251,7 +254,7 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # - the cancel: a cancelled entry that still comes out; a cancel that loses another task
 #   (a `heappop` takes out the head, whichever task that is); a cancel that raises for a
 #   task a worker already took; one that takes the entry out and leaves a list that is no
-#   longer a heap;
+#   longer a heap; one that forgets the task without taking the lock;
 # - the cost: a sort or a scan where the heap belongs, and a cancel that takes its entry
 #   out of the heap instead of leaving a tombstone (it counts how often your queue
 #   compares the due times and task names it was given: keep them as given, not
@@ -269,7 +272,8 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # *If asked about the locks:* one lock guards the heap, the task registry and the
 # hand-off queue together, so "pop the head, mark it RUNNING, hand it to a worker" is one
 # atomic step and the three cannot deadlock against each other (the few other locks,
-# the store's and the listeners' queue's, are only ever taken after it); Conditions on
+# the listeners' queue's, the store's and the process pool's among them, are only ever
+# taken after it); Conditions on
 # that lock keep the waiters apart (a new head wakes the timer, not the workers).
 # Actions and listeners run outside it, so it is held for microseconds and one lock does
 # not limit throughput (notebook 01, section 4).
@@ -413,7 +417,8 @@ check_next_slot(next_slot)
 # `RetryPolicy`, the last attempt, a wait still growing at attempt 12 under a long cap
 # (and at attempt 80 under a multiplier of 1.1), and an attempt far past the cap
 # included. Each check of exercises 2 to 4 gets a few seconds: an answer that loops
-# for ever is stopped and shown the call it was in.
+# for ever is stopped and shown the call it was in (and the checks after it get a
+# second each, so the cell does not keep you waiting).
 
 
 # %%
