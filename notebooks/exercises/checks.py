@@ -1485,7 +1485,9 @@ def _first_out_of_order(got: Sequence[object], ago: Mapping[str, float]) -> str 
     expected = sorted(ago, key=lambda task: -ago[task])
     for n, (task, due_first) in enumerate(zip(got, expected, strict=False)):
         if task != due_first:
-            when = f"due {ago[task]:g} s ago" if task in ago else "never pushed"
+            when = "never pushed"
+            if isinstance(task, str) and task in ago:
+                when = f"due {ago[task]:g} s ago"
             return (
                 f"pop {n + 1} returned {task!r} ({when}) while {due_first!r}, due "
                 f"{ago[due_first]:g} s ago, was still queued"
