@@ -377,6 +377,35 @@ class FixedRate(_Interval):
         # is not skipped.
         return due, [at for at in skipped if at < due]
 
+    def next_on_grid(
+        self, record: ExecutionRecord, origin: float, *, limit: int
+    ) -> tuple[float, list[float] | tuple[()], float]:
+        """:meth:`next_run_and_skipped` counted on the task's grid ``origin + k *
+        period`` (``origin``: the grid's first slot, which the core keeps with the task),
+        and the origin counted on: ``origin`` itself while the run's slot is a slot of
+        that grid (``slot_at(origin, k)``, the very float), else the run's slot, where a
+        new grid starts (a resume, a clock jump, a row an older rule wrote re-anchor it).
+
+        Counted from the run's slot, as :meth:`next_run_and_skipped` counts, each
+        on-time run rounds its sum once and the grid drifts by the roundings: a 0.1 s
+        grid at 2026's epochs steps 0.0999999046 s, 0.095 s early after a million runs.
+        Counted from the origin, the ``k``-th slot is ``slot_at(origin, k)`` however
+        many runs came before it (docs/DECISIONS.md, "A fixed rate's grid is counted from
+        its origin")."""
+        slot, period = record.slot, self.period
+        k = round((slot - origin) / period)
+        if origin + k * period != slot:  # not a slot of that grid: one starts at the slot
+            origin, k = slot, 0
+        # What the run missed is decided as next_run_and_skipped decides it, from its
+        # slot (a run of exactly a period's float keeps its next slot, one of two keeps
+        # the slot at its finish); only the slots' floats are the grid's.
+        if slot + period >= record.finished or self.on_overrun is OverrunPolicy.CATCH_UP:
+            return origin + (k + 1) * period, (), origin  # slot_at(origin, k + 1)
+        last = _skip_index(slot, record.finished, period)
+        due = origin + (k + last) * period
+        skipped = [origin + (k + j) * period for j in range(1, min(last, limit + 2))]
+        return due, [at for at in skipped if at < due], origin
+
 
 def _skip_index(slot: float, finished: float, period: float) -> int:
     """``SKIP``'s ``k``: the first slot ``slot + k * period`` not before ``finished``."""
