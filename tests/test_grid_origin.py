@@ -32,9 +32,7 @@ def noop() -> None:
     """An action for the threaded scheduler."""
 
 
-def test_twenty_thousand_on_time_simulated_runs_are_each_on_the_grid_from_the_first_slot() -> (
-    None
-):
+def test_twenty_thousand_on_time_simulated_runs_are_each_on_the_grid_from_the_first_slot() -> None:
     rate, n = FixedRate(0.1), 20_000
     sim = Simulation(workers=1, start=START)
     sim.schedule("poll", rate, duration=fixed(0.05))
@@ -66,9 +64,7 @@ def test_on_time_simulated_runs_stay_on_the_grid_of_any_period_and_origin(
     assert slots == [rate.slot_at(start, k) for k in range(len(slots))]
 
 
-def test_on_time_threaded_runs_on_a_fake_clock_are_each_on_the_grid_from_the_first_slot() -> (
-    None
-):
+def test_on_time_threaded_runs_on_a_fake_clock_are_each_on_the_grid_from_the_first_slot() -> None:
     rate = FixedRate(0.1)
     store = InMemoryTaskStore()
     with Stepper(Scheduler(workers=1, clock=FakeClock(START), store=store)) as steps:

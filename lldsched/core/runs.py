@@ -381,11 +381,11 @@ class RunTransitions(CoreParts):
                 return self._fails_loudly(task, original, exc, policy=retry)
             record = record._replace(misfire=GIVEN_UP)  # if the schedule has a next slot
         schedule = task._schedule
+        due: float | None
+        skipped: Skipped
         try:
             if type(schedule) is FixedRate:  # counted from its grid's origin, not the slot
-                due, skipped, task._grid = schedule.next_on_grid(
-                    record, task._grid, limit=MAX_SKIPPED
-                )
+                due, skipped, task._grid = schedule.next_on_grid(record, task._grid, MAX_SKIPPED)
             else:
                 due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)
         except SteppedPast as stepped:  # rare: a schedule of one's own answered its slot

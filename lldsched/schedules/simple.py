@@ -378,7 +378,7 @@ class FixedRate(_Interval):
         return due, [at for at in skipped if at < due]
 
     def next_on_grid(
-        self, record: ExecutionRecord, origin: float, *, limit: int
+        self, record: ExecutionRecord, origin: float, limit: int
     ) -> tuple[float, list[float] | tuple[()], float]:
         """:meth:`next_run_and_skipped` counted on the task's grid ``origin + k *
         period`` (``origin``: the grid's first slot, which the core keeps with the task),
@@ -393,9 +393,11 @@ class FixedRate(_Interval):
         many runs came before it (docs/DECISIONS.md, "A fixed rate's grid is counted from
         its origin")."""
         slot, period = record.slot, self.period
-        k = round((slot - origin) / period)
+        # The nearest index, a whole float (exact up to 2**53): a floor division, not a
+        # round() call, on the run path.
+        k = (slot - origin + 0.5 * period) // period
         if origin + k * period != slot:  # not a slot of that grid: one starts at the slot
-            origin, k = slot, 0
+            origin, k = slot, 0.0
         # What the run missed is decided as next_run_and_skipped decides it, from its
         # slot (a run of exactly a period's float keeps its next slot, one of two keeps
         # the slot at its finish); only the slots' floats are the grid's.
