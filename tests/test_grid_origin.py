@@ -22,6 +22,7 @@ from lldsched import (
     SqliteTaskStore,
 )
 from lldsched.persistence import TaskStore
+from lldsched.policies import Overlap
 from lldsched.sim import fixed
 from lldsched.testing import Stepper
 
@@ -118,3 +119,16 @@ def test_a_resumed_fixed_rate_counts_its_new_grid_from_the_resumed_run() -> None
     slots = [r.slot for r in sim.records()]
     assert slots[:6] == [rate.slot_at(START, k) for k in range(6)]
     assert slots[6:] == [rate.slot_at(resumed, j) for j in range(300)]
+
+
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW, Overlap.CANCEL_OTHER])
+def test_overlapping_runs_queue_each_next_slot_on_the_grid(overlap: Overlap) -> None:
+    """A task whose runs may overlap queues the slot after a run's as that run begins:
+    counted from the grid's origin too, and, its runs shorter than a period, on time."""
+    rate = FixedRate(0.1)
+    sim = Simulation(workers=2, start=START)
+    instances = 2 if overlap is Overlap.ALLOW else None
+    sim.schedule("poll", rate, duration=fixed(0.05), overlap=overlap, max_instances=instances)
+    sim.run(rate.slot_at(START, 1999) + 0.06)
+    slots = [r.slot for r in sim.records()]
+    assert slots == [rate.slot_at(START, k) for k in range(2000)]

@@ -326,7 +326,8 @@ class FixedRate(_Interval):
         """The ``k``-th slot after the slot ``anchor``: ``anchor + k * period``, the grid's
         one rule.  The next slot, the slots a run skipped, the first slot after an
         instant and recovery's passed slots are all this, counted from the slot the run
-        served, never ``period`` added again and again (which differs in the last bit:
+        served (after a run, from the task's grid origin: :meth:`next_on_grid`), never
+        ``period`` added again and again (which differs in the last bit:
         docs/DECISIONS.md, "One grid for a fixed rate's slots").  ``slot_after`` and the
         on-time ``next_run`` are ``k = 1``: ``anchor + period``, the same float."""
         return anchor + k * self.period
@@ -376,6 +377,16 @@ class FixedRate(_Interval):
         # floats' spacing at the slot; where it is not, a slot equal to the next one
         # is not skipped.
         return due, [at for at in skipped if at < due]
+
+    def slot_after_on_grid(self, slot: float, origin: float) -> tuple[float, float]:
+        """:meth:`slot_after` counted on the grid from ``origin`` (as
+        :meth:`next_on_grid` counts it), and the origin counted on: the slot a task whose
+        runs overlap queues behind the run of ``slot`` as it begins."""
+        period = self.period
+        k = (slot - origin + 0.5 * period) // period
+        if origin + k * period != slot:  # not a slot of that grid: one starts at the slot
+            return slot + period, slot
+        return origin + (k + 1) * period, origin
 
     def next_on_grid(
         self, record: ExecutionRecord, origin: float, limit: int
