@@ -132,3 +132,15 @@ def test_overlapping_runs_queue_each_next_slot_on_the_grid(overlap: Overlap) -> 
     sim.run(rate.slot_at(START, 1999) + 0.06)
     slots = [r.slot for r in sim.records()]
     assert slots == [rate.slot_at(START, k) for k in range(2000)]
+
+
+def test_a_run_now_extra_run_keeps_the_grid_from_the_first_slot() -> None:
+    rate = FixedRate(0.1)
+    sim = Simulation(workers=1, start=START)
+    sim.schedule("poll", rate, id="poll", duration=fixed(0.0))
+    sim.run(START + 0.55)
+    assert sim.run_now("poll")
+    sim.run(rate.slot_at(START, 299) + 0.05)
+    ran = [r.slot for r in sim.records()]
+    assert ran[6] == START + 0.55  # the extra run, then the slot it put off, and on
+    assert ran[:6] + ran[7:] == [rate.slot_at(START, k) for k in range(300)]
