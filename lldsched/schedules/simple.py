@@ -6,7 +6,10 @@ the :class:`~lldsched.errors.ScheduleError`.
 Fixed rate keeps a grid of slots ``first + k * period``.  The next slot after a
 run is computed from the slot the run served (``record.slot``), which is the
 run's start whenever it started on time: so dispatch latency, a wait for a free
-worker and a retry's backoff never make the grid drift.  A run that outlasts its
+worker and a retry's backoff never make the grid drift.  The core counts that slot's
+index from the grid's first slot, which it keeps with the task
+(:meth:`FixedRate.next_on_grid`), so the period is never added run after run and the
+floats' roundings do not drift the grid either.  A run that outlasts its
 period has *missed* the slots that passed before it finished:
 
 * ``SKIP`` moves to the first slot not before the finish (a slot that falls
