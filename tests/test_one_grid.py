@@ -147,8 +147,8 @@ def test_a_restored_sqlite_row_a_float_off_the_grid_runs_each_slot_once(
         task = sim.schedule("poll", FixedRate(0.1), id="poll", duration=fixed(0.0))
         sim.run(START + 0.25)
         (row,) = store.load_all()
-        assert row.next_run_at == START + 0.1 + 0.1 + 0.1
-        stored = row.next_run_at
+        assert row.next_run_at == FixedRate(0.1).slot_at(START, 3)  # counted from START
+        stored = START + 0.1 + 0.1 + 0.1  # what the rule before summed, a float off it
         for _ in range(abs(off)):
             stored = math.nextafter(stored, math.inf if off > 0 else -math.inf)
         store.save(row._replace(next_run_at=stored))

@@ -103,7 +103,7 @@ class StatusVerbs(CoreParts):
             due = max(task.next_run_at, self.clock.now())
             task.status = runnable(task.attempt)  # where it was: a pending retry, or a slot
             if task.status is SCHEDULED and not planned(task._schedule):
-                task._slot = due  # a fixed-rate grid re-anchors at the resumed run
+                task._slot = task._grid = due  # a fixed-rate grid re-anchors at the resumed run
             # A plan's run (a catch-up slot, an extra run) keeps its slot: it was decided,
             # and the plan's other slots, and the grid after them, do not move.
             self._enqueue(task, due)

@@ -341,7 +341,7 @@ class DefinitionVerbs(CoreParts):
         status = task.status
         if status in (SCHEDULED, PAUSED, BLOCKED) and task._run is None and not task.attempt:
             task._schedule = schedule
-            task.next_run_at = task._slot = first
+            task.next_run_at = task._slot = task._grid = first  # a new grid starts there
             # resume() queues a paused one; a blocked one is queued when released
             return (first if status is SCHEDULED else None), False
         if status in (RUNNING, RETRYING, PAUSED):  # owed work first, then a fresh start

@@ -42,6 +42,7 @@ from lldsched.schedules.base import (
 )
 from lldsched.schedules.catchup import CatchUp, slot_first
 from lldsched.schedules.decorators import ended_by
+from lldsched.schedules.simple import FixedRate
 
 __all__ = ["Late", "OverlappingRuns", "buffered"]
 
@@ -107,8 +108,12 @@ class OverlappingRuns(CoreParts):
         schedule = task._schedule
         now = self.clock.now()
         skipped: Skipped = ()
+        following: float | None
         try:
-            following = slot_after(schedule, slot)
+            if type(schedule) is FixedRate:  # counted from its grid's origin (runs.py)
+                following, task._grid = schedule.slot_after_on_grid(slot, task._grid)
+            else:
+                following = slot_after(schedule, slot)
             if following is not None and following <= now:
                 # It started late (it waited for a worker, or was resumed): the slots it
                 # is already late for are skipped, not chased.

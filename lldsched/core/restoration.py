@@ -277,7 +277,7 @@ class Restoration(CoreParts):
         fit_flight(task)
         task.status = restored.status
         task.attempt = restored.attempt
-        task._slot = restored.slot
+        task._slot = task._grid = restored.slot  # a restart counts its grid from there
         if restored.run_count or restored.history:
             stats = self._stats(task)
             stats.run_count = restored.run_count

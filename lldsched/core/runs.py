@@ -47,6 +47,7 @@ from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy, checked_backoff, retry_draws
 from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
 from lldsched.schedules.catchup import CatchUp, slot_first
+from lldsched.schedules.simple import FixedRate
 
 __all__ = ["RunTransitions", "cancelled_error", "rearmed", "timeout_error"]
 
@@ -380,8 +381,13 @@ class RunTransitions(CoreParts):
                 return self._fails_loudly(task, original, exc, policy=retry)
             record = record._replace(misfire=GIVEN_UP)  # if the schedule has a next slot
         schedule = task._schedule
+        due: float | None
+        skipped: Skipped
         try:
-            due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)
+            if type(schedule) is FixedRate:  # counted from its grid's origin, not the slot
+                due, skipped, task._grid = schedule.next_on_grid(record, task._grid, MAX_SKIPPED)
+            else:
+                due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)
         except SteppedPast as stepped:  # rare: a schedule of one's own answered its slot
             due, skipped = stepped.due, ()
             if self._stalled is None:  # made at the first: most cores never need it

@@ -173,6 +173,7 @@ class ScheduledTask:
     __slots__ = (
         "_edit",
         "_flight",
+        "_grid",
         "_options",
         "_queued",
         "_run",
@@ -215,6 +216,9 @@ class ScheduledTask:
         self.attempt = 0  # attempts made for the current slot: 0 when SCHEDULED, >= 1 when RETRYING
         self.generation = 0  # the sequence of its live heap entry; 0: none
         self._slot = first_run or 0.0  # the schedule slot the pending attempts belong to
+        # A fixed rate's grid origin: its k-th slot is ``_grid + k * period``, counted so
+        # by FixedRate.next_on_grid (which starts a new grid at a slot off this one).
+        self._grid = self._slot
         self._run: Run | None = None  # the attempt in flight, if any
         self._queued = False  # a live entry sits in the runtime's heap
         self._stats: RunStats | None = None  # created at the first run

@@ -6,7 +6,10 @@ the :class:`~lldsched.errors.ScheduleError`.
 Fixed rate keeps a grid of slots ``first + k * period``.  The next slot after a
 run is computed from the slot the run served (``record.slot``), which is the
 run's start whenever it started on time: so dispatch latency, a wait for a free
-worker and a retry's backoff never make the grid drift.  A run that outlasts its
+worker and a retry's backoff never make the grid drift.  The core counts that slot's
+index from the grid's first slot, which it keeps with the task
+(:meth:`FixedRate.next_on_grid`), so the period is never added run after run and the
+floats' roundings do not drift the grid either.  A run that outlasts its
 period has *missed* the slots that passed before it finished:
 
 * ``SKIP`` moves to the first slot not before the finish (a slot that falls
@@ -326,7 +329,8 @@ class FixedRate(_Interval):
         """The ``k``-th slot after the slot ``anchor``: ``anchor + k * period``, the grid's
         one rule.  The next slot, the slots a run skipped, the first slot after an
         instant and recovery's passed slots are all this, counted from the slot the run
-        served, never ``period`` added again and again (which differs in the last bit:
+        served (after a run, from the task's grid origin: :meth:`next_on_grid`), never
+        ``period`` added again and again (which differs in the last bit:
         docs/DECISIONS.md, "One grid for a fixed rate's slots").  ``slot_after`` and the
         on-time ``next_run`` are ``k = 1``: ``anchor + period``, the same float."""
         return anchor + k * self.period
@@ -376,6 +380,47 @@ class FixedRate(_Interval):
         # floats' spacing at the slot; where it is not, a slot equal to the next one
         # is not skipped.
         return due, [at for at in skipped if at < due]
+
+    def slot_after_on_grid(self, slot: float, origin: float) -> tuple[float, float]:
+        """:meth:`slot_after` counted on the grid from ``origin`` (as
+        :meth:`next_on_grid` counts it), and the origin counted on: the slot a task whose
+        runs overlap queues behind the run of ``slot`` as it begins."""
+        period = self.period
+        k = (slot - origin + 0.5 * period) // period
+        if origin + k * period != slot:  # not a slot of that grid: one starts at the slot
+            return slot + period, slot
+        return origin + (k + 1) * period, origin
+
+    def next_on_grid(
+        self, record: ExecutionRecord, origin: float, limit: int
+    ) -> tuple[float, list[float] | tuple[()], float]:
+        """:meth:`next_run_and_skipped` counted on the task's grid ``origin + k *
+        period`` (``origin``: the grid's first slot, which the core keeps with the task),
+        and the origin counted on: ``origin`` itself while the run's slot is a slot of
+        that grid (``slot_at(origin, k)``, the very float), else the run's slot, where a
+        new grid starts (a resume, a clock jump, a row an older rule wrote re-anchor it).
+
+        Counted from the run's slot, as :meth:`next_run_and_skipped` counts, each
+        on-time run rounds its sum once and the grid drifts by the roundings: a 0.1 s
+        grid at 2026's epochs steps 0.0999999046 s, 0.095 s early after a million runs.
+        Counted from the origin, the ``k``-th slot is ``slot_at(origin, k)`` however
+        many runs came before it (docs/DECISIONS.md, "A fixed rate's grid is counted from
+        its origin")."""
+        slot, period = record.slot, self.period
+        # The nearest index, a whole float (exact up to 2**53): a floor division, not a
+        # round() call, on the run path.
+        k = (slot - origin + 0.5 * period) // period
+        if origin + k * period != slot:  # not a slot of that grid: one starts at the slot
+            origin, k = slot, 0.0
+        # What the run missed is decided as next_run_and_skipped decides it, from its
+        # slot (a run of exactly a period's float keeps its next slot, one of two keeps
+        # the slot at its finish); only the slots' floats are the grid's.
+        if slot + period >= record.finished or self.on_overrun is OverrunPolicy.CATCH_UP:
+            return origin + (k + 1) * period, (), origin  # slot_at(origin, k + 1)
+        last = _skip_index(slot, record.finished, period)
+        due = origin + (k + last) * period
+        skipped = [origin + (k + j) * period for j in range(1, min(last, limit + 2))]
+        return due, [at for at in skipped if at < due], origin
 
 
 def _skip_index(slot: float, finished: float, period: float) -> int:
