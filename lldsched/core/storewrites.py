@@ -71,6 +71,19 @@ decides nothing, are written with the row (:meth:`StoreWrites.failed`).  A stale
 whose rewrite fails again keeps the outage going: the next task write that succeeds
 tries it again.
 
+**What an outage holds is bounded**, whatever its length (:class:`Held`): per task, the
+first :data:`HELD` records of no run one by one; past them, one record per outcome
+stands for the rest (its first, its error text ``OutageCap: ... this record stands for
+N skipped records, the slots from A to B``, the shape a run's ``SkipCap:`` record and a
+misfire's ``MisfireCap:`` one have), and the latest ``MisfireCap:`` record is kept whole
+(a restart reads where a catch-up plan was cut from it).  Nothing goes without a count:
+the warning that ends the outage says how many records of runs were lost, how many
+records of no run were written folded, and how many were dropped with a row not
+written again (a run's settle, fenced; a task removed; a shared row another process
+wrote since).  Before, a 1 s fixed-rate task that overran through an 8-hour outage held
+its 14,400 ``skipped`` records until the store came back, and the runs' records went
+without a number (tests/test_store_outage.py).
+
 **A shared store** (several processes, docs/CLUSTER.md) holds rows other processes
 write.  A run's settle that failed is not written again: its row belongs to whoever
 holds its lease, and the run is taken over once that lease expires.  Any other write
