@@ -12,6 +12,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,9 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.storewrites import HELD, OUTAGE_CAP, StoreWrites
 from lldsched.model import ExecutionRecord, Outcome
+from lldsched.sim import Simulation
 from tests.conftest import settle
 from tests.harness import FailingStore
 
@@ -68,7 +70,7 @@ def test_an_outage_is_said_once_with_its_traceback_and_its_end_with_what_was_mis
         assert recovered.getMessage() == (
             f"store {store!r} recovered (a save succeeded): 6 calls failed during the "
             "outage, 6 task writes not stored (those tasks' rows are stale until their "
-            "next transition)"
+            "next transition; the records of 3 runs they carried are lost)"
         )
         stored = store.get(task.id)
         assert stored is not None and stored.run_count == 4  # written again
@@ -116,7 +118,7 @@ def test_only_a_success_of_a_kind_that_failed_ends_an_outage(
         except StoreError as exc:
             writes.failed(exc, "save", "task-1")
         writes.succeeded("read of the change feed")  # a full disk still reads
-        writes.succeeded("delete")
+        writes.succeeded("delete", "another")
         assert writes.outage is not None and writes.outage.kinds == {"save"}
         try:
             raise StoreError("disk full")
@@ -384,4 +386,132 @@ def test_a_waits_blocked_record_refused_with_its_row_is_written_with_the_row_aga
     assert any(
         "the rows they left stale were written again" in r.getMessage()
         for r in logged(caplog, logging.WARNING)
+    )
+
+
+def test_a_long_outage_holds_a_bounded_number_of_records_and_says_what_it_folded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 1 s fixed-rate task whose runs take 1.5 s skips a slot a run, through an 8-hour
+    outage: 14,400 ``skipped`` records its failed saves carried.  Before, each was held
+    in memory until the store came back (``Outage.records`` grew with the outage).  Now
+    the first :data:`HELD` are held one by one and one record stands for the rest
+    (``OutageCap: ...``, as ``SkipCap:`` does for a run's skipped slots), counting them;
+    the records of the runs, never written late, are counted in the recovery's line."""
+    store = FailingStore()
+    sim = Simulation(workers=1, store=store)
+    sim.schedule("tick", FixedRate(1), duration=timedelta(seconds=1.5), id="tick")
+    sim.run_for(10)
+    made = len(sim.records())
+    store.down = True
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        sim.run_for(8 * 3600)
+        during = sim.records()[made:]
+        slots = [r.slot for r in during if r.outcome is Outcome.SKIPPED]
+        assert len(slots) == len(during) - len(slots) == 14_400  # as many runs
+        writes = sim._core.store_writes
+        assert writes is not None
+        outage = writes.outage
+        assert outage is not None and set(outage.records) == {"tick"}
+        held = outage.records["tick"]
+        assert len(held.records()) == HELD + 1  # bounded, whatever the outage's length
+        assert held.count == 14_400  # and every one counted
+        store.down = False
+        sim.run_for(5)
+    assert sim.metrics().store_ok
+    skipped = [r for r in store.records("tick") if r.outcome is Outcome.SKIPPED]
+    (standing,) = [r for r in skipped if (r.error or "").startswith(OUTAGE_CAP)]
+    assert [r.slot for r in skipped if r.slot in slots] == [*slots[:HELD], standing.slot]
+    assert standing.slot == slots[HELD]
+    assert standing.error == (
+        f"{OUTAGE_CAP} a store outage held back more than {HELD} records of no run of "
+        f"this task; this record stands for 14,390 skipped records, the slots from "
+        f"{slots[HELD]!r} to {slots[-1]!r}"
+    )
+    (recovered,) = logged(caplog, logging.WARNING)
+    assert recovered.getMessage().endswith(
+        "task writes not stored (the rows they left stale were written again (1 row); "
+        "the records of 14,400 runs they carried are lost; 14,390 records of no run, past "
+        f"the first {HELD} of a task, were written folded into one record per outcome "
+        f"({OUTAGE_CAP} ...))"
+    )
+
+
+def raised(exc: BaseException) -> BaseException:
+    """``exc`` as raised and caught (a traceback of its own, as a store's failure)."""
+    try:
+        raise exc
+    except BaseException as caught:
+        return caught
+
+
+def decided(
+    task_id: str, slot: float, outcome: Outcome, error: str | None = None
+) -> ExecutionRecord:
+    return ExecutionRecord(
+        task_id, task_id, 0, slot, slot, -1, slot, slot, False, error, False, outcome
+    )
+
+
+def test_an_outages_records_fold_per_outcome_keeping_a_misfire_cap_whole(
+    clock: FakeClock,
+) -> None:
+    """Past the first :data:`HELD` records of a task, each outcome folds into one record
+    that stands for the rest; the latest ``MisfireCap:`` record (a restart reads where a
+    catch-up plan was cut from it) is kept whole; a run's record is counted, not held."""
+    store = InMemoryTaskStore()
+    Scheduler(clock=clock, store=store).schedule("t", noop, OneTime(delay=60), id="t")
+    snapshot = store.get("t")
+    assert snapshot is not None
+    writes = StoreWrites(store, current=lambda task_id: snapshot)
+    records = [decided("t", float(n), Outcome.BLOCKED) for n in range(HELD)]
+    records += [decided("t", 100.0 + n, Outcome.SKIPPED) for n in range(5)]
+    records += [decided("t", 200.0 + n, Outcome.MISSED) for n in range(3)]
+    records += [decided("t", 300.0, Outcome.MISSED, "MisfireCap: more than 1000 slots")]
+    records += [decided("t", 400.0, Outcome.MISSED, "MisfireCap: the latest")]
+    run = decided("t", 500.0, Outcome.OK)._replace(misfire=None, ok=True, attempt=1)
+    assert run.outcome.ran
+    for record in [*records, run]:
+        writes.failed(raised(StoreError("down")), "save", "t", snapshot, records=[record])
+    outage = writes.outage
+    assert outage is not None and outage.runs == 1
+    writes.succeeded("save", "another")  # another task's write: the store takes writes
+    assert writes.outage is None
+    written = [(r.slot, r.outcome, r.error) for r in store.records("t")]
+    assert written[:HELD] == [(float(n), Outcome.BLOCKED, None) for n in range(HELD)]
+    stood = "a store outage held back more than 10 records of no run of this task"
+    assert written[HELD:] == [
+        (
+            100.0,
+            Outcome.SKIPPED,
+            f"{OUTAGE_CAP} {stood}; this record stands for 5 skipped "
+            "records, the slots from 100.0 to 104.0",
+        ),
+        (
+            200.0,
+            Outcome.MISSED,
+            f"{OUTAGE_CAP} {stood}; this record stands for 4 missed "
+            "records, the slots from 200.0 to 300.0",
+        ),
+        (400.0, Outcome.MISSED, "MisfireCap: the latest"),
+    ]
+
+
+def test_records_held_for_a_row_not_written_again_are_counted_as_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A task removed during the outage (its delete failed too) drops the records of no
+    run held for its row: said, counted, at the recovery."""
+    store = InMemoryTaskStore()
+    writes = StoreWrites(store, current=lambda task_id: None)
+    for n in range(3):
+        record = decided("t", float(n), Outcome.SKIPPED)
+        writes.failed(raised(StoreError("down")), "save", "t", None, records=[record])
+    writes.failed(raised(StoreError("down")), "delete", "t")
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        writes.succeeded("delete", "another")
+    (recovered,) = logged(caplog, logging.WARNING)
+    assert recovered.getMessage().endswith(
+        "(the rows they left stale were written again (1 row); 3 records of no run were "
+        "dropped with their rows)"
     )

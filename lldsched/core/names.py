@@ -21,6 +21,11 @@ from lldsched.policies import Overlap
 MAX_SKIPPED = 10
 """Slots one run skipped that are recorded one by one; one more record stands for the rest."""
 
+MISFIRE_CAP = "MisfireCap:"
+"""How the error text of the record standing for a misfire decision's slots beyond its cap
+begins: a restart reads where a catch-up plan was cut from it (core/recovery.py), and an
+outage's records keep it whole (core/storewrites.py)."""
+
 GIVEN_UP = Outcome.GIVEN_UP
 WAITED = Outcome.BLOCKED  # the record of a blocked wait
 SKIPPED = Outcome.SKIPPED

@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.names import COALESCED, runnable
+from lldsched.core.names import COALESCED, MISFIRE_CAP, runnable
 from lldsched.core.task import Restored, ScheduledTask
 from lldsched.logs import JOBS, STORE, counted
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
@@ -202,7 +202,7 @@ def first_after(schedule: Schedule, slot: float, now: float) -> float | None:
         return None
 
 
-_CAPPED = "MisfireCap:"  # how the error text of a record standing for the rest begins
+_CAPPED = MISFIRE_CAP  # how the error text of a record standing for the rest begins
 
 
 def _tail_text(following: float, now: float) -> str:

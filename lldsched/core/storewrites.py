@@ -71,6 +71,19 @@ decides nothing, are written with the row (:meth:`StoreWrites.failed`).  A stale
 whose rewrite fails again keeps the outage going: the next task write that succeeds
 tries it again.
 
+**What an outage holds is bounded**, whatever its length (:class:`Held`): per task, the
+first :data:`HELD` records of no run one by one; past them, one record per outcome
+stands for the rest (its first, its error text ``OutageCap: ... this record stands for
+N skipped records, the slots from A to B``, the shape a run's ``SkipCap:`` record and a
+misfire's ``MisfireCap:`` one have), and the latest ``MisfireCap:`` record is kept whole
+(a restart reads where a catch-up plan was cut from it).  Nothing goes without a count:
+the warning that ends the outage says how many records of runs were lost, how many
+records of no run were written folded, and how many were dropped with a row not
+written again (a run's settle, fenced; a task removed; a shared row another process
+wrote since).  Before, a 1 s fixed-rate task that overran through an 8-hour outage held
+its 14,400 ``skipped`` records until the store came back, and the runs' records went
+without a number (tests/test_store_outage.py).
+
 **A shared store** (several processes, docs/CLUSTER.md) holds rows other processes
 write.  A run's settle that failed is not written again: its row belongs to whoever
 holds its lease, and the run is taken over once that lease expires.  Any other write
@@ -113,16 +126,20 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 
 from lldsched.core import storeuse
+from lldsched.core.names import MISFIRE_CAP
 from lldsched.errors import StoreClosedError
 from lldsched.logs import SCHEDULER, STORE, Repeats, counted, say_with_traceback
-from lldsched.model import ExecutionRecord
+from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, purge, resave
 
 __all__ = [
     "ADVICE",
     "ENDED_BY",
+    "HELD",
+    "OUTAGE_CAP",
     "PURGE",
     "STALE_SHOWN",
+    "Held",
     "Kind",
     "Outage",
     "StoreWrites",
@@ -183,10 +200,84 @@ ENDED_BY: dict[Kind, frozenset[Kind]] = {
 it failed: the one place the rule lives (module docstring)."""
 
 
+HELD = 10
+"""The records of no run an outage holds one by one per task (its first ones); past them,
+one record per outcome stands for the rest (:class:`Held`), as past
+:data:`~lldsched.core.names.MAX_SKIPPED` skipped slots one record does."""
+
+OUTAGE_CAP = "OutageCap:"
+"""How the error text of a record standing for the records an outage folded begins."""
+
+
+class Held:
+    """The records of no run the failed saves of one task carried during an outage, held
+    to be written with its stale row: bounded, whatever the outage's length.  The first
+    :data:`HELD` one by one; past them, per outcome, the first one folded, the last slot
+    folded and how many (one record written for them: :meth:`records`), and the latest
+    record standing for a misfire's cap (``MisfireCap:``, which a restart reads to tell
+    where a catch-up plan was cut), kept whole."""
+
+    __slots__ = ("capped", "folded", "kept", "rest")
+
+    def __init__(self) -> None:
+        self.kept: list[ExecutionRecord] = []
+        self.rest: dict[Outcome, tuple[ExecutionRecord, float, int]] = {}
+        self.capped: ExecutionRecord | None = None
+        self.folded = 0  # records not written one by one: stood for, or a cap replaced
+
+    def add(self, record: ExecutionRecord) -> None:
+        """Hold ``record`` (one of no run), one by one or folded (counted)."""
+        if len(self.kept) < HELD:
+            self.kept.append(record)
+        elif record.error is not None and record.error.startswith(MISFIRE_CAP):
+            if self.capped is not None:
+                self._fold(self.capped)
+            self.capped = record
+        else:
+            self._fold(record)
+
+    def _fold(self, record: ExecutionRecord) -> None:
+        outcome = record.outcome
+        first, _, count = self.rest.get(outcome, (record, record.slot, 0))
+        self.rest[outcome] = (first, record.slot, count + 1)
+        self.folded += 1
+
+    @property
+    def count(self) -> int:
+        """How many records were held, folded ones included."""
+        return len(self.kept) + self.folded + (self.capped is not None)
+
+    def records(self) -> list[ExecutionRecord]:
+        """What is written with the row: the records kept, then for each outcome folded
+        its first record folded, its error text saying what it stands for
+        (``OutageCap: ...``), then the misfire's cap kept."""
+        written = list(self.kept)
+        for outcome, (first, last, count) in self.rest.items():
+            text = (
+                f"{OUTAGE_CAP} a store outage held back more than {HELD} records of no run "
+                f"of this task; this record stands for {counted(count, f'{outcome} record')}, "
+                f"the slots from {first.slot!r} to {last!r}"
+            )
+            written.append(first._replace(error=text))
+        if self.capped is not None:
+            written.append(self.capped)
+        return written
+
+
 class Outage:
     """A store failing since a call failed, until one of a kind that ends it succeeds."""
 
-    __slots__ = ("calls", "kinds", "quiet", "records", "stale", "writes")
+    __slots__ = (
+        "calls",
+        "dropped",
+        "folded",
+        "kinds",
+        "quiet",
+        "records",
+        "runs",
+        "stale",
+        "writes",
+    )
 
     def __init__(self, kind: Kind) -> None:
         self.quiet = False  # begun within a window of the last outage said: at DEBUG
@@ -197,10 +288,13 @@ class Outage:
         # each task whose row is stale, until a write of its own succeeds: written again
         self.stale: dict[str, TaskSnapshot | str | None] = {}
         # id -> the records of no run the failed saves of a stale row carried (a
-        # dependency wait's blocked record, a slot decided without a run), oldest first:
+        # dependency wait's blocked record, a slot decided without a run), bounded (Held):
         # written with the row (failed).  A task here stays stale until then, whatever
         # its own writes since.
-        self.records: dict[str, list[ExecutionRecord]] = {}
+        self.records: dict[str, Held] = {}
+        self.runs = 0  # the records of runs the failed writes carried: not stored (lost)
+        self.folded = 0  # records of no run written folded into one per outcome (Held)
+        self.dropped = 0  # records of no run held, dropped with their row (not written)
 
 
 class StoreWrites:
@@ -321,17 +415,27 @@ class StoreWrites:
             self._count(error, kind=verb, doing=f"{verb} of {task_id}", writes=1)
             outage = self.outage
             assert outage is not None  # _count began one if none was going on
-            if fenced:
-                outage.stale.pop(task_id, None)
-                outage.records.pop(task_id, None)
-            elif verb == "save":
-                outage.stale[task_id] = snapshot
-                kept = [record for record in records if not record.outcome.ran]
-                if kept:
-                    outage.records.setdefault(task_id, []).extend(kept)
+            held = outage.records.get(task_id)
+            if fenced or verb != "save":
+                if held is not None:  # dropped with the row: counted, said at the end
+                    outage.dropped += held.count
+                    del outage.records[task_id]
+                if fenced:
+                    outage.stale.pop(task_id, None)
+                else:
+                    outage.stale[task_id] = PURGE if purge or self.shared else None
             else:
-                outage.stale[task_id] = PURGE if purge or self.shared else None
-                outage.records.pop(task_id, None)
+                outage.stale[task_id] = snapshot
+            if verb == "save":
+                for record in records:
+                    if record.outcome.ran:
+                        outage.runs += 1  # never written late (docstring): counted
+                    elif not fenced:
+                        if held is None:
+                            held = outage.records[task_id] = Held()
+                        held.add(record)
+                    else:
+                        outage.dropped += 1
 
     def call_failed(self, error: Exception, kind: Kind, doing: str, *, writes: int = 0) -> None:
         """A shared store's call of ``kind`` (``"claim"``, ``"renewal"``, ``"change
@@ -430,6 +534,22 @@ class StoreWrites:
         if not ended or (outage.stale and self.current is not None):
             return  # not over while a stale row failed again: the next write tries it
         self.outage = None
+        said = [
+            f"the rows they left stale were written again ({counted(rewritten, 'row')})"
+            if rewritten
+            else "those tasks' rows are stale until their next transition"
+        ]
+        if outage.runs:
+            said.append(f"the records of {counted(outage.runs, 'run')} they carried are lost")
+        if outage.folded:
+            said.append(
+                f"{counted(outage.folded, 'record')} of no run, past the first {HELD} of a "
+                f"task, were written folded into one record per outcome ({OUTAGE_CAP} ...)"
+            )
+        if outage.dropped:
+            said.append(
+                f"{counted(outage.dropped, 'record')} of no run were dropped with their rows"
+            )
         log.log(
             logging.DEBUG if outage.quiet else logging.WARNING,
             "store %r recovered (a %s succeeded): %s failed during the outage, %s not stored (%s)",
@@ -437,10 +557,7 @@ class StoreWrites:
             kind,
             counted(outage.calls, "call"),
             counted(outage.writes, "task write"),
-            f"the rows they left stale were written again ({counted(rewritten, 'row')}); "
-            "the records of runs they carried are lost"
-            if rewritten
-            else "those tasks' rows are stale until their next transition",
+            "; ".join(said),
         )
 
     def _rewrite(
@@ -467,9 +584,10 @@ class StoreWrites:
             snapshot = current(task_id) or (failed if isinstance(failed, TaskSnapshot) else None)
             verb: Kind = "delete" if snapshot is None else "save"
             kept = True
+            held = outage.records.get(task_id)
             try:
                 if snapshot is not None:
-                    kept = resave(store, snapshot, outage.records.get(task_id, ()))
+                    kept = resave(store, snapshot, () if held is None else held.records())
                 elif failed == PURGE:
                     purge(store, task_id)  # a row kept is the feed's to bring in
                 else:
@@ -482,12 +600,17 @@ class StoreWrites:
                     _interrupt(self, exc)  # a Ctrl-C or an exit reaches the user: store_failed
             else:
                 del stale[task_id]
-                outage.records.pop(task_id, None)  # written, or left with the row
                 written.add(verb)
+                if held is not None:  # written, or left with the row (dropped: counted)
+                    del outage.records[task_id]
+                    if kept and snapshot is not None:
+                        outage.folded += held.folded
+                    else:
+                        outage.dropped += held.count
                 if kept:
                     done += 1
                 else:
-                    _say_left(store, task_id)
+                    _say_left(store, task_id, 0 if held is None else held.count)
         return done
 
     def found_closed(self, error: BaseException, doing: str) -> bool:
@@ -612,15 +735,17 @@ def purge_retired(writes: StoreWrites | None, store: TaskStore, task_id: str) ->
         )
 
 
-def _say_left(store: TaskStore, task_id: str) -> None:
+def _say_left(store: TaskStore, task_id: str, records: int = 0) -> None:
     """Say that the row of ``task_id`` an outage left stale was not written again: another
-    process wrote it since this one last read it, removed it, or holds its lease."""
+    process wrote it since this one last read it, removed it, or holds its lease (with
+    it the ``records`` of no run held for it, not written: counted)."""
     log.info(
-        "task %s: its row in store %r, left stale by the outage, is not written again: "
+        "task %s: its row in store %r, left stale by the outage, is not written again%s: "
         "another process wrote it since this one last read it, removed it, or holds its "
         "lease (this process follows that row through the change feed)",
         task_id,
         store,
+        f" (nor {counted(records, 'record')} of no run held for it)" if records else "",
         extra={"task_id": task_id},
     )
 
