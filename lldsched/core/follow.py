@@ -199,7 +199,11 @@ def _adopt(
     retry as 09:00's, its record in the wrong slot and 10:00 recorded ``skipped``
     after it, and a claim deciding its misfire counted the slots from 09:00."""
     task._schedule = unwrap(task._schedule)
-    if attempt and slot is None:  # a retry: its slot is its last run's (one read a retry)
+    if attempt and slot is None and status in RUNNABLE and snapshot.next_run_at is not None:
+        # A retry due: its slot is its last run's (one read a retry).  Only then: adopt
+        # takes a slot for a runnable row with a due instant alone, and a finished row
+        # keeps its last attempt (a one-off's SUCCEEDED row says 1): read for every
+        # settle followed, that was a records read per run in each other process.
         slot = pending_slot(snapshot, attempt, records=lambda: records_of(task.id))
     core.adopt(
         task,
