@@ -251,6 +251,50 @@ def test_the_default_policies_differ_after_downtime(aps_on: type[FakeNow]) -> No
     assert ours_after_downtime(MisfirePolicy())[-1] == ("ok", 60)
 
 
+LATER = BACK + timedelta(minutes=30)
+
+
+@pytest.mark.parametrize(
+    "aps_options",
+    [{}, {"misfire_grace_time": None}, {"coalesce": False, "misfire_grace_time": None}],
+)
+def test_a_job_added_again_at_start_forgets_the_downtime_in_apscheduler_only(
+    aps_on: type[FakeNow], aps_options: dict[str, Any]
+) -> None:
+    """The pattern for a durable store, ``id=`` and ``replace_existing=True`` at every
+    start: APScheduler computes the job's next run time afresh, lldsched keeps the slot."""
+    heard: list[tuple[str, str, float]] = []
+    scheduler = aps_scheduler(START, heard)
+    scheduler.add_job(noop, "interval", minutes=10, id="job", **aps_options)
+    scheduler.run_until(DOWN)
+    heard.clear()
+    FakeNow.instant = BACK  # the restart, adding the job again
+    scheduler.add_job(noop, "interval", minutes=10, id="job", replace_existing=True, **aps_options)
+    scheduler.run_until(LATER)
+    theirs = [(kind, t - START.timestamp()) for kind, _, t in heard]
+    assert theirs == [("run", 4530.0), ("run", 5130.0), ("run", 5730.0)]  # 10:15:30, ...
+
+    def ours(policy: MisfirePolicy) -> list[tuple[str, float]]:
+        store = InMemoryTaskStore()
+        for now, until in ((START, DOWN), (BACK, LATER)):
+            sim = Simulation(start=now, store=store)
+            sim.schedule(
+                "job",
+                FixedRate(600, start_delay=600),
+                id="job",
+                replace_existing=True,
+                misfire=policy,
+            )
+            sim.run(until)
+        return [(r.outcome.value, r.started - START.timestamp()) for r in sim.records()]
+
+    # the default still runs the downtime's last slot, at the restart
+    assert ("ok", BACK.timestamp() - START.timestamp()) in ours(MisfirePolicy())
+    skipped = ours(MisfirePolicy(Misfire.SKIP, grace=1))
+    assert [outcome for outcome, _ in skipped] == ["missed"] * 6 + ["ok"] * 3
+    assert [at for outcome, at in skipped if outcome == "ok"] == [4200.0, 4800.0, 5400.0]
+
+
 def test_a_past_run_date_is_dropped_by_apscheduler_and_run_by_lldsched(
     aps_on: type[FakeNow],
 ) -> None:
