@@ -14,18 +14,26 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import apscheduler.events
 import apscheduler.executors.base
 import apscheduler.schedulers.base
 import apscheduler.triggers.base
 import apscheduler.triggers.date
 import apscheduler.triggers.interval
 import pytest
-from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.events import (
+    EVENT_ALL,
+    EVENT_JOB_EXECUTED,
+    EVENT_JOB_MISSED,
+    JobEvent,
+    JobExecutionEvent,
+)
 from apscheduler.executors.debug import DebugExecutor
 from apscheduler.schedulers.base import BaseScheduler
 
 from lldsched import (
     CronSchedule,
+    FakeClock,
     FixedRate,
     InMemoryTaskStore,
     Jittered,
@@ -33,7 +41,10 @@ from lldsched import (
     MisfirePolicy,
     OneTime,
     Schedule,
+    Scheduler,
     Simulation,
+    TaskEvent,
+    TaskStatus,
     Window,
 )
 
@@ -293,6 +304,87 @@ def test_a_job_added_again_at_start_forgets_the_downtime_in_apscheduler_only(
     skipped = ours(MisfirePolicy(Misfire.SKIP, grace=1))
     assert [outcome for outcome, _ in skipped] == ["missed"] * 6 + ["ok"] * 3
     assert [at for outcome, at in skipped if outcome == "ok"] == [4200.0, 4800.0, 5400.0]
+
+
+def test_run_now_on_a_paused_job_runs_and_resumes_it_in_apscheduler_only(
+    aps_on: type[FakeNow],
+) -> None:
+    heard: list[tuple[str, str, float]] = []
+    scheduler = aps_scheduler(START, heard)
+    scheduler.add_job(noop, "interval", minutes=10, id="job")
+    scheduler.pause_job("job")
+    FakeNow.instant = START + timedelta(minutes=3)
+    scheduler.modify_job("job", next_run_time=FakeNow.instant)  # "run now"
+    scheduler._process_jobs()
+    assert heard == [("run", "job", FakeNow.instant.timestamp())]
+    assert scheduler.get_job("job").next_run_time is not None  # resumed
+    with Scheduler(clock=FakeClock(START)) as ours:
+        task = ours.schedule("job", noop, FixedRate(600, start_delay=600), id="job")
+        ours.pause("job")
+        assert ours.run_now("job") is False
+        ours.wait_idle()
+        assert (task.run_count, task.status) == (0, TaskStatus.PAUSED)
+
+
+def test_apschedulers_job_events_have_the_listener_tables_tests(aps_on: type[FakeNow]) -> None:
+    names = {
+        value: name
+        for name, value in vars(apscheduler.events).items()
+        if name.startswith("EVENT_JOB_") and isinstance(value, int)
+    }
+    theirs: list[str] = []
+
+    def listen(event: JobEvent) -> None:
+        if event.code in names:  # the scheduler's own events have no counterpart
+            theirs.append(names[event.code])
+
+    FakeNow.instant = START
+    aps = ManualScheduler(timezone=UTC)
+    aps.add_listener(listen, EVENT_ALL)
+    aps.start()
+    aps.add_job(noop, "interval", minutes=10, id="job")
+    aps.modify_job("job", name="renamed")
+    aps.reschedule_job("job", trigger="interval", minutes=20)
+    aps.pause_job("job")
+    aps.resume_job("job")
+    aps.remove_job("job")
+    aps.add_job(noop, "date", run_date=START + timedelta(minutes=1), id="once")
+    aps.run_until(START + timedelta(minutes=2))
+    verbs = ["EVENT_JOB_ADDED"] + ["EVENT_JOB_MODIFIED"] * 4 + ["EVENT_JOB_REMOVED"]
+    assert theirs[:6] == verbs
+    # the one-off, in an order its executor decides: REMOVED, as no fire time is left
+    one_off = ["EVENT_JOB_ADDED", "EVENT_JOB_EXECUTED", "EVENT_JOB_REMOVED", "EVENT_JOB_SUBMITTED"]
+    assert sorted(theirs[6:]) == one_off
+
+    def table(event: TaskEvent) -> str:  # docs/MIGRATING.md's listener table
+        if event.previous is None:
+            return "EVENT_JOB_ADDED"
+        if event.record is not None:
+            return "EVENT_JOB_EXECUTED" if event.record.ok else "EVENT_JOB_ERROR"
+        if event.previous is event.status:
+            return "EVENT_JOB_MODIFIED"
+        return {
+            TaskStatus.PAUSED: "EVENT_JOB_MODIFIED",  # pause_job
+            TaskStatus.SCHEDULED: "EVENT_JOB_MODIFIED",  # resume_job
+            TaskStatus.CANCELLED: "EVENT_JOB_REMOVED",
+            TaskStatus.RUNNING: "EVENT_JOB_SUBMITTED",
+        }[event.status]
+
+    ours: list[str] = []
+    clock = FakeClock(START)
+    with Scheduler(clock=clock, listeners=[lambda event: ours.append(table(event))]) as lld:
+        lld.schedule("job", noop, FixedRate(600, start_delay=600), id="job")
+        lld.modify("job", timeout=30)
+        lld.reschedule("job", FixedRate(1200, start_delay=1200))
+        lld.pause("job")
+        lld.resume("job")
+        lld.remove("job")
+        once = lld.schedule("once", noop, OneTime(delay=60), id="once")
+        clock.advance(120)
+        lld.wait_idle()
+        lld.shutdown()  # every event delivered
+    assert ours == [*verbs, "EVENT_JOB_ADDED", "EVENT_JOB_SUBMITTED", "EVENT_JOB_EXECUTED"]
+    assert once.status is TaskStatus.SUCCEEDED  # kept: no REMOVED
 
 
 def test_a_past_run_date_is_dropped_by_apscheduler_and_run_by_lldsched(
