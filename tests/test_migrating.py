@@ -33,6 +33,7 @@ from apscheduler.schedulers.base import BaseScheduler
 
 from lldsched import (
     CronSchedule,
+    ExecutionRecord,
     FakeClock,
     FixedRate,
     InMemoryTaskStore,
@@ -190,9 +191,11 @@ def aps_after_downtime(**options: Any) -> list[tuple[str, int]]:
     return [(kind, int(t - START.timestamp()) // 60) for kind, _, t in heard]
 
 
-def ours_after_downtime(policy: MisfirePolicy) -> list[tuple[str, int]]:
+def restarted(policy: MisfirePolicy, end: datetime = BACK) -> list[ExecutionRecord]:
+    """The job every 10 min in lldsched, down from 09:05 to 10:05:30, registered again
+    (``replace_existing=True``) at the restart, then run until ``end``."""
     store = InMemoryTaskStore()
-    for now, until in ((START, DOWN), (BACK, BACK)):
+    for now, until in ((START, DOWN), (BACK, end)):
         sim = Simulation(start=now, store=store)
         sim.schedule(
             "job",
@@ -202,7 +205,11 @@ def ours_after_downtime(policy: MisfirePolicy) -> list[tuple[str, int]]:
             misfire=policy,
         )
         sim.run(until)
-    return [(r.outcome.value, int(r.slot - START.timestamp()) // 60) for r in sim.records()]
+    return sim.records()
+
+
+def ours_after_downtime(policy: MisfirePolicy) -> list[tuple[str, int]]:
+    return [(r.outcome.value, int(r.slot - START.timestamp()) // 60) for r in restarted(policy)]
 
 
 SLOTS = [10, 20, 30, 40, 50, 60]
@@ -286,18 +293,8 @@ def test_a_job_added_again_at_start_forgets_the_downtime_in_apscheduler_only(
     assert theirs == [("run", 4530.0), ("run", 5130.0), ("run", 5730.0)]  # 10:15:30, ...
 
     def ours(policy: MisfirePolicy) -> list[tuple[str, float]]:
-        store = InMemoryTaskStore()
-        for now, until in ((START, DOWN), (BACK, LATER)):
-            sim = Simulation(start=now, store=store)
-            sim.schedule(
-                "job",
-                FixedRate(600, start_delay=600),
-                id="job",
-                replace_existing=True,
-                misfire=policy,
-            )
-            sim.run(until)
-        return [(r.outcome.value, r.started - START.timestamp()) for r in sim.records()]
+        records = restarted(policy, end=LATER)
+        return [(r.outcome.value, r.started - START.timestamp()) for r in records]
 
     # the default still runs the downtime's last slot, at the restart
     assert ("ok", BACK.timestamp() - START.timestamp()) in ours(MisfirePolicy())
