@@ -384,6 +384,38 @@ def test_apschedulers_job_events_have_the_listener_tables_tests(aps_on: type[Fak
     assert once.status is TaskStatus.SUCCEEDED  # kept: no REMOVED
 
 
+def test_slots_passed_before_start_are_late_in_lldsched_and_skipped_by_apscheduler(
+    aps_on: type[FakeNow],
+) -> None:
+    """Registered at 09:00, started at 09:10:50: APScheduler computes the first fire time
+    at ``start()``; lldsched's task was due since 09:05, and runs late, whatever its
+    misfire policy (the time before ``start()`` is no downtime)."""
+    started = START + timedelta(seconds=650)
+    heard: list[tuple[str, str, float]] = []
+    FakeNow.instant = START
+    aps = ManualScheduler(timezone=UTC)
+    aps.add_listener(
+        lambda event: heard.append(("run", event.job_id, event.scheduled_run_time.timestamp())),
+        EVENT_JOB_EXECUTED,
+    )
+    aps.add_job(noop, "interval", minutes=5, id="job")
+    FakeNow.instant = started
+    aps.start()
+    aps.run_until(START + timedelta(minutes=16))
+    assert [t - START.timestamp() for _, _, t in heard] == [900.0]
+    clock = FakeClock(START)
+    ours = Scheduler(clock=clock)
+    task = ours.schedule(
+        "job", noop, FixedRate(300, start_delay=300), id="job", misfire=MisfirePolicy(Misfire.SKIP)
+    )
+    clock.advance(650)
+    ours.start()
+    ours.wait_idle()
+    ours.shutdown()
+    slots = [(r.outcome.value, r.slot - START.timestamp(), r.started) for r in task.history]
+    assert slots == [("ok", 300.0, started.timestamp()), ("skipped", 600.0, started.timestamp())]
+
+
 def test_a_past_run_date_is_dropped_by_apscheduler_and_run_by_lldsched(
     aps_on: type[FakeNow],
 ) -> None:
