@@ -5,7 +5,9 @@ through ``datetime.now`` in a few modules; :func:`aps_on` replaces that name in 
 with a fake clock (pytest's ``monkeypatch`` puts it back), and :class:`ManualScheduler`
 is a scheduler without a thread: the test steps it from one due instant to the next,
 and its jobs run inline (APScheduler's ``DebugExecutor``). lldsched's side is a
-:class:`~lldsched.sim.Simulation` on the same instants.
+:class:`~lldsched.sim.Simulation` on the same instants, or, for the verbs (run now,
+the job events, a start after registration), a :class:`~lldsched.Scheduler` on a
+:class:`~lldsched.FakeClock`.
 """
 
 from __future__ import annotations
