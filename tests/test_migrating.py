@@ -5,7 +5,9 @@ through ``datetime.now`` in a few modules; :func:`aps_on` replaces that name in 
 with a fake clock (pytest's ``monkeypatch`` puts it back), and :class:`ManualScheduler`
 is a scheduler without a thread: the test steps it from one due instant to the next,
 and its jobs run inline (APScheduler's ``DebugExecutor``). lldsched's side is a
-:class:`~lldsched.sim.Simulation` on the same instants.
+:class:`~lldsched.sim.Simulation` on the same instants, or, for the verbs (run now,
+the job events, a start after registration), a :class:`~lldsched.Scheduler` on a
+:class:`~lldsched.FakeClock`.
 """
 
 from __future__ import annotations
@@ -14,18 +16,27 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import apscheduler.events
 import apscheduler.executors.base
 import apscheduler.schedulers.base
 import apscheduler.triggers.base
 import apscheduler.triggers.date
 import apscheduler.triggers.interval
 import pytest
-from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.events import (
+    EVENT_ALL,
+    EVENT_JOB_EXECUTED,
+    EVENT_JOB_MISSED,
+    JobEvent,
+    JobExecutionEvent,
+)
 from apscheduler.executors.debug import DebugExecutor
 from apscheduler.schedulers.base import BaseScheduler
 
 from lldsched import (
     CronSchedule,
+    ExecutionRecord,
+    FakeClock,
     FixedRate,
     InMemoryTaskStore,
     Jittered,
@@ -33,7 +44,10 @@ from lldsched import (
     MisfirePolicy,
     OneTime,
     Schedule,
+    Scheduler,
     Simulation,
+    TaskEvent,
+    TaskStatus,
     Window,
 )
 
@@ -179,9 +193,11 @@ def aps_after_downtime(**options: Any) -> list[tuple[str, int]]:
     return [(kind, int(t - START.timestamp()) // 60) for kind, _, t in heard]
 
 
-def ours_after_downtime(policy: MisfirePolicy) -> list[tuple[str, int]]:
+def restarted(policy: MisfirePolicy, end: datetime = BACK) -> list[ExecutionRecord]:
+    """The job every 10 min in lldsched, down from 09:05 to 10:05:30, registered again
+    (``replace_existing=True``) at the restart, then run until ``end``."""
     store = InMemoryTaskStore()
-    for now, until in ((START, DOWN), (BACK, BACK)):
+    for now, until in ((START, DOWN), (BACK, end)):
         sim = Simulation(start=now, store=store)
         sim.schedule(
             "job",
@@ -191,7 +207,11 @@ def ours_after_downtime(policy: MisfirePolicy) -> list[tuple[str, int]]:
             misfire=policy,
         )
         sim.run(until)
-    return [(r.outcome.value, int(r.slot - START.timestamp()) // 60) for r in sim.records()]
+    return sim.records()
+
+
+def ours_after_downtime(policy: MisfirePolicy) -> list[tuple[str, int]]:
+    return [(r.outcome.value, int(r.slot - START.timestamp()) // 60) for r in restarted(policy)]
 
 
 SLOTS = [10, 20, 30, 40, 50, 60]
@@ -249,6 +269,153 @@ def test_the_default_policies_differ_after_downtime(aps_on: type[FakeNow]) -> No
     """APScheduler's defaults drop the run a downtime cost; lldsched's run it once."""
     assert aps_after_downtime() == [("missed", 60)]
     assert ours_after_downtime(MisfirePolicy())[-1] == ("ok", 60)
+
+
+LATER = BACK + timedelta(minutes=30)
+
+
+@pytest.mark.parametrize(
+    "aps_options",
+    [{}, {"misfire_grace_time": None}, {"coalesce": False, "misfire_grace_time": None}],
+)
+def test_a_job_added_again_at_start_forgets_the_downtime_in_apscheduler_only(
+    aps_on: type[FakeNow], aps_options: dict[str, Any]
+) -> None:
+    """The pattern for a durable store, ``id=`` and ``replace_existing=True`` at every
+    start: APScheduler computes the job's next run time afresh, lldsched keeps the slot."""
+    heard: list[tuple[str, str, float]] = []
+    scheduler = aps_scheduler(START, heard)
+    scheduler.add_job(noop, "interval", minutes=10, id="job", **aps_options)
+    scheduler.run_until(DOWN)
+    heard.clear()
+    FakeNow.instant = BACK  # the restart, adding the job again
+    scheduler.add_job(noop, "interval", minutes=10, id="job", replace_existing=True, **aps_options)
+    scheduler.run_until(LATER)
+    theirs = [(kind, t - START.timestamp()) for kind, _, t in heard]
+    assert theirs == [("run", 4530.0), ("run", 5130.0), ("run", 5730.0)]  # 10:15:30, ...
+
+    def ours(policy: MisfirePolicy) -> list[tuple[str, float]]:
+        records = restarted(policy, end=LATER)
+        return [(r.outcome.value, r.started - START.timestamp()) for r in records]
+
+    # the default still runs the downtime's last slot, at the restart
+    assert ("ok", BACK.timestamp() - START.timestamp()) in ours(MisfirePolicy())
+    skipped = ours(MisfirePolicy(Misfire.SKIP, grace=1))
+    assert [outcome for outcome, _ in skipped] == ["missed"] * 6 + ["ok"] * 3
+    assert [at for outcome, at in skipped if outcome == "ok"] == [4200.0, 4800.0, 5400.0]
+
+
+def test_run_now_on_a_paused_job_runs_and_resumes_it_in_apscheduler_only(
+    aps_on: type[FakeNow],
+) -> None:
+    heard: list[tuple[str, str, float]] = []
+    scheduler = aps_scheduler(START, heard)
+    scheduler.add_job(noop, "interval", minutes=10, id="job")
+    scheduler.pause_job("job")
+    FakeNow.instant = START + timedelta(minutes=3)
+    scheduler.modify_job("job", next_run_time=FakeNow.instant)  # "run now"
+    scheduler._process_jobs()
+    assert heard == [("run", "job", FakeNow.instant.timestamp())]
+    assert scheduler.get_job("job").next_run_time is not None  # resumed
+    with Scheduler(clock=FakeClock(START)) as ours:
+        task = ours.schedule("job", noop, FixedRate(600, start_delay=600), id="job")
+        ours.pause("job")
+        assert ours.run_now("job") is False
+        ours.wait_idle()
+        assert (task.run_count, task.status) == (0, TaskStatus.PAUSED)
+
+
+def test_apschedulers_job_events_have_the_listener_tables_tests(aps_on: type[FakeNow]) -> None:
+    names = {
+        value: name
+        for name, value in vars(apscheduler.events).items()
+        if name.startswith("EVENT_JOB_") and isinstance(value, int)
+    }
+    theirs: list[str] = []
+
+    def listen(event: JobEvent) -> None:
+        if event.code in names:  # the scheduler's own events have no counterpart
+            theirs.append(names[event.code])
+
+    FakeNow.instant = START
+    aps = ManualScheduler(timezone=UTC)
+    aps.add_listener(listen, EVENT_ALL)
+    aps.start()
+    aps.add_job(noop, "interval", minutes=10, id="job")
+    aps.modify_job("job", name="renamed")
+    aps.reschedule_job("job", trigger="interval", minutes=20)
+    aps.pause_job("job")
+    aps.resume_job("job")
+    aps.remove_job("job")
+    aps.add_job(noop, "date", run_date=START + timedelta(minutes=1), id="once")
+    aps.run_until(START + timedelta(minutes=2))
+    verbs = ["EVENT_JOB_ADDED"] + ["EVENT_JOB_MODIFIED"] * 4 + ["EVENT_JOB_REMOVED"]
+    assert theirs[:6] == verbs
+    # the one-off, in an order its executor decides: REMOVED, as no fire time is left
+    one_off = ["EVENT_JOB_ADDED", "EVENT_JOB_EXECUTED", "EVENT_JOB_REMOVED", "EVENT_JOB_SUBMITTED"]
+    assert sorted(theirs[6:]) == one_off
+
+    def table(event: TaskEvent) -> str:  # docs/MIGRATING.md's listener table
+        if event.previous is None:
+            return "EVENT_JOB_ADDED"
+        if event.record is not None:
+            return "EVENT_JOB_EXECUTED" if event.record.ok else "EVENT_JOB_ERROR"
+        if event.previous is event.status:
+            return "EVENT_JOB_MODIFIED"
+        return {
+            TaskStatus.PAUSED: "EVENT_JOB_MODIFIED",  # pause_job
+            TaskStatus.SCHEDULED: "EVENT_JOB_MODIFIED",  # resume_job
+            TaskStatus.CANCELLED: "EVENT_JOB_REMOVED",
+            TaskStatus.RUNNING: "EVENT_JOB_SUBMITTED",
+        }[event.status]
+
+    ours: list[str] = []
+    clock = FakeClock(START)
+    with Scheduler(clock=clock, listeners=[lambda event: ours.append(table(event))]) as lld:
+        lld.schedule("job", noop, FixedRate(600, start_delay=600), id="job")
+        lld.modify("job", timeout=30)
+        lld.reschedule("job", FixedRate(1200, start_delay=1200))
+        lld.pause("job")
+        lld.resume("job")
+        lld.remove("job")
+        once = lld.schedule("once", noop, OneTime(delay=60), id="once")
+        clock.advance(120)
+        lld.wait_idle()
+        lld.shutdown()  # every event delivered
+    assert ours == [*verbs, "EVENT_JOB_ADDED", "EVENT_JOB_SUBMITTED", "EVENT_JOB_EXECUTED"]
+    assert once.status is TaskStatus.SUCCEEDED  # kept: no REMOVED
+
+
+def test_slots_passed_before_start_are_late_in_lldsched_and_skipped_by_apscheduler(
+    aps_on: type[FakeNow],
+) -> None:
+    """Registered at 09:00, started at 09:10:50: APScheduler computes the first fire time
+    at ``start()``; lldsched's task was due since 09:05, and runs late, whatever its
+    misfire policy (the time before ``start()`` is no downtime)."""
+    started = START + timedelta(seconds=650)
+    heard: list[tuple[str, str, float]] = []
+    FakeNow.instant = START
+    aps = ManualScheduler(timezone=UTC)
+    aps.add_listener(
+        lambda event: heard.append(("run", event.job_id, event.scheduled_run_time.timestamp())),
+        EVENT_JOB_EXECUTED,
+    )
+    aps.add_job(noop, "interval", minutes=5, id="job")
+    FakeNow.instant = started
+    aps.start()
+    aps.run_until(START + timedelta(minutes=16))
+    assert [t - START.timestamp() for _, _, t in heard] == [900.0]
+    clock = FakeClock(START)
+    ours = Scheduler(clock=clock)
+    task = ours.schedule(
+        "job", noop, FixedRate(300, start_delay=300), id="job", misfire=MisfirePolicy(Misfire.SKIP)
+    )
+    clock.advance(650)
+    ours.start()
+    ours.wait_idle()
+    ours.shutdown()
+    slots = [(r.outcome.value, r.slot - START.timestamp(), r.started) for r in task.history]
+    assert slots == [("ok", 300.0, started.timestamp()), ("skipped", 600.0, started.timestamp())]
 
 
 def test_a_past_run_date_is_dropped_by_apscheduler_and_run_by_lldsched(
