@@ -758,20 +758,28 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
 
     def purge(self, task_id: str) -> bool:
         """Delete ``task_id``, which retired on this node, as :meth:`delete` does, only
-        while its row is one this node wrote or read; True if it is gone
-        (:func:`~lldsched.persistence.purge`).  A row another node wrote since (a
-        registration of the id again) is left, for the change feed to bring in: known is a
-        row this node wrote last, one written before the feed's last horizon (the feed
-        read it), or the version the feed last gave unless another node removed the id
-        since (:data:`~lldsched.stores.postgres_sql.KNOWN_ROW`)."""
+        while its row is one this node wrote or read and no live lease of another node
+        holds it; True if it is gone (:func:`~lldsched.persistence.purge`).  A row another
+        node wrote since (a registration of the id again) is left, for the change feed to
+        bring in: known is a row this node wrote last, one written before the feed's last
+        horizon (the feed read it), or the version the feed last gave unless another node
+        removed the id since (:data:`~lldsched.stores.postgres_sql.KNOWN_ROW`).  A row
+        another node's live lease holds is left too (:data:`~lldsched.stores.postgres_sql.
+        HELD_ELSEWHERE`): its run is in flight there, a take-over of a run whose settle here
+        was refused (the run ended its task here, which retired), and its settle is that
+        node's to write; before, the purge deleted it under that run."""
         if self._muted:
             return True
         with (
             self._using("purge task", task_id) as connection,
             self._transaction(connection, task_id),
         ):
-            if self._known(connection, task_id, sql.KNOWN_ROW) is False:  # None: gone
+            known = self._known(connection, task_id, sql.KNOWN_ROW)  # None: gone
+            if known is False:
                 return False
+            lease = {"id": task_id, "node": self.node}
+            if known and connection.execute(sql.HELD_ELSEWHERE, lease).fetchone():
+                return False  # its run is in flight on that node
             self._delete(connection, task_id)
         return True
 
