@@ -504,7 +504,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                     row = connection.execute(
                         "SELECT version, EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id "
                         "AND l.holder != ? AND l.expires_at > ?) FROM tasks t WHERE t.id = ?",
-                        (shared.node, time.time(), task_id),  # the host's clock, as a claim's
+                        (shared.node, time.time(), task_id),  # the host's clock, as the feed's
                     ).fetchone()
                     if row is not None and (row[1] or not shared.knows(task_id, row[0])):
                         return False
