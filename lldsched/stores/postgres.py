@@ -764,10 +764,11 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         bring in: known is a row this node wrote last, one written before the feed's last
         horizon (the feed read it), or the version the feed last gave unless another node
         removed the id since (:data:`~lldsched.stores.postgres_sql.KNOWN_ROW`).  A row
-        another node's live lease holds is left too (:data:`~lldsched.stores.postgres_sql.
-        HELD_ELSEWHERE`): its run is in flight there, a take-over of a run whose settle here
-        was refused (the run ended its task here, which retired), and its settle is that
-        node's to write; before, the purge deleted it under that run."""
+        another node's live lease holds is left too
+        (:data:`~lldsched.stores.postgres_sql.HELD_ELSEWHERE`): its run is in flight there,
+        a take-over of a run whose settle here was refused (the run ended its task here,
+        which retired), and its settle is that node's to write; before, the purge deleted
+        it under that run."""
         if self._muted:
             return True
         with (
@@ -881,8 +882,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         socket is shared): it is dropped, never closed, which would send the server the
         end of the session (libpq's Terminate) and end the parent's; kept from the
         collector (:data:`_LEFT_IN_CHILD`; psycopg's own finaliser closes nothing opened
-        in another process either).  The listener's and the two deadlines' threads are
-        the parent's: not stopped, their objects dropped.  Before, ``close()`` flushed
+        in another process either).  The listener's, the settle writer's and the
+        deadlines' threads are the parent's: none is stopped.  Before, ``close()`` flushed
         under the store's lock, and hung for good in a child forked while a call held it
         (a gunicorn ``worker_exit``, an ``atexit`` hook closing a store opened at
         import), and closed the connection, which ended the parent's session: its next
