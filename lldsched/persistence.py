@@ -324,8 +324,10 @@ def purge(store: TaskStore, task_id: str) -> bool:
     removal) after this one last read the store, and an unconditional delete took that
     registration away from every process.  A store with a ``purge(task_id)`` method of
     its own leaves a row written by another process since this one last read or wrote
-    it (its change feed brings it in) and returns False: a shared SQLite store by its
-    rows' versions, PostgreSQL by their versions, writers and transaction ids.  Not in
+    it (its change feed brings it in), or held by another process's live lease (it took
+    over the run that ended the task here, whose settle was then refused: its run goes
+    on there), and returns False: a shared SQLite store by its rows' versions,
+    PostgreSQL by their versions, writers and transaction ids, both by their leases.  Not in
     :class:`TaskStore` itself: any other store (one of one's own: docs/EXTENDING.md) has
     no other writer to race, and gets its ``delete``.  A user's ``remove()`` stays
     unconditional: it is a decision about the task, whoever wrote its row last."""

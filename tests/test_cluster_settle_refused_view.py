@@ -12,6 +12,9 @@ again at once: the next read of the change feed gives it whatever versions were 
 (SQLite's refetch, PostgreSQL's ``REREAD``), and the timer reads the feed at once (the
 worker that saw ``rejected`` move, or PostgreSQL's settle writer).
 
+A run that ended its task whose settle was refused retires the task all the same; with
+``purge_retired=True`` its purge leaves the row the take-over's lease holds.
+
 The runner's ``poll`` is far longer than the waits here, and no lease is renewed within
 them: the runner reads the row again because its settle was refused, or not in time.
 """
@@ -26,7 +29,7 @@ from collections.abc import Iterator
 import pytest
 
 from lldsched import FixedRate, OneTime, RunContext, Scheduler, TaskStatus
-from lldsched.persistence import CoordinatedStore
+from lldsched.persistence import CoordinatedStore, TaskSnapshot
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
 from tests.waits import wait_until
@@ -122,3 +125,63 @@ def test_a_refused_settle_reads_the_row_again_at_once(
         runner.shutdown()
     records = reader.records("t")
     assert [record.token for record in records] == [_started[1]]  # the take-over's alone
+
+
+def test_a_one_off_run_whose_settle_was_refused_purges_not_the_row_taken_over(
+    store_spec: StoreSpec, stores: list[CoordinatedStore]
+) -> None:
+    """A run that ended its task (a one-off) in a process with ``purge_retired=True``
+    whose lease was taken over while it stalled: its settle is refused, and the purge of
+    the task it retires must leave the row the take-over's lease holds, whose run goes on
+    in the other process and settles there."""
+    runner_store, other_store, reader = stores
+    let_first_go.clear()
+    let_second_go.clear()
+    _started.clear()
+    purged: list[bool] = []
+    purge = runner_store.purge  # type: ignore[attr-defined]
+
+    def noted(task_id: str) -> bool:
+        gone = bool(purge(task_id))
+        purged.append(gone)
+        return gone
+
+    runner_store.purge = noted  # type: ignore[attr-defined]
+    runner = Scheduler(workers=2, store=runner_store, retain_finished=0, purge_retired=True)
+    other = Scheduler(workers=1, store=other_store)
+    try:
+        runner.start()
+        runner.schedule("t", stalled_then_taken_over, OneTime(runner.now), id="t")
+        wait_until(lambda: len(_started) == 1, timeout=HEARD, what="the first run")
+        (claim,) = reader.leases()
+        other.start()
+        _expire(store_spec)  # the runner stalled past its lease
+        wait_until(lambda: len(_started) == 2, timeout=HEARD, what="the take-over's run")
+        (taken,) = reader.leases()
+        assert taken.token == _started[1] != claim.token
+        let_first_go.set()  # the stalled run ends: its settle is refused, the task retires
+        wait_until(lambda: len(purged) == 1, timeout=HEARD, what="the runner's purge")
+        assert purged == [False]
+        assert [(lease.task_id, lease.token) for lease in reader.leases()] == [("t", taken.token)]
+        row = _row(reader, "t")
+        assert row is not None and row.status is TaskStatus.SCHEDULED
+        let_second_go.set()  # the take-over's run ends and settles
+        wait_until(
+            lambda: (row := _row(reader, "t")) is not None and row.status is TaskStatus.SUCCEEDED,
+            timeout=HEARD,
+            what="the take-over's settle",
+        )
+        assert other_store.rejected == 0
+    finally:
+        let_first_go.set()
+        let_second_go.set()
+        other.shutdown()
+        runner.shutdown()
+    assert runner_store.rejected == 1
+    assert [record.token for record in reader.records("t")] == [taken.token]
+
+
+def _row(store: CoordinatedStore, task_id: str) -> TaskSnapshot | None:
+    """The store's row of ``task_id`` (both shared stores answer ``get``)."""
+    row: TaskSnapshot | None = store.get(task_id)  # type: ignore[attr-defined]
+    return row

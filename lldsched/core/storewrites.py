@@ -717,8 +717,9 @@ def store_failed(
 def purge_retired(writes: StoreWrites | None, store: TaskStore, task_id: str) -> None:
     """Delete ``task_id`` from ``store`` as it retires (``purge_retired=True``), only while
     its row is still the one this process saw retire (:func:`~lldsched.persistence.purge`):
-    a row another process wrote since (it registered the id again) is kept, said at INFO,
-    and the change feed brings it in.  A failure is one of a core's writes
+    a row another process wrote since (it registered the id again) or holds the lease of
+    (it took over the run whose settle here was refused) is kept, said at INFO, and the
+    change feed brings it in.  A failure is one of a core's writes
     (:func:`store_failed`); the registry stays authoritative."""
     try:
         gone = purge(store, task_id)
@@ -729,7 +730,8 @@ def purge_retired(writes: StoreWrites | None, store: TaskStore, task_id: str) ->
     if not gone:
         log.info(
             "task %s retired here, but another process wrote its row since this one last read "
-            "it (it registered the id again): the row is kept, not purged",
+            "it (it registered the id again) or holds its lease (it took the run over): the "
+            "row is kept, not purged",
             task_id,
             extra={"task_id": task_id},
         )

@@ -111,6 +111,10 @@ log = logging.getLogger(STORE)
 
 _ABSENT: Any = object()  # a cache without the task (PostgresTaskStore._transaction)
 
+_LEFT_IN_CHILD: list[Connection] = []
+"""The connections a forked child's ``close()`` dropped unclosed: held, so that nothing
+ever closes them (:meth:`PostgresTaskStore._let_go_in_child`)."""
+
 
 def node_id() -> str:
     """A holder id for this process: ``"host:pid:random"``."""
@@ -286,10 +290,18 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
 
     # -- opening ---------------------------------------------------------------------
 
-    def _open(self) -> Connection:
-        """The live connection, connecting again after an outage (caller holds the lock)."""
+    def _refuse_if_forked(self) -> None:
+        """Refuse a call in a child forked since the store was opened (:mod:`forks
+        <lldsched.stores.forks>`), before anything else: before the store's lock is
+        waited for (a call under way on another thread at the fork holds it for good in
+        the child), and before a settle queued at the fork (the parent's run's) is
+        written or one is queued for a writer thread started in the child."""
         if self._opened_in != forks.current[0]:
             raise forks.refuse(repr(self.dsn), self._opened_in)  # a forked child's copy
+
+    def _open(self) -> Connection:
+        """The live connection, connecting again after an outage (caller holds the lock)."""
+        self._refuse_if_forked()
         if self._closed:
             raise StoreClosedError(f"the store {self.dsn!r} is closed")
         if self._refused is not None:  # a newer release upgraded the schema since open
@@ -337,6 +349,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         to): what the call does, as the SQLite store's ``_using`` says it
         (``"read the records of task"``), named by a verb's hold that this call's failure
         ended (:meth:`_inside_failed`)."""
+        self._refuse_if_forked()
         with self._lock:
             try:
                 if self._settles.waiting:
@@ -500,6 +513,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
     ) -> None:
         """Records carrying the fencing token ``token``: a run's settle, queued with them,
         or records added to the settle queued under it."""
+        self._refuse_if_forked()
         if self._closed:
             raise StoreClosedError(f"the store {self.dsn!r} is closed")
         if self._settles.add(snapshot, records, token=token):
@@ -673,6 +687,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         (:meth:`_inside_failed`).  A hold inside a hold is the outer one's
         (:meth:`_hold_inside`)."""
         raised: BaseException | None = None
+        self._refuse_if_forked()
         with self._lock:
             if self._hold is not None:  # a hold inside a hold: the outer one's, as one
                 yield from self._hold_inside(task_id, also)
@@ -743,20 +758,29 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
 
     def purge(self, task_id: str) -> bool:
         """Delete ``task_id``, which retired on this node, as :meth:`delete` does, only
-        while its row is one this node wrote or read; True if it is gone
-        (:func:`~lldsched.persistence.purge`).  A row another node wrote since (a
-        registration of the id again) is left, for the change feed to bring in: known is a
-        row this node wrote last, one written before the feed's last horizon (the feed
-        read it), or the version the feed last gave unless another node removed the id
-        since (:data:`~lldsched.stores.postgres_sql.KNOWN_ROW`)."""
+        while its row is one this node wrote or read and no live lease of another node
+        holds it; True if it is gone (:func:`~lldsched.persistence.purge`).  A row another
+        node wrote since (a registration of the id again) is left, for the change feed to
+        bring in: known is a row this node wrote last, one written before the feed's last
+        horizon (the feed read it), or the version the feed last gave unless another node
+        removed the id since (:data:`~lldsched.stores.postgres_sql.KNOWN_ROW`).  A row
+        another node's live lease holds is left too
+        (:data:`~lldsched.stores.postgres_sql.HELD_ELSEWHERE`): its run is in flight there,
+        a take-over of a run whose settle here was refused (the run ended its task here,
+        which retired), and its settle is that node's to write; before, the purge deleted
+        it under that run."""
         if self._muted:
             return True
         with (
             self._using("purge task", task_id) as connection,
             self._transaction(connection, task_id),
         ):
-            if self._known(connection, task_id, sql.KNOWN_ROW) is False:  # None: gone
+            known = self._known(connection, task_id, sql.KNOWN_ROW)  # None: gone
+            if known is False:
                 return False
+            lease = {"id": task_id, "node": self.node}
+            if known and connection.execute(sql.HELD_ELSEWHERE, lease).fetchone():
+                return False  # its run is in flight on that node
             self._delete(connection, task_id)
         return True
 
@@ -830,7 +854,13 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
     def close(self) -> None:
         """Stop listening and close the connection (idempotent).  Leases still held stay
         until they expire; later calls raise ``StoreClosedError`` (a ``StoreError``).
-        Close a store after its scheduler's ``shutdown()``."""
+        Close a store after its scheduler's ``shutdown()``.
+
+        In a child forked since the store was opened, only the child's copies are let
+        go (:meth:`_let_go_in_child`)."""
+        if self._opened_in != forks.current[0]:
+            self._let_go_in_child()
+            return
         if self._listener is not None:
             self._listener.stop()
             self._listener = None
@@ -842,6 +872,27 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+    def _let_go_in_child(self) -> None:
+        """``close()`` in a child forked since the store was opened, which has copies of
+        the parent's objects and none of its threads: the store's lock and the settle
+        queue's may have been held at the fork by a thread the child does not have (a
+        call under way, the settle writer), so neither is taken, and nothing queued (the
+        parent's runs' settles) is written.  The connection is the parent's session (its
+        socket is shared): it is dropped, never closed, which would send the server the
+        end of the session (libpq's Terminate) and end the parent's; kept from the
+        collector (:data:`_LEFT_IN_CHILD`; psycopg's own finaliser closes nothing opened
+        in another process either).  The listener's, the settle writer's and the
+        deadlines' threads are the parent's: none is stopped.  Before, ``close()`` flushed
+        under the store's lock, and hung for good in a child forked while a call held it
+        (a gunicorn ``worker_exit``, an ``atexit`` hook closing a store opened at
+        import), and closed the connection, which ended the parent's session: its next
+        call failed as a lost server."""
+        self._closed = True
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            _LEFT_IN_CHILD.append(connection)
+        self._listener = None
 
     @property
     def closed(self) -> bool:

@@ -124,6 +124,7 @@ class PostgresCoordination:
     if TYPE_CHECKING:
 
         def _open(self) -> Connection: ...
+        def _refuse_if_forked(self) -> None: ...
         def _follow_schema(self, version: str | None) -> None: ...
         def _using(
             self, doing: str, task_id: str | None = None
@@ -278,6 +279,7 @@ class PostgresCoordination:
         cannot be written is not tried again (its runs are run again once their leases
         expire), and logged as the core logs a failing store, once an outage
         (``_write_settles``)."""
+        self._refuse_if_forked()
         with self._lock:
             try:
                 if not self._closed:
@@ -603,6 +605,7 @@ class PostgresCoordination:
         makes a task the earliest due, or writes a row whose run is in flight here (a
         verb the run must follow), and after every reconnection; and call it from
         :meth:`flush` once a settle was refused (the row to read again)."""
+        self._refuse_if_forked()  # a child forked would listen for the parent's node
         if self._listener is not None:
             self._listener.stop()
         self._wake = wake

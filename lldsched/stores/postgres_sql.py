@@ -450,6 +450,14 @@ SELECT {_KNOWN}
   FROM tasks t WHERE t.id = %(id)s FOR UPDATE
 """
 
+# A live lease of another node on a row (its run in flight there), asked by a purge once
+# KNOWN_ROW locked the row: a statement of its own, so that its snapshot sees the lease of a
+# claim that held the row's lock before (a claim locks the row first and skips it after).
+HELD_ELSEWHERE = f"""
+SELECT 1 FROM leases l
+ WHERE l.task_id = %(id)s AND l.holder <> %(node)s AND l.expires_at > {DB_NOW}
+"""
+
 # The feed's first cursor.
 HORIZON = "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
 

@@ -81,6 +81,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from types import TracebackType
@@ -488,10 +489,12 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
 
     def purge(self, task_id: str) -> bool:
         """Delete ``task_id``, which retired in this process, as :meth:`delete` does, only
-        while its row is one this process wrote or read (shared mode: a row another
-        process wrote since, a registration of the id again, is left for the change feed
-        to bring in); True if it is gone (:func:`~lldsched.persistence.purge`).  An
-        unshared store has no other writer: it deletes."""
+        while its row is one this process wrote or read and no live lease of another
+        process holds it (shared mode: a row another process wrote since, a registration
+        of the id again, is left for the change feed to bring in; a row another process
+        claimed, a take-over of a run whose settle here was refused, is its holder's, run
+        there); True if it is gone (:func:`~lldsched.persistence.purge`).  An unshared
+        store has no other writer: it deletes."""
         with self._using("purge task", task_id) as connection:
             shared = self._shared
             if shared is not None and shared.muted:
@@ -499,9 +502,11 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             with immediate(connection, self._gate):
                 if shared is not None:
                     row = connection.execute(
-                        "SELECT version FROM tasks WHERE id = ?", (task_id,)
+                        "SELECT version, EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id "
+                        "AND l.holder != ? AND l.expires_at > ?) FROM tasks t WHERE t.id = ?",
+                        (shared.node, time.time(), task_id),  # the host's clock, as the feed's
                     ).fetchone()
-                    if row is not None and not shared.knows(task_id, row[0]):
+                    if row is not None and (row[1] or not shared.knows(task_id, row[0])):
                         return False
                 removal = self._delete(connection, task_id)
             self._deleted(task_id, removal)
