@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from datetime import datetime, timedelta
 from types import TracebackType
 
@@ -239,6 +240,24 @@ class Stepper:
             return
         with contextlib.suppress(SettleTimeoutError):  # the test already failed: that
             self.close()  # error is the one to see, not this one
+
+    def __del__(self) -> None:
+        # A test that forgot close() (no ``with``) leaves the scheduler's threads running
+        # and its last runs unwaited-for: said as Python says an unclosed file, with the
+        # fix, when the stepper is collected (at the end of the test that made it).  A
+        # RuntimeWarning, not the ResourceWarning of a file: Python and pytest hide
+        # those unless asked, and this one is meant to be seen.  Only said, not shut
+        # down here: a finaliser may run on any thread, an action's included, where a
+        # shutdown would wait for itself.
+        if getattr(self, "_closed", True) or not self._scheduler.running:
+            return
+        warnings.warn(
+            f"unclosed {self!r}: its scheduler still runs; use 'with Stepper(...) as "
+            "steps:' or call steps.close() at the end of the test",
+            RuntimeWarning,
+            stacklevel=2,
+            source=self,
+        )
 
     def _check_open(self, verb: str) -> None:
         if self._closed or not self._scheduler.running:

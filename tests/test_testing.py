@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -340,3 +341,23 @@ def test_a_task_that_stays_due_without_running_is_reported_after_the_timeout(
         with pytest.raises(SettleTimeoutError, match=r"did not settle within 0\.2 s at .*:30"):
             steps.advance(60)
         assert steps.now == T0 + 30
+
+
+def test_a_stepper_collected_unclosed_warns_naming_it_and_the_fix_and_a_closed_one_does_not() -> (
+    None
+):
+    scheduler = Scheduler(clock=FakeClock(T0))
+    steps = Stepper(scheduler)
+    with pytest.warns(RuntimeWarning, match=r"unclosed <Stepper at .*steps\.close\(\)") as said:
+        del steps  # a test that forgot the with block: its stepper goes at its end
+    assert len(said) == 1 and scheduler.running  # said, not shut down behind the test
+    assert scheduler.shutdown(timeout=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        closed = Stepper(Scheduler(clock=FakeClock(T0)))
+        closed.close()
+        del closed
+        stopped = Scheduler(clock=FakeClock(T0))
+        left = Stepper(stopped)
+        assert stopped.shutdown(timeout=5)  # shut down without the stepper: nothing runs on
+        del left
