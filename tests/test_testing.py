@@ -3,6 +3,7 @@ instant by a test, every wait bounded, every refusal naming what it refused."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 import warnings
@@ -18,6 +19,7 @@ from lldsched import (
     FakeClock,
     FixedRate,
     OneTime,
+    Outcome,
     RetryPolicy,
     Scheduler,
     SchedulerStateError,
@@ -216,6 +218,28 @@ def test_a_job_that_blocks_fails_the_advance_after_the_timeout_naming_the_task()
     finally:
         release.set()
         steps.close()
+
+
+def test_a_coroutine_that_outlasts_the_wait_is_told_its_timeout_counts_real_seconds() -> None:
+    never = asyncio.Event()
+
+    async def fetch() -> None:
+        await never.wait()  # a feed that never answers
+
+    scheduler = Scheduler(clock=FakeClock(T0), history_limit=None)
+    scheduler.schedule("prices", fetch, OneTime(delay=0), id="prices", timeout=30)
+    scheduler.schedule("report", noop, OneTime(delay=0), id="report", timeout=0.1)
+    with Stepper(scheduler, timeout=0.2) as steps:
+        with pytest.raises(SettleTimeoutError) as caught:
+            steps.settle()
+        assert str(caught.value).endswith(
+            "still running: prices 'prices' (attempt 1), its timeout 30 s longer than this "
+            "wait (a coroutine's or a worker process's timeout counts real seconds: shorten "
+            "it in the test with scheduler.modify('prices', timeout=...))"
+        )  # the report's timeout, shorter than the wait, is not in it: it ran
+        steps.scheduler.modify("prices", timeout=0.05)  # re-armed from its start: cut now
+        steps.settle()
+        assert [r.outcome for r in steps.records("prices")] == [Outcome.TIMED_OUT]
 
 
 def test_closing_while_a_job_blocks_says_so_and_a_with_block_keeps_the_tests_own_error() -> None:
