@@ -40,7 +40,6 @@ from types import TracebackType
 
 from lldsched import checks
 from lldsched.clock import FakeClock, to_timestamp, utc_datetime
-from lldsched.core.task import ScheduledTask
 from lldsched.errors import (
     SchedulerStateError,
     SettleTimeoutError,
@@ -186,7 +185,8 @@ class Stepper:
 
     def _not_settled(self) -> SettleTimeoutError:
         running = [
-            f"{task.id} {task.name!r} (attempt {task.runs[-1].attempt}){self._real(task)}"
+            f"{task.id} {task.name!r} (attempt {task.runs[-1].attempt})"
+            + self._real(task.id, task.timeout)
             for task in self._scheduler.tasks()
             if task.runs
         ]
@@ -201,18 +201,17 @@ class Stepper:
             f"{_instant(self._clock.now())}: {what}"
         )
 
-    def _real(self, task: ScheduledTask) -> str:
+    def _real(self, task_id: str, timeout: float | None) -> str:
         """What a run's own timeout adds to the message when it outlasts the wait: a
         coroutine's or a worker process's timeout counts real seconds, also on a
         ``FakeClock``, so the test's wait runs out first (a thread run's is judged on
         the clock, which stands still)."""
-        timeout = task.timeout
         if timeout is None or timeout <= self._timeout:
             return ""
         return (
             f", its timeout {timeout:g} s longer than this wait (a coroutine's or a worker "
             "process's timeout counts real seconds: shorten it in the test with "
-            f"scheduler.modify({task.id!r}, timeout=...))"
+            f"scheduler.modify({task_id!r}, timeout=...))"
         )
 
     # -- reading -----------------------------------------------------------------------
