@@ -367,9 +367,7 @@ def test_a_task_that_stays_due_without_running_is_reported_after_the_timeout(
         assert steps.now == T0 + 30
 
 
-def test_a_stepper_collected_unclosed_warns_naming_it_and_the_fix_and_a_closed_one_does_not() -> (
-    None
-):
+def test_an_unclosed_stepper_warns_when_collected_naming_the_fix_a_closed_one_does_not() -> None:
     scheduler = Scheduler(clock=FakeClock(T0))
     steps = Stepper(scheduler)
     with pytest.warns(RuntimeWarning, match=r"unclosed <Stepper at .*steps\.close\(\)") as said:
