@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from datetime import datetime, timedelta
 from types import TracebackType
 
@@ -185,6 +186,7 @@ class Stepper:
     def _not_settled(self) -> SettleTimeoutError:
         running = [
             f"{task.id} {task.name!r} (attempt {task.runs[-1].attempt})"
+            + self._real(task.id, task.timeout)
             for task in self._scheduler.tasks()
             if task.runs
         ]
@@ -197,6 +199,19 @@ class Stepper:
         return SettleTimeoutError(
             f"the scheduler did not settle within {self._timeout:g} s at "
             f"{_instant(self._clock.now())}: {what}"
+        )
+
+    def _real(self, task_id: str, timeout: float | None) -> str:
+        """What a run's own timeout adds to the message when it outlasts the wait: a
+        coroutine's or a worker process's timeout counts real seconds, also on a
+        ``FakeClock``, so the test's wait runs out first (a thread run's is judged on
+        the clock, which stands still)."""
+        if timeout is None or timeout <= self._timeout:
+            return ""
+        return (
+            f", its timeout {timeout:g} s longer than this wait (a coroutine's or a worker "
+            "process's timeout counts real seconds: shorten it in the test with "
+            f"scheduler.modify({task_id!r}, timeout=...))"
         )
 
     # -- reading -----------------------------------------------------------------------
@@ -239,6 +254,24 @@ class Stepper:
             return
         with contextlib.suppress(SettleTimeoutError):  # the test already failed: that
             self.close()  # error is the one to see, not this one
+
+    def __del__(self) -> None:
+        # A test that forgot close() (no ``with``) leaves the scheduler's threads running
+        # and its last runs unwaited-for: said as Python says an unclosed file, with the
+        # fix, when the stepper is collected (at the end of the test that made it).  A
+        # RuntimeWarning, not the ResourceWarning of a file: Python and pytest hide
+        # those unless asked, and this one is meant to be seen.  Only said, not shut
+        # down here: a finaliser may run on any thread, an action's included, where a
+        # shutdown would wait for itself.
+        if getattr(self, "_closed", True) or not self._scheduler.running:
+            return
+        warnings.warn(
+            f"unclosed {self!r}: its scheduler still runs; use 'with Stepper(...) as "
+            "steps:' or call steps.close() at the end of the test",
+            RuntimeWarning,
+            stacklevel=2,
+            source=self,
+        )
 
     def _check_open(self, verb: str) -> None:
         if self._closed or not self._scheduler.running:

@@ -3,8 +3,10 @@ instant by a test, every wait bounded, every refusal naming what it refused."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -17,6 +19,7 @@ from lldsched import (
     FakeClock,
     FixedRate,
     OneTime,
+    Outcome,
     RetryPolicy,
     Scheduler,
     SchedulerStateError,
@@ -217,6 +220,28 @@ def test_a_job_that_blocks_fails_the_advance_after_the_timeout_naming_the_task()
         steps.close()
 
 
+def test_a_coroutine_that_outlasts_the_wait_is_told_its_timeout_counts_real_seconds() -> None:
+    never = asyncio.Event()
+
+    async def fetch() -> None:
+        await never.wait()  # a feed that never answers
+
+    scheduler = Scheduler(clock=FakeClock(T0), history_limit=None)
+    scheduler.schedule("prices", fetch, OneTime(delay=0), id="prices", timeout=30)
+    scheduler.schedule("report", noop, OneTime(delay=0), id="report", timeout=0.1)
+    with Stepper(scheduler, timeout=0.2) as steps:
+        with pytest.raises(SettleTimeoutError) as caught:
+            steps.settle()
+        assert str(caught.value).endswith(
+            "still running: prices 'prices' (attempt 1), its timeout 30 s longer than this "
+            "wait (a coroutine's or a worker process's timeout counts real seconds: shorten "
+            "it in the test with scheduler.modify('prices', timeout=...))"
+        )  # the report's timeout, shorter than the wait, is not in it: it ran
+        steps.scheduler.modify("prices", timeout=0.05)  # re-armed from its start: cut now
+        steps.settle()
+        assert [r.outcome for r in steps.records("prices")] == [Outcome.TIMED_OUT]
+
+
 def test_closing_while_a_job_blocks_says_so_and_a_with_block_keeps_the_tests_own_error() -> None:
     release = threading.Event()
     scheduler = Scheduler(clock=FakeClock(T0))
@@ -340,3 +365,21 @@ def test_a_task_that_stays_due_without_running_is_reported_after_the_timeout(
         with pytest.raises(SettleTimeoutError, match=r"did not settle within 0\.2 s at .*:30"):
             steps.advance(60)
         assert steps.now == T0 + 30
+
+
+def test_an_unclosed_stepper_warns_when_collected_naming_the_fix_a_closed_one_does_not() -> None:
+    scheduler = Scheduler(clock=FakeClock(T0))
+    steps = Stepper(scheduler)
+    with pytest.warns(RuntimeWarning, match=r"unclosed <Stepper at .*steps\.close\(\)") as said:
+        del steps  # a test that forgot the with block: its stepper goes at its end
+    assert len(said) == 1 and scheduler.running  # said, not shut down behind the test
+    assert scheduler.shutdown(timeout=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        closed = Stepper(Scheduler(clock=FakeClock(T0)))
+        closed.close()
+        del closed
+        stopped = Scheduler(clock=FakeClock(T0))
+        left = Stepper(stopped)
+        assert stopped.shutdown(timeout=5)  # shut down without the stepper: nothing runs on
+        del left
