@@ -6,7 +6,10 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
+from decimal import Decimal
+from fractions import Fraction
 
+import numpy
 import pytest
 
 from lldsched import (
@@ -205,6 +208,43 @@ def test_a_failure_model_returning_a_number_is_an_error_naming_it_and_the_task(
     with pytest.raises(ValidationError, match=rf"of task 'import' returned {answer}; a failure"):
         sim.run(T + 10)
     assert task.status is TaskStatus.FAILED and sim.busy == 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [
+        ([], r"\[\]"),
+        (["timeout"], r"\['timeout'\]"),
+        ({}, r"\{\}"),
+        (b"OSError", r"b'OSError'"),
+        (Fraction(1, 2), r"Fraction\(1, 2\)"),
+        (Decimal("0.05"), r"Decimal\('0.05'\)"),
+        (0j, r"0j"),
+    ],
+)
+def test_a_failure_model_returning_anything_but_a_verdict_is_an_error_naming_it(
+    answer: object, shown: str
+) -> None:
+    """Only an int or a float was refused: any other answer was read by its truth, so
+    ``[]`` or ``Decimal`` succeeded or failed every attempt without a word."""
+    sim = Simulation(workers=1, start=T)
+    task = sim.schedule(
+        "import",
+        OneTime(delay=0),
+        fails=lambda rng, attempt: answer,  # type: ignore[arg-type,return-value]
+        retry=RetryPolicy.never(),
+    )
+    with pytest.raises(ValidationError, match=rf"of task 'import' returned {shown}; a failure"):
+        sim.run(T + 10)
+    assert task.status is TaskStatus.FAILED and sim.busy == 0
+
+
+def test_a_failure_model_returning_numpys_bool_is_read_as_a_verdict() -> None:
+    sim = Simulation(workers=1, start=T)
+    verdicts = iter([numpy.bool_(True), numpy.bool_(False)])  # what `x < p` of numpy gives
+    task = sim.schedule("t", OneTime(delay=0), fails=lambda rng, attempt: next(verdicts))
+    sim.run(T + 10)
+    assert [r.error for r in task.history] == ["SimulatedFailure: attempt 1", None]
 
 
 @pytest.mark.parametrize(

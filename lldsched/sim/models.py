@@ -15,9 +15,10 @@ attempt N"``), or a function ``model(rng, attempt)`` that returns ``False`` or
 ``None`` (the attempt succeeds), ``True`` (it fails with that text), a
 non-empty error text (it fails with that text; ``""`` succeeds), or an exception
 instance (it fails with its
-``"Type: message"``).  A number returned (``0.3``: a probability meant for
-``fails=0.3``) is refused, naming the model and the task
-(:func:`failure_of`).
+``"Type: message"``); numpy's ``bool_`` reads as a ``bool``.  Anything else is refused
+at its draw, naming the model, the task and the value (:func:`failure_of`): a number
+(``0.3``: a probability meant for ``fails=0.3``), a list or any other object, whose
+truth would fail every attempt or none.
 
 In both functions ``rng`` is the task's own ``random.Random``, seeded from the
 simulation's seed and the task *id*, and ``attempt`` the attempt's number within
@@ -62,6 +63,7 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from numbers import Number
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -247,9 +249,9 @@ def simulated_failure(attempt: int) -> str:
 def failure_of(answer: object, *, attempt: int, model: object, task: str) -> str | None:
     """What a failure model's ``answer`` for ``attempt`` means: ``None`` (the attempt
     succeeds) or its error text.  The one reading of a failure model's answer (see
-    the module docstring); a number (not a bool) is a ``ValidationError`` naming
-    ``model``, ``task`` and the value, as a probability returned where a verdict was
-    meant would fail every attempt."""
+    the module docstring); any other answer (a number, a list, an object) is a
+    ``ValidationError`` naming ``model``, ``task`` and the value, as its truth would fail
+    every attempt or none (a probability returned where a verdict was meant: every one)."""
     if answer is None or answer is False:
         return None
     if answer is True:
@@ -258,13 +260,23 @@ def failure_of(answer: object, *, attempt: int, model: object, task: str) -> str
         return answer or None
     if isinstance(answer, BaseException):
         return error_text(answer)
-    if isinstance(answer, int | float):
-        raise ValidationError(
-            f"fails model {model!r} of task {task!r} returned {answer!r}; a failure model "
-            "returns True/False, None, an error text or an exception (a probability is "
-            "given as fails=<p> itself)"
-        )
-    return simulated_failure(attempt) if answer else None
+    if _numpy_bool(answer):  # rng-free models written with numpy: a verdict all the same
+        return simulated_failure(attempt) if answer else None
+    # Anything else was read by its truth (was: only an int or a float was refused), so
+    # a model that returned a list, a Fraction or numpy's int64 failed every attempt, or
+    # none, without a word.
+    hint = " (a probability is given as fails=<p> itself)" if isinstance(answer, Number) else ""
+    raise ValidationError(
+        f"fails model {model!r} of task {task!r} returned {answer!r}; a failure model "
+        f"returns True/False, None, an error text or an exception{hint}"
+    )
+
+
+def _numpy_bool(answer: object) -> bool:
+    """True for numpy's boolean scalar (``numpy.bool_``; ``numpy.bool`` in numpy 2), what
+    a comparison of numpy numbers gives; checked by name: numpy is not imported here."""
+    kind = type(answer)
+    return kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
 
 
 def bad_duration(drawn: object, *, model: object, task: str) -> ValidationError:
