@@ -63,8 +63,8 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from numbers import Number
 from datetime import datetime, timedelta
+from numbers import Number
 from typing import TypeVar
 
 from lldsched.checks import LONGEST, fraction, number, seconds, whole
