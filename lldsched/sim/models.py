@@ -68,7 +68,7 @@ from numbers import Number
 from typing import TypeVar
 
 from lldsched.checks import LONGEST, fraction, number, seconds, whole
-from lldsched.clock import to_timestamp
+from lldsched.clock import LATEST, to_timestamp
 from lldsched.errors import ValidationError, error_text
 
 __all__ = [
@@ -208,8 +208,10 @@ def poisson_arrivals(
     of ``rate`` arrivals a second: gaps drawn independently from an exponential of mean
     ``1 / rate`` (``random.expovariate(rate)``) by a ``random.Random(seed)`` of its own,
     so the same arguments give the same instants whatever else draws.  Exactly one of
-    ``count`` (how many) or ``until`` (none after it) says where it ends.  Lazy: a
-    year of arrivals is read one at a time.
+    ``count`` (how many) or ``until`` (none after it) says where it ends; either way none
+    comes after the end of year 9999, where virtual time ends (a ``count`` of a rate
+    too slow to reach it gives fewer: ``rate=1e-308`` gave ``inf``, and ``1e-10`` instants
+    that no ``OneTime`` takes).  Lazy: a year of arrivals is read one at a time.
 
     Raises :class:`~lldsched.errors.ValidationError` naming the bad value, when called
     (not at the first instant read)."""
@@ -223,10 +225,14 @@ def poisson_arrivals(
         )
     if count is not None:
         whole(count, name="poisson_arrivals count", at_least=0)
-    end = math.inf if until is None else to_timestamp(until, name="poisson_arrivals until")
+    end = _LAST_ARRIVAL if until is None else to_timestamp(until, name="poisson_arrivals until")
     if end < begin:
         raise ValidationError(f"poisson_arrivals until={until!r} is before start={start!r}")
     return _arrivals(rate, begin, end, count, random.Random(seed))
+
+
+_LAST_ARRIVAL = math.nextafter(LATEST, -math.inf)
+"""The last instant an arrival may fall on: virtual time's last (a ``datetime``'s)."""
 
 
 def _arrivals(
