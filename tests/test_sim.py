@@ -383,6 +383,31 @@ def test_a_duration_model_returning_no_duration_is_an_error_naming_the_task(draw
         sim.run(T + 10)
 
 
+@pytest.mark.parametrize(
+    "drawn", [numpy.int64(42), numpy.int32(42), numpy.float32(42), Fraction(84, 2)], ids=repr
+)
+def test_a_duration_of_a_real_number_type_of_its_own_is_read_as_seconds(drawn: object) -> None:
+    """A model that picks from observed durations, ``rng.choice(frame["s"].to_numpy())``,
+    draws numpy's ``int64``: refused as "no duration" ("returned np.int64(42); a duration
+    must be finite seconds >= 0"), and as a constant "no number of seconds"."""
+    sim = Simulation(workers=2, start=T)
+    drawn_task = sim.schedule("drawn", OneTime(delay=0), duration=lambda rng, attempt: drawn)
+    constant = sim.schedule("constant", OneTime(delay=0), duration=drawn)  # type: ignore[arg-type]
+    sim.run(T + 60)
+    assert [(r.duration, type(r.duration)) for r in drawn_task.history] == [(42.0, float)]
+    assert [r.duration for r in constant.history] == [42.0]
+
+
+@pytest.mark.parametrize("drawn", [numpy.int64(-1), numpy.float32("nan"), numpy.bool_(True)])
+def test_a_duration_of_a_number_type_of_its_own_out_of_range_is_refused_naming_it(
+    drawn: object,
+) -> None:
+    sim = Simulation(workers=1, start=T)
+    sim.schedule("broken", OneTime(delay=0), duration=lambda rng, attempt: drawn)
+    with pytest.raises(ValidationError, match=rf"task 'broken' returned {re.escape(repr(drawn))};"):
+        sim.run(T + 10)
+
+
 def test_a_lognormal_draw_past_a_floats_range_is_refused_as_any_draw_naming_the_task() -> None:
     """Before: ``OverflowError: math range error`` out of ``random.lognormvariate``, naming
     neither the model nor the task (``exp`` of a draw past 709)."""

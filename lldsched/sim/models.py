@@ -7,7 +7,8 @@ whole duration.
 
 A *duration model* is a number of seconds or a ``timedelta`` (every attempt takes
 exactly that), or a function ``model(rng, attempt) -> seconds`` (a finite number
->= 0).
+>= 0, or a ``timedelta``).  A real number of a type of its own (numpy's ``int64``,
+a ``Fraction``) is read as a ``float``.
 
 A *failure model* is a probability ``p`` in [0, 1] (each attempt fails
 independently with probability ``p``, the error text ``"SimulatedFailure:
@@ -64,7 +65,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from numbers import Number
+from numbers import Number, Real
 from typing import TypeVar
 
 from lldsched.checks import LONGEST, fraction, number, seconds, whole
@@ -297,6 +298,31 @@ def bad_duration(drawn: object, *, model: object, task: str) -> ValidationError:
     )
 
 
+def other_real(value: object) -> object:
+    """``value`` as a ``float`` if it is a real number of a type of its own (numpy's
+    ``int64``, what a model that picks from observed integer durations,
+    ``rng.choice(frame["seconds"].to_numpy())``, returns; a ``Fraction``), else as it
+    is: :func:`~lldsched.checks.seconds` takes ``int`` and ``float`` only, and refused
+    ``np.int64(42)`` as no duration ("must be finite seconds >= 0").  Never a bool."""
+    if isinstance(value, Real) and not isinstance(value, bool | int | float):
+        return float(value)
+    return value
+
+
+def drawn_duration(drawn: object, *, model: object, task: str) -> float:
+    """The seconds of a duration ``model``'s draw that :func:`~lldsched.checks.seconds`
+    refused: a real number of another type (:func:`other_real`) checked as a float, else
+    :func:`bad_duration` raised.  Called only once the check has refused the draw, so a
+    model that returns floats costs nothing more."""
+    real = other_real(drawn)
+    if real is not drawn:
+        try:
+            return seconds(real, name="duration", at_least=0)
+        except ValidationError:
+            pass
+    raise bad_duration(drawn, model=model, task=task)
+
+
 def check_duration(value: DurationModel | timedelta) -> DurationModel:
     """Validate a duration model (a number now; a function's results when drawn).
 
@@ -305,7 +331,7 @@ def check_duration(value: DurationModel | timedelta) -> DurationModel:
         return value.seconds
     if callable(value):
         return _takes_rng_and_attempt(value, "duration")
-    return float(seconds(value, name="duration", at_least=0, unit=""))
+    return float(seconds(other_real(value), name="duration", at_least=0, unit=""))
 
 
 def check_failure(value: FailureModel) -> FailureModel:
