@@ -242,7 +242,7 @@ def test_a_failure_model_returning_anything_but_a_verdict_is_an_error_naming_it(
 def test_a_failure_model_returning_numpys_bool_is_read_as_a_verdict() -> None:
     sim = Simulation(workers=1, start=T)
     verdicts = iter([numpy.bool_(True), numpy.bool_(False)])  # what `x < p` of numpy gives
-    task = sim.schedule("t", OneTime(delay=0), fails=lambda rng, attempt: next(verdicts))
+    task = sim.schedule("t", OneTime(delay=0), fails=lambda rng, attempt: next(verdicts))  # type: ignore[arg-type,return-value]
     sim.run(T + 10)
     assert [r.error for r in task.history] == ["SimulatedFailure: attempt 1", None]
 
@@ -391,7 +391,7 @@ def test_a_duration_of_a_real_number_type_of_its_own_is_read_as_seconds(drawn: o
     draws numpy's ``int64``: refused as "no duration" ("returned np.int64(42); a duration
     must be finite seconds >= 0"), and as a constant "no number of seconds"."""
     sim = Simulation(workers=2, start=T)
-    drawn_task = sim.schedule("drawn", OneTime(delay=0), duration=lambda rng, attempt: drawn)
+    drawn_task = sim.schedule("drawn", OneTime(delay=0), duration=lambda rng, attempt: drawn)  # type: ignore[arg-type]
     constant = sim.schedule("constant", OneTime(delay=0), duration=drawn)  # type: ignore[arg-type]
     sim.run(T + 60)
     assert [(r.duration, type(r.duration)) for r in drawn_task.history] == [(42.0, float)]
@@ -403,7 +403,7 @@ def test_a_duration_of_a_number_type_of_its_own_out_of_range_is_refused_naming_i
     drawn: object,
 ) -> None:
     sim = Simulation(workers=1, start=T)
-    sim.schedule("broken", OneTime(delay=0), duration=lambda rng, attempt: drawn)
+    sim.schedule("broken", OneTime(delay=0), duration=lambda rng, attempt: drawn)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match=rf"task 'broken' returned {re.escape(repr(drawn))};"):
         sim.run(T + 10)
 

@@ -233,7 +233,7 @@ def test_a_duration_model_that_draws_a_negative_number_names_the_task() -> None:
 
 def test_a_duration_model_that_draws_numpys_int64_runs_that_many_seconds() -> None:
     """Refused as "no duration" before, as in the one-node simulation."""
-    task = ClusterTask("report", every=60.0, duration=lambda rng, attempt: numpy.int64(5))
+    task = ClusterTask("report", every=60.0, duration=lambda rng, attempt: numpy.int64(5))  # type: ignore[arg-type]
     outcome = simulate_cluster(ClusterScenario(tasks=(task,)))
     durations = {run.finished - run.claimed for run in outcome.runs if run.finished is not None}
     assert durations == {5.0}
