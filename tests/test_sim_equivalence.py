@@ -442,7 +442,7 @@ def test_a_services_forty_jobs_on_three_workers_stepped_on_threads_run_as_simula
         sim.schedule(name, schedule, action=action, id=name, retry=retry)
     sim.run_for(horizon)
 
-    def runs(records: Sequence[ExecutionRecord]) -> list[tuple[object, ...]]:
+    def runs(records: Sequence[ExecutionRecord]) -> list[tuple[Any, ...]]:
         return sorted(
             (r.task_id, r.slot, r.due, r.attempt, r.started, r.finished, r.error, r.outcome)
             for r in records
