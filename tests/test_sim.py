@@ -269,6 +269,26 @@ def test_fails_on_refuses_attempts_that_never_come_and_an_error_that_is_no_text(
         fails_on(*attempts, error=error)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("model", "shown"),
+    [
+        (uniform(60, 600), "uniform(60, 600)"),
+        (uniform(1234567, 2e6), "uniform(1234567.0, 2e+06)"),
+        (lognormal(median=240, sigma=0.4), "lognormal(median=240, sigma=0.4)"),
+        (exponential(mean=0.1234567), "exponential(mean=0.1234567)"),
+        (fixed(86400.5), "fixed(86400.5)"),
+    ],
+    ids=repr,
+)
+def test_a_models_repr_is_the_model_as_written(model: object, shown: str) -> None:
+    """``:g`` kept six significant digits: ``uniform(1234567, 2e6)`` printed as
+    ``uniform(1.23457e+06, 2e+06)`` and ``exponential(mean=0.1234567)`` as
+    ``exponential(mean=0.123457)``, other models than the scenario's."""
+    assert repr(model) == shown
+    assert eval(shown, {"uniform": uniform, "lognormal": lognormal, "exponential": exponential,
+                        "fixed": fixed}) == model  # fmt: skip
+
+
 def test_the_same_seed_gives_identical_records_and_another_seed_does_not() -> None:
     def replay(seed: int) -> list[ExecutionRecord]:
         sim = Simulation(workers=2, start=T, seed=seed)

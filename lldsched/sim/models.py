@@ -91,6 +91,14 @@ DurationModel = float | Callable[[random.Random, int], float]
 FailureModel = float | Callable[[random.Random, int], "bool | str | BaseException | None"]
 
 
+def _shown(value: float) -> str:
+    """A model's parameter as its repr shows it: short (``60``, ``1e+06``) where that is
+    the same number, else in full, so the repr gives the model back (``:g`` alone showed
+    ``uniform(1234567, 2e6)`` as ``uniform(1.23457e+06, 2e+06)``, another model)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
+
+
 @dataclass(frozen=True, slots=True)
 class fixed:
     """Always ``seconds``."""
@@ -104,7 +112,7 @@ class fixed:
         return self.seconds
 
     def __repr__(self) -> str:
-        return f"fixed({self.seconds:g})"
+        return f"fixed({_shown(self.seconds)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +133,7 @@ class uniform:
         return rng.uniform(self.low, self.high)
 
     def __repr__(self) -> str:
-        return f"uniform({self.low:g}, {self.high:g})"
+        return f"uniform({_shown(self.low)}, {_shown(self.high)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +150,7 @@ class exponential:
         return rng.expovariate(1.0 / self.mean)
 
     def __repr__(self) -> str:
-        return f"exponential(mean={self.mean:g})"
+        return f"exponential(mean={_shown(self.mean)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +176,7 @@ class lognormal:
             return math.inf  # refused as any draw out of range is, naming model and task
 
     def __repr__(self) -> str:
-        return f"lognormal(median={self.median:g}, sigma={self.sigma:g})"
+        return f"lognormal(median={_shown(self.median)}, sigma={_shown(self.sigma)})"
 
 
 @dataclass(frozen=True, slots=True)
