@@ -7,8 +7,9 @@ whole duration.
 
 A *duration model* is a number of seconds or a ``timedelta`` (every attempt takes
 exactly that), or a function ``model(rng, attempt) -> seconds`` (a finite number
->= 0, or a ``timedelta``).  A real number of a type of its own (numpy's ``int64``,
-a ``Fraction``) is read as a ``float``.
+>= 0, or a ``timedelta``; a real number of a type of its own, numpy's ``int64`` or a
+``Fraction``, is read as a ``float``).  A constant is an ``int`` or a ``float``, as
+every number of seconds the library takes (``FixedRate(60)``).
 
 A *failure model* is a probability ``p`` in [0, 1] (each attempt fails
 independently with probability ``p``, the error text ``"SimulatedFailure:
@@ -339,7 +340,7 @@ def check_duration(value: DurationModel | timedelta) -> DurationModel:
         return value.seconds
     if callable(value):
         return _takes_rng_and_attempt(value, "duration")
-    return float(seconds(other_real(value), name="duration", at_least=0, unit=""))
+    return float(seconds(value, name="duration", at_least=0, unit=""))
 
 
 def check_failure(value: FailureModel) -> FailureModel:
