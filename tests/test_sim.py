@@ -192,12 +192,19 @@ def test_a_failure_model_answers_a_verdict_a_text_or_an_exception(
     assert task.history[0].error == error
 
 
-@pytest.mark.parametrize("answer", [0.3, 0, 1])
-def test_a_failure_model_returning_a_number_is_an_error_naming_it_and_the_task(
-    answer: float,
+@pytest.mark.parametrize(
+    "answer",
+    [0.3, 0, 1, [], ["timeout"], {}, b"OSError", Fraction(1, 2), Decimal("0.05"), 0j],
+    ids=repr,
+)
+def test_a_failure_model_returning_no_verdict_is_an_error_naming_it_and_the_task(
+    answer: object,
 ) -> None:
     """A probability returned where a verdict is meant (``lambda rng, attempt: 0.3``) failed
-    every attempt, being truthy; it is refused at its draw, as a bad duration is."""
+    every attempt, being truthy; it is refused at its draw, as a bad duration is.  So is
+    any answer that is none of a verdict's kinds: only an int or a float was refused, and
+    the rest read by their truth (``[]`` or ``Decimal`` succeeded or failed every attempt
+    without a word)."""
     sim = Simulation(workers=1, start=T)
     task = sim.schedule(
         "import",
@@ -205,36 +212,8 @@ def test_a_failure_model_returning_a_number_is_an_error_naming_it_and_the_task(
         fails=lambda rng, attempt: answer,  # type: ignore[arg-type,return-value]
         retry=RetryPolicy.never(),
     )
-    with pytest.raises(ValidationError, match=rf"of task 'import' returned {answer}; a failure"):
-        sim.run(T + 10)
-    assert task.status is TaskStatus.FAILED and sim.busy == 0
-
-
-@pytest.mark.parametrize(
-    ("answer", "shown"),
-    [
-        ([], r"\[\]"),
-        (["timeout"], r"\['timeout'\]"),
-        ({}, r"\{\}"),
-        (b"OSError", r"b'OSError'"),
-        (Fraction(1, 2), r"Fraction\(1, 2\)"),
-        (Decimal("0.05"), r"Decimal\('0.05'\)"),
-        (0j, r"0j"),
-    ],
-)
-def test_a_failure_model_returning_anything_but_a_verdict_is_an_error_naming_it(
-    answer: object, shown: str
-) -> None:
-    """Only an int or a float was refused: any other answer was read by its truth, so
-    ``[]`` or ``Decimal`` succeeded or failed every attempt without a word."""
-    sim = Simulation(workers=1, start=T)
-    task = sim.schedule(
-        "import",
-        OneTime(delay=0),
-        fails=lambda rng, attempt: answer,  # type: ignore[arg-type,return-value]
-        retry=RetryPolicy.never(),
-    )
-    with pytest.raises(ValidationError, match=rf"of task 'import' returned {shown}; a failure"):
+    said = rf"of task 'import' returned {re.escape(repr(answer))}; a failure"
+    with pytest.raises(ValidationError, match=said):
         sim.run(T + 10)
     assert task.status is TaskStatus.FAILED and sim.busy == 0
 
