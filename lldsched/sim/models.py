@@ -329,7 +329,7 @@ def drawn_duration(drawn: object, *, model: object, task: str) -> float:
             return seconds(real, name="duration", at_least=0)
         except ValidationError:
             pass
-    raise bad_duration(drawn, model=model, task=task)
+    raise bad_duration(drawn, model=model, task=task) from None  # not the check's, chained
 
 
 def check_duration(value: DurationModel | timedelta) -> DurationModel:
