@@ -6,7 +6,10 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
+from decimal import Decimal
+from fractions import Fraction
 
+import numpy
 import pytest
 
 from lldsched import (
@@ -189,12 +192,19 @@ def test_a_failure_model_answers_a_verdict_a_text_or_an_exception(
     assert task.history[0].error == error
 
 
-@pytest.mark.parametrize("answer", [0.3, 0, 1])
-def test_a_failure_model_returning_a_number_is_an_error_naming_it_and_the_task(
-    answer: float,
+@pytest.mark.parametrize(
+    "answer",
+    [0.3, 0, 1, [], ["timeout"], {}, b"OSError", Fraction(1, 2), Decimal("0.05"), 0j],
+    ids=repr,
+)
+def test_a_failure_model_returning_no_verdict_is_an_error_naming_it_and_the_task(
+    answer: object,
 ) -> None:
     """A probability returned where a verdict is meant (``lambda rng, attempt: 0.3``) failed
-    every attempt, being truthy; it is refused at its draw, as a bad duration is."""
+    every attempt, being truthy; it is refused at its draw, as a bad duration is.  So is
+    any answer that is none of a verdict's kinds: only an int or a float was refused, and
+    the rest read by their truth (``[]`` or ``Decimal`` succeeded or failed every attempt
+    without a word)."""
     sim = Simulation(workers=1, start=T)
     task = sim.schedule(
         "import",
@@ -202,9 +212,18 @@ def test_a_failure_model_returning_a_number_is_an_error_naming_it_and_the_task(
         fails=lambda rng, attempt: answer,  # type: ignore[arg-type,return-value]
         retry=RetryPolicy.never(),
     )
-    with pytest.raises(ValidationError, match=rf"of task 'import' returned {answer}; a failure"):
+    said = rf"of task 'import' returned {re.escape(repr(answer))}; a failure"
+    with pytest.raises(ValidationError, match=said):
         sim.run(T + 10)
     assert task.status is TaskStatus.FAILED and sim.busy == 0
+
+
+def test_a_failure_model_returning_numpys_bool_is_read_as_a_verdict() -> None:
+    sim = Simulation(workers=1, start=T)
+    verdicts = iter([numpy.bool_(True), numpy.bool_(False)])  # what `x < p` of numpy gives
+    task = sim.schedule("t", OneTime(delay=0), fails=lambda rng, attempt: next(verdicts))  # type: ignore[arg-type,return-value]
+    sim.run(T + 10)
+    assert [r.error for r in task.history] == ["SimulatedFailure: attempt 1", None]
 
 
 @pytest.mark.parametrize(
@@ -227,6 +246,26 @@ def test_fails_on_refuses_attempts_that_never_come_and_an_error_that_is_no_text(
     printed as ``fails_on(1)``)."""
     with pytest.raises(ValidationError, match=message):
         fails_on(*attempts, error=error)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("model", "shown"),
+    [
+        (uniform(60, 600), "uniform(60, 600)"),
+        (uniform(1234567, 2e6), "uniform(1234567.0, 2e+06)"),
+        (lognormal(median=240, sigma=0.4), "lognormal(median=240, sigma=0.4)"),
+        (exponential(mean=0.1234567), "exponential(mean=0.1234567)"),
+        (fixed(86400.5), "fixed(86400.5)"),
+    ],
+    ids=repr,
+)
+def test_a_models_repr_is_the_model_as_written(model: object, shown: str) -> None:
+    """``:g`` kept six significant digits: ``uniform(1234567, 2e6)`` printed as
+    ``uniform(1.23457e+06, 2e+06)`` and ``exponential(mean=0.1234567)`` as
+    ``exponential(mean=0.123457)``, other models than the scenario's."""
+    assert repr(model) == shown
+    assert eval(shown, {"uniform": uniform, "lognormal": lognormal, "exponential": exponential,
+                        "fixed": fixed}) == model  # fmt: skip
 
 
 def test_the_same_seed_gives_identical_records_and_another_seed_does_not() -> None:
@@ -340,6 +379,32 @@ def test_a_duration_model_returning_no_duration_is_an_error_naming_the_task(draw
         r"seconds >= 0, at most 315537897600 \(year 1 to 9999\)"
     )
     with pytest.raises(ValidationError, match=said):
+        sim.run(T + 10)
+
+
+@pytest.mark.parametrize(
+    "drawn", [numpy.int64(42), numpy.int32(42), numpy.float32(42), Fraction(84, 2)], ids=repr
+)
+def test_a_duration_of_a_real_number_type_of_its_own_is_read_as_seconds(drawn: object) -> None:
+    """A model that picks from observed durations, ``rng.choice(frame["s"].to_numpy())``,
+    draws numpy's ``int64``: it was refused as "no duration" mid-run ("returned
+    np.int64(42); a duration must be finite seconds >= 0").  A constant is an int or a
+    float, as every number of seconds the library takes, refused at once naming it."""
+    sim = Simulation(workers=1, start=T)
+    task = sim.schedule("drawn", OneTime(delay=0), duration=lambda rng, attempt: drawn)  # type: ignore[arg-type]
+    sim.run(T + 60)
+    assert [(r.duration, type(r.duration)) for r in task.history] == [(42.0, float)]
+    with pytest.raises(ValidationError, match=re.escape(f"got {drawn!r}")):
+        sim.schedule("constant", OneTime(delay=0), duration=drawn)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("drawn", [numpy.int64(-1), numpy.float32("nan"), numpy.bool_(True)])
+def test_a_duration_of_a_number_type_of_its_own_out_of_range_is_refused_naming_it(
+    drawn: object,
+) -> None:
+    sim = Simulation(workers=1, start=T)
+    sim.schedule("broken", OneTime(delay=0), duration=lambda rng, attempt: drawn)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=rf"task 'broken' returned {re.escape(repr(drawn))};"):
         sim.run(T + 10)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy
 import pytest
 
 from lldsched import ValidationError
@@ -228,6 +229,14 @@ def test_a_duration_model_that_draws_a_negative_number_names_the_task() -> None:
     task = ClusterTask("report", every=60.0, duration=lambda rng, attempt: -1.0)
     with pytest.raises(ValidationError, match=r"task 'report' returned -1\.0"):
         simulate_cluster(ClusterScenario(tasks=(task,)))
+
+
+def test_a_duration_model_that_draws_numpys_int64_runs_that_many_seconds() -> None:
+    """Refused as "no duration" before, as in the one-node simulation."""
+    task = ClusterTask("report", every=60.0, duration=lambda rng, attempt: numpy.int64(5))  # type: ignore[arg-type]
+    outcome = simulate_cluster(ClusterScenario(tasks=(task,)))
+    durations = {run.finished - run.claimed for run in outcome.runs if run.finished is not None}
+    assert durations == {5.0}
 
 
 def test_simulate_cluster_takes_only_a_scenario() -> None:

@@ -38,6 +38,7 @@ from lldsched import (
     Scheduler,
 )
 from lldsched.sim import Simulation
+from lldsched.testing import Stepper
 from tests.conftest import T0
 
 Outcome = tuple[str, float, int, str]
@@ -399,3 +400,54 @@ def test_overlap_policies_on_a_saturated_worker_give_the_same_runs_on_both_runti
     assert cancel[:4] == [(5, "ok", 5), (125, "skipped", 205), (185, "skipped", 205),
                           (65, "ok", 205)]  # fmt: skip
     assert "cancelled" not in {outcome for *_, outcome, _, _ in threaded}
+
+
+def test_a_services_forty_jobs_on_three_workers_stepped_on_threads_run_as_simulated() -> None:
+    """What a capacity planner replays: twenty hourly crons in Berlin across the night the
+    clocks go forward and twenty fixed rates, on three workers, failing now and then and
+    retried with jittered backoff, on a threaded ``Scheduler`` that
+    ``lldsched.testing.Stepper`` moves through time and on a ``Simulation`` of the same
+    seed: the same runs, attempt by attempt (worker numbers aside: on threads, whichever
+    thread takes the run)."""
+    start, horizon = datetime(2026, 3, 28, 22, tzinfo=UTC), 8 * 3600
+    retry = RetryPolicy(max_attempts=3, initial_backoff=10, jitter=0.5)
+
+    def failing_now_and_then(salt: int) -> Callable[[], None]:
+        runs = [0]
+
+        def action() -> None:
+            runs[0] += 1
+            if (runs[0] * 7 + salt) % 13 == 0:
+                raise RuntimeError(f"run {runs[0]}")
+
+        return action
+
+    def jobs() -> list[tuple[str, Schedule, Callable[[], None]]]:
+        crons: list[tuple[str, Schedule, Callable[[], None]]] = [
+            (f"cron-{i}", CronSchedule(f"{i} * * * *", tz=BERLIN), failing_now_and_then(i))
+            for i in range(20)
+        ]
+        return crons + [
+            (f"rate-{i}", FixedRate(300 + 30 * i), failing_now_and_then(100 + i)) for i in range(20)
+        ]
+
+    log = EventLog()
+    scheduler = Scheduler(workers=3, clock=FakeClock(start), listeners=[log], seed=5)
+    for name, schedule, action in jobs():
+        scheduler.schedule(name, action, schedule, id=name, retry=retry)
+    with Stepper(scheduler) as stepper:
+        stepper.advance(horizon)
+    sim = Simulation(workers=3, start=start, seed=5)
+    for name, schedule, action in jobs():
+        sim.schedule(name, schedule, action=action, id=name, retry=retry)
+    sim.run_for(horizon)
+
+    def runs(records: Sequence[ExecutionRecord]) -> list[tuple[Any, ...]]:
+        return sorted(
+            (r.task_id, r.slot, r.due, r.attempt, r.started, r.finished, r.error, r.outcome)
+            for r in records
+        )
+
+    threaded = runs([event.record for event in log.events if event.record is not None])
+    assert threaded == runs(sim.records())
+    assert len(threaded) > 1300 and sum(r[3] > 1 for r in threaded) > 50  # retries ran

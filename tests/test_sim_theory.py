@@ -60,6 +60,7 @@ from lldsched import (
     TaskRetiredError,
     ValidationError,
 )
+from lldsched.clock import LATEST
 from lldsched.sim import Simulation, exponential, fixed, poisson_arrivals
 from lldsched.views.frames import schedules_of, task_summary, to_frame, utilisation
 from lldsched.views.report import summarize
@@ -430,6 +431,17 @@ def test_poisson_arrivals_are_reproducible_ascending_and_as_dense_as_the_rate() 
     start = datetime.fromtimestamp(T, tz=UTC)
     assert list(poisson_arrivals(0.5, start=start, seed=3, count=5)) == instants[:5]
     assert list(poisson_arrivals(0.5, start=T, count=0)) == []
+
+
+@pytest.mark.parametrize("rate", [1e-308, 1e-10])
+def test_poisson_arrivals_end_with_virtual_time_at_the_end_of_year_9999(rate: float) -> None:
+    """A ``count`` of a rate too slow to reach it gave instants past year 9999 (``inf`` for
+    the slowest), which no simulation reaches and no ``OneTime`` takes."""
+    instants = list(poisson_arrivals(rate, start=T, seed=3, count=100))
+    assert len(instants) < 100 and all(instant < LATEST for instant in instants)
+    sim = Simulation(workers=1, start=T)
+    for instant in instants:  # each one a simulation can hold
+        sim.schedule("upload", OneTime(at=instant), duration=fixed(1))
 
 
 @pytest.mark.parametrize(

@@ -57,7 +57,7 @@ from lldsched.schedules.simple import FixedRate
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.cluster_scenario import ClusterScenario, Crash, Pause
 from lldsched.sim.leases import LeaseTable, Sink, TaskRow
-from lldsched.sim.models import bad_duration
+from lldsched.sim.models import drawn_duration
 
 __all__ = ["simulate_cluster"]
 
@@ -262,7 +262,7 @@ class _Cluster:
         try:
             return checks.seconds(drawn, name="duration", at_least=0)
         except ValidationError:
-            raise bad_duration(drawn, model=model, task=task_id) from None
+            return drawn_duration(drawn, model=model, task=task_id)
 
     def _renew(self, node: _Node) -> None:
         local = self._lease_now(node)

@@ -7,7 +7,9 @@ whole duration.
 
 A *duration model* is a number of seconds or a ``timedelta`` (every attempt takes
 exactly that), or a function ``model(rng, attempt) -> seconds`` (a finite number
->= 0).
+>= 0, or a ``timedelta``; a real number of a type of its own, numpy's ``int64`` or a
+``Fraction``, is read as a ``float``).  A constant is an ``int`` or a ``float``, as
+every number of seconds the library takes (``FixedRate(60)``).
 
 A *failure model* is a probability ``p`` in [0, 1] (each attempt fails
 independently with probability ``p``, the error text ``"SimulatedFailure:
@@ -15,9 +17,10 @@ attempt N"``), or a function ``model(rng, attempt)`` that returns ``False`` or
 ``None`` (the attempt succeeds), ``True`` (it fails with that text), a
 non-empty error text (it fails with that text; ``""`` succeeds), or an exception
 instance (it fails with its
-``"Type: message"``).  A number returned (``0.3``: a probability meant for
-``fails=0.3``) is refused, naming the model and the task
-(:func:`failure_of`).
+``"Type: message"``); numpy's ``bool_`` reads as a ``bool``.  Anything else is refused
+at its draw, naming the model, the task and the value (:func:`failure_of`): a number
+(``0.3``: a probability meant for ``fails=0.3``), a list or any other object, whose
+truth would fail every attempt or none.
 
 In both functions ``rng`` is the task's own ``random.Random``, seeded from the
 simulation's seed and the task *id*, and ``attempt`` the attempt's number within
@@ -63,10 +66,11 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from numbers import Number, Real
 from typing import TypeVar
 
 from lldsched.checks import LONGEST, fraction, number, seconds, whole
-from lldsched.clock import to_timestamp
+from lldsched.clock import LATEST, to_timestamp
 from lldsched.errors import ValidationError, error_text
 
 __all__ = [
@@ -88,6 +92,14 @@ DurationModel = float | Callable[[random.Random, int], float]
 FailureModel = float | Callable[[random.Random, int], "bool | str | BaseException | None"]
 
 
+def _shown(value: float) -> str:
+    """A model's parameter as its repr shows it: short (``60``, ``1e+06``) where that is
+    the same number, else in full, so the repr gives the model back (``:g`` alone showed
+    ``uniform(1234567, 2e6)`` as ``uniform(1.23457e+06, 2e+06)``, another model)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
+
+
 @dataclass(frozen=True, slots=True)
 class fixed:
     """Always ``seconds``."""
@@ -101,7 +113,7 @@ class fixed:
         return self.seconds
 
     def __repr__(self) -> str:
-        return f"fixed({self.seconds:g})"
+        return f"fixed({_shown(self.seconds)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +134,7 @@ class uniform:
         return rng.uniform(self.low, self.high)
 
     def __repr__(self) -> str:
-        return f"uniform({self.low:g}, {self.high:g})"
+        return f"uniform({_shown(self.low)}, {_shown(self.high)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +151,7 @@ class exponential:
         return rng.expovariate(1.0 / self.mean)
 
     def __repr__(self) -> str:
-        return f"exponential(mean={self.mean:g})"
+        return f"exponential(mean={_shown(self.mean)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +177,7 @@ class lognormal:
             return math.inf  # refused as any draw out of range is, naming model and task
 
     def __repr__(self) -> str:
-        return f"lognormal(median={self.median:g}, sigma={self.sigma:g})"
+        return f"lognormal(median={_shown(self.median)}, sigma={_shown(self.sigma)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +218,10 @@ def poisson_arrivals(
     of ``rate`` arrivals a second: gaps drawn independently from an exponential of mean
     ``1 / rate`` (``random.expovariate(rate)``) by a ``random.Random(seed)`` of its own,
     so the same arguments give the same instants whatever else draws.  Exactly one of
-    ``count`` (how many) or ``until`` (none after it) says where it ends.  Lazy: a
-    year of arrivals is read one at a time.
+    ``count`` (how many) or ``until`` (none after it) says where it ends; either way none
+    comes after the end of year 9999, where virtual time ends (a ``count`` of a rate
+    too slow to reach it gives fewer: ``rate=1e-308`` gave ``inf``, and ``1e-10`` instants
+    that no ``OneTime`` takes).  Lazy: a year of arrivals is read one at a time.
 
     Raises :class:`~lldsched.errors.ValidationError` naming the bad value, when called
     (not at the first instant read)."""
@@ -221,10 +235,14 @@ def poisson_arrivals(
         )
     if count is not None:
         whole(count, name="poisson_arrivals count", at_least=0)
-    end = math.inf if until is None else to_timestamp(until, name="poisson_arrivals until")
+    end = _LAST_ARRIVAL if until is None else to_timestamp(until, name="poisson_arrivals until")
     if end < begin:
         raise ValidationError(f"poisson_arrivals until={until!r} is before start={start!r}")
     return _arrivals(rate, begin, end, count, random.Random(seed))
+
+
+_LAST_ARRIVAL = math.nextafter(LATEST, -math.inf)
+"""The last instant an arrival may fall on: virtual time's last (a ``datetime``'s)."""
 
 
 def _arrivals(
@@ -247,9 +265,9 @@ def simulated_failure(attempt: int) -> str:
 def failure_of(answer: object, *, attempt: int, model: object, task: str) -> str | None:
     """What a failure model's ``answer`` for ``attempt`` means: ``None`` (the attempt
     succeeds) or its error text.  The one reading of a failure model's answer (see
-    the module docstring); a number (not a bool) is a ``ValidationError`` naming
-    ``model``, ``task`` and the value, as a probability returned where a verdict was
-    meant would fail every attempt."""
+    the module docstring); any other answer (a number, a list, an object) is a
+    ``ValidationError`` naming ``model``, ``task`` and the value, as its truth would fail
+    every attempt or none (a probability returned where a verdict was meant: every one)."""
     if answer is None or answer is False:
         return None
     if answer is True:
@@ -258,13 +276,23 @@ def failure_of(answer: object, *, attempt: int, model: object, task: str) -> str
         return answer or None
     if isinstance(answer, BaseException):
         return error_text(answer)
-    if isinstance(answer, int | float):
-        raise ValidationError(
-            f"fails model {model!r} of task {task!r} returned {answer!r}; a failure model "
-            "returns True/False, None, an error text or an exception (a probability is "
-            "given as fails=<p> itself)"
-        )
-    return simulated_failure(attempt) if answer else None
+    if _numpy_bool(answer):  # rng-free models written with numpy: a verdict all the same
+        return simulated_failure(attempt) if answer else None
+    # Anything else was read by its truth (was: only an int or a float was refused), so
+    # a model that returned a list, a Fraction or numpy's int64 failed every attempt, or
+    # none, without a word.
+    hint = " (a probability is given as fails=<p> itself)" if isinstance(answer, Number) else ""
+    raise ValidationError(
+        f"fails model {model!r} of task {task!r} returned {answer!r}; a failure model "
+        f"returns True/False, None, an error text or an exception{hint}"
+    )
+
+
+def _numpy_bool(answer: object) -> bool:
+    """True for numpy's boolean scalar (``numpy.bool_``; ``numpy.bool`` in numpy 2), what
+    a comparison of numpy numbers gives; checked by name: numpy is not imported here."""
+    kind = type(answer)
+    return kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
 
 
 def bad_duration(drawn: object, *, model: object, task: str) -> ValidationError:
@@ -277,6 +305,31 @@ def bad_duration(drawn: object, *, model: object, task: str) -> ValidationError:
         f"duration model {model!r} of task {task!r} returned {drawn!r}; a duration must be "
         f"finite seconds >= 0, at most {LONGEST:.0f} (year 1 to 9999)"
     )
+
+
+def other_real(value: object) -> object:
+    """``value`` as a ``float`` if it is a real number of a type of its own (numpy's
+    ``int64``, what a model that picks from observed integer durations,
+    ``rng.choice(frame["seconds"].to_numpy())``, returns; a ``Fraction``), else as it
+    is: :func:`~lldsched.checks.seconds` takes ``int`` and ``float`` only, and refused
+    ``np.int64(42)`` as no duration ("must be finite seconds >= 0").  Never a bool."""
+    if isinstance(value, Real) and not isinstance(value, bool | int | float):
+        return float(value)
+    return value
+
+
+def drawn_duration(drawn: object, *, model: object, task: str) -> float:
+    """The seconds of a duration ``model``'s draw that :func:`~lldsched.checks.seconds`
+    refused: a real number of another type (:func:`other_real`) checked as a float, else
+    :func:`bad_duration` raised.  Called only once the check has refused the draw, so a
+    model that returns floats costs nothing more."""
+    real = other_real(drawn)
+    if real is not drawn:
+        try:
+            return seconds(real, name="duration", at_least=0)
+        except ValidationError:
+            pass
+    raise bad_duration(drawn, model=model, task=task) from None  # not the check's, chained
 
 
 def check_duration(value: DurationModel | timedelta) -> DurationModel:

@@ -122,8 +122,8 @@ from lldsched.sim.lanes import Waiting
 from lldsched.sim.models import (
     NO_RNG,
     TaskModels,
-    bad_duration,
     call_error,
+    drawn_duration,
     failure_of,
     simulated_failure,
 )
@@ -919,10 +919,10 @@ class Simulation(SimulationVerbs):
             duration = models.duration
             if callable(duration):
                 drawn = duration(models.rng, run.attempt)
-                try:  # the message names the model and the task, built only on failure
+                try:  # numpy's int64 and the error naming model and task: only on failure
                     duration = checks.seconds(drawn, name="duration", at_least=0)
                 except ValidationError:
-                    raise bad_duration(drawn, model=duration, task=task.name) from None
+                    duration = drawn_duration(drawn, model=duration, task=task.name)
             error = None
             fails = models.fails
             if fails:
