@@ -5,8 +5,9 @@ row only once another process's run of 10:00 had failed (its run of 09:00 read i
 same breath) kept 09:00 as the slot its task stood at.  Claiming the retry, it ran it as
 09:00's (its record in 09:00, 10:00 recorded ``skipped`` after it).  The row does not
 keep a retry's slot; the records do (:func:`lldsched.core.recovery.pending_slot`, the
-rule a restart and a row loaded shared use).  On SQLite and on a real PostgreSQL
-server."""
+rule a restart and a row loaded shared use).  A retry paused in one process and resumed
+in another alike: the paused row, followed, kept the slot the follower last knew.  On
+SQLite and on a real PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -78,3 +79,62 @@ def test_a_retry_followed_from_the_feed_runs_in_the_slot_it_retries(
         assert b.task("job").next_run_at == T0 + 2 * HOUR
     history = [(r.slot - T0, r.attempt, r.outcome.value) for r in second.records("job")]
     assert history == [(0.0, 1, "ok"), (HOUR, 1, "failed"), (HOUR, 2, "ok")]
+
+
+def _paused_and_resumed(
+    pauser: Scheduler,
+    resumer: Scheduler,
+    store: SqliteTaskStore | PostgresTaskStore,
+    resumed_at: float,
+) -> tuple[list[tuple[float, int, str]], float | None]:
+    """``pauser`` (``job`` registered) runs 09:00, fails 10:00's attempt 1 and pauses the
+    retry; ``resumer`` resumes it at ``resumed_at`` (the same scheduler: the
+    single-process reference) and runs it.  ``store``'s history and the task's next due
+    instant, both from 09:00."""
+    with Stepper(pauser) as steps:
+        steps.settle()
+        steps.advance(HOUR)
+        steps.settle()
+        pauser.pause("job")
+        if resumer is pauser:
+            _resume(steps, resumer, resumed_at)
+    if resumer is not pauser:
+        with Stepper(resumer) as steps:
+            _resume(steps, resumer, resumed_at)
+    due = resumer.task("job").next_run_at
+    history = [(r.slot - T0, r.attempt, r.outcome.value) for r in store.records("job")]
+    return history, None if due is None else due - T0
+
+
+@pytest.mark.parametrize("resumed_at", [HOUR + BACKOFF / 2, HOUR + 2 * BACKOFF])
+def test_a_retry_paused_in_one_process_and_resumed_in_another_runs_in_its_slot(
+    two_stores: Callable[[], SqliteTaskStore | PostgresTaskStore],
+    tmp_path: Path,
+    resumed_at: float,
+) -> None:
+    """Before, the follower kept 09:00 (the slot it loaded the task at): the retry ran
+    recorded in 09:00, and 10:00 was recorded ``skipped`` after it."""
+    store = SqliteTaskStore(str(tmp_path / "alone.db"))
+    alone = Scheduler(clock=FakeClock(T0), store=store)
+    _job(alone)
+    reference = _paused_and_resumed(alone, alone, store, resumed_at)
+    store.close()
+    assert reference == ([(0.0, 1, "ok"), (HOUR, 1, "failed"), (HOUR, 2, "ok")], 2 * HOUR)
+    RUNS.clear()
+    first, second = two_stores(), two_stores()
+    a = Scheduler(clock=FakeClock(T0), store=first, name="a")
+    _job(a)
+    b = Scheduler(clock=FakeClock(T0), store=second, name="b")  # loads job due at 09:00
+    assert _paused_and_resumed(a, b, second, resumed_at) == reference
+
+
+def _resume(steps: Stepper, scheduler: Scheduler, resumed_at: float) -> None:
+    steps.advance_to(T0 + resumed_at)
+    scheduler.resume("job")
+    steps.advance_to(T0 + max(resumed_at, HOUR + BACKOFF))
+    steps.settle()
+
+
+def _job(scheduler: Scheduler) -> None:
+    retry = RetryPolicy(max_attempts=3, initial_backoff=BACKOFF, max_backoff=BACKOFF)
+    scheduler.schedule("job", _second_fails, FixedRate(HOUR), id="job", retry=retry)

@@ -199,11 +199,12 @@ def _adopt(
     retry as 09:00's, its record in the wrong slot and 10:00 recorded ``skipped``
     after it, and a claim deciding its misfire counted the slots from 09:00."""
     task._schedule = unwrap(task._schedule)
-    if attempt and slot is None and status in RUNNABLE and snapshot.next_run_at is not None:
-        # A retry due: its slot is its last run's (one read a retry).  Only then: adopt
-        # takes a slot for a runnable row with a due instant alone, and a finished row
-        # keeps its last attempt (a one-off's SUCCEEDED row says 1): read for every
-        # settle followed, that was a records read per run in each other process.
+    if attempt and slot is None and _retry_held(status) and snapshot.next_run_at is not None:
+        # A retry due, or paused with it: its slot is its last run's (one read a retry).
+        # Only then: adopt takes a slot for a runnable or paused row with a due instant
+        # alone, and a finished row keeps its last attempt (a one-off's SUCCEEDED row
+        # says 1): read for every settle followed, that was a records read per run in
+        # each other process.  A paused retry's slot is the one its resume here runs.
         slot = pending_slot(snapshot, attempt, records=lambda: records_of(task.id))
     core.adopt(
         task,
@@ -218,6 +219,12 @@ def _adopt(
     if snapshot.waited is not None:
         _plan(core, task, snapshot, records_of)
     _streak(core, task, records_of)
+
+
+def _retry_held(status: TaskStatus) -> bool:
+    """Whether a row with attempts behind it in ``status`` holds a retry whose slot adopt
+    takes: a runnable one, or one paused with it (its resume runs that retry)."""
+    return status in RUNNABLE or status is TaskStatus.PAUSED
 
 
 def _streak(core: SchedulerCore, task: ScheduledTask, records_of: RecordsOf) -> None:

@@ -181,24 +181,24 @@ class Restoration(CoreParts):
         <lldsched.core.machine.SchedulerCore._finished>`: it may retire at once).
         ``slot``: the slot of the run due, when not its due instant (the row's,
         :attr:`TaskSnapshot.slot <lldsched.persistence.TaskSnapshot.slot>`: a plan's run
-        resumed after its slot passed; for a retry, the slot its attempts belong to,
-        which it keeps if not given).  Nothing is written (the store's row already says
+        resumed after its slot passed; for a retry, due or paused, the slot its attempts
+        belong to, which it keeps if not given).  Nothing is written (the store's row already says
         so; a retirement writes nothing but a purge: :mod:`lldsched.core.retention`); listeners
         hear of a status change.  Never for a task running here: its own finish decides."""
         previous = task.status
         self._queue.discard(task)
         task.status = status
         task.attempt = attempt
-        if status in RUNNABLE and next_run_at is not None:
+        if next_run_at is not None and (status in RUNNABLE or status is TaskStatus.PAUSED):
+            # Paused, the slot its resume runs: a plan's run keeps its slot (put off
+            # already: the row's), a retry the slot its attempts belong to.
             if not attempt:  # a fresh slot
                 task._slot = next_run_at if slot is None else slot
             elif slot is not None:  # a retry: the slot its attempts belong to, if given
                 task._slot = slot
+        if status in RUNNABLE and next_run_at is not None:
             self._enqueue(task, next_run_at)
         else:
-            if status is TaskStatus.PAUSED and next_run_at is not None and not attempt:
-                # the slot a plan's run keeps, for its resume (put off already: the row's)
-                task._slot = next_run_at if slot is None else slot
             task.next_run_at = next_run_at
         if run_count or failure_count or task._stats is not None:
             stats = self._stats(task)
