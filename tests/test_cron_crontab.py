@@ -13,6 +13,9 @@ and ``MAILTO=ops@example.com`` was told to pass ``tz='ops@example.com'``.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from lldsched import CronSchedule, FakeClock, FixedRate, ScheduleError, Scheduler
@@ -113,3 +116,32 @@ def test_a_crontab_line_registered_as_a_schedule_loses_nothing_registered() -> N
     assert scheduler.tasks() == [kept]
     assert (kept.status, kept.next_run_at, scheduler.queue_stats()) == before
     assert scheduler.shutdown()
+
+
+def moving_a_crontab_rows() -> list[tuple[str, str]]:
+    """(line, refusal) of each row of docs/CRON.md's "Moving a crontab" table: the
+    first quoted text of its first and of its last cell."""
+    text = (Path(__file__).parents[1] / "docs" / "CRON.md").read_text()
+    section = text[text.index("| crontab line |", text.index("## Moving a crontab")) :]
+    section = section[: section.index("\n\n")]
+    rows = []
+    for row in section.splitlines()[2:]:
+        cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+        line, refusal = re.search(r"`([^`]+)`", cells[0]), re.search(r"`([^`]+)`", cells[-1])
+        assert line and refusal, row
+        rows.append((line.group(1), refusal.group(1)))
+    return rows
+
+
+def test_cron_md_moves_a_crontab_line_by_line() -> None:
+    assert len(moving_a_crontab_rows()) >= 10
+
+
+@pytest.mark.parametrize(("line", "refusal"), moving_a_crontab_rows())
+def test_each_crontab_line_of_cron_md_is_refused_as_its_table_shows(
+    line: str, refusal: str
+) -> None:
+    with pytest.raises(ScheduleError) as caught:
+        CronSchedule(line)
+    pattern = ".*".join(re.escape(part.strip()) for part in refusal.split("..."))
+    assert re.search(pattern, str(caught.value)), f"{line!r} raises {caught.value}"

@@ -26,7 +26,9 @@ Everything is checked here, at construction, with a message that names the field
 and quotes the bad text: reversed ranges, step 0, empty list items, out-of-range
 values, unknown names (the seconds field has none), ``@reboot``, a crontab variable
 in front (cronie's ``CRON_TZ=...``: the zone is the ``tz`` argument), a wrong field
-count, and a day of month that cannot occur in the chosen months when the day
+count, other lines of a crontab pasted whole (a command after the fields, a comment:
+said as such only once the text failed as fields, docs/CRON.md "Moving a crontab"),
+other crons' tokens (cronie's ``~``, Quartz's ``?``, ``nW``, ``L-n``), and a day of month that cannot occur in the chosen months when the day
 fields are ANDed (``0 0 30 2 *``).
 """
 
@@ -412,11 +414,16 @@ def _variable(expr: str, fields: list[str]) -> ScheduleError:
     if not _VARIABLE.fullmatch(name):
         what = "holds '=', which no cron field does"
         return ScheduleError(f"cron expression {shown(expr)}: {shown(fields[0])} {what}")
-    if name in ("CRON_TZ", "TZ"):
-        zone = value.split()[0] if value else ""
+    zone = value.split()[0] if value else ""
+    if name == "CRON_TZ":
         advice = (
             f"give the zone as an argument, tz={zone!r} (CronSchedule(text, tz=...), or the "
             "scheduler's tz= for cron text)"
+        )
+    elif name == "TZ":  # cronie: the commands' environment, not the schedule's zone
+        advice = (
+            "cronie reads the schedule in CRON_TZ's zone or the system's and gives TZ to "
+            f"the commands: tz={zone!r} if the schedule meant that zone, env= for a command"
         )
     elif name in ("MAILTO", "MAILFROM"):
         advice = (
