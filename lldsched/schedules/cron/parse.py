@@ -28,8 +28,9 @@ values, unknown names (the seconds field has none), ``@reboot``, a crontab varia
 in front (cronie's ``CRON_TZ=...``: the zone is the ``tz`` argument), a wrong field
 count, other lines of a crontab pasted whole (a command after the fields, a comment:
 said as such only once the text failed as fields, docs/CRON.md "Moving a crontab"),
-other crons' tokens (cronie's ``~``, Quartz's ``?``, ``nW``, ``L-n``), and a day of month that cannot occur in the chosen months when the day
-fields are ANDed (``0 0 30 2 *``).
+other crons' tokens (cronie's ``~``, Quartz's ``?``, ``nW``, ``L-n``), and a day of
+month that cannot occur in the chosen months when the day fields are ANDed
+(``0 0 30 2 *``).
 """
 
 from __future__ import annotations
