@@ -47,7 +47,7 @@ CRONTAB_LINES = [
     ('MAILTO=""', "lldsched mails nothing"),
     ("SHELL=/bin/bash", "runs in the scheduler's process: set what it needs there"),
     ("PATH=/usr/local/bin:/usr/bin:/bin", "'PATH=/usr/local/bin:/usr/bin:/bin' is a crontab"),
-    ("RANDOM_DELAY=30", "wrap the schedule: Jittered(schedule, max_delay)"),
+    ("RANDOM_DELAY=30", "wrap the schedule: Jittered(schedule, max_delay, seed=...)"),
     ("CRON_TZ=Europe/Berlin", "give the zone as an argument, tz='Europe/Berlin'"),
     ("CRON_TZ = Europe/Berlin", "'CRON_TZ=Europe/Berlin' is a crontab variable"),
     ("CRON_TZ=Europe/Berlin 0 3 * * *", "give the zone as an argument, tz='Europe/Berlin'"),

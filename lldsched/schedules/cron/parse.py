@@ -432,7 +432,11 @@ def _variable(expr: str, fields: list[str]) -> ScheduleError:
             "(listeners=[...] on the Scheduler)"
         )
     elif name == "RANDOM_DELAY":
-        advice = "for a random delay of each run, wrap the schedule: Jittered(schedule, max_delay)"
+        advice = (
+            "cronie delays its jobs by up to that many minutes, drawn once at its start; "
+            "to start each run up to max_delay seconds late, wrap the schedule: "
+            "Jittered(schedule, max_delay, seed=...)"
+        )
     else:
         advice = (
             "a task's action runs in the scheduler's process: set what it needs there "
