@@ -155,3 +155,10 @@ def test_a_fire_moved_by_a_gap_or_repeated_by_an_overlap_says_why() -> None:
     assert seconds[3].endswith(
         "03:00:15 EDT  = 2026-03-08 07:00:15 UTC  (for a time the clock skipped: it went forward)"
     )
+
+
+def test_the_header_shows_the_fields_parted_by_one_space() -> None:
+    """A line copied from a crontab has tabs and blanks around its fields; the header
+    printed them as given, a tab and a trailing blank before the zone."""
+    lines = cron_report(" 0 9\t* * mon-fri/2 ", n=1, start="2026-03-01")
+    assert lines[:2] == ["0 9 * * mon-fri/2  (UTC)", "At 09:00, on Monday, Wednesday and Friday"]

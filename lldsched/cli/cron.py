@@ -75,7 +75,7 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
     )
     width = max((len(_show(f, local)) for f in fires), default=0)
     lines = [
-        f"{expr}  ({schedule.tz})",
+        f"{' '.join(expr.split())}  ({schedule.tz})",  # tabs and edge blanks as one space
         explain(schedule.fields),  # the zone is on the line above
         f"next {'fire time' if n == 1 else f'{n} fire times'} after {_show(begin, after)}:",
     ]
