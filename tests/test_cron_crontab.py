@@ -59,6 +59,7 @@ CRONTAB_LINES = [
     # other crons' syntax, naming the token and what to write
     ("0 3 * * 1~5", "day of week field: '1~5': cronie's random ~ is not supported; pick a"),
     ("~ 3 * * *", "minute field: '~': cronie's random ~ is not supported"),
+    ("~ 3 * * *", "delay each run at random with Jittered(schedule, max_delay, seed=...)"),
     ("0 0 L-3 * *", "day of month field: 'L-3': Quartz's L-n (n days before the last)"),
     ("0 0 12 * * ? 2026", "has 7 fields; expected 5"),
     ("0 0 12 * * ? 2026", "Quartz writes a year seventh: drop it, and write * for Quartz's ?"),

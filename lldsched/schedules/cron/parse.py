@@ -149,7 +149,7 @@ def _value(index: int, text: str, expr: str, *, item: str) -> int:
         raise _fail(
             index,
             f"{shown(text)}: cronie's random ~ is not supported; pick a value, or delay "
-            "each run at random with Jittered(schedule, max_delay)",
+            "each run at random with Jittered(schedule, max_delay, seed=...)",
             expr,
         )
     upper = text.upper()
@@ -411,7 +411,7 @@ def _variable(expr: str, fields: list[str]) -> ScheduleError:
     (cronie allows blanks around ``=``), alone or in front of the fields."""
     name, _, value = " ".join(fields).partition("=")
     name, value = name.strip(), value.strip()
-    setting = f"{shown(fields[0] if '=' in fields[0] else f'{name}={value}')}"
+    setting = shown(fields[0] if "=" in fields[0] else f"{name}={value}")
     if not _VARIABLE.fullmatch(name):
         what = "holds '=', which no cron field does"
         return ScheduleError(f"cron expression {shown(expr)}: {shown(fields[0])} {what}")
