@@ -121,6 +121,44 @@ def test_python_dash_m_lldsched_cron_runs_as_a_program() -> None:
     assert result.stdout.splitlines()[1:] == [
         "At 02:30",
         "next 2 fire times after 2026-03-07 12:00 EST:",
-        "  Sun 2026-03-08 03:00 EDT  = 2026-03-08 07:00 UTC",
+        "  Sun 2026-03-08 03:00 EDT  = 2026-03-08 07:00 UTC  (for a time the clock skipped: it "
+        "went forward)",
         "  Mon 2026-03-09 02:30 EDT  = 2026-03-09 06:30 UTC",
     ]
+
+
+def test_a_fire_moved_by_a_gap_or_repeated_by_an_overlap_says_why() -> None:
+    """New York springs forward on 8 March 2026 (02:00 EST -> 03:00 EDT) and falls back
+    on 1 November (02:00 EDT -> 01:00 EST).  "At 02:30" firing at 03:00, and 01:00
+    listed twice, read as mistakes unless the line says why (docs/CRON.md)."""
+    gap = cron_report("30 2 * * *", tz="America/New_York", n=2, start="2026-03-07T12:00")
+    assert gap[1:] == [
+        "At 02:30",
+        "next 2 fire times after 2026-03-07 12:00 EST:",
+        "  Sun 2026-03-08 03:00 EDT  = 2026-03-08 07:00 UTC  (for a time the clock skipped: "
+        "it went forward)",
+        "  Mon 2026-03-09 02:30 EDT  = 2026-03-09 06:30 UTC",
+    ]
+    overlap = cron_report("0 1 * * *", tz="America/New_York", n=2, start="2026-10-31T12:00")
+    assert overlap[3:] == [  # a wall-clock job runs once, in the first pass: no note
+        "  Sun 2026-11-01 01:00 EDT  = 2026-11-01 05:00 UTC",
+        "  Mon 2026-11-02 01:00 EST  = 2026-11-02 06:00 UTC",
+    ]
+    stepped = cron_report("*/30 1 * * *", tz="America/New_York", n=4, start="2026-11-01")
+    assert stepped[3:] == [
+        "  Sun 2026-11-01 01:00 EDT  = 2026-11-01 05:00 UTC",
+        "  Sun 2026-11-01 01:30 EDT  = 2026-11-01 05:30 UTC",
+        "  Sun 2026-11-01 01:00 EST  = 2026-11-01 06:00 UTC  (again: the clock went back)",
+        "  Sun 2026-11-01 01:30 EST  = 2026-11-01 06:30 UTC  (again: the clock went back)",
+    ]
+    seconds = cron_report("15 30 2 * * *", tz="America/New_York", n=1, start="2026-03-08")
+    assert seconds[3].endswith(
+        "03:00:15 EDT  = 2026-03-08 07:00:15 UTC  (for a time the clock skipped: it went forward)"
+    )
+
+
+def test_the_header_shows_the_fields_parted_by_one_space() -> None:
+    """A line copied from a crontab has tabs and blanks around its fields; the header
+    printed them as given, a tab and a trailing blank before the zone."""
+    lines = cron_report(" 0 9\t* * mon-fri/2 ", n=1, start="2026-03-01")
+    assert lines[:2] == ["0 9 * * mon-fri/2  (UTC)", "At 09:00, on Monday, Wednesday and Friday"]

@@ -40,13 +40,14 @@ starts with microseconds (2.7 skips a fire at the start's own second).
 from __future__ import annotations
 
 import random
+from collections import Counter
 from datetime import UTC, datetime, tzinfo
 from zoneinfo import ZoneInfo
 
 from cronsim import CronSim
 
 from lldsched import CronSchedule
-from lldsched.schedules.cron.parse import parse
+from lldsched.schedules.cron.parse import CronFields, parse
 from tests.cron_reference import offset_changes, random_expression, random_six_field_expression
 
 SEED = 20261130
@@ -80,10 +81,46 @@ def overlap_last_second(tz: tzinfo, start: float) -> float:
     return float(end)
 
 
+EXERCISED = {
+    "the OR rule, by the day of month alone",
+    "the OR rule, by the day of week alone",
+    "February 29",
+    "the second pass of an overlap",
+    "a wall-clock time moved out of a gap",
+    "a step over part of the minutes (5-55/10)",
+}
+
+
+def exercised_by(f: CronFields, tz: tzinfo, fire: float) -> list[str]:
+    """Which of the cases of :data:`EXERCISED` a fire that cronsim agreed with is."""
+    local = datetime.fromtimestamp(fire, tz)
+    weekday = (local.weekday() + 1) % 7  # Sunday 0
+    cases = []
+    if not f.days_and and not (f.last_day or f.last_weekday or f.last_of or f.nth):
+        on_day, on_weekday = local.day in f.days, weekday in f.weekdays
+        if on_day and not on_weekday:
+            cases.append("the OR rule, by the day of month alone")
+        if on_weekday and not on_day:
+            cases.append("the OR rule, by the day of week alone")
+    if (local.month, local.day) == (2, 29):
+        cases.append("February 29")
+    if local.fold:
+        cases.append("the second pass of an overlap")
+    if f.wall_clock and (local.hour not in f.hours or local.minute not in f.minutes):
+        cases.append("a wall-clock time moved out of a gap")
+    if any(t.kind == "step" and t.start > 0 and t.stop < 59 for t in f.terms[0]):
+        cases.append("a step over part of the minutes (5-55/10)")
+    return cases
+
+
 def test_the_engine_agrees_with_cronsim_on_thousands_of_random_expressions() -> None:
+    """Also counts the cases the comparison must reach (:data:`EXERCISED`): the day
+    rule's OR, leap days, both sides of a DST change and step ranges, each agreed on
+    at least once, so a generator or seed change cannot drop one unnoticed."""
     rng = random.Random(SEED)
     changes = {name: offset_changes(name) for name in ZONES}
     disagreements: list[str] = []
+    exercised: Counter[str] = Counter()
     second_pass_rule = compared = 0
     for number in range(EXPRESSIONS):
         expr = random_expression(rng, early_hours=number % 2 == 1)
@@ -112,9 +149,11 @@ def test_the_engine_agrees_with_cronsim_on_thousands_of_random_expressions() -> 
                 if ours != theirs:
                     disagreements.append(f"{expr!r} {name} after {start}: {ours} vs {theirs}")
                     break
+                exercised.update(exercised_by(schedule.fields, tz, ours))
                 start = ours
     assert disagreements == []
     assert compared > 20_000
+    assert set(exercised) == EXERCISED, exercised
     assert second_pass_rule > 0  # the overlap rule was exercised, not just stated
 
 

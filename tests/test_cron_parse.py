@@ -203,7 +203,7 @@ def test_a_month_alone_accepts_its_last_day_and_refuses_the_day_after(
 REJECTED = [
     ("* * * *", "has 4 fields; expected 5"),
     ("* * * * * * *", "has 7 fields; expected 5"),
-    ("", "has 0 fields; expected 5"),
+    ("", "is empty; expected 5"),
     ("61 * * * *", "minute field: 61 is out of range 0-59"),
     ("* 24 * * *", "hour field: 24 is out of range 0-23"),
     ("* * 0 * *", "day of month field: 0 is out of range 1-31"),
@@ -265,7 +265,7 @@ REJECTED = [
     ("0 0 */20 * 0#2", "never fires: no date is both day of month '*/20' and day of week '0#2'"),
     ("@reboot", "@reboot is not supported"),
     ("@REBOOT", "@reboot is not supported"),
-    ("@fortnightly", "unknown macro; use one of @yearly"),
+    ("@fortnightly", "unknown macro '@fortnightly'; use one of @yearly"),
 ]
 
 

@@ -370,6 +370,23 @@ def test_iteration_crosses_month_ends_and_weekends_like_single_queries() -> None
         ("0 22-23/5 * * *", "At 22:00"),
         ("47-56/58 * * * *", "At minute 47 of every hour"),
         ("5/60 * * * * *", "At second 5 of every minute"),
+        # ANDed day fields: a day is one weekday, so "or" among the weekdays it may be
+        (
+            "0 0 1 * */2",
+            "At 00:00, on day 1 of the month if it is Sunday, Tuesday, Thursday or Saturday",
+        ),
+        ("0 0 */2 * 1,3", "At 00:00, on every 2nd day of the month if it is Monday or Wednesday"),
+        (
+            "0 0 */2 * mon-wed,fri",
+            "At 00:00, on every 2nd day of the month if it is Monday through Wednesday or Friday",
+        ),
+        ("0 0 * * 1,3,5", "At 00:00, on Monday, Wednesday and Friday"),
+        # two stretches, of the hour and of the day, parted by a comma
+        (
+            "5-55/10 9-17 * * *",
+            "Every 10 minutes from minute 5 through 55, from 09:00 through 17:59",
+        ),
+        ("5-55/10 9,17 * * *", "Every 10 minutes from minute 5 through 55 of hours 9 and 17"),
     ],
 )
 def test_explain_says_the_expression_in_plain_english(expr: str, sentence: str) -> None:

@@ -651,7 +651,7 @@ def test_the_cron_commands_of_cron_md_print_what_it_shows(
 
 
 def test_cron_md_shows_its_command_transcripts() -> None:
-    assert len(cron_transcripts()) == 2
+    assert len(cron_transcripts()) == 3
 
 
 # --- the gunicorn recipe of CLUSTER.md ---------------------------------------------------

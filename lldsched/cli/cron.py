@@ -11,7 +11,10 @@ trusting a job to it::
       Fri 2026-03-27 03:00 CET   = 2026-03-27 02:00 UTC
       Mon 2026-03-30 03:00 CEST  = 2026-03-30 01:00 UTC
 
-Six fields (a seconds field first) are accepted; their fire times show seconds.
+Six fields (a seconds field first) are accepted; their fire times show seconds. A fire
+at a wall time the fields do not name (a time a spring-forward gap skipped, run at the
+first minute after it) or in the second pass of a fall-back overlap says so at the end
+of its line.
 A bad expression, zone or start (one no ``datetime`` can hold in UTC or in the zone
 too: ``--start 0001-01-01 --tz Asia/Tokyo`` is in year 0 in UTC) prints the error on
 stderr and exits with 2.
@@ -72,16 +75,32 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
     )
     width = max((len(_show(f, local)) for f in fires), default=0)
     lines = [
-        f"{expr}  ({schedule.tz})",
+        f"{' '.join(expr.split())}  ({schedule.tz})",  # tabs and edge blanks as one space
         explain(schedule.fields),  # the zone is on the line above
         f"next {'fire time' if n == 1 else f'{n} fire times'} after {_show(begin, after)}:",
     ]
-    lines += [f"  {_show(f, local):<{width}}  = {_show(f.astimezone(UTC), utc)}" for f in fires]
+    lines += [
+        f"  {_show(f, local):<{width}}  = {_show(f.astimezone(UTC), utc)}{_dst_note(schedule, f)}"
+        for f in fires
+    ]
     if len(fires) < n:
         lines.append(
             f"  (only {len(fires)}: nothing more fires within 100 years or after 9999-12-29)"
         )
     return lines
+
+
+def _dst_note(schedule: CronSchedule, when: datetime) -> str:
+    """Why a fire is at a wall time its fields do not name, or at one shown before:
+    a wall-clock job's time that a spring-forward gap skipped runs at the first minute
+    after it (03:00 for ``30 2 * * *``), and any other job fires in both passes of a
+    fall-back overlap (01:00 EDT, then 01:00 EST); docs/CRON.md, "Time zones and DST"."""
+    fields = schedule.fields
+    if when.fold:
+        return "  (again: the clock went back)"
+    if when.minute not in fields.minutes or when.hour not in fields.hours:
+        return "  (for a time the clock skipped: it went forward)"
+    return ""
 
 
 def _show(when: datetime, layout: str) -> str:

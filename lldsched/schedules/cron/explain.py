@@ -46,12 +46,13 @@ _DAY_NAMES = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", 
 _NTH = ("", "first", "second", "third", "fourth", "fifth")
 
 
-def _join(words: Sequence[str]) -> str:
-    """``a, b and c``, each phrase once (``0,7`` is Sunday twice, said once)."""
+def _join(words: Sequence[str], last: str = "and") -> str:
+    """``a, b and c`` (``last="or"``: ``a, b or c``), each phrase once (``0,7`` is
+    Sunday twice, said once)."""
     words = list(dict.fromkeys(words))
     if len(words) <= 1:
         return "".join(words)
-    return f"{', '.join(words[:-1])} and {words[-1]}"
+    return f"{', '.join(words[:-1])} {last} {words[-1]}"
 
 
 def _ordinal(n: int) -> str:
@@ -115,7 +116,10 @@ def _time(minutes: Sequence[Term], hours: Sequence[Term]) -> str:
         if minute_values is not None:
             return f"At minutes {_join([str(m) for m in minute_values])} of every hour"
         return _capital(_sixty_phrase(minutes, "minute"))
-    return f"{_capital(_sixty_phrase(minutes, 'minute'))} {_hour_window(hours)}"
+    phrase, window = _capital(_sixty_phrase(minutes, "minute")), _hour_window(hours)
+    if " from " in phrase and window.startswith("from "):  # two stretches: a comma between
+        return f"{phrase}, {window}"
+    return f"{phrase} {window}"
 
 
 def _at_one_minute(minute: int, hours: Sequence[Term], all_hours: bool) -> str:
@@ -207,7 +211,9 @@ def _dom_phrase(terms: Sequence[Term]) -> str:
     return "on " + _join(phrases)
 
 
-def _dow_phrase(terms: Sequence[Term]) -> str:
+def _dow_phrase(terms: Sequence[Term], last: str = "and") -> str:
+    """ "on Monday and Wednesday"; ``last="or"`` for one day that is any of them
+    ("if it is Monday or Wednesday")."""
     if len(terms) == 1 and terms[0].kind == "range":
         return f"{_DAY_NAMES[terms[0].start % 7]} through {_DAY_NAMES[terms[0].stop % 7]}"
     phrases = []
@@ -218,12 +224,12 @@ def _dow_phrase(terms: Sequence[Term]) -> str:
             phrases.append(f"{_DAY_NAMES[t.start % 7]} through {_DAY_NAMES[t.stop % 7]}")
         elif t.kind == "step":
             days = sorted({d % 7 for d in range(t.start, t.stop + 1, t.step)})
-            phrases.append(_join([_DAY_NAMES[d] for d in days]))
+            phrases.append(_join([_DAY_NAMES[d] for d in days], last))
         elif t.kind == "lastof":
             phrases.append(f"the last {_DAY_NAMES[t.start]} of the month")
         elif t.kind == "nth":
             phrases.append(f"the {_NTH[t.step]} {_DAY_NAMES[t.start]} of the month")
-    return "on " + _join(phrases)
+    return "on " + _join(phrases, last)
 
 
 def _month_phrase(terms: Sequence[Term]) -> str:
@@ -253,7 +259,7 @@ def _days(fields: CronFields) -> list[str]:
     parts: list[str] = []
     if fields.days_and:
         if not all_dom and not all_dow:
-            dow_text = _dow_phrase(dow).removeprefix("on ")
+            dow_text = _dow_phrase(dow, "or").removeprefix("on ")  # a day is one weekday
             parts.append(f"{_dom_phrase(dom)} if it is {dow_text}")
         elif not all_dom:
             parts.append(_dom_phrase(dom))

@@ -26,12 +26,16 @@ Everything is checked here, at construction, with a message that names the field
 and quotes the bad text: reversed ranges, step 0, empty list items, out-of-range
 values, unknown names (the seconds field has none), ``@reboot``, a crontab variable
 in front (cronie's ``CRON_TZ=...``: the zone is the ``tz`` argument), a wrong field
-count, and a day of month that cannot occur in the chosen months when the day
-fields are ANDed (``0 0 30 2 *``).
+count, other lines of a crontab pasted whole (a command after the fields, a comment:
+said as such only once the text failed as fields, docs/CRON.md "Moving a crontab"),
+other crons' tokens (cronie's ``~``, Quartz's ``?``, ``nW``, ``L-n``), and a day of
+month that cannot occur in the chosen months when the day fields are ANDed
+(``0 0 30 2 *``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from lldsched.errors import ScheduleError, shown
@@ -141,6 +145,13 @@ def _value(index: int, text: str, expr: str, *, item: str) -> int:
         return value
     if text == "?":  # before the month and day-of-week messages: Quartz writes ? there
         raise _fail(index, "'?' is not a number (Quartz's 'no specific value': write *)", expr)
+    if "~" in text:  # cronie's random value, any field
+        raise _fail(
+            index,
+            f"{shown(text)}: cronie's random ~ is not supported; pick a value, or delay "
+            "each run at random with Jittered(schedule, max_delay, seed=...)",
+            expr,
+        )
     upper = text.upper()
     if index == 3 and upper in _MONTH_NUMBERS:
         return _MONTH_NUMBERS[upper]
@@ -173,6 +184,13 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
         return term
     if index == 2 and upper.partition("/")[0] in ("L", "LW"):
         raise _fail(index, f"{shown(item)}: L and LW take no step", expr)
+    if index == 2 and upper.startswith("L-"):
+        raise _fail(
+            index,
+            f"{shown(item)}: Quartz's L-n (n days before the last) is not supported; "
+            "L is the last day, LW the last weekday",
+            expr,
+        )
     if index == 4 and "L" in upper:
         number = upper[:-1]
         if not upper.endswith("L") or not number or not _DIGITS.issuperset(number):
@@ -258,29 +276,27 @@ def parse(expr: str) -> CronFields:
     if text.startswith("@"):
         macro = MACROS.get(text.lower())
         if macro is None:
-            if text.lower() == "@reboot":
-                raise ScheduleError(
-                    f"cron expression {shown(expr)}: @reboot is not supported (a scheduler has "
-                    "no boot to run at); use OneTime for a job that runs once at start"
-                )
-            raise ScheduleError(
-                f"cron expression {shown(expr)}: unknown macro; use one of {', '.join(MACROS)}"
-            )
+            raise _not_a_macro(expr, text.split())
         text = macro
     fields = text.split()
-    if fields and "=" in fields[0]:  # no field holds "=": a crontab line's variable
-        variable = fields[0]
-        raise ScheduleError(
-            f"cron expression {shown(expr)}: {shown(variable)} is a crontab variable, not a cron "
-            f"field; give the zone as an argument, tz={variable.partition('=')[2]!r} "
-            "(CronSchedule(text, tz=...), or the scheduler's tz= for cron text)"
-        )
+    if fields and ("=" in fields[0] or (len(fields) > 1 and fields[1].startswith("="))):
+        raise _variable(expr, fields)  # no field holds "=": a crontab line's variable
     if len(fields) not in (5, 6):
-        raise ScheduleError(
-            f"cron expression {shown(expr)} has {len(fields)} fields; expected 5 "
-            "(minute hour day-of-month month day-of-week), 6 with a second first "
-            "(second minute hour day-of-month month day-of-week) or an @ macro such as @daily"
-        )
+        raise _not_five_fields(expr, fields)
+    try:
+        return _fields(expr, fields)
+    except ScheduleError as error:
+        if text.startswith("#"):  # a commented-out line: "#0 3 * * * /usr/bin/backup"
+            raise _comment(expr) from None
+        # Only a sixth field that no cron field could be ("/usr/bin/backup") turns
+        # the message into the crontab line's; "0 3 * * * 9" keeps the field's.
+        if len(fields) == 6 and not _field_like(fields[5]):
+            raise _crontab_line(expr, fields) or error from None
+        raise
+
+
+def _fields(expr: str, fields: list[str]) -> CronFields:
+    """Parse five or six whitespace-split ``fields`` of ``expr``."""
     seconds: tuple[int, ...] = (0,)
     t_second: tuple[Term, ...] = ()
     if len(fields) == 6:
@@ -330,3 +346,132 @@ def parse(expr: str) -> CronFields:
         seconds=seconds,
         second_terms=t_second,
     )
+
+
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAMES = frozenset((*_MONTHS, *_DAYS, "L", "W", "LW"))
+_FIELD_CHARACTERS = re.compile(r"[0-9A-Za-z*?,/#-]+")
+_LETTERS = re.compile(r"[A-Za-z]+")
+_SYNTAX = 'docs/CRON.md, "Moving a crontab"'
+
+
+def _field_like(token: str) -> bool:
+    """Could ``token`` be meant as a cron field (valid or not): only the characters
+    fields are written with, and no words but month and day names, ``L`` and ``W``?
+    ``/usr/bin/backup``, ``root`` and ``run-parts`` cannot; ``?``, ``2026`` can."""
+    return bool(_FIELD_CHARACTERS.fullmatch(token)) and all(
+        word.upper() in _NAMES for word in _LETTERS.findall(token)
+    )
+
+
+def _crontab_line(expr: str, fields: list[str]) -> ScheduleError | None:
+    """The error for a whole crontab line given as the expression (``0 3 * * *
+    /usr/bin/backup``, with ``root`` first in /etc/crontab), or None when everything
+    after the first five fields could be fields.  When those five are no expression
+    either (``0 25 * * * /usr/bin/backup``), the error is theirs: the field to fix."""
+    rest = fields[5:]
+    if all(_field_like(token) for token in rest):
+        return None
+    try:
+        _fields(expr, fields[:5])
+    except ScheduleError as error:
+        return error
+    return _line_error(expr, " ".join(fields[:5]), rest)
+
+
+def _line_error(expr: str, schedule: str, rest: list[str]) -> ScheduleError:
+    return ScheduleError(
+        f"cron expression {shown(expr)} is a whole crontab line: the schedule is "
+        f"{shown(schedule)} and the rest, {shown(' '.join(rest))}, is the command it runs "
+        "(in /etc/crontab and /etc/cron.d, a user name and then the command); give the "
+        f"schedule alone and make the command the task's action ({_SYNTAX})"
+    )
+
+
+def _not_a_macro(expr: str, words: list[str]) -> ScheduleError:
+    """The error for text starting with ``@`` that is no macro: ``@reboot``, a macro
+    followed by a crontab line's command (``@hourly /usr/bin/x``), or an unknown one."""
+    macro = words[0].lower()
+    if macro == "@reboot":
+        return ScheduleError(
+            f"cron expression {shown(expr)}: @reboot is not supported (a scheduler has "
+            "no boot to run at); use OneTime for a job that runs once at start, "
+            f"OneTime(delay=0) ({_SYNTAX})"
+        )
+    if macro in MACROS:
+        return _line_error(expr, words[0], words[1:])
+    return ScheduleError(
+        f"cron expression {shown(expr)}: unknown macro {shown(words[0])}; use one of "
+        f"{', '.join(MACROS)}"
+    )
+
+
+def _variable(expr: str, fields: list[str]) -> ScheduleError:
+    """The error for a crontab's variable line, ``NAME=value`` or ``NAME = value``
+    (cronie allows blanks around ``=``), alone or in front of the fields."""
+    name, _, value = " ".join(fields).partition("=")
+    name, value = name.strip(), value.strip()
+    setting = shown(fields[0] if "=" in fields[0] else f"{name}={value}")
+    if not _VARIABLE.fullmatch(name):
+        what = "holds '=', which no cron field does"
+        return ScheduleError(f"cron expression {shown(expr)}: {shown(fields[0])} {what}")
+    zone = value.split()[0] if value else ""
+    if name == "CRON_TZ":
+        advice = (
+            f"give the zone as an argument, tz={zone!r} (CronSchedule(text, tz=...), or the "
+            "scheduler's tz= for cron text)"
+        )
+    elif name == "TZ":  # cronie: the commands' environment, not the schedule's zone
+        advice = (
+            "cronie reads the schedule in CRON_TZ's zone or the system's and gives TZ to "
+            f"the commands: tz={zone!r} if the schedule meant that zone, env= for a command"
+        )
+    elif name in ("MAILTO", "MAILFROM"):
+        advice = (
+            "lldsched mails nothing: a listener hears every run's end, failures included "
+            "(listeners=[...] on the Scheduler)"
+        )
+    elif name == "RANDOM_DELAY":
+        advice = (
+            "cronie delays its jobs by up to that many minutes, drawn once at its start; "
+            "to start each run up to max_delay seconds late, wrap the schedule: "
+            "Jittered(schedule, max_delay, seed=...)"
+        )
+    else:
+        advice = (
+            "a task's action runs in the scheduler's process: set what it needs there "
+            "(for a shell command, subprocess.run(..., env=...))"
+        )
+    return ScheduleError(
+        f"cron expression {shown(expr)}: {setting} is a crontab variable, not a cron field; "
+        f"{advice} ({_SYNTAX})"
+    )
+
+
+def _comment(expr: str) -> ScheduleError:
+    return ScheduleError(
+        f"cron expression {shown(expr)} is a crontab comment, not a schedule ({_SYNTAX})"
+    )
+
+
+def _not_five_fields(expr: str, fields: list[str]) -> ScheduleError:
+    """The error for a field count other than five or six: an empty text, a comment,
+    a whole crontab line, Quartz's seven fields (a year last) or a miscount."""
+    expected = (
+        "expected 5 (minute hour day-of-month month day-of-week), 6 with a second first "
+        "(second minute hour day-of-month month day-of-week) or an @ macro such as @daily"
+    )
+    if not fields:
+        return ScheduleError(f"cron expression {shown(expr)} is empty; {expected}")
+    if fields[0].startswith("#"):
+        return _comment(expr)
+    if len(fields) > 6:
+        line = _crontab_line(expr, fields)
+        if line is not None:
+            return line
+        if len(fields) == 7:
+            return ScheduleError(
+                f"cron expression {shown(expr)} has 7 fields; {expected}. Quartz writes a "
+                "year seventh: drop it, and write * for Quartz's ?"
+            )
+    return ScheduleError(f"cron expression {shown(expr)} has {len(fields)} fields; {expected}")
