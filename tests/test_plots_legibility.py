@@ -245,6 +245,26 @@ def test_long_task_names_leave_the_chart_its_width_and_its_ticks_apart(by: str) 
     assert all(len(name) <= 32 and "…" in name for name in names)
 
 
+def test_the_note_of_lanes_left_out_never_runs_into_the_title() -> None:
+    # 2,000 tasks of long names: the legend narrowed the chart, and the note "40 busiest
+    # of 2,000 tasks drawn; 1,960 left out", at the top right on the title's line, was
+    # printed over the end of the title.
+    frame = long_names(2000)
+    figure = gantt(frame, by="task")
+    render(figure)
+    ax = figure.axes[0]
+    shown = [t for t in ax.get_children() if isinstance(t, Text) and t.get_text()]
+    titles = [t for t in shown if t.get_text() in {ax.get_title(loc=loc) for loc in
+                                                   ("left", "center", "right")}]  # fmt: skip
+    said = " ".join(t.get_text() for t in titles)
+    assert "2,000 runs on 2,000 tasks" in said
+    assert "40 busiest of 2,000 tasks drawn; 1,960 left out" in said
+    assert overlapping(titles) == []
+    width = figure.bbox.width
+    assert all(0 <= t.get_window_extent().x0 and t.get_window_extent().x1 <= width
+               for t in titles)  # fmt: skip
+
+
 def test_a_shortened_lane_still_takes_its_wait_mark() -> None:
     frame = long_names()
     chart = gantt(frame, by="task")

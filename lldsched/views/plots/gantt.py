@@ -109,7 +109,7 @@ def gantt(
     the lanes drawn (default :data:`MAX_LANES`; on an ``ax=`` given, also as many as
     fit its height at :data:`MIN_LANE_INCHES` each; ``None``: every lane, however
     tall the figure): past it the lanes with the most run time are drawn, in their
-    usual order, the title counts every run, and a note at the top right says how many
+    usual order, the title counts every run, and its second line says how many
     lanes were left out ("40 busiest of 300 tasks drawn").  Without ``ax`` the figure
     is 0.45 inch a lane up to 16 lanes and 0.25 for each one more.
 
@@ -174,8 +174,6 @@ def gantt(
     lane, lane_labels, first_rows, crowded = _rows_at_once(frame, base, base_labels)
     lanes = len(lane_labels)
     figure, ax = _axes(ax, (11.0, 1.6 + _lanes_height(lanes)))
-    if note:
-        ax.set_title(note, loc="right", fontsize="small", color="0.35")
     detail = len(frame) <= DETAIL_RUNS
     if len(frame):
         low, high = _draw_runs(
@@ -210,7 +208,9 @@ def gantt(
     ax.set_axisbelow(True)
     _time_axis(ax, zone, blank=not len(frame) and shown is None)
     title = title if title is not None else _gantt_title(everything, every_lane)
-    _title(ax, title)
+    # The note is the title's second line: at the top right, on the title's line, it ran
+    # into the title where a legend of long names narrowed the chart (2,000 tasks).
+    _title(ax, f"{title}\n{note}" if note else title)
     return figure
 
 
