@@ -35,7 +35,7 @@ from matplotlib.text import Text
 from lldsched import ExecutionRecord, Outcome, Overlap, OverrunPolicy, ValidationError
 from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
 from lldsched.sim.scenario import build_scenario
-from lldsched.views.frames import ran, to_frame
+from lldsched.views.frames import ran, task_summary, to_frame
 from lldsched.views.plots import (
     DETAIL_RUNS,
     OTHER_TASKS,
@@ -471,6 +471,25 @@ def test_lateness_distribution_is_a_cumulative_curve_per_task(ten: pd.DataFrame)
     ]  # fmt: skip
     assert all(float(np.asarray(line.get_ydata())[-1]) == 1.0 for line in curves)
     assert ax.get_xlabel() == "lateness (min)" and ax.get_ylabel() == "fraction of runs started"
+
+
+def test_the_distribution_names_the_tasks_of_highest_p95_by_the_summary_s_percentile() -> None:
+    # 13 tasks, a legend of 12: "spike" ran 19 times on time and once 100 s late, so its
+    # 95th percentile is 0 (nearest rank: its curve reaches the 95 % line at 0, and
+    # task_summary says 0 s), each of the others once 2 s late.  The legend ranked
+    # tasks by pandas' interpolated quantile (5 s for spike) and named spike in place of
+    # a task whose p95 is 2 s.
+    spike = [R("spike", "spike", 1, T0 + 60 * n, T0 + 60 * n, 0, T0 + 60 * n + (100 if n == 19
+               else 0), T0 + 60 * n + 101, True) for n in range(20)]  # fmt: skip
+    others = [R(f"t{k}", f"late-{k:02d}", 1, T0, T0, 1, T0 + 2, T0 + 3, True) for k in range(12)]
+    frame = to_frame([*spike, *others])
+    p95 = task_summary(frame)["lateness_p95"]
+    assert p95["spike"] == pd.Timedelta(0) and (p95.drop("spike") == pd.Timedelta(2, "s")).all()
+    named = legend_texts(lateness_distribution(frame).axes[0])
+    assert [name for name in named if not name.startswith("+")] == [
+        f"late-{k:02d}" for k in range(12)
+    ]
+    assert named[-1] == "+ 1 more task (grey)"
 
 
 def test_the_95_percent_label_touches_no_task_s_curve(ten: pd.DataFrame) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 from lldsched.views.frames import ran  # raises, naming the extra, without pandas
+from lldsched.views.report import nearest_rank
 from lldsched.views.summaries import instants
 
 try:
@@ -279,6 +280,18 @@ class _ZoneFormatter(mdates.ConciseDateFormatter):  # type: ignore[misc]
         ]  # fmt: skip
 
 
+def _p95(codes: Array, values: Array) -> pd.Series[float]:
+    """Each code's 95th percentile of ``values`` by nearest rank, the summaries' rule
+    (:func:`~lldsched.views.report.nearest_rank`: the value a task's curve of the lateness
+    distribution reaches the 95 % line at, and :func:`task_summary`'s ``lateness_p95``).
+    pandas' ``quantile`` interpolates: a task on time 19 runs in 20 and 100 s late once
+    ranked at 5 s, above tasks whose p95 is 2 s, and was named in their place."""
+    order = np.lexsort((values, codes))  # by code, then by value
+    present, first, counts = np.unique(codes[order], return_index=True, return_counts=True)
+    ranks = [nearest_rank(count, 95) for count in counts.tolist()]
+    return pd.Series(values[order][first + np.array(ranks, dtype=np.intp)], index=present)
+
+
 def _seconds(column: pd.Series[Any]) -> Array:
     return column.to_numpy(dtype="m8[us]").astype(np.int64) / 1e6
 
@@ -315,8 +328,7 @@ def _tasks(
         palette = np.array([colours[name] for name in plain]).reshape(-1, 4)
         return codes, labels, palette, list(range(len(labels)))
     values = pd.Series(np.ones(len(codes)) if weight is None else weight)
-    grouped = values.groupby(codes)
-    score = grouped.quantile(0.95) if how == "p95" else grouped.agg(how)
+    score = _p95(codes, values.to_numpy()) if how == "p95" else values.groupby(codes).agg(how)
     # A stable sort of the negated scores: ties keep the order of first appearance.
     ranked = np.argsort(-score.reindex(range(len(labels))).to_numpy(), kind="stable")
     named = [int(code) for code in ranked[:MAX_LEGEND_TASKS]]
@@ -428,7 +440,8 @@ def _task_handles(
         for i in named
     ]
     if len(labels) > len(named):
-        label = f"+ {len(labels) - len(named):,} more tasks (grey)"
+        rest = len(labels) - len(named)
+        label = f"+ {rest:,} more task{'' if rest == 1 else 's'} (grey)"
         # Keyed as they are drawn: grey bars, grey dots, thin grey lines.
         handles.append(
             Patch(facecolor=OTHER_TASKS, edgecolor="none", label=label) if drawn == "bar"

@@ -126,7 +126,8 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     rise; one whose runs were all within 1 % of the largest lateness is named "(all
     within 1 s)", its worst, for the same reason; where every run started on time, the
     chart says so, on an axis of one second ticked by the half.  Past :data:`MAX_LEGEND_TASKS`
-    tasks, the legend names those with the highest 95th percentile, in their colours,
+    tasks, the legend names those with the highest 95th percentile (nearest rank, as
+    :func:`~lldsched.views.summaries.task_summary`'s), in their colours,
     and the rest are thin grey curves underneath.  A run of no known lateness (no due
     time or start: ``NaT``) is refused, naming it: left out, a task of none read "(never
     late)" (:func:`~lldsched.views.summaries.check_lateness`)."""
