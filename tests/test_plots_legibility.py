@@ -152,6 +152,29 @@ def test_every_time_axis_reads_as_times_of_day_or_dates(seconds: int) -> None:
         assert len(labels) >= 3 and all(_TIME.match(label) for label in labels), labels
 
 
+@pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin"])
+def test_ticks_minutes_apart_across_midnight_say_where_the_day_changes(tz: str) -> None:
+    # Two hours around midnight, ticks 15 minutes apart: they read "23:00" ... "00:00"
+    # ... "01:00" under an offset of the second day alone ("2026-Jan-06"), so the
+    # evening's runs read as the next day's.  The tick at midnight names its day, as
+    # matplotlib's own ticks an hour or more apart do ("Jan-06").
+    midnight = pd.Timestamp("2026-01-06", tz=tz).timestamp()
+    frame = to_frame([
+        R("t1", "sync", 1, midnight + at, midnight + at, 0, midnight + at, midnight + at + 60,
+          True)
+        for at in range(-3600, 3601, 600)
+    ])  # fmt: skip
+    for figure in (gantt(frame, tz=tz), lateness_over_time(frame, tz=tz)):
+        render(figure)
+        ticks = dict(zip(figure.axes[0].get_xticks().tolist(),
+                         [t.get_text() for t in figure.axes[0].get_xticklabels()], strict=True))
+        nearest = min(ticks, key=lambda x: abs(x - midnight / 86400))
+        assert abs(nearest - midnight / 86400) * 86400 < 1e-3, ticks  # a tick at midnight
+        assert ticks[nearest] == "Jan-06", ticks
+        others = [label for x, label in ticks.items() if label and x != nearest]
+        assert len(others) >= 2 and all(re.match(r"^\d\d:\d\d$", label) for label in others)
+
+
 def test_ticks_under_a_second_apart_read_apart() -> None:
     # Runs of a real scheduler in a test often span half a second: every tick of the
     # axis read "09:00:00" (the seconds' format had lost its fraction), six alike.

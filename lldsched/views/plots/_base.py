@@ -15,7 +15,7 @@ import io
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from datetime import tzinfo
+from datetime import time, tzinfo
 from typing import Any
 
 from lldsched.schedules.cron.zone import zone_info
@@ -272,6 +272,13 @@ class _ZoneFormatter(mdates.ConciseDateFormatter):  # type: ignore[misc]
     def format_ticks(self, values: Any) -> list[str]:
         labels: list[str] = list(super().format_ticks(values))
         moments = [mdates.num2date(value, tz=self._tz) for value in values]
+        # Ticks under an hour apart read "00:00" at midnight (matplotlib's zero format
+        # of minutes is a time), under an offset of the last tick's day alone: two hours
+        # around midnight read as the second day's.  A tick at a local midnight after
+        # the first names its day, as matplotlib's ticks an hour or more apart do.
+        for index, moment in enumerate(moments[1:], start=1):
+            if labels[index] and moment.time() == time() and ":" in labels[index]:
+                labels[index] = moment.strftime("%b-%d")
         walls = Counter(moment.replace(tzinfo=None) for moment in moments)
         return [
             f"{label}\n{moment.strftime('%Z')}"
