@@ -473,6 +473,20 @@ def test_lateness_distribution_is_a_cumulative_curve_per_task(ten: pd.DataFrame)
     assert ax.get_xlabel() == "lateness (min)" and ax.get_ylabel() == "fraction of runs started"
 
 
+def test_a_renamed_task_is_labelled_by_its_latest_name() -> None:
+    # The lane and the legend named the task by its first record's name ("export-v1"),
+    # while task_summary names it by its latest, the name the service gives it now.
+    records = [
+        R("a", "export-v1", 1, T0, T0, 0, T0, T0 + 5, True),
+        R("b", "other", 1, T0 + 30, T0 + 30, 1, T0 + 30, T0 + 31, True),
+        R("a", "export-v2", 1, T0 + 60, T0 + 60, 0, T0 + 60, T0 + 65, True),
+    ]
+    ax = gantt(to_frame(records), by="task").axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["export-v2", "other"]
+    assert legend_texts(ax)[:2] == ["export-v2", "other"]
+    assert legend_texts(lateness_over_time(to_frame(records)).axes[0]) == ["export-v2", "other"]
+
+
 def test_the_distribution_names_the_tasks_of_highest_p95_by_the_summary_s_percentile() -> None:
     # 13 tasks, a legend of 12: "spike" ran 19 times on time and once 100 s late, so its
     # 95th percentile is 0 (nearest rank: its curve reaches the 95 % line at 0, and

@@ -207,7 +207,8 @@ def summarize(
     records: Iterable[ExecutionRecord], schedules: Mapping[str, Schedule] | None = None
 ) -> list[TaskSummary]:
     """Per-task summaries, in the order the tasks first appear in ``records`` (a task
-    whose slots were all decided without a run too, with ``runs == 0``).
+    whose slots were all decided without a run too, with ``runs == 0``), each named by
+    its last record (a task renamed, by its latest name).
     ``schedules`` maps task ids to schedules, for counting overruns."""
     if not records_iterable(records):
         raise ValidationError(f"summarize() takes ExecutionRecords, got {shown(records)}")
@@ -242,7 +243,9 @@ def summarize(
                 for r, outcome, length in zip(group, outcomes, duration, strict=True)
                 if r.attempt == 1 and outcome.ran
             )
-        rows.append(summary_of(group[0].name, columns, overruns=overruns))
+        # Named as it is now, by its last record (each record keeps the name its run
+        # had: a task renamed read under a name it no longer has).
+        rows.append(summary_of(group[-1].name, columns, overruns=overruns))
     return rows
 
 

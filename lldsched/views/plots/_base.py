@@ -322,8 +322,8 @@ def _tasks(
     per task by ``how``: ``"sum"``, ``"max"`` or ``"p95"``) is greatest, greatest first,
     and every other task's colour is :data:`OTHER_TASKS`."""
     codes, ids = pd.factorize(frame["task_id"])
-    first = frame.drop_duplicates("task_id")
-    names = dict(zip(first["task_id"].tolist(), first["name"].tolist(), strict=True))
+    latest = frame.drop_duplicates("task_id", keep="last")  # a task renamed: as it is now
+    names = dict(zip(latest["task_id"].tolist(), latest["name"].tolist(), strict=True))
     plain = [str(names[task_id]) for task_id in ids]
     repeated = {label for label in plain if plain.count(label) > 1}
     labels = _shortened([
