@@ -30,7 +30,6 @@ from matplotlib.collections import LineCollection, PathCollection, PolyCollectio
 from matplotlib.figure import Figure
 from matplotlib.path import Path as MplPath
 from matplotlib.testing.compare import compare_images
-from matplotlib.text import Text
 
 from lldsched import ExecutionRecord, Outcome, Overlap, OverrunPolicy, ValidationError
 from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
@@ -801,7 +800,9 @@ def test_max_lanes_none_draws_every_lane_and_a_bad_one_is_refused() -> None:
     worker_lanes = gantt(frame, max_lanes=5).axes[0]
     labels = [t.get_text() for t in worker_lanes.get_yticklabels()]
     assert labels == ["worker 0", "+1", "worker 1", "+1", "worker 23"]
-    assert worker_lanes.get_title(loc="left").endswith("\n3 busiest of 24 workers drawn; 21 left out")
+    assert worker_lanes.get_title(loc="left").endswith(
+        "\n3 busiest of 24 workers drawn; 21 left out"
+    )
     for bad in (0, 2.5, True):
         with pytest.raises(ValidationError, match=f"max_lanes must be an int >= 1, got {bad}"):
             gantt(frame, max_lanes=bad)  # type: ignore[arg-type]

@@ -166,8 +166,9 @@ def test_ticks_minutes_apart_across_midnight_say_where_the_day_changes(tz: str) 
     ])  # fmt: skip
     for figure in (gantt(frame, tz=tz), lateness_over_time(frame, tz=tz)):
         render(figure)
-        ticks = dict(zip(figure.axes[0].get_xticks().tolist(),
-                         [t.get_text() for t in figure.axes[0].get_xticklabels()], strict=True))
+        ax = figure.axes[0]
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        ticks = dict(zip(ax.get_xticks().tolist(), labels, strict=True))
         nearest = min(ticks, key=lambda x: abs(x - midnight / 86400))
         assert abs(nearest - midnight / 86400) * 86400 < 1e-3, ticks  # a tick at midnight
         assert ticks[nearest] == "Jan-06", ticks
@@ -284,7 +285,7 @@ def test_the_note_of_lanes_left_out_never_runs_into_the_title() -> None:
     assert "40 busiest of 2,000 tasks drawn; 1,960 left out" in said
     assert overlapping(titles) == []
     width = figure.bbox.width
-    assert all(0 <= t.get_window_extent().x0 and t.get_window_extent().x1 <= width
+    assert all(t.get_window_extent().x0 >= 0 and t.get_window_extent().x1 <= width
                for t in titles)  # fmt: skip
 
 
