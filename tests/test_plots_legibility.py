@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
-from lldsched import ExecutionRecord, Overlap
+from lldsched import ExecutionRecord, Outcome, Overlap
 from lldsched.sim.overrun import simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import to_frame
@@ -236,6 +237,31 @@ def test_a_chart_of_no_runs_shows_no_instant_of_1970(plot: str) -> None:
     texts = all_text(figure)
     assert "no runs" in texts
     assert not [text for text in texts if "1970" in text or "Jan-01" in text], texts
+
+
+@pytest.mark.parametrize("plot", ["gantt", "lateness_over_time", "lateness_distribution",
+                                  "utilisation_plot"])  # fmt: skip
+def test_a_chart_of_slots_decided_without_a_run_says_how_many(plot: str) -> None:
+    # A scheduler restarted after an outage with RUN_ONCE: its frame of the last hour
+    # held only coalesced slots, and every chart said "no runs", as of a frame of nothing.
+    decided = to_frame([
+        R.of(task_id="t1", name="sync", attempt=0, due=T0 + 60 * k, slot=T0 + 60 * k,
+             worker=-1, started=T0 + 60 * k, finished=T0 + 60 * k, ok=False,
+             misfire=Outcome.COALESCED if k else Outcome.SKIPPED)
+        for k in range(4)
+    ])  # fmt: skip
+    charts: dict[str, Callable[[pd.DataFrame], Figure]] = {
+        "gantt": gantt,
+        "lateness_over_time": lateness_over_time,
+        "lateness_distribution": lateness_distribution,
+        "utilisation_plot": lambda frame: utilisation_plot(frame, workers=2),
+    }
+    figure = charts[plot](decided)
+    render(figure)
+    assert "no runs\n4 slots decided without a run: 3 coalesced, 1 skipped" in all_text(figure)
+    nothing = charts[plot](decided.iloc[:0])  # a frame of nothing: "no runs" alone
+    render(nothing)
+    assert "no runs" in all_text(nothing)
 
 
 # -- long task names ---------------------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 from lldsched.views.frames import ran  # raises, naming the extra, without pandas
-from lldsched.views.report import nearest_rank
+from lldsched.views.report import NOT_RUNS, nearest_rank
 from lldsched.views.summaries import instants
 
 try:
@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from lldsched.errors import ValidationError
+from lldsched.model import Outcome
 from lldsched.views.plots.palette import TASK_LINES, TASK_MARKERS
 
 __all__ = [
@@ -539,8 +540,33 @@ def _figure_title(figure: Figure, text: str) -> None:
     figure.suptitle(text, x=0.01, ha="left")
 
 
-def _empty(ax: Axes, what: str) -> None:
-    ax.text(0.5, 0.5, f"no {what}", transform=ax.transAxes, ha="center", va="center")
+def _empty(ax: Axes, what: str, frame: pd.DataFrame | None = None) -> None:
+    """Say "no runs" (``what``) in the middle of ``ax``, and under it how many of
+    ``frame``'s slots were decided without a run (:func:`decided_text`), if any."""
+    said = f"no {what}"
+    decided = "" if frame is None else decided_text(frame)
+    said += f"\n{decided}" if decided else ""
+    ax.text(0.5, 0.5, said, transform=ax.transAxes, ha="center", va="center")
+
+
+def decided_text(frame: pd.DataFrame) -> str:
+    """How many slots of ``frame`` a policy decided without a run, by outcome, most
+    first ("4 slots decided without a run: 3 coalesced, 1 skipped"; "" for none): a
+    chart of a scheduler restarted after an outage (RUN_ONCE, all coalesced) said only
+    "no runs", as of a frame of nothing.  A dependent's wait (``blocked``) is no slot
+    decided: its slot runs when its upstreams are done."""
+    outcomes = frame["outcome"].astype(str)
+    counts = Counter(outcomes[outcomes.isin(_DECIDED)].tolist())
+    if not counts:
+        return ""
+    total = sum(counts.values())
+    each = sorted(counts.items(), key=lambda item: (-item[1], _DECIDED.index(item[0])))
+    return f"{total:,} slot{'' if total == 1 else 's'} decided without a run: " + ", ".join(
+        f"{count:,} {outcome}" for outcome, count in each
+    )
+
+
+_DECIDED = [outcome for outcome in NOT_RUNS if outcome != Outcome.BLOCKED]
 
 
 # -- the plots -----------------------------------------------------------------------

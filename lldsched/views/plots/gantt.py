@@ -152,7 +152,7 @@ def gantt(
         _check_depends_on(depends_on)
     # a slot a misfire policy decided ran on no worker; checks frame
     everything = _ran_reading(frame, _GANTT_READS)
-    waits = frame[frame["outcome"] == "blocked"]
+    given, waits = frame, frame[frame["outcome"] == "blocked"]
     check_spans(everything)  # a run with no start or finish, or backwards, has no bar
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
     nodes = run_nodes(everything)  # of every run: the lanes drawn may be one node's
@@ -197,7 +197,7 @@ def gantt(
             marks.append(Line2D([], [], linestyle="none", label=crowded))
         _legend(ax, [*_task_handles(labels, palette, named), *marks])
     else:
-        _empty(ax, "runs")
+        _empty(ax, "runs", given)
     if shown is not None:
         ax.set_xlim(*shown)
     ax.set_yticks(range(lanes), lane_labels)

@@ -58,7 +58,7 @@ def lateness_over_time(
     lateness, in their colours, and the rest are grey points underneath.  A run of no
     known lateness (no due time or start: ``NaT``) is refused, naming it
     (:func:`~lldsched.views.summaries.check_lateness`)."""
-    frame = _ran_reading(frame, _LATENESS_READS)
+    given, frame = frame, _ran_reading(frame, _LATENESS_READS)
     check_lateness(frame)
     zone = _zone(tz)  # before anything is drawn: an ax= given stays as it was
     figure, ax = _axes(ax, (11.0, 4.0))
@@ -85,7 +85,7 @@ def lateness_over_time(
         top = top if top > 0 else 1.0
         ax.set_ylim(min(float(lateness.min()) / divisor, 0.0) - 0.04 * top, top * 1.06)
     else:
-        _empty(ax, "runs")
+        _empty(ax, "runs", given)
     ax.set_ylabel(f"lateness ({unit})")
     ax.grid(color="0.9")
     ax.set_axisbelow(True)
@@ -135,7 +135,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     and the rest are thin grey curves underneath.  A run of no known lateness (no due
     time or start: ``NaT``) is refused, naming it: left out, a task of none read "(never
     late)" (:func:`~lldsched.views.summaries.check_lateness`)."""
-    frame = _ran_reading(frame, _LATENESS_READS)
+    given, frame = frame, _ran_reading(frame, _LATENESS_READS)
     check_lateness(frame)
     figure, ax = _axes(ax, (8.0, 4.5))
     lateness = _seconds(frame["lateness"])
@@ -173,7 +173,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
         ax.plot(steps[:, 0], steps[:, 1], color=OTHER_TASKS, linewidth=0.8, zorder=1.5,
                 label="_", gid="other_tasks")  # fmt: skip
     if not len(frame):
-        _empty(ax, "runs")
+        _empty(ax, "runs", given)
     # Black and long-dashed: unlike every task's curve (tab20 has a grey, and a task's
     # line may be dotted: report-india's was this line's twin).
     ax.axhline(0.95, color="black", linestyle=_P95_DASHES, linewidth=0.8, gid="p95")
@@ -268,7 +268,7 @@ def utilisation_plot(
         # mean_busy's: a lane of runs at once is busy once
         title = f"Worker utilisation per {shown}: mean {mean:.0%}"
     else:
-        _empty(ax, "runs")
+        _empty(ax, "runs", frame)
         title = f"Worker utilisation per {shown}"
     every = -(-lanes // MAX_LANES)  # a label every k rows: at most MAX_LANES labels
     labelled = range(0, lanes, every)
