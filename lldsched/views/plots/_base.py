@@ -542,14 +542,14 @@ def _figure_title(figure: Figure, text: str) -> None:
 
 def _empty(ax: Axes, what: str, frame: pd.DataFrame | None = None) -> None:
     """Say "no runs" (``what``) in the middle of ``ax``, and under it how many of
-    ``frame``'s slots were decided without a run (:func:`decided_text`), if any."""
+    ``frame``'s slots were decided without a run (:func:`_decided_text`), if any."""
     said = f"no {what}"
-    decided = "" if frame is None else decided_text(frame)
+    decided = "" if frame is None else _decided_text(frame)
     said += f"\n{decided}" if decided else ""
     ax.text(0.5, 0.5, said, transform=ax.transAxes, ha="center", va="center")
 
 
-def decided_text(frame: pd.DataFrame) -> str:
+def _decided_text(frame: pd.DataFrame) -> str:
     """How many slots of ``frame`` a policy decided without a run, by outcome, most
     first ("4 slots decided without a run: 3 coalesced, 1 skipped"; "" for none): a
     chart of a scheduler restarted after an outage (RUN_ONCE, all coalesced) said only
