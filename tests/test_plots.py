@@ -474,6 +474,24 @@ def test_lateness_distribution_is_a_cumulative_curve_per_task(ten: pd.DataFrame)
     assert ax.get_xlabel() == "lateness (min)" and ax.get_ylabel() == "fraction of runs started"
 
 
+def test_a_failed_run_too_short_for_a_bar_is_crossed_and_keyed() -> None:
+    # Two processes' heartbeats and a failing job, a second each over a minute: every run
+    # is a diamond, and a failed run's diamond was an ok one's (its hatching is drawn on
+    # a bar too narrow to show it), the failure told by nothing.
+    records = [
+        R("h", "heartbeat", 1, T0 + 10 * k, T0 + 10 * k, 0, T0 + 10 * k, T0 + 10 * k + 0.1, True)
+        for k in range(6)
+    ] + [R("b", "boom", 1, T0 + 25, T0 + 25, 1, T0 + 25, T0 + 25.1, False, error="E: x")]
+    ax = gantt(to_frame(records)).axes[0]
+    (crosses,) = [c for c in ax.collections if c.get_gid() == "short_failed_runs"]
+    (where,) = np.asarray(crosses.get_offsets()).tolist()
+    assert where[0] * 86400 == pytest.approx(T0 + 25, abs=1e-3) and where[1] == 1.0
+    assert "failed, too short to hatch" in legend_texts(ax)
+    ok_only = gantt(to_frame(records[:6])).axes[0]
+    assert not [c for c in ok_only.collections if c.get_gid() == "short_failed_runs"]
+    assert "failed, too short to hatch" not in legend_texts(ok_only)
+
+
 def test_a_renamed_task_is_labelled_by_its_latest_name() -> None:
     # The lane and the legend named the task by its first record's name ("export-v1"),
     # while task_summary names it by its latest, the name the service gives it now.

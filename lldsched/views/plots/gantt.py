@@ -179,8 +179,10 @@ def gantt(
         low, high = _draw_runs(
             ax, frame, lane.astype(float), palette[codes], detail=detail, span=shown
         )
-        short = any(c.get_gid() == "short_runs" for c in ax.collections)
-        marks = _mark_handles(frame, detail, short=short)
+        drawn = {c.get_gid() for c in ax.collections}
+        marks = _mark_handles(
+            frame, detail, short="short_runs" in drawn, short_failed="short_failed_runs" in drawn
+        )
         earliest = (
             _draw_waits(ax, waits, dict(zip(pd.unique(frame["task_id"]), first_rows, strict=True)))
             if by == "task" and len(waits) else None
