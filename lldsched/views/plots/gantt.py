@@ -91,7 +91,7 @@ def gantt(
     time gets a tick; beyond that only late runs get their wait line, so the chart
     shows occupancy and where waits pile up.  Up to :data:`DETAIL_RUNS` runs, a run
     too short to show as a bar (under :data:`SHORT_RUN` of the time span) is also
-    drawn as a diamond at its start.
+    drawn as a diamond at its start, crossed if it failed (its hatching cannot show).
 
     ``span`` (two aware datetimes or epoch seconds) fixes the time axis; without it
     the axis covers the runs.  An empty frame with a ``span`` shows that span.
