@@ -277,13 +277,13 @@ def format_summary(rows: Iterable[TaskSummary]) -> str:
             )
     header = ("task", "runs", "ok", "failed", "timeout", "cancelled", "retries", "overrun",
               "missed", "given-up", "skipped", "late p50", "late p95", "late max", "dur p50",
-              "dur max")  # fmt: skip
+              "dur p95", "dur max")  # fmt: skip
     table: list[tuple[str, ...]] = [header]
     for row in rows:
         counts = (row.runs, row.ok, row.failed, row.timed_out, row.cancelled, row.retries,
                   row.overruns, row.missed, row.given_up, row.skipped)  # fmt: skip
         times = (row.lateness_p50, row.lateness_p95, row.lateness_max,
-                 row.duration_p50, row.duration_max)  # fmt: skip
+                 row.duration_p50, row.duration_p95, row.duration_max)  # fmt: skip
         table.append((row.name, *map(str, counts), *map(_seconds, times)))
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     lines = [
