@@ -312,6 +312,24 @@ def test_task_summary_agrees_with_the_command_line_summary() -> None:
             assert mine[column].total_seconds() == pytest.approx(getattr(theirs, column), abs=1e-6)
 
 
+def test_a_renamed_task_is_summed_up_under_its_latest_name() -> None:
+    # Renamed by a replace_existing registration: each record keeps the name its run had
+    # (the audit trail), but the summaries' row named the task by
+    # its first record, "export-v1", a name it no longer has; looked for by the name the
+    # service now gives it, the task was nowhere.
+    records = [
+        R("a", "export-v1", 1, T0, T0, 0, T0, T0 + 5, True),
+        R("b", "other", 1, T0 + 30, T0 + 30, 1, T0 + 30, T0 + 31, True),
+        R("a", "export-v2", 1, T0 + 60, T0 + 60, 0, T0 + 60, T0 + 65, False, error="E: x"),
+    ]
+    summary = task_summary(to_frame(records))
+    assert summary["name"].to_dict() == {"a": "export-v2", "b": "other"}
+    assert summary.loc["a", "runs"] == 2 and summary.loc["a", "failed"] == 1
+    assert [(line.name, line.runs) for line in summarize(records)] == [
+        ("export-v2", 2), ("other", 1)
+    ]  # fmt: skip
+
+
 def test_runs_cancel_other_cut_short_are_counted_cancelled_not_failed_by_both_summaries() -> None:
     """Every 60 s, each run 150 s: each run is cut when the next slot comes due, which is
     the policy working, not a failure (it was counted failed)."""
@@ -603,7 +621,7 @@ def summary_group_by_group(
         )
         count = overruns(group, (schedules or {}).get(str(task_id)))
         ids.append(str(task_id))
-        rows.append(summary_of(str(group["name"].iloc[0]), columns, overruns=count))
+        rows.append(summary_of(str(group["name"].iloc[-1]), columns, overruns=count))
     data: dict[str, Any] = {"name": pd.array([row.name for row in rows], dtype=pd.StringDtype())}
     for field in TaskSummary._fields[1:]:
         values = [getattr(row, field) for row in rows]
@@ -739,7 +757,7 @@ def summarize_record_by_record(
             duration=[r.duration for r in group],
         )
         overruns = sum(overran(schedule, r) for r in group if r.attempt == 1 and r.outcome.ran)
-        rows.append(summary_of(group[0].name, columns, overruns=overruns))
+        rows.append(summary_of(group[-1].name, columns, overruns=overruns))
     return rows
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
-from lldsched import ExecutionRecord, Overlap
+from lldsched import ExecutionRecord, Outcome, Overlap
 from lldsched.sim.overrun import simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import to_frame
@@ -152,6 +153,30 @@ def test_every_time_axis_reads_as_times_of_day_or_dates(seconds: int) -> None:
         assert len(labels) >= 3 and all(_TIME.match(label) for label in labels), labels
 
 
+@pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin"])
+def test_ticks_minutes_apart_across_midnight_say_where_the_day_changes(tz: str) -> None:
+    # Two hours around midnight, ticks 15 minutes apart: they read "23:00" ... "00:00"
+    # ... "01:00" under an offset of the second day alone ("2026-Jan-06"), so the
+    # evening's runs read as the next day's.  The tick at midnight names its day, as
+    # matplotlib's own ticks an hour or more apart do ("Jan-06").
+    midnight = pd.Timestamp("2026-01-06", tz=tz).timestamp()
+    frame = to_frame([
+        R("t1", "sync", 1, midnight + at, midnight + at, 0, midnight + at, midnight + at + 60,
+          True)
+        for at in range(-3600, 3601, 600)
+    ])  # fmt: skip
+    for figure in (gantt(frame, tz=tz), lateness_over_time(frame, tz=tz)):
+        render(figure)
+        ax = figure.axes[0]
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        ticks = dict(zip(ax.get_xticks().tolist(), labels, strict=True))
+        nearest = min(ticks, key=lambda x: abs(x - midnight / 86400))
+        assert abs(nearest - midnight / 86400) * 86400 < 1e-3, ticks  # a tick at midnight
+        assert ticks[nearest] == "Jan-06", ticks
+        others = [label for x, label in ticks.items() if label and x != nearest]
+        assert len(others) >= 2 and all(re.match(r"^\d\d:\d\d$", label) for label in others)
+
+
 def test_ticks_under_a_second_apart_read_apart() -> None:
     # Runs of a real scheduler in a test often span half a second: every tick of the
     # axis read "09:00:00" (the seconds' format had lost its fraction), six alike.
@@ -214,6 +239,31 @@ def test_a_chart_of_no_runs_shows_no_instant_of_1970(plot: str) -> None:
     assert not [text for text in texts if "1970" in text or "Jan-01" in text], texts
 
 
+@pytest.mark.parametrize("plot", ["gantt", "lateness_over_time", "lateness_distribution",
+                                  "utilisation_plot"])  # fmt: skip
+def test_a_chart_of_slots_decided_without_a_run_says_how_many(plot: str) -> None:
+    # A scheduler restarted after an outage with RUN_ONCE: its frame of the last hour
+    # held only coalesced slots, and every chart said "no runs", as of a frame of nothing.
+    decided = to_frame([
+        R.of(task_id="t1", name="sync", attempt=0, due=T0 + 60 * k, slot=T0 + 60 * k,
+             worker=-1, started=T0 + 60 * k, finished=T0 + 60 * k, ok=False,
+             misfire=Outcome.COALESCED if k else Outcome.SKIPPED)
+        for k in range(4)
+    ])  # fmt: skip
+    charts: dict[str, Callable[[pd.DataFrame], Figure]] = {
+        "gantt": gantt,
+        "lateness_over_time": lateness_over_time,
+        "lateness_distribution": lateness_distribution,
+        "utilisation_plot": lambda frame: utilisation_plot(frame, workers=2),
+    }
+    figure = charts[plot](decided)
+    render(figure)
+    assert "no runs\n4 slots decided without a run: 3 coalesced, 1 skipped" in all_text(figure)
+    nothing = charts[plot](decided.iloc[:0])  # a frame of nothing: "no runs" alone
+    render(nothing)
+    assert "no runs" in all_text(nothing)
+
+
 # -- long task names ---------------------------------------------------------------------
 
 LONG = "nightly-reconciliation-of-the-accounts-payable-ledger-region-"
@@ -243,6 +293,26 @@ def test_long_task_names_leave_the_chart_its_width_and_its_ticks_apart(by: str) 
     assert len(set(names)) == 6 and all(name.endswith(f"region-{i}") for i, name in
                                         enumerate(names))  # fmt: skip
     assert all(len(name) <= 32 and "…" in name for name in names)
+
+
+def test_the_note_of_lanes_left_out_never_runs_into_the_title() -> None:
+    # 2,000 tasks of long names: the legend narrowed the chart, and the note "40 busiest
+    # of 2,000 tasks drawn; 1,960 left out", at the top right on the title's line, was
+    # printed over the end of the title.
+    frame = long_names(2000)
+    figure = gantt(frame, by="task")
+    render(figure)
+    ax = figure.axes[0]
+    shown = [t for t in ax.get_children() if isinstance(t, Text) and t.get_text()]
+    titles = [t for t in shown if t.get_text() in {ax.get_title(loc=loc) for loc in
+                                                   ("left", "center", "right")}]  # fmt: skip
+    said = " ".join(t.get_text() for t in titles)
+    assert "2,000 runs on 2,000 tasks" in said
+    assert "40 busiest of 2,000 tasks drawn; 1,960 left out" in said
+    assert overlapping(titles) == []
+    width = figure.bbox.width
+    assert all(t.get_window_extent().x0 >= 0 and t.get_window_extent().x1 <= width
+               for t in titles)  # fmt: skip
 
 
 def test_a_shortened_lane_still_takes_its_wait_mark() -> None:

@@ -207,7 +207,8 @@ def summarize(
     records: Iterable[ExecutionRecord], schedules: Mapping[str, Schedule] | None = None
 ) -> list[TaskSummary]:
     """Per-task summaries, in the order the tasks first appear in ``records`` (a task
-    whose slots were all decided without a run too, with ``runs == 0``).
+    whose slots were all decided without a run too, with ``runs == 0``), each named by
+    its last record (a task renamed, by its latest name).
     ``schedules`` maps task ids to schedules, for counting overruns."""
     if not records_iterable(records):
         raise ValidationError(f"summarize() takes ExecutionRecords, got {shown(records)}")
@@ -242,7 +243,9 @@ def summarize(
                 for r, outcome, length in zip(group, outcomes, duration, strict=True)
                 if r.attempt == 1 and outcome.ran
             )
-        rows.append(summary_of(group[0].name, columns, overruns=overruns))
+        # Named as it is now, by its last record (each record keeps the name its run
+        # had: a task renamed read under a name it no longer has).
+        rows.append(summary_of(group[-1].name, columns, overruns=overruns))
     return rows
 
 
@@ -274,13 +277,13 @@ def format_summary(rows: Iterable[TaskSummary]) -> str:
             )
     header = ("task", "runs", "ok", "failed", "timeout", "cancelled", "retries", "overrun",
               "missed", "given-up", "skipped", "late p50", "late p95", "late max", "dur p50",
-              "dur max")  # fmt: skip
+              "dur p95", "dur max")  # fmt: skip
     table: list[tuple[str, ...]] = [header]
     for row in rows:
         counts = (row.runs, row.ok, row.failed, row.timed_out, row.cancelled, row.retries,
                   row.overruns, row.missed, row.given_up, row.skipped)  # fmt: skip
         times = (row.lateness_p50, row.lateness_p95, row.lateness_max,
-                 row.duration_p50, row.duration_max)  # fmt: skip
+                 row.duration_p50, row.duration_p95, row.duration_max)  # fmt: skip
         table.append((row.name, *map(str, counts), *map(_seconds, times)))
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     lines = [

@@ -120,7 +120,8 @@ def check_frame(frame: object, *, columns: Iterable[str] = ("outcome",)) -> pd.D
 def task_summary(
     frame: pd.DataFrame, schedules: Mapping[str, Schedule] | None = None
 ) -> pd.DataFrame:
-    """One row per task id, in the order the tasks first appear in ``frame``: the
+    """One row per task id, in the order the tasks first appear in ``frame``, named by
+    its last row (a task renamed, by its latest name; each row keeps its run's): the
     command line's summary (:func:`lldsched.views.report.summary_of`, the one rule;
     its :class:`~lldsched.views.report.TaskSummary` documents the columns), as typed
     columns: counts ``int64``, times ``timedelta64[us]`` (``NaT`` for a task whose
@@ -142,7 +143,8 @@ def task_summary(
     ok, timed_out = rows_of["ok"].tolist(), rows_of["timed_out"].tolist()
     attempt = rows_of["attempt"].tolist()
     lateness, duration = _seconds(rows_of["lateness"]), _seconds(rows_of["duration"])
-    names = rows_of["name"].take(bounds[:-1]).tolist()
+    # a task renamed is named as it is now: its last row's name (report.summarize's rule)
+    names = rows_of["name"].take([high - 1 for high in bounds[1:]]).tolist()
     overruns = _overruns(rows_of, codes[order], len(task_ids), task_ids, by_id)
     rows: list[TaskSummary] = []
     for task, (low, high) in enumerate(itertools.pairwise(bounds)):

@@ -15,12 +15,13 @@ import io
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from datetime import tzinfo
+from datetime import time, tzinfo
 from typing import Any
 
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 from lldsched.views.frames import ran  # raises, naming the extra, without pandas
+from lldsched.views.report import NOT_RUNS, nearest_rank
 from lldsched.views.summaries import instants
 
 try:
@@ -38,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from lldsched.errors import ValidationError
+from lldsched.model import Outcome
 from lldsched.views.plots.palette import TASK_LINES, TASK_MARKERS
 
 __all__ = [
@@ -271,12 +273,31 @@ class _ZoneFormatter(mdates.ConciseDateFormatter):  # type: ignore[misc]
     def format_ticks(self, values: Any) -> list[str]:
         labels: list[str] = list(super().format_ticks(values))
         moments = [mdates.num2date(value, tz=self._tz) for value in values]
+        # Ticks under an hour apart read "00:00" at midnight (matplotlib's zero format
+        # of minutes is a time), under an offset of the last tick's day alone: two hours
+        # around midnight read as the second day's.  A tick at a local midnight after
+        # the first names its day, as matplotlib's ticks an hour or more apart do.
+        for index, moment in enumerate(moments[1:], start=1):
+            if labels[index] and moment.time() == time() and ":" in labels[index]:
+                labels[index] = moment.strftime("%b-%d")
         walls = Counter(moment.replace(tzinfo=None) for moment in moments)
         return [
             f"{label}\n{moment.strftime('%Z')}"
             if label and walls[moment.replace(tzinfo=None)] > 1 else label
             for moment, label in zip(moments, labels, strict=True)
         ]  # fmt: skip
+
+
+def _p95(codes: Array, values: Array) -> pd.Series[float]:
+    """Each code's 95th percentile of ``values`` by nearest rank, the summaries' rule
+    (:func:`~lldsched.views.report.nearest_rank`: the value a task's curve of the lateness
+    distribution reaches the 95 % line at, and :func:`task_summary`'s ``lateness_p95``).
+    pandas' ``quantile`` interpolates: a task on time 19 runs in 20 and 100 s late once
+    ranked at 5 s, above tasks whose p95 is 2 s, and was named in their place."""
+    order = np.lexsort((values, codes))  # by code, then by value
+    present, first, counts = np.unique(codes[order], return_index=True, return_counts=True)
+    ranks = [nearest_rank(count, 95) for count in counts.tolist()]
+    return pd.Series(values[order][first + np.array(ranks, dtype=np.intp)], index=present)
 
 
 def _seconds(column: pd.Series[Any]) -> Array:
@@ -302,8 +323,8 @@ def _tasks(
     per task by ``how``: ``"sum"``, ``"max"`` or ``"p95"``) is greatest, greatest first,
     and every other task's colour is :data:`OTHER_TASKS`."""
     codes, ids = pd.factorize(frame["task_id"])
-    first = frame.drop_duplicates("task_id")
-    names = dict(zip(first["task_id"].tolist(), first["name"].tolist(), strict=True))
+    latest = frame.drop_duplicates("task_id", keep="last")  # a task renamed: as it is now
+    names = dict(zip(latest["task_id"].tolist(), latest["name"].tolist(), strict=True))
     plain = [str(names[task_id]) for task_id in ids]
     repeated = {label for label in plain if plain.count(label) > 1}
     labels = _shortened([
@@ -315,8 +336,7 @@ def _tasks(
         palette = np.array([colours[name] for name in plain]).reshape(-1, 4)
         return codes, labels, palette, list(range(len(labels)))
     values = pd.Series(np.ones(len(codes)) if weight is None else weight)
-    grouped = values.groupby(codes)
-    score = grouped.quantile(0.95) if how == "p95" else grouped.agg(how)
+    score = _p95(codes, values.to_numpy()) if how == "p95" else values.groupby(codes).agg(how)
     # A stable sort of the negated scores: ties keep the order of first appearance.
     ranked = np.argsort(-score.reindex(range(len(labels))).to_numpy(), kind="stable")
     named = [int(code) for code in ranked[:MAX_LEGEND_TASKS]]
@@ -428,7 +448,8 @@ def _task_handles(
         for i in named
     ]
     if len(labels) > len(named):
-        label = f"+ {len(labels) - len(named):,} more tasks (grey)"
+        rest = len(labels) - len(named)
+        label = f"+ {rest:,} more task{'' if rest == 1 else 's'} (grey)"
         # Keyed as they are drawn: grey bars, grey dots, thin grey lines.
         handles.append(
             Patch(facecolor=OTHER_TASKS, edgecolor="none", label=label) if drawn == "bar"
@@ -519,8 +540,33 @@ def _figure_title(figure: Figure, text: str) -> None:
     figure.suptitle(text, x=0.01, ha="left")
 
 
-def _empty(ax: Axes, what: str) -> None:
-    ax.text(0.5, 0.5, f"no {what}", transform=ax.transAxes, ha="center", va="center")
+def _empty(ax: Axes, what: str, frame: pd.DataFrame | None = None) -> None:
+    """Say "no runs" (``what``) in the middle of ``ax``, and under it how many of
+    ``frame``'s slots were decided without a run (:func:`_decided_text`), if any."""
+    said = f"no {what}"
+    decided = "" if frame is None else _decided_text(frame)
+    said += f"\n{decided}" if decided else ""
+    ax.text(0.5, 0.5, said, transform=ax.transAxes, ha="center", va="center")
+
+
+def _decided_text(frame: pd.DataFrame) -> str:
+    """How many slots of ``frame`` a policy decided without a run, by outcome, most
+    first ("4 slots decided without a run: 3 coalesced, 1 skipped"; "" for none): a
+    chart of a scheduler restarted after an outage (RUN_ONCE, all coalesced) said only
+    "no runs", as of a frame of nothing.  A dependent's wait (``blocked``) is no slot
+    decided: its slot runs when its upstreams are done."""
+    outcomes = frame["outcome"].astype(str)
+    counts = Counter(outcomes[outcomes.isin(_DECIDED)].tolist())
+    if not counts:
+        return ""
+    total = sum(counts.values())
+    each = sorted(counts.items(), key=lambda item: (-item[1], _DECIDED.index(item[0])))
+    return f"{total:,} slot{'' if total == 1 else 's'} decided without a run: " + ", ".join(
+        f"{count:,} {outcome}" for outcome, count in each
+    )
+
+
+_DECIDED = [outcome for outcome in NOT_RUNS if outcome != Outcome.BLOCKED]
 
 
 # -- the plots -----------------------------------------------------------------------

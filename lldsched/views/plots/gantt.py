@@ -91,7 +91,7 @@ def gantt(
     time gets a tick; beyond that only late runs get their wait line, so the chart
     shows occupancy and where waits pile up.  Up to :data:`DETAIL_RUNS` runs, a run
     too short to show as a bar (under :data:`SHORT_RUN` of the time span) is also
-    drawn as a diamond at its start.
+    drawn as a diamond at its start, crossed if it failed (its hatching cannot show).
 
     ``span`` (two aware datetimes or epoch seconds) fixes the time axis; without it
     the axis covers the runs.  An empty frame with a ``span`` shows that span.
@@ -109,7 +109,7 @@ def gantt(
     the lanes drawn (default :data:`MAX_LANES`; on an ``ax=`` given, also as many as
     fit its height at :data:`MIN_LANE_INCHES` each; ``None``: every lane, however
     tall the figure): past it the lanes with the most run time are drawn, in their
-    usual order, the title counts every run, and a note at the top right says how many
+    usual order, the title counts every run, and its second line says how many
     lanes were left out ("40 busiest of 300 tasks drawn").  Without ``ax`` the figure
     is 0.45 inch a lane up to 16 lanes and 0.25 for each one more.
 
@@ -152,7 +152,7 @@ def gantt(
         _check_depends_on(depends_on)
     # a slot a misfire policy decided ran on no worker; checks frame
     everything = _ran_reading(frame, _GANTT_READS)
-    waits = frame[frame["outcome"] == "blocked"]
+    given, waits = frame, frame[frame["outcome"] == "blocked"]
     check_spans(everything)  # a run with no start or finish, or backwards, has no bar
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
     nodes = run_nodes(everything)  # of every run: the lanes drawn may be one node's
@@ -174,15 +174,15 @@ def gantt(
     lane, lane_labels, first_rows, crowded = _rows_at_once(frame, base, base_labels)
     lanes = len(lane_labels)
     figure, ax = _axes(ax, (11.0, 1.6 + _lanes_height(lanes)))
-    if note:
-        ax.set_title(note, loc="right", fontsize="small", color="0.35")
     detail = len(frame) <= DETAIL_RUNS
     if len(frame):
         low, high = _draw_runs(
             ax, frame, lane.astype(float), palette[codes], detail=detail, span=shown
         )
-        short = any(c.get_gid() == "short_runs" for c in ax.collections)
-        marks = _mark_handles(frame, detail, short=short)
+        drawn = {c.get_gid() for c in ax.collections}
+        marks = _mark_handles(
+            frame, detail, short="short_runs" in drawn, short_failed="short_failed_runs" in drawn
+        )
         earliest = (
             _draw_waits(ax, waits, dict(zip(pd.unique(frame["task_id"]), first_rows, strict=True)))
             if by == "task" and len(waits) else None
@@ -199,7 +199,7 @@ def gantt(
             marks.append(Line2D([], [], linestyle="none", label=crowded))
         _legend(ax, [*_task_handles(labels, palette, named), *marks])
     else:
-        _empty(ax, "runs")
+        _empty(ax, "runs", given)
     if shown is not None:
         ax.set_xlim(*shown)
     ax.set_yticks(range(lanes), lane_labels)
@@ -210,7 +210,9 @@ def gantt(
     ax.set_axisbelow(True)
     _time_axis(ax, zone, blank=not len(frame) and shown is None)
     title = title if title is not None else _gantt_title(everything, every_lane)
-    _title(ax, title)
+    # The note is the title's second line: at the top right, on the title's line, it ran
+    # into the title where a legend of long names narrowed the chart (2,000 tasks).
+    _title(ax, f"{title}\n{note}" if note else title)
     return figure
 
 

@@ -30,11 +30,13 @@ from matplotlib.path import Path
 from lldsched.errors import OVERLAP_CANCEL_ERROR
 from lldsched.model import Outcome
 from lldsched.views.plots._base import LONE_INSTANT, SHORT_RUN, Array, _dates
+from lldsched.views.plots.palette import text_on
 
 __all__ = [
     "CANCELLED_LABEL",
     "CUT_LABEL",
     "IN_TASK_COLOUR",
+    "SHORT_FAILED_LABEL",
     "SHORT_LABEL",
     "SHUT_DOWN_LABEL",
     "WAIT_LABEL",
@@ -69,6 +71,7 @@ WAIT_LABEL = "due, then the wait to start"
 """The legend's name of the due tick and wait line, which :func:`_draw_runs` draws in
 each run's task colour."""
 SHORT_LABEL = "a run too short for a bar"
+SHORT_FAILED_LABEL = "failed, too short to hatch"
 IN_TASK_COLOUR = "\n(task's colour)"
 """Said after a mark's name in a chart of several task colours, whose key draws the mark
 in a neutral grey: a reader is not to look for a grey mark."""
@@ -79,6 +82,7 @@ def _mark_handles(
     detail: bool = True,
     *,
     short: bool = False,
+    short_failed: bool = False,
     colour: tuple[float, float, float, float] | None = None,
 ) -> list[Any]:
     """The legend of the marks :func:`_draw_runs` draws.  The due tick, its wait line and
@@ -111,6 +115,11 @@ def _mark_handles(
             Line2D([], [], color=tinted if colour is not None else "white", marker="D",
                    markersize=5, markeredgecolor=_DUE_COLOUR, markeredgewidth=0.5,
                    linestyle="none", label=SHORT_LABEL + said)
+        )  # fmt: skip
+    if short_failed:
+        handles.append(
+            Line2D([], [], color=_DUE_COLOUR, marker="x", markersize=5, linestyle="none",
+                   label=SHORT_FAILED_LABEL)
         )  # fmt: skip
     return handles
 
@@ -248,6 +257,15 @@ def _draw_runs(
             ax.scatter(
                 start[short], lane[short], marker="D", s=22, c=colours[short],
                 edgecolors=_DUE_COLOUR, linewidths=0.5, zorder=6, gid="short_runs",
+            )  # fmt: skip
+        # A failed run too short for its hatching to show: a cross over its diamond (a
+        # failed heartbeat's diamond was an ok one's, told by nothing).
+        short_failed = short & failed
+        if short_failed.any():
+            ax.scatter(
+                start[short_failed], lane[short_failed], marker="x", s=22, zorder=7,
+                c=[text_on(fill) for fill in colours[short_failed]], linewidths=1.2,
+                gid="short_failed_runs",  # black or white: whichever shows on the diamond
             )  # fmt: skip
     return low, high
 
