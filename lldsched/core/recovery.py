@@ -72,6 +72,7 @@ __all__ = [
     "History",
     "Plan",
     "after_clock_jump",
+    "at_start",
     "decide_misfire",
     "first_decided",
     "passed_slots",
@@ -689,6 +690,26 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
     )
     owed = status is TaskStatus.RETRYING or (in_flight and status is TaskStatus.SCHEDULED)
     return restored, owed
+
+
+# -- start() (the threaded runtime) ---------------------------------------------------------
+
+
+def at_start(core: SchedulerCore, since: float, now: float) -> None:
+    """At ``start()`` (``now``): the slots due after ``since`` (the scheduler's
+    construction, after :func:`recover`) that passed before ``now``.  Nobody ran them, as
+    in downtime, so each queued task's meet its misfire policy by the rule a restart
+    applies (:func:`decide_misfire`, a retry's attempt owed).  Before, the first ran late
+    and the later ones were recorded ``skipped`` by the overrun rule, whatever the policy.
+
+    A due instant at or before ``since`` is left to run at the start: :func:`recover`
+    decided it (a restart's owed attempt, a coalesced run), and deciding it again would
+    read an owed attempt as a slot of its own.  A paused task is left to ``resume()``, as
+    a restart leaves it."""
+    for task in list(core.tasks.values()):
+        due = task.next_run_at
+        if due is not None and since < due <= now and task.status in _QUEUED:
+            decide_misfire(core, task, now, owed=task.status is TaskStatus.RETRYING)
 
 
 # -- wall-clock jumps (the threaded runtime) ------------------------------------------------
