@@ -706,10 +706,21 @@ def at_start(core: SchedulerCore, since: float, now: float) -> None:
     decided it (a restart's owed attempt, a coalesced run), and deciding it again would
     read an owed attempt as a slot of its own.  A paused task is left to ``resume()``, as
     a restart leaves it."""
-    for task in list(core.tasks.values()):
+    default = DEFAULT_MISFIRE.grace
+    for task in list(core.tasks.values()):  # a decision may cancel a task
         due = task.next_run_at
-        if due is not None and since < due <= now and task.status in _QUEUED:
-            decide_misfire(core, task, now, owed=task.status is TaskStatus.RETRYING)
+        if due is None or due <= since or due > now:
+            continue
+        status = task.status
+        if status is TaskStatus.RETRYING:  # its attempt is owed: it runs first
+            decide_misfire(core, task, now, owed=True)
+        elif status is TaskStatus.SCHEDULED:
+            # Its due slot is the oldest the policy decides (first_decided): within grace
+            # nothing is (plan), and the slots are not listed, as they were for every task
+            # registered before start() (threaded_instructions.py dispatch).
+            policy = task._options.misfire
+            if now - due > (default if policy is None else policy.grace):
+                decide_misfire(core, task, now)
 
 
 # -- wall-clock jumps (the threaded runtime) ------------------------------------------------
