@@ -386,12 +386,13 @@ def test_apschedulers_job_events_have_the_listener_tables_tests(aps_on: type[Fak
     assert once.status is TaskStatus.SUCCEEDED  # kept: no REMOVED
 
 
-def test_slots_passed_before_start_are_late_in_lldsched_and_skipped_by_apscheduler(
+def test_slots_passed_before_start_meet_the_misfire_policy_and_are_skipped_by_apscheduler(
     aps_on: type[FakeNow],
 ) -> None:
     """Registered at 09:00, started at 09:10:50: APScheduler computes the first fire time
-    at ``start()``; lldsched's task was due since 09:05, and runs late, whatever its
-    misfire policy (the time before ``start()`` is no downtime)."""
+    at ``start()``; lldsched's task was due since 09:05, and its misfire policy decides
+    the slots that passed before ``start()`` as after downtime (SKIP: both ``missed``,
+    the first run at 09:15, as APScheduler's)."""
     started = START + timedelta(seconds=650)
     heard: list[tuple[str, str, float]] = []
     FakeNow.instant = START
@@ -413,9 +414,15 @@ def test_slots_passed_before_start_are_late_in_lldsched_and_skipped_by_apschedul
     clock.advance(650)
     ours.start()
     ours.wait_idle()
+    clock.advance(250)  # to 09:15
+    ours.wait_idle()
     ours.shutdown()
     slots = [(r.outcome.value, r.slot - START.timestamp(), r.started) for r in task.history]
-    assert slots == [("ok", 300.0, started.timestamp()), ("skipped", 600.0, started.timestamp())]
+    assert slots == [
+        ("missed", 300.0, started.timestamp()),
+        ("missed", 600.0, started.timestamp()),
+        ("ok", 900.0, started.timestamp() + 250),
+    ]
 
 
 def test_a_past_run_date_is_dropped_by_apscheduler_and_run_by_lldsched(

@@ -72,6 +72,7 @@ __all__ = [
     "History",
     "Plan",
     "after_clock_jump",
+    "at_start",
     "decide_misfire",
     "first_decided",
     "passed_slots",
@@ -689,6 +690,37 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
     )
     owed = status is TaskStatus.RETRYING or (in_flight and status is TaskStatus.SCHEDULED)
     return restored, owed
+
+
+# -- start() (the threaded runtime) ---------------------------------------------------------
+
+
+def at_start(core: SchedulerCore, since: float, now: float) -> None:
+    """At ``start()`` (``now``): the slots due after ``since`` (the scheduler's
+    construction, after :func:`recover`) that passed before ``now``.  Nobody ran them, as
+    in downtime, so each queued task's meet its misfire policy by the rule a restart
+    applies (:func:`decide_misfire`, a retry's attempt owed).  Before, the first ran late
+    and the later ones were recorded ``skipped`` by the overrun rule, whatever the policy.
+
+    A due instant at or before ``since`` is left to run at the start: :func:`recover`
+    decided it (a restart's owed attempt, a coalesced run), and deciding it again would
+    read an owed attempt as a slot of its own.  A paused task is left to ``resume()``, as
+    a restart leaves it."""
+    default = DEFAULT_MISFIRE.grace
+    for task in list(core.tasks.values()):  # a decision may cancel a task
+        due = task.next_run_at
+        if due is None or due <= since or due > now:
+            continue
+        status = task.status
+        if status is TaskStatus.RETRYING:  # its attempt is owed: it runs first
+            decide_misfire(core, task, now, owed=True)
+        elif status is TaskStatus.SCHEDULED:
+            # Its due slot is the oldest the policy decides (first_decided): within grace
+            # nothing is (plan), and the slots are not listed, as they were for every task
+            # registered before start() (threaded_instructions.py dispatch).
+            policy = task._options.misfire
+            if now - due > (default if policy is None else policy.grace):
+                decide_misfire(core, task, now)
 
 
 # -- wall-clock jumps (the threaded runtime) ------------------------------------------------

@@ -48,7 +48,7 @@ from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.recovery import recover
+from lldsched.core.recovery import at_start, recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, ValidationError, shown
@@ -289,6 +289,10 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
                 for task in self._core.tasks.values():
                     if is_loop_action(task.action, task._options.isolation):
                         self._loop_ids.add(task.id)
+        # Slots due after this instant and passed at start() meet the misfire policy there
+        # (recovery.at_start); those due at or before it recover decided (a restart's
+        # owed attempt, a coalesced run): they run at the start.
+        self._built_at = self._clock.now()
         if listeners:  # deliver from now on: registrations before start() are events too
             self._dispatcher.start()
         note(self)  # refused in a child forked from this process (threaded/forked.py)
@@ -314,6 +318,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             if writes is not None:  # one running scheduler per store object (storeuse.py)
                 storeuse.take(writes.store, self)
             self._state = RUNNING
+            if self._coordinator is None:  # shared: the claim decides (Coordinator._misfire)
+                at_start(self._core, self._built_at, self._clock.now())
             self._first_look()  # jumps are measured from now on (timer.py)
             self._pool.start()
             self._dispatcher.start()  # its lock after this one: the documented order

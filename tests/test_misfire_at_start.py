@@ -1,0 +1,136 @@
+"""Slots that pass between a task's registration and ``start()`` meet its misfire policy,
+as a restart from a durable store decides the same slots (recovery.at_start)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    Misfire,
+    MisfirePolicy,
+    ScheduledTask,
+    Scheduler,
+    TaskStatus,
+)
+from tests import jobs
+from tests.conftest import T0, settle
+
+EVERY = 300.0  # every 5 minutes, first at T0 + 5 min; started at T0 + 10:50
+LATE = 650.0
+
+
+@pytest.fixture(autouse=True)
+def _clear_calls() -> None:
+    jobs.CALLS.clear()
+
+
+def seen(task: ScheduledTask) -> tuple[list[tuple[str, float, float]], float | None]:
+    """The task's records (outcome, slot and start relative to T0) and its next due."""
+    records = [(r.outcome.value, r.slot - T0, r.started - T0) for r in task.history]
+    return records, task.next_run_at
+
+
+def started_late(policy: MisfirePolicy) -> tuple[list[tuple[str, float, float]], float | None]:
+    """Registered at T0 on a scheduler started at T0 + LATE."""
+    clock = FakeClock(T0)
+    scheduler = Scheduler(clock=clock)
+    task = scheduler.schedule(
+        "x", jobs.note, FixedRate(EVERY, start_delay=EVERY), args=("x",), misfire=policy
+    )
+    clock.advance(LATE)
+    scheduler.start()
+    try:
+        settle(scheduler)
+        return seen(scheduler.task(task.id))
+    finally:
+        assert scheduler.shutdown()
+
+
+def restarted(policy: MisfirePolicy) -> tuple[list[tuple[str, float, float]], float | None]:
+    """Registered at T0 on a durable store, the process down until T0 + LATE."""
+    store = InMemoryTaskStore()
+    first = Scheduler(clock=FakeClock(T0), store=store)
+    task = first.schedule(
+        "x", jobs.note, FixedRate(EVERY, start_delay=EVERY), args=("x",), misfire=policy
+    )
+    assert first.shutdown()
+    scheduler = Scheduler(clock=FakeClock(T0 + LATE), store=store).start()
+    try:
+        settle(scheduler)
+        return seen(scheduler.task(task.id))
+    finally:
+        assert scheduler.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (Misfire.SKIP, [("missed", 300.0, LATE), ("missed", 600.0, LATE)]),
+        (Misfire.RUN_ONCE, [("coalesced", 300.0, LATE), ("ok", 600.0, LATE)]),
+        (Misfire.RUN_ALL, [("ok", 300.0, LATE), ("ok", 600.0, LATE)]),
+    ],
+)
+def test_slots_passed_before_start_meet_the_policy_as_after_a_restart(
+    policy: Misfire, expected: list[tuple[str, float, float]]
+) -> None:
+    """Before, every policy ran 300 late and recorded 600 ``skipped`` (the overrun rule)."""
+    misfire = MisfirePolicy(policy, grace=1)
+    records, due = started_late(misfire)
+    assert records == expected and due == T0 + 900
+    assert (records, due) == restarted(misfire)
+
+
+def test_a_slot_passed_within_grace_before_start_runs_late_as_after_a_restart() -> None:
+    misfire = MisfirePolicy(Misfire.SKIP, grace=400)  # 300 is 350 s late: no misfire
+    records, due = started_late(misfire)
+    assert records[0] == ("ok", 300.0, LATE) and due == T0 + 900
+    assert (records, due) == restarted(misfire)
+
+
+def test_a_paused_task_is_left_to_resume_as_a_restart_leaves_it() -> None:
+    clock = FakeClock(T0)
+    scheduler = Scheduler(clock=clock)
+    task = scheduler.schedule(
+        "x",
+        jobs.note,
+        FixedRate(EVERY, start_delay=EVERY),
+        args=("x",),
+        misfire=MisfirePolicy(Misfire.SKIP, grace=1),
+    )
+    scheduler.pause(task.id)
+    clock.advance(LATE)
+    scheduler.start()
+    try:
+        settle(scheduler)
+        paused = scheduler.task(task.id)
+        assert paused.status is TaskStatus.PAUSED and paused.history == ()
+    finally:
+        assert scheduler.shutdown()
+
+
+def test_a_scheduler_built_on_a_store_and_started_later_decides_the_slots_since() -> None:
+    """Recovery decided the downtime up to the construction; the slots passed from then to
+    ``start()`` meet the policy at the start, as a process built at the start decides them."""
+    store = InMemoryTaskStore()
+    first = Scheduler(clock=FakeClock(T0), store=store)
+    task = first.schedule(
+        "x",
+        jobs.note,
+        FixedRate(EVERY, start_delay=EVERY),
+        args=("x",),
+        misfire=MisfirePolicy(Misfire.SKIP, grace=1),
+    )
+    assert first.shutdown()
+    clock = FakeClock(T0 + 400)  # down past 300: recovery records it missed, due at 600
+    scheduler = Scheduler(clock=clock, store=store)
+    clock.advance(LATE - 400)
+    scheduler.start()
+    try:
+        settle(scheduler)
+        records, due = seen(scheduler.task(task.id))
+        assert records == [("missed", 300.0, 400.0), ("missed", 600.0, LATE)] and due == T0 + 900
+    finally:
+        assert scheduler.shutdown()
