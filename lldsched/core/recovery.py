@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.names import COALESCED, MISFIRE_CAP, runnable
+from lldsched.core.names import COALESCED, MISFIRE_CAP, RETRYING, SCHEDULED, runnable
 from lldsched.core.task import Restored, ScheduledTask
 from lldsched.logs import JOBS, STORE, counted
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
@@ -712,9 +712,9 @@ def at_start(core: SchedulerCore, since: float, now: float) -> None:
         if due is None or due <= since or due > now:
             continue
         status = task.status
-        if status is TaskStatus.RETRYING:  # its attempt is owed: it runs first
+        if status is RETRYING:  # its attempt is owed: it runs first
             decide_misfire(core, task, now, owed=True)
-        elif status is TaskStatus.SCHEDULED:
+        elif status is SCHEDULED:
             # Its due slot is the oldest the policy decides (first_decided): within grace
             # nothing is (plan), and the slots are not listed, as they were for every task
             # registered before start() (threaded_instructions.py dispatch).
