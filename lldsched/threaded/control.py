@@ -632,9 +632,9 @@ class ControlVerbs(SchedulerParts):
     def remove_listener(self, listener: Listener) -> bool:
         """Stop delivering to ``listener``; True if it was registered.  Once this returns
         it hears no further event, not even one published before that still waits to be
-        delivered; only a call on the listeners' thread already under way, for an event
-        whose delivery had begun, may finish (called from a listener, on that thread:
-        the listeners after it hear the event under way)."""
+        delivered; only the event whose delivery had begun is still heard by its
+        listeners in turn (by this one too when it comes after the listener removing it,
+        or when the listeners' thread was already inside its call)."""
         with self._lock:
             found = self._dispatcher.remove(listener)
             if not self._dispatcher.listeners:
