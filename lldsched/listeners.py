@@ -28,12 +28,14 @@ from lldsched.model import ExecutionRecord, TaskEvent
 __all__ = [
     "EventLog",
     "Listener",
+    "Registered",
     "TaskListener",
     "as_callback",
     "check_unregistered",
     "listener_list",
     "notify",
     "same_listener",
+    "still_registered",
 ]
 
 log = logging.getLogger(LISTENERS)
@@ -93,6 +95,22 @@ def check_unregistered(listener: Listener, registered: Iterable[Listener]) -> No
             f"listener {listener!r} is registered already: registered twice, it would "
             "hear every event twice"
         )
+
+
+Registered = list[tuple[Listener, Callable[[TaskEvent], None]]]
+"""The listeners a runtime calls, each with its callback (:func:`as_callback`), in order.
+A runtime replaces its list at each change, never changes it in place: an event keeps
+the list as it was published, and :func:`still_registered` tells who still hears it."""
+
+
+def still_registered(published: Registered, registered: Registered) -> Registered:
+    """The listeners of ``published`` (an event's, as it was published) that are still
+    ``registered`` as its delivery begins: each registration's pair, by identity (a
+    listener removed and added again is a new registration, which never hears an event
+    published before it).  Called only when the two lists differ: a listener was added
+    or removed since the event was published."""
+    now = {id(pair) for pair in registered}
+    return [pair for pair in published if id(pair) in now]
 
 
 def listener_list(listeners: object) -> list[Listener]:

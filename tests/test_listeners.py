@@ -380,3 +380,60 @@ def test_a_listeners_verbs_act_without_deadlock_and_are_heard_after_its_event(ki
     ]  # fmt: skip
     (record,) = runtime.task("a").history
     assert record.ok  # the run the pause found in flight ended as it would have
+
+
+def test_a_listener_hears_the_events_published_while_it_is_registered_only() -> None:
+    """``add_listener`` delivers every *future* event: a listener added while earlier
+    events waited in the queue (a slow listener ahead of them) heard those too, as the
+    delivery thread read the listeners when it took each event, not when it was
+    published.  A removed one is not called with an event whose delivery had not begun
+    when ``remove_listener`` returned, even one published before."""
+    gate, holding = threading.Event(), threading.Event()
+
+    def slow(e: TaskEvent) -> None:
+        holding.set()
+        gate.wait(5)
+
+    early, late = EventLog(), EventLog()
+    scheduler = Scheduler(clock=FakeClock(0), listeners=[slow, early])
+    scheduler.start()
+    try:
+        scheduler.schedule("a", lambda: None, OneTime(delay=60), id="a")
+        assert holding.wait(5)  # the slow listener holds a's event
+        scheduler.schedule("b", lambda: None, OneTime(delay=60), id="b")  # it waits
+        scheduler.add_listener(late)
+        assert scheduler.remove_listener(early)
+        scheduler.schedule("c", lambda: None, OneTime(delay=60), id="c")
+        gate.set()
+        assert scheduler.wait_idle(timeout=5)
+    finally:
+        gate.set()
+        assert scheduler.shutdown(timeout=5)
+    # early heard a's event as its delivery had begun; b's had not, c's came after
+    assert [e.task_id for e in early.events] == ["a"]
+    assert [e.task_id for e in late.events] == ["c"]
+
+
+def test_a_simulated_listener_added_or_removed_by_a_listener_follows_the_same_rule() -> None:
+    """In a ``Simulation`` a listener that adds one on hearing a's run begin, then pauses
+    a: the one added heard the event under way (the listeners' list grew as it was
+    iterated) and the pause published before it was added; a listener removed there
+    heard the pause all the same.  Each now hears what was published while it was
+    registered (and, removed, nothing not yet begun)."""
+    early, late = EventLog(), EventLog()
+    sim: Simulation
+
+    def verbs(e: TaskEvent) -> None:
+        if e.task_id == "a" and e.status is TaskStatus.RUNNING:
+            assert sim.pause("a")  # published: waits for the event under way
+            sim.add_listener(late)
+            assert sim.remove_listener(early)
+            sim.schedule("b", OneTime(delay=60), id="b")
+
+    sim = Simulation(1, listeners=[verbs, early])
+    sim.schedule("a", OneTime(delay=0), id="a", duration=3)
+    sim.run_for(1)
+    assert [(e.task_id, e.status) for e in early.events] == [
+        ("a", TaskStatus.SCHEDULED), ("a", TaskStatus.RUNNING),
+    ]  # fmt: skip
+    assert [(e.task_id, e.status) for e in late.events] == [("b", TaskStatus.SCHEDULED)]

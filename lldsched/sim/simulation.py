@@ -112,7 +112,14 @@ from lldsched.core.storewrites import say_left_stale
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, StoreError, ValidationError, error_text
-from lldsched.listeners import Listener, as_callback, listener_list, notify
+from lldsched.listeners import (
+    Listener,
+    Registered,
+    as_callback,
+    listener_list,
+    notify,
+    still_registered,
+)
 from lldsched.logs import Repeats, instant_text
 from lldsched.model import ExecutionRecord, TaskEvent
 from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
@@ -198,7 +205,8 @@ class _Hearing:
     __slots__ = ("delivering", "repeats", "waiting")
 
     def __init__(self) -> None:
-        self.waiting: deque[TaskEvent] = deque()
+        # each with the listeners registered as it was published (listeners.Registered)
+        self.waiting: deque[tuple[TaskEvent, Registered]] = deque()
         self.delivering = False
         self.repeats = Repeats()
 
@@ -1230,18 +1238,26 @@ class Simulation(SimulationVerbs):
         it (``running -> paused``, then ``scheduled -> running``), unlike the
         threaded runtime's, which queues every event.  An event a listener's Ctrl-C
         left undelivered (raised at once, outside a verb and the loop) is heard before
-        the next one published."""
+        the next one published.
+
+        Each event is heard by the listeners registered when it was published and still
+        registered when its delivery begins, as on the threaded runtime: one a listener
+        added hears neither the event under way nor those waiting (``_callbacks`` is
+        replaced at each change, never changed in place, so an event keeps its list)."""
         hearing = self._hearing
         waiting = hearing.waiting
-        waiting.append(event)
+        waiting.append((event, self._callbacks))
         if hearing.delivering:  # a listener's verb: heard after the event under way
             return
         hearing.delivering = True
         try:
             while waiting:
+                event, listeners = waiting.popleft()
+                if listeners is not self._callbacks:  # changed since it was published
+                    listeners = still_registered(listeners, self._callbacks)
                 notify(
-                    self._callbacks,
-                    waiting.popleft(),
+                    listeners,
+                    event,
                     repeats=hearing.repeats,
                     kept=self._heard if self._advancing or self._in_verb else None,
                 )

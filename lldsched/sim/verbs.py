@@ -32,7 +32,13 @@ from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchang
 from lldsched.core.retention import RetainFinished
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
-from lldsched.listeners import Listener, as_callback, check_unregistered, same_listener
+from lldsched.listeners import (
+    Listener,
+    Registered,
+    as_callback,
+    check_unregistered,
+    same_listener,
+)
 from lldsched.model import Priority, TaskEvent
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
@@ -65,7 +71,7 @@ class SimulationVerbs:
     _core: SchedulerCore
     _models: dict[str, TaskModels]
     _log: RecordLog
-    _callbacks: list[tuple[Listener, Callable[[TaskEvent], None]]]
+    _callbacks: Registered  # replaced at each change, never changed in place
     _stopped_at: float | None  # the first shutdown()'s drain bound; None: not shut down
     _stop_awaited: Callable[[str, str], None]  # a task's coroutine runs in flight cut now
     _note_lane: Callable[[ScheduledTask], None]  # a coroutine task: starts picked by lane
@@ -568,17 +574,22 @@ class SimulationVerbs:
         )
 
     def add_listener(self, listener: Listener) -> None:
-        """Call ``listener`` on every future event, in virtual time, on the caller's
-        thread.  Raises :class:`~lldsched.errors.ValidationError` for what is no
-        listener (neither callable nor with ``on_event``; an ``async def`` one) and for
-        one already registered."""
+        """Call ``listener`` on every event published from now on, in virtual time, on
+        the caller's thread (added by a listener: not the event under way, nor those a
+        verb published meanwhile).  Raises :class:`~lldsched.errors.ValidationError` for
+        what is no listener (neither callable nor with ``on_event``; an ``async def``
+        one) and for one already registered."""
         callback = as_callback(listener)
         check_unregistered(listener, (known for known, _ in self._callbacks))
-        self._callbacks.append((listener, callback))
+        # a new list: an event waiting to be heard keeps the one it was published with
+        self._callbacks = [*self._callbacks, (listener, callback)]
         self._core.emit = self._emit
 
     def remove_listener(self, listener: Listener) -> bool:
-        """Stop calling ``listener``; True if it was registered."""
+        """Stop calling ``listener``; True if it was registered.  Once this returns it
+        hears no further event, not even one published before that waits to be heard;
+        removed by a listener, it still hears the event under way if it comes after
+        that one."""
         kept = [pair for pair in self._callbacks if not same_listener(pair[0], listener)]
         found = len(kept) != len(self._callbacks)
         self._callbacks = kept

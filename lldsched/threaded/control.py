@@ -619,7 +619,8 @@ class ControlVerbs(SchedulerParts):
     # -- listeners -----------------------------------------------------------
 
     def add_listener(self, listener: Listener) -> None:
-        """Deliver every future event to ``listener`` as well.  Raises
+        """Deliver to ``listener`` as well every event published from now on, none
+        published before (still waiting behind a slow listener, say).  Raises
         :class:`~lldsched.errors.ValidationError` for what is no listener (neither
         callable nor with ``on_event``; an ``async def`` one, which is never awaited) and
         for one already registered (it would hear every event twice)."""
@@ -629,7 +630,11 @@ class ControlVerbs(SchedulerParts):
         self._dispatcher.start()  # idempotent; a no-op once the scheduler is shut down
 
     def remove_listener(self, listener: Listener) -> bool:
-        """Stop delivering to ``listener``; True if it was registered."""
+        """Stop delivering to ``listener``; True if it was registered.  Once this returns
+        it hears no further event, not even one published before that still waits to be
+        delivered; only the event whose delivery had begun is still heard by its
+        listeners in turn (by this one too when it comes after the listener removing it,
+        or when the listeners' thread was already inside its call)."""
         with self._lock:
             found = self._dispatcher.remove(listener)
             if not self._dispatcher.listeners:

@@ -7,6 +7,14 @@ append), and one delivery thread calls the listeners in order, one event at a
 time.  So a raising listener is logged and skipped, and a slow one delays only
 the listeners after it, never the timer or a worker.
 
+**Who hears an event**: the listeners registered when it was published and still
+registered when its delivery begins.  A listener added while earlier events wait in
+the queue hears none of them (each event keeps a reference to the listeners' list as
+it was published: the list is replaced, never changed in place), and once
+``remove``/``remove_listener`` returns, a listener hears no event whose delivery had
+not begun, even one published before (the delivery thread may be inside the call of
+an event it took before the removal, and finishes that event's listeners).
+
 **When a listener falls behind**, undelivered events wait in a backlog bounded
 by ``backlog`` (10,000 by default).  When it is full, the *oldest* undelivered
 event is dropped to make room for the new one, :attr:`EventDispatcher.dropped`
@@ -25,15 +33,16 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Callable
 
 from lldsched.checks import whole
 from lldsched.listeners import (
     Listener,
+    Registered,
     as_callback,
     check_unregistered,
     notify,
     same_listener,
+    still_registered,
 )
 from lldsched.logs import LISTENERS, Repeats
 from lldsched.model import TaskEvent
@@ -71,8 +80,11 @@ class EventDispatcher:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._flushing = Waiters()  # flush() callers' own locks (deadline.Waiters)
-        self._events: collections.deque[TaskEvent] = collections.deque()
-        self._listeners: list[tuple[Listener, Callable[[TaskEvent], None]]] = []
+        # Each event with the listeners registered as it was published (_listeners is
+        # replaced, never changed in place, so that reference is the snapshot): one
+        # added later never hears it, one removed before its delivery began neither.
+        self._events: collections.deque[tuple[TaskEvent, Registered]] = collections.deque()
+        self._listeners: Registered = []
         self._busy = False
         self._closed = False
         self._delivering = False  # a delivery thread is in its loop (it clears this as it ends)
@@ -92,15 +104,17 @@ class EventDispatcher:
             return [listener for listener, _ in self._listeners]
 
     def add(self, listener: Listener) -> None:
-        """Deliver to ``listener`` too; ValidationError for what is no listener, or one
-        already added (:func:`~lldsched.listeners.check_unregistered`)."""
+        """Deliver to ``listener`` the events published from now on (none queued
+        before); ValidationError for what is no listener, or one already added
+        (:func:`~lldsched.listeners.check_unregistered`)."""
         callback = as_callback(listener)
         with self._cond:
             check_unregistered(listener, (known for known, _ in self._listeners))
             self._listeners = [*self._listeners, (listener, callback)]
 
     def remove(self, listener: Listener) -> bool:
-        """Stop delivering to ``listener``; True if it was registered."""
+        """Stop delivering to ``listener``: no event whose delivery has not begun, even
+        one queued before, reaches it once this returns; True if it was registered."""
         with self._cond:
             kept = [pair for pair in self._listeners if not same_listener(pair[0], listener)]
             found = len(kept) != len(self._listeners)
@@ -136,7 +150,7 @@ class EventDispatcher:
                 if not self._overflowing:
                     self._overflowing = True
                     self._say_overflow()
-            events.append(event)
+            events.append((event, self._listeners))
             if self._closed:  # after a shutdown no thread waits for it: start one
                 self._deliver_late()
 
@@ -243,8 +257,9 @@ class EventDispatcher:
                 if not events:
                     self._delivering = False
                     return
-                event = events.popleft()
-                listeners = self._listeners
+                event, listeners = events.popleft()
+                if listeners is not self._listeners:  # changed since it was published
+                    listeners = still_registered(listeners, self._listeners)
                 self._busy = True
             # its sys.exit() too: see notify; repeats guarded by being this thread's only
             notify(listeners, event, catch=BaseException, repeats=self._repeats)
