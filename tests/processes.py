@@ -100,13 +100,15 @@ def killed_mid_run(
 
 # What parent_of_a_helper's child runs last: it forks a helper that never uses what the
 # child made (a gunicorn worker whose master dies, a process a job forked and left
-# running), prints the helper's pid, and both wait on their stdin until killed.
+# running), and both wait on their stdin until killed.  The helper prints its own pid:
+# once it is read, the helper's fork hooks have run (printed by the parent, the pid
+# could be read before the helper first ran, and a test that killed the parent then
+# found the helper still holding what its hooks let go).
 _FORK_A_HELPER = """
-helper = os.fork()
-if helper == 0:
+if os.fork() == 0:
+    print(os.getpid(), flush=True)
     sys.stdin.read()
     os._exit(0)
-print(helper, flush=True)
 sys.stdin.read()
 """
 
