@@ -385,11 +385,8 @@ class FixedRate(_Interval):
         """:meth:`slot_after` counted on the grid from ``origin`` (as
         :meth:`next_on_grid` counts it), and the origin counted on: the slot a task whose
         runs overlap queues behind the run of ``slot`` as it begins."""
-        period = self.period
-        k = (slot - origin + 0.5 * period) // period
-        if origin + k * period != slot:  # not a slot of that grid: one starts at the slot
-            return slot + period, slot
-        return origin + (k + 1) * period, origin
+        origin, k = self._index_on_grid(slot, origin)
+        return origin + (k + 1) * self.period, origin
 
     def next_on_grid(
         self, record: ExecutionRecord, origin: float, limit: int
@@ -407,11 +404,7 @@ class FixedRate(_Interval):
         many runs came before it (docs/DECISIONS.md, "A fixed rate's grid is counted from
         its origin")."""
         slot, period = record.slot, self.period
-        # The nearest index, a whole float (exact up to 2**53): a floor division, not a
-        # round() call, on the run path.
-        k = (slot - origin + 0.5 * period) // period
-        if origin + k * period != slot:  # not a slot of that grid: one starts at the slot
-            origin, k = slot, 0.0
+        origin, k = self._index_on_grid(slot, origin)
         # What the run missed is decided as next_run_and_skipped decides it, from its
         # slot (a run of exactly a period's float keeps its next slot, one of two keeps
         # the slot at its finish); only the slots' floats are the grid's.
@@ -421,6 +414,17 @@ class FixedRate(_Interval):
         due = origin + (k + last) * period
         skipped = [origin + (k + j) * period for j in range(1, min(last, limit + 2))]
         return due, [at for at in skipped if at < due], origin
+
+    def _index_on_grid(self, slot: float, origin: float) -> tuple[float, float]:
+        """The grid ``slot`` is on and its index there: ``(origin, k)`` when ``slot`` is
+        ``slot_at(origin, k)``, the very float, else ``(slot, 0.0)``, a new grid starting
+        at the slot.  ``k`` is the nearest index, a whole float (exact up to 2**53): a
+        floor division, not a round() call, on the run path."""
+        period = self.period
+        k = (slot - origin + 0.5 * period) // period
+        if origin + k * period != slot:  # not a slot of that grid: one starts at the slot
+            return slot, 0.0
+        return origin, k
 
 
 def _skip_index(slot: float, finished: float, period: float) -> int:
