@@ -33,12 +33,14 @@ def seen(task: ScheduledTask) -> tuple[list[tuple[str, float, float]], float | N
     return records, task.next_run_at
 
 
-def started_late(policy: MisfirePolicy) -> tuple[list[tuple[str, float, float]], float | None]:
-    """Registered at T0 on a scheduler started at T0 + LATE."""
+def started_late(
+    policy: MisfirePolicy, start_delay: float = EVERY
+) -> tuple[list[tuple[str, float, float]], float | None]:
+    """Registered at T0 (the scheduler's construction) on a scheduler started at T0 + LATE."""
     clock = FakeClock(T0)
     scheduler = Scheduler(clock=clock)
     task = scheduler.schedule(
-        "x", jobs.note, FixedRate(EVERY, start_delay=EVERY), args=("x",), misfire=policy
+        "x", jobs.note, FixedRate(EVERY, start_delay=start_delay), args=("x",), misfire=policy
     )
     clock.advance(LATE)
     scheduler.start()
@@ -49,12 +51,14 @@ def started_late(policy: MisfirePolicy) -> tuple[list[tuple[str, float, float]],
         assert scheduler.shutdown()
 
 
-def restarted(policy: MisfirePolicy) -> tuple[list[tuple[str, float, float]], float | None]:
+def restarted(
+    policy: MisfirePolicy, start_delay: float = EVERY
+) -> tuple[list[tuple[str, float, float]], float | None]:
     """Registered at T0 on a durable store, the process down until T0 + LATE."""
     store = InMemoryTaskStore()
     first = Scheduler(clock=FakeClock(T0), store=store)
     task = first.schedule(
-        "x", jobs.note, FixedRate(EVERY, start_delay=EVERY), args=("x",), misfire=policy
+        "x", jobs.note, FixedRate(EVERY, start_delay=start_delay), args=("x",), misfire=policy
     )
     assert first.shutdown()
     scheduler = Scheduler(clock=FakeClock(T0 + LATE), store=store).start()
@@ -81,6 +85,46 @@ def test_slots_passed_before_start_meet_the_policy_as_after_a_restart(
     records, due = started_late(misfire)
     assert records == expected and due == T0 + 900
     assert (records, due) == restarted(misfire)
+
+
+def test_a_slot_due_at_the_construction_instant_meets_the_policy_too() -> None:
+    """Registered at the instant of the construction (a FakeClock does not move between
+    them; nor does a coarse clock), its first slot is due then: nobody decided it, so it
+    is decided at the start with the others.  Before, it ran 650 s late at the start and
+    the slots after it were recorded ``skipped`` (the overrun rule), whatever the policy,
+    while a real clock, a microsecond later, got the policy."""
+    misfire = MisfirePolicy(Misfire.SKIP, grace=1)
+    records, due = started_late(misfire, start_delay=0)
+    assert records == [("missed", 0.0, LATE), ("missed", 300.0, LATE), ("missed", 600.0, LATE)]
+    assert due == T0 + 900
+    assert (records, due) == restarted(misfire, start_delay=0)
+
+
+def test_a_run_recovery_left_due_at_the_construction_runs_at_the_start() -> None:
+    """Recovery decided the downtime (``RUN_ONCE``: its one passed slot runs) and left that
+    run due at the construction: it is not decided again at the start, where its slot,
+    650 s late, would be recorded ``coalesced`` and not run."""
+    store = InMemoryTaskStore()
+    first = Scheduler(clock=FakeClock(T0), store=store)
+    task = first.schedule(
+        "x",
+        jobs.note,
+        FixedRate(EVERY, start_delay=EVERY),
+        args=("x",),
+        misfire=MisfirePolicy(Misfire.RUN_ONCE, grace=1),
+    )
+    assert first.shutdown()
+    clock = FakeClock(T0 + 400)  # down past 300: recovery leaves it to run
+    scheduler = Scheduler(clock=clock, store=store)
+    assert seen(scheduler.task(task.id)) == ([], T0 + 300)
+    clock.advance(LATE - 400)
+    scheduler.start()
+    try:
+        settle(scheduler)
+        records, due = seen(scheduler.task(task.id))
+        assert records[0] == ("ok", 300.0, LATE) and due == T0 + 900
+    finally:
+        assert scheduler.shutdown()
 
 
 def test_a_slot_passed_within_grace_before_start_runs_late_as_after_a_restart() -> None:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
@@ -74,6 +74,7 @@ __all__ = [
     "after_clock_jump",
     "at_start",
     "decide_misfire",
+    "decided_by_recovery",
     "first_decided",
     "passed_slots",
     "pending_slot",
@@ -695,21 +696,33 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
 # -- start() (the threaded runtime) ---------------------------------------------------------
 
 
-def at_start(core: SchedulerCore, since: float, now: float) -> None:
-    """At ``start()`` (``now``): the slots due after ``since`` (the scheduler's
-    construction, after :func:`recover`) that passed before ``now``.  Nobody ran them, as
-    in downtime, so each queued task's meet its misfire policy by the rule a restart
-    applies (:func:`decide_misfire`, a retry's attempt owed).  Before, the first ran late
-    and the later ones were recorded ``skipped`` by the overrun rule, whatever the policy.
+def decided_by_recovery(restored: Iterable[ScheduledTask], since: float) -> dict[str, float]:
+    """The due instants :func:`recover` decided, by task id: each restored task due at or
+    before ``since`` (the scheduler's construction, read after :func:`recover`): a
+    restart's owed attempt, a coalesced run.  :func:`at_start` leaves them to run at the
+    start.  Kept by id *and* instant, not as "due at or before ``since``": a task
+    registered at the construction's instant (a :class:`~lldsched.clock.FakeClock`, a
+    coarse clock) is due then too, and nobody decided its slots."""
+    return {
+        task.id: due for task in restored if (due := task.next_run_at) is not None and due <= since
+    }
 
-    A due instant at or before ``since`` is left to run at the start: :func:`recover`
-    decided it (a restart's owed attempt, a coalesced run), and deciding it again would
+
+def at_start(core: SchedulerCore, decided: Mapping[str, float], now: float) -> None:
+    """At ``start()`` (``now``): the slots that passed before ``now`` and nobody decided.
+    Nobody ran them, as in downtime, so each queued task's meet its misfire policy by the
+    rule a restart applies (:func:`decide_misfire`, a retry's attempt owed).  Before, the
+    first ran late and the later ones were recorded ``skipped`` by the overrun rule,
+    whatever the policy.
+
+    A due instant in ``decided`` (:func:`decided_by_recovery`) is left to run at the
+    start: :func:`recover` decided it at the construction, and deciding it again would
     read an owed attempt as a slot of its own.  A paused task is left to ``resume()``, as
     a restart leaves it."""
     default = DEFAULT_MISFIRE.grace
     for task in list(core.tasks.values()):  # a decision may cancel a task
         due = task.next_run_at
-        if due is None or due <= since or due > now:
+        if due is None or due > now or decided.get(task.id) == due:
             continue
         status = task.status
         if status is RETRYING:  # its attempt is owed: it runs first

@@ -48,8 +48,9 @@ from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.recovery import at_start, recover
+from lldsched.core.recovery import at_start, decided_by_recovery, recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
+from lldsched.core.task import ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, ValidationError, shown
 from lldsched.listeners import Listener, listener_list
@@ -280,19 +281,20 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         )
         if shared is not None:  # loop tasks' claims wait for a free coroutine slot
             self._coroutines.on_free = self._room_freed
+        restored: list[ScheduledTask] = []
         if store is not None:
             with self._lock:
                 if self._coordinator is not None:
                     self._coordinator.load()
-                else:
-                    recover(self._core, store)  # may raise (a bad store): no thread started yet
+                else:  # may raise (a bad store): no thread started yet
+                    restored = recover(self._core, store)
                 for task in self._core.tasks.values():
                     if is_loop_action(task.action, task._options.isolation):
                         self._loop_ids.add(task.id)
-        # Slots due after this instant and passed at start() meet the misfire policy there
-        # (recovery.at_start); those due at or before it recover decided (a restart's
-        # owed attempt, a coalesced run): they run at the start.
-        self._built_at = self._clock.now()
+        # Slots passed at start() meet the misfire policy there (recovery.at_start), but
+        # for the due instants recover decided (a restart's owed attempt, a coalesced
+        # run): they run at the start.  Emptied by start().
+        self._decided = decided_by_recovery(restored, since=self._clock.now())
         if listeners:  # deliver from now on: registrations before start() are events too
             self._dispatcher.start()
         note(self)  # refused in a child forked from this process (threaded/forked.py)
@@ -319,7 +321,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
                 storeuse.take(writes.store, self)
             self._state = RUNNING
             if self._coordinator is None:  # shared: the claim decides (Coordinator._misfire)
-                at_start(self._core, self._built_at, self._clock.now())
+                at_start(self._core, self._decided, self._clock.now())
+            self._decided = {}
             self._first_look()  # jumps are measured from now on (timer.py)
             self._pool.start()
             self._dispatcher.start()  # its lock after this one: the documented order
