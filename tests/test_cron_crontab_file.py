@@ -176,7 +176,7 @@ def test_bad_lines_are_reported_by_file_line_and_field_and_the_rest_go_on(
         f"{name}:12: error: '-x': cronie reads a '-' starting the command as its option, "
         "and knows -n alone (then a blank); cronie: bad option",
         f"{name}:14: error: the last line has no newline at its end: cron ignores such a "
-        "line (crontab -e refuses the file); end the file with a newline",
+        "line (crontab refuses the file: premature EOF); end the file with a newline",
     ]
     assert f"{name}:13: 15 3 * * * /usr/bin/fine\n15 3 * * *  (Europe/Berlin)\n" in out
     assert out.splitlines()[-1] == (f"{name}: 1 job, 0 lines lldsched cannot express, 11 bad lines")

@@ -140,8 +140,8 @@ def read_crontab(text: str, *, tz: str = "UTC", system: bool = False) -> list[En
 
 
 _NO_NEWLINE = (
-    "the last line has no newline at its end: cron ignores such a line (crontab -e "
-    "refuses the file); end the file with a newline"
+    "the last line has no newline at its end: cron ignores such a line (crontab "
+    "refuses the file: premature EOF); end the file with a newline"
 )
 
 
