@@ -1,7 +1,8 @@
 """The command line: ``python -m lldsched <command>`` (also the ``lldsched`` script).
 
 One module per command in this package: :mod:`~lldsched.cli.demo`,
-:mod:`~lldsched.cli.cron`, :mod:`~lldsched.cli.simulate` and :mod:`~lldsched.cli.lab`;
+:mod:`~lldsched.cli.cron` (with :mod:`~lldsched.cli.crontab` for ``cron --crontab``),
+:mod:`~lldsched.cli.simulate` and :mod:`~lldsched.cli.lab`;
 this module builds the parser and runs the chosen command (:mod:`lldsched.startup`, the
 package's first import, ends a Ctrl-C that lands before it runs).
 

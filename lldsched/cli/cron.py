@@ -18,6 +18,8 @@ of its line.
 A bad expression, zone or start (one no ``datetime`` can hold in UTC or in the zone
 too: ``--start 0001-01-01 --tz Asia/Tokyo`` is in year 0 in UTC) prints the error on
 stderr and exits with 2.
+``--crontab FILE`` reads a whole crontab instead, each job line reported as this
+command reports an expression: :mod:`lldsched.cli.crontab`.
 """
 
 from __future__ import annotations
