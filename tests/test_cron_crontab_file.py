@@ -345,6 +345,9 @@ def test_a_variable_holds_from_its_line_on() -> None:
 def test_blank_lines_and_comments_are_skipped_and_blanks_before_a_line_too() -> None:
     entries = read_crontab("\n  \t\n   # a comment\n\t#0 3 * * * old\n  \t0 3 * * * x\n")
     assert [(e.number, type(e)) for e in entries] == [(5, JobLine)]
+    # a last comment or blank line without its newline is no bad line (skip_comments)
+    assert [type(e) for e in read_crontab("0 3 * * * x\n# last")] == [JobLine]
+    assert [type(e) for e in read_crontab("0 3 * * * x\n  \t")] == [JobLine]
 
 
 def test_cronies_random_value_is_a_line_lldsched_cannot_express() -> None:
