@@ -374,6 +374,8 @@ def test_cronies_options_are_read_and_said() -> None:
     ("text", "why"),
     [
         ("0 3 * *\n", "4 fields before the end of the line"),
+        ("0 3 * run-parts /etc/x\n", "3 fields before 'run-parts', which is no cron field"),
+        ("0 3 * * monday x\n", "cron day of week field: 'monday': use a three-letter day"),
         ("@daily\n", "no command after the schedule '@daily'"),
         ("@reboot\n", "no command after the schedule '@reboot'"),
         ("0 3 * * * root\n", None),  # a user crontab: 'root' is the command

@@ -329,10 +329,11 @@ def _job(
 
 def _fields_error(schedule: str, error: ScheduleError, system: bool) -> str:
     """Why the fields ``schedule`` are bad: ``error``, or, when one of them could be no
-    cron field (``/usr/bin/backup``), that the line has fewer fields than five."""
+    cron field and is no word either (``/usr/bin/backup``, ``run-parts``, where
+    ``monday`` gets the parser's advice), that the line has fewer fields than five."""
     fields = schedule.split(" ")
     for count, field in enumerate(fields):
-        if not field_like(field):
+        if not field_like(field) and not field.isalpha():
             return (
                 f"{count} fields before {shown(field)}, which is no cron field: a crontab "
                 "line has 5 (minute hour day-of-month month day-of-week), then "
