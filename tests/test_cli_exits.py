@@ -360,7 +360,7 @@ def test_the_help_says_what_each_exit_status_means() -> None:
 @pytest.mark.parametrize(
     ("argv", "usage"),
     [
-        (["cron", "@daily", "--bogus"], "cron [-h] [--tz TZ] [-n N] [--start START] expr"),
+        (["cron", "@daily", "--bogus"], "cron [-h] [--crontab FILE] [--tz TZ] [-n N]"),
         (["demo", "--bogus"], "demo [-h]"),
         (["lab", "push", "--bogus"], "lab [-h] [decision]"),
         (["simulate", "--bogus"], "simulate [-h] [--days DAYS]"),

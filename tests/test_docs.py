@@ -642,16 +642,20 @@ def cron_transcripts() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("command", "output"), cron_transcripts())
 def test_the_cron_commands_of_cron_md_print_what_it_shows(
-    command: str, output: str, capsys: pytest.CaptureFixture[str]
+    command: str,
+    output: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from lldsched.cli import main
 
+    monkeypatch.chdir(ROOT)  # --crontab tests/crontabs/...: a path from the repository's root
     assert main(shlex.split(command)) in (0, None)
     assert capsys.readouterr().out == output
 
 
 def test_cron_md_shows_its_command_transcripts() -> None:
-    assert len(cron_transcripts()) == 3
+    assert len(cron_transcripts()) == 4
 
 
 # --- the gunicorn recipe of CLUSTER.md ---------------------------------------------------

@@ -1,7 +1,8 @@
 """The command line: ``python -m lldsched <command>`` (also the ``lldsched`` script).
 
 One module per command in this package: :mod:`~lldsched.cli.demo`,
-:mod:`~lldsched.cli.cron`, :mod:`~lldsched.cli.simulate` and :mod:`~lldsched.cli.lab`;
+:mod:`~lldsched.cli.cron` (with :mod:`~lldsched.cli.crontab` for ``cron --crontab``),
+:mod:`~lldsched.cli.simulate` and :mod:`~lldsched.cli.lab`;
 this module builds the parser and runs the chosen command (:mod:`lldsched.startup`, the
 package's first import, ends a Ctrl-C that lands before it runs).
 
@@ -362,17 +363,28 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     cron = commands.add_parser(
         "cron",
         help="explain a cron expression and list its next fires",
-        description="Explain a cron expression and list its next fires, with UTC alongside.",
+        description="Explain a cron expression and list its next fires, with UTC alongside; "
+        "with --crontab, every job of a crontab file, each with the lldsched call to write "
+        "(status 1 if a line of it is bad).",
         epilog=examples(
             "'0 3 * * 1-5' --tz Europe/Berlin -n 2 --start 2026-03-27",
             "'*/15 * * * * *' -n 3",
             "@daily",
         ),
     )
-    cron.add_argument(
+    given = cron.add_mutually_exclusive_group(required=True)
+    given.add_argument(
         "expr",
+        nargs="?",
         help='five fields, six with seconds first, or a macro: "0 3 * * 1-5", '
         '"*/15 * * * * *", @daily',
+    )
+    given.add_argument(
+        "--crontab",
+        metavar="FILE",
+        help="read a crontab file (-: stdin) as cronie reads it, and give each job's "
+        "explanation, fires and lldsched call, in --tz until a CRON_TZ line "
+        "(default: none, read expr)",
     )
     cron.add_argument("--tz", default="UTC", help="IANA time zone (default: UTC)")
     cron.add_argument(
@@ -380,7 +392,14 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     )
     cron.add_argument(
         "--start",
-        help="ISO date-time to list fires after, read in --tz without an offset (default: now)",
+        help="ISO date-time to list fires after, read in --tz without an offset (with "
+        "--crontab: in each line's zone) (default: now)",
+    )
+    cron.add_argument(
+        "--system",
+        action="store_true",
+        help="with --crontab: a system crontab (/etc/crontab, /etc/cron.d), a user name "
+        "between the schedule and the command (default: a user's crontab, none)",
     )
     cron.set_defaults(handler=_cron)
     from lldsched.cli.simulate import add_parser as add_simulate
@@ -404,6 +423,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _cron(args: argparse.Namespace) -> int:
+    if args.crontab is not None:
+        from lldsched.cli.crontab import run_crontab
+
+        return run_crontab(args.crontab, tz=args.tz, n=args.n, start=args.start, system=args.system)
+    if args.system:  # a single expression has no user field
+        args.command_parser.error("argument --system: only with --crontab")
     from lldsched.cli.cron import run_cron
 
     return run_cron(args.expr, tz=args.tz, n=args.n, start=args.start)

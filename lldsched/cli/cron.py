@@ -18,11 +18,13 @@ of its line.
 A bad expression, zone or start (one no ``datetime`` can hold in UTC or in the zone
 too: ``--start 0001-01-01 --tz Asia/Tokyo`` is in year 0 in UTC) prints the error on
 stderr and exits with 2.
+``--crontab FILE`` reads a whole crontab instead, each job line reported as this
+command reports an expression: :mod:`lldsched.cli.crontab`.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 from lldsched.cli import BAD_ARGUMENTS, say, to_stderr
 from lldsched.errors import ScheduleError
@@ -30,7 +32,7 @@ from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.cron.explain import explain
 from lldsched.schedules.cron.schedule import MAX_PREVIEW
 
-__all__ = ["MAX_FIRES", "cron_report", "run_cron"]
+__all__ = ["MAX_FIRES", "check_count", "cron_report", "run_cron", "start_in"]
 
 MAX_FIRES = MAX_PREVIEW  # what preview() lists at most
 """The most fire times ``-n`` lists (``-n 99999999999`` built a list for minutes)."""
@@ -41,31 +43,9 @@ _FORMAT_SECONDS = "%a %Y-%m-%d %H:%M:%S %Z"
 
 def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = None) -> list[str]:
     """The lines ``run_cron`` prints; :class:`ScheduleError` for bad input."""
-    if n < 1:
-        raise ScheduleError(f"-n must be at least 1, got {n}")
-    if n > MAX_FIRES:  # the fires are listed before the first is printed
-        raise ScheduleError(f"-n must be at most {MAX_FIRES:,}, got {n:,}")
+    check_count(n)
     schedule = CronSchedule(expr, tz=tz)
-    zone = schedule.tzinfo
-    if start is None:
-        begin = datetime.now(UTC).astimezone(zone)
-    else:
-        try:
-            parsed = datetime.fromisoformat(start)
-        except ValueError:
-            raise ScheduleError(
-                f"--start {start!r} is not an ISO date-time such as 2026-03-27T09:00"
-            ) from None
-        aware = parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=zone)
-        try:
-            # Through UTC: astimezone to the zone it already has would keep a wall time in
-            # a spring-forward gap (02:30 CET, which never happens) instead of the instant.
-            begin = aware.astimezone(UTC).astimezone(zone)
-        except OverflowError:  # 0001-01-01 in Tokyo is a year-0 instant in UTC
-            raise ScheduleError(
-                f"--start {start!r} is out of range: its instant must fall in the years "
-                f"1 to 9999 both in UTC and in {tz}"
-            ) from None
+    begin = start_in(start, schedule.tzinfo, tz)
     fires = schedule.preview(n, begin)
     seconds = schedule.fields.has_seconds
     local, utc, after = (
@@ -88,6 +68,37 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
             f"  (only {len(fires)}: nothing more fires within 100 years or after 9999-12-29)"
         )
     return lines
+
+
+def check_count(n: int) -> None:
+    """:class:`ScheduleError` unless ``-n`` is 1 to :data:`MAX_FIRES`."""
+    if n < 1:
+        raise ScheduleError(f"-n must be at least 1, got {n}")
+    if n > MAX_FIRES:  # the fires are listed before the first is printed
+        raise ScheduleError(f"-n must be at most {MAX_FIRES:,}, got {n:,}")
+
+
+def start_in(start: str | None, zone: tzinfo, tz: str) -> datetime:
+    """``--start`` (now when None) as an instant in ``zone`` (named ``tz``); a naive
+    one is read in the zone.  :class:`ScheduleError` quoting a bad one."""
+    if start is None:
+        return datetime.now(UTC).astimezone(zone)
+    try:
+        parsed = datetime.fromisoformat(start)
+    except ValueError:
+        raise ScheduleError(
+            f"--start {start!r} is not an ISO date-time such as 2026-03-27T09:00"
+        ) from None
+    aware = parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=zone)
+    try:
+        # Through UTC: astimezone to the zone it already has would keep a wall time in
+        # a spring-forward gap (02:30 CET, which never happens) instead of the instant.
+        return aware.astimezone(UTC).astimezone(zone)
+    except OverflowError:  # 0001-01-01 in Tokyo is a year-0 instant in UTC
+        raise ScheduleError(
+            f"--start {start!r} is out of range: its instant must fall in the years "
+            f"1 to 9999 both in UTC and in {tz}"
+        ) from None
 
 
 def _dst_note(schedule: CronSchedule, when: datetime) -> str:

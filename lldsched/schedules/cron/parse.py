@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 from lldsched.errors import ScheduleError, shown
 
-__all__ = ["FIELD_NAMES", "MACROS", "CronFields", "Term", "parse"]
+__all__ = ["FIELD_NAMES", "MACROS", "CronFields", "Term", "field_like", "parse"]
 
 # The seconds field comes first in the text but last here, so the five classic
 # fields keep their indices 0-4.
@@ -290,7 +290,7 @@ def parse(expr: str) -> CronFields:
             raise _comment(expr) from None
         # Only a sixth field that no cron field could be ("/usr/bin/backup") turns
         # the message into the crontab line's; "0 3 * * * 9" keeps the field's.
-        if len(fields) == 6 and not _field_like(fields[5]):
+        if len(fields) == 6 and not field_like(fields[5]):
             raise _crontab_line(expr, fields) or error from None
         raise
 
@@ -355,7 +355,7 @@ _LETTERS = re.compile(r"[A-Za-z]+")
 _SYNTAX = 'docs/CRON.md, "Moving a crontab"'
 
 
-def _field_like(token: str) -> bool:
+def field_like(token: str) -> bool:
     """Could ``token`` be meant as a cron field (valid or not): only the characters
     fields are written with, and no words but month and day names, ``L`` and ``W``?
     ``/usr/bin/backup``, ``root`` and ``run-parts`` cannot; ``?``, ``2026`` can."""
@@ -370,7 +370,7 @@ def _crontab_line(expr: str, fields: list[str]) -> ScheduleError | None:
     after the first five fields could be fields.  When those five are no expression
     either (``0 25 * * * /usr/bin/backup``), the error is theirs: the field to fix."""
     rest = fields[5:]
-    if all(_field_like(token) for token in rest):
+    if all(field_like(token) for token in rest):
         return None
     try:
         _fields(expr, fields[:5])

@@ -1,0 +1,399 @@
+"""``python -m lldsched cron --crontab FILE``: a whole crontab read as cronie reads it.
+
+The samples in ``tests/crontabs/`` are real crontabs: ``cronie-crontab.5`` is the
+example file of cronie's crontab(5), ``debian-etc-crontab`` Debian's ``/etc/crontab``
+(a system crontab: a user name before each command), ``moving.crontab`` a user's
+crontab with ``CRON_TZ`` changes (docs/CRON.md, "Moving a crontab", shows it run) and
+``bad.crontab`` one bad line of each kind among good ones.  The rules checked are
+cronie's (``src/misc.c``, ``src/env.c``, ``src/entry.c``, ``src/cron.c``,
+``src/do_command.c``), as lldsched/cli/crontab.py cites them.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lldsched import CronSchedule
+from lldsched.cli import main
+from lldsched.cli.crontab import (
+    BadLine,
+    JobLine,
+    NoteLine,
+    assignment,
+    read_crontab,
+    schedule_call,
+    split_percent,
+)
+
+CRONTABS = Path(__file__).parent / "crontabs"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["cron", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def sample(name: str) -> str:
+    return str(CRONTABS / name)
+
+
+def jobs(text: str, **options: Any) -> list[JobLine]:
+    return [entry for entry in read_crontab(text, **options) if isinstance(entry, JobLine)]
+
+
+# --- whole files -------------------------------------------------------------------------
+
+
+def test_cron_tz_changes_the_zone_of_the_lines_after_it_and_an_empty_one_goes_back(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(
+        capsys, "--crontab", sample("moving.crontab"), "-n", "1", "--start", "2026-03-27"
+    )
+    assert (code, err) == (0, "")
+    blocks = out.split("\n\n")
+    name = sample("moving.crontab")
+    assert blocks[2].splitlines() == [
+        f"{name}:6: 30 2 * * mon-fri  /usr/local/bin/backup --to /srv",
+        "30 2 * * mon-fri  (Europe/Berlin)",
+        "At 02:30, Monday through Friday",
+        "next fire time after 2026-03-27 00:00 CET:",
+        "  Fri 2026-03-27 02:30 CET  = 2026-03-27 01:30 UTC",
+        "scheduler.schedule('backup (line 6)', subprocess.run, CronSchedule('30 2 * * "
+        "mon-fri', tz='Europe/Berlin'), args=(['/bin/sh', '-c', '/usr/local/bin/backup "
+        "--to /srv'],), kwargs={'check': True, 'env': {**os.environ, 'PATH': "
+        "'/usr/local/bin:/usr/bin:/bin'}})",
+    ]
+    zones = [line for line in out.splitlines() if line.endswith(")") and "  (" in line]
+    assert zones == [
+        "30 2 * * mon-fri  (Europe/Berlin)",
+        "0 5 1 * *  (Europe/Berlin)",
+        "0 9 * * 1  (America/New_York)",
+        "@hourly  (UTC)",  # CRON_TZ= : the system's zone again, --tz
+    ]
+    assert f"{name}:13: CRON_TZ=\nthe schedules after it are read in UTC (--tz)\n" in out
+    assert out.splitlines()[-1] == (f"{name}: 4 jobs, 1 line lldsched cannot express, 0 bad lines")
+
+
+def test_the_zone_before_any_cron_tz_is_tz(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "--crontab", sample("moving.crontab"), "--tz", "Asia/Tokyo", "-n", "1"
+    )
+    assert code == 0
+    assert "@hourly  (Asia/Tokyo)" in out
+    assert "CronSchedule('@hourly', tz='Asia/Tokyo')" in out
+
+
+def test_reboot_is_reported_with_its_line_and_why_and_is_no_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "--crontab", sample("moving.crontab"))
+    assert (code, err) == (0, "")
+    assert (
+        f"{sample('moving.crontab')}:15: @reboot /usr/bin/warm-cache\n"
+        "not moved: @reboot runs when cron starts, at boot, and a scheduler has no boot: "
+        "register OneTime(delay=0) when the service starts, which runs it at the "
+        "scheduler's start\n"
+    ) in out
+
+
+def test_cronies_own_example_file_is_read_in_japan_with_its_percent_input(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "--crontab", sample("cronie-crontab.5"), "-n", "1")
+    assert (code, err) == (0, "")
+    assert out.count("  (Japan)\n") == 5
+    assert (
+        "scheduler.schedule('mail (line 12)', subprocess.run, CronSchedule('0 22 * * 1-5', "
+        "tz='Japan'), args=(['/bin/sh', '-c', 'mail -s \"It\\'s 10pm\" joe'],), "
+        "kwargs={'check': True, 'input': 'Joe,\\n\\nWhere are your kids?\\n', 'text': True})"
+    ) in out
+    assert out.splitlines()[-1].endswith(": 5 jobs, 0 lines lldsched cannot express, 0 bad lines")
+
+
+def test_a_system_crontab_has_a_user_before_the_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "--crontab", sample("debian-etc-crontab"), "--system", "-n", "1")
+    assert (code, err) == (0, "")
+    assert (
+        "# cron ran it as 'root'; every action runs as the scheduler's user: run the "
+        "service as that user, or start the command with sudo -u root\n"
+        "scheduler.schedule('cd (line 19)', subprocess.run, CronSchedule('17 * * * *', "
+        "tz='UTC'), args=(['/bin/sh', '-c', 'cd / && run-parts --report "
+        "/etc/cron.hourly'],), kwargs={'check': True})\n"
+    ) in out
+    assert "'47 6 * * 7'" in out
+    assert out.splitlines()[-1].endswith(": 4 jobs, 0 lines lldsched cannot express, 0 bad lines")
+
+
+def test_a_system_crontab_read_as_a_users_says_its_user_name_may_be_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Read without --system, cron's own reading of such a line: 'root' is the
+    command's first word (a user crontab has no user field); the call says so."""
+    code, out, _ = run(capsys, "--crontab", sample("debian-etc-crontab"), "-n", "1")
+    assert code == 0
+    assert (
+        "# 'root' first: a system crontab's user name? Read the file with --system\n"
+        "scheduler.schedule('root (line 19)'"
+    ) in out
+
+
+def test_bad_lines_are_reported_by_file_line_and_field_and_the_rest_go_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    name = sample("bad.crontab")
+    code, out, err = run(capsys, "--crontab", name, "-n", "1", "--start", "2026-03-27")
+    assert code == 1
+    assert err.splitlines() == [
+        f"{name}:2: error: cron minute field: 61 is out of range 0-59 (expression '61 * * * *')",
+        f"{name}:3: error: 4 fields before '/usr/bin/four-fields', which is no cron field: "
+        "a crontab line has 5 (minute hour day-of-month month day-of-week), then the "
+        "command",
+        f"{name}:4: error: '@Daily' is no cron nickname: write '@daily' (cronie: bad time "
+        "specifier)",
+        f"{name}:5: error: '@fortnightly' is no cron nickname: cron knows @reboot, @yearly, "
+        "@annually, @monthly, @weekly, @daily, @midnight, @hourly (cronie: bad time "
+        "specifier)",
+        f"{name}:6: error: a sixth field '*' after '* * * * *': a crontab line has five, "
+        "then the command; a seconds field or a year is another cron's (cronie: bad "
+        "command)",
+        f"{name}:7: error: no command after the schedule '0 4 * * *' (cronie: bad command)",
+        f"{name}:8: error: CRON_TZ: unknown time zone 'Mars/Olympus': use an IANA name "
+        "such as 'Europe/Berlin'",
+        f"{name}:9: error: its zone, CRON_TZ='Mars/Olympus' on line 8, is unknown",
+        f"{name}:11: error: cron day of month field: '30' never occurs in Feb (at most 29 "
+        "days) (expression '0 0 30 2 *')",
+        f"{name}:12: error: '-x': cronie reads a '-' starting the command as its option, "
+        "and knows -n alone (then a blank); cronie: bad option",
+        f"{name}:14: error: the last line has no newline at its end: cron ignores such a "
+        "line (crontab refuses the file: premature EOF); end the file with a newline",
+    ]
+    assert f"{name}:13: 15 3 * * * /usr/bin/fine\n15 3 * * *  (Europe/Berlin)\n" in out
+    assert out.splitlines()[-1] == (f"{name}: 1 job, 0 lines lldsched cannot express, 11 bad lines")
+
+
+def test_stdin_is_read_for_a_dash(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = b"CRON_TZ=Europe/Berlin\n0 3 * * * /usr/bin/backup\n61 * * * * x\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    code, out, err = run(capsys, "--crontab", "-", "-n", "1", "--start", "2026-03-27")
+    assert code == 1
+    assert out.startswith("<stdin>:1: CRON_TZ=Europe/Berlin\n")
+    assert "<stdin>:2: 0 3 * * * /usr/bin/backup\n0 3 * * *  (Europe/Berlin)\n" in out
+    assert err == (
+        "<stdin>:3: error: cron minute field: 61 is out of range 0-59 (expression '61 * * * *')\n"
+    )
+
+
+def test_stdin_of_the_real_command(tmp_path: Path) -> None:
+    """A crontab piped in (``crontab -l | lldsched cron --crontab -``), bytes as they
+    come: a carriage return is not turned into a line end on the way."""
+    done = subprocess.run(
+        [sys.executable, "-m", "lldsched", "cron", "--crontab", "-", "-n", "1"],
+        input=b"@daily /usr/bin/ok\n0 3 * * * /usr/bin/windows\r\n",
+        capture_output=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+        check=False,
+    )
+    assert done.returncode == 1
+    assert b"<stdin>:1: @daily /usr/bin/ok\n@daily  (UTC)\n" in done.stdout
+    assert done.stderr.decode().startswith(
+        "<stdin>:2: error: the line ends in a carriage return (a file with Windows line ends)"
+    )
+
+
+# --- refused before any line: status 2 ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--crontab", "no-such.crontab"], "error: --crontab 'no-such.crontab': cannot read "
+         "it: No such file or directory"),
+        (["--crontab", "."], "error: --crontab '.': cannot read it: Is a directory"),
+        (["--crontab", "x", "--tz", "Mars/Olympus"], "error: unknown time zone 'Mars/Olympus'"),
+        (["--crontab", "x", "-n", "0"], "error: -n must be at least 1, got 0"),
+        (["--crontab", "x", "--start", "soon"], "error: --start 'soon' is not an ISO"),
+    ],
+)  # fmt: skip
+def test_a_file_that_cannot_be_read_or_a_bad_option_is_refused_before_any_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(said) and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["@daily", "--system"], "argument --system: only with --crontab"),
+        (["@daily", "--crontab", "x"], "argument --crontab: not allowed with argument expr"),
+        ([], "one of the arguments expr --crontab is required"),
+    ],
+)
+def test_an_expression_and_a_crontab_are_one_or_the_other(
+    capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["cron", *argv])
+    assert exited.value.code == 2
+    assert said in capsys.readouterr().err
+
+
+# --- the reader, line by line ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "setting"),
+    [
+        ("MAILTO=ops@example.com", ("MAILTO", "ops@example.com")),
+        ("MAILTO = ops@example.com  ", ("MAILTO", "ops@example.com")),  # blanks around =
+        ("MAILTO=", ("MAILTO", "")),
+        ('MAILTO=""', ("MAILTO", "")),
+        ("PATH = /usr/bin:/bin  ", ("PATH", "/usr/bin:/bin")),  # trailing blanks dropped
+        ("GREETING=hello world", ("GREETING", "hello world")),  # an unquoted value's blanks
+        ("GREETING=' hello '  ", ("GREETING", " hello ")),  # quoted: kept, blanks after
+        ('"MY NAME"=x', ("MY NAME", "x")),  # a quoted name
+        ('CRON_TZ="Europe/Berlin"', ("CRON_TZ", "Europe/Berlin")),
+        ("=x", ("", "x")),  # cronie sets it; nothing reads it
+        ("GREETING='hello'x", None),  # something after a quoted value
+        ("GREETING='hello", None),  # an open quote
+        ('"A=B"=x', None),  # = inside a quoted name
+        ("MAILTO", None),
+        ("MAIL TO=x", None),
+        ("0 3 * * * x=1", None),
+        ("* * * * * a=b", None),
+        ("@daily A=1", None),
+    ],
+)
+def test_a_variable_is_read_as_cronies_load_env_reads_it(
+    line: str, setting: tuple[str, str] | None
+) -> None:
+    assert assignment(line) == setting
+
+
+@pytest.mark.parametrize(
+    ("command", "split"),
+    [
+        ("/usr/bin/backup", ("/usr/bin/backup", None)),
+        ("date +\\%Y\\%m\\%d", ("date +%Y%m%d", None)),  # \% is a plain %
+        ("mail -s hi ops%hello%world", ("mail -s hi ops", "hello\nworld\n")),
+        ("cat%a%%b%", ("cat", "a\n\nb\n")),  # no newline added after the last %'s
+        ("cat%", ("cat", None)),  # nothing written
+        ("cat%50\\% off", ("cat", "50% off\n")),
+        ("echo a\\\\b", ("echo a\\\\b", None)),  # other backslashes stay
+        ("printf x\\\\%in", ("printf x\\\\", "in\n")),  # an escaped backslash: % splits
+        ("cat%a\\", ("cat", "a\\\n")),  # a last backslash is written
+        ("cat%\\", ("cat", "\\")),  # ... and nothing else: no newline
+    ],
+)
+def test_percent_splits_the_command_from_its_input_as_cron_does(
+    command: str, split: tuple[str, str | None]
+) -> None:
+    assert split_percent(command) == split
+
+
+def test_the_call_runs_the_command_with_crons_input_and_variables() -> None:
+    """The printed call, run as pasted: the shell gets the command and the input and
+    variables cron would have given it."""
+    (job,) = jobs('SHELL=/bin/sh\nWHO="the team"\n* * * * * cat; echo "$WHO"%hello%world\n')
+    calls: list[tuple[Any, ...]] = []
+
+    class Recorder:
+        def schedule(self, *args: Any, **kwargs: Any) -> None:
+            calls.append((*args, kwargs))
+
+    namespace = {"scheduler": Recorder(), "subprocess": subprocess, "os": os,
+                 "CronSchedule": CronSchedule}  # fmt: skip
+    exec(schedule_call(job), namespace)  # the text the command prints
+    ((name, action, schedule, options),) = calls
+    assert (name, action, schedule) == (
+        "cat (line 3)",
+        subprocess.run,
+        CronSchedule("* * * * *", tz="UTC"),
+    )
+    done = action(*options["args"], **options["kwargs"], stdout=subprocess.PIPE)
+    assert done.stdout == "hello\nworld\nthe team\n"
+
+
+def test_tz_is_the_commands_environment_not_the_schedules_zone() -> None:
+    entries = read_crontab("TZ=Europe/Berlin\n0 3 * * * date\n", tz="UTC")
+    note, job = entries
+    assert isinstance(note, NoteLine) and "not the schedules'" in note.note
+    assert isinstance(job, JobLine)
+    assert (job.tz, job.env) == ("UTC", (("TZ", "Europe/Berlin"),))
+
+
+def test_a_variable_holds_from_its_line_on() -> None:
+    first, second, third = jobs("0 1 * * * a\nFOO=1\n0 2 * * * b\nFOO=2\n0 3 * * * c\n")
+    assert (first.env, second.env, third.env) == ((), (("FOO", "1"),), (("FOO", "2"),))
+
+
+def test_blank_lines_and_comments_are_skipped_and_blanks_before_a_line_too() -> None:
+    entries = read_crontab("\n  \t\n   # a comment\n\t#0 3 * * * old\n  \t0 3 * * * x\n")
+    assert [(e.number, type(e)) for e in entries] == [(5, JobLine)]
+    # a last comment or blank line without its newline is no bad line (skip_comments)
+    assert [type(e) for e in read_crontab("0 3 * * * x\n# last")] == [JobLine]
+    assert [type(e) for e in read_crontab("0 3 * * * x\n  \t")] == [JobLine]
+
+
+def test_cronies_random_value_is_a_line_lldsched_cannot_express() -> None:
+    (entry,) = read_crontab("0~30 * * * * /usr/bin/spread\n")
+    assert isinstance(entry, NoteLine) and not entry.moved
+    assert "cronie's random ~ is not supported" in entry.note
+
+
+def test_cronies_options_are_read_and_said() -> None:
+    (job,) = jobs("-0 3 * * * -n /usr/bin/quiet\n")
+    assert job.command == "/usr/bin/quiet"
+    assert job.notes == (
+        "cronie's '-' before the line: it logged no start of this job",
+        "-n: cronie mailed its output only when it failed",
+    )
+    (twice,) = read_crontab("0 3 * * * -n -n x\n")
+    assert (
+        isinstance(twice, BadLine)
+        and twice.why == "-n twice before the command (cronie: bad option)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("0 3 * *\n", "4 fields before the end of the line"),
+        ("0 3 * run-parts /etc/x\n", "3 fields before 'run-parts', which is no cron field"),
+        ("0 3 * * monday x\n", "cron day of week field: 'monday': use a three-letter day"),
+        ("@daily\n", "no command after the schedule '@daily'"),
+        ("@reboot\n", "no command after the schedule '@reboot'"),
+        ("0 3 * * * root\n", None),  # a user crontab: 'root' is the command
+        ("\r\n", "the line ends in a carriage return"),
+        ("0 3 * * * -n\n", "'-n': cronie reads a '-' starting the command as its option"),
+        ("0 3 * * * -n  \n", "no command after -n (cronie: bad command)"),
+        ("0 3 * * * -nx y\n", "'-nx': cronie reads"),
+    ],
+)
+def test_a_line_cron_refuses_is_bad(text: str, why: str | None) -> None:
+    (entry,) = read_crontab(text)
+    if why is None:
+        assert isinstance(entry, JobLine)
+    else:
+        assert isinstance(entry, BadLine) and entry.why.startswith(why)
+
+
+def test_a_system_line_needs_a_command_after_its_user() -> None:
+    (entry,) = read_crontab("0 3 * * * root\n", system=True)
+    assert isinstance(entry, BadLine)
+    assert entry.why.startswith("no command after the user 'root'")
