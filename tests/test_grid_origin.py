@@ -78,7 +78,9 @@ def test_on_time_threaded_runs_on_a_fake_clock_are_each_on_the_grid_from_the_fir
     assert [r.started for r in records] == [r.slot for r in records]
 
 
-def _opened(kind: str, path: Path, memory: InMemoryTaskStore) -> contextlib.AbstractContextManager[TaskStore]:
+def _opened(
+    kind: str, path: Path, memory: InMemoryTaskStore
+) -> contextlib.AbstractContextManager[TaskStore]:
     """The store a restart opens again: the same in-memory store handed over, or the file."""
     if kind == "memory":
         return contextlib.nullcontext(memory)

@@ -161,7 +161,8 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.defin
     run_count = excluded.run_count, failure_count = excluded.failure_count,
     last_error = excluded.last_error, running = excluded.running, waited = excluded.waited,
     slot = excluded.slot, slot_due = excluded.slot_due, resume_at = excluded.resume_at,
-    grid = excluded.grid, failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(tasks.failed_seq, ?8) END
+    grid = excluded.grid,
+    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(tasks.failed_seq, ?8) END
 """
 INSERT_RECORD = """
 INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
