@@ -141,6 +141,7 @@ class Restoration(CoreParts):
         due: float,
         schedule: Schedule | None = None,
         slot: float | None = None,
+        grid: float | None = None,
     ) -> None:
         """Queue ``task`` (SCHEDULED or RETRYING) at ``due`` under ``schedule`` (its own,
         or a catch-up plan in front of it; None: what it has, a plan included), its
@@ -149,11 +150,15 @@ class Restoration(CoreParts):
         queues it at.  A change that is no transition (recovery, a clock jump): no
         event is published.  A RUNNING task with a slot queued behind its runs in
         flight (``Overlap.ALLOW``, ``CANCEL_OTHER``: its flight's pending slot) has that
-        slot moved to ``due``; its runs go on."""
+        slot moved to ``due``; its runs go on.  ``grid``: the origin of the fixed-rate
+        grid its slots are counted on from now, if given (a row another node wrote: the
+        simulated cluster's :class:`~lldsched.sim.leases.TaskRow`)."""
         if schedule is not None:
             task._schedule = schedule
         if slot is not None:
             task._slot = slot
+        if grid is not None:
+            task._grid = grid
         flight = task._flight
         if flight is not None and flight.pending is not None:  # the slot queued behind runs
             flight.pending = due
