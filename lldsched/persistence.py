@@ -199,6 +199,16 @@ class TaskSnapshot(NamedTuple):
     durable stores keep it in the column that keeps the slot to resume at (it is always
     after ``waited``, which that slot is when ``resumes``): docs/DECISIONS.md, "A
     RUN_ALL plan put back from a row ends where it was decided".
+
+    ``grid`` is the origin of the grid a ``FixedRate`` task's slots are counted on (its
+    ``k``-th slot is ``FixedRate.slot_at(grid, k)``: the first slot, or where a
+    reschedule, a resume or a slot off the grid started it again); None for a task whose
+    own schedule is no ``FixedRate``, and in a row an older release wrote.  Every durable
+    store keeps it, so a restart, or another process of a shared store, counts the slots
+    from the same origin, the very floats, instead of starting a grid at the restored
+    slot (whose sums drift: docs/DECISIONS.md, "A fixed rate's grid origin is kept in the
+    row").  Read only where the task's slot is on that grid (``FixedRate.next_on_grid``
+    checks it): a stale one starts a new grid at the slot, as a row without one does.
     """
 
     task: Task
@@ -213,6 +223,7 @@ class TaskSnapshot(NamedTuple):
     slot: float | None = None
     resumes: bool = False
     until: float | None = None
+    grid: float | None = None
 
 
 FINISHED_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED)

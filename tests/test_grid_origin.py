@@ -7,6 +7,7 @@ epochs stepped 0.0999999046 s, 0.095 s early after a million runs."""
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -77,33 +78,121 @@ def test_on_time_threaded_runs_on_a_fake_clock_are_each_on_the_grid_from_the_fir
     assert [r.started for r in records] == [r.slot for r in records]
 
 
+def _opened(
+    kind: str, path: Path, memory: InMemoryTaskStore
+) -> contextlib.AbstractContextManager[TaskStore]:
+    """The store a restart opens again: the same in-memory store handed over, or the file."""
+    if kind == "memory":
+        return contextlib.nullcontext(memory)
+    return SqliteTaskStore(path)
+
+
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_after_a_restart_the_runs_go_on_on_the_grid_of_the_restored_slot(
+def test_after_a_restart_the_runs_go_on_on_the_grid_of_the_first_slot(
     tmp_path: Path, kind: str
 ) -> None:
-    """The stored row keeps the next slot (counted from the first), and the restarted
-    scheduler counts its grid on from it: no run adds its period to the one before."""
-    rate = FixedRate(0.1)
+    """The stored row keeps the grid's origin (``TaskSnapshot.grid``) beside the next
+    slot, and the restarted scheduler counts the grid on from that origin: the slots
+    after the restart are the first grid's, the very floats.  Before, it counted a new
+    grid from the restored slot (``slot_at(restored, j)``), a rounding off."""
+    rate = FixedRate(1 / 3 + 0.1)  # 0.1 s restarted at slot 400 is on both grids alike
     memory = InMemoryTaskStore()
-
-    def opened() -> contextlib.AbstractContextManager[TaskStore]:
-        if kind == "memory":
-            return contextlib.nullcontext(memory)
-        return SqliteTaskStore(tmp_path / "tasks.db")
-
-    with opened() as store:
+    with _opened(kind, tmp_path / "tasks.db", memory) as store:
         sim = Simulation(start=START, store=store)
         sim.schedule("poll", rate, id="poll", duration=fixed(0.0))
         sim.run(rate.slot_at(START, 399) + 0.05)
         (row,) = store.load_all()
     restored = row.next_run_at
     assert restored == rate.slot_at(START, 400)
-    with opened() as store:
+    with _opened(kind, tmp_path / "tasks.db", memory) as store:
         sim = Simulation(start=restored, store=store)
-        sim.run(rate.slot_at(restored, 399) + 0.05)
+        sim.run(rate.slot_at(START, 799) + 0.05)
         slots = [r.slot for r in store.records("poll")]  # type: ignore[attr-defined]
-    assert slots[:400] == [rate.slot_at(START, k) for k in range(400)]
-    assert slots[400:] == [rate.slot_at(restored, j) for j in range(400)]
+        (row,) = store.load_all()
+    assert slots == [rate.slot_at(START, k) for k in range(800)]
+    assert row.grid == START  # kept, not moved to the restored slot
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_restarted_after_every_few_runs_the_slots_stay_on_the_first_grid(
+    tmp_path: Path, kind: str
+) -> None:
+    """A service restarted again and again (a deploy, a crash loop) runs its fixed rate
+    on the grid of its first slot: the ``k``-th slot is ``slot_at(origin, k)`` however
+    many restarts came between.  Restarted from the restored slot each time, a 0.1 s
+    grid stepped by one rounded sum a restart, 0.0999999046 s at 2026's epochs: off the
+    grid after three restarts, and 0.095 s early after a million."""
+    rate = FixedRate(1 / 3 + 0.1)  # an awkward float: no step of it is exact at the epoch
+    memory = InMemoryTaskStore()
+    runs, lives = 3, 150
+    now = START
+    for life in range(lives):
+        with _opened(kind, tmp_path / "tasks.db", memory) as store:
+            sim = Simulation(start=now, store=store)
+            if life == 0:
+                sim.schedule("poll", rate, id="poll", duration=fixed(0.0))
+            now = rate.slot_at(START, runs * (life + 1) - 1) + rate.period / 2
+            sim.run(now)
+    with _opened(kind, tmp_path / "tasks.db", memory) as store:
+        slots = [r.slot for r in store.records("poll")]  # type: ignore[attr-defined]
+        (row,) = store.load_all()
+    assert len(slots) == runs * lives
+    assert slots == [rate.slot_at(START, k) for k in range(runs * lives)]
+    assert (row.next_run_at, row.grid) == (rate.slot_at(START, runs * lives), START)
+
+
+def test_threaded_restarts_on_a_fake_clock_keep_the_first_grid(tmp_path: Path) -> None:
+    """The threaded runtime restored from SQLite at each start, driven on a ``FakeClock``
+    (no sleep): each life's runs are on the first slot's grid."""
+    rate = FixedRate(0.1)
+    path = tmp_path / "tasks.db"
+    now = START
+    for life in range(40):
+        with SqliteTaskStore(path) as store:
+            scheduler = Scheduler(workers=1, clock=FakeClock(now), store=store)
+            with Stepper(scheduler) as steps:
+                if life == 0:
+                    scheduler.schedule("poll", noop, rate, id="poll")
+                now = rate.slot_at(START, 2 * life + 1) + 0.05
+                steps.advance_to(now)
+    with SqliteTaskStore(path) as store:
+        slots = [r.slot for r in store.records("poll")]
+    assert slots == [rate.slot_at(START, k) for k in range(80)]
+
+
+def test_a_row_written_before_the_grid_was_kept_restarts_on_its_slot_and_keeps_it_since(
+    tmp_path: Path,
+) -> None:
+    """A file of the previous schema (8: no grid kept) is migrated at open, and its row,
+    which keeps no grid (NULL), is restored as that release restored it, its grid
+    counted from the restored slot; its next write keeps that origin, which every later
+    restart counts from."""
+    rate = FixedRate(0.1)
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=START, store=store)
+        sim.schedule("poll", rate, id="poll", duration=fixed(0.0))
+        sim.run(rate.slot_at(START, 9) + 0.05)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as connection:
+        connection.executescript(  # as the previous release left it
+            "BEGIN; ALTER TABLE tasks DROP COLUMN grid; PRAGMA user_version = 8; COMMIT;"
+        )
+    restored = rate.slot_at(START, 10)
+    with SqliteTaskStore(path) as store:
+        (row,) = store.load_all()
+        assert (row.next_run_at, row.grid) == (restored, None)
+        sim = Simulation(start=restored, store=store)
+        sim.run(restored + 0.05)  # one run: the row is written with the origin it counts from
+        (row,) = store.load_all()
+        assert row.grid == restored
+    for life in range(10):
+        with SqliteTaskStore(path) as store:
+            sim = Simulation(start=rate.slot_at(restored, 2 * life) + 0.05, store=store)
+            sim.run(rate.slot_at(restored, 2 * life + 2) + 0.05)
+    with SqliteTaskStore(path) as store:
+        slots = [r.slot for r in store.records("poll")]
+    assert slots[:10] == [rate.slot_at(START, k) for k in range(10)]
+    assert slots[10:] == [rate.slot_at(restored, j) for j in range(21)]
 
 
 def test_a_resumed_fixed_rate_counts_its_new_grid_from_the_resumed_run() -> None:

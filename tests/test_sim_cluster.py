@@ -12,7 +12,7 @@ from typing import Any
 import numpy
 import pytest
 
-from lldsched import ValidationError
+from lldsched import FixedRate, ValidationError
 from lldsched.sim import uniform
 from lldsched.sim.cluster import simulate_cluster
 from lldsched.sim.cluster_scenario import ClusterScenario, ClusterTask, Crash, Pause
@@ -258,3 +258,32 @@ def test_lists_are_kept_as_tuples_and_the_scenario_stays_a_hashable_value() -> N
     assert isinstance(listed.tasks, tuple) and isinstance(listed.pauses, tuple)
     tasks.append(ClusterTask("late", every=60.0))  # the caller's list is not the field
     assert len(listed.tasks) == 2
+
+
+@pytest.mark.parametrize("every", [0.1, 1 / 3 + 0.1, 60.0])
+@pytest.mark.parametrize("skews", [(), (0.0, 0.25, -0.4)], ids=["no-skew", "skewed"])
+def test_fractional_periods_at_todays_epochs_run_on_one_grid_every_node_counts(
+    every: float, skews: tuple[float, ...]
+) -> None:
+    """Every node counts the task's slots from the origin its row keeps (the first
+    slot), as the processes of a shared store count from ``tasks.grid``, and the slots
+    expected are that grid's, ``FixedRate.slot_at(first, k)``, the very floats.  Before,
+    the expected slots were summed (``0.1`` at 2026's epochs steps 0.0999999046) and a
+    node booted on a skewed clock counted from its own registration instant: a healthy
+    cluster with a 0.1 s period reported 299 of its 300 slots lost."""
+    start = 1_767_571_200.0
+    scenario = ClusterScenario(
+        3, tasks=(ClusterTask("poll", every=every, duration=every / 10),), start=start,
+        horizon=every * 300, skews=skews,
+    )  # fmt: skip
+    result = simulate_cluster(scenario)
+    rate = FixedRate(every)
+    first = start + every
+    assert [slot for _, slot in result.expected] == [
+        rate.slot_at(first, k) for k in range(len(result.expected))
+    ]
+    assert len(result.expected) >= 299
+    grid = {rate.slot_at(first, k) for k in range(len(result.expected) + 2)}
+    assert {run.slot for run in result.runs} <= grid  # every node's slots, the very floats
+    assert result.lost == ()
+    assert result.summary()["duplicates"] == 0

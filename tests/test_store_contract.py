@@ -13,7 +13,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskStore
 from lldsched.stores.contract import TaskStoreContract
 
-CHECKS = 17  # the contract's test_* methods
+CHECKS = 18  # the contract's test_* methods
 
 
 class TestInMemoryTaskStore(TaskStoreContract):

@@ -199,9 +199,10 @@ def test_a_schema_from_the_future_is_refused(postgres_dsn: str) -> None:
         PostgresTaskStore(postgres_dsn)
 
 
-# What schema 8 added, undone: a database as version 7 left it; what 7 and 8 added, one
-# as version 6 left it; and so on down to BEFORE_3, a database as version 2 left it.
-BEFORE_8 = "ALTER TABLE tasks DROP COLUMN resume_at"
+# What schema 9 added, undone: a database as version 8 left it; what 8 and 9 added, one
+# as version 7 left it; and so on down to BEFORE_3, a database as version 2 left it.
+BEFORE_9 = "ALTER TABLE tasks DROP COLUMN grid"
+BEFORE_8 = f"{BEFORE_9}; ALTER TABLE tasks DROP COLUMN resume_at"
 BEFORE_7 = f"{BEFORE_8}; ALTER TABLE records DROP COLUMN node"
 BEFORE_6 = f"{BEFORE_7}; DROP TRIGGER tasks_first_version ON tasks; " + (
     "DROP FUNCTION lldsched_first_version()"
@@ -387,6 +388,27 @@ def test_a_schema_of_version_7_gains_the_slot_to_resume_at(postgres_dsn: str) ->
         store.settle(settled, record("kept", 0)._replace(token=claim.token), token=claim.token)
         stored = store.get("kept")
         assert stored is not None and (stored.waited, stored.resumes) == (T0 + 60, True)
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
+
+
+def test_a_schema_of_version_8_gains_the_grid_origin(postgres_dsn: str) -> None:
+    """Version 9 keeps a fixed rate's grid origin (``TaskSnapshot.grid``): a row written
+    before reads none (a restart counts the grid from its slot, as that release did), and
+    a write since keeps it, a settle's too, to the last bit."""
+    origin = T0 + 0.1
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept"))._replace(next_run_at=T0 + 5, grid=origin))
+    with psycopg.connect(postgres_dsn) as connection:  # as version 8 left it
+        connection.execute(BEFORE_9)
+        connection.execute("UPDATE lldsched_meta SET value = '8'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        (kept,) = store.load_all()
+        assert (kept.next_run_at, kept.grid) == (T0 + 5, None)
+        (claim,) = store.claim(now=T0 + 5, limit=1)
+        settled = kept._replace(next_run_at=T0 + 6, run_count=1, grid=origin)
+        store.settle(settled, record("kept", 0)._replace(token=claim.token), token=claim.token)
+        stored = store.get("kept")
+        assert stored is not None and stored.grid == origin
     assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
 
 

@@ -446,8 +446,18 @@ def test_a_plans_end_is_kept_in_the_slot_to_resume_at_and_read_with_waited(path:
         older.close()
 
 
+def _downgrade_to_8(path: str) -> None:
+    """Make the file what lldsched wrote at schema version 8 (no grid origin kept)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.executescript(
+        "BEGIN; ALTER TABLE tasks DROP COLUMN grid; PRAGMA user_version = 8; COMMIT;"
+    )
+    connection.close()
+
+
 def _downgrade_to_7(path: str) -> None:
     """Make the file what lldsched wrote at schema version 7 (no slot to resume at kept)."""
+    _downgrade_to_8(path)
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(
         "BEGIN; ALTER TABLE tasks DROP COLUMN resume_at; PRAGMA user_version = 7; COMMIT;"

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.names import RUNNABLE, runnable
+from lldsched.core.names import RUNNABLE, SLOT_HELD, runnable
 from lldsched.core.recovery import pending_slot, restored_state, stored_plan
 from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
@@ -156,6 +156,7 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf
                 failure_count=snapshot.failure_count,
                 last_error=snapshot.last_error,
                 history=(),
+                grid=snapshot.grid,
             )
         ]
     )
@@ -199,7 +200,7 @@ def _adopt(
     retry as 09:00's, its record in the wrong slot and 10:00 recorded ``skipped``
     after it, and a claim deciding its misfire counted the slots from 09:00."""
     task._schedule = unwrap(task._schedule)
-    if attempt and slot is None and _retry_held(status) and snapshot.next_run_at is not None:
+    if attempt and slot is None and status in SLOT_HELD and snapshot.next_run_at is not None:
         # A retry due, or paused with it: its slot is its last run's (one read a retry).
         # Only then: adopt takes a slot for a runnable or paused row with a due instant
         # alone, and a finished row keeps its last attempt (a one-off's SUCCEEDED row
@@ -215,16 +216,11 @@ def _adopt(
         failure_count=snapshot.failure_count,
         last_error=snapshot.last_error,
         slot=snapshot.slot if slot is None else slot,  # a plan's run put off keeps its slot
+        grid=snapshot.grid,
     )
     if snapshot.waited is not None:
         _plan(core, task, snapshot, records_of)
     _streak(core, task, records_of)
-
-
-def _retry_held(status: TaskStatus) -> bool:
-    """Whether a row with attempts behind it in ``status`` holds a retry whose slot adopt
-    takes: a runnable one, or one paused with it (its resume runs that retry)."""
-    return status in RUNNABLE or status is TaskStatus.PAUSED
 
 
 def _streak(core: SchedulerCore, task: ScheduledTask, records_of: RecordsOf) -> None:

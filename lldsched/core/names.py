@@ -1,6 +1,7 @@
 """Short names the core's modules share: the statuses and outcomes they compare by
 identity, the overlap policies, the cap on skipped slots recorded one by one, and
-which of the two runnable statuses a task waiting to run has (:func:`runnable`).
+which of the two runnable statuses a task waiting to run has (:func:`runnable`), and
+which statuses hold a slot still to run (:data:`SLOT_HELD`).
 
 One home, so :mod:`~lldsched.core.machine` and its mixins
 (:mod:`~lldsched.core.definition`, :mod:`~lldsched.core.overlapping`,
@@ -46,6 +47,12 @@ FAILED = TaskStatus.FAILED
 CANCELLED = TaskStatus.CANCELLED
 BLOCKED = TaskStatus.BLOCKED
 RUNNABLE = (SCHEDULED, RETRYING)
+SLOT_HELD = (SCHEDULED, RETRYING, PAUSED)
+"""The statuses of a row whose due instant is a slot still to run: runnable, or paused
+with it (its resume runs it).  The one rule of what a followed row's state holds:
+:meth:`~lldsched.core.restoration.Restoration.adopt` takes a slot (and a fixed rate's
+grid) only from such a row, and :func:`~lldsched.core.follow._adopt` reads a retry's
+slot from the records only for one."""
 
 
 def runnable(attempt: int) -> TaskStatus:

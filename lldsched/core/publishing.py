@@ -25,6 +25,7 @@ from lldsched.core.task import Run, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, save_all
 from lldsched.schedules.catchup import CatchUp
+from lldsched.schedules.simple import FixedRate
 
 __all__ = ["Publishing", "verb_written"]
 
@@ -56,9 +57,11 @@ class Publishing(CoreParts):
         TaskSnapshot's fields in order: task, status, next_run_at, attempt,
         run_count, failure_count, last_error, running, waited (a plan's next slot),
         slot (the slot of a plan's run a resume made due later: :func:`_put_off`),
-        resumes (waited is the slot to resume at: ``CatchUp.resuming``) and until (where
-        the slots the plan decided to run end: ``CatchUp.until``); one identity test for
-        a task without a plan, which has none of them."""
+        resumes (waited is the slot to resume at: ``CatchUp.resuming``), until (where
+        the slots the plan decided to run end: ``CatchUp.until``) and grid (the grid
+        origin ``ScheduledTask._grid``, for a task whose own schedule is a ``FixedRate``,
+        the one schedule the core counts so); one identity test for a task without a
+        plan, which has none of the plan's."""
         stats = task._stats
         if stats is None:  # no run finished yet
             run_count, failures, last_error = 0, 0, None
@@ -71,12 +74,13 @@ class Publishing(CoreParts):
             return _new_tuple(TaskSnapshot, (
                 task._defined(), task.status, task.next_run_at, task.attempt,
                 run_count, failures, last_error, task._run is not None, None, None, False,
-                None,
+                None, task._grid if schedule.__class__ is FixedRate else None,
             ))  # fmt: skip
         return _new_tuple(TaskSnapshot, (
             task._defined(), task.status, task.next_run_at, task.attempt,
             run_count, failures, last_error, task._run is not None,
             schedule.waited, _put_off(task), schedule.resuming, schedule.until,
+            task._grid if schedule.inner.__class__ is FixedRate else None,
         ))  # fmt: skip
 
     def _save(self, task: ScheduledTask, *, as_claimed: Run | None = None) -> None:

@@ -688,6 +688,7 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
         failure_count=snapshot.failure_count,
         last_error=snapshot.last_error,
         history=history,
+        grid=snapshot.grid,
     )
     owed = status is TaskStatus.RETRYING or (in_flight and status is TaskStatus.SCHEDULED)
     return restored, owed

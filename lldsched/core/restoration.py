@@ -22,6 +22,7 @@ from lldsched.core.names import (
     FAILED,
     GIVEN_UP,
     RUNNABLE,
+    SLOT_HELD,
     SUCCEEDED,
 )
 from lldsched.core.parts import CoreParts
@@ -140,6 +141,7 @@ class Restoration(CoreParts):
         due: float,
         schedule: Schedule | None = None,
         slot: float | None = None,
+        grid: float | None = None,
     ) -> None:
         """Queue ``task`` (SCHEDULED or RETRYING) at ``due`` under ``schedule`` (its own,
         or a catch-up plan in front of it; None: what it has, a plan included), its
@@ -148,11 +150,15 @@ class Restoration(CoreParts):
         queues it at.  A change that is no transition (recovery, a clock jump): no
         event is published.  A RUNNING task with a slot queued behind its runs in
         flight (``Overlap.ALLOW``, ``CANCEL_OTHER``: its flight's pending slot) has that
-        slot moved to ``due``; its runs go on."""
+        slot moved to ``due``; its runs go on.  ``grid``: the origin of the fixed-rate
+        grid its slots are counted on from now, if given (a row another node wrote: the
+        simulated cluster's :class:`~lldsched.sim.leases.TaskRow`)."""
         if schedule is not None:
             task._schedule = schedule
         if slot is not None:
             task._slot = slot
+        if grid is not None:
+            task._grid = grid
         flight = task._flight
         if flight is not None and flight.pending is not None:  # the slot queued behind runs
             flight.pending = due
@@ -173,6 +179,7 @@ class Restoration(CoreParts):
         failure_count: int,
         last_error: str | None,
         slot: float | None = None,
+        grid: float | None = None,
     ) -> None:
         """Take the state another process decided for ``task`` (a shared store's change
         feed: a run settled there, docs/CLUSTER.md): status, due instant, attempt and
@@ -182,20 +189,25 @@ class Restoration(CoreParts):
         ``slot``: the slot of the run due, when not its due instant (the row's,
         :attr:`TaskSnapshot.slot <lldsched.persistence.TaskSnapshot.slot>`: a plan's run
         resumed after its slot passed; for a retry, due or paused, the slot its attempts
-        belong to, which it keeps if not given).  Nothing is written (the store's row already says
+        belong to, which it keeps if not given).  ``grid``: the origin of the fixed-rate
+        grid the row counts its slots on (:attr:`TaskSnapshot.grid
+        <lldsched.persistence.TaskSnapshot.grid>`; None: the one kept here stays), taken
+        with the slot.  Nothing is written (the store's row already says
         so; a retirement writes nothing but a purge: :mod:`lldsched.core.retention`); listeners
         hear of a status change.  Never for a task running here: its own finish decides."""
         previous = task.status
         self._queue.discard(task)
         task.status = status
         task.attempt = attempt
-        if next_run_at is not None and (status in RUNNABLE or status is TaskStatus.PAUSED):
+        if next_run_at is not None and status in SLOT_HELD:
             # Paused, the slot its resume runs: a plan's run keeps its slot (put off
             # already: the row's), a retry the slot its attempts belong to.
             if not attempt:  # a fresh slot
                 task._slot = next_run_at if slot is None else slot
             elif slot is not None:  # a retry: the slot its attempts belong to, if given
                 task._slot = slot
+            if grid is not None:  # the writer's grid: its slots counted on from its origin
+                task._grid = grid
         if status in RUNNABLE and next_run_at is not None:
             self._enqueue(task, next_run_at)
         else:
@@ -277,7 +289,10 @@ class Restoration(CoreParts):
         fit_flight(task)
         task.status = restored.status
         task.attempt = restored.attempt
-        task._slot = task._grid = restored.slot  # a restart counts its grid from there
+        task._slot = restored.slot
+        # A fixed rate's grid goes on from the origin its row keeps (next_on_grid checks
+        # the slot is on it); a row without one (an older release's) starts it at the slot.
+        task._grid = restored.slot if restored.grid is None else restored.grid
         if restored.run_count or restored.history:
             stats = self._stats(task)
             stats.run_count = restored.run_count

@@ -95,6 +95,7 @@ class Restored(NamedTuple):
     failure_count: int
     last_error: str | None
     history: tuple[ExecutionRecord, ...]
+    grid: float | None = None  # a fixed rate's grid origin, as stored (None: from ``slot``)
 
 
 class RunStats:

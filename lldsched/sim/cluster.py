@@ -138,7 +138,7 @@ class _Cluster:
         self.spans: list[NodeSpan] = []
         for task in scenario.tasks:
             first = scenario.first + task.every
-            self.table.rows[task.name] = TaskRow(slot=first, due=first)
+            self.table.rows[task.name] = TaskRow(slot=first, due=first, grid=first)
         self.nodes = [self._boot(index, incarnation=0) for index in range(scenario.nodes)]
         for pause in scenario.pauses:
             self._plan(scenario.first + pause.at, _FAULT, pause.node, pause)
@@ -158,7 +158,7 @@ class _Cluster:
             every = FixedRate(task.every, on_overrun=OverrunPolicy.CATCH_UP)  # no slot skipped
             registered = core.add(task.name, None, every, task_id=task.name)
             row = self.table.rows[task.name]
-            core.replan(registered, due=row.due, slot=row.slot)
+            core.replan(registered, due=row.due, slot=row.slot, grid=row.grid)
         self._arm(node)
         return node
 
@@ -226,7 +226,7 @@ class _Cluster:
         task = node.core.tasks[entry[3]]
         row = self.table.rows[task.id]
         if task.slot != row.slot:  # another node moved the task on: apply its row
-            node.core.replan(task, due=row.due, slot=row.slot)
+            node.core.replan(task, due=row.due, slot=row.slot, grid=row.grid)
             return
         if task.slot > self.horizon:  # past the horizon: nothing more to claim
             return
@@ -285,7 +285,9 @@ class _Cluster:
         started = flight.claimed + node.clock.skew
         node.core.finish(run, started, local, None)
         slot = task.slot  # the core moved the task to its next slot
-        row = TaskRow(slot=slot, due=task.next_run_at if task.next_run_at is not None else slot)
+        due = task.next_run_at if task.next_run_at is not None else slot
+        # The grid never moves here (no resume, no reschedule; CATCH_UP skips no slot).
+        row = TaskRow(slot=slot, due=due, grid=self.table.rows[task.id].grid)
         settled = self.table.settle(task.id, token=flight.token, row=row)
         heapq.heappush(node.free, flight.worker)
         self.runs.append(
@@ -359,10 +361,11 @@ class _Cluster:
         scenario = self.scenario
         expected = []
         for task in scenario.tasks:
-            slot = scenario.first + task.every
-            while slot <= self.horizon:
+            rate, first = FixedRate(task.every), scenario.first + task.every
+            k = 0  # the grid's slots, the very floats the nodes count (TaskRow.grid)
+            while (slot := rate.slot_at(first, k)) <= self.horizon:
                 expected.append((task.name, slot))
-                slot += task.every
+                k += 1
         return ClusterResult(
             nodes=tuple(node.name for node in self.nodes),
             fencing=scenario.fencing,

@@ -7,8 +7,9 @@ simulates every node, so no lock and no database):
   expires_at)``, and the one counter tokens come from (it only ever increases).
   ``now`` is the *caller's* clock, as with SQLite, where each process passes its
   own time: a node whose clock is ahead sees a lease expire early.
-* :class:`TaskRow`: the task's shared next slot, written by a settle; a node that
-  finds its own copy behind adopts it.
+* :class:`TaskRow`: the task's shared next slot, written by a settle, and the origin
+  of the grid every node counts the slots from; a node that finds its own copy behind
+  adopts it.
 * :class:`Sink`: where actions write.  Fenced, it refuses a write carrying a token
   older than the newest it has seen for the task (the idempotent sink of the
   notebook); unfenced, every write lands.
@@ -36,10 +37,14 @@ class Lease:
 
 @dataclass(slots=True)
 class TaskRow:
-    """A task's shared state: the slot due next and its due instant (on the schedule's grid)."""
+    """A task's shared state: the slot due next and its due instant (on the schedule's grid),
+    and ``grid``, that grid's origin (its first slot), which every node counts the slots
+    from, as the processes of a shared store count from the row's ``tasks.grid``: the
+    ``k``-th slot is ``FixedRate.slot_at(grid, k)``, the same float on every node."""
 
     slot: float
     due: float
+    grid: float
 
 
 class LeaseTable:

@@ -539,6 +539,7 @@ _STATE = (  # the state columns of a task's row, in the order snapshot_from take
     ("waited", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
     ("slot", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
     ("resume_at", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
+    ("grid", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
 )
 
 
@@ -581,8 +582,8 @@ def snapshot_from(
     :func:`decode_task`, unless ``task`` is given: the definition this process has, for a
     row whose own it cannot load, :class:`Unreadable`) and its ``state``, the values of
     ``next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot,
-    resume_at`` (the last read with ``waited`` as ``resumes`` and ``until``:
-    :func:`plan_ends`).
+    resume_at, grid`` (``resume_at`` read with ``waited`` as ``resumes`` and ``until``:
+    :func:`plan_ends`; ``grid`` NULL in a row an older release wrote).
 
     The one rule of both durable stores' rows, checked in this order: a status this
     release does not know is an :class:`UnknownStatus` (whatever ``task``); a state value
@@ -593,9 +594,10 @@ def snapshot_from(
     store keeps beside the state (``kept``: :func:`check_kept`'s), if given; then the
     definition."""
     status_value = status_of(task_id, status)  # UnknownStatus: a newer release's
-    next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot, resume = (
-        state
-    )
+    (
+        next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot,
+        resume, grid,
+    ) = state  # fmt: skip
     # Every column at the cost of a test or two (a shared store's feed reads each row
     # written elsewhere); what is wrong, and how, said only for a row that fails one.
     if not (
@@ -608,6 +610,7 @@ def snapshot_from(
         and (waited is None or (type(waited) is float and -_FAR <= waited <= _FAR))
         and (slot is None or (type(slot) is float and -_FAR <= slot <= _FAR))
         and (resume is None or (type(resume) is float and -_FAR <= resume <= _FAR))
+        and (grid is None or (type(grid) is float and -_FAR <= grid <= _FAR))
     ):  # fmt: skip
         raise BadValue(task_id, _misread_state(task_id, state))
     # The combinations a restart cannot follow (docs/DECISIONS.md, "A row whose values
@@ -623,7 +626,7 @@ def snapshot_from(
     resumes, until = plan_ends(waited, resume)
     return TaskSnapshot(
         task, status_value, next_run_at, attempt, run_count, failure_count, last_error,
-        bool(running), waited, slot, resumes, until,
+        bool(running), waited, slot, resumes, until, grid,
     )  # fmt: skip
 
 

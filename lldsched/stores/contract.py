@@ -18,8 +18,10 @@ runtime's lock):
   start; ``resumes`` (``waited`` is the slot a misfire's plan resumes at, which a run
   that outlasts it skips, where a slot decided to run runs late); ``until`` (where a
   misfire's plan's runs end, while ``waited`` is one of them: the slots after it meet
-  the policy); and ``slot`` (the slot of a plan's run that a resume made due later, None
-  almost always), which that run's record says whichever process runs it;
+  the policy); ``slot`` (the slot of a plan's run that a resume made due later, None
+  almost always), which that run's record says whichever process runs it; and ``grid``
+  (a fixed rate's grid origin, a float kept to the last bit): a store that drops it has
+  a restart count the grid from the restored slot, and the slots drift off it;
 * ``delete`` forgets a task and its records; an unknown id is no error;
 * a run's record and those of the slots it skipped, handed over together
   (:func:`~lldsched.persistence.save_all`: the store's ``save_all`` when it has one),
@@ -445,6 +447,32 @@ class TaskStoreContract:
             meaning="the slot of a plan's run a resume put off: its record says it",
         )
         _assert_kept([*resumed, ran], loaded)
+
+    def test_grid_comes_back(self) -> None:
+        """``grid``: the origin a fixed rate's slots are counted from (``slot_at(grid,
+        k)``), kept to the last bit (0.1 s steps at today's epochs are no whole number of
+        the floats' spacing).  A store that drops it, or rounds it, has a restart (or
+        another process of a shared store) count the grid from the restored slot, and a
+        0.1 s grid drifts by a rounding a restart; one that keeps an old value after a save
+        of None gives a task that left its fixed rate a grid it no longer has."""
+        store = self._open()
+        origin = T0 + 0.1  # not a whole second, nor a float a REAL rounded to 6 digits keeps
+        counted = [
+            _snapshot(_definition("counted"), next_run_at=origin + 3 * 0.1, grid=origin),
+            _snapshot(_definition("paused"), TaskStatus.PAUSED, next_run_at=origin, grid=origin),
+        ]
+        _save_each(store, counted)
+        _save_each(store, [_snapshot(_definition("left"), grid=origin)])
+        left = _snapshot(_definition("left", CronSchedule("0 * * * *")), grid=None)
+        _save_each(store, [left])  # rescheduled onto a cron: no grid any more
+        loaded = self._again(store).load_all()
+        _assert_field_kept(
+            [*counted, left],
+            loaded,
+            field="grid",
+            meaning="a fixed rate's grid origin: a restart counts the slots from it",
+        )
+        _assert_kept([*counted, left], loaded)
 
     def test_delete_forgets_a_task_and_its_records(self) -> None:
         store = self._open()

@@ -174,8 +174,8 @@ def settle_parameters(
         name: []
         for name in (
             "id", "token", "status", "next_run_at", "attempt", "run_count", "failure_count",
-            "last_error", "running", "waited", "resume_at", "name", "definition", "priority",
-            "seen",
+            "last_error", "running", "waited", "resume_at", "grid", "name", "definition",
+            "priority", "seen",
             "r_task_id", "r_attempt", "r_due", "r_slot", "r_worker", "r_started",
             "r_finished", "r_ok", "r_error", "r_timed_out", "r_misfire", "r_result",
             "r_token", "r_name", "r_node",

@@ -59,6 +59,7 @@ def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
         "running": snapshot.running,
         "waited": snapshot.waited,
         "resume_at": resume_at(snapshot),  # read with waited: codec.plan_ends
+        "grid": snapshot.grid,
     }
 
 
@@ -83,7 +84,7 @@ def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     SQLite's rows), before the definition is decoded.  Before, the lease was not read: a
     NaN or infinite expiry, never past on the database's clock, held the task for good
     without a word."""
-    return snapshot_from(row[0], row[1], row[2], row[3:12], task=task, kept=row[12:21])
+    return snapshot_from(row[0], row[1], row[2], row[3:13], task=task, kept=row[13:22])
 
 
 record_of = record_from

@@ -25,7 +25,7 @@ import hashlib
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 _CHANNEL_BYTES = 63  # the longest channel name PostgreSQL keeps (NAMEDATALEN - 1)
 DB_NOW = "extract(epoch FROM pg_catalog.clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
@@ -166,6 +166,7 @@ CREATE TABLE tasks (
     slot          double precision,         -- a resumed plan's run: its slot (TaskSnapshot.slot),
     slot_due      double precision,         -- read while next_run_at is this (_SLOT)
     resume_at     double precision,         -- waited, when it is the slot to resume at (_RESUMES)
+    grid          double precision,         -- a fixed rate's grid origin (TaskSnapshot.grid)
     xid           xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()  -- the feed's cursor
 );
 CREATE INDEX tasks_due ON tasks (next_run_at, priority) WHERE status IN {LIVE};
@@ -232,6 +233,8 @@ UPGRADES = {
     " UPDATE lldsched_meta SET value = '7' WHERE name = 'schema';",
     7: "ALTER TABLE tasks ADD COLUMN resume_at double precision;"  # a plan's slot to resume at
     " UPDATE lldsched_meta SET value = '8' WHERE name = 'schema';",
+    8: "ALTER TABLE tasks ADD COLUMN grid double precision;"  # a fixed rate's grid origin
+    " UPDATE lldsched_meta SET value = '9' WHERE name = 'schema';",
 }
 
 TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
@@ -246,7 +249,8 @@ _RESUMED = f"""(tasks.status = 'paused' AND %(status)s IN {LIVE})
 _STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
     run_count = %(run_count)s, failure_count = %(failure_count)s, last_error = %(last_error)s,
     running = %(running)s, waited = %(waited)s, slot = %(slot)s, slot_due = %(next_run_at)s,
-    resume_at = %(resume_at)s, version = tasks.version + 1, writer = %(writer)s,
+    resume_at = %(resume_at)s, grid = %(grid)s, version = tasks.version + 1,
+    writer = %(writer)s,
     xid = pg_catalog.pg_current_xact_id(), resumed = {_RESUMED},
     failed_seq = CASE WHEN %(status)s = 'failed'
         THEN coalesce(tasks.failed_seq, pg_catalog.nextval('dead_letter_seq')) END"""
@@ -255,11 +259,11 @@ UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
 
 UPSERT = f"""
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, waited, slot, slot_due, resume_at, failed_seq, version,
-    writer)
+    failure_count, last_error, running, waited, slot, slot_due, resume_at, grid, failed_seq,
+    version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
-    %(slot)s, %(next_run_at)s, %(resume_at)s,
+    %(slot)s, %(next_run_at)s, %(resume_at)s, %(grid)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
     1, %(writer)s)  -- the version: FIRST_VERSION's trigger sets it
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
@@ -270,11 +274,11 @@ RETURNING version
 # A registration: refused (no row returned) when another node registered the id.
 INSERT_NEW = """
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, waited, slot, slot_due, resume_at, failed_seq, version,
-    writer)
+    failure_count, last_error, running, waited, slot, slot_due, resume_at, grid, failed_seq,
+    version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
-    %(slot)s, %(next_run_at)s, %(resume_at)s,
+    %(slot)s, %(next_run_at)s, %(resume_at)s, %(grid)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
     1, %(writer)s)  -- the version: FIRST_VERSION's trigger sets it
 ON CONFLICT (id) DO NOTHING
@@ -324,7 +328,8 @@ _RESUME_AT = "t.resume_at"
 
 SNAPSHOT_COLUMNS = (  # the state, what is kept beside it (codec.check_kept), the version
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
-    f"t.last_error, t.running, t.waited, {_SLOT}, {_RESUME_AT}, t.failed_seq, t.priority, "
+    f"t.last_error, t.running, t.waited, {_SLOT}, {_RESUME_AT}, t.grid, t.failed_seq, "
+    "t.priority, "
     "t.version, "
     "t.slot_due, k.slot, k.attempt, k.token, k.holder, k.expires_at, t.version"
 )
@@ -487,6 +492,7 @@ SELECT 0 AS kind, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()):
        NULL::integer AS attempt, NULL::integer AS run_count, NULL::integer AS failure_count,
        NULL AS last_error, NULL::boolean AS running, NULL::double precision AS waited,
        NULL::double precision AS slot, NULL::double precision AS resume_at,
+       NULL::double precision AS grid,
        NULL::bigint AS failed_seq, NULL::integer AS priority,
        NULL::bigint AS kept_version, NULL::double precision AS slot_due,
        NULL::double precision AS lease_slot, NULL::integer AS lease_attempt,
@@ -499,7 +505,7 @@ SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS},
   FROM {TASKS} WHERE t.xid >= %(since)s::text::xid8 AND t.writer <> %(node)s
 UNION ALL
 SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.version,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.version,
        NULL
   FROM removals r WHERE r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s
    AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id  -- _LIVE_ROW_WINS
@@ -577,9 +583,9 @@ WITH given AS (
         %(run_count)s::integer[], %(failure_count)s::integer[], %(last_error)s::text[],
         %(running)s::boolean[], %(name)s::text[], %(definition)s::text[],
         %(priority)s::integer[], %(waited)s::double precision[], %(seen)s::bigint[],
-        %(resume_at)s::double precision[])
+        %(resume_at)s::double precision[], %(grid)s::double precision[])
       AS g(id, token, status, next_run_at, attempt, run_count, failure_count, last_error,
-           running, name, definition, priority, waited, seen, resume_at)),
+           running, name, definition, priority, waited, seen, resume_at, grid)),
 locked AS (
     SELECT t.id FROM tasks t WHERE t.id IN (SELECT id FROM given) ORDER BY t.id
        FOR UPDATE),
@@ -595,6 +601,7 @@ settled AS (
         attempt = CASE WHEN {_WHEN} THEN s.attempt ELSE t.attempt END,
         waited = CASE WHEN {_WHEN} THEN s.waited ELSE t.waited END,
         resume_at = CASE WHEN {_WHEN} THEN s.resume_at ELSE t.resume_at END,
+        grid = CASE WHEN {_WHEN} THEN s.grid ELSE t.grid END,
         slot = CASE WHEN {_WHEN} THEN NULL ELSE t.slot END,  -- _SETTLED_SLOT
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,

@@ -417,7 +417,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             snapshot.status.value, snapshot.next_run_at, snapshot.attempt,
             snapshot.run_count, snapshot.failure_count, snapshot.last_error,
             snapshot.running, self._dead_seq, task.id, snapshot.waited, snapshot.slot,
-            resume_at(snapshot),
+            resume_at(snapshot), snapshot.grid,
         )  # fmt: skip
         if definition is None:
             return UPDATE, state

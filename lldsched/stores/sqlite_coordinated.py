@@ -233,7 +233,7 @@ class CoordinatedMethods:
         ).fetchone()
         row = connection.execute(
             f"SELECT definition, next_run_at, attempt, waited, {SLOT.format(t='')}, "
-            f"{RESUME_AT.format(t='')} FROM tasks WHERE id = ?",
+            f"{RESUME_AT.format(t='')}, grid FROM tasks WHERE id = ?",
             (task_id,),
         ).fetchone()
         if lease is None or row is None or row[0] == encode_task(snapshot.task):
@@ -245,7 +245,7 @@ class CoordinatedMethods:
         resumes, until = plan_ends(row[3], row[5])
         return snapshot._replace(
             next_run_at=row[1], attempt=row[2], waited=row[3], slot=row[4], resumes=resumes,
-            until=until,
+            until=until, grid=row[6],
         )  # fmt: skip
 
     def misfired(
@@ -721,7 +721,7 @@ class CoordinatedMethods:
         state = (
             status, snapshot.next_run_at, snapshot.attempt, snapshot.run_count,
             snapshot.failure_count, snapshot.last_error, snapshot.running, dead_seq, task.id,
-            snapshot.waited, snapshot.slot, resume_at(snapshot),
+            snapshot.waited, snapshot.slot, resume_at(snapshot), snapshot.grid,
         )  # fmt: skip
         if definition is None:
             connection.execute(UPDATE, state)

@@ -146,20 +146,22 @@ UPDATE = """
 UPDATE tasks SET status = ?1, next_run_at = ?2, attempt = ?3, run_count = ?4,
     failure_count = ?5, last_error = ?6, running = ?7,
     failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(failed_seq, ?8) END, waited = ?10,
-    slot = ?11, slot_due = ?2, resume_at = ?12
+    slot = ?11, slot_due = ?2, resume_at = ?12, grid = ?13
 WHERE id = ?9
 """
 UPSERT = """
 INSERT INTO tasks (status, next_run_at, attempt, run_count, failure_count, last_error,
-    running, failed_seq, id, waited, slot, slot_due, resume_at, name, definition, priority)
+    running, failed_seq, id, waited, slot, slot_due, resume_at, grid, name, definition,
+    priority)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?1 = 'failed' THEN ?8 END, ?9, ?10, ?11, ?2, ?12,
-    ?13, ?14, ?15)
+    ?13, ?14, ?15, ?16)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, status = excluded.status,
     next_run_at = excluded.next_run_at, attempt = excluded.attempt,
     run_count = excluded.run_count, failure_count = excluded.failure_count,
     last_error = excluded.last_error, running = excluded.running, waited = excluded.waited,
     slot = excluded.slot, slot_due = excluded.slot_due, resume_at = excluded.resume_at,
+    grid = excluded.grid,
     failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(tasks.failed_seq, ?8) END
 """
 INSERT_RECORD = """
@@ -182,7 +184,7 @@ TASKS = "tasks t LEFT JOIN leases k ON k.task_id = t.id"
 TASK_COLUMNS = (  # a task row as snapshot_of reads it, FROM TASKS
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, "
     f"t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t='t.')}, "
-    f"{RESUME_AT.format(t='t.')}, " + KEPT_COLUMNS
+    f"{RESUME_AT.format(t='t.')}, t.grid, " + KEPT_COLUMNS
 )
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has none kept
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
@@ -328,7 +330,7 @@ def snapshot_of(
     this release does not know (whatever ``task``), a
     :class:`~lldsched.stores.codec.BadValue` naming each value of the wrong type or out
     of its range."""
-    return snapshot_from(task_id, definition, status, state[:9], task=task, kept=state[9:])
+    return snapshot_from(task_id, definition, status, state[:10], task=task, kept=state[10:])
 
 
 record_of = record_from

@@ -38,7 +38,7 @@ __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "FileFormat"]
 
 log = logging.getLogger(STORE)
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 APPLICATION_ID = 0x6C6C6473  # "llds"
 
 _SCHEMA = """
@@ -60,8 +60,10 @@ CREATE TABLE tasks (
     waited        REAL,                 -- the slot a run_now put off (TaskSnapshot.waited)
     slot          REAL,                 -- a resumed plan's run: its slot (TaskSnapshot.slot),
     slot_due      REAL,                 -- read while next_run_at is this (sqlite_rows.SLOT)
-    resume_at     REAL                  -- waited, when it is the slot to resume at
-);                                      -- (TaskSnapshot.resumes, sqlite_rows.RESUMES)
+    resume_at     REAL,                 -- waited when it is the slot to resume at
+    grid          REAL                  -- a fixed rate's grid origin (TaskSnapshot.grid)
+);  -- no comma in a comment: ALTER TABLE ... DROP COLUMN takes one for the column's
+    -- start (resume_at: TaskSnapshot.resumes, sqlite_rows.RESUME_AT)
 CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
     task_id   TEXT NOT NULL,
     seq       INTEGER NOT NULL,         -- the order records were saved in, across tasks
@@ -100,6 +102,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     6: ("ALTER TABLE records ADD COLUMN node TEXT",),  # 6 -> 7: the process each run had
     7: ("ALTER TABLE tasks ADD COLUMN resume_at REAL",),  # 7 -> 8: a plan's slot to resume at
+    8: ("ALTER TABLE tasks ADD COLUMN grid REAL",),  # 8 -> 9: a fixed rate's grid origin
 }
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 

@@ -123,7 +123,7 @@ ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.att
 _ROW = f"""
 SELECT t.id, t.version, t.definition, t.status, t.next_run_at, t.attempt, t.run_count,
     t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t="t.")},
-    {RESUME_AT.format(t="t.")},
+    {RESUME_AT.format(t="t.")}, t.grid,
     {KEPT_COLUMNS},
     EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != ?2
             AND l.expires_at > ?3)"""
@@ -133,7 +133,7 @@ _ROW_OF = f"{_ROW}\nFROM {TASKS} WHERE t.id = ?1"
 # removal committed between them moved the cursor past the row, which was never given.
 # A third kind (2) says the change counter is behind the cursor: the file was rewound
 # (SharedState.check_changes), said by the same statement at no extra round trip.
-_NO_ROW = ", ".join(["NULL"] * 15)
+_NO_ROW = ", ".join(["NULL"] * 16)
 _FEED = f"""{_ROW}, 0
 FROM {TASKS} WHERE t.version > ?1
 UNION ALL
