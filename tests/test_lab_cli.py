@@ -15,6 +15,16 @@ def test_with_no_decision_the_lab_lists_every_one(capsys: pytest.CaptureFixture[
     assert all(f"  {row.key} " in out for row in DECISIONS) and len(DECISIONS) == 11
 
 
+@pytest.mark.parametrize("prog", ["lldsched", "python -m lldsched"])
+def test_the_list_says_how_to_run_a_decision_as_the_command_was_called(
+    prog: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ``lldsched`` script's list says ``lldsched lab <decision>``, as its usage
+    lines say ``lldsched`` (was: ``python -m lldsched lab`` whichever way it ran)."""
+    assert main(["lab"], prog=prog) == 0
+    assert capsys.readouterr().out.startswith(f"{prog} lab <decision>  (seconds each;")
+
+
 def test_a_named_decision_prints_its_consequence_and_its_test(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -109,6 +109,12 @@ def test_the_wheel_says_the_version_the_package_says_and_ships_the_license(dist:
     assert dist.metadata.get_payload() == (ROOT / "README.md").read_text()
 
 
+def test_the_readme_names_the_wheel_the_build_writes(dist: Dist) -> None:
+    """Its command that installs an extra from the wheel names the wheel's file."""
+    named = re.findall(r"dist/(lldsched-\S+?\.whl)\[", (ROOT / "README.md").read_text())
+    assert named == [dist.wheel_path.name]
+
+
 def test_the_wheel_declares_the_lldsched_script(dist: Dist) -> None:
     (entry_points,) = [n for n in dist.wheel.namelist() if n.endswith("entry_points.txt")]
     text = dist.wheel.read(entry_points).decode()

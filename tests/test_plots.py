@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib as mpl
+import matplotlib.dates as mdates
 import matplotlib.style
 import numpy as np
 import pandas as pd
@@ -49,7 +50,7 @@ from lldsched.views.plots import (
     task_colours,
     utilisation_plot,
 )
-from lldsched.views.plots._base import _SLOTS, _seconds, _unit
+from lldsched.views.plots._base import _SLOTS, _seconds, _time_axis, _unit
 from tests.conftest import T0
 
 BASELINE = Path(__file__).resolve().parent / "baseline"
@@ -577,6 +578,30 @@ def test_every_plot_of_an_empty_frame_says_so_instead_of_failing(name: str) -> N
     render(figure)
     texts = [t.get_text() for ax in figure.axes for t in ax.texts]
     assert "no runs" in texts
+
+
+def test_an_empty_charts_time_axis_labels_no_ticks_on_matplotlib_3_8_0_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """matplotlib 3.8.0, the views extra's floor, asks an axis's formatter for the labels
+    of its ticks even when its locator is a ``NullLocator`` (an empty chart's blank time
+    axis): ``format_ticks([])``, where its concise date labels fail (an ``IndexError``, a
+    1-d array indexed as 2-d; later releases skip the call).  The time axis answers no
+    labels for no ticks without asking matplotlib's concise labels."""
+    concise: Callable[..., Any] = mdates.ConciseDateFormatter.format_ticks
+
+    def as_in_3_8_0(self: mdates.ConciseDateFormatter, values: Any) -> Any:
+        if len(values) == 0:
+            raise IndexError("too many indices for array: array is 1-dimensional")
+        return concise(self, values)
+
+    monkeypatch.setattr(mdates.ConciseDateFormatter, "format_ticks", as_in_3_8_0)
+    ax = Figure().subplots()
+    _time_axis(ax, "Europe/Berlin", blank=True)
+    formatter = ax.xaxis.get_major_formatter()
+    assert formatter.format_ticks([]) == []
+    hour = [(T0 + k * 3600) / 86400 for k in range(2)]  # matplotlib's days since 1970
+    assert formatter.format_ticks(hour) == ["10:00", "11:00"]  # Berlin's, as before
 
 
 ON_AXES: dict[str, Callable[[pd.DataFrame, Axes], Figure]] = {

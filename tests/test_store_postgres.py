@@ -711,16 +711,20 @@ def test_without_psycopg_importing_the_store_names_the_extra(
         importlib.import_module("lldsched.stores.postgres")
 
 
-def test_with_a_psycopg_older_than_3_2_importing_the_store_names_the_version_and_the_extra(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("version", ["3.1.18", "3.2.13"])
+def test_with_a_psycopg_older_than_3_3_importing_the_store_names_the_version_and_the_extra(
+    monkeypatch: pytest.MonkeyPatch, version: str
 ) -> None:
-    """The LISTEN thread calls notifies(timeout=...), new in psycopg 3.2: an older one is
-    refused at import, not a TypeError in that thread at the first notification."""
-    monkeypatch.setattr(psycopg, "__version__", "3.1.18")
+    """The LISTEN thread calls notifies(timeout=...), new in psycopg 3.2, and a verb's
+    hold reads its transaction's ``status``, new in 3.3: an older one is refused at
+    import, not a TypeError in that thread at the first notification, nor an
+    AttributeError at the end of every verb's hold (what psycopg 3.2 gave)."""
+    monkeypatch.setattr(psycopg, "__version__", version)
     for name in ("lldsched.stores.postgres", "lldsched.stores.postgres_listen"):
         monkeypatch.delitem(sys.modules, name)
+    found = re.escape(version)
     with pytest.raises(
-        ImportError, match=r"psycopg 3\.2 or newer, found 3\.1\.18.*lldsched\[postgres\]"
+        ImportError, match=rf"psycopg 3\.3 or newer, found {found}.*lldsched\[postgres\]"
     ):
         importlib.import_module("lldsched.stores.postgres")
 

@@ -30,7 +30,9 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.decision is None:
         width = max(len(row.key) for row in DECISIONS)
-        say("python -m lldsched lab <decision>  (seconds each; wheel: half a minute or more)")
+        # "lldsched lab" or "python -m lldsched lab": as the command was called.
+        prog = args.command_parser.prog
+        say(f"{prog} <decision>  (seconds each; wheel: half a minute or more)")
         for row in DECISIONS:
             say(f"  {row.key:<{width}}  {row.title}, switched off: {row.switched_off}")
             say(f"  {'':<{width}}  {row.claim}")

@@ -1,7 +1,7 @@
 """The connection helpers of the PostgreSQL store: psycopg's import, dsn redaction,
 connecting with a clear :class:`~lldsched.errors.StoreError`, and the LISTEN thread.
 
-psycopg 3.2 or newer is an optional extra (``pip install 'lldsched[postgres]'``):
+psycopg 3.3 or newer is an optional extra (``pip install 'lldsched[postgres]'``):
 importing this module without it, or with an older psycopg, raises an ``ImportError``
 that names the extra, and
 ``import lldsched`` never imports it.
@@ -41,12 +41,14 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
         "install the extra: pip install 'lldsched[postgres]'"
     ) from exc
 
-_OLDEST = (3, 2)  # the listener's notifies(timeout=...) is new in psycopg 3.2
+# The listener's notifies(timeout=...) is new in psycopg 3.2, and Transaction.status,
+# which a verb's hold reads to tell a commit from a connection lost inside, in 3.3.
+_OLDEST = (3, 3)
 if tuple(int(part) for part in re.findall(r"\d+", psycopg.__version__)[:2]) < _OLDEST:
     raise ImportError(
-        f"PostgresTaskStore needs psycopg 3.2 or newer, found {psycopg.__version__} (its "
-        "LISTEN thread calls notifies(timeout=...)): install the extra: "
-        "pip install 'lldsched[postgres]'"
+        f"PostgresTaskStore needs psycopg 3.3 or newer, found {psycopg.__version__} (its "
+        "LISTEN thread calls notifies(timeout=...), and a verb's hold reads its "
+        "transaction's status): install the extra: pip install 'lldsched[postgres]'"
     )
 
 # psycopg is re-exported: the store imports it from here, after the check above.

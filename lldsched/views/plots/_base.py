@@ -271,6 +271,8 @@ class _ZoneFormatter(mdates.ConciseDateFormatter):  # type: ignore[misc]
     that a label is no wider than its neighbours)."""
 
     def format_ticks(self, values: Any) -> list[str]:
+        if len(values) == 0:  # a blank axis; matplotlib 3.8.0's concise labels fail on none
+            return []
         labels: list[str] = list(super().format_ticks(values))
         moments = [mdates.num2date(value, tz=self._tz) for value in values]
         # Ticks under an hour apart read "00:00" at midnight (matplotlib's zero format
