@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any, TypedDict, TypeVar, cast
 
-from lldsched.checks import seconds, whole
+from lldsched.checks import instance_hint, seconds, whole
 from lldsched.core.calls import BARE, CTX, call_shape, check_call, not_callable
 from lldsched.core.isolation import check_process_call
 from lldsched.core.schedulearg import SCHEDULE_TYPES, is_schedule, schedule_of
@@ -460,7 +460,9 @@ def _options(
     if retry is None:
         retry = DEFAULT_RETRY
     elif not isinstance(retry, RetryPolicy):
-        raise ValidationError(f"task {name!r}: retry must be a RetryPolicy, got {shown(retry)}")
+        raise ValidationError(
+            f"task {name!r}: retry must be a RetryPolicy, got {shown(retry)}{instance_hint(retry)}"
+        )
     if timeout is not None:
         timeout = float(
             seconds(
@@ -476,6 +478,7 @@ def _options(
     if misfire is not None and not isinstance(misfire, MisfirePolicy):
         raise ValidationError(
             f"task {name!r}: misfire must be a MisfirePolicy, got {shown(misfire)}"
+            f"{instance_hint(misfire)}"
         )
     if isolation != "thread":
         check_process_call(name, isolation, args=args, kwargs=kwargs, pass_context=pass_context)
