@@ -16,7 +16,9 @@ a package error quoting the value, raised before anything changes).
   the threaded scheduler held ``next_run_at=True``, due in 1970), where every other
   query of an instant refuses one;
 * the widgets' flags (``ControlPanel(live=)``, ``SimulationPlayer(chart=)``) read any
-  value by its truth: ``live=None`` made a panel that never listened.
+  value by its truth: ``live=None`` made a panel that never listened;
+* a zone's name in the wrong case or padded (``tz="utc"``, ``"europe/berlin"``) was told
+  to "use an IANA name such as 'Europe/Berlin'": now it is told the name it meant.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 import pytest
 
 from lldsched import (
+    CronSchedule,
     EventLog,
     FakeClock,
     FixedRate,
@@ -127,6 +130,14 @@ for label, listener, bad in [
                    lambda v=listener: Scheduler(listeners=[v]), bad))  # fmt: skip
     BUILDS.append((f"Simulation(listeners=[{label}])",
                    lambda v=listener: Simulation(listeners=[v]), bad))  # fmt: skip
+# A zone's name mistyped in its case or padded: the message names the zone meant.
+for value, meant in (("utc", "UTC"), ("europe/berlin", "Europe/Berlin"), ("UTC ", "UTC")):
+    for label, make in (("Scheduler", Scheduler), ("Simulation", Simulation)):
+        BUILDS.append((f"{label}(tz={value!r})", lambda m=make, v=value: m(tz=v),
+                       Named(f"{value!r}: did you mean {meant!r}?")))  # fmt: skip
+    BUILDS.append((f"CronSchedule(tz={value!r})",
+                   lambda v=value: CronSchedule("0 3 * * *", tz=v),
+                   Named(f"{value!r}: did you mean {meant!r}?")))  # fmt: skip
 for value in (None, 1, 0, "yes"):
     BUILDS.append((f"ControlPanel(live={value!r})",
                    lambda v=value: ControlPanel(simulation(), loop=None, live=v),
