@@ -88,6 +88,7 @@ __all__ = [
     "call_error",
     "flag",
     "fraction",
+    "id_hint",
     "instance_hint",
     "instant",
     "number",
@@ -412,3 +413,20 @@ def instance_hint(value: object) -> str:
         return ""
     arguments = "" if call_error(value) is None else "..."
     return f" (a class: pass an instance, {value.__name__}({arguments}))"
+
+
+def id_hint(value: object) -> str:
+    """What a message adds when ``value``, given where a task id goes, is no ``str`` but
+    holds one: the task ``schedule()`` returned (``scheduler.cancel(task)``), a store's
+    ``Task``, an event or a record: ``" (not an id but what holds one: pass its .id,
+    'task-1')"``; nothing for any other value.  Only a refusal asks."""
+    if isinstance(value, str):
+        return ""
+    for attribute in ("id", "task_id"):
+        try:
+            held = getattr(value, attribute, None)
+        except Exception:  # a property that raises: no hint, the message stands
+            return ""
+        if isinstance(held, str):
+            return f" (not an id but what holds one: pass its .{attribute}, {shown(held)})"
+    return ""

@@ -18,7 +18,10 @@ a package error quoting the value, raised before anything changes).
 * the widgets' flags (``ControlPanel(live=)``, ``SimulationPlayer(chart=)``) read any
   value by its truth: ``live=None`` made a panel that never listened;
 * a zone's name in the wrong case or padded (``tz="utc"``, ``"europe/berlin"``) was told
-  to "use an IANA name such as 'Europe/Berlin'": now it is told the name it meant.
+  to "use an IANA name such as 'Europe/Berlin'": now it is told the name it meant;
+* the task ``schedule()`` returned, given to a verb for its id (``cancel(task)``), was
+  "no task with id <ScheduledTask kept ...>", of a task that is registered: now it is
+  told to pass ``task.id``.
 """
 
 from __future__ import annotations
@@ -168,6 +171,18 @@ VERBS: list[tuple[str, Verb, object]] = [
     ("schedule(misfire=MisfirePolicy)", lambda rt: register(rt, misfire=MisfirePolicy),
      Named("MisfirePolicy'> (a class: pass an instance, MisfirePolicy())")),
 ]  # fmt: skip
+# The task schedule() returned, given for its id: "no task with id <ScheduledTask kept ...>"
+# said nothing of the id to pass, of a task that is registered.
+HOLDS_KEPT = Named("(not an id but what holds one: pass its .id, 'kept')")
+for verb_name in ("cancel", "pause", "resume", "redrive", "task", "remove", "run_now"):
+    VERBS.append((f"{verb_name}(the task itself)",
+                  lambda rt, n=verb_name: getattr(rt, n)(rt.task("kept")), HOLDS_KEPT))  # fmt: skip
+VERBS.append(("reschedule(the task itself, ...)",
+              lambda rt: rt.reschedule(rt.task("kept"), FixedRate(5)), HOLDS_KEPT))  # fmt: skip
+VERBS.append(("modify(the task itself, ...)",
+              lambda rt: rt.modify(rt.task("kept"), timeout=5), HOLDS_KEPT))  # fmt: skip
+VERBS.append(("schedule(depends_on=[the task itself])",
+              lambda rt: register(rt, depends_on=[rt.task("kept")]), HOLDS_KEPT))  # fmt: skip
 for value in (True, False):
     VERBS.append((f"schedule(first_run answers {value})",
                   lambda rt, v=value: register(rt, "job", no_event, AnswersBool(v)),

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any, TypedDict, TypeVar, cast
 
-from lldsched.checks import instance_hint, seconds, whole
+from lldsched.checks import id_hint, instance_hint, seconds, whole
 from lldsched.core.calls import BARE, CTX, call_shape, check_call, not_callable
 from lldsched.core.isolation import check_process_call
 from lldsched.core.schedulearg import SCHEDULE_TYPES, is_schedule, schedule_of
@@ -257,7 +257,7 @@ def _depends_on(name: str, depends_on: object) -> tuple[str, ...]:
         if not isinstance(upstream, str) or not upstream or upstream.isspace():
             raise ValidationError(
                 f"task {name!r}: depends_on holds task ids (non-empty strings), "
-                f"got {shown(upstream)}"
+                f"got {shown(upstream)}{id_hint(upstream)}"
             )
     twice = sorted({upstream for upstream in ids if ids.count(upstream) > 1})
     if twice:
