@@ -32,7 +32,11 @@ live in one place:
   ``shutdown()``, ``metrics()``, ``wait_idle()``, ``EventLog.wait_for()``) is a number of
   seconds, and one longer than a thread can wait (``threading.TIMEOUT_MAX``, some 292
   years) waits that long: ``timeout=1e10`` means "as long as it takes" and is not a
-  mistake, but the lock and condition waits raise ``OverflowError`` past it.
+  mistake, but the lock and condition waits raise ``OverflowError`` past it;
+* a **function called later** (:func:`call_error`: a simulated model, an intervention,
+  a listener) can be called as the package will call it, its arguments bound to its
+  signature when it is given (a listener that takes no event, or a class given for an
+  instance, failed at every event).
 
 An ``int`` too large for a float (``10**400``) is not finite: every number of seconds
 becomes a float somewhere, and there it would raise ``OverflowError``.  Nor is a
@@ -68,7 +72,9 @@ model draws).
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Callable
 from datetime import timedelta
 from threading import TIMEOUT_MAX
 
@@ -79,8 +85,11 @@ __all__ = [
     "FINEST",
     "LONGEST",
     "WIDEST",
+    "call_error",
     "flag",
     "fraction",
+    "id_hint",
+    "instance_hint",
     "instant",
     "number",
     "seconds",
@@ -375,3 +384,49 @@ def instant(
     query = name if of is None else f"{type(of).__name__}.{name}"
     hint = " (an instant: use .timestamp())" if hasattr(value, "timestamp") else ""
     raise error(f"{query} takes epoch seconds (a float), got {shown(value)}{hint}")
+
+
+def call_error(function: Callable[..., object], *args: object) -> str | None:
+    """Why ``function(*args)`` cannot bind (``"missing a required argument: 'x'"``), or
+    None when it can or its signature cannot be read: the check of what the package
+    will call later with these arguments (a simulated model's draw, an intervention, a
+    listener given each event), made when it is given, not as a ``TypeError`` at each
+    call."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*args)
+    except TypeError as exc:
+        return str(exc)
+    return None
+
+
+def instance_hint(value: object) -> str:
+    """What a message adds when ``value`` is a class given where an instance of it goes
+    (``store=InMemoryTaskStore``, ``clock=FakeClock``, ``listeners=[EventLog]``,
+    ``retry=RetryPolicy``: the parentheses forgotten): ``" (a class: pass an instance,
+    InMemoryTaskStore())"``, or ``SqliteTaskStore(...)`` for a class that needs
+    arguments; nothing for any other value.  Only a refusal asks."""
+    if not isinstance(value, type):
+        return ""
+    arguments = "" if call_error(value) is None else "..."
+    return f" (a class: pass an instance, {value.__name__}({arguments}))"
+
+
+def id_hint(value: object) -> str:
+    """What a message adds when ``value``, given where a task id goes, is no ``str`` but
+    holds one: the task ``schedule()`` returned (``scheduler.cancel(task)``), a store's
+    ``Task``, an event or a record: ``" (not an id but what holds one: pass its .id,
+    'task-1')"``; nothing for any other value.  Only a refusal asks."""
+    if isinstance(value, str):
+        return ""
+    for attribute in ("id", "task_id"):
+        try:
+            held = getattr(value, attribute, None)
+        except Exception:  # a property that raises: no hint, the message stands
+            return ""
+        if isinstance(held, str):
+            return f" (not an id but what holds one: pass its .{attribute}, {shown(held)})"
+    return ""

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
-from lldsched.checks import wait_seconds
-from lldsched.errors import ValidationError, error_text
+from lldsched.checks import call_error, instance_hint, wait_seconds
+from lldsched.errors import ValidationError, error_text, shown
 from lldsched.logs import LISTENERS, Repeats, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskEvent
 
@@ -58,7 +58,10 @@ def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
     called, never awaited (on the threaded runtime's events thread, in the simulation's
     loop), so its body would never run, and Python would only warn "coroutine ... was
     never awaited" on that thread.  A plain function that hands the event to the
-    application's loop does what it meant (docs/ASYNCIO.md)."""
+    application's loop does what it meant (docs/ASYNCIO.md).  So is one that cannot be
+    called with one event (:func:`~lldsched.checks.call_error`): a class given for an
+    instance (``listeners=[EventLog]``), a function of no argument; each event raised
+    ``TypeError`` in it, logged and never heard."""
     callback = getattr(listener, "on_event", listener)
     if not callable(callback):
         raise ValidationError(
@@ -72,6 +75,12 @@ def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
             f"{listener!r}: pass a plain function that hands the event to your event loop, "
             "e.g. lambda event: loop.call_soon_threadsafe(queue.put_nowait, event) "
             "(docs/ASYNCIO.md)"
+        )
+    wrong = call_error(callback, None)  # each event calls callback(event)
+    if wrong is not None:  # found now, not as a TypeError logged at every event
+        raise ValidationError(
+            f"a listener is called with each event, as callback(event), got {shown(listener)}"
+            f"{instance_hint(listener)}: {wrong}"
         )
     return callback
 

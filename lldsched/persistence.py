@@ -31,7 +31,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from lldsched.errors import StoreError, ValidationError
+from lldsched.checks import instance_hint
+from lldsched.errors import StoreError, ValidationError, shown
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.redaction import hide_passwords
@@ -261,7 +262,8 @@ def not_a_store(given: object) -> ValidationError:
             "lldsched.stores.postgres.PostgresTaskStore(dsn) for a PostgreSQL dsn"
         )
     return ValidationError(
-        f"store must be a TaskStore (save, delete and load_all methods), got {given!r}"
+        f"store must be a TaskStore (save, delete and load_all methods), got {shown(given)}"
+        f"{instance_hint(given)}"
     )
 
 

@@ -23,6 +23,7 @@ import asyncio
 import math
 import re
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -295,15 +296,21 @@ for value in (None, -1, 0, 101, NAN, True, "50"):
     build(f"report.percentile(q={value!r})", lambda v=value: report.percentile([1.0], v), value)
 
 
-@pytest.mark.parametrize(("label", "call", "bad"), BUILDS, ids=ids(BUILDS))
-def test_a_bad_constructor_argument_is_refused_quoting_it(
-    label: str, call: Build, bad: object
-) -> None:
+def refused_build(call: Build, bad: object) -> None:
+    """``call()`` raises one of the package's errors quoting ``bad`` (a Scheduler built
+    by mistake is shut down)."""
     with pytest.raises(Exception) as caught:  # check_error says which kind
         made = call()
         if isinstance(made, Scheduler):  # a scheduler built by mistake: stop it anyway
             made.shutdown()
     check_error(caught.value, bad)
+
+
+@pytest.mark.parametrize(("label", "call", "bad"), BUILDS, ids=ids(BUILDS))
+def test_a_bad_constructor_argument_is_refused_quoting_it(
+    label: str, call: Build, bad: object
+) -> None:
+    refused_build(call, bad)
 
 
 # -- verbs on a runtime holding tasks ---------------------------------------------
@@ -572,23 +579,36 @@ def snapshot(runtime: Runtime) -> object:
     return tasks, runtime.dead_letter(), runtime.queue_stats(), len(runtime.records()), state
 
 
-@pytest.fixture(params=["threaded", "simulated"])
-def runtime(request: pytest.FixtureRequest) -> Iterator[Runtime]:
-    made = populated(request.param)
+@contextmanager
+def populated_runtime(kind: str) -> Iterator[Runtime]:
+    """:func:`populated`, shut down (a Scheduler) at the end."""
+    made = populated(kind)
     yield made
     if isinstance(made, Scheduler):
         assert made.shutdown(timeout=5)
+
+
+@pytest.fixture(params=["threaded", "simulated"])
+def runtime(request: pytest.FixtureRequest) -> Iterator[Runtime]:
+    with populated_runtime(request.param) as made:
+        yield made
+
+
+def refused_unchanged(runtime: Runtime, call: Verb, bad: object) -> None:
+    """``call(runtime)`` raises one of the package's errors quoting ``bad``, and leaves
+    every task, the dead letter, the heap and the state as they were."""
+    before = snapshot(runtime)
+    with pytest.raises(Exception) as caught:  # check_error says which kind
+        call(runtime)
+    check_error(caught.value, bad)
+    assert snapshot(runtime) == before
 
 
 @pytest.mark.parametrize(("label", "call", "bad"), VERBS, ids=ids(VERBS))
 def test_a_bad_call_is_refused_quoting_the_value_and_changes_nothing(
     runtime: Runtime, label: str, call: Verb, bad: object
 ) -> None:
-    before = snapshot(runtime)
-    with pytest.raises(Exception) as caught:  # check_error says which kind
-        call(runtime)
-    check_error(caught.value, bad)
-    assert snapshot(runtime) == before
+    refused_unchanged(runtime, call, bad)
 
 
 @pytest.mark.parametrize(("label", "call", "bad"), THREADED, ids=ids(THREADED))

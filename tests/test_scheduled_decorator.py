@@ -162,3 +162,39 @@ def test_a_refused_decoration_leaves_the_modules_name_as_it_was(
             _import_as_it_runs("decorated_jobs", scheduler, refused)
         assert not hasattr(sys.modules["decorated_jobs"], "cleanup")
         assert scheduler.tasks() == [] and store.load_all() == []
+
+
+WRAPPED_BY_CALL = """
+import functools
+from lldsched import FixedRate
+
+def timed(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+def job() -> str:
+    return "ran"
+
+scheduler.scheduled(FixedRate(60), name="timed job")(timed(job))
+scheduler.scheduled(FixedRate(60), name="static job")(staticmethod(job))
+"""
+
+
+def test_registering_a_wrapper_of_a_bound_function_leaves_the_modules_name_alone(
+    make_scheduler: SchedulerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``scheduled(...)(timed(job))``, the call form on a function its module binds
+    already: the wrapper copies ``job``'s name, qualified name and module, and the
+    decorator's early binding replaced the module's ``job`` with it (a ``staticmethod``
+    too), so every later ``job()`` in the user's code ran through the wrapper, or
+    raised."""
+    monkeypatch.delitem(sys.modules, "wrapped_jobs", raising=False)
+    scheduler = make_scheduler()
+    module = _import_as_it_runs("wrapped_jobs", scheduler, WRAPPED_BY_CALL)
+    assert not hasattr(module.job, "__wrapped__") and module.job() == "ran"
+    assert [getattr(task.action, "__wrapped__", None) for task in scheduler.tasks()] == [
+        module.job,
+        module.job,
+    ]

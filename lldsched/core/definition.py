@@ -399,11 +399,11 @@ def _first_run(name: str, schedule: Schedule, now: float) -> float:
     """``schedule``'s first run for a task registered ``now``; ScheduleError if none."""
     first: float = schedule.first_run(now)  # type: ignore[assignment]  # checked below
     try:
-        if -FARTHEST <= first <= FARTHEST:
+        if -FARTHEST <= first <= FARTHEST and first.__class__ is not bool:
             return first
     except TypeError:  # None, or what no instant is (a str, a datetime)
         pass
-    return first_due(name, schedule, now, first)
+    return first_due(name, schedule, now, first)  # a bool too: True is 1, due in 1970
 
 
 def first_due(name: str, schedule: Schedule, now: float, first: object) -> float:

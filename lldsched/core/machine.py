@@ -211,7 +211,8 @@ class SchedulerCore(
         self._chosen_ids = False  # a caller chose an id: the default generator skips taken ones
         self._restored_names = {}  # restore(): a second registration of one is warned of
         self._orphans = {}  # restore(): an ordered set, emptied as registrations name them
-        if store is not None and not isinstance(store, TaskStore):
+        # A class has the methods too (store=InMemoryTaskStore: load_all raised TypeError).
+        if store is not None and (not isinstance(store, TaskStore) or isinstance(store, type)):
             raise not_a_store(store)
         self._store = store
         # The calls the store failed, and a store closed early; None without a store.
@@ -382,7 +383,8 @@ class SchedulerCore(
         # Typed as what it is once checked: the check below refuses anything else.
         first: float = schedule.first_run(now)  # type: ignore[assignment]
         try:  # _first_run, inlined (its gain: check_store's, above)
-            if not -FARTHEST <= first <= FARTHEST:  # NaN, inf: a schedule of one's own
+            # NaN, inf, a bool (True is 1: due in 1970): a schedule of one's own
+            if not -FARTHEST <= first <= FARTHEST or first.__class__ is bool:
                 first = first_due(name, schedule, now, first)
         except TypeError:  # None (it never fires), or no instant (a str, a datetime)
             first = first_due(name, schedule, now, first)

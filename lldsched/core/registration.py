@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any, TypedDict, TypeVar, cast
 
-from lldsched.checks import seconds, whole
+from lldsched.checks import id_hint, instance_hint, seconds, whole
 from lldsched.core.calls import BARE, CTX, call_shape, check_call, not_callable
 from lldsched.core.isolation import check_process_call
 from lldsched.core.schedulearg import SCHEDULE_TYPES, is_schedule, schedule_of
@@ -257,7 +257,7 @@ def _depends_on(name: str, depends_on: object) -> tuple[str, ...]:
         if not isinstance(upstream, str) or not upstream or upstream.isspace():
             raise ValidationError(
                 f"task {name!r}: depends_on holds task ids (non-empty strings), "
-                f"got {shown(upstream)}"
+                f"got {shown(upstream)}{id_hint(upstream)}"
             )
     twice = sorted({upstream for upstream in ids if ids.count(upstream) > 1})
     if twice:
@@ -408,7 +408,12 @@ def _bind_early(action: Callable[..., Any]) -> Callable[[], None] | None:
     run again replaces ("does not round-trip").  Nothing is bound for a nested function
     or a method (their qualified name is not their name), or where the module's name
     holds something other than an earlier definition of this function.  Returns what
-    puts the module's name back as it was, if it bound it."""
+    puts the module's name back as it was, if it bound it.
+
+    Nor where the name holds the very function ``action`` wraps (``functools.wraps``, a
+    ``staticmethod``): ``scheduler.scheduled(FixedRate(60))(timed(job))``, a call on a
+    function already bound, replaced the module's ``job`` with the wrapper, which
+    copies its name, qualified name and module."""
     name = getattr(action, "__name__", None)
     module = sys.modules.get(getattr(action, "__module__", None) or "")
     if module is None or not isinstance(name, str):
@@ -420,6 +425,7 @@ def _bind_early(action: Callable[..., Any]) -> Callable[[], None] | None:
     if held is not missing and (
         getattr(held, "__module__", None) != action.__module__
         or getattr(held, "__qualname__", None) != name
+        or _wraps(action, held)
     ):
         return None
     setattr(module, name, action)
@@ -431,6 +437,19 @@ def _bind_early(action: Callable[..., Any]) -> Callable[[], None] | None:
             setattr(module, name, held)
 
     return put_back
+
+
+def _wraps(action: object, held: object) -> bool:
+    """Whether ``held`` is on ``action``'s ``__wrapped__`` chain (``functools.wraps``, a
+    ``staticmethod``); a chain that loops is not followed past its first repeat."""
+    seen = {id(action)}
+    inner = getattr(action, "__wrapped__", None)
+    while inner is not None and id(inner) not in seen:
+        if inner is held:
+            return True
+        seen.add(id(inner))
+        inner = getattr(inner, "__wrapped__", None)
+    return False
 
 
 def _priority(name: str, value: object) -> Priority:
@@ -460,7 +479,9 @@ def _options(
     if retry is None:
         retry = DEFAULT_RETRY
     elif not isinstance(retry, RetryPolicy):
-        raise ValidationError(f"task {name!r}: retry must be a RetryPolicy, got {shown(retry)}")
+        raise ValidationError(
+            f"task {name!r}: retry must be a RetryPolicy, got {shown(retry)}{instance_hint(retry)}"
+        )
     if timeout is not None:
         timeout = float(
             seconds(
@@ -476,6 +497,7 @@ def _options(
     if misfire is not None and not isinstance(misfire, MisfirePolicy):
         raise ValidationError(
             f"task {name!r}: misfire must be a MisfirePolicy, got {shown(misfire)}"
+            f"{instance_hint(misfire)}"
         )
     if isolation != "thread":
         check_process_call(name, isolation, args=args, kwargs=kwargs, pass_context=pass_context)

@@ -59,7 +59,7 @@ from datetime import timedelta
 from itertools import islice
 from typing import TypeVar
 
-from lldsched.checks import WIDEST, flag, seconds
+from lldsched.checks import WIDEST, flag, id_hint, seconds
 from lldsched.errors import TaskNotFoundError, TaskRetiredError, ValidationError, shown
 from lldsched.model import ExecutionRecord, TaskStatus
 
@@ -213,12 +213,13 @@ class Retention:
                     else "and the store"
                 )
             )
-        if self._retired:
+        hint = id_hint(task_id)  # the task itself, given for its id
+        if self._retired and not hint:
             return TaskNotFoundError(
                 f"no task with id {shown(task_id)}: never registered, removed, or finished and "
                 f"retired long ago (retain_finished={self.keep!r})"
             )
-        return TaskNotFoundError(f"no task with id {shown(task_id)}")
+        return TaskNotFoundError(f"no task with id {shown(task_id)}{hint}")
 
     def held(self) -> int:
         """How many finished tasks are held now."""

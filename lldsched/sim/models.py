@@ -60,7 +60,6 @@ models never draw).
 
 from __future__ import annotations
 
-import inspect
 import math
 import random
 from collections.abc import Callable, Iterator
@@ -69,7 +68,7 @@ from datetime import datetime, timedelta
 from numbers import Number, Real
 from typing import TypeVar
 
-from lldsched.checks import LONGEST, fraction, number, seconds, whole
+from lldsched.checks import LONGEST, call_error, fraction, number, seconds, whole
 from lldsched.clock import LATEST, to_timestamp
 from lldsched.errors import ValidationError, error_text
 
@@ -368,21 +367,6 @@ def _takes_rng_and_attempt(model: M, what: str) -> M:
             f"{what} model {model!r} must take (rng, attempt), as each draw calls it: {wrong}"
         )
     return model
-
-
-def call_error(function: Callable[..., object], *args: object) -> str | None:
-    """Why ``function(*args)`` cannot bind (``"missing a required argument: 'x'"``), or
-    None when it can or its signature cannot be read: the simulation's check of what
-    it will call later (a model's draw, an intervention), made when it is given."""
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
-        return None
-    try:
-        signature.bind(*args)
-    except TypeError as exc:
-        return str(exc)
-    return None
 
 
 NO_RNG = random.Random(0)  # shared by tasks whose models never draw

@@ -129,7 +129,6 @@ from lldsched.sim.lanes import Waiting
 from lldsched.sim.models import (
     NO_RNG,
     TaskModels,
-    call_error,
     drawn_duration,
     failure_of,
     simulated_failure,
@@ -455,7 +454,7 @@ class Simulation(SimulationVerbs):
             )
         if not callable(fn):
             raise ValidationError(f"an intervention must be callable, got {fn!r}")
-        wrong = call_error(fn)
+        wrong = checks.call_error(fn)
         if wrong is not None:  # found now, not as a TypeError out of run() at its instant
             raise ValidationError(
                 f"an intervention is called with no arguments, got {fn!r}: {wrong}"

@@ -41,7 +41,7 @@ from datetime import timedelta, tzinfo
 from types import TracebackType
 from typing import Any, NoReturn
 
-from lldsched.checks import step, whole_or_none
+from lldsched.checks import instance_hint, step, whole_or_none
 from lldsched.clock import Clock, SystemClock
 from lldsched.core import storeuse
 from lldsched.core.duequeue import TaskQueue
@@ -168,8 +168,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         listeners = listener_list(listeners)
         for listener in listeners:
             self._dispatcher.add(listener)
-        if clock is not None and not isinstance(clock, Clock):
-            raise ValidationError(f"clock must be a Clock (now and wait methods), got {clock!r}")
+        # A class has the methods too: clock=SystemClock was taken, and its timer died.
+        if clock is not None and (not isinstance(clock, Clock) or isinstance(clock, type)):
+            raise ValidationError(
+                f"clock must be a Clock (now and wait methods), got {shown(clock)}"
+                f"{instance_hint(clock)}"
+            )
         self._clock = clock if clock is not None else SystemClock()
         self._last_look = LastLook(getattr(self._clock, "monotonic", None))
         # The scheduler's one lock.  It guards the core state machine (registry,

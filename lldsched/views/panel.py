@@ -217,6 +217,7 @@ class ControlPanel:
             )
         if max_rows is not None:
             checks.whole(max_rows, name="max_rows", at_least=1)
+        checks.flag(live, name="ControlPanel live")  # live=None made a panel that never listened
         self.max_rows = max_rows
         widgets = require_ipywidgets()
         self._widgets = widgets

@@ -111,6 +111,7 @@ class SimulationPlayer:
                 "SimulationPlayer steps a simulation (a runtime with step(), run() and "
                 f"run_for()), got {reprlib.repr(sim)}"
             )
+        checks.flag(chart, name="SimulationPlayer chart")  # chart="no" drew a chart
         self.max_typed = checks.seconds(max_typed, name="SimulationPlayer max_typed", above=0)
         # Checked here, not by the chart's span at the first draw: window=0 said "span
         # must run forwards", "6h" raised TypeError, and the listener stayed on sim.

@@ -151,13 +151,22 @@ def _unknown(key: object) -> ScheduleError:
     ``tzdata`` dependency (``pip install --no-deps``, a vendored copy) then knows no zone
     at all.  Looked up on this error path only (``available_timezones`` walks the
     database)."""
-    if not available_timezones():
+    zones = available_timezones()
+    if not zones:
         return ScheduleError(
             f"unknown time zone {shown(key)}: this Python has no time zone database (no zone files "
             f"in zoneinfo.TZPATH {list(TZPATH)}, and no tzdata package): install one, "
             "pip install tzdata (a dependency of lldsched this install lacks) or the "
             "system's (apt-get install tzdata, apk add tzdata)"
         )
+    if isinstance(key, str):  # 'utc', 'europe/berlin', 'UTC ': the zone's name, mistyped
+        wanted = key.strip().casefold()
+        meant = sorted(zone for zone in zones if zone.casefold() == wanted)
+        if meant:
+            return ScheduleError(
+                f"unknown time zone {shown(key)}: did you mean {meant[0]!r}? (an IANA name is "
+                "written exactly, its case and no blank at either end)"
+            )
     return ScheduleError(
         f"unknown time zone {shown(key)}: use an IANA name such as 'Europe/Berlin'"
     )
