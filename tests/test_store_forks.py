@@ -18,7 +18,7 @@ from lldsched.persistence import TaskStore
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
 from tests.conftest import T0
-from tests.forking import in_child
+from tests.forking import held_by_another_thread, in_child
 from tests.processes import parent_of_a_helper
 from tests.test_store_sqlite import record, snapshot, task
 
@@ -168,28 +168,10 @@ def store_of_one_task(tmp_path: Path, request: pytest.FixtureRequest) -> Iterato
 
 @pytest.fixture
 def lock_held(store_of_one_task: SqliteTaskStore) -> Iterator[Callable[[], None]]:
-    """Another thread holds the store's lock (a call of it under way there, as when a
-    server forks its workers while the scheduler saves) until the test calls what this
-    gives, or ends."""
-    taken, done = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with store_of_one_task._lock:
-            taken.set()
-            done.wait()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    taken.wait()
-
-    def let_go() -> None:
-        done.set()
-        holder.join()
-
-    try:
+    """Another thread holds the store's lock (a call of it under way there) until the test
+    calls what this gives, or ends."""
+    with held_by_another_thread(store_of_one_task._lock) as let_go:
         yield let_go
-    finally:
-        let_go()
 
 
 def _refused_as_the_forks(outcome: str) -> None:
