@@ -228,8 +228,9 @@ def test_every_call_in_a_child_forked_while_the_lock_was_held_is_refused_saying_
     """Refused before the store's lock is waited for: a thread of the parent inside a store
     call at the fork (a save, a claim) leaves the child's copy of the lock held, with no
     thread to let it go.  Before, every call but ``close()`` waited for it for good (a
-    gunicorn worker forked under ``--preload`` while the scheduler saved); the StoreError
-    now says what happened and to open the store after the fork."""
+    gunicorn worker forked under ``--preload`` while the scheduler saved), but
+    ``subscribe`` and ``flush``, which take no lock and were not refused at all; the
+    StoreError now says what happened and to open the store after the fork."""
     use = VERBS.get(verb) or SHARED_VERBS[verb]
     _refused_as_the_forks(in_child(lambda: use(store_of_one_task), bound=10))
 
