@@ -4,12 +4,14 @@ was made before the fork."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 
-__all__ = ["BOUND", "HUNG", "in_child"]
+__all__ = ["BOUND", "HUNG", "held_by_another_thread", "in_child"]
 
 BOUND = 30.0
 """Seconds the parent waits for the child's word before it kills it."""
@@ -38,3 +40,31 @@ def in_child(use: Callable[[], object], *, bound: float = BOUND) -> str:
         outcome = pipe.read().decode() if ready else HUNG
     os.waitpid(pid, 0)
     return outcome
+
+
+@contextlib.contextmanager
+def held_by_another_thread(
+    lock: contextlib.AbstractContextManager[object],
+) -> Iterator[Callable[[], None]]:
+    """Inside, another thread holds ``lock`` (a call under way there, as when a server
+    forks its workers while a store saves), until the block ends or calls what this gives
+    (which waits for that thread to let it go)."""
+    taken, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            taken.set()
+            done.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    taken.wait()
+
+    def let_go() -> None:
+        done.set()
+        holder.join()
+
+    try:
+        yield let_go
+    finally:
+        let_go()

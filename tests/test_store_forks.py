@@ -7,17 +7,20 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from lldsched import OneTime, Scheduler, SqliteTaskStore
+from lldsched.model import Outcome
 from lldsched.persistence import TaskStore
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
-from tests.forking import in_child
+from tests.conftest import T0
+from tests.forking import held_by_another_thread, in_child
 from tests.processes import parent_of_a_helper
-from tests.test_store_sqlite import snapshot, task
+from tests.test_store_sqlite import record, snapshot, task
 
 
 def _refused_in_child_and_fine_here(store: TaskStore) -> None:
@@ -153,3 +156,104 @@ def test_a_child_forked_mid_write_does_not_keep_the_write_gate_once_its_parent_d
         with SqliteTaskStore(path, shared=True, timeout=3) as store:
             store.save(snapshot(task(id="b")))  # ...and the gate went with its parent
             assert [s.task.id for s in store.load_all()] == ["b"]  # the holder's never landed
+
+
+@pytest.fixture
+def store_of_one_task(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SqliteTaskStore]:
+    """A file store holding the task ``job``, shared if the test's parameter says so."""
+    with SqliteTaskStore(tmp_path / "tasks.db", shared=request.param) as store:
+        store.save(snapshot(task(id="job")))
+        yield store
+
+
+@pytest.fixture
+def lock_held(store_of_one_task: SqliteTaskStore) -> Iterator[Callable[[], None]]:
+    """Another thread holds the store's lock (a call of it under way there) until the test
+    calls what this gives, or ends."""
+    with held_by_another_thread(store_of_one_task._lock) as let_go:
+        yield let_go
+
+
+def _refused_as_the_forks(outcome: str) -> None:
+    assert outcome.startswith("StoreError: the store "), outcome  # not "hung"
+    assert f"was opened in process {os.getpid()}" in outcome
+    assert "Open the store in each process after the fork" in outcome
+
+
+VERBS: dict[str, Callable[[SqliteTaskStore], object]] = {
+    "load_all": lambda store: store.load_all(),
+    "get": lambda store: store.get("job"),
+    "records": lambda store: store.records("job"),
+    "dead_letter": lambda store: store.dead_letter(),
+    "len": len,
+    "save": lambda store: store.save(snapshot(task(id="b"))),
+    "save_all": lambda store: store.save_all(snapshot(task(id="b")), [record("b", 0)]),
+    "resave": lambda store: store.resave(snapshot(task(id="job"))),
+    "delete": lambda store: store.delete("job"),
+    "purge": lambda store: store.purge("job"),
+}
+SHARED_VERBS: dict[str, Callable[[SqliteTaskStore], object]] = {
+    "claim": lambda store: store.claim(now=T0 + 1e9, limit=1),
+    "renew": lambda store: store.renew(tokens={1}, now=T0),
+    "release": lambda store: store.release(task_id="job", token=1),
+    "settle": lambda store: store.save(
+        snapshot(task(id="job")), record("job", 0)._replace(token=1)
+    ),
+    "skipped slot": lambda store: store.save(
+        snapshot(task(id="job")), record("job", 0)._replace(token=1, misfire=Outcome.SKIPPED)
+    ),
+    "changes": lambda store: store.changes(),
+    "changed": lambda store: store.changed(),
+    "unloaded": lambda store: store.unloaded(),
+    "muted": lambda store: store.muted().__enter__(),
+    "verb_held": lambda store: store.verb_held("job").__enter__(),
+    "leases": lambda store: store.leases(),
+    "owe": lambda store: store.owe(snapshot(task(id="job"))),
+    "take_over": lambda store: store.take_over(task(id="job")),
+    "subscribe": lambda store: store.subscribe(lambda: None),
+    "flush": lambda store: store.flush(),
+}
+
+
+@pytest.mark.parametrize(
+    ("store_of_one_task", "verb"),
+    [(False, verb) for verb in VERBS] + [(True, verb) for verb in [*VERBS, *SHARED_VERBS]],
+    indirect=["store_of_one_task"],
+    ids=[f"unshared-{verb}" for verb in VERBS]
+    + [f"shared-{verb}" for verb in [*VERBS, *SHARED_VERBS]],
+)
+def test_every_call_in_a_child_forked_while_the_lock_was_held_is_refused_saying_so(
+    store_of_one_task: SqliteTaskStore, lock_held: Callable[[], None], verb: str
+) -> None:
+    """Refused before the store's lock is waited for: a thread of the parent inside a store
+    call at the fork (a save, a claim) leaves the child's copy of the lock held, with no
+    thread to let it go.  Before, every call but ``close()`` waited for it for good (a
+    gunicorn worker forked under ``--preload`` while the scheduler saved), but
+    ``subscribe`` and ``flush``, which take no lock and were not refused at all; the
+    StoreError now says what happened and to open the store after the fork."""
+    use = VERBS.get(verb) or SHARED_VERBS[verb]
+    _refused_as_the_forks(in_child(lambda: use(store_of_one_task), bound=10))
+
+
+@pytest.mark.parametrize(
+    "store_of_one_task", [False, True], indirect=True, ids=["unshared", "shared"]
+)
+def test_close_in_a_child_forked_while_the_lock_was_held_returns_and_leaves_the_parent_alone(
+    store_of_one_task: SqliteTaskStore, lock_held: Callable[[], None]
+) -> None:
+    """``close()`` lets go of the child's copies alone (:meth:`SqliteTaskStore.
+    _let_go_in_child`): it returns, every call after it is still the fork's refusal (not
+    "closed": the parent's store is open), and the parent's lock, connection, claim and
+    write gate are untouched: its call held at the fork ends, and it goes on."""
+    store = store_of_one_task
+
+    def close_then_load() -> object:
+        store.close()
+        assert store.closed
+        return store.load_all()
+
+    _refused_as_the_forks(in_child(close_then_load, bound=10))
+    lock_held()  # the parent's call ends
+    assert not store.closed
+    store.save(snapshot(task(id="after")))
+    assert [s.task.id for s in store.load_all()] == ["job", "after"]

@@ -5,7 +5,6 @@ lock a thread of the parent held at the fork."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -14,7 +13,7 @@ from lldsched import FakeClock, OneTime, Scheduler
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
 from tests.conftest import T0
-from tests.forking import in_child
+from tests.forking import held_by_another_thread, in_child
 from tests.test_store_postgres_batches import finished, hold_back
 from tests.test_store_sqlite import record, snapshot, task
 
@@ -45,21 +44,8 @@ def store(open_store: OpenStore) -> Iterator[PostgresTaskStore]:
 def lock_held(store: PostgresTaskStore) -> Iterator[None]:
     """Another thread holds ``store``'s lock throughout (a call of it under way there,
     as when a server forks its workers while the scheduler saves)."""
-    taken, done = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with store._lock:
-            taken.set()
-            done.wait()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    taken.wait()
-    try:
+    with held_by_another_thread(store._lock):
         yield
-    finally:
-        done.set()
-        holder.join()
 
 
 def test_close_in_a_child_forked_while_a_call_held_the_lock_returns(

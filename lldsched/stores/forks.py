@@ -9,7 +9,10 @@ used there, the store would run every task a second time).  A server that opens 
 store before it forks its workers (gunicorn's ``--preload``, a module-level store)
 would give every worker the same one.  So each store notes the process that opened
 it, and every use from another process raises :class:`~lldsched.errors.StoreError`
-saying to open the store after the fork (docs/CLUSTER.md).
+saying to open the store after the fork (docs/CLUSTER.md).  The check comes before the
+store's lock is waited for (each store's ``_refuse_if_forked``): a thread of the parent
+inside a store call at the fork leaves the child's copy of that lock held for good.
+``close()`` alone is let through, and lets go of the child's copies only.
 
 Which process this is, is kept by :func:`os.register_at_fork` rather than asked of
 the kernel at every use: the check is one comparison.  A server that forks in C

@@ -178,6 +178,8 @@ class _Using:
 
     def __enter__(self) -> sqlite3.Connection:
         store = self.store
+        if store._opened_in != forks.current[0]:  # a forked child: refused before the lock,
+            store._refuse_if_forked()  # which a thread of the parent may have held at the fork
         lock = store._lock
         lock.acquire()
         try:
@@ -586,9 +588,21 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         operation (:class:`_Using`)."""
         return _Using(self, doing, task_id)
 
-    def _open(self) -> sqlite3.Connection:
+    def _refuse_if_forked(self) -> None:
+        """Refuse a call in a child forked since the store was opened (:mod:`forks
+        <lldsched.stores.forks>`), before anything else: before the store's lock is
+        waited for.  A thread of the parent inside a store call at the fork (a save, a
+        claim) leaves the child's copy of the lock held, and the child has no thread to
+        let it go: every call but :meth:`close` waited for it for good.  Called by
+        :class:`_Using` (every call that reads or writes: there, on every save, only once
+        the process id differs, its one comparison inline), and by the calls that take the
+        lock without it.  A private database is the child's own copy: not refused."""
         if self._opened_in != forks.current[0] and self.path not in PRIVATE:
             raise forks.refuse(repr(self.path), self._opened_in)  # a forked child's copy
+
+    def _open(self) -> sqlite3.Connection:
+        """The connection (caller holds the lock, taken once :meth:`_refuse_if_forked`
+        let the call through)."""
         if self._connection is None:
             raise StoreClosedError(f"the store {self.path!r} is closed")
         watch = self._watch

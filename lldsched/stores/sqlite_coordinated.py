@@ -89,6 +89,7 @@ class CoordinatedMethods:
         def _append(
             self, connection: sqlite3.Connection, record: ExecutionRecord, *, seq: int
         ) -> int: ...
+        def _refuse_if_forked(self) -> None: ...
 
     @property
     def shared(self) -> bool:
@@ -334,6 +335,7 @@ class CoordinatedMethods:
         definition it cannot load (another release's, in a rolling deploy), each said
         once at WARNING (:class:`~lldsched.stores.codec.Unreadable`).  The processes that
         can load them run them; this one neither deletes nor rewrites them."""
+        self._refuse_if_forked()  # before the lock (as _using does)
         with self._lock:
             return self._coordinated().unreadable.left_out()
 
@@ -397,16 +399,19 @@ class CoordinatedMethods:
     def subscribe(self, wake: Callable[[], None]) -> None:
         """SQLite tells no other process of a commit: ``wake`` is never called, and the
         scheduler's bounded wait (``poll``) is how changes are noticed."""
+        self._refuse_if_forked()  # as every other call (a scheduler made in a child)
         self._coordinated()
 
     def flush(self) -> None:
         """Nothing to write: every settle is written when it is made (shared SQLite keeps
         its one writer's transactions short rather than batching them)."""
+        self._refuse_if_forked()  # as every other call
 
     @contextlib.contextmanager
     def muted(self) -> Iterator[None]:
         """Inside, ``save`` and ``delete`` write nothing: the caller is applying another
         process's change to its own registry."""
+        self._refuse_if_forked()  # before the lock (as _using does)
         with self._lock:
             shared = self._coordinated()
             shared.muted += 1
@@ -566,6 +571,7 @@ class CoordinatedMethods:
             if _settles(record):
                 self._settle_fenced(snapshot, (record,), token=record.token)
                 return
+            self._refuse_if_forked()  # before the lock (as _using does)
             with self._lock:  # a slot the run skipped: written only after its settle was
                 if shared.settled.get(task_id) != record.token:
                     return
