@@ -122,6 +122,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 
@@ -130,12 +131,13 @@ from lldsched.core.names import MISFIRE_CAP
 from lldsched.errors import StoreClosedError
 from lldsched.logs import SCHEDULER, STORE, Repeats, counted, say_with_traceback
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, purge, resave
+from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, purge, resave, save_all
 
 __all__ = [
     "ADVICE",
     "ENDED_BY",
     "HELD",
+    "HELD_RUNS",
     "OUTAGE_CAP",
     "PURGE",
     "STALE_SHOWN",
@@ -205,63 +207,141 @@ HELD = 10
 one record per outcome stands for the rest (:class:`Held`), as past
 :data:`~lldsched.core.names.MAX_SKIPPED` skipped slots one record does."""
 
+HELD_RUNS = 100
+"""The records of runs an outage holds one by one per task (its latest ones: a restart reads
+a task's latest runs, and a task's history keeps as many by default, ``history_limit``);
+past them, one record per outcome stands for the older ones (:class:`Held`)."""
+
 OUTAGE_CAP = "OutageCap:"
 """How the error text of a record standing for the records an outage folded begins."""
 
 
-class Held:
-    """The records of no run the failed saves of one task carried during an outage, held
-    to be written with its stale row: bounded, whatever the outage's length.  The first
-    :data:`HELD` one by one; past them, per outcome, the first one folded, the last slot
-    folded and how many (one record written for them: :meth:`records`), and the latest
-    record standing for a misfire's cap (``MisfireCap:``, which a restart reads to tell
-    where a catch-up plan was cut), kept whole."""
+class _Fold:
+    """The records of one outcome an outage folded into one (:class:`Held`): the first one,
+    its place, the last one's slot (of no run) or start (of a run), and how many."""
 
-    __slots__ = ("capped", "folded", "kept", "rest")
+    __slots__ = ("count", "first", "last", "place")
+
+    def __init__(self, place: int, first: ExecutionRecord, last: float) -> None:
+        self.place = place
+        self.first = first
+        self.last = last
+        self.count = 1
+
+    def record(self, what: str, bound: int) -> ExecutionRecord:
+        """The record written for them: the first, its error text saying what it stands for."""
+        first = self.first
+        ran = first.outcome.ran
+        text = (
+            f"{OUTAGE_CAP} a store outage held back more than {bound} records of {what} of "
+            f"this task; this record stands for {counted(self.count, f'{first.outcome} record')}, "
+            f"the {'runs started' if ran else 'slots'} from "
+            f"{(first.started if ran else first.slot)!r} to {self.last!r}"
+        )
+        return first._replace(error=text)
+
+
+def _fold(folds: dict[Outcome, _Fold], place: int, record: ExecutionRecord) -> None:
+    """Fold ``record`` (at ``place``) into its outcome's record of ``folds``, begun with it
+    if there is none."""
+    last = record.started if record.outcome.ran else record.slot
+    fold = folds.get(record.outcome)
+    if fold is None:
+        folds[record.outcome] = _Fold(place, record, last)
+    else:
+        fold.last = last
+        fold.count += 1
+
+
+Entry = tuple[int, ExecutionRecord, int]
+"""A held record as written (:meth:`Held.entries`): its place, the record, how many records
+it stands for (0: itself)."""
+
+
+class Held:
+    """The records the failed saves of one task carried during an outage, held to be written
+    with its stale row in the order they were made: bounded, whatever the outage's length.
+
+    Records of no run: the first :data:`HELD` one by one; past them, per outcome, the first
+    one folded, the last slot folded and how many (one record written for them), and the
+    latest record standing for a misfire's cap (``MisfireCap:``, which a restart reads to
+    tell where a catch-up plan was cut), kept whole.  Records of runs: the latest
+    :data:`HELD_RUNS` one by one; the older ones, per outcome, folded the same way (the
+    first one, the last start, how many).  Each record has its place (the order it was
+    added in); a fold takes its first record's.  :meth:`entries` lists what is written, in
+    that order; :meth:`written` forgets a first part of it once stored (a store that
+    writes record by record may fail among them: nothing is written twice)."""
+
+    __slots__ = ("capped", "gone", "kept", "made", "rest", "runs")
 
     def __init__(self) -> None:
-        self.kept: list[ExecutionRecord] = []
-        self.rest: dict[Outcome, tuple[ExecutionRecord, float, int]] = {}
-        self.capped: ExecutionRecord | None = None
-        self.folded = 0  # records not written one by one: stood for, or a cap replaced
+        self.made = 0  # records added so far: the place of the next one
+        self.kept: list[tuple[int, ExecutionRecord]] = []  # of no run, the first HELD
+        self.rest: dict[Outcome, _Fold] = {}  # of no run past the first HELD, per outcome
+        self.capped: tuple[int, ExecutionRecord] | None = None  # the latest MisfireCap:
+        self.runs: deque[tuple[int, ExecutionRecord]] = deque()  # the latest HELD_RUNS
+        self.gone: dict[Outcome, _Fold] = {}  # runs before the latest HELD_RUNS, per outcome
 
     def add(self, record: ExecutionRecord) -> None:
-        """Hold ``record`` (one of no run), one by one or folded (counted)."""
-        if len(self.kept) < HELD:
-            self.kept.append(record)
+        """Hold ``record``, one by one or folded (counted)."""
+        place = self.made
+        self.made = place + 1
+        if record.outcome.ran:
+            runs = self.runs
+            runs.append((place, record))
+            if len(runs) > HELD_RUNS:
+                _fold(self.gone, *runs.popleft())
+        elif len(self.kept) < HELD:
+            self.kept.append((place, record))
         elif record.error is not None and record.error.startswith(MISFIRE_CAP):
             if self.capped is not None:
-                self._fold(self.capped)
-            self.capped = record
+                _fold(self.rest, *self.capped)
+            self.capped = (place, record)
         else:
-            self._fold(record)
-
-    def _fold(self, record: ExecutionRecord) -> None:
-        outcome = record.outcome
-        first, _, count = self.rest.get(outcome, (record, record.slot, 0))
-        self.rest[outcome] = (first, record.slot, count + 1)
-        self.folded += 1
+            _fold(self.rest, place, record)
 
     @property
     def count(self) -> int:
-        """How many records were held, folded ones included."""
-        return len(self.kept) + self.folded + (self.capped is not None)
+        """How many records are held, folded ones included."""
+        folded = sum(fold.count for fold in (*self.rest.values(), *self.gone.values()))
+        return len(self.kept) + len(self.runs) + (self.capped is not None) + folded
+
+    def entries(self) -> list[Entry]:
+        """What is written with the row, in the order the records were made: each one's
+        place, the record written and how many records it stands for (0: itself; a fold's
+        first record, its error text saying what it stands for: ``OutageCap: ...``)."""
+        entries = [(place, record, 0) for place, record in (*self.kept, *self.runs)]
+        if self.capped is not None:
+            entries.append((*self.capped, 0))
+        for fold in self.rest.values():
+            entries.append((fold.place, fold.record("no run", HELD), fold.count))
+        for fold in self.gone.values():
+            entries.append((fold.place, fold.record("runs", HELD_RUNS), fold.count))
+        entries.sort(key=_place)
+        return entries
 
     def records(self) -> list[ExecutionRecord]:
-        """What is written with the row: the records kept, then for each outcome folded
-        its first record folded, its error text saying what it stands for
-        (``OutageCap: ...``), then the misfire's cap kept."""
-        written = list(self.kept)
-        for outcome, (first, last, count) in self.rest.items():
-            text = (
-                f"{OUTAGE_CAP} a store outage held back more than {HELD} records of no run "
-                f"of this task; this record stands for {counted(count, f'{outcome} record')}, "
-                f"the slots from {first.slot!r} to {last!r}"
-            )
-            written.append(first._replace(error=text))
-        if self.capped is not None:
-            written.append(self.capped)
-        return written
+        """The records :meth:`entries` writes, in order."""
+        return [record for _, record, _ in self.entries()]
+
+    def written(self, entries: Sequence[Entry]) -> None:
+        """The first ``entries`` of :meth:`entries` were stored: forget them."""
+        if not entries:
+            return
+        upto = entries[-1][0]
+        self.kept = [kept for kept in self.kept if kept[0] > upto]
+        runs = self.runs
+        while runs and runs[0][0] <= upto:
+            runs.popleft()
+        if self.capped is not None and self.capped[0] <= upto:
+            self.capped = None
+        for folds in (self.rest, self.gone):
+            for outcome in [o for o, fold in folds.items() if fold.place <= upto]:
+                del folds[outcome]
+
+
+def _place(entry: Entry) -> int:
+    return entry[0]
 
 
 class Outage:
@@ -272,9 +352,11 @@ class Outage:
         "dropped",
         "folded",
         "kinds",
+        "late",
         "quiet",
         "records",
         "runs",
+        "runs_folded",
         "stale",
         "writes",
     )
@@ -287,14 +369,16 @@ class Outage:
         # id -> the snapshot whose save failed (None: a delete failed; PURGE: a purge) of
         # each task whose row is stale, until a write of its own succeeds: written again
         self.stale: dict[str, TaskSnapshot | str | None] = {}
-        # id -> the records of no run the failed saves of a stale row carried (a
-        # dependency wait's blocked record, a slot decided without a run), bounded (Held):
-        # written with the row (failed).  A task here stays stale until then, whatever
-        # its own writes since.
+        # id -> the records the failed saves of a stale row carried (of runs, on a store of
+        # one process; of no run: a dependency wait's blocked record, a slot decided
+        # without a run), bounded (Held): written with the row, in order (failed, save).
+        # A task here stays stale until then, whatever its own writes since.
         self.records: dict[str, Held] = {}
-        self.runs = 0  # the records of runs the failed writes carried: not stored (lost)
+        self.runs = 0  # records of runs not stored for good: a shared store's (their lease's)
+        self.late = 0  # records of runs written late, one by one, in order (Held)
+        self.runs_folded = 0  # records of runs past the latest HELD_RUNS, written folded
         self.folded = 0  # records of no run written folded into one per outcome (Held)
-        self.dropped = 0  # records of no run held, dropped with their row (not written)
+        self.dropped = 0  # records held, dropped with their row (not written)
 
 
 class StoreWrites:
@@ -403,13 +487,13 @@ class StoreWrites:
         fencing token) is not: its row is its lease's, and the run is taken over once the
         lease expires (the records kept for its row before are dropped with it).
 
-        The records kept are those of no run (a dependency wait's ``blocked`` record, a
-        slot decided without a run): written late, after a later write of the task's,
-        their place in its history decides nothing.  A run's record is not kept: a
-        restart counts a dependent's wait from its latest run as the history orders
-        them (:func:`~lldsched.core.dependencies.wait_of`), and one written after a
-        later run's would stand for it.  ValueError, nothing counted, for a ``verb``
-        :data:`ENDED_BY` does not name."""
+        The records are held (:class:`Held`, bounded) to be written with the row, in the
+        order they were made, before any later record of the task (:meth:`save`): on a
+        store of one process every record, a run's too; on a shared store the records of
+        no run only (a dependency wait's ``blocked`` record, a slot decided without a
+        run), whose place in the history decides nothing, while a run's record is its
+        settle's, fenced by its lease (counted, never written here).  ValueError, nothing
+        counted, for a ``verb`` :data:`ENDED_BY` does not name."""
         _check_kind(verb)
         if not self.found_closed(error, f"{verb} of {task_id}"):
             self._count(error, kind=verb, doing=f"{verb} of {task_id}", writes=1)
@@ -420,6 +504,7 @@ class StoreWrites:
                 if held is not None:  # dropped with the row: counted, said at the end
                     outage.dropped += held.count
                     del outage.records[task_id]
+                    held = None
                 if fenced:
                     outage.stale.pop(task_id, None)
                 else:
@@ -427,15 +512,75 @@ class StoreWrites:
             else:
                 outage.stale[task_id] = snapshot
             if verb == "save":
+                shared = self.shared
                 for record in records:
-                    if record.outcome.ran:
-                        outage.runs += 1  # never written late (docstring): counted
-                    elif not fenced:
-                        if held is None:
-                            held = outage.records[task_id] = Held()
-                        held.add(record)
-                    else:
-                        outage.dropped += 1
+                    if fenced or (shared and record.outcome.ran):  # its lease's
+                        if record.outcome.ran:
+                            outage.runs += 1
+                        else:
+                            outage.dropped += 1
+                        continue
+                    if held is None:
+                        held = outage.records[task_id] = Held()
+                    held.add(record)
+
+    def save(
+        self, task_id: str, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]
+    ) -> None:
+        """A core's write of ``task_id``'s ``snapshot`` with ``records`` (none, one, or a
+        run's and the slots its finish decided) while an outage goes on (the caller tested
+        :attr:`outage`): on a store of one process, a write that carries records of a task
+        that has records held (:class:`Held`) adds its own to them and writes them all,
+        in order, with the row (:meth:`_write_held`): a record written before those held
+        would come before them in the store, which orders a task's records as they were
+        written (a restart reads a task's latest run from that order).  Any other write
+        as it is.  A failure is one more failed write (:meth:`failed`; what was not
+        written stays held), a success :meth:`succeeded`, which writes the rows still
+        stale."""
+        outage = self.outage
+        assert outage is not None
+        held = None if self.shared or not records else outage.records.get(task_id)
+        try:
+            if held is not None:
+                for record in records:
+                    held.add(record)
+                self._write_held(outage, snapshot, held)
+                del outage.records[task_id]
+            elif not records:
+                self.store.save(snapshot)
+            elif len(records) == 1:
+                self.store.save(snapshot, records[0])
+            else:
+                save_all(self.store, snapshot, records)
+        except BaseException as exc:  # the registry stays authoritative
+            fenced = bool(records) and records[0].token is not None  # a run's settle
+            carried = () if held is not None else records  # held already
+            store_failed(self, exc, "save", task_id, snapshot, fenced=fenced, records=carried)
+        else:
+            self.succeeded("save", task_id)
+
+    def _write_held(self, outage: Outage, snapshot: TaskSnapshot, held: Held) -> None:
+        """Write ``snapshot`` with the records ``held`` (a store of one process): one
+        ``save_all`` where the store has one (all or none: SQLite's is one transaction),
+        else one ``save`` a record, in order.  What was stored is forgotten from ``held``
+        and counted in ``outage`` (a store that fails among them leaves the rest held:
+        nothing is written twice); raises what the store raised."""
+        entries = held.entries()
+        records = [record for _, record, _ in entries]
+        store = self.store
+        write = getattr(store, "save_all", None)
+        done = 0
+        try:
+            if write is not None:
+                write(snapshot, records)
+                done = len(records)
+            else:
+                for record in records:
+                    store.save(snapshot, record)
+                    done += 1
+        finally:
+            if done:
+                _wrote(outage, held, entries[:done])
 
     def call_failed(self, error: Exception, kind: Kind, doing: str, *, writes: int = 0) -> None:
         """A shared store's call of ``kind`` (``"claim"``, ``"renewal"``, ``"change
@@ -504,8 +649,11 @@ class StoreWrites:
         written: set[Kind] = {kind}
         rewritten = 0
         current = self.current
-        if task_id is not None and task_id not in outage.records:
-            outage.stale.pop(task_id, None)  # else stale until its records are written
+        if task_id is not None:
+            if kind == "delete" and task_id in outage.records:  # its records gone with it
+                outage.dropped += outage.records.pop(task_id).count
+            if task_id not in outage.records:
+                outage.stale.pop(task_id, None)  # else stale until its records are written
         if outage.stale and current is not None and (task_id is None) is self.shared:
             rewritten = self._rewrite(outage, current, written)
         self._end(outage, kind, written, rewritten)
@@ -539,17 +687,29 @@ class StoreWrites:
             if rewritten
             else "those tasks' rows are stale until their next transition"
         ]
+        if outage.late:
+            said.append(
+                f"the records of {counted(outage.late, 'run')} they carried were written late, "
+                "in order"
+            )
+        if outage.runs_folded:
+            said.append(
+                f"{counted(outage.runs_folded, 'record')} of runs, before the latest "
+                f"{HELD_RUNS} of a task, were written folded into one record per outcome "
+                f"({OUTAGE_CAP} ...)"
+            )
         if outage.runs:
-            said.append(f"the records of {counted(outage.runs, 'run')} they carried are lost")
+            said.append(
+                f"the records of {counted(outage.runs, 'run')} whose settles failed are lost "
+                "(each its lease's: the run is taken over)"
+            )
         if outage.folded:
             said.append(
                 f"{counted(outage.folded, 'record')} of no run, past the first {HELD} of a "
                 f"task, were written folded into one record per outcome ({OUTAGE_CAP} ...)"
             )
         if outage.dropped:
-            said.append(
-                f"{counted(outage.dropped, 'record')} of no run were dropped with their rows"
-            )
+            said.append(f"{counted(outage.dropped, 'record')} held were dropped with their rows")
         log.log(
             logging.DEBUG if outage.quiet else logging.WARNING,
             "store %r recovered (a %s succeeded): %s failed during the outage, %s not stored (%s)",
@@ -586,8 +746,13 @@ class StoreWrites:
             kept = True
             held = outage.records.get(task_id)
             try:
-                if snapshot is not None:
-                    kept = resave(store, snapshot, () if held is None else held.records())
+                if snapshot is not None and held is not None and not self.shared:
+                    self._write_held(outage, snapshot, held)  # in order, nothing twice
+                elif snapshot is not None:
+                    entries = () if held is None else held.entries()
+                    kept = resave(store, snapshot, [record for _, record, _ in entries])
+                    if kept and held is not None:
+                        _wrote(outage, held, entries)
                 elif failed == PURGE:
                     purge(store, task_id)  # a row kept is the feed's to bring in
                 else:
@@ -603,10 +768,7 @@ class StoreWrites:
                 written.add(verb)
                 if held is not None:  # written, or left with the row (dropped: counted)
                     del outage.records[task_id]
-                    if kept and snapshot is not None:
-                        outage.folded += held.folded
-                    else:
-                        outage.dropped += held.count
+                    outage.dropped += held.count  # none left once written (_wrote)
                 if kept:
                     done += 1
                 else:
@@ -647,6 +809,20 @@ class StoreWrites:
                 f"still runs, and nothing was changed; {ADVICE}"
             )
         storeuse.check(store, self.user, doing=f"{verb} {task!r}")
+
+
+def _wrote(outage: Outage, held: Held, entries: Sequence[Entry]) -> None:
+    """The first ``entries`` of ``held`` were stored: forgotten there, counted in ``outage``
+    (runs written late one by one, records folded)."""
+    held.written(entries)
+    for _, record, stands_for in entries:
+        if record.outcome.ran:
+            if stands_for:
+                outage.runs_folded += stands_for
+            else:
+                outage.late += 1
+        elif stands_for:
+            outage.folded += stands_for
 
 
 def _check_kind(kind: str) -> None:
