@@ -582,16 +582,22 @@ class StoreWrites:
             if done:
                 _wrote(outage, held, entries[:done])
 
-    def call_failed(self, error: Exception, kind: Kind, doing: str, *, writes: int = 0) -> None:
+    def call_failed(
+        self, error: Exception, kind: Kind, doing: str, *, writes: int = 0, dropped: int = 0
+    ) -> None:
         """A shared store's call of ``kind`` (``"claim"``, ``"renewal"``, ``"change
         feed"``, ``"settle batch"``, ...) raised ``error``; ``doing`` says what failed
         (``"claim"``, ``"release of task-1"``); ``writes``: the task writes it carried
-        that are not stored (a batch of settles: one each).  Logged as :meth:`failed`
-        logs a write (called in an ``except`` block).  ValueError, nothing counted, for a
-        ``kind`` :data:`ENDED_BY` does not name."""
+        that are not stored (a batch of settles: one each, the first time it fails);
+        ``dropped``: the records the caller held and let go past its bound (the
+        PostgreSQL store's settles held: ``postgres_batch.HELD_SETTLES``).  Logged as
+        :meth:`failed` logs a write (called in an ``except`` block).  ValueError,
+        nothing counted, for a ``kind`` :data:`ENDED_BY` does not name."""
         _check_kind(kind)
         if not self.found_closed(error, doing):
             self._count(error, kind=kind, doing=doing, writes=writes)
+            assert self.outage is not None  # _count began one if none was going on
+            self.outage.dropped += dropped
 
     def _count(self, error: BaseException, *, kind: Kind, doing: str, writes: int) -> None:
         outage = self.outage
@@ -631,7 +637,9 @@ class StoreWrites:
         outage.calls += 1
         outage.writes += writes
 
-    def succeeded(self, kind: Kind, task_id: str | None = None) -> None:
+    def succeeded(
+        self, kind: Kind, task_id: str | None = None, *, rewritten: int = 0, late: int = 0
+    ) -> None:
         """A call of ``kind`` succeeded.  A task write (``task_id`` given): its row is no
         longer stale.  The store takes calls again, so the rows the outage left stale
         are written again (:meth:`_rewrite`): at a task write, for a store of one
@@ -642,12 +650,15 @@ class StoreWrites:
         here: nobody holds its lease).  If ``kind`` (or a kind the rewrite wrote) ends a
         kind that failed meanwhile (:data:`ENDED_BY`) and no stale row is left, the outage
         ends, said in one warning-level line.  Callers test :attr:`outage` first (None:
-        nothing to do, one attribute test a write)."""
+        nothing to do, one attribute test a write).  ``rewritten`` and ``late``: the rows
+        and the records of runs this call itself wrote again, held by its caller since it
+        failed (the PostgreSQL store's settles held: ``postgres_batch.SettleQueue.hold``),
+        counted in the line that ends the outage."""
         outage = self.outage
         if outage is None:
             return
         written: set[Kind] = {kind}
-        rewritten = 0
+        outage.late += late
         current = self.current
         if task_id is not None:
             if kind == "delete" and task_id in outage.records:  # its records gone with it
@@ -655,7 +666,7 @@ class StoreWrites:
             if task_id not in outage.records:
                 outage.stale.pop(task_id, None)  # else stale until its records are written
         if outage.stale and current is not None and (task_id is None) is self.shared:
-            rewritten = self._rewrite(outage, current, written)
+            rewritten += self._rewrite(outage, current, written)
         self._end(outage, kind, written, rewritten)
 
     def rewrite_stale(self) -> list[str]:

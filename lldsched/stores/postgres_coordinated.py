@@ -310,16 +310,24 @@ class PostgresCoordination:
         try:
             refused = self._settle_batch(batch)
         except StoreError as exc:
+            new = sum(not pending.tried for pending in batch)  # not counted before
+            dropped = self._settles.hold(batch)  # written again at the next statement
             self._batches.call_failed(
                 exc,
                 "settle batch",
-                f"write of {len(batch)} settles: their runs are taken over once their "
-                "leases expire",
-                writes=len(batch),
+                f"write of {len(batch)} settles: held, and written again at the store's next "
+                "statement (a run whose lease expires first is taken over)",
+                writes=new,
+                dropped=sum(len(pending.records) for pending in dropped),
             )
             return
         if self._batches.outage is not None:
-            self._batches.succeeded("settle batch")
+            late = [pending for pending in batch if pending.tried and pending.token not in refused]
+            self._batches.succeeded(
+                "settle batch",
+                rewritten=len(late),
+                late=sum(r.outcome.ran for pending in late for r in pending.records),
+            )
         for pending in batch:
             if pending.token in refused:
                 lost = LeaseLost(task_id=pending.snapshot.task.id, token=pending.token)
