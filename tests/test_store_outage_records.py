@@ -27,13 +27,16 @@ from lldsched import (
     Scheduler,
     SqliteTaskStore,
     StoreError,
+    TaskStatus,
 )
 from lldsched.core.storewrites import HELD_RUNS, OUTAGE_CAP, StoreWrites
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import TaskSnapshot
 from tests import jobs
+from tests.cluster import StoreSpec, opened
 from tests.conftest import T0
 from tests.runtimes import KINDS, Driven
+from tests.waits import wait_until
 
 DOWN = "connection refused: the server is down"
 
@@ -248,3 +251,67 @@ def test_a_task_deleted_once_the_store_is_back_is_not_written_again_with_its_rec
     writes.succeeded("save", "another")  # the rewrite that follows: nothing to write
     assert writes.outage is None
     assert store.load_all() == [] and store.records("t") == []
+
+
+def fail_one_settle(store: Any, engine: str, failed: list[int]) -> None:
+    """Make ``store``'s first settle fail as a server away would (nothing written): the
+    SQLite store's one transaction, the PostgreSQL store's batch; ``failed`` gets its
+    token."""
+    if engine == "sqlite":
+        settle = store._settle
+
+        def failing(
+            snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int
+        ) -> None:
+            if not failed:
+                failed.append(token)
+                raise StoreError(DOWN)
+            settle(snapshot, records, token=token)
+
+        store._settle = failing
+        return
+    write = store._settle_batch
+
+    def failing_batch(batch: list[Any]) -> set[int]:
+        if not failed:
+            failed.append(batch[0].token)
+            store._settles.done((pending.token, False) for pending in batch)
+            raise StoreError(DOWN)
+        written: set[int] = write(batch)
+        return written
+
+    store._settle_batch = failing_batch
+
+
+def test_a_shared_stores_settle_that_failed_is_written_again_fenced_by_its_token(
+    store_spec: StoreSpec,
+) -> None:
+    """A run whose settle the shared store failed (a server away for a moment): the settle
+    is held and written again at the process's next store call, under its token (its lease
+    still this process's): the run's record is stored, once, and its slot is not run
+    again.  Before, the settle was dropped: the record was lost and, once its lease
+    expired, the slot ran a second time."""
+    failed: list[int] = []
+    with opened(store_spec, 2, lease=30.0, poll=0.05) as (store, reader):
+        fail_one_settle(store, store_spec.engine, failed)
+        jobs.CALLS.clear()
+        scheduler = Scheduler(workers=1, store=store).start()
+        try:
+            task = scheduler.schedule(
+                "once", jobs.note, OneTime(delay=0), args=("once",), id="once"
+            )
+            wait_until(lambda: bool(failed), timeout=10, what="the settle failed")
+            wait_until(
+                lambda: len(reader.records("once")) == 1 and scheduler.metrics().store_ok,
+                timeout=10,
+                what="the settle written again",
+            )
+            assert scheduler.wait_idle(timeout=5)
+            assert reader.records("once") == list(task.history)
+            assert [r.token for r in reader.records("once")] == failed  # its own token
+            assert reader.leases() == []  # nothing left to expire and run again
+            (stored,) = reader.load_all()
+            assert stored.status is TaskStatus.SUCCEEDED and stored.run_count == 1
+            assert len(jobs.CALLS) == 1
+        finally:
+            assert scheduler.shutdown(timeout=5)

@@ -138,6 +138,7 @@ __all__ = [
     "ENDED_BY",
     "HELD",
     "HELD_RUNS",
+    "HELD_SETTLES",
     "OUTAGE_CAP",
     "PURGE",
     "STALE_SHOWN",
@@ -211,6 +212,12 @@ HELD_RUNS = 100
 """The records of runs an outage holds one by one per task (its latest ones: a restart reads
 a task's latest runs, and a task's history keeps as many by default, ``history_limit``);
 past them, one record per outcome stands for the older ones (:class:`Held`)."""
+
+HELD_SETTLES = 1000
+"""The runs' settles an outage holds on a shared store (:attr:`Outage.settles`), in all;
+past them the oldest are dropped, counted: their runs are taken over once their leases
+expire (the PostgreSQL store holds its own failed batches alike:
+``postgres_batch.HELD_SETTLES``)."""
 
 OUTAGE_CAP = "OutageCap:"
 """How the error text of a record standing for the records an outage folded begins."""
@@ -357,6 +364,7 @@ class Outage:
         "records",
         "runs",
         "runs_folded",
+        "settles",
         "stale",
         "writes",
     )
@@ -374,6 +382,9 @@ class Outage:
         # without a run), bounded (Held): written with the row, in order (failed, save).
         # A task here stays stale until then, whatever its own writes since.
         self.records: dict[str, Held] = {}
+        # token -> (task id, snapshot, records) of each run's settle that failed on a shared
+        # store, oldest first, at most HELD_SETTLES: tried again, fenced by its token
+        self.settles: dict[int, tuple[str, TaskSnapshot, list[ExecutionRecord]]] = {}
         self.runs = 0  # records of runs not stored for good: a shared store's (their lease's)
         self.late = 0  # records of runs written late, one by one, in order (Held)
         self.runs_folded = 0  # records of runs past the latest HELD_RUNS, written folded
@@ -511,14 +522,19 @@ class StoreWrites:
                     outage.stale[task_id] = PURGE if purge or self.shared else None
             else:
                 outage.stale[task_id] = snapshot
-            if verb == "save":
+            if verb == "save" and fenced:  # a run's settle: tried again as it was
+                assert snapshot is not None and records[0].token is not None
+                settles = outage.settles
+                settles[records[0].token] = (task_id, snapshot, list(records))
+                if len(settles) > HELD_SETTLES:  # the oldest: its run is taken over
+                    lost = settles.pop(next(iter(settles)))[2]
+                    outage.runs += sum(record.outcome.ran for record in lost)
+                    outage.dropped += sum(not record.outcome.ran for record in lost)
+            elif verb == "save":
                 shared = self.shared
                 for record in records:
-                    if fenced or (shared and record.outcome.ran):  # its lease's
-                        if record.outcome.ran:
-                            outage.runs += 1
-                        else:
-                            outage.dropped += 1
+                    if shared and record.outcome.ran:  # no run's but a settle's, on a shared store
+                        outage.runs += 1
                         continue
                     if held is None:
                         held = outage.records[task_id] = Held()
@@ -665,7 +681,11 @@ class StoreWrites:
                 outage.dropped += outage.records.pop(task_id).count
             if task_id not in outage.records:
                 outage.stale.pop(task_id, None)  # else stale until its records are written
-        if outage.stale and current is not None and (task_id is None) is self.shared:
+        if (
+            (outage.stale or outage.settles)
+            and current is not None
+            and (task_id is None) is self.shared
+        ):
             rewritten += self._rewrite(outage, current, written)
         self._end(outage, kind, written, rewritten)
 
@@ -677,20 +697,21 @@ class StoreWrites:
         stale any more); caller holds what guards this StoreWrites."""
         outage = self.outage
         current = self.current
-        if outage is None or not outage.stale or current is None:
+        if outage is None or not (outage.stale or outage.settles) or current is None:
             return []
         written: set[Kind] = set()
         rewritten = self._rewrite(outage, current, written)
         if written:
             self._end(outage, "rewrite of the rows left stale", written, rewritten)
-        return list(outage.stale)
+        left = dict.fromkeys(task_id for task_id, _, _ in outage.settles.values())
+        return list({**left, **dict.fromkeys(outage.stale)})
 
     def _end(self, outage: Outage, kind: str, written: set[Kind], rewritten: int) -> None:
         """End ``outage`` now that calls of the kinds ``written`` succeeded (``kind``: what
         the line names), ``rewritten`` of its stale rows written again, unless a kind
         that failed did not succeed or a stale row is left: said in one line."""
         ended = any(not written.isdisjoint(ENDED_BY[failed]) for failed in outage.kinds)
-        if not ended or (outage.stale and self.current is not None):
+        if not ended or ((outage.stale or outage.settles) and self.current is not None):
             return  # not over while a stale row failed again: the next write tries it
         self.outage = None
         said = [
@@ -750,7 +771,9 @@ class StoreWrites:
         how many were written."""
         store = self.store
         stale = outage.stale
-        done = 0
+        done = self._settle_again(outage, current, written) if outage.settles else 0
+        if outage.settles:
+            return done  # still failing: the rows after them wait (they are newer)
         for task_id, failed in list(stale.items()):
             snapshot = current(task_id) or (failed if isinstance(failed, TaskSnapshot) else None)
             verb: Kind = "delete" if snapshot is None else "save"
@@ -784,6 +807,41 @@ class StoreWrites:
                     done += 1
                 else:
                     _say_left(store, task_id, 0 if held is None else held.count)
+        return done
+
+    def _settle_again(
+        self,
+        outage: Outage,
+        current: Callable[[str], TaskSnapshot | None],
+        written: set[Kind],
+    ) -> int:
+        """Write the runs' settles ``outage`` holds (a shared store), oldest first, fenced by
+        each one's token, with the task's state as the registry has it now (a ``pause``
+        made here since the run ended is not undone by its settle; one that retired, as
+        the settle had it): one whose lease another process took over meanwhile is
+        refused by the store (logged and counted there: that process runs it), the
+        others are stored, their records written late.  Before the rows left stale,
+        which are newer.  Stops at the first that fails again (counted); returns how
+        many were stored or refused."""
+        store = self.store
+        settles = outage.settles
+        done = 0
+        for token, (task_id, made, records) in list(settles.items()):
+            refused = getattr(store, "rejected", 0)
+            snapshot = current(task_id) or made
+            try:
+                save_all(store, snapshot, records)
+            except BaseException as exc:  # still failing: said as any failure in an outage
+                if not self.found_closed(exc, f"save of {task_id}"):
+                    self._count(exc, kind="save", doing=f"settle of {task_id}", writes=0)
+                    if not isinstance(exc, Exception) and _on_main_thread():
+                        _interrupt(self, exc)
+                return done
+            del settles[token]
+            written.add("save")
+            done += 1
+            if getattr(store, "rejected", 0) == refused:
+                outage.late += sum(record.outcome.ran for record in records)
         return done
 
     def found_closed(self, error: BaseException, doing: str) -> bool:
