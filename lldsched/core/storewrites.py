@@ -62,31 +62,48 @@ set right, is saved as the registry has it now (a task that retired meanwhile, a
 last snapshot that failed; one removed, deleted).  Without that, a task that finished
 during the outage (a one-off succeeded, a task dead-lettered) has no next transition
 to write it, and its row said ``scheduled`` for good: the next start ran it again
-(and a removed task came back).  The records of runs those writes carried are not
-written again (one write per task, its state as it is now; a run's record written late
-would stand after the runs its task made since, the order a restart reads a
-dependent's latest run by; counted in the warning); the records of no run (a
-dependency wait's ``blocked`` record, a slot decided without a run), whose place
-decides nothing, are written with the row (:meth:`StoreWrites.failed`).  A stale row
-whose rewrite fails again keeps the outage going: the next task write that succeeds
-tries it again.
+(and a removed task came back).  The records those writes carried are written with the
+row, in the order they were made (:class:`Held`, :meth:`StoreWrites.failed`), the
+records of runs included: an operator auditing the runs after a database blip finds
+every one of them in the store, as the scheduler's history has them.  The order is kept
+because a task's own next write that carries records, while its records are held, adds
+them to the held ones and writes them all in one ``save_all`` (:meth:`StoreWrites.save`):
+a store orders a task's records as they were written, and a restart reads a task's
+latest run (a dependent's wait, a retry's slot) from that order, so a run's record
+written after a later one's would stand for the latest.  A store with its own
+``save_all`` writes them all or none (SQLite: one transaction); any other gets one
+``save`` a record and keeps held what it did not take: nothing is written twice.  A
+stale row whose rewrite fails again keeps the outage going: the next task write that
+succeeds tries it again.  A delete that succeeds (a ``remove()``) drops the task's
+records held (counted): before, the row stayed stale for them and was written back.
 
 **What an outage holds is bounded**, whatever its length (:class:`Held`): per task, the
-first :data:`HELD` records of no run one by one; past them, one record per outcome
-stands for the rest (its first, its error text ``OutageCap: ... this record stands for
-N skipped records, the slots from A to B``, the shape a run's ``SkipCap:`` record and a
-misfire's ``MisfireCap:`` one have), and the latest ``MisfireCap:`` record is kept whole
-(a restart reads where a catch-up plan was cut from it).  Nothing goes without a count:
-the warning that ends the outage says how many records of runs were lost, how many
-records of no run were written folded, and how many were dropped with a row not
-written again (a run's settle, fenced; a task removed; a shared row another process
+first :data:`HELD` records of no run and the latest :data:`HELD_RUNS` records of runs
+one by one; past them, one record per outcome stands for the rest (its first, its
+error text ``OutageCap: ... this record stands for N skipped records, the slots from A
+to B``, or ``N ok records, the runs started from A to B``, the shape a run's
+``SkipCap:`` record and a misfire's ``MisfireCap:`` one have), in its first's place,
+and the latest ``MisfireCap:`` record is kept whole (a restart reads where a catch-up
+plan was cut from it).  The latest runs, not the first: a restart reads a task's latest
+run, and a task's history keeps as many by default (``history_limit``).  Nothing goes
+without a count: the warning that ends the outage says how many records of runs were
+written late, how many of runs and of no run were written folded, and how many were
+dropped with a row not written again (a task removed; a shared row another process
 wrote since).  Before, a 1 s fixed-rate task that overran through an 8-hour outage held
-its 14,400 ``skipped`` records until the store came back, and the runs' records went
-without a number (tests/test_store_outage.py).
+its 14,400 ``skipped`` records until the store came back, and the runs' records were
+never written (tests/test_store_outage.py, tests/test_store_outage_records.py).
 
 **A shared store** (several processes, docs/CLUSTER.md) holds rows other processes
-write.  A run's settle that failed is not written again: its row belongs to whoever
-holds its lease, and the run is taken over once that lease expires.  Any other write
+write.  A run's settle that failed is held (:attr:`Outage.settles`, at most
+:data:`HELD_SETTLES`, the oldest dropped and counted) and written again at the timer's
+first store call that succeeds, before the rows left stale, with the task's state as
+the registry has it then, fenced by the run's token as it was: if the lease is still
+this process's the run's record is stored and its slot is not run again; if another
+process took it over meanwhile the store refuses it (logged, counted in ``rejected``)
+and that process runs the slot, as before.  Before, such a settle was dropped: its
+record lost, its slot run again once its lease expired.  (The PostgreSQL store's settles
+are written by a thread of its own: it holds its failed batches alike,
+``postgres_batch.SettleQueue.hold``.)  Any other write
 (one no lease fences: a dependency wait ended in this process, which is the one process
 to end it, so nobody else would ever write that row; a verb's ``pause`` or ``cancel``; a
 ``remove``'s delete, then as a purge) is written again at the timer's first store call
@@ -96,7 +113,8 @@ another process's change), and only while the row is still as this process last 
 wrote it and no live lease holds it (:func:`~lldsched.persistence.resave`, one
 transaction): a process never overwrites a row another process changed meanwhile.  A
 row left so is said at INFO and is stale no more: the change feed brings this process
-the other's row.  Before, a shared store's rows were never written again, and a
+the other's row.  Its records of no run go with it; a record of a run is a settle's.
+Before, a shared store's rows were never written again, and a
 dependent released while the store failed that one write stayed BLOCKED until another
 process ran its upstream's next success (tests/test_cluster_wait_end_outage.py).
 
@@ -495,16 +513,18 @@ class StoreWrites:
         row remembered as stale, to be written again as it was asked, with the records
         (:meth:`_rewrite`).  A delete on a shared store is written again as a purge: only
         the row this process last read.  A run's settle (``fenced``: its record carries a
-        fencing token) is not: its row is its lease's, and the run is taken over once the
-        lease expires (the records kept for its row before are dropped with it).
+        fencing token) is not a stale row (its row is its lease's; the records of no run
+        held for it before are dropped): it is held as it was made
+        (:attr:`Outage.settles`, at most :data:`HELD_SETTLES`) and made again, fenced by
+        its token (:meth:`_settle_again`).
 
         The records are held (:class:`Held`, bounded) to be written with the row, in the
         order they were made, before any later record of the task (:meth:`save`): on a
         store of one process every record, a run's too; on a shared store the records of
         no run only (a dependency wait's ``blocked`` record, a slot decided without a
         run), whose place in the history decides nothing, while a run's record is its
-        settle's, fenced by its lease (counted, never written here).  ValueError, nothing
-        counted, for a ``verb`` :data:`ENDED_BY` does not name."""
+        settle's.  ValueError, nothing counted, for a ``verb`` :data:`ENDED_BY` does not
+        name."""
         _check_kind(verb)
         if not self.found_closed(error, f"{verb} of {task_id}"):
             self._count(error, kind=verb, doing=f"{verb} of {task_id}", writes=1)
