@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,10 @@ class FullDisk(SqliteTaskStore):
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         self._room("save task", snapshot.task.id)
         super().save(snapshot, record)
+
+    def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
+        self._room("save task", snapshot.task.id)  # one write (the records held: late)
+        super().save_all(snapshot, records)
 
     def delete(self, task_id: str) -> None:
         self._room("delete task", task_id)
@@ -181,11 +186,11 @@ class Interrupted(FullDisk):
         super().__init__(path, failing=failing)
         self.interrupting = interrupting
 
-    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+    def _room(self, doing: str, task_id: str) -> None:
         if self.writes + 1 in self.interrupting:
             self.writes += 1
             raise KeyboardInterrupt
-        super().save(snapshot, record)
+        super()._room(doing, task_id)
 
 
 def test_a_stale_row_that_fails_again_keeps_the_outage_and_is_written_at_the_next_write(

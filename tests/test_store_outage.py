@@ -28,7 +28,7 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.core.storewrites import HELD, OUTAGE_CAP, StoreWrites
+from lldsched.core.storewrites import HELD, HELD_RUNS, OUTAGE_CAP, StoreWrites
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.sim import Simulation
 from tests.conftest import settle
@@ -69,11 +69,12 @@ def test_an_outage_is_said_once_with_its_traceback_and_its_end_with_what_was_mis
         (recovered,) = logged(caplog, logging.WARNING)
         assert recovered.getMessage() == (
             f"store {store!r} recovered (a save succeeded): 6 calls failed during the "
-            "outage, 6 task writes not stored (those tasks' rows are stale until their "
-            "next transition; the records of 3 runs they carried are lost)"
+            "outage, 6 task writes not stored (the rows they left stale were written again "
+            "(1 row); the records of 3 runs they carried were written late, in order)"
         )
         stored = store.get(task.id)
         assert stored is not None and stored.run_count == 4  # written again
+        assert store.records(task.id) == list(task.history)  # no hole in the history
 
         store.down = True  # a second outage is a new one: said again
         clock.advance(60)
@@ -86,14 +87,20 @@ def test_an_outage_is_said_once_with_its_traceback_and_its_end_with_what_was_mis
 def test_a_store_failing_every_other_write_says_each_outage_and_each_recovery(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    class FlakyStore(InMemoryTaskStore):
+    class FlakyStore(InMemoryTaskStore):  # a run's record refused once, then taken
+        def __init__(self) -> None:
+            super().__init__()
+            self.refused: set[ExecutionRecord] = set()
+
         def save(self, snapshot, record=None):  # type: ignore[no-untyped-def]
-            if record is not None:
+            if record is not None and record not in self.refused:
+                self.refused.add(record)
                 raise OSError("disk hiccup")
             super().save(snapshot, record)
 
-    scheduler = Scheduler(clock=clock, store=FlakyStore())
-    scheduler.schedule("tick", noop, FixedRate(60, start_delay=60))
+    store = FlakyStore()
+    scheduler = Scheduler(clock=clock, store=store)
+    task = scheduler.schedule("tick", noop, FixedRate(60, start_delay=60))
     with caplog.at_level(logging.WARNING, logger="lldsched"), scheduler:
         for _ in range(2):
             clock.advance(60)
@@ -101,11 +108,16 @@ def test_a_store_failing_every_other_write_says_each_outage_and_each_recovery(
     errors = logged(caplog, logging.ERROR)
     assert len(errors) == 2 and all(r.exc_info is not None for r in errors)
     assert all("failed (a save of task-1)" in r.getMessage() for r in errors)
-    # The begin of the second run was stored: the first outage ended, said once; the
-    # shutdown wrote the row the second run's finish left stale: the second ended too.
+    # The begin of the second run was stored, and the first run's record with the row
+    # then: the first outage ended, said once; the shutdown wrote the row and the record
+    # the second run's finish left: the second ended too.
     recovered, at_shutdown = logged(caplog, logging.WARNING)
     assert "1 call failed during the outage, 1 task write not stored" in recovered.getMessage()
-    assert "the rows they left stale were written again (1 row)" in at_shutdown.getMessage()
+    for message in (recovered.getMessage(), at_shutdown.getMessage()):
+        assert "the rows they left stale were written again (1 row); the records of 1 run " in (
+            message
+        )
+    assert store.records(task.id) == list(task.history)  # each record written once
 
 
 def test_only_a_success_of_a_kind_that_failed_ends_an_outage(
@@ -393,11 +405,11 @@ def test_a_long_outage_holds_a_bounded_number_of_records_and_says_what_it_folded
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A 1 s fixed-rate task whose runs take 1.5 s skips a slot a run, through an 8-hour
-    outage: 14,400 ``skipped`` records its failed saves carried.  Before, each was held
-    in memory until the store came back (``Outage.records`` grew with the outage).  Now
-    the first :data:`HELD` are held one by one and one record stands for the rest
-    (``OutageCap: ...``, as ``SkipCap:`` does for a run's skipped slots), counting them;
-    the records of the runs, never written late, are counted in the recovery's line."""
+    outage: 14,400 runs and 14,400 ``skipped`` records its failed saves carried.  Held
+    bounded: the first :data:`HELD` records of no run and the latest :data:`HELD_RUNS`
+    runs one by one, one record per outcome standing for the rest (``OutageCap: ...``, as
+    ``SkipCap:`` does for a run's skipped slots), counting them; all written once the
+    store is back, in the order they were made."""
     store = FailingStore()
     sim = Simulation(workers=1, store=store)
     sim.schedule("tick", FixedRate(1), duration=timedelta(seconds=1.5), id="tick")
@@ -408,32 +420,56 @@ def test_a_long_outage_holds_a_bounded_number_of_records_and_says_what_it_folded
         sim.run_for(8 * 3600)
         during = sim.records()[made:]
         slots = [r.slot for r in during if r.outcome is Outcome.SKIPPED]
-        assert len(slots) == len(during) - len(slots) == 14_400  # as many runs
+        runs = [r for r in during if r.outcome.ran]
+        assert len(slots) == len(runs) == len(during) // 2 == 14_400
         writes = sim._core.store_writes
         assert writes is not None
         outage = writes.outage
         assert outage is not None and set(outage.records) == {"tick"}
         held = outage.records["tick"]
-        assert len(held.records()) == HELD + 1  # bounded, whatever the outage's length
-        assert held.count == 14_400  # and every one counted
+        # bounded, whatever the outage's length: 10 skipped, 1 for the rest, 1 for the
+        # older runs, the latest 100 runs
+        assert len(held.records()) == HELD + 1 + 1 + HELD_RUNS
+        assert held.count == 28_800  # and every one counted
         store.down = False
         sim.run_for(5)
     assert sim.metrics().store_ok
-    skipped = [r for r in store.records("tick") if r.outcome is Outcome.SKIPPED]
-    (standing,) = [r for r in skipped if (r.error or "").startswith(OUTAGE_CAP)]
-    assert [r.slot for r in skipped if r.slot in slots] == [*slots[:HELD], standing.slot]
-    assert standing.slot == slots[HELD]
-    assert standing.error == (
-        f"{OUTAGE_CAP} a store outage held back more than {HELD} records of no run of "
-        f"this task; this record stands for 14,390 skipped records, the slots from "
-        f"{slots[HELD]!r} to {slots[-1]!r}"
+    # The first write once the store is back (a run's finish and the slot it skipped)
+    # joined the records held: written after them, the bound kept.
+    assert store.records("tick")[:made] == sim.records()[:made]
+    stored = store.records("tick")[made:]
+    made_since = sim.records()[made:]
+    skipped = [r for r in stored if r.outcome is Outcome.SKIPPED]
+    all_skipped = [r for r in made_since if r.outcome is Outcome.SKIPPED]
+    standing = skipped[HELD]
+    folded = len(all_skipped) - len(skipped) + 1
+    assert (
+        skipped[:HELD] == all_skipped[:HELD]
+        and skipped[HELD + 1 :] == all_skipped[-len(skipped) + HELD + 1 :]
     )
+    assert standing == all_skipped[HELD]._replace(
+        error=f"{OUTAGE_CAP} a store outage held back more than {HELD} records of no run of "
+        f"this task; this record stands for {folded:,} skipped records, the slots from "
+        f"{slots[HELD]!r} to {all_skipped[HELD + folded - 1].slot!r}"
+    )
+    ran = [r for r in stored if r.outcome.ran]
+    all_ran = [r for r in made_since if r.outcome.ran]
+    older, *latest = ran
+    runs_folded = len(all_ran) - len(latest)
+    assert runs_folded > 14_000 and latest == all_ran[runs_folded:]  # as they were, in order
+    assert older == runs[0]._replace(
+        error=f"{OUTAGE_CAP} a store outage held back more than {HELD_RUNS} records of runs "
+        f"of this task; this record stands for {runs_folded:,} ok records, the runs started "
+        f"from {runs[0].started!r} to {all_ran[runs_folded - 1].started!r}"
+    )
+    assert stored == sorted(stored, key=lambda r: r.started)  # in the order they were made
     (recovered,) = logged(caplog, logging.WARNING)
     assert recovered.getMessage().endswith(
-        "task writes not stored (the rows they left stale were written again (1 row); "
-        "the records of 14,400 runs they carried are lost; 14,390 records of no run, past "
-        f"the first {HELD} of a task, were written folded into one record per outcome "
-        f"({OUTAGE_CAP} ...))"
+        f"the records of {HELD_RUNS} runs they carried were written late, in order; "
+        f"{runs_folded:,} records of runs, before the latest {HELD_RUNS} of a task, were "
+        f"written folded into one record per outcome ({OUTAGE_CAP} ...); {folded:,} records "
+        f"of no run, past the first {HELD} of a task, were written folded into one record "
+        f"per outcome ({OUTAGE_CAP} ...))"
     )
 
 
@@ -458,7 +494,8 @@ def test_an_outages_records_fold_per_outcome_keeping_a_misfire_cap_whole(
 ) -> None:
     """Past the first :data:`HELD` records of a task, each outcome folds into one record
     that stands for the rest; the latest ``MisfireCap:`` record (a restart reads where a
-    catch-up plan was cut from it) is kept whole; a run's record is counted, not held."""
+    catch-up plan was cut from it) is kept whole; a run's record is held too, written in
+    its place (the last here)."""
     store = InMemoryTaskStore()
     Scheduler(clock=clock, store=store).schedule("t", noop, OneTime(delay=60), id="t")
     snapshot = store.get("t")
@@ -474,7 +511,7 @@ def test_an_outages_records_fold_per_outcome_keeping_a_misfire_cap_whole(
     for record in [*records, run]:
         writes.failed(raised(StoreError("down")), "save", "t", snapshot, records=[record])
     outage = writes.outage
-    assert outage is not None and outage.runs == 1
+    assert outage is not None and outage.runs == 0
     writes.succeeded("save", "another")  # another task's write: the store takes writes
     assert writes.outage is None
     written = [(r.slot, r.outcome, r.error) for r in store.records("t")]
@@ -494,14 +531,15 @@ def test_an_outages_records_fold_per_outcome_keeping_a_misfire_cap_whole(
             "records, the slots from 200.0 to 300.0",
         ),
         (400.0, Outcome.MISSED, "MisfireCap: the latest"),
+        (500.0, Outcome.OK, None),
     ]
 
 
 def test_records_held_for_a_row_not_written_again_are_counted_as_dropped(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A task removed during the outage (its delete failed too) drops the records of no
-    run held for its row: said, counted, at the recovery."""
+    """A task removed during the outage (its delete failed too) drops the records held
+    for its row: said, counted, at the recovery."""
     store = InMemoryTaskStore()
     writes = StoreWrites(store, current=lambda task_id: None)
     for n in range(3):
@@ -512,6 +550,6 @@ def test_records_held_for_a_row_not_written_again_are_counted_as_dropped(
         writes.succeeded("delete", "another")
     (recovered,) = logged(caplog, logging.WARNING)
     assert recovered.getMessage().endswith(
-        "(the rows they left stale were written again (1 row); 3 records of no run were "
+        "(the rows they left stale were written again (1 row); 3 records held were "
         "dropped with their rows)"
     )

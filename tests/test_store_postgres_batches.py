@@ -20,6 +20,7 @@ import pytest
 
 from lldsched import OneTime, Scheduler, StoreError, TaskStatus
 from lldsched.persistence import Claim
+from lldsched.stores import postgres_batch
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_batch import Pending, SettleQueue
@@ -307,6 +308,10 @@ def test_a_server_away_is_said_once_for_every_batch_it_fails_and_its_end_once(
     open_store: Opener,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """The batches a server away fails are said once, held, and written before the next
+    batch once it is back, in order: each run's record stored once, its lease dropped
+    (before, a failed batch was never tried again: its records were lost and its runs ran
+    again once their leases expired)."""
     with TcpProxy("127.0.0.1", postgres_server.port) as proxy:
         store = PostgresTaskStore(proxy.dsn(postgres_dsn, port=postgres_server.port), lease=60)
         try:
@@ -314,26 +319,30 @@ def test_a_server_away_is_said_once_for_every_batch_it_fails_and_its_end_once(
                 store.save(snapshot(task(id=task_id)))
             claims = {claim.task_id: claim for claim in store.claim(now=T0, limit=4)}
             hold_back(store)
+            written = []
 
             def settle(*task_ids: str) -> None:
                 for n, task_id in enumerate(task_ids):
                     token = claims[task_id].token
-                    store.save(finished(task_id), record(task_id, n)._replace(token=token))
+                    written.append(record(task_id, n)._replace(token=token, node=store.node))
+                    store.save(finished(task_id), written[-1])
                 store.flush()
 
             with caplog.at_level(logging.DEBUG, logger="lldsched"):
                 proxy.cut()  # the server is away: the live connection and any new one
                 settle("a")  # the batch's statement fails, then connecting again fails
-                settle("b", "c")  # connecting fails
+                settle("b", "c")  # connecting fails: a's settle held, tried again with them
                 (error,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
                 assert error.levelno == logging.ERROR and error.exc_info is not None
                 assert error.getMessage().startswith(
-                    f"store {store!r} failed (a write of 1 settles: their runs are taken "
-                    "over once their leases expire):"
+                    f"store {store!r} failed (a write of 1 settles: held, and written again "
+                    "at the store's next statement (a run whose lease expires first is taken "
+                    "over)):"
                 )
                 (still,) = [r for r in caplog.records if "still failing" in r.getMessage()]
                 assert still.levelno == logging.DEBUG and still.exc_info is None
-                assert "write of 2 settles" in still.getMessage()
+                assert "write of 3 settles" in still.getMessage()
+                assert store._settles.waiting and not store._settles._flying
 
                 proxy.restore()
                 settle("d")
@@ -342,18 +351,52 @@ def test_a_server_away_is_said_once_for_every_batch_it_fails_and_its_end_once(
                     (
                         logging.WARNING,
                         f"store {store!r} recovered (a settle batch succeeded): 2 calls "
-                        "failed during the outage, 3 task writes not stored (those tasks' "
-                        "rows are stale until their next transition)",
+                        "failed during the outage, 3 task writes not stored (the rows they "
+                        "left stale were written again (3 rows); the records of 3 runs they "
+                        "carried were written late, in order)",
                     )
                 ]
-            # As before: a failed batch is not tried again; its runs' leases expire.
-            assert [r.task_id for r in open_store().records()] == ["d"]
-            assert [lease.task_id for lease in open_store().leases()] == ["a", "b", "c"]
-            # Each failed settle's outcome is known (not left in flight, never forgotten).
+            # The held settles first, then d's, each once; no lease left to expire.
+            assert open_store().records() == written
+            assert open_store().leases() == []
             outcomes = [store._settles.outcome(claims[t].token) for t in "abcd"]
-            assert outcomes == [False, False, False, True] and not store._settles._flying
+            assert outcomes == [True] * 4 and not store._settles._flying
         finally:
             store.close()
+
+
+def test_settles_held_past_the_bound_drop_the_oldest_counted(
+    open_store: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``HELD_SETTLES`` the oldest settles held are dropped (their runs taken over once
+    their leases expire, as before), counted in the outage; the rest are written."""
+    monkeypatch.setattr(postgres_batch, "HELD_SETTLES", 2)
+    store = open_store(lease=60)
+    for task_id in ("a", "b", "c"):
+        store.save(snapshot(task(id=task_id)))
+    claims = {claim.task_id: claim for claim in store.claim(now=T0, limit=3)}
+    hold_back(store)
+    failing = [True]
+    write = store._settle_batch
+
+    def away(batch: list[Pending]) -> set[int]:
+        if failing[0]:
+            store._settles.done((pending.token, False) for pending in batch)
+            raise StoreError("the server is away")
+        return write(batch)
+
+    store._settle_batch = away  # type: ignore[method-assign]
+    for n, task_id in enumerate("abc"):
+        token = claims[task_id].token
+        store.save(finished(task_id), record(task_id, n)._replace(token=token))
+        store.flush()
+    outage = store._batches.outage
+    assert outage is not None and outage.dropped == 1  # a's record
+    failing[0] = False
+    store.flush()
+    assert [r.task_id for r in open_store().records()] == ["b", "c"]
+    assert [lease.task_id for lease in open_store().leases()] == ["a"]  # taken over later
+    assert store._settles.outcome(claims["a"].token) is False
 
 
 class _TrimFails:

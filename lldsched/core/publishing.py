@@ -115,15 +115,17 @@ class Publishing(CoreParts):
         one event a record, the first from ``previous``."""
         if self._store is not None:
             snapshot = self._snapshot(task)
-            try:
-                save_all(self._store, snapshot, records)
-            except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
-                fenced = records[0].token is not None  # a run's settle: its lease's row
-                store_failed(
-                    self._writes, exc, "save", task.id, snapshot, fenced=fenced, records=records
-                )
+            writes = self._writes
+            if writes is not None and writes.outage is not None:
+                writes.save(task.id, snapshot, records)  # after the records held, in order
             else:
-                store_written(self._writes, "save", task.id)
+                try:
+                    save_all(self._store, snapshot, records)
+                except BaseException as exc:  # the registry stays authoritative
+                    fenced = records[0].token is not None  # a run's settle: its lease's row
+                    store_failed(
+                        writes, exc, "save", task.id, snapshot, fenced=fenced, records=records
+                    )
         if self.emit is not None:
             now = self.clock.now()
             for record in records:
@@ -136,18 +138,18 @@ class Publishing(CoreParts):
         """Write the transition through the store and publish it."""
         if self._store is not None:
             snapshot = self._snapshot(task)
-            try:
-                self._store.save(snapshot, record)
-            except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
-                fenced = record is not None and record.token is not None  # a run's settle
-                carried = () if record is None else (record,)
-                store_failed(
-                    self._writes, exc, "save", task.id, snapshot, fenced=fenced, records=carried
-                )
-            else:  # store_written, inlined: one attribute test a write while none failed
-                writes = self._writes
-                if writes is not None and writes.outage is not None:
-                    writes.succeeded("save", task.id)
+            writes = self._writes  # one attribute test a write while none failed
+            if writes is not None and writes.outage is not None:  # after the records held
+                writes.save(task.id, snapshot, () if record is None else (record,))
+            else:
+                try:
+                    self._store.save(snapshot, record)
+                except BaseException as exc:  # the registry stays authoritative
+                    fenced = record is not None and record.token is not None  # a run's settle
+                    carried = () if record is None else (record,)
+                    store_failed(
+                        writes, exc, "save", task.id, snapshot, fenced=fenced, records=carried
+                    )
         if self.emit is not None:
             self.emit(
                 _new_tuple(  # the speed trick (see _snapshot); fields task_id, name,

@@ -62,31 +62,48 @@ set right, is saved as the registry has it now (a task that retired meanwhile, a
 last snapshot that failed; one removed, deleted).  Without that, a task that finished
 during the outage (a one-off succeeded, a task dead-lettered) has no next transition
 to write it, and its row said ``scheduled`` for good: the next start ran it again
-(and a removed task came back).  The records of runs those writes carried are not
-written again (one write per task, its state as it is now; a run's record written late
-would stand after the runs its task made since, the order a restart reads a
-dependent's latest run by; counted in the warning); the records of no run (a
-dependency wait's ``blocked`` record, a slot decided without a run), whose place
-decides nothing, are written with the row (:meth:`StoreWrites.failed`).  A stale row
-whose rewrite fails again keeps the outage going: the next task write that succeeds
-tries it again.
+(and a removed task came back).  The records those writes carried are written with the
+row, in the order they were made (:class:`Held`, :meth:`StoreWrites.failed`), the
+records of runs included: an operator auditing the runs after a database blip finds
+every one of them in the store, as the scheduler's history has them.  The order is kept
+because a task's own next write that carries records, while its records are held, adds
+them to the held ones and writes them all in one ``save_all`` (:meth:`StoreWrites.save`):
+a store orders a task's records as they were written, and a restart reads a task's
+latest run (a dependent's wait, a retry's slot) from that order, so a run's record
+written after a later one's would stand for the latest.  A store with its own
+``save_all`` writes them all or none (SQLite: one transaction); any other gets one
+``save`` a record and keeps held what it did not take: nothing is written twice.  A
+stale row whose rewrite fails again keeps the outage going: the next task write that
+succeeds tries it again.  A delete that succeeds (a ``remove()``) drops the task's
+records held (counted): before, the row stayed stale for them and was written back.
 
 **What an outage holds is bounded**, whatever its length (:class:`Held`): per task, the
-first :data:`HELD` records of no run one by one; past them, one record per outcome
-stands for the rest (its first, its error text ``OutageCap: ... this record stands for
-N skipped records, the slots from A to B``, the shape a run's ``SkipCap:`` record and a
-misfire's ``MisfireCap:`` one have), and the latest ``MisfireCap:`` record is kept whole
-(a restart reads where a catch-up plan was cut from it).  Nothing goes without a count:
-the warning that ends the outage says how many records of runs were lost, how many
-records of no run were written folded, and how many were dropped with a row not
-written again (a run's settle, fenced; a task removed; a shared row another process
+first :data:`HELD` records of no run and the latest :data:`HELD_RUNS` records of runs
+one by one; past them, one record per outcome stands for the rest (its first, its
+error text ``OutageCap: ... this record stands for N skipped records, the slots from A
+to B``, or ``N ok records, the runs started from A to B``, the shape a run's
+``SkipCap:`` record and a misfire's ``MisfireCap:`` one have), in its first's place,
+and the latest ``MisfireCap:`` record is kept whole (a restart reads where a catch-up
+plan was cut from it).  The latest runs, not the first: a restart reads a task's latest
+run, and a task's history keeps as many by default (``history_limit``).  Nothing goes
+without a count: the warning that ends the outage says how many records of runs were
+written late, how many of runs and of no run were written folded, and how many were
+dropped with a row not written again (a task removed; a shared row another process
 wrote since).  Before, a 1 s fixed-rate task that overran through an 8-hour outage held
-its 14,400 ``skipped`` records until the store came back, and the runs' records went
-without a number (tests/test_store_outage.py).
+its 14,400 ``skipped`` records until the store came back, and the runs' records were
+never written (tests/test_store_outage.py, tests/test_store_outage_records.py).
 
 **A shared store** (several processes, docs/CLUSTER.md) holds rows other processes
-write.  A run's settle that failed is not written again: its row belongs to whoever
-holds its lease, and the run is taken over once that lease expires.  Any other write
+write.  A run's settle that failed is held (:attr:`Outage.settles`, at most
+:data:`HELD_SETTLES`, the oldest dropped and counted) and written again at the timer's
+first store call that succeeds, before the rows left stale, with the task's state as
+the registry has it then, fenced by the run's token as it was: if the lease is still
+this process's the run's record is stored and its slot is not run again; if another
+process took it over meanwhile the store refuses it (logged, counted in ``rejected``)
+and that process runs the slot, as before.  Before, such a settle was dropped: its
+record lost, its slot run again once its lease expired.  (The PostgreSQL store's settles
+are written by a thread of its own: it holds its failed batches alike,
+``postgres_batch.SettleQueue.hold``.)  Any other write
 (one no lease fences: a dependency wait ended in this process, which is the one process
 to end it, so nobody else would ever write that row; a verb's ``pause`` or ``cancel``; a
 ``remove``'s delete, then as a purge) is written again at the timer's first store call
@@ -96,7 +113,8 @@ another process's change), and only while the row is still as this process last 
 wrote it and no live lease holds it (:func:`~lldsched.persistence.resave`, one
 transaction): a process never overwrites a row another process changed meanwhile.  A
 row left so is said at INFO and is stale no more: the change feed brings this process
-the other's row.  Before, a shared store's rows were never written again, and a
+the other's row.  Its records of no run go with it; a record of a run is a settle's.
+Before, a shared store's rows were never written again, and a
 dependent released while the store failed that one write stayed BLOCKED until another
 process ran its upstream's next success (tests/test_cluster_wait_end_outage.py).
 
@@ -122,6 +140,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 
@@ -130,12 +149,14 @@ from lldsched.core.names import MISFIRE_CAP
 from lldsched.errors import StoreClosedError
 from lldsched.logs import SCHEDULER, STORE, Repeats, counted, say_with_traceback
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, purge, resave
+from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, purge, resave, save_all
 
 __all__ = [
     "ADVICE",
     "ENDED_BY",
     "HELD",
+    "HELD_RUNS",
+    "HELD_SETTLES",
     "OUTAGE_CAP",
     "PURGE",
     "STALE_SHOWN",
@@ -205,63 +226,147 @@ HELD = 10
 one record per outcome stands for the rest (:class:`Held`), as past
 :data:`~lldsched.core.names.MAX_SKIPPED` skipped slots one record does."""
 
+HELD_RUNS = 100
+"""The records of runs an outage holds one by one per task (its latest ones: a restart reads
+a task's latest runs, and a task's history keeps as many by default, ``history_limit``);
+past them, one record per outcome stands for the older ones (:class:`Held`)."""
+
+HELD_SETTLES = 1000
+"""The runs' settles an outage holds on a shared store (:attr:`Outage.settles`), in all;
+past them the oldest are dropped, counted: their runs are taken over once their leases
+expire (the PostgreSQL store holds its own failed batches alike:
+``postgres_batch.HELD_SETTLES``)."""
+
 OUTAGE_CAP = "OutageCap:"
 """How the error text of a record standing for the records an outage folded begins."""
 
 
-class Held:
-    """The records of no run the failed saves of one task carried during an outage, held
-    to be written with its stale row: bounded, whatever the outage's length.  The first
-    :data:`HELD` one by one; past them, per outcome, the first one folded, the last slot
-    folded and how many (one record written for them: :meth:`records`), and the latest
-    record standing for a misfire's cap (``MisfireCap:``, which a restart reads to tell
-    where a catch-up plan was cut), kept whole."""
+class _Fold:
+    """The records of one outcome an outage folded into one (:class:`Held`): the first one,
+    its place, the last one's slot (of no run) or start (of a run), and how many."""
 
-    __slots__ = ("capped", "folded", "kept", "rest")
+    __slots__ = ("count", "first", "last", "place")
+
+    def __init__(self, place: int, first: ExecutionRecord, last: float) -> None:
+        self.place = place
+        self.first = first
+        self.last = last
+        self.count = 1
+
+    def record(self, what: str, bound: int) -> ExecutionRecord:
+        """The record written for them: the first, its error text saying what it stands for."""
+        first = self.first
+        ran = first.outcome.ran
+        text = (
+            f"{OUTAGE_CAP} a store outage held back more than {bound} records of {what} of "
+            f"this task; this record stands for {counted(self.count, f'{first.outcome} record')}, "
+            f"the {'runs started' if ran else 'slots'} from "
+            f"{(first.started if ran else first.slot)!r} to {self.last!r}"
+        )
+        return first._replace(error=text)
+
+
+def _fold(folds: dict[Outcome, _Fold], place: int, record: ExecutionRecord) -> None:
+    """Fold ``record`` (at ``place``) into its outcome's record of ``folds``, begun with it
+    if there is none."""
+    last = record.started if record.outcome.ran else record.slot
+    fold = folds.get(record.outcome)
+    if fold is None:
+        folds[record.outcome] = _Fold(place, record, last)
+    else:
+        fold.last = last
+        fold.count += 1
+
+
+Entry = tuple[int, ExecutionRecord, int]
+"""A held record as written (:meth:`Held.entries`): its place, the record, how many records
+it stands for (0: itself)."""
+
+
+class Held:
+    """The records the failed saves of one task carried during an outage, held to be written
+    with its stale row in the order they were made: bounded, whatever the outage's length.
+
+    Records of no run: the first :data:`HELD` one by one; past them, per outcome, the first
+    one folded, the last slot folded and how many (one record written for them), and the
+    latest record standing for a misfire's cap (``MisfireCap:``, which a restart reads to
+    tell where a catch-up plan was cut), kept whole.  Records of runs: the latest
+    :data:`HELD_RUNS` one by one; the older ones, per outcome, folded the same way (the
+    first one, the last start, how many).  Each record has its place (the order it was
+    added in); a fold takes its first record's.  :meth:`entries` lists what is written, in
+    that order; :meth:`written` forgets a first part of it once stored (a store that
+    writes record by record may fail among them: nothing is written twice)."""
+
+    __slots__ = ("capped", "gone", "kept", "made", "rest", "runs")
 
     def __init__(self) -> None:
-        self.kept: list[ExecutionRecord] = []
-        self.rest: dict[Outcome, tuple[ExecutionRecord, float, int]] = {}
-        self.capped: ExecutionRecord | None = None
-        self.folded = 0  # records not written one by one: stood for, or a cap replaced
+        self.made = 0  # records added so far: the place of the next one
+        self.kept: list[tuple[int, ExecutionRecord]] = []  # of no run, the first HELD
+        self.rest: dict[Outcome, _Fold] = {}  # of no run past the first HELD, per outcome
+        self.capped: tuple[int, ExecutionRecord] | None = None  # the latest MisfireCap:
+        self.runs: deque[tuple[int, ExecutionRecord]] = deque()  # the latest HELD_RUNS
+        self.gone: dict[Outcome, _Fold] = {}  # runs before the latest HELD_RUNS, per outcome
 
     def add(self, record: ExecutionRecord) -> None:
-        """Hold ``record`` (one of no run), one by one or folded (counted)."""
-        if len(self.kept) < HELD:
-            self.kept.append(record)
+        """Hold ``record``, one by one or folded (counted)."""
+        place = self.made
+        self.made = place + 1
+        if record.outcome.ran:
+            runs = self.runs
+            runs.append((place, record))
+            if len(runs) > HELD_RUNS:
+                _fold(self.gone, *runs.popleft())
+        elif len(self.kept) < HELD:
+            self.kept.append((place, record))
         elif record.error is not None and record.error.startswith(MISFIRE_CAP):
             if self.capped is not None:
-                self._fold(self.capped)
-            self.capped = record
+                _fold(self.rest, *self.capped)
+            self.capped = (place, record)
         else:
-            self._fold(record)
-
-    def _fold(self, record: ExecutionRecord) -> None:
-        outcome = record.outcome
-        first, _, count = self.rest.get(outcome, (record, record.slot, 0))
-        self.rest[outcome] = (first, record.slot, count + 1)
-        self.folded += 1
+            _fold(self.rest, place, record)
 
     @property
     def count(self) -> int:
-        """How many records were held, folded ones included."""
-        return len(self.kept) + self.folded + (self.capped is not None)
+        """How many records are held, folded ones included."""
+        folded = sum(fold.count for fold in (*self.rest.values(), *self.gone.values()))
+        return len(self.kept) + len(self.runs) + (self.capped is not None) + folded
+
+    def entries(self) -> list[Entry]:
+        """What is written with the row, in the order the records were made: each one's
+        place, the record written and how many records it stands for (0: itself; a fold's
+        first record, its error text saying what it stands for: ``OutageCap: ...``)."""
+        entries = [(place, record, 0) for place, record in (*self.kept, *self.runs)]
+        if self.capped is not None:
+            entries.append((*self.capped, 0))
+        for fold in self.rest.values():
+            entries.append((fold.place, fold.record("no run", HELD), fold.count))
+        for fold in self.gone.values():
+            entries.append((fold.place, fold.record("runs", HELD_RUNS), fold.count))
+        entries.sort(key=_place)
+        return entries
 
     def records(self) -> list[ExecutionRecord]:
-        """What is written with the row: the records kept, then for each outcome folded
-        its first record folded, its error text saying what it stands for
-        (``OutageCap: ...``), then the misfire's cap kept."""
-        written = list(self.kept)
-        for outcome, (first, last, count) in self.rest.items():
-            text = (
-                f"{OUTAGE_CAP} a store outage held back more than {HELD} records of no run "
-                f"of this task; this record stands for {counted(count, f'{outcome} record')}, "
-                f"the slots from {first.slot!r} to {last!r}"
-            )
-            written.append(first._replace(error=text))
-        if self.capped is not None:
-            written.append(self.capped)
-        return written
+        """The records :meth:`entries` writes, in order."""
+        return [record for _, record, _ in self.entries()]
+
+    def written(self, entries: Sequence[Entry]) -> None:
+        """The first ``entries`` of :meth:`entries` were stored: forget them."""
+        if not entries:
+            return
+        upto = entries[-1][0]
+        self.kept = [kept for kept in self.kept if kept[0] > upto]
+        runs = self.runs
+        while runs and runs[0][0] <= upto:
+            runs.popleft()
+        if self.capped is not None and self.capped[0] <= upto:
+            self.capped = None
+        for folds in (self.rest, self.gone):
+            for outcome in [o for o, fold in folds.items() if fold.place <= upto]:
+                del folds[outcome]
+
+
+def _place(entry: Entry) -> int:
+    return entry[0]
 
 
 class Outage:
@@ -272,9 +377,12 @@ class Outage:
         "dropped",
         "folded",
         "kinds",
+        "late",
         "quiet",
         "records",
         "runs",
+        "runs_folded",
+        "settles",
         "stale",
         "writes",
     )
@@ -287,14 +395,19 @@ class Outage:
         # id -> the snapshot whose save failed (None: a delete failed; PURGE: a purge) of
         # each task whose row is stale, until a write of its own succeeds: written again
         self.stale: dict[str, TaskSnapshot | str | None] = {}
-        # id -> the records of no run the failed saves of a stale row carried (a
-        # dependency wait's blocked record, a slot decided without a run), bounded (Held):
-        # written with the row (failed).  A task here stays stale until then, whatever
-        # its own writes since.
+        # id -> the records the failed saves of a stale row carried (of runs, on a store of
+        # one process; of no run: a dependency wait's blocked record, a slot decided
+        # without a run), bounded (Held): written with the row, in order (failed, save).
+        # A task here stays stale until then, whatever its own writes since.
         self.records: dict[str, Held] = {}
-        self.runs = 0  # the records of runs the failed writes carried: not stored (lost)
+        # token -> (task id, snapshot, records) of each run's settle that failed on a shared
+        # store, oldest first, at most HELD_SETTLES: tried again, fenced by its token
+        self.settles: dict[int, tuple[str, TaskSnapshot, list[ExecutionRecord]]] = {}
+        self.runs = 0  # records of runs not stored for good: a shared store's (their lease's)
+        self.late = 0  # records of runs written late, one by one, in order (Held)
+        self.runs_folded = 0  # records of runs past the latest HELD_RUNS, written folded
         self.folded = 0  # records of no run written folded into one per outcome (Held)
-        self.dropped = 0  # records of no run held, dropped with their row (not written)
+        self.dropped = 0  # records held, dropped with their row (not written)
 
 
 class StoreWrites:
@@ -400,16 +513,18 @@ class StoreWrites:
         row remembered as stale, to be written again as it was asked, with the records
         (:meth:`_rewrite`).  A delete on a shared store is written again as a purge: only
         the row this process last read.  A run's settle (``fenced``: its record carries a
-        fencing token) is not: its row is its lease's, and the run is taken over once the
-        lease expires (the records kept for its row before are dropped with it).
+        fencing token) is not a stale row (its row is its lease's; the records of no run
+        held for it before are dropped): it is held as it was made
+        (:attr:`Outage.settles`, at most :data:`HELD_SETTLES`) and made again, fenced by
+        its token (:meth:`_settle_again`).
 
-        The records kept are those of no run (a dependency wait's ``blocked`` record, a
-        slot decided without a run): written late, after a later write of the task's,
-        their place in its history decides nothing.  A run's record is not kept: a
-        restart counts a dependent's wait from its latest run as the history orders
-        them (:func:`~lldsched.core.dependencies.wait_of`), and one written after a
-        later run's would stand for it.  ValueError, nothing counted, for a ``verb``
-        :data:`ENDED_BY` does not name."""
+        The records are held (:class:`Held`, bounded) to be written with the row, in the
+        order they were made, before any later record of the task (:meth:`save`): on a
+        store of one process every record, a run's too; on a shared store the records of
+        no run only (a dependency wait's ``blocked`` record, a slot decided without a
+        run), whose place in the history decides nothing, while a run's record is its
+        settle's.  ValueError, nothing counted, for a ``verb`` :data:`ENDED_BY` does not
+        name."""
         _check_kind(verb)
         if not self.found_closed(error, f"{verb} of {task_id}"):
             self._count(error, kind=verb, doing=f"{verb} of {task_id}", writes=1)
@@ -420,33 +535,105 @@ class StoreWrites:
                 if held is not None:  # dropped with the row: counted, said at the end
                     outage.dropped += held.count
                     del outage.records[task_id]
+                    held = None
                 if fenced:
                     outage.stale.pop(task_id, None)
                 else:
                     outage.stale[task_id] = PURGE if purge or self.shared else None
             else:
                 outage.stale[task_id] = snapshot
-            if verb == "save":
+            if verb == "save" and fenced:  # a run's settle: tried again as it was
+                assert snapshot is not None and records[0].token is not None
+                settles = outage.settles
+                settles[records[0].token] = (task_id, snapshot, list(records))
+                if len(settles) > HELD_SETTLES:  # the oldest: its run is taken over
+                    lost = settles.pop(next(iter(settles)))[2]
+                    outage.runs += sum(record.outcome.ran for record in lost)
+                    outage.dropped += sum(not record.outcome.ran for record in lost)
+            elif verb == "save":
+                shared = self.shared
                 for record in records:
-                    if record.outcome.ran:
-                        outage.runs += 1  # never written late (docstring): counted
-                    elif not fenced:
-                        if held is None:
-                            held = outage.records[task_id] = Held()
-                        held.add(record)
-                    else:
-                        outage.dropped += 1
+                    if shared and record.outcome.ran:  # no run's but a settle's, on a shared store
+                        outage.runs += 1
+                        continue
+                    if held is None:
+                        held = outage.records[task_id] = Held()
+                    held.add(record)
 
-    def call_failed(self, error: Exception, kind: Kind, doing: str, *, writes: int = 0) -> None:
+    def save(
+        self, task_id: str, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]
+    ) -> None:
+        """A core's write of ``task_id``'s ``snapshot`` with ``records`` (none, one, or a
+        run's and the slots its finish decided) while an outage goes on (the caller tested
+        :attr:`outage`): on a store of one process, a write that carries records of a task
+        that has records held (:class:`Held`) adds its own to them and writes them all,
+        in order, with the row (:meth:`_write_held`): a record written before those held
+        would come before them in the store, which orders a task's records as they were
+        written (a restart reads a task's latest run from that order).  Any other write
+        as it is.  A failure is one more failed write (:meth:`failed`; what was not
+        written stays held), a success :meth:`succeeded`, which writes the rows still
+        stale."""
+        outage = self.outage
+        assert outage is not None
+        held = None if self.shared or not records else outage.records.get(task_id)
+        try:
+            if held is not None:
+                for record in records:
+                    held.add(record)
+                self._write_held(outage, snapshot, held)
+                del outage.records[task_id]
+            elif not records:
+                self.store.save(snapshot)
+            elif len(records) == 1:
+                self.store.save(snapshot, records[0])
+            else:
+                save_all(self.store, snapshot, records)
+        except BaseException as exc:  # the registry stays authoritative
+            fenced = bool(records) and records[0].token is not None  # a run's settle
+            carried = () if held is not None else records  # held already
+            store_failed(self, exc, "save", task_id, snapshot, fenced=fenced, records=carried)
+        else:
+            self.succeeded("save", task_id)
+
+    def _write_held(self, outage: Outage, snapshot: TaskSnapshot, held: Held) -> None:
+        """Write ``snapshot`` with the records ``held`` (a store of one process): one
+        ``save_all`` where the store has one (all or none: SQLite's is one transaction),
+        else one ``save`` a record, in order.  What was stored is forgotten from ``held``
+        and counted in ``outage`` (a store that fails among them leaves the rest held:
+        nothing is written twice); raises what the store raised."""
+        entries = held.entries()
+        records = [record for _, record, _ in entries]
+        store = self.store
+        write = getattr(store, "save_all", None)
+        done = 0
+        try:
+            if write is not None:
+                write(snapshot, records)
+                done = len(records)
+            else:
+                for record in records:
+                    store.save(snapshot, record)
+                    done += 1
+        finally:
+            if done:
+                _wrote(outage, held, entries[:done])
+
+    def call_failed(
+        self, error: Exception, kind: Kind, doing: str, *, writes: int = 0, dropped: int = 0
+    ) -> None:
         """A shared store's call of ``kind`` (``"claim"``, ``"renewal"``, ``"change
         feed"``, ``"settle batch"``, ...) raised ``error``; ``doing`` says what failed
         (``"claim"``, ``"release of task-1"``); ``writes``: the task writes it carried
-        that are not stored (a batch of settles: one each).  Logged as :meth:`failed`
-        logs a write (called in an ``except`` block).  ValueError, nothing counted, for a
-        ``kind`` :data:`ENDED_BY` does not name."""
+        that are not stored (a batch of settles: one each, the first time it fails);
+        ``dropped``: the records the caller held and let go past its bound (the
+        PostgreSQL store's settles held: ``postgres_batch.HELD_SETTLES``).  Logged as
+        :meth:`failed` logs a write (called in an ``except`` block).  ValueError,
+        nothing counted, for a ``kind`` :data:`ENDED_BY` does not name."""
         _check_kind(kind)
         if not self.found_closed(error, doing):
             self._count(error, kind=kind, doing=doing, writes=writes)
+            assert self.outage is not None  # _count began one if none was going on
+            self.outage.dropped += dropped
 
     def _count(self, error: BaseException, *, kind: Kind, doing: str, writes: int) -> None:
         outage = self.outage
@@ -486,7 +673,9 @@ class StoreWrites:
         outage.calls += 1
         outage.writes += writes
 
-    def succeeded(self, kind: Kind, task_id: str | None = None) -> None:
+    def succeeded(
+        self, kind: Kind, task_id: str | None = None, *, rewritten: int = 0, late: int = 0
+    ) -> None:
         """A call of ``kind`` succeeded.  A task write (``task_id`` given): its row is no
         longer stale.  The store takes calls again, so the rows the outage left stale
         are written again (:meth:`_rewrite`): at a task write, for a store of one
@@ -497,17 +686,27 @@ class StoreWrites:
         here: nobody holds its lease).  If ``kind`` (or a kind the rewrite wrote) ends a
         kind that failed meanwhile (:data:`ENDED_BY`) and no stale row is left, the outage
         ends, said in one warning-level line.  Callers test :attr:`outage` first (None:
-        nothing to do, one attribute test a write)."""
+        nothing to do, one attribute test a write).  ``rewritten`` and ``late``: the rows
+        and the records of runs this call itself wrote again, held by its caller since it
+        failed (the PostgreSQL store's settles held: ``postgres_batch.SettleQueue.hold``),
+        counted in the line that ends the outage."""
         outage = self.outage
         if outage is None:
             return
         written: set[Kind] = {kind}
-        rewritten = 0
+        outage.late += late
         current = self.current
-        if task_id is not None and task_id not in outage.records:
-            outage.stale.pop(task_id, None)  # else stale until its records are written
-        if outage.stale and current is not None and (task_id is None) is self.shared:
-            rewritten = self._rewrite(outage, current, written)
+        if task_id is not None:
+            if kind == "delete" and task_id in outage.records:  # its records gone with it
+                outage.dropped += outage.records.pop(task_id).count
+            if task_id not in outage.records:
+                outage.stale.pop(task_id, None)  # else stale until its records are written
+        if (
+            (outage.stale or outage.settles)
+            and current is not None
+            and (task_id is None) is self.shared
+        ):
+            rewritten += self._rewrite(outage, current, written)
         self._end(outage, kind, written, rewritten)
 
     def rewrite_stale(self) -> list[str]:
@@ -518,20 +717,21 @@ class StoreWrites:
         stale any more); caller holds what guards this StoreWrites."""
         outage = self.outage
         current = self.current
-        if outage is None or not outage.stale or current is None:
+        if outage is None or not (outage.stale or outage.settles) or current is None:
             return []
         written: set[Kind] = set()
         rewritten = self._rewrite(outage, current, written)
         if written:
             self._end(outage, "rewrite of the rows left stale", written, rewritten)
-        return list(outage.stale)
+        left = dict.fromkeys(task_id for task_id, _, _ in outage.settles.values())
+        return list({**left, **dict.fromkeys(outage.stale)})
 
     def _end(self, outage: Outage, kind: str, written: set[Kind], rewritten: int) -> None:
         """End ``outage`` now that calls of the kinds ``written`` succeeded (``kind``: what
         the line names), ``rewritten`` of its stale rows written again, unless a kind
         that failed did not succeed or a stale row is left: said in one line."""
         ended = any(not written.isdisjoint(ENDED_BY[failed]) for failed in outage.kinds)
-        if not ended or (outage.stale and self.current is not None):
+        if not ended or ((outage.stale or outage.settles) and self.current is not None):
             return  # not over while a stale row failed again: the next write tries it
         self.outage = None
         said = [
@@ -539,17 +739,29 @@ class StoreWrites:
             if rewritten
             else "those tasks' rows are stale until their next transition"
         ]
+        if outage.late:
+            said.append(
+                f"the records of {counted(outage.late, 'run')} they carried were written late, "
+                "in order"
+            )
+        if outage.runs_folded:
+            said.append(
+                f"{counted(outage.runs_folded, 'record')} of runs, before the latest "
+                f"{HELD_RUNS} of a task, were written folded into one record per outcome "
+                f"({OUTAGE_CAP} ...)"
+            )
         if outage.runs:
-            said.append(f"the records of {counted(outage.runs, 'run')} they carried are lost")
+            said.append(
+                f"the records of {counted(outage.runs, 'run')} whose settles failed are lost "
+                "(each its lease's: the run is taken over)"
+            )
         if outage.folded:
             said.append(
                 f"{counted(outage.folded, 'record')} of no run, past the first {HELD} of a "
                 f"task, were written folded into one record per outcome ({OUTAGE_CAP} ...)"
             )
         if outage.dropped:
-            said.append(
-                f"{counted(outage.dropped, 'record')} of no run were dropped with their rows"
-            )
+            said.append(f"{counted(outage.dropped, 'record')} held were dropped with their rows")
         log.log(
             logging.DEBUG if outage.quiet else logging.WARNING,
             "store %r recovered (a %s succeeded): %s failed during the outage, %s not stored (%s)",
@@ -579,15 +791,22 @@ class StoreWrites:
         how many were written."""
         store = self.store
         stale = outage.stale
-        done = 0
+        done = self._settle_again(outage, current, written) if outage.settles else 0
+        if outage.settles:
+            return done  # still failing: the rows after them wait (they are newer)
         for task_id, failed in list(stale.items()):
             snapshot = current(task_id) or (failed if isinstance(failed, TaskSnapshot) else None)
             verb: Kind = "delete" if snapshot is None else "save"
             kept = True
             held = outage.records.get(task_id)
             try:
-                if snapshot is not None:
-                    kept = resave(store, snapshot, () if held is None else held.records())
+                if snapshot is not None and held is not None and not self.shared:
+                    self._write_held(outage, snapshot, held)  # in order, nothing twice
+                elif snapshot is not None:
+                    entries = () if held is None else held.entries()
+                    kept = resave(store, snapshot, [record for _, record, _ in entries])
+                    if kept and held is not None:
+                        _wrote(outage, held, entries)
                 elif failed == PURGE:
                     purge(store, task_id)  # a row kept is the feed's to bring in
                 else:
@@ -603,14 +822,46 @@ class StoreWrites:
                 written.add(verb)
                 if held is not None:  # written, or left with the row (dropped: counted)
                     del outage.records[task_id]
-                    if kept and snapshot is not None:
-                        outage.folded += held.folded
-                    else:
-                        outage.dropped += held.count
+                    outage.dropped += held.count  # none left once written (_wrote)
                 if kept:
                     done += 1
                 else:
                     _say_left(store, task_id, 0 if held is None else held.count)
+        return done
+
+    def _settle_again(
+        self,
+        outage: Outage,
+        current: Callable[[str], TaskSnapshot | None],
+        written: set[Kind],
+    ) -> int:
+        """Write the runs' settles ``outage`` holds (a shared store), oldest first, fenced by
+        each one's token, with the task's state as the registry has it now (a ``pause``
+        made here since the run ended is not undone by its settle; one that retired, as
+        the settle had it): one whose lease another process took over meanwhile is
+        refused by the store (logged and counted there: that process runs it), the
+        others are stored, their records written late.  Before the rows left stale,
+        which are newer.  Stops at the first that fails again (counted); returns how
+        many were stored or refused."""
+        store = self.store
+        settles = outage.settles
+        done = 0
+        for token, (task_id, made, records) in list(settles.items()):
+            refused = getattr(store, "rejected", 0)
+            snapshot = current(task_id) or made
+            try:
+                save_all(store, snapshot, records)
+            except BaseException as exc:  # still failing: said as any failure in an outage
+                if not self.found_closed(exc, f"save of {task_id}"):
+                    self._count(exc, kind="save", doing=f"settle of {task_id}", writes=0)
+                    if not isinstance(exc, Exception) and _on_main_thread():
+                        _interrupt(self, exc)
+                return done
+            del settles[token]
+            written.add("save")
+            done += 1
+            if getattr(store, "rejected", 0) == refused:
+                outage.late += sum(record.outcome.ran for record in records)
         return done
 
     def found_closed(self, error: BaseException, doing: str) -> bool:
@@ -647,6 +898,20 @@ class StoreWrites:
                 f"still runs, and nothing was changed; {ADVICE}"
             )
         storeuse.check(store, self.user, doing=f"{verb} {task!r}")
+
+
+def _wrote(outage: Outage, held: Held, entries: Sequence[Entry]) -> None:
+    """The first ``entries`` of ``held`` were stored: forgotten there, counted in ``outage``
+    (runs written late one by one, records folded)."""
+    held.written(entries)
+    for _, record, stands_for in entries:
+        if record.outcome.ran:
+            if stands_for:
+                outage.runs_folded += stands_for
+            else:
+                outage.late += 1
+        elif stands_for:
+            outage.folded += stands_for
 
 
 def _check_kind(kind: str) -> None:

@@ -521,8 +521,10 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         # Records after their run's settle was taken (SKIPPED slots): once we hold the
         # connection, that settle's outcome is known; it decides these.
         with self._using("save the records of task", snapshot.task.id) as connection:
+            if self._settles.add(snapshot, records, token=token):
+                return  # its batch failed: held (SettleQueue.hold), these join it
             if not self._settles.outcome(token):
-                return  # refused (or failed): what follows it is dropped too
+                return  # refused (or dropped): what follows it is dropped too
             with self._transaction(connection, snapshot.task.id):  # the settle: the row exists
                 self._write(connection, snapshot, unknown=sql.UPSERT)
                 for record in records:

@@ -22,6 +22,17 @@ and not recorded: its lease expires and another process runs it again, as for a
 process that dies mid-run (at-least-once, docs/CLUSTER.md).  The runtime calls the
 store's ``flush()`` at shutdown and in ``wait_idle()``, so a clean stop leaves
 nothing queued.
+
+**A batch the store fails** (the server away) is held (:meth:`SettleQueue.hold`), in
+order, and written again before the store's next statement (a claim at the timer's next
+wake, a verb, a flush), ahead of what was queued since: each settle still fenced by its
+token, so one whose lease another process took over meanwhile is refused, and one the
+first try wrote before its reply was lost is not written twice (the store's
+``_settled_before``).  At most :data:`HELD_SETTLES`; past them the oldest are dropped,
+counted, and their runs taken over once their leases expire, as every failed batch's
+were before (docs/DECISIONS.md, "The runs of a store outage are written late").
+The writer thread is not woken for them (it would retry at once, again and again,
+while the server is away).
 """
 
 from __future__ import annotations
@@ -37,18 +48,22 @@ from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores.codec import encode_task
 from lldsched.stores.postgres_rows import record_row, state_row
 
-__all__ = ["Pending", "SettleQueue", "settle_parameters"]
+__all__ = ["HELD_SETTLES", "Pending", "SettleQueue", "settle_parameters"]
 
 log = logging.getLogger(STORE)
 
 MEMORY = 4096  # outcomes remembered, for the SKIPPED records that follow a settle
+
+HELD_SETTLES = 1000
+"""The settles of failed batches a store holds to write again (:meth:`SettleQueue.hold`);
+past them the oldest are dropped (their runs taken over once their leases expire)."""
 
 
 class Pending:
     """One run's settle, queued: the task's state after the run, and its records (the
     run's own first, then the slots its finish decided, all under its token)."""
 
-    __slots__ = ("records", "snapshot", "token")
+    __slots__ = ("records", "snapshot", "token", "tried")
 
     def __init__(
         self, token: int, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]
@@ -56,6 +71,7 @@ class Pending:
         self.token = token
         self.snapshot = snapshot
         self.records = list(records)
+        self.tried = False  # a batch carrying it failed: held (SettleQueue.hold)
 
 
 class SettleQueue:
@@ -75,6 +91,7 @@ class SettleQueue:
         # it for a settle.  Never held while calling out (write, the database).
         self._ready = threading.Condition(threading.Lock())
         self._pending: dict[int, Pending] = {}  # token -> its settle, in arrival order
+        self._held: dict[int, Pending] = {}  # the settles of failed batches, oldest first
         self._flying: set[int] = set()  # tokens taken, their outcome not known yet
         self._outcomes: dict[int, bool] = {}  # token -> written (True) or refused / failed
         self._stopping = False
@@ -91,7 +108,7 @@ class SettleQueue:
         with self._ready:
             if self._stopping:
                 return False
-            pending = self._pending.get(token)
+            pending = self._pending.get(token) or self._held.get(token)
             if pending is not None:
                 pending.snapshot = snapshot
                 pending.records.extend(records)
@@ -109,17 +126,35 @@ class SettleQueue:
 
     @property
     def waiting(self) -> bool:
-        """True when a settle is queued (a cheap read, no lock: a hint)."""
-        return bool(self._pending)
+        """True when a settle is queued or held (a cheap read, no lock: a hint)."""
+        return bool(self._pending or self._held)
 
     def take(self) -> list[Pending]:
-        """Every settle queued, oldest first; they count as in flight until :meth:`done`.
-        The caller holds the store's connection lock until then."""
+        """Every settle held (:meth:`hold`), then every one queued, oldest first; they
+        count as in flight until :meth:`done` or :meth:`hold`.  The caller holds the
+        store's connection lock until then."""
         with self._ready:
-            batch = list(self._pending.values())
+            batch = [*self._held.values(), *self._pending.values()]
+            self._held = {}
             self._pending = {}
             self._flying.update(pending.token for pending in batch)
             return batch
+
+    def hold(self, batch: list[Pending]) -> list[Pending]:
+        """``batch``, taken, was not written (the store failed): held, oldest first, to be
+        taken again before what is queued since, no longer in flight nor with an outcome
+        (its records that follow join it: :meth:`add`).  Past :data:`HELD_SETTLES`, the
+        oldest are dropped, their outcome not written: returned."""
+        with self._ready:
+            for pending in batch:
+                pending.tried = True
+                self._flying.discard(pending.token)
+                self._outcomes.pop(pending.token, None)
+            held = [*batch, *self._held.values()]
+            dropped = held[: max(0, len(held) - HELD_SETTLES)]
+            self._held = {pending.token: pending for pending in held[len(dropped) :]}
+        self.done((pending.token, False) for pending in dropped)
+        return dropped
 
     def done(self, outcomes: Iterable[tuple[int, bool]]) -> None:
         """The outcome of each token taken: written, or not (refused, or the write failed)."""

@@ -276,9 +276,10 @@ class PostgresCoordination:
         settle refused is logged and counted in :attr:`rejected`, its task's row given
         again by the next :meth:`changes`, and the ``wake`` given to :meth:`subscribe`
         called once the lock is let go, so that the scheduler reads it now; a batch that
-        cannot be written is not tried again (its runs are run again once their leases
-        expire), and logged as the core logs a failing store, once an outage
-        (``_write_settles``)."""
+        cannot be written is held and tried again before the store's next statement
+        (:meth:`~lldsched.stores.postgres_batch.SettleQueue.hold`: a run whose lease
+        another node took over meanwhile is refused then), and logged as the core logs a
+        failing store, once an outage (``_write_settles``)."""
         self._refuse_if_forked()
         with self._lock:
             try:
@@ -296,7 +297,10 @@ class PostgresCoordination:
         logged by :class:`~lldsched.core.storewrites.StoreWrites`, the one rule of a
         failing store: the first of an outage at error level with its traceback, each
         later one at debug level, and one warning when a batch is written again,
-        counting the batches failed and the settles not stored."""
+        counting the batches failed, the settles not stored and the runs' records
+        written late.  The settles of a batch that fails are held
+        (:meth:`~lldsched.stores.postgres_batch.SettleQueue.hold`) and taken again,
+        first, by the next call here."""
         if self._holding is not None:
             # Inside a verb's hold they would be its writes, stored or rolled back with it,
             # yet reported written at once: they wait for its end (the writer thread waits
@@ -310,16 +314,24 @@ class PostgresCoordination:
         try:
             refused = self._settle_batch(batch)
         except StoreError as exc:
+            new = sum(not pending.tried for pending in batch)  # not counted before
+            dropped = self._settles.hold(batch)  # written again at the next statement
             self._batches.call_failed(
                 exc,
                 "settle batch",
-                f"write of {len(batch)} settles: their runs are taken over once their "
-                "leases expire",
-                writes=len(batch),
+                f"write of {len(batch)} settles: held, and written again at the store's next "
+                "statement (a run whose lease expires first is taken over)",
+                writes=new,
+                dropped=sum(len(pending.records) for pending in dropped),
             )
             return
         if self._batches.outage is not None:
-            self._batches.succeeded("settle batch")
+            late = [pending for pending in batch if pending.tried and pending.token not in refused]
+            self._batches.succeeded(
+                "settle batch",
+                rewritten=len(late),
+                late=sum(r.outcome.ran for pending in late for r in pending.records),
+            )
         for pending in batch:
             if pending.token in refused:
                 lost = LeaseLost(task_id=pending.snapshot.task.id, token=pending.token)

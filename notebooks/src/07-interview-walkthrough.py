@@ -668,7 +668,7 @@ for expr in ["*/15 * * * *", "0 9-17/2 * * mon-fri", "30 2 * * *"]:
 # | an action hangs | it holds its worker; enough of them starve the pool | a timeout; a child process, killed (`isolation="process"`) |
 # | a task always fails | without caps, a retry storm for ever | capped attempts and backoff; the dead letter; `fail_after_given_up` |
 # | more due than the pool runs | due entries wait in the heap | the bounded hand-off; `lag` grows and alerts |
-# | the store fails | transitions are not written | lldsched runs on from memory, logs once, `store_ok` is False; the stale rows are written again when it is back (the records between are lost) |
+# | the store fails | transitions are not written | lldsched runs on from memory, logs once, `store_ok` is False; the stale rows are written again when it is back, with the records between, in order |
 # | the timer thread dies | nothing runs, nothing raises | `metrics().state` is `"dead"`: a health check reads it |
 # | a process stalls past its lease | another takes its runs; its late write arrives | fencing tokens, refused by the store and the sink |
 #
