@@ -68,9 +68,9 @@ def test_cron_tz_changes_the_zone_of_the_lines_after_it_and_an_empty_one_goes_ba
         "next fire time after 2026-03-27 00:00 CET:",
         "  Fri 2026-03-27 02:30 CET  = 2026-03-27 01:30 UTC",
         "scheduler.schedule('backup (line 6)', subprocess.run, CronSchedule('30 2 * * "
-        "mon-fri', tz='Europe/Berlin'), args=(['/bin/sh', '-c', '/usr/local/bin/backup "
-        "--to /srv'],), kwargs={'check': True, 'env': {**os.environ, 'PATH': "
-        "'/usr/local/bin:/usr/bin:/bin'}})",
+        "mon-fri', tz='Europe/Berlin'), args=(['/usr/bin/env', "
+        "'PATH=/usr/local/bin:/usr/bin:/bin', '/bin/sh', '-c', '/usr/local/bin/backup "
+        "--to /srv'],), kwargs={'check': True}, id='backup-line-6', replace_existing=True)",
     ]
     zones = [line for line in out.splitlines() if line.endswith(")") and "  (" in line]
     assert zones == [
@@ -114,7 +114,8 @@ def test_cronies_own_example_file_is_read_in_japan_with_its_percent_input(
     assert (
         "scheduler.schedule('mail (line 12)', subprocess.run, CronSchedule('0 22 * * 1-5', "
         "tz='Japan'), args=(['/bin/sh', '-c', 'mail -s \"It\\'s 10pm\" joe'],), "
-        "kwargs={'check': True, 'input': 'Joe,\\n\\nWhere are your kids?\\n', 'text': True})"
+        "kwargs={'check': True, 'input': 'Joe,\\n\\nWhere are your kids?\\n', 'text': True}, "
+        "id='mail-line-12', replace_existing=True)"
     ) in out
     assert out.splitlines()[-1].endswith(": 5 jobs, 0 lines lldsched cannot express, 0 bad lines")
 
@@ -129,7 +130,7 @@ def test_a_system_crontab_has_a_user_before_the_command(
         "service as that user, or start the command with sudo -u root\n"
         "scheduler.schedule('cd (line 19)', subprocess.run, CronSchedule('17 * * * *', "
         "tz='UTC'), args=(['/bin/sh', '-c', 'cd / && run-parts --report "
-        "/etc/cron.hourly'],), kwargs={'check': True})\n"
+        "/etc/cron.hourly'],), kwargs={'check': True}, id='cd-line-19', replace_existing=True)\n"
     ) in out
     assert "'47 6 * * 7'" in out
     assert out.splitlines()[-1].endswith(": 4 jobs, 0 lines lldsched cannot express, 0 bad lines")
@@ -306,10 +307,17 @@ def test_percent_splits_the_command_from_its_input_as_cron_does(
     assert split_percent(command) == split
 
 
-def test_the_call_runs_the_command_with_crons_input_and_variables() -> None:
+def test_the_call_runs_the_command_with_crons_input_and_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The printed call, run as pasted: the shell gets the command and the input and
-    variables cron would have given it."""
-    (job,) = jobs('SHELL=/bin/sh\nWHO="the team"\n* * * * * cat; echo "$WHO"%hello%world\n')
+    variables cron would have given it, over the environment the run inherits, which the
+    call does not hold: the registration's copy of it (``env={**os.environ, ...}``) was
+    written into a durable store with the task's definition, its secrets with it."""
+    monkeypatch.setenv("LLDSCHED_SECRET", "hunter2")
+    (job,) = jobs(
+        'SHELL=/bin/sh\nWHO="the team"\n* * * * * cat; echo "$WHO" "$LLDSCHED_SECRET"%hello%world\n'
+    )
     calls: list[tuple[Any, ...]] = []
 
     class Recorder:
@@ -325,8 +333,10 @@ def test_the_call_runs_the_command_with_crons_input_and_variables() -> None:
         subprocess.run,
         CronSchedule("* * * * *", tz="UTC"),
     )
+    assert "hunter2" not in repr(options)
+    assert (options["id"], options["replace_existing"]) == ("cat-line-3", True)
     done = action(*options["args"], **options["kwargs"], stdout=subprocess.PIPE)
-    assert done.stdout == "hello\nworld\nthe team\n"
+    assert done.stdout == "hello\nworld\nthe team hunter2\n"
 
 
 def test_tz_is_the_commands_environment_not_the_schedules_zone() -> None:

@@ -397,20 +397,27 @@ def _input(data: str) -> str | None:
 def schedule_call(job: JobLine) -> str:
     """The ``scheduler.schedule(...)`` call that runs ``job``'s command as cron did: by
     its shell, ``check=True`` so a failure is the run's, its input and variables given
-    (``import os, subprocess`` and ``from lldsched import CronSchedule`` assumed)."""
-    program = [job.shell, "-c", job.command]
+    (``import subprocess`` and ``from lldsched import CronSchedule`` assumed), by an
+    ``id`` with ``replace_existing=True`` so a restart on a durable store does not add a
+    copy.
+
+    The crontab's variables go on the command line, ``/usr/bin/env NAME=value ... SHELL
+    -c COMMAND``, which adds them to the environment the run inherits, *when it runs*:
+    ``env={**os.environ, ...}`` in the call would be read at registration and written
+    with the task's definition into a durable store, every secret of the scheduler's
+    environment with it."""
+    variables = [f"{name}={value}" for name, value in job.env]
+    program = [*(["/usr/bin/env", *variables] if variables else []), job.shell, "-c", job.command]
     words = job.command.split()
     word = next(iter(re.findall(r"[\w.-]+", os.path.basename(words[0]))), "job") if words else "job"
     options = ["'check': True"]
     if job.stdin is not None:
         options += [f"'input': {job.stdin!r}", "'text': True"]
-    if job.env:
-        variables = "".join(f", {name!r}: {value!r}" for name, value in job.env)
-        options.append(f"'env': {{**os.environ{variables}}}")
     return (
         f"scheduler.schedule({f'{word} (line {job.number})'!r}, subprocess.run, "
         f"CronSchedule({job.schedule!r}, tz={job.tz!r}), args=({program!r},), "
-        f"kwargs={{{', '.join(options)}}})"
+        f"kwargs={{{', '.join(options)}}}, id={f'{word}-line-{job.number}'!r}, "
+        "replace_existing=True)"
     )
 
 
