@@ -144,7 +144,8 @@ def test_a_running_scheduler_counts_its_leases_lost_says_it_once_and_claims_noth
     errors = [r.args[1] for r in said if r.levelno >= logging.ERROR and isinstance(r.args, tuple)]
     assert errors == [
         "read of the change feed",
-        "write of 1 settles: their runs are taken over once their leases expire",
+        "write of 1 settles: held, and written again at the store's next statement (a run "
+        "whose lease expires first is taken over)",
     ], errors
     with pytest.raises(StoreError, match=f"has store schema version {NEWER}, newer"):
         PostgresTaskStore(postgres_dsn)

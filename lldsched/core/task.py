@@ -37,6 +37,7 @@ from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import CatchUp
+from lldsched.schedules.decorators import describe
 
 __all__ = [
     "DEFAULT_OPTIONS",
@@ -236,6 +237,14 @@ class ScheduledTask:
         misfire's catch-up), which is the core's (its snapshot's ``waited``)."""
         schedule = self._schedule
         return schedule.inner if schedule.__class__ is CatchUp else schedule
+
+    def explain(self) -> str:
+        """When the task runs, in words: its schedule's ``explain()`` (``"At 03:00, Monday
+        through Friday (Europe/Berlin)"``), or the schedule's repr for a schedule of one's
+        own without one.  Typed, where ``task.schedule.explain()`` is not: ``explain`` is
+        no part of the :class:`~lldsched.schedules.base.Schedule` protocol, which a
+        schedule of one's own meets with ``first_run`` and ``next_run`` alone."""
+        return describe(self.schedule)
 
     @property
     def retry(self) -> RetryPolicy:

@@ -91,6 +91,7 @@ def threaded() -> None:
         assert_type(tick(RunContext("t", "tick", 1, 0.0, 0)), int)  # ... with its types
         assert_type(log.wait_for(lambda e: e.name == "backup", timeout=0), TaskEvent | None)
         assert_type(task.status, TaskStatus)
+        assert_type(task.explain(), str)  # README's first scheduler: report.explain()
         assert_type(task.next_run_at, float | None)
         assert_type(task.history, tuple[ExecutionRecord, ...])
         assert_type(scheduler.pause(task.id), bool)
