@@ -14,7 +14,7 @@ teardown cancel out.  The garbage collector stays on: its share is part of the c
   at once on ``Scheduler(workers=4)``, registered, then started and run to the last
   job, against the same registrations never started: instructions per job, every
   thread counted;
-* ``store+listener``: ``dispatch`` on ``bench_dispatch``'s second configuration,
+* ``store-listener``: ``dispatch`` on ``bench_dispatch``'s second configuration,
   ``store=InMemoryTaskStore()`` and one no-op listener with a backlog of
   ``4 * JOBS`` (none dropped), on both sides: instructions per job, the delivery of
   its events (and of its registration's) included;
@@ -46,7 +46,7 @@ from sim_instructions import count
 JOBS = 20_000
 SIZES = {
     "dispatch": (0.0, 1.0),
-    "store+listener": (0.0, 1.0),
+    "store-listener": (0.0, 1.0),
     "register": (2_000.0, 12_000.0),
     "coroutines": (0.0, 1.0),
     "awaitables": (0.0, 1.0),
@@ -54,7 +54,7 @@ SIZES = {
 }
 UNITS = {
     "dispatch": "job",
-    "store+listener": "job",
+    "store-listener": "job",
     "register": "registration",
     "coroutines": "run",
     "awaitables": "run",
@@ -63,14 +63,14 @@ UNITS = {
 
 
 def measured(workload: str, size: float) -> int:
-    """Do ``workload`` at ``size`` (dispatch, store+listener and coroutines: 1 starts the
+    """Do ``workload`` at ``size`` (dispatch, store-listener and coroutines: 1 starts the
     scheduler, 0 does not; register: the registrations; bare-loop: 1 runs the
     coroutines, 0 only starts and stops the loop); the units of work done."""
     from lldsched import FixedRate, InMemoryTaskStore, OneTime, Scheduler
 
     if workload in ("coroutines", "bare-loop"):
         return _coroutines(workload, started=bool(size))
-    if workload == "store+listener":
+    if workload == "store-listener":
         scheduler = Scheduler(
             workers=4, store=InMemoryTaskStore(), listeners=[_listener], listener_backlog=4 * JOBS
         )
@@ -109,7 +109,7 @@ def _noop() -> None:
 
 
 def _listener(event: object) -> None:
-    """The listener of ``store+listener`` (``bench_dispatch._no_op_listener``)."""
+    """The listener of ``store-listener`` (``bench_dispatch._no_op_listener``)."""
 
 
 def _coroutines(workload: str, *, started: bool) -> int:
