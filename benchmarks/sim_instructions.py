@@ -15,6 +15,9 @@ The garbage collector is off and ``PYTHONHASHSEED=0`` in both.
 
 * ``sim``: ``bench_sim.py``'s workload (ten tasks, four workers), built as
   ``bench_sim.run_lldsched`` builds it, for 1 and 3 simulated days;
+* ``simfull``: ``sim``'s workload with an ``InMemoryTaskStore`` and one no-op listener,
+  as ``bench_sim.run_lldsched(with_store_and_listener=True)`` builds it, for 1 and 3
+  days; not run unless named;
 * ``cron``: ``bench_sim.year_of_minutely_cron``'s task (one ``* * * * *`` cron, one
   worker, runs that take no time), for 5 and 15 days;
 * ``simpy``: ``bench_sim.run_simpy``, the same workload as ``sim`` on SimPy (the peer
@@ -47,6 +50,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SIZES = {
     "sim": (1.0, 3.0),
+    "simfull": (1.0, 3.0),
     "cron": (5.0, 15.0),
     "simpy": (1.0, 3.0),
     "sim100": (0.1, 0.3),
@@ -64,6 +68,7 @@ def measured(workload: str, days: float) -> int:
     sys.path.insert(0, str(HERE))
     import bench_sim
 
+    from lldsched import InMemoryTaskStore
     from lldsched.sim import Simulation, fixed
 
     gc.disable()
@@ -76,8 +81,14 @@ def measured(workload: str, days: float) -> int:
         return bench_sim.run_simpy(workload=tasks, days=days, workers=workers).runs
     if workload.startswith("simasync"):
         return _async_runs(days, in_loop=workload.endswith("-in-loop"))
-    if workload in ("sim", "sim100"):
-        sim = Simulation(workers=workers, start=bench_sim.START)
+    if workload in ("sim", "sim100", "simfull"):
+        full = workload == "simfull"
+        sim = Simulation(
+            workers=workers,
+            start=bench_sim.START,
+            store=InMemoryTaskStore() if full else None,
+            listeners=[_listener] if full else [],
+        )
         for name, schedule, duration in tasks:
             sim.schedule(name, schedule, duration=fixed(duration))
     else:
@@ -85,6 +96,10 @@ def measured(workload: str, days: float) -> int:
         sim.schedule("minutely", bench_sim.MINUTELY)
     sim.run_for(days * 86400)
     return bench_sim.runs_of(sim)
+
+
+def _listener(event: object) -> None:
+    """The listener of ``simfull`` (``bench_sim``'s is a lambda that does nothing)."""
 
 
 def _async_runs(days: float, *, in_loop: bool) -> int:

@@ -14,6 +14,10 @@ teardown cancel out.  The garbage collector stays on: its share is part of the c
   at once on ``Scheduler(workers=4)``, registered, then started and run to the last
   job, against the same registrations never started: instructions per job, every
   thread counted;
+* ``store-listener``: ``dispatch`` on ``bench_dispatch``'s second configuration,
+  ``store=InMemoryTaskStore()`` and one no-op listener with a backlog of
+  ``4 * JOBS`` (none dropped), on both sides: instructions per job, the delivery of
+  its events (and of its registration's) included;
 * ``register``: ``FixedRate(60)`` tasks registered as a user writes them, on a
   scheduler never started, 12,000 against 2,000: instructions per registration;
 * ``coroutines``: ``bench_coroutines``'s workload, :data:`JOBS` no-op ``async def``
@@ -42,6 +46,7 @@ from sim_instructions import count
 JOBS = 20_000
 SIZES = {
     "dispatch": (0.0, 1.0),
+    "store-listener": (0.0, 1.0),
     "register": (2_000.0, 12_000.0),
     "coroutines": (0.0, 1.0),
     "awaitables": (0.0, 1.0),
@@ -49,6 +54,7 @@ SIZES = {
 }
 UNITS = {
     "dispatch": "job",
+    "store-listener": "job",
     "register": "registration",
     "coroutines": "run",
     "awaitables": "run",
@@ -57,14 +63,19 @@ UNITS = {
 
 
 def measured(workload: str, size: float) -> int:
-    """Do ``workload`` at ``size`` (dispatch and coroutines: 1 starts the scheduler, 0
-    does not; register: the registrations; bare-loop: 1 runs the coroutines, 0 only
-    starts and stops the loop); the units of work done."""
-    from lldsched import FixedRate, OneTime, Scheduler
+    """Do ``workload`` at ``size`` (dispatch, store-listener and coroutines: 1 starts the
+    scheduler, 0 does not; register: the registrations; bare-loop: 1 runs the
+    coroutines, 0 only starts and stops the loop); the units of work done."""
+    from lldsched import FixedRate, InMemoryTaskStore, OneTime, Scheduler
 
     if workload in ("coroutines", "bare-loop"):
         return _coroutines(workload, started=bool(size))
-    scheduler = Scheduler(workers=4)
+    if workload == "store-listener":
+        scheduler = Scheduler(
+            workers=4, store=InMemoryTaskStore(), listeners=[_listener], listener_backlog=4 * JOBS
+        )
+    else:
+        scheduler = Scheduler(workers=4)
     if workload == "register":
         for _ in range(int(size)):
             scheduler.schedule("tick", _noop, FixedRate(60))
@@ -95,6 +106,10 @@ def measured(workload: str, size: float) -> int:
 
 def _noop() -> None:
     pass
+
+
+def _listener(event: object) -> None:
+    """The listener of ``store-listener`` (``bench_dispatch._no_op_listener``)."""
 
 
 def _coroutines(workload: str, *, started: bool) -> int:

@@ -437,3 +437,58 @@ def test_a_simulated_listener_added_or_removed_by_a_listener_follows_the_same_ru
         ("a", TaskStatus.SCHEDULED), ("a", TaskStatus.RUNNING),
     ]  # fmt: skip
     assert [(e.task_id, e.status) for e in late.events] == [("b", TaskStatus.SCHEDULED)]
+
+
+def test_queued_events_reach_the_listeners_registered_as_each_was_published() -> None:
+    """Listeners added and removed while events wait in the dispatcher's queue (before
+    its thread starts here, so nothing is delivered meanwhile): each event reaches the
+    listeners registered when it was published that are still registered as it is
+    delivered.  A listener removed and added again is a new registration, which hears
+    none of the events published before it; one dropped from the full backlog reaches
+    nobody."""
+    dispatcher = EventDispatcher(backlog=4)
+    a, b, c = EventLog(), EventLog(), EventLog()
+    dispatcher.add(a)
+    dispatcher.publish(event(1))  # to a; dropped by event 5
+    dispatcher.add(b)
+    dispatcher.publish(event(2))  # to a (removed below) and b
+    assert dispatcher.remove(a)
+    dispatcher.add(a)
+    dispatcher.publish(event(3))  # to b and a again
+    dispatcher.add(c)
+    dispatcher.publish(event(4))
+    dispatcher.publish(event(5))  # the backlog full: event 1 dropped
+    dispatcher.start()
+    try:
+        assert dispatcher.flush(timeout=5)
+    finally:
+        dispatcher.close(timeout=5)
+    assert dispatcher.dropped == 1
+    assert [e.task_id for e in a.events] == ["task-3", "task-4", "task-5"]
+    assert [e.task_id for e in b.events] == ["task-2", "task-3", "task-4", "task-5"]
+    assert [e.task_id for e in c.events] == ["task-4", "task-5"]
+
+
+def test_a_simulated_listener_removed_and_added_again_hears_none_of_the_events_waiting() -> None:
+    """The simulation's rule with events waiting behind the one under way (a listener's
+    verbs publish them): a listener removed and added again there does not hear b's
+    event, published before its new registration, and each listener added hears the
+    events published after it only."""
+    early, late, later = EventLog(), EventLog(), EventLog()
+    sim: Simulation
+
+    def verbs(e: TaskEvent) -> None:
+        if e.task_id == "a":
+            sim.schedule("b", OneTime(delay=60), id="b")  # waits for a's event
+            assert sim.remove_listener(early)  # it still hears a's event, after this one
+            sim.add_listener(early)
+            sim.add_listener(late)
+            sim.schedule("c", OneTime(delay=60), id="c")
+            sim.add_listener(later)
+            sim.schedule("d", OneTime(delay=60), id="d")
+
+    sim = Simulation(1, listeners=[verbs, early])
+    sim.schedule("a", OneTime(delay=60), id="a")
+    assert [e.task_id for e in early.events] == ["a", "c", "d"]
+    assert [e.task_id for e in late.events] == ["c", "d"]
+    assert [e.task_id for e in later.events] == ["d"]
