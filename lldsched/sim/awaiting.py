@@ -4,7 +4,11 @@ A simulated run calls its real action (for its side effects) when it starts.  An
 ``async def`` action returns a coroutine, which is not a result yet: it is run to
 completion here, on a private event loop owned by the simulation (created at the
 first coroutine, closed with the simulation), before the run goes on.  Its wall
-time does not count: the run takes its *simulated* duration, as any action.
+time does not count: the run takes its *simulated* duration, as any action.  Nor does
+it wait on real time for nothing: both loops are instances of
+:class:`~lldsched.sim.looptime.SkippingLoop`, whose clock skips a wait only a timer can
+end (an ``asyncio.sleep``, a timeout), so a coroutine that sleeps an hour runs at once;
+a wait on real work (a thread of ``asyncio.to_thread``, a socket) is waited for.
 
 **Where that loop runs.**  On the caller's thread, when no event loop runs there (a
 script, a test): ``loop.run_until_complete``, nothing else.  A thread that already
@@ -30,9 +34,10 @@ keeps the process alive (docs/DECISIONS.md, "A coroutine action runs whatever lo
 caller's thread runs").
 
 As in the threaded runtime, a coroutine's timeout is enforced: one still running
-after its task's timeout (in wall seconds, here) is cancelled and its run is
-recorded ``timed_out``; and a simulated duration over the timeout is cut at the
-timeout (see :meth:`lldsched.sim.simulation.Simulation.schedule`).
+after its task's timeout on its loop's clock (real seconds it waited on real work, plus
+those the clock skipped) is cancelled and its run is recorded ``timed_out``; and a
+simulated duration over the timeout is cut at the timeout (see
+:meth:`lldsched.sim.simulation.Simulation.schedule`).
 """
 
 from __future__ import annotations
@@ -55,9 +60,11 @@ Awaited = tuple["str | None", "str | None", bool]
 """What awaiting produced: error text, result text, timed out."""
 
 LEFT_TASKS_WAIT = 1.0
-"""Wall seconds a closing loop gives the tasks a coroutine action left on it to end once
-cancelled (:func:`~lldsched.core.results.end_left_tasks`): the threaded runtime's
-``CANCEL_GRACE``.  Only a task deaf to its cancellation takes it."""
+"""Seconds, on the loop's clock, a closing loop gives the tasks a coroutine action left
+on it to end once cancelled (:func:`~lldsched.core.results.end_left_tasks`): the
+threaded runtime's ``CANCEL_GRACE``.  Only a task deaf to its cancellation takes it,
+and it takes real time only while such a task waits on real work (the clock skips the
+rest: :mod:`~lldsched.sim.looptime`)."""
 
 _NUMBERS = itertools.count(1)  # the helper threads' names: lldsched-sim-loop-<n>
 
@@ -126,9 +133,9 @@ class LoopThread:
     :class:`PrivateLoop` that made it closes it, at shutdown or when collected."""
 
     def __init__(self) -> None:
-        import asyncio
+        from lldsched.sim.looptime import SkippingLoop
 
-        self.loop = asyncio.new_event_loop()
+        self.loop = SkippingLoop()
         self.thread = threading.Thread(
             target=self._serve, name=f"lldsched-sim-loop-{next(_NUMBERS)}", daemon=True
         )
@@ -161,7 +168,8 @@ class PrivateLoop:
         self._thread: LoopThread | None = None
 
     def run(self, awaitable: Any, timeout: float | None) -> Awaited:
-        """Run ``awaitable`` to completion (cancelled after ``timeout`` wall seconds)."""
+        """Run ``awaitable`` to completion (cancelled after ``timeout`` seconds of its loop's
+        clock)."""
         # Imported at the first coroutine a simulation awaits, not with lldsched.sim (as
         # the threaded runtime's CoroutineRunner._start_loop does: docs/PERFORMANCE.md, "Start-up").
         import asyncio
@@ -170,7 +178,9 @@ class PrivateLoop:
             return self._on_thread(asyncio, awaitable, timeout)
         loop = self._loop
         if loop is None:
-            loop = self._loop = asyncio.new_event_loop()
+            from lldsched.sim.looptime import SkippingLoop
+
+            loop = self._loop = SkippingLoop()
             weakref.finalize(self, loop.close)
         # The future made here, before the loop runs (not by a coroutine on it, as
         # _complete does): the run takes one turn of the loop, not three (bench).

@@ -1,0 +1,174 @@
+"""A simulation's coroutine action sleeps no real time: its loop's clock skips the waits
+nothing outside the loop can end (``lldsched/sim/looptime.py``).  Before, an
+``await asyncio.sleep(3600)`` in a simulated run slept a real hour, and a task's
+``timeout`` cut a hung coroutine only after that many real seconds.  A wait on real work
+(a thread of ``asyncio.to_thread``, a socket) is still waited for, in real time.
+
+Each simulation runs on a thread joined within a bound: before the fix, the join ran out
+(the run was still asleep) and the test failed there, not an hour later."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from lldsched import OneTime, RetryPolicy, Simulation, TaskStatus
+from tests.test_sim_running_loop import PATHS
+
+BOUND = 60.0  # seconds a join waits for a simulation that should take next to none
+
+
+def on_a_thread(drive: Callable[[Callable[[], object]], object], sim: Simulation) -> None:
+    """``sim.run_for(86400)`` driven as ``drive`` says, on a thread joined within BOUND."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            drive(lambda: sim.run_for(86400))
+        except BaseException as exc:  # reported by the test's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(BOUND)
+    assert not thread.is_alive(), "the simulation waited on real time"
+    assert not failed, failed
+
+
+@PATHS
+def test_a_coroutine_that_sleeps_an_hour_runs_at_once_and_sees_its_loop_clock_move(
+    drive: Callable[[Callable[[], object]], object],
+) -> None:
+    async def naps() -> float:
+        loop = asyncio.get_running_loop()
+        before = loop.time()
+        await asyncio.sleep(3600)
+        return loop.time() - before
+
+    sim = Simulation(workers=1)
+    task = sim.schedule("naps", OneTime(delay=0), action=naps, duration=5)
+    on_a_thread(drive, sim)
+    (record,) = task.history
+    assert record.ok and float(record.result or 0) >= 3600  # the hour passed on its clock
+    assert record.finished - record.started == 5  # the run still takes its modelled time
+    assert sim.shutdown() is True
+
+
+@PATHS
+def test_a_hung_coroutine_is_cut_at_its_timeout_without_waiting_it_out(
+    drive: Callable[[Callable[[], object]], object],
+) -> None:
+    async def hangs() -> None:
+        await asyncio.sleep(86400)
+
+    sim = Simulation(workers=1)
+    task = sim.schedule(
+        "hangs", OneTime(delay=0), action=hangs, timeout=3600,
+        retry=RetryPolicy(max_attempts=3, initial_backoff=60),
+    )  # fmt: skip
+    on_a_thread(drive, sim)
+    assert [(r.attempt, r.timed_out, r.error) for r in task.history] == [
+        (n, True, "TimeoutError: cancelled at its 3600 s timeout") for n in (1, 2, 3)
+    ]
+    assert [r.finished - r.started for r in task.history] == [3600, 3600, 3600]
+    assert task.status is TaskStatus.FAILED
+    assert sim.shutdown() is True
+
+
+@PATHS
+def test_a_coroutine_awaiting_a_thread_is_not_cut_while_the_thread_works(
+    drive: Callable[[Callable[[], object]], object],
+) -> None:
+    """The skip would have fired the timeout at once; the loop waits for the call."""
+    called, release = threading.Event(), threading.Event()
+
+    def work() -> str:
+        called.set()
+        return "done" if release.wait(BOUND) else "never released"
+
+    async def awaits_a_thread() -> str:
+        return await asyncio.to_thread(work)
+
+    def releases() -> None:
+        if called.wait(BOUND):
+            release.set()
+
+    releaser = threading.Thread(target=releases)
+    releaser.start()
+    sim = Simulation(workers=1)
+    task = sim.schedule(
+        "threaded", OneTime(delay=0), action=awaits_a_thread, timeout=1,
+        retry=RetryPolicy(max_attempts=1),
+    )  # fmt: skip
+    on_a_thread(drive, sim)
+    releaser.join(BOUND)
+    (record,) = task.history
+    assert (record.ok, record.result) == (True, "'done'")
+    assert sim.shutdown() is True
+
+
+@PATHS
+def test_a_coroutine_awaiting_a_socket_is_not_cut_while_it_waits(
+    drive: Callable[[Callable[[], object]], object],
+) -> None:
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    waiting = threading.Event()
+
+    async def reads() -> bytes:
+        loop = asyncio.get_running_loop()
+        receiving = loop.create_task(loop.sock_recv(ours, 1))
+        await asyncio.sleep(0)  # its reader is registered now
+        waiting.set()
+        return await receiving
+
+    sender = threading.Thread(target=lambda: waiting.wait(BOUND) and theirs.send(b"x"))
+    sender.start()
+    sim = Simulation(workers=1)
+    task = sim.schedule(
+        "reads", OneTime(delay=0), action=reads, timeout=1, retry=RetryPolicy(max_attempts=1)
+    )
+    try:
+        on_a_thread(drive, sim)
+    finally:
+        sender.join(BOUND)
+        ours.close()
+        theirs.close()
+    (record,) = task.history
+    assert (record.ok, record.result) == (True, "b'x'")
+    assert sim.shutdown() is True
+
+
+@pytest.mark.parametrize("deaf", [False, True], ids=["cancellable", "deaf"])
+def test_a_task_left_on_the_loop_is_ended_at_shutdown_without_a_real_wait(deaf: bool) -> None:
+    """The shutdown gives what a coroutine left on its loop a second to end: on this
+    clock a second that a task deaf to its cancellation sleeps through is skipped."""
+    ended: list[str] = []
+
+    async def ticks() -> None:
+        while True:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                ended.append("cancelled")
+                if not deaf:
+                    raise
+
+    left: list[asyncio.Task[None]] = []
+
+    async def starts() -> None:
+        left.append(asyncio.get_running_loop().create_task(ticks()))
+
+    sim = Simulation(workers=1)
+    sim.schedule("starts", OneTime(delay=0), action=starts)
+    on_a_thread(lambda run: run(), sim)
+    closer = threading.Thread(target=sim.shutdown, daemon=True)
+    closer.start()
+    closer.join(BOUND)
+    assert not closer.is_alive()
+    assert ended == ["cancelled"]
+    assert left[0].done() is not deaf
