@@ -47,7 +47,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from lldsched.core.results import end_left_tasks, result_text
+from lldsched.core.results import awaited, end_left_tasks, result_text
 from lldsched.core.runs import cancelled_error
 from lldsched.errors import CANCELLED_INSIDE, error_text
 
@@ -96,7 +96,7 @@ async def _complete(awaitable: Any, timeout: float | None) -> Awaited:
 
     future = None
     try:
-        future = asyncio.ensure_future(awaitable)
+        future = asyncio.ensure_future(awaited(awaitable))
         value = await asyncio.wait_for(future, timeout)
     except (Exception, asyncio.CancelledError) as exc:
         return _failed(exc, future, timeout)
@@ -186,7 +186,7 @@ class PrivateLoop:
         # _complete does): the run takes one turn of the loop, not three (bench).
         future = None
         try:
-            future = asyncio.ensure_future(awaitable, loop=loop)
+            future = asyncio.ensure_future(awaited(awaitable), loop=loop)
             value = loop.run_until_complete(asyncio.wait_for(future, timeout))
         except (Exception, asyncio.CancelledError) as exc:
             return _failed(exc, future, timeout)

@@ -554,6 +554,8 @@ class CoroutineRunner(LoopShutdown):
             return
         try:
             value = await flight.awaitable
+            while value is not None and must_await(value):  # results.awaited, inline:
+                value = await value  # no second coroutine a run
         except BaseException as exc:  # user failures become data, KeyboardInterrupt too
             import asyncio  # imported by _start_loop (a look-up, on this path only)
 
