@@ -2,7 +2,8 @@
 nothing outside the loop can end (``lldsched/sim/looptime.py``).  Before, an
 ``await asyncio.sleep(3600)`` in a simulated run slept a real hour, and a task's
 ``timeout`` cut a hung coroutine only after that many real seconds.  A wait on real work
-(a thread of ``asyncio.to_thread``, a socket) is still waited for, in real time.
+(a thread of ``asyncio.to_thread``, a socket) is still waited for, in real time.  And a
+coroutine deaf to its timeout's cancellation no longer holds the simulation for ever.
 
 Each simulation runs on a thread joined within a bound: before the fix, the join ran out
 (the run was still asleep) and the test failed there, not an hour later."""
@@ -35,7 +36,7 @@ def on_a_thread(drive: Callable[[Callable[[], object]], object], sim: Simulation
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     thread.join(BOUND)
-    assert not thread.is_alive(), "the simulation waited on real time"
+    assert not thread.is_alive(), "run_for did not return: it waited on real time, or for ever"
     assert not failed, failed
 
 
@@ -172,3 +173,68 @@ def test_a_task_left_on_the_loop_is_ended_at_shutdown_without_a_real_wait(deaf: 
     assert not closer.is_alive()
     assert ended == ["cancelled"]
     assert left[0].done() is not deaf
+
+
+@PATHS
+def test_a_coroutine_deaf_to_its_timeout_is_cut_there_and_the_simulation_goes_on(
+    drive: Callable[[Callable[[], object]], object],
+) -> None:
+    """``asyncio.wait_for`` waited for the cancelled coroutine to end: one that swallows
+    its ``CancelledError`` held ``run_for`` for ever.  Now it is recorded timed out at
+    its timeout and left on the loop, as the threaded runtime leaves it, and its next
+    cancellation (the shutdown's) is swallowed as well."""
+    cancellations: list[int] = []
+
+    async def deaf() -> None:
+        while True:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                cancellations.append(1)
+
+    async def quick() -> str:
+        return "done"
+
+    sim = Simulation(workers=1)
+    hung = sim.schedule(
+        "deaf", OneTime(delay=0), action=deaf, timeout=5, retry=RetryPolicy(max_attempts=1)
+    )
+    after = sim.schedule("after", OneTime(delay=60), action=quick)
+    on_a_thread(drive, sim)
+    assert [(r.timed_out, r.error, r.finished - r.started) for r in hung.history] == [
+        (True, "TimeoutError: cancelled at its 5 s timeout", 5)
+    ]
+    assert hung.status is TaskStatus.FAILED
+    assert [(r.ok, r.result) for r in after.history] == [(True, "'done'")]
+    closer = threading.Thread(target=sim.shutdown, daemon=True)
+    closer.start()
+    closer.join(BOUND)
+    assert not closer.is_alive() and len(cancellations) == 2
+
+
+@PATHS
+@pytest.mark.parametrize("ends", ["returns", "raises"])
+def test_a_coroutine_that_ends_its_own_way_once_cut_is_recorded_timed_out_as_on_threads(
+    drive: Callable[[Callable[[], object]], object], ends: str
+) -> None:
+    """It returned a value (or raised) from its ``except CancelledError``: the simulation
+    recorded that, as if it had not been cut; the threaded runtime records the cut."""
+
+    async def swallows() -> str:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            if ends == "raises":
+                raise RuntimeError("rollback failed") from None
+        return "went on"
+
+    sim = Simulation(workers=1)
+    task = sim.schedule(
+        "swallows", OneTime(delay=0), action=swallows, timeout=5,
+        retry=RetryPolicy(max_attempts=1),
+    )  # fmt: skip
+    on_a_thread(drive, sim)
+    (record,) = task.history
+    assert (record.ok, record.timed_out, record.result) == (False, True, None)
+    assert record.finished - record.started == 5
+    assert sim.shutdown() is True

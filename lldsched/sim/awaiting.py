@@ -77,16 +77,46 @@ action that itself runs on that simulation's :class:`LoopThread`: waiting there 
 that thread's loop would wait for itself."""
 
 
-def _failed(exc: BaseException, future: Any, timeout: float | None) -> Awaited:
-    """What awaiting ``future`` (None: never made) produced, when it raised ``exc``
-    (an ``Exception`` or asyncio's ``CancelledError``): both paths' one reading."""
-    if isinstance(exc, TimeoutError):
-        if future is not None and future.cancelled():  # wait_for's, not its own
-            assert timeout is not None  # wait_for cuts only with a timeout
-            return cancelled_error(timeout), None, True
-    elif not isinstance(exc, Exception):  # CancelledError, not wait_for's: its own
+class _Cut(Exception):
+    """Raised by :func:`_bounded` when the run was still going at its timeout."""
+
+
+def _failed(exc: BaseException, timeout: float | None) -> Awaited:
+    """What awaiting a run produced, when it raised ``exc`` (an ``Exception`` or
+    asyncio's ``CancelledError``): both paths' one reading."""
+    if isinstance(exc, _Cut):
+        assert timeout is not None  # cut only at a timeout
+        return cancelled_error(timeout), None, True
+    if not isinstance(exc, Exception):  # CancelledError, not the cut's: its own
         return CANCELLED_INSIDE, None, False
     return error_text(exc), None, False
+
+
+async def _bounded(future: Any, timeout: float | None) -> object:
+    """What ``future`` (a run's task) gives, or :class:`_Cut` at ``timeout`` (on the
+    loop's clock), once it is cancelled and has ended, or has had
+    :data:`LEFT_TASKS_WAIT` to: a coroutine deaf to its cancellation is left on the loop
+    (the shutdown cancels it again), and the simulation goes on.  ``asyncio.wait_for``,
+    used before, waits for the cancelled task to end, so such a coroutine held
+    ``run_for`` for ever (the threaded runtime goes on without it: it records it when
+    it ends, or at its shutdown).  Whatever it ends with after its cut (an error on its
+    way out, a value) is read here, not recorded: the run was cut at its timeout."""
+    if timeout is None:
+        return await future  # cancelling this cancels the run too
+    import asyncio  # imported already: its caller made the loop
+
+    try:
+        done, _ = await asyncio.wait((future,), timeout=timeout)
+    except BaseException:  # cancelled itself (a Ctrl-C on the caller's thread): so is the run
+        future.cancel()
+        raise
+    if done:
+        return future.result()
+    future.cancel()
+    await asyncio.wait((future,), timeout=LEFT_TASKS_WAIT)
+    if future.done() and not future.cancelled():
+        future.exception()  # read, so that asyncio does not log it as never retrieved
+    raise _Cut
 
 
 async def _complete(awaitable: Any, timeout: float | None) -> Awaited:
@@ -94,12 +124,10 @@ async def _complete(awaitable: Any, timeout: float | None) -> Awaited:
     :class:`LoopThread`'s loop (which makes the future on its own thread)."""
     import asyncio  # imported already: its caller made the loop
 
-    future = None
     try:
-        future = asyncio.ensure_future(awaited(awaitable))
-        value = await asyncio.wait_for(future, timeout)
+        value = await _bounded(asyncio.ensure_future(awaited(awaitable)), timeout)
     except (Exception, asyncio.CancelledError) as exc:
-        return _failed(exc, future, timeout)
+        return _failed(exc, timeout)
     return None, result_text(value), False
 
 
@@ -187,9 +215,9 @@ class PrivateLoop:
         future = None
         try:
             future = asyncio.ensure_future(awaited(awaitable), loop=loop)
-            value = loop.run_until_complete(asyncio.wait_for(future, timeout))
+            value = loop.run_until_complete(_bounded(future, timeout))
         except (Exception, asyncio.CancelledError) as exc:
-            return _failed(exc, future, timeout)
+            return _failed(exc, timeout)
         except BaseException:  # a Ctrl-C (or exit) out of the loop: nothing left on it
             _unwind(asyncio, loop, future)
             raise
