@@ -19,7 +19,8 @@ socket, a subprocess's pipe: anything but its own wake-up pipe) or a call of
 ``run_in_executor`` in flight (``asyncio.to_thread``, ``getaddrinfo``).  What another
 thread completes by other means (a ``concurrent.futures.Future`` wrapped with
 ``asyncio.wrap_future``, ``run_coroutine_threadsafe`` onto another loop, a bare
-``call_soon_threadsafe``) is not seen: a timer due before it fires at once.
+``call_soon_threadsafe``, the exit of a subprocess started without pipes, which a
+watcher thread reports) is not seen: a timer due before it fires at once.
 
 A plain ``SelectorEventLoop`` on every platform (Windows' default, the proactor, has
 no selector to wrap: there a coroutine action cannot start a subprocess).  Imported at
