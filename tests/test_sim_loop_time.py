@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pytest
 
-from lldsched import OneTime, RetryPolicy, Simulation, TaskStatus
+from lldsched import OneTime, RetryPolicy, ScheduledTask, Simulation, TaskStatus
 from tests.test_sim_running_loop import PATHS
 
 BOUND = 60.0  # seconds a join waits for a simulation that should take next to none
@@ -38,6 +38,35 @@ def on_a_thread(drive: Callable[[Callable[[], object]], object], sim: Simulation
     thread.join(BOUND)
     assert not thread.is_alive(), "run_for did not return: it waited on real time, or for ever"
     assert not failed, failed
+
+
+def one_attempt(
+    sim: Simulation, name: str, action: Callable[..., object], timeout: float, *args: object
+) -> ScheduledTask:
+    """A one-off coroutine task due at once, with ``timeout`` and no retry."""
+    return sim.schedule(
+        name, OneTime(delay=0), action=action, args=args, timeout=timeout,
+        retry=RetryPolicy(max_attempts=1),
+    )  # fmt: skip
+
+
+def shut_down_within_bound(sim: Simulation) -> None:
+    closer = threading.Thread(target=sim.shutdown, daemon=True)
+    closer.start()
+    closer.join(BOUND)
+    assert not closer.is_alive()
+
+
+async def ticks(cancellations: list[str], deaf: bool) -> None:
+    """Sleeps ten seconds at a time for ever, noting each cancellation; ``deaf``: it
+    swallows them and goes on."""
+    while True:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancellations.append("cancelled")
+            if not deaf:
+                raise
 
 
 @PATHS
@@ -101,10 +130,7 @@ def test_a_coroutine_awaiting_a_thread_is_not_cut_while_the_thread_works(
     releaser = threading.Thread(target=releases)
     releaser.start()
     sim = Simulation(workers=1)
-    task = sim.schedule(
-        "threaded", OneTime(delay=0), action=awaits_a_thread, timeout=1,
-        retry=RetryPolicy(max_attempts=1),
-    )  # fmt: skip
+    task = one_attempt(sim, "threaded", awaits_a_thread, 1)
     on_a_thread(drive, sim)
     releaser.join(BOUND)
     (record,) = task.history
@@ -130,9 +156,7 @@ def test_a_coroutine_awaiting_a_socket_is_not_cut_while_it_waits(
     sender = threading.Thread(target=lambda: waiting.wait(BOUND) and theirs.send(b"x"))
     sender.start()
     sim = Simulation(workers=1)
-    task = sim.schedule(
-        "reads", OneTime(delay=0), action=reads, timeout=1, retry=RetryPolicy(max_attempts=1)
-    )
+    task = one_attempt(sim, "reads", reads, 1)
     try:
         on_a_thread(drive, sim)
     finally:
@@ -149,28 +173,15 @@ def test_a_task_left_on_the_loop_is_ended_at_shutdown_without_a_real_wait(deaf: 
     """The shutdown gives what a coroutine left on its loop a second to end: on this
     clock a second that a task deaf to its cancellation sleeps through is skipped."""
     ended: list[str] = []
-
-    async def ticks() -> None:
-        while True:
-            try:
-                await asyncio.sleep(10)
-            except asyncio.CancelledError:
-                ended.append("cancelled")
-                if not deaf:
-                    raise
-
     left: list[asyncio.Task[None]] = []
 
     async def starts() -> None:
-        left.append(asyncio.get_running_loop().create_task(ticks()))
+        left.append(asyncio.get_running_loop().create_task(ticks(ended, deaf)))
 
     sim = Simulation(workers=1)
     sim.schedule("starts", OneTime(delay=0), action=starts)
     on_a_thread(lambda run: run(), sim)
-    closer = threading.Thread(target=sim.shutdown, daemon=True)
-    closer.start()
-    closer.join(BOUND)
-    assert not closer.is_alive()
+    shut_down_within_bound(sim)
     assert ended == ["cancelled"]
     assert left[0].done() is not deaf
 
@@ -183,22 +194,13 @@ def test_a_coroutine_deaf_to_its_timeout_is_cut_there_and_the_simulation_goes_on
     its ``CancelledError`` held ``run_for`` for ever.  Now it is recorded timed out at
     its timeout and left on the loop, as the threaded runtime leaves it, and its next
     cancellation (the shutdown's) is swallowed as well."""
-    cancellations: list[int] = []
-
-    async def deaf() -> None:
-        while True:
-            try:
-                await asyncio.sleep(10)
-            except asyncio.CancelledError:
-                cancellations.append(1)
+    cancellations: list[str] = []
 
     async def quick() -> str:
         return "done"
 
     sim = Simulation(workers=1)
-    hung = sim.schedule(
-        "deaf", OneTime(delay=0), action=deaf, timeout=5, retry=RetryPolicy(max_attempts=1)
-    )
+    hung = one_attempt(sim, "deaf", ticks, 5, cancellations, True)
     after = sim.schedule("after", OneTime(delay=60), action=quick)
     on_a_thread(drive, sim)
     assert [(r.timed_out, r.error, r.finished - r.started) for r in hung.history] == [
@@ -206,10 +208,8 @@ def test_a_coroutine_deaf_to_its_timeout_is_cut_there_and_the_simulation_goes_on
     ]
     assert hung.status is TaskStatus.FAILED
     assert [(r.ok, r.result) for r in after.history] == [(True, "'done'")]
-    closer = threading.Thread(target=sim.shutdown, daemon=True)
-    closer.start()
-    closer.join(BOUND)
-    assert not closer.is_alive() and len(cancellations) == 2
+    shut_down_within_bound(sim)
+    assert cancellations == ["cancelled", "cancelled"]
 
 
 @PATHS
@@ -229,10 +229,7 @@ def test_a_coroutine_that_ends_its_own_way_once_cut_is_recorded_timed_out_as_on_
         return "went on"
 
     sim = Simulation(workers=1)
-    task = sim.schedule(
-        "swallows", OneTime(delay=0), action=swallows, timeout=5,
-        retry=RetryPolicy(max_attempts=1),
-    )  # fmt: skip
+    task = one_attempt(sim, "swallows", swallows, 5)
     on_a_thread(drive, sim)
     (record,) = task.history
     assert (record.ok, record.timed_out, record.result) == (False, True, None)
