@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
 
 from lldsched import OneTime, RetryPolicy, ScheduledTask, Simulation, TaskStatus
-from tests.test_sim_running_loop import PATHS
+from tests.test_sim_running_loop import PATHS, in_loop
 
 BOUND = 60.0  # seconds a join waits for a simulation that should take next to none
 
@@ -235,3 +236,31 @@ def test_a_coroutine_that_ends_its_own_way_once_cut_is_recorded_timed_out_as_on_
     assert (record.ok, record.timed_out, record.result) == (False, True, None)
     assert record.finished - record.started == 5
     assert sim.shutdown() is True
+
+
+def test_between_runs_the_loop_thread_does_not_drive_a_task_left_there_round_its_sleeps() -> None:
+    """The simulation's loop thread runs for ever; it skipped its waits between runs too,
+    so a heartbeat a coroutine action left there (sleeping an hour at a time) was driven
+    round its sleeps as fast as the thread could go, while nothing was simulated."""
+    beats: list[int] = []
+    left: list[asyncio.Task[None]] = []
+
+    async def heartbeat() -> None:
+        while True:
+            await asyncio.sleep(3600)
+            beats.append(1)
+
+    async def starts() -> None:
+        left.append(asyncio.get_running_loop().create_task(heartbeat()))
+
+    async def ahead() -> float:  # how far the loop's clock is ahead of the monotonic one
+        return asyncio.get_running_loop().time() - time.monotonic()
+
+    sim = Simulation(workers=1)
+    sim.schedule("starts", OneTime(delay=0), action=starts)
+    in_loop(lambda: sim.run_for(60))  # on the simulation's loop thread
+    loop = left[0].get_loop()
+    skipped = [asyncio.run_coroutine_threadsafe(ahead(), loop).result(BOUND) for _ in range(20)]
+    assert beats == []
+    assert max(skipped) - min(skipped) < 1  # its clock kept pace with the monotonic one
+    shut_down_within_bound(sim)

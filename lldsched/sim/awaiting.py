@@ -124,10 +124,14 @@ async def _complete(awaitable: Any, timeout: float | None) -> Awaited:
     :class:`LoopThread`'s loop (which makes the future on its own thread)."""
     import asyncio  # imported already: its caller made the loop
 
+    loop: Any = asyncio.get_running_loop()  # the LoopThread's SkippingLoop
+    loop.skips = True  # while this run is awaited: not between runs
     try:
         value = await _bounded(asyncio.ensure_future(awaited(awaitable)), timeout)
     except (Exception, asyncio.CancelledError) as exc:
         return _failed(exc, timeout)
+    finally:
+        loop.skips = False
     return None, result_text(value), False
 
 
@@ -163,7 +167,7 @@ class LoopThread:
     def __init__(self) -> None:
         from lldsched.sim.looptime import SkippingLoop
 
-        self.loop = SkippingLoop()
+        self.loop = SkippingLoop(skips=False)  # it skips while a run is awaited (_complete)
         self.thread = threading.Thread(
             target=self._serve, name=f"lldsched-sim-loop-{next(_NUMBERS)}", daemon=True
         )
@@ -173,6 +177,7 @@ class LoopThread:
     def _serve(self) -> None:
         try:
             self.loop.run_forever()
+            self.loop.skips = True
             end_left_tasks(self.loop, LEFT_TASKS_WAIT)
         finally:
             self.loop.close()

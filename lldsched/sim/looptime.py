@@ -47,8 +47,9 @@ class _SkippingSelector(selectors.BaseSelector):
     """The real selector, except that a wait the loop need not sleep through is skipped:
     :attr:`skipped` grows by it and nothing is returned, as if it had timed out."""
 
-    def __init__(self) -> None:
+    def __init__(self, skips: bool) -> None:
         self._real = selectors.DefaultSelector()
+        self.skips = skips  # False: every wait is slept for real (see SkippingLoop.skips)
         self.skipped = 0.0  # seconds the loop's clock is ahead of the monotonic clock
         self.calls = 0  # run_in_executor calls whose result the loop has not yet had
 
@@ -64,7 +65,13 @@ class _SkippingSelector(selectors.BaseSelector):
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         # One descriptor is the loop's own wake-up pipe: with it alone, nothing it
         # watches can end the wait but a timer (or a call_soon_threadsafe: polled).
-        if timeout is None or timeout <= 0 or self.calls or len(self._real.get_map()) > 1:
+        if (
+            timeout is None
+            or timeout <= 0
+            or not self.skips
+            or self.calls
+            or len(self._real.get_map()) > 1
+        ):
             return self._real.select(timeout)
         ready = self._real.select(0)
         if not ready:
@@ -80,11 +87,25 @@ class _SkippingSelector(selectors.BaseSelector):
 
 class SkippingLoop(asyncio.SelectorEventLoop):
     """An event loop whose clock skips the waits nothing outside it can end (see the
-    module)."""
+    module), while :attr:`skips` is True.
 
-    def __init__(self) -> None:
-        self._skipping = _SkippingSelector()
+    A loop that turns only while a run is awaited (``run_until_complete`` on the
+    caller's thread) always skips.  One that runs for ever on a thread of its own (the
+    simulation's ``LoopThread``) skips only while it runs a run, or ends what is left on
+    it: between runs, a task a coroutine action left there (a heartbeat that sleeps in
+    a loop) would otherwise be driven round its sleeps as fast as the thread can go."""
+
+    def __init__(self, *, skips: bool = True) -> None:
+        self._skipping = _SkippingSelector(skips)
         super().__init__(self._skipping)
+
+    @property
+    def skips(self) -> bool:
+        return self._skipping.skips
+
+    @skips.setter
+    def skips(self, value: bool) -> None:
+        self._skipping.skips = value
 
     def time(self) -> float:
         return time.monotonic() + self._skipping.skipped
