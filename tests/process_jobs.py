@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from lldsched import RunContext
@@ -112,6 +112,12 @@ async def later(n: int) -> int:
     """An async action: the child awaits it."""
     await asyncio.sleep(0)
     return 2 * n
+
+
+async def later_forgotten(n: int) -> Awaitable[int]:
+    """An async action that returns a coroutine, its ``await`` forgotten: the child
+    awaits that too."""
+    return later(n)
 
 
 async def pid_later() -> int:

@@ -81,6 +81,79 @@ def test_a_plain_function_that_returns_a_coroutine_is_awaited_too(
     assert task.history[0].ok and task.history[0].result == "42"
 
 
+async def forgets_await(n: int) -> Awaitable[int]:
+    """``return double(n)`` where ``return await double(n)`` was meant."""
+    return double(n)
+
+
+def test_a_coroutine_that_returns_a_coroutine_has_it_awaited_too(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    """It was recorded a success with "<coroutine object double at 0x...>", the body it
+    returned never run (asyncio warned of it only when it was collected)."""
+
+    async def twice_forgotten(n: int) -> Awaitable[Awaitable[int]]:
+        return forgets_await(n)
+
+    scheduler = make_scheduler(clock=clock)
+    once = scheduler.schedule("once", forgets_await, OneTime(delay=0), args=(21,))
+    twice = scheduler.schedule("twice", twice_forgotten, OneTime(delay=0), args=(4,))
+    handed = scheduler.schedule("handed", lambda: forgets_await(1), OneTime(delay=0))
+    settle(scheduler)
+    assert [(t.history[0].ok, t.history[0].result) for t in (once, twice, handed)] == [
+        (True, "42"),
+        (True, "8"),
+        (True, "2"),
+    ]
+
+
+def test_a_coroutine_a_coroutine_returned_is_cancelled_at_the_timeout_and_its_errors_fail(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    started, stopped = threading.Event(), threading.Event()
+
+    async def returns_forever() -> Awaitable[None]:
+        return forever(started, stopped)
+
+    async def raises() -> None:
+        raise ConnectionError("refused")
+
+    async def returns_raises() -> Awaitable[None]:
+        return raises()
+
+    scheduler = make_scheduler(clock=clock)
+    hung = scheduler.schedule(
+        "hung", returns_forever, OneTime(delay=0), timeout=0.05, retry=RetryPolicy(max_attempts=1)
+    )
+    failed = scheduler.schedule(
+        "failed", returns_raises, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
+    )
+    settle(scheduler)
+    assert stopped.is_set()
+    assert (hung.history[0].timed_out, hung.history[0].error) == (
+        True,
+        "TimeoutError: cancelled at its 0.05 s timeout",
+    )
+    assert failed.history[0].error == "ConnectionError: refused"
+
+
+def test_in_the_simulation_a_coroutine_that_returns_a_coroutine_has_it_awaited(
+    clock: FakeClock,
+) -> None:
+    sim = Simulation(start=clock.now())
+    task = sim.schedule("once", OneTime(delay=0), action=forgets_await, args=(21,))
+    sim.run(clock.now() + 1)
+    assert (task.history[0].ok, task.history[0].result) == (True, "42")
+
+    async def drive() -> None:
+        sim.schedule("in-loop", OneTime(delay=0), action=forgets_await, args=(2,))
+        sim.run(clock.now() + 2)
+
+    asyncio.run(drive())  # on the simulation's loop thread: the same
+    assert [r.result for r in sim.records()] == ["42", "4"]
+    sim.shutdown()
+
+
 def test_an_unshared_scheduler_asks_no_lease_of_a_run_handed_to_the_loop(
     make_scheduler: SchedulerFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

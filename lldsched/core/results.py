@@ -8,8 +8,10 @@ store reads back data, never code).  ``None`` stays ``None``.
 A return value that is **awaitable** (a coroutine from an ``async def`` action, a
 future, anything with ``__await__``: :func:`must_await`) is not a result yet: the
 runtime awaits it (the threaded runtime on its event loop, the simulation on a
-private loop) and records what *that* produced.  No awaitable is ever recorded as
-a success without being awaited.  What such a run started and left on that loop (a
+private loop) and records what *that* produced, and so on while what it produced is
+awaitable too (:func:`awaited`: a coroutine that returns ``fetch()`` where it meant
+``return await fetch()``).  No awaitable is ever recorded as a success without being
+awaited.  What such a run started and left on that loop (a
 background task) is cancelled when the runtime closes the loop (:func:`end_left_tasks`).
 """
 
@@ -23,7 +25,7 @@ from lldsched.errors import escaped
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["RESULT_LIMIT", "end_left_tasks", "must_await", "result_text"]
+__all__ = ["RESULT_LIMIT", "awaited", "end_left_tasks", "must_await", "result_text"]
 
 RESULT_LIMIT = 200
 """The longest result text a record keeps, in characters (a longer ``repr`` is cut
@@ -109,6 +111,22 @@ def _head(value: object, budget: int, active: set[int]) -> str:
 def must_await(value: object) -> bool:
     """True when ``value`` is awaitable: it is run to completion, not recorded as is."""
     return inspect.isawaitable(value)
+
+
+async def awaited(awaitable: Any) -> object:
+    """What awaiting ``awaitable`` gives, awaited again while that is awaitable: the
+    value a run records.  A coroutine action that returns a coroutine (``return
+    fetch()``, the ``await`` forgotten) was recorded a success with
+    ``'<coroutine object fetch at 0x...>'``, its body never run, and asyncio warned
+    "coroutine 'fetch' was never awaited" only when it was collected; a plain function
+    that returns one has it awaited (:func:`must_await`), and so now has a coroutine
+    (docs/DECISIONS.md, "An awaitable a coroutine returns is awaited too").  The
+    threaded event loop writes this out in its one task a run
+    (``CoroutineRunner._drive``)."""
+    value = await awaitable
+    while value is not None and must_await(value):
+        value = await value
+    return value
 
 
 def end_left_tasks(loop: asyncio.AbstractEventLoop, wait: float) -> None:

@@ -4,7 +4,11 @@ A simulated run calls its real action (for its side effects) when it starts.  An
 ``async def`` action returns a coroutine, which is not a result yet: it is run to
 completion here, on a private event loop owned by the simulation (created at the
 first coroutine, closed with the simulation), before the run goes on.  Its wall
-time does not count: the run takes its *simulated* duration, as any action.
+time does not count: the run takes its *simulated* duration, as any action.  Nor does
+it wait on real time for nothing: both loops are instances of
+:class:`~lldsched.sim.looptime.SkippingLoop`, whose clock skips a wait only a timer can
+end (an ``asyncio.sleep``, a timeout), so a coroutine that sleeps an hour runs at once;
+a wait on real work (a thread of ``asyncio.to_thread``, a socket) is waited for.
 
 **Where that loop runs.**  On the caller's thread, when no event loop runs there (a
 script, a test): ``loop.run_until_complete``, nothing else.  A thread that already
@@ -30,9 +34,10 @@ keeps the process alive (docs/DECISIONS.md, "A coroutine action runs whatever lo
 caller's thread runs").
 
 As in the threaded runtime, a coroutine's timeout is enforced: one still running
-after its task's timeout (in wall seconds, here) is cancelled and its run is
-recorded ``timed_out``; and a simulated duration over the timeout is cut at the
-timeout (see :meth:`lldsched.sim.simulation.Simulation.schedule`).
+after its task's timeout on its loop's clock (real seconds it waited on real work, plus
+those the clock skipped) is cancelled and its run is recorded ``timed_out``; and a
+simulated duration over the timeout is cut at the timeout (see
+:meth:`lldsched.sim.simulation.Simulation.schedule`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from lldsched.core.results import end_left_tasks, result_text
+from lldsched.core.results import awaited, end_left_tasks, result_text
 from lldsched.core.runs import cancelled_error
 from lldsched.errors import CANCELLED_INSIDE, error_text
 
@@ -55,9 +60,11 @@ Awaited = tuple["str | None", "str | None", bool]
 """What awaiting produced: error text, result text, timed out."""
 
 LEFT_TASKS_WAIT = 1.0
-"""Wall seconds a closing loop gives the tasks a coroutine action left on it to end once
-cancelled (:func:`~lldsched.core.results.end_left_tasks`): the threaded runtime's
-``CANCEL_GRACE``.  Only a task deaf to its cancellation takes it."""
+"""Seconds, on the loop's clock, a closing loop gives the tasks a coroutine action left
+on it to end once cancelled (:func:`~lldsched.core.results.end_left_tasks`): the
+threaded runtime's ``CANCEL_GRACE``.  Only a task deaf to its cancellation takes it,
+and it takes real time only while such a task waits on real work (the clock skips the
+rest: :mod:`~lldsched.sim.looptime`)."""
 
 _NUMBERS = itertools.count(1)  # the helper threads' names: lldsched-sim-loop-<n>
 
@@ -70,16 +77,46 @@ action that itself runs on that simulation's :class:`LoopThread`: waiting there 
 that thread's loop would wait for itself."""
 
 
-def _failed(exc: BaseException, future: Any, timeout: float | None) -> Awaited:
-    """What awaiting ``future`` (None: never made) produced, when it raised ``exc``
-    (an ``Exception`` or asyncio's ``CancelledError``): both paths' one reading."""
-    if isinstance(exc, TimeoutError):
-        if future is not None and future.cancelled():  # wait_for's, not its own
-            assert timeout is not None  # wait_for cuts only with a timeout
-            return cancelled_error(timeout), None, True
-    elif not isinstance(exc, Exception):  # CancelledError, not wait_for's: its own
+class _Cut(Exception):
+    """Raised by :func:`_bounded` when the run was still going at its timeout."""
+
+
+def _failed(exc: BaseException, timeout: float | None) -> Awaited:
+    """What awaiting a run produced, when it raised ``exc`` (an ``Exception`` or
+    asyncio's ``CancelledError``): both paths' one reading."""
+    if isinstance(exc, _Cut):
+        assert timeout is not None  # cut only at a timeout
+        return cancelled_error(timeout), None, True
+    if not isinstance(exc, Exception):  # CancelledError, not the cut's: its own
         return CANCELLED_INSIDE, None, False
     return error_text(exc), None, False
+
+
+async def _bounded(future: Any, timeout: float | None) -> object:
+    """What ``future`` (a run's task) gives, or :class:`_Cut` at ``timeout`` (on the
+    loop's clock), once it is cancelled and has ended, or has had
+    :data:`LEFT_TASKS_WAIT` to: a coroutine deaf to its cancellation is left on the loop
+    (the shutdown cancels it again), and the simulation goes on.  ``asyncio.wait_for``,
+    used before, waits for the cancelled task to end, so such a coroutine held
+    ``run_for`` for ever (the threaded runtime goes on without it: it records it when
+    it ends, or at its shutdown).  Whatever it ends with after its cut (an error on its
+    way out, a value) is read here, not recorded: the run was cut at its timeout."""
+    if timeout is None:
+        return await future  # cancelling this cancels the run too
+    import asyncio  # imported already: its caller made the loop
+
+    try:
+        done, _ = await asyncio.wait((future,), timeout=timeout)
+    except BaseException:  # cancelled itself (a Ctrl-C on the caller's thread): so is the run
+        future.cancel()
+        raise
+    if done:
+        return future.result()
+    future.cancel()
+    await asyncio.wait((future,), timeout=LEFT_TASKS_WAIT)
+    if future.done() and not future.cancelled():
+        future.exception()  # read, so that asyncio does not log it as never retrieved
+    raise _Cut
 
 
 async def _complete(awaitable: Any, timeout: float | None) -> Awaited:
@@ -87,12 +124,14 @@ async def _complete(awaitable: Any, timeout: float | None) -> Awaited:
     :class:`LoopThread`'s loop (which makes the future on its own thread)."""
     import asyncio  # imported already: its caller made the loop
 
-    future = None
+    loop: Any = asyncio.get_running_loop()  # the LoopThread's SkippingLoop
+    loop.skips = True  # while this run is awaited: not between runs
     try:
-        future = asyncio.ensure_future(awaitable)
-        value = await asyncio.wait_for(future, timeout)
+        value = await _bounded(asyncio.ensure_future(awaited(awaitable)), timeout)
     except (Exception, asyncio.CancelledError) as exc:
-        return _failed(exc, future, timeout)
+        return _failed(exc, timeout)
+    finally:
+        loop.skips = False
     return None, result_text(value), False
 
 
@@ -126,9 +165,9 @@ class LoopThread:
     :class:`PrivateLoop` that made it closes it, at shutdown or when collected."""
 
     def __init__(self) -> None:
-        import asyncio
+        from lldsched.sim.looptime import SkippingLoop
 
-        self.loop = asyncio.new_event_loop()
+        self.loop = SkippingLoop(skips=False)  # it skips while a run is awaited (_complete)
         self.thread = threading.Thread(
             target=self._serve, name=f"lldsched-sim-loop-{next(_NUMBERS)}", daemon=True
         )
@@ -138,6 +177,7 @@ class LoopThread:
     def _serve(self) -> None:
         try:
             self.loop.run_forever()
+            self.loop.skips = True
             end_left_tasks(self.loop, LEFT_TASKS_WAIT)
         finally:
             self.loop.close()
@@ -161,7 +201,8 @@ class PrivateLoop:
         self._thread: LoopThread | None = None
 
     def run(self, awaitable: Any, timeout: float | None) -> Awaited:
-        """Run ``awaitable`` to completion (cancelled after ``timeout`` wall seconds)."""
+        """Run ``awaitable`` to completion (cancelled after ``timeout`` seconds of its loop's
+        clock)."""
         # Imported at the first coroutine a simulation awaits, not with lldsched.sim (as
         # the threaded runtime's CoroutineRunner._start_loop does: docs/PERFORMANCE.md, "Start-up").
         import asyncio
@@ -170,16 +211,18 @@ class PrivateLoop:
             return self._on_thread(asyncio, awaitable, timeout)
         loop = self._loop
         if loop is None:
-            loop = self._loop = asyncio.new_event_loop()
+            from lldsched.sim.looptime import SkippingLoop
+
+            loop = self._loop = SkippingLoop()
             weakref.finalize(self, loop.close)
         # The future made here, before the loop runs (not by a coroutine on it, as
         # _complete does): the run takes one turn of the loop, not three (bench).
         future = None
         try:
-            future = asyncio.ensure_future(awaitable, loop=loop)
-            value = loop.run_until_complete(asyncio.wait_for(future, timeout))
+            future = asyncio.ensure_future(awaited(awaitable), loop=loop)
+            value = loop.run_until_complete(_bounded(future, timeout))
         except (Exception, asyncio.CancelledError) as exc:
-            return _failed(exc, future, timeout)
+            return _failed(exc, timeout)
         except BaseException:  # a Ctrl-C (or exit) out of the loop: nothing left on it
             _unwind(asyncio, loop, future)
             raise

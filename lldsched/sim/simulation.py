@@ -48,7 +48,9 @@ those two cuts count real seconds ("A deadline that stops a run counts real seco
 run at their simulated instant like any action: the coroutine is run to
 completion on a private event loop (:mod:`lldsched.sim.awaiting`: on the caller's
 thread, or on a thread of the simulation's own when the caller's thread runs an
-event loop, a notebook's or ``asyncio.run``'s) and its wall time does not count.
+event loop, a notebook's or ``asyncio.run``'s) and its wall time does not count.  That
+loop's clock skips the waits only a timer can end, so a coroutine's ``asyncio.sleep``
+and its timeout take no real time (:mod:`lldsched.sim.looptime`).
 A record keeps what an action returned, as text.  A pause, cancel or remove of its
 task cuts a coroutine run in flight, as on threads: it ends at the verb's instant,
 failed (``CancelledError: task paused``, or ``cancelled``).
@@ -963,7 +965,7 @@ class Simulation(SimulationVerbs):
                 error = raised or error
                 timeout = task.timeout
                 # Kept for a re-arm (_retime) when a cut may hide it; else its finish says it
-                # (none once cut in wall time: it ended there).
+                # (none once cut on its loop's clock: it ended there).
                 if timeout is not None and not timed_out:
                     self._uncut[id(run)] = (now, duration, error, result)
                 elif self._uncut:
@@ -1016,13 +1018,13 @@ class Simulation(SimulationVerbs):
         kept with or without a timeout, as the pool counts a deadline given later from
         the child's start too), and for :meth:`_stop_lane`, which ends it at a pause,
         cancel or remove or at a shutdown out of time, as a coroutine run is.
-        ``timed_out``: an awaitable the action returned was cut in wall time at the
-        timeout (it ended there)."""
+        ``timed_out``: an awaitable the action returned was cut on its loop's clock at
+        the timeout (it ended there)."""
         timeout = run.task._options.timeout
         if len(self._awaited) > 2 * len(self._finishes) + 16:
             self._prune_awaited()
         self._awaited[id(run)] = run
-        if timed_out:  # cut in wall time at its timeout: it ended there, never re-armed
+        if timed_out:  # cut on its loop's clock at its timeout: it ended there, never re-armed
             assert timeout is not None  # (the cut is the timeout's)
             return timeout, killed_at_deadline(timeout, timeout, None), result, True
         self._uncut[id(run)] = (now, duration, error, result)

@@ -8,8 +8,9 @@ action (which creates the coroutine and runs none of its body) and runs the
 coroutine as an asyncio task.  Any *other* action that returns an awaitable (a
 plain function returning a coroutine) is called on a worker as usual; the worker
 hands the awaitable here and moves on.  Either way the record is written when the
-awaitable completes: no awaitable is ever recorded as a success without being
-awaited.  A loop task's records carry ``worker == workers`` (the loop's lane,
+awaitable completes, and what it returns is awaited too while it is awaitable
+(:func:`~lldsched.core.results.awaited`): no awaitable is ever recorded as a success
+without being awaited.  A loop task's records carry ``worker == workers`` (the loop's lane,
 one past the threads).  Each coroutine runs in an empty ``contextvars`` context of
 its own: what one run sets, no other run sees.
 
@@ -554,6 +555,8 @@ class CoroutineRunner(LoopShutdown):
             return
         try:
             value = await flight.awaitable
+            while value is not None and must_await(value):  # results.awaited, inline:
+                value = await value  # no second coroutine a run
         except BaseException as exc:  # user failures become data, KeyboardInterrupt too
             import asyncio  # imported by _start_loop (a look-up, on this path only)
 

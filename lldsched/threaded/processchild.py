@@ -19,9 +19,8 @@ import os
 import signal
 import threading
 from multiprocessing.connection import Connection
-from typing import Any
 
-from lldsched.core.results import must_await, result_text
+from lldsched.core.results import awaited, must_await, result_text
 from lldsched.errors import error_text, traceback_text
 from lldsched.importpath import import_callable
 from lldsched.threaded.processwire import Pipe
@@ -53,7 +52,7 @@ def serve(reading: int, writing: int, lifeline: int) -> None:
             if must_await(value):
                 import asyncio  # not with lldsched (docs/PERFORMANCE.md, "Start-up")
 
-                value = asyncio.run(_awaited(value))
+                value = asyncio.run(awaited(value))
             answer = {"result": result_text(value)}
         except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run, as on a thread
             answer = {"error": error_text(exc), "traceback": traceback_text(exc)}
@@ -79,7 +78,3 @@ def _told(connection: Connection, message: bytes) -> bool:
     except BrokenPipeError:
         return False
     return True
-
-
-async def _awaited(value: Any) -> object:
-    return await value

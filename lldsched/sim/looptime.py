@@ -1,0 +1,124 @@
+"""SkippingLoop: the event loop a simulation runs coroutine actions on, whose clock skips
+the time it would sleep.
+
+A discrete-event simulation does not wait on real time: a day replays in a fraction of
+a second.  A coroutine action runs for real (for its side effects), and one that
+awaits ``asyncio.sleep(5)`` (a production job's back-off, a stand-in for work) slept
+five real seconds on a plain loop, and one past its task's ``timeout`` was cut only
+after that many real seconds: ten minutes of a task with ``timeout=1`` whose coroutine
+hung took a real second a retry.  The run's simulated duration is its duration model's
+all the same, so that wait bought nothing.
+
+This loop's clock (``loop.time()``, what ``asyncio.sleep``, ``call_later``,
+``asyncio.wait_for`` and ``asyncio.timeout`` count on) is real monotonic time plus the
+time skipped: when the loop would block with nothing to wait for but its next timer,
+it moves its clock to that timer instead of sleeping (:class:`_SkippingSelector`).  It
+still polls first, so a wake-up already sent is not skipped over.  It sleeps for real
+when something outside the loop may end that wait: a file descriptor it watches (a
+socket, a subprocess's pipe: anything but its own wake-up pipe) or a call of
+``run_in_executor`` in flight (``asyncio.to_thread``, ``getaddrinfo``).  What another
+thread completes by other means (a ``concurrent.futures.Future`` wrapped with
+``asyncio.wrap_future``, ``run_coroutine_threadsafe`` onto another loop, a bare
+``call_soon_threadsafe``, the exit of a subprocess started without pipes, which a
+watcher thread reports) is not seen: a timer due before it fires at once.
+
+A plain ``SelectorEventLoop`` on every platform (Windows' default, the proactor, has
+no selector to wrap: there a coroutine action cannot start a subprocess).  Imported at
+the first coroutine a simulation awaits, with asyncio (docs/PERFORMANCE.md,
+"Start-up").  docs/DECISIONS.md, "A simulation's coroutine sleeps no real time".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import selectors
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any, TypeVar, TypeVarTuple
+
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
+
+__all__ = ["SkippingLoop"]
+
+
+class _SkippingSelector(selectors.BaseSelector):
+    """The real selector, except that a wait the loop need not sleep through is skipped:
+    :attr:`skipped` grows by it and nothing is returned, as if it had timed out."""
+
+    def __init__(self, skips: bool) -> None:
+        self._real = selectors.DefaultSelector()
+        self.skips = skips  # False: every wait is slept for real (see SkippingLoop.skips)
+        self.skipped = 0.0  # seconds the loop's clock is ahead of the monotonic clock
+        self.calls = 0  # run_in_executor calls whose result the loop has not yet had
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        return self._real.register(fileobj, events, data)
+
+    def unregister(self, fileobj: Any) -> selectors.SelectorKey:
+        return self._real.unregister(fileobj)
+
+    def modify(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        return self._real.modify(fileobj, events, data)
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        # One descriptor is the loop's own wake-up pipe: with it alone, nothing it
+        # watches can end the wait but a timer (or a call_soon_threadsafe: polled).
+        if (
+            timeout is None
+            or timeout <= 0
+            or not self.skips
+            or self.calls
+            or len(self._real.get_map()) > 1
+        ):
+            return self._real.select(timeout)
+        ready = self._real.select(0)
+        if not ready:
+            self.skipped += timeout
+        return ready
+
+    def close(self) -> None:
+        self._real.close()
+
+    def get_map(self) -> Any:
+        return self._real.get_map()
+
+
+class SkippingLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock skips the waits nothing outside it can end (see the
+    module), while :attr:`skips` is True.
+
+    A loop that turns only while a run is awaited (``run_until_complete`` on the
+    caller's thread) always skips.  One that runs for ever on a thread of its own (the
+    simulation's ``LoopThread``) skips only while it runs a run, or ends what is left on
+    it: between runs, a task a coroutine action left there (a heartbeat that sleeps in
+    a loop) would otherwise be driven round its sleeps as fast as the thread can go."""
+
+    def __init__(self, *, skips: bool = True) -> None:
+        self._skipping = _SkippingSelector(skips)
+        super().__init__(self._skipping)
+
+    @property
+    def skips(self) -> bool:
+        return self._skipping.skips
+
+    @skips.setter
+    def skips(self, value: bool) -> None:
+        self._skipping.skips = value
+
+    def time(self) -> float:
+        return time.monotonic() + self._skipping.skipped
+
+    def run_in_executor(
+        self, executor: Executor | None, func: Callable[[*Ts], T], *args: *Ts
+    ) -> asyncio.Future[T]:
+        future = super().run_in_executor(executor, func, *args)
+        # Counted until its result is on this loop (the callback runs there, after it):
+        # meanwhile a wait is slept for real, as the call takes real time.
+        self._skipping.calls += 1
+        future.add_done_callback(self._call_over)
+        return future
+
+    def _call_over(self, future: asyncio.Future[Any]) -> None:
+        self._skipping.calls -= 1

@@ -1,0 +1,266 @@
+"""A simulation's coroutine action sleeps no real time: its loop's clock skips the waits
+nothing outside the loop can end (``lldsched/sim/looptime.py``).  Before, an
+``await asyncio.sleep(3600)`` in a simulated run slept a real hour, and a task's
+``timeout`` cut a hung coroutine only after that many real seconds.  A wait on real work
+(a thread of ``asyncio.to_thread``, a socket) is still waited for, in real time.  And a
+coroutine deaf to its timeout's cancellation no longer holds the simulation for ever.
+
+Each simulation runs on a thread joined within a bound: before the fix, the join ran out
+(the run was still asleep) and the test failed there, not an hour later."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from lldsched import OneTime, RetryPolicy, ScheduledTask, Simulation, TaskStatus
+from tests.test_sim_running_loop import PATHS, in_loop
+
+BOUND = 60.0  # seconds a join waits for a simulation that should take next to none
+
+
+def on_a_thread(drive: Callable[[Callable[[], object]], object], sim: Simulation) -> None:
+    """``sim.run_for(86400)`` driven as ``drive`` says, on a thread joined within BOUND."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            drive(lambda: sim.run_for(86400))
+        except BaseException as exc:  # reported by the test's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(BOUND)
+    assert not thread.is_alive(), "run_for did not return: it waited on real time, or for ever"
+    assert not failed, failed
+
+
+def one_attempt(
+    sim: Simulation, name: str, action: Callable[..., object], timeout: float, *args: object
+) -> ScheduledTask:
+    """A one-off coroutine task due at once, with ``timeout`` and no retry."""
+    return sim.schedule(
+        name, OneTime(delay=0), action=action, args=args, timeout=timeout,
+        retry=RetryPolicy(max_attempts=1),
+    )  # fmt: skip
+
+
+def shut_down_within_bound(sim: Simulation) -> None:
+    closer = threading.Thread(target=sim.shutdown, daemon=True)
+    closer.start()
+    closer.join(BOUND)
+    assert not closer.is_alive()
+
+
+async def ticks(cancellations: list[str], deaf: bool) -> None:
+    """Sleeps ten seconds at a time for ever, noting each cancellation; ``deaf``: it
+    swallows them and goes on."""
+    while True:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancellations.append("cancelled")
+            if not deaf:
+                raise
+
+
+@PATHS
+def test_a_coroutine_that_sleeps_an_hour_runs_at_once_and_sees_its_loop_clock_move(
+    drive: Callable[[Callable[[], object]], object],
+) -> None:
+    async def naps() -> float:
+        loop = asyncio.get_running_loop()
+        before = loop.time()
+        await asyncio.sleep(3600)
+        return loop.time() - before
+
+    sim = Simulation(workers=1)
+    task = sim.schedule("naps", OneTime(delay=0), action=naps, duration=5)
+    on_a_thread(drive, sim)
+    (record,) = task.history
+    assert record.ok and float(record.result or 0) >= 3600  # the hour passed on its clock
+    assert record.finished - record.started == 5  # the run still takes its modelled time
+    assert sim.shutdown() is True
+
+
+@PATHS
+def test_a_hung_coroutine_is_cut_at_its_timeout_without_waiting_it_out(
+    drive: Callable[[Callable[[], object]], object],
+) -> None:
+    async def hangs() -> None:
+        await asyncio.sleep(86400)
+
+    sim = Simulation(workers=1)
+    task = sim.schedule(
+        "hangs", OneTime(delay=0), action=hangs, timeout=3600,
+        retry=RetryPolicy(max_attempts=3, initial_backoff=60),
+    )  # fmt: skip
+    on_a_thread(drive, sim)
+    assert [(r.attempt, r.timed_out, r.error) for r in task.history] == [
+        (n, True, "TimeoutError: cancelled at its 3600 s timeout") for n in (1, 2, 3)
+    ]
+    assert [r.finished - r.started for r in task.history] == [3600, 3600, 3600]
+    assert task.status is TaskStatus.FAILED
+    assert sim.shutdown() is True
+
+
+@PATHS
+def test_a_coroutine_awaiting_a_thread_is_not_cut_while_the_thread_works(
+    drive: Callable[[Callable[[], object]], object],
+) -> None:
+    """The skip would have fired the timeout at once; the loop waits for the call."""
+    called, release = threading.Event(), threading.Event()
+
+    def work() -> str:
+        called.set()
+        return "done" if release.wait(BOUND) else "never released"
+
+    async def awaits_a_thread() -> str:
+        return await asyncio.to_thread(work)
+
+    def releases() -> None:
+        if called.wait(BOUND):
+            release.set()
+
+    releaser = threading.Thread(target=releases)
+    releaser.start()
+    sim = Simulation(workers=1)
+    task = one_attempt(sim, "threaded", awaits_a_thread, 1)
+    on_a_thread(drive, sim)
+    releaser.join(BOUND)
+    (record,) = task.history
+    assert (record.ok, record.result) == (True, "'done'")
+    assert sim.shutdown() is True
+
+
+@PATHS
+def test_a_coroutine_awaiting_a_socket_is_not_cut_while_it_waits(
+    drive: Callable[[Callable[[], object]], object],
+) -> None:
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    waiting = threading.Event()
+
+    async def reads() -> bytes:
+        loop = asyncio.get_running_loop()
+        receiving = loop.create_task(loop.sock_recv(ours, 1))
+        await asyncio.sleep(0)  # its reader is registered now
+        waiting.set()
+        return await receiving
+
+    sender = threading.Thread(target=lambda: waiting.wait(BOUND) and theirs.send(b"x"))
+    sender.start()
+    sim = Simulation(workers=1)
+    task = one_attempt(sim, "reads", reads, 1)
+    try:
+        on_a_thread(drive, sim)
+    finally:
+        sender.join(BOUND)
+        ours.close()
+        theirs.close()
+    (record,) = task.history
+    assert (record.ok, record.result) == (True, "b'x'")
+    assert sim.shutdown() is True
+
+
+@pytest.mark.parametrize("deaf", [False, True], ids=["cancellable", "deaf"])
+def test_a_task_left_on_the_loop_is_ended_at_shutdown_without_a_real_wait(deaf: bool) -> None:
+    """The shutdown gives what a coroutine left on its loop a second to end: on this
+    clock a second that a task deaf to its cancellation sleeps through is skipped."""
+    ended: list[str] = []
+    left: list[asyncio.Task[None]] = []
+
+    async def starts() -> None:
+        left.append(asyncio.get_running_loop().create_task(ticks(ended, deaf)))
+
+    sim = Simulation(workers=1)
+    sim.schedule("starts", OneTime(delay=0), action=starts)
+    on_a_thread(lambda run: run(), sim)
+    shut_down_within_bound(sim)
+    assert ended == ["cancelled"]
+    assert left[0].done() is not deaf
+
+
+@PATHS
+def test_a_coroutine_deaf_to_its_timeout_is_cut_there_and_the_simulation_goes_on(
+    drive: Callable[[Callable[[], object]], object],
+) -> None:
+    """``asyncio.wait_for`` waited for the cancelled coroutine to end: one that swallows
+    its ``CancelledError`` held ``run_for`` for ever.  Now it is recorded timed out at
+    its timeout and left on the loop, as the threaded runtime leaves it, and its next
+    cancellation (the shutdown's) is swallowed as well."""
+    cancellations: list[str] = []
+
+    async def quick() -> str:
+        return "done"
+
+    sim = Simulation(workers=1)
+    hung = one_attempt(sim, "deaf", ticks, 5, cancellations, True)
+    after = sim.schedule("after", OneTime(delay=60), action=quick)
+    on_a_thread(drive, sim)
+    assert [(r.timed_out, r.error, r.finished - r.started) for r in hung.history] == [
+        (True, "TimeoutError: cancelled at its 5 s timeout", 5)
+    ]
+    assert hung.status is TaskStatus.FAILED
+    assert [(r.ok, r.result) for r in after.history] == [(True, "'done'")]
+    shut_down_within_bound(sim)
+    assert cancellations == ["cancelled", "cancelled"]
+
+
+@PATHS
+@pytest.mark.parametrize("ends", ["returns", "raises"])
+def test_a_coroutine_that_ends_its_own_way_once_cut_is_recorded_timed_out_as_on_threads(
+    drive: Callable[[Callable[[], object]], object], ends: str
+) -> None:
+    """It returned a value (or raised) from its ``except CancelledError``: the simulation
+    recorded that, as if it had not been cut; the threaded runtime records the cut."""
+
+    async def swallows() -> str:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            if ends == "raises":
+                raise RuntimeError("rollback failed") from None
+        return "went on"
+
+    sim = Simulation(workers=1)
+    task = one_attempt(sim, "swallows", swallows, 5)
+    on_a_thread(drive, sim)
+    (record,) = task.history
+    assert (record.ok, record.timed_out, record.result) == (False, True, None)
+    assert record.finished - record.started == 5
+    assert sim.shutdown() is True
+
+
+def test_between_runs_the_loop_thread_does_not_drive_a_task_left_there_round_its_sleeps() -> None:
+    """The simulation's loop thread runs for ever; it skipped its waits between runs too,
+    so a heartbeat a coroutine action left there (sleeping an hour at a time) was driven
+    round its sleeps as fast as the thread could go, while nothing was simulated."""
+    beats: list[int] = []
+    left: list[asyncio.Task[None]] = []
+
+    async def heartbeat() -> None:
+        while True:
+            await asyncio.sleep(3600)
+            beats.append(1)
+
+    async def starts() -> None:
+        left.append(asyncio.get_running_loop().create_task(heartbeat()))
+
+    async def ahead() -> float:  # how far the loop's clock is ahead of the monotonic one
+        return asyncio.get_running_loop().time() - time.monotonic()
+
+    sim = Simulation(workers=1)
+    sim.schedule("starts", OneTime(delay=0), action=starts)
+    in_loop(lambda: sim.run_for(60))  # on the simulation's loop thread
+    loop = left[0].get_loop()
+    skipped = [asyncio.run_coroutine_threadsafe(ahead(), loop).result(BOUND) for _ in range(20)]
+    assert beats == []
+    assert max(skipped) - min(skipped) < 1  # its clock kept pace with the monotonic one
+    shut_down_within_bound(sim)
