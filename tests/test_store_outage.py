@@ -28,7 +28,8 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.core.storewrites import HELD, HELD_RUNS, OUTAGE_CAP, StoreWrites
+from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP
+from lldsched.core.storewrites import StoreWrites
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.sim import Simulation
 from tests.conftest import settle
