@@ -723,8 +723,8 @@ def at_start(core: SchedulerCore, decided: Mapping[str, float], now: float) -> N
     default = DEFAULT_MISFIRE.grace
     for task in list(core.tasks.values()):  # a decision may cancel a task
         due = task.next_run_at
-        if due is None or due > now or decided.get(task.id) == due:
-            continue
+        if due is None or due > now or (decided and decided.get(task.id) == due):
+            continue  # (``decided and``: none restored, no lookup a task)
         status = task.status
         if status is RETRYING:  # its attempt is owed: it runs first
             decide_misfire(core, task, now, owed=True)
