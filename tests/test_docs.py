@@ -18,7 +18,10 @@
   ``<!-- not run: ... -->`` (a deployment example that needs a server or an app), and
   prints what it shows: the ``# ...`` lines right under a line calling ``print(``
   (under a loop's body, the lines it prints in turn), in the order shown, ``...`` in
-  such a line standing for any text (a pid, a path);
+  such a line standing for any text (a pid, a path); TESTING.md's, one module, each
+  after the ones before it;
+* the runnable blocks of the README, GUIDE, EXTENDING, ASYNCIO, OPERATIONS and TESTING
+  pass a user's ``mypy --strict`` (tests/test_typing_user.py's runner, in one run);
 * every other fenced block is listed in ``NOT_RUN`` with the test that checks it or
   why nothing runs it: OPERATIONS.md's failure log is what its example logs as
   ``service.py``, the ``python -m lldsched`` commands of the shell blocks do what the

@@ -1,8 +1,8 @@
 """docs/TESTING.md stays true: its Python blocks, put together, are a test module that
 pytest runs and passes, every test in it (as a user would run their own).
 
-tests/test_docs.py also runs each block of docs/ after the ones before it (there it
-only defines the tests), and type-checks the module with a user's ``mypy --strict``
+tests/test_docs.py also runs each of its blocks after the ones before it (there they
+only define the tests), and type-checks the module with a user's ``mypy --strict``
 (test_the_examples_users_copy_pass_a_users_mypy_strict, with the other documents'
 examples, in one run); this runs the tests.
 """
