@@ -18,7 +18,10 @@
   ``<!-- not run: ... -->`` (a deployment example that needs a server or an app), and
   prints what it shows: the ``# ...`` lines right under a line calling ``print(``
   (under a loop's body, the lines it prints in turn), in the order shown, ``...`` in
-  such a line standing for any text (a pid, a path);
+  such a line standing for any text (a pid, a path); TESTING.md's, one module, each
+  after the ones before it;
+* the runnable blocks of the README, GUIDE, EXTENDING, ASYNCIO, OPERATIONS and TESTING
+  pass a user's ``mypy --strict`` (tests/test_typing_user.py's runner, in one run);
 * every other fenced block is listed in ``NOT_RUN`` with the test that checks it or
   why nothing runs it: OPERATIONS.md's failure log is what its example logs as
   ``service.py``, the ``python -m lldsched`` commands of the shell blocks do what the
@@ -68,6 +71,7 @@ from tests import jobs
 from tests.forking import in_child
 from tests.test_demo import EXPECTED as DEMO_OUTPUT
 from tests.test_layering import MODULES
+from tests.test_typing_user import kept_folder, user_mypy
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -814,6 +818,13 @@ def python_blocks(path: Path) -> list[tuple[int, str]]:
 
 
 BLOCKS = [(path, line, block) for path in DOCUMENTS for line, block in python_blocks(path)]
+# Documents whose blocks are one module, as they say ("The examples below are one test
+# module"): a block runs after the ones before it, in their namespace, and may use what
+# they defined or imported (its fixtures' classes in its tests' annotations).
+ONE_MODULE = [DOCS / "TESTING.md"]
+# The documents whose examples users copy into projects that mypy checks.
+TYPED = [README, *(DOCS / f"{name}.md" for name in
+                   ("GUIDE", "EXTENDING", "ASYNCIO", "OPERATIONS", "TESTING"))]  # fmt: skip
 
 
 def shown_output(block: str) -> list[str]:
@@ -889,9 +900,55 @@ def test_every_python_block_of_the_documents_runs_and_prints_what_it_shows(
     timed_out = waits_timing_out(monkeypatch)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
+        if path in ONE_MODULE:
+            for before, earlier in python_blocks(path):
+                if before < line:
+                    exec(compile("\n" * (before - 1) + earlier, str(path), "exec"), module.__dict__)
+        out.seek(0)
+        out.truncate()
         exec(compile("\n" * (line - 1) + block, str(path), "exec"), module.__dict__)
     assert unprinted(shown_output(block), out.getvalue().splitlines()) == []
     assert timed_out == [], f"a wait ran out its timeout, waiting for nothing: {timed_out}"
+
+
+def typed_modules() -> dict[str, tuple[Path, str]]:
+    """The Python blocks of the ``TYPED`` documents that run, as a user's files: a file
+    name, its document, and its text, each block on its document's lines (mypy's line
+    is the document's); a block its own module, or a document's blocks one module (one
+    of ``ONE_MODULE``)."""
+    modules: dict[str, tuple[Path, str]] = {}
+    for path in TYPED:
+        stem = path.stem.lower()
+        for line, block in python_blocks(path):
+            name = f"{stem}_md.py" if path in ONE_MODULE else f"{stem}_md_{line}.py"
+            text = modules.get(name, (path, ""))[1]
+            modules[name] = (path, text + "\n" * (line - 1 - text.count("\n")) + block)
+    return modules
+
+
+def test_the_examples_users_copy_pass_a_users_mypy_strict(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Every runnable block of the README, GUIDE, EXTENDING, ASYNCIO, OPERATIONS and
+    TESTING passes ``mypy --strict`` run as a user's project runs it (one run for all,
+    in tests/test_typing_user.py's kept cache).  EXTENDING's decorator called
+    ``datetime.fromtimestamp`` on a ``next_run_at`` that may be None, and most blocks
+    left their functions unannotated, which ``--strict`` refuses."""
+    folder = kept_folder(request, tmp_path)
+    written = folder / "documents"
+    written.mkdir(exist_ok=True)
+    modules = typed_modules()
+    assert len(modules) >= 30, "the documents lost their examples"
+    for name, (_, text) in modules.items():
+        (written / name).write_text(text)  # the same path each run: a block unchanged is
+        # read from mypy's cache
+    errors = user_mypy([written / name for name in modules], folder)
+    named = {(written / name).resolve(): path for name, (path, _) in modules.items()}
+    found = [
+        f"{named[file].relative_to(ROOT)}:{number}:{line.split(':', 2)[2]}"
+        for file, number, line in errors
+    ]
+    assert not found, "\n".join(found)
 
 
 def waits_timing_out(monkeypatch: pytest.MonkeyPatch) -> list[str]:

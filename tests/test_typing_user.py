@@ -96,18 +96,22 @@ WRONG = [
 ]
 
 
-@pytest.fixture
-def folder(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    """Where mypy's cache and the mistakes' file are: kept in pytest's cache folder, or,
-    where pytest keeps none (``-p no:cacheprovider``), a new one."""
+def kept_folder(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """Where mypy's cache (and the files written to be checked) are: kept in pytest's
+    cache folder, or, where pytest keeps none (``-p no:cacheprovider``), a new one.
+    tests/test_docs.py checks the documents' examples in the same cache."""
     cache = getattr(request.config, "cache", None)
     return tmp_path if cache is None else Path(cache.mkdir("typed_user_mypy"))
 
 
-def test_correct_user_code_type_checks_and_every_mistake_is_caught(folder: Path) -> None:
-    wrong = folder / "wrong_usage.py"
-    first = HEADER.count("\n") + 1
-    wrong.write_text(HEADER + "\n".join(WRONG) + "\n")
+@pytest.fixture
+def folder(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    return kept_folder(request, tmp_path)
+
+
+def user_mypy(files: list[Path], folder: Path) -> list[tuple[Path, int, str]]:
+    """``mypy --strict`` on ``files`` as a user's project runs it, in the cache kept in
+    ``folder``: each error's file (resolved), line, and mypy's line saying it."""
     checked = subprocess.run(
         [
             sys.executable, "-m", "mypy",
@@ -116,18 +120,24 @@ def test_correct_user_code_type_checks_and_every_mistake_is_caught(folder: Path)
             "--cache-dir", str(folder / "cache"),
             "--no-error-summary",
             "--show-error-codes",
-            str(PROGRAM),
-            str(wrong),
+            *map(str, files),
         ],
         capture_output=True, text=True, check=False, timeout=300, cwd=ROOT,
         env={**os.environ, "MYPYPATH": str(ROOT)},  # this tree's lldsched, as installed
     )  # fmt: skip
     assert checked.returncode in (0, 1) and not checked.stderr, checked.stderr
-    errors = [
+    return [
         ((ROOT / match.group(1)).resolve(), int(match.group(2)), line)  # ROOT / absolute: it
         for line in checked.stdout.splitlines()
         if (match := re.match(r"(.+?):(\d+): error:", line))
     ]  # mypy names a file under its working folder (ROOT) by its relative path
+
+
+def test_correct_user_code_type_checks_and_every_mistake_is_caught(folder: Path) -> None:
+    wrong = folder / "wrong_usage.py"
+    first = HEADER.count("\n") + 1
+    wrong.write_text(HEADER + "\n".join(WRONG) + "\n")
+    errors = user_mypy([PROGRAM, wrong], folder)
     in_program = [line for path, _, line in errors if path == PROGRAM]
     assert not in_program, "\n".join(in_program)
     flagged = {number for path, number, _ in errors if path == wrong.resolve()}
