@@ -213,6 +213,22 @@ class CatchUp:
             return self._resumed(then, self._moved(record), limit)
         return self.next_run(record, record.finished), ()
 
+    def next_on_grid(
+        self, record: ExecutionRecord, origin: float, limit: int
+    ) -> tuple[float | None, Sequence[float], float]:
+        """:meth:`next_run_and_skipped` for a plan in front of a fixed rate (``inner``),
+        with the task's grid ``origin``, and the origin counted on: where the own
+        schedule answers (the plan's last run hands the task back to it), it answers on
+        that grid (:meth:`FixedRate.next_on_grid
+        <lldsched.schedules.simple.FixedRate.next_on_grid>`), as after any run of its
+        own.  Answered from the run's slot, the slot after a catch-up's last run was
+        ``slot_at(slot, 1)``, a rounding off the grid, where a new grid started."""
+        if self._slots or not (self.spent or self._then is SCHEDULE_DECIDES):
+            due, skipped = self.next_run_and_skipped(record, limit=limit)
+            return due, skipped, origin
+        self.spent = True
+        return self.inner.next_on_grid(self._moved(record), origin, limit)  # type: ignore[attr-defined]
+
     def _resumed(
         self, then: float, record: ExecutionRecord, limit: int
     ) -> tuple[float | None, Sequence[float]]:
