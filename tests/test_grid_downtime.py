@@ -13,11 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, InMemoryTaskStore, Simulation, SqliteTaskStore
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    RetryPolicy,
+    Simulation,
+    SqliteTaskStore,
+)
 from lldsched.core.recovery import after_clock_jump
 from lldsched.persistence import TaskStore
 from lldsched.policies import Misfire, MisfirePolicy
-from lldsched.sim import fixed
+from lldsched.sim import fixed, uniform
 from tests import jobs
 from tests.harness import Harness
 
@@ -77,6 +84,7 @@ def test_restarted_after_downtime_again_and_again_every_slot_is_on_the_first_gri
     assert "missed" in outcomes or "coalesced" in outcomes  # downtime was decided
     assert off_grid(rate, START, slots) == []
     assert row.grid == START
+    assert row.next_run_at is not None
     assert off_grid(rate, START, [row.next_run_at]) == []
 
 
@@ -105,3 +113,35 @@ def test_forward_clock_jumps_keep_every_slot_on_the_first_grid(policy: str, peri
     assert off_grid(rate, START, slots) == []
     assert task.next_run_at is not None
     assert off_grid(rate, START, [task.next_run_at]) == []
+
+
+@pytest.mark.parametrize("policy", ["run_all", "run_once", "skip"])
+def test_restarts_mid_run_with_retries_and_overruns_keep_every_slot_on_the_first_grid(
+    policy: str,
+) -> None:
+    """Runs that fail and are retried, runs that outlast their period (skipped slots),
+    and lives that end while a run is in flight (its attempt owed at the restart, run
+    first, the slot to resume at behind it): every record is a slot of the first grid,
+    and so is the next due slot of a task not awaiting a retry."""
+    rate, misfire = FixedRate(1 / 3 + 0.1), POLICIES[policy]
+    period = rate.period
+    store = InMemoryTaskStore()
+    now = START
+    for life in range(60):
+        sim = Simulation(start=now, store=store, seed=life)
+        if life == 0:
+            sim.schedule(
+                "poll", rate, id="poll", misfire=misfire, duration=uniform(0, 2.5 * period),
+                fails=0.3, retry=RetryPolicy(2, initial_backoff=1.7 * period, max_backoff=4.0),
+            )  # fmt: skip
+        else:  # models are not stored: the restored task takes them again
+            sim.model("poll", duration=uniform(0, 2.5 * period), fails=0.3)
+        now += period * (4 + 0.61 * (life % 7))
+        sim.run(now)
+        now += period * (3 + 1.37 * (life % 5))
+    records = store.records("poll")
+    slots = [record.slot for record in records]
+    outcomes = {record.outcome.value for record in records}
+    assert {"ok", "failed"} <= outcomes
+    assert outcomes & {"missed", "coalesced"}
+    assert off_grid(rate, START, slots) == []

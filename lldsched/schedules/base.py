@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from itertools import islice, takewhile
 from typing import Protocol, cast, runtime_checkable
 
 from lldsched.checks import FARTHEST, FINEST, instant
@@ -210,14 +211,28 @@ def slots_between(schedule: Schedule, slot: float, following: float, *, limit: i
     return slots
 
 
-def slots_from(schedule: Schedule, first: float, following: float, *, limit: int) -> list[float]:
+def slots_from(
+    schedule: Schedule,
+    first: float,
+    following: float,
+    *,
+    limit: int,
+    origin: float | None = None,
+) -> list[float]:
     """The slots from ``first`` (a slot, listed) on and before ``following``, oldest
     first, at most ``limit + 1``: the list :func:`slots_between` makes once it has found
     the first slot after the run's own (a cron schedule's ``next_run_and_skipped`` calls
-    it when a run did skip slots; a fixed rate lists its own, from the run's slot)."""
+    it when a run did skip slots; a fixed rate lists its own, from the run's slot).
+    ``origin``: a grid origin the slots after ``first`` are counted from while ``first``
+    is one of its slots (:func:`on_grid`)."""
     if first >= following or limit < 0:
         return []
-    return [first, *slots_between(schedule, first, following, limit=limit - 1)]
+    if origin is None:
+        return [first, *slots_between(schedule, first, following, limit=limit - 1)]
+    later = takewhile(
+        lambda slot: slot < following, slots_on(schedule, *on_grid(schedule, first, origin))
+    )
+    return [first, *islice(later, limit)]
 
 
 def next_run_and_skipped(
