@@ -21,7 +21,10 @@ must not repeat their effect should be idempotent.
 decisions are records whose outcome says ``missed`` or ``coalesced``, and the
 task is queued where the policy says.  An attempt owed from before the
 downtime (a retry, or the in-flight attempt) runs first; the policy decides the
-slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
+slots after it.  A fixed rate's slots are counted on the task's grid, from its origin
+(``ScheduledTask._grid``, :func:`~lldsched.schedules.base.on_grid`): every slot decided,
+run or resumed at is ``slot_at(origin, k)``, so downtime starts no new grid.  Paused
+tasks are left alone: ``resume`` already runs a slot
 that was slept through.  A ``RUN_ALL`` task restored during its catch-up, paused or
 not, gets the slots of its plan back (the store kept only the next two, and where its
 runs end): its slots up to that end, as decided (:func:`stored_plan`; a row that keeps

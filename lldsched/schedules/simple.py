@@ -329,7 +329,8 @@ class FixedRate(_Interval):
         """The ``k``-th slot after the slot ``anchor``: ``anchor + k * period``, the grid's
         one rule.  The next slot, the slots a run skipped, the first slot after an
         instant and recovery's passed slots are all this, counted from the slot the run
-        served (after a run, from the task's grid origin: :meth:`next_on_grid`), never
+        served (after a run and in recovery, from the task's grid origin:
+        :meth:`next_on_grid`, :meth:`on_grid`), never
         ``period`` added again and again (which differs in the last bit:
         docs/DECISIONS.md, "One grid for a fixed rate's slots").  ``slot_after`` and the
         on-time ``next_run`` are ``k = 1``: ``anchor + period``, the same float."""
