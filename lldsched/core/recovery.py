@@ -21,7 +21,10 @@ must not repeat their effect should be idempotent.
 decisions are records whose outcome says ``missed`` or ``coalesced``, and the
 task is queued where the policy says.  An attempt owed from before the
 downtime (a retry, or the in-flight attempt) runs first; the policy decides the
-slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
+slots after it.  A fixed rate's slots are counted on the task's grid, from its origin
+(``ScheduledTask._grid``, :func:`~lldsched.schedules.base.on_grid`): every slot decided,
+run or resumed at is ``slot_at(origin, k)``, so downtime starts no new grid.  Paused
+tasks are left alone: ``resume`` already runs a slot
 that was slept through.  A ``RUN_ALL`` task restored during its catch-up, paused or
 not, gets the slots of its plan back (the store kept only the next two, and where its
 runs end): its slots up to that end, as decided (:func:`stored_plan`; a row that keeps
@@ -60,6 +63,7 @@ from lldsched.schedules.base import (
     Schedule,
     first_slot_after,
     measures_elapsed_time,
+    on_grid,
     slot_after,
     slots_on,
 )
@@ -121,19 +125,30 @@ class Plan(NamedTuple):
 
 
 def plan(
-    schedule: Schedule, first: float, now: float, policy: MisfirePolicy, *, grace: bool = True
+    schedule: Schedule,
+    first: float,
+    now: float,
+    policy: MisfirePolicy,
+    *,
+    grace: bool = True,
+    origin: float | None = None,
 ) -> Plan:
     """Decide what happens to the slots of ``schedule`` from ``first`` up to ``now``.
 
     ``grace``: False for slots a misfire decision made a plan of already (put back from
     a stored row: :func:`stored_plan`): they misfired when that plan was made, however
-    recent they are now, so the policy decides every one that passed."""
-    slots, following = passed_slots(schedule, first, now)
+    recent they are now, so the policy decides every one that passed.
+
+    ``origin``: the task's grid origin (``ScheduledTask._grid``): a fixed rate's slots
+    are counted on that grid while ``first`` is one of its slots (:func:`on_grid`), every
+    slot listed, run or resumed at ``slot_at(origin, k)``, the very float."""
+    slots, following = passed_slots(schedule, first, now, origin=origin)
     if not slots or (grace and now - slots[0] <= policy.grace):
         return Plan([first], [], SCHEDULE_DECIDES, False)
     truncated = following is not None and following <= now
     if following is None or truncated:  # the slot to resume at is past what was listed
-        after = first_after(schedule, slots[-1] if following is None else following, now)
+        last = slots[-1] if following is None else following
+        after = first_after(schedule, last, now, origin=origin)
     else:
         after = following
     action = policy.on_misfire
@@ -155,16 +170,26 @@ def plan(
 
 
 def passed_slots(
-    schedule: Schedule, first: float, now: float, cap: int = MAX_SLOTS
+    schedule: Schedule,
+    first: float,
+    now: float,
+    cap: int = MAX_SLOTS,
+    *,
+    origin: float | None = None,
 ) -> tuple[list[float], float | None]:
     """The slots from ``first`` on that are not after ``now`` (at most ``cap``), and
-    the slot that follows the last of them (``None``: the schedule ends there)."""
+    the slot that follows the last of them (``None``: the schedule ends there);
+    ``origin``: the task's grid origin, as :func:`plan` takes it."""
     if first > now or cap < 1:
         return [], first
     own = unwrap(schedule)
-    # A grid's slots counted from ``first`` (slots_on: the schedule's own rule, never a
-    # copy of it here); any other schedule's stepped one slot_after at a time.
-    later = slots_on(own, first) if getattr(own, "slot_at", None) else _stepped(own, first)
+    # A grid's slots counted from its origin, or from ``first`` where it is off that
+    # grid (on_grid, slots_on: the schedule's own rule, never a copy of it here); any
+    # other schedule's stepped one slot_after at a time.
+    if getattr(own, "slot_at", None):
+        later = slots_on(own, *on_grid(own, first, origin))
+    else:
+        later = _stepped(own, first)
     slots = [first]
     for slot in later:
         if slot > now or len(slots) >= cap:
@@ -180,11 +205,13 @@ def _stepped(schedule: Schedule, slot: float) -> Iterator[float]:
         slot = following
 
 
-def following_slot(schedule: Schedule, slot: float) -> float | None:
-    """The slot after ``slot``, had its run taken no time (None: there is none)."""
+def following_slot(schedule: Schedule, slot: float, *, origin: float | None = None) -> float | None:
+    """The slot after ``slot``, had its run taken no time (None: there is none), on the
+    grid from ``origin`` while ``slot`` is one of its slots (:func:`on_grid`)."""
     schedule = unwrap(schedule)
     try:  # the schedule's own rule (FixedRate: slot + period), never a copy of it here
-        following = slot_after(schedule, slot)
+        anchor, k = on_grid(schedule, slot, origin)
+        following = next(slots_on(schedule, anchor, k), None) if k else slot_after(schedule, slot)
     except Exception:
         log.exception("%r.next_run raised while listing missed slots", schedule)
         return None
@@ -194,11 +221,15 @@ def following_slot(schedule: Schedule, slot: float) -> float | None:
     return following
 
 
-def first_after(schedule: Schedule, slot: float, now: float) -> float | None:
-    """The first slot after ``now`` of ``schedule``, counting on from ``slot`` (<= now)."""
+def first_after(
+    schedule: Schedule, slot: float, now: float, *, origin: float | None = None
+) -> float | None:
+    """The first slot after ``now`` of ``schedule``, counting on from ``slot`` (<= now),
+    or from the grid's ``origin`` while ``slot`` is one of its slots (:func:`on_grid`)."""
     schedule = unwrap(schedule)
     try:
-        return first_slot_after(schedule, slot, now, limit=MAX_SLOTS)
+        anchor, _ = on_grid(schedule, slot, origin)
+        return first_slot_after(schedule, anchor, now, limit=MAX_SLOTS)
     except Exception:
         log.exception("%r.next_run raised while skipping missed slots", schedule)
         return None
@@ -254,7 +285,8 @@ def decide_misfire(
     if first is None:  # the owed attempt was its schedule's last slot
         return None
     policy = task.misfire or DEFAULT_MISFIRE
-    decided = plan(task._schedule, first, now, policy)
+    origin = task._grid
+    decided = plan(task._schedule, first, now, policy, origin=origin)
     if not decided.misfired:
         return None
     schedule = task._schedule
@@ -269,8 +301,8 @@ def decide_misfire(
         # An owed first attempt (in flight when the process died) is a run of the plan
         # that left no record; a retry's slot has its first attempt's.
         made = 1 if owed and task.attempt == 0 else 0
-        cut_plan = _cut_plan(own, first, cut, records, policy, made=made)
-        decided = _and_since(cut_plan, own, now, policy)
+        cut_plan = _cut_plan(own, first, cut, records, policy, made=made, origin=origin)
+        decided = _and_since(cut_plan, own, now, policy, origin=origin)
     return _apply(core, task, decided, due if owed else None, token=token)
 
 
@@ -297,7 +329,7 @@ def _go_on(
     due = task.next_run_at
     assert due is not None  # decide_misfire's test
     policy = task.misfire or DEFAULT_MISFIRE
-    later = plan(schedule.inner, until, now, policy)
+    later = plan(schedule.inner, until, now, policy, origin=task._grid)
     if not later.misfired:
         return None
     runs = [*([] if owed else [due]), *schedule.slots, *later.runs]
@@ -319,7 +351,7 @@ def first_decided(task: ScheduledTask, *, owed: bool) -> float | None:
     ``skipped`` after its run, where a restart recorded them ``missed`` before it."""
     if not owed:
         return task.next_run_at
-    return following_slot(task._schedule, task.slot)
+    return following_slot(task._schedule, task.slot, origin=task._grid)
 
 
 def _cut_plan(
@@ -330,6 +362,7 @@ def _cut_plan(
     policy: MisfirePolicy,
     *,
     made: int = 0,
+    origin: float | None = None,
 ) -> Plan:
     """The plan cut at :data:`MAX_SLOTS` that ``first`` is a slot of, from ``first`` on,
     as it was decided: its slots up to ``cut`` (the record standing for the slots beyond
@@ -346,15 +379,15 @@ def _cut_plan(
     and its resume moves by the shift that puts its last run just before ``cut``, as
     the jump moved it.  A jump back by fewer periods than the plan had run is not told
     apart that way: the plan reads as one not moved, as before."""
-    slots, _ = passed_slots(own, first, cut.slot)
+    slots, _ = passed_slots(own, first, cut.slot, origin=origin)
     runs = [slot for slot in slots if slot < cut.slot]
-    resume = first_after(own, cut.slot, cut.finished)
+    resume = first_after(own, cut.slot, cut.finished, origin=origin)
     size = _plan_size(policy)
     if len(runs) <= size:
         return Plan(runs, [], resume, True)
     made += _runs_since(history, cut)
     runs = runs[: max(0, size - made)]
-    after = following_slot(own, runs[-1]) if runs else None
+    after = following_slot(own, runs[-1], origin=origin) if runs else None
     if resume is not None and after is not None:
         resume += after - cut.slot
     return Plan(runs, [], resume, True)
@@ -381,14 +414,16 @@ def _runs_since(history: Sequence[ExecutionRecord], cut: ExecutionRecord) -> int
     return made
 
 
-def _and_since(decided: Plan, own: Schedule, now: float, policy: MisfirePolicy) -> Plan:
+def _and_since(
+    decided: Plan, own: Schedule, now: float, policy: MisfirePolicy, *, origin: float | None
+) -> Plan:
     """``decided`` (:func:`_cut_plan`), then the slots from its resume slot up to ``now``
     as ``policy`` decides them: they passed after the plan was decided (a restart's own
     downtime, a later jump), and are misfires of their own."""
     resume = decided.resume
     if resume is None or resume is SCHEDULE_DECIDES:
         return decided
-    later = plan(own, resume, now, policy)
+    later = plan(own, resume, now, policy, origin=origin)
     if not later.misfired:
         return decided
     return Plan(decided.runs + later.runs, later.decisions, later.resume, True)
@@ -452,7 +487,11 @@ def _queue(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
     plan_ahead = len(queue) > 1 or resume is not SCHEDULE_DECIDES
     # Where the runs decided end, kept with the row (TaskSnapshot.until): the slot after
     # the last, when the task's schedule takes over from it.
-    until = following_slot(own, queue[-1]) if plan_ahead and resume is SCHEDULE_DECIDES else None
+    until = (
+        following_slot(own, queue[-1], origin=task._grid)
+        if plan_ahead and resume is SCHEDULE_DECIDES
+        else None
+    )
     core.replan(
         task,
         due=queue[0],
@@ -534,13 +573,13 @@ def stored_plan(
     owed = task.next_run_at
     if resumes or policy.on_misfire is not Misfire.RUN_ALL or owed is None:
         return []
-    own = unwrap(task._schedule)
+    own, origin = unwrap(task._schedule), task._grid
     if until is not None:  # where the plan ends is kept: its slots, as they were decided
-        slots, _ = passed_slots(own, waited, until)
+        slots, _ = passed_slots(own, waited, until, origin=origin)
         runs = [slot for slot in slots if slot < until]
         _queue(core, task, Plan(runs, [], SCHEDULE_DECIDES, True), owed)
         return []
-    decided = plan(own, waited, now, policy, grace=False)
+    decided = plan(own, waited, now, policy, grace=False, origin=origin)
     if not decided.misfired:  # ``waited`` is still to come: no slot after it passed
         return []
     records = task.history if history is None else history()
@@ -549,7 +588,7 @@ def stored_plan(
         # The run due (``owed``, ahead of ``waited``) is a run of the plan no record counts,
         # unless it is a retry: its slot's first attempt is recorded (``_runs_since``).
         made = 1 if task.attempt == 0 else 0
-        decided = _cut_plan(own, waited, cut, records, policy, made=made)
+        decided = _cut_plan(own, waited, cut, records, policy, made=made, origin=origin)
     _queue(core, task, decided, owed)
     return decided.decisions
 

@@ -384,7 +384,9 @@ class RunTransitions(CoreParts):
         due: float | None
         skipped: Skipped
         try:
-            if type(schedule) is FixedRate:  # counted from its grid's origin, not the slot
+            if type(schedule) is FixedRate or (
+                type(schedule) is CatchUp and type(schedule.inner) is FixedRate
+            ):  # counted from its grid's origin, not the slot
                 due, skipped, task._grid = schedule.next_on_grid(record, task._grid, MAX_SKIPPED)
             else:
                 due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from itertools import islice, takewhile
 from typing import Protocol, cast, runtime_checkable
 
 from lldsched.checks import FARTHEST, FINEST, instant
@@ -49,6 +50,7 @@ __all__ = [
     "has_schedule_methods",
     "measures_elapsed_time",
     "next_run_and_skipped",
+    "on_grid",
     "say_stepped_past",
     "slot_after",
     "slots_between",
@@ -146,7 +148,23 @@ def first_slot_after(schedule: Schedule, slot: float, now: float, *, limit: int)
     return None
 
 
-def slots_on(schedule: Schedule, anchor: float) -> Iterator[float]:
+def on_grid(schedule: Schedule, slot: float, origin: float | None) -> tuple[float, int]:
+    """Where ``slot`` stands on its grid: ``(anchor, k)``, with ``slot`` the schedule's
+    ``slot_at(anchor, k)``.  For a schedule that keeps a grid origin (a fixed rate's
+    ``on_grid``: the core keeps the origin with the task, ``ScheduledTask._grid``),
+    ``(origin, k)`` while ``slot`` is that grid's slot, the very float; else, and for
+    every other schedule, ``(slot, 0)``.  Recovery counts passed slots on from here
+    (:func:`slots_on` with ``start=k``)."""
+    locate = getattr(schedule, "on_grid", None)
+    if origin is None or locate is None:
+        return slot, 0
+    anchor: float
+    k: int
+    anchor, k = locate(slot, origin)
+    return anchor, k
+
+
+def slots_on(schedule: Schedule, anchor: float, start: int = 0) -> Iterator[float]:
     """The slots after ``anchor`` (a slot), oldest first, for as long as the schedule
     has them: the one way every listing of slots steps along a schedule (the slots a
     run skipped, recovery's passed slots, a buffered overlap's latest slot).
@@ -157,10 +175,14 @@ def slots_on(schedule: Schedule, anchor: float) -> Iterator[float]:
     slot its ``next_run`` jumps to: ``anchor + k * period``, not ``period`` added k
     times, which differs in the last bit (docs/DECISIONS.md, "One grid for a fixed
     rate's slots").  Any other schedule is stepped by :func:`slot_after`, and the
-    listing stops where it does not move on."""
+    listing stops where it does not move on.
+
+    ``start``: ``anchor`` is the grid's origin, and the listing begins after its
+    ``start``-th slot (:func:`on_grid`); a schedule with no grid takes ``anchor`` for
+    that slot."""
     grid = getattr(schedule, "slot_at", None)
     if grid is not None:
-        k = 1
+        k = start + 1
         while (slot := grid(anchor, k)) is not None:
             yield slot
             k += 1
@@ -189,14 +211,28 @@ def slots_between(schedule: Schedule, slot: float, following: float, *, limit: i
     return slots
 
 
-def slots_from(schedule: Schedule, first: float, following: float, *, limit: int) -> list[float]:
+def slots_from(
+    schedule: Schedule,
+    first: float,
+    following: float,
+    *,
+    limit: int,
+    origin: float | None = None,
+) -> list[float]:
     """The slots from ``first`` (a slot, listed) on and before ``following``, oldest
     first, at most ``limit + 1``: the list :func:`slots_between` makes once it has found
     the first slot after the run's own (a cron schedule's ``next_run_and_skipped`` calls
-    it when a run did skip slots; a fixed rate lists its own, from the run's slot)."""
+    it when a run did skip slots; a fixed rate lists its own, from the run's slot).
+    ``origin``: a grid origin the slots after ``first`` are counted from while ``first``
+    is one of its slots (:func:`on_grid`)."""
     if first >= following or limit < 0:
         return []
-    return [first, *slots_between(schedule, first, following, limit=limit - 1)]
+    if origin is None:
+        return [first, *slots_between(schedule, first, following, limit=limit - 1)]
+    later = takewhile(
+        lambda slot: slot < following, slots_on(schedule, *on_grid(schedule, first, origin))
+    )
+    return [first, *islice(later, limit)]
 
 
 def next_run_and_skipped(

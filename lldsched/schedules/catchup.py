@@ -35,7 +35,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, cast
 
 from lldsched.checks import FINEST
 from lldsched.model import ExecutionRecord
@@ -44,6 +44,7 @@ from lldsched.schedules.decorators import ended_by
 
 if TYPE_CHECKING:
     from lldsched.schedules.base import Schedule
+    from lldsched.schedules.simple import FixedRate
 
 __all__ = [
     "FIRST_RUN",
@@ -213,8 +214,35 @@ class CatchUp:
             return self._resumed(then, self._moved(record), limit)
         return self.next_run(record, record.finished), ()
 
+    def next_on_grid(
+        self, record: ExecutionRecord, origin: float, limit: int
+    ) -> tuple[float | None, Sequence[float], float]:
+        """:meth:`next_run_and_skipped` for a plan in front of a fixed rate (``inner``),
+        with the task's grid ``origin``, and the origin counted on: where the own
+        schedule answers (the plan's last run hands the task back to it), it answers on
+        that grid (:meth:`FixedRate.next_on_grid
+        <lldsched.schedules.simple.FixedRate.next_on_grid>`), as after any run of its
+        own.  Answered from the run's slot, the slot after a catch-up's last run was
+        ``slot_at(slot, 1)``, a rounding off the grid, where a new grid started."""
+        then = self._then
+        if not self._slots:
+            if self.spent or then is SCHEDULE_DECIDES:
+                self.spent = True
+                return self._rate.next_on_grid(self._moved(record), origin, limit)
+            if self._resumes and isinstance(then, float | int) and record.finished >= then:
+                due, skipped = self._resumed(then, self._moved(record), limit, origin=origin)
+                return due, skipped, origin
+        due, skipped = self.next_run_and_skipped(record, limit=limit)
+        return due, skipped, origin
+
+    @property
+    def _rate(self) -> FixedRate:
+        """``inner``, for :meth:`next_on_grid`: the core asks it only of a plan in front
+        of a ``FixedRate``."""
+        return cast("FixedRate", self.inner)
+
     def _resumed(
-        self, then: float, record: ExecutionRecord, limit: int
+        self, then: float, record: ExecutionRecord, limit: int, *, origin: float | None = None
     ) -> tuple[float | None, Sequence[float]]:
         """The answer for the run before the slot to resume at, ``then``, that did not end
         before it: where the own schedule, asked about that run, skips slots and goes on
@@ -223,7 +251,10 @@ class CatchUp:
         ``then``, late (a fixed rate's ``CATCH_UP`` runs every slot; a fixed delay has
         no slots to skip)."""
         self.spent = True
-        due, skips = next_run_and_skipped(self.inner, record, limit=0)
+        if origin is None:
+            due, skips = next_run_and_skipped(self.inner, record, limit=0)
+        else:  # a fixed rate's, on the task's grid (next_on_grid)
+            due, skips, _ = self._rate.next_on_grid(record, origin, 0)
         if due is None or due <= then or not skips:
             return then, ()
         # The slots from ``then`` on (its grid: ``then`` may be off the run's, a put-off
@@ -231,7 +262,7 @@ class CatchUp:
         # same slot, one float apart where ``then`` and the run's slot were counted on
         # one grid separately (recovery, or a stored plan an older rule made), runs at
         # ``due`` (docs/DECISIONS.md, "One grid for a fixed rate's slots").
-        skipped = slots_from(self.inner, then, due, limit=limit)
+        skipped = slots_from(self.inner, then, due, limit=limit, origin=origin)
         if skipped and due - skipped[-1] < SAME_INSTANT:
             skipped.pop()
         return due, skipped

@@ -329,7 +329,8 @@ class FixedRate(_Interval):
         """The ``k``-th slot after the slot ``anchor``: ``anchor + k * period``, the grid's
         one rule.  The next slot, the slots a run skipped, the first slot after an
         instant and recovery's passed slots are all this, counted from the slot the run
-        served (after a run, from the task's grid origin: :meth:`next_on_grid`), never
+        served (after a run and in recovery, from the task's grid origin:
+        :meth:`next_on_grid`, :meth:`on_grid`), never
         ``period`` added again and again (which differs in the last bit:
         docs/DECISIONS.md, "One grid for a fixed rate's slots").  ``slot_after`` and the
         on-time ``next_run`` are ``k = 1``: ``anchor + period``, the same float."""
@@ -414,6 +415,18 @@ class FixedRate(_Interval):
         due = origin + (k + last) * period
         skipped = [origin + (k + j) * period for j in range(1, min(last, limit + 2))]
         return due, [at for at in skipped if at < due], origin
+
+    def on_grid(self, slot: float, origin: float) -> tuple[float, int]:
+        """Where ``slot`` stands on the grid from ``origin``: ``(origin, k)`` when
+        ``slot`` is ``slot_at(origin, k)``, the very float, else ``(slot, 0)``, a grid
+        starting at the slot, as :meth:`next_on_grid` tells them apart.  Recovery counts
+        the slots after downtime from here (``slot_at(anchor, k + j)``), so the slots it
+        records and queues are the grid's, not ``slot_at(slot, j)``, a rounding off it
+        (docs/DECISIONS.md, "A fixed rate's slots after downtime are its grid's")."""
+        checks.instant(slot, name="on_grid() slot", of=self, error=ScheduleError)
+        checks.instant(origin, name="on_grid() origin", of=self, error=ScheduleError)
+        anchor, k = self._index_on_grid(slot, origin)
+        return anchor, int(k)
 
     def _index_on_grid(self, slot: float, origin: float) -> tuple[float, float]:
         """The grid ``slot`` is on and its index there: ``(origin, k)`` when ``slot`` is
