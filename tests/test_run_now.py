@@ -135,7 +135,9 @@ def test_a_running_task_that_allows_overlap_gets_no_run_now_either() -> None:
 
 
 @pytest.mark.parametrize("runtime", [Scheduler, Simulation])
-def test_each_runtime_says_what_false_means_and_what_to_do(runtime: type) -> None:
+def test_each_runtime_says_what_false_means_and_what_to_do(
+    runtime: type[Scheduler] | type[Simulation],
+) -> None:
     """The simulation's docstring said nothing of False; both now say when it is
     answered, that nothing is kept for later, and what to do for a run in flight."""
     said = " ".join((inspect.getdoc(runtime.run_now) or "").split())
