@@ -78,9 +78,8 @@ def simulate_overrun_day(
     """Simulate ``hours`` of the job (every ``period`` s, runs ``duration`` s) and the
     heartbeat under ``strategy``, one of :data:`OVERRUN_STRATEGIES`; ``hours`` is a whole
     number from 1 to 744, a month (``ValueError`` otherwise: a day of no hour has nothing
-    to show), and
-    ``period`` finite and > 0 (else ``ValueError`` naming it: "keep queueing" with a
-    period of 0 queued runs at 0 s for ever).  ``duration`` and ``workers`` are the
+    to show), and ``period`` finite and > 0 (else ``ValueError`` naming it: "keep
+    queueing" with a period of 0 queued runs at 0 s for ever).  ``duration`` and ``workers`` are the
     simulation's to check."""
     if strategy not in OVERRUN_STRATEGIES:
         raise ValueError(f"strategy must be one of {OVERRUN_STRATEGIES}, got {strategy!r}")
