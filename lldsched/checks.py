@@ -408,9 +408,25 @@ def instance_hint(value: object) -> str:
     (``store=InMemoryTaskStore``, ``clock=FakeClock``, ``listeners=[EventLog]``,
     ``retry=RetryPolicy``: the parentheses forgotten): ``" (a class: pass an instance,
     InMemoryTaskStore())"``, or ``SqliteTaskStore(...)`` for a class that needs
-    arguments; nothing for any other value.  Only a refusal asks."""
+    arguments; nothing for any other value.  A protocol (``listeners=[TaskListener]``,
+    ``clock=Clock``) or an abstract class has no instance to pass: the hint says to pass
+    one of a class that implements it (it said ``TaskListener()``, which raises
+    ``TypeError: Protocols cannot be instantiated``).  Only a refusal asks."""
     if not isinstance(value, type):
         return ""
+    # typing sets _is_protocol on a Protocol itself, not on a class that subclasses one
+    # to implement it (typing.is_protocol is Python 3.13's name for the same test).
+    if getattr(value, "_is_protocol", False) is True:
+        return (
+            " (a protocol, which has no instances: pass an instance of a class that "
+            f"implements {value.__name__})"
+        )
+    if inspect.isabstract(value):
+        missing = ", ".join(sorted(value.__abstractmethods__))  # type: ignore[attr-defined]
+        return (
+            " (an abstract class, which has no instances: pass an instance of a subclass "
+            f"that implements {missing})"
+        )
     arguments = "" if call_error(value) is None else "..."
     return f" (a class: pass an instance, {value.__name__}({arguments}))"
 

@@ -26,6 +26,7 @@ a package error quoting the value, raised before anything changes).
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -45,7 +46,10 @@ from lldsched import (
     SqliteTaskStore,
     SystemClock,
     TaskEvent,
+    TaskListener,
+    TaskStore,
 )
+from lldsched.clock import Clock
 from lldsched.views.widgets import ControlPanel, SimulationPlayer
 from tests.test_bad_input_table import (
     T0,
@@ -73,6 +77,13 @@ class DeafListener:
 
     def on_event(self) -> None:
         return None
+
+
+class HalfListener(abc.ABC):
+    """An abstract class of listeners, its ``on_event`` left to subclasses."""
+
+    @abc.abstractmethod
+    def on_event(self, event: TaskEvent) -> None: ...
 
 
 class Heard:
@@ -122,12 +133,35 @@ BUILDS: list[tuple[str, Build, object]] = [
      Named("FakeClock'> (a class: pass an instance, FakeClock())")),
     ("Scheduler(clock=SystemClock)", lambda: Scheduler(clock=SystemClock),
      Named("SystemClock'> (a class: pass an instance, SystemClock())")),
+    # A protocol or an abstract class has no instance to pass: the hint said Clock().
+    ("Scheduler(clock=Clock)", lambda: Scheduler(clock=Clock),
+     Named("Clock'> (a protocol, which has no instances: pass an instance of a class that "
+           "implements Clock)")),
+    ("Simulation(store=TaskStore)", lambda: Simulation(store=TaskStore),
+     Named("TaskStore'> (a protocol, which has no instances: pass an instance of a class "
+           "that implements TaskStore)")),
 ]  # fmt: skip
 for label, listener, bad in [
     ("EventLog", EventLog, Named("EventLog'> (a class: pass an instance, EventLog())")),
     ("no_event", no_event, Named("no_event at 0x")),
     ("two_arguments", two_arguments, Named("missing a required argument: 'more'")),
     ("DeafListener()", DeafListener(), Named("DeafListener object at 0x")),
+    (
+        "TaskListener",
+        TaskListener,
+        Named(
+            "TaskListener'> (a protocol, which has no instances: pass an instance of a class "
+            "that implements TaskListener)"
+        ),
+    ),
+    (
+        "HalfListener",
+        HalfListener,
+        Named(
+            "HalfListener'> (an abstract class, which has no instances: pass an instance of "
+            "a subclass that implements on_event)"
+        ),
+    ),
 ]:
     BUILDS.append((f"Scheduler(listeners=[{label}])",
                    lambda v=listener: Scheduler(listeners=[v]), bad))  # fmt: skip
@@ -162,6 +196,9 @@ Verb = Callable[[Runtime], object]
 VERBS: list[tuple[str, Verb, object]] = [
     ("add_listener(EventLog)", lambda rt: rt.add_listener(EventLog),
      Named("(a class: pass an instance, EventLog())")),
+    ("add_listener(TaskListener)", lambda rt: rt.add_listener(TaskListener),
+     Named("(a protocol, which has no instances: pass an instance of a class that "
+           "implements TaskListener)")),
     ("add_listener(no_event)", lambda rt: rt.add_listener(no_event),
      Named("too many positional arguments")),
     ("add_listener(DeafListener())", lambda rt: rt.add_listener(DeafListener()),

@@ -373,7 +373,8 @@ verb("schedule(action=a coroutine object)", called_coroutine, Named("not f()"))
 for value in ("0 3 * * *", FixedRate(60)):
     verb(f"schedule(action={value!r}) (swapped)",
          lambda rt, v=value: register(rt, "job", v, FixedRate(60)),
-         Named(f"got {value!r} (a schedule, where the action goes"))  # fmt: skip
+         Named(f"got {value!r} (a schedule, where the action goes: Scheduler.schedule(name, "
+               "action, schedule) takes the action second"))  # fmt: skip
 # An import path on a thread: refused by validated()'s callable check (the core no longer
 # asks isolated_action() first for a thread: the same error, one check fewer).
 verb("schedule(action='json:dumps') (a thread's import path)",
@@ -523,6 +524,17 @@ for key, value in [("duration", -1), ("duration", NAN), ("duration", HUGE), ("du
                       lambda s, k=key, v=value: s.model("kept", **{k: v}), value))  # fmt: skip
 for value in ("nope", "retired", None):
     SIMULATED.append((f"model({value!r})", lambda s, v=value: s.model(v, duration=5), value))
+# The Scheduler's order, (name, action, schedule), given to a simulation: a bare TypeError
+# ("takes 3 positional arguments but 4 were given") said nothing of the order.
+SIMULATED.append(("schedule(name, action, schedule) (the Scheduler's order)",
+                  lambda s: s.schedule("job", noop, FixedRate(60)),  # type: ignore[arg-type]
+                  Named("got 3: <function noop")))  # fmt: skip
+SIMULATED.append(("schedule(name, action, schedule) (the call to write)",
+                  lambda s: s.schedule("job", noop, "0 3 * * *"),  # type: ignore[arg-type]
+                  Named("schedule('job', '0 3 * * *', action=noop)")))  # fmt: skip
+SIMULATED.append(("schedule(name, schedule, 5, 6)",
+                  lambda s: s.schedule("job", FixedRate(60), 5, 6),  # type: ignore[arg-type]
+                  Named("got 4: FixedRate(60) for schedule, then 5, 6")))  # fmt: skip
 SIMULATED.append(("schedule(duration=a model of one argument)",
                   lambda s: s.schedule("job", FixedRate(60), duration=lambda rng: 1.0),  # type: ignore[arg-type]
                   Named("must take (rng, attempt)")))  # fmt: skip

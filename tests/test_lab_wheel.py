@@ -15,6 +15,7 @@ from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import ScheduledTask
 from lldsched.lab.dispatch import measure_listener_latency
 from lldsched.lab.entries import _StandIn, measure_cancel_cost
+from lldsched.lab.overrun import simulate_overrun_day
 from lldsched.lab.timer import measure_polling
 from lldsched.lab.wheel import TimingWheel, compare_wheel_and_heap, pop_order_within_a_tick
 
@@ -120,6 +121,45 @@ def test_one_value_where_an_experiment_takes_several_is_refused_showing_the_tupl
     said = f"{name} must be a tuple of values, e.g. ({value!r},), got {value!r}"
     with pytest.raises(TypeError, match=re.escape(said)):
         experiment(value)
+
+
+HUGE_COUNT = 10**9  # a mistyped count: each experiment ran it, for hours or days
+
+
+HUGE_COUNT = 10**9  # a mistyped count: each experiment ran it, for hours or days
+# (what is called, the count's name, its bound as the message writes it)
+PAST_BOUNDS: list[tuple[Callable[[], object], str, str]] = [
+    (lambda: measure_cancel_cost((HUGE_COUNT,)), "size", "1,000,000"),
+    (lambda: measure_cancel_cost((10,), cancels=HUGE_COUNT), "cancels", "1,000,000"),
+    (lambda: compare_wheel_and_heap((HUGE_COUNT,)), "size", "1,000,000"),
+    (lambda: measure_polling(samples=HUGE_COUNT), "samples", "1,000"),
+    (lambda: measure_listener_latency(tasks=HUGE_COUNT), "tasks", "1,000"),
+    (lambda: measure_listener_latency(repeats=HUGE_COUNT), "repeats", "100"),
+    (lambda: simulate_overrun_day("SKIP", hours=HUGE_COUNT), "hours", "744"),
+    (lambda: TimingWheel(levels=HUGE_COUNT), "levels", "16"),
+]
+
+
+@pytest.mark.parametrize(
+    ("experiment", "name", "bound"),
+    PAST_BOUNDS,
+    ids=[f"{n}. {name}" for n, (_, name, _) in enumerate(PAST_BOUNDS)],
+)
+def test_a_count_past_what_an_experiment_runs_in_minutes_is_refused_naming_it(
+    experiment: Callable[[], object], name: str, bound: str
+) -> None:
+    """A count had no upper bound: ``measure_polling(samples=10**9)`` waited 20 to 120 ms
+    a sample, some three years, before saying anything.  Refused before anything runs,
+    naming the count, its bound and the value."""
+    said = f"{name} must be a whole number <= {bound} (an experiment is sized to run in "
+    with pytest.raises(ValueError, match=re.escape(said) + f".*got {HUGE_COUNT}$"):
+        experiment()
+
+
+def test_a_count_of_more_digits_than_python_prints_is_quoted_by_its_size() -> None:
+    """``{value!r}`` of an int past 4,300 digits raised its own ``ValueError``."""
+    with pytest.raises(ValueError, match="got an int of 5,001 digits"):
+        measure_polling(samples=10**5000)
 
 
 def test_a_horizon_that_ends_inside_a_tick_still_times_every_timer() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    Overlap,
     RetryPolicy,
     Scheduler,
     SchedulerStateError,
@@ -116,6 +118,32 @@ def test_a_running_task_is_not_run_twice_at_once() -> None:
     assert sim.run_now(task.id) is False
     sim.run(T0 + 3700)
     assert [r.started - T0 for r in task.history] == [0, 3600]
+
+
+def test_a_running_task_that_allows_overlap_gets_no_run_now_either() -> None:
+    """``overlap=ALLOW`` is for the slots of the schedule: a run_now beside a run in
+    flight is refused all the same, and nothing is kept to run once it finishes."""
+    sim = Simulation(workers=2, start=T0)
+    task = sim.schedule(
+        "job", FixedRate(3600), duration=fixed(100), overlap=Overlap.ALLOW, max_instances=2
+    )
+    sim.run(T0 + 10)
+    assert task.status is TaskStatus.RUNNING
+    assert sim.run_now(task.id) is False
+    sim.run(T0 + 3700)
+    assert [r.started - T0 for r in task.history] == [0, 3600]
+
+
+@pytest.mark.parametrize("runtime", [Scheduler, Simulation])
+def test_each_runtime_says_what_false_means_and_what_to_do(
+    runtime: type[Scheduler] | type[Simulation],
+) -> None:
+    """The simulation's docstring said nothing of False; both now say when it is
+    answered, that nothing is kept for later, and what to do for a run in flight."""
+    said = " ".join((inspect.getdoc(runtime.run_now) or "").split())
+    assert "False if it is due at once anyway, running, paused" in said
+    assert "nothing is kept to run later" in said
+    assert "call it again once that run has finished" in said
 
 
 def test_an_unknown_id_raises_naming_it(driven: Any) -> None:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Hashable, Mapping
 from types import BuiltinFunctionType, CodeType
 from typing import Any, TypeVar
 
+from lldsched.core.schedulearg import ORDERS
 from lldsched.core.task import TaskOptions
 from lldsched.errors import ValidationError, shown
 
@@ -206,7 +207,7 @@ def not_callable(name: str, action: object) -> ValidationError:
     if inspect.iscoroutine(action):
         hint = " (a coroutine: pass the async def function itself, f, not f())"
     elif hasattr(action, "first_run") or (isinstance(action, str) and ":" not in action):
-        hint = " (a schedule, where the action goes: pass the function to run as the action)"
+        hint = f" (a schedule, where the action goes: {ORDERS})"
     elif isinstance(action, str):
         hint = " (an import path is the action of a task registered with isolation='process')"
     else:

@@ -152,10 +152,12 @@ class DefinitionVerbs(CoreParts):
         are this instant); the slot it was waiting for stays in place and runs next
         (late, if the extra run outlasts it).  The extra run is an ordinary attempt
         under the task's retry policy.  A RETRYING task has its pending retry brought
-        forward to now, its attempt counter kept.  False when nothing changes: the
-        task is due at once anyway, running (runs of one task never overlap), paused
-        (resume it first), blocked on its upstreams (its slot runs when they have
-        succeeded), failed (redrive it), or finished.
+        forward to now, its attempt counter kept.  False when nothing changes, and
+        nothing is remembered to run later: the task is due at once anyway, running
+        (a run_now adds no run beside one in flight, whatever the task's ``overlap``,
+        which is for the slots of its schedule: call it again once the run has
+        finished), paused (resume it first), blocked on its upstreams (its slot runs
+        when they have succeeded), failed (redrive it), or finished.
         """
         task = self.get(task_id)
         check_store(self._writes, "run now", task_id)

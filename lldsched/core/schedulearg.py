@@ -20,7 +20,14 @@ from lldsched.schedules.base import Schedule, has_schedule_methods, wrapped_sche
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import Jittered, Window
 
-__all__ = ["SCHEDULE_TYPES", "check_zone", "is_schedule", "schedule_of"]
+__all__ = ["ORDERS", "SCHEDULE_TYPES", "check_zone", "is_schedule", "misplaced", "schedule_of"]
+
+ORDERS = (
+    "Scheduler.schedule(name, action, schedule) takes the action second, "
+    "Simulation.schedule(name, schedule, action=...) by keyword"
+)
+"""Where each runtime's ``schedule`` takes the action, as the hints of a swapped action
+and schedule say it (the two orders differ: a simulation's action is optional)."""
 
 # Caches, filled as registrations come (plain structures written under the
 # runtime's lock, or by the single-threaded simulation; a racing write stores the
@@ -130,11 +137,7 @@ def _not_a_schedule(name: str, schedule: object) -> ValidationError:
         f"task {name!r}: schedule must provide first_run() and next_run(), got {shown(schedule)}"
     )
     if callable(schedule) and not isinstance(schedule, type):  # (FixedRate itself: no hint)
-        message += (
-            " (a function, where the schedule goes: Scheduler.schedule(name, action, "
-            "schedule) takes the action second, Simulation.schedule(name, schedule, "
-            "action=...) by keyword)"
-        )
+        message += f" (a function, where the schedule goes: {ORDERS})"
     elif isinstance(schedule, timedelta) or (
         isinstance(schedule, int | float) and not isinstance(schedule, bool)
     ):
@@ -142,5 +145,34 @@ def _not_a_schedule(name: str, schedule: object) -> ValidationError:
         message += (
             f" (a number of seconds is no schedule: FixedRate({every:g}) runs every {every:g} s,"
             f" OneTime(delay={every:g}) once, in {every:g} s)"
+        )
+    return ValidationError(message)
+
+
+def misplaced(name: object, schedule: object, extra: tuple[object, ...]) -> ValidationError:
+    """The error of ``Simulation.schedule`` given more than ``name`` and ``schedule`` by
+    position (``extra``, what came after): most often the ``Scheduler``'s order,
+    ``sim.schedule("x", job, FixedRate(60))``, which raised a bare ``TypeError: ... takes 3
+    positional arguments but 4 were given``.  Names what each place got, and for that
+    swap writes the call as the simulation takes it.  Only a refusal asks."""
+    after = ", ".join(shown(value) for value in extra)
+    message = (
+        f"task {shown(name)}: Simulation.schedule(name, schedule, *, duration=..., "
+        f"action=..., ...) takes 2 arguments by position, got "
+        f"{2 + len(extra)}: {shown(schedule)} for schedule, then {after}"
+    )
+    swapped = (
+        len(extra) == 1
+        and callable(schedule)
+        and not isinstance(schedule, type)
+        and (has_schedule_methods(extra[0]) or isinstance(extra[0], str))
+    )
+    if swapped:
+        action = getattr(schedule, "__name__", "")
+        action = action if action.isidentifier() else "..."
+        message += (
+            " (Scheduler.schedule's order, name, action, schedule; a simulation takes "
+            f"its action by keyword: schedule({shown(name)}, {shown(extra[0])}, "
+            f"action={action}))"
         )
     return ValidationError(message)

@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING
 
 from lldsched import checks
 from lldsched.clock import FakeClock
+from lldsched.errors import shown
 
 if TYPE_CHECKING:
     from lldsched.threaded.scheduler import Scheduler
 
 __all__ = [
+    "LAB_MOST",
     "CountingCondition",
     "Gate",
     "ObservedClock",
@@ -75,12 +77,27 @@ cpu_time = cpu_clock()
 """This platform's :func:`cpu_clock`."""
 
 
-def whole_count(name: str, value: int) -> int:
+LAB_MOST = 1_000_000
+"""The largest count an experiment takes unless its own is smaller (:func:`whole_count`):
+ten times the largest heap the notebooks measure (100,000 entries).  A count is work
+done, often in real time, so a mistyped ``10**9`` ran for hours (or days) instead of
+being refused."""
+
+
+def whole_count(name: str, value: int, *, at_most: int = LAB_MOST) -> int:
     """``value``, a count an experiment is given (entries in a heap, timers, cancels), if
-    it is a whole number >= 1; else ``ValueError`` naming it (a heap of 0 would divide
-    by zero, and 2.5 entries mean nothing)."""
+    it is a whole number >= 1 and <= ``at_most``; else ``ValueError`` naming it (a heap
+    of 0 would divide by zero, 2.5 entries mean nothing, and a count past ``at_most``
+    would run for hours: ``"samples must be a whole number <= 1,000 (an experiment is
+    sized to run in minutes), got 1000000"``).  ``at_most``: the experiment's own bound,
+    where a unit of its count costs real time (a sample, an hour simulated)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        raise ValueError(f"{name} must be a whole number >= 1, got {shown(value)}")
+    if value > at_most:
+        raise ValueError(
+            f"{name} must be a whole number <= {at_most:,} (an experiment is sized to run "
+            f"in minutes), got {shown(value)}"
+        )
     return value
 
 

@@ -77,13 +77,13 @@ def simulate_overrun_day(
 ) -> OverrunDay:
     """Simulate ``hours`` of the job (every ``period`` s, runs ``duration`` s) and the
     heartbeat under ``strategy``, one of :data:`OVERRUN_STRATEGIES`; ``hours`` is a whole
-    number >= 1 (``ValueError`` otherwise: a day of no hour has nothing to show), and
-    ``period`` finite and > 0 (else ``ValueError`` naming it: "keep queueing" with a
-    period of 0 queued runs at 0 s for ever).  ``duration`` and ``workers`` are the
+    number from 1 to 744, a month (``ValueError`` otherwise: a day of no hour has nothing
+    to show), and ``period`` finite and > 0 (else ``ValueError`` naming it: "keep
+    queueing" with a period of 0 queued runs at 0 s for ever).  ``duration`` and ``workers`` are the
     simulation's to check."""
     if strategy not in OVERRUN_STRATEGIES:
         raise ValueError(f"strategy must be one of {OVERRUN_STRATEGIES}, got {strategy!r}")
-    whole_count("hours", hours)
+    whole_count("hours", hours, at_most=744)  # a month of 31 days
     lab_seconds("period", period, above=0)
     horizon = hours * 3600
     sim = Simulation(workers=workers)

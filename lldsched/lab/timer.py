@@ -114,10 +114,10 @@ def measure_timer(
 ) -> PollResult:
     """One strategy (the clock): wake-ups and CPU per idle second over ``idle`` seconds,
     and the median lateness of ``samples`` runs (see :func:`measure_polling`).  ``idle``
-    finite and > 0, ``samples`` a whole number >= 1: else ``ValueError`` naming it; a
+    finite and > 0, ``samples`` a whole number from 1 to 1,000: else ``ValueError`` naming it; a
     ``clock`` that counts no ``wakeups``: ``TypeError``."""
     lab_seconds("idle", idle, above=0)
-    whole_count("samples", samples)
+    whole_count("samples", samples, at_most=1_000)  # each waits 20-120 ms
     if not isinstance(getattr(clock, "wakeups", None), int):
         raise TypeError(
             "clock must count the timer's wake-ups in .wakeups (a clock of your own: "
@@ -156,7 +156,7 @@ def measure_polling(
     (seeded delays, so a poll's phase does not line up with them).  Real time: the
     numbers vary."""
     several("intervals", intervals)
-    whole_count("samples", samples)
+    whole_count("samples", samples, at_most=1_000)  # each waits 20-120 ms
     lab_seconds("idle", idle, above=0)
     for interval in intervals:
         lab_seconds("poll interval", interval, above=0)

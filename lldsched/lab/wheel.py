@@ -41,7 +41,7 @@ class TimingWheel:
     """A hierarchical timing wheel with the due queue's operations (not locked).
 
     ``resolution``: seconds a tick, finite and > 0; ``slots``: buckets a wheel, a power
-    of two >= 2; ``levels``: wheels, a whole number >= 1; ``start``: the instant of the
+    of two >= 2; ``levels``: wheels, a whole number from 1 to 16; ``start``: the instant of the
     first tick.  Anything else is a ``ValueError`` naming it."""
 
     def __init__(
@@ -49,7 +49,7 @@ class TimingWheel:
     ) -> None:
         lab_seconds("resolution", resolution, above=0)
         lab_seconds("start", start)
-        whole_count("levels", levels)
+        whole_count("levels", levels, at_most=16)  # 64**16 ticks: past any horizon
         if (
             isinstance(slots, bool)
             or not isinstance(slots, int)

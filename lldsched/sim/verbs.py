@@ -17,10 +17,11 @@ one that lands in the middle of it leaves the simulation refusing to move on.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import random
 from collections.abc import Callable, Iterator, Mapping, Sized
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Never
 
 from lldsched import checks
 from lldsched.core.duequeue import QueueStats, TaskQueue
@@ -30,6 +31,7 @@ from lldsched.core.names import RefusedVerb
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchanged, registering
 from lldsched.core.retention import RetainFinished
+from lldsched.core.schedulearg import misplaced as misplaced_arguments
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.listeners import (
@@ -108,7 +110,7 @@ class SimulationVerbs:
         self,
         name: str,
         schedule: Schedule | str,
-        *,
+        *misplaced: Never,  # the Scheduler's order: refused in words, not shown (below)
         duration: DurationModel | timedelta = 0.0,
         fails: FailureModel = 0.0,
         action: Callable[..., Any] | str | None = None,
@@ -155,8 +157,12 @@ class SimulationVerbs:
         <lldsched.sim.simulation.Simulation.shutdown>` was called), as on ``Scheduler``;
         :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds its store.
-        Nothing registered changes then.
+        Nothing registered changes then.  Given more than ``name`` and ``schedule`` by
+        position (the ``Scheduler``'s order, ``schedule("x", job, FixedRate(60))``): a
+        :class:`~lldsched.errors.ValidationError` naming what each place got.
         """
+        if misplaced:
+            raise misplaced_arguments(name, schedule, misplaced)
         self._check_running("schedule", name)
         duration = check_duration(duration)
         fails = check_failure(fails)
@@ -450,7 +456,11 @@ class SimulationVerbs:
 
     def run_now(self, task_id: str) -> bool:
         """Run the task once more at the simulated instant, without moving its schedule;
-        see :meth:`SchedulerCore.run_now <lldsched.core.machine.SchedulerCore.run_now>`.
+        True if a run was queued (or a pending retry brought forward).  False if it is
+        due at once anyway, running, paused, blocked on its upstreams, failed or
+        finished: nothing was queued, and nothing is kept to run later (a task running
+        now, whatever its ``overlap``: call it again once that run has finished); see
+        :meth:`SchedulerCore.run_now <lldsched.core.machine.SchedulerCore.run_now>`.
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
@@ -596,3 +606,16 @@ class SimulationVerbs:
         if not kept:
             self._core.emit = None
         return found
+
+
+def _documented(function: Callable[..., Any]) -> None:
+    """Show ``function``'s signature without its ``*misplaced``: that parameter only
+    catches the ``Scheduler``'s order, to refuse it in words (a ``TypeError`` said
+    nothing of the order), and is no part of the documented API, so ``inspect``,
+    ``help()`` and the docs read the signature as written before it."""
+    signature = inspect.signature(function)
+    shown = [p for p in signature.parameters.values() if p.kind is not p.VAR_POSITIONAL]
+    function.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]
+
+
+_documented(SimulationVerbs.schedule)
