@@ -20,6 +20,7 @@ from lldsched import (
     Simulation,
 )
 from lldsched.core.names import MAX_SKIPPED
+from lldsched.model import ExecutionRecord
 from lldsched.policies import Misfire, MisfirePolicy
 from lldsched.sim import uniform
 from lldsched.testing import Stepper
@@ -28,13 +29,15 @@ from tests.test_grid_downtime import START, off_grid
 PERIODS = [0.1, 1 / 3 + 0.1]
 
 
-def _folded_past_the_list(records: list, period: float) -> bool:
+def _folded_past_the_list(records: list[ExecutionRecord], period: float) -> bool:
     """Some run outlasted more than MAX_SKIPPED slots (BUFFER_ONE asked on past them)."""
     return any(r.finished - r.slot > (MAX_SKIPPED + 2) * period for r in records)
 
 
 @pytest.mark.parametrize("period", PERIODS)
 def test_buffer_one_runs_longer_than_a_period_stay_on_the_grid_in_sim(period: float) -> None:
+    """Runs of up to 30 periods on one worker: the slots each folds, the run for the
+    latest of them and every slot after are slots of the first grid."""
     rate = FixedRate(period)
     sim = Simulation(workers=1, start=START, seed=7)
     sim.schedule(
