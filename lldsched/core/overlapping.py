@@ -36,11 +36,12 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.base import (
     Schedule,
     first_slot_after,
+    on_grid,
     slot_after,
     slots_between,
     slots_on,
 )
-from lldsched.schedules.catchup import CatchUp, slot_first
+from lldsched.schedules.catchup import CatchUp, slot_first, unwrap
 from lldsched.schedules.decorators import ended_by
 from lldsched.schedules.simple import FixedRate
 
@@ -320,14 +321,26 @@ class OverlappingRuns(CoreParts):
 
 
 def buffered(
-    schedule: Schedule, slot: float, skipped: Skipped, *, before: float
+    schedule: Schedule, slot: float, skipped: Skipped, *, before: float, origin: float | None
 ) -> tuple[float, Skipped]:
     """BUFFER_ONE: the latest slot before ``before`` (the run that comes due at once)
     and the slots folded into it (``skipped``, the slots after the run's ``slot``, is
-    cut at MAX_SKIPPED + 1 slots)."""
+    cut at MAX_SKIPPED + 1 slots).  Past the slots listed, the slots are counted on the
+    task's grid from ``origin`` (``ScheduledTask._grid``) while the last one listed is
+    that grid's (a fixed rate, or a plan in front of one: :func:`on_grid`), else on from
+    the run's slot; counted from the run's slot, a fixed rate's latest slot was a
+    rounding off its grid (docs/DECISIONS.md, "A fixed rate's slots after downtime are
+    its grid's")."""
     latest = skipped[-1]
-    if len(skipped) > MAX_SKIPPED:  # on along the grid counted from the run's slot
-        for following in islice(slots_on(schedule, slot), len(skipped), None):
+    if len(skipped) > MAX_SKIPPED:
+        own = unwrap(schedule)
+        anchor, k = on_grid(own, latest, origin)
+        later = (
+            slots_on(own, anchor, start=k)
+            if k
+            else islice(slots_on(schedule, slot), len(skipped), None)
+        )
+        for following in later:
             if following >= before:
                 break
             latest = following

@@ -404,7 +404,9 @@ class RunTransitions(CoreParts):
             # latest of them, due at once; the earlier ones are coalesced into it.
             assert due is not None
             try:  # its slot_after, asked on: a broken one fails the task as next_run's does
-                due, skipped = buffered(schedule, record.slot, skipped, before=due)
+                due, skipped = buffered(
+                    schedule, record.slot, skipped, before=due, origin=task._grid
+                )
             except Exception as exc:
                 return self._fails_loudly(task, original, exc, schedule=schedule)
         if ok:
