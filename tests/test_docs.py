@@ -20,8 +20,9 @@
   (under a loop's body, the lines it prints in turn), in the order shown, ``...`` in
   such a line standing for any text (a pid, a path); TESTING.md's, one module, each
   after the ones before it;
-* the runnable blocks of the README, GUIDE, EXTENDING, ASYNCIO, OPERATIONS and TESTING
-  pass a user's ``mypy --strict`` (tests/test_typing_user.py's runner, in one run);
+* the runnable blocks of the README and every guide but ARCHITECTURE and DECISIONS
+  pass a user's ``mypy --strict`` (tests/test_typing_user.py's runner, in one run),
+  but for the lines UPGRADING shows because mypy refuses them;
 * every other fenced block is listed in ``NOT_RUN`` with the test that checks it or
   why nothing runs it: OPERATIONS.md's failure log is what its example logs as
   ``service.py``, the ``python -m lldsched`` commands of the shell blocks do what the
