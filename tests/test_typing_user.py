@@ -109,14 +109,24 @@ def folder(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return kept_folder(request, tmp_path)
 
 
-def user_mypy(files: list[Path], folder: Path) -> list[tuple[Path, int, str]]:
+def user_mypy(
+    files: list[Path], folder: Path, untyped: tuple[str, ...] = ()
+) -> list[tuple[Path, int, str]]:
     """``mypy --strict`` on ``files`` as a user's project runs it, in the cache kept in
-    ``folder``: each error's file (resolved), line, and mypy's line saying it."""
+    ``folder``: each error's file (resolved), line, and mypy's line saying it.
+    ``untyped``: the packages without types the project imports, each given the
+    setting a user's configuration gives one (``ignore_missing_imports``), and no other
+    setting of ours."""
+    config = ""  # a user's project: no configuration of ours
+    if untyped:
+        config = str(folder / "untyped.ini")
+        sections = (f"[mypy-{name},{name}.*]\nignore_missing_imports = True\n" for name in untyped)
+        Path(config).write_text("[mypy]\n" + "".join(sections))
     checked = subprocess.run(
         [
             sys.executable, "-m", "mypy",
             "--strict",
-            "--config-file", "",  # a user's project: none of ours
+            "--config-file", config,
             "--cache-dir", str(folder / "cache"),
             "--no-error-summary",
             "--show-error-codes",
