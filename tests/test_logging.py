@@ -11,7 +11,7 @@ import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import pytest
 
@@ -301,11 +301,15 @@ def test_an_hour_of_a_store_failing_every_run_is_one_outage_line_a_minute(
     make_scheduler: SchedulerFactory, clock: FakeClock, captured: Captured
 ) -> None:
     class Flapping(InMemoryTaskStore):
-        """Every run's record fails to save; the begin's save succeeds: an outage
-        begins and ends every second (a disk full by moments)."""
+        """Every run's record fails its first save; the begin's save succeeds and writes
+        the record held with the row: an outage begins and ends every second (a disk
+        full by moments)."""
+
+        refused: ClassVar[set[tuple[float, float]]] = set()
 
         def save(self, snapshot: Any, record: Any = None) -> None:
-            if record is not None:
+            if record is not None and (record.slot, record.started) not in self.refused:
+                self.refused.add((record.slot, record.started))
                 raise OSError("disk full")
             super().save(snapshot, record)
 
@@ -330,10 +334,16 @@ def test_a_quiet_outage_that_lasts_is_said_once_its_window_is_over(
     make_scheduler: SchedulerFactory, clock: FakeClock, captured: Captured
 ) -> None:
     class Failing(InMemoryTaskStore):
+        """Flapping as above (a record's first save fails), then down for good."""
+
         down = False
+        refused: ClassVar[set[tuple[float, float]]] = set()
 
         def save(self, snapshot: Any, record: Any = None) -> None:
-            if self.down or record is not None:
+            if self.down:
+                raise OSError("disk full")
+            if record is not None and (record.slot, record.started) not in self.refused:
+                self.refused.add((record.slot, record.started))
                 raise OSError("disk full")
             super().save(snapshot, record)
 
