@@ -51,20 +51,26 @@ def started_late(
         assert scheduler.shutdown()
 
 
-def restarted(
-    policy: MisfirePolicy, start_delay: float = EVERY
-) -> tuple[list[tuple[str, float, float]], float | None]:
-    """Registered at T0 on a durable store, the process down until T0 + LATE."""
+def stored(policy: MisfirePolicy, start_delay: float = EVERY) -> tuple[InMemoryTaskStore, str]:
+    """A task registered at T0 on a durable store, its process stopped at once."""
     store = InMemoryTaskStore()
     first = Scheduler(clock=FakeClock(T0), store=store)
     task = first.schedule(
         "x", jobs.note, FixedRate(EVERY, start_delay=start_delay), args=("x",), misfire=policy
     )
     assert first.shutdown()
+    return store, task.id
+
+
+def restarted(
+    policy: MisfirePolicy, start_delay: float = EVERY
+) -> tuple[list[tuple[str, float, float]], float | None]:
+    """Registered at T0 on a durable store, the process down until T0 + LATE."""
+    store, task_id = stored(policy, start_delay)
     scheduler = Scheduler(clock=FakeClock(T0 + LATE), store=store).start()
     try:
         settle(scheduler)
-        return seen(scheduler.task(task.id))
+        return seen(scheduler.task(task_id))
     finally:
         assert scheduler.shutdown()
 
@@ -104,24 +110,15 @@ def test_a_run_recovery_left_due_at_the_construction_runs_at_the_start() -> None
     """Recovery decided the downtime (``RUN_ONCE``: its one passed slot runs) and left that
     run due at the construction: it is not decided again at the start, where its slot,
     650 s late, would be recorded ``coalesced`` and not run."""
-    store = InMemoryTaskStore()
-    first = Scheduler(clock=FakeClock(T0), store=store)
-    task = first.schedule(
-        "x",
-        jobs.note,
-        FixedRate(EVERY, start_delay=EVERY),
-        args=("x",),
-        misfire=MisfirePolicy(Misfire.RUN_ONCE, grace=1),
-    )
-    assert first.shutdown()
+    store, task_id = stored(MisfirePolicy(Misfire.RUN_ONCE, grace=1))
     clock = FakeClock(T0 + 400)  # down past 300: recovery leaves it to run
     scheduler = Scheduler(clock=clock, store=store)
-    assert seen(scheduler.task(task.id)) == ([], T0 + 300)
+    assert seen(scheduler.task(task_id)) == ([], T0 + 300)
     clock.advance(LATE - 400)
     scheduler.start()
     try:
         settle(scheduler)
-        records, due = seen(scheduler.task(task.id))
+        records, due = seen(scheduler.task(task_id))
         assert records[0] == ("ok", 300.0, LATE) and due == T0 + 900
     finally:
         assert scheduler.shutdown()
@@ -158,23 +155,14 @@ def test_a_paused_task_is_left_to_resume_as_a_restart_leaves_it() -> None:
 def test_a_scheduler_built_on_a_store_and_started_later_decides_the_slots_since() -> None:
     """Recovery decided the downtime up to the construction; the slots passed from then to
     ``start()`` meet the policy at the start, as a process built at the start decides them."""
-    store = InMemoryTaskStore()
-    first = Scheduler(clock=FakeClock(T0), store=store)
-    task = first.schedule(
-        "x",
-        jobs.note,
-        FixedRate(EVERY, start_delay=EVERY),
-        args=("x",),
-        misfire=MisfirePolicy(Misfire.SKIP, grace=1),
-    )
-    assert first.shutdown()
+    store, task_id = stored(MisfirePolicy(Misfire.SKIP, grace=1))
     clock = FakeClock(T0 + 400)  # down past 300: recovery records it missed, due at 600
     scheduler = Scheduler(clock=clock, store=store)
     clock.advance(LATE - 400)
     scheduler.start()
     try:
         settle(scheduler)
-        records, due = seen(scheduler.task(task.id))
+        records, due = seen(scheduler.task(task_id))
         assert records == [("missed", 300.0, 400.0), ("missed", 600.0, LATE)] and due == T0 + 900
     finally:
         assert scheduler.shutdown()
