@@ -42,9 +42,12 @@ typecheck: $(STAMP)
 # Two worker processes (pytest-xdist), a test file at a time each: the notebooks' cells
 # and a file's module-wide fixtures stay in one process. Serial, the suite took about
 # 600 s on a two-core machine. PYTEST_WORKERS=0 runs it in this process.
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (many CI images set it):
+# the suite starts hundreds of Python processes, and each would compile lldsched from
+# source again (docs/DECISIONS.md, "The test suite in two processes").
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP) $(CHROMIUM) postgresql
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 # Installs Debian's server (needs root, as CI is) only when its binaries are missing.
 postgresql:
