@@ -186,16 +186,22 @@ def _refused_as_the_forks(outcome: str) -> None:
     assert "Open the store in each process after the fork" in outcome
 
 
-VERBS: dict[str, Callable[[SqliteTaskStore], object]] = {
+Private = InMemoryTaskStore | SqliteTaskStore  # a store whose data is the process's memory
+
+PRIVATE_VERBS: dict[str, Callable[[Private], object]] = {  # the calls both kinds have
     "load_all": lambda store: store.load_all(),
     "get": lambda store: store.get("job"),
     "records": lambda store: store.records("job"),
     "dead_letter": lambda store: store.dead_letter(),
     "len": len,
     "save": lambda store: store.save(snapshot(task(id="b"))),
+    "save with a record": lambda store: store.save(snapshot(task(id="b")), record("b", 0)),
+    "delete": lambda store: store.delete("job"),
+}
+VERBS: dict[str, Callable[[SqliteTaskStore], object]] = {
+    **PRIVATE_VERBS,
     "save_all": lambda store: store.save_all(snapshot(task(id="b")), [record("b", 0)]),
     "resave": lambda store: store.resave(snapshot(task(id="job"))),
-    "delete": lambda store: store.delete("job"),
     "purge": lambda store: store.purge("job"),
 }
 SHARED_VERBS: dict[str, Callable[[SqliteTaskStore], object]] = {
@@ -267,24 +273,11 @@ def test_close_in_a_child_forked_while_the_lock_was_held_returns_and_leaves_the_
 
 # -- a private store (its data in the process's memory: the child's own copy) ---------------
 
-Private = InMemoryTaskStore | SqliteTaskStore
-
 PRIVATE_STORES: dict[str, Callable[[], Private]] = {
     "sqlite-memory": lambda: SqliteTaskStore(":memory:"),
     "in-memory": InMemoryTaskStore,
 }
-
-PRIVATE_VERBS: dict[str, Callable[[Private], object]] = {
-    "load_all": lambda store: store.load_all(),
-    "get": lambda store: store.get("job"),
-    "records": lambda store: store.records("job"),
-    "dead_letter": lambda store: store.dead_letter(),
-    "len": len,
-    "save": lambda store: store.save(snapshot(task(id="b"))),
-    "save with a record": lambda store: store.save(snapshot(task(id="b")), record("b", 0)),
-    "delete": lambda store: store.delete("job"),
-}
-SQLITE_VERBS = ("save_all", "resave", "purge")  # of VERBS, which the memory store has not
+SQLITE_VERBS = [verb for verb in VERBS if verb not in PRIVATE_VERBS]  # not the memory store's
 
 
 @pytest.fixture
