@@ -138,15 +138,14 @@ def refuse(store: str, opened_in: int) -> StoreError:
 
 def torn(store: str, forked_in: int) -> StoreError:
     """The error for ``store``, a private one (its name as messages show it), that another
-    thread of ``forked_in`` was inside a call of when it forked this process."""
+    thread of ``forked_in`` was inside a call of when that process forked."""
     return StoreError(
         f"the store {store} was inside a call in another thread of process {forked_in} when "
         f"that process forked, and is used in process {current[0]}, forked from it: that "
         "call never ends here, so the store's copy here may be half-written, and its lock "
-        "is held for good. A private store is a "
-        "child's own copy only if no call of it is under way at the fork. Open the store "
-        "in each process after the fork (gunicorn: in post_fork, not with --preload at "
-        "import time)"
+        "is held for good. A private store is a child's own copy only if no call of it is "
+        "under way at the fork. Open the store in each process after the fork (gunicorn: "
+        "in post_fork, not with --preload at import time)"
     )
 
 
