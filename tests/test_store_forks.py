@@ -3,16 +3,20 @@ child would share its connection, its node id and, unshared, its claim on the fi
 
 from __future__ import annotations
 
+import ast
+import gc
 import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from lldsched import OneTime, Scheduler, SqliteTaskStore
+from lldsched import InMemoryTaskStore, OneTime, Scheduler, SqliteTaskStore
+from lldsched.errors import StoreError
 from lldsched.model import Outcome
 from lldsched.persistence import TaskStore
 from tests import jobs
@@ -121,6 +125,8 @@ def test_a_store_closed_in_a_child_forked_mid_write_returns_and_leaves_the_paren
 # an EXCLUSIVE transaction) while it holds the store's write gate; then it forks a helper
 # (tests.processes.parent_of_a_helper).
 GATE_HOLDER = """
+import ast
+import gc
 import os
 import sqlite3
 import sys
@@ -180,16 +186,22 @@ def _refused_as_the_forks(outcome: str) -> None:
     assert "Open the store in each process after the fork" in outcome
 
 
-VERBS: dict[str, Callable[[SqliteTaskStore], object]] = {
+Private = InMemoryTaskStore | SqliteTaskStore  # a store whose data is the process's memory
+
+PRIVATE_VERBS: dict[str, Callable[[Private], object]] = {  # the calls both kinds have
     "load_all": lambda store: store.load_all(),
     "get": lambda store: store.get("job"),
     "records": lambda store: store.records("job"),
     "dead_letter": lambda store: store.dead_letter(),
     "len": len,
     "save": lambda store: store.save(snapshot(task(id="b"))),
+    "save with a record": lambda store: store.save(snapshot(task(id="b")), record("b", 0)),
+    "delete": lambda store: store.delete("job"),
+}
+VERBS: dict[str, Callable[[SqliteTaskStore], object]] = {
+    **PRIVATE_VERBS,
     "save_all": lambda store: store.save_all(snapshot(task(id="b")), [record("b", 0)]),
     "resave": lambda store: store.resave(snapshot(task(id="job"))),
-    "delete": lambda store: store.delete("job"),
     "purge": lambda store: store.purge("job"),
 }
 SHARED_VERBS: dict[str, Callable[[SqliteTaskStore], object]] = {
@@ -257,3 +269,134 @@ def test_close_in_a_child_forked_while_the_lock_was_held_returns_and_leaves_the_
     assert not store.closed
     store.save(snapshot(task(id="after")))
     assert [s.task.id for s in store.load_all()] == ["job", "after"]
+
+
+# -- a private store (its data in the process's memory: the child's own copy) ---------------
+
+PRIVATE_STORES: dict[str, Callable[[], Private]] = {
+    "sqlite-memory": lambda: SqliteTaskStore(":memory:"),
+    "in-memory": InMemoryTaskStore,
+}
+SQLITE_VERBS = [verb for verb in VERBS if verb not in PRIVATE_VERBS]  # not the memory store's
+
+
+@pytest.fixture
+def private_store(request: pytest.FixtureRequest) -> Iterator[Private]:
+    """A private store of the test's parameter's kind, holding the task ``job``."""
+    store = PRIVATE_STORES[request.param]()
+    store.save(snapshot(task(id="job")))
+    yield store
+    store.close()
+
+
+def _refused_as_torn(outcome: str) -> None:
+    assert outcome.startswith("StoreError: the store "), outcome  # not "hung"
+    assert f"was inside a call in another thread of process {os.getpid()}" in outcome
+    assert "may be half-written" in outcome
+    assert "Open the store in each process after the fork" in outcome
+
+
+@pytest.mark.parametrize(
+    ("private_store", "verb"),
+    [(kind, verb) for kind in PRIVATE_STORES for verb in PRIVATE_VERBS]
+    + [("sqlite-memory", verb) for verb in SQLITE_VERBS],
+    indirect=["private_store"],
+    ids=[f"{kind}-{verb}" for kind in PRIVATE_STORES for verb in PRIVATE_VERBS]
+    + [f"sqlite-memory-{verb}" for verb in SQLITE_VERBS],
+)
+def test_every_call_of_a_private_store_torn_at_the_fork_is_refused_saying_so(
+    private_store: Private, verb: str
+) -> None:
+    """A private store is the child's own copy, but not one forked while another thread of
+    the parent was inside a call of it (a running scheduler saving as gunicorn forks its
+    workers under ``--preload``): the child's copy of its lock is held for good, with no
+    thread there to let it go, and what that call was writing may be half-written.  Before,
+    every call in the child, reads included, waited for that lock for good; it is now the
+    StoreError saying what happened and to open the store after the fork."""
+    store = private_store
+
+    def use() -> object:
+        if verb in SQLITE_VERBS:
+            assert isinstance(store, SqliteTaskStore)
+            return VERBS[verb](store)
+        return PRIVATE_VERBS[verb](store)
+
+    with held_by_another_thread(store._lock):
+        outcome = in_child(use, bound=10)
+    _refused_as_torn(outcome)
+
+
+@pytest.mark.parametrize("private_store", list(PRIVATE_STORES), indirect=True)
+def test_close_of_a_private_store_torn_at_the_fork_returns_and_every_call_after_is_refused(
+    private_store: Private,
+) -> None:
+    """``close()`` in the child (a ``worker_exit`` or ``atexit`` hook) returns, and waits for
+    nothing of the parent's; the parent's store goes on once its call ends."""
+    store = private_store
+
+    def close_then_load() -> object:
+        store.close()
+        assert store.closed
+        return store.load_all()
+
+    with held_by_another_thread(store._lock) as let_go:
+        outcome = in_child(close_then_load, bound=10)
+        let_go()  # the parent's call ends
+    _refused_as_torn(outcome)
+    assert not store.closed
+    store.save(snapshot(task(id="after")))
+    assert [s.task.id for s in store.load_all()] == ["job", "after"]
+
+
+@pytest.mark.parametrize("private_store", list(PRIVATE_STORES), indirect=True)
+def test_a_private_store_no_call_held_at_the_fork_is_still_the_childs_own_copy(
+    private_store: Private,
+) -> None:
+    """Held by another thread before the fork, and let go: the child reads and writes its
+    copy (the parent's is untouched), and closes it."""
+    store = private_store
+    with held_by_another_thread(store._lock):
+        pass  # a call before the fork, ended
+
+    def use() -> object:
+        store.save(snapshot(task(id="child")))
+        ids = [s.task.id for s in store.load_all()]
+        store.close()
+        return ids
+
+    assert in_child(use, bound=10) == "['job', 'child']"
+    assert [s.task.id for s in store.load_all()] == ["job"]
+
+
+def test_a_private_sqlite_store_the_forking_thread_was_inside_is_its_copy_still() -> None:
+    """The thread that forks goes on in the child: a call of its own under way at the fork
+    (the store's lock re-entered by that thread) ends there, and the copy is whole."""
+    with SqliteTaskStore(":memory:") as store:
+        store.save(snapshot(task(id="job")))
+        with store._lock:  # this thread inside a call of the store as it forks
+            outcome = in_child(lambda: [s.task.id for s in store.load_all()], bound=10)
+    assert outcome == "['job']"
+
+
+def test_of_many_private_stores_only_those_held_at_the_fork_are_refused_in_the_child() -> None:
+    """The fork hook tries every private store alive, and keeps none alive itself."""
+    held, free = InMemoryTaskStore(), SqliteTaskStore(":memory:")
+    gone = weakref.ref(SqliteTaskStore(":memory:"))
+    gc.collect()
+    assert gone() is None  # collected: noting it for the fork kept nothing alive
+
+    def use() -> object:
+        with pytest.raises(StoreError, match="was inside a call in another thread"):
+            held.load_all()
+        return free.load_all()
+
+    with held_by_another_thread(held._lock):
+        assert in_child(use, bound=10) == "[]"
+    free.close()
+
+
+def test_a_private_store_torn_at_a_fork_is_refused_in_a_child_forked_from_that_child() -> None:
+    store = InMemoryTaskStore()
+    with held_by_another_thread(store._lock):
+        outcome = in_child(lambda: in_child(store.load_all, bound=10), bound=20)
+    _refused_as_torn(ast.literal_eval(outcome))  # the grandchild's word, as the child's repr

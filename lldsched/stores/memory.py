@@ -2,7 +2,9 @@
 
 Useful in tests (it holds the latest snapshot of every task and the records of
 every run) and as the reference for what a durable store must do (the rules, as
-checks: :mod:`lldsched.stores.contract`).  Safe to share between threads.  It
+checks: :mod:`lldsched.stores.contract`).  Safe to share between threads.  A child
+forked from its process keeps a copy of its own, refused there only if another thread
+was inside a call of it at the fork (:mod:`lldsched.stores.forks`).  It
 closes as the durable stores do (``close()``, or a ``with`` block): every write and
 load after that raises :class:`~lldsched.errors.StoreClosedError`, so code written
 against it behaves the same on a durable store (what it holds stays readable).  A
@@ -67,6 +69,8 @@ class InMemoryTaskStore:
         self._saved = 0  # records saved so far: the number of the next
         self._dead: dict[str, None] = {}  # FAILED ids, in the order they failed
         self._closed = False
+        # A forked child keeps its copy, unless a call was under way at the fork (forks.py).
+        forks.private(self, "InMemoryTaskStore")
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         task_id = snapshot.task.id
@@ -134,7 +138,14 @@ class InMemoryTaskStore:
     def close(self) -> None:
         """Refuse every write and load from now on (idempotent); what it holds stays
         readable (``get``, ``records``, ``dead_letter``).  Close a store after its
-        scheduler's ``shutdown()``."""
+        scheduler's ``shutdown()``.
+
+        In a child forked while another thread was inside a call of the store, it waits
+        for nothing: every call after it is still refused, as before it (:mod:`forks
+        <lldsched.stores.forks>`)."""
+        if forks.is_torn(self._lock):
+            self._closed = True
+            return
         with self._lock:
             self._closed = True
 

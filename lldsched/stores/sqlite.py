@@ -351,6 +351,8 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         # caches below.  Taken inside the scheduler's lock when the core saves;
         # never held while calling anything outside this store.
         self._lock = threading.RLock()  # re-entered inside a verb's hold (verb_held)
+        if self.path in PRIVATE:  # a forked child's own copy, unless torn (forks.py)
+            forks.private(self, repr(self.path))
         self._connection: sqlite3.Connection | None = connection
         # id -> the definition its row holds: a save whose definition differs (a
         # replace, reschedule or modify) writes it again.  Compared with ==, which
@@ -551,8 +553,11 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         once.  Close a store after its scheduler's ``shutdown()``.
 
         In a child forked since the store was opened, only the child's copies are let
-        go (:meth:`_let_go_in_child`)."""
-        if self._opened_in != forks.current[0] and self.path not in PRIVATE:
+        go (:meth:`_let_go_in_child`), but for a private database's, the child's own, if
+        no call of it was under way at the fork (:mod:`forks <lldsched.stores.forks>`)."""
+        if self._opened_in != forks.current[0] and (
+            self.path not in PRIVATE or forks.is_torn(self._lock)
+        ):
             self._let_go_in_child()
             return
         with self._lock:
@@ -596,7 +601,9 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         let it go: every call but :meth:`close` waited for it for good.  Called by
         :class:`_Using` (every call that reads or writes: there, on every save, only once
         the process id differs, its one comparison inline), and by the calls that take the
-        lock without it.  A private database is the child's own copy: not refused."""
+        lock without it.  A private database is the child's own copy: not refused here,
+        but by its lock, a :class:`~lldsched.stores.forks.Torn`, if another thread was
+        inside a call of it at the fork."""
         if self._opened_in != forks.current[0] and self.path not in PRIVATE:
             raise forks.refuse(repr(self.path), self._opened_in)  # a forked child's copy
 
