@@ -27,6 +27,7 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -461,6 +462,33 @@ def test_a_real_sigint_while_a_hold_has_the_lock_is_raised_once_it_is_let_go() -
     assert after == ["the block went on"]
     assert not lock.locked()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.usefixtures("ctrl_c_raises", "sigterm_exits")
+def test_a_hold_runs_no_line_for_each_signal_left_without_a_python_handler() -> None:
+    """A ``Hold`` on the main thread reads the handler of every valid signal (62 on Linux)
+    and keeps those with a Python handler (here SIGINT's, SIGTERM's and any the test
+    runner put in place): no line of it runs once for each of the others, which raise
+    nothing.  (Before, a Python loop over every signal ran 389 of a hold's 436 lines:
+    1,167 of the 1,525 lines a shutdown runs, each one more build and cut in the sweep
+    of a Ctrl-C at every line above.)"""
+    python = [s for s in signal.valid_signals() if callable(signal.getsignal(s))]
+    assert signal.SIGTERM in python and len(python) < len(signal.valid_signals()) // 2
+    lock = threading.Lock()
+
+    def hold() -> None:
+        with Deadline(WAIT).holding(lock) as hold:
+            assert hold.held
+
+    tracer = Tracer()
+    sys.settrace(tracer)
+    try:
+        hold()
+    finally:
+        sys.settrace(None)
+    runs = Counter((file, line) for (file, _, line, _), _ in tracer.seen)
+    assert max(runs.values()) <= len(python) + 2, runs.most_common(3)
+    assert not lock.locked()
 
 
 def taking_the_lock_back(frame: FrameType) -> bool:
