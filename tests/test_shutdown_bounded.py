@@ -9,6 +9,7 @@ import contextlib
 import logging
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -419,15 +420,35 @@ def test_a_to_thread_call_still_running_at_shutdown_is_waited_for_within_its_tim
     assert _to_thread_calls(scheduler) == []
 
 
+def joining_the_calls() -> bool:
+    """A thread of ``shutdown()`` (its loop's closer) waits for the calls still running on
+    the loop's executor to end: blocked in a ``join`` under ``_join_calls``."""
+    for frame in sys._current_frames().values():
+        innermost = frame.f_code.co_name
+        while frame is not None and frame.f_code.co_name != "_join_calls":
+            frame = frame.f_back  # type: ignore[assignment]
+        if frame is not None and innermost == "_wait_for_tstate_lock":
+            return True
+    return False
+
+
 async def awaits_a_thread_that_checks(
     started: threading.Event, release: threading.Event, returned: threading.Event, seen: list[bool]
 ) -> None:
-    """As :func:`awaits_a_thread`; once released, the call waits (bounded) for
-    ``returned`` and notes in ``seen`` whether shutdown had returned by its end."""
+    """As :func:`awaits_a_thread`; once released, the call waits (bounded) until
+    ``returned`` is set (shutdown returned without waiting for it) or shutdown waits
+    for it (:func:`joining_the_calls`), and notes in ``seen`` whether shutdown had
+    returned by its end.  (It waited 0.5 s for ``returned``: in full when shutdown
+    works.)"""
 
     def call() -> None:
         _blocks_until(started, release)
-        returned.wait(0.5)  # set at once when shutdown returns without waiting for it
+        wait_until(
+            lambda: returned.is_set() or joining_the_calls(),
+            timeout=HANG,
+            what="shutdown() to return or to wait for the call",
+            every=0.001,
+        )
         seen.append(returned.is_set())
 
     await asyncio.to_thread(call)

@@ -38,9 +38,10 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import compress
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["ASK_EVERY", "LOCK_GRACE", "Deadline", "Flag", "Hold", "Waiters"]
 
@@ -58,6 +59,10 @@ ASK_EVERY = 0.05
 before it looks whether a signal came meanwhile (it then gives up the wait and hands it
 over): the wait keeps the signals from their handlers, since the wait's end is where one
 that raises would leave the lock taken."""
+
+_SIGNALS = sorted(signal.valid_signals())
+"""Every signal of the platform (62 on Linux), in the order of their numbers: the order
+a :class:`Hold` keeps them in and hands them over."""
 
 
 class Deadline:
@@ -202,12 +207,16 @@ class Hold:
     def _keep_signals(self) -> None:
         """Keep every signal that has a Python handler from it (:meth:`_keep`).  Changing
         one runs the handlers of the signals that came before: one that raises stops
-        here, and the caller puts back those kept so far."""
-        wanted = []
-        for signum in sorted(signal.valid_signals()):  # in order: the order handed over
-            handler = _real(signum, signal.getsignal(signum))
-            if callable(handler):  # else it raises nothing here (ignored, or its default)
-                wanted.append((signum, handler))
+        here, and the caller puts back those kept so far.
+
+        The handlers are read and sifted by ``map`` and ``compress``, in C: a Python loop
+        over every signal ran a few lines a signal, most of a hold's time, for the few
+        that have a Python handler (an ignored one, or one left to its default action,
+        raises nothing here)."""
+        read = list(map(signal.getsignal, _SIGNALS))
+        callables = compress(zip(_SIGNALS, read, strict=True), map(callable, read))
+        python = cast("Iterator[tuple[int, Handler]]", callables)  # sifted by callable()
+        wanted = [(signum, _real(signum, handler)) for signum, handler in python]
         self._over = False
         kept, handlers = self._kept, self._handlers
         for signum, handler in wanted:  # said kept first: a signal may land after each call
@@ -258,7 +267,7 @@ class Hold:
             _hand([(signum, handlers[signum]) for signum in kept if signum in caught], caught)
 
 
-def _real(signum: int, handler: Handler | int | None) -> Handler | int | None:
+def _real(signum: int, handler: Handler) -> Handler:
     """``handler``, or if it is the keeper of a hold that is over (left in place by a put
     back a signal cut short), the handler that one kept it from."""
     hold = getattr(handler, "__self__", None)
