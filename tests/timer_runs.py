@@ -3,12 +3,12 @@
 Each answer's run is every check of ``timer_checks``, in order, in one process, as a
 learner's ``check_task_queue`` makes it; most of it is waiting (a task due in 0.2 s, a
 consumer watched idle for 0.3 s, a wrong answer's task waited for until its due instant
-plus ``LATE``), about 1.5 to 6.5 s an answer and 120 s for the 38 of
-``tests/test_exercise_checkers.py`` one after the other.  Here :data:`PROCESSES` child
-processes each take the next answer not yet run as soon as they finish one (a queue, not
-shares dealt in advance: the answers' runs differ fourfold in length), so the waits
-overlap and no check shares a process (its CPU time, which the poll check reads, and its
-threads) with a check running at the same time.
+plus ``LATE``), about 1.5 to 6.5 s an answer (13 s for one that reads another clock) and
+120 s for the 38 of ``tests/test_exercise_checkers.py`` one after the other.  Here
+:data:`PROCESSES` child processes each take the next answer not yet run as soon as they
+finish one (a queue, not shares dealt in advance: the answers' runs differ up to
+eightfold in length), so the waits overlap and no check shares a process (its CPU time,
+which the poll check reads, and its threads) with a check running at the same time.
 """
 
 from __future__ import annotations
@@ -82,19 +82,19 @@ def timer_runs_apart(module: str, names: Sequence[str]) -> dict[str, list[Any]]:
         child.stdin.close()
 
     with tempfile.TemporaryDirectory() as folder:
-        children = []
-        for n in range(min(PROCESSES, len(todo))):
-            with open(Path(folder) / f"stderr-{n}", "wb") as stderr:
-                children.append(
-                    subprocess.Popen(
-                        [sys.executable, "-c", _CHILD, module],
-                        cwd=ROOT,
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                        stderr=stderr,
-                    )
-                )
+        children: list[subprocess.Popen[bytes]] = []
         try:
+            for n in range(min(PROCESSES, len(todo))):
+                with open(Path(folder) / f"stderr-{n}", "wb") as stderr:
+                    children.append(
+                        subprocess.Popen(
+                            [sys.executable, "-c", _CHILD, module],
+                            cwd=ROOT,
+                            stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE,
+                            stderr=stderr,
+                        )
+                    )
             feeders = [
                 threading.Thread(target=feed, args=(n, child)) for n, child in enumerate(children)
             ]
