@@ -9,7 +9,7 @@ import re
 import pytest
 
 from lldsched.clock import FakeClock
-from lldsched.lab import VariantError, dispatch
+from lldsched.lab import VariantError, _support, dispatch
 from lldsched.lab.dispatch import (
     InlineDispatcher,
     InlineListenerScheduler,
@@ -129,8 +129,14 @@ class SilentDispatchScheduler(Scheduler):
     dispatcher_type = _SilentDispatcher
 
 
-def test_a_dispatcher_that_delivers_nothing_gets_no_answer_but_a_variant_error() -> None:
+def test_a_dispatcher_that_delivers_nothing_gets_no_answer_but_a_variant_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The listener never blocked, and the experiment answered "B ran while the listener
-    was blocked": True, as the real dispatcher does."""
+    was blocked": True, as the real dispatcher does.  Then it said so after its whole
+    patience, 5 s; now once the scheduler is idle, every event delivered by its
+    dispatcher's account: here the patience is longer than the test may run."""
+    monkeypatch.setattr(_support, "VARIANT_PATIENCE", 3600.0)
+    monkeypatch.setattr(dispatch, "VARIANT_PATIENCE", 3600.0)
     with pytest.raises(VariantError, match="SilentDispatchScheduler: the listener never heard A"):
         runs_while_a_listener_blocks(SilentDispatchScheduler, patience=0.1)

@@ -12,8 +12,8 @@ import pytest
 from lldsched.clock import SystemClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry
-from lldsched.lab import VariantError
-from lldsched.lab._support import ObservedClock, middle_half
+from lldsched.lab import VariantError, _support
+from lldsched.lab._support import ObservedClock, captured_log, middle_half, timer_parked
 from lldsched.lab.timer import (
     IfScheduler,
     PollingClock,
@@ -189,12 +189,34 @@ class RaisingScheduler(Scheduler):
     queue_type = _RaisingQueue
 
 
-def test_a_variant_that_kills_the_timer_is_told_so_with_its_own_error_as_the_cause() -> None:
+def test_a_variant_that_kills_the_timer_is_told_so_with_its_own_error_as_the_cause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """It read "cannot wait_idle(): the scheduler's timer thread died", then the drain
-    called the broken pop_due again and raised from deep inside shutdown()."""
+    called the broken pop_due again and raised from deep inside shutdown().  It is told
+    once the timer died, with no patience waited out: here the patience is longer than
+    the test may run."""
+    monkeypatch.setattr(_support, "VARIANT_PATIENCE", 3600.0)
     with pytest.raises(VariantError, match="RaisingScheduler: its timer thread died") as caught:
         run_due_now_behind_parked_timer(RaisingScheduler, patience=0.1)
     assert str(caught.value.__cause__) == "a learner's bug"
+
+
+def test_the_wait_for_the_timer_to_park_ends_when_a_variant_killed_the_timer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An experiment on a queue variant first waits for the timer to park; a timer its
+    queue killed never parks, and that wait took its whole 5 s before the experiment
+    named the variant.  Here the patience is longer than the test may run."""
+    monkeypatch.setattr(_support, "VARIANT_PATIENCE", 3600.0)
+    clock = ObservedClock(0)
+    scheduler = RaisingScheduler(workers=1, clock=clock)
+    with captured_log():
+        scheduler.start()
+        try:
+            assert not timer_parked(clock, scheduler)
+        finally:
+            scheduler.shutdown(drain=False)
 
 
 def test_a_clock_of_ones_own_that_counts_no_wakeups_is_told_what_to_subclass() -> None:

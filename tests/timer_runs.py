@@ -3,11 +3,12 @@
 Each answer's run is every check of ``timer_checks``, in order, in one process, as a
 learner's ``check_task_queue`` makes it; most of it is waiting (a task due in 0.2 s, a
 consumer watched idle for 0.3 s, a wrong answer's task waited for until its due instant
-plus ``LATE``), about 2 to 5 s an answer and 100 s for the 40 of
-``tests/test_exercise_checkers.py`` one after the other.  Here the answers are dealt to
-:data:`PROCESSES` child processes, each running its share one answer after another, so the
-waits overlap and no check shares a process (its CPU time, which the poll check reads, and
-its threads) with a check running at the same time.
+plus ``LATE``), about 1.5 to 6.5 s an answer (13 s for one that reads another clock) and
+120 s for the 38 of ``tests/test_exercise_checkers.py`` one after the other.  Here
+:data:`PROCESSES` child processes each take the next answer not yet run as soon as they
+finish one (a queue, not shares dealt in advance: the answers' runs differ up to
+eightfold in length), so the waits overlap and no check shares a process (its CPU time,
+which the poll check reads, and its threads) with a check running at the same time.
 """
 
 from __future__ import annotations
@@ -16,58 +17,105 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-PROCESSES = 3
-"""Child processes: the runs wait far more than they compute (a few seconds of CPU in
-100 s), so three share two cores with the suite's other worker."""
+PROCESSES = 6
+"""Child processes: the runs wait far more than they compute (about 10 s of CPU in the
+120 s of the 38 answers), so six share two cores with the suite's other worker."""
 
 _CHILD = """\
-import importlib, pickle, sys
+import importlib, os, pickle, sys
+results = os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)  # what an answer prints goes to stderr, not into the results
 module = importlib.import_module(sys.argv[1])
 from exercises.checks import run_checks, timer_checks
-runs = {name: run_checks(timer_checks(getattr(module, name))) for name in sys.argv[3:]}
-with open(sys.argv[2], "wb") as out:
-    pickle.dump(runs, out)
+for line in sys.stdin:
+    run = pickle.dumps(run_checks(timer_checks(getattr(module, line.strip()))))
+    results.write(len(run).to_bytes(8, "big") + run)
+    results.flush()
 """
+
+
+def _read_run(out: IO[bytes]) -> list[Any] | None:
+    """The next run a child wrote, None if it ended first."""
+    size = out.read(8)
+    if len(size) < 8:
+        return None
+    run: list[Any] = pickle.loads(out.read(int.from_bytes(size, "big")))
+    return run
 
 
 def timer_runs_apart(module: str, names: Sequence[str]) -> dict[str, list[Any]]:
     """Each answer named (a class of the test module ``module``, importable from the
     repository's root) to the results of its whole run of the timer checks."""
-    names = list(dict.fromkeys(names))
-    groups = [names[n::PROCESSES] for n in range(PROCESSES) if names[n::PROCESSES]]
+    todo = list(dict.fromkeys(names))
     runs: dict[str, list[Any]] = {}
+    lost: dict[int, str] = {}  # a child that ended before it gave a run: that answer
+    taking = threading.Lock()  # guards todo: each answer goes to one child only
+
+    def feed(n: int, child: subprocess.Popen[bytes]) -> None:
+        """Give ``child`` the next answer each time it gives back a run, until none is left."""
+        assert child.stdin is not None and child.stdout is not None
+        while True:
+            with taking:
+                if not todo:
+                    break
+                name = todo.pop(0)
+            try:
+                child.stdin.write(f"{name}\n".encode())
+                child.stdin.flush()
+            except BrokenPipeError:
+                run = None
+            else:
+                run = _read_run(child.stdout)
+            if run is None:
+                lost[n] = name
+                return
+            runs[name] = run
+        child.stdin.close()
+
     with tempfile.TemporaryDirectory() as folder:
-        started = []
-        for n, group in enumerate(groups):
-            out = Path(folder) / f"runs-{n}.pickle"
-            child = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, module, str(out), *group],
-                cwd=ROOT,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            started.append((child, out, group))
+        children: list[subprocess.Popen[bytes]] = []
         try:
-            for child, out, group in started:
-                _, stderr = child.communicate()
-                assert child.returncode == 0, (
-                    f"the runs of {group} ended {child.returncode}:\n{stderr}"
+            for n in range(min(PROCESSES, len(todo))):
+                with open(Path(folder) / f"stderr-{n}", "wb") as stderr:
+                    children.append(
+                        subprocess.Popen(
+                            [sys.executable, "-c", _CHILD, module],
+                            cwd=ROOT,
+                            stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE,
+                            stderr=stderr,
+                        )
+                    )
+            feeders = [
+                threading.Thread(target=feed, args=(n, child)) for n, child in enumerate(children)
+            ]
+            for feeder in feeders:
+                feeder.start()
+            for feeder in feeders:
+                feeder.join()
+            for n, child in enumerate(children):
+                child.wait()
+                said = (Path(folder) / f"stderr-{n}").read_text(errors="replace")
+                assert child.returncode == 0 and n not in lost, (
+                    f"the child given {lost.get(n)} ended {child.returncode}:\n{said}"
                 )
-                runs.update(pickle.loads(out.read_bytes()))
         finally:
-            for child, _, _ in started:
+            for child in children:
                 if child.poll() is None:
                     child.kill()
                     child.wait()
+                for pipe in (child.stdin, child.stdout):
+                    if pipe is not None:
+                        pipe.close()
     return runs
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "running",
     "scheduler_variant",
     "several",
+    "timer_parked",
     "whole_count",
 ]
 
@@ -128,6 +129,15 @@ def done_or_stalled(done: Callable[[], bool], clock: ObservedClock, scheduler: S
         lambda: done() or clock.stalled is not None or not scheduler.running, VARIANT_PATIENCE
     )
     return done()
+
+
+def timer_parked(clock: ObservedClock, scheduler: Scheduler) -> bool:
+    """Whether the timer parked (waited on ``clock``): wait for it at most
+    :data:`VARIANT_PATIENCE` seconds, and no longer once the timer thread died
+    (``running`` False: a variant's queue raised in it, and it will never park; the
+    experiment then says what killed it, at once instead of after the whole patience)."""
+    eventually(lambda: clock.waits > 0 or not scheduler.running, VARIANT_PATIENCE)
+    return clock.waits > 0
 
 
 def lost(variant: object, what: str, clock: ObservedClock) -> VariantError:

@@ -69,9 +69,19 @@ class NotifyOneCondition(CountingCondition):
 
 
 class CountingPool(WorkerPool[Any, Any, Any]):
-    """The real pool, its condition counting parked workers (same behaviour)."""
+    """The real pool, its condition counting parked workers (same behaviour), and the
+    workers that reached their wait for an item counted apart from the condition (the
+    pool's ``on_idle``, called under the lock just before the wait): so a condition of
+    a learner's that parks workers without counting them is told at once, not after
+    the whole patience."""
 
     condition_type = CountingCondition
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reached: set[threading.Thread] = set()
+        """The workers that have reached a wait for an item (under the pool's lock)."""
+        self.on_idle = lambda: self.reached.add(threading.current_thread())
 
     @property
     def condition(self) -> CountingCondition:
@@ -124,8 +134,12 @@ def run_shutdown_with_idle_workers(
     pool = scheduler.lab_pool
     assert isinstance(pool, CountingPool)
     condition = pool.condition
-    parked = condition.wait_parked(workers, VARIANT_PATIENCE)
-    seen = condition.parked
+    eventually(
+        lambda: condition.parked >= workers or len(pool.reached) >= workers, VARIANT_PATIENCE
+    )
+    with condition:  # each worker that reached its wait has let the lock go in it (or died)
+        seen = condition.parked
+    parked = seen >= workers
     stopped = scheduler.shutdown(timeout=timeout)
     left = pool.alive
     with condition:
@@ -134,8 +148,9 @@ def run_shutdown_with_idle_workers(
     if not parked:
         raise VariantError(
             f"{pool_type.__name__}: only {seen} of its {workers} workers parked in its "
-            f"condition within {VARIANT_PATIENCE:g} s, so there was no idle pool to shut down "
-            "(a worker whose wait raises dies: its traceback is above)"
+            f"condition ({len(pool.reached)} reached their wait for an item within "
+            f"{VARIANT_PATIENCE:g} s), so there was no idle pool to shut down (a worker "
+            "whose wait raises dies: its traceback is above)"
         )
     return ShutdownOutcome(stopped, left)
 

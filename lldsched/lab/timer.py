@@ -36,6 +36,7 @@ from lldsched.lab._support import (
     running,
     scheduler_variant,
     several,
+    timer_parked,
     whole_count,
 )
 from lldsched.schedules.simple import OneTime
@@ -245,7 +246,7 @@ def run_due_now_behind_parked_timer(
     scheduler = scheduler_type(workers=1, clock=clock)
     scheduler.schedule("nightly", lambda: None, OneTime(delay=TWELVE_HOURS))
     with running(scheduler):
-        clock.parked()
+        timer_parked(clock, scheduler)
         ran = threading.Event()
         urgent = scheduler.schedule("due now", ran.set, OneTime(delay=0))
         return _lateness(scheduler, urgent.id, ran, patience, clock, then=TWELVE_HOURS)
@@ -295,6 +296,6 @@ def run_early_on_spurious_wakeup(
     ran = threading.Event()
     task = scheduler.schedule("due in 60 s", ran.set, OneTime(delay=60))
     with running(scheduler):
-        clock.parked()
+        timer_parked(clock, scheduler)
         clock.spurious_wakeup()
         return _lateness(scheduler, task.id, ran, patience, clock, then=60)
