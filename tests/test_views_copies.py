@@ -64,7 +64,7 @@ def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 @pytest.fixture(scope="module")
 def collected_once() -> Iterator[None]:
-    """The objects alive as this module's tests begin (the test session's, the frames'),
+    """The objects alive as this module's tests begin (the test session's),
     collected once and frozen out of every later ``gc.collect()``: :func:`traced_peak`'s
     collection then walks only what the views made since (some 0.14 s less per
     collection, two a test). A frozen object is never freed till ``gc.unfreeze()``
