@@ -12,18 +12,27 @@ from typing import Any
 import pytest
 from jupyter_core.utils import ensure_async
 from nbclient import NotebookClient
+from traitlets import Integer
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import build_notebooks  # noqa: E402
 
-READ_DELAY = 2.0
+DEFAULT_WAIT = 1
+"""nbclient's default wait for a cell's output after its reply, in seconds, in this test
+(4 s in nbclient): a client told nothing drops what arrives later."""
+
+READ_DELAY = 0.5
 """Seconds added to every output message read: a client slowed by load. A cell's four
-messages (busy, its input, its text, idle) then take 8 s, twice nbclient's default."""
+messages (busy, its input, its text, idle) then take 2 s, twice the default wait."""
 
 
 class SlowReader(NotebookClient):
-    """A NotebookClient that reads the kernel's output messages slowly."""
+    """A NotebookClient that reads the kernel's output messages slowly, and whose default
+    wait for them is DEFAULT_WAIT: the same race as a 2 s delay against nbclient's 4 s,
+    at a quarter of the time (the build either sets its own wait or drops the text)."""
+
+    iopub_timeout = Integer(DEFAULT_WAIT)
 
     async def async_execute_cell(self, *args: Any, **kwargs: Any) -> Any:
         assert self.kc is not None

@@ -210,11 +210,45 @@ def package_classes(modules: dict[str, list[ModuleType]]) -> dict[str, list[type
 
 
 @functools.cache
+def class_sources(filename: str) -> dict[str, str]:
+    """The source of each class a Python file defines, by its qualified name (its
+    decorators included), as ``inspect.getsource`` gives it: the first definition of a
+    name, a class in a function under ``f.<locals>.``. One parse of the file serves all
+    its classes, where ``inspect.getsource`` parses the whole file again for each."""
+    lines = Path(filename).read_text(encoding="utf-8").splitlines(keepends=True)
+    found: dict[str, str] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                body = child.body[0].col_offset
+                start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                end = child.end_lineno or child.lineno
+                # inspect's block goes on over the comments indented as the body after
+                # its last statement (past blank lines and comments less indented).
+                for number in range(end, len(lines)):
+                    text = lines[number].lstrip()
+                    if text.strip() and not text.startswith("#"):
+                        break
+                    if text.startswith("#") and len(lines[number]) - len(text) >= body:
+                        end = number + 1
+                found.setdefault(prefix + child.name, "".join(lines[start - 1 : end]))
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, f"{prefix}{child.name}.<locals>.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse("".join(lines)), "")
+    return found
+
+
 def source_of(cls: type) -> str:
-    try:
-        return inspect.getsource(cls)
-    except (OSError, TypeError):
+    """``cls``'s source, or "" for a class with none (a builtin, one made by a call)."""
+    filename = getattr(sys.modules.get(cls.__module__), "__file__", None) or ""
+    if not filename.endswith(".py"):
         return ""
+    return class_sources(filename).get(cls.__qualname__, "")
 
 
 def members(cls: type) -> set[str]:
@@ -897,11 +931,14 @@ CITING = [
 ]
 
 
-def sections(path: Path, anchor: str = "") -> set[str]:
+@functools.cache
+def sections(path: Path, anchor: str = "") -> frozenset[str]:
     """The headings, the bold bullet heads and the bold heads of paragraphs of a
     document (outside its code blocks), or of the part of it under the heading whose
     anchor is ``anchor`` (down to the next heading of its level or above); a bold head
-    that runs over lines is read as one line."""
+    that runs over lines is read as one line. Read once a document, as ``headings`` is:
+    the documents do not change while the tests run, and DECISIONS.md alone is cited
+    hundreds of times."""
     text = prose(path.read_text(encoding="utf-8"))
     if anchor:
         marks = headings(path)
@@ -910,10 +947,12 @@ def sections(path: Path, anchor: str = "") -> set[str]:
         end = next((m[0] for m in marks[at + 1 :] if m[1] <= level), len(text))
         text = text[start:end]
     bold = re.findall(r"^\s*(?:[-*] )?\*\*((?:(?!\*\*).)+?)\*\*", text, flags=re.M | re.S)
-    return {
-        *(match.group(2) for match in HEADING.finditer(text)),
-        *(" ".join(head.split()) for head in bold),
-    }
+    return frozenset(
+        {
+            *(match.group(2) for match in HEADING.finditer(text)),
+            *(" ".join(head.split()) for head in bold),
+        }
+    )
 
 
 def uncited(text: str, root: Path = ROOT) -> list[tuple[str, str]]:

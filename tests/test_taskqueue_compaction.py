@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from unittest import mock
 
-from hypothesis import given, settings
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from lldsched import OneTime, Priority
@@ -155,35 +155,30 @@ def replay(ops: list[Op], *, check_bound: bool, lane: bool = False) -> None:
     assert queue.entries() == sorted(reference.values())
 
 
-@settings(max_examples=300, deadline=None)
-@given(ops=st.lists(OPS, min_size=40, max_size=300))
-def test_random_pushes_discards_and_pops_keep_the_heap_within_its_bound(ops: list[Op]) -> None:
-    replay(ops, check_bound=True)
+# The four ways the random operations are replayed: the real slice, with the bound
+# checked after every operation, and two entries a slice, where every compaction spans
+# dozens of operations so pushes, pops and discards land while both heaps hold entries
+# (the bound needs the real slice); each without and with the lane.
+REPLAYS = (
+    ("the real slice: the heap stays within its bound", None, False),
+    ("two entries a slice: the queue matches the reference", 2, False),
+    ("the lane, the real slice: within the bound", None, True),
+    ("the lane, two entries a slice: matches the reference", 2, True),
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(ops=st.lists(OPS, min_size=40, max_size=300))
-def test_random_pushes_discards_and_pops_match_a_reference_while_slices_are_tiny(
+def test_random_pushes_discards_and_pops_match_a_reference_replayed_four_ways(
     ops: list[Op],
 ) -> None:
-    # Two entries a slice: every compaction spans dozens of operations, so pushes, pops
-    # and discards land while both heaps hold entries (the bound needs the real slice).
-    with mock.patch.object(duequeue, "COMPACT_SLICE", 2):
-        replay(ops, check_bound=False)
-
-
-@settings(max_examples=300, deadline=None)
-@given(ops=st.lists(OPS, min_size=40, max_size=300))
-def test_with_the_lane_random_operations_match_a_reference_within_the_bound(
-    ops: list[Op],
-) -> None:
-    replay(ops, check_bound=True, lane=True)
-
-
-@settings(max_examples=300, deadline=None)
-@given(ops=st.lists(OPS, min_size=40, max_size=300))
-def test_with_the_lane_random_operations_match_a_reference_while_slices_are_tiny(
-    ops: list[Op],
-) -> None:
-    with mock.patch.object(duequeue, "COMPACT_SLICE", 2):
-        replay(ops, check_bound=False, lane=True)
+    """Every list of operations is replayed in each of the REPLAYS: drawing a list costs
+    hypothesis some ten times what replaying it does, so the four share their 300 lists
+    (each replay starts from a fresh queue; none sees another's)."""
+    for what, slice_size, lane in REPLAYS:
+        note(f"replaying: {what}")
+        if slice_size is None:
+            replay(ops, check_bound=True, lane=lane)
+        else:
+            with mock.patch.object(duequeue, "COMPACT_SLICE", slice_size):
+                replay(ops, check_bound=False, lane=lane)
