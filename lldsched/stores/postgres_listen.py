@@ -364,7 +364,7 @@ class Listener:
         looked for the stop every 0.2 s, and each ``close()`` of a subscribed store
         waited for that."""
         self._stopping.set()
-        with contextlib.suppress(OSError):  # a second stop(): its byte is there already
+        with contextlib.suppress(OSError):  # a second stop(): the sockets may be closed
             self._stop_writer.send(b"\0")
         self._thread.join(timeout=2.0)
         if not self._thread.is_alive():  # still connecting: the sockets are its to wait on
