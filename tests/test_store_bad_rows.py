@@ -54,10 +54,14 @@ class Engine:
         return self.sql("SELECT * FROM tasks ORDER BY id")
 
 
-def make_engine(request: pytest.FixtureRequest, tmp_path: Path, name: str) -> Engine:
-    """The engine ``name`` holding the tasks "a" (two records kept) and "b"."""
+def make_engine(
+    request: pytest.FixtureRequest, tmp_path: Path, name: str, *, dsn: str | None = None
+) -> Engine:
+    """The engine ``name`` holding the tasks "a" (two records kept) and "b" (PostgreSQL:
+    in the schema of ``dsn``, by default the test's ``postgres_dsn``)."""
     if name == "postgres":
-        dsn: str = request.getfixturevalue("postgres_dsn")
+        if dsn is None:
+            dsn = request.getfixturevalue("postgres_dsn")
 
         def run_pg(statement: str) -> list[tuple[Any, ...]]:
             with psycopg.connect(dsn, autocommit=True) as connection:

@@ -460,6 +460,42 @@ def test_a_task_made_earliest_due_in_another_process_wakes_this_timer_at_once(
     assert store.get("earliest") is not None
 
 
+def test_the_listener_sleeps_until_something_arrives_and_a_close_ends_its_wait_at_once(
+    open_store: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The LISTEN thread waits on its connection's socket and on ``stop()`` together: each
+    time it asks psycopg for notifications it takes what has come (``timeout=0``), and a
+    notification still wakes the timer.  Before, it asked with a 0.2 s wait, again and
+    again, to look for the stop in between: a subscribed store's ``close()`` (each
+    scheduler's shutdown on PostgreSQL) waited for the end of that wait."""
+    asked: list[float | None] = []
+    notifies = psycopg.Connection.notifies
+
+    def spied(
+        self: psycopg.Connection[Any],
+        *,
+        timeout: float | None = None,
+        stop_after: int | None = None,
+    ) -> Any:
+        if threading.current_thread().name == "lldsched-pg-listen":
+            asked.append(timeout)
+        return notifies(self, timeout=timeout, stop_after=stop_after)
+
+    monkeypatch.setattr(psycopg.Connection, "notifies", spied)
+    store, other = open_store(poll=3600), open_store()
+    woke = threading.Event()
+    store.subscribe(woke.set)
+    assert woke.wait(10)  # once when it starts listening
+    woke.clear()
+    other.save(snapshot(task(id="earliest"))._replace(next_run_at=T0 + 5))  # notified
+    assert woke.wait(10)
+    listener = store._listener
+    assert listener is not None
+    store.close()
+    assert not listener._thread.is_alive()
+    assert asked and set(asked) == {0}, asked  # never a wait of its own
+
+
 MARKER = "marker"  # a payload no store sends: a node id is "host:pid:random"
 
 

@@ -53,6 +53,22 @@ def engine_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
     return make_engine(request, tmp_path, request.param)
 
 
+@pytest.fixture(name="refusing_engine", scope="module")
+def refusing_engine_fixture(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Engine:
+    """The engine named as the ``refusing_engine`` parameter, ``indirect``, made once for
+    this module's refusals (a file, or a schema of the session's server).  Safe to share:
+    such a test writes nothing when it passes, and it compares what the engine holds
+    after its refused write with what it held just before, so a write that slipped
+    through fails the test that made it, whichever ran before it.  Made for each test,
+    the engine (a new file or schema, the store's tables, three writes) was most of
+    each test's time."""
+    name = request.param
+    dsn = request.getfixturevalue("postgres_server").create_schema() if name == "postgres" else None
+    return make_engine(request, tmp_path_factory.mktemp(name), name, dsn=dsn)
+
+
 def assert_refused(
     raised: pytest.ExceptionInfo[ValidationError], task_id: str, field: str, value: str
 ) -> None:
@@ -83,10 +99,11 @@ def _write(store: Any, how: str, state: TaskSnapshot, made: ExecutionRecord | No
 
 @pytest.mark.parametrize("how", ["save", "save_all", "resave"])
 @BAD_TEXT
-@pytest.mark.parametrize("engine", ENGINES, indirect=True)
+@pytest.mark.parametrize("refusing_engine", ENGINES, indirect=True)
 def test_text_no_store_keeps_is_refused_naming_task_field_and_value_and_nothing_is_written(
-    engine: Engine, field: str, value: str, how: str
+    refusing_engine: Engine, field: str, value: str, how: str
 ) -> None:
+    engine = refusing_engine
     before = _kept(engine)
     # a new task: written whole, were it written
     state, made = spoiled(snapshot(task(id="c")), record("c", 3), field, value)

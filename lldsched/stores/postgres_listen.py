@@ -9,7 +9,9 @@ that names the extra, and
 **The listener.**  :class:`Listener` owns one connection of its own that does
 nothing but ``LISTEN``; its thread calls ``wake()`` for every notification sent
 by another node (the payload is the sender's node id), and once after every
-reconnection, since notifications sent while it was away are lost.  It is a
+reconnection, since notifications sent while it was away are lost.  Between them it
+sleeps on its socket and on :meth:`Listener.stop`'s, until the next ping: it never
+polls, and a store's ``close()`` does not wait for it.  It is a
 *hint*: the runtime's bounded wait (``poll``) is the safety net when the
 listener is down.  A server away is said once an outage, as the scheduler says a
 failing store (``lldsched/core/storewrites.py``): the first lost connection at
@@ -19,9 +21,12 @@ it listens again, counting the attempts that failed.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import re
+import selectors
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -288,7 +293,10 @@ class Listener:
         self._timeout = timeout
         # Ends a ping (or the LISTEN) the network leaves unanswered for `timeout`.
         self._deadline = Deadline(timeout, name="lldsched-pg-listen-deadline")
-        self._stopping = threading.Event()  # set once by stop(); the thread polls it
+        self._stopping = threading.Event()  # set once by stop()
+        # stop() writes a byte here: it ends the thread's wait for the connection's socket
+        self._stop_reader, self._stop_writer = socket.socketpair()
+        self._stop_writer.setblocking(False)
         self._thread = threading.Thread(target=self._loop, name="lldsched-pg-listen", daemon=True)
         self._thread.start()
 
@@ -325,15 +333,23 @@ class Listener:
 
     def _listen(self, connection: psycopg.Connection[tuple[object, ...]]) -> None:
         """Wake for each notification from another node until stopped; ping every
-        ``timeout`` (a psycopg error when the connection is lost or silent)."""
+        ``timeout`` (a psycopg error when the connection is lost or silent).  Sleeps
+        until the socket has something to read, :meth:`stop` is called, or the ping
+        is due; each turn first takes what arrived (``notifies(timeout=0)``: also what
+        came in with a ping's answer, which psycopg keeps aside)."""
         ping = time.monotonic() + self._timeout
-        while not self._stopping.is_set():
-            for notice in connection.notifies(timeout=0.2):
-                if notice.payload != self._node:
-                    self._wake()
-            if time.monotonic() >= ping:
-                self._bounded(connection, "SELECT 1")
-                ping = time.monotonic() + self._timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(connection.fileno(), selectors.EVENT_READ)
+            selector.register(self._stop_reader, selectors.EVENT_READ)
+            while not self._stopping.is_set():
+                for notice in connection.notifies(timeout=0):
+                    if notice.payload != self._node:
+                        self._wake()
+                if time.monotonic() >= ping:
+                    self._bounded(connection, "SELECT 1")
+                    ping = time.monotonic() + self._timeout
+                    continue  # what came with the answer first
+                selector.select(max(0.0, ping - time.monotonic()))
 
     def _bounded(self, connection: psycopg.Connection[tuple[object, ...]], statement: str) -> None:
         """Run ``statement`` within the deadline."""
@@ -344,6 +360,13 @@ class Listener:
             self._deadline.disarm()
 
     def stop(self) -> None:
-        """End the thread (it notices within 0.2 s) and wait for it."""
+        """End the thread (its wait ends at once) and wait for it.  Before, the thread
+        looked for the stop every 0.2 s, and each ``close()`` of a subscribed store
+        waited for that."""
         self._stopping.set()
+        with contextlib.suppress(OSError):  # a second stop(): the sockets may be closed
+            self._stop_writer.send(b"\0")
         self._thread.join(timeout=2.0)
+        if not self._thread.is_alive():  # still connecting: the sockets are its to wait on
+            self._stop_reader.close()
+            self._stop_writer.close()
