@@ -14,6 +14,7 @@ to its own file, one JSON object a line (and, for ``claimed_run``, when it ends)
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -32,35 +33,18 @@ import pytest
 
 from lldsched import FakeClock, ScheduledTask, Scheduler
 from lldsched.persistence import CoordinatedStore
-from lldsched.stores.sqlite import SqliteTaskStore
 from lldsched.threaded import processlife
+from tests.cluster_stores import OPENERS as OPENERS  # re-exported: where tests import them
+from tests.cluster_stores import StoreSpec as StoreSpec
+from tests.cluster_stores import open_store as open_store
 from tests.processes import lines_of
 from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class StoreSpec(NamedTuple):
-    """Which engine, and what opens it (JSON-able: it is passed to child processes)."""
-
-    engine: str
-    params: dict[str, Any]
-
-    def to_json(self) -> str:
-        return json.dumps({"engine": self.engine, "params": self.params})
-
-    @classmethod
-    def from_json(cls, text: str) -> StoreSpec:
-        data = json.loads(text)
-        return cls(data["engine"], data["params"])
-
-
 def _sqlite_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec:
     return StoreSpec("sqlite", {"path": str(directory / "tasks.db")})
-
-
-def _open_sqlite(spec: StoreSpec, *, lease: float, poll: float, **options: Any) -> CoordinatedStore:
-    return SqliteTaskStore(spec.params["path"], shared=True, lease=lease, poll=poll, **options)
 
 
 def _postgres_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec:
@@ -69,26 +53,11 @@ def _postgres_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec
     return StoreSpec("postgres", {"dsn": server.create_schema()})
 
 
-def _open_postgres(
-    spec: StoreSpec, *, lease: float, poll: float, **options: Any
-) -> CoordinatedStore:
-    from lldsched.stores.postgres import PostgresTaskStore  # psycopg: only when it is used
-
-    return PostgresTaskStore(spec.params["dsn"], lease=lease, poll=poll, **options)
-
-
 FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreSpec]] = {
     "postgres": _postgres_spec,
     "sqlite": _sqlite_spec,
 }
 """Engine name -> a new, empty shared store for one test."""
-
-OPENERS: dict[str, Callable[..., CoordinatedStore]] = {
-    "postgres": _open_postgres,
-    "sqlite": _open_sqlite,
-}
-"""Engine name -> ``opener(spec, lease=..., poll=..., **options)``: the spec opened with
-``shared=True`` (``options``, such as ``timeout``, go to the store as they are)."""
 
 
 class HeldStarts(NamedTuple):
@@ -110,14 +79,6 @@ def hold_child_starts(monkeypatch: pytest.MonkeyPatch) -> HeldStarts:
 
     monkeypatch.setattr("lldsched.threaded.processes.start_child", held_start)
     return held
-
-
-def open_store(
-    spec: StoreSpec, *, lease: float = 30.0, poll: float = 1.0, **options: Any
-) -> CoordinatedStore:
-    """``spec`` opened as a shared store in this process (``options`` go to the store:
-    ``timeout``, say)."""
-    return OPENERS[spec.engine](spec, lease=lease, poll=poll, **options)
 
 
 @pytest.fixture(params=sorted(FACTORIES))
@@ -289,19 +250,88 @@ def start_child(
     """A child scheduler on ``spec``, started; returns once it said ``ready``."""
     child = _spawn(spec, log, workers=workers, lease=lease, poll=poll)
     child.node = child.expect("ready", timeout=60)
+    SPARES.fill()
     return child
 
 
 def _spawn(spec: StoreSpec, log: Path, *, workers: int, lease: float, poll: float) -> Child:
-    """A child scheduler on ``spec``, its process started (not yet ``ready``)."""
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path, "LLDSCHED_CLUSTER_LOG": str(log)}
-    command = [sys.executable, "-m", "tests.cluster_child", spec.to_json(),
-               f"--workers={workers}", f"--lease={lease}", f"--poll={poll}"]  # fmt: skip
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    return Child(process, log, lines_of(process))
+    """A child scheduler on ``spec``: a spare process given its orders (not yet ``ready``)."""
+    process, lines = SPARES.take()
+    orders = {"spec": spec.to_json(), "log": str(log), "workers": workers, "lease": lease,
+              "poll": poll}  # fmt: skip
+    assert process.stdin is not None
+    process.stdin.write(json.dumps(orders) + "\n")
+    process.stdin.flush()
+    return Child(process, log, lines)
+
+
+class Spares:
+    """Child processes started ahead of the tests that need them: each has imported what a
+    child scheduler runs (:mod:`tests.cluster_child`) and waits for its orders.
+
+    A child's start-up is mostly its imports (about half a second of CPU each, more on a
+    loaded machine), and a multi-process test starts up to three children: from a spare,
+    a child is ready as soon as it opened its store and started its scheduler, and the
+    imports of the next test's spares run while this test waits (for a lease to expire,
+    mostly).  A spare serves one child and is never reused, so each test's children are
+    as fresh as before: new processes that have run nothing but imports.  A spare ends
+    at the end of its stdin: when this process closes it (at exit), or dies."""
+
+    COUNT = 3  # the most children a test starts at once
+
+    def __init__(self) -> None:
+        self._idle: list[tuple[subprocess.Popen[str], queue.Queue[str]]] = []
+        self._lock = threading.Lock()  # tests of one process run one at a time; cheap anyway
+        self._closing = False
+
+    def take(self) -> tuple[subprocess.Popen[str], queue.Queue[str]]:
+        """The oldest spare still alive (a new one if there is none), off the list."""
+        with self._lock:
+            while self._idle:
+                spare = self._idle.pop(0)
+                if spare[0].poll() is None:
+                    return spare
+        return self._start()
+
+    def fill(self) -> None:
+        """Start spares until :attr:`COUNT` wait (after a test's children are ready, so
+        that their imports do not slow those children's start)."""
+        with self._lock:
+            while len(self._idle) < self.COUNT and not self._closing:
+                self._idle.append(self._start())
+
+    def close(self) -> None:
+        """End every spare (their stdin closed: they exit) and reap them."""
+        with self._lock:
+            self._closing = True
+            idle, self._idle = self._idle, []
+        for process, _ in idle:
+            assert process.stdin is not None
+            process.stdin.close()
+        for process, _ in idle:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    @staticmethod
+    def _start() -> tuple[subprocess.Popen[str], queue.Queue[str]]:
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.cluster_child"],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": path},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        return process, lines_of(process)
+
+
+SPARES = Spares()
+"""This process's spare children (none until a test first starts a child)."""
+atexit.register(SPARES.close)
 
 
 @dataclass
@@ -326,6 +356,7 @@ class Cluster:
             self.children.append(started[-1])
         for child in started:
             child.node = child.expect("ready", timeout=60)
+        SPARES.fill()
         return started
 
 
