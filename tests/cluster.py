@@ -232,8 +232,16 @@ class Child:
 
     def stop(self, timeout: float = 30.0) -> dict[str, Any]:
         """Ask it to shut down (close its stdin) and return its summary line."""
+        self.ask_to_stop()
+        return self.stopped(timeout)
+
+    def ask_to_stop(self) -> None:
+        """Close its stdin: it shuts down, prints its summary and exits (:meth:`stopped`)."""
         assert self.process.stdin is not None
         self.process.stdin.close()
+
+    def stopped(self, timeout: float = 30.0) -> dict[str, Any]:
+        """Its summary line, once it exited (after :meth:`ask_to_stop`)."""
         self.summary = json.loads(self.expect("summary", timeout))
         self.process.wait(timeout)
         return self.summary
@@ -242,6 +250,14 @@ class Child:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(30)
+
+
+def stop_all(children: list[Child], timeout: float = 30.0) -> list[dict[str, Any]]:
+    """:meth:`Child.stop` for each of ``children``, all asked at once (their shutdowns and
+    exits, about half a second each, overlap); their summaries, in order."""
+    for child in children:
+        child.ask_to_stop()
+    return [child.stopped(timeout) for child in children]
 
 
 def start_child(
