@@ -3,13 +3,15 @@
 Engine-agnostic: a test asks for the ``store_spec`` fixture and gets one
 :class:`StoreSpec` per engine in :data:`FACTORIES` (a JSON-able description a
 child process can open); :func:`open_store` opens a spec in any process through
-:data:`OPENERS`.  An engine is two entries: a factory (given the pytest request
-and a temporary directory; it may start a server through another fixture) and
-an opener.  PostgreSQL adds ``FACTORIES["postgres"]`` and ``OPENERS["postgres"]``.
+:data:`OPENERS` (both in :mod:`tests.cluster_stores`, which a child imports without
+pytest).  An engine is two entries: a factory (given the pytest request and a temporary
+directory; it may start a server through another fixture) and an opener.  PostgreSQL
+adds ``FACTORIES["postgres"]`` and ``OPENERS["postgres"]``.
 
 A child (:mod:`tests.cluster_child`) runs a started ``Scheduler`` on the spec
 with ``shared=True`` and logs every run its actions start (:mod:`tests.cluster_jobs`)
-to its own file, one JSON object a line (and, for ``claimed_run``, when it ends).
+to its own file, one JSON object a line (and, for ``claimed_run``, when it ends).  It
+starts from a spare process that has done its imports (:class:`Spares`).
 """
 
 from __future__ import annotations
