@@ -274,13 +274,22 @@ def start_child(
 
 def _spawn(spec: StoreSpec, log: Path, *, workers: int, lease: float, poll: float) -> Child:
     """A child scheduler on ``spec``: a spare process given its orders (not yet ``ready``)."""
-    process, lines = SPARES.take()
+    spare = SPARES.take()
     orders = {"spec": spec.to_json(), "log": str(log), "workers": workers, "lease": lease,
               "poll": poll}  # fmt: skip
-    assert process.stdin is not None
-    process.stdin.write(json.dumps(orders) + "\n")
-    process.stdin.flush()
-    return Child(process, log, lines)
+    assert spare.process.stdin is not None
+    spare.process.stdin.write(json.dumps(orders) + "\n")
+    spare.process.stdin.flush()
+    return Child(spare.process, log, spare.lines)
+
+
+@dataclass
+class Spare:
+    """A process of :mod:`tests.cluster_child` waiting for its orders."""
+
+    process: subprocess.Popen[str]
+    lines: queue.Queue[str]
+    env: dict[str, str]  # the environment it was started with
 
 
 class Spares:
@@ -292,59 +301,75 @@ class Spares:
     a child is ready as soon as it opened its store and started its scheduler, and the
     imports of the next test's spares run while this test waits (for a lease to expire,
     mostly).  A spare serves one child and is never reused, so each test's children are
-    as fresh as before: new processes that have run nothing but imports.  A spare ends
+    as fresh as before: new processes that have run nothing but imports, started with
+    the environment this process has when the child is asked for (a spare started with
+    another, under a test's ``monkeypatch.setenv``, say, is ended instead).  A spare ends
     at the end of its stdin: when this process closes it (at exit), or dies."""
 
     COUNT = 3  # the most children a test starts at once
 
     def __init__(self) -> None:
-        self._idle: list[tuple[subprocess.Popen[str], queue.Queue[str]]] = []
+        self._idle: list[Spare] = []
+        self._ended: list[Spare] = []  # told to end, reaped by close()
         self._lock = threading.Lock()  # tests of one process run one at a time; cheap anyway
         self._closing = False
 
-    def take(self) -> tuple[subprocess.Popen[str], queue.Queue[str]]:
-        """The oldest spare still alive (a new one if there is none), off the list."""
+    def take(self) -> Spare:
+        """The oldest spare alive and started with this process's environment as it is now
+        (a new one if there is none), off the list."""
+        env = _child_env()
         with self._lock:
             while self._idle:
                 spare = self._idle.pop(0)
-                if spare[0].poll() is None:
+                if spare.process.poll() is None and spare.env == env:
                     return spare
-        return self._start()
+                self._end(spare)
+        return self._start(env)
 
     def fill(self) -> None:
         """Start spares until :attr:`COUNT` wait (after a test's children are ready, so
         that their imports do not slow those children's start)."""
+        env = _child_env()
         with self._lock:
             while len(self._idle) < self.COUNT and not self._closing:
-                self._idle.append(self._start())
+                self._idle.append(self._start(env))
 
     def close(self) -> None:
         """End every spare (their stdin closed: they exit) and reap them."""
         with self._lock:
             self._closing = True
-            idle, self._idle = self._idle, []
-        for process, _ in idle:
-            assert process.stdin is not None
-            process.stdin.close()
-        for process, _ in idle:
+            for spare in self._idle:
+                self._end(spare)
+            ended, self._idle, self._ended = self._ended, [], []
+        for spare in ended:
             try:
-                process.wait(30)
+                spare.process.wait(30)
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                spare.process.kill()
+                spare.process.wait()
+
+    def _end(self, spare: Spare) -> None:
+        assert spare.process.stdin is not None
+        spare.process.stdin.close()
+        self._ended.append(spare)
 
     @staticmethod
-    def _start() -> tuple[subprocess.Popen[str], queue.Queue[str]]:
-        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    def _start(env: dict[str, str]) -> Spare:
         process = subprocess.Popen(
             [sys.executable, "-m", "tests.cluster_child"],
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": path},
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
-        return process, lines_of(process)
+        return Spare(process, lines_of(process), env)
+
+
+def _child_env() -> dict[str, str]:
+    """A child's environment: this process's, with the repository on ``PYTHONPATH``."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
 
 
 SPARES = Spares()
