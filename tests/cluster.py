@@ -321,7 +321,7 @@ class Spares:
         with self._lock:
             while self._idle:
                 spare = self._idle.pop(0)
-                if spare.process.poll() is None and spare.env == env:
+                if spare.process.poll() is None and _same(spare.env, env):
                     return spare
                 self._end(spare)
         return self._start(env)
@@ -364,6 +364,14 @@ class Spares:
             text=True,
         )
         return Spare(process, lines_of(process), env)
+
+
+def _same(started: dict[str, str], wanted: dict[str, str]) -> bool:
+    """Whether a spare started with ``started`` is a child started with ``wanted``: the
+    same, but for ``PYTEST_CURRENT_TEST``, which pytest sets to each test's id and phase
+    (the test that started the spare's, not the one it serves)."""
+    ignored = "PYTEST_CURRENT_TEST"
+    return {**started, ignored: ""} == {**wanted, ignored: ""}
 
 
 def _child_env() -> dict[str, str]:

@@ -62,3 +62,17 @@ def test_a_child_has_its_tests_environment_not_the_one_its_spare_was_started_wit
     later = start_child(spec, tmp_path / "runs-2.jsonl")
     cluster.children.append(later)
     assert not [line for line in _environ(later.pid) if line.startswith(b"LLDSCHED_TEST_SPARE")]
+
+
+def test_the_next_tests_children_come_from_the_spares_this_test_started(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    """pytest sets ``PYTEST_CURRENT_TEST`` to each test's id: spares started during one
+    test are used by the next all the same (they were all ended, unused, before)."""
+    spec = StoreSpec("sqlite", {"path": str(tmp_path / "tasks.db")})
+    SPARES.fill()
+    waiting = {spare.process.pid for spare in SPARES._idle}
+    for spare in SPARES._idle:
+        spare.env["PYTEST_CURRENT_TEST"] = "tests/test_other.py::test_before (call)"
+    children = cluster.start(spec, [tmp_path / f"runs-{n}.jsonl" for n in range(3)])
+    assert {child.pid for child in children} == waiting
