@@ -303,8 +303,9 @@ class Spares:
     mostly).  A spare serves one child and is never reused, so each test's children are
     as fresh as before: new processes that have run nothing but imports, started with
     the environment this process has when the child is asked for (a spare started with
-    another, under a test's ``monkeypatch.setenv``, say, is ended instead).  A spare ends
-    at the end of its stdin: when this process closes it (at exit), or dies."""
+    another, under a test's ``monkeypatch.setenv``, say, is ended instead).  The spares
+    left are killed at this process's exit (:meth:`close`); a spare also ends at the end
+    of its stdin, so none outlives this process when it dies."""
 
     COUNT = 3  # the most children a test starts at once
 
@@ -335,20 +336,20 @@ class Spares:
                 self._idle.append(self._start(env))
 
     def close(self) -> None:
-        """End every spare (their stdin closed: they exit) and reap them."""
+        """Kill every spare left and reap them: a spare has run nothing but imports, and
+        one still importing would take as long again to read the end of its stdin."""
         with self._lock:
             self._closing = True
-            for spare in self._idle:
-                self._end(spare)
-            ended, self._idle, self._ended = self._ended, [], []
-        for spare in ended:
-            try:
-                spare.process.wait(30)
-            except subprocess.TimeoutExpired:
+            left, self._idle, self._ended = self._idle + self._ended, [], []
+        for spare in left:
+            if spare.process.poll() is None:
                 spare.process.kill()
-                spare.process.wait()
+            spare.process.wait(30)
+            assert spare.process.stdin is not None
+            spare.process.stdin.close()
 
     def _end(self, spare: Spare) -> None:
+        """Tell ``spare`` to end (its stdin closed); :meth:`close` reaps it."""
         assert spare.process.stdin is not None
         spare.process.stdin.close()
         self._ended.append(spare)

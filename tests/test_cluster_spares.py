@@ -31,13 +31,17 @@ def test_each_child_is_a_new_process_and_spares_wait_for_the_next(
     assert second.stop() == {"rejected": 0, "node": second.node}
 
 
-def test_a_spare_never_given_orders_ends_with_its_stdin() -> None:
+def test_a_spare_never_given_orders_ends_with_its_stdin_and_close_reaps_every_one() -> None:
     spares = Spares()
     spares.fill()
     processes = [spare.process for spare in spares._idle]
     assert len(processes) == Spares.COUNT
+    first = processes[0]
+    assert first.stdin is not None
+    first.stdin.close()  # as when this process dies: the end of its stdin
+    assert first.wait(30) == 0
     spares.close()
-    assert [process.returncode for process in processes] == [0] * Spares.COUNT
+    assert all(process.returncode is not None for process in processes)
     spares.fill()  # closed: it starts no more
     assert spares._idle == []
 
