@@ -3,17 +3,20 @@
 Engine-agnostic: a test asks for the ``store_spec`` fixture and gets one
 :class:`StoreSpec` per engine in :data:`FACTORIES` (a JSON-able description a
 child process can open); :func:`open_store` opens a spec in any process through
-:data:`OPENERS`.  An engine is two entries: a factory (given the pytest request
-and a temporary directory; it may start a server through another fixture) and
-an opener.  PostgreSQL adds ``FACTORIES["postgres"]`` and ``OPENERS["postgres"]``.
+:data:`OPENERS` (both in :mod:`tests.cluster_stores`, which a child imports without
+pytest).  An engine is two entries: a factory (given the pytest request and a temporary
+directory; it may start a server through another fixture) and an opener.  PostgreSQL
+adds ``FACTORIES["postgres"]`` and ``OPENERS["postgres"]``.
 
 A child (:mod:`tests.cluster_child`) runs a started ``Scheduler`` on the spec
 with ``shared=True`` and logs every run its actions start (:mod:`tests.cluster_jobs`)
-to its own file, one JSON object a line (and, for ``claimed_run``, when it ends).
+to its own file, one JSON object a line (and, for ``claimed_run``, when it ends).  It
+starts from a spare process that has done its imports (:class:`Spares`).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -32,35 +35,18 @@ import pytest
 
 from lldsched import FakeClock, ScheduledTask, Scheduler
 from lldsched.persistence import CoordinatedStore
-from lldsched.stores.sqlite import SqliteTaskStore
 from lldsched.threaded import processlife
+from tests.cluster_stores import OPENERS as OPENERS  # re-exported: where tests import them
+from tests.cluster_stores import StoreSpec as StoreSpec
+from tests.cluster_stores import open_store as open_store
 from tests.processes import lines_of
 from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class StoreSpec(NamedTuple):
-    """Which engine, and what opens it (JSON-able: it is passed to child processes)."""
-
-    engine: str
-    params: dict[str, Any]
-
-    def to_json(self) -> str:
-        return json.dumps({"engine": self.engine, "params": self.params})
-
-    @classmethod
-    def from_json(cls, text: str) -> StoreSpec:
-        data = json.loads(text)
-        return cls(data["engine"], data["params"])
-
-
 def _sqlite_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec:
     return StoreSpec("sqlite", {"path": str(directory / "tasks.db")})
-
-
-def _open_sqlite(spec: StoreSpec, *, lease: float, poll: float, **options: Any) -> CoordinatedStore:
-    return SqliteTaskStore(spec.params["path"], shared=True, lease=lease, poll=poll, **options)
 
 
 def _postgres_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec:
@@ -69,26 +55,11 @@ def _postgres_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec
     return StoreSpec("postgres", {"dsn": server.create_schema()})
 
 
-def _open_postgres(
-    spec: StoreSpec, *, lease: float, poll: float, **options: Any
-) -> CoordinatedStore:
-    from lldsched.stores.postgres import PostgresTaskStore  # psycopg: only when it is used
-
-    return PostgresTaskStore(spec.params["dsn"], lease=lease, poll=poll, **options)
-
-
 FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreSpec]] = {
     "postgres": _postgres_spec,
     "sqlite": _sqlite_spec,
 }
 """Engine name -> a new, empty shared store for one test."""
-
-OPENERS: dict[str, Callable[..., CoordinatedStore]] = {
-    "postgres": _open_postgres,
-    "sqlite": _open_sqlite,
-}
-"""Engine name -> ``opener(spec, lease=..., poll=..., **options)``: the spec opened with
-``shared=True`` (``options``, such as ``timeout``, go to the store as they are)."""
 
 
 class HeldStarts(NamedTuple):
@@ -110,14 +81,6 @@ def hold_child_starts(monkeypatch: pytest.MonkeyPatch) -> HeldStarts:
 
     monkeypatch.setattr("lldsched.threaded.processes.start_child", held_start)
     return held
-
-
-def open_store(
-    spec: StoreSpec, *, lease: float = 30.0, poll: float = 1.0, **options: Any
-) -> CoordinatedStore:
-    """``spec`` opened as a shared store in this process (``options`` go to the store:
-    ``timeout``, say)."""
-    return OPENERS[spec.engine](spec, lease=lease, poll=poll, **options)
 
 
 @pytest.fixture(params=sorted(FACTORIES))
@@ -271,8 +234,16 @@ class Child:
 
     def stop(self, timeout: float = 30.0) -> dict[str, Any]:
         """Ask it to shut down (close its stdin) and return its summary line."""
+        self.ask_to_stop()
+        return self.stopped(timeout)
+
+    def ask_to_stop(self) -> None:
+        """Close its stdin: it shuts down, prints its summary and exits (:meth:`stopped`)."""
         assert self.process.stdin is not None
         self.process.stdin.close()
+
+    def stopped(self, timeout: float = 30.0) -> dict[str, Any]:
+        """Its summary line, once it exited (after :meth:`ask_to_stop`)."""
         self.summary = json.loads(self.expect("summary", timeout))
         self.process.wait(timeout)
         return self.summary
@@ -283,25 +254,136 @@ class Child:
         self.process.wait(30)
 
 
+def stop_all(children: list[Child], timeout: float = 30.0) -> list[dict[str, Any]]:
+    """:meth:`Child.stop` for each of ``children``, all asked at once (their shutdowns and
+    exits, about half a second each, overlap); their summaries, in order."""
+    for child in children:
+        child.ask_to_stop()
+    return [child.stopped(timeout) for child in children]
+
+
 def start_child(
     spec: StoreSpec, log: Path, *, workers: int = 4, lease: float = 1.0, poll: float = 0.1
 ) -> Child:
     """A child scheduler on ``spec``, started; returns once it said ``ready``."""
     child = _spawn(spec, log, workers=workers, lease=lease, poll=poll)
     child.node = child.expect("ready", timeout=60)
+    SPARES.fill()
     return child
 
 
 def _spawn(spec: StoreSpec, log: Path, *, workers: int, lease: float, poll: float) -> Child:
-    """A child scheduler on ``spec``, its process started (not yet ``ready``)."""
+    """A child scheduler on ``spec``: a spare process given its orders (not yet ``ready``)."""
+    spare = SPARES.take()
+    orders = {"spec": spec.to_json(), "log": str(log), "workers": workers, "lease": lease,
+              "poll": poll}  # fmt: skip
+    assert spare.process.stdin is not None
+    spare.process.stdin.write(json.dumps(orders) + "\n")
+    spare.process.stdin.flush()
+    return Child(spare.process, log, spare.lines)
+
+
+@dataclass
+class Spare:
+    """A process of :mod:`tests.cluster_child` waiting for its orders."""
+
+    process: subprocess.Popen[str]
+    lines: queue.Queue[str]
+    env: dict[str, str]  # the environment it was started with
+
+
+class Spares:
+    """Child processes started ahead of the tests that need them: each has imported what a
+    child scheduler runs (:mod:`tests.cluster_child`) and waits for its orders.
+
+    A child's start-up is mostly its imports (about half a second of CPU each, more on a
+    loaded machine), and a multi-process test starts up to three children: from a spare,
+    a child is ready as soon as it opened its store and started its scheduler, and the
+    imports of the next test's spares run while this test waits (for a lease to expire,
+    mostly).  A spare serves one child and is never reused, so each test's children are
+    as fresh as before: new processes that have run nothing but imports, started with
+    the environment this process has when the child is asked for (a spare started with
+    another, under a test's ``monkeypatch.setenv``, say, is ended instead).  The spares
+    left are killed at this process's exit (:meth:`close`); a spare also ends at the end
+    of its stdin, so none outlives this process when it dies."""
+
+    COUNT = 3  # the most children a test starts at once
+
+    def __init__(self) -> None:
+        self._idle: list[Spare] = []
+        self._ended: list[Spare] = []  # told to end, reaped by close()
+        self._lock = threading.Lock()  # tests of one process run one at a time; cheap anyway
+        self._closing = False
+
+    def take(self) -> Spare:
+        """The oldest spare alive and started with this process's environment as it is now
+        (a new one if there is none), off the list."""
+        env = _child_env()
+        with self._lock:
+            while self._idle:
+                spare = self._idle.pop(0)
+                if spare.process.poll() is None and _same(spare.env, env):
+                    return spare
+                self._end(spare)
+        return self._start(env)
+
+    def fill(self) -> None:
+        """Start spares until :attr:`COUNT` wait (after a test's children are ready, so
+        that their imports do not slow those children's start)."""
+        env = _child_env()
+        with self._lock:
+            while len(self._idle) < self.COUNT and not self._closing:
+                self._idle.append(self._start(env))
+
+    def close(self) -> None:
+        """Kill every spare left and reap them: a spare has run nothing but imports, and
+        one still importing would take as long again to read the end of its stdin."""
+        with self._lock:
+            self._closing = True
+            left, self._idle, self._ended = self._idle + self._ended, [], []
+        for spare in left:
+            if spare.process.poll() is None:
+                spare.process.kill()
+            spare.process.wait(30)
+            assert spare.process.stdin is not None
+            spare.process.stdin.close()
+
+    def _end(self, spare: Spare) -> None:
+        """Tell ``spare`` to end (its stdin closed); :meth:`close` reaps it."""
+        assert spare.process.stdin is not None
+        spare.process.stdin.close()
+        self._ended.append(spare)
+
+    @staticmethod
+    def _start(env: dict[str, str]) -> Spare:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.cluster_child"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        return Spare(process, lines_of(process), env)
+
+
+def _same(started: dict[str, str], wanted: dict[str, str]) -> bool:
+    """Whether a spare started with ``started`` is a child started with ``wanted``: the
+    same, but for ``PYTEST_CURRENT_TEST``, which pytest sets to each test's id and phase
+    (the test that started the spare's, not the one it serves)."""
+    ignored = "PYTEST_CURRENT_TEST"
+    return {**started, ignored: ""} == {**wanted, ignored: ""}
+
+
+def _child_env() -> dict[str, str]:
+    """A child's environment: this process's, with the repository on ``PYTHONPATH``."""
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path, "LLDSCHED_CLUSTER_LOG": str(log)}
-    command = [sys.executable, "-m", "tests.cluster_child", spec.to_json(),
-               f"--workers={workers}", f"--lease={lease}", f"--poll={poll}"]  # fmt: skip
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    return Child(process, log, lines_of(process))
+    return {**os.environ, "PYTHONPATH": path}
+
+
+SPARES = Spares()
+"""This process's spare children (none until a test first starts a child)."""
+atexit.register(SPARES.close)
 
 
 @dataclass
@@ -326,6 +408,7 @@ class Cluster:
             self.children.append(started[-1])
         for child in started:
             child.node = child.expect("ready", timeout=60)
+        SPARES.fill()
         return started
 
 

@@ -1,33 +1,41 @@
-"""A child scheduler for the multi-process tests: ``python -m tests.cluster_child SPEC``.
+"""A child scheduler for the multi-process tests: ``python -m tests.cluster_child``.
 
-Opens the store described by SPEC (:class:`tests.cluster.StoreSpec` as JSON) with
-``shared=True``, starts a ``Scheduler`` on it, prints ``ready <node>``, runs until
-its stdin is closed, shuts down (runs in flight finish) and prints
+Imports what it runs, then reads its orders, one JSON line on its stdin (what
+:func:`tests.cluster._spawn` writes: ``spec``, a :class:`tests.cluster.StoreSpec` as
+JSON, ``log``, the file its runs log to, ``workers``, ``lease``, ``poll``); it exits at
+once if its stdin ends first (a spare never used: :class:`tests.cluster.Spares`).  Opens
+the store with ``shared=True``, starts a ``Scheduler`` on it, prints ``ready <node>``,
+runs until its stdin is closed, shuts down (runs in flight finish) and prints
 ``summary {"rejected": n, "node": ...}``: how many of its fenced writes the store
 refused.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
+import os
 import sys
 
 from lldsched import Scheduler
 from tests import cluster_jobs
-from tests.cluster import StoreSpec, open_store
+from tests.cluster_stores import StoreSpec, open_store
+
+with contextlib.suppress(ImportError):  # imported before the orders, as a spare waits
+    import lldsched.stores.postgres  # noqa: F401 - what a PostgreSQL store opens
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("spec")
-    parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--lease", type=float, default=1.0)
-    parser.add_argument("--poll", type=float, default=0.1)
-    options = parser.parse_args()
-    store = open_store(StoreSpec.from_json(options.spec), lease=options.lease, poll=options.poll)
+    line = sys.stdin.readline()
+    if not line:
+        return  # a spare never given orders
+    orders = json.loads(line)
+    os.environ["LLDSCHED_CLUSTER_LOG"] = orders["log"]  # where tests.cluster_jobs logs
+    store = open_store(
+        StoreSpec.from_json(orders["spec"]), lease=orders["lease"], poll=orders["poll"]
+    )
     cluster_jobs.store.append(store)  # what a run that stops its process holds (stop=)
-    scheduler = Scheduler(workers=options.workers, store=store)
+    scheduler = Scheduler(workers=orders["workers"], store=store)
     cluster_jobs.scheduler.append(scheduler)  # what a run's verb on its own task calls
     scheduler.start()
     print("ready", store.node, flush=True)

@@ -34,7 +34,7 @@ from lldsched.persistence import CoordinatedStore, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy
 from lldsched.threaded import shared
 from tests import cluster_jobs, jobs
-from tests.cluster import Cluster, StoreSpec, open_store
+from tests.cluster import Cluster, StoreSpec, open_store, stop_all
 from tests.conftest import T0
 from tests.test_recovery import HOUR, JumpingClock
 from tests.waits import wait_until
@@ -92,8 +92,7 @@ def test_slots_missed_while_every_process_was_down_are_decided_once_across_proce
             )
 
         wait_until(settled, timeout=30, what=f"the {policy.value} decision and its runs")
-        for child in children:
-            assert child.stop()["rejected"] == 0
+        assert [summary["rejected"] for summary in stop_all(children)] == [0] * CHILDREN
 
         runs = cluster.all_runs()
         assert sorted(run["slot"] for run in runs) == expected_runs, runs
@@ -262,8 +261,7 @@ def test_a_run_in_flight_when_every_process_stopped_runs_again_before_the_policy
             )
 
         wait_until(settled, timeout=30, what=f"the owed run and the {policy.value} decision")
-        for child in children:
-            child.stop()
+        stop_all(children)
         runs = cluster.all_runs()
         assert sorted(run["slot"] for run in runs) == expected_runs, runs
         assert all(run["token"] > crashed.token for run in runs)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from lldsched import FixedRate, OneTime, Scheduler, TaskStatus
 from tests import cluster_jobs
-from tests.cluster import Child, Cluster, StoreSpec, open_store, start_child
+from tests.cluster import Child, Cluster, StoreSpec, open_store, start_child, stop_all
 from tests.waits import wait_until
 
 SLOTS = 1200
@@ -122,7 +122,7 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
         return all(snap.status is TaskStatus.SUCCEEDED for snap in store.load_all())
 
     wait_until(finished, timeout=SETTLE, what=f"every slot to succeed {context}")
-    summaries = {child.node: child.stop() for child in (stalled, steady)}
+    summaries = dict(zip([stalled.node, steady.node], stop_all([stalled, steady]), strict=True))
 
     claims = [run for child in children for run in child.runs()]
     tokens = [claim["token"] for claim in claims]
