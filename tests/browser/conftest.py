@@ -1,10 +1,13 @@
-"""One Chromium for the browser tests of a session (a launch took 1-8 s, by the load):
-each test's page has a context of its own in it (``servers.browser_page``); and one
-JupyterLab server for the Lab tests of a module (``servers.SharedLab``)."""
+"""One Chromium, one JupyterLab server and one Voila server for the browser tests of a
+session (each pytest-xdist worker's: ``--dist loadfile`` gives a worker whole files, and
+its session is theirs).  Each test's page has a browser context of its own in it
+(``servers.browser_page``), and each test a folder, a kernel and a log of its own in the
+servers (``servers.SharedServers`` says why sharing them is safe)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 
 import pytest
 
@@ -12,20 +15,16 @@ from tests.browser import servers
 
 
 @pytest.fixture(scope="session", autouse=True)
-def one_browser() -> Iterator[None]:
-    with servers.chromium() as browser:
-        servers.BROWSER = browser
-        try:
-            yield
-        finally:
-            servers.BROWSER = None
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_lab_a_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    servers.SHARED_LAB = servers.SharedLab(tmp_path_factory.mktemp("lab"))
-    try:
+def one_browser_and_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A Chromium launch took 1-8 s, a Lab server's start several more and its stop a
+    kernel's shutdown: once each per session.  Every browser test opens Lab, so its
+    server starts first and imports while Chromium launches; Voila's starts when a test
+    first asks for it."""
+    with ExitStack() as stack:
+        servers.SHARED = servers.SharedServers(tmp_path_factory.mktemp("servers"))
+        stack.callback(setattr, servers, "SHARED", None)
+        stack.callback(servers.SHARED.close)
+        servers.SHARED.server("jupyterlab")
+        servers.BROWSER = stack.enter_context(servers.chromium())
+        stack.callback(setattr, servers, "BROWSER", None)
         yield
-    finally:
-        servers.SHARED_LAB.close()
-        servers.SHARED_LAB = None

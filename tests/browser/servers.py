@@ -6,18 +6,22 @@ JupyterLab (Lab's own "run all cells" command runs it), on loopback, in a copy o
 from __future__ import annotations
 
 import http.cookiejar
+import itertools
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import threading
+import time
+import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -214,7 +218,7 @@ on a stall, :data:`STALL_SECONDS`, and each later wait has a bound of its own, a
 them saying where the page stood)."""
 
 
-def run_all_in_lab(page: Any, log: list[str]) -> None:
+def run_all_in_lab(page: Any, log: Sequence[str]) -> None:
     """JupyterLab opens the notebook without running it: once the notebook's kernel is
     connected and idle, run every cell through Lab's command registry (the app is
     exposed as ``window.jupyterapp`` by ``--LabApp.expose_app_in_browser``).  Clicking
@@ -263,7 +267,7 @@ def start_run_all(page: Any) -> None:
     page.evaluate(RUN_ALL)
 
 
-def wait_for_run_all(page: Any, log: list[str]) -> None:
+def wait_for_run_all(page: Any, log: Sequence[str]) -> None:
     """The second half of :func:`run_all_in_lab`: the run waited for, on progress."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -290,7 +294,7 @@ def wait_for_run_all(page: Any, log: list[str]) -> None:
 
 
 def _command(server: str, target: Path, port: int, tmp_path: Path) -> list[str]:
-    """Voila serves the notebook ``target``; Lab, every notebook under the folder ``target``."""
+    """Voila or Lab serves every notebook under the folder ``target``."""
     if server == "voila":
         return [tool("voila"), str(target), "--no-browser", f"--port={port}",
                 "--Voila.ip=127.0.0.1"]  # fmt: skip
@@ -327,14 +331,15 @@ def _lab_page_config(directory: Path) -> Path:
 
 class Served(NamedTuple):
     """A notebook being served: the page's URL, what to do once the page is there (Lab:
-    run all cells), and the server's log so far (for a failure's message)."""
+    run all cells), and what the server has logged since the test began (for a failure's
+    message, and for the tests that say nothing went to the log)."""
 
     url: str
     prepare: Callable[[Any], None]
-    log: list[str]
+    log: Sequence[str]
 
 
-def where_it_stands(page: Any, log: list[str], *, lines: int = 25) -> str:
+def where_it_stands(page: Any, log: Sequence[str], *, lines: int = 25) -> str:
     """What a failed wait saw: the page's load state and visible text (Voila shows
     "Executing N of M" while its kernel runs the notebook) and the server log's tail."""
     state = page.evaluate("() => document.readyState")
@@ -345,94 +350,196 @@ def where_it_stands(page: Any, log: list[str], *, lines: int = 25) -> str:
     )
 
 
-class _Server(NamedTuple):
-    url: str  # its base URL
-    log: list[str]  # what it has logged so far
+class LogSince(Sequence[str]):
+    """What a server has logged from a line on (a test's start), as it grows."""
+
+    def __init__(self, log: list[str], start: int) -> None:
+        self._log = log
+        self._start = start
+
+    def __len__(self) -> int:
+        return len(self._log) - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        return self._log[self._start :][index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._log[self._start :])
 
 
-@contextmanager
-def _server(server: str, target: Path, tmp_path: Path) -> Iterator[_Server]:
-    """Voila serving the notebook ``target``, or Lab serving the folder ``target``, on a
-    free port of loopback, until the end of the ``with``."""
-    port = free_port()
-    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONPATH": path}  # the kernels import this checkout's lldsched
-    if server == "jupyterlab":  # its page config first, then any the caller has
-        paths = [str(_lab_page_config(tmp_path / "config")), env.get("JUPYTER_CONFIG_PATH")]
-        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(path for path in paths if path)
-    process = subprocess.Popen(
-        _command(server, target, port, tmp_path), cwd=target if target.is_dir() else target.parent,
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/"
-    ready = threading.Event()
-    log: list[str] = []
+KERNEL_STARTED = re.compile(r"Kernel started: ([0-9a-f-]{36})")
+"""How JupyterLab and Voila log a kernel's start (its id)."""
+_MARKS = itertools.count()
 
-    def watch() -> None:  # the server logs its URL once it serves; no polling needed
-        assert process.stderr is not None
-        for line in process.stderr:
-            log.append(line)
-            if url in line:
-                ready.set()
 
-    threading.Thread(target=watch, daemon=True).start()
-    try:
-        assert ready.wait(60), f"{server} did not start within 60 s:\n" + "".join(log)
-        yield _Server(url, log)
-    finally:
-        process.terminate()
+class Server:
+    """Lab or Voila serving the folder ``target``, started in it, on a free port of
+    loopback: started at once (the caller goes on while it imports), waited for when
+    its :attr:`url` is first asked."""
+
+    def __init__(self, kind: str, target: Path, tmp_path: Path) -> None:
+        self.kind = kind
+        port = free_port()
+        path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        env = {**os.environ, "PYTHONPATH": path}  # the kernels import this checkout's lldsched
+        if kind == "jupyterlab":  # its page config first, then any the caller has
+            paths = [str(_lab_page_config(tmp_path / "config")), env.get("JUPYTER_CONFIG_PATH")]
+            env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(path for path in paths if path)
+        self._process = subprocess.Popen(
+            _command(kind, target, port, tmp_path), cwd=target, env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self._port = port
+        self._url = f"http://127.0.0.1:{port}/"
+        self._ready = False  # it logged its URL
+        self._listening = False
+        self._lines = threading.Condition()  # notified at each line logged
+        self.log: list[str] = []
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:  # the server logs its URL once it serves; no polling needed
+        assert self._process.stderr is not None
+        for line in self._process.stderr:
+            with self._lines:
+                self.log.append(line)
+                self._ready = self._ready or self._url in line
+                self._lines.notify_all()
+
+    def _wait_for(self, logged: Callable[[], bool], seconds: float) -> bool:
+        with self._lines:
+            return self._lines.wait_for(logged, seconds)
+
+    @property
+    def url(self) -> str:
+        """Its base URL, once it serves (or it failed to start within 60 s).  Jupyter's
+        server logs its URL just before its loop starts listening on the port (a
+        callback of the loop): a request at once was refused, so the port is tried
+        until it takes a connection (a few milliseconds after the line)."""
+        if not self._listening:
+            started = self._wait_for(lambda: self._ready, 60)
+            assert started, f"{self.kind} did not start within 60 s:\n" + "".join(self.log)
+            deadline = time.monotonic() + 60
+            while not self._listening:
+                try:
+                    socket.create_connection(("127.0.0.1", self._port), timeout=30).close()
+                    self._listening = True
+                except ConnectionRefusedError:
+                    alive = self._process.poll() is None and time.monotonic() < deadline
+                    assert alive, f"{self.kind} does not listen:\n" + "".join(self.log)
+                    time.sleep(0.02)
+        return self._url
+
+    def log_from_here(self) -> LogSince:
+        """What it logs from now on.  A request of a name of its own, which the server
+        logs (a 404), marks where: all a kernel of an earlier test wrote to the
+        server's error stream before it exited (a traceback of its shutdown, say) comes
+        before the mark, and is none of this test's."""
+        mark = f"lldsched-log-mark-{next(_MARKS)}"
+        start = len(self.log)
         try:
-            process.wait(10)
+            urllib.request.urlopen(f"{self.url}{mark}", timeout=30).close()
+        except urllib.error.HTTPError as answer:
+            answer.close()
+        marked = self._wait_for(lambda: any(mark in line for line in self.log[start:]), 30)
+        assert marked, f"{self.kind} did not log a request for {mark}:\n" + "".join(self.log)
+        return LogSince(
+            self.log, next(n for n in range(start, len(self.log)) if mark in self.log[n]) + 1
+        )
+
+    def shut_down_kernels(self, folder: str, log: Sequence[str]) -> None:
+        """Shut down the kernels of the notebooks under ``folder`` (Lab) or started in
+        ``log`` (Voila, whose page shuts its kernel down on leaving, which closing a
+        browser context does not do), and wait for it.  A request that changes
+        anything needs the server's XSRF cookie, which a page of it sets, sent back."""
+        cookies = http.cookiejar.CookieJar()
+        server = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(cookies))
+        server.open(self.url + ("lab" if self.kind == "jupyterlab" else ""), timeout=30).close()
+        xsrf = {"X-XSRFToken": str({cookie.name: cookie.value for cookie in cookies}["_xsrf"])}
+        if self.kind == "voila":
+            kernels = [found[1] for line in log if (found := KERNEL_STARTED.search(line))]
+            gone = [
+                urllib.request.Request(
+                    f"{self.url}voila/api/shutdown/{kernel}", method="POST", headers=xsrf
+                )
+                for kernel in kernels
+            ]
+        else:
+            with server.open(f"{self.url}api/sessions", timeout=30) as answer:
+                sessions = json.load(answer)
+            gone = [
+                urllib.request.Request(
+                    f"{self.url}api/sessions/{session['id']}", method="DELETE", headers=xsrf
+                )
+                for session in sessions
+                if session["path"].startswith(f"{folder}/")
+            ]
+        for request in gone:
+            server.open(request, timeout=60).close()
+
+    def stop(self) -> None:
+        """Ask it to stop (it shuts down what kernels it still has); :meth:`wait` for it."""
+        self._process.terminate()
+
+    def wait(self) -> None:
+        try:
+            self._process.wait(10)
         except subprocess.TimeoutExpired:
-            process.kill()
+            self._process.kill()
+            self._process.wait()
 
 
-class SharedLab:
-    """One JupyterLab server for the tests of a module (``tests/browser/conftest.py``),
-    started by the first test that serves a notebook in Lab: a start costs several
-    seconds of imports and extensions, and a stop the kernel's shutdown.  Each test
-    gets a folder of its own under the server's root (a copy of its notebooks), a
-    workspace of its own (nothing of another test's tabs is restored), and a fresh
-    kernel, shut down when it is done with it."""
+class SharedServers:
+    """A JupyterLab and a Voila server for the browser tests of a session (each
+    pytest-xdist worker's: ``tests/browser/conftest.py``), each started by the first
+    test that asks for it: a start costs several seconds of imports and extensions (Lab
+    about 2.3 s of CPU, most of it jsonschema's IRI grammar), a stop the kernels'
+    shutdown.  Sharing them is safe because nothing of a test stays in them: each test
+    gets a folder of its own under the servers' root (a copy of its notebooks), in Lab a
+    workspace of its own (nothing of another test's tabs is restored), a fresh kernel,
+    shut down when it is done with it, and the servers' log from its own start on.
+    Voila serves the folder (a notebook at ``voila/render/FOLDER/NAME.ipynb``, by the
+    handler that serves a single notebook) and starts where a copy of the shipped
+    ``notebooks/voila.json`` is, as ``cd notebooks && voila ...`` does."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.served = root / "served"  # the server's root: a folder for each test
+        self.served = root / "served"  # the servers' root: a folder for each test
         self.served.mkdir()
+        shutil.copy(ROOT / "notebooks" / "voila.json", self.served)
         self.tests = 0
-        self._stack = ExitStack()
-        self._server: _Server | None = None
+        self._servers: dict[str, Server] = {}
 
-    def server(self) -> _Server:
-        if self._server is None:
-            self._server = self._stack.enter_context(_server("jupyterlab", self.served, self.root))
-        return self._server
+    def server(self, kind: str) -> Server:
+        """The server of ``kind`` (``SERVER_NAMES``), started if it is not yet."""
+        if kind not in self._servers:
+            (self.root / kind).mkdir()
+            self._servers[kind] = Server(kind, self.served, self.root / kind)
+        return self._servers[kind]
+
+    def new_folder(self, notebooks: Path, name: str) -> str:
+        """A folder of the test's own under the root: a copy of ``notebooks``."""
+        self.tests += 1
+        folder = f"test-{self.tests}"
+        ignore = shutil.ignore_patterns("src", ".ipynb_checkpoints")
+        shutil.copytree(notebooks, self.served / folder, ignore=ignore)
+        assert (self.served / folder / f"{name}.ipynb").exists(), f"no notebook {name}"
+        return folder
 
     def close(self) -> None:
-        self._stack.close()
-
-    def shut_down_kernels(self, folder: str) -> None:
-        """Shut down the kernels of the notebooks under ``folder`` (and wait for it).  A
-        DELETE needs the server's XSRF cookie, which its Lab page sets, sent back."""
-        base = self.server().url
-        cookies = http.cookiejar.CookieJar()
-        server = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(cookies))
-        server.open(f"{base}lab", timeout=30).close()
-        xsrf = {cookie.name: cookie.value for cookie in cookies}["_xsrf"]
-        with server.open(f"{base}api/sessions", timeout=30) as answer:
-            sessions = json.load(answer)
-        for session in sessions:
-            if session["path"].startswith(f"{folder}/"):
-                gone = urllib.request.Request(
-                    f"{base}api/sessions/{session['id']}", method="DELETE",
-                    headers={"X-XSRFToken": str(xsrf)},
-                )  # fmt: skip
-                server.open(gone, timeout=60).close()
+        """Stop the servers, both at once (a Lab server's stop took seconds)."""
+        for server in self._servers.values():
+            server.stop()
+        for server in self._servers.values():
+            server.wait()
 
 
-SHARED_LAB: SharedLab | None = None
-"""This module's Lab server, if ``tests/browser/conftest.py`` set one up; None: each
-:func:`served` starts a Lab of its own."""
+SHARED: SharedServers | None = None
+"""The session's servers, if ``tests/browser/conftest.py`` set them up; None: each
+:func:`served` starts a server of its own."""
 
 
 @contextmanager
@@ -441,30 +548,19 @@ def served(
 ) -> Iterator[Served]:
     """Serve the notebook ``name`` of ``notebooks`` (the shipped ones unless given; a
     copy, so nothing the servers write lands there) with ``server``."""
-    ignore = shutil.ignore_patterns("src", ".ipynb_checkpoints")
-    if server == "jupyterlab" and SHARED_LAB is not None:
-        lab = SHARED_LAB
-        lab.tests += 1
-        folder = f"test-{lab.tests}"
-        shutil.copytree(notebooks, lab.served / folder, ignore=ignore)
-        assert (lab.served / folder / f"{name}.ipynb").exists(), f"no notebook {name}"
-        url, log = lab.server()
-        page = f"{url}lab/workspaces/{folder}/tree/{folder}/{name}.ipynb"
-        try:
-            yield Served(page, lambda page: run_all_in_lab(page, log), log)
-        finally:
-            lab.shut_down_kernels(folder)
-        return
-    copy = tmp_path / "notebooks"
-    shutil.copytree(notebooks, copy, ignore=ignore)
-    notebook = copy / f"{name}.ipynb"
-    assert notebook.exists(), f"no notebook {name}"
-    if server == "voila":
-        with _server(server, notebook, tmp_path) as (url, log):
-            yield Served(url, lambda page: None, log)
-    else:
-        with _server(server, copy, tmp_path) as (url, log):
-            page = f"{url}lab/tree/{name}.ipynb"
+    with ExitStack() as stack:
+        shared = SHARED
+        if shared is None:  # no session's servers: this test's own
+            shared = SharedServers(tmp_path / "servers")
+            stack.callback(shared.close)
+        running = shared.server(server)
+        folder = shared.new_folder(notebooks, name)
+        log = running.log_from_here()
+        stack.callback(running.shut_down_kernels, folder, log)
+        if server == "voila":
+            yield Served(f"{running.url}voila/render/{folder}/{name}.ipynb", lambda page: None, log)
+        else:
+            page = f"{running.url}lab/workspaces/{folder}/tree/{folder}/{name}.ipynb"
             yield Served(page, lambda page: run_all_in_lab(page, log), log)
 
 

@@ -20,8 +20,8 @@ from tests.browser.servers import browser_page, served
 
 STALL = 8  # seconds: the bound, cut down for these tests
 SILENT = 3  # seconds: the kernel's silence after which a run with no cell running is over
-STEP = 3  # seconds each cell of the slow notebook takes: well inside STALL
-CELLS = 5  # and five of them take longer than STALL in all
+STEP = 2  # seconds each cell of the slow notebook takes: well inside STALL
+CELLS = 5  # and five of them take longer than STALL in all (10 s against 8)
 
 
 def notebook(folder: Path, name: str, sources: list[str]) -> Path:
