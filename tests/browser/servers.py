@@ -430,7 +430,7 @@ class Server:
                 except ConnectionRefusedError:
                     alive = self._process.poll() is None and time.monotonic() < deadline
                     assert alive, f"{self.kind} does not listen:\n" + "".join(self.log)
-                    time.sleep(0.02)
+                    time.sleep(0.02)  # a bounded poll: nothing says when the port opens
         return self._url
 
     def log_from_here(self) -> LogSince:
