@@ -17,12 +17,9 @@ from lldsched.lab.dispatch import measure_listener_latency, runs_while_a_listene
 from lldsched.lab.entries import _StandIn, measure_cancel_cost
 from lldsched.lab.overrun import simulate_overrun_day
 from lldsched.lab.timer import measure_polling, run_early_on_spurious_wakeup
-from lldsched.lab.wheel import (
-    SLOTS_MOST,
-    TimingWheel,
-    compare_wheel_and_heap,
-    pop_order_within_a_tick,
-)
+from lldsched.lab.wheel import TimingWheel, compare_wheel_and_heap, pop_order_within_a_tick
+
+SLOTS_MOST = 4_096  # lldsched.lab.wheel.SLOTS_MOST, as its docstring states it
 
 
 @pytest.mark.parametrize("seed", range(5))

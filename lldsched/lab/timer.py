@@ -115,8 +115,8 @@ def measure_timer(
 ) -> PollResult:
     """One strategy (the clock): wake-ups and CPU per idle second over ``idle`` seconds,
     and the median lateness of ``samples`` runs (see :func:`measure_polling`).  ``idle``
-    finite, > 0 and at most 60 s, ``samples`` a whole number from 1 to 1,000: else ``ValueError`` naming it; a
-    ``clock`` that counts no ``wakeups``: ``TypeError``."""
+    finite, > 0 and at most 60 s, ``samples`` a whole number from 1 to 1,000: else
+    ``ValueError`` naming it; a ``clock`` that counts no ``wakeups``: ``TypeError``."""
     idle = lab_wait("idle", idle, above=0)
     whole_count("samples", samples, at_most=1_000)  # each waits 20-120 ms
     if not isinstance(getattr(clock, "wakeups", None), int):

@@ -31,9 +31,9 @@ from typing import NamedTuple, cast
 from lldsched import checks
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
+from lldsched.errors import shown
 from lldsched.lab._support import cpu_time, lab_seconds, no_collection, several, whole_count
 from lldsched.lab.entries import _StandIn
-from lldsched.errors import shown
 from lldsched.model import Priority
 
 __all__ = [
