@@ -73,8 +73,8 @@ def runs_while_a_listener_blocks(
 ) -> bool:
     """A listener blocks (at a gate) on the event of task A starting; task B is due at the
     same instant (fake clock, two workers).  True if B runs while the listener is
-    blocked, within ``patience`` real seconds (finite, > 0 and at most 60: ``ValueError`` naming it
-    otherwise).  ``scheduler_type``: a :class:`Scheduler` class (``TypeError`` naming it
+    blocked, within ``patience`` real seconds (finite, > 0 and at most 60 s: ``ValueError``
+    naming it otherwise).  ``scheduler_type``: a :class:`Scheduler` class (``TypeError`` naming it
     otherwise); a variant whose listener never hears A start, or that loses a task:
     :class:`~lldsched.lab.VariantError` (no answer at all, rather than a wrong one)."""
     scheduler_variant("scheduler_type", scheduler_type)

@@ -40,9 +40,8 @@ leaves it unchanged, so there the refusal does not fire (nor is a private store 
 at the fork seen: its calls there wait for good); a scheduler made where
 uWSGI will fork it says so (:mod:`lldsched.threaded.forked`), and so does a durable
 store opened there (:func:`opened_before_uwsgi_forks`): its copy in every worker would
-share the master's connection, file claim and write gate, unrefused.  Where uWSGI
-forks without the hooks is :func:`uwsgi_forks_unhooked`, one dictionary look-up
-outside uWSGI.
+share the master's connection, file claim and write gate, unrefused
+(:mod:`lldsched.forkhooks`).
 
 The ``spawn`` and ``forkserver`` start methods of :mod:`multiprocessing` (the
 default on macOS and Windows, and on Linux from Python 3.14) do not fork the
@@ -58,11 +57,11 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import weakref
 from typing import Any, NoReturn, Protocol
 
 from lldsched.errors import StoreError
+from lldsched.forkhooks import UWSGI_SETTINGS, uwsgi_forks_unhooked
 from lldsched.logs import STORE
 
 __all__ = [
@@ -74,7 +73,6 @@ __all__ = [
     "private",
     "refuse",
     "torn",
-    "uwsgi_forks_unhooked",
 ]
 
 log = logging.getLogger(STORE)
@@ -143,25 +141,6 @@ if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def uwsgi_forks_unhooked() -> bool:
-    """Whether uWSGI will fork its workers from this process without running Python's
-    fork hooks: the ``uwsgi`` module is there (uWSGI's Python plugin provides it, only
-    inside uWSGI), this is its master before the workers (``uwsgi.worker_id()`` is 0,
-    with a master or more than one process: what uWSGI 2.0.31 said at import under each
-    command line), and ``py-call-osafterfork`` is not set.  A ``uwsgi`` module that does
-    not say (no ``opt``, no ``worker_id``): False, nothing to tell."""
-    uwsgi = sys.modules.get("uwsgi")
-    if uwsgi is None:
-        return False
-    try:
-        options, forks = uwsgi.opt, uwsgi.worker_id() == 0
-        forks = forks and bool(options.get("master") or uwsgi.numproc > 1)
-        hooked = bool(options.get("py-call-osafterfork"))
-    except (AttributeError, TypeError):
-        return False
-    return forks and not hooked
-
-
 def opened_before_uwsgi_forks(store: str) -> None:
     """Warn, once for ``store`` (its name as messages show it), a durable one just opened,
     if uWSGI will fork its workers from here without the fork hooks
@@ -170,11 +149,9 @@ def opened_before_uwsgi_forks(store: str) -> None:
         log.warning(
             "the store %s is opened in uWSGI's master, before it forks the workers, and "
             "uWSGI runs no fork hook: every worker would use its copy (the master's "
-            "connection, file claim and write gate) at once, without an error. Set "
-            "lazy-apps = true (the application, and its store, opened in each worker) or "
-            "py-call-osafterfork = true (the copy then refuses every call); "
-            "docs/OPERATIONS.md, 'In a web application'",
+            "connection, file claim and write gate) at once, without an error. %s",
             store,
+            UWSGI_SETTINGS,
         )
 
 

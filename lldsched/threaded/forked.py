@@ -48,7 +48,7 @@ Instead a scheduler made where uWSGI will fork it (its master, before the worker
 ``uwsgi.worker_id()`` is 0, with a master or more than one process) without that
 option is warned of, once, as it is made (:func:`_warn_under_uwsgi`), naming the two
 settings that answer it; a durable store opened there is too
-(:func:`lldsched.stores.forks.uwsgi_forks_unhooked`, the one test of both).
+(:func:`lldsched.forkhooks.uwsgi_forks_unhooked`, the one test of both).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ import weakref
 from typing import Any, NoReturn, Protocol
 
 from lldsched.errors import SchedulerStateError
+from lldsched.forkhooks import UWSGI_SETTINGS, uwsgi_forks_unhooked
 from lldsched.logs import SCHEDULER
-from lldsched.stores.forks import uwsgi_forks_unhooked
 from lldsched.threaded.parts import FORKED
 from lldsched.threaded.processes import ProcessPool
 
@@ -98,10 +98,9 @@ def _warn_under_uwsgi(name: str) -> None:
         log.warning(
             "the scheduler %r is made in uWSGI's master, before it forks the workers, and "
             "uWSGI runs no fork hook: in a worker its copy would take work that never runs, "
-            "without an error. Set lazy-apps = true (the application, and a scheduler, made "
-            "in each worker) or py-call-osafterfork = true (the copy then refuses every "
-            "verb); docs/OPERATIONS.md, 'In a web application'",
+            "without an error. %s",
             name,
+            UWSGI_SETTINGS,
         )
 
 
