@@ -18,8 +18,8 @@ __all__ = ["UWSGI_SETTINGS", "uwsgi_forks_unhooked"]
 
 UWSGI_SETTINGS = (
     "Set lazy-apps = true (the application made in each worker) or "
-    "py-call-osafterfork = true (the copy then refuses every call); docs/OPERATIONS.md, "
-    "'In a web application'"
+    "py-call-osafterfork = true (the copy then refuses every call); "
+    "docs/OPERATIONS.md, 'In a web application'"
 )
 """The two settings that answer it, as every such warning ends."""
 
