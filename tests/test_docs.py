@@ -1232,6 +1232,8 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
     "what_it_shows",
     ("OPERATIONS.md", "ini", "# /etc/systemd/system"): "a systemd unit: not run (systemd); "
     "the service it starts is tests/test_container.py's",
+    ("OPERATIONS.md", "ini", "  [uwsgi]"): "a uWSGI configuration: not run (uWSGI); its "
+    "settings are the warning's: test_operations_mds_uwsgi_block_sets_what_the_warning_names",
     ("PERFORMANCE.md", "", "make bench"): "the benchmarks: not run (minutes); their options "
     "are tests/test_doc_references.py's",
     ("PERFORMANCE.md", "", "cd /tmp/mypyc-tree"): "a mypyc build of a copied tree: not run "
@@ -1248,6 +1250,18 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
         "PYTHONPATH=$PWD .venv/bin/python -m tests.test_concurrent_verbs",
     ): "soaks: not run (ten minutes each); their options are tests/test_doc_references.py's",
 }
+
+
+def test_operations_mds_uwsgi_block_sets_what_the_warning_names() -> None:
+    """The two settings the WARNING of a scheduler made, or a store opened, in uWSGI's
+    master names are the block's (lldsched.forkhooks.UWSGI_SETTINGS)."""
+    from lldsched.forkhooks import UWSGI_SETTINGS
+
+    (block,) = [text for name, language, text in not_run_blocks() if "[uwsgi]" in text]
+    set_in_block = set(re.findall(r"^\s*;?\s*([\w-]+ = true)\s*$", block, flags=re.MULTILINE))
+    named = set(re.findall(r"([\w-]+ = true)", UWSGI_SETTINGS))
+    assert named == {"lazy-apps = true", "py-call-osafterfork = true"}
+    assert named <= set_in_block, (named, set_in_block)
 
 
 def not_run_blocks() -> list[tuple[str, str, str]]:

@@ -13,11 +13,13 @@ import pytest
 
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import ScheduledTask
-from lldsched.lab.dispatch import measure_listener_latency
+from lldsched.lab.dispatch import measure_listener_latency, runs_while_a_listener_blocks
 from lldsched.lab.entries import _StandIn, measure_cancel_cost
 from lldsched.lab.overrun import simulate_overrun_day
-from lldsched.lab.timer import measure_polling
+from lldsched.lab.timer import measure_polling, run_early_on_spurious_wakeup
 from lldsched.lab.wheel import TimingWheel, compare_wheel_and_heap, pop_order_within_a_tick
+
+SLOTS_MOST = 4_096  # lldsched.lab.wheel.SLOTS_MOST, as its docstring states it
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -57,6 +59,41 @@ def test_the_wheel_keeps_tick_order_but_not_priority_within_a_tick() -> None:
 def test_the_wheel_refuses_a_slot_count_that_is_not_a_power_of_two() -> None:
     with pytest.raises(ValueError, match="60"):
         TimingWheel(slots=60)
+
+
+@pytest.mark.parametrize(
+    "slots", [SLOTS_MOST * 2, 2**40, 2**15_000], ids=["2**13", "2**40", "2**15000"]
+)
+def test_a_wheel_of_more_slots_than_it_builds_up_front_is_refused_naming_it(slots: int) -> None:
+    """Every bucket of every level is a list built in the constructor: ``slots=2**40``
+    allocated until the machine ran out of memory, before any timer was pushed."""
+    said = f"slots must be at most {SLOTS_MOST:,} (every bucket of every level is built up front)"
+    with pytest.raises(ValueError, match=re.escape(said) + ", got (8192|1099511627776|an int of)"):
+        TimingWheel(slots=slots)
+
+
+def test_the_largest_wheel_it_takes_is_built() -> None:
+    wheel = TimingWheel(slots=SLOTS_MOST, levels=16)
+    assert len(wheel) == 0 and wheel.next_due() is None
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"resolution": 5e-324, "start": 1.0}, "resolution must be at least 1e-06 seconds"),
+        ({"slots": True}, "slots must be a power of two >= 2, got True"),
+        ({"levels": True}, "levels must be a whole number >= 1, got True"),
+        ({"resolution": float("inf")}, "resolution must be finite and > 0 seconds, got inf"),
+        ({"start": float("-inf")}, "start must be finite, got -inf"),
+    ],
+)
+def test_a_wheel_of_a_tick_finer_than_a_microsecond_a_bool_or_an_infinity_is_refused(
+    options: dict[str, object], said: str
+) -> None:
+    """A resolution of 5e-324 made ``start / resolution`` infinite: an OverflowError
+    ("cannot convert float infinity to integer") that named no parameter."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        TimingWheel(**options)  # type: ignore[arg-type]
 
 
 def test_the_comparison_pops_every_timer_and_walks_the_horizon_in_ticks() -> None:
@@ -124,9 +161,6 @@ def test_one_value_where_an_experiment_takes_several_is_refused_showing_the_tupl
 
 
 HUGE_COUNT = 10**9  # a mistyped count: each experiment ran it, for hours or days
-
-
-HUGE_COUNT = 10**9  # a mistyped count: each experiment ran it, for hours or days
 # (what is called, the count's name, its bound as the message writes it)
 PAST_BOUNDS: list[tuple[Callable[[], object], str, str]] = [
     (lambda: measure_cancel_cost((HUGE_COUNT,)), "size", "1,000,000"),
@@ -153,6 +187,49 @@ def test_a_count_past_what_an_experiment_runs_in_minutes_is_refused_naming_it(
     naming the count, its bound and the value."""
     said = f"{name} must be a whole number <= {bound} (an experiment is sized to run in "
     with pytest.raises(ValueError, match=re.escape(said) + f".*got {HUGE_COUNT}$"):
+        experiment()
+
+
+# (what is called, what the refusal says): each waited, walked or queued for hours
+PAST_TIME_BOUNDS: list[tuple[Callable[[], object], str]] = [
+    (
+        lambda: compare_wheel_and_heap((10,), horizon=1e6),
+        "horizon / resolution must be at most 100,000,000 ticks (each size walks them all; "
+        "an experiment is sized to run in minutes), got horizon 1000000.0 / resolution 0.001 "
+        "= 1e+09 ticks",
+    ),
+    (
+        lambda: compare_wheel_and_heap((10,), resolution=1e-9),
+        "resolution must be at least 1e-06 seconds (a microsecond: a shorter step is lost in "
+        "an instant's float), got 1e-09",
+    ),
+    (
+        lambda: simulate_overrun_day("keep queueing", period=1e-3),
+        "period must leave at most 1,000,000 slots in 24 hours, so be at least 0.0864 seconds "
+        "(keep queueing queues a run per slot; an experiment is sized to run in minutes), "
+        "got 0.001",
+    ),
+    (lambda: measure_polling(idle=1e9), "idle must be at most 60 real seconds"),
+    (lambda: measure_polling((1e6,)), "poll interval must be at most 60 real seconds"),
+    (lambda: measure_listener_latency((1e9,)), "listener delay must be at most 60 real seconds"),
+    (lambda: run_early_on_spurious_wakeup(patience=1e9), "patience must be at most 60 real"),
+    (lambda: runs_while_a_listener_blocks(patience=3600), "patience must be at most 60 real"),
+]
+
+
+@pytest.mark.parametrize(
+    ("experiment", "said"),
+    PAST_TIME_BOUNDS,
+    ids=[said.split(" must")[0] for _, said in PAST_TIME_BOUNDS],
+)
+def test_a_time_past_what_an_experiment_runs_in_minutes_is_refused_naming_it(
+    experiment: Callable[[], object], said: str
+) -> None:
+    """A number of seconds had a lower bound only: ``measure_polling(idle=1e9)`` waited
+    31 years, a poll interval of 1e6 s hung the shutdown, ``resolution=1e-9`` walked 6e10
+    ticks, a keep-queueing period of 1 ms queued 86.4 million runs.  Refused before
+    anything runs, naming the value and its bound."""
+    with pytest.raises(ValueError, match=re.escape(said)):
         experiment()
 
 

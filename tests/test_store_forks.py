@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import ast
 import gc
+import logging
 import os
 import sqlite3
+import sys
 import threading
 import time
+import types
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -400,3 +403,79 @@ def test_a_private_store_torn_at_a_fork_is_refused_in_a_child_forked_from_that_c
     with held_by_another_thread(store._lock):
         outcome = in_child(lambda: in_child(store.load_all, bound=10), bound=20)
     _refused_as_torn(ast.literal_eval(outcome))  # the grandchild's word, as the child's repr
+
+
+UWSGI_FORKS = {"master": True, "processes": b"2"}  # uWSGI 2.0.31 at import in its master
+
+
+def under_uwsgi(
+    monkeypatch: pytest.MonkeyPatch, opt: dict[str, object], *, worker_id: int = 0, numproc: int = 2
+) -> None:
+    """A ``uwsgi`` module as uWSGI's Python plugin provides it (no real uWSGI needed)."""
+    uwsgi = types.ModuleType("uwsgi")
+    uwsgi.worker_id = lambda: worker_id  # type: ignore[attr-defined]
+    uwsgi.opt = opt  # type: ignore[attr-defined]
+    uwsgi.numproc = numproc  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "uwsgi", uwsgi)
+
+
+def uwsgi_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "uWSGI" in r.getMessage()]
+
+
+def test_a_shared_store_opened_in_uwsgis_master_without_fork_hooks_is_warned_of(
+    store_spec: StoreSpec, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """uWSGI forks its workers without Python's fork hooks (unless py-call-osafterfork is
+    set): the refusal above never happens there, and every worker used the master's
+    connection (or file claim and write gate) at once, without a word.  Said once, as it
+    is opened, naming both settings that answer it."""
+    under_uwsgi(monkeypatch, UWSGI_FORKS)
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        store = open_store(store_spec)
+        store.close()
+    (line,) = uwsgi_warnings(caplog)
+    assert line.startswith("the store ") and "is opened in uWSGI's master" in line
+    assert "lazy-apps = true" in line and "py-call-osafterfork = true" in line
+
+
+def test_an_unshared_sqlite_file_opened_in_uwsgis_master_is_warned_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    under_uwsgi(monkeypatch, UWSGI_FORKS)
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        SqliteTaskStore(tmp_path / "tasks.db").close()
+    (line,) = uwsgi_warnings(caplog)
+    assert line.startswith(f"the store {str(tmp_path / 'tasks.db')!r} is opened in uWSGI's")
+
+
+@pytest.mark.parametrize(
+    ("opt", "worker_id", "numproc"),
+    [
+        ({**UWSGI_FORKS, "py-call-osafterfork": True}, 0, 2),  # the hooks run: refused there
+        ({**UWSGI_FORKS, "lazy-apps": True}, 1, 2),  # opened in each worker
+        ({"processes": b"1"}, 0, 1),  # one process and no master: no fork
+    ],
+)
+def test_a_store_opened_where_uwsgi_runs_the_hooks_or_does_not_fork_is_not_warned_of(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    opt: dict[str, object],
+    worker_id: int,
+    numproc: int,
+) -> None:
+    under_uwsgi(monkeypatch, opt, worker_id=worker_id, numproc=numproc)
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        SqliteTaskStore(tmp_path / "tasks.db").close()
+    assert uwsgi_warnings(caplog) == []
+
+
+def test_a_private_store_opened_in_uwsgis_master_is_each_workers_own_and_not_warned_of(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    under_uwsgi(monkeypatch, UWSGI_FORKS)
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        SqliteTaskStore(":memory:").close()
+        InMemoryTaskStore().close()
+    assert uwsgi_warnings(caplog) == []

@@ -39,10 +39,14 @@ from datetime import timedelta
 from lldsched import (CronSchedule, EventLog, FixedRate, Misfire, MisfirePolicy, OneTime,
                       RetryPolicy, Scheduler, Simulation)
 from lldsched.sim import ClusterScenario
+from lldsched.stores.codec import register_schedule
 from lldsched.testing import Stepper
 
 
 def backup() -> None: ...
+def cron_fields(schedule: CronSchedule) -> dict[str, object]: ...
+def rate_fields(schedule: FixedRate) -> dict[str, object]: ...
+def rate_from(fields: dict[str, object]) -> FixedRate: ...
 
 
 log = EventLog()
@@ -94,6 +98,13 @@ WRONG = [
     "steps.advance_to(timedelta(hours=1))",  # an instant, not a duration
     "steps.records(5)",
     'Stepper(scheduler, timeout="5")',
+    # register_schedule's pair is typed over the class (its to_dict was Any -> dict):
+    'register_schedule("r", FixedRate, cron_fields, lambda d: FixedRate(d["period"]))',
+    'register_schedule("r", FixedRate, lambda s: {"expr": s.expr}, lambda d: FixedRate(60))',
+    'register_schedule("r", FixedRate, lambda s: s.period, lambda d: FixedRate(d["period"]))',
+    'register_schedule("r", FixedRate, rate_fields, lambda d: CronSchedule(d["expr"]))',
+    'register_schedule("r", FixedRate, rate_fields, rate_from)',  # JSON gives a Mapping
+    'register_schedule("r", int, lambda s: {}, lambda d: 5)',  # no Schedule
 ]
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LAB_MOST",
+    "LAB_WAIT_MOST",
     "CountingCondition",
     "Gate",
     "ObservedClock",
@@ -39,6 +40,7 @@ __all__ = [
     "done_or_stalled",
     "eventually",
     "lab_type",
+    "lab_wait",
     "lost",
     "median",
     "middle_half",
@@ -181,11 +183,37 @@ def several(name: str, values: object) -> None:
         raise TypeError(f"{name} must be a tuple of values, e.g. ({values!r},), got {values!r}")
 
 
+LAB_WAIT_MOST = 60.0
+"""The longest real wait an experiment takes in one parameter (:func:`lab_wait`): a
+minute.  The defaults are milliseconds to a second (a poll every 1 ms to 100 ms, a
+listener's 5 ms, a patience of 1 s, an idle window of 0.5 s), so a minute is past
+anything a learner means; a mistyped ``idle=10**9`` waited 31 years, a poll interval of
+``1e6`` s hung the scheduler's shutdown (the polling timer sleeps it out, deaf to the
+notify), before anything was said."""
+
+
+def lab_wait(
+    name: str, value: float, *, above: float | None = None, at_least: float | None = None
+) -> float:
+    """``value``, real seconds an experiment waits (an idle window, a poll interval, a
+    listener's delay, a patience), as :func:`lab_seconds` takes it and at most
+    :data:`LAB_WAIT_MOST`; else ``ValueError`` naming it and the bound."""
+    seconds = lab_seconds(name, value, above=above, at_least=at_least)
+    if seconds > LAB_WAIT_MOST:
+        raise ValueError(
+            f"{name} must be at most {LAB_WAIT_MOST:g} real seconds (an experiment is sized "
+            f"to run in minutes), got {shown(value)}"
+        )
+    return seconds
+
+
 def patience_seconds(value: float) -> float:
-    """``value``, the real seconds an experiment gives a run that may not come, if finite
-    and > 0; else ``ValueError`` naming it (``Event.wait`` takes a negative or NaN
-    timeout as 0, and the real variant's run read as "not in time")."""
-    return lab_seconds("patience", value, above=0)
+    """``value``, the real seconds an experiment gives a run that may not come, if finite,
+    > 0 and at most :data:`LAB_WAIT_MOST`; else ``ValueError`` naming it (``Event.wait``
+    takes a negative or NaN timeout as 0, and the real variant's run read as "not in
+    time"; the real variant of :func:`~lldsched.lab.timer.run_early_on_spurious_wakeup`
+    waits its whole patience)."""
+    return lab_wait("patience", value, above=0)
 
 
 class ObservedClock(FakeClock):

@@ -25,7 +25,7 @@ from lldsched.lab._support import (
     ObservedClock,
     VariantError,
     done_or_stalled,
-    lab_seconds,
+    lab_wait,
     lost,
     median,
     patience_seconds,
@@ -73,12 +73,12 @@ def runs_while_a_listener_blocks(
 ) -> bool:
     """A listener blocks (at a gate) on the event of task A starting; task B is due at the
     same instant (fake clock, two workers).  True if B runs while the listener is
-    blocked, within ``patience`` real seconds (finite and > 0: ``ValueError`` naming it
-    otherwise).  ``scheduler_type``: a :class:`Scheduler` class (``TypeError`` naming it
+    blocked, within ``patience`` real seconds (finite, > 0 and at most 60 s: ``ValueError``
+    naming it otherwise).  ``scheduler_type``: a :class:`Scheduler` class (``TypeError`` naming it
     otherwise); a variant whose listener never hears A start, or that loses a task:
     :class:`~lldsched.lab.VariantError` (no answer at all, rather than a wrong one)."""
     scheduler_variant("scheduler_type", scheduler_type)
-    patience_seconds(patience)
+    patience = patience_seconds(patience)
     clock = ObservedClock(0)
     gate = Gate()
 
@@ -197,12 +197,12 @@ def measure_listener_latency(
     the numbers vary, but with one burst a busy machine once made the runs off the lock
     later at the median (22.8 ms) than those under it (19.2 ms); with the quietest of
     three, the order held in every run (docs/DECISIONS.md, "The lab states only what
-    holds under load")."""
+    holds under load").  Each delay finite, >= 0 and at most 60 s (``ValueError`` naming it
+    otherwise)."""
     several("delays", delays)
     whole_count("tasks", tasks, at_most=1_000)  # each event waits its delay
     whole_count("repeats", repeats, at_most=100)
-    for delay in delays:
-        lab_seconds("listener delay", delay, at_least=0)
+    delays = tuple(lab_wait("listener delay", delay, at_least=0) for delay in delays)
     points = []
     for delay in delays:
         off, off_worst = _quietest(Scheduler, delay, tasks=tasks, repeats=repeats)

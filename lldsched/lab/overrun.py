@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from lldsched.lab._support import lab_seconds, whole_count
+from lldsched.errors import shown
+from lldsched.lab._support import LAB_MOST, lab_seconds, whole_count
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
 from lldsched.schedules.simple import FixedRate, OneTime
@@ -78,14 +79,21 @@ def simulate_overrun_day(
     """Simulate ``hours`` of the job (every ``period`` s, runs ``duration`` s) and the
     heartbeat under ``strategy``, one of :data:`OVERRUN_STRATEGIES`; ``hours`` is a whole
     number from 1 to 744, a month (``ValueError`` otherwise: a day of no hour has nothing
-    to show), and ``period`` finite and > 0 (else ``ValueError`` naming it: "keep
-    queueing" with a period of 0 queued runs at 0 s for ever).  ``duration`` and ``workers`` are the
-    simulation's to check."""
+    to show), and ``period`` finite and > 0, with at most 1,000,000 slots in the hours
+    (else ``ValueError`` naming it: "keep queueing" with a period of 0 queued runs at 0 s
+    for ever, and one of 1e-6 s a run of its own per microsecond, 8.64e10 a day, until
+    memory ran out).  ``duration`` and ``workers`` are the simulation's to check."""
     if strategy not in OVERRUN_STRATEGIES:
         raise ValueError(f"strategy must be one of {OVERRUN_STRATEGIES}, got {strategy!r}")
     whole_count("hours", hours, at_most=744)  # a month of 31 days
-    lab_seconds("period", period, above=0)
+    period = lab_seconds("period", period, above=0)
     horizon = hours * 3600
+    if horizon / period > LAB_MOST:
+        raise ValueError(
+            f"period must leave at most {LAB_MOST:,} slots in {hours} hours, so be at least "
+            f"{horizon / LAB_MOST:g} seconds (keep queueing queues a run per slot; an "
+            f"experiment is sized to run in minutes), got {shown(period)}"
+        )
     sim = Simulation(workers=workers)
     sim.schedule("heartbeat", FixedRate(10), duration=1.0)
     if strategy == KEEP_QUEUEING:

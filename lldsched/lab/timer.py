@@ -28,7 +28,7 @@ from lldsched.lab._support import (
     ObservedClock,
     VariantError,
     done_or_stalled,
-    lab_seconds,
+    lab_wait,
     lost,
     median,
     middle_half,
@@ -83,7 +83,7 @@ class PollingClock(SystemClock):
 
     def __init__(self, interval: float) -> None:
         # A negative interval killed the timer thread (time.sleep refuses it there).
-        self.interval = lab_seconds("poll interval", interval, above=0)
+        self.interval = lab_wait("poll interval", interval, above=0)
         self.wakeups = 0
 
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
@@ -115,9 +115,9 @@ def measure_timer(
 ) -> PollResult:
     """One strategy (the clock): wake-ups and CPU per idle second over ``idle`` seconds,
     and the median lateness of ``samples`` runs (see :func:`measure_polling`).  ``idle``
-    finite and > 0, ``samples`` a whole number from 1 to 1,000: else ``ValueError`` naming it; a
-    ``clock`` that counts no ``wakeups``: ``TypeError``."""
-    lab_seconds("idle", idle, above=0)
+    finite, > 0 and at most 60 s, ``samples`` a whole number from 1 to 1,000: else
+    ``ValueError`` naming it; a ``clock`` that counts no ``wakeups``: ``TypeError``."""
+    idle = lab_wait("idle", idle, above=0)
     whole_count("samples", samples, at_most=1_000)  # each waits 20-120 ms
     if not isinstance(getattr(clock, "wakeups", None), int):
         raise TypeError(
@@ -155,12 +155,13 @@ def measure_polling(
     the whole process's CPU, so the timer's share is what a poll adds to
     ``Condition.wait``'s), and the median lateness of tasks due in 20 to 120 ms
     (seeded delays, so a poll's phase does not line up with them).  Real time: the
-    numbers vary."""
+    numbers vary.  ``idle`` and each interval finite, > 0 and at most 60 s (``ValueError``
+    naming it otherwise)."""
     several("intervals", intervals)
     whole_count("samples", samples, at_most=1_000)  # each waits 20-120 ms
-    lab_seconds("idle", idle, above=0)
+    lab_wait("idle", idle, above=0)
     for interval in intervals:
-        lab_seconds("poll interval", interval, above=0)
+        lab_wait("poll interval", interval, above=0)
     results = [measure_timer("Condition.wait", WaitingClock(), idle=idle, samples=samples)]
     for interval in intervals:
         label = f"poll {interval * 1000:g} ms"
@@ -236,12 +237,12 @@ def run_due_now_behind_parked_timer(
     The real queue's push wakes the timer and the new task runs at once; a silent
     push leaves it waiting for the parked timer.  After ``patience`` seconds of real
     time the clock is moved on 12 h, and the task's lateness is read.  ``patience``:
-    finite and > 0 (``ValueError`` naming it otherwise).  ``scheduler_type``: a
+    finite, > 0 and at most 60 s (``ValueError`` naming it otherwise).  ``scheduler_type``: a
     :class:`Scheduler` class, the real one or a variant (``TypeError`` naming it
     otherwise); a variant that loses the task: :class:`VariantError`.
     """
     scheduler_variant("scheduler_type", scheduler_type)
-    patience_seconds(patience)
+    patience = patience_seconds(patience)
     clock = ObservedClock(0)
     scheduler = scheduler_type(workers=1, clock=clock)
     scheduler.schedule("nightly", lambda: None, OneTime(delay=TWELVE_HOURS))
@@ -286,11 +287,12 @@ def run_early_on_spurious_wakeup(
 
     The real timer re-tests and parks again: the task runs at 60 s, on time.  An ``if``
     runs it at once, 60 s early (lateness -60).  ``patience``: real seconds given to
-    a run that should not happen, finite and > 0 (``ValueError`` naming it otherwise).
+    a run that should not happen, finite, > 0 and at most 60 s (``ValueError`` naming it
+    otherwise).
     ``scheduler_type``: as :func:`run_due_now_behind_parked_timer` takes it.
     """
     scheduler_variant("scheduler_type", scheduler_type)
-    patience_seconds(patience)
+    patience = patience_seconds(patience)
     clock = ObservedClock(0)
     scheduler = scheduler_type(workers=1, clock=clock)
     ran = threading.Event()

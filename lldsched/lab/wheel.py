@@ -28,27 +28,52 @@ import random
 from collections.abc import Mapping
 from typing import NamedTuple, cast
 
+from lldsched import checks
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
+from lldsched.errors import shown
 from lldsched.lab._support import cpu_time, lab_seconds, no_collection, several, whole_count
 from lldsched.lab.entries import _StandIn
 from lldsched.model import Priority
 
-__all__ = ["TimingWheel", "WheelCost", "compare_wheel_and_heap", "pop_order_within_a_tick"]
+__all__ = [
+    "SLOTS_MOST",
+    "TICKS_MOST",
+    "TimingWheel",
+    "WheelCost",
+    "compare_wheel_and_heap",
+    "pop_order_within_a_tick",
+]
+
+SLOTS_MOST = 4_096
+"""The most buckets a wheel takes (``slots``): 2**12, eight times the largest wheel a
+real timer uses (Linux's timer wheel has 64 buckets a level, Netty's ``HashedWheelTimer``
+512 by default, Kafka's ``TimingWheel`` 20).  Every bucket of every level is built
+before anything runs, so 16 levels of 4,096 are 65,536 empty lists, about 4 MB; without
+the bound ``slots=2**40`` tried to build 2**40 lists a level and ate the machine's
+memory before a timer was pushed."""
+
+TICKS_MOST = 100_000_000
+"""The most ticks :func:`compare_wheel_and_heap` walks a size (``horizon / resolution``):
+a day at 1 ms (86.4 million ticks, the cost the module docstring names) fits, and walks
+in about 40 s of CPU (0.4 us a tick).  A ``resolution=1e-9`` over the 60 s default
+walked 6e10 ticks a size, for hours."""
 
 
 class TimingWheel:
     """A hierarchical timing wheel with the due queue's operations (not locked).
 
-    ``resolution``: seconds a tick, finite and > 0; ``slots``: buckets a wheel, a power
-    of two >= 2; ``levels``: wheels, a whole number from 1 to 16; ``start``: the instant of the
-    first tick.  Anything else is a ``ValueError`` naming it."""
+    ``resolution``: seconds a tick, finite and at least a microsecond (finer, an instant's
+    float cannot tell ticks apart); ``slots``: buckets a wheel, a power of two from 2 to
+    :data:`SLOTS_MOST`; ``levels``: wheels, a whole number from 1 to 16; ``start``: the
+    instant of the first tick.  Anything else is a ``ValueError`` naming it."""
 
     def __init__(
         self, *, resolution: float = 0.001, slots: int = 64, levels: int = 4, start: float = 0.0
     ) -> None:
-        lab_seconds("resolution", resolution, above=0)
-        lab_seconds("start", start)
+        # A resolution of 5e-324 made start / resolution infinite (an OverflowError).
+        resolution = checks.step(resolution, name="resolution", error=ValueError)
+        start = lab_seconds("start", start)
         whole_count("levels", levels, at_most=16)  # 64**16 ticks: past any horizon
         if (
             isinstance(slots, bool)
@@ -56,7 +81,12 @@ class TimingWheel:
             or slots < 2
             or slots & (slots - 1)
         ):
-            raise ValueError(f"slots must be a power of two >= 2, got {slots!r}")
+            raise ValueError(f"slots must be a power of two >= 2, got {shown(slots)}")
+        if slots > SLOTS_MOST:
+            raise ValueError(
+                f"slots must be at most {SLOTS_MOST:,} (every bucket of every level is built "
+                f"up front), got {shown(slots)}"
+            )
         self.resolution = resolution
         self._bits = slots.bit_length() - 1
         self._mask = slots - 1
@@ -210,12 +240,19 @@ def compare_wheel_and_heap(
     in the real heap (:class:`TaskQueue`) and in a :class:`TimingWheel` at
     ``resolution``; CPU time per timer, measured in one run (garbage collection off,
     after a dropped warm-up round).  A size below 1, a ``horizon`` or ``resolution`` not
-    finite and > 0: ``ValueError`` naming it, before anything is timed."""
+    finite and > 0, a ``resolution`` under a microsecond, or more than :data:`TICKS_MOST`
+    ticks in the horizon: ``ValueError`` naming it, before anything is timed."""
     several("sizes", sizes)
     for size in sizes:
         whole_count("size", size)
-    lab_seconds("horizon", horizon, above=0)
-    lab_seconds("resolution", resolution, above=0)
+    horizon = lab_seconds("horizon", horizon, above=0)
+    resolution = checks.step(resolution, name="resolution", error=ValueError)
+    if horizon / resolution > TICKS_MOST:
+        raise ValueError(
+            f"horizon / resolution must be at most {TICKS_MOST:,} ticks (each size walks "
+            f"them all; an experiment is sized to run in minutes), got horizon {shown(horizon)} "
+            f"/ resolution {shown(resolution)} = {horizon / resolution:.3g} ticks"
+        )
     results = []
     with no_collection():
         warm = [_StandIn(f"w{n}") for n in range(1_000)]

@@ -38,7 +38,10 @@ the kernel at every use: the check is one comparison.  A server that forks in C
 without running Python's fork hooks (uWSGI, unless ``py-call-osafterfork = true``)
 leaves it unchanged, so there the refusal does not fire (nor is a private store torn
 at the fork seen: its calls there wait for good); a scheduler made where
-uWSGI will fork it says so (:mod:`lldsched.threaded.forked`).
+uWSGI will fork it says so (:mod:`lldsched.threaded.forked`), and so does a durable
+store opened there (:func:`opened_before_uwsgi_forks`): its copy in every worker would
+share the master's connection, file claim and write gate, unrefused
+(:mod:`lldsched.forkhooks`).
 
 The ``spawn`` and ``forkserver`` start methods of :mod:`multiprocessing` (the
 default on macOS and Windows, and on Linux from Python 3.14) do not fork the
@@ -52,13 +55,27 @@ any child runs.  Open the store in the child, from its path or dsn.
 
 from __future__ import annotations
 
+import logging
 import os
 import weakref
 from typing import Any, NoReturn, Protocol
 
 from lldsched.errors import StoreError
+from lldsched.forkhooks import UWSGI_SETTINGS, uwsgi_forks_unhooked
+from lldsched.logs import STORE
 
-__all__ = ["Torn", "current", "is_torn", "not_sent", "private", "refuse", "torn"]
+__all__ = [
+    "Torn",
+    "current",
+    "is_torn",
+    "not_sent",
+    "opened_before_uwsgi_forks",
+    "private",
+    "refuse",
+    "torn",
+]
+
+log = logging.getLogger(STORE)
 
 current = [os.getpid()]
 """This process's id, as a one-element list updated in every forked child."""
@@ -122,6 +139,20 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def opened_before_uwsgi_forks(store: str) -> None:
+    """Warn, once for ``store`` (its name as messages show it), a durable one just opened,
+    if uWSGI will fork its workers from here without the fork hooks
+    (:func:`uwsgi_forks_unhooked`): its copy in every worker is not refused there."""
+    if uwsgi_forks_unhooked():
+        log.warning(
+            "the store %s is opened in uWSGI's master, before it forks the workers, and "
+            "uWSGI runs no fork hook: every worker would use its copy (the master's "
+            "connection, file claim and write gate) at once, without an error. %s",
+            store,
+            UWSGI_SETTINGS,
+        )
 
 
 def refuse(store: str, opened_in: int) -> StoreError:

@@ -282,6 +282,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         # call that failed on it, or the deadline's reason), for the calls refused after
         # it (_hold_lost); what ended the hold is its HeldWrites' (_inside_failed).
         self._hold_failed: str | None = None
+        forks.opened_before_uwsgi_forks(repr(self.dsn))  # uWSGI would not refuse its copies
 
     @property
     def shared(self) -> bool:

@@ -294,13 +294,29 @@ class Listener:
         # Ends a ping (or the LISTEN) the network leaves unanswered for `timeout`.
         self._deadline = Deadline(timeout, name="lldsched-pg-listen-deadline")
         self._stopping = threading.Event()  # set once by stop()
-        # stop() writes a byte here: it ends the thread's wait for the connection's socket
+        self._stop_lock = threading.Lock()  # one stop() writes and closes the writer
+        # stop() writes a byte here: it ends the thread's wait for the connection's socket.
+        # Each end has one owner that closes it on every path: the writer stop()'s, the
+        # reader the thread's (as it ends), or this constructor's if the thread never starts.
         self._stop_reader, self._stop_writer = socket.socketpair()
-        self._stop_writer.setblocking(False)
         self._thread = threading.Thread(target=self._loop, name="lldsched-pg-listen", daemon=True)
-        self._thread.start()
+        try:
+            self._stop_writer.setblocking(False)
+            self._thread.start()
+        except BaseException:
+            self._stop_reader.close()
+            self._stop_writer.close()
+            raise
 
     def _loop(self) -> None:
+        try:
+            self._connections()
+        finally:  # whichever way the thread ends: its end of the pair, and the deadline
+            self._stop_reader.close()
+            self._deadline.stop()
+
+    def _connections(self) -> None:
+        """Connect, listen, reconnect, until stopped."""
         failed = 0  # attempts failed since the connection was lost (0: listening, or new)
         while not self._stopping.is_set():
             try:
@@ -329,7 +345,6 @@ class Listener:
                 else:
                     log.debug("PostgreSQL listener still cannot connect (%s)", why)
                 self._stopping.wait(_RECONNECT)
-        self._deadline.stop()
 
     def _listen(self, connection: psycopg.Connection[tuple[object, ...]]) -> None:
         """Wake for each notification from another node until stopped; ping every
@@ -360,13 +375,20 @@ class Listener:
             self._deadline.disarm()
 
     def stop(self) -> None:
-        """End the thread (its wait ends at once) and wait for it.  Before, the thread
-        looked for the stop every 0.2 s, and each ``close()`` of a subscribed store
-        waited for that."""
-        self._stopping.set()
-        with contextlib.suppress(OSError):  # a second stop(): the sockets may be closed
-            self._stop_writer.send(b"\0")
+        """End the thread (its wait ends at once) and wait for it, at most 2 s: a thread
+        still connecting ends when the attempt does (``connect_timeout``, or the
+        server's answer).  Before, the thread looked for the stop every 0.2 s, and each
+        ``close()`` of a subscribed store waited for that.
+
+        Both ends of the pair that wakes the thread are closed on every path, none left
+        to the garbage collector (a ``ResourceWarning``): stop()'s end here, once
+        written to (the byte stays readable with the writer closed), the thread's as the
+        thread ends.  A ``stop()`` while the thread was still connecting closed neither.
+        A second ``stop()`` only waits again."""
+        with self._stop_lock:
+            if not self._stopping.is_set():
+                self._stopping.set()
+                with contextlib.suppress(OSError):  # the thread ended already: reader closed
+                    self._stop_writer.send(b"\0")
+                self._stop_writer.close()
         self._thread.join(timeout=2.0)
-        if not self._thread.is_alive():  # still connecting: the sockets are its to wait on
-            self._stop_reader.close()
-            self._stop_writer.close()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from lldsched.checks import FINEST
 from lldsched.errors import LldschedError, StoreError, ValidationError
@@ -48,6 +48,11 @@ log = logging.getLogger(STORE)
 
 ToDict = Callable[[Any], dict[str, Any]]
 FromDict = Callable[[Mapping[str, Any]], Schedule]
+"""The registry's own view of a registered pair, one type for every class it holds.  A
+registration is typed over its class (:func:`register_schedule`): the pair must fit it."""
+
+S = TypeVar("S", bound=Schedule)
+"""The schedule class a registration is for."""
 
 # type name -> (class, to_dict, from_dict).  Looked up by exact type: a subclass
 # may add state its base's to_dict would drop.
@@ -60,10 +65,19 @@ def _named(cls: type) -> tuple[str, str]:
     return cls.__module__, cls.__qualname__
 
 
-def register_schedule(name: str, cls: type, to_dict: ToDict, from_dict: FromDict) -> None:
+def register_schedule(
+    name: str,
+    cls: type[S],
+    to_dict: Callable[[S], dict[str, Any]],
+    from_dict: Callable[[Mapping[str, Any]], S],
+) -> None:
     """Make schedules of exactly ``cls`` storable under ``name``: ``to_dict(schedule)``
     gives its fields as a JSON-ready dict (without ``"type"``), ``from_dict(fields)``
-    builds it again from what JSON gave back.  Call it where ``cls`` is defined, at
+    builds it again from what JSON gave back.  Typed over ``cls``: a type checker
+    refuses a ``to_dict`` that takes another schedule class, a ``from_dict`` that
+    builds one or takes anything but the fields' mapping, and a ``cls`` that is no
+    :class:`~lldsched.schedules.base.Schedule` (a lambda's parameter is read as
+    ``cls``, so its attributes are checked too).  Call it where ``cls`` is defined, at
     import, so that any process that can import the class can open a store holding it.
     Registering the same name and class again replaces the pair, and so does a class
     defined again under the same module and qualified name (a notebook cell run again,

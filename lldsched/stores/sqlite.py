@@ -353,6 +353,8 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         self._lock = threading.RLock()  # re-entered inside a verb's hold (verb_held)
         if self.path in PRIVATE:  # a forked child's own copy, unless torn (forks.py)
             forks.private(self, repr(self.path))
+        else:  # a file: uWSGI, forking without the hooks, would not refuse its copies
+            forks.opened_before_uwsgi_forks(repr(self.path))
         self._connection: sqlite3.Connection | None = connection
         # id -> the definition its row holds: a save whose definition differs (a
         # replace, reschedule or modify) writes it again.  Compared with ==, which

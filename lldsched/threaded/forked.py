@@ -47,18 +47,19 @@ verb and registration (0.7 µs measured in a sandbox: a fifth of a ``pause``).
 Instead a scheduler made where uWSGI will fork it (its master, before the workers:
 ``uwsgi.worker_id()`` is 0, with a master or more than one process) without that
 option is warned of, once, as it is made (:func:`_warn_under_uwsgi`), naming the two
-settings that answer it.
+settings that answer it; a durable store opened there is too
+(:func:`lldsched.forkhooks.uwsgi_forks_unhooked`, the one test of both).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
 import weakref
 from typing import Any, NoReturn, Protocol
 
 from lldsched.errors import SchedulerStateError
+from lldsched.forkhooks import UWSGI_SETTINGS, uwsgi_forks_unhooked
 from lldsched.logs import SCHEDULER
 from lldsched.threaded.parts import FORKED
 from lldsched.threaded.processes import ProcessPool
@@ -87,28 +88,19 @@ _pid = [os.getpid()]
 def note(scheduler: _Made) -> None:
     """Note ``scheduler``, just made in this process: a child forked from it refuses it."""
     _made.add(scheduler)
-    uwsgi = sys.modules.get("uwsgi")  # there under uWSGI only: its Python plugin's module
-    if uwsgi is not None:
-        _warn_under_uwsgi(scheduler.name, uwsgi)
+    _warn_under_uwsgi(scheduler.name)
 
 
-def _warn_under_uwsgi(name: str, uwsgi: Any) -> None:
+def _warn_under_uwsgi(name: str) -> None:
     """Warn if uWSGI will fork this process's workers from here without running the
     fork hooks (see the module docstring)."""
-    try:
-        options, forks = uwsgi.opt, uwsgi.worker_id() == 0
-        forks = forks and bool(options.get("master") or uwsgi.numproc > 1)
-        hooked = bool(options.get("py-call-osafterfork"))
-    except (AttributeError, TypeError):  # a uWSGI that does not say: nothing to tell
-        return
-    if forks and not hooked:
+    if uwsgi_forks_unhooked():
         log.warning(
             "the scheduler %r is made in uWSGI's master, before it forks the workers, and "
             "uWSGI runs no fork hook: in a worker its copy would take work that never runs, "
-            "without an error. Set lazy-apps = true (the application, and a scheduler, made "
-            "in each worker) or py-call-osafterfork = true (the copy then refuses every "
-            "verb); docs/OPERATIONS.md, 'In a web application'",
+            "without an error. %s",
             name,
+            UWSGI_SETTINGS,
         )
 
 

@@ -10,9 +10,10 @@ is a program, run by ``main()``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import assert_type
+from typing import Any, assert_type
 
 import pandas as pd
 
@@ -42,6 +43,8 @@ from lldsched import (
     Window,
 )
 from lldsched.runtime import Runtime
+from lldsched.schedules.base import Schedule
+from lldsched.stores.codec import decode_schedule, encode_schedule, register_schedule
 from lldsched.testing import SettleTimeoutError, Stepper
 from lldsched.views.frames import task_summary, to_frame
 
@@ -172,11 +175,48 @@ def both() -> None:
     assert overview(sim.run_for(1)) == ["tick: scheduled"]
 
 
+@dataclass(frozen=True)
+class Hourly:
+    """A schedule of one's own (docs/EXTENDING.md): every hour at ``minute``."""
+
+    minute: int = 0
+
+    def first_run(self, now: float) -> float:
+        hour = now - now % 3600
+        return hour + 60 * self.minute if now <= hour + 60 * self.minute else hour + 3660
+
+    def next_run(self, record: ExecutionRecord, now: float) -> float:
+        return self.first_run(max(record.slot + 1, now))
+
+
+def hourly_fields(schedule: Hourly) -> dict[str, int]:
+    return {"minute": schedule.minute}
+
+
+def hourly_from(fields: Mapping[str, Any]) -> Hourly:
+    return Hourly(fields["minute"])
+
+
+def stored() -> None:
+    """A durable store keeps it once registered, by named functions or by lambdas: both
+    typed over the class (``schedule.minute`` is read on an ``Hourly``)."""
+    register_schedule("readme-Hourly", Hourly, hourly_fields, hourly_from)
+    register_schedule(
+        "readme-Hourly", Hourly, lambda s: {"minute": s.minute}, lambda d: Hourly(d["minute"])
+    )
+    document = encode_schedule(Hourly(5))
+    assert_type(document, dict[str, Any])
+    again = decode_schedule(document)
+    assert_type(again, Schedule)
+    assert again == Hourly(5)
+
+
 def main() -> None:
     threaded()
     simulated()
     stepped()
     both()
+    stored()
 
 
 if __name__ == "__main__":
