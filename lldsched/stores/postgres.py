@@ -300,12 +300,21 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             raise forks.refuse(repr(self.dsn), self._opened_in)  # a forked child's copy
 
     def _open(self) -> Connection:
-        """The live connection, connecting again after an outage (caller holds the lock)."""
+        """The live connection, connecting again after an outage (caller holds the lock),
+        armed to the end of the call under way; a :class:`StoreError` once that call has
+        no time left (:meth:`Deadline.spent <lldsched.stores.postgres_deadline.Deadline.spent>`:
+        one ``timeout`` a call, the settles held back that it writes first included)."""
         self._refuse_if_forked()
         if self._closed:
             raise StoreClosedError(f"the store {self.dsn!r} is closed")
         if self._refused is not None:  # a newer release upgraded the schema since open
             raise StoreError(self._refused)
+        spent = self._deadline.spent()
+        if spent is not None:
+            raise StoreError(
+                f"the PostgreSQL store {self.dsn!r} failed: {spent}; this call's "
+                f"{self._timeout:g} s timeout is spent, so nothing more is sent in it"
+            )
         connection = self._connection
         if connection is None or connection.closed or connection.broken:
             if self._holding is not None:  # a new connection would write outside the hold
@@ -317,8 +326,12 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             if connection is not None:
                 connection.close()
             self._connection = None
-            connection = self._connection = self._connect()
-        self._deadline.watch(connection.fileno())  # disarmed when the lock is let go
+            try:
+                connection = self._connection = self._connect()
+            except StoreError as exc:  # the server out of reach: the call tries no more
+                self._deadline.spend(str(exc))
+                raise
+        self._deadline.watch(connection.fileno())  # disarmed when the call ends
         return connection
 
     def _connect(self) -> Connection:
@@ -350,7 +363,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         (``"read the records of task"``), named by a verb's hold that this call's failure
         ended (:meth:`_inside_failed`)."""
         self._refuse_if_forked()
-        with self._lock:
+        with self._lock, self._deadline.call():  # one timeout for all it sends
             try:
                 if self._settles.waiting:
                     self._write_settles()
@@ -362,8 +375,6 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                 if self._holding is not None:
                     self._inside_failed(exc, why, error, doing, task_id)
                 raise error from None
-            finally:
-                self._deadline.disarm()
 
     def _inside_failed(
         self,
@@ -726,7 +737,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                         # deadline as each ended, and a COMMIT sent into a silent network
                         # waited for ever, the scheduler's lock held.
                         if not (connection.closed or connection.broken):
-                            self._deadline.watch(connection.fileno())
+                            self._deadline.watch(connection.fileno(), fresh=True)
                     # psycopg ends a transaction whose connection was lost inside (a write
                     # there failed so: a restart, a reset, the deadline) without a word.
                     if transaction.status is not transaction.Status.COMMITTED:
