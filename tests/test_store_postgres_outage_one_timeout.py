@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from lldsched import StoreError
+from lldsched import FixedRate, Scheduler, StoreError, TaskStatus
 from lldsched.persistence import Claim
 from lldsched.stores.postgres import PostgresTaskStore
+from tests import jobs
 from tests.conftest import T0
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy
@@ -83,7 +84,7 @@ def test_a_call_whose_held_settles_found_the_server_away_connects_no_more(
     with pytest.raises(StoreError) as raised:
         store.save(snapshot(task(id="b")))
     assert counted() == 1
-    assert "timeout is spent, so nothing more is sent in it" in str(raised.value)
+    assert "timeout this call shares is spent, so nothing more is sent in it" in str(raised.value)
     assert store._settles.waiting  # still held, tried first again by the next call
     proxy.heal()
     store.save(snapshot(task(id="b")))  # the settle first, then b
@@ -105,13 +106,11 @@ def test_the_first_call_into_a_black_hole_waits_one_timeout_its_settles_included
     assert counted() == 1
     assert store._deadline.expired == 1
     assert "failed: no answer within 1 s" in str(raised.value)  # the settle's, cut
-    assert "timeout is spent, so nothing more is sent in it" in str(raised.value)
+    assert "timeout this call shares is spent, so nothing more is sent in it" in str(raised.value)
     assert store._settles.waiting
 
 
-def test_each_later_call_into_a_black_hole_waits_one_timeout(
-    store: Any, proxy: TcpProxy
-) -> None:
+def test_each_later_call_into_a_black_hole_waits_one_timeout(store: Any, proxy: TcpProxy) -> None:
     """The connection gone, a settle held: each call tries to connect once, for the
     settles (before: once for them, once for itself)."""
     settle(store)
@@ -129,3 +128,53 @@ def test_each_later_call_into_a_black_hole_waits_one_timeout(
         assert counted() == 1
         assert "connection timeout expired" in str(raised.value)
         del store._connect  # the method again, for the next count
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["settle-held", "nothing-held"])
+def test_a_verb_whose_hold_finds_the_server_out_of_reach_waits_one_timeout_in_all(
+    store: Any, proxy: TcpProxy, open_store: Callable[..., PostgresTaskStore], held: bool
+) -> None:
+    """A ``pause`` makes three store calls (its hold, its read of the feed, its write),
+    each writing the settles held back first: six waits before (three with nothing held:
+    its hold's round trip cut, then a connect for each call after it), three with one
+    timeout a call; now its hold finds the server out of reach (no connection to be
+    had; its round trip cut) and the calls after it fail at once.  The pause is done in
+    the registry, and its row written once the store answers."""
+    scheduler = Scheduler(store=store)
+    try:
+        scheduler.schedule("x", jobs.noop, FixedRate(3600, start_delay=3600), id="x")
+        proxy.black_hole()
+        if held:
+            settle(store)
+            store.flush()  # the settle's round trip cut: held
+        counted = waits(store)
+        scheduler.pause("x")
+        assert counted() == 1
+        assert scheduler.task("x").status is TaskStatus.PAUSED
+        assert store._settles.waiting is held
+        proxy.heal()
+    finally:
+        scheduler.shutdown()  # not started: writes the rows the outage left stale
+    row = open_store().get("x")
+    assert row is not None and row.status is TaskStatus.PAUSED
+    assert not store._settles.waiting
+
+
+def test_a_verb_whose_hold_fails_at_once_makes_its_calls_as_ever(
+    store: Any, proxy: TcpProxy, open_store: Callable[..., PostgresTaskStore]
+) -> None:
+    """The connection found dead (reset, as by a server's restart), the server there: the
+    hold fails at once, and the verb's read of the feed connects again and its write is
+    stored, unheld, as before (nothing refused for want of time)."""
+    scheduler = Scheduler(store=store)
+    try:
+        scheduler.schedule("x", jobs.noop, FixedRate(3600, start_delay=3600), id="x")
+        proxy.reset()
+        proxy.heal()
+        counted = waits(store)
+        scheduler.pause("x")
+        assert counted() == 1  # the feed's read connects again; the write uses it
+        row = open_store().get("x")
+        assert row is not None and row.status is TaskStatus.PAUSED
+    finally:
+        scheduler.shutdown()

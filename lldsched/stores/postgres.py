@@ -312,8 +312,9 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         spent = self._deadline.spent()
         if spent is not None:
             raise StoreError(
-                f"the PostgreSQL store {self.dsn!r} failed: {spent}; this call's "
-                f"{self._timeout:g} s timeout is spent, so nothing more is sent in it"
+                f"the PostgreSQL store {self.dsn!r} failed: {spent}; the "
+                f"{self._timeout:g} s timeout this call shares is spent, so nothing more is "
+                "sent in it"
             )
         connection = self._connection
         if connection is None or connection.closed or connection.broken:
@@ -698,10 +699,22 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         whose connection was lost inside names why (:meth:`_hold_lost`); one whose
         transaction a call inside aborted names that call and the database's words
         (:meth:`_inside_failed`).  A hold inside a hold is the outer one's
-        (:meth:`_hold_inside`)."""
+        (:meth:`_hold_inside`).
+
+        **One timeout a verb, in an outage.**  A hold that cannot be taken because the
+        server is out of reach for its whole ``timeout`` (no connection to be had, or its
+        round trips cut by the deadline: :meth:`_out_of_reach`) lets the verb run unheld,
+        as the runtime does on any failure to hold, and every call the verb makes inside
+        (its read of the feed, its writes) fails at once, sending nothing: they are the
+        runtime's failed writes of an outage, written again once the store answers.
+        Before, each of them waited its own timeout: a ``pause`` waited three (six with
+        settles held back, which each call writes first).  A hold that fails at once (a
+        connection found dead by a restart) or on a lock timeout, the server there,
+        raises as before, and the verb's calls are made as ever."""
         raised: BaseException | None = None
+        unheld: str | None = None  # why the verb goes on unheld, its calls refused
         self._refuse_if_forked()
-        with self._lock:
+        with self._lock, self._deadline.call():  # the verb's, which its calls may share
             if self._hold is not None:  # a hold inside a hold: the outer one's, as one
                 yield from self._hold_inside(task_id, also)
                 return
@@ -743,15 +756,33 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                     if transaction.status is not transaction.Status.COMMITTED:
                         raise self._hold_lost(held)
             except StoreError as exc:
-                if not entered:
-                    raise
-                raise held.undo(exc) from exc.__cause__  # the call inside that ended it
+                if entered:
+                    raise held.undo(exc) from exc.__cause__  # the call inside that ended it
+                unheld = self._out_of_reach()
+                if unheld is None:
+                    raise  # the verb goes on unheld, its calls made as ever
+                log.debug("no hold of task %r's row for a verb: %s", task_id, exc)
             finally:
                 self._hold = None
                 self._holding = None
                 self._hold_failed = None
+            if unheld is not None:
+                self._deadline.spend(f"the server was out of reach at the verb's hold ({unheld})")
+                yield  # every call inside refused at once (_open)
         if raised is not None:
             raise raised
+
+    def _out_of_reach(self) -> str | None:
+        """Why the server could not be reached for the whole of the call under way (a
+        verb's: :meth:`verb_held`), its ``timeout`` spent and no connection left; None if
+        it could (it answered, or failed at once: a restart, a lock timeout)."""
+        spent = self._deadline.spent()
+        connection = self._connection
+        if spent is None or (
+            connection is not None and not (connection.closed or connection.broken)
+        ):
+            return None
+        return spent
 
     def _hold_inside(self, task_id: str, also: Sequence[str]) -> Iterator[None]:
         """A verb's hold inside another (caller holds the lock): its rows locked in the
