@@ -34,15 +34,20 @@ def proxy(postgres_server: PostgresServer) -> Iterator[TcpProxy]:
         yield proxy
 
 
+class Claimed(PostgresTaskStore):
+    """A store and the claim it holds of task ``a`` (``claimed``)."""
+
+    claimed: Claim
+
+
 @pytest.fixture
-def store(postgres_server: PostgresServer, postgres_dsn: str, proxy: TcpProxy) -> Iterator[Any]:
+def store(postgres_server: PostgresServer, postgres_dsn: str, proxy: TcpProxy) -> Iterator[Claimed]:
     """A store through the proxy (``timeout=1``: a black hole's cut after 1 s), task ``a``
     claimed by it, its settles held back until something writes them (``hold_back``)."""
-    store = PostgresTaskStore(proxy.dsn(postgres_dsn, port=postgres_server.port), timeout=1)
+    store = Claimed(proxy.dsn(postgres_dsn, port=postgres_server.port), timeout=1)
     try:
         store.save(snapshot(task(id="a")))
-        (claim,) = store.claim(now=T0, limit=1)
-        store.claimed = claim
+        (store.claimed,) = store.claim(now=T0, limit=1)
         hold_back(store)
         yield store
     finally:
@@ -50,10 +55,10 @@ def store(postgres_server: PostgresServer, postgres_dsn: str, proxy: TcpProxy) -
         store.close()
 
 
-def settle(store: Any) -> None:
+def settle(store: Claimed) -> None:
     """Queue the settle of ``a``'s run (not written yet)."""
-    claim: Claim = store.claimed
-    store.save(finished("a"), record("a", 0)._replace(token=claim.token, node=store.node))
+    token = store.claimed.token
+    store.save(finished("a"), record("a", 0)._replace(token=token, node=store.node))
 
 
 def waits(store: PostgresTaskStore) -> Callable[[], int]:
@@ -72,7 +77,7 @@ def waits(store: PostgresTaskStore) -> Callable[[], int]:
 
 
 def test_a_call_whose_held_settles_found_the_server_away_connects_no_more(
-    store: Any, proxy: TcpProxy
+    store: Claimed, proxy: TcpProxy
 ) -> None:
     """The server refusing: the settles' try to connect is the call's one try, and the
     call fails with that failure, its own statement not sent (before: a second try)."""
@@ -93,7 +98,7 @@ def test_a_call_whose_held_settles_found_the_server_away_connects_no_more(
 
 
 def test_the_first_call_into_a_black_hole_waits_one_timeout_its_settles_included(
-    store: Any, proxy: TcpProxy
+    store: Claimed, proxy: TcpProxy
 ) -> None:
     """A settle queued, the network then black-holed: the call's first round trip (the
     settle's) is cut at the call's timeout, and the call neither tries the settles again
@@ -110,7 +115,9 @@ def test_the_first_call_into_a_black_hole_waits_one_timeout_its_settles_included
     assert store._settles.waiting
 
 
-def test_each_later_call_into_a_black_hole_waits_one_timeout(store: Any, proxy: TcpProxy) -> None:
+def test_each_later_call_into_a_black_hole_waits_one_timeout(
+    store: Claimed, proxy: TcpProxy
+) -> None:
     """The connection gone, a settle held: each call tries to connect once, for the
     settles (before: once for them, once for itself)."""
     settle(store)
@@ -132,7 +139,7 @@ def test_each_later_call_into_a_black_hole_waits_one_timeout(store: Any, proxy: 
 
 @pytest.mark.parametrize("held", [True, False], ids=["settle-held", "nothing-held"])
 def test_a_verb_whose_hold_finds_the_server_out_of_reach_waits_one_timeout_in_all(
-    store: Any, proxy: TcpProxy, open_store: Callable[..., PostgresTaskStore], held: bool
+    store: Claimed, proxy: TcpProxy, open_store: Callable[..., PostgresTaskStore], held: bool
 ) -> None:
     """A ``pause`` makes three store calls (its hold, its read of the feed, its write),
     each writing the settles held back first: six waits before (three with nothing held:
@@ -161,7 +168,7 @@ def test_a_verb_whose_hold_finds_the_server_out_of_reach_waits_one_timeout_in_al
 
 
 def test_a_verb_whose_hold_fails_at_once_makes_its_calls_as_ever(
-    store: Any, proxy: TcpProxy, open_store: Callable[..., PostgresTaskStore]
+    store: Claimed, proxy: TcpProxy, open_store: Callable[..., PostgresTaskStore]
 ) -> None:
     """The connection found dead (reset, as by a server's restart), the server there: the
     hold fails at once, and the verb's read of the feed connects again and its write is
