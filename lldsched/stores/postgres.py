@@ -709,8 +709,10 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         runtime's failed writes of an outage, written again once the store answers.
         Before, each of them waited its own timeout: a ``pause`` waited three (six with
         settles held back, which each call writes first).  A hold that fails at once (a
-        connection found dead by a restart) or on a lock timeout, the server there,
-        raises as before, and the verb's calls are made as ever."""
+        connection found dead by a restart), or that the server itself ends (a lock
+        timeout it answers), raises as before, and the verb's calls are made as ever; one
+        whose wait for another process's hold (a stalled one) the deadline cut is out of
+        reach as well: its writes would wait for the same lock."""
         raised: BaseException | None = None
         unheld: str | None = None  # why the verb goes on unheld, its calls refused
         self._refuse_if_forked()
@@ -775,7 +777,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
     def _out_of_reach(self) -> str | None:
         """Why the server could not be reached for the whole of the call under way (a
         verb's: :meth:`verb_held`), its ``timeout`` spent and no connection left; None if
-        it could (it answered, or failed at once: a restart, a lock timeout)."""
+        it could (it answered, or failed at once: a restart, a lock timeout it answered)."""
         spent = self._deadline.spent()
         connection = self._connection
         if spent is None or (

@@ -45,10 +45,10 @@ __all__ = ["Deadline"]
 
 
 class Deadline:
-    """Bounds each call, from :meth:`watch` to :meth:`disarm`, to ``seconds``: past it the
-    socket it watches is shut down (the call fails as a lost connection, and
-    :meth:`reason` says why, for every call on that connection until :meth:`replaced`).
-    ``expired`` counts the calls it ended."""
+    """Bounds each call, from :meth:`watch` to :meth:`disarm`, to ``seconds`` (to the end of
+    the store call under way: :meth:`call`): past it the socket it watches is shut down
+    (the call fails as a lost connection, and :meth:`reason` says why, for every call on
+    that connection until :meth:`replaced`).  ``expired`` counts the calls it ended."""
 
     def __init__(self, seconds: float, *, name: str = "lldsched-pg-deadline") -> None:
         self.seconds = seconds
