@@ -301,12 +301,22 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             raise forks.refuse(repr(self.dsn), self._opened_in)  # a forked child's copy
 
     def _open(self) -> Connection:
-        """The live connection, connecting again after an outage (caller holds the lock)."""
+        """The live connection, connecting again after an outage (caller holds the lock),
+        armed to the end of the call under way; a :class:`StoreError` once that call has
+        no time left (:meth:`Deadline.spent <lldsched.stores.postgres_deadline.Deadline.spent>`:
+        one ``timeout`` a call, the settles held back that it writes first included)."""
         self._refuse_if_forked()
         if self._closed:
             raise StoreClosedError(f"the store {self.dsn!r} is closed")
         if self._refused is not None:  # a newer release upgraded the schema since open
             raise StoreError(self._refused)
+        spent = self._deadline.spent()
+        if spent is not None:
+            raise StoreError(
+                f"the PostgreSQL store {self.dsn!r} failed: {spent}; the "
+                f"{self._timeout:g} s timeout this call shares is spent, so nothing more is "
+                "sent in it"
+            )
         connection = self._connection
         if connection is None or connection.closed or connection.broken:
             if self._holding is not None:  # a new connection would write outside the hold
@@ -318,8 +328,12 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             if connection is not None:
                 connection.close()
             self._connection = None
-            connection = self._connection = self._connect()
-        self._deadline.watch(connection.fileno())  # disarmed when the lock is let go
+            try:
+                connection = self._connection = self._connect()
+            except StoreError as exc:  # the server out of reach: the call tries no more
+                self._deadline.spend(str(exc))
+                raise
+        self._deadline.watch(connection.fileno())  # disarmed when the call ends
         return connection
 
     def _connect(self) -> Connection:
@@ -351,7 +365,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         (``"read the records of task"``), named by a verb's hold that this call's failure
         ended (:meth:`_inside_failed`)."""
         self._refuse_if_forked()
-        with self._lock:
+        with self._lock, self._deadline.call():  # one timeout for all it sends
             try:
                 if self._settles.waiting:
                     self._write_settles()
@@ -363,8 +377,6 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                 if self._holding is not None:
                     self._inside_failed(exc, why, error, doing, task_id)
                 raise error from None
-            finally:
-                self._deadline.disarm()
 
     def _inside_failed(
         self,
@@ -688,10 +700,24 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         whose connection was lost inside names why (:meth:`_hold_lost`); one whose
         transaction a call inside aborted names that call and the database's words
         (:meth:`_inside_failed`).  A hold inside a hold is the outer one's
-        (:meth:`_hold_inside`)."""
+        (:meth:`_hold_inside`).
+
+        **One timeout a verb, in an outage.**  A hold that cannot be taken because the
+        server is out of reach for its whole ``timeout`` (no connection to be had, or its
+        round trips cut by the deadline: :meth:`_out_of_reach`) lets the verb run unheld,
+        as the runtime does on any failure to hold, and every call the verb makes inside
+        (its read of the feed, its writes) fails at once, sending nothing: they are the
+        runtime's failed writes of an outage, written again once the store answers.
+        Before, each of them waited its own timeout: a ``pause`` waited three (six with
+        settles held back, which each call writes first).  A hold that fails at once (a
+        connection found dead by a restart), or that the server itself ends (a lock
+        timeout it answers), raises as before, and the verb's calls are made as ever; one
+        whose wait for another process's hold (a stalled one) the deadline cut is out of
+        reach as well: its writes would wait for the same lock."""
         raised: BaseException | None = None
+        unheld: str | None = None  # why the verb goes on unheld, its calls refused
         self._refuse_if_forked()
-        with self._lock:
+        with self._lock, self._deadline.call():  # the verb's, which its calls may share
             if self._hold is not None:  # a hold inside a hold: the outer one's, as one
                 yield from self._hold_inside(task_id, also)
                 return
@@ -727,21 +753,39 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                         # deadline as each ended, and a COMMIT sent into a silent network
                         # waited for ever, the scheduler's lock held.
                         if not (connection.closed or connection.broken):
-                            self._deadline.watch(connection.fileno())
+                            self._deadline.watch(connection.fileno(), fresh=True)
                     # psycopg ends a transaction whose connection was lost inside (a write
                     # there failed so: a restart, a reset, the deadline) without a word.
                     if transaction.status is not transaction.Status.COMMITTED:
                         raise self._hold_lost(held)
             except StoreError as exc:
-                if not entered:
-                    raise
-                raise held.undo(exc) from exc.__cause__  # the call inside that ended it
+                if entered:
+                    raise held.undo(exc) from exc.__cause__  # the call inside that ended it
+                unheld = self._out_of_reach()
+                if unheld is None:
+                    raise  # the verb goes on unheld, its calls made as ever
+                log.debug("no hold of task %r's row for a verb: %s", task_id, exc)
             finally:
                 self._hold = None
                 self._holding = None
                 self._hold_failed = None
+            if unheld is not None:
+                self._deadline.spend(f"the server was out of reach at the verb's hold ({unheld})")
+                yield  # every call inside refused at once (_open)
         if raised is not None:
             raise raised
+
+    def _out_of_reach(self) -> str | None:
+        """Why the server could not be reached for the whole of the call under way (a
+        verb's: :meth:`verb_held`), its ``timeout`` spent and no connection left; None if
+        it could (it answered, or failed at once: a restart, a lock timeout it answered)."""
+        spent = self._deadline.spent()
+        connection = self._connection
+        if spent is None or (
+            connection is not None and not (connection.closed or connection.broken)
+        ):
+            return None
+        return spent
 
     def _hold_inside(self, task_id: str, also: Sequence[str]) -> Iterator[None]:
         """A verb's hold inside another (caller holds the lock): its rows locked in the

@@ -281,12 +281,9 @@ class PostgresCoordination:
         another node took over meanwhile is refused then), and logged as the core logs a
         failing store, once an outage (``_write_settles``)."""
         self._refuse_if_forked()
-        with self._lock:
-            try:
-                if not self._closed:
-                    self._write_settles()
-            finally:
-                self._deadline.disarm()
+        with self._lock, self._deadline.call():  # one timeout for all it sends
+            if not self._closed:
+                self._write_settles()
             wake = self._wake if self._reread_wake else None
             self._reread_wake = False
         if wake is not None:  # outside the lock (the scheduler's is taken before it)

@@ -20,6 +20,16 @@ connection (a call answered whose thread was paused past its deadline before
 disarming it, a SIGSTOP or a suspended VM, leaves the next one to fail so).  Arming and
 disarming cost a lock and two assignments; the thread sleeps until the earliest
 deadline armed.
+
+**One timeout a call.**  A store call (:meth:`Deadline.call`) has ``seconds`` from its
+start for everything it sends: the settles held back that it writes first, any
+connection it opens, its own statements.  Each round trip is armed to the call's end, not
+to ``seconds`` from its own start, and once the call has no time left (it passed, or a
+connection could not be opened in it: :meth:`Deadline.spend`) the store sends nothing
+more in it (:meth:`Deadline.spent`).  Before, each round trip had ``seconds`` of its own:
+during an outage a call first waited for the retry of the settles it held, then again
+for its own connection, two timeouts (three for the first call into a black hole, the
+settles' second try on a new connection between them).
 """
 
 from __future__ import annotations
@@ -29,15 +39,16 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
 
 __all__ = ["Deadline"]
 
 
 class Deadline:
-    """Bounds each call, from :meth:`watch` to :meth:`disarm`, to ``seconds``: past it the
-    socket it watches is shut down (the call fails as a lost connection, and
-    :meth:`reason` says why, for every call on that connection until :meth:`replaced`).
-    ``expired`` counts the calls it ended."""
+    """Bounds each call, from :meth:`watch` to :meth:`disarm`, to ``seconds`` (to the end of
+    the store call under way: :meth:`call`): past it the socket it watches is shut down
+    (the call fails as a lost connection, and :meth:`reason` says why, for every call on
+    that connection until :meth:`replaced`).  ``expired`` counts the calls it ended."""
 
     def __init__(self, seconds: float, *, name: str = "lldsched-pg-deadline") -> None:
         self.seconds = seconds
@@ -51,12 +62,58 @@ class Deadline:
         self._stopped = False
         self._name = name
         self._thread: threading.Thread | None = None
+        # The store call under way (call()), touched only by the thread holding the
+        # store's lock: when its time ends (None: no call), and why it has none left
+        # before that (spend()).
+        self._until: float | None = None
+        self._spent: str | None = None
 
-    def watch(self, fileno: int) -> None:
-        """A call starts (or goes on, on a new connection) on the socket ``fileno``: it
-        has ``seconds`` from now, until :meth:`disarm`."""
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        """A store call (the caller holds the store's lock): everything it sends shares
+        ``seconds`` from now (:meth:`watch` arms to its end, :meth:`spent` says when it is
+        over); disarmed at its end.  A call inside another (a verb's hold's) has
+        ``seconds`` of its own, as before, unless the one around it found no connection
+        to be had (:meth:`spend`), and a connection that cannot be had inside spends the
+        one around it too."""
+        until = self._until
+        self._until = time.monotonic() + self.seconds
+        try:
+            yield
+        finally:
+            self.disarm()
+            self._until = until
+            if until is None:  # the outermost call: nothing carries over to the next
+                self._spent = None
+
+    def spend(self, why: str) -> None:
+        """No connection could be had in the call under way (``why``: the error): it has
+        no time left, whatever the clock says (a refused connection is said at once, and
+        psycopg counts its connect timeout in whole seconds, at least 2, not the call's)."""
+        if self._until is not None:
+            self._spent = why
+
+    def spent(self) -> str | None:
+        """Why the call under way has no time left (None: it has, or no call is under way):
+        a connection that could not be had in it (:meth:`spend`), or its ``seconds`` passed
+        (:meth:`reason`'s words if they cut its connection)."""
+        if self._until is None:
+            return None
+        if self._spent is not None:
+            return self._spent
+        if time.monotonic() >= self._until:
+            return self.reason(f"its {self.seconds:g} s timeout passed")
+        return None
+
+    def watch(self, fileno: int, *, fresh: bool = False) -> None:
+        """A round trip starts (or goes on, on a new connection) on the socket ``fileno``:
+        it has until the end of the call under way (:meth:`call`; ``seconds`` from now
+        outside one, or with ``fresh``), until :meth:`disarm`."""
+        until = self._until
+        if until is None or fresh:
+            until = time.monotonic() + self.seconds
         with self._condition:
-            self._armed = (time.monotonic() + self.seconds, fileno)
+            self._armed = (until, fileno)
             if self._thread is None and not self._stopped:
                 self._thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
                 self._thread.start()

@@ -1,0 +1,189 @@
+"""A PostgreSQL store's call during an outage waits one ``timeout`` at most, the settles
+it holds back and writes first included, and so does a verb whose hold finds the server
+out of reach, all its calls together (docs/DECISIONS.md, "One timeout a PostgreSQL call,
+and a verb's").
+
+Each store call first writes the settles an outage held back (so that no statement of
+its own lands ahead of them).  During an outage that retry waited its timeout, and then
+the call's own connection waited another: two timeouts for each call, three for the
+first one into a black hole (the settles' second try on a new connection between the
+two).  Nothing here measures time: each wait a call makes is counted, a connection it
+tries to open (each waits its ``connect_timeout`` in a black hole) or a round trip its
+deadline cuts (each waited ``timeout``), through the TCP proxy of ``tests/tcp_proxy.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from lldsched import FixedRate, Scheduler, StoreError, TaskStatus
+from lldsched.persistence import Claim
+from lldsched.stores.postgres import PostgresTaskStore
+from tests import jobs
+from tests.conftest import T0
+from tests.pg_server import PostgresServer
+from tests.tcp_proxy import TcpProxy
+from tests.test_store_postgres_batches import finished, hold_back
+from tests.test_store_sqlite import record, snapshot, task
+
+
+@pytest.fixture
+def proxy(postgres_server: PostgresServer) -> Iterator[TcpProxy]:
+    with TcpProxy("127.0.0.1", postgres_server.port) as proxy:
+        yield proxy
+
+
+class Claimed(PostgresTaskStore):
+    """A store and the claim it holds of task ``a`` (``claimed``)."""
+
+    claimed: Claim
+
+
+@pytest.fixture
+def store(postgres_server: PostgresServer, postgres_dsn: str, proxy: TcpProxy) -> Iterator[Claimed]:
+    """A store through the proxy (``timeout=1``: a black hole's cut after 1 s), task ``a``
+    claimed by it, its settles held back until something writes them (``hold_back``)."""
+    store = Claimed(proxy.dsn(postgres_dsn, port=postgres_server.port), timeout=1)
+    try:
+        store.save(snapshot(task(id="a")))
+        (store.claimed,) = store.claim(now=T0, limit=1)
+        hold_back(store)
+        yield store
+    finally:
+        proxy.heal()
+        store.close()
+
+
+def settle(store: Claimed) -> None:
+    """Queue the settle of ``a``'s run (not written yet)."""
+    token = store.claimed.token
+    store.save(finished("a"), record("a", 0)._replace(token=token, node=store.node))
+
+
+def waits(store: PostgresTaskStore) -> Callable[[], int]:
+    """What counts the waits ``store``'s calls make from now on: each connection it tries
+    to open, and each round trip its deadline cut."""
+    opened = [0]
+    connect = store._connect
+    expired = store._deadline.expired
+
+    def counted() -> Any:
+        opened[0] += 1
+        return connect()
+
+    store._connect = counted  # type: ignore[method-assign]
+    return lambda: opened[0] + store._deadline.expired - expired
+
+
+def test_a_call_whose_held_settles_found_the_server_away_connects_no_more(
+    store: Claimed, proxy: TcpProxy
+) -> None:
+    """The server refusing: the settles' try to connect is the call's one try, and the
+    call fails with that failure, its own statement not sent (before: a second try)."""
+    proxy.reset()
+    settle(store)
+    store.flush()  # held: the server is away
+    assert store._settles.waiting
+    counted = waits(store)
+    with pytest.raises(StoreError) as raised:
+        store.save(snapshot(task(id="b")))
+    assert counted() == 1
+    assert "timeout this call shares is spent, so nothing more is sent in it" in str(raised.value)
+    assert store._settles.waiting  # still held, tried first again by the next call
+    proxy.heal()
+    store.save(snapshot(task(id="b")))  # the settle first, then b
+    assert not store._settles.waiting
+    assert store.get("b") is not None
+
+
+def test_the_first_call_into_a_black_hole_waits_one_timeout_its_settles_included(
+    store: Claimed, proxy: TcpProxy
+) -> None:
+    """A settle queued, the network then black-holed: the call's first round trip (the
+    settle's) is cut at the call's timeout, and the call neither tries the settles again
+    on a new connection nor opens one of its own (before: a cut and two connects)."""
+    settle(store)
+    proxy.black_hole()
+    counted = waits(store)
+    with pytest.raises(StoreError) as raised:
+        store.save(snapshot(task(id="b")))
+    assert counted() == 1
+    assert store._deadline.expired == 1
+    assert "failed: no answer within 1 s" in str(raised.value)  # the settle's, cut
+    assert "timeout this call shares is spent, so nothing more is sent in it" in str(raised.value)
+    assert store._settles.waiting
+
+
+def test_each_later_call_into_a_black_hole_waits_one_timeout(
+    store: Claimed, proxy: TcpProxy
+) -> None:
+    """The connection gone, a settle held: each call tries to connect once, for the
+    settles (before: once for them, once for itself)."""
+    settle(store)
+    proxy.black_hole()
+    store.flush()  # the settle's round trip cut: held
+    assert store._settles.waiting
+    for call in (
+        lambda: store.save(snapshot(task(id="b"))),
+        store.changes,
+        lambda: store.get("a"),
+    ):
+        counted = waits(store)
+        with pytest.raises(StoreError) as raised:
+            call()
+        assert counted() == 1
+        assert "connection timeout expired" in str(raised.value)
+        del store._connect  # the method again, for the next count
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["settle-held", "nothing-held"])
+def test_a_verb_whose_hold_finds_the_server_out_of_reach_waits_one_timeout_in_all(
+    store: Claimed, proxy: TcpProxy, open_store: Callable[..., PostgresTaskStore], held: bool
+) -> None:
+    """A ``pause`` makes three store calls (its hold, its read of the feed, its write),
+    each writing the settles held back first: six waits before (three with nothing held:
+    its hold's round trip cut, then a connect for each call after it), three with one
+    timeout a call; now its hold finds the server out of reach (no connection to be
+    had; its round trip cut) and the calls after it fail at once.  The pause is done in
+    the registry, and its row written once the store answers."""
+    scheduler = Scheduler(store=store)
+    try:
+        scheduler.schedule("x", jobs.noop, FixedRate(3600, start_delay=3600), id="x")
+        proxy.black_hole()
+        if held:
+            settle(store)
+            store.flush()  # the settle's round trip cut: held
+        counted = waits(store)
+        scheduler.pause("x")
+        assert counted() == 1
+        assert scheduler.task("x").status is TaskStatus.PAUSED
+        assert store._settles.waiting is held
+        proxy.heal()
+    finally:
+        scheduler.shutdown()  # not started: writes the rows the outage left stale
+    row = open_store().get("x")
+    assert row is not None and row.status is TaskStatus.PAUSED
+    assert not store._settles.waiting
+
+
+def test_a_verb_whose_hold_fails_at_once_makes_its_calls_as_ever(
+    store: Claimed, proxy: TcpProxy, open_store: Callable[..., PostgresTaskStore]
+) -> None:
+    """The connection found dead (reset, as by a server's restart), the server there: the
+    hold fails at once, and the verb's read of the feed connects again and its write is
+    stored, unheld, as before (nothing refused for want of time)."""
+    scheduler = Scheduler(store=store)
+    try:
+        scheduler.schedule("x", jobs.noop, FixedRate(3600, start_delay=3600), id="x")
+        proxy.reset()
+        proxy.heal()
+        counted = waits(store)
+        scheduler.pause("x")
+        assert counted() == 1  # the feed's read connects again; the write uses it
+        row = open_store().get("x")
+        assert row is not None and row.status is TaskStatus.PAUSED
+    finally:
+        scheduler.shutdown()
