@@ -108,11 +108,11 @@ def run_tasks(
     try:
         name = _arguments(store, verb, task_id, records)
     except BadStore as exc:
-        return to_stderr(f"error: {exc}", BAD_ARGUMENTS)
+        return _refused(exc)
     try:
         reader = peek(name)
     except (StoreError, ImportError) as exc:
-        return to_stderr(f"error: {exc}", BAD_ARGUMENTS)
+        return _refused(exc)
     try:
         if verb is None:
             return _list(reader, status, as_json)
@@ -123,7 +123,7 @@ def run_tasks(
         if verb == "show":
             return _show(reader, rows[0], records, as_json)
     except StoreError as exc:
-        return to_stderr(f"error: {exc}", BAD_ARGUMENTS)
+        return _refused(exc)
     finally:
         reader.close()
     return _act(name, verb, task_id)
@@ -224,9 +224,9 @@ def _act(name: StoreName, verb: str, task_id: str) -> int:
             try:
                 changed = act(task_id)
             except (TaskNotFoundError, SchedulerStateError) as exc:  # remove with dependents
-                return to_stderr(f"error: {exc}; nothing was changed", BAD_ARGUMENTS)
+                return _refused(f"{exc}; nothing was changed")
             except StoreError as exc:
-                return to_stderr(f"error: {verb} {task_id} failed: {exc}", FAILED)
+                return _refused(f"{verb} {task_id} failed: {exc}", FAILED)
             if changed is False:
                 status = scheduler.task(task_id).status.value
                 say(f"task {task_id}: nothing to {verb} (its status is {status}); nothing changed")
@@ -234,7 +234,14 @@ def _act(name: StoreName, verb: str, task_id: str) -> int:
                 say(f"task {task_id}: {done}")
             return 0
     except (StoreError, ImportError) as exc:  # the open: nothing was changed
-        return to_stderr(f"error: {exc}", BAD_ARGUMENTS)
+        return _refused(exc)
+
+
+def _refused(exc: BaseException | str, status: int = BAD_ARGUMENTS) -> int:
+    """``exc``'s message as one ``error:`` line on stderr (libpq's words, a list of tasks
+    that cannot load, span lines), and ``status``."""
+    lines = (line.strip() for line in str(exc).splitlines())
+    return to_stderr(f"error: {'; '.join(filter(None, lines))}", status)
 
 
 def _when(instant: float | None) -> str:

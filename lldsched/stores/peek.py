@@ -169,7 +169,8 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
 
     def query(statement: str, parameters: Sequence[object]) -> list[Any]:
         try:
-            return connection.execute(statement, parameters).fetchall()  # type: ignore[arg-type]
+            cursor = connection.execute(statement, parameters)  # type: ignore[arg-type]
+            return cursor.fetchall() if cursor.description is not None else []
         except psycopg.Error as exc:
             raise StoreError(f"the PostgreSQL store {where} failed: {scrubbed(exc, dsn)}") from None
 
