@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from lldsched.errors import StoreError
 from lldsched.redaction import hide_passwords
 from lldsched.runtime import Runtime
 from lldsched.stores.peek import Peek
+
+if TYPE_CHECKING:
+    from lldsched.stores.postgres import PostgresTaskStore
+    from lldsched.stores.sqlite import SqliteTaskStore
 
 __all__ = ["BadStore", "StoreName", "act_on", "parse_store", "peek"]
 
@@ -50,7 +54,9 @@ def parse_store(given: str) -> StoreName:
         path = given.removeprefix("sqlite:")
         path = path.removeprefix("//")
         if not path:
-            raise BadStore(f"--store {given!r} names no file: sqlite:///ABSOLUTE/PATH or sqlite:PATH")
+            raise BadStore(
+                f"--store {given!r} names no file: sqlite:///ABSOLUTE/PATH or sqlite:PATH"
+            )
         return StoreName("sqlite", path, repr(path))
     if given.startswith(_POSTGRES):
         return StoreName("postgres", given, repr(hide_passwords(given)))
@@ -83,7 +89,7 @@ def act_on(store: StoreName) -> Iterator[Runtime]:
     closed at the end.  :class:`HeldUnshared` for an SQLite file held unshared."""
     from lldsched import Scheduler
 
-    opened: object
+    opened: SqliteTaskStore | PostgresTaskStore
     if store.engine == "sqlite":
         from lldsched.stores.claim import FileClaim
         from lldsched.stores.sqlite import SqliteTaskStore
@@ -102,9 +108,9 @@ def act_on(store: StoreName) -> Iterator[Runtime]:
 
         opened = PostgresTaskStore(store.target)
     try:
-        scheduler = Scheduler(store=opened)  # type: ignore[arg-type]
+        scheduler = Scheduler(store=opened)
     except BaseException:
-        opened.close()  # type: ignore[attr-defined]
+        opened.close()
         raise
     try:
         yield scheduler
@@ -112,4 +118,4 @@ def act_on(store: StoreName) -> Iterator[Runtime]:
         try:
             scheduler.shutdown()
         finally:
-            opened.close()  # type: ignore[attr-defined]
+            opened.close()

@@ -39,6 +39,7 @@ VERBS = ("show", "redrive", "pause", "resume", "cancel", "run-now", "remove")
 """What may follow ``tasks``: ``show`` reads, the others act (each a runtime verb)."""
 STATUSES = tuple(status.value for status in TaskStatus)
 _WIDEST = 48  # a table cell's most characters (a long schedule or error is cut)
+_IN_FLIGHT = "  (a run is in flight)"
 _COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "ATTEMPT", "LAST")
 
 
@@ -143,7 +144,9 @@ def _arguments(store: str | None, verb: str | None, task_id: str | None, records
 def _list(reader: Peek, status: str | None, as_json: bool) -> int:
     rows = reader.tasks()
     if status is not None:
-        rows = [row for row in rows if row.snapshot is not None and row.snapshot.status.value == status]
+        rows = [
+            row for row in rows if row.snapshot is not None and row.snapshot.status.value == status
+        ]
         if status == TaskStatus.FAILED.value:  # the dead letter's order: as they failed
             order = {task_id: n for n, task_id in enumerate(reader.dead_letter())}
             rows.sort(key=lambda row: order.get(row.id, len(order)))
@@ -155,7 +158,9 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
     table = [_COLUMNS, *(_cells(row, latest.get(row.id)) for row in rows)]
     widths = [max(len(cells[i]) for cells in table) for i in range(len(_COLUMNS))]
     for cells in table:
-        say("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip())
+        say(
+            "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+        )
     return 0
 
 
@@ -179,7 +184,7 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
             f"  schedule    {describe(task.schedule)}",
             f"  retry       {task.retry!r}",
             f"  depends on  {', '.join(task.depends_on) or '-'}",
-            f"  status      {snapshot.status.value}{'  (a run is in flight)' if snapshot.running else ''}",
+            f"  status      {snapshot.status.value}{_IN_FLIGHT if snapshot.running else ''}",
             f"  next run    {_when(snapshot.next_run_at)}",
             f"  attempt     {snapshot.attempt}",
             f"  runs        {snapshot.run_count} ({snapshot.failure_count} failed)",

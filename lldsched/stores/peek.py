@@ -63,9 +63,9 @@ class Peek:
     names it in messages (a dsn with its password hidden)."""
 
     def __init__(
-        self, where: str, query: Callable[[str, Sequence[object]], list[Any]], close: Callable[[], object],
-        *, placeholder: str, tasks: str, records: str, row_number: str, state: slice,
-        kept: slice,
+        self, where: str, query: Callable[[str, Sequence[object]], list[Any]],
+        close: Callable[[], object], *, placeholder: str, tasks: str, records: str,
+        row_number: str, state: slice, kept: slice,
     ) -> None:  # fmt: skip
         self.where = where
         self._query = query
@@ -113,7 +113,9 @@ class Peek:
             task = decode_task(
                 task_id, definition, runs=runs - failures if good else 0, imports=False
             )
-            return Row(task_id, snapshot_from(task_id, definition, status, state, task=task, kept=kept))
+            return Row(
+                task_id, snapshot_from(task_id, definition, status, state, task=task, kept=kept)
+            )
         except StoreError as exc:
             return Row(str(task_id), None, str(exc))
 
@@ -169,7 +171,7 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
 
     def query(statement: str, parameters: Sequence[object]) -> list[Any]:
         try:
-            cursor = connection.execute(statement, parameters)  # type: ignore[arg-type]
+            cursor = connection.execute(statement, parameters)
             return cursor.fetchall() if cursor.description is not None else []
         except psycopg.Error as exc:
             raise StoreError(f"the PostgreSQL store {where} failed: {scrubbed(exc, dsn)}") from None
