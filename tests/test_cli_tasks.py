@@ -26,7 +26,7 @@ import pytest
 import lldsched
 from lldsched import EventLog, OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus
 from lldsched.cli import main
-from lldsched.cli.tasks import EXAMPLE_STORE
+from lldsched.cli.storetasks import EXAMPLE_STORE
 from lldsched.errors import TaskNotFoundError
 
 JOBS = """

@@ -2,7 +2,7 @@
 
 One module per command in this package: :mod:`~lldsched.cli.demo`,
 :mod:`~lldsched.cli.cron` (with :mod:`~lldsched.cli.crontab` for ``cron --crontab``),
-:mod:`~lldsched.cli.simulate`, :mod:`~lldsched.cli.lab` and :mod:`~lldsched.cli.tasks`
+:mod:`~lldsched.cli.simulate`, :mod:`~lldsched.cli.lab` and :mod:`~lldsched.cli.storetasks`
 (with :mod:`~lldsched.cli.storeurl`, how it names and opens a store);
 this module builds the parser and runs the chosen command (:mod:`lldsched.startup`, the
 package's first import, ends a Ctrl-C that lands before it runs).
@@ -409,7 +409,7 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     from lldsched.cli.lab import add_parser as add_lab
 
     add_lab(commands)
-    from lldsched.cli.tasks import add_parser as add_tasks
+    from lldsched.cli.storetasks import add_parser as add_tasks
 
     add_tasks(commands)
     for command in commands.choices.values():  # each command's --help says it too

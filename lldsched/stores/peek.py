@@ -1,5 +1,5 @@
 """Reading a durable store to show it, importing none of the code its tasks name: what
-``python -m lldsched tasks`` lists (:mod:`lldsched.cli.tasks`).
+``python -m lldsched tasks`` lists (:mod:`lldsched.cli.storetasks`).
 
 A store's own reads (``load_all``, ``get``) import each task's action, its retry
 policy's class and its schedule's (:func:`~lldsched.stores.codec.decode_task`), and

@@ -316,7 +316,7 @@ def _record_document(record: ExecutionRecord) -> dict[str, Any]:
     }
 
 
-if __name__ == "__main__":  # python -m lldsched.cli.tasks
+if __name__ == "__main__":  # python -m lldsched.cli.storetasks
     from lldsched.cli import not_an_entry_point
 
     not_an_entry_point("tasks")
