@@ -388,3 +388,37 @@ def test_a_database_without_a_store_is_refused_and_nothing_is_installed(
             "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s", (schema,)
         ).fetchone()
     assert tables == (0,)
+
+
+HEAVY = ("pandas", "matplotlib", "numpy", "psycopg")
+IMPORTED = """
+import sys
+from lldsched.cli import main
+if {hide!r}:
+    sys.modules["psycopg"] = None  # not installed
+status = main(["tasks", "--store", {store!r}])
+print("imported:", sorted(name for name in {heavy!r} if sys.modules.get(name) is not None))
+sys.exit(status)
+"""
+
+
+def imports_of(store: str, *, hide: bool = False) -> subprocess.CompletedProcess[str]:
+    code = IMPORTED.format(store=store, heavy=HEAVY, hide=hide)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": ROOT}, check=False,
+    )  # fmt: skip
+
+
+def test_an_sqlite_store_is_listed_without_pandas_matplotlib_or_psycopg(sqlite_file: Path) -> None:
+    done = imports_of(f"sqlite:{sqlite_file}")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[-1] == "imported: []"
+
+
+def test_a_postgres_url_without_psycopg_names_the_extra() -> None:
+    done = imports_of("postgresql://app:pw-1234@127.0.0.1:1/app", hide=True)
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: PostgresTaskStore needs psycopg 3, which is not installed")
+    assert "lldsched[postgres]" in line and "pw-1234" not in line
