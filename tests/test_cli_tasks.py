@@ -28,6 +28,7 @@ from lldsched import EventLog, OneTime, RetryPolicy, Scheduler, SqliteTaskStore,
 from lldsched.cli import main
 from lldsched.cli.storetasks import EXAMPLE_STORE
 from lldsched.errors import TaskNotFoundError
+from lldsched.stores.peek import peek_sqlite
 
 JOBS = """
 def fails():
@@ -101,10 +102,12 @@ def sqlite_file(tmp_path: Path, code: tuple[ModuleType, Path]) -> Path:
 
 
 def statuses(path: Path) -> dict[str, str]:
-    """What the store holds, read with the command itself (``--json``)."""
-    done = cli("--store", f"sqlite://{path}", "--json")
-    assert done.returncode == 0, done.stderr
-    return {task["id"]: task["status"] for task in map(json.loads, done.stdout.splitlines())}
+    """What the store holds, read as the command reads it (``stores.peek``)."""
+    reader = peek_sqlite(str(path))
+    try:
+        return {row.id: row.snapshot.status.value for row in reader.tasks() if row.snapshot}
+    finally:
+        reader.close()
 
 
 def test_the_table_the_dead_letter_and_one_task_read_without_the_jobs_code(
