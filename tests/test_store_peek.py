@@ -17,6 +17,7 @@ import pytest
 
 from lldsched import OneTime, Priority, RetryPolicy, Scheduler, SqliteTaskStore, Task
 from lldsched.errors import StoreError
+from lldsched.schedules.decorators import describe
 from lldsched.stores.codec import NotImported, decode_task, encode_task
 from lldsched.stores.peek import peek_sqlite
 from tests import jobs
@@ -60,7 +61,7 @@ def test_a_task_whose_code_is_elsewhere_is_read_as_text_and_an_unreadable_row_by
     assert elsewhere.snapshot is not None
     task = elsewhere.snapshot.task
     assert isinstance(task.action, NotImported) and repr(task.action) == "service.jobs:sync"
-    assert task.schedule.explain() == 'Lunar {"phase": 3}'
+    assert describe(task.schedule) == 'Lunar {"phase": 3}'
     assert type(task.retry) is RetryPolicy
     assert (zombie.snapshot, zombie.id) == (None, "zombie")
     assert zombie.error is not None and "'hibernating'" in zombie.error

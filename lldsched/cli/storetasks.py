@@ -120,7 +120,9 @@ def run_tasks(
         assert task_id is not None  # _arguments checked it
         rows = reader.tasks(task_id)
         if not rows:
-            return to_stderr(f"error: no task {shown(task_id)} in the store {reader.where}", 2)
+            return to_stderr(
+                f"error: no task {shown(task_id)} in the store {reader.where}", BAD_ARGUMENTS
+            )
         if verb == "show":
             return _show(reader, rows[0], records, as_json)
     except StoreError as exc:
@@ -153,7 +155,7 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
     latest = reader.latest()
     if as_json:
         for row in rows:
-            say(json.dumps(_document(row, latest.get(row.id)), ensure_ascii=False))
+            say(json.dumps(_document(row, latest.get(row.id))))
         return 0
     table = [_COLUMNS, *(_cells(row, latest.get(row.id)) for row in rows)]
     widths = [max(len(cells[i]) for cells in table) for i in range(len(_COLUMNS))]
@@ -169,7 +171,7 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
     if as_json:
         document = _document(row, last[-1] if last else None)
         document["records"] = [_record_document(record) for record in last]
-        say(json.dumps(document, ensure_ascii=False))
+        say(json.dumps(document))
         return 0
     snapshot = row.snapshot
     lines = [f"task {row.id}"]
@@ -214,6 +216,7 @@ _DONE = {  # a verb's past tense, and the runtime's method
 
 def _act(name: StoreName, verb: str, task_id: str) -> int:
     done, method = _DONE[verb]
+    acted = False  # the verb was called: a failure after it is status 1
     try:
         with act_on(name) as scheduler:
             try:
@@ -226,6 +229,7 @@ def _act(name: StoreName, verb: str, task_id: str) -> int:
                     BAD_ARGUMENTS,
                 )
             act: Callable[[str], Any] = getattr(scheduler, method)
+            acted = True
             try:
                 changed = act(task_id)
             except (TaskNotFoundError, SchedulerStateError) as exc:  # remove with dependents
@@ -238,8 +242,8 @@ def _act(name: StoreName, verb: str, task_id: str) -> int:
             else:
                 say(f"task {task_id}: {done}")
             return 0
-    except (StoreError, ImportError) as exc:  # the open: nothing was changed
-        return _refused(exc)
+    except (StoreError, ImportError) as exc:  # the open (nothing changed), or the close
+        return _refused(exc, FAILED if acted else BAD_ARGUMENTS)
 
 
 def _refused(exc: BaseException | str, status: int = BAD_ARGUMENTS) -> int:
