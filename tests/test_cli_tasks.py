@@ -9,10 +9,12 @@ this test process, waited for by its own events (``EventLog.wait_for``).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import shlex
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -267,6 +269,28 @@ def test_a_bad_store_is_refused_naming_it(
     assert err.startswith(said), err
     assert "hunter22" not in err
     assert not os.path.exists("/nowhere/jobs.db")
+
+
+def test_a_row_this_release_cannot_read_is_listed_as_unreadable_beside_the_others(
+    sqlite_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with contextlib.closing(sqlite3.connect(sqlite_file)) as connection, connection:
+        connection.execute("UPDATE tasks SET status = 'hibernating' WHERE id = 'report'")
+    status, out, err = run(capsys, "--store", f"sqlite:{sqlite_file}")
+    assert (status, err) == (0, "")
+    rows = {row.split()[0]: row.split()[2] for row in out.splitlines()[1:]}
+    assert rows == {"nightly": "scheduled", "report": "unreadable", "sync": "failed"}
+    status, out, _ = run(capsys, "--store", f"sqlite:{sqlite_file}", "show", "report")
+    assert status == 0
+    assert out.splitlines()[1].startswith("  cannot be read: task report: status 'hibernating'")
+
+
+def test_a_bare_path_is_told_the_url_it_meant(
+    sqlite_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = run(capsys, "--store", str(sqlite_file))
+    assert (status, out) == (2, "")
+    assert err.endswith(f"; did you mean sqlite:{sqlite_file}?\n")
 
 
 def test_a_file_that_is_no_store_is_refused_and_left_as_it_was(

@@ -18,6 +18,7 @@ running scheduler holds unshared is refused before anything is opened (:func:`ac
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -60,9 +61,10 @@ def parse_store(given: str) -> StoreName:
         return StoreName("sqlite", path, repr(path))
     if given.startswith(_POSTGRES):
         return StoreName("postgres", given, repr(hide_passwords(given)))
+    near = f"; did you mean sqlite:{given}?" if os.path.isfile(given) else ""  # a file's path
     raise BadStore(
         f"--store {hide_passwords(given)!r} is no store URL: name one as sqlite:///ABSOLUTE/PATH, "
-        "sqlite:RELATIVE/PATH or postgresql://USER@HOST/DATABASE"
+        f"sqlite:RELATIVE/PATH or postgresql://USER@HOST/DATABASE{near}"
     )
 
 
