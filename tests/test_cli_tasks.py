@@ -217,6 +217,10 @@ def test_a_shared_store_s_running_scheduler_applies_a_pause_and_a_resume(
         assert (done.returncode, done.stdout) == (0, "task nightly: paused\n"), done.stderr
         assert log.wait_for(status_is("nightly", TaskStatus.PAUSED), timeout=30)
         assert scheduler.task("nightly").status is TaskStatus.PAUSED
+        # Read beside the running shared scheduler, as its file is (WAL).
+        status, out, _ = run(capsys, "--store", f"sqlite:{path}", "--status", "paused")
+        assert status == 0
+        assert [row.split()[0] for row in out.splitlines()[1:]] == ["nightly", "report"]
         # In-process too, while the scheduler runs; the redrive of the dead letter as well.
         assert run(capsys, "--store", f"sqlite:{path}", "resume", "nightly")[0] == 0
         assert log.wait_for(status_is("nightly", TaskStatus.SCHEDULED), timeout=30)
