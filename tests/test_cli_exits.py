@@ -413,7 +413,7 @@ def test_a_command_near_none_is_refused_with_the_choices_alone(
     assert exited.value.code == 2
     assert capsys.readouterr().err.endswith(
         "python -m lldsched: error: argument command: invalid choice: 'xyz' "
-        "(choose from 'demo', 'cron', 'simulate', 'lab')\n"
+        "(choose from 'demo', 'cron', 'simulate', 'lab', 'tasks')\n"
     )
 
 
@@ -635,6 +635,7 @@ def test_numeric_options_are_found_in_every_command_that_has_them() -> None:
         ("simulate", "--workers"),
         ("simulate", "--max-coroutines"),
         ("simulate", "--seed"),
+        ("tasks", "--records"),
     }
 
 

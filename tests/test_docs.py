@@ -1230,6 +1230,8 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
     "it_shows",
     ("OPERATIONS.md", "text", "WARNING lldsched.jobs"): "test_operations_mds_failed_run_logs_"
     "what_it_shows",
+    ("OPERATIONS.md", "", "python -m lldsched tasks"): "the tasks command on a store: "
+    "tests/test_cli_tasks.py runs each form (its help's examples, on a store of its own)",
     ("OPERATIONS.md", "ini", "# /etc/systemd/system"): "a systemd unit: not run (systemd); "
     "the service it starts is tests/test_container.py's",
     ("OPERATIONS.md", "ini", "  [uwsgi]"): "a uWSGI configuration: not run (uWSGI); its "

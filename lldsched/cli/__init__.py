@@ -2,7 +2,8 @@
 
 One module per command in this package: :mod:`~lldsched.cli.demo`,
 :mod:`~lldsched.cli.cron` (with :mod:`~lldsched.cli.crontab` for ``cron --crontab``),
-:mod:`~lldsched.cli.simulate` and :mod:`~lldsched.cli.lab`;
+:mod:`~lldsched.cli.simulate`, :mod:`~lldsched.cli.lab` and :mod:`~lldsched.cli.storetasks`
+(with :mod:`~lldsched.cli.storeurl`, how it names and opens a store);
 this module builds the parser and runs the chosen command (:mod:`lldsched.startup`, the
 package's first import, ends a Ctrl-C that lands before it runs).
 
@@ -408,6 +409,9 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     from lldsched.cli.lab import add_parser as add_lab
 
     add_lab(commands)
+    from lldsched.cli.storetasks import add_parser as add_tasks
+
+    add_tasks(commands)
     for command in commands.choices.values():  # each command's --help says it too
         command.epilog = "\n\n".join(filter(None, [command.epilog, parser.epilog]))
         command.set_defaults(command_parser=command)  # main() refuses its extra arguments

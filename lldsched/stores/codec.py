@@ -44,7 +44,7 @@ import json
 import logging
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from lldsched.checks import FARTHEST, seconds
 from lldsched.errors import LldschedError, StoreError, ValidationError, shown
@@ -64,6 +64,7 @@ from lldsched.stores.schedulecodec import (
 
 __all__ = [
     "BadValue",
+    "NotImported",
     "Undecodable",
     "UnknownStatus",
     "Unreadable",
@@ -229,12 +230,15 @@ def encode_task(task: Task) -> str:
         raise ValidationError(f"task {task.name!r}: cannot be stored as JSON: {exc}") from None
 
 
-def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
+def decode_task(task_id: str, text: str, *, runs: int = 0, imports: bool = True) -> Task:
     """The :class:`Task` stored as ``text``; :class:`StoreError` naming what is wrong.
     ``runs``: the task's successful runs so far (a ``Window``'s ``max_runs`` counts
     them).  A field this version does not know (written by a newer lldsched) is
     refused, never dropped: the task would run without it, and a later write would
-    erase it."""
+    erase it.  ``imports=False`` (a read to show, :mod:`lldsched.stores.peek`) imports
+    nothing the definition names: the action is its path as text (:class:`NotImported`),
+    a retry policy of one's own class is read as a plain ``RetryPolicy`` of its fields,
+    and a schedule type not registered here is :class:`NotImported` too."""
     try:
         document = json.loads(text)
         if not isinstance(document, dict):  # valid JSON, but no definition: a damaged row
@@ -252,8 +256,12 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
         if document["kwargs"] is not None:  # None: no keyword arguments
             _of_type(document["kwargs"], dict, "kwargs")
         path = document["action"]
-        action = None if path is None else resolve_callable(path)
-        schedule = decode_schedule(document["schedule"])
+        if not imports:
+            action: Any = None if path is None else NotImported(path)
+            schedule = _schedule_as_is(document["schedule"])
+        else:
+            action = None if path is None else resolve_callable(path)
+            schedule = decode_schedule(document["schedule"])
         restore_runs(schedule, task_id, runs)
         misfire = None
         if misfire_doc is not None:
@@ -274,7 +282,7 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
             action,
             schedule,
             _priority(document["priority"]),
-            _retry_policy(document["retry"]),
+            _retry_policy(document["retry"], imports=imports),
             timeout,
             tuple(document["args"]),
             document["kwargs"],
@@ -291,6 +299,36 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
         # read), which raised past the load (every row lost its say, not only this one's);
         # RecursionError: values nested deeper than json.loads reads (a row edited by hand)
         raise StoreError(f"task {task_id}: its stored definition is invalid: {exc!r}") from None
+
+
+class NotImported:
+    """What a definition names by its import path (an action, a schedule class of one's
+    own), kept as that text by a read that imports nothing (``decode_task(...,
+    imports=False)``): an operator's shell need not have the service's code.  Calling it
+    raises a :class:`StoreError` naming the path; it is never run."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self, *args: object, **kwargs: object) -> NoReturn:
+        raise StoreError(f"{self.path} was read as text, not imported: it cannot run here")
+
+    def explain(self) -> str:
+        """The path itself (a schedule's ``explain``: what :func:`describe` shows)."""
+        return self.path
+
+    def __repr__(self) -> str:
+        return self.path
+
+
+def _schedule_as_is(document: Mapping[str, Any]) -> Any:
+    """The schedule ``document`` describes, built if its type is registered here (the
+    built-in ones always are), else :class:`NotImported` naming its type and fields."""
+    try:
+        return decode_schedule(document)
+    except StoreError:
+        fields = {key: value for key, value in document.items() if key != "type"}
+        return NotImported(f"{document.get('type')} {json.dumps(fields, sort_keys=True)}")
 
 
 def _priority(value: object) -> Priority:
@@ -340,11 +378,12 @@ def _retry_document(name: str, retry: RetryPolicy) -> dict[str, Any]:
     return {**fields, "policy": path}
 
 
-def _retry_policy(document: Mapping[str, Any]) -> RetryPolicy:
-    """The retry policy :func:`_retry_document` wrote (its class imported by path)."""
+def _retry_policy(document: Mapping[str, Any], *, imports: bool = True) -> RetryPolicy:
+    """The retry policy :func:`_retry_document` wrote (its class imported by path; not
+    imported, a plain ``RetryPolicy`` of its fields, when ``imports`` is False)."""
     fields = dict(document)
     path = fields.pop("policy", None)
-    if path is None:
+    if path is None or not imports:
         return RetryPolicy(**fields)
     kind = resolve_callable(path)
     if not (isinstance(kind, type) and issubclass(kind, RetryPolicy)):

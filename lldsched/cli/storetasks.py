@@ -1,0 +1,326 @@
+"""``python -m lldsched tasks --store URL [VERB ID]``: a durable store's tasks, for an operator.
+
+Without a verb, a table of the tasks (``--status failed``: the dead letter, in the order
+its tasks failed; ``--json``: one JSON object a line per task); ``show ID``: a task's
+definition, state and last records, the failure text whole.  Reading imports none of the
+jobs' code and takes no claim (:mod:`lldsched.stores.peek`): it works from any shell, beside
+a running scheduler.  ``redrive``, ``pause``, ``resume``, ``cancel``, ``run-now`` and
+``remove`` act through a scheduler built on the store and never started
+(:func:`~lldsched.cli.storeurl.act_on`): the processes running the store apply the verb from
+its change feed.  Acting loads the tasks as a starting process does, so the jobs' modules
+must import (the service's environment); a task whose code does not is refused by name.
+
+Exit statuses as every command's (:data:`~lldsched.cli.EXIT_STATUSES`): 2, with one
+``error:`` line, for anything refused before a change (a bad ``--store``, a store that
+cannot be reached or read, an unknown id, a task that cannot be loaded here, an SQLite
+file a scheduler holds unshared); 1 when a verb's write failed once begun.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr
+from lldsched.cli.storeurl import BadStore, StoreName, act_on, parse_store, peek
+from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, shown
+from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.persistence import TaskSnapshot
+from lldsched.schedules.decorators import describe
+from lldsched.stores.peek import Peek, Row
+
+__all__ = ["EXAMPLE_STORE", "STATUSES", "VERBS", "add_parser", "run_tasks"]
+
+VERBS = ("show", "redrive", "pause", "resume", "cancel", "run-now", "remove")
+"""What may follow ``tasks``: ``show`` reads, the others act (each a runtime verb)."""
+STATUSES = tuple(status.value for status in TaskStatus)
+_WIDEST = 48  # a table cell's most characters (a long schedule or error is cut)
+_IN_FLIGHT = "  (a run is in flight)"
+_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "ATTEMPT", "LAST")
+
+
+EXAMPLE_STORE = "sqlite:///var/lib/app/jobs.db"
+"""The store the examples of ``--help`` name (tests/test_cli_tasks.py runs them on one)."""
+
+
+def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
+    parser = commands.add_parser(
+        "tasks",
+        help="list a durable store's tasks, show one, and act on it (redrive, pause, ...)",
+        description="A durable store's tasks: a table (--status failed: the dead letter), "
+        "one task in full (show ID), or a verb on one (redrive, pause, resume, cancel, "
+        "run-now, remove ID), which the processes running the store apply.  Reading imports "
+        "none of the jobs' code; a verb needs it importable (the service's environment).  "
+        "Nothing refused is changed (status 2); a verb's write that failed: status 1.",
+        epilog=examples(
+            f"--store {EXAMPLE_STORE}",
+            f"--store {EXAMPLE_STORE} --status failed",
+            f"--store {EXAMPLE_STORE} show task-17",
+            f"--store {EXAMPLE_STORE} redrive task-17",
+        ),
+    )
+    parser.add_argument(
+        "verb", nargs="?", choices=VERBS, metavar="verb",
+        help=f"one of: {', '.join(VERBS)} (default: none, list the tasks)",
+    )  # fmt: skip
+    parser.add_argument("task_id", nargs="?", metavar="ID", help="the task's id (with a verb)")
+    parser.add_argument(
+        "--store", default=os.environ.get("LLDSCHED_STORE"), metavar="URL",
+        help="sqlite:///ABSOLUTE/PATH, sqlite:RELATIVE/PATH or postgresql://USER@HOST/DB "
+        "(default: $LLDSCHED_STORE; a password is better kept in ~/.pgpass or PGPASSWORD)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--status", choices=STATUSES, metavar="STATUS",
+        help=f"list only the tasks in it: {', '.join(STATUSES)} (default: every task)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON object a line per task (default: a table)"
+    )
+    parser.add_argument(
+        "--records", type=int, default=5, metavar="N",
+        help="with show: how many of the last records (default: 5)",
+    )  # fmt: skip
+    parser.set_defaults(handler=_handler)
+
+
+def _handler(args: argparse.Namespace) -> int:
+    if args.status is not None and args.verb is not None:
+        args.command_parser.error("argument --status: only when listing, with no verb")
+    return run_tasks(
+        args.store, args.verb, args.task_id,
+        status=args.status, as_json=args.json, records=args.records,
+    )  # fmt: skip
+
+
+def run_tasks(
+    store: str | None,
+    verb: str | None = None,
+    task_id: str | None = None,
+    *,
+    status: str | None = None,
+    as_json: bool = False,
+    records: int = 5,
+) -> int:
+    """Run the command; the exit status (an ``error:`` line on stderr when not 0)."""
+    try:
+        name = _arguments(store, verb, task_id, records)
+    except BadStore as exc:
+        return _refused(exc)
+    try:
+        reader = peek(name)
+    except (StoreError, ImportError) as exc:
+        return _refused(exc)
+    try:
+        if verb is None:
+            return _list(reader, status, as_json)
+        assert task_id is not None  # _arguments checked it
+        rows = reader.tasks(task_id)
+        if not rows:
+            return to_stderr(
+                f"error: no task {shown(task_id)} in the store {reader.where}", BAD_ARGUMENTS
+            )
+        if verb == "show":
+            return _show(reader, rows[0], records, as_json)
+    except StoreError as exc:
+        return _refused(exc)
+    finally:
+        reader.close()
+    return _act(name, verb, task_id)
+
+
+def _arguments(store: str | None, verb: str | None, task_id: str | None, records: int) -> StoreName:
+    """The store named; :class:`BadStore` for what no store command takes."""
+    if store is None:
+        raise BadStore("name the store: --store URL (or LLDSCHED_STORE in the environment)")
+    if verb is not None and not task_id:
+        raise BadStore(f"{verb} needs a task id: tasks --store URL {verb} ID")
+    if records < 0:
+        raise BadStore(f"--records must be 0 or more, got {records}")
+    return parse_store(store)
+
+
+def _list(reader: Peek, status: str | None, as_json: bool) -> int:
+    rows = reader.tasks()
+    if status is not None:
+        rows = [
+            row for row in rows if row.snapshot is not None and row.snapshot.status.value == status
+        ]
+        if status == TaskStatus.FAILED.value:  # the dead letter's order: as they failed
+            order = {task_id: n for n, task_id in enumerate(reader.dead_letter())}
+            rows.sort(key=lambda row: order.get(row.id, len(order)))
+    latest = reader.latest()
+    if as_json:
+        for row in rows:
+            say(json.dumps(_document(row, latest.get(row.id))))
+        return 0
+    table = [_COLUMNS, *(_cells(row, latest.get(row.id)) for row in rows)]
+    widths = [max(len(cells[i]) for cells in table) for i in range(len(_COLUMNS))]
+    for cells in table:
+        say(
+            "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+        )
+    return 0
+
+
+def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
+    last = reader.records(row.id, records) if records else []
+    if as_json:
+        document = _document(row, last[-1] if last else None)
+        document["records"] = [_record_document(record) for record in last]
+        say(json.dumps(document))
+        return 0
+    snapshot = row.snapshot
+    lines = [f"task {row.id}"]
+    if snapshot is None:
+        lines.append(f"  cannot be read: {row.error}")
+    else:
+        task = snapshot.task
+        lines += [
+            f"  name        {task.name}",
+            f"  action      {task.action!r}",
+            f"  arguments   args={list(task.args)!r} kwargs={task.kwargs or {}!r}",
+            f"  schedule    {describe(task.schedule)}",
+            f"  retry       {task.retry!r}",
+            f"  depends on  {', '.join(task.depends_on) or '-'}",
+            f"  status      {snapshot.status.value}{_IN_FLIGHT if snapshot.running else ''}",
+            f"  next run    {_when(snapshot.next_run_at)}",
+            f"  attempt     {snapshot.attempt}",
+            f"  runs        {snapshot.run_count} ({snapshot.failure_count} failed)",
+        ]
+        if snapshot.last_error is not None:
+            lines.append(f"  last error  {snapshot.last_error}")
+    lines.append(f"last {len(last)} records:" if last else "no records")
+    for record in last:
+        lines.append(
+            f"  {_when(record.started)}  attempt {record.attempt}  {record.outcome.value}"
+            f"{'' if record.error is None else ': ' + record.error}"
+        )
+    for line in lines:
+        say(line)
+    return 0
+
+
+_DONE = {  # a verb's past tense, and the runtime's method
+    "redrive": ("redriven: due now", "redrive"),
+    "pause": ("paused", "pause"),
+    "resume": ("resumed", "resume"),
+    "cancel": ("cancelled", "cancel"),
+    "run-now": ("queued to run now", "run_now"),
+    "remove": ("removed", "remove"),
+}
+
+
+def _act(name: StoreName, verb: str, task_id: str) -> int:
+    done, method = _DONE[verb]
+    acted = False  # the verb was called: a failure after it is status 1
+    try:
+        with act_on(name) as scheduler:
+            try:
+                scheduler.task(task_id)
+            except TaskNotFoundError:
+                return to_stderr(
+                    f"error: task {shown(task_id)} cannot be loaded here (its action or its "
+                    "schedule's class does not import in this environment: run the command "
+                    "where the service's code imports); nothing was changed",
+                    BAD_ARGUMENTS,
+                )
+            act: Callable[[str], Any] = getattr(scheduler, method)
+            acted = True
+            try:
+                changed = act(task_id)
+            except (TaskNotFoundError, SchedulerStateError) as exc:  # remove with dependents
+                return _refused(f"{exc}; nothing was changed")
+            except StoreError as exc:
+                return _refused(f"{verb} {task_id} failed: {exc}", FAILED)
+            if changed is False:
+                status = scheduler.task(task_id).status.value
+                say(f"task {task_id}: nothing to {verb} (its status is {status}); nothing changed")
+            else:
+                say(f"task {task_id}: {done}")
+            return 0
+    except (StoreError, ImportError) as exc:  # the open (nothing changed), or the close
+        return _refused(exc, FAILED if acted else BAD_ARGUMENTS)
+
+
+def _refused(exc: BaseException | str, status: int = BAD_ARGUMENTS) -> int:
+    """``exc``'s message as one ``error:`` line on stderr (libpq's words, a list of tasks
+    that cannot load, span lines), and ``status``."""
+    lines = (line.strip() for line in str(exc).splitlines())
+    return to_stderr(f"error: {'; '.join(filter(None, lines))}", status)
+
+
+def _when(instant: float | None) -> str:
+    if instant is None:
+        return "-"
+    return datetime.fromtimestamp(instant, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _outcome(record: ExecutionRecord | None) -> str:
+    if record is None:
+        return "-"
+    error = record.error
+    return record.outcome.value if not error else f"{record.outcome.value}: {error}"
+
+
+def _cell(text: str) -> str:
+    """One line, at most :data:`_WIDEST` characters (``...`` where cut)."""
+    text = " ".join(text.split())
+    return text if len(text) <= _WIDEST else text[: _WIDEST - 3] + "..."
+
+
+def _cells(row: Row, last: ExecutionRecord | None) -> tuple[str, ...]:
+    snapshot = row.snapshot
+    if snapshot is None:
+        return (row.id, "?", "unreadable", _cell(row.error or ""), "-", "-", "-")
+    return (
+        row.id,
+        _cell(snapshot.task.name),
+        snapshot.status.value,
+        _cell(describe(snapshot.task.schedule)),
+        _when(snapshot.next_run_at),
+        str(snapshot.attempt),
+        _cell(_outcome(last)),
+    )
+
+
+def _document(row: Row, last: ExecutionRecord | None) -> dict[str, Any]:
+    """A task as ``--json`` gives it: instants as seconds since the epoch (UTC)."""
+    snapshot: TaskSnapshot | None = row.snapshot
+    if snapshot is None:
+        return {"id": row.id, "error": row.error}
+    task = snapshot.task
+    return {
+        "id": row.id,
+        "name": task.name,
+        "action": repr(task.action),
+        "status": snapshot.status.value,
+        "schedule": describe(task.schedule),
+        "next_run_at": snapshot.next_run_at,
+        "attempt": snapshot.attempt,
+        "run_count": snapshot.run_count,
+        "failure_count": snapshot.failure_count,
+        "last_error": snapshot.last_error,
+        "last": None if last is None else _record_document(last),
+    }
+
+
+def _record_document(record: ExecutionRecord) -> dict[str, Any]:
+    return {
+        "attempt": record.attempt,
+        "due": record.due,
+        "started": record.started,
+        "finished": record.finished,
+        "outcome": record.outcome.value,
+        "error": record.error,
+        "node": record.node,
+    }
+
+
+if __name__ == "__main__":  # python -m lldsched.cli.storetasks
+    from lldsched.cli import not_an_entry_point
+
+    not_an_entry_point("tasks")

@@ -1,0 +1,123 @@
+"""How ``python -m lldsched tasks`` names a durable store, and opens it to read or to act.
+
+``--store URL`` (or ``LLDSCHED_STORE``): ``sqlite:PATH`` (``sqlite:///var/lib/app/jobs.db``
+an absolute path, what follows ``sqlite://``; ``sqlite:jobs.db`` a relative one, the path as
+written, no percent-decoding) or a libpq URI, ``postgresql://`` (``postgres://``).  A dsn's
+password is never shown: every message names the store as
+:func:`~lldsched.stores.postgres_listen.redact` (or, before psycopg is imported,
+:func:`~lldsched.redaction.hide_passwords`) gives it.
+
+To read, a :class:`~lldsched.stores.peek.Peek` (nothing imported, nothing written, no claim).
+To act, the one way verbs reach the processes running a store (docs/CLUSTER.md, "Control
+verbs from any process take effect in all of them"): a ``Scheduler`` built on the store,
+shared (``SqliteTaskStore(path, shared=True)``, a ``PostgresTaskStore``), never started; its
+verb writes the row, the running processes apply it from the change feed.  An SQLite file a
+running scheduler holds unshared is refused before anything is opened (:func:`act_on`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+from lldsched.errors import StoreError
+from lldsched.redaction import hide_passwords
+from lldsched.runtime import Runtime
+from lldsched.stores.peek import Peek
+
+if TYPE_CHECKING:
+    from lldsched.stores.postgres import PostgresTaskStore
+    from lldsched.stores.sqlite import SqliteTaskStore
+
+__all__ = ["BadStore", "StoreName", "act_on", "parse_store", "peek"]
+
+_POSTGRES = ("postgresql://", "postgres://")
+
+
+class BadStore(ValueError):
+    """A ``--store`` value that names no store: the message names it (password hidden)."""
+
+
+class StoreName(NamedTuple):
+    """A store as ``--store`` named it: its ``engine`` (``"sqlite"`` or ``"postgres"``),
+    what its opener takes (a path, a dsn) and how messages show it."""
+
+    engine: str
+    target: str
+    shown: str
+
+
+def parse_store(given: str) -> StoreName:
+    """The store ``given`` names; :class:`BadStore` naming it otherwise."""
+    if given.startswith("sqlite:"):
+        path = given.removeprefix("sqlite:")
+        path = path.removeprefix("//")
+        if not path:
+            raise BadStore(
+                f"--store {given!r} names no file: sqlite:///ABSOLUTE/PATH or sqlite:PATH"
+            )
+        return StoreName("sqlite", path, repr(path))
+    if given.startswith(_POSTGRES):
+        return StoreName("postgres", given, repr(hide_passwords(given)))
+    near = f"; did you mean sqlite:{given}?" if os.path.isfile(given) else ""  # a file's path
+    raise BadStore(
+        f"--store {hide_passwords(given)!r} is no store URL: name one as sqlite:///ABSOLUTE/PATH, "
+        f"sqlite:RELATIVE/PATH or postgresql://USER@HOST/DATABASE{near}"
+    )
+
+
+def peek(store: StoreName) -> Peek:
+    """The store opened to read (:mod:`lldsched.stores.peek`): :class:`StoreError` if it
+    cannot be, ``ImportError`` for PostgreSQL without psycopg."""
+    if store.engine == "sqlite":
+        from lldsched.stores.peek import peek_sqlite
+
+        return peek_sqlite(store.target)
+    from lldsched.stores.peek import peek_postgres
+
+    return peek_postgres(store.target)
+
+
+class HeldUnshared(StoreError):
+    """An SQLite store file a running scheduler holds without ``shared=True``: no other
+    process can write it, so a verb from here is refused before anything is opened."""
+
+
+@contextlib.contextmanager
+def act_on(store: StoreName) -> Iterator[Runtime]:
+    """A scheduler on ``store``, never started, for its verbs; shut down and its store
+    closed at the end.  :class:`HeldUnshared` for an SQLite file held unshared."""
+    from lldsched import Scheduler
+
+    opened: SqliteTaskStore | PostgresTaskStore
+    if store.engine == "sqlite":
+        from lldsched.stores.claim import FileClaim
+        from lldsched.stores.sqlite import SqliteTaskStore
+
+        try:  # the shared claim is refused while an unshared store holds the file
+            FileClaim.shared(store.target).release()
+        except StoreError as exc:
+            raise HeldUnshared(
+                f"the store {store.shown} is held by a running scheduler that does not share "
+                f"it (opened without shared=True): no other process can change its tasks. "
+                f"Nothing was changed. Call the verb in that process, or stop it first ({exc})"
+            ) from None
+        opened = SqliteTaskStore(store.target, shared=True)
+    else:
+        from lldsched.stores.postgres import PostgresTaskStore
+
+        opened = PostgresTaskStore(store.target)
+    try:
+        scheduler = Scheduler(store=opened)
+    except BaseException:
+        opened.close()
+        raise
+    try:
+        yield scheduler
+    finally:
+        try:
+            scheduler.shutdown()
+        finally:
+            opened.close()

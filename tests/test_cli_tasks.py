@@ -1,0 +1,455 @@
+"""``python -m lldsched tasks``: an operator lists a durable store's tasks, reads the dead
+letter and one task whole, and acts on a task, without writing Python.
+
+Against a real SQLite file and the session's throwaway PostgreSQL server, the command run
+as a subprocess (an operator's shell: the jobs' module is not on its path unless given)
+and in-process (``main``).  A verb on a shared store is applied by a running scheduler in
+this test process, waited for by its own events (``EventLog.wait_for``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import shlex
+import sqlite3
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import lldsched
+from lldsched import EventLog, OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched.cli import main
+from lldsched.cli.storetasks import EXAMPLE_STORE
+from lldsched.errors import TaskNotFoundError
+from lldsched.stores.peek import peek_sqlite
+
+JOBS = """
+def fails():
+    raise RuntimeError("the upstream sent no orders")
+
+def noop():
+    pass
+"""
+ROOT = str(Path(lldsched.__file__).parent.parent)  # the lldsched under test
+NIGHTLY = "0 3 * * *"
+
+
+@pytest.fixture
+def code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, Path]]:
+    """The service's jobs: a module of a folder this process imports from and a
+    subprocess does not, unless told (an operator's shell is not the service's)."""
+    folder = tmp_path / "service"
+    folder.mkdir()
+    name = f"opsjobs_{uuid.uuid4().hex[:8]}"
+    (folder / f"{name}.py").write_text(JOBS)
+    monkeypatch.syspath_prepend(str(folder))
+    yield importlib.import_module(name), folder
+    sys.modules.pop(name, None)
+
+
+def cli(*argv: str, service: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m lldsched tasks ARGV`` in a process of its own (``service``: the folder of
+    the jobs' code on its path too)."""
+    path = ROOT if service is None else f"{ROOT}{os.pathsep}{service}"
+    env = {**os.environ, "PYTHONPATH": path}
+    env.pop("LLDSCHED_STORE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "lldsched", "tasks", *argv],
+        capture_output=True, text=True, timeout=60, env=env, check=False,
+    )  # fmt: skip
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(["tasks", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def status_is(task_id: str, status: TaskStatus) -> Any:
+    return lambda event: event.task_id == task_id and event.status is status
+
+
+def fill(scheduler: Scheduler, jobs: ModuleType) -> EventLog:
+    """Three tasks: ``sync`` dead-lettered (waited for), ``nightly`` due at 03:00 and
+    ``report`` paused."""
+    log = EventLog()
+    scheduler.add_listener(log)
+    scheduler.schedule("nightly", jobs.noop, NIGHTLY, id="nightly")
+    scheduler.schedule("report", jobs.noop, NIGHTLY, id="report", paused=True)
+    scheduler.schedule("sync", jobs.fails, OneTime(0), id="sync", retry=RetryPolicy(max_attempts=1))
+    if not scheduler.running:
+        scheduler.start()
+    assert log.wait_for(status_is("sync", TaskStatus.FAILED), timeout=30)
+    return log
+
+
+@pytest.fixture
+def sqlite_file(tmp_path: Path, code: tuple[ModuleType, Path]) -> Path:
+    """An unshared store file, its scheduler shut down: nobody holds it."""
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(store=store)
+        fill(scheduler, code[0])
+        scheduler.shutdown()
+    return path
+
+
+def statuses(path: Path) -> dict[str, str]:
+    """What the store holds, read as the command reads it (``stores.peek``)."""
+    reader = peek_sqlite(str(path))
+    try:
+        return {row.id: row.snapshot.status.value for row in reader.tasks() if row.snapshot}
+    finally:
+        reader.close()
+
+
+def test_the_table_the_dead_letter_and_one_task_read_without_the_jobs_code(
+    sqlite_file: Path, code: tuple[ModuleType, Path]
+) -> None:
+    store = f"sqlite://{sqlite_file}"
+    listed = cli("--store", store)  # the jobs' module is not importable here
+    assert (listed.returncode, listed.stderr) == (0, "")
+    header, *rows = listed.stdout.splitlines()
+    assert header.split()[:4] == ["ID", "NAME", "STATUS", "SCHEDULE"]
+    cells = {row.split()[0]: row for row in rows}
+    assert set(cells) == {"nightly", "report", "sync"}
+    assert "scheduled" in cells["nightly"] and "At 03:00" in cells["nightly"]
+    assert "paused" in cells["report"]
+    assert "failed: RuntimeError: the upstream sent no or..." in cells["sync"]  # cut
+
+    dead = cli("--store", store, "--status", "failed")
+    assert [row.split()[0] for row in dead.stdout.splitlines()[1:]] == ["sync"]
+
+    shown = cli("--store", store, "show", "sync")
+    assert shown.returncode == 0, shown.stderr
+    assert f"  action      {code[0].__name__}:fails" in shown.stdout.splitlines()
+    assert "  last error  RuntimeError: the upstream sent no orders" in shown.stdout
+    assert "attempt 1  failed: RuntimeError: the upstream sent no orders" in shown.stdout
+
+
+def test_json_gives_one_object_a_task(
+    sqlite_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = run(capsys, "--store", f"sqlite://{sqlite_file}", "--json")
+    assert (status, err) == (0, "")
+    tasks = [json.loads(line) for line in out.splitlines()]
+    assert [task["id"] for task in tasks] == ["nightly", "report", "sync"]
+    (sync,) = (task for task in tasks if task["id"] == "sync")
+    assert sync["status"] == "failed"
+    assert sync["last"]["outcome"] == "failed"
+    assert sync["last_error"] == "RuntimeError: the upstream sent no orders"
+
+
+@pytest.mark.parametrize(
+    ("verb", "task_id", "after"),
+    [
+        ("redrive", "sync", "scheduled"),
+        ("pause", "nightly", "paused"),
+        ("resume", "report", "scheduled"),
+        ("cancel", "nightly", "cancelled"),
+        ("run-now", "nightly", "scheduled"),
+        ("remove", "nightly", None),
+    ],
+)
+def test_each_verb_takes_effect_on_a_store_nobody_holds(
+    sqlite_file: Path, code: tuple[ModuleType, Path], verb: str, task_id: str, after: str | None
+) -> None:
+    before = statuses(sqlite_file)
+    done = cli("--store", f"sqlite://{sqlite_file}", verb, task_id, service=code[1])
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith(f"task {task_id}: ")
+    expected = (
+        {**before, task_id: after}
+        if after is not None
+        else {key: value for key, value in before.items() if key != task_id}
+    )
+    assert statuses(sqlite_file) == expected
+    # The service's next start, unshared as it was, finds the change.
+    with SqliteTaskStore(sqlite_file) as store:
+        scheduler = Scheduler(store=store)
+        try:
+            if after is None:
+                with pytest.raises(TaskNotFoundError):
+                    scheduler.task(task_id)
+            elif after != "cancelled":  # a finished task is not restored
+                assert scheduler.task(task_id).status.value == after
+        finally:
+            scheduler.shutdown()
+
+
+def test_run_now_says_when_there_is_nothing_to_do(
+    sqlite_file: Path, code: tuple[ModuleType, Path]
+) -> None:
+    done = cli("--store", f"sqlite://{sqlite_file}", "redrive", "nightly", service=code[1])
+    assert done.returncode == 0, done.stderr
+    assert (
+        done.stdout
+        == "task nightly: nothing to redrive (its status is scheduled); nothing changed\n"
+    )
+
+
+def test_a_verb_whose_code_does_not_import_here_is_refused_by_name(sqlite_file: Path) -> None:
+    before = statuses(sqlite_file)
+    done = cli("--store", f"sqlite://{sqlite_file}", "pause", "nightly")  # no service code
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: task 'nightly' cannot be loaded here")
+    assert "nothing was changed" in done.stderr
+    assert statuses(sqlite_file) == before
+
+
+def test_a_shared_store_s_running_scheduler_applies_a_pause_and_a_resume(
+    tmp_path: Path, code: tuple[ModuleType, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "shared.db"
+    scheduler = Scheduler(store=SqliteTaskStore(path, shared=True, poll=0.05)).start()
+    try:
+        log = fill(scheduler, code[0])
+        done = cli("--store", f"sqlite://{path}", "pause", "nightly", service=code[1])
+        assert (done.returncode, done.stdout) == (0, "task nightly: paused\n"), done.stderr
+        assert log.wait_for(status_is("nightly", TaskStatus.PAUSED), timeout=30)
+        assert scheduler.task("nightly").status is TaskStatus.PAUSED
+        # Read beside the running shared scheduler, as its file is (WAL).
+        status, out, _ = run(capsys, "--store", f"sqlite:{path}", "--status", "paused")
+        assert status == 0
+        assert [row.split()[0] for row in out.splitlines()[1:]] == ["nightly", "report"]
+        # In-process too, while the scheduler runs; the redrive of the dead letter as well.
+        assert run(capsys, "--store", f"sqlite:{path}", "resume", "nightly")[0] == 0
+        assert log.wait_for(status_is("nightly", TaskStatus.SCHEDULED), timeout=30)
+        assert run(capsys, "--store", f"sqlite:{path}", "redrive", "sync")[:2] == (
+            0, "task sync: redriven: due now\n"
+        )  # fmt: skip
+        redriven = log.wait_for(
+            lambda event: event.task_id == "sync" and event.previous is TaskStatus.FAILED
+        )
+        assert redriven is not None
+    finally:
+        scheduler.shutdown()
+
+
+def test_a_store_held_unshared_by_a_running_scheduler_is_read_and_its_verbs_refused(
+    tmp_path: Path, code: tuple[ModuleType, Path]
+) -> None:
+    path = tmp_path / "held.db"
+    scheduler = Scheduler(store=SqliteTaskStore(path)).start()
+    try:
+        fill(scheduler, code[0])
+        listed = cli("--store", f"sqlite://{path}")  # WAL: a reader beside the writer
+        assert listed.returncode == 0, listed.stderr
+        assert len(listed.stdout.splitlines()) == 4
+        done = cli("--store", f"sqlite://{path}", "pause", "nightly", service=code[1])
+        assert (done.returncode, done.stdout) == (2, "")
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(f"error: the store {str(path)!r} is held by a running scheduler")
+        assert "Nothing was changed" in line
+        assert scheduler.task("nightly").status is TaskStatus.SCHEDULED
+    finally:
+        scheduler.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--store", "mysql://u:hunter22@h/db"], "error: --store 'mysql://u:***@h/db' is no"),
+        (["--store", "sqlite:"], "error: --store 'sqlite:' names no file"),
+        (["--store", "sqlite:///nowhere/jobs.db"], "error: there is no SQLite store file at "
+         "'/nowhere/jobs.db'"),
+        ([], "error: name the store: --store URL"),
+    ],
+)  # fmt: skip
+def test_a_bad_store_is_refused_naming_it(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = run(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert err.startswith(said), err
+    assert "hunter22" not in err
+    assert not os.path.exists("/nowhere/jobs.db")
+
+
+def test_a_row_this_release_cannot_read_is_listed_as_unreadable_beside_the_others(
+    sqlite_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with contextlib.closing(sqlite3.connect(sqlite_file)) as connection, connection:
+        connection.execute("UPDATE tasks SET status = 'hibernating' WHERE id = 'report'")
+    status, out, err = run(capsys, "--store", f"sqlite:{sqlite_file}")
+    assert (status, err) == (0, "")
+    rows = {row.split()[0]: row.split()[2] for row in out.splitlines()[1:]}
+    assert rows == {"nightly": "scheduled", "report": "unreadable", "sync": "failed"}
+    status, out, _ = run(capsys, "--store", f"sqlite:{sqlite_file}", "show", "report")
+    assert status == 0
+    assert out.splitlines()[1].startswith("  cannot be read: task report: status 'hibernating'")
+
+
+def test_a_bare_path_is_told_the_url_it_meant(
+    sqlite_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = run(capsys, "--store", str(sqlite_file))
+    assert (status, out) == (2, "")
+    assert err.endswith(f"; did you mean sqlite:{sqlite_file}?\n")
+
+
+def test_a_file_that_is_no_store_is_refused_and_left_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("not a database")
+    status, _, err = run(capsys, "--store", f"sqlite:{path}")
+    assert status == 2
+    assert err.startswith(f"error: the SQLite store {str(path)!r} failed to open the file")
+    assert path.read_text() == "not a database"
+
+
+def test_an_unknown_id_is_refused_naming_it_and_nothing_changes(
+    sqlite_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = statuses(sqlite_file)
+    for verb in ("show", "redrive", "remove"):
+        status, out, err = run(capsys, "--store", f"sqlite:{sqlite_file}", verb, "task-404")
+        assert (status, out) == (2, "")
+        assert err == f"error: no task 'task-404' in the store {str(sqlite_file)!r}\n"
+    assert statuses(sqlite_file) == before
+    status, _, err = run(capsys, "--store", f"sqlite:{sqlite_file}", "redrive")
+    assert (status, err) == (2, "error: redrive needs a task id: tasks --store URL redrive ID\n")
+
+
+def test_every_example_of_the_help_runs(
+    sqlite_file: Path, code: tuple[ModuleType, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["tasks", "--help"], prog="python -m lldsched")
+    text = capsys.readouterr().out
+    lines = text.split("examples:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(lines) == 4
+    for line in lines:
+        argv = shlex.split(line.strip().removeprefix("python -m lldsched "))
+        argv = [f"sqlite:{sqlite_file}" if arg == EXAMPLE_STORE else arg for arg in argv]
+        argv = ["sync" if arg == "task-17" else arg for arg in argv]
+        assert main(argv) == 0, line
+        out, err = capsys.readouterr()
+        assert out and err == "", line
+
+
+def test_a_reader_that_leaves_early_is_no_error(sqlite_file: Path) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "lldsched", "tasks", "--store", f"sqlite:{sqlite_file}"],
+            stdout=write_end, stderr=subprocess.PIPE, timeout=60, env=env, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, b"")
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------
+
+
+def test_postgres_list_dead_letter_pause_and_redrive_never_printing_the_password(
+    postgres_dsn: str, postgres_server: Any, code: tuple[ModuleType, Path]
+) -> None:
+    from lldsched.stores.postgres import PostgresTaskStore
+
+    password = postgres_server.password
+    assert password in postgres_dsn
+    scheduler = Scheduler(store=PostgresTaskStore(postgres_dsn, poll=0.05)).start()
+    try:
+        log = fill(scheduler, code[0])
+        listed = cli("--store", postgres_dsn)
+        assert listed.returncode == 0, listed.stderr
+        assert [row.split()[0] for row in listed.stdout.splitlines()[1:]] == [
+            "nightly", "report", "sync"
+        ]  # fmt: skip
+        dead = cli("--store", postgres_dsn, "--status", "failed", "--json")
+        assert [json.loads(line)["id"] for line in dead.stdout.splitlines()] == ["sync"]
+        paused = cli("--store", postgres_dsn, "pause", "nightly", service=code[1])
+        assert (paused.returncode, paused.stdout) == (0, "task nightly: paused\n"), paused.stderr
+        assert log.wait_for(status_is("nightly", TaskStatus.PAUSED), timeout=30)
+        redriven = cli("--store", postgres_dsn, "redrive", "sync", service=code[1])
+        assert redriven.returncode == 0, redriven.stderr
+        assert log.wait_for(
+            lambda event: event.task_id == "sync" and event.previous is TaskStatus.FAILED,
+            timeout=30,
+        )
+        missing = cli("--store", postgres_dsn, "show", "task-404")
+        assert missing.returncode == 2
+        assert missing.stderr.startswith("error: no task 'task-404' in the store ")
+        for done in (listed, dead, paused, redriven, missing):
+            assert password not in done.stdout + done.stderr
+        assert "***" in missing.stderr
+    finally:
+        scheduler.shutdown()
+
+
+def test_an_unreachable_server_or_a_wrong_password_is_refused_naming_the_store_not_the_password(
+    postgres_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for dsn in (
+        "postgresql://postgres:s3cret-pw@127.0.0.1:1/postgres?connect_timeout=5",
+        postgres_server.dsn(password="wrong-pass-1234"),
+    ):
+        status, out, err = run(capsys, "--store", dsn, "pause", "nightly")
+        assert (status, out) == (2, "")
+        assert err.startswith("error: cannot connect to the PostgreSQL store '"), err
+        assert "s3cret-pw" not in err and "wrong-pass-1234" not in err
+        assert len(err.splitlines()) == 1
+
+
+def test_a_database_without_a_store_is_refused_and_nothing_is_installed(
+    postgres_dsn: str, postgres_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = run(capsys, "--store", postgres_dsn, "redrive", "sync")
+    assert status == 2
+    assert "there is no lldsched store at" in err and "(no table lldsched_meta)" in err
+    schema = postgres_dsn.rsplit("%3D", 1)[1]
+    import psycopg
+
+    with psycopg.connect(postgres_dsn) as connection:
+        tables = connection.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s", (schema,)
+        ).fetchone()
+    assert tables == (0,)
+
+
+HEAVY = ("pandas", "matplotlib", "numpy", "psycopg")
+IMPORTED = """
+import sys
+from lldsched.cli import main
+if {hide!r}:
+    sys.modules["psycopg"] = None  # not installed
+status = main(["tasks", "--store", {store!r}])
+print("imported:", sorted(name for name in {heavy!r} if sys.modules.get(name) is not None))
+sys.exit(status)
+"""
+
+
+def imports_of(store: str, *, hide: bool = False) -> subprocess.CompletedProcess[str]:
+    code = IMPORTED.format(store=store, heavy=HEAVY, hide=hide)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": ROOT}, check=False,
+    )  # fmt: skip
+
+
+def test_an_sqlite_store_is_listed_without_pandas_matplotlib_or_psycopg(sqlite_file: Path) -> None:
+    done = imports_of(f"sqlite:{sqlite_file}")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[-1] == "imported: []"
+
+
+def test_a_postgres_url_without_psycopg_names_the_extra() -> None:
+    done = imports_of("postgresql://app:pw-1234@127.0.0.1:1/app", hide=True)
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: PostgresTaskStore needs psycopg 3, which is not installed")
+    assert "lldsched[postgres]" in line and "pw-1234" not in line
