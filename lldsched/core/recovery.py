@@ -73,12 +73,12 @@ __all__ = [
     "COALESCED",
     "MAX_SLOTS",
     "MISSED",
+    "Found",
     "History",
     "Plan",
     "after_clock_jump",
     "at_start",
     "decide_misfire",
-    "decided_by_recovery",
     "first_decided",
     "passed_slots",
     "pending_slot",
@@ -614,11 +614,32 @@ def _cut(history: Sequence[ExecutionRecord], slot: float) -> ExecutionRecord | N
 # -- reloading ---------------------------------------------------------------------------
 
 
-def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
+class Found(NamedTuple):
+    """A task :func:`recover` restored, as it found it (before it decided its passed
+    slots), for :func:`at_start`: ``left``, the due instant it left the task at; ``due``,
+    ``schedule`` (a plan put back from its row, :func:`stored_plan`, included) and
+    ``slot``, the task's before that decision; ``owed``: its attempt due is owed from
+    before the downtime (in flight at a crash, or a retry)."""
+
+    left: float | None
+    due: float | None
+    owed: bool
+    schedule: Schedule
+    slot: float
+
+
+def recover(
+    core: SchedulerCore, store: TaskStore, *, found: dict[str, Found] | None = None
+) -> list[ScheduledTask]:
     """Restore every task ``store`` holds into ``core`` and settle its passed slots.
 
     Reads everything first: a store that cannot be read (a :class:`StoreError`
     from ``load_all``) leaves both the core and the store as they were.
+
+    ``found``: filled, by task id, for :func:`at_start` (a threaded scheduler built here
+    and started later) with each task left queued whose attempt is owed or whose passed
+    slots met its policy here: as it was found, and the due instant it was left at
+    (:class:`Found`).
     """
     snapshots = store.load_all()
     if not snapshots:
@@ -639,11 +660,15 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
                 core, task, snapshot.waited, now,
                 resumes=snapshot.resumes, until=snapshot.until,
             )  # fmt: skip
+        as_found = Found(None, task.next_run_at, owed, task._schedule, task._slot)
         # Its decisions are recorded unless the passed slots meet the policy again, from
         # the slot due (which decides this plan's slots too): recorded first, a cap's
         # record of them would read as that slot's plan's (_cut).
-        if not _queue_restored(core, task, owed, now):
+        misfired = _queue_restored(core, task, owed, now)
+        if not misfired:
             _record(core, task, decided)
+        if found is not None and (misfired or owed) and task.status in _QUEUED:
+            found[task.id] = as_found._replace(left=task.next_run_at)
     restores.info("restored %s from %r", counted(len(tasks), "task"), store)
     _say_cut(snapshots, store)
     return tasks
@@ -736,35 +761,32 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
 # -- start() (the threaded runtime) ---------------------------------------------------------
 
 
-def decided_by_recovery(restored: Iterable[ScheduledTask], since: float) -> dict[str, float]:
-    """The due instants :func:`recover` decided, by task id: each restored task due at or
-    before ``since`` (the scheduler's construction, read after :func:`recover`): a
-    restart's owed attempt, a coalesced run.  :func:`at_start` leaves them to run at the
-    start.  Kept by id *and* instant, not as "due at or before ``since``": a task
-    registered at the construction's instant (a :class:`~lldsched.clock.FakeClock`, a
-    coarse clock) is due then too, and nobody decided its slots."""
-    return {
-        task.id: due for task in restored if (due := task.next_run_at) is not None and due <= since
-    }
-
-
-def at_start(core: SchedulerCore, decided: Mapping[str, float], now: float) -> None:
+def at_start(core: SchedulerCore, found: Mapping[str, Found], now: float) -> None:
     """At ``start()`` (``now``): the slots that passed before ``now`` and nobody decided.
     Nobody ran them, as in downtime, so each queued task's meet its misfire policy by the
     rule a restart applies (:func:`decide_misfire`, a retry's attempt owed).  Before, the
     first ran late and the later ones were recorded ``skipped`` by the overrun rule,
     whatever the policy.
 
-    A due instant in ``decided`` (:func:`decided_by_recovery`) is left to run at the
-    start: :func:`recover` decided it at the construction, and deciding it again would
-    read an owed attempt as a slot of its own.  A paused task is left to ``resume()``, as
-    a restart leaves it."""
+    A task :func:`recover` restored at the construction (``found``, filled by it) and
+    still due where it left it (nothing changed it since) had its attempt owed (in flight
+    at a crash, or a retry), or its passed slots decided then.  Nothing ran since: its
+    downtime lasts until ``now``, and is decided as one, as a restart at ``now`` decides
+    it, from the task as recovery found it, its owed attempt first (:func:`_decide_again`).
+    So a ``RUN_ONCE`` task runs once for the whole downtime, ``RUN_ALL`` at most
+    ``max_catch_up`` times, ``SKIP`` records every slot ``missed``.  Before, the run
+    recovery left due ran at the start and the slots after it were recorded ``skipped``
+    (the overrun rule).  A paused task is left to ``resume()``, as a restart leaves it."""
     default = DEFAULT_MISFIRE.grace
     for task in list(core.tasks.values()):  # a decision may cancel a task
         due = task.next_run_at
-        if due is None or due > now or (decided and decided.get(task.id) == due):
-            continue  # (``decided and``: none restored, no lookup a task)
         status = task.status
+        if found and (restored := found.get(task.id)) is not None and restored.left == due:
+            if status is SCHEDULED or status is RETRYING:  # (``found and``: no lookup a task)
+                _decide_again(core, task, restored, now)
+            continue
+        if due is None or due > now:
+            continue
         if status is RETRYING:  # its attempt is owed: it runs first
             decide_misfire(core, task, now, owed=True)
         elif status is SCHEDULED:
@@ -774,6 +796,28 @@ def at_start(core: SchedulerCore, decided: Mapping[str, float], now: float) -> N
             policy = task._options.misfire
             if now - due > (default if policy is None else policy.grace):
                 decide_misfire(core, task, now)
+
+
+def _decide_again(core: SchedulerCore, task: ScheduledTask, found: Found, now: float) -> None:
+    """Decide ``task``'s downtime up to ``now`` from the state :func:`recover` ``found`` it
+    in, put back first if recovery decided (``core.replan``: one more write of its row,
+    at the start only), its attempt owed as it was.
+
+    The records recovery wrote stay: decided again, each of their slots is decided as
+    then, or (``RUN_ALL``'s older slots, a ``RUN_ONCE`` run's) ``missed`` or
+    ``coalesced`` now, and none is recorded twice (:func:`_record`).  Decided instead
+    from where recovery left the task, an owed attempt (at-least-once: not a slot of the
+    downtime) was read as a slot of its own (``SKIP`` recorded it ``missed``); with it
+    owed, the run recovery decided was run as well as the one for the slots since (a
+    ``RUN_ONCE`` task twice for one downtime); and a plan recovery made, its runs still
+    to come, was counted against ``max_catch_up`` apart from the slots since
+    (:func:`_go_on`, for a plan some of whose runs ran)."""
+    due = found.due
+    if due is None:
+        return
+    if task.next_run_at != due or task._schedule is not found.schedule or task.slot != found.slot:
+        core.replan(task, due=due, schedule=found.schedule, slot=found.slot)
+    decide_misfire(core, task, now, owed=found.owed)
 
 
 # -- wall-clock jumps (the threaded runtime) ------------------------------------------------
