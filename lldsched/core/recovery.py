@@ -615,15 +615,19 @@ def _cut(history: Sequence[ExecutionRecord], slot: float) -> ExecutionRecord | N
 
 
 class Found(NamedTuple):
-    """A task :func:`recover` restored, as it found it (before it decided its passed
-    slots), for :func:`at_start`: ``left``, the due instant it left the task at; ``due``,
-    ``schedule`` (a plan put back from its row, :func:`stored_plan`, included) and
-    ``slot``, the task's before that decision; ``owed``: its attempt due is owed from
-    before the downtime (in flight at a crash, or a retry)."""
+    """A task :func:`recover` restored, for :func:`at_start`: ``left`` and ``left_with``,
+    the due instant and schedule it left the task with, ``at`` (the instant it decided
+    at); ``owed``: the attempt due is owed from before the downtime (in flight at a
+    crash, or a retry); ``misfired``: its passed slots met its policy then; and the task
+    as recovery found it, before that decision: ``due``, ``schedule`` (a plan put back
+    from its row, :func:`stored_plan`, included) and ``slot``."""
 
     left: float | None
-    due: float | None
+    left_with: Schedule
+    at: float
     owed: bool
+    misfired: bool
+    due: float | None
     schedule: Schedule
     slot: float
 
@@ -660,7 +664,8 @@ def recover(
                 core, task, snapshot.waited, now,
                 resumes=snapshot.resumes, until=snapshot.until,
             )  # fmt: skip
-        as_found = Found(None, task.next_run_at, owed, task._schedule, task._slot)
+        schedule = task._schedule
+        as_found = Found(None, schedule, now, owed, False, task.next_run_at, schedule, task._slot)
         # Its decisions are recorded unless the passed slots meet the policy again, from
         # the slot due (which decides this plan's slots too): recorded first, a cap's
         # record of them would read as that slot's plan's (_cut).
@@ -668,7 +673,8 @@ def recover(
         if not misfired:
             _record(core, task, decided)
         if found is not None and (misfired or owed) and task.status in _QUEUED:
-            found[task.id] = as_found._replace(left=task.next_run_at)
+            left = (task.next_run_at, task._schedule)
+            found[task.id] = as_found._replace(left=left[0], left_with=left[1], misfired=misfired)
     restores.info("restored %s from %r", counted(len(tasks), "task"), store)
     _say_cut(snapshots, store)
     return tasks
@@ -769,8 +775,8 @@ def at_start(core: SchedulerCore, found: Mapping[str, Found], now: float) -> Non
     whatever the policy.
 
     A task :func:`recover` restored at the construction (``found``, filled by it) and
-    still due where it left it (nothing changed it since) had its attempt owed (in flight
-    at a crash, or a retry), or its passed slots decided then.  Nothing ran since: its
+    still as it left it (:func:`_as_left`) had its attempt owed (in flight at a crash, or
+    a retry), or its passed slots decided then.  Nothing ran since: its
     downtime lasts until ``now``, and is decided as one, as a restart at ``now`` decides
     it, from the task as recovery found it, its owed attempt first (:func:`_decide_again`).
     So a ``RUN_ONCE`` task runs once for the whole downtime, ``RUN_ALL`` at most
@@ -781,8 +787,9 @@ def at_start(core: SchedulerCore, found: Mapping[str, Found], now: float) -> Non
     for task in list(core.tasks.values()):  # a decision may cancel a task
         due = task.next_run_at
         status = task.status
-        if found and (restored := found.get(task.id)) is not None and restored.left == due:
-            if status is SCHEDULED or status is RETRYING:  # (``found and``: no lookup a task)
+        restored = _as_left(found, task) if found else None  # (none restored: no lookup)
+        if restored is not None:
+            if status is SCHEDULED or status is RETRYING:
                 _decide_again(core, task, restored, now)
             continue
         if due is None or due > now:
@@ -798,26 +805,48 @@ def at_start(core: SchedulerCore, found: Mapping[str, Found], now: float) -> Non
                 decide_misfire(core, task, now)
 
 
+def _as_left(found: Mapping[str, Found], task: ScheduledTask) -> Found | None:
+    """``task``'s entry in ``found`` while it is as :func:`recover` left it: due where it
+    left it, on the schedule it left it (None: nothing restored, or changed since:
+    rescheduled, registered again, run by ``run_now``)."""
+    restored = found.get(task.id)
+    if restored is None or restored.left != task.next_run_at:
+        return None
+    return restored if task._schedule is restored.left_with else None
+
+
 def _decide_again(core: SchedulerCore, task: ScheduledTask, found: Found, now: float) -> None:
-    """Decide ``task``'s downtime up to ``now`` from the state :func:`recover` ``found`` it
-    in, put back first if recovery decided (``core.replan``: one more write of its row,
-    at the start only), its attempt owed as it was.
+    """Decide ``task``'s downtime up to ``now`` as one, as :func:`recover` ``found`` it,
+    its attempt owed as it was.  A decision recovery took is put back first
+    (``core.replan``: one more write of its row), unless no slot of the task passed
+    since (the start right after the construction, as usual): it stands as taken.
 
     The records recovery wrote stay: decided again, each of their slots is decided as
     then, or (``RUN_ALL``'s older slots, a ``RUN_ONCE`` run's) ``missed`` or
     ``coalesced`` now, and none is recorded twice (:func:`_record`).  Decided instead
     from where recovery left the task, an owed attempt (at-least-once: not a slot of the
     downtime) was read as a slot of its own (``SKIP`` recorded it ``missed``); with it
-    owed, the run recovery decided was run as well as the one for the slots since (a
-    ``RUN_ONCE`` task twice for one downtime); and a plan recovery made, its runs still
-    to come, was counted against ``max_catch_up`` apart from the slots since
-    (:func:`_go_on`, for a plan some of whose runs ran)."""
-    due = found.due
-    if due is None:
-        return
-    if task.next_run_at != due or task._schedule is not found.schedule or task.slot != found.slot:
-        core.replan(task, due=due, schedule=found.schedule, slot=found.slot)
+    owed, the run recovery decided ran as well as the one for the slots since (a
+    ``RUN_ONCE`` task twice for one downtime); and a plan recovery made, none of its runs
+    made, was counted against ``max_catch_up`` apart from the slots since (:func:`_go_on`,
+    for a plan some of whose runs ran)."""
+    if found.misfired:
+        if found.due is None or not _passed_since(task, found, now):
+            return
+        core.replan(task, due=found.due, schedule=found.schedule, slot=found.slot)
     decide_misfire(core, task, now, owed=found.owed)
+
+
+def _passed_since(task: ScheduledTask, found: Found, now: float) -> bool:
+    """Whether a slot of ``task``'s schedule passed after recovery ``found`` it (from its
+    instant, ``found.at``) up to ``now``: counted on from the slot it stood at."""
+    slot, at = found.slot, found.at
+    if now <= at:
+        return False
+    if slot > at:
+        return slot <= now
+    following = first_after(found.schedule, slot, at, origin=task._grid)
+    return following is not None and following <= now
 
 
 # -- wall-clock jumps (the threaded runtime) ------------------------------------------------
