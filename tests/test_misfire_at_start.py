@@ -18,9 +18,11 @@ from lldsched import (
     Scheduler,
     TaskStatus,
 )
+from lldsched.core.recovery import Found, at_start, recover
 from lldsched.stores.sqlite import SqliteTaskStore
 from tests import jobs
 from tests.conftest import T0, settle
+from tests.harness import Harness, RecordingStore
 
 EVERY = 300.0  # every 5 minutes, first at T0 + 5 min; started at T0 + 10:50
 LATE = 650.0
@@ -322,3 +324,34 @@ def test_a_shared_store_claims_slots_passed_before_start_as_misfires(
             assert scheduler.shutdown()
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("policy", [Misfire.RUN_ONCE, Misfire.RUN_ALL], ids=lambda p: p.value)
+def test_a_decision_recovery_took_stands_when_no_slot_passed_before_the_start(
+    policy: Misfire,
+) -> None:
+    """Started before the task's next slot (as a scheduler started right after its
+    construction is), the decision recovery took stands: its row is not written again,
+    its plan not made again.  Deciding it again would give the same runs and records
+    (``test_slots_passed_after_a_restored_run_left_due_meet_the_policy_as_after_a_restart``),
+    at the cost of two more writes of every restored task's row at each start."""
+    store = RecordingStore()
+    first = Scheduler(clock=FakeClock(T0), store=store)
+    task = first.schedule(
+        "x",
+        jobs.note,
+        FixedRate(EVERY, start_delay=EVERY),
+        args=("x",),
+        misfire=MisfirePolicy(policy, grace=1),
+    )
+    assert first.shutdown()
+    clock = FakeClock(T0 + BUILT)
+    h = Harness(clock, store=store)
+    found: dict[str, Found] = {}
+    recover(h.core, store, found=found)
+    restored = h.core.tasks[task.id]
+    decided = (restored.next_run_at, restored._schedule, len(store.saved))
+    assert decided[0] == T0 + 300 and found[task.id].misfired
+    clock.set(T0 + 599)  # 600 still to come
+    at_start(h.core, found, clock.now())
+    assert (restored.next_run_at, restored._schedule, len(store.saved)) == decided
