@@ -664,8 +664,7 @@ def recover(
                 core, task, snapshot.waited, now,
                 resumes=snapshot.resumes, until=snapshot.until,
             )  # fmt: skip
-        schedule = task._schedule
-        as_found = Found(None, schedule, now, owed, False, task.next_run_at, schedule, task._slot)
+        due, schedule, slot = task.next_run_at, task._schedule, task._slot  # as found
         # Its decisions are recorded unless the passed slots meet the policy again, from
         # the slot due (which decides this plan's slots too): recorded first, a cap's
         # record of them would read as that slot's plan's (_cut).
@@ -673,8 +672,8 @@ def recover(
         if not misfired:
             _record(core, task, decided)
         if found is not None and (misfired or owed) and task.status in _QUEUED:
-            left = (task.next_run_at, task._schedule)
-            found[task.id] = as_found._replace(left=left[0], left_with=left[1], misfired=misfired)
+            left = task.next_run_at
+            found[task.id] = Found(left, task._schedule, now, owed, misfired, due, schedule, slot)
     restores.info("restored %s from %r", counted(len(tasks), "task"), store)
     _say_cut(snapshots, store)
     return tasks
@@ -838,14 +837,9 @@ def _decide_again(core: SchedulerCore, task: ScheduledTask, found: Found, now: f
 
 
 def _passed_since(task: ScheduledTask, found: Found, now: float) -> bool:
-    """Whether a slot of ``task``'s schedule passed after recovery ``found`` it (from its
-    instant, ``found.at``) up to ``now``: counted on from the slot it stood at."""
-    slot, at = found.slot, found.at
-    if now <= at:
-        return False
-    if slot > at:
-        return slot <= now
-    following = first_after(found.schedule, slot, at, origin=task._grid)
+    """Whether a slot of ``task``'s schedule passed after recovery decided its passed
+    slots (at ``found.at``, from the slot it stood at: at or before then) up to ``now``."""
+    following = first_after(found.schedule, found.slot, found.at, origin=task._grid)
     return following is not None and following <= now
 
 
