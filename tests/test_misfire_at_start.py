@@ -351,7 +351,49 @@ def test_a_decision_recovery_took_stands_when_no_slot_passed_before_the_start(
     recover(h.core, store, found=found)
     restored = h.core.tasks[task.id]
     decided = (restored.next_run_at, restored._schedule, len(store.saved))
-    assert decided[0] == T0 + 300 and found[task.id].misfired
+    assert decided[0] == T0 + 300 and found[task.id].decided is not None
     clock.set(T0 + 599)  # 600 still to come
     at_start(h.core, found, clock.now())
     assert (restored.next_run_at, restored._schedule, len(store.saved)) == decided
+
+
+@pytest.mark.parametrize("owed", [False, True], ids=["due", "owed"])
+@pytest.mark.parametrize("policy", list(Misfire), ids=lambda p: p.value)
+@pytest.mark.parametrize("down", [3 * 3600.0, 86400.0], ids=["3h", "a-day"])
+def test_a_long_downtime_decided_again_at_the_start_records_no_slot_twice(
+    down: float, policy: Misfire, owed: bool
+) -> None:
+    """Minutely, down 3 hours (more decisions than the task's history keeps,
+    ``history_limit``) or a day (more than ``MAX_SLOTS``: one record stands for the
+    rest), built 30 s after and started 3 min after: each slot decided once, as a
+    restart at the start decides them.  Decided again from the task's history alone,
+    the slots recovery recorded beyond its last 100 records were recorded a second time
+    (about 80 of 183), and its record standing for the slots beyond the cap would read
+    as a plan cut there (``recovery._cut``)."""
+    misfire = MisfirePolicy(policy, grace=1, max_catch_up=5)
+
+    def decided(built: float) -> tuple[list[tuple[float, str]], float | None]:
+        store = InMemoryTaskStore()
+        first = Scheduler(clock=FakeClock(T0), store=store)
+        task = first.schedule(
+            "x", jobs.note, FixedRate(60, start_delay=60), args=("x",), misfire=misfire
+        )
+        assert first.shutdown()
+        if owed:  # the attempt of its first slot in flight when the process died
+            (row,) = store.load_all()
+            store.save(row._replace(status=TaskStatus.RUNNING, attempt=1, running=True))
+        clock = FakeClock(T0 + built)
+        scheduler = Scheduler(clock=clock, store=store)
+        clock.set(T0 + down + 180)
+        scheduler.start()
+        try:
+            settle(scheduler)
+            records = sorted((r.slot - T0, r.outcome.value) for r in store.records(task.id))
+            return records, scheduler.task(task.id).next_run_at
+        finally:
+            assert scheduler.shutdown()
+
+    records, due = decided(down + 30)
+    slots = [slot for slot, _ in records]
+    assert len(slots) == len(set(slots)) and due == T0 + down + 240
+    assert (records, due) == decided(down + 180)

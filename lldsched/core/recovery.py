@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
@@ -256,6 +256,7 @@ def decide_misfire(
     owed: bool = False,
     token: int | None = None,
     history: History | None = None,
+    known: Collection[float] = (),
 ) -> list[ExecutionRecord] | None:
     """The one rule for a queued task whose due instant passed while no scheduler was
     there: its passed slots meet its :class:`~lldsched.policies.MisfirePolicy`.
@@ -277,6 +278,11 @@ def decide_misfire(
     slot, the slots the cap's record stood for were counted twice: recorded missed once
     more, and the latest of them run instead of the plan's own.  ``history``: where that
     record is looked for, read only once the policy decides (:data:`History`).
+
+    ``known``: slots whose decisions are recorded already, not recorded again (those of
+    this same downtime decided at a scheduler's construction and decided again at its
+    start, :func:`at_start`: the task's history, which :func:`_apply` reads for them,
+    holds only its last ``history_limit`` records).
     """
     due = task.next_run_at
     if due is None:
@@ -293,7 +299,7 @@ def decide_misfire(
     if isinstance(schedule, CatchUp) and policy.on_misfire is Misfire.RUN_ALL:
         until = schedule.until  # a plan not used up, its runs decided already
         if until is not None and first < until:
-            return _go_on(core, task, schedule, until, now, owed=owed, token=token)
+            return _go_on(core, task, schedule, until, now, owed=owed, token=token, known=known)
     records = task.history if history is None else history()
     cut = _cut(records, first)
     if cut is not None:  # ``first`` is a slot of a plan cut at the cap
@@ -303,7 +309,7 @@ def decide_misfire(
         made = 1 if owed and task.attempt == 0 else 0
         cut_plan = _cut_plan(own, first, cut, records, policy, made=made, origin=origin)
         decided = _and_since(cut_plan, own, now, policy, origin=origin)
-    return _apply(core, task, decided, due if owed else None, token=token)
+    return _apply(core, task, decided, due if owed else None, token=token, known=known)
 
 
 def _go_on(
@@ -315,6 +321,7 @@ def _go_on(
     *,
     owed: bool,
     token: int | None,
+    known: Collection[float] = (),
 ) -> list[ExecutionRecord] | None:
     """A ``RUN_ALL`` plan not used up (``schedule``, whose runs end before ``until``) met
     downtime: its slots were decided when it was made, and run as decided; only the slots
@@ -334,7 +341,7 @@ def _go_on(
         return None
     runs = [*([] if owed else [due]), *schedule.slots, *later.runs]
     decided = Plan(runs, later.decisions, later.resume, True)
-    return _apply(core, task, decided, due if owed else None, token=token)
+    return _apply(core, task, decided, due if owed else None, token=token, known=known)
 
 
 def first_decided(task: ScheduledTask, *, owed: bool) -> float | None:
@@ -436,6 +443,7 @@ def _apply(
     owed: float | None,
     *,
     token: int | None = None,
+    known: Collection[float] = (),
 ) -> list[ExecutionRecord]:
     """Record the decisions, then queue ``task`` as decided (after its ``owed`` attempt);
     the records written.
@@ -445,7 +453,7 @@ def _apply(
     written after the last) left some of them in the store with the task still due
     where it was, and the next restart decides the same slots again.
     """
-    records = _record(core, task, decided.decisions, token=token)
+    records = _record(core, task, decided.decisions, token=token, known=known)
     _queue(core, task, decided, owed)
     return records
 
@@ -456,10 +464,13 @@ def _record(
     decisions: Sequence[tuple[float, Outcome, str | None]],
     *,
     token: int | None = None,
+    known: Collection[float] = (),
 ) -> list[ExecutionRecord]:
-    """Record ``decisions`` of ``task`` but those its history holds (see :func:`_apply`)."""
+    """Record ``decisions`` of ``task`` but those its history holds (see :func:`_apply`)
+    or ``known`` names (:func:`decide_misfire`)."""
     if decisions:
         done = {record.slot for record in task.history if not record.outcome.ran}
+        done.update(known)
         if done:
             decisions = [decision for decision in decisions if decision[0] not in done]
     return [
@@ -501,20 +512,22 @@ def _queue(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
     )
 
 
-def _queue_restored(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> bool:
-    """Queue a restored live task, deciding what its passed slots become; True when they
-    met its misfire policy (a plan put back from its row, :func:`stored_plan`, is then
-    superseded)."""
+def _queue_restored(
+    core: SchedulerCore, task: ScheduledTask, owed: bool, now: float
+) -> list[ExecutionRecord] | None:
+    """Queue a restored live task, deciding what its passed slots become; the records
+    decided when they met its misfire policy (a plan put back from its row,
+    :func:`stored_plan`, is then superseded), else None."""
     due = task.next_run_at
     if task.status is TaskStatus.BLOCKED:  # waits off the heap; released if nothing is owed
         core.release_if_ready(task)
-        return False
+        return None
     if task.status not in _QUEUED or due is None:
-        return False
-    if decide_misfire(core, task, now, owed=owed) is None:
+        return None
+    decided = decide_misfire(core, task, now, owed=owed)
+    if decided is None:
         core.replan(task, due=due)  # as stored: the schedule (a plan put back) carries on
-        return False
-    return True
+    return decided
 
 
 def stored_plan(
@@ -618,15 +631,16 @@ class Found(NamedTuple):
     """A task :func:`recover` restored, for :func:`at_start`: ``left`` and ``left_with``,
     the due instant and schedule it left the task with, ``at`` (the instant it decided
     at); ``owed``: the attempt due is owed from before the downtime (in flight at a
-    crash, or a retry); ``misfired``: its passed slots met its policy then; and the task
-    as recovery found it, before that decision: ``due``, ``schedule`` (a plan put back
-    from its row, :func:`stored_plan`, included) and ``slot``."""
+    crash, or a retry); ``decided``: the records written when its passed slots met its
+    policy then (None: they did not); and the task as recovery found it, before that
+    decision: ``due``, ``schedule`` (a plan put back from its row, :func:`stored_plan`,
+    included) and ``slot``."""
 
     left: float | None
     left_with: Schedule
     at: float
     owed: bool
-    misfired: bool
+    decided: tuple[ExecutionRecord, ...] | None
     due: float | None
     schedule: Schedule
     slot: float
@@ -669,11 +683,12 @@ def recover(
         # the slot due (which decides this plan's slots too): recorded first, a cap's
         # record of them would read as that slot's plan's (_cut).
         misfired = _queue_restored(core, task, owed, now)
-        if not misfired:
+        if misfired is None:
             _record(core, task, decided)
-        if found is not None and (misfired or owed) and task.status in _QUEUED:
+        if found is not None and (misfired is not None or owed) and task.status in _QUEUED:
+            written = None if misfired is None else tuple(misfired)
             left = task.next_run_at
-            found[task.id] = Found(left, task._schedule, now, owed, misfired, due, schedule, slot)
+            found[task.id] = Found(left, task._schedule, now, owed, written, due, schedule, slot)
     restores.info("restored %s from %r", counted(len(tasks), "task"), store)
     _say_cut(snapshots, store)
     return tasks
@@ -829,11 +844,24 @@ def _decide_again(core: SchedulerCore, task: ScheduledTask, found: Found, now: f
     ``RUN_ONCE`` task twice for one downtime); and a plan recovery made, none of its runs
     made, was counted against ``max_catch_up`` apart from the slots since (:func:`_go_on`,
     for a plan some of whose runs ran)."""
-    if found.misfired:
-        if found.due is None or not _passed_since(task, found, now):
-            return
-        core.replan(task, due=found.due, schedule=found.schedule, slot=found.slot)
-    decide_misfire(core, task, now, owed=found.owed)
+    decided = found.decided
+    if decided is None:
+        decide_misfire(core, task, now, owed=found.owed)
+        return
+    if found.due is None or not _passed_since(task, found, now):
+        return
+    core.replan(task, due=found.due, schedule=found.schedule, slot=found.slot)
+    written = frozenset(decided)
+    decide_misfire(
+        core,
+        task,
+        now,
+        owed=found.owed,
+        # Its records, less those recovery wrote: one standing for the slots beyond the
+        # cap would read as a cut plan's (_cut), where this decision makes it again.
+        history=lambda: [record for record in task.history if record not in written],
+        known={record.slot for record in written},
+    )
 
 
 def _passed_since(task: ScheduledTask, found: Found, now: float) -> bool:
