@@ -831,13 +831,17 @@ def _as_left(found: Mapping[str, Found], task: ScheduledTask) -> Found | None:
 
 def _decide_again(core: SchedulerCore, task: ScheduledTask, found: Found, now: float) -> None:
     """Decide ``task``'s downtime up to ``now`` as one, as :func:`recover` ``found`` it,
-    its attempt owed as it was.  A decision recovery took is put back first
-    (``core.replan``: one more write of its row), unless no slot of the task passed
-    since (the start right after the construction, as usual): it stands as taken.
+    its attempt owed as it was (a task whose passed slots recovery did not decide: as it
+    is).  A decision recovery took is put back first (``core.replan``: one more write of
+    its row), unless no slot of the task passed since (the start right after the
+    construction, as usual): it stands as taken.
 
     The records recovery wrote stay: decided again, each of their slots is decided as
-    then, or (``RUN_ALL``'s older slots, a ``RUN_ONCE`` run's) ``missed`` or
-    ``coalesced`` now, and none is recorded twice (:func:`_record`).  Decided instead
+    then, and none is recorded twice (``known``: the history holds only its last
+    ``history_limit`` records); the decision reads the history without them (its record
+    standing for the slots beyond the cap would read as a cut plan's, :func:`_cut`).
+    The runs recovery decided are decided again (``RUN_ALL``'s oldest, a ``RUN_ONCE``
+    run, may be ``missed`` or ``coalesced`` now).  Decided instead
     from where recovery left the task, an owed attempt (at-least-once: not a slot of the
     downtime) was read as a slot of its own (``SKIP`` recorded it ``missed``); with it
     owed, the run recovery decided ran as well as the one for the slots since (a
