@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
@@ -73,12 +73,12 @@ __all__ = [
     "COALESCED",
     "MAX_SLOTS",
     "MISSED",
+    "Found",
     "History",
     "Plan",
     "after_clock_jump",
     "at_start",
     "decide_misfire",
-    "decided_by_recovery",
     "first_decided",
     "passed_slots",
     "pending_slot",
@@ -256,6 +256,7 @@ def decide_misfire(
     owed: bool = False,
     token: int | None = None,
     history: History | None = None,
+    known: Collection[float] = (),
 ) -> list[ExecutionRecord] | None:
     """The one rule for a queued task whose due instant passed while no scheduler was
     there: its passed slots meet its :class:`~lldsched.policies.MisfirePolicy`.
@@ -277,6 +278,11 @@ def decide_misfire(
     slot, the slots the cap's record stood for were counted twice: recorded missed once
     more, and the latest of them run instead of the plan's own.  ``history``: where that
     record is looked for, read only once the policy decides (:data:`History`).
+
+    ``known``: slots whose decisions are recorded already, not recorded again (those of
+    this same downtime decided at a scheduler's construction and decided again at its
+    start, :func:`at_start`: the task's history, which :func:`_apply` reads for them,
+    holds only its last ``history_limit`` records).
     """
     due = task.next_run_at
     if due is None:
@@ -293,7 +299,7 @@ def decide_misfire(
     if isinstance(schedule, CatchUp) and policy.on_misfire is Misfire.RUN_ALL:
         until = schedule.until  # a plan not used up, its runs decided already
         if until is not None and first < until:
-            return _go_on(core, task, schedule, until, now, owed=owed, token=token)
+            return _go_on(core, task, schedule, until, now, owed=owed, token=token, known=known)
     records = task.history if history is None else history()
     cut = _cut(records, first)
     if cut is not None:  # ``first`` is a slot of a plan cut at the cap
@@ -303,7 +309,7 @@ def decide_misfire(
         made = 1 if owed and task.attempt == 0 else 0
         cut_plan = _cut_plan(own, first, cut, records, policy, made=made, origin=origin)
         decided = _and_since(cut_plan, own, now, policy, origin=origin)
-    return _apply(core, task, decided, due if owed else None, token=token)
+    return _apply(core, task, decided, due if owed else None, token=token, known=known)
 
 
 def _go_on(
@@ -315,6 +321,7 @@ def _go_on(
     *,
     owed: bool,
     token: int | None,
+    known: Collection[float] = (),
 ) -> list[ExecutionRecord] | None:
     """A ``RUN_ALL`` plan not used up (``schedule``, whose runs end before ``until``) met
     downtime: its slots were decided when it was made, and run as decided; only the slots
@@ -334,7 +341,7 @@ def _go_on(
         return None
     runs = [*([] if owed else [due]), *schedule.slots, *later.runs]
     decided = Plan(runs, later.decisions, later.resume, True)
-    return _apply(core, task, decided, due if owed else None, token=token)
+    return _apply(core, task, decided, due if owed else None, token=token, known=known)
 
 
 def first_decided(task: ScheduledTask, *, owed: bool) -> float | None:
@@ -436,6 +443,7 @@ def _apply(
     owed: float | None,
     *,
     token: int | None = None,
+    known: Collection[float] = (),
 ) -> list[ExecutionRecord]:
     """Record the decisions, then queue ``task`` as decided (after its ``owed`` attempt);
     the records written.
@@ -445,7 +453,7 @@ def _apply(
     written after the last) left some of them in the store with the task still due
     where it was, and the next restart decides the same slots again.
     """
-    records = _record(core, task, decided.decisions, token=token)
+    records = _record(core, task, decided.decisions, token=token, known=known)
     _queue(core, task, decided, owed)
     return records
 
@@ -456,10 +464,13 @@ def _record(
     decisions: Sequence[tuple[float, Outcome, str | None]],
     *,
     token: int | None = None,
+    known: Collection[float] = (),
 ) -> list[ExecutionRecord]:
-    """Record ``decisions`` of ``task`` but those its history holds (see :func:`_apply`)."""
+    """Record ``decisions`` of ``task`` but those its history holds (see :func:`_apply`)
+    or ``known`` names (:func:`decide_misfire`)."""
     if decisions:
         done = {record.slot for record in task.history if not record.outcome.ran}
+        done.update(known)
         if done:
             decisions = [decision for decision in decisions if decision[0] not in done]
     return [
@@ -501,20 +512,22 @@ def _queue(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
     )
 
 
-def _queue_restored(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> bool:
-    """Queue a restored live task, deciding what its passed slots become; True when they
-    met its misfire policy (a plan put back from its row, :func:`stored_plan`, is then
-    superseded)."""
+def _queue_restored(
+    core: SchedulerCore, task: ScheduledTask, owed: bool, now: float
+) -> list[ExecutionRecord] | None:
+    """Queue a restored live task, deciding what its passed slots become; the records
+    decided when they met its misfire policy (a plan put back from its row,
+    :func:`stored_plan`, is then superseded), else None."""
     due = task.next_run_at
     if task.status is TaskStatus.BLOCKED:  # waits off the heap; released if nothing is owed
         core.release_if_ready(task)
-        return False
+        return None
     if task.status not in _QUEUED or due is None:
-        return False
-    if decide_misfire(core, task, now, owed=owed) is None:
+        return None
+    decided = decide_misfire(core, task, now, owed=owed)
+    if decided is None:
         core.replan(task, due=due)  # as stored: the schedule (a plan put back) carries on
-        return False
-    return True
+    return decided
 
 
 def stored_plan(
@@ -614,11 +627,37 @@ def _cut(history: Sequence[ExecutionRecord], slot: float) -> ExecutionRecord | N
 # -- reloading ---------------------------------------------------------------------------
 
 
-def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
+class Found(NamedTuple):
+    """A task :func:`recover` restored, for :func:`at_start`: ``left`` and ``left_with``,
+    the due instant and schedule it left the task with, ``at`` (the instant it decided
+    at); ``owed``: the attempt due is owed from before the downtime (in flight at a
+    crash, or a retry); ``decided``: the records written when its passed slots met its
+    policy then (None: they did not); and the task as recovery found it, before that
+    decision: ``due``, ``schedule`` (a plan put back from its row, :func:`stored_plan`,
+    included) and ``slot``."""
+
+    left: float | None
+    left_with: Schedule
+    at: float
+    owed: bool
+    decided: tuple[ExecutionRecord, ...] | None
+    due: float | None
+    schedule: Schedule
+    slot: float
+
+
+def recover(
+    core: SchedulerCore, store: TaskStore, *, found: dict[str, Found] | None = None
+) -> list[ScheduledTask]:
     """Restore every task ``store`` holds into ``core`` and settle its passed slots.
 
     Reads everything first: a store that cannot be read (a :class:`StoreError`
     from ``load_all``) leaves both the core and the store as they were.
+
+    ``found``: filled, by task id, for :func:`at_start` (a threaded scheduler built here
+    and started later) with each task left queued whose attempt is owed or whose passed
+    slots met its policy here: as it was found, and the due instant it was left at
+    (:class:`Found`).
     """
     snapshots = store.load_all()
     if not snapshots:
@@ -639,11 +678,17 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
                 core, task, snapshot.waited, now,
                 resumes=snapshot.resumes, until=snapshot.until,
             )  # fmt: skip
+        due, schedule, slot = task.next_run_at, task._schedule, task._slot  # as found
         # Its decisions are recorded unless the passed slots meet the policy again, from
         # the slot due (which decides this plan's slots too): recorded first, a cap's
         # record of them would read as that slot's plan's (_cut).
-        if not _queue_restored(core, task, owed, now):
+        misfired = _queue_restored(core, task, owed, now)
+        if misfired is None:
             _record(core, task, decided)
+        if found is not None and (misfired is not None or owed) and task.status in _QUEUED:
+            written = None if misfired is None else tuple(misfired)
+            left = task.next_run_at
+            found[task.id] = Found(left, task._schedule, now, owed, written, due, schedule, slot)
     restores.info("restored %s from %r", counted(len(tasks), "task"), store)
     _say_cut(snapshots, store)
     return tasks
@@ -736,35 +781,33 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
 # -- start() (the threaded runtime) ---------------------------------------------------------
 
 
-def decided_by_recovery(restored: Iterable[ScheduledTask], since: float) -> dict[str, float]:
-    """The due instants :func:`recover` decided, by task id: each restored task due at or
-    before ``since`` (the scheduler's construction, read after :func:`recover`): a
-    restart's owed attempt, a coalesced run.  :func:`at_start` leaves them to run at the
-    start.  Kept by id *and* instant, not as "due at or before ``since``": a task
-    registered at the construction's instant (a :class:`~lldsched.clock.FakeClock`, a
-    coarse clock) is due then too, and nobody decided its slots."""
-    return {
-        task.id: due for task in restored if (due := task.next_run_at) is not None and due <= since
-    }
-
-
-def at_start(core: SchedulerCore, decided: Mapping[str, float], now: float) -> None:
+def at_start(core: SchedulerCore, found: Mapping[str, Found], now: float) -> None:
     """At ``start()`` (``now``): the slots that passed before ``now`` and nobody decided.
     Nobody ran them, as in downtime, so each queued task's meet its misfire policy by the
     rule a restart applies (:func:`decide_misfire`, a retry's attempt owed).  Before, the
     first ran late and the later ones were recorded ``skipped`` by the overrun rule,
     whatever the policy.
 
-    A due instant in ``decided`` (:func:`decided_by_recovery`) is left to run at the
-    start: :func:`recover` decided it at the construction, and deciding it again would
-    read an owed attempt as a slot of its own.  A paused task is left to ``resume()``, as
-    a restart leaves it."""
+    A task :func:`recover` restored at the construction (``found``, filled by it) and
+    still as it left it (:func:`_as_left`) had its attempt owed (in flight at a crash, or
+    a retry), or its passed slots decided then.  Nothing ran since: its
+    downtime lasts until ``now``, and is decided as one, as a restart at ``now`` decides
+    it, from the task as recovery found it, its owed attempt first (:func:`_decide_again`).
+    So a ``RUN_ONCE`` task runs once for the whole downtime, ``RUN_ALL`` at most
+    ``max_catch_up`` times, ``SKIP`` records every slot ``missed``.  Before, the run
+    recovery left due ran at the start and the slots after it were recorded ``skipped``
+    (the overrun rule).  A paused task is left to ``resume()``, as a restart leaves it."""
     default = DEFAULT_MISFIRE.grace
     for task in list(core.tasks.values()):  # a decision may cancel a task
         due = task.next_run_at
-        if due is None or due > now or (decided and decided.get(task.id) == due):
-            continue  # (``decided and``: none restored, no lookup a task)
         status = task.status
+        restored = _as_left(found, task) if found else None  # (none restored: no lookup)
+        if restored is not None:
+            if status is SCHEDULED or status is RETRYING:
+                _decide_again(core, task, restored, now)
+            continue
+        if due is None or due > now:
+            continue
         if status is RETRYING:  # its attempt is owed: it runs first
             decide_misfire(core, task, now, owed=True)
         elif status is SCHEDULED:
@@ -774,6 +817,62 @@ def at_start(core: SchedulerCore, decided: Mapping[str, float], now: float) -> N
             policy = task._options.misfire
             if now - due > (default if policy is None else policy.grace):
                 decide_misfire(core, task, now)
+
+
+def _as_left(found: Mapping[str, Found], task: ScheduledTask) -> Found | None:
+    """``task``'s entry in ``found`` while it is as :func:`recover` left it: due where it
+    left it, on the schedule it left it (None: nothing restored, or changed since:
+    rescheduled, registered again, run by ``run_now``)."""
+    restored = found.get(task.id)
+    if restored is None or restored.left != task.next_run_at:
+        return None
+    return restored if task._schedule is restored.left_with else None
+
+
+def _decide_again(core: SchedulerCore, task: ScheduledTask, found: Found, now: float) -> None:
+    """Decide ``task``'s downtime up to ``now`` as one, as :func:`recover` ``found`` it,
+    its attempt owed as it was (a task whose passed slots recovery did not decide: as it
+    is).  A decision recovery took is put back first (``core.replan``: one more write of
+    its row), unless no slot of the task passed since (the start right after the
+    construction, as usual): it stands as taken.
+
+    The records recovery wrote stay: decided again, each of their slots is decided as
+    then, and none is recorded twice (``known``: the history holds only its last
+    ``history_limit`` records); the decision reads the history without them (its record
+    standing for the slots beyond the cap would read as a cut plan's, :func:`_cut`).
+    The runs recovery decided are decided again (``RUN_ALL``'s oldest, a ``RUN_ONCE``
+    run, may be ``missed`` or ``coalesced`` now).  Decided instead
+    from where recovery left the task, an owed attempt (at-least-once: not a slot of the
+    downtime) was read as a slot of its own (``SKIP`` recorded it ``missed``); with it
+    owed, the run recovery decided ran as well as the one for the slots since (a
+    ``RUN_ONCE`` task twice for one downtime); and a plan recovery made, none of its runs
+    made, was counted against ``max_catch_up`` apart from the slots since (:func:`_go_on`,
+    for a plan some of whose runs ran)."""
+    decided = found.decided
+    if decided is None:
+        decide_misfire(core, task, now, owed=found.owed)
+        return
+    if found.due is None or not _passed_since(task, found, now):
+        return
+    core.replan(task, due=found.due, schedule=found.schedule, slot=found.slot)
+    written = frozenset(decided)
+    decide_misfire(
+        core,
+        task,
+        now,
+        owed=found.owed,
+        # Its records, less those recovery wrote: one standing for the slots beyond the
+        # cap would read as a cut plan's (_cut), where this decision makes it again.
+        history=lambda: [record for record in task.history if record not in written],
+        known={record.slot for record in written},
+    )
+
+
+def _passed_since(task: ScheduledTask, found: Found, now: float) -> bool:
+    """Whether a slot of ``task``'s schedule passed after recovery decided its passed
+    slots (at ``found.at``, from the slot it stood at: at or before then) up to ``now``."""
+    following = first_after(found.schedule, found.slot, found.at, origin=task._grid)
+    return following is not None and following <= now
 
 
 # -- wall-clock jumps (the threaded runtime) ------------------------------------------------

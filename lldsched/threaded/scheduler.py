@@ -48,9 +48,8 @@ from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.recovery import at_start, decided_by_recovery, recover
+from lldsched.core.recovery import Found, at_start, recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
-from lldsched.core.task import ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, ValidationError, shown
 from lldsched.listeners import Listener, listener_list
@@ -285,20 +284,19 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         )
         if shared is not None:  # loop tasks' claims wait for a free coroutine slot
             self._coroutines.on_free = self._room_freed
-        restored: list[ScheduledTask] = []
+        # Slots passed at start() meet the misfire policy there (recovery.at_start), those
+        # of the tasks recover decided here (a restart's owed attempt, a coalesced run)
+        # decided again with them, from the state it found them in.  Emptied by start().
+        self._found: dict[str, Found] = {}
         if store is not None:
             with self._lock:
                 if self._coordinator is not None:
                     self._coordinator.load()
                 else:  # may raise (a bad store): no thread started yet
-                    restored = recover(self._core, store)
+                    recover(self._core, store, found=self._found)
                 for task in self._core.tasks.values():
                     if is_loop_action(task.action, task._options.isolation):
                         self._loop_ids.add(task.id)
-        # Slots passed at start() meet the misfire policy there (recovery.at_start), but
-        # for the due instants recover decided (a restart's owed attempt, a coalesced
-        # run): they run at the start.  Emptied by start().
-        self._decided = decided_by_recovery(restored, since=self._clock.now())
         if listeners:  # deliver from now on: registrations before start() are events too
             self._dispatcher.start()
         note(self)  # refused in a child forked from this process (threaded/forked.py)
@@ -324,9 +322,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             if writes is not None:  # one running scheduler per store object (storeuse.py)
                 storeuse.take(writes.store, self)
             self._state = RUNNING
-            if self._coordinator is None:  # shared: the claim decides (Coordinator._misfire)
-                at_start(self._core, self._decided, self._clock.now())
-            self._decided = {}
+            now = self._clock.now()
+            if self._coordinator is None:
+                at_start(self._core, self._found, now)
+            else:  # the claim decides (Coordinator._misfire) a slot due before now
+                self._coordinator.started(now)
+            self._found = {}
             self._first_look()  # jumps are measured from now on (timer.py)
             self._pool.start()
             self._dispatcher.start()  # its lock after this one: the documented order

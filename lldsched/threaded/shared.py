@@ -148,7 +148,8 @@ class Coordinator:
         # feed, which knows by then whether a removal took them.
         self._lost_deciding: list[Lost] = []
         # Slots due before this instant passed while this process was not there (not
-        # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
+        # started yet: started(), or a forward wall-clock jump): a claim of one is a
+        # misfire candidate.
         looked = self._trust.now()
         self._since = core.clock.now()
         # (the lease clock, the wall clock) read at the last wake, or at the last jump:
@@ -511,6 +512,19 @@ class Coordinator:
             uncounted = min(jump, (now - then) - (trust - looked))
             if uncounted > 0:
                 self._watch.cut(uncounted)
+
+    def started(self, now: float) -> None:
+        """``start()`` ran at ``now``: the slots due before it passed while this process
+        was not there to claim them (built, not started: nothing ran), as those due
+        before its construction did, and a claim of one meets its task's policy
+        (:meth:`_unseen`, :meth:`_misfire`), as a restart's recovery and an unshared
+        ``start()`` decide them (:func:`~lldsched.core.recovery.at_start`).  Before,
+        only a slot due before the construction did: one due between it and the start
+        ran late at the start, and the slots after it were recorded ``skipped`` (the
+        overrun rule), whatever the policy.  Jumps are measured from here, as the
+        timer's are (``_first_look``): the lease clock read with ``now``."""
+        self._since = max(self._since, now)
+        self._paired = (self._trust.now(), now)
 
     def wake(self, now: float, wake: float | None) -> float:
         """The instant to wake by: ``wake``, the renewal, and at most ``poll`` from now.
