@@ -291,8 +291,8 @@ class Parser(argparse.ArgumentParser):
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         """argparse's refusal of a value not among the choices (a command, a lab
         decision), in one wording on every Python, with the nearest choice if one is
-        near: ``invalid choice: 'simulte' (choose from 'demo', 'cron', 'simulate',
-        'lab'); did you mean 'simulate'?``.  argparse decides what is refused; the words
+        near: ``invalid choice: 'simulte' (choose from 'demo', 'cron', ...); did you
+        mean 'simulate'?``.  argparse decides what is refused; the words
         are ours: Python 3.14's argparse lists the choices unquoted (``choose from demo,
         cron, ...``) and 3.15's adds its own ``maybe you meant`` by default
         (``suggest_on_error``)."""
