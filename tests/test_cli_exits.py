@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import errno
 import io
 import os
@@ -415,6 +416,49 @@ def test_a_command_near_none_is_refused_with_the_choices_alone(
         "python -m lldsched: error: argument command: invalid choice: 'xyz' "
         "(choose from 'demo', 'cron', 'simulate', 'lab', 'tasks')\n"
     )
+
+
+def _newer_check_value(self: argparse.ArgumentParser, action: argparse.Action, value: Any) -> None:
+    """The refusal of a choice as Python 3.15's argparse words it (its documented
+    behaviour, written here: no such interpreter on this machine): the choices unquoted
+    (3.14's too) and ``maybe you meant`` (its ``suggest_on_error``, on by default)."""
+    if action.choices is None or value in action.choices:
+        return
+    near = difflib.get_close_matches(value, list(action.choices), 1)
+    maybe = f", maybe you meant {near[0]!r}?" if near else ""
+    listed = ", ".join(map(str, action.choices))
+    raise argparse.ArgumentError(action, f"invalid choice: {value!r}{maybe} (choose from {listed})")
+
+
+@pytest.mark.parametrize("argparse_of", ["this Python", "Python 3.15"])
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["simulte"], "command: invalid choice: 'simulte' COMMANDS; did you mean 'simulate'?"),
+        (["xyz"], "command: invalid choice: 'xyz' COMMANDS\n"),
+        (["lab", "wheeel"], "decision: invalid choice: 'wheeel' (choose from 'wait', 'push', "),
+    ],
+    ids=["command", "near none", "lab decision"],
+)
+def test_a_bad_choice_is_refused_in_the_same_words_on_every_python(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argparse_of: str,
+    argv: list[str],
+    said: str,
+) -> None:
+    """Python 3.14's argparse lists the choices unquoted, and 3.15's says ``maybe you
+    meant`` by default: the refusal was argparse's words there, and now reads the same
+    on 3.11 to 3.15 (a near choice: one ``did you mean``, at the end)."""
+    if argparse_of != "this Python":
+        monkeypatch.setattr(argparse.ArgumentParser, "_check_value", _newer_check_value)
+    with pytest.raises(SystemExit) as exited:
+        main(argv, prog="python -m lldsched")
+    err = capsys.readouterr().err
+    commands = f"(choose from {', '.join(map(repr, command_parsers()))})"  # every command
+    assert exited.value.code == 2
+    assert f": error: argument {said.replace('COMMANDS', commands)}" in err
+    assert "maybe you meant" not in err and err.count("did you mean") == (argv[0] != "xyz")
 
 
 NINES = "9" * 5001  # past 4,300 digits: int() refuses it, and argparse quoted it whole

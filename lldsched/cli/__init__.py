@@ -291,19 +291,22 @@ class Parser(argparse.ArgumentParser):
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         """argparse's refusal of a value not among the choices (a command, a lab
-        decision), with the nearest choice if one is near: ``invalid choice:
-        'simulte' (choose from ...); did you mean 'simulate'?``.  (Python 3.14's
-        ``suggest_on_error`` says ``maybe you meant``: said once, its way.)"""
+        decision), in one wording on every Python, with the nearest choice if one is
+        near: ``invalid choice: 'simulte' (choose from 'demo', 'cron', ...); did you
+        mean 'simulate'?``.  argparse decides what is refused; the words
+        are ours: Python 3.14's argparse lists the choices unquoted (``choose from demo,
+        cron, ...``) and 3.15's adds its own ``maybe you meant`` by default
+        (``suggest_on_error``)."""
         try:
             super()._check_value(action, value)
-        except argparse.ArgumentError as exc:
-            choices = [choice for choice in action.choices or () if isinstance(choice, str)]
-            near = difflib.get_close_matches(value, choices, n=1) if isinstance(value, str) else []
-            if not near or "maybe you meant" in exc.message:
-                raise
-            raise argparse.ArgumentError(
-                action, f"{exc.message}; did you mean {near[0]!r}?"
-            ) from None
+        except argparse.ArgumentError:
+            choices = list(action.choices or ())
+            message = f"invalid choice: {value!r} (choose from {', '.join(map(repr, choices))})"
+            named = [choice for choice in choices if isinstance(choice, str)]
+            near = difflib.get_close_matches(value, named, n=1) if isinstance(value, str) else []
+            if near:
+                message += f"; did you mean {near[0]!r}?"
+            raise argparse.ArgumentError(action, message) from None
 
 
 class HelpFormatter(argparse.HelpFormatter):

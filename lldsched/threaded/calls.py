@@ -15,7 +15,9 @@ at exit.  ``shutdown()`` still waits for them within its timeout
 (:mod:`lldsched.threaded.coroutines`); only an exit without one no longer does.  The
 loop refuses a default executor that is not a ``ThreadPoolExecutor``, hence a
 subclass; the note it drops is ``concurrent.futures.thread._threads_queues``, the same
-name in Python 3.11, 3.12 and 3.13 (checked; a test ends a program in such a call).
+name in Python 3.11, 3.12 and 3.13 (checked; a test ends a program in such a call), and
+in 3.14's source, as are ``_adjust_thread_count`` and ``_threads`` (read, not run:
+docs/DECISIONS.md, "Forward compatibility").
 """
 
 from __future__ import annotations
