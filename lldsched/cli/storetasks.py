@@ -13,7 +13,10 @@ must import (the service's environment); a task whose code does not is refused b
 Exit statuses as every command's (:data:`~lldsched.cli.EXIT_STATUSES`): 2, with one
 ``error:`` line, for anything refused before a change (a bad ``--store``, a store that
 cannot be reached or read, an unknown id, a task that cannot be loaded here, an SQLite
-file a scheduler holds unshared); 1 when a verb's write failed once begun.
+file a scheduler holds unshared, ``remove`` of a task others depend on); 1 when a verb's
+write failed once begun: raised, or kept by the runtime as an outage (``store_ok`` False
+after the verb), the line naming the store's error and saying the change may not be stored.
+A cron schedule's zone is named, UTC too: the NEXT RUN column is UTC (:func:`_schedule`).
 """
 
 from __future__ import annotations
