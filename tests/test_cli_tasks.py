@@ -42,6 +42,7 @@ from lldsched.cli import main, storetasks, storeurl
 from lldsched.cli.storetasks import EXAMPLE_STORE
 from lldsched.errors import TaskNotFoundError
 from lldsched.stores.peek import peek_sqlite
+from tests.test_cluster_verb_hold import FillingSqlite
 
 JOBS = """
 def fails():
@@ -284,22 +285,12 @@ def test_remove_of_a_task_others_depend_on_is_the_runtimes_refusal_and_changes_n
     assert statuses(path) == before
 
 
-class FullDisk(SqliteTaskStore):
-    """A store whose disk fills up as task ``full``'s row is written (as
-    tests/test_cluster_verb_hold.py's ``FillingSqlite``): SQLite refuses the write."""
+class FullDisk(FillingSqlite):
+    """A store whose disk fills up as task ``nightly``'s row is written (its ``filler``
+    table made by the test): SQLite refuses the write."""
 
+    failing = True
     full = "nightly"
-
-    def _write_state(self, connection: sqlite3.Connection, snapshot: Any, **kw: Any) -> int:
-        if snapshot.task.id == self.full:
-            connection.execute("CREATE TABLE IF NOT EXISTS filler (x)")
-            (pages,) = connection.execute("PRAGMA page_count").fetchone()
-            connection.execute(f"PRAGMA max_page_count = {pages}")
-            try:
-                connection.execute("INSERT INTO filler VALUES (zeroblob(1000000))")
-            finally:
-                connection.execute("PRAGMA max_page_count = 1073741823")
-        return super()._write_state(connection, snapshot, **kw)
 
 
 def test_a_full_disk_during_the_verb_is_status_1_saying_it_may_not_be_stored(
@@ -307,6 +298,8 @@ def test_a_full_disk_during_the_verb_is_status_1_saying_it_may_not_be_stored(
 ) -> None:
     """The runtime keeps a change whose write failed (an outage, said once in the log):
     before, the command said ``task nightly: paused`` and 0, and nothing was stored."""
+    with contextlib.closing(sqlite3.connect(sqlite_file)) as connection, connection:
+        connection.execute("CREATE TABLE filler (x)")
     monkeypatch.setattr("lldsched.stores.sqlite.SqliteTaskStore", FullDisk)
     before = statuses(sqlite_file)
     status, out, err = run(capsys, "--store", f"sqlite:{sqlite_file}", "pause", "nightly")
