@@ -25,7 +25,9 @@ starting ("already open by pid ..." naming the last holder's note).
 *shared* (``LOCK_SH``, :meth:`FileClaim.shared`): any number of shared stores hold
 it together, coordinating through leases, while an exclusive opener is refused by
 them and refuses them, so shared and unshared openers of one file never mix.  A
-shared claim's note names the last shared opener.  On Windows, where
+shared claim's note names the last shared opener; one taken inside :func:`briefly` (an
+operator's ``python -m lldsched tasks`` verb) names that command, and an exclusive opener
+refused by it is told the file is held for a moment and to start again.  On Windows, where
 ``msvcrt`` has no shared lock, a shared claim takes no lock at all.
 
 **A forked child lets go of its copy.**  A child forked while the store is open
