@@ -26,11 +26,23 @@ from typing import Any
 import pytest
 
 import lldsched
-from lldsched import EventLog, OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus
-from lldsched.cli import main
+from lldsched import (
+    CronSchedule,
+    EventLog,
+    FixedRate,
+    Jittered,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    SqliteTaskStore,
+    StoreError,
+    TaskStatus,
+)
+from lldsched.cli import main, storetasks, storeurl
 from lldsched.cli.storetasks import EXAMPLE_STORE
 from lldsched.errors import TaskNotFoundError
 from lldsched.stores.peek import peek_sqlite
+from tests.test_cluster_verb_hold import FillingSqlite
 
 JOBS = """
 def fails():
@@ -122,7 +134,7 @@ def test_the_table_the_dead_letter_and_one_task_read_without_the_jobs_code(
     assert header.split()[:4] == ["ID", "NAME", "STATUS", "SCHEDULE"]
     cells = {row.split()[0]: row for row in rows}
     assert set(cells) == {"nightly", "report", "sync"}
-    assert "scheduled" in cells["nightly"] and "At 03:00" in cells["nightly"]
+    assert "scheduled" in cells["nightly"] and "At 03:00 (UTC)" in cells["nightly"]
     assert "paused" in cells["report"]
     assert "failed: RuntimeError: the upstream sent no or..." in cells["sync"]  # cut
 
@@ -253,6 +265,113 @@ def test_a_store_held_unshared_by_a_running_scheduler_is_read_and_its_verbs_refu
         assert scheduler.task("nightly").status is TaskStatus.SCHEDULED
     finally:
         scheduler.shutdown()
+
+
+def test_remove_of_a_task_others_depend_on_is_the_runtimes_refusal_and_changes_nothing(
+    tmp_path: Path, code: tuple[ModuleType, Path]
+) -> None:
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(store=store)
+        scheduler.schedule("nightly", code[0].noop, NIGHTLY, id="nightly")
+        scheduler.schedule("after", code[0].noop, NIGHTLY, id="after", depends_on=["nightly"])
+        scheduler.shutdown()
+    before = statuses(path)
+    done = cli("--store", f"sqlite:{path}", "remove", "nightly", service=code[1])
+    assert (done.returncode, done.stdout) == (2, "")
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: cannot remove 'nightly'")
+    assert "after ('after') depends on it" in line and line.endswith("; nothing was changed")
+    assert statuses(path) == before
+
+
+class FullDisk(FillingSqlite):
+    """A store whose disk fills up as task ``nightly``'s row is written (its ``filler``
+    table made by the test): SQLite refuses the write."""
+
+    failing = True
+    full = "nightly"
+
+
+def test_a_full_disk_during_the_verb_is_status_1_saying_it_may_not_be_stored(
+    sqlite_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime keeps a change whose write failed (an outage, said once in the log):
+    before, the command said ``task nightly: paused`` and 0, and nothing was stored."""
+    with contextlib.closing(sqlite3.connect(sqlite_file)) as connection, connection:
+        connection.execute("CREATE TABLE filler (x)")
+    monkeypatch.setattr("lldsched.stores.sqlite.SqliteTaskStore", FullDisk)
+    before = statuses(sqlite_file)
+    status, out, err = run(capsys, "--store", f"sqlite:{sqlite_file}", "pause", "nightly")
+    assert (status, out) == (1, "")
+    (line,) = err.splitlines()
+    assert line.startswith(
+        f"error: pause nightly: the store failed to write the change (the SQLite store "
+        f"{str(sqlite_file)!r} failed to save task 'nightly': OperationalError: database or "
+        "disk is full); it may not be stored"
+    )
+    assert line.endswith("see `tasks --store URL show nightly` before trying again")
+    assert statuses(sqlite_file) == before  # its last try at the close failed too
+
+
+def test_a_service_starting_unshared_during_a_verb_is_told_to_start_again(
+    sqlite_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verb on a file nobody holds claims it shared for a moment: the service starting
+    unshared in that moment (here: while the verb runs, a hook in it) is refused, told the
+    operator's command holds it for a moment and to start again; then it starts."""
+    refused: list[str] = []
+    act_on = storeurl.act_on
+
+    @contextlib.contextmanager
+    def starting_meanwhile(*args: Any) -> Iterator[Any]:
+        with act_on(*args) as scheduler:
+            with pytest.raises(StoreError) as raised:
+                SqliteTaskStore(sqlite_file)  # the service starts, unshared
+            refused.append(str(raised.value))
+            yield scheduler
+
+    monkeypatch.setattr(storetasks, "act_on", starting_meanwhile)
+    status, out, _ = run(capsys, "--store", f"sqlite:{sqlite_file}", "pause", "nightly")
+    assert (status, out) == (0, "task nightly: paused\n")
+    (said,) = refused
+    assert said.startswith(
+        f"the store {str(sqlite_file)!r} is held for a moment by an operator's command, "
+        f"python -m lldsched tasks pause nightly (pid {os.getpid()} on "
+    )
+    assert "start again" in said and "one scheduler per file" not in said
+    with SqliteTaskStore(sqlite_file) as store:  # started again: it opens
+        assert {s.task.id: s.status for s in store.load_all()}["nightly"] is TaskStatus.PAUSED
+
+
+def test_a_cron_schedule_names_its_zone_utc_too_beside_the_next_run_in_utc(
+    tmp_path: Path, code: tuple[ModuleType, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "zones.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(store=store)
+        scheduler.schedule("utc", code[0].noop, NIGHTLY, id="utc")
+        scheduler.schedule(
+            "paris", code[0].noop, CronSchedule(NIGHTLY, tz="Europe/Paris"), id="paris"
+        )
+        jittered = Jittered(CronSchedule(NIGHTLY), max_delay=5, seed=1)
+        scheduler.schedule("jittered", code[0].noop, jittered, id="jittered")
+        scheduler.schedule("rate", code[0].noop, FixedRate(60), id="rate")
+        scheduler.shutdown()
+    status, out, _ = run(capsys, "--store", f"sqlite:{path}", "--json")
+    assert status == 0
+    schedules = {task["id"]: task["schedule"] for task in map(json.loads, out.splitlines())}
+    assert schedules == {
+        "utc": "At 03:00 (UTC)",
+        "paris": "At 03:00 (Europe/Paris)",
+        "jittered": "At 03:00 (UTC), started up to 5 s late (jitter, seed 1)",
+        "rate": "Every 60 s",
+    }
+    status, out, _ = run(capsys, "--store", f"sqlite:{path}")
+    assert "NEXT RUN (UTC)" in out.splitlines()[0]
+    assert "At 03:00 (UTC)" in out and "At 03:00 (Europe/Paris)" in out
+    status, out, _ = run(capsys, "--store", f"sqlite:{path}", "show", "utc")
+    assert "  schedule    At 03:00 (UTC)" in out.splitlines()
 
 
 @pytest.mark.parametrize(
@@ -453,3 +572,43 @@ def test_a_postgres_url_without_psycopg_names_the_extra() -> None:
     (line,) = done.stderr.splitlines()
     assert line.startswith("error: PostgresTaskStore needs psycopg 3, which is not installed")
     assert "lldsched[postgres]" in line and "pw-1234" not in line
+
+
+def test_a_postgres_server_gone_during_the_verb_is_status_1_saying_it_may_not_be_stored(
+    postgres_dsn: str,
+    postgres_server: Any,
+    code: tuple[ModuleType, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The connection reset once the store is open and its tasks loaded (the verb begun),
+    as the outage tests cut it: the verb's write fails, and its last try at the close."""
+    from lldsched.stores.postgres import PostgresTaskStore
+    from tests.tcp_proxy import TcpProxy
+
+    scheduler = Scheduler(store=PostgresTaskStore(postgres_dsn))
+    fill(scheduler, code[0])
+    scheduler.shutdown()
+    act_on = storeurl.act_on
+    with TcpProxy("127.0.0.1", postgres_server.port) as proxy:
+
+        @contextlib.contextmanager
+        def cut_once_open(*args: Any) -> Iterator[Any]:
+            with act_on(*args) as opened:
+                proxy.reset()  # the server gone: every connection reset, new ones too
+                yield opened
+
+        monkeypatch.setattr(storetasks, "act_on", cut_once_open)
+        dsn = proxy.dsn(postgres_dsn, port=postgres_server.port)
+        status, out, err = run(capsys, "--store", dsn, "pause", "nightly")
+        proxy.heal()
+    assert (status, out) == (1, ""), err
+    (line,) = err.splitlines()
+    assert line.startswith("error: pause nightly: the store failed to write the change (")
+    assert "it may not be stored" in line
+    assert postgres_server.password not in line
+    scheduler = Scheduler(store=PostgresTaskStore(postgres_dsn))
+    try:
+        assert scheduler.task("nightly").status is TaskStatus.SCHEDULED
+    finally:
+        scheduler.shutdown()

@@ -77,3 +77,32 @@ def test_a_task_read_as_text_cannot_run() -> None:
     assert read.action is not None
     with pytest.raises(StoreError, match=r"service\.jobs:sync was read as text, not imported"):
         read.action()
+
+
+def test_a_status_and_an_id_are_the_statements_filter_only_those_rows_decoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tasks --status S`` decodes the rows in S alone (before: every row of the store,
+    10,000 for a large one, then filtered); ``show ID`` its row alone."""
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(store=store)
+        for task_id in ("a", "b", "c", "d"):
+            scheduler.schedule(task_id, jobs.noop, "0 3 * * *", id=task_id, paused=task_id in "bd")
+        scheduler.shutdown()
+    decoded: list[str] = []
+
+    def counted(task_id: str, *args: object, **kwargs: object) -> Task:
+        decoded.append(task_id)
+        return decode_task(task_id, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("lldsched.stores.peek.decode_task", counted)
+    reader = peek_sqlite(str(path))
+    try:
+        assert [row.id for row in reader.tasks(status="paused")] == ["b", "d"]
+        assert decoded == ["b", "d"]
+        assert reader.tasks(status="failed") == []
+        assert [row.id for row in reader.tasks("c")] == ["c"]
+        assert decoded == ["b", "d", "c"]
+    finally:
+        reader.close()

@@ -13,23 +13,32 @@ must import (the service's environment); a task whose code does not is refused b
 Exit statuses as every command's (:data:`~lldsched.cli.EXIT_STATUSES`): 2, with one
 ``error:`` line, for anything refused before a change (a bad ``--store``, a store that
 cannot be reached or read, an unknown id, a task that cannot be loaded here, an SQLite
-file a scheduler holds unshared); 1 when a verb's write failed once begun.
+file a scheduler holds unshared, ``remove`` of a task others depend on); 1 when a verb's
+write failed once begun: raised, or kept by the runtime as an outage (``store_ok`` False
+after the verb), the line naming the store's error and saying the change may not be stored.
+A cron schedule's zone is named, UTC too: the NEXT RUN column is UTC (:func:`_schedule`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr
 from lldsched.cli.storeurl import BadStore, StoreName, act_on, parse_store, peek
+from lldsched.clock import UTC_NAMES
 from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, shown
+from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import TaskSnapshot
+from lldsched.schedules.base import Schedule
+from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import describe
 from lldsched.stores.peek import Peek, Row
 
@@ -144,14 +153,10 @@ def _arguments(store: str | None, verb: str | None, task_id: str | None, records
 
 
 def _list(reader: Peek, status: str | None, as_json: bool) -> int:
-    rows = reader.tasks()
-    if status is not None:
-        rows = [
-            row for row in rows if row.snapshot is not None and row.snapshot.status.value == status
-        ]
-        if status == TaskStatus.FAILED.value:  # the dead letter's order: as they failed
-            order = {task_id: n for n, task_id in enumerate(reader.dead_letter())}
-            rows.sort(key=lambda row: order.get(row.id, len(order)))
+    rows = reader.tasks(status=status)  # the store's filter: only those rows decoded
+    if status == TaskStatus.FAILED.value:  # the dead letter's order: as they failed
+        order = {task_id: n for n, task_id in enumerate(reader.dead_letter())}
+        rows.sort(key=lambda row: order.get(row.id, len(order)))
     latest = reader.latest()
     if as_json:
         for row in rows:
@@ -183,7 +188,7 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
             f"  name        {task.name}",
             f"  action      {task.action!r}",
             f"  arguments   args={list(task.args)!r} kwargs={task.kwargs or {}!r}",
-            f"  schedule    {describe(task.schedule)}",
+            f"  schedule    {_schedule(task.schedule)}",
             f"  retry       {task.retry!r}",
             f"  depends on  {', '.join(task.depends_on) or '-'}",
             f"  status      {snapshot.status.value}{_IN_FLIGHT if snapshot.running else ''}",
@@ -217,8 +222,9 @@ _DONE = {  # a verb's past tense, and the runtime's method
 def _act(name: StoreName, verb: str, task_id: str) -> int:
     done, method = _DONE[verb]
     acted = False  # the verb was called: a failure after it is status 1
+    failures = _StoreFailures()
     try:
-        with act_on(name) as scheduler:
+        with act_on(name, f"python -m lldsched tasks {verb} {task_id}") as scheduler:
             try:
                 scheduler.task(task_id)
             except TaskNotFoundError:
@@ -231,11 +237,19 @@ def _act(name: StoreName, verb: str, task_id: str) -> int:
             act: Callable[[str], Any] = getattr(scheduler, method)
             acted = True
             try:
-                changed = act(task_id)
+                with failures.watched():
+                    changed = act(task_id)
             except (TaskNotFoundError, SchedulerStateError) as exc:  # remove with dependents
                 return _refused(f"{exc}; nothing was changed")
             except StoreError as exc:
                 return _refused(f"{verb} {task_id} failed: {exc}", FAILED)
+            if not scheduler.metrics().store_ok:  # the runtime kept the change, unwritten
+                return _refused(
+                    f"{verb} {task_id}: the store failed to write the change ({failures}); it "
+                    "may not be stored, or be stored as the command closed the store (its "
+                    f"last try): see `tasks --store URL show {task_id}` before trying again",
+                    FAILED,
+                )
             if changed is False:
                 status = scheduler.task(task_id).status.value
                 say(f"task {task_id}: nothing to {verb} (its status is {status}); nothing changed")
@@ -246,11 +260,52 @@ def _act(name: StoreName, verb: str, task_id: str) -> int:
         return _refused(exc, FAILED if acted else BAD_ARGUMENTS)
 
 
+class _StoreFailures(logging.Handler):
+    """The store errors the runtime logged while a verb ran (it keeps a change whose
+    write failed, as an outage, and logs the error once): what the ``error:`` line names."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else None
+        self.errors.append(str(error) if error is not None else record.getMessage())
+
+    @contextlib.contextmanager
+    def watched(self) -> Iterator[None]:
+        logger = logging.getLogger(STORE)
+        logger.addHandler(self)
+        try:
+            yield
+        finally:
+            logger.removeHandler(self)
+
+    def __str__(self) -> str:
+        return self.errors[0] if self.errors else "see the store's log"
+
+
 def _refused(exc: BaseException | str, status: int = BAD_ARGUMENTS) -> int:
     """``exc``'s message as one ``error:`` line on stderr (libpq's words, a list of tasks
     that cannot load, span lines), and ``status``."""
     lines = (line.strip() for line in str(exc).splitlines())
     return to_stderr(f"error: {'; '.join(filter(None, lines))}", status)
+
+
+def _schedule(schedule: Schedule) -> str:
+    """``describe(schedule)``, a cron schedule's zone named even when it is UTC (its
+    ``explain()`` names only another zone: "At 03:00" beside a NEXT RUN column in UTC read
+    as local time), inside the wrappers (``Jittered``, ``Window``) too."""
+    text = describe(schedule)
+    inner: object = schedule
+    for _ in range(8):  # a wrapper's ``schedule``, down to the cron one (a bounded walk)
+        if isinstance(inner, CronSchedule):
+            if inner.tz in UTC_NAMES:
+                own = describe(inner)
+                text = text.replace(own, f"{own} (UTC)", 1)
+            break
+        inner = getattr(inner, "schedule", None)
+    return text
 
 
 def _when(instant: float | None) -> str:
@@ -280,7 +335,7 @@ def _cells(row: Row, last: ExecutionRecord | None) -> tuple[str, ...]:
         row.id,
         _cell(snapshot.task.name),
         snapshot.status.value,
-        _cell(describe(snapshot.task.schedule)),
+        _cell(_schedule(snapshot.task.schedule)),
         _when(snapshot.next_run_at),
         str(snapshot.attempt),
         _cell(_outcome(last)),
@@ -298,7 +353,7 @@ def _document(row: Row, last: ExecutionRecord | None) -> dict[str, Any]:
         "name": task.name,
         "action": repr(task.action),
         "status": snapshot.status.value,
-        "schedule": describe(task.schedule),
+        "schedule": _schedule(task.schedule),
         "next_run_at": snapshot.next_run_at,
         "attempt": snapshot.attempt,
         "run_count": snapshot.run_count,

@@ -86,25 +86,29 @@ class HeldUnshared(StoreError):
 
 
 @contextlib.contextmanager
-def act_on(store: StoreName) -> Iterator[Runtime]:
+def act_on(store: StoreName, command: str = "python -m lldsched tasks") -> Iterator[Runtime]:
     """A scheduler on ``store``, never started, for its verbs; shut down and its store
-    closed at the end.  :class:`HeldUnshared` for an SQLite file held unshared."""
+    closed at the end.  :class:`HeldUnshared` for an SQLite file held unshared.  An SQLite
+    file's shared claim is ``command``'s (:func:`~lldsched.stores.claim.briefly`): a
+    service starting unshared in that moment is told so, and to start again."""
     from lldsched import Scheduler
 
     opened: SqliteTaskStore | PostgresTaskStore
     if store.engine == "sqlite":
-        from lldsched.stores.claim import FileClaim
+        from lldsched.stores.claim import FileClaim, briefly
         from lldsched.stores.sqlite import SqliteTaskStore
 
-        try:  # the shared claim is refused while an unshared store holds the file
-            FileClaim.shared(store.target).release()
-        except StoreError as exc:
-            raise HeldUnshared(
-                f"the store {store.shown} is held by a running scheduler that does not share "
-                f"it (opened without shared=True): no other process can change its tasks. "
-                f"Nothing was changed. Call the verb in that process, or stop it first ({exc})"
-            ) from None
-        opened = SqliteTaskStore(store.target, shared=True)
+        with briefly(command):
+            try:  # the shared claim is refused while an unshared store holds the file
+                FileClaim.shared(store.target).release()
+            except StoreError as exc:
+                raise HeldUnshared(
+                    f"the store {store.shown} is held by a running scheduler that does not "
+                    f"share it (opened without shared=True): no other process can change its "
+                    f"tasks. Nothing was changed. Call the verb in that process, or stop it "
+                    f"first ({exc})"
+                ) from None
+            opened = SqliteTaskStore(store.target, shared=True)
     else:
         from lldsched.stores.postgres import PostgresTaskStore
 

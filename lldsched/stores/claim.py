@@ -25,7 +25,9 @@ starting ("already open by pid ..." naming the last holder's note).
 *shared* (``LOCK_SH``, :meth:`FileClaim.shared`): any number of shared stores hold
 it together, coordinating through leases, while an exclusive opener is refused by
 them and refuses them, so shared and unshared openers of one file never mix.  A
-shared claim's note names the last shared opener.  On Windows, where
+shared claim's note names the last shared opener; one taken inside :func:`briefly` (an
+operator's ``python -m lldsched tasks`` verb) names that command, and an exclusive opener
+refused by it is told the file is held for a moment and to start again.  On Windows, where
 ``msvcrt`` has no shared lock, a shared claim takes no lock at all.
 
 **A forked child lets go of its copy.**  A child forked while the store is open
@@ -53,10 +55,11 @@ import socket
 import stat
 import sys
 import weakref
+from collections.abc import Iterator
 
 from lldsched.errors import StoreError
 
-__all__ = ["FileClaim", "claim_path", "match_mode", "sidecar_mode"]
+__all__ = ["FileClaim", "briefly", "claim_path", "match_mode", "sidecar_mode"]
 
 SUFFIX = ".lock"
 _WINDOWS_OFFSET = 1 << 20  # Windows locks a byte range: lock one past the text, not the text
@@ -103,6 +106,13 @@ class FileClaim:
                     "unshared schedulers cannot mix on one file. Close it, or open every store "
                     "on the file with shared=True"
                 )
+            if holder.startswith(f" {_BRIEF}"):  # an operator's verb, for a moment (briefly)
+                raise StoreError(
+                    f"the store {store_path!r} is held for a moment{holder} (it lets go as "
+                    "soon as its change is written): start again. Refused again, a scheduler "
+                    "opened with shared=True holds the file too: stop it, or open this store "
+                    "with shared=True as well"
+                )
             raise StoreError(
                 f"the store {store_path!r} is already open{holder}: one scheduler per file. "
                 "Close that store (or stop its process) first, or open every store on the "
@@ -115,6 +125,8 @@ class FileClaim:
         # no file object: a forked child closes it with one system call (_let_go_in_child).
         me = _this_process()
         note = f"shared=True schedulers (the last to open: {me})\n" if shared else f"{me}\n"
+        if shared and _brief is not None:
+            note = f"{_BRIEF}{_brief} ({me})\n"
         try:
             os.ftruncate(fd, 0)
             os.write(fd, note.encode("utf-8"))  # O_APPEND: at the end, which is 0 now
@@ -143,6 +155,23 @@ class FileClaim:
 
 _OPEN: weakref.WeakSet[FileClaim] = weakref.WeakSet()
 """The claims this process holds: a forked child lets go of its copies."""
+
+_BRIEF = "by an operator's command, "
+_brief: str | None = None  # what briefly() names, while it lasts
+
+
+@contextlib.contextmanager
+def briefly(command: str) -> Iterator[None]:
+    """The shared claims taken inside are ``command``'s, held for a moment (an operator's
+    verb, ``python -m lldsched tasks pause ID``): their note says so, and an unshared
+    store refused by one says it is held for a moment and to start again, rather than
+    naming shared schedulers that do not run (docs/DECISIONS.md, "The command line")."""
+    global _brief
+    before, _brief = _brief, command
+    try:
+        yield
+    finally:
+        _brief = before
 
 
 def _let_go_in_child() -> None:
@@ -197,6 +226,8 @@ def _holder(fd: int) -> str:
         return ""
     if not note:
         return " by other schedulers (shared=True)"
+    if note.startswith(_BRIEF):
+        return f" {note}"
     if note.startswith("shared=True"):
         return f" by {note}"
     if note.startswith(_this_process()):

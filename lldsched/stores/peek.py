@@ -77,12 +77,17 @@ class Peek:
         self._state = state  # where a row's state and kept values are
         self._kept = kept
 
-    def tasks(self, task_id: str | None = None) -> list[Row]:
-        """Every task's row in the order first saved (``task_id``'s alone, if given)."""
-        if task_id is None:
-            rows = self._query(f"{self._tasks} ORDER BY t.position", ())
-        else:
+    def tasks(self, task_id: str | None = None, *, status: str | None = None) -> list[Row]:
+        """Every task's row in the order first saved (``task_id``'s alone, if given; only
+        those whose stored status is ``status``, if given).  Only the rows asked for are
+        decoded: the filter is the statement's."""
+        if task_id is not None:
             rows = self._query(f"{self._tasks} WHERE t.id = {self._p}", (task_id,))
+        elif status is not None:
+            statement = f"{self._tasks} WHERE t.status = {self._p} ORDER BY t.position"
+            rows = self._query(statement, (status,))
+        else:
+            rows = self._query(f"{self._tasks} ORDER BY t.position", ())
         return [self._row(row) for row in rows]
 
     def dead_letter(self) -> list[str]:
