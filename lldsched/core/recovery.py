@@ -679,6 +679,8 @@ def recover(
                 resumes=snapshot.resumes, until=snapshot.until,
             )  # fmt: skip
         due, schedule, slot = task.next_run_at, task._schedule, task._slot  # as found
+        if owed and task.status is TaskStatus.SCHEDULED:  # in flight: its rows say so
+            core.owe(task)
         # Its decisions are recorded unless the passed slots meet the policy again, from
         # the slot due (which decides this plan's slots too): recorded first, a cap's
         # record of them would read as that slot's plan's (_cut).
