@@ -114,9 +114,9 @@ class Publishing(CoreParts):
         found in flight (:meth:`~lldsched.core.restoration.Restoration.owe`): SCHEDULED,
         due at it, no run of it finished since; else as it is, the task no longer owing."""
         due, runs = self._owed[task.id]
-        if task.status is TaskStatus.SCHEDULED and task.next_run_at == due:
-            if task.run_count == runs:
-                return snapshot._replace(running=True)
+        status, at = task.status, task.next_run_at
+        if status is TaskStatus.SCHEDULED and at == due and task.run_count == runs:
+            return snapshot._replace(running=True)
         del self._owed[task.id]
         return snapshot
 
