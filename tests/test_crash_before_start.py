@@ -16,19 +16,18 @@ import sys
 from functools import partial
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from lldsched import FakeClock, Scheduler, SqliteTaskStore, TaskStatus
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
 from tests.conftest import T0, settle
+from tests.crash_postgres import LEASE, leases_expired
 from tests.pg_server import PostgresServer
 from tests.processes import ROOT, killed_mid_run, lines_of
 from tests.waits import wait_until
 
 HOUR = 3600.0
-LEASE = 0.5  # a PostgreSQL store's, in seconds of the database's clock
 
 # How each process opens the store (``where``: an SQLite file's path, or a dsn).
 OPEN = {
@@ -94,15 +93,6 @@ def open_store(kind: str, where: str) -> SqliteTaskStore | PostgresTaskStore:
     if kind == "sqlite":
         return SqliteTaskStore(where)
     return PostgresTaskStore(where, lease=LEASE, poll=0.05)
-
-
-def leases_expired(dsn: str) -> bool:
-    """True once no lease in ``dsn``'s schema is live by the database's clock."""
-    with psycopg.connect(dsn) as connection:
-        row = connection.execute(
-            "SELECT count(*) FROM leases WHERE expires_at > extract(epoch FROM clock_timestamp())"
-        ).fetchone()
-    return row is not None and row[0] == 0
 
 
 # What the last restart (at 12:30; the slots 10, 11, 12 passed) records, in the order
