@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import psycopg
+
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.postgres import PostgresTaskStore
@@ -12,6 +14,15 @@ from tests.crash_jobs import said
 LEASE = 0.5
 """A PostgreSQL store's lease in the harness (seconds of the database's clock): how long
 a killed process's runs wait before another takes them over."""
+
+
+def leases_expired(dsn: str) -> bool:
+    """True once no lease in ``dsn``'s schema is live by the database's clock."""
+    with psycopg.connect(dsn) as connection:
+        row = connection.execute(
+            "SELECT count(*) FROM leases WHERE expires_at > extract(epoch FROM clock_timestamp())"
+        ).fetchone()
+    return row is not None and row[0] == 0
 
 
 class CountingPostgresStore(PostgresTaskStore):

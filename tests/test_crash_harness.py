@@ -45,7 +45,6 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar, cast
 
-import psycopg
 import pytest
 
 from lldsched import FakeClock, Scheduler, SqliteTaskStore, TaskStatus
@@ -55,7 +54,7 @@ from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.testing import Stepper
 from tests import crash_jobs
 from tests.conftest import T0
-from tests.crash_postgres import LEASE
+from tests.crash_postgres import LEASE, leases_expired
 from tests.pg_server import PostgresServer
 from tests.processes import lines_of
 from tests.waits import wait_until
@@ -404,15 +403,6 @@ def test_killed_while_it_settles_the_slots_a_downtime_missed_a_restart_records_e
 
 
 # -- PostgreSQL: the same service on a PostgresTaskStore ------------------------------------
-
-
-def leases_expired(dsn: str) -> bool:
-    """True once no lease in ``dsn``'s schema is live by the database's clock."""
-    with psycopg.connect(dsn) as connection:
-        row = connection.execute(
-            "SELECT count(*) FROM leases WHERE expires_at > extract(epoch FROM clock_timestamp())"
-        ).fetchone()
-    return row is not None and row[0] == 0
 
 
 def test_killed_on_postgresql_a_restart_takes_over_what_was_in_flight_and_repeats_nothing_else(

@@ -211,6 +211,7 @@ class SchedulerCore(
         self._chosen_ids = False  # a caller chose an id: the default generator skips taken ones
         self._restored_names = {}  # restore(): a second registration of one is warned of
         self._orphans = {}  # restore(): an ordered set, emptied as registrations name them
+        self._owed = {}  # owe(): restored attempts owed whose rows keep saying so
         # A class has the methods too (store=InMemoryTaskStore: load_all raised TypeError).
         if store is not None and (not isinstance(store, TaskStore) or isinstance(store, type)):
             raise not_a_store(store)

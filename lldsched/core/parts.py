@@ -82,6 +82,7 @@ class CoreParts:
     _chosen_ids: bool  # a caller chose an id: the default generator skips taken ones
     _restored_names: dict[str, str]  # name -> id of a live task a store restored
     _orphans: dict[str, None]  # ids a store restored that no registration named since
+    _owed: dict[str, tuple[float, int]]  # id -> (due, run count): Restoration.owe
 
     if TYPE_CHECKING:
 

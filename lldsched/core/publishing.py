@@ -95,6 +95,8 @@ class Publishing(CoreParts):
         if self._store is None:
             return
         snapshot = self._snapshot(task)
+        if self._owed and task.id in self._owed:
+            snapshot = self._still_owed(task, snapshot)
         if as_claimed is not None:
             before = as_claimed.attempt - 1
             snapshot = snapshot._replace(
@@ -106,6 +108,17 @@ class Publishing(CoreParts):
             store_failed(self._writes, exc, "save", task.id, snapshot)
         else:
             store_written(self._writes, "save", task.id)
+
+    def _still_owed(self, task: ScheduledTask, snapshot: TaskSnapshot) -> TaskSnapshot:
+        """``snapshot`` saying ``running`` while ``task`` still owes the attempt a restart
+        found in flight (:meth:`~lldsched.core.restoration.Restoration.owe`): SCHEDULED,
+        due at it, no run of it finished since; else as it is, the task no longer owing."""
+        due, runs = self._owed[task.id]
+        status, at = task.status, task.next_run_at
+        if status is TaskStatus.SCHEDULED and at == due and task.run_count == runs:
+            return snapshot._replace(running=True)
+        del self._owed[task.id]
+        return snapshot
 
     def _write_all_and_publish(
         self, task: ScheduledTask, previous: TaskStatus, records: list[ExecutionRecord]

@@ -14,7 +14,9 @@ reloading: a store that cannot be read raises before anything changes.
 **At-least-once.**  A task stored RUNNING (or paused mid-run) had an attempt in
 flight when the process died.  Its record was never written, so the attempt
 runs again, with the same attempt number, due when it was due.  Actions that
-must not repeat their effect should be idempotent.
+must not repeat their effect should be idempotent.  Until that attempt begins, its
+row keeps saying it is owed (``core.owe``: ``running`` set, the counter as it is), so
+a restart killed before it ran leaves the next one owing it too.
 
 **Misfires.**  Then each live task's passed slots meet its
 :class:`~lldsched.policies.MisfirePolicy` (see :mod:`lldsched.policies`): the
@@ -679,6 +681,8 @@ def recover(
                 resumes=snapshot.resumes, until=snapshot.until,
             )  # fmt: skip
         due, schedule, slot = task.next_run_at, task._schedule, task._slot  # as found
+        if owed and task.status is TaskStatus.SCHEDULED:  # in flight: its rows say so
+            core.owe(task)
         # Its decisions are recorded unless the passed slots meet the policy again, from
         # the slot due (which decides this plan's slots too): recorded first, a cap's
         # record of them would read as that slot's plan's (_cut).
@@ -741,7 +745,10 @@ def restored_state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int, bool]:
     as a claim left it (a run resumed while it went on: ``SchedulerCore._save`` with
     ``as_claimed``), whose counter holds only the attempts before the run: owed, its
     counter as it is (taken one back before, a retry was read RETRYING with no attempt
-    behind it, and ran its attempt again under the number before).
+    behind it, and ran its attempt again under the number before).  Recovery writes an
+    owed first attempt's row so too until it begins (:meth:`SchedulerCore.owe
+    <lldsched.core.restoration.Restoration.owe>`): a restart killed before it ran
+    leaves the next one owing it.
 
     The one rule for a restart (:func:`recover`), for every row a shared store's feed or
     start brings (:mod:`lldsched.core.follow`; before, only a RUNNING one: a row paused

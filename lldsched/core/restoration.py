@@ -134,6 +134,20 @@ class Restoration(CoreParts):
             extra={"task_id": task_id, "task_name": name},
         )
 
+    def owe(self, task: ScheduledTask) -> None:
+        """``task`` (restored SCHEDULED, due at the attempt that was in flight when the
+        last process on the store died) owes that attempt: until it begins, every row
+        written for it without a transition (:meth:`replan`, recovery's and ``start()``'s)
+        keeps saying so, ``running`` set with the counter as it is (read back as owed by
+        :func:`~lldsched.core.recovery.restored_state`).  Written as a plain ``scheduled``
+        row, a restart killed before the attempt ran left the next one a slot of its
+        downtime, which the misfire policy decided (``SKIP``: missed, the run lost).
+        Ends once the task is due elsewhere or a run of it finished (its row then says
+        what that run left)."""
+        due = task.next_run_at
+        if due is not None:
+            self._owed[task.id] = (due, task.run_count)
+
     def replan(
         self,
         task: ScheduledTask,
