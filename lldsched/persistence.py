@@ -384,11 +384,11 @@ def verb_held(
 def verb_call(store: object) -> AbstractContextManager[None]:
     """What the store calls of one act on a shared store run inside when no row is held
     for it (a registration of a new task: its read of the change feed, its write; a
-    rewrite of the rows an outage left stale; a shutdown's release of its claims; a
-    verb's :func:`verb_held` is one too): a store with a ``verb_call()`` method of its
-    own makes them one call of its deadline, so that during an outage they wait one
-    ``timeout`` in all (PostgreSQL, docs/DECISIONS.md "One timeout a PostgreSQL call, and
-    a verb's"); any other store makes them as ever."""
+    rewrite of the rows an outage left stale; a verb's :func:`verb_held` is one too): a
+    store with a ``verb_call()`` method of its own makes them one call of its deadline,
+    so that during an outage they wait one ``timeout`` in all (PostgreSQL,
+    docs/DECISIONS.md "One timeout a PostgreSQL call, and a verb's"); any other store
+    makes them as ever."""
     call: Callable[[], AbstractContextManager[None]] | None = getattr(store, "verb_call", None)
     return nullcontext() if call is None else call()
 

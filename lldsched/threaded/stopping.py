@@ -27,7 +27,6 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER, counted
-from lldsched.persistence import verb_call
 from lldsched.threaded.control import unfinished, watched
 from lldsched.threaded.deadline import ASK_EVERY, Deadline
 from lldsched.threaded.loopshutdown import grace_for
@@ -253,8 +252,7 @@ class Stopping(SchedulerParts):
                 def release() -> None:
                     with deadline.holding(self._lock) as hold:
                         if hold.held:
-                            with verb_call(coordinator.store):  # one timeout for them all
-                                coordinator.release_pending()
+                            coordinator.release_pending()
 
                 deadline.run(release, name=f"{self._thread_prefix}release")
             self._processes.close(deadline.remaining())
