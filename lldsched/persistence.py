@@ -62,6 +62,7 @@ __all__ = [
     "records_asked",
     "resave",
     "save_all",
+    "verb_call",
     "verb_held",
 ]
 
@@ -378,6 +379,18 @@ def verb_held(
     if held is None:
         return nullcontext()
     return held(task_id, also=also) if also else held(task_id)
+
+
+def verb_call(store: object) -> AbstractContextManager[None]:
+    """What the store calls of one act on a shared store run inside when no row is held
+    for it (a registration of a new task: its read of the change feed, its write; a
+    rewrite of the rows an outage left stale; a verb's :func:`verb_held` is one too): a
+    store with a ``verb_call()`` method of its own makes them one call of its deadline,
+    so that during an outage they wait one ``timeout`` in all (PostgreSQL,
+    docs/DECISIONS.md "One timeout a PostgreSQL call, and a verb's"); any other store
+    makes them as ever."""
+    call: Callable[[], AbstractContextManager[None]] | None = getattr(store, "verb_call", None)
+    return nullcontext() if call is None else call()
 
 
 class HoldNotCommitted(StoreError):

@@ -187,3 +187,59 @@ def test_a_verb_whose_hold_fails_at_once_makes_its_calls_as_ever(
         assert row is not None and row.status is TaskStatus.PAUSED
     finally:
         scheduler.shutdown()
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["settle-held", "nothing-held"])
+def test_a_registration_into_a_black_hole_waits_one_timeout_in_all(
+    store: Claimed, proxy: TcpProxy, open_store: Callable[..., PostgresTaskStore], held: bool
+) -> None:
+    """A ``schedule`` of a new task makes two store calls (its read of the feed, its
+    write), and holds no row: each waited its own timeout (its read's round trip cut,
+    then its write's connect; with a settle held, a connect each).  Now the read that
+    finds the server out of reach spends the registration's one timeout, and its write
+    fails at once: the registration raises, as every registration in an outage, and
+    nothing is registered; the same call once the store answers registers it."""
+    scheduler = Scheduler(store=store)
+    try:
+        proxy.black_hole()
+        if held:
+            settle(store)
+            store.flush()  # the settle's round trip cut: held
+        counted = waits(store)
+        with pytest.raises(StoreError) as raised:
+            scheduler.schedule("y", jobs.noop, FixedRate(3600, start_delay=3600), id="y")
+        assert counted() == 1
+        assert "timeout this call shares is spent, so nothing more is sent in it" in str(
+            raised.value
+        )
+        assert "y" not in [t.id for t in scheduler.tasks()]
+        proxy.heal()
+        scheduler.schedule("y", jobs.noop, FixedRate(3600, start_delay=3600), id="y")
+    finally:
+        scheduler.shutdown()
+    assert open_store().get("y") is not None
+    assert not store._settles.waiting
+
+
+def test_a_shutdown_writes_the_rows_an_outage_left_stale_in_one_timeout(
+    store: Claimed, proxy: TcpProxy
+) -> None:
+    """A shutdown's last writes in an outage: the rows it left stale (three paused
+    tasks), then the settles held back, whose flush (the store holds them again, and
+    returns) tries the stale rows once more.  Each row's write waited its own timeout
+    (seven waits in all: three rows, the flush, three rows again); now a rewrite of the
+    rows is one call of the deadline's, as a verb's calls are: one timeout for the rows,
+    one for the flush, one for the rows after it, however many rows (a shutdown is
+    bounded by its own ``timeout`` as well)."""
+    scheduler = Scheduler(store=store)
+    for name in ("x0", "x1", "x2"):
+        scheduler.schedule(name, jobs.noop, FixedRate(3600, start_delay=3600), id=name)
+    proxy.black_hole()
+    settle(store)
+    store.flush()  # the settle's round trip cut: held
+    for name in ("x0", "x1", "x2"):
+        scheduler.pause(name)  # in the registry; its row stale
+    counted = waits(store)
+    scheduler.shutdown(timeout=None)  # its store steps waited for whatever they take
+    assert counted() == 3  # the rows' rewrite, the settles' flush, the rewrite after it
+    assert store._settles.waiting

@@ -148,7 +148,15 @@ from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Entry, Held
 from lldsched.errors import StoreClosedError
 from lldsched.logs import SCHEDULER, STORE, Repeats, counted, say_with_traceback
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, purge, resave, save_all
+from lldsched.persistence import (
+    TaskSnapshot,
+    TaskStore,
+    is_shared,
+    purge,
+    resave,
+    save_all,
+    verb_call,
+)
 
 __all__ = [
     "ADVICE",
@@ -642,12 +650,28 @@ class StoreWrites:
         it; a row it leaves (said at INFO) is stale no more, the feed's or the lease
         holder's to set right.  Each written is stale no more and its kind is added to
         ``written``; one that fails again stays stale, counted in the outage.  Returns
-        how many were written."""
-        store = self.store
-        stale = outage.stale
+        how many were written.
+
+        The rows' writes are one call of a store's deadline (:func:`~lldsched.persistence.
+        verb_call`, as a verb's calls are): in an outage the first that finds the server
+        out of reach fails the others at once, one ``timeout`` for them all, not one a
+        row (docs/DECISIONS.md, "One timeout a PostgreSQL call, and a verb's")."""
         done = self._settle_again(outage, current, written) if outage.settles else 0
         if outage.settles:
             return done  # still failing: the rows after them wait (they are newer)
+        with verb_call(self.store):
+            return done + self._rewrite_rows(outage, current, written)
+
+    def _rewrite_rows(
+        self,
+        outage: Outage,
+        current: Callable[[str], TaskSnapshot | None],
+        written: set[Kind],
+    ) -> int:
+        """:meth:`_rewrite`'s rows (``outage.stale``), one by one; how many were written."""
+        store = self.store
+        stale = outage.stale
+        done = 0
         for task_id, failed in list(stale.items()):
             snapshot = current(task_id) or (failed if isinstance(failed, TaskSnapshot) else None)
             verb: Kind = "delete" if snapshot is None else "save"

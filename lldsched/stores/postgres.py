@@ -310,6 +310,12 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             raise StoreClosedError(f"the store {self.dsn!r} is closed")
         if self._refused is not None:  # a newer release upgraded the schema since open
             raise StoreError(self._refused)
+        connection = self._connection
+        dead = connection is None or connection.closed or connection.broken
+        if dead and self._holding is not None:  # a new one would write outside the hold
+            if self._hold is not None:
+                self._hold.failed_after()  # the hold's end counts it after the loss
+            raise self._hold_lost()  # (a round trip cut inside spent the verb's call too)
         spent = self._deadline.spent()
         if spent is not None:
             raise StoreError(
@@ -317,12 +323,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                 f"{self._timeout:g} s timeout this call shares is spent, so nothing more is "
                 "sent in it"
             )
-        connection = self._connection
-        if connection is None or connection.closed or connection.broken:
-            if self._holding is not None:  # a new connection would write outside the hold
-                if self._hold is not None:
-                    self._hold.failed_after()  # the hold's end counts it after the loss
-                raise self._hold_lost()
+        if connection is None or dead:
             # before the close frees the socket's number, which a new socket may take
             self._deadline.replaced()  # and a cut of the old one explains no new failure
             if connection is not None:
@@ -716,8 +717,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         reach as well: its writes would wait for the same lock."""
         raised: BaseException | None = None
         unheld: str | None = None  # why the verb goes on unheld, its calls refused
-        self._refuse_if_forked()
-        with self._lock, self._deadline.call():  # the verb's, which its calls may share
+        with self.verb_call():  # the verb's, which its calls may share
             if self._hold is not None:  # a hold inside a hold: the outer one's, as one
                 yield from self._hold_inside(task_id, also)
                 return
@@ -774,6 +774,20 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                 yield  # every call inside refused at once (_open)
         if raised is not None:
             raise raised
+
+    @contextlib.contextmanager
+    def verb_call(self) -> Iterator[None]:
+        """The calls of one verb or registration (:func:`~lldsched.persistence.verb_call`),
+        under this store's lock, as one call of the deadline's (:meth:`Deadline.call
+        <lldsched.stores.postgres_deadline.Deadline.call>`): each call inside has a
+        ``timeout`` of its own while the server answers, and once one finds it out of
+        reach (no connection to be had, or a round trip the deadline cut) every call after
+        it fails at once, sending nothing.  So a verb or a registration waits one
+        ``timeout`` in all during an outage, not one for each call it makes (its read of
+        the change feed, its writes).  :meth:`verb_held` is one, holding the row too."""
+        self._refuse_if_forked()
+        with self._lock, self._deadline.call():
+            yield
 
     def _out_of_reach(self) -> str | None:
         """Why the server could not be reached for the whole of the call under way (a

@@ -29,7 +29,12 @@ connection could not be opened in it: :meth:`Deadline.spend`) the store sends no
 more in it (:meth:`Deadline.spent`).  Before, each round trip had ``seconds`` of its own:
 during an outage a call first waited for the retry of the settles it held, then again
 for its own connection, two timeouts (three for the first call into a black hole, the
-settles' second try on a new connection between them).
+settles' second try on a new connection between them).  Calls nest: a verb's, a
+registration's, a rewrite of the rows an outage left stale
+(``PostgresTaskStore.verb_call``) is one call around the calls it makes, each of which
+keeps a ``seconds`` of its own while the server answers; the first that finds the server
+out of reach (no connection to be had, or a round trip cut) spends the one around it,
+and the calls after it send nothing: one timeout for them all.
 """
 
 from __future__ import annotations
@@ -73,11 +78,14 @@ class Deadline:
         """A store call (the caller holds the store's lock): everything it sends shares
         ``seconds`` from now (:meth:`watch` arms to its end, :meth:`spent` says when it is
         over); disarmed at its end.  A call inside another (a verb's hold's) has
-        ``seconds`` of its own, as before, unless the one around it found no connection
-        to be had (:meth:`spend`), and a connection that cannot be had inside spends the
-        one around it too."""
+        ``seconds`` of its own, as before, unless the one around it found the server out
+        of reach (:meth:`spend`); and a call inside that finds it out of reach spends the
+        one around it too: a connection that cannot be had in it, or a round trip the
+        deadline cut in it (the server silent for a whole ``seconds``, which began after
+        the outer call's: its time has passed as well)."""
         until = self._until
         self._until = time.monotonic() + self.seconds
+        expired = self.expired
         try:
             yield
         finally:
@@ -85,6 +93,8 @@ class Deadline:
             self._until = until
             if until is None:  # the outermost call: nothing carries over to the next
                 self._spent = None
+            elif self.expired != expired and self._spent is None:  # read after disarm's lock
+                self._spent = self.reason(f"its {self.seconds:g} s timeout passed")
 
     def spend(self, why: str) -> None:
         """No connection could be had in the call under way (``why``: the error): it has

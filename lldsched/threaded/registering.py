@@ -25,6 +25,7 @@ from lldsched.core.storewrites import left_whole
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import ValidationError
 from lldsched.model import Priority
+from lldsched.persistence import verb_call
 from lldsched.policies import TWO_AT_ONCE, MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.parts import STOPPED, SchedulerParts, shut_down, torn
@@ -159,7 +160,9 @@ class Registering(SchedulerParts):
                         # was written over (its count lost)
                         held = ExitStack()
                         held.enter_context(self._acting_on(id))
-                    else:
+                    else:  # a new task: no row to hold, its calls one timeout in all
+                        held = ExitStack()
+                        held.enter_context(verb_call(self._coordinator.store))
                         self._follow_others()  # replace what another process registered
                 try:
                     for retry_once in (True, False):
