@@ -25,6 +25,7 @@ from collections.abc import Callable, Hashable, Mapping
 from types import BuiltinFunctionType, CodeType
 from typing import Any, TypeVar
 
+from lldsched import checks
 from lldsched.core.schedulearg import ORDERS
 from lldsched.core.task import TaskOptions
 from lldsched.errors import ValidationError, shown
@@ -150,9 +151,8 @@ def check_call(
         keywords["ctx"] = None
     if signature is None:
         return
-    try:
-        signature.bind(*args, **keywords)
-    except TypeError as exc:
+    wrong = checks.bind_error(signature, args, keywords)
+    if wrong is not None:
         given = _given(args, kwargs) if values else _shape(args, kwargs)
         bare = signature.replace(  # the parameters, without their annotations
             parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
@@ -160,8 +160,8 @@ def check_call(
         )
         raise ValidationError(
             f"task {name!r}: action {_action_name(action)}{bare} cannot be called with "
-            f"{given}: {exc}"
-        ) from None
+            f"{given}: {wrong}"
+        )
 
 
 def _generates(name: str, action: Callable[..., Any], code: CodeType) -> ValidationError:
