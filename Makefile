@@ -3,7 +3,7 @@
 # refreshes the environment on the next make.
 
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # The browser test drives Debian's Chromium with Playwright (Playwright's own browser
