@@ -29,6 +29,7 @@ from lldsched import (
     OverrunPolicy,
     Priority,
     RetryPolicy,
+    ScheduledTask,
     Scheduler,
     Simulation,
     SqliteTaskStore,
@@ -339,7 +340,7 @@ def test_arguments_nested_deeper_than_json_can_write_are_refused_naming_the_task
         scheduler.shutdown()
 
 
-def restored_from_a_deep_stack(path: Path, frames: int) -> list[Task]:
+def restored_from_a_deep_stack(path: Path, frames: int) -> list[ScheduledTask]:
     """The tasks a new scheduler restores from ``path``, built ``frames`` calls deep (an
     application's stack: on Python 3.11 json reads against the same recursion limit)."""
     if frames:
