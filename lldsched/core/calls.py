@@ -151,7 +151,15 @@ def check_call(
         keywords["ctx"] = None
     if signature is None:
         return
-    wrong = checks.bind_error(signature, args, keywords)
+    try:
+        signature.bind(*args, **keywords)
+    except TypeError:
+        wrong = checks.bind_error(signature, args, keywords)  # one wording on every Python
+    else:  # Python 3.13.0's bind took f(a=1) for def f(a, /, **kw): asked once more then
+        positional_only = code is None or code.co_posonlyargcount
+        wrong = (
+            checks.bind_error(signature, args, keywords) if keywords and positional_only else None
+        )
     if wrong is not None:
         given = _given(args, kwargs) if values else _shape(args, kwargs)
         bare = signature.replace(  # the parameters, without their annotations
