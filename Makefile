@@ -2,8 +2,10 @@
 # Everything installs into .venv from pyproject.toml; a change to pyproject.toml
 # refreshes the environment on the next make.
 
+# Another interpreter, in a venv of its own (`.venv-*` is ignored by git):
+#   make test PYTHON=python3.13 VENV=.venv-3.13
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # The browser test drives Debian's Chromium with Playwright (Playwright's own browser

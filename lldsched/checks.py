@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from threading import TIMEOUT_MAX
 
@@ -387,7 +387,8 @@ def instant(
 
 
 def call_error(function: Callable[..., object], *args: object) -> str | None:
-    """Why ``function(*args)`` cannot bind (``"missing a required argument: 'x'"``), or
+    """Why ``function(*args)`` cannot bind (``"missing a required argument: 'x'"``, one
+    wording on every Python: :func:`bind_error`), or
     None when it can or its signature cannot be read: the check of what the package
     will call later with these arguments (a simulated model's draw, an intervention, a
     listener given each event), made when it is given, not as a ``TypeError`` at each
@@ -396,10 +397,47 @@ def call_error(function: Callable[..., object], *args: object) -> str | None:
         signature = inspect.signature(function)
     except (TypeError, ValueError):
         return None
+    return bind_error(signature, args)
+
+
+def bind_error(
+    signature: inspect.Signature,
+    args: tuple[object, ...] | list[object],
+    keywords: Mapping[str, object] | None = None,
+) -> str | None:
+    """Why ``signature`` cannot take ``(*args, **keywords)``, or None when it can: what
+    :meth:`inspect.Signature.bind` says, in one wording on every Python version.  The
+    bind's words changed: a missing keyword-only argument is "missing a required
+    keyword-only argument: 'key'" from 3.12 (3.11 said "missing a required argument:
+    'key'"); a positional-only parameter passed by keyword is "got some positional-only
+    arguments passed as keyword arguments: 'a, b'" from 3.13, as the call itself says on
+    all of them (3.11 and 3.12's bind: "'a' parameter is positional only, but was passed
+    as a keyword").  And Python 3.13.0's bind took ``f(a=1)`` for ``def f(a, /, **kw)``,
+    which the call refuses: the keyword goes to ``**kw`` and ``a`` is missing."""
+    parameters = signature.parameters
+    if keywords:
+        by_position = [
+            name
+            for name in keywords
+            if (parameter := parameters.get(name)) is not None
+            and parameter.kind is parameter.POSITIONAL_ONLY
+        ]
+        if by_position:
+            if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+                named = ", ".join(by_position)
+                return f"got some positional-only arguments passed as keyword arguments: {named!r}"
+            # They go to **kw: bind without them, as the call would fill the parameters
+            keywords = {name: keywords[name] for name in keywords if name not in by_position}
     try:
-        signature.bind(*args)
+        signature.bind(*args, **(keywords or {}))
     except TypeError as exc:
-        return str(exc)
+        said = str(exc)
+        missing = said.removeprefix("missing a required argument: ")
+        if missing != said:
+            parameter = parameters.get(missing[1:-1])  # a name's repr: 'key'
+            if parameter is not None and parameter.kind is parameter.KEYWORD_ONLY:
+                return f"missing a required keyword-only argument: {missing}"
+        return said
     return None
 
 

@@ -11,10 +11,16 @@ here:
   or a bound method of an instance has no such name);
 * ``args`` and ``kwargs`` are what ``json.dumps`` / ``json.loads`` give back unchanged
   (:func:`json_arguments`): str, int, float, bool, None, lists and str-keyed dicts.
-  A tuple nested in the arguments would come back a list: refused; so are values
-  nested deeper than Python's recursion limit lets JSON write them (``RecursionError``);
-  the callers' messages quote them by :func:`~lldsched.errors.shown`, whose ``repr``
-  does not raise that too.
+  A tuple nested in the arguments would come back a list: refused; so is an argument
+  nesting more than :data:`NESTING_LIMIT` (500) lists and dicts within one another.
+  That limit is lldsched's, the same on every Python version: how deep ``json``
+  writes and reads follows the interpreter (about 990 levels on Python 3.11, 1,500 on
+  3.12, 10,000 on 3.13) and, on 3.11, how deep the stack already is; the check of
+  what a registration could write once passed arguments 985 deep that the restore,
+  a few frames deeper, could not read, and 3.13 wrote 5,000-deep arguments a 3.11
+  node of the same store could not read (docs/DECISIONS.md, "Python 3.12 and 3.13").
+  The callers' messages quote such values by :func:`~lldsched.errors.shown`, whose
+  ``repr`` does not raise ``RecursionError`` on them.
 
 Each function raises ``error`` (the caller's: :class:`~lldsched.errors.StoreError`
 when a store reads, :class:`~lldsched.errors.ValidationError` at registration) with
@@ -40,7 +46,15 @@ from typing import Any
 
 from lldsched.errors import ValidationError
 
-__all__ = ["import_callable", "import_path", "json_arguments"]
+__all__ = ["NESTING_LIMIT", "import_callable", "import_path", "json_arguments"]
+
+NESTING_LIMIT = 500
+"""How many lists and dicts one argument may nest within one another (``[[1]]``: 2)."""
+
+_STACK_TOO_DEEP = (
+    "they nest deeper than JSON can be written or read here (Python's recursion limit, "
+    "on a call stack this deep)"
+)
 
 
 def import_callable(
@@ -111,13 +125,45 @@ def json_arguments(
     JSON would not give them back unchanged."""
     arguments = list(args)
     keywords = dict(kwargs) if kwargs is not None else None
+    document = [arguments, keywords]
     try:
-        text = json.dumps([arguments, keywords], allow_nan=False)
-        kept = json.loads(text) == [arguments, keywords]
-    except RecursionError:  # a bare RecursionError named no task: a ValueError, as the rest
-        raise ValueError(
-            "they nest deeper than JSON can be written or read here (Python's recursion limit)"
-        ) from None
+        text = json.dumps(document, allow_nan=False)
+        # Each list and dict writes a bracket (so do brackets in strings): with no more
+        # brackets than the limit, no argument can nest deeper, and none is walked.
+        walk = text.count("[") + text.count("{") > NESTING_LIMIT
+    except RecursionError:  # deeper than json writes on this Python and stack
+        text, walk = "", True
+    if walk:
+        deepest = _nesting(document) - 2  # less the document's list and args' list
+        if deepest > NESTING_LIMIT:
+            raise ValueError(
+                f"they nest {deepest} lists and dicts within one another, more than the "
+                f"{NESTING_LIMIT} a stored or process-isolated call keeps (lldsched's limit, "
+                "the same on every Python version: deeper arguments could be written "
+                "here and not read back at a restart or by another Python)"
+            )
+    if not text:  # within the limit, yet deeper than json writes on a stack this deep
+        raise ValueError(_STACK_TOO_DEEP)
+    try:
+        kept = json.loads(text) == document
+    except RecursionError:
+        raise ValueError(_STACK_TOO_DEEP) from None
     if not kept:
         raise ValueError("they change on the way through JSON")
     return arguments, keywords
+
+
+def _nesting(value: object) -> int:
+    """How many lists, tuples and dicts ``value`` nests within one another (``[[1]]``:
+    2), walked without recursion, whatever the depth."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list | tuple):
+            depth += 1
+            deepest = max(deepest, depth)
+            stack.extend((inner, depth) for inner in item)
+    return deepest

@@ -147,6 +147,14 @@ def needs_key(*, key: str) -> str:
     return key
 
 
+def by_position(value: int, /) -> int:
+    return value
+
+
+def by_position_with_options(value: int, /, **options: Any) -> int:
+    return value
+
+
 def takes_ctx(value: int, ctx: Any) -> int:
     return value
 
@@ -178,7 +186,15 @@ def reads(db: str) -> str:
          "args=\\(\\): missing a required argument: 'value'"),
         (needs_one, {"args": (1, 2)}, "args=\\(1, 2\\): too many positional arguments"),
         (needs_one, {"kwargs": {"valu": 1}}, "kwargs={'valu': 1}: missing a required argument"),
-        (needs_key, {}, "missing a required argument: 'key'"),
+        # One wording on every Python (Python 3.11's bind said "missing a required
+        # argument: 'key'", 3.11 and 3.12's "'value' parameter is positional only, but
+        # was passed as a keyword"), and 3.13.0's bind took by_position_with_options(
+        # value=1), which the call refuses: value=1 goes to **options.
+        (needs_key, {}, "missing a required keyword-only argument: 'key'"),
+        (by_position, {"kwargs": {"value": 1}},
+         "got some positional-only arguments passed as keyword arguments: 'value'"),
+        (by_position_with_options, {"kwargs": {"value": 1}},
+         "kwargs={'value': 1}: missing a required argument: 'value'"),
         (takes_ctx, {}, "action takes_ctx\\(value, ctx\\) .*'value'"),
         (takes_ctx, {"args": (1,), "kwargs": {"ctx": 2}}, "kwargs name 'ctx', which the scheduler"),
         (Greeter().greet, {}, "action Greeter.greet\\(who\\) .*'who'"),

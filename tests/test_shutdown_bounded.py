@@ -420,6 +420,11 @@ def test_a_to_thread_call_still_running_at_shutdown_is_waited_for_within_its_tim
     assert _to_thread_calls(scheduler) == []
 
 
+# Where Thread.join blocks: in its own _wait_for_tstate_lock up to Python 3.12; from
+# 3.13 in the C _ThreadHandle.join it calls, under no Python frame but join's.
+BLOCKED_IN_JOIN = "join" if sys.version_info >= (3, 13) else "_wait_for_tstate_lock"
+
+
 def joining_the_calls() -> bool:
     """A thread of ``shutdown()`` (its loop's closer) waits for the calls still running on
     the loop's executor to end: blocked in a ``join`` under ``_join_calls``."""
@@ -427,7 +432,7 @@ def joining_the_calls() -> bool:
         innermost = frame.f_code.co_name
         while frame is not None and frame.f_code.co_name != "_join_calls":
             frame = frame.f_back  # type: ignore[assignment]
-        if frame is not None and innermost == "_wait_for_tstate_lock":
+        if frame is not None and innermost == BLOCKED_IN_JOIN:
             return True
     return False
 

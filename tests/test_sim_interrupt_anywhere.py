@@ -35,7 +35,8 @@ from lldsched.sim.simulation import Simulation as Loop
 
 PACKAGE = str(Path(Loop._advance.__code__.co_filename).parent.parent)
 LOOP = Loop._advance.__code__
-CALLS = {"CALL", "CALL_FUNCTION_EX", "JUMP_BACKWARD"}  # where CPython checks for a signal
+# Where CPython checks for a signal (CALL_KW: Python 3.13's call with keywords).
+CALLS = {"CALL", "CALL_KW", "CALL_FUNCTION_EX", "JUMP_BACKWARD"}
 END = 25.0
 
 
@@ -58,6 +59,7 @@ class Interrupter:
     def __init__(self, at: int | None) -> None:
         self.at = at
         self.places = 0
+        self.loop_places = 0  # of places, those in the loop's own frame
         self.where = ""
         self.after_call = False
         self.in_intervention = False  # landed inside an intervention (or a verb it made)
@@ -70,12 +72,16 @@ class Interrupter:
             return self
         if frame.f_code is LOOP:
             if event != "opcode":
+                # Python 3.13 drops the f_trace_opcodes set at the "call" event (not yet
+                # the frame's tracer then): set again, it holds.
+                frame.f_trace_opcodes = True
                 return self
             code = frame.f_code.co_code[frame.f_lasti]
             name = dis.opname[code]
             landing = self.after_call or name == "JUMP_BACKWARD"
             self.after_call = name in CALLS
             if landing:
+                self.loop_places += 1
                 self._place(frame)
         elif event == "line":
             self._place(frame)
@@ -95,6 +101,10 @@ class Interrupter:
 def interrupted_at(at: int | None) -> tuple[Simulation, Interrupter, bool]:
     sim = scenario()
     interrupter = Interrupter(at)
+    # Python 3.12 reports opcodes to a frame's f_trace_opcodes only if some frame set it
+    # before sys.settrace (it then turns the per-instruction events on).
+    here = sys._getframe()
+    here.f_trace_opcodes, here.f_trace_opcodes = True, False
     sys.settrace(interrupter)
     try:
         sim.run(END)
@@ -123,6 +133,7 @@ def test_a_ctrl_c_anywhere_in_the_loop_leaves_it_whole_or_refusing_to_move_on() 
     reference = scenario().run(END).records()
     _, counted, raised = interrupted_at(None)
     assert not raised and counted.places > 500  # (the loop's own places, and the core's)
+    assert counted.loop_places > 50  # the loop's own (none, on 3.12 and 3.13, before)
     refused, outcomes = set(), []
     for at in range(1, counted.places + 1):
         sim, interrupter, raised = interrupted_at(at)

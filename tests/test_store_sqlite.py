@@ -29,6 +29,7 @@ from lldsched import (
     OverrunPolicy,
     Priority,
     RetryPolicy,
+    ScheduledTask,
     Scheduler,
     Simulation,
     SqliteTaskStore,
@@ -38,6 +39,7 @@ from lldsched import (
     TaskStore,
     ValidationError,
 )
+from lldsched.importpath import NESTING_LIMIT
 from lldsched.persistence import Task
 from lldsched.stores import HistoryStore
 from lldsched.stores.codec import callable_path, decode_task, encode_task
@@ -318,6 +320,8 @@ def test_arguments_nested_deeper_than_json_can_write_are_refused_naming_the_task
     tmp_path: Path, isolation: Literal["thread", "process"]
 ) -> None:
     # json.dumps and repr raised a bare RecursionError: no task named, no ValidationError.
+    # Python 3.13 writes and reads JSON 10,000 deep: this was kept there (and a 3.11
+    # node of the same store could not read it); lldsched's own limit refuses it on all.
     with SqliteTaskStore(tmp_path / "tasks.db") as store:
         scheduler = Scheduler(clock=FakeClock(T0), store=store)
         scheduler.schedule("kept", jobs.noop, FixedRate(60), id="kept")
@@ -328,9 +332,44 @@ def test_arguments_nested_deeper_than_json_can_write_are_refused_naming_the_task
             )
         said = str(caught.value)
         assert said.startswith("task 'deep': a ")
-        assert "got args=([[[...]]],), kwargs=None: they nest deeper than JSON" in said
+        assert (
+            "got args=([[[...]]],), kwargs=None: they nest 5001 lists and dicts within one "
+            "another, more than the 500 a stored or process-isolated call keeps" in said
+        )
         assert [t.id for t in scheduler.tasks()] == ["kept"] and len(store) == 1
         scheduler.shutdown()
+
+
+def restored_from_a_deep_stack(path: Path, frames: int) -> list[ScheduledTask]:
+    """The tasks a new scheduler restores from ``path``, built ``frames`` calls deep (an
+    application's stack: on Python 3.11 json reads against the same recursion limit)."""
+    if frames:
+        return restored_from_a_deep_stack(path, frames - 1)
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(clock=FakeClock(T0), store=store)
+        restored = scheduler.tasks()
+        scheduler.shutdown()
+        return restored
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_arguments_at_the_nesting_limit_are_read_back_at_a_restart_one_more_is_refused(
+    tmp_path: Path, isolation: Literal["thread", "process"]
+) -> None:
+    """The limit is lldsched's, the same on every Python: 985 lists deep passed the check
+    on Python 3.11 and the restore, a few frames deeper, could not read the store."""
+    action = jobs.hang_first_time if isolation == "thread" else "tests.jobs:hang_first_time"
+    deepest = nested(NESTING_LIMIT - 1)  # the list given and the ones it holds: 500
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = Scheduler(clock=FakeClock(T0), store=store)
+        scheduler.schedule("deep", action, FixedRate(60), id="deep", args=(deepest,),
+                           isolation=isolation)  # fmt: skip
+        with pytest.raises(ValidationError, match="they nest 501 lists and dicts within"):
+            scheduler.schedule("deeper", action, FixedRate(60), args=([deepest],),
+                               isolation=isolation)  # fmt: skip
+        scheduler.shutdown()
+    [restored] = restored_from_a_deep_stack(tmp_path / "tasks.db", frames=200)
+    assert restored.id == "deep" and restored.args == (deepest,)
 
 
 def test_a_schedule_type_without_a_registered_form_is_rejected() -> None:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Hashable, Mapping
 from types import BuiltinFunctionType, CodeType
 from typing import Any, TypeVar
 
+from lldsched import checks
 from lldsched.core.schedulearg import ORDERS
 from lldsched.core.task import TaskOptions
 from lldsched.errors import ValidationError, shown
@@ -152,7 +153,14 @@ def check_call(
         return
     try:
         signature.bind(*args, **keywords)
-    except TypeError as exc:
+    except TypeError:
+        wrong = checks.bind_error(signature, args, keywords)  # one wording on every Python
+    else:  # Python 3.13.0's bind took f(a=1) for def f(a, /, **kw): asked once more then
+        positional_only = code is None or code.co_posonlyargcount
+        wrong = (
+            checks.bind_error(signature, args, keywords) if keywords and positional_only else None
+        )
+    if wrong is not None:
         given = _given(args, kwargs) if values else _shape(args, kwargs)
         bare = signature.replace(  # the parameters, without their annotations
             parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
@@ -160,8 +168,8 @@ def check_call(
         )
         raise ValidationError(
             f"task {name!r}: action {_action_name(action)}{bare} cannot be called with "
-            f"{given}: {exc}"
-        ) from None
+            f"{given}: {wrong}"
+        )
 
 
 def _generates(name: str, action: Callable[..., Any], code: CodeType) -> ValidationError:

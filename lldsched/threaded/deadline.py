@@ -116,9 +116,21 @@ class Deadline:
         deadline, or within :data:`LOCK_GRACE` of it as :meth:`holding` waits for a lock
         (a step bounded by the same time left ends a moment after it): True if it ended
         by then, False if it is still going (a store call that hangs; it ends on its own,
-        whatever it was doing, once the store returns)."""
+        whatever it was doing, once the store returns).
+
+        In an ``atexit`` hook Python 3.12 starts no thread ("can't create new thread at
+        interpreter shutdown"; 3.11 and 3.13 do): there ``step`` runs on the exiting
+        thread, bounded only by the store's own timeouts, rather than not at all (the
+        last writes of a shutdown a Ctrl-C cut short were lost, and a finished one-off
+        ran again at the next start)."""
         thread = threading.Thread(target=step, name=name, daemon=True)
-        thread.start()
+        try:
+            thread.start()
+        except RuntimeError as exc:
+            if "interpreter shutdown" not in str(exc):
+                raise
+            step()
+            return True
         wait = self.remaining()
         thread.join(None if wait is None else wait + self._grace)
         if thread.is_alive():
