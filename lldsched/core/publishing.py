@@ -111,14 +111,22 @@ class Publishing(CoreParts):
 
     def _still_owed(self, task: ScheduledTask, snapshot: TaskSnapshot) -> TaskSnapshot:
         """``snapshot`` saying ``running`` while ``task`` still owes the attempt a restart
-        found in flight (:meth:`~lldsched.core.restoration.Restoration.owe`): SCHEDULED,
-        due at it, no run of it finished since; else as it is, the task no longer owing."""
-        due, runs = self._owed[task.id]
-        status, at = task.status, task.next_run_at
-        if status is TaskStatus.SCHEDULED and at == due and task.run_count == runs:
+        found in flight (:meth:`owes`); else as it is, the task no longer owing."""
+        if self.owes(task):
             return snapshot._replace(running=True)
         del self._owed[task.id]
         return snapshot
+
+    def owes(self, task: ScheduledTask) -> bool:
+        """True while ``task`` still owes the attempt a restart found in flight
+        (:meth:`~lldsched.core.restoration.Restoration.owe`): SCHEDULED, due at it, no
+        run of it finished since.  A retry's attempt is owed by its status instead."""
+        owed = self._owed.get(task.id) if self._owed else None
+        if owed is None:
+            return False
+        due, runs = owed
+        status, at = task.status, task.next_run_at
+        return status is TaskStatus.SCHEDULED and at == due and task.run_count == runs
 
     def _write_all_and_publish(
         self, task: ScheduledTask, previous: TaskStatus, records: list[ExecutionRecord]

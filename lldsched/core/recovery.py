@@ -895,7 +895,10 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
     first, and the slots after its slot are decided, whether the retry is due yet or
     not (before, only SCHEDULED tasks were: a retry ran and its passed slots were
     recorded ``skipped`` after it, and a retry within a ``RUN_ALL`` catch-up left the
-    slots the jump passed without a record).  Backward (a clock set back):
+    slots the jump passed without a record).  So does a task a restart found with its
+    attempt in flight, while it still owes it (:meth:`~lldsched.core.publishing.
+    Publishing.owes`; before, that slot met the policy as one the jump passed:
+    ``SKIP`` recorded it missed, the run lost).  Backward (a clock set back):
     elapsed-time due instants move back with the clock (fixed rate, fixed delay,
     one-off by delay, and every retry's backoff), so "every 60 s" keeps meaning 60 s;
     calendar instants (cron, one-off at a given time) stay where they are.  A task
@@ -921,8 +924,9 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
         if due is None or not (task.status in _QUEUED or paused):
             continue
         if jump > 0:
-            if not paused:  # a retry owes its attempt: it runs first (first_decided)
-                decide_misfire(core, task, now, owed=task.status is TaskStatus.RETRYING)
+            if not paused:  # an owed attempt runs first (first_decided), as at a restart
+                owed = task.status is TaskStatus.RETRYING or core.owes(task)
+                decide_misfire(core, task, now, owed=owed)
             continue
         schedule = task._schedule
         elapsed = measures_elapsed_time(unwrap(schedule))
