@@ -27,12 +27,11 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr
 from lldsched.cli.storeurl import BadStore, StoreName, act_on, parse_store, peek
-from lldsched.clock import UTC_NAMES
+from lldsched.clock import UTC_NAMES, utc_datetime
 from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, shown
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
@@ -311,7 +310,7 @@ def _schedule(schedule: Schedule) -> str:
 def _when(instant: float | None) -> str:
     if instant is None:
         return "-"
-    return datetime.fromtimestamp(instant, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return utc_datetime(instant).strftime("%Y-%m-%d %H:%M:%S")  # Windows: before 1970 too
 
 
 def _outcome(record: ExecutionRecord | None) -> str:
