@@ -321,3 +321,35 @@ def test_a_process_that_only_calls_verbs_and_exits_writes_the_rows_it_left_stale
     assert done.stdout.split() == ["paused"]
     assert _row(reader, "a") is TaskStatus.PAUSED
     assert "Traceback" not in done.stderr.split("the store went away for a moment")[-1]
+
+
+_REFUSES_THREADS = """
+import atexit, threading
+
+def refuse(thread):
+    raise RuntimeError("can't create new thread at interpreter shutdown")
+
+# Registered after lldsched's own hook, so run before it: the exit of 3.12.0-3.12.2
+atexit.register(setattr, threading.Thread, "start", refuse)
+"""
+
+
+def test_the_exit_writes_the_rows_left_stale_where_it_refuses_new_threads(
+    store_spec: StoreSpec, stores: list[CoordinatedStore]
+) -> None:
+    """The same script where the interpreter's exit starts no thread, as Python 3.12.0 to
+    3.12.2 do (CPython gh-113964): the rows' last write runs on the exit hook's own
+    thread.  Before, the shutdown at exit raised "can't create new thread at interpreter
+    shutdown" (logged) and the row said SCHEDULED."""
+    done = subprocess.run(
+        [sys.executable, "-c", _ADMIN + _REFUSES_THREADS, store_spec.to_json()],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["paused"]
+    assert _row(stores[2], "a") is TaskStatus.PAUSED
+    assert "Traceback" not in done.stderr.split("the store went away for a moment")[-1]
