@@ -308,9 +308,16 @@ def test_a_process_that_only_calls_verbs_and_exits_writes_the_rows_it_left_stale
     interpreter's exit writes the row (its shutdown(), the rows' last write).  Before,
     the pause was lost for good: the row said SCHEDULED, and the other processes ran
     the task, the verb having returned True."""
-    reader = stores[2]
+    _pause_in_an_outage_and_exit(_ADMIN, store_spec, stores[2])
+
+
+def _pause_in_an_outage_and_exit(
+    script: str, store_spec: StoreSpec, reader: CoordinatedStore
+) -> None:
+    """Run ``script`` (:data:`_ADMIN`, and more) in a child: it pauses and ends; the row
+    reads PAUSED then, and nothing raised past the outage."""
     done = subprocess.run(
-        [sys.executable, "-c", _ADMIN, store_spec.to_json()],
+        [sys.executable, "-c", script, store_spec.to_json()],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -341,15 +348,4 @@ def test_the_exit_writes_the_rows_left_stale_where_it_refuses_new_threads(
     3.12.2 do (CPython gh-113964): the rows' last write runs on the exit hook's own
     thread.  Before, the shutdown at exit raised "can't create new thread at interpreter
     shutdown" (logged) and the row said SCHEDULED."""
-    done = subprocess.run(
-        [sys.executable, "-c", _ADMIN + _REFUSES_THREADS, store_spec.to_json()],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["paused"]
-    assert _row(stores[2], "a") is TaskStatus.PAUSED
-    assert "Traceback" not in done.stderr.split("the store went away for a moment")[-1]
+    _pause_in_an_outage_and_exit(_ADMIN + _REFUSES_THREADS, store_spec, stores[2])
