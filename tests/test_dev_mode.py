@@ -117,8 +117,8 @@ def test_no_sqlite_statement_numbers_its_parameters() -> None:
     3.12.3 warn at every such call that the parameter is taken as a named one given a
     sequence (CPython gh-117995), an error under ``-W error``.  Checked on the source, so
     on every Python, not only those: a statement that uses a parameter twice names it
-    (``:status``) and is passed a mapping (docs/DECISIONS.md, "Python 3.12: what
-    differed")."""
+    (``:status``) and is passed a mapping (docs/DECISIONS.md, "Python 3.12 and
+    3.13")."""
     numbered = [
         f"{path.name}:{number}: {line.strip()}"
         for path in sorted((ROOT / "lldsched" / "stores").glob("sqlite*.py"))

@@ -146,7 +146,7 @@ RESUME_AT = "{t}resume_at"
 # A statement that uses a parameter twice names its parameters (``:status``), passed as a
 # mapping; the others take ``?`` in order.  Numbered ones (``?NNN``) made Python 3.12.0 to
 # 3.12.3 warn at every call (a DeprecationWarning, an error under ``-W error``: CPython
-# gh-117995), docs/DECISIONS.md, "Python 3.12: what differed".
+# gh-117995), docs/DECISIONS.md, "Python 3.12 and 3.13".
 UPDATE = """
 UPDATE tasks SET status = :status, next_run_at = :next_run_at, attempt = :attempt,
     run_count = :run_count, failure_count = :failure_count, last_error = :last_error,

@@ -37,7 +37,7 @@ At the interpreter's exit (:func:`~lldsched.threaded.control._shut_unwatched`) P
 shutdown", CPython gh-113964), in an ``atexit`` hook and in threading's own exit hooks
 alike: there (:func:`at_exit` said so) :func:`start` says False instead of raising, and
 the step runs on the calling thread, bounded only by the store's own timeouts
-(docs/DECISIONS.md, "Python 3.12: what differed").
+(docs/DECISIONS.md, "Python 3.12 and 3.13").
 """
 
 from __future__ import annotations
