@@ -331,7 +331,9 @@ def _pause_in_an_outage_and_exit(
 
 
 _REFUSES_THREADS = """
-import atexit, threading
+import atexit, logging, threading
+
+logging.basicConfig()  # what the exit logs, shown: a shutdown at exit that raised too
 
 def refuse(thread):
     raise RuntimeError("can't create new thread at interpreter shutdown")
@@ -347,5 +349,7 @@ def test_the_exit_writes_the_rows_left_stale_where_it_refuses_new_threads(
     """The same script where the interpreter's exit starts no thread, as Python 3.12.0 to
     3.12.2 do (CPython gh-113964): the rows' last write runs on the exit hook's own
     thread.  Before, the shutdown at exit raised "can't create new thread at interpreter
-    shutdown" (logged) and the row said SCHEDULED."""
+    shutdown" (logged) and the row said SCHEDULED; then, with only the rewrite's thread
+    made optional, the row was written by the second pass of the exit hook, after the
+    shutdown at exit had raised that at the thread that keeps the leases."""
     _pause_in_an_outage_and_exit(_ADMIN + _REFUSES_THREADS, store_spec, stores[2])
