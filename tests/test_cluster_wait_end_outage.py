@@ -308,9 +308,16 @@ def test_a_process_that_only_calls_verbs_and_exits_writes_the_rows_it_left_stale
     interpreter's exit writes the row (its shutdown(), the rows' last write).  Before,
     the pause was lost for good: the row said SCHEDULED, and the other processes ran
     the task, the verb having returned True."""
-    reader = stores[2]
+    _pause_in_an_outage_and_exit(_ADMIN, store_spec, stores[2])
+
+
+def _pause_in_an_outage_and_exit(
+    script: str, store_spec: StoreSpec, reader: CoordinatedStore
+) -> None:
+    """Run ``script`` (:data:`_ADMIN`, and more) in a child: it pauses and ends; the row
+    reads PAUSED then, and nothing raised past the outage."""
     done = subprocess.run(
-        [sys.executable, "-c", _ADMIN, store_spec.to_json()],
+        [sys.executable, "-c", script, store_spec.to_json()],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -321,3 +328,28 @@ def test_a_process_that_only_calls_verbs_and_exits_writes_the_rows_it_left_stale
     assert done.stdout.split() == ["paused"]
     assert _row(reader, "a") is TaskStatus.PAUSED
     assert "Traceback" not in done.stderr.split("the store went away for a moment")[-1]
+
+
+_REFUSES_THREADS = """
+import atexit, logging, threading
+
+logging.basicConfig()  # what the exit logs, shown: a shutdown at exit that raised too
+
+def refuse(thread):
+    raise RuntimeError("can't create new thread at interpreter shutdown")
+
+# Registered after lldsched's own hook, so run before it: the exit of 3.12.0-3.12.2
+atexit.register(setattr, threading.Thread, "start", refuse)
+"""
+
+
+def test_the_exit_writes_the_rows_left_stale_where_it_refuses_new_threads(
+    store_spec: StoreSpec, stores: list[CoordinatedStore]
+) -> None:
+    """The same script where the interpreter's exit starts no thread, as Python 3.12.0 to
+    3.12.2 do (CPython gh-113964): the rows' last write runs on the exit hook's own
+    thread.  Before, the shutdown at exit raised "can't create new thread at interpreter
+    shutdown" (logged) and the row said SCHEDULED; then, with only the rewrite's thread
+    made optional, the row was written by the second pass of the exit hook, after the
+    shutdown at exit had raised that at the thread that keeps the leases."""
+    _pause_in_an_outage_and_exit(_ADMIN + _REFUSES_THREADS, store_spec, stores[2])

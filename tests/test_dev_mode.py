@@ -13,6 +13,7 @@ coroutine it never awaits or a deprecated call it makes is an error there, or an
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +110,22 @@ def test_every_module_imports_and_compiles_without_a_deprecated_call_of_its_own(
     assert child.returncode == 0, child.stderr
     assert int(child.stdout) > 100, child.stdout  # every module, not an empty walk
     assert "Exception ignored" not in child.stderr, child.stderr
+
+
+def test_no_sqlite_statement_numbers_its_parameters() -> None:
+    """No SQL text of the SQLite store numbers its parameters (``?1``): Python 3.12.0 to
+    3.12.3 warn at every such call that the parameter is taken as a named one given a
+    sequence (CPython gh-117995), an error under ``-W error``.  Checked on the source, so
+    on every Python, not only those: a statement that uses a parameter twice names it
+    (``:status``) and is passed a mapping (docs/DECISIONS.md, "Python 3.12 and
+    3.13")."""
+    numbered = [
+        f"{path.name}:{number}: {line.strip()}"
+        for path in sorted((ROOT / "lldsched" / "stores").glob("sqlite*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\?\d", line)
+    ]
+    assert numbered == []
 
 
 def test_the_demo_and_the_simulate_command_run_clean_under_warnings_as_errors() -> None:

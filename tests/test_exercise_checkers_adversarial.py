@@ -1479,6 +1479,57 @@ def test_a_pop_due_that_holds_another_lock_while_it_waits_is_told_which(
     assert all("a time.sleep or a loop" not in r.message for r in results)
 
 
+WAIT = 10.0
+"""Seconds a thread of the test below is waited for at most (it takes microseconds)."""
+
+
+class _OpensTheGate(threading.Condition):
+    """The watched Condition's ``changed``: its first ``wait_for`` (the diagnosis waiting
+    for a consumer to enter ``wait``) lets the consumer in."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__()
+        self.gate = gate
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
+        self.gate.set()
+        return super().wait_for(predicate, timeout)
+
+
+def test_a_consumer_between_two_waits_as_the_call_s_bound_ends_is_still_told_which_lock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The diagnosis of a push or cancel that did not return is asked as the consumer's
+    timed wait ends (a loaded machine: the run on Python 3.12.1 under load): the consumer
+    holds the queue's other lock, out of ``wait`` for a moment.  It looks again as the
+    consumer next waits, and names the lock.  Before, it said nothing, and the learner was
+    given the generic "a time.sleep or a loop inside `with self._cond`"."""
+    gate, holding = threading.Event(), threading.Event()
+    queue = HoldsItsLockWhileWaiting(time.monotonic)
+    watched = checker.WatchedCondition(queue._cond)
+    queue._cond = watched  # type: ignore[assignment]
+    watched.changed = _OpensTheGate(gate)
+    rig = checker.Rig(queue, checker.ExerciseClock(), watched)
+
+    def consumer() -> None:  # between two waits: holding self._lock, not in wait()
+        with queue._lock:
+            holding.set()
+            gate.wait()
+            with watched:
+                watched.wait()  # until the end of the test
+
+    thread = threading.Thread(target=consumer, daemon=True)
+    thread.start()
+    assert holding.wait(WAIT)
+    monkeypatch.setattr(checker, "HELD_AGAIN", WAIT)  # the look again: ended by the wait
+    said = checker._held_while_waiting(rig)
+    with watched:
+        watched.notify_all()
+    thread.join(WAIT)
+    assert said is not None
+    assert "pop_due waits on the condition while it holds self._lock" in said
+
+
 class NotifiesUnderItsLockAgain(TaskQueue):
     """A Condition on a plain Lock, and a push that calls a helper taking it again."""
 

@@ -992,7 +992,7 @@ class _CommitsBetween:
 
     def execute(self, statement: str, *parameters: Any) -> sqlite3.Cursor:
         cursor = self._connection.execute(statement, *parameters)
-        if self._between is not None and "WHERE t.version > ?1" in statement:
+        if self._between is not None and "WHERE t.version > :cursor" in statement:
             rows = cursor.fetchall()  # the statement's own reads are done
             between, self._between = self._between, None
             between()

@@ -94,7 +94,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, finished
 from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
-from lldsched.stores.codec import check_written, encode_task, resume_at
+from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
 from lldsched.stores.sqlite_file import (
     PRIVATE,
@@ -113,10 +113,9 @@ from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
     INSERT_RECORD,
     LAST_FAILED,
-    UPDATE,
-    UPSERT,
     failure,
     immediate,
+    written,
 )
 from lldsched.stores.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, FileFormat
 from lldsched.stores.sqlite_shared import SharedState, bump
@@ -412,22 +411,19 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                     self._counts[record.task_id] = count
             self._saved(snapshot)
 
-    def _row(self, snapshot: TaskSnapshot) -> tuple[str, tuple[object, ...]]:
+    def _row(self, snapshot: TaskSnapshot) -> tuple[str, dict[str, object]]:
         """The statement that writes ``snapshot``'s row, and its parameters: its state,
         and its definition too the first time and whenever it changed (caller holds the
         lock; the dead letter's sequence moves on for a FAILED one)."""
         task = snapshot.task
         definition = None if self._defined.get(task.id) == task else encode_task(task)
         self._dead_seq += snapshot.status is TaskStatus.FAILED
-        state = (
-            snapshot.status.value, snapshot.next_run_at, snapshot.attempt,
-            snapshot.run_count, snapshot.failure_count, snapshot.last_error,
-            snapshot.running, self._dead_seq, task.id, snapshot.waited, snapshot.slot,
-            resume_at(snapshot), snapshot.grid,
-        )  # fmt: skip
-        if definition is None:
-            return UPDATE, state
-        return UPSERT, (*state, task.name, definition, task.priority)
+        return written(
+            snapshot,
+            status=snapshot.status.value,
+            failed_seq=self._dead_seq,
+            definition=definition,
+        )
 
     def _saved(self, snapshot: TaskSnapshot) -> None:
         """``snapshot`` was written (caller holds the lock): a finished task is forgotten
@@ -459,9 +455,9 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                     "SELECT count(*) FROM records WHERE task_id = ?", (task_id,)
                 ).fetchone()
             connection.execute(  # trim in batches, not at every record
-                "DELETE FROM records WHERE task_id = ?1 AND seq IN "
-                "(SELECT seq FROM records WHERE task_id = ?1 ORDER BY seq LIMIT ?2)",
-                (task_id, max(0, count - self.retention)),
+                "DELETE FROM records WHERE task_id = ? AND seq IN "
+                "(SELECT seq FROM records WHERE task_id = ? ORDER BY seq LIMIT ?)",
+                (task_id, task_id, max(0, count - self.retention)),
             )
             count = self.retention
         return count

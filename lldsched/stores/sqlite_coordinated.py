@@ -32,7 +32,6 @@ from lldsched.stores.codec import (
     check_written,
     encode_task,
     plan_ends,
-    resume_at,
 )
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.sqlite_gate import WriteGate
@@ -42,14 +41,13 @@ from lldsched.stores.sqlite_rows import (
     SLOT,
     TASK_COLUMNS,
     TASKS,
-    UPDATE,
-    UPSERT,
     begin,
     failure,
     fetch,
     immediate,
     rollback,
     snapshot_of,
+    written,
 )
 from lldsched.stores.sqlite_shared import TAKE as _TAKE
 from lldsched.stores.sqlite_shared import SharedState, bump
@@ -723,17 +721,10 @@ class CoordinatedMethods:
         version = bump(connection, "change")
         (last_failed,) = connection.execute(LAST_FAILED).fetchone()
         dead_seq = last_failed + 1
-        task = snapshot.task
-        state = (
-            status, snapshot.next_run_at, snapshot.attempt, snapshot.run_count,
-            snapshot.failure_count, snapshot.last_error, snapshot.running, dead_seq, task.id,
-            snapshot.waited, snapshot.slot, resume_at(snapshot), snapshot.grid,
-        )  # fmt: skip
-        if definition is None:
-            connection.execute(UPDATE, state)
-        else:
-            connection.execute(UPSERT, (*state, task.name, definition, task.priority))
-        connection.execute("UPDATE tasks SET version = ? WHERE id = ?", (version, task.id))
+        connection.execute(
+            *written(snapshot, status=status, failed_seq=dead_seq, definition=definition)
+        )
+        connection.execute("UPDATE tasks SET version = ? WHERE id = ?", (version, snapshot.task.id))
         return version
 
 

@@ -85,7 +85,7 @@ class SqliteReads:
                 try:
                     with immediate(self._open(), self._gate) as connection:
                         connection.executemany(
-                            "UPDATE tasks SET definition = ?1 WHERE id = ?2 AND definition = ?3",
+                            "UPDATE tasks SET definition = ? WHERE id = ? AND definition = ?",
                             moved,
                         )
                 except sqlite3.Error as exc:  # the rows keep the alias, which still imports

@@ -6,13 +6,13 @@ the conversions from rows back to values, shared by its unshared and shared mode
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from lldsched.errors import StoreError
 from lldsched.persistence import FINISHED_STATUSES, Task, TaskSnapshot
-from lldsched.stores.codec import Undecodable, record_from, said, snapshot_from
+from lldsched.stores.codec import Undecodable, record_from, resume_at, said, snapshot_from
 from lldsched.stores.sqlite_gate import WriteGate
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "rollback",
     "snapshot_of",
     "within",
+    "written",
 ]
 
 
@@ -142,19 +143,26 @@ SLOT = "CASE WHEN {t}slot_due = {t}next_run_at THEN {t}slot END"
 RESUME_AT = "{t}resume_at"
 """The column read as a row's ``resumes`` and ``until`` (``{t}`` as in :data:`SLOT`)."""
 
+# A statement that uses a parameter twice names its parameters (``:status``), passed as a
+# mapping; the others take ``?`` in order.  Numbered ones (``?NNN``) made Python 3.12.0 to
+# 3.12.3 warn at every call (a DeprecationWarning, an error under ``-W error``: CPython
+# gh-117995), docs/DECISIONS.md, "Python 3.12 and 3.13".
 UPDATE = """
-UPDATE tasks SET status = ?1, next_run_at = ?2, attempt = ?3, run_count = ?4,
-    failure_count = ?5, last_error = ?6, running = ?7,
-    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(failed_seq, ?8) END, waited = ?10,
-    slot = ?11, slot_due = ?2, resume_at = ?12, grid = ?13
-WHERE id = ?9
+UPDATE tasks SET status = :status, next_run_at = :next_run_at, attempt = :attempt,
+    run_count = :run_count, failure_count = :failure_count, last_error = :last_error,
+    running = :running,
+    failed_seq = CASE WHEN :status = 'failed' THEN coalesce(failed_seq, :failed_seq) END,
+    waited = :waited, slot = :slot, slot_due = :next_run_at, resume_at = :resume_at,
+    grid = :grid
+WHERE id = :id
 """
 UPSERT = """
 INSERT INTO tasks (status, next_run_at, attempt, run_count, failure_count, last_error,
     running, failed_seq, id, waited, slot, slot_due, resume_at, grid, name, definition,
     priority)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?1 = 'failed' THEN ?8 END, ?9, ?10, ?11, ?2, ?12,
-    ?13, ?14, ?15, ?16)
+VALUES (:status, :next_run_at, :attempt, :run_count, :failure_count, :last_error, :running,
+    CASE WHEN :status = 'failed' THEN :failed_seq END, :id, :waited, :slot, :next_run_at,
+    :resume_at, :grid, :name, :definition, :priority)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, status = excluded.status,
     next_run_at = excluded.next_run_at, attempt = excluded.attempt,
@@ -162,7 +170,7 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.defin
     last_error = excluded.last_error, running = excluded.running, waited = excluded.waited,
     slot = excluded.slot, slot_due = excluded.slot_due, resume_at = excluded.resume_at,
     grid = excluded.grid,
-    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(tasks.failed_seq, ?8) END
+    failed_seq = CASE WHEN :status = 'failed' THEN coalesce(tasks.failed_seq, :failed_seq) END
 """
 INSERT_RECORD = """
 INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
@@ -192,8 +200,29 @@ RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has
 )
 
 
+def written(
+    snapshot: TaskSnapshot, *, status: str, failed_seq: int, definition: str | None
+) -> tuple[str, dict[str, object]]:
+    """The statement that writes ``snapshot``'s row and its parameters: :data:`UPDATE`,
+    or :data:`UPSERT` with ``definition`` when given (``status``: the status written;
+    ``failed_seq``: the dead letter's next place, kept only by a FAILED row)."""
+    task = snapshot.task
+    state: dict[str, object] = {
+        "status": status, "next_run_at": snapshot.next_run_at, "attempt": snapshot.attempt,
+        "run_count": snapshot.run_count, "failure_count": snapshot.failure_count,
+        "last_error": snapshot.last_error, "running": snapshot.running,
+        "failed_seq": failed_seq, "id": task.id, "waited": snapshot.waited,
+        "slot": snapshot.slot, "resume_at": resume_at(snapshot), "grid": snapshot.grid,
+    }  # fmt: skip
+    if definition is None:
+        return UPDATE, state
+    return UPSERT, state | {"name": task.name, "definition": definition, "priority": task.priority}
+
+
 def fetch(
-    connection: sqlite3.Connection, statement: str, parameters: Sequence[object] = ()
+    connection: sqlite3.Connection,
+    statement: str,
+    parameters: Sequence[object] | Mapping[str, object] = (),
 ) -> list[Any]:
     """Every row ``statement`` reads.  A text that is not UTF-8 (SQLite keeps any bytes as
     text: a row written by another tool, or damaged) failed the whole read in the driver,

@@ -100,20 +100,20 @@ CREATE INDEX tasks_version ON tasks (version)
 _CLAIMABLE = """
 SELECT t.id, t.next_run_at, t.attempt, t.version,
        EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id) FROM tasks t
- WHERE t.status IN ('scheduled', 'retrying') AND t.next_run_at <= ?1
-   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.expires_at > ?1)
- ORDER BY t.next_run_at, t.priority LIMIT ?2
+ WHERE t.status IN ('scheduled', 'retrying') AND t.next_run_at <= :now
+   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.expires_at > :now)
+ ORDER BY t.next_run_at, t.priority LIMIT :limit
 """
-# The same, passing the tasks this process left out (ids as a JSON array, ?3): it cannot
+# The same, passing the tasks this process left out (ids as a JSON array, :ids): it cannot
 # run them (codec.Unreadable).  Used only while there are any, so the usual claim's
 # statement stays as it was.
 _CLAIMABLE_LEAVING = _CLAIMABLE.replace(
-    " ORDER BY", "   AND t.id NOT IN (SELECT value FROM json_each(?3))\n ORDER BY"
+    " ORDER BY", "   AND t.id NOT IN (SELECT value FROM json_each(:ids))\n ORDER BY"
 )
-# Only the tasks named (ids as a JSON array, ?3): a claim's ``among``, those it leaves
+# Only the tasks named (ids as a JSON array, :ids): a claim's ``among``, those it leaves
 # taken out of it first.
 _CLAIMABLE_AMONG = _CLAIMABLE.replace(
-    " ORDER BY", "   AND t.id IN (SELECT value FROM json_each(?3))\n ORDER BY"
+    " ORDER BY", "   AND t.id IN (SELECT value FROM json_each(:ids))\n ORDER BY"
 )
 TAKE = """
 INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -125,9 +125,9 @@ SELECT t.id, t.version, t.definition, t.status, t.next_run_at, t.attempt, t.run_
     t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t="t.")},
     {RESUME_AT.format(t="t.")}, t.grid,
     {KEPT_COLUMNS},
-    EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != ?2
-            AND l.expires_at > ?3)"""
-_ROW_OF = f"{_ROW}\nFROM {TASKS} WHERE t.id = ?1"
+    EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != :node
+            AND l.expires_at > :now)"""
+_ROW_OF = f"{_ROW}\nFROM {TASKS} WHERE t.id = :id"
 # The feed: the rows and the removals past the cursor in one statement, so one snapshot
 # (the last column: 0 a row, 1 a removal).  Read in two statements, a row and then a
 # removal committed between them moved the cursor past the row, which was never given.
@@ -135,13 +135,13 @@ _ROW_OF = f"{_ROW}\nFROM {TASKS} WHERE t.id = ?1"
 # (SharedState.check_changes), said by the same statement at no extra round trip.
 _NO_ROW = ", ".join(["NULL"] * 16)
 _FEED = f"""{_ROW}, 0
-FROM {TASKS} WHERE t.version > ?1
+FROM {TASKS} WHERE t.version > :cursor
 UNION ALL
 SELECT r.task_id, r.version, NULL, NULL, NULL, NULL, NULL, NULL, {_NO_ROW}, 1
-FROM removed r WHERE r.version > ?1
+FROM removed r WHERE r.version > :cursor
 UNION ALL
 SELECT NULL, c.value, NULL, NULL, NULL, NULL, NULL, NULL, {_NO_ROW}, 2
-FROM counters c WHERE c.name = 'change' AND c.value < ?1
+FROM counters c WHERE c.name = 'change' AND c.value < :cursor
 ORDER BY 2
 """
 
@@ -310,15 +310,15 @@ class SharedState:
         # caller cannot start now (``among``, ``leaving``).
         narrowed = claim_narrowed(self.unreadable.left_out(), among, leaving)
         statement: str = _CLAIMABLE
-        passed: tuple[str, ...] = ()
+        passed: dict[str, object] = {"now": now}
         if narrowed is not None:
             only, ids = narrowed
             statement = _CLAIMABLE_AMONG if only else _CLAIMABLE_LEAVING
-            passed = (json.dumps(ids),)
-        if not connection.execute(statement, (now, 1, *passed)).fetchone():
+            passed["ids"] = json.dumps(ids)
+        if not connection.execute(statement, passed | {"limit": 1}).fetchone():
             return []  # nothing due: no write transaction at all (the idle path)
         with immediate(connection, self.gate):
-            rows = connection.execute(statement, (now, limit, *passed)).fetchall()
+            rows = connection.execute(statement, passed | {"limit": limit}).fetchall()
             claims: list[Claim] = []
             if rows:
                 self.check_changes(connection)
@@ -459,7 +459,7 @@ class SharedState:
         now = time.time()  # the host's clock: every process on one SQLite file shares it
         rows: list[Any] = []
         removed: list[tuple[int, str]] = []
-        feed = fetch(connection, _FEED, (self.cursor, self.node, now))
+        feed = fetch(connection, _FEED, {"cursor": self.cursor, "node": self.node, "now": now})
         for *row, removal in feed:  # one statement: rows and removals of one snapshot
             if removal == 2:  # the counter behind the cursor: nothing of it is read
                 raise self.rewound(self._counter_behind(row[1]))
@@ -470,7 +470,7 @@ class SharedState:
         fresh = [row for row in rows if self.seen.get(row[0]) != row[1]]
         for task_id in self.refetch:
             if not any(row[0] == task_id for row in fresh):
-                fresh += fetch(connection, _ROW_OF, (task_id, self.node, now))
+                fresh += fetch(connection, _ROW_OF, {"id": task_id, "node": self.node, "now": now})
         self.refetch.clear()
         gone = [(version, task_id) for version, task_id in removed if version not in self.removals]
         self.removals.difference_update(version for version, _ in removed)

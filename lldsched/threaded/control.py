@@ -36,6 +36,7 @@ from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.persistence import HoldNotCommitted, verb_held
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
+from lldsched.threaded.deadline import at_exit
 from lldsched.threaded.flights import LEASE_GONE
 from lldsched.threaded.parts import NEW, RUNNING, STOPPED, SchedulerParts, shut_down, torn
 
@@ -79,6 +80,7 @@ def _shut_unwatched() -> None:
     <lldsched.threaded.stopping.Stopping._finish_at_exit>`).
     Not for a crash, ``os._exit`` or a signal's default action, which run no exit hook;
     a forked child's copy stops nothing (:mod:`lldsched.threaded.forked`)."""
+    at_exit()  # Python 3.12.0-3.12.2 start no thread from here on
     while _unwatched:
         scheduler: Any = _unwatched.pop()  # a Scheduler: Stopping's methods mixed in
         try:

@@ -31,6 +31,13 @@ the lock is never cut by a signal, and one that comes while it waits for a lock 
 thread holds is handed over within :data:`ASK_EVERY` (docs/DECISIONS.md, "A Ctrl-C in a
 threaded scheduler's shutdown", "Any signal a Python handler raises from, not only
 Ctrl-C").
+
+At the interpreter's exit (:func:`~lldsched.threaded.control._shut_unwatched`) Python
+3.12.0 to 3.12.2 refuse to start a thread ("can't create new thread at interpreter
+shutdown", CPython gh-113964), in an ``atexit`` hook and in threading's own exit hooks
+alike: there (:func:`at_exit` said so) :func:`start` says False instead of raising, and
+the step runs on the calling thread, bounded only by the store's own timeouts
+(docs/DECISIONS.md, "Python 3.12 and 3.13").
 """
 
 from __future__ import annotations
@@ -59,6 +66,31 @@ ASK_EVERY = 0.05
 before it looks whether a signal came meanwhile (it then gives up the wait and hands it
 over): the wait keeps the signals from their handlers, since the wait's end is where one
 that raises would leave the lock taken."""
+
+_exiting = False
+"""Set by :func:`at_exit`: the interpreter is exiting, and may refuse new threads."""
+
+
+def at_exit() -> None:
+    """The interpreter's exit hook runs: from now on a thread the interpreter refuses to
+    start is no error (:func:`start`)."""
+    global _exiting
+    _exiting = True
+
+
+def start(thread: threading.Thread) -> bool:
+    """Start ``thread``: True.  False if the interpreter's exit refuses it (Python 3.12.0
+    to 3.12.2 start none once the main thread has returned); the caller then does the
+    thread's work itself, or goes without it.  Raises as ``thread.start()`` does
+    otherwise."""
+    try:
+        thread.start()
+    except RuntimeError:
+        if not _exiting:
+            raise
+        return False
+    return True
+
 
 _SIGNALS = sorted(signal.valid_signals())
 """Every signal of the platform (62 on Linux), in the order of their numbers: the order
@@ -116,19 +148,10 @@ class Deadline:
         deadline, or within :data:`LOCK_GRACE` of it as :meth:`holding` waits for a lock
         (a step bounded by the same time left ends a moment after it): True if it ended
         by then, False if it is still going (a store call that hangs; it ends on its own,
-        whatever it was doing, once the store returns).
-
-        In an ``atexit`` hook Python 3.12 starts no thread ("can't create new thread at
-        interpreter shutdown"; 3.11 and 3.13 do): there ``step`` runs on the exiting
-        thread, bounded only by the store's own timeouts, rather than not at all (the
-        last writes of a shutdown a Ctrl-C cut short were lost, and a finished one-off
-        ran again at the next start)."""
+        whatever it was doing, once the store returns).  Where the interpreter's exit
+        refuses a thread (:func:`start`), ``step`` runs on this one: True."""
         thread = threading.Thread(target=step, name=name, daemon=True)
-        try:
-            thread.start()
-        except RuntimeError as exc:
-            if "interpreter shutdown" not in str(exc):
-                raise
+        if not start(thread):  # the interpreter's exit on Python 3.12.0-3.12.2
             step()
             return True
         wait = self.remaining()

@@ -64,7 +64,7 @@ from lldsched.logs import CLUSTER, instant_text
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Change, Claim, CoordinatedStore, TaskSnapshot
 from lldsched.policies import TWO_AT_ONCE
-from lldsched.threaded.deadline import Deadline
+from lldsched.threaded.deadline import Deadline, start
 from lldsched.threaded.leasewatch import LEASE_CLOCK, LeaseWatch, renewal_every, trusted_for
 
 __all__ = ["Coordinator", "leases_kept"]
@@ -1073,7 +1073,9 @@ def leases_kept(
                 )
 
     keeper = threading.Thread(target=keep, name=name, daemon=True)
-    keeper.start()
+    if not start(keeper):  # the interpreter's exit on Python 3.12.0-3.12.2: not renewed
+        yield
+        return
     try:
         yield
     finally:

@@ -896,9 +896,9 @@ class WatchedCondition:
 
     def wait(self, timeout: float | None = None) -> bool:
         tally = self.tally
-        tally.waits += 1
         tally.timeouts.append(timeout)
-        with tally.changed:
+        with tally.changed:  # (``waits`` with ``inside``: _held_while_waiting reads both)
+            tally.waits += 1
             tally.waiting += 1
             self.here += 1
             tally.inside.append(threading.current_thread())
@@ -1226,15 +1226,33 @@ def _taken(lock: Any) -> bool:
 def _held_while_waiting(rig: Rig) -> str | None:
     """When a push or cancel did not return while a consumer waits on the queue's
     Condition, whose own lock is free: the consumer holds another lock of the queue
-    (:data:`NESTED_MONITOR`, naming it).  None when no consumer waits, when the checker's
-    call waits on the Condition itself (a push that waits), when a Condition's own lock
-    is taken (:data:`HOLDS_THE_LOCK` says that), or when no other lock of the queue is."""
-    with rig.cond.changed:
-        callers = [thread.name == _CHECKERS_CALL for thread in rig.cond.inside]
-    if not callers or any(callers):
-        return None
-    if any(_taken(condition) for condition in rig.cond.conditions):
-        return None
+    (:data:`NESTED_MONITOR`, naming it).  None when the checker's call waits on the
+    Condition itself (a push that waits), or when no other lock of the queue is held.
+    A consumer seen out of ``wait``, or a Condition's own lock seen taken, is looked at
+    again as a consumer next enters ``wait``, for :data:`HELD_AGAIN` seconds: its timed wait
+    may have ended just as the call's bound did, on a loaded machine (then it took the
+    Condition's lock back, and takes the head, holding the other lock still).  None if
+    none enters by then (no consumer waits; or one holds the Condition's own lock, which
+    :data:`HOLDS_THE_LOCK` says)."""
+    changed = rig.cond.changed
+    until = _monotonic() + HELD_AGAIN
+    while True:
+        with changed:
+            callers = [thread.name == _CHECKERS_CALL for thread in rig.cond.inside]
+            waits = rig.cond.waits
+        if any(callers):
+            return None
+        if callers and not any(_taken(condition) for condition in rig.cond.conditions):
+            return _other_lock_held(rig)
+        with changed:
+            left = until - _monotonic()
+            if left <= 0 or not changed.wait_for(lambda since=waits: rig.cond.waits > since, left):
+                return None
+
+
+def _other_lock_held(rig: Rig) -> str | None:
+    """:data:`NESTED_MONITOR` naming each lock of the queue, other than its Conditions'
+    own, that is taken now; None if none is."""
     own = [getattr(condition, "_lock", None) for condition in rig.cond.conditions]
     held = [
         f"self.{name}"
