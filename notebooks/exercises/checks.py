@@ -1246,8 +1246,13 @@ def _held_while_waiting(rig: Rig) -> str | None:
             return _other_lock_held(rig)
         with changed:
             left = until - _monotonic()
-            if left <= 0 or not changed.wait_for(lambda since=waits: rig.cond.waits > since, left):
+            if left <= 0 or not changed.wait_for(_waits_past(rig, waits), left):
                 return None
+
+
+def _waits_past(rig: Rig, waits: int) -> Callable[[], bool]:
+    """Whether a consumer entered ``wait`` again since the count was ``waits``."""
+    return lambda: rig.cond.waits > waits
 
 
 def _other_lock_held(rig: Rig) -> str | None:
