@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from lldsched.errors import StoreError
 from lldsched.redaction import hide_passwords
 from lldsched.runtime import Runtime
-from lldsched.stores.peek import Peek
+from lldsched.stores.peek import Peek, peek_postgres, peek_sqlite
 
 if TYPE_CHECKING:
     from lldsched.stores.postgres import PostgresTaskStore
@@ -72,12 +72,8 @@ def peek(store: StoreName) -> Peek:
     """The store opened to read (:mod:`lldsched.stores.peek`): :class:`StoreError` if it
     cannot be, ``ImportError`` for PostgreSQL without psycopg."""
     if store.engine == "sqlite":
-        from lldsched.stores.peek import peek_sqlite
-
         return peek_sqlite(store.target)
-    from lldsched.stores.peek import peek_postgres
-
-    return peek_postgres(store.target)
+    return peek_postgres(store.target)  # psycopg imported there, only then
 
 
 class HeldUnshared(StoreError):
