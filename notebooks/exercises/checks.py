@@ -714,7 +714,9 @@ def _within(check: Callable[[], None], limit: float) -> None:
 def print_results(results: list[Result]) -> None:
     """One line per check, then the count; one line in all for an answer not yet written,
     and for one that fails every check with the same error (a constructor or function
-    whose parameters are not the exercise's: the first such message, said once)."""
+    whose parameters are not the exercise's: the first such message, said once).  A
+    failure whose message is that of the failure printed last says so instead of saying
+    it again."""
     if results and all("NotImplementedError" in r.message for r in results):
         print(f"not written yet: {len(results)} checks are waiting for your answer")
         return
@@ -723,12 +725,21 @@ def print_results(results: list[Result]) -> None:
     if len(results) > 1 and len(same) == 1 and not any(r.passed for r in results):
         print(f"✗ all {len(results)} checks fail the same way: {results[0].message}")
         return
+    said = ""  # the last failure's message: one said again is not printed again
     for result in results:
         if result.passed:
             print(f"✓ {result.description}")
+        elif result.message == said:
+            print(f"✗ {result.description}: {SAID_ABOVE}")
         else:
             print(f"✗ {result.description}: {result.message}")
+            said = result.message
     print(f"{sum(r.passed for r in results)} of {len(results)} checks pass")
+
+
+SAID_ABOVE = "the same as the last ✗ above"
+"""What :func:`print_results` prints for a failure whose message is the last one printed (a
+poll loop fails seven timer checks with one message of three lines)."""
 
 
 def check_answer(
@@ -1502,6 +1513,18 @@ ORDER_HINT = (
 )
 
 
+def _tie_broken(got: Sequence[object]) -> str:
+    """What broke the tie of the due-now check's tied tasks, as they came out in ``got``."""
+    tied = [task for task in got if task != "report"]
+    if tied == sorted(tied, key=str):
+        return "they came out in the order of their names: a tie compared the task names"
+    return (
+        "they came out in the order the heap happened to leave them: entries equal on a "
+        "tie (a key of the due time alone, or a tie-break that is the same for every "
+        "entry) are not kept in arrival order, for a heap is not stable"
+    )
+
+
 def _first_out_of_order(got: Sequence[object], ago: Mapping[str, float]) -> str | None:
     """Where ``got`` (tasks taken, each due ``ago[task]`` seconds ago) first leaves due
     order: which pop returned which task while an earlier-due one was still queued."""
@@ -1645,27 +1668,29 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     def due_now_in_order() -> None:
         rig = new_rig()
         now = rig.clock.peek()
-        # 'cleanup' arrives before 'alert', due at the same instant: arrival order is not
-        # the names' order, so a heap that compares names on a tie shows.
-        fill(rig, [("report", now - 1), ("cleanup", now - 2), ("alert", now - 2)])
-        consumers = Consumers(rig.queue, rig.clock, takes=3)
+        # Five tasks arrive due at the same instant, after 'report': arrival order is not
+        # the names' order, so a heap that compares names on a tie shows; and five equal
+        # entries are enough for heapq, which is not stable, to take them out of arrival
+        # order (three come out in order by chance): an entry with no tie-break shows too.
+        tied = ["cleanup", "alert", "purge", "digest", "backup"]
+        fill(rig, [("report", now - 1)] + [(task, now - 2) for task in tied])
+        consumers = Consumers(rig.queue, rig.clock, takes=len(tied) + 1)
         try:
-            got = consumers.names(3, LATE)
+            got = consumers.names(len(tied) + 1, LATE)
         finally:
             release(rig, consumers)
-        expected = ["cleanup", "alert", "report"]
-        assert len(got) == 3, (
-            f"expected cleanup, alert, report (all due already) at once, got only {got}: "
-            "compare due instants with self._clock(), the clock you were given"
+        expected = [*tied, "report"]
+        shown = ", ".join(expected)
+        assert len(got) == len(expected), (
+            f"expected {shown} (all due already) at once, got only {got}: compare due "
+            "instants with self._clock(), the clock you were given"
         )
-        assert got[2] == "report", (
-            f"expected cleanup, alert, report, got {got}: the earliest due comes out first"
-        )
+        assert got[-1] == "report", f"expected {shown}, got {got}: the earliest due comes out first"
         assert got == expected, (
-            f"expected cleanup, alert, report, got {got}: 'cleanup' and 'alert' are due at "
-            "the same instant and 'cleanup' was pushed first; a tie must keep arrival order, "
-            "so put a sequence counter in the entry, (due, sequence, task), and the "
-            "comparison never reaches the task"
+            f"expected {shown}, got {got}: {', '.join(tied)} are due at the same instant, "
+            f"pushed in that order; a tie must keep arrival order, but {_tie_broken(got)}; "
+            "put a sequence counter in the entry, (due, sequence, task), and the comparison "
+            "never reaches the task"
         )
 
     def take_all(ago: Mapping[str, float], limit: float = HELD) -> list[object]:
@@ -2309,7 +2334,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "drop the entry when it reaches the top (O(1))"
         )
 
-    return [
+    checks: list[Check] = [
         ("takes the time from the clock it was given", reads_the_clock_given),
         ("returns what is due at once, due first, then arrival", due_now_in_order),
         (
@@ -2347,6 +2372,38 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("push and pop cost O(log n): a heap, not a sort or a scan", logarithmic_push_and_pop),
         ("cancel costs O(1): a tombstone, not a removal", cancel_leaves_a_tombstone),
     ]
+    return [(description, _entries_ordered(check)) for description, check in checks]
+
+
+UNORDERED = "not supported between instances of"
+"""What a TypeError of a comparison says (``'<' not supported between instances of ...``)."""
+UNORDERED_ENTRIES = (
+    "heapq compares whole entries, and a tuple field by field: two entries due at the same "
+    "instant compare their next field, and that one has no order; put a sequence counter "
+    "right after the due time, (due, sequence, task), so no comparison goes past it (an "
+    "entry class of your own needs an order: @dataclass(order=True), the task a "
+    "field(compare=False))"
+)
+
+
+def _entries_ordered(check: Callable[[], None]) -> Callable[[], None]:
+    """``check``, its failure told why when the queue's push or pop_due raised comparing
+    two entries (a TypeError in the checker's push, or a pop_due that raised one)."""
+
+    def checked() -> None:
+        try:
+            check()
+        except TypeError as error:
+            if UNORDERED not in str(error):
+                raise
+            raise AssertionError(f"raised TypeError: {error}: {UNORDERED_ENTRIES}") from None
+        except AssertionError as failure:
+            said = str(failure)
+            if UNORDERED not in said or UNORDERED_ENTRIES in said:
+                raise
+            raise AssertionError(f"{said}: {UNORDERED_ENTRIES}") from None
+
+    return checked
 
 
 def check_task_queue(make_queue: Callable[[Any], Any]) -> None:

@@ -230,12 +230,45 @@ def _verdict(
                 "from one call to the next"
             )
     why = _mistake(attempt, finished, max_attempts, initial, multiplier, cap, got, expected)
+    if _never_grows(retry_at, attempt, finished, max_attempts, initial, multiplier, cap, got):
+        why = (
+            f": every retry waits initial, {initial:g} s: the wait never grows; a backoff "
+            "multiplies it by multiplier after each failure, initial * multiplier ** "
+            "(n - 1), at most cap, so a struggling dependency gets room"
+        )
     pair = (
         shown_apart(expected, got)
         if expected is not None and got is not None
         else (_shown(expected), _shown(got))
     )
     raise AssertionError(f"{call}: expected {pair[0]}, got {pair[1]}{why}")
+
+
+def _never_grows(
+    retry_at: RetryAt,
+    attempt: int,
+    finished: float,
+    max_attempts: int,
+    initial: float,
+    multiplier: float,
+    cap: float,
+    got: float | None,
+) -> bool:
+    """Whether ``got``, a wait of ``initial`` where a grown one was due, is a wait that never
+    grows (a fixed retry delay) rather than an exponent one too low: at attempt 2 the two
+    give the same instant, so the answer is asked about the attempt after (its own
+    failure there says nothing more)."""
+    if got is None or attempt < 2 or abs(got - finished - initial) > 1e-9:
+        return False
+    after = (attempt + 1, finished, max(max_attempts, attempt + 2), initial, multiplier, cap)
+    call = f"retry_at({', '.join(f'{value:g}' for value in after)})"
+    try:
+        then = as_number(call_answer(call, retry_at, *after))
+    except AssertionError:  # it raised, loops or sleeps there: the wait at hand is wrong still
+        return False
+    return then is not None and abs(then - finished - initial) < 1e-9 < abs(
+        (reference_retry_at(*after) or finished) - then
+    )
 
 
 def _shown(value: float | None) -> str:
