@@ -361,6 +361,35 @@ class TiesOnADict(TaskQueue):
                 self._cond.wait(heap[0][0] - self._clock() if heap else None)
 
 
+class NotifiesOutsideTheLock(TaskQueue):
+    """Pushes under the lock, then notifies after the ``with`` block: a Condition refuses
+    a notify from a thread that does not hold its lock (RuntimeError)."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            heapq.heappush(self._heap, (due, sequence, task))
+        self._cond.notify_all()
+
+
+class WaitsOutsideTheLock(TaskQueue):
+    """Looks at the head under the lock, then waits after the ``with`` block: a Condition
+    refuses a wait from a thread that does not hold its lock (RuntimeError)."""
+
+    def pop_due(self) -> str:
+        while True:
+            with self._cond:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                delay = self._heap[0][0] - self._clock() if self._heap else None
+                if delay is not None and delay <= 0:
+                    task = heapq.heappop(self._heap)[2]
+                    del self._live[task]
+                    return task
+            self._cond.wait(delay)
+
+
 class ReturnsTheEntry(TaskQueue):
     """pop_due hands back the heap entry instead of the task."""
 
@@ -707,6 +736,8 @@ TIMER_MISTAKES = [
     (TiesUnbroken, "then arrival", "for a heap is not stable"),
     (TiesOnADict, "then arrival", "put a sequence counter right after the due time"),
     (TiesOnADict, "both of two waiters", "two entries due at the same instant compare"),
+    (NotifiesOutsideTheLock, "parked 12 h", "are called holding its lock, inside `with"),
+    (WaitsOutsideTheLock, "exactly the delay", "are called holding its lock, inside `with"),
     (RePushKeepsBoth, "replaces its entry", "came out twice"),
     (LiveByDueTime, "replaces its entry", "came out twice"),
     (ReturnsTheEntry, "then arrival", "not its heap entry"),

@@ -2372,11 +2372,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("push and pop cost O(log n): a heap, not a sort or a scan", logarithmic_push_and_pop),
         ("cancel costs O(1): a tombstone, not a removal", cancel_leaves_a_tombstone),
     ]
-    return [(description, _entries_ordered(check)) for description, check in checks]
+    return [(description, _hinted(check)) for description, check in checks]
 
 
-UNORDERED = "not supported between instances of"
-"""What a TypeError of a comparison says (``'<' not supported between instances of ...``)."""
 UNORDERED_ENTRIES = (
     "heapq compares whole entries, and a tuple field by field: two entries due at the same "
     "instant compare their next field, and that one has no order; put a sequence counter "
@@ -2384,24 +2382,37 @@ UNORDERED_ENTRIES = (
     "entry class of your own needs an order: @dataclass(order=True), the task a "
     "field(compare=False))"
 )
+OUTSIDE_THE_LOCK = (
+    "a Condition's wait, notify and notify_all are called holding its lock, inside `with "
+    "self._cond:` (the wait lets go of it while it waits and takes it back to return); "
+    "notify after the change, in the same `with` block"
+)
+HINTS = (
+    ("not supported between instances of", UNORDERED_ENTRIES),  # '<' not supported ...
+    ("un-acquired lock", OUTSIDE_THE_LOCK),  # cannot notify (wait) on un-acquired lock
+)
+"""What an error the queue raised says, and what the checker adds to it: the mistake it
+names."""
 
 
-def _entries_ordered(check: Callable[[], None]) -> Callable[[], None]:
-    """``check``, its failure told why when the queue's push or pop_due raised comparing
-    two entries (a TypeError in the checker's push, or a pop_due that raised one)."""
+def _hinted(check: Callable[[], None]) -> Callable[[], None]:
+    """``check``, its failure told why when the queue raised one of the errors of
+    :data:`HINTS` (in the checker's call, or a pop_due that raised it)."""
 
     def checked() -> None:
         try:
             check()
-        except TypeError as error:
-            if UNORDERED not in str(error):
-                raise
-            raise AssertionError(f"raised TypeError: {error}: {UNORDERED_ENTRIES}") from None
         except AssertionError as failure:
             said = str(failure)
-            if UNORDERED not in said or UNORDERED_ENTRIES in said:
+            hint = next((h for text, h in HINTS if text in said and h not in said), None)
+            if hint is None:
                 raise
-            raise AssertionError(f"{said}: {UNORDERED_ENTRIES}") from None
+            raise AssertionError(f"{said}: {hint}") from None
+        except Exception as error:
+            hint = next((h for text, h in HINTS if text in str(error)), None)
+            if hint is None:
+                raise
+            raise AssertionError(f"raised {type(error).__name__}: {error}: {hint}") from None
 
     return checked
 
