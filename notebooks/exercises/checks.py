@@ -299,6 +299,10 @@ class Raised(AssertionError):
         self.error = error
 
 
+class AsyncAnswer(AssertionError):
+    """A call to the answer returned a coroutine (see :data:`ASYNC_DEF`)."""
+
+
 class Taken(list[Any]):
     """What an answer's iterator (a generator) yielded, taken by :func:`call_answer`:
     ``kind`` is the iterator's type (``"generator"``), and ``more`` whether it had more
@@ -325,6 +329,7 @@ def call_answer(
     as it is iterated, and it is the answer's code, watched and timed as the rest of it.
     Those items come back as a :class:`Taken` list."""
     watch = _Watch()
+    told: tuple[type[BaseException], ...] = (*passes, AsyncAnswer)  # re-raised as they are
     previous = sys.getprofile()
     thread = threading.current_thread()
     _WATCHING[thread] = watch
@@ -335,6 +340,9 @@ def call_answer(
         try:
             sys.setprofile(watch)
             got = answer(*args)
+            if inspect.iscoroutine(got):  # closed: never awaited, and no warning of it
+                got.close()
+                raise AsyncAnswer(f"{call} returned a coroutine: it {ASYNC_DEF}")
             if take and isinstance(got, Iterator):
                 taken = Taken(itertools.islice(got, take))
                 taken.kind = type(got).__name__
@@ -356,7 +364,7 @@ def call_answer(
                 _STARTED.pop(started, None)
             _CALLING[thread] = ("", _monotonic())
             _WATCHING.pop(thread, None)
-    except passes:
+    except told:
         watch.refuse(call)
         raise
     except (Exception, SystemExit) as error:  # the learner's code raised: name the input
@@ -754,6 +762,11 @@ def check_answer(
     :func:`run_checks` for ``limit``); when ``answer`` cannot be called (an instance,
     ``TaskQueue()``, or a call's result, ``next_slot(0, 60, 5, 'skip')``), one line
     instead, saying what to write: ``call``, as in ``check_next_slot(next_slot)``."""
+    asynchronous = _async_parts(answer)
+    if asynchronous:
+        tail = ASYNC_QUEUE if isinstance(answer, type) else ""
+        print(f"✗ {', '.join(asynchronous)} {ASYNC_DEF}{tail}")
+        return
     if callable(answer):
         print_results(run_checks(checks_of(answer), limit=limit))
         return
@@ -767,6 +780,34 @@ def check_answer(
         f"✗ {checker} was given {shown}, which cannot be called: pass the {what} itself, "
         f"{call}, with no () after {name}"
     )
+
+
+ASYNC_DEF = (
+    "is `async def`: calling it makes a coroutine, whose body runs only when an event loop "
+    "awaits it, and the checks call it as the exercise does, for its value; write it as a "
+    "plain `def`"
+)
+ASYNC_QUEUE = (
+    " (the exercise's consumers are threads, parked on a threading.Condition; a queue for "
+    "asyncio awaits an asyncio.Condition, in one event loop: another design)"
+)
+
+
+def _async_parts(answer: Any) -> list[str]:
+    """The answer, or the methods of an answer's class, written ``async def``."""
+    if inspect.iscoroutinefunction(answer) or inspect.isasyncgenfunction(answer):
+        return [getattr(answer, "__name__", "the answer")]
+    if not isinstance(answer, type):
+        return []
+    return [
+        f"{answer.__name__}.{name}"
+        for name in dir(answer)
+        if not name.startswith("__")
+        and (
+            inspect.iscoroutinefunction(getattr(answer, name, None))
+            or inspect.isasyncgenfunction(getattr(answer, name, None))
+        )
+    ]
 
 
 # -- the clock and the condition the checker watches -----------------------------------------
@@ -1022,6 +1063,11 @@ class Consumers:
                 self.raised = True
                 self.got.put(("error", f"{type(error).__name__}: {error}", clock.peek()))
                 return
+            if inspect.iscoroutine(task):  # closed: never awaited, and no warning of it
+                task.close()
+                self.raised = True  # as a pop_due that raised: told whatever the time
+                self.got.put(("async", None, clock.peek()))
+                return
             self.got.put(("task", task, clock.peek()))
 
     def next(self, timeout: float) -> tuple[object, float] | None:
@@ -1032,6 +1078,8 @@ class Consumers:
             return None
         if kind == "error":
             raise AssertionError(f"pop_due raised {value}")
+        if kind == "async":
+            raise AssertionError(f"pop_due returned a coroutine: pop_due {ASYNC_DEF}{ASYNC_QUEUE}")
         if value is None:
             raise ReturnedNone(RETURNED_NONE)
         if not isinstance(value, str):  # the checker pushes names only
