@@ -1360,6 +1360,21 @@ def exponent_low_after_the_first(
     return finished + min(cap, initial * multiplier ** min(max(attempt - 2, 0), 100))
 
 
+def the_cap_past_attempt_six(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """The cap from attempt 7 on, "since 2 ** 6 = 64 is past the 60 s cap": right for the
+    default policy only (it was told max(cap, ...) waits at least the cap)."""
+    if attempt >= max_attempts:
+        return None
+    return finished + (cap if attempt > 6 else min(cap, initial * multiplier ** (attempt - 1)))
+
+
 RETRY_MISTAKES = [
     (never_gives_up, "the last", "without that cap a broken task is retried for ever"),
     (one_attempt_too_many, "never retries", "max_attempts counts every attempt"),
@@ -1373,6 +1388,8 @@ RETRY_MISTAKES = [
     (constant_wait, "the wait doubles", "every retry waits initial, 1 s: the wait never grows"),
     (constant_wait, "the wait is capped", "the wait never grows"),
     (exponent_low_after_the_first, "the wait doubles", "the exponent is one too low"),
+    (the_cap_past_attempt_six, "grows until the cap", "where the wait has grown to 2048 s"),
+    (the_cap_past_attempt_six, "a slow wait grows", "right only for the multiplier it was"),
 ]
 
 
