@@ -1375,6 +1375,19 @@ def the_cap_past_attempt_six(
     return finished + (cap if attempt > 6 else min(cap, initial * multiplier ** (attempt - 1)))
 
 
+def retries_for_ever_at_initial(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """Two mistakes: no cap on attempts, and a wait that never grows; where no attempt is
+    left, the first is the one to name."""
+    return finished + initial
+
+
 RETRY_MISTAKES = [
     (never_gives_up, "the last", "without that cap a broken task is retried for ever"),
     (one_attempt_too_many, "never retries", "max_attempts counts every attempt"),
@@ -1390,6 +1403,8 @@ RETRY_MISTAKES = [
     (exponent_low_after_the_first, "the wait doubles", "the exponent is one too low"),
     (the_cap_past_attempt_six, "grows until the cap", "where the wait has grown to 2048 s"),
     (the_cap_past_attempt_six, "a slow wait grows", "right only for the multiplier it was"),
+    (retries_for_ever_at_initial, "the last", "a broken task is retried for ever"),
+    (retries_for_ever_at_initial, "the wait doubles", "the wait never grows"),
 ]
 
 

@@ -230,7 +230,8 @@ def _verdict(
                 "from one call to the next"
             )
     why = _mistake(attempt, finished, max_attempts, initial, multiplier, cap, got, expected)
-    why = _asked_again(retry_at, args, got) or why
+    if expected is not None:  # (a retry where none is left: _mistake says so)
+        why = _asked_again(retry_at, args, got) or why
     pair = (
         shown_apart(expected, got)
         if expected is not None and got is not None
