@@ -3,6 +3,7 @@ message that names the mistake, and the reference answers pass every check."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import heapq
 import itertools
@@ -275,6 +276,118 @@ class LiveByDueTime(TaskQueue):
                     heapq.heappop(self._heap)
                     return task
                 self._cond.wait(due - self._clock())
+
+
+@dataclasses.dataclass(order=True)
+class DueOnly:
+    """An entry ordered by its due time alone: the sequence is kept, but not compared."""
+
+    due: float
+    sequence: int = dataclasses.field(compare=False)
+    task: str = dataclasses.field(compare=False)
+
+
+@dataclasses.dataclass(order=True)
+class DueThenSequence:
+    """An entry ordered by (due, sequence): a right entry, as a dataclass."""
+
+    due: float
+    sequence: int
+    task: str = dataclasses.field(compare=False)
+
+
+class TiesUnbroken(TaskQueue):
+    """Entries of ``@dataclass(order=True)`` whose order is the due time alone: a tie
+    compares equal, and heapq, which is not stable, takes five such entries out of
+    arrival order (three come out in order by chance)."""
+
+    entry: type[DueOnly] | type[DueThenSequence] = DueOnly
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            entry = self.entry(due, next(self._sequence), task)
+            self._live[task] = entry.sequence
+            heap: list[Any] = self._heap  # entries of the dataclass, not the tuples
+            heapq.heappush(heap, entry)
+            if heap[0] is entry:
+                self._cond.notify_all()
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                heap: list[Any] = self._heap
+                while heap and self._live.get(heap[0].task) != heap[0].sequence:
+                    heapq.heappop(heap)
+                if not heap:
+                    self._cond.wait()
+                    continue
+                delay = heap[0].due - self._clock()
+                if delay <= 0:
+                    task: str = heapq.heappop(heap).task
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
+class DataclassEntries(TiesUnbroken):
+    """Right, in another shape: entries of ``@dataclass(order=True)``, ordered by (due,
+    sequence), the task ``field(compare=False)``."""
+
+    entry = DueThenSequence
+
+
+class TiesOnADict(TaskQueue):
+    """Entries of (due, a dict of the task and its sequence): the first tie compares two
+    dicts, and heapq raises TypeError."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            heap: list[Any] = self._heap  # entries of (due, dict), not the tuples
+            heapq.heappush(heap, (due, {"task": task, "sequence": sequence}))
+            self._cond.notify_all()
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                heap: list[Any] = self._heap
+                while heap and self._live.get(heap[0][1]["task"]) != heap[0][1]["sequence"]:
+                    heapq.heappop(heap)
+                if heap and heap[0][0] <= self._clock():
+                    task: str = heapq.heappop(heap)[1]["task"]
+                    del self._live[task]
+                    return task
+                self._cond.wait(heap[0][0] - self._clock() if heap else None)
+
+
+class NotifiesOutsideTheLock(TaskQueue):
+    """Pushes under the lock, then notifies after the ``with`` block: a Condition refuses
+    a notify from a thread that does not hold its lock (RuntimeError)."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            heapq.heappush(self._heap, (due, sequence, task))
+        self._cond.notify_all()
+
+
+class WaitsOutsideTheLock(TaskQueue):
+    """Looks at the head under the lock, then waits after the ``with`` block: a Condition
+    refuses a wait from a thread that does not hold its lock (RuntimeError)."""
+
+    def pop_due(self) -> str:
+        while True:
+            with self._cond:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                delay = self._heap[0][0] - self._clock() if self._heap else None
+                if delay is not None and delay <= 0:
+                    task = heapq.heappop(self._heap)[2]
+                    del self._live[task]
+                    return task
+            self._cond.wait(delay)
 
 
 class ReturnsTheEntry(TaskQueue):
@@ -618,7 +731,13 @@ TIMER_MISTAKES = [
     (WaitsOnceThenReturnsNone, "spurious wake-up", "blocks until the head is due"),
     (DelayTheWrongWayRound, "the clock it was given", "delay = due - self._clock()"),
     (DelayTheWrongWayRound, "exactly the delay", "delay = due - self._clock()"),
-    (TiesByName, "then arrival", "a tie must keep arrival order"),
+    (TiesByName, "then arrival", "in the order of their names: a tie compared the task names"),
+    (TiesUnbroken, "then arrival", "equal on a tie (a key of the due time alone"),
+    (TiesUnbroken, "then arrival", "for a heap is not stable"),
+    (TiesOnADict, "then arrival", "put a sequence counter right after the due time"),
+    (TiesOnADict, "both of two waiters", "two entries due at the same instant compare"),
+    (NotifiesOutsideTheLock, "parked 12 h", "are called holding its lock, inside `with"),
+    (WaitsOutsideTheLock, "exactly the delay", "are called holding its lock, inside `with"),
     (RePushKeepsBoth, "replaces its entry", "came out twice"),
     (LiveByDueTime, "replaces its entry", "came out twice"),
     (ReturnsTheEntry, "then arrival", "not its heap entry"),
@@ -799,7 +918,75 @@ class MarksTheEntryRemoved:
                 self._cond.wait(delay)
 
 
-@pytest.mark.parametrize("answer", [OwnLockAndWaitFor, MarksTheEntryRemoved])
+class BucketsOfASecond(TaskQueue):
+    """A timer wheel of one-second buckets: each bucket a heap of (due, sequence, task),
+    and a heap of the keys of the buckets not empty, so the next bucket is found without
+    walking the empty ones."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self._buckets: dict[int, list[tuple[float, int, str]]] = {}
+        self._keys: list[int] = []
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            key = math.floor(due)
+            if key not in self._buckets:
+                self._buckets[key] = []
+                heapq.heappush(self._keys, key)
+            heapq.heappush(self._buckets[key], (due, sequence, task))
+            self._cond.notify_all()
+
+    def _head(self) -> list[tuple[float, int, str]] | None:
+        """The bucket that holds the earliest live entry, at its top; None when empty."""
+        while self._keys:
+            bucket = self._buckets[self._keys[0]]
+            while bucket and self._live.get(bucket[0][2]) != bucket[0][1]:
+                heapq.heappop(bucket)  # a tombstone
+            if bucket:
+                return bucket
+            del self._buckets[heapq.heappop(self._keys)]
+        return None
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                bucket = self._head()
+                if bucket is None:
+                    self._cond.wait()
+                    continue
+                delay = bucket[0][0] - self._clock()
+                if delay <= 0:
+                    task = heapq.heappop(bucket)[2]
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
+class CompactsItsTombstones(TaskQueue):
+    """Tombstones, and a cancel that rebuilds the heap from its live entries once the dead
+    ones outnumber them (as lldsched's queue bounds its own): O(1) a cancel, amortised."""
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            if self._live.pop(task, None) is None or len(self._heap) < 2 * len(self._live) + 8:
+                return
+            self._heap = [e for e in self._heap if self._live.get(e[2]) == e[1]]
+            heapq.heapify(self._heap)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        OwnLockAndWaitFor,
+        MarksTheEntryRemoved,
+        DataclassEntries,
+        BucketsOfASecond,
+        CompactsItsTombstones,
+    ],
+)
 def test_the_timer_checker_passes_right_answers_written_another_way(
     answer: Callable[[Any], Any], timer_results: TimerResults
 ) -> None:
@@ -1143,6 +1330,64 @@ def linear_backoff(
     return finished + min(cap, initial * attempt)
 
 
+def constant_wait(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """A fixed retry delay: every retry waits initial, whatever the attempt (at attempt 2
+    an exponent one too low gives the same instant)."""
+    if attempt >= max_attempts:
+        return None
+    return finished + initial
+
+
+def exponent_low_after_the_first(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """The first retry right, every later one a factor short: at attempt 2 it waits
+    initial, as a fixed delay does, and grows from attempt 3 on."""
+    if attempt >= max_attempts:
+        return None
+    return finished + min(cap, initial * multiplier ** min(max(attempt - 2, 0), 100))
+
+
+def the_cap_past_attempt_six(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """The cap from attempt 7 on, "since 2 ** 6 = 64 is past the 60 s cap": right for the
+    default policy only (it was told max(cap, ...) waits at least the cap)."""
+    if attempt >= max_attempts:
+        return None
+    return finished + (cap if attempt > 6 else min(cap, initial * multiplier ** (attempt - 1)))
+
+
+def retries_for_ever_at_initial(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """Two mistakes: no cap on attempts, and a wait that never grows; where no attempt is
+    left, the first is the one to name."""
+    return finished + initial
+
+
 RETRY_MISTAKES = [
     (never_gives_up, "the last", "without that cap a broken task is retried for ever"),
     (one_attempt_too_many, "never retries", "max_attempts counts every attempt"),
@@ -1153,6 +1398,13 @@ RETRY_MISTAKES = [
     (stops_growing_at_exponent_30, "a slow wait grows", "stopped growing below the cap"),
     (the_wait_only, "counted from the finish", "return the instant, finished + wait"),
     (linear_backoff, "the wait doubles", "by a factor (exponential backoff), not by a step"),
+    (constant_wait, "the wait doubles", "every retry waits initial, 1 s: the wait never grows"),
+    (constant_wait, "the wait is capped", "the wait never grows"),
+    (exponent_low_after_the_first, "the wait doubles", "the exponent is one too low"),
+    (the_cap_past_attempt_six, "grows until the cap", "where the wait has grown to 2048 s"),
+    (the_cap_past_attempt_six, "a slow wait grows", "right only for the multiplier it was"),
+    (retries_for_ever_at_initial, "the last", "a broken task is retried for ever"),
+    (retries_for_ever_at_initial, "the wait doubles", "the wait never grows"),
 ]
 
 
@@ -1773,3 +2025,23 @@ def test_one_mistake_that_fails_every_check_is_printed_once(
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and lines[0].startswith("✗ all 7 checks fail the same way: "), lines
     assert "takes 3 positional arguments but 4 were given" in lines[0]
+
+
+@pytest.mark.parametrize("answer", [PollsWithSleep])
+def test_a_mistake_that_fails_several_checks_in_a_row_is_printed_once(
+    answer: type[TaskQueue], timer_results: TimerResults, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A poll loop fails seven timer checks, one after another, with one message of three
+    lines: the first says it, and each of the others says it is the same."""
+    results = timer_results(answer)
+    checks.print_results(results)
+    lines = capsys.readouterr().out.splitlines()
+    failures = [r for r in results if not r.passed]
+    failed = [line for line in lines if line.startswith("✗ ")]
+    assert len(failed) == len(failures) >= 7, lines
+    said = [
+        line.removeprefix(f"✗ {r.description}: ") for line, r in zip(failed, failures, strict=True)
+    ]
+    assert set(said) == {r.message for r in failures} | {checks.SAID_ABOVE}, said
+    assert said.count(checks.SAID_ABOVE) >= 6, lines
+    assert lines[-1] == f"{sum(r.passed for r in results)} of {len(results)} checks pass"

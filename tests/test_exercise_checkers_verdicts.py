@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import collections
 import datetime
+import gc
 import math
 import os
 import random
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -578,3 +580,85 @@ def test_a_parser_that_returns_the_sets_text_is_told_so_not_shown_its_characters
     assert told.startswith("parse_field('*', 0, 23) returned '{0, 1, 2, "), told
     assert "a str: the set's text, not the set" in told
     assert "' '" not in told  # no set of its characters
+
+
+# -- an answer written `async def` --------------------------------------------------------------
+
+
+async def next_slot_async(slot: float, period: float, finished: float, policy: str) -> float:
+    return next_slot(slot, period, finished, policy)
+
+
+async def retry_at_async(*args: Any) -> float | None:
+    return retry_at(*args)
+
+
+async def runs_after_resume_async(*args: Any) -> list[float]:
+    return runs_after_resume(*args)
+
+
+async def parse_field_async(text: str, low: int, high: int) -> set[int]:
+    return parse_field(text, low, high)
+
+
+class PopDueAsync(TaskQueue):
+    """pop_due written ``async def`` (and the rest as given): the coroutine it returns
+    takes nothing until an event loop awaits it."""
+
+    async def pop_due(self) -> str:  # type: ignore[override]
+        return super().pop_due()
+
+
+ASYNC_ANSWERS = [
+    (next_slot_checks, next_slot_async),
+    (retry_at_checks, retry_at_async),
+    (runs_after_resume_checks, runs_after_resume_async),
+    (parse_field_checks, parse_field_async),
+]
+
+
+@pytest.mark.parametrize(
+    ("checks_of", "answer"), ASYNC_ANSWERS, ids=[a.__name__ for _, a in ASYNC_ANSWERS]
+)
+def test_an_async_def_answer_is_told_to_be_a_plain_def_and_leaves_no_coroutine_unawaited(
+    checks_of: Callable[[Any], list[Check]], answer: Callable[..., Any]
+) -> None:
+    """It read "returned <coroutine object ... at 0x...>, a coroutine, not a number", one
+    address a line, and the notebook showed a RuntimeWarning ("coroutine ... was never
+    awaited") on stderr for each call."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = run_checks(checks_of(answer), limit=ANSWER_LIMIT)
+        gc.collect()  # an unawaited coroutine warns when it is collected
+    assert all(not r.passed and "is `async def`" in r.message for r in results), results
+    assert all("returned a coroutine" in r.message for r in results), results
+    assert all("0x" not in r.message for r in results), results
+    assert [w for w in caught if "never awaited" in str(w.message)] == []
+
+
+def test_an_async_pop_due_is_told_the_consumers_are_threads_and_leaves_no_coroutine() -> None:
+    checks = [c for c in timer_checks(PopDueAsync) if "then arrival" in c[0]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (result,) = run_checks(checks)
+        gc.collect()
+    assert result.message.startswith("pop_due returned a coroutine: pop_due is `async def`")
+    assert "consumers are threads" in result.message
+    assert [w for w in caught if "never awaited" in str(w.message)] == []
+
+
+@pytest.mark.parametrize(
+    ("checker", "answer", "named"),
+    [
+        ("check_next_slot", next_slot_async, "next_slot_async"),
+        ("check_task_queue", PopDueAsync, "PopDueAsync.pop_due"),
+    ],
+)
+def test_a_checker_given_an_async_def_answer_says_so_in_one_line(
+    checker: str, answer: Any, named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import exercises
+
+    getattr(exercises, checker)(answer)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"✗ {named} is `async def`: "), lines

@@ -61,3 +61,39 @@ def _text_of(output: dict[str, Any]) -> str:
     """Every text an output holds: a stream's, an error's traceback, each data type's."""
     texts = [output.get("text", ""), *output.get("traceback", ()), *output.get("data", {}).values()]
     return "".join("".join(t) if isinstance(t, list) else str(t) for t in texts)
+
+
+def _lab_results() -> list[str]:
+    """The names of the result types the design lab's experiments return (NamedTuples)."""
+    import importlib
+    import pkgutil
+
+    import lldsched.lab
+
+    names = set()
+    for module in pkgutil.iter_modules(lldsched.lab.__path__):
+        space = vars(importlib.import_module(f"lldsched.lab.{module.name}"))
+        names |= {
+            name
+            for name, value in space.items()
+            if isinstance(value, type)
+            and hasattr(value, "_fields")
+            and value.__module__.startswith("lldsched.lab")  # not a schedule it imports
+        }
+    return sorted(names)
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_no_output_shows_a_lab_result_as_its_bare_repr(source: Path) -> None:
+    """``Lateness(ran_in_time=False, lateness=0.0)`` printed for the real queue reads as a
+    run that was not in time, when the field means "ran before the fake clock moved": the
+    right behaviour of a spurious wake-up.  Each experiment's result is said in words, as
+    the lab's toggles say it."""
+    notebook = json.loads((ROOT / "notebooks" / f"{source.stem}.ipynb").read_text())
+    results = _lab_results()
+    assert "Lateness" in results
+    for cell in notebook["cells"]:
+        for output in cell.get("outputs", ()):
+            text = _text_of(output)
+            shown = [name for name in results if f"{name}(" in text]
+            assert not shown, f"{cell['id']} prints a bare {shown[0]}: {text[:200]}"

@@ -205,7 +205,8 @@ class TimingWheel:
 
 class WheelCost(NamedTuple):
     """Microseconds of CPU per timer to insert ``size`` timers and to pop them all,
-    heap and wheel, in one run; ``ticks``: ticks the wheel walked to pop them."""
+    heap and wheel (each the fastest of its runs); ``ticks``: ticks the wheel walked to
+    pop them."""
 
     size: int
     heap_insert_us: float
@@ -238,10 +239,12 @@ def compare_wheel_and_heap(
 ) -> list[WheelCost]:
     """Insert ``size`` timers due uniformly over ``horizon`` seconds, then pop them all,
     in the real heap (:class:`TaskQueue`) and in a :class:`TimingWheel` at
-    ``resolution``; CPU time per timer, measured in one run (garbage collection off,
-    after a dropped warm-up round).  A size below 1, a ``horizon`` or ``resolution`` not
-    finite and > 0, a ``resolution`` under a microsecond, or more than :data:`TICKS_MOST`
-    ticks in the horizon: ``ValueError`` naming it, before anything is timed."""
+    ``resolution``; CPU time per timer (garbage collection off, after a dropped warm-up
+    round), each figure the fastest of :data:`REPEATS` runs below :data:`REPEATED_BELOW`
+    timers, of one run from there on.  A size below 1, a ``horizon`` or ``resolution``
+    not finite and > 0, a ``resolution`` under a microsecond, or more than
+    :data:`TICKS_MOST` ticks in the horizon: ``ValueError`` naming it, before anything
+    is timed."""
     several("sizes", sizes)
     for size in sizes:
         whole_count("size", size)
@@ -261,15 +264,35 @@ def compare_wheel_and_heap(
             rng = random.Random(size)
             dues = [rng.random() * horizon for _ in range(size)]
             tasks = [_StandIn(f"t{n}") for n in range(size)]
-            heap_insert, heap_pop = _cost(TaskQueue(), tasks, dues, horizon)
-            wheel = TimingWheel(resolution=resolution)
-            # A due instant in the horizon's last, partial tick is rounded up past it (never
-            # early): popped at the horizon, the wheel held it back.  One tick on: all out.
-            wheel_insert, wheel_pop = _cost(wheel, tasks, dues, horizon + resolution)
+            runs = []
+            for _ in range(REPEATS if size < REPEATED_BELOW else 1):
+                heap_insert, heap_pop = _cost(TaskQueue(), tasks, dues, horizon)
+                wheel = TimingWheel(resolution=resolution)
+                # A due instant in the horizon's last, partial tick is rounded up past it
+                # (never early): popped at the horizon, the wheel held it back.  One tick
+                # on: all out.
+                wheel_insert, wheel_pop = _cost(wheel, tasks, dues, horizon + resolution)
+                runs.append((heap_insert, wheel_insert, heap_pop, wheel_pop))
+            # Each figure its fastest run, as timeit reads its repeats: load only adds.
+            heap_insert, wheel_insert, heap_pop, wheel_pop = (
+                min(figures) for figures in zip(*runs, strict=True)
+            )
             results.append(
                 WheelCost(size, heap_insert, wheel_insert, heap_pop, wheel_pop, wheel.ticks)
             )
     return results
+
+
+REPEATS = 3
+"""Runs of a size below :data:`REPEATED_BELOW` that :func:`compare_wheel_and_heap` times,
+keeping each figure's fastest."""
+REPEATED_BELOW = 100_000
+"""Below this many timers a figure is milliseconds of CPU, and one slow run on a loaded
+machine turned the heap's insert at 10,000 timers from half the wheel's to as much as it
+(the notebook says the heap inserts faster at every size); from here on each figure is
+tens of milliseconds or more, which such a run does not swing, and a size is timed once
+(three runs of 100,000 took 9 s where one took 4.5 s, on a loaded two-core machine; one
+run of a million takes half a minute)."""
 
 
 def pop_order_within_a_tick(queue: TaskQueue | TimingWheel) -> list[str]:

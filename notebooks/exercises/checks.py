@@ -299,6 +299,10 @@ class Raised(AssertionError):
         self.error = error
 
 
+class AsyncAnswer(AssertionError):
+    """A call to the answer returned a coroutine (see :data:`ASYNC_DEF`)."""
+
+
 class Taken(list[Any]):
     """What an answer's iterator (a generator) yielded, taken by :func:`call_answer`:
     ``kind`` is the iterator's type (``"generator"``), and ``more`` whether it had more
@@ -325,6 +329,7 @@ def call_answer(
     as it is iterated, and it is the answer's code, watched and timed as the rest of it.
     Those items come back as a :class:`Taken` list."""
     watch = _Watch()
+    told: tuple[type[BaseException], ...] = (*passes, AsyncAnswer)  # re-raised as they are
     previous = sys.getprofile()
     thread = threading.current_thread()
     _WATCHING[thread] = watch
@@ -335,6 +340,9 @@ def call_answer(
         try:
             sys.setprofile(watch)
             got = answer(*args)
+            if inspect.iscoroutine(got):  # closed: never awaited, and no warning of it
+                got.close()
+                raise AsyncAnswer(f"{call} returned a coroutine: it {ASYNC_DEF}")
             if take and isinstance(got, Iterator):
                 taken = Taken(itertools.islice(got, take))
                 taken.kind = type(got).__name__
@@ -356,7 +364,7 @@ def call_answer(
                 _STARTED.pop(started, None)
             _CALLING[thread] = ("", _monotonic())
             _WATCHING.pop(thread, None)
-    except passes:
+    except told:
         watch.refuse(call)
         raise
     except (Exception, SystemExit) as error:  # the learner's code raised: name the input
@@ -714,7 +722,9 @@ def _within(check: Callable[[], None], limit: float) -> None:
 def print_results(results: list[Result]) -> None:
     """One line per check, then the count; one line in all for an answer not yet written,
     and for one that fails every check with the same error (a constructor or function
-    whose parameters are not the exercise's: the first such message, said once)."""
+    whose parameters are not the exercise's: the first such message, said once).  A
+    failure whose message is that of the failure printed last says so instead of saying
+    it again."""
     if results and all("NotImplementedError" in r.message for r in results):
         print(f"not written yet: {len(results)} checks are waiting for your answer")
         return
@@ -723,12 +733,21 @@ def print_results(results: list[Result]) -> None:
     if len(results) > 1 and len(same) == 1 and not any(r.passed for r in results):
         print(f"✗ all {len(results)} checks fail the same way: {results[0].message}")
         return
+    said = ""  # the last failure's message: one said again is not printed again
     for result in results:
         if result.passed:
             print(f"✓ {result.description}")
+        elif result.message == said:
+            print(f"✗ {result.description}: {SAID_ABOVE}")
         else:
             print(f"✗ {result.description}: {result.message}")
+            said = result.message
     print(f"{sum(r.passed for r in results)} of {len(results)} checks pass")
+
+
+SAID_ABOVE = "the same as the last ✗ above"
+"""What :func:`print_results` prints for a failure whose message is the last one printed (a
+poll loop fails seven timer checks with one message of three lines)."""
 
 
 def check_answer(
@@ -743,6 +762,11 @@ def check_answer(
     :func:`run_checks` for ``limit``); when ``answer`` cannot be called (an instance,
     ``TaskQueue()``, or a call's result, ``next_slot(0, 60, 5, 'skip')``), one line
     instead, saying what to write: ``call``, as in ``check_next_slot(next_slot)``."""
+    asynchronous = _async_parts(answer)
+    if asynchronous:
+        tail = ASYNC_QUEUE if isinstance(answer, type) else ""
+        print(f"✗ {', '.join(asynchronous)} {ASYNC_DEF}{tail}")
+        return
     if callable(answer):
         print_results(run_checks(checks_of(answer), limit=limit))
         return
@@ -756,6 +780,34 @@ def check_answer(
         f"✗ {checker} was given {shown}, which cannot be called: pass the {what} itself, "
         f"{call}, with no () after {name}"
     )
+
+
+ASYNC_DEF = (
+    "is `async def`: calling it makes a coroutine, whose body runs only when an event loop "
+    "awaits it, and the checks call it as the exercise does, for its value; write it as a "
+    "plain `def`"
+)
+ASYNC_QUEUE = (
+    " (the exercise's consumers are threads, parked on a threading.Condition; a queue for "
+    "asyncio awaits an asyncio.Condition, in one event loop: another design)"
+)
+
+
+def _async_parts(answer: Any) -> list[str]:
+    """The answer, or the methods of an answer's class, written ``async def``."""
+    if inspect.iscoroutinefunction(answer) or inspect.isasyncgenfunction(answer):
+        return [getattr(answer, "__name__", "the answer")]
+    if not isinstance(answer, type):
+        return []
+    return [
+        f"{answer.__name__}.{name}"
+        for name in dir(answer)
+        if not name.startswith("__")
+        and (
+            inspect.iscoroutinefunction(getattr(answer, name, None))
+            or inspect.isasyncgenfunction(getattr(answer, name, None))
+        )
+    ]
 
 
 # -- the clock and the condition the checker watches -----------------------------------------
@@ -1011,6 +1063,11 @@ class Consumers:
                 self.raised = True
                 self.got.put(("error", f"{type(error).__name__}: {error}", clock.peek()))
                 return
+            if inspect.iscoroutine(task):  # closed: never awaited, and no warning of it
+                task.close()
+                self.raised = True  # as a pop_due that raised: told whatever the time
+                self.got.put(("async", None, clock.peek()))
+                return
             self.got.put(("task", task, clock.peek()))
 
     def next(self, timeout: float) -> tuple[object, float] | None:
@@ -1021,6 +1078,8 @@ class Consumers:
             return None
         if kind == "error":
             raise AssertionError(f"pop_due raised {value}")
+        if kind == "async":
+            raise AssertionError(f"pop_due returned a coroutine: pop_due {ASYNC_DEF}{ASYNC_QUEUE}")
         if value is None:
             raise ReturnedNone(RETURNED_NONE)
         if not isinstance(value, str):  # the checker pushes names only
@@ -1502,6 +1561,18 @@ ORDER_HINT = (
 )
 
 
+def _tie_broken(got: Sequence[object]) -> str:
+    """What broke the tie of the due-now check's tied tasks, as they came out in ``got``."""
+    tied = [task for task in got if task != "report"]
+    if tied == sorted(tied, key=str):
+        return "they came out in the order of their names: a tie compared the task names"
+    return (
+        "they came out in the order the heap happened to leave them: entries equal on a "
+        "tie (a key of the due time alone, or a tie-break that is the same for every "
+        "entry) are not kept in arrival order, for a heap is not stable"
+    )
+
+
 def _first_out_of_order(got: Sequence[object], ago: Mapping[str, float]) -> str | None:
     """Where ``got`` (tasks taken, each due ``ago[task]`` seconds ago) first leaves due
     order: which pop returned which task while an earlier-due one was still queued."""
@@ -1645,27 +1716,29 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     def due_now_in_order() -> None:
         rig = new_rig()
         now = rig.clock.peek()
-        # 'cleanup' arrives before 'alert', due at the same instant: arrival order is not
-        # the names' order, so a heap that compares names on a tie shows.
-        fill(rig, [("report", now - 1), ("cleanup", now - 2), ("alert", now - 2)])
-        consumers = Consumers(rig.queue, rig.clock, takes=3)
+        # Five tasks arrive due at the same instant, after 'report': arrival order is not
+        # the names' order, so a heap that compares names on a tie shows; and five equal
+        # entries are enough for heapq, which is not stable, to take them out of arrival
+        # order (three come out in order by chance): an entry with no tie-break shows too.
+        tied = ["cleanup", "alert", "purge", "digest", "backup"]
+        fill(rig, [("report", now - 1)] + [(task, now - 2) for task in tied])
+        consumers = Consumers(rig.queue, rig.clock, takes=len(tied) + 1)
         try:
-            got = consumers.names(3, LATE)
+            got = consumers.names(len(tied) + 1, LATE)
         finally:
             release(rig, consumers)
-        expected = ["cleanup", "alert", "report"]
-        assert len(got) == 3, (
-            f"expected cleanup, alert, report (all due already) at once, got only {got}: "
-            "compare due instants with self._clock(), the clock you were given"
+        expected = [*tied, "report"]
+        shown = ", ".join(expected)
+        assert len(got) == len(expected), (
+            f"expected {shown} (all due already) at once, got only {got}: compare due "
+            "instants with self._clock(), the clock you were given"
         )
-        assert got[2] == "report", (
-            f"expected cleanup, alert, report, got {got}: the earliest due comes out first"
-        )
+        assert got[-1] == "report", f"expected {shown}, got {got}: the earliest due comes out first"
         assert got == expected, (
-            f"expected cleanup, alert, report, got {got}: 'cleanup' and 'alert' are due at "
-            "the same instant and 'cleanup' was pushed first; a tie must keep arrival order, "
-            "so put a sequence counter in the entry, (due, sequence, task), and the "
-            "comparison never reaches the task"
+            f"expected {shown}, got {got}: {', '.join(tied)} are due at the same instant, "
+            f"pushed in that order; a tie must keep arrival order, but {_tie_broken(got)}; "
+            "put a sequence counter in the entry, (due, sequence, task), and the comparison "
+            "never reaches the task"
         )
 
     def take_all(ago: Mapping[str, float], limit: float = HELD) -> list[object]:
@@ -2309,7 +2382,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "drop the entry when it reaches the top (O(1))"
         )
 
-    return [
+    checks: list[Check] = [
         ("takes the time from the clock it was given", reads_the_clock_given),
         ("returns what is due at once, due first, then arrival", due_now_in_order),
         (
@@ -2347,6 +2420,49 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("push and pop cost O(log n): a heap, not a sort or a scan", logarithmic_push_and_pop),
         ("cancel costs O(1): a tombstone, not a removal", cancel_leaves_a_tombstone),
     ]
+    return [(description, _hinted(check)) for description, check in checks]
+
+
+UNORDERED_ENTRIES = (
+    "heapq compares whole entries, and a tuple field by field: two entries due at the same "
+    "instant compare their next field, and that one has no order; put a sequence counter "
+    "right after the due time, (due, sequence, task), so no comparison goes past it (an "
+    "entry class of your own needs an order: @dataclass(order=True), the task a "
+    "field(compare=False))"
+)
+OUTSIDE_THE_LOCK = (
+    "a Condition's wait, notify and notify_all are called holding its lock, inside `with "
+    "self._cond:` (the wait lets go of it while it waits and takes it back to return); "
+    "notify after the change, in the same `with` block"
+)
+HINTS = (
+    ("not supported between instances of", UNORDERED_ENTRIES),  # '<' not supported ...
+    ("un-acquired lock", OUTSIDE_THE_LOCK),  # cannot notify (wait) on un-acquired lock
+)
+"""What an error the queue raised says, and what the checker adds to it: the mistake it
+names."""
+
+
+def _hinted(check: Callable[[], None]) -> Callable[[], None]:
+    """``check``, its failure told why when the queue raised one of the errors of
+    :data:`HINTS` (in the checker's call, or a pop_due that raised it)."""
+
+    def checked() -> None:
+        try:
+            check()
+        except AssertionError as failure:
+            said = str(failure)
+            hint = next((h for text, h in HINTS if text in said and h not in said), None)
+            if hint is None:
+                raise
+            raise AssertionError(f"{said}: {hint}") from None
+        except Exception as error:
+            hint = next((h for text, h in HINTS if text in str(error)), None)
+            if hint is None:
+                raise
+            raise AssertionError(f"raised {type(error).__name__}: {error}: {hint}") from None
+
+    return checked
 
 
 def check_task_queue(make_queue: Callable[[Any], Any]) -> None:

@@ -230,12 +230,64 @@ def _verdict(
                 "from one call to the next"
             )
     why = _mistake(attempt, finished, max_attempts, initial, multiplier, cap, got, expected)
+    if expected is not None:  # (a retry where none is left: _mistake says so)
+        why = _asked_again(retry_at, args, got) or why
     pair = (
         shown_apart(expected, got)
         if expected is not None and got is not None
         else (_shown(expected), _shown(got))
     )
     raise AssertionError(f"{call}: expected {pair[0]}, got {pair[1]}{why}")
+
+
+def _asked_again(
+    retry_at: RetryAt,
+    args: tuple[int, float, int, float, float, float],
+    got: float | None,
+) -> str:
+    """What a wrong ``got`` says about the answer once it is asked about another attempt
+    (": ..."), where one instant is the same for two mistakes; or nothing.
+
+    A wait of ``initial`` at attempt 2 or later is a wait that never grows (a fixed retry
+    delay) or an exponent one too low (they agree at attempt 2): at the attempt after,
+    the first still waits ``initial``.  A wait of the cap where the wait has not grown
+    to it is ``max(cap, ...)`` or a fixed attempt past which the wait is the cap ("since
+    2 ** 6 = 64 is past 60"): at attempt 1 the first waits the cap, the second
+    ``initial``.  The answer's failure at the other attempt says nothing more."""
+    attempt, finished, max_attempts, initial, multiplier, cap = args
+    if got is None or attempt < 2:
+        return ""
+    grown = _grown(initial, multiplier, attempt - 1)
+    if abs(got - finished - initial) < 1e-9 and grown > initial:
+        after = (attempt + 1, finished, max(max_attempts, attempt + 2), initial, multiplier, cap)
+        then = _answer(retry_at, after)
+        if then is not None and abs(then - finished - initial) < 1e-9:
+            return (
+                f": every retry waits initial, {initial:g} s: the wait never grows; a backoff "
+                "multiplies it by multiplier after each failure, initial * multiplier ** "
+                "(n - 1), at most cap, so a struggling dependency gets room"
+            )
+    if abs(got - finished - cap) < 1e-9 and grown < cap:
+        first = (1, finished, max(max_attempts, 2), initial, multiplier, cap)
+        then = _answer(retry_at, first)
+        if then is not None and abs(then - finished - min(cap, initial)) < 1e-9:
+            return (
+                f": that waits the cap, {cap:g} s, where the wait has grown to {grown:g} s "
+                f"by attempt {attempt}; it reaches the cap by growing, whatever the "
+                "multiplier: a fixed attempt or exponent past which the wait is the cap is "
+                "right only for the multiplier it was worked out for"
+            )
+    return ""
+
+
+def _answer(retry_at: RetryAt, args: tuple[int, float, int, float, float, float]) -> float | None:
+    """The answer's instant for ``args``, or None where it gives none (None, or not a
+    number) or raises, loops or sleeps."""
+    call = f"retry_at({', '.join(f'{value:g}' for value in args)})"
+    try:
+        return as_number(call_answer(call, retry_at, *args))
+    except AssertionError:
+        return None
 
 
 def _shown(value: float | None) -> str:

@@ -569,8 +569,16 @@ class MyScheduler(Scheduler):
     queue_type = MyQueue
 
 
-print("push:    ", run_due_now_behind_parked_timer(MyScheduler, patience=5.0))
-print("while:   ", run_early_on_spurious_wakeup(MyScheduler, patience=0.5))
+def when(lateness: float) -> str:
+    if lateness == 0:
+        return "on time"
+    return f"{abs(lateness):g} s " + ("late" if lateness > 0 else "early")
+
+
+pushed = run_due_now_behind_parked_timer(MyScheduler, patience=5.0)
+print(f"push: the task due now ran at once: {pushed.ran_in_time}; it ran {when(pushed.lateness)}")
+woken = run_early_on_spurious_wakeup(MyScheduler, patience=0.5)
+print(f"while: ran on the spurious wake-up: {woken.ran_in_time}; it ran {when(woken.lateness)}")
 print("sequence: first in, first out:", run_a_tie(MyScheduler).fifo)
 
 # %% [markdown]
