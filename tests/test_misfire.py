@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from lldsched import CronSchedule, FixedDelay, FixedRate, Misfire, MisfirePolicy, OneTime
+from lldsched import CronSchedule, FixedDelay, FixedRate, Misfire, MisfirePolicy, OneTime, Window
 from lldsched.core.recovery import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
 from lldsched.errors import ValidationError
 from lldsched.logs import instant_text
@@ -127,6 +127,10 @@ def test_the_record_standing_for_the_slots_beyond_the_cap_says_what_happened(
         f"stands for every later one, from {instant_text(first_unlisted)} up to then: "
         f"{fate}; the task goes on at {instant_text(T0 + 86400 + 60)}"
     )
+    ended = plan(Window(minutely, end=T0 + 86400), T0 + 60, back, MisfirePolicy(action))
+    assert ended.resume is None
+    last = ended.decisions[-1][2]
+    assert last is not None and last.endswith(f"{fate}; its schedule has no slot after that")
 
 
 def test_first_after_jumps_arithmetically_for_a_fixed_rate_and_by_next_after_for_cron() -> None:
