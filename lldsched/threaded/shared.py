@@ -729,10 +729,10 @@ class Coordinator:
         """Give back the claims handed out and never begun (dropped at shutdown), so the
         other processes need not wait for their expiry.  One call of the store's
         (:func:`~lldsched.persistence.verb_call`): in an outage the releases wait one
-        ``timeout`` in all, not one each (the store's lock and the scheduler's held
-        throughout, a ``close()`` after the shutdown waiting for them), and the claims not
-        given back expire on their own (docs/DECISIONS.md, "One timeout a PostgreSQL
-        call, and a verb's")."""
+        ``timeout`` in all, and the claims not given back expire on their own.  Each
+        waited its own before, the scheduler's lock held throughout, and a ``close()``
+        after the shutdown waited behind them (docs/DECISIONS.md, "One timeout a
+        PostgreSQL call, and a verb's")."""
         pending = list(self._pending.items())
         self._pending.clear()
         if pending:
