@@ -393,6 +393,19 @@ def verb_call(store: object) -> AbstractContextManager[None]:
     return nullcontext() if call is None else call()
 
 
+def settles_waiting(store: object) -> bool | None:
+    """Whether ``store`` has runs' settles waiting to be written (a PostgreSQL store's:
+    queued for a batch, or held after one failed), None if it does not say (it writes
+    each settle at once: SQLite).  The runtime reads it around a :meth:`CoordinatedStore.flush`:
+    a flush that had nothing to send, or whose settles the store held again (an outage),
+    is no sign that the store answers, and is not counted a success (which would end an
+    outage in which a flush failed, and write the rows it left stale once more, another
+    ``timeout`` in a black hole: docs/DECISIONS.md, "One timeout a PostgreSQL call, and
+    a verb's")."""
+    waiting = getattr(store, "settles_waiting", None)
+    return None if waiting is None else bool(waiting)
+
+
 class HoldNotCommitted(StoreError):
     """A verb's hold (:func:`verb_held`) whose end failed (its commit: the connection lost,
     the disk full; or the database rolled its transaction back under it): none of the

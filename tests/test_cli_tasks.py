@@ -612,3 +612,96 @@ def test_a_postgres_server_gone_during_the_verb_is_status_1_saying_it_may_not_be
         assert scheduler.task("nightly").status is TaskStatus.SCHEDULED
     finally:
         scheduler.shutdown()
+
+
+def _large(store: Any, tasks: int, records: int, failed: set[int]) -> None:
+    """``tasks`` tasks of ``records`` records each, the ``failed`` ones dead-lettered."""
+    from lldsched import ExecutionRecord, Priority, Task, TaskSnapshot
+    from tests.jobs import noop
+
+    for n in range(tasks):
+        task = Task(f"t{n}", "report", noop, FixedRate(60), Priority.NORMAL, RetryPolicy(), None)
+        dead = n in failed
+        status = TaskStatus.FAILED if dead else TaskStatus.SCHEDULED
+        snapshot = TaskSnapshot(task, status, None if dead else 1e9, 0, records, int(dead), None)
+        for r in range(records):
+            ok = not (dead and r == records - 1)
+            record = ExecutionRecord(
+                f"t{n}", "report", 1, 1e9 + r, 1e9 + r, 0, 1e9 + r, 1e9 + r + 1, ok,
+                None if ok else "ValueError: boom",
+            )  # fmt: skip
+            store.save(snapshot, record)
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_the_dead_letter_reads_the_failed_tasks_alone(
+    engine: str, tmp_path: Path, request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """``tasks --status failed``, the operator's look for the dead letter in a large store,
+    reads what it prints: a constant number of statements (the failed rows, their order,
+    their last records), each returning the failed tasks' rows alone.  Before, it read
+    every task's last record (a window over every record of the store), each decoded,
+    for the few it printed.  A whole listing reads each task's last record once."""
+    tasks, failed = 30, {7, 19}
+    if engine == "sqlite":
+        path = tmp_path / "jobs.db"
+        with SqliteTaskStore(path) as store:
+            _large(store, tasks, 4, failed)
+        url = f"sqlite://{path}"
+    else:
+        from lldsched.stores.postgres import PostgresTaskStore
+
+        url = request.getfixturevalue("postgres_dsn")
+        with PostgresTaskStore(url) as shared:
+            _large(shared, tasks, 4, failed)
+    statements: list[tuple[str, int]] = []
+    opened = storeurl.peek
+
+    def counting(name: storeurl.StoreName) -> Any:
+        reader = opened(name)
+        query = reader._query
+
+        def counted(statement: str, parameters: Any) -> list[Any]:
+            rows = query(statement, parameters)
+            statements.append((statement, len(rows)))
+            return rows
+
+        reader._query = counted
+        return reader
+
+    monkeypatch.setattr(storetasks, "peek", counting)
+    status, out, err = run(capsys, "--store", url, "--status", "failed")
+    assert (status, err) == (0, "")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["t7", "t19"]  # as they failed
+    assert all("failed: ValueError: boom" in line for line in out.splitlines()[1:])
+    assert len(statements) == 3  # the failed rows, their order, their last records
+    assert [rows for _, rows in statements] == [2, 2, 2]  # before: the last record of all 30
+    statements.clear()
+    status, out, _ = run(capsys, "--store", url)
+    assert status == 0 and len(out.splitlines()) == tasks + 1
+    assert [rows for _, rows in statements] == [tasks, tasks]  # the rows, each one's last record
+
+
+def test_a_task_s_last_record_is_looked_up_by_the_records_key_not_a_scan(tmp_path: Path) -> None:
+    """The SQLite statement reading the listed tasks' last records finds each by the
+    records' key (task id, seq): the tasks are scanned (their status filtered), the
+    records never (before: every record read, for a window over them all)."""
+    from lldsched.stores import peek
+
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        _large(store, 3, 2, {1})
+    statement = peek._LATEST.format(columns="r.seq", last=peek._LAST_SQLITE)
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        plan = " | ".join(
+            row[-1]
+            for row in connection.execute(
+                f"EXPLAIN QUERY PLAN {statement} WHERE t.status = ?", ("failed",)
+            )
+        )
+        assert connection.execute(f"{statement} WHERE t.status = ?", ("failed",)).fetchall() == [
+            (4,)
+        ]
+    assert "SCAN t" in plan and "SCAN r" not in plan and "SCAN m" not in plan, plan
+    assert "SEARCH r USING PRIMARY KEY (task_id=? AND seq=?)" in plan, plan

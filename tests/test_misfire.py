@@ -6,9 +6,10 @@ import logging
 
 import pytest
 
-from lldsched import CronSchedule, FixedDelay, FixedRate, Misfire, MisfirePolicy, OneTime
+from lldsched import CronSchedule, FixedDelay, FixedRate, Misfire, MisfirePolicy, OneTime, Window
 from lldsched.core.recovery import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
 from lldsched.errors import ValidationError
+from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp
 from tests.conftest import T0
@@ -97,6 +98,39 @@ def test_enumeration_is_capped_and_one_record_stands_for_the_slots_beyond_the_ca
     once = plan(minutely, T0 + 60, back, MisfirePolicy(Misfire.RUN_ONCE))
     assert len(once.runs) == 1 and once.resume == T0 + 86400 + 60
     assert {outcome for _, outcome, _ in once.decisions} == {COALESCED}
+
+
+@pytest.mark.parametrize(
+    ("action", "fate"),
+    [
+        (Misfire.SKIP, "none of them run"),
+        (Misfire.RUN_ALL, "none of them run"),
+        (Misfire.RUN_ONCE, "coalesced into the one run the policy made (the slot before them)"),
+    ],
+)
+def test_the_record_standing_for_the_slots_beyond_the_cap_says_what_happened(
+    action: Misfire, fate: str
+) -> None:
+    """What ``tasks show`` prints for it, an operator's only account of those slots: that
+    they passed unrun, what decided them and when, the first of them (the instants in UTC,
+    as every log line shows them, not seconds since the epoch), what became of them, and
+    where the task goes on.  Before: "MisfireCap: more than 1000 slots passed; this record
+    stands for the slots from 1767663660.0 to 1767690030.0"."""
+    minutely = CronSchedule("* * * * *")
+    back = T0 + 86400 + 30
+    first_unlisted, _, text = plan(minutely, T0 + 60, back, MisfirePolicy(action)).decisions[-1]
+    assert first_unlisted == T0 + 60 * (MAX_SLOTS + 1)
+    assert text == (
+        "MisfireCap: more than 1000 slots passed unrun (the scheduler down or not started, "
+        f"or its clock moved on) before the misfire policy ({action.value}) decided them at "
+        f"{instant_text(back)}; the first 1,000 are recorded one by one, and this record "
+        f"stands for every later one, from {instant_text(first_unlisted)} up to then: "
+        f"{fate}; the task goes on at {instant_text(T0 + 86400 + 60)}"
+    )
+    ended = plan(Window(minutely, end=T0 + 86400), T0 + 60, back, MisfirePolicy(action))
+    assert ended.resume is None
+    last = ended.decisions[-1][2]
+    assert last is not None and last.endswith(f"{fate}; its schedule has no slot after that")
 
 
 def test_first_after_jumps_arithmetically_for_a_fixed_rate_and_by_next_after_for_cron() -> None:

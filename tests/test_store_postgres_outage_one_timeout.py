@@ -221,25 +221,104 @@ def test_a_registration_into_a_black_hole_waits_one_timeout_in_all(
     assert not store._settles.waiting
 
 
-def test_a_shutdown_writes_the_rows_an_outage_left_stale_in_one_timeout(
-    store: Claimed, proxy: TcpProxy
-) -> None:
-    """A shutdown's last writes in an outage: the rows it left stale (three paused
-    tasks), then the settles held back, whose flush (the store holds them again, and
-    returns) tries the stale rows once more.  Each row's write waited its own timeout
-    (seven waits in all: three rows, the flush, three rows again); now a rewrite of the
-    rows is one call of the deadline's, as a verb's calls are: one timeout for the rows,
-    one for the flush, one for the rows after it, however many rows (a shutdown is
-    bounded by its own ``timeout`` as well)."""
+def stale_rows(store: Claimed, proxy: TcpProxy, *, held: bool) -> Scheduler:
+    """A scheduler whose rows an outage left stale (three paused tasks, the network
+    black-holed), a settle held (``held``) or not."""
     scheduler = Scheduler(store=store)
     for name in ("x0", "x1", "x2"):
         scheduler.schedule(name, jobs.noop, FixedRate(3600, start_delay=3600), id=name)
     proxy.black_hole()
-    settle(store)
-    store.flush()  # the settle's round trip cut: held
+    if held:
+        settle(store)
+        store.flush()  # the settle's round trip cut: held
     for name in ("x0", "x1", "x2"):
         scheduler.pause(name)  # in the registry; its row stale
+    return scheduler
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["settle-held", "nothing-held"])
+def test_a_shutdown_writes_the_rows_an_outage_left_stale_in_one_timeout(
+    store: Claimed, proxy: TcpProxy, held: bool
+) -> None:
+    """A shutdown's last writes in an outage: the rows it left stale (three paused
+    tasks), then the settles held back.  Each row's write waited its own timeout (seven
+    waits in all with a settle held: three rows, the flush, three rows again); a rewrite
+    of the rows is one call of the deadline's, as a verb's calls are (three: the rows,
+    the flush, the rows after it, however many rows).  And the flush is no longer
+    counted a success when the store held its settles again, or had none to write
+    (nothing sent): the rows are not tried once more after it.  Two waits with a settle
+    held (the rows, the flush), one without (the rows; the flush sends nothing)."""
+    scheduler = stale_rows(store, proxy, held=held)
     counted = waits(store)
     scheduler.shutdown(timeout=None)  # its store steps waited for whatever they take
-    assert counted() == 3  # the rows' rewrite, the settles' flush, the rewrite after it
-    assert store._settles.waiting
+    assert counted() == (2 if held else 1)
+    assert store._settles.waiting is held
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["settle-held", "nothing-held"])
+def test_a_flush_the_store_did_not_write_is_no_success(
+    store: Claimed, proxy: TcpProxy, held: bool
+) -> None:
+    """The flush a started ``wait_idle()`` makes once the registry is idle (and a
+    shutdown's): in an outage the store holds the settles again, or has none to send,
+    and returns.  It was counted a success all the same, which wrote the stale rows
+    again (another timeout, past ``wait_idle``'s own bound by two timeouts, not one);
+    now nothing is counted, and the outage goes on, its rows stale.  Once the store
+    answers, a flush that writes the settles is a success as before: the rows are
+    written and the outage ends."""
+    scheduler = stale_rows(store, proxy, held=held)
+    coordinator = scheduler._coordinator
+    writes = scheduler._core.store_writes
+    assert coordinator is not None and writes is not None and writes.outage is not None
+    counted = waits(store)
+    coordinator.flush(lock=scheduler._lock)
+    assert counted() == (1 if held else 0)
+    assert writes.outage is not None and set(writes.outage.stale) == {"x0", "x1", "x2"}
+    proxy.heal()
+    if held:
+        coordinator.flush(lock=scheduler._lock)  # writes the settle: the rows follow
+        assert writes.outage is None
+    scheduler.shutdown(timeout=None)
+    assert not store._settles.waiting
+
+
+def claimed_unbegun(scheduler: Scheduler, ids: list[str]) -> None:
+    """Register ``ids``, and claim a run of each as the timer does, never begun (the
+    scheduler is not started): a shutdown gives the claims back."""
+    for name in ids:
+        scheduler.schedule(name, jobs.noop, FixedRate(3600), id=name)
+    coordinator = scheduler._coordinator
+    assert coordinator is not None
+    with scheduler._lock:
+        later = scheduler._clock.now() + 60  # every one of them due
+        assert len(coordinator.claim(later, len(ids), later)) == len(ids)
+
+
+def test_a_shutdown_gives_back_its_claims_in_one_timeout(
+    store: Claimed, proxy: TcpProxy, open_store: Callable[..., PostgresTaskStore]
+) -> None:
+    """Ten claims handed out and never begun, given back by the shutdown (a ``release``
+    each, so that the other processes need not wait for their leases to expire).  In a
+    black hole each release waited its own timeout (ten waits: a round trip cut, then a
+    connect for each after it), the scheduler's lock and the store's held throughout, so
+    a ``close()`` after the shutdown waited for all of them; now they are one call of the
+    deadline's, as a verb's calls are: one wait, the claims not given back expiring on
+    their own.  While the server answers each one is given back, as before."""
+    ids = [f"c{n}" for n in range(10)]
+    scheduler = Scheduler(store=store)
+    claimed_unbegun(scheduler, ids)
+    proxy.black_hole()
+    counted = waits(store)
+    scheduler.shutdown(timeout=None)  # its store steps waited for whatever they take
+    assert counted() == 1  # the releases' one timeout (nothing else left to write)
+    proxy.heal()
+    other = open_store()
+    later = scheduler._clock.now() + 60
+    assert other.claim(now=later, limit=len(ids)) == []  # still leased: they expire
+    # While the server answers, every claim is given back: another process claims them.
+    again = Scheduler(store=open_store())
+    answered = [f"d{n}" for n in range(10)]
+    claimed_unbegun(again, answered)
+    again.shutdown(timeout=None)
+    claims = other.claim(now=again._clock.now() + 60, limit=len(answered))
+    assert sorted(claim.task_id for claim in claims) == answered

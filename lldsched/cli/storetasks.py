@@ -156,7 +156,7 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
     if status == TaskStatus.FAILED.value:  # the dead letter's order: as they failed
         order = {task_id: n for n, task_id in enumerate(reader.dead_letter())}
         rows.sort(key=lambda row: order.get(row.id, len(order)))
-    latest = reader.latest()
+    latest = reader.latest(status=status)  # the listed tasks' last records, no other's
     if as_json:
         for row in rows:
             say(json.dumps(_document(row, latest.get(row.id))))

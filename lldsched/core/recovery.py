@@ -57,7 +57,7 @@ from typing import NamedTuple
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import COALESCED, MISFIRE_CAP, RETRYING, SCHEDULED, runnable
 from lldsched.core.task import Restored, ScheduledTask
-from lldsched.logs import JOBS, STORE, counted
+from lldsched.logs import JOBS, STORE, counted, instant_text
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import HistoryStore, TaskSnapshot, TaskStore
 from lldsched.policies import DEFAULT_MISFIRE, Misfire, MisfirePolicy
@@ -159,7 +159,7 @@ def plan(
     if truncated:
         assert following is not None
         outcome = COALESCED if action is Misfire.RUN_ONCE else MISSED
-        tail = [(following, outcome, _tail_text(following, now))]
+        tail = [(following, outcome, _tail_text(following, now, action, after))]
         resume = after
     if action is Misfire.SKIP:
         return Plan([], [(slot, MISSED, None) for slot in slots] + tail, after, True)
@@ -240,10 +240,29 @@ def first_after(
 _CAPPED = MISFIRE_CAP  # how the error text of a record standing for the rest begins
 
 
-def _tail_text(following: float, now: float) -> str:
+def _tail_text(following: float, now: float, action: Misfire, after: float | None) -> str:
+    """The error text of the record standing for the slots beyond :data:`MAX_SLOTS`,
+    all an operator reads of them (``tasks show``): that they passed unrun, what decided
+    them and when, the first of them, what became of them (not run; under ``RUN_ONCE``
+    coalesced into its one run, the last listed slot's) and where the task goes on
+    (``after``), the instants in UTC as every log line shows them.  Read back by its
+    prefix alone (:func:`_cut`): the rest may say more."""
+    fate = (
+        "coalesced into the one run the policy made (the slot before them)"
+        if action is Misfire.RUN_ONCE
+        else "none of them run"
+    )
+    then = (
+        "its schedule has no slot after that"
+        if after is None
+        else f"the task goes on at {instant_text(after)}"
+    )
     return (
-        f"{_CAPPED} more than {MAX_SLOTS} slots passed; this record stands for the "
-        f"slots from {following!r} to {now!r}"
+        f"{_CAPPED} more than {MAX_SLOTS} slots passed unrun (the scheduler down or not "
+        f"started, or its clock moved on) before the misfire policy ({action.value}) "
+        f"decided them at {instant_text(now)}; the first {MAX_SLOTS:,} are recorded one by "
+        f"one, and this record stands for every later one, from {instant_text(following)} "
+        f"up to then: {fate}; {then}"
     )
 
 

@@ -43,9 +43,14 @@ _LAST = (
     "SELECT {columns} FROM records r JOIN tasks t ON t.id = r.task_id"
     " WHERE r.task_id = {p} ORDER BY r.seq DESC LIMIT {p}"
 )
-_LATEST = (  # each task's last record: one statement for a whole listing
-    "SELECT {columns} FROM (SELECT *, {row_number}() OVER (PARTITION BY task_id ORDER BY seq"
-    " DESC) AS n FROM records) r JOIN tasks t ON t.id = r.task_id WHERE r.n = 1"
+_LATEST = "SELECT {columns} FROM tasks t {last}"  # the listing's tasks' last records
+_LAST_SQLITE = (  # a task's last record: the largest seq of its key, one look-up each
+    "JOIN records r ON r.task_id = t.id"
+    " AND r.seq = (SELECT max(m.seq) FROM records m WHERE m.task_id = t.id)"
+)
+_LAST_POSTGRES = (  # the same, as PostgreSQL plans it best: a backward scan of the key
+    "CROSS JOIN LATERAL (SELECT * FROM records m WHERE m.task_id = t.id"
+    " ORDER BY m.seq DESC LIMIT 1) r"
 )
 _DEAD = "SELECT id FROM tasks WHERE status = 'failed' ORDER BY failed_seq, position"
 
@@ -65,7 +70,7 @@ class Peek:
     def __init__(
         self, where: str, query: Callable[[str, Sequence[object]], list[Any]],
         close: Callable[[], object], *, placeholder: str, tasks: str, records: str,
-        row_number: str, state: slice, kept: slice,
+        last: str, state: slice, kept: slice,
     ) -> None:  # fmt: skip
         self.where = where
         self._query = query
@@ -73,7 +78,7 @@ class Peek:
         self._p = placeholder
         self._tasks = tasks  # SELECT ... FROM tasks and leases, to add a WHERE to
         self._records = records  # the records' columns
-        self._row_number = row_number  # the window function's name (pg_catalog's on PostgreSQL)
+        self._last = last  # joins a task (t) to its last record (r): _LAST_SQLITE, _LAST_POSTGRES
         self._state = state  # where a row's state and kept values are
         self._kept = kept
 
@@ -101,10 +106,18 @@ class Peek:
         rows.reverse()
         return [record_from(row) for row in rows]
 
-    def latest(self) -> dict[str, ExecutionRecord]:
-        """Each task's last record, by task id (a task with none is absent)."""
-        statement = _LATEST.format(columns=self._records, row_number=self._row_number)
-        return {record.task_id: record for record in map(record_from, self._query(statement, ()))}
+    def latest(self, *, status: str | None = None) -> dict[str, ExecutionRecord]:
+        """Each task's last record, by task id (a task with none is absent); only those of
+        the tasks whose stored status is ``status``, if given, as :meth:`tasks` filters.
+        One statement, which reads a task's last record by the records' key: a listing of
+        the dead letter reads the failed tasks' records, not every task's (before, a
+        window over every record of the store, each task's last one decoded)."""
+        statement = _LATEST.format(columns=self._records, last=self._last)
+        if status is None:
+            rows = self._query(statement, ())
+        else:
+            rows = self._query(f"{statement} WHERE t.status = {self._p}", (status,))
+        return {record.task_id: record for record in map(record_from, rows)}
 
     def close(self) -> None:
         self._close()
@@ -159,7 +172,7 @@ def peek_sqlite(path: str) -> Peek:
     return Peek(
         repr(path), query, connection.close, placeholder="?",
         tasks=f"SELECT {TASK_COLUMNS} FROM {TASKS}", records=RECORD_COLUMNS,
-        row_number="row_number",
+        last=_LAST_SQLITE,
         state=slice(3, 13), kept=slice(13, None),
     )  # fmt: skip
 
@@ -199,6 +212,6 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
     return Peek(
         where, query, connection.close, placeholder="%s",
         tasks=f"SELECT {sql.SNAPSHOT_COLUMNS} FROM {sql.TASKS}", records=sql.RECORD_COLUMNS,
-        row_number="pg_catalog.row_number",
+        last=_LAST_POSTGRES,
         state=slice(3, 13), kept=slice(13, 22),
     )  # fmt: skip

@@ -289,6 +289,15 @@ class PostgresCoordination:
         if wake is not None:  # outside the lock (the scheduler's is taken before it)
             wake()
 
+    @property
+    def settles_waiting(self) -> bool:
+        """True while a run's settle waits to be written: queued for the next batch, or
+        held after a batch failed (written again first by the next call).  What
+        :meth:`flush` would send; still True after it when the store held them again (an
+        outage), which the runtime does not count a success
+        (:func:`~lldsched.persistence.settles_waiting`)."""
+        return self._settles.waiting
+
     def _write_settles(self) -> None:
         """Write the queued settles (caller holds the lock).  A batch that fails is
         logged by :class:`~lldsched.core.storewrites.StoreWrites`, the one rule of a

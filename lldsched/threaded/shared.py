@@ -62,7 +62,14 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, ValidationError
 from lldsched.logs import CLUSTER, instant_text
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import Change, Claim, CoordinatedStore, TaskSnapshot
+from lldsched.persistence import (
+    Change,
+    Claim,
+    CoordinatedStore,
+    TaskSnapshot,
+    settles_waiting,
+    verb_call,
+)
 from lldsched.policies import TWO_AT_ONCE
 from lldsched.threaded.deadline import Deadline, start
 from lldsched.threaded.leasewatch import LEASE_CLOCK, LeaseWatch, renewal_every, trusted_for
@@ -691,15 +698,25 @@ class Coordinator:
         StoreWrites` is counted into by the timer and the workers under that lock, and
         counted into beside them a claim failing at the same time could begin a second
         outage (said twice), or be counted into one this flush's success had just ended
-        (missing from the recovery's count)."""
+        (missing from the recovery's count).
+
+        A store that says what it holds (:func:`~lldsched.persistence.settles_waiting`:
+        PostgreSQL) and had nothing to send, or held its settles again (an outage: it
+        logs that itself), returns no success: counted one, it ended an outage in which a
+        flush failed and wrote the rows the outage left stale once more, another
+        ``timeout`` in a black hole (a shutdown's, a ``wait_idle()``'s)."""
+        store = self.store
+        sending = settles_waiting(store)  # None: the store does not say
         try:
-            self.store.flush()
+            store.flush()
         except Exception as exc:
             with lock:  # the scheduler's: guards the core's StoreWrites (its outage)
                 self._failed(exc, "flush", "flush of the settles held back for a batch")
-        else:
-            with lock:  # likewise
-                self._succeeded("flush")
+            return
+        if sending is False or (sending and settles_waiting(store)):
+            return  # nothing sent, or held again (the store said so): no sign it answers
+        with lock:  # likewise
+            self._succeeded("flush")
 
     def renew_held(self, now: float, looked: float) -> None:
         """Renew every lease held now, due or not (the timer is stopped: see
@@ -710,10 +727,18 @@ class Coordinator:
 
     def release_pending(self) -> None:
         """Give back the claims handed out and never begun (dropped at shutdown), so the
-        other processes need not wait for their expiry."""
-        for task_id, claim in list(self._pending.items()):
-            del self._pending[task_id]
-            self._release(task_id, claim.token)
+        other processes need not wait for their expiry.  One call of the store's
+        (:func:`~lldsched.persistence.verb_call`): in an outage the releases wait one
+        ``timeout`` in all, and the claims not given back expire on their own.  Each
+        waited its own before, the scheduler's lock held throughout, and a ``close()``
+        after the shutdown waited behind them (docs/DECISIONS.md, "One timeout a
+        PostgreSQL call, and a verb's")."""
+        pending = list(self._pending.items())
+        self._pending.clear()
+        if pending:
+            with verb_call(self.store):
+                for task_id, claim in pending:
+                    self._release(task_id, claim.token)
 
     # -- internals -------------------------------------------------------------------------
 
