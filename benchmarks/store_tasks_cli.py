@@ -11,7 +11,7 @@ process with the wall clock (the interpreter's start included, as an operator se
 
 The rows are one task's row, saved through the store, copied in SQL (an insert a row
 through the store's API would take minutes), so every one reads as a real row.  Run:
-``PYTHONPATH=. .venv/bin/python benchmarks/bench_store_tasks_cli.py [--tasks N]
+``PYTHONPATH=. .venv/bin/python benchmarks/store_tasks_cli.py [--tasks N]
 [--records M] [--no-sqlite] [--no-postgres]``; the output of each command is written to
 ``--out DIR`` (default: a temporary directory) to compare two versions byte for byte.
 """
