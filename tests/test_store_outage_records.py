@@ -204,8 +204,8 @@ def test_the_records_an_outage_folded_say_what_happened_in_utc() -> None:
     one by one, how many of which outcome it stands for, from when to when in UTC (not
     seconds since the epoch), and what became of them and of the task.  Before:
     "OutageCap: a store outage held back more than 10 records of no run of this task;
-    this record stands for 3 skipped records, the slots from 1767603660.0 to
-    1767603780.0"."""
+    this record stands for 3 skipped records, the slots from 1767604260.0 to
+    1767604380.0"."""
     held = Held()
     for n in range(HELD + 3):  # a minutely task's skipped slots, from 09:01
         held.add(ran("t", 0)._replace(slot=T0 + 60 * (n + 1), ok=False, misfire=Outcome.SKIPPED))
