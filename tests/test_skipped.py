@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from lldsched import (
     CronSchedule,
     EventLog,
@@ -14,6 +16,7 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     Outcome,
+    Overlap,
     OverrunPolicy,
     Simulation,
     TaskStatus,
@@ -151,9 +154,66 @@ def test_a_run_that_skipped_very_many_slots_records_a_bounded_number(clock: Fake
     assert len(skipped) == MAX_SKIPPED + 1
     assert [r.error for r in skipped[:MAX_SKIPPED]] == [None] * MAX_SKIPPED
     tail = skipped[-1]
-    assert tail.slot == t + MAX_SKIPPED + 1 and tail.error is not None
-    assert tail.error.startswith("SkipCap:") and repr(t + 5000) in tail.error
+    assert tail.slot == t + MAX_SKIPPED + 1
+    assert tail.error == (
+        "SkipCap: more than 10 slots passed unrun (a run of this task was still running) "
+        "before the overlap policy (none: its runs never overlap) decided them at "
+        "2026-01-05T10:23:20.000+00:00; the first 10 are recorded one by one, and this record "
+        "stands for every later one, from 2026-01-05T09:00:11.000+00:00 up to before "
+        "2026-01-05T10:23:20.000+00:00: none of them run; the task goes on at "
+        "2026-01-05T10:23:20.000+00:00"
+    )
     assert task.next_run_at == t + 5000
+
+
+@pytest.mark.parametrize(
+    ("overlap", "why", "fate", "until"),
+    [
+        (None, "a run of this task was still running", "none of them run", "10:23:20"),
+        (
+            Overlap.BUFFER_ONE,
+            "a run of this task was still running",
+            "coalesced into the one run the policy made (the slot after them)",
+            "10:23:19",  # the latest slot that came due while it ran: its one run
+        ),
+        (
+            Overlap.ALLOW,  # the slots a run that began late is late for
+            "a run of this task for an earlier slot began late: it waited for a worker, or "
+            "was resumed",
+            "none of them run",
+            "10:23:21",  # the slot queued behind it
+        ),
+    ],
+)
+def test_the_record_standing_for_the_skipped_slots_past_the_cap_says_what_happened(
+    clock: FakeClock, overlap: Overlap | None, why: str, fate: str, until: str
+) -> None:
+    """What ``tasks show`` prints for it, as a misfire's cap record reads: that they passed
+    unrun and why, which overlap policy decided them and when, the first of them (in UTC,
+    not seconds since the epoch), what became of them and where the task goes on.
+    Before: "SkipCap: more than 10 slots skipped; this record stands for the slots from
+    1767603611.0 to before 1767608600.0"."""
+    assert clock.now() == T0 == 1767603600.0  # 2026-01-05T09:00:00Z
+    h = Harness(clock)
+    max_instances = 1 if overlap is Overlap.ALLOW else None
+    task = h.core.add("fast", noop, FixedRate(1), overlap=overlap, max_instances=max_instances)
+    if overlap is Overlap.ALLOW:  # its first run begins 5,000 s late
+        clock.advance(5000)
+        h.begin()
+    else:  # its first run ends 5,000 s late
+        h.step(duration=5000)
+    *listed, tail = [r for r in task.history if not r.outcome.ran]
+    assert [r.slot for r in listed] == [T0 + n for n in range(1, MAX_SKIPPED + 1)]
+    assert tail.slot == T0 + MAX_SKIPPED + 1 and tail.finished == T0 + 5000
+    assert tail.error == (
+        f"SkipCap: more than 10 slots passed unrun ({why}) before the overlap policy "
+        f"({'none: its runs never overlap' if overlap is None else overlap.value}) decided "
+        "them at 2026-01-05T10:23:20.000+00:00; the first 10 are recorded one by one, and "
+        "this record stands for every later one, from 2026-01-05T09:00:11.000+00:00 up to "
+        f"before 2026-01-05T{until}.000+00:00: {fate}; the task goes on at "
+        f"2026-01-05T{until}.000+00:00"
+    )
+    assert task.next_run_at == T0 + {"10:23:19": 4999, "10:23:20": 5000, "10:23:21": 5001}[until]
 
 
 def test_a_run_cancelled_mid_run_leaves_no_skipped_slots(clock: FakeClock) -> None:

@@ -30,6 +30,7 @@ from lldsched import (
 )
 from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP
 from lldsched.core.storewrites import StoreWrites
+from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.sim import Simulation
 from tests.conftest import settle
@@ -448,10 +449,15 @@ def test_a_long_outage_holds_a_bounded_number_of_records_and_says_what_it_folded
         skipped[:HELD] == all_skipped[:HELD]
         and skipped[HELD + 1 :] == all_skipped[-len(skipped) + HELD + 1 :]
     )
+    held_back = "were held back by a store outage (the store refused its writes), to be "
+    held_back += "written once it took writes again"
+    as_ever = "folded into this one, the first of them, the others not kept; the task went "
+    as_ever += "on as ever (the outage held back its records, not its runs)"
     assert standing == all_skipped[HELD]._replace(
-        error=f"{OUTAGE_CAP} a store outage held back more than {HELD} records of no run of "
-        f"this task; this record stands for {folded:,} skipped records, the slots from "
-        f"{slots[HELD]!r} to {all_skipped[HELD + folded - 1].slot!r}"
+        error=f"{OUTAGE_CAP} more than {HELD} records of no run of this task {held_back}; the "
+        f"first {HELD} are recorded one by one, and this record stands for every later "
+        f"skipped one ({folded:,} records), from {instant_text(slots[HELD])} to "
+        f"{instant_text(all_skipped[HELD + folded - 1].slot)} (their slots): {as_ever}"
     )
     ran = [r for r in stored if r.outcome.ran]
     all_ran = [r for r in made_since if r.outcome.ran]
@@ -459,9 +465,10 @@ def test_a_long_outage_holds_a_bounded_number_of_records_and_says_what_it_folded
     runs_folded = len(all_ran) - len(latest)
     assert runs_folded > 14_000 and latest == all_ran[runs_folded:]  # as they were, in order
     assert older == runs[0]._replace(
-        error=f"{OUTAGE_CAP} a store outage held back more than {HELD_RUNS} records of runs "
-        f"of this task; this record stands for {runs_folded:,} ok records, the runs started "
-        f"from {runs[0].started!r} to {all_ran[runs_folded - 1].started!r}"
+        error=f"{OUTAGE_CAP} more than {HELD_RUNS} records of runs of this task {held_back}; "
+        f"the latest {HELD_RUNS} are recorded one by one, and this record stands for every "
+        f"earlier ok one ({runs_folded:,} records), from {instant_text(runs[0].started)} to "
+        f"{instant_text(all_ran[runs_folded - 1].started)} (when they started): {as_ever}"
     )
     assert stored == sorted(stored, key=lambda r: r.started)  # in the order they were made
     (recovered,) = logged(caplog, logging.WARNING)
@@ -517,19 +524,27 @@ def test_an_outages_records_fold_per_outcome_keeping_a_misfire_cap_whole(
     assert writes.outage is None
     written = [(r.slot, r.outcome, r.error) for r in store.records("t")]
     assert written[:HELD] == [(float(n), Outcome.BLOCKED, None) for n in range(HELD)]
-    stood = "a store outage held back more than 10 records of no run of this task"
+    stood = (
+        "OutageCap: more than 10 records of no run of this task were held back by a store "
+        "outage (the store refused its writes), to be written once it took writes again; the "
+        "first 10 are recorded one by one, and this record stands for every later"
+    )
+    as_ever = (
+        "(their slots): folded into this one, the first of them, the others not kept; the "
+        "task went on as ever (the outage held back its records, not its runs)"
+    )
     assert written[HELD:] == [
         (
             100.0,
             Outcome.SKIPPED,
-            f"{OUTAGE_CAP} {stood}; this record stands for 5 skipped "
-            "records, the slots from 100.0 to 104.0",
+            f"{stood} skipped one (5 records), from 1970-01-01T00:01:40.000+00:00 to "
+            f"1970-01-01T00:01:44.000+00:00 {as_ever}",
         ),
         (
             200.0,
             Outcome.MISSED,
-            f"{OUTAGE_CAP} {stood}; this record stands for 4 missed "
-            "records, the slots from 200.0 to 300.0",
+            f"{stood} missed one (4 records), from 1970-01-01T00:03:20.000+00:00 to "
+            f"1970-01-01T00:05:00.000+00:00 {as_ever}",
         ),
         (400.0, Outcome.MISSED, "MisfireCap: the latest"),
         (500.0, Outcome.OK, None),

@@ -29,7 +29,7 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.core.outagerecords import HELD_RUNS, OUTAGE_CAP
+from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Held
 from lldsched.core.storewrites import StoreWrites
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import TaskSnapshot
@@ -198,6 +198,40 @@ def test_a_late_write_that_fails_among_its_records_writes_none_twice(
         store.close()
 
 
+def test_the_records_an_outage_folded_say_what_happened_in_utc() -> None:
+    """What ``tasks show`` prints for the record standing for the ones an outage folded,
+    as a misfire's cap record reads: that a store outage held them back, which are kept
+    one by one, how many of which outcome it stands for, from when to when in UTC (not
+    seconds since the epoch), and what became of them and of the task.  Before:
+    "OutageCap: a store outage held back more than 10 records of no run of this task;
+    this record stands for 3 skipped records, the slots from 1767604260.0 to
+    1767604380.0"."""
+    held = Held()
+    for n in range(HELD + 3):  # a minutely task's skipped slots, from 09:01
+        held.add(ran("t", 0)._replace(slot=T0 + 60 * (n + 1), ok=False, misfire=Outcome.SKIPPED))
+    for n in range(HELD_RUNS + 2):  # its runs, started from 09:00 every minute
+        held.add(ran("t", 0)._replace(started=T0 + 60 * n))
+    assert T0 == 1767603600.0  # 2026-01-05T09:00:00Z
+    outage = (
+        "were held back by a store outage (the store refused its writes), to be written once "
+        "it took writes again"
+    )
+    after = (
+        "folded into this one, the first of them, the others not kept; the task went on as "
+        "ever (the outage held back its records, not its runs)"
+    )
+    assert [r.error for r in held.records() if r.error is not None] == [
+        f"OutageCap: more than 10 records of no run of this task {outage}; the first 10 are "
+        "recorded one by one, and this record stands for every later skipped one (3 records), "
+        "from 2026-01-05T09:11:00.000+00:00 to 2026-01-05T09:13:00.000+00:00 (their slots): "
+        f"{after}",
+        f"OutageCap: more than 100 records of runs of this task {outage}; the latest 100 are "
+        "recorded one by one, and this record stands for every earlier ok one (2 records), "
+        "from 2026-01-05T09:00:00.000+00:00 to 2026-01-05T09:01:00.000+00:00 (when they "
+        f"started): {after}",
+    ]
+
+
 def test_past_the_bound_the_older_runs_fold_into_one_record_per_outcome(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -215,15 +249,23 @@ def test_past_the_bound_the_older_runs_fold_into_one_record_per_outcome(
     with caplog.at_level(logging.WARNING, logger="lldsched"):
         writes.succeeded("save", "another")
     stood = (
-        f"{OUTAGE_CAP} a store outage held back more than {HELD_RUNS} records of runs of this task"
+        f"{OUTAGE_CAP} more than {HELD_RUNS} records of runs of this task were held back by a "
+        "store outage (the store refused its writes), to be written once it took writes "
+        f"again; the latest {HELD_RUNS} are recorded one by one, and this record stands for "
+        "every earlier"
+    )
+    as_ever = (
+        "(when they started): folded into this one, the first of them, the others not kept; "
+        "the task went on as ever (the outage held back its records, not its runs)"
     )
     assert store.records("t") == [
         older[0]._replace(
-            error=f"{stood}; this record stands for 3 failed records, the runs started from "
-            "0.0 to 4.0"
+            error=f"{stood} failed one (3 records), from 1970-01-01T00:00:00.000+00:00 to "
+            f"1970-01-01T00:00:04.000+00:00 {as_ever}"
         ),
         older[1]._replace(
-            error=f"{stood}; this record stands for 3 ok records, the runs started from 1.0 to 5.0"
+            error=f"{stood} ok one (3 records), from 1970-01-01T00:00:01.000+00:00 to "
+            f"1970-01-01T00:00:05.000+00:00 {as_ever}"
         ),
         *latest,
     ]

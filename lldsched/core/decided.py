@@ -12,10 +12,21 @@ stands for the rest.  No thread, no lock: the runtime serialises calls.
 
 from __future__ import annotations
 
-from lldsched.core.names import BUFFER_ONE, COALESCED, MAX_SKIPPED, SKIPPED, Skipped
+from lldsched.core.names import (
+    BUFFER_ONE,
+    COALESCED,
+    MAX_SKIPPED,
+    SKIP_CAP,
+    SKIPPED,
+    Skipped,
+    cap_text,
+    goes_on,
+)
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import ScheduledTask
+from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.policies import Overlap
 
 __all__ = ["DecidedRecords"]
 
@@ -75,7 +86,7 @@ class DecidedRecords(CoreParts):
         that started late is not sent after the slots it is late for), in one store
         write; past :data:`MAX_SKIPPED` slots, the last record stands for the rest, to
         ``until``."""
-        records = self._skip_records(task, skipped, until=until, at=at, token=None)
+        records = self._skip_records(task, skipped, until=until, at=at, token=None, late=True)
         self._write_all_and_publish(task, task.status, records)
 
     def _skip_records(
@@ -88,22 +99,21 @@ class DecidedRecords(CoreParts):
         token: int | None,
         outcome: Outcome = SKIPPED,
         note: str | None = None,
+        late: bool = False,
     ) -> list[ExecutionRecord]:
         """A record for each slot in ``skipped`` as ``outcome`` (SKIPPED, or COALESCED by
         BUFFER_ONE; ``note`` is their text), decided ``at``, each kept in the task's
         history (the caller writes and publishes them); past :data:`MAX_SKIPPED` slots,
-        the last record stands for the rest, to ``until``.  ``token``: the run's fencing
-        token, which fences these records as well."""
+        the last record stands for the rest, to ``until`` (:func:`_skip_cap_text`;
+        ``late``: skipped as a run began late, not as it ended).  ``token``: the run's
+        fencing token, which fences these records as well."""
         records = [
             self._decided(task, slot, outcome, note, at, token=token)
             for slot in skipped[:MAX_SKIPPED]
         ]
         if len(skipped) > MAX_SKIPPED:
             rest = skipped[MAX_SKIPPED]
-            text = (
-                f"SkipCap: more than {MAX_SKIPPED} slots skipped; this record stands for "
-                f"the slots from {rest!r} to before {until!r}"
-            )
+            text = _skip_cap_text(task._options.overlap, rest, until, at, late=late)
             records.append(self._decided(task, rest, outcome, text, at, token=token))
         return records
 
@@ -151,3 +161,35 @@ class DecidedRecords(CoreParts):
         )
         self._keep(task, record)
         return record
+
+
+def _skip_cap_text(
+    overlap: Overlap | None, first: float, until: float | None, at: float, *, late: bool
+) -> str:
+    """The error text of the record standing for the slots past :data:`MAX_SKIPPED` that a
+    run skipped (:func:`~lldsched.core.names.cap_text`, as a misfire's cap reads): that
+    they passed unrun and why (a run of the task still running, or, ``late``, one that
+    began late), which overlap policy decided them and when (``at``), the first of them,
+    what became of them (not run; under ``BUFFER_ONE`` coalesced into the one run for the
+    slot after them) and where the task goes on (``until``)."""
+    why = (
+        "a run of this task for an earlier slot began late: it waited for a worker, or was resumed"
+        if late
+        else "a run of this task was still running"
+    )
+    policy = "none: its runs never overlap" if overlap is None else overlap.value
+    fate = (
+        "coalesced into the one run the policy made (the slot after them)"
+        if overlap is BUFFER_ONE
+        else "none of them run"
+    )
+    return cap_text(
+        SKIP_CAP,
+        passed=f"more than {MAX_SKIPPED} slots passed unrun ({why}) before the overlap "
+        f"policy ({policy}) decided them at {instant_text(at)}",
+        kept=f"the first {MAX_SKIPPED:,}",
+        stands="every later one",
+        first=first,
+        last="up to then" if until is None else f"up to before {instant_text(until)}",
+        then=f"{fate}; {goes_on(until)}",
+    )

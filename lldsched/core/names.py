@@ -8,7 +8,9 @@ One home, so :mod:`~lldsched.core.machine` and its mixins
 :mod:`~lldsched.core.waiting`, :mod:`~lldsched.core.restoration`), the lifecycle's
 table (:mod:`~lldsched.core.lifecycle`), :mod:`~lldsched.core.dependencies` and
 :mod:`~lldsched.core.recovery` read the same words; and the verbs a shut-down runtime refuses
-(:data:`REFUSED_AFTER_SHUTDOWN`), one rule both runtimes keep.
+(:data:`REFUSED_AFTER_SHUTDOWN`), one rule both runtimes keep; and how the records
+standing for the rest past a cap read (:func:`cap_text`: a misfire's, a run's skipped
+slots', an outage's).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, get_args
 
+from lldsched.logs import instant_text
 from lldsched.model import Outcome, TaskStatus
 from lldsched.policies import Overlap
 
@@ -26,6 +29,42 @@ MISFIRE_CAP = "MisfireCap:"
 """How the error text of the record standing for a misfire decision's slots beyond its cap
 begins: a restart reads where a catch-up plan was cut from it (core/recovery.py), and an
 outage's records keep it whole (core/storewrites.py)."""
+
+SKIP_CAP = "SkipCap:"
+"""How the error text of the record standing for the slots past :data:`MAX_SKIPPED` that a
+run skipped begins (core/decided.py)."""
+
+OUTAGE_CAP = "OutageCap:"
+"""How the error text of a record standing for the records a store outage folded begins
+(core/outagerecords.py)."""
+
+
+def cap_text(
+    prefix: str, *, passed: str, kept: str, stands: str, first: float, last: str, then: str
+) -> str:
+    """The error text of a record standing for the records past a cap (``prefix``:
+    :data:`MISFIRE_CAP`, :data:`SKIP_CAP` or :data:`OUTAGE_CAP`), all an operator reads of
+    them (``tasks show``), in one wording for the three: what ``passed`` (what happened
+    to them, why, and what decided them when), which of them are ``kept`` one by one,
+    what this record ``stands`` for, from its ``first`` instant to the ``last`` (a
+    phrase), and ``then``, what became of them and of the task.  Instants in UTC as every
+    log line shows them (:func:`~lldsched.logs.instant_text`), the callers' own too, not
+    seconds since the epoch.  Read back by its prefix alone (``recovery._cut``,
+    :class:`~lldsched.core.outagerecords.Held`): the rest may say more, and a record
+    written before reads as ever."""
+    return (
+        f"{prefix} {passed}; {kept} are recorded one by one, and this record stands for "
+        f"{stands}, from {instant_text(first)} {last}: {then}"
+    )
+
+
+def goes_on(after: float | None) -> str:
+    """Where a task goes on after a cap's record (:func:`cap_text`): at ``after``, or
+    nowhere when its schedule has no slot after."""
+    if after is None:
+        return "its schedule has no slot after that"
+    return f"the task goes on at {instant_text(after)}"
+
 
 GIVEN_UP = Outcome.GIVEN_UP
 WAITED = Outcome.BLOCKED  # the record of a blocked wait

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-from lldsched.core.names import MISFIRE_CAP
-from lldsched.logs import counted
+from lldsched.core.names import MISFIRE_CAP, OUTAGE_CAP, cap_text
+from lldsched.logs import counted, instant_text
 from lldsched.model import ExecutionRecord, Outcome
 
 __all__ = ["HELD", "HELD_RUNS", "OUTAGE_CAP", "Entry", "Held"]
@@ -29,9 +29,6 @@ HELD_RUNS = 100
 a task's latest runs, and a task's history keeps as many by default, ``history_limit``);
 past them, one record per outcome stands for the older ones (:class:`Held`)."""
 
-OUTAGE_CAP = "OutageCap:"
-"""How the error text of a record standing for the records an outage folded begins."""
-
 
 class _Fold:
     """The records of one outcome an outage folded into one (:class:`Held`): the first one,
@@ -45,17 +42,34 @@ class _Fold:
         self.last = last
         self.count = 1
 
-    def record(self, what: str, bound: int) -> ExecutionRecord:
-        """The record written for them: the first, its error text saying what it stands for."""
+    def record(self, bound: int) -> ExecutionRecord:
+        """The record written for them: the first, its error text saying what it stands for
+        (:func:`~lldsched.core.names.cap_text`, as a misfire's cap reads): that a store
+        outage held them back past the ``bound`` kept one by one (of no run, the first; of
+        runs, the latest), how many of which outcome it stands for, from the first one's
+        slot (of no run) or start (of a run) to the last one's, and that the task went
+        on as ever."""
         first = self.first
         ran = first.outcome.ran
-        text = (
-            f"{OUTAGE_CAP} a store outage held back more than {bound} records of {what} of "
-            f"this task; this record stands for {counted(self.count, f'{first.outcome} record')}, "
-            f"the {'runs started' if ran else 'slots'} from "
-            f"{(first.started if ran else first.slot)!r} to {self.last!r}"
+        what, kept, which, instants = (
+            ("runs", "latest", "earlier", "when they started")
+            if ran
+            else ("no run", "first", "later", "their slots")
         )
-        return first._replace(error=text)
+        return first._replace(
+            error=cap_text(
+                OUTAGE_CAP,
+                passed=f"more than {bound} records of {what} of this task were held back by a "
+                "store outage (the store refused its writes), to be written once it took "
+                "writes again",
+                kept=f"the {kept} {bound:,}",
+                stands=f"every {which} {first.outcome} one ({counted(self.count, 'record')})",
+                first=first.started if ran else first.slot,
+                last=f"to {instant_text(self.last)} ({instants})",
+                then="folded into this one, the first of them, the others not kept; the task "
+                "went on as ever (the outage held back its records, not its runs)",
+            )
+        )
 
 
 def _fold(folds: dict[Outcome, _Fold], place: int, record: ExecutionRecord) -> None:
@@ -131,9 +145,9 @@ class Held:
         if self.capped is not None:
             entries.append((*self.capped, 0))
         for fold in self.rest.values():
-            entries.append((fold.place, fold.record("no run", HELD), fold.count))
+            entries.append((fold.place, fold.record(HELD), fold.count))
         for fold in self.gone.values():
-            entries.append((fold.place, fold.record("runs", HELD_RUNS), fold.count))
+            entries.append((fold.place, fold.record(HELD_RUNS), fold.count))
         entries.sort(key=_place)
         return entries
 

@@ -55,7 +55,15 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.names import COALESCED, MISFIRE_CAP, RETRYING, SCHEDULED, runnable
+from lldsched.core.names import (
+    COALESCED,
+    MISFIRE_CAP,
+    RETRYING,
+    SCHEDULED,
+    cap_text,
+    goes_on,
+    runnable,
+)
 from lldsched.core.task import Restored, ScheduledTask
 from lldsched.logs import JOBS, STORE, counted, instant_text
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
@@ -241,28 +249,26 @@ _CAPPED = MISFIRE_CAP  # how the error text of a record standing for the rest be
 
 
 def _tail_text(following: float, now: float, action: Misfire, after: float | None) -> str:
-    """The error text of the record standing for the slots beyond :data:`MAX_SLOTS`,
-    all an operator reads of them (``tasks show``): that they passed unrun, what decided
-    them and when, the first of them, what became of them (not run; under ``RUN_ONCE``
+    """The error text of the record standing for the slots beyond :data:`MAX_SLOTS`
+    (:func:`~lldsched.core.names.cap_text`): that they passed unrun, what decided them
+    and when, the first of them, what became of them (not run; under ``RUN_ONCE``
     coalesced into its one run, the last listed slot's) and where the task goes on
-    (``after``), the instants in UTC as every log line shows them.  Read back by its
-    prefix alone (:func:`_cut`): the rest may say more."""
+    (``after``).  Read back by its prefix alone (:func:`_cut`)."""
     fate = (
         "coalesced into the one run the policy made (the slot before them)"
         if action is Misfire.RUN_ONCE
         else "none of them run"
     )
-    then = (
-        "its schedule has no slot after that"
-        if after is None
-        else f"the task goes on at {instant_text(after)}"
-    )
-    return (
-        f"{_CAPPED} more than {MAX_SLOTS} slots passed unrun (the scheduler down or not "
-        f"started, or its clock moved on) before the misfire policy ({action.value}) "
-        f"decided them at {instant_text(now)}; the first {MAX_SLOTS:,} are recorded one by "
-        f"one, and this record stands for every later one, from {instant_text(following)} "
-        f"up to then: {fate}; {then}"
+    return cap_text(
+        _CAPPED,
+        passed=f"more than {MAX_SLOTS} slots passed unrun (the scheduler down or not started, "
+        f"or its clock moved on) before the misfire policy ({action.value}) decided them at "
+        f"{instant_text(now)}",
+        kept=f"the first {MAX_SLOTS:,}",
+        stands="every later one",
+        first=following,
+        last="up to then",
+        then=f"{fate}; {goes_on(after)}",
     )
 
 

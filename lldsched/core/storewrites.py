@@ -80,9 +80,10 @@ records held (counted): before, the row stayed stale for them and was written ba
 **What an outage holds is bounded**, whatever its length (:class:`Held`): per task, the
 first :data:`HELD` records of no run and the latest :data:`HELD_RUNS` records of runs
 one by one; past them, one record per outcome stands for the rest (its first, its
-error text ``OutageCap: ... this record stands for N skipped records, the slots from A
-to B``, or ``N ok records, the runs started from A to B``, the shape a run's
-``SkipCap:`` record and a misfire's ``MisfireCap:`` one have), in its first's place,
+error text ``OutageCap: ... this record stands for every later skipped one (N records),
+from A to B (their slots): ...``, or ``every earlier ok one (N records), from A to B
+(when they started)``, in UTC, the wording a run's ``SkipCap:`` record and a misfire's
+``MisfireCap:`` one have: :func:`~lldsched.core.names.cap_text`), in its first's place,
 and the latest ``MisfireCap:`` record is kept whole (a restart reads where a catch-up
 plan was cut from it).  The latest runs, not the first: a restart reads a task's latest
 run, and a task's history keeps as many by default (``history_limit``).  Nothing goes
