@@ -16,8 +16,9 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 from exercises import checks as checker
 from exercises.checks import ANSWER_LIMIT, BUILD_STUCK, TAKEN_TWICE, Check, Result, run_checks
 from exercises.pause_checks import runs_after_resume_checks
-from exercises.retry_checks import retry_at_checks
+from exercises.retry_checks import _answer, retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
 from exercises.solutions import TaskQueue, next_slot, parse_field
 
@@ -101,6 +102,124 @@ def test_once_a_check_ran_out_of_time_the_checks_after_it_get_the_shorter_limit(
     assert all(
         "did not return within 0.1 s: a loop that never ends" in r.message for r in results[1:]
     )
+
+
+# -- a check stopped at either end of its thread -----------------------------------------------
+# The limit stops a check's thread with an exception raised in it (_Stopped). Raised as
+# the thread was about to begin the check, or had just returned from it, it escaped the
+# thread's handler: threading's excepthook printed it (a PytestUnhandledThreadExceptionWarning
+# in a parallel run), in whichever test was running by then.
+
+
+@contextmanager
+def unhandled_in_threads() -> Iterator[list[type[BaseException]]]:
+    """The type of every exception a thread leaves unhandled meanwhile (threading's
+    excepthook, which prints them)."""
+    unhandled: list[type[BaseException]] = []
+    previous = threading.excepthook
+    threading.excepthook = lambda args: unhandled.append(args.exc_type)
+    try:
+        yield unhandled
+    finally:
+        threading.excepthook = previous
+
+
+class StopsThenTells(dict[Any, Any]):
+    """``_WATCHING`` in stand-in: the checker reads it once it has given up on a check,
+    which is when ``told`` is set."""
+
+    def __init__(self, told: threading.Event) -> None:
+        super().__init__()
+        self.told = told
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.told.set()
+        return super().get(key, default)
+
+
+def test_a_check_that_returns_as_its_limit_runs_out_leaves_nothing_raised_on_its_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The check's thread is held where it leaves the check (it clears its entry in
+    ``_CALLING``) until the checker has given up on it."""
+    leaving, told = threading.Event(), threading.Event()
+
+    class Leaves(dict[Any, Any]):
+        def get(self, key: Any, default: Any = None) -> Any:  # the checker, at its limit
+            leaving.wait()
+            return super().get(key, default)
+
+        def pop(self, key: Any, default: Any = None) -> Any:  # the check's thread, leaving
+            leaving.set()
+            told.wait()
+            return super().pop(key, default)
+
+    monkeypatch.setattr(checker, "_CALLING", Leaves())
+    monkeypatch.setattr(checker, "_WATCHING", StopsThenTells(told))
+    ran: list[threading.Thread] = []
+    with unhandled_in_threads() as unhandled:
+        (result,) = run_checks([("returns", lambda: ran.append(threading.current_thread()))], 1e-9)
+        left_running = ran[0].is_alive()
+        ran[0].join()
+    assert unhandled == []
+    assert not left_running, "the checker returned before the thread it gave up on ended"
+    assert "did not return within 1e-09 s" in result.message  # alive at its limit: out of time
+
+
+def test_a_check_whose_thread_has_not_begun_it_at_its_limit_leaves_nothing_raised_on_it() -> None:
+    """The check's thread is held before it runs a line of the checker (at its first
+    profile event) until the checker has given up on it: it never begins the check."""
+    told = threading.Event()
+    held: list[threading.Thread] = []
+
+    def holds(frame: Any, event: str, arg: Any) -> None:
+        sys.setprofile(None)
+        held.append(threading.current_thread())
+        told.wait()
+
+    began: list[str] = []
+    previous = threading.getprofile()
+    threading.setprofile(holds)
+    try:
+        with unhandled_in_threads() as unhandled, pytest.MonkeyPatch.context() as patch:
+            patch.setattr(checker, "_WATCHING", StopsThenTells(told))
+            (result,) = run_checks([("begins", lambda: began.append("began"))], 1e-9)
+            threading.setprofile(previous)
+            left_running = held[0].is_alive()
+            held[0].join()
+    finally:
+        threading.setprofile(previous)
+    assert unhandled == []
+    assert not left_running, "the checker returned before the thread it gave up on ended"
+    assert began == [], "a check given up on before it began was run all the same"
+    assert "did not return within 1e-09 s" in result.message
+
+
+def test_a_stopped_answer_is_not_an_error_a_check_can_catch_and_go_on_calling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The retry checker asks the answer again for an explanation, taking an answer that
+    raises as none (``retry_checks._answer``): the stop of a looping call became a
+    ``Raised``, and the stopped thread went on to the next call, to loop for ever."""
+    calls: list[int] = []
+    ran: list[threading.Thread] = []
+
+    def loops(attempt: int, *rest: float) -> float:
+        calls.append(attempt)
+        while attempt:
+            attempt += 0  # the mistake under test: a step that does not move
+        return 0.0
+
+    def explains() -> None:
+        ran.append(threading.current_thread())
+        for attempt in (1, 2):
+            _answer(loops, (attempt, 0.0, 3, 1.0, 2.0, 60.0))
+
+    (result,) = run_checks([("explains", explains)], limit=SHORT)
+    assert result.message.startswith("retry_at(1, 0, 3, 1, 2, 60) did not return within")
+    ran[0].join(timeout=5)
+    assert not ran[0].is_alive(), f"the stopped check went on calling the answer: {calls}"
+    assert calls == [1]
 
 
 def test_a_retry_loop_that_never_reaches_the_cap_is_reported_with_its_input() -> None:

@@ -275,8 +275,80 @@ class OutOfTime(AssertionError):
     """A check whose call to the answer, or whose own code, ran out of its limit."""
 
 
-class _Stopped(Exception):
-    """Raised inside a check's thread that outran its limit, to end its loop."""
+class _Stopped(BaseException):
+    """Raised inside a check's thread that outran its limit, to end its loop (see
+    :class:`_Stop`, whose own subclass it is raised as).  A ``BaseException``, as
+    ``KeyboardInterrupt`` is: neither :func:`call_answer` nor an answer's ``except
+    Exception`` takes it for an error and goes on (a check that catches the answer's
+    errors then called it again, to loop for ever on a thread nobody would stop again)."""
+
+    stop: _Stop | None = None
+
+    def __init__(self, *args: object) -> None:  # run where it lands (a handler takes it)
+        super().__init__(*args)
+        if self.stop is not None:
+            self.stop.landed = True
+
+
+_STOPPING = 0.1
+"""Seconds :func:`_within` waits for a check's thread it stopped to end: one stopped in a
+Python loop ends at once; one in a blocking call (a wait with no timeout) ends only when
+that returns, and is left behind (a daemon thread, silent when it ends)."""
+
+
+class _Stop:
+    """Where a check's thread is, for :func:`_within` to stop it only inside the check.
+
+    The stop is an exception raised in the thread (``PyThreadState_SetAsyncExc``): it
+    lands at whatever line the thread runs next.  Raised as the thread was about to begin
+    the check, or had just returned from it, it landed outside the thread's handler and
+    threading's excepthook printed it (a ``PytestUnhandledThreadExceptionWarning`` in a
+    parallel test run).  So the thread says, under :attr:`lock`, when it begins and when it
+    ends the check (:meth:`begin`, :meth:`end`), and the checker raises the exception
+    only between the two (:meth:`stop`): before, the check is called off and never begins;
+    after, there is nothing to stop.  A stop raised that has not landed yet (the thread
+    was in C code, which returned) lands in :meth:`end`, still inside the handler: it
+    cannot be taken back (``PyThreadState_SetAsyncExc`` with NULL leaves CPython 3.11's
+    signal of it set, and the next thread started hung, holding the GIL)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.state = "before"  # then "running", then "returned" or "stopped"; or "called off"
+        self.landed = False  # the stop raised in the thread has landed there
+        self.exception = type("_Stopped", (_Stopped,), {"stop": self})
+
+    def begin(self) -> bool:
+        """On the check's thread: whether it may begin the check (not called off)."""
+        with self.lock:
+            if self.state == "called off":
+                return False
+            self.state = "running"
+            return True
+
+    def end(self) -> None:
+        """On the check's thread, as the check returns or raises: no stop lands after this."""
+        with self.lock:
+            pending = self.state == "stopped"
+            self.state = "returned"
+        # It lands at the loop's first turn; bounded all the same, for a stop that landed
+        # where C code dropped it unseen (a lookup that clears any error)
+        until = _monotonic() + _STOPPING
+        while pending and not self.landed and _monotonic() < until:
+            pass
+
+    def stop(self, thread: threading.Thread) -> bool:
+        """On the checker's thread, at the limit: stop the check if it runs (and say so),
+        call it off if it has not begun."""
+        with self.lock:
+            if self.state == "before":
+                self.state = "called off"
+            if self.state != "running":
+                return False
+            self.state = "stopped"
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread.ident), ctypes.py_object(self.exception)
+            )
+            return True
 
 
 # By check thread: the watch of the call to the answer it is in, if any.
@@ -677,11 +749,16 @@ def _within(check: Callable[[], None], limit: float) -> None:
     between calls, has run ``limit`` seconds; re-raise what it raised, or fail naming the
     call it is stuck in."""
     raised: list[BaseException] = []
+    stop = _Stop()
 
     def run() -> None:
         try:
-            check()
-        except _Stopped:
+            if stop.begin():  # (not once the limit ran out: called off)
+                try:
+                    check()
+                finally:
+                    stop.end()  # no _Stopped lands after this
+        except _Stopped:  # (landed before the end: the check's finally blocks ran)
             pass
         except BaseException as error:  # re-raised below, on the caller's thread
             raised.append(error)
@@ -700,17 +777,18 @@ def _within(check: Callable[[], None], limit: float) -> None:
         if not thread.is_alive():
             break
     if thread.is_alive():
-        if thread.ident is not None:  # stop a Python loop (a blocking call ends it later)
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(thread.ident), ctypes.py_object(_Stopped)
-            )
+        stopped = stop.stop(thread)  # a Python loop ends; a blocking call ends it later
         where = f"{stuck} " if stuck else ""
         watch = _WATCHING.get(thread)
+        asleep = watch is not None and watch.sleeping
+        # Ended before this returns, unless it is stuck in a blocking call: not stopped, it
+        # had not begun the check (called off) or had returned from it
+        thread.join((0 if asleep else _STOPPING) if stopped else None)
         raise OutOfTime(
             f"{where}did not return within {limit:g} s: "
             + (
                 f"it is asleep in time.sleep; {SLEEPS}"
-                if watch is not None and watch.sleeping
+                if asleep
                 else "a loop that never ends (a `while` whose condition never changes, a "
                 "step that does not move) or a wait with no timeout"
             )
