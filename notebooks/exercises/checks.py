@@ -312,6 +312,8 @@ class _Stop:
     signal of it set, and the next thread started hung, holding the GIL)."""
 
     def __init__(self) -> None:
+        # Guards state: the check's thread begins and ends the check, and the checker
+        # stops it, under it, so a stop is raised only while the check runs
         self.lock = threading.Lock()
         self.state = "before"  # then "running", then "returned" or "stopped"; or "called off"
         self.landed = False  # the stop raised in the thread has landed there
