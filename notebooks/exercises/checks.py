@@ -344,11 +344,12 @@ class _Stop:
         with self.lock:
             if self.state == "before":
                 self.state = "called off"
-            if self.state != "running":
+            ident = thread.ident  # set once started: a thread running the check has one
+            if self.state != "running" or ident is None:
                 return False
             self.state = "stopped"
             ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(thread.ident), ctypes.py_object(self.exception)
+                ctypes.c_ulong(ident), ctypes.py_object(self.exception)
             )
             return True
 
