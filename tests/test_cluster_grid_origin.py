@@ -9,7 +9,7 @@ a handover, which adds up."""
 
 from __future__ import annotations
 
-from lldsched import FakeClock, FixedRate, Scheduler
+from lldsched import FakeClock, FixedRate, Scheduler, Window
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.cluster import StoreSpec, opened
@@ -60,3 +60,23 @@ def test_a_process_following_a_resume_made_elsewhere_counts_the_grid_it_started(
     assert slots[:3] == [RATE.slot_at(T0, k) for k in range(3)]
     assert slots[3:] == [RATE.slot_at(resumed, j) for j in range(15)]
     assert row.grid == resumed
+
+
+def test_processes_started_one_after_another_count_a_windowed_rates_first_grid(
+    store_spec: StoreSpec,
+) -> None:
+    """A ``Window`` around the fixed rate passes the origin on: the row keeps it, and each
+    process counts from it (docs/DECISIONS.md, "A fixed rate's grid origin passes
+    through a Window").  Before, the row kept none and each run stepped by a sum."""
+    window, now = Window(RATE, end=T0 + 86_400), T0
+    with opened(store_spec, 1) as (store,):
+        for life in range(8):
+            with Stepper(Scheduler(store=store, clock=FakeClock(now))) as steps:
+                if life == 0:
+                    steps.scheduler.schedule("poll", jobs.noop, window, id="poll")
+                now = RATE.slot_at(T0, 3 * life + 2) + HALF
+                steps.advance_to(now)
+        slots = [record.slot for record in store.records("poll")]
+        (row,) = store.load_all()
+    assert slots == [RATE.slot_at(T0, k) for k in range(24)]
+    assert (row.next_run_at, row.grid) == (RATE.slot_at(T0, 24), T0)

@@ -24,8 +24,8 @@ from lldsched.core.storewrites import interrupts_deferred, store_failed, store_w
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, save_all
+from lldsched.schedules.base import counts_on_grid
 from lldsched.schedules.catchup import CatchUp
-from lldsched.schedules.simple import FixedRate
 
 __all__ = ["Publishing", "verb_written"]
 
@@ -59,9 +59,10 @@ class Publishing(CoreParts):
         slot (the slot of a plan's run a resume made due later: :func:`_put_off`),
         resumes (waited is the slot to resume at: ``CatchUp.resuming``), until (where
         the slots the plan decided to run end: ``CatchUp.until``) and grid (the grid
-        origin ``ScheduledTask._grid``, for a task whose own schedule is a ``FixedRate``,
-        the one schedule the core counts so); one identity test for a task without a
-        plan, which has none of the plan's."""
+        origin ``ScheduledTask._grid``, for a task whose schedule counts its slots on it:
+        :func:`~lldsched.schedules.base.counts_on_grid`, a fixed rate, wrapped in a
+        ``Window`` or a plan or not); one identity test for a task without a plan, which
+        has none of the plan's."""
         stats = task._stats
         if stats is None:  # no run finished yet
             run_count, failures, last_error = 0, 0, None
@@ -70,17 +71,17 @@ class Publishing(CoreParts):
                 stats.run_count, stats.failure_count, stats.last_error
             )  # fmt: skip
         schedule = task._schedule
+        grid = task._grid if counts_on_grid(schedule) else None
         if schedule.__class__ is not CatchUp:
             return _new_tuple(TaskSnapshot, (
                 task._defined(), task.status, task.next_run_at, task.attempt,
                 run_count, failures, last_error, task._run is not None, None, None, False,
-                None, task._grid if schedule.__class__ is FixedRate else None,
+                None, grid,
             ))  # fmt: skip
         return _new_tuple(TaskSnapshot, (
             task._defined(), task.status, task.next_run_at, task.attempt,
             run_count, failures, last_error, task._run is not None,
-            schedule.waited, _put_off(task), schedule.resuming, schedule.until,
-            task._grid if schedule.inner.__class__ is FixedRate else None,
+            schedule.waited, _put_off(task), schedule.resuming, schedule.until, grid,
         ))  # fmt: skip
 
     def _save(self, task: ScheduledTask, *, as_claimed: Run | None = None) -> None:

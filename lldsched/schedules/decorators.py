@@ -43,7 +43,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import ClassVar
@@ -54,6 +54,7 @@ from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import (
+    GridCount,
     Schedule,
     first_slot_after,
     has_schedule_methods,
@@ -326,6 +327,39 @@ class Window(FrozenValue):
         if grid is None:
             return None
         return lambda anchor, k: self._within(grid(anchor, k))
+
+    @property
+    def on_grid(self) -> Callable[[float, float], tuple[float, int]] | None:
+        """The wrapped schedule's ``on_grid`` (where a slot stands on the grid from the
+        task's origin: :func:`~lldsched.schedules.base.on_grid`); None when it keeps no
+        grid origin.  The window's slots are its schedule's, cut at ``end``."""
+        locate: Callable[[float, float], tuple[float, int]] | None
+        locate = getattr(self.schedule, "on_grid", None)
+        return locate
+
+    @property
+    def next_on_grid(self) -> GridCount | None:
+        """The wrapped schedule's ``next_on_grid`` (the next slot counted on the task's
+        grid from its origin: a fixed rate's), cut by the window as :meth:`next_run`
+        cuts; None when its schedule counts none, and the core asks ``next_run`` then.
+        So a fixed rate keeps its grid's origin through a window, and a store keeps it
+        in the row (docs/DECISIONS.md, "A fixed rate's grid origin passes through a
+        Window")."""
+        counted: GridCount | None = getattr(self.schedule, "next_on_grid", None)
+        if counted is None:
+            return None
+
+        def next_on_grid(
+            record: ExecutionRecord, origin: float, limit: int
+        ) -> tuple[float | None, Sequence[float], float]:
+            if self._ended_by(record):
+                return None, (), origin
+            due, skipped, origin = counted(record, origin, limit)
+            if self._within(due) is None:
+                return None, (), origin
+            return due, skipped, origin
+
+        return next_on_grid
 
     def first_slot_after(self, slot: float, now: float) -> float | None:
         return self._within(first_slot_after(self.schedule, slot, now, limit=SEARCH_LIMIT))

@@ -382,13 +382,6 @@ class FixedRate(_Interval):
         # is not skipped.
         return due, [at for at in skipped if at < due]
 
-    def slot_after_on_grid(self, slot: float, origin: float) -> tuple[float, float]:
-        """:meth:`slot_after` counted on the grid from ``origin`` (as
-        :meth:`next_on_grid` counts it), and the origin counted on: the slot a task whose
-        runs overlap queues behind the run of ``slot`` as it begins."""
-        origin, k = self._index_on_grid(slot, origin)
-        return origin + (k + 1) * self.period, origin
-
     def next_on_grid(
         self, record: ExecutionRecord, origin: float, limit: int
     ) -> tuple[float, list[float] | tuple[()], float]:
