@@ -95,9 +95,7 @@ class Publishing(CoreParts):
         resume`)."""
         if self._store is None:
             return
-        snapshot = self._snapshot(task)
-        if self._owed and task.id in self._owed:
-            snapshot = self._still_owed(task, snapshot)
+        snapshot = self._as_owed(task)
         if as_claimed is not None:
             before = as_claimed.attempt - 1
             snapshot = snapshot._replace(
@@ -110,13 +108,26 @@ class Publishing(CoreParts):
         else:
             store_written(self._writes, "save", task.id)
 
-    def _still_owed(self, task: ScheduledTask, snapshot: TaskSnapshot) -> TaskSnapshot:
-        """``snapshot`` saying ``running`` while ``task`` still owes the attempt a restart
-        found in flight (:meth:`owes`); else as it is, the task no longer owing."""
-        if self.owes(task):
-            return snapshot._replace(running=True)
-        del self._owed[task.id]
+    def _as_owed(self, task: ScheduledTask) -> TaskSnapshot:
+        """``task``'s snapshot for a write that is no transition of its own (:meth:`_save`,
+        a definition's ``_commit``): saying ``running`` while it still owes the attempt a
+        restart found in flight (:meth:`owes`); else as it is, the mark ended."""
+        snapshot = self._snapshot(task)
+        if self._owed and task.id in self._owed:
+            if self.owes(task):
+                return snapshot._replace(running=True)
+            del self._owed[task.id]
         return snapshot
+
+    def _owed_no_more(self, task: ScheduledTask) -> None:
+        """``task`` was decided anew (paused; rescheduled, or given a new schedule): the
+        attempt a restart found in flight is owed no more, even where the task is due at
+        that instant still, at the same run count (a pause and a resume at it, a new
+        first run at it).  Its rows say so from now on, and ``start()`` decides its slot
+        as one of the downtime, as a restart from those rows does (docs/DECISIONS.md,
+        "A verb that decides the task anew ends an owed attempt")."""
+        if self._owed:
+            self._owed.pop(task.id, None)
 
     def owes(self, task: ScheduledTask) -> bool:
         """True while ``task`` still owes the attempt a restart found in flight
