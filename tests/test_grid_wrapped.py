@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from lldsched import FakeClock, FixedRate, Scheduler, Simulation, SqliteTaskStore
+from lldsched.model import ExecutionRecord
 from lldsched.policies import Overlap
 from lldsched.schedules import Jittered, Window
 from lldsched.schedules.base import Schedule, on_grid
@@ -142,3 +143,41 @@ def test_a_jittered_fixed_rate_keeps_its_grid_by_reading_its_slots_back() -> Non
     slots = [jittered.slot_of(r.slot) for r in sim.records()]
     assert len(slots) == 3000
     assert all(abs(slot - rate.slot_at(START, k)) < 1e-6 for k, slot in enumerate(slots))
+
+
+def test_a_fixed_rate_subclass_with_a_next_run_of_its_own_is_asked_it() -> None:
+    """The grid count is ``FixedRate``'s answer: a subclass that answers ``next_run`` its
+    own way is asked that, wrapped in a ``Window`` or not; one that only words itself
+    differently counts on the grid."""
+
+    class EveryOther(FixedRate):
+        __slots__ = ()
+
+        def next_run(self, record: ExecutionRecord, now: float) -> float:
+            return record.slot + 2 * self.period
+
+        def next_run_and_skipped(
+            self, record: ExecutionRecord, *, limit: int
+        ) -> tuple[float, list[float]]:
+            return self.next_run(record, 0.0), []
+
+    class Worded(FixedRate):
+        __slots__ = ()
+
+        def explain(self) -> str:
+            return "my own words"
+
+    assert EveryOther(RATE.period).next_on_grid is None
+    sim = Simulation(start=START)
+    sim.schedule("own", EveryOther(RATE.period), id="own", duration=fixed(0.0))
+    sim.schedule("window", Window(EveryOther(RATE.period), max_runs=5), id="window")
+    sim.schedule("worded", Worded(RATE.period), id="worded", duration=fixed(0.0))
+    sim.run(RATE.slot_at(START, 40) + HALF)
+    ran = {
+        name: [r.slot for r in sim.records() if r.task_id == name and r.outcome.value == "ok"]
+        for name in ("own", "window")
+    }
+    assert ran["own"][1] - ran["own"][0] == pytest.approx(2 * RATE.period)
+    assert len(ran["window"]) == 5
+    assert ran["window"][1] - ran["window"][0] == pytest.approx(2 * RATE.period)
+    assert [r.slot for r in sim.records() if r.task_id == "worded"] == _grid(41)

@@ -8,7 +8,7 @@ downtime with the attempt owed (``recovery.at_start``).  A pause decides the tas
 ``modify`` with a new schedule (as if registered now).  At the owed attempt's instant
 those left the task due where it was, at the same run count: the mark stayed
 (``core.owes`` True) and ``start()`` still decided the attempt owed, where the row the
-verb wrote said it was not (a restart recorded it ``missed``), and the next write
+verb wrote said it was not (a restart read it as a slot of its downtime), and the next write
 without a transition said ``running`` again.  A ``modify`` that keeps the schedule
 decides nothing anew, but wrote the row without ``running``: a restart then read the
 owed attempt as a slot of its downtime.  ``run_now`` and ``redrive`` change nothing

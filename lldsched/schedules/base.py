@@ -51,6 +51,7 @@ __all__ = [
     "GridCount",
     "Schedule",
     "SteppedPast",
+    "answered_its_own_way",
     "checked_answer",
     "counts_on_grid",
     "first_slot_after",
@@ -165,6 +166,18 @@ the origin counted on (``origin``, or the run's slot where a new grid starts).  
 core asks it after a run of every schedule that has it (``FixedRate.next_on_grid``; a
 ``Window`` or a catch-up plan around one passes it on), and keeps the origin it answers
 with the task (``ScheduledTask._grid``) and in the row."""
+
+
+def answered_its_own_way(cls: type) -> None:
+    """For ``__init_subclass__`` of a schedule that counts on a grid origin (a fixed rate,
+    a ``Window``): a subclass that answers after a run its own way (it defines
+    ``next_run`` or ``next_run_and_skipped``, and no ``next_on_grid`` of its own) is
+    asked that way, so its ``next_on_grid`` is None (:func:`counts_on_grid`): the grid
+    count it inherits would answer over its head.  One that only words itself
+    differently keeps the count."""
+    own = vars(cls)
+    if "next_on_grid" not in own and ("next_run" in own or "next_run_and_skipped" in own):
+        setattr(cls, "next_on_grid", None)  # noqa: B010 - a method set to None, not typed
 
 
 def counts_on_grid(schedule: object) -> bool:

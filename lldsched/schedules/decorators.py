@@ -56,6 +56,7 @@ from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import (
     GridCount,
     Schedule,
+    answered_its_own_way,
     first_slot_after,
     has_schedule_methods,
     measures_elapsed_time,
@@ -236,6 +237,10 @@ class Window(FrozenValue):
     max_runs: int | None
     _runs: dict[str, int]
     _lock: threading.Lock
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        answered_its_own_way(cls)  # a subclass with a next_run of its own is asked it
 
     def __init__(
         self,

@@ -31,6 +31,7 @@ from lldsched.clock import to_timestamp, utc_datetime
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
+from lldsched.schedules.base import answered_its_own_way
 
 __all__ = ["FixedDelay", "FixedRate", "FrozenValue", "OneTime", "instant_text"]
 
@@ -282,6 +283,10 @@ class FixedRate(_Interval):
     period: float
     on_overrun: OverrunPolicy
     start_delay: float
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        answered_its_own_way(cls)  # a subclass with a next_run of its own is asked it
 
     def __new__(
         cls,
