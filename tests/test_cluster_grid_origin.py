@@ -9,6 +9,8 @@ a handover, which adds up."""
 
 from __future__ import annotations
 
+import pytest
+
 from lldsched import FakeClock, FixedRate, Scheduler, Window
 from lldsched.testing import Stepper
 from tests import jobs
@@ -19,13 +21,20 @@ RATE = FixedRate(1 / 3 + 0.1)  # an awkward float: its sums at the epoch are no 
 HALF = RATE.period / 2
 
 
-def test_processes_started_one_after_another_count_the_first_grid(store_spec: StoreSpec) -> None:
+@pytest.mark.parametrize("wrapped", [False, True], ids=["rate", "window"])
+def test_processes_started_one_after_another_count_the_first_grid(
+    store_spec: StoreSpec, wrapped: bool
+) -> None:
+    """Wrapped in a ``Window``, the rate passes its origin on: the row keeps it, and each
+    process counts from it (docs/DECISIONS.md, "A fixed rate's grid origin passes
+    through a Window"); before, the row kept none and each run stepped by a sum."""
+    schedule = Window(RATE, end=T0 + 86_400) if wrapped else RATE
     now = T0
     with opened(store_spec, 1) as (store,):
         for life in range(8):  # each process loads the row the one before left
             with Stepper(Scheduler(store=store, clock=FakeClock(now))) as steps:
                 if life == 0:
-                    steps.scheduler.schedule("poll", jobs.noop, RATE, id="poll")
+                    steps.scheduler.schedule("poll", jobs.noop, schedule, id="poll")
                 now = RATE.slot_at(T0, 3 * life + 2) + HALF
                 steps.advance_to(now)
         slots = [record.slot for record in store.records("poll")]
@@ -60,23 +69,3 @@ def test_a_process_following_a_resume_made_elsewhere_counts_the_grid_it_started(
     assert slots[:3] == [RATE.slot_at(T0, k) for k in range(3)]
     assert slots[3:] == [RATE.slot_at(resumed, j) for j in range(15)]
     assert row.grid == resumed
-
-
-def test_processes_started_one_after_another_count_a_windowed_rates_first_grid(
-    store_spec: StoreSpec,
-) -> None:
-    """A ``Window`` around the fixed rate passes the origin on: the row keeps it, and each
-    process counts from it (docs/DECISIONS.md, "A fixed rate's grid origin passes
-    through a Window").  Before, the row kept none and each run stepped by a sum."""
-    window, now = Window(RATE, end=T0 + 86_400), T0
-    with opened(store_spec, 1) as (store,):
-        for life in range(8):
-            with Stepper(Scheduler(store=store, clock=FakeClock(now))) as steps:
-                if life == 0:
-                    steps.scheduler.schedule("poll", jobs.noop, window, id="poll")
-                now = RATE.slot_at(T0, 3 * life + 2) + HALF
-                steps.advance_to(now)
-        slots = [record.slot for record in store.records("poll")]
-        (row,) = store.load_all()
-    assert slots == [RATE.slot_at(T0, k) for k in range(24)]
-    assert (row.next_run_at, row.grid) == (RATE.slot_at(T0, 24), T0)
