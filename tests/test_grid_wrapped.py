@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, Scheduler, Simulation, SqliteTaskStore
+from lldsched import CronSchedule, FakeClock, FixedRate, Scheduler, Simulation, SqliteTaskStore
 from lldsched.model import ExecutionRecord
 from lldsched.policies import Overlap
 from lldsched.schedules import Jittered, Window
@@ -128,14 +128,13 @@ def test_a_window_tells_where_a_slot_stands_on_the_grid_as_its_schedule_does() -
     slot = RATE.slot_at(START, 7)
     assert on_grid(window, slot, START) == (START, 7)
     assert on_grid(window, slot + 1e-3, START) == (slot + 1e-3, 0)  # off it: a new grid
-    assert Window(Jittered(RATE, 0.01, seed=1), max_runs=3).next_on_grid is None
+    assert Window(Jittered(RATE, 0.01, seed=1), max_runs=3).next_on_grid is not None
+    assert Window(CronSchedule("* * * * *"), max_runs=3).next_on_grid is None
 
 
-def test_a_jittered_fixed_rate_keeps_its_grid_by_reading_its_slots_back() -> None:
-    """``Jittered`` keeps no origin: its slots are read back from the delayed instants to
-    10 µs (``slot_of``), so a period that is a whole number of 10 µs stays on its
-    decimal grid, run after run (what this checks); the rule is its own, left as it is
-    (docs/DECISIONS.md)."""
+def test_a_jittered_fixed_rate_of_a_decimal_period_stays_on_its_decimal_grid() -> None:
+    """Read back to 10 µs alone (``slot_of``), a period that is a whole number of 10 µs
+    stayed on its decimal grid before too (a guard)."""
     rate, jittered = FixedRate(0.1), Jittered(FixedRate(0.1), 0.02, seed=7)
     sim = Simulation(start=START)
     sim.schedule("poll", jittered, id="poll", duration=fixed(0.0))
@@ -181,3 +180,41 @@ def test_a_fixed_rate_subclass_with_a_next_run_of_its_own_is_asked_it() -> None:
     assert len(ran["window"]) == 5
     assert ran["window"][1] - ran["window"][0] == pytest.approx(2 * RATE.period)
     assert [r.slot for r in sim.records() if r.task_id == "worded"] == _grid(41)
+
+
+def _jittered_undelayed(records: list[float], jittered: Jittered) -> list[float]:
+    return [jittered.undelayed(at) - RATE.slot_at(START, k) for k, at in enumerate(records)]
+
+
+def test_a_jittered_fixed_rate_counts_its_undelayed_slots_from_the_first() -> None:
+    """``Jittered`` passes the origin on too: its undelayed slots are the grid's, read
+    back within a float or two.  Read back to 10 µs at every run, a period that is no
+    whole number of 10 µs lost the remainder a run (3.3 µs for this one: 1.5 ms after 450
+    runs)."""
+    jittered = Jittered(RATE, 0.05, seed=7)
+    sim = Simulation(start=START)
+    sim.schedule("poll", jittered, id="poll", duration=fixed(0.0))
+    sim.run(RATE.slot_at(START, 599) + HALF)
+    off = _jittered_undelayed([r.slot for r in sim.records()], jittered)
+    assert len(off) == 600
+    assert max(map(abs, off)) < 1e-6
+
+
+def test_a_jittered_fixed_rate_restarted_every_three_runs_stays_on_the_first_grid(
+    tmp_path: Path,
+) -> None:
+    """Its row keeps the origin as the core keeps it, the first due instant (delayed)."""
+    jittered, path, now = Jittered(RATE, 0.05, seed=7), tmp_path / "tasks.db", START
+    for life in range(100):
+        with SqliteTaskStore(path) as store:
+            sim = Simulation(start=now, store=store)
+            if life == 0:
+                sim.schedule("poll", jittered, id="poll", duration=fixed(0.0))
+            now = RATE.slot_at(START, 3 * life + 2) + HALF
+            sim.run(now)
+    with SqliteTaskStore(path) as store:
+        off = _jittered_undelayed([r.slot for r in store.records("poll")], jittered)
+        (row,) = store.load_all()
+    assert len(off) == 300
+    assert max(map(abs, off)) < 1e-6
+    assert row.grid == jittered.delayed(START)

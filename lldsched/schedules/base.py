@@ -28,8 +28,8 @@ schedule on a grid (a fixed rate) also says its ``k``-th slot after a slot
 origin the core keeps with the task (a fixed rate) answers after a run on that grid
 (``next_on_grid(record, origin, limit)``, :data:`GridCount`) and says where a slot
 stands on it (``on_grid(slot, origin)``); a decorator that has them when what it wraps
-does (``Window``, a catch-up plan) passes the origin on, and so does a store's row
-(:func:`counts_on_grid`).
+does (``Window``, ``Jittered``'s ``next_on_grid``, a catch-up plan) passes the origin
+on, and so does a store's row (:func:`counts_on_grid`).
 A durable store keeps it once :func:`lldsched.stores.codec.register_schedule` names
 it; a decorator of one's own keeps what it wraps in ``.schedule`` and rebuilds itself
 around another with ``with_schedule(inner)`` (docs/EXTENDING.md).
@@ -164,13 +164,13 @@ GridCount: TypeAlias = Callable[
 counted on the task's grid from ``origin`` (at most ``limit + 1`` slots skipped), and
 the origin counted on (``origin``, or the run's slot where a new grid starts).  The
 core asks it after a run of every schedule that has it (``FixedRate.next_on_grid``; a
-``Window`` or a catch-up plan around one passes it on), and keeps the origin it answers
-with the task (``ScheduledTask._grid``) and in the row."""
+``Window``, ``Jittered`` or a catch-up plan around one passes it on), and keeps the
+origin it answers with the task (``ScheduledTask._grid``) and in the row."""
 
 
 def answered_its_own_way(cls: type) -> None:
     """For ``__init_subclass__`` of a schedule that counts on a grid origin (a fixed rate,
-    a ``Window``): a subclass that answers after a run its own way (it defines
+    a ``Window``, ``Jittered``): a subclass that answers after a run its own way (it defines
     ``next_run`` or ``next_run_and_skipped``, and no ``next_on_grid`` of its own) is
     asked that way, so its ``next_on_grid`` is None (:func:`counts_on_grid`): the grid
     count it inherits would answer over its head.  One that only words itself
