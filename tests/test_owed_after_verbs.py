@@ -34,7 +34,7 @@ LATER = T0 + 1.5 * HOUR  # 09:00 and 10:00 passed
 RATE = FixedRate(HOUR)
 
 Outcomes = list[tuple[float, int, str]]
-Verb = Callable[[Scheduler], object]
+Verb = Callable[[Scheduler, FakeClock], object]
 
 
 def _crashed(path: Path) -> None:
@@ -46,22 +46,30 @@ def _crashed(path: Path) -> None:
         store.save(TaskSnapshot(task.definition, TaskStatus.RUNNING, T0, 1, 0, 0, None, True))
 
 
-def _pause_resume(scheduler: Scheduler) -> None:
+def _pause_resume(scheduler: Scheduler, clock: FakeClock) -> None:
     assert scheduler.pause("job")
     assert scheduler.resume("job")
 
 
-def _modify_schedule(scheduler: Scheduler) -> None:
+def _pause_resume_late(scheduler: Scheduler, clock: FakeClock) -> None:
+    """Resumed ten minutes on: due then, its grid there (a guard: the due instant moved)."""
+    assert scheduler.pause("job")
+    clock.advance(600)
+    assert scheduler.resume("job")
+
+
+def _modify_schedule(scheduler: Scheduler, clock: FakeClock) -> None:
     scheduler.schedule("job", jobs.noop, FixedRate(HOUR / 2), id="job", replace_existing=True)
 
 
 VERBS: dict[str, tuple[Verb, bool]] = {  # the verb, and whether the attempt stays owed
     "pause-resume": (_pause_resume, False),
-    "reschedule": (lambda s: s.reschedule("job", RATE), False),
+    "pause-resume-late": (_pause_resume_late, False),
+    "reschedule": (lambda s, _: s.reschedule("job", RATE), False),
     "modify-schedule": (_modify_schedule, False),
-    "modify-priority": (lambda s: s.modify("job", priority=Priority.HIGH), True),
-    "run-now": (lambda s: s.run_now("job"), True),
-    "redrive": (lambda s: s.redrive("job"), True),
+    "modify-priority": (lambda s, _: s.modify("job", priority=Priority.HIGH), True),
+    "run-now": (lambda s, _: s.run_now("job"), True),
+    "redrive": (lambda s, _: s.redrive("job"), True),
 }
 
 
@@ -79,7 +87,7 @@ def _restarted_at_nine(
     scheduler = Scheduler(clock=clock, store=store, workers=1)
     (row,) = store.load_all()
     assert row.running and row.next_run_at == T0  # owed, as recovery wrote it
-    verb(scheduler)
+    verb(scheduler, clock)
     (row,) = store.load_all()
     return scheduler, store, row.running
 
