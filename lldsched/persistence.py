@@ -205,12 +205,15 @@ class TaskSnapshot(NamedTuple):
     ``grid`` is the origin of the grid a ``FixedRate`` task's slots are counted on (its
     ``k``-th slot is ``FixedRate.slot_at(grid, k)``: the first slot, or where a
     reschedule, a resume or a slot off the grid started it again); None for a task whose
-    own schedule is no ``FixedRate``, and in a row an older release wrote.  Every durable
-    store keeps it, so a restart, or another process of a shared store, counts the slots
-    from the same origin, the very floats, instead of starting a grid at the restored
-    slot (whose sums drift: docs/DECISIONS.md, "A fixed rate's grid origin is kept in the
-    row").  Read only where the task's slot is on that grid (``FixedRate.next_on_grid``
-    checks it): a stale one starts a new grid at the slot, as a row without one does.
+    schedule counts on no such grid (a ``FixedRate``, or a ``Window`` or ``Jittered``
+    around one, does: :func:`~lldsched.schedules.base.counts_on_grid`; for ``Jittered``
+    a delayed instant, whose undelayed slot is the origin), and in a row an older
+    release wrote.  Every durable store keeps it, so a restart, or another process of a shared
+    store, counts the slots from the same origin, the very floats, instead of starting a
+    grid at the restored slot (whose sums drift: docs/DECISIONS.md, "A fixed rate's grid
+    origin is kept in the row").  Read only where the task's slot is on that grid
+    (``FixedRate.next_on_grid`` checks it): a stale one starts a new grid at the slot, as
+    a row without one does.
     """
 
     task: Task

@@ -9,7 +9,9 @@ a handover, which adds up."""
 
 from __future__ import annotations
 
-from lldsched import FakeClock, FixedRate, Scheduler
+import pytest
+
+from lldsched import FakeClock, FixedRate, Scheduler, Window
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.cluster import StoreSpec, opened
@@ -19,13 +21,20 @@ RATE = FixedRate(1 / 3 + 0.1)  # an awkward float: its sums at the epoch are no 
 HALF = RATE.period / 2
 
 
-def test_processes_started_one_after_another_count_the_first_grid(store_spec: StoreSpec) -> None:
+@pytest.mark.parametrize("wrapped", [False, True], ids=["rate", "window"])
+def test_processes_started_one_after_another_count_the_first_grid(
+    store_spec: StoreSpec, wrapped: bool
+) -> None:
+    """Wrapped in a ``Window``, the rate passes its origin on: the row keeps it, and each
+    process counts from it (docs/DECISIONS.md, "A fixed rate's grid origin passes
+    through a Window"); before, the row kept none and each run stepped by a sum."""
+    schedule = Window(RATE, end=T0 + 86_400) if wrapped else RATE
     now = T0
     with opened(store_spec, 1) as (store,):
         for life in range(8):  # each process loads the row the one before left
             with Stepper(Scheduler(store=store, clock=FakeClock(now))) as steps:
                 if life == 0:
-                    steps.scheduler.schedule("poll", jobs.noop, RATE, id="poll")
+                    steps.scheduler.schedule("poll", jobs.noop, schedule, id="poll")
                 now = RATE.slot_at(T0, 3 * life + 2) + HALF
                 steps.advance_to(now)
         slots = [record.slot for record in store.records("poll")]

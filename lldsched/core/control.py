@@ -71,6 +71,7 @@ class StatusVerbs(CoreParts):
         elif previous is not RUNNING and previous is not BLOCKED:
             return None
         task.status = PAUSED
+        self._owed_no_more(task)  # a pause decides the task anew: resume() runs a fresh slot
         return previous, (self._end_wait(task, None) if previous is BLOCKED else None)
 
     def resume(self, task_id: str) -> bool:

@@ -78,7 +78,7 @@ class DefinitionVerbs(CoreParts):
         first = _first_run(task.name, schedule, now)
         saved = _Definition.of(task)
         due, behind = self._start_afresh(task, schedule, first)
-        self._commit(task, saved)
+        self._commit(task, saved, anew=True)
         if behind:
             self._drop_behind(task)
         if due is not None:
@@ -309,7 +309,7 @@ class DefinitionVerbs(CoreParts):
             due, behind = (
                 (None, False) if first is None else self._start_afresh(task, schedule, first)
             )
-        self._commit(task, saved)
+        self._commit(task, saved, anew=first is not None)
         if behind:
             self._drop_behind(task)
         if due is not None:
@@ -378,18 +378,25 @@ class DefinitionVerbs(CoreParts):
                 "and will not run again; register it anew"
             )
 
-    def _commit(self, task: ScheduledTask, saved: _Definition) -> None:
+    def _commit(self, task: ScheduledTask, saved: _Definition, *, anew: bool = False) -> None:
         """Write ``task``'s changed definition through the store before it takes effect:
         a store that refuses it (a durable store cannot keep a lambda) puts ``saved``
-        back and the call raises, as a registration does."""
+        back and the call raises, as a registration does.  ``anew``: a new schedule was
+        put in place, as if the task were registered now, so an attempt a restart found
+        in flight is owed no more (once the store took it); else the row goes on saying
+        it is owed while it is (``_as_owed``)."""
         if self._store is None:
+            if anew:
+                self._owed_no_more(task)
             return
         try:
-            self._store.save(self._snapshot(task))
+            self._store.save(self._snapshot(task) if anew else self._as_owed(task))
         except BaseException as exc:
             saved.restore(task)
             refused(self._writes, exc, task.id, self._snapshot(task))
             raise
+        if anew:
+            self._owed_no_more(task)
 
     def _announce(self, task: ScheduledTask, now: float) -> None:
         """Tell the listeners that ``task`` changed without changing status."""

@@ -37,13 +37,12 @@ from lldsched.schedules.base import (
     Schedule,
     first_slot_after,
     on_grid,
-    slot_after,
+    slot_after_on_grid,
     slots_between,
     slots_on,
 )
 from lldsched.schedules.catchup import CatchUp, slot_first, unwrap
 from lldsched.schedules.decorators import ended_by
-from lldsched.schedules.simple import FixedRate
 
 __all__ = ["Late", "OverlappingRuns", "buffered"]
 
@@ -111,10 +110,8 @@ class OverlappingRuns(CoreParts):
         skipped: Skipped = ()
         following: float | None
         try:
-            if type(schedule) is FixedRate:  # counted from its grid's origin (runs.py)
-                following, task._grid = schedule.slot_after_on_grid(slot, task._grid)
-            else:
-                following = slot_after(schedule, slot)
+            # counted from its grid's origin (runs.py), where the schedule keeps one
+            following, task._grid = slot_after_on_grid(schedule, slot, task._grid)
             if following is not None and following <= now:
                 # It started late (it waited for a worker, or was resumed): the slots it
                 # is already late for are skipped, not chased.

@@ -24,8 +24,8 @@ from lldsched.core.storewrites import interrupts_deferred, store_failed, store_w
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, save_all
+from lldsched.schedules.base import counts_on_grid
 from lldsched.schedules.catchup import CatchUp
-from lldsched.schedules.simple import FixedRate
 
 __all__ = ["Publishing", "verb_written"]
 
@@ -59,9 +59,10 @@ class Publishing(CoreParts):
         slot (the slot of a plan's run a resume made due later: :func:`_put_off`),
         resumes (waited is the slot to resume at: ``CatchUp.resuming``), until (where
         the slots the plan decided to run end: ``CatchUp.until``) and grid (the grid
-        origin ``ScheduledTask._grid``, for a task whose own schedule is a ``FixedRate``,
-        the one schedule the core counts so); one identity test for a task without a
-        plan, which has none of the plan's."""
+        origin ``ScheduledTask._grid``, for a task whose schedule counts its slots on it:
+        :func:`~lldsched.schedules.base.counts_on_grid`, a fixed rate, wrapped in a
+        ``Window`` or a plan or not); one identity test for a task without a plan, which
+        has none of the plan's."""
         stats = task._stats
         if stats is None:  # no run finished yet
             run_count, failures, last_error = 0, 0, None
@@ -70,17 +71,17 @@ class Publishing(CoreParts):
                 stats.run_count, stats.failure_count, stats.last_error
             )  # fmt: skip
         schedule = task._schedule
+        grid = task._grid if counts_on_grid(schedule) else None
         if schedule.__class__ is not CatchUp:
             return _new_tuple(TaskSnapshot, (
                 task._defined(), task.status, task.next_run_at, task.attempt,
                 run_count, failures, last_error, task._run is not None, None, None, False,
-                None, task._grid if schedule.__class__ is FixedRate else None,
+                None, grid,
             ))  # fmt: skip
         return _new_tuple(TaskSnapshot, (
             task._defined(), task.status, task.next_run_at, task.attempt,
             run_count, failures, last_error, task._run is not None,
-            schedule.waited, _put_off(task), schedule.resuming, schedule.until,
-            task._grid if schedule.inner.__class__ is FixedRate else None,
+            schedule.waited, _put_off(task), schedule.resuming, schedule.until, grid,
         ))  # fmt: skip
 
     def _save(self, task: ScheduledTask, *, as_claimed: Run | None = None) -> None:
@@ -94,9 +95,7 @@ class Publishing(CoreParts):
         resume`)."""
         if self._store is None:
             return
-        snapshot = self._snapshot(task)
-        if self._owed and task.id in self._owed:
-            snapshot = self._still_owed(task, snapshot)
+        snapshot = self._as_owed(task)
         if as_claimed is not None:
             before = as_claimed.attempt - 1
             snapshot = snapshot._replace(
@@ -109,13 +108,26 @@ class Publishing(CoreParts):
         else:
             store_written(self._writes, "save", task.id)
 
-    def _still_owed(self, task: ScheduledTask, snapshot: TaskSnapshot) -> TaskSnapshot:
-        """``snapshot`` saying ``running`` while ``task`` still owes the attempt a restart
-        found in flight (:meth:`owes`); else as it is, the task no longer owing."""
-        if self.owes(task):
-            return snapshot._replace(running=True)
-        del self._owed[task.id]
+    def _as_owed(self, task: ScheduledTask) -> TaskSnapshot:
+        """``task``'s snapshot for a write that is no transition of its own (:meth:`_save`,
+        a definition's ``_commit``): saying ``running`` while it still owes the attempt a
+        restart found in flight (:meth:`owes`); else as it is, the mark ended."""
+        snapshot = self._snapshot(task)
+        if self._owed and task.id in self._owed:
+            if self.owes(task):
+                return snapshot._replace(running=True)
+            del self._owed[task.id]
         return snapshot
+
+    def _owed_no_more(self, task: ScheduledTask) -> None:
+        """``task`` was decided anew (paused; rescheduled, or given a new schedule): the
+        attempt a restart found in flight is owed no more, even where the task is due at
+        that instant still, at the same run count (a pause and a resume at it, a new
+        first run at it).  Its rows say so from now on, and ``start()`` decides its slot
+        as one of the downtime, as a restart from those rows does (docs/DECISIONS.md,
+        "A verb that decides the task anew ends an owed attempt")."""
+        if self._owed:
+            self._owed.pop(task.id, None)
 
     def owes(self, task: ScheduledTask) -> bool:
         """True while ``task`` still owes the attempt a restart found in flight

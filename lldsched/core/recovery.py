@@ -833,7 +833,7 @@ def at_start(core: SchedulerCore, found: Mapping[str, Found], now: float) -> Non
     for task in list(core.tasks.values()):  # a decision may cancel a task
         due = task.next_run_at
         status = task.status
-        restored = _as_left(found, task) if found else None  # (none restored: no lookup)
+        restored = _as_left(core, found, task) if found else None  # (none restored: none)
         if restored is not None:
             if status is SCHEDULED or status is RETRYING:
                 _decide_again(core, task, restored, now)
@@ -851,13 +851,18 @@ def at_start(core: SchedulerCore, found: Mapping[str, Found], now: float) -> Non
                 decide_misfire(core, task, now)
 
 
-def _as_left(found: Mapping[str, Found], task: ScheduledTask) -> Found | None:
+def _as_left(core: SchedulerCore, found: Mapping[str, Found], task: ScheduledTask) -> Found | None:
     """``task``'s entry in ``found`` while it is as :func:`recover` left it: due where it
-    left it, on the schedule it left it (None: nothing restored, or changed since:
-    rescheduled, registered again, run by ``run_now``)."""
+    left it, on the schedule it left it, and owing the attempt it found in flight if it
+    did (None: nothing restored, or changed since: rescheduled, registered again, run by
+    ``run_now``, paused: a first attempt owed no more, :meth:`~lldsched.core.publishing.
+    Publishing.owes`, even where a verb left it due at that instant on the same
+    schedule)."""
     restored = found.get(task.id)
     if restored is None or restored.left != task.next_run_at:
         return None
+    if restored.owed and task.status is SCHEDULED and not core.owes(task):
+        return None  # decided anew since (a pause, a new first run at the same instant)
     return restored if task._schedule is restored.left_with else None
 
 

@@ -47,7 +47,6 @@ from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy, checked_backoff, retry_draws
 from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
 from lldsched.schedules.catchup import CatchUp, slot_first
-from lldsched.schedules.simple import FixedRate
 
 __all__ = ["RunTransitions", "cancelled_error", "rearmed", "timeout_error"]
 
@@ -384,10 +383,9 @@ class RunTransitions(CoreParts):
         due: float | None
         skipped: Skipped
         try:
-            if type(schedule) is FixedRate or (
-                type(schedule) is CatchUp and type(schedule.inner) is FixedRate
-            ):  # counted from its grid's origin, not the slot
-                due, skipped, task._grid = schedule.next_on_grid(record, task._grid, MAX_SKIPPED)
+            counted = getattr(schedule, "next_on_grid", None)  # a fixed rate's, wrapped or not
+            if counted is not None:  # counted from its grid's origin, not the slot
+                due, skipped, task._grid = counted(record, task._grid, MAX_SKIPPED)
             else:
                 due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)
         except SteppedPast as stepped:  # rare: a schedule of one's own answered its slot

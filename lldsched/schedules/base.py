@@ -24,7 +24,12 @@ better (a fixed rate answers in O(1), a fixed delay has no slots of its own, a
 cron schedule finds both answers in one pass) defines a method of the same name.  A
 schedule on a grid (a fixed rate) also says its ``k``-th slot after a slot
 (``slot_at(anchor, k)``), and every listing of its slots counts them so
-(:func:`slots_on`), never adding its step again and again.
+(:func:`slots_on`), never adding its step again and again.  One whose grid has an
+origin the core keeps with the task (a fixed rate) answers after a run on that grid
+(``next_on_grid(record, origin, limit)``, :data:`GridCount`) and says where a slot
+stands on it (``on_grid(slot, origin)``); a decorator that has them when what it wraps
+does (``Window``, ``Jittered``'s ``next_on_grid``, a catch-up plan) passes the origin
+on, and so does a store's row (:func:`counts_on_grid`).
 A durable store keeps it once :func:`lldsched.stores.codec.register_schedule` names
 it; a decorator of one's own keeps what it wraps in ``.schedule`` and rebuilds itself
 around another with ``with_schedule(inner)`` (docs/EXTENDING.md).
@@ -33,9 +38,9 @@ around another with ``with_schedule(inner)`` (docs/EXTENDING.md).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice, takewhile
-from typing import Protocol, cast, runtime_checkable
+from typing import Protocol, TypeAlias, cast, runtime_checkable
 
 from lldsched.checks import FARTHEST, FINEST, instant
 from lldsched.errors import ScheduleError, ValidationError
@@ -43,9 +48,12 @@ from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord
 
 __all__ = [
+    "GridCount",
     "Schedule",
     "SteppedPast",
+    "answered_its_own_way",
     "checked_answer",
+    "counts_on_grid",
     "first_slot_after",
     "has_schedule_methods",
     "measures_elapsed_time",
@@ -53,6 +61,7 @@ __all__ = [
     "on_grid",
     "say_stepped_past",
     "slot_after",
+    "slot_after_on_grid",
     "slots_between",
     "slots_from",
     "slots_on",
@@ -146,6 +155,50 @@ def first_slot_after(schedule: Schedule, slot: float, now: float, *, limit: int)
             return following
         following = slot_after(schedule, following)
     return None
+
+
+GridCount: TypeAlias = Callable[
+    [ExecutionRecord, float, int], tuple[float | None, Sequence[float], float]
+]
+"""A schedule's ``next_on_grid(record, origin, limit)``: ``next_run_and_skipped``
+counted on the task's grid from ``origin`` (at most ``limit + 1`` slots skipped), and
+the origin counted on (``origin``, or the run's slot where a new grid starts).  The
+core asks it after a run of every schedule that has it (``FixedRate.next_on_grid``; a
+``Window``, ``Jittered`` or a catch-up plan around one passes it on), and keeps the
+origin it answers with the task (``ScheduledTask._grid``) and in the row."""
+
+
+def answered_its_own_way(cls: type) -> None:
+    """For ``__init_subclass__`` of a schedule that counts on a grid origin (a fixed rate,
+    a ``Window``, ``Jittered``): a subclass that answers after a run its own way (it defines
+    ``next_run`` or ``next_run_and_skipped``, and no ``next_on_grid`` of its own) is
+    asked that way, so its ``next_on_grid`` is None (:func:`counts_on_grid`): the grid
+    count it inherits would answer over its head.  One that only words itself
+    differently keeps the count."""
+    own = vars(cls)
+    if "next_on_grid" not in own and ("next_run" in own or "next_run_and_skipped" in own):
+        setattr(cls, "next_on_grid", None)  # noqa: B010 - a method set to None, not typed
+
+
+def counts_on_grid(schedule: object) -> bool:
+    """True when ``schedule`` counts its slots on a grid origin the core keeps
+    (:data:`GridCount`): its row keeps that origin (``TaskSnapshot.grid``)."""
+    return getattr(schedule, "next_on_grid", None) is not None
+
+
+def slot_after_on_grid(
+    schedule: Schedule, slot: float, origin: float
+) -> tuple[float | None, float]:
+    """:func:`slot_after` counted on the grid from ``origin`` while ``slot`` is one of
+    its slots (:func:`on_grid`, then the schedule's ``slot_at``), and the origin counted
+    on; a schedule that keeps no origin steps on from ``slot``, the origin as it is.
+    The slot a task whose runs overlap queues behind the run of ``slot`` as it begins."""
+    grid = getattr(schedule, "slot_at", None)
+    if grid is None or getattr(schedule, "on_grid", None) is None:
+        return slot_after(schedule, slot), origin
+    anchor, k = on_grid(schedule, slot, origin)
+    following: float | None = grid(anchor, k + 1)
+    return following, anchor
 
 
 def on_grid(schedule: Schedule, slot: float, origin: float | None) -> tuple[float, int]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Final, Literal, cast
+from typing import TYPE_CHECKING, Final, Literal
 
 from lldsched.checks import FINEST
 from lldsched.model import ExecutionRecord
@@ -43,8 +43,7 @@ from lldsched.schedules.base import next_run_and_skipped, slots_from
 from lldsched.schedules.decorators import ended_by
 
 if TYPE_CHECKING:
-    from lldsched.schedules.base import Schedule
-    from lldsched.schedules.simple import FixedRate
+    from lldsched.schedules.base import GridCount, Schedule
 
 __all__ = [
     "FIRST_RUN",
@@ -214,32 +213,43 @@ class CatchUp:
             return self._resumed(then, self._moved(record), limit)
         return self.next_run(record, record.finished), ()
 
-    def next_on_grid(
+    @property
+    def next_on_grid(self) -> GridCount | None:
+        """:meth:`next_run_and_skipped` counted on the task's grid, for a plan in front of
+        a schedule that counts one (``inner`` has a ``next_on_grid``: a fixed rate, a
+        ``Window`` around one); None otherwise, and the core asks
+        :meth:`next_run_and_skipped`.  See :meth:`_next_on_grid`."""
+        if getattr(self.inner, "next_on_grid", None) is None:
+            return None
+        return self._next_on_grid
+
+    def _next_on_grid(
         self, record: ExecutionRecord, origin: float, limit: int
     ) -> tuple[float | None, Sequence[float], float]:
-        """:meth:`next_run_and_skipped` for a plan in front of a fixed rate (``inner``),
-        with the task's grid ``origin``, and the origin counted on: where the own
-        schedule answers (the plan's last run hands the task back to it), it answers on
-        that grid (:meth:`FixedRate.next_on_grid
-        <lldsched.schedules.simple.FixedRate.next_on_grid>`), as after any run of its
-        own.  Answered from the run's slot, the slot after a catch-up's last run was
-        ``slot_at(slot, 1)``, a rounding off the grid, where a new grid started."""
+        """The answer of :attr:`next_on_grid`, with the task's grid ``origin``, and the
+        origin counted on: where the own schedule answers (the plan's last run hands the
+        task back to it), it answers on that grid (its ``next_on_grid``: :meth:`FixedRate.
+        next_on_grid <lldsched.schedules.simple.FixedRate.next_on_grid>`), as after any
+        run of its own.  Answered from the run's slot, the slot after a catch-up's last
+        run was ``slot_at(slot, 1)``, a rounding off the grid, where a new grid started."""
         then = self._then
         if not self._slots:
             if self.spent or then is SCHEDULE_DECIDES:
                 self.spent = True
-                return self._rate.next_on_grid(self._moved(record), origin, limit)
+                return self._counted(self._moved(record), origin, limit)
             if self._resumes and isinstance(then, float | int) and record.finished >= then:
                 due, skipped = self._resumed(then, self._moved(record), limit, origin=origin)
                 return due, skipped, origin
         due, skipped = self.next_run_and_skipped(record, limit=limit)
         return due, skipped, origin
 
-    @property
-    def _rate(self) -> FixedRate:
-        """``inner``, for :meth:`next_on_grid`: the core asks it only of a plan in front
-        of a ``FixedRate``."""
-        return cast("FixedRate", self.inner)
+    def _counted(
+        self, record: ExecutionRecord, origin: float, limit: int
+    ) -> tuple[float | None, Sequence[float], float]:
+        """``inner``'s ``next_on_grid``: asked only where :attr:`next_on_grid` is not
+        None."""
+        counted: GridCount = self.inner.next_on_grid  # type: ignore[attr-defined]
+        return counted(record, origin, limit)
 
     def _resumed(
         self, then: float, record: ExecutionRecord, limit: int, *, origin: float | None = None
@@ -254,7 +264,7 @@ class CatchUp:
         if origin is None:
             due, skips = next_run_and_skipped(self.inner, record, limit=0)
         else:  # a fixed rate's, on the task's grid (next_on_grid)
-            due, skips, _ = self._rate.next_on_grid(record, origin, 0)
+            due, skips, _ = self._counted(record, origin, 0)
         if due is None or due <= then or not skips:
             return then, ()
         # The slots from ``then`` on (its grid: ``then`` may be off the run's, a put-off

@@ -22,7 +22,10 @@ and the knot's index, uniform in ``[0, max_delay)``) and interpolated linearly
 between them.  Its slope is at most 1/2, so ``slot + delay(slot)`` is strictly
 increasing: every instant has exactly one undelayed slot, found by solving a line
 (:meth:`Jittered.undelayed`), read back to 10 microseconds so that float
-rounding cannot add up along a grid (:meth:`Jittered.slot_of`).  A slot on a
+rounding cannot add up along a grid (:meth:`Jittered.slot_of`); around a fixed rate,
+whose grid the core counts from an origin, the read-back is taken for the grid's
+nearest slot, so a period that is no whole number of 10 µs does not lose its remainder
+a run either (:attr:`Jittered.next_on_grid`).  A slot on a
 knot (a round time such as :00 when ``2 * max_delay`` divides the hour) gets a
 uniformly drawn delay; between knots the delay is a blend of two draws.
 
@@ -43,7 +46,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import ClassVar
@@ -54,7 +57,9 @@ from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import (
+    GridCount,
     Schedule,
+    answered_its_own_way,
     first_slot_after,
     has_schedule_methods,
     measures_elapsed_time,
@@ -115,6 +120,10 @@ class Jittered(FrozenValue):
     max_delay: float
     seed: int
     _knot: float
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        answered_its_own_way(cls)  # a subclass with a next_run of its own is asked it
 
     def __init__(self, schedule: Schedule, max_delay: float | timedelta, *, seed: int) -> None:
         inner = _inner(schedule, "Jittered")
@@ -187,6 +196,62 @@ class Jittered(FrozenValue):
         following = self.schedule.next_run(record._replace(slot=slot, due=due), now)
         return None if following is None else self.delayed(following)
 
+    @property
+    def next_on_grid(self) -> GridCount | None:
+        """The wrapped schedule's ``next_on_grid`` (a fixed rate's), on the undelayed
+        slots, delayed; None when it counts on no grid origin (or has no ``slot_at``).
+        The task's origin stays a delayed instant (the core sets it from a due instant:
+        the first, a resume's), its grid the undelayed ``slot_of(origin) + k * period``:
+        the run's slot, read back, is taken for the grid's nearest slot when it is within
+        the read-back's resolution of it (:meth:`_on_grid`), else a new grid starts
+        there, as before.  Read back to 10 µs alone, each run rounded its slot to that,
+        and a period that is no whole number of 10 µs drifted by the remainder a run
+        (docs/DECISIONS.md, "A fixed rate's grid origin passes through a Window")."""
+        counted: GridCount | None = getattr(self.schedule, "next_on_grid", None)
+        grid: Callable[[float, int], float | None] | None = getattr(self.schedule, "slot_at", None)
+        if counted is None or grid is None:
+            return None
+
+        def next_on_grid(
+            record: ExecutionRecord, origin: float, limit: int
+        ) -> tuple[float | None, Sequence[float], float]:
+            anchor = self.slot_of(origin)
+            slot = self._on_grid(grid, record.slot, anchor)
+            if slot is None:  # off the grid: a new one starts at the slot read back
+                slot = anchor = self.slot_of(record.slot)
+                origin = record.slot
+            due = slot if record.due == record.slot else record.due
+            following, skipped, counted_from = counted(
+                record._replace(slot=slot, due=due), anchor, limit
+            )
+            if counted_from != anchor:  # the wrapped schedule started a grid at the slot
+                origin = record.slot
+            if following is None:
+                return None, (), origin
+            return self.delayed(following), [self.delayed(at) for at in skipped], origin
+
+        return next_on_grid
+
+    def _on_grid(
+        self, grid: Callable[[float, int], float | None], instant: float, anchor: float
+    ) -> float | None:
+        """The slot of the grid ``grid(anchor, k)`` whose delayed instant is ``instant``,
+        the very float the grid makes; None when the slot read back from ``instant`` is
+        farther from the nearest one than the read-back's resolution (half of
+        :data:`SLOT_DIGITS`' unit, and less than a quarter of the grid's step)."""
+        first = grid(anchor, 1)
+        if first is None:
+            return None
+        step = first - anchor
+        slot = self.undelayed(instant)
+        k = round((slot - anchor) / step)
+        if k < 0:
+            return None
+        nearest = anchor if k == 0 else grid(anchor, k)
+        if nearest is None or abs(nearest - slot) > min(0.5 * 10.0**-SLOT_DIGITS, step / 4):
+            return None
+        return nearest
+
     # -- what recovery asks -------------------------------------------------------------------
 
     def slot_after(self, slot: float) -> float | None:
@@ -235,6 +300,10 @@ class Window(FrozenValue):
     max_runs: int | None
     _runs: dict[str, int]
     _lock: threading.Lock
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        answered_its_own_way(cls)  # a subclass with a next_run of its own is asked it
 
     def __init__(
         self,
@@ -326,6 +395,39 @@ class Window(FrozenValue):
         if grid is None:
             return None
         return lambda anchor, k: self._within(grid(anchor, k))
+
+    @property
+    def on_grid(self) -> Callable[[float, float], tuple[float, int]] | None:
+        """The wrapped schedule's ``on_grid`` (where a slot stands on the grid from the
+        task's origin: :func:`~lldsched.schedules.base.on_grid`); None when it keeps no
+        grid origin.  The window's slots are its schedule's, cut at ``end``."""
+        locate: Callable[[float, float], tuple[float, int]] | None
+        locate = getattr(self.schedule, "on_grid", None)
+        return locate
+
+    @property
+    def next_on_grid(self) -> GridCount | None:
+        """The wrapped schedule's ``next_on_grid`` (the next slot counted on the task's
+        grid from its origin: a fixed rate's), cut by the window as :meth:`next_run`
+        cuts; None when its schedule counts none, and the core asks ``next_run`` then.
+        So a fixed rate keeps its grid's origin through a window, and a store keeps it
+        in the row (docs/DECISIONS.md, "A fixed rate's grid origin passes through a
+        Window")."""
+        counted: GridCount | None = getattr(self.schedule, "next_on_grid", None)
+        if counted is None:
+            return None
+
+        def next_on_grid(
+            record: ExecutionRecord, origin: float, limit: int
+        ) -> tuple[float | None, Sequence[float], float]:
+            if self._ended_by(record):
+                return None, (), origin
+            due, skipped, origin = counted(record, origin, limit)
+            if self._within(due) is None:
+                return None, (), origin
+            return due, skipped, origin
+
+        return next_on_grid
 
     def first_slot_after(self, slot: float, now: float) -> float | None:
         return self._within(first_slot_after(self.schedule, slot, now, limit=SEARCH_LIMIT))

@@ -31,6 +31,7 @@ from lldsched.clock import to_timestamp, utc_datetime
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
+from lldsched.schedules.base import answered_its_own_way
 
 __all__ = ["FixedDelay", "FixedRate", "FrozenValue", "OneTime", "instant_text"]
 
@@ -283,6 +284,10 @@ class FixedRate(_Interval):
     on_overrun: OverrunPolicy
     start_delay: float
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        answered_its_own_way(cls)  # a subclass with a next_run of its own is asked it
+
     def __new__(
         cls,
         period: float | timedelta,
@@ -381,13 +386,6 @@ class FixedRate(_Interval):
         # floats' spacing at the slot; where it is not, a slot equal to the next one
         # is not skipped.
         return due, [at for at in skipped if at < due]
-
-    def slot_after_on_grid(self, slot: float, origin: float) -> tuple[float, float]:
-        """:meth:`slot_after` counted on the grid from ``origin`` (as
-        :meth:`next_on_grid` counts it), and the origin counted on: the slot a task whose
-        runs overlap queues behind the run of ``slot`` as it begins."""
-        origin, k = self._index_on_grid(slot, origin)
-        return origin + (k + 1) * self.period, origin
 
     def next_on_grid(
         self, record: ExecutionRecord, origin: float, limit: int
