@@ -252,6 +252,12 @@ def decode_task(task_id: str, text: str, *, runs: int = 0, imports: bool = True)
             refuse_unknown(document["retry"], _RETRY_KEYS, where="its retry policy")
         name = document["name"]
         _of_type(name, str, "name")
+        if (problem := unstorable(name)) is not None:  # JSON escapes what no write makes;
+            # loaded, each write of the task (its records hold the name) was refused
+            raise StoreError(
+                f"its stored definition is invalid: its name {shown(name)} holds {problem}, "
+                "which no write of lldsched makes"
+            )
         _of_type(document["args"], list, "args")
         if document["kwargs"] is not None:  # None: no keyword arguments
             _of_type(document["kwargs"], dict, "kwargs")
