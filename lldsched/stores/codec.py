@@ -530,10 +530,11 @@ def check_take_over(task_id: str, status: object) -> None:
 def said(table: str, key: str, column: str, value: object, expected: str) -> str:
     """How a value a store cannot read is named, the one wording of every store's rows
     (``sqlite_rows.misread``, the SQLite open's scan, too): ``"table tasks, row id='b',
-    column attempt holds the integer -1, where the store writes an integer >= 0"``."""
+    column attempt holds the integer -1, where the store writes an integer >= 0"``.  The
+    value is quoted by :func:`~lldsched.errors.shown` (a long text by its start)."""
     kind = _KIND.get(type(value), type(value).__name__)
     return (
-        f"table {table}, row {key}, column {column} holds the {kind} {value!r}, "
+        f"table {table}, row {key}, column {column} holds the {kind} {shown(value)}, "
         f"where the store writes {expected}"
     )
 
