@@ -224,6 +224,8 @@ def test_stdin_of_the_real_command(tmp_path: Path) -> None:
         (["--crontab", "no-such.crontab"], "error: --crontab 'no-such.crontab': cannot read "
          "it: No such file or directory"),
         (["--crontab", "."], "error: --crontab '.': cannot read it: Is a directory"),
+        # tools/fuzz/fuzz_cli.py: open() raised a ValueError, out of main() as a traceback
+        (["--crontab", "a\x00b"], "error: --crontab 'a\\x00b': cannot read it: embedded null"),
         (["--crontab", "x", "--tz", "Mars/Olympus"], "error: unknown time zone 'Mars/Olympus'"),
         (["--crontab", "x", "-n", "0"], "error: -n must be at least 1, got 0"),
         (["--crontab", "x", "--start", "soon"], "error: --start 'soon' is not an ISO"),

@@ -1251,6 +1251,8 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
         "sh",
         "PYTHONPATH=$PWD .venv/bin/python -m tests.test_concurrent_verbs",
     ): "soaks: not run (ten minutes each); their options are tests/test_doc_references.py's",
+    ("TESTING.md", "sh", "mkdir -p /tmp/corpus/cron"): "fuzzing: not run (minutes, and "
+    "atheris is no dependency); the findings are tests of their own",
 }
 
 

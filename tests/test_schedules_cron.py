@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -90,6 +91,28 @@ def test_a_fire_at_the_finish_in_the_second_pass_of_a_repeated_hour_is_due() -> 
     assert cron.next_run_and_skipped(ran, limit=10) == (second, ())
     longer = ran._replace(finished=second + 1)
     assert cron.next_run_and_skipped(longer, limit=10) == (second + 3600, [second])
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin", "Etc/GMT+12", "Asia/Kathmandu"])
+def test_an_instant_a_hair_from_a_fire_near_1970_is_not_rounded_onto_it(tz: str) -> None:
+    """Found by tools/fuzz/fuzz_cron.py: near the epoch an instant is far smaller than
+    the UTC instant of its local midnight (Berlin's 1970-01-01 starts at -3600), and
+    ``ts - midnight`` rounded a hair onto a fire: ``prev_before(5e-324)`` skipped the
+    fire at 0 (-60.0), ``next_after(-5e-324)`` too (60.0), and a run ending exactly at
+    a fire (``next_run`` asks for the first fire after the float just below the finish)
+    found that fire passed.  Fires are whole seconds; each query is answered as such."""
+    cron = CronSchedule("* * * * *", tz=tz)
+    assert cron.prev_before(5e-324) == 0.0
+    assert cron.prev_before(1e-300) == 0.0
+    assert cron.next_after(-5e-324) == 0.0
+    assert cron.next_after(-1e-13) == 0.0
+    assert cron.prev_before(math.nextafter(120.0, math.inf)) == 120.0
+    assert cron.next_after(math.nextafter(120.0, -math.inf)) == 120.0
+    assert cron.next_after(0.0) == 60.0 and cron.prev_before(0.0) == -60.0  # still strict
+    assert cron.next_after(119.99) == 120.0  # asked again, after a search found 120
+    assert cron.next_after(math.nextafter(60.0, -math.inf)) == 60.0
+    ran = ExecutionRecord("task-1", "t", 1, 60.0, 60.0, 0, 60.0, 120.0, True)
+    assert cron.next_run(ran, 120.0) == 120.0  # a fire exactly at the finish is due
 
 
 @pytest.mark.parametrize(

@@ -251,6 +251,20 @@ def test_a_wrong_value_written_after_the_open_is_a_store_error_naming_it(
             store.load_all()
 
 
+def test_a_long_wrong_value_is_quoted_by_its_start(tmp_path: Path) -> None:
+    """Found by tools/fuzz/fuzz_codec.py: a value was quoted whole (``repr``), so a text
+    of 100,000 characters in a due instant's column made a message of as many, in the
+    error and at WARNING; it is quoted as every bad value is (``errors.shown``)."""
+    path = tmp_path / "tasks.db"
+    stored(path)
+    with SqliteTaskStore(path, shared=True) as store:
+        edit(path, "UPDATE tasks SET next_run_at = printf('%.100000c', 'z') WHERE id = 'b'")
+        with pytest.raises(StoreError, match="column next_run_at holds the text 'zzz") as caught:
+            store.get("b")
+    assert "(100,000 characters, cut)" in str(caught.value)
+    assert len(str(caught.value)) < 2_000
+
+
 VERSION = "version = (SELECT value FROM counters WHERE name = 'change')"
 """The SQL that gives a row edited past the store the next version, as a write of it."""
 

@@ -332,14 +332,18 @@ def test_a_field_this_lldsched_does_not_know_is_refused_never_dropped(
 
 
 def test_every_key_a_definition_is_written_with_is_one_decode_knows() -> None:
+    """Two definitions: no registration takes ``depends_on`` with ``Overlap.ALLOW``, the
+    one overlap policy ``max_instances`` goes with (and a decode refuses it too)."""
     task = Task(
         "t", "t", len, FixedRate(60), Priority.HIGH, RetryPolicy(max_attempts=2),
         timeout=5.0, args=("x",), kwargs={"a": 1}, misfire=MisfirePolicy(Misfire.SKIP),
-        isolation="process", depends_on=("u",), overlap=Overlap.ALLOW, max_instances=2,
+        isolation="process", depends_on=("u",), overlap=Overlap.BUFFER_ONE,
     )  # fmt: skip
-    text = codec.encode_task(task)
-    assert set(json.loads(text)) == codec._DOCUMENT_FIELDS  # every optional key present
-    assert codec.decode_task("t", text) == task
+    allowing = task._replace(depends_on=(), overlap=Overlap.ALLOW, max_instances=2)
+    texts = [codec.encode_task(task), codec.encode_task(allowing)]
+    written = set(json.loads(texts[0])) | set(json.loads(texts[1]))
+    assert written == codec._DOCUMENT_FIELDS  # every optional key present
+    assert [codec.decode_task("t", text) for text in texts] == [task, allowing]
 
 
 def test_a_schema_version_newer_than_this_lldsched_is_refused_untouched(tmp_path: Path) -> None:

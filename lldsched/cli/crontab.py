@@ -462,7 +462,8 @@ def _count(number: int, thing: str) -> str:
 
 def _read(path: str) -> str:
     """The text of the file ``path`` names (``-``: stdin), its bytes read as UTF-8 (a
-    byte that is none kept as it is); an OSError for a file that cannot be read."""
+    byte that is none kept as it is); an OSError for a file that cannot be read, a
+    ValueError for a path no file can have (a NUL in it)."""
     if path == "-":
         stream = sys.stdin
         if stream is None:  # started with stdin closed (<&-)
@@ -491,11 +492,9 @@ def run_crontab(
         return to_stderr(f"error: {exc}", BAD_ARGUMENTS)
     try:
         text = _read(path)
-    except OSError as exc:
-        return to_stderr(
-            f"error: --crontab {shown(path)}: cannot read it: {exc.strerror or exc}",
-            BAD_ARGUMENTS,
-        )
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL, which no file has
+        why = (exc.strerror if isinstance(exc, OSError) else None) or exc
+        return to_stderr(f"error: --crontab {shown(path)}: cannot read it: {why}", BAD_ARGUMENTS)
     name = "<stdin>" if path == "-" else path
     status = 0
     for error, line in crontab_report(

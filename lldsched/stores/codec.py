@@ -47,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from lldsched.checks import FARTHEST, seconds
+from lldsched.core.registration import options_of, validated
 from lldsched.errors import LldschedError, StoreError, ValidationError, shown
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.logs import STORE
@@ -252,6 +253,12 @@ def decode_task(task_id: str, text: str, *, runs: int = 0, imports: bool = True)
             refuse_unknown(document["retry"], _RETRY_KEYS, where="its retry policy")
         name = document["name"]
         _of_type(name, str, "name")
+        if (problem := unstorable(name)) is not None:  # JSON escapes what no write makes;
+            # loaded, each write of the task (its records hold the name) was refused
+            raise StoreError(
+                f"its stored definition is invalid: its name {shown(name)} holds {problem}, "
+                "which no write of lldsched makes"
+            )
         _of_type(document["args"], list, "args")
         if document["kwargs"] is not None:  # None: no keyword arguments
             _of_type(document["kwargs"], dict, "kwargs")
@@ -276,7 +283,7 @@ def decode_task(task_id: str, text: str, *, runs: int = 0, imports: bool = True)
             seconds(
                 timeout, name="timeout", above=0, error=ValueError, expected="must be seconds > 0"
             )
-        return Task(
+        task = Task(
             task_id,
             name,
             action,
@@ -292,6 +299,18 @@ def decode_task(task_id: str, text: str, *, runs: int = 0, imports: bool = True)
             None if overlap is None else Overlap(overlap),
             document.get("max_instances"),
         )
+        # What registration checks and the lines above do not: an isolation, the ids of
+        # depends_on, an overlap with max_instances, all together, and a blank name; else
+        # refused only as a start restores the task, every start of a shared store's
+        # nodes with it. Asked of a definition that has one of them (registration's rule
+        # costs a fifth of a load); without the action: whether it takes ctx is the
+        # code's, read by the start; not beside a schedule a read to show has as text.
+        if (
+            task.isolation != "thread" or task.depends_on or overlap is not None
+            or task.max_instances is not None or not name.strip()
+        ) and not isinstance(schedule, NotImported):  # fmt: skip
+            validated(name, None, schedule, tz="UTC", **options_of(task), check_arguments=False)
+        return task
     except StoreError as exc:
         raise StoreError(f"task {task_id}: {exc}") from None
     except (LldschedError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
@@ -524,10 +543,11 @@ def check_take_over(task_id: str, status: object) -> None:
 def said(table: str, key: str, column: str, value: object, expected: str) -> str:
     """How a value a store cannot read is named, the one wording of every store's rows
     (``sqlite_rows.misread``, the SQLite open's scan, too): ``"table tasks, row id='b',
-    column attempt holds the integer -1, where the store writes an integer >= 0"``."""
+    column attempt holds the integer -1, where the store writes an integer >= 0"``.  The
+    value is quoted by :func:`~lldsched.errors.shown` (a long text by its start)."""
     kind = _KIND.get(type(value), type(value).__name__)
     return (
-        f"table {table}, row {key}, column {column} holds the {kind} {value!r}, "
+        f"table {table}, row {key}, column {column} holds the {kind} {shown(value)}, "
         f"where the store writes {expected}"
     )
 

@@ -21,6 +21,18 @@ with one bisection.
 
 Days with a DST shift get an explicit, cached list of instants built under the
 policy described in :mod:`lldsched.schedules.cron`.
+
+Whole seconds: every fire is a whole second (zone offsets are whole seconds), so the
+first fire after ``ts`` is the first after ``floor(ts)`` and the last before it the
+last before ``ceil(ts)``, and the searches take those: ``ts - base`` (a day's or an
+hour's start) is then exact.  For a fraction it was not where ``ts`` is far smaller
+than ``base``, within days of 1970 (Berlin's 1970-01-01 starts at -3600): it rounded
+``120 - 1e-14`` onto the fire at 120, which was then skipped (tools/fuzz/fuzz_cron.py
+found it; docs/DECISIONS.md, "A fire a hair before the query's instant").  A cursor
+answers ``next_after`` with ``ts - base`` unrounded (the hot path pays nothing for
+this rule), which is exact for every ``ts`` near a fire of the block once ``base`` is
+farther from 0 than twice the block's span (Sterbenz: ``ts`` and ``base`` then within
+a factor of two); so no cursor is given with a base nearer than :data:`_INEXACT_BASE`.
 """
 
 from __future__ import annotations
@@ -48,6 +60,7 @@ _SMALL_MONTH_DAY = 12  # at most this many: sequential iteration tabulates a mon
 _FULL_DAY = 1440  # at most this many (a five-field maximum): iteration tabulates a day;
 # busier six-field days (up to 86,400 fires) iterate an hour at a time
 _TRANSITION_CACHE_LIMIT = 256
+_INEXACT_BASE = 4 * 86400.0  # > twice a block's span (a 25-hour day): "Whole seconds"
 
 # (low, high, base, offsets, resume).  For low <= ts < high the next fire is
 # base + the first offset above ts - base (high is the block's last fire, so there
@@ -105,14 +118,23 @@ class CronEngine:
         """The first fire strictly after ``ts``, and the block it belongs to.
 
         ``resume`` is the local date to search from when ``ts`` is the last fire of
-        the previous block (sequential iteration); ``None`` otherwise.
+        the previous block (sequential iteration); ``None`` otherwise.  No block is
+        given for a base within :data:`_INEXACT_BASE` of 1970 ("Whole seconds").
         """
+        fire, cursor = self._next_fire(ts, resume)
+        base = cursor[2]
+        if -_INEXACT_BASE < base < _INEXACT_BASE and base:  # 0.0: the block's own instants
+            return fire, NO_CURSOR
+        return fire, cursor
+
+    def _next_fire(self, ts: float, resume: int | None) -> tuple[float | None, Cursor]:
         if not MIN_TS <= ts < MAX_TS:
             if ts >= MAX_TS:
                 return None, NO_CURSOR
             if math.isnan(ts):
                 raise ValueError("the timestamp is NaN")
             ts = MIN_TS  # before every fire, as ts was
+        ts //= 1  # fires are whole seconds: see "Whole seconds" in the module docstring
         zone = self.zone
         if resume is None:
             ordinal = EPOCH_ORDINAL + int(ts // 86400) if zone.is_utc else zone.ordinal(ts)
@@ -227,6 +249,7 @@ class CronEngine:
         if ts >= MAX_TS:
             ts, ordinal = MAX_TS, LAST_ORDINAL  # after every fire, as ts was
         else:
+            ts = -(-ts // 1)  # the whole second at or after ts: the same fires lie before it
             ordinal = min(self.zone.ordinal(ts), LAST_ORDINAL)
         first = max(ordinal - HORIZON_DAYS, FIRST_DATE)
         rule = self.rule
