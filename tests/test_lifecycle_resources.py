@@ -1,0 +1,51 @@
+"""What a scheduler or a simulation leaves behind once it is gone: a notebook's cell run
+again builds a new one each time, often without shutting the old one down, and a
+service starts and stops them (docs/OPERATIONS.md, "What a scheduler leaves behind").
+Each test runs a lifecycle many times and asserts the count is back to where it was."""
+
+from __future__ import annotations
+
+import threading
+
+from lldsched import EventLog, OneTime, Scheduler
+from tests.waits import wait_until
+
+CYCLES = 30
+
+
+def noop() -> None:
+    return None
+
+
+def threads_named(prefix: str) -> list[str]:
+    return [thread.name for thread in threading.enumerate() if thread.name.startswith(prefix)]
+
+
+def test_a_scheduler_never_started_leaves_no_thread_once_its_events_are_delivered() -> None:
+    log = EventLog()
+    for cycle in range(CYCLES):  # a cell run again: the scheduler before it dropped
+        scheduler = Scheduler(name=f"never-started-{cycle}", listeners=[log])
+        scheduler.schedule("job", noop, OneTime(delay=3600))
+    del scheduler
+    wait_until(
+        lambda: not threads_named("lldsched-never-started-"),
+        timeout=5.0,
+        what="the listeners' threads of the schedulers never started to end",
+    )
+    assert [event.name for event in log.events] == ["job"] * CYCLES  # each heard
+
+
+def test_events_published_before_start_are_heard_in_order_then_by_the_thread_start_keeps() -> None:
+    log = EventLog()
+    scheduler = Scheduler(name="before-start", listeners=[log])
+    for n in range(5):
+        scheduler.schedule(f"job-{n}", noop, OneTime(delay=3600))
+    scheduler.start()
+    try:
+        scheduler.schedule("after", noop, OneTime(delay=0))
+        assert scheduler.wait_idle(timeout=5.0)
+        names = [event.name for event in log.events]
+        assert names[:6] == [f"job-{n}" for n in range(5)] + ["after"]
+        assert threads_named("lldsched-before-start-events")  # waits for the next event
+    finally:
+        assert scheduler.shutdown(timeout=5.0)
