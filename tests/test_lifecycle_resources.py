@@ -5,16 +5,27 @@ Each test runs a lifecycle many times and asserts the count is back to where it 
 
 from __future__ import annotations
 
+import gc
+import os
 import threading
+from pathlib import Path
 
-from lldsched import EventLog, OneTime, Scheduler
+import pytest
+
+from lldsched import EventLog, OneTime, Scheduler, SqliteTaskStore
 from tests.waits import wait_until
 
 CYCLES = 30
+STORE_CYCLES = 5  # each collects the garbage: a pytest process has much of it
 
 
 def noop() -> None:
     return None
+
+
+def descriptors() -> int:
+    """How many file descriptors this process has open."""
+    return len(os.listdir("/proc/self/fd"))
 
 
 def threads_named(prefix: str) -> list[str]:
@@ -49,3 +60,25 @@ def test_events_published_before_start_are_heard_in_order_then_by_the_thread_sta
         assert threads_named("lldsched-before-start-events")  # waits for the next event
     finally:
         assert scheduler.shutdown(timeout=5.0)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts /proc/self/fd (Linux)")
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_sqlite_store_dropped_without_close_lets_its_file_and_descriptors_go(
+    tmp_path: Path, shared: bool
+) -> None:
+    path = tmp_path / "tasks.db"
+    SqliteTaskStore(path, shared=shared).close()  # the file and its sidecars made
+    gc.collect()
+    before = descriptors()
+    for cycle in range(STORE_CYCLES):  # a cell run again: its store and scheduler dropped
+        store = SqliteTaskStore(path, shared=shared)
+        scheduler = Scheduler(name=f"dropped-store-{cycle}", store=store)
+        scheduler.schedule(f"job-{cycle}", noop, OneTime(delay=3600), id=f"job-{cycle}")
+        scheduler.start()
+        assert scheduler.shutdown(timeout=5.0)
+        del store, scheduler
+        gc.collect()
+    assert descriptors() == before
+    with SqliteTaskStore(path) as store:  # unshared: refused while any store holds the file
+        assert len(store.load_all()) == STORE_CYCLES  # every one's writes are there
