@@ -9,11 +9,15 @@ import gc
 import os
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from lldsched import EventLog, OneTime, Scheduler, SqliteTaskStore
 from tests.waits import wait_until
+
+if TYPE_CHECKING:
+    from tests.pg_server import PostgresServer
 
 CYCLES = 30
 STORE_CYCLES = 5  # each collects the garbage: a pytest process has much of it
@@ -82,3 +86,43 @@ def test_a_sqlite_store_dropped_without_close_lets_its_file_and_descriptors_go(
     assert descriptors() == before
     with SqliteTaskStore(path) as store:  # unshared: refused while any store holds the file
         assert len(store.load_all()) == STORE_CYCLES  # every one's writes are there
+
+
+def test_a_postgres_store_dropped_without_close_closes_its_sessions_and_threads(
+    postgres_server: PostgresServer, postgres_dsn: str
+) -> None:
+    import psycopg
+
+    from lldsched.stores.postgres import PostgresTaskStore
+
+    def sessions() -> int:
+        """The server's client sessions but the one asking."""
+        with psycopg.connect(postgres_server.dsn(), autocommit=True) as admin:
+            row = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    PostgresTaskStore(postgres_dsn).close()  # the schema made
+    gc.collect()
+    before = (sessions(), len(threads_named("lldsched-pg-")))
+    for cycle in range(STORE_CYCLES):  # a cell run again, never started then started
+        store = PostgresTaskStore(postgres_dsn)
+        scheduler = Scheduler(name=f"dropped-pg-{cycle}", store=store)
+        scheduler.schedule(f"job-{cycle}", noop, OneTime(delay=3600), id=f"job-{cycle}")
+        if cycle % 2:
+            scheduler.start()
+            assert scheduler.shutdown(timeout=5.0)
+        del store, scheduler
+    wait_until(  # a session ends as its backend exits, a moment after the close
+        lambda: gc.collect() >= 0 and (sessions(), len(threads_named("lldsched-pg-"))) == before,
+        timeout=10.0,
+        what="the dropped stores' sessions and threads to end",
+    )
+    store = PostgresTaskStore(postgres_dsn)
+    try:
+        assert len(store.load_all()) == STORE_CYCLES
+    finally:
+        store.close()
