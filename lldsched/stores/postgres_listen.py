@@ -83,7 +83,7 @@ def weakly(method: Callable[[], None]) -> Callable[[], None]:
     (docs/DECISIONS.md, "A store dropped without close() lets its file go")."""
     if not hasattr(method, "__self__"):
         return method
-    ref = weakref.WeakMethod(method)  # type: ignore[arg-type]  # a bound method, checked
+    ref = weakref.WeakMethod(method)  # a bound method, checked
 
     def call() -> None:
         bound = ref()
