@@ -126,3 +126,25 @@ def test_a_postgres_store_dropped_without_close_closes_its_sessions_and_threads(
         assert len(store.load_all()) == STORE_CYCLES
     finally:
         store.close()
+
+
+def test_a_postgres_listener_stopped_on_its_own_thread_ends_there(postgres_dsn: str) -> None:
+    """Where a dropped store is collected on its listener's thread (the collector runs on
+    any thread): its close stops that listener from the listener's own thread."""
+    from lldsched.stores.postgres_listen import Listener
+    from lldsched.stores.postgres_sql import channel
+
+    stopped: list[BaseException | None] = []
+
+    def wake() -> None:  # called once the LISTEN is in place, on the listener's thread
+        try:
+            listener.stop()
+        except BaseException as exc:  # what the thread would have died of
+            stopped.append(exc)
+        else:
+            stopped.append(None)
+
+    listener = Listener(postgres_dsn, channel=channel("public"), node="test", wake=wake)
+    listener._thread.join(timeout=10.0)
+    assert not listener._thread.is_alive()
+    assert stopped == [None]

@@ -406,11 +406,14 @@ class Listener:
         to the garbage collector (a ``ResourceWarning``): stop()'s end here, once
         written to (the byte stays readable with the writer closed), the thread's as the
         thread ends.  A ``stop()`` while the thread was still connecting closed neither.
-        A second ``stop()`` only waits again."""
+        A second ``stop()`` only waits again.  On the thread itself (its store collected
+        there: ``PostgresTaskStore.__del__``) it waits for nothing: a thread cannot join
+        itself, and the store's close stopped there."""
         with self._stop_lock:
             if not self._stopping.is_set():
                 self._stopping.set()
                 with contextlib.suppress(OSError):  # the thread ended already: reader closed
                     self._stop_writer.send(b"\0")
                 self._stop_writer.close()
-        self._thread.join(timeout=2.0)
+        if self._thread is not threading.current_thread():  # its store collected on it
+            self._thread.join(timeout=2.0)
