@@ -30,6 +30,7 @@ import sqlite3
 import sys
 import tempfile
 import threading
+import time
 import tracemalloc
 import weakref
 from collections.abc import Callable
@@ -50,6 +51,7 @@ from lldsched import (  # noqa: E402 - after the path above
     TaskStore,
 )
 from lldsched.sim import fixed  # noqa: E402
+from lldsched.threaded.dispatcher import LINGER  # noqa: E402
 
 STORES = ("none", "memory", "sqlite-file", "sqlite-memory", "postgres")
 SCHEDULER_CYCLES = ("shutdown", "shutdown-no-drain", "never-started", "in-loop", "store-dropped")
@@ -67,7 +69,9 @@ async def anoop() -> None:
 
 
 def measure(sessions: Callable[[], int] | None) -> dict[str, Any]:
-    """What is open now, collected first."""
+    """What is open now, collected first, once the listeners' threads of schedulers
+    never started have ended (each lingers ``LINGER`` seconds after its last event)."""
+    time.sleep(LINGER + 0.1)
     gc.collect()
     objects = gc.get_objects()
     found: dict[str, Any] = {
@@ -95,6 +99,7 @@ def audit(label: str, cycle: Cycle, cycles: int, sessions: Callable[[], int] | N
     start = tracemalloc.get_traced_memory()[0]
     for _ in range(cycles):
         cycle()
+    time.sleep(LINGER + 0.1)  # the listeners' threads of schedulers never started end
     gc.collect()  # what is kept, not what the collector has yet to free
     grown = (tracemalloc.get_traced_memory()[0] - start) / cycles
     tracemalloc.stop()
