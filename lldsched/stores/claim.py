@@ -152,6 +152,18 @@ class FileClaim:
             self._fd = None
         _OPEN.discard(self)
 
+    def __del__(self) -> None:
+        """Collected still held (its store dropped without ``close()``: a notebook cell
+        run again): let go.  Before, the descriptor stayed open, and with it the lock,
+        for the life of the process: every later store on the file was refused as
+        "already open in this process", and each such store left one descriptor more
+        (docs/DECISIONS.md, "A store dropped without close() lets its file go")."""
+        fd = getattr(self, "_fd", None)  # none if the constructor raised
+        if fd is not None:
+            self._fd = None
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
 
 _OPEN: weakref.WeakSet[FileClaim] = weakref.WeakSet()
 """The claims this process holds: a forked child lets go of its copies."""

@@ -95,6 +95,7 @@ from lldsched.stores.postgres_listen import (
     scrubbed,
     session_bounds,
     shown_keys,
+    weakly,
 )
 from lldsched.stores.postgres_reads import PostgresReads, one_row
 from lldsched.stores.postgres_rows import (
@@ -266,7 +267,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             repr(self.dsn)
         )  # other nodes' definitions this one cannot load
         self._horizons = FeedHorizons()  # when to trim removals (lldsched.stores.removals)
-        self._settles = SettleQueue(self.flush)  # runs' settles not written yet
+        # Runs' settles not written yet; its thread does not keep the store alive (weakly).
+        self._settles = SettleQueue(weakly(self.flush))
         # The batches of settles that failed: an outage said once (core/storewrites.py).
         # The store's own, not its scheduler's: the writer thread cannot take the
         # scheduler's lock, which guards that one.
@@ -933,6 +935,18 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+    def __del__(self) -> None:
+        """Collected open (dropped without ``close()``: a notebook cell run again, a
+        service's reload): closed, what is queued written first, as ``close()`` does.
+        Before, its threads (the listener's, the settle writer's, the deadlines') and its
+        two connections stayed for the life of the process, kept by those threads: each
+        store dropped so took two more of the server's ``max_connections``
+        (docs/DECISIONS.md, "A store dropped without close() lets its file go")."""
+        if getattr(self, "_closed", True) or not hasattr(self, "_listener"):
+            return  # closed, or its constructor raised
+        with contextlib.suppress(Exception):  # as a file's close in its finaliser
+            self.close()
 
     def _let_go_in_child(self) -> None:
         """``close()`` in a child forked since the store was opened, which has copies of

@@ -29,6 +29,7 @@ import selectors
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 from lldsched.errors import StoreError
@@ -66,10 +67,31 @@ __all__ = [
     "scrubbed",
     "session_bounds",
     "shown_keys",
+    "weakly",
     "with_timeouts",
 ]
 
 log = logging.getLogger(STORE)
+
+
+def weakly(method: Callable[[], None]) -> Callable[[], None]:
+    """``method``, called only while its object lives, if it is a bound method (a no-op
+    once that object is collected); any other callable as it is.  What a store's own
+    threads (the listener's, the settle writer's) are given to call: a thread holding its
+    store, or its scheduler, kept a store dropped without ``close()`` from ever being
+    collected, its connections and threads open for the life of the process
+    (docs/DECISIONS.md, "A store dropped without close() lets its file go")."""
+    if not hasattr(method, "__self__"):
+        return method
+    ref = weakref.WeakMethod(method)  # a bound method, checked
+
+    def call() -> None:
+        bound = ref()
+        if bound is not None:
+            bound()
+
+    return call
+
 
 _RECONNECT = 1.0  # seconds between attempts while the server is away
 
@@ -289,7 +311,7 @@ class Listener:
         self._dsn = dsn
         self._channel = channel
         self._node = node
-        self._wake = wake
+        self._wake = weakly(wake)  # its scheduler is not kept alive by this thread
         self._timeout = timeout
         # Ends a ping (or the LISTEN) the network leaves unanswered for `timeout`.
         self._deadline = Deadline(timeout, name="lldsched-pg-listen-deadline")
@@ -384,11 +406,14 @@ class Listener:
         to the garbage collector (a ``ResourceWarning``): stop()'s end here, once
         written to (the byte stays readable with the writer closed), the thread's as the
         thread ends.  A ``stop()`` while the thread was still connecting closed neither.
-        A second ``stop()`` only waits again."""
+        A second ``stop()`` only waits again.  On the thread itself (its store collected
+        there: ``PostgresTaskStore.__del__``) it waits for nothing: a thread cannot join
+        itself, and the store's close stopped there."""
         with self._stop_lock:
             if not self._stopping.is_set():
                 self._stopping.set()
                 with contextlib.suppress(OSError):  # the thread ended already: reader closed
                     self._stop_writer.send(b"\0")
                 self._stop_writer.close()
-        self._thread.join(timeout=2.0)
+        if self._thread is not threading.current_thread():  # its store collected on it
+            self._thread.join(timeout=2.0)

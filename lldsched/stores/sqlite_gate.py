@@ -308,6 +308,15 @@ class WriteGate:
         _OPEN.discard(self)
         os.close(self._write)
 
+    def __del__(self) -> None:
+        """Collected open (its store dropped without ``close()``): its descriptor closed,
+        as :class:`~lldsched.stores.claim.FileClaim`'s.  No thread of its is alive then
+        (one taking the lock holds the gate)."""
+        if not getattr(self, "_closed", True):  # closed if the constructor raised
+            self._closed = True
+            with contextlib.suppress(OSError):
+                os.close(self._write)
+
 
 _OPEN: weakref.WeakSet[WriteGate] = weakref.WeakSet()
 """The gates this process has open: a forked child lets go of its copies."""

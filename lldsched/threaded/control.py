@@ -631,7 +631,6 @@ class ControlVerbs(SchedulerParts):
         with self._lock:
             self._dispatcher.add(listener)
             self._core.emit = self._dispatcher.publish
-        self._dispatcher.start()  # idempotent; a no-op once the scheduler is shut down
 
     def remove_listener(self, listener: Listener) -> bool:
         """Stop delivering to ``listener``; True if it was registered.  Once this returns

@@ -25,6 +25,14 @@ often as each dropped event).  The overflows of the minute after a warning are
 DEBUG lines; the next warning counts them and the events they dropped.  The
 scheduler never blocks on a listener and its memory stays bounded; a listener that
 must see every event (an audit log) should be fast, or write to a store instead.
+
+**Its thread** waits for events from :meth:`~EventDispatcher.start` (the scheduler's
+``start()``) to :meth:`~EventDispatcher.close` (its shutdown).  Outside those, an event
+published is delivered by a thread started for it, which ends once nothing is left to
+deliver (before ``start()``, :data:`LINGER` seconds later): a scheduler built with
+listeners and never started (a notebook cell run again, the old one dropped) left a
+thread waiting for ever, and its listeners with it, one more each run
+(docs/DECISIONS.md, "A scheduler never started leaves no thread").
 """
 
 from __future__ import annotations
@@ -52,9 +60,19 @@ __all__ = ["EventDispatcher"]
 
 log = logging.getLogger(LISTENERS)
 
+LINGER = 0.25
+"""Seconds a delivery thread started before :meth:`EventDispatcher.start` waits for
+another event once it delivered what was queued, before it ends: a burst of
+registrations (a cell's) is delivered by one thread, not one per lull.  Started a
+thread each time the queue emptied, 10,000 registrations before ``start()`` took
+0.21 s instead of 0.07 s: each of the two dozen starts waited for the thread to get
+the GIL.  Not after :meth:`~EventDispatcher.close`, which waits for the thread."""
+
 
 class EventDispatcher:
-    """Delivers published events to listeners on its own daemon thread."""
+    """Delivers published events to listeners on a daemon thread of its own: one that
+    waits for them between :meth:`start` and :meth:`close`, one that ends once they are
+    delivered before and after."""
 
     def __init__(
         self,
@@ -69,8 +87,8 @@ class EventDispatcher:
         self.backlog = backlog
         self.dropped = 0
         self._name = name
-        # Guards _events, _listeners, _busy, _closed, _delivering, _flushing and
-        # dropped.  _cond (on it) is notified when an event arrives and on close, for
+        # Guards _events, _listeners, _busy, _closed, _steady, _delivering, _flushing
+        # and dropped.  _cond (on it) is notified when an event arrives and on close, for
         # the delivery thread; flush() callers wait on locks of their own (_flushing),
         # let go as the backlog empties.
         # Taken inside the scheduler's lock (publish), never the other way round;
@@ -87,6 +105,7 @@ class EventDispatcher:
         self._listeners: Registered = []
         self._busy = False
         self._closed = False
+        self._steady = False  # started, not closed: the delivery thread waits for events
         self._delivering = False  # a delivery thread is in its loop (it clears this as it ends)
         self._overflowing = False
         self._thread: threading.Thread | None = None
@@ -122,10 +141,15 @@ class EventDispatcher:
             return found
 
     def start(self) -> None:
+        """From now until :meth:`close`, a delivery thread waits for events (before, one
+        is started for the events published, and ends once they are delivered); a no-op
+        once started or closed."""
         with self._cond:
-            if self._thread is not None or self._closed:
+            if self._steady or self._closed:
                 return
-            self._spawn()
+            self._steady = True
+            if not self._delivering:  # else the thread delivering now stays, and waits
+                self._spawn()
 
     def _spawn(self) -> None:
         """Start a delivery thread (caller holds the lock)."""
@@ -151,7 +175,7 @@ class EventDispatcher:
                     self._overflowing = True
                     self._say_overflow()
             events.append((event, self._listeners))
-            if self._closed:  # after a shutdown no thread waits for it: start one
+            if not self._steady:  # before start() or after close() no thread waits: one now
                 self._deliver_late()
 
     def _say_overflow(self) -> None:
@@ -175,10 +199,10 @@ class EventDispatcher:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every event published so far was delivered; False on timeout.
 
-        Only meaningful once the delivery thread runs (the scheduler has started).
-        Once closed, it delivers what was published since the last delivery thread
-        ended (a verb allowed after a shutdown, a run that outlived one), as
-        :meth:`close` does: waiting for a thread that has ended waited out the timeout.
+        Before :meth:`start` and once closed, it delivers what was published since the
+        last delivery thread ended (a verb allowed after a shutdown, a run that outlived
+        one), as :meth:`close` does: waiting for a thread that has ended waited out the
+        timeout.
         """
         at = None if timeout is None else time.monotonic() + timeout
         waiter = None
@@ -213,6 +237,7 @@ class EventDispatcher:
         thread too, so an event published once closed is not held until a call.)"""
         with self._cond:
             self._closed = True
+            self._steady = False
             self._cond.notify_all()
             self._deliver_late()
             thread = self._thread
@@ -220,9 +245,10 @@ class EventDispatcher:
             thread.join(timeout)
 
     def _deliver_late(self) -> None:
-        """Once closed, start a delivery thread again for the events published after
-        the last one ended; it ends once they are delivered (caller holds the lock)."""
-        if self._closed and self._events and self._thread is not None and not self._delivering:
+        """Before :meth:`start` or once closed, start a delivery thread for the events
+        published since the last one ended; it ends once they are delivered (caller holds
+        the lock)."""
+        if not self._steady and self._events and not self._delivering:
             self._spawn()
 
     @property
@@ -240,7 +266,7 @@ class EventDispatcher:
 
     def _deliver(self) -> None:
         """The delivery thread's loop: each event, in order, to every listener, with
-        the lock let go; return once closed and nothing is left."""
+        the lock let go; return once nothing is left, unless started and not closed."""
         cond = self._cond
         lock = self._lock
         events = self._events
@@ -252,9 +278,13 @@ class EventDispatcher:
                     self._overflowing = False
                     if flushing:
                         flushing.wake()  # flush() waiters
-                while not events and not self._closed:
+                while not events and self._steady:
                     cond.wait()
+                if not events and not self._closed:  # before start(): more may follow
+                    cond.wait(LINGER)
                 if not events:
+                    if self._steady:  # start() came meanwhile: this thread stays
+                        continue
                     self._delivering = False
                     return
                 event, listeners = events.popleft()

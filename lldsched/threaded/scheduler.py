@@ -297,8 +297,6 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
                 for task in self._core.tasks.values():
                     if is_loop_action(task.action, task._options.isolation):
                         self._loop_ids.add(task.id)
-        if listeners:  # deliver from now on: registrations before start() are events too
-            self._dispatcher.start()
         note(self)  # refused in a child forked from this process (threaded/forked.py)
 
     def start(self) -> Scheduler:
