@@ -440,13 +440,23 @@ def test_a_simulated_listener_added_or_removed_by_a_listener_follows_the_same_ru
 
 
 def test_queued_events_reach_the_listeners_registered_as_each_was_published() -> None:
-    """Listeners added and removed while events wait in the dispatcher's queue (before
-    its thread starts here, so nothing is delivered meanwhile): each event reaches the
-    listeners registered when it was published that are still registered as it is
-    delivered.  A listener removed and added again is a new registration, which hears
-    none of the events published before it; one dropped from the full backlog reaches
-    nobody."""
+    """Listeners added and removed while events wait in the dispatcher's queue (its
+    thread held in a listener by the first event, so nothing is delivered meanwhile):
+    each event reaches the listeners registered when it was published that are still
+    registered as it is delivered.  A listener removed and added again is a new
+    registration, which hears none of the events published before it; one dropped from
+    the full backlog reaches nobody."""
     dispatcher = EventDispatcher(backlog=4)
+    entered, release = threading.Event(), threading.Event()
+
+    def gate(e: TaskEvent) -> None:
+        if e.task_id == "task-0":
+            entered.set()
+            release.wait(timeout=5)
+
+    dispatcher.add(gate)
+    dispatcher.publish(event(0))  # its thread takes it, and waits in gate
+    assert entered.wait(timeout=5)
     a, b, c = EventLog(), EventLog(), EventLog()
     dispatcher.add(a)
     dispatcher.publish(event(1))  # to a; dropped by event 5
@@ -459,6 +469,7 @@ def test_queued_events_reach_the_listeners_registered_as_each_was_published() ->
     dispatcher.publish(event(4))
     dispatcher.publish(event(5))  # the backlog full: event 1 dropped
     dispatcher.start()
+    release.set()
     try:
         assert dispatcher.flush(timeout=5)
     finally:
