@@ -599,6 +599,20 @@ def child_env(buffering: str) -> dict[str, str]:
     return env
 
 
+def main_with_closed(fd: int, argv: list[str], buffering: str) -> subprocess.CompletedProcess[str]:
+    """``main(argv)`` in a child Python whose descriptor ``fd`` (1 or 2) was closed."""
+    code = f"import os, sys\nos.close({fd})\nfrom lldsched.cli import main\n"
+    code += f"sys.exit(main({argv!r}))\n"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=child_env(buffering),
+        timeout=120,
+        check=False,
+    )
+
+
 def run_into_a_closed_pipe(code: str, buffering: str) -> int:
     """The status of ``python -c code`` whose stdout and stderr are a pipe nobody reads
     (``2>&1 | head -0``): every write fails with BrokenPipeError."""
@@ -755,15 +769,7 @@ def test_a_stdout_that_cannot_be_written_is_an_error_line_and_status_1(
     (The interpreter's own last flush fails too unless stdout is pointed elsewhere:
     'Exception ignored', status 120; buffered, it was, for /dev/null opened as the
     closed descriptor 1, and the pointing closed it again.)"""
-    code = f"import os, sys\nos.close(1)\nfrom lldsched.cli import main\nsys.exit(main({argv!r}))\n"
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=child_env(buffering),
-        timeout=120,
-        check=False,
-    )
+    result = main_with_closed(1, argv, buffering)
     assert (result.returncode, result.stderr) == (
         1,
         f"error: cannot write the output: [Errno {errno.EBADF}] {os.strerror(errno.EBADF)}\n",
@@ -858,16 +864,7 @@ def test_a_stderr_that_cannot_be_written_keeps_the_status(
     the same OSError) loses the line, not the status, as a stderr nobody reads does.
     Was: 1, the OSError raised out of main(); buffered, 120 (/dev/null, opened as the
     closed descriptor 2, was closed again)."""
-    code = f"import os, sys\nos.close(2)\nfrom lldsched.cli import main\nsys.exit(main({argv!r}))\n"
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=child_env(buffering),
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == status
+    assert main_with_closed(2, argv, buffering).returncode == status
 
 
 # Every way the command line starts ends the same way.  Was: ``python -m
