@@ -613,6 +613,14 @@ def test_an_event_loop_that_cannot_start_leaves_nothing_counted_in_flight(
 
         monkeypatch.setattr(asyncio, "new_event_loop", no_loop)
     else:
+        made: list[asyncio.AbstractEventLoop] = []
+        new_event_loop = asyncio.new_event_loop
+
+        def recorded_loop() -> asyncio.AbstractEventLoop:
+            made.append(new_event_loop())
+            return made[-1]
+
+        monkeypatch.setattr(asyncio, "new_event_loop", recorded_loop)
 
         class NoLoopThread(threading.Thread):
             def start(self) -> None:
@@ -640,6 +648,8 @@ def test_an_event_loop_that_cannot_start_leaves_nothing_counted_in_flight(
     assert metrics.busy == 0 and metrics.coroutines == 0 and metrics.handoff == 0
     assert scheduler.task("coro").status is TaskStatus.SCHEDULED  # never begun
     assert scheduler.shutdown(drain=True, timeout=5)
+    if refused == "thread":  # the loop made for the thread refused: closed, not leaked
+        assert made and all(loop.is_closed() for loop in made)
 
 
 def test_an_awaitable_whose_event_loop_cannot_start_fails_its_run(

@@ -1246,6 +1246,8 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
     "documents_does_what_the_text_says",
     ("TESTING.md", "sh", "PYTHONPATH=$PWD .venv/bin/python tools/mutate.py"): "mutation "
     "testing: not run (minutes); its options are tests/test_doc_references.py's",
+    ("TESTING.md", "sh", "apt-get install -y debootstrap"): "the suite in a Debian sid "
+    "chroot, as root: not run (it installs a system and runs the whole suite)",
     (
         "TESTING.md",
         "sh",

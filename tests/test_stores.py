@@ -4,6 +4,7 @@ the protocol."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,8 +55,11 @@ def test_a_tasks_records_in_the_store_cost_the_collector_one_object_besides_them
     kept = [*store.load_all(), *store.records()]
     held = sorted(type(thing).__name__ for thing in tracked_from(store, leave_out=kept))
     # The store, its lock, its dicts of snapshots and of records, and the task's list of
-    # records (their numbers in it: no second list).
-    assert held == ["InMemoryTaskStore", "dict", "dict", "list", "lock"]
+    # records (their numbers in it: no second list).  From Python 3.14 the collector
+    # tracks every dict, the store's empty one of failed ids too (3.11 to 3.13 untrack a
+    # dict that holds no tracked object).
+    empty = ["dict"] if sys.version_info >= (3, 14) else []
+    assert held == sorted(["InMemoryTaskStore", "dict", "dict", "list", "lock", *empty])
 
 
 def test_remove_deletes_the_task_from_the_store(

@@ -101,10 +101,24 @@ def to_stderr(line: str, status: int) -> int:
     return status
 
 
+def _flush_or_drop(stream: TextIO | None) -> None:
+    """Flush ``stream``; if its file refuses, point the file at /dev/null
+    (:func:`_write_nowhere`), so that the interpreter's final flush does not fail."""
+    if stream is None:
+        return
+    try:
+        stream.flush()
+    except OSError:  # BrokenPipeError among them
+        _write_nowhere(stream)
+
+
 def _write_nowhere(stream: TextIO | None) -> None:
     """Point ``stream``'s file at /dev/null, so that the interpreter's final flush of
     what it still holds does not fail too (the recipe in the signal module's
-    documentation).  No stream, or one with no file (a test's), is left as it is."""
+    documentation).  No stream, or one with no file (a test's), is left as it is.  A
+    descriptor that was closed (``os.close(1)``) is the one /dev/null opens as: it is
+    kept, not closed again (was: a buffered stdout's last flush then failed, status 120
+    and "Exception ignored", hidden where ``PYTHONUNBUFFERED`` is set)."""
     try:
         fileno = stream.fileno() if stream is not None else None
     except (OSError, ValueError):  # io.UnsupportedOperation is both
@@ -112,8 +126,9 @@ def _write_nowhere(stream: TextIO | None) -> None:
     if fileno is None:
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, fileno)
-    os.close(devnull)
+    if devnull != fileno:  # a closed descriptor is the lowest free one: /dev/null got it
+        os.dup2(devnull, fileno)
+        os.close(devnull)
 
 
 def not_an_entry_point(command: str) -> NoReturn:
@@ -283,6 +298,17 @@ class Parser(argparse.ArgumentParser):
             if (quoted := shown(arg)) != repr(arg):  # too long to read whole
                 message = message.replace(repr(arg), quoted).replace(arg, quoted)
         super().error(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        """argparse's end (its refusals end here), but a stderr that refused the usage or
+        the message (``2>&1 | head -0``, ``2> /dev/full``) is pointed at /dev/null, so
+        the status stays.  argparse drops the failed write, but a buffered stderr keeps
+        the line, and the interpreter's last flush failed again: status 120 and
+        "Exception ignored" (hidden where ``PYTHONUNBUFFERED`` is set)."""
+        try:
+            super().exit(status, message)
+        finally:
+            _flush_or_drop(sys.stderr)
 
     def _parse_optional(self, arg_string: str) -> Any:  # its shape changed in Python 3.12
         if _is_number(arg_string):  # as Python's float() reads it: no option looks so

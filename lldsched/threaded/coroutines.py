@@ -425,12 +425,20 @@ class CoroutineRunner(LoopShutdown):
         # timeout (3.11's loop.shutdown_default_executor() takes no timeout, and joins
         # its thread unbounded even when cancelled) and name their threads.
         # Its threads are not joined at exit (lldsched/threaded/calls.py).
-        self._executor = LoopCalls(thread_name_prefix=f"{self._name}-to-thread")
-        loop.set_default_executor(self._executor)
+        executor = LoopCalls(thread_name_prefix=f"{self._name}-to-thread")
+        loop.set_default_executor(executor)
         thread = threading.Thread(target=self._serve, args=(loop,), name=self._name)
         thread.daemon = True
+        try:
+            thread.start()
+        except BaseException:  # its thread refused: no _serve will close it
+            # Was kept open, unserved: its selector and self-pipe leaked until the
+            # collector found it ("unclosed event loop", a ResourceWarning raised in
+            # whatever ran then).  Kept by nothing, as when the selector is refused.
+            loop.close()
+            raise
+        self._executor = executor
         self._loop, self._thread, self._task_class = loop, thread, asyncio.Task
-        thread.start()
 
     def _serve(self, loop: asyncio.AbstractEventLoop) -> None:
         import asyncio  # imported by _start_loop, which started this thread
