@@ -1140,9 +1140,16 @@ def test_an_answer_asleep_at_the_limit_is_told_it_sleeps_not_that_it_loops() -> 
         return next_slot(slot, period, finished, policy)
 
     first = next_slot_checks(sleeps_a_period)[:1]
+    before = set(threading.enumerate())
     told = failure(run_checks(first, limit=SHORT), "a short run")
     assert told.startswith(f"next_slot(0, 60, 5, 'skip') did not return within {SHORT:g} s"), told
     assert "time.sleep" in told and "a loop that never ends" not in told
+    # The checker leaves a thread asleep behind (it cannot stop a sleep), its watch of the
+    # threads started meanwhile on until the sleep ends: waited for here, so that the
+    # tests after it (the watch turned off, above) find threading's profile function None.
+    for asleep in set(threading.enumerate()) - before:
+        asleep.join(timeout=5)
+        assert not asleep.is_alive(), asleep
 
 
 # -- a queue that hides its cost ----------------------------------------------------------------
