@@ -2263,19 +2263,26 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     def cancel_a_parked_head() -> bool:
         rig = new_rig()
         start = rig.clock.peek()
-        fill(rig, [("doomed", start + 0.1), ("kept", start + 0.15)])
+        # Once a consumer was seen holding the lock (the cancel's bound cut to HELD_AGAIN),
+        # 'doomed' is due after that bound: a cancel the consumer holds up is then caught
+        # while the consumer still waits, which says which lock.  Due within it, the
+        # consumer woke first, took 'doomed' and, as often as not, the lock again (a lock
+        # is not handed to its oldest waiter); when the cancel got it instead, it returned
+        # as 'doomed' was due, and three such tries read "too slow to tell".
+        lead = 0.1 if held[0] >= HELD else 0.1 + HELD_AGAIN
+        fill(rig, [("doomed", start + lead), ("kept", start + lead + 0.05)])
         consumers = Consumers(rig.queue, rig.clock, takes=2)
         try:
             park(rig, consumers)
             # the consumer is parked on it: a tombstone now
             locked(rig, lambda: rig.queue.cancel("doomed"), "cancel('doomed')")
-            late = rig.clock.peek() >= start + 0.1  # 'doomed' may have come out before
-            first = consumers.next(start + 0.15 + LATE - rig.clock.peek())
+            late = rig.clock.peek() >= start + lead  # 'doomed' may have come out before
+            first = consumers.next(start + lead + 0.05 + LATE - rig.clock.peek())
             assert first is not None, (
                 f"'kept', not cancelled, did not come out within {LATE} s of its due time "
                 "after cancel('doomed'): "
                 + (
-                    _late_wait(rig, consumers, 0.15)
+                    _late_wait(rig, consumers, lead + 0.05)
                     or f"{_CANCELS_ONE}, and pop_due, once it has dropped the cancelled "
                     "head, waits on for the next"
                 )
