@@ -68,12 +68,11 @@ def test_runs_in_flight_on_two_nodes_across_a_crash_of_the_server_settle_once_ea
             postgres_server.halt(mode="immediate")
             halted = True
             jobs.GATE.set()  # both runs end while the server is down: their settles fail
-            for scheduler in (one, other):
-                wait_until(
-                    lambda scheduler=scheduler: len(scheduler.records()) == 1,  # type: ignore[misc]
-                    timeout=20,
-                    what="the run's end in its own process",
-                )
+            wait_until(
+                lambda: len(one.records()) == len(other.records()) == 1,
+                timeout=20,
+                what="each run's end in its own process",
+            )
             postgres_server.resume()
             halted = False
             wait_until(

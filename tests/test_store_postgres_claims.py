@@ -37,7 +37,7 @@ def due_tasks(store: PostgresTaskStore, count: int) -> None:
 
 @pytest.mark.parametrize("level", LEVELS, ids=LEVEL_IDS)
 def test_concurrent_claimers_never_receive_the_same_task_and_tokens_only_grow(
-    open_store: Opener, postgres_dsn: str, level: str | None
+    postgres_dsn: str, level: str | None
 ) -> None:
     """Whatever isolation level the database's sessions begin at: the store's sessions
     set their own (before, at REPEATABLE READ or SERIALIZABLE a claim that met a row
