@@ -228,8 +228,20 @@ class PostgresServer:
 
     def restart(self) -> None:
         """Stop the server (fast: every session is cut) and start it again, same port."""
+        self.halt()
+        self.resume()
+
+    def halt(self, *, mode: str = "fast") -> None:
+        """Stop the server, leaving its directory for :meth:`resume`: ``mode`` is
+        ``pg_ctl``'s, ``"fast"`` (every session told and cut, a checkpoint written) or
+        ``"immediate"`` (every server process killed at once, as a crash: the next start
+        recovers from the write-ahead log)."""
         self._close_admin()
-        self._run(str(self.bin / "pg_ctl"), "stop", "-w", "-m", "fast", "-D", str(self.data))
+        self._run(str(self.bin / "pg_ctl"), "stop", "-w", "-m", mode, "-D", str(self.data))
+
+    def resume(self) -> None:
+        """Start the server :meth:`halt` stopped again, same port (waits until it accepts
+        connections)."""
         self._pg_ctl_start()
 
     def log_size(self) -> int:

@@ -25,6 +25,7 @@ import pytest
 from lldsched import (
     FixedRate,
     OneTime,
+    Outcome,
     Overlap,
     Priority,
     RetryPolicy,
@@ -712,6 +713,51 @@ def test_a_scheduler_shutting_down_keeps_the_leases_of_its_runs_in_flight(
     wait_until(lambda: bool(reader.records("long")), timeout=10, what="the run's record")
     (record,) = reader.records("long")
     assert record.ok and record.token == token
+
+
+def test_a_draining_scheduler_leaves_its_runs_retry_and_new_work_to_the_other(
+    pair: Pair,
+) -> None:
+    """``shutdown(drain=True)`` in one process while the other goes on (docs/CLUSTER.md,
+    "How it works": a drain runs what this process claimed before its timer stopped,
+    nothing more): its run ends and settles under its own token, its retry, due at once,
+    and a task registered during the drain are the other's, and the drain returns."""
+    first, second, reader, first_store = pair
+    while not cluster_jobs.seen.empty():  # what an earlier test's run said after it failed
+        cluster_jobs.seen.get()
+    cluster_jobs.released.clear()
+    retry = RetryPolicy(max_attempts=2, initial_backoff=0)
+    first.schedule("long", cluster_jobs.held_then_broken, OneTime(first.now), id="long",
+                   retry=retry)  # fmt: skip
+    stopped: list[bool] = []
+    stopping: threading.Thread | None = None
+    try:
+        _, token, _, _ = cluster_jobs.seen.get(timeout=10)
+        assert token is not None
+        (lease,) = reader.leases()
+        draining, other = (first, second) if lease.holder == first_store.node else (second, first)
+        stopping = threading.Thread(
+            target=lambda: stopped.append(draining.shutdown(drain=True, timeout=30))
+        )
+        stopping.start()
+        wait_until(lambda: not draining.running, timeout=5, what="the drain to begin")
+        other.schedule("later", jobs.noop, OneTime(delay=0), id="later")
+        wait_until(lambda: bool(reader.records("later")), timeout=10, what="the new task's run")
+    finally:
+        cluster_jobs.released.set()
+        if stopping is not None:
+            stopping.join(30)
+    assert stopped == [True]
+    wait_until(lambda: len(reader.records("long")) == 2, timeout=10, what="the retry's record")
+    first_attempt, retried = reader.records("long")
+    assert (first_attempt.attempt, first_attempt.token) == (1, token)
+    assert first_attempt.node == lease.holder and not first_attempt.ok
+    assert retried.attempt == 2 and retried.node != lease.holder
+    assert retried.token is not None and retried.token > token
+    (later,) = reader.records("later")
+    assert later.ok and later.node != lease.holder
+    ran = {outcome: n for outcome, n in draining.metrics().outcomes.items() if n}
+    assert ran == {Outcome.FAILED: 1}  # its own run, nothing more
 
 
 def test_a_scheduler_that_takes_over_an_expired_lease_logs_it(

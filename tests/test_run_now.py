@@ -14,7 +14,10 @@ from lldsched import (
     FakeClock,
     FixedRate,
     InMemoryTaskStore,
+    Misfire,
+    MisfirePolicy,
     OneTime,
+    Outcome,
     Overlap,
     RetryPolicy,
     Scheduler,
@@ -248,6 +251,95 @@ def test_a_restart_between_a_run_now_and_its_run_keeps_the_grid(tmp_path: Path) 
             assert restored.next_run_at == T0 + 3600 and restored.schedule == hourly
         finally:
             assert again.shutdown()
+
+
+MISSED, COALESCED, OK = Outcome.MISSED, Outcome.COALESCED, Outcome.OK
+EXTRA, PUT_OFF = 600, 3600  # the extra run's instant and the slot it put off, after T0
+
+
+@pytest.mark.parametrize(
+    ("policy", "back", "recorded", "then"),
+    [
+        # Restarted past the extra run's grace, before the slot it put off.
+        (Misfire.SKIP, 700, [(EXTRA, MISSED)], PUT_OFF),
+        (Misfire.RUN_ONCE, 700, [(EXTRA, OK)], PUT_OFF),
+        (Misfire.RUN_ALL, 700, [(EXTRA, OK)], PUT_OFF),
+        # Past that slot's grace too: the two meet the policy together.
+        (Misfire.SKIP, 3700, [(EXTRA, MISSED), (PUT_OFF, MISSED)], 7200),
+        (Misfire.RUN_ONCE, 3700, [(EXTRA, COALESCED), (PUT_OFF, OK)], 7200),
+        (Misfire.RUN_ALL, 3700, [(EXTRA, OK), (PUT_OFF, OK)], 7200),
+    ],
+    ids=["skip", "run-once", "run-all", "skip-both", "run-once-both", "run-all-both"],
+)
+def test_a_restart_past_the_grace_of_a_run_now_keeps_the_slot_it_put_off_and_the_grid(
+    tmp_path: Path, policy: Misfire, back: float, recorded: list[tuple[float, Outcome]], then: float
+) -> None:
+    """The extra run of a ``run_now`` made while no scheduler ran (an admin's process, a
+    node whose clock lags the others', every process down for a deploy) meets the misfire
+    policy as a passed slot, and the slot it put off after it: the task goes on at that
+    slot, or, past it, on its grid.  Before, the passed slots were counted on from the
+    extra run's instant, off the grid: the slot put off was dropped unrecorded and the
+    task went on at the extra run's instant plus the period (T0 + 4200), a grid moved."""
+    store = _run_now_made_at_extra(tmp_path, policy)
+    store.close()
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        again = Scheduler(clock=FakeClock(T0 + back), store=store).start()
+        try:
+            settle(again)
+            restored = again.task("hourly")
+            assert [(r.slot - T0, r.outcome) for r in restored.history] == recorded
+            assert restored.next_run_at == T0 + then and restored.schedule == HOURLY
+        finally:
+            assert again.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("policy", "recorded"),
+    [
+        (Misfire.SKIP, [(PUT_OFF, MISSED, 0), (7200, MISSED, 0), (EXTRA, OK, 1)]),
+        (Misfire.RUN_ONCE, [(PUT_OFF, COALESCED, 0), (EXTRA, OK, 1), (7200, OK, 1)]),
+        (Misfire.RUN_ALL, [(EXTRA, OK, 1), (PUT_OFF, OK, 1), (7200, OK, 1)]),
+    ],
+    ids=["skip", "run-once", "run-all"],
+)
+def test_an_extra_run_in_flight_at_a_crash_runs_again_then_the_grid_from_the_slot_put_off(
+    tmp_path: Path, policy: Misfire, recorded: list[tuple[float, Outcome, int]]
+) -> None:
+    """The extra run was in flight when its process died (its row left ``running``): the
+    restart runs it again, owed, and the policy decides the slots from the one it put off
+    (before: from the extra run's instant plus the period, T0 + 4200 and 7800 decided, the
+    grid moved, the slot put off never recorded)."""
+    store = _run_now_made_at_extra(tmp_path, policy)
+    row = store.get("hourly")
+    assert row is not None
+    store.save(row._replace(status=TaskStatus.RUNNING, attempt=1, running=True))
+    store.close()
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        again = Scheduler(clock=FakeClock(T0 + 7900), store=store).start()
+        try:
+            settle(again)
+            restored = again.task("hourly")
+            assert [(r.slot - T0, r.outcome, r.attempt) for r in restored.history] == recorded
+            assert restored.next_run_at == T0 + 10800
+        finally:
+            assert again.shutdown()
+
+
+HOURLY = FixedRate(3600, start_delay=3600)
+
+
+def _run_now_made_at_extra(tmp_path: Path, policy: Misfire) -> SqliteTaskStore:
+    """A store whose hourly task (first slot at T0 + PUT_OFF, grace 60 s, ``policy``) got a
+    ``run_now`` at T0 + EXTRA from a scheduler that never started; left open."""
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+    clock = FakeClock(T0)
+    first = Scheduler(clock=clock, store=store)  # never started
+    first.schedule("hourly", jobs.noop, HOURLY, id="hourly",
+                   misfire=MisfirePolicy(policy, grace=60))  # fmt: skip
+    clock.advance(EXTRA)  # off the grid (T0 + 3600 k)
+    assert first.run_now("hourly")
+    assert first.shutdown()
+    return store
 
 
 @pytest.mark.parametrize("kind", KINDS)

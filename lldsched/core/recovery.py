@@ -153,6 +153,22 @@ def plan(
     are counted on that grid while ``first`` is one of its slots (:func:`on_grid`), every
     slot listed, run or resumed at ``slot_at(origin, k)``, the very float."""
     slots, following = passed_slots(schedule, first, now, origin=origin)
+    return _decided(schedule, first, slots, following, now, policy, grace=grace, origin=origin)
+
+
+def _decided(
+    schedule: Schedule,
+    first: float,
+    slots: list[float],
+    following: float | None,
+    now: float,
+    policy: MisfirePolicy,
+    *,
+    grace: bool = True,
+    origin: float | None = None,
+) -> Plan:
+    """:func:`plan` for the passed ``slots`` (from ``first`` on, listed by
+    :func:`passed_slots`, or by :func:`_decided_put_off`) and the slot ``following`` them."""
     if not slots or (grace and now - slots[0] <= policy.grace):
         return Plan([first], [], SCHEDULE_DECIDES, False)
     truncated = following is not None and following <= now
@@ -319,10 +335,14 @@ def decide_misfire(
         return None
     policy = task.misfire or DEFAULT_MISFIRE
     origin = task._grid
-    decided = plan(task._schedule, first, now, policy, origin=origin)
+    schedule = task._schedule
+    put_off = None if owed else _put_off(schedule)
+    if put_off is None:
+        decided = plan(schedule, first, now, policy, origin=origin)
+    else:
+        decided = _decided_put_off(schedule, first, put_off, now, policy, origin=origin)
     if not decided.misfired:
         return None
-    schedule = task._schedule
     if isinstance(schedule, CatchUp) and policy.on_misfire is Misfire.RUN_ALL:
         until = schedule.until  # a plan not used up, its runs decided already
         if until is not None and first < until:
@@ -337,6 +357,47 @@ def decide_misfire(
         cut_plan = _cut_plan(own, first, cut, records, policy, made=made, origin=origin)
         decided = _and_since(cut_plan, own, now, policy, origin=origin)
     return _apply(core, task, decided, due if owed else None, token=token, known=known)
+
+
+def _put_off(schedule: Schedule) -> float | None:
+    """The slot a ``run_now`` put off behind its extra run (:func:`~lldsched.schedules.
+    catchup.slot_first`: a plan that hands out that slot, decided to run, after the run
+    due), or None for any other schedule or plan."""
+    if not isinstance(schedule, CatchUp) or schedule.spent or schedule.slots:
+        return None
+    if schedule.resuming:  # a misfire decision's slot to resume at: on the grid already
+        return None
+    return schedule.waited
+
+
+def _decided_put_off(
+    schedule: Schedule,
+    first: float,
+    put_off: float,
+    now: float,
+    policy: MisfirePolicy,
+    *,
+    origin: float | None,
+) -> Plan:
+    """:func:`plan` for a ``run_now``'s extra run due at ``first`` (no slot of the task's
+    schedule: a fixed rate's is off its grid) with the slot it ``put_off`` behind it: the
+    passed slots are the extra run, then the schedule's from ``put_off`` on, and the task
+    goes on at ``put_off`` when only the extra run passed.  Counted on from ``first``, as
+    any other run due is, the slots were ``first`` plus the period: the slot put off was
+    dropped unrecorded, and a fixed rate's grid moved to the extra run's instant
+    (docs/DECISIONS.md, "A `run_now`'s extra run past its grace")."""
+    following: float | None
+    if put_off > now:
+        slots, following = [first], put_off
+    else:
+        after, following = passed_slots(schedule, put_off, now, origin=origin)
+        slots = [first, *after]
+    decided = _decided(schedule, first, slots, following, now, policy, origin=origin)
+    if decided.misfired and decided.runs and decided.runs[-1] == first:
+        # The extra run runs, and hands the task to the slot it put off, not to its
+        # schedule counted on from the extra run's instant.
+        decided = decided._replace(resume=put_off)
+    return decided
 
 
 def _go_on(
@@ -385,6 +446,9 @@ def first_decided(task: ScheduledTask, *, owed: bool) -> float | None:
     ``skipped`` after its run, where a restart recorded them ``missed`` before it."""
     if not owed:
         return task.next_run_at
+    put_off = _put_off(task._schedule)
+    if put_off is not None:  # the attempt owed is a run_now's extra run, off the grid:
+        return put_off  # the slot after it is the one it put off (_decided_put_off)
     return following_slot(task._schedule, task.slot, origin=task._grid)
 
 

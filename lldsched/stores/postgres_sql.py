@@ -57,10 +57,16 @@ def listen(name: str) -> str:
 # install then refuses the store, saying so, postgres_schema._no_schema).  pg_catalog
 # stays implicitly first, and no other schema of the dsn's path, one put before pg_catalog
 # included, is searched for the operators and types the statements name
-# (docs/DECISIONS.md, "The PostgreSQL store's search_path").
+# (docs/DECISIONS.md, "The PostgreSQL store's search_path").  Its transactions are READ
+# COMMITTED whatever default the database or the role sets: every statement is written
+# for it (a claim's SKIP LOCKED passing a row another claim just took, the install reading
+# the tables once the lock that waited for another opener's is taken); at REPEATABLE READ
+# or SERIALIZABLE those failed, "could not serialize access" (docs/DECISIONS.md, "The
+# PostgreSQL store's sessions are READ COMMITTED").
 SESSION = """
 SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %(idle)s, false),
        pg_catalog.set_config('statement_timeout', %(statement)s, false),
+       pg_catalog.set_config('default_transaction_isolation', 'read committed', false),
        pg_catalog.set_config('search_path', CASE WHEN %(schema)s::text = ''
            THEN pg_catalog.current_setting('search_path')
            ELSE pg_catalog.quote_ident(%(schema)s::text) END, false)
