@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice, takewhile
-from typing import Protocol, TypeAlias, cast, runtime_checkable
+from typing import Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 from lldsched.checks import FARTHEST, FINEST, instant
 from lldsched.errors import ScheduleError, ValidationError
@@ -106,9 +106,10 @@ def checked_answer(schedule: Schedule, answer: object, *, query: str) -> float:
         ) from None
 
 
-def has_schedule_methods(schedule: object) -> bool:
+def has_schedule_methods(schedule: object) -> TypeGuard[Schedule]:
     """True when ``schedule`` is an object with ``first_run`` and ``next_run`` to call:
-    what registration and the decorators (``Jittered``, ``Window``) take as a schedule.
+    what registration and the decorators (``Jittered``, ``Window``) take as a schedule
+    (a ``TypeGuard``: where it is true, the type checker takes ``schedule`` for one).
 
     A class is not one, though its methods are callable attributes: ``FixedRate`` given
     for ``FixedRate(60)`` is refused here, naming it, instead of failing at
@@ -127,7 +128,7 @@ def wrapped_schedule(schedule: object) -> Schedule | None:
     cache), the stores (a ``Window``'s count restored) and PostgreSQL's decode cache
     all ask here."""
     inner = getattr(schedule, "schedule", None)
-    return cast(Schedule, inner) if has_schedule_methods(inner) else None
+    return inner if has_schedule_methods(inner) else None
 
 
 def slot_after(schedule: Schedule, slot: float) -> float | None:

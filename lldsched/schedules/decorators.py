@@ -97,7 +97,7 @@ def _inner(schedule: object, owner: str) -> Schedule:
             f"{owner} wraps a schedule (an object with first_run() and next_run()), "
             f"got {schedule!r}"
         )
-    return schedule  # type: ignore[return-value]
+    return schedule
 
 
 def _instant(value: float | datetime | None, name: str) -> float | None:
