@@ -26,7 +26,8 @@ schedule on a grid (a fixed rate) also says its ``k``-th slot after a slot
 (``slot_at(anchor, k)``), and every listing of its slots counts them so
 (:func:`slots_on`), never adding its step again and again.  One whose grid has an
 origin the core keeps with the task (a fixed rate) answers after a run on that grid
-(``next_on_grid(record, origin, limit)``, :data:`GridCount`) and says where a slot
+(``next_on_grid(record, origin, limit)``, :data:`GridCount`; :func:`next_on_grid` asks
+it, or answers as the core does for a schedule with none) and says where a slot
 stands on it (``on_grid(slot, origin)``); a decorator that has them when what it wraps
 does (``Window``, ``Jittered``'s ``next_on_grid``, a catch-up plan) passes the origin
 on, and so does a store's row (:func:`counts_on_grid`).
@@ -57,6 +58,7 @@ __all__ = [
     "first_slot_after",
     "has_schedule_methods",
     "measures_elapsed_time",
+    "next_on_grid",
     "next_run_and_skipped",
     "on_grid",
     "say_stepped_past",
@@ -167,6 +169,22 @@ the origin counted on (``origin``, or the run's slot where a new grid starts).  
 core asks it after a run of every schedule that has it (``FixedRate.next_on_grid``; a
 ``Window``, ``Jittered`` or a catch-up plan around one passes it on), and keeps the
 origin it answers with the task (``ScheduledTask._grid``) and in the row."""
+
+
+def next_on_grid(
+    schedule: Schedule, record: ExecutionRecord, origin: float, *, limit: int
+) -> tuple[float | None, Sequence[float], float]:
+    """``schedule``'s answer after the run ``record`` counted on the task's grid from
+    ``origin``, and the origin counted on: its ``next_on_grid`` (:data:`GridCount`) when
+    it counts on one (:func:`counts_on_grid`), else :func:`next_run_and_skipped` with
+    ``origin`` as it is, which is what the core keeps for a schedule with no grid.  What a
+    plan in front of the task's own schedule asks of it (:class:`~lldsched.schedules.
+    catchup.CatchUp`); the core asks the method itself, one call fewer a run."""
+    counted: GridCount | None = getattr(schedule, "next_on_grid", None)
+    if counted is None:
+        due, skipped = next_run_and_skipped(schedule, record, limit=limit)
+        return due, skipped, origin
+    return counted(record, origin, limit)
 
 
 def answered_its_own_way(cls: type) -> None:
