@@ -60,9 +60,11 @@ from lldsched.schedules.base import (
     GridCount,
     Schedule,
     answered_its_own_way,
+    counts_on_grid,
     first_slot_after,
     has_schedule_methods,
     measures_elapsed_time,
+    next_on_grid,
     slot_after,
     wrapped_schedule,
 )
@@ -109,17 +111,26 @@ def _instant(value: float | datetime | None, name: str) -> float | None:
         raise ScheduleError(str(exc)) from None
 
 
+def _grid_of(schedule: Schedule) -> Callable[[float, int], float | None] | None:
+    """``schedule``'s grid (its ``slot_at``) when it counts on a grid origin the core
+    keeps (:func:`~lldsched.schedules.base.counts_on_grid`: a fixed rate, a ``Window``
+    around one), else None: what a :class:`Jittered` around it counts on, found once."""
+    grid: Callable[[float, int], float | None] | None = getattr(schedule, "slot_at", None)
+    return grid if counts_on_grid(schedule) else None
+
+
 class Jittered(FrozenValue):
     """``schedule``'s slots, each started up to ``max_delay`` seconds (or a ``timedelta``)
     late; the delay of a slot is a pure function of ``(seed, slot)`` (see the module
     docstring)."""
 
-    __slots__ = ("_knot", "max_delay", "schedule", "seed")
+    __slots__ = ("_grid", "_knot", "max_delay", "schedule", "seed")
     _fields: ClassVar[tuple[str, ...]] = ("schedule", "max_delay", "seed")
     schedule: Schedule
     max_delay: float
     seed: int
     _knot: float
+    _grid: Callable[[float, int], float | None] | None
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -134,6 +145,7 @@ class Jittered(FrozenValue):
         object.__setattr__(self, "max_delay", delay)
         object.__setattr__(self, "seed", seed)
         object.__setattr__(self, "_knot", 2.0 * delay)  # knots this far apart: slope <= 1/2
+        object.__setattr__(self, "_grid", _grid_of(inner))
 
     # -- the delay and its inverse --------------------------------------------------------
 
@@ -199,48 +211,44 @@ class Jittered(FrozenValue):
     @property
     def next_on_grid(self) -> GridCount | None:
         """The wrapped schedule's ``next_on_grid`` (a fixed rate's), on the undelayed
-        slots, delayed; None when it counts on no grid origin (or has no ``slot_at``).
-        The task's origin stays a delayed instant (the core sets it from a due instant:
-        the first, a resume's), its grid the undelayed ``slot_of(origin) + k * period``:
-        the run's slot, read back, is taken for the grid's nearest slot when it is within
-        the read-back's resolution of it (:meth:`_on_grid`), else a new grid starts
-        there, as before.  Read back to 10 µs alone, each run rounded its slot to that,
-        and a period that is no whole number of 10 µs drifted by the remainder a run
-        (docs/DECISIONS.md, "A fixed rate's grid origin passes through a Window")."""
-        counted: GridCount | None = getattr(self.schedule, "next_on_grid", None)
-        grid: Callable[[float, int], float | None] | None = getattr(self.schedule, "slot_at", None)
-        if counted is None or grid is None:
-            return None
+        slots, delayed (:meth:`_next_on_grid`); None when it counts on no grid origin (or
+        has no ``slot_at``)."""
+        return None if self._grid is None else self._next_on_grid
 
-        def next_on_grid(
-            record: ExecutionRecord, origin: float, limit: int
-        ) -> tuple[float | None, Sequence[float], float]:
-            anchor = self.slot_of(origin)
-            slot = self._on_grid(grid, record.slot, anchor)
-            if slot is None:  # off the grid: a new one starts at the slot read back
-                slot = anchor = self.slot_of(record.slot)
-                origin = record.slot
-            due = slot if record.due == record.slot else record.due
-            following, skipped, counted_from = counted(
-                record._replace(slot=slot, due=due), anchor, limit
-            )
-            if counted_from != anchor:  # the wrapped schedule started a grid at the slot
-                origin = record.slot
-            if following is None:
-                return None, (), origin
-            return self.delayed(following), [self.delayed(at) for at in skipped], origin
+    def _next_on_grid(
+        self, record: ExecutionRecord, origin: float, limit: int
+    ) -> tuple[float | None, Sequence[float], float]:
+        """:attr:`next_on_grid`'s answer.  The task's origin stays a delayed instant (the
+        core sets it from a due instant: the first, a resume's), its grid the undelayed
+        ``slot_of(origin) + k * period``: the run's slot, read back, is taken for the
+        grid's nearest slot when it is within the read-back's resolution of it
+        (:meth:`_on_grid`), else a new grid starts there, as before.  Read back to 10 µs
+        alone, each run rounded its slot to that, and a period that is no whole number of
+        10 µs drifted by the remainder a run (docs/DECISIONS.md, "A fixed rate's grid
+        origin passes through a Window")."""
+        anchor = self.slot_of(origin)
+        slot = self._on_grid(record.slot, anchor)
+        if slot is None:  # off the grid: a new one starts at the slot read back
+            slot = anchor = self.slot_of(record.slot)
+            origin = record.slot
+        due = slot if record.due == record.slot else record.due
+        following, skipped, counted_from = next_on_grid(
+            self.schedule, record._replace(slot=slot, due=due), anchor, limit=limit
+        )
+        if counted_from != anchor:  # the wrapped schedule started a grid at the slot
+            origin = record.slot
+        if following is None:
+            return None, (), origin
+        return self.delayed(following), [self.delayed(at) for at in skipped], origin
 
-        return next_on_grid
-
-    def _on_grid(
-        self, grid: Callable[[float, int], float | None], instant: float, anchor: float
-    ) -> float | None:
-        """The slot of the grid ``grid(anchor, k)`` whose delayed instant is ``instant``,
-        the very float the grid makes; None when the slot read back from ``instant`` is
-        farther from the nearest one than the read-back's resolution (half of
-        :data:`SLOT_DIGITS`' unit, and less than a quarter of the grid's step)."""
-        first = grid(anchor, 1)
-        if first is None:
+    def _on_grid(self, instant: float, anchor: float) -> float | None:
+        """The slot of the wrapped schedule's grid ``slot_at(anchor, k)`` whose delayed
+        instant is ``instant``, the very float the grid makes; None when it has no grid,
+        or the slot read back from ``instant`` is farther from the nearest one than the
+        read-back's resolution (half of :data:`SLOT_DIGITS`' unit, and less than a quarter
+        of the grid's step)."""
+        grid = self._grid
+        if grid is None or (first := grid(anchor, 1)) is None:
             return None
         step = first - anchor
         slot = self.undelayed(instant)
