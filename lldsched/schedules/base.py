@@ -29,7 +29,7 @@ origin the core keeps with the task (a fixed rate) answers after a run on that g
 (``next_on_grid(record, origin, limit)``, :data:`GridCount`; :func:`next_on_grid` asks
 it, or answers as the core does for a schedule with none) and says where a slot
 stands on it (``on_grid(slot, origin)``); a decorator that has them when what it wraps
-does (``Window``, ``Jittered``'s ``next_on_grid``, a catch-up plan) passes the origin
+does (``Window``, ``Jittered``, a catch-up plan) passes the origin
 on, and so does a store's row (:func:`counts_on_grid`).
 A durable store keeps it once :func:`lldsched.stores.codec.register_schedule` names
 it; a decorator of one's own keeps what it wraps in ``.schedule`` and rebuilds itself

@@ -25,7 +25,8 @@ increasing: every instant has exactly one undelayed slot, found by solving a lin
 rounding cannot add up along a grid (:meth:`Jittered.slot_of`); around a fixed rate,
 whose grid the core counts from an origin, the read-back is taken for the grid's
 nearest slot, so a period that is no whole number of 10 µs does not lose its remainder
-a run either (:attr:`Jittered.next_on_grid`).  A slot on a
+a run either (:attr:`Jittered.next_on_grid`), nor a slot of those recovery and
+``BUFFER_ONE`` list (:attr:`Jittered.slot_at`, :attr:`Jittered.on_grid`).  A slot on a
 knot (a round time such as :00 when ``2 * max_delay`` divides the hour) gets a
 uniformly drawn delay; between knots the delay is a blend of two draws.
 
@@ -227,10 +228,12 @@ class Jittered(FrozenValue):
         10 µs drifted by the remainder a run (docs/DECISIONS.md, "A fixed rate's grid
         origin passes through a Window")."""
         anchor = self.slot_of(origin)
-        slot = self._on_grid(record.slot, anchor)
-        if slot is None:  # off the grid: a new one starts at the slot read back
+        found = self._on_grid(record.slot, anchor)
+        if found is None:  # off the grid: a new one starts at the slot read back
             slot = anchor = self.slot_of(record.slot)
             origin = record.slot
+        else:
+            slot = found[0]
         due = slot if record.due == record.slot else record.due
         following, skipped, counted_from = next_on_grid(
             self.schedule, record._replace(slot=slot, due=due), anchor, limit=limit
@@ -241,12 +244,12 @@ class Jittered(FrozenValue):
             return None, (), origin
         return self.delayed(following), [self.delayed(at) for at in skipped], origin
 
-    def _on_grid(self, instant: float, anchor: float) -> float | None:
+    def _on_grid(self, instant: float, anchor: float) -> tuple[float, int] | None:
         """The slot of the wrapped schedule's grid ``slot_at(anchor, k)`` whose delayed
-        instant is ``instant``, the very float the grid makes; None when it has no grid,
-        or the slot read back from ``instant`` is farther from the nearest one than the
-        read-back's resolution (half of :data:`SLOT_DIGITS`' unit, and less than a quarter
-        of the grid's step)."""
+        instant is ``instant``, the very float the grid makes, and its ``k``; None when it
+        has no grid, or the slot read back from ``instant`` is farther from the nearest
+        one than the read-back's resolution (half of :data:`SLOT_DIGITS`' unit, and less
+        than a quarter of the grid's step)."""
         grid = self._grid
         if grid is None or (first := grid(anchor, 1)) is None:
             return None
@@ -258,7 +261,38 @@ class Jittered(FrozenValue):
         nearest = anchor if k == 0 else grid(anchor, k)
         if nearest is None or abs(nearest - slot) > min(0.5 * 10.0**-SLOT_DIGITS, step / 4):
             return None
-        return nearest
+        return nearest, k
+
+    @property
+    def slot_at(self) -> Callable[[float, int], float | None] | None:
+        """The wrapped schedule's grid on the undelayed slots, delayed: the ``k``-th slot
+        after the slot ``anchor`` (a delayed instant) is ``delayed(slot_at(slot_of(anchor),
+        k))``, the very float :attr:`next_on_grid` answers from the origin ``anchor``;
+        None when it counts on no grid origin.  So recovery and BUFFER_ONE list a
+        jittered fixed rate's slots on its grid (:func:`~lldsched.schedules.base.
+        slots_on`), as a run's next slot is counted, not stepped one read-back at a time
+        (docs/DECISIONS.md, "Jittered: recovery and BUFFER_ONE count on the grid")."""
+        return None if self._grid is None else self._slot_at
+
+    def _slot_at(self, anchor: float, k: int) -> float | None:
+        grid = self._grid
+        slot = None if grid is None else grid(self.slot_of(anchor), k)
+        return None if slot is None else self.delayed(slot)
+
+    @property
+    def on_grid(self) -> Callable[[float, float], tuple[float, int]] | None:
+        """Where a slot stands on the grid from the task's origin (both delayed instants;
+        :func:`~lldsched.schedules.base.on_grid`): ``(origin, k)`` when the slot read back
+        is the grid's ``k``-th (:meth:`_on_grid`), else ``(slot, 0)``, a grid starting at
+        the slot, as :attr:`next_on_grid` tells them apart; None when it counts on no grid
+        origin."""
+        return None if self._grid is None else self._located
+
+    def _located(self, slot: float, origin: float) -> tuple[float, int]:
+        checks.instant(slot, name="on_grid() slot", of=self, error=ScheduleError)
+        checks.instant(origin, name="on_grid() origin", of=self, error=ScheduleError)
+        found = self._on_grid(slot, self.slot_of(origin))
+        return (slot, 0) if found is None else (origin, found[1])
 
     # -- what recovery asks -------------------------------------------------------------------
 
