@@ -337,7 +337,7 @@ def _fds() -> int:
 
 
 def _caches() -> int:
-    interval_caches = len(simple._SHARED)
+    interval_caches = len(simple._DELAYS) + len(simple._RATES)
     lru = sum(
         getattr(function, "cache_info", lambda: None)().currsize  # type: ignore[union-attr]
         for module in (cron_schedule, cron_zone)

@@ -7,8 +7,8 @@ Before, the core counted a grid from its origin only for the exact type ``FixedR
 a ``Window(FixedRate(...))`` was answered from each run's slot (``slot + period``), so
 every run rounded its sum once and the grid drifted as a sum does, restarted or not
 (``FixedRate(1/3 + 0.1)`` is off within two runs at 2026's epochs), and its row kept
-no origin.  ``Jittered`` keeps its own rule (its slots are read back to 10 µs): checked
-below as it is."""
+no origin.  ``Jittered`` counts on the grid of what it wraps too, its slots read back
+from their delayed instants: after a run, after downtime and under BUFFER_ONE."""
 
 from __future__ import annotations
 
@@ -16,9 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import CronSchedule, FakeClock, FixedRate, Scheduler, Simulation, SqliteTaskStore
+from lldsched import (
+    CronSchedule,
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    Scheduler,
+    Simulation,
+    SqliteTaskStore,
+)
+from lldsched.core.names import MAX_SKIPPED
 from lldsched.model import ExecutionRecord
-from lldsched.policies import Overlap
+from lldsched.policies import Misfire, MisfirePolicy, Overlap
 from lldsched.schedules import Jittered, Window
 from lldsched.schedules.base import Schedule, on_grid
 from lldsched.sim import fixed
@@ -132,6 +141,18 @@ def test_a_window_tells_where_a_slot_stands_on_the_grid_as_its_schedule_does() -
     assert Window(CronSchedule("* * * * *"), max_runs=3).next_on_grid is None
 
 
+def test_a_jittered_fixed_rate_tells_where_a_slot_stands_on_the_grid_of_what_it_wraps() -> None:
+    jittered = Jittered(RATE, 0.05, seed=7)
+    origin = jittered.delayed(START)
+    slot = jittered.delayed(RATE.slot_at(START, 7))
+    assert on_grid(jittered, slot, origin) == (origin, 7)
+    assert on_grid(jittered, slot + 1e-3, origin) == (slot + 1e-3, 0)  # off it: a new grid
+    assert jittered.slot_at is not None and jittered.slot_at(origin, 7) == slot
+    for off_any_grid in (CronSchedule("* * * * *"), FixedDelay(60)):
+        around = Jittered(off_any_grid, 5, seed=7)
+        assert (around.slot_at, around.on_grid, around.next_on_grid) == (None, None, None)
+
+
 def test_a_jittered_fixed_rate_of_a_decimal_period_stays_on_its_decimal_grid() -> None:
     """Read back to 10 µs alone (``slot_of``), a period that is a whole number of 10 µs
     stayed on its decimal grid before too (a guard)."""
@@ -218,3 +239,64 @@ def test_a_jittered_fixed_rate_restarted_every_three_runs_stays_on_the_first_gri
     assert len(off) == 300
     assert max(map(abs, off)) < 1e-6
     assert row.grid == jittered.delayed(START)
+
+
+def _on_the_grid(records: list[ExecutionRecord], jittered: Jittered) -> list[int]:
+    """Each record's index on the wrapped fixed rate's grid from START, checked to be
+    that slot's delayed instant within a float or two (a record off the grid fails)."""
+    rate = jittered.schedule
+    assert isinstance(rate, FixedRate)
+    indices = []
+    for record in records:
+        k = round((jittered.undelayed(record.slot) - START) / rate.period)
+        assert record.slot == pytest.approx(jittered.delayed(rate.slot_at(START, k)), abs=1e-6)
+        indices.append(k)
+    return indices
+
+
+@pytest.mark.parametrize("misfire", list(Misfire))
+@pytest.mark.parametrize("rate", [FixedRate(60), RATE], ids=["60s", "awkward"])
+def test_a_jittered_fixed_rate_after_downtime_keeps_the_grid_of_what_it_wraps(
+    tmp_path: Path, rate: FixedRate, misfire: Misfire
+) -> None:
+    """Recovery lists the slots that passed on the wrapped schedule's grid, delayed, as a
+    run's next slot is counted: jitter does not drift it.  Stepped one read-back (10 µs)
+    at a time, a period that is no whole number of 10 µs lost the remainder a slot
+    (3.3 µs for RATE: 0.17 ms after 50 slots of downtime), and the grid started again
+    there.  FixedRate(60) was on its grid before too: a guard."""
+    jittered, path = Jittered(rate, min(5.0, rate.period / 8), seed=7), tmp_path / "tasks.db"
+    policy = MisfirePolicy(misfire, grace=0.0, max_catch_up=1000)
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=START, store=store)
+        sim.schedule("poll", jittered, id="poll", duration=fixed(0.0), misfire=policy)
+        sim.run(rate.slot_at(START, 9) + rate.period / 2)
+    with SqliteTaskStore(path) as store:  # down for 50 slots
+        sim = Simulation(start=rate.slot_at(START, 59) + rate.period / 2, store=store)
+        sim.run(rate.slot_at(START, 89) + rate.period / 2)
+        records = store.records("poll")
+        (row,) = store.load_all()
+    assert _on_the_grid(records, jittered) == list(range(90))
+    decided = {"run_once": "coalesced", "run_all": "ok", "skip": "missed"}[misfire.value]
+    assert {r.outcome.value for r in records[10:59]} == {decided}
+    assert row.grid == jittered.delayed(START)  # no grid started again after the downtime
+
+
+@pytest.mark.parametrize("rate", [FixedRate(60), RATE], ids=["60s", "awkward"])
+def test_buffer_one_of_a_jittered_fixed_rate_keeps_the_grid_of_what_it_wraps(
+    rate: FixedRate,
+) -> None:
+    """Runs of 30.5 periods: BUFFER_ONE coalesces the slots each covered, past
+    MAX_SKIPPED of them, counted on the wrapped schedule's grid (it stepped from the
+    run's slot read back, 1.4 ms off RATE's grid after 400 slots)."""
+    jittered = Jittered(rate, min(5.0, rate.period / 8), seed=7)
+    sim = Simulation(workers=2, start=START)
+    sim.schedule(
+        "poll", jittered, id="poll", duration=fixed(30.5 * rate.period), overlap=Overlap.BUFFER_ONE
+    )
+    sim.run(rate.slot_at(START, 400) + rate.period / 2)
+    records = sim.records()
+    ran = [r for r in records if r.outcome.value == "ok"]
+    assert len(ran) == 13
+    assert len(records) == 13 * (1 + MAX_SKIPPED + 1)  # each run coalesced past MAX_SKIPPED
+    indices = _on_the_grid(records, jittered)
+    assert indices == sorted(set(indices))  # each slot once, in order

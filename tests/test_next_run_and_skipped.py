@@ -26,7 +26,12 @@ from lldsched import (
 )
 from lldsched.checks import FINEST
 from lldsched.model import ExecutionRecord
-from lldsched.schedules.base import next_run_and_skipped, slots_between
+from lldsched.schedules.base import (
+    counts_on_grid,
+    next_on_grid,
+    next_run_and_skipped,
+    slots_between,
+)
 from lldsched.schedules.catchup import FIRST_RUN, SCHEDULE_DECIDES, CatchUp, Then
 
 START = 1_767_571_200.0  # 2026-01-05 00:00 UTC
@@ -241,3 +246,36 @@ def test_an_on_time_fixed_rate_run_skips_nothing() -> None:
         START + 60,
         (),
     )
+
+
+def test_next_on_grid_asks_a_grid_count_or_answers_as_the_core_does_for_none() -> None:
+    # base.next_on_grid: a schedule's own next_on_grid where it counts on a grid origin
+    # (a fixed rate, wrapped or not); else next_run_and_skipped, the origin as it is
+    # (what the core keeps for a schedule with no grid); what a CatchUp asks of its inner.
+    origin = START - 600.0
+    overran = record_of(START, START + 150)  # two slots of 60 s passed while it ran
+    for counting in (FixedRate(60), Window(FixedRate(60), max_runs=5)):
+        assert counts_on_grid(counting)
+        assert next_on_grid(counting, overran, origin, limit=10) == (
+            START + 180,
+            [START + 60, START + 120],
+            origin,
+        )
+
+    class OwnWay(FixedRate):  # answers next_run its own way: no grid count
+        __slots__ = ()
+
+        def next_run(self, record: ExecutionRecord, now: float) -> float:
+            return record.finished + 1
+
+        def next_run_and_skipped(
+            self, record: ExecutionRecord, *, limit: int
+        ) -> tuple[float, list[float]]:
+            return self.next_run(record, record.finished), []
+
+    cron, own = CronSchedule("* * * * *"), OwnWay(60)
+    for schedule in (cron, own, Derived(FixedRate(60))):
+        assert not counts_on_grid(schedule)
+        due, skipped = next_run_and_skipped(schedule, overran, limit=10)
+        assert next_on_grid(schedule, overran, origin, limit=10) == (due, skipped, origin)
+    assert next_on_grid(own, overran, origin, limit=10)[0] == START + 151

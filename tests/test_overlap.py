@@ -60,7 +60,11 @@ def test_buffer_one_folds_the_slots_of_a_long_run_into_one_run_for_the_latest_of
     ]
     buffered = records[2]
     assert buffered.started == records[0].finished  # at once, as the first run finished
-    assert records[1].error is not None and "Overlap.BUFFER_ONE" in records[1].error
+    # The slot it was coalesced into, in UTC as every note and log line gives an instant
+    # (it read in epoch seconds: "... for slot 1767603720.0").
+    assert records[1].error == (
+        "Overlap.BUFFER_ONE: coalesced into one run for slot 2026-01-05T09:02:00.000+00:00"
+    )
     assert max(len([r for r in records if r.outcome.ran and r.started <= t < r.finished])
                for t in range(int(T0), int(T0) + 600, 10)) == 1  # fmt: skip
 

@@ -188,6 +188,18 @@ def test_equal_interval_schedules_are_one_shared_immutable_object() -> None:
         FixedRate([60])  # type: ignore[arg-type]  # unhashable: validated, not cached
 
 
+def test_the_shared_values_are_at_most_shared_limit_of_both_classes_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lldsched.schedules import simple
+
+    kept = len(simple._DELAYS) + len(simple._RATES)
+    monkeypatch.setattr(simple, "SHARED_LIMIT", kept + 1)
+    assert FixedDelay(4321.5) is FixedDelay(4321.5)  # the last one kept
+    assert FixedRate(4321.5) is not FixedRate(4321.5)  # past the limit: built, equal
+    assert FixedRate(4321.5) == FixedRate(4321.5)
+
+
 def test_a_subclass_of_an_interval_schedule_is_never_handed_out_for_the_plain_one() -> None:
     # Equal values are shared per class: a subclass's FixedRate(60) is not a FixedRate(60)
     # (FrozenValue.__eq__ compares types), so neither may come back for the other.

@@ -580,6 +580,9 @@ def test_what_is_no_runtime_loop_task_or_verb_is_refused_naming_it() -> None:
     sim = Simulation()
     with pytest.raises(ValidationError, match='loop must be "auto", None or an event loop, got 5'):
         ControlPanel(sim, loop=5)  # type: ignore[arg-type]
+    # Typed Literal["auto"]: any other text is refused as it always was, not taken for it.
+    with pytest.raises(ValidationError, match=r"loop must be .* got 'automatic'"):
+        ControlPanel(sim, loop="automatic")  # type: ignore[arg-type]
     assert sim._callbacks == []
     panel = ControlPanel(service(2), loop=None)
     task_id = panel._source.tasks()[0].id

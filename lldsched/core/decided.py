@@ -66,7 +66,7 @@ class DecidedRecords(CoreParts):
         of them (:func:`~lldsched.persistence.save_all`): killed between the run's and
         theirs, those slots lost their records for good."""
         if task._options.overlap is BUFFER_ONE:  # folded into the run due next
-            note = f"Overlap.BUFFER_ONE: coalesced into one run for slot {due!r}"
+            note = f"Overlap.BUFFER_ONE: coalesced into one run for slot {instant_text(due)}"
             decided = self._skip_records(
                 task, skipped, until=due, at=at, token=token, outcome=COALESCED, note=note
             )

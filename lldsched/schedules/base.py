@@ -26,9 +26,10 @@ schedule on a grid (a fixed rate) also says its ``k``-th slot after a slot
 (``slot_at(anchor, k)``), and every listing of its slots counts them so
 (:func:`slots_on`), never adding its step again and again.  One whose grid has an
 origin the core keeps with the task (a fixed rate) answers after a run on that grid
-(``next_on_grid(record, origin, limit)``, :data:`GridCount`) and says where a slot
+(``next_on_grid(record, origin, limit)``, :data:`GridCount`; :func:`next_on_grid` asks
+it, or answers as the core does for a schedule with none) and says where a slot
 stands on it (``on_grid(slot, origin)``); a decorator that has them when what it wraps
-does (``Window``, ``Jittered``'s ``next_on_grid``, a catch-up plan) passes the origin
+does (``Window``, ``Jittered``, a catch-up plan) passes the origin
 on, and so does a store's row (:func:`counts_on_grid`).
 A durable store keeps it once :func:`lldsched.stores.codec.register_schedule` names
 it; a decorator of one's own keeps what it wraps in ``.schedule`` and rebuilds itself
@@ -40,7 +41,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice, takewhile
-from typing import Protocol, TypeAlias, cast, runtime_checkable
+from typing import Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 from lldsched.checks import FARTHEST, FINEST, instant
 from lldsched.errors import ScheduleError, ValidationError
@@ -57,6 +58,7 @@ __all__ = [
     "first_slot_after",
     "has_schedule_methods",
     "measures_elapsed_time",
+    "next_on_grid",
     "next_run_and_skipped",
     "on_grid",
     "say_stepped_past",
@@ -106,9 +108,10 @@ def checked_answer(schedule: Schedule, answer: object, *, query: str) -> float:
         ) from None
 
 
-def has_schedule_methods(schedule: object) -> bool:
+def has_schedule_methods(schedule: object) -> TypeGuard[Schedule]:
     """True when ``schedule`` is an object with ``first_run`` and ``next_run`` to call:
-    what registration and the decorators (``Jittered``, ``Window``) take as a schedule.
+    what registration and the decorators (``Jittered``, ``Window``) take as a schedule
+    (a ``TypeGuard``: where it is true, the type checker takes ``schedule`` for one).
 
     A class is not one, though its methods are callable attributes: ``FixedRate`` given
     for ``FixedRate(60)`` is refused here, naming it, instead of failing at
@@ -127,7 +130,7 @@ def wrapped_schedule(schedule: object) -> Schedule | None:
     cache), the stores (a ``Window``'s count restored) and PostgreSQL's decode cache
     all ask here."""
     inner = getattr(schedule, "schedule", None)
-    return cast(Schedule, inner) if has_schedule_methods(inner) else None
+    return inner if has_schedule_methods(inner) else None
 
 
 def slot_after(schedule: Schedule, slot: float) -> float | None:
@@ -166,6 +169,22 @@ the origin counted on (``origin``, or the run's slot where a new grid starts).  
 core asks it after a run of every schedule that has it (``FixedRate.next_on_grid``; a
 ``Window``, ``Jittered`` or a catch-up plan around one passes it on), and keeps the
 origin it answers with the task (``ScheduledTask._grid``) and in the row."""
+
+
+def next_on_grid(
+    schedule: Schedule, record: ExecutionRecord, origin: float, *, limit: int
+) -> tuple[float | None, Sequence[float], float]:
+    """``schedule``'s answer after the run ``record`` counted on the task's grid from
+    ``origin``, and the origin counted on: its ``next_on_grid`` (:data:`GridCount`) when
+    it counts on one (:func:`counts_on_grid`), else :func:`next_run_and_skipped` with
+    ``origin`` as it is, which is what the core keeps for a schedule with no grid.  What a
+    plan in front of the task's own schedule asks of it (:class:`~lldsched.schedules.
+    catchup.CatchUp`); the core asks the method itself, one call fewer a run."""
+    counted: GridCount | None = getattr(schedule, "next_on_grid", None)
+    if counted is None:
+        due, skipped = next_run_and_skipped(schedule, record, limit=limit)
+        return due, skipped, origin
+    return counted(record, origin, limit)
 
 
 def answered_its_own_way(cls: type) -> None:

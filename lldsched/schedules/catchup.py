@@ -39,7 +39,12 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from lldsched.checks import FINEST
 from lldsched.model import ExecutionRecord
-from lldsched.schedules.base import next_run_and_skipped, slots_from
+from lldsched.schedules.base import (
+    counts_on_grid,
+    next_on_grid,
+    next_run_and_skipped,
+    slots_from,
+)
 from lldsched.schedules.decorators import ended_by
 
 if TYPE_CHECKING:
@@ -219,7 +224,7 @@ class CatchUp:
         a schedule that counts one (``inner`` has a ``next_on_grid``: a fixed rate, a
         ``Window`` around one); None otherwise, and the core asks
         :meth:`next_run_and_skipped`.  See :meth:`_next_on_grid`."""
-        if getattr(self.inner, "next_on_grid", None) is None:
+        if not counts_on_grid(self.inner):
             return None
         return self._next_on_grid
 
@@ -236,20 +241,12 @@ class CatchUp:
         if not self._slots:
             if self.spent or then is SCHEDULE_DECIDES:
                 self.spent = True
-                return self._counted(self._moved(record), origin, limit)
+                return next_on_grid(self.inner, self._moved(record), origin, limit=limit)
             if self._resumes and isinstance(then, float | int) and record.finished >= then:
                 due, skipped = self._resumed(then, self._moved(record), limit, origin=origin)
                 return due, skipped, origin
         due, skipped = self.next_run_and_skipped(record, limit=limit)
         return due, skipped, origin
-
-    def _counted(
-        self, record: ExecutionRecord, origin: float, limit: int
-    ) -> tuple[float | None, Sequence[float], float]:
-        """``inner``'s ``next_on_grid``: asked only where :attr:`next_on_grid` is not
-        None."""
-        counted: GridCount = self.inner.next_on_grid  # type: ignore[attr-defined]
-        return counted(record, origin, limit)
 
     def _resumed(
         self, then: float, record: ExecutionRecord, limit: int, *, origin: float | None = None
@@ -264,7 +261,7 @@ class CatchUp:
         if origin is None:
             due, skips = next_run_and_skipped(self.inner, record, limit=0)
         else:  # a fixed rate's, on the task's grid (next_on_grid)
-            due, skips, _ = self._counted(record, origin, 0)
+            due, skips, _ = next_on_grid(self.inner, record, origin, limit=0)
         if due is None or due <= then or not skips:
             return then, ()
         # The slots from ``then`` on (its grid: ``then`` may be off the run's, a put-off

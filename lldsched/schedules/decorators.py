@@ -25,7 +25,8 @@ increasing: every instant has exactly one undelayed slot, found by solving a lin
 rounding cannot add up along a grid (:meth:`Jittered.slot_of`); around a fixed rate,
 whose grid the core counts from an origin, the read-back is taken for the grid's
 nearest slot, so a period that is no whole number of 10 µs does not lose its remainder
-a run either (:attr:`Jittered.next_on_grid`).  A slot on a
+a run either (:attr:`Jittered.next_on_grid`), nor a slot of those recovery and
+``BUFFER_ONE`` list (:attr:`Jittered.slot_at`, :attr:`Jittered.on_grid`).  A slot on a
 knot (a round time such as :00 when ``2 * max_delay`` divides the hour) gets a
 uniformly drawn delay; between knots the delay is a blend of two draws.
 
@@ -60,9 +61,11 @@ from lldsched.schedules.base import (
     GridCount,
     Schedule,
     answered_its_own_way,
+    counts_on_grid,
     first_slot_after,
     has_schedule_methods,
     measures_elapsed_time,
+    next_on_grid,
     slot_after,
     wrapped_schedule,
 )
@@ -97,7 +100,7 @@ def _inner(schedule: object, owner: str) -> Schedule:
             f"{owner} wraps a schedule (an object with first_run() and next_run()), "
             f"got {schedule!r}"
         )
-    return schedule  # type: ignore[return-value]
+    return schedule
 
 
 def _instant(value: float | datetime | None, name: str) -> float | None:
@@ -109,17 +112,26 @@ def _instant(value: float | datetime | None, name: str) -> float | None:
         raise ScheduleError(str(exc)) from None
 
 
+def _grid_of(schedule: Schedule) -> Callable[[float, int], float | None] | None:
+    """``schedule``'s grid (its ``slot_at``) when it counts on a grid origin the core
+    keeps (:func:`~lldsched.schedules.base.counts_on_grid`: a fixed rate, a ``Window``
+    around one), else None: what a :class:`Jittered` around it counts on, found once."""
+    grid: Callable[[float, int], float | None] | None = getattr(schedule, "slot_at", None)
+    return grid if counts_on_grid(schedule) else None
+
+
 class Jittered(FrozenValue):
     """``schedule``'s slots, each started up to ``max_delay`` seconds (or a ``timedelta``)
     late; the delay of a slot is a pure function of ``(seed, slot)`` (see the module
     docstring)."""
 
-    __slots__ = ("_knot", "max_delay", "schedule", "seed")
+    __slots__ = ("_grid", "_knot", "max_delay", "schedule", "seed")
     _fields: ClassVar[tuple[str, ...]] = ("schedule", "max_delay", "seed")
     schedule: Schedule
     max_delay: float
     seed: int
     _knot: float
+    _grid: Callable[[float, int], float | None] | None
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -134,6 +146,7 @@ class Jittered(FrozenValue):
         object.__setattr__(self, "max_delay", delay)
         object.__setattr__(self, "seed", seed)
         object.__setattr__(self, "_knot", 2.0 * delay)  # knots this far apart: slope <= 1/2
+        object.__setattr__(self, "_grid", _grid_of(inner))
 
     # -- the delay and its inverse --------------------------------------------------------
 
@@ -199,48 +212,46 @@ class Jittered(FrozenValue):
     @property
     def next_on_grid(self) -> GridCount | None:
         """The wrapped schedule's ``next_on_grid`` (a fixed rate's), on the undelayed
-        slots, delayed; None when it counts on no grid origin (or has no ``slot_at``).
-        The task's origin stays a delayed instant (the core sets it from a due instant:
-        the first, a resume's), its grid the undelayed ``slot_of(origin) + k * period``:
-        the run's slot, read back, is taken for the grid's nearest slot when it is within
-        the read-back's resolution of it (:meth:`_on_grid`), else a new grid starts
-        there, as before.  Read back to 10 µs alone, each run rounded its slot to that,
-        and a period that is no whole number of 10 µs drifted by the remainder a run
-        (docs/DECISIONS.md, "A fixed rate's grid origin passes through a Window")."""
-        counted: GridCount | None = getattr(self.schedule, "next_on_grid", None)
-        grid: Callable[[float, int], float | None] | None = getattr(self.schedule, "slot_at", None)
-        if counted is None or grid is None:
-            return None
+        slots, delayed (:meth:`_next_on_grid`); None when it counts on no grid origin (or
+        has no ``slot_at``)."""
+        return None if self._grid is None else self._next_on_grid
 
-        def next_on_grid(
-            record: ExecutionRecord, origin: float, limit: int
-        ) -> tuple[float | None, Sequence[float], float]:
-            anchor = self.slot_of(origin)
-            slot = self._on_grid(grid, record.slot, anchor)
-            if slot is None:  # off the grid: a new one starts at the slot read back
-                slot = anchor = self.slot_of(record.slot)
-                origin = record.slot
-            due = slot if record.due == record.slot else record.due
-            following, skipped, counted_from = counted(
-                record._replace(slot=slot, due=due), anchor, limit
-            )
-            if counted_from != anchor:  # the wrapped schedule started a grid at the slot
-                origin = record.slot
-            if following is None:
-                return None, (), origin
-            return self.delayed(following), [self.delayed(at) for at in skipped], origin
+    def _next_on_grid(
+        self, record: ExecutionRecord, origin: float, limit: int
+    ) -> tuple[float | None, Sequence[float], float]:
+        """:attr:`next_on_grid`'s answer.  The task's origin stays a delayed instant (the
+        core sets it from a due instant: the first, a resume's), its grid the undelayed
+        ``slot_of(origin) + k * period``: the run's slot, read back, is taken for the
+        grid's nearest slot when it is within the read-back's resolution of it
+        (:meth:`_on_grid`), else a new grid starts there, as before.  Read back to 10 µs
+        alone, each run rounded its slot to that, and a period that is no whole number of
+        10 µs drifted by the remainder a run (docs/DECISIONS.md, "A fixed rate's grid
+        origin passes through a Window")."""
+        anchor = self.slot_of(origin)
+        found = self._on_grid(record.slot, anchor)
+        if found is None:  # off the grid: a new one starts at the slot read back
+            slot = anchor = self.slot_of(record.slot)
+            origin = record.slot
+        else:
+            slot = found[0]
+        due = slot if record.due == record.slot else record.due
+        following, skipped, counted_from = next_on_grid(
+            self.schedule, record._replace(slot=slot, due=due), anchor, limit=limit
+        )
+        if counted_from != anchor:  # the wrapped schedule started a grid at the slot
+            origin = record.slot
+        if following is None:
+            return None, (), origin
+        return self.delayed(following), [self.delayed(at) for at in skipped], origin
 
-        return next_on_grid
-
-    def _on_grid(
-        self, grid: Callable[[float, int], float | None], instant: float, anchor: float
-    ) -> float | None:
-        """The slot of the grid ``grid(anchor, k)`` whose delayed instant is ``instant``,
-        the very float the grid makes; None when the slot read back from ``instant`` is
-        farther from the nearest one than the read-back's resolution (half of
-        :data:`SLOT_DIGITS`' unit, and less than a quarter of the grid's step)."""
-        first = grid(anchor, 1)
-        if first is None:
+    def _on_grid(self, instant: float, anchor: float) -> tuple[float, int] | None:
+        """The slot of the wrapped schedule's grid ``slot_at(anchor, k)`` whose delayed
+        instant is ``instant``, the very float the grid makes, and its ``k``; None when it
+        has no grid, or the slot read back from ``instant`` is farther from the nearest
+        one than the read-back's resolution (half of :data:`SLOT_DIGITS`' unit, and less
+        than a quarter of the grid's step)."""
+        grid = self._grid
+        if grid is None or (first := grid(anchor, 1)) is None:
             return None
         step = first - anchor
         slot = self.undelayed(instant)
@@ -250,7 +261,38 @@ class Jittered(FrozenValue):
         nearest = anchor if k == 0 else grid(anchor, k)
         if nearest is None or abs(nearest - slot) > min(0.5 * 10.0**-SLOT_DIGITS, step / 4):
             return None
-        return nearest
+        return nearest, k
+
+    @property
+    def slot_at(self) -> Callable[[float, int], float | None] | None:
+        """The wrapped schedule's grid on the undelayed slots, delayed: the ``k``-th slot
+        after the slot ``anchor`` (a delayed instant) is ``delayed(slot_at(slot_of(anchor),
+        k))``, the very float :attr:`next_on_grid` answers from the origin ``anchor``;
+        None when it counts on no grid origin.  So recovery and BUFFER_ONE list a
+        jittered fixed rate's slots on its grid (:func:`~lldsched.schedules.base.
+        slots_on`), as a run's next slot is counted, not stepped one read-back at a time
+        (docs/DECISIONS.md, "Jittered: recovery and BUFFER_ONE count on the grid")."""
+        return None if self._grid is None else self._slot_at
+
+    def _slot_at(self, anchor: float, k: int) -> float | None:
+        grid = self._grid
+        slot = None if grid is None else grid(self.slot_of(anchor), k)
+        return None if slot is None else self.delayed(slot)
+
+    @property
+    def on_grid(self) -> Callable[[float, float], tuple[float, int]] | None:
+        """Where a slot stands on the grid from the task's origin (both delayed instants;
+        :func:`~lldsched.schedules.base.on_grid`): ``(origin, k)`` when the slot read back
+        is the grid's ``k``-th (:meth:`_on_grid`), else ``(slot, 0)``, a grid starting at
+        the slot, as :attr:`next_on_grid` tells them apart; None when it counts on no grid
+        origin."""
+        return None if self._grid is None else self._located
+
+    def _located(self, slot: float, origin: float) -> tuple[float, int]:
+        checks.instant(slot, name="on_grid() slot", of=self, error=ScheduleError)
+        checks.instant(origin, name="on_grid() origin", of=self, error=ScheduleError)
+        found = self._on_grid(slot, self.slot_of(origin))
+        return (slot, 0) if found is None else (origin, found[1])
 
     # -- what recovery asks -------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from lldsched import checks
 from lldsched.checks import seconds
@@ -147,8 +147,8 @@ class _Interval(FrozenValue):
     Schedules are immutable, so equal ones can be one object, the way small ints
     are: 100,000 tasks on ``FixedRate(60)`` hold one schedule, and building it
     again costs a dict lookup (the scale benchmark measures both).  At most
-    :data:`SHARED_LIMIT` values are kept (:data:`_SHARED`); past that, new values are
-    simply built.
+    :data:`SHARED_LIMIT` values are kept (:data:`_DELAYS`, :data:`_RATES`); past that,
+    new values are simply built.
     """
 
     __slots__ = ()
@@ -170,24 +170,32 @@ class _Interval(FrozenValue):
 
 
 SHARED_LIMIT = 4096
+"""Values kept shared, of both classes together."""
 
-_SHARED: dict[tuple[object, ...], _Interval] = {}
-"""The shared values, under their class and their arguments with the arguments' types.
-The class is part of the key: a subclass's ``Every(60)`` is not a ``FixedRate(60)``
-(:meth:`FrozenValue.__eq__` compares types), and one came back for the other when
-each class looked its values up in a class attribute the subclass inherited."""
+_DELAYS: dict[tuple[object, ...], FixedDelay] = {}
+_RATES: dict[tuple[object, ...], FixedRate] = {}
+"""The shared values of each class (a subclass's with its base's), under their class and
+their arguments with the arguments' types.  The class is part of the key: a subclass's
+``Every(60)`` is not a ``FixedRate(60)`` (:meth:`FrozenValue.__eq__` compares types), and
+one came back for the other when each class looked its values up in a class attribute
+the subclass inherited.  A dict per class, so that what one gives back is typed as the
+class that asks (one for both gave back an ``_Interval``)."""
+
+_Shared = TypeVar("_Shared", bound=_Interval)
 
 
-def _shared(key: tuple[object, ...]) -> _Interval | None:
+def _shared(values: dict[tuple[object, ...], _Shared], key: tuple[object, ...]) -> _Shared | None:
     try:
-        return _SHARED.get(key)
+        return values.get(key)
     except TypeError:  # an unhashable argument: let validation name it
         return None
 
 
-def _keep(key: tuple[object, ...], value: _Interval) -> None:
-    if len(_SHARED) < SHARED_LIMIT:
-        _SHARED[key] = value
+def _keep(
+    values: dict[tuple[object, ...], _Shared], key: tuple[object, ...], value: _Shared
+) -> None:
+    if len(_DELAYS) + len(_RATES) < SHARED_LIMIT:
+        values[key] = value
 
 
 def _grid_index(slot: float, period: float, k: int, instant: float, *, strictly: bool) -> int:
@@ -228,15 +236,15 @@ class FixedDelay(_Interval):
     def __new__(cls, delay: float | timedelta, start_delay: float | timedelta = 0.0) -> FixedDelay:
         # Types are part of the key: True == 1, but FixedDelay(True) is an error.
         key = (cls, type(delay), delay, type(start_delay), start_delay)
-        found = _shared(key)
+        found = _shared(_DELAYS, key)
         if found is not None:
-            return found  # type: ignore[return-value]
+            return found
         self = object.__new__(cls)
         object.__setattr__(
             self, "delay", checks.step(delay, name="FixedDelay delay", error=ScheduleError)
         )
         self._set_start_delay(start_delay, of="FixedDelay")
-        _keep(key, self)
+        _keep(_DELAYS, key, self)
         return self
 
     def next_run(self, record: ExecutionRecord, now: float) -> float:
@@ -298,11 +306,11 @@ class FixedRate(_Interval):
         # FixedRate(60) must not come back as a FixedRate(60.0) built earlier.
         key = (cls, type(period), period, on_overrun, type(start_delay), start_delay)
         try:  # _shared(), inlined: one FixedRate per registration is the common case
-            found = _SHARED.get(key)
+            found = _RATES.get(key)
         except TypeError:  # an unhashable argument: let validation name it
             found = None
         if found is not None:
-            return found  # type: ignore[return-value]
+            return found
         if not isinstance(on_overrun, OverrunPolicy):
             raise ScheduleError(
                 f"on_overrun must be OverrunPolicy.SKIP or OverrunPolicy.CATCH_UP, "
@@ -314,7 +322,7 @@ class FixedRate(_Interval):
         )
         object.__setattr__(self, "on_overrun", on_overrun)
         self._set_start_delay(start_delay, of="FixedRate")
-        _keep(key, self)
+        _keep(_RATES, key, self)
         return self
 
     def slot_after(self, slot: float) -> float:

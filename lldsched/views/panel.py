@@ -41,7 +41,7 @@ import reprlib
 import threading
 import traceback
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from lldsched import checks
@@ -201,7 +201,7 @@ class ControlPanel:
         source: Runtime,
         *,
         tz: str = "UTC",
-        loop: _Loop | str | None = "auto",
+        loop: _Loop | Literal["auto"] | None = "auto",
         live: bool = True,
         max_rows: int | None = MAX_ROWS,
     ) -> None:
@@ -223,7 +223,7 @@ class ControlPanel:
         self._widgets = widgets
         self._source = source
         self._tz = zone_info(tz)
-        self._loop: _Loop | None = _kernel_loop() if loop == "auto" else loop  # type: ignore[assignment]
+        self._loop: _Loop | None = _kernel_loop() if loop == "auto" else loop
         # Guards _dirty and _scheduled: written by the event thread, read by the refresh.
         self._lock = threading.Lock()
         self._dirty: set[str] = set()
