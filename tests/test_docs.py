@@ -72,7 +72,7 @@ from tests import jobs
 from tests.forking import in_child
 from tests.test_demo import EXPECTED as DEMO_OUTPUT
 from tests.test_layering import MODULES
-from tests.test_typing_user import kept_folder, user_mypy
+from tests.test_typing_user import MYPY_BLOCKED, kept_folder, user_mypy
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -940,6 +940,7 @@ def typed_modules() -> dict[str, tuple[Path, str]]:
     return modules
 
 
+@pytest.mark.timeout(MYPY_BLOCKED + 60)  # mypy's run is bounded in CPU time (MYPY_CPU)
 def test_the_examples_users_copy_pass_a_users_mypy_strict(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

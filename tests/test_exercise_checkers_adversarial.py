@@ -20,7 +20,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy
@@ -126,14 +128,15 @@ def unhandled_in_threads() -> Iterator[list[type[BaseException]]]:
 
 class StopsThenTells(dict[Any, Any]):
     """``_WATCHING`` in stand-in: the checker reads it once it has given up on a check,
-    which is when ``told`` is set."""
+    which is when ``told`` is set (a check's thread reading its own entry is not told)."""
 
     def __init__(self, told: threading.Event) -> None:
         super().__init__()
         self.told = told
 
     def get(self, key: Any, default: Any = None) -> Any:
-        self.told.set()
+        if key is not threading.current_thread():
+            self.told.set()
         return super().get(key, default)
 
 
@@ -220,6 +223,147 @@ def test_a_stopped_answer_is_not_an_error_a_check_can_catch_and_go_on_calling(
     ran[0].join(timeout=5)
     assert not ran[0].is_alive(), f"the stopped check went on calling the answer: {calls}"
     assert calls == [1]
+
+
+# -- a stop that lands in the checker's own work around a call ---------------------------------
+# call_answer puts its watch on before it calls the answer (its thread's profile function,
+# threading's for the threads the answer starts, a gc callback) and takes it off after; the
+# stop lands wherever the interpreter next looks for one, in the checker's own lines too.
+# Landed in that taking off, it left threading's profile function on: every thread the
+# learner's kernel started after it ran the checker's hook, and later checks' watch of the
+# threads an answer starts was off. The interpreter looks as it enters a function (and after
+# a call, at a loop's jump back): these tests make the stop land as each function is entered
+# that the checker calls in a call, one at a time.
+
+Point = tuple[str, int]  # a function entered in a call to the answer, the nth time
+
+
+def checkers_own(frame: FrameType) -> bool:
+    """Whether ``frame`` is the checker's own code run by ``call_answer`` (its frame or one
+    it called), not the answer's nor the collector's."""
+    code = frame.f_code
+    if code.co_filename != checker.__file__ or code is checker._collecting.__code__:
+        return False
+    caller: FrameType | None = frame
+    while caller is not None and caller.f_code is not checker.call_answer.__code__:
+        caller = caller.f_back
+    return caller is not None
+
+
+def at_each_entry(point: Callable[[Point], None]) -> Callable[[FrameType, str, Any], None]:
+    """A trace function calling ``point`` as each function is entered that is the
+    checker's own in a call to the answer, or that its code calls (the answer included)."""
+    counted: dict[str, int] = {}
+
+    def entered(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" and (
+            checkers_own(frame) or (frame.f_back is not None and checkers_own(frame.f_back))
+        ):
+            name = f"{Path(frame.f_code.co_filename).stem}.{frame.f_code.co_qualname}"
+            counted[name] = counted.get(name, 0) + 1
+            point((name, counted[name]))
+
+    return entered
+
+
+def entries_of_a_call(call: Callable[[], object]) -> list[Point]:
+    """Each function entered that :func:`at_each_entry` sees in ``call`` (a call_answer)."""
+    points: list[Point] = []
+    previous = sys.gettrace()
+    sys.settrace(at_each_entry(points.append))
+    try:
+        call()
+    except AssertionError:  # a Raised: the answer's error, as the checker names it
+        pass
+    finally:
+        sys.settrace(previous)
+    return points
+
+
+def stopped_at(point: Point, call: Callable[[], object]) -> list[str]:
+    """Run ``call`` as a check and stop it at ``point``: its thread is held there until the
+    checker, its limit run out, has raised its stop, which lands as that function is
+    entered.  What the call left on once its thread ended, each named (and then taken off,
+    so that each point starts from nothing on)."""
+    reached, told = threading.Event(), threading.Event()
+    ran: list[threading.Thread] = []
+
+    def holds(at: Point) -> None:
+        if at == point:
+            reached.set()
+            told.wait()  # the stop lands here
+
+    class WaitsForThePoint(dict[Any, Any]):
+        def get(self, key: Any, default: Any = None) -> Any:  # the checker, at its limit
+            reached.wait()
+            return super().get(key, default)
+
+    def check() -> None:
+        ran.append(threading.current_thread())
+        call()
+
+    profile, trace = threading.getprofile(), threading.gettrace()
+    watching = StopsThenTells(told)
+    with pytest.MonkeyPatch.context() as patch, unhandled_in_threads() as unhandled:
+        patch.setattr(checker, "_CALLING", WaitsForThePoint())
+        patch.setattr(checker, "_WATCHING", watching)
+        patch.setattr(checker, "_THREADS_WATCHED", list(checker._THREADS_WATCHED))
+        threading.settrace(at_each_entry(holds))
+        try:
+            (result,) = run_checks([("stopped", check)], 1e-9)
+        finally:
+            threading.settrace(trace)
+        ran[0].join()
+        left = [
+            name
+            for name, on in [
+                ("threading's profile function", threading.getprofile() is not profile),
+                ("the collector's callback", checker._collecting in gc.callbacks),
+                ("the call's watch", ran[0] in watching),
+            ]
+            if on
+        ]
+        threading.setprofile(profile)
+        if checker._collecting in gc.callbacks:
+            gc.callbacks.remove(checker._collecting)
+    assert "did not return within 1e-09 s" in result.message, result
+    assert unhandled == [], unhandled
+    return left
+
+
+def answer_returns() -> float:
+    return 1.0
+
+
+def answer_raises() -> float:
+    raise ValueError("a mistake")
+
+
+def answer_yields() -> Iterator[float]:
+    yield 1.0  # two, all taken: ended, it is not closed later, from wherever the thread is
+    yield 2.0
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        partial(checker.call_answer, "answer_returns()", answer_returns),
+        partial(checker.call_answer, "answer_raises()", answer_raises),
+        partial(checker.call_answer, "answer_yields()", answer_yields, take=2),
+    ],
+    ids=["returns", "raises", "yields"],
+)
+def test_a_stop_that_lands_in_the_checkers_own_work_around_a_call_leaves_no_watch_on(
+    call: Callable[[], object],
+) -> None:
+    """The stop lands as each function is entered that the checker calls in a call to the
+    answer, one at a time (before the answer is called, and as its watch is taken off):
+    none leaves threading's profile function, the collector's callback or the call's
+    watch on once the check's thread has ended."""
+    points = entries_of_a_call(call)
+    assert any(name.startswith("threading.") for name, _ in points), points  # seen
+    left = {f"{name} (time {nth})": stopped_at((name, nth), call) for name, nth in points}
+    assert {entered: on for entered, on in left.items() if on} == {}
 
 
 def test_a_retry_loop_that_never_reaches_the_cap_is_reported_with_its_input() -> None:

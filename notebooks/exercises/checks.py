@@ -354,7 +354,8 @@ class _Stop:
             return True
 
 
-# By check thread: the watch of the call to the answer it is in, if any.
+# By check thread: the watch of the call to the answer it is in, if any, from before
+# anything of it goes on until all of it is off (see _watch and _unwatch).
 _WATCHING: dict[threading.Thread, _Watch] = {}
 
 # By check thread: the call to the answer it is in ("" between calls) and the
@@ -403,16 +404,13 @@ def call_answer(
     here, as part of the call, for at most ``take`` items: a generator's body runs only
     as it is iterated, and it is the answer's code, watched and timed as the rest of it.
     Those items come back as a :class:`Taken` list."""
-    watch = _Watch()
+    watch = _Watch(sys.getprofile())
     told: tuple[type[BaseException], ...] = (*passes, AsyncAnswer)  # re-raised as they are
-    previous = sys.getprofile()
     thread = threading.current_thread()
-    _WATCHING[thread] = watch
     _CALLING[thread] = (call, _monotonic())
     try:
-        _watch_threads(started=True)
-        gc.callbacks.append(_collecting)
         try:
+            _watch(watch)
             sys.setprofile(watch)
             got = answer(*args)
             if inspect.iscoroutine(got):  # closed: never awaited, and no warning of it
@@ -430,15 +428,9 @@ def call_answer(
             recursed = sys.getprofile() is None and _recursion(sys.exc_info()[1]) is not None
             if sys.getprofile() is not watch and not recursed:
                 watch.unhooked = watch.unhooked or "sys.setprofile"
-            sys.setprofile(previous)
-            watch.active = False  # a thread the answer started stops being watched
-            if _collecting in gc.callbacks:  # (an answer may have emptied the list)
-                gc.callbacks.remove(_collecting)
-            _watch_threads(started=False)
-            for started in watch.started:
-                _STARTED.pop(started, None)
+            sys.setprofile(watch.previous)  # first: the watch would see _unwatch called
+            _unwatch()  # (a stop that lands in it leaves the rest to _within's thread)
             _CALLING[thread] = ("", _monotonic())
-            _WATCHING.pop(thread, None)
     except told:
         watch.refuse(call)
         raise
@@ -622,14 +614,15 @@ class _Watch:
 
     A thread the answer starts (``Thread.start``, a ``ThreadPoolExecutor``'s too) is
     watched as well, from its first instruction (``threading.setprofile``: see
-    :func:`_watch_threads`) until the answer returns; a thread anyone else starts is not.
+    :func:`_watch`) until the answer returns; a thread anyone else starts is not.
     What the garbage collector runs while it collects on a watched thread (a weak
     reference's callback, a ``__del__``: lldsched's, of objects an earlier cell dropped) is
     nobody's call, and is not counted (``collecting``, set by :func:`_collecting`).  An
     answer that calls ``sys.setprofile`` or ``threading.setprofile`` (``unhooked``) turns
     the watch off, and fails for that."""
 
-    def __init__(self) -> None:
+    def __init__(self, previous: Any) -> None:
+        self.previous = previous  # the thread's profile function before the call
         self.asked: str | None = None
         self.sleeping = self.slept = False
         self.unhooked: str | None = None  # the function that turned the watch off, if any
@@ -693,8 +686,9 @@ _OURS = globals()  # this module's frames turn the watch on and off: not the ans
 
 # By thread the answer started and that has not run yet: its watch.
 _STARTED: dict[threading.Thread, _Watch] = {}
-# How many calls to an answer are running, and the threading profile function before them.
-_THREADS_WATCHED: list[Any] = [0, None]
+# Whether threading's profile function and the collector's callback are the checker's
+# (while any call to an answer runs), and threading's profile function before them.
+_THREADS_WATCHED: list[Any] = [False, None]
 _THREADS_LOCK = threading.Lock()
 
 
@@ -717,20 +711,43 @@ def _first_event(frame: Any, event: str, arg: Any) -> None:
     watch(frame, event, arg)
 
 
-def _watch_threads(started: bool) -> None:
-    """A call to the answer starts (``started``) or ends: the first to start puts
-    :func:`_first_event` on every thread started from then on, the last to end puts the
-    profile function it found back."""
+def _watch(watch: _Watch) -> None:
+    """A call to the answer starts on this thread, watched by ``watch``: the first of the
+    calls running puts :func:`_first_event` on every thread started from then on, and the
+    collector's callback on (:func:`_collecting`); :func:`_unwatch` takes them off."""
     with _THREADS_LOCK:
-        if started:
-            if not _THREADS_WATCHED[0]:
-                _THREADS_WATCHED[1] = threading.getprofile()
-                threading.setprofile(_first_event)
-            _THREADS_WATCHED[0] += 1
-        else:
-            _THREADS_WATCHED[0] -= 1
-            if not _THREADS_WATCHED[0]:
-                threading.setprofile(_THREADS_WATCHED[1])
+        _WATCHING[threading.current_thread()] = watch  # first: _unwatch finds what is on
+        if not _THREADS_WATCHED[0]:
+            _THREADS_WATCHED[1] = threading.getprofile()
+            _THREADS_WATCHED[0] = True
+            threading.setprofile(_first_event)
+            gc.callbacks.append(_collecting)
+
+
+def _unwatch() -> None:
+    """The call to the answer on this thread ends: its watch is taken off the thread and
+    the threads it started, and, once no call runs, threading's profile function and the
+    collector's callback are put back as they were.
+
+    A stop (:class:`_Stop`) lands wherever the thread is, in the checker's own lines too:
+    one that landed as the call put its watch on or took it off left threading's profile
+    function on, for every thread the learner's kernel started after it.  So the check's
+    thread calls this again as it ends, where no stop lands (:func:`_within`): whatever is
+    still on is taken off then, and what is off already is left alone."""
+    thread = threading.current_thread()
+    with _THREADS_LOCK:
+        watch = _WATCHING.get(thread)
+        if watch is not None:
+            sys.setprofile(watch.previous)
+            watch.active = False  # a thread the answer started stops being watched
+            for started in watch.started:
+                _STARTED.pop(started, None)
+            del _WATCHING[thread]
+        if _THREADS_WATCHED[0] and not _WATCHING:
+            threading.setprofile(_THREADS_WATCHED[1])
+            if _collecting in gc.callbacks:  # (an answer may have emptied the list)
+                gc.callbacks.remove(_collecting)
+            _THREADS_WATCHED[0] = False
 
 
 def _collecting(phase: str, info: Mapping[str, int]) -> None:
@@ -767,6 +784,7 @@ def _within(check: Callable[[], None], limit: float) -> None:
             raised.append(error)
         finally:
             _CALLING.pop(threading.current_thread(), None)
+            _unwatch()  # what a stop that landed in call_answer's own lines left on
 
     started = _monotonic()
     thread = threading.Thread(target=run, daemon=True)
