@@ -209,12 +209,20 @@ def test_run_now_says_when_there_is_nothing_to_do(
     )
 
 
-def test_a_verb_whose_code_does_not_import_here_is_refused_by_name(sqlite_file: Path) -> None:
+def test_a_verb_whose_code_does_not_import_here_is_refused_by_name_and_why(
+    sqlite_file: Path, code: tuple[ModuleType, Path]
+) -> None:
+    """The line names what did not import, as the store found it: the operator learns
+    which module to put on the path (before, only "its action or its schedule's class")."""
     before = statuses(sqlite_file)
     done = cli("--store", f"sqlite://{sqlite_file}", "pause", "nightly")  # no service code
     assert done.returncode == 2
     assert done.stderr.startswith("error: task 'nightly' cannot be loaded here")
+    module = code[0].__name__
+    assert f"cannot import module '{module}' for '{module}:noop'" in done.stderr
+    assert f"No module named '{module}'" in done.stderr
     assert "nothing was changed" in done.stderr
+    assert done.stderr.count("\n") == 1  # one error: line
     assert statuses(sqlite_file) == before
 
 

@@ -11,6 +11,9 @@ tree without what git ignores, with the build backend already installed
   script;
 * the sdist holds the whole tree (docs/DECISIONS.md, "Packaging");
 * the wheel, installed where the source tree is not, imports and runs its commands;
+  with nothing but the standard library beside it (no extra), the README's examples
+  run and print what they show, and each module of an extra imports or says which
+  extra to install;
 * every extra an "install the extra" error or the docs name exists, and brings what
   the modules of that extra import;
 * Binder installs exactly the dependencies and the ``views`` and ``notebook`` extras.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import email
 import email.message
+import importlib.util
 import os
 import re
 import shutil
@@ -37,6 +41,7 @@ import pytest
 import lldsched
 from lldsched.views import VIEWS_EXTRA
 from tests.test_binder import imported
+from tests.test_docs import python_blocks, shown_output, unprinted
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -132,13 +137,38 @@ def test_the_sdist_holds_the_whole_tree(dist: Dist) -> None:
     assert not [n for n in in_sdist if "__pycache__" in n or n.endswith(".pyc")]
 
 
-def test_the_installed_wheel_runs_without_the_source_tree(dist: Dist, tmp_path: Path) -> None:
-    target = tmp_path / "site"
+@pytest.fixture(scope="module")
+def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel installed into a folder of its own, with ``tzdata``, its one dependency
+    (this environment's, linked: the install is offline)."""
+    target = tmp_path_factory.mktemp("site")
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
          "--no-compile", "--target", str(target), str(dist.wheel_path)],
         check=True, capture_output=True,
     )  # fmt: skip
+    spec = importlib.util.find_spec("tzdata")
+    assert spec is not None and spec.submodule_search_locations is not None
+    (target / "tzdata").symlink_to(spec.submodule_search_locations[0], target_is_directory=True)
+    return target
+
+
+def bare(installed: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a Python that sees the standard library and what ``installed``
+    holds, nothing else (``-S``: no site-packages, so no pandas, matplotlib, ipywidgets
+    or psycopg, whatever this environment has): what ``pip install`` of the wheel gives
+    with no extra."""
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    return subprocess.run(
+        [sys.executable, "-S", "-c", code], cwd=cwd, env=env,
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_the_installed_wheel_runs_without_the_source_tree(
+    dist: Dist, installed: Path, tmp_path: Path
+) -> None:
+    target = installed
     # The target comes first on the path, before this tree and any editable install;
     # the working directory is elsewhere, so nothing is read relative to the tree.
     env = {**os.environ, "PYTHONPATH": str(target)}
@@ -164,6 +194,60 @@ def test_the_installed_wheel_runs_without_the_source_tree(dist: Dist, tmp_path: 
         )  # fmt: skip
         assert usage.returncode == 2, usage.stderr
         assert usage.stderr.startswith(f"usage: {name} [-h]"), usage.stderr
+
+
+README_BLOCKS = python_blocks(ROOT / "README.md")
+
+
+@pytest.mark.parametrize(
+    ("line", "block"), README_BLOCKS, ids=[f"README.md:{line}" for line, _ in README_BLOCKS]
+)
+def test_the_readmes_examples_run_on_the_wheel_without_extras(
+    installed: Path, tmp_path: Path, line: int, block: str
+) -> None:
+    """The README's first scheduler and its day replayed are what a user runs after
+    ``pip install`` with no extra (the package "needs only the standard library and
+    tzdata"): each runs so, and prints what it shows."""
+    run = bare(installed, block, tmp_path)
+    assert run.returncode == 0, f"README.md:{line}: {run.stderr[-2000:]}"
+    assert unprinted(shown_output(block), run.stdout.splitlines()) == []
+
+
+def _modules_of(folder: str) -> list[str]:
+    return sorted(
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for path in (ROOT / folder).rglob("*.py")
+    )
+
+
+def test_a_module_of_an_extra_imported_without_it_names_the_extra(
+    installed: Path, tmp_path: Path
+) -> None:
+    """Every module of ``lldsched.views`` and the PostgreSQL store, imported where the
+    wheel is installed with no extra: it imports (its packages are imported when used:
+    the widgets), or it raises the ImportError that names the extra to install."""
+    modules = [*_modules_of("lldsched/views"), "lldsched.stores.postgres"]
+    assert len(modules) > 20 and "lldsched.views.plots.gantt" in modules  # the scan found them
+    code = f"""
+import importlib
+for name in {modules!r}:
+    try:
+        importlib.import_module(name)
+    except ImportError as exc:
+        print(name, "|", exc)
+    else:
+        print(name, "|", "imported")
+"""
+    run = bare(installed, code, tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    said = dict(line.split(" | ", 1) for line in run.stdout.splitlines())
+    assert said.keys() == set(modules)
+    refused = {name: why for name, why in said.items() if why != "imported"}
+    assert "lldsched.views.frames" in refused and "lldsched.stores.postgres" in refused
+    for name, why in refused.items():
+        extra = "postgres" if name.startswith("lldsched.stores") else EXTRA_OF["lldsched/views"]
+        assert f"install the extra: pip install 'lldsched[{extra}]'" in why, (name, why)
+    assert said["lldsched.views.report"] == "imported"  # standard library only: the README's
 
 
 def _requirement_name(requirement: str) -> str:

@@ -8,7 +8,8 @@ a running scheduler.  ``redrive``, ``pause``, ``resume``, ``cancel``, ``run-now`
 ``remove`` act through a scheduler built on the store and never started
 (:func:`~lldsched.cli.storeurl.act_on`): the processes running the store apply the verb from
 its change feed.  Acting loads the tasks as a starting process does, so the jobs' modules
-must import (the service's environment); a task whose code does not is refused by name.
+must import (the service's environment); a task whose code does not is refused by name,
+with what did not import (:func:`_not_loaded`).
 
 Exit statuses as every command's (:data:`~lldsched.cli.EXIT_STATUSES`): 2, with one
 ``error:`` line, for anything refused before a change (a bad ``--store``, a store that
@@ -39,6 +40,7 @@ from lldsched.persistence import TaskSnapshot
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import describe
+from lldsched.stores.codec import decode_task
 from lldsched.stores.peek import Peek, Row
 
 __all__ = ["EXAMPLE_STORE", "STATUSES", "VERBS", "add_parser", "run_tasks"]
@@ -137,7 +139,7 @@ def run_tasks(
         return _refused(exc)
     finally:
         reader.close()
-    return _act(name, verb, task_id)
+    return _act(name, verb, rows[0])
 
 
 def _arguments(store: str | None, verb: str | None, task_id: str | None, records: int) -> StoreName:
@@ -218,8 +220,9 @@ _DONE = {  # a verb's past tense, and the runtime's method
 }
 
 
-def _act(name: StoreName, verb: str, task_id: str) -> int:
+def _act(name: StoreName, verb: str, row: Row) -> int:
     done, method = _DONE[verb]
+    task_id = row.id
     acted = False  # the verb was called: a failure after it is status 1
     failures = _StoreFailures()
     try:
@@ -227,11 +230,10 @@ def _act(name: StoreName, verb: str, task_id: str) -> int:
             try:
                 scheduler.task(task_id)
             except TaskNotFoundError:
-                return to_stderr(
-                    f"error: task {shown(task_id)} cannot be loaded here (its action or its "
-                    "schedule's class does not import in this environment: run the command "
-                    "where the service's code imports); nothing was changed",
-                    BAD_ARGUMENTS,
+                return _refused(
+                    f"task {shown(task_id)} cannot be loaded here ({_not_loaded(row)}): run "
+                    "the command where the service's code imports (its virtualenv, its "
+                    "PYTHONPATH); nothing was changed"
                 )
             act: Callable[[str], Any] = getattr(scheduler, method)
             acted = True
@@ -257,6 +259,20 @@ def _act(name: StoreName, verb: str, task_id: str) -> int:
             return 0
     except (StoreError, ImportError) as exc:  # the open (nothing changed), or the close
         return _refused(exc, FAILED if acted else BAD_ARGUMENTS)
+
+
+def _not_loaded(row: Row) -> str:
+    """Why the task of ``row`` was not loaded by the scheduler the verb is called on:
+    the row's error, or what its definition raises when decoded as a load decodes it,
+    importing what it names (the action's module, a schedule's or a retry policy's
+    class).  The store said so only at WARNING, which the command does not show."""
+    if row.snapshot is None:
+        return row.error or "its row cannot be read"
+    try:
+        decode_task(row.id, row.definition)
+    except StoreError as exc:
+        return str(exc)
+    return "its action or its schedule's class does not import in this environment"
 
 
 class _StoreFailures(logging.Handler):

@@ -56,11 +56,13 @@ _DEAD = "SELECT id FROM tasks WHERE status = 'failed' ORDER BY failed_seq, posit
 
 
 class Row(NamedTuple):
-    """A task's row: its snapshot, or (``snapshot`` None) why it cannot be read."""
+    """A task's row: its snapshot, or (``snapshot`` None) why it cannot be read; with a
+    snapshot, its ``definition`` as stored (the text a load decodes, importing)."""
 
     id: str
     snapshot: TaskSnapshot | None
     error: str | None = None
+    definition: str = ""
 
 
 class Peek:
@@ -131,9 +133,8 @@ class Peek:
             task = decode_task(
                 task_id, definition, runs=runs - failures if good else 0, imports=False
             )
-            return Row(
-                task_id, snapshot_from(task_id, definition, status, state, task=task, kept=kept)
-            )
+            snapshot = snapshot_from(task_id, definition, status, state, task=task, kept=kept)
+            return Row(task_id, snapshot, definition=definition)
         except StoreError as exc:
             return Row(str(task_id), None, str(exc))
 
