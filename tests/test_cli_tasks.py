@@ -683,25 +683,24 @@ def test_the_dead_letter_reads_the_failed_tasks_alone(
     assert [rows for _, rows in statements] == [tasks, tasks]  # the rows, each one's last record
 
 
-def test_a_task_s_last_record_is_looked_up_by_the_records_key_not_a_scan(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["WHERE t.status = 'failed'", ""])
+def test_a_task_s_last_record_is_looked_up_by_the_records_key_not_a_scan(
+    tmp_path: Path, where: str
+) -> None:
     """The SQLite statement reading the listed tasks' last records finds each by the
     records' key (task id, seq): the tasks are scanned (their status filtered), the
-    records never (before: every record read, for a window over them all)."""
+    records never (before: every record read, for a window over them all).  For a whole
+    listing too (no filter): SQLite's planner scanned every record there, each looked up
+    in the tasks (1.1 s of 1,000,000 records, 0.5 s the tasks first: ``CROSS JOIN``)."""
     from lldsched.stores import peek
 
     path = tmp_path / "jobs.db"
     with SqliteTaskStore(path) as store:
         _large(store, 3, 2, {1})
-    statement = peek._LATEST.format(columns="r.seq", last=peek._LAST_SQLITE)
+    statement = f"{peek._LATEST.format(columns='r.seq', last=peek._LAST_SQLITE)} {where}"
     with contextlib.closing(sqlite3.connect(path)) as connection:
-        plan = " | ".join(
-            row[-1]
-            for row in connection.execute(
-                f"EXPLAIN QUERY PLAN {statement} WHERE t.status = ?", ("failed",)
-            )
-        )
-        assert connection.execute(f"{statement} WHERE t.status = ?", ("failed",)).fetchall() == [
-            (4,)
-        ]
+        plan = " | ".join(row[-1] for row in connection.execute(f"EXPLAIN QUERY PLAN {statement}"))
+        found = sorted(seq for (seq,) in connection.execute(statement))
+    assert found == ([4] if where else [2, 4, 6]), found
     assert "SCAN t" in plan and "SCAN r" not in plan and "SCAN m" not in plan, plan
     assert "SEARCH r USING PRIMARY KEY (task_id=? AND seq=?)" in plan, plan
