@@ -42,6 +42,7 @@ from lldsched.cli import main, storetasks, storeurl
 from lldsched.cli.storetasks import EXAMPLE_STORE
 from lldsched.errors import TaskNotFoundError
 from lldsched.stores.peek import peek_sqlite
+from tests import jobs
 from tests.test_cluster_verb_hold import FillingSqlite
 
 JOBS = """
@@ -704,3 +705,56 @@ def test_a_task_s_last_record_is_looked_up_by_the_records_key_not_a_scan(
     assert found == ([4] if where else [2, 4, 6]), found
     assert "SCAN t" in plan and "SCAN r" not in plan and "SCAN m" not in plan, plan
     assert "SEARCH r USING PRIMARY KEY (task_id=? AND seq=?)" in plan, plan
+
+
+def test_a_listing_words_each_schedule_once_and_each_row_as_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The SCHEDULE column's text is worked out once per schedule the rows share (a cron's
+    words cost more than the rest of its row; before: once a row, 29 here), and each
+    row's cells are the ones it has listed alone, an unreadable row's too."""
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(store=store)
+        for n in range(30):
+            schedule = (NIGHTLY, "*/5 * * * *", FixedRate(60))[n % 3]
+            scheduler.schedule(f"job {n}", jobs.noop, schedule, id=f"t{n}")
+        scheduler.shutdown()
+    with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute("UPDATE tasks SET definition = '[]' WHERE id = 't4'")
+    worded: list[object] = []
+
+    def counted(schedule: Any) -> str:
+        worded.append(schedule)
+        return words(schedule)
+
+    words = storetasks._schedule
+    monkeypatch.setattr(storetasks, "_schedule", counted)
+    status, out, err = run(capsys, "--store", f"sqlite:{path}")
+    assert (status, err) == (0, "")
+    assert len(worded) == 3 and len(out.splitlines()) == 31
+    reader = peek_sqlite(str(path))
+    try:
+        alone = [storetasks._cells(reader.tasks(f"t{n}")[0], None, words) for n in range(30)]
+        listed = [storetasks._cells(row, None, storetasks._Described()) for row in reader.tasks()]
+    finally:
+        reader.close()
+    assert listed == alone
+    assert alone[4][2:4] == ("unreadable", "task t4: its stored definition is invalid: Va...")
+    assert {cells[3] for cells in alone} - {alone[4][3]} == {
+        "At 03:00 (UTC)", "Every 5 minutes (UTC)", "Every 60 s"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "instant",
+    [0.0, 1.8e9, 1.8e9 + 0.9999994, 1.8e9 + 0.9999996, -1.0, -3.0e10, -3.1e10, -6.0e10,
+     253402300799.0, -62135596800.0],
+)  # fmt: skip
+def test_next_run_is_strftime_s_text(instant: float) -> None:
+    """NEXT RUN is written by ``isoformat`` (half ``strftime``'s cost), as ``strftime``
+    writes it: at a second's last microsecond (rounded up), before 1970, and before the
+    year 1000, where ``strftime`` is asked (glibc writes such a year without zeros)."""
+    from lldsched.clock import utc_datetime
+
+    assert storetasks._when(instant) == utc_datetime(instant).strftime("%Y-%m-%d %H:%M:%S")
