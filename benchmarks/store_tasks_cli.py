@@ -236,7 +236,7 @@ def measure(
             )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -249,7 +249,7 @@ def main() -> None:
         "--versions", nargs="+", metavar="DIR", default=[None],
         help="source trees to time in turn, each first on PYTHONPATH (to compare two)",
     )  # fmt: skip
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         out = args.out or Path(scratch)
         out.mkdir(parents=True, exist_ok=True)

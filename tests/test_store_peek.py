@@ -16,7 +16,21 @@ from typing import Any
 
 import pytest
 
-from lldsched import OneTime, Priority, RetryPolicy, Scheduler, SqliteTaskStore, Task
+from lldsched import (
+    CronSchedule,
+    FixedDelay,
+    FixedRate,
+    Jittered,
+    Misfire,
+    MisfirePolicy,
+    OneTime,
+    Priority,
+    RetryPolicy,
+    Scheduler,
+    SqliteTaskStore,
+    Task,
+    Window,
+)
 from lldsched.errors import StoreError
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.decorators import describe
@@ -113,16 +127,6 @@ def test_a_status_and_an_id_are_the_statements_filter_only_those_rows_decoded(
 def _definitions() -> list[str]:
     """Definitions of every kind of schedule, the variants ``==`` takes for one another
     (``1``, ``1.0`` and ``true``; ``-0.0`` and ``0.0``; null and absent), and bad ones."""
-    from lldsched import (
-        CronSchedule,
-        FixedDelay,
-        FixedRate,
-        Jittered,
-        Misfire,
-        MisfirePolicy,
-        Window,
-    )
-
     schedules: list[Schedule] = [
         OneTime(1.8e9), OneTime(delay=30), FixedDelay(60, 5), FixedRate(3600), FixedRate(60.5),
         CronSchedule("0 3 * * *"), CronSchedule("0 3 * * *", tz="Europe/Paris"),
@@ -209,7 +213,6 @@ def test_a_listing_builds_the_parts_its_rows_share_once(
     """40 tasks on two schedules and one retry policy: a listing builds two retry
     policies (before: 40, a tenth of a definition's decoding each), the rows of equal
     parts holding the same objects."""
-    from lldsched import FixedRate
     from lldsched.stores import codec
 
     path = tmp_path / "jobs.db"
