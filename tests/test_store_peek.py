@@ -12,13 +12,29 @@ import hashlib
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from lldsched import OneTime, Priority, RetryPolicy, Scheduler, SqliteTaskStore, Task
+from lldsched import (
+    CronSchedule,
+    FixedDelay,
+    FixedRate,
+    Jittered,
+    Misfire,
+    MisfirePolicy,
+    OneTime,
+    Priority,
+    RetryPolicy,
+    Scheduler,
+    SqliteTaskStore,
+    Task,
+    Window,
+)
 from lldsched.errors import StoreError
+from lldsched.schedules.base import Schedule
 from lldsched.schedules.decorators import describe
-from lldsched.stores.codec import NotImported, decode_task, encode_task
+from lldsched.stores.codec import NotImported, SharedParts, decode_task, encode_task
 from lldsched.stores.peek import peek_sqlite
 from tests import jobs
 
@@ -106,3 +122,120 @@ def test_a_status_and_an_id_are_the_statements_filter_only_those_rows_decoded(
         assert decoded == ["b", "d", "c"]
     finally:
         reader.close()
+
+
+def _definitions() -> list[str]:
+    """Definitions of every kind of schedule, the variants ``==`` takes for one another
+    (``1``, ``1.0`` and ``true``; ``-0.0`` and ``0.0``; null and absent), and bad ones."""
+    schedules: list[Schedule] = [
+        OneTime(1.8e9), OneTime(delay=30), FixedDelay(60, 5), FixedRate(3600), FixedRate(60.5),
+        CronSchedule("0 3 * * *"), CronSchedule("0 3 * * *", tz="Europe/Paris"),
+        Jittered(FixedRate(60), 5, seed=1), Window(CronSchedule("*/5 * * * *"), max_runs=3),
+        Jittered(Window(FixedRate(60), start=1.8e9, end=1.9e9), 2, seed=7),
+    ]  # fmt: skip
+    texts = []
+    for n, schedule in enumerate(schedules):
+        task = Task(f"t{n}", f"job {n}", jobs.noop, schedule, Priority.NORMAL, RetryPolicy(), None)
+        texts.append(encode_task(task))
+    policies = Task(
+        "p", "policies", jobs.noop, FixedRate(60), Priority.HIGH, RetryPolicy(5, jitter=0.5),
+        12.5, misfire=MisfirePolicy(Misfire.RUN_ONCE, grace=30),
+    )  # fmt: skip
+    texts.append(encode_task(policies))
+    base = json.loads(texts[3])  # FixedRate(3600)
+
+    def edited(**changes: object) -> str:
+        document = json.loads(json.dumps(base))
+        for key, value in changes.items():
+            if value is _DROP:
+                del document[key]
+            else:
+                document[key] = value
+        return json.dumps(document)
+
+    retry = base["retry"]
+    texts += [
+        edited(priority=1.0), edited(priority=True), edited(priority=1),
+        edited(schedule={**base["schedule"], "period": 3600.0}),
+        edited(schedule={**base["schedule"], "start_delay": -0.0}),
+        edited(retry={**retry, "jitter": -0.0}), edited(retry={**retry, "jitter": 0.0}),
+        edited(timeout=_DROP), edited(timeout=None),
+        edited(schedule={"type": "Lunar", "phase": 3}),
+        edited(schedule={"type": "Lunar", "phase": 3.0}),
+        edited(retry={**retry, "policy": "service.policies:Backoff"}),
+        # bad: each is an error of its own, whatever a good row beside it holds
+        edited(retry={**retry, "max_attempts": 0}), edited(schedule=_DROP),
+        edited(schedule=[]), edited(schedule={"type": "CronSchedule", "expr": "no", "tz": "UTC"}),
+        edited(misfire={"on_misfire": "sometimes", "grace": None, "max_catch_up": None}),
+        edited(timeout=-1), edited(priority=7), edited(name=5), edited(colour="red"),
+        edited(schedule={"type": "Jittered", "schedule": [[[[[[[[[[[]]]]]]]]]]],
+                         "max_delay": 5, "seed": 1}),
+        edited(schedule={"type": "Lunar", "phase": _nested(500)}), "[]", "{",
+    ]  # fmt: skip
+    return texts
+
+
+_DROP = object()  # a key the edited definition lacks
+
+
+def _nested(depth: int) -> object:
+    """A value nested ``depth`` deep, as a schedule's field."""
+    return json.loads("[" * depth + "]" * depth)
+
+
+def _decoded(task_id: str, text: str, shared: SharedParts | None) -> str:
+    """The task decoded from ``text`` as its repr (``==`` takes ``-0.0`` for ``0.0``), or
+    the error's text."""
+    try:
+        task = decode_task(task_id, text, runs=1, imports=False, shared=shared)
+    except StoreError as exc:
+        return f"error: {exc}"
+    return f"{task!r} {describe(task.schedule)}"
+
+
+def test_shared_parts_decode_each_definition_as_it_decodes_alone() -> None:
+    """A read of many rows decodes the parts they share once (``SharedParts``): each
+    task, or each error, is the one its row decoded alone gives, for every kind of
+    schedule, for values ``==`` confuses, and for bad rows (each its own error, whatever
+    good row came before it).  Twice over, so every row meets its parts decoded."""
+    texts = _definitions()
+    shared = SharedParts()
+    for round_ in range(2):
+        for n, text in enumerate(texts):
+            alone = _decoded(f"t{n}", text, None)
+            assert _decoded(f"t{n}", text, shared) == alone, (round_, n, text)
+    assert sum(_decoded("t", text, None).startswith("error: ") for text in texts) == 15
+
+
+def test_a_listing_builds_the_parts_its_rows_share_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 tasks on two schedules and one retry policy: a listing builds two retry
+    policies (before: 40, a tenth of a definition's decoding each), the rows of equal
+    parts holding the same objects."""
+    from lldsched.stores import codec
+
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(store=store)
+        for n in range(40):
+            schedule = FixedRate(60) if n % 2 else "0 3 * * *"
+            scheduler.schedule(f"job {n}", jobs.note, schedule, id=f"t{n}", args=(f"l{n}",))
+        scheduler.shutdown()
+    built: list[RetryPolicy] = []
+
+    def counted(*args: Any, **kwargs: Any) -> RetryPolicy:
+        built.append(RetryPolicy(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(codec, "RetryPolicy", counted)
+    reader = peek_sqlite(str(path))
+    try:
+        rows = reader.tasks()
+    finally:
+        reader.close()
+    tasks = [row.snapshot.task for row in rows if row.snapshot is not None]
+    assert [task.args for task in tasks] == [(f"l{n}",) for n in range(40)]
+    assert len(built) == 2
+    assert len({id(task.schedule) for task in tasks}) == 2
+    assert {describe(task.schedule) for task in tasks} == {"At 03:00", "Every 60 s"}

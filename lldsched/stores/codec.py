@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import logging
+import marshal
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
@@ -66,6 +67,7 @@ from lldsched.stores.schedulecodec import (
 __all__ = [
     "BadValue",
     "NotImported",
+    "SharedParts",
     "Undecodable",
     "UnknownStatus",
     "Unreadable",
@@ -231,7 +233,14 @@ def encode_task(task: Task) -> str:
         raise ValidationError(f"task {task.name!r}: cannot be stored as JSON: {exc}") from None
 
 
-def decode_task(task_id: str, text: str, *, runs: int = 0, imports: bool = True) -> Task:
+def decode_task(
+    task_id: str,
+    text: str,
+    *,
+    runs: int = 0,
+    imports: bool = True,
+    shared: SharedParts | None = None,
+) -> Task:
     """The :class:`Task` stored as ``text``; :class:`StoreError` naming what is wrong.
     ``runs``: the task's successful runs so far (a ``Window``'s ``max_runs`` counts
     them).  A field this version does not know (written by a newer lldsched) is
@@ -239,7 +248,9 @@ def decode_task(task_id: str, text: str, *, runs: int = 0, imports: bool = True)
     erase it.  ``imports=False`` (a read to show, :mod:`lldsched.stores.peek`) imports
     nothing the definition names: the action is its path as text (:class:`NotImported`),
     a retry policy of one's own class is read as a plain ``RetryPolicy`` of its fields,
-    and a schedule type not registered here is :class:`NotImported` too."""
+    and a schedule type not registered here is :class:`NotImported` too.  ``shared``: a
+    read of many rows decodes the parts their definitions share once
+    (:class:`SharedParts`); the task, or the error, is the one decoded without it."""
     try:
         document = json.loads(text)
         if not isinstance(document, dict):  # valid JSON, but no definition: a damaged row
@@ -265,31 +276,19 @@ def decode_task(task_id: str, text: str, *, runs: int = 0, imports: bool = True)
         path = document["action"]
         if not imports:
             action: Any = None if path is None else NotImported(path)
-            schedule = _schedule_as_is(document["schedule"])
         else:
             action = None if path is None else resolve_callable(path)
-            schedule = decode_schedule(document["schedule"])
+        parts = _parts if shared is None else shared.parts
+        schedule, misfire, timeout, priority, retry = parts(document, imports)
         restore_runs(schedule, task_id, runs)
-        misfire = None
-        if misfire_doc is not None:
-            misfire = MisfirePolicy(
-                Misfire(misfire_doc["on_misfire"]),
-                grace=misfire_doc["grace"],
-                max_catch_up=misfire_doc["max_catch_up"],
-            )
         overlap = document.get("overlap")  # absent: no policy (and in older documents)
-        timeout = document["timeout"]
-        if timeout is not None:
-            seconds(
-                timeout, name="timeout", above=0, error=ValueError, expected="must be seconds > 0"
-            )
         task = Task(
             task_id,
             name,
             action,
             schedule,
-            _priority(document["priority"]),
-            _retry_policy(document["retry"], imports=imports),
+            priority,
+            retry,
             timeout,
             tuple(document["args"]),
             document["kwargs"],
@@ -318,6 +317,70 @@ def decode_task(task_id: str, text: str, *, runs: int = 0, imports: bool = True)
         # read), which raised past the load (every row lost its say, not only this one's);
         # RecursionError: values nested deeper than json.loads reads (a row edited by hand)
         raise StoreError(f"task {task_id}: its stored definition is invalid: {exc!r}") from None
+
+
+_Parts = tuple[Any, "MisfirePolicy | None", "float | None", Priority, RetryPolicy]
+"""A definition's schedule, misfire policy, timeout, priority and retry policy: what
+many tasks of a store have alike (:class:`SharedParts`)."""
+
+
+def _parts(document: Mapping[str, Any], imports: bool) -> _Parts:
+    """The parts of ``document`` :data:`_Parts` names, each built and checked (what is
+    wrong raises, in this order: as :func:`decode_task` read them before they were
+    shared, so a row wrong twice is named by the same error)."""
+    if imports:
+        schedule = decode_schedule(document["schedule"])
+    else:
+        schedule = _schedule_as_is(document["schedule"])
+    misfire_doc = document["misfire"]
+    misfire = None
+    if misfire_doc is not None:
+        misfire = MisfirePolicy(
+            Misfire(misfire_doc["on_misfire"]),
+            grace=misfire_doc["grace"],
+            max_catch_up=misfire_doc["max_catch_up"],
+        )
+    timeout = document["timeout"]
+    if timeout is not None:
+        seconds(timeout, name="timeout", above=0, error=ValueError, expected="must be seconds > 0")
+    priority = _priority(document["priority"])
+    return schedule, misfire, timeout, priority, _retry_policy(document["retry"], imports=imports)
+
+
+class SharedParts:
+    """The parts of definitions (:data:`_Parts`) decoded once for every row that holds
+    them alike, in one read of many rows: ``decode_task(..., shared=SharedParts())``.
+    A store's tasks mostly share them (a few schedules, one retry policy); building
+    them was most of a definition's decoding (a retry policy's checks), and a listing of
+    100,000 tasks built each 100,000 times.
+
+    The rows holding equal parts are given the same objects: immutable values, but a
+    schedule is shared too (as ``FixedRate``'s equal values are; a ``Window`` counts each
+    task's runs apart), so a read for a runtime to run builds its own.  Parts are equal
+    when their parsed JSON is, types included: the key is its ``marshal`` bytes (format
+    2: no references; a float by its bits), which tell ``1``, ``1.0`` and ``true`` apart,
+    and ``-0.0`` from ``0.0``, where ``==`` does not.  Parts that fail are not kept: each
+    row holding them raises its own error, as without sharing."""
+
+    def __init__(self) -> None:
+        self._parts: dict[bytes, _Parts] = {}
+
+    def parts(self, document: Mapping[str, Any], imports: bool) -> _Parts:
+        """:func:`_parts` of ``document``, built once for equal parts."""
+        try:
+            key = marshal.dumps(
+                (imports, *(document.get(name, _ABSENT) for name in _SHARED_FIELDS)), 2
+            )
+        except ValueError:  # a part absent (or nested past marshal's 2,000): built alone
+            return _parts(document, imports)
+        found = self._parts.get(key)
+        if found is None:
+            found = self._parts[key] = _parts(document, imports)
+        return found
+
+
+_SHARED_FIELDS = ("schedule", "misfire", "timeout", "priority", "retry")
+_ABSENT = object()  # a part the document lacks (not null): marshal refuses it; _parts raises
 
 
 class NotImported:

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
-from lldsched.stores.codec import decode_task, record_from, snapshot_from
+from lldsched.stores.codec import SharedParts, decode_task, record_from, snapshot_from
 
 __all__ = ["Peek", "Row", "peek_postgres", "peek_sqlite"]
 
@@ -45,7 +45,7 @@ _LAST = (
 )
 _LATEST = "SELECT {columns} FROM tasks t {last}"  # the listing's tasks' last records
 _LAST_SQLITE = (  # a task's last record: the largest seq of its key, one look-up each
-    "JOIN records r ON r.task_id = t.id"
+    "CROSS JOIN records r ON r.task_id = t.id"  # CROSS: the tasks first, never the records
     " AND r.seq = (SELECT max(m.seq) FROM records m WHERE m.task_id = t.id)"
 )
 _LAST_POSTGRES = (  # the same, as PostgreSQL plans it best: a backward scan of the key
@@ -87,7 +87,9 @@ class Peek:
     def tasks(self, task_id: str | None = None, *, status: str | None = None) -> list[Row]:
         """Every task's row in the order first saved (``task_id``'s alone, if given; only
         those whose stored status is ``status``, if given).  Only the rows asked for are
-        decoded: the filter is the statement's."""
+        decoded: the filter is the statement's; and what their definitions have alike
+        (schedules, retry policies) once (:class:`~lldsched.stores.codec.SharedParts`: the
+        rows of equal parts share one schedule object)."""
         if task_id is not None:
             rows = self._query(f"{self._tasks} WHERE t.id = {self._p}", (task_id,))
         elif status is not None:
@@ -95,7 +97,8 @@ class Peek:
             rows = self._query(statement, (status,))
         else:
             rows = self._query(f"{self._tasks} ORDER BY t.position", ())
-        return [self._row(row) for row in rows]
+        shared = SharedParts()
+        return [self._row(row, shared) for row in rows]
 
     def dead_letter(self) -> list[str]:
         """The ids of the FAILED tasks, in the order they failed (as the stores')."""
@@ -124,14 +127,18 @@ class Peek:
     def close(self) -> None:
         self._close()
 
-    def _row(self, row: Sequence[Any]) -> Row:
+    def _row(self, row: Sequence[Any], shared: SharedParts) -> Row:
         task_id, definition, status = row[0], row[1], row[2]
         state, kept = list(row[self._state]), list(row[self._kept])
         runs, failures = state[2], state[3]
         good = type(runs) is int and type(failures) is int  # else snapshot_from names them
         try:
             task = decode_task(
-                task_id, definition, runs=runs - failures if good else 0, imports=False
+                task_id,
+                definition,
+                runs=runs - failures if good else 0,
+                imports=False,
+                shared=shared,
             )
             snapshot = snapshot_from(task_id, definition, status, state, task=task, kept=kept)
             return Row(task_id, snapshot, definition=definition)
