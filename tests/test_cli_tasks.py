@@ -29,6 +29,7 @@ import lldsched
 from lldsched import (
     CronSchedule,
     EventLog,
+    FakeClock,
     FixedRate,
     Jittered,
     OneTime,
@@ -766,6 +767,36 @@ def test_next_run_is_strftime_s_text(instant: float) -> None:
     from lldsched.clock import utc_datetime
 
     assert storetasks._when(instant) == utc_datetime(instant).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def test_a_next_run_past_year_9999_is_listed_in_seconds_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fixed rate that runs at the end of year 9999 is next due past it (the threaded
+    runtime keeps it due there, never reached): the table, ``show`` and ``--json`` list
+    it, in epoch seconds as a log line gives such an instant (``logs.instant_text``).
+    The whole listing ended in ``OverflowError: date value out of range``."""
+    from lldsched.clock import LATEST
+    from lldsched.testing import Stepper
+
+    path = tmp_path / "tasks.db"
+    store = SqliteTaskStore(str(path))
+    scheduler = Scheduler(store=store, clock=FakeClock(LATEST - 90.0))
+    task = scheduler.schedule("tick", jobs.noop, FixedRate(60))
+    with Stepper(scheduler) as steps:
+        steps.advance(30.0)
+        steps.advance(30.0)
+    store.close()
+    assert task.next_run_at is not None and task.next_run_at > LATEST
+    status, out, err = run(capsys, "--store", f"sqlite:{path}")
+    assert (status, err) == (0, "")
+    assert f"{task.next_run_at!r} s" in out.splitlines()[1]
+    status, out, err = run(capsys, "--store", f"sqlite:{path}", "show", task.id)
+    assert (status, err) == (0, "")
+    assert f"  next run    {task.next_run_at!r} s" in out.splitlines()
+    status, out, err = run(capsys, "--store", f"sqlite:{path}", "--json")
+    assert (status, err) == (0, "")
+    assert json.loads(out)["next_run_at"] == task.next_run_at
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -361,7 +361,10 @@ class _Described:
 def _when(instant: float | None) -> str:
     if instant is None:
         return "-"
-    moment = utc_datetime(instant)  # Windows: before 1970 too
+    try:
+        moment = utc_datetime(instant)  # Windows: before 1970 too
+    except (OverflowError, OSError, ValueError):  # past year 9999: a fixed rate due at its end
+        return f"{instant!r} s"  # as a log line says it (logs.instant_text)
     if moment.year < 1000:  # strftime's year has no leading zeros here (glibc's %Y)
         return moment.strftime("%Y-%m-%d %H:%M:%S")
     return moment.isoformat(" ", "seconds")[:19]  # strftime's text, at half its cost
