@@ -27,6 +27,7 @@ __all__ = [
     "Clock",
     "FakeClock",
     "SystemClock",
+    "beyond_datetimes",
     "to_timestamp",
     "utc_datetime",
     "within_datetimes",
@@ -104,6 +105,13 @@ def utc_datetime(timestamp: float) -> datetime:
     half to even), except that it also takes an instant before 1970 or after 3000 on
     Windows, whose C library refuses those (``OSError``)."""
     return _EPOCH + timedelta(seconds=timestamp)
+
+
+def beyond_datetimes(timestamp: float) -> str:
+    """How a table or a panel shows an instant :func:`utc_datetime` cannot hold (a fixed
+    rate's next slot past the end of year 9999, kept due there): ``after 9999``, or
+    ``before 0001``."""
+    return "after 9999" if timestamp > 0 else "before 0001"
 
 
 @runtime_checkable

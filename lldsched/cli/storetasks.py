@@ -33,7 +33,7 @@ from typing import Any
 
 from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr
 from lldsched.cli.storeurl import BadStore, StoreName, act_on, parse_store, peek
-from lldsched.clock import UTC_NAMES, utc_datetime
+from lldsched.clock import UTC_NAMES, beyond_datetimes, utc_datetime
 from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, shown
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
@@ -363,8 +363,8 @@ def _when(instant: float | None) -> str:
         return "-"
     try:
         moment = utc_datetime(instant)  # Windows: before 1970 too
-    except (OverflowError, OSError, ValueError):  # past year 9999: a fixed rate due at its end
-        return f"{instant!r} s"  # as a log line says it (logs.instant_text)
+    except OverflowError:  # past year 9999: a fixed rate's next slot at its end
+        return beyond_datetimes(instant)  # as the control panel says it
     if moment.year < 1000:  # strftime's year has no leading zeros here (glibc's %Y)
         return moment.strftime("%Y-%m-%d %H:%M:%S")
     return moment.isoformat(" ", "seconds")[:19]  # strftime's text, at half its cost

@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
-from lldsched.clock import UTC_NAMES, utc_datetime
+from lldsched.clock import UTC_NAMES, beyond_datetimes, utc_datetime
 from lldsched.errors import SchedulerStateError
 from lldsched.views import missing_extra
 
@@ -111,7 +111,7 @@ def when(timestamp: float | None, tz: ZoneInfo) -> str:
     try:
         local = utc_datetime(timestamp).astimezone(tz)
     except OverflowError:  # past a datetime's span: a rate's next slot at the end of 9999
-        return "after 9999" if timestamp > 0 else "before 0001"
+        return beyond_datetimes(timestamp)
     return local.strftime("%Y-%m-%d %H:%M:%S" if tz.key in UTC_NAMES else "%Y-%m-%d %H:%M:%S %Z")
 
 
