@@ -94,19 +94,11 @@ def test_a_sqlite_store_dropped_without_close_lets_its_file_and_descriptors_go(
 def test_a_postgres_store_dropped_without_close_closes_its_sessions_and_threads(
     postgres_server: PostgresServer, postgres_dsn: str
 ) -> None:
-    import psycopg
-
     from lldsched.stores.postgres import PostgresTaskStore
+    from tests.test_store_unclosed import pg_sessions
 
     def sessions() -> int:
-        """The server's client sessions but the one asking."""
-        with psycopg.connect(postgres_server.dsn(), autocommit=True) as admin:
-            row = admin.execute(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
-            ).fetchone()
-        assert row is not None
-        return int(row[0])
+        return pg_sessions(postgres_server)
 
     PostgresTaskStore(postgres_dsn).close()  # the schema made
     gc.collect()

@@ -260,8 +260,13 @@ def test_a_postgres_store_dropped_open_says_so_naming_its_dsn_without_password_a
         store = PostgresTaskStore(postgres_dsn)
         connection = store._connection
         assert connection is not None and not connection.closed
-        shown = store.dsn
+        shown, gone = store.dsn, weakref.ref(store)
         del store
+        wait_until(  # in a cycle, and its threads may hold it a moment (a weak call made)
+            lambda: gc.collect() >= 0 and gone() is None,
+            timeout=10.0,
+            what="the dropped store to be collected",
+        )
     assert said == [f"unclosed PostgresTaskStore({shown!r}, open)"]
     assert "password=***" in said[0] and postgres_server.password not in said[0]
     assert connection.closed
