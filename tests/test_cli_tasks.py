@@ -232,7 +232,8 @@ def test_a_shared_store_s_running_scheduler_applies_a_pause_and_a_resume(
     tmp_path: Path, code: tuple[ModuleType, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "shared.db"
-    scheduler = Scheduler(store=SqliteTaskStore(path, shared=True, poll=0.05)).start()
+    store = SqliteTaskStore(path, shared=True, poll=0.05)
+    scheduler = Scheduler(store=store).start()
     try:
         log = fill(scheduler, code[0])
         done = cli("--store", f"sqlite://{path}", "pause", "nightly", service=code[1])
@@ -255,13 +256,15 @@ def test_a_shared_store_s_running_scheduler_applies_a_pause_and_a_resume(
         assert redriven is not None
     finally:
         scheduler.shutdown()
+        store.close()
 
 
 def test_a_store_held_unshared_by_a_running_scheduler_is_read_and_its_verbs_refused(
     tmp_path: Path, code: tuple[ModuleType, Path]
 ) -> None:
     path = tmp_path / "held.db"
-    scheduler = Scheduler(store=SqliteTaskStore(path)).start()
+    store = SqliteTaskStore(path)
+    scheduler = Scheduler(store=store).start()
     try:
         fill(scheduler, code[0])
         listed = cli("--store", f"sqlite://{path}")  # WAL: a reader beside the writer
@@ -275,6 +278,7 @@ def test_a_store_held_unshared_by_a_running_scheduler_is_read_and_its_verbs_refu
         assert scheduler.task("nightly").status is TaskStatus.SCHEDULED
     finally:
         scheduler.shutdown()
+        store.close()
 
 
 def test_remove_of_a_task_others_depend_on_is_the_runtimes_refusal_and_changes_nothing(
@@ -491,7 +495,8 @@ def test_postgres_list_dead_letter_pause_and_redrive_never_printing_the_password
 
     password = postgres_server.password
     assert password in postgres_dsn
-    scheduler = Scheduler(store=PostgresTaskStore(postgres_dsn, poll=0.05)).start()
+    store = PostgresTaskStore(postgres_dsn, poll=0.05)
+    scheduler = Scheduler(store=store).start()
     try:
         log = fill(scheduler, code[0])
         listed = cli("--store", postgres_dsn)
@@ -518,6 +523,7 @@ def test_postgres_list_dead_letter_pause_and_redrive_never_printing_the_password
         assert "***" in missing.stderr
     finally:
         scheduler.shutdown()
+        store.close()
 
 
 def test_an_unreachable_server_or_a_wrong_password_is_refused_naming_the_store_not_the_password(
@@ -596,9 +602,10 @@ def test_a_postgres_server_gone_during_the_verb_is_status_1_saying_it_may_not_be
     from lldsched.stores.postgres import PostgresTaskStore
     from tests.tcp_proxy import TcpProxy
 
-    scheduler = Scheduler(store=PostgresTaskStore(postgres_dsn))
-    fill(scheduler, code[0])
-    scheduler.shutdown()
+    with PostgresTaskStore(postgres_dsn) as store:
+        scheduler = Scheduler(store=store)
+        fill(scheduler, code[0])
+        scheduler.shutdown()
     act_on = storeurl.act_on
     with TcpProxy("127.0.0.1", postgres_server.port) as proxy:
 
@@ -617,11 +624,12 @@ def test_a_postgres_server_gone_during_the_verb_is_status_1_saying_it_may_not_be
     assert line.startswith("error: pause nightly: the store failed to write the change (")
     assert "it may not be stored" in line
     assert postgres_server.password not in line
-    scheduler = Scheduler(store=PostgresTaskStore(postgres_dsn))
-    try:
-        assert scheduler.task("nightly").status is TaskStatus.SCHEDULED
-    finally:
-        scheduler.shutdown()
+    with PostgresTaskStore(postgres_dsn) as store:
+        scheduler = Scheduler(store=store)
+        try:
+            assert scheduler.task("nightly").status is TaskStatus.SCHEDULED
+        finally:
+            scheduler.shutdown()
 
 
 def _large(store: Any, tasks: int, records: int, failed: set[int]) -> None:

@@ -815,7 +815,7 @@ def test_on_a_shared_store_a_dependency_keeps_nothing_of_the_tasks_that_left(
     store = SqliteTaskStore(tmp_path / "tasks.db", shared=True)
     scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store, retain_finished=3,
                           purge_retired=True)  # fmt: skip
-    with Stepper(scheduler) as steps:
+    with store, Stepper(scheduler) as steps:
         scheduler.schedule("up", jobs.noop, FixedRate(60), id="up")
         scheduler.schedule("down", jobs.noop, FixedRate(300), id="down", depends_on=["up"])
         for minute in range(40):

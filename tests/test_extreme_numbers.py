@@ -242,11 +242,15 @@ def test_an_extreme_number_is_refused_by_name_or_taken(
         repr(made)  # readable: what was taken can be shown
         if isinstance(made, Scheduler):
             made.shutdown()
+        if isinstance(made, SqliteTaskStore):
+            made.close()
         return
     with pytest.raises(Exception) as caught:  # check_refused says which kind
         made = call(value)
         if isinstance(made, Scheduler):  # built by mistake: stopped anyway
             made.shutdown()
+        if isinstance(made, SqliteTaskStore):  # opened by mistake: closed anyway
+            made.close()
     check_refused(caught.value, value)
 
 

@@ -75,15 +75,18 @@ def test_a_sqlite_store_dropped_without_close_lets_its_file_and_descriptors_go(
     SqliteTaskStore(path, shared=shared).close()  # the file and its sidecars made
     gc.collect()
     before = descriptors()
-    for cycle in range(STORE_CYCLES):  # a cell run again: its store and scheduler dropped
-        store = SqliteTaskStore(path, shared=shared)
-        scheduler = Scheduler(name=f"dropped-store-{cycle}", store=store)
-        scheduler.schedule(f"job-{cycle}", noop, OneTime(delay=3600), id=f"job-{cycle}")
-        scheduler.start()
-        assert scheduler.shutdown(timeout=5.0)
-        del store, scheduler
-        gc.collect()
+    with pytest.warns(ResourceWarning) as said:  # each says so (test_store_unclosed.py)
+        for cycle in range(STORE_CYCLES):  # a cell run again: its store and scheduler dropped
+            store = SqliteTaskStore(path, shared=shared)
+            scheduler = Scheduler(name=f"dropped-store-{cycle}", store=store)
+            scheduler.schedule(f"job-{cycle}", noop, OneTime(delay=3600), id=f"job-{cycle}")
+            scheduler.start()
+            assert scheduler.shutdown(timeout=5.0)
+            del store, scheduler
+            gc.collect()
     assert descriptors() == before
+    unclosed = f"unclosed SqliteTaskStore({str(path)!r}, open)"
+    assert [str(w.message) for w in said] == [unclosed] * STORE_CYCLES
     with SqliteTaskStore(path) as store:  # unshared: refused while any store holds the file
         assert len(store.load_all()) == STORE_CYCLES  # every one's writes are there
 
@@ -91,36 +94,34 @@ def test_a_sqlite_store_dropped_without_close_lets_its_file_and_descriptors_go(
 def test_a_postgres_store_dropped_without_close_closes_its_sessions_and_threads(
     postgres_server: PostgresServer, postgres_dsn: str
 ) -> None:
-    import psycopg
-
     from lldsched.stores.postgres import PostgresTaskStore
+    from tests.test_store_unclosed import pg_sessions
 
     def sessions() -> int:
-        """The server's client sessions but the one asking."""
-        with psycopg.connect(postgres_server.dsn(), autocommit=True) as admin:
-            row = admin.execute(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
-            ).fetchone()
-        assert row is not None
-        return int(row[0])
+        return pg_sessions(postgres_server)
 
     PostgresTaskStore(postgres_dsn).close()  # the schema made
     gc.collect()
     before = (sessions(), len(threads_named("lldsched-pg-")))
-    for cycle in range(STORE_CYCLES):  # a cell run again, never started then started
-        store = PostgresTaskStore(postgres_dsn)
-        scheduler = Scheduler(name=f"dropped-pg-{cycle}", store=store)
-        scheduler.schedule(f"job-{cycle}", noop, OneTime(delay=3600), id=f"job-{cycle}")
-        if cycle % 2:
-            scheduler.start()
-            assert scheduler.shutdown(timeout=5.0)
-        del store, scheduler
-    wait_until(  # a session ends as its backend exits, a moment after the close
-        lambda: gc.collect() >= 0 and (sessions(), len(threads_named("lldsched-pg-"))) == before,
-        timeout=10.0,
-        what="the dropped stores' sessions and threads to end",
-    )
+    with pytest.warns(ResourceWarning) as said:  # each says so (test_store_unclosed.py)
+        for cycle in range(STORE_CYCLES):  # a cell run again, never started then started
+            store = PostgresTaskStore(postgres_dsn)
+            scheduler = Scheduler(name=f"dropped-pg-{cycle}", store=store)
+            scheduler.schedule(f"job-{cycle}", noop, OneTime(delay=3600), id=f"job-{cycle}")
+            if cycle % 2:
+                scheduler.start()
+                assert scheduler.shutdown(timeout=5.0)
+            shown = store.dsn
+            del store, scheduler
+        wait_until(  # a session ends as its backend exits, a moment after the close
+            lambda: (
+                gc.collect() >= 0 and (sessions(), len(threads_named("lldsched-pg-"))) == before
+            ),
+            timeout=10.0,
+            what="the dropped stores' sessions and threads to end",
+        )
+    unclosed = f"unclosed PostgresTaskStore({shown!r}, open)"
+    assert [str(w.message) for w in said] == [unclosed] * STORE_CYCLES
     store = PostgresTaskStore(postgres_dsn)
     try:
         assert len(store.load_all()) == STORE_CYCLES

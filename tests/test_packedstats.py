@@ -286,6 +286,8 @@ def test_a_threaded_scheduler_packs_its_histories_with_a_store_or_without(
             clock.advance(10.0)
             assert scheduler.wait_idle(10.0)
         (task,) = scheduler.tasks()
+    if store is not None:
+        store.close()  # after its scheduler's shutdown
     # Its older records are in packed blocks, not record objects, a store or none.
     assert type(task._stats) is PackedRunStats and task._stats.blocks()
     assert len(task.history) == 2 * BATCH + 1  # the run at T0, then one a step

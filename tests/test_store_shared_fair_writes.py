@@ -85,9 +85,10 @@ class BackToBack:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self.process.stdin is not None
+        assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.close()
         assert self.process.wait(HANG_GUARD) == 0
+        self.process.stdout.close()  # unclosed, a ResourceWarning (under -X dev)
 
 
 def writing(store: SqliteTaskStore) -> tuple[threading.Thread, list[BaseException]]:
@@ -290,6 +291,7 @@ def test_a_process_stalled_while_it_waits_for_the_write_lock_holds_no_one_up(
     assert stalled.stdout.readline() == "written\n"  # resumed, it wrote in its turn
     stalled.stdin.close()
     assert stalled.wait(HANG_GUARD) == 0
+    stalled.stdout.close()  # unclosed, a ResourceWarning (under -X dev)
 
 
 if __name__ == "__main__":

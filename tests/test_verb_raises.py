@@ -57,6 +57,12 @@ def built() -> Iterator[list[Runtime]]:
     yield made
     for runtime in reversed(made):
         runtime.shutdown(timeout=5)
+    while _OPENED:  # after the runtimes on them
+        _OPENED.pop().close()
+
+
+_OPENED: list[SqliteTaskStore] = []
+"""The stores a case opened and left open for the verb (closed by :func:`built`)."""
 
 
 def _runtime(kind: str, made: list[Runtime], **options: object) -> Runtime:
@@ -109,6 +115,7 @@ def _store_closed(kind: str, made: list[Runtime], tmp: Path) -> tuple[Runtime, s
 
 def _store_held_elsewhere(kind: str, made: list[Runtime], tmp: Path) -> tuple[Runtime, str]:
     store = SqliteTaskStore(tmp / "held.db")
+    _OPENED.append(store)
     runtime = _runtime(kind, made, store=store)
     task_id = _register(runtime)
     made.append(Scheduler(workers=1, clock=FakeClock(0), store=store).start())

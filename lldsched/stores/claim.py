@@ -55,9 +55,10 @@ import socket
 import stat
 import sys
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from lldsched.errors import StoreError
+from lldsched.stores.unclosed import collected
 
 __all__ = ["FileClaim", "briefly", "claim_path", "match_mode", "sidecar_mode"]
 
@@ -152,17 +153,22 @@ class FileClaim:
             self._fd = None
         _OPEN.discard(self)
 
-    def __del__(self) -> None:
-        """Collected still held (its store dropped without ``close()``: a notebook cell
-        run again): let go.  Before, the descriptor stayed open, and with it the lock,
-        for the life of the process: every later store on the file was refused as
-        "already open in this process", and each such store left one descriptor more
-        (docs/DECISIONS.md, "A store dropped without close() lets its file go")."""
-        fd = getattr(self, "_fd", None)  # none if the constructor raised
-        if fd is not None:
-            self._fd = None
-            with contextlib.suppress(OSError):
-                os.close(fd)
+    def __del__(self, _collected: Callable[..., None] = collected) -> None:
+        """Collected still held: a ``ResourceWarning`` naming it, then let go
+        (:mod:`~lldsched.stores.unclosed`).  Its store, dropped without ``close()`` (a
+        notebook cell run again), lets it go first and says so itself: this one speaks
+        only where that did not come first (the two collected together, in a cycle), or
+        for a claim taken without a store.  Before, the descriptor stayed open, and with
+        it the lock, for the life of the process: every later store on the file was
+        refused as "already open in this process", and each such store left one
+        descriptor more (docs/DECISIONS.md, "A store dropped without close() lets its
+        file go"); then it was let go in silence."""
+        if getattr(self, "_fd", None) is not None:  # none if the constructor raised
+            _collected(self, self.release)
+
+    def __repr__(self) -> str:
+        state = "held" if self._fd is not None else "released"
+        return f"FileClaim({self.path!r}, {self.mode}, {state})"
 
 
 _OPEN: weakref.WeakSet[FileClaim] = weakref.WeakSet()

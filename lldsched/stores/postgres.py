@@ -105,6 +105,7 @@ from lldsched.stores.postgres_rows import (
 )
 from lldsched.stores.postgres_schema import SchemaInstall
 from lldsched.stores.removals import FeedHorizons
+from lldsched.stores.unclosed import collected
 
 __all__ = ["PostgresTaskStore"]
 
@@ -936,17 +937,18 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                 self._connection.close()
                 self._connection = None
 
-    def __del__(self) -> None:
+    def __del__(self, _collected: Callable[..., None] = collected) -> None:
         """Collected open (dropped without ``close()``: a notebook cell run again, a
-        service's reload): closed, what is queued written first, as ``close()`` does.
-        Before, its threads (the listener's, the settle writer's, the deadlines') and its
-        two connections stayed for the life of the process, kept by those threads: each
-        store dropped so took two more of the server's ``max_connections``
-        (docs/DECISIONS.md, "A store dropped without close() lets its file go")."""
+        service's reload): a ``ResourceWarning`` naming it (its dsn, the password as
+        ``***``), then closed, what is queued written first, as ``close()`` does
+        (:mod:`~lldsched.stores.unclosed`).  Before, its threads (the listener's, the
+        settle writer's, the deadlines') and its two connections stayed for the life of
+        the process, kept by those threads: each store dropped so took two more of the
+        server's ``max_connections`` (docs/DECISIONS.md, "A store dropped without close()
+        lets its file go"); then it closed in silence."""
         if getattr(self, "_closed", True) or not hasattr(self, "_listener"):
             return  # closed, or its constructor raised
-        with contextlib.suppress(Exception):  # as a file's close in its finaliser
-            self.close()
+        _collected(self, self.close, opened_in=self._opened_in)
 
     def _let_go_in_child(self) -> None:
         """``close()`` in a child forked since the store was opened, which has copies of

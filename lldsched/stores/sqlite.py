@@ -82,7 +82,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import NoReturn
@@ -119,6 +119,7 @@ from lldsched.stores.sqlite_rows import (
 )
 from lldsched.stores.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, FileFormat
 from lldsched.stores.sqlite_shared import SharedState, bump
+from lldsched.stores.unclosed import collected
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
 
@@ -566,6 +567,17 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                 self._gate.close()
             if self._claim is not None:
                 self._claim.release()  # after the connection: nothing written past it
+
+    def __del__(self, _collected: Callable[..., None] = collected) -> None:
+        """Collected open (dropped without ``close()``: a notebook cell run again): a
+        ``ResourceWarning`` naming its path, then closed as ``close()`` closes it, its
+        claim and its write gate too (:mod:`~lldsched.stores.unclosed`).  Before, the
+        store said nothing, and Python 3.13's ``sqlite3`` said "unclosed database" of a
+        connection it did not name; a shared store's write gate whose thread had waited
+        for the lock was never collected (that thread waits for its next write, or its
+        close), and kept its descriptor and thread for the life of the process."""
+        if getattr(self, "_connection", None) is not None:  # none if its constructor raised
+            _collected(self, self.close, opened_in=self._opened_in)
 
     def _let_go_in_child(self) -> None:
         """``close()`` in a child forked since the store was opened: the store's lock and

@@ -65,9 +65,11 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
 
 from lldsched.errors import StoreError
 from lldsched.stores.claim import match_mode, sidecar_mode
+from lldsched.stores.unclosed import collected
 
 __all__ = [
     "PATIENCE",
@@ -308,14 +310,21 @@ class WriteGate:
         _OPEN.discard(self)
         os.close(self._write)
 
-    def __del__(self) -> None:
-        """Collected open (its store dropped without ``close()``): its descriptor closed,
-        as :class:`~lldsched.stores.claim.FileClaim`'s.  No thread of its is alive then
-        (one taking the lock holds the gate)."""
+    def __del__(self, _collected: Callable[..., None] = collected) -> None:
+        """Collected open: a ``ResourceWarning`` naming it, then its descriptor closed,
+        as :class:`~lldsched.stores.claim.FileClaim`'s (its store closes it first, and
+        says so itself: :mod:`~lldsched.stores.unclosed`).  No thread of its is alive
+        then: its thread holds the gate until the gate is closed."""
         if not getattr(self, "_closed", True):  # closed if the constructor raised
-            self._closed = True
-            with contextlib.suppress(OSError):
-                os.close(self._write)
+            _collected(self, self._let_go)
+
+    def _let_go(self) -> None:
+        """Close the descriptor, at collection (no thread of the gate's is alive)."""
+        self._closed = True
+        os.close(self._write)
+
+    def __repr__(self) -> str:
+        return f"WriteGate({self.path + WRITE!r}, {'closed' if self._closed else 'open'})"
 
 
 _OPEN: weakref.WeakSet[WriteGate] = weakref.WeakSet()
