@@ -239,3 +239,37 @@ def test_a_listing_builds_the_parts_its_rows_share_once(
     assert len(built) == 2
     assert len({id(task.schedule) for task in tasks}) == 2
     assert {describe(task.schedule) for task in tasks} == {"At 03:00", "Every 60 s"}
+
+
+@pytest.mark.parametrize(
+    ("content", "refused"),
+    [
+        (b"this is not a database, just some bytes " * 200, "failed to open the file"),
+        (None, "is not an lldsched store file"),  # a database of someone else's
+    ],
+)
+def test_a_file_refused_at_open_is_left_with_no_connection_open(
+    content: bytes | None, refused: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the refusal, the read-only connection the peek opened is closed: a file
+    that is no database opens and fails at its first ``PRAGMA``, and was left open."""
+    path = tmp_path / "file.db"
+    if content is None:
+        other = sqlite3.connect(path)
+        other.execute("CREATE TABLE notes (text TEXT)")
+        other.close()
+    else:
+        path.write_bytes(content)
+    opened: list[sqlite3.Connection] = []
+    connect = sqlite3.connect
+
+    def recorded(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        opened.append(connect(*args, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(sqlite3, "connect", recorded)
+    with pytest.raises(StoreError, match=refused):
+        peek_sqlite(str(path))
+    assert len(opened) == 1
+    with pytest.raises(sqlite3.ProgrammingError, match="closed database"):
+        opened[0].execute("SELECT 1")

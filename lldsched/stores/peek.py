@@ -157,9 +157,13 @@ def peek_sqlite(path: str) -> Peek:
     uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
     try:
         connection = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise failure(path, "open the file to read", exc) from exc
+    try:  # a file that is no database opens, and fails here: closed, as every refusal
         (application,) = connection.execute("PRAGMA application_id").fetchone()
         (version,) = connection.execute("PRAGMA user_version").fetchone()
     except sqlite3.Error as exc:
+        connection.close()
         raise failure(path, "open the file to read", exc) from exc
     if application != APPLICATION_ID:
         connection.close()
