@@ -334,7 +334,7 @@ class FixedRate(_Interval):
         checks.instant(now, name="first_slot_after() now", of=self, error=ScheduleError)
         period = self.period
         k = _grid_index(slot, period, math.floor((now - slot) / period) + 1, now, strictly=True)
-        return slot + k * period  # slot_at(slot, k), not asked: a subclass may have none
+        return FixedRate.slot_at(self, slot, k)  # not self.slot_at: a subclass may have none
 
     def slot_at(self, anchor: float, k: int) -> float:
         """The ``k``-th slot after the slot ``anchor``: ``anchor + k * period``, the grid's
@@ -371,9 +371,9 @@ class FixedRate(_Interval):
         following = slot + period  # slot_at(slot, 1)
         if following >= finished or self.on_overrun is OverrunPolicy.CATCH_UP:
             return following
-        # SKIP: the first slot of the grid that is not before the finish, slot_at(slot, k)
-        # (not asked: a subclass whose next_run asks this one has none)
-        return slot + _skip_index(slot, finished, period) * period
+        # SKIP: the first slot of the grid that is not before the finish.  FixedRate's
+        # slot_at, not self's: a subclass whose next_run calls this one has none.
+        return FixedRate.slot_at(self, slot, _skip_index(slot, finished, period))
 
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
@@ -387,8 +387,9 @@ class FixedRate(_Interval):
         if following >= finished or self.on_overrun is OverrunPolicy.CATCH_UP:
             return following, ()  # on time, or CATCH_UP: the next slot is the one due
         k = _skip_index(slot, finished, period)
-        due = slot + k * period  # slot_at(slot, k), inlined as in next_run
-        skipped = [slot + j * period for j in range(1, min(k, limit + 2))]
+        grid = FixedRate.slot_at  # not self's, as in next_run
+        due = grid(self, slot, k)
+        skipped = [grid(self, slot, j) for j in range(1, min(k, limit + 2))]
         # Distinct products, distinct sums, as long as a period is wider than the
         # floats' spacing at the slot; where it is not, a slot equal to the next one
         # is not skipped.
