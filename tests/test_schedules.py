@@ -34,7 +34,7 @@ def test_one_time_runs_at_its_instant_or_at_once_when_it_has_passed() -> None:
     assert OneTime(T - 5).first_run(T) == T
     assert OneTime(delay=30).first_run(T) == T + 30
     assert OneTime(datetime.fromtimestamp(T, UTC)).first_run(T - 1) == T
-    assert OneTime(T).next_run(record(T, T, T), T) is None  # type: ignore[func-returns-value]
+    assert OneTime(T).next_run(record(T, T, T), T) is None
 
 
 def test_fixed_delay_counts_from_the_finish_of_the_previous_run() -> None:

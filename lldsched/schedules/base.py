@@ -49,6 +49,8 @@ from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord
 
 __all__ = [
+    "FAST_PATHS",
+    "AnswersItsOwnWay",
     "GridCount",
     "Schedule",
     "SteppedPast",
@@ -187,16 +189,53 @@ def next_on_grid(
     return counted(record, origin, limit)
 
 
+FAST_PATHS: dict[str, tuple[str, ...]] = {
+    "next_run_and_skipped": ("next_run",),
+    "slot_after": ("next_run",),
+    "first_slot_after": ("next_run",),
+    "slot_at": ("next_run",),
+    "on_grid": ("next_run",),
+    "next_on_grid": ("next_run", "next_run_and_skipped"),
+}
+"""A built-in schedule's fast paths, each with the answers it is derived from: what a
+subclass that answers one of those its own way no longer inherits
+(:func:`answered_its_own_way`)."""
+
+
 def answered_its_own_way(cls: type) -> None:
-    """For ``__init_subclass__`` of a schedule that counts on a grid origin (a fixed rate,
-    a ``Window``, ``Jittered``): a subclass that answers after a run its own way (it defines
-    ``next_run`` or ``next_run_and_skipped``, and no ``next_on_grid`` of its own) is
-    asked that way, so its ``next_on_grid`` is None (:func:`counts_on_grid`): the grid
-    count it inherits would answer over its head.  One that only words itself
-    differently keeps the count."""
-    own = vars(cls)
-    if "next_on_grid" not in own and ("next_run" in own or "next_run_and_skipped" in own):
-        setattr(cls, "next_on_grid", None)  # noqa: B010 - a method set to None, not typed
+    """The one rule for a subclass of a built-in schedule (:class:`AnswersItsOwnWay`
+    calls it once, as the class is made): a fast path it inherits (:data:`FAST_PATHS`:
+    ``next_run_and_skipped``, ``slot_after``, ``first_slot_after``, ``slot_at``,
+    ``on_grid``, ``next_on_grid``) from a class whose answers it overrides (it, or a
+    mixin before that class, defines ``next_run``; for ``next_on_grid``, also
+    ``next_run_and_skipped``) answers with that class's arithmetic, over the head of its
+    own ``next_run``: it is set to None, and the functions of this module fall back to
+    the answers derived from ``next_run``, as for a schedule that has none.  A fast path
+    it defines itself (or one defined after its own ``next_run``) is kept, and so is
+    every fast path of a subclass that only words itself differently.  Nothing is
+    asked at run time: a built-in schedule's attributes are what they were."""
+    mro = cls.__mro__
+
+    def owner(name: str) -> int:
+        return next((i for i, kind in enumerate(mro) if name in vars(kind)), len(mro))
+
+    for fast, answers in FAST_PATHS.items():
+        defined = owner(fast)
+        if defined < len(mro) and any(owner(answer) < defined for answer in answers):
+            setattr(cls, fast, None)  # a method set to None, not typed
+
+
+class AnswersItsOwnWay:
+    """The base of every built-in schedule a user may subclass (``OneTime``,
+    ``FixedDelay``, ``FixedRate``, ``CronSchedule``, ``Window``, ``Jittered``): a
+    subclass that overrides ``next_run`` is asked it (:func:`answered_its_own_way`,
+    docs/EXTENDING.md, "A subclass of a built-in schedule")."""
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        answered_its_own_way(cls)
 
 
 def counts_on_grid(schedule: object) -> bool:

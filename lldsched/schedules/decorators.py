@@ -58,9 +58,9 @@ from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import (
+    AnswersItsOwnWay,
     GridCount,
     Schedule,
-    answered_its_own_way,
     counts_on_grid,
     first_slot_after,
     has_schedule_methods,
@@ -120,7 +120,7 @@ def _grid_of(schedule: Schedule) -> Callable[[float, int], float | None] | None:
     return grid if counts_on_grid(schedule) else None
 
 
-class Jittered(FrozenValue):
+class Jittered(FrozenValue, AnswersItsOwnWay):
     """``schedule``'s slots, each started up to ``max_delay`` seconds (or a ``timedelta``)
     late; the delay of a slot is a pure function of ``(seed, slot)`` (see the module
     docstring)."""
@@ -132,10 +132,6 @@ class Jittered(FrozenValue):
     seed: int
     _knot: float
     _grid: Callable[[float, int], float | None] | None
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        answered_its_own_way(cls)  # a subclass with a next_run of its own is asked it
 
     def __init__(self, schedule: Schedule, max_delay: float | timedelta, *, seed: int) -> None:
         inner = _inner(schedule, "Jittered")
@@ -329,7 +325,7 @@ class Jittered(FrozenValue):
         return f"Jittered({self.schedule!r}, max_delay={self.max_delay!r}, seed={self.seed!r})"
 
 
-class Window(FrozenValue):
+class Window(FrozenValue, AnswersItsOwnWay):
     """``schedule``, run only from ``start`` to ``end`` (inclusive; epoch seconds or
     aware datetimes) and at most ``max_runs`` times; then the task retires as
     SUCCEEDED.  At least one of the three must be given."""
@@ -342,10 +338,6 @@ class Window(FrozenValue):
     max_runs: int | None
     _runs: dict[str, int]
     _lock: threading.Lock
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        answered_its_own_way(cls)  # a subclass with a next_run of its own is asked it
 
     def __init__(
         self,
@@ -398,8 +390,10 @@ class Window(FrozenValue):
     def _ended_by(self, record: ExecutionRecord) -> bool:
         """Count ``record``'s run; True when it was the ``max_runs``-th.  A slot given up
         (its attempts ran out, the task goes on) is asked here too: only a successful run
-        counts, as the stores' restored count (runs minus failures)."""
-        if self.max_runs is None or not record.ok:
+        counts, as the stores' restored count (runs minus failures).  A run that never
+        happened (no task id: what recovery asks a subclass's ``next_run`` about,
+        :func:`~lldsched.schedules.base.slot_after`) is not one."""
+        if self.max_runs is None or not record.ok or not record.task_id:
             return False
         runs: dict[str, int] = self._runs
         with self._lock:

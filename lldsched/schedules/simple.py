@@ -31,7 +31,7 @@ from lldsched.clock import to_timestamp, utc_datetime
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
-from lldsched.schedules.base import answered_its_own_way
+from lldsched.schedules.base import AnswersItsOwnWay
 
 __all__ = ["FixedDelay", "FixedRate", "FrozenValue", "OneTime", "instant_text"]
 
@@ -44,7 +44,7 @@ def instant_text(timestamp: float) -> str:
 
 
 @dataclass(frozen=True, slots=True, init=False)
-class OneTime:
+class OneTime(AnswersItsOwnWay):
     """Run once: at ``at`` (epoch seconds or an aware datetime), or ``delay`` seconds (or
     a ``timedelta``) after registration.  An ``at`` that has already passed runs at once.
     A repeated local time is the one its ``fold`` names; one its zone skips (a
@@ -79,8 +79,10 @@ class OneTime:
             return now + (self.delay or 0.0)
         return max(self.at, now)
 
-    def next_run(self, record: ExecutionRecord, now: float) -> None:
-        """``None``: a one-off task is done after its run."""
+    def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        """``None``: a one-off task is done after its run (typed as any schedule's
+        answer, so that a subclass may answer a slot: docs/EXTENDING.md, "A subclass of
+        a built-in schedule")."""
         return None
 
     def next_run_and_skipped(
@@ -141,7 +143,7 @@ class FrozenValue:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
 
-class _Interval(FrozenValue):
+class _Interval(FrozenValue, AnswersItsOwnWay):
     """Frozen value semantics for the interval schedules, with equal values shared.
 
     Schedules are immutable, so equal ones can be one object, the way small ints
@@ -292,10 +294,6 @@ class FixedRate(_Interval):
     on_overrun: OverrunPolicy
     start_delay: float
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        answered_its_own_way(cls)  # a subclass with a next_run of its own is asked it
-
     def __new__(
         cls,
         period: float | timedelta,
@@ -336,7 +334,7 @@ class FixedRate(_Interval):
         checks.instant(now, name="first_slot_after() now", of=self, error=ScheduleError)
         period = self.period
         k = _grid_index(slot, period, math.floor((now - slot) / period) + 1, now, strictly=True)
-        return self.slot_at(slot, k)
+        return FixedRate.slot_at(self, slot, k)  # not self.slot_at: a subclass may have none
 
     def slot_at(self, anchor: float, k: int) -> float:
         """The ``k``-th slot after the slot ``anchor``: ``anchor + k * period``, the grid's
@@ -373,8 +371,9 @@ class FixedRate(_Interval):
         following = slot + period  # slot_at(slot, 1)
         if following >= finished or self.on_overrun is OverrunPolicy.CATCH_UP:
             return following
-        # SKIP: the first slot of the grid that is not before the finish.
-        return self.slot_at(slot, _skip_index(slot, finished, period))
+        # SKIP: the first slot of the grid that is not before the finish.  FixedRate's
+        # slot_at, not self's: a subclass whose next_run calls this one has none.
+        return FixedRate.slot_at(self, slot, _skip_index(slot, finished, period))
 
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
@@ -388,8 +387,9 @@ class FixedRate(_Interval):
         if following >= finished or self.on_overrun is OverrunPolicy.CATCH_UP:
             return following, ()  # on time, or CATCH_UP: the next slot is the one due
         k = _skip_index(slot, finished, period)
-        due = self.slot_at(slot, k)
-        skipped = [self.slot_at(slot, j) for j in range(1, min(k, limit + 2))]
+        grid = FixedRate.slot_at  # not self's, as in next_run
+        due = grid(self, slot, k)
+        skipped = [grid(self, slot, j) for j in range(1, min(k, limit + 2))]
         # Distinct products, distinct sums, as long as a period is wider than the
         # floats' spacing at the slot; where it is not, a slot equal to the next one
         # is not skipped.

@@ -54,7 +54,7 @@ from lldsched import checks
 from lldsched.clock import UTC_NAMES, utc_datetime
 from lldsched.errors import ScheduleError, shown
 from lldsched.model import ExecutionRecord
-from lldsched.schedules.base import slots_from
+from lldsched.schedules.base import AnswersItsOwnWay, slots_from
 from lldsched.schedules.cron.parse import CronFields, parse
 from lldsched.schedules.cron.search import HORIZON_DAYS, NO_CURSOR, CronEngine, Cursor
 from lldsched.schedules.cron.zone import local_days
@@ -108,7 +108,7 @@ def _zone_key(tz: object) -> str:
     raise ScheduleError(f"time zone must be an IANA name or a ZoneInfo, got {shown(tz)}")
 
 
-class CronSchedule:
+class CronSchedule(AnswersItsOwnWay):
     """A cron expression read in a time zone: an immutable :class:`Schedule`.
 
     ``CronSchedule("0 3 * * 1-5", tz="Europe/Berlin")``.  Raises

@@ -1,0 +1,276 @@
+"""A subclass of a built-in schedule that overrides only ``next_run`` (the documented
+extension point, docs/EXTENDING.md, "A subclass of a built-in schedule") is asked it on
+every path: after each run, after an overrun, in recovery after downtime and under
+``BUFFER_ONE``.  Before, the core asked the fast paths it inherited
+(``next_run_and_skipped``, ``slot_after``, ``first_slot_after``, ``slot_at``,
+``on_grid``), which answered with the base class's own arithmetic: a ``FixedRate``
+subclass whose ``next_run`` answers every other slot still ran every 60 s."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+
+from lldsched import (
+    CronSchedule,
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    InMemoryTaskStore,
+    Jittered,
+    OneTime,
+    Overlap,
+    Scheduler,
+    Simulation,
+    Window,
+)
+from lldsched.model import ExecutionRecord
+from lldsched.policies import Misfire, MisfirePolicy
+from lldsched.schedules.base import FAST_PATHS, Schedule, ran_in_no_time
+from lldsched.sim import fixed
+from lldsched.testing import Stepper
+
+START = 1_767_571_200.0  # 2026-01-05 00:00 UTC, on every minute's grid
+
+
+def even(instant: float) -> float:
+    """``instant``, or a minute later where it is an odd minute: the subclasses below run
+    on even minutes only, whatever slot a run served, so every slot of theirs is one of
+    a fixed set (:func:`sequence`), after an overrun and after downtime as well."""
+    return instant + 60.0 if round(instant / 60.0) % 2 else instant
+
+
+class EvenRate(FixedRate):
+    """Every other slot of the grid: its even minutes."""
+
+    __slots__ = ()
+
+    def next_run(self, record: ExecutionRecord, now: float) -> float:
+        return even(super().next_run(record, now))
+
+
+class DoubleDelay(FixedDelay):
+    """Twice the delay after each finish."""
+
+    __slots__ = ()
+
+    def next_run(self, record: ExecutionRecord, now: float) -> float:
+        return record.finished + 2 * self.delay
+
+
+class Thrice(OneTime):
+    """Once at ``at``, then twice more, a minute apart."""
+
+    __slots__ = ()
+
+    def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        assert self.at is not None
+        following = record.slot + 60.0
+        return following if following <= self.at + 120.0 else None
+
+
+class EvenCron(CronSchedule):
+    """The fires of the expression on even minutes."""
+
+    __slots__ = ()
+
+    def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        following = super().next_run(record, now)
+        return None if following is None else even(following)
+
+
+class EvenWindow(Window):
+    """The slots of the window's schedule on even minutes."""
+
+    __slots__ = ()
+
+    def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        following = super().next_run(record, now)
+        return None if following is None else self._within(even(following))
+
+
+class EvenJittered(Jittered):
+    """The undelayed slots of the wrapped schedule on even minutes, delayed."""
+
+    __slots__ = ()
+
+    def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        following = super().next_run(record, now)
+        return None if following is None else self.delayed(even(self.slot_of(following)))
+
+
+Made = Callable[[], Schedule]
+GRIDDED: dict[str, Made] = {
+    "FixedRate": lambda: EvenRate(60),
+    "CronSchedule": lambda: EvenCron("* * * * *"),
+    "Window": lambda: EvenWindow(FixedRate(60), end=START + 86_400),
+    "Window(max_runs)": lambda: EvenWindow(FixedRate(60), max_runs=10_000),
+    "Jittered": lambda: EvenJittered(FixedRate(60), 5.0, seed=3),
+}
+"""Subclasses whose slots lie on a sequence from the first: each is the ``next_run`` of
+the one before (a run of no length)."""
+ALL: dict[str, Made] = {
+    **GRIDDED,
+    "OneTime": lambda: Thrice(at=START + 30.0),
+    "FixedDelay": lambda: DoubleDelay(60),
+}
+
+
+def sequence(schedule: Schedule, until: float) -> list[float]:
+    """The slots ``schedule`` answers from its first, each its ``next_run`` after a run
+    of no length of the one before, up to ``until``."""
+    slots: list[float] = []
+    slot = schedule.first_run(START)
+    while slot is not None and slot <= until:
+        slots.append(slot)
+        slot = schedule.next_run(ran_in_no_time(slot, finished=slot), slot)
+    return slots
+
+
+def ran(records: list[ExecutionRecord]) -> list[float]:
+    return [r.slot for r in records if r.outcome.value == "ok"]
+
+
+@pytest.mark.parametrize("kind", sorted(ALL))
+def test_a_subclass_overriding_next_run_is_obeyed_run_after_run(kind: str) -> None:
+    """On a simulation and on a threaded scheduler stepped through time, the task runs
+    the slots its ``next_run`` answers, none of the base class's own."""
+    schedule = ALL[kind]()
+    until = START + 600.0
+    expected = sequence(schedule, until)
+    assert len(expected) >= 3
+    sim = Simulation(start=START)
+    sim.schedule("job", schedule, id="job", duration=fixed(0.0))
+    sim.run(until)
+    assert ran(sim.records()) == expected
+    with Stepper(Scheduler(workers=1, clock=FakeClock(START))) as steps:
+        steps.scheduler.schedule("job", lambda: None, ALL[kind](), id="job")
+        steps.advance_to(until)
+        assert ran(steps.records("job")) == expected
+
+
+@pytest.mark.parametrize("kind", sorted(GRIDDED))
+@pytest.mark.parametrize("overlap", [None, Overlap.BUFFER_ONE])
+def test_a_subclass_overriding_next_run_decides_what_an_overrun_skips(
+    kind: str, overlap: Overlap | None
+) -> None:
+    """Runs of 150 s: the slots skipped, coalesced or run are all slots its ``next_run``
+    answers (every other minute), under SKIP and under ``BUFFER_ONE``."""
+    schedule = GRIDDED[kind]()
+    until = START + 3_600.0
+    expected = set(sequence(schedule, until + 600.0))
+    sim = Simulation(start=START)
+    sim.schedule("job", schedule, id="job", duration=fixed(150.0), overlap=overlap)
+    sim.run(until)
+    slots = [r.slot for r in sim.records()]
+    assert len(ran(sim.records())) >= 10
+    assert [slot for slot in slots if slot not in expected] == []
+    assert {r.outcome.value for r in sim.records()} - {"ok"}  # some were passed over
+
+
+@pytest.mark.parametrize("kind", sorted(GRIDDED))
+@pytest.mark.parametrize("misfire", [Misfire.SKIP, Misfire.RUN_ONCE, Misfire.RUN_ALL])
+def test_a_subclass_overriding_next_run_is_obeyed_after_downtime(
+    kind: str, misfire: Misfire
+) -> None:
+    """Down for 25 minutes, then restarted from the store (a simulation, then a threaded
+    scheduler): every slot recovery records or runs is one its ``next_run`` answers."""
+    policy = MisfirePolicy(misfire, grace=0.0, max_catch_up=50)
+    down, back, until = START + 300.0, START + 1_800.0, START + 2_700.0
+    expected = set(sequence(GRIDDED[kind](), until + 600.0))
+    for threaded in (False, True):
+        store = InMemoryTaskStore()
+        schedule = GRIDDED[kind]()
+        if threaded:
+            with Stepper(Scheduler(workers=1, clock=FakeClock(START), store=store)) as steps:
+                steps.scheduler.schedule("job", lambda: None, schedule, id="job", misfire=policy)
+                steps.advance_to(down)
+            with Stepper(Scheduler(workers=1, clock=FakeClock(back), store=store)) as steps:
+                steps.advance_to(until)
+        else:
+            first = Simulation(start=START, store=store)
+            first.schedule("job", schedule, id="job", duration=fixed(0.0), misfire=policy)
+            first.run(down)
+            Simulation(start=back, store=store).run(until)
+        records = store.records("job")
+        after = [r.slot for r in records if r.slot > down]
+        assert len(ran(records)) >= 6 and after, (threaded, records)
+        assert [slot for slot in after if slot not in expected] == [], threaded
+
+
+@pytest.mark.parametrize("misfire", [Misfire.SKIP, Misfire.RUN_ONCE])
+def test_a_fixed_delay_subclass_is_obeyed_after_downtime(misfire: Misfire) -> None:
+    """A delay has no slots of its own: after downtime the next run is its ``next_run``
+    from the restart (twice the delay), not the base class's one delay."""
+    policy = MisfirePolicy(misfire, grace=0.0)
+    back = START + 1_800.0
+    for threaded in (False, True):
+        store = InMemoryTaskStore()
+        if threaded:
+            with Stepper(Scheduler(workers=1, clock=FakeClock(START), store=store)) as steps:
+                steps.scheduler.schedule(
+                    "job", lambda: None, DoubleDelay(60), id="job", misfire=policy
+                )
+                steps.advance_to(START + 30.0)
+            with Stepper(Scheduler(workers=1, clock=FakeClock(back), store=store)) as steps:
+                steps.advance_to(back + 600.0)
+        else:
+            first = Simulation(start=START, store=store)
+            first.schedule("job", DoubleDelay(60), id="job", duration=fixed(0.0), misfire=policy)
+            first.run(START + 30.0)
+            Simulation(start=back, store=store).run(back + 600.0)
+        after = [slot for slot in ran(store.records("job")) if slot >= back]
+        if misfire is Misfire.RUN_ONCE:  # the passed slot runs at once, then on
+            assert after[0] == back, threaded
+            after = after[1:]
+        else:
+            assert after[0] == back + 120.0, threaded
+        gaps = {b - a for a, b in itertools.pairwise(after)}
+        assert gaps == {120.0}, threaded
+
+
+@pytest.mark.parametrize("kind", sorted(ALL))
+def test_a_subclass_that_overrides_next_run_inherits_no_fast_path(kind: str) -> None:
+    """Every fast path its base class has is None on the subclass (the module's
+    functions fall back to ``next_run``); a subclass that only words itself keeps them,
+    and one that defines a fast path of its own keeps that one."""
+    schedule = ALL[kind]()
+    base = type(schedule).__mro__[1]
+    has = [name for name in FAST_PATHS if getattr(base, name, None) is not None]
+    assert has and all(getattr(type(schedule), name) is None for name in has)
+
+    class Worded(base):  # type: ignore[valid-type, misc]
+        __slots__ = ()
+
+        def explain(self) -> str:
+            return "in my own words"
+
+    assert all(getattr(Worded, name) is getattr(base, name) for name in has)
+
+    class OwnSlotAfter(type(schedule)):  # type: ignore[misc]
+        __slots__ = ()
+
+        def slot_after(self, slot: float) -> float:
+            return slot + 1.0
+
+    assert OwnSlotAfter.slot_after is not None
+    assert all(getattr(OwnSlotAfter, name) is None for name in has if name != "slot_after")
+
+
+@pytest.mark.parametrize("overlap", [None, Overlap.BUFFER_ONE])
+def test_a_window_subclass_counts_only_real_runs_towards_max_runs(
+    overlap: Overlap | None,
+) -> None:
+    """Its slots are found from its ``next_run`` too, asked about runs that never happened
+    (no task id): those are not counted, so the task runs its ``max_runs`` all, on even
+    minutes, and no slot its overruns pass over goes unrecorded (counted, a probe was the
+    ``max_runs``-th, and a slot BUFFER_ONE coalesced was left out of the record)."""
+    window = EvenWindow(FixedRate(60), max_runs=12)
+    sim = Simulation(start=START)
+    sim.schedule("job", window, id="job", duration=fixed(150.0), overlap=overlap)
+    sim.run(START + 86_400.0)
+    runs, slots = ran(sim.records()), sorted(r.slot for r in sim.records())
+    assert len(runs) == 12
+    assert slots == [START + 120.0 * k for k in range(len(slots))]  # every one recorded
