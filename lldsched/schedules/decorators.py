@@ -115,7 +115,18 @@ def _instant(value: float | datetime | None, name: str) -> float | None:
 def _grid_of(schedule: Schedule) -> Callable[[float, int], float | None] | None:
     """``schedule``'s grid (its ``slot_at``) when it counts on a grid origin the core
     keeps (:func:`~lldsched.schedules.base.counts_on_grid`: a fixed rate, a ``Window``
-    around one), else None: what a :class:`Jittered` around it counts on, found once."""
+    around one), else None: what a :class:`Jittered` around it counts on, found once.
+
+    None too when a :class:`Jittered` is inside it (a jitter of a jitter, a ``Window``
+    between them): its slots are read back to 10 µs (:meth:`Jittered.slot_of`), and read
+    back a second time the grid's slots land up to 20 µs from where :meth:`Jittered.
+    next_run` lands, so the runs would not be the ones its preview lists; such a
+    schedule is asked its ``next_run``, as before a ``Jittered`` had a grid."""
+    inner: object = schedule
+    for _ in range(8):  # down the wrappers' ``schedule`` (a bounded walk)
+        if isinstance(inner, Jittered):
+            return None
+        inner = getattr(inner, "schedule", None)
     grid: Callable[[float, int], float | None] | None = getattr(schedule, "slot_at", None)
     return grid if counts_on_grid(schedule) else None
 
