@@ -214,7 +214,7 @@ def test_a_span_fixes_the_time_axis_even_for_no_runs() -> None:
 
 def test_mark_wait_labels_a_runs_wait_on_its_lane(ten: pd.DataFrame) -> None:
     figure = gantt(ten)
-    late = ten.iloc[int(ten["lateness"].to_numpy().argmax())]  # import: due +60 s, starts +300 s
+    late = ten.iloc[ten["lateness"].argmax()]  # import: due +60 s, starts +300 s
     assert mark_wait(figure, late) is figure
     (note,) = [text for text in figure.axes[0].texts if text.get_gid() != "bar_names"]
     assert note.get_text() == "import waited 4 min"
