@@ -29,6 +29,7 @@ from lldsched import (
 )
 from lldsched.core.context import RunContext
 from lldsched.errors import CANCELLED_INSIDE
+from tests.waits import wait_until
 
 
 def threads_of(scheduler: Scheduler) -> list[str]:
@@ -408,6 +409,55 @@ def test_a_task_a_coroutine_run_started_and_left_is_cancelled_at_shutdown(
         gc.collect()
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
     assert [(r.ok, r.result) for r in task.history] == [(True, "'spawned'")]
+    assert threads_of(scheduler) == []
+
+
+class SlowToEnd(Spawner):
+    """A :class:`Spawner` whose background task, once cancelled, holds the loop thread
+    until ``release`` is set: the stopped loop is inside ``end_left_tasks`` meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled, self.release = threading.Event(), threading.Event()
+
+    async def background(self) -> None:
+        try:
+            await super().background()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            self.release.wait(30)  # blocks the loop thread, on purpose: see the test
+            raise
+
+
+def test_a_shutdown_called_again_while_the_loop_ends_its_left_tasks_does_not_stop_it_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A shutdown out of time returns while its loop-closer thread goes on; a second
+    call (the usual retry) stopped the loop again.  When that second stop reached the
+    loop while it ran the left tasks' ends (``end_left_tasks``, after the first stop),
+    the loop thread died with "Event loop stopped before Future completed" and skipped
+    the async generators' close (seen about once in four full runs of the suite, in
+    tests/test_shutdown_bounded.py).  The loop is stopped once, whatever the calls."""
+    died: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_value))
+    left = SlowToEnd()
+    scheduler = Scheduler(name="stopped-once").start()
+    scheduler.schedule("spawns", left.spawns, OneTime(delay=0))
+    assert left.started.wait(10) and scheduler.wait_idle(10)
+    try:
+        assert not scheduler.shutdown(timeout=0.2)  # the loop thread is held: out of time
+        assert left.cancelled.wait(10)  # the first stop came: the left task is being ended
+        assert not scheduler.shutdown(timeout=0.2)  # called again, the loop still held
+        # Both loop-closer threads are over: a second stop, if sent, waits on the loop.
+        wait_until(lambda: not [n for n in threads_of(scheduler) if n.endswith("loop-closer")],
+                   timeout=10, what="the loop-closer threads to end")  # fmt: skip
+    finally:
+        left.release.set()
+    assert scheduler.shutdown(timeout=10)
+    assert left.cleaned_up.is_set() and left.spawned[0].cancelled()
+    left.spawned.clear()
+    gc.collect()
+    assert died == []
     assert threads_of(scheduler) == []
 
 

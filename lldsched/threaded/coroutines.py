@@ -208,6 +208,9 @@ class CoroutineRunner(LoopShutdown):
         self._wakeup_sent = False
         self._closed = False
         self._leftover_wait = CANCEL_GRACE  # set by shutdown() as it stops the loop
+        # Whether a shutdown() handed the loop its stop: it is handed over once (a second
+        # stop, from a later shutdown, ended end_left_tasks' run of the stopped loop).
+        self._stop_sent = False
         self._settled = Flag()
         # The loop thread's own: flights over and not yet recorded.
         self._done: list[Flight] = []

@@ -83,6 +83,7 @@ class LoopShutdown:
     _said: Callable[[], None]
     _put_back: Callable[[list[Entry]], None]  # entries dropped unbegun: queued again
     _leftover_wait: float  # seconds the stopped loop gives the tasks left on it to end
+    _stop_sent: bool  # a shutdown handed the loop its stop (see shutdown())
 
     if TYPE_CHECKING:
 
@@ -139,14 +140,21 @@ class LoopShutdown:
                 self._release(len(unrecorded))
                 self._notify_if_settled()
             self._waiting.clear()
+            # The loop is stopped once.  A later call (after this one ran out of time)
+            # only waits: its stop reached the loop after the first had ended
+            # run_forever, while end_left_tasks ran it again, and ended that run before
+            # the left tasks' ends ("Event loop stopped before Future completed", which
+            # killed the loop thread before it closed the async generators).
+            first_stop, self._stop_sent = not self._stop_sent, True
         self._said()  # the failures recorded here, logged without the lock
         if thread.is_alive():
             left = deadline.remaining()  # a loop not blocked stops in a moment: LOCK_GRACE
-            # Half what the join below waits for: set before the stop is handed over,
-            # which the loop thread reads it after.
-            self._leftover_wait = (grace if left is None else min(grace, left)) / 2
-            with contextlib.suppress(RuntimeError):  # closed meanwhile: the thread is ending
-                loop.call_soon_threadsafe(loop.stop)
+            if first_stop:
+                # Half what the join below waits for: set before the stop is handed
+                # over, which the loop thread reads it after.
+                self._leftover_wait = (grace if left is None else min(grace, left)) / 2
+                with contextlib.suppress(RuntimeError):  # closed meanwhile: thread ending
+                    loop.call_soon_threadsafe(loop.stop)
             thread.join(grace if left is None else max(left, LOCK_GRACE))
         return self._join_calls(deadline) and not thread.is_alive()
 
