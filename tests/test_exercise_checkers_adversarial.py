@@ -86,6 +86,44 @@ def test_a_next_slot_that_loops_for_ever_is_reported_with_its_input_and_stopped(
     assert results[0].passed, "a short run never enters the loop"
 
 
+def test_an_answer_that_catches_the_stop_is_named_and_the_checks_after_it_are_not_run() -> None:
+    """A bare ``except:`` (or ``except BaseException:``) around the loop catches the
+    checker's stop: the answer ran on, on its thread, and each later check that looped
+    left one more running, for as long as the kernel lived (a core each on Binder), under
+    an ordinary "did not return" message."""
+    done = threading.Event()  # ends the answer's threads at the end of the test
+    threads: list[threading.Thread] = []
+
+    def catches_everything(slot: float, period: float, finished: float, policy: str) -> float:
+        threads.append(threading.current_thread())
+        following = slot + period
+        while not done.is_set():
+            try:
+                while policy == "skip" and following < finished and not done.is_set():
+                    following + period  # the step that does not move
+                return following
+            except BaseException:  # the mistake under test: it takes the stop too
+                pass
+        return following
+
+    try:
+        results = run_checks(next_slot_checks(catches_everything), limit=SHORT)
+        message = failure(results, "skip after a 150 s run")
+        assert message.startswith("next_slot(0, 60, 150, 'skip') did not return within")
+        assert checker.CAUGHT in message
+        stuck = next(i for i, r in enumerate(results) if "skip after a 150 s run" in r.description)
+        assert results[0].passed, "a short run never enters the loop"
+        after = results[stuck + 1 :]
+        assert after and [r.message for r in after] == [checker.NOT_RUN] * len(after)
+        running = [thread for thread in threads if thread.is_alive()]
+        assert len(running) == 1, "only the one stuck call is left running"
+    finally:
+        done.set()
+    for thread in threads:
+        thread.join(timeout=5)
+        assert not thread.is_alive()
+
+
 def test_once_a_check_ran_out_of_time_the_checks_after_it_get_the_shorter_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

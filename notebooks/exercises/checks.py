@@ -106,6 +106,11 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
     check, 35 s for the seven overrun checks.  The timer checks bound every wait of their
     own and run without one.
 
+    An answer that goes on running after it was stopped (it caught the stop: a bare
+    ``except:`` or ``except BaseException:`` around its loop) cannot be stopped again:
+    its thread runs on in the learner's kernel, so the checks after it are not run
+    (:class:`StillRunning`, :data:`NOT_RUN`), each of which would leave one more.
+
     A check during which a name it reads changed (the answer replaced a reference answer,
     ``FixedRate.next_run`` or ``abs``) fails naming it, and it is put back (:class:`_Kept`).
     """
@@ -117,6 +122,11 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
                 check()
             else:
                 _within(check, limit)
+        except StillRunning as failure:  # every later check would leave one more
+            results.append(Result(description, False, str(failure)))
+            results.extend(Result(later, False, NOT_RUN) for later, _ in checks[len(results) :])
+            kept.put_back()
+            return results
         except OutOfTime as failure:
             result = Result(description, False, str(failure))
             if limit is not None:  # (always: only a limit runs out)
@@ -273,6 +283,29 @@ LIMIT_AGAIN = 1.0
 
 class OutOfTime(AssertionError):
     """A check whose call to the answer, or whose own code, ran out of its limit."""
+
+
+class StillRunning(OutOfTime):
+    """A check whose call to the answer ran out of its limit and went on running after
+    it was stopped: the answer caught the stop (see :func:`_within`)."""
+
+
+CAUGHT = (
+    "and it goes on running after the checker stopped it: it caught the stop (a bare "
+    "`except:` or `except BaseException:` takes it, as it takes Ctrl-C; catch "
+    "`Exception`, or the errors you mean). It still runs on a thread of this kernel, "
+    "using a core: restart the kernel (Kernel > Restart) to end it"
+)
+
+NOT_RUN = (
+    "not run: a call of an earlier check is still running (it caught the checker's stop, "
+    "see above), and each check would leave one more"
+)
+
+_CAUGHT_GRACE = 1.0
+"""Seconds :func:`_within` gives a check's thread whose stop landed to leave the answer's
+call, before it says the answer caught the stop: the stop's way out (the answer's
+``finally`` blocks, the checker's own lines) takes far less, on a loaded machine too."""
 
 
 class _Stopped(BaseException):
@@ -805,17 +838,31 @@ def _within(check: Callable[[], None], limit: float) -> None:
         # Ended before this returns, unless it is stuck in a blocking call: not stopped, it
         # had not begun the check (called off) or had returned from it
         thread.join((0 if asleep else _STOPPING) if stopped else None)
-        raise OutOfTime(
-            f"{where}did not return within {limit:g} s: "
-            + (
-                f"it is asleep in time.sleep; {SLEEPS}"
-                if asleep
-                else "a loop that never ends (a `while` whose condition never changes, a "
-                "step that does not move) or a wait with no timeout"
-            )
+        why = (
+            f"it is asleep in time.sleep; {SLEEPS}"
+            if asleep
+            else "a loop that never ends (a `while` whose condition never changes, a "
+            "step that does not move) or a wait with no timeout"
         )
+        if stopped and not asleep and _caught(stop, thread, stuck):
+            raise StillRunning(f"{where}did not return within {limit:g} s: {why}; {CAUGHT}")
+        raise OutOfTime(f"{where}did not return within {limit:g} s: {why}")
     if raised:
         raise raised[0]
+
+
+def _caught(stop: _Stop, thread: threading.Thread, stuck: str) -> bool:
+    """Whether the answer caught the stop that landed in ``thread``: within
+    :data:`_CAUGHT_GRACE` the thread neither ended nor left the call it was stopped in
+    (``stuck``; :data:`_CALLING`)."""
+    until = _monotonic() + _CAUGHT_GRACE
+    while thread.is_alive() and _CALLING.get(thread, ("", 0.0))[0] == stuck:
+        if stop.landed and _monotonic() >= until:
+            return True
+        thread.join(_STOPPING)
+        if _monotonic() >= until and not stop.landed:  # in C code: a blocking call
+            return False
+    return False
 
 
 def print_results(results: list[Result]) -> None:
