@@ -124,6 +124,40 @@ def test_an_answer_that_catches_the_stop_is_named_and_the_checks_after_it_are_no
         assert not thread.is_alive()
 
 
+def test_a_stop_in_a_generators_finally_ends_the_check_and_prints_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A generator answer is closed inside its call: its ``finally`` is the answer's
+    code.  Dropped instead, it was closed by the collector, which printed the stop that
+    landed there ("Exception ignored in: <generator object ...>", the checker's own
+    traceback in the learner's output) and lost it: the check went on."""
+    ignored: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda raised: ignored.append(raised.exc_value))
+    threads: list[threading.Thread] = []
+    done = threading.Event()
+
+    def cleans_up_for_ever(
+        first: float, period: float, paused: float, resumed: float, policy: str
+    ) -> Any:  # a generator, which the checks take as a list of its first items
+        threads.append(threading.current_thread())
+        try:
+            yield from itertools.count(first, period)
+        finally:
+            while not done.is_set():  # the mistake under test: a cleanup that never ends
+                pass
+
+    try:
+        (first_check, *_) = runs_after_resume_checks(cleans_up_for_ever)
+        results = run_checks([first_check], limit=SHORT)
+        assert "did not return within" in results[0].message
+        threads[0].join(timeout=5)
+        assert not threads[0].is_alive(), "the stopped check went on"
+    finally:
+        done.set()
+    gc.collect()
+    assert ignored == []
+
+
 def test_once_a_check_ran_out_of_time_the_checks_after_it_get_the_shorter_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -453,6 +453,13 @@ def call_answer(
                 taken = Taken(itertools.islice(got, take))
                 taken.kind = type(got).__name__
                 taken.more = len(taken) == take and next(got, _MISSING) is not _MISSING
+                # Closed here, inside the call: a generator's finally blocks are the
+                # answer's code.  Dropped, it was closed by the collector, where what they
+                # raised (the stop, at the limit) is printed and lost: "Exception ignored
+                # in: <generator object ...>", and the check went on.
+                close = getattr(got, "close", None)
+                if close is not None:
+                    close()
                 got = taken
         finally:
             # Turned off by a way the watch cannot see; but CPython also drops a profile
