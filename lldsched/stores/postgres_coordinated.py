@@ -121,6 +121,8 @@ class PostgresCoordination:
     _listener: Listener | None
     _hold: HeldWrites | None  # what the verb's hold under way wrote
     _holding: Connection | None  # the connection of a verb's hold under way
+    pooled: bool  # the sessions are a pooler's (PostgresTaskStore._connect)
+    poll: float
     if TYPE_CHECKING:
 
         def _open(self) -> Connection: ...
@@ -622,11 +624,23 @@ class PostgresCoordination:
         """LISTEN on a connection of its own and call ``wake()`` whenever another node
         makes a task the earliest due, or writes a row whose run is in flight here (a
         verb the run must follow), and after every reconnection; and call it from
-        :meth:`flush` once a settle was refused (the row to read again)."""
+        :meth:`flush` once a settle was refused (the row to read again).  Behind a
+        pooler that lends its sessions a transaction at a time (:attr:`pooled`) it does
+        not LISTEN: the LISTEN would be the lent server connection's, its notifications
+        never this store's; the runtime's poll reads other nodes' writes
+        (docs/OPERATIONS.md, "Behind PgBouncer")."""
         self._refuse_if_forked()  # a child forked would listen for the parent's node
         if self._listener is not None:
             self._listener.stop()
         self._wake = wake
+        if self.pooled:  # a LISTEN would be a lent server connection's, not this store's
+            log.info(
+                "the PostgreSQL store %r is reached through a connection pooler: no LISTEN, "
+                "other nodes' writes are read at each poll (%g s)",
+                self.dsn,
+                self.poll,
+            )
+            return
         self._listener = Listener(
             self._dsn, channel=self._channel, node=self.node, wake=wake, timeout=self._timeout
         )

@@ -63,13 +63,36 @@ def listen(name: str) -> str:
 # the tables once the lock that waited for another opener's is taken); at REPEATABLE READ
 # or SERIALIZABLE those failed, "could not serialize access" (docs/DECISIONS.md, "The
 # PostgreSQL store's sessions are READ COMMITTED").
+#
+# All of it only on a session that is the client's own: the server's process id is the
+# one the connection was given at log-in (%(pid)s, libpq's BackendKeyData).  A pooler
+# (PgBouncer) gives its own instead, and in transaction pooling the session is a server
+# connection lent for one transaction: a setting made on it stays with it, for whichever
+# client is lent it next (another application's statements cut at this store's timeout,
+# run in its schema), and is not there for this store's next statement.  Such a session
+# sets nothing; what it answers (``direct``, the default isolation) the store checks
+# (PostgresTaskStore._connect, docs/OPERATIONS.md, "Behind PgBouncer").
 SESSION = """
-SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %(idle)s, false),
-       pg_catalog.set_config('statement_timeout', %(statement)s, false),
-       pg_catalog.set_config('default_transaction_isolation', 'read committed', false),
-       pg_catalog.set_config('search_path', CASE WHEN %(schema)s::text = ''
-           THEN pg_catalog.current_setting('search_path')
-           ELSE pg_catalog.quote_ident(%(schema)s::text) END, false)
+SELECT s.direct, pg_catalog.current_setting('default_transaction_isolation'),
+       CASE WHEN s.direct THEN
+           pg_catalog.set_config('idle_in_transaction_session_timeout', %(idle)s, false) END,
+       CASE WHEN s.direct THEN
+           pg_catalog.set_config('statement_timeout', %(statement)s, false) END,
+       CASE WHEN s.direct THEN
+           pg_catalog.set_config('default_transaction_isolation', 'read committed', false) END,
+       CASE WHEN s.direct THEN
+           pg_catalog.set_config('search_path', CASE WHEN %(schema)s::text = ''
+               THEN pg_catalog.current_setting('search_path')
+               ELSE pg_catalog.quote_ident(%(schema)s::text) END, false) END
+  FROM (SELECT pg_catalog.pg_backend_pid() = %(pid)s AS direct) s
+"""
+
+# A pooled session's bounds (SESSION sets none there), for one transaction alone: the
+# first statement of each transaction of the store that may hold rows locked while this
+# process does something else (a verb's hold, a write of several statements).
+LOCAL_BOUNDS = """
+SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %(idle)s, true),
+       pg_catalog.set_config('statement_timeout', %(statement)s, true)
 """
 
 # Where a new store's tables would be created, and whether they may be (the install, on a
