@@ -51,11 +51,17 @@ PYTEST_WORKERS ?= 2
 pytest: $(STAMP) $(CHROMIUM) postgresql
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
-# Installs Debian's server (needs root, as CI is) only when its binaries are missing.
+# Installs Debian's server (needs root, as CI is) only when its binaries are missing, and
+# PgBouncer, which the cluster tests also run through (tests/pg_bouncer.py installs it
+# too, as root, when a test needs it and it is missing).
 postgresql:
 	@if [ -z "$(PG_INITDB)" ]; then \
 		apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
+	fi
+	@if [ ! -x /usr/sbin/pgbouncer ] && ! command -v pgbouncer >/dev/null; then \
+		apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer; \
 	fi
 
 $(CHROMIUM):

@@ -6,7 +6,8 @@ child process can open); :func:`open_store` opens a spec in any process through
 :data:`OPENERS` (both in :mod:`tests.cluster_stores`, which a child imports without
 pytest).  An engine is two entries: a factory (given the pytest request and a temporary
 directory; it may start a server through another fixture) and an opener.  PostgreSQL
-adds ``FACTORIES["postgres"]`` and ``OPENERS["postgres"]``.
+adds ``FACTORIES["postgres"]`` and ``OPENERS["postgres"]``; ``"pgbouncer"`` is the same
+store through PgBouncer in transaction pooling mode (tests/pg_bouncer.py).
 
 A child (:mod:`tests.cluster_child`) runs a started ``Scheduler`` on the spec
 with ``shared=True`` and logs every run its actions start (:mod:`tests.cluster_jobs`)
@@ -55,7 +56,15 @@ def _postgres_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec
     return StoreSpec("postgres", {"dsn": server.create_schema()})
 
 
+def _pgbouncer_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec:
+    """A fresh schema (and role: a pool of its own) behind PgBouncer in transaction
+    pooling mode, in front of the session's server (tests/pg_bouncer.py)."""
+    bouncer = request.getfixturevalue("pgbouncer")
+    return StoreSpec("pgbouncer", {"dsn": bouncer.create_schema()})
+
+
 FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreSpec]] = {
+    "pgbouncer": _pgbouncer_spec,
     "postgres": _postgres_spec,
     "sqlite": _sqlite_spec,
 }

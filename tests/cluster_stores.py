@@ -44,6 +44,7 @@ def _open_postgres(
 
 
 OPENERS: dict[str, Callable[..., CoordinatedStore]] = {
+    "pgbouncer": _open_postgres,  # the same store, its dsn PgBouncer's
     "postgres": _open_postgres,
     "sqlite": _open_sqlite,
 }

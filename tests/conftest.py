@@ -16,6 +16,7 @@ from tests.interrupting import sigterm_exits  # noqa: F401 - a SIGTERM handler's
 
 if TYPE_CHECKING:
     from lldsched.stores.postgres import PostgresTaskStore
+    from tests.pg_bouncer import PgBouncer
     from tests.pg_server import PostgresServer
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC).timestamp()  # a Monday, 09:00 UTC
@@ -133,6 +134,17 @@ def postgres_server() -> Iterator[PostgresServer]:
 
     with PostgresServer(scram_iterations=1) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(postgres_server: PostgresServer) -> Iterator[PgBouncer]:
+    """PgBouncer in transaction pooling mode in front of the session's server
+    (tests/pg_bouncer.py), installed if missing (as root), started on first use; fails
+    loudly, never skips, if it cannot start."""
+    from tests.pg_bouncer import PgBouncer
+
+    with PgBouncer(postgres_server) as bouncer:
+        yield bouncer
 
 
 @pytest.fixture

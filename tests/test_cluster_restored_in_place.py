@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from psycopg import conninfo
 
 from lldsched import FixedRate, Scheduler
 from lldsched.core.context import RunContext
@@ -64,7 +65,10 @@ class Copies:
         )  # fmt: skip
 
     def _schema(self) -> str:
-        return str(self.spec.params["dsn"]).rsplit("search_path%3D", 1)[1]
+        dsn = str(self.spec.params["dsn"])
+        if self.spec.engine == "pgbouncer":  # the role's own schema (tests/pg_bouncer.py)
+            return str(conninfo.conninfo_to_dict(dsn)["user"])
+        return dsn.rsplit("search_path%3D", 1)[1]
 
 
 def _said_restored(caplog: pytest.LogCaptureFixture, name: str) -> bool:

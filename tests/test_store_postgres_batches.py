@@ -462,20 +462,32 @@ def test_a_trim_that_fails_after_its_batch_was_written_reports_the_batch_and_tri
         assert "recovered (a records trim succeeded)" in recovered.getMessage()
 
 
-class _ReplyLost:
-    """A store's connection whose first batch of settles is written and committed on the
-    server, then the network drops the connection (``proxy``'s reset) before the reply
-    comes: the client sees the connection die, as when the reply is lost on the way."""
+class ReplyLost:
+    """A store's connection whose first ``statement`` (a batch of settles unless told) is
+    written and committed on the server, then the network drops the connection
+    (``proxy``'s reset) before the reply comes: the client sees the connection die, as
+    when the reply is lost on the way.  New connections pass again at once (``heal``), or
+    stay refused until the test heals the proxy: the store's retry fails too."""
 
-    def __init__(self, connection: psycopg.Connection[Any], proxy: TcpProxy) -> None:
+    def __init__(
+        self,
+        connection: psycopg.Connection[Any],
+        proxy: TcpProxy,
+        *,
+        statement: str = sql.SETTLE,
+        heal: bool = True,
+    ) -> None:
         self._connection = connection
         self._proxy = proxy
+        self._statement = statement
+        self._heal = heal
 
     def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
         cursor = self._connection.execute(query, *args, **kwargs)
-        if query is sql.SETTLE:  # committed (autocommit): now the connection goes
+        if query is self._statement:  # committed (autocommit): now the connection goes
             self._proxy.reset()
-            self._proxy.heal()  # new connections pass: the store connects again
+            if self._heal:
+                self._proxy.heal()  # new connections pass: the store connects again
             self._connection.execute("SELECT 1")  # raises: the reply never came
         return cursor
 
@@ -514,7 +526,7 @@ def test_a_batch_whose_reply_was_lost_after_its_commit_is_reported_written_not_r
             def opened() -> Any:
                 if lossy:
                     lossy.pop()
-                    return _ReplyLost(live(), proxy)
+                    return ReplyLost(live(), proxy)
                 return live()
 
             store._open = opened  # type: ignore[method-assign]

@@ -21,6 +21,10 @@ process reaches all of them.  How PostgreSQL provides them:
   stores of another schema of the database are not woken); every store that was given
   a ``wake`` callable (:meth:`subscribe`) LISTENs on a connection of its own and calls
   it.  Nothing polls for that; the runtime's bounded wait (:attr:`poll`) is the safety net.
+* **Behind a pooler** (PgBouncer, transaction pooling: :attr:`pooled`, found as each
+  connection is made) the store keeps nothing on a session: no setting, no prepared
+  statement, no LISTEN (the poll reads other nodes' writes); docs/OPERATIONS.md,
+  "Behind PgBouncer".
 * **Settles in batches**: a run's settle is queued and written with the others
   waiting, in one statement that checks every run's token and names the refused
   ones (:mod:`lldsched.stores.postgres_batch`); :meth:`flush` writes what waits.
@@ -213,6 +217,9 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         # The schema the store's tables are in: the first of the dsn's search_path, found
         # by the first connection; every session then searches it alone (sql.SESSION).
         self._schema: str | None = None
+        # Whether the sessions are a pooler's, lent for a transaction at a time (PgBouncer
+        # in transaction pooling): found by each connection (_connect).
+        self.pooled = False
         # Ends a call the network left unanswered for `timeout` (postgres_deadline.py).
         self._deadline = Deadline(timeout)
         connection = self._connect()
@@ -348,17 +355,50 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         try:
             if self._schema is None:  # the first connection: the store's schema is found
                 (self._schema,) = one_row(connection.execute("SELECT pg_catalog.current_schema()"))
-            connection.execute(sql.SESSION, {
+            direct, isolation, *_ = one_row(connection.execute(sql.SESSION, {
                 **session_bounds(lease=self.lease, timeout=self._timeout),
                 "schema": self._schema or "",
-            })  # fmt: skip
+                "pid": connection.info.backend_pid,
+            }))  # fmt: skip
         except psycopg.Error as exc:
             connection.close()
             raise StoreError(
                 f"the PostgreSQL store {self.dsn!r} failed: "
                 f"{self._deadline.reason(scrubbed(exc, self._dsn))}"
             ) from None
+        self.pooled = not direct
+        if self.pooled:
+            self._pooled_session(connection, str(isolation))
         return connection
+
+    def _pooled_session(self, connection: Connection, isolation: str) -> None:
+        """A session a pooler lends (``SESSION`` set nothing on it: docs/OPERATIONS.md,
+        "Behind PgBouncer"): no statement is prepared on it (psycopg's, after five runs of
+        a statement, are the server connection's, and the next run may be lent another:
+        "prepared statement does not exist"); and a default isolation the store cannot
+        set for its single statements (each one a transaction of its own, on whichever
+        server connection) is refused, naming what to set instead."""
+        connection.prepare_threshold = None
+        if isolation != "read committed":
+            connection.close()
+            raise StoreError(
+                f"the PostgreSQL store {self.dsn!r} is reached through a connection pooler "
+                f"(PgBouncer?) whose sessions default to {isolation!r} isolation: the store "
+                "needs READ COMMITTED and cannot set it on a pooled session; set it for the "
+                "store's role (ALTER ROLE <user> SET default_transaction_isolation = "
+                "'read committed') or connect directly"
+            )
+
+    def _bound(self, connection: Connection) -> None:
+        """First in a transaction that may hold rows locked while this process does
+        something else (a verb's hold, a write of several statements): on a pooled
+        session, the session's bounds for that transaction alone
+        (:data:`~lldsched.stores.postgres_sql.LOCAL_BOUNDS`; a savepoint of a hold has
+        them from the hold)."""
+        if self.pooled and connection is not self._holding:
+            connection.execute(
+                sql.LOCAL_BOUNDS, session_bounds(lease=self.lease, timeout=self._timeout)
+            )
 
     @contextlib.contextmanager
     def _using(self, doing: str, task_id: str | None = None) -> Iterator[Connection]:
@@ -731,6 +771,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             try:
                 with self._using("take the row locks for a verb on task", task_id) as connection:
                     with connection.transaction() as transaction:
+                        self._bound(connection)
                         connection.execute(sql.LOCK_ID, {"id": task_id})
                         connection.execute(sql.LOCK_HELD, {"ids": [task_id, *also]})
                         entered = True
@@ -865,6 +906,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         before = [cache.get(task_id, _ABSENT) for cache in caches]
         try:
             with connection.transaction():
+                self._bound(connection)
                 yield
         except BaseException:
             for cache, value in zip(caches, before, strict=True):

@@ -121,6 +121,8 @@ class PostgresCoordination:
     _listener: Listener | None
     _hold: HeldWrites | None  # what the verb's hold under way wrote
     _holding: Connection | None  # the connection of a verb's hold under way
+    pooled: bool  # the sessions are a pooler's (PostgresTaskStore._connect)
+    poll: float
     if TYPE_CHECKING:
 
         def _open(self) -> Connection: ...
@@ -169,6 +171,7 @@ class PostgresCoordination:
             statement = sql.CLAIM_AMONG if only else sql.CLAIM_LEAVING
             parameters["ids"] = ids
         with self._using("claim runs") as connection:
+            parameters["held"] = list(self._held.values())  # the rest: lost replies (_LOST_REPLY)
             rows = connection.execute(statement, parameters).fetchall()
             seen = self._seen  # the versions the feed last gave; the row's writer says if ours
             claims = []
@@ -355,20 +358,29 @@ class PostgresCoordination:
         task, token, attempt, start and finish: only that settle writes it) is written
         (:meth:`_settled_before`), not refused: before, it was reported as a lease lost
         (a WARNING, counted in :attr:`rejected`), and the records its run decided after
-        its own were dropped (docs/DECISIONS.md, the PostgreSQL store under Persistence)."""
+        its own were dropped (docs/DECISIONS.md, the PostgreSQL store under Persistence).
+
+        So too a batch held after a failure (a settle ``tried`` before): its failed try
+        may have committed, its reply lost, and the second try failed as well (the server
+        out of reach a moment longer); the try that writes it later finds its lease gone.
+        A record its run decided after that try (queued while it was held) is written
+        then (:meth:`_write_after`)."""
         parameters = settle_parameters(
             batch, node=self.node, channel=self._channel, defined=self._defined, seen=self._seen
         )
+        before: dict[int, int] = {}  # token -> its records stored by a try whose reply was lost
         try:
             try:
                 rows = self._open().execute(sql.SETTLE, parameters).fetchall()
+                retried = any(pending.tried for pending in batch)
             except psycopg.Error:
                 connection = self._connection
                 if connection is not None and not connection.closed and not connection.broken:
                     raise
                 rows = self._open().execute(sql.SETTLE, parameters).fetchall()
-                if not all(written for _, written, _, _ in rows):
-                    rows = self._settled_before(batch, rows)
+                retried = True
+            if retried and not all(written for _, written, _, _ in rows):
+                rows, before = self._settled_before(batch, rows)
         except psycopg.Error as exc:
             self._settles.done((pending.token, False) for pending in batch)
             raise StoreError(
@@ -400,16 +412,47 @@ class PostgresCoordination:
         self.rejected += len(refused)
         self._forget(set(by_token))
         self._settles.done(outcomes)  # the batch was written, whatever the trims do
+        self._write_after([(by_token[token], count) for token, count in before.items()])
         self._trim_after_batch(trims)
         return refused
 
-    def _settled_before(self, batch: list[Pending], rows: list[Any]) -> list[Any]:
-        """``rows``, the second try's answer to :data:`~lldsched.stores.postgres_sql.SETTLE`
-        for ``batch`` after the first one's session died, with each refused token that the
-        first try wrote (its run's record is there: :data:`~lldsched.stores.postgres_sql.
+    def _write_after(self, settled: list[tuple[Pending, int]]) -> None:
+        """The records of each settle in ``settled`` that its lost-reply try did not store
+        (it stored ``count``: those queued after it joined it while it was held), and
+        its task's state with them, as records after a written settle are written
+        (``PostgresTaskStore._fenced``).  One that fails is logged, not raised: the
+        batch was written, and its outcome told."""
+        for pending, count in settled:
+            if len(pending.records) <= count:
+                continue
+            task_id = pending.snapshot.task.id
+            try:
+                connection = self._open()
+                with self._transaction(connection, task_id):
+                    self._write(connection, pending.snapshot, unknown=sql.UPSERT)
+                    for record in pending.records[count:]:
+                        self._append(connection, record)
+            except (psycopg.Error, StoreError) as exc:
+                log.warning(
+                    "the PostgreSQL store %r stored the settle of task %r (token %d) whose "
+                    "reply was lost, but not the %d records its run decided after it: %s",
+                    self.dsn,
+                    task_id,
+                    pending.token,
+                    len(pending.records) - count,
+                    scrubbed(exc, self._dsn) if isinstance(exc, psycopg.Error) else exc,
+                )
+
+    def _settled_before(
+        self, batch: list[Pending], rows: list[Any]
+    ) -> tuple[list[Any], dict[int, int]]:
+        """``rows``, a later try's answer to :data:`~lldsched.stores.postgres_sql.SETTLE`
+        for ``batch`` after an earlier one's session died, with each refused token that the
+        earlier try wrote (its run's record is there: :data:`~lldsched.stores.postgres_sql.
         SETTLED`) marked written; ``own`` unknown for those, so False (the caches this
         node keeps of what it wrote are not updated: its next write sends the
-        definition again).  One statement, on the connection the second try made."""
+        definition again); and, for each of those, how many of its records that try
+        stored.  One statement, on the connection the later try used."""
         by_token = {pending.token: pending for pending in batch}
         refused = [by_token[row[0]] for row in rows if not row[1]]
         found = self._open().execute(sql.SETTLED, {
@@ -419,11 +462,11 @@ class PostgresCoordination:
             "started": [pending.records[0].started for pending in refused],
             "finished": [pending.records[0].finished for pending in refused],
         }).fetchall()  # fmt: skip
-        written = {token for (token,) in found}
+        written = {int(token): int(count) for token, count in found}
         return [
             (token, True, False, notified) if token in written else (token, ok, own, notified)
             for token, ok, own, notified in rows
-        ]
+        ], written
 
     def _forget(self, tokens: Collection[int]) -> None:
         for task_id, held in list(self._held.items()):
@@ -622,11 +665,23 @@ class PostgresCoordination:
         """LISTEN on a connection of its own and call ``wake()`` whenever another node
         makes a task the earliest due, or writes a row whose run is in flight here (a
         verb the run must follow), and after every reconnection; and call it from
-        :meth:`flush` once a settle was refused (the row to read again)."""
+        :meth:`flush` once a settle was refused (the row to read again).  Behind a
+        pooler that lends its sessions a transaction at a time (:attr:`pooled`) it does
+        not LISTEN: the LISTEN would be the lent server connection's, its notifications
+        never this store's; the runtime's poll reads other nodes' writes
+        (docs/OPERATIONS.md, "Behind PgBouncer")."""
         self._refuse_if_forked()  # a child forked would listen for the parent's node
         if self._listener is not None:
             self._listener.stop()
         self._wake = wake
+        if self.pooled:  # a LISTEN would be a lent server connection's, not this store's
+            log.info(
+                "the PostgreSQL store %r is reached through a connection pooler: no LISTEN, "
+                "other nodes' writes are read at each poll (%g s)",
+                self.dsn,
+                self.poll,
+            )
+            return
         self._listener = Listener(
             self._dsn, channel=self._channel, node=self.node, wake=wake, timeout=self._timeout
         )

@@ -63,13 +63,36 @@ def listen(name: str) -> str:
 # the tables once the lock that waited for another opener's is taken); at REPEATABLE READ
 # or SERIALIZABLE those failed, "could not serialize access" (docs/DECISIONS.md, "The
 # PostgreSQL store's sessions are READ COMMITTED").
+#
+# All of it only on a session that is the client's own: the server's process id is the
+# one the connection was given at log-in (%(pid)s, libpq's BackendKeyData).  A pooler
+# (PgBouncer) gives its own instead, and in transaction pooling the session is a server
+# connection lent for one transaction: a setting made on it stays with it, for whichever
+# client is lent it next (another application's statements cut at this store's timeout,
+# run in its schema), and is not there for this store's next statement.  Such a session
+# sets nothing; what it answers (``direct``, the default isolation) the store checks
+# (PostgresTaskStore._connect, docs/OPERATIONS.md, "Behind PgBouncer").
 SESSION = """
-SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %(idle)s, false),
-       pg_catalog.set_config('statement_timeout', %(statement)s, false),
-       pg_catalog.set_config('default_transaction_isolation', 'read committed', false),
-       pg_catalog.set_config('search_path', CASE WHEN %(schema)s::text = ''
-           THEN pg_catalog.current_setting('search_path')
-           ELSE pg_catalog.quote_ident(%(schema)s::text) END, false)
+SELECT s.direct, pg_catalog.current_setting('default_transaction_isolation'),
+       CASE WHEN s.direct THEN
+           pg_catalog.set_config('idle_in_transaction_session_timeout', %(idle)s, false) END,
+       CASE WHEN s.direct THEN
+           pg_catalog.set_config('statement_timeout', %(statement)s, false) END,
+       CASE WHEN s.direct THEN
+           pg_catalog.set_config('default_transaction_isolation', 'read committed', false) END,
+       CASE WHEN s.direct THEN
+           pg_catalog.set_config('search_path', CASE WHEN %(schema)s::text = ''
+               THEN pg_catalog.current_setting('search_path')
+               ELSE pg_catalog.quote_ident(%(schema)s::text) END, false) END
+  FROM (SELECT pg_catalog.pg_backend_pid() = %(pid)s AS direct) s
+"""
+
+# A pooled session's bounds (SESSION sets none there), for one transaction alone: the
+# first statement of each transaction of the store that may hold rows locked while this
+# process does something else (a verb's hold, a write of several statements).
+LOCAL_BOUNDS = """
+SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %(idle)s, true),
+       pg_catalog.set_config('statement_timeout', %(statement)s, true)
 """
 
 # Where a new store's tables would be created, and whether they may be (the install, on a
@@ -355,17 +378,27 @@ RECORD_COLUMNS = (  # the name the run had; a record written before schema 3 has
 # its lease (the claim below, the settle, a delete's cascade); renewal and release lock
 # leases only.  Two orders would deadlock.
 #
+# A lease of this node whose token it does not hold (%(held)s: the tokens of the leases it
+# holds): a claim of its own that committed while its reply was lost (the connection cut
+# after the COMMIT).  Nothing ran under it (its token never reached the runtime), so the
+# node's next claim takes it again at once, as a lease nobody holds, not one taken over;
+# before, the slot waited a whole lease and was then taken over as if this process had
+# died mid-run.  Every other way a lease of this node's leaves its held set drops the
+# lease first (a settle, a release) or finds it no longer this node's (a renewal).
+_LOST_REPLY = "({0}.holder = %(node)s AND {0}.token <> ALL(%(held)s::bigint[]))"
+
 # The claim, one statement.  FOR UPDATE OF t SKIP LOCKED: concurrent claimers pass each
 # other's rows instead of queueing behind them.  A lease row that exists is replaced
 # only if it has expired by the time its lock is ours (the ON CONFLICT WHERE is
-# evaluated on the latest committed row): a renewal that committed first wins.
+# evaluated on the latest committed row): a renewal that committed first wins; or if
+# it is one of this node's lost replies (_LOST_REPLY).
 CLAIM = f"""
 WITH due AS (
     SELECT t.id, t.next_run_at, t.attempt, t.version, t.priority, t.writer,
-           l.task_id IS NOT NULL AS taken_over
+           l.task_id IS NOT NULL AND NOT {_LOST_REPLY.format("l")} AS taken_over
       FROM tasks t LEFT JOIN leases l ON l.task_id = t.id
      WHERE t.status IN {LIVE} AND t.next_run_at <= %(now)s
-       AND (l.task_id IS NULL OR l.expires_at <= {DB_NOW})
+       AND (l.task_id IS NULL OR l.expires_at <= {DB_NOW} OR {_LOST_REPLY.format("l")})
      ORDER BY t.next_run_at, t.priority
      LIMIT %(limit)s
      FOR UPDATE OF t SKIP LOCKED),
@@ -376,7 +409,7 @@ claimed AS (
     ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.attempt,
         token = excluded.token, holder = excluded.holder, expires_at = excluded.expires_at,
         version = excluded.version
-     WHERE leases.expires_at <= {DB_NOW}
+     WHERE leases.expires_at <= {DB_NOW} OR {_LOST_REPLY.format("leases")}
     RETURNING task_id, slot, attempt, token, expires_at, version)
 SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_over, d.writer
   FROM claimed c JOIN due d ON d.id = c.task_id
@@ -411,13 +444,16 @@ UPDATE tasks t SET name = %(name)s, definition = %(definition)s, priority = %(pr
  WHERE t.id = %(id)s"""
 
 SETTLED = """
-SELECT DISTINCT g.token
+SELECT g.token, (SELECT pg_catalog.count(*) FROM records c
+                  WHERE c.task_id = g.id AND c.token = g.token)
   FROM unnest(%(id)s::text[], %(token)s::bigint[], %(attempt)s::integer[],
               %(started)s::double precision[], %(finished)s::double precision[])
     AS g(id, token, attempt, started, finished)
-  JOIN records r ON r.task_id = g.id AND r.token = g.token AND r.attempt = g.attempt
-                AND r.started = g.started AND r.finished = g.finished
-"""  # the settles of a batch whose reply was lost that were written (each run's record)
+ WHERE EXISTS (SELECT 1 FROM records r WHERE r.task_id = g.id AND r.token = g.token
+                  AND r.attempt = g.attempt AND r.started = g.started
+                  AND r.finished = g.finished)
+"""  # the settles of a batch whose reply was lost that were written (each run's record),
+# and how many records under its token that write stored (those queued after it: not)
 # A row a shared write never makes (a held run's RUNNING save writes nothing): one a
 # process left as it died mid-run outside the protocol, for ``owe`` to decide; locked.
 RUNNING_UNLEASED = """
