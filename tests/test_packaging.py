@@ -13,7 +13,8 @@ tree without what git ignores, with the build backend already installed
 * the wheel, installed where the source tree is not, imports and runs its commands;
   with nothing but the standard library beside it (no extra), the README's examples
   run and print what they show, and each module of an extra imports or says which
-  extra to install;
+  extra to install; and its messages cite a document by an address in the repository
+  its metadata names, which resolves;
 * every extra an "install the extra" error or the docs name exists, and brings what
   the modules of that extra import;
 * Binder installs exactly the dependencies and the ``views`` and ``notebook`` extras.
@@ -41,6 +42,7 @@ import pytest
 import lldsched
 from lldsched.views import VIEWS_EXTRA
 from tests.test_binder import imported
+from tests.test_doc_references import uncitable, unresolved_address
 from tests.test_docs import python_blocks, shown_output, unprinted
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -194,6 +196,41 @@ def test_the_installed_wheel_runs_without_the_source_tree(
         )  # fmt: skip
         assert usage.returncode == 2, usage.stderr
         assert usage.stderr.startswith(f"usage: {name} [-h]"), usage.stderr
+
+
+def test_the_installed_wheels_messages_cite_documents_by_addresses_that_resolve(
+    dist: Dist, installed: Path, tmp_path: Path
+) -> None:
+    """The wheel holds no docs/: each message of the installed package that sends its
+    reader to a document (an exception, a warning, a log line) gives the document's
+    address in the repository the wheel's metadata names (``Homepage``), to a file the
+    sdist holds and a heading of it. Read in the modules installed, and in a refusal
+    raised there."""
+    homepage = dict(url.split(", ", 1) for url in dist.metadata.get_all("Project-URL") or [])
+    code = """
+from lldsched import CronSchedule
+from lldsched.errors import REPOSITORY
+print(REPOSITORY)
+try:
+    CronSchedule("30 2 * * mon-fri /usr/local/bin/backup")
+except ValueError as error:
+    print(error)
+"""
+    run = bare(installed, code, tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    repository, refusal = run.stdout.splitlines()
+    assert repository == homepage["Homepage"]
+    (cited,) = re.findall(r"https://[^\s)]+", refusal)
+    assert cited == f"{repository}/blob/main/docs/CRON.md#moving-a-crontab", refusal
+    assert unresolved_address(cited, dist.tree) is None
+    modules = sorted((installed / "lldsched").rglob("*.py"))
+    assert len(modules) > 100  # the scan found them
+    found = [
+        problem
+        for module in modules
+        for problem in uncitable(module.read_text(), str(module.relative_to(installed)), dist.tree)
+    ]
+    assert not found, found
 
 
 README_BLOCKS = python_blocks(ROOT / "README.md")
