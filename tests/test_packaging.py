@@ -10,6 +10,8 @@ tree without what git ignores, with the build backend already installed
   with the license, the version ``lldsched.__version__`` says and the ``lldsched``
   script;
 * the sdist holds the whole tree (docs/DECISIONS.md, "Packaging");
+* the long description both carry is the README with every link an address in the
+  repository (setup.py), each to a file the sdist holds and a heading of it;
 * the wheel, installed where the source tree is not, imports and runs its commands;
   with nothing but the standard library beside it (no extra), the README's examples
   run and print what they show, and each module of an extra imports or says which
@@ -40,9 +42,10 @@ from pathlib import Path
 import pytest
 
 import lldsched
+from lldsched.errors import REPOSITORY
 from lldsched.views import VIEWS_EXTRA
 from tests.test_binder import imported
-from tests.test_doc_references import uncitable, unresolved_address
+from tests.test_doc_references import ADDRESS, uncitable, unresolved_address
 from tests.test_docs import python_blocks, shown_output, unprinted
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,7 +116,68 @@ def test_the_wheel_says_the_version_the_package_says_and_ships_the_license(dist:
     names = dist.wheel.namelist()
     (licence,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     assert dist.wheel.read(licence) == (ROOT / "LICENSE").read_bytes()
-    assert dist.metadata.get_payload() == (ROOT / "README.md").read_text()
+
+
+# Where a Markdown text links: an inline link's or image's target (``](target)``, a title
+# after it allowed), a reference definition's (``[name]: target``), an HTML attribute's.
+LINK_TARGET = re.compile(
+    r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)"
+    r"|^ {0,3}\[[^\]]+\]:\s*<?([^\s>]+)>?"
+    r"|\b(?:href|src)=[\"']([^\"']+)[\"']",
+    flags=re.M,
+)
+
+
+def link_targets(text: str) -> list[str]:
+    return [
+        next(group for group in match.groups() if group) for match in LINK_TARGET.finditer(text)
+    ]
+
+
+def sdist_description(dist: Dist) -> str:
+    top = f"lldsched-{lldsched.__version__}/"
+    member = dist.sdist.extractfile(f"{top}PKG-INFO")
+    assert member is not None
+    payload = email.message_from_bytes(member.read()).get_payload()
+    assert isinstance(payload, str)
+    return payload
+
+
+def test_the_long_description_is_the_readme_with_every_link_an_address(dist: Dist) -> None:
+    """What a package index shows, and ``pip show -v`` or ``importlib.metadata`` read,
+    has no tree to resolve README.md's relative links against: the description the
+    wheel and the sdist carry is the README with each link an absolute address (and
+    nothing else changed), an address in the repository pyproject names to a file the
+    sdist holds, and an anchor to one of its headings (setup.py; docs/DECISIONS.md,
+    "Packaging")."""
+    readme = (ROOT / "README.md").read_text()
+    description = dist.metadata.get_payload()
+    assert isinstance(description, str)
+    assert dist.metadata["Description-Content-Type"] == "text/markdown"
+    assert sdist_description(dist) == description
+    assert LINK_TARGET.sub("<link>", description) == LINK_TARGET.sub("<link>", readme)
+    relative = [target for target in link_targets(readme) if not target.startswith("https://")]
+    assert len(relative) > 40 and "docs/img/gantt.png" in relative  # the scan found them
+    homepage = dict(url.split(", ", 1) for url in dist.metadata.get_all("Project-URL") or [])
+    assert homepage["Homepage"] == REPOSITORY
+    top = f"lldsched-{lldsched.__version__}/"
+    in_sdist = {name.removeprefix(top) for name in dist.sdist.getnames()}
+    broken = []
+    for target in link_targets(description):
+        if not target.startswith("https://"):
+            broken.append(f"not an address: {target}")
+            continue
+        address = ADDRESS.fullmatch(target)
+        if address is None:
+            continue  # another site's (Binder's)
+        if address.group(1) not in in_sdist:
+            broken.append(f"not in the sdist: {target}")
+        elif (why := unresolved_address(target, dist.tree)) is not None:
+            broken.append(why)
+    assert not broken, broken
+    assert [ADDRESS.fullmatch(t) is not None for t in link_targets(description)].count(True) == len(
+        relative
+    )
 
 
 def test_the_readme_names_the_wheel_the_build_writes(dist: Dist) -> None:
