@@ -3,10 +3,10 @@ made an address (docs/DECISIONS.md, "Packaging"); the rest is pyproject.toml's.
 
 README.md's links are relative to the tree (``docs/GUIDE.md``, ``#before-you-trust-it``,
 ``docs/img/gantt.png``): GitHub and a clone resolve them. A package index's page, and
-whatever reads the installed metadata (``pip show -v``, ``importlib.metadata``), has no
-tree, so the sdist's and the wheel's description gives each one its address in the
-repository pyproject names (``[project.urls]`` Homepage), as its main branch has it: a
-page on GitHub, an image by its bytes (an index shows an image from its address).
+whatever reads the installed metadata (``importlib.metadata``), has no tree, so the
+sdist's and the wheel's description gives each one its address in the repository
+pyproject names (``[project.urls]`` Homepage), as its main branch has it: a page on
+GitHub, an image by its bytes (an index shows an image from its address).
 tests/test_packaging.py checks every link of the description a wheel carries.
 """
 

@@ -144,12 +144,11 @@ def sdist_description(dist: Dist) -> str:
 
 
 def test_the_long_description_is_the_readme_with_every_link_an_address(dist: Dist) -> None:
-    """What a package index shows, and ``pip show -v`` or ``importlib.metadata`` read,
-    has no tree to resolve README.md's relative links against: the description the
-    wheel and the sdist carry is the README with each link an absolute address (and
-    nothing else changed), an address in the repository pyproject names to a file the
-    sdist holds, and an anchor to one of its headings (setup.py; docs/DECISIONS.md,
-    "Packaging")."""
+    """What a package index shows, and ``importlib.metadata`` reads, has no tree to
+    resolve README.md's relative links against: the description the wheel and the sdist
+    carry is the README with each link an absolute address (and nothing else changed),
+    an address in the repository pyproject names to a file or folder the sdist holds,
+    and an anchor to one of its headings (setup.py; docs/DECISIONS.md, "Packaging")."""
     readme = (ROOT / "README.md").read_text()
     description = dist.metadata.get_payload()
     assert isinstance(description, str)
@@ -162,6 +161,7 @@ def test_the_long_description_is_the_readme_with_every_link_an_address(dist: Dis
     assert homepage["Homepage"] == REPOSITORY
     top = f"lldsched-{lldsched.__version__}/"
     in_sdist = {name.removeprefix(top) for name in dist.sdist.getnames()}
+    folders = {str(Path(name).parent) for name in in_sdist}
     broken = []
     for target in link_targets(description):
         if not target.startswith("https://"):
@@ -170,7 +170,7 @@ def test_the_long_description_is_the_readme_with_every_link_an_address(dist: Dis
         address = ADDRESS.fullmatch(target)
         if address is None:
             continue  # another site's (Binder's)
-        if address.group(1) not in in_sdist:
+        if address.group(1) not in in_sdist | folders:
             broken.append(f"not in the sdist: {target}")
         elif (why := unresolved_address(target, dist.tree)) is not None:
             broken.append(why)
