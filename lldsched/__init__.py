@@ -9,6 +9,12 @@ every transition is written through (durably, with :class:`SqliteTaskStore`, and
 recovered after downtime under a per-task :class:`MisfirePolicy`), and listeners;
 and a discrete-event :class:`Simulation` that replays days of schedules in
 seconds through the same state machine.  See ``README.md``.
+
+The documents the docstrings cite (``README.md``, ``docs/GUIDE.md``, ...) are
+the repository's, https://github.com/lldsched/lldsched (``docs/GUIDE.md`` is read at
+https://github.com/lldsched/lldsched/blob/main/docs/GUIDE.md), and the sdist's: the
+wheel holds the package alone.  A message cites a document by that address
+(:func:`lldsched.errors.doc_url`).
 """
 
 # First: a Ctrl-C while the rest imports ends `python -m lldsched` (or the `lldsched`

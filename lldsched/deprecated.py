@@ -18,6 +18,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
+from lldsched.errors import doc_url
+
 __all__ = ["REMOVED_IN", "keyword_only_now"]
 
 REMOVED_IN = "0.2.0"
@@ -57,7 +59,8 @@ def keyword_only_now(
             called = kind if function.__name__ == "__init__" else f"{kind}.{function.__name__}"
             warnings.warn(
                 f"{called}: passing {', '.join(names)} by position is deprecated and "
-                f"refused from lldsched {REMOVED_IN} on (docs/UPGRADING.md); write "
+                f"refused from lldsched {REMOVED_IN} on ({doc_url('docs/UPGRADING.md')}); "
+                "write "
                 f"{', '.join(f'{name}=...' for name in names)}",
                 DeprecationWarning,
                 stacklevel=3,

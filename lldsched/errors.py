@@ -15,6 +15,9 @@ does.
 A message quotes a bad value as :func:`shown` writes it: its ``repr``, which never
 raises and is never long (an ``int`` past Python's conversion limit, a name of a million
 characters, a container of them, an object whose ``__repr__`` raises).
+
+A message that sends its reader to a document gives the document's address,
+:func:`doc_url`: the wheel holds the package alone, not ``docs/``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ __all__ = [
     "ERROR_LIMIT",
     "NEVER_STARTED_OVERLAP",
     "OVERLAP_CANCEL_ERROR",
+    "REPOSITORY",
     "TRACEBACK_LIMIT",
     "LeaseLost",
     "LldschedError",
@@ -44,6 +48,7 @@ __all__ = [
     "TaskNotFoundError",
     "TaskRetiredError",
     "ValidationError",
+    "doc_url",
     "error_text",
     "escaped",
     "shown",
@@ -79,6 +84,22 @@ class SchedulerStateError(LldschedError, RuntimeError):
     the task finished and will not run again (``reschedule``, ``modify``), or other
     tasks still depend on it (``remove``); or the view driving it (a control panel, a
     simulation player) is closed (:func:`lldsched.views.widgetkit.refuse_if_closed`)."""
+
+
+REPOSITORY = "https://github.com/lldsched/lldsched"
+"""Where the documents are read: the repository pyproject.toml's ``[project.urls]``
+names (``Homepage``; tests/test_packaging.py holds the two equal)."""
+
+
+def doc_url(path: str) -> str:
+    """The address of ``path``, a file of the repository with an anchor if any
+    (``"docs/CLUSTER.md#limits"``), as its main branch has it: how a message raised,
+    warned or logged cites a document.  The wheel holds the package alone, so
+    ``docs/CLUSTER.md`` in a message sent a user of the wheel to a file they do not have;
+    a docstring or a comment, read beside the source, says ``docs/X.md`` (the package's
+    docstring says where that is).  tests/test_doc_references.py holds every address a
+    message gives to a file of the repository, and its anchor to a heading of that file."""
+    return f"{REPOSITORY}/blob/main/{path}"
 
 
 DEAD_TIMER = (

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import sys
 
+from lldsched.errors import doc_url
+
 __all__ = ["UWSGI_SETTINGS", "uwsgi_forks_unhooked"]
 
 UWSGI_SETTINGS = (
     "Set lazy-apps = true (the application made in each worker) or "
     "py-call-osafterfork = true (the copy then refuses every call); "
-    "docs/OPERATIONS.md, 'In a web application'"
+    + doc_url("docs/OPERATIONS.md#in-a-web-application")
 )
 """The two settings that answer it, as every such warning ends."""
 

@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
 from lldsched.checks import call_error, instance_hint, wait_seconds
-from lldsched.errors import ValidationError, error_text, shown
+from lldsched.errors import ValidationError, doc_url, error_text, shown
 from lldsched.logs import LISTENERS, Repeats, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskEvent
 
@@ -74,7 +74,7 @@ def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
             f"a listener is called, never awaited, so an async def one never runs, got "
             f"{listener!r}: pass a plain function that hands the event to your event loop, "
             "e.g. lambda event: loop.call_soon_threadsafe(queue.put_nowait, event) "
-            "(docs/ASYNCIO.md)"
+            f"({doc_url('docs/ASYNCIO.md')})"
         )
     wrong = call_error(callback, None)  # each event calls callback(event)
     if wrong is not None:  # found now, not as a TypeError logged at every event

@@ -78,7 +78,7 @@ from datetime import timedelta
 
 from lldsched.checks import fraction, number, seconds, whole, whole_or_none
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, doc_url
 
 __all__ = [
     "DEFAULT_MISFIRE",
@@ -217,7 +217,7 @@ def checked_backoff(policy: RetryPolicy, attempt: int, delay: object) -> float:
         raise ValidationError(
             f"{policy!r}.backoff({attempt!r}) answered {delay!r}, not a delay: a retry "
             "policy answers finite seconds >= 0 "
-            '(docs/EXTENDING.md, "A retry policy of your own")'
+            f"({doc_url('docs/EXTENDING.md#a-retry-policy-of-your-own')})"
         ) from None
 
 

@@ -28,7 +28,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.core.context import RunContext
-from lldsched.errors import CANCELLED_INSIDE
+from lldsched.errors import CANCELLED_INSIDE, doc_url
 from tests.waits import wait_until
 
 
@@ -278,7 +278,7 @@ def test_a_future_of_the_applications_loop_fails_with_where_the_run_is_and_what_
         " (coroutine actions run on the scheduler's own event loop, thread "
         "lldsched-other-loop-loop, not on the application's: run what needs the "
         "application's loop there with asyncio.run_coroutine_threadsafe(coro, app_loop), "
-        "docs/ASYNCIO.md)"
+        f"{doc_url('docs/ASYNCIO.md')})"
     )
 
 

@@ -13,6 +13,7 @@ import pytest
 import lldsched
 from lldsched import FakeClock, Misfire, MisfirePolicy, OneTime, RetryPolicy, Scheduler
 from lldsched.deprecated import REMOVED_IN, keyword_only_now
+from lldsched.errors import doc_url
 from lldsched.sim import ClusterScenario, ClusterTask
 
 
@@ -87,7 +88,7 @@ def test_the_warning_names_the_release_that_refuses_the_old_form() -> None:
         RetryPolicy(5, 0.5)  # type: ignore[call-arg]
     assert str(w[0].message) == (
         "RetryPolicy: passing initial_backoff by position is deprecated and refused from "
-        f"lldsched {REMOVED_IN} on (docs/UPGRADING.md); write initial_backoff=..."
+        f"lldsched {REMOVED_IN} on ({doc_url('docs/UPGRADING.md')}); write initial_backoff=..."
     )
     assert REMOVED_IN == "0.2.0"  # what docs/UPGRADING.md promises (tests/test_docs.py runs it)
 

@@ -44,6 +44,12 @@ names and commands it gives are not):
 
 And the package's docstrings: every Sphinx cross-reference (``:class:`...```,
 ``:func:`...```, ...) names something that exists.
+
+And what a user of the wheel reads, who has no ``docs/``: every message of the package
+(an exception, a warning, a log line: any string of its code but a docstring) cites a
+document by its address in the repository (``lldsched.errors.doc_url``), never by its
+path, and every such address, there or written out anywhere (docstrings, documents,
+pyproject), names a file of the repository and a heading of it.
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ from typing import Any
 
 import pytest
 
+from lldsched.errors import REPOSITORY, doc_url
 from lldsched.logs import LOGGERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,7 +144,7 @@ def test_every_path_the_documents_mention_exists() -> None:
         if top.is_dir() and not top.name.startswith(".")  # not .venv
         for pattern in ("*.py", "*.ipynb")
         for path in top.rglob(pattern)
-    }
+    } | {path.name for path in ROOT.glob("*.py")}  # setup.py
     missing = []
     for where, line, _ in lines():
         for match in PATH.finditer(line):
@@ -1134,3 +1141,163 @@ def test_every_cross_reference_in_the_packages_docstrings_exists() -> None:
                     line = getattr(node, "lineno", 1)
                     missing.append(f"{path.relative_to(ROOT)}:{line}: {name}")
     assert not missing, stale(missing)
+
+
+# --- what a message cites: an address, which a user of the wheel can open ---------------
+
+# An address of the repository (lldsched.errors.REPOSITORY) as of its main branch: a page
+# (``blob``), a folder (``tree``) or a file's bytes (``raw``, and raw.githubusercontent's
+# form, which an image on a package index is read by); its path and its anchor (a
+# sentence's full stop, comma or closing quote after either is not theirs).
+ADDRESS = re.compile(
+    rf"(?:{re.escape(REPOSITORY)}/(?:blob|tree|raw)/main"
+    rf"|{re.escape(REPOSITORY.replace('//github.com/', '//raw.githubusercontent.com/'))}/main)"
+    r"/([^\s#)\"'<>`,]*[^\s#)\"'<>`,.])(?:#([^\s)\"'<>`,]*[^\s)\"'<>`,.]))?"
+)
+# A document named by its path in the repository (``docs/CLUSTER.md``, ``CRON.md``,
+# ``README.md``), not by an address: what a user of the wheel has no file for.
+BY_PATH = re.compile(r"(?<![\w/.-])(?:docs/)?[A-Z]+\.md\b")
+
+
+def unresolved_address(url: str, root: Path = ROOT) -> str | None:
+    """Why ``url`` does not resolve: not an address of the repository, a path that is no
+    file or folder of ``root``, or an anchor that is no heading of its Markdown file;
+    None when it resolves."""
+    match = ADDRESS.fullmatch(url)
+    if match is None:
+        return f"not an address in {REPOSITORY}/.../main: {url}"
+    path, anchor = match.group(1), match.group(2)
+    target = root / path
+    if not target.exists():
+        return f"no {path} in the repository: {url}"
+    if (
+        anchor
+        and target.suffix in LINKED_ANCHORS
+        and anchor not in LINKED_ANCHORS[target.suffix](target)
+    ):
+        return f"no heading #{anchor} in {path}: {url}"
+    return None
+
+
+def cited_by_messages(tree: ast.AST) -> Iterator[tuple[int, ast.expr]]:
+    """Each argument of a ``doc_url(...)`` call in a module's code, where it is written."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == doc_url.__name__:
+            for argument in [*node.args, *(keyword.value for keyword in node.keywords)]:
+                yield node.lineno, argument
+
+
+def message_strings(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """The strings of a module's code, where each is written: every string constant
+    (an f-string's literal parts, joined lines as one) but a docstring or a bare string
+    statement, which no message carries, and the path given to ``doc_url``."""
+    left_out = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    left_out |= {id(argument) for _, argument in cited_by_messages(tree)}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in left_out
+        ):
+            yield node.lineno, node.value
+
+
+def uncitable(source: str, where: str, root: Path = ROOT) -> list[str]:
+    """What a module's messages cite that a user of the wheel cannot open, in the order
+    of the module's lines: a document by its path in the repository, an address that
+    does not resolve, a ``doc_url`` of something other than a literal path (which this
+    check could not read)."""
+    tree = ast.parse(source)
+    found = [
+        (line, f"{match.group(0)} by its path, not doc_url  | {text[:120]!r}")
+        for line, text in message_strings(tree)
+        for match in BY_PATH.finditer(text)
+    ]
+    for line, argument in cited_by_messages(tree):
+        if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
+            found.append((line, f"doc_url({ast.unparse(argument)}): not a literal path"))
+        elif (why := unresolved_address(doc_url(argument.value), root)) is not None:
+            found.append((line, why))
+    return [f"{where}:{line}: {problem}" for line, problem in sorted(found)]
+
+
+def test_every_document_a_message_cites_is_given_by_an_address_that_resolves() -> None:
+    """The wheel holds the package alone: an exception, a warning or a log line that
+    says ``docs/OPERATIONS.md`` names a file its reader does not have. Each cites the
+    document by its address (``doc_url``), whose path is a file of the repository and
+    whose anchor a heading of it; tests/test_packaging.py reads them where the wheel is
+    installed."""
+    found = [
+        problem
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for problem in uncitable(path.read_text(), str(path.relative_to(ROOT)))
+    ]
+    assert not found, stale(found)
+    cited = [
+        argument
+        for path in PACKAGE.rglob("*.py")
+        for argument in cited_by_messages(ast.parse(path.read_text()))
+    ]
+    assert len(cited) >= 15  # the scan found them
+
+
+def test_every_address_in_the_repository_written_anywhere_resolves() -> None:
+    """An address of the repository written out (the package's docstring, a message the
+    documents show, the README's own) is checked as a message's is: a path there, a
+    heading of it."""
+    found = []
+    for path in [*DOCUMENTS, *sorted(PACKAGE.rglob("*.py")), ROOT / "pyproject.toml"]:
+        text = path.read_text()
+        for match in ADDRESS.finditer(text):
+            why = unresolved_address(match.group(0))
+            if why is not None:
+                line = text[: match.start()].count("\n") + 1
+                found.append(f"{path.relative_to(ROOT)}:{line}: {why}")
+    assert not found, stale(found)
+
+
+def test_a_message_that_cites_a_document_it_cannot_reach_is_caught() -> None:
+    source = """
+\"\"\"A docstring may say docs/CLUSTER.md: it is read beside the source.\"\"\"
+from lldsched.errors import doc_url
+CONSTANT = "see docs/CLUSTER.md"
+def f(page):
+    \"\"\"docs/GUIDE.md\"\"\"
+    "a bare string, docs/GUIDE.md"
+    print(f"open one shared (leases: {doc_url('docs/CLUSTER.md#limits')})")
+    print(f"{doc_url('docs/OPERATIONS.md#in-a-web-aplication')}")
+    print("README.md, 'Set-up'", f"and {page} in CRON.md")
+    print(doc_url("docs/GONE.md"), doc_url(page))
+"""
+    found = uncitable(source, "x.py")
+    assert [problem.split("  |")[0] for problem in found] == [
+        "x.py:4: docs/CLUSTER.md by its path, not doc_url",
+        f"x.py:9: no heading #in-a-web-aplication in docs/OPERATIONS.md: "
+        f"{REPOSITORY}/blob/main/docs/OPERATIONS.md#in-a-web-aplication",
+        "x.py:10: CRON.md by its path, not doc_url",
+        "x.py:10: README.md by its path, not doc_url",
+        "x.py:11: doc_url(page): not a literal path",
+        f"x.py:11: no docs/GONE.md in the repository: {REPOSITORY}/blob/main/docs/GONE.md",
+    ]
+
+
+def test_an_address_resolves_to_a_file_of_the_repository_and_a_heading_of_it() -> None:
+    raw = REPOSITORY.replace("//github.com/", "//raw.githubusercontent.com/")
+    assert (
+        unresolved_address(
+            f"{REPOSITORY}/blob/main/docs/GUIDE.md#durability-tasks-that-survive-a-restart"
+        )
+        is None
+    )
+    assert unresolved_address(f"{REPOSITORY}/tree/main/notebooks") is None
+    assert unresolved_address(f"{raw}/main/docs/img/gantt.png") is None
+    assert unresolved_address(f"{REPOSITORY}/blob/main/README.md#before-you-trust-it") is None
+    assert unresolved_address(f"{REPOSITORY}/blob/main/README.md#before-you-trust") is not None
+    assert unresolved_address(f"{REPOSITORY}/blob/main/docs/NOTHERE.md") is not None
+    assert unresolved_address(f"{REPOSITORY}/blob/v0.1.0/README.md") is not None  # not main
+    assert unresolved_address("https://example.com/README.md") is not None
+    said = f"(`{REPOSITORY}/blob/main/docs/GUIDE.md`, {REPOSITORY}/blob/main/docs/CRON.md#x.)"
+    assert [found.groups() for found in ADDRESS.finditer(said)] == [
+        ("docs/GUIDE.md", None),
+        ("docs/CRON.md", "x"),
+    ]

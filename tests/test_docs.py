@@ -33,8 +33,11 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
+import importlib.util
 import inspect
 import io
+import linecache
 import logging
 import os
 import re
@@ -43,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import types
+import warnings
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -882,6 +886,36 @@ def test_the_readme_and_its_guides_have_their_blocks_and_show_what_they_print() 
     assert sum(len(shown_output(block)) for block in moved) >= 28
 
 
+def reader_module(path: Path) -> types.ModuleType:
+    """The module ``path``'s blocks run in: one of its own, as a reader's script is (a
+    dataclass defined in a block looks its module up in ``sys.modules``), with the spec
+    an imported module has, its loader the document's. A module made bare
+    (``types.ModuleType``) has none: Python 3.15's linecache, reading a block's line
+    for a traceback or a warning, warned "Module globals is missing a __spec__.loader"
+    (a DeprecationWarning, an error under ``-W error``)."""
+    loader = importlib.machinery.SourceFileLoader("docs", str(path))
+    spec = importlib.util.spec_from_loader("docs", loader)
+    assert spec is not None
+    return importlib.util.module_from_spec(spec)
+
+
+def test_a_blocks_module_gives_its_loader_to_linecache_without_a_warning(
+    tmp_path: Path,
+) -> None:
+    """What linecache asks of a module's globals, 3.15's without a DeprecationWarning:
+    a ``__spec__`` whose loader is the ``__loader__``, and that loader's source, read
+    for a file no longer where the code says it is (a lazy entry; 3.11 made none for a
+    bare module)."""
+    module = reader_module(README)
+    assert module.__spec__ is not None and module.__name__ == module.__spec__.name == "docs"
+    assert module.__loader__ is module.__spec__.loader is not None
+    moved = str(tmp_path / "README.md")  # compiled from a file that is gone
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        assert linecache.lazycache(moved, module.__dict__)
+        assert linecache.getlines(moved) == README.read_text().splitlines(keepends=True)
+
+
 @pytest.fixture
 def logging_restored() -> Iterator[None]:
     """A block that configures logging (the "Logging" section's dictConfig) leaves
@@ -907,9 +941,7 @@ def logging_restored() -> Iterator[None]:
 def test_every_python_block_of_the_documents_runs_and_prints_what_it_shows(
     path: Path, line: int, block: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A module of its own, as a reader's script is: a dataclass defined in a block looks
-    # its module up in sys.modules.
-    module = types.ModuleType("docs")
+    module = reader_module(path)
     monkeypatch.setitem(sys.modules, "docs", module)
     timed_out = waits_timing_out(monkeypatch)
     out = io.StringIO()

@@ -25,6 +25,7 @@ from lldsched import (
     ValidationError,
     Window,
 )
+from lldsched.errors import doc_url
 from lldsched.model import Priority
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import RetryPolicy
@@ -249,7 +250,7 @@ def test_a_schedule_answering_its_runs_finish_moves_a_stepped_scheduler_on_with_
         assert len(task.history) == 2
     (said,) = stalled(caplog)  # once, not once a run
     assert said.startswith("task poll 'poll': BackToBack().next_run answered ")
-    assert "docs/EXTENDING.md" in said
+    assert doc_url("docs/EXTENDING.md#a-schedule-of-your-own") in said
 
 
 def test_two_schedulers_each_warn_of_their_own_task_of_the_same_id(
@@ -343,7 +344,8 @@ def test_a_first_run_that_is_not_an_instant_is_refused_and_nothing_registered_is
             driven.add("odd", Answers(answer), id="odd")
         message = str(caught.value)
         assert message.startswith(f"task 'odd': {Answers(answer)!r}.first_run(")
-        assert f"answered {answer!r}" in message and "docs/EXTENDING.md" in message
+        assert f"answered {answer!r}" in message
+        assert doc_url("docs/EXTENDING.md#a-schedule-of-your-own") in message
         assert [task.id for task in driven.runtime.tasks()] == ["kept"]
         with pytest.raises(ScheduleError, match="answered"):  # reschedule: the same rule
             driven.runtime.reschedule("kept", Answers(answer))

@@ -10,10 +10,13 @@ tree without what git ignores, with the build backend already installed
   with the license, the version ``lldsched.__version__`` says and the ``lldsched``
   script;
 * the sdist holds the whole tree (docs/DECISIONS.md, "Packaging");
+* the long description both carry is the README with every link an address in the
+  repository (setup.py), each to a file the sdist holds and a heading of it;
 * the wheel, installed where the source tree is not, imports and runs its commands;
   with nothing but the standard library beside it (no extra), the README's examples
   run and print what they show, and each module of an extra imports or says which
-  extra to install;
+  extra to install; and its messages cite a document by an address in the repository
+  its metadata names, which resolves;
 * every extra an "install the extra" error or the docs name exists, and brings what
   the modules of that extra import;
 * Binder installs exactly the dependencies and the ``views`` and ``notebook`` extras.
@@ -39,8 +42,10 @@ from pathlib import Path
 import pytest
 
 import lldsched
+from lldsched.errors import REPOSITORY
 from lldsched.views import VIEWS_EXTRA
 from tests.test_binder import imported
+from tests.test_doc_references import ADDRESS, uncitable, unresolved_address
 from tests.test_docs import python_blocks, shown_output, unprinted
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +116,68 @@ def test_the_wheel_says_the_version_the_package_says_and_ships_the_license(dist:
     names = dist.wheel.namelist()
     (licence,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     assert dist.wheel.read(licence) == (ROOT / "LICENSE").read_bytes()
-    assert dist.metadata.get_payload() == (ROOT / "README.md").read_text()
+
+
+# Where a Markdown text links: an inline link's or image's target (``](target)``, a title
+# after it allowed), a reference definition's (``[name]: target``), an HTML attribute's.
+LINK_TARGET = re.compile(
+    r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)"
+    r"|^ {0,3}\[[^\]]+\]:\s*<?([^\s>]+)>?"
+    r"|\b(?:href|src)=[\"']([^\"']+)[\"']",
+    flags=re.M,
+)
+
+
+def link_targets(text: str) -> list[str]:
+    return [
+        next(group for group in match.groups() if group) for match in LINK_TARGET.finditer(text)
+    ]
+
+
+def sdist_description(dist: Dist) -> str:
+    top = f"lldsched-{lldsched.__version__}/"
+    member = dist.sdist.extractfile(f"{top}PKG-INFO")
+    assert member is not None
+    payload = email.message_from_bytes(member.read()).get_payload()
+    assert isinstance(payload, str)
+    return payload
+
+
+def test_the_long_description_is_the_readme_with_every_link_an_address(dist: Dist) -> None:
+    """What a package index shows, and ``importlib.metadata`` reads, has no tree to
+    resolve README.md's relative links against: the description the wheel and the sdist
+    carry is the README with each link an absolute address (and nothing else changed),
+    an address in the repository pyproject names to a file or folder the sdist holds,
+    and an anchor to one of its headings (setup.py; docs/DECISIONS.md, "Packaging")."""
+    readme = (ROOT / "README.md").read_text()
+    description = dist.metadata.get_payload()
+    assert isinstance(description, str)
+    assert dist.metadata["Description-Content-Type"] == "text/markdown"
+    assert sdist_description(dist) == description
+    assert LINK_TARGET.sub("<link>", description) == LINK_TARGET.sub("<link>", readme)
+    relative = [target for target in link_targets(readme) if not target.startswith("https://")]
+    assert len(relative) > 40 and "docs/img/gantt.png" in relative  # the scan found them
+    homepage = dict(url.split(", ", 1) for url in dist.metadata.get_all("Project-URL") or [])
+    assert homepage["Homepage"] == REPOSITORY
+    top = f"lldsched-{lldsched.__version__}/"
+    in_sdist = {name.removeprefix(top) for name in dist.sdist.getnames()}
+    folders = {str(Path(name).parent) for name in in_sdist}
+    broken = []
+    for target in link_targets(description):
+        if not target.startswith("https://"):
+            broken.append(f"not an address: {target}")
+            continue
+        address = ADDRESS.fullmatch(target)
+        if address is None:
+            continue  # another site's (Binder's)
+        if address.group(1) not in in_sdist | folders:
+            broken.append(f"not in the sdist: {target}")
+        elif (why := unresolved_address(target, dist.tree)) is not None:
+            broken.append(why)
+    assert not broken, broken
+    assert [ADDRESS.fullmatch(t) is not None for t in link_targets(description)].count(True) == len(
+        relative
+    )
 
 
 def test_the_readme_names_the_wheel_the_build_writes(dist: Dist) -> None:
@@ -194,6 +260,41 @@ def test_the_installed_wheel_runs_without_the_source_tree(
         )  # fmt: skip
         assert usage.returncode == 2, usage.stderr
         assert usage.stderr.startswith(f"usage: {name} [-h]"), usage.stderr
+
+
+def test_the_installed_wheels_messages_cite_documents_by_addresses_that_resolve(
+    dist: Dist, installed: Path, tmp_path: Path
+) -> None:
+    """The wheel holds no docs/: each message of the installed package that sends its
+    reader to a document (an exception, a warning, a log line) gives the document's
+    address in the repository the wheel's metadata names (``Homepage``), to a file the
+    sdist holds and a heading of it. Read in the modules installed, and in a refusal
+    raised there."""
+    homepage = dict(url.split(", ", 1) for url in dist.metadata.get_all("Project-URL") or [])
+    code = """
+from lldsched import CronSchedule
+from lldsched.errors import REPOSITORY
+print(REPOSITORY)
+try:
+    CronSchedule("30 2 * * mon-fri /usr/local/bin/backup")
+except ValueError as error:
+    print(error)
+"""
+    run = bare(installed, code, tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    repository, refusal = run.stdout.splitlines()
+    assert repository == homepage["Homepage"]
+    (cited,) = re.findall(r"https://[^\s)]+", refusal)
+    assert cited == f"{repository}/blob/main/docs/CRON.md#moving-a-crontab", refusal
+    assert unresolved_address(cited, dist.tree) is None
+    modules = sorted((installed / "lldsched").rglob("*.py"))
+    assert len(modules) > 100  # the scan found them
+    found = [
+        problem
+        for module in modules
+        for problem in uncitable(module.read_text(), str(module.relative_to(installed)), dist.tree)
+    ]
+    assert not found, found
 
 
 README_BLOCKS = python_blocks(ROOT / "README.md")

@@ -44,7 +44,7 @@ from __future__ import annotations
 import os
 import threading
 
-from lldsched.errors import StoreError
+from lldsched.errors import StoreError, doc_url
 
 __all__ = ["check", "held_by_another", "let_go", "take"]
 
@@ -78,7 +78,8 @@ def _refusal(store: object, holder: object, user: object, doing: str | None) -> 
         "store it is one node, its leases and the versions it has read), and nothing else "
         "writes through it meanwhile. Shut that scheduler down first; for several "
         "schedulers on one set of tasks, give each a store of its own, opened shared "
-        "(docs/CLUSTER.md); for a simulation, a store of its own (a copy of the file)"
+        f"({doc_url('docs/CLUSTER.md')}); for a simulation, a store of its own (a copy of "
+        "the file)"
     )
 
 

@@ -44,7 +44,7 @@ from itertools import islice, takewhile
 from typing import Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 from lldsched.checks import FARTHEST, FINEST, instant
-from lldsched.errors import ScheduleError, ValidationError
+from lldsched.errors import ScheduleError, ValidationError, doc_url
 from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord
 
@@ -71,6 +71,9 @@ __all__ = [
     "slots_on",
     "wrapped_schedule",
 ]
+
+# Where a schedule's wrong answer sends its writer (a refusal, the stepped-past WARNING).
+_OWN_SCHEDULE = doc_url("docs/EXTENDING.md#a-schedule-of-your-own")
 
 
 @runtime_checkable
@@ -106,7 +109,7 @@ def checked_answer(schedule: Schedule, answer: object, *, query: str) -> float:
         raise ScheduleError(
             f"{schedule!r}.{query} answered {answer!r}, not an instant: a schedule answers "
             f"epoch seconds (an int or a float within ±{FARTHEST:g}) or None "
-            '(docs/EXTENDING.md, "A schedule of your own")'
+            f"({_OWN_SCHEDULE})"
         ) from None
 
 
@@ -429,8 +432,8 @@ def say_stepped_past(stepped: SteppedPast, said: Repeats) -> None:
     _log.warning(
         "task %s %r: %r.next_run answered %r, not after the slot %r its run served (nor "
         "its finish %r); due %r instead, a microsecond later. A schedule must answer an "
-        'instant after the run\'s slot (docs/EXTENDING.md, "A schedule of your own"): '
-        "for 'again as soon as it finishes' use FixedDelay(1e-6)%s",
+        "instant after the run's slot (%s): for 'again as soon as it finishes' use "
+        "FixedDelay(1e-6)%s",
         record.task_id,
         record.name,
         stepped.schedule,
@@ -438,6 +441,7 @@ def say_stepped_past(stepped: SteppedPast, said: Repeats) -> None:
         record.slot,
         record.finished,
         stepped.due,
+        _OWN_SCHEDULE,
         f" ({repeated} more times since its last line)" if repeated else "",
         extra={"task_id": record.task_id, "task_name": record.name},
     )

@@ -57,7 +57,7 @@ import sys
 import weakref
 from collections.abc import Callable, Iterator
 
-from lldsched.errors import StoreError
+from lldsched.errors import StoreError, doc_url
 from lldsched.stores.unclosed import collected
 
 __all__ = ["FileClaim", "briefly", "claim_path", "match_mode", "sidecar_mode"]
@@ -117,10 +117,10 @@ class FileClaim:
             raise StoreError(
                 f"the store {store_path!r} is already open{holder}: one scheduler per file. "
                 "Close that store (or stop its process) first, or open every store on the "
-                "file with shared=True (leases: docs/CLUSTER.md); two unshared schedulers on "
-                "one file would run every task twice (a development server's reloader runs the "
-                "application twice, in two processes: "
-                "docs/OPERATIONS.md, 'In a web application')"
+                f"file with shared=True (leases: {doc_url('docs/CLUSTER.md')}); two unshared "
+                "schedulers on one file would run every task twice (a development server's "
+                "reloader runs the application twice, in two processes: "
+                f"{doc_url('docs/OPERATIONS.md#in-a-web-application')})"
             )
         # The note a refused opener reads (_holder): who holds the file.  A bare descriptor,
         # no file object: a forked child closes it with one system call (_let_go_in_child).

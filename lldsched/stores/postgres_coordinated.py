@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lldsched.core.storewrites import StoreWrites
-from lldsched.errors import LeaseLost, StoreError
+from lldsched.errors import LeaseLost, StoreError, doc_url
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import (
@@ -82,7 +82,7 @@ def rewound(dsn: str, first: int, given: int) -> str:
         "process no longer claims anything, since it would run again the slots run since "
         "that copy was taken, with fencing tokens already given. Stop every process on "
         "the database, then restart them on the one to keep "
-        "(docs/OPERATIONS.md, 'Backing up and restoring a store')"
+        f"({doc_url('docs/OPERATIONS.md#backing-up-and-restoring-a-store')})"
     )
 
 

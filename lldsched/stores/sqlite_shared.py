@@ -57,7 +57,7 @@ import time
 from collections.abc import Collection
 from typing import Any
 
-from lldsched.errors import StoreError
+from lldsched.errors import StoreError, doc_url
 from lldsched.logs import STORE
 from lldsched.persistence import Claim, Lease, claim_narrowed
 from lldsched.stores.codec import Unreadable, lease_from
@@ -270,7 +270,7 @@ class SharedState:
             "it would run again the slots run since that copy was taken, with fencing tokens "
             "already given. Stop every process on the file, then restart them (open the "
             "store again) on the file to keep "
-            "(docs/OPERATIONS.md, 'Backing up and restoring a store')"
+            f"({doc_url('docs/OPERATIONS.md#backing-up-and-restoring-a-store')})"
         )
 
     def check_changes(self, connection: sqlite3.Connection) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from lldsched.core.runs import cancelled_error
 from lldsched.core.task import Run
-from lldsched.errors import CANCELLED_INSIDE, NEVER_STARTED_OVERLAP, error_text
+from lldsched.errors import CANCELLED_INSIDE, NEVER_STARTED_OVERLAP, doc_url, error_text
 
 if TYPE_CHECKING:
     import asyncio
@@ -145,7 +145,7 @@ def failure_text(exc: BaseException, thread: str) -> str:
         text += (
             f" (coroutine actions run on the scheduler's own event loop, thread {thread}, "
             "not on the application's: run what needs the application's loop there with "
-            "asyncio.run_coroutine_threadsafe(coro, app_loop), docs/ASYNCIO.md)"
+            f"asyncio.run_coroutine_threadsafe(coro, app_loop), {doc_url('docs/ASYNCIO.md')})"
         )
     return text
 

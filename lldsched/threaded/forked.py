@@ -58,7 +58,7 @@ import os
 import weakref
 from typing import Any, NoReturn, Protocol
 
-from lldsched.errors import SchedulerStateError
+from lldsched.errors import SchedulerStateError, doc_url
 from lldsched.forkhooks import UWSGI_SETTINGS, uwsgi_forks_unhooked
 from lldsched.logs import SCHEDULER
 from lldsched.threaded.parts import FORKED
@@ -122,7 +122,8 @@ class Refusal:
             "copy. Do not share a scheduler across a fork: make the scheduler after the fork, "
             "in each process that runs jobs (gunicorn: in post_fork or the app factory, not "
             "at import with --preload; uWSGI: lazy-apps = true; multiprocessing: in the "
-            "child), with a shared store to run each job once among them (docs/CLUSTER.md)"
+            "child), with a shared store to run each job once among them "
+            f"({doc_url('docs/CLUSTER.md')})"
         )
 
     def __enter__(self) -> NoReturn:

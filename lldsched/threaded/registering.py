@@ -23,7 +23,7 @@ from lldsched.core.isolation import is_loop_action
 from lldsched.core.registration import F, Isolation, TaskIds, registering
 from lldsched.core.storewrites import left_whole
 from lldsched.core.task import ScheduledTask
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, doc_url
 from lldsched.model import Priority
 from lldsched.persistence import verb_call
 from lldsched.policies import TWO_AT_ONCE, MisfirePolicy, Overlap, RetryPolicy
@@ -41,7 +41,7 @@ def refuse_shared_overlap(name: str, overlap: object) -> None:
         raise ValidationError(
             f"task {name!r}: overlap={overlap} needs two runs of the task at once, and "
             "a shared store holds one lease per task, so its runs never overlap: "
-            "use Overlap.BUFFER_ONE or no overlap= (docs/CLUSTER.md)"
+            f"use Overlap.BUFFER_ONE or no overlap= ({doc_url('docs/CLUSTER.md')})"
         )
 
 

@@ -51,7 +51,7 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import Found, at_start, recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import SchedulerStateError, ValidationError, shown
+from lldsched.errors import SchedulerStateError, ValidationError, doc_url, shown
 from lldsched.listeners import Listener, listener_list
 from lldsched.logs import Repeats
 from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
@@ -409,7 +409,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             "lock, its tasks) belongs to the process that made it. multiprocessing's spawn "
             "and forkserver start methods (the default on macOS, Windows and Python 3.14) "
             "pickle a Process's arguments; make the scheduler in the child (with a shared "
-            "store to share tasks: docs/CLUSTER.md)"
+            f"store to share tasks: {doc_url('docs/CLUSTER.md')})"
         )
 
     def __repr__(self) -> str:

@@ -25,7 +25,7 @@ from lldsched.core.names import RUNNABLE
 from lldsched.core.storewrites import say_left_stale
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import SchedulerStateError
+from lldsched.errors import SchedulerStateError, doc_url
 from lldsched.logs import SCHEDULER, counted
 from lldsched.threaded.control import unfinished, watched
 from lldsched.threaded.deadline import ASK_EVERY, Deadline
@@ -347,7 +347,7 @@ class Stopping(SchedulerParts):
                 f"(thread {threading.current_thread().name}): it would wait for that loop's "
                 "runs, itself (or the run awaiting it) included.  Start the shutdown on a "
                 "thread and return: threading.Thread(target=scheduler.shutdown).start() "
-                "(docs/ASYNCIO.md)"
+                f"({doc_url('docs/ASYNCIO.md')})"
             )
 
     def _own_thread(self) -> bool:
@@ -408,9 +408,10 @@ class Stopping(SchedulerParts):
             "shutdown(timeout=%s) returned without stopping the scheduler: its lock stayed "
             "held for the whole timeout (by a store call that does not return, or by this "
             "very thread if a signal handler called shutdown(): set an Event there and shut "
-            'down from the main thread, docs/OPERATIONS.md, "Running it in a service"); '
-            "nothing was changed, and shutdown() does it all when called again",
+            "down from the main thread, %s); nothing was changed, and shutdown() does it "
+            "all when called again",
             timeout,
+            doc_url("docs/OPERATIONS.md#running-it-in-a-service"),
         )
 
     def _warn_still_running(

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from lldsched.errors import ScheduleError, shown
+from lldsched.errors import ScheduleError, doc_url, shown
 
 __all__ = ["FIELD_NAMES", "MACROS", "CronFields", "Term", "field_like", "parse"]
 
@@ -352,7 +352,7 @@ _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAMES = frozenset((*_MONTHS, *_DAYS, "L", "W", "LW"))
 _FIELD_CHARACTERS = re.compile(r"[0-9A-Za-z*?,/#-]+")
 _LETTERS = re.compile(r"[A-Za-z]+")
-_SYNTAX = 'docs/CRON.md, "Moving a crontab"'
+_SYNTAX = doc_url("docs/CRON.md#moving-a-crontab")
 
 
 def field_like(token: str) -> bool:
