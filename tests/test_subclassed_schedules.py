@@ -22,13 +22,20 @@ from lldsched import (
     Jittered,
     OneTime,
     Overlap,
+    ScheduleError,
     Scheduler,
     Simulation,
     Window,
 )
 from lldsched.model import ExecutionRecord
 from lldsched.policies import Misfire, MisfirePolicy
-from lldsched.schedules.base import FAST_PATHS, Schedule, ran_in_no_time
+from lldsched.schedules.base import (
+    FAST_PATHS,
+    FROM_NEXT_RUN,
+    Schedule,
+    first_slot_after,
+    ran_in_no_time,
+)
 from lldsched.sim import fixed
 from lldsched.testing import Stepper
 
@@ -233,13 +240,14 @@ def test_a_fixed_delay_subclass_is_obeyed_after_downtime(misfire: Misfire) -> No
 
 @pytest.mark.parametrize("kind", sorted(ALL))
 def test_a_subclass_that_overrides_next_run_inherits_no_fast_path(kind: str) -> None:
-    """Every fast path its base class has is None on the subclass (the module's
-    functions fall back to ``next_run``); a subclass that only words itself keeps them,
-    and one that defines a fast path of its own keeps that one."""
+    """Every fast path its base class has is, on the subclass, a method that answers from
+    ``next_run`` (a query: ``base.FROM_NEXT_RUN``) or None (a grid: the module's
+    functions count on none); a subclass that only words itself keeps them, and one that
+    defines a fast path of its own keeps that one."""
     schedule = ALL[kind]()
     base = type(schedule).__mro__[1]
     has = [name for name in FAST_PATHS if getattr(base, name, None) is not None]
-    assert has and all(getattr(type(schedule), name) is None for name in has)
+    assert has and all(getattr(type(schedule), name) is FROM_NEXT_RUN.get(name) for name in has)
 
     class Worded(base):  # type: ignore[valid-type, misc]
         __slots__ = ()
@@ -255,8 +263,12 @@ def test_a_subclass_that_overrides_next_run_inherits_no_fast_path(kind: str) -> 
         def slot_after(self, slot: float) -> float:
             return slot + 1.0
 
-    assert OwnSlotAfter.slot_after is not None
-    assert all(getattr(OwnSlotAfter, name) is None for name in has if name != "slot_after")
+    assert OwnSlotAfter.slot_after not in (None, FROM_NEXT_RUN["slot_after"])
+    assert all(
+        getattr(OwnSlotAfter, name) is FROM_NEXT_RUN.get(name)
+        for name in has
+        if name != "slot_after"
+    )
 
 
 @pytest.mark.parametrize("overlap", [None, Overlap.BUFFER_ONE])
@@ -274,3 +286,39 @@ def test_a_window_subclass_counts_only_real_runs_towards_max_runs(
     runs, slots = ran(sim.records()), sorted(r.slot for r in sim.records())
     assert len(runs) == 12
     assert slots == [START + 120.0 * k for k in range(len(slots))]  # every one recorded
+
+
+# -- the queries it inherits, asked of the subclass itself -----------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(ALL))
+def test_a_subclass_answers_the_queries_it_inherits_from_its_own_next_run(kind: str) -> None:
+    """``sub.slot_after(slot)``, ``sub.first_slot_after(slot, now)`` and
+    ``sub.next_run_and_skipped(record, limit=...)`` answer as the subclass's ``next_run``
+    does, called on the subclass itself (a notebook's ``EvenRate(60).slot_after(t)``
+    raised ``TypeError: 'NoneType' object is not callable``), and refuse what their base
+    class's refuse."""
+    schedule = ALL[kind]()
+    first, second, third, *later = sequence(schedule, START + 600.0)
+    base = type(schedule).__mro__[1]
+    asked = {name for name in FROM_NEXT_RUN if getattr(base, name, None) is not None}
+    assert asked and all(callable(getattr(schedule, name)) for name in asked)
+    if "slot_after" in asked:
+        assert schedule.slot_after(first) == second  # type: ignore[attr-defined]
+        with pytest.raises(ScheduleError, match=type(schedule).__name__):
+            schedule.slot_after(float("nan"))  # type: ignore[attr-defined]
+    if "first_slot_after" in asked:
+        assert schedule.first_slot_after(first, second) == third  # type: ignore[attr-defined]
+        with pytest.raises(ScheduleError, match="first_slot_after"):
+            schedule.first_slot_after(first, float("nan"))  # type: ignore[attr-defined]
+        # base's function steps no farther than its caller says, method or not
+        assert first_slot_after(schedule, first, second, limit=10) == third
+        assert first_slot_after(schedule, first, second, limit=0) is None
+    if "next_run_and_skipped" in asked:
+        on_time = ran_in_no_time(first, finished=first)
+        due, skipped = schedule.next_run_and_skipped(on_time, limit=10)  # type: ignore[attr-defined]
+        assert (due, list(skipped)) == (second, [])
+        if kind in GRIDDED:  # an overrun past the third slot: the fourth is due
+            late = ran_in_no_time(first, finished=third + 1.0)
+            due, skipped = schedule.next_run_and_skipped(late, limit=10)  # type: ignore[attr-defined]
+            assert (due, list(skipped)) == (later[0], [second, third])

@@ -58,6 +58,7 @@ from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import (
+    SEARCH_LIMIT,
     AnswersItsOwnWay,
     GridCount,
     Schedule,
@@ -75,9 +76,6 @@ __all__ = ["Jittered", "Window", "describe", "ended_by", "forget_runs", "restore
 
 SLOT_DIGITS = 5
 """Decimals (10 microseconds) a slot is read back to from a delayed instant."""
-
-SEARCH_LIMIT = 100_000
-"""Slots a decorator steps through, at most, to find the first slot after an instant."""
 
 
 @lru_cache(maxsize=4096)
