@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice, takewhile
-from typing import Protocol, TypeAlias, TypeGuard, runtime_checkable
+from typing import Protocol, TypeAlias, TypeGuard, TypeVar, runtime_checkable
 
 from lldsched.checks import FARTHEST, FINEST, instant
 from lldsched.errors import ScheduleError, ValidationError
@@ -58,6 +58,7 @@ __all__ = [
     "SteppedPast",
     "answered_its_own_way",
     "checked_answer",
+    "copied",
     "counts_on_grid",
     "first_slot_after",
     "has_schedule_methods",
@@ -135,6 +136,25 @@ def wrapped_schedule(schedule: object) -> Schedule | None:
     all ask here."""
     inner = getattr(schedule, "schedule", None)
     return inner if has_schedule_methods(inner) else None
+
+
+_Copied = TypeVar("_Copied")
+
+
+def copied(schedule: _Copied) -> _Copied:
+    """A shallow copy of ``schedule``, of its class, made without calling its
+    ``__init__`` (a subclass's may take other arguments): every attribute, slots and
+    ``__dict__``, as it is.  What a built-in schedule rebuilds itself from when a
+    scheduler reads it in another zone (a cron's ``in_zone``, a ``Window``'s or a
+    ``Jittered``'s ``with_schedule``), so that a subclass comes back a subclass, with
+    its own settings; the caller then sets its base class's fields anew (its
+    ``__init__`` called on the copy)."""
+    twin = object.__new__(type(schedule))
+    state = object.__getstate__(schedule)
+    attributes, slots = state if isinstance(state, tuple) else (state, None)
+    for name, value in {**(attributes or {}), **(slots or {})}.items():
+        object.__setattr__(twin, name, value)  # past a frozen value's __setattr__
+    return twin
 
 
 def slot_after(schedule: Schedule, slot: float) -> float | None:

@@ -50,7 +50,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from lldsched import checks
 from lldsched.checks import whole
@@ -62,6 +62,7 @@ from lldsched.schedules.base import (
     AnswersItsOwnWay,
     GridCount,
     Schedule,
+    copied,
     counts_on_grid,
     first_slot_after,
     has_schedule_methods,
@@ -323,6 +324,15 @@ class Jittered(FrozenValue, AnswersItsOwnWay):
         """As the wrapped schedule."""
         return measures_elapsed_time(self.schedule)
 
+    def with_schedule(self, schedule: Schedule) -> Self:
+        """The same jitter around ``schedule``: ``max_delay`` and ``seed`` as they are,
+        of this class, a subclass with its own attributes (:func:`~lldsched.schedules.
+        base.copied`).  What a scheduler whose ``tz=`` is not UTC registers around the
+        cron it reads in that zone (a decorator's rebuild, docs/EXTENDING.md)."""
+        twin = copied(self)
+        Jittered.__init__(twin, schedule, self.max_delay, seed=self.seed)
+        return twin
+
     # -- words ----------------------------------------------------------------------------------
 
     def explain(self) -> str:
@@ -480,6 +490,16 @@ class Window(FrozenValue, AnswersItsOwnWay):
     @property
     def measures_elapsed_time(self) -> bool:
         return measures_elapsed_time(self.schedule)
+
+    def with_schedule(self, schedule: Schedule) -> Self:
+        """The same window around ``schedule``: ``start``, ``end`` and ``max_runs`` as
+        they are, of this class, a subclass with its own attributes (:func:`~lldsched.
+        schedules.base.copied`), its runs counted afresh.  What a scheduler whose
+        ``tz=`` is not UTC registers around the cron it reads in that zone (a
+        decorator's rebuild, docs/EXTENDING.md)."""
+        twin = copied(self)
+        Window.__init__(twin, schedule, start=self.start, end=self.end, max_runs=self.max_runs)
+        return twin
 
     # -- words ----------------------------------------------------------------------------------
 
