@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -22,15 +24,25 @@ from lldsched import (
     Jittered,
     OneTime,
     Overlap,
+    ScheduleError,
     Scheduler,
     Simulation,
     Window,
 )
 from lldsched.model import ExecutionRecord
 from lldsched.policies import Misfire, MisfirePolicy
-from lldsched.schedules.base import FAST_PATHS, Schedule, ran_in_no_time
+from lldsched.schedules.base import (
+    FAST_PATHS,
+    FROM_NEXT_RUN,
+    Schedule,
+    first_slot_after,
+    ran_in_no_time,
+)
 from lldsched.sim import fixed
 from lldsched.testing import Stepper
+from tests import jobs
+from tests.conftest import T0
+from tests.runtimes import KINDS, Driven
 
 START = 1_767_571_200.0  # 2026-01-05 00:00 UTC, on every minute's grid
 
@@ -233,13 +245,14 @@ def test_a_fixed_delay_subclass_is_obeyed_after_downtime(misfire: Misfire) -> No
 
 @pytest.mark.parametrize("kind", sorted(ALL))
 def test_a_subclass_that_overrides_next_run_inherits_no_fast_path(kind: str) -> None:
-    """Every fast path its base class has is None on the subclass (the module's
-    functions fall back to ``next_run``); a subclass that only words itself keeps them,
-    and one that defines a fast path of its own keeps that one."""
+    """Every fast path its base class has is, on the subclass, a method that answers from
+    ``next_run`` (a query: ``base.FROM_NEXT_RUN``) or None (a grid: the module's
+    functions count on none); a subclass that only words itself keeps them, and one that
+    defines a fast path of its own keeps that one."""
     schedule = ALL[kind]()
     base = type(schedule).__mro__[1]
     has = [name for name in FAST_PATHS if getattr(base, name, None) is not None]
-    assert has and all(getattr(type(schedule), name) is None for name in has)
+    assert has and all(getattr(type(schedule), name) is FROM_NEXT_RUN.get(name) for name in has)
 
     class Worded(base):  # type: ignore[valid-type, misc]
         __slots__ = ()
@@ -255,8 +268,12 @@ def test_a_subclass_that_overrides_next_run_inherits_no_fast_path(kind: str) -> 
         def slot_after(self, slot: float) -> float:
             return slot + 1.0
 
-    assert OwnSlotAfter.slot_after is not None
-    assert all(getattr(OwnSlotAfter, name) is None for name in has if name != "slot_after")
+    assert OwnSlotAfter.slot_after not in (None, FROM_NEXT_RUN["slot_after"])
+    assert all(
+        getattr(OwnSlotAfter, name) is FROM_NEXT_RUN.get(name)
+        for name in has
+        if name != "slot_after"
+    )
 
 
 @pytest.mark.parametrize("overlap", [None, Overlap.BUFFER_ONE])
@@ -274,3 +291,163 @@ def test_a_window_subclass_counts_only_real_runs_towards_max_runs(
     runs, slots = ran(sim.records()), sorted(r.slot for r in sim.records())
     assert len(runs) == 12
     assert slots == [START + 120.0 * k for k in range(len(slots))]  # every one recorded
+
+
+# -- the queries it inherits, asked of the subclass itself -----------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(ALL))
+def test_a_subclass_answers_the_queries_it_inherits_from_its_own_next_run(kind: str) -> None:
+    """``sub.slot_after(slot)``, ``sub.first_slot_after(slot, now)`` and
+    ``sub.next_run_and_skipped(record, limit=...)`` answer as the subclass's ``next_run``
+    does, called on the subclass itself (a notebook's ``EvenRate(60).slot_after(t)``
+    raised ``TypeError: 'NoneType' object is not callable``), and refuse what their base
+    class's refuse."""
+    schedule = ALL[kind]()
+    first, second, third, *later = sequence(schedule, START + 600.0)
+    base = type(schedule).__mro__[1]
+    asked = {name for name in FROM_NEXT_RUN if getattr(base, name, None) is not None}
+    assert asked and all(callable(getattr(schedule, name)) for name in asked)
+    if "slot_after" in asked:
+        assert schedule.slot_after(first) == second  # type: ignore[attr-defined]
+        with pytest.raises(ScheduleError, match=type(schedule).__name__):
+            schedule.slot_after(float("nan"))  # type: ignore[attr-defined]
+    if "first_slot_after" in asked:
+        assert schedule.first_slot_after(first, second) == third  # type: ignore[attr-defined]
+        with pytest.raises(ScheduleError, match="first_slot_after"):
+            schedule.first_slot_after(first, float("nan"))  # type: ignore[attr-defined]
+        # base's function steps no farther than its caller says, method or not
+        assert first_slot_after(schedule, first, second, limit=10) == third
+        assert first_slot_after(schedule, first, second, limit=0) is None
+    if "next_run_and_skipped" in asked:
+        on_time = ran_in_no_time(first, finished=first)
+        due, skipped = schedule.next_run_and_skipped(on_time, limit=10)  # type: ignore[attr-defined]
+        assert (due, list(skipped)) == (second, [])
+        if kind in GRIDDED:  # an overrun past the third slot: the fourth is due
+            late = ran_in_no_time(first, finished=third + 1.0)
+            due, skipped = schedule.next_run_and_skipped(late, limit=10)  # type: ignore[attr-defined]
+            assert (due, list(skipped)) == (later[0], [second, third])
+
+
+# -- a cron subclass, and a Window or Jittered one, in the scheduler's zone -------------------
+
+HOUR = 3600.0
+NOON = T0 + 2 * HOUR
+"""Monday 12:00 in Berlin (T0 is Monday 09:00 UTC, 10:00 in Berlin)."""
+
+
+class Noon(CronSchedule):
+    """Noon on the days given: a subclass with an ``__init__`` and an attribute of its
+    own (in its ``__dict__``: no ``__slots__``, as a user writes it), and nothing else
+    overridden."""
+
+    def __init__(self, days: str = "*", tz: str | None = None) -> None:
+        super().__init__(f"0 12 * * {days}", tz=tz)
+        self.days = days
+
+
+class WeekdayNoon(CronSchedule):
+    """Noon in its zone, the weekend passed over by its own ``next_run``."""
+
+    __slots__ = ()
+
+    def __init__(self, tz: str | None = None) -> None:
+        super().__init__("0 12 * * *", tz=tz)
+
+    def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        following = super().next_run(record, now)
+        while following is not None and self._weekend(following):
+            following = self.next_after(following)
+        return following
+
+    def _weekend(self, instant: float) -> bool:
+        return datetime.fromtimestamp(instant, self.tzinfo).weekday() >= 5
+
+
+class Labelled(Window):
+    """A window with a label of its own, taken first by its ``__init__``."""
+
+    __slots__ = ("label",)
+    label: str
+
+    def __init__(self, label: str, schedule: Schedule, **window: Any) -> None:
+        super().__init__(schedule, **window)
+        object.__setattr__(self, "label", label)
+
+
+class Worded(Jittered):
+    """A jitter that words itself its own way, and overrides nothing else."""
+
+    __slots__ = ()
+
+    def explain(self) -> str:
+        return "noon, more or less"
+
+
+def _noons(runtime: Driven, task_id: str) -> list[float]:
+    """The slots task ``task_id`` ran, as hours after the first Berlin noon."""
+    return [(r.slot - NOON) / HOUR for r in runtime.runtime.task(task_id).history if r.ok]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_cron_subclass_that_names_no_zone_is_read_in_the_schedulers_zone(kind: str) -> None:
+    """As a plain ``CronSchedule`` is: registered, decorated (``scheduled``, which had
+    remembered its type as a plain schedule's) and rescheduled, it is read in Berlin and
+    stays of its class with its own attributes; one that names a zone keeps it.  A
+    subclass that overrides ``next_run`` runs its way in that zone (it ran at 12:00 UTC)."""
+    runtime = Driven(kind, tz="Europe/Berlin")
+    try:
+        task = runtime.add("noon", Noon(), id="noon")
+        assert isinstance(task.schedule, Noon) and task.schedule.days == "*"
+        assert (task.schedule.tz, task.next_run_at) == ("Europe/Berlin", NOON)
+        named = runtime.add("named", Noon(tz="UTC"), id="named")
+        assert isinstance(named.schedule, Noon) and named.schedule.tz == "UTC"
+        assert named.next_run_at == NOON + HOUR
+        runtime.runtime.scheduled(Noon("1-5"), id="decorated")(jobs.noop)
+        again = runtime.add("again", Noon("1-5"), id="again")
+        for registered in (runtime.runtime.task("decorated"), again):
+            assert isinstance(registered.schedule, Noon), registered
+            assert (registered.schedule.tz, registered.schedule.days) == ("Europe/Berlin", "1-5")
+            assert registered.next_run_at == NOON
+        moved = runtime.runtime.reschedule("named", Noon("1-5"))
+        assert isinstance(moved.schedule, Noon) and moved.schedule.tz == "Europe/Berlin"
+        runtime.add("weekdays", WeekdayNoon(), id="weekdays")
+        runtime.run_until(NOON + 8 * 24 * HOUR)
+        assert _noons(runtime, "weekdays") == [0.0, 24.0, 48.0, 72.0, 96.0, 168.0, 192.0]
+    finally:
+        runtime.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_window_or_jittered_subclass_reads_the_cron_it_wraps_in_the_schedulers_zone(
+    kind: str,
+) -> None:
+    """As a plain ``Window`` or ``Jittered`` does (each subclass was refused with a
+    ScheduleError asking for a ``with_schedule``): rebuilt around the cron read in
+    Berlin, of its class, with its own attributes, nested too, and run at Berlin's noon."""
+    runtime = Driven(kind, tz="Europe/Berlin")
+    berlin = CronSchedule("0 12 * * *", tz="Europe/Berlin")
+    try:
+        window = runtime.add(
+            "window", Labelled("noon", CronSchedule("0 12 * * *"), max_runs=2), id="window"
+        )
+        assert window.schedule == Labelled("noon", berlin, max_runs=2)
+        assert isinstance(window.schedule, Labelled) and window.schedule.label == "noon"
+        assert window.next_run_at == NOON
+        jittered = runtime.add("jittered", Worded(CronSchedule("0 12 * * *"), 60, seed=3))
+        assert jittered.schedule == Worded(berlin, 60, seed=3)
+        assert jittered.next_run_at is not None and NOON <= jittered.next_run_at < NOON + 60
+        nested = Labelled("both", Worded(WeekdayNoon(), 60, seed=3), end=NOON + 8 * 24 * HOUR)
+        both = runtime.add("both", nested, id="both")
+        assert both.schedule == Labelled(
+            "both", Worded(WeekdayNoon("Europe/Berlin"), 60, seed=3), end=nested.end
+        )
+        assert isinstance(both.schedule, Labelled) and both.schedule.label == "both"
+        inner = both.schedule.schedule
+        assert isinstance(inner, Worded) and isinstance(inner.schedule, WeekdayNoon)
+        runtime.run_until(NOON + 9 * 24 * HOUR)
+        assert _noons(runtime, "window") == [0.0, 24.0]  # max_runs=2, counted afresh
+        hours = [round(hour) for hour in _noons(runtime, "both")]
+        assert hours == [0, 24, 48, 72, 96, 168]  # within a minute of noon, on weekdays
+    finally:
+        runtime.close()

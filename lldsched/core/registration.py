@@ -32,7 +32,6 @@ from lldsched.model import Priority
 from lldsched.persistence import SHORT_ID, Task, check_id_size
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule, wrapped_schedule
-from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.simple import FixedDelay, OneTime
 
 __all__ = [
@@ -113,8 +112,9 @@ def validated(
     kind = type(schedule)
     # Only cron, text or a type not seen yet need schedule_of: the common case skips
     # the call (2 % of a registration, callgrind).  SCHEDULE_TYPES never holds a type of
-    # text (is_schedule refuses to remember one), so a type found there is a schedule's.
-    if kind in SCHEDULE_TYPES and kind is not CronSchedule:
+    # text nor of cron (is_schedule refuses to remember one), so a type found there is a
+    # schedule's, and no default zone moves it.
+    if kind in SCHEDULE_TYPES:
         checked: Schedule = schedule  # type: ignore[assignment]  # not text: see above
     else:
         checked = schedule_of(name, schedule, tz=tz)

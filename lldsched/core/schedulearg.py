@@ -41,12 +41,13 @@ def is_schedule(schedule: object) -> bool:
     remembering ``type`` let every class after one pass unchecked); remembers its type,
     unless it is a decorator's (``Jittered``, ``Window``, or one of one's own, which keeps
     what it wraps in ``.schedule``): :func:`schedule_of` reads the cron a decorator wraps
-    in the default zone, so decorators never take the shortcut past it.  Nor a type of
+    in the default zone, so decorators never take the shortcut past it.  Nor a cron
+    schedule's (``CronSchedule`` or a subclass), which that zone may move, nor a type of
     text (a ``str`` subclass with a schedule's methods is cron text): a type remembered
-    here is taken as a schedule's, never asked whether it is text
+    here is taken as a schedule's, never asked whether it is text or cron
     (:func:`~lldsched.core.registration.validated`)."""
     if has_schedule_methods(schedule):
-        if wrapped_schedule(schedule) is None and not isinstance(schedule, str):
+        if wrapped_schedule(schedule) is None and not isinstance(schedule, str | CronSchedule):
             SCHEDULE_TYPES.add(type(schedule))
         return True
     return False
@@ -68,14 +69,14 @@ def schedule_of(name: str, schedule: object, *, tz: str) -> Schedule:
     ``tz``, as does a ``CronSchedule`` that names no zone; any other object must have
     ``first_run`` and ``next_run`` (ValidationError otherwise) and is returned as is."""
     kind = type(schedule)
-    if kind in SCHEDULE_TYPES and kind is not CronSchedule:  # the common case, first
+    if kind in SCHEDULE_TYPES:  # the common case, first (never cron: is_schedule)
         return cast(Schedule, schedule)
     if isinstance(schedule, str):
         try:
             return CronSchedule(schedule, tz=tz)
         except ScheduleError as exc:
             raise ScheduleError(f"task {name!r}: {exc}") from None
-    if isinstance(schedule, CronSchedule) and kind is CronSchedule:
+    if isinstance(schedule, CronSchedule):  # a subclass's too, as its base is
         if schedule.names_zone or schedule.tz == tz:
             return schedule
         return schedule.in_zone(tz)
@@ -89,27 +90,14 @@ def schedule_of(name: str, schedule: object, *, tz: str) -> Schedule:
 
 
 def _in_zone(schedule: Schedule, tz: str, *, task: str = "") -> Schedule:
-    """``schedule`` with a ``CronSchedule`` that names no zone read in ``tz``, also inside
-    ``Jittered`` and ``Window`` (rebuilt around it, with their own settings) and inside a
-    decorator of one's own (a schedule that keeps what it wraps in ``.schedule``: rebuilt
-    by its ``with_schedule(inner)``, or refused with a ScheduleError naming the ways out
-    when it has none); the same object when nothing in it changes."""
-    kind = type(schedule)
-    if kind is CronSchedule:
-        assert isinstance(schedule, CronSchedule)
+    """``schedule`` with a ``CronSchedule`` (or a subclass) that names no zone read in
+    ``tz`` (its ``in_zone``), also inside a decorator: ``Jittered``, ``Window``, a
+    subclass of either or one of one's own (a schedule that keeps what it wraps in
+    ``.schedule``), rebuilt around it by its ``with_schedule(inner)`` with its own
+    settings, or refused with a ScheduleError naming the ways out when it has none; the
+    same object when nothing in it changes."""
+    if isinstance(schedule, CronSchedule):
         return schedule if schedule.names_zone or schedule.tz == tz else schedule.in_zone(tz)
-    if kind is Jittered:
-        assert isinstance(schedule, Jittered)
-        inner = _in_zone(schedule.schedule, tz, task=task)
-        if inner is schedule.schedule:
-            return schedule
-        return Jittered(inner, schedule.max_delay, seed=schedule.seed)
-    if kind is Window:
-        assert isinstance(schedule, Window)
-        inner = _in_zone(schedule.schedule, tz, task=task)
-        if inner is schedule.schedule:
-            return schedule
-        return Window(inner, start=schedule.start, end=schedule.end, max_runs=schedule.max_runs)
     wrapped = wrapped_schedule(schedule)
     if wrapped is None:
         return schedule

@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice, takewhile
-from typing import Protocol, TypeAlias, TypeGuard, runtime_checkable
+from typing import Protocol, TypeAlias, TypeGuard, TypeVar, runtime_checkable
 
 from lldsched.checks import FARTHEST, FINEST, instant
 from lldsched.errors import ScheduleError, ValidationError, doc_url
@@ -50,12 +50,15 @@ from lldsched.model import ExecutionRecord
 
 __all__ = [
     "FAST_PATHS",
+    "FROM_NEXT_RUN",
+    "SEARCH_LIMIT",
     "AnswersItsOwnWay",
     "GridCount",
     "Schedule",
     "SteppedPast",
     "answered_its_own_way",
     "checked_answer",
+    "copied",
     "counts_on_grid",
     "first_slot_after",
     "has_schedule_methods",
@@ -138,12 +141,36 @@ def wrapped_schedule(schedule: object) -> Schedule | None:
     return inner if has_schedule_methods(inner) else None
 
 
+_Copied = TypeVar("_Copied")
+
+
+def copied(schedule: _Copied) -> _Copied:
+    """A shallow copy of ``schedule``, of its class, made without calling its
+    ``__init__`` (a subclass's may take other arguments): every attribute, slots and
+    ``__dict__``, as it is.  What a built-in schedule rebuilds itself from when a
+    scheduler reads it in another zone (a cron's ``in_zone``, a ``Window``'s or a
+    ``Jittered``'s ``with_schedule``), so that a subclass comes back a subclass, with
+    its own settings; the caller then sets its base class's fields anew (its
+    ``__init__`` called on the copy)."""
+    twin = object.__new__(type(schedule))
+    state = object.__getstate__(schedule)
+    attributes, slots = state if isinstance(state, tuple) else (state, None)
+    for name, value in {**(attributes or {}), **(slots or {})}.items():
+        object.__setattr__(twin, name, value)  # past a frozen value's __setattr__
+    return twin
+
+
 def slot_after(schedule: Schedule, slot: float) -> float | None:
     """The slot after ``slot``, had its run taken no time (``None``: there is none)."""
     own = getattr(schedule, "slot_after", None)
     if own is not None:
         answer: float | None = own(slot)
         return answer
+    return _slot_after_from_next_run(schedule, slot)
+
+
+def _slot_after_from_next_run(schedule: Schedule, slot: float) -> float | None:
+    """:func:`slot_after` derived from ``next_run``: a run of ``slot`` in no time."""
     return schedule.next_run(ran_in_no_time(slot, finished=slot), slot)
 
 
@@ -151,9 +178,18 @@ def first_slot_after(schedule: Schedule, slot: float, now: float, *, limit: int)
     """The first slot after ``now``, counting on from ``slot`` (<= ``now``); at most
     ``limit`` slots are stepped through (``None`` past that, or when there is none)."""
     own = getattr(schedule, "first_slot_after", None)
-    if own is not None:
+    # A subclass's method derived from its next_run (answered_its_own_way) steps as far
+    # as this caller says, not as far as the method's own limit.
+    if own is not None and getattr(own, "__func__", None) is not _first_slot_after_method:
         answer: float | None = own(slot, now)
         return answer
+    return _first_slot_after_from_next_run(schedule, slot, now, limit=limit)
+
+
+def _first_slot_after_from_next_run(
+    schedule: Schedule, slot: float, now: float, *, limit: int
+) -> float | None:
+    """:func:`first_slot_after` derived from ``next_run``."""
     # A run of ``slot`` that finished now: cron, and well-behaved schedules, jump to the
     # first slot not before now (a slot exactly at a finish is due); the loop steps past
     # a slot at now, as this asks for the first slot strictly after it.
@@ -204,6 +240,49 @@ FAST_PATHS: dict[str, tuple[str, ...]] = {
 subclass that answers one of those its own way no longer inherits
 (:func:`answered_its_own_way`)."""
 
+SEARCH_LIMIT = 100_000
+"""Slots stepped through, at most, to find the first slot after an instant where the
+caller names no limit: a decorator's ``first_slot_after`` and a subclass's derived from
+its ``next_run``."""
+
+
+def _slot_after_method(self: Schedule, slot: float) -> float | None:
+    """The slot after ``slot``, had its run taken no time (``None``: there is none),
+    derived from this schedule's ``next_run``: its base class's own arithmetic would not
+    ask it (:func:`answered_its_own_way`)."""
+    instant(slot, name="slot_after()", of=self, error=ScheduleError)
+    return _slot_after_from_next_run(self, slot)
+
+
+def _first_slot_after_method(self: Schedule, slot: float, now: float) -> float | None:
+    """The first slot after ``now``, counting on from ``slot`` (<= ``now``), derived from
+    this schedule's ``next_run`` (:func:`answered_its_own_way`); ``None`` past
+    :data:`SEARCH_LIMIT` slots, or when there is none."""
+    instant(slot, name="first_slot_after() slot", of=self, error=ScheduleError)
+    instant(now, name="first_slot_after() now", of=self, error=ScheduleError)
+    return _first_slot_after_from_next_run(self, slot, now, limit=SEARCH_LIMIT)
+
+
+def _next_run_and_skipped_method(
+    self: Schedule, record: ExecutionRecord, *, limit: int
+) -> tuple[float | None, Sequence[float]]:
+    """The due instant after the run ``record`` and the slots it skipped (at most
+    ``limit + 1``), derived from this schedule's ``next_run``
+    (:func:`answered_its_own_way`, :func:`next_run_and_skipped`)."""
+    return _next_run_and_skipped_from_next_run(self, record, limit=limit)
+
+
+FROM_NEXT_RUN: dict[str, Callable[..., object]] = {
+    "next_run_and_skipped": _next_run_and_skipped_method,
+    "slot_after": _slot_after_method,
+    "first_slot_after": _first_slot_after_method,
+}
+"""The fast paths that are queries, each as a method that answers from ``next_run``:
+what a subclass that answers ``next_run`` its own way has in their place
+(:func:`answered_its_own_way`).  The others (a fixed rate's grid: ``slot_at``,
+``on_grid``, ``next_on_grid``) are capabilities, not questions: a subclass that answers
+its own way has none, and their absence (None) is what says "no grid"."""
+
 
 def answered_its_own_way(cls: type) -> None:
     """The one rule for a subclass of a built-in schedule (:class:`AnswersItsOwnWay`
@@ -212,11 +291,15 @@ def answered_its_own_way(cls: type) -> None:
     ``on_grid``, ``next_on_grid``) from a class whose answers it overrides (it, or a
     mixin before that class, defines ``next_run``; for ``next_on_grid``, also
     ``next_run_and_skipped``) answers with that class's arithmetic, over the head of its
-    own ``next_run``: it is set to None, and the functions of this module fall back to
-    the answers derived from ``next_run``, as for a schedule that has none.  A fast path
+    own ``next_run``.  A query among them (``next_run_and_skipped``, ``slot_after``,
+    ``first_slot_after``) is replaced by a method that answers from ``next_run``
+    (:data:`FROM_NEXT_RUN`, what the functions of this module derive for a schedule
+    that has none), so ``sub.slot_after(slot)`` still answers, the subclass's way; a
+    grid one (``slot_at``, ``on_grid``, ``next_on_grid``) is set to None: the subclass
+    counts on no grid, as a ``Window`` around a fixed delay counts on none.  A fast path
     it defines itself (or one defined after its own ``next_run``) is kept, and so is
-    every fast path of a subclass that only words itself differently.  Nothing is
-    asked at run time: a built-in schedule's attributes are what they were."""
+    every fast path of a subclass that only words itself differently.  Nothing is asked
+    at run time: a built-in schedule's attributes are what they were."""
     mro = cls.__mro__
 
     def owner(name: str) -> int:
@@ -225,7 +308,7 @@ def answered_its_own_way(cls: type) -> None:
     for fast, answers in FAST_PATHS.items():
         defined = owner(fast)
         if defined < len(mro) and any(owner(answer) < defined for answer in answers):
-            setattr(cls, fast, None)  # a method set to None, not typed
+            setattr(cls, fast, FROM_NEXT_RUN.get(fast))  # a grid's: None, not typed
 
 
 class AnswersItsOwnWay:
@@ -372,6 +455,13 @@ def next_run_and_skipped(
     if own is not None:
         answer: tuple[float | None, Sequence[float]] = own(record, limit=limit)
         return answer
+    return _next_run_and_skipped_from_next_run(schedule, record, limit=limit)
+
+
+def _next_run_and_skipped_from_next_run(
+    schedule: Schedule, record: ExecutionRecord, *, limit: int
+) -> tuple[float | None, Sequence[float]]:
+    """:func:`next_run_and_skipped` derived from ``next_run`` and :func:`slots_between`."""
     due = schedule.next_run(record, record.finished)
     if due is None:
         return None, ()

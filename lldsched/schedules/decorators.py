@@ -50,7 +50,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from lldsched import checks
 from lldsched.checks import whole
@@ -58,9 +58,11 @@ from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import (
+    SEARCH_LIMIT,
     AnswersItsOwnWay,
     GridCount,
     Schedule,
+    copied,
     counts_on_grid,
     first_slot_after,
     has_schedule_methods,
@@ -75,9 +77,6 @@ __all__ = ["Jittered", "Window", "describe", "ended_by", "forget_runs", "restore
 
 SLOT_DIGITS = 5
 """Decimals (10 microseconds) a slot is read back to from a delayed instant."""
-
-SEARCH_LIMIT = 100_000
-"""Slots a decorator steps through, at most, to find the first slot after an instant."""
 
 
 @lru_cache(maxsize=4096)
@@ -325,6 +324,15 @@ class Jittered(FrozenValue, AnswersItsOwnWay):
         """As the wrapped schedule."""
         return measures_elapsed_time(self.schedule)
 
+    def with_schedule(self, schedule: Schedule) -> Self:
+        """The same jitter around ``schedule``: ``max_delay`` and ``seed`` as they are,
+        of this class, a subclass with its own attributes (:func:`~lldsched.schedules.
+        base.copied`).  What a scheduler whose ``tz=`` is not UTC registers around the
+        cron it reads in that zone (a decorator's rebuild, docs/EXTENDING.md)."""
+        twin = copied(self)
+        Jittered.__init__(twin, schedule, self.max_delay, seed=self.seed)
+        return twin
+
     # -- words ----------------------------------------------------------------------------------
 
     def explain(self) -> str:
@@ -482,6 +490,16 @@ class Window(FrozenValue, AnswersItsOwnWay):
     @property
     def measures_elapsed_time(self) -> bool:
         return measures_elapsed_time(self.schedule)
+
+    def with_schedule(self, schedule: Schedule) -> Self:
+        """The same window around ``schedule``: ``start``, ``end`` and ``max_runs`` as
+        they are, of this class, a subclass with its own attributes (:func:`~lldsched.
+        schedules.base.copied`), its runs counted afresh.  What a scheduler whose
+        ``tz=`` is not UTC registers around the cron it reads in that zone (a
+        decorator's rebuild, docs/EXTENDING.md)."""
+        twin = copied(self)
+        Window.__init__(twin, schedule, start=self.start, end=self.end, max_runs=self.max_runs)
+        return twin
 
     # -- words ----------------------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
+from typing import Self
 from weakref import WeakValueDictionary
 from zoneinfo import ZoneInfo
 
@@ -54,7 +55,7 @@ from lldsched import checks
 from lldsched.clock import UTC_NAMES, utc_datetime
 from lldsched.errors import ScheduleError, shown
 from lldsched.model import ExecutionRecord
-from lldsched.schedules.base import AnswersItsOwnWay, slots_from
+from lldsched.schedules.base import AnswersItsOwnWay, copied, slots_from
 from lldsched.schedules.cron.parse import CronFields, parse
 from lldsched.schedules.cron.search import HORIZON_DAYS, NO_CURSOR, CronEngine, Cursor
 from lldsched.schedules.cron.zone import local_days
@@ -163,9 +164,15 @@ class CronSchedule(AnswersItsOwnWay):
     def __hash__(self) -> int:
         return hash((self.expr, self.tz))
 
-    def in_zone(self, tz: str | tzinfo) -> CronSchedule:
-        """The same expression read in ``tz`` (a schedule that names that zone)."""
-        return CronSchedule(self.expr, tz=tz)
+    def in_zone(self, tz: str | tzinfo) -> Self:
+        """The same expression read in ``tz`` (a schedule that names that zone).  A
+        subclass's comes back of its class, with its own attributes (:func:`~lldsched.
+        schedules.base.copied`): what a scheduler with a default zone registers in place
+        of one that names none (docs/EXTENDING.md, "A subclass of a built-in
+        schedule")."""
+        moved = copied(self)
+        CronSchedule.__init__(moved, self.expr, tz=tz)
+        return moved
 
     @property
     def tzinfo(self) -> tzinfo:
