@@ -657,10 +657,12 @@ def test_the_dead_letter_reads_the_failed_tasks_alone(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     """``tasks --status failed``, the operator's look for the dead letter in a large store,
-    reads what it prints: a constant number of statements (the failed rows, their order,
-    their last records), each returning the failed tasks' rows alone.  Before, it read
+    reads what it prints: one statement (the failed rows in the order they failed, each
+    with its last record), returning the failed tasks' rows alone.  Before, it read
     every task's last record (a window over every record of the store), each decoded,
-    for the few it printed.  A whole listing reads each task's last record once."""
+    for the few it printed; then three statements (the rows, their order, their last
+    records).  A whole listing, and ``--json``, read each task with its last record in
+    one statement."""
     tasks, failed = 30, {7, 19}
     if engine == "sqlite":
         path = tmp_path / "jobs.db"
@@ -693,33 +695,54 @@ def test_the_dead_letter_reads_the_failed_tasks_alone(
     assert (status, err) == (0, "")
     assert [line.split()[0] for line in out.splitlines()[1:]] == ["t7", "t19"]  # as they failed
     assert all("failed: ValueError: boom" in line for line in out.splitlines()[1:])
-    assert len(statements) == 3  # the failed rows, their order, their last records
-    assert [rows for _, rows in statements] == [2, 2, 2]  # before: the last record of all 30
+    assert [rows for _, rows in statements] == [2]  # before: the last record of all 30
     statements.clear()
     status, out, _ = run(capsys, "--store", url)
     assert status == 0 and len(out.splitlines()) == tasks + 1
-    assert [rows for _, rows in statements] == [tasks, tasks]  # the rows, each one's last record
+    assert [rows for _, rows in statements] == [tasks]  # before: the rows, then their records
+    statements.clear()
+    status, out, _ = run(capsys, "--store", url, "--json", "--status", "failed")
+    assert status == 0 and [json.loads(line)["id"] for line in out.splitlines()] == ["t7", "t19"]
+    assert [rows for _, rows in statements] == [2]
 
 
-@pytest.mark.parametrize("where", ["WHERE t.status = 'failed'", ""])
+@pytest.mark.parametrize("status", ["failed", None])
+@pytest.mark.parametrize("read", ["listing", "whole"])
 def test_a_task_s_last_record_is_looked_up_by_the_records_key_not_a_scan(
-    tmp_path: Path, where: str
+    tmp_path: Path, status: str | None, read: str
 ) -> None:
-    """The SQLite statement reading the listed tasks' last records finds each by the
-    records' key (task id, seq): the tasks are scanned (their status filtered), the
-    records never (before: every record read, for a window over them all).  For a whole
-    listing too (no filter): SQLite's planner scanned every record there, each looked up
-    in the tasks (1.1 s of 1,000,000 records, 0.5 s the tasks first: ``CROSS JOIN``)."""
-    from lldsched.stores import peek
-
+    """The SQLite statements reading the listed tasks with their last records (the
+    table's, and ``--json``'s) find each record by the records' key (task id, seq): the
+    tasks are scanned (their status filtered), the records never (before: every record
+    read, for a window over them all).  For a whole listing too (no filter): SQLite's
+    planner scanned every record there, each looked up in the tasks (1.1 s of 1,000,000
+    records, 0.5 s the tasks first: a ``LEFT`` or ``CROSS JOIN`` keeps that order)."""
     path = tmp_path / "jobs.db"
     with SqliteTaskStore(path) as store:
         _large(store, 3, 2, {1})
-    statement = f"{peek._LATEST.format(columns='r.seq', last=peek._LAST_SQLITE)} {where}"
+    with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute("DELETE FROM records WHERE task_id = 't2'")  # a task with none
+    reader = peek_sqlite(str(path))
+    statements: list[tuple[str, Any]] = []
+    query = reader._query
+
+    def recorded(statement: str, parameters: Any) -> list[Any]:
+        statements.append((statement, parameters))
+        return query(statement, parameters)
+
+    reader._query = recorded
+    try:
+        found = {
+            row.id: last and last.outcome.value
+            for row, last in getattr(reader, read)(status=status)
+        }
+    finally:
+        reader.close()
+    assert found == ({"t1": "failed"} if status else {"t0": "ok", "t1": "failed", "t2": None})
+    ((statement, parameters),) = statements
     with contextlib.closing(sqlite3.connect(path)) as connection:
-        plan = " | ".join(row[-1] for row in connection.execute(f"EXPLAIN QUERY PLAN {statement}"))
-        found = sorted(seq for (seq,) in connection.execute(statement))
-    assert found == ([4] if where else [2, 4, 6]), found
+        explained = connection.execute(f"EXPLAIN QUERY PLAN {statement}", parameters)
+        plan = " | ".join(row[-1] for row in explained)
     assert "SCAN t" in plan and "SCAN r" not in plan and "SCAN m" not in plan, plan
     assert "SEARCH r USING PRIMARY KEY (task_id=? AND seq=?)" in plan, plan
 

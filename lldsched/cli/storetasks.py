@@ -42,7 +42,7 @@ from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import describe
 from lldsched.stores.codec import decode_task
-from lldsched.stores.peek import Peek, Row
+from lldsched.stores.peek import Last, Listed, Peek, Row
 
 __all__ = ["EXAMPLE_STORE", "STATUSES", "VERBS", "add_parser", "run_tasks"]
 
@@ -156,17 +156,16 @@ def _arguments(store: str | None, verb: str | None, task_id: str | None, records
 
 
 def _list(reader: Peek, status: str | None, as_json: bool) -> int:
-    rows = reader.tasks(status=status)  # the store's filter: only those rows decoded
-    if status == TaskStatus.FAILED.value:  # the dead letter's order: as they failed
-        order = {task_id: n for n, task_id in enumerate(reader.dead_letter())}
-        rows.sort(key=lambda row: order.get(row.id, len(order)))
-    latest = reader.latest(status=status)  # the listed tasks' last records, no other's
+    """The tasks (those in ``status``: the store's filter and order), each printed as it
+    is read with ``--json``; the table, whose widths are every row's, once all are read:
+    of each row, only what it shows (:meth:`Peek.listing`)."""
     described = _Described()
     if as_json:
-        for row in rows:
-            say(json.dumps(_document(row, latest.get(row.id), described)))
+        for row, last in reader.whole(status=status):
+            say(json.dumps(_document(row, last, described)))
         return 0
-    table = [_COLUMNS, *(_cells(row, latest.get(row.id), described) for row in rows)]
+    listed = reader.listing(status=status)
+    table = [_COLUMNS, *(_cells(row, last, described) for row, last in listed)]
     widths = [max(len(cells[i]) for cells in table) for i in range(len(_COLUMNS))]
     for cells in table:
         say(
@@ -343,7 +342,7 @@ def _schedule(schedule: Schedule) -> str:
 
 class _Described:
     """:func:`_schedule` of each schedule a listing meets, worked out once: the rows of
-    equal schedules share one object (:meth:`Peek.tasks <lldsched.stores.peek.Peek.tasks>`),
+    equal schedules share one object (:meth:`Peek.listing <lldsched.stores.peek.Peek.listing>`),
     and a cron schedule's words cost more than the rest of its row.  By the object's
     identity, kept alive meanwhile (its ``id`` is no other's): a schedule of one's own
     class need not hash."""
@@ -384,18 +383,26 @@ def _cell(text: str) -> str:
 
 
 def _cells(
-    row: Row, last: ExecutionRecord | None, described: Callable[[Schedule], str] = _schedule
+    row: Listed | Row, last: Last, described: Callable[[Schedule], str] = _schedule
 ) -> tuple[str, ...]:
-    snapshot = row.snapshot
-    if snapshot is None:
-        return (row.id, "?", "unreadable", _cell(row.error or ""), "-", "-", "-")
+    """A table's row: a task as a listing reads it, or a row read whole (its snapshot's
+    values, or why it cannot be read)."""
+    if isinstance(row, Row):
+        snapshot = row.snapshot
+        if snapshot is None:
+            return (row.id, "?", "unreadable", _cell(row.error or ""), "-", "-", "-")
+        task = snapshot.task
+        row = Listed(
+            row.id, task.name, snapshot.status, task.schedule, snapshot.next_run_at,
+            snapshot.attempt,
+        )  # fmt: skip
     return (
         row.id,
-        _cell(snapshot.task.name),
-        snapshot.status.value,
-        _cell(described(snapshot.task.schedule)),
-        _when(snapshot.next_run_at),
-        str(snapshot.attempt),
+        _cell(row.name),
+        row.status.value,
+        _cell(described(row.schedule)),
+        _when(row.next_run_at),
+        str(row.attempt),
         _cell(_outcome(last)),
     )
 

@@ -45,7 +45,7 @@ import logging
 import marshal
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NamedTuple, NoReturn, TypeVar
 
 from lldsched.checks import FARTHEST, seconds
 from lldsched.core.registration import options_of, validated
@@ -66,6 +66,7 @@ from lldsched.stores.schedulecodec import (
 
 __all__ = [
     "BadValue",
+    "Listed",
     "NotImported",
     "SharedParts",
     "Undecodable",
@@ -80,6 +81,7 @@ __all__ = [
     "encode_schedule",
     "encode_task",
     "lease_from",
+    "listed_from",
     "load_each",
     "moved_paths",
     "plan_ends",
@@ -312,11 +314,15 @@ def decode_task(
         return task
     except StoreError as exc:
         raise StoreError(f"task {task_id}: {exc}") from None
-    except (LldschedError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-        # AttributeError: a part stored as another JSON type (a list where an object is
-        # read), which raised past the load (every row lost its say, not only this one's);
-        # RecursionError: values nested deeper than json.loads reads (a row edited by hand)
+    except _MISREAD as exc:
         raise StoreError(f"task {task_id}: its stored definition is invalid: {exc!r}") from None
+
+
+_MISREAD = (LldschedError, ValueError, TypeError, KeyError, AttributeError, RecursionError)
+"""What decoding a damaged definition raises.  AttributeError: a part stored as another
+JSON type (a list where an object is read), which raised past the load (every row lost its
+say, not only this one's); RecursionError: values nested deeper than json.loads reads (a
+row edited by hand)."""
 
 
 _Parts = tuple[Any, "MisfirePolicy | None", "float | None", Priority, RetryPolicy]
@@ -735,11 +741,7 @@ def snapshot_from(
         and (grid is None or (type(grid) is float and -_FAR <= grid <= _FAR))
     ):  # fmt: skip
         raise BadValue(task_id, _misread_state(task_id, state))
-    # The combinations a restart cannot follow (docs/DECISIONS.md, "A row whose values
-    # do not go together"): one set test and one comparison per row.
-    if (next_run_at is None and status_value in _DUE) or (
-        status_value in _WAITING and (status_value is _RETRYING) != (attempt > 0)
-    ):
+    if not _together(status_value, next_run_at, attempt):
         raise BadValue(task_id, _misread_together(task_id, status_value, next_run_at, attempt))
     if kept:
         check_kept(task_id, kept)
@@ -758,6 +760,15 @@ _DUE = frozenset((*_WAITING, TaskStatus.RUNNING, TaskStatus.PAUSED))
 """The statuses every write gives a due instant: without one a SCHEDULED, RETRYING or
 RUNNING row is never queued again (its task never runs), and a PAUSED one's ``resume``
 fails (an ``AssertionError``, ``core.control``)."""
+
+
+def _together(status: TaskStatus, next_run_at: float | None, attempt: int) -> bool:
+    """Whether a row's status, due instant and attempt go together: the combinations a
+    restart cannot follow are not (docs/DECISIONS.md, "A row whose values do not go
+    together"; :func:`_misread_together` says how).  One set test and one comparison."""
+    return not (next_run_at is None and status in _DUE) and (
+        status not in _WAITING or (status is _RETRYING) == (attempt > 0)
+    )
 
 
 def _misread_together(
@@ -785,6 +796,54 @@ def _misread_together(
                  "after fewer attempts than its retry policy allows)")
         )  # fmt: skip
     return found
+
+
+class Listed(NamedTuple):
+    """What a listing of many tasks shows of one (``python -m lldsched tasks``'s table):
+    read from its row's columns and two parts of its definition (:func:`listed_from`),
+    not its whole snapshot."""
+
+    id: str
+    name: str
+    status: TaskStatus
+    schedule: Any  # as a read to show decodes it (a type not registered here: its text)
+    next_run_at: float | None
+    attempt: int
+
+
+def listed_from(row: Sequence[Any], schedules: dict[str, Any]) -> Listed | None:
+    """The task a listing's row shows: ``id, name, status, next_run_at, attempt,
+    schedule``, the name and the schedule as the JSON texts of those parts of the
+    definition (the database reads them out).  Each value as every read checks it
+    (:func:`snapshot_from`, :func:`decode_task` with ``imports=False``), alone and
+    together; None for a row that fails one, or whose name or schedule is one no read
+    takes: the caller reads it whole, for the error that read names.  ``schedules``:
+    those decoded so far, by their text (the rows of one schedule share its object).
+
+    What the listing does not show is not read, nor checked: a row damaged there alone
+    (its retry policy, its run count) is listed; ``show ID`` reads it whole."""
+    task_id, name_text, status, next_run_at, attempt, schedule_text = row
+    if not (
+        status in _STATUS_TEXTS and _instant_or_none(next_run_at) and _count(attempt)
+        and type(name_text) is str and type(schedule_text) is str
+    ):  # fmt: skip
+        return None
+    status_value = TaskStatus(status)
+    if not _together(status_value, next_run_at, attempt):
+        return None
+    try:
+        name = json.loads(name_text)
+        schedule = schedules.get(schedule_text)
+        if schedule is None:
+            schedule = schedules[schedule_text] = _schedule_as_is(json.loads(schedule_text))
+    except _MISREAD:
+        return None
+    if type(name) is not str or not name.strip() or unstorable(name) is not None:
+        return None  # a blank name: refused by the whole read (registration's rule)
+    return Listed(task_id, name, status_value, schedule, next_run_at, attempt)
+
+
+_STATUS_TEXTS = frozenset(status.value for status in TaskStatus)
 
 
 def _priority_column(value: object) -> bool:

@@ -22,6 +22,11 @@ Every failure is a :class:`~lldsched.errors.StoreError` naming the store (a dsn'
 password hidden, :func:`~lldsched.stores.postgres_listen.redact`).  A row the store
 cannot read (a status this release does not know, a value no write makes) is listed as
 its error, the others read.
+
+A table of every task (:meth:`Peek.listing`) reads of each only what it shows: the
+columns, and the name and schedule the database reads out of the definition's JSON
+(SQLite's ``json_extract``, PostgreSQL's ``->``), each checked as every read checks it;
+``show`` (:meth:`Peek.tasks`) and ``--json`` (:meth:`Peek.whole`) decode rows whole.
 """
 
 from __future__ import annotations
@@ -29,30 +34,44 @@ from __future__ import annotations
 import os
 import sqlite3
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
-from lldsched.stores.codec import SharedParts, decode_task, record_from, snapshot_from
+from lldsched.stores.codec import (
+    Listed,
+    SharedParts,
+    decode_task,
+    listed_from,
+    record_from,
+    snapshot_from,
+)
 
-__all__ = ["Peek", "Row", "peek_postgres", "peek_sqlite"]
+__all__ = ["Last", "Listed", "Peek", "Row", "peek_postgres", "peek_sqlite"]
 
 _LAST = (
     "SELECT {columns} FROM records r JOIN tasks t ON t.id = r.task_id"
     " WHERE r.task_id = {p} ORDER BY r.seq DESC LIMIT {p}"
 )
-_LATEST = "SELECT {columns} FROM tasks t {last}"  # the listing's tasks' last records
-_LAST_SQLITE = (  # a task's last record: the largest seq of its key, one look-up each
-    "CROSS JOIN records r ON r.task_id = t.id"  # CROSS: the tasks first, never the records
+_LAST_SQLITE = (  # a task's last record, if any: the largest seq of its key, one look-up each
+    "LEFT JOIN records r ON r.task_id = t.id"  # LEFT: the tasks first, never the records
     " AND r.seq = (SELECT max(m.seq) FROM records m WHERE m.task_id = t.id)"
 )
 _LAST_POSTGRES = (  # the same, as PostgreSQL plans it best: a backward scan of the key
-    "CROSS JOIN LATERAL (SELECT * FROM records m WHERE m.task_id = t.id"
-    " ORDER BY m.seq DESC LIMIT 1) r"
+    "LEFT JOIN LATERAL (SELECT * FROM records m WHERE m.task_id = t.id"
+    " ORDER BY m.seq DESC LIMIT 1) r ON true"
 )
-_DEAD = "SELECT id FROM tasks WHERE status = 'failed' ORDER BY failed_seq, position"
+_LISTED_SQLITE = (  # what a listing shows of a task (codec.listed_from): the JSON parts too
+    "t.id, json_quote(json_extract(t.definition, '$.name')), t.status, t.next_run_at,"
+    " t.attempt, json_quote(json_extract(t.definition, '$.schedule'))"
+)
+_LISTED_POSTGRES = (
+    "t.id, (t.definition::json -> 'name')::text, t.status, t.next_run_at, t.attempt,"
+    " (t.definition::json -> 'schedule')::text"
+)
+_RECORD = len(ExecutionRecord._fields) + 1  # record_from's columns: a record's, and its seq
 
 
 class Row(NamedTuple):
@@ -65,44 +84,86 @@ class Row(NamedTuple):
     definition: str = ""
 
 
+Last = ExecutionRecord | None
+"""A task's last record, None if it has none."""
+
+
 class Peek:
     """A durable store opened to read, importing nothing, writing nothing.  ``where``
     names it in messages (a dsn with its password hidden)."""
 
     def __init__(
         self, where: str, query: Callable[[str, Sequence[object]], list[Any]],
-        close: Callable[[], object], *, placeholder: str, tasks: str, records: str,
-        last: str, state: slice, kept: slice,
+        close: Callable[[], object], *, placeholder: str, tasks: str, columns: str,
+        records: str, last: str, listed: str, state: slice, kept: slice,
     ) -> None:  # fmt: skip
         self.where = where
         self._query = query
         self._close = close
         self._p = placeholder
-        self._tasks = tasks  # SELECT ... FROM tasks and leases, to add a WHERE to
+        self._tasks = tasks  # the tasks and their leases: TASKS
+        self._columns = columns  # a task's row, FROM them: TASK_COLUMNS, SNAPSHOT_COLUMNS
         self._records = records  # the records' columns
         self._last = last  # joins a task (t) to its last record (r): _LAST_SQLITE, _LAST_POSTGRES
+        self._listed = listed  # a listing's columns: _LISTED_SQLITE, _LISTED_POSTGRES
         self._state = state  # where a row's state and kept values are
         self._kept = kept
 
     def tasks(self, task_id: str | None = None, *, status: str | None = None) -> list[Row]:
         """Every task's row in the order first saved (``task_id``'s alone, if given; only
-        those whose stored status is ``status``, if given).  Only the rows asked for are
-        decoded: the filter is the statement's; and what their definitions have alike
-        (schedules, retry policies) once (:class:`~lldsched.stores.codec.SharedParts`: the
-        rows of equal parts share one schedule object)."""
+        those whose stored status is ``status``, if given: the dead letter's, ``failed``,
+        in the order they failed).  Only the rows asked for are decoded: the filter is the
+        statement's; and what their definitions have alike (schedules, retry policies) once
+        (:class:`~lldsched.stores.codec.SharedParts`: the rows of equal parts share one
+        schedule object)."""
+        statement = f"SELECT {self._columns} FROM {self._tasks}"
         if task_id is not None:
-            rows = self._query(f"{self._tasks} WHERE t.id = {self._p}", (task_id,))
-        elif status is not None:
-            statement = f"{self._tasks} WHERE t.status = {self._p} ORDER BY t.position"
-            rows = self._query(statement, (status,))
+            rows = self._query(f"{statement} WHERE t.id = {self._p}", (task_id,))
         else:
-            rows = self._query(f"{self._tasks} ORDER BY t.position", ())
+            where, parameters = self._where(status)
+            rows = self._query(f"{statement}{where}", parameters)
         shared = SharedParts()
         return [self._row(row, shared) for row in rows]
 
-    def dead_letter(self) -> list[str]:
-        """The ids of the FAILED tasks, in the order they failed (as the stores')."""
-        return [task_id for (task_id,) in self._query(_DEAD, ())]
+    def whole(self, *, status: str | None = None) -> Iterator[tuple[Row, Last]]:
+        """Each task's row decoded whole, as :meth:`tasks` orders and filters them, with its
+        last record: one statement, which reads a task's last record by the records' key
+        (a listing of the dead letter reads the failed tasks' records, no other's).  Each
+        row is decoded as it is taken (the driver's rows are fetched whole: psycopg holds a
+        whole result, and SQLite's is read again whole when a text is not UTF-8,
+        ``sqlite_rows.fetch``)."""
+        where, parameters = self._where(status)
+        columns = f"{self._columns}, {self._records}"
+        statement = f"SELECT {columns} FROM {self._tasks} {self._last}{where}"
+        shared = SharedParts()
+        for row in self._query(statement, parameters):
+            yield self._row(row[:-_RECORD], shared), _last(row[-_RECORD:])
+
+    def listing(self, *, status: str | None = None) -> Iterator[tuple[Listed | Row, Last]]:
+        """What a table of the tasks shows, as :meth:`whole` orders and filters them: of
+        each task, only the columns the table shows and the two parts of its definition
+        it shows (name, schedule), which the database reads out of the JSON
+        (:func:`~lldsched.stores.codec.listed_from`; no row decoded whole, no snapshot
+        built), with its last record.  A row one of those values is wrong in is read
+        whole (:meth:`tasks`): a :class:`Row`, with the error that read names.  A
+        definition the database cannot parse as JSON fails the whole statement: then
+        every row is read whole (:meth:`whole`), as before."""
+        where, parameters = self._where(status)
+        statement = f"SELECT {self._listed}, {self._records} FROM tasks t {self._last}{where}"
+        try:
+            rows = self._query(statement, parameters)
+        except StoreError:  # a definition that is no JSON; else the store's error, again
+            yield from self.whole(status=status)
+            return
+        schedules: dict[str, Any] = {}
+        for row in rows:
+            listed: Listed | Row | None = listed_from(row[:-_RECORD], schedules)
+            if listed is None:
+                read = self.tasks(row[0])
+                if not read:  # removed since
+                    continue
+                listed = read[0]
+            yield listed, _last(row[-_RECORD:])
 
     def records(self, task_id: str, last: int) -> list[ExecutionRecord]:
         """The last ``last`` records of ``task_id``, oldest first."""
@@ -111,21 +172,16 @@ class Peek:
         rows.reverse()
         return [record_from(row) for row in rows]
 
-    def latest(self, *, status: str | None = None) -> dict[str, ExecutionRecord]:
-        """Each task's last record, by task id (a task with none is absent); only those of
-        the tasks whose stored status is ``status``, if given, as :meth:`tasks` filters.
-        One statement, which reads a task's last record by the records' key: a listing of
-        the dead letter reads the failed tasks' records, not every task's (before, a
-        window over every record of the store, each task's last one decoded)."""
-        statement = _LATEST.format(columns=self._records, last=self._last)
-        if status is None:
-            rows = self._query(statement, ())
-        else:
-            rows = self._query(f"{statement} WHERE t.status = {self._p}", (status,))
-        return {record.task_id: record for record in map(record_from, rows)}
-
     def close(self) -> None:
         self._close()
+
+    def _where(self, status: str | None) -> tuple[str, tuple[object, ...]]:
+        """The filter and order of a listing: every task in the order first saved, or
+        those in ``status``; the dead letter's (``failed``) in the order they failed."""
+        if status is None:
+            return " ORDER BY t.position", ()
+        order = "t.failed_seq, t.position" if status == "failed" else "t.position"
+        return f" WHERE t.status = {self._p} ORDER BY {order}", (status,)
 
     def _row(self, row: Sequence[Any], shared: SharedParts) -> Row:
         task_id, definition, status = row[0], row[1], row[2]
@@ -144,6 +200,11 @@ class Peek:
             return Row(task_id, snapshot, definition=definition)
         except StoreError as exc:
             return Row(str(task_id), None, str(exc))
+
+
+def _last(record: Sequence[Any]) -> Last:
+    """The record of a row's last columns (:data:`_LAST_SQLITE`), None for none."""
+    return None if record[0] is None else record_from(record)
 
 
 def peek_sqlite(path: str) -> Peek:
@@ -183,8 +244,8 @@ def peek_sqlite(path: str) -> Peek:
 
     return Peek(
         repr(path), query, connection.close, placeholder="?",
-        tasks=f"SELECT {TASK_COLUMNS} FROM {TASKS}", records=RECORD_COLUMNS,
-        last=_LAST_SQLITE,
+        tasks=TASKS, columns=TASK_COLUMNS, records=RECORD_COLUMNS,
+        last=_LAST_SQLITE, listed=_LISTED_SQLITE,
         state=slice(3, 13), kept=slice(13, None),
     )  # fmt: skip
 
@@ -223,7 +284,7 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
         raise
     return Peek(
         where, query, connection.close, placeholder="%s",
-        tasks=f"SELECT {sql.SNAPSHOT_COLUMNS} FROM {sql.TASKS}", records=sql.RECORD_COLUMNS,
-        last=_LAST_POSTGRES,
+        tasks=sql.TASKS, columns=sql.SNAPSHOT_COLUMNS, records=sql.RECORD_COLUMNS,
+        last=_LAST_POSTGRES, listed=_LISTED_POSTGRES,
         state=slice(3, 13), kept=slice(13, 22),
     )  # fmt: skip
