@@ -419,6 +419,29 @@ def test_a_cron_subclass_that_names_no_zone_is_read_in_the_schedulers_zone(kind:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_replace_existing_with_a_cron_subclass_of_the_same_text_takes_the_subclass(
+    kind: str,
+) -> None:
+    """A cron subclass equals only schedules of its class: found equal to the plain
+    ``CronSchedule`` of its text, a ``replace_existing`` registration kept the plain
+    one, and the subclass's ``next_run`` (no weekends) was never asked; the way back
+    replaces it too."""
+    assert WeekdayNoon(tz="UTC") != CronSchedule("0 12 * * *", tz="UTC")
+    assert WeekdayNoon(tz="UTC") == WeekdayNoon(tz="UTC")
+    runtime = Driven(kind, tz="Europe/Berlin")
+    try:
+        runtime.add("noon", "0 12 * * *", id="noon")
+        task = runtime.add("noon", WeekdayNoon(), id="noon", replace_existing=True)
+        assert type(task.schedule) is WeekdayNoon
+        runtime.run_until(NOON + 8 * 24 * HOUR)
+        assert _noons(runtime, "noon") == [0.0, 24.0, 48.0, 72.0, 96.0, 168.0, 192.0]
+        back = runtime.add("noon", "0 12 * * *", id="noon", replace_existing=True)
+        assert type(back.schedule) is CronSchedule
+    finally:
+        runtime.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_window_or_jittered_subclass_reads_the_cron_it_wraps_in_the_schedulers_zone(
     kind: str,
 ) -> None:

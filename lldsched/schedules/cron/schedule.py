@@ -158,8 +158,17 @@ class CronSchedule(AnswersItsOwnWay):
         schedule is read in its zone for good (restored as it is, under any default);
         a durable store gives it back naming its zone, and a service registering it
         again at its start must find it equal (docs/DECISIONS.md, "A default zone for
-        cron that names none")."""
-        return isinstance(other, CronSchedule) and (self.expr, self.tz) == (other.expr, other.tz)
+        cron that names none").
+
+        Of one class only, as the frozen schedules (``FixedRate`` and the others) are: a
+        subclass answers its own way, so it is not the plain schedule of its text (found
+        equal, a ``replace_existing`` registration kept the plain one, and the
+        subclass's ``next_run`` was never asked)."""
+        return (
+            type(other) is type(self)
+            and isinstance(other, CronSchedule)  # (for mypy: the same type)
+            and (self.expr, self.tz) == (other.expr, other.tz)
+        )
 
     def __hash__(self) -> int:
         return hash((self.expr, self.tz))
