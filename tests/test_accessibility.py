@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -240,9 +240,31 @@ def _panels(figure: Figure) -> list[Any]:
     return [ax for ax in figure.axes if ax.axison and not hasattr(ax, "_colorbar")]
 
 
+@pytest.fixture(scope="module")
+def drawn() -> Iterator[Callable[[str], Figure]]:
+    """``drawn(name)``: the chart ``name`` of :data:`FIGURES`, built and drawn once for
+    the module's checks that only read it (titles and labels, font sizes, contrast).
+    Building and drawing a chart is nearly all of this file's time (an overrun
+    comparison about a second); the three checks read the same drawn figure, as each
+    drew its own copy before.  The check of what a notebook shows (its text and PNG)
+    builds a chart of its own: a notebook formats a figure just made."""
+    made: dict[str, Figure] = {}
+
+    def get(name: str) -> Figure:
+        if name not in made:
+            made[name] = FIGURES[name]()
+            made[name].draw_without_rendering()
+        return made[name]
+
+    yield get
+    made.clear()
+
+
 @pytest.mark.parametrize("name", sorted(FIGURES))
-def test_every_chart_has_a_title_and_labelled_axes(name: str) -> None:
-    figure = FIGURES[name]()
+def test_every_chart_has_a_title_and_labelled_axes(
+    name: str, drawn: Callable[[str], Figure]
+) -> None:
+    figure = drawn(name)
     panels = _panels(figure)
     assert panels
     for ax in panels:
@@ -290,9 +312,10 @@ def test_a_utilisation_map_names_its_colour_scale() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
-def test_no_text_in_a_chart_is_smaller_than_seven_points(name: str) -> None:
-    figure = FIGURES[name]()
-    figure.draw_without_rendering()
+def test_no_text_in_a_chart_is_smaller_than_seven_points(
+    name: str, drawn: Callable[[str], Figure]
+) -> None:
+    figure = drawn(name)
     sizes = {
         text.get_text(): float(text.get_fontsize())
         for text in figure.findobj(mpl.text.Text)
@@ -303,9 +326,10 @@ def test_no_text_in_a_chart_is_smaller_than_seven_points(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
-def test_every_text_in_a_chart_contrasts_with_what_it_is_written_on(name: str) -> None:
-    figure = FIGURES[name]()
-    figure.draw_without_rendering()
+def test_every_text_in_a_chart_contrasts_with_what_it_is_written_on(
+    name: str, drawn: Callable[[str], Figure]
+) -> None:
+    figure = drawn(name)
     faint = []
     for text in figure.findobj(mpl.text.Text):
         if not (text.get_text().strip() and text.get_visible()):
