@@ -1573,6 +1573,9 @@ def test_a_process_run_killed_at_its_timeout_is_cut_there_in_the_simulation_too(
             look_again(scheduler)  # its deadline passed: killed
             recorded = functools.partial(ran, scheduler, "held", attempt)
             wait_until(recorded, timeout=20, what=f"attempt {attempt}'s record")
+            # What the freed worker takes at that instant ("after") runs before the
+            # clock moves on: seen at the record alone, it ran at 15 under load.
+            assert scheduler.wait_idle(20)
 
     threaded, statuses = threaded_process_runs(tmp_path, drive)
     assert threaded == sorted(
