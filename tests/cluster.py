@@ -70,6 +70,27 @@ FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreSpec]] = {
 }
 """Engine name -> a new, empty shared store for one test."""
 
+DIRECT = ("postgres", "sqlite")
+"""The engines every test of a shared store runs on (:func:`store_spec`)."""
+
+POOLED = (*DIRECT, "pgbouncer")
+"""The engines of a module that names them (``ENGINES = POOLED``): PgBouncer too.  Behind
+a pooler the store differs only in how it opens a connection (no session settings,
+timeouts set in each transaction, no prepared statements, no LISTEN: docs/OPERATIONS.md,
+"Behind PgBouncer"); every statement after that is the direct engine's.  So the modules
+that take every kind of statement through it (claims and settles under concurrency,
+verbs and the wakes between nodes, child processes, an outage) run on it, and the rest
+do not: all of them through PgBouncer cost about a minute of a full run
+(tests/test_store_postgres_pgbouncer.py tests what differs)."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """:func:`store_spec` once per engine of the test's module: its ``ENGINES``, else
+    :data:`DIRECT` (conftest.py passes this hook on)."""
+    if "store_spec" in metafunc.fixturenames:
+        engines = getattr(metafunc.module, "ENGINES", DIRECT)
+        metafunc.parametrize("store_spec", sorted(engines), indirect=True)
+
 
 class HeldStarts(NamedTuple):
     """What :func:`hold_child_starts` returns."""
@@ -92,9 +113,9 @@ def hold_child_starts(monkeypatch: pytest.MonkeyPatch) -> HeldStarts:
     return held
 
 
-@pytest.fixture(params=sorted(FACTORIES))
+@pytest.fixture
 def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
-    """A new, empty shared store, once per engine."""
+    """A new, empty shared store, once per engine (:func:`pytest_generate_tests`)."""
     factory = FACTORIES[request.param]
     return factory(request, tmp_path)
 

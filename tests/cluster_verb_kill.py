@@ -17,7 +17,7 @@ Shown with marker files, no sleeps: the killed run creates its marker as it hang
 probe task due after the dead lease's expiry proves, once a survivor ran it, that the
 survivors claimed past that expiry and left a paused, cancelled or removed task alone.
 
-The test is here, and runs in a file per engine, each giving ``store_spec`` its engine
+The test is here, and runs in a file per engine, each naming its engine in ``ENGINES``
 (``tests/test_cluster_verb_kill_sqlite.py``, ``tests/test_cluster_verb_kill_postgres.py``):
 its 28 cases took about 65 s in one file, and ``make test`` runs a file at a time per
 worker, so the two halves can run at once.

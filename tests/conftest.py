@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from lldsched import EventLog, FakeClock, Scheduler
-from tests.cluster import cluster, schedulers, store_spec  # noqa: F401 - the multi-process fixtures
+from tests.cluster import (  # noqa: F401 - the multi-process fixtures, and their engines
+    cluster,
+    pytest_generate_tests,
+    schedulers,
+    store_spec,
+)
 from tests.interrupting import sigterm_exits  # noqa: F401 - a SIGTERM handler's sys.exit
 
 if TYPE_CHECKING:

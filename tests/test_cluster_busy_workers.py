@@ -28,9 +28,11 @@ from lldsched import FakeClock, FixedRate, Metrics, OneTime, Scheduler, TaskStat
 from lldsched.errors import StoreError
 from lldsched.persistence import Claim, CoordinatedStore, Lease
 from tests import cluster_jobs, jobs
-from tests.cluster import StoreSpec, open_store
+from tests.cluster import POOLED, StoreSpec, open_store
 from tests.store_doubles import HookedStore, StoreCall
 from tests.waits import wait_until
+
+ENGINES = POOLED  # through PgBouncer too (tests/cluster.py)
 
 LEASE = 30.0  # no claim expires within a test
 POLL = 0.05  # the busy process's timer wakes often: it has every chance to claim

@@ -40,8 +40,10 @@ from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
 from lldsched.persistence import CoordinatedStore, Lease
 from tests import cluster_jobs, jobs
-from tests.cluster import StoreSpec, hold_child_starts, open_store
+from tests.cluster import POOLED, StoreSpec, hold_child_starts, open_store
 from tests.waits import wait_until
+
+ENGINES = POOLED  # through PgBouncer too (tests/cluster.py)
 
 LEASE = 0.6  # renewed every 0.2 s: the claims a test lets expire or outlives
 PAIR_LEASE = 30.0  # as long as the tests' waits: no claim of the pair expires in a test

@@ -17,8 +17,10 @@ from lldsched import EventLog, OneTime, Scheduler, TaskStatus
 from lldsched.clock import FakeClock
 from lldsched.persistence import Claim, CoordinatedStore
 from tests import cluster_jobs, jobs
-from tests.cluster import StoreSpec, open_store
+from tests.cluster import POOLED, StoreSpec, open_store
 from tests.waits import wait_until
+
+ENGINES = POOLED  # through PgBouncer too (tests/cluster.py)
 
 LEASE = 30.0  # no claim expires within a test
 POLL = 0.05

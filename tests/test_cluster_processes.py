@@ -19,8 +19,10 @@ from pathlib import Path
 
 from lldsched import FixedRate, OneTime, Scheduler, TaskStatus
 from tests import cluster_jobs
-from tests.cluster import Child, Cluster, StoreSpec, open_store, start_child, stop_all
+from tests.cluster import POOLED, Child, Cluster, StoreSpec, open_store, start_child, stop_all
 from tests.waits import wait_until
+
+ENGINES = POOLED  # through PgBouncer too (tests/cluster.py)
 
 SLOTS = 1200
 SPAN = 3.0  # seconds over which the slots fall due

@@ -4,10 +4,8 @@ that ``make test``'s two workers can run the two at once)."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.cluster_verb_kill import (  # noqa: F401 - collected here, on this engine
     test_a_process_killed_in_the_middle_of_a_verb_leaves_a_task_the_others_honour,
 )
 
-pytestmark = pytest.mark.parametrize("store_spec", ["postgres"], indirect=True)
+ENGINES = ("postgres",)  # store_spec's engine here (tests/cluster.py)

@@ -19,8 +19,10 @@ from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import CoordinatedStore, TaskSnapshot, resave
 from tests import jobs
-from tests.cluster import ROOT, StoreSpec, opened
+from tests.cluster import POOLED, ROOT, StoreSpec, opened
 from tests.waits import wait_until
+
+ENGINES = POOLED  # through PgBouncer too (tests/cluster.py)
 
 LEASE = 30.0  # no claim expires within a test
 POLL = 0.05
