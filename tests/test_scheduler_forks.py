@@ -207,7 +207,9 @@ def test_a_process_forked_while_a_worker_process_lives_lets_it_go_without_a_warn
     ignored in" under ``-W error::ResourceWarning``).  They are the parent's to reap, as
     a forked copy of a store is the parent's to close (lldsched/stores/unclosed.py)."""
     scheduler = make_scheduler(workers=1)
-    task = scheduler.schedule("pid", "tests.process_jobs:pid", OneTime(delay=0), isolation="process")
+    task = scheduler.schedule(
+        "pid", "tests.process_jobs:pid", OneTime(delay=0), isolation="process"
+    )
     assert scheduler.wait_idle(timeout=BOUND) and task.history[0].ok  # its process idles
     with warnings.catch_warnings(record=True) as said:  # copied into the child at the fork
         warnings.simplefilter("always", ResourceWarning)
