@@ -433,8 +433,8 @@ class ProcessPool:
 
         Each ``Popen`` copy is told it made no process (``_child_created``, CPython's
         own flag, which only the spawn in the parent set): this process did not, and
-        cannot reap it.  Dropped as it was, the copy said ``ResourceWarning: subprocess N is still
-        running`` in every forked child, and polled a pid that is not its child."""
+        cannot reap it.  Dropped as it was, the copy said ``ResourceWarning: subprocess
+        N is still running`` in every forked child, and polled a pid not its child."""
         self._closed = True
         for child in (*self._idle, *self._busy):
             child.connection.close()
