@@ -279,9 +279,13 @@ class Child:
         return self.summary
 
     def kill(self) -> None:
+        """Kill it (unless it ended) and reap it; its stdin is closed with it (left to the
+        collector, the pipe is a ``ResourceWarning``, an error of the suite)."""
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(30)
+        assert self.process.stdin is not None
+        self.process.stdin.close()
 
 
 def stop_all(children: list[Child], timeout: float = 30.0) -> list[dict[str, Any]]:

@@ -429,11 +429,17 @@ class ProcessPool:
         (they are the parent's).  A copy held open kept a child from reading the end of
         its pipe when the parent closed it: the parent's shutdown waited out its
         timeout, then killed it.  Takes no lock: the forked child runs one thread, and
-        the lock may have been held at the fork (:mod:`lldsched.threaded.forked`)."""
+        the lock may have been held at the fork (:mod:`lldsched.threaded.forked`).
+
+        Each ``Popen`` copy is told it made no process (``_child_created``, CPython's
+        own flag, which only the spawn in the parent set): this process did not, and
+        cannot reap it.  Dropped as it was, the copy said ``ResourceWarning: subprocess
+        N is still running`` in every forked child, and polled a pid not its child."""
         self._closed = True
         for child in (*self._idle, *self._busy):
             child.connection.close()
             child.let_go()  # else the child outlived the parent while this copy lives
+            child.process._child_created = False  # type: ignore[attr-defined]
         self._idle, self._busy = [], []
 
     @property

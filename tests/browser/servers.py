@@ -403,11 +403,14 @@ class Server:
 
     def _watch(self) -> None:  # the server logs its URL once it serves; no polling needed
         assert self._process.stderr is not None
-        for line in self._process.stderr:
-            with self._lines:
-                self.log.append(line)
-                self._ready = self._ready or self._url in line
-                self._lines.notify_all()
+        # Closed at its end: left to the collector, the pipe is a ResourceWarning, an
+        # error of the suite (docs/TESTING.md, "What fails a test besides its assertions").
+        with self._process.stderr as stderr:
+            for line in stderr:
+                with self._lines:
+                    self.log.append(line)
+                    self._ready = self._ready or self._url in line
+                    self._lines.notify_all()
 
     def _wait_for(self, logged: Callable[[], bool], seconds: float) -> bool:
         with self._lines:
