@@ -88,6 +88,18 @@ def collect_each_test(collect_each_module: None) -> Iterator[None]:
     gc.freeze()
 
 
+@pytest.fixture(autouse=True)
+def nothing_seen_yet() -> None:
+    """:data:`tests.cluster_jobs.seen` starts each test empty.  A run an earlier test of
+    the worker released as it ended (``held_until_released``) put its line there after
+    that test, and the next test that read the queue took it for its own run: "long",
+    of tests/test_cluster_busy_workers.py, where test_cluster_dependencies.py waited
+    for "extract"."""
+    cluster_jobs = sys.modules.get("tests.cluster_jobs")  # (not imported: nothing seen)
+    while cluster_jobs is not None and not cluster_jobs.seen.empty():
+        cluster_jobs.seen.get_nowait()
+
+
 _SERVER_LOGS_AT = pytest.StashKey[dict[int, int]]()
 
 
