@@ -25,6 +25,9 @@ teardown cancel out.  The garbage collector stays on: its share is part of the c
   registrations never started (each side collects the garbage after registering, as
   ``bench_coroutines`` does untimed): instructions per coroutine run, every thread
   counted;
+* ``suspending``: ``coroutines`` with a coroutine that awaits ``asyncio.sleep(0)`` once
+  before it ends (one that does I/O suspends): what an eager first step (Python 3.12
+  and later) costs or saves a run that is scheduled on the loop after all;
 * ``awaitables``: ``dispatch``'s workload with a thread action that returns a
   coroutine (``lambda: job()``, ``job`` an ``async def``): the worker begins the run and
   hands what it returned to the event loop (``RunExecution._complete``), the path an
@@ -40,6 +43,7 @@ import itertools
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 
 from sim_instructions import count
 
@@ -49,6 +53,7 @@ SIZES = {
     "store-listener": (0.0, 1.0),
     "register": (2_000.0, 12_000.0),
     "coroutines": (0.0, 1.0),
+    "suspending": (0.0, 1.0),
     "awaitables": (0.0, 1.0),
     "bare-loop": (0.0, 1.0),
 }
@@ -57,6 +62,7 @@ UNITS = {
     "store-listener": "job",
     "register": "registration",
     "coroutines": "run",
+    "suspending": "run",
     "awaitables": "run",
     "bare-loop": "run",
 }
@@ -69,7 +75,7 @@ def measured(workload: str, size: float) -> int:
     from lldsched import FixedRate, InMemoryTaskStore, OneTime, Scheduler
 
     _grace_past_the_registrations()
-    if workload in ("coroutines", "bare-loop"):
+    if workload in ("coroutines", "suspending", "bare-loop"):
         return _coroutines(workload, started=bool(size))
     if workload == "store-listener":
         scheduler = Scheduler(
@@ -129,6 +135,17 @@ def _listener(event: object) -> None:
     """The listener of ``store-listener`` (``bench_dispatch._no_op_listener``)."""
 
 
+def _suspending(done: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+    """``bench_coroutines._coroutine_of``, with one ``await`` that suspends first."""
+    import asyncio
+
+    async def suspends() -> None:
+        await asyncio.sleep(0)
+        await done()
+
+    return suspends
+
+
 def _coroutines(workload: str, *, started: bool) -> int:
     """The never-started side collects the garbage as the started one does before its
     timed part (``bench_coroutines``, untimed there): not a run's cost.  Without it the
@@ -141,6 +158,8 @@ def _coroutines(workload: str, *, started: bool) -> int:
     # Under callgrind (some 50 times slower), on a loaded host, the 20,000 runs took
     # longer than the benchmark's own bound (120 s), and the count failed.
     bench_coroutines.TIMEOUT = 3600.0
+    if workload == "suspending":  # both sides make (and the started one runs) this one
+        bench_coroutines._coroutine_of = _suspending
     if workload == "bare-loop":
         if started:
             bench_coroutines.run_bare_loop(JOBS)
