@@ -17,7 +17,10 @@ from tests.cluster import (  # noqa: F401 - the multi-process fixtures, and thei
     schedulers,
     store_spec,
 )
-from tests.interrupting import sigterm_exits  # noqa: F401 - a SIGTERM handler's sys.exit
+from tests.interrupting import (  # noqa: F401 - fixtures
+    ctrl_c,  # a SIGINT sent until it lands
+    sigterm_exits,  # a SIGTERM handler's sys.exit
+)
 
 if TYPE_CHECKING:
     from lldsched.stores.postgres import PostgresTaskStore

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dis
 import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType, FrameType
@@ -48,6 +50,54 @@ def sigterm_exits() -> Iterator[None]:
     previous = signal.signal(signal.SIGTERM, exit_on_sigterm)
     yield
     signal.signal(signal.SIGTERM, previous)
+
+
+PRESS_AGAIN = 0.01
+"""Seconds :meth:`CtrlC.press` waits for a sent SIGINT to land before it sends another."""
+
+
+class CtrlC:
+    """A Ctrl-C the tests send for real (``signal.pthread_kill``) to a thread blocked in a
+    lock's acquisition, as a SIGINT from the terminal lands: its handler (installed by
+    the :func:`ctrl_c` fixture) raises ``KeyboardInterrupt`` the first time, as Python's
+    own does, and does nothing at the SIGINTs sent after it.
+
+    Why more than one is sent: CPython runs a signal's handler in an acquisition when the
+    wait's system call is cut (``EINTR``), and does not look for one as the wait begins.
+    A SIGINT that lands after the thread let the GIL go for the wait, but before it was
+    inside the system call, is only handled once the thread has the lock: when the test's
+    other thread lets it go, which it does only after the interrupt (a CI run under load:
+    30 s, then a failure; the window is a few instructions, hit once in hundreds of runs).
+    So :meth:`press` sends again until the handler ran, each further SIGINT harmless."""
+
+    def __init__(self) -> None:
+        self.landed = threading.Event()  # set by the handler, as it raises
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        """The SIGINT handler: ``KeyboardInterrupt`` once, nothing after."""
+        if not self.landed.is_set():
+            self.landed.set()
+            raise KeyboardInterrupt
+
+    def press(self, thread: threading.Thread, *, bound: float) -> None:
+        """Send SIGINT to ``thread`` until its handler ran (within ``bound`` seconds:
+        ``AssertionError`` otherwise), again every :data:`PRESS_AGAIN` seconds."""
+        assert thread.ident is not None
+        give_up = time.monotonic() + bound
+        while True:
+            signal.pthread_kill(thread.ident, signal.SIGINT)
+            if self.landed.wait(PRESS_AGAIN):
+                return
+            assert time.monotonic() < give_up, f"no SIGINT landed in {thread.name}"
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[CtrlC]:
+    """A :class:`CtrlC` whose handler is SIGINT's for the test."""
+    pressed = CtrlC()
+    previous = signal.signal(signal.SIGINT, pressed.handle)
+    yield pressed
+    signal.signal(signal.SIGINT, previous)
 
 
 class Interrupting:

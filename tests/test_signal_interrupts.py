@@ -35,7 +35,7 @@ from tests import jobs
 from tests.cluster import ROOT
 from tests.conftest import T0
 from tests.harness import FailingStore
-from tests.interrupting import Terminated, exit_on_sigterm
+from tests.interrupting import CtrlC, Terminated, exit_on_sigterm
 from tests.test_threaded_verb_interrupts import WAIT, lock_free, until
 
 
@@ -320,9 +320,8 @@ def taking_a_lock_back(frame: FrameType) -> bool:
     return frame.f_code.co_name == "_acquire_restore" or frame.f_code is Deadline._take.__code__
 
 
-@pytest.mark.usefixtures("signals_raise")
 def test_a_real_sigint_as_the_drain_is_woken_leaves_the_worker_settling_unharmed(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, ctrl_c: CtrlC
 ) -> None:
     """A Ctrl-C (a real SIGINT) while ``shutdown()``'s drain, woken by the worker settling
     the run it waits for, takes a lock back, the worker still inside the wake: the
@@ -381,7 +380,7 @@ def test_a_real_sigint_as_the_drain_is_woken_leaves_the_worker_settling_unharmed
         release.set()  # the run ends, and its settle wakes the drain
         assert parked.wait(WAIT)
         until(lambda: taking_a_lock_back(main_frame()), meanwhile="the drain was woken")
-        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+        ctrl_c.press(main, bound=WAIT)
 
     helper = threading.Thread(target=interrupt, name="interrupter")
     helper.start()

@@ -57,6 +57,7 @@ from tests.conftest import T0
 from tests.interrupting import (
     RAISED,
     STORES,
+    CtrlC,
     Interrupter,
     Interrupting,
     InterruptingSqliteStore,
@@ -524,8 +525,9 @@ def until(what: Callable[[], object], *, meanwhile: str) -> None:
         assert time.monotonic() < bound, f"never {meanwhile}"
 
 
-@pytest.mark.usefixtures("ctrl_c_raises")
-def test_a_real_sigint_as_wait_drained_takes_the_lock_back_leaves_it_to_its_holder() -> None:
+def test_a_real_sigint_as_wait_drained_takes_the_lock_back_leaves_it_to_its_holder(
+    ctrl_c: CtrlC,
+) -> None:
     """A Ctrl-C (a real SIGINT, to the main thread) while ``wait_drained()`` takes the
     scheduler's lock back after a wake, another thread holding it: the
     ``KeyboardInterrupt`` reaches the caller, the lock stays its holder's (who lets it go
@@ -549,7 +551,7 @@ def test_a_real_sigint_as_wait_drained_takes_the_lock_back_leaves_it_to_its_hold
                 lambda: taking_the_lock_back(sys._current_frames()[main.ident]),  # type: ignore[index]
                 meanwhile="took the lock back",
             )
-            signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+            ctrl_c.press(main, bound=WAIT)
             interrupted.wait(WAIT)
             holder["held when interrupted"] = scheduler._lock.locked()
         holder["let go"] = True
@@ -567,7 +569,7 @@ def test_a_real_sigint_as_wait_drained_takes_the_lock_back_leaves_it_to_its_hold
     scheduler.cancel("later")
     assert scheduler.wait_drained(timeout=WAIT)
     assert scheduler.shutdown(timeout=WAIT) is True
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) == ctrl_c.handle  # the handler back in place
 
 
 def waiting_to_be_woken(frame: FrameType) -> bool:
@@ -579,8 +581,9 @@ def waiting_to_be_woken(frame: FrameType) -> bool:
     return line.strip().startswith("waiter.acquire(timeout=")
 
 
-@pytest.mark.usefixtures("ctrl_c_raises")
-def test_a_real_sigint_as_a_flush_takes_the_lock_back_leaves_it_to_the_delivery_thread() -> None:
+def test_a_real_sigint_as_a_flush_takes_the_lock_back_leaves_it_to_the_delivery_thread(
+    ctrl_c: CtrlC,
+) -> None:
     """The same in the event dispatcher's ``flush()`` (``wait_idle()`` waits there too):
     a Ctrl-C while it takes the dispatcher's lock back from the delivery thread, which
     woke it and holds the lock still, reaches the caller and leaves the lock the
@@ -627,7 +630,7 @@ def test_a_real_sigint_as_a_flush_takes_the_lock_back_leaves_it_to_the_delivery_
     def interrupt() -> None:
         assert parked.wait(WAIT)
         until(lambda: taking_the_lock_back(main_frame()), meanwhile="flush() took the lock back")
-        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+        ctrl_c.press(main, bound=WAIT)
         interrupted.wait(WAIT)
         seen["held when interrupted"] = dispatcher._lock.locked()
         go_on.set()
