@@ -180,10 +180,12 @@ def postgres_server() -> Iterator[PostgresServer]:
     checked by SCRAM-SHA-256 as a real server's, with its key derived once instead of
     4096 times: the same exchange, without about 6 ms of CPU (both ends) at each of the
     thousands of sessions the tests' stores open.  What no test checks: how long a
-    log-in takes."""
+    log-in takes.  Its files are in memory where there is room (``in_memory``): thrown
+    away, they need no disk, and their removal at the end of the session no longer waits
+    on it."""
     from tests.pg_server import PostgresServer
 
-    with PostgresServer(scram_iterations=1) as server:
+    with PostgresServer(scram_iterations=1, in_memory=True) as server:
         yield server
 
 

@@ -61,6 +61,16 @@ class ServerError(RuntimeError):
     """The throwaway server could not be started (what is missing, and its log)."""
 
 
+MEMORY = "/dev/shm"
+"""A memory file system (tmpfs) on Linux: a directory there never touches the disk."""
+
+MEMORY_ROOM = 2 << 30
+"""Bytes :data:`MEMORY` must have free for an ``in_memory`` server to go there: a whole
+test run's cluster (a schema for each of thousands of tests) grew to about 200 MB, and a
+container's ``/dev/shm`` can be as small as 64 MB (Docker's default), where it would
+fill up in the middle of a run."""
+
+
 def server_binaries() -> Path:
     """The bin directory of the newest PostgreSQL installed the Debian way."""
     found = sorted(
@@ -91,15 +101,30 @@ class PostgresServer:
     (about 3 ms of CPU each); None keeps PostgreSQL's.  Its log is ``server.log`` in its
     directory, removed with it: a failed test's report carries what the log said during
     the test (:func:`log_sections`, from the test suite's conftest).
+
+    ``in_memory``: its directory is on a memory file system (:data:`MEMORY`) when that
+    has room (:data:`MEMORY_ROOM`), else in the temporary directory as by default.  For
+    a cluster that is thrown away and has durability off anyway (the test session's,
+    tests/conftest.py): no disk is written, and its removal is a matter of memory.  On
+    disk the session's cluster, some 12,000 files and 180 MB once the suite had run on
+    it, took 8 to 36 s to remove at the end of each pytest-xdist worker on a loaded
+    machine, in the teardown of the worker's last test (docs/DECISIONS.md, "The test
+    suite in two processes").  Not for a benchmark that measures a durable server
+    (``DURABLE`` in benchmarks/bench_cluster.py).
     """
 
     running: ClassVar[list[PostgresServer]] = []
     """The servers this process started and has not stopped, oldest first."""
 
     def __init__(
-        self, *, settings: dict[str, str] | None = None, scram_iterations: int | None = None
+        self,
+        *,
+        settings: dict[str, str] | None = None,
+        scram_iterations: int | None = None,
+        in_memory: bool = False,
     ) -> None:
         self.bin = server_binaries()
+        self.in_memory = in_memory
         self.password = secrets.token_hex(8)
         self.port = 0
         # Durability off: the cluster is thrown away with its directory, so a commit that a
@@ -138,7 +163,7 @@ class PostgresServer:
 
     def start(self) -> PostgresServer:
         """initdb and start the server (waits until it accepts connections)."""
-        self._root = Path(tempfile.mkdtemp(prefix="lldsched-pg-"))
+        self._root = Path(tempfile.mkdtemp(prefix="lldsched-pg-", dir=self._parent()))
         self._watchdog = subprocess.Popen(
             [sys.executable, "-I", __file__, "watch", str(self.bin), str(self._root)],
             stdin=subprocess.PIPE,
@@ -166,6 +191,15 @@ class PostgresServer:
             secret = scram_secret(self.password, self.scram_iterations)
             self.sql(f"ALTER ROLE {SUPERUSER} PASSWORD '{secret}'")
         return self
+
+    def _parent(self) -> str | None:
+        """Where its directory goes: :data:`MEMORY` if ``in_memory`` and it has
+        :data:`MEMORY_ROOM` free, else (None) the temporary directory."""
+        if self.in_memory and os.path.isdir(MEMORY):
+            free = os.statvfs(MEMORY)
+            if free.f_bavail * free.f_frsize >= MEMORY_ROOM:
+                return MEMORY
+        return None
 
     def _pg_ctl_start(self) -> None:
         assert self._root is not None
