@@ -72,7 +72,7 @@ __all__ = ["COLUMNS", "MAX_ROWS", "ControlPanel"]
 MAX_ROWS = 50
 """Rows a :class:`ControlPanel` shows at most (its ``max_rows``): the first tasks
 registered, or those whose name holds the text typed in its ``find`` box.  A row is
-eight widgets: 300 rows took ten seconds to appear, as a wall no one reads."""
+eight cells, 13 widgets: 300 rows took ten seconds to appear, as a wall no one reads."""
 
 COLUMNS = ("task", "status", "next run", "runs", "ok", "failed", "last error")
 _LIVE = frozenset(  # the statuses pause() accepts
@@ -118,18 +118,63 @@ def _kernel_loop() -> _Loop | None:
         return None
 
 
+class _Shared:
+    """The layouts and styles every row of a panel shares.  ipywidgets gives each widget
+    a layout and a style of its own, each a widget: a row of eight columns was 35 widgets,
+    and a table of ten rows sent some 900 messages to be made and closed.  Sent on the
+    kernel's IOPub, which drops what a slow front end has not taken past its high-water
+    mark (1000 messages a subscriber), a status "idle" among them: the cell then ran for
+    ever in JupyterLab (docs/DECISIONS.md, "A table's rows share their layouts").  Its
+    widgets are closed with the panel, never with a row (a row may leave the table while
+    the others still use them)."""
+
+    def __init__(self, widgets: Any) -> None:
+        strings = widgets.widgets.widget_string  # their styles, not exported at the top
+        self.cell_layout = widgets.Layout()
+        self.label_style = strings.LabelStyle()
+        self.html_style = strings.HTMLStyle()
+        self.button_layout = widgets.Layout(width="auto")
+        self.button_style = widgets.ButtonStyle()
+        self.box_layout = widgets.Layout()
+
+    @property
+    def all(self) -> list[Any]:
+        return [self.cell_layout, self.label_style, self.html_style, self.button_layout,
+                self.button_style, self.box_layout]  # fmt: skip
+
+
 class _Row:
     """The widgets of one task's row."""
 
-    def __init__(self, widgets: Any, panel: ControlPanel, task_id: str) -> None:
+    def __init__(self, widgets: Any, panel: ControlPanel, task_id: str, shared: _Shared) -> None:
         self.task_id = task_id
+        self._shared = shared
+
+        # Stable CSS classes: "lldsched-<column>" and "lldsched-<verb>", plus the task's
+        # id on every cell, for styling and for browser tests (given when made: each
+        # add_class after is one more message to the page).
+        def classes(name: str) -> list[str]:
+            return [f"lldsched-{name.replace(' ', '-')}", f"lldsched-{task_id}"]
+
         self.cells = {
-            column: widgets.HTML() if column == "last error" else widgets.Label()
+            column: widgets.HTML(
+                layout=shared.cell_layout, style=shared.html_style, _dom_classes=classes(column)
+            )
+            if column == "last error"
+            else widgets.Label(
+                layout=shared.cell_layout, style=shared.label_style, _dom_classes=classes(column)
+            )
             for column in COLUMNS
         }
         self.shown = dict.fromkeys(COLUMNS, "")  # the row as text (the last error cut)
         self.buttons = {
-            verb: widgets.Button(description=verb, layout=widgets.Layout(width="auto"))
+            verb: widgets.Button(
+                description=verb,
+                # redrive's own: shown or hidden per row (its layout's visibility)
+                layout=widgets.Layout(width="auto") if verb == "redrive" else shared.button_layout,
+                style=shared.button_style,
+                _dom_classes=classes(verb),
+            )
             for verb in ("pause", "resume", "cancel", "redrive")
         }
         for verb, button in self.buttons.items():
@@ -137,20 +182,16 @@ class _Row:
         # A button says its verb; its tooltip (the button's title, which a screen reader
         # reads with it) names the task too: a column of "pause" buttons says which.
         self.named = False
-        self.controls = widgets.HBox(list(self.buttons.values()))
-        # Stable CSS classes: "lldsched-<column>" and "lldsched-<verb>", plus the task's
-        # id on every cell, for styling and for browser tests.
-        for name, widget in [*self.cells.items(), *self.buttons.items()]:
-            widget.add_class(f"lldsched-{name.replace(' ', '-')}")
-            widget.add_class(f"lldsched-{task_id}")
+        self.controls = widgets.HBox(list(self.buttons.values()), layout=shared.box_layout)
 
     @property
     def children(self) -> list[Any]:
         return [self.controls if column == "controls" else self.cells[column] for column in _SHOWN]
 
     def close(self) -> None:
-        """Close the row's widgets (a row no longer shown), each one's layout and style too."""
-        close_tree(self.controls, *self.cells.values())
+        """Close the row's widgets (a row no longer shown), and each one's own layout and
+        style (those of every row stay open: the panel's, closed with it)."""
+        close_tree(self.controls, *self.cells.values(), keep=self._shared.all)
 
     def show(self, task: ScheduledTask, tz: ZoneInfo) -> None:
         whole = task.last_error or ""
@@ -242,10 +283,18 @@ class ControlPanel:
         self._presses = EachOnKernelThread(self._press, at_once=at_once)
         self._finds = OnKernelThread(self.refresh, at_once=at_once)
         self._rows: dict[str, _Row] = {}
+        self._shared = shared = _Shared(widgets)
         self._titles = {column: column for column in COLUMNS}
         self._titles["next run"] = f"next run ({self._tz.key})"
         titles = {**self._titles, "controls": "controls"}
-        self._header = [widgets.HTML(f"<b>{plain(titles[column])}</b>") for column in _SHOWN]
+        self._header = [
+            widgets.HTML(
+                f"<b>{plain(titles[column])}</b>",
+                layout=shared.cell_layout,
+                style=shared.html_style,
+            )
+            for column in _SHOWN
+        ]
         self._grid = widgets.GridBox(
             self._header,
             layout=widgets.Layout(grid_template_columns=_GRID_COLUMNS, grid_gap="2px 10px"),
@@ -327,7 +376,7 @@ class ControlPanel:
                 rows = {task.id: self._rows.pop(task.id, None) for task in tasks}
                 gone = list(self._rows.values())
                 self._rows = {
-                    task_id: row if row is not None else _Row(self._widgets, self, task_id)
+                    task_id: row if row is not None else self._new_row(task_id)
                     for task_id, row in rows.items()
                 }
             for task in tasks:
@@ -345,6 +394,9 @@ class ControlPanel:
             # once, and the grid's cells shifted into the wrong columns until it caught up.
             for row in gone:
                 row.close()
+
+    def _new_row(self, task_id: str) -> _Row:
+        return _Row(self._widgets, self, task_id, self._shared)
 
     def _shown(self, tasks: list[ScheduledTask]) -> list[ScheduledTask]:
         """The tasks to show (see the class docstring), and the note that says so."""
@@ -500,7 +552,7 @@ class ControlPanel:
             self._closed = True
         if self._live:
             self._source.remove_listener(self._on_event)
-        close_tree(self.widget)
+        close_tree(self.widget, *self._shared.all)
 
     def to_text(self) -> str:
         """The table as fixed-width text (what a notebook shows where widgets cannot render)."""
