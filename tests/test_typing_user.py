@@ -17,8 +17,8 @@ tests/test_docs.py checks the documents' examples in the same cache, one run at 
 (:func:`user_mypy` holds the folder's lock), so that from no cache the second run reads
 what the first cached (about 2 s of CPU time, not 13 to 15 again).  A subprocess, not
 ``mypy.api.run``: in-process, the interpreter then spent as long again freeing mypy's
-objects.  Its bound is CPU time (:data:`MYPY_CPU`), which a machine
-loaded by others cannot use up, not the suite's wall-clock bound per test.
+objects.  Its bound is CPU time (:data:`MYPY_CPU`), which a machine loaded by others
+cannot use up, not the suite's wall-clock bound per test.
 """
 
 from __future__ import annotations
