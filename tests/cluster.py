@@ -308,7 +308,7 @@ def start_child(
 
 def _spawn(spec: StoreSpec, log: Path, *, workers: int, lease: float, poll: float) -> Child:
     """A child scheduler on ``spec``: a spare process given its orders (not yet ``ready``)."""
-    spare = SPARES.take()
+    spare = SPARES.take(spec.engine)
     orders = {"spec": spec.to_json(), "log": str(log), "workers": workers, "lease": lease,
               "poll": poll}  # fmt: skip
     assert spare.process.stdin is not None
@@ -331,27 +331,33 @@ class Spares:
     child scheduler runs (:mod:`tests.cluster_child`) and waits for its orders.
 
     A child's start-up is mostly its imports (about half a second of CPU each, more on a
-    loaded machine), and a multi-process test starts up to three children: from a spare,
-    a child is ready as soon as it opened its store and started its scheduler, and the
-    imports of the next test's spares run while this test waits (for a lease to expire,
-    mostly).  A spare serves one child and is never reused, so each test's children are
-    as fresh as before: new processes that have run nothing but imports, started with
-    the environment this process has when the child is asked for (a spare started with
-    another, under a test's ``monkeypatch.setenv``, say, is ended instead).  The spares
-    left are killed at this process's exit (:meth:`close`); a spare also ends at the end
-    of its stdin, so none outlives this process when it dies."""
+    loaded machine), and a multi-process test starts up to three children: from a spare, a
+    child is ready as soon as it opened its store and started its scheduler, and the imports
+    of the next test's spares run while this test waits (for a lease to expire, mostly).  A
+    spare imports PostgreSQL's store (psycopg: as long again as lldsched) only where the
+    child last asked for opened one (:attr:`ahead`): the next test's children are most often
+    of the same engine, and a child whose spare did not import it does so as it opens its
+    store.  A spare serves one child and is never reused, so each test's children are as
+    fresh as before: new processes that have run nothing but imports, started with the
+    environment this process has when the child is asked for (a spare started with another,
+    under a test's ``monkeypatch.setenv``, say, is ended instead).  The spares left are
+    killed at this process's exit (:meth:`close`); a spare also ends at the end of its
+    stdin, so none outlives this process when it dies."""
 
     COUNT = 3  # the most children a test starts at once
+    POSTGRES = ("postgres", "pgbouncer")  # the engines that open PostgreSQL's store
 
     def __init__(self) -> None:
+        self.ahead = False  # whether the spares started now import PostgreSQL's store
         self._idle: list[Spare] = []
         self._ended: list[Spare] = []  # told to end, reaped by close()
         self._lock = threading.Lock()  # tests of one process run one at a time; cheap anyway
         self._closing = False
 
-    def take(self) -> Spare:
+    def take(self, engine: str) -> Spare:
         """The oldest spare alive and started with this process's environment as it is now
-        (a new one if there is none), off the list."""
+        (a new one if there is none), off the list, for a child of ``engine``."""
+        self.ahead = engine in self.POSTGRES
         env = _child_env()
         with self._lock:
             while self._idle:
@@ -359,7 +365,7 @@ class Spares:
                 if spare.process.poll() is None and _same(spare.env, env):
                     return spare
                 self._end(spare)
-        return self._start(env)
+        return self._start(env, self.ahead)
 
     def fill(self) -> None:
         """Start spares until :attr:`COUNT` wait (after a test's children are ready, so
@@ -367,7 +373,7 @@ class Spares:
         env = _child_env()
         with self._lock:
             while len(self._idle) < self.COUNT and not self._closing:
-                self._idle.append(self._start(env))
+                self._idle.append(self._start(env, self.ahead))
 
     def close(self) -> None:
         """Kill every spare left and reap them: a spare has run nothing but imports, and
@@ -389,9 +395,9 @@ class Spares:
         self._ended.append(spare)
 
     @staticmethod
-    def _start(env: dict[str, str]) -> Spare:
+    def _start(env: dict[str, str], postgres: bool) -> Spare:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.cluster_child"],
+            [sys.executable, "-m", "tests.cluster_child", *(["postgres"] if postgres else [])],
             cwd=ROOT,
             env=env,
             stdin=subprocess.PIPE,

@@ -1,6 +1,7 @@
 """A child scheduler for the multi-process tests: ``python -m tests.cluster_child``.
 
-Imports what it runs, then reads its orders, one JSON line on its stdin (what
+Imports what it runs (``python -m tests.cluster_child postgres``: PostgreSQL's store too,
+which an SQLite child never opens), then reads its orders, one JSON line on its stdin (what
 :func:`tests.cluster._spawn` writes: ``spec``, a :class:`tests.cluster.StoreSpec` as
 JSON, ``log``, the file its runs log to, ``workers``, ``lease``, ``poll``); it exits at
 once if its stdin ends first (a spare never used: :class:`tests.cluster.Spares`).  Opens
@@ -21,8 +22,9 @@ from lldsched import Scheduler
 from tests import cluster_jobs
 from tests.cluster_stores import StoreSpec, open_store
 
-with contextlib.suppress(ImportError):  # imported before the orders, as a spare waits
-    import lldsched.stores.postgres  # noqa: F401 - what a PostgreSQL store opens
+if sys.argv[1:] == ["postgres"]:  # imported before the orders, as a spare waits
+    with contextlib.suppress(ImportError):  # (psycopg; else imported once it is opened)
+        import lldsched.stores.postgres  # noqa: F401 - what a PostgreSQL store opens
 
 
 def main() -> None:

@@ -5,11 +5,14 @@ when its stdin does."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests import cluster as harness
 from tests.cluster import SPARES, Cluster, Spares, StoreSpec, start_child
+from tests.pg_server import PostgresServer
 
 
 def test_each_child_is_a_new_process_and_spares_wait_for_the_next(
@@ -80,3 +83,54 @@ def test_the_next_tests_children_come_from_the_spares_this_test_started(
         spare.env["PYTEST_CURRENT_TEST"] = "tests/test_other.py::test_before (call)"
     children = cluster.start(spec, [tmp_path / f"runs-{n}.jsonl" for n in range(3)])
     assert {child.pid for child in children} == waiting
+
+
+def _argv(process: subprocess.Popen[str]) -> list[str]:
+    """What ``process`` was started with (a list: :meth:`Spares._start`)."""
+    assert isinstance(process.args, list)
+    return [str(arg) for arg in process.args]
+
+
+def test_a_spare_imports_postgresqls_store_only_after_a_child_that_opened_one() -> None:
+    """An SQLite child never opens PostgreSQL's store: its spare does not import psycopg
+    (as long again as lldsched); the spares started after a PostgreSQL child do."""
+    spares = Spares()
+    taken = [spares.take("sqlite")]  # none waiting: one started for it
+    try:
+        spares.fill()
+        assert [_argv(spare.process)[-1] for spare in [*taken, *spares._idle]] == [
+            "tests.cluster_child"
+        ] * (1 + Spares.COUNT)
+        taken.append(spares.take("postgres"))  # the oldest waiting, as ever
+        spares.fill()
+        assert _argv(spares._idle[-1].process)[-2:] == ["tests.cluster_child", "postgres"]
+        taken.append(spares.take("pgbouncer"))  # PostgreSQL's store too
+        assert spares.ahead
+    finally:
+        for spare in taken:
+            assert spare.process.stdin is not None
+            spare.process.stdin.close()  # given no orders: it ends
+            assert spare.process.wait(30) == 0
+        spares.close()
+
+
+def test_a_postgresql_child_from_a_spare_that_did_not_import_its_store_opens_it(
+    tmp_path: Path,
+    cluster: Cluster,
+    postgres_server: PostgresServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The next test's engine guessed wrong: a PostgreSQL child from an SQLite test's
+    spare imports the store as it opens it, and runs as any."""
+    spares = Spares()
+    monkeypatch.setattr(harness, "SPARES", spares)
+    try:
+        spares.fill()  # as after an SQLite test
+        waiting = [spare.process for spare in spares._idle]
+        spec = StoreSpec("postgres", {"dsn": postgres_server.create_schema()})
+        child = start_child(spec, tmp_path / "runs.jsonl")
+        cluster.children.append(child)
+        assert child.process is waiting[0] and _argv(child.process)[-1] == "tests.cluster_child"
+        assert child.stop() == {"rejected": 0, "node": child.node}
+    finally:
+        spares.close()

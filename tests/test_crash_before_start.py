@@ -34,12 +34,18 @@ OPEN = {
     "sqlite": "SqliteTaskStore(where)",
     "postgresql": f"PostgresTaskStore(where, lease={LEASE}, poll=0.05)",
 }
+# What a child imports for its store, besides ``lldsched``: an SQLite one not psycopg, about
+# as long to import as lldsched itself, in each of the up to three children of a test.
+IMPORT = {
+    "sqlite": "",
+    "postgresql": "from lldsched.stores.postgres import PostgresTaskStore",
+}
 
 # The process killed mid-run: an hourly task whose first run (its slot T0) hangs.
 CHILD = """
 import sys
 from lldsched import FakeClock, FixedRate, Misfire, MisfirePolicy, Scheduler, SqliteTaskStore
-from lldsched.stores.postgres import PostgresTaskStore
+IMPORT
 from tests import jobs
 
 where, marker, t0 = WHERE, sys.argv[2], float(sys.argv[3])
@@ -56,7 +62,7 @@ scheduler.wait_drained(60)  # never returns: the run hangs until SIGKILL
 RESTART = """
 import sys, threading
 from lldsched import FakeClock, Scheduler, SqliteTaskStore
-from lldsched.stores.postgres import PostgresTaskStore
+IMPORT
 
 where, now, started = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "started"
 scheduler = Scheduler(clock=FakeClock(now), store=OPEN)
@@ -75,7 +81,7 @@ ready()
 def killed_restart(kind: str, where: str, now: float, *, started: bool) -> None:
     """Build a scheduler on ``where`` at ``now`` in a child (started or not), and SIGKILL
     it once it says it got there (a handshake, not a sleep)."""
-    source = RESTART.replace("OPEN", OPEN[kind])
+    source = RESTART.replace("OPEN", OPEN[kind]).replace("IMPORT", IMPORT[kind])
     process = subprocess.Popen(
         [sys.executable, "-c", source, where, repr(now), "started" if started else "new"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True,
@@ -126,6 +132,7 @@ def test_a_restart_killed_before_the_attempt_it_owes_leaves_it_owed(
         server: PostgresServer = request.getfixturevalue("postgres_server")
         where = server.create_schema()
     child = CHILD.replace("WHERE", repr(where)).replace("OPEN", OPEN[store_kind])
+    child = child.replace("IMPORT", IMPORT[store_kind])
     killed_mid_run(child.replace("POLICY", policy), tmp_path, T0)
     now = T0 + 3.5 * HOUR  # 12:30
     for step in [] if killed == "none" else killed.split("-then-"):
@@ -148,3 +155,15 @@ def test_a_restart_killed_before_the_attempt_it_owes_leaves_it_owed(
         assert task.status is TaskStatus.SCHEDULED and task.next_run_at == T0 + 4 * HOUR
         (row,) = store.load_all()  # the attempt made: the row no longer says one is owed
         assert not row.running and row.attempt == 0 and row.next_run_at == T0 + 4 * HOUR
+
+
+def test_an_sqlite_cases_processes_import_no_postgresql_store() -> None:
+    """An SQLite case's children import what opens its store, not psycopg (``IMPORT``):
+    it doubled a child's start-up."""
+    for source in (CHILD, RESTART):
+        sqlite = source.replace("OPEN", OPEN["sqlite"]).replace("IMPORT", IMPORT["sqlite"])
+        postgresql = source.replace("OPEN", OPEN["postgresql"])
+        postgresql = postgresql.replace("IMPORT", IMPORT["postgresql"])
+        assert "postgres" not in sqlite.lower()
+        compile(sqlite, "<child>", "exec")
+        assert "import PostgresTaskStore" in postgresql

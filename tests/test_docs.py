@@ -973,16 +973,14 @@ def typed_modules() -> dict[str, tuple[Path, str]]:
 
 
 @pytest.mark.timeout(MYPY_BLOCKED + 60)  # mypy's run is bounded in CPU time (MYPY_CPU)
-def test_the_examples_users_copy_pass_a_users_mypy_strict(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def test_the_examples_users_copy_pass_a_users_mypy_strict(request: pytest.FixtureRequest) -> None:
     """Every runnable block of the ``TYPED`` documents passes ``mypy --strict`` run as a
     user's project runs it (one run for all, in tests/test_typing_user.py's kept cache;
     ``UNTYPED``'s packages ``ignore_missing_imports``), but for the ``REFUSED`` lines,
     which it must refuse as said.  EXTENDING's decorator, CRON, CLUSTER and MIGRATING
     called ``datetime.fromtimestamp`` or compared on values that may be None, and most
     blocks left their functions unannotated, which ``--strict`` refuses."""
-    folder = kept_folder(request, tmp_path)
+    folder = kept_folder(request)
     written = folder / "documents"
     written.mkdir(exist_ok=True)
     modules = typed_modules()

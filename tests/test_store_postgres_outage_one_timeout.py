@@ -53,6 +53,9 @@ def store(postgres_server: PostgresServer, postgres_dsn: str, proxy: TcpProxy) -
         hold_back(store)
         yield store
     finally:
+        # Reset first: the listener's reconnection the black hole holds fails at once,
+        # which close() waited for otherwise (up to 2 s: postgres_listen's stop()).
+        proxy.reset()
         proxy.heal()
         store.close()
 

@@ -12,19 +12,24 @@ second again.  So the cache is kept between runs in pytest's cache folder
 (``.pytest_cache``, :func:`folder`), as a user's project keeps its ``.mypy_cache``:
 mypy checks again every file that changed and everything that depends on one, and
 reports again the errors it cached for a file unchanged, under the path it had then:
-the mistakes' file is written to the same path each run, beside the cache.  A
-subprocess, not ``mypy.api.run``: in-process, the interpreter then spent as long again
-freeing mypy's objects.  Its bound is CPU time (:data:`MYPY_CPU`), which a machine
-loaded by others cannot use up, not the suite's wall-clock bound per test.
+the mistakes' file is written to the same path each run, beside the cache.
+tests/test_docs.py checks the documents' examples in the same cache, one run at a time
+(:func:`user_mypy` holds the folder's lock), so that from no cache the second run reads
+what the first cached (about 2 s of CPU time, not 13 to 15 again).  A subprocess, not
+``mypy.api.run``: in-process, the interpreter then spent as long again freeing mypy's
+objects.  Its bound is CPU time (:data:`MYPY_CPU`), which a machine loaded by others
+cannot use up, not the suite's wall-clock bound per test.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import signal
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -135,17 +140,26 @@ WRONG = [
 ]
 
 
-def kept_folder(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+def kept_folder(request: pytest.FixtureRequest) -> Path:
     """Where mypy's cache (and the files written to be checked) are: kept in pytest's
-    cache folder, or, where pytest keeps none (``-p no:cacheprovider``), a new one.
-    tests/test_docs.py checks the documents' examples in the same cache."""
+    cache folder, or, where pytest keeps none (``-p no:cacheprovider``), in a folder of
+    the session's temporary one, which its xdist workers share (each worker's own is a
+    folder in it).  tests/test_docs.py checks the documents' examples in the same cache."""
     cache = getattr(request.config, "cache", None)
-    return tmp_path if cache is None else Path(cache.mkdir("typed_user_mypy"))
+    if cache is not None:
+        return Path(cache.mkdir("typed_user_mypy"))
+    factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+    session = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        session = session.parent  # the controller's, whose folder each worker's is
+    folder = session / "typed_user_mypy"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 @pytest.fixture
-def folder(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    return kept_folder(request, tmp_path)
+def folder(request: pytest.FixtureRequest) -> Path:
+    return kept_folder(request)
 
 
 def user_mypy(
@@ -155,28 +169,32 @@ def user_mypy(
     ``folder``: each error's file (resolved), line, and mypy's line saying it.
     ``untyped``: the packages without types the project imports, each given the
     setting a user's configuration gives one (``ignore_missing_imports``), and no other
-    setting of ours."""
+    setting of ours.  One run at a time in a folder (its lock, held across the run): two
+    from no cache at once, in xdist's two workers, each read pandas' stubs; one after
+    the other, the second reads the first's cache."""
     config = ""  # a user's project: no configuration of ours
     if untyped:
         config = str(folder / "untyped.ini")
         sections = (f"[mypy-{name},{name}.*]\nignore_missing_imports = True\n" for name in untyped)
         Path(config).write_text("[mypy]\n" + "".join(sections))
-    try:
-        checked = subprocess.run(
-            [
-                sys.executable, "-c", CPU_BOUNDED, str(MYPY_CPU), "mypy",
-                "--strict",
-                "--config-file", config,
-                "--cache-dir", str(folder / "cache"),
-                "--no-error-summary",
-                "--show-error-codes",
-                *map(str, files),
-            ],
-            capture_output=True, text=True, check=False, timeout=MYPY_BLOCKED, cwd=ROOT,
-            env={**os.environ, "MYPYPATH": str(ROOT)},  # this tree's lldsched, as installed
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"mypy ran {MYPY_BLOCKED} s of wall-clock time: blocked, not slow")
+    with (folder / "mypy.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes
+        try:
+            checked = subprocess.run(
+                [
+                    sys.executable, "-c", CPU_BOUNDED, str(MYPY_CPU), "mypy",
+                    "--strict",
+                    "--config-file", config,
+                    "--cache-dir", str(folder / "cache"),
+                    "--no-error-summary",
+                    "--show-error-codes",
+                    *map(str, files),
+                ],
+                capture_output=True, text=True, check=False, timeout=MYPY_BLOCKED, cwd=ROOT,
+                env={**os.environ, "MYPYPATH": str(ROOT)},  # this tree's lldsched, as installed
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"mypy ran {MYPY_BLOCKED} s of wall-clock time: blocked, not slow")
     assert checked.returncode != -signal.SIGXCPU, (
         f"mypy spent its {MYPY_CPU} s of CPU time and was stopped: a run from no cache "
         "spends 15 to 20 s"
@@ -224,3 +242,39 @@ def test_the_program_runs() -> None:
     from tests.typed_user import readme_program
 
     readme_program.main()
+
+
+def test_a_run_of_mypy_holds_its_folders_lock_so_another_waits_for_its_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """:func:`user_mypy` runs mypy holding ``folder``'s lock: a run of tests/test_docs.py
+    in the other xdist worker waits for it, then reads the cache it wrote."""
+    held: list[bool] = []
+
+    def run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        with (tmp_path / "mypy.lock").open("w") as other:  # as the other worker opens it
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                held.append(True)
+            else:
+                held.append(False)
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    assert user_mypy([PROGRAM], tmp_path) == []
+    assert held == [True]
+
+
+def test_without_pytests_cache_a_session_has_one_mypy_folder_for_its_workers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``-p no:cacheprovider``: the two tests' runs share a folder of the session (its
+    workers' too), not one each, so the second reads what the first cached."""
+    uncached = types.SimpleNamespace(
+        config=types.SimpleNamespace(), getfixturevalue=request.getfixturevalue
+    )
+    folder = kept_folder(uncached)  # type: ignore[arg-type]
+    assert kept_folder(uncached) == folder  # type: ignore[arg-type]
+    assert folder.is_dir() and folder.name == "typed_user_mypy"
+    assert tmp_path_factory.getbasetemp().is_relative_to(folder.parent)  # a worker's is in it
