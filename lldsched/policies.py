@@ -40,7 +40,7 @@ for every slot that passed:
 
 Every decision is an :class:`~lldsched.model.ExecutionRecord` whose ``outcome``
 says ``missed`` or ``coalesced``: nothing is skipped in silence.  The
-decisions themselves are taken by :mod:`lldsched.core.recovery`.
+decisions themselves are taken by :mod:`lldsched.core.misfires`.
 
 **OverrunPolicy** says what a fixed-rate task does when a run outlasts its
 period (see :class:`~lldsched.schedules.simple.FixedRate`).

@@ -199,7 +199,8 @@ def test_the_table_decodes_no_row_whole_but_those_it_cannot_show(
     ``Task`` and ``TaskSnapshot`` built, to show six of their values)."""
     from lldsched.cli.storeurl import parse_store, peek
     from lldsched.stores import peek as peeking
-    from lldsched.stores.codec import Listed, decode_task
+    from lldsched.stores.codec import decode_task
+    from lldsched.stores.rowvalues import Listed
 
     store = _store(engine, tmp_path, request)
     decoded: list[str] = []

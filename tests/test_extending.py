@@ -457,3 +457,17 @@ def test_a_retry_policy_of_ones_own_that_fails_fails_its_task_and_the_runtime_go
         assert line.exc_info is not None and said in str(line.exc_info[1])
     finally:
         driven.close()
+
+
+def test_a_store_of_ones_own_imports_what_the_codec_named_from_it() -> None:
+    """docs/EXTENDING.md named ``load_each`` and ``check_written`` in the codec, and
+    docs/CLUSTER.md ``Unreadable``: a durable store of one's own that imports them from
+    there gets the very objects the package's stores use, from the modules that own them
+    since (``stores/unreadable.py``; the codec keeps ``check_written``)."""
+    from lldsched.stores import codec, unreadable
+    from lldsched.stores.codec import Unreadable, check_written, load_each
+
+    assert load_each is unreadable.load_each
+    assert Unreadable is unreadable.Unreadable
+    assert check_written.__module__ == codec.__name__
+    assert {"load_each", "Unreadable", "check_written"} <= set(codec.__all__)

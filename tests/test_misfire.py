@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from lldsched import CronSchedule, FixedDelay, FixedRate, Misfire, MisfirePolicy, OneTime, Window
-from lldsched.core.recovery import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
+from lldsched.core.misfires import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
 from lldsched.errors import ValidationError
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord

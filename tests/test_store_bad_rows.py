@@ -1,6 +1,6 @@
 """A row holding a value no write of lldsched makes (edited by hand, written by another
 tool or an older release, damaged) is refused where rows become values, by one rule for
-both durable stores (``stores.codec.snapshot_from``, ``record_from``): a ``StoreError``
+both durable stores (``stores.rowvalues.snapshot_from``, ``record_from``): a ``StoreError``
 naming the task, the column and the value, on SQLite (unshared and shared) and on a real
 PostgreSQL server alike.
 
@@ -197,7 +197,7 @@ TASK_CASES = {
     "priority-true": Bad(
         PRIORITY_TRUE["sqlite"], PRIORITY_TRUE["postgres"], "priority must be one of [0, 1, 2]"
     ),
-    # What a store keeps beside the state (codec.check_kept): before, read without a word
+    # What a store keeps beside the state (rowvalues.check_kept): before, read without a word
     # (a claim ordered by a priority of 7, a dead letter by a negative place).
     "priority-column-7": Bad(
         "priority = 7", "priority = 7",

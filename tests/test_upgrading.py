@@ -37,6 +37,7 @@ from lldsched.persistence import Change, Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, RetryPolicy
 from lldsched.stores import codec
 from lldsched.stores.postgres_sql import SCHEMA_VERSION
+from lldsched.stores.unreadable import Unreadable
 
 if TYPE_CHECKING:
     from lldsched.persistence import TaskStore
@@ -565,7 +566,7 @@ def test_a_definition_newer_code_wrote_is_said_once_and_its_state_still_followed
 def test_a_definition_that_loaded_in_between_is_said_again_when_it_fails_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    unreadable = codec.Unreadable("tasks.db")
+    unreadable = Unreadable("tasks.db")
     error = StoreError("task report: cannot import 'newer:daily_report'")
     with caplog.at_level(logging.WARNING, logger="lldsched"):
         unreadable.failed("report", "v2", error, None)

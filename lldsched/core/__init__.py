@@ -12,7 +12,8 @@ takes none.
 * :mod:`~lldsched.core.lifecycle`: every allowed change of status, as data (``TRANSITIONS``);
 * :mod:`~lldsched.core.registration`: the checks on what a registration passes;
 * :mod:`~lldsched.core.duequeue`: the heap of due entries, with tombstones (:class:`TaskQueue`);
-* :mod:`~lldsched.core.recovery`: tasks reloaded from a store, misfires, clock jumps;
+* :mod:`~lldsched.core.recovery`: tasks reloaded from a store, the start after them, clock jumps;
+* :mod:`~lldsched.core.misfires`: the slots that passed unrun meeting their misfire policy;
 * :mod:`~lldsched.core.context`: what a running action may see (:class:`RunContext`);
 * :mod:`~lldsched.core.ids`: task id generators.
 

@@ -6,8 +6,9 @@ which statuses hold a slot still to run (:data:`SLOT_HELD`).
 One home, so :mod:`~lldsched.core.machine` and its mixins
 (:mod:`~lldsched.core.definition`, :mod:`~lldsched.core.overlapping`,
 :mod:`~lldsched.core.waiting`, :mod:`~lldsched.core.restoration`), the lifecycle's
-table (:mod:`~lldsched.core.lifecycle`), :mod:`~lldsched.core.dependencies` and
-:mod:`~lldsched.core.recovery` read the same words; and the verbs a shut-down runtime refuses
+table (:mod:`~lldsched.core.lifecycle`), :mod:`~lldsched.core.dependencies`,
+:mod:`~lldsched.core.recovery` and :mod:`~lldsched.core.misfires` read the same words; and
+the verbs a shut-down runtime refuses
 (:data:`REFUSED_AFTER_SHUTDOWN`), one rule both runtimes keep; and how the records
 standing for the rest past a cap read (:func:`cap_text`: a misfire's, a run's skipped
 slots', an outage's).
@@ -49,7 +50,7 @@ def cap_text(
     what this record ``stands`` for, from its ``first`` instant to the ``last`` (a
     phrase), and ``then``, what became of them and of the task.  Instants in UTC as every
     log line shows them (:func:`~lldsched.logs.instant_text`), the callers' own too, not
-    seconds since the epoch.  Read back by its prefix alone (``recovery._cut``,
+    seconds since the epoch.  Read back by its prefix alone (``misfires._cut``,
     :class:`~lldsched.core.outagerecords.Held`): the rest may say more, and a record
     written before reads as ever."""
     return (

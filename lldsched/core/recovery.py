@@ -1,9 +1,12 @@
-"""Recovery: tasks reloaded from a store, and the slots that passed while nobody ran them.
+"""Recovery: tasks reloaded from a store, the start after them, and wall-clock jumps.
 
 Both runtimes call :func:`recover` when they are built on a store that holds
-tasks, and the threaded runtime calls :func:`after_clock_jump` when its wall
-clock jumps.  Everything here runs under the runtime's lock (or on the
-simulation's thread) and changes tasks only through the core.
+tasks, the threaded runtime calls :func:`at_start` at ``start()`` and
+:func:`after_clock_jump` when its wall clock jumps.  Everything here runs under the
+runtime's lock (or on the simulation's thread) and changes tasks only through the core.
+What becomes of the slots that passed while nobody ran them is the misfire rule's
+(:mod:`lldsched.core.misfires`, :func:`~lldsched.core.misfires.decide_misfire`), which
+this module applies to each queued task it restores, starts or finds jumped over.
 
 **Reloading.**  Each stored snapshot becomes a :class:`ScheduledTask` with its
 status, attempt counter, next due instant, counters and the records the store
@@ -19,588 +22,60 @@ row keeps saying it is owed (``core.owe``: ``running`` set, the counter as it is
 a restart killed before it ran leaves the next one owing it too.
 
 **Misfires.**  Then each live task's passed slots meet its
-:class:`~lldsched.policies.MisfirePolicy` (see :mod:`lldsched.policies`): the
-decisions are records whose outcome says ``missed`` or ``coalesced``, and the
-task is queued where the policy says.  An attempt owed from before the
-downtime (a retry, or the in-flight attempt) runs first; the policy decides the
-slots after it.  A fixed rate's slots are counted on the task's grid, from its origin
-(``ScheduledTask._grid``, :func:`~lldsched.schedules.base.on_grid`): every slot decided,
-run or resumed at is ``slot_at(origin, k)``, so downtime starts no new grid.  Paused
+:class:`~lldsched.policies.MisfirePolicy`, its owed attempt first.  Paused
 tasks are left alone: ``resume`` already runs a slot
 that was slept through.  A ``RUN_ALL`` task restored during its catch-up, paused or
 not, gets the slots of its plan back (the store kept only the next two, and where its
 runs end): its slots up to that end, as decided (:func:`stored_plan`; a row that keeps
 no end, an older release's, is decided again from the slot its plan waited for, grace
-not asked; a plan cut at :data:`MAX_SLOTS` is put back as it was: the record standing
-for the slots beyond the cap says where it ended).  A misfire decided from its due slot
-goes on with that plan, and decides only the slots after its end (:func:`_go_on`).
+not asked; a plan cut at :data:`~lldsched.core.misfires.MAX_SLOTS` is put back as it
+was: the record standing for the slots beyond the cap says where it ended).
 A BLOCKED task stays off the heap, waiting for what its records say it still waits for
 (:mod:`lldsched.core.dependencies`), and is released at once if that is nothing.
-
-**Enumeration is capped.**  At most :data:`MAX_SLOTS` passed slots of one task
-are decided one by one.  Beyond that, one more record (outcome as the policy
-says, ``error`` text saying so) stands for all the later ones, and the task
-resumes at its first slot after now.  A slot of such a plan that meets the policy
-again (a restart during the plan, a later jump, a claim in shared mode) is not decided
-again: the plan goes on as it was cut, and only the slots after it meet the policy
-(:func:`decide_misfire`).  A ``FixedDelay`` misses one slot however long the
-downtime: its slots count from finishes that never happened.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.names import (
-    COALESCED,
-    MISFIRE_CAP,
-    RETRYING,
-    SCHEDULED,
-    cap_text,
-    goes_on,
-    runnable,
+from lldsched.core.misfires import (
+    History,
+    Plan,
+    _cut,
+    _cut_plan,
+    _queue,
+    _record,
+    decide_misfire,
+    first_after,
+    passed_slots,
+    plan,
 )
+from lldsched.core.names import RETRYING, SCHEDULED, runnable
 from lldsched.core.task import Restored, ScheduledTask
-from lldsched.logs import JOBS, STORE, counted, instant_text
+from lldsched.logs import STORE, counted
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import HistoryStore, TaskSnapshot, TaskStore
-from lldsched.policies import DEFAULT_MISFIRE, Misfire, MisfirePolicy
-from lldsched.schedules.base import (
-    Schedule,
-    first_slot_after,
-    measures_elapsed_time,
-    on_grid,
-    slot_after,
-    slots_on,
-)
-from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, slot_first, unwrap
+from lldsched.policies import DEFAULT_MISFIRE, Misfire
+from lldsched.schedules.base import Schedule, measures_elapsed_time
+from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, slot_first, unwrap
 
 __all__ = [
-    "COALESCED",
-    "MAX_SLOTS",
-    "MISSED",
     "Found",
-    "History",
-    "Plan",
     "after_clock_jump",
     "at_start",
-    "decide_misfire",
-    "first_decided",
-    "passed_slots",
     "pending_slot",
-    "plan",
     "recover",
     "restored_state",
     "stored_plan",
 ]
 
-log = logging.getLogger(JOBS)  # a schedule that raised
 restores = logging.getLogger(STORE)
 
-MAX_SLOTS = 1000
-"""Passed slots of one task decided one by one; the rest are summed up in one record."""
-
-MISSED = Outcome.MISSED
-
-History = Callable[[], Sequence[ExecutionRecord]]
-"""Where a task's records are read to find a plan cut at :data:`MAX_SLOTS` (the record
-standing for the slots beyond the cap: :func:`_cut`), called only when one may matter.
-None in its place: the task's own history, which recovery restored from the store.  A
-process sharing a store passes the store's (``store.records(task_id)``): its own history
-holds only the runs it ran, and another process decided the plan."""
-
 _QUEUED = (TaskStatus.SCHEDULED, TaskStatus.RETRYING)  # statuses with a due instant to settle
-
-
-class Plan(NamedTuple):
-    """What a policy decided for a task's passed slots.
-
-    ``runs``: the slots that will run, oldest first.  ``decisions``: the slots
-    that will not run on their own, each ``(slot, outcome, error)``.  ``resume``:
-    what follows the runs (a slot, ``None`` for the end, or ``SCHEDULE_DECIDES``).
-    ``misfired``: False when the oldest slot was within grace (no decision taken).
-    """
-
-    runs: list[float]
-    decisions: list[tuple[float, Outcome, str | None]]
-    resume: Resume
-    misfired: bool
-
-
-# -- the decisions (pure: schedule, slots, now, policy in; a Plan out) ----------------------
-
-
-def plan(
-    schedule: Schedule,
-    first: float,
-    now: float,
-    policy: MisfirePolicy,
-    *,
-    grace: bool = True,
-    origin: float | None = None,
-) -> Plan:
-    """Decide what happens to the slots of ``schedule`` from ``first`` up to ``now``.
-
-    ``grace``: False for slots a misfire decision made a plan of already (put back from
-    a stored row: :func:`stored_plan`): they misfired when that plan was made, however
-    recent they are now, so the policy decides every one that passed.
-
-    ``origin``: the task's grid origin (``ScheduledTask._grid``): a fixed rate's slots
-    are counted on that grid while ``first`` is one of its slots (:func:`on_grid`), every
-    slot listed, run or resumed at ``slot_at(origin, k)``, the very float."""
-    slots, following = passed_slots(schedule, first, now, origin=origin)
-    return _decided(schedule, first, slots, following, now, policy, grace=grace, origin=origin)
-
-
-def _decided(
-    schedule: Schedule,
-    first: float,
-    slots: list[float],
-    following: float | None,
-    now: float,
-    policy: MisfirePolicy,
-    *,
-    grace: bool = True,
-    origin: float | None = None,
-) -> Plan:
-    """:func:`plan` for the passed ``slots`` (from ``first`` on, listed by
-    :func:`passed_slots`, or by :func:`_decided_put_off`) and the slot ``following`` them."""
-    if not slots or (grace and now - slots[0] <= policy.grace):
-        return Plan([first], [], SCHEDULE_DECIDES, False)
-    truncated = following is not None and following <= now
-    if following is None or truncated:  # the slot to resume at is past what was listed
-        last = slots[-1] if following is None else following
-        after = first_after(schedule, last, now, origin=origin)
-    else:
-        after = following
-    action = policy.on_misfire
-    tail: list[tuple[float, Outcome, str | None]] = []
-    resume: Resume = SCHEDULE_DECIDES
-    if truncated:
-        assert following is not None
-        outcome = COALESCED if action is Misfire.RUN_ONCE else MISSED
-        tail = [(following, outcome, _tail_text(following, now, action, after))]
-        resume = after
-    if action is Misfire.SKIP:
-        return Plan([], [(slot, MISSED, None) for slot in slots] + tail, after, True)
-    if action is Misfire.RUN_ONCE:
-        coalesced = [(slot, COALESCED, None) for slot in slots[:-1]]
-        return Plan([slots[-1]], coalesced + tail, resume, True)
-    keep = policy.max_catch_up
-    missed = [(slot, MISSED, None) for slot in slots[:-keep]]
-    return Plan(slots[-keep:], missed + tail, resume, True)
-
-
-def passed_slots(
-    schedule: Schedule,
-    first: float,
-    now: float,
-    cap: int = MAX_SLOTS,
-    *,
-    origin: float | None = None,
-) -> tuple[list[float], float | None]:
-    """The slots from ``first`` on that are not after ``now`` (at most ``cap``), and
-    the slot that follows the last of them (``None``: the schedule ends there);
-    ``origin``: the task's grid origin, as :func:`plan` takes it."""
-    if first > now or cap < 1:
-        return [], first
-    own = unwrap(schedule)
-    # A grid's slots counted from its origin, or from ``first`` where it is off that
-    # grid (on_grid, slots_on: the schedule's own rule, never a copy of it here); any
-    # other schedule's stepped one slot_after at a time.
-    if getattr(own, "slot_at", None):
-        later = slots_on(own, *on_grid(own, first, origin))
-    else:
-        later = _stepped(own, first)
-    slots = [first]
-    for slot in later:
-        if slot > now or len(slots) >= cap:
-            return slots, slot
-        slots.append(slot)
-    return slots, None
-
-
-def _stepped(schedule: Schedule, slot: float) -> Iterator[float]:
-    """The slots after ``slot``, by :func:`following_slot`, until there is none."""
-    while (following := following_slot(schedule, slot)) is not None:
-        yield following
-        slot = following
-
-
-def following_slot(schedule: Schedule, slot: float, *, origin: float | None = None) -> float | None:
-    """The slot after ``slot``, had its run taken no time (None: there is none), on the
-    grid from ``origin`` while ``slot`` is one of its slots (:func:`on_grid`)."""
-    schedule = unwrap(schedule)
-    try:  # the schedule's own rule (FixedRate: slot + period), never a copy of it here
-        anchor, k = on_grid(schedule, slot, origin)
-        following = next(slots_on(schedule, anchor, k), None) if k else slot_after(schedule, slot)
-    except Exception:
-        log.exception("%r.next_run raised while listing missed slots", schedule)
-        return None
-    if following is not None and following <= slot:
-        log.error("%r.next_run went from %r back to %r; no more slots", schedule, slot, following)
-        return None
-    return following
-
-
-def first_after(
-    schedule: Schedule, slot: float, now: float, *, origin: float | None = None
-) -> float | None:
-    """The first slot after ``now`` of ``schedule``, counting on from ``slot`` (<= now),
-    or from the grid's ``origin`` while ``slot`` is one of its slots (:func:`on_grid`)."""
-    schedule = unwrap(schedule)
-    try:
-        anchor, _ = on_grid(schedule, slot, origin)
-        return first_slot_after(schedule, anchor, now, limit=MAX_SLOTS)
-    except Exception:
-        log.exception("%r.next_run raised while skipping missed slots", schedule)
-        return None
-
-
-_CAPPED = MISFIRE_CAP  # how the error text of a record standing for the rest begins
-
-
-def _tail_text(following: float, now: float, action: Misfire, after: float | None) -> str:
-    """The error text of the record standing for the slots beyond :data:`MAX_SLOTS`
-    (:func:`~lldsched.core.names.cap_text`): that they passed unrun, what decided them
-    and when, the first of them, what became of them (not run; under ``RUN_ONCE``
-    coalesced into its one run, the last listed slot's) and where the task goes on
-    (``after``).  Read back by its prefix alone (:func:`_cut`)."""
-    fate = (
-        "coalesced into the one run the policy made (the slot before them)"
-        if action is Misfire.RUN_ONCE
-        else "none of them run"
-    )
-    return cap_text(
-        _CAPPED,
-        passed=f"more than {MAX_SLOTS} slots passed unrun (the scheduler down or not started, "
-        f"or its clock moved on) before the misfire policy ({action.value}) decided them at "
-        f"{instant_text(now)}",
-        kept=f"the first {MAX_SLOTS:,}",
-        stands="every later one",
-        first=following,
-        last="up to then",
-        then=f"{fate}; {goes_on(after)}",
-    )
-
-
-# -- applying them ------------------------------------------------------------------------
-
-
-def decide_misfire(
-    core: SchedulerCore,
-    task: ScheduledTask,
-    now: float,
-    *,
-    owed: bool = False,
-    token: int | None = None,
-    history: History | None = None,
-    known: Collection[float] = (),
-) -> list[ExecutionRecord] | None:
-    """The one rule for a queued task whose due instant passed while no scheduler was
-    there: its passed slots meet its :class:`~lldsched.policies.MisfirePolicy`.
-
-    ``owed``: the attempt due is owed from before (it was in flight, or a retry): it
-    runs first, at its due instant, and the policy decides the slots after its slot.
-    ``None`` when the oldest slot decided is within grace (nothing decided, nothing
-    changed); otherwise the records decided (``missed`` or ``coalesced``, each carrying
-    ``token``), with the task queued as decided (the owed attempt, the catch-up runs,
-    its first slot after now, or cancelled if its schedule ended).
-
-    Used by recovery at start, after a forward wall-clock jump, and in shared mode by
-    the process that claims a slot due before it was there (:mod:`lldsched.threaded.shared`).
-
-    A slot of a plan cut at :data:`MAX_SLOTS` (the history holds the record standing for
-    the slots beyond the cap, at or after that slot: :func:`_cut`) was decided already: the
-    plan goes on as it was cut, and only the slots from its resume slot up to ``now``
-    meet the policy (:func:`_cut_plan`, :func:`_and_since`).  Decided again from that
-    slot, the slots the cap's record stood for were counted twice: recorded missed once
-    more, and the latest of them run instead of the plan's own.  ``history``: where that
-    record is looked for, read only once the policy decides (:data:`History`).
-
-    ``known``: slots whose decisions are recorded already, not recorded again (those of
-    this same downtime decided at a scheduler's construction and decided again at its
-    start, :func:`at_start`: the task's history, which :func:`_apply` reads for them,
-    holds only its last ``history_limit`` records).
-    """
-    due = task.next_run_at
-    if due is None:
-        return None
-    first = first_decided(task, owed=owed)
-    if first is None:  # the owed attempt was its schedule's last slot
-        return None
-    policy = task.misfire or DEFAULT_MISFIRE
-    origin = task._grid
-    schedule = task._schedule
-    put_off = None if owed else _put_off(schedule)
-    if put_off is None:
-        decided = plan(schedule, first, now, policy, origin=origin)
-    else:
-        decided = _decided_put_off(schedule, first, put_off, now, policy, origin=origin)
-    if not decided.misfired:
-        return None
-    if isinstance(schedule, CatchUp) and policy.on_misfire is Misfire.RUN_ALL:
-        until = schedule.until  # a plan not used up, its runs decided already
-        if until is not None and first < until:
-            return _go_on(core, task, schedule, until, now, owed=owed, token=token, known=known)
-    records = task.history if history is None else history()
-    cut = _cut(records, first)
-    if cut is not None:  # ``first`` is a slot of a plan cut at the cap
-        own = unwrap(task._schedule)
-        # An owed first attempt (in flight when the process died) is a run of the plan
-        # that left no record; a retry's slot has its first attempt's.
-        made = 1 if owed and task.attempt == 0 else 0
-        cut_plan = _cut_plan(own, first, cut, records, policy, made=made, origin=origin)
-        decided = _and_since(cut_plan, own, now, policy, origin=origin)
-    return _apply(core, task, decided, due if owed else None, token=token, known=known)
-
-
-def _put_off(schedule: Schedule) -> float | None:
-    """The slot a ``run_now`` put off behind its extra run (:func:`~lldsched.schedules.
-    catchup.slot_first`: a plan that hands out that slot, decided to run, after the run
-    due), or None for any other schedule or plan."""
-    if not isinstance(schedule, CatchUp) or schedule.spent or schedule.slots:
-        return None
-    if schedule.resuming:  # a misfire decision's slot to resume at: on the grid already
-        return None
-    return schedule.waited
-
-
-def _decided_put_off(
-    schedule: Schedule,
-    first: float,
-    put_off: float,
-    now: float,
-    policy: MisfirePolicy,
-    *,
-    origin: float | None,
-) -> Plan:
-    """:func:`plan` for a ``run_now``'s extra run due at ``first`` (no slot of the task's
-    schedule: a fixed rate's is off its grid) with the slot it ``put_off`` behind it: the
-    passed slots are the extra run, then the schedule's from ``put_off`` on, and the task
-    goes on at ``put_off`` when only the extra run passed.  Counted on from ``first``, as
-    any other run due is, the slots were ``first`` plus the period: the slot put off was
-    dropped unrecorded, and a fixed rate's grid moved to the extra run's instant
-    (docs/DECISIONS.md, "A `run_now`'s extra run past its grace")."""
-    following: float | None
-    if put_off > now:
-        slots, following = [first], put_off
-    else:
-        after, following = passed_slots(schedule, put_off, now, origin=origin)
-        slots = [first, *after]
-    decided = _decided(schedule, first, slots, following, now, policy, origin=origin)
-    if decided.misfired and decided.runs and decided.runs[-1] == first:
-        # The extra run runs, and hands the task to the slot it put off, not to its
-        # schedule counted on from the extra run's instant.
-        decided = decided._replace(resume=put_off)
-    return decided
-
-
-def _go_on(
-    core: SchedulerCore,
-    task: ScheduledTask,
-    schedule: CatchUp,
-    until: float,
-    now: float,
-    *,
-    owed: bool,
-    token: int | None,
-    known: Collection[float] = (),
-) -> list[ExecutionRecord] | None:
-    """A ``RUN_ALL`` plan not used up (``schedule``, whose runs end before ``until``) met
-    downtime: its slots were decided when it was made, and run as decided; only the slots
-    from ``until`` up to ``now`` meet the policy, as misfires of their own (``None``: they
-    are within grace, and the plan goes on as it is, its schedule after it).
-
-    Decided again from the slot due with the slots after the plan, its own slots were
-    counted against ``max_catch_up`` a second time: every minute, down 10 minutes, a
-    plan of 10 runs, the clock jumped 5 minutes once its third ran, ``max_catch_up=10``:
-    its 4th and 5th slots were recorded missed (a restart then, the 4th in flight: the
-    5th), where the plan runs its 7 and the 5 slots since meet the policy (all run)."""
-    due = task.next_run_at
-    assert due is not None  # decide_misfire's test
-    policy = task.misfire or DEFAULT_MISFIRE
-    later = plan(schedule.inner, until, now, policy, origin=task._grid)
-    if not later.misfired:
-        return None
-    runs = [*([] if owed else [due]), *schedule.slots, *later.runs]
-    decided = Plan(runs, later.decisions, later.resume, True)
-    return _apply(core, task, decided, due if owed else None, token=token, known=known)
-
-
-def first_decided(task: ScheduledTask, *, owed: bool) -> float | None:
-    """The first slot :func:`decide_misfire` decides of ``task``: its due instant, or,
-    when the attempt due is ``owed`` from before (in flight when its process died, or a
-    retry: attempts behind it), the slot after the one its attempts belong to (the owed
-    attempt runs first; None: that slot was its schedule's last).
-
-    The one rule for whether a task met downtime: a restart decides a queued task's
-    slots from here (:func:`recover`), and a process sharing a store decides a claimed
-    slot's when this slot passed before it was there to claim it (``Coordinator.claim``,
-    :mod:`lldsched.threaded.shared`).  Before, a claim with attempts behind it (a retry,
-    or a takeover of one) met no policy there: the slots after its slot were recorded
-    ``skipped`` after its run, where a restart recorded them ``missed`` before it."""
-    if not owed:
-        return task.next_run_at
-    put_off = _put_off(task._schedule)
-    if put_off is not None:  # the attempt owed is a run_now's extra run, off the grid:
-        return put_off  # the slot after it is the one it put off (_decided_put_off)
-    return following_slot(task._schedule, task.slot, origin=task._grid)
-
-
-def _cut_plan(
-    own: Schedule,
-    first: float,
-    cut: ExecutionRecord,
-    history: Sequence[ExecutionRecord],
-    policy: MisfirePolicy,
-    *,
-    made: int = 0,
-    origin: float | None = None,
-) -> Plan:
-    """The plan cut at :data:`MAX_SLOTS` that ``first`` is a slot of, from ``first`` on,
-    as it was decided: its slots up to ``cut`` (the record standing for the slots beyond
-    the cap), then the first slot after the instant ``cut`` was decided.
-
-    Unless the wall clock was set back since, while the plan went on: its slots still to
-    come moved back with the clock (``after_clock_jump``: an elapsed-time schedule's
-    slots do), ``first`` among them, but the record did not.  Read from ``first`` up to
-    the record, such a plan held more runs than any plan has (:func:`_plan_size`): slots
-    decided missed and slots it had run ran (again), and the task resumed where the
-    jump had not moved it.  Then the plan is the runs it has not made yet (its size less
-    the runs recorded since ``cut``, first attempts, and less ``made``: its runs no
-    record counts, in flight at a crash or owed ahead of ``first``), from ``first`` on,
-    and its resume moves by the shift that puts its last run just before ``cut``, as
-    the jump moved it.  A jump back by fewer periods than the plan had run is not told
-    apart that way: the plan reads as one not moved, as before."""
-    slots, _ = passed_slots(own, first, cut.slot, origin=origin)
-    runs = [slot for slot in slots if slot < cut.slot]
-    resume = first_after(own, cut.slot, cut.finished, origin=origin)
-    size = _plan_size(policy)
-    if len(runs) <= size:
-        return Plan(runs, [], resume, True)
-    made += _runs_since(history, cut)
-    runs = runs[: max(0, size - made)]
-    after = following_slot(own, runs[-1], origin=origin) if runs else None
-    if resume is not None and after is not None:
-        resume += after - cut.slot
-    return Plan(runs, [], resume, True)
-
-
-def _plan_size(policy: MisfirePolicy) -> int:
-    """The most runs a plan cut at :data:`MAX_SLOTS` holds (:func:`plan`): the slots
-    ``RUN_ALL`` keeps of those it listed (``max_catch_up``), ``RUN_ONCE``'s one."""
-    if policy.on_misfire is Misfire.RUN_ALL:
-        return min(policy.max_catch_up, MAX_SLOTS)
-    return 1 if policy.on_misfire is Misfire.RUN_ONCE else 0
-
-
-def _runs_since(history: Sequence[ExecutionRecord], cut: ExecutionRecord) -> int:
-    """The runs recorded after ``cut`` in ``history`` (first attempts: a retry is its
-    slot's run again): the slots of its plan made since it was decided."""
-    after = False
-    made = 0
-    for record in history:
-        if after:
-            made += record.attempt == 1 and record.outcome.ran
-        elif record == cut:  # equal, not the same object: a packed history rebuilds it
-            after = True
-    return made
-
-
-def _and_since(
-    decided: Plan, own: Schedule, now: float, policy: MisfirePolicy, *, origin: float | None
-) -> Plan:
-    """``decided`` (:func:`_cut_plan`), then the slots from its resume slot up to ``now``
-    as ``policy`` decides them: they passed after the plan was decided (a restart's own
-    downtime, a later jump), and are misfires of their own."""
-    resume = decided.resume
-    if resume is None or resume is SCHEDULE_DECIDES:
-        return decided
-    later = plan(own, resume, now, policy, origin=origin)
-    if not later.misfired:
-        return decided
-    return Plan(decided.runs + later.runs, later.decisions, later.resume, True)
-
-
-def _apply(
-    core: SchedulerCore,
-    task: ScheduledTask,
-    decided: Plan,
-    owed: float | None,
-    *,
-    token: int | None = None,
-    known: Collection[float] = (),
-) -> list[ExecutionRecord]:
-    """Record the decisions, then queue ``task`` as decided (after its ``owed`` attempt);
-    the records written.
-
-    A slot whose decision the task's history already holds is not recorded again: a
-    restart killed among its decisions (each its own write, the task's due instant
-    written after the last) left some of them in the store with the task still due
-    where it was, and the next restart decides the same slots again.
-    """
-    records = _record(core, task, decided.decisions, token=token, known=known)
-    _queue(core, task, decided, owed)
-    return records
-
-
-def _record(
-    core: SchedulerCore,
-    task: ScheduledTask,
-    decisions: Sequence[tuple[float, Outcome, str | None]],
-    *,
-    token: int | None = None,
-    known: Collection[float] = (),
-) -> list[ExecutionRecord]:
-    """Record ``decisions`` of ``task`` but those its history holds (see :func:`_apply`)
-    or ``known`` names (:func:`decide_misfire`)."""
-    if decisions:
-        done = {record.slot for record in task.history if not record.outcome.ran}
-        done.update(known)
-        if done:
-            decisions = [decision for decision in decisions if decision[0] not in done]
-    return [
-        core.record_misfire(task, slot, outcome, error, token=token)
-        for slot, outcome, error in decisions
-    ]
-
-
-def _queue(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float | None) -> None:
-    """Queue ``task`` as ``decided`` says, after its ``owed`` attempt (cancelled if
-    nothing is left to run)."""
-    own = unwrap(task._schedule)  # a catch-up decided earlier is superseded
-    queue = list(decided.runs)
-    resume = decided.resume
-    if owed is not None:
-        queue.insert(0, owed)
-    elif not queue:
-        if resume is None or resume is SCHEDULE_DECIDES:  # every slot skipped, none left
-            if task.running:  # skipped behind runs in flight: they go on, the last ends it
-                core.drop_pending(task)
-            else:
-                core.cancel(task.id)
-            return
-        queue, resume = [resume], SCHEDULE_DECIDES
-    plan_ahead = len(queue) > 1 or resume is not SCHEDULE_DECIDES
-    # Where the runs decided end, kept with the row (TaskSnapshot.until): the slot after
-    # the last, when the task's schedule takes over from it.
-    until = (
-        following_slot(own, queue[-1], origin=task._grid)
-        if plan_ahead and resume is SCHEDULE_DECIDES
-        else None
-    )
-    core.replan(
-        task,
-        due=queue[0],
-        # A slot to resume at is the schedule's: a run that outlasts it skips it.
-        schedule=CatchUp(own, queue[1:], resume, resumes=True, until=until) if plan_ahead else own,
-        slot=None if owed is not None else queue[0],
-    )
 
 
 def _queue_restored(
@@ -642,9 +117,10 @@ def stored_plan(
     the rest of its catch-up: the row kept only ``waited`` behind its due instant, so the
     slots after that one are decided again, from ``waited`` up to ``now``, grace not asked
     (they misfired when the plan was made: :func:`plan`).  The task keeps its status, due
-    where it was, with that plan behind.  A plan cut at :data:`MAX_SLOTS` is put back as
-    it was (:func:`_cut`).  Any other policy's plan, and one whose ``waited`` is the slot
-    to resume at, holds no slot after ``waited``: nothing was lost.  Returns the decisions
+    where it was, with that plan behind.  A plan cut at
+    :data:`~lldsched.core.misfires.MAX_SLOTS` is put back as it was (:func:`_cut`).  Any
+    other policy's plan, and one whose ``waited`` is the slot to resume at, holds no
+    slot after ``waited``: nothing was lost.  Returns the decisions
     that plan took (slots beyond ``max_catch_up``), for the caller to record or not:
     ``task`` is only replanned here.
 
@@ -652,8 +128,9 @@ def stored_plan(
     <lldsched.persistence.TaskSnapshot.until>`), kept by a row written since: the plan is
     its slots from ``waited`` up to it, as decided, nothing decided again; the slots from
     ``until`` on passed after the plan was made, and are the misfire policy's when the
-    slot due meets it (:func:`decide_misfire`, :func:`_go_on`; a restart), else the
-    task's schedule's after the plan's last run, as in the process that made it.  Read
+    slot due meets it (:func:`decide_misfire`, :func:`~lldsched.core.misfires._go_on`; a
+    restart), else the task's schedule's after the plan's last run, as in the process
+    that made it.  Read
     from ``waited`` up to now, a slot passed since (the restart's own downtime within
     grace; on a shared store, a plan whose runs outlast its period, taken over by another
     process) ran with the plan, where that process skips it after the plan's last run;
@@ -695,24 +172,6 @@ def stored_plan(
         decided = _cut_plan(own, waited, cut, records, policy, made=made, origin=origin)
     _queue(core, task, decided, owed)
     return decided.decisions
-
-
-def _cut(history: Sequence[ExecutionRecord], slot: float) -> ExecutionRecord | None:
-    """The record that stands for the slots beyond :data:`MAX_SLOTS` of a catch-up that
-    ``slot`` is a slot of (the first such record at or after ``slot``), if the history
-    holds one: the plan's slots end before it, and the task resumes at the first slot
-    after the instant it was decided (``finished``).  Decided again from ``slot`` up to
-    now instead, those slots were counted once more: a ``RUN_ALL`` plan's own later
-    slots were recorded missed, and slots the record stood for ran.
-
-    At the record's own slot too: an attempt of the plan's last slot owed (a retry, or
-    in flight at a crash) is decided from the slot after its own, the record's
-    (:func:`first_decided`); no slot of a plan, nor the one it resumes at, is that slot."""
-    for record in history:
-        error = record.error
-        if record.slot >= slot and error is not None and error.startswith(_CAPPED):
-            return record
-    return None
 
 
 # -- reloading ---------------------------------------------------------------------------
@@ -947,8 +406,8 @@ def _decide_again(core: SchedulerCore, task: ScheduledTask, found: Found, now: f
     downtime) was read as a slot of its own (``SKIP`` recorded it ``missed``); with it
     owed, the run recovery decided ran as well as the one for the slots since (a
     ``RUN_ONCE`` task twice for one downtime); and a plan recovery made, none of its runs
-    made, was counted against ``max_catch_up`` apart from the slots since (:func:`_go_on`,
-    for a plan some of whose runs ran)."""
+    made, was counted against ``max_catch_up`` apart from the slots since
+    (:func:`~lldsched.core.misfires._go_on`, for a plan some of whose runs ran)."""
     decided = found.decided
     if decided is None:
         decide_misfire(core, task, now, owed=found.owed)
@@ -982,29 +441,28 @@ def _passed_since(task: ScheduledTask, found: Found, now: float) -> bool:
 def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
     """Re-evaluate queued tasks after the wall clock jumped by ``jump`` seconds.
 
-    Forward (time passed that the timer did not see: a suspend, a clock set
-    ahead): queued tasks whose slots passed meet their misfire policy, as after
-    downtime, by the rule a restart and a shared claim apply (:func:`decide_misfire`
-    from :func:`first_decided`): a task awaiting a retry owes that attempt, which runs
-    first, and the slots after its slot are decided, whether the retry is due yet or
-    not (before, only SCHEDULED tasks were: a retry ran and its passed slots were
-    recorded ``skipped`` after it, and a retry within a ``RUN_ALL`` catch-up left the
+    Forward (time passed that the timer did not see: a suspend, a clock set ahead): queued
+    tasks whose slots passed meet their misfire policy, as after downtime, by the rule a
+    restart and a shared claim apply (:func:`decide_misfire` from
+    :func:`~lldsched.core.misfires.first_decided`): a task awaiting a retry owes that
+    attempt, which runs first, and the slots after its slot are decided, whether the retry
+    is due yet or not (before, only SCHEDULED tasks were: a retry ran and its passed slots
+    were recorded ``skipped`` after it, and a retry within a ``RUN_ALL`` catch-up left the
     slots the jump passed without a record).  So does a task a restart found with its
     attempt in flight, while it still owes it (:meth:`~lldsched.core.publishing.
-    Publishing.owes`; before, that slot met the policy as one the jump passed:
-    ``SKIP`` recorded it missed, the run lost).  Backward (a clock set back):
-    elapsed-time due instants move back with the clock (fixed rate, fixed delay,
-    one-off by delay, and every retry's backoff), so "every 60 s" keeps meaning 60 s;
-    calendar instants (cron, one-off at a given time) stay where they are.  A task
-    whose run is in flight keeps its due instants (its run's finish decides the next), but a fixed
-    rate's next slot is counted from the slot the run serves: that slot is read as
-    moved with the clock (:meth:`CatchUp.moving`).  A forward jump leaves a run in
-    flight alone: the slots it outlasted are its overrun's, skipped or caught up; but the
-    slot an overlapping task (``Overlap.ALLOW``, ``CANCEL_OTHER``) queued behind its run
-    is queued like any other, and meets the misfire policy with the slots after it.  A
-    PAUSED task's due instant (the one ``resume()`` queues it at) moves back as a queued
-    one would, so resuming does not wait out the jump; forward, ``resume()`` already
-    runs a slot it slept through at once.
+    Publishing.owes`; before, that slot met the policy as one the jump passed: ``SKIP``
+    recorded it missed, the run lost).  Backward (a clock set back): elapsed-time due
+    instants move back with the clock (fixed rate, fixed delay, one-off by delay, and every
+    retry's backoff), so "every 60 s" keeps meaning 60 s; calendar instants (cron, one-off
+    at a given time) stay where they are.  A task whose run is in flight keeps its due
+    instants (its run's finish decides the next), but a fixed rate's next slot is counted
+    from the slot the run serves: that slot is read as moved with the clock
+    (:meth:`CatchUp.moving`).  A forward jump leaves a run in flight alone: the slots it
+    outlasted are its overrun's, skipped or caught up; but the slot an overlapping task
+    (``Overlap.ALLOW``, ``CANCEL_OTHER``) queued behind its run is queued like any other,
+    and meets the misfire policy with the slots after it.  A PAUSED task's due instant (the
+    one ``resume()`` queues it at) moves back as a queued one would, so resuming does not
+    wait out the jump; forward, ``resume()`` already runs a slot it slept through at once.
     """
     for task in list(core.tasks.values()):
         due = task.next_run_at

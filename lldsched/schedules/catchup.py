@@ -1,6 +1,6 @@
 """CatchUp: a task's schedule for the few runs after a misfire decision.
 
-When :mod:`lldsched.core.recovery` decides that a task runs several slots that
+When :mod:`lldsched.core.misfires` decides that a task runs several slots that
 passed (``Misfire.RUN_ALL``), or resumes at a given slot after an attempt owed
 from before the downtime, it puts a ``CatchUp`` in front of the task's own
 schedule: ``next_run`` hands out those slots first, then the slot to resume at,
@@ -95,7 +95,7 @@ class CatchUp:
     (once; the wall clock was set back while that run was in flight).
 
     ``resumes``: ``then`` (a slot) is the own schedule's slot to resume at, as a misfire
-    decision counts it (:mod:`lldsched.core.recovery`): a run before it that outlasts it
+    decision counts it (:mod:`lldsched.core.misfires`): a run before it that outlasts it
     skips it, and the slots after it, as the own schedule skips its slots.  Without it
     ``then`` was decided to run (``run_now``'s put-off slot, :func:`slot_first`): it
     runs late.
@@ -188,7 +188,7 @@ class CatchUp:
         took (None otherwise); what a store keeps beside :attr:`waited`
         (:attr:`TaskSnapshot.until <lldsched.persistence.TaskSnapshot.until>`), so a plan
         put back from the row ends where this one does, and the slots passed since meet
-        the misfire policy (:func:`lldsched.core.recovery.decide_misfire`)."""
+        the misfire policy (:func:`lldsched.core.misfires.decide_misfire`)."""
         return self._until if self._slots else None
 
     def next_run_and_skipped(

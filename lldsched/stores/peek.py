@@ -6,7 +6,7 @@ policy's class and its schedule's (:func:`~lldsched.stores.codec.decode_task`), 
 opening one claims the file (SQLite) or installs the schema (PostgreSQL).  An operator's
 shell is not the service's environment, and a scheduler may hold the file: a
 :class:`Peek` opens neither way.  It reads the rows with the stores' own columns and
-checks (``TASK_COLUMNS`` / ``SNAPSHOT_COLUMNS``, :func:`~lldsched.stores.codec.snapshot_from`),
+checks (``TASK_COLUMNS`` / ``SNAPSHOT_COLUMNS``, :func:`~lldsched.stores.rowvalues.snapshot_from`),
 its definition decoded with ``imports=False`` (an action is its path as text,
 :class:`~lldsched.stores.codec.NotImported`), and writes nothing:
 
@@ -40,14 +40,8 @@ from typing import Any, NamedTuple
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
-from lldsched.stores.codec import (
-    Listed,
-    SharedParts,
-    decode_task,
-    listed_from,
-    record_from,
-    snapshot_from,
-)
+from lldsched.stores.codec import SharedParts, decode_task
+from lldsched.stores.rowvalues import Listed, listed_from, record_from, snapshot_from
 
 __all__ = ["Last", "Listed", "Peek", "Row", "peek_postgres", "peek_sqlite"]
 
@@ -63,7 +57,7 @@ _LAST_POSTGRES = (  # the same, as PostgreSQL plans it best: a backward scan of 
     "LEFT JOIN LATERAL (SELECT * FROM records m WHERE m.task_id = t.id"
     " ORDER BY m.seq DESC LIMIT 1) r ON true"
 )
-_LISTED_SQLITE = (  # what a listing shows of a task (codec.listed_from): the JSON parts too
+_LISTED_SQLITE = (  # what a listing shows of a task (rowvalues.listed_from): the JSON parts too
     "t.id, json_quote(json_extract(t.definition, '$.name')), t.status, t.next_run_at,"
     " t.attempt, json_quote(json_extract(t.definition, '$.schedule'))"
 )
@@ -143,7 +137,7 @@ class Peek:
         """What a table of the tasks shows, as :meth:`whole` orders and filters them: of
         each task, only the columns the table shows and the two parts of its definition
         it shows (name, schedule), which the database reads out of the JSON
-        (:func:`~lldsched.stores.codec.listed_from`; no row decoded whole, no snapshot
+        (:func:`~lldsched.stores.rowvalues.listed_from`; no row decoded whole, no snapshot
         built), with its last record.  A row one of those values is wrong in is read
         whole (:meth:`tasks`): a :class:`Row`, with the error that read names.  A
         definition the database cannot parse as JSON fails the whole statement: then

@@ -85,7 +85,7 @@ from lldsched.persistence import (
 )
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import Unreadable, check_written, encode_task
+from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import SettleQueue
 from lldsched.stores.postgres_coordinated import Connection, PostgresCoordination
@@ -110,6 +110,7 @@ from lldsched.stores.postgres_rows import (
 from lldsched.stores.postgres_schema import SchemaInstall
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.unclosed import collected
+from lldsched.stores.unreadable import Unreadable
 
 __all__ = ["PostgresTaskStore"]
 

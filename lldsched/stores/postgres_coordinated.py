@@ -36,19 +36,15 @@ from lldsched.persistence import (
 )
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import (
-    Unreadable,
-    check_take_over,
-    check_written,
-    encode_task,
-    lease_from,
-)
+from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_deadline import Deadline
 from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
 from lldsched.stores.postgres_rows import snapshot_of
 from lldsched.stores.removals import FeedHorizons
+from lldsched.stores.rowvalues import check_take_over, lease_from
+from lldsched.stores.unreadable import Unreadable
 
 __all__ = ["Connection", "PostgresCoordination"]
 
@@ -561,7 +557,7 @@ class PostgresCoordination:
     def unloaded(self) -> list[str]:
         """The ids of the tasks in the database this node left out, sorted: rows whose
         definition it cannot load (another release's, in a rolling deploy), each said
-        once at WARNING (:class:`~lldsched.stores.codec.Unreadable`).  The nodes that can
+        once at WARNING (:class:`~lldsched.stores.unreadable.Unreadable`).  The nodes that can
         load them run them; this one neither deletes nor rewrites them."""
         return self._unreadable.left_out()
 
@@ -646,8 +642,8 @@ class PostgresCoordination:
     def leases(self) -> list[Lease]:
         """Every lease row now, expired ones included, by token (for people, tests and
         the runtime's ``metrics()``: ``CoordinatedStore.leases``); a
-        :class:`~lldsched.stores.codec.BadValue` naming a value no write makes
-        (:func:`~lldsched.stores.codec.lease_from`)."""
+        :class:`~lldsched.stores.unreadable.BadValue` naming a value no write makes
+        (:func:`~lldsched.stores.rowvalues.lease_from`)."""
         with self._using("read the leases") as connection:
             rows = connection.execute(
                 "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases "

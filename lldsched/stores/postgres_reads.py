@@ -6,7 +6,7 @@ snapshot, its records, the dead letter, the count of tasks).
 :class:`PostgresReads` is mixed into the store, as
 :class:`~lldsched.stores.postgres_coordinated.PostgresCoordination` is; the store's
 module opens it and holds its writes.  ``load_all`` reads every row before it raises
-(:func:`~lldsched.stores.codec.load_each`: one :class:`~lldsched.errors.StoreError`
+(:func:`~lldsched.stores.unreadable.load_each`: one :class:`~lldsched.errors.StoreError`
 naming each task that cannot be loaded, nothing written; a scheduler's start asks for
 such a task to be left out instead, to the nodes that can load it), then stores again under
 the callable's own path a definition that named it by an alias
@@ -26,9 +26,10 @@ from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot, records_asked
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import Unreadable, load_each, renamed
+from lldsched.stores.codec import renamed
 from lldsched.stores.postgres_listen import psycopg
 from lldsched.stores.postgres_rows import record_of, snapshot_of
+from lldsched.stores.unreadable import Unreadable, load_each
 
 if TYPE_CHECKING:
     from lldsched.stores.postgres_coordinated import Connection

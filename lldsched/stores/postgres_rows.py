@@ -19,7 +19,7 @@ from typing import Any
 
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot, check_id_size
-from lldsched.stores.codec import record_from, resume_at, snapshot_from
+from lldsched.stores.rowvalues import record_from, resume_at, snapshot_from
 
 __all__ = [
     "check_keepable",
@@ -58,7 +58,7 @@ def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
         "last_error": snapshot.last_error,
         "running": snapshot.running,
         "waited": snapshot.waited,
-        "resume_at": resume_at(snapshot),  # read with waited: codec.plan_ends
+        "resume_at": resume_at(snapshot),  # read with waited: rowvalues.plan_ends
         "grid": snapshot.grid,
     }
 
@@ -74,13 +74,13 @@ def record_row(record: ExecutionRecord) -> dict[str, Any]:
 def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, if it
     is decoded already, or the one this process has of a row it cannot load).  Every
-    value is checked by :func:`~lldsched.stores.codec.snapshot_from`, the one rule of both
-    durable stores' rows: an :class:`~lldsched.stores.codec.UnknownStatus` for a status
+    value is checked by :func:`~lldsched.stores.rowvalues.snapshot_from`, the one rule of both
+    durable stores' rows: an :class:`~lldsched.stores.unreadable.UnknownStatus` for a status
     this release does not know (whatever ``task``), a
-    :class:`~lldsched.stores.codec.BadValue` naming each value out of its range (a
+    :class:`~lldsched.stores.unreadable.BadValue` naming each value out of its range (a
     negative attempt, a NaN or infinite due instant; what is kept beside the state, a
     priority of 7, a NaN ``slot_due``, and its lease's ``slot, attempt, token, holder,
-    expires_at``, all NULL for none: :func:`~lldsched.stores.codec.check_kept`, as
+    expires_at``, all NULL for none: :func:`~lldsched.stores.rowvalues.check_kept`, as
     SQLite's rows), before the definition is decoded.  Before, the lease was not read: a
     NaN or infinite expiry, never past on the database's clock, held the task for good
     without a word."""
@@ -88,5 +88,5 @@ def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
 
 
 record_of = record_from
-"""The record a row of RECORD_COLUMNS describes (:func:`~lldsched.stores.codec.record_from`,
+"""The record a row of RECORD_COLUMNS describes (:func:`~lldsched.stores.rowvalues.record_from`,
 both stores' rule: an outcome this release does not know, a NaN instant, a BadValue)."""

@@ -351,11 +351,11 @@ _SLOT = "CASE WHEN t.slot_due = t.next_run_at THEN t.slot END"
 
 # Whether a row's ``waited`` is the slot its plan resumes at (TaskSnapshot.resumes), or
 # where its runs end (TaskSnapshot.until): the row keeps that slot (``resume_at``, written
-# by codec.resume_at), read with ``waited`` as SQLite's is (codec.plan_ends): a row an
+# by rowvalues.resume_at), read with ``waited`` as SQLite's is (rowvalues.plan_ends): a row an
 # older release wrote (a rolling upgrade) reads neither, as before.
 _RESUME_AT = "t.resume_at"
 
-SNAPSHOT_COLUMNS = (  # the state, what is kept beside it (codec.check_kept), the version
+SNAPSHOT_COLUMNS = (  # the state, what is kept beside it (rowvalues.check_kept), the version
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
     f"t.last_error, t.running, t.waited, {_SLOT}, {_RESUME_AT}, t.grid, t.failed_seq, "
     "t.priority, "
@@ -416,7 +416,7 @@ SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_o
  ORDER BY c.slot, d.priority
 """
 
-# The same, passing the tasks this node left out (it cannot run them: codec.Unreadable)
+# The same, passing the tasks this node left out (it cannot run them: unreadable.Unreadable)
 # and those the caller leaves (``leaving``); or only the tasks named (``among``).  Used
 # only while the claim is narrowed (persistence.claim_narrowed), so the usual claim's
 # statement stays as it was.

@@ -21,7 +21,7 @@ edited by hand, :meth:`~lldsched.stores.sqlite_schema.FileFormat._check_values`:
 table unshared, the counters alone in shared mode); nothing is written to a file that
 was refused. A task's row or its lease holding a value no write of lldsched makes (of
 another type, or out of its range) is refused as it is read, by itself
-(:func:`~lldsched.stores.codec.snapshot_from`, :func:`~lldsched.stores.codec.check_kept`):
+(:func:`~lldsched.stores.rowvalues.snapshot_from`, :func:`~lldsched.stores.rowvalues.check_kept`):
 a shared store leaves that task out and runs the others. A file of an older schema version is
 migrated at open, in one transaction (:data:`~lldsched.stores.sqlite_schema.MIGRATIONS`;
 version 1 had no ``result`` column; the format is

@@ -27,13 +27,9 @@ from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import DIED_UNSHARED, Change, Claim, Lease, Task, TaskSnapshot, finished
-from lldsched.stores.codec import (
-    check_take_over,
-    check_written,
-    encode_task,
-    plan_ends,
-)
+from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.held import HeldWrites
+from lldsched.stores.rowvalues import check_take_over, plan_ends
 from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
     LAST_FAILED,
@@ -293,7 +289,7 @@ class CoordinatedMethods:
         A row whose definition no longer imports here is logged and left out (its state
         still given for a task this process has); so is a row whose status this release
         does not know, given as removed for a task this process has
-        (:class:`~lldsched.stores.codec.Unreadable`)."""
+        (:class:`~lldsched.stores.unreadable.Unreadable`)."""
         with self._using("read the change feed") as connection:
             shared = self._coordinated()
             rows, removed = shared.changed_rows(connection)
@@ -331,7 +327,7 @@ class CoordinatedMethods:
     def unloaded(self) -> list[str]:
         """The ids of the tasks in the store this process left out, sorted: rows whose
         definition it cannot load (another release's, in a rolling deploy), each said
-        once at WARNING (:class:`~lldsched.stores.codec.Unreadable`).  The processes that
+        once at WARNING (:class:`~lldsched.stores.unreadable.Unreadable`).  The processes that
         can load them run them; this one neither deletes nor rewrites them."""
         self._refuse_if_forked()  # before the lock (as _using does)
         with self._lock:

@@ -6,7 +6,7 @@ snapshot, its records, the dead letter, the count of tasks).
 :class:`SqliteReads` is mixed into the store, as
 :class:`~lldsched.stores.sqlite_coordinated.CoordinatedMethods` is; the store's module
 opens the file and holds its writes.  ``load_all`` reads every row before it raises
-(:func:`~lldsched.stores.codec.load_each`: one :class:`~lldsched.errors.StoreError`
+(:func:`~lldsched.stores.unreadable.load_each`: one :class:`~lldsched.errors.StoreError`
 naming each task that cannot be loaded, nothing written; a shared store's scheduler
 asks for such a task to be left out instead, to the processes that can load it), then
 stores again under the callable's own path a definition that named it by an alias
@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot, finished, records_asked
-from lldsched.stores.codec import load_each, renamed
+from lldsched.stores.codec import renamed
 from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, TASKS, fetch, immediate
 from lldsched.stores.sqlite_rows import record_of as _record
 from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
+from lldsched.stores.unreadable import load_each
 
 if TYPE_CHECKING:
     from lldsched.stores.sqlite_gate import WriteGate

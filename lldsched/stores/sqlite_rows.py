@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from lldsched.errors import StoreError
 from lldsched.persistence import FINISHED_STATUSES, Task, TaskSnapshot
-from lldsched.stores.codec import Undecodable, record_from, resume_at, said, snapshot_from
+from lldsched.stores.rowvalues import Undecodable, record_from, resume_at, said, snapshot_from
 from lldsched.stores.sqlite_gate import WriteGate
 
 __all__ = [
@@ -95,7 +95,7 @@ naming a row, and the kind of each column (the schemas' types,
 :mod:`lldsched.stores.sqlite_schema`, :data:`~lldsched.stores.sqlite_shared.SHARED_SCHEMA`).
 A task's status and state columns and a record's columns are not here: they are checked
 as each row is read, type and range, by the one rule of both durable stores' rows
-(:func:`~lldsched.stores.codec.snapshot_from`, :func:`~lldsched.stores.codec.record_from`),
+(:func:`~lldsched.stores.rowvalues.snapshot_from`, :func:`~lldsched.stores.rowvalues.record_from`),
 so a row set wrong is refused by itself, the others read (docs/DECISIONS.md, "A row
 holding a value no write of lldsched makes")."""
 
@@ -107,7 +107,7 @@ AT_SHARED_OPEN = ("counters",)
 """The tables whose every row a shared open checks: the counters, which are no task's
 (every claim and write of every process numbers from them).  A value of a task's row or
 of its lease is that task's alone, refused as the row is read
-(:func:`~lldsched.stores.codec.check_kept`): the shared store leaves the task out and
+(:func:`~lldsched.stores.rowvalues.check_kept`): the shared store leaves the task out and
 runs the others, as for a bad state value (docs/DECISIONS.md)."""
 
 
@@ -136,7 +136,7 @@ SLOT = "CASE WHEN {t}slot_due = {t}next_run_at THEN {t}slot END"
 
 # Whether a row's ``waited`` is the slot its plan resumes at (TaskSnapshot.resumes), or
 # where its runs end (TaskSnapshot.until): the row keeps that slot itself (``resume_at``,
-# written by codec.resume_at), read with ``waited`` (codec.plan_ends): a slot to resume at
+# written by rowvalues.resume_at), read with ``waited`` (rowvalues.plan_ends): a slot to resume at
 # only while ``waited`` is still that slot.  A process of an older release (a rolling
 # upgrade) writes ``waited`` without it: a slot of its own (a run_now's) is not read as one
 # to resume at, and a row it never wrote reads neither, as before.
@@ -186,7 +186,7 @@ KEPT_COLUMNS = (
     "k.slot, k.attempt, k.token, k.holder, k.expires_at"
 )
 """What the store keeps beside a task's state (and its lease's, ``k``: NULL for none),
-checked as the row is read (:func:`~lldsched.stores.codec.check_kept`), after the state."""
+checked as the row is read (:func:`~lldsched.stores.rowvalues.check_kept`), after the state."""
 TASKS = "tasks t LEFT JOIN leases k ON k.task_id = t.id"
 """The table :data:`TASK_COLUMNS` reads: a task's row and its lease, if any."""
 TASK_COLUMNS = (  # a task row as snapshot_of reads it, FROM TASKS
@@ -227,9 +227,9 @@ def fetch(
     """Every row ``statement`` reads.  A text that is not UTF-8 (SQLite keeps any bytes as
     text: a row written by another tool, or damaged) failed the whole read in the driver,
     every task's, naming the column and no task; read again then, each such text is an
-    :class:`~lldsched.stores.codec.Undecodable`, which the row's check names with its task
-    and column (:func:`~lldsched.stores.codec.snapshot_from`,
-    :func:`~lldsched.stores.codec.record_from`) and the other rows are read.  Nothing is
+    :class:`~lldsched.stores.rowvalues.Undecodable`, which the row's check names with its task
+    and column (:func:`~lldsched.stores.rowvalues.snapshot_from`,
+    :func:`~lldsched.stores.rowvalues.record_from`) and the other rows are read.  Nothing is
     paid for it while every text decodes."""
     try:
         return connection.execute(statement, parameters).fetchall()
@@ -353,18 +353,18 @@ def snapshot_of(
     """The snapshot a row describes (its state: the columns of :data:`TASK_COLUMNS` after
     the status, :data:`KEPT_COLUMNS` last); ``task``: the definition to give it instead
     of the row's (one this
-    process cannot load: :class:`~lldsched.stores.codec.Unreadable`).  Every value is
-    checked by :func:`~lldsched.stores.codec.snapshot_from`, the one rule of both
-    durable stores' rows: an :class:`~lldsched.stores.codec.UnknownStatus` for a status
+    process cannot load: :class:`~lldsched.stores.unreadable.Unreadable`).  Every value is
+    checked by :func:`~lldsched.stores.rowvalues.snapshot_from`, the one rule of both
+    durable stores' rows: an :class:`~lldsched.stores.unreadable.UnknownStatus` for a status
     this release does not know (whatever ``task``), a
-    :class:`~lldsched.stores.codec.BadValue` naming each value of the wrong type or out
+    :class:`~lldsched.stores.unreadable.BadValue` naming each value of the wrong type or out
     of its range."""
     return snapshot_from(task_id, definition, status, state[:10], task=task, kept=state[10:])
 
 
 record_of = record_from
 """The record a row of :data:`RECORD_COLUMNS` describes
-(:func:`~lldsched.stores.codec.record_from`, both stores' rule)."""
+(:func:`~lldsched.stores.rowvalues.record_from`, both stores' rule)."""
 
 
 FINISHED = tuple(status.value for status in FINISHED_STATUSES)

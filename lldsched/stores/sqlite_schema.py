@@ -183,12 +183,12 @@ class FileFormat:
         by another tool, which SQLite's type affinity let keep a text it cannot read as a
         number (``'three'``, an ISO date) in a numeric column, would fail at its first
         use, deep inside, or be misread.  A task's status and state are not scanned here:
-        each row is checked as it is read (:func:`~lldsched.stores.codec.snapshot_from`),
+        each row is checked as it is read (:func:`~lldsched.stores.rowvalues.snapshot_from`),
         so a bad one is refused by itself and the others load (docs/DECISIONS.md).  A
         ``shared`` open scans only the counters
         (:data:`~lldsched.stores.sqlite_rows.AT_SHARED_OPEN`): a task's other columns and
         its lease are its own, checked as its row is read
-        (:func:`~lldsched.stores.codec.check_kept`), so a bad one leaves that task out,
+        (:func:`~lldsched.stores.rowvalues.check_kept`), so a bad one leaves that task out,
         not every process of a cluster stopped.  A
         :class:`StoreError` naming the table, the row, the column and the value of each
         (of the first ``most`` rows per table); only reads.  At open; in a

@@ -60,9 +60,9 @@ from typing import Any
 from lldsched.errors import StoreError, doc_url
 from lldsched.logs import STORE
 from lldsched.persistence import Claim, Lease, claim_narrowed
-from lldsched.stores.codec import Unreadable, lease_from
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.removals import FeedHorizons
+from lldsched.stores.rowvalues import lease_from
 from lldsched.stores.sqlite_file import identity
 from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
@@ -74,6 +74,7 @@ from lldsched.stores.sqlite_rows import (
     fetch,
     immediate,
 )
+from lldsched.stores.unreadable import Unreadable
 
 __all__ = ["TAKE", "SharedState", "bump", "count_records", "node_id"]
 
@@ -105,7 +106,7 @@ SELECT t.id, t.next_run_at, t.attempt, t.version,
  ORDER BY t.next_run_at, t.priority LIMIT :limit
 """
 # The same, passing the tasks this process left out (ids as a JSON array, :ids): it cannot
-# run them (codec.Unreadable).  Used only while there are any, so the usual claim's
+# run them (unreadable.Unreadable).  Used only while there are any, so the usual claim's
 # statement stays as it was.
 _CLAIMABLE_LEAVING = _CLAIMABLE.replace(
     " ORDER BY", "   AND t.id NOT IN (SELECT value FROM json_each(:ids))\n ORDER BY"
@@ -302,7 +303,7 @@ class SharedState:
     ) -> list[Claim]:
         """Claim up to ``limit`` due rows (see CoordinatedStore.claim: ``among``,
         ``leaving``), none of a task this process left out (it cannot load it:
-        :class:`~lldsched.stores.codec.Unreadable`); the caller holds the store's lock
+        :class:`~lldsched.stores.unreadable.Unreadable`); the caller holds the store's lock
         and no transaction is open."""
         if limit <= 0:
             return []
@@ -390,7 +391,7 @@ class SharedState:
         rows = connection.execute(
             "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases ORDER BY token"
         ).fetchall()
-        return [lease_from(row) for row in rows]  # checked: codec.lease_from
+        return [lease_from(row) for row in rows]  # checked: rowvalues.lease_from
 
     # -- the change feed -----------------------------------------------------------------
 
@@ -479,7 +480,7 @@ class SharedState:
         for _, task_id in gone:
             self.seen.pop(task_id, None)
         # A version that is no integer (a row set wrong past the store: its read refuses
-        # it, codec.check_kept) moves nothing.
+        # it, rowvalues.check_kept) moves nothing.
         versions = [row[1] for row in rows if type(row[1]) is int]
         versions += [version for version, _ in removed]
         if versions:

@@ -19,7 +19,7 @@ What the timer does with it, at every wake:
   the store picks what runs, up to the room in the hand-off queue, and each claim
   becomes a live entry carrying its token to :meth:`begin`.  A claim whose first
   slot to decide (the slot claimed; for an owed attempt, a retry or a takeover, the
-  slot after the one it runs: :func:`~lldsched.core.recovery.first_decided`) was due
+  slot after the one it runs: :func:`~lldsched.core.misfires.first_decided`) was due
   before this process was there (before it was built, or jumped over by the wall
   clock) and is late beyond its grace meets its misfire policy here, in the one
   process that holds the claim (:meth:`_misfire`), as at a restart;
@@ -55,8 +55,8 @@ from lldsched.core.context import RunContext
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.follow import claimed_entry, follow, load
 from lldsched.core.machine import SchedulerCore
+from lldsched.core.misfires import decide_misfire, first_decided
 from lldsched.core.names import RUNNABLE
-from lldsched.core.recovery import decide_misfire, first_decided
 from lldsched.core.storewrites import Kind
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, ValidationError
@@ -902,7 +902,7 @@ class Coordinator:
 
     def _unseen(self, task_id: str, owed: bool) -> bool:
         """Whether the claimed task's slots met downtime: the first slot a misfire decision
-        of it covers (:func:`~lldsched.core.recovery.first_decided`, the one rule a
+        of it covers (:func:`~lldsched.core.misfires.first_decided`, the one rule a
         restart decides from) passed before this process was there to claim it."""
         first = first_decided(self._core.tasks[task_id], owed=owed)
         return first is not None and first < self._since
@@ -911,7 +911,7 @@ class Coordinator:
         """The claimed slot, due before this process was there to claim it, meets its
         task's misfire policy, here and only here: the claim is this process's alone in
         its epoch.  Late beyond grace (by ``now``, the clock the claim itself used),
-        :func:`~lldsched.core.recovery.decide_misfire` decides, as at start in one
+        :func:`~lldsched.core.misfires.decide_misfire` decides, as at start in one
         process (``owed``: a claim that took over an expired lease, or a retry, is an
         owed attempt, as one in flight at a crash or a RETRYING row is to recovery: it
         runs, and the policy decides the slots after it), and :meth:`_write_decided`

@@ -1,4 +1,4 @@
-"""Fuzz target: a store's rows read back (``lldsched/stores/codec.py``).
+"""Fuzz target: a store's rows read back (``lldsched/stores/codec.py``, ``rowvalues.py``).
 
 ``python tools/fuzz/fuzz_codec.py [atheris flags, e.g. -max_total_time=300]``
 
@@ -46,13 +46,8 @@ with atheris.instrument_imports(include=["lldsched"]):
     from lldsched.errors import LldschedError, StoreError
     from lldsched.persistence import Task
     from lldsched.schedules.base import Schedule
-    from lldsched.stores.codec import (
-        Undecodable,
-        decode_task,
-        encode_task,
-        record_from,
-        snapshot_from,
-    )
+    from lldsched.stores.codec import decode_task, encode_task
+    from lldsched.stores.rowvalues import Undecodable, record_from, snapshot_from
 
 from _rule import run, timed
 
