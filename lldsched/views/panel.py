@@ -139,8 +139,15 @@ class _Shared:
 
     @property
     def all(self) -> list[Any]:
-        return [self.cell_layout, self.label_style, self.html_style, self.button_layout,
-                self.button_style, self.box_layout]  # fmt: skip
+        """Every layout and style it holds (what the panel closes, and a row keeps open)."""
+        return [
+            self.cell_layout,
+            self.label_style,
+            self.html_style,
+            self.button_layout,
+            self.button_style,
+            self.box_layout,
+        ]
 
 
 class _Row:
