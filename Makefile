@@ -41,13 +41,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Two worker processes (pytest-xdist), a test file at a time each: the notebooks' cells
+# Three worker processes (pytest-xdist), a test file at a time each: the notebooks' cells
 # and a file's module-wide fixtures stay in one process. Serial, the suite took about
-# 600 s on a two-core machine. PYTEST_WORKERS=0 runs it in this process.
+# 600 s on a two-core machine; in two workers 594 s, in three 484 s (a third of two
+# workers' time was waiting). PYTEST_WORKERS=0 runs it in this process.
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (many CI images set it):
 # the suite starts hundreds of Python processes, and each would compile lldsched from
-# source again (docs/DECISIONS.md, "The test suite in two processes").
-PYTEST_WORKERS ?= 2
+# source again (docs/DECISIONS.md, "The test suite in parallel workers").
+PYTEST_WORKERS ?= 3
 pytest: $(STAMP) $(CHROMIUM) postgresql
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 

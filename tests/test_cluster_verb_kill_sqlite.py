@@ -1,6 +1,6 @@
 """A process killed in the middle of a verb on a task, on a shared SQLite store: the
 cases and what they show are in :mod:`tests.cluster_verb_kill` (a file per engine, so
-that ``make test``'s two workers can run the two at once)."""
+that ``make test``'s workers can run the two at once)."""
 
 from __future__ import annotations
 

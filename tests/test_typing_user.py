@@ -170,7 +170,7 @@ def user_mypy(
     ``untyped``: the packages without types the project imports, each given the
     setting a user's configuration gives one (``ignore_missing_imports``), and no other
     setting of ours.  One run at a time in a folder (its lock, held across the run): two
-    from no cache at once, in xdist's two workers, each read pandas' stubs; one after
+    from no cache at once, in two of xdist's workers, each read pandas' stubs; one after
     the other, the second reads the first's cache."""
     config = ""  # a user's project: no configuration of ours
     if untyped:
