@@ -125,11 +125,14 @@ class Stopping(SchedulerParts):
             return True
         deadline = Deadline(timeout)
         found = None  # the state this call found, once it took the lock
+        read: tuple[float, Exception | None] = (0.0, None)  # a first call's _instant()
         try:
             with deadline.holding(self._lock) as hold:  # no Ctrl-C inside (Hold)
                 if hold.held:
                     found = self._state
                     self._state = STOPPED
+                    if found is not STOPPED:  # read as timing stops (_instant)
+                        read = self._instant()
                     self._wake.notify_all()
             if found is None:  # held past the whole timeout: nothing stopped, nothing changed
                 self._warn_not_stopped(timeout)
@@ -137,7 +140,9 @@ class Stopping(SchedulerParts):
             if found is STOPPED:  # a second call waits again for what the first left running
                 return self._shutdown_again(deadline)
             started = found is RUNNING or found is DEAD
-            return self._shutdown(drain=drain, timeout=timeout, deadline=deadline, started=started)
+            return self._shutdown(
+                drain=drain, timeout=timeout, deadline=deadline, started=started, read=read
+            )
         finally:
             if found is not None and found is not STOPPED:  # the first call, however it ends
                 try:
@@ -226,10 +231,19 @@ class Stopping(SchedulerParts):
             watched(self)  # its rows left stale were written now, or said
 
     def _shutdown(
-        self, *, drain: bool, timeout: float | None, deadline: Deadline, started: bool
+        self,
+        *,
+        drain: bool,
+        timeout: float | None,
+        deadline: Deadline,
+        started: bool,
+        read: tuple[float, Exception | None],
     ) -> bool:
-        """The first shutdown() past taking the lock: stop, drain or drop, join."""
-        instant = self._instant()
+        """The first shutdown() past taking the lock: stop, drain or drop, join (``read``:
+        the instant to drain up to, and the clock's error, from :meth:`_instant`)."""
+        instant, clock_error = read
+        if clock_error is not None:
+            self._say_clock_raised(clock_error, instant)
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(deadline.remaining())
         # The timer is stopped: the leases of the runs waited for are renewed meanwhile.
@@ -316,23 +330,33 @@ class Stopping(SchedulerParts):
             if done.done() and not done.cancelled():
                 stopper.join()
 
-    def _instant(self) -> float:
-        """The instant a shutdown drains up to: the clock's now.  If the injected clock
-        raises instead (rare), the timer's last reading (nothing counts as due by it if
-        the timer never woke), and the clock's error is logged with its traceback: the
-        shutdown goes on to its end (docs/DECISIONS.md, "A clock whose `now()` raises")."""
+    def _instant(self) -> tuple[float, Exception | None]:
+        """The instant a shutdown drains up to: the clock's now, read in the hold of the
+        lock that stops timing (caller holds it).  So the timer, which reads the clock
+        under the lock too, hands out nothing due after it, and a run that falls due once
+        the call stopped timing is not drained.  (Read once the lock was let go, it was as
+        late as the calling thread was slow to get there: a clock advanced after the timer
+        had ended was drained up to; a CI run under load.)  If the injected clock raises
+        instead (rare), the timer's last reading (nothing counts as due by it if the timer
+        never woke), with the error, which the caller logs once the lock is let go
+        (:meth:`_say_clock_raised`): the shutdown goes on to its end (docs/DECISIONS.md,
+        "A clock whose `now()` raises")."""
         try:
-            return self._clock.now()
-        except Exception:
+            return self._clock.now(), None
+        except Exception as error:
             woke = self._last_look.woke
-            instant = float("-inf") if woke is None else woke
-            log.exception(
-                "the scheduler's clock raised as shutdown() read the instant to drain up "
-                "to; it drains what was due by the timer's last reading (%r) and stops all "
-                "the same",
-                woke,
-            )
-            return instant
+            return (float("-inf") if woke is None else woke), error
+
+    def _say_clock_raised(self, error: Exception, instant: float) -> None:
+        """Log, with its traceback, the error the clock raised as :meth:`_instant` read it
+        (``instant``: the timer's last reading it drains up to instead)."""
+        log.error(
+            "the scheduler's clock raised as shutdown() read the instant to drain up "
+            "to; it drains what was due by the timer's last reading (%r) and stops all "
+            "the same",
+            None if instant == float("-inf") else instant,
+            exc_info=error,
+        )
 
     def _refuse_on_loop(self, verb: str) -> None:
         """Raise if the caller is one of this scheduler's coroutine runs: a shutdown there
