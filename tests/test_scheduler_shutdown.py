@@ -6,6 +6,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from types import TracebackType
 
 import pytest
 
@@ -19,8 +20,10 @@ from lldsched import (
     SchedulerStateError,
     TaskStatus,
 )
-from lldsched.threaded.deadline import Flag
-from tests.conftest import SchedulerFactory
+from lldsched.threaded import stopping
+from lldsched.threaded.deadline import Deadline, Flag, Hold
+from lldsched.threaded.parts import STOPPED
+from tests.conftest import T0, SchedulerFactory
 from tests.waits import wait_until
 
 
@@ -51,6 +54,42 @@ def test_shutdown_stops_the_timer_before_draining_the_pool(
     release.set()
     closing.join(5)
     assert busy.status is TaskStatus.SUCCEEDED
+    assert later.status is TaskStatus.SCHEDULED and later.history == ()
+
+
+def test_a_clock_that_moves_on_as_shutdown_lets_go_of_its_lock_adds_nothing_to_the_drain(
+    make_scheduler: SchedulerFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The instant a drain goes up to is read as timing stops, in the same hold of the
+    lock: a thread slow to go on once it let that lock go (the clock moved meanwhile)
+    drains nothing that fell due after.  (Before, it read the clock after letting go:
+    "later", due 10 s on, ran in the drain; seen in a CI run under load as a flake of
+    the test above.  Here the clock moves at once as the lock is let go.)"""
+    scheduler = make_scheduler(workers=1, clock=clock)
+    later = scheduler.schedule("later", lambda: None, OneTime(delay=10))
+    moved: list[float] = []
+
+    class MovesOn(Hold):
+        """The lock's hold, whose first let-go once timing stopped moves the clock 10 s."""
+
+        def __exit__(
+            self,
+            kind: type[BaseException] | None,
+            error: BaseException | None,
+            trace: TracebackType | None,
+        ) -> None:
+            super().__exit__(kind, error, trace)
+            if not moved and scheduler._state is STOPPED:
+                moved.append(clock.now())
+                clock.advance(10)
+
+    class Holding(Deadline):
+        def holding(self, lock: threading.Lock) -> Hold:
+            return MovesOn(lock, self)
+
+    monkeypatch.setattr(stopping, "Deadline", Holding)
+    assert scheduler.shutdown(timeout=10) is True
+    assert moved == [T0]
     assert later.status is TaskStatus.SCHEDULED and later.history == ()
 
 
