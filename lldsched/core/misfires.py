@@ -26,12 +26,12 @@ says, ``error`` text saying so) stands for all the later ones, and the task
 resumes at its first slot after now.  A slot of such a plan that meets the policy
 again (a restart during the plan, a later jump, a claim in shared mode) is not decided
 again: the plan goes on as it was cut, and only the slots after it meet the policy
-(:func:`decide_misfire`, :func:`_cut`).  A ``FixedDelay`` misses one slot however long
+(:func:`decide_misfire`, :func:`cut_record`).  A ``FixedDelay`` misses one slot however long
 the downtime: its slots count from finishes that never happened.
 
 **Applying it** (:func:`_apply`): the decisions recorded, each slot once (a restart
 killed among them decides the same slots again), then the task queued as decided
-(:func:`_queue`: its runs, and where its schedule takes over from them).
+(:func:`queue_as_decided`: its runs, and where its schedule takes over from them).
 """
 
 from __future__ import annotations
@@ -55,10 +55,15 @@ __all__ = [
     "MISSED",
     "History",
     "Plan",
+    "cut_record",
     "decide_misfire",
+    "first_after",
     "first_decided",
     "passed_slots",
     "plan",
+    "plan_as_cut",
+    "queue_as_decided",
+    "record_decisions",
 ]
 
 log = logging.getLogger(JOBS)  # a schedule that raised
@@ -70,7 +75,7 @@ MISSED = Outcome.MISSED
 
 History = Callable[[], Sequence[ExecutionRecord]]
 """Where a task's records are read to find a plan cut at :data:`MAX_SLOTS` (the record
-standing for the slots beyond the cap: :func:`_cut`), called only when one may matter.
+standing for the slots beyond the cap: :func:`cut_record`), called only when one may matter.
 None in its place: the task's own history, which recovery restored from the store.  A
 process sharing a store passes the store's (``store.records(task_id)``): its own history
 holds only the runs it ran, and another process decided the plan."""
@@ -230,7 +235,7 @@ def _tail_text(following: float, now: float, action: Misfire, after: float | Non
     (:func:`~lldsched.core.names.cap_text`): that they passed unrun, what decided them
     and when, the first of them, what became of them (not run; under ``RUN_ONCE``
     coalesced into its one run, the last listed slot's) and where the task goes on
-    (``after``).  Read back by its prefix alone (:func:`_cut`)."""
+    (``after``).  Read back by its prefix alone (:func:`cut_record`)."""
     fate = (
         "coalesced into the one run the policy made (the slot before them)"
         if action is Misfire.RUN_ONCE
@@ -276,9 +281,9 @@ def decide_misfire(
     the process that claims a slot due before it was there (:mod:`lldsched.threaded.shared`).
 
     A slot of a plan cut at :data:`MAX_SLOTS` (the history holds the record standing for
-    the slots beyond the cap, at or after that slot: :func:`_cut`) was decided already: the
+    the slots beyond the cap, at or after that slot: :func:`cut_record`) was decided already: the
     plan goes on as it was cut, and only the slots from its resume slot up to ``now``
-    meet the policy (:func:`_cut_plan`, :func:`_and_since`).  Decided again from that
+    meet the policy (:func:`plan_as_cut`, :func:`_and_since`).  Decided again from that
     slot, the slots the cap's record stood for were counted twice: recorded missed once
     more, and the latest of them run instead of the plan's own.  ``history``: where that
     record is looked for, read only once the policy decides (:data:`History`).
@@ -309,13 +314,13 @@ def decide_misfire(
         if until is not None and first < until:
             return _go_on(core, task, schedule, until, now, owed=owed, token=token, known=known)
     records = task.history if history is None else history()
-    cut = _cut(records, first)
+    cut = cut_record(records, first)
     if cut is not None:  # ``first`` is a slot of a plan cut at the cap
         own = unwrap(task._schedule)
         # An owed first attempt (in flight when the process died) is a run of the plan
         # that left no record; a retry's slot has its first attempt's.
         made = 1 if owed and task.attempt == 0 else 0
-        cut_plan = _cut_plan(own, first, cut, records, policy, made=made, origin=origin)
+        cut_plan = plan_as_cut(own, first, cut, records, policy, made=made, origin=origin)
         decided = _and_since(cut_plan, own, now, policy, origin=origin)
     return _apply(core, task, decided, due if owed else None, token=token, known=known)
 
@@ -414,7 +419,7 @@ def first_decided(task: ScheduledTask, *, owed: bool) -> float | None:
     return following_slot(task._schedule, task.slot, origin=task._grid)
 
 
-def _cut_plan(
+def plan_as_cut(
     own: Schedule,
     first: float,
     cut: ExecutionRecord,
@@ -477,7 +482,7 @@ def _runs_since(history: Sequence[ExecutionRecord], cut: ExecutionRecord) -> int
 def _and_since(
     decided: Plan, own: Schedule, now: float, policy: MisfirePolicy, *, origin: float | None
 ) -> Plan:
-    """``decided`` (:func:`_cut_plan`), then the slots from its resume slot up to ``now``
+    """``decided`` (:func:`plan_as_cut`), then the slots from its resume slot up to ``now``
     as ``policy`` decides them: they passed after the plan was decided (a restart's own
     downtime, a later jump), and are misfires of their own."""
     resume = decided.resume
@@ -506,12 +511,12 @@ def _apply(
     written after the last) left some of them in the store with the task still due
     where it was, and the next restart decides the same slots again.
     """
-    records = _record(core, task, decided.decisions, token=token, known=known)
-    _queue(core, task, decided, owed)
+    records = record_decisions(core, task, decided.decisions, token=token, known=known)
+    queue_as_decided(core, task, decided, owed)
     return records
 
 
-def _record(
+def record_decisions(
     core: SchedulerCore,
     task: ScheduledTask,
     decisions: Sequence[tuple[float, Outcome, str | None]],
@@ -532,7 +537,9 @@ def _record(
     ]
 
 
-def _queue(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float | None) -> None:
+def queue_as_decided(
+    core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float | None
+) -> None:
     """Queue ``task`` as ``decided`` says, after its ``owed`` attempt (cancelled if
     nothing is left to run)."""
     own = unwrap(task._schedule)  # a catch-up decided earlier is superseded
@@ -565,7 +572,7 @@ def _queue(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
     )
 
 
-def _cut(history: Sequence[ExecutionRecord], slot: float) -> ExecutionRecord | None:
+def cut_record(history: Sequence[ExecutionRecord], slot: float) -> ExecutionRecord | None:
     """The record that stands for the slots beyond :data:`MAX_SLOTS` of a catch-up that
     ``slot`` is a slot of (the first such record at or after ``slot``), if the history
     holds one: the plan's slots end before it, and the task resumes at the first slot

@@ -45,14 +45,14 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.misfires import (
     History,
     Plan,
-    _cut,
-    _cut_plan,
-    _queue,
-    _record,
+    cut_record,
     decide_misfire,
     first_after,
     passed_slots,
     plan,
+    plan_as_cut,
+    queue_as_decided,
+    record_decisions,
 )
 from lldsched.core.names import RETRYING, SCHEDULED, runnable
 from lldsched.core.task import Restored, ScheduledTask
@@ -118,7 +118,7 @@ def stored_plan(
     slots after that one are decided again, from ``waited`` up to ``now``, grace not asked
     (they misfired when the plan was made: :func:`plan`).  The task keeps its status, due
     where it was, with that plan behind.  A plan cut at
-    :data:`~lldsched.core.misfires.MAX_SLOTS` is put back as it was (:func:`_cut`).  Any
+    :data:`~lldsched.core.misfires.MAX_SLOTS` is put back as it was (:func:`cut_record`).  Any
     other policy's plan, and one whose ``waited`` is the slot to resume at, holds no
     slot after ``waited``: nothing was lost.  Returns the decisions
     that plan took (slots beyond ``max_catch_up``), for the caller to record or not:
@@ -158,19 +158,19 @@ def stored_plan(
     if until is not None:  # where the plan ends is kept: its slots, as they were decided
         slots, _ = passed_slots(own, waited, until, origin=origin)
         runs = [slot for slot in slots if slot < until]
-        _queue(core, task, Plan(runs, [], SCHEDULE_DECIDES, True), owed)
+        queue_as_decided(core, task, Plan(runs, [], SCHEDULE_DECIDES, True), owed)
         return []
     decided = plan(own, waited, now, policy, grace=False, origin=origin)
     if not decided.misfired:  # ``waited`` is still to come: no slot after it passed
         return []
     records = task.history if history is None else history()
-    cut = _cut(records, waited)
+    cut = cut_record(records, waited)
     if cut is not None:  # the plan, cut at MAX_SLOTS, ended before the record for the rest
         # The run due (``owed``, ahead of ``waited``) is a run of the plan no record counts,
         # unless it is a retry: its slot's first attempt is recorded (``_runs_since``).
         made = 1 if task.attempt == 0 else 0
-        decided = _cut_plan(own, waited, cut, records, policy, made=made, origin=origin)
-    _queue(core, task, decided, owed)
+        decided = plan_as_cut(own, waited, cut, records, policy, made=made, origin=origin)
+    queue_as_decided(core, task, decided, owed)
     return decided.decisions
 
 
@@ -233,10 +233,10 @@ def recover(
             core.owe(task)
         # Its decisions are recorded unless the passed slots meet the policy again, from
         # the slot due (which decides this plan's slots too): recorded first, a cap's
-        # record of them would read as that slot's plan's (_cut).
+        # record of them would read as that slot's plan's (cut_record).
         misfired = _queue_restored(core, task, owed, now)
         if misfired is None:
-            _record(core, task, decided)
+            record_decisions(core, task, decided)
         if found is not None and (misfired is not None or owed) and task.status in _QUEUED:
             written = None if misfired is None else tuple(misfired)
             left = task.next_run_at
@@ -399,7 +399,7 @@ def _decide_again(core: SchedulerCore, task: ScheduledTask, found: Found, now: f
     The records recovery wrote stay: decided again, each of their slots is decided as
     then, and none is recorded twice (``known``: the history holds only its last
     ``history_limit`` records); the decision reads the history without them (its record
-    standing for the slots beyond the cap would read as a cut plan's, :func:`_cut`).
+    standing for the slots beyond the cap would read as a cut plan's, :func:`cut_record`).
     The runs recovery decided are decided again (``RUN_ALL``'s oldest, a ``RUN_ONCE``
     run, may be ``missed`` or ``coalesced`` now).  Decided instead
     from where recovery left the task, an owed attempt (at-least-once: not a slot of the
@@ -422,7 +422,7 @@ def _decide_again(core: SchedulerCore, task: ScheduledTask, found: Found, now: f
         now,
         owed=found.owed,
         # Its records, less those recovery wrote: one standing for the slots beyond the
-        # cap would read as a cut plan's (_cut), where this decision makes it again.
+        # cap would read as a cut plan's (cut_record), where this decision makes it again.
         history=lambda: [record for record in task.history if record not in written],
         known={record.slot for record in written},
     )
