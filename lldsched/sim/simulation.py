@@ -80,7 +80,8 @@ and the event loop.
 **A store that holds tasks** is recovered at construction, at ``start``, by the
 same :func:`lldsched.core.recovery.recover` as the threaded runtime: misfire
 decisions included.  A shared store's rows are registered as they are, as a process
-of the cluster registers them, and nothing is written there (:func:`_load_as_stored`).
+of the cluster registers them, and nothing is written there
+(:func:`~lldsched.sim.sharedstore.load_as_stored`).
 Models are not stored: restored tasks take no time and
 never fail unless :meth:`Simulation.model` says otherwise.
 """
@@ -97,11 +98,10 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 from lldsched import checks
-from lldsched.clock import LATEST, to_timestamp, within_datetimes
+from lldsched.clock import to_timestamp, within_datetimes
 from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
-from lldsched.core.follow import load
 from lldsched.core.ids import IdGenerator
 from lldsched.core.isolation import is_loop_action, killed_at_deadline, worker_killed
 from lldsched.core.machine import SchedulerCore
@@ -113,7 +113,7 @@ from lldsched.core.runs import cancelled_error, rearmed
 from lldsched.core.storewrites import say_left_stale
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import SchedulerStateError, StoreError, ValidationError, error_text
+from lldsched.errors import ValidationError, error_text
 from lldsched.listeners import (
     Listener,
     Registered,
@@ -124,10 +124,11 @@ from lldsched.listeners import (
 )
 from lldsched.logs import Repeats, instant_text
 from lldsched.model import ExecutionRecord, TaskEvent
-from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
+from lldsched.persistence import TaskStore, is_shared
 from lldsched.sim.awaiting import PrivateLoop
-from lldsched.sim.clock import VirtualClock
-from lldsched.sim.lanes import Waiting
+from lldsched.sim.clock import LAST_INSTANT, VirtualClock
+from lldsched.sim.interrupts import SHUT_DOWN_INSIDE, Interrupts
+from lldsched.sim.lanes import Handed, Waiting
 from lldsched.sim.models import (
     NO_RNG,
     TaskModels,
@@ -135,6 +136,7 @@ from lldsched.sim.models import (
     failure_of,
     simulated_failure,
 )
+from lldsched.sim.sharedstore import load_as_stored, runs_unclaimed
 from lldsched.sim.verbs import SimulationVerbs
 
 __all__ = ["MAX_WORKERS", "SimStep", "Simulation"]
@@ -146,28 +148,7 @@ the start (ten million took 420 MB), and a pool that large never keeps a run wai
 _INF = math.inf  # "no such event"
 _HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
 _HANDED = "handed"  # _next_start picked the first awaitable waiting in _handed
-_LAST_INSTANT = math.nextafter(LATEST, -_INF)
-"""The last instant a ``datetime`` shows (9999-12-31T23:59:59.99997 UTC, the last float
-before :data:`~lldsched.clock.LATEST`) and the last virtual time reaches: an event after
-it (a slot, a retry, a run's modelled finish in year 10000) is never reached, as the
-threaded runtime's clock never reaches it (docs/DECISIONS.md, "Virtual time ends with
-year 9999").  ``_INF`` is after every event."""
 SHUT_DOWN = "CancelledError: scheduler shut down"  # a coroutine run a shutdown's timeout cut
-
-
-class _ShutDownInside(BaseException):
-    """Never raised: heard (``Simulation._heard``) when :meth:`Simulation.shutdown` was
-    made inside the event loop (an intervention, a listener, an action), so that the
-    loop stops there, as a Ctrl-C stops it, without raising anything."""
-
-
-_SHUT_DOWN_INSIDE = _ShutDownInside()
-
-Handed = tuple[float, Run, float, "str | None", "str | None", bool, int]
-"""A plain function's awaitable waiting for a place on the coroutine lane: (the instant it
-was handed over, its run, its modelled duration, error, result, timed out, the queue's
-:meth:`~lldsched.core.duequeue.TaskQueue.mark` then: an entry pushed later has a larger
-sequence)."""
 
 
 def _rearmed_end(
@@ -212,22 +193,6 @@ class _Hearing:
         self.repeats = Repeats()
 
 
-class _Interrupts:
-    """What :meth:`Simulation._torn` keeps: ``whole``, what the event loop raises with its
-    event whole (a model's error, an action's or an intervention's raise: anything else
-    out of it landed mid-step); ``torn_at``, the instant a Ctrl-C that landed mid-step
-    (or mid-verb) left the simulation at (None: it did not), ``torn_by``, that Ctrl-C as
-    a record says an error, and ``torn_in``, the verb it landed in ("": the loop)."""
-
-    __slots__ = ("torn_at", "torn_by", "torn_in", "whole")
-
-    def __init__(self) -> None:
-        self.whole: BaseException | None = None
-        self.torn_at: float | None = None
-        self.torn_by = ""
-        self.torn_in = ""
-
-
 class SimStep(NamedTuple):
     """What one :meth:`Simulation.step` did: ``kind`` is "finish", "intervention", "start"
     or "blocked" (a dependent came due and the core held it BLOCKED: no run started, no
@@ -243,37 +208,6 @@ def _given(value: float | datetime, instant: float) -> str:
     """An instant a caller passed, as a refusal quotes it: as given, and in ISO 8601 UTC
     too when it was given as epoch seconds (``1767571200.0 (2026-01-05T00:00:00.000+00:00)``)."""
     return repr(value) if isinstance(value, datetime) else f"{value!r} ({instant_text(instant)})"
-
-
-def _load_as_stored(core: SchedulerCore, store: TaskStore) -> None:
-    """Register a shared store's rows as they are, as a process of the cluster does
-    (:meth:`lldsched.threaded.shared.Coordinator.load`), never a restart's recovery:
-    that decides every task's passed slots and writes them (records of slots missed or
-    coalesced, plans, due instants at the simulated clock's) into rows the live
-    processes follow, with no lease and no fencing token.  Nothing is decided, and the
-    store is muted while the rows are registered: building a simulation there writes
-    nothing (docs/CLUSTER.md, "Limits")."""
-    if not isinstance(store, CoordinatedStore):
-        raise ValidationError(f"{store!r} says shared=True but lacks the CoordinatedStore methods")
-    rows = store.load_all()  # a row this code cannot load refuses the store, as recovery's
-    with store.muted():
-        load(core, rows, records_of=store.records, dead_letter=store.dead_letter())
-
-
-def _runs_unclaimed(store: TaskStore) -> StoreError:
-    """The refusal of a simulation's runs on a shared store (``store.shared``: a SQLite
-    store opened ``shared=True``, a PostgreSQL store): it runs every due slot itself,
-    with no claim and no fencing token, and writes each run's record and its task's next
-    state, which the processes sharing the store then follow (docs/CLUSTER.md, "Limits")."""
-    return StoreError(
-        f"a Simulation cannot run on the shared store {store!r}: it runs every due slot "
-        "itself, with no claim and no fencing token, and writes each run's record and its "
-        "task's next state, which every process sharing the store then follows (slots "
-        "recorded as run that never ran, due instants moved to simulated ones). Simulate on "
-        "a copy opened without shared=True (SQLite: a backup of the file; PostgreSQL: the "
-        "tasks loaded with load_all() and registered on an in-memory simulation); a "
-        "Simulation built on a shared store may still register and read its tasks"
-    )
 
 
 class Simulation(SimulationVerbs):
@@ -392,16 +326,16 @@ class Simulation(SimulationVerbs):
         # and not raised yet: _advance raises the first once that event is whole (_emit).
         self._heard: list[BaseException] = []
         self._in_verb = False  # inside a verb: a listener's or store's Ctrl-C waits (_whole)
-        # One attribute for what _torn reads and writes: a 30th of the instance's own
+        # One attribute for what Interrupts.mark_torn reads and writes: a 30th of the instance's own
         # took CPython 3.11 past its shared-keys limit, and every attribute read of the
         # loop slowed (+0.9 % instructions a simulated run).
-        self._interrupts = _Interrupts()
+        self._interrupts = Interrupts()
         # The first shutdown()'s bound: what is due by it starts in its drain (its instant,
         # or -inf without a drain).  None: not shut down (the verbs' check, verbs.py).
         self._stopped_at: float | None = None
         if store is not None:
             if is_shared(store):  # its rows as they are: it writes nothing there
-                _load_as_stored(self._core, store)
+                load_as_stored(self._core, store)
             else:
                 recover(self._core, store)
             for task_id, task in self._core.tasks.items():  # one retired at once needs none
@@ -479,7 +413,8 @@ class Simulation(SimulationVerbs):
         core's transition, in the middle of a verb) is let out too, and the simulation
         moves no further: this,
         :meth:`run_for` and :meth:`step` raise
-        :class:`~lldsched.errors.SchedulerStateError` from then on (:meth:`_torn`)."""
+        :class:`~lldsched.errors.SchedulerStateError` from then on
+        (:meth:`Interrupts.mark_torn <lldsched.sim.interrupts.Interrupts.mark_torn>`)."""
         self._check_running("run until", until)
         end = to_timestamp(until, name="until")
         if end < self.now:
@@ -513,7 +448,7 @@ class Simulation(SimulationVerbs):
         :meth:`run` lets out (after :meth:`shutdown`, a
         :class:`~lldsched.errors.SchedulerStateError`)."""
         self._check_running("step")
-        return self._advance(_LAST_INSTANT, events=1)
+        return self._advance(LAST_INSTANT, events=1)
 
     def shutdown(self, *, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
         """End the simulation as ``Scheduler.shutdown()`` ends a scheduler, in virtual
@@ -567,9 +502,10 @@ class Simulation(SimulationVerbs):
         a ``drain`` not True or False or a bad ``timeout``, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds the store
         (nothing is changed then).  On a shared store, where it never runs
-        (:func:`_runs_unclaimed`), it drains nothing and returns True.  After a Ctrl-C
-        that left it half updated
-        (:meth:`_torn`) it drains nothing and returns False, the rest as always.
+        (:func:`~lldsched.sim.sharedstore.runs_unclaimed`), it drains nothing and returns
+        True.  After a Ctrl-C that left it half updated
+        (:meth:`Interrupts.mark_torn <lldsched.sim.interrupts.Interrupts.mark_torn>`) it
+        drains nothing and returns False, the rest as always.
         ``with Simulation(...) as sim:`` calls it on leaving the block; from a
         coroutine, ``await sim.aclose()`` (and ``async with``) is the same end.
         """
@@ -579,17 +515,17 @@ class Simulation(SimulationVerbs):
         if self._stopped_at is None:  # the first call's drain holds for good
             self._stopped_at = self.now if drain else -_INF
             self._interventions.clear()
-        deadline = _LAST_INSTANT if seconds is None else min(self.now + seconds, _LAST_INSTANT)
+        deadline = LAST_INSTANT if seconds is None else min(self.now + seconds, LAST_INSTANT)
         try:
-            if self._interrupts.torn_at is not None:  # nothing drains (_torn)
+            if self._interrupts.torn_at is not None:  # nothing drains (Interrupts.mark_torn)
                 return False
-            if is_shared(self._store):  # it never ran (_runs_unclaimed): nothing drains
+            if is_shared(self._store):  # it never ran (runs_unclaimed): nothing drains
                 return True
             self._advance(deadline, events=-1, due_by=self._stopped_at)
             late = self._out_of_time(deadline)
-            self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish
+            self._advance(LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish
             if self._advancing:  # made inside run(): that loop ends here (_stop_heard)
-                self._heard.append(_SHUT_DOWN_INSIDE)
+                self._heard.append(SHUT_DOWN_INSIDE)
         finally:
             writes = self._core.store_writes
             if writes is not None and writes.outage is not None:
@@ -662,7 +598,7 @@ class Simulation(SimulationVerbs):
 
     # -- the event loop ----------------------------------------------------------------
 
-    def _advance(self, end: float, *, events: int, due_by: float = _LAST_INSTANT) -> SimStep | None:
+    def _advance(self, end: float, *, events: int, due_by: float = LAST_INSTANT) -> SimStep | None:
         """Process events in order (see the module docstring) until the next one is
         after ``end`` or ``events`` have been processed (``-1``: no limit); returns the
         last event processed, or None if there was none.  An entry due after ``due_by``
@@ -673,11 +609,11 @@ class Simulation(SimulationVerbs):
         describes in three locals, so a day of events costs no per-event objects.
         """
         if self._interrupts.torn_at is not None:  # (one test a call, none an event)
-            self._refuse_torn()
+            self._interrupts.refuse_torn()
         if self._store is not None:  # its runs write: refused while a scheduler runs on it
             storeuse.check(self._store, self)
             if is_shared(self._store):
-                raise _runs_unclaimed(self._store)
+                raise runs_unclaimed(self._store)
         clock = self._clock
         advance_to = clock.advance_to
         now = clock.now()
@@ -765,8 +701,8 @@ class Simulation(SimulationVerbs):
                     else:  # a run that takes no time finishes at once
                         kind, record = "finish", begun
         except BaseException as exc:
-            if exc is not self._interrupts.whole:  # landed mid-step (a real Ctrl-C): _torn
-                self._torn(exc)
+            if exc is not self._interrupts.whole:  # landed mid-step (a real Ctrl-C): torn
+                self._interrupts.mark_torn(exc, self.now)
             self._interrupts.whole = None
             raise
         finally:
@@ -779,54 +715,17 @@ class Simulation(SimulationVerbs):
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
 
-    def _torn(self, exc: BaseException, inside: str = "") -> None:
-        """``exc`` came out of the event loop mid-step: not from an action, a model or an
-        intervention (each raised with its event whole), nor a listener's or a store's
-        Ctrl-C (kept until the event is whole, :meth:`_emit`), but one that landed
-        between two of the loop's steps or inside the core's transition, as a real
-        Ctrl-C (SIGINT) can, at any bytecode where Python checks for a signal.  What the
-        simulation holds may be half updated then (a finish taken off its heap and never
-        recorded, a worker never freed, a due entry taken and never started): it moves no
-        further (:meth:`_refuse_torn`), rather than give records that are silently wrong
-        (docs/DECISIONS.md, "A Ctrl-C that lands mid-step stops the simulation for good").
-        ``inside``: the verb it landed in the middle of instead (``"pause 'task-1'"``), a
-        task resumed and never queued, a row never written (:meth:`_whole`)."""
-        interrupts = self._interrupts
-        if interrupts.torn_at is None:
-            interrupts.torn_at = self.now
-            interrupts.torn_by = error_text(exc)
-            interrupts.torn_in = inside
-
-    def _refuse_torn(self) -> None:
-        """:meth:`run`, :meth:`run_for`, :meth:`step` after :meth:`_torn`: a
-        :class:`~lldsched.errors.SchedulerStateError` naming the instant and what tore it,
-        and what to do (build it again: the same seed and scenario replay it)."""
-        interrupts = self._interrupts
-        assert interrupts.torn_at is not None
-        where = (
-            f"in the middle of its verb {interrupts.torn_in}, not in a listener or a store "
-            "call, and may have left it half made (a store's row of the task included)"
-            if interrupts.torn_in
-            else "between two of its steps, not in an action, model, intervention, listener "
-            "or store call, and may have left them half done"
-        )
-        raise SchedulerStateError(
-            f"the simulation cannot move on from {instant_text(interrupts.torn_at)}: an "
-            f"interrupt ({interrupts.torn_by}) landed there {where}; read what it holds, then "
-            "build it again (the same seed and scenario replay it)"
-        )
-
     def _stop_heard(self) -> None:
         """What :meth:`_advance` heard in its last event stopped it: the first Ctrl-C (a
         listener's, or a store save's) is raised; a :meth:`shutdown` made inside the loop
         ends it there, and the runs still in flight then finish, nothing more starting (an
         action's own run, which made the shutdown, was not in flight yet for its drain)."""
         heard = self._heard
-        raised = [caught for caught in heard if caught is not _SHUT_DOWN_INSIDE]
+        raised = [caught for caught in heard if caught is not SHUT_DOWN_INSIDE]
         shut_down = len(raised) != len(heard)
         heard.clear()
         if shut_down and not raised:
-            self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)
+            self._advance(LAST_INSTANT, events=-1, due_by=-_INF)
         if raised:
             raise raised[0]
 

@@ -45,6 +45,7 @@ from lldsched.model import Priority, TaskEvent
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.sim.clock import VirtualClock
+from lldsched.sim.interrupts import Interrupts
 from lldsched.sim.lanes import Reads, Waiting
 from lldsched.sim.models import (
     NO_RNG,
@@ -84,6 +85,7 @@ class SimulationVerbs:
     _advancing: bool  # inside the event loop: a listener's Ctrl-C waits for its event
     _in_verb: bool  # inside a verb: a listener's or a store's Ctrl-C waits for it (_whole)
     _heard: list[BaseException]  # those Ctrl-Cs, not raised yet
+    _interrupts: Interrupts  # what the loop raises whole, and a Ctrl-C that tore it
 
     if TYPE_CHECKING:
 
@@ -103,8 +105,6 @@ class SimulationVerbs:
         def running(self) -> bool: ...
 
         def _emit(self, event: TaskEvent) -> None: ...
-
-        def _torn(self, exc: BaseException, inside: str = "") -> None: ...
 
     def schedule(
         self,
@@ -272,7 +272,7 @@ class SimulationVerbs:
 
         Any other interrupt out of the block (a real Ctrl-C that landed between two of
         its statements, inside the core's verb) may have left it half made: the
-        simulation is torn (``Simulation._torn``), but for a store's that refused the
+        simulation is torn (``Interrupts.mark_torn``), but for a store's that refused the
         registration or the change of definition, which the core put back
         (``StoreWrites.refused``).  docs/DECISIONS.md, "A Ctrl-C in a simulation's verb"."""
         outer = self._in_verb
@@ -290,7 +290,7 @@ class SimulationVerbs:
             raise
         except BaseException as exc:
             if not isinstance(exc, Exception) and (writes is None or id(exc) != writes.refused):
-                self._torn(exc, f"{verb} {subject!r}")
+                self._interrupts.mark_torn(exc, self.now, f"{verb} {subject!r}")
             if mine:
                 self._heard.clear()
             raise
