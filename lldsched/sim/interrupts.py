@@ -1,6 +1,6 @@
 """Interrupts: what stops a simulation's event loop part way, and a Ctrl-C that tears it.
 
-The event loop (``Simulation._advance``) lets out what an action, a model or an
+The event loop (:mod:`~lldsched.sim.eventloop`) lets out what an action, a model or an
 intervention raises with its event whole (:attr:`Interrupts.whole`), and raises a
 listener's or a store's ``KeyboardInterrupt`` once the event it came in is whole
 (``Simulation._heard``).  A :meth:`Simulation.shutdown
