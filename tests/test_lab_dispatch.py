@@ -71,7 +71,7 @@ def test_a_latency_measured_over_no_repeat_is_refused_naming_it() -> None:
 
 def test_a_listener_under_the_lock_cannot_act_on_its_scheduler() -> None:
     """Why the lab's dispatcher has no queue for the events a listener's verb publishes
-    (a ``Simulation``'s has: ``_Hearing``): under the lock no verb of a listener gets
+    (a ``Simulation``'s has: ``Hearing``): under the lock no verb of a listener gets
     that far.  ``shutdown`` is the one verb that gives up (the others wait for good): at
     its timeout, having stopped nothing, while the listeners still hear the event."""
     log = EventLog()

@@ -1,12 +1,21 @@
-"""VirtualClock: the simulation's time, which only the simulation moves."""
+"""VirtualClock: the simulation's time, which only the simulation moves, and its end."""
 
 from __future__ import annotations
 
+import math
 import threading
 
+from lldsched.clock import LATEST
 from lldsched.errors import SchedulerStateError
 
-__all__ = ["VirtualClock"]
+__all__ = ["LAST_INSTANT", "VirtualClock"]
+
+LAST_INSTANT = math.nextafter(LATEST, -math.inf)
+"""The last instant a ``datetime`` shows (9999-12-31T23:59:59.99997 UTC, the last float
+before :data:`~lldsched.clock.LATEST`) and the last virtual time reaches: an event after
+it (a slot, a retry, a run's modelled finish in year 10000) is never reached, as the
+threaded runtime's clock never reaches it (docs/DECISIONS.md, "Virtual time ends with
+year 9999").  The event loop's ``_INF`` is after every event."""
 
 
 class VirtualClock:

@@ -1,4 +1,5 @@
-"""Waiting: where a simulated entry waits, set aside from the heap, while its lane is full.
+"""Waiting: where a simulated entry waits, set aside from the heap, while its lane is full
+(and :data:`Handed`, how a handed-over awaitable waits for a place on the coroutine lane).
 
 The simulation starts runs on two lanes, as the threaded runtime does: the virtual
 workers (thread and process tasks) and, beside them, the coroutine lane (``async def``
@@ -29,6 +30,11 @@ handed it to the event loop, where it waits for a slot, and it counts where
 simulation reads of the entries it sets aside").  Once the simulation is shut down no
 entry waits for the loop (on threads it is closed, ``coroutines`` 0): a coroutine
 entry left due counts as a thread entry left due does, in the heap and in ``lag``.
+
+**An awaitable a plain function returned** waits apart, its worker free already: not
+an entry of the heap but a :data:`Handed`, in the order handed over, until it gets a
+place on the coroutine lane (docs/DECISIONS.md, "A plain function's awaitable frees its
+worker").
 """
 
 from __future__ import annotations
@@ -37,9 +43,15 @@ import heapq
 from typing import NamedTuple
 
 from lldsched.core.duequeue import TaskQueue
-from lldsched.core.task import Entry
+from lldsched.core.task import Entry, Run
 
-__all__ = ["Reads", "Waiting"]
+__all__ = ["Handed", "Reads", "Waiting"]
+
+Handed = tuple[float, Run, float, "str | None", "str | None", bool, int]
+"""A plain function's awaitable waiting for a place on the coroutine lane: (the instant it
+was handed over, its run, its modelled duration, error, result, timed out, the queue's
+:meth:`~lldsched.core.duequeue.TaskQueue.mark` then: an entry pushed later has a larger
+sequence)."""
 
 
 class Reads(NamedTuple):

@@ -36,12 +36,12 @@ timeout keeps its worker for its whole duration and is recorded ``timed_out``
 at its finish.  A *coroutine* action is different there, and here too: its run
 is cut at its timeout (the worker frees at ``started + timeout``), and a modify or a
 replace that changes its task's timeout during the run re-arms that cut from its start
-(``_retime``), as the threaded event loop re-arms its cancellation.  So is a
-*process-isolated* run's (``isolation="process"``), as its pool kills its child at
-the deadline: cut at ``started + timeout`` on its worker, re-armed from its start,
-ended by a pause, cancel or remove and by a shutdown out of time, as a coroutine run
-is (``_isolated``; docs/DECISIONS.md, "A process-isolated run is cut at its
-deadline, in the simulation too").  Virtual time is the only clock here; on threads
+(``_retime``, :mod:`lldsched.sim.cuts`), as the threaded event loop re-arms its
+cancellation.  So is a *process-isolated* run's (``isolation="process"``), as its pool
+kills its child at the deadline: cut at ``started + timeout`` on its worker, re-armed
+from its start, ended by a pause, cancel or remove and by a shutdown out of time, as a
+coroutine run is (``_isolated``; docs/DECISIONS.md, "A process-isolated run is cut at
+its deadline, in the simulation too").  Virtual time is the only clock here; on threads
 those two cuts count real seconds ("A deadline that stops a run counts real seconds").
 
 **Coroutine actions** (``async def``, or a function that returns an awaitable)
@@ -73,14 +73,21 @@ waits, behind the others that wait, first come first served
 Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
 
-The verbs a user calls (registering, control, reads) are
-:class:`~lldsched.sim.verbs.SimulationVerbs`', mixed in; this module owns virtual time
-and the event loop.
+This module owns :class:`Simulation`'s construction and the verbs that move virtual
+time (``at``, ``run``, ``run_for``, ``step``) or end it (``shutdown``), and the records
+kept.  Mixed into it (:mod:`lldsched.sim.parts` declares what they share): the verbs a
+user calls, registering, control and reads (:mod:`lldsched.sim.verbs`); the event loop
+(:mod:`lldsched.sim.eventloop`); what a run does as it starts (:mod:`lldsched.sim.starts`);
+the cuts of coroutine and process-isolated runs in flight (:mod:`lldsched.sim.cuts`); the
+listeners' hearing of events (:mod:`lldsched.sim.hearing`).  What a Ctrl-C tore is kept
+by :mod:`lldsched.sim.interrupts`, a shared store's rules by
+:mod:`lldsched.sim.sharedstore`.
 
 **A store that holds tasks** is recovered at construction, at ``start``, by the
 same :func:`lldsched.core.recovery.recover` as the threaded runtime: misfire
 decisions included.  A shared store's rows are registered as they are, as a process
-of the cluster registers them, and nothing is written there (:func:`_load_as_stored`).
+of the cluster registers them, and nothing is written there
+(:func:`~lldsched.sim.sharedstore.load_as_stored`).
 Models are not stored: restored tasks take no time and
 never fail unless :meth:`Simulation.model` says otherwise.
 """
@@ -94,47 +101,35 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, tzinfo
 from types import TracebackType
-from typing import Any, NamedTuple
 
 from lldsched import checks
-from lldsched.clock import LATEST, to_timestamp, within_datetimes
+from lldsched.clock import to_timestamp, within_datetimes
 from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
-from lldsched.core.follow import load
 from lldsched.core.ids import IdGenerator
-from lldsched.core.isolation import is_loop_action, killed_at_deadline, worker_killed
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
-from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
-from lldsched.core.runs import cancelled_error, rearmed
 from lldsched.core.storewrites import say_left_stale
-from lldsched.core.task import Entry, Run, ScheduledTask
+from lldsched.core.task import Entry, Run
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import SchedulerStateError, StoreError, ValidationError, error_text
-from lldsched.listeners import (
-    Listener,
-    Registered,
-    as_callback,
-    listener_list,
-    notify,
-    still_registered,
-)
-from lldsched.logs import Repeats, instant_text
-from lldsched.model import ExecutionRecord, TaskEvent
-from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
+from lldsched.errors import ValidationError
+from lldsched.listeners import Listener, as_callback, listener_list
+from lldsched.logs import instant_text
+from lldsched.model import ExecutionRecord
+from lldsched.persistence import TaskStore, is_shared
 from lldsched.sim.awaiting import PrivateLoop
-from lldsched.sim.clock import VirtualClock
-from lldsched.sim.lanes import Waiting
-from lldsched.sim.models import (
-    NO_RNG,
-    TaskModels,
-    drawn_duration,
-    failure_of,
-    simulated_failure,
-)
+from lldsched.sim.clock import LAST_INSTANT, VirtualClock
+from lldsched.sim.cuts import SimulationCuts
+from lldsched.sim.eventloop import SimStep, SimulationEventLoop
+from lldsched.sim.hearing import Hearing, SimulationHearing
+from lldsched.sim.interrupts import SHUT_DOWN_INSIDE, Interrupts
+from lldsched.sim.lanes import Handed, Waiting
+from lldsched.sim.models import NO_RNG, TaskModels
+from lldsched.sim.sharedstore import load_as_stored
+from lldsched.sim.starts import SimulationStarts
 from lldsched.sim.verbs import SimulationVerbs
 
 __all__ = ["MAX_WORKERS", "SimStep", "Simulation"]
@@ -144,99 +139,6 @@ MAX_WORKERS = 100_000
 the start (ten million took 420 MB), and a pool that large never keeps a run waiting."""
 
 _INF = math.inf  # "no such event"
-_HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
-_HANDED = "handed"  # _next_start picked the first awaitable waiting in _handed
-_LAST_INSTANT = math.nextafter(LATEST, -_INF)
-"""The last instant a ``datetime`` shows (9999-12-31T23:59:59.99997 UTC, the last float
-before :data:`~lldsched.clock.LATEST`) and the last virtual time reaches: an event after
-it (a slot, a retry, a run's modelled finish in year 10000) is never reached, as the
-threaded runtime's clock never reaches it (docs/DECISIONS.md, "Virtual time ends with
-year 9999").  ``_INF`` is after every event."""
-SHUT_DOWN = "CancelledError: scheduler shut down"  # a coroutine run a shutdown's timeout cut
-
-
-class _ShutDownInside(BaseException):
-    """Never raised: heard (``Simulation._heard``) when :meth:`Simulation.shutdown` was
-    made inside the event loop (an intervention, a listener, an action), so that the
-    loop stops there, as a Ctrl-C stops it, without raising anything."""
-
-
-_SHUT_DOWN_INSIDE = _ShutDownInside()
-
-Handed = tuple[float, Run, float, "str | None", "str | None", bool, int]
-"""A plain function's awaitable waiting for a place on the coroutine lane: (the instant it
-was handed over, its run, its modelled duration, error, result, timed out, the queue's
-:meth:`~lldsched.core.duequeue.TaskQueue.mark` then: an entry pushed later has a larger
-sequence)."""
-
-
-def _rearmed_end(
-    origin: float,
-    duration: float,
-    error: str | None,
-    result: str | None,
-    timeout: float | None,
-    now: float,
-    *,
-    killed: bool = False,
-) -> tuple[float, str | None, str | None, bool]:
-    """A coroutine run (or, ``killed``, a process-isolated one) whose duration counts
-    from ``origin`` and is ``duration`` uncut, re-armed at ``now`` against ``timeout``:
-    (how long it lasts, its error, its result, whether it timed out), cut at
-    :func:`~lldsched.core.runs.rearmed`'s deadline, in the words the threaded runtime's
-    cut uses (a coroutine cancelled, a worker process killed)."""
-    deadline = rearmed(origin, timeout, now)
-    if deadline is None or origin + duration <= deadline:
-        return duration, error, result, False
-    assert timeout is not None  # a deadline is armed only with a timeout
-    length = deadline - origin
-    if killed:
-        return length, killed_at_deadline(length, timeout, None), result, True
-    return length, cancelled_error(timeout), result, True
-
-
-class _Hearing:
-    """How :meth:`Simulation._emit` delivers events: ``waiting``, the events published
-    while the listeners hear another (a listener's verb made them), heard once it is
-    heard by every listener, in the order published; ``delivering``, True while
-    :meth:`~Simulation._emit` calls the listeners; ``repeats``, what tells a listener's
-    repeated failure (once a minute of real time, not once a simulated event:
-    lldsched/logs.py)."""
-
-    __slots__ = ("delivering", "repeats", "waiting")
-
-    def __init__(self) -> None:
-        # each with the listeners registered as it was published (listeners.Registered)
-        self.waiting: deque[tuple[TaskEvent, Registered]] = deque()
-        self.delivering = False
-        self.repeats = Repeats()
-
-
-class _Interrupts:
-    """What :meth:`Simulation._torn` keeps: ``whole``, what the event loop raises with its
-    event whole (a model's error, an action's or an intervention's raise: anything else
-    out of it landed mid-step); ``torn_at``, the instant a Ctrl-C that landed mid-step
-    (or mid-verb) left the simulation at (None: it did not), ``torn_by``, that Ctrl-C as
-    a record says an error, and ``torn_in``, the verb it landed in ("": the loop)."""
-
-    __slots__ = ("torn_at", "torn_by", "torn_in", "whole")
-
-    def __init__(self) -> None:
-        self.whole: BaseException | None = None
-        self.torn_at: float | None = None
-        self.torn_by = ""
-        self.torn_in = ""
-
-
-class SimStep(NamedTuple):
-    """What one :meth:`Simulation.step` did: ``kind`` is "finish", "intervention", "start"
-    or "blocked" (a dependent came due and the core held it BLOCKED: no run started, no
-    worker was taken; it is queued again when its upstreams succeed)."""
-
-    at: float
-    kind: str
-    task_id: str | None
-    record: ExecutionRecord | None = None
 
 
 def _given(value: float | datetime, instant: float) -> str:
@@ -245,38 +147,9 @@ def _given(value: float | datetime, instant: float) -> str:
     return repr(value) if isinstance(value, datetime) else f"{value!r} ({instant_text(instant)})"
 
 
-def _load_as_stored(core: SchedulerCore, store: TaskStore) -> None:
-    """Register a shared store's rows as they are, as a process of the cluster does
-    (:meth:`lldsched.threaded.shared.Coordinator.load`), never a restart's recovery:
-    that decides every task's passed slots and writes them (records of slots missed or
-    coalesced, plans, due instants at the simulated clock's) into rows the live
-    processes follow, with no lease and no fencing token.  Nothing is decided, and the
-    store is muted while the rows are registered: building a simulation there writes
-    nothing (docs/CLUSTER.md, "Limits")."""
-    if not isinstance(store, CoordinatedStore):
-        raise ValidationError(f"{store!r} says shared=True but lacks the CoordinatedStore methods")
-    rows = store.load_all()  # a row this code cannot load refuses the store, as recovery's
-    with store.muted():
-        load(core, rows, records_of=store.records, dead_letter=store.dead_letter())
-
-
-def _runs_unclaimed(store: TaskStore) -> StoreError:
-    """The refusal of a simulation's runs on a shared store (``store.shared``: a SQLite
-    store opened ``shared=True``, a PostgreSQL store): it runs every due slot itself,
-    with no claim and no fencing token, and writes each run's record and its task's next
-    state, which the processes sharing the store then follow (docs/CLUSTER.md, "Limits")."""
-    return StoreError(
-        f"a Simulation cannot run on the shared store {store!r}: it runs every due slot "
-        "itself, with no claim and no fencing token, and writes each run's record and its "
-        "task's next state, which every process sharing the store then follows (slots "
-        "recorded as run that never ran, due instants moved to simulated ones). Simulate on "
-        "a copy opened without shared=True (SQLite: a backup of the file; PostgreSQL: the "
-        "tasks loaded with load_all() and registered on an in-memory simulation); a "
-        "Simulation built on a shared store may still register and read its tasks"
-    )
-
-
-class Simulation(SimulationVerbs):
+class Simulation(
+    SimulationVerbs, SimulationEventLoop, SimulationStarts, SimulationCuts, SimulationHearing
+):
     """Virtual-time runtime with ``workers`` virtual workers over the core state machine
     (1 to :data:`MAX_WORKERS`).
 
@@ -329,7 +202,7 @@ class Simulation(SimulationVerbs):
             (listener, as_callback(listener)) for listener in listener_list(listeners)
         ]
         self._log = RecordLog()  # every record, as the core makes it, kept as columns
-        self._hearing = _Hearing()  # the events a listener's verb made wait (_emit)
+        self._hearing = Hearing()  # the events a listener's verb made wait (_emit)
         self._core = SchedulerCore(
             clock=self._clock,
             queue=self._queue,
@@ -392,16 +265,16 @@ class Simulation(SimulationVerbs):
         # and not raised yet: _advance raises the first once that event is whole (_emit).
         self._heard: list[BaseException] = []
         self._in_verb = False  # inside a verb: a listener's or store's Ctrl-C waits (_whole)
-        # One attribute for what _torn reads and writes: a 30th of the instance's own
+        # One attribute for what Interrupts.mark_torn reads and writes: a 30th of the instance's own
         # took CPython 3.11 past its shared-keys limit, and every attribute read of the
         # loop slowed (+0.9 % instructions a simulated run).
-        self._interrupts = _Interrupts()
+        self._interrupts = Interrupts()
         # The first shutdown()'s bound: what is due by it starts in its drain (its instant,
         # or -inf without a drain).  None: not shut down (the verbs' check, verbs.py).
         self._stopped_at: float | None = None
         if store is not None:
             if is_shared(store):  # its rows as they are: it writes nothing there
-                _load_as_stored(self._core, store)
+                load_as_stored(self._core, store)
             else:
                 recover(self._core, store)
             for task_id, task in self._core.tasks.items():  # one retired at once needs none
@@ -479,7 +352,8 @@ class Simulation(SimulationVerbs):
         core's transition, in the middle of a verb) is let out too, and the simulation
         moves no further: this,
         :meth:`run_for` and :meth:`step` raise
-        :class:`~lldsched.errors.SchedulerStateError` from then on (:meth:`_torn`)."""
+        :class:`~lldsched.errors.SchedulerStateError` from then on
+        (:meth:`Interrupts.mark_torn <lldsched.sim.interrupts.Interrupts.mark_torn>`)."""
         self._check_running("run until", until)
         end = to_timestamp(until, name="until")
         if end < self.now:
@@ -513,7 +387,7 @@ class Simulation(SimulationVerbs):
         :meth:`run` lets out (after :meth:`shutdown`, a
         :class:`~lldsched.errors.SchedulerStateError`)."""
         self._check_running("step")
-        return self._advance(_LAST_INSTANT, events=1)
+        return self._advance(LAST_INSTANT, events=1)
 
     def shutdown(self, *, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
         """End the simulation as ``Scheduler.shutdown()`` ends a scheduler, in virtual
@@ -567,9 +441,10 @@ class Simulation(SimulationVerbs):
         a ``drain`` not True or False or a bad ``timeout``, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds the store
         (nothing is changed then).  On a shared store, where it never runs
-        (:func:`_runs_unclaimed`), it drains nothing and returns True.  After a Ctrl-C
-        that left it half updated
-        (:meth:`_torn`) it drains nothing and returns False, the rest as always.
+        (:func:`~lldsched.sim.sharedstore.runs_unclaimed`), it drains nothing and returns
+        True.  After a Ctrl-C that left it half updated
+        (:meth:`Interrupts.mark_torn <lldsched.sim.interrupts.Interrupts.mark_torn>`) it
+        drains nothing and returns False, the rest as always.
         ``with Simulation(...) as sim:`` calls it on leaving the block; from a
         coroutine, ``await sim.aclose()`` (and ``async with``) is the same end.
         """
@@ -579,17 +454,17 @@ class Simulation(SimulationVerbs):
         if self._stopped_at is None:  # the first call's drain holds for good
             self._stopped_at = self.now if drain else -_INF
             self._interventions.clear()
-        deadline = _LAST_INSTANT if seconds is None else min(self.now + seconds, _LAST_INSTANT)
+        deadline = LAST_INSTANT if seconds is None else min(self.now + seconds, LAST_INSTANT)
         try:
-            if self._interrupts.torn_at is not None:  # nothing drains (_torn)
+            if self._interrupts.torn_at is not None:  # nothing drains (Interrupts.mark_torn)
                 return False
-            if is_shared(self._store):  # it never ran (_runs_unclaimed): nothing drains
+            if is_shared(self._store):  # it never ran (runs_unclaimed): nothing drains
                 return True
             self._advance(deadline, events=-1, due_by=self._stopped_at)
             late = self._out_of_time(deadline)
-            self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish
+            self._advance(LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish
             if self._advancing:  # made inside run(): that loop ends here (_stop_heard)
-                self._heard.append(_SHUT_DOWN_INSIDE)
+                self._heard.append(SHUT_DOWN_INSIDE)
         finally:
             writes = self._core.store_writes
             if writes is not None and writes.outage is not None:
@@ -660,610 +535,10 @@ class Simulation(SimulationVerbs):
         :func:`lldsched.views.frames.to_frame` turns into a frame without a record object."""
         return self._log
 
-    # -- the event loop ----------------------------------------------------------------
-
-    def _advance(self, end: float, *, events: int, due_by: float = _LAST_INSTANT) -> SimStep | None:
-        """Process events in order (see the module docstring) until the next one is
-        after ``end`` or ``events`` have been processed (``-1``: no limit); returns the
-        last event processed, or None if there was none.  An entry due after ``due_by``
-        does not start (a shutdown's drain: :meth:`shutdown`).
-
-        The one event loop of the simulation: ``step``, ``run`` and ``run_for`` all come
-        here.  Its body reads the queues through local names and keeps the step it
-        describes in three locals, so a day of events costs no per-event objects.
-        """
-        if self._interrupts.torn_at is not None:  # (one test a call, none an event)
-            self._refuse_torn()
-        if self._store is not None:  # its runs write: refused while a scheduler runs on it
-            storeuse.check(self._store, self)
-            if is_shared(self._store):
-                raise _runs_unclaimed(self._store)
-        clock = self._clock
-        advance_to = clock.advance_to
-        now = clock.now()
-        peek = self._queue.peek
-        take = self._queue.take
-        finishes = self._finishes
-        interventions = self._interventions
-        free = self._free
-        lane = self._workers  # a coroutine run's worker: the coroutine lane
-        finish_run = self._core.finish
-        heappop, heappush = heapq.heappop, heapq.heappush
-        kind: str | None = None  # the last event processed, described
-        task_id: str | None = None  # of a start or an intervention; a record names its own
-        record: ExecutionRecord | None = None
-        heard = self._heard  # a Ctrl-C heard in an event: the loop stops once it is whole
-        writes = self._core.store_writes  # a store's Ctrl-C in a save is heard there too
-        outer, self._advancing = self._advancing, True  # see _emit
-        if writes is not None:
-            collecting, writes.collecting = writes.collecting, heard
-        try:
-            # `while True`, not `while events`: CPython 3.11 specialises a function's bytecode
-            # once it warms up, counted at calls and at unconditional backward jumps only, so a
-            # `while cond` loop that is the whole of one long call never warms up and runs
-            # unspecialised for good: -9.1 % instructions a simulated run (callgrind,
-            # benchmarks/sim_instructions.py, bench_sim's workload: 46,769 -> 42,497).
-            while True:
-                if not events or heard:
-                    break
-                events -= 1
-                finish = finishes[0][0] if finishes else _INF
-                intervention = interventions[0][0] if interventions else _INF
-                lanes = self._loop_tasks
-                if lanes:  # two lanes: the next start is picked by lane
-                    start, head = self._next_start(now, due_by)
-                else:
-                    start = _INF
-                    head = peek() if free else None  # the next start needs a free worker
-                    if head is not None:
-                        due = head[0]
-                        start = due if due > now else now
-                        if due > due_by:  # a shutdown's drain: none due later starts (heap order)
-                            start = _INF
-                if finish <= intervention and finish <= start:
-                    if finish > end:
-                        break
-                    advance_to(finish)
-                    now = finish
-                    _, _, worker, run, started, error, result, timed_out = heappop(finishes)
-                    record = finish_run(run, started, finish, error, result, timed_out)
-                    if lanes and worker >= lane:  # (lanes never goes back to False)
-                        if worker == lane:  # a place on the coroutine lane is free
-                            self._coroutines -= 1
-                        # (worker > lane: an awaitable cut while it waited held nothing)
-                    else:
-                        heappush(free, worker)
-                    kind = "finish"  # the record names the task (below)
-                elif intervention <= start:
-                    if intervention > end:
-                        break
-                    advance_to(intervention)
-                    now = intervention
-                    kind, task_id, record = "intervention", None, None
-                    intervene = heappop(interventions)[2]
-                    try:
-                        intervene()
-                    except BaseException as exc:  # its own: the loop's event is whole
-                        self._interrupts.whole = exc
-                        raise
-                else:
-                    if start > end:
-                        break
-                    advance_to(start)
-                    now = start
-                    assert head is not None  # start < _INF
-                    if lanes:
-                        begun = self._start_picked(head, start)
-                    else:
-                        take(head)  # the head peeked at above
-                        begun = self._start(head, start, heappop(free))  # the lowest free
-                    task_id = head[3]
-                    if begun is None:
-                        kind, record = "start", None
-                    elif isinstance(begun, str):  # _HELD: the core held it BLOCKED
-                        kind, record = begun, None
-                    else:  # a run that takes no time finishes at once
-                        kind, record = "finish", begun
-        except BaseException as exc:
-            if exc is not self._interrupts.whole:  # landed mid-step (a real Ctrl-C): _torn
-                self._torn(exc)
-            self._interrupts.whole = None
-            raise
-        finally:
-            self._advancing = outer  # (a listener may call run() inside a run())
-            if writes is not None:
-                writes.collecting = collecting
-        if heard:  # heard in the last event, now whole: raised by this call, the first
-            self._stop_heard()
-        if kind is None:
-            return None
-        return SimStep(now, kind, task_id if record is None else record.task_id, record)
-
-    def _torn(self, exc: BaseException, inside: str = "") -> None:
-        """``exc`` came out of the event loop mid-step: not from an action, a model or an
-        intervention (each raised with its event whole), nor a listener's or a store's
-        Ctrl-C (kept until the event is whole, :meth:`_emit`), but one that landed
-        between two of the loop's steps or inside the core's transition, as a real
-        Ctrl-C (SIGINT) can, at any bytecode where Python checks for a signal.  What the
-        simulation holds may be half updated then (a finish taken off its heap and never
-        recorded, a worker never freed, a due entry taken and never started): it moves no
-        further (:meth:`_refuse_torn`), rather than give records that are silently wrong
-        (docs/DECISIONS.md, "A Ctrl-C that lands mid-step stops the simulation for good").
-        ``inside``: the verb it landed in the middle of instead (``"pause 'task-1'"``), a
-        task resumed and never queued, a row never written (:meth:`_whole`)."""
-        interrupts = self._interrupts
-        if interrupts.torn_at is None:
-            interrupts.torn_at = self.now
-            interrupts.torn_by = error_text(exc)
-            interrupts.torn_in = inside
-
-    def _refuse_torn(self) -> None:
-        """:meth:`run`, :meth:`run_for`, :meth:`step` after :meth:`_torn`: a
-        :class:`~lldsched.errors.SchedulerStateError` naming the instant and what tore it,
-        and what to do (build it again: the same seed and scenario replay it)."""
-        interrupts = self._interrupts
-        assert interrupts.torn_at is not None
-        where = (
-            f"in the middle of its verb {interrupts.torn_in}, not in a listener or a store "
-            "call, and may have left it half made (a store's row of the task included)"
-            if interrupts.torn_in
-            else "between two of its steps, not in an action, model, intervention, listener "
-            "or store call, and may have left them half done"
-        )
-        raise SchedulerStateError(
-            f"the simulation cannot move on from {instant_text(interrupts.torn_at)}: an "
-            f"interrupt ({interrupts.torn_by}) landed there {where}; read what it holds, then "
-            "build it again (the same seed and scenario replay it)"
-        )
-
-    def _stop_heard(self) -> None:
-        """What :meth:`_advance` heard in its last event stopped it: the first Ctrl-C (a
-        listener's, or a store save's) is raised; a :meth:`shutdown` made inside the loop
-        ends it there, and the runs still in flight then finish, nothing more starting (an
-        action's own run, which made the shutdown, was not in flight yet for its drain)."""
-        heard = self._heard
-        raised = [caught for caught in heard if caught is not _SHUT_DOWN_INSIDE]
-        shut_down = len(raised) != len(heard)
-        heard.clear()
-        if shut_down and not raised:
-            self._advance(_LAST_INSTANT, events=-1, due_by=-_INF)
-        if raised:
-            raise raised[0]
-
-    def _next_start(self, now: float, due_by: float) -> tuple[float, Entry | None]:
-        """The next start once coroutine tasks are registered: its instant and its entry,
-        ``(_INF, None)`` when none can start; :meth:`_start_picked` starts it.
-
-        The queue's head is set aside (:mod:`lldsched.sim.lanes`) while it is a
-        coroutine's entry, or a thread task's with no worker free, so that no entry holds
-        back the other lane's; what stays at the head is one a free worker can start.  Of
-        the lanes' heads that can start, the earliest starts; at one instant a worker's
-        first, as the threaded timer hands the workers their entries before it hands the
-        event loop its own (``TimerThread._hand_out``); on one lane, heap order."""
-        queue, waiting = self._queue, self._waiting
-        workers_free = bool(self._free)
-        head = queue.peek()
-        while head is not None:
-            on_loop = self._on_loop(head)
-            if workers_free and not on_loop:
-                break
-            queue.take(head)
-            waiting.set_aside(head, on_loop)
-            head = queue.peek()
-        # The workers' next start: the first entry in heap order, the queue's or set aside.
-        thread, waited = head, None
-        if workers_free:
-            first = waiting.head(waiting.threads)
-            if first is not None and (thread is None or first < thread):
-                thread, waited = first, waiting.threads
-        start = _INF  # (a shutdown's drain: none due after due_by starts)
-        if thread is not None and thread[0] <= due_by:
-            start = max(thread[0], now)
-        # The coroutine lane's next start, first only if earlier (at one instant, workers'):
-        # a coroutine entry, or the first awaitable a plain function handed over, which
-        # waits behind an entry due at or before it was handed over and pushed before it
-        # (on threads the timer gave that one to the event loop first; one pushed later,
-        # due already, a finish's CATCH_UP slot or retry, reaches the loop after it) and
-        # starts in a drain too (begun).
-        if self._coroutines < self._max_coroutines:
-            first = waiting.head(waiting.coroutines)
-            if first is not None and first[0] > due_by:  # a shutdown's drain
-                first = None
-            handed = self._handed
-            if handed and (first is None or handed[0][0] < first[0] or first[2] > handed[0][6]):
-                if now < start:
-                    self._picked = (None, _HANDED)
-                    handed_at, run = handed[0][0], handed[0][1]
-                    return now, (handed_at, int(run.task.priority), 0, run.task.id)
-            elif first is not None and max(first[0], now) < start:
-                self._picked = (waiting.coroutines, True)
-                return max(first[0], now), first
-        self._picked = (waited, False)
-        return start, thread
-
-    def _start_picked(self, entry: Entry, now: float) -> ExecutionRecord | str | None:
-        """Start ``entry``, which :meth:`_next_start` just picked, on its lane: taken from
-        the queue's head or its lane's waiting heap; what :meth:`_start` returns."""
-        waited, on_loop = self._picked
-        if on_loop is _HANDED:
-            self._hand_on(now)
-            return None
-        if waited is None:
-            self._queue.take(entry)
-        else:
-            heapq.heappop(waited)
-        if not on_loop:
-            return self._start(entry, now, heapq.heappop(self._free))  # the lowest free
-        self._coroutines += 1
-        return self._start(entry, now, self._workers)  # the coroutine lane's number
-
-    def _on_loop(self, entry: Entry) -> bool:
-        """True when live ``entry``'s task runs on the coroutine lane (an ``async def``
-        action run on a thread: :func:`~lldsched.core.isolation.is_loop_action`, the
-        threaded runtime's rule)."""
-        task = self._queue.tasks[entry[3]]
-        return is_loop_action(task.action, task._options.isolation)
-
-    def _note_lane(self, task: ScheduledTask) -> None:
-        """``task`` was registered: from a coroutine task on, the loop picks starts by
-        lane; from a process-isolated one on, a start asks whether its run is one."""
-        isolation = task._options.isolation
-        if not self._loop_tasks and is_loop_action(task.action, isolation):
-            self._loop_tasks = True
-        if isolation != "thread":
-            self._isolation = True
-
-    def _start(self, entry: Any, now: float, worker: int) -> ExecutionRecord | str | None:
-        """Start live ``entry`` on ``worker``, taken for it (a free worker, or a place on
-        the coroutine lane, numbered ``workers``): None, or its record if it takes no time
-        (it finishes at once).  A dependent the core holds back (BLOCKED) starts nothing,
-        gives ``worker`` back and draws nothing from its models: :data:`_HELD`."""
-        run = self._core.begin(entry, worker)
-        if run is None:  # BLOCKED: the core queues it again when its upstreams succeed
-            self._release(worker)
-            return _HELD
-        task = run.task
-        models = self._models[entry[3]]
-        try:  # zero-cost on 3.11 when nothing raises
-            duration = models.duration
-            if callable(duration):
-                drawn = duration(models.rng, run.attempt)
-                try:  # numpy's int64 and the error naming model and task: only on failure
-                    duration = checks.seconds(drawn, name="duration", at_least=0)
-                except ValidationError:
-                    duration = drawn_duration(drawn, model=duration, task=task.name)
-            error = None
-            fails = models.fails
-            if fails:
-                if callable(fails):
-                    answer = fails(models.rng, run.attempt)
-                    if answer is not None and answer is not False:
-                        error = failure_of(answer, attempt=run.attempt, model=fails, task=task.name)
-                elif models.rng.random() < fails:
-                    error = simulated_failure(run.attempt)
-        except BaseException as exc:  # a model that raises is the caller's bug
-            self._abandon(run, worker, now, exc)
-            self._interrupts.whole = exc
-            raise
-        result, timed_out = None, False
-        if task.action is not None:
-            try:
-                exception, value = run.invoke()
-                if exception is None and value is not None and must_await(value):
-                    awaited = self._awaiting.run(value, task.timeout)  # to completion
-            except BaseException as exc:  # KeyboardInterrupt, SystemExit: as a model's
-                self._abandon(run, worker, now, exc)
-                self._interrupts.whole = exc
-                raise
-            if exception is not None:
-                error = error_text(exception)
-            elif value is not None and must_await(value) and run[7].isolation != "thread":
-                raised, result, timed_out = awaited  # as its child awaits it, on its worker
-                error = raised or error
-            elif value is not None and must_await(value):  # a coroutine, awaited above
-                raised, result, timed_out = awaited
-                error = raised or error
-                timeout = task.timeout
-                # Kept for a re-arm (_retime) when a cut may hide it; else its finish says it
-                # (none once cut on its loop's clock: it ended there).
-                if timeout is not None and not timed_out:
-                    self._uncut[id(run)] = (now, duration, error, result)
-                elif self._uncut:
-                    self._uncut.pop(id(run), None)  # (a finished run's, under its id)
-                if timeout is not None and (timed_out or duration > timeout):
-                    duration, timed_out = timeout, True  # cut at its timeout, as on threads
-                    error = cancelled_error(timeout)
-                if len(self._awaited) > 2 * len(self._finishes) + 16:
-                    self._prune_awaited()
-                self._awaited[id(run)] = run
-                if worker != self._workers:  # a plain function's: its worker is free now
-                    # It queues for a place on the lane, behind the awaitables handed over
-                    # before it and the coroutine entries due by now (_next_start takes it
-                    # there, at this instant if a place is free), as on threads.
-                    self._loop_tasks = True  # its finish frees a place on the lane
-                    self._release(worker)
-                    mark = self._queue.mark()
-                    self._handed.append((now, run, duration, error, result, timed_out, mark))
-                    return None
-            elif value is not None:
-                result = result_text(value)
-        if self._isolation and run[7].isolation != "thread":  # run[7]: its options
-            duration, error, result, timed_out = self._isolated(
-                run, now, duration, error, result, timed_out
-            )
-        if duration == 0:  # finishes before anything else can happen at this instant
-            record = self._core.finish(run, now, now, error, result, timed_out)
-            self._release(worker)
-            return record
-        heapq.heappush(
-            self._finishes,
-            (now + duration, next(self._sequence), worker, run, now, error, result, timed_out),
-        )
-        return None
-
-    def _isolated(
-        self,
-        run: Run,
-        now: float,
-        duration: float,
-        error: str | None,
-        result: str | None,
-        timed_out: bool,
-    ) -> tuple[float, str | None, str | None, bool]:
-        """A process-isolated run starting at ``now``, ``duration`` long uncut, as its
-        worker process is killed on threads: (how long it lasts, its error, its result,
-        whether it timed out), cut at its timeout (its worker frees at ``started +
-        timeout``, its error :func:`~lldsched.core.isolation.killed_at_deadline`'s).  It
-        is kept for :meth:`_retime`, which re-arms it from its start (its uncut duration
-        kept with or without a timeout, as the pool counts a deadline given later from
-        the child's start too), and for :meth:`_stop_lane`, which ends it at a pause,
-        cancel or remove or at a shutdown out of time, as a coroutine run is.
-        ``timed_out``: an awaitable the action returned was cut on its loop's clock at
-        the timeout (it ended there)."""
-        timeout = run.task._options.timeout
-        if len(self._awaited) > 2 * len(self._finishes) + 16:
-            self._prune_awaited()
-        self._awaited[id(run)] = run
-        if timed_out:  # cut on its loop's clock at its timeout: it ended there, never re-armed
-            assert timeout is not None  # (the cut is the timeout's)
-            return timeout, killed_at_deadline(timeout, timeout, None), result, True
-        self._uncut[id(run)] = (now, duration, error, result)
-        return _rearmed_end(now, duration, error, result, timeout, now, killed=True)
-
-    def _abandon(self, run: Run, worker: int, now: float, exc: BaseException) -> None:
-        """``exc`` stops the attempt ``run`` on ``worker`` at ``now`` and is raised to
-        the caller of run() (a model's error, or an action's KeyboardInterrupt or
-        SystemExit, which may be the user's Ctrl-C): the attempt ends failed with it, so
-        the task is not left RUNNING on a worker that never frees, and a later run()
-        goes on consistently."""
-        self._core.finish(run, started=now, finished=now, error=error_text(exc))
-        self._release(worker)
-
-    def _release(self, worker: int) -> None:
-        """A run on ``worker`` ended: the worker is free again, or, for the coroutine
-        lane's number, a place on that lane is."""
-        if worker == self._workers:
-            self._coroutines -= 1
-        else:
-            heapq.heappush(self._free, worker)
-
-    def _hand_on(self, now: float) -> None:
-        """The first awaitable a plain function handed over that waits for a place on
-        the coroutine lane takes one at ``now`` (:meth:`_next_start` picked it)."""
-        started, run, duration, error, result, timed_out, _ = self._handed.popleft()
-        self._coroutines += 1
-        self._awaited[id(run)] = run  # (a prune while it waited dropped it)
-        uncut = self._uncut.get(id(run))
-        if uncut is not None:  # its duration counts from its place on the lane
-            self._uncut[id(run)] = (now, *uncut[1:])
-        heapq.heappush(
-            self._finishes,
-            (now + duration, next(self._sequence), self._workers, run, started, error, result,
-             timed_out),
-        )  # fmt: skip
-
     def _retired(self, task_id: str) -> None:
         """The core retires ``task_id``: its models go with it (what the views read of it
         stays, in the core's ``departed``)."""
         self._models.pop(task_id, None)
-
-    def _cut(self, run: Run) -> None:
-        """Overlap.CANCEL_OTHER cancelled ``run``: it ends now, as a run that checks its
-        flag (or a coroutine, cancelled for real) would; the core records why."""
-        finishes = self._finishes
-        for index, item in enumerate(finishes):
-            if item[3] is run:
-                finishes[index] = (self.now, *item[1:])
-                heapq.heapify(finishes)
-                return
-        if self._handed:  # an awaitable waiting for a place on the lane
-            self._cut_handed(lambda waiting: waiting is run, None)
-
-    def _cut_handed(self, cut: Callable[[Run], bool], error: str | None) -> None:
-        """The awaitables waiting for a place on the coroutine lane whose runs ``cut``
-        picks end now (with ``error``, else the error they had), holding no place: their
-        finish, at this instant, is an event (worker ``workers + 1``, which frees
-        nothing), as on threads a cancelled one is recorded once the loop drops it."""
-        now = self.now
-        kept: deque[Handed] = deque()
-        for item in self._handed:
-            handed_at, run, _, had, result, timed_out, _ = item
-            if not cut(run):
-                kept.append(item)
-                continue
-            ending = had if error is None else error
-            heapq.heappush(
-                self._finishes,
-                (now, next(self._sequence), self._workers + 1, run, handed_at, ending,
-                 None if error is not None else result, False if error is not None else timed_out),
-            )  # fmt: skip
-        self._handed = kept
-
-    def _prune_awaited(self) -> dict[int, Run]:
-        """The coroutine runs in flight (:attr:`_awaited` without those finished), kept."""
-        awaited = self._awaited
-        self._awaited = live = {
-            id(item[3]): item[3] for item in self._finishes if awaited.get(id(item[3])) is item[3]
-        }
-        uncut = self._uncut
-        if uncut:
-            self._uncut = {key: uncut[key] for key in live.keys() & uncut.keys()}
-            for item in self._handed:  # waiting for a place on the lane: in flight too
-                key = id(item[1])
-                if key in uncut:
-                    self._uncut[key] = uncut[key]
-        return live
-
-    def _retime(self, run: Run) -> None:
-        """The core's ``on_retime``: a modify or a replace changed the timeout of
-        ``run``'s task during the run.  A coroutine run is cut at its timeout here, as on
-        threads: its finish is re-armed from the instant its duration counts from by
-        :func:`~lldsched.core.runs.rearmed` (a timeout raised or dropped gives it back
-        the duration its model drew, one lowered cuts it, at once if already past; one
-        begun without a timeout counts from this first re-arm, as on threads).  A thread
-        run is judged at its finish by the timeout in force then, as before."""
-        key = id(run)
-        kept = self._uncut.get(key)
-        timeout = run.task._options.timeout
-        for index, handed in enumerate(self._handed):  # no place on the lane yet
-            if handed[1] is run:
-                if kept is None:  # begun without a timeout: as it waits, uncut
-                    if handed[5]:  # cut in wall time: it ended there
-                        return
-                    kept = self._uncut[key] = (handed[0], *handed[2:5])
-                origin, duration, error, result = kept  # (its place, once it has one)
-                self._handed[index] = (
-                    handed[0],
-                    run,
-                    *_rearmed_end(origin, duration, error, result, timeout, origin),
-                    handed[6],
-                )
-                return
-        if self._awaited.get(key) is not run:  # a thread run: judged at its finish
-            return
-        finishes = self._finishes
-        for index, item in enumerate(finishes):
-            if item[3] is run:
-                if kept is None:  # begun without a timeout: uncut, and its finish says it
-                    if item[7]:  # cut in wall time: it ended there
-                        return
-                    # Counted from this first re-arm, as the threaded runtime counts a run
-                    # begun without a timeout (it kept no begin instant).
-                    now = self.now
-                    kept = self._uncut[key] = (now, item[0] - now, item[5], item[6])
-                origin, duration, error, result = kept
-                length, error, result, timed_out = _rearmed_end(
-                    origin, duration, error, result, timeout, self.now,
-                    killed=run[7].isolation != "thread",
-                )  # fmt: skip
-                finishes[index] = (
-                    origin + length,
-                    item[1],
-                    item[2],
-                    run,
-                    item[4],
-                    error,
-                    result,
-                    timed_out,
-                )
-                heapq.heapify(finishes)
-                return
-
-    def _stop_awaited(self, task_id: str, why: str) -> None:
-        """A pause, cancel or remove of ``task_id`` took: its coroutine runs in flight end
-        now, failed with ``CancelledError: task <why>`` (a paused task retries the
-        attempt after resume), as the threaded runtime cancels them (its
-        ``_stop_running``), and so do its process-isolated runs (``... (its worker process
-        was killed)``, as the pool kills their children); a thread's run is cooperative
-        and goes on, here as there."""
-        self._stop_lane(lambda run: run.task.id == task_id, f"CancelledError: task {why}")
-
-    def _stop_lane(self, cut: Callable[[Run], bool], error: str) -> None:
-        """The coroutine runs in flight that ``cut`` picks (and the awaitables waiting for
-        a place on the lane) end now, failed with ``error``."""
-        if self._handed:  # waiting for a place on the lane: ended now, never begun there
-            self._cut_handed(cut, error)
-        if not self._awaited:
-            return
-        awaited = self._prune_awaited()
-        finishes = self._finishes
-        now = self.now
-        ended = False
-        killed = f"{error} {worker_killed(None)}"  # a process-isolated run's
-        for index, item in enumerate(finishes):
-            run = item[3]
-            if id(run) in awaited and cut(run):
-                ending = error if run[7].isolation == "thread" else killed
-                finishes[index] = (now, item[1], item[2], run, item[4], ending, None, False)
-                ended = True
-        if ended:
-            heapq.heapify(finishes)
-
-    def _out_of_time(self, deadline: float) -> bool:
-        """A shutdown's ``deadline`` is reached with runs still in flight, at
-        ``_advance``'s rest: the coroutine runs (on the lane, or waiting for a place there)
-        end at it, recorded ``CancelledError: scheduler shut down``, their tasks kept
-        due (:meth:`SchedulerCore.cut_by_shutdown
-        <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), as the threaded
-        shutdown cancels them, and so do the process-isolated runs (their children
-        killed there); True when a thread run goes on past it (it cannot be cut, there
-        as here)."""
-        if not self._finishes and not self._handed:
-            return False
-        self._clock.advance_to(deadline)
-        cut_by_shutdown = self._core.cut_by_shutdown
-
-        def cut(run: Run) -> bool:
-            """Each run cut here: its finish keeps its task due (core/runs.py)."""
-            cut_by_shutdown(run)
-            return True
-
-        self._stop_lane(cut, SHUT_DOWN)
-        return any(item[0] > deadline for item in self._finishes)
-
-    def _emit(self, event: TaskEvent) -> None:
-        """The core's ``emit``: the listeners are called now, in virtual time.
-
-        A listener's ``KeyboardInterrupt`` or ``SystemExit`` (a Ctrl-C: :func:`notify`
-        lets it through here) raised while :meth:`_advance` processes an event would
-        leave that event half done if raised there (a run begun and never to finish, a
-        worker never freed): it is kept, the listeners after it hear the event all the
-        same, and :meth:`_advance` raises it as soon as that event is whole, before the
-        next (a store's save that raises one meanwhile is kept alike:
-        ``StoreWrites.collecting``).  A verb made outside the loop raises it once the
-        verb is whole (:meth:`_whole`).
-
-        An event published while the listeners hear another (a listener's ``pause``, a
-        run its ``shutdown`` finished) waits until every listener heard the one under
-        way: called at once, the listeners after that one heard its consequence before
-        it (``running -> paused``, then ``scheduled -> running``), unlike the
-        threaded runtime's, which queues every event.  An event a listener's Ctrl-C
-        left undelivered (raised at once, outside a verb and the loop) is heard before
-        the next one published.
-
-        Each event is heard by the listeners registered when it was published and still
-        registered when its delivery begins, as on the threaded runtime: one a listener
-        added hears neither the event under way nor those waiting (``_callbacks`` is
-        replaced at each change, never changed in place, so an event keeps its list)."""
-        hearing = self._hearing
-        waiting = hearing.waiting
-        waiting.append((event, self._callbacks))
-        if hearing.delivering:  # a listener's verb: heard after the event under way
-            return
-        hearing.delivering = True
-        try:
-            while waiting:
-                event, listeners = waiting.popleft()
-                if listeners is not self._callbacks:  # changed since it was published
-                    listeners = still_registered(listeners, self._callbacks)
-                notify(
-                    listeners,
-                    event,
-                    repeats=hearing.repeats,
-                    kept=self._heard if self._advancing or self._in_verb else None,
-                )
-        finally:
-            hearing.delivering = False
 
     def __repr__(self) -> str:
         return (

@@ -7,11 +7,12 @@ the ``scheduled`` decorator, ``model``), the control verbs (cancel, pause, resum
 redrive, remove, reschedule, modify, run now), the reads (a task, the dead letter,
 the heap, ``metrics()``) and the listeners.  Each is a call into the core state
 machine, plus what the simulation keeps per task (its models).  A mixin, so the
-verbs (here) and virtual time with its event loop
-(:mod:`~lldsched.sim.simulation`) read as two modules of one class; single-threaded,
-no lock.  Each verb runs whole or says it did not (``SimulationVerbs._whole``): a
-``KeyboardInterrupt`` a listener or its store raises in it is raised once it is whole, and
-one that lands in the middle of it leaves the simulation refusing to move on.
+verbs (here), virtual time (:mod:`~lldsched.sim.simulation`) and its event loop
+(:mod:`~lldsched.sim.eventloop`) read as modules of one class (:mod:`~lldsched.sim.parts`
+says which); single-threaded, no lock.  Each verb runs whole or says it did not
+(``SimulationVerbs._whole``): a ``KeyboardInterrupt`` a listener or its store raises in
+it is raised once it is whole, and one that lands in the middle of it leaves the
+simulation refusing to move on.
 """
 
 from __future__ import annotations
@@ -19,16 +20,14 @@ from __future__ import annotations
 import contextlib
 import inspect
 import random
-from collections.abc import Callable, Iterator, Mapping, Sized
+from collections.abc import Callable, Iterator, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal, Never
+from typing import Any, Literal, Never
 
 from lldsched import checks
-from lldsched.core.duequeue import QueueStats, TaskQueue
-from lldsched.core.machine import SchedulerCore
+from lldsched.core.duequeue import QueueStats
 from lldsched.core.metrics import Metrics, take
 from lldsched.core.names import RefusedVerb
-from lldsched.core.recordlog import RecordLog
 from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchanged, registering
 from lldsched.core.retention import RetainFinished
 from lldsched.core.schedulearg import misplaced as misplaced_arguments
@@ -36,16 +35,14 @@ from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.listeners import (
     Listener,
-    Registered,
     as_callback,
     check_unregistered,
     same_listener,
 )
-from lldsched.model import Priority, TaskEvent
+from lldsched.model import Priority
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
-from lldsched.sim.clock import VirtualClock
-from lldsched.sim.lanes import Reads, Waiting
+from lldsched.sim.lanes import Reads
 from lldsched.sim.models import (
     NO_RNG,
     DurationModel,
@@ -54,6 +51,7 @@ from lldsched.sim.models import (
     check_duration,
     check_failure,
 )
+from lldsched.sim.parts import SimulationParts
 
 __all__ = ["SimulationVerbs"]
 
@@ -64,47 +62,8 @@ MovesTime = Literal["run until", "run for", "step", "register an intervention at
 that move virtual time (``run``, ``run_for``, ``step``) or plan to (``at``)."""
 
 
-class SimulationVerbs:
+class SimulationVerbs(SimulationParts):
     """Registration, control and reads: mixed into the simulation."""
-
-    # The simulation's members these use (Simulation.__init__ sets them).
-    _clock: VirtualClock
-    _queue: TaskQueue
-    _core: SchedulerCore
-    _models: dict[str, TaskModels]
-    _log: RecordLog
-    _callbacks: Registered  # replaced at each change, never changed in place
-    _stopped_at: float | None  # the first shutdown()'s drain bound; None: not shut down
-    _stop_awaited: Callable[[str, str], None]  # a task's coroutine runs in flight cut now
-    _note_lane: Callable[[ScheduledTask], None]  # a coroutine task: starts picked by lane
-    _waiting: Waiting  # entries set aside from the heap while their lane is full
-    _loop_tasks: bool  # a coroutine task (or a handed-over awaitable): entries set aside
-    _coroutines: int  # runs in flight on the coroutine lane
-    _handed: Sized  # plain functions' awaitables waiting for a place on that lane
-    _advancing: bool  # inside the event loop: a listener's Ctrl-C waits for its event
-    _in_verb: bool  # inside a verb: a listener's or a store's Ctrl-C waits for it (_whole)
-    _heard: list[BaseException]  # those Ctrl-Cs, not raised yet
-
-    if TYPE_CHECKING:
-
-        @property
-        def seed(self) -> int: ...
-
-        @property
-        def workers(self) -> int: ...
-
-        @property
-        def busy(self) -> int: ...
-
-        @property
-        def now(self) -> float: ...
-
-        @property
-        def running(self) -> bool: ...
-
-        def _emit(self, event: TaskEvent) -> None: ...
-
-        def _torn(self, exc: BaseException, inside: str = "") -> None: ...
 
     def schedule(
         self,
@@ -272,7 +231,7 @@ class SimulationVerbs:
 
         Any other interrupt out of the block (a real Ctrl-C that landed between two of
         its statements, inside the core's verb) may have left it half made: the
-        simulation is torn (``Simulation._torn``), but for a store's that refused the
+        simulation is torn (``Interrupts.mark_torn``), but for a store's that refused the
         registration or the change of definition, which the core put back
         (``StoreWrites.refused``).  docs/DECISIONS.md, "A Ctrl-C in a simulation's verb"."""
         outer = self._in_verb
@@ -290,7 +249,7 @@ class SimulationVerbs:
             raise
         except BaseException as exc:
             if not isinstance(exc, Exception) and (writes is None or id(exc) != writes.refused):
-                self._torn(exc, f"{verb} {subject!r}")
+                self._interrupts.mark_torn(exc, self.now, f"{verb} {subject!r}")
             if mine:
                 self._heard.clear()
             raise
