@@ -1,7 +1,6 @@
-"""The writes of a shared :class:`~lldsched.stores.sqlite.SqliteTaskStore` (opened with
-``shared=True``) that are not a claim's: ``save``, ``save_all`` and ``resave`` in shared
-mode, and the row writes every shared write makes, a settle's and a claim's decisions
-included.
+"""The shared mode's ``save``, ``save_all`` and ``resave`` of a
+:class:`~lldsched.stores.sqlite.SqliteTaskStore` (opened with ``shared=True``), and the
+row write under a new version that every shared write makes, a settle's included.
 
 :class:`SharedWrites` is mixed into the store.  A run's record (its fencing token set)
 is a fenced settle (``_settle_fenced``: a lease lost is counted and logged, not raised);
