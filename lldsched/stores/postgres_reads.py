@@ -5,12 +5,12 @@ snapshot, its records, the dead letter, the count of tasks).
 
 :class:`PostgresReads` is mixed into the store, as
 :class:`~lldsched.stores.postgres_coordinated.PostgresCoordination` is; the store's
-module opens it and holds its writes.  ``load_all`` reads every row before it raises
-(:func:`~lldsched.stores.unreadable.load_each`: one :class:`~lldsched.errors.StoreError`
-naming each task that cannot be loaded, nothing written; a scheduler's start asks for
-such a task to be left out instead, to the nodes that can load it), then stores again under
-the callable's own path a definition that named it by an alias
-(:func:`~lldsched.stores.codec.renamed`).
+writes are :class:`~lldsched.stores.postgres_writes.PostgresWrites`'.  ``load_all``
+reads every row before it raises (:func:`~lldsched.stores.unreadable.load_each`: one
+:class:`~lldsched.errors.StoreError` naming each task that cannot be loaded, nothing
+written; a scheduler's start asks for such a task to be left out instead, to the nodes
+that can load it), then stores again under the callable's own path a definition that
+named it by an alias (:func:`~lldsched.stores.codec.renamed`).
 """
 
 from __future__ import annotations

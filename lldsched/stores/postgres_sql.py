@@ -1,6 +1,6 @@
 """The SQL of :class:`~lldsched.stores.postgres.PostgresTaskStore`: its schema and statements.
 
-One place for the text the store sends, so the store's module reads as the
+One place for the text the store sends, so the store's modules read as the
 protocol (docs/CLUSTER.md) and this one as the tables.  Parameters are named
 (``%(name)s``, psycopg's style).
 

@@ -64,7 +64,9 @@ processes of one host, share the file: each due run is claimed by one of them
 through a lease with a fencing token, renewed while it runs, and settled with a
 write that is refused once the lease was taken over; control verbs written by
 any of them reach the others through a change feed.  The methods are in
-:mod:`lldsched.stores.sqlite_coordinated` (mixed in), the SQL in
+:mod:`lldsched.stores.sqlite_coordinated`, the shared mode's ``save``, ``save_all`` and
+``resave`` in :mod:`lldsched.stores.sqlite_shared_writes`, a verb's hold in
+:mod:`lldsched.stores.sqlite_holds` (all three mixed in), the SQL in
 :mod:`lldsched.stores.sqlite_shared`, the row statements both modes share in
 :mod:`lldsched.stores.sqlite_rows`.  Shared and unshared openers of one file
 refuse each other (the sidecar lock is taken shared, see
@@ -108,6 +110,7 @@ from lldsched.stores.sqlite_file import (
     unopenable,
 )
 from lldsched.stores.sqlite_gate import WriteGate, gate_for
+from lldsched.stores.sqlite_holds import SqliteHolds
 from lldsched.stores.sqlite_reads import SqliteReads
 from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
@@ -119,6 +122,7 @@ from lldsched.stores.sqlite_rows import (
 )
 from lldsched.stores.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, FileFormat
 from lldsched.stores.sqlite_shared import SharedState, bump
+from lldsched.stores.sqlite_shared_writes import SharedWrites
 from lldsched.stores.unclosed import collected
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
@@ -216,7 +220,7 @@ class _Using:
         return failed
 
 
-class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
+class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads, FileFormat):
     """A durable :class:`~lldsched.persistence.TaskStore` in one SQLite file (WAL mode).
 
     ``retention`` bounds the records kept per task (default 1,000; ``None``: keep

@@ -2,55 +2,47 @@
 :class:`~lldsched.persistence.CoordinatedStore` methods (docs/CLUSTER.md).
 
 :class:`CoordinatedMethods` is mixed into the store, as the core's definition
-verbs are into the core: claims, renewal, release, the fenced settle, the change
-feed and muting, each under the store's one lock, on its one connection, taken
-through the store's ``_using`` (SQLite's errors become a StoreError naming the file
-and the call).  The
-statements and the per-process state are in :mod:`lldsched.stores.sqlite_shared`;
-the row statements both modes write with in :mod:`lldsched.stores.sqlite_rows`.
-Every method raises :class:`~lldsched.errors.StoreError` on a store opened
-without ``shared=True``.
+verbs are into the core: claims, renewal, release, the fenced settle, what a claim
+decided without a run, the change feed, a row taken over or owed, and muting, each under
+the store's one lock, on its one connection, taken through the store's ``_using``
+(SQLite's errors become a StoreError naming the file and the call).  The statements and
+the per-process state are in :mod:`lldsched.stores.sqlite_shared`; the row statements
+both modes write with in :mod:`lldsched.stores.sqlite_rows`; the shared mode's
+``save``, ``save_all`` and ``resave``, and the row writes under a new version that a
+settle makes too, in :mod:`lldsched.stores.sqlite_shared_writes`; a verb's hold in
+:mod:`lldsched.stores.sqlite_holds`.  Every method raises
+:class:`~lldsched.errors.StoreError` on a store opened without ``shared=True``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from lldsched.core.names import runnable
-from lldsched.errors import LeaseLost, StoreError, ValidationError
-from lldsched.logs import CLUSTER
-from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.errors import LeaseLost, StoreError
+from lldsched.model import ExecutionRecord
 from lldsched.persistence import DIED_UNSHARED, Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import check_written, encode_task
-from lldsched.stores.held import HeldWrites
 from lldsched.stores.rowvalues import check_take_over, plan_ends
 from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
-    LAST_FAILED,
     RESUME_AT,
     SLOT,
     TASK_COLUMNS,
     TASKS,
-    begin,
-    failure,
     fetch,
     immediate,
-    rollback,
     snapshot_of,
-    written,
 )
 from lldsched.stores.sqlite_shared import TAKE as _TAKE
 from lldsched.stores.sqlite_shared import SharedState, bump
+from lldsched.stores.sqlite_shared_writes import redefine_row
 
 __all__ = ["CoordinatedMethods"]
-
-log = logging.getLogger(CLUSTER)
 
 _CONTROL = ("paused", "cancelled")  # statuses a control verb writes, which win over a settle
 _OWED = ("retrying", "failed")  # a run that ends so decides, a new definition followed or not
@@ -84,6 +76,15 @@ class CoordinatedMethods:
             self, connection: sqlite3.Connection, record: ExecutionRecord, *, seq: int
         ) -> int: ...
         def _refuse_if_forked(self) -> None: ...
+        def _wrote(self, shared: SharedState, snapshot: TaskSnapshot, version: int) -> None: ...
+        def _write_state(
+            self,
+            connection: sqlite3.Connection,
+            snapshot: TaskSnapshot,
+            *,
+            status: str,
+            definition: str | None = None,
+        ) -> int: ...
 
     @property
     def shared(self) -> bool:
@@ -354,7 +355,7 @@ class CoordinatedMethods:
                 check_take_over(task_id, row[2])  # a status this release does not know: refused
                 # A value it cannot read (BadValue): refused before anything is written.
                 snapshot = snapshot_of(row[0], row[1], row[2], list(row[3:]), task=definition)
-                version = _redefine_row(connection, definition)
+                version = redefine_row(connection, definition)
             shared.unreadable.read(task_id)
             self._defined[task_id] = definition
             self._wrote(shared, snapshot, version)
@@ -415,131 +416,6 @@ class CoordinatedMethods:
             with self._lock:
                 shared.muted -= 1
 
-    @contextlib.contextmanager
-    def verb_held(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
-        """Inside, this process writes alone: a control verb (pause, cancel, resume,
-        modify, ...) reads the change feed and writes its rows in one transaction that
-        holds SQLite's write lock (``BEGIN IMMEDIATE``) and this store's lock throughout
-        (see :func:`~lldsched.persistence.verb_held`): every row, ``also``'s included.  So
-        no other process's write (a run's settle) lands between the row the verb read and
-        the row it writes, which then wrote back the row as it was before that run.  Every
-        write inside is a savepoint of it (:func:`~lldsched.stores.sqlite_rows.immediate`);
-        what they wrote is committed at the end, whatever the block raised (the verb's
-        registry has it).  The write lock not taken within ``timeout`` (another process
-        holds it that long): the block runs unheld, as before, and a write of it that
-        fails is a failed write (its rewrite is conditional:
-        :func:`~lldsched.persistence.resave`).
-
-        A hold whose end fails stored none of them: its COMMIT failing (a full disk), or
-        its transaction found gone at the end (SQLite rolls a whole transaction back on
-        some errors of a statement inside, a full disk or an I/O error: the writes before
-        it were lost; a call after it is refused, :meth:`_hold_gone`, where it committed
-        alone, outside the hold, and let the hold's write gate go).  Then the caches are
-        put back as they were before them (the feed's cursor too, which this process's own
-        writes move on: a version rolled back is taken again by another process's next write)
-        and :class:`~lldsched.persistence.HoldNotCommitted` names every task written
-        (:mod:`lldsched.stores.held`), for the runtime to write again, and what failed:
-        the call inside whose failure SQLite rolled the transaction back, and SQLite's
-        words (:meth:`_ended_hold`), or the COMMIT's error.
-
-        A hold inside a hold (on this store, the outer one still under way) is the outer
-        one's: its writes are the outer transaction's, which holds every row already,
-        stored or not with them and said once, by the outer hold, as PostgreSQL's
-        (``PostgresTaskStore._hold_inside``).  Before, its ``BEGIN IMMEDIATE`` failed
-        ("cannot start a transaction within a transaction"), taken for a write lock not
-        had within ``timeout``: the block ran "unheld" (in the outer transaction all the
-        same), its own error chained to that one, and the failed begin let the write gate
-        go (:mod:`~lldsched.stores.sqlite_gate`), which the outer hold held: the other
-        processes' writes then waited for its end in SQLite's busy handler."""
-        with self._using("take the write lock for a verb on task", task_id) as connection:
-            shared = self._coordinated()
-            if shared.hold is not None:  # a hold inside a hold: the outer one's
-                yield
-                return
-            gate = self._gate
-            try:
-                begin(connection, gate)  # in turn with the other processes' writes
-            except sqlite3.OperationalError:  # locked past the timeout: as before, unheld
-                yield
-                return
-            held = shared.hold = HeldWrites(
-                (self._defined, self._counts, shared.seen, shared.settled, shared.held)
-            )
-            cursor, removals = shared.cursor, set(shared.removals)
-            try:
-                yield
-            finally:
-                shared.hold = None
-                failed: StoreError | None = None
-                try:
-                    if connection.in_transaction:
-                        connection.execute("COMMIT")
-                    else:  # rolled back under the hold by a statement that failed inside
-                        failed = held.ended_error(
-                            f"the SQLite store {self.path!r}",
-                            "found its transaction rolled back at its end, by no call of the "
-                            "store's that failed",
-                        )
-                except sqlite3.Error as exc:
-                    rollback(connection)
-                    failed = failure(self.path, "commit it", exc)
-                    failed.__cause__ = exc
-                except BaseException:
-                    rollback(connection)
-                    raise
-                finally:
-                    if gate is not None:
-                        gate.release()
-                if failed is not None:
-                    shared.cursor = min(shared.cursor, cursor)  # read again from there
-                    shared.removals &= removals  # the hold's own removals are undone
-                    raise held.undo(failed) from failed.__cause__  # what ended it
-
-    def _ended_hold(self, doing: str, error: sqlite3.Error, failed: StoreError) -> None:
-        """A call (``doing``: ``"save task 'a'"``) failed with SQLite's ``error`` (``failed``:
-        the StoreError it raises; caller holds the lock): inside a verb's hold whose
-        transaction SQLite rolled back with it (a full disk, an I/O error), noted for the
-        hold's end to name (:meth:`HeldWrites.ended_error
-        <lldsched.stores.held.HeldWrites.ended_error>`: the first such call, and how many
-        failed after it).  Before, it said only that SQLite rolled its transaction back,
-        not on what nor why."""
-        shared, connection = self._shared, self._connection
-        if shared is None or shared.hold is None or connection is None:
-            return
-        if not connection.in_transaction:
-            shared.hold.ended(
-                doing,
-                "and SQLite rolled its transaction back",
-                f"{type(error).__name__}: {error}",
-                failed,
-            )
-
-    def _hold_gone(self, doing: str, task_id: str | None) -> StoreError:
-        """The error of a call (``doing``, of ``task_id``) made inside a verb's hold whose
-        transaction is gone (SQLite rolled it back under a call inside that failed, a full
-        disk or an I/O error), refused by :class:`~lldsched.stores.sqlite._Using` and
-        counted for the hold's end after the call that ended it (caller holds the lock).
-        As PostgreSQL's hold refuses a call once its connection is lost
-        (``PostgresTaskStore._hold_lost``).  Before, the call ran in a transaction of its
-        own: a write committed alone, outside the hold, which then named it among the
-        writes not stored, and let go the write gate the hold held
-        (:mod:`~lldsched.stores.sqlite_gate`: ``flock`` on a descriptor that holds it
-        succeeds), the rest of the hold run with the gate free."""
-        shared = self._shared
-        assert shared is not None and shared.hold is not None
-        held = shared.hold
-        held.failed_after()
-        if held.ended_by is None:  # a statement run on the connection directly
-            why = "rolled back by no call of the store's that failed"
-        else:
-            ended, _, said, _ = held.ended_by
-            why = f"SQLite rolled it back when the call inside to {ended} failed: {said}"
-        done = doing if task_id is None else f"{doing} {task_id!r}"
-        return StoreError(
-            f"the SQLite store {self.path!r} failed to {done}: the verb's hold it was called "
-            f"in has no transaction any more ({why}); nothing more is written inside it"
-        )
-
     def leases(self) -> list[Lease]:
         """Every lease row, expired ones included, by token (for people, tests and
         the runtime's ``metrics()``: ``CoordinatedStore.leases``)."""
@@ -553,197 +429,6 @@ class CoordinatedMethods:
             )
         return self._shared
 
-    def _save_shared(self, snapshot: TaskSnapshot, record: ExecutionRecord | None) -> None:
-        """``save`` in shared mode: a run's record is a fenced settle; a RUNNING snapshot
-        of a task whose lease this process holds writes nothing (the lease says so);
-        anything else writes the row, visible to the other processes' feed."""
-        task = snapshot.task
-        task_id = task.id
-        shared = self._shared
-        assert shared is not None
-        if record is not None and record.token is not None:
-            if _settles(record):
-                self._settle_fenced(snapshot, (record,), token=record.token)
-                return
-            self._refuse_if_forked()  # before the lock (as _using does)
-            with self._lock:  # a slot the run skipped: written only after its settle was
-                if shared.settled.get(task_id) != record.token:
-                    return
-        with self._using("save task", task_id) as connection:
-            if shared.muted:
-                return
-            if snapshot.status is TaskStatus.RUNNING and task_id in shared.held:
-                # The run's state is its lease's.  A redefinition during it (a modify, a
-                # reschedule, a replacement) is written alone, now, its state left to the
-                # lease and the run's settle; before, the settle wrote it, and a process
-                # killed before its settle lost it (the slot taken over, run on the old).
-                if self._defined.get(task_id) != task:
-                    with immediate(connection, self._gate):
-                        version = _redefine_row(connection, task)
-                    if shared.hold is not None:
-                        shared.hold.wrote(task_id, snapshot)
-                    self._defined[task_id] = task
-                    shared.wrote(task_id, version, finished=False)
-                return
-            if snapshot.status is TaskStatus.RUNNING and task_id in shared.lost:
-                # A run whose lease went (taken over, or its task removed): the row's state
-                # is its new holder's, and a row written `running` is claimed by no one.
-                # A redefinition made here during it is written alone, if the row is there.
-                if self._defined.get(task_id) != task:
-                    with immediate(connection, self._gate):
-                        _redefine_row(connection, task)
-                    self._defined[task_id] = task
-                    shared.refetch.add(task_id)  # the row's state, for this registry
-                return
-            definition = None if self._defined.get(task_id) == task else encode_task(task)
-            with immediate(connection, self._gate):
-                if (
-                    task_id not in self._defined
-                    and not finished(snapshot)  # forgotten here (_wrote), not unknown
-                    and connection.execute(
-                        "SELECT 1 FROM tasks WHERE id = ?", (task_id,)
-                    ).fetchone()
-                ):  # a registration here of an id another process registered
-                    raise ValidationError(
-                        f"task id {task_id!r} is already registered by another scheduler on "
-                        f"{self.path!r}; pass replace_existing=True to update it"
-                    )
-                version = self._write_state(
-                    connection, snapshot, status=snapshot.status.value, definition=definition
-                )
-                if record is not None:
-                    count = self._append(connection, record, seq=bump(connection, "record"))
-                    self._counts[task_id] = count
-            self._defined[task_id] = task
-            self._wrote(shared, snapshot, version)
-
-    def _resave_shared(
-        self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()
-    ) -> bool:
-        """``resave`` in shared mode: write the row a store outage left stale only while
-        its version is one this process wrote or read (:meth:`SharedState.knows`) and no
-        live lease holds it, in one transaction; False (nothing written) otherwise, or
-        when it is gone: another process's write is the feed's to bring in, a lease's
-        row its holder's settle to write.  A run this process holds writes nothing (its
-        settle will), as ``save`` does, but ``records``, the records the writes that
-        failed carried, written alone."""
-        task = snapshot.task
-        task_id = task.id
-        shared = self._shared
-        assert shared is not None
-        with self._using("save task again", task_id) as connection:
-            if shared.muted:
-                return True
-            if snapshot.status is TaskStatus.RUNNING and task_id in shared.held:
-                if records:
-                    with immediate(connection, self._gate):
-                        self._append_all(connection, task_id, records)
-                return True
-            definition = None if self._defined.get(task_id) == task else encode_task(task)
-            with immediate(connection, self._gate):
-                row = connection.execute(
-                    "SELECT version, EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id "
-                    "AND l.expires_at > ?) FROM tasks t WHERE t.id = ?",
-                    (time.time(), task_id),  # the host's clock, as the feed's lease flag
-                ).fetchone()
-                if row is None or row[1] or not shared.knows(task_id, row[0]):
-                    return False
-                version = self._write_state(
-                    connection, snapshot, status=snapshot.status.value, definition=definition
-                )
-                self._append_all(connection, task_id, records)
-            self._defined[task_id] = task
-            self._wrote(shared, snapshot, version)
-        return True
-
-    def _append_all(
-        self, connection: sqlite3.Connection, task_id: str, records: Sequence[ExecutionRecord]
-    ) -> None:
-        """Inside a transaction: append ``records`` of ``task_id``, in order."""
-        for record in records:
-            self._counts[task_id] = self._append(connection, record, seq=bump(connection, "record"))
-
-    def _save_all_shared(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
-        """``save_all`` in shared mode: a run's record with the records of the slots it
-        skipped is one settle, one transaction, fenced by the run's token; anything
-        else is saved a record at a time."""
-        first = records[0]
-        if first.token is not None and _settles(first):
-            self._settle_fenced(snapshot, records, token=first.token)
-            return
-        for record in records:
-            self._save_shared(snapshot, record)
-
-    def _settle_fenced(
-        self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int
-    ) -> None:
-        """Settle the run whose record is ``records[0]``; a lease lost meanwhile is
-        counted in ``rejected`` and logged (the core treats a failed save as logged)."""
-        try:
-            self._settle(snapshot, records, token=token)
-        except LeaseLost as exc:
-            shared = self._shared
-            assert shared is not None
-            with self._lock:
-                shared.rejected += 1
-            log.warning("%s", exc.settle_refused(records[0].attempt))
-
-    def _wrote(self, shared: SharedState, snapshot: TaskSnapshot, version: int) -> None:
-        """This process wrote ``snapshot``'s row as ``version`` (under the lock): the feed
-        is told (:meth:`SharedState.wrote`), and a finished task is forgotten by the
-        caches too, as in one process (:func:`~lldsched.persistence.finished`):
-        nothing runs it again, and a later save writes its definition in full.  Without
-        it, the caches held every task ever saved (docs/DECISIONS.md)."""
-        task_id = snapshot.task.id
-        done = finished(snapshot)
-        shared.wrote(task_id, version, finished=done)
-        if done:
-            self._defined.pop(task_id, None)
-            self._counts.pop(task_id, None)
-
-    def _write_state(
-        self,
-        connection: sqlite3.Connection,
-        snapshot: TaskSnapshot,
-        *,
-        status: str,
-        definition: str | None = None,
-    ) -> int:
-        """Inside a shared-mode transaction: write the row's state (and ``definition`` when
-        given) under a new version; returns the version."""
-        shared = self._shared
-        if shared is not None and shared.hold is not None:
-            shared.hold.wrote(snapshot.task.id, snapshot)
-        version = bump(connection, "change")
-        (last_failed,) = connection.execute(LAST_FAILED).fetchone()
-        dead_seq = last_failed + 1
-        connection.execute(
-            *written(snapshot, status=status, failed_seq=dead_seq, definition=definition)
-        )
-        connection.execute("UPDATE tasks SET version = ? WHERE id = ?", (version, snapshot.task.id))
-        return version
-
 
 def _version(change: Change) -> int:
     return change.version
-
-
-def _redefine_row(connection: sqlite3.Connection, definition: Task) -> int:
-    """Inside a shared-mode transaction: write ``definition`` (name, text, priority) to its
-    row, if there, keeping the row's state, under a new version; returns the version."""
-    version = bump(connection, "change")
-    connection.execute(
-        "UPDATE tasks SET name = ?, definition = ?, priority = ?, version = ? WHERE id = ?",
-        (definition.name, encode_task(definition), definition.priority, version, definition.id),
-    )
-    return version
-
-
-def _settles(record: ExecutionRecord) -> bool:
-    """Whether ``record``, of a run on a claim (its token set), is that run's own record,
-    which settles it (fenced by the token, the lease dropped): one whose outcome is a
-    run's (ok, failed, timed out, given up, or cancelled: a run a shutdown cut, its task
-    written due at its slot, or one ``Overlap.CANCEL_OTHER`` cut), not a slot it skipped
-    (written after that settle).  As PostgreSQL's store settles every such record."""
-    misfire = record.misfire
-    return misfire is None or misfire.ran

@@ -1,6 +1,7 @@
 """The rows of an SQLite store: the statements that write a task's row and a record, and
 the conversions from rows back to values, shared by its unshared and shared modes
-(:mod:`lldsched.stores.sqlite`, :mod:`lldsched.stores.sqlite_coordinated`), and the
+(:mod:`lldsched.stores.sqlite`, :mod:`lldsched.stores.sqlite_coordinated`,
+:mod:`lldsched.stores.sqlite_shared_writes`), and the
 :class:`~lldsched.errors.StoreError` an SQLite error becomes (:func:`failure`)."""
 
 from __future__ import annotations
@@ -280,7 +281,7 @@ def immediate(
     ``BEGIN`` and let go after the end, so writers of all processes take the lock in
     turn; its :class:`~lldsched.stores.sqlite_gate.WriteLockTimeout` is an
     ``sqlite3.OperationalError``, as SQLite's "database is locked" is.
-    Inside a transaction already open (a verb's, ``CoordinatedMethods.verb_held``, which
+    Inside a transaction already open (a verb's, ``SqliteHolds.verb_held``, which
     holds the write lock, and the gate, from its read of the change feed to its writes):
     a savepoint of it, released at the end, rolled back to if the block raises."""
     if connection.in_transaction:

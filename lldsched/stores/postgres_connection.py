@@ -1,0 +1,180 @@
+"""The connection of a :class:`~lldsched.stores.postgres.PostgresTaskStore`: the one
+session every call of the store runs on, under the store's lock.
+
+:class:`PostgresConnection` is mixed into the store: ``_using`` gives a call the
+connection (the settles queued before written first, so that this store's writes reach
+the database in the order they were made; a psycopg error turned into a
+:class:`~lldsched.errors.StoreError` naming the call), ``_open`` connects again after an
+outage within the call's one ``timeout``
+(:mod:`~lldsched.stores.postgres_deadline`) and refuses a call once the store is closed,
+refused (a newer schema) or its verb's hold lost the connection; ``_connect`` makes a
+session with the store's bounds and finds whether a pooler lends it
+(``_pooled_session``: docs/OPERATIONS.md, "Behind PgBouncer"), and ``_bound`` gives a
+transaction on a pooled session those bounds.  The dsn was checked before
+(:mod:`~lldsched.stores.postgres_dsn`); what a call inside a verb's hold does to the
+hold is :mod:`~lldsched.stores.postgres_holds`'.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from lldsched.errors import StoreClosedError, StoreError
+from lldsched.stores import postgres_sql as sql
+from lldsched.stores.held import HeldWrites
+from lldsched.stores.postgres_batch import SettleQueue
+from lldsched.stores.postgres_coordinated import Connection
+from lldsched.stores.postgres_deadline import Deadline
+from lldsched.stores.postgres_listen import connect, psycopg, scrubbed, session_bounds
+from lldsched.stores.postgres_reads import one_row
+
+__all__ = ["PostgresConnection"]
+
+
+class PostgresConnection:
+    """The store's connection, given to each call: mixed into PostgresTaskStore."""
+
+    # What the store provides (PostgresTaskStore.__init__ sets them, and says what its
+    # lock guards: the connection first).
+    dsn: str
+    _dsn: str
+    lease: float
+    pooled: bool
+    _timeout: float
+    _schema: str | None
+    _lock: threading.RLock
+    _connection: Connection | None
+    _closed: bool
+    _refused: str | None
+    _deadline: Deadline
+    _settles: SettleQueue
+    _hold: HeldWrites | None
+    _holding: Connection | None
+    if TYPE_CHECKING:
+
+        def _refuse_if_forked(self) -> None: ...
+        def _write_settles(self) -> None: ...
+        def _hold_lost(self, held: HeldWrites | None = None) -> StoreError: ...
+        def _inside_failed(
+            self,
+            exc: psycopg.Error,
+            why: str,
+            error: StoreError,
+            doing: str,
+            task_id: str | None,
+        ) -> None: ...
+
+    def _open(self) -> Connection:
+        """The live connection, connecting again after an outage (caller holds the lock),
+        armed to the end of the call under way; a :class:`StoreError` once that call has
+        no time left (:meth:`Deadline.spent <lldsched.stores.postgres_deadline.Deadline.spent>`:
+        one ``timeout`` a call, the settles held back that it writes first included)."""
+        self._refuse_if_forked()
+        if self._closed:
+            raise StoreClosedError(f"the store {self.dsn!r} is closed")
+        if self._refused is not None:  # a newer release upgraded the schema since open
+            raise StoreError(self._refused)
+        connection = self._connection
+        dead = connection is None or connection.closed or connection.broken
+        if dead and self._holding is not None:  # a new one would write outside the hold
+            if self._hold is not None:
+                self._hold.failed_after()  # the hold's end counts it after the loss
+            raise self._hold_lost()  # (a round trip cut inside spent the verb's call too)
+        spent = self._deadline.spent()
+        if spent is not None:
+            raise StoreError(
+                f"the PostgreSQL store {self.dsn!r} failed: {spent}; the "
+                f"{self._timeout:g} s timeout this call shares is spent, so nothing more is "
+                "sent in it"
+            )
+        if connection is None or dead:
+            # before the close frees the socket's number, which a new socket may take
+            self._deadline.replaced()  # and a cut of the old one explains no new failure
+            if connection is not None:
+                connection.close()
+            self._connection = None
+            try:
+                connection = self._connection = self._connect()
+            except StoreError as exc:  # the server out of reach: the call tries no more
+                self._deadline.spend(str(exc))
+                raise
+        self._deadline.watch(connection.fileno())  # disarmed when the call ends
+        return connection
+
+    def _connect(self) -> Connection:
+        """A new connection whose session the server ends if it sits inside a transaction
+        for a whole ``lease``: a process stalled mid-write (a SIGSTOP, a suspended VM)
+        would otherwise keep its rows locked, and no one could take its runs over."""
+        connection = connect(self._dsn, timeout=self._timeout)
+        try:
+            if self._schema is None:  # the first connection: the store's schema is found
+                (self._schema,) = one_row(connection.execute("SELECT pg_catalog.current_schema()"))
+            direct, isolation, *_ = one_row(connection.execute(sql.SESSION, {
+                **session_bounds(lease=self.lease, timeout=self._timeout),
+                "schema": self._schema or "",
+                "pid": connection.info.backend_pid,
+            }))  # fmt: skip
+        except psycopg.Error as exc:
+            connection.close()
+            raise StoreError(
+                f"the PostgreSQL store {self.dsn!r} failed: "
+                f"{self._deadline.reason(scrubbed(exc, self._dsn))}"
+            ) from None
+        self.pooled = not direct
+        if self.pooled:
+            self._pooled_session(connection, str(isolation))
+        return connection
+
+    def _pooled_session(self, connection: Connection, isolation: str) -> None:
+        """A session a pooler lends (``SESSION`` set nothing on it: docs/OPERATIONS.md,
+        "Behind PgBouncer"): no statement is prepared on it (psycopg's, after five runs of
+        a statement, are the server connection's, and the next run may be lent another:
+        "prepared statement does not exist"); and a default isolation the store cannot
+        set for its single statements (each one a transaction of its own, on whichever
+        server connection) is refused, naming what to set instead."""
+        connection.prepare_threshold = None
+        if isolation != "read committed":
+            connection.close()
+            raise StoreError(
+                f"the PostgreSQL store {self.dsn!r} is reached through a connection pooler "
+                f"(PgBouncer?) whose sessions default to {isolation!r} isolation: the store "
+                "needs READ COMMITTED and cannot set it on a pooled session; set it for the "
+                "store's role (ALTER ROLE <user> SET default_transaction_isolation = "
+                "'read committed') or connect directly"
+            )
+
+    def _bound(self, connection: Connection) -> None:
+        """First in a transaction that may hold rows locked while this process does
+        something else (a verb's hold, a write of several statements): on a pooled
+        session, the session's bounds for that transaction alone
+        (:data:`~lldsched.stores.postgres_sql.LOCAL_BOUNDS`; a savepoint of a hold has
+        them from the hold)."""
+        if self.pooled and connection is not self._holding:
+            connection.execute(
+                sql.LOCAL_BOUNDS, session_bounds(lease=self.lease, timeout=self._timeout)
+            )
+
+    @contextlib.contextmanager
+    def _using(self, doing: str, task_id: str | None = None) -> Iterator[Connection]:
+        """The connection, under the lock, once the settles queued before were written
+        (this store's writes reach the database in the order they were made); a lost
+        server becomes a StoreError.  ``doing`` (and ``task_id``, the task it is done
+        to): what the call does, as the SQLite store's ``_using`` says it
+        (``"read the records of task"``), named by a verb's hold that this call's failure
+        ended (:meth:`_inside_failed`)."""
+        self._refuse_if_forked()
+        with self._lock, self._deadline.call():  # one timeout for all it sends
+            try:
+                if self._settles.waiting:
+                    self._write_settles()
+                connection = self._open()
+                yield connection
+            except psycopg.Error as exc:  # a lost server, a deadlock, a constraint
+                why = self._deadline.reason(scrubbed(exc, self._dsn))
+                error = StoreError(f"the PostgreSQL store {self.dsn!r} failed: {why}")
+                if self._holding is not None:
+                    self._inside_failed(exc, why, error, doing, task_id)
+                raise error from None
