@@ -7,7 +7,8 @@ worker processes and the event loop, writes the rows a store outage left stale, 
 delivers the events left.  It is idempotent, and final.  On a shared store the leases
 of the runs it waits for are renewed meanwhile
 (:func:`~lldsched.threaded.shared.leases_kept`): the timer that renews them is stopped.
-The waits for quiet (``wait_idle``, ``wait_drained``) live in :mod:`lldsched.threaded.idlewaits`.
+The waits for quiet (``wait_idle``, ``wait_drained``) live in
+:mod:`lldsched.threaded.idlewaits`.
 """
 
 from __future__ import annotations
