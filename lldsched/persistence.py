@@ -14,6 +14,13 @@ A runtime opened on a store that already holds tasks restores them (see
 :mod:`lldsched.core.recovery`).  A store that also gives back the records it kept
 and the dead-letter order (:class:`HistoryStore`) has those restored too.
 
+The rest of the seam is here too, so that a store's author reads one module: the
+methods a store may have beyond the protocols, each called through a function that
+falls back to the protocol's own when it has not (:func:`save_all`, :func:`purge`,
+:func:`resave`, :func:`verb_held`, :func:`verb_call`, :func:`settles_waiting`), and the
+bounds every store holds a task's id and text to, whichever store it is
+(:func:`check_id_size`, :func:`check_storable`).
+
 **Several processes, one set of tasks** (:class:`CoordinatedStore`, docs/CLUSTER.md).
 A store shared by several schedulers hands each due run to exactly one of them
 through a *claim*: a lease with an expiry and a *fencing token* taken from one

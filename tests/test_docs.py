@@ -71,7 +71,7 @@ from lldsched.sim import simulation
 from lldsched.sim.scenario import build_scenario
 from lldsched.testing import Stepper
 from lldsched.threaded import pool
-from lldsched.threaded.stopping import Stopping
+from lldsched.threaded.idlewaits import IdleWaits
 from tests import jobs
 from tests.forking import in_child
 from tests.test_demo import EXPECTED as DEMO_OUTPUT
@@ -1008,15 +1008,15 @@ def waits_timing_out(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     never comes (``wait_drained`` with a recurring task registered): the reader's copy
     stalls for the whole timeout, and what it prints next depends on the timing."""
     timed_out: list[str] = []
-    wait = Stopping._wait
+    wait = IdleWaits._wait
 
-    def recorded(self: Stopping, timeout: float | timedelta, *, drained: bool) -> bool:
+    def recorded(self: IdleWaits, timeout: float | timedelta, *, drained: bool) -> bool:
         done = wait(self, timeout, drained=drained)
         if not done:
             timed_out.append(f"{'wait_drained' if drained else 'wait_idle'}({timeout!r})")
         return done
 
-    monkeypatch.setattr(Stopping, "_wait", recorded)
+    monkeypatch.setattr(IdleWaits, "_wait", recorded)
     return timed_out
 
 

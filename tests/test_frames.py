@@ -31,7 +31,7 @@ from lldsched import (
 from lldsched.schedules.base import Schedule
 from lldsched.sim.scenario import build_scenario
 from lldsched.sim.simulation import MAX_WORKERS
-from lldsched.views import summaries
+from lldsched.views import utilisation as utilisation_module
 from lldsched.views.frames import (
     COLUMNS,
     DTYPES,
@@ -467,7 +467,7 @@ def test_utilisation_ends_with_the_interval_a_run_finishes_in() -> None:
 def test_utilisation_takes_as_many_intervals_as_its_limit_and_no_more(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(summaries, "MOST_INTERVALS", 10)
+    monkeypatch.setattr(utilisation_module, "MOST_INTERVALS", 10)
     ten = [R("a", "a", 1, T0, T0, 0, T0, T0 + 10, True)]  # ten 1 s intervals
     assert len(utilisation(to_frame(ten), workers=1, freq="1s")) == 10
     eleven = [R("a", "a", 1, T0, T0, 0, T0, T0 + 11, True)]

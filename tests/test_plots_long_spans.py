@@ -19,7 +19,8 @@ from matplotlib.axes import Axes
 from matplotlib.collections import QuadMesh
 
 from lldsched import ExecutionRecord, Outcome, ValidationError
-from lldsched.views import summaries
+from lldsched.views import lanes
+from lldsched.views import utilisation as utilisation_module
 from lldsched.views.frames import mean_busy, to_frame, utilisation
 from lldsched.views.plots import MAX_COLUMNS, utilisation_plot
 from lldsched.views.summaries import check_spans, fitting_freq
@@ -164,6 +165,7 @@ def test_the_runs_are_checked_once_for_the_fit_the_table_and_the_mean(
         checked.append(len(runs))
         return check_spans(runs)
 
-    monkeypatch.setattr(summaries, "check_spans", counted)
+    for module in (lanes, utilisation_module):  # where the runs are checked
+        monkeypatch.setattr(module, "check_spans", counted)
     utilisation_plot(mixed(), 2, "1h")
     assert checked == [52]  # once, the runs only (not the skipped slot)

@@ -43,7 +43,7 @@ def simulate_overrun(
     seconds) under each of ``policies`` for ``horizon`` seconds (default ten
     periods); returns each policy's records: its finished runs and the slots it
     dropped (``skipped`` or ``coalesced``: ``record.outcome.ran`` is False), in the
-    order the simulation made them.  :func:`lldsched.views.summaries.ran` keeps the runs.
+    order the simulation made them.  :func:`lldsched.views.runs.ran` keeps the runs.
 
     ``SKIP`` and ``CATCH_UP`` run on one worker (the task never overlaps itself);
     an overlap policy gets a worker more than it can use (``ALLOW`` runs up to

@@ -6,7 +6,8 @@ thread that delivers events to listeners, around the core state machine.
   :mod:`~lldsched.threaded.registering` (registration),
   :mod:`~lldsched.threaded.timer` (the timer thread), :mod:`~lldsched.threaded.running`
   (a run, from hand-off to record), :mod:`~lldsched.threaded.control` (the verbs and
-  reads), :mod:`~lldsched.threaded.stopping` (shutdown and the idle waits);
+  reads), :mod:`~lldsched.threaded.stopping` (shutdown),
+  :mod:`~lldsched.threaded.idlewaits` (``wait_idle`` and ``wait_drained``);
 * :mod:`~lldsched.threaded.pool`: the worker threads behind a bounded hand-off queue;
 * :mod:`~lldsched.threaded.dispatcher`: listeners called off the hot path;
 * :mod:`~lldsched.threaded.coroutines`: the event loop that runs ``async def`` actions;

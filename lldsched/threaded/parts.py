@@ -5,11 +5,11 @@ modules, as the core is: construction (:mod:`~lldsched.threaded.scheduler`) and,
 mixed into it, registration (:mod:`~lldsched.threaded.registering`), the timer thread
 (:mod:`~lldsched.threaded.timer`), the runs its workers and its event loop carry out
 (:mod:`~lldsched.threaded.running`), the control verbs and reads
-(:mod:`~lldsched.threaded.control`) and shutdown with the idle waits
-(:mod:`~lldsched.threaded.stopping`).  :class:`SchedulerParts` is their common
-base: it declares the collaborators, the state the one lock guards and the helpers
-more than one module calls, so each module type-checks on its own and mypy checks
-that ``Scheduler``'s definitions match.  At run time it adds nothing.
+(:mod:`~lldsched.threaded.control`), shutdown (:mod:`~lldsched.threaded.stopping`) and
+the waits for quiet (:mod:`~lldsched.threaded.idlewaits`).  :class:`SchedulerParts` is
+their common base: it declares the collaborators, the state the one lock guards and the
+helpers more than one module calls, so each module type-checks on its own and mypy
+checks that ``Scheduler``'s definitions match.  At run time it adds nothing.
 
 **At most 29 instance attributes.**  CPython 3.11 keeps up to 29 of an instance's
 attributes inline; a 30th moves them all into a dict, and every ``self._x`` read on
@@ -186,6 +186,8 @@ class SchedulerParts:
         def _settle(self, count: int) -> None: ...  # running
 
         def _cut_by_shutdown(self, run: Run) -> None: ...  # stopping
+
+        def _own_thread(self) -> bool: ...  # stopping
 
         def _notify_idle(self) -> None: ...  # running
 

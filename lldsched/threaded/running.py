@@ -473,7 +473,7 @@ class RunExecution(SchedulerParts):
 
     def _wake_idle(self) -> None:
         """Let every wait_idle() / wait_drained() caller test again (caller holds the
-        lock; :meth:`_quiet <lldsched.threaded.stopping.Stopping._quiet>`)."""
+        lock; :meth:`_quiet <lldsched.threaded.idlewaits.IdleWaits._quiet>`)."""
         self._idle_waiters.wake()
 
 

@@ -21,8 +21,8 @@ Several kinds of thread share one lock:
 The class is written in modules (:mod:`~lldsched.threaded.parts` declares what they
 share): this one builds and starts the scheduler; registration
 (:mod:`~lldsched.threaded.registering`), the timer, the runs, the control verbs
-(:mod:`~lldsched.threaded.control`) and shutdown (:mod:`~lldsched.threaded.stopping`)
-are mixed in.
+(:mod:`~lldsched.threaded.control`), shutdown (:mod:`~lldsched.threaded.stopping`) and
+the waits for quiet (:mod:`~lldsched.threaded.idlewaits`) are mixed in.
 
 **Recovery.**  A scheduler built on a store that already holds tasks restores
 them in its constructor (:func:`lldsched.core.recovery.recover`): they are visible
@@ -60,6 +60,7 @@ from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.deadline import Flag, Waiters
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.forked import note
+from lldsched.threaded.idlewaits import IdleWaits
 from lldsched.threaded.jumps import LastLook
 from lldsched.threaded.parts import NEW, RUNNING
 from lldsched.threaded.pool import WorkerPool
@@ -77,7 +78,7 @@ __all__ = ["Scheduler"]
 _built = itertools.count(1)
 
 
-class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
+class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, IdleWaits, Registering):
     """An in-process task scheduler: a heap-and-Condition timer and a bounded worker pool.
 
     ``workers`` is the number of worker threads (default 4).  ``clock``, ``store``,
@@ -185,7 +186,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         # shutdown) and the pool's (workers wait for items).  The caller's thread
         # never waits on a condition of it (a Ctrl-C there let go of the lock another
         # thread held): wait_idle() waits on a lock of its own, let go under it as
-        # the last run in flight settles (_idle_waiters, stopping.Stopping._quiet);
+        # the last run in flight settles (_idle_waiters, idlewaits.IdleWaits._quiet);
         # shutdown waits on events set under it (its drain's, set by every
         # settled run; the runner's _settled, by its last coroutine), and takes it
         # with a timeout: a store call that hangs under it cannot hold shutdown
@@ -243,7 +244,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         self._in_flight = 0  # entries popped by the timer and not yet settled (_settle)
         self._draining = False  # shutdown(drain=True) is handing out the last due entries
         self._drain_settled = Flag()  # set by each settled run while draining
-        self._idle_waiters = Waiters()  # wait_idle()'s waiters' own locks (stopping._quiet)
+        self._idle_waiters = Waiters()  # wait_idle()'s waiters' own locks (idlewaits._quiet)
         self._failures = collections.deque()  # failed runs' log lines, logged without _lock
         self._saying = Repeats()  # its lock: the thread logging _failures (never inside _lock)
         self._state = NEW

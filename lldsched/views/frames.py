@@ -63,10 +63,10 @@ empty source gives an empty frame with the same columns and dtypes.
 Summaries, importable from here too (:mod:`lldsched.views.summaries`):
 :func:`~lldsched.views.summaries.task_summary` (runs, outcomes, retries, given-up and
 skipped slots, lateness and duration percentiles, overruns, blocked waits per task),
-:func:`~lldsched.views.summaries.utilisation` (the busy fraction of each worker per
+:func:`~lldsched.views.utilisation.utilisation` (the busy fraction of each worker per
 interval; of each process's own workers, for processes of different sizes, from a mapping
-of node to workers) and :func:`~lldsched.views.summaries.mean_busy` (the fraction of that time the
-workers were busy, a lane of runs at once counted busy once).
+of node to workers) and :func:`~lldsched.views.utilisation.mean_busy` (the fraction of
+that time the workers were busy, a lane of runs at once counted busy once).
 
 pandas and numpy are imported here, in :mod:`lldsched.views.tables` and in
 :mod:`lldsched.views.plots` only; without them, importing this module raises an

@@ -22,7 +22,7 @@ from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 from lldsched.views.frames import ran  # raises, naming the extra, without pandas
 from lldsched.views.report import NOT_RUNS, nearest_rank
-from lldsched.views.summaries import instants
+from lldsched.views.runs import instants
 
 try:
     import matplotlib.dates as _mdates

@@ -17,6 +17,15 @@ from lldsched import checks
 from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
+from lldsched.views.lanes import (
+    Workers,
+    lane_label,
+    mapped_lanes,
+    missing_nodes,
+    node_label,
+    run_nodes,
+    worker_lanes,
+)
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
     MAX_LANES,
@@ -41,17 +50,7 @@ from lldsched.views.plots._base import (
 )
 from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _failures, _mark_handles
-from lldsched.views.summaries import (
-    Workers,
-    _ran_reading,
-    check_spans,
-    lane_label,
-    mapped_lanes,
-    missing_nodes,
-    node_label,
-    run_nodes,
-    worker_lanes,
-)
+from lldsched.views.runs import _ran_reading, check_spans
 from lldsched.views.tables import seconds_text
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
@@ -61,7 +60,7 @@ _GANTT_READS = frozenset({
     "ok", "timed_out", "outcome", "error",
 })  # fmt: skip
 """The columns of a frame's runs a Gantt chart reads: its copy of the runs has only these
-(:func:`~lldsched.views.summaries._ran_reading`)."""
+(:func:`~lldsched.views.runs._ran_reading`)."""
 
 
 def gantt(
@@ -115,12 +114,12 @@ def gantt(
 
     The runs of several processes sharing a store (the frame's ``node`` column: each
     numbers its workers from 0) get a lane per process and worker, labelled
-    ``"host:pid · worker 0"`` (:func:`~lldsched.views.summaries.run_nodes`), and the runs
+    ``"host:pid · worker 0"`` (:func:`~lldsched.views.lanes.run_nodes`), and the runs
     that name no process (``node`` missing or ``""``) beside them ``"no node · worker 0"``;
     with one process or none, a lane per worker, ``"worker 0"``.
 
     A run without a start or a finish (``NaT``), or that finished before it started, has
-    no bar: it is refused, naming it (:func:`~lldsched.views.summaries.check_spans`), as
+    no bar: it is refused, naming it (:func:`~lldsched.views.runs.check_spans`), as
     is a time column without a zone.
 
     Runs at once on one lane (the event loop's coroutines, on ``worker == workers``; a
@@ -129,7 +128,7 @@ def gantt(
     once; ``max_lanes`` then bounds the rows (fewer of the busiest lanes are drawn).
 
     ``workers`` (by worker only) names the lanes, as :func:`utilisation` takes it and
-    by its rules (:func:`~lldsched.views.summaries.mapped_lanes`): a count or worker
+    by its rules (:func:`~lldsched.views.lanes.mapped_lanes`): a count or worker
     indexes every process has, or a mapping from each node (its whole holder id, the
     frame's ``node`` value; ``None`` for runs that name none) to its own, so a worker
     that ran nothing has an empty lane; a run on a worker, or of a node, it leaves out

@@ -37,7 +37,7 @@ from lldsched.views.plots._base import (
 )
 from lldsched.views.plots.palette import ACCENT
 from lldsched.views.plots.runbars import _draw_runs, _failures, _mark_handles
-from lldsched.views.summaries import check_spans
+from lldsched.views.runs import check_spans
 
 __all__ = ["overrun_comparison"]
 

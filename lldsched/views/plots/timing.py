@@ -10,6 +10,7 @@ import pandas as pd
 from matplotlib.cbook import STEP_LOOKUP_MAP
 
 from lldsched import checks
+from lldsched.views.lanes import Workers, column_labels
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
     MAX_LANES,
@@ -31,21 +32,16 @@ from lldsched.views.plots._base import (
     _zone,
     task_mark,
 )
-from lldsched.views.summaries import (
-    Workers,
-    _ran_reading,
-    _utilisation_drawn,
-    check_lateness,
-    column_labels,
-)
+from lldsched.views.runs import _ran_reading, check_lateness
 from lldsched.views.tables import seconds_text
+from lldsched.views.utilisation import _utilisation_drawn
 
 __all__ = ["MAX_COLUMNS", "lateness_distribution", "lateness_over_time", "utilisation_plot"]
 
 _LATENESS_READS = frozenset({"task_id", "name", "attempt", "due", "start", "lateness"})
 """The columns of a frame's runs the lateness charts read (their copy of the runs has only
-these: :func:`~lldsched.views.summaries._ran_reading`; ``attempt``, ``due`` and ``start``
-name a run :func:`~lldsched.views.summaries.check_lateness` refuses)."""
+these: :func:`~lldsched.views.runs._ran_reading`; ``attempt``, ``due`` and ``start``
+name a run :func:`~lldsched.views.runs.check_lateness` refuses)."""
 
 
 def lateness_over_time(
@@ -57,7 +53,7 @@ def lateness_over_time(
     Past :data:`MAX_LEGEND_TASKS` tasks, the legend names those with the worst
     lateness, in their colours, and the rest are grey points underneath.  A run of no
     known lateness (no due time or start: ``NaT``) is refused, naming it
-    (:func:`~lldsched.views.summaries.check_lateness`)."""
+    (:func:`~lldsched.views.runs.check_lateness`)."""
     given, frame = frame, _ran_reading(frame, _LATENESS_READS)
     check_lateness(frame)
     zone = _zone(tz)  # before anything is drawn: an ax= given stays as it was
@@ -134,7 +130,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     :func:`~lldsched.views.summaries.task_summary`'s), in their colours,
     and the rest are thin grey curves underneath.  A run of no known lateness (no due
     time or start: ``NaT``) is refused, naming it: left out, a task of none read "(never
-    late)" (:func:`~lldsched.views.summaries.check_lateness`)."""
+    late)" (:func:`~lldsched.views.runs.check_lateness`)."""
     given, frame = frame, _ran_reading(frame, _LATENESS_READS)
     check_lateness(frame)
     figure, ax = _axes(ax, (8.0, 4.5))
@@ -227,7 +223,7 @@ def utilisation_plot(
 ) -> Figure:
     """Each worker's busy fraction per ``freq`` interval as a heat map (a lane per
     worker), with a colour bar; the title gives the mean busy fraction over all workers
-    (:func:`~lldsched.views.summaries.mean_busy`: a worker is busy while at least one run
+    (:func:`~lldsched.views.utilisation.mean_busy`: a worker is busy while at least one run
     is in flight on it, so the mean is never above 100 %).  Past
     :data:`MAX_LANES` workers every worker still has its row, but the figure is as
     tall as for :data:`MAX_LANES` and only every k-th row is labelled (at most
@@ -243,7 +239,7 @@ def utilisation_plot(
     Runs over more than ``max_columns`` intervals of ``freq`` (default
     :data:`MAX_COLUMNS`; ``None``: every interval, however many) are shown in longer
     ones, the shortest round length that fits (``"1min"`` over a year: ``"12h"``,
-    :func:`~lldsched.views.summaries.fitting_freq`), each the mean of the ``freq``
+    :func:`~lldsched.views.utilisation.fitting_freq`), each the mean of the ``freq``
     intervals it holds; the title names the length drawn and the time axis's label
     says why.  ``utilisation(frame, workers, <that length>)`` is the table drawn."""
     most_columns = checks.whole_or_none(max_columns, name="max_columns", at_least=1)
