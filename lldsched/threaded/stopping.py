@@ -6,7 +6,7 @@ order, bounded by the timeout) or drops what is due, joins the workers, closes t
 worker processes and the event loop, writes the rows a store outage left stale, then
 delivers the events left.  It is idempotent, and final.  On a shared store the leases
 of the runs it waits for are renewed meanwhile
-(:func:`~lldsched.threaded.shared.leases_kept`): the timer that renews them is stopped.
+(:func:`~lldsched.threaded.leases.leases_kept`): the timer that renews them is stopped.
 The waits for quiet (``wait_idle``, ``wait_drained``) live in
 :mod:`lldsched.threaded.idlewaits`.
 """
@@ -30,10 +30,10 @@ from lldsched.errors import SchedulerStateError, doc_url
 from lldsched.logs import SCHEDULER, counted
 from lldsched.threaded.control import unfinished, watched
 from lldsched.threaded.deadline import ASK_EVERY, Deadline
+from lldsched.threaded.leases import leases_kept
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.processes import KILLED
-from lldsched.threaded.shared import leases_kept
 
 if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it already
     import asyncio
@@ -598,7 +598,7 @@ class Stopping(SchedulerParts):
     def _leases_kept(
         self, deadline: Deadline | None = None
     ) -> contextlib.AbstractContextManager[None]:
-        """:func:`~lldsched.threaded.shared.leases_kept` on this scheduler's lock and
+        """:func:`~lldsched.threaded.leases.leases_kept` on this scheduler's lock and
         clock, its thread named as this scheduler's others are, joined within
         ``deadline`` (``None``: when it ends)."""
         return leases_kept(
