@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.storewrites import Kind
+from lldsched.core.outage import Kind
 from lldsched.core.task import Run
 from lldsched.logs import CLUSTER
 from lldsched.persistence import Claim, CoordinatedStore

@@ -60,7 +60,7 @@ from lldsched.core.duequeue import queued_entry
 from lldsched.core.follow import claimed_entry, follow
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import RUNNABLE
-from lldsched.core.storewrites import Kind
+from lldsched.core.outage import Kind
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.logs import CLUSTER, instant_text
 from lldsched.model import TaskStatus
@@ -190,7 +190,7 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
 
     def _succeeded(self, kind: Kind) -> None:
         """A call of ``kind`` succeeded: it may end an outage (said there: which kinds end
-        which is :data:`~lldsched.core.storewrites.ENDED_BY`'s)."""
+        which is :data:`~lldsched.core.outage.ENDED_BY`'s)."""
         writes = self._core.store_writes
         if writes is not None and writes.outage is not None:
             writes.succeeded(kind)
@@ -224,7 +224,7 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
             if task.status is TaskStatus.BLOCKED:
                 self._core.wait_followed(task)
         # Once the changes read are applied: a row an outage left stale is written again
-        # then (core/storewrites.py), only while the store has nothing newer of it than
+        # then (core/outage.py), only while the store has nothing newer of it than
         # the registry does; before, a row just read was "known" but not yet followed.
         self._succeeded("read of the change feed")
         if touched:
