@@ -223,7 +223,7 @@ def test_a_clock_raising_in_shutdowns_lease_keeper_is_logged_and_the_leases_stil
     next renewal goes on."""
     from typing import Any, cast
 
-    from lldsched.threaded.shared import leases_kept
+    from lldsched.threaded.leases import leases_kept
 
     renewed = threading.Event()
 

@@ -1,5 +1,5 @@
 """A claim is trusted from no later than the clock reading its store's expiry counts from
-(``Coordinator.looked`` in lldsched/threaded/shared.py).
+(``Coordinator.looked`` in lldsched/threaded/leases.py).
 
 A shared SQLite store writes a claim's expiry as ``now + lease``, ``now`` being the timer's
 reading at the top of its wake; the renewal and the change feed run between that reading

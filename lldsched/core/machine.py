@@ -221,7 +221,7 @@ class SchedulerCore(
         # attribute cache so that a registration without a store cost 1.3 % more
         # (34,259 -> 34,704 instructions, ``benchmarks/threaded_instructions.py register``).
         # The rows an outage left stale are written again when it ends
-        # (core/storewrites.py), from the tasks as they are then (a shared store's only
+        # (core/outage.py), from the tasks as they are then (a shared store's only
         # while each is as this process last read it: persistence.resave).
         self._writes = (
             None

@@ -278,7 +278,8 @@ def decide_misfire(
     its first slot after now, or cancelled if its schedule ended).
 
     Used by recovery at start, after a forward wall-clock jump, and in shared mode by
-    the process that claims a slot due before it was there (:mod:`lldsched.threaded.shared`).
+    the process that claims a slot due before it was there
+    (:mod:`lldsched.threaded.claimdecisions`).
 
     A slot of a plan cut at :data:`MAX_SLOTS` (the history holds the record standing for
     the slots beyond the cap, at or after that slot: :func:`cut_record`) was decided already: the

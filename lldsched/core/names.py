@@ -29,7 +29,7 @@ MAX_SKIPPED = 10
 MISFIRE_CAP = "MisfireCap:"
 """How the error text of the record standing for a misfire decision's slots beyond its cap
 begins: a restart reads where a catch-up plan was cut from it (core/recovery.py), and an
-outage's records keep it whole (core/storewrites.py)."""
+outage's records keep it whole (core/outagerecords.py)."""
 
 SKIP_CAP = "SkipCap:"
 """How the error text of the record standing for the slots past :data:`MAX_SKIPPED` that a

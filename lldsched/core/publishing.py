@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from lldsched.core.names import runnable
 from lldsched.core.parts import CoreParts
-from lldsched.core.storewrites import interrupts_deferred, store_failed, store_written
+from lldsched.core.storeinterrupts import interrupts_deferred
+from lldsched.core.storewrites import store_failed, store_written
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, save_all
@@ -210,7 +211,7 @@ def verb_written(
 ) -> None:
     """A verb's transition (pause, resume, redrive, run now) written and published by
     ``core``: a ``KeyboardInterrupt`` or ``SystemExit`` its store raises in the write is
-    raised once the event is published (:func:`~lldsched.core.storewrites.interrupts_deferred`),
+    raised once the event is published (:func:`~lldsched.core.storeinterrupts.interrupts_deferred`),
     on both runtimes; raised at once, the verb was made and the listeners never heard it
     (docs/DECISIONS.md, "A Ctrl-C in a simulation's verb").  A function, not a method of
     the core: as one more name in its classes' dictionaries it cost the simulation's loop

@@ -13,7 +13,10 @@ thread that delivers events to listeners, around the core state machine.
 * :mod:`~lldsched.threaded.coroutines`: the event loop that runs ``async def`` actions;
 * :mod:`~lldsched.threaded.processes`: the worker processes of ``isolation="process"``
   (:mod:`~lldsched.threaded.processlife`: one child's life, from the parent's side);
-* :mod:`~lldsched.threaded.shared`: the timer's side of a store several processes share;
+* :mod:`~lldsched.threaded.shared`: the timer's side of a store several processes share
+  (mixed into it: :mod:`~lldsched.threaded.leases`, the leases it holds;
+  :mod:`~lldsched.threaded.claimdecisions`, a claimed slot decided without a run;
+  :mod:`~lldsched.threaded.sharedload`, the rows it loads as they are);
 * :mod:`~lldsched.threaded.deadline`: the scheduler's lock taken, and waited on, within
   the time a ``shutdown(timeout=...)`` has left.
 """

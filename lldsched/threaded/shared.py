@@ -7,14 +7,23 @@ Coordinator has no lock of its own; lock order: the scheduler's, then the
 store's), on the timer thread or on a worker; :meth:`flush` alone is called
 without it, and takes it for its bookkeeping.
 
+``Coordinator`` is one class written in four modules: this one holds its construction,
+the claims (made, handed out, begun, given back, settled) and the change feed; mixed
+into it are the leases held (:mod:`~lldsched.threaded.leases`: renewed, counted lost,
+trusted again, and kept renewing through a shutdown), what it decides for a slot it
+claimed without running it (:mod:`~lldsched.threaded.claimdecisions`: a misfire, a
+slot held for its upstreams) and the rows it loads as they are
+(:mod:`~lldsched.threaded.sharedload`: at start, and a row left out, taken over).
+
 What the timer does with it, at every wake:
 
 * :meth:`tick`: renew the leases when the renewal is due (every ``lease / 3``: one
   more deadline in the timer's wait, no thread of its own; a token the store no
   longer holds raises its run's flag with ``lease_lost`` and stops its run; a lease
   counted lost in an outage is still sent, so a takeover meanwhile is learnt and a
-  lease nobody took is trusted again: :meth:`Coordinator._renew`), then apply what other
-  processes wrote (:mod:`lldsched.core.follow`) if the store says anything changed;
+  lease nobody took is trusted again: :meth:`Coordinator._renew
+  <lldsched.threaded.leases.HeldLeases._renew>`), then apply what other processes wrote
+  (:mod:`lldsched.core.follow`) if the store says anything changed;
 * :meth:`claim`: the heap's due entries are hints of when to wake, dropped here;
   the store picks what runs, up to the room in the hand-off queue, and each claim
   becomes a live entry carrying its token to :meth:`begin`.  A claim whose first
@@ -22,7 +31,8 @@ What the timer does with it, at every wake:
   slot after the one it runs: :func:`~lldsched.core.misfires.first_decided`) was due
   before this process was there (before it was built, or jumped over by the wall
   clock) and is late beyond its grace meets its misfire policy here, in the one
-  process that holds the claim (:meth:`_misfire`), as at a restart;
+  process that holds the claim (:meth:`Coordinator._misfire
+  <lldsched.threaded.claimdecisions.ClaimDecisions._misfire>`), as at a restart;
 * :meth:`wake`: the instant to wake by, bounded by the store's ``poll``: the
   bound on how late a lease that expired elsewhere, or another process's change,
   is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.  After a
@@ -37,60 +47,35 @@ while it lasts (until a renewal succeeds, or the leases are counted lost) nothin
 claimed (:meth:`LeaseWatch.trusted <lldsched.threaded.leasewatch.LeaseWatch.trusted>`).  A
 wall-clock jump the timer sees renews the leases at that wake; forward, it first cuts
 their trust by the jump (:meth:`Coordinator.clock_jumped`).
-
-Once ``shutdown()`` has stopped the timer, the runs it waits for still hold leases:
-:func:`leases_kept` renews them on a thread of its own until they are done, so no
-other process takes over a run that is finishing here (docs/CLUSTER.md).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Collection
 
 from lldsched.core.context import RunContext
 from lldsched.core.duequeue import queued_entry
-from lldsched.core.follow import claimed_entry, follow, load
+from lldsched.core.follow import claimed_entry, follow
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.misfires import decide_misfire, first_decided
 from lldsched.core.names import RUNNABLE
-from lldsched.core.storewrites import Kind
+from lldsched.core.outage import Kind
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import LeaseLost, ValidationError
 from lldsched.logs import CLUSTER, instant_text
-from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import (
-    Change,
-    Claim,
-    CoordinatedStore,
-    TaskSnapshot,
-    settles_waiting,
-    verb_call,
-)
-from lldsched.policies import TWO_AT_ONCE
-from lldsched.threaded.deadline import Deadline, start
+from lldsched.model import TaskStatus
+from lldsched.persistence import Claim, CoordinatedStore, settles_waiting, verb_call
+from lldsched.threaded.claimdecisions import ClaimDecisions
+from lldsched.threaded.leases import HeldLeases, Lost
 from lldsched.threaded.leasewatch import LEASE_CLOCK, LeaseWatch, renewal_every, trusted_for
+from lldsched.threaded.sharedload import SharedLoad
 
-__all__ = ["Coordinator", "leases_kept"]
+__all__ = ["Coordinator"]
 
 log = logging.getLogger(CLUSTER)
 
 
-class Lost(NamedTuple):
-    """A lease found lost, for :meth:`Coordinator._say_lost`: its task (``""``: a claim
-    not begun) and token, whether it had been counted lost before (said then), and what
-    this process was doing with it if not running it (``"deciding its misfire"``)."""
-
-    task_id: str
-    token: int
-    counted: bool = False
-    doing: str | None = None
-
-
-class Coordinator:
+class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
     """Claims, leases in flight and the change feed of one scheduler on a shared store."""
 
     def __init__(
@@ -167,141 +152,7 @@ class Coordinator:
         self._rejected = store.rejected  # the store's refused settles, as done() last saw
         store.subscribe(wake)
 
-    def load(self) -> None:
-        """Register the store's rows as they are (instead of recovery), as a row learnt
-        from the feed is (a retry's slot is its task's last run's:
-        :func:`~lldsched.core.follow.load`).  A row this process cannot load (another
-        release's, in a rolling deploy) is left out, said once, for the processes that
-        can (``leave_out``; docs/CLUSTER.md, "Rolling deploys"): refusing the store
-        would stop an older process from starting at all."""
-        rows = self.store.load_all(leave_out=True)
-        with self.store.muted():
-            load(
-                self._core,
-                rows,
-                records_of=self.store.records,
-                dead_letter=self.store.dead_letter(),
-            )
-        self._owe([row.task.id for row in rows if row.status is TaskStatus.RUNNING])
-        for task in self._core.tasks.values():  # rows written unshared, or by a simulation
-            if task.overlap in TWO_AT_ONCE:
-                log.warning(
-                    "task %s has overlap=%s, which a shared store does not honour (one "
-                    "lease per task): its runs never overlap; register it with "
-                    "Overlap.BUFFER_ONE or no overlap=",
-                    task.id,
-                    task.overlap,
-                    extra={"task_id": task.id},
-                )
-
-    def _owe(self, task_ids: Sequence[str]) -> None:
-        """The ``running`` rows just loaded (an unshared process died during their runs,
-        and the file is shared now; no shared write makes one): each was registered by the
-        restart's rule (:func:`~lldsched.core.recovery.restored_state`, the attempt in
-        flight owed), and the row is written so (:meth:`CoordinatedStore.owe
-        <lldsched.persistence.CoordinatedStore.owe>`), with an expired lease standing for
-        that attempt: a claim, one process's in its epoch, takes it over as owed, and its
-        slots passed since meet the policy after it (:meth:`_misfire`), as at a restart.
-        Before, no claim took such a row (they take ``scheduled`` and ``retrying``), and
-        its task never ran again.  Processes starting together each write it; the first
-        write takes, the others find the row decided.  A write that fails is said at
-        WARNING: the row stays ``running``, for the next start to decide."""
-        for task_id in task_ids:
-            task = self._core.tasks.get(task_id)
-            if task is None:
-                continue
-            try:
-                owed = self.store.owe(self._core.snapshot(task))
-            except Exception:
-                log.warning(
-                    "could not write the attempt owed of task %s (its row was left running "
-                    "by a process that died mid-run); the next start decides it again",
-                    task_id,
-                    exc_info=True,
-                    extra={"task_id": task_id},
-                )
-                continue
-            if owed:
-                log.info(
-                    "task %s: its row was left running by a process that died mid-run; "
-                    "attempt %d is owed and runs again (at-least-once)",
-                    task_id,
-                    task.attempt + 1,
-                    extra={"task_id": task_id, "attempt": task.attempt + 1},
-                )
-
-    def left_out(self, task_id: str | None) -> bool:
-        """True if ``task_id`` is a task of the store this process left out: it cannot
-        load the stored definition (another release's, in a rolling deploy)."""
-        return task_id is not None and task_id in self.store.unloaded()
-
-    @contextlib.contextmanager
-    def taking_over(self) -> Iterator[None]:
-        """Around a registration with ``replace_existing=True`` of a task this process left
-        out (:meth:`left_out`), which registers it here for :meth:`took_over` to take the
-        row over: the store muted (``take_over`` writes the row) and the core's events
-        held (that registration, and the row's state taken, are no transitions made here).
-        Once the block is done, the task taken over, if any, ends as any replacement of a
-        task the registry did not hold (:meth:`SchedulerCore.replaced_unheld
-        <lldsched.core.definition.DefinitionVerbs.replaced_unheld>`: its status kept, a
-        finished one included; the listeners hear the replacement, ``previous`` equal to
-        its status; a finished one counted by the retention), with the store written and
-        the listeners told again.  Under the scheduler's lock, as every registration."""
-        core = self._core
-        emit = core.emit
-        core.emit = None
-        self._taken = None
-        try:
-            with self.store.muted():
-                yield
-        finally:
-            core.emit = emit
-        taken, self._taken = self._taken, None
-        if taken is not None:
-            core.replaced_unheld(taken)
-
-    def took_over(self, task: ScheduledTask) -> None:
-        """``task`` was just registered here, inside :meth:`taking_over`, by a registration
-        with ``replace_existing=True`` of a task this process left out (:meth:`left_out`):
-        its row takes the new definition and keeps its state and history
-        (:meth:`CoordinatedStore.take_over
-        <lldsched.persistence.CoordinatedStore.take_over>`), and the task takes the row's
-        state, as any replacement keeps it.  If that fails, the task is removed here again
-        (nothing registered changes, nothing is heard) and the error raised: a
-        :class:`~lldsched.errors.ValidationError` when the row was removed meanwhile."""
-        core = self._core
-        try:
-            snapshot = self.store.take_over(task.definition)
-            if snapshot is None:
-                raise ValidationError(
-                    f"task id {task.id!r} was removed from the store by another process "
-                    "while this one took it over; register it again"
-                )
-            follow(core, Change(task.id, 0, snapshot), records_of=self.store.records)
-        except BaseException:
-            core.remove(task.id)
-            raise
-        self._taken = task
-
     # -- the timer ------------------------------------------------------------------------
-
-    def looked(self) -> float:
-        """A reading of the clock leases are trusted by, taken *before* the scheduler's
-        clock is read for the ``now`` that :meth:`tick`, :meth:`claim` and
-        :meth:`renew_held` are then given with it (as ``looked``).
-
-        The rule: a claim's or a renewal's trust counts from no later than the instant its
-        store's expiry counts from.  A shared SQLite store computes the expiry as ``now +
-        lease``, from that clock reading, however long the calls before the statement
-        took (a renewal waiting for the write lock, the change feed, the process
-        descheduled); PostgreSQL computes it on the server, during the statement, later
-        still.  A reading taken just before the statement, as it was, let a timer whose
-        renewal and feed took more than ``lease / 6`` before its claim trust that claim
-        (begin its run, keep its flag down) after the store let another process take it
-        over.  One reading per wake, on the lease clock
-        (:data:`~lldsched.threaded.leasewatch.LEASE_CLOCK`): no correction between the
-        store's clock and this one, so a scheduler's fake clock changes nothing."""
-        return self._trust.now()
 
     def tick(self, now: float, looked: float) -> None:
         """Renew leases if due, or at every wake while leases counted lost are left to
@@ -339,7 +190,7 @@ class Coordinator:
 
     def _succeeded(self, kind: Kind) -> None:
         """A call of ``kind`` succeeded: it may end an outage (said there: which kinds end
-        which is :data:`~lldsched.core.storewrites.ENDED_BY`'s)."""
+        which is :data:`~lldsched.core.outage.ENDED_BY`'s)."""
         writes = self._core.store_writes
         if writes is not None and writes.outage is not None:
             writes.succeeded(kind)
@@ -373,7 +224,7 @@ class Coordinator:
             if task.status is TaskStatus.BLOCKED:
                 self._core.wait_followed(task)
         # Once the changes read are applied: a row an outage left stale is written again
-        # then (core/storewrites.py), only while the store has nothing newer of it than
+        # then (core/outage.py), only while the store has nothing newer of it than
         # the registry does; before, a row just read was "known" but not yet followed.
         self._succeeded("read of the change feed")
         if touched:
@@ -672,22 +523,6 @@ class Coordinator:
             return True
         return self._core.decides_waits(run.task)
 
-    def gone(self, run: Run) -> bool:
-        """Whether ``run``, begun here on a claim and not settled yet, no longer holds its
-        lease because a renewal found it gone (caller holds the lock).  A lease only
-        counted lost is not gone: nobody may have taken it over, and its run goes on,
-        its flag up, until a renewal the store answers settles it (:meth:`_renew`)."""
-        token = run.token
-        return token is not None and token not in self._running and token not in self._counted_lost
-
-    def _held_none(self) -> None:
-        """Nothing held any more: the next claim starts the trust's count again (from its
-        own reading), and no renewal is due unless leases counted lost are left to check."""
-        if not self._running and not self._pending:
-            self._watch.held_none()
-            if not self._counted_lost:
-                self._renew_at = None
-
     def flush(self, *, lock: contextlib.AbstractContextManager[object]) -> None:
         """Have the store write the settles it holds back for a batch; a failure is
         logged, and those runs are taken over when their leases expire.
@@ -718,13 +553,6 @@ class Coordinator:
         with lock:  # likewise
             self._succeeded("flush")
 
-    def renew_held(self, now: float, looked: float) -> None:
-        """Renew every lease held now, due or not (the timer is stopped: see
-        :func:`leases_kept`; ``looked``: :meth:`looked`); a lease found lost raises its
-        run's flag."""
-        if self._running or self._pending or self._counted_lost:
-            self._say_lost(self._renew(now, looked))
-
     def release_pending(self) -> None:
         """Give back the claims handed out and never begun (dropped at shutdown), so the
         other processes need not wait for their expiry.  One call of the store's
@@ -742,80 +570,6 @@ class Coordinator:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _renew(self, now: float, looked: float) -> list[Lost]:
-        """Renew the leases held, and check those counted lost; each one found lost, or
-        counted lost now, for :meth:`_say_lost`.
-
-        A lease the store does not hold any more (taken over, or gone with its task) raises
-        its run's flag and stops what only the runtime can stop (``stop``).  When no
-        renewal vouches for the leases any more and this one fails too, the runs' leases
-        are counted lost (their flags raised, nothing stopped: nobody may have taken them
-        over) and kept to check: the renewals go on trying them, so once the store answers
-        a takeover made meanwhile stops the run like any other, and a lease the store
-        still holds for this process (nobody took it) is renewed and trusted again
-        (:meth:`_trusted_again`)."""
-        counted = self._counted_lost
-        tokens = {claim.token for claim in self._pending.values()} | set(self._running)
-        tokens |= set(counted)
-        if not tokens:
-            self._held_none()
-            return []
-        self._renew_at = now + self._every
-        try:
-            kept = self.store.renew(tokens=tokens, now=now)
-        except Exception as exc:
-            self._failed(exc, "renewal", "renewal of the leases held")
-            if self._watch.trusted():
-                return []
-            return self._count_lost()  # no renewal vouches for them any more
-        self._succeeded("renewal")
-        self._watch.renewed(looked)
-        lost = []
-        for token in tokens - kept:  # gone for sure: the run stops, not only its flag
-            self._watch.discard(token)
-            said = token in counted  # counted lost before: said then
-            run = self._running.pop(token, None) or counted.pop(token, None)
-            task_id, context = ("", None) if run is None else run  # "": a claim not begun
-            if context is not None:
-                context.lose_lease()
-            if task_id:
-                self._stop(task_id)
-            lost.append(Lost(task_id, token, counted=said))
-        for token in kept & counted.keys():
-            self._trusted_again(token, *counted.pop(token))
-        self._drop_pending([t for t, claim in self._pending.items() if claim.token not in kept])
-        self._give_back_unbegun()
-        self._held_none()
-        return lost
-
-    def _give_back_unbegun(self) -> None:
-        """After a renewal that succeeded: give back the claims that were not begun at the
-        renewal before it either, and note those not begun now.  A claim handed out waits
-        for a worker (or a coroutine slot) of this process; one that waited a whole
-        renewal interval (``lease / 3``) waits behind runs that turned out long, its slot
-        late, while another process may stand idle: the store has it claimed again,
-        there or here, at once (this process claims again once a worker of its goes
-        idle).  Its entry leaves the hand-off queue (:meth:`_drop_pending`): left there
-        as a tombstone, it counted in ``metrics()`` as a run waiting here, its lag
-        growing while another process ran the task's slots on time.  Rare: most claims
-        are begun within milliseconds; with none waiting this is one test of an empty
-        set."""
-        unbegun = self._unbegun
-        if unbegun:
-            given = [task_id for task_id, claim in self._pending.items() if claim.token in unbegun]
-            for task_id, claim in zip(given, self._drop_pending(given), strict=True):
-                self._release(task_id, claim.token)
-            if given:
-                log.info(
-                    "gave back %d claimed run(s) not begun for a renewal interval (%g s), "
-                    "waiting behind longer runs here: the store hands them out again (%s)",
-                    len(given),
-                    self._every,
-                    ", ".join(given),
-                )
-        pending = self._pending
-        self._unbegun = {claim.token for claim in pending.values()} if pending else set()
-
     def _drop_pending(self, task_ids: list[str]) -> list[Claim]:
         """Forget the claims of ``task_ids`` handed out and not begun (their leases lost,
         or given back), and have the runtime take their entries out of the hand-off
@@ -830,224 +584,6 @@ class Coordinator:
         self._unclaimed(set(task_ids))
         return claims
 
-    def _count_lost(self) -> list[Lost]:
-        """No renewal vouches for the leases held and the last one failed: count them lost
-        (each run's flag raised, the claims not begun dropped), the runs' kept for the
-        renewals to check once the store answers; their (task id, token), for
-        :meth:`_say_lost`."""
-        lost = []
-        for token, (task_id, context) in self._running.items():
-            self._watch.discard(token)
-            if context is not None:
-                context.lose_lease()
-            self._counted_lost[token] = (task_id, context)
-            lost.append(Lost(task_id, token))
-        lost.extend(Lost("", claim.token) for claim in self._drop_pending(list(self._pending)))
-        self._running.clear()
-        self._held_none()
-        return lost
-
-    def _trusted_again(self, token: int, task_id: str, context: RunContext | None) -> None:
-        """A lease counted lost that a renewal found still this process's (nobody took it
-        over meanwhile): renewed by that renewal, held and trusted again, its run's settle
-        written as any other's.  Its flag stays up (a flag never comes down: the action
-        may have stopped on it already)."""
-        self._running[token] = (task_id, context)
-        if context is not None:
-            self._watch.add(token, context)
-        log.info(
-            "the store still holds the lease of task %s (token %d) for this process, counted "
-            "lost while no renewal succeeded: nobody took it over, it is renewed and trusted "
-            "again",
-            task_id,
-            token,
-            extra={"task_id": task_id},
-        )
-
-    def _say_lost(self, lost: list[Lost]) -> None:
-        """Log the leases :meth:`_renew` (or :meth:`_write_decided`, saying what it was
-        doing) found lost; called after a read of the change feed.  A lease
-        that went with its task (another process removed it: the delete takes the lease,
-        and the registry, having read the change feed since, no longer has the task) is
-        no fault: said at INFO, with why.  Any other (a takeover after a stall, an outage
-        that outlasted the lease) is a WARNING, once: a lease counted lost (said then)
-        that a renewal later finds taken over is said at INFO, its run stopped.  A cancel
-        elsewhere keeps the lease: the run settles under it, and the cancel wins there."""
-        tasks = self._core.tasks
-        for task_id, token, counted, doing in lost:
-            if task_id and task_id not in tasks:
-                log.info(
-                    "task %s was removed in another process%s: its lease (token %d) went with it",
-                    task_id,
-                    "" if doing is None else f" while this one was {doing}",
-                    token,
-                    extra={"task_id": task_id},
-                )
-            elif counted:
-                log.info(
-                    "the lease of task %s (token %d), counted lost while no renewal "
-                    "succeeded, was taken over meanwhile: its run is stopped",
-                    task_id,
-                    token,
-                    extra={"task_id": task_id},
-                )
-            else:
-                log.warning(
-                    "lost the lease of task %s (token %d)%s",
-                    task_id or "?",
-                    token,
-                    "" if doing is None else f" while {doing}",
-                    extra={"task_id": task_id or None},
-                )
-
-    def _unseen(self, task_id: str, owed: bool) -> bool:
-        """Whether the claimed task's slots met downtime: the first slot a misfire decision
-        of it covers (:func:`~lldsched.core.misfires.first_decided`, the one rule a
-        restart decides from) passed before this process was there to claim it."""
-        first = first_decided(self._core.tasks[task_id], owed=owed)
-        return first is not None and first < self._since
-
-    def _misfire(self, claim: Claim, entry: Entry, now: float, *, owed: bool) -> Entry | None:
-        """The claimed slot, due before this process was there to claim it, meets its
-        task's misfire policy, here and only here: the claim is this process's alone in
-        its epoch.  Late beyond grace (by ``now``, the clock the claim itself used),
-        :func:`~lldsched.core.misfires.decide_misfire` decides, as at start in one
-        process (``owed``: a claim that took over an expired lease, or a retry, is an
-        owed attempt, as one in flight at a crash or a RETRYING row is to recovery: it
-        runs, and the policy decides the slots after it), and :meth:`_write_decided`
-        writes its records and the due instant it chose, fenced by the claim's token.
-        Returns the entry to run (the owed attempt or the catch-up run, under the same
-        claim), or None: nothing runs (every slot skipped, the lease dropped) or nothing
-        was written (the lease was lost, or the store failed).  A read of the
-        task's records (for a plan cut at the cap) that fails decides nothing: the claim
-        is given back, and the slot claimed again at the next wake."""
-        core = self._core
-        task = core.tasks[claim.task_id]
-        try:
-            with self.store.muted():  # written below, in one fenced transaction
-                records = decide_misfire(
-                    core,
-                    task,
-                    now,
-                    owed=owed,
-                    token=claim.token,
-                    history=lambda: self._history(claim.task_id),  # a plan cut at the cap
-                )
-        except _Unread:  # nothing changed yet (decide_misfire reads before it decides)
-            self._release(claim.task_id, claim.token)
-            return None
-        if records is None:  # within grace: runs as claimed
-            return entry
-        due = task.next_run_at  # a passed slot: a catch-up run; later: every slot skipped
-        runs = task.status in RUNNABLE and due is not None and due <= now  # a retry too
-        if records or due != claim.slot:  # else RUN_ALL's next catch-up: nothing new
-            snapshot = core.snapshot(task)
-            try:
-                written = self._write_decided(
-                    claim.task_id,
-                    claim.token,
-                    snapshot,
-                    records,
-                    release=not runs,
-                    doing="deciding its misfire",
-                )
-            except Exception as exc:  # nothing written: the lease expires, someone decides again
-                self._failed(exc, "misfire", f"write of the misfire decided for {task.id}")
-                return None
-            if not written:  # a lease lost: nothing written, which ends no outage
-                return None
-            self._succeeded("misfire")
-        if not runs or due is None:
-            return None
-        return queued_entry(task, due)
-
-    def _history(self, task_id: str) -> Sequence[ExecutionRecord]:
-        """The store's records of ``task_id``, for a misfire's decision; :class:`_Unread`
-        if the read raised anything (a failed call, counted into the outage: docs/
-        DECISIONS.md, "A coordinated store's call that raises anything").  Before, it
-        raised out of the claim into the timer, which died: nothing dispatched again."""
-        try:
-            return self.store.records(task_id)
-        except Exception as exc:
-            self._failed(exc, "claim", f"read of the records of {task_id} for its misfire")
-            raise _Unread from exc
-
-    def _give_back_held(
-        self,
-        task_id: str,
-        token: int,
-        records: list[ExecutionRecord],
-        *,
-        doing: str = "holding its slot for its upstreams",
-    ) -> None:
-        """Give back the claim (``token``) of a slot the readiness check held (BLOCKED, or
-        FAILED: an upstream it waits for is dead), or of a run whose begin or record
-        raised and failed its task (:meth:`broke`), with the task's row and ``records``
-        (a wait's), in one transaction (:meth:`_write_decided`): before, the row was saved, then the
-        lease released, and a process that died between the two left a BLOCKED row its
-        lease held, the task's next release waiting for the lease to expire.
-
-        A store that fails it wrote neither: the lease is released on its own, and the
-        row is the core's write that failed, written again once the store takes calls
-        and no lease holds it (:meth:`StoreWrites.failed
-        <lldsched.core.storewrites.StoreWrites.failed>`), as the save's was.  Without the
-        release, the lease left to expire came back to this process, whose registry has
-        the task BLOCKED: it gave back each claim of the row (one a wake), and the row
-        said SCHEDULED, until a success here released the task.
-
-        Once written, or left to be written again (still this process's decision), a
-        task the row leaves FAILED fails its BLOCKED dependents (:meth:`SchedulerCore.
-        claim_written <lldsched.core.runs.RunTransitions.claim_written>`), whichever
-        decided it (the readiness check, or :meth:`broke`); not when the lease was lost
-        (nothing written: another process holds the slot, whose run or check decides for
-        them).  Before, a readiness check's failure told them at once, before this write:
-        a lease lost meanwhile left them FAILED, their rows too, for a failure never
-        written (docs/DECISIONS.md, "A run whose begin or record raises is settled")."""
-        core = self._core
-        snapshot = core.snapshot(core.tasks[task_id])
-        writes = core.store_writes
-        assert writes is not None  # a core with a store has one
-        try:
-            written = self._write_decided(
-                task_id, token, snapshot, records, release=True, doing=doing
-            )
-        except Exception as exc:
-            writes.failed(exc, "save", task_id, snapshot, records=records)
-            self._release(task_id, token)
-            written = True
-        else:
-            if written and writes.outage is not None:  # its row stale no more, as a save's
-                writes.succeeded("save", task_id)
-        if written:
-            core.claim_written(task_id)
-
-    def _write_decided(
-        self,
-        task_id: str,
-        token: int,
-        snapshot: TaskSnapshot,
-        records: list[ExecutionRecord],
-        *,
-        release: bool,
-        doing: str,
-    ) -> bool:
-        """Write what this process decided for the slot of task ``task_id``'s claim with
-        ``token`` without running it (``doing``: ``"deciding its misfire"``, holding the
-        slot for a dependency wait, or failing the task after its begin or record
-        raised): the task's row ``snapshot`` and ``records``, the lease dropped with
-        ``release``, in one transaction fenced by the claim's token
-        (:meth:`CoordinatedStore.misfired
-        <lldsched.persistence.CoordinatedStore.misfired>`).  False when the lease was
-        lost (nothing written; said at the next :meth:`tick`, after the feed, by
-        :meth:`_say_lost`: a removal elsewhere is known only then).  A store's failure
-        is raised: what then is the caller's (:meth:`_misfire`, :meth:`_give_back_held`)."""
-        try:
-            self.store.misfired(snapshot, records, token=token, release=release)
-        except LeaseLost:  # said at the next tick, after the feed (a removal, or not)
-            self._lost_deciding.append(Lost(task_id, token, doing=doing))
-            return False
-        return True
-
     def _release(self, task_id: str, token: int) -> None:
         try:
             self.store.release(task_id=task_id, token=token)
@@ -1055,54 +591,3 @@ class Coordinator:
             self._failed(exc, "release", f"release of the claim of {task_id}")
         else:
             self._succeeded("release")
-
-
-class _Unread(Exception):
-    """A read of the store that failed (counted already): what it was for is not decided."""
-
-
-@contextlib.contextmanager
-def leases_kept(
-    coordinator: Coordinator | None,
-    lock: threading.Lock,
-    now: Callable[[], float],
-    *,
-    name: str = "lldsched-lease-keeper",
-    deadline: Deadline | None = None,
-) -> Iterator[None]:
-    """While the block runs (``shutdown()`` waiting for the runs in flight, its timer
-    stopped), renew ``coordinator``'s leases every ``lease / 3`` seconds on a thread of
-    its own, under ``lock`` (the scheduler's, as the timer renews); the thread ends with
-    the block (``name``: its name), joined within ``deadline`` (a keeper still waiting
-    for a lock a store call holds renews nothing once it has it, and ends).  A renewal
-    that raises (an injected clock's ``now()``) is logged, and the next one goes on, as
-    after a store's failure (a store's own exception is one: :meth:`Coordinator._failed`).
-    Nothing to do without a shared store."""
-    if coordinator is None:
-        yield
-        return
-    done = threading.Event()  # set when the block ends: the keeper stops
-
-    def keep() -> None:
-        while not done.wait(renewal_every(coordinator.store.lease)):
-            try:
-                with lock:
-                    if not done.is_set():
-                        looked = coordinator.looked()  # first: what the trust counts from
-                        coordinator.renew_held(now(), looked)
-            except Exception:  # (rare) an injected clock that raised: logged, lock let go
-                log.exception(
-                    "a renewal of the leases a shutdown waits for raised; the next one, "
-                    "%s s later, tries again",
-                    renewal_every(coordinator.store.lease),
-                )
-
-    keeper = threading.Thread(target=keep, name=name, daemon=True)
-    if not start(keeper):  # the interpreter's exit on Python 3.12.0-3.12.2: not renewed
-        yield
-        return
-    try:
-        yield
-    finally:
-        done.set()
-        keeper.join(None if deadline is None else deadline.remaining())

@@ -6,7 +6,7 @@ order, bounded by the timeout) or drops what is due, joins the workers, closes t
 worker processes and the event loop, writes the rows a store outage left stale, then
 delivers the events left.  It is idempotent, and final.  On a shared store the leases
 of the runs it waits for are renewed meanwhile
-(:func:`~lldsched.threaded.shared.leases_kept`): the timer that renews them is stopped.
+(:func:`~lldsched.threaded.leases.leases_kept`): the timer that renews them is stopped.
 The waits for quiet (``wait_idle``, ``wait_drained``) live in
 :mod:`lldsched.threaded.idlewaits`.
 """
@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING
 from lldsched.checks import shutdown_timeout
 from lldsched.core import storeuse
 from lldsched.core.names import RUNNABLE
-from lldsched.core.storewrites import say_left_stale
+from lldsched.core.outage import say_left_stale
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, doc_url
 from lldsched.logs import SCHEDULER, counted
 from lldsched.threaded.control import unfinished, watched
 from lldsched.threaded.deadline import ASK_EVERY, Deadline
+from lldsched.threaded.leases import leases_kept
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.processes import KILLED
-from lldsched.threaded.shared import leases_kept
 
 if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it already
     import asyncio
@@ -410,7 +410,7 @@ class Stopping(SchedulerParts):
         a one-off that finished as still to run.  On a thread of its own under the
         lock, waited for within the time left, as the shutdown's other store calls are;
         the rows still stale then are said in a warning
-        (:func:`~lldsched.core.storewrites.say_left_stale`, as the simulation's says
+        (:func:`~lldsched.core.outage.say_left_stale`, as the simulation's says
         them).  The first shutdown's only, or the second's if a signal cut the first
         short before it (:meth:`_writes_left`): a later one no longer holds the store
         (:mod:`lldsched.core.storeuse`)."""
@@ -598,7 +598,7 @@ class Stopping(SchedulerParts):
     def _leases_kept(
         self, deadline: Deadline | None = None
     ) -> contextlib.AbstractContextManager[None]:
-        """:func:`~lldsched.threaded.shared.leases_kept` on this scheduler's lock and
+        """:func:`~lldsched.threaded.leases.leases_kept` on this scheduler's lock and
         clock, its thread named as this scheduler's others are, joined within
         ``deadline`` (``None``: when it ends)."""
         return leases_kept(
