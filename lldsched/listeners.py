@@ -165,8 +165,8 @@ def notify(
 
     ``kept``, when given, takes what a listener raises that ``catch`` lets through (a
     Ctrl-C), and the listeners after it are called all the same: the simulation's event
-    loop raises it once the event is whole (``Simulation._emit``).  Without it, it is
-    raised at once."""
+    loop raises it once the event is whole (``SimulationHearing._emit``, sim/hearing.py).
+    Without it, it is raised at once."""
     for listener, callback in listeners:
         try:
             callback(event)

@@ -171,7 +171,7 @@ class TaskQueue:
     def mark(self) -> int:
         """A sequence number no entry holds: every entry pushed before this call has a
         smaller one, every entry pushed after it a larger one (arrival order, for the
-        simulation's coroutine lane: ``Simulation._next_start``)."""
+        simulation's coroutine lane: ``SimulationEventLoop._next_start``, sim/eventloop.py)."""
         return next(self._sequence)
 
     def discard(self, task: ScheduledTask) -> None:

@@ -46,13 +46,13 @@ class SimulationHearing(SimulationParts):
         """The core's ``emit``: the listeners are called now, in virtual time.
 
         A listener's ``KeyboardInterrupt`` or ``SystemExit`` (a Ctrl-C: :func:`notify`
-        lets it through here) raised while :meth:`_advance` processes an event would
-        leave that event half done if raised there (a run begun and never to finish, a
-        worker never freed): it is kept, the listeners after it hear the event all the
-        same, and :meth:`_advance` raises it as soon as that event is whole, before the
-        next (a store's save that raises one meanwhile is kept alike:
+        lets it through here) raised while :meth:`_advance` (:mod:`~lldsched.sim.eventloop`)
+        processes an event would leave that event half done if raised there (a run begun
+        and never to finish, a worker never freed): it is kept, the listeners after it hear
+        the event all the same, and :meth:`_advance` raises it as soon as that event is
+        whole, before the next (a store's save that raises one meanwhile is kept alike:
         ``StoreWrites.collecting``).  A verb made outside the loop raises it once the
-        verb is whole (:meth:`_whole`).
+        verb is whole (:meth:`_whole`, :mod:`~lldsched.sim.verbs`).
 
         An event published while the listeners hear another (a listener's ``pause``, a
         run its ``shutdown`` finished) waits until every listener heard the one under

@@ -1,4 +1,4 @@
-"""What the simulation is made of, declared once for its modules.
+"""SimulationParts: the members and helpers the simulation's modules share, declared once.
 
 :class:`~lldsched.sim.simulation.Simulation` is one class written in several modules,
 as the threaded scheduler is: construction, the verbs that move virtual time and the

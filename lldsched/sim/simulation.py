@@ -40,9 +40,10 @@ replace that changes its task's timeout during the run re-arms that cut from its
 cancellation.  So is a *process-isolated* run's (``isolation="process"``), as its pool
 kills its child at the deadline: cut at ``started + timeout`` on its worker, re-armed
 from its start, ended by a pause, cancel or remove and by a shutdown out of time, as a
-coroutine run is (``_isolated``; docs/DECISIONS.md, "A process-isolated run is cut at
-its deadline, in the simulation too").  Virtual time is the only clock here; on threads
-those two cuts count real seconds ("A deadline that stops a run counts real seconds").
+coroutine run is (``_isolated``, :mod:`lldsched.sim.starts`;
+docs/DECISIONS.md, "A process-isolated run is cut at its deadline, in the simulation too").
+Virtual time is the only clock here; on threads those two cuts count real seconds
+("A deadline that stops a run counts real seconds").
 
 **Coroutine actions** (``async def``, or a function that returns an awaitable)
 run at their simulated instant like any action: the coroutine is run to

@@ -223,7 +223,7 @@ class SimulationVerbs(SimulationParts):
         on its event, or a store in one of its writes, reaches the caller: the first is
         raised once the block ends, as inside :meth:`run
         <lldsched.sim.simulation.Simulation.run>` once the event is whole
-        (``Simulation._emit``, ``StoreWrites.collecting``).  Raised at once, it left the
+        (``SimulationHearing._emit``, ``StoreWrites.collecting``).  Raised at once, it left the
         verb's later steps undone: a pause's cut of the task's coroutine run in flight, a
         modify's re-queue, the event of a resume, a redrive or a run now.  Dropped if the
         block raises something else; kept for the event loop when the verb is made inside

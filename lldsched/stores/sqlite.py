@@ -63,10 +63,11 @@ included, so a restart after a crash opens the file at once.
 processes of one host, share the file: each due run is claimed by one of them
 through a lease with a fencing token, renewed while it runs, and settled with a
 write that is refused once the lease was taken over; control verbs written by
-any of them reach the others through a change feed.  The methods are in
-:mod:`lldsched.stores.sqlite_coordinated`, the shared mode's ``save``, ``save_all`` and
-``resave`` in :mod:`lldsched.stores.sqlite_shared_writes`, a verb's hold in
-:mod:`lldsched.stores.sqlite_holds` (all three mixed in), the SQL in
+any of them reach the others through a change feed.  Its
+:class:`~lldsched.persistence.CoordinatedStore` methods (claims, leases, the fenced
+settle, the change feed) are in :mod:`lldsched.stores.sqlite_coordinated`, the shared
+mode's ``save``, ``save_all`` and ``resave`` in :mod:`lldsched.stores.sqlite_shared_writes`,
+a verb's hold in :mod:`lldsched.stores.sqlite_holds` (all three mixed in), the SQL in
 :mod:`lldsched.stores.sqlite_shared`, the row statements both modes share in
 :mod:`lldsched.stores.sqlite_rows`.  Shared and unshared openers of one file
 refuse each other (the sidecar lock is taken shared, see
