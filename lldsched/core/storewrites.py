@@ -118,7 +118,7 @@ class StoreWrites(OutageWrites):
         self.refused: int | None = None
         # Where a runtime that runs its events on the main thread collects such an
         # interrupt instead, for as long as it sets it (the simulation's event loop: raised
-        # once the event under way is whole, lldsched/sim/simulation.py).  None: not.
+        # once the event under way is whole, lldsched/sim/eventloop.py _advance).  None: not.
         self.collecting: list[BaseException] | None = None
 
     @property
