@@ -26,10 +26,11 @@ from lldsched.errors import StoreClosedError, StoreError
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import SettleQueue
-from lldsched.stores.postgres_coordinated import Connection
 from lldsched.stores.postgres_deadline import Deadline
-from lldsched.stores.postgres_listen import connect, psycopg, scrubbed, session_bounds
+from lldsched.stores.postgres_driver import Connection, psycopg
+from lldsched.stores.postgres_listen import connect, session_bounds
 from lldsched.stores.postgres_reads import one_row
+from lldsched.stores.postgres_redact import scrubbed
 
 __all__ = ["PostgresConnection"]
 

@@ -40,17 +40,17 @@ from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_deadline import Deadline
-from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
+from lldsched.stores.postgres_driver import Connection, psycopg
+from lldsched.stores.postgres_listen import Listener
+from lldsched.stores.postgres_redact import scrubbed
 from lldsched.stores.postgres_rows import snapshot_of
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.rowvalues import check_take_over, lease_from
 from lldsched.stores.unreadable import Unreadable
 
-__all__ = ["Connection", "PostgresCoordination"]
+__all__ = ["PostgresCoordination"]
 
 log = logging.getLogger(CLUSTER)
-
-Connection = psycopg.Connection[tuple[Any, ...]]
 
 _FINISHED = frozenset(status.value for status in FINISHED_STATUSES)  # as rows store them
 

@@ -27,9 +27,8 @@ from lldsched.logs import STORE
 from lldsched.persistence import Task
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.held import HeldWrites
-from lldsched.stores.postgres_coordinated import Connection
 from lldsched.stores.postgres_deadline import Deadline
-from lldsched.stores.postgres_listen import psycopg
+from lldsched.stores.postgres_driver import Connection, psycopg
 
 __all__ = ["PostgresHolds"]
 

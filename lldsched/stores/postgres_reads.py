@@ -27,12 +27,12 @@ from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot, records_asked
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import renamed
-from lldsched.stores.postgres_listen import psycopg
+from lldsched.stores.postgres_driver import psycopg
 from lldsched.stores.postgres_rows import record_of, snapshot_of
 from lldsched.stores.unreadable import Unreadable, load_each
 
 if TYPE_CHECKING:
-    from lldsched.stores.postgres_coordinated import Connection
+    from lldsched.stores.postgres_driver import Connection
 
 __all__ = ["PostgresReads", "one_row"]
 

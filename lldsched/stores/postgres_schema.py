@@ -22,8 +22,8 @@ import re
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.postgres_coordinated import Connection
-from lldsched.stores.postgres_listen import psycopg, scrubbed
+from lldsched.stores.postgres_driver import Connection, psycopg
+from lldsched.stores.postgres_redact import scrubbed
 
 __all__ = ["SchemaInstall", "newer", "schema_refused"]
 

@@ -28,8 +28,7 @@ from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import SettleQueue
-from lldsched.stores.postgres_coordinated import Connection
-from lldsched.stores.postgres_listen import psycopg
+from lldsched.stores.postgres_driver import Connection, psycopg
 from lldsched.stores.postgres_rows import check_keepable, record_row, state_row
 
 __all__ = ["PostgresWrites"]
