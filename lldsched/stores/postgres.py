@@ -57,7 +57,9 @@ methods (claims, leases, settles, the feed)
 :class:`~lldsched.stores.postgres_coordinated.PostgresCoordination`'s, what it reads back
 (``load_all`` and the history reads)
 :class:`~lldsched.stores.postgres_reads.PostgresReads`', and installing the schema at open
-:class:`~lldsched.stores.postgres_schema.SchemaInstall`'s.  The dsn is checked at open by
+:class:`~lldsched.stores.postgres_schema.SchemaInstall`'s.  What they share (the members
+set here, the methods one calls of another) is declared once, by their common base
+:class:`~lldsched.stores.postgres_parts.PostgresParts`.  The dsn is checked at open by
 :func:`~lldsched.stores.postgres_dsn.check_dsn`.
 
 **Threads.**  One connection behind one lock, like the SQLite store: the
