@@ -11,11 +11,9 @@ write lock (:mod:`~lldsched.stores.sqlite_holds`), the reads
 declares the members ``SqliteTaskStore.__init__`` sets (its comments there say what
 each holds, and what the store's lock guards) and the methods one module calls of
 another, so each module type-checks on its own and mypy checks that the store's
-definitions match.  At run time it adds nothing.
-
-Each method is defined in one module and declared here alone, so the order of the
-mixins among the store's bases is free (this base comes last in its MRO, as every
-mixin derives from it).
+definitions match.  At run time it adds nothing.  As with
+:class:`~lldsched.stores.postgres_parts.PostgresParts`, a method is declared here alone
+(and defined in one module): the mixins may be listed among the bases in any order.
 """
 
 from __future__ import annotations
