@@ -34,7 +34,8 @@ from lldsched import (
 from lldsched.persistence import CoordinatedStore, HistoryStore
 from lldsched.stores.codec import encode_task
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_listen import Listener, redact, with_timeouts
+from lldsched.stores.postgres_listen import Listener, with_timeouts
+from lldsched.stores.postgres_redact import redact
 from lldsched.stores.postgres_sql import SCHEMA_VERSION
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
@@ -705,7 +706,7 @@ def test_without_psycopg_importing_the_store_names_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    for name in ("lldsched.stores.postgres", "lldsched.stores.postgres_listen"):
+    for name in ("lldsched.stores.postgres", "lldsched.stores.postgres_driver"):
         monkeypatch.delitem(sys.modules, name)
     with pytest.raises(ImportError, match=r"lldsched\[postgres\]"):
         importlib.import_module("lldsched.stores.postgres")
@@ -720,7 +721,7 @@ def test_with_a_psycopg_older_than_3_3_importing_the_store_names_the_version_and
     import, not a TypeError in that thread at the first notification, nor an
     AttributeError at the end of every verb's hold (what psycopg 3.2 gave)."""
     monkeypatch.setattr(psycopg, "__version__", version)
-    for name in ("lldsched.stores.postgres", "lldsched.stores.postgres_listen"):
+    for name in ("lldsched.stores.postgres", "lldsched.stores.postgres_driver"):
         monkeypatch.delitem(sys.modules, name)
     found = re.escape(version)
     with pytest.raises(

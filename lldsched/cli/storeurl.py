@@ -4,7 +4,7 @@
 an absolute path, what follows ``sqlite://``; ``sqlite:jobs.db`` a relative one, the path as
 written, no percent-decoding) or a libpq URI, ``postgresql://`` (``postgres://``).  A dsn's
 password is never shown: every message names the store as
-:func:`~lldsched.stores.postgres_listen.redact` (or, before psycopg is imported,
+:func:`~lldsched.stores.postgres_redact.redact` (or, before psycopg is imported,
 :func:`~lldsched.redaction.hide_passwords`) gives it.
 
 To read, a :class:`~lldsched.stores.peek.Peek` (nothing imported, nothing written, no claim).

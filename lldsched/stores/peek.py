@@ -19,7 +19,7 @@ its definition decoded with ``imports=False`` (an action is its path as text,
   installed.
 
 Every failure is a :class:`~lldsched.errors.StoreError` naming the store (a dsn's
-password hidden, :func:`~lldsched.stores.postgres_listen.redact`).  A row the store
+password hidden, :func:`~lldsched.stores.postgres_redact.redact`).  A row the store
 cannot read (a status this release does not know, a value no write makes) is listed as
 its error, the others read.
 
@@ -249,7 +249,9 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
     :class:`StoreError` if it cannot be reached or holds no store this release reads.
     ``ImportError`` (install the extra) without psycopg."""
     from lldsched.stores import postgres_sql as sql
-    from lldsched.stores.postgres_listen import connect, psycopg, redact, scrubbed
+    from lldsched.stores.postgres_driver import psycopg
+    from lldsched.stores.postgres_listen import connect
+    from lldsched.stores.postgres_redact import redact, scrubbed
 
     where = repr(redact(dsn))
     connection = connect(dsn, timeout=timeout)  # StoreError naming the redacted dsn

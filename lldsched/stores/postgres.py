@@ -57,7 +57,9 @@ methods (claims, leases, settles, the feed)
 :class:`~lldsched.stores.postgres_coordinated.PostgresCoordination`'s, what it reads back
 (``load_all`` and the history reads)
 :class:`~lldsched.stores.postgres_reads.PostgresReads`', and installing the schema at open
-:class:`~lldsched.stores.postgres_schema.SchemaInstall`'s.  The dsn is checked at open by
+:class:`~lldsched.stores.postgres_schema.SchemaInstall`'s.  What they share (the members
+set here, the methods one calls of another) is declared once, by their common base
+:class:`~lldsched.stores.postgres_parts.PostgresParts`.  The dsn is checked at open by
 :func:`~lldsched.stores.postgres_dsn.check_dsn`.
 
 **Threads.**  One connection behind one lock, like the SQLite store: the
@@ -88,12 +90,14 @@ from lldsched.stores import postgres_sql as sql
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import SettleQueue
 from lldsched.stores.postgres_connection import PostgresConnection
-from lldsched.stores.postgres_coordinated import Connection, PostgresCoordination
+from lldsched.stores.postgres_coordinated import PostgresCoordination
 from lldsched.stores.postgres_deadline import Deadline
+from lldsched.stores.postgres_driver import Connection, psycopg
 from lldsched.stores.postgres_dsn import check_dsn
 from lldsched.stores.postgres_holds import PostgresHolds
-from lldsched.stores.postgres_listen import Listener, psycopg, redact, scrubbed, weakly
+from lldsched.stores.postgres_listen import Listener, weakly
 from lldsched.stores.postgres_reads import PostgresReads, one_row
+from lldsched.stores.postgres_redact import redact, scrubbed
 from lldsched.stores.postgres_schema import SchemaInstall
 from lldsched.stores.postgres_writes import PostgresWrites
 from lldsched.stores.removals import FeedHorizons

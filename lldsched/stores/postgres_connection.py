@@ -18,54 +18,21 @@ hold is :mod:`~lldsched.stores.postgres_holds`'.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from lldsched.errors import StoreClosedError, StoreError
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.held import HeldWrites
-from lldsched.stores.postgres_batch import SettleQueue
-from lldsched.stores.postgres_coordinated import Connection
-from lldsched.stores.postgres_deadline import Deadline
-from lldsched.stores.postgres_listen import connect, psycopg, scrubbed, session_bounds
+from lldsched.stores.postgres_driver import Connection, psycopg
+from lldsched.stores.postgres_listen import connect, session_bounds
+from lldsched.stores.postgres_parts import PostgresParts
 from lldsched.stores.postgres_reads import one_row
+from lldsched.stores.postgres_redact import scrubbed
 
 __all__ = ["PostgresConnection"]
 
 
-class PostgresConnection:
+class PostgresConnection(PostgresParts):
     """The store's connection, given to each call: mixed into PostgresTaskStore."""
-
-    # What the store provides (PostgresTaskStore.__init__ sets them, and says what its
-    # lock guards: the connection first).
-    dsn: str
-    _dsn: str
-    lease: float
-    pooled: bool
-    _timeout: float
-    _schema: str | None
-    _lock: threading.RLock
-    _connection: Connection | None
-    _closed: bool
-    _refused: str | None
-    _deadline: Deadline
-    _settles: SettleQueue
-    _hold: HeldWrites | None
-    _holding: Connection | None
-    if TYPE_CHECKING:
-
-        def _refuse_if_forked(self) -> None: ...
-        def _write_settles(self) -> None: ...
-        def _hold_lost(self, held: HeldWrites | None = None) -> StoreError: ...
-        def _inside_failed(
-            self,
-            exc: psycopg.Error,
-            why: str,
-            error: StoreError,
-            doing: str,
-            task_id: str | None,
-        ) -> None: ...
 
     def _open(self) -> Connection:
         """The live connection, connecting again after an outage (caller holds the lock),

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lldsched.core.storewrites import StoreWrites
 from lldsched.errors import LeaseLost, StoreError, doc_url
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord
@@ -37,20 +35,17 @@ from lldsched.persistence import (
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import check_written, encode_task
-from lldsched.stores.held import HeldWrites
-from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
-from lldsched.stores.postgres_deadline import Deadline
-from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
+from lldsched.stores.postgres_batch import Pending, settle_parameters
+from lldsched.stores.postgres_driver import psycopg
+from lldsched.stores.postgres_listen import Listener
+from lldsched.stores.postgres_parts import PostgresParts
+from lldsched.stores.postgres_redact import scrubbed
 from lldsched.stores.postgres_rows import snapshot_of
-from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.rowvalues import check_take_over, lease_from
-from lldsched.stores.unreadable import Unreadable
 
-__all__ = ["Connection", "PostgresCoordination"]
+__all__ = ["PostgresCoordination"]
 
 log = logging.getLogger(CLUSTER)
-
-Connection = psycopg.Connection[tuple[Any, ...]]
 
 _FINISHED = frozenset(status.value for status in FINISHED_STATUSES)  # as rows store them
 
@@ -82,61 +77,8 @@ def rewound(dsn: str, first: int, given: int) -> str:
     )
 
 
-class PostgresCoordination:
+class PostgresCoordination(PostgresParts):
     """The CoordinatedStore methods of PostgresTaskStore: mixed into it."""
-
-    # What the store provides (lldsched.stores.postgres.PostgresTaskStore; its lock
-    # and what it guards are described there).
-    dsn: str
-    _dsn: str
-    lease: float
-    node: str
-    rejected: int
-    _lock: threading.RLock
-    _connection: Connection | None
-    _deadline: Deadline
-    _timeout: float
-    _channel: str
-    _closed: bool
-    _defined: dict[str, Task]
-    _held: dict[str, int]
-    _lost: dict[str, int]
-    _refused: str | None  # why every call is refused from now on, or None
-    _given: int  # the largest fencing token given, at open or to a claim of this node
-    _seen: dict[str, int]
-    _reread: set[str]
-    _reread_wake: bool
-    _wake: Callable[[], None] | None
-    _since: int
-    _decoded: dict[str, tuple[str, Task]]
-    _unreadable: Unreadable
-    _horizons: FeedHorizons
-    _settles: SettleQueue
-    _batches: StoreWrites
-    _muted: int
-    _listener: Listener | None
-    _hold: HeldWrites | None  # what the verb's hold under way wrote
-    _holding: Connection | None  # the connection of a verb's hold under way
-    pooled: bool  # the sessions are a pooler's (PostgresTaskStore._connect)
-    poll: float
-    if TYPE_CHECKING:
-
-        def _open(self) -> Connection: ...
-        def _refuse_if_forked(self) -> None: ...
-        def _follow_schema(self, version: str | None) -> None: ...
-        def _using(
-            self, doing: str, task_id: str | None = None
-        ) -> contextlib.AbstractContextManager[Connection]: ...
-        def _transaction(
-            self, connection: Connection, task_id: str
-        ) -> contextlib.AbstractContextManager[None]: ...
-        def _write(
-            self, connection: Connection, snapshot: TaskSnapshot, *, unknown: str = ...
-        ) -> None: ...
-        def _append(self, connection: Connection, record: ExecutionRecord) -> None: ...
-        def _added_records(self, task_id: str, count: int) -> bool: ...
-        def _forget_finished(self, task_id: str) -> None: ...
-        def _trim_after_batch(self, task_ids: list[str]) -> None: ...
 
     def claim(
         self,

@@ -3,7 +3,7 @@ open: one libpq cannot be given (not a ``str``, a NUL, a lone surrogate, a URI's
 or password holding an ``@`` or a ``/`` not percent-encoded) is refused with a
 :class:`~lldsched.errors.ValidationError` naming it, its passwords hidden
 (:func:`check_dsn`).  How a dsn is shown in every message (the passwords as ``***``) is
-:func:`~lldsched.stores.postgres_listen.redact`'s, which this module uses.
+:func:`~lldsched.stores.postgres_redact.redact`'s, which this module uses.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 
 from lldsched.errors import ValidationError
-from lldsched.stores.postgres_listen import redact, redact_by_pattern, shown_keys
+from lldsched.stores.postgres_redact import redact, redact_by_pattern, shown_keys
 
 __all__ = ["check_dsn"]
 
@@ -40,7 +40,7 @@ def check_dsn(dsn: object) -> None:
     which UTF-8 cannot encode (a bare ``UnicodeEncodeError`` naming no dsn); a URI whose
     user or password holds an ``@`` or a ``/`` not percent-encoded (libpq took the rest
     for the host, port or database, and its error quoted it).  The dsn is shown as
-    :func:`~lldsched.stores.postgres_listen.redact_by_pattern` hides it: every value but
+    :func:`~lldsched.stores.postgres_redact.redact_by_pattern` hides it: every value but
     those libpq displays, a misspelt key's (``pasword=``) included (was: the password's
     alone, and a misspelt key's value shown), and the bad part is named by its place,
     not shown: it may be inside a password."""

@@ -18,48 +18,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
-from lldsched.persistence import Task
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.held import HeldWrites
-from lldsched.stores.postgres_coordinated import Connection
-from lldsched.stores.postgres_deadline import Deadline
-from lldsched.stores.postgres_listen import psycopg
+from lldsched.stores.postgres_driver import psycopg
+from lldsched.stores.postgres_parts import PostgresParts
 
 __all__ = ["PostgresHolds"]
 
 log = logging.getLogger(STORE)
 
 
-class PostgresHolds:
+class PostgresHolds(PostgresParts):
     """A verb's hold of its rows: mixed into PostgresTaskStore."""
-
-    # What the store provides (PostgresTaskStore.__init__ sets them, and says what its
-    # lock guards).
-    dsn: str
-    _lock: threading.RLock
-    _connection: Connection | None
-    _deadline: Deadline
-    _defined: dict[str, Task]
-    _held: dict[str, int]
-    _added: dict[str, int]
-    _decoded: dict[str, tuple[str, Task]]
-    _seen: dict[str, int]
-    _hold: HeldWrites | None
-    _holding: Connection | None
-    _hold_failed: str | None
-    if TYPE_CHECKING:
-
-        def _refuse_if_forked(self) -> None: ...
-        def _using(
-            self, doing: str, task_id: str | None = None
-        ) -> contextlib.AbstractContextManager[Connection]: ...
-        def _bound(self, connection: Connection) -> None: ...
 
     @contextlib.contextmanager
     def verb_held(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:

@@ -1,10 +1,11 @@
-"""The connection helpers of the PostgreSQL store: psycopg's import, dsn redaction,
-connecting with a clear :class:`~lldsched.errors.StoreError`, and the LISTEN thread.
+"""Connecting to the PostgreSQL store, and its LISTEN thread.
 
-psycopg 3.3 or newer is an optional extra (``pip install 'lldsched[postgres]'``):
-importing this module without it, or with an older psycopg, raises an ``ImportError``
-that names the extra, and
-``import lldsched`` never imports it.
+:func:`connect` makes a session with a clear :class:`~lldsched.errors.StoreError` (the
+dsn's passwords hidden: :mod:`~lldsched.stores.postgres_redact`), under the network
+bounds of every connection of the store (:func:`with_timeouts`) and, set on each session,
+the server's own (:func:`session_bounds`); :func:`weakly` is what the store's own
+threads are given to call.  psycopg's import is
+:mod:`~lldsched.stores.postgres_driver`'s.
 
 **The listener.**  :class:`Listener` owns one connection of its own that does
 nothing but ``LISTEN``; its thread calls ``wake()`` for every notification sent
@@ -22,9 +23,7 @@ it listens again, counting the attempts that failed.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
-import re
 import selectors
 import socket
 import threading
@@ -34,42 +33,12 @@ from collections.abc import Callable
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
-from lldsched.redaction import PASSWORD_IN_URI, PASSWORD_KEY, hide_passwords
 from lldsched.stores.postgres_deadline import Deadline
+from lldsched.stores.postgres_driver import conninfo, psycopg
+from lldsched.stores.postgres_redact import redact, scrubbed
 from lldsched.stores.postgres_sql import listen
 
-try:
-    import psycopg
-    from psycopg import conninfo, pq
-except ImportError as exc:  # pragma: no cover - exercised by a test that hides psycopg
-    raise ImportError(
-        "PostgresTaskStore needs psycopg 3, which is not installed: "
-        "install the extra: pip install 'lldsched[postgres]'"
-    ) from exc
-
-# The listener's notifies(timeout=...) is new in psycopg 3.2, and Transaction.status,
-# which a verb's hold reads to tell a commit from a connection lost inside, in 3.3.
-_OLDEST = (3, 3)
-if tuple(int(part) for part in re.findall(r"\d+", psycopg.__version__)[:2]) < _OLDEST:
-    raise ImportError(
-        f"PostgresTaskStore needs psycopg 3.3 or newer, found {psycopg.__version__} (its "
-        "LISTEN thread calls notifies(timeout=...), and a verb's hold reads its "
-        "transaction's status): install the extra: pip install 'lldsched[postgres]'"
-    )
-
-# psycopg is re-exported: the store imports it from here, after the check above.
-__all__ = [
-    "Listener",
-    "connect",
-    "psycopg",
-    "redact",
-    "redact_by_pattern",
-    "scrubbed",
-    "session_bounds",
-    "shown_keys",
-    "weakly",
-    "with_timeouts",
-]
+__all__ = ["Listener", "connect", "session_bounds", "weakly", "with_timeouts"]
 
 log = logging.getLogger(STORE)
 
@@ -96,124 +65,6 @@ def weakly(method: Callable[[], None]) -> Callable[[], None]:
 _RECONNECT = 1.0  # seconds between attempts while the server is away
 
 
-def redact(dsn: str) -> str:
-    """``dsn`` with every value a message may not show replaced by ``***`` (key/value or
-    URI form, parsed or not): see :func:`_secrets`.  Any ``str`` will do: one libpq
-    cannot be given (a NUL, a lone surrogate) is redacted by pattern, as one it cannot
-    parse, the NUL and the surrogate ending a key or a value as a blank does.
-
-    Every message that names the dsn goes through here: a password never reaches
-    a log or an exception.
-    """
-    parts = _parsed(dsn)
-    if parts is None:
-        return redact_by_pattern(dsn)
-    shown = shown_keys()
-    return conninfo.make_conninfo(
-        "", **{key: value if key in shown else "***" for key, value in parts.items()}
-    )
-
-
-def redact_by_pattern(dsn: str) -> str:
-    """:func:`redact` of a dsn libpq cannot parse, or should not be asked to: one the
-    store refuses because libpq would misread it (a URI whose password holds an ``@``:
-    libpq takes what follows it for the host, and would show it)."""
-    return _tokens(dsn).sub(_hide_token, hide_passwords(dsn))
-
-
-def _parsed(dsn: str) -> dict[str, str | int | None] | None:
-    """libpq's keys and values of ``dsn``; None for one it cannot parse, or cannot be
-    given at all: a NUL would end its C string there (libpq would read what comes
-    before it alone), and a lone surrogate cannot be encoded (``UnicodeEncodeError``)."""
-    if _UNGIVEN.search(dsn):
-        return None
-    try:
-        return conninfo.conninfo_to_dict(dsn)
-    except psycopg.Error:
-        return None
-
-
-@functools.cache
-def shown_keys() -> frozenset[str]:
-    """The libpq keys whose values a message may show: those libpq itself displays
-    (not ``password``, ``sslpassword``, ``oauth_client_secret``, marked ``*``, nor the
-    debug keys, such as ``scram_client_key``, marked ``D``)."""
-    return frozenset(
-        option.keyword.decode() for option in pq.Conninfo.get_defaults() if not option.dispchar
-    )
-
-
-@functools.cache
-def libpq_keys() -> frozenset[str]:
-    """Every key libpq knows: a word of a dsn libpq cannot parse that is one of them is
-    a key that lost its ``=``, which a message may name (not its value)."""
-    return frozenset(option.keyword.decode() for option in pq.Conninfo.get_defaults())
-
-
-_UNGIVEN = re.compile(r"[\x00\ud800-\udfff]")
-"""What libpq cannot be given: a NUL, a lone surrogate (an undecodable byte of a file
-name or an environment variable, as Python decodes one)."""
-
-_URI = re.compile(r"\s*postgres(?:ql)?://", re.IGNORECASE)
-"""The start of a libpq URI (the rest is key/value form)."""
-
-# A key/value pair of a dsn libpq cannot parse: a key/value dsn's, or a URI query's.
-# A blank, a NUL or a lone surrogate ends a key or a value (a URI query's '&' and '#'
-# too), and may begin the next.
-_PAIR = re.compile(
-    r"(?:^|(?<=[\s?&\x00\ud800-\udfff]))([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"
-    r"('(?:[^'\\]|\\.)*'|[^\s&#\x00\ud800-\udfff]+)"
-)
-
-# A word of a key/value dsn libpq cannot parse that is no key=value pair (a key that
-# lost its '=', or a value whose key did: ``password secret``): _PAIR or this, the first
-# that matches, from left to right (a quoted value's words are its pair's).
-_PAIR_OR_WORD = re.compile(
-    rf"{_PAIR.pattern}|(?:^|(?<=[\s\x00\ud800-\udfff]))([^\s=\x00\ud800-\udfff]+)"
-    r"(?=[\s\x00\ud800-\udfff]|$)"
-)
-
-
-def _tokens(dsn: str) -> re.Pattern[str]:
-    """What :func:`redact` and :func:`_secrets` find in ``dsn``, which libpq cannot
-    parse: a URI's query pairs, or a key/value dsn's pairs and words."""
-    return _PAIR if _URI.match(dsn) else _PAIR_OR_WORD
-
-
-def _hide_token(token: re.Match[str]) -> str:
-    """A pair :data:`_PAIR` found, its value hidden unless libpq displays its key's; a
-    word :data:`_PAIR_OR_WORD` found, shown if it is a key libpq knows (``password``
-    that lost its ``=``) or ``***``, hidden otherwise (the value after such a key, or a
-    key and its value run together: ``passwordsecret``)."""
-    if token.group(1) is not None:
-        return token.group(0) if token.group(1) in shown_keys() else f"{token.group(1)}=***"
-    return token.group(0) if token.group(3) in libpq_keys() | {"***"} else "***"
-
-
-def _secrets(dsn: str) -> list[str]:
-    """The values ``dsn`` holds that no message shows: the password, and the value of
-    every key but those libpq displays (:func:`shown_keys`), a key libpq does not know
-    included (a misspelled ``pasword=``, whose value is the password), and, in a
-    key/value dsn libpq cannot parse, every word that is not a key libpq knows.  For a
-    dsn libpq cannot parse, found by pattern; longest first, so none is left half
-    hidden."""
-    parts = _parsed(dsn)
-    if parts is None:
-        values = [found.group(2).strip("'") for found in PASSWORD_IN_URI.finditer(dsn)]
-        values += [found.group(2).strip("'") for found in PASSWORD_KEY.finditer(dsn)]
-        for token in _tokens(dsn).finditer(dsn):
-            key, value = token.group(1, 2)
-            if key is not None:  # a pair (_PAIR's groups); else a word (the third)
-                if key not in shown_keys():
-                    values.append(value.strip("'"))
-            elif token.group(3) not in libpq_keys():
-                values.append(token.group(3))
-    else:
-        shown = shown_keys()
-        values = [str(value) for key, value in parts.items() if key not in shown]
-    return sorted({value for value in values if value}, key=len, reverse=True)
-
-
 def connect(dsn: str, *, timeout: float) -> psycopg.Connection[tuple[object, ...]]:
     """An autocommit connection to ``dsn``, or :class:`StoreError` naming the redacted
     dsn and the server's reason (with any password in it redacted as well)."""
@@ -223,27 +74,6 @@ def connect(dsn: str, *, timeout: float) -> psycopg.Connection[tuple[object, ...
         raise StoreError(
             f"cannot connect to the PostgreSQL store {redact(dsn)!r}: {scrubbed(exc, dsn)}"
         ) from None
-
-
-def scrubbed(exc: BaseException, dsn: str) -> str:
-    """``str(exc)`` with the password ``dsn`` carries replaced by ``***``: libpq quotes
-    the part of a dsn it cannot parse, which may be the password.  Every message and
-    log line that shows a psycopg error goes through here.  A secret shorter than
-    :data:`_SHORT` characters is replaced where it stands alone, not inside a word:
-    ``pasword=a`` made libpq's ``invalid connection option`` ``inv***lid``."""
-    reason = str(exc).strip()
-    for secret in _secrets(dsn):
-        if len(secret) >= _SHORT:
-            reason = reason.replace(secret, "***")
-        else:
-            reason = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", "***", reason)
-    return reason
-
-
-_SHORT = 4
-"""The length from which a secret is replaced wherever it is in libpq's words (inside a
-word too: libpq may quote a password run into other text); a shorter one is a part of
-too many words."""
 
 
 def with_timeouts(dsn: str, *, timeout: float) -> str:

@@ -15,45 +15,27 @@ named it by an alias (:func:`~lldsched.stores.codec.renamed`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import Task, TaskSnapshot, records_asked
+from lldsched.persistence import TaskSnapshot, records_asked
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import renamed
-from lldsched.stores.postgres_listen import psycopg
+from lldsched.stores.postgres_driver import psycopg
+from lldsched.stores.postgres_parts import PostgresParts
 from lldsched.stores.postgres_rows import record_of, snapshot_of
-from lldsched.stores.unreadable import Unreadable, load_each
-
-if TYPE_CHECKING:
-    from lldsched.stores.postgres_coordinated import Connection
+from lldsched.stores.unreadable import load_each
 
 __all__ = ["PostgresReads", "one_row"]
 
 log = logging.getLogger(STORE)
 
 
-class PostgresReads:
+class PostgresReads(PostgresParts):
     """The store's reads (restore, history): mixed into the store."""
-
-    dsn: str
-    retention: int | None
-    _lock: threading.RLock
-    _defined: dict[str, Task]
-    _seen: dict[str, int]
-    _unreadable: Unreadable
-    if TYPE_CHECKING:
-
-        def _using(
-            self, doing: str, task_id: str | None = None
-        ) -> contextlib.AbstractContextManager[Connection]: ...
-        def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot: ...
 
     def load_all(self, *, leave_out: bool = False) -> list[TaskSnapshot]:
         """Every stored task, in the order first saved, its callable imported;

@@ -22,8 +22,9 @@ import re
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.postgres_coordinated import Connection
-from lldsched.stores.postgres_listen import psycopg, scrubbed
+from lldsched.stores.postgres_driver import Connection, psycopg
+from lldsched.stores.postgres_parts import PostgresParts
+from lldsched.stores.postgres_redact import scrubbed
 
 __all__ = ["SchemaInstall", "newer", "schema_refused"]
 
@@ -103,13 +104,8 @@ def _ident(name: str) -> str:
     return '"{}"'.format(name.replace('"', '""'))
 
 
-class SchemaInstall:
+class SchemaInstall(PostgresParts):
     """Installing the schema at open: mixed into the PostgreSQL store."""
-
-    # The store's members these use (PostgresTaskStore.__init__ sets them).
-    dsn: str  # the dsn as messages show it (its password redacted)
-    _dsn: str
-    _refused: str | None  # why every call is refused (a newer schema since open), or None
 
     def _follow_schema(self, version: str | None) -> None:
         """Refuse from now on (every call: ``PostgresTaskStore._open``) if ``version``,

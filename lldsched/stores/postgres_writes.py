@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lldsched.core.storewrites import StoreWrites
 from lldsched.errors import StoreClosedError, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import Task, TaskSnapshot, finished
+from lldsched.persistence import TaskSnapshot, finished
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import check_written, encode_task
-from lldsched.stores.held import HeldWrites
-from lldsched.stores.postgres_batch import SettleQueue
-from lldsched.stores.postgres_coordinated import Connection
-from lldsched.stores.postgres_listen import psycopg
+from lldsched.stores.postgres_driver import Connection, psycopg
+from lldsched.stores.postgres_parts import PostgresParts
 from lldsched.stores.postgres_rows import check_keepable, record_row, state_row
 
 __all__ = ["PostgresWrites"]
@@ -37,35 +34,8 @@ __all__ = ["PostgresWrites"]
 _ABSENT: Any = object()  # a cache without the task (_transaction)
 
 
-class PostgresWrites:
+class PostgresWrites(PostgresParts):
     """The TaskStore writes: mixed into PostgresTaskStore."""
-
-    # What the store provides (PostgresTaskStore.__init__ sets them, and says what its
-    # lock guards: these caches among them).
-    dsn: str
-    node: str
-    retention: int | None
-    _closed: bool
-    _channel: str
-    _since: int
-    _defined: dict[str, Task]
-    _held: dict[str, int]
-    _lost: dict[str, int]
-    _added: dict[str, int]
-    _seen: dict[str, int]
-    _decoded: dict[str, tuple[str, Task]]
-    _settles: SettleQueue
-    _batches: StoreWrites
-    _muted: int
-    _hold: HeldWrites | None
-    if TYPE_CHECKING:
-
-        def _refuse_if_forked(self) -> None: ...
-        def _open(self) -> Connection: ...
-        def _using(
-            self, doing: str, task_id: str | None = None
-        ) -> contextlib.AbstractContextManager[Connection]: ...
-        def _bound(self, connection: Connection) -> None: ...
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         """Write the task's state (and ``record``); :class:`ValidationError` for a

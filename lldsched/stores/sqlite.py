@@ -75,7 +75,9 @@ refuse each other (the sidecar lock is taken shared, see
 
 What the store reads back (``load_all`` and the history reads) is
 :mod:`lldsched.stores.sqlite_reads`' (mixed in, in both modes); this module opens the
-file and holds the writes.
+file and holds the writes.  What the mixins share (the members set here, the methods one
+calls of another) is declared once, by their common base
+:class:`~lldsched.stores.sqlite_parts.SqliteParts`.
 """
 
 from __future__ import annotations

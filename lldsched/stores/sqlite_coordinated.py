@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import TYPE_CHECKING
 
 from lldsched.core.names import runnable
 from lldsched.errors import LeaseLost, StoreError
@@ -28,7 +26,7 @@ from lldsched.model import ExecutionRecord
 from lldsched.persistence import DIED_UNSHARED, Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.rowvalues import check_take_over, plan_ends
-from lldsched.stores.sqlite_gate import WriteGate
+from lldsched.stores.sqlite_parts import SqliteParts
 from lldsched.stores.sqlite_rows import (
     RESUME_AT,
     SLOT,
@@ -56,35 +54,8 @@ SELECT 1 FROM tasks t WHERE t.id = ? AND t.status = 'running'
 """
 
 
-class CoordinatedMethods:
+class CoordinatedMethods(SqliteParts):
     """The CoordinatedStore methods of SqliteTaskStore: mixed into it."""
-
-    # What the store provides (lldsched.stores.sqlite.SqliteTaskStore).
-    path: str
-    _lock: threading.RLock
-    _shared: SharedState | None
-    _connection: sqlite3.Connection | None
-    _defined: dict[str, Task]
-    _counts: dict[str, int]
-    _gate: WriteGate | None
-    if TYPE_CHECKING:
-
-        def _using(
-            self, doing: str, task_id: str | None = None
-        ) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
-        def _append(
-            self, connection: sqlite3.Connection, record: ExecutionRecord, *, seq: int
-        ) -> int: ...
-        def _refuse_if_forked(self) -> None: ...
-        def _wrote(self, shared: SharedState, snapshot: TaskSnapshot, version: int) -> None: ...
-        def _write_state(
-            self,
-            connection: sqlite3.Connection,
-            snapshot: TaskSnapshot,
-            *,
-            status: str,
-            definition: str | None = None,
-        ) -> int: ...
 
     @property
     def shared(self) -> bool:

@@ -17,38 +17,18 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
 from lldsched.errors import StoreError
-from lldsched.persistence import Task
 from lldsched.stores.held import HeldWrites
-from lldsched.stores.sqlite_gate import WriteGate
+from lldsched.stores.sqlite_parts import SqliteParts
 from lldsched.stores.sqlite_rows import begin, failure, rollback
-from lldsched.stores.sqlite_shared import SharedState
 
 __all__ = ["SqliteHolds"]
 
 
-class SqliteHolds:
+class SqliteHolds(SqliteParts):
     """A verb's hold of the file's write lock: mixed into SqliteTaskStore."""
-
-    # What the store provides (lldsched.stores.sqlite.SqliteTaskStore, which says what
-    # its lock guards).
-    path: str
-    _lock: threading.RLock
-    _shared: SharedState | None
-    _connection: sqlite3.Connection | None
-    _defined: dict[str, Task]
-    _counts: dict[str, int]
-    _gate: WriteGate | None
-    if TYPE_CHECKING:
-
-        def _using(
-            self, doing: str, task_id: str | None = None
-        ) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
-        def _coordinated(self) -> SharedState: ...
 
     @contextlib.contextmanager
     def verb_held(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:

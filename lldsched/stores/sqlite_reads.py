@@ -16,47 +16,26 @@ stores again under the callable's own path a definition that named it by an alia
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sqlite3
-import threading
-from typing import TYPE_CHECKING
 
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import Task, TaskSnapshot, finished, records_asked
+from lldsched.persistence import TaskSnapshot, finished, records_asked
 from lldsched.stores.codec import renamed
+from lldsched.stores.sqlite_parts import SqliteParts
 from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, TASKS, fetch, immediate
 from lldsched.stores.sqlite_rows import record_of as _record
 from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
 from lldsched.stores.unreadable import load_each
-
-if TYPE_CHECKING:
-    from lldsched.stores.sqlite_gate import WriteGate
-    from lldsched.stores.sqlite_shared import SharedState
 
 __all__ = ["SqliteReads"]
 
 log = logging.getLogger(STORE)
 
 
-class SqliteReads:
+class SqliteReads(SqliteParts):
     """The store's reads (restore, history): mixed into the store."""
-
-    # What the store provides (lldsched.stores.sqlite.SqliteTaskStore).
-    path: str
-    retention: int | None
-    _lock: threading.RLock
-    _defined: dict[str, Task]
-    _gate: WriteGate | None
-    if TYPE_CHECKING:
-
-        def _coordinated(self) -> SharedState: ...
-
-        def _using(
-            self, doing: str, task_id: str | None = None
-        ) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
-        def _open(self) -> sqlite3.Connection: ...
 
     def load_all(self, *, leave_out: bool = False) -> list[TaskSnapshot]:
         """Every stored task, in the order first saved, its callable imported.

@@ -22,6 +22,7 @@ from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.stores.sqlite_file import PRIVATE, unopenable
 from lldsched.stores.sqlite_gate import WriteGate
+from lldsched.stores.sqlite_parts import SqliteParts
 from lldsched.stores.sqlite_rows import (
     AT_OPEN,
     AT_SHARED_OPEN,
@@ -107,10 +108,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 
 
-class FileFormat:
+class FileFormat(SqliteParts):
     """Checking, creating and migrating the store's file: mixed into the SQLite store."""
-
-    path: str  # the store's (SqliteTaskStore.__init__ sets it)
 
     def _check(self, connection: sqlite3.Connection) -> int | None:
         """Refuse a file that is not a readable lldsched store; its schema version, or

@@ -17,20 +17,17 @@ writes are the store's own (:mod:`lldsched.stores.sqlite`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from lldsched.errors import LeaseLost, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, finished
 from lldsched.stores.codec import encode_task
-from lldsched.stores.sqlite_gate import WriteGate
+from lldsched.stores.sqlite_parts import SqliteParts
 from lldsched.stores.sqlite_rows import LAST_FAILED, immediate, written
 from lldsched.stores.sqlite_shared import SharedState, bump
 
@@ -39,29 +36,8 @@ __all__ = ["SharedWrites", "redefine_row"]
 log = logging.getLogger(CLUSTER)
 
 
-class SharedWrites:
+class SharedWrites(SqliteParts):
     """The shared mode's row writes: mixed into SqliteTaskStore."""
-
-    # What the store provides (lldsched.stores.sqlite.SqliteTaskStore, which says what
-    # its lock guards).
-    path: str
-    _lock: threading.RLock
-    _shared: SharedState | None
-    _defined: dict[str, Task]
-    _counts: dict[str, int]
-    _gate: WriteGate | None
-    if TYPE_CHECKING:
-
-        def _using(
-            self, doing: str, task_id: str | None = None
-        ) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
-        def _append(
-            self, connection: sqlite3.Connection, record: ExecutionRecord, *, seq: int
-        ) -> int: ...
-        def _refuse_if_forked(self) -> None: ...
-        def _settle(
-            self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int
-        ) -> None: ...
 
     def _save_shared(self, snapshot: TaskSnapshot, record: ExecutionRecord | None) -> None:
         """``save`` in shared mode: a run's record is a fenced settle; a RUNNING snapshot

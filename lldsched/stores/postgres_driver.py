@@ -1,0 +1,41 @@
+"""psycopg, imported once for every module of the PostgreSQL store, and checked.
+
+psycopg 3.3 or newer is an optional extra (``pip install 'lldsched[postgres]'``):
+importing this module without it, or with an older psycopg, raises an ``ImportError``
+that names the extra, and ``import lldsched`` never imports it.  Every module of the
+store imports psycopg from here, after that check (``psycopg``, ``conninfo``,
+``pq``), and names a session of the store as :data:`Connection`.  Hiding a dsn's
+passwords is :mod:`~lldsched.stores.postgres_redact`'s, connecting and the LISTEN
+thread :mod:`~lldsched.stores.postgres_listen`'s.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+try:
+    import psycopg
+    from psycopg import conninfo, pq
+except ImportError as exc:  # pragma: no cover - exercised by a test that hides psycopg
+    raise ImportError(
+        "PostgresTaskStore needs psycopg 3, which is not installed: "
+        "install the extra: pip install 'lldsched[postgres]'"
+    ) from exc
+
+# The listener's notifies(timeout=...) is new in psycopg 3.2, and Transaction.status,
+# which a verb's hold reads to tell a commit from a connection lost inside, in 3.3.
+_OLDEST = (3, 3)
+if tuple(int(part) for part in re.findall(r"\d+", psycopg.__version__)[:2]) < _OLDEST:
+    raise ImportError(
+        f"PostgresTaskStore needs psycopg 3.3 or newer, found {psycopg.__version__} (its "
+        "LISTEN thread calls notifies(timeout=...), and a verb's hold reads its "
+        "transaction's status): install the extra: pip install 'lldsched[postgres]'"
+    )
+
+# psycopg is re-exported: the store imports it from here, after the check above.
+__all__ = ["Connection", "conninfo", "pq", "psycopg"]
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+"""A session of the store (its rows as tuples): the one each call is given
+(:mod:`~lldsched.stores.postgres_connection`), a verb's hold's, the schema's install."""
