@@ -358,7 +358,7 @@ class PostgresCoordination(PostgresParts):
         """The records of each settle in ``settled`` that its lost-reply try did not store
         (it stored ``count``: those queued after it joined it while it was held), and
         its task's state with them, as records after a written settle are written
-        (``PostgresTaskStore._fenced``).  One that fails is logged, not raised: the
+        (``PostgresWrites._fenced``).  One that fails is logged, not raised: the
         batch was written, and its outcome told."""
         for pending, count in settled:
             if len(pending.records) <= count:

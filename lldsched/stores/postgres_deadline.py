@@ -31,7 +31,7 @@ during an outage a call first waited for the retry of the settles it held, then 
 for its own connection, two timeouts (three for the first call into a black hole, the
 settles' second try on a new connection between them).  Calls nest: a verb's, a
 registration's, a rewrite of the rows an outage left stale
-(``PostgresTaskStore.verb_call``) is one call around the calls it makes, each of which
+(``PostgresHolds.verb_call``) is one call around the calls it makes, each of which
 keeps a ``seconds`` of its own while the server answers; the first that finds the server
 out of reach (no connection to be had, or a round trip cut) spends the one around it,
 and the calls after it send nothing: one timeout for them all.

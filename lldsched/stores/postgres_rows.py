@@ -37,7 +37,7 @@ def check_keepable(task: Task) -> None:
     written to it directly or with an id no registration checked (a row another store
     kept).  Asked when a definition is written (a registration, a replacement), the one
     time the id and name reach the database new, and for a replacement during a run,
-    written alone as it is made (``PostgresTaskStore._redefine``); text no durable store
+    written alone as it is made (``PostgresWrites._redefine``); text no durable store
     keeps (a NUL, a lone surrogate) is :func:`~lldsched.stores.codec.check_text`'s, asked
     as the definition is encoded."""
     check_id_size(task.id, nothing="written")
@@ -47,7 +47,7 @@ def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
     """The task row's state columns (not its definition) that ``snapshot`` sets, but for
     ``slot``, which a settle never sets (:data:`~lldsched.stores.postgres_sql.SETTLE`,
     whose arrays these are); every other write adds it
-    (``PostgresTaskStore._write``)."""
+    (``PostgresWrites._write``)."""
     return {
         "id": snapshot.task.id,
         "status": snapshot.status.value,

@@ -108,7 +108,7 @@ class SchemaInstall(PostgresParts):
     """Installing the schema at open: mixed into the PostgreSQL store."""
 
     def _follow_schema(self, version: str | None) -> None:
-        """Refuse from now on (every call: ``PostgresTaskStore._open``) if ``version``,
+        """Refuse from now on (every call: ``PostgresConnection._open``) if ``version``,
         the schema the change feed read, is newer than this release's: a newer release
         upgraded the database after this process opened it, and this release's SQL is
         not to be run against that schema (caller holds the store's lock)."""

@@ -71,7 +71,7 @@ def listen(name: str) -> str:
 # client is lent it next (another application's statements cut at this store's timeout,
 # run in its schema), and is not there for this store's next statement.  Such a session
 # sets nothing; what it answers (``direct``, the default isolation) the store checks
-# (PostgresTaskStore._connect, docs/OPERATIONS.md, "Behind PgBouncer").
+# (PostgresConnection._connect, docs/OPERATIONS.md, "Behind PgBouncer").
 SESSION = """
 SELECT s.direct, pg_catalog.current_setting('default_transaction_isolation'),
        CASE WHEN s.direct THEN
@@ -145,7 +145,7 @@ CREATE TRIGGER tasks_first_version BEFORE INSERT ON tasks
 
 LOCK_ID = f"SELECT {ID_LOCK.format('%(id)s::text')}"  # a statement of its own: see REMOVE
 
-# A verb's hold (PostgresTaskStore.verb_held), once its id's LOCK_ID is taken: its task's
+# A verb's hold (PostgresHolds.verb_held), once its id's LOCK_ID is taken: its task's
 # row and those of the other tasks it may write (a cancel's dependents), locked in the
 # order of their ids, all in one statement (the rows are locked as the sort hands them
 # out).  Locked one by one as each was written, two cancels that fail the same dependents
@@ -490,7 +490,7 @@ _KNOWN = """(t.writer = %(node)s OR t.xid < %(since)s::text::xid8
 KNOWN_ROW = f"SELECT {_KNOWN}\n  FROM tasks t WHERE t.id = %(id)s FOR UPDATE"
 
 # KNOWN_ROW, and no live lease holds the row (the database's clock): a row an outage left
-# stale is written again only so (PostgresTaskStore.resave); a leased row is its holder's.
+# stale is written again only so (PostgresWrites.resave); a leased row is its holder's.
 KNOWN_UNLEASED = f"""
 SELECT {_KNOWN}
    AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.expires_at > {DB_NOW})

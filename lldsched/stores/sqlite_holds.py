@@ -60,7 +60,7 @@ class SqliteHolds(SqliteParts):
         A hold inside a hold (on this store, the outer one still under way) is the outer
         one's: its writes are the outer transaction's, which holds every row already,
         stored or not with them and said once, by the outer hold, as PostgreSQL's
-        (``PostgresTaskStore._hold_inside``).  Before, its ``BEGIN IMMEDIATE`` failed
+        (``PostgresHolds._hold_inside``).  Before, its ``BEGIN IMMEDIATE`` failed
         ("cannot start a transaction within a transaction"), taken for a write lock not
         had within ``timeout``: the block ran "unheld" (in the outer transaction all the
         same), its own error chained to that one, and the failed begin let the write gate
@@ -135,7 +135,7 @@ class SqliteHolds(SqliteParts):
         disk or an I/O error), refused by :class:`~lldsched.stores.sqlite._Using` and
         counted for the hold's end after the call that ended it (caller holds the lock).
         As PostgreSQL's hold refuses a call once its connection is lost
-        (``PostgresTaskStore._hold_lost``).  Before, the call ran in a transaction of its
+        (``PostgresHolds._hold_lost``).  Before, the call ran in a transaction of its
         own: a write committed alone, outside the hold, which then named it among the
         writes not stored, and let go the write gate the hold held
         (:mod:`~lldsched.stores.sqlite_gate`: ``flock`` on a descriptor that holds it
