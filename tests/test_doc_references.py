@@ -7,8 +7,12 @@ names and commands it gives are not):
   ``benchmarks/...``, ``docs/...``, ...) exists, a ``*`` in it matching something,
   and a file named alone in backticks (``machine.py``) is a file of the repository;
 * every dotted name ``lldsched.x.y`` imports, down to its last attribute, and every
-  ``Class.attribute`` or ``module.name`` written in backticks (``SchedulerCore._after``,
-  ``registration.validated``, ``threaded/pool.MAX_WORKERS``) names one that exists;
+  reference of the package's written in backticks names what exists, each of its
+  parts, however many: ``Class.attribute`` (``SchedulerCore._after``; a method of a
+  mixin it inherits counts), ``module.name``, ``module.Class.attribute``, the module by
+  its path or dotted path in the package (``threaded/pool.MAX_WORKERS``,
+  ``core.registration.validated``, ``cli.Parser.exit``) or by its file
+  (``core/runs.py:rearmed``);
 * every keyword a call in backticks passes (``Scheduler(max_wait=None)``) is a parameter
   of the package's callable of that name (a class, a function, a method);
 * every ``lldsched/x/y.py:Name.attribute`` in backticks (docs/ARCHITECTURE.md's walk
@@ -43,7 +47,8 @@ names and commands it gives are not):
   shows (``(...)`` and a trailing ``...`` stand for the rest).
 
 And the package's docstrings: every Sphinx cross-reference (``:class:`...```,
-``:func:`...```, ...) names something that exists.
+``:func:`...```, ...) names something that exists, and a reference of the package's,
+in a role or a literal (``SimulationEventLoop._advance``), as the documents' are.
 
 And what a user of the wheel reads, who has no ``docs/``: every message of the package
 (an exception, a warning, a log line: any string of its code but a docstring) cites a
@@ -1243,7 +1248,33 @@ def found_from(module: str, name: str, defined: set[str]) -> bool:
     return all(part in defined for part in name.split("."))
 
 
+LITERAL = re.compile(r"``([^`]+)``")
+
+
+def docstring_misses(module: str, docstring: str, defined: set[str]) -> list[str]:
+    """What a docstring of ``module`` names that is not there: a cross-reference
+    (``found_from``), or a reference of the package's, in a role or a literal
+    (``module.Class.attribute``, ``Class.attribute``: ``missing_references``)."""
+    misses = [name for name in ROLE.findall(docstring) if not found_from(module, name, defined)]
+    for span in [*ROLE.findall(docstring), *LITERAL.findall(docstring)]:
+        misses += missing_references(span)
+    return list(dict.fromkeys(misses))
+
+
+def test_a_docstring_naming_what_is_not_there_is_caught() -> None:
+    defined, module = defined_names(), "lldsched.sim.simulation"
+    right = ":meth:`Simulation._advance`, ``eventloop.SimulationEventLoop._advance``"
+    assert docstring_misses(module, right, defined) == []
+    wrong = ":meth:`Simulation._run_timer`, ``eventloop.SimulationEventLoop._advanced``"
+    assert docstring_misses(module, wrong, defined) == [
+        "Simulation._run_timer",  # a name the package defines (TimerThread's), not there
+        "eventloop.SimulationEventLoop._advanced",
+    ]
+
+
 def test_every_cross_reference_in_the_packages_docstrings_exists() -> None:
+    """And every reference of the package's a docstring writes as a literal
+    (``module.Class.attribute``): each part of it is there."""
     defined = defined_names()
     missing = []
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -1253,11 +1284,9 @@ def test_every_cross_reference_in_the_packages_docstrings_exists() -> None:
                 node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
             ):
                 continue
-            docstring = ast.get_docstring(node) or ""
-            for name in ROLE.findall(docstring):
-                if not found_from(module, name, defined):
-                    line = getattr(node, "lineno", 1)
-                    missing.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+            line = getattr(node, "lineno", 1)
+            for name in docstring_misses(module, ast.get_docstring(node) or "", defined):
+                missing.append(f"{path.relative_to(ROOT)}:{line}: {name}")
     assert not missing, stale(missing)
 
 
