@@ -426,10 +426,8 @@ def test_every_class_attribute_and_module_name_in_backticks_exists() -> None:
         # a file and a name in it, the whole span or a part of it
         ("threaded/timer.py:TimerThread._run_timer", "threaded/timer.py:TimerThread._run_timers"),
         ("threaded/timer.py:TimerThread", "threaded/timer.py:_run_timer"),
-        (
-            "see lldsched/threaded/timer.py:TimerThread._run_timer()",
-            "see lldsched/threaded/timer.py:TimerThread._run_timers()",
-        ),
+        ("see lldsched/core/runs.py:rearmed()", "see lldsched/core/runs.py:rearm()"),
+        ("core/runs.py:rearmed, called by", "core/runs.py:rearm, called by"),
     ],
 )
 def test_a_reference_to_what_is_not_there_is_caught(span: str, misspelt: str) -> None:
@@ -1254,8 +1252,11 @@ LITERAL = re.compile(r"``([^`]+)``")
 def docstring_misses(module: str, docstring: str, defined: set[str]) -> list[str]:
     """What a docstring of ``module`` names that is not there: a cross-reference
     (``found_from``), or a reference of the package's, in a role or a literal
-    (``module.Class.attribute``, ``Class.attribute``: ``missing_references``)."""
+    (``module.Class.attribute``, ``Class.attribute``: ``missing_references``;
+    ``lldsched.x.y`` in a literal: ``resolves``)."""
     misses = [name for name in ROLE.findall(docstring) if not found_from(module, name, defined)]
+    for span in LITERAL.findall(docstring):
+        misses += [name for name in DOTTED.findall(span) if not resolves(name)]
     for span in [*ROLE.findall(docstring), *LITERAL.findall(docstring)]:
         misses += missing_references(span)
     return list(dict.fromkeys(misses))
@@ -1265,10 +1266,14 @@ def test_a_docstring_naming_what_is_not_there_is_caught() -> None:
     defined, module = defined_names(), "lldsched.sim.simulation"
     right = ":meth:`Simulation._advance`, ``eventloop.SimulationEventLoop._advance``"
     assert docstring_misses(module, right, defined) == []
-    wrong = ":meth:`Simulation._run_timer`, ``eventloop.SimulationEventLoop._advanced``"
-    assert docstring_misses(module, wrong, defined) == [
+    wrong = (
+        ":meth:`Simulation._run_timer`, ``eventloop.SimulationEventLoop._advanced``,"
+        " ``lldsched.sim.eventloop.SimulationEventLoop._advanced``"
+    )
+    assert sorted(docstring_misses(module, wrong, defined)) == [
         "Simulation._run_timer",  # a name the package defines (TimerThread's), not there
         "eventloop.SimulationEventLoop._advanced",
+        "lldsched.sim.eventloop.SimulationEventLoop._advanced",
     ]
 
 
