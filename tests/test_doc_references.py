@@ -312,9 +312,9 @@ SUFFIXES = {"py", "pyi", "ipynb", "md", "json", "png", "toml", "cfg", "txt", "db
 
 @functools.cache
 def package_owners() -> dict[str, list[Any]]:
-    """What a reference may start from: each module of the package by the names
-    ``package_modules`` gives, each subpackage (``cli``, ``stores``, ``views/plots``)
-    by its own, and each class by its name."""
+    """The modules a reference may start from: each module of the package by the
+    names ``package_modules`` gives, and each subpackage (``cli``, ``stores``,
+    ``views/plots``) by the same names (``reference_owners`` adds the classes)."""
     found: dict[str, list[Any]] = dict(package_modules())
     for path in sorted(PACKAGE.rglob("__init__.py")):
         parts = path.relative_to(ROOT).parent.parts
@@ -327,6 +327,7 @@ def package_owners() -> dict[str, list[Any]]:
 
 @functools.cache
 def class_members(cls: type) -> frozenset[str]:
+    """``members``, once a class: the documents name some classes hundreds of times."""
     return frozenset(members(cls))
 
 
