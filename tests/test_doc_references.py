@@ -7,8 +7,12 @@ names and commands it gives are not):
   ``benchmarks/...``, ``docs/...``, ...) exists, a ``*`` in it matching something,
   and a file named alone in backticks (``machine.py``) is a file of the repository;
 * every dotted name ``lldsched.x.y`` imports, down to its last attribute, and every
-  ``Class.attribute`` or ``module.name`` written in backticks (``SchedulerCore._after``,
-  ``registration.validated``, ``threaded/pool.MAX_WORKERS``) names one that exists;
+  reference of the package's written in backticks names what exists, each of its
+  parts, however many: ``Class.attribute`` (``SchedulerCore._after``; a method of a
+  mixin it inherits counts), ``module.name``, ``module.Class.attribute``, the module by
+  its path or dotted path in the package (``threaded/pool.MAX_WORKERS``,
+  ``core.registration.validated``, ``cli.Parser.exit``) or by its file
+  (``core/runs.py:rearmed``);
 * every keyword a call in backticks passes (``Scheduler(max_wait=None)``) is a parameter
   of the package's callable of that name (a class, a function, a method);
 * every ``lldsched/x/y.py:Name.attribute`` in backticks (docs/ARCHITECTURE.md's walk
@@ -43,7 +47,8 @@ names and commands it gives are not):
   shows (``(...)`` and a trailing ``...`` stand for the rest).
 
 And the package's docstrings: every Sphinx cross-reference (``:class:`...```,
-``:func:`...```, ...) names something that exists.
+``:func:`...```, ...) names something that exists, and a reference of the package's,
+in a role or a literal (``SimulationEventLoop._advance``), as the documents' are.
 
 And what a user of the wheel reads, who has no ``docs/``: every message of the package
 (an exception, a warning, a log line: any string of its code but a docstring) cites a
@@ -294,37 +299,148 @@ def test_a_name_a_module_re_exports_is_its_own_and_one_it_only_imports_is_not() 
     assert not resolves("lldsched.stores.sqlite.finished")
 
 
-MEMBER = re.compile(r"(?<![\w./-])((?:[a-z_]+/)*[A-Za-z_]\w*)\.(\w+)\b")
+# A name of the package's as the documents write one in backticks: ``Class.attribute``,
+# ``module.name``, ``module.Class.attribute``, the module by its path in the package
+# (``threaded/pool.MAX_WORKERS``) or dotted (``stores.codec.check_written``), each part
+# checked, however many; ``lldsched.x.y`` is test_every_dotted_lldsched_name_...'s.
+REFERENCE = re.compile(r"(?<![\w./-])((?:[a-z_]+/)*[A-Za-z_]\w*(?:\.\w+)+)\b")
+# ``core/runs.py:rearmed``, ``lldsched/core/runs.py:SchedulerCore.finish``, inside a
+# span or the whole of it: read as ``core/runs.rearmed``.
+IN_FILE = re.compile(r"(?<![\w./-])(?:lldsched/)?((?:[a-z_]+/)*\w+)\.py:(?=[A-Za-z_])")
 SUFFIXES = {"py", "pyi", "ipynb", "md", "json", "png", "toml", "cfg", "txt", "db", "lock", "sh"}
 
 
+@functools.cache
+def package_owners() -> dict[str, list[Any]]:
+    """The modules a reference may start from: each module of the package by the
+    names ``package_modules`` gives, and each subpackage (``cli``, ``stores``,
+    ``views/plots``) by the same names (``reference_owners`` adds the classes)."""
+    found: dict[str, list[Any]] = dict(package_modules())
+    for path in sorted(PACKAGE.rglob("__init__.py")):
+        parts = path.relative_to(ROOT).parent.parts
+        if len(parts) > 1:  # not lldsched itself: ``lldsched.x`` is a dotted name
+            module = importlib.import_module(".".join(parts))
+            for short in {parts[-1], "/".join(parts[1:]), "/".join(parts[-2:])}:
+                found.setdefault(short, []).append(module)
+    return found
+
+
+@functools.cache
+def class_members(cls: type) -> frozenset[str]:
+    """``members``, once a class: the documents name some classes hundreds of times."""
+    return frozenset(members(cls))
+
+
+def has_chain(owner: Any, chain: list[str], variables: frozenset[str] = frozenset()) -> bool:
+    """``owner`` (a module or a class) has ``chain[0]``, which has ``chain[1]``, ...: a
+    module defines each name (``defines``; a package has it), a class has it or
+    inherits it (``members``: a method of a mixin counts). A name of another value
+    (an instance's attribute, a function's) is not followed; nor one of a module named
+    like a variable (``scheduler.pause``, ``task.id``) when ``variables``, what the
+    package's classes have, has its first name."""
+    for at, attribute in enumerate(chain):
+        if isinstance(owner, ModuleType):
+            if hasattr(owner, "__path__"):
+                exists = hasattr(owner, attribute)
+            else:
+                exists = defines(owner, attribute)
+            if not exists and at == 0 and attribute in variables:
+                return True  # ``scheduler.pause``: a variable named like a module
+        elif isinstance(owner, type):
+            exists = attribute in class_members(owner)
+        else:
+            return True
+        if not exists:
+            return False
+        owner = getattr(owner, attribute, None)
+    return True
+
+
+def unresolved_reference(
+    reference: str, owners: dict[str, list[Any]], any_class: frozenset[str]
+) -> bool:
+    """``reference`` (``module.Class.attribute``, ``path/module.name``, ``Class.attribute``)
+    starts from a module or class of the package (the longest leading path that is
+    one), and some reading of it does not find the rest. Not the package's
+    (``asyncio.Task``), or a file name (``tasks.db``): False."""
+    parts = reference.split(".")
+    if parts[0].startswith("lldsched") or any(part in SUFFIXES for part in parts[1:]):
+        return False  # ``lldsched.x.y``: a dotted name, checked on its own
+    starts = [
+        (found, parts[cut:])
+        for cut in range(len(parts) - 1, 0, -1)
+        for found in owners.get("/".join(parts[:cut]), [])
+    ]
+    variables = any_class if parts[0].islower() and "/" not in parts[0] else frozenset()
+    return bool(starts) and not any(
+        has_chain(found, chain, variables if len(chain) == len(parts) - 1 else frozenset())
+        for found, chain in starts
+    )
+
+
+@functools.cache
+def reference_owners() -> tuple[dict[str, list[Any]], frozenset[str]]:
+    """What a reference starts from (``package_owners``, and each class of the package
+    by its name: a name both is the class) and every name the classes have (what a
+    variable named like a module may be given)."""
+    classes = package_classes(package_modules())
+    any_class = frozenset().union(*(class_members(c) for found in classes.values() for c in found))
+    return {**package_owners(), **classes}, any_class
+
+
+def missing_references(span: str) -> list[str]:
+    """The references of a backticked span (a ``file.py:Name`` one read as dotted,
+    ``core/runs.rearmed``) that name what the package does not have."""
+    owners, any_class = reference_owners()
+    return [
+        reference
+        for reference in REFERENCE.findall(IN_FILE.sub(r"\1.", span))
+        if unresolved_reference(reference, owners, any_class)
+    ]
+
+
 def test_every_class_attribute_and_module_name_in_backticks_exists() -> None:
-    modules = package_modules()
-    classes = {
-        name: set().union(*(members(cls) for cls in found))
-        for name, found in package_classes(modules).items()
-    }
-    any_class = set().union(*classes.values())
-    missing = []
-    for where, line, fenced in lines():
-        if fenced:
-            continue  # code blocks run (tests/test_docs.py)
-        for span in re.findall(r"`([^`]+)`", line):
-            for owner, attribute in MEMBER.findall(span):
-                if attribute in SUFFIXES:
-                    continue  # a file name
-                if owner in classes:
-                    exists = attribute in classes[owner]
-                elif owner in modules:
-                    exists = any(defines(module, attribute) for module in modules[owner])
-                    # ``scheduler.pause``: a variable named like a module, whose class
-                    # has the attribute.
-                    exists |= "/" not in owner and owner.islower() and attribute in any_class
-                else:
-                    continue  # not the package's: ``asyncio.Task``, ``logging.handlers``
-                if not exists:
-                    missing.append(f"{where}: {owner}.{attribute}  | {line.strip()}")
+    missing = [
+        f"{where}: {reference}  | {line.strip()}"
+        for where, line, fenced in lines()
+        if not fenced  # code blocks run (tests/test_docs.py)
+        for span in re.findall(r"`([^`]+)`", line)
+        for reference in missing_references(span)
+    ]
     assert not missing, stale(missing)
+
+
+@pytest.mark.parametrize(
+    ("span", "misspelt"),
+    [
+        # a module by its dotted path in the package, a subpackage's class
+        ("core.registration.validated", "core.registration.validates"),
+        ("schedules.base.next_run_and_skipped", "schedules.base.next_run_skipped"),
+        ("cli.Parser._check_value", "cli.Parser._check_values"),
+        # a module by its path or its name, a class, a method: three parts
+        ("threaded/timer.TimerThread._run_timer", "threaded/timer.TimerThread._run_timers"),
+        ("timer.TimerThread._run_timer", "timer.TimerThread._run_timers"),
+        ("timer.TimerThread._run_timer", "timer.TimerThreads._run_timer"),
+        # a mixin's method, through the class that mixes it in
+        ("Simulation._advance", "Simulation._advanced"),
+        ("sim/simulation.Simulation._advance", "sim/simulation.Simulation._advanced"),
+        # a file and a name in it, the whole span or a part of it
+        ("threaded/timer.py:TimerThread._run_timer", "threaded/timer.py:TimerThread._run_timers"),
+        ("threaded/timer.py:TimerThread", "threaded/timer.py:_run_timer"),
+        ("see lldsched/core/runs.py:rearmed()", "see lldsched/core/runs.py:rearm()"),
+        ("core/runs.py:rearmed, called by", "core/runs.py:rearm, called by"),
+    ],
+)
+def test_a_reference_to_what_is_not_there_is_caught(span: str, misspelt: str) -> None:
+    """Each part of a reference is checked, however many it has: a name of three
+    (``module.Class.attribute``) passed unread, as did ``core/runs.py:name``."""
+    assert missing_references(span) == []
+    assert missing_references(misspelt) != []
+
+
+def test_a_name_not_the_packages_is_left_alone() -> None:
+    for span in ["asyncio.Task.cancel", "tasks.db.lock", "os.path.splitext", "task.id.startswith"]:
+        assert missing_references(span) == [], span
 
 
 CALL = re.compile(r"(?<![\w.])(\w+)\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
@@ -1131,7 +1247,40 @@ def found_from(module: str, name: str, defined: set[str]) -> bool:
     return all(part in defined for part in name.split("."))
 
 
+LITERAL = re.compile(r"``([^`]+)``")
+
+
+def docstring_misses(module: str, docstring: str, defined: set[str]) -> list[str]:
+    """What a docstring of ``module`` names that is not there: a cross-reference
+    (``found_from``), or a reference of the package's, in a role or a literal
+    (``module.Class.attribute``, ``Class.attribute``: ``missing_references``;
+    ``lldsched.x.y`` in a literal: ``resolves``)."""
+    misses = [name for name in ROLE.findall(docstring) if not found_from(module, name, defined)]
+    for span in LITERAL.findall(docstring):
+        misses += [name for name in DOTTED.findall(span) if not resolves(name)]
+    for span in [*ROLE.findall(docstring), *LITERAL.findall(docstring)]:
+        misses += missing_references(span)
+    return list(dict.fromkeys(misses))
+
+
+def test_a_docstring_naming_what_is_not_there_is_caught() -> None:
+    defined, module = defined_names(), "lldsched.sim.simulation"
+    right = ":meth:`Simulation._advance`, ``eventloop.SimulationEventLoop._advance``"
+    assert docstring_misses(module, right, defined) == []
+    wrong = (
+        ":meth:`Simulation._run_timer`, ``eventloop.SimulationEventLoop._advanced``,"
+        " ``lldsched.sim.eventloop.SimulationEventLoop._advanced``"
+    )
+    assert sorted(docstring_misses(module, wrong, defined)) == [
+        "Simulation._run_timer",  # a name the package defines (TimerThread's), not there
+        "eventloop.SimulationEventLoop._advanced",
+        "lldsched.sim.eventloop.SimulationEventLoop._advanced",
+    ]
+
+
 def test_every_cross_reference_in_the_packages_docstrings_exists() -> None:
+    """And every reference of the package's a docstring writes as a literal
+    (``module.Class.attribute``): each part of it is there."""
     defined = defined_names()
     missing = []
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -1141,11 +1290,9 @@ def test_every_cross_reference_in_the_packages_docstrings_exists() -> None:
                 node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
             ):
                 continue
-            docstring = ast.get_docstring(node) or ""
-            for name in ROLE.findall(docstring):
-                if not found_from(module, name, defined):
-                    line = getattr(node, "lineno", 1)
-                    missing.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+            line = getattr(node, "lineno", 1)
+            for name in docstring_misses(module, ast.get_docstring(node) or "", defined):
+                missing.append(f"{path.relative_to(ROOT)}:{line}: {name}")
     assert not missing, stale(missing)
 
 

@@ -31,7 +31,7 @@ which begin it (and a worker hands the loop an entry whose task became a loop ta
 a run begins where the definition it begins with runs.
 
 **Timeouts are enforced** here, unlike on threads: a coroutine still running at
-its task's timeout is cancelled (``Task.cancel``), recorded ``timed_out`` with a
+its task's timeout is cancelled (``asyncio.Task.cancel``), recorded ``timed_out`` with a
 ``TimeoutError`` text, and its task goes down the retry path.  That deadline counts
 real seconds on the loop's clock (``call_at``), not the scheduler's injected clock,
 as a process-isolated run's kill does: a deadline that stops a run bounds what it
