@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from lldsched.cluster import ClusterResult, ClusterRun
-from lldsched.views.cluster import _check, cluster_counts, label_of
+from lldsched.views.cluster import check_result, cluster_counts, label_of
 from lldsched.views.plots._base import (
     Axes,
     Figure,
@@ -54,7 +54,7 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     Anything but a :class:`~lldsched.cluster.ClusterResult` is refused, naming it, as
     :func:`~lldsched.views.cluster.cluster_frame` refuses it (``None`` raised
     ``AttributeError``)."""
-    _check(result)
+    check_result(result)
     origin = result.start
     ends = [
         run.finished if run.finished is not None else _crash(result, run) for run in result.runs

@@ -50,7 +50,7 @@ from lldsched.views.plots._base import (
 )
 from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import BAR_HEIGHT, draw_runs, failures, mark_handles
-from lldsched.views.runs import _ran_reading, check_spans
+from lldsched.views.runs import check_spans, ran_reading
 from lldsched.views.tables import seconds_text
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
@@ -60,7 +60,7 @@ _GANTT_READS = frozenset({
     "ok", "timed_out", "outcome", "error",
 })  # fmt: skip
 """The columns of a frame's runs a Gantt chart reads: its copy of the runs has only these
-(:func:`~lldsched.views.runs._ran_reading`)."""
+(:func:`~lldsched.views.runs.ran_reading`)."""
 
 
 def gantt(
@@ -150,7 +150,7 @@ def gantt(
     if depends_on is not None:
         _check_depends_on(depends_on)
     # a slot a misfire policy decided ran on no worker; checks frame
-    everything = _ran_reading(frame, _GANTT_READS)
+    everything = ran_reading(frame, _GANTT_READS)
     given, waits = frame, frame[frame["outcome"] == "blocked"]
     check_spans(everything)  # a run with no start or finish, or backwards, has no bar
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)

@@ -32,15 +32,15 @@ from lldsched.views.plots._base import (
     time_unit,
     write_title,
 )
-from lldsched.views.runs import _ran_reading, check_lateness
+from lldsched.views.runs import check_lateness, ran_reading
 from lldsched.views.tables import seconds_text
-from lldsched.views.utilisation import _utilisation_drawn
+from lldsched.views.utilisation import utilisation_drawn
 
 __all__ = ["MAX_COLUMNS", "lateness_distribution", "lateness_over_time", "utilisation_plot"]
 
 _LATENESS_READS = frozenset({"task_id", "name", "attempt", "due", "start", "lateness"})
 """The columns of a frame's runs the lateness charts read (their copy of the runs has only
-these: :func:`~lldsched.views.runs._ran_reading`; ``attempt``, ``due`` and ``start``
+these: :func:`~lldsched.views.runs.ran_reading`; ``attempt``, ``due`` and ``start``
 name a run :func:`~lldsched.views.runs.check_lateness` refuses)."""
 
 
@@ -54,7 +54,7 @@ def lateness_over_time(
     lateness, in their colours, and the rest are grey points underneath.  A run of no
     known lateness (no due time or start: ``NaT``) is refused, naming it
     (:func:`~lldsched.views.runs.check_lateness`)."""
-    given, frame = frame, _ran_reading(frame, _LATENESS_READS)
+    given, frame = frame, ran_reading(frame, _LATENESS_READS)
     check_lateness(frame)
     zone = as_zone(tz)  # before anything is drawn: an ax= given stays as it was
     figure, ax = figure_and_axes(ax, (11.0, 4.0))
@@ -131,7 +131,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     and the rest are thin grey curves underneath.  A run of no known lateness (no due
     time or start: ``NaT``) is refused, naming it: left out, a task of none read "(never
     late)" (:func:`~lldsched.views.runs.check_lateness`)."""
-    given, frame = frame, _ran_reading(frame, _LATENESS_READS)
+    given, frame = frame, ran_reading(frame, _LATENESS_READS)
     check_lateness(frame)
     figure, ax = figure_and_axes(ax, (8.0, 4.5))
     lateness = seconds_of(frame["lateness"])
@@ -246,7 +246,7 @@ def utilisation_plot(
     zone = as_zone(tz)  # before anything is drawn: an ax= given stays as it was
     # the runs picked out of frame once for the three (each of fitting_freq, utilisation
     # and mean_busy copied them)
-    shown, asked, table, mean = _utilisation_drawn(frame, workers, freq, most_columns)
+    shown, asked, table, mean = utilisation_drawn(frame, workers, freq, most_columns)
     lanes = len(table.columns)
     tall = lanes_height(min(lanes, MAX_LANES), each=0.4)
     figure, ax = figure_and_axes(ax, (11.0, 1.8 + tall))
