@@ -181,6 +181,8 @@ def _flat(text: str) -> str:
 
 
 def figure_and_axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
+    """The figure of ``ax`` and ``ax`` (checked by :func:`root_figure`), or, for ``None``, a
+    new :class:`PlotFigure` of ``size`` inches and its one axes."""
     if ax is not None:
         return root_figure(ax), ax
     figure = PlotFigure(figsize=size, layout="constrained")
@@ -203,6 +205,7 @@ def root_figure(ax: Axes) -> Figure:
 
 
 def as_zone(tz: str | tzinfo) -> tzinfo:
+    """``tz`` as a ``tzinfo``: one given as is, a name looked up (refused, naming it)."""
     if isinstance(tz, tzinfo):
         return tz
     return zone_info(tz)  # ScheduleError, a ValidationError, naming a bad one
@@ -318,6 +321,7 @@ def _p95(codes: Array, values: Array) -> pd.Series[float]:
 
 
 def seconds_of(column: pd.Series[Any]) -> Array:
+    """A timedelta column as float seconds."""
     return column.to_numpy(dtype="m8[us]").astype(np.int64) / 1e6
 
 
@@ -496,6 +500,7 @@ def lanes_height(lanes: int, *, each: float = 0.45) -> float:
 
 
 def add_legend(ax: Axes, handles: list[Any]) -> None:
+    """The legend of ``handles`` outside ``ax``, on its right, as every chart places it."""
     ax.legend(
         handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
         fontsize="small", frameon=False,
