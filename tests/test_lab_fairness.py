@@ -19,7 +19,7 @@ from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import ScheduledTask
 from lldsched.lab._support import ObservedClock
 from lldsched.lab.dispatch import InlineListenerScheduler
-from lldsched.lab.entries import IdTieScheduler, RemovingScheduler, TaskTieScheduler, _StandIn
+from lldsched.lab.entries import IdTieScheduler, RemovingScheduler, StandIn, TaskTieScheduler
 from lldsched.lab.handoff import UNBOUNDED
 from lldsched.lab.shutdown import (
     CountingPool,
@@ -171,7 +171,7 @@ def test_the_wheel_pops_what_the_heap_pops_in_the_same_order_when_ticks_differ(
     dues = [(tick + rng.choice([0.25, 0.5, 1.0])) * 0.25 for tick in ticks]
     popped: dict[str, list[list[str]]] = {}
     for name, queue in [("heap", TaskQueue()), ("wheel", TimingWheel(resolution=0.25))]:
-        tasks = [_StandIn(f"t{n}") for n in range(len(dues))]
+        tasks = [StandIn(f"t{n}") for n in range(len(dues))]
         q = cast(Any, queue)
         q.attach({task.id: cast(ScheduledTask, task) for task in tasks})
         for task, due in zip(tasks, dues, strict=True):

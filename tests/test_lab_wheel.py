@@ -14,7 +14,7 @@ import pytest
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import ScheduledTask
 from lldsched.lab.dispatch import measure_listener_latency, runs_while_a_listener_blocks
-from lldsched.lab.entries import _StandIn, measure_cancel_cost
+from lldsched.lab.entries import StandIn, measure_cancel_cost
 from lldsched.lab.overrun import simulate_overrun_day
 from lldsched.lab.timer import measure_polling, run_early_on_spurious_wakeup
 from lldsched.lab.wheel import TimingWheel, compare_wheel_and_heap, pop_order_within_a_tick
@@ -28,7 +28,7 @@ def test_the_wheel_pops_each_live_timer_once_and_only_when_its_tick_is_reached(s
     that tick is reached, never before it is due."""
     rng = random.Random(seed)
     wheel = TimingWheel(resolution=0.01, slots=4, levels=3)  # small wheels: cascades and overflow
-    tasks = [_StandIn(f"t{n}") for n in range(300)]
+    tasks = [StandIn(f"t{n}") for n in range(300)]
     wheel.attach({task.id: cast(ScheduledTask, task) for task in tasks})
     dues = {task.id: rng.random() * rng.choice([0.1, 1, 10, 100]) for task in tasks}
     for task in tasks:

@@ -151,3 +151,36 @@ def _is_package_export(a: str, b: str) -> bool:
 
 def test_views_import_no_concrete_runtime() -> None:
     assert offending(of(VIEWS), (THREADED, SIM, CLI)) == []
+
+
+def private_imports(path: Path) -> list[str]:
+    """Each ``from lldsched... import _name`` in ``path``: a name private to its module
+    imported by another (dunders such as ``__version__`` are not private)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = module_name(path)
+            if path.name != "__init__.py":
+                anchor = anchor.rsplit(".", 1)[0]
+            for _ in range(node.level - 1):
+                anchor = anchor.rsplit(".", 1)[0]
+            base = f"{anchor}.{base}" if base else anchor
+        if not within(base, "lldsched"):
+            continue
+        found.extend(
+            f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {alias.name} from {base}"
+            for alias in node.names
+            if alias.name.startswith("_") and not alias.name.endswith("__")
+        )
+    return found
+
+
+def test_no_module_imports_a_name_private_to_another() -> None:
+    """A name with a leading underscore is its module's own; a name another module
+    imports is public (in the defining module's ``__all__`` when it has one). A private
+    module (``views/plots/_base.py``) is its package's: its names are plain."""
+    private = [line for path in sorted(PACKAGE.rglob("*.py")) for line in private_imports(path)]
+    assert private == []

@@ -50,7 +50,7 @@ from lldsched.views.plots import (
     task_colours,
     utilisation_plot,
 )
-from lldsched.views.plots._base import _SLOTS, _seconds, _time_axis, _unit
+from lldsched.views.plots._base import _SLOTS, seconds_of, time_axis, time_unit
 from tests.conftest import T0
 
 BASELINE = Path(__file__).resolve().parent / "baseline"
@@ -597,7 +597,7 @@ def test_an_empty_charts_time_axis_labels_no_ticks_on_matplotlib_3_8_0_too(
 
     monkeypatch.setattr(mdates.ConciseDateFormatter, "format_ticks", as_in_3_8_0)
     ax = Figure().subplots()
-    _time_axis(ax, "Europe/Berlin", blank=True)
+    time_axis(ax, "Europe/Berlin", blank=True)
     formatter = ax.xaxis.get_major_formatter()
     assert formatter.format_ticks([]) == []
     hour = [(T0 + k * 3600) / 86400 for k in range(2)]  # matplotlib's days since 1970
@@ -960,8 +960,8 @@ def test_each_lateness_curve_is_its_task_s_sorted_lateness() -> None:
     week.run_for(2 * 86400)
     for frame in (to_frame(week), service(), service().iloc[::-1]):
         runs = ran(frame)
-        lateness = _seconds(runs["lateness"])
-        divisor, _ = _unit(float(lateness.max()))
+        lateness = seconds_of(runs["lateness"])
+        divisor, _ = time_unit(float(lateness.max()))
         tasks = runs["task_id"].to_numpy()
         expected = []
         for task in pd.unique(tasks):

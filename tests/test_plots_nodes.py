@@ -208,7 +208,7 @@ MAPPED: dict[str, Callable[[pd.DataFrame, Workers], object]] = {
     "utilisation_plot": lambda frame, workers: utilisation_plot(frame, workers, "1h"),
     "gantt": lambda frame, workers: gantt(frame, workers=workers),
 }
-"""Every view that takes ``workers``: one rule reads it (``mapped_lanes``, ``_lanes_of``)."""
+"""Every view that takes ``workers``: one rule reads it (``mapped_lanes``, ``lanes_of``)."""
 
 
 @pytest.mark.parametrize("view", sorted(MAPPED))

@@ -46,6 +46,7 @@ __all__ = [
     "IdTieScheduler",
     "RemovingQueue",
     "RemovingScheduler",
+    "StandIn",
     "TaskTieQueue",
     "TaskTieScheduler",
     "TieOutcome",
@@ -89,7 +90,7 @@ class RemovingScheduler(Scheduler):
     queue_type = RemovingQueue
 
 
-class _StandIn:
+class StandIn:
     """What the queue reads of a task (see :meth:`TaskQueue.push`)."""
 
     __slots__ = ("_queued", "generation", "id", "priority")
@@ -101,9 +102,9 @@ class _StandIn:
         self._queued = False
 
 
-def _filled(queue_type: type[TaskQueue], dues: list[float]) -> tuple[TaskQueue, list[_StandIn]]:
+def _filled(queue_type: type[TaskQueue], dues: list[float]) -> tuple[TaskQueue, list[StandIn]]:
     queue = queue_type()
-    tasks = [_StandIn(f"t{n}") for n in range(len(dues))]
+    tasks = [StandIn(f"t{n}") for n in range(len(dues))]
     queue.attach({task.id: cast(ScheduledTask, task) for task in tasks})
     for task, due in zip(tasks, dues, strict=True):
         queue.push(cast(ScheduledTask, task), due)

@@ -33,7 +33,7 @@ from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
 from lldsched.errors import shown
 from lldsched.lab._support import cpu_time, lab_seconds, no_collection, several, whole_count
-from lldsched.lab.entries import _StandIn
+from lldsched.lab.entries import StandIn
 from lldsched.model import Priority
 
 __all__ = [
@@ -217,7 +217,7 @@ class WheelCost(NamedTuple):
 
 
 def _cost(
-    queue: TaskQueue | TimingWheel, tasks: list[_StandIn], dues: list[float], horizon: float
+    queue: TaskQueue | TimingWheel, tasks: list[StandIn], dues: list[float], horizon: float
 ) -> tuple[float, float]:
     queue.attach({task.id: cast(ScheduledTask, task) for task in tasks})
     began = cpu_time()  # this thread's CPU (lab/_support.py)
@@ -258,12 +258,12 @@ def compare_wheel_and_heap(
         )
     results = []
     with no_collection():
-        warm = [_StandIn(f"w{n}") for n in range(1_000)]
+        warm = [StandIn(f"w{n}") for n in range(1_000)]
         _cost(TaskQueue(), warm, [horizon * n / 1_000 for n in range(1_000)], horizon)  # dropped
         for size in sizes:
             rng = random.Random(size)
             dues = [rng.random() * horizon for _ in range(size)]
-            tasks = [_StandIn(f"t{n}") for n in range(size)]
+            tasks = [StandIn(f"t{n}") for n in range(size)]
             runs = []
             for _ in range(REPEATS if size < REPEATED_BELOW else 1):
                 heap_insert, heap_pop = _cost(TaskQueue(), tasks, dues, horizon)
@@ -309,7 +309,7 @@ def pop_order_within_a_tick(queue: TaskQueue | TimingWheel) -> list[str]:
         ("normal", Priority.NORMAL),
         ("high", Priority.HIGH),
     ]:
-        task = _StandIn(name)
+        task = StandIn(name)
         task.priority = priority
         tasks.append(task)
     queue.attach({task.id: cast(ScheduledTask, task) for task in tasks})

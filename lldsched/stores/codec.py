@@ -75,6 +75,8 @@ from lldsched.stores.schedulecodec import (
 from lldsched.stores.unreadable import Unreadable, load_each
 
 __all__ = [
+    "MISREAD",
+    "PRIORITY_VALUES",
     "NotImported",
     "SharedParts",
     "Unreadable",
@@ -89,6 +91,7 @@ __all__ = [
     "register_schedule",
     "renamed",
     "resolve_callable",
+    "schedule_as_is",
     "unstorable",
 ]
 
@@ -310,11 +313,11 @@ def decode_task(
         return task
     except StoreError as exc:
         raise StoreError(f"task {task_id}: {exc}") from None
-    except _MISREAD as exc:
+    except MISREAD as exc:
         raise StoreError(f"task {task_id}: its stored definition is invalid: {exc!r}") from None
 
 
-_MISREAD = (LldschedError, ValueError, TypeError, KeyError, AttributeError, RecursionError)
+MISREAD = (LldschedError, ValueError, TypeError, KeyError, AttributeError, RecursionError)
 """What decoding a damaged definition raises.  AttributeError: a part stored as another
 JSON type (a list where an object is read), which raised past the load (every row lost its
 say, not only this one's); RecursionError: values nested deeper than json.loads reads (a
@@ -333,7 +336,7 @@ def _parts(document: Mapping[str, Any], imports: bool) -> _Parts:
     if imports:
         schedule = decode_schedule(document["schedule"])
     else:
-        schedule = _schedule_as_is(document["schedule"])
+        schedule = schedule_as_is(document["schedule"])
     misfire_doc = document["misfire"]
     misfire = None
     if misfire_doc is not None:
@@ -405,7 +408,7 @@ class NotImported:
         return self.path
 
 
-def _schedule_as_is(document: Mapping[str, Any]) -> Any:
+def schedule_as_is(document: Mapping[str, Any]) -> Any:
     """The schedule ``document`` describes, built if its type is registered here (the
     built-in ones always are), else :class:`NotImported` naming its type and fields."""
     try:
@@ -418,12 +421,15 @@ def _schedule_as_is(document: Mapping[str, Any]) -> Any:
 def _priority(value: object) -> Priority:
     """The stored priority: one of :class:`Priority`'s values, as an integer (ValueError
     otherwise: ``Priority(True)`` and ``Priority(1.0)`` were read as ``NORMAL``)."""
-    if type(value) is not int or value not in _PRIORITIES:
-        raise ValueError(f"priority must be one of {sorted(_PRIORITIES)} (Priority), got {value!r}")
+    if type(value) is not int or value not in PRIORITY_VALUES:
+        raise ValueError(
+            f"priority must be one of {sorted(PRIORITY_VALUES)} (Priority), got {value!r}"
+        )
     return Priority(value)
 
 
-_PRIORITIES = frozenset(int(priority) for priority in Priority)
+PRIORITY_VALUES = frozenset(int(priority) for priority in Priority)
+"""The integers a stored priority may be (:class:`Priority`'s values)."""
 
 
 def _of_type(value: object, kind: type, field: str) -> None:

@@ -30,7 +30,7 @@ from lldsched.checks import FARTHEST
 from lldsched.errors import StoreError, shown
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Lease, Task, TaskSnapshot, unstorable
-from lldsched.stores.codec import _MISREAD, _PRIORITIES, _schedule_as_is, decode_task
+from lldsched.stores.codec import MISREAD, PRIORITY_VALUES, decode_task, schedule_as_is
 from lldsched.stores.unreadable import BadValue, UnknownStatus
 
 __all__ = [
@@ -303,8 +303,8 @@ def listed_from(row: Sequence[Any], schedules: dict[str, Any]) -> Listed | None:
         name = json.loads(name_text)
         schedule = schedules.get(schedule_text)
         if schedule is None:
-            schedule = schedules[schedule_text] = _schedule_as_is(json.loads(schedule_text))
-    except _MISREAD:
+            schedule = schedules[schedule_text] = schedule_as_is(json.loads(schedule_text))
+    except MISREAD:
         return None
     if type(name) is not str or not name.strip() or unstorable(name) is not None:
         return None  # a blank name: refused by the whole read (registration's rule)
@@ -315,7 +315,7 @@ _STATUS_TEXTS = frozenset(status.value for status in TaskStatus)
 
 
 def _priority_column(value: object) -> bool:
-    return type(value) is int and value in _PRIORITIES
+    return type(value) is int and value in PRIORITY_VALUES
 
 
 def _count_or_none(value: object) -> bool:
@@ -324,7 +324,7 @@ def _count_or_none(value: object) -> bool:
 
 _KEPT = (  # what a store keeps beside a task's state, in the order check_kept takes them
     ("failed_seq", _count_or_none, "an integer >= 0 or NULL"),
-    ("priority", _priority_column, f"one of {sorted(_PRIORITIES)} (Priority)"),
+    ("priority", _priority_column, f"one of {sorted(PRIORITY_VALUES)} (Priority)"),
     ("version", _count, "an integer >= 0"),
     ("slot_due", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
 )
@@ -350,7 +350,7 @@ def check_kept(task_id: str, kept: Sequence[Any]) -> None:
     failed_seq, priority, version, slot_due, *lease = kept
     if (
         (failed_seq is None or (type(failed_seq) is int and failed_seq >= 0))
-        and type(priority) is int and priority in _PRIORITIES
+        and type(priority) is int and priority in PRIORITY_VALUES
         and type(version) is int and version >= 0
         and (slot_due is None or (type(slot_due) is float and -_FAR <= slot_due <= _FAR))
         and (not lease or lease[3] is None or all(  # no holder: no lease (NOT NULL)

@@ -19,7 +19,7 @@ from datetime import timedelta
 from lldsched.checks import wait_seconds
 from lldsched.errors import SchedulerStateError
 from lldsched.threaded.parts import FORKED, NEW, STOPPED, SchedulerParts
-from lldsched.threaded.stopping import _due
+from lldsched.threaded.stopping import is_due
 
 __all__ = ["IdleWaits"]
 
@@ -142,4 +142,4 @@ class IdleWaits(SchedulerParts):
         claimed keeps its due time until that process settles it, so it counts too.
         A scan of every task: for the waits of tests and demos only (caller holds the
         lock)."""
-        return any(_due(task, until) for task in self._core.tasks.values())
+        return any(is_due(task, until) for task in self._core.tasks.values())

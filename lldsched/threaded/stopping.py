@@ -38,7 +38,7 @@ from lldsched.threaded.processes import KILLED
 if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it already
     import asyncio
 
-__all__ = ["Stopping"]
+__all__ = ["Stopping", "is_due"]
 
 log = logging.getLogger(SCHEDULER)
 
@@ -503,7 +503,9 @@ class Stopping(SchedulerParts):
         and cut (:meth:`_cut_by_shutdown`: due again at their slot, each said by its
         run's own line, "stopped: CancelledError: scheduler shut down")."""
         cut = self._cut_ids
-        left = [t.id in cut for t in self._core.tasks.values() if not t.running and _due(t, due_by)]
+        left = [
+            t.id in cut for t in self._core.tasks.values() if not t.running and is_due(t, due_by)
+        ]
         return len(left) - sum(left), sum(left)
 
     def _cut_by_shutdown(self, run: Run) -> None:
@@ -637,7 +639,7 @@ def _not_started(unstarted: int, cut: int) -> str:
     )
 
 
-def _due(task: ScheduledTask, until: float | None) -> bool:
+def is_due(task: ScheduledTask, until: float | None) -> bool:
     """``task`` is runnable (SCHEDULED or RETRYING) and due at or before ``until``
     (``None``: due at all, however far out)."""
     due = task.next_run_at

@@ -39,7 +39,7 @@ except ImportError as exc:  # exercised by a test that hides pandas
 from lldsched.cluster import ClusterResult
 from lldsched.errors import ValidationError
 
-__all__ = ["WRITES", "cluster_counts", "cluster_frame", "label_of"]
+__all__ = ["WRITES", "check_result", "cluster_counts", "cluster_frame", "label_of"]
 
 WRITES = ("landed", "rejected", "none")
 """The categories of the ``write`` column, in this order."""
@@ -47,7 +47,7 @@ WRITES = ("landed", "rejected", "none")
 
 def cluster_frame(result: ClusterResult) -> pd.DataFrame:
     """One row per claimed run of ``result``, in claim order (see the module docstring)."""
-    _check(result)
+    check_result(result)
     origin = result.start
     landed = result.landed()
     runs = result.runs
@@ -81,7 +81,7 @@ def cluster_counts(
     if isinstance(results, ClusterResult) or not results:
         raise ValidationError(f"results must be a non-empty sequence of results, got {results!r}")
     for result in results:
-        _check(result)
+        check_result(result)
     names = list(labels) if labels is not None else [label_of(r) for r in results]
     if len(names) != len(results):
         raise ValidationError(f"labels must name each of the {len(results)} results, got {names!r}")
@@ -95,6 +95,8 @@ def label_of(result: ClusterResult) -> str:
     return "fencing" if result.fencing else "no fencing"
 
 
-def _check(result: object) -> None:
+def check_result(result: object) -> None:
+    """Refuse anything but a :class:`~lldsched.cluster.ClusterResult`, naming it: what
+    this module's views and the cluster charts ask of ``result`` first."""
     if not isinstance(result, ClusterResult):
         raise ValidationError(f"expected a ClusterResult (simulate_cluster's), got {result!r}")

@@ -24,13 +24,18 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
     raise missing_extra(__name__, "pandas and numpy", exc) from exc
 
 from lldsched.errors import ValidationError, shown
-from lldsched.views.runs import _ran_reading, check_spans
+from lldsched.views.runs import check_spans, ran_reading
 
 __all__ = [
+    "LANES_READ",
     "MOST_WORKERS",
+    "Laned",
     "Workers",
     "column_labels",
+    "lane_checked_runs",
     "lane_label",
+    "lane_runs",
+    "lanes_of",
     "mapped_lanes",
     "missing_nodes",
     "node_label",
@@ -51,20 +56,21 @@ indexes), or each process's own (a node id, ``None`` for runs that name none, to
 count or indexes)."""
 
 
-_Laned = tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]]
-"""Runs as :func:`_lane_runs` lanes them: ``(start, finish, lane, names)``."""
+Laned = tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]]
+"""Runs as :func:`lane_runs` lanes them: ``(start, finish, lane, names)``."""
 
 
-_LANES_READ = frozenset({"start", "finish", "worker", "node", "task_id", "attempt"})
-"""The columns :func:`check_spans` and :func:`_laned` read (``task_id`` and ``attempt``
-name a refused run): :func:`utilisation`, :func:`mean_busy`, :func:`fitting_freq` and
-:func:`mapped_lanes` copy the runs of these only (:func:`_ran_reading`)."""
+LANES_READ = frozenset({"start", "finish", "worker", "node", "task_id", "attempt"})
+"""The columns :func:`check_spans` and :func:`lane_checked_runs` read (``task_id`` and
+``attempt`` name a refused run): :func:`utilisation`, :func:`mean_busy`,
+:func:`fitting_freq` and :func:`mapped_lanes` copy the runs of these only
+(:func:`ran_reading`)."""
 
 
 _Pools = dict[str | None, list[int]]
 
 
-def _lanes_of(workers: object) -> _Pools | list[int]:
+def lanes_of(workers: object) -> _Pools | list[int]:
     """``workers`` checked: the worker indexes of one pool every process has, or each
     node's (:data:`Workers`), nodes sorted and ``None`` last, refused naming a bad key
     or value; at most :data:`MOST_WORKERS` lanes in all."""
@@ -97,23 +103,23 @@ def _sorted_nodes(nodes: Iterable[str | None]) -> list[str | None]:
     return [*sorted(node for node in named if node is not None), *([None] * (None in named))]
 
 
-def _lane_runs(frame: pd.DataFrame, workers: object, lanes: _Pools | list[int]) -> _Laned:
+def lane_runs(frame: pd.DataFrame, workers: object, lanes: _Pools | list[int]) -> Laned:
     """The runs of ``frame`` as ``(start, finish, lane)`` arrays (microseconds since the
     epoch, and the index of each run's lane among the names) and the lanes' names:
     worker indexes, or ``(node, worker)`` for several processes' runs (:func:`run_nodes`)
-    or a mapping of nodes (``lanes``, from :func:`_lanes_of`).  A run on a worker, or
+    or a mapping of nodes (``lanes``, from :func:`lanes_of`).  A run on a worker, or
     of a node, that ``workers`` leaves out is refused, naming it."""
-    runs = _ran_reading(frame, _LANES_READ)  # decided slots ran nowhere
-    return _laned(runs, check_spans(runs), workers, lanes)
+    runs = ran_reading(frame, LANES_READ)  # decided slots ran nowhere
+    return lane_checked_runs(runs, check_spans(runs), workers, lanes)
 
 
-def _laned(
+def lane_checked_runs(
     runs: pd.DataFrame,
     spans: tuple[np.ndarray, np.ndarray],
     workers: object,
     lanes: _Pools | list[int],
-) -> _Laned:
-    """:func:`_lane_runs` of rows of :func:`ran` whose ``spans`` (:func:`check_spans`)
+) -> Laned:
+    """:func:`lane_runs` of rows of :func:`ran` whose ``spans`` (:func:`check_spans`)
     are checked already."""
     start, finish = spans
     worker = runs["worker"].to_numpy(dtype=np.int64)
@@ -255,7 +261,7 @@ def mapped_lanes(runs: pd.DataFrame, workers: Workers) -> tuple[np.ndarray, list
     or indexes for every process, or a mapping of each node to its own), so a worker
     that ran nothing has its lane, and a run on a worker or of a node that ``workers``
     leaves out is refused, naming it."""
-    _, _, lane, names = _lane_runs(runs, workers, _lanes_of(workers))
+    _, _, lane, names = lane_runs(runs, workers, lanes_of(workers))
     return lane, column_labels(names)
 
 

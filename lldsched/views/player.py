@@ -392,7 +392,7 @@ class SimulationPlayer:
         from matplotlib.lines import Line2D
 
         from lldsched.views.plots import OTHER_TASKS, SHORT_RUN
-        from lldsched.views.plots._base import _legend
+        from lldsched.views.plots._base import add_legend
         from lldsched.views.plots.runbars import SHORT_LABEL
         from lldsched.views.tables import seconds_text
 
@@ -432,7 +432,7 @@ class SimulationPlayer:
                      markeredgewidth=0.5, linestyle="none", label=said)  # fmt: skip
         for handle, text in zip(handles, keys, strict=True):
             handle.set_label(text)
-        _legend(ax, [*handles, key])
+        add_legend(ax, [*handles, key])
 
     def _finished_since(self, low: float) -> list[ExecutionRecord]:
         """The records that finished at ``low`` or later.  A runtime that keeps its

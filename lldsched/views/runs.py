@@ -1,7 +1,7 @@
 """A frame of runs, checked: which of its rows are runs, and what no view can place.
 
 :func:`ran` keeps the rows that are runs (not the slots a policy decided without one;
-:func:`_ran_reading` of only the columns a view reads), and :func:`check_frame`
+:func:`ran_reading` of only the columns a view reads), and :func:`check_frame`
 refuses, naming it, what is not a frame of runs :func:`~lldsched.views.frames.to_frame`
 made: every view that takes one asks it.  :func:`check_spans` refuses runs without a
 start and a finish in order, :func:`check_lateness` runs of no known lateness, and
@@ -32,6 +32,8 @@ __all__ = [
     "check_spans",
     "instants",
     "ran",
+    "ran_reading",
+    "reading",
 ]
 
 
@@ -47,16 +49,16 @@ def _ran_rows(frame: pd.DataFrame) -> pd.Series[bool]:
     return ~check_frame(frame)["outcome"].isin(NOT_RUNS)
 
 
-def _ran_reading(frame: pd.DataFrame, read: Collection[str]) -> pd.DataFrame:
+def ran_reading(frame: pd.DataFrame, read: Collection[str]) -> pd.DataFrame:
     """:func:`ran` of ``frame``, of only the columns in ``read`` that it has
-    (:func:`_reading`): a view copies the rows that ran of the columns it reads, not
+    (:func:`reading`): a view copies the rows that ran of the columns it reads, not
     every column of them (a million records' frame holds 116 MB in its 17 columns; the
     lateness charts read 6)."""
     runs = _ran_rows(frame).to_numpy()
-    return _reading(frame, read)[runs]
+    return reading(frame, read)[runs]
 
 
-def _reading(frame: pd.DataFrame, read: Collection[str]) -> pd.DataFrame:
+def reading(frame: pd.DataFrame, read: Collection[str]) -> pd.DataFrame:
     """The columns of ``frame`` in ``read`` (those it has), for a view to copy the rows
     it reads of: with pandas' copy-on-write (pandas 3) picking them copies nothing, and
     the rows are then copied once (pandas 2 copies the columns picked twice, still less

@@ -49,12 +49,12 @@ from lldsched.views.report import (
     summary_of,
 )
 from lldsched.views.runs import (
-    _reading,
     check_frame,
     check_lateness,
     check_spans,
     instants,
     ran,
+    reading,
 )
 from lldsched.views.utilisation import (
     MOST_CELLS,
@@ -117,7 +117,7 @@ def task_summary(
     order = np.argsort(codes, kind="stable")
     order = order[codes[order] >= 0]  # a row without a task id is no task's (as in groupby)
     bounds = np.searchsorted(codes[order], np.arange(len(task_ids) + 1)).tolist()
-    rows_of = _reading(frame, _SUMMARY_READS).take(order)  # the columns read, in task order
+    rows_of = reading(frame, _SUMMARY_READS).take(order)  # the columns read, in task order
     outcome = rows_of["outcome"].astype(str).tolist()
     ok, timed_out = rows_of["ok"].tolist(), rows_of["timed_out"].tolist()
     attempt = rows_of["attempt"].tolist()

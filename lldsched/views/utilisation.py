@@ -23,14 +23,14 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 from lldsched.errors import ValidationError
 from lldsched.views.columns import DTYPES
 from lldsched.views.lanes import (
-    _LANES_READ,
+    LANES_READ,
+    Laned,
     Workers,
-    _lane_runs,
-    _Laned,
-    _laned,
-    _lanes_of,
+    lane_checked_runs,
+    lane_runs,
+    lanes_of,
 )
-from lldsched.views.runs import _ran_reading, check_spans
+from lldsched.views.runs import check_spans, ran_reading
 
 __all__ = [
     "MOST_CELLS",
@@ -38,6 +38,7 @@ __all__ = [
     "fitting_freq",
     "mean_busy",
     "utilisation",
+    "utilisation_drawn",
 ]
 
 
@@ -75,13 +76,13 @@ def utilisation(frame: pd.DataFrame, workers: Workers, freq: str = "1h") -> pd.D
     say how many workers a process had (an idle worker writes nothing), so the sizes
     are the caller's: each process's ``Scheduler(workers=)``, or its ``metrics().workers``.
     """
-    lanes = _lanes_of(workers)
+    lanes = lanes_of(workers)
     step = _step(freq)
-    return _utilisation(_lane_runs(frame, workers, lanes), step, freq)
+    return _utilisation(lane_runs(frame, workers, lanes), step, freq)
 
 
-def _utilisation(laned: _Laned, step: int, freq: str) -> pd.DataFrame:
-    """:func:`utilisation`'s table of runs laned (:func:`_lane_runs`) in intervals of
+def _utilisation(laned: Laned, step: int, freq: str) -> pd.DataFrame:
+    """:func:`utilisation`'s table of runs laned (:func:`lane_runs`) in intervals of
     ``step`` microseconds (``freq``, for its refusals)."""
     start, finish, lane, names = laned
     columns = (
@@ -130,13 +131,13 @@ def mean_busy(frame: pd.DataFrame, workers: Workers, freq: str = "1h") -> float:
     ``(node, worker)``, as :func:`utilisation` columns them, and the time is that of
     every lane: each process's own workers when ``workers`` maps nodes to them.
     """
-    lanes = _lanes_of(workers)
+    lanes = lanes_of(workers)
     step = _step(freq)
-    return _mean_busy(_lane_runs(frame, workers, lanes), step, freq)
+    return _mean_busy(lane_runs(frame, workers, lanes), step, freq)
 
 
-def _mean_busy(laned: _Laned, step: int, freq: str) -> float:
-    """:func:`mean_busy` of runs laned (:func:`_lane_runs`) in intervals of ``step``
+def _mean_busy(laned: Laned, step: int, freq: str) -> float:
+    """:func:`mean_busy` of runs laned (:func:`lane_runs`) in intervals of ``step``
     microseconds (``freq``, for its refusals); it leaves ``laned``'s arrays as they are."""
     start, finish, lane, names = laned
     if not len(start):
@@ -152,25 +153,25 @@ def _mean_busy(laned: _Laned, step: int, freq: str) -> float:
     return float(union) / (len(names) * bins * step)
 
 
-def _utilisation_drawn(
+def utilisation_drawn(
     frame: pd.DataFrame, workers: Workers, freq: str, most: int | None
 ) -> tuple[str, int, pd.DataFrame, float]:
     """What ``utilisation_plot`` draws: the interval shown and the count of ``freq``'s
     intervals asked (:func:`fitting_freq`'s; ``freq`` and 0 for ``most=None``, every
     interval), :func:`utilisation`'s table in the interval shown and :func:`mean_busy`
     of it.  The runs are picked out of ``frame`` (:func:`ran`'s rows, in a copy of
-    only the columns read: :data:`_LANES_READ`), checked and laned once for the three,
+    only the columns read: :data:`LANES_READ`), checked and laned once for the three,
     where calling each copied every column of them and checked them again.  The same
     refusals, in the order of the three calls (``freq``, then ``frame``, then
     ``workers``; with ``most=None``, where :func:`utilisation` alone was called,
     ``workers`` came first)."""
     step = _step(freq)
-    runs = _ran_reading(frame, _LANES_READ)
+    runs = ran_reading(frame, LANES_READ)
     spans = check_spans(runs)
     shown, asked = (freq, 0) if most is None else _fitting(spans, step, freq, most)
-    lanes = _lanes_of(workers)
+    lanes = lanes_of(workers)
     shown_step = _step(shown)
-    laned = _laned(runs, spans, workers, lanes)
+    laned = lane_checked_runs(runs, spans, workers, lanes)
     del runs  # the copy goes before the table is built, as each call's did
     table, mean = _utilisation(laned, shown_step, shown), _mean_busy(laned, shown_step, shown)
     return shown, asked, table, mean
@@ -234,7 +235,7 @@ def fitting_freq(frame: pd.DataFrame, freq: str, most: int) -> tuple[str, int]:
     start and finish, in no array of intervals: a year of minutes (525,600) is not
     built to be merged."""
     step = _step(freq)
-    return _fitting(check_spans(_ran_reading(frame, _LANES_READ)), step, freq, most)
+    return _fitting(check_spans(ran_reading(frame, LANES_READ)), step, freq, most)
 
 
 def _fitting(

@@ -54,10 +54,25 @@ __all__ = [
     "Line2D",
     "Patch",
     "PlotFigure",
+    "add_legend",
+    "as_zone",
+    "date_numbers",
     "describe",
+    "figure_and_axes",
     "first_free_rows",
+    "lanes_height",
     "ran",
+    "root_figure",
+    "say_empty",
+    "seconds_of",
+    "set_time_span",
+    "task_codes",
     "task_colours",
+    "task_handles",
+    "time_axis",
+    "time_unit",
+    "write_figure_title",
+    "write_title",
 ]
 
 MAX_LEGEND_TASKS = 12
@@ -165,14 +180,16 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
+def figure_and_axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
+    """The figure of ``ax`` and ``ax`` (checked by :func:`root_figure`), or, for ``None``, a
+    new :class:`PlotFigure` of ``size`` inches and its one axes."""
     if ax is not None:
-        return _root(ax), ax
+        return root_figure(ax), ax
     figure = PlotFigure(figsize=size, layout="constrained")
     return figure, figure.add_subplot()
 
 
-def _root(ax: Axes) -> Figure:
+def root_figure(ax: Axes) -> Figure:
     """The figure ``ax`` is drawn on (through its subfigures); ``ax`` is checked to be
     an ``Axes``, so that a wrong one is named, not an ``AttributeError`` of matplotlib's."""
     if not isinstance(ax, Axes):
@@ -187,25 +204,26 @@ def _root(ax: Axes) -> Figure:
     return figure
 
 
-def _zone(tz: str | tzinfo) -> tzinfo:
+def as_zone(tz: str | tzinfo) -> tzinfo:
+    """``tz`` as a ``tzinfo``: one given as is, a name looked up (refused, naming it)."""
     if isinstance(tz, tzinfo):
         return tz
     return zone_info(tz)  # ScheduleError, a ValidationError, naming a bad one
 
 
-def _dates(column: pd.Series[Any]) -> Array:
+def date_numbers(column: pd.Series[Any]) -> Array:
     """A tz-aware datetime column as matplotlib date numbers (days since its epoch); a
     column of naive times or text is refused, naming it (:func:`instants`)."""
     return mdates.date2num(instants(column))
 
 
-def _time_axis(
+def time_axis(
     ax: Axes, tz: str | tzinfo, *, max_ticks: int | None = None, blank: bool = False
 ) -> None:
     """Dates in ``tz`` on the x axis; ``max_ticks`` bounds the labels (a narrow panel).
     ``blank``: no tick at all (a chart of no runs, whose axis would otherwise read
     1970-01-01, the epoch matplotlib's dates start from)."""
-    zone = _zone(tz)
+    zone = as_zone(tz)
     locator = _ZoneLocator(tz=zone, maxticks=max_ticks)
     ax.xaxis.set_major_locator(NullLocator() if blank else locator)
     # Ticks seconds apart read as times ("09:00:30"), not as seconds alone ("30", the
@@ -302,11 +320,12 @@ def _p95(codes: Array, values: Array) -> pd.Series[float]:
     return pd.Series(values[order][first + np.array(ranks, dtype=np.intp)], index=present)
 
 
-def _seconds(column: pd.Series[Any]) -> Array:
+def seconds_of(column: pd.Series[Any]) -> Array:
+    """A timedelta column as float seconds."""
     return column.to_numpy(dtype="m8[us]").astype(np.int64) / 1e6
 
 
-def _unit(largest: float) -> tuple[float, str]:
+def time_unit(largest: float) -> tuple[float, str]:
     """A divisor and a name that keep ``largest`` seconds readable."""
     if largest >= 3 * 3600:
         return 3600.0, "h"
@@ -315,7 +334,7 @@ def _unit(largest: float) -> tuple[float, str]:
     return 1.0, "s"
 
 
-def _tasks(
+def task_codes(
     frame: pd.DataFrame, weight: Array | None = None, *, how: str = "sum"
 ) -> tuple[Array, list[str], Array, list[int]]:
     """Each row's task code (order of first appearance), each code's legend label, each
@@ -436,7 +455,7 @@ def _colours(names: Iterable[str], *, taken: set[int]) -> dict[str, Colour]:
     return colours
 
 
-def _task_handles(
+def task_handles(
     labels: Sequence[str], colours: Array, named: Sequence[int], *, drawn: str = "bar"
 ) -> list[Any]:
     """A legend entry per named task and, for the rest, one "+ n more tasks (grey)".
@@ -464,7 +483,7 @@ def _task_handles(
 
 def task_mark(rank: int, *, drawn: str) -> dict[str, Any]:
     """The marker (``drawn="point"``) or line style (``"line"``) of the ``rank``-th task
-    a chart names, in the order of :func:`_tasks`' codes: with its colour, a second cue
+    a chart names, in the order of :func:`task_codes`' codes: with its colour, a second cue
     for a reader who confuses two task colours (``tab20``'s are not all apart in every
     colour vision), and what tells them apart in print."""
     if drawn == "point":
@@ -472,7 +491,7 @@ def task_mark(rank: int, *, drawn: str) -> dict[str, Any]:
     return {"linestyle": TASK_LINES[rank % len(TASK_LINES)]}
 
 
-def _lanes_height(lanes: int, *, each: float = 0.45) -> float:
+def lanes_height(lanes: int, *, each: float = 0.45) -> float:
     """The inches of a chart's lanes: ``each`` a lane up to 16, 0.25 for each one more
     (a lane's label needs :data:`MIN_LANE_INCHES`), so a Gantt chart's 40 lanes take 13
     inches, not 18, and a heat map of 100 workers' 27 inches, not 40."""
@@ -480,7 +499,8 @@ def _lanes_height(lanes: int, *, each: float = 0.45) -> float:
     return each * min(lanes, 16) + 0.25 * max(lanes - 16, 0)
 
 
-def _legend(ax: Axes, handles: list[Any]) -> None:
+def add_legend(ax: Axes, handles: list[Any]) -> None:
+    """The legend of ``handles`` outside ``ax``, on its right, as every chart places it."""
     ax.legend(
         handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
         fontsize="small", frameon=False,
@@ -513,7 +533,7 @@ LONE_INSTANT = 60 / 86400
 instant: the minute around it."""
 
 
-def _set_xlim(ax: Axes, low: float, high: float) -> None:
+def set_time_span(ax: Axes, low: float, high: float) -> None:
     """The x range ``low`` to ``high`` (date numbers) and a margin; a single instant gets
     the minute around it (:data:`LONE_INSTANT`: a margin of 1 % of nothing made ticks of
     tenths of a second, read "59.4, 59.6, 00:00")."""
@@ -524,10 +544,10 @@ def _set_xlim(ax: Axes, low: float, high: float) -> None:
     ax.set_xlim(low - span * 0.01, high + span * 0.01)
 
 
-def _title(ax: Axes, text: str, *, panel: bool = False) -> None:
+def write_title(ax: Axes, text: str, *, panel: bool = False) -> None:
     """Write ``text`` as the title of ``ax``, as every chart of the kit does: on the left
     (from the plot's left edge, where a reader starts), at matplotlib's title size
-    (``axes.titlesize``); a ``panel`` under a figure's own title (:func:`_figure_title`)
+    (``axes.titlesize``); a ``panel`` under a figure's own title (:func:`write_figure_title`)
     a size smaller, so the figure's reads first.  A title too long for its chart is
     broken by the caller, where its sense allows (after a colon or a semicolon)."""
     if panel:
@@ -536,13 +556,13 @@ def _title(ax: Axes, text: str, *, panel: bool = False) -> None:
         ax.set_title(text, loc="left")
 
 
-def _figure_title(figure: Figure, text: str) -> None:
+def write_figure_title(figure: Figure, text: str) -> None:
     """Write ``text`` as the title of a figure of several panels (each titled with
-    :func:`_title`, ``panel=True``), on the left as theirs are, at matplotlib's size."""
+    :func:`write_title`, ``panel=True``), on the left as theirs are, at matplotlib's size."""
     figure.suptitle(text, x=0.01, ha="left")
 
 
-def _empty(ax: Axes, what: str, frame: pd.DataFrame | None = None) -> None:
+def say_empty(ax: Axes, what: str, frame: pd.DataFrame | None = None) -> None:
     """Say "no runs" (``what``) in the middle of ``ax``, and under it how many of
     ``frame``'s slots were decided without a run (:func:`_decided_text`), if any."""
     said = f"no {what}"

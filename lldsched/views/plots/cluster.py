@@ -24,17 +24,17 @@ from typing import Any
 import numpy as np
 
 from lldsched.cluster import ClusterResult, ClusterRun
-from lldsched.views.cluster import _check, cluster_counts, label_of
+from lldsched.views.cluster import check_result, cluster_counts, label_of
 from lldsched.views.plots._base import (
     Axes,
     Figure,
     Line2D,
     Patch,
-    _axes,
-    _empty,
-    _legend,
-    _title,
+    add_legend,
+    figure_and_axes,
     first_free_rows,
+    say_empty,
+    write_title,
 )
 from lldsched.views.plots.palette import LEASE, SERIES, STATE_ALPHA, STATES, WRITES, Cue
 
@@ -54,14 +54,14 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     Anything but a :class:`~lldsched.cluster.ClusterResult` is refused, naming it, as
     :func:`~lldsched.views.cluster.cluster_frame` refuses it (``None`` raised
     ``AttributeError``)."""
-    _check(result)
+    check_result(result)
     origin = result.start
     ends = [
         run.finished if run.finished is not None else _crash(result, run) for run in result.runs
     ]
     rows, tops, placed = _rows(result, ends)
     height = sum(rows.values())
-    figure, ax = _axes(ax, (11.0, 1.0 + 0.85 * height))
+    figure, ax = figure_and_axes(ax, (11.0, 1.0 + 0.85 * height))
     for span in result.spans:
         top, count = tops[span.node], rows[span.node]
         state = STATES["pause" if span.kind == "pause" else "down"]
@@ -105,7 +105,7 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     ax.set_xlabel("seconds after the start")
     ax.set_ylabel("node")
     summary = result.summary()
-    _title(
+    write_title(
         ax,
         f"{label_of(result)}, lease {result.lease:g} s renewed every {result.renewal:g} s:\n"
         f"{summary['takeovers']} takeover(s), {summary['rejected']} write(s) rejected, "
@@ -113,10 +113,10 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     )
     ax.grid(axis="x", alpha=0.3)
     if not result.runs:
-        _empty(ax, "runs")
+        say_empty(ax, "runs")
     handles = _handles(result, labelled=labelled)
     if handles:
-        _legend(ax, handles)
+        add_legend(ax, handles)
     return figure
 
 
@@ -248,7 +248,7 @@ def fencing_comparison(
     counts = cluster_counts(results, labels=labels)
     shown = ["rerun", "takeovers", "rejected", "duplicates", "lost"]
     titles = ["slots run twice", "takeovers", "writes rejected", "duplicates", "slots lost"]
-    figure, ax = _axes(ax, (8.0, 3.4))
+    figure, ax = figure_and_axes(ax, (8.0, 3.4))
     width = 0.8 / len(counts)
     positions = np.arange(len(shown))
     for index, (label, row) in enumerate(counts.iterrows()):
@@ -266,7 +266,7 @@ def fencing_comparison(
     top = float(counts[shown].to_numpy().max())
     ax.set_ylim(0, max(1.0, top) * 1.18)
     compared = " against ".join(str(label) for label in counts.index)
-    _title(ax, f"{compared}: {int(counts['slots'].iloc[0])} slots due")
+    write_title(ax, f"{compared}: {int(counts['slots'].iloc[0])} slots due")
     ax.legend(frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return figure

@@ -32,25 +32,25 @@ from lldsched.views.plots._base import (
     MIN_LANE_INCHES,
     Axes,
     Figure,
-    _axes,
-    _dates,
-    _empty,
-    _lanes_height,
-    _legend,
-    _root,
-    _seconds,
-    _set_xlim,
-    _task_handles,
-    _tasks,
-    _time_axis,
-    _title,
-    _zone,
+    add_legend,
+    as_zone,
+    date_numbers,
+    figure_and_axes,
     first_free_rows,
+    lanes_height,
+    root_figure,
+    say_empty,
+    seconds_of,
+    set_time_span,
+    task_codes,
+    task_handles,
     task_label,
+    time_axis,
+    write_title,
 )
 from lldsched.views.plots.palette import text_on
-from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _failures, _mark_handles
-from lldsched.views.runs import _ran_reading, check_spans
+from lldsched.views.plots.runbars import BAR_HEIGHT, draw_runs, failures, mark_handles
+from lldsched.views.runs import check_spans, ran_reading
 from lldsched.views.tables import seconds_text
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
@@ -60,7 +60,7 @@ _GANTT_READS = frozenset({
     "ok", "timed_out", "outcome", "error",
 })  # fmt: skip
 """The columns of a frame's runs a Gantt chart reads: its copy of the runs has only these
-(:func:`~lldsched.views.runs._ran_reading`)."""
+(:func:`~lldsched.views.runs.ran_reading`)."""
 
 
 def gantt(
@@ -145,12 +145,12 @@ def gantt(
             f"lane per task, got workers={workers!r}"
         )
     # Checked before anything is drawn: on an ax= given, a refusal leaves it as it was.
-    zone = _zone(tz)
+    zone = as_zone(tz)
     shown = None if span is None else _span(span)
     if depends_on is not None:
         _check_depends_on(depends_on)
     # a slot a misfire policy decided ran on no worker; checks frame
-    everything = _ran_reading(frame, _GANTT_READS)
+    everything = ran_reading(frame, _GANTT_READS)
     given, waits = frame, frame[frame["outcome"] == "blocked"]
     check_spans(everything)  # a run with no start or finish, or backwards, has no bar
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
@@ -163,7 +163,7 @@ def gantt(
     )  # fmt: skip
     chosen, kept, note = _busiest_lanes(everything, by, fit, every_lane)
     frame = everything if chosen.all() else everything[chosen]
-    codes, labels, palette, named = _tasks(frame, _seconds(frame["duration"]))
+    codes, labels, palette, named = task_codes(frame, seconds_of(frame["duration"]))
     if every_lane is not None:  # the lanes kept, in their order, numbered from 0
         shown_lanes = np.sort(kept.to_numpy(dtype=np.int64))
         base = np.searchsorted(shown_lanes, every_lane[0][chosen])
@@ -172,14 +172,14 @@ def gantt(
         base, base_labels = codes, labels
     lane, lane_labels, first_rows, crowded = _rows_at_once(frame, base, base_labels)
     lanes = len(lane_labels)
-    figure, ax = _axes(ax, (11.0, 1.6 + _lanes_height(lanes)))
+    figure, ax = figure_and_axes(ax, (11.0, 1.6 + lanes_height(lanes)))
     detail = len(frame) <= DETAIL_RUNS
     if len(frame):
-        low, high = _draw_runs(
+        low, high = draw_runs(
             ax, frame, lane.astype(float), palette[codes], detail=detail, span=shown
         )
         drawn = {c.get_gid() for c in ax.collections}
-        marks = _mark_handles(
+        marks = mark_handles(
             frame, detail, short="short_runs" in drawn, short_failed="short_failed_runs" in drawn
         )
         earliest = (
@@ -189,16 +189,16 @@ def gantt(
         if earliest is not None:
             low = min(low, earliest)
             marks.append(_WAIT_HANDLE)
-        _set_xlim(ax, low, high)
+        set_time_span(ax, low, high)
         if by == "worker" and detail:  # a lane per worker: the bar says its task too
             _name_bars(ax, frame, lane.astype(float), palette[codes], shown or ax.get_xlim())
         if depends_on and detail and _draw_edges(ax, frame, lane.astype(float), depends_on):
             marks.append(_EDGE_HANDLE)
         if crowded:  # the rows "+1", "+2" of runs at once, said in the key
             marks.append(Line2D([], [], linestyle="none", label=crowded))
-        _legend(ax, [*_task_handles(labels, palette, named), *marks])
+        add_legend(ax, [*task_handles(labels, palette, named), *marks])
     else:
-        _empty(ax, "runs", given)
+        say_empty(ax, "runs", given)
     if shown is not None:
         ax.set_xlim(*shown)
     ax.set_yticks(range(lanes), lane_labels)
@@ -207,11 +207,11 @@ def gantt(
     ax.set_ylabel(("node · worker" if paired else "worker") if by == "worker" else "task")
     ax.grid(axis="x", color="0.9", zorder=0)
     ax.set_axisbelow(True)
-    _time_axis(ax, zone, blank=not len(frame) and shown is None)
+    time_axis(ax, zone, blank=not len(frame) and shown is None)
     title = title if title is not None else _gantt_title(everything, every_lane)
     # The note is the title's second line: at the top right, on the title's line, it ran
     # into the title where a legend of long names narrowed the chart (2,000 tasks).
-    _title(ax, f"{title}\n{note}" if note else title)
+    write_title(ax, f"{title}\n{note}" if note else title)
     return figure
 
 
@@ -230,8 +230,8 @@ def _name_bars(
     black or white, whichever reads better on the bar (:func:`text_on`): on a lane per
     worker the bar's colour was all that said which task ran, and ``tab20``'s colours
     are not told apart by every reader."""
-    start, finish = _dates(frame["start"]), _dates(frame["finish"])
-    width = ax.get_position().width * _root(ax).get_figwidth() * 72  # points, roughly
+    start, finish = date_numbers(frame["start"]), date_numbers(frame["finish"])
+    width = ax.get_position().width * root_figure(ax).get_figwidth() * 72  # points, roughly
     per_point = (span[1] - span[0]) / max(width, 1.0)
     names = frame["name"].astype(str).to_numpy()
     for i in range(len(frame)):
@@ -260,7 +260,7 @@ def _draw_edges(
     """An arrow from each upstream success to the first attempt it let start; True if
     any was drawn."""
     ids = frame["task_id"].astype(str).to_numpy()
-    start, finish = _dates(frame["start"]), _dates(frame["finish"])
+    start, finish = date_numbers(frame["start"]), date_numbers(frame["finish"])
     ok, first = frame["ok"].to_numpy(), frame["attempt"].to_numpy() == 1
     dependents = np.flatnonzero(first & np.isin(ids, list(depends_on)))
     drawn = 0
@@ -292,8 +292,8 @@ def _draw_waits(ax: Axes, waits: pd.DataFrame, rows: Mapping[Any, float]) -> flo
         return None
     waits = waits[shown]
     lane = lanes[shown].to_numpy(dtype=float)
-    start, finish = _dates(waits["start"]), _dates(waits["finish"])
-    low, high = lane - _BAR_HEIGHT / 4, lane + _BAR_HEIGHT / 4
+    start, finish = date_numbers(waits["start"]), date_numbers(waits["finish"])
+    low, high = lane - BAR_HEIGHT / 4, lane + BAR_HEIGHT / 4
     boxes = np.stack(
         [np.column_stack(corner) for corner in
          ((start, low), (start, high), (finish, high), (finish, low))],
@@ -408,9 +408,9 @@ def _check_depends_on(depends_on: object) -> None:
 
 def _gantt_title(frame: pd.DataFrame, by_worker: tuple[Any, list[str]] | None) -> str:
     """The runs of every lane, drawn or not, and how many failed or timed out (and were
-    cancelled, if any was), as the summaries count them (:func:`_failures`).  A chart by
+    cancelled, if any was), as the summaries count them (:func:`failures`).  A chart by
     worker has ``by_worker`` (:func:`worker_lanes` of ``frame``), one by task None."""
-    failed, timed_out, cancelled = (int(cut.sum()) for cut in _failures(frame))
+    failed, timed_out, cancelled = (int(cut.sum()) for cut in failures(frame))
     what = "worker" if by_worker is not None else "task"
     lanes = len(by_worker[1]) if by_worker is not None else frame["task_id"].nunique()
     return (
@@ -423,7 +423,7 @@ def _gantt_title(frame: pd.DataFrame, by_worker: tuple[Any, list[str]] | None) -
 def _fitting(ax: Axes, max_lanes: int) -> int:
     """The lanes that fit the height of ``ax`` at :data:`MIN_LANE_INCHES` each (at
     least one), and at most ``max_lanes``."""
-    figure = _root(ax)  # checks it is an Axes first
+    figure = root_figure(ax)  # checks it is an Axes first
     inches = ax.get_position().height * figure.get_figheight()
     return min(max(int(inches / MIN_LANE_INCHES), 1), max_lanes)
 
@@ -443,7 +443,7 @@ def _busiest_lanes(
         pd.Series(by_worker[0], index=frame.index) if by_worker is not None
         else frame["task_id"]
     )  # fmt: skip
-    busy = pd.Series(_seconds(frame["duration"]), index=frame.index).groupby(
+    busy = pd.Series(seconds_of(frame["duration"]), index=frame.index).groupby(
         key.to_numpy(), sort=False
     ).sum()  # fmt: skip
     if by_worker is not None:  # the lanes without runs, after the others
@@ -515,7 +515,7 @@ def mark_wait(
         )
     labels = [label.get_text() for label in ax.get_yticklabels()]
     name = str(run["name"])
-    # A task's lane is labelled as _tasks labels it: its name (shortened if long, whole
+    # A task's lane is labelled as task_codes labels it: its name (shortened if long, whole
     # if shortening would make it another's), or, for a name two tasks share, with its id.
     lane_labels = (
         _worker_labels(run) if by == "worker"
@@ -536,7 +536,7 @@ def mark_wait(
         bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "0.6"},
         zorder=7,
     )  # fmt: skip
-    return _root(ax)
+    return root_figure(ax)
 
 
 def _worker_labels(run: pd.Series[Any]) -> list[str]:

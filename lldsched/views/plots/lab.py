@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from matplotlib.ticker import LogFormatter
 
-from lldsched.views.plots._base import Figure, PlotFigure, _figure_title, _title
+from lldsched.views.plots._base import Figure, PlotFigure, write_figure_title, write_title
 from lldsched.views.plots.palette import series
 
 __all__ = ["cancel_cost", "listener_latency", "overrun_pileup", "polling_tradeoff", "wheel_costs"]
@@ -84,7 +84,9 @@ def polling_tradeoff(
     ax.set_xlabel("timer wake-ups per idle second")
     bars = "; bar: middle half" if spread is not None else ""
     ax.set_ylabel(f"median run due in 20-120 ms\nstarts late by (ms{bars})")
-    _title(ax, "Polling trades idle wake-ups for lateness;\nCondition.wait wakes only when due")
+    write_title(
+        ax, "Polling trades idle wake-ups for lateness;\nCondition.wait wakes only when due"
+    )
     ax.grid(True, which="major", alpha=0.3)
     return figure
 
@@ -101,7 +103,7 @@ def cancel_cost(
     ax.set_yscale("log")
     ax.set_xlabel("entries in the heap")
     ax.set_ylabel("CPU per cancel (µs)")
-    _title(ax, "Cancel cost against heap size")
+    write_title(ax, "Cancel cost against heap size")
     ax.legend()
     ax.grid(True, which="major", alpha=0.3)
     return figure
@@ -124,14 +126,14 @@ def overrun_pileup(
                 markevery=_sparse(index),
                 **series(index),
             )
-    _title(job_ax, "the job (every 60 s, runs 150 s)", panel=True)
-    _title(beat_ax, "the heartbeat beside it (every 10 s)", panel=True)
+    write_title(job_ax, "the job (every 60 s, runs 150 s)", panel=True)
+    write_title(beat_ax, "the heartbeat beside it (every 10 s)", panel=True)
     for ax in (job_ax, beat_ax):
         ax.set_xlabel("hours into the simulated day")
         ax.set_ylabel("a run starts late by (h)")
         ax.grid(True, alpha=0.3)
     job_ax.legend()
-    _figure_title(figure, "An overrunning fixed-rate job on two workers, one simulated day")
+    write_figure_title(figure, "An overrunning fixed-rate job on two workers, one simulated day")
     return figure
 
 
@@ -145,7 +147,7 @@ def listener_latency(
     ax.plot(delays_ms, off_lock_ms, label="listener on the dispatcher's thread", **series(1))
     ax.set_xlabel("the listener's delay per event (ms)")
     ax.set_ylabel("median run starts late by (ms)")
-    _title(ax, "Dispatch latency against listener delay\n(20 runs due together)")
+    write_title(ax, "Dispatch latency against listener delay\n(20 runs due together)")
     ax.legend()
     ax.grid(True, alpha=0.3)
     return figure
@@ -169,8 +171,8 @@ def wheel_costs(
         ax.yaxis.set_minor_formatter(_PlainLog(labelOnlyBase=False, minor_thresholds=(2, 1)))
         ax.set_xlabel("timers (due over the next 60 s)")
         ax.set_ylabel("CPU per timer (µs)")
-        _title(ax, what, panel=True)
+        write_title(ax, what, panel=True)
         ax.grid(True, alpha=0.3)
         ax.legend()
-    _figure_title(figure, "The real heap against a hierarchical timing wheel (1 ms ticks)")
+    write_figure_title(figure, "The real heap against a hierarchical timing wheel (1 ms ticks)")
     return figure

@@ -23,20 +23,20 @@ from lldsched.views.plots._base import (
     Line2D,
     Patch,
     PlotFigure,
-    _dates,
-    _empty,
-    _figure_title,
-    _legend,
-    _root,
-    _set_xlim,
-    _time_axis,
-    _title,
-    _unit,
-    _zone,
+    add_legend,
+    as_zone,
+    date_numbers,
+    root_figure,
+    say_empty,
+    set_time_span,
     task_colours,
+    time_axis,
+    time_unit,
+    write_figure_title,
+    write_title,
 )
 from lldsched.views.plots.palette import ACCENT
-from lldsched.views.plots.runbars import _draw_runs, _failures, _mark_handles
+from lldsched.views.plots.runbars import draw_runs, failures, mark_handles
 from lldsched.views.runs import check_spans
 
 __all__ = ["overrun_comparison"]
@@ -68,7 +68,7 @@ def overrun_comparison(
         raise ValidationError(
             f"runs must map OverrunPolicy or Overlap members to runs, got {reprlib.repr(runs)}"
         )
-    zone = _zone(tz)  # before anything is drawn: axes given stay as they were
+    zone = as_zone(tz)  # before anything is drawn: axes given stay as they were
     recorded = {
         policy: frame if isinstance(frame, pd.DataFrame) else to_frame(frame)
         for policy, frame in runs.items()
@@ -77,7 +77,7 @@ def overrun_comparison(
     for frame in frames.values():
         check_spans(frame)  # a run with no start or finish, or backwards, has no bar
     dropped_slots = {  # the slots decided without a run, by their due times
-        policy: _dates(frame.loc[frame["outcome"].isin(_DROPPED), "due"])
+        policy: date_numbers(frame.loc[frame["outcome"].isin(_DROPPED), "due"])
         for policy, frame in recorded.items()
     }
     policies = list(frames)
@@ -111,7 +111,7 @@ def overrun_comparison(
         panels = list(axes)
         if len(panels) != len(policies):
             raise ValidationError(f"axes must be {len(policies)} Axes, got {len(panels)}")
-        figure = _root(panels[0])
+        figure = root_figure(panels[0])
         spares = []
     first = next((frames[p] for p in policies if len(frames[p])), frames[policies[0]])
     name = str(first["name"].iloc[0]) if len(first) else "fixed-rate task"
@@ -124,16 +124,16 @@ def overrun_comparison(
         if len(frame):
             lane = np.arange(len(frame), dtype=float)
             colours = np.repeat(colour[None, :], len(frame), axis=0)
-            spans.append(_draw_runs(ax, frame, lane, colours, detail=True))
+            spans.append(draw_runs(ax, frame, lane, colours, detail=True))
             worst = frame["lateness"].max().total_seconds()
-            divisor, unit = _unit(worst)
+            divisor, unit = time_unit(worst)
             cut = [  # runs that did not end well, as the Gantt chart counts them
                 f"{int(runs.sum())} {what}"
-                for runs, what in zip(_failures(frame), ("failed", "timed out", "cancelled"),
+                for runs, what in zip(failures(frame), ("failed", "timed out", "cancelled"),
                                       strict=True)
                 if runs.any()
             ]  # fmt: skip
-            _title(
+            write_title(
                 ax,
                 f"{policy.name}: {', '.join([f'{len(frame)} runs', *cut])}, "
                 f"{len(dropped_slots[policy])} slots dropped,\n"
@@ -141,8 +141,8 @@ def overrun_comparison(
                 panel=True,
             )
         else:
-            _empty(ax, "runs")
-            _title(ax, policy.name, panel=True)
+            say_empty(ax, "runs")
+            write_title(ax, policy.name, panel=True)
         row_inches = (  # the height of a row: as laid out here, or of the axes given
             run if axes is None
             else ax.get_position().height * figure.get_figheight() / (rows[policy] - 0.5 - _TOP)
@@ -152,12 +152,12 @@ def overrun_comparison(
         ax.set_yticks(list(labelled), [str(n + 1) for n in labelled])
         ax.set_ylim(rows[policy] - 0.5, _TOP)
         ax.set_ylabel("run")
-        _time_axis(ax, zone, max_ticks=6)  # panels are narrow: ticks a minute apart overlap
+        time_axis(ax, zone, max_ticks=6)  # panels are narrow: ticks a minute apart overlap
     if spans:
         slots = [float(x) for dropped in dropped_slots.values() for x in dropped]
         low = min([span[0] for span in spans] + slots)
         high = max([span[1] for span in spans] + slots)
-        _set_xlim(panels[0], low, high)
+        set_time_span(panels[0], low, high)
         if step:
             grid_lines = np.arange(low, high + step, step)
             for ax in panels:
@@ -175,11 +175,11 @@ def overrun_comparison(
                 linestyle="none", marker="x", markersize=7, color=_SKIPPED_COLOUR,
                 markeredgewidth=1.8, zorder=6, gid="skipped_slots",
             )  # fmt: skip
-    _figure_title(figure, f"Overrun and overlap policies: {name}")
+    write_figure_title(figure, f"Overrun and overlap policies: {name}")
     # The failed, timed-out and cancelled runs of every panel keyed (an empty frame keyed
     # none of them: CANCEL_OTHER's hatched bars had nothing in the key).
     keyed = pd.concat([frames[p][list(_KEYED)] for p in policies], ignore_index=True)
-    handles = [Patch(facecolor=rgba, label="run"), *_mark_handles(keyed, colour=rgba)]
+    handles = [Patch(facecolor=rgba, label="run"), *mark_handles(keyed, colour=rgba)]
     handles.append(Line2D([], [], color="0.75", linestyle=":", label="fixed-rate slots"))
     if crosses:
         handles.append(
@@ -189,7 +189,7 @@ def overrun_comparison(
     if spares:
         spares[0].legend(handles=handles, loc="upper left", frameon=False)
     else:
-        _legend(panels[-1], handles)
+        add_legend(panels[-1], handles)
     if axes is None:
         _rows_alike(figure, panels, [rows[policy] for policy in policies])
     return figure
@@ -213,7 +213,7 @@ def _rows_alike(figure: Figure, panels: Sequence[Axes], rows: Sequence[int]) -> 
 
 
 _SKIPPED_COLOUR = ACCENT
-_KEYED = ("ok", "timed_out", "outcome", "error")  # the columns _mark_handles reads
+_KEYED = ("ok", "timed_out", "outcome", "error")  # the columns mark_handles reads
 _TOP = -1.1
 """The top of each panel's y range: a strip above the first row (centred on 0) for
 the crosses of dropped slots."""

@@ -1,6 +1,6 @@
 """The bars of runs: how the Gantt chart and the overrun comparison draw each run.
 
-:func:`_draw_runs` draws the rows of a runs frame on their lanes: a bar from start to
+:func:`draw_runs` draws the rows of a runs frame on their lanes: a bar from start to
 finish in the task's colour, failed runs hatched, and runs cancelled (for a newer slot,
 ``Overlap.CANCEL_OTHER``, or by a shutdown) hatched the other way (past
 :data:`~lldsched.views.plots._base.DETAIL_RUNS` runs, a stroke at their start, across
@@ -9,7 +9,7 @@ from the due instant to the start; up to ``DETAIL_RUNS`` runs, a run too short f
 bar (:data:`~lldsched.views.plots._base.SHORT_RUN`) also gets a diamond.  Past
 ``DETAIL_RUNS`` runs the bars and waits are joined into a path per colour
 (:func:`_palette`, :func:`_joined`), which is what keeps 470,000 runs drawable.
-:func:`_mark_handles` is the legend of those marks.  The figure, axes, time and colour
+:func:`mark_handles` is the legend of those marks.  The figure, axes, time and colour
 helpers every plot shares are :mod:`lldsched.views.plots._base`'s.
 """
 
@@ -29,10 +29,11 @@ from matplotlib.path import Path
 
 from lldsched.errors import OVERLAP_CANCEL_ERROR
 from lldsched.model import Outcome
-from lldsched.views.plots._base import LONE_INSTANT, SHORT_RUN, Array, _dates
+from lldsched.views.plots._base import LONE_INSTANT, SHORT_RUN, Array, date_numbers
 from lldsched.views.plots.palette import text_on
 
 __all__ = [
+    "BAR_HEIGHT",
     "CANCELLED_LABEL",
     "CUT_LABEL",
     "IN_TASK_COLOUR",
@@ -40,17 +41,17 @@ __all__ = [
     "SHORT_LABEL",
     "SHUT_DOWN_LABEL",
     "WAIT_LABEL",
-    "_BAR_HEIGHT",
-    "_draw_runs",
-    "_mark_handles",
+    "draw_runs",
+    "failures",
+    "mark_handles",
 ]
 
-_BAR_HEIGHT = 0.62
+BAR_HEIGHT = 0.62
 # Past DETAIL_RUNS, bars are drawn as paths of this many boxes each (of one colour):
 # 470,000 runs build in 0.2 s and render in 0.8, against 4 s and 3 s for a path a run
 # or 3 s to render one path a colour (Agg sorts a path's cells as one).
 _BOXES_A_PATH = 500
-_BAR_GAP = 1 - _BAR_HEIGHT
+_BAR_GAP = 1 - BAR_HEIGHT
 _DUE_COLOUR = "0.15"
 _DUE_RGBA = to_rgba(_DUE_COLOUR)
 _TIMEOUT_COLOUR = "black"
@@ -68,7 +69,7 @@ CUT_LABEL = "cancelled (a newer slot came due, or a shutdown)"
 
 
 WAIT_LABEL = "due, then the wait to start"
-"""The legend's name of the due tick and wait line, which :func:`_draw_runs` draws in
+"""The legend's name of the due tick and wait line, which :func:`draw_runs` draws in
 each run's task colour."""
 SHORT_LABEL = "a run too short for a bar"
 SHORT_FAILED_LABEL = "failed, too short to hatch"
@@ -77,7 +78,7 @@ IN_TASK_COLOUR = "\n(task's colour)"
 in a neutral grey: a reader is not to look for a grey mark."""
 
 
-def _mark_handles(
+def mark_handles(
     frame: pd.DataFrame,
     detail: bool = True,
     *,
@@ -85,14 +86,14 @@ def _mark_handles(
     short_failed: bool = False,
     colour: tuple[float, float, float, float] | None = None,
 ) -> list[Any]:
-    """The legend of the marks :func:`_draw_runs` draws.  The due tick, its wait line and
+    """The legend of the marks :func:`draw_runs` draws.  The due tick, its wait line and
     a short run's diamond take their run's task colour: ``colour``, the one task colour
     of a chart (the overrun comparison's), keys them in it; without it (a chart of
     several tasks) they are keyed in a neutral grey and named "(task's colour)"."""
     handles: list[Any] = []
     tinted = _DUE_COLOUR if colour is None else colour
     said = IN_TASK_COLOUR if colour is None else ""
-    failed, timed_out, cancelled = _failures(frame)
+    failed, timed_out, cancelled = failures(frame)
     cut_by = _cancelled_label(frame, cancelled) if cancelled.any() else CANCELLED_LABEL
     for cut, hatch, label in ((failed, _HATCH, "failed"), (cancelled, _CANCELLED, cut_by)):
         if cut.any():
@@ -134,7 +135,7 @@ def _cancelled_label(frame: pd.DataFrame, cancelled: Array) -> str:
     return CUT_LABEL if any(newer) else SHUT_DOWN_LABEL
 
 
-def _failures(frame: pd.DataFrame) -> tuple[Array, Array, Array]:
+def failures(frame: pd.DataFrame) -> tuple[Array, Array, Array]:
     """Which runs failed (raised), which timed out and which were cancelled, as the
     summaries count them (:class:`~lldsched.views.report.TaskSummary`): from the ``ok``
     and ``timed_out`` columns, a run that gave its slot up (outcome ``given_up``) marked
@@ -146,7 +147,7 @@ def _failures(frame: pd.DataFrame) -> tuple[Array, Array, Array]:
     return ~ok & ~timed_out & ~cancelled, timed_out & ~cancelled, cancelled
 
 
-def _draw_runs(
+def draw_runs(
     ax: Axes,
     frame: pd.DataFrame,
     lane: Array,
@@ -157,8 +158,9 @@ def _draw_runs(
 ) -> tuple[float, float]:
     """Bars, failure hatching, timeout outlines and due marks for the rows of ``frame``
     on lanes ``lane`` (y positions); returns the x range they cover."""
-    start, finish, due = _dates(frame["start"]), _dates(frame["finish"]), _dates(frame["due"])
-    low, high = lane - _BAR_HEIGHT / 2, lane + _BAR_HEIGHT / 2
+    start, finish = date_numbers(frame["start"]), date_numbers(frame["finish"])
+    due = date_numbers(frame["due"])
+    low, high = lane - BAR_HEIGHT / 2, lane + BAR_HEIGHT / 2
     boxes = np.stack(
         [np.column_stack(corner) for corner in
          ((start, low), (start, high), (finish, high), (finish, low))],
@@ -192,12 +194,12 @@ def _draw_runs(
     bars.set_snap(False)
     bars.set_gid("runs")
     ax.add_collection(bars, autolim=False)
-    failed, timed_out, cancelled = _failures(frame)
+    failed, timed_out, cancelled = failures(frame)
     # A failed run's hatch or stroke is at the top of its bar, a cancelled one's (the
     # other way, or at the foot) at the bottom.
     for cut, hatch, name, (edge, inward) in (
-        (failed, _HATCH, "failed", (low, _BAR_HEIGHT / 3)),
-        (cancelled, _CANCELLED, "cancelled", (high, -_BAR_HEIGHT / 3)),
+        (failed, _HATCH, "failed", (low, BAR_HEIGHT / 3)),
+        (cancelled, _CANCELLED, "cancelled", (high, -BAR_HEIGHT / 3)),
     ):
         if cut.any() and detail:
             hatched = PolyCollection(
@@ -251,7 +253,7 @@ def _draw_runs(
     if detail:  # a run too short to see as a bar gets a marker at its start
         shown = span if span is not None else (low, high)
         # Runs all at one instant (of no length, on a FakeClock) are drawn on the minute
-        # around it (_set_xlim): a share of a span of nothing found none short.
+        # around it (set_time_span): a share of a span of nothing found none short.
         short = (finish - start) < max(shown[1] - shown[0], LONE_INSTANT) * SHORT_RUN
         if short.any():
             ax.scatter(

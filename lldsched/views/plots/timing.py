@@ -17,30 +17,30 @@ from lldsched.views.plots._base import (
     OTHER_TASKS,
     Axes,
     Figure,
-    _axes,
-    _dates,
-    _empty,
-    _lanes_height,
-    _legend,
-    _seconds,
-    _set_xlim,
-    _task_handles,
-    _tasks,
-    _time_axis,
-    _title,
-    _unit,
-    _zone,
+    add_legend,
+    as_zone,
+    date_numbers,
+    figure_and_axes,
+    lanes_height,
+    say_empty,
+    seconds_of,
+    set_time_span,
+    task_codes,
+    task_handles,
     task_mark,
+    time_axis,
+    time_unit,
+    write_title,
 )
-from lldsched.views.runs import _ran_reading, check_lateness
+from lldsched.views.runs import check_lateness, ran_reading
 from lldsched.views.tables import seconds_text
-from lldsched.views.utilisation import _utilisation_drawn
+from lldsched.views.utilisation import utilisation_drawn
 
 __all__ = ["MAX_COLUMNS", "lateness_distribution", "lateness_over_time", "utilisation_plot"]
 
 _LATENESS_READS = frozenset({"task_id", "name", "attempt", "due", "start", "lateness"})
 """The columns of a frame's runs the lateness charts read (their copy of the runs has only
-these: :func:`~lldsched.views.runs._ran_reading`; ``attempt``, ``due`` and ``start``
+these: :func:`~lldsched.views.runs.ran_reading`; ``attempt``, ``due`` and ``start``
 name a run :func:`~lldsched.views.runs.check_lateness` refuses)."""
 
 
@@ -54,15 +54,15 @@ def lateness_over_time(
     lateness, in their colours, and the rest are grey points underneath.  A run of no
     known lateness (no due time or start: ``NaT``) is refused, naming it
     (:func:`~lldsched.views.runs.check_lateness`)."""
-    given, frame = frame, _ran_reading(frame, _LATENESS_READS)
+    given, frame = frame, ran_reading(frame, _LATENESS_READS)
     check_lateness(frame)
-    zone = _zone(tz)  # before anything is drawn: an ax= given stays as it was
-    figure, ax = _axes(ax, (11.0, 4.0))
-    lateness = _seconds(frame["lateness"])
-    codes, labels, palette, named = _tasks(frame, lateness, how="max")
-    divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
+    zone = as_zone(tz)  # before anything is drawn: an ax= given stays as it was
+    figure, ax = figure_and_axes(ax, (11.0, 4.0))
+    lateness = seconds_of(frame["lateness"])
+    codes, labels, palette, named = task_codes(frame, lateness, how="max")
+    divisor, unit = time_unit(float(lateness.max()) if len(frame) else 0.0)
     if len(frame):
-        due = _dates(frame["due"])
+        due = date_numbers(frame["due"])
         size = _mark_size(len(frame))
         others = ~np.isin(codes, named)
         if others.any():  # the tasks the legend does not name, in one grey, underneath
@@ -73,20 +73,20 @@ def lateness_over_time(
             ax.scatter(due[mine], lateness[mine] / divisor, s=size, color=palette[code],
                        label=labels[code], linewidths=0,
                        marker=task_mark(rank, drawn="point")["marker"])  # fmt: skip
-        _set_xlim(ax, float(due.min()), float(due.max()))
-        _legend(ax, _task_handles(labels, palette, named, drawn="point"))
+        set_time_span(ax, float(due.min()), float(due.max()))
+        add_legend(ax, task_handles(labels, palette, named, drawn="point"))
         # Lateness measured from zero: one run 30 s late had an axis from 28.5 to 31.5,
         # and runs all on time one from -0.05 to 0.05.
         top = float(lateness.max()) / divisor
         top = top if top > 0 else 1.0
         ax.set_ylim(min(float(lateness.min()) / divisor, 0.0) - 0.04 * top, top * 1.06)
     else:
-        _empty(ax, "runs", given)
+        say_empty(ax, "runs", given)
     ax.set_ylabel(f"lateness ({unit})")
     ax.grid(color="0.9")
     ax.set_axisbelow(True)
-    _time_axis(ax, zone, blank=not len(frame))
-    _title(ax, "Lateness over time: how long each run waited past its due time")
+    time_axis(ax, zone, blank=not len(frame))
+    write_title(ax, "Lateness over time: how long each run waited past its due time")
     return figure
 
 
@@ -131,12 +131,12 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     and the rest are thin grey curves underneath.  A run of no known lateness (no due
     time or start: ``NaT``) is refused, naming it: left out, a task of none read "(never
     late)" (:func:`~lldsched.views.runs.check_lateness`)."""
-    given, frame = frame, _ran_reading(frame, _LATENESS_READS)
+    given, frame = frame, ran_reading(frame, _LATENESS_READS)
     check_lateness(frame)
-    figure, ax = _axes(ax, (8.0, 4.5))
-    lateness = _seconds(frame["lateness"])
-    codes, labels, palette, named = _tasks(frame, lateness, how="p95")
-    divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
+    figure, ax = figure_and_axes(ax, (8.0, 4.5))
+    lateness = seconds_of(frame["lateness"])
+    codes, labels, palette, named = task_codes(frame, lateness, how="p95")
+    divisor, unit = time_unit(float(lateness.max()) if len(frame) else 0.0)
     # A task never late is a vertical line at 0, under every other task's rise, and so
     # is one whose worst lateness is within _HIDDEN of the axis (a day's report-latam,
     # 1 s in 10 min): the legend says so, or its curve seems missing.
@@ -169,7 +169,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
         ax.plot(steps[:, 0], steps[:, 1], color=OTHER_TASKS, linewidth=0.8, zorder=1.5,
                 label="_", gid="other_tasks")  # fmt: skip
     if not len(frame):
-        _empty(ax, "runs", given)
+        say_empty(ax, "runs", given)
     # Black and long-dashed: unlike every task's curve (tab20 has a grey, and a task's
     # line may be dotted: report-india's was this line's twin).
     ax.axhline(0.95, color="black", linestyle=_P95_DASHES, linewidth=0.8, gid="p95")
@@ -199,8 +199,8 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     ax.grid(color="0.9")
     ax.set_axisbelow(True)
     if len(labels):
-        _legend(ax, _task_handles(labels, palette, named, drawn="line"))
-    _title(ax, "Lateness per task")
+        add_legend(ax, task_handles(labels, palette, named, drawn="line"))
+    write_title(ax, "Lateness per task")
     return figure
 
 
@@ -243,17 +243,17 @@ def utilisation_plot(
     intervals it holds; the title names the length drawn and the time axis's label
     says why.  ``utilisation(frame, workers, <that length>)`` is the table drawn."""
     most_columns = checks.whole_or_none(max_columns, name="max_columns", at_least=1)
-    zone = _zone(tz)  # before anything is drawn: an ax= given stays as it was
+    zone = as_zone(tz)  # before anything is drawn: an ax= given stays as it was
     # the runs picked out of frame once for the three (each of fitting_freq, utilisation
     # and mean_busy copied them)
-    shown, asked, table, mean = _utilisation_drawn(frame, workers, freq, most_columns)
+    shown, asked, table, mean = utilisation_drawn(frame, workers, freq, most_columns)
     lanes = len(table.columns)
-    tall = _lanes_height(min(lanes, MAX_LANES), each=0.4)
-    figure, ax = _axes(ax, (11.0, 1.8 + tall))
+    tall = lanes_height(min(lanes, MAX_LANES), each=0.4)
+    figure, ax = figure_and_axes(ax, (11.0, 1.8 + tall))
     if len(table):
         step = (table.index[1] - table.index[0]) if len(table) > 1 else pd.Timedelta(shown)
         edges = table.index.append(pd.DatetimeIndex([table.index[-1] + step]))
-        x = _dates(pd.Series(edges))
+        x = date_numbers(pd.Series(edges))
         # A lane of runs at once (the event loop's) passes 1.0: the scale goes up to its
         # figure, not drawing 2.0 in the colour of 1.0, and says what above 1 means.
         most = max(1.0, float(np.nanmax(table.to_numpy())))
@@ -264,19 +264,19 @@ def utilisation_plot(
         # mean_busy's: a lane of runs at once is busy once
         title = f"Worker utilisation per {shown}: mean {mean:.0%}"
     else:
-        _empty(ax, "runs", frame)
+        say_empty(ax, "runs", frame)
         title = f"Worker utilisation per {shown}"
     every = -(-lanes // MAX_LANES)  # a label every k rows: at most MAX_LANES labels
     labelled = range(0, lanes, every)
     ax.set_yticks(labelled, [column_labels(list(table.columns))[i] for i in labelled])
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
     ax.set_ylabel("node · worker" if isinstance(table.columns, pd.MultiIndex) else "worker")
-    _time_axis(ax, zone, blank=not len(table))
+    time_axis(ax, zone, blank=not len(table))
     if shown != freq:  # merged: the axis says from what, and why (a line under the
         # zone's: on one, the label ran into the date at the axis's right end)
         ax.set_xlabel(
             f"{ax.get_xlabel()}\nin intervals of {shown}: freq={freq!r} would be "
             f"{asked:,} columns, more than max_columns={most_columns:,}"
         )
-    _title(ax, title)
+    write_title(ax, title)
     return figure
