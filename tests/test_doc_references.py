@@ -1255,10 +1255,11 @@ def docstring_misses(module: str, docstring: str, defined: set[str]) -> list[str
     (``found_from``), or a reference of the package's, in a role or a literal
     (``module.Class.attribute``, ``Class.attribute``: ``missing_references``;
     ``lldsched.x.y`` in a literal: ``resolves``)."""
-    misses = [name for name in ROLE.findall(docstring) if not found_from(module, name, defined)]
-    for span in LITERAL.findall(docstring):
+    roles, literals = ROLE.findall(docstring), LITERAL.findall(docstring)
+    misses = [name for name in roles if not found_from(module, name, defined)]
+    for span in literals:
         misses += [name for name in DOTTED.findall(span) if not resolves(name)]
-    for span in [*ROLE.findall(docstring), *LITERAL.findall(docstring)]:
+    for span in [*roles, *literals]:
         misses += missing_references(span)
     return list(dict.fromkeys(misses))
 

@@ -41,20 +41,27 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def imported_from(path: Path, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` in ``path`` names (a relative one resolved)."""
+    base = node.module or ""
+    if not node.level:
+        return base
+    anchor = module_name(path)
+    if path.name != "__init__.py":
+        anchor = anchor.rsplit(".", 1)[0]
+    for _ in range(node.level - 1):
+        anchor = anchor.rsplit(".", 1)[0]
+    return f"{anchor}.{base}" if base else anchor
+
+
 def imports_of(path: Path) -> set[str]:
     """The modules ``path`` imports (relative imports resolved)."""
     found: set[str] = set()
-    package = module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else None
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = module_name(path) if path.name == "__init__.py" else package or ""
-                for _ in range(node.level - 1):
-                    anchor = anchor.rsplit(".", 1)[0]
-                base = f"{anchor}.{base}" if base else anchor
+            base = imported_from(path, node)
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
     return found
@@ -160,14 +167,7 @@ def private_imports(path: Path) -> list[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if not isinstance(node, ast.ImportFrom):
             continue
-        base = node.module or ""
-        if node.level:
-            anchor = module_name(path)
-            if path.name != "__init__.py":
-                anchor = anchor.rsplit(".", 1)[0]
-            for _ in range(node.level - 1):
-                anchor = anchor.rsplit(".", 1)[0]
-            base = f"{anchor}.{base}" if base else anchor
+        base = imported_from(path, node)
         if not within(base, "lldsched"):
             continue
         found.extend(
