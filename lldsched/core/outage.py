@@ -16,7 +16,8 @@ its end.  So an outage is said once, here:
   releases, flushes and misfires, and for the PostgreSQL store's batches of settles,
   written by a thread of its own with an instance of its own) is logged at error
   level **with its traceback**: which store, what failed, that the scheduler goes on
-  in memory;
+  in memory (on a shared store, that it starts no run while its claims fail:
+  :data:`SHARED_OUTAGE`);
 * each later failure while the outage lasts is counted (:class:`Outage`) and logged
   at debug level, one line naming what was not done and the error, no traceback:
   no write is dropped without a word, and a debug log still shows each;
@@ -132,7 +133,9 @@ from lldsched.persistence import TaskSnapshot, TaskStore, purge, resave, save_al
 __all__ = [
     "ENDED_BY",
     "HELD_SETTLES",
+    "OUTAGE",
     "PURGE",
+    "SHARED_OUTAGE",
     "STALE_SHOWN",
     "Kind",
     "Outage",
@@ -229,6 +232,24 @@ class Outage:
         self.dropped = 0  # records held, dropped with their row (not written)
 
 
+OUTAGE = (
+    "store %r failed (a %s): the scheduler goes on in memory and its registry stays "
+    "authoritative; later failures are logged at debug level until a call succeeds again"
+)
+"""The line that begins an outage of a store of one process: its runs go on."""
+
+SHARED_OUTAGE = (
+    "store %r failed (a %s): this process starts no run while the store fails its claims "
+    "(every run here is claimed from it); the runs in flight go on, their settles "
+    "held and tried again once it answers; later failures are logged at debug level until a call "
+    "succeeds again"
+)
+"""The line that begins an outage of a shared store (several processes, docs/CLUSTER.md):
+no run starts without a claim, so nothing runs in memory meanwhile.  Before, it said
+:data:`OUTAGE`'s "the scheduler goes on in memory and its registry stays authoritative",
+and an operator paged for a database restart read that the tasks went on running."""
+
+
 class OutageWrites(StoreInterrupts):
     """The outage of a :class:`~lldsched.core.storewrites.StoreWrites` (which sets what is
     declared here): counted, ended, its stale rows written again."""
@@ -262,11 +283,7 @@ class OutageWrites(StoreInterrupts):
                     error,
                 )
             else:
-                message = (
-                    "store %r failed (a %s): the scheduler goes on in memory and its "
-                    "registry stays authoritative; later failures are logged at debug level "
-                    "until a call succeeds again"
-                )
+                message = SHARED_OUTAGE if self.shared else OUTAGE
                 _say_outage(message, self.store, doing, error, repeated)
         else:
             outage.kinds.add(kind)
