@@ -37,7 +37,7 @@ from lldsched.clock import UTC_NAMES, beyond_datetimes, utc_datetime
 from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, shown
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import TaskSnapshot
+from lldsched.persistence import DIED_UNSHARED, Lease, TaskSnapshot
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import describe
@@ -209,11 +209,14 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
             f"  schedule    {_schedule(task.schedule)}",
             f"  retry       {task.retry!r}",
             f"  depends on  {', '.join(task.depends_on) or '-'}",
-            f"  status      {snapshot.status.value}{_IN_FLIGHT if snapshot.running else ''}",
+            f"  status      {snapshot.status.value}"
+            f"{_IN_FLIGHT if snapshot.running or row.lease else ''}",
             f"  next run    {_when(snapshot.next_run_at)}",
             f"  attempt     {snapshot.attempt}",
             f"  runs        {snapshot.run_count} ({snapshot.failure_count} failed)",
         ]
+        if row.lease is not None:
+            lines.append(f"  in flight   {_held(row.lease)}")
         if snapshot.last_error is not None:
             lines.append(f"  last error  {snapshot.last_error}")
     lines.append(f"last {len(last)} records:" if last else "no records")
@@ -270,12 +273,26 @@ def _act(name: StoreName, verb: str, row: Row) -> int:
                 )
             if changed is False:
                 status = scheduler.task(task_id).status.value
+                if row.lease is not None:  # as read just before the verb
+                    status += f"; a run of it in flight: {_held(row.lease)}"
                 say(f"task {task_id}: nothing to {verb} (its status is {status}); nothing changed")
             else:
                 say(f"task {task_id}: {done}")
             return 0
     except (StoreError, ImportError) as exc:  # the open (nothing changed), or the close
         return _refused(exc, FAILED if acted else BAD_ARGUMENTS)
+
+
+def _held(lease: Lease) -> str:
+    """The run a shared store's lease holds (read with the task's row): which attempt of
+    which slot, the process that claimed it and until when, or the attempt an unshared
+    process left owed when it died (``DIED_UNSHARED``: the next claim runs it again)."""
+    run = f"attempt {lease.attempt + 1} of the slot {_when(lease.slot)}"  # as its record will say
+    if lease.holder == DIED_UNSHARED:
+        return f"{run}, owed: the process running it unshared died; the next claim runs it again"
+    return (
+        f"{run}, on {lease.holder} (token {lease.token}, its lease until {_when(lease.expires_at)})"
+    )
 
 
 def _not_loaded(row: Row) -> str:
@@ -426,7 +443,18 @@ def _document(
         "run_count": snapshot.run_count,
         "failure_count": snapshot.failure_count,
         "last_error": snapshot.last_error,
+        "lease": None if row.lease is None else _lease_document(row.lease),
         "last": None if last is None else _record_document(last),
+    }
+
+
+def _lease_document(lease: Lease) -> dict[str, Any]:
+    return {
+        "holder": lease.holder,
+        "token": lease.token,
+        "attempt": lease.attempt + 1,  # the run's, as its record will say (the row's is one less)
+        "slot": lease.slot,
+        "expires_at": lease.expires_at,
     }
 
 

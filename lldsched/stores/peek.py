@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot
+from lldsched.persistence import Lease, TaskSnapshot
 from lldsched.stores.codec import SharedParts, decode_task
 from lldsched.stores.rowvalues import Listed, listed_from, record_from, snapshot_from
 
@@ -65,17 +65,21 @@ _LISTED_POSTGRES = (
     "t.id, (t.definition::json -> 'name')::text, t.status, t.next_run_at, t.attempt,"
     " (t.definition::json -> 'schedule')::text"
 )
+_LEASE_KEPT = slice(4, 9)  # the lease's slot, attempt, token, holder, expires_at (KEPT_COLUMNS)
 _RECORD = len(ExecutionRecord._fields) + 1  # record_from's columns: a record's, and its seq
 
 
 class Row(NamedTuple):
     """A task's row: its snapshot, or (``snapshot`` None) why it cannot be read; with a
-    snapshot, its ``definition`` as stored (the text a load decodes, importing)."""
+    snapshot, its ``definition`` as stored (the text a load decodes, importing), and the
+    ``lease`` a claim holds on it, if any (a shared store's run in flight, the lease of a
+    process that died included, until it is taken over; an unshared store holds none)."""
 
     id: str
     snapshot: TaskSnapshot | None
     error: str | None = None
     definition: str = ""
+    lease: Lease | None = None
 
 
 Last = ExecutionRecord | None
@@ -191,7 +195,9 @@ class Peek:
                 shared=shared,
             )
             snapshot = snapshot_from(task_id, definition, status, state, task=task, kept=kept)
-            return Row(task_id, snapshot, definition=definition)
+            held = kept[_LEASE_KEPT]  # checked with the row; no holder: no lease
+            lease = None if held[3] is None else Lease(task_id, *held)
+            return Row(task_id, snapshot, definition=definition, lease=lease)
         except StoreError as exc:
             return Row(str(task_id), None, str(exc))
 

@@ -1,0 +1,129 @@
+"""``lldsched tasks`` on a shared store says which process holds a task's run in flight.
+
+On a shared store a run in flight is a lease, not a status: its row stays ``scheduled``
+with its due instant passed.  ``show`` said only that, so an operator saw a task that
+looked stuck, and ``run-now`` answered "nothing to run-now (its status is scheduled)",
+the one status a run-now acts on: seen with three service processes on PostgreSQL and
+on a shared SQLite file while another process ran the task.  Now ``show`` names the
+attempt, the slot, the process holding its lease (its node id), the token and the
+lease's expiry, ``--json`` gives them as ``lease``, and a verb that does nothing says
+that a run is in flight (lldsched/cli/storetasks.py, ``_held``;
+lldsched/stores/peek.py reads the lease with the row).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from lldsched import FixedRate, Scheduler
+from lldsched.cli import main
+from lldsched.persistence import CoordinatedStore, Lease
+from lldsched.stores.peek import Row
+from tests import jobs
+from tests.cluster import StoreSpec, opened
+from tests.waits import wait_until
+
+HOUR = 3600.0
+
+
+def url(spec: StoreSpec) -> str:
+    return f"sqlite:{spec.params['path']}" if spec.engine == "sqlite" else spec.params["dsn"]
+
+
+def tasks(capsys: pytest.CaptureFixture[str], spec: StoreSpec, *argv: str) -> str:
+    """``lldsched tasks --store URL ARGV``, in this process; its stdout (status 0)."""
+    status = main(["tasks", "--store", url(spec), *argv])
+    out, err = capsys.readouterr()
+    assert (status, err) == (0, ""), err
+    return out
+
+
+@pytest.fixture
+def in_flight(store_spec: StoreSpec) -> Iterator[tuple[CoordinatedStore, Lease]]:
+    """A scheduler on the shared store running ``slow`` (held at :data:`jobs.GATE`), and
+    the lease its claim holds; the run let go and the scheduler shut down after."""
+    with opened(store_spec, 1) as (store,):
+        scheduler = Scheduler(store=store)
+        scheduler.schedule("slow", jobs.gated, FixedRate(HOUR), id="slow")  # due at once
+        scheduler.schedule("idle", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="idle")
+        jobs.GATE.clear()
+        scheduler.start()
+        try:
+            wait_until(lambda: bool(store.leases()), timeout=30, what="slow's run claimed")
+            (lease,) = store.leases()
+            yield store, lease
+        finally:
+            jobs.GATE.set()
+            scheduler.shutdown()
+            jobs.GATE.clear()
+
+
+def test_show_names_the_run_in_flight_and_the_process_holding_it(
+    store_spec: StoreSpec,
+    in_flight: tuple[CoordinatedStore, Lease],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, lease = in_flight
+    assert lease.holder != "" and lease.attempt == 0
+    lines = tasks(capsys, store_spec, "show", "slow").splitlines()
+    assert "  status      scheduled  (a run is in flight)" in lines
+    (held,) = [line for line in lines if line.startswith("  in flight ")]
+    assert held.startswith("  in flight   attempt 1 of the slot ")
+    assert f", on {lease.holder} (token {lease.token}, its lease until " in held
+    idle = tasks(capsys, store_spec, "show", "idle")  # no lease: nothing said of one
+    assert "in flight" not in idle and "  status      scheduled\n" in idle
+
+
+def test_json_gives_the_lease_and_none_for_a_task_without_one(
+    store_spec: StoreSpec,
+    in_flight: tuple[CoordinatedStore, Lease],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, lease = in_flight
+    listed = {
+        task["id"]: task
+        for task in map(json.loads, tasks(capsys, store_spec, "--json").split("\n")[:-1])
+    }
+    assert listed["slow"]["lease"] == {
+        "holder": lease.holder,
+        "token": lease.token,
+        "attempt": 1,
+        "slot": lease.slot,
+        "expires_at": lease.expires_at,
+    }
+    assert listed["idle"]["lease"] is None
+    shown = json.loads(tasks(capsys, store_spec, "show", "slow", "--json"))
+    assert shown["lease"] == listed["slow"]["lease"]
+
+
+def test_run_now_of_a_task_running_elsewhere_says_a_run_is_in_flight(
+    store_spec: StoreSpec,
+    in_flight: tuple[CoordinatedStore, Lease],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, lease = in_flight
+    said = tasks(capsys, store_spec, "run-now", "slow")
+    assert said.startswith(
+        "task slow: nothing to run-now (its status is scheduled; a run of it in flight: "
+        "attempt 1 of the slot "
+    )
+    assert f", on {lease.holder} (token {lease.token}, " in said
+    assert said.endswith("); nothing changed\n")
+
+
+def test_a_row_s_lease_is_read_with_it_by_the_peek(
+    in_flight: tuple[CoordinatedStore, Lease], store_spec: StoreSpec
+) -> None:
+    from lldsched.cli.storeurl import parse_store, peek
+
+    _, lease = in_flight
+    reader = peek(parse_store(url(store_spec)))
+    try:
+        rows = {row.id: row for row in reader.tasks()}
+    finally:
+        reader.close()
+    assert isinstance(rows["slow"], Row) and rows["slow"].lease == lease
+    assert rows["idle"].lease is None
