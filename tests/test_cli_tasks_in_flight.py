@@ -24,6 +24,7 @@ from lldsched.persistence import CoordinatedStore, Lease
 from lldsched.stores.peek import Row
 from tests import jobs
 from tests.cluster import StoreSpec, opened
+from tests.test_cluster_settle_refused_view import _expire
 from tests.waits import wait_until
 
 HOUR = 3600.0
@@ -45,8 +46,10 @@ def tasks(capsys: pytest.CaptureFixture[str], spec: StoreSpec, *argv: str) -> st
 def in_flight(store_spec: StoreSpec) -> Iterator[tuple[CoordinatedStore, Lease]]:
     """A scheduler on the shared store running ``slow`` (held at :data:`jobs.GATE`), and
     the lease its claim holds; the run let go and the scheduler shut down after."""
-    with opened(store_spec, 1) as (store,):
-        scheduler = Scheduler(store=store)
+    # lease=300: no renewal within a test (every 100 s); one worker: busy with the run,
+    # the scheduler claims nothing more (not even its own run, once a test expired it)
+    with opened(store_spec, 1, lease=300.0) as (store,):
+        scheduler = Scheduler(workers=1, store=store)
         scheduler.schedule("slow", jobs.gated, FixedRate(HOUR), id="slow")  # due at once
         scheduler.schedule("idle", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="idle")
         jobs.GATE.clear()
@@ -70,11 +73,32 @@ def test_show_names_the_run_in_flight_and_the_process_holding_it(
     assert lease.holder != "" and lease.attempt == 0
     lines = tasks(capsys, store_spec, "show", "slow").splitlines()
     assert "  status      scheduled  (a run is in flight)" in lines
-    (held,) = [line for line in lines if line.startswith("  in flight ")]
-    assert held.startswith("  in flight   attempt 1 of the slot ")
+    (held,) = [line for line in lines if line.startswith("  claimed ")]
+    assert held.startswith("  claimed     attempt 1 of the slot ")
     assert f", on {lease.holder} (token {lease.token}, its lease until " in held
     idle = tasks(capsys, store_spec, "show", "idle")  # no lease: nothing said of one
-    assert "in flight" not in idle and "  status      scheduled\n" in idle
+    assert "claimed" not in idle and "  status      scheduled\n" in idle
+
+
+def test_a_lease_that_ran_out_is_said_so_by_the_store_s_clock(
+    store_spec: StoreSpec,
+    in_flight: tuple[CoordinatedStore, Lease],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A process killed (or stalled) past its lease leaves the lease row until a claim
+    takes the run over: with no process left to claim it, ``show`` would go on saying
+    the run is in flight."""
+    _expire(store_spec)  # its expiry an hour back, as a process killed an hour ago
+    lines = tasks(capsys, store_spec, "show", "slow").splitlines()
+    assert "  status      scheduled  (a run was in flight: its lease ran out)" in lines
+    (held,) = [line for line in lines if line.startswith("  claimed ")]
+    assert f"(token {in_flight[1].token}), its lease ran out at " in held
+    assert held.endswith(
+        ": that process died or stalled, and the next claim runs the attempt again"
+    )
+    (document,) = [json.loads(line) for line in tasks(capsys, store_spec, "--json").splitlines()
+                   if '"slow"' in line]  # fmt: skip
+    assert document["lease"]["ran_out"] is True
 
 
 def test_json_gives_the_lease_and_none_for_a_task_without_one(
@@ -93,6 +117,7 @@ def test_json_gives_the_lease_and_none_for_a_task_without_one(
         "attempt": 1,
         "slot": lease.slot,
         "expires_at": lease.expires_at,
+        "ran_out": False,
     }
     assert listed["idle"]["lease"] is None
     shown = json.loads(tasks(capsys, store_spec, "show", "slow", "--json"))
@@ -107,7 +132,7 @@ def test_run_now_of_a_task_running_elsewhere_says_a_run_is_in_flight(
     _, lease = in_flight
     said = tasks(capsys, store_spec, "run-now", "slow")
     assert said.startswith(
-        "task slow: nothing to run-now (its status is scheduled; a run of it in flight: "
+        "task slow: nothing to run-now (its status is scheduled; a run of it claimed: "
         "attempt 1 of the slot "
     )
     assert f", on {lease.holder} (token {lease.token}, " in said

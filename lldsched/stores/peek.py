@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -88,14 +89,17 @@ Last = ExecutionRecord | None
 
 class Peek:
     """A durable store opened to read, importing nothing, writing nothing.  ``where``
-    names it in messages (a dsn with its password hidden)."""
+    names it in messages (a dsn with its password hidden); ``now()`` reads the clock its
+    leases expire by."""
 
     def __init__(
         self, where: str, query: Callable[[str, Sequence[object]], list[Any]],
         close: Callable[[], object], *, placeholder: str, tasks: str, columns: str,
         records: str, last: str, listed: str, state: slice, kept: slice,
+        now: Callable[[], float],
     ) -> None:  # fmt: skip
         self.where = where
+        self.now = now
         self._query = query
         self._close = close
         self._p = placeholder
@@ -247,6 +251,7 @@ def peek_sqlite(path: str) -> Peek:
         tasks=TASKS, columns=TASK_COLUMNS, records=RECORD_COLUMNS,
         last=_LAST_SQLITE, listed=_LISTED_SQLITE,
         state=slice(3, 13), kept=slice(13, None),
+        now=time.time,  # a shared file's leases expire by its host's wall clock, this one's
     )  # fmt: skip
 
 
@@ -284,9 +289,14 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
     except BaseException:
         connection.close()
         raise
+
+    def now() -> float:  # the database's clock, which its leases expire by
+        (instant,) = query(f"SELECT {sql.DB_NOW}", ())[0]
+        return float(instant)
+
     return Peek(
         where, query, connection.close, placeholder="%s",
         tasks=sql.TASKS, columns=sql.SNAPSHOT_COLUMNS, records=sql.RECORD_COLUMNS,
         last=_LAST_POSTGRES, listed=_LISTED_POSTGRES,
-        state=slice(3, 13), kept=slice(13, 22),
+        state=slice(3, 13), kept=slice(13, 22), now=now,
     )  # fmt: skip
