@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from lldsched import FixedRate, Scheduler
 from lldsched.cli import main
-from lldsched.persistence import CoordinatedStore, Lease
+from lldsched.persistence import Lease
 from lldsched.stores.peek import Row
 from tests import jobs
 from tests.cluster import StoreSpec, opened
@@ -42,10 +43,24 @@ def tasks(capsys: pytest.CaptureFixture[str], spec: StoreSpec, *argv: str) -> st
     return out
 
 
+def shown(capsys: pytest.CaptureFixture[str], spec: StoreSpec) -> tuple[list[str], str]:
+    """``show slow``'s lines, and its one ``claimed`` line."""
+    lines = tasks(capsys, spec, "show", "slow").splitlines()
+    (claimed,) = [line for line in lines if line.startswith("  claimed ")]
+    return lines, claimed
+
+
+def listed(capsys: pytest.CaptureFixture[str], spec: StoreSpec) -> dict[str, Any]:
+    """``--json``'s tasks, by id."""
+    return {
+        task["id"]: task for task in map(json.loads, tasks(capsys, spec, "--json").splitlines())
+    }
+
+
 @pytest.fixture
-def in_flight(store_spec: StoreSpec) -> Iterator[tuple[CoordinatedStore, Lease]]:
-    """A scheduler on the shared store running ``slow`` (held at :data:`jobs.GATE`), and
-    the lease its claim holds; the run let go and the scheduler shut down after."""
+def in_flight(store_spec: StoreSpec) -> Iterator[Lease]:
+    """A scheduler on the shared store running ``slow`` (held at :data:`jobs.GATE`); yields
+    the lease its claim holds.  The run let go and the scheduler shut down after."""
     # lease=300: no renewal within a test (every 100 s); one worker: busy with the run,
     # the scheduler claims nothing more (not even its own run, once a test expired it)
     with opened(store_spec, 1, lease=300.0) as (store,):
@@ -57,7 +72,7 @@ def in_flight(store_spec: StoreSpec) -> Iterator[tuple[CoordinatedStore, Lease]]
         try:
             wait_until(lambda: bool(store.leases()), timeout=30, what="slow's run claimed")
             (lease,) = store.leases()
-            yield store, lease
+            yield lease
         finally:
             jobs.GATE.set()
             scheduler.shutdown()
@@ -66,14 +81,13 @@ def in_flight(store_spec: StoreSpec) -> Iterator[tuple[CoordinatedStore, Lease]]
 
 def test_show_names_the_run_in_flight_and_the_process_holding_it(
     store_spec: StoreSpec,
-    in_flight: tuple[CoordinatedStore, Lease],
+    in_flight: Lease,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _, lease = in_flight
+    lease = in_flight
     assert lease.holder != "" and lease.attempt == 0
-    lines = tasks(capsys, store_spec, "show", "slow").splitlines()
+    lines, held = shown(capsys, store_spec)
     assert "  status      scheduled  (a run is in flight)" in lines
-    (held,) = [line for line in lines if line.startswith("  claimed ")]
     assert held.startswith("  claimed     attempt 1 of the slot ")
     assert f", on {lease.holder} (token {lease.token}, its lease until " in held
     idle = tasks(capsys, store_spec, "show", "idle")  # no lease: nothing said of one
@@ -82,36 +96,30 @@ def test_show_names_the_run_in_flight_and_the_process_holding_it(
 
 def test_a_lease_that_ran_out_is_said_so_by_the_store_s_clock(
     store_spec: StoreSpec,
-    in_flight: tuple[CoordinatedStore, Lease],
+    in_flight: Lease,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A process killed (or stalled) past its lease leaves the lease row until a claim
     takes the run over: with no process left to claim it, ``show`` would go on saying
     the run is in flight."""
     _expire(store_spec)  # its expiry an hour back, as a process killed an hour ago
-    lines = tasks(capsys, store_spec, "show", "slow").splitlines()
+    lines, held = shown(capsys, store_spec)
     assert "  status      scheduled  (a run was in flight: its lease ran out)" in lines
-    (held,) = [line for line in lines if line.startswith("  claimed ")]
-    assert f"(token {in_flight[1].token}), its lease ran out at " in held
+    assert f"(token {in_flight.token}), its lease ran out at " in held
     assert held.endswith(
         ": that process died or stalled, and the next claim runs the attempt again"
     )
-    (document,) = [json.loads(line) for line in tasks(capsys, store_spec, "--json").splitlines()
-                   if '"slow"' in line]  # fmt: skip
-    assert document["lease"]["ran_out"] is True
+    assert listed(capsys, store_spec)["slow"]["lease"]["ran_out"] is True
 
 
 def test_json_gives_the_lease_and_none_for_a_task_without_one(
     store_spec: StoreSpec,
-    in_flight: tuple[CoordinatedStore, Lease],
+    in_flight: Lease,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _, lease = in_flight
-    listed = {
-        task["id"]: task
-        for task in map(json.loads, tasks(capsys, store_spec, "--json").split("\n")[:-1])
-    }
-    assert listed["slow"]["lease"] == {
+    lease = in_flight
+    documents = listed(capsys, store_spec)
+    assert documents["slow"]["lease"] == {
         "holder": lease.holder,
         "token": lease.token,
         "attempt": 1,
@@ -119,17 +127,17 @@ def test_json_gives_the_lease_and_none_for_a_task_without_one(
         "expires_at": lease.expires_at,
         "ran_out": False,
     }
-    assert listed["idle"]["lease"] is None
-    shown = json.loads(tasks(capsys, store_spec, "show", "slow", "--json"))
-    assert shown["lease"] == listed["slow"]["lease"]
+    assert documents["idle"]["lease"] is None
+    one = json.loads(tasks(capsys, store_spec, "show", "slow", "--json"))
+    assert one["lease"] == documents["slow"]["lease"]
 
 
 def test_run_now_of_a_task_running_elsewhere_says_a_run_is_in_flight(
     store_spec: StoreSpec,
-    in_flight: tuple[CoordinatedStore, Lease],
+    in_flight: Lease,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _, lease = in_flight
+    lease = in_flight
     said = tasks(capsys, store_spec, "run-now", "slow")
     assert said.startswith(
         "task slow: nothing to run-now (its status is scheduled; a run of it claimed: "
@@ -139,12 +147,10 @@ def test_run_now_of_a_task_running_elsewhere_says_a_run_is_in_flight(
     assert said.endswith("); nothing changed\n")
 
 
-def test_a_row_s_lease_is_read_with_it_by_the_peek(
-    in_flight: tuple[CoordinatedStore, Lease], store_spec: StoreSpec
-) -> None:
+def test_a_row_s_lease_is_read_with_it_by_the_peek(in_flight: Lease, store_spec: StoreSpec) -> None:
     from lldsched.cli.storeurl import parse_store, peek
 
-    _, lease = in_flight
+    lease = in_flight
     reader = peek(parse_store(url(store_spec)))
     try:
         rows = {row.id: row for row in reader.tasks()}
