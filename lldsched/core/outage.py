@@ -242,9 +242,9 @@ OUTAGE = (
 
 SHARED_OUTAGE = (
     "store %r failed (a %s): this process starts no run while the store fails its claims "
-    "(every run here is claimed from it); the runs in flight go on, their settles "
-    "held and tried again once it answers; later failures are logged at debug level until a call "
-    "succeeds again"
+    "(every run here is claimed from it); the runs in flight go on, their settles held "
+    "and tried again once it answers; later failures are logged at debug level until a "
+    "call succeeds again"
 )
 """The line that begins an outage of a shared store (several processes, docs/CLUSTER.md):
 no run starts without a claim, so nothing runs in memory meanwhile.  Before, it said
