@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lldsched import FixedRate, Scheduler
+from lldsched import FixedRate, Scheduler, SqliteTaskStore, TaskStatus
 from lldsched.cli import main
 from lldsched.persistence import Lease
 from lldsched.stores.peek import Row
 from tests import jobs
 from tests.cluster import StoreSpec, opened
 from tests.test_cluster_settle_refused_view import _expire
+from tests.test_store_running_row import _crashed_mid_run
 from tests.waits import wait_until
 
 HOUR = 3600.0
@@ -43,9 +45,11 @@ def tasks(capsys: pytest.CaptureFixture[str], spec: StoreSpec, *argv: str) -> st
     return out
 
 
-def shown(capsys: pytest.CaptureFixture[str], spec: StoreSpec) -> tuple[list[str], str]:
-    """``show slow``'s lines, and its one ``claimed`` line."""
-    lines = tasks(capsys, spec, "show", "slow").splitlines()
+def shown(
+    capsys: pytest.CaptureFixture[str], spec: StoreSpec, task_id: str = "slow"
+) -> tuple[list[str], str]:
+    """``show TASK_ID``'s lines, and its one ``claimed`` line."""
+    lines = tasks(capsys, spec, "show", task_id).splitlines()
     (claimed,) = [line for line in lines if line.startswith("  claimed ")]
     return lines, claimed
 
@@ -158,3 +162,23 @@ def test_a_row_s_lease_is_read_with_it_by_the_peek(in_flight: Lease, store_spec:
         reader.close()
     assert isinstance(rows["slow"], Row) and rows["slow"].lease == lease
     assert rows["idle"].lease is None
+
+
+def test_an_attempt_an_unshared_process_left_owed_is_said_owed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file an unshared process died on mid-run, opened shared: the owed attempt's
+    lease (``DIED_UNSHARED``, expired) is said as owed, not as a process holding it."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as unshared:  # the one process, killed mid-run
+        _crashed_mid_run(unshared)
+    with SqliteTaskStore(path, shared=True) as store:
+        (row,) = store.load_all()
+        assert store.owe(row._replace(status=TaskStatus.SCHEDULED, attempt=0, running=False))
+        spec = StoreSpec("sqlite", {"path": str(path)})
+        lines, held = shown(capsys, spec, "job")
+    assert "  status      scheduled  (a run was in flight: its lease ran out)" in lines
+    assert held.startswith("  claimed     attempt 1 of the slot ")
+    assert held.endswith(
+        ", owed: the process running it unshared died; the next claim runs it again"
+    )
