@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import json
 import logging
@@ -37,7 +38,7 @@ from lldsched.clock import UTC_NAMES, beyond_datetimes, utc_datetime
 from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, shown
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import TaskSnapshot
+from lldsched.persistence import DIED_UNSHARED, Lease, TaskSnapshot
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import describe
@@ -51,6 +52,7 @@ VERBS = ("show", "redrive", "pause", "resume", "cancel", "run-now", "remove")
 STATUSES = tuple(status.value for status in TaskStatus)
 _WIDEST = 48  # a table cell's most characters (a long schedule or error is cut)
 _IN_FLIGHT = "  (a run is in flight)"
+_RAN_OUT = "  (a run was in flight: its lease ran out)"
 _COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "ATTEMPT", "LAST")
 
 
@@ -137,11 +139,12 @@ def run_tasks(
             )
         if verb == "show":
             return _show(reader, rows[0], records, as_json)
+        ran_out = _ran_out(rows[0], reader.now)
     except StoreError as exc:
         return _refused(exc)
     finally:
         reader.close()
-    return _act(name, verb, rows[0])
+    return _act(name, verb, rows[0], ran_out)
 
 
 def _arguments(store: str | None, verb: str | None, task_id: str | None, records: int) -> StoreName:
@@ -161,8 +164,9 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
     of each row, only what it shows (:meth:`Peek.listing`)."""
     described = _Described()
     if as_json:
+        now = functools.cache(reader.now)  # read once, at the first lease, if any
         for row, last in reader.whole(status=status):
-            say(json.dumps(_document(row, last, described)))
+            say(json.dumps(_document(row, last, described, _ran_out(row, now))))
         return 0
     listed = reader.listing(status=status)
     table = [_COLUMNS, *(_cells(row, last, described) for row, last in listed)]
@@ -191,8 +195,9 @@ def _uncollected() -> Iterator[None]:
 
 def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
     last = reader.records(row.id, records) if records else []
+    ran_out = _ran_out(row, reader.now)
     if as_json:
-        document = _document(row, last[-1] if last else None)
+        document = _document(row, last[-1] if last else None, ran_out=ran_out)
         document["records"] = [_record_document(record) for record in last]
         say(json.dumps(document))
         return 0
@@ -209,11 +214,14 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
             f"  schedule    {_schedule(task.schedule)}",
             f"  retry       {task.retry!r}",
             f"  depends on  {', '.join(task.depends_on) or '-'}",
-            f"  status      {snapshot.status.value}{_IN_FLIGHT if snapshot.running else ''}",
+            f"  status      {snapshot.status.value}"
+            f"{_RAN_OUT if ran_out else _IN_FLIGHT if snapshot.running or row.lease else ''}",
             f"  next run    {_when(snapshot.next_run_at)}",
             f"  attempt     {snapshot.attempt}",
             f"  runs        {snapshot.run_count} ({snapshot.failure_count} failed)",
         ]
+        if row.lease is not None:
+            lines.append(f"  claimed     {_held(row.lease, ran_out)}")
         if snapshot.last_error is not None:
             lines.append(f"  last error  {snapshot.last_error}")
     lines.append(f"last {len(last)} records:" if last else "no records")
@@ -237,7 +245,7 @@ _DONE = {  # a verb's past tense, and the runtime's method
 }
 
 
-def _act(name: StoreName, verb: str, row: Row) -> int:
+def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
     done, method = _DONE[verb]
     task_id = row.id
     acted = False  # the verb was called: a failure after it is status 1
@@ -270,12 +278,37 @@ def _act(name: StoreName, verb: str, row: Row) -> int:
                 )
             if changed is False:
                 status = scheduler.task(task_id).status.value
+                if row.lease is not None:  # as read just before the verb
+                    status += f"; a run of it claimed: {_held(row.lease, ran_out)}"
                 say(f"task {task_id}: nothing to {verb} (its status is {status}); nothing changed")
             else:
                 say(f"task {task_id}: {done}")
             return 0
     except (StoreError, ImportError) as exc:  # the open (nothing changed), or the close
         return _refused(exc, FAILED if acted else BAD_ARGUMENTS)
+
+
+def _ran_out(row: Row, now: Callable[[], float]) -> bool:
+    """``row``'s lease ran out by the store's clock (``now``, read only for a lease): the
+    process holding it died or stalled, and the next claim takes its run over."""
+    return row.lease is not None and row.lease.expires_at <= now()
+
+
+def _held(lease: Lease, ran_out: bool) -> str:
+    """The run a shared store's lease holds (read with the task's row): which attempt of
+    which slot, the process that claimed it and until when (``ran_out``: its lease ran
+    out, the run owed to the next claim), or the attempt an unshared process left owed
+    when it died (``DIED_UNSHARED``: the next claim runs it again)."""
+    run = f"attempt {lease.attempt + 1} of the slot {_when(lease.slot)}"  # as its record will say
+    if lease.holder == DIED_UNSHARED:
+        return f"{run}, owed: the process running it unshared died; the next claim runs it again"
+    on = f"{run}, on {lease.holder} (token {lease.token}"
+    if ran_out:
+        return (
+            f"{on}), its lease ran out at {_when(lease.expires_at)}: that process died or "
+            "stalled, and the next claim runs the attempt again"
+        )
+    return f"{on}, its lease until {_when(lease.expires_at)})"
 
 
 def _not_loaded(row: Row) -> str:
@@ -408,9 +441,13 @@ def _cells(
 
 
 def _document(
-    row: Row, last: ExecutionRecord | None, described: Callable[[Schedule], str] = _schedule
+    row: Row,
+    last: ExecutionRecord | None,
+    described: Callable[[Schedule], str] = _schedule,
+    ran_out: bool = False,
 ) -> dict[str, Any]:
-    """A task as ``--json`` gives it: instants as seconds since the epoch (UTC)."""
+    """A task as ``--json`` gives it: instants as seconds since the epoch (UTC);
+    ``ran_out``: its lease, if any, ran out by the store's clock (:func:`_ran_out`)."""
     snapshot: TaskSnapshot | None = row.snapshot
     if snapshot is None:
         return {"id": row.id, "error": row.error}
@@ -426,7 +463,19 @@ def _document(
         "run_count": snapshot.run_count,
         "failure_count": snapshot.failure_count,
         "last_error": snapshot.last_error,
+        "lease": None if row.lease is None else _lease_document(row.lease, ran_out),
         "last": None if last is None else _record_document(last),
+    }
+
+
+def _lease_document(lease: Lease, ran_out: bool) -> dict[str, Any]:
+    return {
+        "holder": lease.holder,
+        "token": lease.token,
+        "attempt": lease.attempt + 1,  # the run's, as its record will say (the row's is one less)
+        "slot": lease.slot,
+        "expires_at": lease.expires_at,
+        "ran_out": ran_out,
     }
 
 

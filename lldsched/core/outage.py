@@ -16,7 +16,8 @@ its end.  So an outage is said once, here:
   releases, flushes and misfires, and for the PostgreSQL store's batches of settles,
   written by a thread of its own with an instance of its own) is logged at error
   level **with its traceback**: which store, what failed, that the scheduler goes on
-  in memory;
+  in memory (on a shared store, that it starts no run while its claims fail:
+  :data:`SHARED_OUTAGE`);
 * each later failure while the outage lasts is counted (:class:`Outage`) and logged
   at debug level, one line naming what was not done and the error, no traceback:
   no write is dropped without a word, and a debug log still shows each;
@@ -132,7 +133,9 @@ from lldsched.persistence import TaskSnapshot, TaskStore, purge, resave, save_al
 __all__ = [
     "ENDED_BY",
     "HELD_SETTLES",
+    "OUTAGE",
     "PURGE",
+    "SHARED_OUTAGE",
     "STALE_SHOWN",
     "Kind",
     "Outage",
@@ -199,6 +202,7 @@ class Outage:
         "late",
         "quiet",
         "records",
+        "refused",
         "runs",
         "runs_folded",
         "settles",
@@ -223,10 +227,29 @@ class Outage:
         # store, oldest first, at most HELD_SETTLES: tried again, fenced by its token
         self.settles: dict[int, tuple[str, TaskSnapshot, list[ExecutionRecord]]] = {}
         self.runs = 0  # records of runs not stored for good: a shared store's (their lease's)
+        self.refused = 0  # settles made again and refused by their tokens (taken over meanwhile)
         self.late = 0  # records of runs written late, one by one, in order (Held)
         self.runs_folded = 0  # records of runs past the latest HELD_RUNS, written folded
         self.folded = 0  # records of no run written folded into one per outcome (Held)
         self.dropped = 0  # records held, dropped with their row (not written)
+
+
+OUTAGE = (
+    "store %r failed (a %s): the scheduler goes on in memory and its registry stays "
+    "authoritative; later failures are logged at debug level until a call succeeds again"
+)
+"""The line that begins an outage of a store of one process: its runs go on."""
+
+SHARED_OUTAGE = (
+    "store %r failed (a %s): this process starts no run while the store fails its claims "
+    "(every run here is claimed from it); the runs in flight go on, their settles held "
+    "and tried again once it answers; later failures are logged at debug level until a "
+    "call succeeds again"
+)
+"""The line that begins an outage of a shared store (several processes, docs/CLUSTER.md):
+no run starts without a claim, so nothing runs in memory meanwhile.  Before, it said
+:data:`OUTAGE`'s "the scheduler goes on in memory and its registry stays authoritative",
+and an operator paged for a database restart read that the tasks went on running."""
 
 
 class OutageWrites(StoreInterrupts):
@@ -262,11 +285,7 @@ class OutageWrites(StoreInterrupts):
                     error,
                 )
             else:
-                message = (
-                    "store %r failed (a %s): the scheduler goes on in memory and its "
-                    "registry stays authoritative; later failures are logged at debug level "
-                    "until a call succeeds again"
-                )
+                message = SHARED_OUTAGE if self.shared else OUTAGE
                 _say_outage(message, self.store, doing, error, repeated)
         else:
             outage.kinds.add(kind)
@@ -286,7 +305,13 @@ class OutageWrites(StoreInterrupts):
         outage.writes += writes
 
     def succeeded(
-        self, kind: Kind, task_id: str | None = None, *, rewritten: int = 0, late: int = 0
+        self,
+        kind: Kind,
+        task_id: str | None = None,
+        *,
+        rewritten: int = 0,
+        late: int = 0,
+        refused: int = 0,
     ) -> None:
         """A call of ``kind`` succeeded.  A task write (``task_id`` given): its row is no
         longer stale.  The store takes calls again, so the rows the outage left stale
@@ -301,12 +326,15 @@ class OutageWrites(StoreInterrupts):
         nothing to do, one attribute test a write).  ``rewritten`` and ``late``: the rows
         and the records of runs this call itself wrote again, held by its caller since it
         failed (the PostgreSQL store's settles held: ``postgres_batch.SettleQueue.hold``),
-        counted in the line that ends the outage."""
+        counted in the line that ends the outage; ``refused``: the settles among them the
+        store refused by their tokens (their leases taken over meanwhile: not stored, and
+        no row left stale either, the run that took each over counting)."""
         outage = self.outage
         if outage is None:
             return
         written: set[Kind] = {kind}
         outage.late += late
+        outage.refused += refused
         current = self.current
         if task_id is not None:
             if kind == "delete" and task_id in outage.records:  # its records gone with it
@@ -346,11 +374,20 @@ class OutageWrites(StoreInterrupts):
         if not ended or ((outage.stale or outage.settles) and self.current is not None):
             return  # not over while a stale row failed again: the next write tries it
         self.outage = None
-        said = [
-            f"the rows they left stale were written again ({counted(rewritten, 'row')})"
-            if rewritten
-            else "those tasks' rows are stale until their next transition"
-        ]
+        said = []
+        if rewritten:
+            said.append(
+                f"the rows they left stale were written again ({counted(rewritten, 'row')})"
+            )
+        if outage.refused:  # a lease taken over meanwhile: the store said each at WARNING
+            one = outage.refused == 1
+            said.append(
+                f"{counted(outage.refused, 'settle')} refused when made again: "
+                f"{'its lease was' if one else 'their leases were'} taken over meanwhile, "
+                f"and the run that took {'it' if one else 'each'} over counts"
+            )
+        if not said:
+            said.append("those tasks' rows are stale until their next transition")
         if outage.late:
             said.append(
                 f"the records of {counted(outage.late, 'run')} they carried were written late, "
@@ -470,7 +507,7 @@ class OutageWrites(StoreInterrupts):
         refused by the store (logged and counted there: that process runs it), the
         others are stored, their records written late.  Before the rows left stale,
         which are newer.  Stops at the first that fails again (counted); returns how
-        many were stored or refused."""
+        many were stored (one refused is counted in :attr:`Outage.refused`)."""
         store = self.store
         settles = outage.settles
         done = 0
@@ -487,9 +524,11 @@ class OutageWrites(StoreInterrupts):
                 return done
             del settles[token]
             written.add("save")
-            done += 1
             if getattr(store, "rejected", 0) == refused:
+                done += 1
                 outage.late += sum(record.outcome.ran for record in records)
+            else:
+                outage.refused += 1
         return done
 
     def _write_held(self, outage: Outage, snapshot: TaskSnapshot, held: Held) -> None:

@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot
+from lldsched.persistence import Lease, TaskSnapshot
 from lldsched.stores.codec import SharedParts, decode_task
 from lldsched.stores.rowvalues import Listed, listed_from, record_from, snapshot_from
 
@@ -65,17 +66,21 @@ _LISTED_POSTGRES = (
     "t.id, (t.definition::json -> 'name')::text, t.status, t.next_run_at, t.attempt,"
     " (t.definition::json -> 'schedule')::text"
 )
+_LEASE_KEPT = slice(4, 9)  # the lease's slot, attempt, token, holder, expires_at (KEPT_COLUMNS)
 _RECORD = len(ExecutionRecord._fields) + 1  # record_from's columns: a record's, and its seq
 
 
 class Row(NamedTuple):
     """A task's row: its snapshot, or (``snapshot`` None) why it cannot be read; with a
-    snapshot, its ``definition`` as stored (the text a load decodes, importing)."""
+    snapshot, its ``definition`` as stored (the text a load decodes, importing), and the
+    ``lease`` a claim holds on it, if any (a shared store's run in flight, the lease of a
+    process that died included, until it is taken over; an unshared store holds none)."""
 
     id: str
     snapshot: TaskSnapshot | None
     error: str | None = None
     definition: str = ""
+    lease: Lease | None = None
 
 
 Last = ExecutionRecord | None
@@ -84,14 +89,17 @@ Last = ExecutionRecord | None
 
 class Peek:
     """A durable store opened to read, importing nothing, writing nothing.  ``where``
-    names it in messages (a dsn with its password hidden)."""
+    names it in messages (a dsn with its password hidden); ``now()`` reads the clock its
+    leases expire by."""
 
     def __init__(
         self, where: str, query: Callable[[str, Sequence[object]], list[Any]],
         close: Callable[[], object], *, placeholder: str, tasks: str, columns: str,
         records: str, last: str, listed: str, state: slice, kept: slice,
+        now: Callable[[], float],
     ) -> None:  # fmt: skip
         self.where = where
+        self.now = now
         self._query = query
         self._close = close
         self._p = placeholder
@@ -191,7 +199,9 @@ class Peek:
                 shared=shared,
             )
             snapshot = snapshot_from(task_id, definition, status, state, task=task, kept=kept)
-            return Row(task_id, snapshot, definition=definition)
+            held = kept[_LEASE_KEPT]  # checked with the row; no holder: no lease
+            lease = None if held[3] is None else Lease(task_id, *held)
+            return Row(task_id, snapshot, definition=definition, lease=lease)
         except StoreError as exc:
             return Row(str(task_id), None, str(exc))
 
@@ -241,6 +251,7 @@ def peek_sqlite(path: str) -> Peek:
         tasks=TASKS, columns=TASK_COLUMNS, records=RECORD_COLUMNS,
         last=_LAST_SQLITE, listed=_LISTED_SQLITE,
         state=slice(3, 13), kept=slice(13, None),
+        now=time.time,  # a shared file's leases expire by its host's wall clock, this one's
     )  # fmt: skip
 
 
@@ -278,9 +289,14 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
     except BaseException:
         connection.close()
         raise
+
+    def now() -> float:  # the database's clock, which its leases expire by
+        (instant,) = query(f"SELECT {sql.DB_NOW}", ())[0]
+        return float(instant)
+
     return Peek(
         where, query, connection.close, placeholder="%s",
         tasks=sql.TASKS, columns=sql.SNAPSHOT_COLUMNS, records=sql.RECORD_COLUMNS,
         last=_LAST_POSTGRES, listed=_LISTED_POSTGRES,
-        state=slice(3, 13), kept=slice(13, 22),
+        state=slice(3, 13), kept=slice(13, 22), now=now,
     )  # fmt: skip

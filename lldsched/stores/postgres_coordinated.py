@@ -278,6 +278,7 @@ class PostgresCoordination(PostgresParts):
                 "settle batch",
                 rewritten=len(late),
                 late=sum(r.outcome.ran for pending in late for r in pending.records),
+                refused=sum(pending.tried and pending.token in refused for pending in batch),
             )
         for pending in batch:
             if pending.token in refused:

@@ -470,7 +470,7 @@ class Stopping(SchedulerParts):
         else:
             left = [f"runs still going: {', '.join(going)}"] if going else []
             if any(unstarted):
-                left.append(_not_started(*unstarted))
+                left.append(_not_started(*unstarted, shared=self._coordinator is not None))
         if self._dispatcher.busy:
             left.append("listeners still receiving events")
         if self._coroutines.calls_running:
@@ -495,7 +495,8 @@ class Stopping(SchedulerParts):
         with deadline.holding(self._lock) as hold:
             unstarted = self._unstarted(due_by) if hold.held else (0, 0)
         if any(unstarted):
-            log.warning(said + " %s", *args, _not_started(*unstarted))
+            shared = self._coordinator is not None
+            log.warning(said + " %s", *args, _not_started(*unstarted, shared=shared))
 
     def _unstarted(self, due_by: float) -> tuple[int, int]:
         """How many registered tasks, not running, are due by ``due_by`` (caller holds
@@ -622,17 +623,29 @@ class Stopping(SchedulerParts):
         )
 
 
-def _not_started(unstarted: int, cut: int) -> str:
+def _not_started(unstarted: int, cut: int, *, shared: bool = False) -> str:
     """What a shutdown's warning says of the runs due by it left due: ``unstarted`` it did
     not start, ``cut`` it started and cut (a coroutine cancelled, a worker process
     killed).  Before, a cut run was counted "not started", beside its own line saying it
-    was stopped."""
+    was stopped.
+
+    On a shared store (``shared``) a drain starts nothing its process had not claimed
+    (docs/CLUSTER.md, "How it works"): the tasks its registry has due are the store's,
+    another process's run in flight among them (its row says due at the slot being run).
+    Said so: before, the line said they stayed due "for a durable store to recover",
+    counting the runs another process held as left undone here."""
     if not cut:
         said = f"{counted(unstarted, 'run')} due by the shutdown not started"
     elif not unstarted:
         said = f"{counted(cut, 'run')} due by the shutdown cut mid-run"
     else:
         said = f"{counted(unstarted, 'run')} due by the shutdown not started and {cut} cut mid-run"
+    if shared:
+        return (
+            f"{said} (on a shared store they stay due in the store, for the other processes, "
+            "which may be running them already: a drain starts only what its process had "
+            "claimed, and a run it cut is due again at once)"
+        )
     return (
         f"{said} (they stay SCHEDULED or RETRYING with their due time, for a durable store "
         "to recover)"

@@ -1,0 +1,146 @@
+"""The lines that begin and end a shared store's outage say what a process on it did.
+
+A scheduler of one process goes on in memory through an outage: its runs start from its
+own queue.  A process on a shared store starts a run only from a claim the store grants
+(threaded/timer.py), so while its claims fail it starts none, and the line said so
+wrongly: "the scheduler goes on in memory and its registry stays authoritative", seen
+with three processes on PostgreSQL through a server restart, in which no process ran
+anything (docs/CLUSTER.md, "Failure matrix"; lldsched/core/outage.py, ``SHARED_OUTAGE``).
+
+A run's settle that failed is held and made again once the store answers, refused by its
+token if its lease was taken over meanwhile.  The line that ends the outage counted that
+settle as a row left stale ("those tasks' rows are stale until their next transition",
+PostgreSQL) or written again ("the rows they left stale were written again (1 row)",
+SQLite): seen with a process cut off from PostgreSQL past its lease, its run taken over.
+It now says the settle was refused, its lease taken over (``Outage.refused``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import pytest
+
+from lldsched import FixedRate, Scheduler, StoreError
+from lldsched.model import ExecutionRecord
+from lldsched.persistence import Claim, CoordinatedStore, TaskSnapshot
+from tests import jobs
+from tests.cluster import StoreSpec, opened
+from tests.test_cluster_settle_refused_view import _expire
+from tests.waits import wait_until
+
+HOUR = 3600.0
+
+
+def test_a_shared_store_s_outage_says_no_run_starts_here_while_its_claims_fail(
+    store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="lldsched")
+    down = threading.Event()
+    down.set()
+    with opened(store_spec, 1, poll=0.05) as (store,):
+        claim = store.claim
+
+        def failing(*, now: float, limit: int, among: Collection[str] | None = None,
+                    leaving: Collection[str] = ()) -> list[Claim]:  # fmt: skip
+            if down.is_set():
+                raise StoreError("the server is restarting")
+            return claim(now=now, limit=limit, among=among, leaving=leaving)
+
+        store.claim = failing  # type: ignore[method-assign]
+        scheduler = Scheduler(store=store)
+        try:
+            task = scheduler.schedule("beat", jobs.noop, FixedRate(HOUR), id="beat")  # due now
+            scheduler.start()
+
+            def said(level: int, text: str) -> list[Any]:
+                return [r for r in caplog.records if r.levelno == level and text in r.message]
+
+            wait_until(lambda: bool(said(logging.DEBUG, "still failing")), timeout=30,
+                       what="a second claim failing")  # fmt: skip
+            (began,) = said(logging.ERROR, "failed (a claim)")
+            assert "starts no run while the store fails its claims" in began.message
+            assert "goes on in memory" not in began.message
+            assert task.run_count == 0  # true: nothing ran while the claims failed
+            down.clear()
+            assert scheduler.wait_idle(timeout=30)
+            wait_until(lambda: task.run_count == 1, timeout=30, what="the run once claimed")
+        finally:
+            scheduler.shutdown()
+
+
+def fail_settles_while(
+    store: CoordinatedStore, engine: str, down: threading.Event, failed: list[int]
+) -> None:
+    """Make ``store``'s settles fail as a server away would (nothing written) while
+    ``down`` is set: the SQLite store's one transaction, the PostgreSQL store's batch
+    (tests/test_store_outage_records.py fails the first alone); ``failed`` gets the
+    tokens."""
+    if engine == "sqlite":
+        settle = store._settle  # type: ignore[attr-defined]
+
+        def failing(
+            snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int
+        ) -> None:
+            if down.is_set():
+                failed.append(token)
+                raise StoreError("the server is away")
+            settle(snapshot, records, token=token)
+
+        store._settle = failing  # type: ignore[attr-defined]
+        return
+    write = store._settle_batch  # type: ignore[attr-defined]
+
+    def failing_batch(batch: list[Any]) -> set[int]:
+        if down.is_set():
+            failed.extend(pending.token for pending in batch)
+            store._settles.done((pending.token, False) for pending in batch)  # type: ignore[attr-defined]
+            raise StoreError("the server is away")
+        refused: set[int] = write(batch)
+        return refused
+
+    store._settle_batch = failing_batch  # type: ignore[attr-defined]
+
+
+def test_a_settle_refused_when_made_again_is_said_refused_not_a_row_left_stale(
+    store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="lldsched")
+    down, failed = threading.Event(), list[int]()
+    down.set()
+    jobs.GATE.clear()
+    # lease=300: no renewal within the test (every 100 s), so nothing here finds the
+    # lease gone before the settle is made again
+    with opened(store_spec, 2, lease=300.0, poll=0.05) as (store, other):
+        fail_settles_while(store, store_spec.engine, down, failed)
+        scheduler = Scheduler(workers=1, store=store)
+        try:
+            scheduler.schedule("slow", jobs.gated, FixedRate(HOUR), id="slow")  # due now
+            scheduler.start()
+            wait_until(lambda: bool(store.leases()), timeout=30, what="slow's run claimed")
+            _expire(store_spec)  # as a process cut off past its lease
+            (claim,) = other.claim(now=time.time(), limit=1)
+            assert claim.task_id == "slow" and claim.taken_over
+            jobs.GATE.set()  # the run ends; its settle fails, held
+            wait_until(lambda: bool(failed), timeout=30, what="the settle failed")
+            down.clear()  # made again: refused by its token
+
+            def ended() -> list[logging.LogRecord]:
+                return [r for r in caplog.records if "recovered (a " in r.message]
+
+            wait_until(lambda: bool(ended()), timeout=30, what="the outage's end said")
+            (said,) = ended()
+            assert "1 settle refused when made again: its lease was taken over meanwhile" in (
+                said.message
+            )
+            assert "stale" not in said.message  # no row was left stale, none written
+            assert store.rejected == 1 and other.records("slow") == []
+            assert [lease.token for lease in other.leases()] == [claim.token]
+        finally:
+            jobs.GATE.set()
+            scheduler.shutdown()
+            jobs.GATE.clear()
