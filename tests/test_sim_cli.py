@@ -273,3 +273,33 @@ def test_simulate_without_a_chart_loads_no_third_party_module() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_simulates_gantt_chart_has_a_lane_for_every_worker_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `simulate --workers 12 --gantt day.png` drew "1,942 runs on 9 workers" and nine
+    # lanes: the workers that ran nothing (the built-in day never needs more than nine)
+    # had none, and the chart read as a pool of nine.
+    from matplotlib.figure import Figure
+
+    from lldsched.views import plots
+
+    drawn: list[Figure] = []
+    gantt = plots.gantt
+
+    def kept(*args: Any, **kwargs: Any) -> Figure:
+        figure = gantt(*args, **kwargs)
+        drawn.append(figure)
+        return figure
+
+    monkeypatch.setattr(plots, "gantt", kept)
+    sim = build_scenario(workers=12, seed=0)
+    sim.run_for(86400)
+    assert len({record.worker for record in sim.records() if record.outcome.ran}) < 12
+    assert simulate_cli.write_gantt(sim, str(tmp_path / "day.png")) is None
+    (ax,) = drawn[0].axes[:1]
+    assert [label.get_text() for label in ax.get_yticklabels()] == [
+        f"worker {w}" for w in range(12)
+    ]
+    assert " runs on 12 workers: " in ax.get_title(loc="left") + ax.get_title()

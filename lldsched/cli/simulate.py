@@ -203,11 +203,17 @@ def write_gantt(sim: Simulation, path: str) -> str | None:
     """Draw ``sim``'s runs to ``path`` (the format's own canvas, Agg for PNG: no pyplot,
     no global backend; matplotlib stays inside :mod:`lldsched.views.plots`); why it
     could not (the message after ``error:``: what only the write finds out, a full
-    disk, a file system that refuses it), or None."""
+    disk, a file system that refuses it), or None.
+
+    A lane for each of ``sim``'s workers, those that ran nothing too (and the coroutine
+    lane, ``worker == workers``, where a run is on it): without ``workers=``, the chart
+    had a lane per worker that ran something, and ``--workers 12`` read "on 9 workers"."""
     from lldsched.views.frames import to_frame  # refusal() imported both: the extra is here
     from lldsched.views.plots import gantt
 
-    figure = gantt(to_frame(sim))
+    frame = to_frame(sim)
+    lanes = range(sim.workers + bool((frame["worker"] == sim.workers).any()))
+    figure = gantt(frame, workers=lanes)
     suffix = chart_format(path)[1:]  # refusal() allowed it
     try:  # the old chart or the whole new one, never a part (a Ctrl-C, a full disk)
         write_whole(path, lambda stream: figure.savefig(stream, format=suffix, dpi=100))
