@@ -233,6 +233,20 @@ def test_a_percentile_of_many_values_is_the_value_at_q_percent_of_the_count(
     assert percentile([float(v) for v in range(1, 201)], q) == expected  # ranks 1 to 200
 
 
+@pytest.mark.parametrize(
+    ("count", "q", "expected"),
+    [(100, 7, 7.0), (100, 14, 14.0), (100, 56, 56.0), (1000, 99.9, 999.0), (1000, 0.7, 7.0)],
+)
+def test_a_percentile_ranks_q_percent_of_the_count_exactly(
+    count: int, q: float, expected: float
+) -> None:
+    # The rank was ceil(q / 100 * count), in floats: 7 / 100 * 100 is 7.000000000000001,
+    # so the 7th percentile of 1..100 read 8, and p99.9 of a thousand runs was their
+    # maximum (99.9 / 100 * 1000 = 999.0000000000001), one rank too high.  A float q is
+    # read as the decimal it is written as: 99.9, not the binary number just above it.
+    assert percentile([float(v) for v in range(1, count + 1)], q) == expected
+
+
 def test_waiting_for_a_worker_is_lateness_not_an_overrun() -> None:
     assert not overran(FixedRate(60), record("a", 0, 300, 301))
     assert overran(FixedRate(60), record("a", 0, 0, 61))
