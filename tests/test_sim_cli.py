@@ -44,6 +44,18 @@ def test_simulate_prints_a_summary_row_per_task_and_is_reproducible() -> None:
     assert without_wall_time(other.stdout) != without_wall_time(first.stdout)
 
 
+def test_simulate_prints_a_row_for_every_task_also_one_that_has_not_run_yet() -> None:
+    # "print a summary row per task", says --help: under an hour (0.04 days), the six
+    # reports (due at 01:00) and the backup (02:00) had no record and no row, and the
+    # table read as a service of three tasks.
+    out = simulate("--days", "0.04", "--workers", "4", "--seed", "0")
+    assert out.returncode == 0, out.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()[2:-1]}
+    assert set(rows) == {task.name for task in build_scenario().tasks()}
+    assert rows["nightly-backup"] == ["0"] * 10 + ["-"] * 6
+    assert rows["heartbeat"][0] != "0"
+
+
 def test_one_day_on_one_worker_is_said_in_the_singular() -> None:
     out = simulate("--days", "1", "--workers", "1", "--seed", "5")
     assert out.returncode == 0, out.stderr
