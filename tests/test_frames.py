@@ -6,7 +6,9 @@ import importlib
 import math
 import re
 import sys
+from collections.abc import Coroutine
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,6 +62,7 @@ from tests.runtimes import KINDS, Driven
 from tests.test_tables import edge_records
 
 R = ExecutionRecord
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def at(seconds: float) -> pd.Timestamp:
@@ -447,6 +450,44 @@ def test_mean_busy_is_the_busy_share_of_utilisations_intervals() -> None:
         mean_busy(frame, [0], "1h")
     with pytest.raises(ValidationError, match="freq must be positive"):
         mean_busy(frame, 3, "0s")
+
+
+def test_a_plain_functions_awaitable_counts_on_the_worker_that_called_it() -> None:
+    # utilisation's docstring said a thread worker never reads above 1.0 ("Threads never
+    # do"): a plain function that returns an awaitable frees its worker at once, but its
+    # run, the awaitable's time on the loop, is recorded on that worker, beside the
+    # worker's next run; the loop's lane (worker 1) reads idle.
+    async def work() -> None:
+        return None
+
+    def hands_off() -> Coroutine[Any, Any, None]:
+        return work()
+
+    sim = Simulation(workers=1, start=datetime(2026, 1, 5, tzinfo=UTC), seed=1)
+    sim.schedule("hand-off", FixedRate(60), duration=50, action=hands_off)
+    sim.schedule("plain", FixedRate(60), duration=50)
+    sim.run_for(3600)
+    frame = to_frame(sim)
+    assert set(ran(frame)["worker"]) == {0}
+    table = utilisation(frame, [0, 1], "1h")
+    assert table[0].iloc[0] > 1.0 and table[1].iloc[0] == 0.0
+    assert "returns an awaitable" in " ".join((utilisation.__doc__ or "").split())
+
+
+def test_a_run_in_flight_at_the_end_is_idle_time_in_every_interval_it_spanned() -> None:
+    # SIMULATION.md said a run in flight when run stops leaves "the last interval's
+    # utilisation" low: a five-hour run three hours in is no record yet, and its worker
+    # reads idle in all three hours.
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    sim = Simulation(workers=2, start=start, seed=1)
+    sim.schedule("long", OneTime(at=start), duration=5 * 3600)
+    sim.schedule("tick", FixedRate(600), duration=120)
+    sim.run_for(3 * 3600)
+    assert utilisation(to_frame(sim), 2, "1h")[0].tolist() == [0.0, 0.0, 0.0]
+    sim.run_for(2 * 3600)  # past its finish, it is a record: busy throughout
+    assert utilisation(to_frame(sim), 2, "1h")[0].tolist() == [1.0] * 5
+    said = " ".join((ROOT / "docs" / "SIMULATION.md").read_text().split())
+    assert "reads a run in flight at the end as idle time in every interval it had" in said
 
 
 def test_utilisation_aligns_intervals_on_the_clock_and_covers_long_runs() -> None:

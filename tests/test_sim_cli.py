@@ -44,6 +44,18 @@ def test_simulate_prints_a_summary_row_per_task_and_is_reproducible() -> None:
     assert without_wall_time(other.stdout) != without_wall_time(first.stdout)
 
 
+def test_simulate_prints_a_row_for_every_task_also_one_that_has_not_run_yet() -> None:
+    # "print a summary row per task", says --help: under an hour (0.04 days), the six
+    # reports (due at 01:00) and the backup (02:00) had no record and no row, and the
+    # table read as a service of three tasks.
+    out = simulate("--days", "0.04", "--workers", "4", "--seed", "0")
+    assert out.returncode == 0, out.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()[2:-1]}
+    assert set(rows) == {task.name for task in build_scenario().tasks()}
+    assert rows["nightly-backup"] == ["0"] * 10 + ["-"] * 6
+    assert rows["heartbeat"][0] != "0"
+
+
 def test_one_day_on_one_worker_is_said_in_the_singular() -> None:
     out = simulate("--days", "1", "--workers", "1", "--seed", "5")
     assert out.returncode == 0, out.stderr
@@ -233,6 +245,20 @@ def test_a_percentile_of_many_values_is_the_value_at_q_percent_of_the_count(
     assert percentile([float(v) for v in range(1, 201)], q) == expected  # ranks 1 to 200
 
 
+@pytest.mark.parametrize(
+    ("count", "q", "expected"),
+    [(100, 7, 7.0), (100, 14, 14.0), (100, 56, 56.0), (1000, 99.9, 999.0), (1000, 0.7, 7.0)],
+)
+def test_a_percentile_ranks_q_percent_of_the_count_exactly(
+    count: int, q: float, expected: float
+) -> None:
+    # The rank was ceil(q / 100 * count), in floats: 7 / 100 * 100 is 7.000000000000001,
+    # so the 7th percentile of 1..100 read 8, and p99.9 of a thousand runs was their
+    # maximum (99.9 / 100 * 1000 = 999.0000000000001), one rank too high.  A float q is
+    # read as the decimal it is written as: 99.9, not the binary number just above it.
+    assert percentile([float(v) for v in range(1, count + 1)], q) == expected
+
+
 def test_waiting_for_a_worker_is_lateness_not_an_overrun() -> None:
     assert not overran(FixedRate(60), record("a", 0, 300, 301))
     assert overran(FixedRate(60), record("a", 0, 0, 61))
@@ -273,3 +299,33 @@ def test_simulate_without_a_chart_loads_no_third_party_module() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_simulates_gantt_chart_has_a_lane_for_every_worker_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `simulate --workers 12 --gantt day.png` drew "1,942 runs on 9 workers" and nine
+    # lanes: the workers that ran nothing (the built-in day never needs more than nine)
+    # had none, and the chart read as a pool of nine.
+    from matplotlib.figure import Figure
+
+    from lldsched.views import plots
+
+    drawn: list[Figure] = []
+    gantt = plots.gantt
+
+    def kept(*args: Any, **kwargs: Any) -> Figure:
+        figure = gantt(*args, **kwargs)
+        drawn.append(figure)
+        return figure
+
+    monkeypatch.setattr(plots, "gantt", kept)
+    sim = build_scenario(workers=12, seed=0)
+    sim.run_for(86400)
+    assert len({record.worker for record in sim.records() if record.outcome.ran}) < 12
+    assert simulate_cli.write_gantt(sim, str(tmp_path / "day.png")) is None
+    (ax,) = drawn[0].axes[:1]
+    assert [label.get_text() for label in ax.get_yticklabels()] == [
+        f"worker {w}" for w in range(12)
+    ]
+    assert " runs on 12 workers: " in ax.get_title(loc="left") + ax.get_title()

@@ -34,11 +34,12 @@ from lldsched import checks
 from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr, write_whole
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
+from lldsched.model import ExecutionRecord
 from lldsched.sim.scenario import build_scenario
 from lldsched.sim.simulation import MAX_WORKERS, Simulation
-from lldsched.views.report import format_summary, summarize
+from lldsched.views.report import TaskColumns, TaskSummary, format_summary, summarize, summary_of
 
-__all__ = ["MAX_DAYS", "add_parser", "main", "refusal"]
+__all__ = ["MAX_DAYS", "add_parser", "every_task", "main", "refusal"]
 
 MAX_DAYS = 366
 """The most days ``--days`` replays: a year.  The simulation keeps every record, so its
@@ -182,13 +183,12 @@ def main(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - began
     records = sim.records()
     runs = sum(record.outcome.ran for record in records)  # not the slots skipped
-    schedules = {task.id: task.schedule for task in sim.tasks()}
     say(
         f"simulated {args.days:g} {'day' if args.days == 1 else 'days'} on "
         f"{counted(args.workers, 'worker')} (seed {args.seed}): "
         f"{counted(runs, 'run')} in {elapsed:.2f} s of wall time"
     )
-    say(format_summary(summarize(records, schedules)))
+    say(format_summary(every_task(sim, records)))
     dead = [sim.task(task_id).name for task_id in sim.dead_letter()]
     say(f"dead letter: {dead}")
     if args.gantt:
@@ -199,15 +199,34 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def every_task(sim: Simulation, records: list[ExecutionRecord]) -> list[TaskSummary]:
+    """A summary row per task of ``sim`` (:func:`summarize` of ``records``, overruns by
+    each task's schedule), in the order the tasks first appear in the records, then a row
+    of no run for each task with no record yet (a report due at 01:00 in a replay of 57
+    minutes), in the order registered: it had no row, and the table read as a service
+    without it."""
+    tasks = sim.tasks()
+    rows = summarize(records, {task.id: task.schedule for task in tasks})
+    seen = {record.task_id for record in records}
+    nothing = TaskColumns(outcome=(), ok=(), timed_out=(), attempt=(), lateness=(), duration=())
+    return rows + [summary_of(t.name, nothing, overruns=0) for t in tasks if t.id not in seen]
+
+
 def write_gantt(sim: Simulation, path: str) -> str | None:
     """Draw ``sim``'s runs to ``path`` (the format's own canvas, Agg for PNG: no pyplot,
     no global backend; matplotlib stays inside :mod:`lldsched.views.plots`); why it
     could not (the message after ``error:``: what only the write finds out, a full
-    disk, a file system that refuses it), or None."""
+    disk, a file system that refuses it), or None.
+
+    A lane for each of ``sim``'s workers, those that ran nothing too (and the coroutine
+    lane, ``worker == workers``, where a run is on it): without ``workers=``, the chart
+    had a lane per worker that ran something, and ``--workers 12`` read "on 9 workers"."""
     from lldsched.views.frames import to_frame  # refusal() imported both: the extra is here
     from lldsched.views.plots import gantt
 
-    figure = gantt(to_frame(sim))
+    frame = to_frame(sim)
+    lanes = range(sim.workers + bool((frame["worker"] == sim.workers).any()))
+    figure = gantt(frame, workers=lanes)
     suffix = chart_format(path)[1:]  # refusal() allowed it
     try:  # the old chart or the whole new one, never a part (a Ctrl-C, a full disk)
         write_whole(path, lambda stream: figure.savefig(stream, format=suffix, dpi=100))

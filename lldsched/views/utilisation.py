@@ -53,8 +53,12 @@ def utilisation(frame: pd.DataFrame, workers: Workers, freq: str = "1h") -> pd.D
     (UTC), one float column per worker, 0.0 (idle) to 1.0 (busy throughout).
 
     Each run counts, so a worker index that ran several things at once reads above 1.0:
-    the mean number of its runs in flight.  Threads never do, but the scheduler's event
-    loop (``worker == workers``, its coroutines at once) does.
+    the mean number of its runs in flight.  The scheduler's event loop does (``worker ==
+    workers``, its coroutines at once), and so can a thread worker: a plain function that
+    returns an awaitable frees its worker at once, but its run, the awaitable's time on
+    the loop, is recorded on the worker that called it (the records cannot tell it from
+    a thread's run), so that time counts on that worker, here and in :func:`mean_busy`,
+    not on the loop's lane.
 
     The runs of several processes sharing a store (each numbers its workers from 0; the
     frame's ``node`` column says which ran each: :func:`run_nodes`) are not one worker's:

@@ -123,8 +123,9 @@ def gantt(
     is a time column without a zone.
 
     Runs at once on one lane (the event loop's coroutines, on ``worker == workers``; a
-    task's ``Overlap.ALLOW`` runs, by task) get a row each, ``+1``, ``+2`` under the
-    lane's label, at most :data:`MAX_ROWS_AT_ONCE`, and the key says how many ran at
+    plain function's awaitable, on the worker that called it, beside that worker's next
+    runs; a task's ``Overlap.ALLOW`` runs, by task) get a row each, ``+1``, ``+2`` under
+    the lane's label, at most :data:`MAX_ROWS_AT_ONCE`, and the key says how many ran at
     once; ``max_lanes`` then bounds the rows (fewer of the busiest lanes are drawn).
 
     ``workers`` (by worker only) names the lanes, as :func:`utilisation` takes it and
@@ -320,12 +321,13 @@ def _rows_at_once(
     """Each run's y (a float), the label of each row, the y of each lane's first row, and
     a note: a lane whose runs overlap in time gets a row for each run at once.
 
-    A worker index runs one thing at a time on threads, but not every lane does: the
-    event loop's (``worker == workers``) runs many coroutines at once, and a task with
-    ``Overlap.ALLOW`` runs on several workers at once (a lane per task); several
-    processes' runs get a lane per process and worker (:func:`worker_lanes`), but the
-    runs that name no process still share theirs.  Drawn on
-    one row, each such run's bar covered the others: four coroutines of half a second
+    A thread runs one thing at a time, but not every lane does: the event loop's
+    (``worker == workers``) runs many coroutines at once, a plain function's awaitable
+    is recorded on the worker that called it (free again at once, it runs the next),
+    and a task with ``Overlap.ALLOW`` runs on several workers at once (a lane per
+    task); several processes' runs get a lane per process and worker
+    (:func:`worker_lanes`), but the runs that name no process still share theirs.  Drawn
+    on one row, each such run's bar covered the others: four coroutines of half a second
     read as one.  Each run takes the first row of its lane free at its start (rows
     numbered from the top, the lane's label on its first, "+1", "+2" under it; at most
     :data:`MAX_ROWS_AT_ONCE`); the note, for the chart's key, says which lanes were split
