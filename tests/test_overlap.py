@@ -476,8 +476,9 @@ def test_a_run_cancel_other_cut_says_why_as_any_cancellation_and_frames_count_it
     clock.advance(10)
     cancelled = _decided(log, Outcome.CANCELLED)
     assert cancelled is not None and cancelled.record is not None
-    assert cancelled.record.error == (
-        f"OverlapCancelled: Overlap.CANCEL_OTHER, slot {T0 + 10!r} came due while it ran"
+    assert cancelled.record.error == (  # its slot in UTC, as BUFFER_ONE's note says its own
+        "OverlapCancelled: Overlap.CANCEL_OTHER, slot 2026-01-05T09:00:10.000+00:00 came due "
+        "while it ran"
     )
     assert starts.wait_start()
     scheduler.cancel("task-1")

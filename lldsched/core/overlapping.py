@@ -32,7 +32,7 @@ from lldsched.core.names import (
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.errors import NEVER_STARTED_OVERLAP, OVERLAP_CANCEL_ERROR
-from lldsched.logs import JOBS, counted
+from lldsched.logs import JOBS, counted, instant_text
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.base import (
     Schedule,
@@ -272,7 +272,10 @@ class OverlappingRuns(CoreParts):
             return record
         # A coroutine cut before its body began: the runtime says so (errors.py)
         when = "before it started" if record.error == NEVER_STARTED_OVERLAP else "while it ran"
-        why = f"{OVERLAP_CANCEL_ERROR}: Overlap.CANCEL_OTHER, slot {slot!r} came due {when}"
+        why = (  # the slot in UTC, as every record text and log line gives an instant
+            f"{OVERLAP_CANCEL_ERROR}: Overlap.CANCEL_OTHER, slot {instant_text(slot)} came due "
+            f"{when}"
+        )
         return record._replace(ok=False, error=why, result=None, misfire=OVERLAP_CANCELLED)
 
     def _record_alongside(
