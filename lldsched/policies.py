@@ -57,7 +57,9 @@ task's skipped fires): its runs never overlap.  With ``overlap=``:
 * ``CANCEL_OTHER``: the slot starts a new run at once and raises the running run's
   cancel flag (:class:`~lldsched.core.context.RunContext`; a coroutine run is
   cancelled for real, a process-isolated run's worker process killed).  The
-  cancelled run's record says ``cancelled`` and why.
+  cancelled run's record says ``cancelled`` and why.  A slot that finds every
+  worker busy (the run it cancels may hold the last one) cancels it as it comes
+  due all the same, and starts once a worker is free.
 * ``ALLOW`` with ``max_instances=N``: up to ``N`` runs of the task at once; a slot
   due while ``N`` run is recorded ``skipped``, its record naming the limit.
 

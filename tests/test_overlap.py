@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -298,6 +299,69 @@ def test_cancel_other_on_threads_raises_the_running_runs_flag_and_starts_the_new
     settle(scheduler)
 
 
+# A CANCEL_OTHER task whose own run holds the last worker: the slot that comes due finds
+# no worker to begin on.  Before, the policy was applied only as the slot's run began, so
+# the run in flight was never cancelled: it ran to its end (a run waiting on its flag, for
+# good) and the slot ran late after it, on both runtimes.  Now the slot cancels it as it
+# comes due; the run stops at its flag, and the slot's run takes its worker, on time.
+# (docs/DECISIONS.md, "Overlap policies": "CANCEL_OTHER cancels at the slot, whether or
+# not a worker is free")
+
+CUT_AT_THE_SLOT = [(0, 0, 60, "cancelled"), (60, 60, 60, "ok")]  # (slot, started, finished)
+
+
+def _runs(records: Iterable[ExecutionRecord]) -> list[tuple[float, float, float, str]]:
+    return [(r.slot - T0, r.started - T0, r.finished - T0, r.outcome.value) for r in records]
+
+
+# a modify(priority=) during the run queues the slot again, as another entry: still cut
+REPRIORITIZED = pytest.mark.parametrize("priority", [None, Priority.HIGH])
+
+
+@REPRIORITIZED
+def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due_in_sim(
+    priority: Priority | None,
+) -> None:
+    sim = Simulation(workers=1, start=T0)
+    drawn = iter([150.0])  # the first run would take 150 s, the next ones none
+    task = sim.schedule(
+        "stuck", FixedRate(60), duration=lambda rng, attempt: next(drawn, 0.0),
+        overlap=Overlap.CANCEL_OTHER,
+    )  # fmt: skip
+    sim.run(T0 + 1)
+    if priority is not None:
+        sim.modify(task.id, priority=priority)
+    sim.run(T0 + 60)
+    assert _runs(task.history) == CUT_AT_THE_SLOT
+    assert task.history[0].error is not None and "CANCEL_OTHER" in task.history[0].error
+    assert (task.status, task.next_run_at) == (TaskStatus.SCHEDULED, T0 + 120)
+
+
+@REPRIORITIZED
+def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due_on_threads(
+    priority: Priority | None, make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    starts = _Starts()
+    flags: list[bool] = []
+
+    def cooperative(ctx: RunContext) -> None:
+        starts.started()
+        if ctx.attempt == 1 and not flags:  # the first run waits on its flag (bounded)
+            flags.append(ctx.wait(5))
+
+    scheduler = make_scheduler(clock=clock, workers=1)
+    task = scheduler.schedule("stuck", cooperative, FixedRate(60), overlap=Overlap.CANCEL_OTHER)
+    assert starts.wait_start()
+    if priority is not None:
+        scheduler.modify(task.id, priority=priority)
+    clock.advance(60)
+    assert starts.wait_start()  # the slot at 60 s began: the first run left its worker
+    settle(scheduler)
+    assert flags == [True]  # its flag went up: it did not wait its 5 s out
+    assert _runs(task.history) == CUT_AT_THE_SLOT
+    assert (task.status, task.next_run_at) == (TaskStatus.SCHEDULED, T0 + 120)
+
+
 def test_cancel_other_runs_an_action_that_takes_no_context(
     make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
 ) -> None:
@@ -412,8 +476,9 @@ def test_a_run_cancel_other_cut_says_why_as_any_cancellation_and_frames_count_it
     clock.advance(10)
     cancelled = _decided(log, Outcome.CANCELLED)
     assert cancelled is not None and cancelled.record is not None
-    assert cancelled.record.error == (
-        f"OverlapCancelled: Overlap.CANCEL_OTHER, slot {T0 + 10!r} came due while it ran"
+    assert cancelled.record.error == (  # its slot in UTC, as BUFFER_ONE's note says its own
+        "OverlapCancelled: Overlap.CANCEL_OTHER, slot 2026-01-05T09:00:10.000+00:00 came due "
+        "while it ran"
     )
     assert starts.wait_start()
     scheduler.cancel("task-1")

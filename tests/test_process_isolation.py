@@ -493,7 +493,8 @@ def test_a_run_cancel_other_cancels_before_a_child_took_it_is_never_sent_to_one(
     (record,) = task.history
     assert record.outcome.value == "cancelled" and record.slot == 0
     assert record.error == (
-        "OverlapCancelled: Overlap.CANCEL_OTHER, slot 60.0 came due before it started"
+        "OverlapCancelled: Overlap.CANCEL_OTHER, slot 1970-01-01T00:01:00.000+00:00 came due "
+        "before it started"
     )
     assert wait_for(lambda: second.exists() and second.read_text() != "")
     assert not first.exists()  # the older action never started

@@ -426,7 +426,8 @@ def test_a_coroutine_a_thread_action_returned_after_a_newer_run_cancelled_it_nev
         first, second = sorted(task.history, key=lambda record: record.slot)
         # and its record says it never started (before: "... came due while it ran")
         assert first.error == (
-            "OverlapCancelled: Overlap.CANCEL_OTHER, slot 10.0 came due before it started"
+            "OverlapCancelled: Overlap.CANCEL_OTHER, slot 1970-01-01T00:00:10.000+00:00 came "
+            "due before it started"
         )
         assert second.ok
         assert not older_ran.is_set()

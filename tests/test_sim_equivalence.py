@@ -37,9 +37,11 @@ from lldsched import (
     Schedule,
     Scheduler,
 )
+from lldsched.core.context import RunContext
 from lldsched.sim import Simulation
 from lldsched.testing import Stepper
 from tests.conftest import T0
+from tests.waits import wait_until
 
 Outcome = tuple[str, float, int, str]
 BERLIN = "Europe/Berlin"
@@ -75,18 +77,54 @@ def scenario(with_durations: bool) -> list[Spec]:
     ]
 
 
-def action_for(spec: Spec, advance: Callable[[float], object] | None) -> Callable[[], None]:
+Advance = Callable[[float, "RunContext | None"], object]
+"""A threaded run's duration: the clock moved by that many seconds, or, for a run given a
+context, until its flag goes up for ``Overlap.CANCEL_OTHER``, whichever comes first."""
+
+
+def action_for(spec: Spec, advance: Advance | None) -> Callable[..., None]:
+    """The action of ``spec``'s runs: the n-th takes ``durations[n]`` (``advance``, on
+    threads) and raises if ``n`` is in ``failing_runs``.  A ``CANCEL_OTHER`` task's runs
+    take their context and stop when a slot that comes due cancels them, as the
+    simulation ends them there ("a run that checks its flag"); the others take none."""
     runs = [0]
 
-    def action() -> None:
+    def run(ctx: RunContext | None) -> None:
         n = runs[0]
         runs[0] += 1
         if advance is not None and n < len(spec.durations):
-            advance(spec.durations[n])
+            advance(spec.durations[n], ctx)
         if n in spec.failing_runs:
             raise RuntimeError(f"run {n} failed")
 
+    if spec.options.get("overlap") is Overlap.CANCEL_OTHER:
+
+        def cooperative(ctx: RunContext) -> None:
+            run(ctx)
+
+        return cooperative
+
+    def action() -> None:
+        run(None)
+
     return action
+
+
+def moved(scheduler: Scheduler, end: float, ctx: RunContext | None) -> float:
+    """Where a run that would end at ``end`` stops the clock next: ``end``, or for a run
+    with a context (CANCEL_OTHER), the next instant an entry falls due before it, where
+    its flag may go up (caller moves the clock there and asks again)."""
+    if ctx is None:
+        return end
+    wait_until(lambda: handed_out(scheduler), timeout=10, what="the hand-out")  # what is due
+    with scheduler._lock:
+        head = scheduler._queue.next_due()  # after now, then
+    return head if head is not None and head < end else end
+
+
+def stopped(ctx: RunContext | None) -> bool:
+    """A slot that came due cancelled the run: it stops here (its flag is up)."""
+    return ctx is not None and ctx.cancelled and ctx.reason == "overlap"
 
 
 def on_threads(specs: list[Spec], horizon: float) -> list[Outcome]:
@@ -113,15 +151,24 @@ def threaded_records(
     scheduler = Scheduler(workers=1, clock=clock, listeners=[log], seed=seed, tz=tz)
     waiting = deque(sorted(((start + at, act) for at, act in interventions), key=itemgetter(0)))
 
-    def advance(seconds: float) -> None:
+    def advance(seconds: float, ctx: RunContext | None) -> None:
         """An action's duration: the interventions due before its end are made on the way,
-        at their instants, while it runs (as the simulation makes them mid-run)."""
+        at their instants, while it runs (as the simulation makes them mid-run); a run
+        with a context stops where a slot coming due raises its flag (:func:`moved`)."""
         end = clock.now() + seconds
-        while waiting and waiting[0][0] < end:
-            at, act = waiting.popleft()
-            clock.set(max(at, clock.now()))
-            act(scheduler)
-        clock.set(end)
+        while True:
+            to = moved(scheduler, end, ctx)
+            if waiting and waiting[0][0] < to:
+                at, act = waiting.popleft()
+                clock.set(max(at, clock.now()))
+                act(scheduler)
+                continue
+            clock.set(to)
+            if to >= end:
+                return
+            wait_until(lambda: handed_out(scheduler), timeout=10, what="the hand-out")
+            if stopped(ctx):  # the slot at `to` cancelled it, handed out to no free worker
+                return
 
     # Every task registered before the start, at the start, as in the simulation:
     # registered on a started scheduler, a later one raced the first run, whose action
@@ -147,6 +194,14 @@ def threaded_records(
             assert scheduler.wait_idle(10)
         dead = scheduler.dead_letter()
     return [e.record for e in log.events if e.record is not None] + [dead_letter(dead)]
+
+
+def handed_out(scheduler: Scheduler) -> bool:
+    """Nothing due by now waits in the heap: the timer has handed it all out (and raised
+    the flags of the runs a CANCEL_OTHER slot it handed out to a busy worker cancels)."""
+    with scheduler._lock:
+        head = scheduler._queue.next_due()
+        return head is None or head > scheduler._clock.now()
 
 
 def dead_letter(ids: list[str]) -> ExecutionRecord:
@@ -376,9 +431,12 @@ def test_priorities_on_a_saturated_worker_and_a_pause_and_resume_mid_run_alike_o
 
 def test_overlap_policies_on_a_saturated_worker_give_the_same_runs_on_both_runtimes() -> None:
     """CANCEL_OTHER and ALLOW on one worker: a slot due while the worker is taken waits for
-    it, nothing is cancelled, and the run that starts late records the slots it is late
-    for skipped instead of chasing them (docs/DECISIONS.md, "CANCEL_OTHER and ALLOW queue
-    the next slot as a run begins"): alike on both, at the same instants."""
+    it, and the run that starts late records the slots it is late for skipped instead of
+    chasing them (docs/DECISIONS.md, "CANCEL_OTHER and ALLOW queue the next slot as a run
+    begins"); a CANCEL_OTHER slot that comes due while a run of its task holds the worker
+    cancels that run all the same (its action stops at its flag), and waits for the worker
+    behind what was due before it ("CANCEL_OTHER cancels at the slot, whether or not a
+    worker is free"): alike on both, at the same instants."""
     specs = [
         Spec("cancel", FixedRate(60, start_delay=5), (130,) * 20,
              options={"overlap": Overlap.CANCEL_OTHER}),
@@ -397,9 +455,10 @@ def test_overlap_policies_on_a_saturated_worker_give_the_same_runs_on_both_runti
     assert threaded == simulated
     cancel = [(due, outcome, started) for name, due, _, outcome, started, _ in threaded
               if name == "cancel"]  # fmt: skip
-    assert cancel[:4] == [(5, "ok", 5), (125, "skipped", 205), (185, "skipped", 205),
-                          (65, "ok", 205)]  # fmt: skip
-    assert "cancelled" not in {outcome for *_, outcome, _, _ in threaded}
+    # the run at 5 is cut at 65; the slot at 65 starts at 135, after ALLOW's run (due at
+    # 7) that took the worker first, skips 125 and is cut at 185, and so on
+    assert cancel[:5] == [(5, "cancelled", 5), (125, "skipped", 135), (65, "cancelled", 135),
+                          (245, "skipped", 255), (185, "cancelled", 255)]  # fmt: skip
 
 
 def test_a_services_forty_jobs_on_three_workers_stepped_on_threads_run_as_simulated() -> None:

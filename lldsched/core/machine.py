@@ -135,7 +135,7 @@ from lldsched.core.runs import RunTransitions
 from lldsched.core.schedulearg import check_zone
 from lldsched.core.storewrites import StoreWrites, purge_retired, refused
 from lldsched.core.tally import Tally
-from lldsched.core.task import DEFAULT_OPTIONS, Run, RunStats, ScheduledTask, fit_flight
+from lldsched.core.task import DEFAULT_OPTIONS, Entry, Run, RunStats, ScheduledTask, fit_flight
 from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
@@ -244,6 +244,10 @@ class SchedulerCore(
         # (docs/DECISIONS.md, "A run in flight is held to its task's timeout now"): a
         # runtime whose deadlines are armed re-arms that run's from its begin.
         self.on_retime = on_retime
+        # The entries of the slots CANCEL_OTHER tasks queued behind their runs in flight,
+        # earliest first: a runtime calls overdue() for one that comes due and finds no
+        # place to begin, and drops them as they pass (core/overlapping.py).
+        self.overdue_slots: list[Entry] = []
         # The process each run's record names (ExecutionRecord.node): a runtime on a shared
         # store sets it to the store's holder id (threaded/shared.py); None for a core that
         # shares nothing.  An instance attribute: read from the class (a default there),

@@ -10,6 +10,7 @@ values in :mod:`lldsched.policies`; the rules, per policy, are in docs/DECISIONS
 
 from __future__ import annotations
 
+import heapq
 import logging
 from itertools import islice
 
@@ -31,7 +32,7 @@ from lldsched.core.names import (
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.errors import NEVER_STARTED_OVERLAP, OVERLAP_CANCEL_ERROR
-from lldsched.logs import JOBS, counted
+from lldsched.logs import JOBS, counted, instant_text
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.base import (
     Schedule,
@@ -140,6 +141,11 @@ class OverlappingRuns(CoreParts):
         task.attempt = 0
         self._enqueue(task, following)
         flight.queued = task.generation
+        if task._options.overlap is CANCEL_OTHER:  # the runtime asks overdue() there
+            slots = self.overdue_slots
+            while slots and slots[0][0] < now:  # passed: begun, cut or dropped since
+                heapq.heappop(slots)
+            heapq.heappush(slots, (following, task.priority._value_, task.generation, task.id))
         return (skipped, following, now) if skipped else None
 
     def _record_late(self, task: ScheduledTask, late: Late | None) -> None:
@@ -195,14 +201,7 @@ class OverlappingRuns(CoreParts):
             self._record_late(task, self._queue_behind(task, 1, slot))  # as a run would
             return None
         if overlap is CANCEL_OTHER:
-            assert task._run is not None
-            for other in (*flight.others, task._run):
-                if id(other) not in flight.cancelled:
-                    flight.cancelled[id(other)] = slot
-                    if other.context is not None:
-                        other.context.cancel("overlap")
-                    if self.on_cancel is not None:
-                        self.on_cancel(other)
+            self._cancel_flight(task, flight, slot)
         assert task._run is not None
         flight.others.append(task._run)
         context = None
@@ -217,6 +216,43 @@ class OverlappingRuns(CoreParts):
             self._write_and_publish(task, RUNNING)
         self._record_late(task, late)
         return run
+
+    def overdue(self, entry: Entry) -> None:
+        """``entry`` came due and waits for a place to begin (every worker busy, or the
+        coroutine lane full): if it is the slot a ``CANCEL_OTHER`` task queued behind its
+        runs in flight, those runs are cancelled now, at the slot, not when a place frees
+        (:meth:`_cancel_flight`, the rule :meth:`_alongside` applies as the slot's run
+        begins beside them).  A run that stops at its flag frees its place, and the
+        slot's run takes it.  Before, a task whose own run held the last worker was
+        never cancelled: the run went on to its end (a run waiting on its flag, for
+        good) and the slot ran late after it (docs/DECISIONS.md, "Overlap policies").
+        Anything else (a slot begun or dropped, another policy, a paused task) is left
+        as it is.  The slot is known by its task and instant, not by its entry's
+        generation: a ``modify(priority=)`` queues it again.  Each runtime finds the
+        slots in :attr:`overdue_slots` (where :meth:`_queue_following` puts them) and
+        drops them as they pass: the threaded timer as it hands them out to busy
+        workers, the simulation at each slot's instant, once that instant's starts are
+        done."""
+        task = self.tasks.get(entry[3])
+        if task is None or task.status is not RUNNING or task._options.overlap is not CANCEL_OTHER:
+            return
+        flight = task._flight
+        if flight is not None and flight.pending == entry[0] and task._run is not None:
+            self._cancel_flight(task, flight, flight.pending)
+
+    def _cancel_flight(self, task: ScheduledTask, flight: Flight, slot: float) -> None:
+        """``CANCEL_OTHER``: ``slot`` came due while ``task``'s runs are in flight; raise
+        the flag of each not cancelled yet, note the slot that cut it (its record says
+        so, :meth:`_leave`), and tell the runtime (``on_cancel``: a coroutine cancelled,
+        a worker process killed, a simulated run ended now)."""
+        assert task._run is not None
+        for other in (*flight.others, task._run):
+            if id(other) not in flight.cancelled:
+                flight.cancelled[id(other)] = slot
+                if other.context is not None:
+                    other.context.cancel("overlap")
+                if self.on_cancel is not None:
+                    self.on_cancel(other)
 
     @staticmethod
     def _leave(flight: Flight, run: Run, record: ExecutionRecord) -> ExecutionRecord:
@@ -236,7 +272,10 @@ class OverlappingRuns(CoreParts):
             return record
         # A coroutine cut before its body began: the runtime says so (errors.py)
         when = "before it started" if record.error == NEVER_STARTED_OVERLAP else "while it ran"
-        why = f"{OVERLAP_CANCEL_ERROR}: Overlap.CANCEL_OTHER, slot {slot!r} came due {when}"
+        why = (  # the slot in UTC, as every record text and log line gives an instant
+            f"{OVERLAP_CANCEL_ERROR}: Overlap.CANCEL_OTHER, slot {instant_text(slot)} came due "
+            f"{when}"
+        )
         return record._replace(ok=False, error=why, result=None, misfire=OVERLAP_CANCELLED)
 
     def _record_alongside(

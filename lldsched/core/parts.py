@@ -63,6 +63,7 @@ class CoreParts:
     emit: Callable[[TaskEvent], None] | None
     on_cancel: Callable[[Run], None] | None
     on_retime: Callable[[Run], None] | None
+    overdue_slots: list[Entry]  # CANCEL_OTHER's queued slots, earliest first (overlapping.py)
     under_way: tuple[str, str] | None  # a runtime's verb under way (machine.py)
     node: str | None  # the process its runs name (a shared store's holder id), or None
     _queue: DueQueue

@@ -72,6 +72,7 @@ class SimulationEventLoop(SimulationParts):
         finishes = self._finishes
         interventions = self._interventions
         free = self._free
+        overdue = self._core.overdue_slots  # CANCEL_OTHER's queued slots (core: overdue)
         lane = self._workers  # a coroutine run's worker: the coroutine lane
         finish_run = self._core.finish
         heappop, heappush = heapq.heappop, heapq.heappush
@@ -98,6 +99,8 @@ class SimulationEventLoop(SimulationParts):
                 lanes = self._loop_tasks
                 if lanes:  # two lanes: the next start is picked by lane
                     start, head = self._next_start(now, due_by)
+                    if overdue and overdue[0][0] < start and overdue[0][0] <= due_by:
+                        start, head = max(overdue[0][0], now), None  # (below)
                 else:
                     start = _INF
                     head = peek() if free else None  # the next start needs a free worker
@@ -106,6 +109,13 @@ class SimulationEventLoop(SimulationParts):
                         start = due if due > now else now
                         if due > due_by:  # a shutdown's drain: none due later starts (heap order)
                             start = _INF
+                    elif overdue and not free and overdue[0][0] <= due_by:
+                        # A CANCEL_OTHER slot that found no place comes due: after the
+                        # finishes and interventions of its instant, and its starts, it cuts
+                        # the runs it finds (SchedulerCore.overdue; not an event of its own,
+                        # below).  (A drain leaves the slots due after its instant alone.)
+                        over = overdue[0][0]
+                        start = over if over > now else now
                 if finish <= intervention and finish <= start:
                     if finish > end:
                         break
@@ -137,7 +147,10 @@ class SimulationEventLoop(SimulationParts):
                         break
                     advance_to(start)
                     now = start
-                    assert head is not None  # start < _INF
+                    if head is None:  # an overdue CANCEL_OTHER slot (above): its runs cut
+                        self._core.overdue(heappop(overdue))  # ... finish at `now`
+                        events += 1  # not an event of its own
+                        continue
                     if lanes:
                         begun = self._start_picked(head, start)
                     else:

@@ -286,6 +286,8 @@ class TimerThread(SchedulerParts):
         and never handed out (:meth:`CoroutineRunner.put
         <lldsched.threaded.coroutines.CoroutineRunner.put>` settles its own)."""
         loop_ids = self._loop_ids
+        if self._core.overdue_slots:  # a CANCEL_OTHER task's slot may be among them
+            self._overdue(batch, loop_ids)
         if loop_ids:  # no coroutine task registered: no per-entry test at all
             to_loop = [entry for entry in batch if entry[3] in loop_ids]
             if to_loop:
@@ -294,6 +296,37 @@ class TimerThread(SchedulerParts):
                 self._coroutines.put(to_loop)
                 return
         self._pool.put(batch)
+
+    def _overdue(self, batch: list[Entry], loop_ids: Collection[str]) -> None:
+        """Of ``batch``, about to be handed out, the slots CANCEL_OTHER tasks queued
+        behind their runs in flight (``SchedulerCore.overdue_slots``) that will wait for
+        a place (no idle worker left for them, or no free coroutine slot) are due all the
+        same: the core cancels the runs in flight each finds (``SchedulerCore.overdue``),
+        as the simulation does at the slot's instant, rather than when a place frees; one
+        that finds a place begins beside them at once, and cancels them there (caller
+        holds the lock).  A slot is known by its task and instant (a ``modify(priority=)``
+        queues it again); those due before the batch's last entry leave
+        ``overdue_slots``: each was handed out, now or before, or died."""
+        slots = self._core.overdue_slots
+        due = batch[-1][0]
+        found = {entry[3] for entry in slots if entry[0] <= due}
+        while slots and slots[0][0] < due:
+            heapq.heappop(slots)
+        if not found:
+            return
+        overdue = self._core.overdue
+        pool = self._pool
+        workers = pool.idle - pool.queued  # idle workers no entry waits for yet
+        places = self._coroutines.free if loop_ids else 0
+        for entry in batch:
+            if loop_ids and entry[3] in loop_ids:
+                places -= 1
+                waits = places < 0
+            else:
+                workers -= 1
+                waits = workers < 0
+            if waits and entry[3] in found:
+                overdue(entry)  # (it checks the slot is the task's pending one)
 
     def _arm_deadline(self, deadline: float, context: RunContext) -> None:
         """Raise ``context``'s flag at ``deadline`` unless its run ends first (caller
