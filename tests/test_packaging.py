@@ -373,7 +373,7 @@ def _extra_requirements(extra: str) -> set[str]:
 def test_every_extra_a_message_or_a_document_names_exists(dist: Dist) -> None:
     declared = set(dist.metadata.get_all("Provides-Extra") or [])
     assert {"views", "notebook", "postgres"} <= declared
-    texts = [*(ROOT / "lldsched").rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    texts = [*(ROOT / "lldsched").rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
     named = {name for path in texts for name in EXTRA_IN_TEXT.findall(path.read_text())}
     assert {"views", "postgres"} <= named  # the scan found them
     assert named <= declared, f"named but not declared: {sorted(named - declared)}"
