@@ -1262,6 +1262,18 @@ def test_every_file_under_docs_is_small_enough_for_github_to_render() -> None:
     assert not large, "\n".join(["GitHub would not render (split the file):", *large])
 
 
+def test_the_index_of_the_decision_log_lists_its_files_and_holds_no_entry() -> None:
+    """docs/DECISIONS.md links every file of docs/decisions/, and an entry (a bullet with
+    a bold head) written there, as into the single log before it was split, fails: it
+    goes at the end of its section's file."""
+    index = prose((ROOT / "docs" / "DECISIONS.md").read_text(encoding="utf-8"))
+    entries = re.findall(r"^\s*[-*] \*\*(.{1,60})", index, flags=re.M)
+    assert entries == [], f"entries in docs/DECISIONS.md, the index: {entries}"
+    listed = set(re.findall(r"\]\(decisions/([\w-]+\.md)\)", index))
+    files = {path.name for path in (ROOT / "docs" / "decisions").glob("*.md")}
+    assert listed == files != set(), f"not in the index: {sorted(files - listed)}"
+
+
 def test_every_test_cited_by_name_is_there() -> None:
     missing = []
     for path in [*DOCUMENTS, *sorted(PACKAGE.rglob("*.py"))]:
