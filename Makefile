@@ -47,7 +47,7 @@ typecheck: $(STAMP)
 # workers' time was waiting). PYTEST_WORKERS=0 runs it in this process.
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (many CI images set it):
 # the suite starts hundreds of Python processes, and each would compile lldsched from
-# source again (docs/DECISIONS.md, "The test suite in parallel workers").
+# source again (docs/decisions/parallel-tests.md, "The test suite in parallel workers").
 PYTEST_WORKERS ?= 3
 pytest: $(STAMP) $(CHROMIUM) postgresql
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile

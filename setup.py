@@ -1,5 +1,5 @@
 """The one field the build computes: the long description, README.md with every link
-made an address (docs/DECISIONS.md, "Packaging"); the rest is pyproject.toml's.
+made an address (docs/decisions/packaging.md, "Packaging"); the rest is pyproject.toml's.
 
 README.md's links are relative to the tree (``docs/GUIDE.md``, ``#before-you-trust-it``,
 ``docs/img/gantt.png``): GitHub and a clone resolve them. A package index's page, and

@@ -4,7 +4,8 @@
 knows both).  Run by its path (``python lldsched/__main__.py``, ``python lldsched/``), it
 refuses, before importing anything of the package: Python puts the package's own folder
 on ``sys.path`` then, and the ``lldsched`` it imports is whichever ``sys.path`` finds,
-maybe not the one whose file was named, or none (docs/DECISIONS.md, "The command line").
+maybe not the one whose file was named, or none (docs/decisions/command-line.md, "The command
+line").
 """
 
 import contextlib

@@ -139,7 +139,7 @@ class StoreClosedError(StoreError):
     """The store was closed while its scheduler still uses it (``store.close()``, or a
     ``with`` block of the store that ended before the scheduler's).  A store raises it
     for every call after its ``close()``; a scheduler raises it from a verb, before
-    changing anything, once its store is closed (docs/DECISIONS.md, "A store closed
+    changing anything, once its store is closed (docs/decisions/store-failures.md, "A store closed
     before its scheduler")."""
 
 
@@ -189,7 +189,7 @@ def error_text(exc: BaseException) -> str:
     is cut to what is left of :data:`ERROR_LIMIT` characters (saying how long it was),
     and a character no store can encode (a lone surrogate, NUL) is written as its
     escape: a record whose text a SQLite or PostgreSQL store cannot write was lost
-    from the store (docs/DECISIONS.md, "What a failed run leaves").
+    from the store (docs/decisions/lifecycle.md, "What a failed run leaves").
     """
     text = _one(exc, ERROR_LIMIT)
     if isinstance(exc, BaseExceptionGroup):
@@ -315,7 +315,7 @@ def shown(value: object) -> str:
     ``repr`` raises is named by its type (``"<Thing object (its repr raised
     ValueError)>"``).  The one place the package turns a value given to it into a
     message's text (``lldsched/checks.py``'s checks and every check that quotes what a
-    caller gave; docs/DECISIONS.md, "A bad value is quoted by one rule")."""
+    caller gave; docs/decisions/checking-input.md, "A bad value is quoted by one rule")."""
     return _SHOWN.repr(value)
 
 

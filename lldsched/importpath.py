@@ -18,7 +18,7 @@ here:
   3.12, 10,000 on 3.13) and, on 3.11, how deep the stack already is; the check of
   what a registration could write once passed arguments 985 deep that the restore,
   a few frames deeper, could not read, and 3.13 wrote 5,000-deep arguments a 3.11
-  node of the same store could not read (docs/DECISIONS.md, "Python 3.12 and 3.13").
+  node of the same store could not read (docs/decisions/platforms.md, "Python 3.12 and 3.13").
   The callers' messages quote such values by :func:`~lldsched.errors.shown`, whose
   ``repr`` does not raise ``RecursionError`` on them.
 
@@ -30,7 +30,7 @@ the bad value in the message.  No pickle anywhere: only a module is imported.
 names runs that: whoever can write a store's rows (or the text sent to a worker
 process) can run any importable callable with arguments of their choice
 (``"builtins:exec"`` included), so a store is as trusted as the code itself
-(docs/DECISIONS.md, "Security and trust").  What this module does refuse is anything
+(docs/decisions/security.md, "Security and trust").  What this module does refuse is anything
 beyond the documented form: the module and the qualified name must be dotted
 identifiers, and no part of the qualified name may be a dunder (``"m:f.__class__"``,
 ``"m:C.__init__.__globals__"``): a path names a function or class, it does not walk

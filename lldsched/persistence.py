@@ -81,7 +81,7 @@ PostgreSQL refuses a key over 2,704 bytes *after compression*: a random id over 
 bytes in the records' key (the id and an 8-byte sequence), a repetitive one of 100,000
 passed.  A round bound under it, the same whatever the id is made of and whichever the
 store: an id tried on the in-memory or SQLite store is not refused on moving to
-PostgreSQL (docs/DECISIONS.md, "A task id is at most 2,000 bytes")."""
+PostgreSQL (docs/decisions/checking-input.md, "A task id is at most 2,000 bytes")."""
 
 
 SHORT_ID = MAX_ID_BYTES // 4
@@ -118,8 +118,8 @@ def unstorable(text: str) -> str | None:
     (PostgreSQL's ``text`` holds none; an SQLite store kept it, and a move to PostgreSQL
     failed on it) or a lone surrogate (UTF-8 refuses it: both drivers raised a bare
     ``UnicodeEncodeError`` naming neither the task nor the value).  The one rule of
-    every text a durable store writes (docs/DECISIONS.md, "Text a durable store cannot
-    keep"): :func:`check_storable`, ``stores.codec.check_written``."""
+    every text a durable store writes (docs/decisions/checking-input.md, "Text a durable store
+    cannot keep"): :func:`check_storable`, ``stores.codec.check_written``."""
     if "\x00" in text:
         return "a NUL (\\x00)"
     if text.isascii():
@@ -186,7 +186,7 @@ class TaskSnapshot(NamedTuple):
     ``slot`` is the slot the run due at ``next_run_at`` serves, when it is not that
     instant: a run a plan decided (a catch-up slot, a ``run_now``'s extra run) that a
     ``resume()`` made due after its slot had passed, due at the resume instant (its record
-    says that slot and that due, docs/DECISIONS.md, "Resume re-anchors a fixed-rate
+    says that slot and that due, docs/decisions/schedules.md, "Resume re-anchors a fixed-rate
     grid"); None otherwise, and always for a retry (whose slot the records keep).  Every
     durable store keeps it, so the record is the same whichever process runs that run.
 
@@ -206,7 +206,7 @@ class TaskSnapshot(NamedTuple):
     from it on meet the misfire policy (they passed after the plan was made); without
     it, every slot after ``waited`` up to the restart was caught up as the plan's.  The
     durable stores keep it in the column that keeps the slot to resume at (it is always
-    after ``waited``, which that slot is when ``resumes``): docs/DECISIONS.md, "A
+    after ``waited``, which that slot is when ``resumes``): docs/decisions/persistence.md, "A
     RUN_ALL plan put back from a row ends where it was decided".
 
     ``grid`` is the origin of the grid a ``FixedRate`` task's slots are counted on (its
@@ -217,7 +217,7 @@ class TaskSnapshot(NamedTuple):
     a delayed instant, whose undelayed slot is the origin), and in a row an older
     release wrote.  Every durable store keeps it, so a restart, or another process of a shared
     store, counts the slots from the same origin, the very floats, instead of starting a
-    grid at the restored slot (whose sums drift: docs/DECISIONS.md, "A fixed rate's grid
+    grid at the restored slot (whose sums drift: docs/decisions/schedules.md, "A fixed rate's grid
     origin is kept in the row").  Read only where the task's slot is on that grid
     (``FixedRate.next_on_grid`` checks it): a stale one starts a new grid at the slot, as
     a row without one does.
@@ -397,7 +397,7 @@ def verb_call(store: object) -> AbstractContextManager[None]:
     rewrite of the rows an outage left stale; a verb's :func:`verb_held` is one too): a
     store with a ``verb_call()`` method of its own makes them one call of its deadline,
     so that during an outage they wait one ``timeout`` in all (PostgreSQL,
-    docs/DECISIONS.md "One timeout a PostgreSQL call, and a verb's"); any other store
+    docs/decisions/store-failures.md "One timeout a PostgreSQL call, and a verb's"); any other store
     makes them as ever."""
     call: Callable[[], AbstractContextManager[None]] | None = getattr(store, "verb_call", None)
     return nullcontext() if call is None else call()
@@ -410,8 +410,8 @@ def settles_waiting(store: object) -> bool | None:
     a flush that had nothing to send, or whose settles the store held again (an outage),
     is no sign that the store answers, and is not counted a success (which would end an
     outage in which a flush failed, and write the rows it left stale once more, another
-    ``timeout`` in a black hole: docs/DECISIONS.md, "One timeout a PostgreSQL call, and
-    a verb's")."""
+    ``timeout`` in a black hole: docs/decisions/store-failures.md, "One timeout a PostgreSQL call,
+    and a verb's")."""
     waiting = getattr(store, "settles_waiting", None)
     return None if waiting is None else bool(waiting)
 
@@ -531,7 +531,7 @@ class Change(NamedTuple):
     ``snapshot`` is the row as it is now, or ``None`` when the task was removed.
     ``leased`` is True while another process holds a lease on it (its run is in
     flight there): the row's status then says what follows that run, not that
-    the task is free; judged on the host's clock (docs/DECISIONS.md, "The change
+    the task is free; judged on the host's clock (docs/decisions/persistence.md, "The change
     feed's lease flag stays judged on the host's clock").  ``version`` only
     ever grows for one task.
     """
@@ -642,7 +642,7 @@ class CoordinatedStore(HistoryStore, Protocol):
         none of those in ``leaving`` ever are.  The threaded runtime passes them only
         while one kind of its runs has no room to start here (every worker busy: among
         its loop tasks; every coroutine slot taken: leaving them), so that the runs it
-        cannot start stay unclaimed for the other processes (docs/DECISIONS.md, "A
+        cannot start stay unclaimed for the other processes (docs/decisions/persistence.md, "A
         process claims only what it can start")."""
         ...
 

@@ -1,5 +1,5 @@
 """A Ctrl-C while the command line starts ends it as one later does: ``interrupted`` on
-stderr, status 130, no traceback (docs/DECISIONS.md, "The command line").
+stderr, status 130, no traceback (docs/decisions/command-line.md, "The command line").
 
 ``python -m lldsched`` (and ``python -m lldsched.__main__``, the module it runs) imports
 the package before any of the command line's code runs (``lldsched/__init__.py``, the

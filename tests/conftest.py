@@ -83,7 +83,7 @@ def collect_each_test(collect_each_module: None) -> Iterator[None]:
 
     What survives the collection is frozen (``gc.freeze()``): the next test's collection
     walks only what that test made, not the session's quarter of a million objects
-    (0.25 s a walk on a loaded two-core machine: docs/DECISIONS.md, "A background
+    (0.25 s a walk on a loaded two-core machine: docs/decisions/parallel-tests.md, "A background
     failure fails the test that caused it").
     :func:`collect_each_module` unfreezes them again."""
     yield

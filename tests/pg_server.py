@@ -108,7 +108,7 @@ class PostgresServer:
     tests/conftest.py): no disk is written, and its removal is a matter of memory.  On
     disk the session's cluster, some 12,000 files and 180 MB once the suite had run on
     it, took 8 to 36 s to remove at the end of each pytest-xdist worker on a loaded
-    machine, in the teardown of the worker's last test (docs/DECISIONS.md, "The test
+    machine, in the teardown of the worker's last test (docs/decisions/parallel-tests.md, "The test
     suite in parallel workers").  Not for a benchmark that measures a durable server
     (``DURABLE`` in benchmarks/bench_cluster.py).
     """

@@ -477,7 +477,7 @@ def test_a_notebooks_headings_go_down_one_level_at_a_time(source: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", [*SOURCES, ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))],
+    "path", [*SOURCES, ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))],
     ids=lambda path: path.name,
 )  # fmt: skip
 def test_every_picture_has_alt_text(path: Path) -> None:

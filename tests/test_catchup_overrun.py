@@ -7,7 +7,7 @@ the own schedule answers.  The plan's last run hands the task back, and the slot
 its slot were never decided: a fixed rate's run of 12:00 that lasts until 16:30 skips
 13:00 to 16:00.  The plan answered that run from ``next_run`` alone, so one process went
 on at 17:00 with no record of those four slots, where a store shared by processes (its
-row keeps no plan) and an ordinary overrun recorded each (docs/DECISIONS.md, "Every skip
+row keeps no plan) and an ordinary overrun recorded each (docs/decisions/lifecycle.md, "Every skip
 is a record").  A plan that ends at a slot to resume at (``SKIP`` behind an owed retry,
 a plan cut at the cap) ran that slot late after a run that outlasted it, and skipped
 only the slots after it.  Each case here is checked against an ordinary overrun in one

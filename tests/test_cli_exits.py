@@ -1,6 +1,6 @@
 """How every command of ``python -m lldsched`` ends: 0 when it did its work, 2 for bad
 arguments (one ``error:`` line naming the value), 1 when the work failed after it began,
-130 on Ctrl-C; never a traceback (docs/DECISIONS.md, "The command line")."""
+130 on Ctrl-C; never a traceback (docs/decisions/command-line.md, "The command line")."""
 
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ def test_a_sigint_while_the_command_line_imports_ends_it_as_a_later_one_does(
     tmp_path: Path, how: str, module: str
 ) -> None:
     """Was: KeyboardInterrupt's traceback from inside the import, and the process ended
-    by the signal (docs/DECISIONS.md, "The command line")."""
+    by the signal (docs/decisions/command-line.md, "The command line")."""
     result = start_interrupted(tmp_path, how, [module])
     assert (result.returncode, result.stdout, result.stderr) == (130, "", "interrupted\n")
 
@@ -488,7 +488,7 @@ SIMULATE = "python -m lldsched simulate: error: "
 def test_a_giant_argument_is_quoted_by_the_packages_one_rule(
     capsys: pytest.CaptureFixture[str], argv: list[str], refused: str
 ) -> None:
-    """docs/DECISIONS.md, "A bad value is quoted by one rule": argparse quoted the
+    """docs/decisions/checking-input.md, "A bad value is quoted by one rule": argparse quoted the
     argument whole, a line of 5 KB; its start now, and its length (``errors.shown``)."""
     with pytest.raises(SystemExit) as exited:
         main(argv, prog="python -m lldsched")

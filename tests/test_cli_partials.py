@@ -1,4 +1,4 @@
-"""What a write killed outright leaves, and who removes it (docs/DECISIONS.md, "The
+"""What a write killed outright leaves, and who removes it (docs/decisions/command-line.md, "The
 command line"): ``lldsched.cli.write_whole`` writes into ``.NAME.RANDOM.partial``
 beside the target, holding an exclusive ``flock`` on it until it has replaced the
 target.  A SIGKILL (a power cut) leaves that file; the next write to the same target

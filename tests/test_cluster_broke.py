@@ -118,7 +118,7 @@ def test_a_runs_step_that_raised_on_a_shared_store_decides_as_in_one_process(
 
 class _DriverTimeout(BaseException):
     """What a driver may raise that is not an ``Exception`` (as gevent's ``Timeout``):
-    not a store's failed call, so it reaches the begin (docs/DECISIONS.md, "A
+    not a store's failed call, so it reaches the begin (docs/decisions/store-failures.md, "A
     coordinated store's call that raises anything")."""
 
 

@@ -1,7 +1,7 @@
 """A process claims a run from a shared store only when it has room to start it: a free
 worker for a thread task's run, a free coroutine slot (``max_coroutines``) for a loop
 task's (an ``async def`` action).  The runs due meanwhile stay unclaimed for a process
-that can start them (docs/CLUSTER.md, "Claim"; docs/DECISIONS.md, "A process claims only
+that can start them (docs/CLUSTER.md, "Claim"; docs/decisions/persistence.md, "A process claims only
 what it can start").
 
 Before, a process claimed up to the free room of its hand-off queue (16 per worker)
@@ -309,7 +309,7 @@ def test_a_loop_task_claim_given_back_leaves_the_event_loop_s_line(
     and a begin found no claim for it.  Its entry now leaves the line as the claim is
     given back; and, no slot free, this process does not claim the run again (before, a
     process with loop tasks claimed whatever its slots held, so it claimed the run again
-    in the tick that gave it back: docs/DECISIONS.md, "A process claims only what it can
+    in the tick that gave it back: docs/decisions/persistence.md, "A process claims only what it can
     start").  On a fake clock: the renewals come as it is advanced."""
     store = stores[0]
     cluster_jobs.released.clear()

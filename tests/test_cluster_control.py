@@ -360,7 +360,7 @@ def test_run_now_keeps_the_grid_when_a_process_started_after_it_runs_the_extra_r
 def test_an_extra_run_resumed_in_one_process_keeps_its_slot_whoever_runs_it(
     store_spec: StoreSpec, built: str
 ) -> None:
-    """A run a plan decided keeps its slot when a resume makes it due (docs/DECISIONS.md,
+    """A run a plan decided keeps its slot when a resume makes it due (docs/decisions/schedules.md,
     "Resume re-anchors a fixed-rate grid"): its record says the slot it serves and, as
     due, the resume instant, in one process or several.  The process that runs it is
     not the one that resumed it: it follows the resume from the row (``built`` before

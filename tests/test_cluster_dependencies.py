@@ -250,7 +250,7 @@ def test_an_upstream_dead_in_one_process_fails_the_dependent_once(pair: Pair, en
 def test_a_cancelled_upstream_that_retired_still_fails_the_dependent_at_its_next_slot(
     stores: list[CoordinatedStore],
 ) -> None:
-    """As in one process (docs/DECISIONS.md, "A retired upstream counts as it ended"):
+    """As in one process (docs/decisions/dependencies.md, "A retired upstream counts as it ended"):
     load had its success of extract and ran; extract is cancelled and retires at once
     (retain_finished=0). load's next slot (an extra one, run_now) fails, naming extract;
     it ran instead, and would at every slot after, as if extract were not named."""

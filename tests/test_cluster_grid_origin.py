@@ -2,7 +2,7 @@
 the row keeps the grid's origin (``TaskSnapshot.grid``), so a process that loads the row
 (started after the task ran) or follows it (the change feed: another process resumed
 the task, which started a grid there) counts the slots from the origin the writer
-counts from, the very floats (docs/DECISIONS.md, "A fixed rate's grid origin is kept
+counts from, the very floats (docs/decisions/schedules.md, "A fixed rate's grid origin is kept
 in the row").  Before, a process that loaded the row started a grid at the row's slot,
 and one that followed it kept the origin it had: each a rounding off the writer's grid
 a handover, which adds up."""
@@ -26,7 +26,7 @@ def test_processes_started_one_after_another_count_the_first_grid(
     store_spec: StoreSpec, wrapped: bool
 ) -> None:
     """Wrapped in a ``Window``, the rate passes its origin on: the row keeps it, and each
-    process counts from it (docs/DECISIONS.md, "A fixed rate's grid origin passes
+    process counts from it (docs/decisions/schedules.md, "A fixed rate's grid origin passes
     through a Window"); before, the row kept none and each run stepped by a sum."""
     schedule = Window(RATE, end=T0 + 86_400) if wrapped else RATE
     now = T0

@@ -187,7 +187,7 @@ def test_a_black_holed_holder_raises_its_flag_once_its_trust_runs_out_its_late_s
     takeover before that expiry (tests/test_store_postgres_claims.py:
     ``test_expiry_is_measured_on_the_database_clock_not_the_claimers``,
     ``test_an_expired_lease_is_taken_over_with_a_larger_token_and_the_late_settle_is_refused``).
-    docs/DECISIONS.md ("The black-holed holder's order is argued, not timed")."""
+    docs/decisions/persistence.md ("The black-holed holder's order is argued, not timed")."""
     caplog.set_level(logging.ERROR, logger="lldsched")  # the outage's first failure
     cut_store, cut, other, reader, trust = black_holed
     cut.schedule("held", cluster_jobs.held_past_its_lease, OneTime(delay=0), id="bh-held")

@@ -90,7 +90,7 @@ def test_runs_due_within_one_tick_all_run_once_in_due_then_priority_order(
     assert ran == [task_id for *_, task_id in sorted(order)]
     assert all(record.ok and record.finished >= record.started for record in records)
     # records() is in finish-timestamp order: runs that finished within one tick read
-    # as one instant and come in task order (docs/DECISIONS.md, "Coarse clocks").
+    # as one instant and come in task order (docs/decisions/platforms.md, "Coarse clocks").
     assert [record.finished for record in records] == sorted(r.finished for r in records)
     assert all(task.status is TaskStatus.SUCCEEDED for task in scheduler.tasks())
 

@@ -3,7 +3,7 @@ leaves its attempt in flight owed (at-least-once); the next process is built on 
 (an SQLite file's recovery writes the row at construction, and ``start()`` again) and is
 killed too, before the owed attempt ran.  The process after it still owes that attempt: it
 runs once, as attempt 1 of its slot, and the slots the downtime passed meet the misfire
-policy after it, exactly as after one restart (docs/DECISIONS.md, "A restart killed
+policy after it, exactly as after one restart (docs/decisions/persistence.md, "A restart killed
 before the attempt it owes ran").  On PostgreSQL (always shared) the attempt is owed by
 the dead process's lease, which no construction or start rewrites: the same outcome."""
 

@@ -7,7 +7,7 @@ fake clock, and says each store write on its pipe; at write N it stops there and
 killed (or, for every other N, it goes on and is killed wherever the kill finds it: in
 a write, in a run).  This process then opens the same file, checks what the crash
 left, registers the jobs again as a service does, steps the clock to the same horizon
-and checks the guarantees docs/GUIDE.md ("Durability") and docs/DECISIONS.md
+and checks the guarantees docs/GUIDE.md ("Durability") and docs/decisions/persistence.md
 ("Persistence") give:
 
 * the file is whole (``integrity_check``) and not held by the dead process's claim;
@@ -24,7 +24,7 @@ same service on PostgreSQL (always shared: what was in flight is what held a lea
 taken over once the lease expires).  No run in that mix overruns into its next slot; a
 fourth child runs a service whose one run overruns two slots and is killed at each of
 its writes: the run's record and the records of the slots it skipped are one write
-(``save_all``), so a kill keeps all of them or none (docs/DECISIONS.md, "A run's
+(``save_all``), so a kill keeps all of them or none (docs/decisions/persistence.md, "A run's
 record and the records of the slots it skipped are one write").
 """
 

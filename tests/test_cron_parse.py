@@ -405,7 +405,7 @@ def test_the_parse_is_shared_by_schedules_with_the_same_text_and_zone() -> None:
 
 
 def test_texts_that_fire_alike_are_two_values_each_printed_as_written() -> None:
-    """docs/DECISIONS.md, "A cron schedule is its text and zone"."""
+    """docs/decisions/schedules.md, "A cron schedule is its text and zone"."""
     daily, every_weekday = CronSchedule("0 0 * * *"), CronSchedule("0 0 * * 0-6")
     either_day = CronSchedule("0 0 1-31 * 1")  # two restricted day fields: cron's OR
     start = 1_767_225_600.0  # 2026-01-01 00:00 UTC

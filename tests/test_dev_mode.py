@@ -101,7 +101,7 @@ def test_every_module_imports_and_compiles_without_a_deprecated_call_of_its_own(
     """Every module of the package (the views and the PostgreSQL store too) imports, and
     its source compiles, with no deprecation warning raised from lldsched's own code: on
     each Python the suite runs on, what that Python deprecates (and will remove) fails
-    here first (docs/DECISIONS.md, "Forward compatibility")."""
+    here first (docs/decisions/platforms.md, "Forward compatibility")."""
     child = subprocess.run(
         [sys.executable, "-X", "dev", "-c", _EVERY_MODULE],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
@@ -117,7 +117,7 @@ def test_no_sqlite_statement_numbers_its_parameters() -> None:
     3.12.3 warn at every such call that the parameter is taken as a named one given a
     sequence (CPython gh-117995), an error under ``-W error``.  Checked on the source, so
     on every Python, not only those: a statement that uses a parameter twice names it
-    (``:status``) and is passed a mapping (docs/DECISIONS.md, "Python 3.12 and
+    (``:status``) and is passed a mapping (docs/decisions/platforms.md, "Python 3.12 and
     3.13")."""
     numbered = [
         f"{path.name}:{number}: {line.strip()}"

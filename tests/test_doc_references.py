@@ -1,7 +1,7 @@
 """What the documents name exists: a rename or a removal fails here, naming the doc line.
 
-README.md and docs/*.md (PERFORMANCE.md included: its measurements are dated, the
-names and commands it gives are not):
+README.md, docs/*.md (PERFORMANCE.md included: its measurements are dated, the names
+and commands it gives are not) and the decision log's files (docs/decisions/*.md):
 
 * every repository path they mention (``lldsched/...``, ``tests/...``, ``.ci/...``,
   ``benchmarks/...``, ``docs/...``, ...) exists, a ``*`` in it matching something,
@@ -41,8 +41,12 @@ names and commands it gives are not):
   ``[X](X.md#anchor), "Section"`` (or ``("Section")``) or ``README, "Section"`` (in
   double or single quotes; here, in the package's source, the tests, the tools or the
   notebooks' sources) is a heading or a bold bullet of that document, under the
-  heading the anchor points to, and a test cited as ``tests/test_x.py::name`` is a
-  function or class of that file;
+  heading the anchor points to; a decision's entry is cited by the file of
+  docs/decisions/ that holds it (``docs/decisions/persistence.md, "Entry"``,
+  ``[...](decisions/persistence.md#anchor), "Entry"``, ``persistence.md`` from a file
+  beside it), and one cited by the index, docs/DECISIONS.md, fails naming that file;
+  a test cited as ``tests/test_x.py::name`` is a function or class of that file;
+* every file under docs/ is smaller than the size GitHub renders (``RENDERED``);
 * each row of docs/CRON.md's table of rejected expressions raises the message it
   shows (``(...)`` and a trailing ``...`` stand for the rest).
 
@@ -82,7 +86,7 @@ from lldsched.errors import REPOSITORY, doc_url
 from lldsched.logs import LOGGERS
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]  # docs/decisions/ too
 PACKAGE = ROOT / "lldsched"
 
 
@@ -1018,13 +1022,18 @@ def test_a_link_to_an_anchor_that_is_not_there_is_caught() -> None:
     assert (
         broken_links(
             guide,
-            "[t](DECISIONS.md#persistence), [d](#durability-tasks-that-survive-a-restart)",
+            "[t](decisions/persistence.md#persistence), "
+            "[d](#durability-tasks-that-survive-a-restart)",
             ROOT / "docs",
         )
         == []
     )
     assert broken_links(guide, "the [tour](#a-tour-of-the-apis)", ROOT / "docs") != []
-    assert broken_links(guide, "[p](DECISIONS.md#persistance)", ROOT / "docs") != []
+    assert broken_links(guide, "[p](decisions/persistence.md#persistance)", ROOT / "docs") != []
+    assert broken_links(guide, "[p](DECISIONS.md#persistence)", ROOT / "docs") != []  # moved
+    entry, log = "docs/decisions/schedules.md:1", ROOT / "docs" / "decisions"
+    assert broken_links(entry, "[p](persistence.md#persistence), [g](../GUIDE.md)", log) == []
+    assert broken_links(entry, "[g](GUIDE.md)", log) != []  # a folder up from the log
     assert broken_links(lab, "[w](09-design-lab.ipynb#lab-wait)", NOTEBOOKS) == []
     assert broken_links(lab, "[w](09-design-lab.ipynb#lab-waits)", NOTEBOOKS) != []
     assert broken_links(lab, "[c](../docs/CRON.md#the-grammar)", NOTEBOOKS) == []
@@ -1035,9 +1044,12 @@ def test_a_link_to_an_anchor_that_is_not_there_is_caught() -> None:
 # section (``[X.md](X.md), "Section"``, ``[X](X.md#anchor), "Section"``,
 # ``[X](X.md#anchor) ("Section")``, ``[X](X.md#anchor)'s "Section"``), and the README's
 # ``README, "Section"``, ``README "Section"``, ``README.md ("Section")``; the section in
-# double quotes, or in single quotes (a message inside a double-quoted string).
+# double quotes, or in single quotes (a message inside a double-quoted string).  A file
+# of the decision log is ``decisions/x.md`` (after ``docs/`` or not), or ``x.md`` in a
+# link from a file beside it.
 CITED = re.compile(
-    r"\b(README(?:\.md)?|[A-Z]+\.md)(?:#([^)\s]*))?(?:\)?, |\)? \(|\)?'s | )"
+    r"\b(README(?:\.md)?|[A-Z]+\.md|(?:decisions/)?[a-z][a-z0-9-]*\.md)"
+    r"(?:#([^)\s]*))?(?:\)?, |\)? \(|\)?'s | )"
     r"(?:\"([^\"]{1,120})\"|'([^']{1,120})')"
 )
 # Where citations are written: the documents, the package (messages, docstrings,
@@ -1060,8 +1072,8 @@ def sections(path: Path, anchor: str = "") -> frozenset[str]:
     document (outside its code blocks), or of the part of it under the heading whose
     anchor is ``anchor`` (down to the next heading of its level or above); a bold head
     that runs over lines is read as one line. Read once a document, as ``headings`` is:
-    the documents do not change while the tests run, and DECISIONS.md alone is cited
-    hundreds of times."""
+    the documents do not change while the tests run, and the decision log's files are
+    cited hundreds of times."""
     text = prose(path.read_text(encoding="utf-8"))
     if anchor:
         marks = headings(path)
@@ -1078,21 +1090,51 @@ def sections(path: Path, anchor: str = "") -> frozenset[str]:
     )
 
 
+def cited_document(name: str, root: Path) -> Path:
+    """The file a citation's name stands for: the README, a document of docs/, or a file
+    of the decision log (``decisions/x.md``, or ``x.md`` from a file beside it)."""
+    if name.startswith("README"):
+        return root / "README.md"
+    if name[0].islower():
+        return root / "docs" / "decisions" / name.removeprefix("decisions/")
+    return root / "docs" / name
+
+
+def holders(section: str, root: Path) -> list[str]:
+    """The files of the decision log with a heading or a bold head that ``section``
+    begins (those it is the whole of, if any)."""
+    log = sorted((root / "docs" / "decisions").glob("*.md"))
+    found = [path for path in log if section in sections(path)]
+    found = found or [
+        path for path in log if any(head.startswith(section) for head in sections(path))
+    ]
+    return [str(path.relative_to(root)) for path in found]
+
+
 def uncited(text: str, root: Path = ROOT) -> list[tuple[str, str]]:
     """What ``text`` cites that is not there: (document, section) for a section that is
     no heading or bold bullet of that document, (document, ``#anchor``) for a link's
     anchor that is none of its headings', and (document, ``#anchor, section``) for a
-    section that is not under the heading the link points to. A citation may break
-    across a docstring's or a comment's lines. The documents are those of ``root``."""
+    section that is not under the heading the link points to; (docs/DECISIONS.md,
+    ``section: in docs/decisions/x.md``) for an entry cited by the log's index, not by
+    the file that holds it, and (``docs/decisions/x.md``, ``no such file``) for a file
+    of the log that is not there. A citation may break across a docstring's or a
+    comment's lines. The documents are those of ``root``."""
     joined = re.sub(r"\s*\n\s*(?:#\s*)?", " ", text)
     missing = []
     for name, anchor, double, single in CITED.findall(joined):
         section = double or single
-        document = root / "README.md" if name.startswith("README") else root / "docs" / name
+        document = cited_document(name, root)
+        if name.startswith("decisions/") and not document.is_file():
+            missing.append((f"docs/{name}", "no such file"))
+            continue
         if not document.is_file():
             continue  # a file name in a docstring's example (``X.md, "Section"``)
         cited = str(document.relative_to(root))
-        if not any(head.startswith(section) for head in sections(document)):
+        held = holders(section, root) if cited == "docs/DECISIONS.md" else []
+        if held:
+            missing.append((cited, f"{section}: in {', '.join(held)}"))
+        elif not any(head.startswith(section) for head in sections(document)):
             missing.append((cited, section))
         elif anchor and anchor not in anchors(document):
             missing.append((cited, f"#{anchor}"))
@@ -1118,13 +1160,51 @@ def test_a_section_cited_that_is_not_there_is_caught() -> None:
     ]
     assert uncited('README.md ("Nowhere to be\nfound")') == [("README.md", "Nowhere to be found")]
     assert uncited('docs/GUIDE.md, "Durability"; [CRON.md](CRON.md), "Time zones"') == []
-    assert (  # a bold bullet head that runs over two lines of DECISIONS.md
+    assert (  # a bold bullet head that runs over two lines of its file
         uncited(
-            '[DECISIONS](DECISIONS.md), "`reschedule(task_id, schedule)` starts the new '
-            'schedule as if the task were registered now"'
+            "[decisions/changing-a-task.md](decisions/changing-a-task.md), "
+            '"`reschedule(task_id, schedule)` starts the new schedule as if the task were '
+            'registered now"'
         )
         == []
     )
+
+
+def test_an_entry_is_cited_by_the_file_of_the_log_that_holds_it() -> None:
+    """``docs/decisions/x.md, "Entry"``, ``decisions/x.md`` in a link, ``x.md`` in a link
+    from a file beside it: each read, the entry looked for in that file."""
+    assert uncited('docs/decisions/persistence.md, "Refuse, never repair"') == []
+    assert uncited('(docs/decisions/persistence.md, "Refuse, always repair")') == [
+        ("docs/decisions/persistence.md", "Refuse, always repair")
+    ]
+    assert uncited('docs/decisions/schedules.md ("Refuse, never repair")') == [
+        ("docs/decisions/schedules.md", "Refuse, never repair")
+    ]
+    linked = '[decisions/persistence.md](decisions/persistence.md#persistence), "Refuse, never'
+    assert uncited(linked + ' repair"') == []
+    assert uncited(linked.replace("#persistence", "#persistance") + ' repair"') == [
+        ("docs/decisions/persistence.md", "#persistance")
+    ]
+    assert uncited('[p](persistence.md#persistence) ("Refuse, never repair")') == []  # beside
+    assert uncited('docs/decisions/persistance.md, "Refuse, never repair"') == [
+        ("docs/decisions/persistance.md", "no such file")
+    ]
+
+
+def test_an_entry_cited_by_the_index_fails_naming_the_file_that_holds_it() -> None:
+    """docs/DECISIONS.md is the index of the log: an entry cited by it, in any form, is
+    told where it is."""
+    where = [("docs/DECISIONS.md", "Refuse, never repair: in docs/decisions/persistence.md")]
+    assert uncited('docs/DECISIONS.md, "Refuse, never repair"') == where
+    assert uncited('[DECISIONS.md](DECISIONS.md), "Refuse, never\n    repair"') == where
+    assert uncited('(docs/DECISIONS.md, "Persistence")') == [
+        ("docs/DECISIONS.md", "Persistence: in docs/decisions/persistence.md")
+    ]
+    assert uncited('docs/DECISIONS.md, "Nowhere to be found"') == [
+        ("docs/DECISIONS.md", "Nowhere to be found")
+    ]
+    assert uncited('docs/DECISIONS.md, "Sections"') == []  # the index's own heading
+    assert uncited("docs/DECISIONS.md lists the sections") == []
 
 
 def test_a_section_cited_after_a_link_with_an_anchor_is_checked(tmp_path: Path) -> None:
@@ -1163,6 +1243,35 @@ def test_a_section_cited_after_a_link_with_an_anchor_is_checked(tmp_path: Path) 
     assert found('[DECISIONS](DECISIONS.md#schedules), "Fixed\nrates"') == [
         ("docs/DECISIONS.md", "Fixed rates")
     ]
+
+
+# The size past which GitHub shows a Markdown file as text, unrendered: "Text files over
+# 1 MB are always displayed as plain text" (GitHub's "Limits for viewing content and diffs
+# in a repository", GitHub Enterprise 2.4's documentation); its "Repository limits" page
+# now says previews render for files "generally less than 2 MB", and that "more complex
+# files may time out". The smaller figure: docs/DECISIONS.md, at 1.1 MB, was past it.
+RENDERED = 1_000_000
+
+
+def test_every_file_under_docs_is_small_enough_for_github_to_render() -> None:
+    large = [
+        f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes"
+        for path in sorted((ROOT / "docs").rglob("*"))
+        if path.is_file() and path.stat().st_size >= RENDERED
+    ]
+    assert not large, "\n".join(["GitHub would not render (split the file):", *large])
+
+
+def test_the_index_of_the_decision_log_lists_its_files_and_holds_no_entry() -> None:
+    """docs/DECISIONS.md links every file of docs/decisions/, and an entry (a bullet with
+    a bold head) written there, as into the single log before it was split, fails: it
+    goes at the end of its section's file."""
+    index = prose((ROOT / "docs" / "DECISIONS.md").read_text(encoding="utf-8"))
+    entries = re.findall(r"^\s*[-*] \*\*(.{1,60})", index, flags=re.M)
+    assert entries == [], f"entries in docs/DECISIONS.md, the index: {entries}"
+    listed = set(re.findall(r"\]\(decisions/([\w-]+\.md)\)", index))
+    files = {path.name for path in (ROOT / "docs" / "decisions").glob("*.md")}
+    assert listed == files != set(), f"not in the index: {sorted(files - listed)}"
 
 
 def test_every_test_cited_by_name_is_there() -> None:
@@ -1309,8 +1418,9 @@ ADDRESS = re.compile(
     r"/([^\s#)\"'<>`,]*[^\s#)\"'<>`,.])(?:#([^\s)\"'<>`,]*[^\s)\"'<>`,.]))?"
 )
 # A document named by its path in the repository (``docs/CLUSTER.md``, ``CRON.md``,
-# ``README.md``), not by an address: what a user of the wheel has no file for.
-BY_PATH = re.compile(r"(?<![\w/.-])(?:docs/)?[A-Z]+\.md\b")
+# ``README.md``, ``docs/decisions/persistence.md``), not by an address: what a user of
+# the wheel has no file for.
+BY_PATH = re.compile(r"(?<![\w/.-])(?:docs/)?(?:[A-Z]+|decisions/[a-z][a-z0-9-]*)\.md\b")
 
 
 def unresolved_address(url: str, root: Path = ROOT) -> str | None:
@@ -1422,6 +1532,7 @@ def f(page):
     print(f"{doc_url('docs/OPERATIONS.md#in-a-web-aplication')}")
     print("README.md, 'Set-up'", f"and {page} in CRON.md")
     print(doc_url("docs/GONE.md"), doc_url(page))
+    print("docs/decisions/persistence.md, 'Refuse, never repair'")
 """
     found = uncitable(source, "x.py")
     assert uncitable(ast.parse(source), "x.py") == found  # its tree, as the package's are read
@@ -1433,6 +1544,7 @@ def f(page):
         "x.py:10: README.md by its path, not doc_url",
         "x.py:11: doc_url(page): not a literal path",
         f"x.py:11: no docs/GONE.md in the repository: {REPOSITORY}/blob/main/docs/GONE.md",
+        "x.py:12: docs/decisions/persistence.md by its path, not doc_url",
     ]
 
 

@@ -14,13 +14,13 @@
   forked workers, run its task once on the shared store; its two deployment examples
   that the block runner leaves out run too (on a temporary file, on the tests'
   PostgreSQL server);
-* every Python block of README.md and docs/*.md runs, unless the line above it says
+* every Python block of README.md and docs/**/*.md runs, unless the line above it says
   ``<!-- not run: ... -->`` (a deployment example that needs a server or an app), and
   prints what it shows: the ``# ...`` lines right under a line calling ``print(``
   (under a loop's body, the lines it prints in turn), in the order shown, ``...`` in
   such a line standing for any text (a pid, a path); TESTING.md's, one module, each
   after the ones before it;
-* the runnable blocks of the README and every guide but ARCHITECTURE and DECISIONS
+* the runnable blocks of the README and every guide but ARCHITECTURE and the decision log
   pass a user's ``mypy --strict`` (tests/test_typing_user.py's runner, in one run),
   but for the lines UPGRADING shows because mypy refuses them;
 * every other fenced block is listed in ``NOT_RUN`` with the test that checks it or
@@ -799,7 +799,7 @@ def test_operations_md_names_the_postgresql_stores_threads() -> None:
 
 # --- Python blocks of the README and docs/ -------------------------------------------
 
-DOCUMENTS = [README, *sorted(DOCS.glob("*.md"))]
+DOCUMENTS = [README, *sorted(DOCS.rglob("*.md"))]  # docs/decisions/ too
 # The guides the README's depth moved to: with the README, they hold the blocks that
 # show what they print (the API tour, the service recipes, the simulation).
 GUIDES = [DOCS / name for name in ("GUIDE.md", "OPERATIONS.md", "SIMULATION.md")]

@@ -1,6 +1,6 @@
 """The end of year 9999, the last instant a ``datetime`` shows: a schedule may come due
 past it from an instant inside it (a fixed rate at the end of 9999), and a modelled run
-may end past it.  Neither runtime reaches such an instant (docs/DECISIONS.md, "Virtual
+may end past it.  Neither runtime reaches such an instant (docs/decisions/simulation.md, "Virtual
 time ends with year 9999"): the threaded one waits for it (its clock never gets there,
 and a ``FakeClock`` refuses to go), and the simulation's ``step()`` says nothing is left
 to happen, its clock kept inside year 9999.  ``step()`` went past it: its records were

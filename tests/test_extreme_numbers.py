@@ -9,8 +9,8 @@ for integer string conversion`` from its own ``{value!r}``, naming neither the a
 nor the value; a count that took it (``RetryPolicy(max_attempts=10**5000)``) made a value
 whose ``repr`` raised the same; a name of a million characters was quoted whole in
 every message.  Now every message quotes what it was given through
-``lldsched.errors.shown`` (docs/DECISIONS.md, "A bad value is quoted by one rule"), and
-a count is an int of at most 640 digits (``checks.WIDEST``).
+``lldsched.errors.shown`` (docs/decisions/checking-input.md, "A bad value is quoted by one rule"),
+and a count is an int of at most 640 digits (``checks.WIDEST``).
 
 Each row gives one public constructor, verb or query every value below; a value the
 row's rule takes is listed with the row (``taken``), every other one must be refused

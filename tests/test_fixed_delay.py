@@ -1,4 +1,4 @@
-"""A fixed delay is at least a microsecond (docs/DECISIONS.md, "A fixed delay is at least
+"""A fixed delay is at least a microsecond (docs/decisions/schedules.md, "A fixed delay is at least
 a microsecond").
 
 ``FixedDelay(0)`` made its task due again at the instant its run finished, so on a clock

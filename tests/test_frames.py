@@ -859,7 +859,7 @@ def test_to_frame_and_summarize_refuse_what_is_no_runtime_store_or_records(
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_resumed_run_is_late_by_its_wait_after_the_resume_in_every_view(kind: str) -> None:
-    """A run resumed after its slot passed is due at the resume (docs/DECISIONS.md,
+    """A run resumed after its slot passed is due at the resume (docs/decisions/schedules.md,
     "Resume re-anchors a fixed-rate grid"): its lateness is dispatch latency, the pause
     none of it, and its ``slot`` says the slot it serves.  The record, the frame, both
     summaries and the lateness plot must read it alike."""

@@ -11,7 +11,7 @@ control-character names and ids, unknown ids and the ids of cancelled and retire
 tasks, for every public verb of both runtimes and every constructor a user builds
 (schedules, policies, stores, a clock), and the views' arguments.
 
-The property is the house rule (docs/DECISIONS.md, "Bad input is reviewed as a
+The property is the house rule (docs/decisions/checking-input.md, "Bad input is reviewed as a
 table"): a call either succeeds, leaving every task readable (its repr, its
 schedule's ``explain()``, a finite or absent next due), or raises one of the
 package's errors (or a ``TypeError`` / ``ValueError``) whose message quotes the bad

@@ -1,7 +1,7 @@
 """``Overlap.BUFFER_ONE`` keeps a fixed rate's grid: the run a long run's slots fold into
 is for a slot of the task's grid, ``FixedRate.slot_at(origin, k)``, the very float, and
 so is every slot after it, however many slots the run outlasted, with or without a
-catch-up plan in front of the rate (docs/DECISIONS.md, "A fixed rate's slots after
+catch-up plan in front of the rate (docs/decisions/schedules.md, "A fixed rate's slots after
 downtime are its grid's").  A run that outlasted more than ``MAX_SKIPPED`` slots had its
 latest slot counted on from the run's slot (``buffered``), a rounding off the grid at a
 0.1 s or ``1/3 + 0.1`` s period, where a new grid started."""

@@ -1,7 +1,7 @@
 """After downtime (a restart that finds slots passed, a forward clock jump) the slots a
 misfire decision records and runs are a fixed rate's grid's, counted from its origin:
 each is ``FixedRate.slot_at(origin, k)`` for some ``k``, the very float, whatever the
-misfire policy (docs/DECISIONS.md, "A fixed rate's grid is counted from its origin",
+misfire policy (docs/decisions/schedules.md, "A fixed rate's grid is counted from its origin",
 and "A fixed rate's slots after downtime are its grid's").  Counted from the slot due
 instead (``slot_at(due, j)``), a slot of a 0.1 s grid landed a rounding off, and the
 grid went on from there, a new one at every downtime."""

@@ -1,6 +1,6 @@
 """A fixed rate's on-time slots are counted from its grid's origin: the ``k``-th slot
 is ``FixedRate.slot_at(origin, k)``, the very float, however many runs came before it
-(docs/DECISIONS.md, "A fixed rate's grid is counted from its origin").  Counted from
+(docs/decisions/schedules.md, "A fixed rate's grid is counted from its origin").  Counted from
 each run's slot instead, every step rounded once and the grid drifted: 0.1 s at 2026's
 epochs stepped 0.0999999046 s, 0.095 s early after a million runs."""
 

@@ -1,7 +1,7 @@
 """A fixed rate inside a ``Window`` (or a plan in front of one) counts its slots on its
 grid's origin as a bare one does, in one process and across restarts: the ``k``-th
 slot is ``FixedRate.slot_at(origin, k)``, the very float, and the row keeps the origin
-(docs/DECISIONS.md, "A fixed rate's grid origin passes through a Window").
+(docs/decisions/schedules.md, "A fixed rate's grid origin passes through a Window").
 
 Before, the core counted a grid from its origin only for the exact type ``FixedRate``:
 a ``Window(FixedRate(...))`` was answered from each run's slot (``slot + period``), so

@@ -1,6 +1,6 @@
 """What a failed run leaves for the engineer on call: the record's error text (bounded,
 legible, its cause and an exception group's members named, never lost by a store), and
-the traceback on the ERROR line that gives the slot up (docs/DECISIONS.md, "What a
+the traceback on the ERROR line that gives the slot up (docs/decisions/lifecycle.md, "What a
 failed run leaves").
 
 Every odd exception a job can raise runs on a thread, as a coroutine and in a worker
@@ -292,7 +292,7 @@ def test_a_worker_process_sends_its_traceback_for_the_line(
 def test_each_failure_line_carries_its_attempts_record_for_a_handler(
     make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture, where: str
 ) -> None:
-    # The record keeps no traceback (docs/DECISIONS.md, "What a failed run leaves"); the
+    # The record keeps no traceback (docs/decisions/lifecycle.md, "What a failed run leaves"); the
     # documented way to keep one beside it is a logging handler keyed by the line's
     # ``run_record`` (docs/EXTENDING.md): every failure line carries the record, equal to
     # the history's, and the line that gives up its traceback.

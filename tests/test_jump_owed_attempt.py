@@ -7,7 +7,7 @@ noticed in the restarted process before that attempt ran decided the task's slot
 the policy as if the interrupted slot were one of them (``after_clock_jump`` passed
 ``owed`` for a retry only): with ``SKIP`` it was recorded ``missed`` and never ran (a
 run lost), with ``RUN_ONCE`` coalesced.  Each case is checked against a restart of the
-same store at the jump's instant (docs/DECISIONS.md, "A restart killed before the
+same store at the jump's instant (docs/decisions/persistence.md, "A restart killed before the
 attempt it owes ran leaves it owed")."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ SCHEDULED tasks at a jump: a retry due ran, and the slots after it were recorded
 (or runs them, ``RUN_ALL``); a retry with a longer backoff met no policy at all; and a
 retry within a ``RUN_ALL`` catch-up lost the slots the jump passed without a record.
 Each case here is checked against a restart of the same state at the jump's instant
-(docs/DECISIONS.md, "A forward jump decides a retry's slots as a restart does")."""
+(docs/decisions/persistence.md, "A forward jump decides a retry's slots as a restart does")."""
 
 from __future__ import annotations
 

@@ -73,7 +73,7 @@ def test_the_dispatcher_delivers_in_order_and_logs_a_raising_listener(
     dispatcher.close(5)
     assert seen == list(range(100))
     # Each failure is logged; the first with its traceback, at ERROR, the repeats in
-    # its window at DEBUG, naming the error (docs/DECISIONS.md, "Logging").
+    # its window at DEBUG, naming the error (docs/decisions/logging.md, "Logging").
     lines = [r for r in caplog.records if r.name == "lldsched.listeners"]
     assert [r.levelno for r in lines] == [logging.ERROR] + [logging.DEBUG] * 99
     assert lines[0].exc_info is not None and caplog.text.count("KeyError: 'oops'") == 100

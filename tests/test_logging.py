@@ -1,7 +1,7 @@
 """What lldsched logs, as a service wiring it into its own logging sees it: which
 logger says what (one per component, all under ``lldsched``), the structured fields of
 a failed attempt's line, a line repeated for ever said once a window, and no job
-argument in any line (docs/DECISIONS.md, "Logging"; docs/OPERATIONS.md, "Logging")."""
+argument in any line (docs/decisions/logging.md, "Logging"; docs/OPERATIONS.md, "Logging")."""
 
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ def test_a_fixed_rate_lists_the_slots_it_skipped_on_the_grid_it_jumps_to(
     """One grid: the next slot is ``slot + k * period`` and the slots skipped on the way
     are ``slot + j * period`` for ``0 < j < k``, each below the next slot, never
     ``period`` added again and again (``slot_after`` stepped), which lands a float below
-    the slot jumped to and listed it skipped beside its run (docs/DECISIONS.md, "One grid
+    the slot jumped to and listed it skipped beside its run (docs/decisions/schedules.md, "One grid
     for a fixed rate's slots"); the derived answer agrees."""
     took = 1000.5 * period if data is None else data.draw(st.floats(0, 50 * period))
     record = record_of(slot, slot + took)
@@ -228,7 +228,7 @@ def test_a_cron_run_that_overran_lists_the_fires_it_missed() -> None:
 
 def test_a_cron_run_that_ends_on_the_next_fire_has_not_missed_it() -> None:
     """The first fire not before the finish is due, as a fixed rate's SKIP: a fire
-    exactly at the finish is due at once, and nothing is skipped (docs/DECISIONS.md, "A
+    exactly at the finish is due at once, and nothing is skipped (docs/decisions/schedules.md, "A
     slot that falls exactly at a run's finish has not been missed")."""
     cron = CronSchedule("*/15 * * * *")
     record = record_of(START, START + 15 * 60)

@@ -1,7 +1,7 @@
 """One grid for a fixed rate's slots: the next slot, the slots a run skipped, the first
 slot after an instant and recovery's passed slots are all ``anchor + k * period``
 (``FixedRate.slot_at``), so a slot is recorded skipped or run, never both
-(docs/DECISIONS.md, "One grid for a fixed rate's slots")."""
+(docs/decisions/schedules.md, "One grid for a fixed rate's slots")."""
 
 from __future__ import annotations
 

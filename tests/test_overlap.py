@@ -304,7 +304,7 @@ def test_cancel_other_on_threads_raises_the_running_runs_flag_and_starts_the_new
 # the run in flight was never cancelled: it ran to its end (a run waiting on its flag, for
 # good) and the slot ran late after it, on both runtimes.  Now the slot cancels it as it
 # comes due; the run stops at its flag, and the slot's run takes its worker, on time.
-# (docs/DECISIONS.md, "Overlap policies": "CANCEL_OTHER cancels at the slot, whether or
+# (docs/decisions/overlap.md, "Overlap policies": "CANCEL_OTHER cancels at the slot, whether or
 # not a worker is free")
 
 CUT_AT_THE_SLOT = [(0, 0, 60, "cancelled"), (60, 60, 60, "ok")]  # (slot, started, finished)

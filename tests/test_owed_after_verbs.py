@@ -12,7 +12,7 @@ verb wrote said it was not (a restart read it as a slot of its downtime), and th
 without a transition said ``running`` again.  A ``modify`` that keeps the schedule
 decides nothing anew, but wrote the row without ``running``: a restart then read the
 owed attempt as a slot of its downtime.  ``run_now`` and ``redrive`` change nothing
-here (the task is due already, and not failed) (docs/DECISIONS.md, "A verb that decides
+here (the task is due already, and not failed) (docs/decisions/persistence.md, "A verb that decides
 the task anew ends an owed attempt")."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ tree without what git ignores, with the build backend already installed
   data file put there must be listed in pyproject's package-data) and nothing else,
   with the license, the version ``lldsched.__version__`` says and the ``lldsched``
   script;
-* the sdist holds the whole tree (docs/DECISIONS.md, "Packaging");
+* the sdist holds the whole tree (docs/decisions/packaging.md, "Packaging");
 * the long description both carry is the README with every link an address in the
   repository (setup.py), each to a file the sdist holds and a heading of it;
 * the wheel, installed where the source tree is not, imports and runs its commands;
@@ -148,7 +148,7 @@ def test_the_long_description_is_the_readme_with_every_link_an_address(dist: Dis
     resolve README.md's relative links against: the description the wheel and the sdist
     carry is the README with each link an absolute address (and nothing else changed),
     an address in the repository pyproject names to a file or folder the sdist holds,
-    and an anchor to one of its headings (setup.py; docs/DECISIONS.md, "Packaging")."""
+    and an anchor to one of its headings (setup.py; docs/decisions/packaging.md, "Packaging")."""
     readme = (ROOT / "README.md").read_text()
     description = dist.metadata.get_payload()
     assert isinstance(description, str)
@@ -373,7 +373,7 @@ def _extra_requirements(extra: str) -> set[str]:
 def test_every_extra_a_message_or_a_document_names_exists(dist: Dist) -> None:
     declared = set(dist.metadata.get_all("Provides-Extra") or [])
     assert {"views", "notebook", "postgres"} <= declared
-    texts = [*(ROOT / "lldsched").rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    texts = [*(ROOT / "lldsched").rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
     named = {name for path in texts for name in EXTRA_IN_TEXT.findall(path.read_text())}
     assert {"views", "postgres"} <= named  # the scan found them
     assert named <= declared, f"named but not declared: {sorted(named - declared)}"

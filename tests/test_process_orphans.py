@@ -101,8 +101,8 @@ def test_a_job_killed_at_its_timeout_takes_the_command_it_started_with_it(
     start the command and write its pid, and a worker process a loaded machine kept
     from running that long was killed before the command existed (the test then waited
     for a pid that never came).  A timeout cut below what the run has taken already
-    stops it at once (docs/DECISIONS.md, "A run in flight is held to its task's timeout
-    now"), whatever the machine's load."""
+    stops it at once (docs/decisions/changing-a-task.md, "A run in flight is held to its task's
+    timeout now"), whatever the machine's load."""
     scheduler = make_scheduler(workers=1)
     marker = tmp_path / "command"
     task = scheduler.schedule(

@@ -3,7 +3,7 @@
 the store failing, as a ``StoreError`` is, not a broken begin that fails the task for
 good; a clock that raises at the reading for the wait's end of a dependent whose upstream
 is dead leaves the task failed, as a broken begin fails it, not BLOCKED with nothing
-written (docs/DECISIONS.md, "A dependent's readiness check that raises")."""
+written (docs/decisions/store-failures.md, "A dependent's readiness check that raises")."""
 
 from __future__ import annotations
 

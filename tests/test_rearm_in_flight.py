@@ -1,7 +1,8 @@
 """A modify (or a replace) that changes a task's timeout while its run is in flight
-re-arms that run's deadline from its begin, on both runtimes alike (docs/DECISIONS.md,
-"A run in flight is held to its task's timeout now"): raised or dropped, the run gets
-the new budget; lowered, it is stopped at the new deadline, at once if that passed."""
+re-arms that run's deadline from its begin, on both runtimes alike
+(docs/decisions/changing-a-task.md, "A run in flight is held to its task's timeout now"): raised or
+dropped, the run gets the new budget; lowered, it is stopped at the new deadline, at once if that
+passed."""
 
 from __future__ import annotations
 

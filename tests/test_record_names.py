@@ -1,7 +1,7 @@
 """A record names its task as the task was named when the run happened: an audit trail
 read after a rename (``schedule(..., id=..., replace_existing=True)`` with another name)
 says which job ran, not what the job is called today.  The scheduler's history, the
-listeners' events, the log line, a frame and every store agree (docs/DECISIONS.md, "A
+listeners' events, the log line, a frame and every store agree (docs/decisions/persistence.md, "A
 record keeps the name its run had").  Each test failed before the fix: the run in flight
 across a rename was recorded under the new name, and the durable stores read every
 record's name from its task's row."""

@@ -1,6 +1,6 @@
 """A definition replaced (``schedule(..., id=..., replace_existing=True)``) or modified
 while one of its runs is on its way: the run uses the definition in force when its
-attempt began, whole (docs/DECISIONS.md, "Changing a task"), and begins where that
+attempt began, whole (docs/decisions/changing-a-task.md, "Changing a task"), and begins where that
 definition runs (a worker, a child process, the event loop).  Each test forces its
 interleaving and failed before its fix."""
 
@@ -213,8 +213,8 @@ def test_a_thread_tasks_entry_replaced_by_an_async_def_begins_on_the_loop() -> N
 
 def test_a_coroutine_begun_before_a_modify_is_armed_with_the_timeout_the_modify_gave() -> None:
     # A modify between the run's begin and its call holds the run to the new timeout
-    # (docs/DECISIONS.md, "A run in flight is held to its task's timeout now"), as one
-    # after its call re-arms it.  Once, the loop read the task's timeout after the call,
+    # (docs/decisions/changing-a-task.md, "A run in flight is held to its task's timeout now"), as
+    # one after its call re-arms it.  Once, the loop read the task's timeout after the call,
     # without the lock, and a modify there went unseen by no rule; then the run was armed
     # with the timeout it began with, and a coroutine that never ends ran on an hour past
     # the 0.05 s a modify had given it.

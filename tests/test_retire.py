@@ -407,7 +407,7 @@ def test_a_finished_id_replaced_with_paused_keeps_its_finished_status_held_or_re
     """paused=True pauses a task the call creates; a finished task replaced, held or
     retired, keeps the status it finished with, as any replacement keeps its status.
     PAUSED would make resume() run the one-off job again, what replacing a retired id
-    by its old status is there to prevent (docs/DECISIONS.md, "Finished tasks retire")."""
+    by its old status is there to prevent (docs/decisions/lifecycle.md, "Finished tasks retire")."""
     store = InMemoryTaskStore()
     driven = driven_with(opened, kind, store=store, retain_finished=retain)
     driven.add("migrate", OneTime(T0 + 1), id="migrate")

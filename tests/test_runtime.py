@@ -94,7 +94,7 @@ def test_simulation_remove_forgets_the_task_and_its_run_in_flight_is_recorded() 
     assert [(r.name, r.finished - T0) for r in sim.records()] == [("long", 30.0), ("kept", 101.0)]
 
 
-# What one runtime has and the other has not, each for a reason (docs/DECISIONS.md, "One
+# What one runtime has and the other has not, each for a reason (docs/decisions/public-api.md, "One
 # surface, two runtimes"). A verb added to one runtime fails the test below until it is
 # added to the other (and to lldsched.runtime) or named here with its reason.
 ONLY_SCHEDULER = {

@@ -177,7 +177,7 @@ def test_a_thread_that_runs_on_past_its_deadline_is_recorded_with_the_time_it_ra
     # stopped it), and on a FakeClock jump it said "ran 30 s, over its 5 s budget" when
     # the worker finished before the timer raised the flag; the simulation says the
     # latter, and a modify(timeout=3) during the run is judged by the new budget, as
-    # there (docs/DECISIONS.md, "Changing a task").
+    # there (docs/decisions/changing-a-task.md, "Changing a task").
     clock = FakeClock(1_800_000_000.0)
     started, release = threading.Event(), threading.Event()
     contexts: list[RunContext] = []

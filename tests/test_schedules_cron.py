@@ -63,7 +63,7 @@ def test_the_first_run_is_strictly_after_registration_and_overrun_fires_are_skip
 
 
 def test_a_fire_exactly_at_the_finish_is_due_at_once_and_next_after_stays_strict() -> None:
-    """docs/DECISIONS.md, "A slot that falls exactly at a run's finish has not been
+    """docs/decisions/schedules.md, "A slot that falls exactly at a run's finish has not been
     missed": cron follows the fixed rate's rule (the first fire not before the finish)."""
     cron = CronSchedule("*/15 * * * *")
     at = ts(2026, 11, 30, 9, 15)
@@ -131,7 +131,7 @@ def test_malformed_expressions_are_rejected_at_construction(expr: str, message: 
 
 
 def test_a_redeploy_that_rewrites_a_cron_text_stores_the_new_text(tmp_path: Path) -> None:
-    """docs/DECISIONS.md, "A cron schedule is its text and zone": the two texts fire
+    """docs/decisions/schedules.md, "A cron schedule is its text and zone": the two texts fire
     alike, yet the store and the registry hold the text the code now has."""
     with SqliteTaskStore(tmp_path / "tasks.db") as store:
         sim = Simulation(start=ts(2026, 1, 1, 12, 0), store=store)

@@ -1,4 +1,4 @@
-"""The trust model made true (docs/DECISIONS.md, "Security and trust"): what a store
+"""The trust model made true (docs/decisions/security.md, "Security and trust"): what a store
 row can make a process import, hostile text in SQL, store files readable by their owner
 only, and passwords kept out of messages."""
 

@@ -1,6 +1,6 @@
 """A shared store in an outage: the timer lets its lock go between one wake's store calls
 and the next's, so a verb from a user's thread gets in (docs/CLUSTER.md, "Network
-partitions" and "Limits"; docs/DECISIONS.md, "When a store fails": the timer waits
+partitions" and "Limits"; docs/decisions/store-failures.md, "When a store fails": the timer waits
 ``poll`` after a store call failed).
 
 A black-holed PostgreSQL store answers each call with a failure once the call's

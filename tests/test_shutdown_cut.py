@@ -1,4 +1,4 @@
-"""A run a shutdown cut does not spend its attempt (docs/DECISIONS.md, "A run a shutdown
+"""A run a shutdown cut does not spend its attempt (docs/decisions/logging.md, "A run a shutdown
 cut does not spend its attempt"): a coroutine cancelled, a process-isolated run killed
 (``shutdown(drain=False)``, or a drain out of time) leaves its task due at its slot
 with its attempt, on both runtimes, and a durable store runs it once after the restart.

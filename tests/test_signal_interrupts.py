@@ -6,7 +6,7 @@ A service commonly installs ``signal.signal(SIGTERM, lambda *a: sys.exit(0))``: 
 and where the scheduler's lock is taken with a timeout (``shutdown()``,
 ``metrics(timeout=...)``) one landing as the acquisition returns left the lock taken for
 good.  A :class:`~lldsched.threaded.deadline.Hold` keeps every signal with a Python
-handler now, not SIGINT alone (docs/DECISIONS.md, "Any signal a Python handler raises
+handler now, not SIGINT alone (docs/decisions/simulation.md, "Any signal a Python handler raises
 from, not only Ctrl-C").  Sent for real here (``os.kill``, ``signal.pthread_kill``); injected
 at every line of ``shutdown()`` and ``metrics(timeout=...)`` with the Ctrl-C's sweeps
 (tests/test_threaded_verb_interrupts.py).

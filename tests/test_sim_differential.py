@@ -26,7 +26,7 @@ It stays inside what the runtimes are documented to agree on, and is determinist
   (:func:`handed_out`), so those wait in the hand-off queue, not the heap, whatever the
   thread timing, before the verb or the run's end that follows.
 - **The hand-off queue is not modelled by the simulation** (lldsched/sim/simulation.py,
-  docs/DECISIONS.md "The hand-off queue is not modelled"): an entry pushed due already
+  docs/decisions/simulation.md "The hand-off queue is not modelled"): an entry pushed due already
   while another task's entry waits that it sorts before (a CATCH_UP slot, BUFFER_ONE's run,
   a run-now's slot that its extra run outlasted, a raised priority) takes its heap place
   there and queues behind on threads.  :class:`HandOffWatch` sees that case on the
@@ -34,7 +34,7 @@ It stays inside what the runtimes are documented to agree on, and is determinist
 - **No timeout on a CANCEL_OTHER task**, nor a ``modify(timeout=)`` of one: its runs have a
   context, whose flag the threaded timer raises at the deadline, and a run with its flag
   raised is recorded ``timed_out`` whatever it measured, against the budget it began with
-  (docs/DECISIONS.md, "Timeout flags of thread runs are raised by the timer thread"); the
+  (docs/decisions/threaded.md, "Timeout flags of thread runs are raised by the timer thread"); the
   simulation has no flag and judges the duration against the timeout in force at the
   finish.  A run exactly as
   long as its timeout, or one whose timeout a ``modify`` changed mid-run, is judged
@@ -44,7 +44,7 @@ It stays inside what the runtimes are documented to agree on, and is determinist
 
 The divergence it found and that was fixed (on two paths) is kept as examples below.
 With the fix, a local search of 39,217 examples over 24 seeds found nothing else
-(docs/DECISIONS.md, "A randomized differential of the two runtimes").
+(docs/decisions/simulation.md, "A randomized differential of the two runtimes").
 
 **The wider differential**
 (:func:`test_random_scenarios_with_workers_windows_and_restarts_run_alike`) draws the
@@ -1425,7 +1425,7 @@ def test_random_scenarios_with_workers_windows_and_restarts_run_alike(scenario: 
 #
 # A coroutine's timeout is the loop's, in real seconds, which a FakeClock does not move:
 # the driver fires it (Stage.end).  A coroutine run takes no worker on either
-# runtime (docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual
+# runtime (docs/decisions/simulation.md, "A coroutine run takes the coroutine lane, not a virtual
 # worker"; tests/test_sim_lanes.py pins that lane by hand).  The divergence the wider
 # differential found among them is kept here.
 
@@ -1442,7 +1442,7 @@ async def awaits_nothing() -> None:
 @pytest.mark.parametrize("verb", ["pause", "cancel", "remove"])
 def test_a_verb_cuts_a_coroutine_run_in_flight_alike_on_both_runtimes(verb: str) -> None:
     """A coroutine run in flight is cancelled by pause, cancel and remove on threads
-    (docs/DECISIONS.md, "A coroutine's timeout is enforced, a thread's is not"): its
+    (docs/decisions/threaded.md, "A coroutine's timeout is enforced, a thread's is not"): its
     attempt fails at the verb's instant, ``CancelledError: task paused``, and a paused
     task retries it after resume.  The simulation let the run go on to its modelled end
     and recorded it ``ok``."""
@@ -1504,7 +1504,7 @@ def process_scheduler(clock: FakeClock) -> Scheduler:
     """One worker on ``clock``, whose pool counts its deadlines on ``clock`` too: the test
     moves it past a deadline and wakes the wait (:func:`look_again`), so a child is
     killed at its instant without waiting real seconds (the pool's own clock is
-    ``time.monotonic``: docs/DECISIONS.md, "A deadline that stops a run counts real
+    ``time.monotonic``: docs/decisions/threaded.md, "A deadline that stops a run counts real
     seconds")."""
     scheduler = Scheduler(workers=1, clock=clock)
     scheduler._processes._monotonic = clock.now

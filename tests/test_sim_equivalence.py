@@ -403,7 +403,7 @@ def test_priorities_on_a_saturated_worker_and_a_pause_and_resume_mid_run_alike_o
     registered before the HIGH one-off, then NORMAL, then LOW, whatever order they were
     registered in); a task is paused at 215, mid-run (its run finishes and nothing
     follows), and resumed at 515, when the slot it slept through runs at once, its grid
-    re-anchored there (docs/DECISIONS.md, "Resume re-anchors a fixed-rate grid")."""
+    re-anchored there (docs/decisions/schedules.md, "Resume re-anchors a fixed-rate grid")."""
     specs = [
         Spec("long", FixedRate(400, start_delay=10), (100, 100)),
         Spec("beat", FixedRate(30, start_delay=50), (1,) * 40, options={"priority": Priority.HIGH}),
@@ -432,7 +432,7 @@ def test_priorities_on_a_saturated_worker_and_a_pause_and_resume_mid_run_alike_o
 def test_overlap_policies_on_a_saturated_worker_give_the_same_runs_on_both_runtimes() -> None:
     """CANCEL_OTHER and ALLOW on one worker: a slot due while the worker is taken waits for
     it, and the run that starts late records the slots it is late for skipped instead of
-    chasing them (docs/DECISIONS.md, "CANCEL_OTHER and ALLOW queue the next slot as a run
+    chasing them (docs/decisions/overlap.md, "CANCEL_OTHER and ALLOW queue the next slot as a run
     begins"); a CANCEL_OTHER slot that comes due while a run of its task holds the worker
     cancels that run all the same (its action stops at its flag), and waits for the worker
     behind what was due before it ("CANCEL_OTHER cancels at the slot, whether or not a

@@ -1,7 +1,7 @@
 """Ctrl-C in a simulation: a ``KeyboardInterrupt`` raised from an action, a listener or an
 intervention while ``run()``, ``step()`` or ``shutdown()`` processes events.
 
-What must hold (docs/DECISIONS.md, "Ctrl-C in a simulation"): it reaches the caller once
+What must hold (docs/decisions/simulation.md, "Ctrl-C in a simulation"): it reaches the caller once
 the event it was raised in is whole, from the call that processed that event; the
 simulation is left at that event's instant, every read consistent (no run begun and never
 to finish, no worker held); and the caller can go on (``run`` again, the interrupted

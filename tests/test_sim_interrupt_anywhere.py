@@ -12,7 +12,7 @@ running one run in flight, every running task in flight, and a second ``run()`` 
 the records an uninterrupted one gives; but an attempt a Ctrl-C stopped is recorded
 failed with it, as an action's, and an intervention it stopped is spent) or it refuses
 to move on, with a ``SchedulerStateError`` naming the instant, while its reads still
-answer (docs/DECISIONS.md, "A Ctrl-C that lands mid-step stops the simulation for
+answer (docs/decisions/simulation.md, "A Ctrl-C that lands mid-step stops the simulation for
 good").  A verb an intervention makes is whole or refuses as one made between two
 ``run()`` calls ("A Ctrl-C in a simulation's verb", tests/test_sim_verb_interrupts.py).
 Before, a Ctrl-C landing between taking a due entry and starting it lost the task for

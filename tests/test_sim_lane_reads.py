@@ -2,7 +2,7 @@
 beside the threaded runtime in the same state: ``metrics().coroutines`` counts the
 coroutine runs in flight and those due that wait for a slot, as ``Scheduler.metrics()``
 does; ``queue_stats()`` and ``metrics().queued`` count an entry set aside
-(:mod:`lldsched.sim.lanes`) where the simulation's model keeps it (docs/DECISIONS.md,
+(:mod:`lldsched.sim.lanes`) where the simulation's model keeps it (docs/decisions/simulation.md,
 "What the simulation reads of the entries it sets aside"); and a plain function that
 returns an awaitable gives its worker back at once, as on threads, its awaitable run on
 the coroutine lane."""

@@ -1,5 +1,5 @@
 """The simulation's coroutine lane: a coroutine run (an ``async def`` task) takes no virtual
-worker, as on threads it takes none (docs/DECISIONS.md, "A coroutine run takes the
+worker, as on threads it takes none (docs/decisions/simulation.md, "A coroutine run takes the
 coroutine lane, not a virtual worker"), and is bounded by ``max_coroutines`` alone."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A Simulation's shutdown(): the threaded Scheduler's ending, in virtual time.
 
-What must hold (docs/DECISIONS.md, "The simulation's shutdown"): the rows a store
+What must hold (docs/decisions/simulation.md, "The simulation's shutdown"): the rows a store
 outage left stale are written once more by the same ``StoreWrites.rewrite_stale`` the
 threaded shutdown uses, or named in the same warning; the runs in flight finish, a
 drain runs what was due by the call and nothing later; afterwards the verbs a shut-down
@@ -361,7 +361,8 @@ def test_after_shutdown_nothing_moves_virtual_time() -> None:
 
 # ------------------------------------------- the timeout: a bound on the simulated drain
 #
-# docs/DECISIONS.md, "A simulation's shutdown timeout bounds its drain in simulated time".
+# docs/decisions/simulation.md, "A simulation's shutdown timeout bounds its drain in simulated
+# time".
 
 
 @pytest.mark.parametrize(
@@ -495,7 +496,7 @@ def test_metrics_after_a_shutdown_that_left_work_due_read_as_the_scheduler_s(
     waiting for its place), a retry pending, a task paused.  The simulation went on
     counting the coroutine entries left due in ``coroutines`` after its shutdown, as
     waiting for the loop; the scheduler reads 0 there, its loop closed
-    (docs/DECISIONS.md, "What a simulation's metrics read after its shutdown")."""
+    (docs/decisions/simulation.md, "What a simulation's metrics read after its shutdown")."""
     clock = FakeClock(T0)
     runtime: Scheduler | Simulation
     modelled: dict[str, dict[str, Any]] = {}  # the simulation's durations, by task

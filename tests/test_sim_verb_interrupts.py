@@ -4,7 +4,7 @@ store in one of the verb's writes, or landing between two statements of the verb
 real SIGINT can (injected with ``sys.settrace`` at every line, as
 tests/test_sim_interrupt_anywhere.py injects it in the loop).
 
-What must hold (docs/DECISIONS.md, "A Ctrl-C in a simulation's verb"): a listener's or a
+What must hold (docs/decisions/simulation.md, "A Ctrl-C in a simulation's verb"): a listener's or a
 store write's Ctrl-C reaches the caller once the verb is whole (every step made, every
 event published, the rows it could not write written again later); a store's Ctrl-C that
 refused a registration or a change of definition leaves nothing changed; any other one

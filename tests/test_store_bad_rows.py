@@ -4,7 +4,7 @@ both durable stores (``stores.rowvalues.snapshot_from``, ``record_from``): a ``S
 naming the task, the column and the value, on SQLite (unshared and shared) and on a real
 PostgreSQL server alike.
 
-What happens to the other rows (docs/DECISIONS.md, "A row holding a value no write of
+What happens to the other rows (docs/decisions/persistence.md, "A row holding a value no write of
 lldsched makes"): an unshared load names every such row in one error and writes nothing;
 a shared store's load leaves the row out (``unloaded()``), said once at WARNING, and loads
 the others; the row itself is never written, so nothing of it is lost.
@@ -217,7 +217,7 @@ TASK_CASES = {
     "slot_due-inf": Bad(
         "slot_due = 9e999", "slot_due = 'Infinity'", "column slot_due holds the real inf"
     ),
-    # Values that do not go together (docs/DECISIONS.md, "A row whose values do not go
+    # Values that do not go together (docs/decisions/persistence.md, "A row whose values do not go
     # together"): before, each was loaded; its task never ran again, or resume() raised an
     # AssertionError, or its retries were cut short or its grid moved.
     "scheduled-no-due": Bad(

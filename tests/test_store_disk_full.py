@@ -3,7 +3,7 @@
 SQLite says ``sqlite3.OperationalError: database or disk is full`` at the write that
 finds no room; an unprivileged test cannot mount a tiny file system, so
 :class:`FullDisk` raises it at the writes a test chooses.  What must hold (docs/GUIDE.md,
-"Durability"; docs/DECISIONS.md, "A store that fails is said once an outage"): the
+"Durability"; docs/decisions/store-failures.md, "A store that fails is said once an outage"): the
 timer and the workers go on, every run is recorded in memory, the user is told once
 (and once more when it ends), and once a write succeeds again the file says what the
 registry says, so that a restart on it neither runs again what finished during the

@@ -1,5 +1,5 @@
 """A shared SQLite store's write gate taken twice without a release between
-(lldsched/stores/sqlite_gate.py; docs/DECISIONS.md, "Persistence").
+(lldsched/stores/sqlite_gate.py; docs/decisions/persistence.md, "Persistence").
 
 The gate is not re-entrant, and said so, but a second take passed silently: ``flock``
 on a descriptor that holds the lock succeeds, and that take's release let the lock go

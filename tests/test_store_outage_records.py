@@ -4,7 +4,7 @@ While a store fails, a task's failed writes carry the records of its runs; they 
 (bounded: ``core/outagerecords.Held``) and written with the task's row when a write
 succeeds again, before any later record of the task, each once.  Before, they were
 counted and never written: after the outage the store's history had a hole where the
-scheduler's history in memory had the runs (docs/DECISIONS.md, "The runs of a store
+scheduler's history in memory had the runs (docs/decisions/store-failures.md, "The runs of a store
 outage are written late").
 """
 

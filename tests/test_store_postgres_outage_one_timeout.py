@@ -1,7 +1,7 @@
 """A PostgreSQL store's call during an outage waits one ``timeout`` at most, the settles
 it holds back and writes first included, and so does a verb whose hold finds the server
-out of reach, all its calls together (docs/DECISIONS.md, "One timeout a PostgreSQL call,
-and a verb's").
+out of reach, all its calls together (docs/decisions/store-failures.md, "One timeout a PostgreSQL
+call, and a verb's").
 
 Each store call first writes the settles an outage held back (so that no statement of
 its own lands ahead of them).  During an outage that retry waited its timeout, and then

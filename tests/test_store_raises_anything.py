@@ -2,7 +2,7 @@
 (its driver's exception, a bug) from a call the threaded runtime makes after the fact:
 a failed call, logged with its traceback as any store failure is (the outage rule,
 lldsched/core/outage.py), never the death of the thread it ran on
-(``Coordinator._failed`` in lldsched/threaded/shared.py; docs/DECISIONS.md, "A
+(``Coordinator._failed`` in lldsched/threaded/shared.py; docs/decisions/store-failures.md, "A
 coordinated store's call that raises anything").
 
 The Coordinator caught only ``StoreError``: a renewal, a claim or a read of the change

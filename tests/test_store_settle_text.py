@@ -1,10 +1,10 @@
 """Text no durable store keeps (a lone surrogate, a NUL) in a *fenced* write of a shared
 store, a run's settle or what a claim decided for its slot (``misfired``), on shared SQLite
-and a real PostgreSQL server: the rule of tests/test_store_text.py (docs/DECISIONS.md,
-"Text a durable store cannot keep"), a ``ValidationError`` naming the task, the field and
-the value, before anything is written.  The claim is left as it was: its lease is still
-held (no ``LeaseLost``, nothing counted in ``rejected``), so the same token settles the
-run once its text is one a store keeps (``errors.escaped``).
+and a real PostgreSQL server: the rule of tests/test_store_text.py
+(docs/decisions/checking-input.md, "Text a durable store cannot keep"), a ``ValidationError`` naming
+the task, the field and the value, before anything is written.  The claim is left as it was: its
+lease is still held (no ``LeaseLost``, nothing counted in ``rejected``), so the same token settles
+the run once its text is one a store keeps (``errors.escaped``).
 
 On PostgreSQL a settle is queued and written with the others waiting, in one statement
 (``stores/postgres_batch.py``): a settle refused so never joins the queue, and the good

@@ -1,5 +1,5 @@
 """Shared SQLite writers take the write lock in turn (lldsched/stores/sqlite_gate.py;
-docs/DECISIONS.md, "Shared SQLite writers take the write lock in turn").
+docs/decisions/persistence.md, "Shared SQLite writers take the write lock in turn").
 
 SQLite's busy handler sleeps and tries again: a writer whose transactions come back to
 back finds the lock free at each of its own tries, a waiter almost never, and the

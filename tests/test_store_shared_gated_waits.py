@@ -1,5 +1,5 @@
 """A shared SQLite store's writes at open pass its gate, and a gated write waits within
-the store's ``timeout`` in all (lldsched/stores/sqlite_gate.py; docs/DECISIONS.md,
+the store's ``timeout`` in all (lldsched/stores/sqlite_gate.py; docs/decisions/persistence.md,
 "Shared SQLite writers take the write lock in turn").
 
 Writes at open (creating the file, migrating it, catching the record counter up) took

@@ -13,8 +13,8 @@ Before, such a file opened; the value failed at its first use, deep inside (a
 comparison of a ``next_run_at`` at its first tick, a dead-letter counter read as text),
 or was silently misread (``running = 'no'`` is true: the task restored as interrupted).
 A numeric text SQLite reads as a number (``'2'``, ``' 1800000060 '``) is stored as that
-number by SQLite itself, and read as it (docs/DECISIONS.md, "A value of the wrong type in
-an SQLite row is refused at open", and "A row holding a value no write of lldsched
+number by SQLite itself, and read as it (docs/decisions/persistence.md, "A value of the wrong type
+in an SQLite row is refused at open", and "A row holding a value no write of lldsched
 makes")."""
 
 from __future__ import annotations

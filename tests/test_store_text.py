@@ -1,7 +1,7 @@
 """Text no durable store keeps (a lone surrogate, a NUL), given to a store's API directly
 (a tool of one's own that saves snapshots or records it built), is one rule on SQLite
-(unshared and shared) and on a real PostgreSQL server alike (docs/DECISIONS.md, "Text a
-durable store cannot keep"): a ``ValidationError`` naming the task, the field and the
+(unshared and shared) and on a real PostgreSQL server alike (docs/decisions/checking-input.md, "Text
+a durable store cannot keep"): a ``ValidationError`` naming the task, the field and the
 value, raised before anything is written, so every row and record kept stays as it was.
 
 Before, a lone surrogate in a state's ``last_error`` or a record's ``task_id``, ``name``,

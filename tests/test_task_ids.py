@@ -343,8 +343,8 @@ def test_an_id_over_2000_bytes_is_refused_on_every_store_naming_its_length_and_t
     2,704 bytes after compression: a random id over 2,689 bytes, in the records' key), and
     refused one over 2,000 bytes; the in-memory and SQLite stores took any length, so an
     id tried there was refused only on moving to PostgreSQL.  One bound for every store
-    and runtime now, checked at registration (docs/DECISIONS.md, "A task id is at most
-    2,000 bytes")."""
+    and runtime now, checked at registration (docs/decisions/checking-input.md, "A task id is at
+    most 2,000 bytes")."""
     store = SqliteTaskStore(tmp_path / "tasks.db") if on == "sqlite" else None
     driven = Driven(kind, store=store)
     try:

@@ -161,7 +161,7 @@ def test_queued_entry_is_the_live_entry_push_made() -> None:
 
 
 def test_put_back_queues_entries_popped_unrun_in_their_places_and_drops_the_dead() -> None:
-    """A shutdown's dropped entries (docs/DECISIONS.md, "What a simulation's metrics read
+    """A shutdown's dropped entries (docs/decisions/simulation.md, "What a simulation's metrics read
     after its shutdown"): each live one back in its place, its task queued again; one
     whose task was discarded, pushed again or removed since stays out."""
     queue, tasks = make_queue()

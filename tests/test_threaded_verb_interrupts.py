@@ -4,7 +4,7 @@ raised by the store inside one of the verb's writes, or landing between two stat
 of the verb as a real SIGINT can (injected with ``sys.settrace`` at every line of the
 package's frames, tests/interrupting.py), on the in-memory store and on SQLite.
 
-What must hold (docs/DECISIONS.md, "A Ctrl-C in a threaded scheduler's verb"): the verb
+What must hold (docs/decisions/simulation.md, "A Ctrl-C in a threaded scheduler's verb"): the verb
 happened whole (the registry, the due queue, the store's rows and the listeners' events
 agree, as after the verb uninterrupted) or not at all (as before it), the
 ``KeyboardInterrupt`` reaches the caller, and the scheduler goes on (its timer and worker
@@ -425,7 +425,7 @@ def test_a_ctrl_c_anywhere_in_shutdown_leaves_the_lock_free_and_a_second_shutdow
     taken; one just after the first took it left the second waiting for a first that
     had ended; one in the pool's close left its workers without their sentinels.  And a
     ``Hold`` kept SIGINT alone: the SIGTERM's ``SystemExit`` as a timed acquisition
-    returned left the lock taken, docs/DECISIONS.md, "Any signal a Python handler raises
+    returned left the lock taken, docs/decisions/simulation.md, "Any signal a Python handler raises
     from, not only Ctrl-C".)"""
     name = signal.Signals(signum).name
     first = made("memory").scheduler

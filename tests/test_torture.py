@@ -471,7 +471,7 @@ def check_quiet(rig: Rig, *, settled: bool = True) -> None:
             task.last_error,
             False,
         ), task
-        # Every store keeps the name each run had (docs/DECISIONS.md, "A record keeps
+        # Every store keeps the name each run had (docs/decisions/persistence.md, "A record keeps
         # the name its run had"): a rename by replace_existing leaves older records alone.
         assert store.records(task.id) == list(task.history), task
 

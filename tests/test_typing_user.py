@@ -43,8 +43,8 @@ MYPY_CPU = 300
 run from no cache spends 15 to 20 here, one from the kept cache 1 to 3.  A wall-clock
 bound fails a run that is only starved: runs from no cache took 94 to 165 s of
 wall-clock time for that CPU time at a load of 10 to 15 on two cores, and the suite's
-120 s a test ended them (docs/DECISIONS.md, "The tests that run mypy are bounded in CPU
-time")."""
+120 s a test ended them (docs/decisions/what-the-documents-cite.md, "The tests that run mypy are
+bounded in CPU time")."""
 
 MYPY_BLOCKED = 3600
 """Wall-clock seconds after which a run of mypy is taken for blocked, not slow (it waits

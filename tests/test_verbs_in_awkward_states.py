@@ -3,10 +3,10 @@ where the state exists on both: paused with its run in flight, past its timeout 
 its thread still running, just after giving a slot up.  Each verb is written through
 the store once and heard once (an event whose ``previous`` equals its status, no
 record), the run in flight lands its record on the task, and the task is due where
-docs/DECISIONS.md ("Lifecycle", "Changing a task") says.  The other pairs are pinned
-where their rules live (tests/test_reschedule.py, test_modify.py, test_run_now.py,
-test_task_ids.py, test_retire.py, test_dependencies.py); tests/test_concurrent_verbs.py
-checks the verbs' promises across threads.
+docs/decisions/lifecycle.md ("Lifecycle") and docs/decisions/changing-a-task.md ("Changing a task")
+says.  The other pairs are pinned where their rules live (tests/test_reschedule.py, test_modify.py,
+test_run_now.py, test_task_ids.py, test_retire.py, test_dependencies.py);
+tests/test_concurrent_verbs.py checks the verbs' promises across threads.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 closed is a message on the kernel's IOPub, which drops what a slow front end has not
 yet taken past its high-water mark (ZeroMQ's default: 1000 messages a subscriber), a
 cell's status "idle" with the rest: JupyterLab then shows the cell running for ever
-(docs/DECISIONS.md, "A table's rows share their layouts").  Notebook 04's two widget
+(docs/decisions/teaching-kit.md, "A table's rows share their layouts").  Notebook 04's two widget
 cells, run one after the other by Run All, stay under one high-water mark together."""
 
 from __future__ import annotations

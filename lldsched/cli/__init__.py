@@ -7,7 +7,7 @@ One module per command in this package: :mod:`~lldsched.cli.demo`,
 this module builds the parser and runs the chosen command (:mod:`lldsched.startup`, the
 package's first import, ends a Ctrl-C that lands before it runs).
 
-Every command ends the same way (:data:`EXIT_STATUSES`; docs/DECISIONS.md, "The command
+Every command ends the same way (:data:`EXIT_STATUSES`; docs/decisions/command-line.md, "The command
 line"): 0 when it did its work; 2 for bad arguments, refused before any work with one
 ``error: ...`` line on stderr naming the value (argparse's own errors say ``error:``
 too, after the usage line); 1 when the work failed after it began (a chart the disk
@@ -293,7 +293,7 @@ class Parser(argparse.ArgumentParser):
         rule (:func:`~lldsched.errors.shown`): ``--workers`` followed by 5,001 nines was
         quoted whole (``invalid int value: '999...'``, a line of 5 KB), as was an
         unrecognized or a mistyped one; one that reads whole (``'x'``) is as argparse
-        says it (docs/DECISIONS.md, "A bad value is quoted by one rule")."""
+        says it (docs/decisions/checking-input.md, "A bad value is quoted by one rule")."""
         for arg in self._given:
             if (quoted := shown(arg)) != repr(arg):  # too long to read whole
                 message = message.replace(repr(arg), quoted).replace(arg, quoted)

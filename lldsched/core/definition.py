@@ -3,7 +3,7 @@
 :class:`DefinitionVerbs` is the part of :class:`~lldsched.core.machine.SchedulerCore`
 that carries out ``add(..., replace_existing=True)``, :meth:`~DefinitionVerbs.reschedule`,
 :meth:`~DefinitionVerbs.modify` and :meth:`~DefinitionVerbs.run_now` (the rules are in
-docs/DECISIONS.md, "Changing a task"), and decides what a registration that names
+docs/decisions/changing-a-task.md, "Changing a task"), and decides what a registration that names
 its id registers (:meth:`~DefinitionVerbs._replaced`: a new task under a free id, a
 registered task replaced, or a retired one, :meth:`~DefinitionVerbs._replace_retired`).
 It is a mixin so the core's lifecycle edges
@@ -106,7 +106,7 @@ class DefinitionVerbs(CoreParts):
         flag already up stays up, and its run is recorded with the budget that raised
         it, unless it ran on past the new timeout too: then with that one.  A
         process-isolated run's child is killed at its start plus the new timeout
-        (docs/DECISIONS.md, "A run in flight is held to its task's timeout now").
+        (docs/decisions/changing-a-task.md, "A run in flight is held to its task's timeout now").
         :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task.
         """
         task = self.get(task_id)
@@ -240,7 +240,7 @@ class DefinitionVerbs(CoreParts):
         the store, announced as an event whose ``previous`` equals its status, and
         retires again under the retention.  So a service that registers a one-off job by
         id at every start runs it once, whether the finished task was still held or not
-        (docs/DECISIONS.md, "Finished tasks retire")."""
+        (docs/decisions/lifecycle.md, "Finished tasks retire")."""
         self._chosen_ids = True
         task = ScheduledTask(task_id, name, action, schedule, priority, options, None)
         task.status = status

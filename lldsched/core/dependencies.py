@@ -182,8 +182,8 @@ class Dependencies:
         """``task`` names other upstreams now (a new definition; ``before``: those it named).
 
         A new definition changes which upstreams its next slot waits for, not since when
-        (docs/DECISIONS.md, "Dependencies"): one it named before is waited for as it was;
-        one it names anew, unless a success of it finished after the task's latest slot
+        (docs/decisions/dependencies.md, "Dependencies"): one it named before is waited for as it
+        was; one it names anew, unless a success of it finished after the task's latest slot
         started (:func:`wait_of`: for a task that never ran, unless it ever succeeded), as
         far as the histories in memory reach.  So a restart, or another process, which
         count from the records, agree.  On a shared store it is counted from the records
@@ -388,7 +388,7 @@ class Dependencies:
         this process's own successes (:meth:`_counted`), and what ended its wait.  An
         upstream whose records cannot be read is counted by this process's successes
         alone and named in :attr:`Wait.unread`: the caller decides nothing on it (docs/
-        DECISIONS.md, "A dependent's readiness check that raises")."""
+        decisions/store-failures.md, "A dependent's readiness check that raises")."""
         assert self._records is not None
         if history is None:
             history = self._records(task.id) or ()
@@ -410,7 +410,7 @@ class Dependencies:
         its slot while it cannot), runs the slot or blocks it again.  Read as none, the
         success that completed the wait was the upstream's first ever (or an unread
         upstream's was never counted), which ran here only by chance: the task stayed
-        BLOCKED until its upstream's next success (docs/DECISIONS.md, "A dependent's
+        BLOCKED until its upstream's next success (docs/decisions/store-failures.md, "A dependent's
         readiness check that raises")."""
         wait = self.recount(task, () if history is None else history)
         if wait.waiting - wait.unread:

@@ -158,7 +158,7 @@ class TaskQueue:
         into the heap with its place (its due, priority and sequence) and its task counts
         as queued again; a tombstone is dropped.  What is left due after a shutdown is
         then all in the queue, whatever had been handed out (``pending()``,
-        ``queue_stats()``, ``metrics()``: docs/DECISIONS.md, "What a simulation's metrics
+        ``queue_stats()``, ``metrics()``: docs/decisions/simulation.md, "What a simulation's metrics
         read after its shutdown")."""
         tasks = self.tasks
         for entry in entries:

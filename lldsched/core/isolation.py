@@ -144,6 +144,6 @@ def killed_at_deadline(duration: float, budget: float, pid: int | None) -> str:
     :func:`~lldsched.core.runs.timeout_error`'s, the one every runtime's record of a
     run over its timeout uses (``TimeoutError: stopped at its 5 s timeout``, or ``ran
     5.01 s, over its 5 s budget`` as its record measured it), then :func:`worker_killed`
-    (docs/DECISIONS.md, "A process-isolated run is cut at its deadline, in the
+    (docs/decisions/threaded.md, "A process-isolated run is cut at its deadline, in the
     simulation too")."""
     return f"{timeout_error(duration, budget)} {worker_killed(pid)}"

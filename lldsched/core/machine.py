@@ -241,8 +241,8 @@ class SchedulerCore(
         # raised already): a runtime stops what it can (a coroutine, a simulated run).
         self.on_cancel = on_cancel
         # Told of each run in flight whose task's timeout a modify or a replace changed
-        # (docs/DECISIONS.md, "A run in flight is held to its task's timeout now"): a
-        # runtime whose deadlines are armed re-arms that run's from its begin.
+        # (docs/decisions/changing-a-task.md, "A run in flight is held to its task's timeout now"):
+        # a runtime whose deadlines are armed re-arms that run's from its begin.
         self.on_retime = on_retime
         # The entries of the slots CANCEL_OTHER tasks queued behind their runs in flight,
         # earliest first: a runtime calls overdue() for one that comes due and finds no

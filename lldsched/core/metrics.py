@@ -7,7 +7,7 @@ dead letter's, the records counted by outcome since the runtime was built
 it from the core and the queue; the runtime gives what only it knows (its state, its
 threads, its hand-off queue).
 
-**What it promises** (docs/DECISIONS.md, "Metrics and health"): every field is read
+**What it promises** (docs/decisions/metrics.md, "Metrics and health"): every field is read
 in one hold of the runtime's lock, so the fields agree with each other (``busy`` plus
 ``handoff`` plus ``coroutines`` is the count of runs handed out and not yet settled,
 at one instant); taking it costs O(1) in the number of tasks and records (no list
@@ -68,7 +68,7 @@ class Metrics(NamedTuple):
     ``handoff`` and ``dropped_events`` are 0 (a due entry waits in the heap for a
     worker there: it has no hand-off queue); ``coroutines`` counts as here, and
     after a shutdown a coroutine task left due counts in ``queued`` (and ``lag``) as a
-    thread task left due does (docs/DECISIONS.md, "What a simulation's metrics read
+    thread task left due does (docs/decisions/simulation.md, "What a simulation's metrics read
     after its shutdown").
     """
 

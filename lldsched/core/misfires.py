@@ -352,7 +352,7 @@ def _decided_put_off(
     goes on at ``put_off`` when only the extra run passed.  Counted on from ``first``, as
     any other run due is, the slots were ``first`` plus the period: the slot put off was
     dropped unrecorded, and a fixed rate's grid moved to the extra run's instant
-    (docs/DECISIONS.md, "A `run_now`'s extra run past its grace")."""
+    (docs/decisions/changing-a-task.md, "A `run_now`'s extra run past its grace")."""
     following: float | None
     if put_off > now:
         slots, following = [first], put_off

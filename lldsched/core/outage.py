@@ -442,7 +442,7 @@ class OutageWrites(StoreInterrupts):
         The rows' writes are one call of a store's deadline (:func:`~lldsched.persistence.
         verb_call`, as a verb's calls are): in an outage the first that finds the server
         out of reach fails the others at once, one ``timeout`` for them all, not one a
-        row (docs/DECISIONS.md, "One timeout a PostgreSQL call, and a verb's")."""
+        row (docs/decisions/store-failures.md, "One timeout a PostgreSQL call, and a verb's")."""
         done = self._settle_again(outage, current, written) if outage.settles else 0
         if outage.settles:
             return done  # still failing: the rows after them wait (they are newer)

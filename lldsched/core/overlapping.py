@@ -4,7 +4,7 @@
 :class:`OverlappingRuns` is mixed into :class:`~lldsched.core.machine.SchedulerCore`
 (as :mod:`~lldsched.core.definition` is): ``begin`` and ``finish`` there call in here
 when a task has an overlap policy, and never otherwise.  The policies themselves are
-values in :mod:`lldsched.policies`; the rules, per policy, are in docs/DECISIONS.md
+values in :mod:`lldsched.policies`; the rules, per policy, are in docs/decisions/overlap.md
 ("Overlap policies").  No thread, no lock: the runtime serialises calls.
 """
 
@@ -225,7 +225,7 @@ class OverlappingRuns(CoreParts):
         begins beside them).  A run that stops at its flag frees its place, and the
         slot's run takes it.  Before, a task whose own run held the last worker was
         never cancelled: the run went on to its end (a run waiting on its flag, for
-        good) and the slot ran late after it (docs/DECISIONS.md, "Overlap policies").
+        good) and the slot ran late after it (docs/decisions/overlap.md, "Overlap policies").
         Anything else (a slot begun or dropped, another policy, a paused task) is left
         as it is.  The slot is known by its task and instant, not by its entry's
         generation: a ``modify(priority=)`` queues it again.  Each runtime finds the
@@ -365,7 +365,7 @@ def buffered(
     task's grid from ``origin`` (``ScheduledTask._grid``) while the last one listed is
     that grid's (a fixed rate, or a plan in front of one: :func:`on_grid`), else on from
     the run's slot; counted from the run's slot, a fixed rate's latest slot was a
-    rounding off its grid (docs/DECISIONS.md, "A fixed rate's slots after downtime are
+    rounding off its grid (docs/decisions/schedules.md, "A fixed rate's slots after downtime are
     its grid's")."""
     latest = skipped[-1]
     if len(skipped) > MAX_SKIPPED:

@@ -125,7 +125,7 @@ class Publishing(CoreParts):
         attempt a restart found in flight is owed no more, even where the task is due at
         that instant still, at the same run count (a pause and a resume at it, a new
         first run at it).  Its rows say so from now on, and ``start()`` decides its slot
-        as one of the downtime, as a restart from those rows does (docs/DECISIONS.md,
+        as one of the downtime, as a restart from those rows does (docs/decisions/persistence.md,
         "A verb that decides the task anew ends an owed attempt")."""
         if self._owed:
             self._owed.pop(task.id, None)
@@ -213,7 +213,7 @@ def verb_written(
     ``core``: a ``KeyboardInterrupt`` or ``SystemExit`` its store raises in the write is
     raised once the event is published (:func:`~lldsched.core.storeinterrupts.interrupts_deferred`),
     on both runtimes; raised at once, the verb was made and the listeners never heard it
-    (docs/DECISIONS.md, "A Ctrl-C in a simulation's verb").  A function, not a method of
+    (docs/decisions/simulation.md, "A Ctrl-C in a simulation's verb").  A function, not a method of
     the core: as one more name in its classes' dictionaries it cost the simulation's loop
     45,863-45,870 instructions a run, this 45,788, 45,821 before it
     (``benchmarks/sim_instructions.py sim``)."""

@@ -157,7 +157,7 @@ def validated(
         check_overlap(name, checked, overlap=overlap, max_instances=max_instances)
         if options.depends_on and overlap in (Overlap.CANCEL_OTHER, Overlap.ALLOW):
             # A run started beside a running one does not pass the readiness check
-            # (docs/DECISIONS.md, "Overlap policies"): refused rather than unchecked.
+            # (docs/decisions/overlap.md, "Overlap policies"): refused rather than unchecked.
             raise ValidationError(
                 f"task {name!r}: depends_on cannot be combined with overlap={overlap} "
                 "(runs started beside a running one would skip the readiness check); "
@@ -318,8 +318,8 @@ def plain_text(text: str) -> str:
     kept as its text, the value a store keeps and a lookup matches, not as the object:
     its ``str()`` (``'Job.REPORT'``, or whatever its ``__str__`` says) is what log lines
     and reprs would show, an id no lookup finds, and its records' ids would change type
-    across a restart (docs/DECISIONS.md, "An id given as a str subclass is kept as its
-    text")."""
+    across a restart (docs/decisions/checking-input.md, "An id given as a str subclass is kept as
+    its text")."""
     return text if type(text) is str else str.__str__(text)
 
 

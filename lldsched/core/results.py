@@ -120,7 +120,7 @@ async def awaited(awaitable: Any) -> object:
     ``'<coroutine object fetch at 0x...>'``, its body never run, and asyncio warned
     "coroutine 'fetch' was never awaited" only when it was collected; a plain function
     that returns one has it awaited (:func:`must_await`), and so now has a coroutine
-    (docs/DECISIONS.md, "An awaitable a coroutine returns is awaited too").  The
+    (docs/decisions/threaded.md, "An awaitable a coroutine returns is awaited too").  The
     threaded event loop writes this out in its one task a run
     (``CoroutineRunner._drive``)."""
     value = await awaitable

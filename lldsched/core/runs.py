@@ -95,7 +95,7 @@ class RunTransitions(CoreParts):
             context = RunContext(task.id, task.name, attempt, due, worker, token)
         # Positional (the run path's speed trick: see finish); Run's fields in order are
         # task, attempt, due, slot, worker, context, action, options, name, token: the run
-        # keeps the definition it began with (docs/DECISIONS.md, "Changing a task").
+        # keeps the definition it began with (docs/decisions/changing-a-task.md, "Changing a task").
         run = task._run = _new_tuple(
             Run,
             (
@@ -137,8 +137,10 @@ class RunTransitions(CoreParts):
         # a simulated run (43,368 -> 43,919, benchmarks/sim_instructions.py sim).
         # -- the run's record
         task, attempt, was_due, slot, worker, _, _, _, name, token = run  # each read once
-        if finished < started:  # the wall clock was set back while it ran (docs/DECISIONS.md,
-            started = finished  # "A run in flight across a wall-clock jump"): duration 0
+        # The wall clock was set back while it ran: duration 0
+        # (docs/decisions/persistence.md, "A run in flight across a wall-clock jump").
+        if finished < started:
+            started = finished
         timeout = task._options.timeout
         timed_out = timed_out or (timeout is not None and finished - started > timeout)
         if timed_out and error is None:
@@ -242,7 +244,7 @@ class RunTransitions(CoreParts):
         with the error that says so, keeps its task due (:meth:`_kept_due`) instead of
         spending the attempt.  Called before that finish; nothing else changes here.
 
-        The one rule of a run a shutdown cut, for both runtimes (docs/DECISIONS.md, "A
+        The one rule of a run a shutdown cut, for both runtimes (docs/decisions/logging.md, "A
         run a shutdown cut does not spend its attempt"): a deploy's SIGTERM is not the
         task's failure, and a thread run cut by the process's end is run again at the
         restart with its attempt unchanged (:mod:`lldsched.core.recovery`)."""
@@ -296,7 +298,7 @@ class RunTransitions(CoreParts):
         waits for that attempt again, as a restart puts a run with no record back
         (SCHEDULED, or RETRYING with its earlier attempts behind it), due when it was due,
         the attempt unspent and nothing recorded.  So a run shutdown stopped before it
-        started ends as one shutdown dropped before it began (docs/DECISIONS.md, "A run
+        started ends as one shutdown dropped before it began (docs/decisions/threaded.md, "A run
         shutdown stopped before it started"): queued, written through the store and
         announced (:meth:`_due_again`).
 
@@ -346,7 +348,7 @@ class RunTransitions(CoreParts):
         """The run of a task removed while it was in flight has ended: its record is
         announced (a listener hears every run), and nothing else is touched: the store
         forgot the task, and the id, its dependents' waits and its retention may belong
-        to a task registered since under the same id (docs/DECISIONS.md, "A task removed
+        to a task registered since under the same id (docs/decisions/lifecycle.md, "A task removed
         mid-run")."""
         if self.emit is not None:
             self.emit(TaskEvent(task.id, task.name, CANCELLED, CANCELLED, self.clock.now(), record))
@@ -451,7 +453,7 @@ class RunTransitions(CoreParts):
         held for that claim (:meth:`claim_held`, as a slot the readiness check held), for
         the runtime to write fenced by the token, the lease dropped in the same
         transaction: the row is written only while this process holds the slot, and the
-        other processes hear it from the change feed (docs/DECISIONS.md, "A run whose
+        other processes hear it from the change feed (docs/decisions/logging.md, "A run whose
         begin or record raises is settled").  Its dependents are told once that write is
         made (:meth:`claim_written`), not here: a lease lost before it means another
         process holds the slot and runs it, and the upstream is not dead."""
@@ -509,7 +511,7 @@ class RunTransitions(CoreParts):
         BLOCKED dependents are told, as :meth:`_broke_dependents` tells them (never
         raises).  The one rule for both: not called where the lease was lost before that
         write, since the slot is then another process's, which runs or decides it, and
-        its end decides for the dependents (docs/DECISIONS.md, "A run whose begin or
+        its end decides for the dependents (docs/decisions/logging.md, "A run whose begin or
         record raises is settled")."""
         task = self.tasks.get(task_id)
         if task is not None and self._deps is not None and task.status is FAILED:
@@ -574,7 +576,7 @@ def rearmed(begun: float, timeout: float | None, now: float) -> float | None:
     none (disarmed), ``now`` for one already past (its flag goes up at once), else
     ``begun + timeout``.  The one rule of a re-armed run, for the threaded runtime's
     thread runs and coroutine runs and the simulation's coroutine runs
-    (docs/DECISIONS.md, "A run in flight is held to its task's timeout now")."""
+    (docs/decisions/changing-a-task.md, "A run in flight is held to its task's timeout now")."""
     if timeout is None:
         return None
     deadline = begun + timeout

@@ -1,6 +1,6 @@
 """A ``KeyboardInterrupt`` or ``SystemExit`` a store raised: a failed write like any other,
 then raised to the user on the main thread, at once or once the verb under way is whole
-(docs/DECISIONS.md, "A store's save that raises a BaseException").
+(docs/decisions/store-failures.md, "A store's save that raises a BaseException").
 
 A store's write that raises one is logged as any failed write is
 (:func:`~lldsched.core.storewrites.store_failed`, and the rows an outage left stale

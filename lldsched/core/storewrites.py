@@ -1,6 +1,6 @@
 """What the core does when its store fails a write after the fact, and when it is closed.
 
-The design (docs/DECISIONS.md, "A store that raises"): a registration or a change of
+The design (docs/decisions/store-failures.md, "A store that raises"): a registration or a change of
 definition whose write fails raises and changes nothing; a later transition whose
 write fails is logged, and the in-memory registry stays authoritative.
 
@@ -309,7 +309,7 @@ def store_failed(
     or, inside :func:`interrupts_deferred`, once the verb under way is whole.  On any
     other thread (a worker, the timer, the coroutine loop) it stops there: that thread
     goes on and its run is settled, as an action's own ``KeyboardInterrupt`` is a
-    failed run (docs/DECISIONS.md, "A store's save that raises a BaseException").
+    failed run (docs/decisions/store-failures.md, "A store's save that raises a BaseException").
     """
     assert writes is not None  # a core makes one with its store
     writes.failed(error, verb, task_id, snapshot, purge=purge, fenced=fenced, records=records)

@@ -431,9 +431,9 @@ class Run(NamedTuple):
     ``action`` and ``options`` are the task's as its attempt began (read under the
     runtime's lock, with the run's context made from them): the run calls that action
     with those arguments, where that definition runs, whatever a replace or a modify
-    made of the task since (docs/DECISIONS.md, "Changing a task"); only the deadline it
-    is held to follows a new timeout (:func:`~lldsched.core.runs.rearmed`).  ``name`` is the task's
-    name as its attempt began, which its record carries: a rename meanwhile (a replace
+    made of the task since (docs/decisions/changing-a-task.md, "Changing a task"); only the deadline
+    it is held to follows a new timeout (:func:`~lldsched.core.runs.rearmed`).  ``name`` is the
+    task's name as its attempt began, which its record carries: a rename meanwhile (a replace
     with another name) names the runs after it, never the run it found in flight."""
 
     task: ScheduledTask

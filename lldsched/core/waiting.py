@@ -56,9 +56,9 @@ class DependencyWaits(CoreParts):
         the slot begun on the claim with ``token`` (:meth:`_read_records`): None when they
         could not be read, and the check decides nothing: the claim is given back as it
         is, for the next wake to read them again.  Read as none, the task had never run,
-        and a success of an upstream it used already let it run again (docs/DECISIONS.md,
-        "A dependent's readiness check that raises").  Without a claim to give back
-        (``token`` None: no runtime begins a shared slot so), read as none."""
+        and a success of an upstream it used already let it run again
+        (docs/decisions/store-failures.md, "A dependent's readiness check that raises").  Without a
+        claim to give back (``token`` None: no runtime begins a shared slot so), read as none."""
         history = self._read_records(task.id, "its readiness")
         return () if history is None and token is None else history
 
@@ -66,7 +66,7 @@ class DependencyWaits(CoreParts):
         """A shared store's records of ``task_id``, read for ``deciding``: the one rule for
         a dependency's read.  None when the read raised anything (not only a
         :class:`~lldsched.errors.StoreError`: a user's store's driver error is the store
-        failing too, docs/DECISIONS.md, "A coordinated store's call that raises
+        failing too, docs/decisions/store-failures.md, "A coordinated store's call that raises
         anything"), counted into the outage as a failed claim (a claim's read, as a
         misfire's is, ended by the next claim that succeeds); what it was for is then
         not decided on them (:attr:`Wait.unread <lldsched.core.dependencies.Wait.unread>`)."""
@@ -108,7 +108,7 @@ class DependencyWaits(CoreParts):
         # The clock is read before the task changes (by _end_wait when it fails): a
         # reading that raises leaves it SCHEDULED with its entry gone, which the broken
         # begin fails (RunTransitions.broke), not BLOCKED on a dead upstream with nothing
-        # written (docs/DECISIONS.md, "A dependent's readiness check that raises").
+        # written (docs/decisions/store-failures.md, "A dependent's readiness check that raises").
         dead = deps.dead(task)
         if dead is not None:
             deps.blocked_at.pop(task.id, None)  # its wait, zero long, ends at this slot
@@ -195,7 +195,7 @@ class DependencyWaits(CoreParts):
         held, :meth:`_write_wait`) they are told only once that claim's write is made
         (:meth:`~lldsched.core.runs.RunTransitions.claim_written`), not here: a lease
         lost before it leaves the slot to the process that took it over, and nothing
-        was failed here (docs/DECISIONS.md, "A run whose begin or record raises is
+        was failed here (docs/decisions/logging.md, "A run whose begin or record raises is
         settled")."""
         error = (
             f"UpstreamFailed: upstream {upstream.id} ({upstream.name!r}) is "

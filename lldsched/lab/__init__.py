@@ -23,7 +23,7 @@ through what the scheduler already takes (a clock, ``handoff=``).  Experiments a
 deterministic where a fake clock or the simulation can make them so; the rest
 report real time, to be read as ratios within one run, a median with the middle half
 of its runs, or the quietest of a few repeats: a conclusion is stated only where it
-holds on a busy machine (docs/DECISIONS.md, "The lab states only what holds under
+holds on a busy machine (docs/decisions/teaching-kit.md, "The lab states only what holds under
 load").
 
 A variant of one's own plugs in the same way: subclass the collaborator, name it on a

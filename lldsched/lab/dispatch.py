@@ -9,7 +9,7 @@ itself waits for the lock its own thread holds: ``pause``, ``schedule`` and the 
 verbs hang for good, ``shutdown(timeout=...)`` gives up at its timeout having stopped
 nothing.  No event is ever published while the listeners hear another, so this
 dispatcher needs none of the queue that keeps a ``Simulation``'s listeners hearing a
-task's transitions in their order (docs/DECISIONS.md, "A listener's verb is heard
+task's transitions in their order (docs/decisions/listeners.md, "A listener's verb is heard
 after the event it was called on").
 """
 
@@ -196,7 +196,7 @@ def measure_listener_latency(
     dispatcher) and under it; of ``repeats`` bursts each way, the quietest.  Real time:
     the numbers vary, but with one burst a busy machine once made the runs off the lock
     later at the median (22.8 ms) than those under it (19.2 ms); with the quietest of
-    three, the order held in every run (docs/DECISIONS.md, "The lab states only what
+    three, the order held in every run (docs/decisions/teaching-kit.md, "The lab states only what
     holds under load").  Each delay finite, >= 0 and at most 60 s (``ValueError`` naming it
     otherwise)."""
     several("delays", delays)

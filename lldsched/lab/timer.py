@@ -100,7 +100,8 @@ class PollResult(NamedTuple):
     run starts: the median, and the middle half of the runs (first to third quartile).
     The wake-ups are a count, the same on a busy machine; the lateness is the thread's
     wake-up plus what the strategy adds, and on a busy machine the wake-up can outweigh
-    a 1 ms poll's share (docs/DECISIONS.md, "The lab states only what holds under load")."""
+    a 1 ms poll's share (docs/decisions/teaching-kit.md, "The lab states only what holds under
+    load")."""
 
     label: str
     wakeups_per_s: float

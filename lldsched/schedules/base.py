@@ -92,7 +92,7 @@ class Schedule(Protocol):
         slot given up (a retry never asks; :func:`slot_after` and the queries derived from
         it ask with a run of no length, :func:`ran_in_no_time`); ``None`` retires the
         task.  The built-in schedules answer a slot exactly at the finish as due, not
-        missed (docs/DECISIONS.md, "A slot that falls exactly at a run's finish has not
+        missed (docs/decisions/schedules.md, "A slot that falls exactly at a run's finish has not
         been missed"); the slots a run skipped are those before the answer."""
         ...
 
@@ -370,7 +370,7 @@ def slots_on(schedule: Schedule, anchor: float, start: int = 0) -> Iterator[floa
     ``Window`` around one) gives its ``k``-th slot after ``anchor`` for k = 1, 2, ...,
     computed as its own next slot is, so a slot listed here is the same float as the
     slot its ``next_run`` jumps to: ``anchor + k * period``, not ``period`` added k
-    times, which differs in the last bit (docs/DECISIONS.md, "One grid for a fixed
+    times, which differs in the last bit (docs/decisions/schedules.md, "One grid for a fixed
     rate's slots").  Any other schedule is stepped by :func:`slot_after`, and the
     listing stops where it does not move on.
 
@@ -485,7 +485,7 @@ def stepped_past(record: ExecutionRecord) -> float:
     finishes" and answers the finish itself: where runs take no time (a ``FakeClock``,
     the simulation, a coarse clock) that is the slot it just served, and the task ran
     for ever at one instant.  Stepped past, it moves such a clock on one microsecond a
-    run, as ``FixedDelay(1e-6)`` does (docs/DECISIONS.md, "A schedule of one's own that
+    run, as ``FixedDelay(1e-6)`` does (docs/decisions/schedules.md, "A schedule of one's own that
     answers its run's slot").  Asked only where a schedule has no
     ``next_run_and_skipped`` of its own: the built-in ones always answer after the
     slot."""

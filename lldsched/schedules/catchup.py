@@ -268,7 +268,7 @@ class CatchUp:
         # extra run's slot), without one closer to ``due`` than half a microsecond: the
         # same slot, one float apart where ``then`` and the run's slot were counted on
         # one grid separately (recovery, or a stored plan an older rule made), runs at
-        # ``due`` (docs/DECISIONS.md, "One grid for a fixed rate's slots").
+        # ``due`` (docs/decisions/schedules.md, "One grid for a fixed rate's slots").
         skipped = slots_from(self.inner, then, due, limit=limit, origin=origin)
         if skipped and due - skipped[-1] < SAME_INSTANT:
             skipped.pop()

@@ -231,7 +231,7 @@ class Jittered(FrozenValue, AnswersItsOwnWay):
         grid's nearest slot when it is within the read-back's resolution of it
         (:meth:`_on_grid`), else a new grid starts there, as before.  Read back to 10 µs
         alone, each run rounded its slot to that, and a period that is no whole number of
-        10 µs drifted by the remainder a run (docs/DECISIONS.md, "A fixed rate's grid
+        10 µs drifted by the remainder a run (docs/decisions/schedules.md, "A fixed rate's grid
         origin passes through a Window")."""
         anchor = self.slot_of(origin)
         found = self._on_grid(record.slot, anchor)
@@ -277,7 +277,7 @@ class Jittered(FrozenValue, AnswersItsOwnWay):
         None when it counts on no grid origin.  So recovery and BUFFER_ONE list a
         jittered fixed rate's slots on its grid (:func:`~lldsched.schedules.base.
         slots_on`), as a run's next slot is counted, not stepped one read-back at a time
-        (docs/DECISIONS.md, "Jittered: recovery and BUFFER_ONE count on the grid")."""
+        (docs/decisions/schedules.md, "Jittered: recovery and BUFFER_ONE count on the grid")."""
         return None if self._grid is None else self._slot_at
 
     def _slot_at(self, anchor: float, k: int) -> float | None:
@@ -466,7 +466,7 @@ class Window(FrozenValue, AnswersItsOwnWay):
         grid from its origin: a fixed rate's), cut by the window as :meth:`next_run`
         cuts; None when its schedule counts none, and the core asks ``next_run`` then.
         So a fixed rate keeps its grid's origin through a window, and a store keeps it
-        in the row (docs/DECISIONS.md, "A fixed rate's grid origin passes through a
+        in the row (docs/decisions/schedules.md, "A fixed rate's grid origin passes through a
         Window")."""
         counted: GridCount | None = getattr(self.schedule, "next_on_grid", None)
         if counted is None:

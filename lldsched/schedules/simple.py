@@ -48,7 +48,7 @@ class OneTime(AnswersItsOwnWay):
     """Run once: at ``at`` (epoch seconds or an aware datetime), or ``delay`` seconds (or
     a ``timedelta``) after registration.  An ``at`` that has already passed runs at once.
     A repeated local time is the one its ``fold`` names; one its zone skips (a
-    spring-forward gap) is refused (docs/DECISIONS.md, "Instants in")."""
+    spring-forward gap) is refused (docs/decisions/schedules.md, "Instants in")."""
 
     at: float | None
     delay: float | None
@@ -206,7 +206,7 @@ def _grid_index(slot: float, period: float, k: int, instant: float, *, strictly:
 
     The quotient is rounded, so the guess may be one off either way: an instant on the
     grid was answered as its own slot (the first slot "strictly after" it equal to it),
-    or the slot at a finish was skipped (docs/DECISIONS.md, "A fixed rate's next slot
+    or the slot at a finish was skipped (docs/decisions/schedules.md, "A fixed rate's next slot
     is checked against the instant, not guessed from a quotient")."""
 
     def passed(at: float) -> bool:
@@ -227,7 +227,7 @@ class FixedDelay(_Interval):
     fixed rate's period is.  ``FixedDelay(0)`` made its task due again at the instant
     its run finished, so on a clock that stands still (a ``FakeClock``, a simulation's
     zero-length runs) it ran for ever at one instant; ``FixedDelay(1e-6)`` runs back to
-    back on a real clock, as 0 did (docs/DECISIONS.md, "A fixed delay is at least a
+    back on a real clock, as 0 did (docs/decisions/schedules.md, "A fixed delay is at least a
     microsecond")."""
 
     __slots__ = ("delay", "start_delay")
@@ -343,7 +343,7 @@ class FixedRate(_Interval):
         served (after a run and in recovery, from the task's grid origin:
         :meth:`next_on_grid`, :meth:`on_grid`), never
         ``period`` added again and again (which differs in the last bit:
-        docs/DECISIONS.md, "One grid for a fixed rate's slots").  ``slot_after`` and the
+        docs/decisions/schedules.md, "One grid for a fixed rate's slots").  ``slot_after`` and the
         on-time ``next_run`` are ``k = 1``: ``anchor + period``, the same float."""
         return anchor + k * self.period
 
@@ -408,7 +408,7 @@ class FixedRate(_Interval):
         on-time run rounds its sum once and the grid drifts by the roundings: a 0.1 s
         grid at 2026's epochs steps 0.0999999046 s, 0.095 s early after a million runs.
         Counted from the origin, the ``k``-th slot is ``slot_at(origin, k)`` however
-        many runs came before it (docs/DECISIONS.md, "A fixed rate's grid is counted from
+        many runs came before it (docs/decisions/schedules.md, "A fixed rate's grid is counted from
         its origin")."""
         slot, period = record.slot, self.period
         origin, k = self._index_on_grid(slot, origin)
@@ -428,7 +428,7 @@ class FixedRate(_Interval):
         starting at the slot, as :meth:`next_on_grid` tells them apart.  Recovery counts
         the slots after downtime from here (``slot_at(anchor, k + j)``), so the slots it
         records and queues are the grid's, not ``slot_at(slot, j)``, a rounding off it
-        (docs/DECISIONS.md, "A fixed rate's slots after downtime are its grid's")."""
+        (docs/decisions/schedules.md, "A fixed rate's slots after downtime are its grid's")."""
         checks.instant(slot, name="on_grid() slot", of=self, error=ScheduleError)
         checks.instant(origin, name="on_grid() origin", of=self, error=ScheduleError)
         anchor, k = self._index_on_grid(slot, origin)

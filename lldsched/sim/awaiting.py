@@ -30,7 +30,7 @@ both loops, each once the tasks a coroutine action left on it are cancelled and 
 ended (:func:`~lldsched.core.results.end_left_tasks`, :data:`LEFT_TASKS_WAIT`); one made
 again later (a second shutdown's drain) is made as the first was; a simulation dropped
 without a shutdown has them closed as it is collected, and the thread, a daemon, never
-keeps the process alive (docs/DECISIONS.md, "A coroutine action runs whatever loop the
+keeps the process alive (docs/decisions/simulation.md, "A coroutine action runs whatever loop the
 caller's thread runs").
 
 As in the threaded runtime, a coroutine's timeout is enforced: one still running

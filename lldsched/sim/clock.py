@@ -14,7 +14,7 @@ LAST_INSTANT = math.nextafter(LATEST, -math.inf)
 """The last instant a ``datetime`` shows (9999-12-31T23:59:59.99997 UTC, the last float
 before :data:`~lldsched.clock.LATEST`) and the last virtual time reaches: an event after
 it (a slot, a retry, a run's modelled finish in year 10000) is never reached, as the
-threaded runtime's clock never reaches it (docs/DECISIONS.md, "Virtual time ends with
+threaded runtime's clock never reaches it (docs/decisions/simulation.md, "Virtual time ends with
 year 9999").  The event loop's ``_INF`` is after every event."""
 
 

@@ -9,7 +9,7 @@ replace changes its task's timeout during the run (``_retime``, by
 (``_stop_awaited``), by ``Overlap.CANCEL_OTHER`` (``_cut``, a thread's run too) and by a
 shutdown out of time (``_out_of_time``: :data:`SHUT_DOWN`).  A plain function's awaitable
 still waiting for a place on the coroutine lane is cut the same way (``_cut_handed``).
-docs/DECISIONS.md, "A process-isolated run is cut at its deadline, in the simulation too".
+docs/decisions/threaded.md, "A process-isolated run is cut at its deadline, in the simulation too".
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ listener's or a store's ``KeyboardInterrupt`` once the event it came in is whole
 (:data:`SHUT_DOWN_INSIDE`), so the loop stops there without raising anything.  Any other
 interrupt out of the loop, or out of the middle of a verb, landed mid-step: the
 simulation is torn (:meth:`Interrupts.mark_torn`) and moves no further
-(:meth:`Interrupts.refuse_torn`; docs/DECISIONS.md, "A Ctrl-C that lands mid-step stops
+(:meth:`Interrupts.refuse_torn`; docs/decisions/simulation.md, "A Ctrl-C that lands mid-step stops
 the simulation for good").
 """
 
@@ -54,7 +54,7 @@ class Interrupts:
         Python checks for a signal.  What the simulation holds may be half updated then (a
         finish taken off its heap and never recorded, a worker never freed, a due entry
         taken and never started): it moves no further (:meth:`refuse_torn`), rather than
-        give records that are silently wrong (docs/DECISIONS.md, "A Ctrl-C that lands
+        give records that are silently wrong (docs/decisions/simulation.md, "A Ctrl-C that lands
         mid-step stops the simulation for good").  ``inside``: the verb it landed in the
         middle of instead (``"pause 'task-1'"``), a task resumed and never queued, a row
         never written (``SimulationVerbs._whole``)."""

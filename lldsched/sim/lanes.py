@@ -10,7 +10,7 @@ other lane's entries behind it, so, once coroutine tasks are registered, the
 simulation sets it aside here, in a heap of its lane's, where it keeps its place (the
 heap's own tuple order): a lane that frees up takes the smaller of its waiting head and
 the heap's head, exactly the entry it would have taken had the entry stayed in the heap
-(docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual worker").
+(docs/decisions/simulation.md, "A coroutine run takes the coroutine lane, not a virtual worker").
 
 An entry set aside is no longer in the heap: a cancel, pause or a new push of its task
 makes it a tombstone (:meth:`TaskQueue.live <lldsched.core.duequeue.TaskQueue.live>`, the
@@ -26,14 +26,14 @@ set aside counts as in the heap (``queue_stats()``, ``metrics().queued``, a thre
 task's in ``metrics().lag`` too), whichever lane, as it would with no coroutine task
 registered, except a coroutine task's live entry that is due: on threads the timer
 handed it to the event loop, where it waits for a slot, and it counts where
-``Scheduler.metrics()`` counts it, in ``coroutines`` (docs/DECISIONS.md, "What the
+``Scheduler.metrics()`` counts it, in ``coroutines`` (docs/decisions/simulation.md, "What the
 simulation reads of the entries it sets aside").  Once the simulation is shut down no
 entry waits for the loop (on threads it is closed, ``coroutines`` 0): a coroutine
 entry left due counts as a thread entry left due does, in the heap and in ``lag``.
 
 **An awaitable a plain function returned** waits apart, its worker free already: not
 an entry of the heap but a :data:`Handed`, in the order handed over, until it gets a
-place on the coroutine lane (docs/DECISIONS.md, "A plain function's awaitable frees its
+place on the coroutine lane (docs/decisions/simulation.md, "A plain function's awaitable frees its
 worker").
 """
 

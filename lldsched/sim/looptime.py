@@ -25,7 +25,7 @@ watcher thread reports) is not seen: a timer due before it fires at once.
 A plain ``SelectorEventLoop`` on every platform (Windows' default, the proactor, has
 no selector to wrap: there a coroutine action cannot start a subprocess).  Imported at
 the first coroutine a simulation awaits, with asyncio (docs/PERFORMANCE.md,
-"Start-up").  docs/DECISIONS.md, "A simulation's coroutine sleeps no real time".
+"Start-up").  docs/decisions/simulation.md, "A simulation's coroutine sleeps no real time".
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ cancellation.  So is a *process-isolated* run's (``isolation="process"``), as it
 kills its child at the deadline: cut at ``started + timeout`` on its worker, re-armed
 from its start, ended by a pause, cancel or remove and by a shutdown out of time, as a
 coroutine run is (``_isolated``, :mod:`lldsched.sim.starts`;
-docs/DECISIONS.md, "A process-isolated run is cut at its deadline, in the simulation too").
+docs/decisions/threaded.md, "A process-isolated run is cut at its deadline, in the simulation too").
 Virtual time is the only clock here; on threads those two cuts count real seconds
 ("A deadline that stops a run counts real seconds").
 
@@ -63,13 +63,13 @@ loop's lane number).  Once such a task is registered, the loop sets aside a due 
 that would hold back the other lane (:mod:`lldsched.sim.lanes`: it keeps its place, so
 a worker takes the entry it took before) and starts the earliest head that can start,
 the workers' first at one instant, as the threaded timer hands them theirs first
-(docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual worker").
+(docs/decisions/simulation.md, "A coroutine run takes the coroutine lane, not a virtual worker").
 A plain function that returns an awaitable is called on a worker, which is free again
 at once, as on threads, where the worker hands the awaitable to the event loop: its run
 goes on on the coroutine lane (recorded on the worker that called it, as there), for
 its modelled duration from the instant it gets a place there; while the lane is full it
 waits, behind the others that wait, first come first served
-(docs/DECISIONS.md, "A plain function's awaitable frees its worker").
+(docs/decisions/simulation.md, "A plain function's awaitable frees its worker").
 
 Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
@@ -312,7 +312,7 @@ class Simulation(
         needs no ``start()`` (it is running as it is built) and its clock is its timer,
         which never dies; True does not mean virtual time is moving (only :meth:`run`,
         :meth:`run_for` and :meth:`step` move it), but that they, and every verb, are
-        still taken (docs/DECISIONS.md, "One surface, two runtimes")."""
+        still taken (docs/decisions/public-api.md, "One surface, two runtimes")."""
         return self._stopped_at is None
 
     def at(self, when: float | datetime, fn: Callable[[], object]) -> None:
@@ -425,7 +425,7 @@ class Simulation(
         shutdown kills its child; a thread run still
         in flight is not cut (a thread cannot be), here as there: it finishes at its
         modelled end, virtual time moving on to it, and the result is False.  Returns
-        True when every run ended within ``timeout`` (docs/DECISIONS.md, "A simulation's
+        True when every run ended within ``timeout`` (docs/decisions/simulation.md, "A simulation's
         shutdown timeout bounds its drain in simulated time").  Idempotent and
         final: a later call writes the stale rows again (and finishes a drain a
         listener's Ctrl-C cut short, by the first call's instant, within its own
@@ -437,7 +437,7 @@ class Simulation(
         (:data:`lldsched.runtime.REFUSED_AFTER_SHUTDOWN`: ``schedule``,
         ``reschedule``, ``run_now``, ``resume``, ``redrive``), and so do those that move
         virtual time (``run``, ``run_for``, ``step``, ``at``); ``pause``, ``cancel``,
-        ``modify``, ``remove`` and the reads still work (docs/DECISIONS.md, "The
+        ``modify``, ``remove`` and the reads still work (docs/decisions/simulation.md, "The
         simulation's shutdown").  Raises :class:`~lldsched.errors.ValidationError` for
         a ``drain`` not True or False or a bad ``timeout``, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds the store

@@ -233,7 +233,8 @@ class SimulationVerbs(SimulationParts):
         its statements, inside the core's verb) may have left it half made: the
         simulation is torn (``Interrupts.mark_torn``), but for a store's that refused the
         registration or the change of definition, which the core put back
-        (``StoreWrites.refused``).  docs/DECISIONS.md, "A Ctrl-C in a simulation's verb"."""
+        (``StoreWrites.refused``).  docs/decisions/simulation.md, "A Ctrl-C in a simulation's
+        verb"."""
         outer = self._in_verb
         mine = not outer and not self._advancing  # raises what it heard, once whole
         writes = self._core.store_writes
@@ -267,7 +268,7 @@ class SimulationVerbs(SimulationParts):
         """Refuse ``verb`` (on ``subject``, if given: a task's id or name, an instant) once
         the simulation is shut down, before it changes anything: the verbs a shut-down
         ``Scheduler`` refuses (:data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`), and
-        those that move virtual time (docs/DECISIONS.md, "The simulation's shutdown")."""
+        those that move virtual time (docs/decisions/simulation.md, "The simulation's shutdown")."""
         if self._stopped_at is not None:
             what = "".join(f" {value!r}" for value in subject)
             raise SchedulerStateError(
@@ -481,7 +482,7 @@ class SimulationVerbs(SimulationParts):
         """Tasks waiting to start, in the order they fell or fall due: in the heap, or set
         aside from it while their lane is full (:mod:`lldsched.sim.lanes`).  After
         :meth:`shutdown <lldsched.sim.simulation.Simulation.shutdown>`, every task left
-        due, as ``Scheduler.pending()`` lists them then (docs/DECISIONS.md, "What a
+        due, as ``Scheduler.pending()`` lists them then (docs/decisions/simulation.md, "What a
         simulation's metrics read after its shutdown")."""
         aside = self._waiting.entries()
         if not aside:
@@ -517,7 +518,7 @@ class SimulationVerbs(SimulationParts):
         ``state`` is ``"stopped"`` and ``timer_alive`` False, as on ``Scheduler``, and
         ``coroutines`` counts no entry left due (the scheduler's loop is closed, what
         waited for it dropped): a coroutine task left due is queued, and late in
-        ``lag``, as a thread task left due is (docs/DECISIONS.md, "What a simulation's
+        ``lag``, as a thread task left due is (docs/decisions/simulation.md, "What a simulation's
         metrics read after its shutdown").
         ``timeout`` is the threaded scheduler's wait for its lock, checked and unused here
         (nothing else holds the simulation)."""

@@ -161,7 +161,7 @@ class FileClaim:
         for a claim taken without a store.  Before, the descriptor stayed open, and with
         it the lock, for the life of the process: every later store on the file was
         refused as "already open in this process", and each such store left one
-        descriptor more (docs/DECISIONS.md, "A store dropped without close() lets its
+        descriptor more (docs/decisions/teaching-kit.md, "A store dropped without close() lets its
         file go"); then it was let go in silence."""
         if getattr(self, "_fd", None) is not None:  # none if the constructor raised
             _collected(self, self.release)
@@ -183,7 +183,8 @@ def briefly(command: str) -> Iterator[None]:
     """The shared claims taken inside are ``command``'s, held for a moment (an operator's
     verb, ``python -m lldsched tasks pause ID``): their note says so, and an unshared
     store refused by one says it is held for a moment and to start again, rather than
-    naming shared schedulers that do not run (docs/DECISIONS.md, "The command line")."""
+    naming shared schedulers that do not run (docs/decisions/command-line.md, "The command
+    line")."""
     global _brief
     before, _brief = _brief, command
     try:

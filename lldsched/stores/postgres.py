@@ -282,8 +282,8 @@ class PostgresTaskStore(
         (:mod:`~lldsched.stores.unclosed`).  Before, its threads (the listener's, the
         settle writer's, the deadlines') and its two connections stayed for the life of
         the process, kept by those threads: each store dropped so took two more of the
-        server's ``max_connections`` (docs/DECISIONS.md, "A store dropped without close()
-        lets its file go"); then it closed in silence."""
+        server's ``max_connections`` (docs/decisions/teaching-kit.md, "A store dropped without
+        close() lets its file go"); then it closed in silence."""
         if getattr(self, "_closed", True) or not hasattr(self, "_listener"):
             return  # closed, or its constructor raised
         _collected(self, self.close, opened_in=self._opened_in)

@@ -30,7 +30,7 @@ token, so one whose lease another process took over meanwhile is refused, and on
 first try wrote before its reply was lost is not written twice (the store's
 ``_settled_before``).  At most :data:`HELD_SETTLES`; past them the oldest are dropped,
 counted, and their runs taken over once their leases expire, as every failed batch's
-were before (docs/DECISIONS.md, "The runs of a store outage are written late").
+were before (docs/decisions/store-failures.md, "The runs of a store outage are written late").
 The writer thread is not woken for them (it would retry at once, again and again,
 while the server is away).
 """

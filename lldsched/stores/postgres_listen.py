@@ -49,7 +49,7 @@ def weakly(method: Callable[[], None]) -> Callable[[], None]:
     threads (the listener's, the settle writer's) are given to call: a thread holding its
     store, or its scheduler, kept a store dropped without ``close()`` from ever being
     collected, its connections and threads open for the life of the process
-    (docs/DECISIONS.md, "A store dropped without close() lets its file go")."""
+    (docs/decisions/teaching-kit.md, "A store dropped without close() lets its file go")."""
     if not hasattr(method, "__self__"):
         return method
     ref = weakref.WeakMethod(method)  # a bound method, checked

@@ -57,11 +57,11 @@ def listen(name: str) -> str:
 # install then refuses the store, saying so, postgres_schema._no_schema).  pg_catalog
 # stays implicitly first, and no other schema of the dsn's path, one put before pg_catalog
 # included, is searched for the operators and types the statements name
-# (docs/DECISIONS.md, "The PostgreSQL store's search_path").  Its transactions are READ
+# (docs/decisions/security.md, "The PostgreSQL store's search_path").  Its transactions are READ
 # COMMITTED whatever default the database or the role sets: every statement is written
 # for it (a claim's SKIP LOCKED passing a row another claim just took, the install reading
 # the tables once the lock that waited for another opener's is taken); at REPEATABLE READ
-# or SERIALIZABLE those failed, "could not serialize access" (docs/DECISIONS.md, "The
+# or SERIALIZABLE those failed, "could not serialize access" (docs/decisions/persistence.md, "The
 # PostgreSQL store's sessions are READ COMMITTED").
 #
 # All of it only on a session that is the client's own: the server's process id is the

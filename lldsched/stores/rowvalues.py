@@ -232,7 +232,7 @@ fails (an ``AssertionError``, ``core.control``)."""
 
 def _together(status: TaskStatus, next_run_at: float | None, attempt: int) -> bool:
     """Whether a row's status, due instant and attempt go together: the combinations a
-    restart cannot follow are not (docs/DECISIONS.md, "A row whose values do not go
+    restart cannot follow are not (docs/decisions/persistence.md, "A row whose values do not go
     together"; :func:`_misread_together` says how).  One set test and one comparison."""
     return not (next_run_at is None and status in _DUE) and (
         status not in _WAITING or (status is _RETRYING) == (attempt > 0)
@@ -345,7 +345,7 @@ def check_kept(task_id: str, kept: Sequence[Any]) -> None:
     :class:`BadValue` naming each value of the wrong type or out of its range, as for
     the state (:func:`snapshot_from` asks it): a row edited by hand or written by
     another tool is its task's alone, refused by itself, so a shared store leaves the
-    task out and runs the others (docs/DECISIONS.md, "A value a store keeps beside a
+    task out and runs the others (docs/decisions/persistence.md, "A value a store keeps beside a
     task's state").  One chain of tests while every value is good."""
     failed_seq, priority, version, slot_due, *lease = kept
     if (

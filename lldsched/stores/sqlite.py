@@ -47,7 +47,7 @@ outside the scheduler (a reader thread calling ``records()``, the simulation).
 **Errors.**  Every call takes the lock and the connection through :class:`_Using`,
 the one place SQLite's own errors (a full disk, a read-only file, a database locked
 past ``timeout``) become a :class:`~lldsched.errors.StoreError` naming the file and
-the call, raised from SQLite's (docs/DECISIONS.md, "A store's errors are StoreErrors,
+the call, raised from SQLite's (docs/decisions/store-failures.md, "A store's errors are StoreErrors,
 whichever the store").  A file deleted or replaced under the open (unshared) store is
 one too, naming the path (:mod:`lldsched.stores.sqlite_file`, checked at most once a
 second).

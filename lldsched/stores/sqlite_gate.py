@@ -26,7 +26,7 @@ up every other process's writes for the whole stall, the lease takeover that sho
 run its tasks included.  A stopped ``flock`` waiter holds nothing (Linux retries the
 lock in the waiter's own context after the wake), so with the write lock alone only
 a process stalled *inside* its write transaction holds the others up, as with
-SQLite's own lock (docs/DECISIONS.md, "Shared SQLite writers take the write lock in
+SQLite's own lock (docs/decisions/persistence.md, "Shared SQLite writers take the write lock in
 turn").
 
 **The timeout.**  ``flock`` has no timeout, so the blocking wait is made by the gate's
@@ -133,7 +133,8 @@ class WriteGate:
     second :meth:`acquire` before the release, by any thread, raises
     :class:`WriteGateTakenTwice` naming the thread that holds it: ``flock`` on the
     descriptor that holds the lock succeeds, so it passed, and its release let the lock
-    go under the first (a verb's hold did so, twice: docs/DECISIONS.md, "Persistence")."""
+    go under the first (a verb's hold did so, twice: docs/decisions/persistence.md,
+    "Persistence")."""
 
     def __init__(self, path: str, timeout: float) -> None:
         import fcntl  # POSIX only: gate_for gives no gate elsewhere

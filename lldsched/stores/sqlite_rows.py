@@ -97,7 +97,7 @@ naming a row, and the kind of each column (the schemas' types,
 A task's status and state columns and a record's columns are not here: they are checked
 as each row is read, type and range, by the one rule of both durable stores' rows
 (:func:`~lldsched.stores.rowvalues.snapshot_from`, :func:`~lldsched.stores.rowvalues.record_from`),
-so a row set wrong is refused by itself, the others read (docs/DECISIONS.md, "A row
+so a row set wrong is refused by itself, the others read (docs/decisions/persistence.md, "A row
 holding a value no write of lldsched makes")."""
 
 AT_OPEN = tuple(COLUMNS)
@@ -147,7 +147,7 @@ RESUME_AT = "{t}resume_at"
 # A statement that uses a parameter twice names its parameters (``:status``), passed as a
 # mapping; the others take ``?`` in order.  Numbered ones (``?NNN``) made Python 3.12.0 to
 # 3.12.3 warn at every call (a DeprecationWarning, an error under ``-W error``: CPython
-# gh-117995), docs/DECISIONS.md, "Python 3.12 and 3.13".
+# gh-117995), docs/decisions/platforms.md, "Python 3.12 and 3.13".
 UPDATE = """
 UPDATE tasks SET status = :status, next_run_at = :next_run_at, attempt = :attempt,
     run_count = :run_count, failure_count = :failure_count, last_error = :last_error,

@@ -418,7 +418,7 @@ class SharedState:
         Before, every removal was kept there, and the cursor never moved past one: in a
         process no other wrote beside (the feed then never read), once ``purge_retired``
         had deleted a row, ``seen``, ``settled`` and ``removals`` kept an entry for every
-        task it deleted, for good (docs/DECISIONS.md, "A shared SQLite store that only
+        task it deleted, for good (docs/decisions/persistence.md, "A shared SQLite store that only
         this process writes")."""
         self.held.pop(task_id, None)
         self.seen.pop(task_id, None)

@@ -30,7 +30,7 @@ A store's copy in a child forked since it was opened is let go without a warning
 ``close()`` there lets go of the child's copies only: the store is the parent's, whose
 own copy says so if it is left open).  The parts, collected once their store closed
 them (its ``close()``, or its own ``__del__`` first), say nothing: one leak, one warning
-(docs/DECISIONS.md, "A store left open says so when it is collected").
+(docs/decisions/teaching-kit.md, "A store left open says so when it is collected").
 """
 
 from __future__ import annotations

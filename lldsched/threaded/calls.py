@@ -17,7 +17,7 @@ loop refuses a default executor that is not a ``ThreadPoolExecutor``, hence a
 subclass; the note it drops is ``concurrent.futures.thread._threads_queues``, the same
 name in Python 3.11, 3.12 and 3.13 (checked; a test ends a program in such a call), and
 in 3.14's source, as are ``_adjust_thread_count`` and ``_threads`` (read, not run:
-docs/DECISIONS.md, "Forward compatibility").
+docs/decisions/platforms.md, "Forward compatibility").
 """
 
 from __future__ import annotations

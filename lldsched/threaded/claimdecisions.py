@@ -117,7 +117,7 @@ class ClaimDecisions:
     def _history(self, task_id: str) -> Sequence[ExecutionRecord]:
         """The store's records of ``task_id``, for a misfire's decision; :class:`_Unread`
         if the read raised anything (a failed call, counted into the outage: docs/
-        DECISIONS.md, "A coordinated store's call that raises anything").  Before, it
+        decisions/store-failures.md, "A coordinated store's call that raises anything").  Before, it
         raised out of the claim into the timer, which died: nothing dispatched again."""
         try:
             return self.store.records(task_id)
@@ -155,7 +155,7 @@ class ClaimDecisions:
         (nothing written: another process holds the slot, whose run or check decides for
         them).  Before, a readiness check's failure told them at once, before this write:
         a lease lost meanwhile left them FAILED, their rows too, for a failure never
-        written (docs/DECISIONS.md, "A run whose begin or record raises is settled")."""
+        written (docs/decisions/logging.md, "A run whose begin or record raises is settled")."""
         core = self._core
         snapshot = core.snapshot(core.tasks[task_id])
         writes = core.store_writes

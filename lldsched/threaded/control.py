@@ -248,7 +248,7 @@ class ControlVerbs(SchedulerParts):
         """Return a paused task to where it was.  Resumed before the slot it waited for,
         the task runs at that slot; after it, the slots slept through get one run, at once
         (no overrun or misfire policy applies: a pause is not a downtime), and a
-        fixed-rate grid re-anchors on that run (docs/DECISIONS.md, "Resume re-anchors a
+        fixed-rate grid re-anchors on that run (docs/decisions/schedules.md, "Resume re-anchors a
         fixed-rate grid").  A pending retry keeps its due instant (at once if it passed).
 
         Raises as :meth:`pause` does: :class:`~lldsched.errors.TaskNotFoundError`
@@ -319,7 +319,7 @@ class ControlVerbs(SchedulerParts):
         written): ``SchedulerCore.under_way``, set before the verb and cleared once it is
         whole, stays set, and every later verb is refused naming this one
         (:func:`~lldsched.threaded.parts.torn`).  Errs on refusing: one that landed
-        before the verb changed anything refuses too (docs/DECISIONS.md, "A Ctrl-C in a
+        before the verb changed anything refuses too (docs/decisions/simulation.md, "A Ctrl-C in a
         threaded scheduler's verb")."""
         core = self._core
         cut = core.under_way
@@ -568,7 +568,7 @@ class ControlVerbs(SchedulerParts):
         """Tasks waiting in the heap, in the order they will run (an entry the timer has
         handed to the workers or the event loop is not here until it runs).  After
         :meth:`shutdown`, every task left due, handed out or not: what a drain did not run
-        is queued again as it was, as in a ``Simulation`` (docs/DECISIONS.md, "What a
+        is queued again as it was, as in a ``Simulation`` (docs/decisions/simulation.md, "What a
         simulation's metrics read after its shutdown")."""
         with self._lock:
             return self._queue.pending()

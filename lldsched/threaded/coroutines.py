@@ -36,7 +36,7 @@ its task's timeout is cancelled (``asyncio.Task.cancel``), recorded ``timed_out`
 real seconds on the loop's clock (``call_at``), not the scheduler's injected clock,
 as a process-isolated run's kill does: a deadline that stops a run bounds what it
 really spends, which a ``FakeClock`` does not measure and a wall clock's jump would
-move; its record's instants are the scheduler's clock's (docs/DECISIONS.md, "A
+move; its record's instants are the scheduler's clock's (docs/decisions/threaded.md, "A
 deadline that stops a run counts real seconds").  **Cancelling or
 pausing** a task cancels its running coroutine the same way; the attempt is
 recorded failed (``CancelledError: task cancelled`` / ``task paused``) and,

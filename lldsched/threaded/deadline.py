@@ -10,7 +10,7 @@ returned after the hang, not after its timeout (a save blocked 8 s made
 ``acquire(timeout=...)``, and a wait for something notified under the lock is a wait on
 a :class:`threading.Event` the notifier sets, with the lock taken back the same bounded
 way: each says False when the time ran out first, and the caller leaves what it could
-not do as it is (docs/DECISIONS.md, "A store that hangs").
+not do as it is (docs/decisions/threaded.md, "A store that hangs").
 
 Taking the lock in time is not enough when the step itself calls the store under it
 (shutdown gives back the claims it dropped, records the coroutines it cancelled,
@@ -28,7 +28,7 @@ in a :class:`Hold` (``with deadline.holding(lock) as hold:``), which on the main
 keeps every signal that has a Python handler from the moment it starts taking the lock
 until it has let it go, and hands it to the handler it kept it from then: a step under
 the lock is never cut by a signal, and one that comes while it waits for a lock another
-thread holds is handed over within :data:`ASK_EVERY` (docs/DECISIONS.md, "A Ctrl-C in a
+thread holds is handed over within :data:`ASK_EVERY` (docs/decisions/simulation.md, "A Ctrl-C in a
 threaded scheduler's shutdown", "Any signal a Python handler raises from, not only
 Ctrl-C").
 
@@ -37,7 +37,7 @@ At the interpreter's exit (:func:`~lldsched.threaded.control._shut_unwatched`) P
 shutdown", CPython gh-113964), in an ``atexit`` hook and in threading's own exit hooks
 alike: there (:func:`at_exit` said so) :func:`start` says False instead of raising, and
 the step runs on the calling thread, bounded only by the store's own timeouts
-(docs/DECISIONS.md, "Python 3.12 and 3.13").
+(docs/decisions/platforms.md, "Python 3.12 and 3.13").
 """
 
 from __future__ import annotations
@@ -333,7 +333,7 @@ class Waiters(set[threading.Lock]):
     the ``with guard:`` block around the wait then let go of the lock another thread
     held (a worker, the timer, the delivery thread, which raised ``RuntimeError`` as it
     let it go in turn).  Here ``guard`` is taken back by a ``with`` only, which a Ctrl-C
-    leaves not taken and not entered, or taken and entered (docs/DECISIONS.md, "A Ctrl-C
+    leaves not taken and not entered, or taken and entered (docs/decisions/simulation.md, "A Ctrl-C
     in a threaded scheduler's shutdown")::
 
         waiter = None
@@ -380,7 +380,7 @@ class Flag:
     python/cpython#118433).  Here the waiter waits on a lock of its own
     (:class:`Waiters`), which ``set()`` lets go, and takes the flag's guard only with
     ``with``: a signal leaves it taken and entered, or neither.  Its handler's exception
-    reaches the waiter, and the setter never sees it (docs/DECISIONS.md, "No
+    reaches the waiter, and the setter never sees it (docs/decisions/simulation.md, "No
     `Event.wait` on the caller's thread")."""
 
     __slots__ = ("_guard", "_set", "_waiters")

@@ -32,7 +32,7 @@ published is delivered by a thread started for it, which ends once nothing is le
 deliver (before ``start()``, :data:`LINGER` seconds later): a scheduler built with
 listeners and never started (a notebook cell run again, the old one dropped) left a
 thread waiting for ever, and its listeners with it, one more each run
-(docs/DECISIONS.md, "A scheduler never started leaves no thread").
+(docs/decisions/teaching-kit.md, "A scheduler never started leaves no thread").
 """
 
 from __future__ import annotations

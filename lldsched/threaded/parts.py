@@ -77,7 +77,7 @@ def shut_down(verb: RefusedVerb, subject: str) -> SchedulerStateError:
 def torn(cut: tuple[str, str], verb: str, subject: str) -> SchedulerStateError:
     """The error a scheduler whose verb ``cut`` (verb, subject) an interrupt landed in the
     middle of raises for a later ``verb`` on ``subject`` (``SchedulerCore.under_way``
-    left set: docs/DECISIONS.md, "A Ctrl-C in a threaded scheduler's verb")."""
+    left set: docs/decisions/simulation.md, "A Ctrl-C in a threaded scheduler's verb")."""
     return SchedulerStateError(
         f"cannot {verb} {subject!r}: a KeyboardInterrupt or SystemExit landed in the middle "
         f"of its verb {cut[0]} {cut[1]!r}, not in a store call, and may have left that task "

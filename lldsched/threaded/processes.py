@@ -27,10 +27,10 @@ answer:
   killed (:func:`~lldsched.core.isolation.killed_at_deadline`; the simulation cuts
   such a run at its deadline alike).  A modify or a replace that changes the task's
   timeout during the run re-arms that deadline from the child's start
-  (:meth:`ProcessPool.retime`; docs/DECISIONS.md, "A run in flight is held to its
+  (:meth:`ProcessPool.retime`; docs/decisions/changing-a-task.md, "A run in flight is held to its
   task's timeout now"), an answer the child began to write included.  The deadline
   counts real seconds (``time.monotonic``), not the caller's clock: it bounds what a
-  real process spends (docs/DECISIONS.md, "A deadline that stops a run counts real
+  real process spends (docs/decisions/threaded.md, "A deadline that stops a run counts real
   seconds");
 * **a crash** (the child exits, ``os._exit(3)``, or dies of a signal) is a failed
   run whose error names the exit code or the signal (or that the child closed its pipe
@@ -214,7 +214,7 @@ class ProcessPool:
 
     ``now`` is the caller's clock (the instants of :class:`ProcessOutcome`);
     ``monotonic`` the one the deadlines count on: real seconds, whatever ``now`` is
-    (docs/DECISIONS.md, "A deadline that stops a run counts real seconds"; a test
+    (docs/decisions/threaded.md, "A deadline that stops a run counts real seconds"; a test
     passes its own, and wakes the waits it moved past, to kill without waiting).
     """
 
@@ -293,7 +293,7 @@ class ProcessPool:
         the child wrote on its pipe instead of an answer.  Its ``finished`` is taken
         then, here and nowhere else; what the pool does next (kill the child, reap it,
         start its replacement: a tenth of a second on a loaded machine) is the pool's
-        work, not the run's (docs/DECISIONS.md, "A run ends when the pool sees it
+        work, not the run's (docs/decisions/threaded.md, "A run ends when the pool sees it
         end")."""
         connection = child.connection
         started = self._now()
@@ -369,8 +369,8 @@ class ProcessPool:
 
     def retime(self, task_id: str, timeout: float | None) -> None:
         """The timeout of ``task_id`` changed while a run of it may be in flight (a
-        modify or a replace: docs/DECISIONS.md, "A run in flight is held to its task's
-        timeout now"): each child busy with one is held to ``timeout`` from its start,
+        modify or a replace: docs/decisions/changing-a-task.md, "A run in flight is held to its
+        task's timeout now"): each child busy with one is held to ``timeout`` from its start,
         killed at once if that deadline passed (the wait for its answer, a frame begun
         included, wakes and waits again for the new deadline: :class:`_Budget`)."""
         with self._lock:

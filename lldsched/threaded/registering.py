@@ -110,7 +110,8 @@ class Registering(SchedulerParts):
         store gets the same tasks back, not copies.  A run already begun keeps the
         definition it began with (its action, arguments, ``ctx``, isolation and armed
         timeout); the next attempt takes the new one, and begins where it runs (a
-        worker, a child process, the event loop) (docs/DECISIONS.md, "Changing a task").
+        worker, a child process, the event loop) (docs/decisions/changing-a-task.md, "Changing a
+        task").
 
         ``paused=True`` registers a new task paused (APScheduler's
         ``next_run_time=None``): nothing runs until :meth:`resume`, not even a first run

@@ -514,7 +514,7 @@ def _lost_to_a_shutdown(record: ExecutionRecord, status: TaskStatus) -> bool:
 cut_by_shutdown <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), so this is only
     the run the core records as any failed run: one cut while another run of its task
     is still in flight (``Overlap.ALLOW``, ``CANCEL_OTHER``), whose slot is given up
-    beside them (docs/DECISIONS.md, "A run a shutdown cut does not spend its attempt")."""
+    beside them (docs/decisions/logging.md, "A run a shutdown cut does not spend its attempt")."""
     error = record.error
     return (
         error is not None

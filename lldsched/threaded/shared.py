@@ -179,8 +179,8 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
         Whatever it raised: every store call here (the feed, a claim, a renewal, a
         release, a flush, a misfire's read and write) catches ``Exception``, not only
         :class:`~lldsched.errors.StoreError`, as the core's own writes do
-        (docs/DECISIONS.md, "A coordinated store's call that raises anything").  A user's
-        store that raises its driver's error or a bug's is a failed call, said with its
+        (docs/decisions/store-failures.md, "A coordinated store's call that raises anything").  A
+        user's store that raises its driver's error or a bug's is a failed call, said with its
         traceback at the outage's start, instead of killing the thread it ran on (the
         timer, or shutdown's lease keeper) or raising out of ``wait_idle``."""
         writes = self._core.store_writes
@@ -559,7 +559,7 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
         (:func:`~lldsched.persistence.verb_call`): in an outage the releases wait one
         ``timeout`` in all, and the claims not given back expire on their own.  Each
         waited its own before, the scheduler's lock held throughout, and a ``close()``
-        after the shutdown waited behind them (docs/DECISIONS.md, "One timeout a
+        after the shutdown waited behind them (docs/decisions/store-failures.md, "One timeout a
         PostgreSQL call, and a verb's")."""
         pending = list(self._pending.items())
         self._pending.clear()

@@ -69,7 +69,7 @@ class Stopping(SchedulerParts):
         other; without a drain at once, or at that instant, a run still in its child is
         killed and recorded cancelled (``CancelledError: the scheduler shut down without
         draining``) before this returns, its task due at its slot with its attempt
-        unspent (a coroutine cancelled too: docs/DECISIONS.md, "A run a shutdown cut
+        unspent (a coroutine cancelled too: docs/decisions/logging.md, "A run a shutdown cut
         does not spend its attempt").  One a worker had begun but no child had taken yet
         is not started: its task stays due with its attempt unspent, as a run not begun
         does.  Each is queued, listed by :meth:`pending` afterwards.
@@ -340,7 +340,7 @@ class Stopping(SchedulerParts):
         had ended was drained up to; a CI run under load.)  If the injected clock raises
         instead (rare), the timer's last reading (nothing counts as due by it if the timer
         never woke), with the error, which the caller logs once the lock is let go
-        (:meth:`_say_clock_raised`): the shutdown goes on to its end (docs/DECISIONS.md,
+        (:meth:`_say_clock_raised`): the shutdown goes on to its end (docs/decisions/persistence.md,
         "A clock whose `now()` raises")."""
         try:
             return self._clock.now(), None

@@ -221,7 +221,7 @@ class TimerThread(SchedulerParts):
         whole ``room`` of any task; for one kind only, the claim is narrowed by the
         store to this process's loop tasks (``among``: every worker busy) or away from
         them (``leaving``: every slot taken), so the other kind's due runs stay
-        unclaimed; for neither, nothing (docs/DECISIONS.md, "A process claims only what
+        unclaimed; for neither, nothing (docs/decisions/persistence.md, "A process claims only what
         it can start").  Either way the whole ``room``: one claim for a batch, since a
         claim costs a commit whatever it takes.  A kind left without room marks the
         coordinator ``starved``: the first worker to go idle or coroutine slot to free
@@ -259,7 +259,7 @@ class TimerThread(SchedulerParts):
         learnt its kind.  Of the kind with no room, it would wait here, its lease renewed,
         until the give-back a renewal interval on, while an idle process could start it
         now.  Known now, the next claim's narrowing leaves it out: given back once, not
-        again (docs/DECISIONS.md, "A run of a kind with no room, written elsewhere after
+        again (docs/decisions/persistence.md, "A run of a kind with no room, written elsewhere after
         the feed's read, is given back at once")."""
         loop_ids = self._loop_ids
         unfit = [entry[3] for entry in batch if (entry[3] in loop_ids) is not loops]
@@ -357,8 +357,8 @@ class TimerThread(SchedulerParts):
     def _retime(self, run: Run) -> None:
         """The core's ``on_retime`` (caller holds the lock): a modify or a replace changed
         the timeout of ``run``'s task while it is in flight, and its deadline is re-armed
-        from its begin by :func:`~lldsched.core.runs.rearmed` (docs/DECISIONS.md, "A run
-        in flight is held to its task's timeout now").  A coroutine run's cancellation is
+        from its begin by :func:`~lldsched.core.runs.rearmed` (docs/decisions/changing-a-task.md, "A
+        run in flight is held to its task's timeout now").  A coroutine run's cancellation is
         the event loop's (:meth:`CoroutineRunner.retime
         <lldsched.threaded.coroutines.CoroutineRunner.retime>`); a thread run's flag is
         this deadline heap's: its old entry voided, a new one armed (none for no

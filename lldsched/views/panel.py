@@ -124,7 +124,7 @@ class _Shared:
     and a table of ten rows sent some 900 messages to be made and closed.  Sent on the
     kernel's IOPub, which drops what a slow front end has not taken past its high-water
     mark (1000 messages a subscriber), a status "idle" among them: the cell then ran for
-    ever in JupyterLab (docs/DECISIONS.md, "A table's rows share their layouts").  Its
+    ever in JupyterLab (docs/decisions/teaching-kit.md, "A table's rows share their layouts").  Its
     widgets are closed with the panel, never with a row (a row may leave the table while
     the others still use them)."""
 

@@ -20,10 +20,10 @@ A control's callback runs on the kernel's own thread (:class:`OnKernelThread`): 
 4.4 and later send widget messages on a kernel *subshell* (ipykernel 7 runs each
 subshell's messages on a thread of its own), so a slider moved while a cell ran called
 its function beside that cell, and the two could swap the process's output streams
-under each other (docs/DECISIONS.md, "A control's callback runs on the kernel's thread").
-A button's press is not merged with the next: :class:`EachOnKernelThread` runs each one
+under each other (docs/decisions/teaching-kit.md, "A control's callback runs on the kernel's
+thread"). A button's press is not merged with the next: :class:`EachOnKernelThread` runs each one
 there, once, in the order pressed (three presses of the player's "+1 hour" are three
-hours; docs/DECISIONS.md, "A button's press runs on the kernel's thread, each once, in
+hours; docs/decisions/teaching-kit.md, "A button's press runs on the kernel's thread, each once, in
 order").
 
 Once closed, a view acts no more: :func:`refuse_if_closed` is what its controls (the

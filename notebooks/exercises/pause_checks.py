@@ -8,7 +8,7 @@ its first three runs after the pause read from its records.  ``policy`` sets the
 policies a learner may think decide it: ``"skip"`` (``OverrunPolicy.SKIP`` and
 ``Misfire.SKIP``), ``"run_once"`` (the defaults: ``SKIP`` and ``Misfire.RUN_ONCE``) and
 ``"catch_up"`` (``OverrunPolicy.CATCH_UP`` and ``Misfire.RUN_ALL``).  Neither decides a
-resume (docs/DECISIONS.md, "Resume re-anchors a fixed-rate grid"), and the named cases
+resume (docs/decisions/schedules.md, "Resume re-anchors a fixed-rate grid"), and the named cases
 pin the answers a learner gives instead: every slot slept through run at the resume,
 the next slot of the old grid waited for, the old grid kept after the resumed run, a
 run at the resume when nothing was missed, a countdown frozen at the pause, and a slot

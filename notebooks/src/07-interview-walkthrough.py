@@ -518,7 +518,7 @@ except RuntimeError as error:
 # Ask who decided the stop. An overrun and a downtime happen *to* the task, and its
 # policies say what to do about them; a pause is an operator's decision. Should a minutely
 # report paused for a week fire 10,080 runs at the resume? And once it runs again, does it
-# go on from the old grid, or from the run it just made? (`docs/DECISIONS.md`, "Resume
+# go on from the old grid, or from the run it just made? (`docs/decisions/schedules.md`, "Resume
 # re-anchors a fixed-rate grid", says what lldsched chose and why.)
 #
 # </details>

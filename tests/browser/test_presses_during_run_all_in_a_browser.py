@@ -2,7 +2,7 @@
 while Run All still runs the cells after it (JupyterLab 4.4+ sends widget messages on a
 kernel subshell, a thread of its own in ipykernel 7): every press counts once, in order
 (three presses of "+1 hour" are three hours), the kernel's player agrees with the page,
-and the kernel's log holds no traceback.  docs/DECISIONS.md, "A button's press runs on
+and the kernel's log holds no traceback.  docs/decisions/teaching-kit.md, "A button's press runs on
 the kernel's thread, each once, in order"."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The house rule the fuzz targets check, shared by every harness in tools/fuzz.
 
-docs/DECISIONS.md, "Bad input is reviewed as a table": bad input raises one of the
+docs/decisions/checking-input.md, "Bad input is reviewed as a table": bad input raises one of the
 package's errors (or a ``TypeError`` / ``ValueError``) whose message quotes the bad
 value; never an ``AttributeError``, ``KeyError``, ``IndexError``,
 ``ZeroDivisionError``, ``OverflowError`` or ``RecursionError`` from inside, and never

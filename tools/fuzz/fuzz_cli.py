@@ -15,7 +15,7 @@ Each input is one command, run in-process through ``lldsched.cli.main`` (what
   store of five tasks (one paused), up to two of its rows edited past the store (a
   column set to a value no write makes: wrong types, NaN, a long text, damaged JSON).
 
-The rule (DECISIONS, "Bad input is reviewed as a table"; the command line's: "exit
+The rule (decisions/checking-input.md, "Bad input is reviewed as a table"; the command line's: "exit
 statuses"): the command ends with status 0, 1 or 2 (argparse's ``SystemExit``
 counted), a refusal (1, 2) writes a line to stderr, and nothing else escapes ``main``.
 """

@@ -10,7 +10,7 @@ NaN, infinities, ``1e400``, a 5,000-digit int, deep nesting, an unknown schedule
 type, a key no release writes), the text truncated or raw bytes; the state and record
 values replaced the same way.
 
-The rule (docs/DECISIONS.md, "A row holding a value no write of lldsched makes is
+The rule (docs/decisions/persistence.md, "A row holding a value no write of lldsched makes is
 refused by itself"): a row is read, or refused with a ``StoreError`` whose message
 names the task (``task <id>``); nothing else escapes.  A definition that is read must
 be usable: its schedule answers ``first_run``, it encodes again, and its repr reads.

@@ -150,15 +150,15 @@ class CronSchedule(AnswersItsOwnWay):
     def __eq__(self, other: object) -> bool:
         """Equal when the text and the zone are: ``"0 0 * * *"`` and ``"0 0 * * 0-6"``
         fire at the same instants yet are two values, as each prints and is stored as
-        written (docs/DECISIONS.md, "A cron schedule is its text and zone").
+        written (docs/decisions/schedules.md, "A cron schedule is its text and zone").
         Equal schedules share one parsed engine (:func:`_engine`).
 
         :attr:`names_zone` is not compared: it says how a runtime reads the schedule
         as it is registered (a zoneless one in its default zone), and a registered
         schedule is read in its zone for good (restored as it is, under any default);
         a durable store gives it back naming its zone, and a service registering it
-        again at its start must find it equal (docs/DECISIONS.md, "A default zone for
-        cron that names none").
+        again at its start must find it equal (docs/decisions/changing-a-task.md, "A default zone
+        for cron that names none").
 
         Of one class only, as the frozen schedules (``FixedRate`` and the others) are: a
         subclass answers its own way, so it is not the plain schedule of its text (found
@@ -223,7 +223,7 @@ class CronSchedule(AnswersItsOwnWay):
 
     def _first_from(self, finished: float) -> float | None:
         """The first fire not before ``finished``, the due instant after a run that ended
-        then (docs/DECISIONS.md, "A slot that falls exactly at a run's finish has not been
+        then (docs/decisions/schedules.md, "A slot that falls exactly at a run's finish has not been
         missed", the fixed rate's rule): a fire exactly at the finish is due at once.  It
         is :meth:`next_after` the float just below ``finished``, as no float lies between
         the two; ``next_after`` itself stays strictly after, the documented query."""

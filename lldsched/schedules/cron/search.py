@@ -28,7 +28,7 @@ last before ``ceil(ts)``, and the searches take those: ``ts - base`` (a day's or
 hour's start) is then exact.  For a fraction it was not where ``ts`` is far smaller
 than ``base``, within days of 1970 (Berlin's 1970-01-01 starts at -3600): it rounded
 ``120 - 1e-14`` onto the fire at 120, which was then skipped (tools/fuzz/fuzz_cron.py
-found it; docs/DECISIONS.md, "A fire a hair before the query's instant").  A cursor
+found it; docs/decisions/schedules.md, "A fire a hair before the query's instant").  A cursor
 answers ``next_after`` with ``ts - base`` unrounded (the hot path pays nothing for
 this rule), which is exact for every ``ts`` near a fire of the block once ``base`` is
 farther from 0 than twice the block's span (Sterbenz: ``ts`` and ``base`` then within

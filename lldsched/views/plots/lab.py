@@ -55,7 +55,7 @@ def polling_tradeoff(
     """``(label, wake-ups per idle second, lateness in ms)`` per timer strategy, and, in
     ``spread``, each one's ``(low, high)`` lateness (the middle half of its runs),
     drawn as a bar: on a busy machine the real timer's and a 1 ms poll's medians can
-    come out either way round (docs/DECISIONS.md, "The lab states only what holds
+    come out either way round (docs/decisions/teaching-kit.md, "The lab states only what holds
     under load"), so the title claims only the wake-ups."""
     figure = _figure()
     (ax,) = figure.axes
