@@ -342,6 +342,8 @@ class DefinitionVerbs(CoreParts):
         dropped as a plan in front is)."""
         status = task.status
         if status in (SCHEDULED, PAUSED, BLOCKED) and task._run is None and not task.attempt:
+            if status is BLOCKED:  # its wait goes on, recorded for the slot found blocked
+                self._wait_moved(task)
             task._schedule = schedule
             task.next_run_at = task._slot = task._grid = first  # a new grid starts there
             # resume() queues a paused one; a blocked one is queued when released
