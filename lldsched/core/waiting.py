@@ -235,6 +235,19 @@ class DependencyWaits(CoreParts):
         self._keep(task, record)
         return record
 
+    def _would_wait(self, task: ScheduledTask) -> bool:
+        """True when a slot of the SCHEDULED dependent ``task`` beginning now would wait
+        for an upstream (or fail on a dead one): ``run_now`` then adds no run.  On a shared
+        store counted again from the records, as the readiness check counts them; records
+        that cannot be read decide nothing here (False): the check at the extra run's
+        begin reads them again."""
+        deps = self._dependencies()
+        if deps.shared:
+            history = self._read_records(task.id, "a run_now")
+            if history is None or deps.recount(task, history).unread:
+                return False
+        return bool(deps.unmet(task))
+
     def _wait_moved(self, task: ScheduledTask) -> None:
         """A reschedule is about to move the next slot of the BLOCKED ``task``, which stays
         BLOCKED: its wait goes on, and its record names the slot found blocked (its due
