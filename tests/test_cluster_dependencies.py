@@ -58,6 +58,14 @@ def _register(
                        replace_existing=True)  # fmt: skip
 
 
+def _due_now(scheduler: Scheduler, task_id: str) -> None:
+    """Bring the hourly dependent ``task_id``'s next slot to now (a new hourly grid from
+    now): ``run_now`` adds no run that its upstreams would hold
+    (docs/decisions/dependencies.md, "`run_now` on a dependent adds a run only when it
+    can run now")."""
+    scheduler.reschedule(task_id, FixedRate(HOUR))
+
+
 def _ok(store: CoordinatedStore, task_id: str) -> int:
     return sum(1 for record in store.records(task_id) if record.ok)
 
@@ -141,9 +149,10 @@ def test_a_process_started_after_the_dependent_ran_waits_for_a_new_success(
     b = Scheduler(workers=2, store=stores[1]).start()
     try:
         _hourly(b)
-        b.run_now("load")
+        assert b.run_now("load") is False  # counted from the records: it could only wait
+        _due_now(b, "load")
         wait_until(lambda: _ok(stores[2], "load") == 2 or _row(stores[2], "load") is BLOCKED,
-                   timeout=10, what="load's extra slot to run or block")  # fmt: skip
+                   timeout=10, what="load's slot to run or block")  # fmt: skip
         assert _ok(stores[2], "load") == 1
         b.run_now("extract")
         wait_until(lambda: _ok(stores[2], "load") == 2, timeout=10, what="released by B")
@@ -252,7 +261,7 @@ def test_a_cancelled_upstream_that_retired_still_fails_the_dependent_at_its_next
 ) -> None:
     """As in one process (docs/decisions/dependencies.md, "A retired upstream counts as it ended"):
     load had its success of extract and ran; extract is cancelled and retires at once
-    (retain_finished=0). load's next slot (an extra one, run_now) fails, naming extract;
+    (retain_finished=0). load's next slot (brought to now: _due_now) fails, naming extract;
     it ran instead, and would at every slot after, as if extract were not named."""
     scheduler = Scheduler(workers=2, store=stores[0], retain_finished=0).start()
     try:
@@ -263,7 +272,8 @@ def test_a_cancelled_upstream_that_retired_still_fails_the_dependent_at_its_next
                    what="load ran once")  # fmt: skip
         scheduler.cancel("extract")
         assert [task.id for task in scheduler.tasks()] == ["load"]  # extract retired
-        assert scheduler.run_now("load")
+        assert scheduler.run_now("load") is False  # its slot could not run now
+        _due_now(scheduler, "load")
         wait_until(lambda: load.status is not TaskStatus.SCHEDULED or load.run_count == 2,
                    timeout=10, what="load's next slot decided")  # fmt: skip
         assert load.status is TaskStatus.FAILED and load.run_count == 1
@@ -320,7 +330,7 @@ def test_an_upstream_run_that_ended_a_wait_its_process_had_not_seen_yet_ends_it_
         held.hold.set()  # from here until the run is let go, A reads no change
         a.run_now("extract")
         assert cluster_jobs.seen.get(timeout=10)[0] == "extract"
-        b.run_now("load")
+        _due_now(b, "load")
         wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="B blocks load")
         assert a.task("load").status is TaskStatus.SCHEDULED  # A has not read it
         cluster_jobs.released.set()
@@ -428,7 +438,7 @@ def test_a_blocked_dependent_given_an_upstream_that_succeeded_before_its_start_s
     first.run_now("extract")
     wait_until(_ran(reader, "load", 1, then=TaskStatus.SCHEDULED), timeout=10,
                what="load released, ran and scheduled")  # fmt: skip
-    first.run_now("load")
+    _due_now(first, "load")
     wait_until(_both_see(pair, "load", BLOCKED), timeout=10, what="load's next slot blocked")
     load = second.schedule("load", jobs.noop, FixedRate(HOUR), id="load", depends_on=["other"],
                            replace_existing=True)  # fmt: skip

@@ -413,6 +413,66 @@ def test_a_rescheduled_blocked_task_stays_blocked_and_runs_at_its_new_time(
     assert [run.started for run in runs(driven, load)] == [T0 + 60 + HOUR]
 
 
+@pytest.mark.parametrize("end", ["released", "cancelled", "upstream failed"])
+def test_a_wait_a_reschedule_kept_blocked_is_recorded_for_the_slot_found_blocked(
+    driven: Driven, end: str
+) -> None:
+    # The reschedule moves the task's next slot, not the wait going on: its record named
+    # the new schedule's first run (due and slot 1860) for a wait that started at 0.
+    if end == "upstream failed":
+        add_failing(driven, "extract", OneTime(delay=600), id="extract", retry=RetryPolicy.never())
+    else:
+        driven.add("extract", OneTime(delay=600), id="extract")
+    load = driven.add("load", FixedRate(HOUR), id="load", depends_on=["extract"])
+    driven.run_until(T0 + 60)
+    driven.runtime.reschedule(load.id, FixedRate(HOUR, start_delay=1800))
+    driven.runtime.reschedule(load.id, FixedRate(HOUR, start_delay=1800))  # a second, alike
+    assert (load.status, load.next_run_at) == (BLOCKED, T0 + 1860)
+    if end == "cancelled":
+        driven.runtime.cancel(load.id)
+    driven.run_until(T0 + 2000)
+    (wait,) = waits(load)
+    ended = T0 + 60 if end == "cancelled" else T0 + 600
+    assert (wait.slot, wait.due, wait.started, wait.finished) == (T0, T0, T0, ended)
+    ran = [(run.slot, run.due, run.started) for run in runs(driven, load)]
+    assert ran == ([(T0 + 1860, T0 + 1860, T0 + 1860)] if end == "released" else [])
+
+
+def test_run_now_on_a_dependent_whose_upstreams_have_not_succeeded_adds_no_run(
+    driven: Driven,
+) -> None:
+    # Its extra run could not run now: it waited BLOCKED for extract's success at 500,
+    # used it, and left the slot it put off (1000) waiting an hour for the next one.
+    driven.add("extract", FixedRate(HOUR, start_delay=500), id="extract")
+    load = driven.add("load", FixedRate(HOUR, start_delay=1000), id="load", depends_on=["extract"])
+    driven.run_until(T0 + 10)
+    assert driven.runtime.run_now(load.id) is False
+    assert (load.status, load.next_run_at) == (SCHEDULED, T0 + 1000)
+    driven.run_until(T0 + 1200)
+    assert [(run.slot, run.started) for run in runs(driven, load)] == [(T0 + 1000, T0 + 1000)]
+    assert waits(load) == []
+    assert [(e.previous, e.status) for e in driven.events if e.task_id == load.id] == [
+        (None, SCHEDULED), (SCHEDULED, TaskStatus.RUNNING), (TaskStatus.RUNNING, SCHEDULED),
+    ]  # fmt: skip
+
+
+def test_run_now_on_a_dependent_whose_upstreams_succeeded_runs_at_once_on_their_success(
+    driven: Driven,
+) -> None:
+    # One success runs one slot: the slot the extra run put off waits for the next one.
+    driven.add("extract", FixedRate(HOUR), id="extract")
+    load = driven.add("load", FixedRate(HOUR, start_delay=1000), id="load", depends_on=["extract"])
+    driven.run_until(T0 + 10)
+    assert driven.runtime.run_now(load.id) is True
+    driven.run_until(T0 + HOUR + 10)
+    assert [(run.slot, run.started) for run in runs(driven, load)] == [
+        (T0 + 10, T0 + 10), (T0 + 1000, T0 + HOUR),
+    ]  # fmt: skip
+    assert [(wait.slot, wait.started, wait.finished) for wait in waits(load)] == [
+        (T0 + 1000, T0 + 1000, T0 + HOUR)
+    ]
+
+
 def test_dropping_the_dependencies_of_a_blocked_task_releases_it(driven: Driven) -> None:
     # Its one wait is recorded from when it blocked, and "extract", named by nobody
     # now, can be removed.

@@ -76,6 +76,34 @@ def test_a_new_retry_policy_decides_the_next_failure() -> None:
     assert task.status is TaskStatus.FAILED and task.run_count == 2
 
 
+@pytest.mark.parametrize(
+    ("schedule", "retry", "after"),
+    [
+        (FixedRate(100), RetryPolicy(max_attempts=1), [(2, 10, "given_up"), (1, 100, "given_up")]),
+        (OneTime(delay=0), RetryPolicy(max_attempts=1), [(2, 10, "failed")]),
+        # None is the default policy (3 attempts, 1 s then 2 s): its second backoff follows
+        (FixedRate(100), None, [(2, 10, "failed"), (3, 12, "given_up"), (1, 100, "failed")]),
+    ],
+    ids=["recurring, lowered", "one-off, lowered", "recurring, default"],
+)
+def test_a_retry_pending_at_a_new_retry_policy_still_runs_once_then_the_policy_decides(
+    driven: Any, schedule: Any, retry: RetryPolicy | None, after: list[tuple[int, int, str]]
+) -> None:
+    # Attempt 1 failed at 0 and its retry is due at 10 when the policy changes: the retry
+    # keeps its due time and runs; the new policy judges its failure
+    # (docs/decisions/changing-a-task.md, "A pending retry runs under the policy that changed").
+    task = driven.add(
+        "import", schedule, action=jobs.broken, retry=RetryPolicy(initial_backoff=10), id="import"
+    )
+    driven.run_until(T0 + 1)
+    driven.runtime.modify(task.id, retry=retry)
+    assert (task.status, task.next_run_at, task.attempt) == (TaskStatus.RETRYING, T0 + 10, 1)
+    driven.run_until(T0 + 100)
+    assert [(r.attempt, r.due - T0, r.outcome) for r in task.history] == [(1, 0, "failed"), *after]
+    one_off = isinstance(schedule, OneTime)
+    assert driven.runtime.dead_letter() == (["import"] if one_off else [])
+
+
 def test_the_run_in_flight_is_judged_at_its_finish_by_the_new_timeout() -> None:
     sim = Simulation(workers=1, start=T0)
     task = sim.schedule("job", OneTime(delay=0), duration=fixed(30), retry=RetryPolicy.never())

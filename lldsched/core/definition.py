@@ -157,7 +157,11 @@ class DefinitionVerbs(CoreParts):
         (a run_now adds no run beside one in flight, whatever the task's ``overlap``,
         which is for the slots of its schedule: call it again once the run has
         finished), paused (resume it first), blocked on its upstreams (its slot runs
-        when they have succeeded), failed (redrive it), or finished.
+        when they have succeeded), a dependent whose upstreams have not all succeeded
+        since its previous slot started (the extra run could only wait for them, then
+        take the success the slot it put off waits for), failed (redrive it), or
+        finished.  A dependent's extra run uses its upstreams' successes as any slot
+        does: the slot it put off waits for their next ones.
         """
         task = self.get(task_id)
         check_store(self._writes, "run now", task_id)
@@ -166,6 +170,8 @@ class DefinitionVerbs(CoreParts):
         now = self.clock.now()
         if previous not in RUNNABLE or due is None or due <= now:
             return False
+        if previous is SCHEDULED and task.depends_on and self._would_wait(task):
+            return False  # its extra run could not run now (docs/decisions/dependencies.md)
         if previous is SCHEDULED:
             task._schedule = slot_first(task._schedule, due)  # then the slot it waited for
             task._slot = now
@@ -342,6 +348,8 @@ class DefinitionVerbs(CoreParts):
         dropped as a plan in front is)."""
         status = task.status
         if status in (SCHEDULED, PAUSED, BLOCKED) and task._run is None and not task.attempt:
+            if status is BLOCKED:  # its wait goes on, recorded for the slot found blocked
+                self._wait_moved(task)
             task._schedule = schedule
             task.next_run_at = task._slot = task._grid = first  # a new grid starts there
             # resume() queues a paused one; a blocked one is queued when released

@@ -144,7 +144,10 @@ class Dependencies:
 
     ``waiting[d]`` holds the upstreams dependent ``d`` still needs a success of
     before its next slot may start; ``blocked_at[d]`` the instant ``d`` became
-    BLOCKED (while it is).
+    BLOCKED (while it is); ``blocked_slot[d]`` the due instant and slot found blocked,
+    kept only once a reschedule moved ``d``'s next slot during its wait (its record
+    names the slot that waited, docs/decisions/dependencies.md, "A wait's record names
+    the slot found blocked").
     """
 
     def __init__(self, tasks: Mapping[str, ScheduledTask], records: Records | None = None) -> None:
@@ -157,6 +160,7 @@ class Dependencies:
         self._dependents: dict[str, dict[str, None]] = {}  # upstream -> dependents, in order
         self.waiting: dict[str, set[str]] = {}
         self.blocked_at: dict[str, float] = {}
+        self.blocked_slot: dict[str, tuple[float, float]] = {}
         # Upstreams that retired while tasks still name them, and how they ended.
         self._retired: dict[str, TaskStatus] = {}
 
@@ -214,6 +218,7 @@ class Dependencies:
                 self._forget(upstream)
         self.waiting.pop(task_id, None)
         self.blocked_at.pop(task_id, None)
+        self.blocked_slot.pop(task_id, None)
 
     def retired(self, task: ScheduledTask) -> None:
         """``task`` (SUCCEEDED or CANCELLED) left the registry: forget it as a dependent,

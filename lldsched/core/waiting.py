@@ -211,17 +211,20 @@ class DependencyWaits(CoreParts):
             self._strand(task)
 
     def _end_wait(self, task: ScheduledTask, error: str | None) -> ExecutionRecord:
-        """The record of ``task``'s blocked wait, which ends now: kept in its history
-        and given to ``on_record``; the caller publishes it with the transition."""
+        """The record of ``task``'s blocked wait, which ends now, for the slot found
+        blocked (:meth:`_wait_moved`): kept in its history and given to ``on_record``;
+        the caller publishes it with the transition."""
         now = self.clock.now()
-        since = self._dependencies().blocked_at.pop(task.id, now)
-        due = task.next_run_at
+        deps = self._dependencies()
+        since = deps.blocked_at.pop(task.id, now)
+        moved = deps.blocked_slot.pop(task.id, None)  # a reschedule moved its next slot
+        due, slot = (task.next_run_at, task._slot) if moved is None else moved
         record = ExecutionRecord.of(
             task_id=task.id,
             name=task.name,
             attempt=0,
             due=since if due is None else due,
-            slot=task._slot,
+            slot=slot,
             worker=-1,
             started=since,
             finished=now,
@@ -232,6 +235,29 @@ class DependencyWaits(CoreParts):
         self._keep(task, record)
         return record
 
+    def _would_wait(self, task: ScheduledTask) -> bool:
+        """True when a slot of the SCHEDULED dependent ``task`` beginning now would wait
+        for an upstream (or fail on a dead one): ``run_now`` then adds no run.  On a shared
+        store counted again from the records, as the readiness check counts them; records
+        that cannot be read decide nothing here (False): the check at the extra run's
+        begin reads them again."""
+        deps = self._dependencies()
+        if deps.shared:
+            history = self._read_records(task.id, "a run_now")
+            if history is None or deps.recount(task, history).unread:
+                return False
+        return bool(deps.unmet(task))
+
+    def _wait_moved(self, task: ScheduledTask) -> None:
+        """A reschedule is about to move the next slot of the BLOCKED ``task``, which stays
+        BLOCKED: its wait goes on, and its record names the slot found blocked (its due
+        instant and slot, kept here until the wait ends), not the new schedule's first
+        run, which is after the wait began (docs/decisions/dependencies.md, "A wait's
+        record names the slot found blocked")."""
+        due = task.next_run_at
+        if due is not None:
+            self._dependencies().blocked_slot.setdefault(task.id, (due, task._slot))
+
     def _relink(self, task: ScheduledTask, before: tuple[str, ...]) -> None:
         """``task`` was given other upstreams (``before``: those it named): its next slot
         waits for what they say since its latest slot started
@@ -239,12 +265,15 @@ class DependencyWaits(CoreParts):
         a BLOCKED task that now waits for nothing is released."""
         deps = self._dependencies()
         blocked_since = deps.blocked_at.get(task.id)  # both calls below forget it
+        blocked_slot = deps.blocked_slot.get(task.id)
         if task.depends_on:
             deps.relink(task, before)
         else:
             deps.unlink(task.id)
         if blocked_since is not None:  # the wait goes on, or ends now: from when it began
             deps.blocked_at[task.id] = blocked_since
+        if blocked_slot is not None:  # and for the slot found blocked
+            deps.blocked_slot[task.id] = blocked_slot
         if task.status is BLOCKED:
             self.release_if_ready(task)
 
@@ -281,6 +310,7 @@ class DependencyWaits(CoreParts):
             return
         if task.status is not BLOCKED:
             deps.blocked_at.pop(task.id, None)
+            deps.blocked_slot.pop(task.id, None)
             return
         now = self.clock.now()
         due = task.next_run_at

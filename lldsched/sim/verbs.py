@@ -417,7 +417,8 @@ class SimulationVerbs(SimulationParts):
     def run_now(self, task_id: str) -> bool:
         """Run the task once more at the simulated instant, without moving its schedule;
         True if a run was queued (or a pending retry brought forward).  False if it is
-        due at once anyway, running, paused, blocked on its upstreams, failed or
+        due at once anyway, running, paused, blocked on its upstreams (or would be: a
+        dependent whose upstreams have not succeeded since its previous slot), failed or
         finished: nothing was queued, and nothing is kept to run later (a task running
         now, whatever its ``overlap``: call it again once that run has finished); see
         :meth:`SchedulerCore.run_now <lldsched.core.machine.SchedulerCore.run_now>`.
