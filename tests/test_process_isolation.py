@@ -8,6 +8,7 @@ Children start in a few hundred milliseconds, so the tests that can share a sche
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -841,6 +842,68 @@ def test_a_child_that_writes_garbage_on_its_pipe_fails_its_run_is_killed_and_rep
     assert told is not None and said in told[2], outcome.error
     assert outcome.result is None and not outcome.timed_out
     ended_before_its_replacement(pool, jumps, outcome, int(told[1]))
+
+
+def run_bounded(pool: ProcessPool, call: str, *args: Any) -> ProcessOutcome | None:
+    """``pool.run`` of ``call`` without a timeout, on a thread joined within ``BOUND``:
+    a run that never ends fails the test instead of hanging it."""
+    outcomes: list[ProcessOutcome | None] = []
+    caller = threading.Thread(
+        target=lambda: outcomes.append(pool.run("t", f"{JOBS}:{call}", args, None, timeout=None))
+    )
+    caller.start()
+    caller.join(BOUND)
+    if caller.is_alive():
+        pool.kill_all("test over")  # its child, and what its job left in its group
+        caller.join(BOUND)
+        pytest.fail(f"the run of {call}{args} did not end")
+    (outcome,) = outcomes
+    return outcome
+
+
+@pytest.mark.parametrize("how", ["fork", "exec"])
+def test_a_crash_is_seen_while_a_process_the_job_started_lives_on(tmp_path: Path, how: str) -> None:
+    """A job that forked (a ``multiprocessing`` fork child, a daemon) or shelled out
+    (``os.system("... &")``) and then crashed: its run fails naming the exit code.  The
+    process it left held the child's end of the answering pipe (a fork copies every
+    descriptor; an exec kept the ones ``pass_fds`` made inheritable), so the parent
+    never read end-of-file: a run without a timeout held its worker until that process
+    ended, an hour here, and a cancel that killed the child did not end it either."""
+    pool = ProcessPool(now=time.monotonic)
+    marker = tmp_path / "holder"
+    try:
+        outcome = run_bounded(pool, "leave_a_process_then_exit", how, str(marker), 3)
+        assert outcome is not None and outcome.error is not None
+        assert re.fullmatch(
+            r"ChildProcessError: the worker process \d+ exited with code 3 during the run",
+            outcome.error,
+        ), outcome.error
+    finally:
+        if marker.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(marker.read_text()), signal.SIGKILL)
+        pool.kill_all("test over")
+        pool.close(timeout=BOUND)
+    assert pool.alive == 0
+
+
+def test_a_process_the_job_forked_that_returns_neither_answers_nor_takes_a_call() -> None:
+    """A job that forked and whose copy returned from it too (its ``os._exit``
+    forgotten): the copy went back to the child's loop on the child's pipes, answered
+    the call a second time (the next run's record held that stale answer) and took
+    calls of its own.  The copy now holds none of the child's pipes, and ends."""
+    pool = ProcessPool(now=time.monotonic)
+    try:
+        forked = run_bounded(pool, "fork_and_return")
+        assert forked is not None and forked.result == "'child'", forked
+        (child,) = pool.pids
+        for _ in range(3):  # each call answered once, by the child, in its turn
+            after = run_bounded(pool, "pid")
+            assert after is not None and after.result == str(child), after
+    finally:
+        pool.kill_all("test over")
+        pool.close(timeout=BOUND)
+    assert pool.alive == 0
 
 
 def test_a_child_that_stops_in_the_middle_of_its_answer_is_killed_at_its_timeout() -> None:
