@@ -43,7 +43,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
-from lldsched.threaded import processes, processwire
+from lldsched.threaded import processes, processlife, processwire
 from lldsched.threaded.processes import ProcessOutcome, ProcessPool
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
@@ -904,6 +904,52 @@ def test_a_process_the_job_forked_that_returns_neither_answers_nor_takes_a_call(
         pool.kill_all("test over")
         pool.close(timeout=BOUND)
     assert pool.alive == 0
+
+
+def test_a_run_that_finds_its_idle_child_dead_goes_to_another_and_is_not_failed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An idle worker process that died (the OOM killer's pick, an operator's ``kill``, a
+    thread its last job left that crashed) failed the next run that took it, of whatever
+    task, its attempt spent and its error saying the child died "during the run": the
+    call was never taken (a child says ``started`` before it runs anything).  It goes
+    to another child now, and the loss is said once, at WARNING."""
+    pool = ProcessPool(now=time.monotonic)
+    try:
+        first = run_bounded(pool, "pid")
+        assert first is not None and first.result is not None, first
+        (idle,) = pool._idle
+        os.kill(idle.process.pid, signal.SIGKILL)
+        idle.process.wait(BOUND)  # dead and reaped before the next run takes it
+        with caplog.at_level(logging.WARNING, logger="lldsched.workers"):
+            after = run_bounded(pool, "pid")
+        assert after is not None and after.error is None, after
+        assert after.result not in (None, first.result)
+        said = [r.getMessage() for r in caplog.records if r.name == "lldsched.workers"]
+        assert said == [
+            f"worker process {first.result} was killed by signal 9 (SIGKILL) while idle; "
+            "the run of task 't' goes to another"
+        ]
+    finally:
+        pool.kill_all("test over")
+        pool.close(timeout=BOUND)
+    assert pool.alive == 0
+
+
+def test_a_fresh_child_lost_before_it_took_the_call_still_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only a child that served before is passed over when found dead: one that cannot
+    boot (here its Python is ``/bin/false``) fails the run, as it would every other."""
+    monkeypatch.setattr(processlife, "_executable", lambda: "/bin/false")
+    pool = ProcessPool(now=time.monotonic)
+    try:
+        outcome = run_bounded(pool, "pid")
+        assert outcome is not None and outcome.error is not None
+        assert outcome.error.endswith("exited with code 1 during the run"), outcome.error
+    finally:
+        pool.kill_all("test over")
+        pool.close(timeout=BOUND)
 
 
 def test_a_child_that_stops_in_the_middle_of_its_answer_is_killed_at_its_timeout() -> None:
