@@ -43,6 +43,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
+from lldsched.core.isolation import worker_killed
 from lldsched.threaded import processes, processlife, processwire
 from lldsched.threaded.processes import ProcessOutcome, ProcessPool
 from tests import process_jobs
@@ -934,6 +935,32 @@ def test_a_run_that_finds_its_idle_child_dead_goes_to_another_and_is_not_failed(
         pool.kill_all("test over")
         pool.close(timeout=BOUND)
     assert pool.alive == 0
+
+
+def test_a_run_whose_served_child_is_killed_before_it_took_the_call_ends_at_the_kill(
+    jumping: tuple[ProcessPool, list[float]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel that kills a child which served before, as the run's call reaches it:
+    the run fails as cancelled (not sent to another child), and its record ends when
+    the pool saw the loss, not after the replacement started (the caller's clock jumps
+    an hour at each child's start)."""
+    pool, jumps = jumping
+    served = pool.run("t", f"{JOBS}:pid", (), None, timeout=BOUND)
+    assert served is not None and served.result is not None and jumps == [HOUR]
+    take = pool._take
+
+    def taken_then_cancelled(task_id: str) -> Any:
+        child = take(task_id)
+        assert pool.kill(task_id, "task cancelled")
+        child.process.wait(BOUND)  # dead before the call is sent
+        return child
+
+    monkeypatch.setattr(pool, "_take", taken_then_cancelled)
+    outcome = pool.run("t", f"{JOBS}:pid", (), None, timeout=BOUND)
+    assert outcome is not None and outcome.error is not None
+    assert outcome.error == f"CancelledError: task cancelled {worker_killed(int(served.result))}"
+    assert jumps == [2 * HOUR]  # its replacement started
+    assert outcome.finished - HOUR <= time.monotonic(), outcome  # read before that jump
 
 
 def test_a_fresh_child_lost_before_it_took_the_call_still_fails_the_run(

@@ -327,7 +327,7 @@ class ProcessPool:
         finished = self._now()  # the run ends here (see above)
         if answer is None:
             if budget.begun is None and garbled is None and child.answered:
-                return self._died_idle(child)
+                return self._died_idle(child, started, finished)
             return self._lost(child, started, finished, expired, garbled)
         child.answered = True  # it served: found dead before its next call, it died idle
         self._give_back(child)  # a cancel after the answer loses the child, not the answer
@@ -380,19 +380,19 @@ class ProcessPool:
             timed_out=expired is not None,
         )
 
-    def _died_idle(self, child: Child) -> ProcessOutcome | None:
+    def _died_idle(self, child: Child, started: float, finished: float) -> ProcessOutcome | None:
         """None for a child that answered a call before and died before it said it took
         this one: it died idle (the OOM killer, an operator's ``kill``, a thread its last
         job left), the call never began, and another child takes it.  A fresh child lost
         before it started is a failed run (:meth:`_lost`): one that cannot boot would
         fail every run, and another child would not do better.  A kill asked for
-        meanwhile (a cancel, a shutdown) ends the run as it says."""
+        meanwhile (a cancel, a shutdown) ends the run as it says, at ``finished`` (when
+        the pool saw the loss, as :meth:`_lost` ends a run)."""
         pid = child.process.pid
         error = self._lose(child)
         if child.killed is not None:
-            now = self._now()
             return ProcessOutcome(
-                started=now, finished=now, error=error, result=None, timed_out=False
+                started=started, finished=finished, error=error, result=None, timed_out=False
             )
         log.warning(
             "worker process %d %s while idle; the run of task %r goes to another",
