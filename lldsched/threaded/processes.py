@@ -265,7 +265,8 @@ class ProcessPool:
         sent.
 
         ``stopped`` is asked once a child is held for the run (called without this
-        pool's lock): the error of the run if it was stopped since its caller began it
+        pool's lock; again for the next child if that one was found dead idle): the
+        error of the run if it was stopped since its caller began it
         (``"CancelledError: task cancelled "`` and :data:`NOT_SENT`), or None.  A
         :meth:`kill` finds the child from then on; one that came before found none, and
         ``stopped`` says it: the run is then not sent, and ends failed with that
