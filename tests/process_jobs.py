@@ -284,3 +284,25 @@ def close_pipe_then_sleep(seconds: float) -> str:
     os.close(int(sys.argv[3]))  # the child's command line: -c, sys.path, reading, writing
     time.sleep(seconds)
     return "slept"
+
+
+def leave_a_process_then_exit(how: str, marker: str, code: int) -> None:
+    """Start a process that lives on, write its pid to ``marker``, then exit with
+    ``code`` (a crash while something the job started runs): ``how`` is ``"fork"``, a
+    bare ``os.fork`` (as ``multiprocessing``'s fork start method, or a daemon, makes
+    one), or ``"exec"``, a command that inherits what it may (``close_fds=False``, as
+    ``os.system``'s shell does).  Either waits an hour: the test kills it."""
+    if how == "fork":
+        holder = os.fork()
+        if holder == 0:
+            time.sleep(3600)
+            os._exit(0)
+    else:
+        holder = subprocess.Popen(["sleep", "3600"], close_fds=False).pid
+    mark(marker, str(holder))
+    os._exit(code)
+
+
+def fork_and_return() -> str:
+    """Fork, and return from both processes (the copy's ``os._exit`` forgotten)."""
+    return "copy" if os.fork() == 0 else "child"

@@ -8,6 +8,7 @@ Children start in a few hundred milliseconds, so the tests that can share a sche
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -42,7 +43,8 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
-from lldsched.threaded import processes, processwire
+from lldsched.core.isolation import worker_killed
+from lldsched.threaded import processes, processlife, processwire
 from lldsched.threaded.processes import ProcessOutcome, ProcessPool
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
@@ -841,6 +843,140 @@ def test_a_child_that_writes_garbage_on_its_pipe_fails_its_run_is_killed_and_rep
     assert told is not None and said in told[2], outcome.error
     assert outcome.result is None and not outcome.timed_out
     ended_before_its_replacement(pool, jumps, outcome, int(told[1]))
+
+
+def run_bounded(pool: ProcessPool, call: str, *args: Any) -> ProcessOutcome | None:
+    """``pool.run`` of ``call`` without a timeout, on a thread joined within ``BOUND``:
+    a run that never ends fails the test instead of hanging it."""
+    outcomes: list[ProcessOutcome | None] = []
+    caller = threading.Thread(
+        target=lambda: outcomes.append(pool.run("t", f"{JOBS}:{call}", args, None, timeout=None))
+    )
+    caller.start()
+    caller.join(BOUND)
+    if caller.is_alive():
+        pool.kill_all("test over")  # its child, and what its job left in its group
+        caller.join(BOUND)
+        pytest.fail(f"the run of {call}{args} did not end")
+    (outcome,) = outcomes
+    return outcome
+
+
+@pytest.mark.parametrize("how", ["fork", "exec"])
+def test_a_crash_is_seen_while_a_process_the_job_started_lives_on(tmp_path: Path, how: str) -> None:
+    """A job that forked (a ``multiprocessing`` fork child, a daemon) or shelled out
+    (``os.system("... &")``) and then crashed: its run fails naming the exit code.  The
+    process it left held the child's end of the answering pipe (a fork copies every
+    descriptor; an exec kept the ones ``pass_fds`` made inheritable), so the parent
+    never read end-of-file: a run without a timeout held its worker until that process
+    ended, an hour here, and a cancel that killed the child did not end it either."""
+    pool = ProcessPool(now=time.monotonic)
+    marker = tmp_path / "holder"
+    try:
+        outcome = run_bounded(pool, "leave_a_process_then_exit", how, str(marker), 3)
+        assert outcome is not None and outcome.error is not None
+        assert re.fullmatch(
+            r"ChildProcessError: the worker process \d+ exited with code 3 during the run",
+            outcome.error,
+        ), outcome.error
+    finally:
+        if marker.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(marker.read_text()), signal.SIGKILL)
+        pool.kill_all("test over")
+        pool.close(timeout=BOUND)
+    assert pool.alive == 0
+
+
+def test_a_process_the_job_forked_that_returns_neither_answers_nor_takes_a_call() -> None:
+    """A job that forked and whose copy returned from it too (its ``os._exit``
+    forgotten): the copy went back to the child's loop on the child's pipes, answered
+    the call a second time (the next run's record held that stale answer) and took
+    calls of its own.  The copy now holds none of the child's pipes, and ends."""
+    pool = ProcessPool(now=time.monotonic)
+    try:
+        forked = run_bounded(pool, "fork_and_return")
+        assert forked is not None and forked.result == "'child'", forked
+        (child,) = pool.pids
+        for _ in range(3):  # each call answered once, by the child, in its turn
+            after = run_bounded(pool, "pid")
+            assert after is not None and after.result == str(child), after
+    finally:
+        pool.kill_all("test over")
+        pool.close(timeout=BOUND)
+    assert pool.alive == 0
+
+
+def test_a_run_that_finds_its_idle_child_dead_goes_to_another_and_is_not_failed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An idle worker process that died (the OOM killer's pick, an operator's ``kill``, a
+    thread its last job left that crashed) failed the next run that took it, of whatever
+    task, its attempt spent and its error saying the child died "during the run": the
+    call was never taken (a child says ``started`` before it runs anything).  It goes
+    to another child now, and the loss is said once, at WARNING."""
+    pool = ProcessPool(now=time.monotonic)
+    try:
+        first = run_bounded(pool, "pid")
+        assert first is not None and first.result is not None, first
+        (idle,) = pool._idle
+        os.kill(idle.process.pid, signal.SIGKILL)
+        idle.process.wait(BOUND)  # dead and reaped before the next run takes it
+        with caplog.at_level(logging.WARNING, logger="lldsched.workers"):
+            after = run_bounded(pool, "pid")
+        assert after is not None and after.error is None, after
+        assert after.result not in (None, first.result)
+        said = [r.getMessage() for r in caplog.records if r.name == "lldsched.workers"]
+        assert said == [
+            f"worker process {first.result} was killed by signal 9 (SIGKILL) while idle; "
+            "the run of task 't' goes to another"
+        ]
+    finally:
+        pool.kill_all("test over")
+        pool.close(timeout=BOUND)
+    assert pool.alive == 0
+
+
+def test_a_run_whose_served_child_is_killed_before_it_took_the_call_ends_at_the_kill(
+    jumping: tuple[ProcessPool, list[float]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel that kills a child which served before, as the run's call reaches it:
+    the run fails as cancelled (not sent to another child), and its record ends when
+    the pool saw the loss, not after the replacement started (the caller's clock jumps
+    an hour at each child's start)."""
+    pool, jumps = jumping
+    served = pool.run("t", f"{JOBS}:pid", (), None, timeout=BOUND)
+    assert served is not None and served.result is not None and jumps == [HOUR]
+    take = pool._take
+
+    def taken_then_cancelled(task_id: str) -> Any:
+        child = take(task_id)
+        assert pool.kill(task_id, "task cancelled")
+        child.process.wait(BOUND)  # dead before the call is sent
+        return child
+
+    monkeypatch.setattr(pool, "_take", taken_then_cancelled)
+    outcome = pool.run("t", f"{JOBS}:pid", (), None, timeout=BOUND)
+    assert outcome is not None and outcome.error is not None
+    assert outcome.error == f"CancelledError: task cancelled {worker_killed(int(served.result))}"
+    assert jumps == [2 * HOUR]  # its replacement started
+    assert outcome.finished - HOUR <= time.monotonic(), outcome  # read before that jump
+
+
+def test_a_fresh_child_lost_before_it_took_the_call_still_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only a child that served before is passed over when found dead: one that cannot
+    boot (here its Python is ``/bin/false``) fails the run, as it would every other."""
+    monkeypatch.setattr(processlife, "_executable", lambda: "/bin/false")
+    pool = ProcessPool(now=time.monotonic)
+    try:
+        outcome = run_bounded(pool, "pid")
+        assert outcome is not None and outcome.error is not None
+        assert outcome.error.endswith("exited with code 1 during the run"), outcome.error
+    finally:
+        pool.kill_all("test over")
+        pool.close(timeout=BOUND)
 
 
 def test_a_child_that_stops_in_the_middle_of_its_answer_is_killed_at_its_timeout() -> None:

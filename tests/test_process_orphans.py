@@ -115,3 +115,14 @@ def test_a_job_killed_at_its_timeout_takes_the_command_it_started_with_it(
     wait_until(lambda: len(task.history) == 1, timeout=BOUND, what="the run's timeout")
     assert task.history[0].timed_out, task.history[0].error
     wait_until(lambda: gone(command), timeout=BOUND, what=f"the job's command {command}")
+
+
+def test_the_guide_says_a_run_in_flight_dies_with_its_schedulers_process() -> None:
+    """GUIDE.md's at-least-once bullet said a process-isolated run in flight "is not
+    stopped by its scheduler's death: its worker process finishes the call (its timeout
+    no longer enforced)", what the lifeline was made to end and what
+    ``test_a_worker_process_dies_when_its_schedulers_process_is_killed`` shows false."""
+    guide = " ".join((Path(__file__).parent.parent / "docs" / "GUIDE.md").read_text().split())
+    bullet = guide.split("- **At-least-once**", 1)[1].split(" - **", 1)[0]
+    assert "finishes the call" not in bullet
+    assert "A *process-isolated* run in flight dies with its scheduler's process" in bullet

@@ -10,6 +10,20 @@ It also owns the child's *lifeline* (:func:`_watch`): a daemon thread that ends 
 child at once when its parent died.  A child runs one call at a time, on its main
 thread: nothing here is shared between threads but the lifeline's descriptor, which
 only the watcher reads.
+
+**The child's pipes are its own**, held by no process its action starts: the parent
+learns that a child crashed from the end-of-file of its answering pipe, which comes only
+once every copy of the writing end is closed.  ``pass_fds`` hands them over inheritable,
+so a command the action started (``os.system("... &")``, ``subprocess.Popen(...,
+close_fds=False)``) kept a copy, and a fork (``os.fork``, ``multiprocessing``'s fork
+start method, a daemon) copies every descriptor: a child that crashed while such a
+process lived on was never seen to, its run held its worker until that process ended
+(for ever, without a timeout; a cancel killed the child and waited on), and a forked
+copy that returned from the action answered its call a second time and took calls of
+its own.  So :func:`serve` makes the three descriptors non-inheritable, has a process
+forked from the child close its copies of the pipes (:func:`os.register_at_fork`), and
+ends such a copy when it returns from the action, unheard.  A fork in C without Python's
+fork hooks is not seen (a C extension's bare ``fork()`` that does not ``exec``).
 """
 
 from __future__ import annotations
@@ -36,9 +50,12 @@ def serve(reading: int, writing: int, lifeline: int) -> None:
     shutdown, and the call returned before :func:`_watch` ended this process: the answer
     has nobody to go to, and its BrokenPipeError, printed on the stderr the child shares
     with the parent, was a traceback in a service's log)."""
-    os.set_inheritable(lifeline, False)  # the action's own children do not need it
+    for fd in (reading, writing, lifeline):  # pass_fds made them inheritable
+        os.set_inheritable(fd, False)  # a command the action starts holds none
     threading.Thread(target=_watch, args=(lifeline,), name="lldsched-lifeline", daemon=True).start()
     connection = Pipe(reading, writing)
+    serving = os.getpid()
+    os.register_at_fork(after_in_child=connection.close)  # nor a process it forks
     while True:
         try:
             request = json.loads(connection.recv_bytes())
@@ -56,6 +73,8 @@ def serve(reading: int, writing: int, lifeline: int) -> None:
             answer = {"result": result_text(value)}
         except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run, as on a thread
             answer = {"error": error_text(exc), "traceback": traceback_text(exc)}
+        if os.getpid() != serving:  # a copy the action forked, back here
+            return
         if not _told(connection, json.dumps(answer).encode()):
             return
 

@@ -34,7 +34,10 @@ answer:
   seconds");
 * **a crash** (the child exits, ``os._exit(3)``, or dies of a signal) is a failed
   run whose error names the exit code or the signal (or that the child closed its pipe
-  and did not exit within a second, then was killed);
+  and did not exit within a second, then was killed).  Not so a child that served a call
+  before and is found dead before it says it took the next (it died idle: the OOM
+  killer's pick, an operator's ``kill``): the call never began, the loss is said at
+  WARNING, and another child takes it (:meth:`ProcessPool._died_idle`);
 * **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
   or the scheduler shuts down without draining) is a failed run whose error says why.
   One asked for after the run began and before a child was busy with it (the worker
@@ -111,6 +114,7 @@ from lldsched.threaded.processlife import (
     REAP_TIMEOUT,
     Child,
     death,
+    died_how,
     end_child,
     kill_group,
     start_child,
@@ -261,32 +265,39 @@ class ProcessPool:
         sent.
 
         ``stopped`` is asked once a child is held for the run (called without this
-        pool's lock): the error of the run if it was stopped since its caller began it
+        pool's lock; again for the next child if that one was found dead idle): the
+        error of the run if it was stopped since its caller began it
         (``"CancelledError: task cancelled "`` and :data:`NOT_SENT`), or None.  A
         :meth:`kill` finds the child from then on; one that came before found none, and
         ``stopped`` says it: the run is then not sent, and ends failed with that
         error."""
-        try:
-            child = self._take(task_id)
-        except SchedulerStateError:  # closed: a shutdown came between its begin and a child
-            return None
-        with self._lock:  # retime finds it from now on; stopped's caller saw any before
-            self._budgets[child] = _Budget(timeout, self._lock, self._monotonic)
-        try:
-            if stopped is not None:
-                error = stopped()
-                if error is not None:  # stopped before this child was busy with it
-                    self._give_back(child)
-                    return self._unstarted(error)
-            message = {"call": path, "args": list(args), "kwargs": dict(kwargs or {})}
-            return self._send(child, json.dumps(message).encode())
-        finally:
-            with self._lock:
-                budget = self._budgets.pop(child)
-            budget.close()
+        message = {"call": path, "args": list(args), "kwargs": dict(kwargs or {})}
+        sent = json.dumps(message).encode()
+        while True:  # again only after an idle child was found dead: another one takes it
+            try:
+                child = self._take(task_id)
+            except SchedulerStateError:  # closed: a shutdown came between its begin and a child
+                return None
+            with self._lock:  # retime finds it from now on; stopped's caller saw any before
+                self._budgets[child] = _Budget(timeout, self._lock, self._monotonic)
+            try:
+                if stopped is not None:
+                    error = stopped()
+                    if error is not None:  # stopped before this child was busy with it
+                        self._give_back(child)
+                        return self._unstarted(error)
+                outcome = self._send(child, sent)
+            finally:
+                with self._lock:
+                    budget = self._budgets.pop(child)
+                budget.close()
+            if outcome is not None:
+                return outcome
 
-    def _send(self, child: Child, message: bytes) -> ProcessOutcome:
-        """Send the call to ``child`` (held for it) and wait for its end, or kill it.
+    def _send(self, child: Child, message: bytes) -> ProcessOutcome | None:
+        """Send the call to ``child`` (held for it) and wait for its end, or kill it;
+        None when ``child`` had answered a call before and was found dead before it took
+        this one (:meth:`_died_idle`): the run never started, and goes to another child.
 
         **A run ends when the pool sees it end**, whichever way: its answer, its
         deadline passing, its child's end-of-file (a crash, or a kill asked for) or what
@@ -316,7 +327,10 @@ class ProcessPool:
             answer, garbled = None, exc
         finished = self._now()  # the run ends here (see above)
         if answer is None:
+            if budget.begun is None and garbled is None and child.answered:
+                return self._died_idle(child, started, finished)
             return self._lost(child, started, finished, expired, garbled)
+        child.answered = True  # it served: found dead before its next call, it died idle
         self._give_back(child)  # a cancel after the answer loses the child, not the answer
         if "error" in answer:
             error = str(answer["error"])
@@ -366,6 +380,28 @@ class ProcessPool:
             result=None,
             timed_out=expired is not None,
         )
+
+    def _died_idle(self, child: Child, started: float, finished: float) -> ProcessOutcome | None:
+        """None for a child that answered a call before and died before it said it took
+        this one: it died idle (the OOM killer, an operator's ``kill``, a thread its last
+        job left), the call never began, and another child takes it.  A fresh child lost
+        before it started is a failed run (:meth:`_lost`): one that cannot boot would
+        fail every run, and another child would not do better.  A kill asked for
+        meanwhile (a cancel, a shutdown) ends the run as it says, at ``finished`` (when
+        the pool saw the loss, as :meth:`_lost` ends a run)."""
+        pid = child.process.pid
+        error = self._lose(child)
+        if child.killed is not None:
+            return ProcessOutcome(
+                started=started, finished=finished, error=error, result=None, timed_out=False
+            )
+        log.warning(
+            "worker process %d %s while idle; the run of task %r goes to another",
+            pid,
+            died_how(child.process),
+            child.task_id,
+        )
+        return None
 
     def retime(self, task_id: str, timeout: float | None) -> None:
         """The timeout of ``task_id`` changed while a run of it may be in flight (a

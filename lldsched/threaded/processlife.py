@@ -46,7 +46,7 @@ from multiprocessing.connection import Connection
 
 from lldsched.threaded.processwire import Pipe
 
-__all__ = ["REAP_TIMEOUT", "Child", "death", "end_child", "kill_group", "start_child"]
+__all__ = ["REAP_TIMEOUT", "Child", "death", "died_how", "end_child", "kill_group", "start_child"]
 
 REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: at once)
 
@@ -54,7 +54,7 @@ REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: 
 class Child:
     """One worker process, the parent's end of its pipe and of its lifeline."""
 
-    __slots__ = ("connection", "killed", "lifeline", "process", "task_id")
+    __slots__ = ("answered", "connection", "killed", "lifeline", "process", "task_id")
 
     def __init__(
         self, process: subprocess.Popen[bytes], connection: Connection, lifeline: int
@@ -64,6 +64,7 @@ class Child:
         self.lifeline = lifeline  # the writing end of its lifeline; -1 once closed
         self.task_id: str | None = None  # the task whose run it is busy with
         self.killed: str | None = None  # why the pool killed it mid-run, if it did
+        self.answered = False  # it answered a call: idle since, until it takes the next
 
     def let_go(self) -> None:
         """Close this process's end of the child's lifeline (see
@@ -137,20 +138,20 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
 
 def death(process: subprocess.Popen[bytes]) -> str:
     """The error text of a run whose child died on its own."""
+    return f"ChildProcessError: the worker process {process.pid} {died_how(process)} during the run"
+
+
+def died_how(process: subprocess.Popen[bytes]) -> str:
+    """How a reaped child ended: ``exited with code 3``, or ``was killed by signal 9
+    (SIGKILL)``."""
     code = process.returncode
     if code is not None and code < 0:
         try:
             name = signal.Signals(-code).name
         except ValueError:
             name = "an unknown signal"
-        return (
-            f"ChildProcessError: the worker process {process.pid} was killed by signal "
-            f"{-code} ({name}) during the run"
-        )
-    return (
-        f"ChildProcessError: the worker process {process.pid} exited with code {code} "
-        "during the run"
-    )
+        return f"was killed by signal {-code} ({name})"
+    return f"exited with code {code}"
 
 
 def _executable() -> str:
