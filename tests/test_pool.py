@@ -101,27 +101,13 @@ def test_discard_takes_out_the_unwanted_items_and_keeps_the_others_in_order() ->
         pool.put([2, 3, 4, 5])
         assert pool.discard(lambda item: item % 2 == 0) == 2
         assert (pool.waiting, pool.count(lambda item: True)) == (2, (2, 3))
+        # count: what metrics() reads of the hand-off queue (its live entries only)
+        assert pool.count(lambda item: item > 3) == (1, 5)
+        assert pool.count(lambda item: item > 10) == (0, None)
         assert pool.discard(lambda item: item > 10) == 0
     gate.set()
     assert pool.shutdown(drain=True, timeout=5) == []
     assert done == [1, 3, 5]
-
-
-def test_count_reads_the_wanted_items_waiting_and_the_first_of_them() -> None:
-    # metrics() counts the live entries waiting here, a tombstone no run waiting.
-    done: list[int] = []
-    gate, taken = threading.Event(), threading.Event()
-    pool = make_pool(done, gate, capacity=8, taken=taken)
-    pool.start()
-    with pool._lock:
-        pool.put([1])
-    assert taken.wait(5)  # the worker holds item 1
-    with pool._lock:
-        pool.put([2, 3, 4, 5])
-        assert pool.count(lambda item: item % 2 == 1) == (2, 3)
-        assert pool.count(lambda item: item > 10) == (0, None)
-    gate.set()
-    assert pool.shutdown(drain=True, timeout=5) == []
 
 
 @pytest.mark.parametrize(("workers", "capacity"), [(0, None), (2, 0), (True, None)])
