@@ -248,6 +248,36 @@ def test_the_lag_is_the_oldest_due_entry_in_the_hand_off_queue_when_the_heap_is_
     settle(scheduler)
 
 
+@pytest.mark.parametrize("verb", ["pause", "cancel", "remove", "reschedule", "replace"])
+def test_an_entry_handed_out_then_stopped_or_moved_is_no_work_waiting(
+    make_scheduler: SchedulerFactory, verb: str
+) -> None:
+    """A task paused, cancelled, removed or moved while its entry waits in the hand-off
+    queue behind a long run leaves a tombstone there: no run waits, so neither
+    ``handoff`` nor ``lag`` counts it (they did: a health check said "due work waits
+    900 s" of a task paused to relieve the pool), as the heap's tombstones are not."""
+    clock = FakeClock(T0)
+    scheduler, release = _one_worker_held(make_scheduler, clock, handoff=1)
+    scheduler.schedule("waiting", noop, FixedRate(3600), id="waiting")
+    scheduler.schedule("live", noop, OneTime(delay=60), id="live")  # in the heap: no room
+    wait_until(lambda: scheduler.metrics().handoff == 1, timeout=5, what="the hand-off")
+    if verb == "reschedule":
+        scheduler.reschedule("waiting", FixedRate(3600, start_delay=5000))
+    elif verb == "replace":
+        scheduler.schedule(
+            "waiting", noop, FixedRate(3600, start_delay=5000), id="waiting", replace_existing=True
+        )
+    else:
+        getattr(scheduler, verb)("waiting")
+    clock.advance(900)  # "live" is 840 s late; "waiting" is due no more
+    metrics = scheduler.metrics()
+    assert (metrics.busy, metrics.handoff, metrics.lag) == (1, 0, 840.0)
+    release.set()
+    settle(scheduler)
+    metrics = scheduler.metrics()
+    assert (metrics.busy, metrics.handoff, metrics.lag) == (0, 0, 0.0)
+
+
 def test_coroutine_runs_are_counted_apart_from_the_busy_workers(
     make_scheduler: SchedulerFactory,
 ) -> None:

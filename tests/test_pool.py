@@ -100,7 +100,10 @@ def test_discard_takes_out_the_unwanted_items_and_keeps_the_others_in_order() ->
     with pool._lock:
         pool.put([2, 3, 4, 5])
         assert pool.discard(lambda item: item % 2 == 0) == 2
-        assert (pool.waiting, pool.first) == (2, 3)
+        assert (pool.waiting, pool.count(lambda item: True)) == (2, (2, 3))
+        # count: what metrics() reads of the hand-off queue (its live entries only)
+        assert pool.count(lambda item: item > 3) == (1, 5)
+        assert pool.count(lambda item: item > 10) == (0, None)
         assert pool.discard(lambda item: item > 10) == 0
     gate.set()
     assert pool.shutdown(drain=True, timeout=5) == []

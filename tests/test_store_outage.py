@@ -35,6 +35,7 @@ from lldsched.model import ExecutionRecord, Outcome
 from lldsched.sim import Simulation
 from tests.conftest import settle
 from tests.harness import FailingStore
+from tests.waits import wait_until
 
 
 def noop() -> None:
@@ -84,6 +85,35 @@ def test_an_outage_is_said_once_with_its_traceback_and_its_end_with_what_was_mis
         assert len(logged(caplog, logging.ERROR)) == 2
         store.down = False
     assert len(logged(caplog, logging.ERROR)) == 2
+
+
+def test_rows_left_stale_are_tried_again_once_a_minute_not_at_the_next_run(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A daily task's run whose writes failed: the store comes back, and the timer writes
+    the row again within two minutes, ending the outage (``store_ok`` True, the readiness
+    probe ready).  Before, nothing wrote until the next run, a day later: the probe said
+    "the store is failing" of a store up all day, and the row stayed stale that long."""
+    store = FailingStore()
+    scheduler = Scheduler(clock=clock, store=store, max_wait=None)  # parked for a day
+    task = scheduler.schedule("daily", noop, FixedRate(86_400, start_delay=60))
+    with caplog.at_level(logging.DEBUG, logger="lldsched"), scheduler:
+        store.down = True
+        clock.advance(60)
+        settle(scheduler)
+        assert task.run_count == 1 and not scheduler.metrics().store_ok
+        clock.advance(120)  # still failing: tried again, counted, not said again
+        settle(scheduler)
+        assert not scheduler.metrics().store_ok and logged(caplog, logging.WARNING) == []
+        store.down = False
+        clock.advance(60)
+        wait_until(lambda: scheduler.metrics().store_ok, timeout=5, what="the rewrite")
+        (recovered,) = logged(caplog, logging.WARNING)
+        assert "recovered (a rewrite of the rows left stale succeeded)" in recovered.getMessage()
+        stored = store.get(task.id)
+        assert stored is not None and stored.run_count == 1
+        assert store.records(task.id) == list(task.history)
+        assert len(logged(caplog, logging.ERROR)) == 1  # the tries said nothing more
 
 
 def test_a_store_failing_every_other_write_says_each_outage_and_each_recovery(

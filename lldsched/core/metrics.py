@@ -45,7 +45,8 @@ class Metrics(NamedTuple):
     * ``workers``: the worker threads; ``busy``: how many are taken by a run (running
       its action, waiting for its child process, or logging its failure);
     * ``handoff``: due entries the timer handed out that no worker took yet (the
-      hand-off queue; above 0 for long, the pool is saturated);
+      hand-off queue; above 0 for long, the pool is saturated), live ones only: the
+      entry of a task paused, cancelled, removed or moved since is no run waiting;
     * ``coroutines``: coroutine runs on the event loop, running or waiting for a slot
       (``max_coroutines``);
     * ``queued``: tasks waiting in the heap for their due instant (live entries);

@@ -112,6 +112,11 @@ is said at ERROR then (``still failing``), with the outages said at DEBUG since,
 its end at WARNING: the last line a service at WARNING sees always tells whether the
 store works.
 
+The core has no timer: the threaded scheduler's timer tries the stale rows again
+(:meth:`OutageWrites.retry_due`) a minute after the last failed call, so that an
+outage ends once the store is back, not at a task's next write, which may be a day
+away (``store_ok`` False all that time).
+
 Considered and rejected: a periodic summary while the outage lasts (it needs a clock
 and a timer in the core; the debug lines and the count at recovery say the same), and
 a warning at every failure (the log line a service's alerting sees is the first; a
@@ -136,6 +141,7 @@ __all__ = [
     "OUTAGE",
     "PURGE",
     "SHARED_OUTAGE",
+    "STALE_RETRY",
     "STALE_SHOWN",
     "Kind",
     "Outage",
@@ -184,6 +190,12 @@ ENDED_BY: dict[Kind, frozenset[Kind]] = {
 """Each kind of call that can fail, and the kinds whose success ends an outage in which
 it failed: the one place the rule lives (module docstring)."""
 
+STALE_RETRY = 60.0
+"""Seconds without a failed call after which the threaded scheduler's timer writes the
+rows an outage of a store of one process left stale again (:meth:`OutageWrites.retry_due`):
+the outage ends once the store is back, not at the next write of a task that may be a
+day away (``metrics().store_ok`` False, the readiness probe failing, all that time)."""
+
 HELD_SETTLES = 1000
 """The runs' settles an outage holds on a shared store (:attr:`Outage.settles`), in all;
 past them the oldest are dropped, counted: their runs are taken over once their leases
@@ -197,6 +209,7 @@ class Outage:
     __slots__ = (
         "calls",
         "dropped",
+        "failed_at",
         "folded",
         "kinds",
         "late",
@@ -210,7 +223,10 @@ class Outage:
         "writes",
     )
 
-    def __init__(self, kind: Kind) -> None:
+    def __init__(self, kind: Kind, failed_at: float) -> None:
+        # The core's clock when a call last failed: STALE_RETRY after it, the threaded
+        # timer writes the stale rows again (OutageWrites.retry_due)
+        self.failed_at = failed_at
         self.quiet = False  # begun within a window of the last outage said: at DEBUG
         self.kinds = {kind}  # what failed: "save", "claim", ...; what ends it: ENDED_BY
         self.calls = 0  # the calls that failed, the first included
@@ -259,6 +275,7 @@ class OutageWrites(StoreInterrupts):
     __slots__ = ("_repeats", "outage")
 
     store: TaskStore
+    now: Callable[[], float]  # the core's clock
     shared: bool  # rows others write: rewritten only as last read
     current: Callable[[str], TaskSnapshot | None] | None  # what stale rows are written from
     # When the last outage was said at ERROR: one beginning within a window of it is
@@ -273,7 +290,7 @@ class OutageWrites(StoreInterrupts):
     def _count(self, error: BaseException, *, kind: Kind, doing: str, writes: int) -> None:
         outage = self.outage
         if outage is None:
-            outage = self.outage = Outage(kind)
+            outage = self.outage = Outage(kind, self.now())
             repeated = self._repeats.admit("outage")
             if repeated is None:  # a store that flaps: within a window of the last said
                 outage.quiet = True
@@ -289,6 +306,7 @@ class OutageWrites(StoreInterrupts):
                 _say_outage(message, self.store, doing, error, repeated)
         else:
             outage.kinds.add(kind)
+            outage.failed_at = self.now()
             repeated = None  # said at ERROR already, or quiet within its window
             if outage.quiet and self._repeats.expired("outage"):
                 repeated = self._repeats.admit("outage")
@@ -365,6 +383,29 @@ class OutageWrites(StoreInterrupts):
             self._end(outage, "rewrite of the rows left stale", written, rewritten)
         left = dict.fromkeys(task_id for task_id, _, _ in outage.settles.values())
         return list({**left, **dict.fromkeys(outage.stale)})
+
+    def retry_due(self, now: float) -> float | None:
+        """The threaded timer's try of the rows left stale by an outage of a store of one
+        process, at a wake (caller holds what guards this StoreWrites): written again
+        (:meth:`rewrite_stale`) once :data:`STALE_RETRY` seconds passed without a failed
+        call (a clock set back before it counts as passed), which ends the outage if the
+        store is back; else counted as any failure.  Returns when to try next (None: no
+        outage, or none of its rows stale): the timer wakes by then.  Without it a store
+        back after a blip stayed in its outage until a task next wrote, a day later for a
+        daily task: ``store_ok`` False and the rows stale all that time.  A shared store
+        needs none: its timer's claims and reads at every wake end an outage."""
+        outage = self.outage
+        if outage is None or not outage.stale:
+            return None
+        due = outage.failed_at + STALE_RETRY
+        if outage.failed_at <= now < due:
+            return due
+        self.rewrite_stale()
+        outage = self.outage
+        if outage is None or not outage.stale:
+            return None
+        outage.failed_at = now  # tried, whether or not a write was made
+        return now + STALE_RETRY
 
     def _end(self, outage: Outage, kind: str, written: set[Kind], rewritten: int) -> None:
         """End ``outage`` now that calls of the kinds ``written`` succeeded (``kind``: what

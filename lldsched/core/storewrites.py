@@ -79,7 +79,7 @@ ADVICE = (
 class StoreWrites(OutageWrites):
     """The core's account of the calls its store failed (one per core with a store)."""
 
-    __slots__ = ("closed", "current", "missed", "shared", "store", "user")
+    __slots__ = ("closed", "current", "missed", "now", "shared", "store", "user")
 
     def __init__(
         self,
@@ -90,6 +90,7 @@ class StoreWrites(OutageWrites):
         user: object = None,
     ) -> None:
         self.store = store
+        self.now = now
         self.shared = is_shared(store)  # rows others write: rewritten only as last read
         # The runtime whose verbs write through this store (a Scheduler, a Simulation):
         # refused while another running scheduler holds the store (check_open).

@@ -586,7 +586,8 @@ class ControlVerbs(SchedulerParts):
         the backlog and its lag, the dead letter, the records by outcome, the store).
 
         Taken in one hold of the lock, so its fields agree; O(1) in the tasks and
-        records.  ``timeout`` bounds the wait for the lock (seconds or a ``timedelta``;
+        records (the hand-off queue, at most its capacity, is read for its live
+        entries).  ``timeout`` bounds the wait for the lock (seconds or a ``timedelta``;
         ``None``: as long as it takes): past it, :class:`~lldsched.errors.SchedulerBusyError`
         (a ``TimeoutError``), which is what a liveness probe should report, since a
         lock held that long (a store call that hangs) dispatches nothing."""
@@ -603,19 +604,22 @@ class ControlVerbs(SchedulerParts):
                     "dispatched while it is"
                 )
             pool = self._pool
-            handoff = pool.waiting
+            queue = self._queue
+            # Live entries only, as the heap's: one a verb stopped or moved since the
+            # timer handed it out is a tombstone until a worker drops it, no run waiting
+            # (busy is what is in flight beside every entry waiting, tombstones too).
+            handoff, first = pool.count(lambda entry: queue.live(entry) is not None)
             coroutines = self._coroutines.in_hand
-            first = pool.first
             timer = self._timer
             return take(
                 self._core,
-                self._queue,
+                queue,
                 at=self._clock.now(),
                 state=self._state,
                 timer_alive=timer is not None and timer.is_alive(),
                 timer_woke=self._last_look.woke,
                 workers=pool.workers,
-                busy=self._in_flight - handoff - coroutines,
+                busy=self._in_flight - pool.waiting - coroutines,
                 handoff=handoff,
                 coroutines=coroutines,
                 handed_out_due=None if first is None else first[0],

@@ -139,13 +139,19 @@ class WorkerPool(Generic[T, J, R]):
             return sum(item is not _SENTINEL for item in items)
         return len(items)
 
-    @property
-    def first(self) -> T | None:
-        """The item waiting longest for a worker, or None.  Caller holds the lock."""
-        items = self._items
-        if not items or items[0] is _SENTINEL:
-            return None
-        return items[0]  # type: ignore[return-value]
+    def count(self, wanted: Callable[[T], bool]) -> tuple[int, T | None]:
+        """How many items waiting for a worker ``wanted`` says so of, and the first of
+        them (None: none); the shutdown's sentinels are never counted.  O(queued), at
+        most the capacity: for ``metrics()``, which counts the live entries only (a
+        tombstone waiting here is no run).  Caller holds the lock."""
+        found = 0
+        first: T | None = None
+        for item in self._items:
+            if item is not _SENTINEL and wanted(item):  # type: ignore[arg-type]
+                if not found:
+                    first = item  # type: ignore[assignment]
+                found += 1
+        return found, first
 
     def put(self, items: Iterable[T]) -> None:
         """Queue ``items`` (caller holds the lock and has checked :attr:`room`; entries

@@ -51,6 +51,7 @@ import logging
 from collections.abc import Collection
 
 from lldsched.core.context import RunContext
+from lldsched.core.outage import STALE_RETRY
 from lldsched.core.recovery import after_clock_jump
 from lldsched.core.runs import rearmed
 from lldsched.core.task import Entry, Run
@@ -111,11 +112,14 @@ class TimerThread(SchedulerParts):
         last_look = self._last_look
         monotonic = last_look.monotonic  # jump detection (none on a FakeClock)
         coordinator = self._coordinator
+        # A store of one process: its outage's stale rows tried again (retry_due)
+        writes = self._core.store_writes if coordinator is None else None
         # Shared stores only: the tasks a claim takes only, or leaves (_claim_room).
         among: Collection[str] | None = None
         leaving: Collection[str] = ()
         with cond:  # the first look was start()'s (_first_look)
             looked = 0.0  # the lease trust clock's reading before `now` (shared stores only)
+            handed = False  # at this wake: their begins write first (no stale rows tried)
             while self._state is RUNNING:
                 if coordinator is not None:
                     looked = coordinator.looked()  # first: Coordinator.looked says why
@@ -146,6 +150,7 @@ class TimerThread(SchedulerParts):
                     if batch:
                         self._in_flight += len(batch)
                         self._hand_out(batch)
+                        handed = True
                         continue
                     if self._idle_waiters and self._in_flight == 0:
                         self._wake_idle()  # only tombstones were due: idle
@@ -154,6 +159,11 @@ class TimerThread(SchedulerParts):
                     wake = None  # the hand-off queue is full: wait for a worker to make room
                     if coordinator is not None:
                         self._unheld(now)
+                if writes is not None and writes.outage is not None:
+                    # the store back, the outage ends then, not at a task's next write
+                    retry = now + STALE_RETRY if handed else writes.retry_due(now)
+                    if retry is not None and (wake is None or retry < wake):
+                        wake = retry
                 if deadlines and (wake is None or deadlines[0][0] < wake):
                     wake = deadlines[0][0]
                 if max_wait is not None and (wake is None or wake - now > max_wait):
@@ -161,6 +171,7 @@ class TimerThread(SchedulerParts):
                 if coordinator is not None:
                     wake = coordinator.wake(now, wake)  # renewal, and the poll bound
                 clock.wait(cond, wake)
+                handed = False
 
     def _first_look(self) -> None:
         """The reading the timer's looks for a jump start from, taken by ``start()``
