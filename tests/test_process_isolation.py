@@ -29,10 +29,12 @@ from typing import Any
 import pytest
 
 from lldsched import (
+    ExecutionRecord,
     FakeClock,
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    Outcome,
     Overlap,
     Priority,
     RetryPolicy,
@@ -44,7 +46,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.core.isolation import worker_killed
-from lldsched.threaded import processes, processlife, processwire
+from lldsched.threaded import processes, processlife, processwire, running
 from lldsched.threaded.processes import ProcessOutcome, ProcessPool
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
@@ -681,8 +683,12 @@ def test_shutdown_without_drain_kills_the_running_child_and_leaves_none_alive(
     assert wait_for(lambda: marker.exists() and marker.read_text() != "")
     assert scheduler.shutdown(drain=False, timeout=BOUND)
     (record,) = task.history
-    assert (record.error or "").startswith("CancelledError: the scheduler shut down")
-    assert not alive(int(marker.read_text()))
+    pid = int(marker.read_text())
+    assert record.error == (
+        f"CancelledError: the scheduler shut down without draining (its worker process {pid} "
+        "was killed)"
+    )
+    assert not alive(pid)
     assert set(serving_children()) <= others
 
 
@@ -795,7 +801,13 @@ def test_a_drain_that_runs_out_of_time_kills_the_running_child(
     with caplog.at_level(logging.WARNING, logger="lldsched.scheduler"):
         assert scheduler.shutdown(drain=True, timeout=2.0)
     (record,) = task.history
-    assert (record.error or "").startswith("CancelledError: the scheduler shut down")
+    # Said as it was: a drain out of time, after the 1 s of it (the last 1 s of the 2 is
+    # for the ends of the runs cut).  Before, "without draining", which it was not.
+    pid = int(marker.read_text())
+    assert record.error == (
+        "CancelledError: the scheduler shut down, its drain out of time after 1 s (its "
+        f"worker process {pid} was killed)"
+    )
     # Due at its slot again, its attempt unspent: a store runs it after the restart
     # (before: RETRYING, the attempt spent)
     assert (task.status, task.attempt, task.next_run_at) == (TaskStatus.SCHEDULED, 0, record.due)
@@ -811,6 +823,31 @@ def test_a_drain_that_runs_out_of_time_kills_the_running_child(
         "started and 1 cut mid-run (they stay SCHEDULED or RETRYING with their due time, "
         "for a durable store to recover)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("error", "cut"),
+    [
+        ("CancelledError: scheduler shut down", True),  # a coroutine cancelled
+        # drain=False; and a drain out of time in a record an older release wrote
+        ("CancelledError: the scheduler shut down without draining (its worker process 7 "
+         "was killed)", True),
+        ("CancelledError: the scheduler shut down, its drain out of time after 4 s (its "
+         "worker process 7 was killed)", True),
+        ("CancelledError: task cancelled (its worker process 7 was killed)", False),
+    ],
+)  # fmt: skip
+def test_each_way_a_shutdown_cuts_an_isolated_run_is_read_as_a_shutdown_cut(
+    error: str, cut: bool
+) -> None:
+    """The record of a run a shutdown cut that gave its slot up is said as a failure
+    (ERROR), not as a run stopped on purpose: read by its error's beginning, the new
+    wording of a drain out of time included (before, only "... without draining")."""
+    record = ExecutionRecord.of(
+        task_id="t", name="t", attempt=1, due=0.0, slot=0.0, worker=0, started=0.0,
+        finished=1.0, ok=False, error=error, misfire=Outcome.GIVEN_UP,
+    )  # fmt: skip
+    assert running._lost_to_a_shutdown(record, TaskStatus.SCHEDULED) is cut
 
 
 @pytest.mark.parametrize(
