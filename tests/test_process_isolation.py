@@ -179,6 +179,66 @@ def test_a_path_that_does_not_import_in_the_child_is_caught_at_registration(
         shared.schedule("x", f"{JOBS}:missing", OneTime(delay=0), isolation="process")
 
 
+def _nested() -> Callable[[], None]:
+    def nightly() -> None:
+        pass
+
+    return nightly
+
+
+def _of_main() -> Callable[[], None]:
+    """A function defined in ``__main__`` (a script's), as the interpreter makes it."""
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec("def nightly():\n    pass", namespace)
+    return namespace["nightly"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("action", "said"),
+    [
+        (process_jobs.add, "; give it by its import path: 'tests.process_jobs:add'"),
+        (process_jobs.Tally, "; give it by its import path: 'tests.process_jobs:Tally'"),
+        (_of_main(), "; it is defined in __main__, which the worker process does not import "
+         "(it runs its own __main__): move it into a module, import it from there and give "
+         "'module:nightly'"),
+        (lambda: None, "; a lambda has no import path: define a function at module level in "
+         "a module and give 'module:function'"),
+        (_nested(), "; '_nested.<locals>.nightly' is defined inside a function (a nested "
+         "function or closure) and has no import path: define a function at module level "
+         "in a module and give 'module:function'"),
+        (process_jobs.Tally(1).add, "; a bound method has no import path (its instance "
+         "stays in this process): define a function at module level in a module that makes "
+         "the instance and calls the method, and give 'module:function'"),
+    ],
+    ids=["module function", "class", "__main__", "lambda", "nested", "bound method"],
+)  # fmt: skip
+def test_an_isolated_action_given_as_an_object_is_refused_with_the_path_to_write(
+    action: Callable[..., Any], said: str
+) -> None:
+    """The refusal named the object and the form of a path, not the path that would
+    work for it (``obj.__module__`` and ``obj.__qualname__``, when those import back to
+    it), nor why one has none.  Nothing is registered."""
+    scheduler = Scheduler()
+    with pytest.raises(ValidationError) as raised:
+        scheduler.schedule("nightly", action, OneTime(delay=0), isolation="process")
+    assert str(raised.value) == (
+        "task 'nightly': a process-isolated action is given by its import path "
+        f"'package.module:function', got {action!r}{said}"
+    )
+    assert scheduler.tasks() == []
+
+
+def test_a_class_given_by_path_runs_isolated_and_its_record_keeps_the_instance_s_repr(
+    shared: Scheduler,
+) -> None:
+    """A class is an isolated action as it is a thread's: the run calls it, its result
+    the instance's repr (docs/decisions/threaded.md, "A class given by its path is an
+    isolated action")."""
+    task = run_once(shared, "Tally", 21)
+    (record,) = task.history
+    assert (record.ok, record.result) == (True, "Tally(42)")
+
+
 # -- the timeout is enforced -----------------------------------------------------------------
 
 
