@@ -95,7 +95,7 @@ def test_a_last_attempt_cut_by_shutdown_stays_due_and_a_restart_runs_it_once(
             )  # fmt: skip
         scheduler.start()
         wait_until(marker.exists, timeout=BOUND, what="the run started")
-        assert scheduler.shutdown(drain=drain, timeout=2.0)  # cancelled 1 s in
+        assert scheduler.shutdown(drain=drain, timeout=2.0)  # cut 1 s in (no drain: a child at 0)
         (record,) = task.history
         # Its record says which shutdown cut it: a worker process killed at once without
         # a drain, or by a drain out of time (before, "without draining" for both).  A

@@ -153,8 +153,9 @@ def killed_by_shutdown(*, drain: bool, drained: float | None) -> str:
     (:meth:`ProcessPool.kill_all`'s ``reason``): :data:`KILLED` without a drain, else that
     its drain ran out of time after ``drained`` seconds (``shutdown(timeout=5)``'s 4: its
     last second is for the ends of the runs in flight,
-    :func:`~lldsched.threaded.loopshutdown.grace_for`; None: a drain with no bound, which
-    kills only what a drain given up without waiting left, and names no time)."""
+    :func:`~lldsched.threaded.loopshutdown.grace_for`; None: a drain with no bound, never
+    out of time, which kills a run only where it gave up before its end, and names no
+    time)."""
     if not drain:
         return KILLED
     if drained is None:

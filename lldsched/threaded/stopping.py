@@ -69,12 +69,13 @@ class Stopping(SchedulerParts):
         other; without a drain at once, or at that instant, a run still in its child is
         killed and recorded cancelled (``CancelledError: the scheduler shut down without
         draining (its worker process 4242 was killed)``, or for a drain out of time
-        ``CancelledError: the scheduler shut down, its drain out of time after 4 s ...``:
-        ``timeout`` less that grace) before this returns, its task due at its slot with its attempt
-        unspent (a coroutine cancelled too: docs/decisions/logging.md, "A run a shutdown cut
-        does not spend its attempt").  One a worker had begun but no child had taken yet
-        is not started: its task stays due with its attempt unspent, as a run not begun
-        does.  Each is queued, listed by :meth:`pending` afterwards.
+        ``CancelledError: the scheduler shut down, its drain out of time after 4 s ...``,
+        ``timeout`` less that grace) before this returns, its task due at its slot with
+        its attempt unspent (a coroutine cancelled too:
+        docs/decisions/logging.md, "A run a shutdown cut does not spend its attempt").
+        One a worker had begun but no child had taken yet is not started: its task stays
+        due with its attempt unspent, as a run not begun does.  Each is queued, listed by
+        :meth:`pending` afterwards.
 
         Returns True when every thread stopped within ``timeout`` seconds (or a
         ``timedelta``; ``None``: no bound; a listener
