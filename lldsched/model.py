@@ -134,7 +134,8 @@ class ExecutionRecord(NamedTuple):
       started`` for a coroutine cut before its body began); it is never retried;
       or a run a shutdown cut (a coroutine cancelled, a worker process killed:
       ``"CancelledError: scheduler shut down"``, ``"CancelledError: the scheduler
-      shut down without draining ..."``): its task stays due at the same slot with
+      shut down without draining ..."``, ``"CancelledError: the scheduler shut down,
+      its drain out of time after 4 s ..."``): its task stays due at the same slot with
       the same attempt, which a restart from a durable store runs again.
 
     :attr:`Outcome.ran` tells the two kinds apart.

@@ -108,6 +108,21 @@ def interpreter_flags() -> dict[str, object]:
     return {"dev": sys.flags.dev_mode, "optimize": sys.flags.optimize, "W": sys.warnoptions}
 
 
+class Tally:
+    """A class given by path (``"tests.process_jobs:Tally"``): the run calls it, and the
+    record keeps the instance's repr."""
+
+    def __init__(self, n: int) -> None:
+        self.n = 2 * n
+
+    def __repr__(self) -> str:
+        return f"Tally({self.n})"
+
+    def add(self, n: int) -> int:
+        """A method: bound to an instance, it has no import path."""
+        return self.n + n
+
+
 async def later(n: int) -> int:
     """An async action: the child awaits it."""
     await asyncio.sleep(0)

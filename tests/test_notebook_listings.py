@@ -21,8 +21,9 @@ import pytest
 from lldsched import MisfirePolicy, RetryPolicy, Scheduler, testing
 from lldsched.sim import ClusterScenario, ClusterTask
 from lldsched.testing import Stepper
+from lldsched.threaded.flights import UNFINISHED
 from lldsched.threaded.loopshutdown import grace_for
-from lldsched.threaded.processes import KILLED
+from lldsched.threaded.processes import killed_by_shutdown
 from tests.test_notebook_figures import prose
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,9 +85,22 @@ QUOTES = [
     ),
     (
         "06-persistence-and-shutdown",
-        "(`CancelledError: the scheduler shut down without draining`)",
-        lambda: f"CancelledError: {KILLED}",
+        "(`CancelledError: the scheduler shut down without draining`,",
+        lambda: f"CancelledError: {killed_by_shutdown(drain=False, drained=4.0)}",
         "CancelledError: the scheduler shut down without draining",
+    ),
+    (
+        "06-persistence-and-shutdown",
+        "for `timeout=5` `CancelledError: the scheduler shut down, its drain out of time "
+        "after 4 s`)",
+        lambda: f"CancelledError: {killed_by_shutdown(drain=True, drained=5 - grace_for(5))}",
+        "CancelledError: the scheduler shut down, its drain out of time after 4 s",
+    ),
+    (
+        "06-persistence-and-shutdown",
+        "is cancelled (`CancelledError: scheduler shut down`, drained or not)",
+        lambda: UNFINISHED[0],
+        "CancelledError: scheduler shut down",
     ),
     (
         "06-persistence-and-shutdown",

@@ -777,13 +777,15 @@ def test_a_run_a_shutdown_cut_is_not_keyed_as_cut_for_a_newer_slot() -> None:
             "CancelledError: scheduler shut down",
             "CancelledError: the scheduler shut down without draining (its worker process "
             "was killed)",
+            "CancelledError: the scheduler shut down, its drain out of time after 4 s (its "
+            "worker process was killed)",
             "OverlapCancelled: slot 09:01 came due while it ran",
         ])
     ]  # fmt: skip
-    shut = legend_texts(gantt(to_frame(cut[:2])).axes[0])
+    shut = legend_texts(gantt(to_frame(cut[:3])).axes[0])
     assert "cancelled (a shutdown cut it)" in shut
     assert not [text for text in shut if "newer slot" in text]
-    assert "cancelled (a newer slot came due)" in legend_texts(gantt(to_frame(cut[2:])).axes[0])
+    assert "cancelled (a newer slot came due)" in legend_texts(gantt(to_frame(cut[3:])).axes[0])
     both = legend_texts(gantt(to_frame(cut)).axes[0])
     assert "cancelled (a newer slot came due, or a shutdown)" in both
 

@@ -29,10 +29,12 @@ from typing import Any
 import pytest
 
 from lldsched import (
+    ExecutionRecord,
     FakeClock,
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    Outcome,
     Overlap,
     Priority,
     RetryPolicy,
@@ -44,7 +46,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.core.isolation import worker_killed
-from lldsched.threaded import processes, processlife, processwire
+from lldsched.threaded import processes, processlife, processwire, running
 from lldsched.threaded.processes import ProcessOutcome, ProcessPool
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
@@ -175,6 +177,66 @@ def test_a_path_that_does_not_import_in_the_child_is_caught_at_registration(
 ) -> None:
     with pytest.raises(ValidationError, match="has no attribute 'missing'"):
         shared.schedule("x", f"{JOBS}:missing", OneTime(delay=0), isolation="process")
+
+
+def _nested() -> Callable[[], None]:
+    def nightly() -> None:
+        pass
+
+    return nightly
+
+
+def _of_main() -> Callable[[], None]:
+    """A function defined in ``__main__`` (a script's), as the interpreter makes it."""
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec("def nightly():\n    pass", namespace)
+    return namespace["nightly"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("action", "said"),
+    [
+        (process_jobs.add, "; give it by its import path: 'tests.process_jobs:add'"),
+        (process_jobs.Tally, "; give it by its import path: 'tests.process_jobs:Tally'"),
+        (_of_main(), "; it is defined in __main__, which the worker process does not import "
+         "(it runs its own __main__): move it into a module, import it from there and give "
+         "'module:nightly'"),
+        (lambda: None, "; a lambda has no import path: define a function at module level in "
+         "a module and give 'module:function'"),
+        (_nested(), "; '_nested.<locals>.nightly' is defined inside a function (a nested "
+         "function or closure) and has no import path: define a function at module level "
+         "in a module and give 'module:function'"),
+        (process_jobs.Tally(1).add, "; a bound method has no import path (its instance "
+         "stays in this process): define a function at module level in a module that makes "
+         "the instance and calls the method, and give 'module:function'"),
+    ],
+    ids=["module function", "class", "__main__", "lambda", "nested", "bound method"],
+)  # fmt: skip
+def test_an_isolated_action_given_as_an_object_is_refused_with_the_path_to_write(
+    action: Callable[..., Any], said: str
+) -> None:
+    """The refusal named the object and the form of a path, not the path that would
+    work for it (``obj.__module__`` and ``obj.__qualname__``, when those import back to
+    it), nor why one has none.  Nothing is registered."""
+    scheduler = Scheduler()
+    with pytest.raises(ValidationError) as raised:
+        scheduler.schedule("nightly", action, OneTime(delay=0), isolation="process")
+    assert str(raised.value) == (
+        "task 'nightly': a process-isolated action is given by its import path "
+        f"'package.module:function', got {action!r}{said}"
+    )
+    assert scheduler.tasks() == []
+
+
+def test_a_class_given_by_path_runs_isolated_and_its_record_keeps_the_instance_s_repr(
+    shared: Scheduler,
+) -> None:
+    """A class is an isolated action as it is a thread's: the run calls it, its result
+    the instance's repr (docs/decisions/threaded.md, "A class given by its path is an
+    isolated action")."""
+    task = run_once(shared, "Tally", 21)
+    (record,) = task.history
+    assert (record.ok, record.result) == (True, "Tally(42)")
 
 
 # -- the timeout is enforced -----------------------------------------------------------------
@@ -681,8 +743,12 @@ def test_shutdown_without_drain_kills_the_running_child_and_leaves_none_alive(
     assert wait_for(lambda: marker.exists() and marker.read_text() != "")
     assert scheduler.shutdown(drain=False, timeout=BOUND)
     (record,) = task.history
-    assert (record.error or "").startswith("CancelledError: the scheduler shut down")
-    assert not alive(int(marker.read_text()))
+    pid = int(marker.read_text())
+    assert record.error == (
+        f"CancelledError: the scheduler shut down without draining (its worker process {pid} "
+        "was killed)"
+    )
+    assert not alive(pid)
     assert set(serving_children()) <= others
 
 
@@ -795,7 +861,13 @@ def test_a_drain_that_runs_out_of_time_kills_the_running_child(
     with caplog.at_level(logging.WARNING, logger="lldsched.scheduler"):
         assert scheduler.shutdown(drain=True, timeout=2.0)
     (record,) = task.history
-    assert (record.error or "").startswith("CancelledError: the scheduler shut down")
+    # Said as it was: a drain out of time, after the 1 s of it (the last 1 s of the 2 is
+    # for the ends of the runs cut).  Before, "without draining", which it was not.
+    pid = int(marker.read_text())
+    assert record.error == (
+        "CancelledError: the scheduler shut down, its drain out of time after 1 s (its "
+        f"worker process {pid} was killed)"
+    )
     # Due at its slot again, its attempt unspent: a store runs it after the restart
     # (before: RETRYING, the attempt spent)
     assert (task.status, task.attempt, task.next_run_at) == (TaskStatus.SCHEDULED, 0, record.due)
@@ -811,6 +883,31 @@ def test_a_drain_that_runs_out_of_time_kills_the_running_child(
         "started and 1 cut mid-run (they stay SCHEDULED or RETRYING with their due time, "
         "for a durable store to recover)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("error", "cut"),
+    [
+        ("CancelledError: scheduler shut down", True),  # a coroutine cancelled
+        # drain=False; and a drain out of time in a record an older release wrote
+        ("CancelledError: the scheduler shut down without draining (its worker process 7 "
+         "was killed)", True),
+        ("CancelledError: the scheduler shut down, its drain out of time after 4 s (its "
+         "worker process 7 was killed)", True),
+        ("CancelledError: task cancelled (its worker process 7 was killed)", False),
+    ],
+)  # fmt: skip
+def test_each_way_a_shutdown_cuts_an_isolated_run_is_read_as_a_shutdown_cut(
+    error: str, cut: bool
+) -> None:
+    """The record of a run a shutdown cut that gave its slot up is said as a failure
+    (ERROR), not as a run stopped on purpose: read by its error's beginning, the new
+    wording of a drain out of time included (before, only "... without draining")."""
+    record = ExecutionRecord.of(
+        task_id="t", name="t", attempt=1, due=0.0, slot=0.0, worker=0, started=0.0,
+        finished=1.0, ok=False, error=error, misfire=Outcome.GIVEN_UP,
+    )  # fmt: skip
+    assert running._lost_to_a_shutdown(record, TaskStatus.SCHEDULED) is cut
 
 
 @pytest.mark.parametrize(

@@ -74,9 +74,10 @@ def restart_runs_it_once(path: Path, task_id: str, release: Path) -> None:
         assert restarted.dead_letter() == []
 
 
+@pytest.mark.parametrize("drain", [False, True])
 @pytest.mark.parametrize("isolation", ["coroutine", "process"])
 def test_a_last_attempt_cut_by_shutdown_stays_due_and_a_restart_runs_it_once(
-    tmp_path: Path, isolation: str
+    tmp_path: Path, isolation: str, drain: bool
 ) -> None:
     marker, release = tmp_path / "started", tmp_path / "release"
     path = tmp_path / "tasks.db"
@@ -94,11 +95,21 @@ def test_a_last_attempt_cut_by_shutdown_stays_due_and_a_restart_runs_it_once(
             )  # fmt: skip
         scheduler.start()
         wait_until(marker.exists, timeout=BOUND, what="the run started")
-        assert scheduler.shutdown(drain=False, timeout=2.0)  # cancelled 1 s in
+        assert scheduler.shutdown(drain=drain, timeout=2.0)  # cut 1 s in (no drain: a child at 0)
         (record,) = task.history
-        assert record.error is not None and record.error.startswith(
-            CUT if isolation == "coroutine" else "CancelledError: the scheduler shut down"
-        )
+        # Its record says which shutdown cut it: a worker process killed at once without
+        # a drain, or by a drain out of time (before, "without draining" for both).  A
+        # coroutine is cancelled at the grace either way (waited for until then, drained
+        # or not), and its record names no drain.
+        said = {
+            ("coroutine", False): CUT,
+            ("coroutine", True): CUT,
+            ("process", False): "CancelledError: the scheduler shut down without draining (",
+            ("process", True): "CancelledError: the scheduler shut down, its drain out of time "
+            "after 1 s (",
+        }[isolation, drain]
+        assert record.error is not None and record.error.startswith(said), record.error
+        assert isolation != "coroutine" or record.error == CUT
         assert (record.ok, record.outcome, record.attempt) == (False, "cancelled", 1)
         # Not dead-lettered: due at its slot again, its one attempt unspent
         assert scheduler.dead_letter() == []

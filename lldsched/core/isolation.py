@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from inspect import CO_COROUTINE
-from types import CodeType
+from types import CodeType, ModuleType
 from typing import Any, get_args
 
 from lldsched.core.calls import not_callable
@@ -75,9 +75,12 @@ def isolated_action(name: str, action: object, *, isolation: object) -> Callable
 
     ValidationError naming the bad value: an ``isolation`` that is not one of
     :data:`ISOLATIONS`, or a process-isolated ``action`` that is a callable object
-    (it must be given by name: nothing is pickled), a path that does not import, or a
-    path into ``__main__`` (the child's ``__main__`` is its own, so the function could
-    never be found there).
+    (it must be given by name: nothing is pickled; the message gives the path to write
+    for it, or says why it has none: :func:`_instead`), a path that does not import, or
+    a path into ``__main__`` (the child's ``__main__`` is its own, so the function could
+    never be found there).  A class given by its path is accepted, as a thread takes
+    one: the run calls it, and its record keeps the instance's repr
+    (docs/decisions/threaded.md, "A class given by its path is an isolated action").
     """
     if check_isolation(name, isolation) == "thread":
         if isinstance(action, str):
@@ -88,7 +91,7 @@ def isolated_action(name: str, action: object, *, isolation: object) -> Callable
     if not isinstance(action, str):
         raise ValidationError(
             f"task {name!r}: a process-isolated action is given by its import path "
-            f"'package.module:function', got {action!r}"
+            f"'package.module:function', got {action!r}{_instead(action)}"
         )
     if action.partition(":")[0] == "__main__":
         raise ValidationError(
@@ -102,6 +105,48 @@ def isolated_action(name: str, action: object, *, isolation: object) -> Callable
     except ValidationError as exc:
         raise ValidationError(f"task {name!r}: {exc}") from None
     return function
+
+
+def _instead(action: object) -> str:
+    """What the refusal of a process-isolated ``action`` given as an object adds: the
+    path to write (``"; give it by its import path: 'mypkg.jobs:nightly'"``), from its
+    ``__module__`` and ``__qualname__`` when that path imports back to ``action``
+    (:func:`~lldsched.importpath.import_path`); else why it has none (a lambda, a
+    nested function, a function of ``__main__``, a bound method, a partial or another
+    callable object); nothing for a value that is not callable."""
+    if not callable(action):
+        return ""
+    module = getattr(action, "__module__", None)
+    qualname = getattr(action, "__qualname__", None)
+    define = "define a function at module level in a module and give 'module:function'"
+    owner = getattr(action, "__self__", None)  # a builtin function's is its module
+    if owner is not None and not isinstance(owner, (type, ModuleType)):
+        return (
+            "; a bound method has no import path (its instance stays in this process): "
+            "define a function at module level in a module that makes the instance and "
+            "calls the method, and give 'module:function'"
+        )
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        return f"; it has no import path (a partial or a callable object): {define}"
+    if "<lambda>" in qualname:
+        return f"; a lambda has no import path: {define}"
+    if "<locals>" in qualname:
+        return (
+            f"; {qualname!r} is defined inside a function (a nested function or closure) "
+            f"and has no import path: {define}"
+        )
+    if module == "__main__":
+        return (
+            "; it is defined in __main__, which the worker process does not import (it "
+            "runs its own __main__): move it into a module, import it from there and give "
+            f"'module:{qualname}'"
+        )
+    named = f"{module}:{qualname}"
+    try:
+        path = import_path(action, who="")  # callable, checked above
+    except ValidationError:  # its name imports something else, or nothing
+        return f"; {named!r} does not import back to it: {define}"
+    return f"; give it by its import path: {path!r}"
 
 
 def check_process_call(

@@ -39,7 +39,8 @@ answer:
   killer's pick, an operator's ``kill``): the call never began, the loss is said at
   WARNING, and another child takes it (:meth:`ProcessPool._died_idle`);
 * **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
-  or the scheduler shuts down without draining) is a failed run whose error says why.
+  or the scheduler shuts down without draining, or its drain runs out of time) is a
+  failed run whose error says why.
   One asked for after the run began and before a child was busy with it (the worker
   takes one, or starts one, without the scheduler's lock) found no child to kill: the
   caller's ``stopped`` says so once the child is held, and the run is never sent (its
@@ -122,12 +123,14 @@ from lldsched.threaded.processlife import (
 from lldsched.threaded.processwire import Garbled, receive
 
 __all__ = [
+    "DRAIN_OUT_OF_TIME",
     "KILLED",
     "NOT_SENT",
     "SUPPORTED",
     "ProcessOutcome",
     "ProcessPool",
     "check_supported",
+    "killed_by_shutdown",
     "serve",
 ]
 
@@ -136,8 +139,29 @@ log = logging.getLogger(WORKERS)
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
 
 KILLED = "the scheduler shut down without draining"
-"""Why a shutdown killed a process-isolated run (its record's ``CancelledError: ...``):
-``drain=False``, or a drain out of time."""
+"""Why a shutdown without a drain (``drain=False``) killed a process-isolated run (its
+record's ``CancelledError: ...``).  A release before this one said it of a drain out of
+time too (:data:`DRAIN_OUT_OF_TIME` now): a record of either in a durable store may
+begin with it."""
+
+DRAIN_OUT_OF_TIME = "the scheduler shut down, its drain out of time"
+"""How the reason of a kill a drain out of time made begins (:func:`killed_by_shutdown`)."""
+
+
+def killed_by_shutdown(*, drain: bool, drained: float | None) -> str:
+    """Why a shutdown killed a process-isolated run, its record's ``CancelledError: ...``
+    (:meth:`ProcessPool.kill_all`'s ``reason``): :data:`KILLED` without a drain, else that
+    its drain ran out of time after ``drained`` seconds (``shutdown(timeout=5)``'s 4: its
+    last second is for the ends of the runs in flight,
+    :func:`~lldsched.threaded.loopshutdown.grace_for`; None: a drain with no bound, never
+    out of time, which kills a run only where it gave up before its end, and names no
+    time)."""
+    if not drain:
+        return KILLED
+    if drained is None:
+        return DRAIN_OUT_OF_TIME
+    return f"{DRAIN_OUT_OF_TIME} after {drained:g} s"
+
 
 NOT_SENT = "(before its worker process started it)"
 """What the error of a run stopped before a child held it ends with (never sent)."""

@@ -55,7 +55,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.coroutines import SHUT_DOWN_UNRUN
 from lldsched.threaded.flights import LEASE_GONE, UNFINISHED
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
-from lldsched.threaded.processes import KILLED, NOT_SENT
+from lldsched.threaded.processes import DRAIN_OUT_OF_TIME, KILLED, NOT_SENT
 
 __all__ = [
     "FIELDS",
@@ -82,9 +82,10 @@ due (:meth:`SchedulerCore.cut_by_shutdown
 <lldsched.core.runs.RunTransitions.cut_by_shutdown>`).  In the awaitable's place, as
 :data:`UNSTARTED` is."""
 
-_KILLED_BY_SHUTDOWN = f"CancelledError: {KILLED} "
+_KILLED_BY_SHUTDOWN = (f"CancelledError: {KILLED} ", f"CancelledError: {DRAIN_OUT_OF_TIME}")
 """How the error of a run whose worker process a shutdown killed begins
-(:meth:`~lldsched.threaded.processes.ProcessPool.kill_all`)."""
+(:meth:`~lldsched.threaded.processes.ProcessPool.kill_all`: without a drain, or a drain
+out of time, :func:`~lldsched.threaded.processes.killed_by_shutdown`)."""
 
 FIELDS = (
     "scheduler",
@@ -502,9 +503,14 @@ def _overlapped(run: Run) -> str | None:
     return "overlap" if context is not None and context.reason == "overlap" else None
 
 
-SHUTDOWN_CUTS = (str(UNFINISHED[0]), f"CancelledError: {KILLED}")
+SHUTDOWN_CUTS = (
+    str(UNFINISHED[0]),
+    f"CancelledError: {KILLED}",
+    f"CancelledError: {DRAIN_OUT_OF_TIME}",
+)
 """How the error of a run a shutdown cut begins: a coroutine cancelled, a worker process
-killed (``drain=False``, or a drain out of time)."""
+killed (``drain=False``; or a drain out of time, which a record an older release wrote
+says with the first, ``... without draining``)."""
 
 
 def _lost_to_a_shutdown(record: ExecutionRecord, status: TaskStatus) -> bool:

@@ -33,7 +33,7 @@ from lldsched.threaded.deadline import ASK_EVERY, Deadline
 from lldsched.threaded.leases import leases_kept
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
-from lldsched.threaded.processes import KILLED
+from lldsched.threaded.processes import killed_by_shutdown
 
 if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it already
     import asyncio
@@ -68,11 +68,14 @@ class Stopping(SchedulerParts):
         (``isolation="process"``) are closed: a drain waits for their runs like any
         other; without a drain at once, or at that instant, a run still in its child is
         killed and recorded cancelled (``CancelledError: the scheduler shut down without
-        draining``) before this returns, its task due at its slot with its attempt
-        unspent (a coroutine cancelled too: docs/decisions/logging.md, "A run a shutdown cut
-        does not spend its attempt").  One a worker had begun but no child had taken yet
-        is not started: its task stays due with its attempt unspent, as a run not begun
-        does.  Each is queued, listed by :meth:`pending` afterwards.
+        draining (its worker process 4242 was killed)``, or for a drain out of time
+        ``CancelledError: the scheduler shut down, its drain out of time after 4 s ...``,
+        ``timeout`` less that grace) before this returns, its task due at its slot with
+        its attempt unspent (a coroutine cancelled too:
+        docs/decisions/logging.md, "A run a shutdown cut does not spend its attempt").
+        One a worker had begun but no child had taken yet is not started: its task stays
+        due with its attempt unspent, as a run not begun does.  Each is queued, listed by
+        :meth:`pending` afterwards.
 
         Returns True when every thread stopped within ``timeout`` seconds (or a
         ``timedelta``; ``None``: no bound; a listener
@@ -249,13 +252,18 @@ class Stopping(SchedulerParts):
             self._timer.join(deadline.remaining())
         # The timer is stopped: the leases of the runs waited for are renewed meanwhile.
         with self._leases_kept(deadline):
-            kill_at = deadline.before(grace_for(timeout))  # a drain's end: runs cut then
-            finished = drain and started and self._drain(instant, deadline, kill_at)
+            grace = grace_for(timeout)
+            kill_at = deadline.before(grace)  # a drain's end: runs cut then
+            # What a killed run's record says: no drain, or its drain out of time.
+            why = killed_by_shutdown(
+                drain=drain, drained=None if timeout is None else timeout - grace
+            )
+            finished = drain and started and self._drain(instant, deadline, kill_at, why)
             if not finished:  # drop=False, or out of time: what waits for the loop is dropped
                 with deadline.holding(self._lock) as hold:
                     if hold.held:  # (queued again as they were: what is left due is in the heap)
                         self._coroutines.drop_waiting()
-                self._processes.kill_all(KILLED)
+                self._processes.kill_all(why)
             # What the workers had not taken is dropped (no drain) and settled, in the
             # acquisition that closes the pool.
             self._pool.shutdown(
@@ -519,7 +527,7 @@ class Stopping(SchedulerParts):
         self._cut_ids = self._cut_ids | {run.task.id}
         self._core.cut_by_shutdown(run)
 
-    def _drain(self, instant: float, deadline: Deadline, kill_at: Deadline) -> bool:
+    def _drain(self, instant: float, deadline: Deadline, kill_at: Deadline, why: str) -> bool:
         """Hand the workers every entry due at or before ``instant``, as room frees, and
         wait for the runs in flight (which may queue more such entries: a CATCH_UP
         slot), until ``kill_at``: False if that came first (a drain out of time).  The
@@ -531,7 +539,8 @@ class Stopping(SchedulerParts):
         ``kill_at`` is :func:`~lldsched.threaded.loopshutdown.grace_for` before the
         deadline: that grace is for the ends of the runs in flight, and nothing starts in
         it.  There what can be cut is cut, so that its end is recorded before shutdown()
-        returns: the process-isolated runs still in their children are killed, the
+        returns: the process-isolated runs still in their children are killed (their
+        records saying ``why``: :func:`~lldsched.threaded.processes.killed_by_shutdown`), the
         coroutine runs in flight cancelled (:meth:`CoroutineRunner.cut_all
         <lldsched.threaded.loopshutdown.LoopShutdown.cut_all>`); the thread runs in
         flight are waited for until the deadline, by the join.  What is left due, what
@@ -569,7 +578,7 @@ class Stopping(SchedulerParts):
                         return False  # what is left waits for this very thread
                     if kill_at.remaining() == 0.0:  # out of time: nothing starts, the rest is cut
                         pool.drop(on_drop=self._settle_dropped)
-                        self._processes.kill_all(KILLED)
+                        self._processes.kill_all(why)
                         self._coroutines.cut_all()
                         return False
                     settled.clear()

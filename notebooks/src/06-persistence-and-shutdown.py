@@ -102,10 +102,12 @@ print("\n".join(store.log))
 # Two kinds of run can be stopped, and are. A run in a worker process
 # (`isolation="process"`, notebook 03) is killed by `drain=False` at once, and by a drain
 # a second before the shutdown's `timeout` runs out (half the timeout, when that is less
-# than a second); its attempt is recorded cancelled (`CancelledError: the scheduler shut
-# down without draining`) before `shutdown()` returns. A coroutine run (`async def`)
-# still going then is cancelled. Neither spends its attempt: the task stays due at its
-# slot, for a durable store to run after the restart.
+# than a second); its attempt is recorded cancelled, saying which (`CancelledError: the
+# scheduler shut down without draining`, or for `timeout=5` `CancelledError: the scheduler
+# shut down, its drain out of time after 4 s`) before `shutdown()` returns. A coroutine
+# run (`async def`) still going then is cancelled (`CancelledError: scheduler shut down`,
+# drained or not). Neither spends its attempt: the task stays due at its slot, for a
+# durable store to run after the restart.
 
 
 # %% tags=["nbval-check-output"]
