@@ -54,6 +54,12 @@ _WIDEST = 48  # a table cell's most characters (a long schedule or error is cut)
 _IN_FLIGHT = "  (a run is in flight)"
 _RAN_OUT = "  (a run was in flight: its lease ran out)"
 _COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "ATTEMPT", "LAST")
+_STATUS = _COLUMNS.index("STATUS")
+_MARKS = {  # a table's STATUS of a task with a lease: its mark, and the legend's line
+    "*": "* a run of it is in flight: a process holds its lease (`tasks show ID` names it)",
+    "!": "! a run of it was in flight and its lease ran out: that process died or stalled, "
+    "and the next claim runs the attempt again",
+}
 
 
 EXAMPLE_STORE = "sqlite:///var/lib/app/jobs.db"
@@ -169,13 +175,48 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
             say(json.dumps(_document(row, last, described, _ran_out(row, now))))
         return 0
     listed = reader.listing(status=status)
-    table = [_COLUMNS, *(_cells(row, last, described) for row, last in listed)]
+    rows = [_cells(row, last, described) for row, last in listed]
+    marked = _marked(rows, _in_flight(reader))  # read after the rows: as new as they are
+    table = [_COLUMNS, *rows]
     widths = [max(len(cells[i]) for cells in table) for i in range(len(_COLUMNS))]
     for cells in table:
         say(
             "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
         )
+    for mark in _MARKS:
+        if mark in marked:
+            say(_MARKS[mark])
     return 0
+
+
+def _in_flight(reader: Peek) -> dict[str, str]:
+    """The mark of each task a lease holds (:data:`_MARKS`): ``*`` while its lease lasts,
+    ``!`` once it ran out by the store's clock (read only if a lease is found), as
+    ``show`` says them (:func:`_ran_out`).  On a shared store a run in flight is a lease,
+    and its task's row says ``scheduled`` with a next run in the past: the table showed
+    no sign of it."""
+    leases = reader.leases()
+    if not leases:
+        return {}
+    now = reader.now()
+    return {
+        task_id: "!" if isinstance(expires, int | float) and expires <= now else "*"
+        for task_id, expires in leases.items()
+    }
+
+
+def _marked(rows: list[tuple[str, ...]], marks: dict[str, str]) -> set[str]:
+    """Mark the STATUS of each of ``rows`` whose task ``marks`` names, in place; the
+    marks used (the legend says those)."""
+    used: set[str] = set()
+    if not marks:
+        return used
+    for i, cells in enumerate(rows):
+        mark = marks.get(cells[0])
+        if mark is not None:
+            used.add(mark)
+            rows[i] = (*cells[:_STATUS], cells[_STATUS] + mark, *cells[_STATUS + 1 :])
+    return used
 
 
 @contextlib.contextmanager

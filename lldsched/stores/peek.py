@@ -167,6 +167,15 @@ class Peek:
                 listed = read[0]
             yield listed, _last(row[-_RECORD:])
 
+    def leases(self) -> dict[str, object]:
+        """Each lease's task id and expiry (by :meth:`now`'s clock, as stored: unchecked):
+        the runs in flight on a shared store, one a task at most, so a few (an unshared
+        store's, an attempt owed by a process that died, ``DIED_UNSHARED``, fewer).  One
+        statement of its own, not a join in :meth:`listing`'s, which reads it in a
+        fraction of the table's time (docs/PERFORMANCE.md, "`lldsched tasks` on a large
+        store")."""
+        return dict(self._query("SELECT task_id, expires_at FROM leases", ()))
+
     def records(self, task_id: str, last: int) -> list[ExecutionRecord]:
         """The last ``last`` records of ``task_id``, oldest first."""
         statement = _LAST.format(columns=self._records, p=self._p)
