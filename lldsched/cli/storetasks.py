@@ -1,15 +1,16 @@
 """``python -m lldsched tasks --store URL [VERB ID]``: a durable store's tasks, for an operator.
 
-Without a verb, a table of the tasks (``--status failed``: the dead letter, in the order
-its tasks failed; ``--json``: one JSON object a line per task); ``show ID``: a task's
-definition, state and last records, the failure text whole.  Reading imports none of the
-jobs' code and takes no claim (:mod:`lldsched.stores.peek`): it works from any shell, beside
-a running scheduler.  ``redrive``, ``pause``, ``resume``, ``cancel``, ``run-now`` and
+Without a verb, a table of the tasks (``--status failed``: the dead letter, in the order its
+tasks failed; ``--json``: one JSON object a line per task), the STATUS of a task whose run
+is in flight marked (:func:`_in_flight`, a legend line after the rows); ``show ID``: a
+task's definition, state and last records, the failure text whole.  Reading imports none of
+the jobs' code and takes no claim (:mod:`lldsched.stores.peek`): it works from any shell,
+beside a running scheduler.  ``redrive``, ``pause``, ``resume``, ``cancel``, ``run-now`` and
 ``remove`` act through a scheduler built on the store and never started
 (:func:`~lldsched.cli.storeurl.act_on`): the processes running the store apply the verb from
 its change feed.  Acting loads the tasks as a starting process does, so the jobs' modules
-must import (the service's environment); a task whose code does not is refused by name,
-with what did not import (:func:`_not_loaded`).
+must import (the service's environment); a task whose code does not is refused by name, with
+what did not import (:func:`_not_loaded`).
 
 Exit statuses as every command's (:data:`~lldsched.cli.EXIT_STATUSES`): 2, with one
 ``error:`` line, for anything refused before a change (a bad ``--store``, a store that

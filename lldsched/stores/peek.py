@@ -27,6 +27,8 @@ A table of every task (:meth:`Peek.listing`) reads of each only what it shows: t
 columns, and the name and schedule the database reads out of the definition's JSON
 (SQLite's ``json_extract``, PostgreSQL's ``->``), each checked as every read checks it;
 ``show`` (:meth:`Peek.tasks`) and ``--json`` (:meth:`Peek.whole`) decode rows whole.
+Its runs in flight (a shared store's leases, :meth:`Peek.leases`) are one statement of
+their own after it.
 """
 
 from __future__ import annotations
