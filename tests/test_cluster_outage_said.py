@@ -36,6 +36,7 @@ from lldsched.persistence import Claim, CoordinatedStore, TaskSnapshot
 from tests import jobs
 from tests.cluster import StoreSpec, opened
 from tests.test_cluster_settle_refused_view import _expire
+from tests.test_cluster_wait_end_outage import fail_the_next_save
 from tests.waits import wait_until
 
 HOUR = 3600.0
@@ -169,16 +170,7 @@ def test_a_row_left_to_the_process_that_leased_it_is_said_left_not_stale(
         try:
             admin.schedule("a", jobs.noop, FixedRate(HOUR), id="a")  # due now
             admin.schedule("b", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="b")
-            save = admin_store.save
-            failing = ["a"]
-
-            def fails(snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
-                if snapshot.task.id in failing:
-                    failing.remove(snapshot.task.id)
-                    raise StoreError("the store went away for a moment")
-                save(snapshot, record)
-
-            admin_store.save = fails  # type: ignore[method-assign]
+            fail_the_next_save(admin_store, "a")
             assert admin.pause("a")  # its write fails: the row stale
             (claim,) = other.claim(now=time.time(), limit=1)  # another process runs it
             assert claim.task_id == "a"
