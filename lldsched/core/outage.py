@@ -442,9 +442,11 @@ class OutageWrites(StoreInterrupts):
                 + ("its task's own next write" if one else "their tasks' own next writes")
             )
         if outage.left:  # each said at INFO (_say_left)
+            one = outage.left == 1
             said.append(
                 f"{counted(outage.left, 'row')} left stale not written again: another process "
-                "wrote, removed or leased it since (the change feed brings its row)"
+                f"wrote, removed or leased {'it' if one else 'each'} since (the change feed "
+                f"brings {'its row' if one else 'their rows'})"
             )
         if outage.stale or outage.settles:  # only with no registry to write them from
             said.append("those tasks' rows are stale until their next transition")

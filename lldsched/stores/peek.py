@@ -170,12 +170,12 @@ class Peek:
             yield listed, _last(row[-_RECORD:])
 
     def leases(self) -> dict[str, object]:
-        """Each lease's task id and expiry (by :meth:`now`'s clock, as stored: unchecked):
-        the runs in flight on a shared store, one a task at most, so a few (an unshared
-        store's, an attempt owed by a process that died, ``DIED_UNSHARED``, fewer).  One
-        statement of its own, not a join in :meth:`listing`'s, which reads it in a
-        fraction of the table's time (docs/PERFORMANCE.md, "`lldsched tasks` on a large
-        store")."""
+        """Each lease's task id and expiry as stored (unchecked; by :meth:`now`'s clock):
+        a shared store's runs in flight, at most one a task, so few (an unshared store
+        holds only the attempts a process that died mid-run left owed, ``DIED_UNSHARED``).
+        One statement of its own, read after :meth:`listing`'s rows, not joined to them:
+        its cost did not show beside the table's (docs/PERFORMANCE.md, "`lldsched tasks`
+        on a large store")."""
         return dict(self._query("SELECT task_id, expires_at FROM leases", ()))
 
     def records(self, task_id: str, last: int) -> list[ExecutionRecord]:
