@@ -15,18 +15,21 @@ through the store's API would take minutes), so every one reads as a real row; e
 has a name, an argument and a next run of its own, and the cron copies 1,440 expressions
 between them (a minute of the day each), as a service's tasks would.  ``--uniform``: the
 store measured before (2026-12-06), every row a copy of one ``FixedRate(3600)`` task's,
-its name and next run too.  Run: ``PYTHONPATH=. .venv/bin/python
-benchmarks/store_tasks_cli.py [--tasks N] [--records M] [--uniform] [--no-sqlite]
-[--no-postgres] [--repeat K] [--versions DIR ...]``: each command run ``K`` times, the
-best wall clock and CPU time (user and system: what a loaded machine bends least)
-printed, under each source tree given in turn (first on ``PYTHONPATH``; alternating, to
-compare two on one store); the output of each command is written to ``--out DIR``
-(default: a temporary directory) to compare two versions byte for byte.
+its name and next run too.  ``--leases L``: ``L`` runs in flight besides (a lease row
+each, an hour to run, spread over the store), as a shared store's table marks them.  Run:
+``PYTHONPATH=. .venv/bin/python benchmarks/store_tasks_cli.py [--tasks N] [--records M]
+[--uniform] [--leases L] [--no-sqlite] [--no-postgres] [--repeat K] [--versions DIR
+...]``: each command run ``K`` times, the best wall clock and CPU time (user and system:
+what a loaded machine bends least) printed, under each source tree given in turn (first
+on ``PYTHONPATH``; alternating, to compare two on one store); the output of each command
+is written to ``--out DIR`` (default: a temporary directory) to compare two versions
+byte for byte.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import sqlite3
@@ -169,6 +172,25 @@ def build_postgres(dsn: str, tasks: int, records: int, *, uniform: bool = False)
         connection.execute("ANALYZE")
 
 
+def in_flight(tasks: int, leases: int) -> list[tuple[Any, ...]]:
+    """``leases`` lease rows (task id, slot, attempt, token, holder, expiry), spread over
+    the store's ``tasks``, each held for an hour from now: runs in flight elsewhere."""
+    step = max(1, tasks // max(1, leases))
+    until = time.time() + 3600
+    return [(f"task-{i * step + 1}", T0, 0, i + 1, "bench:1:0", until) for i in range(leases)]
+
+
+def _lease_postgres(dsn: str, leases: list[tuple[Any, ...]]) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as connection, connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at, version)"
+            " VALUES (%s, %s, %s, %s, %s, %s, 0)",
+            leases,
+        )
+
+
 def _copy_tasks(
     connection: Any, copy: dict[str, str], first: int, last: int, tasks: int, per: int
 ) -> None:
@@ -241,6 +263,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--uniform", action="store_true", help="every row one task's copy")
+    parser.add_argument("--leases", type=int, default=0, help="runs in flight (lease rows)")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
@@ -256,6 +279,12 @@ def main(argv: list[str] | None = None) -> None:
         if not args.no_sqlite:
             path = Path(scratch) / "jobs.db"
             build_sqlite(path, args.tasks, args.records, uniform=args.uniform)
+            with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+                connection.executemany(
+                    "INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    in_flight(args.tasks, args.leases),
+                )
             measure("sqlite", f"sqlite://{path}", args.tasks, out, args.versions, args.repeat)
         if not args.no_postgres:
             from tests.pg_server import PostgresServer
@@ -263,6 +292,7 @@ def main(argv: list[str] | None = None) -> None:
             with PostgresServer() as server:
                 dsn = server.create_database()
                 build_postgres(dsn, args.tasks, args.records, uniform=args.uniform)
+                _lease_postgres(dsn, in_flight(args.tasks, args.leases))
                 measure("postgres", dsn, args.tasks, out, args.versions, args.repeat)
 
 

@@ -662,7 +662,8 @@ def test_the_dead_letter_reads_the_failed_tasks_alone(
     every task's last record (a window over every record of the store), each decoded,
     for the few it printed; then three statements (the rows, their order, their last
     records).  A whole listing, and ``--json``, read each task with its last record in
-    one statement."""
+    one statement.  A table reads the leases after (a statement of its own, the few runs
+    in flight: tests/test_cli_tasks_in_flight.py)."""
     tasks, failed = 30, {7, 19}
     if engine == "sqlite":
         path = tmp_path / "jobs.db"
@@ -695,11 +696,13 @@ def test_the_dead_letter_reads_the_failed_tasks_alone(
     assert (status, err) == (0, "")
     assert [line.split()[0] for line in out.splitlines()[1:]] == ["t7", "t19"]  # as they failed
     assert all("failed: ValueError: boom" in line for line in out.splitlines()[1:])
-    assert [rows for _, rows in statements] == [2]  # before: the last record of all 30
+    # before: the last record of all 30; then the leases (none: no run in flight)
+    assert [rows for _, rows in statements] == [2, 0]
+    assert statements[1][0] == "SELECT task_id, expires_at FROM leases"
     statements.clear()
     status, out, _ = run(capsys, "--store", url)
     assert status == 0 and len(out.splitlines()) == tasks + 1
-    assert [rows for _, rows in statements] == [tasks]  # before: the rows, then their records
+    assert [rows for _, rows in statements] == [tasks, 0]  # before: the rows, then their records
     statements.clear()
     status, out, _ = run(capsys, "--store", url, "--json", "--status", "failed")
     assert status == 0 and [json.loads(line)["id"] for line in out.splitlines()] == ["t7", "t19"]

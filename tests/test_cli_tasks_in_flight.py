@@ -116,6 +116,39 @@ def test_a_lease_that_ran_out_is_said_so_by_the_store_s_clock(
     assert listed(capsys, store_spec)["slow"]["lease"]["ran_out"] is True
 
 
+def table(capsys: pytest.CaptureFixture[str], spec: StoreSpec) -> dict[str, list[str]]:
+    """The table's rows, by id (each its cells), and its lines after them (``""``)."""
+    lines = tasks(capsys, spec).splitlines()
+    assert lines[0].split()[:3] == ["ID", "NAME", "STATUS"]
+    rows = {line.split()[0]: line.split() for line in lines[1:3]}
+    return {**rows, "": lines[3:]}
+
+
+def test_the_table_marks_a_task_whose_run_is_in_flight_and_says_what_the_mark_means(
+    store_spec: StoreSpec,
+    in_flight: Lease,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The table said ``scheduled``, a next run in the past, of a task another process
+    was running: no sign of the run.  Now its STATUS is marked ``*`` (``!`` once the
+    lease ran out, by the store's clock), and a line after the table says what each mark
+    used means; a task without a lease is as before."""
+    listed = table(capsys, store_spec)
+    assert listed["slow"][2] == "scheduled*" and listed["idle"][2] == "scheduled"
+    assert listed[""] == [
+        "* a run of it is in flight: a process holds its lease (`tasks show ID` names it)"
+    ]
+    _expire(store_spec)  # as a process killed an hour ago
+    listed = table(capsys, store_spec)
+    assert listed["slow"][2] == "scheduled!" and listed["idle"][2] == "scheduled"
+    assert listed[""] == [
+        "! a run of it was in flight and its lease ran out: that process died or stalled, "
+        "and the next claim runs the attempt again"
+    ]
+    scheduled = tasks(capsys, store_spec, "--status", "paused")  # no row: no legend
+    assert scheduled.splitlines()[1:] == []
+
+
 def test_json_gives_the_lease_and_none_for_a_task_without_one(
     store_spec: StoreSpec,
     in_flight: Lease,

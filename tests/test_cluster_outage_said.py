@@ -13,6 +13,11 @@ settle as a row left stale ("those tasks' rows are stale until their next transi
 PostgreSQL) or written again ("the rows they left stale were written again (1 row)",
 SQLite): seen with a process cut off from PostgreSQL past its lease, its run taken over.
 It now says the settle was refused, its lease taken over (``Outage.refused``).
+
+An outage in which no task write failed (the claims alone) ended with "0 task writes not
+stored (those tasks' rows are stale until their next transition)", of rows no write had
+left stale: a shared store's outage ends only once no row is stale, so the clause was
+never true on one.  The line now says what became of the rows left stale, if any.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from lldsched.persistence import Claim, CoordinatedStore, TaskSnapshot
 from tests import jobs
 from tests.cluster import StoreSpec, opened
 from tests.test_cluster_settle_refused_view import _expire
+from tests.test_cluster_wait_end_outage import fail_the_next_save
 from tests.waits import wait_until
 
 HOUR = 3600.0
@@ -69,6 +75,9 @@ def test_a_shared_store_s_outage_says_no_run_starts_here_while_its_claims_fail(
             down.clear()
             assert scheduler.wait_idle(timeout=30)
             wait_until(lambda: task.run_count == 1, timeout=30, what="the run once claimed")
+            # No task write failed: nothing was left stale, and the end says nothing of it
+            (ended,) = said(logging.WARNING, "recovered (a claim succeeded)")
+            assert ended.message.endswith("failed during the outage, 0 task writes not stored")
         finally:
             scheduler.shutdown()
 
@@ -144,3 +153,35 @@ def test_a_settle_refused_when_made_again_is_said_refused_not_a_row_left_stale(
             jobs.GATE.set()
             scheduler.shutdown()
             jobs.GATE.clear()
+
+
+def test_a_row_left_to_the_process_that_leased_it_is_said_left_not_stale(
+    store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A verb's write that failed is written again only while no lease holds the row
+    (``persistence.resave``): a row another process claimed meanwhile is left to it, said
+    at INFO.  The line that ends the outage said "those tasks' rows are stale until their
+    next transition" of that row; it says now that the row was left to another process.
+    A scheduler never started (verbs only): its next verb's read of the feed ends the
+    outage (tests/test_cluster_wait_end_outage.py)."""
+    caplog.set_level(logging.INFO, logger="lldsched.store")
+    with opened(store_spec, 2, lease=300.0, poll=0.05) as (admin_store, other):
+        admin = Scheduler(store=admin_store)  # never started
+        try:
+            admin.schedule("a", jobs.noop, FixedRate(HOUR), id="a")  # due now
+            admin.schedule("b", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="b")
+            fail_the_next_save(admin_store, "a")
+            assert admin.pause("a")  # its write fails: the row stale
+            (claim,) = other.claim(now=time.time(), limit=1)  # another process runs it
+            assert claim.task_id == "a"
+            assert admin.pause("b")  # the next verb: its read of the feed ends the outage
+            assert admin.metrics().store_ok
+            (left,) = [r for r in caplog.records if "is not written again" in r.message]
+            assert left.levelno == logging.INFO and "task a: " in left.message
+            (ended,) = [r for r in caplog.records if "recovered (a " in r.message]
+            assert ended.message.endswith(
+                "1 task write not stored (1 row left stale not written again: another "
+                "process wrote, removed or leased it since (the change feed brings its row))"
+            )
+        finally:
+            admin.shutdown()

@@ -8,6 +8,12 @@ stay SCHEDULED or RETRYING with their due time, for a durable store to recover)"
 with SIGTERM and a 2 s drain in one of two service processes on PostgreSQL, the run it
 counted being the other process's, in flight (lldsched/threaded/stopping.py,
 ``_not_started``).
+
+The same line named the runs it left going, and no more: on a shared store their leases
+are renewed no more once the shutdown returns, and another process runs the attempt
+again once one runs out (docs/CLUSTER.md, "How it works"), which it now says
+(``_still_going``; a store of one process's line is as before,
+tests/test_scheduler_shutdown.py).
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ def test_a_run_held_elsewhere_is_not_said_left_for_a_durable_store_to_recover(
                        what="theirs followed here, due")  # fmt: skip
             assert not here.shutdown(timeout=0.2)  # mine waits for the gate: out of time
             (said,) = [r.message for r in caplog.records if "returned with" in r.message]
-            assert "runs still going: mine 'mine'" in said
+            assert "runs still going: mine 'mine' (on a shared store their leases are " in said
+            assert "once one runs out, another process runs that attempt again)" in said
             assert "1 run due by the shutdown not started (on a shared store they stay due " in (
                 said
             )

@@ -63,6 +63,21 @@ def fail_once(
     return refused
 
 
+def fail_the_next_save(store: CoordinatedStore, task_id: str) -> None:
+    """Make ``store``'s next save of ``task_id`` raise a StoreError (nothing written), as
+    a store away for a moment would; its later saves go through."""
+    save = store.save
+    failing = [task_id]
+
+    def fails(snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        if snapshot.task.id in failing:
+            failing.remove(snapshot.task.id)
+            raise StoreError("the store went away for a moment")
+        save(snapshot, record)
+
+    store.save = fails  # type: ignore[method-assign]
+
+
 @pytest.fixture
 def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
     """Three stores on one shared store: two for schedulers, one to read it with."""
@@ -249,16 +264,7 @@ def test_a_verb_of_a_scheduler_not_running_whose_write_failed_says_when_it_is_wr
         later = FixedRate(HOUR, start_delay=HOUR)
         for task_id in ("a", "b", "c"):
             admin.schedule(task_id, jobs.noop, later, id=task_id)
-        save = admin_store.save
-        failing = ["a"]
-
-        def fails(snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
-            if snapshot.task.id in failing:
-                failing.remove(snapshot.task.id)
-                raise StoreError("the store went away for a moment")
-            save(snapshot, record)
-
-        admin_store.save = fails  # type: ignore[method-assign]
+        fail_the_next_save(admin_store, "a")
         with caplog.at_level(logging.WARNING, logger="lldsched"):
             assert admin.pause("a")
             said = [r for r in caplog.records if "is not running" in r.getMessage()]

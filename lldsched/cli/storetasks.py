@@ -1,15 +1,16 @@
 """``python -m lldsched tasks --store URL [VERB ID]``: a durable store's tasks, for an operator.
 
-Without a verb, a table of the tasks (``--status failed``: the dead letter, in the order
-its tasks failed; ``--json``: one JSON object a line per task); ``show ID``: a task's
-definition, state and last records, the failure text whole.  Reading imports none of the
-jobs' code and takes no claim (:mod:`lldsched.stores.peek`): it works from any shell, beside
-a running scheduler.  ``redrive``, ``pause``, ``resume``, ``cancel``, ``run-now`` and
+Without a verb, a table of the tasks (``--status failed``: the dead letter, in the order its
+tasks failed; ``--json``: one JSON object a line per task), the STATUS of a task whose run
+is in flight marked (:func:`_in_flight`, a legend line after the rows); ``show ID``: a
+task's definition, state and last records, the failure text whole.  Reading imports none of
+the jobs' code and takes no claim (:mod:`lldsched.stores.peek`): it works from any shell,
+beside a running scheduler.  ``redrive``, ``pause``, ``resume``, ``cancel``, ``run-now`` and
 ``remove`` act through a scheduler built on the store and never started
 (:func:`~lldsched.cli.storeurl.act_on`): the processes running the store apply the verb from
 its change feed.  Acting loads the tasks as a starting process does, so the jobs' modules
-must import (the service's environment); a task whose code does not is refused by name,
-with what did not import (:func:`_not_loaded`).
+must import (the service's environment); a task whose code does not is refused by name, with
+what did not import (:func:`_not_loaded`).
 
 Exit statuses as every command's (:data:`~lldsched.cli.EXIT_STATUSES`): 2, with one
 ``error:`` line, for anything refused before a change (a bad ``--store``, a store that
@@ -54,6 +55,12 @@ _WIDEST = 48  # a table cell's most characters (a long schedule or error is cut)
 _IN_FLIGHT = "  (a run is in flight)"
 _RAN_OUT = "  (a run was in flight: its lease ran out)"
 _COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "ATTEMPT", "LAST")
+_STATUS = _COLUMNS.index("STATUS")
+_MARKS = {  # a table's STATUS of a task with a lease: its mark, and the legend's line
+    "*": "* a run of it is in flight: a process holds its lease (`tasks show ID` names it)",
+    "!": "! a run of it was in flight and its lease ran out: that process died or stalled, "
+    "and the next claim runs the attempt again",
+}
 
 
 EXAMPLE_STORE = "sqlite:///var/lib/app/jobs.db"
@@ -169,13 +176,48 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
             say(json.dumps(_document(row, last, described, _ran_out(row, now))))
         return 0
     listed = reader.listing(status=status)
-    table = [_COLUMNS, *(_cells(row, last, described) for row, last in listed)]
+    rows = [_cells(row, last, described) for row, last in listed]
+    marked = _marked(rows, _in_flight(reader))  # read after the rows: as new as they are
+    table = [_COLUMNS, *rows]
     widths = [max(len(cells[i]) for cells in table) for i in range(len(_COLUMNS))]
     for cells in table:
         say(
             "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
         )
+    for mark in _MARKS:
+        if mark in marked:
+            say(_MARKS[mark])
     return 0
+
+
+def _in_flight(reader: Peek) -> dict[str, str]:
+    """The mark of each task a lease holds (:data:`_MARKS`): ``*`` while its lease lasts,
+    ``!`` once it ran out by the store's clock (read only if a lease is found), as
+    ``show`` says them (:func:`_ran_out`).  On a shared store a run in flight is a lease,
+    and its task's row says ``scheduled`` with a next run in the past: the table showed
+    no sign of it."""
+    leases = reader.leases()
+    if not leases:
+        return {}
+    now = reader.now()
+    return {
+        task_id: "!" if isinstance(expires, int | float) and expires <= now else "*"
+        for task_id, expires in leases.items()
+    }
+
+
+def _marked(rows: list[tuple[str, ...]], marks: dict[str, str]) -> set[str]:
+    """Mark the STATUS of each of ``rows`` whose task ``marks`` names, in place; the
+    marks used (the legend says those)."""
+    used: set[str] = set()
+    if not marks:
+        return used
+    for i, cells in enumerate(rows):
+        mark = marks.get(cells[0])
+        if mark is not None:
+            used.add(mark)
+            rows[i] = (*cells[:_STATUS], cells[_STATUS] + mark, *cells[_STATUS + 1 :])
+    return used
 
 
 @contextlib.contextmanager

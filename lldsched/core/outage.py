@@ -24,12 +24,14 @@ its end.  So an outage is said once, here:
 * the first call that succeeds again, *of a kind that ends one that failed during the
   outage* (:data:`ENDED_BY`, the one table of the kinds: a ``save``, a ``claim``, a read
   of the change feed, ...: :meth:`StoreWrites.succeeded`), ends it with one warning-level
-  line: the store recovered, how many calls failed in
-  between and how many task writes were not stored (and that the rows they left stale
-  were written again, below).  A success of a kind that never failed ends
-  nothing: a full disk still lets a shared store read its change feed, and a
-  persistent failure of one kind must not be said again at every wake because
-  another kind succeeds between two of its failures.  A kind is ended by its own success
+  line: the store recovered, how many calls failed in between and how many task writes
+  were not stored, and what became of the rows they left stale: written again (below),
+  stored by their tasks' own next writes, or (a shared store) left to the process that
+  wrote or leased the row since (nothing said of rows when no task write failed: a
+  shared store's claims alone).  A success of a kind that never failed ends nothing: a
+  full disk still lets a shared store read its change feed, and a persistent failure of
+  one kind must not be said again at every wake because another kind succeeds between
+  two of its failures.  A kind is ended by its own success
   and by that of a kind that writes the same rows and that the runtime makes again
   without being asked: a misfire's decision, written once (its claim then expires and
   the slot is taken over, here or elsewhere), is ended by a save too (the same row and
@@ -213,6 +215,8 @@ class Outage:
         "folded",
         "kinds",
         "late",
+        "left",
+        "own",
         "quiet",
         "records",
         "refused",
@@ -248,6 +252,8 @@ class Outage:
         self.runs_folded = 0  # records of runs past the latest HELD_RUNS, written folded
         self.folded = 0  # records of no run written folded into one per outcome (Held)
         self.dropped = 0  # records held, dropped with their row (not written)
+        self.own: set[str] = set()  # tasks whose stale row a later write of their own stored
+        self.left = 0  # stale rows a shared store's resave left to another process's write
 
 
 OUTAGE = (
@@ -357,8 +363,9 @@ class OutageWrites(StoreInterrupts):
         if task_id is not None:
             if kind == "delete" and task_id in outage.records:  # its records gone with it
                 outage.dropped += outage.records.pop(task_id).count
-            if task_id not in outage.records:
-                outage.stale.pop(task_id, None)  # else stale until its records are written
+            if task_id not in outage.records and task_id in outage.stale:
+                del outage.stale[task_id]  # else stale until its records are written
+                outage.own.add(task_id)
         if (
             (outage.stale or outage.settles)
             and current is not None
@@ -427,7 +434,21 @@ class OutageWrites(StoreInterrupts):
                 f"{'its lease was' if one else 'their leases were'} taken over meanwhile, "
                 f"and the run that took {'it' if one else 'each'} over counts"
             )
-        if not said:
+        own = len(outage.own - outage.stale.keys())  # stale again since: said below
+        if own:
+            one = own == 1
+            said.append(
+                f"{counted(own, 'row')} stored since by "
+                + ("its task's own next write" if one else "their tasks' own next writes")
+            )
+        if outage.left:  # each said at INFO (_say_left)
+            one = outage.left == 1
+            said.append(
+                f"{counted(outage.left, 'row')} left stale not written again: another process "
+                f"wrote, removed or leased {'it' if one else 'each'} since (the change feed "
+                f"brings {'its row' if one else 'their rows'})"
+            )
+        if outage.stale or outage.settles:  # only with no registry to write them from
             said.append("those tasks' rows are stale until their next transition")
         if outage.late:
             said.append(
@@ -454,12 +475,12 @@ class OutageWrites(StoreInterrupts):
             said.append(f"{counted(outage.dropped, 'record')} held were dropped with their rows")
         log.log(
             logging.DEBUG if outage.quiet else logging.WARNING,
-            "store %r recovered (a %s succeeded): %s failed during the outage, %s not stored (%s)",
+            "store %r recovered (a %s succeeded): %s failed during the outage, %s not stored%s",
             self.store,
             kind,
             counted(outage.calls, "call"),
             counted(outage.writes, "task write"),
-            "; ".join(said),
+            f" ({'; '.join(said)})" if said else "",
         )
 
     def _rewrite(
@@ -532,6 +553,7 @@ class OutageWrites(StoreInterrupts):
                 if kept:
                     done += 1
                 else:
+                    outage.left += 1
                     _say_left(store, task_id, 0 if held is None else held.count)
         return done
 

@@ -27,6 +27,8 @@ A table of every task (:meth:`Peek.listing`) reads of each only what it shows: t
 columns, and the name and schedule the database reads out of the definition's JSON
 (SQLite's ``json_extract``, PostgreSQL's ``->``), each checked as every read checks it;
 ``show`` (:meth:`Peek.tasks`) and ``--json`` (:meth:`Peek.whole`) decode rows whole.
+Its runs in flight (a shared store's leases, :meth:`Peek.leases`) are one statement of
+their own after it.
 """
 
 from __future__ import annotations
@@ -166,6 +168,15 @@ class Peek:
                     continue
                 listed = read[0]
             yield listed, _last(row[-_RECORD:])
+
+    def leases(self) -> dict[str, object]:
+        """Each lease's task id and expiry as stored (unchecked; by :meth:`now`'s clock):
+        a shared store's runs in flight, at most one a task, so few (an unshared store
+        holds only the attempts a process that died mid-run left owed, ``DIED_UNSHARED``).
+        One statement of its own, read after :meth:`listing`'s rows, not joined to them:
+        its cost did not show beside the table's (docs/PERFORMANCE.md, "`lldsched tasks`
+        on a large store")."""
+        return dict(self._query("SELECT task_id, expires_at FROM leases", ()))
 
     def records(self, task_id: str, last: int) -> list[ExecutionRecord]:
         """The last ``last`` records of ``task_id``, oldest first."""

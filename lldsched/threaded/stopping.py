@@ -476,9 +476,10 @@ class Stopping(SchedulerParts):
                 "what it could not do is left as it is"
             ]
         else:
-            left = [f"runs still going: {', '.join(going)}"] if going else []
+            shared = self._coordinator is not None
+            left = [_still_going(going, shared=shared)] if going else []
             if any(unstarted):
-                left.append(_not_started(*unstarted, shared=self._coordinator is not None))
+                left.append(_not_started(*unstarted, shared=shared))
         if self._dispatcher.busy:
             left.append("listeners still receiving events")
         if self._coroutines.calls_running:
@@ -630,6 +631,22 @@ class Stopping(SchedulerParts):
             or self._processes.alive > 0
             or self._dispatcher.busy
         )
+
+
+def _still_going(going: list[str], *, shared: bool = False) -> str:
+    """What a shutdown's warning says of the runs it left going (``going``: each task's id
+    and name).  On a shared store (``shared``) their leases are renewed no more once the
+    shutdown returns (docs/CLUSTER.md, "How it works"): a run still going then is taken
+    over once its lease runs out, another process running that attempt again, as a
+    stalled one's.  Said so: before, the line named the runs alone, and an operator read
+    that they would end here and be recorded, at most lost if the process ended first."""
+    said = f"runs still going: {', '.join(going)}"
+    if shared:
+        return (
+            f"{said} (on a shared store their leases are renewed no more: once one runs "
+            "out, another process runs that attempt again)"
+        )
+    return said
 
 
 def _not_started(unstarted: int, cut: int, *, shared: bool = False) -> str:
