@@ -456,7 +456,7 @@ class Simulation(
         seconds = checks.shutdown_timeout(drain, timeout)
         if self._store is not None:  # its drain and rewrite write: as at each run
             storeuse.check(self._store, self, doing="shutdown()")
-        first = self._stopped_at is None
+        first = self._stopped_at is None  # (tested again below, where mypy narrows it)
         if self._stopped_at is None:  # the first call's drain holds for good
             self._stopped_at = self.now if drain else -_INF
             self._interventions.clear()
