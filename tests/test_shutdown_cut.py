@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from lldsched import (
+    FakeClock,
     FixedRate,
     OneTime,
     Overlap,
@@ -28,12 +29,13 @@ from lldsched import (
 )
 from lldsched.model import ExecutionRecord, TaskEvent
 from tests.cluster import StoreSpec, open_store
-from tests.processes import held_before_a_child
+from tests.processes import held_before_a_child, killed_pid
 from tests.waits import wait_until
 
 ONCE = RetryPolicy(max_attempts=1)
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 CUT = "CancelledError: scheduler shut down"
+KILLED = "CancelledError: the scheduler shut down without draining ("  # a worker process's
 BOUND = 20.0  # seconds: the most a wait below may take
 
 
@@ -152,8 +154,11 @@ def test_the_simulation_keeps_a_cut_last_attempt_due_and_a_restart_runs_it_once(
         sim.run(T0 + 10)
         assert sim.shutdown(drain=False, timeout=5)
         (record,) = task.history
-        assert (record.ok, record.outcome, record.finished) == (False, "cancelled", T0 + 15)
-        assert record.error is not None and record.error.startswith(CUT)
+        # A coroutine is cancelled at the timeout, a worker process killed at once
+        # (test_both_runtimes_kill_an_isolated_run_at_once_without_a_drain).
+        cut_at, said = (T0 + 15, CUT) if isolation == "coroutine" else (T0 + 10, KILLED)
+        assert (record.ok, record.outcome, record.finished) == (False, "cancelled", cut_at)
+        assert record.error is not None and record.error.startswith(said)
         assert sim.dead_letter() == []
         assert kept_due(sim.task(task.id), record) == (TaskStatus.SCHEDULED, 0, T0, T0)
     if isolation == "coroutine":  # a simulation restarted on the store runs it once
@@ -167,6 +172,51 @@ def test_the_simulation_keeps_a_cut_last_attempt_due_and_a_restart_runs_it_once(
             assert again.task(task.id).status is TaskStatus.SUCCEEDED
     else:
         restart_runs_it_once(path, task.id, release)
+
+
+@pytest.mark.parametrize("runtime", ["threaded", "simulation"])
+def test_both_runtimes_kill_an_isolated_run_at_once_without_a_drain(
+    tmp_path: Path, runtime: str
+) -> None:
+    """``shutdown(drain=False, timeout=5)`` 10 s into an isolated run that would take an
+    hour: the threaded runtime kills its child at once, and so does the simulation,
+    at the same instant and in the same words (before, the simulation let it run on to
+    the timeout and cut it there, recorded ``CancelledError: scheduler shut down``)."""
+    marker, release = tmp_path / "started", tmp_path / "release"
+    options: dict[str, Any] = {
+        "isolation": "process", "args": [str(marker), str(release)], "retry": ONCE
+    }  # fmt: skip
+    if runtime == "threaded":
+        clock = FakeClock(T0)
+        scheduler = Scheduler(workers=1, clock=clock)
+        task = scheduler.schedule("held", "tests.process_jobs:held", OneTime(delay=0), **options)
+        scheduler.start()
+        try:
+            wait_until(marker.exists, timeout=BOUND, what="the run started")
+            clock.set(T0 + 10)
+            assert scheduler.shutdown(drain=False, timeout=5)
+        finally:
+            release.write_text("go")  # (a child left alive by a failure ends)
+        (record,) = task.history
+        pid = killed_pid(record.error)
+        after = task
+    else:
+        release.write_text("go")  # the simulation calls the action at once: modelled
+        sim = Simulation(workers=1, start=T0)
+        task = sim.schedule(
+            "held", OneTime(delay=0), action="tests.process_jobs:held", duration=3600, **options
+        )
+        sim.run(T0 + 10)
+        assert sim.shutdown(drain=False, timeout=5)
+        (record,) = task.history
+        pid, after = None, sim.task(task.id)
+    process = "its worker process" if pid is None else f"its worker process {pid}"
+    assert record.error == (
+        f"CancelledError: the scheduler shut down without draining ({process} was killed)"
+    )
+    assert (record.ok, record.outcome, record.started, record.finished) == (
+        False, "cancelled", T0, T0 + 10)  # fmt: skip
+    assert kept_due(after, record) == (TaskStatus.SCHEDULED, 0, T0, T0)
 
 
 # -- a cut task is due: listed as due after the shutdown, on both runtimes -------------

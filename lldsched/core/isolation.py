@@ -8,8 +8,9 @@ stores follow), and it takes no ``ctx``.  :func:`isolated_action` turns the path
 into the function, checked here, at registration; :func:`check_process_call`
 checks the arguments.  :func:`is_loop_action` says which thread tasks are coroutines,
 whose runs the threaded scheduler's event loop awaits.  :func:`killed_at_deadline` and
-:func:`worker_killed` word how a process-isolated run was stopped, for the threaded
-runtime's pool and the simulation alike.
+:func:`worker_killed` word how a process-isolated run was stopped, and
+:func:`killed_by_shutdown` why a shutdown killed it, for the threaded runtime's pool and
+the simulation alike.
 """
 
 from __future__ import annotations
@@ -27,12 +28,15 @@ from lldsched.errors import ValidationError, shown
 from lldsched.importpath import import_callable, import_path, json_arguments
 
 __all__ = [
+    "DRAIN_OUT_OF_TIME",
     "ISOLATIONS",
+    "KILLED",
     "check_isolation",
     "check_process_call",
     "is_loop_action",
     "isolated_action",
     "killed_at_deadline",
+    "killed_by_shutdown",
     "worker_killed",
 ]
 
@@ -181,6 +185,34 @@ def worker_killed(pid: int | None) -> str:
     if pid is None:
         return "(its worker process was killed)"
     return f"(its worker process {pid} was killed)"
+
+
+KILLED = "the scheduler shut down without draining"
+"""Why a shutdown without a drain (``drain=False``) killed a process-isolated run (its
+record's ``CancelledError: ...``).  A release before this one said it of a drain out of
+time too (:data:`DRAIN_OUT_OF_TIME` now): a record of either in a durable store may
+begin with it."""
+
+DRAIN_OUT_OF_TIME = "the scheduler shut down, its drain out of time"
+"""How the reason of a kill a drain out of time made begins (:func:`killed_by_shutdown`)."""
+
+
+def killed_by_shutdown(*, drain: bool, drained: float | None) -> str:
+    """Why a shutdown killed a process-isolated run, its record's ``CancelledError: ...``
+    (:meth:`ProcessPool.kill_all <lldsched.threaded.processes.ProcessPool.kill_all>`'s
+    ``reason``, and the simulation's cut without a drain, ``SimulationCuts._kill_isolated``,
+    docs/decisions/simulation.md, "A shutdown without a drain kills an isolated run at once,
+    in the simulation too"): :data:`KILLED` without a drain, else that
+    its drain ran out of time after ``drained`` seconds (``shutdown(timeout=5)``'s 4: its
+    last second is for the ends of the runs in flight,
+    :func:`~lldsched.threaded.loopshutdown.grace_for`; None: a drain with no bound, never
+    out of time, which kills a run only where it gave up before its end, and names no
+    time)."""
+    if not drain:
+        return KILLED
+    if drained is None:
+        return DRAIN_OUT_OF_TIME
+    return f"{DRAIN_OUT_OF_TIME} after {drained:g} s"
 
 
 def killed_at_deadline(duration: float, budget: float, pid: int | None) -> str:

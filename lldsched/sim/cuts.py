@@ -7,7 +7,8 @@ cancels it, and so is a process-isolated one, as its pool kills its child: at it
 replace changes its task's timeout during the run (``_retime``, by
 :func:`~lldsched.core.runs.rearmed`), ended by a pause, cancel or remove of its task
 (``_stop_awaited``), by ``Overlap.CANCEL_OTHER`` (``_cut``, a thread's run too) and by a
-shutdown out of time (``_out_of_time``: :data:`SHUT_DOWN`).  A plain function's awaitable
+shutdown out of time (``_out_of_time``: :data:`SHUT_DOWN`); a process-isolated one by a
+shutdown without a drain too, at once (``_kill_isolated``).  A plain function's awaitable
 still waiting for a place on the coroutine lane is cut the same way (``_cut_handed``).
 docs/decisions/threaded.md, "A process-isolated run is cut at its deadline, in the simulation too".
 """
@@ -18,7 +19,7 @@ import heapq
 from collections import deque
 from collections.abc import Callable
 
-from lldsched.core.isolation import killed_at_deadline, worker_killed
+from lldsched.core.isolation import killed_at_deadline, killed_by_shutdown, worker_killed
 from lldsched.core.runs import cancelled_error, rearmed
 from lldsched.core.task import Run
 from lldsched.sim.lanes import Handed
@@ -188,6 +189,26 @@ class SimulationCuts(SimulationParts):
                 ended = True
         if ended:
             heapq.heapify(finishes)
+
+    def _kill_isolated(self) -> None:
+        """A shutdown without a drain: the process-isolated runs in flight end now, as
+        the threaded shutdown kills their children at once (not at its timeout, as it
+        cuts the coroutines), each recorded in its words,
+        ``CancelledError: the scheduler shut down without draining (its worker process
+        was killed)`` (:func:`~lldsched.core.isolation.killed_by_shutdown`), its task
+        kept due (:meth:`SchedulerCore.cut_by_shutdown
+        <lldsched.core.runs.RunTransitions.cut_by_shutdown>`)."""
+        cut_by_shutdown = self._core.cut_by_shutdown
+
+        def isolated(run: Run) -> bool:
+            """Each process-isolated run, cut here: its finish keeps its task due."""
+            if run[7].isolation == "thread":
+                return False
+            cut_by_shutdown(run)
+            return True
+
+        reason = killed_by_shutdown(drain=False, drained=None)
+        self._stop_lane(isolated, f"CancelledError: {reason}")
 
     def _out_of_time(self, deadline: float) -> bool:
         """A shutdown's ``deadline`` is reached with runs still in flight, at

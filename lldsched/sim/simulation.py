@@ -398,7 +398,11 @@ class Simulation(
         finishes too; nothing due later starts (a retry's backoff, the next slot: those
         tasks stay SCHEDULED or RETRYING with their due time, for a store to recover),
         and the interventions registered with :meth:`at` not called yet are dropped.
-        ``drain=False`` starts nothing more: the runs due stay as they are.
+        ``drain=False`` starts nothing more: the runs due stay as they are, and a
+        *process-isolated* run in flight is killed at once, at the call's instant, as the
+        threaded shutdown kills its child, recorded ``CancelledError: the scheduler shut
+        down without draining (its worker process was killed)`` (outcome ``cancelled``,
+        its task kept due, :func:`~lldsched.core.isolation.killed_by_shutdown`).
 
         Then the rows a store outage left stale are written once more, the last write,
         through the same :meth:`StoreWrites.rewrite_stale
@@ -420,9 +424,9 @@ class Simulation(
         ``cancelled``) and its task kept due at its slot, its attempt unspent (no
         retry, given-up slot or dead letter: :meth:`SchedulerCore.cut_by_shutdown
         <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), as the threaded
-        shutdown cancels it, and so is a
-        process-isolated run (``... (its worker process was killed)``), as the threaded
-        shutdown kills its child; a thread run still
+        shutdown cancels it, and so is a process-isolated run a drain left in flight
+        (``... (its worker process was killed)``), as the threaded drain out of time
+        kills its child; a thread run still
         in flight is not cut (a thread cannot be), here as there: it finishes at its
         modelled end, virtual time moving on to it, and the result is False.  Returns
         True when every run ended within ``timeout`` (docs/decisions/simulation.md, "A simulation's
@@ -452,6 +456,7 @@ class Simulation(
         seconds = checks.shutdown_timeout(drain, timeout)
         if self._store is not None:  # its drain and rewrite write: as at each run
             storeuse.check(self._store, self, doing="shutdown()")
+        first = self._stopped_at is None  # (tested again below, where mypy narrows it)
         if self._stopped_at is None:  # the first call's drain holds for good
             self._stopped_at = self.now if drain else -_INF
             self._interventions.clear()
@@ -461,6 +466,8 @@ class Simulation(
                 return False
             if is_shared(self._store):  # it never ran (runs_unclaimed): nothing drains
                 return True
+            if first and not drain:  # its isolated runs killed at once, as on threads
+                self._kill_isolated()
             self._advance(deadline, events=-1, due_by=self._stopped_at)
             late = self._out_of_time(deadline)
             self._advance(LAST_INSTANT, events=-1, due_by=-_INF)  # the thread runs finish

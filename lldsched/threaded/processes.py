@@ -105,7 +105,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from lldsched.core.isolation import killed_at_deadline, worker_killed
+from lldsched.core.isolation import (
+    DRAIN_OUT_OF_TIME,
+    KILLED,
+    killed_at_deadline,
+    killed_by_shutdown,
+    worker_killed,
+)
 from lldsched.core.runs import rearmed
 from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.logs import WORKERS, Repeats, say_with_traceback
@@ -137,31 +143,6 @@ __all__ = [
 log = logging.getLogger(WORKERS)
 
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
-
-KILLED = "the scheduler shut down without draining"
-"""Why a shutdown without a drain (``drain=False``) killed a process-isolated run (its
-record's ``CancelledError: ...``).  A release before this one said it of a drain out of
-time too (:data:`DRAIN_OUT_OF_TIME` now): a record of either in a durable store may
-begin with it."""
-
-DRAIN_OUT_OF_TIME = "the scheduler shut down, its drain out of time"
-"""How the reason of a kill a drain out of time made begins (:func:`killed_by_shutdown`)."""
-
-
-def killed_by_shutdown(*, drain: bool, drained: float | None) -> str:
-    """Why a shutdown killed a process-isolated run, its record's ``CancelledError: ...``
-    (:meth:`ProcessPool.kill_all`'s ``reason``): :data:`KILLED` without a drain, else that
-    its drain ran out of time after ``drained`` seconds (``shutdown(timeout=5)``'s 4: its
-    last second is for the ends of the runs in flight,
-    :func:`~lldsched.threaded.loopshutdown.grace_for`; None: a drain with no bound, never
-    out of time, which kills a run only where it gave up before its end, and names no
-    time)."""
-    if not drain:
-        return KILLED
-    if drained is None:
-        return DRAIN_OUT_OF_TIME
-    return f"{DRAIN_OUT_OF_TIME} after {drained:g} s"
-
 
 NOT_SENT = "(before its worker process started it)"
 """What the error of a run stopped before a child held it ends with (never sent)."""
