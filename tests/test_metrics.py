@@ -302,6 +302,44 @@ def test_coroutine_runs_are_counted_apart_from_the_busy_workers(
     assert metrics.outcomes == _outcomes(ok=2)
 
 
+async def _no_op() -> None:
+    return None
+
+
+def test_a_coroutine_run_waiting_for_a_slot_is_late_and_a_cancelled_one_not_counted(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    """With the event loop's slots all taken, a loop task's due entry waits in the
+    runner's line: ``lag`` read 0.0 of it however long it waited (a health check on
+    ``lag`` missed a full coroutine lane), and an entry cancelled there counted in
+    ``coroutines`` until the loop dropped it.  The simulation reads the same
+    (``test_the_simulation_s_coroutine_lane_full_is_late_as_on_threads``)."""
+    release = threading.Event()
+    started = threading.Event()
+
+    async def hold() -> None:
+        started.set()
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, 5)
+
+    clock = FakeClock(T0)
+    scheduler = make_scheduler(clock=clock, workers=1, max_coroutines=1)
+    scheduler.schedule("hog", hold, OneTime(delay=0), id="hog")
+    scheduler.schedule("late", _no_op, OneTime(delay=0), id="late")  # waits for the slot
+    scheduler.schedule("gone", _no_op, OneTime(delay=0), id="gone")  # waits, then cancelled
+    assert started.wait(5)
+    wait_until(lambda: scheduler.metrics().coroutines == 3, timeout=5, what="all on the loop")
+    scheduler.cancel("gone")
+    clock.advance(900)
+    metrics = scheduler.metrics()
+    assert (metrics.busy, metrics.handoff, metrics.coroutines) == (0, 0, 2)
+    assert (metrics.queued, metrics.lag) == (0, 900.0)
+    release.set()
+    settle(scheduler)
+    metrics = scheduler.metrics()
+    assert (metrics.coroutines, metrics.lag) == (0, 0.0)
+    assert metrics.outcomes == _outcomes(ok=2)
+
+
 def test_failures_the_dead_letter_and_given_up_slots_are_counted(
     make_scheduler: SchedulerFactory,
 ) -> None:
@@ -483,6 +521,25 @@ def test_the_simulation_reports_its_pool_its_backlog_and_its_dead_letter() -> No
     metrics = sim.metrics()
     assert (metrics.busy, metrics.queued, metrics.lag, metrics.dead_letter) == (0, 0, 0.0, 1)
     assert metrics.outcomes == _outcomes(ok=2, failed=1)
+
+
+def test_the_simulation_s_coroutine_lane_full_is_late_as_on_threads() -> None:
+    """A coroutine task's due entry waiting for the lane's one slot counts in ``lag``
+    (it read 0.0), and one cancelled there counts nowhere, as ``Scheduler.metrics()``
+    reads them (its test above: ``test_a_coroutine_run_waiting_for_a_slot_is_late...``)."""
+    sim = Simulation(workers=1, start=T0, max_coroutines=1)
+    sim.schedule("hog", OneTime(delay=0), action=_no_op, duration=fixed(2000), id="hog")
+    sim.schedule("late", OneTime(delay=0), action=_no_op, duration=fixed(5), id="late")
+    sim.schedule("gone", OneTime(delay=0), action=_no_op, duration=fixed(5), id="gone")
+    sim.run_for(0)
+    sim.cancel("gone")
+    sim.run_for(900)
+    metrics = sim.metrics()
+    assert (metrics.busy, metrics.coroutines, metrics.queued, metrics.lag) == (0, 2, 0, 900.0)
+    sim.run_for(2000)
+    metrics = sim.metrics()
+    assert (metrics.coroutines, metrics.lag) == (0, 0.0)
+    assert metrics.outcomes == _outcomes(ok=2)
 
 
 def test_records_a_store_restored_are_not_counted_and_misfires_decided_at_start_are() -> None:

@@ -88,15 +88,16 @@ def test_metrics_count_the_coroutine_runs_in_flight_and_waiting_as_on_threads(
         threaded = scheduler.metrics()
         gate.open()
         assert scheduler.wait_idle(10)
-    assert (threaded.coroutines, threaded.busy, threaded.queued) == (3, 0, 1)
-    assert (simulated.coroutines, simulated.busy, simulated.queued) == (3, 0, 1)
+    # "c3", due at 0, has waited 10 s for a slot: late on both (lag read 0.0 of it)
+    for metrics in (threaded, simulated):
+        assert (metrics.coroutines, metrics.busy, metrics.queued, metrics.lag) == (3, 0, 1, 10.0)
 
 
 def test_queue_stats_count_what_is_set_aside_as_in_the_heap_but_a_due_coroutine() -> None:
     """An entry set aside before it is due, or a thread task's due entry waiting for a
     worker, is counted where the simulation keeps it in its model (the heap: it has no
     hand-off queue); a coroutine entry due and waiting for a slot is the event loop's,
-    as on threads (``metrics().coroutines``), not the heap's."""
+    as on threads (``metrics().coroutines``, and late in ``lag``), not the heap's."""
     sim = Simulation(workers=1, start=T, max_coroutines=2)
     lane_state(sim, no_op)
     sim.schedule("long", OneTime(delay=0), action=plain, id="long", duration=fixed(50))
@@ -116,8 +117,8 @@ def test_queue_stats_count_what_is_set_aside_as_in_the_heap_but_a_due_coroutine(
     assert without_lanes.queue_stats() == (1, 0)
     metrics = sim.metrics()
     assert (metrics.queued, metrics.coroutines, metrics.busy) == (2, 3, 1)
-    assert metrics.lag == 5.0  # "waits", due at 5: as without a coroutine task registered
-    assert without_lanes.metrics().lag == 5.0
+    assert metrics.lag == 10.0  # "c3", due at 0, waiting for a slot of the loop, as on threads
+    assert without_lanes.metrics().lag == 5.0  # "waits", due at 5
     sim.cancel("waits")  # its entry set aside is a tombstone now, until it surfaces
     assert sim.queue_stats() == (2, 1)
     assert sim.metrics().queued == 1

@@ -48,11 +48,12 @@ class Metrics(NamedTuple):
       hand-off queue; above 0 for long, the pool is saturated), live ones only: the
       entry of a task paused, cancelled, removed or moved since is no run waiting;
     * ``coroutines``: coroutine runs on the event loop, running or waiting for a slot
-      (``max_coroutines``);
+      (``max_coroutines``), live ones only as ``handoff``'s;
     * ``queued``: tasks waiting in the heap for their due instant (live entries);
-    * ``lag``: seconds the oldest due entry not yet taken by a worker is past its due
-      instant (the head of the heap, or of the hand-off queue): 0.0 when nothing due is
-      waiting; the "are jobs late now" gauge;
+    * ``lag``: seconds the oldest due entry waiting for a place is past its due instant
+      (the head of the heap, the oldest live entry of the hand-off queue, or of those
+      waiting for a coroutine slot while the event loop's are all taken): 0.0 when
+      nothing due is waiting; the "are jobs late now" gauge, for either lane;
     * ``tasks``: tasks registered (finished ones until they retire); ``dead_letter``:
       FAILED tasks (:meth:`dead_letter`'s length);
     * ``outcomes``: records made since the runtime was built, by
@@ -119,7 +120,8 @@ def take(
 ) -> Metrics:
     """The snapshot, from the core and the queue and what the runtime gives (caller
     holds the runtime's lock, if it has one).  ``handed_out_due`` is the due instant of
-    the oldest entry handed out and not yet taken (None: none waits); ``aside``, the
+    the oldest live entry handed out (or set aside) and not yet begun, for a worker or a
+    coroutine slot (None: none waits); ``aside``, the
     live entries the simulation set aside from the heap that count as queued in it
     (:mod:`lldsched.sim.lanes`)."""
     oldest = queue.next_due()  # the heap's live head

@@ -27,9 +27,11 @@ task's in ``metrics().lag`` too), whichever lane, as it would with no coroutine 
 registered, except a coroutine task's live entry that is due: on threads the timer
 handed it to the event loop, where it waits for a slot, and it counts where
 ``Scheduler.metrics()`` counts it, in ``coroutines`` (docs/decisions/simulation.md, "What the
-simulation reads of the entries it sets aside").  Once the simulation is shut down no
-entry waits for the loop (on threads it is closed, ``coroutines`` 0): a coroutine
-entry left due counts as a thread entry left due does, in the heap and in ``lag``.
+simulation reads of the entries it sets aside"), and late in ``lag`` as it waits
+(docs/decisions/metrics.md, "The lag of runs waiting for a coroutine slot").  Once the
+simulation is shut down no entry waits for the loop (on threads it is closed,
+``coroutines`` 0): a coroutine entry left due counts as a thread entry left due does,
+in the heap and in ``lag``.
 
 **An awaitable a plain function returned** waits apart, its worker free already: not
 an entry of the heap but a :data:`Handed`, in the order handed over, until it gets a
@@ -60,8 +62,7 @@ class Reads(NamedTuple):
     held: int  # counted as in the heap: every one but a live coroutine entry due
     tombstones: int  # of those ``held``
     due_coroutines: int  # live coroutine entries due: waiting for a slot of the loop
-    first_due: float | None  # the first live thread entry's due instant (lag), or None
-    # (after a shutdown, ``loop=False``: the coroutine entries count as thread ones)
+    first_due: float | None  # the first live entry's due instant, either lane (lag), or None
 
 
 class Waiting:
@@ -115,10 +116,10 @@ class Waiting:
         for entry in self.coroutines:
             if live(entry) is None:
                 tombstones += 1
-            elif loop:
-                if entry[0] <= now:
-                    due_coroutines += 1
-            elif first is None or entry[0] < first:
+                continue
+            if loop and entry[0] <= now:
+                due_coroutines += 1
+            if first is None or entry[0] < first:  # late waiting for a slot: lag too
                 first = entry[0]
         for entry in self.threads:
             if live(entry) is None:

@@ -586,11 +586,12 @@ class ControlVerbs(SchedulerParts):
         the backlog and its lag, the dead letter, the records by outcome, the store).
 
         Taken in one hold of the lock, so its fields agree; O(1) in the tasks and
-        records (the hand-off queue, at most its capacity, is read for its live
-        entries).  ``timeout`` bounds the wait for the lock (seconds or a ``timedelta``;
-        ``None``: as long as it takes): past it, :class:`~lldsched.errors.SchedulerBusyError`
-        (a ``TimeoutError``), which is what a liveness probe should report, since a
-        lock held that long (a store call that hangs) dispatches nothing."""
+        records (the hand-off queue, at most its capacity, and the entries waiting for a
+        coroutine slot are read for their live entries).  ``timeout`` bounds the wait for
+        the lock (seconds or a ``timedelta``; ``None``: as long as it takes): past it,
+        :class:`~lldsched.errors.SchedulerBusyError` (a ``TimeoutError``), which is what a
+        liveness probe should report, since a lock held that long (a store call that
+        hangs) dispatches nothing."""
         # Imported here: one more name in this module's globals cost every registration
         # 27 instructions (benchmarks/threaded_instructions.py register).
         from lldsched.threaded.deadline import Deadline
@@ -609,7 +610,13 @@ class ControlVerbs(SchedulerParts):
             # timer handed it out is a tombstone until a worker drops it, no run waiting
             # (busy is what is in flight beside every entry waiting, tombstones too).
             handoff, first = pool.count(lambda entry: queue.live(entry) is not None)
-            coroutines = self._coroutines.in_hand
+            # The same rule for the loop tasks' entries waiting for a coroutine slot:
+            # their tombstones are no run waiting, the oldest live one is late (lag).
+            in_hand = self._coroutines.in_hand
+            dropped, waiting_due = self._coroutines.read_waiting(queue.live)
+            coroutines = in_hand - dropped
+            handed_due = None if first is None else first[0]
+            handed = [due for due in (handed_due, waiting_due) if due is not None]
             timer = self._timer
             return take(
                 self._core,
@@ -619,10 +626,10 @@ class ControlVerbs(SchedulerParts):
                 timer_alive=timer is not None and timer.is_alive(),
                 timer_woke=self._last_look.woke,
                 workers=pool.workers,
-                busy=self._in_flight - pool.waiting - coroutines,
+                busy=self._in_flight - pool.waiting - in_hand,
                 handoff=handoff,
                 coroutines=coroutines,
-                handed_out_due=None if first is None else first[0],
+                handed_out_due=min(handed, default=None),
                 dropped_events=self._dispatcher.dropped,
             )
 

@@ -240,6 +240,24 @@ class CoroutineRunner(LoopShutdown):
         what a loop task's run handed over now could start in."""
         return self.limit - self._active - len(self._waiting)
 
+    def read_waiting(self, live: Callable[[Entry], object]) -> tuple[int, float | None]:
+        """What ``metrics()`` reads of the loop tasks' entries waiting for a slot (caller
+        holds the lock): how many ``live`` says are tombstones (cancelled, paused, removed
+        or moved while they waited: no run waits, and the loop drops them when it gets to
+        them), and the earliest due instant of the live ones (None: none waits), for
+        ``lag``.  A worker's awaitable waiting here has begun its run on the worker: it
+        counts as in hand, never late.  O(waiting), off the dispatch path."""
+        tombstones = 0
+        first: float | None = None
+        for item in self._waiting:
+            if isinstance(item, Flight):
+                continue
+            if live(item) is None:
+                tombstones += 1
+            elif first is None or item[0] < first:
+                first = item[0]
+        return tombstones, first
+
     def on_loop_thread(self) -> bool:
         """True when the caller runs on this runner's loop thread (a coroutine run, or
         something it called), or on a thread of the loop's ``asyncio.to_thread`` calls
