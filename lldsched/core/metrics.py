@@ -10,8 +10,10 @@ threads, its hand-off queue).
 **What it promises** (docs/decisions/metrics.md, "Metrics and health"): every field is read
 in one hold of the runtime's lock, so the fields agree with each other (``busy`` plus
 ``handoff`` plus ``coroutines`` is the count of runs handed out and not yet settled,
-at one instant); taking it costs O(1) in the number of tasks and records (no list
-of tasks or records is built); and nothing is computed on the run path for it but
+at one instant, less the entries a verb stopped or moved after they were handed out,
+which no run waits for); taking it costs O(1) in the number of tasks and records (no
+list of tasks or records is built; the entries waiting for a worker or a coroutine
+slot are read, O(waiting)); and nothing is computed on the run path for it but
 the one increment a successful run makes in the :class:`~lldsched.core.tally.Tally`.
 Distributions (how long runs take, how late each started) are the records'
 (``record.duration``, ``record.lateness``): a listener observes them, at the cost of
