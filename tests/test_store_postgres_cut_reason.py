@@ -17,7 +17,7 @@ import threading
 import psycopg
 import pytest
 
-from lldsched import StoreError
+from lldsched import StoreError, threadstarts
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_deadline import Deadline
 from lldsched.stores.postgres_listen import Listener
@@ -164,3 +164,32 @@ def test_a_connection_replaced_is_let_go_by_the_deadline_before_its_socket_is_cl
         assert armed_at_close == [None]
         assert old is not None
         old.close()
+
+
+def _refuse(thread: threading.Thread) -> None:
+    raise RuntimeError("can't create new thread at interpreter shutdown")
+
+
+def test_a_round_trip_the_exit_refuses_a_watcher_for_goes_on_unwatched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the interpreter's exit on Python 3.12.0-3.12.2 no thread starts: a listener
+    reconnecting as the process exits armed its deadline, whose first watch starts the
+    watcher thread, and the listener's thread ended in "Exception in thread
+    lldsched-pg-listen" (tests/test_cluster_wait_end_outage.py, under load).  The round
+    trip now goes on unwatched; a later watch tries the thread again."""
+    monkeypatch.setattr(threadstarts, "_exiting", True)  # the exit hook has begun
+    monkeypatch.setattr(threading.Thread, "start", _refuse)
+    deadline = Deadline(5.0)
+    deadline.watch(-1)  # raised the RuntimeError before
+    deadline.disarm()
+    monkeypatch.undo()
+    deadline.watch(-1)  # the thread again, started this time
+    deadline.disarm()
+    deadline.stop()
+
+
+def test_a_watcher_refused_outside_the_exit_still_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threading.Thread, "start", _refuse)
+    with pytest.raises(RuntimeError, match="can't create new thread"):
+        Deadline(5.0).watch(-1)

@@ -46,6 +46,8 @@ import threading
 import time
 from collections.abc import Iterator
 
+from lldsched.threadstarts import start
+
 __all__ = ["Deadline"]
 
 
@@ -125,8 +127,12 @@ class Deadline:
         with self._condition:
             self._armed = (until, fileno)
             if self._thread is None and not self._stopped:
-                self._thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
-                self._thread.start()
+                thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
+                if start(thread):
+                    self._thread = thread
+                # else the interpreter's exit refused it (Python 3.12.0-3.12.2): this round
+                # trip goes unwatched, the process ending (lldsched/threadstarts.py); a
+                # listener reconnecting then had its thread end in a traceback
             else:
                 self._condition.notify()
 

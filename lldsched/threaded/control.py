@@ -37,9 +37,9 @@ from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.persistence import HoldNotCommitted, verb_held
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
-from lldsched.threaded.deadline import at_exit
 from lldsched.threaded.flights import LEASE_GONE
 from lldsched.threaded.parts import NEW, RUNNING, STOPPED, SchedulerParts, shut_down, torn
+from lldsched.threadstarts import at_exit
 
 __all__ = ["ControlVerbs"]
 

@@ -34,10 +34,9 @@ Ctrl-C").
 
 At the interpreter's exit (:func:`~lldsched.threaded.control._shut_unwatched`) Python
 3.12.0 to 3.12.2 refuse to start a thread ("can't create new thread at interpreter
-shutdown", CPython gh-113964), in an ``atexit`` hook and in threading's own exit hooks
-alike: there (:func:`at_exit` said so) :func:`start` says False instead of raising, and
-the step runs on the calling thread, bounded only by the store's own timeouts
-(docs/decisions/platforms.md, "Python 3.12 and 3.13").
+shutdown", CPython gh-113964): there :func:`~lldsched.threadstarts.start` says False
+instead of raising, and the step runs on the calling thread, bounded only by the
+store's own timeouts (docs/decisions/platforms.md, "Python 3.12 and 3.13").
 """
 
 from __future__ import annotations
@@ -49,6 +48,8 @@ from collections.abc import Callable, Iterator
 from itertools import compress
 from types import FrameType, TracebackType
 from typing import Any, cast
+
+from lldsched.threadstarts import start
 
 __all__ = ["ASK_EVERY", "LOCK_GRACE", "Deadline", "Flag", "Hold", "Waiters"]
 
@@ -66,31 +67,6 @@ ASK_EVERY = 0.05
 before it looks whether a signal came meanwhile (it then gives up the wait and hands it
 over): the wait keeps the signals from their handlers, since the wait's end is where one
 that raises would leave the lock taken."""
-
-_exiting = False
-"""Set by :func:`at_exit`: the interpreter is exiting, and may refuse new threads."""
-
-
-def at_exit() -> None:
-    """The interpreter's exit hook runs: from now on a thread the interpreter refuses to
-    start is no error (:func:`start`)."""
-    global _exiting
-    _exiting = True
-
-
-def start(thread: threading.Thread) -> bool:
-    """Start ``thread``: True.  False if the interpreter's exit refuses it (Python 3.12.0
-    to 3.12.2 start none once the main thread has returned); the caller then does the
-    thread's work itself, or goes without it.  Raises as ``thread.start()`` does
-    otherwise."""
-    try:
-        thread.start()
-    except RuntimeError:
-        if not _exiting:
-            raise
-        return False
-    return True
-
 
 _SIGNALS = sorted(signal.valid_signals())
 """Every signal of the platform (62 on Linux), in the order of their numbers: the order

@@ -46,8 +46,9 @@ from lldsched.core.outage import Kind
 from lldsched.core.task import Run
 from lldsched.logs import CLUSTER
 from lldsched.persistence import Claim, CoordinatedStore
-from lldsched.threaded.deadline import Deadline, start
+from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.leasewatch import LeaseWatch, renewal_every
+from lldsched.threadstarts import start
 
 __all__ = ["HeldLeases", "Lost", "leases_kept"]
 
