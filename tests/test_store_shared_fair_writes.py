@@ -34,7 +34,6 @@ import pytest
 from lldsched import SqliteTaskStore, StoreError
 from lldsched.stores.sqlite_gate import THREAD, WRITE, WriteLockTimeout, gate_for
 from lldsched.stores.sqlite_rows import immediate
-from tests.exitthreads import refusing_threads
 from tests.forking import in_child
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,54 +197,6 @@ def test_a_lock_that_fails_otherwise_fails_the_write_naming_it_and_the_next_one_
         release.join(HANG_GUARD)
         assert not release.is_alive() and not failed
         assert gate._thread is not None and gate._thread.name == THREAD
-        holder.close()
-
-
-def test_a_write_at_the_exit_that_refuses_the_gates_thread_waits_within_its_timeout(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """At the interpreter's exit on Python 3.12.0 to 3.12.2 no thread starts
-    (lldsched/threadstarts.py): a write that waited its patience for the lock another
-    process held (the exit's rewrite of the rows an outage left stale, a run's settle as
-    the process exits) raised that ``RuntimeError`` from the gate, and the gate stayed
-    "busy", its thread never started: every later write of the store waited its whole
-    timeout.  Now it goes on trying for the lock on its own thread, within the timeout."""
-    path = tmp_path / "tasks.db"
-    with SqliteTaskStore(path, shared=True, timeout=0.1) as store:
-        holder = gate_for(str(path), HANG_GUARD)  # another process's, in its write
-        assert holder is not None
-        holder.acquire()
-        refused = refusing_threads(monkeypatch)
-        with pytest.raises(StoreError, match=r"not obtained within the store's timeout=0\.1 s"):
-            store.release(task_id="a", token=1)  # before: RuntimeError
-        assert refused == [THREAD]
-        holder.release()
-        store.release(task_id="a", token=1)  # before: the timeout, the gate "busy" for good
-        holder.close()
-
-
-def test_a_write_at_the_exit_gets_the_lock_let_go_past_its_patience(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "tasks.db"
-    with SqliteTaskStore(path, shared=True, timeout=HANG_GUARD) as store:
-        gate = store._gate
-        assert gate is not None
-        holder = gate_for(str(path), HANG_GUARD)  # another process's, in its write
-        assert holder is not None
-        holder.acquire()
-        refused = refusing_threads(monkeypatch)
-        tried = gate._try
-
-        def trying() -> bool:  # the other process ends its write once the thread was refused
-            if refused and holder._holder is not None:
-                holder.release()
-            return tried()
-
-        monkeypatch.setattr(gate, "_try", trying)
-        store.release(task_id="a", token=1)  # got on this thread, past the patience
-        assert refused == [THREAD]
-        assert holder._holder is None
         holder.close()
 
 
