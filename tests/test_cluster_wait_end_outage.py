@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -361,3 +362,39 @@ def test_the_exit_writes_the_rows_left_stale_where_it_refuses_new_threads(
     made optional, the row was written by the second pass of the exit hook, after the
     shutdown at exit had raised that at the thread that keeps the leases."""
     _pause_in_an_outage_and_exit(_ADMIN + _REFUSES_THREADS, store_spec, stores[2])
+
+
+_GATE_HELD_AT_EXIT = """
+import atexit, logging, threading
+from lldsched.stores.sqlite_gate import THREAD, gate_for
+
+logging.basicConfig()
+
+# Another process's write holds the file's write lock as the exit writes: it ends once the
+# exit has refused the gate's thread (Python 3.12.0-3.12.2), so the exit's rewrite waits
+# past its patience for it.
+holder = gate_for(store.path, 60.0)
+holder.acquire()
+
+def refuse(thread):
+    if thread.name == THREAD:
+        holder.release()
+    raise RuntimeError("can't create new thread at interpreter shutdown")
+
+atexit.register(setattr, threading.Thread, "start", refuse)  # run before lldsched's hook
+"""
+
+
+def test_the_exit_writes_the_rows_left_stale_past_a_write_lock_held_where_it_refuses_threads(
+    tmp_path: Path,
+) -> None:
+    """The script above on a shared SQLite file whose write lock another process holds as
+    the interpreter's exit rewrites the row, where that exit starts no thread: the gate's
+    thread that waits for the lock past its patience is refused too
+    (lldsched/stores/sqlite_gate.py).  Before, the rewrite raised "can't create new thread
+    at interpreter shutdown" from the gate, the gate stayed busy for the store's later
+    writes, and the row said SCHEDULED; now the exit's own thread tries for the lock until
+    it is let go, within the store's timeout."""
+    spec = StoreSpec("sqlite", {"path": str(tmp_path / "tasks.db")})
+    with opened(spec, 1, lease=LEASE, poll=POLL) as (reader,):
+        _pause_in_an_outage_and_exit(_ADMIN + _GATE_HELD_AT_EXIT, spec, reader)

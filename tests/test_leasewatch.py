@@ -25,6 +25,7 @@ from lldsched.threaded.leasewatch import (
     suspend_counting,
     trusted_for,
 )
+from tests.exitthreads import refusing_threads
 from tests.waits import wait_until
 
 LEASE = 30.0
@@ -73,6 +74,29 @@ def test_a_run_discarded_before_the_deadline_is_not_flagged() -> None:
     wait_until(watch_thread_ended, timeout=5, what="the watch to end with nothing to watch")
     clock.advance(100.0)
     assert not run.cancelled
+
+
+def test_a_run_begun_at_the_exit_that_refuses_the_watch_thread_is_watched_by_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the interpreter's exit on Python 3.12.0 to 3.12.2 no thread starts
+    (lldsched/threadstarts.py): a worker beginning a claimed run as the process exited (a
+    shutdown a Ctrl-C cut short leaves the workers taking what was handed to them) had
+    the watch's start raise that ``RuntimeError`` out of the begin once the core had begun
+    the run (a begin that raised: its task failed).  Now the run goes unwatched, the
+    process ending (no renewal is made then either); a later run's start watches it too."""
+    clock = FakeClock(0.0)
+    watch = LeaseWatch(clock, lease=LEASE, name="test-lease-watch")
+    watch.renewed(0.0)
+    refused = refusing_threads(monkeypatch)
+    early = context(1)
+    watch.add(1, early)  # before: RuntimeError
+    assert refused == ["test-lease-watch"]
+    monkeypatch.undo()
+    watch.add(2, context(2))  # the thread, started this time
+    clock.advance(trusted_for(LEASE))
+    wait_until(lambda: early.lease_lost, timeout=5, what="the flag of the run added at the exit")
+    wait_until(watch_thread_ended, timeout=5, what="the watch to end with nothing to watch")
 
 
 def test_a_cut_brings_the_flags_forward_by_its_seconds() -> None:

@@ -26,6 +26,7 @@ from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_batch import Pending, SettleQueue
 from tests import jobs
 from tests.conftest import T0
+from tests.exitthreads import refusing_threads
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy
 from tests.test_store_postgres_claims import notified_before_a_marker
@@ -553,3 +554,39 @@ def test_a_batch_whose_reply_was_lost_after_its_commit_is_reported_written_not_r
             assert reader.records("b") == []
         finally:
             store.close()
+
+
+def test_a_settle_the_exit_refuses_a_writer_thread_for_is_written_by_its_caller(
+    open_store: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the interpreter's exit on Python 3.12.0 to 3.12.2 no thread starts
+    (lldsched/threadstarts.py): a store's first settle, queued by a run that ended as the
+    process exited (a shutdown a Ctrl-C cut short leaves its runs going), raised that
+    ``RuntimeError`` at its writer thread's start: a failed write, said as an outage, the
+    settle left queued with no thread to write it (written only if another statement of
+    the store came before the process ended, else its lease expired and its run ran
+    again), and the store's ``close()`` raised, joining a thread never started.  Now the
+    caller writes the batch itself, without waking the scheduler, whose lock the caller
+    holds (a worker settling under it) and the wake takes: the next ``flush()`` wakes it."""
+    holder, other = open_store(lease=60), open_store(lease=60)
+    for task_id in ("a", "b"):
+        holder.save(snapshot(task(id=task_id)))
+    claims = {claim.task_id: claim for claim in holder.claim(now=T0, limit=2)}
+    expire(holder, "b")
+    assert [claim.task_id for claim in other.claim(now=T0, limit=1)] == ["b"]  # taken over
+    woken: list[bool] = []
+    holder._wake = lambda: woken.append(True)  # subscribe()'s, without its listener
+    refused = refusing_threads(monkeypatch)
+    for n, task_id in enumerate(("a", "b")):  # before: RuntimeError
+        holder.save(finished(task_id), record(task_id, n)._replace(token=claims[task_id].token))
+    assert refused == ["lldsched-pg-settle", "lldsched-pg-settle"]
+    assert not holder._settles.waiting and holder.rejected == 1
+    assert woken == []
+    monkeypatch.undo()
+    assert [r.task_id for r in other.records()] == ["a"]
+    assert {s.task.id: s.status for s in other.load_all()} == {
+        "a": TaskStatus.SUCCEEDED,
+        "b": TaskStatus.SCHEDULED,  # the new holder's
+    }
+    holder.flush()  # the wake the refused settle owes
+    assert woken == [True]

@@ -17,10 +17,11 @@ import threading
 import psycopg
 import pytest
 
-from lldsched import StoreError, threadstarts
+from lldsched import StoreError
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_deadline import Deadline
 from lldsched.stores.postgres_listen import Listener
+from tests.exitthreads import REFUSED, refusing_threads
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy
 from tests.waits import wait_until
@@ -166,10 +167,6 @@ def test_a_connection_replaced_is_let_go_by_the_deadline_before_its_socket_is_cl
         old.close()
 
 
-def _refuse(thread: threading.Thread) -> None:
-    raise RuntimeError("can't create new thread at interpreter shutdown")
-
-
 def test_a_round_trip_the_exit_refuses_a_watcher_for_goes_on_unwatched(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -178,10 +175,10 @@ def test_a_round_trip_the_exit_refuses_a_watcher_for_goes_on_unwatched(
     watcher thread, and the listener's thread ended in "Exception in thread
     lldsched-pg-listen" (tests/test_cluster_wait_end_outage.py, under load).  The round
     trip now goes on unwatched; a later watch tries the thread again."""
-    monkeypatch.setattr(threadstarts, "_exiting", True)  # the exit hook has begun
-    monkeypatch.setattr(threading.Thread, "start", _refuse)
+    refused = refusing_threads(monkeypatch)
     deadline = Deadline(5.0)
     deadline.watch(-1)  # raised the RuntimeError before
+    assert refused == ["lldsched-pg-deadline"]
     deadline.disarm()
     monkeypatch.undo()
     deadline.watch(-1)  # the thread again, started this time
@@ -190,6 +187,6 @@ def test_a_round_trip_the_exit_refuses_a_watcher_for_goes_on_unwatched(
 
 
 def test_a_watcher_refused_outside_the_exit_still_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(threading.Thread, "start", _refuse)
-    with pytest.raises(RuntimeError, match="can't create new thread"):
+    refusing_threads(monkeypatch, exiting=False)
+    with pytest.raises(RuntimeError, match=REFUSED):
         Deadline(5.0).watch(-1)

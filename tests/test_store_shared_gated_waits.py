@@ -12,6 +12,9 @@ where before it wrote past it.
 A gated write then waited in SQLite's busy handler for a writer that takes no gate (an
 older release, the ``sqlite3`` shell) up to ``timeout`` again, twice the timeout in all.
 Now SQLite's wait is given what the gate left of it.
+
+Where the interpreter's exit starts no thread (Python 3.12.0 to 3.12.2), a write that
+waited its patience tries for the lock on its own thread, within the same timeout.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import pytest
 
 from lldsched import SqliteTaskStore, StoreError
 from lldsched.stores.sqlite import SCHEMA_VERSION
-from lldsched.stores.sqlite_gate import PATIENCE, WRITE, WriteGate, gate_for
+from lldsched.stores.sqlite_gate import PATIENCE, THREAD, WRITE, WriteGate, gate_for
+from tests.exitthreads import refusing_threads
 from tests.test_store_shared_fair_writes import writing
 from tests.waits import wait_until
 
@@ -158,4 +162,48 @@ def test_a_gated_write_waits_for_a_writer_without_the_gate_only_what_its_timeout
         assert said[begun - 1] == pragmas[0] and said[begun + 1] == pragmas[1]
         assert connection.execute("PRAGMA busy_timeout").fetchone() == (int(gate.busy * 1000),)
         ungated.close()
+        holder.close()
+
+
+def test_a_write_at_the_exit_that_refuses_the_gates_thread_waits_within_its_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the interpreter's exit on Python 3.12.0 to 3.12.2 no thread starts
+    (lldsched/threadstarts.py): a write that waited its patience for the lock another
+    process held (the exit's rewrite of the rows an outage left stale, a run's settle as
+    the process exits) raised that ``RuntimeError`` from the gate, and the gate stayed
+    "busy", its thread never started: every later write of the store waited its whole
+    timeout.  Now it goes on trying for the lock on its own thread, within the timeout."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True, timeout=0.1) as store:
+        holder = held(path)
+        refused = refusing_threads(monkeypatch)
+        with pytest.raises(StoreError, match=r"not obtained within the store's timeout=0\.1 s"):
+            store.release(task_id="a", token=1)  # before: RuntimeError
+        assert refused == [THREAD]
+        holder.release()
+        store.release(task_id="a", token=1)  # before: the timeout, the gate "busy" for good
+        holder.close()
+
+
+def test_a_write_at_the_exit_gets_the_lock_let_go_past_its_patience(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True, timeout=HANG_GUARD) as store:
+        gate = store._gate
+        assert gate is not None
+        holder = held(path)
+        refused = refusing_threads(monkeypatch)
+        tried = gate._try
+
+        def trying() -> bool:  # the other process ends its write once the thread was refused
+            if refused and holder._holder is not None:
+                holder.release()
+            return tried()
+
+        monkeypatch.setattr(gate, "_try", trying)
+        store.release(task_id="a", token=1)  # got on this thread, past the patience
+        assert refused == [THREAD]
+        assert holder._holder is None
         holder.close()

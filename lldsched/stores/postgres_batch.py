@@ -47,6 +47,7 @@ from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores.codec import encode_task
 from lldsched.stores.postgres_rows import record_row, state_row
+from lldsched.threadstarts import start
 
 __all__ = ["HELD_SETTLES", "Pending", "SettleQueue", "settle_parameters"]
 
@@ -81,7 +82,8 @@ class SettleQueue:
     store's connection lock, writes it and reports each token's outcome
     (:meth:`done`).  The thread starts with the first settle queued (never with
     ``writer=False``: then only the store's own calls write, which tests use to
-    hold settles back); :meth:`stop` ends it, and the queue takes no more.
+    hold settles back; nor where the interpreter's exit refuses it: :attr:`unwritten`);
+    :meth:`stop` ends it, and the queue takes no more.
     """
 
     def __init__(self, write: Callable[[], None], *, writer: bool = True) -> None:
@@ -117,12 +119,20 @@ class SettleQueue:
                 return False
             self._pending[token] = Pending(token, snapshot, records)
             if self._thread is None and self._writer:
-                self._thread = threading.Thread(
-                    target=self._run, name="lldsched-pg-settle", daemon=True
-                )
-                self._thread.start()
+                thread = threading.Thread(target=self._run, name="lldsched-pg-settle", daemon=True)
+                if start(thread):  # else the interpreter's exit refused it: unwritten
+                    self._thread = thread
             self._ready.notify()
             return True
+
+    @property
+    def unwritten(self) -> bool:
+        """True when settles are queued that no writer thread will write: the interpreter's
+        exit refused it (Python 3.12.0 to 3.12.2, :mod:`lldsched.threadstarts`).  The
+        caller of :meth:`add` then has the store write them itself, as a late write is
+        better than a run made twice; the next settle tries the thread again.  A cheap
+        read, no lock: a hint, as :attr:`waiting` is."""
+        return self._thread is None and self._writer and bool(self._pending)
 
     @property
     def waiting(self) -> bool:

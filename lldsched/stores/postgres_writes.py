@@ -133,6 +133,8 @@ class PostgresWrites(PostgresParts):
         if self._closed:
             raise StoreClosedError(f"the store {self.dsn!r} is closed")
         if self._settles.add(snapshot, records, token=token):
+            if self._settles.unwritten:  # the interpreter's exit refused the writer thread
+                self._write_here()
             return
         # Records after their run's settle was taken (SKIPPED slots): once we hold the
         # connection, that settle's outcome is known; it decides these.
@@ -145,6 +147,16 @@ class PostgresWrites(PostgresParts):
                 self._write(connection, snapshot, unknown=sql.UPSERT)
                 for record in records:
                     self._append(connection, record)
+
+    def _write_here(self) -> None:
+        """Write the settles queued on the caller's thread: the interpreter's exit refused
+        the writer thread (:attr:`SettleQueue.unwritten
+        <lldsched.stores.postgres_batch.SettleQueue.unwritten>`), and a settle left queued
+        as the process ends is a run made twice, once its lease expires.  ``flush()``
+        without its wake: the caller may hold its scheduler's lock (a worker settling a
+        run), which the wake takes; the next ``flush()`` wakes it."""
+        with self._lock, self._deadline.call():
+            self._write_settles()
 
     def _write(
         self, connection: Connection, snapshot: TaskSnapshot, *, unknown: str = sql.INSERT_NEW

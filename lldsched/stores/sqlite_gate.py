@@ -37,7 +37,12 @@ as SQLite's own "database is locked": a :class:`~lldsched.errors.StoreError` nam
 the file, the call and the wait), and the thread goes on waiting: once it gets the
 lock, it gives it to the next write of its store waiting, or lets it go.  A ``flock``
 that fails otherwise (an ``OSError``: ``ENOLCK``, say) fails the write waiting with
-:class:`WriteLockFailed` naming it, and the next write starts a new thread.
+:class:`WriteLockFailed` naming it, and the next write starts a new thread.  Where the
+interpreter's exit refuses that thread (Python 3.12.0 to 3.12.2:
+:mod:`lldsched.threadstarts`; the exit's rewrite of the rows an outage left stale, a
+run's settle as the process exits), the write goes on trying for the lock without
+blocking, every :data:`POLL`, on its own thread, up to the same ``timeout``: a blocking
+``flock`` there could hold the exit for as long as another process stalls in its write.
 
 **One timeout for both waits.**  A writer that is not lldsched's of this release (an
 older release during a rolling upgrade, the ``sqlite3`` shell) takes SQLite's lock
@@ -70,6 +75,7 @@ from collections.abc import Callable
 from lldsched.errors import StoreError
 from lldsched.stores.claim import match_mode, sidecar_mode
 from lldsched.stores.unclosed import collected
+from lldsched.threadstarts import start
 
 __all__ = [
     "PATIENCE",
@@ -178,12 +184,14 @@ class WriteGate:
             left = self.timeout - (time.monotonic() - started)
             if left <= 0:  # timeout=0: one try, never a blocking wait
                 raise self._timed_out(started)
+            if self._thread is None:
+                thread = threading.Thread(target=self._take, name=THREAD, daemon=True)
+                if not start(thread):  # the interpreter's exit (Python 3.12.0-3.12.2)
+                    return self._tried_here(started)
+                self._thread = thread
             # The thread blocks in flock; this caller waits for it up to the timeout.
             self._wanted = _ident()
             self._busy = True
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._take, name=THREAD, daemon=True)
-                self._thread.start()
             self._state.notify_all()
             if self._state.wait_for(
                 lambda: self._holder is not None or self._failed is not None, left
@@ -194,6 +202,16 @@ class WriteGate:
                 raise self._failure(failed)
             self._wanted = None
         raise self._timed_out(started)
+
+    def _tried_here(self, started: float) -> float:
+        """The interpreter's exit refused the gate's thread: try for the lock without
+        blocking, every :data:`POLL`, until the timeout from ``started`` (the caller holds
+        ``_state``, as the patience's tries do); what is left of it, or
+        :class:`WriteLockTimeout`."""
+        if not self._poll(started + self.timeout):
+            raise self._timed_out(started)
+        self._holder = _ident()
+        return self._left(started)
 
     def _left(self, started: float) -> float:
         return max(0.0, self.timeout - (time.monotonic() - started))

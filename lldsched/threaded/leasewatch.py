@@ -23,7 +23,10 @@ by the store's ``timeout``, and the calls around it).  The watch waits on
 :data:`LEASE_CLOCK` (the runtime's; a fake clock drives it in its unit tests), never the
 scheduler's clock: the store's expiry counts real time on its server, and a fake or
 jumping clock that moved an hour let no lease expire.  It starts with the first run it
-watches and ends when none is left.
+watches and ends when none is left.  Where the interpreter's exit refuses it (Python
+3.12.0 to 3.12.2, :mod:`lldsched.threadstarts`: a worker beginning a run a shutdown a
+Ctrl-C cut short had handed it), that run goes unwatched, the process ending, and the
+next run's start tries the thread again.
 
 **A suspend.**  The store's expiries go on counting while the machine sleeps (the host's
 wall clock on SQLite, the server's on PostgreSQL), so the trust counts on a clock that
@@ -51,6 +54,7 @@ from types import ModuleType
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.logs import CLUSTER, counted
+from lldsched.threadstarts import start
 
 __all__ = [
     "LEASE_CLOCK",
@@ -207,8 +211,9 @@ class LeaseWatch:
         with self._condition:
             self._runs[token] = context
             if self._thread is None:
-                self._thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
-                self._thread.start()
+                thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
+                if start(thread):  # else the interpreter's exit refused it: see the docstring
+                    self._thread = thread
 
     def discard(self, token: int) -> None:
         """The run holding ``token`` is over (or its lease was found lost): not watched."""
