@@ -447,7 +447,8 @@ def test_overrun_comparison_puts_skip_and_catch_up_side_by_side() -> None:
     assert left.get_position().x1 <= right.get_position().x0  # side by side
     assert left.get_title(loc="left") == "SKIP: 3 runs, 6 slots dropped,\nworst lateness 0 s"
     assert (
-        right.get_title(loc="left") == "CATCH_UP: 4 runs, 0 slots dropped,\nworst lateness 4.5 min"
+        right.get_title(loc="left")
+        == "CATCH_UP: 4 runs, 0 slots dropped,\nworst lateness 4 min 30 s"
     )
     assert len(collection(left, "runs").get_paths()) == 3
     assert len(collection(right, "runs").get_paths()) == 4

@@ -391,10 +391,10 @@ class SimulationPlayer:
         import numpy as np
         from matplotlib.lines import Line2D
 
+        from lldsched.views.durations import seconds_text
         from lldsched.views.plots import OTHER_TASKS, SHORT_RUN
         from lldsched.views.plots._base import add_legend
         from lldsched.views.plots.runbars import SHORT_LABEL
-        from lldsched.views.tables import seconds_text
 
         legend = ax.get_legend()
         if legend is None:

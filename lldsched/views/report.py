@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, TypeGuard
 from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.schedules.base import Schedule, slot_after
+from lldsched.views.durations import short_text
 
 __all__ = [
     "MISFIRES",
@@ -257,18 +258,9 @@ def summarize(
     return rows
 
 
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value >= 3600:
-        return f"{value / 3600:.1f}h"
-    if value >= 60:
-        return f"{value / 60:.1f}m"
-    return f"{value:.0f}s" if value >= 10 or value == 0 else f"{value:.1f}s"
-
-
 def format_summary(rows: Iterable[TaskSummary]) -> str:
-    """A fixed-width table of ``rows`` (``-`` for a time of a task that never ran): the
+    """A fixed-width table of ``rows``, times as :func:`~lldsched.views.durations.short_text`
+    (``1.5m``; ``-`` for a time of a task that never ran): the
     :class:`TaskSummary` rows :func:`summarize` gives, else a
     :class:`~lldsched.errors.ValidationError` naming what was given (``None`` raised
     ``TypeError``, records or a frame's rows ``AttributeError``)."""
@@ -292,7 +284,7 @@ def format_summary(rows: Iterable[TaskSummary]) -> str:
                   row.overruns, row.missed, row.given_up, row.skipped)  # fmt: skip
         times = (row.lateness_p50, row.lateness_p95, row.lateness_max,
                  row.duration_p50, row.duration_p95, row.duration_max)  # fmt: skip
-        table.append((row.name, *map(str, counts), *map(_seconds, times)))
+        table.append((row.name, *map(str, counts), *map(short_text, times)))
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     lines = [
         "  ".join(

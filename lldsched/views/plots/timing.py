@@ -10,6 +10,7 @@ import pandas as pd
 from matplotlib.cbook import STEP_LOOKUP_MAP
 
 from lldsched import checks
+from lldsched.views.durations import seconds_text
 from lldsched.views.lanes import Workers, column_labels
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
@@ -33,7 +34,6 @@ from lldsched.views.plots._base import (
     write_title,
 )
 from lldsched.views.runs import check_lateness, ran_reading
-from lldsched.views.tables import seconds_text
 from lldsched.views.utilisation import utilisation_drawn
 
 __all__ = ["MAX_COLUMNS", "lateness_distribution", "lateness_over_time", "utilisation_plot"]
