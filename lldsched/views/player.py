@@ -301,8 +301,8 @@ class SimulationPlayer:
         if ahead > self.max_typed:
             reach = timedelta(seconds=self.max_typed)
             raise ValidationError(
-                f"{when(until.timestamp(), self._tz)} {self._tz.key} is {ahead / 86400:,.1f} "
-                f"days ahead, and the box runs at most {_days(reach)} past the simulated "
+                f"{when(until.timestamp(), self._tz)} {self._tz.key} is "
+                f"{_days(timedelta(seconds=round(ahead)))} ahead, and the box runs at most {_days(reach)} past the simulated "
                 f"time ({self._now()}): type an earlier instant, or run there on purpose "
                 "with player.run_until(...) in a cell (or a player made with a larger "
                 "max_typed)"
@@ -483,7 +483,9 @@ class SimulationPlayer:
 
 
 def _days(span: timedelta) -> str:
-    """``31 days``, ``1 day``, or ``6:00:00`` under a day (a ``max_typed`` in words)."""
+    """``31 days``, ``1 day``, or ``6:00:00`` under a day, ``31 days, 0:01:00`` past whole
+    days (a ``max_typed``, or how far a typed instant is, in words: to the second, so a
+    minute past the reach does not read as the reach itself, as ``31.0 days`` did)."""
     if span.seconds or span.microseconds or not span.days:
         return str(span)
     return f"{span.days} day" if span.days == 1 else f"{span.days} days"
