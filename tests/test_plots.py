@@ -994,3 +994,13 @@ def lateness_curves(ax: Axes) -> list[tuple[tuple[float, ...], tuple[float, ...]
             if high - low > 1:
                 curves.append((tuple(x[low + 1 : high : 2]), tuple(y[low + 1 : high : 2])))
     return curves
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"), [(3590, ">99%"), (3600, "100%"), (1, "<1%"), (1800, "50%")]
+)
+def test_the_utilisation_title_says_all_or_none_only_when_it_was(seconds: int, said: str) -> None:
+    """A worker busy 3,590 s of its hour read "mean 100%", and one busy a second "0%"."""
+    run = ExecutionRecord("t", "t", 1, T0, T0, 0, T0, T0 + seconds, True)
+    ax = utilisation_plot(to_frame([run]), workers=1, freq="1h").axes[0]
+    assert ax.get_title(loc="left") == f"Worker utilisation per 1h: mean {said}"

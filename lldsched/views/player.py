@@ -302,10 +302,10 @@ class SimulationPlayer:
             reach = timedelta(seconds=self.max_typed)
             raise ValidationError(
                 f"{when(until.timestamp(), self._tz)} {self._tz.key} is "
-                f"{_days(timedelta(seconds=round(ahead)))} ahead, and the box runs at most {_days(reach)} past the simulated "
-                f"time ({self._now()}): type an earlier instant, or run there on purpose "
-                "with player.run_until(...) in a cell (or a player made with a larger "
-                "max_typed)"
+                f"{_days(timedelta(seconds=round(ahead)))} ahead, and the box runs at most "
+                f"{_days(reach)} past the simulated time ({self._now()}): type an earlier "
+                "instant, or run there on purpose with player.run_until(...) in a cell (or a "
+                "player made with a larger max_typed)"
             )
 
     def _note(self, event: TaskEvent) -> None:
