@@ -51,7 +51,10 @@ class TaskSummary(NamedTuple):
     ``Overlap.BUFFER_ONE`` folded into one run, which it records coalesced as
     ``RUN_ONCE`` does: their ``error`` names the policy), ``given_up`` slots whose
     attempts all failed, ``skipped`` slots an overrun, or ``Overlap.ALLOW`` at
-    ``max_instances``, dropped.  Times are seconds, nearest
+    ``max_instances``, dropped.  ``missed`` and ``skipped`` count records: past 10
+    slots of one decision, one record (its ``error`` starting ``MisfireCap:`` or
+    ``SkipCap:``) stands for the rest, so the slots dropped can be more (a heartbeat
+    of a minute that waited half an hour for a worker records 11, for 30 slots).  Times are seconds, nearest
     rank (:func:`percentile`), over the runs only; ``None`` for a task with no run.
     ``blocked`` counts a dependent's waits for its upstreams (records whose outcome
     is ``blocked``) and ``blocked_time`` adds their lengths up (seconds, 0 for none).
