@@ -89,3 +89,11 @@ def test_a_task_given_twice_or_already_recorded_has_one_row() -> None:
     tasks = sim.tasks()
     summary = task_summary(to_frame(sim), tasks=tasks + tasks)
     assert summary.index.is_unique and len(summary) == 5
+
+
+def test_a_runtime_with_no_record_yet_has_a_row_per_task() -> None:
+    sim = Simulation(workers=1, start=T0)
+    sim.schedule("later", OneTime(delay=3600), duration=fixed(1))
+    summary = task_summary(to_frame(sim), schedules_of(sim), tasks=sim.tasks())
+    assert summary["name"].tolist() == ["later"] and summary["runs"].tolist() == [0]
+    assert [row.name for row in summarize([], tasks=sim.tasks())] == ["later"]

@@ -54,8 +54,9 @@ class TaskSummary(NamedTuple):
     ``max_instances``, dropped.  ``missed`` and ``skipped`` count records: past 10
     slots of one decision, one record (its ``error`` starting ``MisfireCap:`` or
     ``SkipCap:``) stands for the rest, so the slots dropped can be more (a heartbeat
-    of a minute that waited half an hour for a worker records 11, for 30 slots).  Times are seconds, nearest
-    rank (:func:`percentile`), over the runs only; ``None`` for a task with no run.
+    of a minute that waited half an hour for a worker records 11, for 30 slots).
+    Times are seconds, nearest rank (:func:`percentile`), over the runs only; ``None``
+    for a task with no run.
     ``blocked`` counts a dependent's waits for its upstreams (records whose outcome
     is ``blocked``) and ``blocked_time`` adds their lengths up (seconds, 0 for none).
     """
