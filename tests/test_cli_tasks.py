@@ -147,6 +147,9 @@ def test_the_table_the_dead_letter_and_one_task_read_without_the_jobs_code(
     assert shown.returncode == 0, shown.stderr
     assert f"  action      {code[0].__name__}:fails" in shown.stdout.splitlines()
     assert "  last error  RuntimeError: the upstream sent no orders" in shown.stdout
+    # "runs 1 (1 failed)": the counter counts timeouts and cancellations too, which the
+    # records under it call timed_out and cancelled
+    assert "  runs        1 (0 ok; 1 failed, timed out or cancelled)" in shown.stdout
     assert "attempt 1  failed: RuntimeError: the upstream sent no orders" in shown.stdout
 
 

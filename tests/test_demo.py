@@ -9,10 +9,10 @@ import sys
 EXPECTED = """\
 cron '*/15 * * * *' from 09:07 UTC fires at 09:15, 09:30, 09:45
 fixed rate 60 s after a run of 150 s: skip -> t+180 s, catch-up -> t+60 s
-heartbeat every 30 s: 3 runs in the first minute
+heartbeat every 30 s: runs at +0 s, +30 s and +60 s
 import: succeeded on attempt 3 after retries at +1 s and +2 s
 cleanup: failed after 2 attempts, last error 'RuntimeError: disk is full'
-dead letter: ['task-3']
+dead letter: ['task-3'] (cleanup)
 timer parked 12 h out, then an insertion due now: urgent-alert ran without a nudge = True
 digest paused through its slot: 0 runs, status paused
 digest resumed: 1 run, next due in 3600 s

@@ -447,7 +447,8 @@ def test_overrun_comparison_puts_skip_and_catch_up_side_by_side() -> None:
     assert left.get_position().x1 <= right.get_position().x0  # side by side
     assert left.get_title(loc="left") == "SKIP: 3 runs, 6 slots dropped,\nworst lateness 0 s"
     assert (
-        right.get_title(loc="left") == "CATCH_UP: 4 runs, 0 slots dropped,\nworst lateness 4.5 min"
+        right.get_title(loc="left")
+        == "CATCH_UP: 4 runs, 0 slots dropped,\nworst lateness 4 min 30 s"
     )
     assert len(collection(left, "runs").get_paths()) == 3
     assert len(collection(right, "runs").get_paths()) == 4
@@ -993,3 +994,13 @@ def lateness_curves(ax: Axes) -> list[tuple[tuple[float, ...], tuple[float, ...]
             if high - low > 1:
                 curves.append((tuple(x[low + 1 : high : 2]), tuple(y[low + 1 : high : 2])))
     return curves
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"), [(3590, ">99%"), (3600, "100%"), (1, "<1%"), (1800, "50%")]
+)
+def test_the_utilisation_title_says_all_or_none_only_when_it_was(seconds: int, said: str) -> None:
+    """A worker busy 3,590 s of its hour read "mean 100%", and one busy a second "0%"."""
+    run = ExecutionRecord("t", "t", 1, T0, T0, 0, T0, T0 + seconds, True)
+    ax = utilisation_plot(to_frame([run]), workers=1, freq="1h").axes[0]
+    assert ax.get_title(loc="left") == f"Worker utilisation per 1h: mean {said}"

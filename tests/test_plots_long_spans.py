@@ -23,6 +23,7 @@ from lldsched.views import lanes
 from lldsched.views import utilisation as utilisation_module
 from lldsched.views.frames import mean_busy, to_frame, utilisation
 from lldsched.views.plots import MAX_COLUMNS, utilisation_plot
+from lldsched.views.plots.timing import share_text
 from lldsched.views.summaries import check_spans, fitting_freq
 from tests.conftest import T0
 
@@ -151,7 +152,7 @@ def test_the_plot_is_fitting_freq_utilisation_and_mean_busy_of_its_frame(
     shown = "1h" if most is None else fitting_freq(runs, "1h", most)[0]
     assert np.array_equal(mesh_of(ax), utilisation(runs, 2, shown).to_numpy().T)
     mean = mean_busy(runs, 2, shown)
-    assert ax.get_title(loc="left") == f"Worker utilisation per {shown}: mean {mean:.0%}"
+    assert ax.get_title(loc="left") == f"Worker utilisation per {shown}: mean {share_text(mean)}"
 
 
 def test_the_runs_are_checked_once_for_the_fit_the_table_and_the_mean(

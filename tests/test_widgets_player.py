@@ -121,6 +121,18 @@ def test_a_run_until_typed_far_past_the_box_s_reach_is_refused_and_runs_nothing(
     player.close()
 
 
+def test_a_run_until_just_past_the_reach_says_by_how_much() -> None:
+    """A minute past 31 days read "is 31.0 days ahead, and the box runs at most 31 days":
+    a refusal whose two figures agreed (one decimal of a day is 2.4 hours)."""
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    player.until.value = "2026-02-05 00:01"  # 31 days and a minute
+    said = player.table.message.value
+    assert "is 31 days, 0:01:00 ahead, and the box runs at most 31 days past" in said, said
+    assert sim.now == T0
+    player.close()
+
+
 def test_the_run_until_box_s_reach_is_the_player_s_to_set() -> None:
     sim, _, _ = scenario()
     player = SimulationPlayer(sim, chart=False, max_typed=timedelta(days=40))

@@ -79,8 +79,10 @@ def _story(scheduler: Scheduler, clock: FakeClock, log: EventLog) -> Iterator[st
     settle()
     advance(30)
     advance(30)
-    first_minute = [r for r in log.runs("heartbeat") if r.started <= begin + 60]
-    yield f"heartbeat every 30 s: {len(first_minute)} runs in the first minute"
+    # Its runs as they started, not a count "in the first minute": the third, at +60 s,
+    # is a new minute's, and "3 runs in the first minute" read as three a minute.
+    starts = [f"+{r.started - begin:.0f} s" for r in log.runs("heartbeat")]
+    yield f"heartbeat every 30 s: runs at {', '.join(starts[:-1])} and {starts[-1]}"
 
     attempts = iter([RuntimeError("source not ready"), RuntimeError("source not ready")])
 
@@ -108,7 +110,8 @@ def _story(scheduler: Scheduler, clock: FakeClock, log: EventLog) -> Iterator[st
     settle()
     advance(1)
     yield f"cleanup: failed after {failing.attempt} attempts, last error {failing.last_error!r}"
-    yield f"dead letter: {scheduler.dead_letter()}"
+    dead = scheduler.dead_letter()  # task ids: each named, as the lines above name tasks
+    yield f"dead letter: {dead} ({', '.join(scheduler.task(d).name for d in dead)})"
 
     scheduler.pause(heartbeat.id)  # leave the timer nothing nearer than tonight's report
     scheduler.schedule("nightly-report", _noop, OneTime(delay=12 * 3600))

@@ -37,7 +37,7 @@ from lldsched.logs import counted
 from lldsched.model import ExecutionRecord
 from lldsched.sim.scenario import build_scenario
 from lldsched.sim.simulation import MAX_WORKERS, Simulation
-from lldsched.views.report import TaskColumns, TaskSummary, format_summary, summarize, summary_of
+from lldsched.views.report import TaskSummary, format_summary, summarize
 
 __all__ = ["MAX_DAYS", "add_parser", "every_task", "main", "refusal"]
 
@@ -204,12 +204,9 @@ def every_task(sim: Simulation, records: list[ExecutionRecord]) -> list[TaskSumm
     each task's schedule), in the order the tasks first appear in the records, then a row
     of no run for each task with no record yet (a report due at 01:00 in a replay of 57
     minutes), in the order registered: it had no row, and the table read as a service
-    without it."""
+    without it (:func:`~lldsched.views.report.no_runs`, ``task_summary``'s rule too)."""
     tasks = sim.tasks()
-    rows = summarize(records, {task.id: task.schedule for task in tasks})
-    seen = {record.task_id for record in records}
-    nothing = TaskColumns(outcome=(), ok=(), timed_out=(), attempt=(), lateness=(), duration=())
-    return rows + [summary_of(t.name, nothing, overruns=0) for t in tasks if t.id not in seen]
+    return summarize(records, {task.id: task.schedule for task in tasks}, tasks=tasks)
 
 
 def write_gantt(sim: Simulation, path: str) -> str | None:

@@ -235,6 +235,15 @@ def _uncollected() -> Iterator[None]:
             gc.enable()
 
 
+def _runs(snapshot: TaskSnapshot) -> str:
+    """A task's attempts and how they ended, as its counters know: ``failure_count`` is
+    every attempt that did not succeed, a timed-out or cancelled one too, where its
+    records (listed below it) say ``timed_out`` or ``cancelled``: "(2 failed)" read as
+    two errors beside records of one error and one timeout."""
+    runs, not_ok = snapshot.run_count, snapshot.failure_count
+    return f"{runs} ({runs - not_ok} ok; {not_ok} failed, timed out or cancelled)"
+
+
 def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
     last = reader.records(row.id, records) if records else []
     ran_out = _ran_out(row, reader.now)
@@ -260,7 +269,7 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
             f"{_RAN_OUT if ran_out else _IN_FLIGHT if snapshot.running or row.lease else ''}",
             f"  next run    {_when(snapshot.next_run_at)}",
             f"  attempt     {snapshot.attempt}",
-            f"  runs        {snapshot.run_count} ({snapshot.failure_count} failed)",
+            f"  runs        {_runs(snapshot)}",
         ]
         if row.lease is not None:
             lines.append(f"  claimed     {_held(row.lease, ran_out)}")

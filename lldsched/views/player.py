@@ -301,11 +301,11 @@ class SimulationPlayer:
         if ahead > self.max_typed:
             reach = timedelta(seconds=self.max_typed)
             raise ValidationError(
-                f"{when(until.timestamp(), self._tz)} {self._tz.key} is {ahead / 86400:,.1f} "
-                f"days ahead, and the box runs at most {_days(reach)} past the simulated "
-                f"time ({self._now()}): type an earlier instant, or run there on purpose "
-                "with player.run_until(...) in a cell (or a player made with a larger "
-                "max_typed)"
+                f"{when(until.timestamp(), self._tz)} {self._tz.key} is "
+                f"{_days(timedelta(seconds=round(ahead)))} ahead, and the box runs at most "
+                f"{_days(reach)} past the simulated time ({self._now()}): type an earlier "
+                "instant, or run there on purpose with player.run_until(...) in a cell (or a "
+                "player made with a larger max_typed)"
             )
 
     def _note(self, event: TaskEvent) -> None:
@@ -391,10 +391,10 @@ class SimulationPlayer:
         import numpy as np
         from matplotlib.lines import Line2D
 
+        from lldsched.views.durations import seconds_text
         from lldsched.views.plots import OTHER_TASKS, SHORT_RUN
         from lldsched.views.plots._base import add_legend
         from lldsched.views.plots.runbars import SHORT_LABEL
-        from lldsched.views.tables import seconds_text
 
         legend = ax.get_legend()
         if legend is None:
@@ -483,7 +483,9 @@ class SimulationPlayer:
 
 
 def _days(span: timedelta) -> str:
-    """``31 days``, ``1 day``, or ``6:00:00`` under a day (a ``max_typed`` in words)."""
+    """``31 days``, ``1 day``, or ``6:00:00`` under a day, ``31 days, 0:01:00`` past whole
+    days (a ``max_typed``, or how far a typed instant is, in words: to the second, so a
+    minute past the reach does not read as the reach itself, as ``31.0 days`` did)."""
     if span.seconds or span.microseconds or not span.days:
         return str(span)
     return f"{span.days} day" if span.days == 1 else f"{span.days} days"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from fractions import Fraction
 from itertools import compress
 from typing import Any, NamedTuple, TypeGuard
@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, TypeGuard
 from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.schedules.base import Schedule, slot_after
+from lldsched.views.durations import short_text
 
 __all__ = [
     "MISFIRES",
@@ -23,7 +24,9 @@ __all__ = [
     "TaskColumns",
     "TaskSummary",
     "format_summary",
+    "named_tasks",
     "nearest_rank",
+    "no_runs",
     "overran",
     "percentile",
     "records_iterable",
@@ -48,8 +51,12 @@ class TaskSummary(NamedTuple):
     ``Overlap.BUFFER_ONE`` folded into one run, which it records coalesced as
     ``RUN_ONCE`` does: their ``error`` names the policy), ``given_up`` slots whose
     attempts all failed, ``skipped`` slots an overrun, or ``Overlap.ALLOW`` at
-    ``max_instances``, dropped.  Times are seconds, nearest
-    rank (:func:`percentile`), over the runs only; ``None`` for a task with no run.
+    ``max_instances``, dropped.  ``missed`` and ``skipped`` count records: past 10
+    slots of one decision, one record (its ``error`` starting ``MisfireCap:`` or
+    ``SkipCap:``) stands for the rest, so the slots dropped can be more (a heartbeat
+    of a minute that waited half an hour for a worker records 11, for 30 slots).
+    Times are seconds, nearest rank (:func:`percentile`), over the runs only; ``None``
+    for a task with no run.
     ``blocked`` counts a dependent's waits for its upstreams (records whose outcome
     is ``blocked``) and ``blocked_time`` adds their lengths up (seconds, 0 for none).
     """
@@ -212,15 +219,22 @@ def schedules_by_id(schedules: object) -> Mapping[str, Schedule]:
 
 
 def summarize(
-    records: Iterable[ExecutionRecord], schedules: Mapping[str, Schedule] | None = None
+    records: Iterable[ExecutionRecord],
+    schedules: Mapping[str, Schedule] | None = None,
+    *,
+    tasks: Iterable[Any] | None = None,
 ) -> list[TaskSummary]:
     """Per-task summaries, in the order the tasks first appear in ``records`` (a task
     whose slots were all decided without a run too, with ``runs == 0``), each named by
     its last record (a task renamed, by its latest name).
-    ``schedules`` maps task ids to schedules, for counting overruns."""
+    ``schedules`` maps task ids to schedules, for counting overruns.  ``tasks`` (the
+    runtime's ``tasks()``) adds a row of no run for each of them with no record yet,
+    after the others (:func:`no_runs`); without it, a task with no record has no row:
+    records know no other."""
     if not records_iterable(records):
         raise ValidationError(f"summarize() takes ExecutionRecords, got {shown(records)}")
     by_id = schedules_by_id(schedules)
+    named = named_tasks(tasks)
     grouped: dict[str, list[ExecutionRecord]] = {}
     for record in records:
         if not isinstance(record, ExecutionRecord):
@@ -254,21 +268,50 @@ def summarize(
         # Named as it is now, by its last record (each record keeps the name its run
         # had: a task renamed read under a name it no longer has).
         rows.append(summary_of(group[-1].name, columns, overruns=overruns))
-    return rows
+    return rows + [row for _, row in no_runs(named, grouped)]
 
 
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value >= 3600:
-        return f"{value / 3600:.1f}h"
-    if value >= 60:
-        return f"{value / 60:.1f}m"
-    return f"{value:.0f}s" if value >= 10 or value == 0 else f"{value:.1f}s"
+NO_RUN = TaskColumns(outcome=(), ok=(), timed_out=(), attempt=(), lateness=(), duration=())
+"""The columns of a task with no record: :func:`summary_of` makes its row of no run."""
+
+
+def no_runs(named: Mapping[str, str], seen: Collection[str]) -> list[tuple[str, TaskSummary]]:
+    """The id and a row of no run (counts 0, times ``None``) of each task of ``named``
+    (id to name: :func:`named_tasks` of the runtime's ``tasks()``) whose id is not in
+    ``seen``, in the order given: the one rule by which every per-task summary
+    (:func:`summarize`, ``task_summary``, ``simulate``'s table) shows a task registered
+    and not yet due.  A class that registered five tasks, one due tomorrow, read four
+    rows and a service of four."""
+    return [
+        (task_id, summary_of(name, NO_RUN, overruns=0))
+        for task_id, name in named.items()
+        if task_id not in seen
+    ]
+
+
+def named_tasks(tasks: Iterable[Any] | None) -> dict[str, str]:
+    """Task id to name of ``tasks`` (the runtime's ``tasks()``, each with an ``id`` and a
+    ``name``; a repeated id once, its first name; ``None``: none), else a
+    :class:`~lldsched.errors.ValidationError` naming what was given."""
+    if tasks is None:
+        return {}
+    wanted = "tasks must be the runtime's tasks (sim.tasks(), scheduler.tasks())"
+    if not records_iterable(tasks):
+        raise ValidationError(f"{wanted}, got {shown(tasks)}")
+    named: dict[str, str] = {}
+    for task in tasks:
+        task_id, name = getattr(task, "id", None), getattr(task, "name", None)
+        if not isinstance(task_id, str) or not isinstance(name, str):
+            raise ValidationError(
+                f"{wanted}, each with an id and a name, got an item {shown(task)}"
+            )
+        named.setdefault(task_id, name)
+    return named
 
 
 def format_summary(rows: Iterable[TaskSummary]) -> str:
-    """A fixed-width table of ``rows`` (``-`` for a time of a task that never ran): the
+    """A fixed-width table of ``rows``, times as :func:`~lldsched.views.durations.short_text`
+    (``1.5m``; ``-`` for a time of a task that never ran): the
     :class:`TaskSummary` rows :func:`summarize` gives, else a
     :class:`~lldsched.errors.ValidationError` naming what was given (``None`` raised
     ``TypeError``, records or a frame's rows ``AttributeError``)."""
@@ -292,7 +335,7 @@ def format_summary(rows: Iterable[TaskSummary]) -> str:
                   row.overruns, row.missed, row.given_up, row.skipped)  # fmt: skip
         times = (row.lateness_p50, row.lateness_p95, row.lateness_max,
                  row.duration_p50, row.duration_p95, row.duration_max)  # fmt: skip
-        table.append((row.name, *map(str, counts), *map(_seconds, times)))
+        table.append((row.name, *map(str, counts), *map(short_text, times)))
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     lines = [
         "  ".join(

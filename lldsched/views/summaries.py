@@ -16,7 +16,7 @@ and the checks of a frame of runs (:func:`ran`, :func:`check_frame`,
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lldsched.views import missing_extra
@@ -44,6 +44,8 @@ from lldsched.views.report import (
     NOT_RUNS,
     TaskColumns,
     TaskSummary,
+    named_tasks,
+    no_runs,
     overran_slot,
     schedules_by_id,
     summary_of,
@@ -97,7 +99,10 @@ _TIMES = frozenset(
 
 
 def task_summary(
-    frame: pd.DataFrame, schedules: Mapping[str, Schedule] | None = None
+    frame: pd.DataFrame,
+    schedules: Mapping[str, Schedule] | None = None,
+    *,
+    tasks: Iterable[Any] | None = None,
 ) -> pd.DataFrame:
     """One row per task id, in the order the tasks first appear in ``frame``, named by
     its last row (a task renamed, by its latest name; each row keeps its run's): the
@@ -106,8 +111,15 @@ def task_summary(
     columns: counts ``int64``, times ``timedelta64[us]`` (``NaT`` for a task whose
     slots were all decided without a run).  ``schedules`` maps task id to schedule
     (see :func:`schedules_of`) for the overrun count; without it the count is 0.
+    ``tasks`` (the runtime's ``tasks()``) adds a row of no run (counts 0, times ``NaT``)
+    for each of them with no row in ``frame`` yet, after the others, in their order
+    (:func:`~lldsched.views.report.no_runs`, the command line's rule): without it a task
+    registered and not yet due has no row, as a frame knows no other::
+
+        task_summary(to_frame(sim), schedules_of(sim), tasks=sim.tasks())
     """
     by_id = schedules_by_id(schedules)
+    named = named_tasks(tasks)
     # every column it reads, named up front (a frame cut to a few columns raised KeyError)
     check_frame(frame, columns=_SUMMARY_NEEDS + (("slot", "start", "finish") if by_id else ()))
     # The rows grouped by task in one stable sort, each column read out once as a list:
@@ -137,6 +149,9 @@ def task_summary(
         )
         rows.append(summary_of(str(names[task]), columns, overruns=overruns[task]))
     ids = [str(task_id) for task_id in task_ids]
+    for task_id, row in no_runs(named, set(ids)):
+        ids.append(task_id)
+        rows.append(row)
     data: dict[str, Any] = {"name": pd.array([row.name for row in rows], dtype=pd.StringDtype())}
     for field in SUMMARY_COLUMNS[1:]:
         values = [getattr(row, field) for row in rows]

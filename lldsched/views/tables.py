@@ -2,7 +2,8 @@
 instants as short local times, long text cut, so a table fits the cell.
 
 :func:`readable` returns a copy whose cells are strings (what pandas prints as
-``0 days 00:05:51`` becomes ``5 min 51 s``); keep the typed frame for computing.
+``0 days 00:05:51`` becomes ``5 min 51 s``, by the one rule of
+:mod:`lldsched.views.durations`); keep the typed frame for computing.
 """
 
 from __future__ import annotations
@@ -21,29 +22,13 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 
 from lldsched.clock import UTC_NAMES
 from lldsched.errors import ValidationError
+from lldsched.views.durations import seconds_text
 
 __all__ = ["readable", "seconds_text"]
 
 
 TEXT_WIDTH = 28
 """Longer text cells (an error message) are cut to this many characters, with "…"."""
-
-
-def seconds_text(seconds: float) -> str:
-    """A duration for reading: ``0.25 s``, ``12 s``, ``5 min 51 s``, ``2 h 05 min``."""
-    if seconds != seconds:  # NaN: a percentile of no runs
-        return "—"
-    sign, seconds = ("-" if seconds < 0 else ""), abs(seconds)
-    if seconds < 10:
-        return f"{sign}{seconds:.3g} s"
-    whole = round(seconds)
-    if whole < 60:
-        return f"{sign}{whole} s"
-    if whole < 3600:
-        minutes, rest = divmod(whole, 60)
-        return f"{sign}{minutes} min {rest:02d} s" if rest else f"{sign}{minutes} min"
-    hours, rest = divmod(whole, 3600)
-    return f"{sign}{hours} h {rest // 60:02d} min"
 
 
 def readable(frame: pd.DataFrame, *, tz: str | tzinfo = "UTC") -> pd.DataFrame:
@@ -77,7 +62,8 @@ def readable(frame: pd.DataFrame, *, tz: str | tzinfo = "UTC") -> pd.DataFrame:
 def _durations(values: pd.Series[Any]) -> list[str]:
     """:func:`seconds_text` of each duration (``—`` for NaT), asked once per distinct
     text: from 10 s on a text depends only on the whole seconds (``round``, which
-    ``np.rint`` equals: both round half to even), so those values are rounded first
+    ``np.rint`` equals: both round half to even; :mod:`lldsched.views.durations`), so
+    those values are rounded first
     (a week of a million runs has about 600,000 distinct durations, and a few
     thousand distinct whole seconds: ``readable`` of that week 1.40 s of CPU without
     the rounding, 1.22 s with it)."""

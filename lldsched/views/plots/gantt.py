@@ -17,6 +17,7 @@ from lldsched import checks
 from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
+from lldsched.views.durations import seconds_text
 from lldsched.views.lanes import (
     Workers,
     lane_label,
@@ -51,7 +52,6 @@ from lldsched.views.plots._base import (
 from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import BAR_HEIGHT, draw_runs, failures, mark_handles
 from lldsched.views.runs import check_spans, ran_reading
-from lldsched.views.tables import seconds_text
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
 

@@ -15,6 +15,7 @@ import pandas as pd
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import Overlap, OverrunPolicy
+from lldsched.views.durations import seconds_text
 from lldsched.views.frames import ran, to_frame
 from lldsched.views.plots._base import (
     MIN_LANE_INCHES,
@@ -31,7 +32,6 @@ from lldsched.views.plots._base import (
     set_time_span,
     task_colours,
     time_axis,
-    time_unit,
     write_figure_title,
     write_title,
 )
@@ -126,7 +126,6 @@ def overrun_comparison(
             colours = np.repeat(colour[None, :], len(frame), axis=0)
             spans.append(draw_runs(ax, frame, lane, colours, detail=True))
             worst = frame["lateness"].max().total_seconds()
-            divisor, unit = time_unit(worst)
             cut = [  # runs that did not end well, as the Gantt chart counts them
                 f"{int(runs.sum())} {what}"
                 for runs, what in zip(failures(frame), ("failed", "timed out", "cancelled"),
@@ -137,7 +136,7 @@ def overrun_comparison(
                 ax,
                 f"{policy.name}: {', '.join([f'{len(frame)} runs', *cut])}, "
                 f"{len(dropped_slots[policy])} slots dropped,\n"
-                f"worst lateness {worst / divisor:.3g} {unit}",
+                f"worst lateness {seconds_text(worst)}",
                 panel=True,
             )
         else:

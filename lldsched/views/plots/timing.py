@@ -10,6 +10,7 @@ import pandas as pd
 from matplotlib.cbook import STEP_LOOKUP_MAP
 
 from lldsched import checks
+from lldsched.views.durations import seconds_text
 from lldsched.views.lanes import Workers, column_labels
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
@@ -33,10 +34,29 @@ from lldsched.views.plots._base import (
     write_title,
 )
 from lldsched.views.runs import check_lateness, ran_reading
-from lldsched.views.tables import seconds_text
 from lldsched.views.utilisation import utilisation_drawn
 
-__all__ = ["MAX_COLUMNS", "lateness_distribution", "lateness_over_time", "utilisation_plot"]
+__all__ = [
+    "MAX_COLUMNS",
+    "lateness_distribution",
+    "lateness_over_time",
+    "share_text",
+    "utilisation_plot",
+]
+
+
+def share_text(fraction: float) -> str:
+    """A share in whole percent (``37%``), which reads ``0%`` or ``100%`` only when it
+    is: a share that rounds to either and is not reads ``<1%`` or ``>99%`` (workers
+    busy 99.6 % of the time read ``100%``, the saturated pool they were not, and one
+    run in a week on four workers ``0%``, none)."""
+    percent = f"{fraction:.0%}"
+    if percent == "100%" and fraction < 1:
+        return ">99%"
+    if percent == "0%" and fraction > 0:
+        return "<1%"
+    return percent
+
 
 _LATENESS_READS = frozenset({"task_id", "name", "attempt", "due", "start", "lateness"})
 """The columns of a frame's runs the lateness charts read (their copy of the runs has only
@@ -262,7 +282,7 @@ def utilisation_plot(
         label = "busy fraction" if most == 1.0 else "busy fraction\n(above 1: runs at once)"
         figure.colorbar(mesh, ax=ax, label=label, pad=0.01)
         # mean_busy's: a lane of runs at once is busy once
-        title = f"Worker utilisation per {shown}: mean {mean:.0%}"
+        title = f"Worker utilisation per {shown}: mean {share_text(mean)}"
     else:
         say_empty(ax, "runs", frame)
         title = f"Worker utilisation per {shown}"
