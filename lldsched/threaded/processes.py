@@ -512,9 +512,12 @@ class ProcessPool:
         """Take no more runs; end the idle children (their pipe closes, they exit; one
         that never served is killed at once: :func:`~lldsched.threaded.processlife.let_exit`)
         and reap them, killing any still alive after ``timeout`` (one bound for them all,
-        not one each).  A busy child is left to its caller (kill it first with
+        not one each; None: :data:`~lldsched.threaded.processlife.REAP_TIMEOUT`, as
+        :func:`~lldsched.threaded.processlife.end_child` gives one: an idle child runs no
+        run, and a thread its last job left that never ends held a shutdown with no
+        timeout for ever).  A busy child is left to its caller (kill it first with
         :meth:`kill_all`).  Idempotent."""
-        deadline = Deadline(timeout)
+        deadline = Deadline(REAP_TIMEOUT if timeout is None else timeout)
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
