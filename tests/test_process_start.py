@@ -25,20 +25,16 @@ from lldsched import FakeClock, OneTime, Outcome, RetryPolicy, Scheduler, TaskSt
 from lldsched.core.isolation import worker_killed
 from lldsched.threaded import processlife
 from lldsched.threaded.processes import START_TIMEOUT, ProcessOutcome, ProcessPool
+from tests.waits import wait_until
 
 JOBS = "tests.process_jobs"
 BOUND = 20.0  # seconds: the most any wait below may take (a hung child never ends)
 HUNG_BOOT = "import time; time.sleep(3600)"  # a child's program that never takes a call
 
 
-def wait_for(condition: Callable[[], bool], timeout: float = BOUND) -> bool:
-    """Poll ``condition`` until it holds (True) or ``timeout`` passes (False)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)  # the polling interval of a bounded wait, not a fixed sleep
-    return True
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after :data:`BOUND`."""
+    wait_until(condition, timeout=BOUND, what=what)
 
 
 class Moved:
@@ -54,7 +50,7 @@ class Moved:
 def past_the_start_bound(pool: ProcessPool, clock: Moved, held: int = 1) -> None:
     """Once ``held`` children are held for a run (each run's bound counted from then),
     move ``clock`` past :data:`START_TIMEOUT` and wake the runs' waits."""
-    assert wait_for(lambda: len(pool._budgets) == held), "no run held a child"
+    wait_for(lambda: len(pool._budgets) == held, "a run to hold its child")
     clock.at += START_TIMEOUT + 1
     with pool._lock:
         for budget in pool._budgets.values():
@@ -175,8 +171,8 @@ def test_a_run_whose_child_hangs_in_its_start_up_is_retried_and_an_unbounded_dra
         "boot", f"{JOBS}:pid", OneTime(delay=0), isolation="process", retry=retry, timeout=1
     )
     past_the_start_bound(pool, clock)
-    assert wait_for(lambda: len(task.history) == 1)  # failed, and retried (attempt 2 below)
-    assert wait_for(lambda: len(pool._budgets) == 1)  # the retry holds a child: worker freed
+    wait_for(lambda: len(task.history) == 1, "the first attempt's record")  # then retried
+    wait_for(lambda: len(pool._budgets) == 1, "the retry to hold a child")  # worker freed
     results: list[bool] = []
     closing = threading.Thread(
         target=lambda: results.append(scheduler.shutdown(drain=True, timeout=None))
@@ -216,10 +212,10 @@ def test_a_run_stopped_while_its_child_hangs_in_its_start_up_is_failed_not_timed
         task = scheduler.schedule(
             "boot", f"{JOBS}:pid", OneTime(delay=0), isolation="process", timeout=1
         )
-        assert wait_for(lambda: len(pool._budgets) == 1), "no child held for the run"
+        wait_for(lambda: len(pool._budgets) == 1, "a run to hold its child")
         clock.advance(10)
         getattr(scheduler, verb)(task.id)
-        assert wait_for(lambda: len(task.history) == 1)
+        wait_for(lambda: len(task.history) == 1, "the run's record")
         (record,) = task.history
         assert record.outcome is Outcome.FAILED and not record.timed_out, record
         said = {"cancel": "cancelled", "pause": "paused"}[verb]
