@@ -40,6 +40,11 @@ def add(a: int, b: int) -> dict[str, int]:
     return {"sum": a + b, "pid": os.getpid()}
 
 
+def length(text: str) -> int:
+    """The length of ``text`` (a call as long as a test needs)."""
+    return len(text)
+
+
 def noop() -> None:
     """Does nothing (the benchmark's isolated no-op)."""
 

@@ -1064,13 +1064,19 @@ def test_a_fresh_child_lost_before_it_took_the_call_still_fails_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Only a child that served before is passed over when found dead: one that cannot
-    boot (here its Python is ``/bin/false``) fails the run, as it would every other."""
+    boot (here its Python is ``/bin/false``) fails the run, as it would every other.  Its
+    error says the child died before it took the call (it said "during the run": an
+    operator looked for the fault in the action, which never began)."""
     monkeypatch.setattr(processlife, "_executable", lambda: "/bin/false")
     pool = ProcessPool(now=time.monotonic)
     try:
         outcome = run_bounded(pool, "pid")
         assert outcome is not None and outcome.error is not None
-        assert outcome.error.endswith("exited with code 1 during the run"), outcome.error
+        assert outcome.error == (
+            f"ChildProcessError: the worker process {outcome.error.split()[4]} exited with "
+            "code 1 before it took the call (the action never began)"
+        ), outcome.error
+        assert outcome.started == outcome.finished  # no duration: it never started
     finally:
         pool.kill_all("test over")
         pool.close(timeout=BOUND)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -516,4 +517,38 @@ def test_a_worker_process_that_cannot_exit_does_not_hold_shutdown_past_its_timeo
     (pid,) = scheduler._processes.pids
     assert scheduler.shutdown(timeout=0.5)  # the worker process killed, and reaped
     assert killed == [pid]  # by the pool at the timeout, not by the reaper after it
+    assert scheduler._processes.pids == []
+
+
+def test_a_worker_process_that_cannot_exit_does_not_hold_a_shutdown_with_no_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same worker process, and ``shutdown(timeout=None)``: it waited for it for ever
+    (an idle worker process runs no run; a drain with no bound waits for the runs).  The
+    pool's close kills it once ``REAP_TIMEOUT`` passed, as ``end_child`` does one it
+    ends (0 here: the test waits for no timeout)."""
+    killed: list[int] = []  # the pids the pool killed
+
+    def noted_kill(process: subprocess.Popen[bytes]) -> None:
+        killed.append(process.pid)
+        kill_group(process)
+
+    monkeypatch.setattr(processes, "kill_group", noted_kill)
+    monkeypatch.setattr(processes, "REAP_TIMEOUT", 0.0)
+    scheduler = Scheduler(workers=1).start()
+    task = scheduler.schedule(
+        "leave", "tests.process_jobs:leave_a_thread", OneTime(delay=0), isolation="process"
+    )
+    assert scheduler.wait_idle(timeout=HANG) and task.history[0].result == "'left'"
+    (pid,) = scheduler._processes.pids
+    results: list[bool] = []
+    closing = threading.Thread(target=lambda: results.append(scheduler.shutdown(timeout=None)))
+    closing.start()
+    closing.join(HANG)
+    if closing.is_alive():
+        os.kill(pid, signal.SIGKILL)  # let the shutdown end, and the test fail
+        closing.join(HANG)
+        pytest.fail("shutdown(timeout=None) waited for an idle worker process that cannot exit")
+    assert results == [True]
+    assert killed == [pid]
     assert scheduler._processes.pids == []

@@ -34,10 +34,24 @@ answer:
   seconds");
 * **a crash** (the child exits, ``os._exit(3)``, or dies of a signal) is a failed
   run whose error names the exit code or the signal (or that the child closed its pipe
-  and did not exit within a second, then was killed).  Not so a child that served a call
-  before and is found dead before it says it took the next (it died idle: the OOM
-  killer's pick, an operator's ``kill``): the call never began, the loss is said at
-  WARNING, and another child takes it (:meth:`ProcessPool._died_idle`);
+  and did not exit within a second, then was killed), and whether it came before the
+  child took the call (``... exited with code 1 before it took the call (the action
+  never began)``: a fresh child that could not start) or during the run.  Not so a
+  child that served a call before and is found dead before it says it took the next
+  (it died idle: the OOM killer's pick, an operator's ``kill``): the call never began,
+  the loss is said at WARNING, and another child takes it
+  (:meth:`ProcessPool._never_taken`);
+* **a child that does not take the call** within :data:`START_TIMEOUT` (60 s) of being
+  held for it, the send of the call included (one longer than the pipe's buffer waits
+  for the child to read it), is killed as at a deadline.  A fresh one hung in its
+  start-up (a ``sitecustomize``, an import path on a dead network mount) fails the run,
+  ``ChildProcessError: the worker process 4242 did not take the call within 60 s (it
+  hung before the action began); it was killed``; one that served before and hung
+  idle (stopped, or held by a thread its last job left) is passed over as one found
+  dead.  The wait had no bound: the worker waited for ever, its task RUNNING, and a
+  shutdown with no timeout with it.  A run whose child never took its call has no
+  duration (its ``started`` is its ``finished``), so a cancel during a hung start-up is
+  not judged over the task's timeout;
 * **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
   or the scheduler shuts down without draining, or its drain runs out of time) is a
   failed run whose error says why.
@@ -118,20 +132,24 @@ from lldsched.logs import WORKERS, Repeats, say_with_traceback
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.processchild import serve
 from lldsched.threaded.processlife import (
+    BEFORE,
+    DURING,
     REAP_TIMEOUT,
     Child,
     death,
     died_how,
     end_child,
     kill_group,
+    let_exit,
     start_child,
 )
-from lldsched.threaded.processwire import Garbled, receive
+from lldsched.threaded.processwire import Garbled, receive, send
 
 __all__ = [
     "DRAIN_OUT_OF_TIME",
     "KILLED",
     "NOT_SENT",
+    "START_TIMEOUT",
     "SUPPORTED",
     "ProcessOutcome",
     "ProcessPool",
@@ -143,6 +161,13 @@ __all__ = [
 log = logging.getLogger(WORKERS)
 
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
+
+START_TIMEOUT = 60.0
+"""Seconds a worker process has to take a call (say ``started``) once it is held for the
+run, a fresh one's interpreter start included (about a second on a loaded 2-core host;
+ten on one booting a worker process for each of twenty workers at once): past it the
+child is killed, and the run ends as :meth:`ProcessPool._send` says.  Not the task's
+``timeout``, which counts from ``started``: the start is not the action's time."""
 
 NOT_SENT = "(before its worker process started it)"
 """What the error of a run stopped before a child held it ends with (never sent)."""
@@ -188,7 +213,7 @@ class _Budget:
     ``monotonic`` clock from ``begun`` (the child's start); ``armed`` is the timeout the
     last look at it found."""
 
-    __slots__ = ("armed", "begun", "clock", "lock", "timeout", "waking", "woken")
+    __slots__ = ("armed", "begun", "clock", "held", "lock", "timeout", "waking", "woken")
 
     def __init__(
         self, timeout: float | None, lock: threading.Lock, clock: Callable[[], float]
@@ -196,17 +221,20 @@ class _Budget:
         self.timeout = self.armed = timeout
         self.lock = lock
         self.clock = clock
+        self.held = clock()  # the child is held for the run: START_TIMEOUT counts from here
         self.begun: float | None = None  # set once the child started the call
         self.woken, self.waking = os.pipe()
         os.set_blocking(self.waking, False)  # a full pipe is awake enough
 
     def left(self) -> float:
-        """Seconds left to the run's deadline now (``inf``: none; 0: passed)."""
+        """Seconds left to the run's deadline now (``inf``: none; 0: passed); before the
+        child started the call, to its :data:`START_TIMEOUT`."""
         with self.lock:  # the timeout is retime's to change
             timeout = self.armed = self.timeout
         now = self.clock()
-        begun = now if self.begun is None else self.begun
-        deadline = rearmed(begun, timeout, now)
+        if self.begun is None:
+            return self.held + START_TIMEOUT - now
+        deadline = rearmed(self.begun, timeout, now)
         return math.inf if deadline is None else deadline - now
 
     def wake(self) -> None:
@@ -301,8 +329,8 @@ class ProcessPool:
 
     def _send(self, child: Child, message: bytes) -> ProcessOutcome | None:
         """Send the call to ``child`` (held for it) and wait for its end, or kill it;
-        None when ``child`` had answered a call before and was found dead before it took
-        this one (:meth:`_died_idle`): the run never started, and goes to another child.
+        None when ``child`` had answered a call before and was lost before it took this
+        one (:meth:`_never_taken`): the run never started, and goes to another child.
 
         **A run ends when the pool sees it end**, whichever way: its answer, its
         deadline passing, its child's end-of-file (a crash, or a kill asked for) or what
@@ -310,30 +338,39 @@ class ProcessPool:
         then, here and nowhere else; what the pool does next (kill the child, reap it,
         start its replacement: a tenth of a second on a loaded machine) is the pool's
         work, not the run's (docs/decisions/threaded.md, "A run ends when the pool sees it
-        end")."""
+        end").
+
+        **The call is taken within** :data:`START_TIMEOUT` of the child being held for
+        it, or the child is killed: the send (a call longer than the pipe's buffer waits
+        for the child to read it) and the wait for its ``started`` are bounded by it, as
+        the rest of the run is by the task's timeout (docs/decisions/threaded.md, "A
+        worker process that does not take its call is killed")."""
         connection = child.connection
         started = self._now()
         budget = self._budgets[child]  # set and dropped by this run's own thread only
         expired: float | None = None  # the timeout its deadline passed at, if it did
+        late = False  # START_TIMEOUT passed before it took the call
         garbled: Garbled | None = None
+        answer: dict[str, Any] | None = None
         try:
-            connection.send_bytes(message)
-            answer = receive(connection)  # {"started": true}, or an answer
+            if send(connection, message, budget):  # False: START_TIMEOUT passed first
+                answer = receive(connection, budget)  # {"started": true}, or an answer
             if answer is not None and "started" in answer:
                 started = self._now()
                 budget.begun = self._monotonic()
                 answer = receive(connection, budget)  # None: its deadline passed first
-                if answer is None and child.killed is None:  # the deadline passed
-                    expired = budget.armed
-                    assert expired is not None  # no deadline: receive waits for an answer
+            if answer is None and child.killed is None:  # a bound passed, not a kill
+                late = budget.begun is None
+                expired = None if late else budget.armed
+                assert late or expired is not None  # no deadline: receive waits for an answer
         except (EOFError, OSError):  # the child died (BrokenPipeError is an OSError)
             answer = None
         except Garbled as exc:  # something in the child wrote on its pipe: never reused
             answer, garbled = None, exc
         finished = self._now()  # the run ends here (see above)
         if answer is None:
-            if budget.begun is None and garbled is None and child.answered:
-                return self._died_idle(child, started, finished)
+            if budget.begun is None:
+                return self._never_taken(child, finished, late=late, garbled=garbled)
             return self._lost(child, started, finished, expired, garbled)
         child.answered = True  # it served: found dead before its next call, it died idle
         self._give_back(child)  # a cancel after the answer loses the child, not the answer
@@ -365,11 +402,11 @@ class ProcessPool:
         expired: float | None,
         garbled: Garbled | None,
     ) -> ProcessOutcome:
-        """The outcome of a run ``child`` gave no answer for, over at ``finished``: its
-        deadline passed (``expired``, the timeout it passed), the child wrote
-        ``garbled`` on its pipe (both: it is killed now, and never reused), or it died
-        (a crash, or a kill asked for: :meth:`_lose`'s error).  The child is then reaped
-        and replaced (:meth:`_lose`), none of it in the run's time."""
+        """The outcome of a run ``child`` took and gave no answer for, over at
+        ``finished``: its deadline passed (``expired``, the timeout it passed), the child
+        wrote ``garbled`` on its pipe (both: it is killed now, and never reused), or it
+        died (a crash, or a kill asked for: :meth:`_lose`'s error).  The child is then
+        reaped and replaced (:meth:`_lose`), none of it in the run's time."""
         pid = child.process.pid
         if expired is not None or garbled is not None:
             kill_group(child.process)  # SIGKILL, at once
@@ -386,27 +423,52 @@ class ProcessPool:
             timed_out=expired is not None,
         )
 
-    def _died_idle(self, child: Child, started: float, finished: float) -> ProcessOutcome | None:
-        """None for a child that answered a call before and died before it said it took
-        this one: it died idle (the OOM killer, an operator's ``kill``, a thread its last
-        job left), the call never began, and another child takes it.  A fresh child lost
-        before it started is a failed run (:meth:`_lost`): one that cannot boot would
-        fail every run, and another child would not do better.  A kill asked for
-        meanwhile (a cancel, a shutdown) ends the run as it says, at ``finished`` (when
-        the pool saw the loss, as :meth:`_lost` ends a run)."""
+    def _never_taken(
+        self, child: Child, at: float, *, late: bool, garbled: Garbled | None
+    ) -> ProcessOutcome | None:
+        """The end, seen at ``at``, of a run ``child`` never took (it said no
+        ``started``): it hung past :data:`START_TIMEOUT` (``late``) or wrote ``garbled``
+        on its pipe (both: killed now), or it died, or a kill asked for (a cancel, a
+        shutdown) killed it.  The action never began, so the run has no duration: its
+        ``started`` is its ``finished`` (it read the instant the call was sent, and a
+        task's run killed by a cancel a minute into a hung start-up was judged over
+        its timeout, ``timed_out``).
+
+        None for a child that answered a call before, lost on its own (not garbled,
+        not a kill asked for): it died idle (the OOM killer, an operator's ``kill``, a
+        thread its last job left) or hung idle (stopped; a thread its last job left
+        holds the interpreter), the loss is said at WARNING, and another child takes
+        the run.  A fresh child lost so fails the run: one that cannot boot would fail
+        on every child, and passing it over would start children for ever."""
         pid = child.process.pid
-        error = self._lose(child)
-        if child.killed is not None:
-            return ProcessOutcome(
-                started=started, finished=finished, error=error, result=None, timed_out=False
+        if late or garbled is not None:
+            kill_group(child.process)  # SIGKILL, at once
+        error = self._lose(child, began=False)
+        if child.answered and child.killed is None and garbled is None:
+            if late:
+                log.warning(
+                    "worker process %d did not take the call of task %r within %g s (it hung "
+                    "while idle) and was killed; the run goes to another",
+                    pid,
+                    child.task_id,
+                    START_TIMEOUT,
+                )
+            else:
+                log.warning(
+                    "worker process %d %s while idle; the run of task %r goes to another",
+                    pid,
+                    died_how(child.process),
+                    child.task_id,
+                )
+            return None
+        if late:
+            error = (
+                f"ChildProcessError: the worker process {pid} did not take the call within "
+                f"{START_TIMEOUT:g} s (it hung before the action began); it was killed"
             )
-        log.warning(
-            "worker process %d %s while idle; the run of task %r goes to another",
-            pid,
-            died_how(child.process),
-            child.task_id,
-        )
-        return None
+        elif garbled is not None:
+            error = f"ChildProcessError: the worker process {pid} {garbled}; it was killed"
+        return ProcessOutcome(started=at, finished=at, error=error, result=None, timed_out=False)
 
     def retime(self, task_id: str, timeout: float | None) -> None:
         """The timeout of ``task_id`` changed while a run of it may be in flight (a
@@ -447,16 +509,20 @@ class ProcessPool:
             return len(self._busy)
 
     def close(self, timeout: float | None = None) -> None:
-        """Take no more runs; end the idle children (their pipe closes, they exit) and
-        reap them, killing any still alive after ``timeout`` (one bound for them all, not
-        one each).  A busy child is left to its caller (kill it first with
+        """Take no more runs; end the idle children (their pipe closes, they exit; one
+        that never served is killed at once: :func:`~lldsched.threaded.processlife.let_exit`)
+        and reap them, killing any still alive after ``timeout`` (one bound for them all,
+        not one each; None: :data:`~lldsched.threaded.processlife.REAP_TIMEOUT`, as
+        :func:`~lldsched.threaded.processlife.end_child` gives one: an idle child runs no
+        run, and a thread its last job left that never ends held a shutdown with no
+        timeout for ever).  A busy child is left to its caller (kill it first with
         :meth:`kill_all`).  Idempotent."""
-        deadline = Deadline(timeout)
+        deadline = Deadline(REAP_TIMEOUT if timeout is None else timeout)
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
         for child in idle:
-            child.connection.close()  # all at once: they exit in parallel
+            let_exit(child)  # all at once: they exit in parallel
         for child in idle:
             try:
                 child.process.wait(deadline.remaining())
@@ -530,10 +596,11 @@ class ProcessPool:
                 return
         self._lose(child)
 
-    def _lose(self, child: Child) -> str:
+    def _lose(self, child: Child, *, began: bool = True) -> str:
         """End ``child`` (its pipe closed, killed if it will not exit), reap it and start
         its replacement (the pool open); the error text of the run it was running, had
-        it neither timed out nor garbled its answer (:meth:`_lost`)."""
+        it neither timed out nor garbled its answer (:meth:`_lost`), saying it ended
+        before it took the call where it had not ``began`` (:meth:`_never_taken`)."""
         process = child.process
         child.connection.close()  # a live child reads end-of-file and exits
         lingered = False
@@ -555,10 +622,11 @@ class ProcessPool:
             return f"CancelledError: {killed} {worker_killed(process.pid)}"
         if lingered:  # its SIGKILL is ours: death() would say it died of one
             return (
-                f"ChildProcessError: the worker process {process.pid} closed its pipe during "
-                f"the run and did not exit within {_EXIT_GRACE:g} s; it was killed"
+                f"ChildProcessError: the worker process {process.pid} closed its pipe "
+                f"{DURING if began else BEFORE} and did not exit within {_EXIT_GRACE:g} s; "
+                "it was killed"
             )
-        return death(process)
+        return death(process, began=began)
 
     def _replace(self) -> None:
         """Start a child to stand in for a lost one; if the system refuses a process

@@ -7,8 +7,10 @@ interpreter options a :mod:`multiprocessing` spawn would have (:func:`_executabl
 :func:`_interpreter_flags`), with three inherited pipe descriptors (the calls', the
 answers', the lifeline's) and a process group of its own; its whole program is
 :data:`_BOOT`.  It is killed with every process its job started that is still in its
-group (:func:`kill_group`), reaped after its pipe closed (:func:`end_child`), and a
-run whose child died on its own fails with :func:`death`'s text.  The JSON protocol
+group (:func:`kill_group`), reaped after its pipe closed (:func:`end_child`; one that
+never served a call is killed instead, :func:`let_exit`: it may be hung in its
+start-up, where it never reads that end-of-file), and a run whose child died on its
+own fails with :func:`death`'s text, saying whether it had taken the call.  The JSON protocol
 with a child, the pool of them and the ways a run ends are
 :mod:`lldsched.threaded.processes`'; the child's own side is
 :mod:`lldsched.threaded.processchild`.
@@ -42,13 +44,30 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 
 from lldsched.threaded.processwire import Pipe
 
-__all__ = ["REAP_TIMEOUT", "Child", "death", "died_how", "end_child", "kill_group", "start_child"]
+__all__ = [
+    "BEFORE",
+    "DURING",
+    "REAP_TIMEOUT",
+    "Child",
+    "death",
+    "died_how",
+    "end_child",
+    "kill_group",
+    "let_exit",
+    "start_child",
+]
 
 REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: at once)
+
+DURING = "during the run"
+"""When a child that took its call (it said ``started``) was lost, as its run's error says."""
+
+BEFORE = "before it took the call (the action never began)"
+"""When a child that never took its call was lost: a fresh one that could not start (its
+stderr, the parent's, says why), or one killed before it did."""
 
 
 class Child:
@@ -56,9 +75,7 @@ class Child:
 
     __slots__ = ("answered", "connection", "killed", "lifeline", "process", "task_id")
 
-    def __init__(
-        self, process: subprocess.Popen[bytes], connection: Connection, lifeline: int
-    ) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], connection: Pipe, lifeline: int) -> None:
         self.process = process
         self.connection = connection
         self.lifeline = lifeline  # the writing end of its lifeline; -1 once closed
@@ -105,12 +122,24 @@ def start_child() -> Child:
     os.close(from_parent)  # the child holds these: its death reads as end-of-file here
     os.close(to_parent)
     os.close(lifeline)
-    return Child(process, Pipe(from_child, to_child), holding)
+    return Child(process, Pipe.parents_end(from_child, to_child), holding)
+
+
+def let_exit(child: Child) -> None:
+    """Tell an idle ``child`` to exit: close its pipe (it reads end-of-file and exits).
+    One that never answered a call is killed instead, at once: it ran nothing of a job,
+    and may still be starting, or hung in its start-up (a ``sitecustomize`` or an import
+    path that blocks), where it would never read that end-of-file (a shutdown with no
+    timeout waited for it for ever).  Idempotent."""
+    if not child.answered:
+        kill_group(child.process)
+    child.connection.close()
 
 
 def end_child(child: Child) -> None:
-    """Close an idle child's pipe (it reads end-of-file and exits) and reap it."""
-    child.connection.close()
+    """End an idle child (:func:`let_exit`) and reap it, killing it if it does not exit
+    within :data:`REAP_TIMEOUT`."""
+    let_exit(child)
     try:
         child.process.wait(REAP_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -136,9 +165,11 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
             os.killpg(process.pid, signal.SIGKILL)
 
 
-def death(process: subprocess.Popen[bytes]) -> str:
-    """The error text of a run whose child died on its own."""
-    return f"ChildProcessError: the worker process {process.pid} {died_how(process)} during the run"
+def death(process: subprocess.Popen[bytes], *, began: bool = True) -> str:
+    """The error text of a run whose child died on its own, after it took the call
+    (``began``: :data:`DURING`) or before (:data:`BEFORE`)."""
+    when = DURING if began else BEFORE
+    return f"ChildProcessError: the worker process {process.pid} {died_how(process)} {when}"
 
 
 def died_how(process: subprocess.Popen[bytes]) -> str:

@@ -5,7 +5,10 @@ writes (a 4-byte signed big-endian length, then the bytes), each a JSON object:
 the parent's call, the child's ``{"started": true}`` and its answer (see
 :mod:`lldsched.threaded.processes`, which owns the protocol's meaning).  This module
 owns how they travel: :class:`Pipe`, one reading and one writing descriptor as a single
-``Connection``; :func:`receive`, the parent's read of the next message within a
+``Connection``; :func:`send`, the parent's write of a call within a :class:`Bound`
+(a call longer than the pipe's buffer, some 64 KiB, waits for the child to read it:
+one hung before it reads would hold the worker for ever); :func:`receive`, the
+parent's read of the next message within a
 :class:`Bound` that holds the whole message, not its first byte (and is asked again
 when it changes: a frame begun is read to the deadline in force now), refusing one longer than
 :data:`ANSWER_LIMIT` or one that is not a JSON object (:class:`Garbled`).  No lock:
@@ -23,7 +26,7 @@ import struct
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
-__all__ = ["ANSWER_LIMIT", "Bound", "Garbled", "Pipe", "receive"]
+__all__ = ["ANSWER_LIMIT", "Bound", "Garbled", "Pipe", "receive", "send"]
 
 # The longest message a child may send, in bytes.  Its answers are bounded far below:
 # a result is 200 characters, an error 2,000, a traceback 20,000 (at most 12 bytes each
@@ -44,6 +47,38 @@ class Bound(Protocol):
     def left(self) -> float:
         """Seconds left to wait (``inf``: no bound; at most 0: the deadline passed)."""
         ...
+
+
+def send(pipe: Pipe, message: bytes, bound: Bound) -> bool:
+    """Write ``message`` to the child as one frame, the one
+    :meth:`Connection.send_bytes` writes (a 4-byte signed big-endian length, or -1 and
+    8 bytes of length above 2 GiB, then the bytes), unless ``bound`` says the time is up
+    first: False then, the frame cut short (the caller kills the child).  The parent's
+    writing end is non-blocking (:meth:`Pipe.parents_end`): a write takes what the pipe
+    has room for, and ``poll`` waits for room within the bound, asked again whenever its
+    ``woken`` descriptor is readable.  BrokenPipeError when the child is gone."""
+    size = len(message)
+    header = struct.pack("!i", size) if size <= 0x7FFFFFFF else struct.pack("!iQ", -1, size)
+    fd = pipe.writing
+    data = memoryview(header + message)
+    waiting: select.poll | None = None  # made when the pipe is first full: rarely
+    while data:
+        try:
+            data = data[os.write(fd, data) :]
+            continue
+        except BlockingIOError:  # full: the child has not read what is there yet
+            pass
+        if waiting is None:
+            waiting = select.poll()
+            waiting.register(fd, select.POLLOUT)
+            waiting.register(bound.woken, select.POLLIN)
+        left = bound.left()
+        ready = waiting.poll(None if left == math.inf else max(0.0, left) * 1000.0)
+        if any(ready_fd == bound.woken for ready_fd, _ in ready):
+            os.read(bound.woken, 4096)  # told: ask the bound again
+        if not ready and left <= 0:
+            return False
+    return True
 
 
 def receive(connection: Connection, bound: Bound | None = None) -> dict[str, Any] | None:
@@ -112,6 +147,18 @@ class Pipe(Connection):
     def __init__(self, reading: int, writing: int) -> None:
         super().__init__(reading, readable=True, writable=False)
         self._writer = Connection(writing, readable=False, writable=True)
+
+    @classmethod
+    def parents_end(cls, reading: int, writing: int) -> Pipe:
+        """The parent's end of a child's pipes: its writing descriptor non-blocking, for
+        :func:`send` (the child's own end blocks: it writes with ``send_bytes``)."""
+        os.set_blocking(writing, False)
+        return cls(reading, writing)
+
+    @property
+    def writing(self) -> int:
+        """The writing descriptor."""
+        return self._writer.fileno()
 
     def send_bytes(self, buf: Any, offset: int = 0, size: int | None = None) -> None:
         self._writer.send_bytes(buf, offset, size)

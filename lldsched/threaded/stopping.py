@@ -75,7 +75,9 @@ class Stopping(SchedulerParts):
         docs/decisions/logging.md, "A run a shutdown cut does not spend its attempt").
         One a worker had begun but no child had taken yet is not started: its task stays
         due with its attempt unspent, as a run not begun does.  Each is queued, listed by
-        :meth:`pending` afterwards.
+        :meth:`pending` afterwards.  An idle worker process that does not exit when told
+        (a thread its job left) is killed at the timeout, or 5 s after it was told with
+        no timeout.
 
         Returns True when every thread stopped within ``timeout`` seconds (or a
         ``timedelta``; ``None``: no bound; a listener
