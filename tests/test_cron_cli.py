@@ -157,6 +157,18 @@ def test_a_fire_moved_by_a_gap_or_repeated_by_an_overlap_says_why() -> None:
     )
 
 
+def test_a_fire_moved_onto_a_day_its_fields_do_not_name_says_why() -> None:
+    """Apia skipped Friday 30 December 2011 (Thursday 23:59:59 -10:00, then Saturday
+    00:00 +14:00): "At 00:00, on Friday" runs at Saturday's first minute, at a time its
+    fields name but on a day they do not, and the line said nothing of the gap."""
+    lines = cron_report("0 0 * * fri", tz="Pacific/Apia", n=2, start="2011-12-29")
+    assert lines[3:] == [
+        "  Sat 2011-12-31 00:00 +14  = 2011-12-30 10:00 UTC  (for a time the clock skipped: "
+        "it went forward)",
+        "  Fri 2012-01-06 00:00 +14  = 2012-01-05 10:00 UTC",
+    ]
+
+
 def test_the_header_shows_the_fields_parted_by_one_space() -> None:
     """A line copied from a crontab has tabs and blanks around its fields; the header
     printed them as given, a tab and a trailing blank before the zone."""

@@ -29,6 +29,7 @@ from datetime import UTC, datetime, tzinfo
 from lldsched.cli import BAD_ARGUMENTS, say, to_stderr
 from lldsched.errors import ScheduleError
 from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.cron.days import DayRule
 from lldsched.schedules.cron.explain import explain
 from lldsched.schedules.cron.schedule import MAX_PREVIEW
 
@@ -104,12 +105,16 @@ def start_in(start: str | None, zone: tzinfo, tz: str) -> datetime:
 def _dst_note(schedule: CronSchedule, when: datetime) -> str:
     """Why a fire is at a wall time its fields do not name, or at one shown before:
     a wall-clock job's time that a spring-forward gap skipped runs at the first minute
-    after it (03:00 for ``30 2 * * *``), and any other job fires in both passes of a
+    after it (03:00 for ``30 2 * * *``; on the next date for a gap over midnight, as
+    Apia's skipped 30 December 2011), and any other job fires in both passes of a
     fall-back overlap (01:00 EDT, then 01:00 EST); docs/CRON.md, "Time zones and DST"."""
     fields = schedule.fields
     if when.fold:
         return "  (again: the clock went back)"
     if when.minute not in fields.minutes or when.hour not in fields.hours:
+        return "  (for a time the clock skipped: it went forward)"
+    date = when.toordinal()  # a gap over midnight: Apia's Friday 00:00 ran on Saturday
+    if DayRule(fields).next_date(date, date) is None:
         return "  (for a time the clock skipped: it went forward)"
     return ""
 

@@ -319,8 +319,9 @@ def _fields(expr: str, fields: list[str]) -> CronFields:
     last_day = any(t.kind == "last" for t in dom_specials)
     last_weekday = any(t.kind == "lastweekday" for t in dom_specials)
     if days_and and days and not dom_specials:
-        # As cronsim (and cronie): with the day fields ANDed, a day of month that no
-        # chosen month has would never fire.  February counts 29 days.
+        # As cronsim: with the day fields ANDed, a day of month that no chosen month
+        # has would never fire (cronie reads it and never runs it: docs/CRON.md, "Where
+        # we differ from croniter and cronie", item 8).  February counts 29 days.
         longest = max(_MAX_DAYS_IN_MONTH[m] for m in months)
         if days[0] > longest:
             names = ", ".join(_MONTHS[m - 1].title() for m in months)
