@@ -54,7 +54,15 @@ from typing import Any
 
 import pytest
 
-from lldsched import CronSchedule, FixedRate, MisfirePolicy, RetryPolicy, Scheduler, SqliteTaskStore
+from lldsched import (
+    CronSchedule,
+    FixedRate,
+    MisfirePolicy,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    SqliteTaskStore,
+)
 from lldsched.cli.cron import MAX_FIRES
 from lldsched.cli.simulate import DEFAULT_MAX_COROUTINES, MAX_DAYS
 from lldsched.core import dependencies, misfires
@@ -1262,7 +1270,8 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
     ("OPERATIONS.md", "text", "WARNING lldsched.jobs"): "test_operations_mds_failed_run_logs_"
     "what_it_shows",
     ("OPERATIONS.md", "", "python -m lldsched tasks"): "the tasks command on a store: "
-    "tests/test_cli_tasks.py runs each form (its help's examples, on a store of its own)",
+    "test_operations_mds_tasks_commands_do_what_its_comments_say (each line, on a SQLite "
+    "file and the tests' PostgreSQL server); tests/test_cli_tasks.py runs every form",
     ("OPERATIONS.md", "ini", "# /etc/systemd/system"): "a systemd unit: not run (systemd); "
     "the service it starts is tests/test_container.py's",
     ("OPERATIONS.md", "ini", "  [uwsgi]"): "a uWSGI configuration: not run (uWSGI); its "
@@ -1299,6 +1308,56 @@ def test_operations_mds_uwsgi_block_sets_what_the_warning_names() -> None:
     named = set(re.findall(r"([\w-]+ = true)", UWSGI_SETTINGS))
     assert named == {"lazy-apps = true", "py-call-osafterfork = true"}
     assert named <= set_in_block, (named, set_in_block)
+
+
+def filled_store(store: Any) -> None:
+    """The store OPERATIONS.md's commands read: ``task-17`` in the dead letter, ``sync``
+    scheduled (its first run made), nobody holding it once filled."""
+    with Scheduler(store=store) as scheduler:
+        scheduler.schedule("sync", jobs.noop, FixedRate(3600), id="sync")
+        scheduler.schedule(
+            "import", jobs.broken, OneTime(delay=0), id="task-17", retry=RetryPolicy(max_attempts=1)
+        )
+        assert scheduler.wait_idle(timeout=30)
+    store.close()
+
+
+def test_operations_mds_tasks_commands_do_what_its_comments_say(
+    tmp_path: Path, postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The four commands of "A store's tasks from a shell", each on a store of the kind
+    it names (the SQLite file, the PostgreSQL dsn), run as written: the table of every
+    task, the dead letter, ``show``, ``redrive``; and a verb with nothing to do answers
+    what the text quotes, whole (it left out "; nothing changed")."""
+    from lldsched.cli import main
+    from lldsched.stores.postgres import PostgresTaskStore
+
+    (block,) = [
+        t for name, _, t in not_run_blocks() if name == "OPERATIONS.md" and "tasks --store" in t
+    ]
+    sqlite_url = f"sqlite:{tmp_path / 'jobs.db'}"
+    filled_store(SqliteTaskStore(tmp_path / "jobs.db"))
+    filled_store(PostgresTaskStore(postgres_dsn))
+    stores = {"sqlite:///var/lib/app/jobs.db": sqlite_url, "postgresql://app@db/app": postgres_dsn}
+    printed = []
+    for line in block.splitlines():
+        argv = shlex.split(line.split(" #", 1)[0].removeprefix("python -m lldsched "))
+        assert main([stores.get(arg, arg) for arg in argv]) == 0, line
+        out, err = capsys.readouterr()
+        assert err == "", line
+        printed.append(out.splitlines())
+    table, dead, shown, redriven = printed
+    assert table[0].split()[:3] == ["ID", "NAME", "STATUS"]
+    assert sorted((row.split()[0], row.split()[2]) for row in table[1:]) == [
+        ("sync", "scheduled"), ("task-17", "failed")
+    ]  # fmt: skip
+    assert [(row.split()[0], row.split()[2]) for row in dead[1:]] == [("task-17", "failed")]
+    assert shown[0] == "task task-17" and "  status      failed" in shown
+    assert redriven == ["task task-17: redriven: due now"]
+    text = " ".join((DOCS / "OPERATIONS.md").read_text().split())
+    (quoted,) = re.findall(r"`(task (\S+): nothing to redrive [^`]*)`", text)
+    assert main(["tasks", "--store", sqlite_url, "redrive", quoted[1]]) == 0
+    assert capsys.readouterr().out == quoted[0] + "\n"
 
 
 def not_run_blocks() -> list[tuple[str, str, str]]:
