@@ -65,7 +65,7 @@ def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
     callback = getattr(listener, "on_event", listener)
     if not callable(callback):
         raise ValidationError(
-            f"a listener needs an on_event(event) method or must be callable, got {listener!r}"
+            f"a listener needs an on_event(event) method or must be callable, got {shown(listener)}"
         )
     if inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
         type(callback).__call__  # an object whose __call__ is an async def
@@ -130,7 +130,9 @@ def listener_list(listeners: object) -> list[Listener]:
     if isinstance(listeners, str | bytes) or not isinstance(listeners, Iterable):
         one = callable(getattr(listeners, "on_event", listeners))
         hint = " (one listener goes in a list: listeners=[it])" if one else ""
-        raise ValidationError(f"listeners must be a list of listeners, got {listeners!r}{hint}")
+        raise ValidationError(
+            f"listeners must be a list of listeners, got {shown(listeners)}{hint}"
+        )
     given = list(listeners)
     for n, listener in enumerate(given):
         as_callback(listener)
@@ -259,7 +261,7 @@ class EventLog:
         given).  Slots a policy decided without a run (missed, coalesced, skipped: see
         :attr:`~lldsched.model.Outcome.ran`) are in :attr:`events`, not here."""
         if name is not None and not isinstance(name, str):
-            raise ValidationError(f"runs() takes a task name (a str) or None, got {name!r}")
+            raise ValidationError(f"runs() takes a task name (a str) or None, got {shown(name)}")
         with self._cond:
             return [
                 event.record
@@ -276,7 +278,7 @@ class EventLog:
         ``timedelta``) for it."""
         if not callable(predicate):
             raise ValidationError(
-                f"wait_for() takes a predicate, a function of a TaskEvent, got {predicate!r}"
+                f"wait_for() takes a predicate, a function of a TaskEvent, got {shown(predicate)}"
             )
         deadline = time.monotonic() + wait_seconds(timeout, name="wait_for() timeout")
         checked = 0

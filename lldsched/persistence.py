@@ -38,7 +38,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from lldsched.checks import instance_hint
+from lldsched.checks import id_hint, instance_hint
 from lldsched.errors import StoreError, ValidationError, shown
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -466,7 +466,20 @@ def records_asked(task_id: object) -> str | None:
     in the database and was reported as the store failing (``records(["a"])``)."""
     if task_id is None or isinstance(task_id, str):
         return task_id
-    raise ValidationError(f"records() takes a task id (a str) or None, got {task_id!r}")
+    raise ValidationError(f"records() takes a task id (a str) or None, got {shown(task_id)}")
+
+
+def id_asked(task_id: object, verb: str) -> str:
+    """A store's ``get(task_id)`` or ``delete(task_id)`` argument checked: a task id (a
+    ``str``), else :class:`ValidationError` naming it.  ``get(5)`` answered None and
+    ``delete(5)`` deleted nothing, unsaid, where ``records(5)`` is refused
+    (:func:`records_asked`): a tool that forgets ``.id`` (``store.delete(snapshot)``)
+    believed the row gone."""
+    if isinstance(task_id, str):
+        return task_id
+    raise ValidationError(
+        f"{verb}() takes a task id (a str), got {shown(task_id)}{id_hint(task_id)}"
+    )
 
 
 @runtime_checkable

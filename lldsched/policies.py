@@ -80,7 +80,7 @@ from datetime import timedelta
 
 from lldsched.checks import fraction, number, seconds, whole, whole_or_none
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import ValidationError, doc_url
+from lldsched.errors import ValidationError, doc_url, shown
 
 __all__ = [
     "DEFAULT_MISFIRE",
@@ -255,7 +255,7 @@ class MisfirePolicy:
     ) -> None:
         if not isinstance(on_misfire, Misfire):
             raise ValidationError(
-                f"on_misfire must be Misfire.RUN_ONCE, RUN_ALL or SKIP, got {on_misfire!r}"
+                f"on_misfire must be Misfire.RUN_ONCE, RUN_ALL or SKIP, got {shown(on_misfire)}"
             )
         field = object.__setattr__  # frozen: the checked values are set once, here
         field(self, "on_misfire", on_misfire)

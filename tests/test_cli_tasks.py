@@ -868,3 +868,20 @@ def test_a_listing_leaves_the_cyclic_collector_as_it_found_it(
         assert gc.isenabled() is enabled
     finally:
         gc.enable()
+
+
+def test_a_store_url_of_four_slashes_is_read_and_acted_on(
+    capsys: pytest.CaptureFixture[str], sqlite_file: Path
+) -> None:
+    """SQLAlchemy's absolute form, ``sqlite:////srv/jobs.db`` (the one SqliteTaskStore's
+    own refusal of a URL names as ``/srv/jobs.db``), left ``//srv/jobs.db``: the verbs
+    worked, and every read failed, "invalid uri authority: srv", the read-only URI taking
+    the path's first folder for a host."""
+    url = f"sqlite:///{sqlite_file}"  # three slashes and the absolute path's own: four
+    assert url.startswith("sqlite:////")
+    for argv in ([], ["show", "nightly"], ["--status", "failed"]):
+        status, out, err = run(capsys, "--store", url, *argv)
+        assert (status, err) == (0, ""), err
+        assert ("nightly" if argv != ["--status", "failed"] else "sync") in out
+    assert run(capsys, "--store", url, "resume", "report")[:2] == (0, "task report: resumed\n")
+    assert statuses(sqlite_file)["report"] == "scheduled"

@@ -49,7 +49,7 @@ def check_isolation(name: str, isolation: object) -> Isolation:
     """``isolation`` if it is one of :data:`ISOLATIONS`, else ValidationError naming it."""
     if isolation not in ISOLATIONS or not isinstance(isolation, str):
         raise ValidationError(
-            f"task {name!r}: isolation must be one of {ISOLATIONS}, got {isolation!r}"
+            f"task {name!r}: isolation must be one of {ISOLATIONS}, got {shown(isolation)}"
         )
     return isolation
 

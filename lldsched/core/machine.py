@@ -137,7 +137,7 @@ from lldsched.core.storewrites import StoreWrites, purge_retired, refused
 from lldsched.core.tally import Tally
 from lldsched.core.task import DEFAULT_OPTIONS, Entry, Run, RunStats, ScheduledTask, fit_flight
 from lldsched.core.waiting import DependencyWaits
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
 from lldsched.persistence import TaskStore, check_storable, not_a_store
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -204,7 +204,7 @@ class SchedulerCore(
         queue.attach(self.tasks)
         if ids is not None and not callable(ids):
             raise ValidationError(
-                f"ids must be a function that returns a fresh id at each call, got {ids!r}"
+                f"ids must be a function that returns a fresh id at each call, got {shown(ids)}"
             )
         self._ids = ids or sequential_ids()
         self._default_ids = ids is None  # restore() moves the default past restored ids

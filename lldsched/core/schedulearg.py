@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import timedelta, tzinfo
 from typing import cast
 
+from lldsched.checks import LONGEST
 from lldsched.errors import ScheduleError, ValidationError, shown
 from lldsched.schedules.base import Schedule, has_schedule_methods, wrapped_schedule
 from lldsched.schedules.cron import CronSchedule
@@ -127,7 +128,9 @@ def _not_a_schedule(name: str, schedule: object) -> ValidationError:
     if callable(schedule) and not isinstance(schedule, type):  # (FixedRate itself: no hint)
         message += f" (a function, where the schedule goes: {ORDERS})"
     elif isinstance(schedule, timedelta) or (
-        isinstance(schedule, int | float) and not isinstance(schedule, bool)
+        isinstance(schedule, int | float)
+        and not isinstance(schedule, bool)
+        and abs(schedule) <= LONGEST  # 10**5000 has no :g (OverflowError): no hint
     ):
         every = schedule.total_seconds() if isinstance(schedule, timedelta) else schedule
         message += (

@@ -55,7 +55,7 @@ from typing import ClassVar, Self
 from lldsched import checks
 from lldsched.checks import whole
 from lldsched.clock import to_timestamp
-from lldsched.errors import ScheduleError, ValidationError
+from lldsched.errors import ScheduleError, ValidationError, shown
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import (
     SEARCH_LIMIT,
@@ -97,7 +97,7 @@ def _inner(schedule: object, owner: str) -> Schedule:
     if not has_schedule_methods(schedule):
         raise ScheduleError(
             f"{owner} wraps a schedule (an object with first_run() and next_run()), "
-            f"got {schedule!r}"
+            f"got {shown(schedule)}"
         )
     return schedule
 

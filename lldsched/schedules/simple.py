@@ -28,7 +28,7 @@ from typing import ClassVar, TypeVar
 from lldsched import checks
 from lldsched.checks import seconds
 from lldsched.clock import to_timestamp, utc_datetime
-from lldsched.errors import ScheduleError, ValidationError
+from lldsched.errors import ScheduleError, ValidationError, shown
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
 from lldsched.schedules.base import AnswersItsOwnWay
@@ -58,7 +58,8 @@ class OneTime(AnswersItsOwnWay):
     ) -> None:
         if (at is None) == (delay is None):
             raise ScheduleError(
-                f"OneTime needs exactly one of at= or delay=, got at={at!r}, delay={delay!r}"
+                "OneTime needs exactly one of at= or delay=, "
+                f"got at={shown(at)}, delay={shown(delay)}"
             )
         try:
             when = None if at is None else to_timestamp(at, name="OneTime at")
@@ -312,7 +313,7 @@ class FixedRate(_Interval):
         if not isinstance(on_overrun, OverrunPolicy):
             raise ScheduleError(
                 f"on_overrun must be OverrunPolicy.SKIP or OverrunPolicy.CATCH_UP, "
-                f"got {on_overrun!r}"
+                f"got {shown(on_overrun)}"
             )
         self = object.__new__(cls)
         object.__setattr__(

@@ -70,7 +70,7 @@ from typing import TypeVar
 
 from lldsched.checks import LONGEST, call_error, fraction, number, seconds, whole
 from lldsched.clock import LATEST, to_timestamp
-from lldsched.errors import ValidationError, error_text
+from lldsched.errors import ValidationError, error_text, shown
 
 __all__ = [
     "NO_RNG",
@@ -282,7 +282,7 @@ def failure_of(answer: object, *, attempt: int, model: object, task: str) -> str
     # none, without a word.
     hint = " (a probability is given as fails=<p> itself)" if isinstance(answer, Number) else ""
     raise ValidationError(
-        f"fails model {model!r} of task {task!r} returned {answer!r}; a failure model "
+        f"fails model {shown(model)} of task {task!r} returned {shown(answer)}; a failure model "
         f"returns True/False, None, an error text or an exception{hint}"
     )
 
@@ -301,7 +301,8 @@ def bad_duration(drawn: object, *, model: object, task: str) -> ValidationError:
     the one message of the simulation and the cluster simulation (built only then: the
     check itself stays inline on the run's path)."""
     return ValidationError(
-        f"duration model {model!r} of task {task!r} returned {drawn!r}; a duration must be "
+        f"duration model {shown(model)} of task {task!r} returned {shown(drawn)}; "
+        "a duration must be "
         f"finite seconds >= 0, at most {LONGEST:.0f} (year 1 to 9999)"
     )
 

@@ -116,7 +116,7 @@ from lldsched.core.recovery import recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Entry, Run
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.listeners import Listener, as_callback, listener_list
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord
@@ -329,7 +329,7 @@ class Simulation(
                 f"at {instant_text(self.now)})"
             )
         if not callable(fn):
-            raise ValidationError(f"an intervention must be callable, got {fn!r}")
+            raise ValidationError(f"an intervention must be callable, got {shown(fn)}")
         wrong = checks.call_error(fn)
         if wrong is not None:  # found now, not as a TypeError out of run() at its instant
             raise ValidationError(

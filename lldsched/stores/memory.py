@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 from lldsched.checks import whole_or_none
 from lldsched.errors import StoreClosedError
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import TaskSnapshot, records_asked
+from lldsched.persistence import TaskSnapshot, id_asked, records_asked
 from lldsched.stores import forks
 
 __all__ = ["InMemoryTaskStore"]
@@ -92,6 +92,7 @@ class InMemoryTaskStore:
                 self._dead.pop(task_id, None)
 
     def delete(self, task_id: str) -> None:
+        id_asked(task_id, "delete")
         with self._lock:
             self._open()
             self._snapshots.pop(task_id, None)
@@ -110,6 +111,7 @@ class InMemoryTaskStore:
 
     def get(self, task_id: str) -> TaskSnapshot | None:
         """The latest snapshot of ``task_id``, or None."""
+        id_asked(task_id, "get")
         with self._lock:
             return self._snapshots.get(task_id)
 

@@ -230,7 +230,11 @@ def peek_sqlite(path: str) -> Peek:
 
     if not os.path.isfile(path):
         raise StoreError(f"there is no SQLite store file at {path!r}")
-    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+    # A path that begins with two slashes (SQLAlchemy's sqlite:////srv/jobs.db, given as
+    # --store, leaves //srv/jobs.db; abspath keeps them, as POSIX lets it) would begin
+    # the URI's authority ("invalid uri authority: srv"): an empty one goes first.
+    where = urllib.parse.quote(os.path.abspath(path))
+    uri = f"file:{'//' if where.startswith('//') else ''}{where}?mode=ro"
     try:
         connection = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
     except sqlite3.Error as exc:

@@ -21,7 +21,7 @@ from typing import Any
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot, records_asked
+from lldsched.persistence import TaskSnapshot, id_asked, records_asked
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import renamed
 from lldsched.stores.postgres_driver import psycopg
@@ -79,6 +79,7 @@ class PostgresReads(PostgresParts):
 
     def get(self, task_id: str) -> TaskSnapshot | None:
         """The latest snapshot of ``task_id``, or None."""
+        id_asked(task_id, "get")
         with self._using("read task", task_id) as connection:
             row = connection.execute(
                 f"SELECT {sql.SNAPSHOT_COLUMNS} FROM {sql.TASKS} WHERE t.id = %s", (task_id,)

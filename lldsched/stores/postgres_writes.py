@@ -22,7 +22,7 @@ from typing import Any
 
 from lldsched.errors import StoreClosedError, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import TaskSnapshot, finished
+from lldsched.persistence import TaskSnapshot, finished, id_asked
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.postgres_driver import Connection, psycopg
@@ -255,6 +255,7 @@ class PostgresWrites(PostgresParts):
         """Forget ``task_id`` and its records (the other nodes' feeds say it was removed),
         whoever wrote the row last (a user's ``remove()``; a purge as a task retires is
         :meth:`purge`)."""
+        id_asked(task_id, "delete")
         if self._muted:
             return
         with (

@@ -93,10 +93,10 @@ from types import TracebackType
 from typing import NoReturn
 
 from lldsched.checks import flag, seconds, whole_or_none
-from lldsched.errors import StoreClosedError, StoreError, ValidationError
+from lldsched.errors import StoreClosedError, StoreError, ValidationError, shown
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import Task, TaskSnapshot, finished
+from lldsched.persistence import Task, TaskSnapshot, finished, id_asked
 from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import check_written, encode_task
@@ -259,7 +259,7 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
         poll: float | timedelta | None = None,
     ) -> None:
         if not isinstance(path, str | os.PathLike):
-            raise ValidationError(f"path must be a file name (a str or a Path), got {path!r}")
+            raise ValidationError(f"path must be a file name (a str or a Path), got {shown(path)}")
         if not isinstance(path, str):  # a path-like's __fspath__ may give bytes, or raise
             _check_path_like(path)
         if isinstance(path, str):  # a Path is a file's, never a URL
@@ -268,7 +268,9 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
             refuse_folder(path)
         whole_or_none(retention, name="retention", at_least=1)
         if synchronous not in _SYNCHRONOUS:
-            raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+            raise ValidationError(
+                f"synchronous must be 'NORMAL' or 'FULL', got {shown(synchronous)}"
+            )
         flag(shared, name="shared")
         timeout = float(seconds(timeout, name="timeout", at_least=0))
         held = float(seconds(30.0 if lease is None else lease, name="lease", above=0))
@@ -474,6 +476,7 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
         """Forget ``task_id``: its row and its records (in shared mode its lease too, and
         the other processes hear of it), whoever wrote the row last (a user's
         ``remove()``; a purge as a task retires is :meth:`purge`)."""
+        id_asked(task_id, "delete")
         with self._using("delete task", task_id) as connection:
             shared = self._shared
             if shared is not None and shared.muted:

@@ -21,7 +21,7 @@ import sqlite3
 
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot, finished, records_asked
+from lldsched.persistence import TaskSnapshot, finished, id_asked, records_asked
 from lldsched.stores.codec import renamed
 from lldsched.stores.sqlite_parts import SqliteParts
 from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, TASKS, fetch, immediate
@@ -79,6 +79,7 @@ class SqliteReads(SqliteParts):
 
     def get(self, task_id: str) -> TaskSnapshot | None:
         """The latest snapshot of ``task_id``, or None."""
+        id_asked(task_id, "get")
         with self._using("read task", task_id) as connection:
             rows = fetch(
                 connection, f"SELECT {TASK_COLUMNS} FROM {TASKS} WHERE t.id = ?", (task_id,)

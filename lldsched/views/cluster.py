@@ -37,7 +37,7 @@ except ImportError as exc:  # exercised by a test that hides pandas
     raise missing_extra(__name__, "pandas", exc) from exc
 
 from lldsched.cluster import ClusterResult
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 
 __all__ = ["WRITES", "check_result", "cluster_counts", "cluster_frame", "label_of"]
 
@@ -78,13 +78,20 @@ def cluster_counts(
     results: Sequence[ClusterResult], *, labels: Sequence[str] | None = None
 ) -> pd.DataFrame:
     """The counts of each result, a row each (see the module docstring)."""
-    if isinstance(results, ClusterResult) or not results:
-        raise ValidationError(f"results must be a non-empty sequence of results, got {results!r}")
+    # (an int or a generator: a bare TypeError from len() or from iterating)
+    if isinstance(results, ClusterResult) or not isinstance(results, Sequence) or not results:
+        raise ValidationError(
+            f"results must be a non-empty sequence of results, got {shown(results)}"
+        )
     for result in results:
         check_result(result)
+    if labels is not None and (isinstance(labels, str) or not isinstance(labels, Sequence)):
+        raise ValidationError(f"labels must be a list of texts, got {shown(labels)}")
     names = list(labels) if labels is not None else [label_of(r) for r in results]
     if len(names) != len(results):
-        raise ValidationError(f"labels must name each of the {len(results)} results, got {names!r}")
+        raise ValidationError(
+            f"labels must name each of the {len(results)} results, got {shown(names)}"
+        )
     frame = pd.DataFrame([result.summary() for result in results], index=names)
     frame.index.name = "label"
     return frame
@@ -99,4 +106,4 @@ def check_result(result: object) -> None:
     """Refuse anything but a :class:`~lldsched.cluster.ClusterResult`, naming it: what
     this module's views and the cluster charts ask of ``result`` first."""
     if not isinstance(result, ClusterResult):
-        raise ValidationError(f"expected a ClusterResult (simulate_cluster's), got {result!r}")
+        raise ValidationError(f"expected a ClusterResult (simulate_cluster's), got {shown(result)}")

@@ -28,6 +28,8 @@ A negative duration (a run started before it was due) is the same text after a
 
 from __future__ import annotations
 
+from lldsched.errors import ValidationError, shown
+
 __all__ = ["seconds_text", "short_text"]
 
 NO_TIME = "—"
@@ -58,26 +60,37 @@ def short_text(seconds: float | None) -> str:
 
 def seconds_text(seconds: float) -> str:
     """``seconds`` for reading (see the module docstring): ``43 µs``, ``0.25 s``,
-    ``12 s``, ``5 min 51 s``, ``2 h 05 min``; ``—`` for NaN."""
-    if seconds != seconds:  # NaN: a percentile of no runs
-        return NO_TIME
-    size = abs(seconds)
-    if size == 0:
-        return "0 s"
-    micro = f"{size * 1e6:.3g}"
-    if float(micro) < 1000:  # .3g of seconds writes an exponent under 1e-4 s
-        return _signed(seconds, f"{micro} µs")
-    significant = f"{size:.3g}"
-    if float(significant) < 10:
-        return _signed(seconds, f"{significant} s")
-    whole = round(size)
-    if whole < 60:
-        return _signed(seconds, f"{whole} s")
-    if whole < 3600:
-        minutes, rest = divmod(whole, 60)
-        return _signed(seconds, f"{minutes} min {rest:02d} s" if rest else f"{minutes} min")
-    hours, minutes = divmod((whole + 30) // 60, 60)  # of the whole seconds, half up
-    return _signed(seconds, f"{hours} h {minutes:02d} min")
+    ``12 s``, ``5 min 51 s``, ``2 h 05 min``; ``—`` for NaN.  Anything but a finite
+    number (a bool too) is a :class:`~lldsched.errors.ValidationError` naming it, where
+    ``inf`` raised ``OverflowError`` and ``None`` or ``"5"`` a bare ``TypeError``:
+    judged once the text failed (a ``try``, free until it raises) but for two identity
+    tests, as ``readable`` asks this of every distinct duration."""
+    try:
+        if seconds != seconds:  # NaN: a percentile of no runs
+            return NO_TIME
+        if seconds is True or seconds is False:
+            raise TypeError
+        size = abs(seconds)
+        if size == 0:
+            return "0 s"
+        micro = f"{size * 1e6:.3g}"
+        if float(micro) < 1000:  # .3g of seconds writes an exponent under 1e-4 s
+            return _signed(seconds, f"{micro} µs")
+        significant = f"{size:.3g}"
+        if float(significant) < 10:
+            return _signed(seconds, f"{significant} s")
+        whole = round(size)
+        if whole < 60:
+            return _signed(seconds, f"{whole} s")
+        if whole < 3600:
+            minutes, rest = divmod(whole, 60)
+            return _signed(seconds, f"{minutes} min {rest:02d} s" if rest else f"{minutes} min")
+        hours, minutes = divmod((whole + 30) // 60, 60)  # of the whole seconds, half up
+        return _signed(seconds, f"{hours} h {minutes:02d} min")
+    except (TypeError, ValueError, OverflowError):
+        raise ValidationError(
+            f"seconds_text() takes a finite number of seconds, got {shown(seconds)}"
+        ) from None
 
 
 def _signed(seconds: float, text: str) -> str:

@@ -86,7 +86,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides pandas
     raise missing_extra(__name__, "pandas and numpy", exc) from exc
 
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord
 from lldsched.runtime import Reads
 from lldsched.schedules.base import Schedule
@@ -153,7 +153,7 @@ def records_of(source: object) -> tuple[list[ExecutionRecord], dict[str, int]]:
     if not records_iterable(source):
         raise ValidationError(
             "to_frame() takes a runtime (Scheduler, Simulation), a store with records() and "
-            f"load_all(), or an iterable of ExecutionRecord; got {source!r}"
+            f"load_all(), or an iterable of ExecutionRecord; got {shown(source)}"
         )
     records = list(source)
     for record in records[:1]:
@@ -204,7 +204,7 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
         and all(isinstance(p, int) and not isinstance(p, bool) for p in priorities.values())
     ):
         raise ValidationError(
-            f"priorities must map task ids to Priority values (ints), got {priorities!r}"
+            f"priorities must map task ids to Priority values (ints), got {shown(priorities)}"
         )
     log = getattr(source, "record_log", None)
     packed = getattr(source, "packed_records", None)

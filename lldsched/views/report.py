@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, TypeGuard
 
 from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.schedules.base import Schedule, slot_after
+from lldsched.schedules.base import Schedule, has_schedule_methods, slot_after
 from lldsched.views.durations import short_text
 
 __all__ = [
@@ -112,6 +112,8 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     The one percentile rule of the summaries."""
     if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q <= 100:
         raise ValidationError(f"percentile q must be a number in (0, 100], got {shown(q)}")
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):  # 5: len() failed
+        raise ValidationError(f"percentile values must be a sorted list, got {shown(values)}")
     if not values:
         return None
     return values[nearest_rank(len(values), q)]
@@ -208,13 +210,23 @@ def schedules_by_id(schedules: object) -> Mapping[str, Schedule]:
     """The ``schedules`` a summary takes (task id to schedule, for the overrun count;
     ``None``: none) as a mapping, else :class:`~lldsched.errors.ValidationError`:
     ``summarize(records, True)`` raised ``AttributeError`` (``'bool' object has no
-    attribute 'get'``) and ``task_summary(frame, True)`` a bare ``TypeError``."""
+    attribute 'get'``) and ``task_summary(frame, True)`` a bare ``TypeError``.  Each key
+    is a task id (a ``str``) and each value a schedule (registration's rule,
+    :func:`~lldsched.schedules.base.has_schedule_methods`): a value that was none
+    (``{"job": 60}``, ``{"job": FixedRate}``) raised ``AttributeError`` or ``TypeError``
+    at the first record of its task, and a key that was no id matched nothing, unsaid."""
     if schedules is None:
         return {}
     if not isinstance(schedules, Mapping):
         raise ValidationError(
             f"schedules must map task ids to schedules (a dict, or None), got {shown(schedules)}"
         )
+    for task_id, schedule in schedules.items():
+        if not (isinstance(task_id, str) and has_schedule_methods(schedule)):
+            raise ValidationError(
+                "schedules must map task ids (str) to schedules, as a runtime's schedules() "
+                f"does, got {shown(task_id)}: {shown(schedule)}"
+            )
     return schedules
 
 

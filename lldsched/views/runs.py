@@ -22,7 +22,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides pandas
     raise missing_extra(__name__, "pandas and numpy", exc) from exc
 
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.logs import counted
 from lldsched.views.report import NOT_RUNS
 
@@ -72,7 +72,7 @@ def check_frame(frame: object, *, columns: Iterable[str] = ("outcome",)) -> pd.D
     here first, rather than failing on its first subscript or ``groupby``."""
     if not isinstance(frame, pd.DataFrame):
         raise ValidationError(
-            f"expected a DataFrame of runs, as to_frame(scheduler) makes, got {frame!r}"
+            f"expected a DataFrame of runs, as to_frame(scheduler) makes, got {shown(frame)}"
         )
     missing = [column for column in columns if column not in frame.columns]
     if missing:

@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
     raise missing_extra(__name__, "pandas and numpy", exc) from exc
 
 from lldsched.clock import UTC_NAMES
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.views.durations import seconds_text
 
 __all__ = ["readable", "seconds_text"]
@@ -43,20 +43,20 @@ def readable(frame: pd.DataFrame, *, tz: str | tzinfo = "UTC") -> pd.DataFrame:
     time of day, its zone's abbreviation), never one cell at a time: a million rows
     read in about a second (docs/PERFORMANCE.md, "Views at a million records")."""
     if not isinstance(frame, pd.DataFrame):
-        raise ValidationError(f"readable() takes a DataFrame, got {frame!r}")
+        raise ValidationError(f"readable() takes a DataFrame, got {shown(frame)}")
     zone = _zone(tz)
-    shown = frame.copy()
-    for column in shown.columns:
-        values = shown[column]
+    table = frame.copy()
+    for column in table.columns:
+        values = table[column]
         if pd.api.types.is_timedelta64_dtype(values.dtype):
-            shown[column] = _durations(values)
+            table[column] = _durations(values)
         elif isinstance(values.dtype, pd.DatetimeTZDtype):
-            shown[column] = _clock_texts(values, zone)
+            table[column] = _clock_texts(values, zone)
         elif pd.api.types.is_string_dtype(values.dtype) and not isinstance(
             values.dtype, pd.CategoricalDtype
         ):
-            shown[column] = _cut_texts(values)
-    return shown
+            table[column] = _cut_texts(values)
+    return table
 
 
 def _durations(values: pd.Series[Any]) -> list[str]:

@@ -20,7 +20,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides pandas
     raise missing_extra(__name__, "pandas and numpy", exc) from exc
 
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.views.columns import DTYPES
 from lldsched.views.lanes import (
     LANES_READ,
@@ -172,13 +172,13 @@ def utilisation_drawn(
     step = _step(freq)
     runs = ran_reading(frame, LANES_READ)
     spans = check_spans(runs)
-    shown, asked = (freq, 0) if most is None else _fitting(spans, step, freq, most)
+    drawn, asked = (freq, 0) if most is None else _fitting(spans, step, freq, most)
     lanes = lanes_of(workers)
-    shown_step = _step(shown)
+    drawn_step = _step(drawn)
     laned = lane_checked_runs(runs, spans, workers, lanes)
     del runs  # the copy goes before the table is built, as each call's did
-    table, mean = _utilisation(laned, shown_step, shown), _mean_busy(laned, shown_step, shown)
-    return shown, asked, table, mean
+    table, mean = _utilisation(laned, drawn_step, drawn), _mean_busy(laned, drawn_step, drawn)
+    return drawn, asked, table, mean
 
 
 _INTERVAL = "interval"  # the name of utilisation's index
@@ -293,9 +293,11 @@ def _step(freq: str) -> int:
     try:
         length = pd.Timedelta(freq)
     except (ValueError, TypeError) as exc:
-        raise ValidationError(f"freq must be a fixed length such as '1h', got {freq!r}") from exc
+        raise ValidationError(
+            f"freq must be a fixed length such as '1h', got {shown(freq)}"
+        ) from exc
     if pd.isna(length):  # None, "nat": int(NaN) raised a bare ValueError below
-        raise ValidationError(f"freq must be a fixed length such as '1h', got {freq!r}")
+        raise ValidationError(f"freq must be a fixed length such as '1h', got {shown(freq)}")
     step = int(length / pd.Timedelta(1, "us"))
     if step <= 0:
         raise ValidationError(f"freq must be positive, got {freq!r}")

@@ -28,7 +28,7 @@ try:
     import matplotlib.dates as _mdates
     from matplotlib import colormaps
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure, SubFigure
+    from matplotlib.figure import Figure, FigureBase, SubFigure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     from matplotlib.ticker import NullLocator
@@ -38,7 +38,7 @@ except ImportError as exc:  # exercised by a test that hides matplotlib
 import numpy as np
 import pandas as pd
 
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.model import Outcome
 from lldsched.views.plots.palette import TASK_LINES, TASK_MARKERS
 
@@ -146,6 +146,8 @@ def describe(figure: Figure) -> str:
 
     Only what the figure already writes is read (titles, axis labels, legends, a colour
     bar's label), so a chart says in words what it says in text, never more."""
+    if not isinstance(figure, FigureBase):  # 'int' object has no attribute 'get_suptitle'
+        raise ValidationError(f"describe() takes a matplotlib Figure, got {shown(figure)}")
     lines = []
     suptitle = figure.get_suptitle()
     panels = [ax for ax in figure.get_axes() if not hasattr(ax, "_colorbar")]
@@ -194,7 +196,7 @@ def root_figure(ax: Axes) -> Figure:
     an ``Axes``, so that a wrong one is named, not an ``AttributeError`` of matplotlib's."""
     if not isinstance(ax, Axes):
         raise ValidationError(
-            f"ax must be a matplotlib Axes (or None: a figure of its own), got {ax!r}"
+            f"ax must be a matplotlib Axes (or None: a figure of its own), got {shown(ax)}"
         )
     figure = ax.get_figure()
     while isinstance(figure, SubFigure):
@@ -415,7 +417,15 @@ def task_colours(names: Iterable[str]) -> dict[str, Colour]:
     chart of more than :data:`MAX_LEGEND_TASKS` tasks colours only the ones it names,
     told apart among themselves, and never in ``tab20``'s greys, which would pass for
     :data:`OTHER_TASKS`."""
-    return _colours(names, taken=set())
+    if isinstance(names, str) or not isinstance(names, Iterable):  # "abc": three tasks
+        raise ValidationError(
+            f"task_colours() takes task names (a list of str), got {shown(names)}"
+        )
+    given = list(names)
+    for name in given:
+        if not isinstance(name, str):
+            raise ValidationError(f"task_colours() takes task names (str), got {shown(name)}")
+    return _colours(given, taken=set())
 
 
 # The places in _SLOTS of tab20's two greys.

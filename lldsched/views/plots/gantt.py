@@ -3,7 +3,6 @@ optionally the dependency edges between runs and the waits of blocked slots."""
 
 from __future__ import annotations
 
-import reprlib
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any, cast
@@ -15,7 +14,7 @@ from matplotlib.lines import Line2D
 
 from lldsched import checks
 from lldsched.clock import to_timestamp
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.logs import counted
 from lldsched.views.durations import seconds_text
 from lldsched.views.lanes import (
@@ -137,17 +136,19 @@ def gantt(
     Past ``max_lanes``, empty lanes are the least busy, left out first.
     """
     if by not in ("worker", "task"):
-        raise ValidationError(f'by must be "worker" or "task", got {by!r}')
+        raise ValidationError(f'by must be "worker" or "task", got {shown(by)}')
     if max_lanes is not None:
         checks.whole(max_lanes, name="max_lanes", at_least=1)
+    if title is not None and not isinstance(title, str):  # drawn as str(title): 5 was "5"
+        raise ValidationError(f"title must be a text or None, got {shown(title)}")
     if workers is not None and by != "worker":
         raise ValidationError(
-            f'workers names the lanes of a chart by worker (by="worker"); by={by!r} has a '
-            f"lane per task, got workers={workers!r}"
+            f'workers names the lanes of a chart by worker (by="worker"); by={shown(by)} has a '
+            f"lane per task, got workers={shown(workers)}"
         )
     # Checked before anything is drawn: on an ax= given, a refusal leaves it as it was.
     zone = as_zone(tz)
-    shown = None if span is None else _span(span)
+    window = None if span is None else _span(span)
     if depends_on is not None:
         _check_depends_on(depends_on)
     # a slot a misfire policy decided ran on no worker; checks frame
@@ -177,7 +178,7 @@ def gantt(
     detail = len(frame) <= DETAIL_RUNS
     if len(frame):
         low, high = draw_runs(
-            ax, frame, lane.astype(float), palette[codes], detail=detail, span=shown
+            ax, frame, lane.astype(float), palette[codes], detail=detail, span=window
         )
         drawn = {c.get_gid() for c in ax.collections}
         marks = mark_handles(
@@ -192,7 +193,7 @@ def gantt(
             marks.append(_WAIT_HANDLE)
         set_time_span(ax, low, high)
         if by == "worker" and detail:  # a lane per worker: the bar says its task too
-            _name_bars(ax, frame, lane.astype(float), palette[codes], shown or ax.get_xlim())
+            _name_bars(ax, frame, lane.astype(float), palette[codes], window or ax.get_xlim())
         if depends_on and detail and _draw_edges(ax, frame, lane.astype(float), depends_on):
             marks.append(_EDGE_HANDLE)
         if crowded:  # the rows "+1", "+2" of runs at once, said in the key
@@ -200,15 +201,15 @@ def gantt(
         add_legend(ax, [*task_handles(labels, palette, named), *marks])
     else:
         say_empty(ax, "runs", given)
-    if shown is not None:
-        ax.set_xlim(*shown)
+    if window is not None:
+        ax.set_xlim(*window)
     ax.set_yticks(range(lanes), lane_labels)
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
     paired = nodes or isinstance(workers, Mapping)  # lanes of (node, worker)
     ax.set_ylabel(("node · worker" if paired else "worker") if by == "worker" else "task")
     ax.grid(axis="x", color="0.9", zorder=0)
     ax.set_axisbelow(True)
-    time_axis(ax, zone, blank=not len(frame) and shown is None)
+    time_axis(ax, zone, blank=not len(frame) and window is None)
     title = title if title is not None else _gantt_title(everything, every_lane)
     # The note is the title's second line: at the top right, on the title's line, it ran
     # into the title where a legend of long names narrowed the chart (2,000 tasks).
@@ -381,7 +382,7 @@ def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float
     except (TypeError, ValueError):
         raise ValidationError(
             f"span must be two instants (start, end): aware datetimes or epoch seconds, "
-            f"got {span!r}"
+            f"got {shown(span)}"
         ) from None
     low, high = (to_timestamp(end, name="span") / 86400.0 for end in (first, last))
     if not high > low:
@@ -404,7 +405,7 @@ def _check_depends_on(depends_on: object) -> None:
         return
     raise ValidationError(
         "depends_on must map task ids to their upstream task ids, as "
-        f"dependencies_of(runtime) gives ({{'load': ('extract',)}}), got {reprlib.repr(depends_on)}"
+        f"dependencies_of(runtime) gives ({{'load': ('extract',)}}), got {shown(depends_on)}"
     )
 
 
@@ -503,12 +504,17 @@ def mark_wait(
     elif isinstance(chart, Figure) and chart.axes:
         ax = chart.axes[0]
     else:  # named, not matplotlib's AttributeError ('int' object has no attribute 'axes')
-        raise ValidationError(f"chart must be a gantt chart (its Figure or Axes), got {chart!r}")
+        raise ValidationError(
+            f"chart must be a gantt chart (its Figure or Axes), got {shown(chart)}"
+        )
     if by not in ("worker", "task"):
-        raise ValidationError(f'by must be "worker" or "task", got {by!r}')
+        raise ValidationError(f'by must be "worker" or "task", got {shown(by)}')
+    if text is not None and not isinstance(text, str):
+        raise ValidationError(f"text must be a text or None, got {shown(text)}")
     if not (isinstance(run, pd.Series) and _RUN_FIELDS.issubset(run.index)):
         raise ValidationError(
-            f"run must be a row of the frame the chart was drawn from (frame.iloc[i]), got {run!r}"
+            "run must be a row of the frame the chart was drawn from (frame.iloc[i]), "
+            f"got {shown(run)}"
         )
     if pd.isna(run["due"]) or pd.isna(run["start"]):  # an arrow to NaN drew nothing
         raise ValidationError(

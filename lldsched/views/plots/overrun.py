@@ -4,7 +4,6 @@ the period, one panel per policy."""
 from __future__ import annotations
 
 import math
-import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import tzinfo
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import Overlap, OverrunPolicy
 from lldsched.views.durations import seconds_text
@@ -66,7 +65,7 @@ def overrun_comparison(
     60 s task) are labelled every second, third... row, from the first."""
     if not isinstance(runs, Mapping):  # a list of runs: 'list' object has no attribute 'items'
         raise ValidationError(
-            f"runs must map OverrunPolicy or Overlap members to runs, got {reprlib.repr(runs)}"
+            f"runs must map OverrunPolicy or Overlap members to runs, got {shown(runs)}"
         )
     zone = as_zone(tz)  # before anything is drawn: axes given stay as they were
     recorded = {
@@ -83,7 +82,7 @@ def overrun_comparison(
     policies = list(frames)
     if not policies or not all(isinstance(p, OverrunPolicy | Overlap) for p in policies):
         raise ValidationError(
-            f"runs must map OverrunPolicy or Overlap members to runs, got {policies!r}"
+            f"runs must map OverrunPolicy or Overlap members to runs, got {shown(policies)}"
         )
     rows = {policy: max(len(frames[policy]), 1) for policy in policies}  # each its own
     figure: Figure
