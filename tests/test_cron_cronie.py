@@ -15,12 +15,12 @@ words, empty items).  Then:
 * **Fire times.** From random starts in UTC, Europe/London, America/New_York,
   Australia/Lord_Howe (30-minute DST), Pacific/Apia and Asia/Kolkata, 1990 to 2035,
   a third of them within 36 hours of an offset change where the zone has one and a
-  sixth or more at a month's or a year's end or a 29 February, the real minutes at which cronie runs the job equal
-  our fires, up to our third fire (or a year).  Two departures are stated as rules
-  and checked, not skipped: cronie runs a fixed-time job once for each of its wall
-  minutes a spring-forward gap swallowed, where we fire once; and Apia's skipped
-  30 December 2011, which cronie does not see (its offset changed, its DST flag did
-  not), is left to its own test.
+  sixth or more at a month's or a year's end or a 29 February, the real minutes at
+  which cronie runs the job equal our fires, up to our third fire (or a year).  Two
+  departures are stated as rules and checked, not skipped: cronie runs a fixed-time
+  job once for each of its wall minutes a spring-forward gap swallowed, where we fire
+  once; and Apia's skipped 30 December 2011, which cronie does not see (its offset
+  changed, its DST flag did not), is left to its own test.
 """
 
 from __future__ import annotations
