@@ -662,3 +662,54 @@ def test_a_checker_given_an_async_def_answer_says_so_in_one_line(
     getattr(exercises, checker)(answer)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"✗ {named} is `async def`: "), lines
+
+
+def _retry_with_the_defaults_written_in(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """The rule, with the defaults' numbers where the parameters belong."""
+    if attempt >= max_attempts:
+        return None
+    return finished + min(2.0 ** min(attempt - 1, 64), 60.0)
+
+
+def test_a_retry_at_that_writes_in_the_defaults_is_told_to_use_the_parameters() -> None:
+    results = run_checks(retry_at_checks(_retry_with_the_defaults_written_in))
+    grown = next(r for r in results if r.description.startswith("the wait grows until the cap"))
+    assert not grown.passed
+    assert "got 160: that is the instant under the defaults" in grown.message, grown.message
+    assert "cap=3600" in grown.message
+
+
+def _fields_by_a_regex(text: str, low: int, high: int) -> set[int]:
+    """A right parser but for its regex's ``\\d``, which takes a fullwidth five."""
+    import re
+
+    values: set[int] = set()
+    for item in text.split(","):
+        found = re.fullmatch(r"(\*|(\d+)(?:-(\d+))?)(?:/(\d+))?", item)
+        if found is None:
+            raise ValueError(item)
+        star, first, last, step_text = found.group(1) == "*", *found.group(2, 3, 4)
+        step = int(step_text) if step_text else 1
+        if step == 0:
+            raise ValueError(item)
+        start = low if star else int(first)
+        stop = high if star else int(last) if last else high if step_text else start
+        if not low <= start <= stop <= high:
+            raise ValueError(item)
+        values.update(range(start, stop + 1, step))
+    return values
+
+
+def test_a_parser_by_regex_that_takes_other_digits_is_told_about_backslash_d() -> None:
+    results = run_checks(parse_field_checks(_fields_by_a_regex))
+    rejects = next(r for r in results if r.description.startswith("rejects what cron"))
+    assert not rejects.passed
+    assert "\\d matches other scripts' digits too: write [0-9]" in rejects.message, rejects.message
+    assert [r.description for r in results if not r.passed] == [rejects.description]

@@ -970,6 +970,13 @@ POLL_FLOOR = 60.0
 """The shortest wait that is not a poll while the head is 12 h off (lldsched's own timer
 wakes at least every ``max_wait``, 60 s, to notice a wall-clock jump: no shorter)."""
 IDLE = 0.3  # seconds the poll check watches a consumer with nothing due
+SPIN_TAKES = 10
+"""Times a consumer with nothing due may take the queue's lock in :data:`IDLE` seconds (a
+right one takes it once, and waits): one that spins around ``with self._cond`` took it
+38,000 times in 0.3 s on a loaded machine, where it got 0.03 s of CPU, under the
+CPU bound, and passed as no busy loop."""
+SPUN = IDLE
+"""The CPU time a consumer seen spinning around the lock counts as: all of :data:`IDLE`."""
 LATE = 0.5  # seconds after its due instant by which a task must be returned (room for load)
 HELD = 1.0  # seconds a push, a cancel or the checker may wait for the queue's lock
 HELD_AGAIN = 0.1
@@ -1002,24 +1009,78 @@ def bounded(
 ) -> None:
     """Run ``call`` (a push or a cancel the checker makes, while a consumer may hold the
     queue's lock) and let it take at most ``limit`` seconds; it runs on a daemon thread,
-    left behind if it never returns (:class:`NotReturned`), and ``why`` (or what it
-    returns, asked only then) says what that most likely means."""
-    raised: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            call()
-        except BaseException as error:  # the learner's code raised: re-raised below
-            raised.append(error)
-
-    thread = threading.Thread(target=run, name=_CHECKERS_CALL, daemon=True)
+    stopped if it has not returned by then (:class:`NotReturned`; a loop ends at once, a
+    call blocked on the lock once it gets it, as :func:`_within` stops a check), and
+    ``why`` (or what it returns, asked only then) says what that most likely means."""
+    thread = _Stoppable(call)
     thread.start()
     thread.join(limit)
     if thread.is_alive():
-        said = why if isinstance(why, str) else why()
+        said = why if isinstance(why, str) else why()  # asked before the stop lets go
+        thread.halt()
         raise NotReturned(f"{what} did not return within {limit:g} s: {said}")
-    if raised:
-        raise raised[0]
+    if thread.raised:
+        raise thread.raised[0]
+
+
+class _Stoppable(threading.Thread):
+    """A daemon thread that runs one call the checker makes to the queue (a push, a
+    cancel), and that :meth:`halt` stops as :func:`_within` stops a check: a Python loop
+    ends at once, a call blocked on a lock once it gets it.  Left running, a push that
+    loops spun on in the learner's kernel for good, twenty threads a run: the next
+    answer's checks, a right one's, took minutes, and its ``pop_due`` was told "a busy
+    loop" by a CPU count that then read the whole process's."""
+
+    def __init__(self, call: Callable[[], object], name: str | None = _CHECKERS_CALL) -> None:
+        super().__init__(name=name, daemon=True)
+        self._call = call
+        self._halting = _Stop()
+        self.raised: list[BaseException] = []
+        """What the learner's code raised (a stop excepted)."""
+
+    def run(self) -> None:
+        try:
+            if self._halting.begin():  # (not once halted before it began: called off)
+                try:
+                    self._call()
+                finally:
+                    self._halting.end()  # no _Stopped lands after this
+        except _Stopped:  # halted: the checker says why
+            pass
+        except BaseException as error:  # the learner's code raised: the checker re-raises it
+            self.raised.append(error)
+
+    def halt(self) -> None:
+        """Stop the call if it still runs."""
+        if self.is_alive():
+            self._halting.stop(self)
+
+
+def _cpu_seconds(threads: Sequence[threading.Thread]) -> float:
+    """The CPU seconds ``threads`` have taken, read per thread where the system says
+    (Linux: ``/proc/self/task/<id>/stat``), else the whole process's
+    (``time.process_time``).  The process's counts every thread of the learner's kernel:
+    a Scheduler still running from an earlier cell, or an earlier answer's loop, made a
+    right ``pop_due`` "a busy loop".  A thread that has ended counts 0."""
+    total = 0.0
+    for thread in threads:
+        if thread.native_id is None:
+            continue
+        try:
+            with open(f"/proc/self/task/{thread.native_id}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except FileNotFoundError:  # ended (or not Linux: then no thread's file is there)
+            if not os.path.isdir("/proc/self/task"):
+                return time.process_time()
+            continue
+        except OSError:
+            return time.process_time()
+        total += (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime + stime
+    return total
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+"""The unit of a thread's times in ``/proc`` (100 a second on Linux)."""
 
 
 class ExerciseClock:
@@ -1063,6 +1124,7 @@ class WatchedCondition:
         self.here = 0  # threads waiting on this very Condition (the tally's ``waiting``: all)
         self.strays = 0  # notifies of a Condition no thread waited on, while one waited on another
         self.waits = 0
+        self.takes = 0  # times a thread took the lock (``with``, ``acquire``), not in a wait
         self.notifies = 0
         self.notify_alls = 0
         self.waiting = 0
@@ -1079,6 +1141,7 @@ class WatchedCondition:
         return also
 
     def __enter__(self) -> bool:
+        self.tally.takes += 1
         if self.tally.reaching is not None:
             self.tally.reaching.set()
         return self.inner.__enter__()
@@ -1092,6 +1155,7 @@ class WatchedCondition:
         self.inner.__exit__(exc_type, exc, traceback)
 
     def acquire(self, *args: Any, **kwargs: Any) -> bool:
+        self.tally.takes += 1
         if self.tally.reaching is not None:
             self.tally.reaching.set()
         return self.inner.acquire(*args, **kwargs)
@@ -1397,6 +1461,9 @@ PUSH_STUCK = (
 )
 
 
+CANCEL_STUCK = "no consumer was running, so nobody else held the lock: cancel waits or loops"
+
+
 PUSH_WAITING = (
     "the only consumer was waiting on the condition, which lets the lock go, so push "
     "waits or loops (it only adds an entry, and notifies when the entry is the new head)"
@@ -1460,6 +1527,33 @@ def _held_while_waiting(rig: Rig) -> str | None:
             left = until - _monotonic()
             if left <= 0 or not changed.wait_for(_waits_past(rig, waits), left):
                 return None
+
+
+def _held_by_the_call(rig: Rig, what: str) -> str | None:
+    """When the checker's own push or cancel holds the queue's lock and did not return:
+    it loops or waits inside ``with self._cond`` (:data:`CALL_HOLDS`).  A cancel that
+    looked for its task in a loop was told that pop_due held the lock.  Seen only on an
+    RLock (a Condition's default), whose owner its repr names; None on a plain Lock."""
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    for condition in rig.cond.conditions:
+        lock = getattr(condition, "_lock", None)
+        if not isinstance(lock, _LOCK_TYPES[1]):
+            continue
+        owner = repr(lock).partition(" owner=")[2].partition(" ")[0]
+        if owner.isdigit() and names.get(int(owner)) == _CHECKERS_CALL:
+            verb = what.partition("(")[0]
+            return CALL_HOLDS.format(verb=verb, does=_DOES.get(verb, "it is quick"))
+    return None
+
+
+CALL_HOLDS = (
+    "{verb} itself holds the queue's lock and does not let it go: a loop that never ends, "
+    "or a wait, inside `with self._cond` ({does})"
+)
+_DOES = {
+    "push": "push only adds an entry, and notifies when the entry is the new head",
+    "cancel": "cancel only forgets the task's live entry: its heap entry becomes a tombstone",
+}
 
 
 def _waits_past(rig: Rig, waits: int) -> Callable[[], bool]:
@@ -1780,6 +1874,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     """The checks of the timer exercise, against ``make_queue(clock)`` (the class)."""
     patience = [1.0]  # seconds to wait for consumers to park; cut once they never do
     push_patience = [math.inf]  # cut to 0.1 s once a push never returned
+    cancel_patience = [math.inf]  # cut to 0.1 s once a cancel with no consumer never returned
     held = [HELD]  # seconds to wait for the queue's lock; HELD_AGAIN once a consumer held it
     build_patience = [HELD]  # seconds to wait for the constructor; cut once it never returned
 
@@ -1795,7 +1890,12 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         """``call`` (a push or a cancel of ``rig``'s queue) while a consumer may hold the
         lock: bounded."""
         try:
-            bounded(call, what, lambda: _held_while_waiting(rig) or HOLDS_THE_LOCK, held[0])
+            bounded(
+                call,
+                what,
+                lambda: _held_while_waiting(rig) or _held_by_the_call(rig, what) or HOLDS_THE_LOCK,
+                held[0],
+            )
         except NotReturned:
             held[0] = HELD_AGAIN
             raise
@@ -1812,6 +1912,16 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         """A check's clean-up (:func:`_release`), the lock waited for as :func:`locked`."""
         if not _release(rig, consumers, held[0]):
             held[0] = HELD_AGAIN
+
+    def cancels(rig: Rig, call: Callable[[], object], what: str, limit: float = HELD) -> None:
+        """``call`` (cancels of ``rig``'s queue, with no consumer running), bounded as a
+        fill is: a 500-cancel run waited 20 s for a cancel already seen looping, and was
+        told pop_due held the lock."""
+        try:
+            bounded(call, what, lambda: _alone(rig, CANCEL_STUCK), min(limit, cancel_patience[0]))
+        except NotReturned:
+            cancel_patience[0] = 0.1
+            raise
 
     def fill(rig: Rig, entries: Sequence[tuple[str, float]], limit: float = HELD) -> None:
         try:
@@ -1959,23 +2069,36 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def idle(nightly: bool) -> tuple[int, int, float, float]:
         """A consumer on a fresh queue, empty or holding 'nightly' due in 12 h, watched for
-        :data:`IDLE` seconds: its clock reads, its waits, the CPU it took and its shortest
-        wait's timeout (:data:`POLL_FLOOR` when none was shorter)."""
+        :data:`IDLE` seconds: its clock reads, its waits, the CPU it took (or
+        :data:`SPUN`, when it took the lock more than :data:`SPIN_TAKES` times) and its
+        shortest wait's timeout (:data:`POLL_FLOOR` when none was shorter)."""
         rig = new_rig()
         if nightly:
             fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock)
         if not rig.cond.parked(1, timeout=IDLE):
             patience[0] = 0.1
-        reads, waits, cpu = rig.clock.reads, rig.cond.waits, time.process_time()
+        cpu_now = partial(_cpu_seconds, consumers.threads)
+        reads, waits, takes, cpu = rig.clock.reads, rig.cond.waits, rig.cond.takes, cpu_now()
         early = consumers.next(IDLE)  # a bounded wait: nothing is due for twelve hours
         reads, waits = rig.clock.reads - reads, rig.cond.waits - waits
-        cpu = time.process_time() - cpu
+        cpu = cpu_now() - cpu
+        spun[0] = rig.cond.takes - takes
+        if spun[0] > SPIN_TAKES:  # a loop around `with self._cond`, spinning: seen on a
+            cpu = max(cpu, SPUN)  # loaded machine too, where it gets little CPU
         timeouts = list(rig.cond.timeouts)
         release(rig, consumers)
         assert early is None, f"returned {early[0]!r} twelve hours early"
         short = min((t for t in timeouts if t is not None), default=POLL_FLOOR)
         return reads, waits, cpu, short
+
+    spun = [0]  # times the last idle consumer took the lock
+
+    def busy(cpu: float) -> str:
+        """What a consumer idle for :data:`IDLE` seconds did that made it a busy loop."""
+        if spun[0] > SPIN_TAKES:
+            return f"took the lock {spun[0]:,} times (a loop around `with self._cond`)"
+        return f"{cpu:.2f} s of CPU"
 
     def no_poll_loop() -> None:
         reads, waits, cpu, short = idle(nightly=True)
@@ -1984,7 +2107,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             f"times and waited {waits} times in {IDLE:g} s; wait on the condition once, for "
             "the whole delay until the head is due"
         )
-        assert cpu < 0.15, f"a busy loop: {cpu:.2f} s of CPU in {IDLE:g} s with nothing due"
+        assert cpu < 0.15, f"a busy loop: {busy(cpu)} in {IDLE:g} s with nothing due"
         assert short >= POLL_FLOOR, (
             f"a poll loop: with nothing due for 12 h, pop_due waited {short:g} s at a time, "
             f"so it wakes {TWELVE_HOURS / max(short, 1e-3):,.0f} times before the head is due; "
@@ -1998,7 +2121,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 if short < POLL_FLOOR
                 else f"waited {waits} times in {IDLE:g} s"
                 if waits > 1
-                else f"took {cpu:.2f} s of CPU in {IDLE:g} s"
+                else f"took {busy(cpu)} in {IDLE:g} s"
             )
             + "; while the queue is empty, wait with no timeout (self._cond.wait()): only a "
             "push can give it something to do, and a push notifies"
@@ -2231,9 +2354,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         if not rig.cond.inner.acquire(timeout=HELD):
             raise AssertionError(f"the checker could not take the lock in {HELD:g} s")
         try:  # while the checker holds the lock, a push must wait for it
-            pushing = threading.Thread(
-                target=partial(rig.queue.push, "soon", rig.clock.peek() + 60), daemon=True
-            )
+            pushing = _Stoppable(partial(rig.queue.push, "soon", rig.clock.peek() + 60), None)
             pushing.start()
             # until the push reads the heap, or reaches for the lock first (as it should);
             # a push that takes a lock of its own under the Condition sets neither
@@ -2243,6 +2364,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             rig.cond.reaching = None
             rig.cond.inner.release()
         pushing.join(HELD)
+        pushing.halt()
         assert not raced, _RACES
 
     def cancel_works_under_the_lock() -> None:
@@ -2265,7 +2387,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         if not rig.cond.inner.acquire(timeout=HELD):
             raise AssertionError(f"the checker could not take the lock in {HELD:g} s")
         try:  # while the checker holds the lock, a cancel must wait for it
-            cancelling = threading.Thread(target=cancel, daemon=True)
+            cancelling = _Stoppable(cancel, None)
             cancelling.start()
             seen.wait(HELD)  # a cancel that takes a lock of its own under it sets neither
             unlocked = returned.is_set()
@@ -2273,6 +2395,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             rig.cond.reaching = None
             rig.cond.inner.release()
         cancelling.join(HELD)
+        cancelling.halt()
         if raised:
             raise raised[0]
         assert not unlocked, _CANCEL_RACES
@@ -2284,13 +2407,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig = new_rig()
         now = rig.clock.peek()
         fill(rig, [(task, now - ago) for task, ago in dues.items()])
-        bounded(
-            lambda: rig.queue.cancel(cancelled),
-            f"cancel({cancelled!r})",
-            lambda: _alone(
-                rig, "no consumer was running, so nobody else held the lock: cancel waits or loops"
-            ),
-        )
+        cancels(rig, lambda: rig.queue.cancel(cancelled), f"cancel({cancelled!r})")
         others = len(dues) - 1
         consumers = Consumers(rig.queue, rig.clock, takes=others)
         try:
@@ -2531,7 +2648,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             for name in cancelled:
                 rig.queue.cancel(name)
 
-        bounded(cancel_all, f"{len(cancelled)} cancels", limit=FILL_LIMIT)
+        cancels(rig, cancel_all, f"{len(cancelled)} cancels", FILL_LIMIT)
         spent = counter.count + counter.equalities
         budget = COMPARISONS_PER_ENTRY * len(cancelled)
         assert spent <= budget, (

@@ -133,7 +133,21 @@ def _mistake(
             f"it reaches cap={cap:g} s, whatever the attempt (stop at the cap, not at a "
             "fixed exponent)"
         )
+    if policy != DEFAULTS:
+        by_defaults = reference_retry_at(attempt, finished, max_attempts, *DEFAULTS)
+        if by_defaults is not None and abs(got - by_defaults) < 1e-9:
+            return (
+                ": that is the instant under the defaults, initial=1, multiplier=2, cap=60; "
+                f"this call's are initial={initial:g}, multiplier={multiplier:g}, cap={cap:g}: "
+                "write the rule with the parameters, not with the defaults' numbers"
+            )
     return ""
+
+
+DEFAULTS = (1.0, 2.0, 60.0)
+"""The exercise's default ``initial``, ``multiplier`` and ``cap``: an answer that wrote
+them in as numbers (``min(2 ** (attempt - 1), 60)``) was shown "expected 2148, got 160"
+and nothing more."""
 
 
 MOST_SUMMED = 1_000

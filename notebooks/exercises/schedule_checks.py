@@ -212,6 +212,7 @@ def _compare(
                 ": cron takes ASCII digits only, and int() also reads a sign, spaces, "
                 "underscores and other scripts' digits ('+5', ' 5', '1_0', '\uff15'); test "
                 "part.isascii() and part.isdigit() before int(part)"
+                + (REGEX_DIGITS if not text.isascii() else "")
                 if read
                 else _rejected_because(text, low, high)
             )
@@ -220,6 +221,14 @@ def _compare(
         f"{where}: expected {sorted(expected)}, got {sorted(got)}"
         + _field_mistake(text, low, high, got, expected)
     )
+
+
+REGEX_DIGITS = (
+    "; in a regular expression, \\d matches other scripts' digits too: write [0-9], or "
+    "compile with re.ASCII"
+)
+"""Said of a non-ASCII digit a field took: a parser by regex (``\\d+``), which never calls
+``isdigit()``, was told only to test ``part.isascii()``."""
 
 
 def _rejected_because(text: str, low: int, high: int) -> str:

@@ -537,7 +537,8 @@ wheel_lab(100_000)
 # The more timers share the walk, the less it costs each, while the heap's pop grows with
 # log n: the two meet around 100,000 timers (on which side of 1x varies from run to run:
 # 0.6x to 1.2x on a busy two-core machine), and at 1,000,000 (pick it above) the wheel
-# pops for half to two thirds of the heap's cost, in every run. That is the wheel's
+# pops for under two thirds of the heap's cost, in every run (0.45x to 0.66x there, under
+# half in some runs on a machine busier still). That is the wheel's
 # home: a network stack with a million connection timeouts a few seconds out, most
 # cancelled before they fire. A job scheduler's timers are few, spread over hours or
 # days (a day at 1 ms is 86.4 million ticks, nearly all empty), and ordered by priority
