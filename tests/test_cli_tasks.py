@@ -433,6 +433,25 @@ def test_a_bare_path_is_told_the_url_it_meant(
     assert err.endswith(f"; did you mean sqlite:{sqlite_file}?\n")
 
 
+def test_sqlalchemys_relative_url_is_told_the_url_it_meant(
+    sqlite_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An APScheduler user's ``sqlite:///jobs.db`` (relative in SQLAlchemy) names /jobs.db
+    here: with nothing there and jobs.db in the current folder, the refusal names the
+    URL meant; with no such file either, it says only what is missing."""
+    monkeypatch.chdir(sqlite_file.parent)
+    assert not os.path.exists("/jobs.db")
+    status, out, err = run(capsys, "--store", "sqlite:///jobs.db", "pause", "nightly")
+    assert (status, out) == (2, "")
+    assert err == (
+        "error: there is no SQLite store file at '/jobs.db'; '/jobs.db' is read as absolute "
+        "(sqlite:///PATH names /PATH here, unlike SQLAlchemy): did you mean sqlite:jobs.db?\n"
+    )
+    assert statuses(sqlite_file)["nightly"] == "scheduled"
+    status, _, err = run(capsys, "--store", "sqlite:///other.db")
+    assert (status, err) == (2, "error: there is no SQLite store file at '/other.db'\n")
+
+
 def test_a_file_that_is_no_store_is_refused_and_left_as_it_was(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,7 +2,10 @@
 
 ``--store URL`` (or ``LLDSCHED_STORE``): ``sqlite:PATH`` (``sqlite:///var/lib/app/jobs.db``
 an absolute path, what follows ``sqlite://``; ``sqlite:jobs.db`` a relative one, the path as
-written, no percent-decoding) or a libpq URI, ``postgresql://`` (``postgres://``).  A dsn's
+written, no percent-decoding) or a libpq URI, ``postgresql://`` (``postgres://``).
+SQLAlchemy (APScheduler's job stores) reads ``sqlite:///jobs.db`` as the relative
+``jobs.db``: where nothing is at the absolute path and the relative one is a file, the
+refusal says so and names ``sqlite:jobs.db`` (:func:`_relative_meant`).  A dsn's
 password is never shown: every message names the store as
 :func:`~lldsched.stores.postgres_redact.redact` (or, before psycopg is imported,
 :func:`~lldsched.redaction.hide_passwords`) gives it.
@@ -72,8 +75,25 @@ def peek(store: StoreName) -> Peek:
     """The store opened to read (:mod:`lldsched.stores.peek`): :class:`StoreError` if it
     cannot be, ``ImportError`` for PostgreSQL without psycopg."""
     if store.engine == "sqlite":
-        return peek_sqlite(store.target)
+        try:
+            return peek_sqlite(store.target)
+        except StoreError as exc:
+            raise StoreError(f"{exc}{_relative_meant(store.target)}") from None
     return peek_postgres(store.target)  # psycopg imported there, only then
+
+
+def _relative_meant(path: str) -> str:
+    """A hint for an absolute ``path`` there is nothing at, where the same path read
+    relative is a file: ``sqlite:///jobs.db`` is ``/jobs.db`` here (the path after
+    ``sqlite://``, as ``file:///`` reads), where SQLAlchemy and APScheduler's job stores
+    read it relative (``jobs.db``; ``sqlite:////jobs.db`` absolute).  "" otherwise."""
+    relative = path.lstrip("/")
+    if path == relative or os.path.exists(path) or not os.path.isfile(relative):
+        return ""
+    return (
+        f"; {path!r} is read as absolute (sqlite:///PATH names /PATH here, unlike "
+        f"SQLAlchemy): did you mean sqlite:{relative}?"
+    )
 
 
 class HeldUnshared(StoreError):
