@@ -221,6 +221,15 @@ class TaskSnapshot(NamedTuple):
     origin is kept in the row").  Read only where the task's slot is on that grid
     (``FixedRate.next_on_grid`` checks it): a stale one starts a new grid at the slot, as
     a row without one does.
+
+    ``blocked_due`` and ``blocked_slot`` are the due instant and the slot of the slot a
+    BLOCKED dependent was found blocked at, when a ``reschedule`` moved its next slot
+    during that wait (``next_run_at`` is then the new schedule's first run); None
+    otherwise.  Every durable store keeps them, so the wait's record names the slot that
+    waited whichever process ends it, a restarted one included, as it does in the
+    process that rescheduled it (docs/decisions/dependencies.md, "A wait's record names
+    the slot found blocked").  Read only while the row's due instant is the one they were
+    written with: a row an older release wrote keeps none.
     """
 
     task: Task
@@ -236,6 +245,8 @@ class TaskSnapshot(NamedTuple):
     resumes: bool = False
     until: float | None = None
     grid: float | None = None
+    blocked_due: float | None = None
+    blocked_slot: float | None = None
 
 
 FINISHED_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED)

@@ -184,6 +184,44 @@ def test_a_wait_blocked_in_one_process_and_ended_in_another_is_recorded_from_its
     assert wait.finished > wait.started
 
 
+@pytest.mark.parametrize("b_starts", ["after A stopped", "with A"])
+def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_slot_found_blocked(
+    stores: list[CoordinatedStore], b_starts: str
+) -> None:
+    """A found load BLOCKED, then rescheduled it (still BLOCKED, its next slot an hour
+    on); B ran the success that released it.  The wait's record names the slot found
+    blocked, as in A (docs/decisions/dependencies.md, "A wait's record names the slot
+    found blocked"): B knew only the row's new due instant, and recorded a wait of a slot
+    an hour ahead, started when it ended."""
+    a = Scheduler(workers=2, store=stores[0]).start()
+    b: Scheduler | None = None
+    try:
+        _hourly(a)
+        wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="blocked")
+        (due,) = [s.next_run_at for s in stores[2].load_all() if s.task.id == "load"]
+        if b_starts == "with A":
+            b = Scheduler(workers=2, store=stores[1]).start()
+        a.reschedule("load", FixedRate(HOUR, start_delay=HOUR))
+        (moved,) = [s.next_run_at for s in stores[2].load_all() if s.task.id == "load"]
+        assert moved is not None and due is not None and moved > due + HOUR / 2
+        if b is None:
+            a.shutdown()
+            b = Scheduler(workers=2, store=stores[1]).start()
+        else:
+            seen = b
+            wait_until(lambda: seen.task("load").next_run_at == moved, timeout=10,
+                       what="B follows the reschedule")  # fmt: skip
+        b.run_now("extract")
+        wait_until(lambda: _row(stores[2], "load") is TaskStatus.SCHEDULED, timeout=10,
+                   what="released by B")  # fmt: skip
+    finally:
+        a.shutdown()
+        if b is not None:
+            b.shutdown()
+    (wait,) = _records(stores[2], "load", Outcome.BLOCKED)
+    assert (wait.slot, wait.due, wait.started) == (due, due, due)
+
+
 def test_each_upstream_success_releases_the_dependent_once_whichever_process_ran_it(
     pair: Pair,
 ) -> None:

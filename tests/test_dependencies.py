@@ -574,6 +574,33 @@ def test_depends_on_and_the_blocked_state_survive_a_store(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_wait_a_reschedule_kept_blocked_names_the_slot_found_blocked_after_a_restart(
+    kind: str, tmp_path: Path
+) -> None:
+    # The slot found blocked (0) lived in memory only: restarted during the wait, the
+    # record named the new schedule's first run (due and slot 1860), as if that slot had
+    # waited from before it was due.  The row keeps it now, as an uninterrupted run does.
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        first = Driven(kind, store=store)
+        first.add("extract", OneTime(delay=600), id="extract")
+        first.add("load", FixedRate(HOUR), id="load", depends_on=["extract"])
+        first.run_until(T0 + 60)
+        first.runtime.reschedule("load", FixedRate(HOUR, start_delay=1800))
+        first.close()
+    with SqliteTaskStore(path) as store:
+        second = Driven(kind, store=store)
+        try:
+            second.clock.set(T0 + 60)
+            second.run_until(T0 + 2000)
+            load = second.runtime.task("load")
+            assert [(w.slot, w.due, w.finished) for w in waits(load)] == [(T0, T0, T0 + 600)]
+            assert [(r.slot, r.started) for r in runs(second, load)] == [(T0 + 1860, T0 + 1860)]
+        finally:
+            second.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("upstream", ["failed", "cancelled"])
 def test_a_dependent_stored_blocked_on_an_upstream_stored_dead_fails_at_the_restart(
     kind: str, upstream: str, tmp_path: Path

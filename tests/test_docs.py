@@ -1215,7 +1215,7 @@ def test_cluster_mds_schema_is_a_shared_sqlite_stores_file(tmp_path: Path) -> No
             named = [part.split()[0] for part in whole.group(2).split(",")]
             assert named == list(tables[whole.group(1)]), line
     assert [(t, name, tables[t].get(name)) for t, name, _ in added] == added
-    assert len(added) == 10
+    assert len(added) == 13
     (listed,) = re.findall(r"^counters \((.*?)\)", schema, flags=re.M)
     assert sorted(re.findall(r"'(\w+)'", listed)) == counters
     assert sorted(re.findall(r"^(CREATE INDEX .*?);", schema, flags=re.M)) == indexes

@@ -175,7 +175,9 @@ def test_a_row_written_before_the_grid_was_kept_restarts_on_its_slot_and_keeps_i
         sim.run(rate.slot_at(START, 9) + 0.05)
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as connection:
         connection.executescript(  # as the previous release left it
-            "BEGIN; ALTER TABLE tasks DROP COLUMN grid; PRAGMA user_version = 8; COMMIT;"
+            "BEGIN; ALTER TABLE tasks DROP COLUMN grid; ALTER TABLE tasks DROP COLUMN blocked_due;"
+            " ALTER TABLE tasks DROP COLUMN blocked_slot;"
+            " ALTER TABLE tasks DROP COLUMN blocked_next; PRAGMA user_version = 8; COMMIT;"
         )
     restored = rate.slot_at(START, 10)
     with SqliteTaskStore(path) as store:

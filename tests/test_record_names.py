@@ -125,7 +125,8 @@ def test_a_record_written_before_names_were_kept_reads_its_tasks_name(tmp_path: 
         "BEGIN; ALTER TABLE records DROP COLUMN name; ALTER TABLE records DROP COLUMN node;"
         " ALTER TABLE tasks DROP COLUMN slot;"
         " ALTER TABLE tasks DROP COLUMN slot_due; ALTER TABLE tasks DROP COLUMN resume_at;"
-        " ALTER TABLE tasks DROP COLUMN grid;"
+        " ALTER TABLE tasks DROP COLUMN grid; ALTER TABLE tasks DROP COLUMN blocked_due;"
+        " ALTER TABLE tasks DROP COLUMN blocked_slot; ALTER TABLE tasks DROP COLUMN blocked_next;"
         " PRAGMA user_version = 4; COMMIT;"
     )
     connection.close()

@@ -13,7 +13,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskStore
 from lldsched.stores.contract import TaskStoreContract
 
-CHECKS = 18  # the contract's test_* methods
+CHECKS = 19  # the contract's test_* methods
 
 
 class TestInMemoryTaskStore(TaskStoreContract):
@@ -101,6 +101,27 @@ class KeepsAnOldSlot(InMemoryTaskStore):
         before = self.get(snapshot.task.id)
         if snapshot.slot is None and before is not None:
             snapshot = snapshot._replace(slot=before.slot)
+        super().save(snapshot, record)
+
+
+class LosesTheSlotFoundBlocked(InMemoryTaskStore):
+    """Keeps no ``blocked_due`` and ``blocked_slot`` (a table without their columns): after
+    a restart a wait a reschedule moved is recorded for the new schedule's first run."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot._replace(blocked_due=None, blocked_slot=None), record)
+
+
+class KeepsAnOldSlotFoundBlocked(InMemoryTaskStore):
+    """Writes ``blocked_due`` and ``blocked_slot`` only when set: a later wait is recorded
+    for a slot an earlier one was found blocked at."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        before = self.get(snapshot.task.id)
+        if snapshot.blocked_slot is None and before is not None:
+            snapshot = snapshot._replace(
+                blocked_due=before.blocked_due, blocked_slot=before.blocked_slot
+            )
         super().save(snapshot, record)
 
 
@@ -252,6 +273,16 @@ def test_check_all_names_each_rule_a_store_breaks(
             KeepsAnOldSlot,
             "test_slot_comes_back",
             "task 'ran': slot: saved None, loaded 1767603600.25",
+        ),
+        (
+            LosesTheSlotFoundBlocked,
+            "test_the_slot_a_moved_wait_was_found_blocked_at_comes_back",
+            "task 'moved': blocked_due: saved 1767603600.6, loaded None",
+        ),
+        (
+            KeepsAnOldSlotFoundBlocked,
+            "test_the_slot_a_moved_wait_was_found_blocked_at_comes_back",
+            "task 'released': blocked_due: saved None, loaded 1767603600.1",
         ),
         (
             LosesResumes,

@@ -200,9 +200,12 @@ def test_a_schema_from_the_future_is_refused(postgres_dsn: str) -> None:
         PostgresTaskStore(postgres_dsn)
 
 
-# What schema 9 added, undone: a database as version 8 left it; what 8 and 9 added, one
-# as version 7 left it; and so on down to BEFORE_3, a database as version 2 left it.
-BEFORE_9 = "ALTER TABLE tasks DROP COLUMN grid"
+# What schema 10 added, undone: a database as version 9 left it; what 9 and 10 added, one
+# as version 8 left it; and so on down to BEFORE_3, a database as version 2 left it.
+BEFORE_10 = (
+    "ALTER TABLE tasks DROP COLUMN blocked_due, DROP COLUMN blocked_slot, DROP COLUMN blocked_next"
+)
+BEFORE_9 = f"{BEFORE_10}; ALTER TABLE tasks DROP COLUMN grid"
 BEFORE_8 = f"{BEFORE_9}; ALTER TABLE tasks DROP COLUMN resume_at"
 BEFORE_7 = f"{BEFORE_8}; ALTER TABLE records DROP COLUMN node"
 BEFORE_6 = f"{BEFORE_7}; DROP TRIGGER tasks_first_version ON tasks; " + (
@@ -411,6 +414,36 @@ def test_a_schema_of_version_8_gains_the_grid_origin(postgres_dsn: str) -> None:
         stored = store.get("kept")
         assert stored is not None and stored.grid == origin
     assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
+
+
+def test_a_schema_of_version_9_gains_the_slot_found_blocked(postgres_dsn: str) -> None:
+    """Version 10 keeps the slot a BLOCKED task's wait was found blocked at, when a
+    reschedule moved its next slot (``TaskSnapshot.blocked_due``, ``blocked_slot``): a row
+    written before reads none (its wait is of the slot it is due at, as that release read
+    it), and a write since keeps it, to the last bit.  A node of an older release (a
+    rolling upgrade, before it notices the newer schema) that moves the row's due instant
+    (a wait it found blocked later) leaves it unread."""
+    found = T0 + 0.1
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept"), TaskStatus.BLOCKED))
+    with psycopg.connect(postgres_dsn) as connection:  # as version 9 left it
+        connection.execute(BEFORE_10)
+        connection.execute("UPDATE lldsched_meta SET value = '9'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        (kept,) = store.load_all()
+        assert (kept.status, kept.blocked_due, kept.blocked_slot) == (
+            TaskStatus.BLOCKED, None, None,
+        )  # fmt: skip
+        moved = kept._replace(next_run_at=T0 + 1800, blocked_due=found, blocked_slot=found)
+        store.save(moved)
+        stored = store.get("kept")
+        assert stored is not None and (stored.blocked_due, stored.blocked_slot) == (found, found)
+    assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
+    with psycopg.connect(postgres_dsn) as older:  # its next slot found blocked
+        older.execute("UPDATE tasks SET next_run_at = %s WHERE id = 'kept'", (T0 + 5400,))
+    with PostgresTaskStore(postgres_dsn) as store:
+        stored = store.get("kept")
+        assert stored is not None and (stored.blocked_due, stored.blocked_slot) == (None, None)
 
 
 def test_a_slot_to_resume_at_stands_only_while_it_is_the_waited_one(postgres_dsn: str) -> None:

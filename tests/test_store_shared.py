@@ -393,6 +393,48 @@ def test_a_file_of_version_7_reads_no_slot_to_resume_at_and_then_keeps_it(path: 
     connection.close()
 
 
+def test_a_file_of_version_9_reads_no_slot_found_blocked_and_then_keeps_it(path: str) -> None:
+    """Version 10 keeps the slot a BLOCKED task's wait was found blocked at, when a
+    reschedule moved its next slot (``TaskSnapshot.blocked_due``, ``blocked_slot``): a
+    file of version 9 gains the columns, a row written before reads none (its wait is of
+    the slot it is due at, as that release read it), and a write since keeps them."""
+    _saved_job(path, status=TaskStatus.BLOCKED)
+    _downgrade_to_9(path)
+    with SqliteTaskStore(path, shared=True) as store:
+        (row,) = store.load_all()
+        assert (row.status, row.blocked_due, row.blocked_slot) == (TaskStatus.BLOCKED, None, None)
+        store.save(row._replace(next_run_at=T0 + 1800, blocked_due=T0 + 1, blocked_slot=T0))
+        again = store.get("job")
+        assert again is not None and (again.blocked_due, again.blocked_slot) == (T0 + 1, T0)
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    connection.close()
+
+
+def test_a_slot_found_blocked_stands_only_while_the_row_is_due_when_it_was_written(
+    path: str,
+) -> None:
+    """A process of an older release (a rolling upgrade) writes a BLOCKED row without
+    the slot its wait was found blocked at: its reschedule of the wait, or a later wait it
+    found blocked, moves the due instant, and the slot an earlier write kept is not read
+    for it (its record would name a slot that did not wait then)."""
+    _saved_job(
+        path, status=TaskStatus.BLOCKED, next_run_at=T0 + 1800, blocked_due=T0, blocked_slot=T0
+    )
+    older = sqlite3.connect(path, isolation_level=None)
+    try:
+        row = _loaded_job(path)
+        assert (row.next_run_at, row.blocked_due, row.blocked_slot) == (T0 + 1800, T0, T0)
+        older.execute("UPDATE tasks SET status = 'scheduled' WHERE id = 'job'")  # its release
+        older.execute(  # its next slot found blocked
+            "UPDATE tasks SET status = 'blocked', next_run_at = ? WHERE id = 'job'", (T0 + 5400,)
+        )
+        row = _loaded_job(path)
+        assert (row.status, row.blocked_due, row.blocked_slot) == (TaskStatus.BLOCKED, None, None)
+    finally:
+        older.close()
+
+
 def test_a_slot_to_resume_at_stands_only_while_it_is_the_waited_one(path: str) -> None:
     """A process of an older release (a rolling upgrade: the file's columns are additive)
     writes ``waited`` without ``resume_at``: a slot of its own there (a ``run_now``'s put in
@@ -446,8 +488,21 @@ def test_a_plans_end_is_kept_in_the_slot_to_resume_at_and_read_with_waited(path:
         older.close()
 
 
+def _downgrade_to_9(path: str) -> None:
+    """Make the file what lldsched wrote at schema version 9 (no slot a moved wait was
+    found blocked at kept)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.executescript(
+        "BEGIN; ALTER TABLE tasks DROP COLUMN blocked_due;"
+        " ALTER TABLE tasks DROP COLUMN blocked_slot; ALTER TABLE tasks DROP COLUMN blocked_next;"
+        " PRAGMA user_version = 9; COMMIT;"
+    )
+    connection.close()
+
+
 def _downgrade_to_8(path: str) -> None:
     """Make the file what lldsched wrote at schema version 8 (no grid origin kept)."""
+    _downgrade_to_9(path)
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(
         "BEGIN; ALTER TABLE tasks DROP COLUMN grid; PRAGMA user_version = 8; COMMIT;"

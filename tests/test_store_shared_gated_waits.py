@@ -70,7 +70,9 @@ def test_migrating_a_shared_store_passes_the_gate(tmp_path: Path) -> None:
     SqliteTaskStore(path, shared=True).close()
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(
-        "BEGIN; ALTER TABLE tasks DROP COLUMN grid; ALTER TABLE tasks DROP COLUMN resume_at;"
+        "BEGIN; ALTER TABLE tasks DROP COLUMN blocked_due;"
+        " ALTER TABLE tasks DROP COLUMN blocked_slot; ALTER TABLE tasks DROP COLUMN blocked_next;"
+        " ALTER TABLE tasks DROP COLUMN grid; ALTER TABLE tasks DROP COLUMN resume_at;"
         " PRAGMA user_version = 7; COMMIT;"
     )
     holder = held(path)

@@ -147,7 +147,9 @@ class Dependencies:
     BLOCKED (while it is); ``blocked_slot[d]`` the due instant and slot found blocked,
     kept only once a reschedule moved ``d``'s next slot during its wait (its record
     names the slot that waited, docs/decisions/dependencies.md, "A wait's record names
-    the slot found blocked").
+    the slot found blocked"), and written with ``d``'s row
+    (:attr:`TaskSnapshot.blocked_due <lldsched.persistence.TaskSnapshot.blocked_due>`), so
+    a restarted process or another one of a shared store records it too.
     """
 
     def __init__(self, tasks: Mapping[str, ScheduledTask], records: Records | None = None) -> None:

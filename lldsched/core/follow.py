@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import RUNNABLE, SLOT_HELD, runnable
-from lldsched.core.recovery import pending_slot, restored_state, stored_plan
+from lldsched.core.recovery import blocked_of, pending_slot, restored_state, stored_plan
 from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
@@ -157,6 +157,7 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf
                 last_error=snapshot.last_error,
                 history=(),
                 grid=snapshot.grid,
+                blocked=blocked_of(snapshot),
             )
         ]
     )
@@ -165,7 +166,7 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf
         return task
     _streak(core, task, records_of)
     if status is TaskStatus.BLOCKED:  # its wait began at its slot, in whichever process
-        core.adopted_wait(task, previous=None)
+        core.adopted_wait(task, previous=None, blocked=blocked_of(snapshot))
     elif snapshot.waited is not None:  # a paused task's plan, for its resume
         _plan(core, task, snapshot, records_of)
     return task
@@ -217,6 +218,7 @@ def _adopt(
         last_error=snapshot.last_error,
         slot=snapshot.slot if slot is None else slot,  # a plan's run put off keeps its slot
         grid=snapshot.grid,
+        blocked=blocked_of(snapshot),
     )
     if snapshot.waited is not None:
         _plan(core, task, snapshot, records_of)

@@ -113,8 +113,7 @@ class CoreParts:
             self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None
         ) -> None: ...
 
-        @staticmethod
-        def _snapshot(task: ScheduledTask) -> TaskSnapshot: ...
+        def _snapshot(self, task: ScheduledTask) -> TaskSnapshot: ...
 
         def _after(
             self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
@@ -178,7 +177,12 @@ class CoreParts:
 
         def _upstream_moved(self, task: ScheduledTask, record: ExecutionRecord) -> None: ...
 
-        def adopted_wait(self, task: ScheduledTask, previous: TaskStatus | None) -> None: ...
+        def adopted_wait(
+            self,
+            task: ScheduledTask,
+            previous: TaskStatus | None,
+            blocked: tuple[float, float] | None = None,
+        ) -> None: ...
 
         def _overlap(
             self, task: ScheduledTask, run: Run

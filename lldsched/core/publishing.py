@@ -18,7 +18,7 @@ are built positionally, the run path's speed trick (see ``finish``).
 
 from __future__ import annotations
 
-from lldsched.core.names import runnable
+from lldsched.core.names import BLOCKED, runnable
 from lldsched.core.parts import CoreParts
 from lldsched.core.storeinterrupts import interrupts_deferred
 from lldsched.core.storewrites import store_failed, store_written
@@ -45,8 +45,7 @@ class Publishing(CoreParts):
         task = self.tasks.get(task_id)
         return None if task is None else self._snapshot(task)
 
-    @staticmethod
-    def _snapshot(task: ScheduledTask) -> TaskSnapshot:
+    def _snapshot(self, task: ScheduledTask) -> TaskSnapshot:
         """The task's snapshot for the store.
 
         The store and listener share of the run path's speed trick (see
@@ -62,8 +61,11 @@ class Publishing(CoreParts):
         the slots the plan decided to run end: ``CatchUp.until``) and grid (the grid
         origin ``ScheduledTask._grid``, for a task whose schedule counts its slots on it:
         :func:`~lldsched.schedules.base.counts_on_grid`, a fixed rate, wrapped in a
-        ``Window`` or a plan or not); one identity test for a task without a plan, which
-        has none of the plan's."""
+        ``Window`` or a plan or not), blocked_due and blocked_slot (the slot a BLOCKED task
+        was found blocked at, kept while a reschedule moved its next slot:
+        :meth:`~lldsched.core.waiting.DependencyWaits._wait_moved`; one identity test for
+        any other task); one identity test for a task without a plan, which has none of
+        the plan's."""
         stats = task._stats
         if stats is None:  # no run finished yet
             run_count, failures, last_error = 0, 0, None
@@ -73,16 +75,22 @@ class Publishing(CoreParts):
             )  # fmt: skip
         schedule = task._schedule
         grid = task._grid if counts_on_grid(schedule) else None
+        blocked_due = blocked_slot = None
+        if task.status is BLOCKED and self._deps is not None:
+            moved = self._deps.blocked_slot.get(task.id)
+            if moved is not None:
+                blocked_due, blocked_slot = moved
         if schedule.__class__ is not CatchUp:
             return _new_tuple(TaskSnapshot, (
                 task._defined(), task.status, task.next_run_at, task.attempt,
                 run_count, failures, last_error, task._run is not None, None, None, False,
-                None, grid,
+                None, grid, blocked_due, blocked_slot,
             ))  # fmt: skip
         return _new_tuple(TaskSnapshot, (
             task._defined(), task.status, task.next_run_at, task.attempt,
             run_count, failures, last_error, task._run is not None,
             schedule.waited, _put_off(task), schedule.resuming, schedule.until, grid,
+            blocked_due, blocked_slot,
         ))  # fmt: skip
 
     def _save(self, task: ScheduledTask, *, as_claimed: Run | None = None) -> None:

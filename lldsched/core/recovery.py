@@ -67,6 +67,7 @@ __all__ = [
     "Found",
     "after_clock_jump",
     "at_start",
+    "blocked_of",
     "pending_slot",
     "recover",
     "restored_state",
@@ -311,6 +312,17 @@ def restored_state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int, bool]:
     return status, attempt, in_flight
 
 
+def blocked_of(snapshot: TaskSnapshot) -> tuple[float, float] | None:
+    """The due instant and slot the BLOCKED row ``snapshot``'s wait was found blocked at,
+    when a reschedule moved its next slot during the wait (:attr:`TaskSnapshot.blocked_due
+    <lldsched.persistence.TaskSnapshot.blocked_due>`); None otherwise: the wait is of the
+    slot the row is due at."""
+    due, slot = snapshot.blocked_due, snapshot.blocked_slot
+    if snapshot.status is not TaskStatus.BLOCKED or due is None or slot is None:
+        return None
+    return due, slot
+
+
 def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tuple[Restored, bool]:
     """What ``snapshot`` says the task is, and whether an attempt is owed from before."""
     history = tuple(records)
@@ -328,6 +340,7 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
         last_error=snapshot.last_error,
         history=history,
         grid=snapshot.grid,
+        blocked=blocked_of(snapshot),
     )
     owed = status is TaskStatus.RETRYING or (in_flight and status is TaskStatus.SCHEDULED)
     return restored, owed

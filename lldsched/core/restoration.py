@@ -62,7 +62,8 @@ class Restoration(CoreParts):
         (``purge_retired`` deletes them as it retires them: :mod:`~lldsched.core.retention`).
         """
         fits: set[Hashable] = set()  # call shapes checked in this batch (_check_stored_call)
-        batch = [self._rebuild(entry, fits) for entry in restored]
+        entries = list(restored)
+        batch = [self._rebuild(entry, fits) for entry in entries]
         for task in batch:
             if task.id in self.tasks:
                 raise ValidationError(f"cannot restore {task.id!r}: that id is already registered")
@@ -78,10 +79,13 @@ class Restoration(CoreParts):
                 for upstream in task.depends_on:
                     if upstream not in self.tasks:
                         deps.purged(upstream)
+            moved = {entry.definition.id: entry.blocked for entry in entries if entry.blocked}
             for task in linked:
                 deps.link(task, task.history)
                 if task.status is BLOCKED:
                     deps.blocked_at[task.id] = now  # the wait is counted from the restart
+                    if task.id in moved:  # for the slot found blocked, a reschedule moved
+                        deps.blocked_slot[task.id] = moved[task.id]
         for task_id in [*ordered, *failed]:
             self._dead[task_id] = None
         now = self.clock.now()
@@ -194,6 +198,7 @@ class Restoration(CoreParts):
         last_error: str | None,
         slot: float | None = None,
         grid: float | None = None,
+        blocked: tuple[float, float] | None = None,
     ) -> None:
         """Take the state another process decided for ``task`` (a shared store's change
         feed: a run settled there, docs/CLUSTER.md): status, due instant, attempt and
@@ -206,7 +211,10 @@ class Restoration(CoreParts):
         belong to, which it keeps if not given).  ``grid``: the origin of the fixed-rate
         grid the row counts its slots on (:attr:`TaskSnapshot.grid
         <lldsched.persistence.TaskSnapshot.grid>`; None: the one kept here stays), taken
-        with the slot.  Nothing is written (the store's row already says
+        with the slot.  ``blocked``: the due instant and slot a BLOCKED row's wait was found
+        blocked at, when a reschedule moved its next slot (the row's
+        :attr:`TaskSnapshot.blocked_due <lldsched.persistence.TaskSnapshot.blocked_due>`),
+        which its record names.  Nothing is written (the store's row already says
         so; a retirement writes nothing but a purge: :mod:`lldsched.core.retention`); listeners
         hear of a status change.  Never for a task running here: its own finish decides."""
         previous = task.status
@@ -239,7 +247,7 @@ class Restoration(CoreParts):
         else:
             self._dead.pop(task.id, None)
         if self._deps is not None:
-            self.adopted_wait(task, previous)  # when its wait began, as far as known here
+            self.adopted_wait(task, previous, blocked)  # when its wait began, and its slot
         if status is not previous and self.emit is not None:
             self.emit(TaskEvent(task.id, task.name, previous, status, self.clock.now()))
         if status is SUCCEEDED or status is CANCELLED:  # finished here too: it may retire

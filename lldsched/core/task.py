@@ -97,6 +97,7 @@ class Restored(NamedTuple):
     last_error: str | None
     history: tuple[ExecutionRecord, ...]
     grid: float | None = None  # a fixed rate's grid origin, as stored (None: from ``slot``)
+    blocked: tuple[float, float] | None = None  # a moved wait's slot found blocked: due, slot
 
 
 class RunStats:

@@ -296,13 +296,22 @@ class DependencyWaits(CoreParts):
 
     # -- a shared store: rows other processes wrote ------------------------------------
 
-    def adopted_wait(self, task: ScheduledTask, previous: TaskStatus | None) -> None:
+    def adopted_wait(
+        self,
+        task: ScheduledTask,
+        previous: TaskStatus | None,
+        blocked: tuple[float, float] | None = None,
+    ) -> None:
         """``task`` took a row another process wrote (``previous``: its status here
         before; None: just registered).  An upstream not dead in it is not dead because
         of this process any more.  A BLOCKED row starts this process's record of
         the wait at the blocked slot's due instant (no later than now), unless it goes on
         with a wait already counted here; any other row ends what this process knew of
-        a wait (another process ended it, and recorded it)."""
+        a wait (another process ended it, and recorded it).  ``blocked``: the due instant
+        and slot the row's wait was found blocked at, when a reschedule moved its next
+        slot (:func:`~lldsched.core.recovery.blocked_of`): that is the slot blocked, and
+        its record names it (docs/decisions/dependencies.md, "A wait's record names the
+        slot found blocked")."""
         deps = self._dependencies()
         if task.status is not FAILED and task.status is not TaskStatus.CANCELLED:
             deps.revived(task.id)
@@ -312,8 +321,12 @@ class DependencyWaits(CoreParts):
             deps.blocked_at.pop(task.id, None)
             deps.blocked_slot.pop(task.id, None)
             return
+        if blocked is None:
+            deps.blocked_slot.pop(task.id, None)
+        else:
+            deps.blocked_slot[task.id] = blocked
         now = self.clock.now()
-        due = task.next_run_at
+        due = task.next_run_at if blocked is None else blocked[0]
         began = now if due is None else min(due, now)
         known = deps.blocked_at.get(task.id)
         if previous is not BLOCKED or known is None or known < began:

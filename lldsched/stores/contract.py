@@ -19,9 +19,12 @@ runtime's lock):
   that outlasts it skips, where a slot decided to run runs late); ``until`` (where a
   misfire's plan's runs end, while ``waited`` is one of them: the slots after it meet
   the policy); ``slot`` (the slot of a plan's run that a resume made due later, None
-  almost always), which that run's record says whichever process runs it; and ``grid``
+  almost always), which that run's record says whichever process runs it; ``grid``
   (a fixed rate's grid origin, a float kept to the last bit): a store that drops it has
-  a restart count the grid from the restored slot, and the slots drift off it;
+  a restart count the grid from the restored slot, and the slots drift off it; and
+  ``blocked_due`` and ``blocked_slot`` (the slot a BLOCKED dependent was found blocked
+  at, when a reschedule moved its next slot during the wait): a store that drops them
+  has the wait's record name the new schedule's first run after a restart;
 * ``delete`` forgets a task and its records; an unknown id is no error;
 * a run's record and those of the slots it skipped, handed over together
   (:func:`~lldsched.persistence.save_all`: the store's ``save_all`` when it has one),
@@ -473,6 +476,35 @@ class TaskStoreContract:
             meaning="a fixed rate's grid origin: a restart counts the slots from it",
         )
         _assert_kept([*counted, left], loaded)
+
+    def test_the_slot_a_moved_wait_was_found_blocked_at_comes_back(self) -> None:
+        """``blocked_due`` and ``blocked_slot``: the slot a BLOCKED dependent was found
+        blocked at, kept while a reschedule moved its next slot during the wait, floats
+        kept to the last bit.  A store that drops them has the wait's record, made by a
+        restarted process or another one of a shared store, name the new schedule's first
+        run (a slot that never waited, due after the wait began); one that keeps them
+        after a save of None (the wait ended, the task released) names an old slot in a
+        later wait."""
+        store = self._open()
+        found = T0 + 0.1  # not a whole second, nor a float a REAL rounded to 6 digits keeps
+        moved = [
+            _snapshot(_definition("moved"), TaskStatus.BLOCKED, next_run_at=T0 + 1800,
+                      blocked_due=found + 0.5, blocked_slot=found),
+            _snapshot(_definition("waits"), TaskStatus.BLOCKED),  # a wait of its own slot
+        ]  # fmt: skip
+        _save_each(store, moved)
+        _save_each(store, [_snapshot(_definition("released"), TaskStatus.BLOCKED,
+                                     blocked_due=found, blocked_slot=found)])  # fmt: skip
+        released = _snapshot(_definition("released"), next_run_at=T0 + 1800)
+        _save_each(store, [released])  # released: no wait any more
+        loaded = self._again(store).load_all()
+        for field in ("blocked_due", "blocked_slot"):
+            _assert_field_kept(
+                [*moved, released],
+                loaded,
+                field=field,
+                meaning="the slot a moved wait was found blocked at: its record names it",
+            )  # the other fields are test_every_state_field_comes_back's (BLOCKED included)
 
     def test_delete_forgets_a_task_and_its_records(self) -> None:
         store = self._open()

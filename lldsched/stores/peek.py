@@ -265,7 +265,7 @@ def peek_sqlite(path: str) -> Peek:
         repr(path), query, connection.close, placeholder="?",
         tasks=TASKS, columns=TASK_COLUMNS, records=RECORD_COLUMNS,
         last=_LAST_SQLITE, listed=_LISTED_SQLITE,
-        state=slice(3, 13), kept=slice(13, None),
+        state=slice(3, 15), kept=slice(15, None),
         now=time.time,  # a shared file's leases expire by its host's wall clock, this one's
     )  # fmt: skip
 
@@ -313,5 +313,5 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
         where, query, connection.close, placeholder="%s",
         tasks=sql.TASKS, columns=sql.SNAPSHOT_COLUMNS, records=sql.RECORD_COLUMNS,
         last=_LAST_POSTGRES, listed=_LISTED_POSTGRES,
-        state=slice(3, 13), kept=slice(13, 22), now=now,
+        state=slice(3, 15), kept=slice(15, 24), now=now,
     )  # fmt: skip

@@ -45,9 +45,9 @@ def check_keepable(task: Task) -> None:
 
 def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
     """The task row's state columns (not its definition) that ``snapshot`` sets, but for
-    ``slot``, which a settle never sets (:data:`~lldsched.stores.postgres_sql.SETTLE`,
-    whose arrays these are); every other write adds it
-    (``PostgresWrites._write``)."""
+    ``slot``, ``blocked_due`` and ``blocked_slot``, which a settle never sets
+    (:data:`~lldsched.stores.postgres_sql.SETTLE`, whose arrays these are); every other
+    write adds them (``PostgresWrites._write``)."""
     return {
         "id": snapshot.task.id,
         "status": snapshot.status.value,
@@ -84,7 +84,7 @@ def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     SQLite's rows), before the definition is decoded.  Before, the lease was not read: a
     NaN or infinite expiry, never past on the database's clock, held the task for good
     without a word."""
-    return snapshot_from(row[0], row[1], row[2], row[3:13], task=task, kept=row[13:22])
+    return snapshot_from(row[0], row[1], row[2], row[3:15], task=task, kept=row[15:24])
 
 
 record_of = record_from

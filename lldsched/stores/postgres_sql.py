@@ -25,7 +25,7 @@ import hashlib
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 _CHANNEL_BYTES = 63  # the longest channel name PostgreSQL keeps (NAMEDATALEN - 1)
 DB_NOW = "extract(epoch FROM pg_catalog.clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
@@ -196,6 +196,9 @@ CREATE TABLE tasks (
     slot_due      double precision,         -- read while next_run_at is this (_SLOT)
     resume_at     double precision,         -- waited, when it is the slot to resume at (_RESUMES)
     grid          double precision,         -- a fixed rate's grid origin (TaskSnapshot.grid)
+    blocked_due   double precision,         -- the slot a moved wait was found blocked at
+    blocked_slot  double precision,         -- (TaskSnapshot.blocked_due and blocked_slot),
+    blocked_next  double precision,         -- read while next_run_at is this (_BLOCKED)
     xid           xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()  -- the feed's cursor
 );
 CREATE INDEX tasks_due ON tasks (next_run_at, priority) WHERE status IN {LIVE};
@@ -264,6 +267,10 @@ UPGRADES = {
     " UPDATE lldsched_meta SET value = '8' WHERE name = 'schema';",
     8: "ALTER TABLE tasks ADD COLUMN grid double precision;"  # a fixed rate's grid origin
     " UPDATE lldsched_meta SET value = '9' WHERE name = 'schema';",
+    9: "ALTER TABLE tasks ADD COLUMN blocked_due double precision;"  # the slot a moved wait
+    " ALTER TABLE tasks ADD COLUMN blocked_slot double precision;"  # was found blocked at
+    " ALTER TABLE tasks ADD COLUMN blocked_next double precision;"
+    " UPDATE lldsched_meta SET value = '10' WHERE name = 'schema';",
 }
 
 TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
@@ -278,8 +285,9 @@ _RESUMED = f"""(tasks.status = 'paused' AND %(status)s IN {LIVE})
 _STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
     run_count = %(run_count)s, failure_count = %(failure_count)s, last_error = %(last_error)s,
     running = %(running)s, waited = %(waited)s, slot = %(slot)s, slot_due = %(next_run_at)s,
-    resume_at = %(resume_at)s, grid = %(grid)s, version = tasks.version + 1,
-    writer = %(writer)s,
+    resume_at = %(resume_at)s, grid = %(grid)s, blocked_due = %(blocked_due)s,
+    blocked_slot = %(blocked_slot)s, blocked_next = %(next_run_at)s,
+    version = tasks.version + 1, writer = %(writer)s,
     xid = pg_catalog.pg_current_xact_id(), resumed = {_RESUMED},
     failed_seq = CASE WHEN %(status)s = 'failed'
         THEN coalesce(tasks.failed_seq, pg_catalog.nextval('dead_letter_seq')) END"""
@@ -288,11 +296,12 @@ UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
 
 UPSERT = f"""
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, waited, slot, slot_due, resume_at, grid, failed_seq,
-    version, writer)
+    failure_count, last_error, running, waited, slot, slot_due, resume_at, grid, blocked_due,
+    blocked_slot, blocked_next, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
-    %(slot)s, %(next_run_at)s, %(resume_at)s, %(grid)s,
+    %(slot)s, %(next_run_at)s, %(resume_at)s, %(grid)s, %(blocked_due)s, %(blocked_slot)s,
+    %(next_run_at)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
     1, %(writer)s)  -- the version: FIRST_VERSION's trigger sets it
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
@@ -303,11 +312,12 @@ RETURNING version
 # A registration: refused (no row returned) when another node registered the id.
 INSERT_NEW = """
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, waited, slot, slot_due, resume_at, grid, failed_seq,
-    version, writer)
+    failure_count, last_error, running, waited, slot, slot_due, resume_at, grid, blocked_due,
+    blocked_slot, blocked_next, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
-    %(slot)s, %(next_run_at)s, %(resume_at)s, %(grid)s,
+    %(slot)s, %(next_run_at)s, %(resume_at)s, %(grid)s, %(blocked_due)s, %(blocked_slot)s,
+    %(next_run_at)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
     1, %(writer)s)  -- the version: FIRST_VERSION's trigger sets it
 ON CONFLICT (id) DO NOTHING
@@ -355,10 +365,19 @@ _SLOT = "CASE WHEN t.slot_due = t.next_run_at THEN t.slot END"
 # older release wrote (a rolling upgrade) reads neither, as before.
 _RESUME_AT = "t.resume_at"
 
+# The slot a BLOCKED row's wait was found blocked at, when a reschedule moved its next
+# slot (TaskSnapshot.blocked_due, blocked_slot), is written with the due instant it goes
+# with (``blocked_next``) and read only while the row is still due then, as SQLite's is
+# (sqlite_rows.BLOCKED): a node of an older release writes rows without it.
+_BLOCKED = (
+    "CASE WHEN t.blocked_next = t.next_run_at THEN t.blocked_due END, "
+    "CASE WHEN t.blocked_next = t.next_run_at THEN t.blocked_slot END"
+)
+
 SNAPSHOT_COLUMNS = (  # the state, what is kept beside it (rowvalues.check_kept), the version
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
-    f"t.last_error, t.running, t.waited, {_SLOT}, {_RESUME_AT}, t.grid, t.failed_seq, "
-    "t.priority, "
+    f"t.last_error, t.running, t.waited, {_SLOT}, {_RESUME_AT}, t.grid, {_BLOCKED}, "
+    "t.failed_seq, t.priority, "
     "t.version, "
     "t.slot_due, k.slot, k.attempt, k.token, k.holder, k.expires_at, t.version"
 )
@@ -534,7 +553,8 @@ SELECT 0 AS kind, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()):
        NULL::integer AS attempt, NULL::integer AS run_count, NULL::integer AS failure_count,
        NULL AS last_error, NULL::boolean AS running, NULL::double precision AS waited,
        NULL::double precision AS slot, NULL::double precision AS resume_at,
-       NULL::double precision AS grid,
+       NULL::double precision AS grid, NULL::double precision AS blocked_due,
+       NULL::double precision AS blocked_slot,
        NULL::bigint AS failed_seq, NULL::integer AS priority,
        NULL::bigint AS kept_version, NULL::double precision AS slot_due,
        NULL::double precision AS lease_slot, NULL::integer AS lease_attempt,
@@ -547,7 +567,8 @@ SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS},
   FROM {TASKS} WHERE t.xid >= %(since)s::text::xid8 AND t.writer <> %(node)s
 UNION ALL
 SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.version,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       r.version,
        NULL
   FROM removals r WHERE r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s
    AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id  -- _LIVE_ROW_WINS
@@ -609,7 +630,9 @@ _STATUS = f"""CASE WHEN {_OWN} OR {_ENDS} THEN s.status
 # _SETTLED_SLOT: a settle's own state has no ``slot`` (TaskSnapshot.slot): the run's
 # finish makes the next due a fresh slot (or a retry, or none), never a plan's run put
 # off by a resume, which only a resume writes.  So the settle clears it where its when
-# stands, and sends no array for it (the settle's statement costs what it did).
+# stands, and sends no array for it (the settle's statement costs what it did).  Nor
+# does it have a wait's slot found blocked (TaskSnapshot.blocked_due, blocked_slot): a
+# run's finish leaves its task in no wait, and it is cleared likewise.
 # The fenced settles of a batch of runs, one statement (one round trip, one commit): each
 # run's lease is dropped, its task's row written and its records inserted only while the
 # lease with its token is held; the answer names every token and whether it was written.
@@ -645,6 +668,8 @@ settled AS (
         resume_at = CASE WHEN {_WHEN} THEN s.resume_at ELSE t.resume_at END,
         grid = CASE WHEN {_WHEN} THEN s.grid ELSE t.grid END,
         slot = CASE WHEN {_WHEN} THEN NULL ELSE t.slot END,  -- _SETTLED_SLOT
+        blocked_due = CASE WHEN {_WHEN} THEN NULL ELSE t.blocked_due END,  -- and no wait
+        blocked_slot = CASE WHEN {_WHEN} THEN NULL ELSE t.blocked_slot END,
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,
         failed_seq = CASE WHEN NOT ({_OWN} OR {_AS_RESUMED} OR {_ENDS} OR {_DECIDES})

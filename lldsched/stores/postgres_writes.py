@@ -175,7 +175,13 @@ class PostgresWrites(PostgresParts):
         task = snapshot.task
         if self._hold is not None:
             self._hold.wrote(task.id, snapshot)
-        state = {**state_row(snapshot), "slot": snapshot.slot, "writer": self.node}
+        state = {
+            **state_row(snapshot),
+            "slot": snapshot.slot,
+            "blocked_due": snapshot.blocked_due,
+            "blocked_slot": snapshot.blocked_slot,
+            "writer": self.node,
+        }
         known = self._defined.get(task.id)
         done = finished(snapshot)
         if known == task:

@@ -135,6 +135,8 @@ _STATE = (  # the state columns of a task's row, in the order snapshot_from take
     ("slot", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
     ("resume_at", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
     ("grid", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
+    ("blocked_due", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
+    ("blocked_slot", _instant_or_none, "a finite real within 1e15 of 0 or NULL"),
 )
 
 
@@ -177,9 +179,10 @@ def snapshot_from(
     :func:`decode_task`, unless ``task`` is given: the definition this process has, for a
     row whose own it cannot load, :class:`~lldsched.stores.unreadable.Unreadable`) and
     its ``state``, the values of ``next_run_at, attempt, run_count, failure_count,
-    last_error, running, waited, slot, resume_at, grid`` (``resume_at`` read with
-    ``waited`` as ``resumes`` and ``until``: :func:`plan_ends`; ``grid`` NULL in a row an
-    older release wrote).
+    last_error, running, waited, slot, resume_at, grid, blocked_due, blocked_slot``
+    (``resume_at`` read with ``waited`` as ``resumes`` and ``until``: :func:`plan_ends`;
+    ``grid`` NULL in a row an older release wrote, and the last two in any row but a
+    BLOCKED one whose next slot a reschedule moved).
 
     The one rule of both durable stores' rows, checked in this order: a status this
     release does not know is an :class:`UnknownStatus` (whatever ``task``); a state value
@@ -192,7 +195,7 @@ def snapshot_from(
     status_value = status_of(task_id, status)  # UnknownStatus: a newer release's
     (
         next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot,
-        resume, grid,
+        resume, grid, blocked_due, blocked_slot,
     ) = state  # fmt: skip
     # Every column at the cost of a test or two (a shared store's feed reads each row
     # written elsewhere); what is wrong, and how, said only for a row that fails one.
@@ -207,6 +210,10 @@ def snapshot_from(
         and (slot is None or (type(slot) is float and -_FAR <= slot <= _FAR))
         and (resume is None or (type(resume) is float and -_FAR <= resume <= _FAR))
         and (grid is None or (type(grid) is float and -_FAR <= grid <= _FAR))
+        and (blocked_due is None
+             or (type(blocked_due) is float and -_FAR <= blocked_due <= _FAR))
+        and (blocked_slot is None
+             or (type(blocked_slot) is float and -_FAR <= blocked_slot <= _FAR))
     ):  # fmt: skip
         raise BadValue(task_id, _misread_state(task_id, state))
     if not _together(status_value, next_run_at, attempt):
@@ -218,7 +225,7 @@ def snapshot_from(
     resumes, until = plan_ends(waited, resume)
     return TaskSnapshot(
         task, status_value, next_run_at, attempt, run_count, failure_count, last_error,
-        bool(running), waited, slot, resumes, until, grid,
+        bool(running), waited, slot, resumes, until, grid, blocked_due, blocked_slot,
     )  # fmt: skip
 
 

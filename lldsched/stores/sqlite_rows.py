@@ -19,6 +19,7 @@ from lldsched.stores.sqlite_gate import WriteGate
 __all__ = [
     "AT_OPEN",
     "AT_SHARED_OPEN",
+    "BLOCKED",
     "COLUMNS",
     "COUNT_UNFINISHED",
     "FINISHED",
@@ -144,6 +145,17 @@ SLOT = "CASE WHEN {t}slot_due = {t}next_run_at THEN {t}slot END"
 RESUME_AT = "{t}resume_at"
 """The column read as a row's ``resumes`` and ``until`` (``{t}`` as in :data:`SLOT`)."""
 
+# The slot a BLOCKED row's wait was found blocked at, when a reschedule moved its next
+# slot (TaskSnapshot.blocked_due, blocked_slot), is written with the due instant it goes
+# with (``blocked_next``) and read only while the row is still due then: a process of an
+# older release (a rolling upgrade) writes rows without it, and the values an earlier wait
+# left would name a slot that never waited in a wait it blocked later.
+BLOCKED = (
+    "CASE WHEN {t}blocked_next = {t}next_run_at THEN {t}blocked_due END, "
+    "CASE WHEN {t}blocked_next = {t}next_run_at THEN {t}blocked_slot END"
+)
+"""The one rule reading a row's ``blocked_due, blocked_slot`` (``{t}`` as in :data:`SLOT`)."""
+
 # A statement that uses a parameter twice names its parameters (``:status``), passed as a
 # mapping; the others take ``?`` in order.  Numbered ones (``?NNN``) made Python 3.12.0 to
 # 3.12.3 warn at every call (a DeprecationWarning, an error under ``-W error``: CPython
@@ -154,23 +166,26 @@ UPDATE tasks SET status = :status, next_run_at = :next_run_at, attempt = :attemp
     running = :running,
     failed_seq = CASE WHEN :status = 'failed' THEN coalesce(failed_seq, :failed_seq) END,
     waited = :waited, slot = :slot, slot_due = :next_run_at, resume_at = :resume_at,
-    grid = :grid
+    grid = :grid, blocked_due = :blocked_due, blocked_slot = :blocked_slot,
+    blocked_next = :next_run_at
 WHERE id = :id
 """
 UPSERT = """
 INSERT INTO tasks (status, next_run_at, attempt, run_count, failure_count, last_error,
-    running, failed_seq, id, waited, slot, slot_due, resume_at, grid, name, definition,
-    priority)
+    running, failed_seq, id, waited, slot, slot_due, resume_at, grid, blocked_due,
+    blocked_slot, blocked_next, name, definition, priority)
 VALUES (:status, :next_run_at, :attempt, :run_count, :failure_count, :last_error, :running,
     CASE WHEN :status = 'failed' THEN :failed_seq END, :id, :waited, :slot, :next_run_at,
-    :resume_at, :grid, :name, :definition, :priority)
+    :resume_at, :grid, :blocked_due, :blocked_slot, :next_run_at, :name, :definition,
+    :priority)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, status = excluded.status,
     next_run_at = excluded.next_run_at, attempt = excluded.attempt,
     run_count = excluded.run_count, failure_count = excluded.failure_count,
     last_error = excluded.last_error, running = excluded.running, waited = excluded.waited,
     slot = excluded.slot, slot_due = excluded.slot_due, resume_at = excluded.resume_at,
-    grid = excluded.grid,
+    grid = excluded.grid, blocked_due = excluded.blocked_due,
+    blocked_slot = excluded.blocked_slot, blocked_next = excluded.blocked_next,
     failed_seq = CASE WHEN :status = 'failed' THEN coalesce(tasks.failed_seq, :failed_seq) END
 """
 INSERT_RECORD = """
@@ -193,7 +208,7 @@ TASKS = "tasks t LEFT JOIN leases k ON k.task_id = t.id"
 TASK_COLUMNS = (  # a task row as snapshot_of reads it, FROM TASKS
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, "
     f"t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t='t.')}, "
-    f"{RESUME_AT.format(t='t.')}, t.grid, " + KEPT_COLUMNS
+    f"{RESUME_AT.format(t='t.')}, t.grid, {BLOCKED.format(t='t.')}, " + KEPT_COLUMNS
 )
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has none kept
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
@@ -214,6 +229,7 @@ def written(
         "last_error": snapshot.last_error, "running": snapshot.running,
         "failed_seq": failed_seq, "id": task.id, "waited": snapshot.waited,
         "slot": snapshot.slot, "resume_at": resume_at(snapshot), "grid": snapshot.grid,
+        "blocked_due": snapshot.blocked_due, "blocked_slot": snapshot.blocked_slot,
     }  # fmt: skip
     if definition is None:
         return UPDATE, state
@@ -360,7 +376,7 @@ def snapshot_of(
     this release does not know (whatever ``task``), a
     :class:`~lldsched.stores.unreadable.BadValue` naming each value of the wrong type or out
     of its range."""
-    return snapshot_from(task_id, definition, status, state[:10], task=task, kept=state[10:])
+    return snapshot_from(task_id, definition, status, state[:12], task=task, kept=state[12:])
 
 
 record_of = record_from

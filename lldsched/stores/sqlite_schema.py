@@ -39,7 +39,7 @@ __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "FileFormat"]
 
 log = logging.getLogger(STORE)
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 APPLICATION_ID = 0x6C6C6473  # "llds"
 
 _SCHEMA = """
@@ -62,7 +62,10 @@ CREATE TABLE tasks (
     slot          REAL,                 -- a resumed plan's run: its slot (TaskSnapshot.slot),
     slot_due      REAL,                 -- read while next_run_at is this (sqlite_rows.SLOT)
     resume_at     REAL,                 -- waited when it is the slot to resume at
-    grid          REAL                  -- a fixed rate's grid origin (TaskSnapshot.grid)
+    grid          REAL,                 -- a fixed rate's grid origin (TaskSnapshot.grid)
+    blocked_due   REAL,                 -- the slot a moved wait was found blocked at
+    blocked_slot  REAL,                 -- (TaskSnapshot.blocked_due and blocked_slot)
+    blocked_next  REAL                  -- read while next_run_at is this (sqlite_rows.BLOCKED)
 );  -- no comma in a comment: ALTER TABLE ... DROP COLUMN takes one for the column's
     -- start (resume_at: TaskSnapshot.resumes, sqlite_rows.RESUME_AT)
 CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
@@ -104,6 +107,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     6: ("ALTER TABLE records ADD COLUMN node TEXT",),  # 6 -> 7: the process each run had
     7: ("ALTER TABLE tasks ADD COLUMN resume_at REAL",),  # 7 -> 8: a plan's slot to resume at
     8: ("ALTER TABLE tasks ADD COLUMN grid REAL",),  # 8 -> 9: a fixed rate's grid origin
+    9: (  # 9 -> 10: the slot a wait a reschedule moved was found blocked at
+        "ALTER TABLE tasks ADD COLUMN blocked_due REAL",
+        "ALTER TABLE tasks ADD COLUMN blocked_slot REAL",
+        "ALTER TABLE tasks ADD COLUMN blocked_next REAL",
+    ),
 }
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 

@@ -66,6 +66,7 @@ from lldsched.stores.rowvalues import lease_from
 from lldsched.stores.sqlite_file import identity
 from lldsched.stores.sqlite_gate import WriteGate
 from lldsched.stores.sqlite_rows import (
+    BLOCKED,
     FINISHED,
     KEPT_COLUMNS,
     RESUME_AT,
@@ -124,7 +125,7 @@ ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.att
 _ROW = f"""
 SELECT t.id, t.version, t.definition, t.status, t.next_run_at, t.attempt, t.run_count,
     t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t="t.")},
-    {RESUME_AT.format(t="t.")}, t.grid,
+    {RESUME_AT.format(t="t.")}, t.grid, {BLOCKED.format(t="t.")},
     {KEPT_COLUMNS},
     EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != :node
             AND l.expires_at > :now)"""
@@ -134,7 +135,7 @@ _ROW_OF = f"{_ROW}\nFROM {TASKS} WHERE t.id = :id"
 # removal committed between them moved the cursor past the row, which was never given.
 # A third kind (2) says the change counter is behind the cursor: the file was rewound
 # (SharedState.check_changes), said by the same statement at no extra round trip.
-_NO_ROW = ", ".join(["NULL"] * 16)
+_NO_ROW = ", ".join(["NULL"] * 18)
 _FEED = f"""{_ROW}, 0
 FROM {TASKS} WHERE t.version > :cursor
 UNION ALL
