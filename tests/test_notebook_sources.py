@@ -3,6 +3,7 @@ state (rebuild them with `make notebooks`)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from build_notebooks import parse  # noqa: E402
+from build_notebooks import coalesced, parse  # noqa: E402
 
 SOURCES = sorted((ROOT / "notebooks" / "src").glob("*.py"))
 MARKERS = ("NBVAL_", "fmt: skip", "fmt: off", "type: ignore", "noqa", "pragma: no cover")
@@ -55,6 +56,40 @@ def test_the_notebook_outputs_are_plain_text_without_errors(source: Path) -> Non
             assert output["output_type"] != "error", f"an error in {where}"
             assert output.get("name") != "stderr", f"stderr in {where}"
             assert ANSI_ESCAPE not in _text_of(output), f"ANSI in {where}"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_a_cells_printed_lines_are_one_output_a_stream(source: Path) -> None:
+    """Adjacent outputs of one stream are one (the build coalesces them): how the kernel
+    cut a cell's prints into messages is no part of what the notebook says."""
+    notebook = json.loads((ROOT / "notebooks" / f"{source.stem}.ipynb").read_text())
+    for cell in notebook["cells"]:
+        kinds = [(o["output_type"], o.get("name")) for o in cell.get("outputs", ())]
+        pairs = itertools.pairwise(kinds)
+        assert not any(a == b and a[0] == "stream" for a, b in pairs), (
+            f"{cell['id']}: adjacent outputs of one stream: run `make notebooks`"
+        )
+
+
+def test_coalescing_joins_adjacent_outputs_of_one_stream_only() -> None:
+    out = {"output_type": "stream", "name": "stdout"}
+    err = {"output_type": "stream", "name": "stderr"}
+    data = {"output_type": "display_data", "data": {"text/plain": "x"}, "metadata": {}}
+    outputs = [
+        {**out, "text": ["a\n", "b\n"]},
+        {**out, "text": "c\n"},
+        {**err, "text": "d\n"},
+        {**out, "text": "e\n"},
+        data,
+        {**out, "text": "f\n"},
+    ]
+    assert coalesced(outputs) == [
+        {**out, "text": "a\nb\nc\n"},
+        {**err, "text": "d\n"},
+        {**out, "text": "e\n"},
+        data,
+        {**out, "text": "f\n"},
+    ]
 
 
 def _text_of(output: dict[str, Any]) -> str:

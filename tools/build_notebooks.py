@@ -104,6 +104,32 @@ def clean(notebook: Any) -> None:
             data = output.get("data")
             if data and WIDGET_VIEW in data:
                 del data[WIDGET_VIEW]
+        if "outputs" in cell:
+            cell.outputs = coalesced(cell.outputs)
+
+
+def coalesced(outputs: list[Any]) -> list[Any]:
+    """``outputs`` with each run of adjacent stream outputs of one stream made one, as
+    JupyterLab shows them and nbval compares them: how a cell's printed lines are cut
+    into messages depends on when the kernel flushed (a loaded machine cut 04's table of
+    pool sizes into three), which a rebuild should not turn into a diff."""
+    merged: list[Any] = []
+    for output in outputs:
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and output.get("output_type") == "stream"
+            and last.get("output_type") == "stream"
+            and output.get("name") == last.get("name")
+        ):
+            last["text"] = _joined(last["text"]) + _joined(output["text"])
+        else:
+            merged.append(output)
+    return merged
+
+
+def _joined(text: str | list[str]) -> str:
+    return text if isinstance(text, str) else "".join(text)
 
 
 def main(names: list[str]) -> int:
