@@ -138,3 +138,18 @@ def test_the_control_panel_shows_a_stored_name_escaped_in_its_row_text_and_messa
             panel.close()
         finally:
             scheduler.shutdown()
+
+
+def test_a_chart_labels_a_stored_name_on_one_line_and_marks_its_wait() -> None:
+    pytest.importorskip("matplotlib")
+    from lldsched import ExecutionRecord
+    from lldsched.views.frames import to_frame
+    from lldsched.views.plots import gantt, mark_wait
+
+    frame = to_frame([ExecutionRecord("nightly", STORED, 1, T0, T0, 0, T0 + 5, T0 + 9, True)])
+    figure = gantt(frame, by="task")
+    ax = figure.axes[0]
+    (lane,) = [label.get_text() for label in ax.get_yticklabels()]
+    assert "\n" not in lane and lane.startswith("nightly\\nWARNING")
+    mark_wait(figure, frame.iloc[0], by="task")
+    assert any(t.get_text().startswith("nightly\\nWARNING") for t in ax.texts)
