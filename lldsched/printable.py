@@ -2,9 +2,9 @@
 shows it (:func:`check_name`, asked by every registration), and how a text that holds
 them is printed instead (:func:`one_line`).
 
-A task's name is printed as it is in the ``lldsched tasks`` table and ``show``, the
-control panel, a chart's labels, and (quoted) in log lines and messages.  The characters
-that would let a name write more than itself there are refused in a new name:
+A task's name is printed in the ``lldsched tasks`` table and ``show``, the control
+panel, a chart's labels, and (quoted by ``repr``) in log lines and messages.  The
+characters that would let a name write more than itself there are refused in a new name:
 
 * a **control character** (Unicode's ``Cc``: C0 ``\\x00``-``\\x1f``, so ``\\n``, ``\\r``,
   ``\\t`` and the ``\\x1b`` that starts a terminal's escape sequence; DEL; C1
