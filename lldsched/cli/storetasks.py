@@ -19,6 +19,9 @@ file a scheduler holds unshared, ``remove`` of a task others depend on); 1 when 
 write failed once begun: raised, or kept by the runtime as an outage (``store_ok`` False
 after the verb), the line naming the store's error and saying the change may not be stored.
 A cron schedule's zone is named, UTC too: the NEXT RUN column is UTC (:func:`_schedule`).
+A task's name is printed by :func:`~lldsched.printable.one_line` (the table and ``show``): one
+an older release stored with a newline or an escape sequence shows them escaped; ``--json``
+gives it whole (JSON escapes it).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, 
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import DIED_UNSHARED, Lease, TaskSnapshot
+from lldsched.printable import one_line
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import describe
@@ -259,7 +263,7 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
     else:
         task = snapshot.task
         lines += [
-            f"  name        {task.name}",
+            f"  name        {one_line(task.name)}",
             f"  action      {task.action!r}",
             f"  arguments   args={list(task.args)!r} kwargs={task.kwargs or {}!r}",
             f"  schedule    {_schedule(task.schedule)}",
@@ -482,7 +486,7 @@ def _cells(
         )  # fmt: skip
     return (
         row.id,
-        _cell(row.name),
+        _cell(one_line(row.name)),  # a newline shown escaped, not folded to a blank
         row.status.value,
         _cell(described(row.schedule)),
         _when(row.next_run_at),

@@ -141,6 +141,7 @@ from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
 from lldsched.persistence import TaskStore, check_storable, not_a_store
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
+from lldsched.printable import check_name
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.decorators import forget_runs
 from lldsched.schedules.simple import OneTime
@@ -367,8 +368,9 @@ class SchedulerCore(
             name = plain_text(name)
         if task_id is not None and check_arguments:  # another process's id: judged there
             task_id = check_task_id(task_id)
-        if check_arguments and (not name.isascii() or "\x00" in name):  # whatever the store
-            check_storable("name", name, nothing="registered")  # (in-memory: as a durable's)
+        if check_arguments and not name.isprintable():  # whatever the store; printable
+            check_storable("name", name, nothing="registered")  # text: UTF-8, no NUL
+            check_name(name)  # no line break, escape sequence or bidi override
         upstreams = options.depends_on
         if upstreams:
             check_graph(name, task_id, upstreams, self.tasks)

@@ -48,6 +48,7 @@ from lldsched import checks
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import LldschedError, TaskNotFoundError, ValidationError
 from lldsched.model import TaskEvent, TaskStatus
+from lldsched.printable import one_line
 from lldsched.runtime import Runtime, Stepped
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views.presses import RedriveWatch, fate_in_flight, pressed, runtime_noun
@@ -204,8 +205,9 @@ class _Row:
         whole = task.last_error or ""
         error = whole if len(whole) <= _ERROR_WIDTH else whole[: _ERROR_WIDTH - 1] + "…"
         values = (
-            task.name, task.status.value, when(task.next_run_at, tz), str(task.run_count),
-            str(task.run_count - task.failure_count), str(task.failure_count), error,
+            one_line(task.name), task.status.value, when(task.next_run_at, tz),
+            str(task.run_count), str(task.run_count - task.failure_count),
+            str(task.failure_count), error,
         )  # fmt: skip
         for (column, cell), value in zip(self.cells.items(), values, strict=True):
             self.shown[column] = value
@@ -218,7 +220,7 @@ class _Row:
         if not self.named:  # a row's task keeps its name: said once
             self.named = True
             for verb, button in self.buttons.items():
-                button.tooltip = f"{verb} {task.name}"
+                button.tooltip = f"{verb} {one_line(task.name)}"
         status = task.status
         self.buttons["pause"].disabled = status not in _LIVE
         self.buttons["resume"].disabled = status is not TaskStatus.PAUSED

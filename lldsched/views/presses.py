@@ -30,6 +30,7 @@ from lldsched.core.isolation import is_loop_action
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import DEAD_TIMER, DEAD_TIMER_ADVICE
 from lldsched.model import TaskStatus
+from lldsched.printable import one_line
 from lldsched.runtime import Runtime, Stepped
 
 __all__ = ["RedriveWatch", "fate_in_flight", "pressed", "runtime_noun"]
@@ -78,7 +79,7 @@ def pressed(
     A pause says nothing runs until resume, a resume when the next run is due, and a
     redrive that its outcome follows; on a runtime that dispatches nothing any more
     (:func:`_stalled`: shut down, or its timer dead) each says that instead."""
-    name = task.name
+    name = one_line(task.name)  # as the panel's table shows it
     if not changed:
         return f"{verb} {name}: nothing to do, it is {task.status.value}"
     after = f"its run in flight {in_flight}, " if in_flight else ""
@@ -133,7 +134,7 @@ class RedriveWatch:
         outcome is shown too."""
         if task.running or task.run_count == self.runs:
             return None  # not run yet, or running
-        name = task.name
+        name = one_line(task.name)
         successes = (task.run_count - task.failure_count) - (self.runs - self.failures)
         if successes > 0:
             return f"redrive {name}: re-driven, and the re-run succeeded", False

@@ -40,6 +40,7 @@ import pandas as pd
 
 from lldsched.errors import ValidationError, shown
 from lldsched.model import Outcome
+from lldsched.printable import one_line
 from lldsched.views.plots.palette import TASK_LINES, TASK_MARKERS
 
 __all__ = [
@@ -350,8 +351,8 @@ def task_codes(
     names = dict(zip(latest["task_id"].tolist(), latest["name"].tolist(), strict=True))
     plain = [str(names[task_id]) for task_id in ids]
     repeated = {label for label in plain if plain.count(label) > 1}
-    labels = _shortened([
-        f"{label} ({task_id})" if label in repeated else label
+    labels = _shortened([  # a name stored with a newline: on one line (printable.one_line)
+        one_line(f"{label} ({task_id})" if label in repeated else label)
         for label, task_id in zip(plain, ids, strict=True)
     ])  # fmt: skip
     if len(labels) <= MAX_LEGEND_TASKS:

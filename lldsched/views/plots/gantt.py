@@ -16,6 +16,7 @@ from lldsched import checks
 from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError, shown
 from lldsched.logs import counted
+from lldsched.printable import one_line
 from lldsched.views.durations import seconds_text
 from lldsched.views.lanes import (
     Workers,
@@ -522,7 +523,7 @@ def mark_wait(
             f"due {run['due']}, start {run['start']}"
         )
     labels = [label.get_text() for label in ax.get_yticklabels()]
-    name = str(run["name"])
+    name = one_line(str(run["name"]))  # as task_codes labels its lane
     # A task's lane is labelled as task_codes labels it: its name (shortened if long, whole
     # if shortening would make it another's), or, for a name two tasks share, with its id.
     lane_labels = (
@@ -536,7 +537,7 @@ def mark_wait(
     due, start = (to_timestamp(run[key].to_pydatetime()) / 86400.0 for key in ("due", "start"))
     lane = _row_of(ax, labels, lane, start)
     waited = seconds_text((run["start"] - run["due"]).total_seconds())
-    label = text if text is not None else f"{run['name']} waited {waited}"
+    label = text if text is not None else f"{name} waited {waited}"
     ax.annotate(
         label, xy=((due + start) / 2, lane + 0.42), xytext=(40, -16),
         textcoords="offset points", ha="left", va="top", fontsize="small",
