@@ -16,7 +16,6 @@ import copy
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +54,8 @@ def test_run_all_twice_on_one_kernel_leaves_one_scheduler_of_05_running() -> Non
     again = copy.deepcopy(code)
     for cell in again:
         cell.id = f"{cell.id}-again"
-    probe = nbformat.v4.new_code_cell(THREADS)
+    probe = copy.deepcopy(code[0])
+    probe.id, probe.source = "threads", THREADS
     notebook.cells = [*code, *again, probe]
     build_notebooks.execute(notebook)
     names = ast.literal_eval(probe.outputs[0]["text"])
