@@ -224,13 +224,18 @@ def test_time_ticks_across_a_change_of_summer_time_are_even_and_read_apart(night
         assert overlapping(figure.axes[0].get_xticklabels()) == []
 
 
-@pytest.mark.parametrize("plot", ["gantt", "lateness_over_time", "utilisation_plot"])
+@pytest.mark.parametrize(
+    "plot", ["gantt", "lateness_over_time", "utilisation_plot", "overrun_comparison"]
+)
 def test_a_chart_of_no_runs_shows_no_instant_of_1970(plot: str) -> None:
     empty = to_frame([R("t1", "backup", 1, T0, T0, 0, T0, T0 + 5, True)]).iloc[:0]
     figures = {
         "gantt": lambda: gantt(empty),
         "lateness_over_time": lambda: lateness_over_time(empty),
         "utilisation_plot": lambda: utilisation_plot(empty, workers=2),
+        # 04's sliders at period 10 s, duration 600 s: ten periods simulated, no run
+        # finished under either policy (the panels' shared axis read 1970-01-01).
+        "overrun_comparison": lambda: overrun_comparison(simulate_overrun(10, 600)),
     }
     figure = figures[plot]()
     render(figure)

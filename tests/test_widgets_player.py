@@ -494,3 +494,33 @@ def test_past_detail_runs_a_lane_of_short_runs_keeps_a_diamond_every_ninetieth_o
     assert np.allclose(marks.get_facecolors()[on_beats], beat_key.get_facecolor())
     assert player.short_mark_every() == 240.0
     player.close()
+
+
+def test_run_pressed_with_the_box_empty_says_to_type_an_instant_first() -> None:
+    """Before: "run until '': Invalid isoformat string: ''", Python's words for a box
+    the learner left empty (Enter in an empty box says nothing: it was emptied)."""
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False, tz="Europe/Berlin")
+    for blank in ("", "   "):
+        player.until.value = blank
+        player.buttons["run"].click()
+        assert player.table.message.value == (
+            "run: the 'run until' box is empty; type a date and a time, YYYY-MM-DD HH:MM, "
+            "in Europe/Berlin, then press Enter or run"
+        )
+    assert sim.now == T0
+    _typed(player.until, "2026-01-05 02:00")  # Berlin: 01:00 UTC; the refusal taken back
+    assert sim.now == T0 + 3600 and player.table.message.value == ""
+    player.close()
+
+
+def test_an_instant_before_year_1000_is_said_with_its_four_digit_year() -> None:
+    """Before: '0001-01-01' typed was said back as "1-01-01 00:00:00 UTC is before now"
+    (glibc's %Y does not pad), a date the box would not take."""
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    _typed(player.until, "0001-01-01")
+    assert player.table.message.value.startswith(
+        "run until '0001-01-01': 0001-01-01 00:00:00 UTC is before now"
+    ), player.table.message.value
+    player.close()

@@ -273,6 +273,13 @@ class SimulationPlayer:
 
     def _run_until_text(self, text: str) -> None:
         self._check_open("run until")  # raised, not said under a closed table
+        if not text.strip():  # only the run button gets here with nothing typed
+            self._refused = (
+                f"run: the 'run until' box is empty; type a date and a time, YYYY-MM-DD "
+                f"HH:MM, in {self._tz.key}, then press Enter or run"
+            )
+            self.table.say(self._refused)
+            return
         try:
             try:
                 when = datetime.fromisoformat(text.strip())

@@ -112,7 +112,9 @@ def when(timestamp: float | None, tz: ZoneInfo) -> str:
         local = utc_datetime(timestamp).astimezone(tz)
     except OverflowError:  # past a datetime's span: a rate's next slot at the end of 9999
         return beyond_datetimes(timestamp)
-    return local.strftime("%Y-%m-%d %H:%M:%S" if tz.key in UTC_NAMES else "%Y-%m-%d %H:%M:%S %Z")
+    # The year by hand: glibc's %Y does not pad one before 1000 (year 1 read "1-01-01").
+    shown = f"{local.year:04d}-{local:%m-%d %H:%M:%S}"
+    return shown if tz.key in UTC_NAMES else f"{shown} {local:%Z}"
 
 
 def close_tree(*roots: Any, keep: Iterable[Any] = ()) -> None:

@@ -191,7 +191,8 @@ overrun_comparison(simulate_overrun(period=60, duration=150, policies=ALL_POLICI
 # %% [markdown]
 # Change the period, the run's duration and which policy's runs to list; the chart shows
 # both, redrawn when you let go of a slider (each position is a new simulation).
-# (Nothing overruns when a run is shorter than the period.)
+# (Nothing overruns when a run is shorter than the period. Ten periods are simulated, so a
+# run longer than ten periods never ends: both panels say "no runs".)
 
 
 # %%

@@ -35,6 +35,9 @@ def cleanup() -> None:
     raise OSError("disk is full: 0 bytes left on /srv/exports for daily-summary.csv")
 
 
+earlier = globals().get("scheduler")  # Run All again: the last run's scheduler stops
+if earlier is not None:
+    earlier.shutdown()
 log = EventLog()  # a second listener, so the notebook can wait for runs without sleeping
 scheduler = Scheduler(workers=2, listeners=[log]).start()
 heartbeat = scheduler.schedule("heartbeat", lambda: next(beats), FixedRate(0.5))

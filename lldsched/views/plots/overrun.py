@@ -151,6 +151,9 @@ def overrun_comparison(
         ax.set_ylim(rows[policy] - 0.5, _TOP)
         ax.set_ylabel("run")
         time_axis(ax, zone, max_ticks=6)  # panels are narrow: ticks a minute apart overlap
+    if not spans and not any(len(dropped) for dropped in dropped_slots.values()):
+        for ax in panels:  # nothing at any instant: the shared axis read 1970-01-01
+            time_axis(ax, zone, blank=True)
     if spans:
         slots = [float(x) for dropped in dropped_slots.values() for x in dropped]
         low = min([span[0] for span in spans] + slots)
