@@ -228,8 +228,8 @@ class TaskSnapshot(NamedTuple):
     otherwise.  Every durable store keeps them, so the wait's record names the slot that
     waited whichever process ends it, a restarted one included, as it does in the
     process that rescheduled it (docs/decisions/dependencies.md, "A wait's record names
-    the slot found blocked").  Read only while the row's due instant is the one they were
-    written with: a row an older release wrote keeps none.
+    the slot found blocked").  Read only while the row is the write that kept them (its
+    version): a row an older release wrote keeps none.
     """
 
     task: Task

@@ -192,12 +192,17 @@ def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_sl
     on); B ran the success that released it.  The wait's record names the slot found
     blocked, as in A (docs/decisions/dependencies.md, "A wait's record names the slot
     found blocked"): B knew only the row's new due instant, and recorded a wait of a slot
-    an hour ahead, started when it ended."""
+    an hour ahead, started when it ended.  With A running, A may claim the slot B's
+    ``run_now`` made due: then A ran the success and ended the wait it found, its record
+    started when A found it blocked (after the due instant, before the row said so
+    here), where B starts it at the due instant (``DependencyWaits.adopted_wait``).
+    Before, the test took B for the one that ran it, and failed when A did."""
     a = Scheduler(workers=2, store=stores[0]).start()
     b: Scheduler | None = None
     try:
         _hourly(a)
         wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="blocked")
+        blocked_seen = time.time()  # A found it blocked before
         (due,) = [s.next_run_at for s in stores[2].load_all() if s.task.id == "load"]
         if b_starts == "with A":
             b = Scheduler(workers=2, store=stores[1]).start()
@@ -219,7 +224,13 @@ def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_sl
         if b is not None:
             b.shutdown()
     (wait,) = _records(stores[2], "load", Outcome.BLOCKED)
-    assert (wait.slot, wait.due, wait.started) == (due, due, due)
+    (ran,) = [record for record in stores[2].records("extract") if record.ok]
+    assert (wait.slot, wait.due) == (due, due)
+    if ran.node == stores[1].node:  # B ran the success, and ended the wait it followed
+        assert wait.started == due
+    else:  # A did (b_starts "with A"), and ended the wait it found
+        assert (b_starts, ran.node) == ("with A", stores[0].node)
+        assert due <= wait.started <= blocked_seen
 
 
 def test_each_upstream_success_releases_the_dependent_once_whichever_process_ran_it(

@@ -421,8 +421,10 @@ def test_a_schema_of_version_9_gains_the_slot_found_blocked(postgres_dsn: str) -
     reschedule moved its next slot (``TaskSnapshot.blocked_due``, ``blocked_slot``): a row
     written before reads none (its wait is of the slot it is due at, as that release read
     it), and a write since keeps it, to the last bit.  A node of an older release (a
-    rolling upgrade, before it notices the newer schema) that moves the row's due instant
-    (a wait it found blocked later) leaves it unread."""
+    rolling upgrade, before it notices the newer schema) that writes the row leaves it
+    unread: a later wait it found blocked, at the very due instant too (it released the
+    wait before that instant, and found that slot blocked again), is no wait of that slot
+    (before, the slot was read while the row was still due when it was written)."""
     found = T0 + 0.1
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept"), TaskStatus.BLOCKED))
@@ -439,11 +441,24 @@ def test_a_schema_of_version_9_gains_the_slot_found_blocked(postgres_dsn: str) -
         stored = store.get("kept")
         assert stored is not None and (stored.blocked_due, stored.blocked_slot) == (found, found)
     assert schema_of(postgres_dsn) == str(SCHEMA_VERSION)
-    with psycopg.connect(postgres_dsn) as older:  # its next slot found blocked
-        older.execute("UPDATE tasks SET next_run_at = %s WHERE id = 'kept'", (T0 + 5400,))
-    with PostgresTaskStore(postgres_dsn) as store:
-        stored = store.get("kept")
-        assert stored is not None and (stored.blocked_due, stored.blocked_slot) == (None, None)
+    for due in (T0 + 1800, T0 + 5400):
+        with PostgresTaskStore(postgres_dsn) as store:  # this release's write of the wait
+            store.load_all()
+            store.save(moved)
+            again = store.get("kept")
+            assert again is not None and (again.blocked_due, again.blocked_slot) == (found, found)
+        with psycopg.connect(postgres_dsn) as older:  # its release, then that slot blocked
+            older.execute(  # again; or its next slot found blocked: each a write of its own
+                "UPDATE tasks SET status = 'scheduled', version = version + 1 WHERE id = 'kept'"
+            )
+            older.execute(
+                "UPDATE tasks SET status = 'blocked', next_run_at = %s, version = version + 1"
+                " WHERE id = 'kept'",
+                (due,),
+            )
+        with PostgresTaskStore(postgres_dsn) as store:
+            stored = store.get("kept")
+            assert stored is not None and (stored.blocked_due, stored.blocked_slot) == (None, None)
 
 
 def test_a_slot_to_resume_at_stands_only_while_it_is_the_waited_one(postgres_dsn: str) -> None:

@@ -411,24 +411,44 @@ def test_a_file_of_version_9_reads_no_slot_found_blocked_and_then_keeps_it(path:
     connection.close()
 
 
-def test_a_slot_found_blocked_stands_only_while_the_row_is_due_when_it_was_written(
+def test_a_slot_found_blocked_stands_only_while_the_row_is_the_write_that_kept_it(
     path: str,
 ) -> None:
     """A process of an older release (a rolling upgrade) writes a BLOCKED row without
     the slot its wait was found blocked at: its reschedule of the wait, or a later wait it
-    found blocked, moves the due instant, and the slot an earlier write kept is not read
-    for it (its record would name a slot that did not wait then)."""
+    found blocked, and the slot an earlier write kept is not read for it (its record would
+    name a slot that did not wait then, started before that wait ended).  A later wait at
+    the very due instant too: it released the wait before that instant came (a success
+    ran there), and a run it added then (``run_now``) left the slot BLOCKED again.  Before,
+    the slot was read while the row was still due when it was written: that wait read the
+    earlier wait's slot.  Each write of an older process makes a new version, as every
+    shared write does (``sqlite_shared.bump``)."""
     _saved_job(
         path, status=TaskStatus.BLOCKED, next_run_at=T0 + 1800, blocked_due=T0, blocked_slot=T0
     )
     older = sqlite3.connect(path, isolation_level=None)
+
+    def older_writes(status: str, next_run_at: float) -> None:
+        older.execute("BEGIN IMMEDIATE")
+        version = sqlite_shared.bump(older, "change")
+        older.execute(
+            "UPDATE tasks SET status = ?, next_run_at = ?, version = ? WHERE id = 'job'",
+            (status, next_run_at, version),
+        )
+        older.execute("COMMIT")
+
     try:
         row = _loaded_job(path)
         assert (row.next_run_at, row.blocked_due, row.blocked_slot) == (T0 + 1800, T0, T0)
-        older.execute("UPDATE tasks SET status = 'scheduled' WHERE id = 'job'")  # its release
-        older.execute(  # its next slot found blocked
-            "UPDATE tasks SET status = 'blocked', next_run_at = ? WHERE id = 'job'", (T0 + 5400,)
-        )
+        older_writes("scheduled", T0 + 1800)  # its release, before the new due instant
+        older_writes("blocked", T0 + 1800)  # that slot found blocked, after a run_now's run
+        row = _loaded_job(path)
+        assert (row.status, row.blocked_due, row.blocked_slot) == (TaskStatus.BLOCKED, None, None)
+        with SqliteTaskStore(path, shared=True) as store:  # this release's write again
+            (row,) = store.load_all()
+            store.save(row._replace(blocked_due=T0, blocked_slot=T0))
+        assert _loaded_job(path).blocked_slot == T0
+        older_writes("blocked", T0 + 5400)  # its next slot found blocked
         row = _loaded_job(path)
         assert (row.status, row.blocked_due, row.blocked_slot) == (TaskStatus.BLOCKED, None, None)
     finally:

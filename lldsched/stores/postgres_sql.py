@@ -198,7 +198,7 @@ CREATE TABLE tasks (
     grid          double precision,         -- a fixed rate's grid origin (TaskSnapshot.grid)
     blocked_due   double precision,         -- the slot a moved wait was found blocked at
     blocked_slot  double precision,         -- (TaskSnapshot.blocked_due and blocked_slot),
-    blocked_next  double precision,         -- read while next_run_at is this (_BLOCKED)
+    blocked_next  double precision,         -- read while version is this (_BLOCKED)
     xid           xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()  -- the feed's cursor
 );
 CREATE INDEX tasks_due ON tasks (next_run_at, priority) WHERE status IN {LIVE};
@@ -286,7 +286,7 @@ _STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(att
     run_count = %(run_count)s, failure_count = %(failure_count)s, last_error = %(last_error)s,
     running = %(running)s, waited = %(waited)s, slot = %(slot)s, slot_due = %(next_run_at)s,
     resume_at = %(resume_at)s, grid = %(grid)s, blocked_due = %(blocked_due)s,
-    blocked_slot = %(blocked_slot)s, blocked_next = %(next_run_at)s,
+    blocked_slot = %(blocked_slot)s, blocked_next = tasks.version + 1,
     version = tasks.version + 1, writer = %(writer)s,
     xid = pg_catalog.pg_current_xact_id(), resumed = {_RESUMED},
     failed_seq = CASE WHEN %(status)s = 'failed'
@@ -301,7 +301,7 @@ INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt,
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
     %(slot)s, %(next_run_at)s, %(resume_at)s, %(grid)s, %(blocked_due)s, %(blocked_slot)s,
-    %(next_run_at)s,
+    NULL,  -- blocked_next: the version is FIRST_VERSION's (BLOCKED_VERSION)
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
     1, %(writer)s)  -- the version: FIRST_VERSION's trigger sets it
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
@@ -317,7 +317,7 @@ INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt,
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
     %(slot)s, %(next_run_at)s, %(resume_at)s, %(grid)s, %(blocked_due)s, %(blocked_slot)s,
-    %(next_run_at)s,
+    NULL,  -- blocked_next: the version is FIRST_VERSION's (BLOCKED_VERSION)
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
     1, %(writer)s)  -- the version: FIRST_VERSION's trigger sets it
 ON CONFLICT (id) DO NOTHING
@@ -366,13 +366,18 @@ _SLOT = "CASE WHEN t.slot_due = t.next_run_at THEN t.slot END"
 _RESUME_AT = "t.resume_at"
 
 # The slot a BLOCKED row's wait was found blocked at, when a reschedule moved its next
-# slot (TaskSnapshot.blocked_due, blocked_slot), is written with the due instant it goes
-# with (``blocked_next``) and read only while the row is still due then, as SQLite's is
-# (sqlite_rows.BLOCKED): a node of an older release writes rows without it.
+# slot (TaskSnapshot.blocked_due, blocked_slot), is written with the row's version
+# (``blocked_next``; a write that keeps the values, REDEFINE and SETTLE, moves it with the
+# version) and read only while the row is still that version, as SQLite's is
+# (sqlite_rows.BLOCKED): a node of an older release writes rows without it, and a later
+# wait it found blocked, at the same due instant too, would read an earlier wait's slot.
+# An insert's version is FIRST_VERSION's, which the statement cannot name: the row's
+# write that keeps the values sets it after, in its transaction (BLOCKED_VERSION).
 _BLOCKED = (
-    "CASE WHEN t.blocked_next = t.next_run_at THEN t.blocked_due END, "
-    "CASE WHEN t.blocked_next = t.next_run_at THEN t.blocked_slot END"
+    "CASE WHEN t.blocked_next = t.version THEN t.blocked_due END, "
+    "CASE WHEN t.blocked_next = t.version THEN t.blocked_slot END"
 )
+BLOCKED_VERSION = "UPDATE tasks SET blocked_next = version WHERE id = %(id)s"
 
 SNAPSHOT_COLUMNS = (  # the state, what is kept beside it (rowvalues.check_kept), the version
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
@@ -458,7 +463,8 @@ RETURNING token
 # holder's; writer '' so every node, this one included, reads the row again).
 REDEFINE = """
 UPDATE tasks t SET name = %(name)s, definition = %(definition)s, priority = %(priority)s,
-       version = t.version + 1, writer = %(writer)s, xid = pg_catalog.pg_current_xact_id()
+       version = t.version + 1, writer = %(writer)s, xid = pg_catalog.pg_current_xact_id(),
+       blocked_next = CASE WHEN t.blocked_next = t.version THEN t.version + 1 END  -- _BLOCKED
   FROM (VALUES (1)) AS one LEFT JOIN leases k ON k.task_id = %(id)s  -- its lease, if any
  WHERE t.id = %(id)s"""
 
@@ -670,6 +676,7 @@ settled AS (
         slot = CASE WHEN {_WHEN} THEN NULL ELSE t.slot END,  -- _SETTLED_SLOT
         blocked_due = CASE WHEN {_WHEN} THEN NULL ELSE t.blocked_due END,  -- and no wait
         blocked_slot = CASE WHEN {_WHEN} THEN NULL ELSE t.blocked_slot END,
+        blocked_next = CASE WHEN t.blocked_next = t.version THEN t.version + 1 END,
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,
         failed_seq = CASE WHEN NOT ({_OWN} OR {_AS_RESUMED} OR {_ENDS} OR {_DECIDES})

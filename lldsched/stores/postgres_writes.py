@@ -200,6 +200,8 @@ class PostgresWrites(PostgresParts):
                     f"task id {task.id!r} is already registered by another scheduler on "
                     f"{self.dsn!r}; pass replace_existing=True to update it"
                 )
+            if snapshot.blocked_due is not None:  # an insert's version is the trigger's
+                connection.execute(sql.BLOCKED_VERSION, {"id": task.id})
             self._defined[task.id] = task
         connection.execute(
             sql.NOTIFY_IF_EARLIEST, {**state, "node": self.node, "channel": self._channel}

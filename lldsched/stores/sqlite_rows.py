@@ -146,13 +146,17 @@ RESUME_AT = "{t}resume_at"
 """The column read as a row's ``resumes`` and ``until`` (``{t}`` as in :data:`SLOT`)."""
 
 # The slot a BLOCKED row's wait was found blocked at, when a reschedule moved its next
-# slot (TaskSnapshot.blocked_due, blocked_slot), is written with the due instant it goes
-# with (``blocked_next``) and read only while the row is still due then: a process of an
-# older release (a rolling upgrade) writes rows without it, and the values an earlier wait
-# left would name a slot that never waited in a wait it blocked later.
+# slot (TaskSnapshot.blocked_due, blocked_slot), is written with the row's version
+# (``blocked_next``: every shared write makes a new one, sqlite_shared_writes; an
+# unshared write keeps it) and read only while the row is still that version: a process
+# of an older release (a rolling upgrade) writes rows without it, and the values an
+# earlier wait left would name a slot that never waited in a wait it blocked later, the
+# same due instant included (it released the wait before that instant, and found that
+# slot blocked again).  Before, the values were read while the row was still due at the
+# instant they were written with, which such a wait is.
 BLOCKED = (
-    "CASE WHEN {t}blocked_next = {t}next_run_at THEN {t}blocked_due END, "
-    "CASE WHEN {t}blocked_next = {t}next_run_at THEN {t}blocked_slot END"
+    "CASE WHEN {t}blocked_next = {t}version THEN {t}blocked_due END, "
+    "CASE WHEN {t}blocked_next = {t}version THEN {t}blocked_slot END"
 )
 """The one rule reading a row's ``blocked_due, blocked_slot`` (``{t}`` as in :data:`SLOT`)."""
 
@@ -167,7 +171,7 @@ UPDATE tasks SET status = :status, next_run_at = :next_run_at, attempt = :attemp
     failed_seq = CASE WHEN :status = 'failed' THEN coalesce(failed_seq, :failed_seq) END,
     waited = :waited, slot = :slot, slot_due = :next_run_at, resume_at = :resume_at,
     grid = :grid, blocked_due = :blocked_due, blocked_slot = :blocked_slot,
-    blocked_next = :next_run_at
+    blocked_next = version
 WHERE id = :id
 """
 UPSERT = """
@@ -176,8 +180,8 @@ INSERT INTO tasks (status, next_run_at, attempt, run_count, failure_count, last_
     blocked_slot, blocked_next, name, definition, priority)
 VALUES (:status, :next_run_at, :attempt, :run_count, :failure_count, :last_error, :running,
     CASE WHEN :status = 'failed' THEN :failed_seq END, :id, :waited, :slot, :next_run_at,
-    :resume_at, :grid, :blocked_due, :blocked_slot, :next_run_at, :name, :definition,
-    :priority)
+    :resume_at, :grid, :blocked_due, :blocked_slot, 0, :name, :definition,
+    :priority)  -- blocked_next: the version's DEFAULT
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, status = excluded.status,
     next_run_at = excluded.next_run_at, attempt = excluded.attempt,
@@ -185,7 +189,7 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.defin
     last_error = excluded.last_error, running = excluded.running, waited = excluded.waited,
     slot = excluded.slot, slot_due = excluded.slot_due, resume_at = excluded.resume_at,
     grid = excluded.grid, blocked_due = excluded.blocked_due,
-    blocked_slot = excluded.blocked_slot, blocked_next = excluded.blocked_next,
+    blocked_slot = excluded.blocked_slot, blocked_next = tasks.version,
     failed_seq = CASE WHEN :status = 'failed' THEN coalesce(tasks.failed_seq, :failed_seq) END
 """
 INSERT_RECORD = """

@@ -65,7 +65,7 @@ CREATE TABLE tasks (
     grid          REAL,                 -- a fixed rate's grid origin (TaskSnapshot.grid)
     blocked_due   REAL,                 -- the slot a moved wait was found blocked at
     blocked_slot  REAL,                 -- (TaskSnapshot.blocked_due and blocked_slot)
-    blocked_next  REAL                  -- read while next_run_at is this (sqlite_rows.BLOCKED)
+    blocked_next  REAL                  -- read while version is this (sqlite_rows.BLOCKED)
 );  -- no comma in a comment: ALTER TABLE ... DROP COLUMN takes one for the column's
     -- start (resume_at: TaskSnapshot.resumes, sqlite_rows.RESUME_AT)
 CREATE TABLE records (                -- clustered by task: one b-tree, no separate index

@@ -206,18 +206,27 @@ class SharedWrites(SqliteParts):
         connection.execute(
             *written(snapshot, status=status, failed_seq=dead_seq, definition=definition)
         )
-        connection.execute("UPDATE tasks SET version = ? WHERE id = ?", (version, snapshot.task.id))
+        connection.execute(  # and the slot found blocked it wrote with it (sqlite_rows.BLOCKED)
+            "UPDATE tasks SET version = ?, blocked_next = ? WHERE id = ?",
+            (version, version, snapshot.task.id),
+        )
         return version
 
 
 def redefine_row(connection: sqlite3.Connection, definition: Task) -> int:
     """Inside a shared-mode transaction: write ``definition`` (name, text, priority) to its
-    row, if there, keeping the row's state, under a new version; returns the version."""
+    row, if there, keeping the row's state, under a new version; returns the version.  A
+    slot found blocked the row's version keeps (:data:`~lldsched.stores.sqlite_rows.BLOCKED`)
+    is kept with the new one."""
     version = bump(connection, "change")
     connection.execute(
-        "UPDATE tasks SET name = ?, definition = ?, priority = ?, version = ? WHERE id = ?",
-        (definition.name, encode_task(definition), definition.priority, version, definition.id),
-    )
+        "UPDATE tasks SET name = ?, definition = ?, priority = ?, version = ?,"
+        " blocked_next = CASE WHEN blocked_next = version THEN ? END WHERE id = ?",
+        (
+            definition.name, encode_task(definition), definition.priority, version, version,
+            definition.id,
+        ),
+    )  # fmt: skip
     return version
 
 
