@@ -410,9 +410,9 @@ def slots_between(schedule: Schedule, slot: float, following: float, *, limit: i
 
 
 COUNT_LIMIT = 100_000
-_FARTHEST_K = 1 << 62
 """The most slots :func:`slots_counted` steps through one at a time (a schedule with no
 grid); a grid's slots are counted in a few ``slot_at`` calls however many they are."""
+_FARTHEST_K = 1 << 62  # a grid counted with no end stops here
 
 
 def slots_counted(
