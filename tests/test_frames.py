@@ -659,6 +659,13 @@ def summary_group_by_group(
             attempt=group["attempt"].tolist(),
             lateness=seconds(group["lateness"]),
             duration=seconds(group["duration"]),
+            caps=[  # the records past a cap: the slots they state are counted
+                (outcome, error)
+                for outcome, error in zip(
+                    group["outcome"].astype(str), group["error"].tolist(), strict=True
+                )
+                if isinstance(error, str) and error.startswith(("SkipCap:", "MisfireCap:"))
+            ],
         )
         count = overruns(group, (schedules or {}).get(str(task_id)))
         ids.append(str(task_id))
@@ -796,6 +803,11 @@ def summarize_record_by_record(
             attempt=[r.attempt for r in group],
             lateness=[r.lateness for r in group],
             duration=[r.duration for r in group],
+            caps=[  # the records past a cap: the slots they state are counted
+                (r.outcome.value, r.error)
+                for r in group
+                if r.error is not None and r.error.startswith(("SkipCap:", "MisfireCap:"))
+            ],
         )
         overruns = sum(overran(schedule, r) for r in group if r.attempt == 1 and r.outcome.ran)
         rows.append(summary_of(group[-1].name, columns, overruns=overruns))

@@ -124,7 +124,8 @@ def test_the_record_standing_for_the_slots_beyond_the_cap_says_what_happened(
         "MisfireCap: more than 1000 slots passed unrun (the scheduler down or not started, "
         f"or its clock moved on) before the misfire policy ({action.value}) decided them at "
         f"{instant_text(back)}; the first 1,000 are recorded one by one, and this record "
-        f"stands for every later one, from {instant_text(first_unlisted)} up to then: "
+        f"stands for 440 slots, every later one, from {instant_text(first_unlisted)} up to "
+        "then: "
         f"{fate}; the task goes on at {instant_text(T0 + 86400 + 60)}"
     )
     ended = plan(Window(minutely, end=T0 + 86400), T0 + 60, back, MisfirePolicy(action))

@@ -159,7 +159,7 @@ def test_a_run_that_skipped_very_many_slots_records_a_bounded_number(clock: Fake
         "SkipCap: more than 10 slots passed unrun (a run of this task was still running) "
         "before the overlap policy (none: its runs never overlap) decided them at "
         "2026-01-05T10:23:20.000+00:00; the first 10 are recorded one by one, and this record "
-        "stands for every later one, from 2026-01-05T09:00:11.000+00:00 up to before "
+        "stands for 4,989 slots, every later one, from 2026-01-05T09:00:11.000+00:00 up to before "
         "2026-01-05T10:23:20.000+00:00: none of them run; the task goes on at "
         "2026-01-05T10:23:20.000+00:00"
     )
@@ -205,11 +205,14 @@ def test_the_record_standing_for_the_skipped_slots_past_the_cap_says_what_happen
     *listed, tail = [r for r in task.history if not r.outcome.ran]
     assert [r.slot for r in listed] == [T0 + n for n in range(1, MAX_SKIPPED + 1)]
     assert tail.slot == T0 + MAX_SKIPPED + 1 and tail.finished == T0 + 5000
+    # the slots from the 11th to before the next run's: as many as the record states
+    stood = {"10:23:19": "4,988", "10:23:20": "4,989", "10:23:21": "4,990"}[until]
     assert tail.error == (
         f"SkipCap: more than 10 slots passed unrun ({why}) before the overlap policy "
         f"({'none: its runs never overlap' if overlap is None else overlap.value}) decided "
         "them at 2026-01-05T10:23:20.000+00:00; the first 10 are recorded one by one, and "
-        "this record stands for every later one, from 2026-01-05T09:00:11.000+00:00 up to "
+        f"this record stands for {stood} slots, every later one, from "
+        "2026-01-05T09:00:11.000+00:00 up to "
         f"before 2026-01-05T{until}.000+00:00: {fate}; the task goes on at "
         f"2026-01-05T{until}.000+00:00"
     )

@@ -436,7 +436,7 @@ def test_where_widgets_cannot_render_the_panel_shows_its_table_as_text(
     panel = ControlPanel(scheduler, loop=None)
     text = panel._repr_mimebundle_()["text/plain"]
     assert text.splitlines() == [
-        "task  status     next run (UTC)       runs  ok  failed  last error",
+        "task  status     next run (UTC)       runs  ok  not ok  last error",
         "tick  scheduled  2026-01-05 09:00:30  0     0   0",
     ]
     assert str(panel) == text  # print(panel)
@@ -643,4 +643,28 @@ def test_a_long_last_error_is_cut_on_its_row_with_the_whole_text_a_click_away(
     assert html.escape(whole, quote=False) in inside and "<daily" not in cell
     assert panel._rows[short.id].cells["last error"].value == "RuntimeError: disk is full"
     assert panel.row(short.id)["last error"] == "RuntimeError: disk is full"
+    panel.close()
+
+
+def test_the_failed_column_is_headed_for_what_it_counts_every_run_not_ok() -> None:
+    """The row's ``failed`` is the task's ``failure_count``: a run that failed, timed out
+    or was cancelled, where ``task_summary``'s ``failed`` counts only the errors.  Its
+    heading says so ("not ok", and on hover "failed, timed out or cancelled"), as ``tasks
+    show`` says "2 failed, timed out or cancelled"; before, both were headed "failed",
+    for 4 against 2 here."""
+    from lldsched.views.frames import task_summary, to_frame
+
+    sim = Simulation(workers=1, start=datetime(2026, 1, 5, 9, tzinfo=UTC))
+    flaky = sim.schedule("flaky", FixedRate(60), duration=10, timeout=5, retry=RetryPolicy.never())
+    sim.run_for(60 * 3 + 30)  # four runs, each timed out
+    panel = ControlPanel(sim, loop=None)
+    summary = task_summary(to_frame(sim)).loc[flaky.id]
+    row = panel.row(flaky.id)
+    assert row["runs"] == "4" and row["ok"] == "0"
+    assert row["failed"] == str(summary.failed + summary.timed_out + summary.cancelled) == "4"
+    assert summary.failed == 0  # the summary's failed: errors only
+    headers = [child.value for child in panel._grid.children[: len(panel._header)]]
+    tip = "failed, timed out or cancelled: every run that did not succeed"
+    assert f'<b title="{tip}">not ok</b>' in headers
+    assert "failed" not in panel.to_text().splitlines()[0]
     panel.close()

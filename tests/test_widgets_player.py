@@ -347,7 +347,7 @@ def test_where_widgets_cannot_render_the_player_shows_its_instant_step_and_table
         *player.table.to_text().splitlines(),  # the panel's own text, as the panel shows it
     ]
     assert text.splitlines()[2:5] == [
-        "task    status     next run (UTC)       runs  ok  failed  last error",
+        "task    status     next run (UTC)       runs  ok  not ok  last error",
         "tick    scheduled  2026-01-05 00:10:00  1     1   0",
         "report  scheduled  2026-01-05 01:00:00  0     0   0",
     ]

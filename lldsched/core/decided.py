@@ -21,12 +21,15 @@ from lldsched.core.names import (
     Skipped,
     cap_text,
     goes_on,
+    stands_for,
 )
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import ScheduledTask
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.policies import Overlap
+from lldsched.schedules.base import slots_counted
+from lldsched.schedules.catchup import unwrap
 
 __all__ = ["DecidedRecords"]
 
@@ -113,7 +116,9 @@ class DecidedRecords(CoreParts):
         ]
         if len(skipped) > MAX_SKIPPED:
             rest = skipped[MAX_SKIPPED]
-            text = _skip_cap_text(task._options.overlap, rest, until, at, late=late)
+            # how many slots it stands for, counted on the task's grid as its runs are
+            slots = slots_counted(unwrap(task._schedule), rest, until, origin=task._grid)
+            text = _skip_cap_text(task._options.overlap, rest, until, at, slots, late=late)
             records.append(self._decided(task, rest, outcome, text, at, token=token))
         return records
 
@@ -164,14 +169,21 @@ class DecidedRecords(CoreParts):
 
 
 def _skip_cap_text(
-    overlap: Overlap | None, first: float, until: float | None, at: float, *, late: bool
+    overlap: Overlap | None,
+    first: float,
+    until: float | None,
+    at: float,
+    slots: int | None,
+    *,
+    late: bool,
 ) -> str:
     """The error text of the record standing for the slots past :data:`MAX_SKIPPED` that a
     run skipped (:func:`~lldsched.core.names.cap_text`, as a misfire's cap reads): that
     they passed unrun and why (a run of the task still running, or, ``late``, one that
-    began late), which overlap policy decided them and when (``at``), the first of them,
-    what became of them (not run; under ``BUFFER_ONE`` coalesced into the one run for the
-    slot after them) and where the task goes on (``until``)."""
+    began late), which overlap policy decided them and when (``at``), how many (``slots``,
+    :func:`~lldsched.core.names.stands_for`), the first of them, what became of them
+    (not run; under ``BUFFER_ONE`` coalesced into the one run for the slot after them)
+    and where the task goes on (``until``)."""
     why = (
         "a run of this task for an earlier slot began late: it waited for a worker, or was resumed"
         if late
@@ -188,7 +200,7 @@ def _skip_cap_text(
         passed=f"more than {MAX_SKIPPED} slots passed unrun ({why}) before the overlap "
         f"policy ({policy}) decided them at {instant_text(at)}",
         kept=f"the first {MAX_SKIPPED:,}",
-        stands="every later one",
+        stands=stands_for(slots),
         first=first,
         last="up to then" if until is None else f"up to before {instant_text(until)}",
         then=f"{fate}; {goes_on(until)}",

@@ -41,12 +41,19 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.names import COALESCED, MISFIRE_CAP, cap_text, goes_on
+from lldsched.core.names import COALESCED, MISFIRE_CAP, cap_text, goes_on, stands_for
 from lldsched.core.task import ScheduledTask
 from lldsched.logs import JOBS, instant_text
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import DEFAULT_MISFIRE, Misfire, MisfirePolicy
-from lldsched.schedules.base import Schedule, first_slot_after, on_grid, slot_after, slots_on
+from lldsched.schedules.base import (
+    Schedule,
+    first_slot_after,
+    on_grid,
+    slot_after,
+    slots_counted,
+    slots_on,
+)
 from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, unwrap
 
 __all__ = [
@@ -149,7 +156,9 @@ def _decided(
     if truncated:
         assert following is not None
         outcome = COALESCED if action is Misfire.RUN_ONCE else MISSED
-        tail = [(following, outcome, _tail_text(following, now, action, after))]
+        # how many slots it stands for: those not after now, counted as plan() lists them
+        stood = slots_counted(unwrap(schedule), following, now, inclusive=True, origin=origin)
+        tail = [(following, outcome, _tail_text(following, now, action, after, stood))]
         resume = after
     if action is Misfire.SKIP:
         return Plan([], [(slot, MISSED, None) for slot in slots] + tail, after, True)
@@ -230,12 +239,15 @@ def first_after(
 _CAPPED = MISFIRE_CAP  # how the error text of a record standing for the rest begins
 
 
-def _tail_text(following: float, now: float, action: Misfire, after: float | None) -> str:
+def _tail_text(
+    following: float, now: float, action: Misfire, after: float | None, slots: int | None
+) -> str:
     """The error text of the record standing for the slots beyond :data:`MAX_SLOTS`
     (:func:`~lldsched.core.names.cap_text`): that they passed unrun, what decided them
-    and when, the first of them, what became of them (not run; under ``RUN_ONCE``
-    coalesced into its one run, the last listed slot's) and where the task goes on
-    (``after``).  Read back by its prefix alone (:func:`cut_record`)."""
+    and when, how many (``slots``, :func:`~lldsched.core.names.stands_for`), the first
+    of them, what became of them (not run; under ``RUN_ONCE`` coalesced into its one
+    run, the last listed slot's) and where the task goes on (``after``).  Read back by
+    its prefix alone (:func:`cut_record`)."""
     fate = (
         "coalesced into the one run the policy made (the slot before them)"
         if action is Misfire.RUN_ONCE
@@ -247,7 +259,7 @@ def _tail_text(following: float, now: float, action: Misfire, after: float | Non
         f"or its clock moved on) before the misfire policy ({action.value}) decided them at "
         f"{instant_text(now)}",
         kept=f"the first {MAX_SLOTS:,}",
-        stands="every later one",
+        stands=stands_for(slots),
         first=following,
         last="up to then",
         then=f"{fate}; {goes_on(after)}",

@@ -16,12 +16,14 @@ slots', an outage's).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-from lldsched.logs import instant_text
+from lldsched.logs import counted, instant_text
 from lldsched.model import Outcome, TaskStatus
 from lldsched.policies import Overlap
+from lldsched.schedules.base import COUNT_LIMIT
 
 MAX_SKIPPED = 10
 """Slots one run skipped that are recorded one by one; one more record stands for the rest."""
@@ -57,6 +59,23 @@ def cap_text(
         f"{prefix} {passed}; {kept} are recorded one by one, and this record stands for "
         f"{stands}, from {instant_text(first)} {last}: {then}"
     )
+
+
+def stands_for(slots: int | None) -> str:
+    """What the record past a run's skipped slots' cap (:data:`SKIP_CAP`) or a misfire's
+    (:data:`MISFIRE_CAP`) stands for, :func:`cap_text`'s ``stands``: ``"395 slots, every
+    later one"`` (``None``: ``"more than 100,000 slots"``, past what is stepped through
+    one at a time, :data:`~lldsched.schedules.base.COUNT_LIMIT`).  The views read the count back
+    (:func:`~lldsched.views.report.slots_of`: :data:`SLOTS_STOOD_FOR`), one rule."""
+    if slots is None:
+        return f"more than {COUNT_LIMIT:,} slots, every later one"
+    return f"{counted(slots, 'slot')}, every later one"
+
+
+SLOTS_STOOD_FOR = re.compile(r"this record stands for (?:more than )?([\d,]+) slots?, ")
+"""How the count a cap's record states (:func:`stands_for`) is found in its text: the
+views read it (:func:`~lldsched.views.report.slots_of`); a record written before it
+was stated says no count."""
 
 
 def goes_on(after: float | None) -> str:

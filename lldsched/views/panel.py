@@ -1,11 +1,10 @@
 """ControlPanel: live control of a running scheduler, one row per task.
 
-:class:`ControlPanel` shows one row per task (name, status, next run, runs, ok,
-failed, last error: cut to a line, the whole text opened under it by a click) with
-pause, resume and cancel buttons, and redrive for a dead-lettered task; past
-:data:`MAX_ROWS` tasks, the first registered, and a ``find`` box for the others.  It is
-updated by the scheduler's events, never by a polling
-loop:
+:class:`ControlPanel` shows one row per task (name, status, next run, runs, ok, not ok:
+failed, timed out or cancelled, :data:`COLUMNS`; last error: cut to a line, the whole
+text opened under it by a click) with pause, resume and cancel buttons, and redrive for
+a dead-lettered task; past :data:`MAX_ROWS` tasks, the first registered, and a ``find``
+box for the others.  It is updated by the scheduler's events, never by a polling loop:
 
 * its listener runs on the scheduler's event-delivery thread and only notes which
   tasks changed; the first event of a burst schedules one refresh, the rest of
@@ -68,7 +67,7 @@ from lldsched.views.widgetkit import (
 if TYPE_CHECKING:
     import ipywidgets
 
-__all__ = ["COLUMNS", "MAX_ROWS", "ControlPanel"]
+__all__ = ["COLUMNS", "HEADINGS", "MAX_ROWS", "ControlPanel"]
 
 MAX_ROWS = 50
 """Rows a :class:`ControlPanel` shows at most (its ``max_rows``): the first tasks
@@ -76,6 +75,15 @@ registered, or those whose name holds the text typed in its ``find`` box.  A row
 eight cells, 13 widgets: 300 rows took ten seconds to appear, as a wall no one reads."""
 
 COLUMNS = ("task", "status", "next run", "runs", "ok", "failed", "last error")
+"""The keys of a row (:meth:`ControlPanel.row`).  Its ``failed`` is every run that did not
+succeed (the task's ``failure_count``: a failed run, a timed-out or a cancelled one, so
+``runs == ok + failed``), headed ``not ok`` (:data:`HEADINGS`) as ``tasks show`` says
+"failed, timed out or cancelled": ``task_summary``'s ``failed`` counts errors only."""
+
+HEADINGS = {"failed": "not ok"}
+"""The headings that differ from their row's key (:data:`COLUMNS`): the panel's table
+and :meth:`ControlPanel.to_text`; the key stays as it was for code that reads a row."""
+_HEADING_TIPS = {"not ok": "failed, timed out or cancelled: every run that did not succeed"}
 _LIVE = frozenset(  # the statuses pause() accepts
     {TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING, TaskStatus.BLOCKED}
 )
@@ -293,12 +301,12 @@ class ControlPanel:
         self._finds = OnKernelThread(self.refresh, at_once=at_once)
         self._rows: dict[str, _Row] = {}
         self._shared = shared = _Shared(widgets)
-        self._titles = {column: column for column in COLUMNS}
+        self._titles = {column: HEADINGS.get(column, column) for column in COLUMNS}
         self._titles["next run"] = f"next run ({self._tz.key})"
         titles = {**self._titles, "controls": "controls"}
         self._header = [
             widgets.HTML(
-                f"<b>{plain(titles[column])}</b>",
+                _heading(titles[column]),
                 layout=shared.cell_layout,
                 style=shared.html_style,
             )
@@ -580,3 +588,11 @@ class ControlPanel:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return bundle(self.widget, self.to_text, **kwargs)
+
+
+def _heading(title: str) -> str:
+    """A column's heading as the table's HTML: bold, with what it counts on hover where
+    its word is short for more (:data:`HEADINGS`)."""
+    tip = _HEADING_TIPS.get(title)
+    hover = "" if tip is None else f' title="{plain(tip)}"'
+    return f"<b{hover}>{plain(title)}</b>"

@@ -11,8 +11,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from fractions import Fraction
 from itertools import compress
+from operator import attrgetter
 from typing import Any, NamedTuple, TypeGuard
 
+from lldsched.core.names import MISFIRE_CAP, SKIP_CAP, SLOTS_STOOD_FOR
 from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.schedules.base import Schedule, has_schedule_methods, slot_after
@@ -31,9 +33,50 @@ __all__ = [
     "percentile",
     "records_iterable",
     "schedules_by_id",
+    "slots_by_outcome",
+    "slots_of",
+    "slots_stood_for",
     "summarize",
     "summary_of",
 ]
+
+_ERROR = attrgetter("error")
+CAPS = (SKIP_CAP, MISFIRE_CAP)
+"""How the error text of a record standing for more slots than its own begins."""
+
+
+def slots_stood_for(error: object) -> int:
+    """How many slots a record whose error text is ``error`` stands for: the one rule
+    every view that counts slots follows (:func:`slots_of`).  One, but for the record
+    standing for the rest past a cap (its ``error`` starting ``SkipCap:``, past 10
+    slots one run skipped, or ``MisfireCap:``, past 1,000 slots of one misfire
+    decision): the count its text states (``"this record stands for 395 slots, every
+    later one, ..."``; ``"more than 100,000 slots"`` reads 100,001, the least it can
+    be).  A cap's record written before it stated a count (lldsched 0.x before this
+    rule) reads one: its slots are not known."""
+    if not isinstance(error, str) or not error.startswith(CAPS):
+        return 1
+    stated = SLOTS_STOOD_FOR.search(error)
+    if stated is None:
+        return 1
+    count = int(stated[1].replace(",", ""))
+    return count + 1 if "more than" in stated[0] else count
+
+
+def slots_of(record: ExecutionRecord) -> int:
+    """How many slots ``record`` stands for (:func:`slots_stood_for` of its ``error``):
+    1 for a run, or for a slot decided without a run; the count a cap's record states."""
+    return slots_stood_for(record.error)
+
+
+def slots_by_outcome(outcomes: Iterable[str], errors: Iterable[object]) -> Counter[str]:
+    """The slots the records of ``outcomes`` (each with its ``errors``, in step) stand for,
+    by outcome (:func:`slots_stood_for`): a frame's or a task's records counted as
+    slots, not as records."""
+    counts: Counter[str] = Counter()
+    for outcome, error in zip(outcomes, errors, strict=True):
+        counts[str(outcome)] += slots_stood_for(error)
+    return counts
 
 
 class TaskSummary(NamedTuple):
@@ -51,10 +94,11 @@ class TaskSummary(NamedTuple):
     ``Overlap.BUFFER_ONE`` folded into one run, which it records coalesced as
     ``RUN_ONCE`` does: their ``error`` names the policy), ``given_up`` slots whose
     attempts all failed, ``skipped`` slots an overrun, or ``Overlap.ALLOW`` at
-    ``max_instances``, dropped.  ``missed`` and ``skipped`` count records: past 10
-    slots of one decision, one record (its ``error`` starting ``MisfireCap:`` or
-    ``SkipCap:``) stands for the rest, so the slots dropped can be more (a heartbeat
-    of a minute that waited half an hour for a worker records 11, for 30 slots).
+    ``max_instances``, dropped.  ``missed`` and ``skipped`` count slots, not records:
+    past 10 slots one run skipped (1,000 of one misfire decision), one record (its
+    ``error`` starting ``SkipCap:`` or ``MisfireCap:``) stands for the rest and states
+    how many (:func:`slots_of`), so a heartbeat of a minute that waited half an hour
+    for a worker records 11 and counts 30 skipped.
     Times are seconds, nearest rank (:func:`percentile`), over the runs only; ``None``
     for a task with no run.
     ``blocked`` counts a dependent's waits for its upstreams (records whose outcome
@@ -92,6 +136,11 @@ class TaskColumns(NamedTuple):
     attempt: Sequence[int]
     lateness: Sequence[float]  # seconds
     duration: Sequence[float]  # seconds
+    caps: Sequence[tuple[str, str]] = ()
+    """The outcome and ``error`` of each record standing for the rest past a cap (its
+    error starting ``SkipCap:`` or ``MisfireCap:``): the slots beyond its own it stands
+    for are counted (:func:`slots_stood_for`); the callers pick them out (a pass over a
+    task's every error was a pass too many)."""
 
 
 def nearest_rank(count: int, q: float) -> int:
@@ -161,6 +210,9 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
     ran = [outcome not in NOT_RUNS for outcome in columns.outcome]
     lateness = _known_sorted(compress(columns.lateness, ran))
     duration = _known_sorted(compress(columns.duration, ran))
+    slots = outcomes.copy()  # a record a slot, and a cap's record the slots it states
+    for outcome, error in columns.caps:
+        slots[outcome] += slots_stood_for(error) - 1
     blocked = outcomes[Outcome.BLOCKED]
     waits = (outcome == Outcome.BLOCKED for outcome in columns.outcome)
     return TaskSummary(
@@ -172,9 +224,9 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
         cancelled=cancelled,
         retries=retries,
         overruns=overruns,
-        missed=sum(outcomes[misfire] for misfire in MISFIRES),
+        missed=sum(slots[misfire] for misfire in MISFIRES),
         given_up=outcomes[Outcome.GIVEN_UP],
-        skipped=outcomes[Outcome.SKIPPED],
+        skipped=slots[Outcome.SKIPPED],
         lateness_p50=percentile(lateness, 50),
         lateness_p95=percentile(lateness, 95),
         lateness_max=lateness[-1] if lateness else None,
@@ -269,6 +321,11 @@ def summarize(
             attempt=[r.attempt for r in group],
             lateness=[r.lateness for r in group],
             duration=duration,
+            caps=[
+                (outcome, error)
+                for outcome, error in zip(outcomes, map(_ERROR, group), strict=True)
+                if error is not None and error.startswith(CAPS)
+            ],
         )
         overruns = 0
         if schedule is not None:

@@ -27,6 +27,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides pandas
     raise missing_extra(__name__, "pandas and numpy", exc) from exc
 
+from lldsched.model import Outcome
 from lldsched.schedules.base import Schedule
 from lldsched.views.lanes import (
     MOST_WORKERS,
@@ -41,6 +42,7 @@ from lldsched.views.lanes import (
     worker_lanes,
 )
 from lldsched.views.report import (
+    CAPS,
     NOT_RUNS,
     TaskColumns,
     TaskSummary,
@@ -137,6 +139,7 @@ def task_summary(
     # a task renamed is named as it is now: its last row's name (report.summarize's rule)
     names = rows_of["name"].take([high - 1 for high in bounds[1:]]).tolist()
     overruns = _overruns(rows_of, codes[order], len(task_ids), task_ids, by_id)
+    caps = _caps(rows_of, codes[order], len(task_ids))
     rows: list[TaskSummary] = []
     for task, (low, high) in enumerate(itertools.pairwise(bounds)):
         columns = TaskColumns(
@@ -146,6 +149,7 @@ def task_summary(
             attempt=attempt[low:high],
             lateness=lateness[low:high],
             duration=duration[low:high],
+            caps=caps[task],
         )
         rows.append(summary_of(str(names[task]), columns, overruns=overruns[task]))
     ids = [str(task_id) for task_id in task_ids]
@@ -166,10 +170,12 @@ def task_summary(
 
 
 _NAT = np.timedelta64("NaT", "us")
+_CAPPED = (Outcome.SKIPPED.value, Outcome.MISSED.value, Outcome.COALESCED.value)
+"""The outcomes of a record that may stand for the rest past a cap (:func:`_caps`)."""
 
 _SUMMARY_READS = frozenset({
     "name", "attempt", "slot", "start", "finish", "duration", "lateness", "ok", "timed_out",
-    "outcome",
+    "outcome", "error",
 })  # fmt: skip
 """The columns :func:`task_summary` reads of each task's rows (and :func:`_overruns` of
 them): its copy of the rows in task order has only these."""
@@ -191,6 +197,31 @@ def _seconds(column: pd.Series[Any]) -> list[float]:
     """A ``timedelta64[us]`` column as float seconds (NaN for NaT)."""
     seconds: list[float] = (column.to_numpy(dtype="m8[us]") / np.timedelta64(1, "s")).tolist()
     return seconds
+
+
+def _caps(rows: pd.DataFrame, codes: np.ndarray[Any, Any], tasks: int) -> list[list[Any]]:
+    """For each task, the outcome and error of its rows among ``rows`` (grouped by task:
+    ``codes``) that stand for the rest past a cap (:data:`~lldsched.views.report.CAPS`),
+    found in one vectorised pass: what :func:`~lldsched.views.report.summary_of` counts
+    as the slots they state.  A frame cut to columns without ``error`` has none: its
+    records count a slot each, as before caps stated a count."""
+    caps: list[list[Any]] = [[] for _ in range(tasks)]
+    if "error" not in rows.columns:
+        return caps
+    # only a slot decided without a run can be a cap's record: the few rows read as text
+    capped = rows["outcome"].isin(_CAPPED).to_numpy(dtype=bool, copy=True)
+    if capped.any():
+        capped[capped] = rows["error"][capped].str.startswith(CAPS).fillna(False).to_numpy(bool)
+    if capped.any():
+        picked = zip(
+            codes[capped].tolist(),
+            rows["outcome"].astype(str).to_numpy()[capped].tolist(),
+            rows["error"].to_numpy(dtype=object)[capped].tolist(),
+            strict=True,
+        )
+        for task, outcome, error in picked:
+            caps[task].append((outcome, error))
+    return caps
 
 
 def _overruns(

@@ -21,7 +21,7 @@ from typing import Any
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 from lldsched.views.frames import ran  # raises, naming the extra, without pandas
-from lldsched.views.report import NOT_RUNS, nearest_rank
+from lldsched.views.report import NOT_RUNS, nearest_rank, slots_by_outcome
 from lldsched.views.runs import instants
 
 try:
@@ -586,10 +586,13 @@ def _decided_text(frame: pd.DataFrame) -> str:
     """How many slots of ``frame`` a policy decided without a run, by outcome, most
     first ("4 slots decided without a run: 3 coalesced, 1 skipped"; "" for none): a
     chart of a scheduler restarted after an outage (RUN_ONCE, all coalesced) said only
-    "no runs", as of a frame of nothing.  A dependent's wait (``blocked``) is no slot
-    decided: its slot runs when its upstreams are done."""
+    "no runs", as of a frame of nothing.  Slots, not records: a cap's record counts the
+    slots it states (:func:`~lldsched.views.report.slots_stood_for`).  A dependent's wait
+    (``blocked``) is no slot decided: its slot runs when its upstreams are done."""
     outcomes = frame["outcome"].astype(str)
-    counts = Counter(outcomes[outcomes.isin(_DECIDED)].tolist())
+    decided = outcomes.isin(_DECIDED)
+    errors = frame["error"][decided] if "error" in frame.columns else [None] * int(decided.sum())
+    counts = slots_by_outcome(outcomes[decided].tolist(), list(errors))  # slots, not records
     if not counts:
         return ""
     total = sum(counts.values())

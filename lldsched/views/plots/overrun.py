@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from lldsched.errors import ValidationError, shown
+from lldsched.logs import counted
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import Overlap, OverrunPolicy
 from lldsched.views.durations import seconds_text
@@ -36,6 +37,7 @@ from lldsched.views.plots._base import (
 )
 from lldsched.views.plots.palette import ACCENT
 from lldsched.views.plots.runbars import draw_runs, failures, mark_handles
+from lldsched.views.report import slots_stood_for
 from lldsched.views.runs import check_spans
 
 __all__ = ["overrun_comparison"]
@@ -52,7 +54,10 @@ def overrun_comparison(
     line to its start, the fixed-rate grid of slots as dotted lines, and a cross on
     each slot the policy dropped (a ``skipped`` or ``coalesced`` record: the slots
     are read from the records, never guessed from gaps between runs), in a strip
-    above the first row so that no cross covers a bar.  ``runs`` maps each policy
+    above the first row so that no cross covers a bar.  The title's "N slots dropped"
+    counts slots: past 10 slots one run skipped, one record (``SkipCap:``, a cross on
+    its first slot) stands for the rest and counts as the slots it states
+    (:func:`~lldsched.views.report.slots_stood_for`).  ``runs`` maps each policy
     (:class:`~lldsched.policies.OverrunPolicy` or :class:`~lldsched.policies.Overlap`)
     to a frame or to records, such as :func:`lldsched.sim.overrun.simulate_overrun`
     returns.  ``axes``: one per policy.
@@ -77,6 +82,10 @@ def overrun_comparison(
         check_spans(frame)  # a run with no start or finish, or backwards, has no bar
     dropped_slots = {  # the slots decided without a run, by their due times
         policy: date_numbers(frame.loc[frame["outcome"].isin(_DROPPED), "due"])
+        for policy, frame in recorded.items()
+    }
+    dropped = {  # how many: a cap's record counts the slots it states, not one
+        policy: sum(slots_stood_for(error) for error in _errors(frame, _DROPPED))
         for policy, frame in recorded.items()
     }
     policies = list(frames)
@@ -134,7 +143,7 @@ def overrun_comparison(
             write_title(
                 ax,
                 f"{policy.name}: {', '.join([f'{len(frame)} runs', *cut])}, "
-                f"{len(dropped_slots[policy])} slots dropped,\n"
+                f"{counted(dropped[policy], 'slot')} dropped,\n"
                 f"worst lateness {seconds_text(worst)}",
                 panel=True,
             )
@@ -220,6 +229,17 @@ _TOP = -1.1
 the crosses of dropped slots."""
 _CROSSES = -0.85
 """Where the crosses sit in that strip (clear of the first row's bar, 0 +/- 0.31)."""
+
+
+def _errors(frame: pd.DataFrame, outcomes: Sequence[Outcome]) -> list[object]:
+    """The ``error`` of each row of ``frame`` whose outcome is one of ``outcomes`` (``None``
+    each for a frame cut to columns without it)."""
+    rows = frame["outcome"].isin(outcomes)
+    if "error" not in frame.columns:
+        return [None] * int(rows.sum())
+    return frame.loc[rows, "error"].tolist()
+
+
 _DROPPED = (Outcome.SKIPPED, Outcome.COALESCED, Outcome.MISSED)
 """The outcomes of a slot a policy dropped (a blocked wait is not one: its slot runs)."""
 
