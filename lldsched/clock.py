@@ -28,6 +28,7 @@ __all__ = [
     "FakeClock",
     "SystemClock",
     "beyond_datetimes",
+    "dated",
     "to_timestamp",
     "utc_datetime",
     "within_datetimes",
@@ -112,6 +113,13 @@ def beyond_datetimes(timestamp: float) -> str:
     rate's next slot past the end of year 9999, kept due there): ``after 9999``, or
     ``before 0001``."""
     return "after 9999" if timestamp > 0 else "before 0001"
+
+
+def dated(moment: datetime, layout: str) -> str:
+    """``moment.strftime(layout)`` with its year in four digits, as every instant printed
+    for people reads: glibc's ``%Y`` writes year 1 as ``1`` (macOS's as ``0001``), and
+    ``1-01-01 00:00`` read as no date."""
+    return moment.strftime(layout.replace("%Y", f"{moment.year:04d}"))
 
 
 @runtime_checkable

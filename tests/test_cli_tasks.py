@@ -816,13 +816,14 @@ def test_a_listing_words_each_schedule_once_and_each_row_as_alone(
     [0.0, 1.8e9, 1.8e9 + 0.9999994, 1.8e9 + 0.9999996, -1.0, -3.0e10, -3.1e10, -6.0e10,
      253402300799.0, -62135596800.0],
 )  # fmt: skip
-def test_next_run_is_strftime_s_text(instant: float) -> None:
-    """NEXT RUN is written by ``isoformat`` (half ``strftime``'s cost), as ``strftime``
-    writes it: at a second's last microsecond (rounded up), before 1970, and before the
-    year 1000, where ``strftime`` is asked (glibc writes such a year without zeros)."""
-    from lldsched.clock import utc_datetime
+def test_next_run_is_the_text_every_printed_instant_has(instant: float) -> None:
+    """NEXT RUN is written by ``isoformat`` (half ``strftime``'s cost), as
+    ``clock.dated`` writes every instant printed for people: at a second's last
+    microsecond (rounded up), before 1970, and before the year 1000 (four digits, where
+    glibc's ``strftime`` writes such a year without zeros)."""
+    from lldsched.clock import dated, utc_datetime
 
-    assert storetasks._when(instant) == utc_datetime(instant).strftime("%Y-%m-%d %H:%M:%S")
+    assert storetasks._when(instant) == dated(utc_datetime(instant), "%Y-%m-%d %H:%M:%S")
 
 
 def test_a_next_run_past_year_9999_is_listed_as_the_panel_lists_it_not_a_traceback(

@@ -27,6 +27,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, tzinfo
 
 from lldsched.cli import BAD_ARGUMENTS, say, to_stderr
+from lldsched.clock import dated
 from lldsched.errors import ScheduleError
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.cron.days import DayRule
@@ -54,14 +55,14 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
         if seconds
         else (_FORMAT, "%Y-%m-%d %H:%M UTC", "%Y-%m-%d %H:%M %Z")
     )
-    width = max((len(_show(f, local)) for f in fires), default=0)
+    width = max((len(dated(f, local)) for f in fires), default=0)
     lines = [
         f"{' '.join(expr.split())}  ({schedule.tz})",  # tabs and edge blanks as one space
         explain(schedule.fields),  # the zone is on the line above
-        f"next {'fire time' if n == 1 else f'{n} fire times'} after {_show(begin, after)}:",
+        f"next {'fire time' if n == 1 else f'{n} fire times'} after {dated(begin, after)}:",
     ]
     lines += [
-        f"  {_show(f, local):<{width}}  = {_show(f.astimezone(UTC), utc)}{_dst_note(schedule, f)}"
+        f"  {dated(f, local):<{width}}  = {dated(f.astimezone(UTC), utc)}{_dst_note(schedule, f)}"
         for f in fires
     ]
     if len(fires) < n:
@@ -117,12 +118,6 @@ def _dst_note(schedule: CronSchedule, when: datetime) -> str:
     if DayRule(fields).next_date(date, date) is None:
         return "  (for a time the clock skipped: it went forward)"
     return ""
-
-
-def _show(when: datetime, layout: str) -> str:
-    """``when.strftime(layout)`` with the year in four digits: glibc's ``%Y`` writes
-    year 1 as ``1`` (macOS's as ``0001``)."""
-    return when.strftime(layout.replace("%Y", f"{when.year:04d}"))
 
 
 def run_cron(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = None) -> int:

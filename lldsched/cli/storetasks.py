@@ -452,9 +452,7 @@ def _when(instant: float | None) -> str:
         moment = utc_datetime(instant)  # Windows: before 1970 too
     except OverflowError:  # past year 9999: a fixed rate's next slot at its end
         return beyond_datetimes(instant)  # as the control panel says it
-    if moment.year < 1000:  # strftime's year has no leading zeros here (glibc's %Y)
-        return moment.strftime("%Y-%m-%d %H:%M:%S")
-    return moment.isoformat(" ", "seconds")[:19]  # strftime's text, at half its cost
+    return moment.isoformat(" ", "seconds")[:19]  # clock.dated's text, at half its cost
 
 
 def _outcome(record: ExecutionRecord | None) -> str:

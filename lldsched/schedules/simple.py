@@ -27,7 +27,7 @@ from typing import ClassVar, TypeVar
 
 from lldsched import checks
 from lldsched.checks import seconds
-from lldsched.clock import to_timestamp, utc_datetime
+from lldsched.clock import dated, to_timestamp, utc_datetime
 from lldsched.errors import ScheduleError, ValidationError, shown
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
@@ -40,7 +40,7 @@ def instant_text(timestamp: float) -> str:
     """An instant as ``explain()`` writes it: ``"2026-06-01 09:00 UTC"`` (seconds when
     they are not zero)."""
     moment = utc_datetime(timestamp)
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC" if moment.second else "%Y-%m-%d %H:%M UTC")
+    return dated(moment, "%Y-%m-%d %H:%M:%S UTC" if moment.second else "%Y-%m-%d %H:%M UTC")
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
-from lldsched.clock import UTC_NAMES, beyond_datetimes, utc_datetime
+from lldsched.clock import UTC_NAMES, beyond_datetimes, dated, utc_datetime
 from lldsched.errors import SchedulerStateError
 from lldsched.views import missing_extra
 
@@ -112,8 +112,7 @@ def when(timestamp: float | None, tz: ZoneInfo) -> str:
         local = utc_datetime(timestamp).astimezone(tz)
     except OverflowError:  # past a datetime's span: a rate's next slot at the end of 9999
         return beyond_datetimes(timestamp)
-    # The year by hand: glibc's %Y does not pad one before 1000 (year 1 read "1-01-01").
-    shown = f"{local.year:04d}-{local:%m-%d %H:%M:%S}"
+    shown = dated(local, "%Y-%m-%d %H:%M:%S")
     return shown if tz.key in UTC_NAMES else f"{shown} {local:%Z}"
 
 
