@@ -7,11 +7,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lldsched import FixedRate, OneTime, Scheduler, Simulation, SqliteTaskStore
+from lldsched import FakeClock, FixedRate, OneTime, Scheduler, Simulation, SqliteTaskStore
+from lldsched.testing import Stepper
+from tests.waits import wait_until
 
 
 def _noop() -> None:
     pass
+
+
+def _followed(scheduler: Scheduler) -> bool:
+    """Wake ``scheduler``'s timer (it reads the change feed) and say whether it holds no
+    task (tests/cluster.py's ``follows``)."""
+    clock = scheduler.clock
+    assert isinstance(clock, FakeClock)
+    clock.advance(0)
+    return scheduler.tasks() == []
 
 
 def _stored(path: Path) -> None:
@@ -51,3 +62,26 @@ def test_a_restored_task_the_threaded_scheduler_retires_leaves_no_orphan_entry(
         assert core._orphans == {}
         assert core._restored_names == {}
         scheduler.shutdown()
+
+
+def test_a_task_another_process_removes_leaves_no_lease_or_settle_entry(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with (
+        SqliteTaskStore(path, shared=True, poll=0.05) as store,
+        SqliteTaskStore(path, shared=True, poll=0.05) as other_store,
+        Stepper(Scheduler(store=store, clock=FakeClock(0.0))) as steps,
+    ):
+        other = Scheduler(store=other_store, clock=FakeClock(-1_000.0))  # another process's
+        steps.scheduler.schedule("x", _noop, FixedRate(30), id="x")
+        other.schedule("y", _noop, FixedRate(30), id="y")
+        steps.advance(30)  # x ran here: its settle is remembered
+        shared = store._shared
+        assert shared is not None and "x" in shared.settled
+        (claim,) = store.claim(now=1_000.0, limit=1)  # a lease held here, its run not begun
+        assert shared.held == {claim.task_id: claim.token}
+        other.remove("x")  # both removed by the other process
+        other.remove("y")
+        wait_until(lambda: _followed(steps.scheduler), timeout=10, what="the removals followed")
+        assert shared.settled == {}  # was {'x': 1}: kept for good
+        assert shared.held == {}  # was {claim.task_id: claim.token}: kept for good
+        other.shutdown()
