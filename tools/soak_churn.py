@@ -217,33 +217,37 @@ def soak_threaded(cycles: int, checkpoints: list[int], process_every: int) -> No
     scheduler = Scheduler(
         clock=FakeClock(START), workers=2, history_limit=100, retain_finished=RETAIN
     )
-    verbs = _cycles(scheduler, process_every=process_every)
-    marks: dict[int, dict[str, int]] = {}
-    started = time.monotonic()
     with Stepper(scheduler, timeout=30) as steps:
-        for i in range(1, cycles + 1):
-            verbs[i % len(verbs)](i)
-            if i % 50 == 0:
-                steps.advance(2)
-            if i in checkpoints:
-                steps.advance(120)
-                marks[i] = _report("threaded", i, scheduler, started)
-    _grown("threaded", marks)
+        _run("threaded", scheduler, _cycles(scheduler, process_every=process_every),
+             steps.advance, cycles, checkpoints)  # fmt: skip
 
 
 def soak_sim(cycles: int, checkpoints: list[int], process_every: int) -> None:
     sim = Simulation(start=START, workers=4, history_limit=100, retain_finished=RETAIN)
     verbs = _cycles(_SimVerbs(sim), process_every=process_every)
+    _run("sim", sim, verbs, sim.run_for, cycles, checkpoints)
+
+
+def _run(
+    label: str,
+    runtime: object,
+    verbs: list[Callable[[int], None]],
+    advance: Callable[[float], object],
+    cycles: int,
+    checkpoints: list[int],
+) -> None:
+    """``cycles`` cycles of ``verbs`` on ``runtime``, 2 s of its time every 50, and
+    120 s before each checkpoint's report."""
     marks: dict[int, dict[str, int]] = {}
     started = time.monotonic()
     for i in range(1, cycles + 1):
         verbs[i % len(verbs)](i)
         if i % 50 == 0:
-            sim.run_for(2)
+            advance(2)
         if i in checkpoints:
-            sim.run_for(120)
-            marks[i] = _report("sim", i, sim, started)
-    _grown("sim", marks)
+            advance(120)
+            marks[i] = _report(label, i, runtime, started)
+    _grown(label, marks)
 
 
 def soak_shared(cycles: int, checkpoints: list[int]) -> None:
