@@ -5,11 +5,16 @@ the container that outlived it, not a timing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lldsched import FakeClock, FixedRate, OneTime, Scheduler, Simulation, SqliteTaskStore
 from lldsched.testing import Stepper
 from tests.waits import wait_until
+
+if TYPE_CHECKING:
+    from lldsched.stores.postgres import PostgresTaskStore
 
 
 def _noop() -> None:
@@ -84,4 +89,24 @@ def test_a_task_another_process_removes_leaves_no_lease_or_settle_entry(tmp_path
         wait_until(lambda: _followed(steps.scheduler), timeout=10, what="the removals followed")
         assert shared.settled == {}  # was {'x': 1}: kept for good
         assert shared.held == {}  # was {claim.task_id: claim.token}: kept for good
+        other.shutdown()
+
+
+def test_a_task_another_node_removes_leaves_no_lease_or_record_count_on_postgres(
+    open_store: Callable[..., PostgresTaskStore],
+) -> None:
+    store, other_store = open_store(poll=0.05), open_store(poll=0.05)
+    with Stepper(Scheduler(store=store, clock=FakeClock(0.0))) as steps:
+        other = Scheduler(store=other_store, clock=FakeClock(-1_000.0))  # another node's
+        steps.scheduler.schedule("x", _noop, FixedRate(30), id="x")
+        other.schedule("y", _noop, FixedRate(30), id="y")
+        steps.advance(30)  # x and y ran here: their records are counted
+        assert {"x", "y"} <= set(store._added)
+        (claim,) = store.claim(now=1_000.0, limit=1)  # a lease held here, its run not begun
+        assert store._held == {claim.task_id: claim.token}
+        other.remove("x")  # both removed by the other node
+        other.remove("y")
+        wait_until(lambda: _followed(steps.scheduler), timeout=10, what="the removals followed")
+        assert store._added == {}
+        assert store._held == {}
         other.shutdown()
