@@ -183,7 +183,8 @@ class StatusVerbs(CoreParts):
                 self._deps.removed(task_id)
             del self.tasks[task_id]
             self._dead.pop(task_id, None)
-            self._orphans.pop(task_id, None)
+            if self._orphans or self._restored_names:  # a task a store restored
+                self._unrestored(task)
             self._retention.forget(task_id)
             forget_runs(task._schedule, task_id)  # a Window's count of it
             if self._store is not None:

@@ -495,6 +495,8 @@ class SchedulerCore(
                 self._on_retire(task_id)
             task = self.tasks.pop(task_id)
             retention.retired(task_id, task.status, task.history)
+            if self._orphans or self._restored_names:  # a task a store restored
+                self._unrestored(task)
             # What the views read of it (core/departed.py): a NORMAL one-off task leaves
             # nothing, so it skips the call unless an entry an earlier task of its id
             # left may have to go (a retirement of such a task: +430 instructions a

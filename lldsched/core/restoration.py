@@ -6,6 +6,14 @@ The decisions (which slots misfired, what runs when) are
 :mod:`lldsched.core.recovery`'s and, in shared mode, the store's; :class:`Restoration`,
 mixed into :class:`~lldsched.core.machine.SchedulerCore`, carries them out without
 firing transitions of its own.  No thread, no lock: the runtime serialises calls.
+
+What it remembers of a restored task (``_orphans``, ``_restored_names``) goes when the
+task leaves the registry, however it leaves: registered again, removed (here, or by
+another process: the feed's removal is a ``remove``), or retired
+(:meth:`Restoration._unrestored`).  A shared store's follower restores every task
+another process registers, so an entry that outlived its task was one for each, for
+good (docs/decisions/lifecycle.md, "Every per-task container empties when its task
+leaves").
 """
 
 from __future__ import annotations
@@ -114,6 +122,16 @@ class Restoration(CoreParts):
             if highest:
                 self._ids = sequential_ids(start=highest + 1)
         return batch
+
+    def _unrestored(self, task: ScheduledTask) -> None:
+        """``task`` leaves the registry (removed, here or by another process; retired):
+        it is no longer an orphan, and a registration of its name no longer meets it.
+        Without this both entries outlived it: a shared store's follower restores every
+        task another process registers, so they grew by one for each for good."""
+        self._orphans.pop(task.id, None)
+        names = self._restored_names
+        if names.get(task.name) == task.id:
+            del names[task.name]
 
     def _registered_again(self, name: str, action: object) -> None:
         """A registration without ``id=`` of a task a store restored, still live, with

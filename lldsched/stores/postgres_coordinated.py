@@ -9,6 +9,13 @@ run (a misfire, a slot its dependencies held), the change feed, the LISTEN
 subscription and muting.  Each statement runs under the store's one lock on its one
 connection (``_using``); the SQL is :mod:`lldsched.stores.postgres_sql`'s, the rows
 :mod:`lldsched.stores.postgres_rows`'.
+
+What the store remembers per task goes as the task does: at its removal here
+(``_delete``), at one another node made when the feed gives it (its lease in ``_held``,
+its records counted in ``_added``, its definition), and at its finish, this node's or
+another's (:meth:`PostgresCoordination.changes`).  Before, a task another node removed
+kept its ``_added`` count, and its lease when this node held an unbegun claim on it,
+for good.
 """
 
 from __future__ import annotations
@@ -490,6 +497,9 @@ class PostgresCoordination(PostgresParts):
                 if change.snapshot is None or finished(change.snapshot):
                     self._defined.pop(change.task_id, None)
                     self._decoded.pop(change.task_id, None)
+                    self._added.pop(change.task_id, None)  # no record is added to it again
+                    if change.snapshot is None:  # removed: its lease went with its row, as
+                        self._held.pop(change.task_id, None)  # at a removal here (_delete)
                 else:
                     self._defined[change.task_id] = change.snapshot.task
             for task_id, version in passed:  # below the horizon: read xid >= since only

@@ -41,7 +41,10 @@ back to back keep another out past its timeout).
   cursor past it at once; a finished task's entries (``seen``, ``settled``) are
   forgotten once the cursor is past its last write, and a deleted task's at its
   removal (:meth:`SharedState.deleted`), so a later version of that row is another
-  process's (or this process's next write, which remembers it again).  A process
+  process's (or this process's next write, which remembers it again).  A task another
+  process deleted loses them (``seen``, ``settled``, its lease in ``held``) when the
+  feed gives the removal (:meth:`SharedState.changed_rows`); before, ``settled`` and
+  ``held`` kept it for good.  A process
   whose feed nothing changes trims the removals itself (:meth:`SharedState.changed`).
 """
 
@@ -478,8 +481,10 @@ class SharedState:
         self.removals.difference_update(version for version, _ in removed)
         for row in fresh:
             self.seen[row[0]] = row[1]
-        for _, task_id in gone:
-            self.seen.pop(task_id, None)
+        for _, task_id in gone:  # removed by another process: nothing of the row is kept,
+            self.seen.pop(task_id, None)  # as at a removal of this one's (deleted); its
+            self.settled.pop(task_id, None)  # lease went with its row (a run going on
+            self.held.pop(task_id, None)  # here settles refused, as one taken over)
         # A version that is no integer (a row set wrong past the store: its read refuses
         # it, rowvalues.check_kept) moves nothing.
         versions = [row[1] for row in rows if type(row[1]) is int]
