@@ -501,7 +501,10 @@ def _options(
         )
     if isolation != "thread":
         check_process_call(name, isolation, args=args, kwargs=kwargs, pass_context=pass_context)
+    # a copy, as tuple(args) is: the caller's dict changed afterwards changes neither the
+    # runs nor the store's row
+    given = dict(kwargs) if kwargs else None
     options = TaskOptions(
-        retry, timeout, tuple(args), kwargs or None, pass_context, misfire, isolation, depends_on
+        retry, timeout, tuple(args), given, pass_context, misfire, isolation, depends_on
     )
     return DEFAULT_OPTIONS if options == DEFAULT_OPTIONS else options  # equal values shared
