@@ -489,7 +489,10 @@ def _options(
             )
         )
     if not isinstance(args, tuple | list):
-        raise ValidationError(f"task {name!r}: args must be a tuple, got {shown(args)}")
+        one = f" (one argument: args=({args!r},))" if isinstance(args, str) else ""
+        raise ValidationError(
+            f"task {name!r}: args must be a tuple or a list, got {shown(args)}{one}"
+        )
     if kwargs is not None and (
         not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)
     ):
