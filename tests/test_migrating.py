@@ -621,3 +621,35 @@ def test_modify_job_changes_what_it_names_replace_existing_takes_the_whole_defin
     )  # fmt: skip: the options again
     assert (task.retry, task.max_instances) == (options["retry"], 3)
     ours.shutdown()
+
+
+def test_a_job_added_paused_is_one_event_in_apscheduler_two_in_lldsched(
+    aps_on: type[FakeNow],
+) -> None:
+    """``next_run_time=None`` sends ``EVENT_JOB_ADDED`` alone; ``paused=True`` sends
+    the registration (``previous is None``) and then the pause, as the listener table
+    says.  ``running`` says the same in both, before, during and after."""
+    theirs: list[int] = []
+    FakeNow.instant = START
+    aps = ManualScheduler(timezone=UTC)
+    aps.add_listener(lambda event: theirs.append(event.code), EVENT_ALL)
+    assert aps.running is False
+    aps.start()
+    assert aps.running is True
+    theirs.clear()
+    aps.add_job(noop, "interval", minutes=10, id="held", next_run_time=None)
+    assert theirs == [apscheduler.events.EVENT_JOB_ADDED]
+    aps.shutdown()
+    assert aps.running is False
+    ours: list[TaskEvent] = []
+    lld = Scheduler(clock=FakeClock(START), listeners=[ours.append])
+    assert lld.running is False
+    lld.start()
+    assert lld.running is True
+    lld.schedule("held", noop, FixedRate(600, start_delay=600), id="held", paused=True)
+    lld.shutdown()  # every event delivered
+    assert lld.running is False
+    assert [(event.previous, event.status) for event in ours] == [
+        (None, TaskStatus.SCHEDULED),
+        (TaskStatus.SCHEDULED, TaskStatus.PAUSED),
+    ]
