@@ -95,9 +95,11 @@ def describe(schedule: Schedule) -> str:
 
 def _inner(schedule: object, owner: str) -> Schedule:
     if not has_schedule_methods(schedule):
+        # cron text is a task's schedule (schedule_of reads it), not a decorator's
+        text = f"; for cron text, wrap CronSchedule({shown(schedule)})"
         raise ScheduleError(
             f"{owner} wraps a schedule (an object with first_run() and next_run()), "
-            f"got {shown(schedule)}"
+            f"got {shown(schedule)}{text if isinstance(schedule, str) else ''}"
         )
     return schedule
 
