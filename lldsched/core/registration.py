@@ -489,7 +489,7 @@ def _options(
             )
         )
     if not isinstance(args, tuple | list):
-        one = f" (one argument: args=({args!r},))" if isinstance(args, str) else ""
+        one = f" (one argument: args=({shown(args)},))" if isinstance(args, str) else ""
         raise ValidationError(
             f"task {name!r}: args must be a tuple or a list, got {shown(args)}{one}"
         )
