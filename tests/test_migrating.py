@@ -6,12 +6,14 @@ with a fake clock (pytest's ``monkeypatch`` puts it back), and :class:`ManualSch
 is a scheduler without a thread: the test steps it from one due instant to the next,
 and its jobs run inline (APScheduler's ``DebugExecutor``). lldsched's side is a
 :class:`~lldsched.sim.Simulation` on the same instants, or, for the verbs (run now,
-the job events, a start after registration), a :class:`~lldsched.Scheduler` on a
+the job events, a start after registration, a date job's id used again, the listings,
+a resume, a ``modify_job``), a :class:`~lldsched.Scheduler` on a
 :class:`~lldsched.FakeClock`.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -43,13 +45,17 @@ from lldsched import (
     Misfire,
     MisfirePolicy,
     OneTime,
+    Overlap,
+    RetryPolicy,
     Schedule,
     Scheduler,
     Simulation,
     TaskEvent,
     TaskStatus,
+    ValidationError,
     Window,
 )
+from lldsched.testing import Stepper
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -116,6 +122,10 @@ def aps_scheduler(start: datetime, heard: list[tuple[str, str, float]]) -> Manua
 
 
 def noop() -> None:
+    pass
+
+
+def noop_with(source: str) -> None:
     pass
 
 
@@ -472,3 +482,174 @@ def test_apschedulers_interval_jitter_drifts_and_jittered_keeps_the_grid(
     sim.run(START + timedelta(hours=1))
     ours = [r.started - START.timestamp() for r in sim.records()]
     assert len(ours) == 11 and all(0 <= at - 300 * n < 30 for n, at in enumerate(ours, 1))
+
+
+# -- the verbs' differences the table names ---------------------------------------
+
+
+def test_a_date_job_that_ran_frees_its_id_in_apscheduler_only(aps_on: type[FakeNow]) -> None:
+    """APScheduler forgets a ``date`` job once it ran: its id takes a new job.  lldsched
+    keeps the finished task under its id (until it retires): registering the id again is
+    refused, naming ``remove``; ``replace_existing=True`` updates it and runs nothing."""
+    heard: list[tuple[str, str, float]] = []
+    aps = aps_scheduler(START, heard)
+    aps.add_job(noop, "date", run_date=START + timedelta(minutes=1), id="remind")
+    aps.run_until(START + timedelta(minutes=2))
+    assert aps.get_job("remind") is None
+    aps.add_job(noop, "date", run_date=START + timedelta(minutes=5), id="remind")
+    aps.run_until(START + timedelta(minutes=6))
+    assert [(kind, t - START.timestamp()) for kind, _, t in heard] == [
+        ("run", 60.0),
+        ("run", 300.0),
+    ]
+    clock = FakeClock(START)
+    with Scheduler(clock=clock) as ours:
+        first = ours.schedule("remind", noop, OneTime(delay=60), id="remind")
+        clock.advance(120)
+        ours.wait_idle()
+        assert ours.tasks() == [first] and first.status is TaskStatus.SUCCEEDED
+        later = OneTime(at=START + timedelta(minutes=5))
+        with pytest.raises(ValidationError, match=re.escape("remove('remind') first")):
+            ours.schedule("remind", noop, later, id="remind")
+        assert ours.schedule("remind", noop, later, id="remind", replace_existing=True) is first
+        clock.advance(240)
+        ours.wait_idle()
+        assert (first.status, first.run_count) == (TaskStatus.SUCCEEDED, 1)  # ran nothing
+        ours.remove("remind")
+        again = ours.schedule("remind", noop, OneTime(at=START + timedelta(minutes=7)), id="remind")
+        clock.advance(60)
+        ours.wait_idle()
+        assert (again.status, again.run_count) == (TaskStatus.SUCCEEDED, 1)
+
+
+def test_get_jobs_lists_by_next_run_time_tasks_by_registration_with_the_finished(
+    aps_on: type[FakeNow],
+) -> None:
+    """``get_jobs()`` orders by next run time (a paused job last) and has no finished
+    ``date`` job; ``tasks()`` is in registration order and keeps a finished task until
+    it retires; ``pending()`` is what will run, in the order it will."""
+    aps = aps_scheduler(START, [])
+    ours = Scheduler(clock=FakeClock(START))
+    for job_id, minutes, paused in (("remind", 1, False), ("late", 30, False),
+                                    ("soon", 2, False), ("held", 20, True)):  # fmt: skip
+        if job_id == "remind":
+            aps.add_job(noop, "date", run_date=START + timedelta(minutes=1), id=job_id)
+            ours.schedule(job_id, noop, OneTime(delay=60), id=job_id)
+            continue
+        aps.add_job(noop, "interval", minutes=minutes, id=job_id,
+                    **({"next_run_time": None} if paused else {}))  # fmt: skip
+        period = minutes * 60
+        ours.schedule(job_id, noop, FixedRate(period, start_delay=period), id=job_id,
+                      paused=paused)  # fmt: skip
+    assert [job.id for job in aps.get_jobs()] == ["remind", "soon", "late", "held"]
+    aps.run_until(START + timedelta(minutes=3))
+    assert [job.id for job in aps.get_jobs()] == ["soon", "late", "held"]
+    with Stepper(ours) as step:
+        step.advance(180)
+        assert [task.id for task in ours.tasks()] == ["remind", "late", "soon", "held"]
+        assert ours.task("remind").status is TaskStatus.SUCCEEDED
+        assert [task.id for task in ours.pending()] == ["soon", "late"]
+
+
+def test_resuming_a_job_added_paused_runs_it_at_once_in_lldsched_only(
+    aps_on: type[FakeNow],
+) -> None:
+    """Added paused (``next_run_time=None``, ``paused=True``) at 09:00 and resumed at
+    09:25: APScheduler's next fire is the trigger's next one from then (09:30 on both
+    the interval's grid and the cron), lldsched runs the slot it slept through at once
+    (09:25), then a fixed rate re-anchors on it (09:35) and the cron goes on (09:30)."""
+    heard: list[tuple[str, str, float]] = []
+    aps = aps_scheduler(START, heard)
+    aps.add_job(noop, "interval", minutes=10, id="interval", next_run_time=None)
+    aps.add_job(noop, "cron", minute="*/10", id="cron", next_run_time=None)
+    aps.run_until(START + timedelta(minutes=25))
+    aps.resume_job("interval")
+    aps.resume_job("cron")
+    aps.run_until(START + timedelta(minutes=40))
+    theirs = sorted((job_id, (t - START.timestamp()) / 60) for _, job_id, t in heard)
+    assert theirs == [("cron", 30), ("cron", 40), ("interval", 30), ("interval", 40)]
+    ours = Scheduler(clock=FakeClock(START))
+    ours.schedule("interval", noop, FixedRate(600, start_delay=600), id="interval", paused=True)
+    ours.schedule("cron", noop, "*/10 * * * *", id="cron", paused=True)
+    with Stepper(ours) as step:
+        step.advance(1500)
+        ours.resume("interval")
+        ours.resume("cron")
+        step.advance(900)
+        started = sorted((r.task_id, (r.started - START.timestamp()) / 60) for r in ours.records())
+    assert started == [("cron", 25), ("cron", 30), ("cron", 40), ("interval", 25),
+                       ("interval", 35)]  # fmt: skip
+
+
+def test_modify_job_changes_what_it_names_replace_existing_takes_the_whole_definition(
+    aps_on: type[FakeNow],
+) -> None:
+    """``modify_job(id, kwargs=...)`` keeps the job's other options; registering the
+    task again with ``replace_existing=True`` gives it the definition passed, each option
+    not passed at its default."""
+    aps = aps_scheduler(START, [])
+    aps.add_job(noop_with, "interval", minutes=5, id="sync", kwargs={"source": "erp"},
+                max_instances=3, coalesce=False, misfire_grace_time=300)  # fmt: skip
+    aps.modify_job("sync", kwargs={"source": "crm"})
+    job = aps.get_job("sync")
+    assert (job.kwargs, job.max_instances, job.coalesce, job.misfire_grace_time) == (
+        {"source": "crm"}, 3, False, 300,
+    )  # fmt: skip
+    ours = Scheduler(clock=FakeClock(START))
+    every_5_min = FixedRate(300, start_delay=300)
+    options: dict[str, Any] = {
+        "retry": RetryPolicy(max_attempts=1),
+        "misfire": MisfirePolicy(Misfire.RUN_ALL, grace=300),
+        "overlap": Overlap.ALLOW,
+        "max_instances": 3,
+    }
+    task = ours.schedule("sync", noop_with, every_5_min, id="sync", kwargs={"source": "erp"},
+                         **options)  # fmt: skip
+    ours.schedule("sync", noop_with, every_5_min, id="sync", kwargs={"source": "crm"},
+                  replace_existing=True)  # fmt: skip
+    assert (task.kwargs, task.retry, task.misfire, task.overlap, task.max_instances) == (
+        {"source": "crm"}, RetryPolicy(), None, None, None,
+    )  # fmt: skip
+    ours.schedule(
+        "sync",
+        noop_with,
+        every_5_min,
+        id="sync",
+        kwargs={"source": "crm"},
+        replace_existing=True,
+        **options,
+    )  # fmt: skip: the options again
+    assert (task.retry, task.max_instances) == (options["retry"], 3)
+    ours.shutdown()
+
+
+def test_a_job_added_paused_is_one_event_in_apscheduler_two_in_lldsched(
+    aps_on: type[FakeNow],
+) -> None:
+    """``next_run_time=None`` sends ``EVENT_JOB_ADDED`` alone; ``paused=True`` sends
+    the registration (``previous is None``) and then the pause, as the listener table
+    says.  ``running`` says the same in both, before, during and after."""
+    theirs: list[int] = []
+    FakeNow.instant = START
+    aps = ManualScheduler(timezone=UTC)
+    aps.add_listener(lambda event: theirs.append(event.code), EVENT_ALL)
+    assert aps.running is False
+    aps.start()
+    assert aps.running is True
+    theirs.clear()
+    aps.add_job(noop, "interval", minutes=10, id="held", next_run_time=None)
+    assert theirs == [apscheduler.events.EVENT_JOB_ADDED]
+    aps.shutdown()
+    assert aps.running is False
+    ours: list[TaskEvent] = []
+    lld = Scheduler(clock=FakeClock(START), listeners=[ours.append])
+    assert lld.running is False
+    lld.start()
+    assert lld.running is True
+    lld.schedule("held", noop, FixedRate(600, start_delay=600), id="held", paused=True)
+    lld.shutdown()  # every event delivered
+    assert lld.running is False
+    assert [(event.previous, event.status) for event in ours] == [
+        (None, TaskStatus.SCHEDULED),
+        (TaskStatus.SCHEDULED, TaskStatus.PAUSED),
+    ]

@@ -420,6 +420,13 @@ BAD: list[tuple[Any, tuple[Any, ...], dict[str, Any], str]] = [
     (Jittered, (RATE, 5), {"seed": 1.5}, "got 1.5"),
     (Jittered, (60, 5), {"seed": 1}, f"Jittered {WRAPS} 60"),
     (Jittered, ("0 * * * *", 5), {"seed": 1}, f"Jittered {WRAPS} '0 * * * *'"),
+    (  # cron text is a task's schedule, not a decorator's: the message says what to wrap
+        Jittered,
+        ("30 2 * * mon-fri", 120),
+        {"seed": 1},
+        "got '30 2 * * mon-fri'; for cron text, wrap CronSchedule('30 2 * * mon-fri')",
+    ),
+    (Window, ("@daily",), {"max_runs": 3}, "for cron text, wrap CronSchedule('@daily')"),
     (Window, (RATE,), {}, "Window(FixedRate(60)) needs at least one of start=, end= or max_runs="),
     (Window, (RATE,), {"start": T0 + 10, "end": T0}, f"start {T0 + 10!r} is after its end {T0!r}"),
     (Window, (RATE,), {"max_runs": 0}, "Window max_runs must be an int >= 1, got 0"),

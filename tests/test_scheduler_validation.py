@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -53,7 +54,12 @@ def test_bad_values_fail_when_the_object_is_built(build: Any, error: type, messa
         (("job", noop, FixedRate(1)), {"timeout": -1}, "timeout must be seconds > 0, got -1"),
         (("job", noop, FixedRate(1)), {"timeout": float("inf")}, "timeout must be .*got inf"),
         (("job", noop, FixedRate(1)), {"retry": 3}, "retry must be a RetryPolicy, got 3"),
-        (("job", noop, FixedRate(1)), {"args": "abc"}, "args must be a tuple, got 'abc'"),
+        (("job", noop, FixedRate(1)), {"args": 3}, "args must be a tuple or a list, got 3"),
+        (
+            ("job", noop, FixedRate(1)),
+            {"args": "abc"},  # args=("abc"), the comma forgotten: a str, not a tuple of one
+            re.escape("args must be a tuple or a list, got 'abc' (one argument: args=('abc',))"),
+        ),
         (("job", noop, FixedRate(1)), {"kwargs": {1: 2}}, "kwargs must map str"),
     ],
 )

@@ -372,6 +372,32 @@ def test_arguments_at_the_nesting_limit_are_read_back_at_a_restart_one_more_is_r
     assert restored.id == "deep" and restored.args == (deepest,)
 
 
+def test_a_task_runs_with_the_kwargs_it_was_registered_with_the_ones_stored(
+    tmp_path: Path,
+) -> None:
+    """The caller's ``kwargs`` dict is copied at registration, as ``args`` is: changed
+    afterwards (a dict of defaults updated for the next job), it changes neither what
+    the task runs nor what the file keeps.  Before, the task held the caller's dict: it
+    ran with the changed value while its row kept the one given, and the next start ran
+    that one, the arguments of one job different in memory and on disk."""
+    jobs.CALLS.clear()
+    clock = FakeClock(T0)
+    given = {"label": "erp"}
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store, Scheduler(clock=clock, store=store) as scheduler:
+        task = scheduler.schedule(
+            "sync", jobs.note, FixedRate(60, start_delay=60), kwargs=given, id="sync"
+        )
+        given["label"] = "changed"
+        clock.advance(60)
+        assert scheduler.wait_idle(timeout=5)
+        assert task.kwargs == {"label": "erp"}
+    with SqliteTaskStore(path) as store:
+        [stored] = store.load_all()
+    assert stored.task.kwargs == {"label": "erp"}
+    assert [label for label, _, _ in jobs.CALLS] == ["erp"]
+
+
 def test_a_schedule_type_without_a_registered_form_is_rejected() -> None:
     class Weekly(FixedRate):
         pass

@@ -137,6 +137,33 @@ def test_replace_does_not_change_whether_a_task_runs(driven: Any) -> None:
     assert [r.slot - T0 for r in paused.history] == [0, 30]
 
 
+@pytest.mark.parametrize("finish", ["run", "cancel"])
+def test_the_refusals_for_a_finished_tasks_id_name_the_way_to_register_it_anew(
+    driven: Any, finish: str
+) -> None:
+    """A one-off that ran keeps its id (until it retires), where APScheduler frees a
+    ``date`` job's id once it ran.  Registering the id again is refused, and so is a
+    reschedule; each message names ``remove(id)``, which the new registration needs.
+    Before, the one said "pass replace_existing=True to update it", which updates the
+    definition and runs nothing (the task stays finished), and the other "register it
+    anew", which the first refuses: each sent the caller to the other."""
+    task = driven.add("remind", OneTime(delay=60), id="remind")
+    if finish == "cancel":
+        driven.runtime.cancel("remind")
+    driven.run_until(T0 + 60)
+    assert task.status in (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED)
+    with pytest.raises(ValidationError, match="is already registered") as refused:
+        driven.add("remind", OneTime(at=T0 + 120), id="remind")
+    assert "remove('remind') first" in str(refused.value)
+    with pytest.raises(SchedulerStateError, match="will not run again") as rescheduling:
+        driven.runtime.reschedule("remind", OneTime(at=T0 + 120))
+    assert "remove('remind') first" in str(rescheduling.value)
+    driven.runtime.remove("remind")  # as both say
+    again = driven.add("remind", OneTime(at=T0 + 120), id="remind")
+    driven.run_until(T0 + 120)
+    assert (again.status, again.run_count) == (TaskStatus.SUCCEEDED, 1)
+
+
 def test_a_failed_task_replaced_stays_in_the_dead_letter_until_redriven(driven: Any) -> None:
     failing = _failing(driven, "flaky")
     driven.run_until(T0 + 1)

@@ -216,9 +216,16 @@ class DefinitionVerbs(CoreParts):
         if existing is None:
             return None
         if not replace_existing:
+            said = f"task id {task_id!r} is already registered (task {existing.name!r}, "
+            if existing.status is SUCCEEDED or existing.status is CANCELLED:
+                # replace_existing would update a definition nothing runs again
+                raise ValidationError(
+                    f"{said}{existing.status.value}): a finished task does not run again, "
+                    f"and replace_existing=True would only update its definition; "
+                    f"{_anew(task_id)}"
+                )
             raise ValidationError(
-                f"task id {task_id!r} is already registered (task {existing.name!r}, "
-                f"{existing.status.value}); pass replace_existing=True to update it"
+                f"{said}{existing.status.value}); pass replace_existing=True to update it"
             )
         return self._replace(
             existing,
@@ -383,7 +390,7 @@ class DefinitionVerbs(CoreParts):
         if task.status is SUCCEEDED or task.status is CANCELLED:
             raise SchedulerStateError(
                 f"cannot {verb} task {task.id!r} ({task.name!r}): it is {task.status.value} "
-                "and will not run again; register it anew"
+                f"and will not run again; {_anew(task.id)}"
             )
 
     def _commit(self, task: ScheduledTask, saved: _Definition, *, anew: bool = False) -> None:
@@ -410,6 +417,12 @@ class DefinitionVerbs(CoreParts):
         """Tell the listeners that ``task`` changed without changing status."""
         if self.emit is not None:
             self.emit(TaskEvent(task.id, task.name, task.status, task.status, now))
+
+
+def _anew(task_id: str) -> str:
+    """How a finished task's id is registered again: its task removed first (a retired
+    one's id is free)."""
+    return f"remove({task_id!r}) first to register it anew"
 
 
 def _first_run(name: str, schedule: Schedule, now: float) -> float:

@@ -489,7 +489,10 @@ def _options(
             )
         )
     if not isinstance(args, tuple | list):
-        raise ValidationError(f"task {name!r}: args must be a tuple, got {shown(args)}")
+        one = f" (one argument: args=({shown(args)},))" if isinstance(args, str) else ""
+        raise ValidationError(
+            f"task {name!r}: args must be a tuple or a list, got {shown(args)}{one}"
+        )
     if kwargs is not None and (
         not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)
     ):
@@ -501,7 +504,10 @@ def _options(
         )
     if isolation != "thread":
         check_process_call(name, isolation, args=args, kwargs=kwargs, pass_context=pass_context)
+    # a copy, as tuple(args) is: the caller's dict changed afterwards changes neither the
+    # runs nor the store's row
+    given = dict(kwargs) if kwargs else None
     options = TaskOptions(
-        retry, timeout, tuple(args), kwargs or None, pass_context, misfire, isolation, depends_on
+        retry, timeout, tuple(args), given, pass_context, misfire, isolation, depends_on
     )
     return DEFAULT_OPTIONS if options == DEFAULT_OPTIONS else options  # equal values shared

@@ -95,9 +95,12 @@ def describe(schedule: Schedule) -> str:
 
 def _inner(schedule: object, owner: str) -> Schedule:
     if not has_schedule_methods(schedule):
+        # cron text is a task's schedule (schedule_of reads it), not a decorator's
+        cron = isinstance(schedule, str)
+        hint = f"; for cron text, wrap CronSchedule({shown(schedule)})" if cron else ""
         raise ScheduleError(
             f"{owner} wraps a schedule (an object with first_run() and next_run()), "
-            f"got {shown(schedule)}"
+            f"got {shown(schedule)}{hint}"
         )
     return schedule
 
