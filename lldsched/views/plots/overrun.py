@@ -15,6 +15,7 @@ from lldsched.errors import ValidationError, shown
 from lldsched.logs import counted
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import Overlap, OverrunPolicy
+from lldsched.printable import one_line
 from lldsched.views.durations import seconds_text
 from lldsched.views.frames import ran, to_frame
 from lldsched.views.plots._base import (
@@ -123,7 +124,8 @@ def overrun_comparison(
         spares = []
     # The task's name from its runs, or from its records of slots dropped if it has none.
     first = next((f for f in [*frames.values(), *recorded.values()] if len(f)), None)
-    name = "fixed-rate task" if first is None else str(first["name"].iloc[0])
+    name = "fixed-rate task" if first is None else str(first["name"].iloc[0])  # its colour's
+    said = one_line(name)  # a name an older release stored with a newline: on one line
     rgba = task_colours([name])[name]
     colour = np.array(rgba)
     spans = []  # the x range of each panel's runs
@@ -188,7 +190,7 @@ def overrun_comparison(
                 linestyle="none", marker="x", markersize=7, color=_SKIPPED_COLOUR,
                 markeredgewidth=1.8, zorder=6, gid="skipped_slots",
             )  # fmt: skip
-    write_figure_title(figure, f"Overrun and overlap policies: {name}")
+    write_figure_title(figure, f"Overrun and overlap policies: {said}")
     # The failed, timed-out and cancelled runs of every panel keyed (an empty frame keyed
     # none of them: CANCEL_OTHER's hatched bars had nothing in the key).  Only what was
     # drawn is keyed: with no run anywhere, no bar, due tick or grid of slots.
