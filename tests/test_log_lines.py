@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -209,3 +210,48 @@ def test_a_store_password_is_in_no_record_at_any_level(
     for record in lines.records:
         for name, value in vars(record).items():
             assert secret not in repr(value), (name, record.getMessage())
+
+
+def test_a_new_sqlite_store_without_wal_names_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: Lines
+) -> None:
+    """Said "SQLite could not use WAL mode here": here being no file a reader could find
+    among a process's several stores."""
+    from lldsched import SqliteTaskStore
+    from lldsched.stores import sqlite_schema
+
+    monkeypatch.setattr(sqlite_schema, "_wal", lambda connection, timeout: "delete")
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path):
+        pass
+    (line,) = [r.getMessage() for r in lines.records if "WAL" in r.getMessage()]
+    assert line == (
+        f"SQLite could not use WAL mode for {str(path)!r} (got 'delete'); writes will be slower"
+    )
+
+
+def test_a_trim_of_a_shared_sqlite_stores_removals_that_failed_says_why_and_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: Lines
+) -> None:
+    """Said "could not trim the removals of <node>; trying again later": neither the
+    file nor SQLite's reason (a lock held, a full disk, a read-only file)."""
+    import sqlite3
+
+    from lldsched import SqliteTaskStore
+    from lldsched.stores import sqlite_shared
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path, shared=True) as store:
+        state = store._shared
+        assert state is not None
+        monkeypatch.setattr(state.horizons, "read", lambda cursor: 1)  # a day behind
+        monkeypatch.setattr(sqlite_shared, "immediate", refused)
+        store.changes()
+    (line,) = [r.getMessage() for r in lines.records if "trim" in r.getMessage()]
+    assert line == (
+        f"could not trim the removals of {state.node} in {str(path)!r} (disk I/O error); "
+        "trying again later"
+    )
