@@ -20,6 +20,7 @@ from lldsched.model import TaskStatus
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy
+from tests.test_logging import on_lldsched
 
 FORGED = "db down\nERROR lldsched.jobs task t 'x' attempt 9 of 9 failed\x1b[2J\u2028end"
 """A job's error text that would forge a second event (and clear a terminal)."""
@@ -56,16 +57,10 @@ class Lines(logging.Handler):
 
 @pytest.fixture
 def lines(request: pytest.FixtureRequest) -> Iterator[Lines]:
-    handler = Lines(getattr(request, "param", "%(levelname)s %(name)s %(message)s"))
-    parent = logging.getLogger("lldsched")
-    level = parent.level
-    parent.addHandler(handler)
-    parent.setLevel(logging.DEBUG)
-    try:
+    with on_lldsched(
+        Lines(getattr(request, "param", "%(levelname)s %(name)s %(message)s"))
+    ) as handler:
         yield handler
-    finally:
-        parent.removeHandler(handler)
-        parent.setLevel(level)
 
 
 def forging() -> None:
