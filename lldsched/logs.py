@@ -61,6 +61,7 @@ __all__ = [
     "JOBS",
     "LISTENERS",
     "LOGGERS",
+    "ONE_LINE",
     "REPEAT_WINDOW",
     "SCHEDULER",
     "STORE",

@@ -205,11 +205,9 @@ def overrun_comparison(
             Line2D([], [], linestyle="none", marker="x", color=_SKIPPED_COLOUR,
                    markeredgewidth=1.8, label="slot no run served")
         )  # fmt: skip
-    if not handles:
-        pass  # nothing drawn to key: each panel says "no runs"
-    elif spares:
+    if handles and spares:
         spares[0].legend(handles=handles, loc="upper left", frameon=False)
-    else:
+    elif handles:  # none when nothing was drawn: each panel says "no runs"
         add_legend(panels[-1], handles)
     if axes is None:
         _rows_alike(figure, panels, [rows[policy] for policy in policies])
