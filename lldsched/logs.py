@@ -35,6 +35,14 @@ that could not be started) prints it bounded by one rule,
 :func:`~lldsched.errors.traceback_text`: each frame and message cut, the whole to its
 last 20,000 characters; the exception itself stays on the record (``exc_info``) for an
 error tracker.
+
+**One line** (:class:`OneLine`, a filter on each of the loggers): a record's message and
+its text fields are one line whatever a job, a user or a store put in them (a job's
+multi-line error, a name an older release stored with a newline, a path, a scheduler's
+name): each character :func:`~lldsched.printable.check_name` refuses in a name is
+written as its escape (:func:`~lldsched.printable.one_line`), so a line shipped to a log
+pipeline is one event, and no text in it can start another.  The traceback stays
+multi-line, where handlers expect it (``exc_info``, ``exc_text``).
 """
 
 from __future__ import annotations
@@ -46,17 +54,20 @@ from collections.abc import Callable, Hashable, Mapping
 
 from lldsched.clock import utc_datetime
 from lldsched.errors import traceback_text
+from lldsched.printable import one_line
 
 __all__ = [
     "CLUSTER",
     "JOBS",
     "LISTENERS",
     "LOGGERS",
+    "ONE_LINE",
     "REPEAT_WINDOW",
     "SCHEDULER",
     "STORE",
     "TIMER",
     "WORKERS",
+    "OneLine",
     "Repeats",
     "counted",
     "instant_text",
@@ -71,7 +82,8 @@ TIMER = "lldsched.timer"
 WORKERS = "lldsched.workers"
 SCHEDULER = "lldsched.scheduler"
 LOGGERS = (JOBS, STORE, CLUSTER, LISTENERS, TIMER, WORKERS, SCHEDULER)
-"""Every logger lldsched writes to (all under ``lldsched``)."""
+"""Every logger lldsched writes to (all under ``lldsched``); each has the :class:`OneLine`
+filter."""
 
 REPEAT_WINDOW = 60.0
 """Seconds in which a key's line is written in full once; its repeats go to DEBUG."""
@@ -192,3 +204,76 @@ def say_with_traceback(
     )
     record.exc_text = text.rstrip("\n")
     logger.handle(record)
+
+
+_RECORDS_OWN = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+"""A ``LogRecord``'s own attributes: the rest are the fields a call set (``extra=``)."""
+
+
+class _Shown:
+    """An argument of a line whose text would break it: printed (``%s``, ``%r``) through
+    :func:`~lldsched.printable.one_line`."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        return one_line(str(self.value))
+
+    def __repr__(self) -> str:
+        return one_line(repr(self.value))
+
+
+def _shown(value: object) -> object:
+    return value if isinstance(value, (int, float)) else _Shown(value)  # %d, %g keep theirs
+
+
+def _breaks(text: str) -> bool:
+    return not text.isprintable() and one_line(text) != text
+
+
+class OneLine(logging.Filter):
+    """Every record lldsched logs is one line, whatever text it was given (on each of
+    :data:`LOGGERS`, added at import; docs/decisions/logging.md, "A line is one line").
+
+    A message that would break its line (a job's error text holding a newline, a name an
+    older release stored with an escape sequence, a path, a scheduler's or a store's
+    ``repr``) is made again with its arguments printed through
+    :func:`~lldsched.printable.one_line` (numbers left as they are, for ``%d``); the
+    template and the arguments stay on the record (an error tracker groups by the
+    template).  Each text field a call set (``extra=``: a failed attempt's ``error`` and
+    ``task_name``, a listener's) is escaped alike; the objects a field holds (the run's
+    record) are left as they are, and so is the traceback (``exc_info``, ``exc_text``):
+    a handler prints it on lines of its own, after the message.  A record whose text
+    holds nothing to escape (``str.isprintable``) is left untouched."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad template: logging's handler says so, as it would
+            return True
+        if _breaks(message):
+            args = record.args
+            if isinstance(args, tuple):
+                record.args = tuple(_shown(arg) for arg in args)
+            elif isinstance(args, Mapping):
+                record.args = {key: _shown(value) for key, value in args.items()}
+            message = record.getMessage()
+            if _breaks(message):  # the template itself (made from a text it was given)
+                record.msg, record.args = one_line(message), ()
+        fields = record.__dict__
+        broken = [
+            name
+            for name, value in fields.items()
+            if isinstance(value, str) and name not in _RECORDS_OWN and _breaks(value)
+        ]
+        for name in broken:
+            fields[name] = one_line(fields[name])
+        return True
+
+
+ONE_LINE = OneLine()
+for _name in LOGGERS:
+    logging.getLogger(_name).addFilter(ONE_LINE)

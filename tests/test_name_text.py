@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from lldsched import FakeClock, FixedRate, Scheduler, SqliteTaskStore, ValidationError
@@ -153,3 +154,57 @@ def test_a_chart_labels_a_stored_name_on_one_line_and_marks_its_wait() -> None:
     assert "\n" not in lane and lane.startswith("nightly\\nWARNING")
     mark_wait(figure, frame.iloc[0], by="task")
     assert any(t.get_text().startswith("nightly\\nWARNING") for t in ax.texts)
+
+
+def test_the_players_short_runs_find_the_lane_of_a_stored_or_long_name(old_store: Path) -> None:
+    """Past 200 runs the player marks a lane's runs too short for a bar; it looked a run's
+    lane up by its raw name, which labels no lane of a name stored with a newline (its
+    label is escaped) or of a long one (shortened): their lanes stayed blank."""
+    pytest.importorskip("ipywidgets")
+    from lldsched.sim import Simulation, fixed
+    from lldsched.views.widgets import SimulationPlayer
+    from tests.test_widgets_player import rendered_axes
+
+    long_name = "a nightly export of every invoice to the accounting system " * 2
+    with SqliteTaskStore(old_store) as store:
+        sim = Simulation(workers=2, start=T0, store=store)  # nightly: every 60 s, no time
+        sim.schedule(long_name, FixedRate(60), id="long", duration=fixed(0))
+        sim.schedule("job", FixedRate(120), duration=fixed(60))
+        player = SimulationPlayer(sim)
+        try:
+            player.advance(3 * 3600)
+            ax = rendered_axes(player)
+        finally:
+            player.close()
+    labels = zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)
+    lanes = {label.get_text(): y for y, label in labels}
+    (marks,) = [c for c in ax.collections if c.get_gid() == "short_runs"]
+    on = np.asarray(marks.get_offsets())[:, 1]
+    stored = next(label for label in lanes if label.startswith("nightly\\nWARNING"))
+    shortened = next(label for label in lanes if label.startswith("a nightly export"))
+    assert shortened != long_name
+    assert (on == lanes[stored]).sum() == 46 and (on == lanes[shortened]).sum() == 46
+
+
+def test_an_overrun_charts_title_a_bars_name_and_the_summary_table_print_it_on_one_line() -> None:
+    """Printed raw before: the overrun chart's title, the name a chart by worker writes
+    on a bar wide enough for it, and format_summary's table (a second row forged)."""
+    pytest.importorskip("matplotlib")
+    from lldsched import ExecutionRecord, OverrunPolicy
+    from lldsched.views.frames import to_frame
+    from lldsched.views.plots import gantt, overrun_comparison
+    from lldsched.views.report import format_summary, summarize
+
+    runs = [
+        ExecutionRecord("nightly", STORED, 1, T0 + k * 60, T0 + k * 60, 0, T0 + k * 60,
+                        T0 + k * 60 + 50, True)
+        for k in range(2)
+    ]  # fmt: skip
+    figure = overrun_comparison({OverrunPolicy.SKIP: runs})
+    assert figure.get_suptitle() == f"Overrun and overlap policies: {ON_ONE_LINE}"
+    long_run = ExecutionRecord("nightly", STORED, 1, T0, T0, 0, T0, T0 + 3600, True)
+    ax = gantt(to_frame([long_run]), by="worker").axes[0]
+    assert [t.get_text() for t in ax.texts if t.get_gid() == "bar_names"] == [ON_ONE_LINE]
+    table = format_summary(summarize(runs))
+    _header, row = table.splitlines()
+    assert row.startswith(f"{ON_ONE_LINE}  ") and "\x1b" not in table

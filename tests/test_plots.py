@@ -441,6 +441,32 @@ def test_simulate_overrun_runs_the_same_task_under_both_policies() -> None:
     assert catch_up["lateness"].dt.total_seconds().tolist() == [0, 90, 180, 270]
 
 
+def _keys(figure: Figure) -> list[str]:
+    """The labels of every legend on ``figure`` (its axes' and its own)."""
+    legends = [ax.get_legend() for ax in figure.axes] + list(figure.legends)
+    return [text.get_text() for legend in legends if legend for text in legend.get_texts()]
+
+
+def test_overrun_comparison_keys_only_what_it_drew_for_a_task_with_no_runs() -> None:
+    """A policy whose slots were all skipped, beside one with no records: no bar, no due
+    tick and no slot grid were drawn, yet the key named all three (and the title named
+    no task, its run rows a "1")."""
+    skipped = [
+        ExecutionRecord("t", "report", 0, T0 + 60 * k, T0 + 60 * k, -1, T0 + 60 * k,
+                        T0 + 60 * k, False, error="Skipped: it overran",
+                        misfire=Outcome.SKIPPED)
+        for k in range(1, 4)
+    ]  # fmt: skip
+    figure = overrun_comparison({OverrunPolicy.SKIP: skipped, OverrunPolicy.CATCH_UP: []})
+    assert _keys(figure) == ["slot no run served"]
+    said = [text.get_text() for text in figure.axes[0].texts]
+    assert "no runs\n3 slots decided without a run: 3 skipped" in said  # what the crosses are
+    assert figure.get_suptitle() == "Overrun and overlap policies: report"
+    assert all(not ax.get_yticklabels() for ax in figure.axes[:2])
+    nothing = overrun_comparison({OverrunPolicy.SKIP: []})
+    assert _keys(nothing) == []
+
+
 def test_overrun_comparison_puts_skip_and_catch_up_side_by_side() -> None:
     figure = overrun_comparison(simulate_overrun(period=60, duration=150, horizon=600))
     left, right = figure.axes

@@ -225,6 +225,18 @@ def test_a_bad_task_or_fault_raises_a_validation_error_naming_the_value(
     assert named in str(raised.value)
 
 
+def test_a_scheduler_option_given_to_a_cluster_task_is_refused_naming_it_and_its_value() -> None:
+    """A task of the cluster simulation has no dependencies (nor retries): ``depends_on=``
+    was Python's bare TypeError, naming neither the value nor what a ClusterTask takes."""
+    with pytest.raises(ValidationError) as raised:
+        ClusterTask("x", every=60.0, depends_on=["report"])  # type: ignore[arg-type]
+    said = str(raised.value)
+    assert said.startswith("cluster task 'x' was given depends_on=['report']: ")
+    assert "takes name, every and duration only" in said and "dependencies" in said
+    with pytest.raises(ValidationError, match=r"given depends_on=5, retry=None: "):
+        ClusterTask("x", 60.0, 1.0, depends_on=5, retry=None)  # type: ignore[arg-type]
+
+
 def test_a_duration_model_that_draws_a_negative_number_names_the_task() -> None:
     task = ClusterTask("report", every=60.0, duration=lambda rng, attempt: -1.0)
     with pytest.raises(ValidationError, match=r"task 'report' returned -1\.0"):

@@ -884,10 +884,17 @@ def test_a_listener_whose_server_is_away_says_it_once_and_when_it_listens_again(
         listener.stop()
         logger.removeHandler(watch)
         logger.setLevel(level)
-    assert count(logging.WARNING, "lost its connection") == 1
+    (lost,) = [r for r in lines if "lost its connection" in r.getMessage()]
+    # Which store's listener (a process may have several), its dsn as every line names it.
+    assert lost.getMessage().startswith(
+        f"PostgreSQL listener on {redact(away)!r} lost its connection ("
+    )
     (back,) = [r for r in lines if "listens again, after" in r.getMessage()]
     failed = count(logging.DEBUG, "still cannot") + 1
-    assert back.getMessage() == f"PostgreSQL listener listens again, after {failed} failed attempts"
+    assert back.getMessage() == (
+        f"PostgreSQL listener on {redact(postgres_dsn)!r} listens again, after {failed} "
+        "failed attempts"
+    )
 
 
 # Functions of the store's SQL, each shadowed by one that raises naming itself.  In a

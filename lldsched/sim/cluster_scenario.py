@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, Never
 
 from lldsched import checks
 from lldsched.clock import to_timestamp
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.sim.models import DurationModel, check_duration
 
 __all__ = [
@@ -74,15 +74,32 @@ def _set(value: object, **fields: object) -> None:
 class ClusterTask:
     """A task every node registers: due every ``every`` seconds (a fixed-rate grid
     from ``start + every``), each run taking ``duration`` (a model of
-    :mod:`lldsched.sim.models`, drawn per node from the scenario's seed)."""
+    :mod:`lldsched.sim.models`, drawn per node from the scenario's seed).
+
+    Nothing more: an option of ``Scheduler.schedule`` (``depends_on=``, ``retry=``, ...)
+    is refused naming it and its value, since the cluster simulation models none of them
+    (docs/CLUSTER.md lists what it leaves out); the one-node simulation does."""
 
     name: str
     every: float
     duration: DurationModel = 1.0
 
     def __init__(
-        self, name: str, every: float | timedelta, duration: DurationModel | timedelta = 1.0
+        self,
+        name: str,
+        every: float | timedelta,
+        duration: DurationModel | timedelta = 1.0,
+        **unmodelled: Never,
     ) -> None:
+        if unmodelled:
+            options: dict[str, object] = dict(unmodelled)
+            given = ", ".join(f"{key}={shown(value)}" for key, value in options.items())
+            raise ValidationError(
+                f"cluster task {shown(name)} was given {given}: a ClusterTask takes name, "
+                "every and duration only, as the cluster simulation models leases over "
+                "fixed-rate runs, not a task's dependencies, retries or other options of "
+                "Scheduler.schedule; simulate those on one node (lldsched.sim.Simulation)"
+            )
         _set(self, name=name, every=every, duration=duration)
         self._check()
 

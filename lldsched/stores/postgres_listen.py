@@ -178,7 +178,8 @@ class Listener:
                     self._bounded(connection, listen(self._channel))
                     if failed:
                         log.warning(
-                            "PostgreSQL listener listens again, after %d failed attempts",
+                            "PostgreSQL listener on %r listens again, after %d failed attempts",
+                            redact(self._dsn),
                             failed,
                         )
                         failed = 0
@@ -188,14 +189,19 @@ class Listener:
                 failed += 1
                 why = self._deadline.reason(scrubbed(exc, self._dsn))  # psycopg's, or the cut
                 if failed == 1:
-                    log.warning(
-                        "PostgreSQL listener lost its connection (%s); retrying every %g s, "
-                        "quietly until it is back",
+                    log.warning(  # which store: a process may have several
+                        "PostgreSQL listener on %r lost its connection (%s); retrying every "
+                        "%g s, quietly until it is back",
+                        redact(self._dsn),
                         why,
                         _RECONNECT,
                     )
                 else:
-                    log.debug("PostgreSQL listener still cannot connect (%s)", why)
+                    log.debug(
+                        "PostgreSQL listener on %r still cannot connect (%s)",
+                        redact(self._dsn),
+                        why,
+                    )
                 self._stopping.wait(_RECONNECT)
 
     def _listen(self, connection: psycopg.Connection[tuple[object, ...]]) -> None:

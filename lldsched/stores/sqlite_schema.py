@@ -265,7 +265,11 @@ class FileFormat(SqliteParts):
         (the switch to WAL before it is not a write transaction: see :func:`_wal`)."""
         mode = _wal(connection, timeout)
         if mode != "wal":
-            log.warning("SQLite could not use WAL mode here (got %r); writes will be slower", mode)
+            log.warning(  # which store: a process may open several
+                "SQLite could not use WAL mode for %r (got %r); writes will be slower",
+                self.path,
+                mode,
+            )
         connection.execute(f"PRAGMA synchronous = {synchronous}")
         left = timeout if gate is None else gate.acquire()
         try:  # one transaction: a store is created whole or not at all

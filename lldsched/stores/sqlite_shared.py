@@ -507,8 +507,13 @@ class SharedState:
             try:  # the rows read are the caller's now: a busy file only delays the trim
                 with immediate(connection, self.gate):
                     connection.execute("DELETE FROM removed WHERE version <= ?", (behind,))
-            except sqlite3.OperationalError:
-                log.warning("could not trim the removals of %s; trying again later", self.node)
+            except sqlite3.OperationalError as exc:  # said with SQLite's reason
+                log.warning(
+                    "could not trim the removals of %s in %r (%s); trying again later",
+                    self.node,
+                    self.path,
+                    exc,
+                )
 
 
 def _data_version(connection: sqlite3.Connection) -> int:

@@ -370,9 +370,10 @@ class SimulationPlayer:
         # simulation of year 1 has no before, nor one of year 9999 an after).
         pad = self.window / 50
         shown = (max(low - pad, EARLIEST), high + pad if high + pad < LATEST else high)
-        gantt(to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=shown)
+        frame = to_frame(recent)
+        gantt(frame, by="task", ax=ax, tz=self._tz.key, span=shown)
         if len(recent) > DETAIL_RUNS:  # gantt marks no short run past that many
-            self._mark_short_runs(ax, recent, shown)
+            self._mark_short_runs(ax, recent, frame, shown)
         mark_now(ax, float(self.sim.now))
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=80)
@@ -386,7 +387,7 @@ class SimulationPlayer:
         return self.window / SHORT_MARK_CELLS
 
     def _mark_short_runs(
-        self, ax: Any, records: list[ExecutionRecord], span: tuple[float, float]
+        self, ax: Any, records: list[ExecutionRecord], frame: Any, span: tuple[float, float]
     ) -> None:
         """The runs too short for a bar, marked on a chart of more than ``DETAIL_RUNS``
         runs, where ``gantt`` marks none (a diamond a run would be a smear): on each
@@ -394,13 +395,19 @@ class SimulationPlayer:
         (the cells counted from the epoch, so a mark stays put as the window scrolls),
         at the first such run's start, in its task's colour, and the key says so.
         Without it, a heartbeat of one-second runs, drawn as a bar a fiftieth of a
-        pixel wide, vanished from its lane once the window held 200 runs."""
+        pixel wide, vanished from its lane once the window held 200 runs.
+
+        A run finds its lane by the label ``gantt`` gave its task (``frame``'s, by
+        :func:`~lldsched.views.plots._base.task_codes`: a name stored with a newline
+        written escaped, a long one shortened, one two tasks share followed by the id),
+        never by its raw name, which no lane of such a task is labelled with."""
         import numpy as np
         from matplotlib.lines import Line2D
 
         from lldsched.views.durations import seconds_text
+        from lldsched.views.frames import ran
         from lldsched.views.plots import OTHER_TASKS, SHORT_RUN
-        from lldsched.views.plots._base import add_legend
+        from lldsched.views.plots._base import add_legend, task_codes
         from lldsched.views.plots.runbars import SHORT_LABEL
 
         legend = ax.get_legend()
@@ -417,21 +424,28 @@ class SimulationPlayer:
             for key, handle in zip(keys, handles, strict=True)
             if hasattr(handle, "get_facecolor") and key in lanes
         }
+        runs_drawn = ran(frame)
+        codes, labels, _, _ = task_codes(runs_drawn)
+        label_of = {
+            task_id: labels[code]
+            for task_id, code in zip(runs_drawn["task_id"].tolist(), codes.tolist(), strict=True)
+        }
         shortest = (span[1] - span[0]) * SHORT_RUN
         every = self.short_mark_every()
-        marked: dict[tuple[str, int], ExecutionRecord] = {}
+        marked: dict[tuple[str, int], tuple[str, ExecutionRecord]] = {}
         for record in records:
-            if record.finished - record.started < shortest and record.name in lanes:
-                cell = (record.name, int(record.started // every))
-                if cell not in marked or record.started < marked[cell].started:
-                    marked[cell] = record  # the cell's first
+            lane = label_of.get(record.task_id)
+            if lane is not None and lane in lanes and record.finished - record.started < shortest:
+                cell = (lane, int(record.started // every))
+                if cell not in marked or record.started < marked[cell][1].started:
+                    marked[cell] = (lane, record)  # the cell's first
         if not marked:
             return
         runs = list(marked.values())
         ax.scatter(
-            np.array([run.started for run in runs]) / 86400.0,  # matplotlib dates: days
-            [lanes[run.name] for run in runs],
-            marker="D", s=22, c=[colours.get(run.name, OTHER_TASKS) for run in runs],
+            np.array([run.started for _, run in runs]) / 86400.0,  # matplotlib dates: days
+            [lanes[lane] for lane, _ in runs],
+            marker="D", s=22, c=[colours.get(lane, OTHER_TASKS) for lane, _ in runs],
             edgecolors="0.15", linewidths=0.5, zorder=6, gid="short_runs",
         )  # fmt: skip
         said = f"{SHORT_LABEL}\n(one per {seconds_text(every)} a lane at most;\ntask's colour)"

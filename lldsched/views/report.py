@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, TypeGuard
 from lldsched.core.names import MISFIRE_CAP, SKIP_CAP, SLOTS_STOOD_FOR
 from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord, Outcome
+from lldsched.printable import one_line
 from lldsched.schedules.base import Schedule, has_schedule_methods, slot_after
 from lldsched.views.durations import short_text
 
@@ -404,7 +405,8 @@ def format_summary(rows: Iterable[TaskSummary]) -> str:
                   row.overruns, row.missed, row.given_up, row.skipped)  # fmt: skip
         times = (row.lateness_p50, row.lateness_p95, row.lateness_max,
                  row.duration_p50, row.duration_p95, row.duration_max)  # fmt: skip
-        table.append((row.name, *map(str, counts), *map(short_text, times)))
+        # A name an older release stored with a newline, on one line (as `lldsched tasks`).
+        table.append((one_line(row.name), *map(str, counts), *map(short_text, times)))
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     lines = [
         "  ".join(

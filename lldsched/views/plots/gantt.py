@@ -236,7 +236,7 @@ def _name_bars(
     start, finish = date_numbers(frame["start"]), date_numbers(frame["finish"])
     width = ax.get_position().width * root_figure(ax).get_figwidth() * 72  # points, roughly
     per_point = (span[1] - span[0]) / max(width, 1.0)
-    names = frame["name"].astype(str).to_numpy()
+    names = [one_line(name) for name in frame["name"].astype(str).tolist()]  # as its lane
     for i in range(len(frame)):
         room = (min(finish[i], span[1]) - max(start[i], span[0])) / per_point
         if room < len(names[i]) * _NAME_POINTS * 0.62 + 4:  # DejaVu Sans: ~0.6 em a letter

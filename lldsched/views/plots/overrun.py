@@ -15,6 +15,7 @@ from lldsched.errors import ValidationError, shown
 from lldsched.logs import counted
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import Overlap, OverrunPolicy
+from lldsched.printable import one_line
 from lldsched.views.durations import seconds_text
 from lldsched.views.frames import ran, to_frame
 from lldsched.views.plots._base import (
@@ -121,8 +122,10 @@ def overrun_comparison(
             raise ValidationError(f"axes must be {len(policies)} Axes, got {len(panels)}")
         figure = root_figure(panels[0])
         spares = []
-    first = next((frames[p] for p in policies if len(frames[p])), frames[policies[0]])
-    name = str(first["name"].iloc[0]) if len(first) else "fixed-rate task"
+    # The task's name from its runs, or from its records of slots dropped if it has none.
+    first = next((f for f in [*frames.values(), *recorded.values()] if len(f)), None)
+    name = "fixed-rate task" if first is None else str(first["name"].iloc[0])  # its colour's
+    said = one_line(name)  # a name an older release stored with a newline: on one line
     rgba = task_colours([name])[name]
     colour = np.array(rgba)
     spans = []  # the x range of each panel's runs
@@ -148,14 +151,14 @@ def overrun_comparison(
                 panel=True,
             )
         else:
-            say_empty(ax, "runs")
+            say_empty(ax, "runs", recorded[policy])  # and the slots it dropped, if any
             write_title(ax, policy.name, panel=True)
         row_inches = (  # the height of a row: as laid out here, or of the axes given
             run if axes is None
             else ax.get_position().height * figure.get_figheight() / (rows[policy] - 0.5 - _TOP)
         )  # fmt: skip
         nth = max(1, math.ceil(MIN_LANE_INCHES / row_inches))  # labels apart
-        labelled = range(0, rows[policy], nth)
+        labelled = range(0, rows[policy] if len(frame) else 0, nth)  # no run, no number
         ax.set_yticks(list(labelled), [str(n + 1) for n in labelled])
         ax.set_ylim(rows[policy] - 0.5, _TOP)
         ax.set_ylabel("run")
@@ -163,12 +166,14 @@ def overrun_comparison(
     if not spans and not any(len(dropped) for dropped in dropped_slots.values()):
         for ax in panels:  # nothing at any instant: the shared axis read 1970-01-01
             time_axis(ax, zone, blank=True)
+    gridded = False  # the slots' grid is drawn only about runs
     if spans:
         slots = [float(x) for dropped in dropped_slots.values() for x in dropped]
         low = min([span[0] for span in spans] + slots)
         high = max([span[1] for span in spans] + slots)
         set_time_span(panels[0], low, high)
-        if step:
+        gridded = bool(step)
+        if gridded:
             grid_lines = np.arange(low, high + step, step)
             for ax in panels:
                 for x in grid_lines:
@@ -185,20 +190,24 @@ def overrun_comparison(
                 linestyle="none", marker="x", markersize=7, color=_SKIPPED_COLOUR,
                 markeredgewidth=1.8, zorder=6, gid="skipped_slots",
             )  # fmt: skip
-    write_figure_title(figure, f"Overrun and overlap policies: {name}")
+    write_figure_title(figure, f"Overrun and overlap policies: {said}")
     # The failed, timed-out and cancelled runs of every panel keyed (an empty frame keyed
-    # none of them: CANCEL_OTHER's hatched bars had nothing in the key).
+    # none of them: CANCEL_OTHER's hatched bars had nothing in the key).  Only what was
+    # drawn is keyed: with no run anywhere, no bar, due tick or grid of slots.
     keyed = pd.concat([frames[p][list(_KEYED)] for p in policies], ignore_index=True)
-    handles = [Patch(facecolor=rgba, label="run"), *mark_handles(keyed, colour=rgba)]
-    handles.append(Line2D([], [], color="0.75", linestyle=":", label="fixed-rate slots"))
+    handles: list[Any] = []
+    if len(keyed):
+        handles += [Patch(facecolor=rgba, label="run"), *mark_handles(keyed, colour=rgba)]
+    if gridded:
+        handles.append(Line2D([], [], color="0.75", linestyle=":", label="fixed-rate slots"))
     if crosses:
         handles.append(
             Line2D([], [], linestyle="none", marker="x", color=_SKIPPED_COLOUR,
                    markeredgewidth=1.8, label="slot no run served")
         )  # fmt: skip
-    if spares:
+    if handles and spares:
         spares[0].legend(handles=handles, loc="upper left", frameon=False)
-    else:
+    elif handles:  # none when nothing was drawn: each panel says "no runs"
         add_legend(panels[-1], handles)
     if axes is None:
         _rows_alike(figure, panels, [rows[policy] for policy in policies])
