@@ -263,7 +263,7 @@ def test_a_percentile_ranks_q_percent_of_the_count_exactly(
 
 def test_a_percentile_of_values_not_sorted_is_refused_naming_the_first_out_of_order() -> None:
     # A planner's p99 of [r.lateness for r in runs] without sorted() read the value at
-    # rank 99 of the registration order: a wait, but not the 99th percentile, and no word.
+    # rank 99 of the records' order: a wait, but not the 99th percentile, and no word.
     waits = [0.0, 250.0, 3.0, 0.0]
     with pytest.raises(ValidationError, match=r"sorted .*values\[2\] = 3\.0 .*250\.0") as caught:
         percentile(waits, 99)
