@@ -16,10 +16,10 @@
   PostgreSQL server);
 * every Python block of README.md and docs/**/*.md runs, unless the line above it says
   ``<!-- not run: ... -->`` (a deployment example that needs a server or an app), and
-  prints what it shows: the ``# ...`` lines right under a line calling ``print(``
-  (under a loop's body, the lines it prints in turn), in the order shown, ``...`` in
-  such a line standing for any text (a pid, a path); TESTING.md's, one module, each
-  after the ones before it;
+  prints what it shows: the ``# ...`` lines right under a call of ``print`` (under its
+  last line, when it is written over several; under a loop's body, the lines it prints
+  in turn), in the order shown, ``...`` in such a line standing for any text (a pid, a
+  path); TESTING.md's, one module, each after the ones before it;
 * the runnable blocks of the README and every guide but ARCHITECTURE and the decision log
   pass a user's ``mypy --strict`` (tests/test_typing_user.py's runner, in one run),
   but for the lines UPGRADING shows because mypy refuses them;
@@ -32,6 +32,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib.machinery
 import importlib.util
@@ -854,14 +855,22 @@ UNTYPED = ("apscheduler", "app")
 
 
 def shown_output(block: str) -> list[str]:
-    """The ``# ...`` lines that follow a line calling ``print(``, in order."""
+    """The ``# ...`` lines that follow a call of ``print`` (its last line: a call written
+    over several lines, too), in order."""
+    ends = {
+        node.end_lineno
+        for node in ast.walk(ast.parse(block))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "print"
+    }
     shown: list[str] = []
     after_print = False
-    for line in block.splitlines():
+    for number, line in enumerate(block.splitlines(), 1):
         if after_print and line.startswith("# "):
             shown.append(line[2:])
             continue
-        after_print = "print(" in line
+        after_print = number in ends
     return shown
 
 
@@ -1038,6 +1047,27 @@ def test_a_shown_line_that_is_not_printed_is_caught() -> None:
         shown, ["blocked 0.0 1200.0 -> 1300.0", "TimeoutError: killed at 1 s budget"]
     ) == [shown[0]]
     assert unprinted(shown, list(reversed(shown))) != []  # order counts
+
+
+def test_the_lines_shown_under_a_print_of_several_lines_are_checked_too() -> None:
+    # The README's simulation summary and SIMULATION.md's pool sizes were printed by a
+    # call written over two lines, and the lines shown under it were never compared.
+    block = (
+        "for row in rows:\n"
+        '    print(f"{row.name} {row.runs} runs, "\n'
+        '          f"{row.skipped} skipped")\n'
+        "# import 136 runs, 0 skipped\n"
+        "# report 23 runs, 0 skipped\n"
+        'print("one line")  # a note, not output\n'
+        "# one line\n"
+        "x = ('print(', 1)\n"
+        "# not output: no print was called above\n"
+    )
+    assert shown_output(block) == [
+        "import 136 runs, 0 skipped",
+        "report 23 runs, 0 skipped",
+        "one line",
+    ]
 
 
 def test_a_block_marked_not_run_is_left_out(tmp_path: Path) -> None:

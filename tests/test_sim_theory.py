@@ -7,7 +7,8 @@ Every figure is read as a user reads it: from ``sim.records()``, from the frame
 * **By hand** (exact): ``k`` fixed-rate tasks of equal period and duration on ``c``
   workers start in waves, so each start, each lateness and each worker's busy
   fraction is known; a run that outlasts its period, under each overrun and overlap
-  policy, runs and drops slots at instants worked out below.
+  policy, runs and drops slots at instants worked out below; a Monday 09:00 burst of
+  cron in Berlin beside a HIGH heartbeat starts, waits and skips as worked out too.
 * **Queueing theory** (statistical): one-off tasks arriving as a Poisson process
   (``lldsched.sim.models.poisson_arrivals``) with exponential durations on ``c``
   workers are an M/M/c queue, whose mean wait in queue is Erlang C's; with fixed
@@ -43,6 +44,7 @@ import statistics
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pandas as pd
 import pytest
@@ -63,7 +65,7 @@ from lldsched import (
 from lldsched.clock import LATEST
 from lldsched.sim import Simulation, exponential, fixed, poisson_arrivals
 from lldsched.views.frames import schedules_of, task_summary, to_frame, utilisation
-from lldsched.views.report import summarize
+from lldsched.views.report import percentile, summarize
 
 T = 1_800_000_000.0  # a whole number of minutes and hours: utilisation's intervals align
 
@@ -139,6 +141,42 @@ def test_equal_fixed_rate_tasks_start_in_waves_with_the_lateness_and_load_comput
         assert busy[w].tolist() == pytest.approx([share] * slots)
     mean_load = busy.to_numpy().mean()
     assert mean_load == pytest.approx(tasks * length / (workers * period))
+    agree_with_the_records(sim)
+
+
+def test_a_monday_burst_of_cron_in_berlin_waits_as_worked_out_by_hand() -> None:
+    """Five jobs on ``0 9 * * 1`` in Berlin (60, 60, 30, 90 and 10 s, registered in that
+    order) and a HIGH heartbeat every 30 s (5 s) from 09:00, on two workers, from a
+    second before 09:00 (a cron fires strictly after the start).  At 09:00 the heartbeat
+    goes first (priority breaks the tie), then a, b, c, d, e as workers free up: w0 runs
+    h 0-5 and b 5-65 then d 65-155; w1 a 0-60, c 60-90, e 90-100.  The heartbeat's 09:00:30
+    slot waits behind the 09:00 entries (due first) until 100, ends at 105, so its slots
+    at 60 and 90 are skipped; then it runs on time.  Lateness 0, 5, 60, 65, 90 and 70: the
+    nearest-rank p99 of the burst's runs, and the summaries' maximum, is 90 s (e's)."""
+    berlin = datetime(2026, 3, 23, 9, tzinfo=ZoneInfo("Europe/Berlin")).timestamp()
+    sim = Simulation(workers=2, start=berlin - 1, tz="Europe/Berlin")
+    for name, length in (("a", 60), ("b", 60), ("c", 30), ("d", 90), ("e", 10)):
+        sim.schedule(name, "0 9 * * 1", id=name, duration=length)
+    sim.schedule("h", FixedRate(30, start_delay=1), id="h", duration=5, priority=Priority.HIGH)
+    sim.run(berlin + 200)
+    rows = [
+        (r.task_id, r.due - berlin, r.worker, r.started - berlin, r.outcome.value)
+        for r in sim.records()
+    ]
+    assert sorted(rows) == sorted([
+        ("h", 0, 0, 0, "ok"), ("a", 0, 1, 0, "ok"), ("b", 0, 0, 5, "ok"),
+        ("c", 0, 1, 60, "ok"), ("d", 0, 0, 65, "ok"), ("e", 0, 1, 90, "ok"),
+        ("h", 30, 1, 100, "ok"), ("h", 60, -1, 105, "skipped"), ("h", 90, -1, 105, "skipped"),
+        ("h", 120, 1, 120, "ok"), ("h", 150, 1, 150, "ok"), ("h", 180, 0, 180, "ok"),
+    ])  # fmt: skip
+    waits = sorted(r.lateness for r in runs_of(sim) if r.due < berlin + 30)
+    assert waits == [0, 0, 5, 60, 65, 90]
+    assert percentile(waits, 99) == 90
+    summary = task_summary(to_frame(sim), schedules_of(sim))
+    assert summary["lateness_max"].dt.total_seconds().to_dict() == {
+        "h": 70, "a": 0, "b": 5, "c": 60, "e": 90, "d": 65,
+    }  # fmt: skip
+    assert summary.loc["h", "skipped"] == 2
     agree_with_the_records(sim)
 
 

@@ -10,7 +10,7 @@ import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from fractions import Fraction
-from itertools import compress
+from itertools import compress, pairwise
 from operator import attrgetter
 from typing import Any, NamedTuple, TypeGuard
 
@@ -159,11 +159,38 @@ def nearest_rank(count: int, q: float) -> int:
 
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The nearest-rank ``q``-th percentile (0 < q <= 100) of sorted ``values``; None if empty.
-    The one percentile rule of the summaries."""
+    The one percentile rule of the summaries.
+
+    Values not in ascending order (``[r.lateness for r in runs]`` without ``sorted``, or
+    with a NaN, which has no place in an order) are refused, naming the first out of
+    order: read by rank, they gave a value of the list that was not its percentile, and
+    no word of it.  docs/decisions/simulation.md, "A percentile of values not sorted is
+    refused"."""
     if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q <= 100:
         raise ValidationError(f"percentile q must be a number in (0, 100], got {shown(q)}")
     if isinstance(values, str | bytes) or not isinstance(values, Sequence):  # 5: len() failed
         raise ValidationError(f"percentile values must be a sorted list, got {shown(values)}")
+    try:
+        unsorted = next(
+            (index for index, (low, high) in enumerate(pairwise(values), 1) if not low <= high),
+            None,
+        )
+    except TypeError as exc:  # [1.0, None]: not numbers that compare
+        raise ValidationError(
+            f"percentile values must be sorted numbers, got {shown(values)}: {exc}"
+        ) from None
+    if unsorted is not None:
+        raise ValidationError(
+            f"percentile values must be sorted (ascending, no NaN): values[{unsorted}] = "
+            f"{shown(values[unsorted])} comes after values[{unsorted - 1}] = "
+            f"{shown(values[unsorted - 1])}; pass sorted(values)"
+        )
+    return _ranked(values, q)
+
+
+def _ranked(values: Sequence[float], q: float) -> float | None:
+    """:func:`percentile` of ``values`` known sorted and ``q`` known good (the summaries'
+    own lists, sorted where they are made): the nearest rank, None if empty."""
     if not values:
         return None
     return values[nearest_rank(len(values), q)]
@@ -228,11 +255,11 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
         missed=sum(slots[misfire] for misfire in MISFIRES),
         given_up=outcomes[Outcome.GIVEN_UP],
         skipped=slots[Outcome.SKIPPED],
-        lateness_p50=percentile(lateness, 50),
-        lateness_p95=percentile(lateness, 95),
+        lateness_p50=_ranked(lateness, 50),
+        lateness_p95=_ranked(lateness, 95),
         lateness_max=lateness[-1] if lateness else None,
-        duration_p50=percentile(duration, 50),
-        duration_p95=percentile(duration, 95),
+        duration_p50=_ranked(duration, 50),
+        duration_p95=_ranked(duration, 95),
         duration_max=duration[-1] if duration else None,
         blocked=blocked,
         blocked_time=sum(compress(columns.duration, waits)) if blocked else 0,
