@@ -372,7 +372,8 @@ def test_cronies_options_are_read_and_said() -> None:
     (job,) = jobs("-0 3 * * * -n /usr/bin/quiet\n")
     assert job.command == "/usr/bin/quiet"
     assert job.notes == (
-        "cronie's '-' before the line: it logged no start of this job",
+        "cronie's '-' before the line: it logged no start of this job (taken in root's "
+        "crontab and the system ones; in another user's, cronie refused the line)",
         "-n: cronie mailed its output only when it failed",
     )
     (twice,) = read_crontab("0 3 * * * -n -n x\n")
@@ -409,3 +410,146 @@ def test_a_system_line_needs_a_command_after_its_user() -> None:
     (entry,) = read_crontab("0 3 * * * root\n", system=True)
     assert isinstance(entry, BadLine)
     assert entry.why.startswith("no command after the user 'root'")
+
+
+# --- a sysadmin's own crontab: what cronie (and glibc under it) made of it --------------
+
+
+@pytest.mark.parametrize(
+    ("value", "zone"),
+    [
+        (":Europe/Berlin", "Europe/Berlin"),  # glibc: a TZ starting with ':' names a file
+        ("/usr/share/zoneinfo/America/New_York", "America/New_York"),  # a zone file's path
+        ('":/usr/share/zoneinfo/Asia/Tokyo"', "Asia/Tokyo"),
+    ],
+)
+def test_cron_tz_written_as_glibc_also_reads_it_is_that_zone(value: str, zone: str) -> None:
+    """cronie sets ``TZ`` to the ``CRON_TZ`` of a job (``find_jobs``), and glibc reads
+    ``:NAME`` and a path to a zone file as that zone: cronie ran the jobs there."""
+    note, job = read_crontab(f"CRON_TZ={value}\n0 3 * * * /usr/bin/backup\n")
+    assert isinstance(job, JobLine) and job.tz == zone
+    assert isinstance(note, NoteLine)
+    assert note.note.startswith(f"the schedules after it are read in {zone} (glibc reads")
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (
+            "Europe/Berlin   # the office",
+            "cron has no comment after a value: it read the whole 'Europe/Berlin   # the "
+            "office' as the zone, which glibc does not find (so it ran the jobs in UTC); put "
+            "the comment on a line of its own",
+        ),
+        (
+            "CET-1CEST,M3.5.0,M10.5.0/3",
+            "'CET-1CEST,M3.5.0,M10.5.0/3' is a POSIX TZ rule, which glibc reads and lldsched "
+            "does not: write the IANA name of the zone it describes",
+        ),
+        (
+            "/etc/localtime",
+            "'/etc/localtime' is a file, not a zone's name: write the IANA name of the zone "
+            "it holds (the machine's own: timedatectl)",
+        ),
+    ],
+)
+def test_a_cron_tz_lldsched_cannot_name_says_what_it_is(value: str, why: str) -> None:
+    bad, job = read_crontab(f"CRON_TZ={value}\n0 3 * * * /usr/bin/backup\n")
+    assert isinstance(bad, BadLine) and bad.why.startswith("CRON_TZ: unknown time zone")
+    assert bad.why.endswith(why)
+    assert isinstance(job, BadLine) and job.why.startswith("its zone, CRON_TZ=")
+
+
+def test_a_comment_after_a_variables_value_is_part_of_the_value_as_cron_read_it() -> None:
+    note, job = read_crontab("PATH=/usr/local/bin:/usr/bin   # for backup\n0 3 * * * x\n")
+    assert isinstance(note, NoteLine)
+    assert note.note == (
+        "cron has no comment after a value: PATH is '/usr/local/bin:/usr/bin   # for "
+        "backup', '#' and all (as here); put the comment on a line of its own"
+    )
+    assert isinstance(job, JobLine)
+    assert job.env == (("PATH", "/usr/local/bin:/usr/bin   # for backup"),)
+
+
+def test_a_dollar_in_a_value_is_said_to_be_kept_as_written() -> None:
+    note, job = read_crontab("PATH=$HOME/bin:$PATH\n0 3 * * * x\n")
+    assert isinstance(note, NoteLine)
+    assert note.note == (
+        "cron sets PATH as written, '$' and all: it expands no variable in a value (nor "
+        "does the call); write the value out in full"
+    )
+    assert isinstance(job, JobLine) and job.env == (("PATH", "$HOME/bin:$PATH"),)
+
+
+@pytest.mark.parametrize("name", ["USER", "LOGNAME"])
+def test_user_and_logname_are_set_by_cron_over_the_crontabs(name: str) -> None:
+    """cronie's ``load_entry`` sets ``LOGNAME`` and ``USER`` to the crontab's owner
+    after copying the crontab's variables: a crontab's own never reached a command."""
+    note, job = read_crontab(f"{name}=bob\nHOME=/srv\n0 3 * * * x\n")
+    assert isinstance(note, NoteLine)
+    assert note.note == (
+        f"cron sets {name} itself, to the user the job runs as, over this line: its "
+        "commands never saw 'bob', and the call leaves it out"
+    )
+    assert isinstance(job, JobLine) and job.env == (("HOME", "/srv"),)
+
+
+def test_a_dash_then_a_blank_is_no_flag_and_says_so() -> None:
+    (bad,) = read_crontab("- 0 3 * * * /usr/bin/quiet\n")
+    assert isinstance(bad, BadLine)
+    assert bad.why == (
+        "'-' then a blank: cronie's '-' (log no start) is written against the first field, "
+        "'-0 3 * * * command' (cronie: bad minute)"
+    )
+
+
+def test_a_shells_export_is_said_to_be_one() -> None:
+    (bad,) = read_crontab("export PATH=/usr/local/bin:/usr/bin\n")
+    assert isinstance(bad, BadLine)
+    assert bad.why == (
+        "a shell's 'export': a crontab sets a variable by NAME=value alone, and every "
+        "one reaches the commands; write 'PATH=/usr/local/bin:/usr/bin' (cronie: bad minute)"
+    )
+
+
+def test_the_no_log_dash_says_whose_crontab_cronie_takes_it_in() -> None:
+    (job,) = jobs("-@daily /usr/bin/quiet\n")
+    assert job.notes == (
+        "cronie's '-' before the line: it logged no start of this job (taken in root's "
+        "crontab and the system ones; in another user's, cronie refused the line)",
+    )
+
+
+def test_a_command_longer_than_cronies_buffer_is_moved_whole_and_said_cut() -> None:
+    """cronie reads a command into ``MAX_COMMAND`` (131,072) bytes, its last the NUL,
+    and drops the rest of the line; a variable's line likewise (``MAX_ENVSTR``)."""
+    command = "/usr/bin/echo " + "x" * 131_072
+    note, job = read_crontab(f"LONG={'y' * 131_072}\n0 3 * * * -n {command}\n")
+    assert isinstance(note, NoteLine)
+    assert note.note == (
+        "cron read the first 131,071 bytes of this line (131,077 here) and dropped "
+        "the rest; the call has it whole"
+    )
+    assert isinstance(job, JobLine) and job.command == command
+    assert job.notes[-1] == (
+        "cron ran the first 131,071 bytes of this command (131,086 here) and "
+        "dropped the rest; the call has it whole"
+    )
+    (short,) = jobs(f"0 3 * * * {'z' * 131_071}\n")
+    assert not short.notes
+
+
+def test_each_thing_said_of_a_variable_is_a_line_of_its_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    crontab = tmp_path / "crontab"
+    crontab.write_text("PATH=$HOME/bin:/usr/bin  # mine\n0 3 * * * x\n")
+    code, out, _ = run(capsys, "--crontab", str(crontab), "-n", "1")
+    assert code == 0
+    assert out.startswith(
+        f"{crontab}:1: PATH=$HOME/bin:/usr/bin  # mine\n"
+        "cron has no comment after a value: PATH is '$HOME/bin:/usr/bin  # mine', '#' and "
+        "all (as here); put the comment on a line of its own\n"
+        "cron sets PATH as written, '$' and all: it expands no variable in a value (nor "
+        "does the call); write the value out in full\n\n"
+    )

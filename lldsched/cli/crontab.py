@@ -10,18 +10,24 @@ command on lldsched (docs/CRON.md, "Moving a crontab"):
   nothing else, is skipped;
 * ``NAME=value`` sets a variable for the lines *after* it (``NAME = value``, quoted
   names and values, as ``load_env`` reads them).  ``CRON_TZ`` is the zone of the
-  schedules after it (an empty one: back to ``--tz``, cron's system zone); ``TZ``,
+  schedules after it (an empty one: back to ``--tz``, cron's system zone; ``:NAME``
+  and a path into a ``zoneinfo`` folder are that zone, as glibc reads them); ``TZ``,
   ``SHELL``, ``PATH`` and the rest are the commands' environment: cronie reads a
   schedule in ``CRON_TZ``'s zone or its own (``src/cron.c``, ``find_jobs``), never
-  ``TZ``'s.  ``MAILTO``, ``MAILFROM`` and ``RANDOM_DELAY`` are cron's own, said as such;
+  ``TZ``'s.  ``MAILTO``, ``MAILFROM`` and ``RANDOM_DELAY`` are cron's own, said as such,
+  and ``LOGNAME`` and ``USER`` cron sets over the crontab's.  A value is taken as
+  cron takes it, and said when its writer may have meant otherwise: a ``#`` in it (no
+  comment), a ``$`` (not expanded), past cronie's 131,071 bytes (cut);
 * a job is five fields (or a nickname, ``@daily``, lower case as cron compares it), a
   user name with ``--system`` (``/etc/crontab``, ``/etc/cron.d``), then the command, up
   to its first unescaped ``%``; what follows is the command's standard input, every
   ``%`` a newline.  cronie's ``-`` before a line (log no start) and ``-n`` before a
-  command (mail only a failure) are read and said;
+  command (mail only a failure) are read and said, as is a command longer than
+  cronie's buffer;
 * ``@reboot`` and cronie's random ``~`` are lines lldsched cannot express: reported,
   with what to write instead; a bad line (a bad field, no command, a last line without
-  its newline, which cron ignores) is reported on stderr with the file's name, the
+  its newline, which cron ignores, a ``CRON_TZ`` that names no zone lldsched knows, a
+  shell's ``export``) is reported on stderr with the file's name, the
   line's number and what is bad, and the other lines go on.  Status 1 if any line was
   bad (the work found it), 0 otherwise; an unreadable file or a bad option is 2,
   refused before any line is read.
@@ -61,6 +67,13 @@ CRON_SETTINGS = frozenset(
 )
 """Variables the daemon reads for itself: not part of a call's ``env=``."""
 
+CRON_SETS = ("LOGNAME", "USER")
+"""Variables ``load_entry`` sets over the crontab's, to the user a job runs as."""
+
+MAX_LINE = 131_072 - 1
+"""The bytes of a command (``MAX_COMMAND``) or a variable's line (``MAX_ENVSTR``) that
+cronie reads (``get_string``, its buffer's last byte the NUL); it drops the rest."""
+
 _BLANKS = " \t"  # what separates fields and skips before a line (Skip_Blanks)
 _SPACE = " \t\n\v\f\r"  # C's isspace, as load_env tests a character
 
@@ -83,7 +96,7 @@ class JobLine:
 @dataclass(frozen=True)
 class NoteLine:
     """A line that is no job to move: a variable cron reads (``moved`` True) or a job
-    lldsched cannot express (``@reboot``: False)."""
+    lldsched cannot express (``@reboot``: False).  ``note`` is a line, or several."""
 
     number: int
     text: str
@@ -127,16 +140,91 @@ def read_crontab(text: str, *, tz: str = "UTC", system: bool = False) -> list[En
         name, value = setting
         env[name] = value
         if name == "CRON_TZ":
-            zone, unknown = (value, "") if value else (tz, "")
             try:
-                zone_info(zone)
+                zone, unknown = _cron_tz_zone(value, tz), ""
             except ScheduleError as exc:
                 unknown = f"its zone, CRON_TZ={value!r} on line {number}, is unknown"
                 entries.append(BadLine(number, line, f"CRON_TZ: {exc}"))
                 continue
-        if (note := _setting_note(name, value, zone, tz)) is not None:
-            entries.append(NoteLine(number, line, note))
+        notes = [_setting_note(name, value, zone, tz), *_value_notes(name, value)]
+        notes.append(_cut(body, "read", "this line"))
+        if said := [note for note in notes if note is not None]:
+            entries.append(NoteLine(number, line, "\n".join(said)))
     return entries
+
+
+_ZONEINFO = "/zoneinfo/"
+_POSIX_RULE = re.compile(r"(?:[A-Za-z]{3,}|<[^>]*>)[+-]?[0-9]")  # std name, then its offset
+
+
+def _cron_tz_zone(value: str, tz: str) -> str:
+    """The IANA name of the zone cronie read the schedules after ``CRON_TZ=value`` in:
+    ``tz`` for an empty one, else the zone glibc reads when cronie sets ``TZ`` to it
+    (``find_jobs``), ``:NAME`` being the zone file NAME and a path into a ``zoneinfo``
+    folder that file.  :class:`ScheduleError` for a value lldsched cannot name a zone by,
+    saying what it is: a comment after the name (cron has none), a POSIX TZ rule, a file."""
+    if not value:
+        return tz
+    name = value.removeprefix(":")
+    if name.startswith("/") and _ZONEINFO in name:
+        name = name.rsplit(_ZONEINFO, 1)[1]
+    try:
+        zone_info(name)
+    except ScheduleError as exc:
+        if "#" in value:
+            why = (
+                f"cron has no comment after a value: it read the whole {value!r} as the "
+                "zone, which glibc does not find (so it ran the jobs in UTC); put the "
+                "comment on a line of its own"
+            )
+        elif _POSIX_RULE.match(name):
+            why = (
+                f"{value!r} is a POSIX TZ rule, which glibc reads and lldsched does not: "
+                "write the IANA name of the zone it describes"
+            )
+        elif name.startswith("/"):
+            why = (
+                f"{value!r} is a file, not a zone's name: write the IANA name of the zone "
+                "it holds (the machine's own: timedatectl)"
+            )
+        else:
+            raise
+        raise ScheduleError(f"{exc}; {why}") from None
+    return name
+
+
+def _value_notes(name: str, value: str) -> list[str]:
+    """What cron made of the variable ``name=value`` that its writer may not have
+    meant: a comment taken into the value, a ``$`` kept, a variable cron sets over it."""
+    notes = []
+    if name in CRON_SETS:
+        notes.append(
+            f"cron sets {name} itself, to the user the job runs as, over this line: its "
+            f"commands never saw {value!r}, and the call leaves it out"
+        )
+    if name != "CRON_TZ" and re.search(r"\s#", value):
+        notes.append(
+            f"cron has no comment after a value: {name} is {value!r}, '#' and all (as "
+            "here); put the comment on a line of its own"
+        )
+    if "$" in value:
+        notes.append(
+            f"cron sets {name} as written, '$' and all: it expands no variable in a value "
+            "(nor does the call); write the value out in full"
+        )
+    return notes
+
+
+def _cut(text: str, verb: str, thing: str) -> str | None:
+    """What cron did (``verb``: read, ran) with ``text``, ``thing`` (this line, this
+    command), when cronie's buffer was too short for it; else None."""
+    size = len(text.encode("utf-8", "surrogateescape"))
+    if size <= MAX_LINE:
+        return None
+    return (
+        f"cron {verb} the first {MAX_LINE:,} bytes of {thing} ({size:,} here) and dropped "
+        "the rest; the call has it whole"
+    )
 
 
 _NO_NEWLINE = (
@@ -199,7 +287,10 @@ def _setting_note(name: str, value: str, zone: str, tz: str) -> str | None:
     """What a variable line means for the move, or None for one that only goes into
     the commands' ``env=`` (``PATH``, ``HOME``) or names their ``SHELL``."""
     if name == "CRON_TZ":
-        return f"the schedules after it are read in {zone}" + ("" if value else " (--tz)")
+        if not value:
+            return f"the schedules after it are read in {zone} (--tz)"
+        glibc = f" (glibc reads {value!r} as that zone's file)" if zone != value else ""
+        return f"the schedules after it are read in {zone}{glibc}"
     if name == "TZ":
         return (
             f"the commands' zone (env= below), not the schedules': cronie reads those in "
@@ -251,11 +342,25 @@ def _job(
             "gives it to the shell as part of the command; save the file with Unix "
             "line ends (dos2unix)"
         )
+    export = re.match(r"export[ \t]+", body)
+    if export and (setting := assignment(body[export.end() :])) is not None:
+        return bad(
+            "a shell's 'export': a crontab sets a variable by NAME=value alone, and every "
+            f"one reaches the commands; write '{setting[0]}={setting[1]}' (cronie: bad minute)"
+        )
     notes: list[str] = []
     rest = body
     if rest.startswith("-"):  # cronie: root's "no syslog line for this job"
-        notes.append("cronie's '-' before the line: it logged no start of this job")
+        notes.append(
+            "cronie's '-' before the line: it logged no start of this job (taken in root's "
+            "crontab and the system ones; in another user's, cronie refused the line)"
+        )
         rest = rest[1:]
+        if rest[:1] in (" ", "\t"):
+            return bad(
+                "'-' then a blank: cronie's '-' (log no start) is written against the first "
+                "field, '-0 3 * * * command' (cronie: bad minute)"
+            )
     if rest.startswith("@"):
         schedule, rest = _token(rest)
         if schedule[1:] not in NICKNAMES:
@@ -321,9 +426,13 @@ def _job(
         return bad(unknown)
     if not system and _token(rest)[0] == "root":
         notes.append("'root' first: a system crontab's user name? Read the file with --system")
+    if (cut := _cut(rest, "ran", "this command")) is not None:
+        notes.append(cut)
     command, stdin = split_percent(rest)
     shell = env.get("SHELL", "/bin/sh")
-    variables = tuple((k, v) for k, v in env.items() if k and k not in CRON_SETTINGS)
+    variables = tuple(
+        (k, v) for k, v in env.items() if k and k not in CRON_SETTINGS and k not in CRON_SETS
+    )
     return JobLine(number, line, schedule, zone, command, stdin, shell, variables, tuple(notes))
 
 
