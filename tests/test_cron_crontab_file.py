@@ -553,3 +553,20 @@ def test_each_thing_said_of_a_variable_is_a_line_of_its_own(
         "cron sets PATH as written, '$' and all: it expands no variable in a value (nor "
         "does the call); write the value out in full\n\n"
     )
+
+
+def test_bytes_that_are_not_utf8_reach_the_command_unchanged(tmp_path: Path) -> None:
+    """A Latin-1 crontab: cron gives the shell its bytes, and so does the call."""
+    crontab = tmp_path / "crontab"
+    crontab.write_bytes(b"0 3 * * * echo caf\xe9\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "lldsched", "cron", "--crontab", str(crontab), "-n", "1"],
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+        check=False,
+    )
+    assert done.returncode == 0
+    assert f"{crontab}:1: 0 3 * * * echo caf\xe9\n".encode("latin-1") in done.stdout
+    (job,) = jobs(crontab.read_bytes().decode("utf-8", "surrogateescape"))
+    assert os.fsencode(job.command) == b"echo caf\xe9"
+    assert "'echo caf\\udce9'" in schedule_call(job)
