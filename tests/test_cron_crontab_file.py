@@ -570,3 +570,55 @@ def test_bytes_that_are_not_utf8_reach_the_command_unchanged(tmp_path: Path) -> 
     (job,) = jobs(crontab.read_bytes().decode("utf-8", "surrogateescape"))
     assert os.fsencode(job.command) == b"echo caf\xe9"
     assert "'echo caf\\udce9'" in schedule_call(job)
+
+
+@pytest.mark.parametrize(
+    ("first", "what"),
+    [
+        ("# my jobs", "it is no comment or blank line but one cronie refuses (bad minute)"),
+        ("MAILTO=ops", "it set a variable named '\\ufeffMAILTO', not MAILTO"),
+        ("0 3 * * * /usr/bin/backup", "the job never ran (cronie: bad minute)"),
+    ],
+)
+def test_a_byte_order_mark_before_the_first_line_is_said_to_be_in_it(first: str, what: str) -> None:
+    """An editor on Windows may write U+FEFF first; cronie reads its three bytes as the
+    start of line 1 (``skip_comments`` sees no blank, ``#`` or newline)."""
+    bad, job = read_crontab(f"\ufeff{first}\n0 4 * * * /usr/bin/after\n")
+    assert isinstance(bad, BadLine) and bad.number == 1
+    assert bad.why == (
+        "the file starts with a byte-order mark (U+FEFF, written by some Windows editors): "
+        f"cron reads it as the start of this line, so {what}; save the file without it"
+    )
+    assert isinstance(job, JobLine) and job.env == ()
+
+
+def test_a_cron_tz_behind_a_byte_order_mark_leaves_the_jobs_after_it_without_a_zone() -> None:
+    bad, job = read_crontab("\ufeffCRON_TZ=Europe/Berlin\n0 4 * * * /usr/bin/after\n")
+    assert isinstance(bad, BadLine)
+    assert "it set a variable named '\\ufeffCRON_TZ', not CRON_TZ" in bad.why
+    assert isinstance(job, BadLine)
+    assert job.why == (
+        "its zone, CRON_TZ='Europe/Berlin' on line 1, was never cron's: a byte-order "
+        "mark starts that line"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0 3 * * *\u00a0/usr/bin/x\n",
+        "0\u00a03 * * * /usr/bin/x\n",
+        "@daily\u00a0/usr/bin/x\n",
+        # was read as six fields, '0 3 * * * 1' (seconds first: minute 3 of Monday's hours)
+        "0 3 * * *\u00a01 /usr/bin/x\n",
+    ],
+)
+def test_a_no_break_space_between_fields_is_named(text: str) -> None:
+    """A line pasted from a web page or a chat: cron separates fields by spaces and
+    tabs alone (``Skip_Blanks``, ``is_separator``)."""
+    (bad,) = read_crontab(text)
+    assert isinstance(bad, BadLine)
+    assert bad.why.startswith(
+        "a NO-BREAK SPACE (U+00A0) among the fields: cron separates them, and the "
+        "command, by spaces and tabs alone; write a space (cronie: bad "
+    )

@@ -27,7 +27,8 @@ command on lldsched (docs/CRON.md, "Moving a crontab"):
 * ``@reboot`` and cronie's random ``~`` are lines lldsched cannot express: reported,
   with what to write instead; a bad line (a bad field, no command, a last line without
   its newline, which cron ignores, a ``CRON_TZ`` that names no zone lldsched knows, a
-  shell's ``export``) is reported on stderr with the file's name, the
+  shell's ``export``, a byte-order mark before line 1, a no-break space among the
+  fields) is reported on stderr with the file's name, the
   line's number and what is bad, and the other lines go on.  Status 1 if any line was
   bad (the work found it), 0 otherwise; an unreadable file or a bad option is 2,
   refused before any line is read.
@@ -38,6 +39,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import unicodedata
 from dataclasses import dataclass
 
 from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr
@@ -128,6 +130,15 @@ def read_crontab(text: str, *, tz: str = "UTC", system: bool = False) -> list[En
     numbered = [*enumerate(lines, 1), (len(lines) + 1, unterminated)]
     for number, line in numbered:
         body = line.lstrip(_BLANKS)
+        if number == 1 and body.startswith(_BOM):
+            entries.append(BadLine(number, line, _after_bom(body[1:])))
+            setting = assignment(body[1:]) if body[1:2] not in (" ", "\t") else None
+            if setting is not None and setting[0] == "CRON_TZ":
+                unknown = (
+                    f"its zone, CRON_TZ={setting[1]!r} on line 1, was never cron's: a "
+                    "byte-order mark starts that line"
+                )
+            continue
         if not body or body.startswith("#"):  # skip_comments
             continue
         if number > len(lines):
@@ -225,6 +236,41 @@ def _cut(text: str, verb: str, thing: str) -> str | None:
         f"cron {verb} the first {MAX_LINE:,} bytes of {thing} ({size:,} here) and dropped "
         "the rest; the call has it whole"
     )
+
+
+_BOM = "\ufeff"
+
+
+def _after_bom(rest: str) -> str:
+    """Why line 1, ``rest`` after a byte-order mark, is bad: cronie's ``skip_comments``
+    sees no blank, ``#`` or newline first, and reads the mark's bytes as the line's."""
+    setting = assignment(rest) if rest[:1] not in (" ", "\t") else None
+    if setting is not None:
+        what = f"it set a variable named {_BOM + setting[0]!r}, not {setting[0]}"
+    elif not rest.strip(_BLANKS) or rest.lstrip(_BLANKS).startswith("#"):
+        what = "it is no comment or blank line but one cronie refuses (bad minute)"
+    else:
+        what = "the job never ran (cronie: bad minute)"
+    return (
+        "the file starts with a byte-order mark (U+FEFF, written by some Windows editors): "
+        f"cron reads it as the start of this line, so {what}; save the file without it"
+    )
+
+
+def _odd_blank(fields: list[str], errors: tuple[str, ...]) -> str | None:
+    """Why ``fields`` are bad when one holds a character cron takes for no blank but
+    that looks like one or like nothing (U+00A0 from a web page, U+200B), or None;
+    ``errors``: cronie's word for each field's error (one, for a nickname)."""
+    for count, field in enumerate(fields):
+        for c in field:
+            if c.isspace() or unicodedata.category(c) == "Cf":
+                name = unicodedata.name(c, f"character {c!r}")
+                error = errors[min(count, len(errors) - 1)]
+                return (
+                    f"a {name} (U+{ord(c):04X}) among the fields: cron separates them, and "
+                    f"the command, by spaces and tabs alone; write a space (cronie: bad {error})"
+                )
+    return None
 
 
 _NO_NEWLINE = (
@@ -363,6 +409,8 @@ def _job(
             )
     if rest.startswith("@"):
         schedule, rest = _token(rest)
+        if (odd := _odd_blank([schedule], ("time specifier",))) is not None:
+            return bad(odd)
         if schedule[1:] not in NICKNAMES:
             lower = schedule.lower()
             fix = f"write {lower!r}" if lower[1:] in NICKNAMES else _NICKNAMES_ARE
@@ -378,6 +426,8 @@ def _job(
                     f"{'the user and ' if system else ''}the command"
                 )
             fields.append(field)
+        if (odd := _odd_blank(fields, _CRONIE_FIELDS)) is not None:
+            return bad(odd)
         schedule = " ".join(fields)
     if schedule != "@reboot" and "~" not in schedule:  # the fields first, as cron reads them
         try:
@@ -450,6 +500,8 @@ def _fields_error(schedule: str, error: ScheduleError, system: bool) -> str:
             )
     return str(error)
 
+
+_CRONIE_FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")  # "bad minute"
 
 _NICKNAMES_ARE = "cron knows " + ", ".join(f"@{name}" for name in NICKNAMES)
 
