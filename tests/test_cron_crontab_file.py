@@ -30,6 +30,7 @@ from lldsched.cli.crontab import (
     read_crontab,
     schedule_call,
     split_percent,
+    system_place,
 )
 
 CRONTABS = Path(__file__).parent / "crontabs"
@@ -622,3 +623,46 @@ def test_a_no_break_space_between_fields_is_named(text: str) -> None:
         "a NO-BREAK SPACE (U+00A0) among the fields: cron separates them, and the "
         "command, by spaces and tabs alone; write a space (cronie: bad "
     )
+
+
+def test_a_file_in_a_system_crontabs_place_read_as_a_users_says_to_use_system() -> None:
+    """``/etc/cron.d/nextcloud`` read without --system: 'www-data' is taken for the
+    command, as cron would take it in a user's crontab; the place says it is none."""
+    text = "*/5 * * * * www-data php -f /var/www/nextcloud/cron.php\n"
+    (plain,) = jobs(text)
+    assert plain.notes == ()
+    (placed,) = jobs(text, system_place=True)
+    assert placed.command == "www-data php -f /var/www/nextcloud/cron.php"
+    assert placed.notes == (
+        "'www-data' first, in a system crontab's place (/etc/crontab, /etc/cron.d), whose "
+        "lines name a user before the command: read the file with --system",
+    )
+    (system,) = jobs(text, system=True, system_place=True)
+    assert system.command == "php -f /var/www/nextcloud/cron.php"
+
+
+@pytest.mark.parametrize(
+    ("path", "placed"),
+    [
+        ("/etc/crontab", True),
+        ("/etc/cron.d/nextcloud", True),
+        ("/etc/cron.d/../crontab", True),
+        ("/etc/cron.daily/logrotate", False),  # a script run-parts runs, no crontab
+        ("/etc/cron.d/sub/x", False),
+        ("/home/ops/crontab", False),
+        ("-", False),
+    ],
+)
+def test_the_places_of_system_crontabs(path: str, placed: bool) -> None:
+    assert system_place(path) is placed
+
+
+def test_the_command_line_notes_the_place(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    crontab = tmp_path / "nextcloud"
+    crontab.write_text("*/5 * * * * www-data php cron.php\n")
+    monkeypatch.setattr("lldsched.cli.crontab.SYSTEM_FOLDER", str(tmp_path))
+    code, out, _ = run(capsys, "--crontab", str(crontab), "-n", "1")
+    assert code == 0
+    assert "# 'www-data' first, in a system crontab's place" in out

@@ -49,7 +49,7 @@ from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.cron.parse import field_like
 from lldsched.schedules.cron.zone import zone_info
 
-__all__ = ["BadLine", "JobLine", "NoteLine", "read_crontab", "run_crontab"]
+__all__ = ["BadLine", "JobLine", "NoteLine", "read_crontab", "run_crontab", "system_place"]
 
 NICKNAMES = ("reboot", "yearly", "annually", "monthly", "weekly", "daily", "midnight", "hourly")
 """The ``@`` nicknames cronie knows, compared as written (``@Daily`` is none)."""
@@ -118,10 +118,14 @@ class BadLine:
 Entry = JobLine | NoteLine | BadLine
 
 
-def read_crontab(text: str, *, tz: str = "UTC", system: bool = False) -> list[Entry]:
+def read_crontab(
+    text: str, *, tz: str = "UTC", system: bool = False, system_place: bool = False
+) -> list[Entry]:
     """Each line of the crontab ``text`` that is not blank or a comment, in order.
     ``tz`` is the zone of the lines before any ``CRON_TZ`` (cron's system zone);
-    ``system``: a user name stands between the schedule and the command."""
+    ``system``: a user name stands between the schedule and the command;
+    ``system_place``: the file is where system crontabs are, so a job read without
+    ``system`` says to give it."""
     entries: list[Entry] = []
     env: dict[str, str] = {}
     zone, unknown = tz, ""  # unknown: why the CRON_TZ in force names no zone
@@ -146,7 +150,7 @@ def read_crontab(text: str, *, tz: str = "UTC", system: bool = False) -> list[En
             continue
         setting = assignment(body)
         if setting is None:
-            entries.append(_job(number, line, body, zone, unknown, env, system))
+            entries.append(_job(number, line, body, zone, unknown, env, system, system_place))
             continue
         name, value = setting
         env[name] = value
@@ -375,9 +379,11 @@ def _job(
     unknown: str,
     env: dict[str, str],
     system: bool,
+    system_place: bool,
 ) -> Entry:
     """The job line ``body`` (blanks before it skipped), read as ``load_entry`` reads
-    it, in ``zone`` (``unknown``: why that zone cannot be used) with ``env`` set."""
+    it, in ``zone`` (``unknown``: why that zone cannot be used) with ``env`` set;
+    ``system``, ``system_place`` as :func:`read_crontab` takes them."""
 
     def bad(why: str) -> BadLine:
         return BadLine(number, line, why)
@@ -474,7 +480,13 @@ def _job(
             return NoteLine(number, line, str(exc), moved=False)
     if unknown:
         return bad(unknown)
-    if not system and _token(rest)[0] == "root":
+    if not system and system_place:
+        notes.append(
+            f"{_token(rest)[0]!r} first, in a system crontab's place (/etc/crontab, "
+            "/etc/cron.d), whose lines name a user before the command: read the file with "
+            "--system"
+        )
+    elif not system and _token(rest)[0] == "root":
         notes.append("'root' first: a system crontab's user name? Read the file with --system")
     if (cut := _cut(rest, "ran", "this command")) is not None:
         notes.append(cut)
@@ -621,6 +633,20 @@ def _count(number: int, thing: str) -> str:
     return f"{number} {thing}{'' if number == 1 else 's'}"
 
 
+SYSTEM_CRONTAB = "/etc/crontab"
+SYSTEM_FOLDER = "/etc/cron.d"  # each file in it a system crontab
+
+
+def system_place(path: str) -> bool:
+    """Whether the file ``path`` names (``-``: stdin, none) is where cron keeps system
+    crontabs: a hint for a file read without ``--system``, never a reason to read it
+    so (a file of ``/etc/cron.d`` is copied elsewhere, and a user's may be put there)."""
+    if path == "-":
+        return False
+    where = os.path.normpath(os.path.abspath(path))
+    return where == SYSTEM_CRONTAB or os.path.dirname(where) == SYSTEM_FOLDER
+
+
 def _read(path: str) -> str:
     """The text of the file ``path`` names (``-``: stdin), its bytes read as UTF-8 (a
     byte that is none kept as it is); an OSError for a file that cannot be read, a
@@ -659,7 +685,10 @@ def run_crontab(
     name = "<stdin>" if path == "-" else path
     status = 0
     for error, line in crontab_report(
-        name, read_crontab(text, tz=tz, system=system), n=n, start=start
+        name,
+        read_crontab(text, tz=tz, system=system, system_place=system_place(path)),
+        n=n,
+        start=start,
     ):
         if error:
             status = to_stderr(line, FAILED)
