@@ -666,3 +666,37 @@ def test_the_command_line_notes_the_place(
     code, out, _ = run(capsys, "--crontab", str(crontab), "-n", "1")
     assert code == 0
     assert "# 'www-data' first, in a system crontab's place" in out
+
+
+def test_jobs_read_in_utc_only_because_tz_was_not_given_are_said_to_be(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """cron read a job without ``CRON_TZ`` in its machine's zone, which the file does
+    not say: a sysadmin who forgets ``--tz`` on a Berlin machine would paste every such
+    schedule an hour or two off.  ``moving.crontab``: one job after ``CRON_TZ=``."""
+    name = sample("moving.crontab")
+    hint = (
+        f"{name}: 1 job without a CRON_TZ read in UTC, --tz's default: cron read it in "
+        "its machine's zone; give that zone with --tz (timedatectl shows it)"
+    )
+    code, out, _ = run(capsys, "--crontab", name, "-n", "1")
+    assert code == 0
+    assert out.splitlines()[-2:] == [
+        hint,
+        f"{name}: 4 jobs, 1 line lldsched cannot express, 0 bad lines",
+    ]
+    for tz in ("UTC", "Europe/Berlin"):
+        code, out, _ = run(capsys, "--crontab", name, "-n", "1", "--tz", tz)
+        assert code == 0 and "--tz's default" not in out
+    code, out, _ = run(capsys, "--crontab", sample("cronie-crontab.5"), "-n", "1")
+    assert code == 0 and "--tz's default" not in out  # CRON_TZ=Japan above every job
+    code, out, _ = run(capsys, "--crontab", sample("debian-etc-crontab"), "--system", "-n", "1")
+    assert (
+        "debian-etc-crontab: 4 jobs without a CRON_TZ read in UTC, --tz's default: cron "
+        "read them in its machine's zone; give that zone with --tz (timedatectl shows it)"
+    ) in out
+
+
+def test_an_expression_is_still_read_in_utc_without_tz(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "@daily", "-n", "1")
+    assert code == 0 and out.startswith("@daily  (UTC)\n")

@@ -40,7 +40,7 @@ import os
 import re
 import sys
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr
 from lldsched.cli.cron import check_count, cron_report, start_in
@@ -93,6 +93,7 @@ class JobLine:
     shell: str
     env: tuple[tuple[str, str], ...]  # the crontab's variables for the command
     notes: tuple[str, ...] = ()  # what cron did around it that the call does not
+    cron_tz_line: int | None = None  # the CRON_TZ that named ``tz``; None: the default
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ def read_crontab(
     entries: list[Entry] = []
     env: dict[str, str] = {}
     zone, unknown = tz, ""  # unknown: why the CRON_TZ in force names no zone
+    zone_line: int | None = None  # the line of the CRON_TZ in force, None for tz
     lines = text.split("\n")
     unterminated = lines.pop()  # "" when the text ends with its newline
     numbered = [*enumerate(lines, 1), (len(lines) + 1, unterminated)]
@@ -150,13 +152,17 @@ def read_crontab(
             continue
         setting = assignment(body)
         if setting is None:
-            entries.append(_job(number, line, body, zone, unknown, env, system, system_place))
+            job = _job(number, line, body, zone, unknown, env, system, system_place)
+            entries.append(
+                replace(job, cron_tz_line=zone_line) if isinstance(job, JobLine) else job
+            )
             continue
         name, value = setting
         env[name] = value
         if name == "CRON_TZ":
             try:
                 zone, unknown = _cron_tz_zone(value, tz), ""
+                zone_line = number if value else None
             except ScheduleError as exc:
                 unknown = f"its zone, CRON_TZ={value!r} on line {number}, is unknown"
                 entries.append(BadLine(number, line, f"CRON_TZ: {exc}"))
@@ -595,13 +601,19 @@ def schedule_call(job: JobLine) -> str:
 
 
 def crontab_report(
-    name: str, entries: list[Entry], *, n: int = 5, start: str | None = None
+    name: str,
+    entries: list[Entry],
+    *,
+    n: int = 5,
+    start: str | None = None,
+    tz_given: bool = True,
 ) -> list[tuple[bool, str]]:
     """The lines ``run_crontab`` prints, in the file's order, each with whether it is
     an error (stderr: ``NAME:LINE: error: ...``, a bad line) or not (stdout: each
-    job's ``cron_report`` and call, each note, then a count)."""
+    job's ``cron_report`` and call, each note, then a count).  ``tz_given``: False
+    when ``--tz`` was not given, and a job read in its default is said to be."""
     said: list[tuple[bool, str]] = []
-    jobs = not_moved = bad = 0
+    jobs = not_moved = bad = defaulted = 0
     for entry in entries:
         where = f"{name}:{entry.number}"
         if isinstance(entry, JobLine):
@@ -611,6 +623,7 @@ def crontab_report(
                 entry = BadLine(entry.number, entry.text, str(exc))
             else:
                 jobs += 1
+                defaulted += entry.cron_tz_line is None
                 lines += [f"# {note}" for note in entry.notes]
                 lines += [schedule_call(entry), ""]
                 said += [(False, line) for line in [f"{where}: {entry.text.strip()}", *lines]]
@@ -626,6 +639,16 @@ def crontab_report(
         f"{name}: {_count(jobs, 'job')}, {_count(not_moved, 'line')} lldsched cannot "
         f"express, {_count(bad, 'bad line')}"
     )
+    if defaulted and not tz_given:
+        them = "it" if defaulted == 1 else "them"
+        said.append(
+            (
+                False,
+                f"{name}: {_count(defaulted, 'job')} without a CRON_TZ read in UTC, --tz's "
+                f"default: cron read {them} in its machine's zone; give that zone with "
+                "--tz (timedatectl shows it)",
+            )
+        )
     return [*said, (False, count)]
 
 
@@ -665,13 +688,15 @@ def _read(path: str) -> str:
 def run_crontab(
     path: str,
     *,
-    tz: str = "UTC",
+    tz: str | None = None,
     n: int = 5,
     start: str | None = None,
     system: bool = False,
 ) -> int:
-    """Print the report of the crontab ``path`` names (``-``: stdin); 2 for a bad
-    option or a file that cannot be read (before any line), 1 if a line was bad."""
+    """Print the report of the crontab ``path`` names (``-``: stdin), its lines
+    before any ``CRON_TZ`` read in ``tz`` (None: not given, UTC, and said); 2 for a
+    bad option or a file that cannot be read (before any line), 1 if a line was bad."""
+    tz_given, tz = tz is not None, "UTC" if tz is None else tz
     try:
         check_count(n)
         start_in(start, zone_info(tz), tz)
@@ -689,6 +714,7 @@ def run_crontab(
         read_crontab(text, tz=tz, system=system, system_place=system_place(path)),
         n=n,
         start=start,
+        tz_given=tz_given,
     ):
         if error:
             status = to_stderr(line, FAILED)
