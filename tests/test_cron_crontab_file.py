@@ -700,3 +700,22 @@ def test_jobs_read_in_utc_only_because_tz_was_not_given_are_said_to_be(
 def test_an_expression_is_still_read_in_utc_without_tz(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "@daily", "-n", "1")
     assert code == 0 and out.startswith("@daily  (UTC)\n")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'FOO="a\\"b"',  # cron knows no backslash escape: the value ends at the 2nd quote
+        "GREETING='it's me'",
+        'FOO="never closed',
+        "MAIL TO=x",  # a blank in an unquoted name
+    ],
+)
+def test_a_variable_cron_cannot_read_is_said_to_be_one(line: str) -> None:
+    (bad,) = read_crontab(f"{line}\n")
+    assert isinstance(bad, BadLine)
+    assert bad.why == (
+        "a variable as cron cannot read one, so it took the line for a job (cronie: bad "
+        "minute): NAME=value, a name or value quoted whole or not at all, with blanks "
+        "alone after a quoted one; cron knows no backslash escape"
+    )

@@ -406,6 +406,12 @@ def _job(
             "a shell's 'export': a crontab sets a variable by NAME=value alone, and every "
             f"one reaches the commands; write '{setting[0]}={setting[1]}' (cronie: bad minute)"
         )
+    if _VARIABLE_LIKE.match(body):
+        return bad(
+            "a variable as cron cannot read one, so it took the line for a job (cronie: bad "
+            "minute): NAME=value, a name or value quoted whole or not at all, with blanks "
+            "alone after a quoted one; cron knows no backslash escape"
+        )
     notes: list[str] = []
     rest = body
     if rest.startswith("-"):  # cronie: root's "no syslog line for this job"
@@ -518,6 +524,8 @@ def _fields_error(schedule: str, error: ScheduleError, system: bool) -> str:
             )
     return str(error)
 
+
+_VARIABLE_LIKE = re.compile(r"""["']?[A-Za-z_][\w \t]*["']?[ \t]*=""")  # a name, then =
 
 _CRONIE_FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")  # "bad minute"
 
