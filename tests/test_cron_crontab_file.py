@@ -461,25 +461,27 @@ def test_a_cron_tz_lldsched_cannot_name_says_what_it_is(value: str, why: str) ->
     assert isinstance(job, BadLine) and job.why.startswith("its zone, CRON_TZ=")
 
 
-def test_a_comment_after_a_variables_value_is_part_of_the_value_as_cron_read_it() -> None:
-    note, job = read_crontab("PATH=/usr/local/bin:/usr/bin   # for backup\n0 3 * * * x\n")
-    assert isinstance(note, NoteLine)
-    assert note.note == (
-        "cron has no comment after a value: PATH is '/usr/local/bin:/usr/bin   # for "
-        "backup', '#' and all (as here); put the comment on a line of its own"
-    )
-    assert isinstance(job, JobLine)
-    assert job.env == (("PATH", "/usr/local/bin:/usr/bin   # for backup"),)
-
-
-def test_a_dollar_in_a_value_is_said_to_be_kept_as_written() -> None:
-    note, job = read_crontab("PATH=$HOME/bin:$PATH\n0 3 * * * x\n")
-    assert isinstance(note, NoteLine)
-    assert note.note == (
-        "cron sets PATH as written, '$' and all: it expands no variable in a value (nor "
-        "does the call); write the value out in full"
-    )
-    assert isinstance(job, JobLine) and job.env == (("PATH", "$HOME/bin:$PATH"),)
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (
+            "/usr/local/bin:/usr/bin   # for backup",
+            "cron has no comment after a value: PATH is '/usr/local/bin:/usr/bin   # for "
+            "backup', '#' and all (as here); put the comment on a line of its own",
+        ),
+        (
+            "$HOME/bin:$PATH",
+            "cron sets PATH as written, '$' and all: it expands no variable in a value (nor "
+            "does the call); write the value out in full",
+        ),
+    ],
+)
+def test_a_value_is_crons_as_written_and_said_where_its_writer_meant_otherwise(
+    value: str, said: str
+) -> None:
+    note, job = read_crontab(f"PATH={value}\n0 3 * * * x\n")
+    assert isinstance(note, NoteLine) and note.note == said
+    assert isinstance(job, JobLine) and job.env == (("PATH", value),)
 
 
 @pytest.mark.parametrize("name", ["USER", "LOGNAME"])
@@ -495,22 +497,25 @@ def test_user_and_logname_are_set_by_cron_over_the_crontabs(name: str) -> None:
     assert isinstance(job, JobLine) and job.env == (("HOME", "/srv"),)
 
 
-def test_a_dash_then_a_blank_is_no_flag_and_says_so() -> None:
-    (bad,) = read_crontab("- 0 3 * * * /usr/bin/quiet\n")
-    assert isinstance(bad, BadLine)
-    assert bad.why == (
-        "'-' then a blank: cronie's '-' (log no start) is written against the first field, "
-        "'-0 3 * * * command' (cronie: bad minute)"
-    )
-
-
-def test_a_shells_export_is_said_to_be_one() -> None:
-    (bad,) = read_crontab("export PATH=/usr/local/bin:/usr/bin\n")
-    assert isinstance(bad, BadLine)
-    assert bad.why == (
-        "a shell's 'export': a crontab sets a variable by NAME=value alone, and every "
-        "one reaches the commands; write 'PATH=/usr/local/bin:/usr/bin' (cronie: bad minute)"
-    )
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (
+            "- 0 3 * * * /usr/bin/quiet\n",  # was: "0 fields before the end of the line"
+            "'-' then a blank: cronie's '-' (log no start) is written against the first "
+            "field, '-0 3 * * * command' (cronie: bad minute)",
+        ),
+        (
+            "export PATH=/usr/local/bin:/usr/bin\n",  # was: "2 fields before the end ..."
+            "a shell's 'export': a crontab sets a variable by NAME=value alone, and every "
+            "one reaches the commands; write 'PATH=/usr/local/bin:/usr/bin' (cronie: bad "
+            "minute)",
+        ),
+    ],
+)
+def test_a_bad_line_says_what_its_writer_meant(text: str, why: str) -> None:
+    (bad,) = read_crontab(text)
+    assert isinstance(bad, BadLine) and bad.why == why
 
 
 def test_the_no_log_dash_says_whose_crontab_cronie_takes_it_in() -> None:
