@@ -447,6 +447,7 @@ def test_cron_tz_written_as_glibc_also_reads_it_is_that_zone(value: str, zone: s
             "'CET-1CEST,M3.5.0,M10.5.0/3' is a POSIX TZ rule, which glibc reads and lldsched "
             "does not: write the IANA name of the zone it describes",
         ),
+        (":Mars/Olympus", "glibc reads ':Mars/Olympus' as the zone file 'Mars/Olympus'"),
         (
             "/etc/localtime",
             "'/etc/localtime' is a file, not a zone's name: write the IANA name of the zone "

@@ -208,6 +208,8 @@ def _cron_tz_zone(value: str, tz: str) -> str:
                 f"{value!r} is a file, not a zone's name: write the IANA name of the zone "
                 "it holds (the machine's own: timedatectl)"
             )
+        elif name != value:
+            why = f"glibc reads {value!r} as the zone file {name!r}"
         else:
             raise
         raise ScheduleError(f"{exc}; {why}") from None
