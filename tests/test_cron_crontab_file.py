@@ -30,6 +30,7 @@ from lldsched.cli.crontab import (
     read_crontab,
     schedule_call,
     split_percent,
+    system_place,
 )
 
 CRONTABS = Path(__file__).parent / "crontabs"
@@ -372,7 +373,8 @@ def test_cronies_options_are_read_and_said() -> None:
     (job,) = jobs("-0 3 * * * -n /usr/bin/quiet\n")
     assert job.command == "/usr/bin/quiet"
     assert job.notes == (
-        "cronie's '-' before the line: it logged no start of this job",
+        "cronie's '-' before the line: it logged no start of this job (taken in root's "
+        "crontab and the system ones; in another user's, cronie refused the line)",
         "-n: cronie mailed its output only when it failed",
     )
     (twice,) = read_crontab("0 3 * * * -n -n x\n")
@@ -409,3 +411,317 @@ def test_a_system_line_needs_a_command_after_its_user() -> None:
     (entry,) = read_crontab("0 3 * * * root\n", system=True)
     assert isinstance(entry, BadLine)
     assert entry.why.startswith("no command after the user 'root'")
+
+
+# --- a sysadmin's own crontab: what cronie (and glibc under it) made of it --------------
+
+
+@pytest.mark.parametrize(
+    ("value", "zone"),
+    [
+        (":Europe/Berlin", "Europe/Berlin"),  # glibc: a TZ starting with ':' names a file
+        ("/usr/share/zoneinfo/America/New_York", "America/New_York"),  # a zone file's path
+        ('":/usr/share/zoneinfo/Asia/Tokyo"', "Asia/Tokyo"),
+    ],
+)
+def test_cron_tz_written_as_glibc_also_reads_it_is_that_zone(value: str, zone: str) -> None:
+    """cronie sets ``TZ`` to the ``CRON_TZ`` of a job (``find_jobs``), and glibc reads
+    ``:NAME`` and a path to a zone file as that zone: cronie ran the jobs there."""
+    note, job = read_crontab(f"CRON_TZ={value}\n0 3 * * * /usr/bin/backup\n")
+    assert isinstance(job, JobLine) and job.tz == zone
+    assert isinstance(note, NoteLine)
+    assert note.note.startswith(f"the schedules after it are read in {zone} (glibc reads")
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (
+            "Europe/Berlin   # the office",
+            "cron has no comment after a value: it read the whole 'Europe/Berlin   # the "
+            "office' as the zone, which glibc does not find (so it ran the jobs in UTC); put "
+            "the comment on a line of its own",
+        ),
+        (
+            "CET-1CEST,M3.5.0,M10.5.0/3",
+            "'CET-1CEST,M3.5.0,M10.5.0/3' is a POSIX TZ rule, which glibc reads and lldsched "
+            "does not: write the IANA name of the zone it describes",
+        ),
+        (":Mars/Olympus", "glibc reads ':Mars/Olympus' as the zone file 'Mars/Olympus'"),
+        (
+            "/etc/localtime",
+            "'/etc/localtime' is a file, not a zone's name: write the IANA name of the zone "
+            "it holds (the machine's own: timedatectl)",
+        ),
+    ],
+)
+def test_a_cron_tz_lldsched_cannot_name_says_what_it_is(value: str, why: str) -> None:
+    bad, job = read_crontab(f"CRON_TZ={value}\n0 3 * * * /usr/bin/backup\n")
+    assert isinstance(bad, BadLine) and bad.why.startswith("CRON_TZ: unknown time zone")
+    assert bad.why.endswith(why)
+    assert isinstance(job, BadLine) and job.why.startswith("its zone, CRON_TZ=")
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (
+            "/usr/local/bin:/usr/bin   # for backup",
+            "cron has no comment after a value: PATH is '/usr/local/bin:/usr/bin   # for "
+            "backup', '#' and all (as here); put the comment on a line of its own",
+        ),
+        (
+            "$HOME/bin:$PATH",
+            "cron sets PATH as written, '$' and all: it expands no variable in a value (nor "
+            "does the call); write the value out in full",
+        ),
+    ],
+)
+def test_a_value_is_crons_as_written_and_said_where_its_writer_meant_otherwise(
+    value: str, said: str
+) -> None:
+    note, job = read_crontab(f"PATH={value}\n0 3 * * * x\n")
+    assert isinstance(note, NoteLine) and note.note == said
+    assert isinstance(job, JobLine) and job.env == (("PATH", value),)
+
+
+@pytest.mark.parametrize("name", ["USER", "LOGNAME"])
+def test_user_and_logname_are_set_by_cron_over_the_crontabs(name: str) -> None:
+    """cronie's ``load_entry`` sets ``LOGNAME`` and ``USER`` to the crontab's owner
+    after copying the crontab's variables: a crontab's own never reached a command."""
+    note, job = read_crontab(f"{name}=bob\nHOME=/srv\n0 3 * * * x\n")
+    assert isinstance(note, NoteLine)
+    assert note.note == (
+        f"cron sets {name} itself, to the user the job runs as, over this line: its "
+        "commands never saw 'bob', and the call leaves it out"
+    )
+    assert isinstance(job, JobLine) and job.env == (("HOME", "/srv"),)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (
+            "- 0 3 * * * /usr/bin/quiet\n",  # was: "0 fields before the end of the line"
+            "'-' then a blank: cronie's '-' (log no start) is written against the first "
+            "field, '-0 3 * * * command' (cronie: bad minute)",
+        ),
+        (
+            "export PATH=/usr/local/bin:/usr/bin\n",  # was: "2 fields before the end ..."
+            "a shell's 'export': a crontab sets a variable by NAME=value alone, and every "
+            "one reaches the commands; write 'PATH=/usr/local/bin:/usr/bin' (cronie: bad "
+            "minute)",
+        ),
+    ],
+)
+def test_a_bad_line_says_what_its_writer_meant(text: str, why: str) -> None:
+    (bad,) = read_crontab(text)
+    assert isinstance(bad, BadLine) and bad.why == why
+
+
+def test_the_no_log_dash_says_whose_crontab_cronie_takes_it_in() -> None:
+    (job,) = jobs("-@daily /usr/bin/quiet\n")
+    assert job.notes == (
+        "cronie's '-' before the line: it logged no start of this job (taken in root's "
+        "crontab and the system ones; in another user's, cronie refused the line)",
+    )
+
+
+def test_a_command_longer_than_cronies_buffer_is_moved_whole_and_said_cut() -> None:
+    """cronie reads a command into ``MAX_COMMAND`` (131,072) bytes, its last the NUL,
+    and drops the rest of the line; a variable's line likewise (``MAX_ENVSTR``)."""
+    command = "/usr/bin/echo " + "x" * 131_072
+    note, job = read_crontab(f"LONG={'y' * 131_072}\n0 3 * * * -n {command}\n")
+    assert isinstance(note, NoteLine)
+    assert note.note == (
+        "cron read the first 131,071 bytes of this line (131,077 here) and dropped "
+        "the rest; the call has it whole"
+    )
+    assert isinstance(job, JobLine) and job.command == command
+    assert job.notes[-1] == (
+        "cron ran the first 131,071 bytes of this command (131,086 here) and "
+        "dropped the rest; the call has it whole"
+    )
+    (short,) = jobs(f"0 3 * * * {'z' * 131_071}\n")
+    assert not short.notes
+
+
+def test_each_thing_said_of_a_variable_is_a_line_of_its_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    crontab = tmp_path / "crontab"
+    crontab.write_text("PATH=$HOME/bin:/usr/bin  # mine\n0 3 * * * x\n")
+    code, out, _ = run(capsys, "--crontab", str(crontab), "-n", "1")
+    assert code == 0
+    assert out.startswith(
+        f"{crontab}:1: PATH=$HOME/bin:/usr/bin  # mine\n"
+        "cron has no comment after a value: PATH is '$HOME/bin:/usr/bin  # mine', '#' and "
+        "all (as here); put the comment on a line of its own\n"
+        "cron sets PATH as written, '$' and all: it expands no variable in a value (nor "
+        "does the call); write the value out in full\n\n"
+    )
+
+
+def test_bytes_that_are_not_utf8_reach_the_command_unchanged(tmp_path: Path) -> None:
+    """A Latin-1 crontab: cron gives the shell its bytes, and so does the call."""
+    crontab = tmp_path / "crontab"
+    crontab.write_bytes(b"0 3 * * * echo caf\xe9\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "lldsched", "cron", "--crontab", str(crontab), "-n", "1"],
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+        check=False,
+    )
+    assert done.returncode == 0
+    assert f"{crontab}:1: 0 3 * * * echo caf\xe9\n".encode("latin-1") in done.stdout
+    (job,) = jobs(crontab.read_bytes().decode("utf-8", "surrogateescape"))
+    assert os.fsencode(job.command) == b"echo caf\xe9"
+    assert "'echo caf\\udce9'" in schedule_call(job)
+
+
+@pytest.mark.parametrize(
+    ("first", "what"),
+    [
+        ("# my jobs", "it is no comment or blank line but one cronie refuses (bad minute)"),
+        ("MAILTO=ops", "it set a variable named '\\ufeffMAILTO', not MAILTO"),
+        ("0 3 * * * /usr/bin/backup", "the job never ran (cronie: bad minute)"),
+    ],
+)
+def test_a_byte_order_mark_before_the_first_line_is_said_to_be_in_it(first: str, what: str) -> None:
+    """An editor on Windows may write U+FEFF first; cronie reads its three bytes as the
+    start of line 1 (``skip_comments`` sees no blank, ``#`` or newline)."""
+    bad, job = read_crontab(f"\ufeff{first}\n0 4 * * * /usr/bin/after\n")
+    assert isinstance(bad, BadLine) and bad.number == 1
+    assert bad.why == (
+        "the file starts with a byte-order mark (U+FEFF, written by some Windows editors): "
+        f"cron reads it as the start of this line, so {what}; save the file without it"
+    )
+    assert isinstance(job, JobLine) and job.env == ()
+
+
+def test_a_cron_tz_behind_a_byte_order_mark_leaves_the_jobs_after_it_without_a_zone() -> None:
+    bad, job = read_crontab("\ufeffCRON_TZ=Europe/Berlin\n0 4 * * * /usr/bin/after\n")
+    assert isinstance(bad, BadLine)
+    assert "it set a variable named '\\ufeffCRON_TZ', not CRON_TZ" in bad.why
+    assert isinstance(job, BadLine)
+    assert job.why == (
+        "its zone, CRON_TZ='Europe/Berlin' on line 1, was never cron's: a byte-order "
+        "mark starts that line"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0 3 * * *\u00a0/usr/bin/x\n",
+        "0\u00a03 * * * /usr/bin/x\n",
+        "@daily\u00a0/usr/bin/x\n",
+        # was read as six fields, '0 3 * * * 1' (seconds first: minute 3 of Monday's hours)
+        "0 3 * * *\u00a01 /usr/bin/x\n",
+    ],
+)
+def test_a_no_break_space_between_fields_is_named(text: str) -> None:
+    """A line pasted from a web page or a chat: cron separates fields by spaces and
+    tabs alone (``Skip_Blanks``, ``is_separator``)."""
+    (bad,) = read_crontab(text)
+    assert isinstance(bad, BadLine)
+    assert bad.why.startswith(
+        "a NO-BREAK SPACE (U+00A0) among the fields: cron separates them, and the "
+        "command, by spaces and tabs alone; write a space (cronie: bad "
+    )
+
+
+def test_a_file_in_a_system_crontabs_place_read_as_a_users_says_to_use_system() -> None:
+    """``/etc/cron.d/nextcloud`` read without --system: 'www-data' is taken for the
+    command, as cron would take it in a user's crontab; the place says it is none."""
+    text = "*/5 * * * * www-data php -f /var/www/nextcloud/cron.php\n"
+    (plain,) = jobs(text)
+    assert plain.notes == ()
+    (placed,) = jobs(text, system_place=True)
+    assert placed.command == "www-data php -f /var/www/nextcloud/cron.php"
+    assert placed.notes == (
+        "'www-data' first, in a system crontab's place (/etc/crontab, /etc/cron.d), whose "
+        "lines name a user before the command: read the file with --system",
+    )
+    (system,) = jobs(text, system=True, system_place=True)
+    assert system.command == "php -f /var/www/nextcloud/cron.php"
+
+
+@pytest.mark.parametrize(
+    ("path", "placed"),
+    [
+        ("/etc/crontab", True),
+        ("/etc/cron.d/nextcloud", True),
+        ("/etc/cron.d/../crontab", True),
+        ("/etc/cron.daily/logrotate", False),  # a script run-parts runs, no crontab
+        ("/etc/cron.d/sub/x", False),
+        ("/home/ops/crontab", False),
+        ("-", False),
+    ],
+)
+def test_the_places_of_system_crontabs(path: str, placed: bool) -> None:
+    assert system_place(path) is placed
+
+
+def test_the_command_line_notes_the_place(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    crontab = tmp_path / "nextcloud"
+    crontab.write_text("*/5 * * * * www-data php cron.php\n")
+    monkeypatch.setattr("lldsched.cli.crontab.SYSTEM_FOLDER", str(tmp_path))
+    code, out, _ = run(capsys, "--crontab", str(crontab), "-n", "1")
+    assert code == 0
+    assert "# 'www-data' first, in a system crontab's place" in out
+
+
+def test_jobs_read_in_utc_only_because_tz_was_not_given_are_said_to_be(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """cron read a job without ``CRON_TZ`` in its machine's zone, which the file does
+    not say: a sysadmin who forgets ``--tz`` on a Berlin machine would paste every such
+    schedule an hour or two off.  ``moving.crontab``: one job after ``CRON_TZ=``."""
+    name = sample("moving.crontab")
+    hint = (
+        f"{name}: 1 job without a CRON_TZ read in UTC, --tz's default: cron read it in "
+        "its machine's zone; give that zone with --tz (timedatectl shows it)"
+    )
+    code, out, _ = run(capsys, "--crontab", name, "-n", "1")
+    assert code == 0
+    assert out.splitlines()[-2:] == [
+        hint,
+        f"{name}: 4 jobs, 1 line lldsched cannot express, 0 bad lines",
+    ]
+    for tz in ("UTC", "Europe/Berlin"):
+        code, out, _ = run(capsys, "--crontab", name, "-n", "1", "--tz", tz)
+        assert code == 0 and "--tz's default" not in out
+    code, out, _ = run(capsys, "--crontab", sample("cronie-crontab.5"), "-n", "1")
+    assert code == 0 and "--tz's default" not in out  # CRON_TZ=Japan above every job
+    code, out, _ = run(capsys, "--crontab", sample("debian-etc-crontab"), "--system", "-n", "1")
+    assert (
+        "debian-etc-crontab: 4 jobs without a CRON_TZ read in UTC, --tz's default: cron "
+        "read them in its machine's zone; give that zone with --tz (timedatectl shows it)"
+    ) in out
+
+
+def test_an_expression_is_still_read_in_utc_without_tz(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "@daily", "-n", "1")
+    assert code == 0 and out.startswith("@daily  (UTC)\n")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'FOO="a\\"b"',  # cron knows no backslash escape: the value ends at the 2nd quote
+        "GREETING='it's me'",
+        'FOO="never closed',
+        "MAIL TO=x",  # a blank in an unquoted name
+    ],
+)
+def test_a_variable_cron_cannot_read_is_said_to_be_one(line: str) -> None:
+    (bad,) = read_crontab(f"{line}\n")
+    assert isinstance(bad, BadLine)
+    assert bad.why == (
+        "a variable as cron cannot read one, so it took the line for a job (cronie: bad "
+        "minute): NAME=value, a name or value quoted whole or not at all, with blanks "
+        "alone after a quoted one; cron knows no backslash escape"
+    )

@@ -416,7 +416,7 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
         "explanation, fires and lldsched call, in --tz until a CRON_TZ line "
         "(default: none, read expr)",
     )
-    cron.add_argument("--tz", default="UTC", help="IANA time zone (default: UTC)")
+    cron.add_argument("--tz", help="IANA time zone (default: UTC)")  # None: not given
     cron.add_argument(
         "-n", type=int, default=5, help="how many fire times, 1 to 10,000 (default: 5)"
     )
@@ -464,7 +464,7 @@ def _cron(args: argparse.Namespace) -> int:
         args.command_parser.error("argument --system: only with --crontab")
     from lldsched.cli.cron import run_cron
 
-    return run_cron(args.expr, tz=args.tz, n=args.n, start=args.start)
+    return run_cron(args.expr, tz="UTC" if args.tz is None else args.tz, n=args.n, start=args.start)
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "lldsched") -> int:
