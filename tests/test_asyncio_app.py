@@ -282,6 +282,75 @@ def test_a_future_of_the_applications_loop_fails_with_where_the_run_is_and_what_
     )
 
 
+OTHER_LOOP_HINT = (
+    " (coroutine actions run on the scheduler's own event loop, thread "
+    "lldsched-other-loop-loop, not on the application's: run what needs the "
+    "application's loop there with asyncio.run_coroutine_threadsafe(coro, app_loop), "
+    f"{doc_url('docs/ASYNCIO.md')})"
+)
+
+
+def test_each_attempt_that_awaits_a_future_of_the_applications_loop_says_what_to_do() -> None:
+    """asyncio words a future of another loop awaited a second time differently: the
+    first refusal leaves the future marked as awaited, and each later ``await`` of it
+    says ``await wasn't used with future``, naming no loop.  Every retry, and so the
+    dead letter's record and its ERROR line, had only that; the hint was on the first
+    attempt's record alone."""
+
+    async def main() -> list[str | None]:
+        app_future = asyncio.get_running_loop().create_future()
+
+        async def awaits_it() -> object:
+            return await app_future
+
+        async with Scheduler(name="other-loop") as scheduler:
+            task = scheduler.schedule(
+                "awaits",
+                awaits_it,
+                OneTime(delay=0),
+                retry=RetryPolicy(max_attempts=3, initial_backoff=0),
+            )
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        app_future.cancel()
+        return [record.error for record in task.history]
+
+    first, *retries = asyncio.run(main())
+    assert first is not None and "attached to a different loop" in first
+    assert first.endswith(OTHER_LOOP_HINT)
+    assert len(retries) == 2
+    for error in retries:
+        assert error is not None and error.startswith("RuntimeError: await wasn't used with future")
+        assert error.endswith(OTHER_LOOP_HINT)
+
+
+def test_a_job_that_uses_the_applications_loop_once_it_closed_says_which_loop_is_closed() -> None:
+    """``RuntimeError: Event loop is closed``, read in the scheduler's record, seemed to
+    say the scheduler's loop had died; it is the application's (asyncio.run ended before
+    the scheduler was shut down), and the record now says so."""
+    scheduler = Scheduler(name="other-loop")
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def calls_the_app() -> None:  # as run_coroutine_threadsafe(coro, app_loop) does
+        loops[0].call_soon_threadsafe(print, "never printed")
+
+    async def app() -> None:
+        loops.append(asyncio.get_running_loop())
+
+    asyncio.run(app())  # the application's loop, closed: its lifespan forgot aclose()
+    with scheduler:
+        task = scheduler.schedule(
+            "calls", calls_the_app, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
+        )
+        assert scheduler.wait_idle(10)
+    (error,) = [record.error for record in task.history]
+    assert error == (
+        "RuntimeError: Event loop is closed (not the scheduler's, which runs coroutine "
+        "actions on thread lldsched-other-loop-loop: one the job used, such as the "
+        "application's, was closed; shut the scheduler down before the application's "
+        f"loop ends: await scheduler.aclose(), {doc_url('docs/ASYNCIO.md')})"
+    )
+
+
 def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_timeout() -> None:
     async def main() -> tuple[list[tuple[bool, str | None]], bool]:
         app_loop = asyncio.get_running_loop()

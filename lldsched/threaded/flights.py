@@ -129,23 +129,40 @@ _OTHER_LOOP = (
     "attached to a different loop",
     "bound to a different event loop",
     "belongs to a different loop",
+    "await wasn't used with future",
 )
 """What asyncio says when a coroutine awaits a future, or uses a lock, event, queue or
-semaphore, that belongs to another event loop (3.11's texts; the last is the
-ValueError of ``wait_for``, or ``ensure_future(..., loop=...)``, given such a future)."""
+semaphore, that belongs to another event loop (3.11's texts; the third is the
+ValueError of ``wait_for``, or ``ensure_future(..., loop=...)``, given such a future).
+The last is what every later ``await`` of such a future says: the first refusal leaves
+it marked as awaited (``_asyncio_future_blocking``), so a retry of a job that awaits
+the application's future, and the dead letter's record, had only those words."""
+
+_CLOSED_LOOP = "RuntimeError: Event loop is closed"
+"""What asyncio says of a closed loop's use; in a coroutine run, never the scheduler's
+own loop, which runs it (the application's loop, ended before the scheduler was)."""
 
 
 def failure_text(exc: BaseException, thread: str) -> str:
     """The error text of a coroutine run that raised ``exc``; when asyncio refused an
     object of another event loop (the application's aiohttp session, lock or queue), the
-    text says where coroutine runs are and what to do: asyncio's own message names
-    neither."""
+    text says where coroutine runs are and what to do, and when a loop the run used is
+    closed, that it is not the scheduler's: asyncio's own message names neither."""
     text = error_text(exc)
-    if isinstance(exc, RuntimeError | ValueError) and any(said in text for said in _OTHER_LOOP):
+    if not isinstance(exc, RuntimeError | ValueError):
+        return text
+    if any(said in text for said in _OTHER_LOOP):
         text += (
             f" (coroutine actions run on the scheduler's own event loop, thread {thread}, "
             "not on the application's: run what needs the application's loop there with "
             f"asyncio.run_coroutine_threadsafe(coro, app_loop), {doc_url('docs/ASYNCIO.md')})"
+        )
+    elif text == _CLOSED_LOOP:
+        text += (
+            f" (not the scheduler's, which runs coroutine actions on thread {thread}: one "
+            "the job used, such as the application's, was closed; shut the scheduler down "
+            "before the application's loop ends: await scheduler.aclose(), "
+            f"{doc_url('docs/ASYNCIO.md')})"
         )
     return text
 
