@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import logging
 import re
 import threading
@@ -201,6 +202,55 @@ def test_an_async_listener_is_refused_naming_it_and_nothing_registered_is_lost(
         assert log.wait_for(lambda event: event.task_id == task.id and event.record is not None)
     finally:
         assert scheduler.shutdown(timeout=10)
+
+
+async def hears(event: TaskEvent) -> None:
+    pass
+
+
+@pytest.mark.parametrize("runtime", ["scheduler", "simulation"])
+def test_a_listener_that_returns_a_coroutine_is_said_to_fail_and_the_others_still_hear(
+    runtime: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A plain function that calls an ``async def`` (``lambda event: hears(event)``)
+    cannot be told from any other at registration.  Its coroutine was dropped unrun at
+    each event, said by nothing but Python's "coroutine ... was never awaited" warning,
+    on the events thread, when the collector found it; now the event's delivery closes it
+    (no warning) and logs the listener's failure, as a listener that raises is."""
+    made: list[Coroutine[Any, Any, None]] = []
+
+    def wraps_a_coroutine(event: TaskEvent) -> Coroutine[Any, Any, None]:
+        made.append(hears(event))
+        return made[-1]
+
+    log = EventLog()
+    caplog.set_level(logging.ERROR, logger="lldsched.listeners")
+    if runtime == "scheduler":
+        with Scheduler(listeners=[wraps_a_coroutine, log]) as scheduler:  # type: ignore[list-item]
+            task = scheduler.schedule("job", lambda: None, OneTime(delay=0))
+            assert scheduler.wait_idle(10)
+            assert log.wait_for(lambda e: e.task_id == task.id and e.record is not None, 10)
+    else:
+        with Simulation(listeners=[wraps_a_coroutine, log]) as sim:  # type: ignore[list-item]
+            task = sim.schedule("job", OneTime(delay=0))
+            sim.run_for(1)
+    assert made and all(inspect.getcoroutinestate(c) == inspect.CORO_CLOSED for c in made)
+    assert [event.task_id for event in log.events].count(task.id) == len(made)
+    (first, *_) = [r for r in caplog.records if r.name == "lldsched.listeners"]
+    assert first.getMessage().startswith(
+        "listener test_a_listener_that_returns_a_coroutine_is_said_to_fail_and_the_others_"
+        "still_hear.<locals>.wraps_a_coroutine raised on the event of task "
+    )
+    error = first.__dict__["error"]  # the line's field (extra=), its traceback's last line
+    assert error.startswith(
+        "TypeError: a listener is called, never awaited, and this one returned <coroutine "
+        "object hears at 0x"
+    )
+    assert error.endswith(
+        ", which was closed unrun: pass a plain function that hands the event to your "
+        "event loop, e.g. lambda event: loop.call_soon_threadsafe(queue.put_nowait, event) "
+        f"({doc_url('docs/ASYNCIO.md')})"
+    )
 
 
 async def cancels_itself() -> None:
