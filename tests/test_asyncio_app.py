@@ -6,6 +6,7 @@ run is (a coroutine that cancels itself, an object of the application's loop).""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import inspect
 import logging
@@ -428,6 +429,89 @@ def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_time
 
     history, cancelled = asyncio.run(main())
     assert cancelled and history == [(True, "TimeoutError: cancelled at its 0.05 s timeout")]
+
+
+def test_a_job_that_returns_the_future_of_run_coroutine_threadsafe_has_it_awaited() -> None:
+    """The recipe without its ``await``: a plain function that hands a coroutine to the
+    application's loop and returns the ``concurrent.futures.Future``, or a coroutine
+    that returns it.  Such a run was recorded a success with ``'<Future at 0x...
+    state=pending>'`` while the work went on unwatched, its error and its value lost."""
+
+    async def main() -> list[tuple[str | None, str | None]]:
+        app_loop = asyncio.get_running_loop()
+
+        async def on_the_app_loop(n: int) -> int:
+            assert asyncio.get_running_loop() is app_loop
+            await asyncio.sleep(0)
+            if n < 0:
+                raise LookupError(n)
+            return 2 * n
+
+        def hands_over(n: int) -> concurrent.futures.Future[int]:
+            return asyncio.run_coroutine_threadsafe(on_the_app_loop(n), app_loop)
+
+        async def forgets_its_await(n: int) -> concurrent.futures.Future[int]:
+            return hands_over(n)
+
+        async with Scheduler(name="thread-future") as scheduler:
+            tasks = [
+                scheduler.schedule(
+                    f"{action.__name__} {n}",
+                    action,
+                    OneTime(delay=0),
+                    args=(n,),
+                    retry=RetryPolicy(max_attempts=1),
+                )
+                for action in (hands_over, forgets_its_await)
+                for n in (21, -1)
+            ]
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        return [(record.result, record.error) for task in tasks for record in task.history]
+
+    assert asyncio.run(main()) == [
+        ("42", None),
+        (None, "LookupError: -1"),
+        ("42", None),
+        (None, "LookupError: -1"),
+    ]
+
+
+def test_the_future_a_job_returned_is_cancelled_at_the_timeout_and_so_is_its_call() -> None:
+    async def main() -> tuple[list[tuple[bool, str | None]], bool]:
+        app_loop = asyncio.get_running_loop()
+        cancelled_there = asyncio.Event()
+
+        async def on_the_app_loop() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled_there.set()
+                raise
+
+        def hands_over() -> concurrent.futures.Future[None]:
+            return asyncio.run_coroutine_threadsafe(on_the_app_loop(), app_loop)
+
+        async with Scheduler(name="thread-future") as scheduler:
+            task = scheduler.schedule(
+                "hands",
+                hands_over,
+                OneTime(delay=0),
+                timeout=0.05,
+                retry=RetryPolicy(max_attempts=1),
+            )
+            await asyncio.wait_for(cancelled_there.wait(), 10)
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        return [(r.timed_out, r.error) for r in task.history], cancelled_there.is_set()
+
+    history, cancelled = asyncio.run(main())
+    assert cancelled and history == [(True, "TimeoutError: cancelled at its 0.05 s timeout")]
+
+
+def test_in_the_simulation_a_future_an_action_returned_is_awaited() -> None:
+    with concurrent.futures.ThreadPoolExecutor(1) as pool, Simulation() as sim:
+        task = sim.schedule("submits", OneTime(delay=0), action=lambda: pool.submit(pow, 6, 2))
+        sim.run_for(1)
+    assert [record.result for record in task.history] == ["36"]
 
 
 def test_a_cancelled_aclose_leaves_the_loop_free_and_the_shutdown_goes_on() -> None:

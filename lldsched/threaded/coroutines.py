@@ -71,7 +71,7 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from lldsched.checks import whole
-from lldsched.core.results import end_left_tasks, must_await, result_text
+from lldsched.core.results import as_awaitable, end_left_tasks, must_await, result_text
 from lldsched.core.runs import rearmed
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
@@ -584,9 +584,12 @@ class CoroutineRunner(LoopShutdown):
             self._over(flight)
             return
         try:
-            value = await flight.awaitable
+            awaitable = flight.awaitable
+            if type(awaitable) is not CoroutineType:  # a future (a thread's: wrapped)
+                awaitable = as_awaitable(awaitable)
+            value = await awaitable
             while value is not None and must_await(value):  # results.awaited, inline:
-                value = await value  # no second coroutine a run
+                value = await as_awaitable(value)  # no second coroutine a run
         except BaseException as exc:  # user failures become data, KeyboardInterrupt too
             import asyncio  # imported by _start_loop (a look-up, on this path only)
 

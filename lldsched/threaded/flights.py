@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
+from lldsched.core.results import must_await
 from lldsched.core.runs import cancelled_error
 from lldsched.core.task import Run
 from lldsched.errors import CANCELLED_INSIDE, NEVER_STARTED_OVERLAP, doc_url, error_text
@@ -168,6 +169,10 @@ def failure_text(exc: BaseException, thread: str) -> str:
 
 
 def close_unrun(awaitable: object) -> None:
-    """Close a coroutine that will never run (no "never awaited" warning)."""
+    """Close a coroutine that will never run (no "never awaited" warning), or cancel a
+    thread's future that will never be awaited (the call ``run_coroutine_threadsafe``
+    made on the application's loop is cancelled with it, as if the run were)."""
     if inspect.iscoroutine(awaitable):
         awaitable.close()
+    elif not inspect.isawaitable(awaitable) and must_await(awaitable):
+        awaitable.cancel()  # type: ignore[attr-defined]  # a concurrent.futures.Future
