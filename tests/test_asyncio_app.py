@@ -300,6 +300,15 @@ async def gathered(future: asyncio.Future[object]) -> object:
     return await asyncio.gather(future)
 
 
+OTHER_LOOP_HINT = (
+    " (coroutine actions run on the scheduler's own event loop, thread "
+    "lldsched-other-loop-loop, not on the application's: run what needs the "
+    "application's loop there with asyncio.run_coroutine_threadsafe(coro, app_loop), "
+    "or app_loop.call_soon_threadsafe(callback) for a call that does not wait, "
+    f"{doc_url('docs/ASYNCIO.md')})"
+)
+
+
 @pytest.mark.parametrize("awaits", [awaited, waited_for, gathered])
 def test_a_future_of_the_applications_loop_fails_with_where_the_run_is_and_what_to_do(
     awaits: Callable[[asyncio.Future[object]], Coroutine[Any, Any, object]],
@@ -325,20 +334,7 @@ def test_a_future_of_the_applications_loop_fails_with_where_the_run_is_and_what_
 
     (error,) = asyncio.run(main())
     assert error is not None and "to a different loop" in error  # asyncio's words
-    assert error.endswith(
-        " (coroutine actions run on the scheduler's own event loop, thread "
-        "lldsched-other-loop-loop, not on the application's: run what needs the "
-        "application's loop there with asyncio.run_coroutine_threadsafe(coro, app_loop), "
-        f"{doc_url('docs/ASYNCIO.md')})"
-    )
-
-
-OTHER_LOOP_HINT = (
-    " (coroutine actions run on the scheduler's own event loop, thread "
-    "lldsched-other-loop-loop, not on the application's: run what needs the "
-    "application's loop there with asyncio.run_coroutine_threadsafe(coro, app_loop), "
-    f"{doc_url('docs/ASYNCIO.md')})"
-)
+    assert error.endswith(OTHER_LOOP_HINT)
 
 
 def test_each_attempt_that_awaits_a_future_of_the_applications_loop_says_what_to_do() -> None:
@@ -372,6 +368,37 @@ def test_each_attempt_that_awaits_a_future_of_the_applications_loop_says_what_to
     for error in retries:
         assert error is not None and error.startswith("RuntimeError: await wasn't used with future")
         assert error.endswith(OTHER_LOOP_HINT)
+
+
+def test_a_call_made_on_the_applications_loop_from_a_job_in_debug_mode_says_what_to_do() -> None:
+    """``app_loop.call_soon`` (not ``call_soon_threadsafe``), or a call that wakes a waiter
+    of that loop (``queue.put_nowait``, ``event.set()``), made from a job: the waiter wakes
+    only when something else wakes the application's loop.  asyncio's debug mode on that
+    loop refuses it (``Non-thread-safe operation invoked on an event loop other than the
+    current one``), and the record now adds where the run was and what to do, as for an
+    object of another loop awaited."""
+
+    async def main() -> tuple[list[str | None], bool]:
+        app_loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[str] = asyncio.Queue()
+
+        async def produces() -> None:
+            app_loop.call_soon(queue.put_nowait, "made by a job")
+
+        async with Scheduler(name="other-loop") as scheduler:
+            task = scheduler.schedule(
+                "produces", produces, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
+            )
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        return [record.error for record in task.history], queue.empty()
+
+    (error,), empty = asyncio.run(main(), debug=True)
+    assert empty
+    assert error is not None and error.startswith(
+        "RuntimeError: Non-thread-safe operation invoked on an event loop other than the "
+        "current one"
+    )
+    assert error.endswith(OTHER_LOOP_HINT)
 
 
 def test_a_job_that_uses_the_applications_loop_once_it_closed_says_which_loop_is_closed() -> None:

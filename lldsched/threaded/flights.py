@@ -131,13 +131,18 @@ _OTHER_LOOP = (
     "bound to a different event loop",
     "belongs to a different loop",
     "await wasn't used with future",
+    "Non-thread-safe operation invoked on an event loop other than the current one",
 )
 """What asyncio says when a coroutine awaits a future, or uses a lock, event, queue or
 semaphore, that belongs to another event loop (3.11's texts; the third is the
 ValueError of ``wait_for``, or ``ensure_future(..., loop=...)``, given such a future).
-The last is what every later ``await`` of such a future says: the first refusal leaves
+The fourth is what every later ``await`` of such a future says: the first refusal leaves
 it marked as awaited (``_asyncio_future_blocking``), so a retry of a job that awaits
-the application's future, and the dead letter's record, had only those words."""
+the application's future, and the dead letter's record, had only those words.  The
+last is asyncio's debug mode on the application's loop refusing a call made on it
+from another thread (``app_loop.call_soon``, or a ``queue.put_nowait`` that wakes a
+waiter there): without debug mode that waiter wakes only when something else wakes
+its loop."""
 
 _CLOSED_LOOP = "RuntimeError: Event loop is closed"
 """What asyncio says of a closed loop's use; in a coroutine run, never the scheduler's
@@ -156,7 +161,9 @@ def failure_text(exc: BaseException, thread: str) -> str:
         text += (
             f" (coroutine actions run on the scheduler's own event loop, thread {thread}, "
             "not on the application's: run what needs the application's loop there with "
-            f"asyncio.run_coroutine_threadsafe(coro, app_loop), {doc_url('docs/ASYNCIO.md')})"
+            "asyncio.run_coroutine_threadsafe(coro, app_loop), or "
+            "app_loop.call_soon_threadsafe(callback) for a call that does not wait, "
+            f"{doc_url('docs/ASYNCIO.md')})"
         )
     elif text == _CLOSED_LOOP:
         text += (
