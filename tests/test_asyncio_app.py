@@ -429,7 +429,13 @@ def test_a_job_that_uses_the_applications_loop_once_it_closed_says_which_loop_is
     )
 
 
-def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_timeout() -> None:
+@pytest.mark.parametrize("returns_the_future", [False, True])
+def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_timeout(
+    returns_the_future: bool,
+) -> None:
+    """The recipe, and a plain function that returns the call's future (awaited too: a
+    run of it was recorded a success with ``'<Future at 0x... state=pending>'``)."""
+
     async def main() -> tuple[list[tuple[bool, str | None]], bool]:
         app_loop = asyncio.get_running_loop()
         cancelled_there = asyncio.Event()
@@ -446,9 +452,16 @@ def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_time
             call = asyncio.run_coroutine_threadsafe(on_the_app_loop(), app_loop)
             await asyncio.wrap_future(call)
 
+        def hands_over() -> concurrent.futures.Future[None]:
+            return asyncio.run_coroutine_threadsafe(on_the_app_loop(), app_loop)
+
         async with Scheduler(name="app-loop") as scheduler:
             task = scheduler.schedule(
-                "calls", job, OneTime(delay=0), timeout=0.05, retry=RetryPolicy(max_attempts=1)
+                "calls",
+                hands_over if returns_the_future else job,
+                OneTime(delay=0),
+                timeout=0.05,
+                retry=RetryPolicy(max_attempts=1),
             )
             await asyncio.wait_for(cancelled_there.wait(), 10)
             assert await asyncio.to_thread(scheduler.wait_idle, 10)
@@ -501,37 +514,6 @@ def test_a_job_that_returns_the_future_of_run_coroutine_threadsafe_has_it_awaite
         ("42", None),
         (None, "LookupError: -1"),
     ]
-
-
-def test_the_future_a_job_returned_is_cancelled_at_the_timeout_and_so_is_its_call() -> None:
-    async def main() -> tuple[list[tuple[bool, str | None]], bool]:
-        app_loop = asyncio.get_running_loop()
-        cancelled_there = asyncio.Event()
-
-        async def on_the_app_loop() -> None:
-            try:
-                await asyncio.sleep(3600)
-            except asyncio.CancelledError:
-                cancelled_there.set()
-                raise
-
-        def hands_over() -> concurrent.futures.Future[None]:
-            return asyncio.run_coroutine_threadsafe(on_the_app_loop(), app_loop)
-
-        async with Scheduler(name="thread-future") as scheduler:
-            task = scheduler.schedule(
-                "hands",
-                hands_over,
-                OneTime(delay=0),
-                timeout=0.05,
-                retry=RetryPolicy(max_attempts=1),
-            )
-            await asyncio.wait_for(cancelled_there.wait(), 10)
-            assert await asyncio.to_thread(scheduler.wait_idle, 10)
-        return [(r.timed_out, r.error) for r in task.history], cancelled_there.is_set()
-
-    history, cancelled = asyncio.run(main())
-    assert cancelled and history == [(True, "TimeoutError: cancelled at its 0.05 s timeout")]
 
 
 def test_in_the_simulation_a_future_an_action_returned_is_awaited() -> None:
