@@ -168,16 +168,39 @@ def notify(
     ``kept``, when given, takes what a listener raises that ``catch`` lets through (a
     Ctrl-C), and the listeners after it are called all the same: the simulation's event
     loop raises it once the event is whole (``SimulationHearing._emit``, sim/hearing.py).
-    Without it, it is raised at once."""
+    Without it, it is raised at once.
+
+    A callback that returns an awaitable (``lambda event: handle(event)`` around an
+    ``async def``: refused at registration only when the listener is itself ``async
+    def``) fails as one that raises does, its coroutine closed unrun
+    (:func:`_never_awaited`): before, it was dropped, said by nothing but Python's
+    "coroutine ... was never awaited" warning when the collector found it."""
     for listener, callback in listeners:
         try:
-            callback(event)
+            returned = callback(event)
+            if returned is not None and inspect.isawaitable(returned):
+                raise _never_awaited(returned)
         except catch as exc:
             _say_failed(listener, event, exc, repeats)
         except BaseException as exc:
             if kept is None:
                 raise
             kept.append(exc)
+
+
+def _never_awaited(returned: object) -> TypeError:
+    """The error of a listener that returned ``returned``, an awaitable, closed here
+    when it is a coroutine (it never runs: listeners are never awaited)."""
+    coroutine = False
+    if inspect.iscoroutine(returned):
+        returned.close()
+        coroutine = True
+    return TypeError(
+        f"a listener is called, never awaited, and this one returned {shown(returned)}, "
+        f"which was {'closed unrun' if coroutine else 'left unawaited'}: pass a "
+        "plain function that hands the event to your event loop, e.g. lambda event: "
+        f"loop.call_soon_threadsafe(queue.put_nowait, event) ({doc_url('docs/ASYNCIO.md')})"
+    )
 
 
 def _say_failed(

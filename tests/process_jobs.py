@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
+import operator
 import os
 import subprocess
 import sys
@@ -138,6 +140,14 @@ async def later_forgotten(n: int) -> Awaitable[int]:
     """An async action that returns a coroutine, its ``await`` forgotten: the child
     awaits that too."""
     return later(n)
+
+
+def submitted(n: int) -> concurrent.futures.Future[int]:
+    """A plain action that returns a thread's future: the child waits for it."""
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    future = pool.submit(operator.mul, 2, n)
+    pool.shutdown(wait=False)
+    return future
 
 
 async def pid_later() -> int:

@@ -6,7 +6,9 @@ run is (a coroutine that cancels itself, an object of the application's loop).""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
+import inspect
 import logging
 import re
 import threading
@@ -203,6 +205,55 @@ def test_an_async_listener_is_refused_naming_it_and_nothing_registered_is_lost(
         assert scheduler.shutdown(timeout=10)
 
 
+async def hears(event: TaskEvent) -> None:
+    pass
+
+
+@pytest.mark.parametrize("runtime", ["scheduler", "simulation"])
+def test_a_listener_that_returns_a_coroutine_is_said_to_fail_and_the_others_still_hear(
+    runtime: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A plain function that calls an ``async def`` (``lambda event: hears(event)``)
+    cannot be told from any other at registration.  Its coroutine was dropped unrun at
+    each event, said by nothing but Python's "coroutine ... was never awaited" warning,
+    on the events thread, when the collector found it; now the event's delivery closes it
+    (no warning) and logs the listener's failure, as a listener that raises is."""
+    made: list[Coroutine[Any, Any, None]] = []
+
+    def wraps_a_coroutine(event: TaskEvent) -> Coroutine[Any, Any, None]:
+        made.append(hears(event))
+        return made[-1]
+
+    log = EventLog()
+    caplog.set_level(logging.ERROR, logger="lldsched.listeners")
+    if runtime == "scheduler":
+        with Scheduler(listeners=[wraps_a_coroutine, log]) as scheduler:  # type: ignore[list-item]
+            task = scheduler.schedule("job", lambda: None, OneTime(delay=0))
+            assert scheduler.wait_idle(10)
+            assert log.wait_for(lambda e: e.task_id == task.id and e.record is not None, 10)
+    else:
+        with Simulation(listeners=[wraps_a_coroutine, log]) as sim:  # type: ignore[list-item]
+            task = sim.schedule("job", OneTime(delay=0))
+            sim.run_for(1)
+    assert made and all(inspect.getcoroutinestate(c) == inspect.CORO_CLOSED for c in made)
+    assert [event.task_id for event in log.events].count(task.id) == len(made)
+    (first, *_) = [r for r in caplog.records if r.name == "lldsched.listeners"]
+    assert first.getMessage().startswith(
+        "listener test_a_listener_that_returns_a_coroutine_is_said_to_fail_and_the_others_"
+        "still_hear.<locals>.wraps_a_coroutine raised on the event of task "
+    )
+    error = first.__dict__["error"]  # the line's field (extra=), its traceback's last line
+    assert error.startswith(
+        "TypeError: a listener is called, never awaited, and this one returned <coroutine "
+        "object hears at 0x"
+    )
+    assert error.endswith(
+        ", which was closed unrun: pass a plain function that hands the event to your "
+        "event loop, e.g. lambda event: loop.call_soon_threadsafe(queue.put_nowait, event) "
+        f"({doc_url('docs/ASYNCIO.md')})"
+    )
+
+
 async def cancels_itself() -> None:
     task = asyncio.current_task()
     assert task is not None
@@ -249,6 +300,15 @@ async def gathered(future: asyncio.Future[object]) -> object:
     return await asyncio.gather(future)
 
 
+OTHER_LOOP_HINT = (
+    " (coroutine actions run on the scheduler's own event loop, thread "
+    "lldsched-other-loop-loop, not on the application's: run what needs the "
+    "application's loop there with asyncio.run_coroutine_threadsafe(coro, app_loop), "
+    "or app_loop.call_soon_threadsafe(callback) for a call that does not wait, "
+    f"{doc_url('docs/ASYNCIO.md')})"
+)
+
+
 @pytest.mark.parametrize("awaits", [awaited, waited_for, gathered])
 def test_a_future_of_the_applications_loop_fails_with_where_the_run_is_and_what_to_do(
     awaits: Callable[[asyncio.Future[object]], Coroutine[Any, Any, object]],
@@ -274,15 +334,108 @@ def test_a_future_of_the_applications_loop_fails_with_where_the_run_is_and_what_
 
     (error,) = asyncio.run(main())
     assert error is not None and "to a different loop" in error  # asyncio's words
-    assert error.endswith(
-        " (coroutine actions run on the scheduler's own event loop, thread "
-        "lldsched-other-loop-loop, not on the application's: run what needs the "
-        "application's loop there with asyncio.run_coroutine_threadsafe(coro, app_loop), "
-        f"{doc_url('docs/ASYNCIO.md')})"
+    assert error.endswith(OTHER_LOOP_HINT)
+
+
+def test_each_attempt_that_awaits_a_future_of_the_applications_loop_says_what_to_do() -> None:
+    """asyncio words a future of another loop awaited a second time differently: the
+    first refusal leaves the future marked as awaited, and each later ``await`` of it
+    says ``await wasn't used with future``, naming no loop.  Every retry, and so the
+    dead letter's record and its ERROR line, had only that; the hint was on the first
+    attempt's record alone."""
+
+    async def main() -> list[str | None]:
+        app_future = asyncio.get_running_loop().create_future()
+
+        async def awaits_it() -> object:
+            return await app_future
+
+        async with Scheduler(name="other-loop") as scheduler:
+            task = scheduler.schedule(
+                "awaits",
+                awaits_it,
+                OneTime(delay=0),
+                retry=RetryPolicy(max_attempts=3, initial_backoff=0),
+            )
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        app_future.cancel()
+        return [record.error for record in task.history]
+
+    first, *retries = asyncio.run(main())
+    assert first is not None and "attached to a different loop" in first
+    assert first.endswith(OTHER_LOOP_HINT)
+    assert len(retries) == 2
+    for error in retries:
+        assert error is not None and error.startswith("RuntimeError: await wasn't used with future")
+        assert error.endswith(OTHER_LOOP_HINT)
+
+
+def test_a_call_made_on_the_applications_loop_from_a_job_in_debug_mode_says_what_to_do() -> None:
+    """``app_loop.call_soon`` (not ``call_soon_threadsafe``), or a call that wakes a waiter
+    of that loop (``queue.put_nowait``, ``event.set()``), made from a job: the waiter wakes
+    only when something else wakes the application's loop.  asyncio's debug mode on that
+    loop refuses it (``Non-thread-safe operation invoked on an event loop other than the
+    current one``), and the record now adds where the run was and what to do, as for an
+    object of another loop awaited."""
+
+    async def main() -> tuple[list[str | None], bool]:
+        app_loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[str] = asyncio.Queue()
+
+        async def produces() -> None:
+            app_loop.call_soon(queue.put_nowait, "made by a job")
+
+        async with Scheduler(name="other-loop") as scheduler:
+            task = scheduler.schedule(
+                "produces", produces, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
+            )
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        return [record.error for record in task.history], queue.empty()
+
+    (error,), empty = asyncio.run(main(), debug=True)
+    assert empty
+    assert error is not None and error.startswith(
+        "RuntimeError: Non-thread-safe operation invoked on an event loop other than the "
+        "current one"
+    )
+    assert error.endswith(OTHER_LOOP_HINT)
+
+
+def test_a_job_that_uses_the_applications_loop_once_it_closed_says_which_loop_is_closed() -> None:
+    """``RuntimeError: Event loop is closed``, read in the scheduler's record, seemed to
+    say the scheduler's loop had died; it is the application's (asyncio.run ended before
+    the scheduler was shut down), and the record now says so."""
+    scheduler = Scheduler(name="other-loop")
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def calls_the_app() -> None:  # as run_coroutine_threadsafe(coro, app_loop) does
+        loops[0].call_soon_threadsafe(print, "never printed")
+
+    async def app() -> None:
+        loops.append(asyncio.get_running_loop())
+
+    asyncio.run(app())  # the application's loop, closed: its lifespan forgot aclose()
+    with scheduler:
+        task = scheduler.schedule(
+            "calls", calls_the_app, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
+        )
+        assert scheduler.wait_idle(10)
+    (error,) = [record.error for record in task.history]
+    assert error == (
+        "RuntimeError: Event loop is closed (not the scheduler's, which runs coroutine "
+        "actions on thread lldsched-other-loop-loop: one the job used, such as the "
+        "application's, was closed; shut the scheduler down before the application's "
+        f"loop ends: await scheduler.aclose(), {doc_url('docs/ASYNCIO.md')})"
     )
 
 
-def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_timeout() -> None:
+@pytest.mark.parametrize("returns_the_future", [False, True])
+def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_timeout(
+    returns_the_future: bool,
+) -> None:
+    """The recipe, and a plain function that returns the call's future (awaited too: a
+    run of it was recorded a success with ``'<Future at 0x... state=pending>'``)."""
+
     async def main() -> tuple[list[tuple[bool, str | None]], bool]:
         app_loop = asyncio.get_running_loop()
         cancelled_there = asyncio.Event()
@@ -299,9 +452,16 @@ def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_time
             call = asyncio.run_coroutine_threadsafe(on_the_app_loop(), app_loop)
             await asyncio.wrap_future(call)
 
+        def hands_over() -> concurrent.futures.Future[None]:
+            return asyncio.run_coroutine_threadsafe(on_the_app_loop(), app_loop)
+
         async with Scheduler(name="app-loop") as scheduler:
             task = scheduler.schedule(
-                "calls", job, OneTime(delay=0), timeout=0.05, retry=RetryPolicy(max_attempts=1)
+                "calls",
+                hands_over if returns_the_future else job,
+                OneTime(delay=0),
+                timeout=0.05,
+                retry=RetryPolicy(max_attempts=1),
             )
             await asyncio.wait_for(cancelled_there.wait(), 10)
             assert await asyncio.to_thread(scheduler.wait_idle, 10)
@@ -309,6 +469,58 @@ def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_time
 
     history, cancelled = asyncio.run(main())
     assert cancelled and history == [(True, "TimeoutError: cancelled at its 0.05 s timeout")]
+
+
+def test_a_job_that_returns_the_future_of_run_coroutine_threadsafe_has_it_awaited() -> None:
+    """The recipe without its ``await``: a plain function that hands a coroutine to the
+    application's loop and returns the ``concurrent.futures.Future``, or a coroutine
+    that returns it.  Such a run was recorded a success with ``'<Future at 0x...
+    state=pending>'`` while the work went on unwatched, its error and its value lost."""
+
+    async def main() -> list[tuple[str | None, str | None]]:
+        app_loop = asyncio.get_running_loop()
+
+        async def on_the_app_loop(n: int) -> int:
+            assert asyncio.get_running_loop() is app_loop
+            await asyncio.sleep(0)
+            if n < 0:
+                raise LookupError(n)
+            return 2 * n
+
+        def hands_over(n: int) -> concurrent.futures.Future[int]:
+            return asyncio.run_coroutine_threadsafe(on_the_app_loop(n), app_loop)
+
+        async def forgets_its_await(n: int) -> concurrent.futures.Future[int]:
+            return hands_over(n)
+
+        async with Scheduler(name="thread-future") as scheduler:
+            tasks = [
+                scheduler.schedule(
+                    f"{action.__name__} {n}",
+                    action,
+                    OneTime(delay=0),
+                    args=(n,),
+                    retry=RetryPolicy(max_attempts=1),
+                )
+                for action in (hands_over, forgets_its_await)
+                for n in (21, -1)
+            ]
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        return [(record.result, record.error) for task in tasks for record in task.history]
+
+    assert asyncio.run(main()) == [
+        ("42", None),
+        (None, "LookupError: -1"),
+        ("42", None),
+        (None, "LookupError: -1"),
+    ]
+
+
+def test_in_the_simulation_a_future_an_action_returned_is_awaited() -> None:
+    with concurrent.futures.ThreadPoolExecutor(1) as pool, Simulation() as sim:
+        task = sim.schedule("submits", OneTime(delay=0), action=lambda: pool.submit(pow, 6, 2))
+        sim.run_for(1)
+    assert [record.result for record in task.history] == ["36"]
 
 
 def test_a_cancelled_aclose_leaves_the_loop_free_and_the_shutdown_goes_on() -> None:

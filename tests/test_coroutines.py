@@ -302,6 +302,45 @@ def test_coroutine_runs_do_not_hold_a_worker_while_they_await(
     assert all(t.history[0].ok for t in tasks)  # fifty in flight at once on one worker
 
 
+class Doubles:
+    """An async callable object: its class's ``__call__`` is an ``async def``."""
+
+    async def __call__(self, n: int) -> int:
+        await asyncio.sleep(0)
+        return 2 * n
+
+
+def test_an_async_callable_object_is_a_coroutine_action_and_holds_no_worker() -> None:
+    """An object whose ``__call__`` is ``async def`` was a thread task whose action
+    returned a coroutine: each run waited for a worker to call it, so a pool busy with
+    thread runs held it (here, until the thread run ended), and its record named a
+    thread's lane.  It now goes to the loop as an ``async def`` function does."""
+    started, released = threading.Event(), threading.Event()
+
+    def holds_the_worker() -> None:
+        started.set()
+        assert released.wait(10), "never released"
+
+    with Scheduler(workers=1, name="callable-object") as scheduler:
+        try:
+            scheduler.schedule("holds", holds_the_worker, OneTime(delay=0))
+            assert started.wait(10)
+            task = scheduler.schedule("doubles", Doubles(), OneTime(delay=0), args=(21,))
+            wait_until(lambda: bool(task.history), timeout=5, what="its run, the worker held")
+        finally:
+            released.set()
+    (record,) = task.history
+    assert (record.result, record.worker) == ("42", 1)  # the loop's lane, past the threads
+
+
+def test_in_the_simulation_an_async_callable_object_runs_on_the_coroutine_lane() -> None:
+    with Simulation(workers=1) as sim:
+        task = sim.schedule("doubles", OneTime(delay=0), action=Doubles(), args=(21,))
+        sim.run_for(1)
+    (record,) = task.history
+    assert (record.result, record.worker) == ("42", 1)
+
+
 def test_runs_due_at_once_beyond_one_start_batch_are_all_in_flight_together(
     make_scheduler: SchedulerFactory, clock: FakeClock
 ) -> None:

@@ -172,6 +172,13 @@ def test_a_coroutine_an_isolated_async_action_returned_is_awaited_in_the_child(
     assert task.history[0].result == "42"
 
 
+def test_a_thread_future_an_isolated_action_returned_is_awaited_in_the_child(
+    shared: Scheduler,
+) -> None:
+    task = run_once(shared, "submitted", 21)
+    assert task.history[0].result == "42"
+
+
 def test_a_path_that_does_not_import_in_the_child_is_caught_at_registration(
     shared: Scheduler,
 ) -> None:

@@ -55,21 +55,31 @@ def check_isolation(name: str, isolation: object) -> Isolation:
 
 
 def is_loop_action(action: object, isolation: str) -> bool:
-    """True for an ``async def`` function (or a partial of one) run on a thread: its runs
-    go to the loop.  The one statement of the rule: at registration, at restore and for a
-    task another process registered.  A process-isolated one is awaited in its child
-    (``isolation="process"``: :func:`lldsched.threaded.processchild.serve`), so False.
+    """True for an ``async def`` function (or a partial of one, or an object whose
+    class's ``__call__`` is one) run on a thread: its runs go to the loop.  The one
+    statement of the rule: at registration, at restore and for a task another process
+    registered.  A process-isolated one is awaited in its child (``isolation="process"``:
+    :func:`lldsched.threaded.processchild.serve`), so False.
 
     Asked at every registration, so a function's code flags are read first (tens of
     nanoseconds; ``inspect.iscoroutinefunction`` alone costs several times that, on
-    a registration of about two microseconds).
+    a registration of about two microseconds).  An async callable object was a thread
+    task whose action returned a coroutine: each run waited for a worker to call it,
+    behind the thread runs (docs/decisions/threaded.md, "An async callable object is a
+    coroutine action").
     """
     if isolation != "thread":
         return False
     code: CodeType | None = getattr(action, "__code__", None)  # bound methods pass it on
     if code is not None:
         return code.co_flags & CO_COROUTINE != 0
-    return inspect.iscoroutinefunction(action)
+    if inspect.iscoroutinefunction(action):
+        return True
+    try:
+        call: CodeType = type(action).__call__.__code__
+    except AttributeError:  # not callable, or a class (type.__call__ is not Python code)
+        return False
+    return call.co_flags & CO_COROUTINE != 0
 
 
 def isolated_action(name: str, action: object, *, isolation: object) -> Callable[..., Any] | None:

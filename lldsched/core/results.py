@@ -6,7 +6,8 @@ itself (a record must stay small, immutable and storable) and never a pickle (a
 store reads back data, never code).  ``None`` stays ``None``.
 
 A return value that is **awaitable** (a coroutine from an ``async def`` action, a
-future, anything with ``__await__``: :func:`must_await`) is not a result yet: the
+future, anything with ``__await__``, and a thread's ``concurrent.futures.Future``:
+:func:`must_await`) is not a result yet: the
 runtime awaits it (the threaded runtime on its event loop, the simulation on a
 private loop) and records what *that* produced, and so on while what it produced is
 awaitable too (:func:`awaited`: a coroutine that returns ``fetch()`` where it meant
@@ -18,6 +19,7 @@ background task) is cancelled when the runtime closes the loop (:func:`end_left_
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import TYPE_CHECKING, Any
 
 from lldsched.errors import escaped
@@ -25,7 +27,14 @@ from lldsched.errors import escaped
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["RESULT_LIMIT", "awaited", "end_left_tasks", "must_await", "result_text"]
+__all__ = [
+    "RESULT_LIMIT",
+    "as_awaitable",
+    "awaited",
+    "end_left_tasks",
+    "must_await",
+    "result_text",
+]
 
 RESULT_LIMIT = 200
 """The longest result text a record keeps, in characters (a longer ``repr`` is cut
@@ -109,8 +118,34 @@ def _head(value: object, budget: int, active: set[int]) -> str:
 
 
 def must_await(value: object) -> bool:
-    """True when ``value`` is awaitable: it is run to completion, not recorded as is."""
-    return inspect.isawaitable(value)
+    """True when ``value`` is awaitable, or a ``concurrent.futures.Future``: it is run to
+    completion (:func:`as_awaitable`), not recorded as is.
+
+    A thread's future is what ``asyncio.run_coroutine_threadsafe(coro, app_loop)`` returns,
+    the recipe of docs/ASYNCIO.md for reaching the application's loop, and what an
+    executor's ``submit`` returns: a job that returned one (its ``await`` forgotten) was
+    recorded a success with ``'<Future at 0x... state=pending>'`` while the work went on
+    unwatched, its value and its error lost (docs/decisions/threaded.md, "A thread's
+    future an action returns is awaited too").  No thread's future exists unless
+    ``concurrent.futures`` was imported, and the look-up is made only for a value that is
+    not awaitable."""
+    if inspect.isawaitable(value):
+        return True
+    futures = sys.modules.get("concurrent.futures")
+    return futures is not None and isinstance(value, futures.Future)
+
+
+def as_awaitable(value: Any) -> Any:
+    """``value`` (:func:`must_await`) as something to ``await``: itself, or a thread's
+    future wrapped for the running loop (``asyncio.wrap_future``: its cancellation, at a
+    run's timeout, ``cancel`` or ``pause``, cancels that future, and so the coroutine
+    ``run_coroutine_threadsafe`` runs on the application's loop).  Called on the loop that
+    awaits it."""
+    if inspect.isawaitable(value):
+        return value
+    import asyncio  # imported by whoever runs the loop this is called on
+
+    return asyncio.wrap_future(value)
 
 
 async def awaited(awaitable: Any) -> object:
@@ -123,9 +158,9 @@ async def awaited(awaitable: Any) -> object:
     (docs/decisions/threaded.md, "An awaitable a coroutine returns is awaited too").  The
     threaded event loop writes this out in its one task a run
     (``CoroutineRunner._drive``)."""
-    value = await awaitable
+    value = await as_awaitable(awaitable)
     while value is not None and must_await(value):
-        value = await value
+        value = await as_awaitable(value)
     return value
 
 

@@ -1,7 +1,8 @@
 """CoroutineRunner: the scheduler's event loop, where coroutine actions run to completion.
 
-An action that is an ``async def`` function (``inspect.iscoroutinefunction``) is a
-*loop task*: the timer hands its due entries here instead of to the worker pool,
+An action that is an ``async def`` function (``inspect.iscoroutinefunction``, or an
+object whose class's ``__call__`` is one: :func:`~lldsched.core.isolation.is_loop_action`)
+is a *loop task*: the timer hands its due entries here instead of to the worker pool,
 and this runner's thread (``lldsched-<name>-loop``, one asyncio event loop, started at
 the first coroutine run and closed at shutdown) begins the attempt, calls the
 action (which creates the coroutine and runs none of its body) and runs the
@@ -70,7 +71,7 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from lldsched.checks import whole
-from lldsched.core.results import end_left_tasks, must_await, result_text
+from lldsched.core.results import as_awaitable, end_left_tasks, must_await, result_text
 from lldsched.core.runs import rearmed
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
@@ -583,9 +584,12 @@ class CoroutineRunner(LoopShutdown):
             self._over(flight)
             return
         try:
-            value = await flight.awaitable
+            awaitable = flight.awaitable
+            if type(awaitable) is not CoroutineType:  # a future (a thread's: wrapped)
+                awaitable = as_awaitable(awaitable)
+            value = await awaitable
             while value is not None and must_await(value):  # results.awaited, inline:
-                value = await value  # no second coroutine a run
+                value = await as_awaitable(value)  # no second coroutine a run
         except BaseException as exc:  # user failures become data, KeyboardInterrupt too
             import asyncio  # imported by _start_loop (a look-up, on this path only)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
+from lldsched.core.results import must_await
 from lldsched.core.runs import cancelled_error
 from lldsched.core.task import Run
 from lldsched.errors import CANCELLED_INSIDE, NEVER_STARTED_OVERLAP, doc_url, error_text
@@ -129,28 +130,56 @@ _OTHER_LOOP = (
     "attached to a different loop",
     "bound to a different event loop",
     "belongs to a different loop",
+    "await wasn't used with future",
+    "Non-thread-safe operation invoked on an event loop other than the current one",
 )
 """What asyncio says when a coroutine awaits a future, or uses a lock, event, queue or
-semaphore, that belongs to another event loop (3.11's texts; the last is the
-ValueError of ``wait_for``, or ``ensure_future(..., loop=...)``, given such a future)."""
+semaphore, that belongs to another event loop (3.11's texts; the third is the
+ValueError of ``wait_for``, or ``ensure_future(..., loop=...)``, given such a future).
+The fourth is what every later ``await`` of such a future says: the first refusal leaves
+it marked as awaited (``_asyncio_future_blocking``), so a retry of a job that awaits
+the application's future, and the dead letter's record, had only those words.  The
+last is asyncio's debug mode on the application's loop refusing a call made on it
+from another thread (``app_loop.call_soon``, or a ``queue.put_nowait`` that wakes a
+waiter there): without debug mode that waiter wakes only when something else wakes
+its loop."""
+
+_CLOSED_LOOP = "RuntimeError: Event loop is closed"
+"""What asyncio says of a closed loop's use; in a coroutine run, never the scheduler's
+own loop, which runs it (the application's loop, ended before the scheduler was)."""
 
 
 def failure_text(exc: BaseException, thread: str) -> str:
     """The error text of a coroutine run that raised ``exc``; when asyncio refused an
     object of another event loop (the application's aiohttp session, lock or queue), the
-    text says where coroutine runs are and what to do: asyncio's own message names
-    neither."""
+    text says where coroutine runs are and what to do, and when a loop the run used is
+    closed, that it is not the scheduler's: asyncio's own message names neither."""
     text = error_text(exc)
-    if isinstance(exc, RuntimeError | ValueError) and any(said in text for said in _OTHER_LOOP):
+    if not isinstance(exc, RuntimeError | ValueError):
+        return text
+    if any(said in text for said in _OTHER_LOOP):
         text += (
             f" (coroutine actions run on the scheduler's own event loop, thread {thread}, "
             "not on the application's: run what needs the application's loop there with "
-            f"asyncio.run_coroutine_threadsafe(coro, app_loop), {doc_url('docs/ASYNCIO.md')})"
+            "asyncio.run_coroutine_threadsafe(coro, app_loop), or "
+            "app_loop.call_soon_threadsafe(callback) for a call that does not wait, "
+            f"{doc_url('docs/ASYNCIO.md')})"
+        )
+    elif text == _CLOSED_LOOP:
+        text += (
+            f" (not the scheduler's, which runs coroutine actions on thread {thread}: one "
+            "the job used, such as the application's, was closed; shut the scheduler down "
+            "before the application's loop ends: await scheduler.aclose(), "
+            f"{doc_url('docs/ASYNCIO.md')})"
         )
     return text
 
 
 def close_unrun(awaitable: object) -> None:
-    """Close a coroutine that will never run (no "never awaited" warning)."""
+    """Close a coroutine that will never run (no "never awaited" warning), or cancel a
+    thread's future that will never be awaited (the call ``run_coroutine_threadsafe``
+    made on the application's loop is cancelled with it, as if the run were)."""
     if inspect.iscoroutine(awaitable):
         awaitable.close()
+    elif not inspect.isawaitable(awaitable) and must_await(awaitable):
+        awaitable.cancel()  # type: ignore[attr-defined]  # a concurrent.futures.Future
