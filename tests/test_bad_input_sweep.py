@@ -223,6 +223,12 @@ VIEW_ROWS: list[tuple[str, Build, object]] = [
      lambda: report.summarize([], {5: FixedRate(60)}), Named("got 5: FixedRate(60)")),
     ("task_summary(frame, {'task-1': 'x'})", lambda: task_summary(frame(), {"task-1": "x"}),
      Named("got 'task-1': 'x'")),
+    # Cron text, taken where a task or a decorator takes a schedule, names no zone: read
+    # in UTC, its slots an hour from those of a runtime in Berlin, every overrun miscounted.
+    ("summarize(records, {'report': '30 2 * * *'})",
+     lambda: report.summarize([], {"report": "30 2 * * *"}),
+     Named("got 'report': '30 2 * * *' (text: a runtime reads cron text in its tz, so "
+           "pass the runtime's schedules(), or CronSchedule('30 2 * * *', tz=...))")),
     # A figure's words, a chart's colours and texts: bare errors of matplotlib or Python.
     ("describe(5)", lambda: describe(5), 5),
     ("task_colours(5)", lambda: task_colours(5), 5),

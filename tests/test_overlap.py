@@ -190,7 +190,6 @@ def test_cancel_raises_the_flag_of_every_run_in_flight_and_nothing_follows() -> 
         (FixedRate(10), {"overlap": Overlap.ALLOW}, "needs max_instances"),
         (FixedRate(10), {"overlap": Overlap.ALLOW, "max_instances": 0}, "max_instances"),
         (FixedRate(10), {"overlap": Overlap.ALLOW, "max_instances": True}, "max_instances"),
-        (FixedRate(10), {"max_instances": 2}, "max_instances=2 is for overlap=Overlap.ALLOW"),
         (
             FixedRate(10),
             {"overlap": Overlap.BUFFER_ONE, "max_instances": 2},
@@ -206,6 +205,41 @@ def test_bad_overlap_options_are_rejected_at_registration_naming_the_value(
     with pytest.raises(ValidationError, match=message.replace("(", r"\(")):
         sim.schedule("bad", schedule, **options)
     assert [task.id for task in sim.tasks()] == [kept.id]
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            2,
+            "task 'bad': max_instances=2 was given without overlap=, and a task's runs "
+            "never overlap unless it asks: pass overlap=Overlap.ALLOW, max_instances=2",
+        ),
+        (  # APScheduler's default, ported as it was written
+            1,
+            "task 'bad': max_instances=1 was given without overlap=, and a task's runs "
+            "never overlap unless it asks: drop max_instances=1, one run at a time is the "
+            "default (overlap=Overlap.ALLOW, max_instances=1 records a slot due during a "
+            "run skipped as it comes due, as APScheduler does)",
+        ),
+        (
+            "3",
+            "task 'bad': max_instances='3' was given without overlap=, and a task's runs "
+            "never overlap unless it asks: pass overlap=Overlap.ALLOW, max_instances=N "
+            "(an int N >= 1)",
+        ),
+    ],
+)
+def test_max_instances_without_overlap_says_what_was_given_and_what_to_pass(
+    driven: Any, given: object, message: str
+) -> None:
+    """The refusal said ``got overlap=None`` of a call that passed no ``overlap`` at all
+    (APScheduler's ``max_instances=3``, ported alone)."""
+    kept = driven.add("kept", FixedRate(60))
+    with pytest.raises(ValidationError) as caught:
+        driven.add("bad", FixedRate(60), max_instances=given)
+    assert str(caught.value) == message
+    assert driven.runtime.tasks() == [kept]
 
 
 def test_an_overlap_policy_is_accepted_on_a_decorated_grid_schedule() -> None:

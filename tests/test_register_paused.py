@@ -39,10 +39,16 @@ def test_a_task_registered_paused_does_not_run_until_resumed(driven: Any) -> Non
     assert task.run_count == 1 and task.history[0].started == T0 + 300  # at its resume
 
 
-def test_it_is_announced_as_a_registration_then_a_pause(driven: Any) -> None:
+def test_it_is_announced_once_as_a_registration_that_is_paused(driven: Any) -> None:
+    """One event, ``previous`` None and PAUSED, as its one store write says and as another
+    process on a shared store hears it: it was two, a registration SCHEDULED it never was
+    (never queued, never written so), then a pause no one made."""
     driven.add("report", OneTime(delay=0), id="report", paused=True)
     changes = [(e.previous, e.status) for e in driven.events if e.task_id == "report"]
-    assert changes == [(None, TaskStatus.SCHEDULED), (TaskStatus.SCHEDULED, TaskStatus.PAUSED)]
+    assert changes == [(None, TaskStatus.PAUSED)]
+    driven.runtime.resume("report")  # its resume is the pause's one status change
+    changes = [(e.previous, e.status) for e in driven.events if e.task_id == "report"]
+    assert changes[1] == (TaskStatus.PAUSED, TaskStatus.SCHEDULED)
 
 
 def test_an_existing_task_keeps_its_status_whatever_paused_says(driven: Any) -> None:

@@ -402,7 +402,7 @@ def test_decorators_are_immutable_values_with_readable_reprs() -> None:
 
 
 RATE = FixedRate(60)
-WRAPS = "wraps a schedule (an object with first_run() and next_run()), got"
+WRAPS = "wraps a schedule (an object with first_run() and next_run()) or cron text, got"
 BAD: list[tuple[Any, tuple[Any, ...], dict[str, Any], str]] = [
     (Jittered, (RATE, 0), {"seed": 1}, "Jittered max_delay must be finite and > 0 seconds, got 0"),
     (Jittered, (RATE, -5), {"seed": 1}, "got -5"),
@@ -419,14 +419,14 @@ BAD: list[tuple[Any, tuple[Any, ...], dict[str, Any], str]] = [
     (Jittered, (RATE, 5), {"seed": True}, "Jittered seed must be an int, got True"),
     (Jittered, (RATE, 5), {"seed": 1.5}, "got 1.5"),
     (Jittered, (60, 5), {"seed": 1}, f"Jittered {WRAPS} 60"),
-    (Jittered, ("0 * * * *", 5), {"seed": 1}, f"Jittered {WRAPS} '0 * * * *'"),
-    (  # cron text is a task's schedule, not a decorator's: the message says what to wrap
+    (  # cron text is taken by the rule a task's schedule is: bad text is refused, named
         Jittered,
-        ("30 2 * * mon-fri", 120),
+        ("61 2 * * mon-fri", 120),
         {"seed": 1},
-        "got '30 2 * * mon-fri'; for cron text, wrap CronSchedule('30 2 * * mon-fri')",
+        "Jittered: cron minute field: 61 is out of range 0-59 (expression '61 2 * * mon-fri')",
     ),
-    (Window, ("@daily",), {"max_runs": 3}, "for cron text, wrap CronSchedule('@daily')"),
+    (Window, ("every day",), {"max_runs": 3}, "Window: cron expression 'every day' has 2 fields"),
+    (Window, ("@weekly-ish",), {"max_runs": 3}, "Window: cron expression '@weekly-ish': unknown"),
     (Window, (RATE,), {}, "Window(FixedRate(60)) needs at least one of start=, end= or max_runs="),
     (Window, (RATE,), {"start": T0 + 10, "end": T0}, f"start {T0 + 10!r} is after its end {T0!r}"),
     (Window, (RATE,), {"max_runs": 0}, "Window max_runs must be an int >= 1, got 0"),
@@ -453,6 +453,42 @@ def test_bad_arguments_are_refused_at_construction_naming_the_value(
         kind(*args, **kwargs)
     assert message in str(caught.value)
     assert isinstance(caught.value, ValidationError)
+
+
+def test_a_decorator_takes_cron_text_as_the_cron_schedule_of_it() -> None:
+    """APScheduler's ``"cron", ..., jitter=120`` ports as ``Jittered(text, 120, seed=n)``:
+    the text is taken as a task's schedule takes it (a ``CronSchedule`` naming no zone,
+    which a runtime reads in its ``tz``).  It was refused as no schedule."""
+    text = "30 2 * * mon-fri"
+    jittered = Jittered(text, 120, seed=1)
+    assert jittered == Jittered(CronSchedule(text), 120, seed=1)
+    assert repr(jittered) == "Jittered(CronSchedule('30 2 * * mon-fri'), max_delay=120, seed=1)"
+    window = Window("@daily", max_runs=3)
+    assert window == Window(CronSchedule("@daily"), max_runs=3)
+    nested = Window(Jittered("0 * * * *", 300, seed=7), max_runs=24)
+    assert nested == Window(Jittered(CronSchedule("0 * * * *"), 300, seed=7), max_runs=24)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cron_text_in_a_decorator_is_read_in_the_runtimes_zone_as_a_tasks_text_is(
+    kind: str,
+) -> None:
+    text = "30 2 * * mon-fri"
+    berlin = CronSchedule(text, tz="Europe/Berlin")
+    driven = Driven(kind, tz="Europe/Berlin")
+    try:
+        plain = driven.add("plain", text, id="plain")
+        windowed = driven.add("windowed", Window(text, max_runs=2))
+        jittered = driven.add("jittered", Jittered(text, 120, seed=1))
+        assert plain.schedule == berlin
+        assert windowed.schedule == Window(berlin, max_runs=2)
+        assert jittered.schedule == Jittered(berlin, 120, seed=1)
+        assert windowed.next_run_at == plain.next_run_at == berlin.next_after(T0)
+        assert jittered.next_run_at == Jittered(berlin, 120, seed=1).first_run(T0)
+        driven.runtime.reschedule("plain", Jittered("0 3 * * *", 60, seed=2))
+        assert plain.schedule == Jittered(CronSchedule("0 3 * * *", tz="Europe/Berlin"), 60, seed=2)
+    finally:
+        driven.close()
 
 
 def test_a_slot_given_up_is_not_counted_as_a_run() -> None:

@@ -610,7 +610,7 @@ def test_a_finished_task_registered_again_writes_its_new_definition(
         # the start restored them (a ValidationError, every node of a shared store's)
         ('{"isolation": "bogus"}', "isolation must be one of ('thread', 'process'), got 'bogus'"),
         ('{"overlap": "allow", "max_instances": "x"}', "max_instances must be an int >= 1"),
-        ('{"max_instances": 2}', "max_instances=2 is for overlap=Overlap.ALLOW"),
+        ('{"max_instances": 2}', "max_instances=2 was given without overlap="),
         ('{"overlap": "allow"}', "overlap=Overlap.ALLOW needs max_instances=N"),
         ('{"depends_on": ["u", "u"]}', "depends_on names ['u'] more than once"),
         ('{"name": " "}', "task name must be a non-empty string, got ' '"),

@@ -308,7 +308,8 @@ class SchedulerCore(
         (:meth:`_add_paused`), APScheduler's ``next_run_time=None``: it is never
         queued, and its one store write says PAUSED, so no other process on a shared
         store can read it SCHEDULED, claim it or register it again as SCHEDULED in
-        between; listeners hear its registration, then its pause.  A task that existed
+        between; listeners hear one event, its registration (``previous`` None) saying
+        PAUSED, as another process following the store does.  A task that existed
         (``replace_existing``; a finished one held or retired too) keeps its status,
         paused or not, as a replacement always does: registering the same jobs at every
         start must not pause again a task an operator resumed, nor make a finished
@@ -428,17 +429,17 @@ class SchedulerCore(
         rule (:meth:`~lldsched.core.control.StatusVerbs._hold`) before its first write,
         so the store never holds it SCHEDULED (on a shared store another process
         following it between a SCHEDULED write and a PAUSED one claimed and ran it);
-        never queued.  One store write, two events: its registration, then its pause."""
+        never queued.  One store write and one event, both PAUSED: it never was SCHEDULED
+        where anyone could see it (docs/decisions/listeners.md, "A task registered paused
+        is heard once")."""
         held = self._hold(task)
         assert held is not None  # a new task is SCHEDULED, and waits for nothing yet
-        previous, _ = held
         if self._store is not None:
             self._first_write(task, store=self._store)
         if task.depends_on:
             self._dependencies().link(task)
         if self.emit is not None:
-            self.emit(TaskEvent(task.id, task.name, None, previous, now))
-            self.emit(TaskEvent(task.id, task.name, previous, task.status, now))
+            self.emit(TaskEvent(task.id, task.name, None, task.status, now))
         return task
 
     def _first_write(

@@ -219,6 +219,8 @@ def check_overlap(
                 f"task {name!r}: overlap=Overlap.ALLOW needs max_instances=N (N >= 1), got None"
             )
         whole(max_instances, name=f"task {name!r}: max_instances", at_least=1)
+    elif max_instances is not None and overlap is None:
+        raise _alone(name, max_instances)
     elif max_instances is not None:
         raise ValidationError(
             f"task {name!r}: max_instances={shown(max_instances)} is for overlap=Overlap.ALLOW, "
@@ -244,6 +246,23 @@ def check_overlap(
             f"task {name!r}: overlap={overlap} and on_overrun=OverrunPolicy.CATCH_UP both "
             f"decide the slots a long run overlaps; keep one: got {schedule!r}"
         )
+
+
+def _alone(name: str, max_instances: object) -> ValidationError:
+    """The refusal of ``max_instances`` given without ``overlap`` (APScheduler's
+    ``max_instances=3``, ported alone): what to pass instead, and for 1, APScheduler's
+    default, that it is lldsched's default already."""
+    given = f"task {name!r}: max_instances={shown(max_instances)} was given without overlap="
+    given += ", and a task's runs never overlap unless it asks: "
+    if max_instances == 1 and type(max_instances) is int:
+        return ValidationError(
+            f"{given}drop max_instances=1, one run at a time is the default "
+            "(overlap=Overlap.ALLOW, max_instances=1 records a slot due during a run "
+            "skipped as it comes due, as APScheduler does)"
+        )
+    many = type(max_instances) is int and max_instances > 1
+    count = max_instances if many else "N (an int N >= 1)"
+    return ValidationError(f"{given}pass overlap=Overlap.ALLOW, max_instances={count}")
 
 
 def _depends_on(name: str, depends_on: object) -> tuple[str, ...]:

@@ -288,7 +288,7 @@ class Restoration(CoreParts):
         """``task`` was just registered here from a row another process wrote (a shared
         store's change feed: :func:`~lldsched.core.follow.follow`): the listeners hear it
         as a registration (``previous`` None), with the status its row has (PAUSED for
-        one registered paused, not the two events of a registration made here).  Once:
+        one registered paused, as the process that registered it heard it).  Once:
         the feed never gives a process its own rows, so its own registrations are heard
         only as it made them; and a row that retired at once was never held here, and is
         not heard.  The rows :func:`~lldsched.core.follow.load` registers at construction

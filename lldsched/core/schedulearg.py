@@ -4,10 +4,11 @@ Decided here, once (:func:`schedule_of`): an object with ``first_run`` and
 ``next_run`` (never a class: :func:`~lldsched.schedules.base.has_schedule_methods`),
 or the text of a cron expression, which becomes a
 :class:`~lldsched.schedules.cron.CronSchedule` in the scheduler's default zone
-(:func:`check_zone`).  A ``CronSchedule`` that names no zone is read in that
-default zone too, also inside ``Jittered``, ``Window`` and a decorator of one's own
-(:func:`_in_zone`).  Asked on every registration, and kept cheap by remembering
-which types are schedules (:data:`SCHEDULE_TYPES`).
+(:func:`check_zone`), by the rule a decorator reads the text it wraps by
+(:func:`~lldsched.schedules.cron.schedule.from_text`).  A ``CronSchedule`` that
+names no zone is read in that default zone too, also inside ``Jittered``, ``Window``
+and a decorator of one's own (:func:`_in_zone`).  Asked on every registration, and
+kept cheap by remembering which types are schedules (:data:`SCHEDULE_TYPES`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from lldsched.checks import LONGEST
 from lldsched.errors import ScheduleError, ValidationError, shown
 from lldsched.schedules.base import Schedule, has_schedule_methods, wrapped_schedule
 from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.cron.schedule import from_text
 from lldsched.schedules.decorators import Jittered, Window
 
 __all__ = ["ORDERS", "SCHEDULE_TYPES", "check_zone", "is_schedule", "misplaced", "schedule_of"]
@@ -73,10 +75,7 @@ def schedule_of(name: str, schedule: object, *, tz: str) -> Schedule:
     if kind in SCHEDULE_TYPES:  # the common case, first (never cron: is_schedule)
         return cast(Schedule, schedule)
     if isinstance(schedule, str):
-        try:
-            return CronSchedule(schedule, tz=tz)
-        except ScheduleError as exc:
-            raise ScheduleError(f"task {name!r}: {exc}") from None
+        return from_text(schedule, tz=tz, of=f"task {name!r}")
     if isinstance(schedule, CronSchedule):  # a subclass's too, as its base is
         if schedule.names_zone or schedule.tz == tz:
             return schedule

@@ -2,8 +2,8 @@
 over the schedule Strategy.
 
 Each wraps any :class:`~lldsched.schedules.base.Schedule` (another decorator
-included) and is a schedule itself, so they compose:
-``Window(Jittered(CronSchedule("0 * * * *"), 300, seed=7), max_runs=24)``.  Both
+included), or cron text as a task takes it, and is a schedule itself, so they compose:
+``Window(Jittered("0 * * * *", 300, seed=7), max_runs=24)``.  Both
 are validated at construction (a :class:`~lldsched.errors.ScheduleError` quoting
 the bad value), compare by value, are stored by a durable store as JSON
 (:mod:`lldsched.stores.schedulecodec`), answer what recovery asks of a schedule by
@@ -71,6 +71,7 @@ from lldsched.schedules.base import (
     slot_after,
     wrapped_schedule,
 )
+from lldsched.schedules.cron.schedule import from_text
 from lldsched.schedules.simple import FrozenValue, instant_text
 
 __all__ = ["Jittered", "Window", "describe", "ended_by", "forget_runs", "restore_runs"]
@@ -94,13 +95,15 @@ def describe(schedule: Schedule) -> str:
 
 
 def _inner(schedule: object, owner: str) -> Schedule:
+    """What ``owner`` wraps: cron text as a task's schedule is read (:func:`~lldsched.
+    schedules.cron.schedule.from_text`, naming no zone: the runtime that registers the
+    decorator reads it in its ``tz``), or an object with ``first_run`` and ``next_run``."""
+    if isinstance(schedule, str):
+        return from_text(schedule, tz=None, of=owner)
     if not has_schedule_methods(schedule):
-        # cron text is a task's schedule (schedule_of reads it), not a decorator's
-        cron = isinstance(schedule, str)
-        hint = f"; for cron text, wrap CronSchedule({shown(schedule)})" if cron else ""
         raise ScheduleError(
-            f"{owner} wraps a schedule (an object with first_run() and next_run()), "
-            f"got {shown(schedule)}{hint}"
+            f"{owner} wraps a schedule (an object with first_run() and next_run()) or "
+            f"cron text, got {shown(schedule)}"
         )
     return schedule
 
@@ -136,7 +139,8 @@ def _grid_of(schedule: Schedule) -> Callable[[float, int], float | None] | None:
 class Jittered(FrozenValue, AnswersItsOwnWay):
     """``schedule``'s slots, each started up to ``max_delay`` seconds (or a ``timedelta``)
     late; the delay of a slot is a pure function of ``(seed, slot)`` (see the module
-    docstring)."""
+    docstring).  ``schedule`` may be cron text, read as a task's is (a ``CronSchedule``
+    naming no zone: a runtime reads it in its ``tz``)."""
 
     __slots__ = ("_grid", "_knot", "max_delay", "schedule", "seed")
     _fields: ClassVar[tuple[str, ...]] = ("schedule", "max_delay", "seed")
@@ -146,7 +150,9 @@ class Jittered(FrozenValue, AnswersItsOwnWay):
     _knot: float
     _grid: Callable[[float, int], float | None] | None
 
-    def __init__(self, schedule: Schedule, max_delay: float | timedelta, *, seed: int) -> None:
+    def __init__(
+        self, schedule: Schedule | str, max_delay: float | timedelta, *, seed: int
+    ) -> None:
         inner = _inner(schedule, "Jittered")
         delay = checks.step(max_delay, name="Jittered max_delay", error=ScheduleError)
         whole(seed, name="Jittered seed", error=ScheduleError)  # 640 digits at most: its
@@ -350,7 +356,8 @@ class Jittered(FrozenValue, AnswersItsOwnWay):
 class Window(FrozenValue, AnswersItsOwnWay):
     """``schedule``, run only from ``start`` to ``end`` (inclusive; epoch seconds or
     aware datetimes) and at most ``max_runs`` times; then the task retires as
-    SUCCEEDED.  At least one of the three must be given."""
+    SUCCEEDED.  At least one of the three must be given.  ``schedule`` may be cron
+    text, read as :class:`Jittered` reads it."""
 
     __slots__ = ("_lock", "_runs", "end", "max_runs", "schedule", "start")
     _fields: ClassVar[tuple[str, ...]] = ("schedule", "start", "end", "max_runs")
@@ -363,7 +370,7 @@ class Window(FrozenValue, AnswersItsOwnWay):
 
     def __init__(
         self,
-        schedule: Schedule,
+        schedule: Schedule | str,
         *,
         start: float | datetime | None = None,
         end: float | datetime | None = None,

@@ -290,7 +290,10 @@ def schedules_by_id(schedules: object) -> Mapping[str, Schedule]:
     is a task id (a ``str``) and each value a schedule (registration's rule,
     :func:`~lldsched.schedules.base.has_schedule_methods`): a value that was none
     (``{"job": 60}``, ``{"job": FixedRate}``) raised ``AttributeError`` or ``TypeError``
-    at the first record of its task, and a key that was no id matched nothing, unsaid."""
+    at the first record of its task, and a key that was no id matched nothing, unsaid.
+    Not cron text, which a task and a decorator take (read in the runtime's zone): here
+    no runtime reads it, and read in UTC a runtime's slots in another zone are an hour or
+    more from its slots, every overrun miscounted; its refusal says what to pass."""
     if schedules is None:
         return {}
     if not isinstance(schedules, Mapping):
@@ -299,9 +302,16 @@ def schedules_by_id(schedules: object) -> Mapping[str, Schedule]:
         )
     for task_id, schedule in schedules.items():
         if not (isinstance(task_id, str) and has_schedule_methods(schedule)):
+            text = shown(schedule)
+            hint = (
+                " (text: a runtime reads cron text in its tz, so pass the runtime's "
+                f"schedules(), or CronSchedule({text}, tz=...))"
+                if isinstance(schedule, str)
+                else ""
+            )
             raise ValidationError(
                 "schedules must map task ids (str) to schedules, as a runtime's schedules() "
-                f"does, got {shown(task_id)}: {shown(schedule)}"
+                f"does, got {shown(task_id)}: {text}{hint}"
             )
     return schedules
 

@@ -60,7 +60,7 @@ from lldsched.schedules.cron.parse import CronFields, parse
 from lldsched.schedules.cron.search import HORIZON_DAYS, NO_CURSOR, CronEngine, Cursor
 from lldsched.schedules.cron.zone import local_days
 
-__all__ = ["HORIZON_DAYS", "MAX_PREVIEW", "CronSchedule"]
+__all__ = ["HORIZON_DAYS", "MAX_PREVIEW", "CronSchedule", "from_text"]
 
 MAX_PREVIEW = 10_000
 """The most fires :meth:`CronSchedule.preview` lists (it builds them all before it
@@ -327,3 +327,18 @@ class CronSchedule(AnswersItsOwnWay):
         text = explain(self._engine.fields)
         zone = str(self.tzinfo)
         return text if zone in UTC_NAMES else f"{text} ({zone})"
+
+
+def from_text(text: str, *, tz: str | None, of: str) -> CronSchedule:
+    """Cron text given where a schedule is taken, as the schedule it says: the one rule,
+    for a task's schedule (``schedule``, ``scheduled``, ``reschedule``:
+    :func:`~lldsched.core.schedulearg.schedule_of`, which passes the runtime's ``tz``) and
+    for what a decorator wraps (``Jittered("0 3 * * *", 60, seed=1)``, ``Window``:
+    ``tz`` None, a ``CronSchedule`` that names no zone, which the runtime registering
+    the decorator reads in its own).  So the text means the same wherever it is
+    written.  :class:`~lldsched.errors.ScheduleError` naming ``of`` (``"task 'x'"``,
+    ``"Jittered"``) and the text when it is no cron expression."""
+    try:
+        return CronSchedule(text, tz=tz)
+    except ScheduleError as exc:
+        raise ScheduleError(f"{of}: {exc}") from None
