@@ -1082,6 +1082,36 @@ def test_a_sighup_nohup_ignores_stays_ignored(tmp_path: Path) -> None:
     assert (child.returncode, err, os.listdir(tmp_path)) == (130, "interrupted\n", [])
 
 
+def test_a_sigterm_in_a_command_raises_once_and_the_handlers_are_put_back() -> None:
+    """The first SIGTERM raises Terminated and puts the default action back, so that a
+    second ends the process at once; the handler in place before is back at the end."""
+    from lldsched.cli import Terminated, _stopped_by_signals
+
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(Terminated) as raised, _stopped_by_signals():
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, before)
+            signal.raise_signal(signal.SIGTERM)
+        assert raised.value.signum == signal.SIGTERM
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_a_handler_a_program_set_is_left_to_handle_the_signal() -> None:
+    """A program that calls main() with a SIGTERM handler of its own keeps it."""
+    from lldsched.cli import _stopped_by_signals
+
+    seen: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        with _stopped_by_signals():
+            signal.raise_signal(signal.SIGTERM)
+        assert seen == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 # A SIGTERM raised as the interpreter looks for a module (the sitecustomize's finder,
 # first on sys.meta_path), once: while the package imports, before main(), and in
 # main(), as the demo's module is imported.
