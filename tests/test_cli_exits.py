@@ -1013,6 +1013,32 @@ sys.exit(main(["simulate", "--days", "0.01", "--gantt", sys.argv[1]]))
 """
 
 
+def chart_halfway(
+    code: str, path: Path, sent: list[signal.Signals]
+) -> tuple[subprocess.Popen[str], str]:
+    """Run ``code`` (:data:`CHART_HALFWAY`'s) on ``path``, send each of ``sent`` in turn
+    once the chart is half written; the child, ended, and its stderr."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        for line in child.stdout:
+            if line == "half written\n":
+                break
+        for signum in sent:
+            child.send_signal(signum)
+        _, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:  # a test that failed above: this child, no other
+            child.kill()
+            child.wait()
+    return child, err
+
+
 @pytest.mark.parametrize(
     "sent",
     [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
@@ -1028,23 +1054,7 @@ def test_a_signal_halfway_through_a_chart_leaves_the_old_file(
     main() returns 128 + the signal, for the program to pass on."""
     path = tmp_path / "chart.png"
     path.write_bytes(b"the old chart")
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHART_HALFWAY, str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        for line in child.stdout:
-            if line == "half written\n":
-                break
-        child.send_signal(sent)
-        _, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:  # a test that failed above: this child, no other
-            child.kill()
-            child.wait()
+    child, err = chart_halfway(CHART_HALFWAY, path, [sent])
     assert path.read_bytes() == b"the old chart"
     left = sorted(set(os.listdir(tmp_path)) - {"chart.png"})
     if sent == signal.SIGINT:
@@ -1061,24 +1071,8 @@ def test_a_sighup_nohup_ignores_stays_ignored(tmp_path: Path) -> None:
     waits on, and the Ctrl-C sent after it is what ends the command."""
     path = tmp_path / "chart.png"
     code = "import signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n" + CHART_HALFWAY
-    child = subprocess.Popen(
-        [sys.executable, "-c", code, str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        for line in child.stdout:
-            if line == "half written\n":
-                break
-        child.send_signal(signal.SIGHUP)  # discarded as it is sent: ignored
-        child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:  # a test that failed above: this child, no other
-            child.kill()
-            child.wait()
+    # the SIGHUP is discarded as it is sent (ignored); the SIGINT then ends the command
+    child, err = chart_halfway(code, path, [signal.SIGHUP, signal.SIGINT])
     assert (child.returncode, err, os.listdir(tmp_path)) == (130, "interrupted\n", [])
 
 
