@@ -564,5 +564,4 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lldsched") -> int:
         # The commands' schedulers stopped on the way out (``with``); what is printed stays.
         return to_stderr(INTERRUPTED_LINE, INTERRUPTED)
     except Terminated as exc:  # SIGTERM, SIGHUP: stopped as for Ctrl-C, then ended by it
-        to_stderr(TERMINATED_LINE, 0)
-        return _end_by(exc.signum)
+        return _end_by(to_stderr(TERMINATED_LINE, exc.signum))
