@@ -26,7 +26,7 @@ importing anything of it there imported the whole package again.
 import os
 import sys
 
-__all__ = ["INTERRUPTED", "INTERRUPTED_LINE", "started_as_the_command_line"]
+__all__ = ["COMMAND_LINE", "INTERRUPTED", "INTERRUPTED_LINE", "started_as_the_command_line"]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (3 ms)
 if TYPE_CHECKING:
@@ -104,6 +104,11 @@ def _end() -> None:
 _PYTHONS = sys.excepthook
 _PYTHONS_UNRAISABLE = sys.unraisablehook
 
-if started_as_the_command_line(sys.argv if hasattr(sys, "argv") else [], sys.orig_argv):
+COMMAND_LINE = started_as_the_command_line(sys.argv if hasattr(sys, "argv") else [], sys.orig_argv)
+"""Whether this process is the command line, decided as the package is first imported
+(``sys.argv[0]`` is ``-m`` only then: runpy sets it to the module's file before
+``main()`` runs)."""
+
+if COMMAND_LINE:
     sys.excepthook = _interrupted
     sys.unraisablehook = _interrupted_unraisable

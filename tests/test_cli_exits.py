@@ -1013,16 +1013,13 @@ sys.exit(main(["simulate", "--days", "0.01", "--gantt", sys.argv[1]]))
 """
 
 
-@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
-def test_a_signal_halfway_through_a_chart_leaves_the_old_file(
-    tmp_path: Path, sent: signal.Signals
-) -> None:
-    """SIGKILL leaves its part behind (nothing runs to remove it), named after the chart
-    and hidden; the chart is the old one all the same."""
-    path = tmp_path / "chart.png"
-    path.write_bytes(b"the old chart")
+def chart_halfway(
+    code: str, path: Path, sent: list[signal.Signals]
+) -> tuple[subprocess.Popen[str], str]:
+    """Run ``code`` (:data:`CHART_HALFWAY`'s) on ``path``, send each of ``sent`` in turn
+    once the chart is half written; the child, ended, and its stderr."""
     child = subprocess.Popen(
-        [sys.executable, "-c", CHART_HALFWAY, str(path)],
+        [sys.executable, "-c", code, str(path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -1032,19 +1029,123 @@ def test_a_signal_halfway_through_a_chart_leaves_the_old_file(
         for line in child.stdout:
             if line == "half written\n":
                 break
-        child.send_signal(sent)
+        for signum in sent:
+            child.send_signal(signum)
         _, err = child.communicate(timeout=60)
     finally:
         if child.poll() is None:  # a test that failed above: this child, no other
             child.kill()
             child.wait()
+    return child, err
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL"],
+)
+def test_a_signal_halfway_through_a_chart_leaves_the_old_file(
+    tmp_path: Path, sent: signal.Signals
+) -> None:
+    """SIGKILL leaves its part behind (nothing runs to remove it), named after the chart
+    and hidden; the chart is the old one all the same.  SIGTERM and SIGHUP remove it, as
+    Ctrl-C does (was: their default action ended the process where it stood, and left
+    the part as SIGKILL does); this process is not the command line's own (``-c``), so
+    main() returns 128 + the signal, for the program to pass on."""
+    path = tmp_path / "chart.png"
+    path.write_bytes(b"the old chart")
+    child, err = chart_halfway(CHART_HALFWAY, path, [sent])
     assert path.read_bytes() == b"the old chart"
     left = sorted(set(os.listdir(tmp_path)) - {"chart.png"})
     if sent == signal.SIGINT:
         assert (child.returncode, err, left) == (130, "interrupted\n", [])
+    elif sent != signal.SIGKILL:
+        assert (child.returncode, err, left) == (128 + sent, "terminated\n", [])
     else:
         assert child.returncode == -signal.SIGKILL
         assert len(left) == 1 and re.fullmatch(r"\.chart\.png\.[0-9a-f]{8}\.partial", left[0])
+
+
+def test_a_sighup_nohup_ignores_stays_ignored(tmp_path: Path) -> None:
+    """Under ``nohup`` SIGHUP is ignored, and main() leaves it so: the chart's writer
+    waits on, and the Ctrl-C sent after it is what ends the command."""
+    path = tmp_path / "chart.png"
+    code = "import signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n" + CHART_HALFWAY
+    # the SIGHUP is discarded as it is sent (ignored); the SIGINT then ends the command
+    child, err = chart_halfway(code, path, [signal.SIGHUP, signal.SIGINT])
+    assert (child.returncode, err, os.listdir(tmp_path)) == (130, "interrupted\n", [])
+
+
+def test_a_sigterm_in_a_command_raises_once_and_the_handlers_are_put_back() -> None:
+    """The first SIGTERM raises Terminated and puts the default action back, so that a
+    second ends the process at once; the handler in place before is back at the end."""
+    from lldsched.cli import Terminated, _stopped_by_signals
+
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(Terminated) as raised, _stopped_by_signals():
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, before)
+            signal.raise_signal(signal.SIGTERM)
+        assert raised.value.signum == signal.SIGTERM
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_a_handler_a_program_set_is_left_to_handle_the_signal() -> None:
+    """A program that calls main() with a SIGTERM handler of its own keeps it."""
+    from lldsched.cli import _stopped_by_signals
+
+    seen: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        with _stopped_by_signals():
+            signal.raise_signal(signal.SIGTERM)
+        assert seen == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+# A SIGTERM raised as the interpreter looks for a module (the sitecustomize's finder,
+# first on sys.meta_path), once: while the package imports, before main(), and in
+# main(), as the demo's module is imported.
+TERMINATES_AT_IMPORT = """\
+import signal, sys
+
+
+class Terminates:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            signal.raise_signal(signal.{sent})
+        return None
+
+
+sys.meta_path.insert(0, Terminates())
+"""
+
+
+@pytest.mark.parametrize("sent", ["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize(
+    ("module", "said"),
+    [("lldsched.sim", ""), ("lldsched.cli.demo", "terminated\n")],
+    ids=["before main()", "in main()"],
+)
+@pytest.mark.parametrize("how", ENTRY_POINTS)
+def test_the_command_line_ends_by_a_sigterm_or_a_sighup_after_stopping(
+    tmp_path: Path, how: str, module: str, said: str, sent: str
+) -> None:
+    """The command line's own process ends by the signal, as it does before main() (its
+    default action): a shell reads 143 (129), and systemd a clean stop, where an exit
+    status of 143 is a failed unit.  In main() it stops first, as for a Ctrl-C, and says
+    ``terminated``.  Was: ended by it at once, wherever it was, without a word."""
+    sitecustomize = TERMINATES_AT_IMPORT.format(module=module, sent=sent)
+    result = start(tmp_path, how, sitecustomize, capture_output=True)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        -getattr(signal, sent),
+        "",
+        said,
+    ), result.stderr
 
 
 @pytest.mark.parametrize(

@@ -306,3 +306,52 @@ def test_the_services_drain_fits_any_grace_it_is_given(
     exec(compile(service_block(), "service.py", "exec"), namespace)
     drain = namespace["DRAIN"]
     assert isinstance(drain, float) and 0 < drain < float(grace)
+
+
+# A SIGTERM that lands while the service's main thread holds the lock of what it waits
+# for the signal on: raised, once, as main() (or the function it waits in) enters an
+# Event's wait and that wait has just taken the Event's lock.  The handler then runs on
+# the main thread with that lock held.
+HOLDS_ITS_WAITS_LOCK = """\
+import signal, sys, threading
+
+_enter = threading.Condition.__enter__
+fired = []
+
+
+def __enter__(self):
+    held = _enter(self)
+    caller = sys._getframe(1)
+    if (
+        not fired
+        and threading.get_ident() == threading.main_thread().ident  # no current_thread():
+        and caller.f_code is threading.Event.wait.__code__
+        and caller.f_back is not None
+        and caller.f_back.f_code.co_name in ("main", "first_signal")
+        and caller.f_back.f_code.co_filename.endswith("service.py")
+    ):
+        fired.append(True)
+        signal.raise_signal(signal.SIGTERM)  # handled here, the Event's lock held
+    return held
+
+
+threading.Condition.__enter__ = __enter__  # (a thread's start enters one before it is listed)
+"""
+
+
+def test_a_sigterm_while_the_main_thread_holds_its_waits_lock_still_drains(
+    folder: Path, services: list[Service]
+) -> None:
+    """The handler takes no lock the main thread may hold.  Was: it called
+    ``stopping.set()``, which takes the Event's lock, held for a moment by the main
+    thread in each ``stopping.wait(1)``: a SIGTERM in that moment hung the service for
+    good (no ``STOPPING=1``, no drain, the SIGKILL at the grace's end)."""
+    (folder / "sitecustomize.py").write_text(HOLDS_ITS_WAITS_LOCK, encoding="utf-8")
+    service = start(folder, services, PYTHONPATH=os.pathsep.join([str(folder), str(ROOT)]))
+    service.ready()
+    service.started()
+    service.process.send_signal(signal.SIGTERM)
+    assert service.notification() == "STOPPING=1"
+    release(folder)
+    assert service.exit_code() == 0, service.errors
+    assert held_records(folder) == [(Outcome.OK, 1, "'released'")]

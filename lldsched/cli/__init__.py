@@ -13,7 +13,10 @@ line"): 0 when it did its work; 2 for bad arguments, refused before any work wit
 too, after the usage line); 1 when the work failed after it began (a chart the disk
 refused, after the summary was printed; a stdout that cannot be written: a full disk,
 a closed descriptor); 130 on Ctrl-C, ``interrupted`` on stderr and no traceback, from
-the package's first import on.  A reader that leaves early (``| head``) is not an
+the package's first import on.  A SIGTERM (what ``systemctl stop``, ``docker stop`` and
+``kill`` send) or a SIGHUP stops the command as a Ctrl-C does, ``terminated`` on stderr,
+and then ends the process by that signal, as it ended before the command began
+(:func:`_stopped_by_signals`).  A reader that leaves early (``| head``) is not an
 error: 0.  The commands print through :func:`say`, which tells the two apart.  A file a
 command writes (``simulate --gantt``) is written through :func:`write_whole`: the old
 file or the whole new one, never a part, whatever stops the write; the part a writer
@@ -29,12 +32,14 @@ import errno
 import os
 import re
 import secrets
+import signal
 import stat
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, NoReturn, TextIO
 
-from lldsched import __version__
+from lldsched import __version__, startup
 from lldsched.errors import shown
 from lldsched.startup import INTERRUPTED, INTERRUPTED_LINE
 
@@ -46,6 +51,25 @@ FAILED = 1
 
 BAD_ARGUMENTS = 2
 """The status of arguments refused before any work: argparse's own, and every command's."""
+
+
+TERMINATED_LINE = "terminated"
+"""What a SIGTERM or a SIGHUP prints on stderr, the one line, before the process ends by it."""
+
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+"""The signals that ask a command to stop, by name (Windows has no SIGHUP): each stops it
+as a Ctrl-C does, while its default action would end it at once (:func:`_stopped_by_signals`)."""
+
+
+class Terminated(BaseException):
+    """A SIGTERM or a SIGHUP, raised where it lands in the command's work, so that what a
+    Ctrl-C undoes on its way out (a scheduler's ``with``, a chart's part file) is undone
+    for it too.  A ``BaseException``, as ``KeyboardInterrupt`` is: no ``except
+    Exception`` of a command takes it for a failure of its own."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 class OutputFailed(Exception):
@@ -467,6 +491,55 @@ def _cron(args: argparse.Namespace) -> int:
     return run_cron(args.expr, tz="UTC" if args.tz is None else args.tz, n=args.n, start=args.start)
 
 
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """While the command works, a SIGTERM or a SIGHUP raises :class:`Terminated` where it
+    lands (the handler raises, as Python's own for SIGINT does), once: the first puts
+    back the default action, so that a second ends the process at once.  Was: each
+    ended the process where it stood, by its default action, so a ``simulate --gantt``
+    stopped by ``systemctl stop``, ``docker stop`` or ``timeout`` left its
+    ``.NAME.RANDOM.partial`` file behind, as a ``kill -9`` does, and the demo's and the
+    lab's schedulers were not shut down.  A signal whose action is not the default
+    (ignored under ``nohup``, or a program's own handler when it calls :func:`main`) is
+    left to it, and so is every signal off the main thread (where Python cannot set a
+    handler); the handlers in place before are put back at the end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken: dict[int, Any] = {}
+
+    def stop(signum: int, frame: object) -> None:
+        for number in taken:  # once: a second signal takes its default action
+            signal.signal(number, signal.SIG_DFL)
+        raise Terminated(signum)
+
+    try:
+        for name in STOP_SIGNALS:
+            number = getattr(signal, name, None)
+            if number is not None and signal.getsignal(number) is signal.SIG_DFL:
+                taken[number] = signal.signal(number, stop)
+        yield
+    finally:
+        for number, before in taken.items():
+            signal.signal(number, before)
+
+
+def _end_by(signum: int) -> int:
+    """End the process by ``signum``, its default action put back: a shell reads 128 +
+    the signal (143 for SIGTERM) as for any command that signal ended, and systemd
+    counts an end by SIGTERM or SIGHUP a clean stop (an exit status of 143 is a failed
+    unit to it, unless ``SuccessExitStatus=143``).  In a program that called
+    :func:`main` itself (not the command line's own process), or where the signal does
+    not end the process (PID 1, which the kernel gives no default action), this returns
+    128 + the signal, the status for the program to pass on."""
+    if startup.COMMAND_LINE:
+        _flush_or_drop(sys.stdout)
+        _flush_or_drop(sys.stderr)
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+    return 128 + signum
+
+
 def main(argv: Sequence[str] | None = None, *, prog: str = "lldsched") -> int:
     """Run the command ``argv`` names (default: the process's arguments).
 
@@ -477,7 +550,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lldsched") -> int:
         args, extra = build_parser(prog).parse_known_args(argv)
         if extra:  # the command's usage, not the top level's (was argparse's own refusal)
             args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        status = int(args.handler(args))
+        with _stopped_by_signals():
+            status = int(args.handler(args))
         _on_stdout(lambda stream: stream.flush())  # a pipe closed early fails here
         return status
     except BrokenPipeError:  # `python -m lldsched demo | head -3`: the reader left early
@@ -489,3 +563,5 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lldsched") -> int:
     except KeyboardInterrupt:  # Ctrl-C: the user asked to stop; a traceback tells them nothing
         # The commands' schedulers stopped on the way out (``with``); what is printed stays.
         return to_stderr(INTERRUPTED_LINE, INTERRUPTED)
+    except Terminated as exc:  # SIGTERM, SIGHUP: stopped as for Ctrl-C, then ended by it
+        return _end_by(to_stderr(TERMINATED_LINE, exc.signum))
