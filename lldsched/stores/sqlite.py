@@ -106,10 +106,12 @@ from lldsched.stores.sqlite_file import (
     FileWatch,
     check_encodable,
     create_owner_only,
+    leave_no_frames,
     refuse_empty,
     refuse_folder,
     refuse_read_only,
     refuse_url,
+    still_names,
     unopenable,
 )
 from lldsched.stores.sqlite_gate import WriteGate, gate_for
@@ -571,12 +573,24 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
             return
         with self._lock:
             if self._connection is not None:
+                if self._moved():  # its frames into the file they belong to, not left at the path
+                    leave_no_frames(self._connection, self.path)
                 self._connection.close()
                 self._connection = None
             if self._gate is not None:
                 self._gate.close()
             if self._claim is not None:
                 self._claim.release()  # after the connection: nothing written past it
+
+    def _moved(self) -> bool:
+        """Whether the path no longer names the file this store opened (deleted, replaced,
+        moved away): its ``-wal`` is then checkpointed before the close
+        (:func:`~lldsched.stores.sqlite_file.leave_no_frames`).  False for a private
+        database."""
+        if self._watch is not None:
+            return not self._watch.names_it()
+        shared = self._shared
+        return shared is not None and not still_names(shared.path, shared.file)
 
     def __del__(self, _collected: Callable[..., None] = collected) -> None:
         """Collected open (dropped without ``close()``: a notebook cell run again): a
