@@ -649,6 +649,12 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
         watch = self._watch
         if watch is not None and watch.due():  # deleted or replaced under it: StoreError
             watch.check()
+            if self._claim is not None:  # its lock file deleted: claimed again, or StoreError
+                try:
+                    self._claim.check()
+                except StoreError:
+                    watch.at_every_call()  # until the other opener lets go
+                    raise
         return self._connection
 
     @property

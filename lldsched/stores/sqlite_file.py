@@ -115,6 +115,11 @@ class FileWatch:
         """Whether the path names the file opened now (one ``stat``; never raises)."""
         return still_names(self._where, self._identity)
 
+    def at_every_call(self) -> None:
+        """Check at every call from now on, until a check passes (the store's claim found
+        taken by another opener)."""
+        self._at = 0.0
+
     def due(self) -> bool:
         """True when the path is to be checked again (a clock read: the write path's)."""
         return time.monotonic() >= self._at
