@@ -225,6 +225,7 @@ def _last(record: Sequence[Any]) -> Last:
 def peek_sqlite(path: str) -> Peek:
     """The SQLite store file at ``path``, opened read-only; :class:`StoreError` if there is
     none, or it is no lldsched store this release reads."""
+    from lldsched.stores.sqlite_file import no_room
     from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, TASKS, failure, fetch
     from lldsched.stores.sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
 
@@ -238,13 +239,13 @@ def peek_sqlite(path: str) -> Peek:
     try:
         connection = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
     except sqlite3.Error as exc:
-        raise failure(path, "open the file to read", exc) from exc
+        raise failure(path, "open the file to read", exc, because=no_room(path)) from exc
     try:  # a file that is no database opens, and fails here: closed, as every refusal
         (application,) = connection.execute("PRAGMA application_id").fetchone()
         (version,) = connection.execute("PRAGMA user_version").fetchone()
-    except sqlite3.Error as exc:
+    except sqlite3.Error as exc:  # a -shm it could not make on a full disk: "disk I/O error"
         connection.close()
-        raise failure(path, "open the file to read", exc) from exc
+        raise failure(path, "open the file to read", exc, because=no_room(path)) from exc
     if application != APPLICATION_ID:
         connection.close()
         raise StoreError(f"{path!r} is not an lldsched store file")

@@ -107,6 +107,7 @@ from lldsched.stores.sqlite_file import (
     check_encodable,
     create_owner_only,
     leave_no_frames,
+    no_room,
     refuse_empty,
     refuse_folder,
     refuse_read_only,
@@ -216,7 +217,8 @@ class _Using:
         ended was told (under the lock, then let go: the hold is the lock holder's)."""
         store = self.store
         doing = self.doing if self.task_id is None else f"{self.doing} {self.task_id!r}"
-        failed = failure(store.path, doing, error)
+        full = None if store.path in PRIVATE else no_room(store.path)  # a statvfs, failing only
+        failed = failure(store.path, doing, error, because=full)
         failed.__cause__ = error
         try:
             store._ended_hold(doing, error, failed)

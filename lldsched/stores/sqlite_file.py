@@ -76,6 +76,7 @@ __all__ = [
     "create_owner_only",
     "identity",
     "leave_no_frames",
+    "no_room",
     "refuse_empty",
     "refuse_folder",
     "refuse_read_only",
@@ -216,7 +217,8 @@ def unopenable(path: str) -> str | None:
 
     The first folder on the way that does not exist, or that is a file; the path itself
     a folder; its folder on a read-only file system, or not writable by this process
-    (which a new store must create its file in, and SQLite its ``-wal`` beside it)."""
+    (which a new store must create its file in, and SQLite its ``-wal`` beside it); its
+    file system full (:func:`no_room`)."""
     full = os.path.abspath(path)
     if os.path.isdir(full):
         return f"{full!r} is a folder, not a database file: name a file in it"
@@ -240,6 +242,30 @@ def unopenable(path: str) -> str | None:
         return f"this process may not create files in the folder {folder!r} (its permissions)"
     if os.path.exists(full) and not os.access(full, os.R_OK):
         return f"this process may not read {full!r} (its permissions)"
+    return no_room(full)
+
+
+FULL_BELOW = 1 << 20
+"""Bytes free (for this process) under which a store's file system is said full."""
+
+
+def no_room(path: str) -> str | None:
+    """That the file system holding the store at ``path`` is full (less than
+    :data:`FULL_BELOW` bytes, or no inode, free for this process), said for a person;
+    None otherwise, or where it cannot be told (no ``statvfs``).  SQLite says a full
+    disk as "database or disk is full" only where it writes a page: a ``-shm`` it could
+    not make or grow at the open is a "disk I/O error", read as a failing disk."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        found = os.statvfs(folder)
+    except (OSError, AttributeError):  # statvfs: POSIX only
+        return None
+    root = hasattr(os, "geteuid") and os.geteuid() == 0  # root may use the reserved blocks
+    free = (found.f_bfree if root else found.f_bavail) * found.f_frsize
+    if free < FULL_BELOW:
+        return f"the file system of the folder {folder!r} is full: {free // 1024} KiB free"
+    if found.f_files and (found.f_ffree if root else found.f_favail) == 0:
+        return f"the file system of the folder {folder!r} has no free inode: no file can be made"
     return None
 
 
