@@ -116,6 +116,33 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 
 
+def unreadable_database(path: str, error: sqlite3.DatabaseError) -> StoreError:
+    """The refusal of a file SQLite cannot read as a database (``file is not a database``:
+    not SQLite; ``database disk image is malformed``: a store cut short, a copy that
+    stopped), saying what to do: the store's own file is damaged, another was named."""
+    return StoreError(
+        f"{path!r} is not a readable SQLite database ({error}); it was left untouched. "
+        "If it is the store's file, it is damaged: restore it from a backup or move it "
+        "aside; if not, name the store's file"
+    )
+
+
+def corrupted(path: str, problems: list[str]) -> StoreError:
+    """The refusal of a file whose ``PRAGMA quick_check`` found ``problems``."""
+    return StoreError(
+        f"{path!r} is corrupted (quick_check: {'; '.join(problems[:3])}); "
+        "it was left untouched: restore it from a backup or move it aside"
+    )
+
+
+def quick_check(connection: sqlite3.Connection) -> list[str]:
+    """What ``PRAGMA quick_check`` finds wrong with the file (``["ok"]``: nothing)."""
+    try:
+        return [row[0] for row in connection.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        return [str(exc)]
+
+
 class FileFormat(SqliteParts):
     """Checking, creating and migrating the store's file: mixed into the SQLite store."""
 
@@ -146,9 +173,7 @@ class FileFormat(SqliteParts):
             because = None if self.path in PRIVATE else unopenable(self.path)
             raise failure(self.path, "read its header", exc, because=because) from exc
         except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"{self.path!r} is not a readable SQLite database ({exc}); it was left untouched"
-            ) from None
+            raise unreadable_database(self.path, exc) from None
         if application_id == 0 and version == 0 and not tables:
             return None
         if application_id != APPLICATION_ID:
@@ -169,15 +194,9 @@ class FileFormat(SqliteParts):
                 f"{self.path!r} has unknown store schema version {version} "
                 f"(expected {SCHEMA_VERSION}); it was left untouched"
             )
-        try:
-            problems = [row[0] for row in connection.execute("PRAGMA quick_check")]
-        except sqlite3.DatabaseError as exc:
-            problems = [str(exc)]
+        problems = quick_check(connection)
         if problems != ["ok"]:
-            raise StoreError(
-                f"{self.path!r} is corrupted (quick_check: {'; '.join(problems[:3])}); "
-                "it was left untouched: restore it from a backup or move it aside"
-            )
+            raise corrupted(self.path, problems)
         return int(version)
 
     def _check_values(
