@@ -15,6 +15,7 @@ it (a shared store's writes here pass its gate, which the store gives them).
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import time
 
@@ -283,7 +284,7 @@ class FileFormat(SqliteParts):
         shared store's, passed for the creating transaction as by every shared write
         (the switch to WAL before it is not a write transaction: see :func:`_wal`)."""
         mode = _wal(connection, timeout)
-        if mode != "wal":
+        if mode != "wal" and self.path not in PRIVATE:  # a private database has no WAL
             log.warning("SQLite could not use WAL mode here (got %r); writes will be slower", mode)
         connection.execute(f"PRAGMA synchronous = {synchronous}")
         left = timeout if gate is None else gate.acquire()
@@ -305,6 +306,12 @@ class FileFormat(SqliteParts):
         finally:
             if gate is not None:
                 gate.release()
+        if self.path not in PRIVATE:  # a new file where one was meant (a volume not mounted)
+            log.info(
+                "created a new, empty store at %r: no store was there (if one was meant to "
+                "be, check the path and that its volume is mounted)",
+                os.path.abspath(self.path),
+            )
         return True
 
     def _keep_wal(self, connection: sqlite3.Connection, timeout: float) -> None:
