@@ -226,7 +226,7 @@ class _Using:
         doing = self.doing if self.task_id is None else f"{self.doing} {self.task_id!r}"
         code = getattr(error, "sqlite_errorcode", 0)  # none on an error raised by hand
         if code & 0xFF == sqlite3.SQLITE_BUSY and store._shared is None:
-            because: str | None = store._locked(error)
+            because: str | None = store._locked()
         else:
             because = None if store.path in PRIVATE else no_room(store.path)  # a statvfs
         failed = failure(store.path, doing, error, because=because)
@@ -601,7 +601,7 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
             if self._claim is not None:
                 self._claim.release()  # after the connection: nothing written past it
 
-    def _locked(self, error: sqlite3.Error) -> str:
+    def _locked(self) -> str:
         """What to say of an unshared store's call that found the file's write lock held
         past ``timeout`` (SQLite's "database is locked"); from now on its calls wait for no
         lock (``busy_timeout`` 0) until a write gets through (:meth:`_write_got_through`).
