@@ -459,8 +459,42 @@ def test_a_file_that_is_no_store_is_refused_and_left_as_it_was(
     path.write_text("not a database")
     status, _, err = run(capsys, "--store", f"sqlite:{path}")
     assert status == 2
-    assert err.startswith(f"error: the SQLite store {str(path)!r} failed to open the file")
+    assert err == (
+        f"error: {str(path)!r} is not a readable SQLite database (file is not a database); it "
+        "was left untouched. If it is the store's file, it is damaged: restore it from a "
+        "backup or move it aside; if not, name the store's file\n"
+    )
     assert path.read_text() == "not a database"
+
+
+def test_a_store_file_cut_short_is_refused_as_the_service_refuses_it(
+    sqlite_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A copy that stopped short (a full disk, a transfer cut): the listing read what was
+    # left and showed it with status 0, where the service's open refused the file.
+    whole = sqlite_file.read_bytes()
+    for cut, said in (
+        (len(whole) - 1000, "is corrupted (quick_check: "),
+        (len(whole) // 2, "is not a readable SQLite database (database disk image is malformed)"),
+    ):
+        path = tmp_path / f"cut-{cut}.db"
+        path.write_bytes(whole[:cut])
+        with pytest.raises(StoreError) as refused:
+            SqliteTaskStore(path)
+        assert str(refused.value).startswith(f"{str(path)!r} {said}")
+        assert "restore it from a backup or move it aside" in str(refused.value)
+        status, out, err = run(capsys, "--store", f"sqlite:{path}")
+        one_line = str(refused.value).replace("\n", "; ")  # quick_check's report may hold one
+        assert (status, out, err) == (2, "", f"error: {one_line}\n")
+        assert path.read_bytes() == whole[:cut]
+
+
+def test_a_folder_given_for_the_store_file_is_said_a_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = run(capsys, "--store", f"sqlite:{tmp_path}")
+    said = f"error: {str(tmp_path)!r} is a folder, not an SQLite store file: name the store's file"
+    assert (status, err) == (2, f"{said}\n")
 
 
 def test_an_unknown_id_is_refused_naming_it_and_nothing_changes(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -139,3 +140,95 @@ def test_a_shared_store_keeps_its_own_rule_refusing_claims(tmp_path: Path) -> No
         store.save(snapshot(task(id="a")))  # a control verb's row: written, not refused
         with pytest.raises(StoreError, match="was removed or replaced since this process"):
             store.claim(now=T0, limit=1)
+
+
+def _kept(path: Path, *, shared: bool = False) -> list[str]:
+    """The task ids a store opened on ``path`` alone loads."""
+    with SqliteTaskStore(path, shared=shared) as store:
+        return [s.task.id for s in store.load_all()]
+
+
+def _backup(path: Path) -> Path:
+    """A closed store at ``path`` holding one task, ``from-the-backup`` (no -wal beside it)."""
+    with SqliteTaskStore(path) as restored:
+        restored.save(snapshot(task(id="from-the-backup")))
+    return path
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_file_replaced_under_the_store_reads_as_itself_once_the_store_is_closed(
+    tmp_path: Path, shared: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # SQLite closes a connection whose file was renamed over or deleted without a
+    # checkpoint and leaves its -wal at the path: the next open read its frames over
+    # the file put there, the backup coming back as the replaced store's last state.
+    path = tmp_path / "tasks.db"
+    store = SqliteTaskStore(path, shared=shared)
+    for name in ("a", "b", "c"):
+        store.save(snapshot(task(id=name)))  # frames in the -wal, not checkpointed
+    os.replace(_backup(tmp_path / "backup.db"), path)  # a restore renamed over it
+    with caplog.at_level(logging.INFO, logger="lldsched"):
+        store.close()
+    assert _kept(path, shared=shared) == ["from-the-backup"]
+    assert (
+        f"closing the SQLite store {str(path)!r}, whose path no longer names the file it "
+        "opened (it was replaced): its last writes were checkpointed into that file, and the "
+        "-wal left at the path holds none, so a file put at the path is read as itself"
+    ) in caplog.messages
+
+
+def test_a_file_deleted_and_put_back_with_no_wal_reads_as_itself(tmp_path: Path) -> None:
+    # What the deleted file's StoreError says to do: close the store, put a file back.
+    path = tmp_path / "tasks.db"
+    store = SqliteTaskStore(path)
+    store.save(snapshot(task(id="a")))
+    os.unlink(path)
+    with pytest.raises(StoreError, match="was deleted"):
+        store.save(snapshot(task(id="b")))
+    store.close()
+    shutil.copyfile(_backup(tmp_path / "backup.db"), path)
+    assert _kept(path) == ["from-the-backup"]
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_file_moved_away_under_the_store_keeps_what_was_written_before(
+    tmp_path: Path, shared: bool
+) -> None:
+    # Its commits were in the -wal left at the old path: the file moved away read empty.
+    path = tmp_path / "tasks.db"
+    store = SqliteTaskStore(path, shared=shared)
+    store.save(snapshot(task(id="a")))
+    store.save(snapshot(task(id="b")))
+    os.rename(path, tmp_path / "aside.db")
+    store.close()
+    left = ["tasks.db-shm", "tasks.db-wal", "tasks.db.lock", *(["tasks.db.write"] * shared)]
+    assert sorted(os.listdir(tmp_path)) == ["aside.db", *left]
+    assert os.path.getsize(f"{path}-wal") == 0  # nothing left to read over a file put there
+    assert _kept(tmp_path / "aside.db", shared=shared) == ["a", "b"]
+
+
+def test_a_wal_that_cannot_be_checkpointed_at_the_close_is_named_to_remove(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tasks.db"
+    store = SqliteTaskStore(path, timeout=0)
+    store.save(snapshot(task(id="a")))
+    reader = sqlite3.connect(path)  # another program reading the file, an older state of it
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM tasks").fetchone()
+    store.save(snapshot(task(id="b")))
+    os.replace(_backup(tmp_path / "backup.db"), path)
+    with caplog.at_level(logging.INFO, logger="lldsched"):
+        store.close()
+    (said,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert said.getMessage() == (
+        f"closing the SQLite store {str(path)!r}, whose path no longer names the file it "
+        "opened (it was replaced): its last writes could not be checkpointed into that file "
+        "(a reader of the file still reads an older state of it), and "
+        f"{str(path) + '-wal'!r} holds them: remove it and {str(path) + '-shm'!r} before "
+        "the path is opened again, or they are read over the file put there"
+    )
+    reader.close()
+    for left in ("-wal", "-shm"):  # what it says to do
+        os.unlink(f"{path}{left}")
+    assert _kept(path) == ["from-the-backup"]

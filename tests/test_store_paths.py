@@ -9,6 +9,7 @@ mode shares it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shlex
@@ -261,3 +262,33 @@ def test_a_path_ending_in_a_separator_is_refused_as_a_folder_making_nothing(
     assert repr(given) in str(refused.value) and "names a folder" in str(refused.value)
     assert sorted(tmp_path.iterdir()) == ([] if missing else [folder])
     assert not missing or not folder.exists()
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_store_created_where_none_was_says_so_and_an_existing_one_does_not(
+    tmp_path: Path, shared: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A service whose volume was not mounted found an empty folder, created a new store
+    # there and started with none of its tasks, paused ones running again, in silence.
+    made = [tmp_path / "tasks.db", tmp_path / "touched.db"]
+    made[1].touch()  # an empty file: a new store too (a deploy that creates it first)
+    with caplog.at_level(logging.INFO, logger="lldsched"):
+        for path in made:
+            SqliteTaskStore(path, shared=shared).close()
+        assert caplog.messages == [
+            f"created a new, empty store at {str(path)!r}: no store was there (if one was "
+            "meant to be, check the path and that its volume is mounted)"
+            for path in made
+        ]
+        caplog.clear()
+        SqliteTaskStore(made[0], shared=shared).close()
+        SqliteTaskStore(":memory:").close()
+    assert caplog.messages == []
+
+
+def test_a_private_database_opens_without_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    # It warned "SQLite could not use WAL mode here (got 'memory'); writes will be
+    # slower" at every open: a private database has no WAL to use, and no file.
+    with caplog.at_level(logging.DEBUG, logger="lldsched"):
+        SqliteTaskStore(":memory:").close()
+    assert caplog.messages == []

@@ -244,7 +244,7 @@ def test_a_listing_builds_the_parts_its_rows_share_once(
 @pytest.mark.parametrize(
     ("content", "refused"),
     [
-        (b"this is not a database, just some bytes " * 200, "failed to open the file"),
+        (b"this is not a database, just some bytes " * 200, "is not a readable SQLite database"),
         (None, "is not an lldsched store file"),  # a database of someone else's
     ],
 )

@@ -40,6 +40,12 @@ outlived its parent (a gunicorn worker after its master's SIGKILL, a process a j
 forked and left running) kept the claim, and the restarted service was refused,
 naming the dead parent's pid, until that child exited.
 
+**A lock file deleted under its claim** (an operator's ``rm`` of a lock file thought
+stale, a cleaner of old files) let the next opener lock a new one beside it.  The store
+checks its lock file as often as its own file (:meth:`FileClaim.check`) and claims the path
+again, or raises :class:`~lldsched.errors.StoreError` from every call, naming the holder,
+while another opener holds it; an opener let in before that check is not told.
+
 Limits: a symlinked path is resolved, a hard link is not; a fork made without
 Python's fork hooks (uWSGI without ``py-call-osafterfork``) leaves the child holding
 the claim, as before; on network file systems the lock is as good as the server's.  This is the
@@ -50,6 +56,7 @@ sharing one file need leases (see docs/CLUSTER.md).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import stat
@@ -58,9 +65,12 @@ import weakref
 from collections.abc import Callable, Iterator
 
 from lldsched.errors import StoreError, doc_url
+from lldsched.logs import STORE
 from lldsched.stores.unclosed import collected
 
 __all__ = ["FileClaim", "briefly", "claim_path", "match_mode", "sidecar_mode"]
+
+log = logging.getLogger(STORE)
 
 SUFFIX = ".lock"
 _WINDOWS_OFFSET = 1 << 20  # Windows locks a byte range: lock one past the text, not the text
@@ -135,6 +145,49 @@ class FileClaim:
             pass  # the note only names the holder in a refusal: the claim is held all the same
         self._fd: int | None = fd
         _OPEN.add(self)
+
+    def check(self) -> None:
+        """Claim the file again if the lock file at :attr:`path` is no longer the one this
+        claim locked (deleted, or replaced: an operator's ``rm`` of a lock file thought
+        stale, a cleaner of old files), or raise :class:`StoreError` naming the holder if
+        another store claimed the file since.  A deleted lock file let the next opener in
+        beside this store: a second scheduler on the file, or an operator's verb whose
+        change this store's scheduler then overwrote.  One ``stat`` and one ``fstat``;
+        the store calls it as often as it checks its own file."""
+        fd = self._fd
+        if fd is None:
+            return
+        try:
+            mine = os.fstat(fd)
+            here = os.stat(self.path)
+        except FileNotFoundError:
+            pass  # deleted: claimed again below
+        except OSError:
+            return  # the folder cannot be read: nothing to tell
+        else:
+            if (here.st_dev, here.st_ino) == (mine.st_dev, mine.st_ino):
+                return
+        try:
+            again = FileClaim(self.store_path, mode=self.mode)
+        except StoreError as exc:
+            raise StoreError(
+                f"the lock file {self.path!r} that claimed the store {self.store_path!r} for "
+                "this process was deleted while the store was open, and the file was claimed "
+                f"since by another opener ({exc}). Nothing more is written here (its "
+                "scheduler keeps every task in memory meanwhile), until that opener lets go. "
+                "Never delete a store's lock file: its process's exit lets it go"
+            ) from None
+        self._fd, again._fd = again._fd, None
+        _OPEN.discard(again)
+        os.close(fd)  # the lock on the file no longer at the path
+        log.warning(
+            "the lock file %r that claimed the store %r for this process was deleted while "
+            "the store was open; the file is claimed again. Until then another scheduler "
+            "or an operator's command could open the store beside this one (a change made "
+            "so may have been overwritten since). Never delete a store's lock file: its "
+            "process's exit lets it go",
+            self.path, self.store_path,
+        )  # fmt: skip
 
     @classmethod
     def shared(cls, store_path: str) -> FileClaim:

@@ -13,7 +13,8 @@ its definition decoded with ``imports=False`` (an action is its path as text,
 * SQLite: the file opened read-only (``mode=ro``), no claim taken, so it reads beside a
   scheduler holding the file, shared or not (WAL: a reader never blocks a writer);
   a path with no file, or a file that is no lldsched store of this schema version, is
-  refused, never created;
+  refused, never created, as is one the store's open refuses (not SQLite, cut short,
+  failing ``PRAGMA quick_check``), in the store's words;
 * PostgreSQL: one connection (psycopg imported only then), its session read-only; a
   database without the store's tables, or of another schema version, is refused, never
   installed.
@@ -225,9 +226,18 @@ def _last(record: Sequence[Any]) -> Last:
 def peek_sqlite(path: str) -> Peek:
     """The SQLite store file at ``path``, opened read-only; :class:`StoreError` if there is
     none, or it is no lldsched store this release reads."""
+    from lldsched.stores.sqlite_file import no_room
     from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, TASKS, failure, fetch
-    from lldsched.stores.sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
+    from lldsched.stores.sqlite_schema import (
+        APPLICATION_ID,
+        SCHEMA_VERSION,
+        corrupted,
+        quick_check,
+        unreadable_database,
+    )
 
+    if os.path.isdir(path):
+        raise StoreError(f"{path!r} is a folder, not an SQLite store file: name the store's file")
     if not os.path.isfile(path):
         raise StoreError(f"there is no SQLite store file at {path!r}")
     # A path that begins with two slashes (SQLAlchemy's sqlite:////srv/jobs.db, given as
@@ -238,13 +248,17 @@ def peek_sqlite(path: str) -> Peek:
     try:
         connection = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
     except sqlite3.Error as exc:
-        raise failure(path, "open the file to read", exc) from exc
+        raise failure(path, "open the file to read", exc, because=no_room(path)) from exc
     try:  # a file that is no database opens, and fails here: closed, as every refusal
         (application,) = connection.execute("PRAGMA application_id").fetchone()
         (version,) = connection.execute("PRAGMA user_version").fetchone()
-    except sqlite3.Error as exc:
+    except sqlite3.Error as exc:  # a -shm it could not make on a full disk: "disk I/O error"
         connection.close()
-        raise failure(path, "open the file to read", exc) from exc
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+            exc, sqlite3.OperationalError
+        ):  # not SQLite, or cut short: what the store's open says
+            raise unreadable_database(path, exc) from exc
+        raise failure(path, "open the file to read", exc, because=no_room(path)) from exc
     if application != APPLICATION_ID:
         connection.close()
         raise StoreError(f"{path!r} is not an lldsched store file")
@@ -254,6 +268,10 @@ def peek_sqlite(path: str) -> Peek:
             f"the SQLite store {path!r} has schema version {version}; this lldsched reads "
             f"{SCHEMA_VERSION}: run the command with the lldsched the service runs"
         )
+    problems = quick_check(connection)  # the store's open refuses the file so: said here too
+    if problems != ["ok"]:
+        connection.close()
+        raise corrupted(path, problems)
 
     def query(statement: str, parameters: Sequence[object]) -> list[Any]:
         try:

@@ -106,10 +106,13 @@ from lldsched.stores.sqlite_file import (
     FileWatch,
     check_encodable,
     create_owner_only,
+    leave_no_frames,
+    no_room,
     refuse_empty,
     refuse_folder,
     refuse_read_only,
     refuse_url,
+    still_names,
     unopenable,
 )
 from lldsched.stores.sqlite_gate import WriteGate, gate_for
@@ -205,16 +208,28 @@ class _Using:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        store = self.store
         if isinstance(error, sqlite3.Error):
             raise self._failed(error)
-        self.store._lock.release()
+        if store._locked_out is not None:  # waits cut: given back once a write got through
+            try:
+                store._write_got_through()
+            finally:
+                store._lock.release()
+            return
+        store._lock.release()
 
     def _failed(self, error: sqlite3.Error) -> StoreError:
         """The StoreError for SQLite's ``error`` (its ``__cause__``), once a verb's hold it
         ended was told (under the lock, then let go: the hold is the lock holder's)."""
         store = self.store
         doing = self.doing if self.task_id is None else f"{self.doing} {self.task_id!r}"
-        failed = failure(store.path, doing, error)
+        code = getattr(error, "sqlite_errorcode", 0)  # none on an error raised by hand
+        if code & 0xFF == sqlite3.SQLITE_BUSY and store._shared is None:
+            because: str | None = store._locked()
+        else:
+            because = None if store.path in PRIVATE else no_room(store.path)  # a statvfs
+        failed = failure(store.path, doing, error, because=because)
         failed.__cause__ = error
         try:
             store._ended_hold(doing, error, failed)
@@ -229,7 +244,8 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
     ``retention`` bounds the records kept per task (default 1,000; ``None``: keep
     all); ``synchronous`` is ``"NORMAL"`` (the default: a commit survives a killed
     process) or ``"FULL"`` (also a power loss, slower); ``timeout`` is how long a
-    write waits for a lock held by another connection (seconds, default 5).
+    write waits for a lock held by another connection (seconds, default 5; an unshared
+    store that waited it in vain waits no more until a write gets through).
     Use it as a context manager, or call :meth:`close`: the file stays claimed
     until then, and a second store on it raises :class:`StoreError`.  A path that
     cannot be opened raises a :class:`StoreError` naming it and what is wrong with it
@@ -376,6 +392,11 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
         self._counts: dict[str, int] = counts  # records kept per unfinished task
         self._dead_seq: int = dead_seq
         self._seq: int = last_seq  # of the last record saved
+        # An unshared store whose write found the file locked past its timeout (another
+        # program's transaction): its calls wait for no lock until a write gets through
+        # (_locked).  None: they wait ``timeout``; else the connection's total_changes then.
+        self._locked_out: int | None = None
+        self._busy_ms = int(timeout * 1000)  # the connection's busy_timeout (unshared)
 
     # -- the TaskStore protocol --------------------------------------------------------
 
@@ -571,12 +592,58 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
             return
         with self._lock:
             if self._connection is not None:
+                if self._moved():  # its frames into the file they belong to, not left at the path
+                    leave_no_frames(self._connection, self.path)
                 self._connection.close()
                 self._connection = None
             if self._gate is not None:
                 self._gate.close()
             if self._claim is not None:
                 self._claim.release()  # after the connection: nothing written past it
+
+    def _locked(self) -> str:
+        """What to say of an unshared store's call that found the file's write lock held
+        past ``timeout`` (SQLite's "database is locked"); from now on its calls wait for no
+        lock (``busy_timeout`` 0) until a write gets through (:meth:`_write_got_through`).
+        Every save is made under the scheduler's lock: each waited the whole ``timeout``
+        while another program's transaction held the file, and the scheduler with it (a
+        verb, ``metrics()``, the runs' starts), for as long as that transaction lasted.
+        The caller holds the store's lock."""
+        connection = self._connection
+        if self._locked_out is None and connection is not None:
+            try:
+                connection.execute("PRAGMA busy_timeout = 0")
+            except sqlite3.Error:
+                pass  # the next call waits as before: nothing worse
+            else:
+                self._locked_out = connection.total_changes
+        return (
+            f"another program holds its write lock past the {self._busy_ms / 1000:g} s "
+            "timeout: a transaction left open (`fuser` names the process); until a write "
+            "gets through, the store's calls do not wait for it"
+        )
+
+    def _write_got_through(self) -> None:
+        """Give the connection back its ``busy_timeout`` once a write committed since the
+        lock was found held (a read gets through a held lock: WAL).  The caller holds the
+        store's lock."""
+        connection = self._connection
+        if connection is not None and connection.total_changes != self._locked_out:
+            try:
+                connection.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            except sqlite3.Error:
+                return  # tried again at the next call
+            self._locked_out = None
+
+    def _moved(self) -> bool:
+        """Whether the path no longer names the file this store opened (deleted, replaced,
+        moved away): its ``-wal`` is then checkpointed before the close
+        (:func:`~lldsched.stores.sqlite_file.leave_no_frames`).  False for a private
+        database."""
+        if self._watch is not None:
+            return not self._watch.names_it()
+        shared = self._shared
+        return shared is not None and not still_names(shared.path, shared.file)
 
     def __del__(self, _collected: Callable[..., None] = collected) -> None:
         """Collected open (dropped without ``close()``: a notebook cell run again): a
@@ -635,6 +702,12 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
         watch = self._watch
         if watch is not None and watch.due():  # deleted or replaced under it: StoreError
             watch.check()
+            if self._claim is not None:  # its lock file deleted: claimed again, or StoreError
+                try:
+                    self._claim.check()
+                except StoreError:
+                    watch.at_every_call()  # until the other opener lets go
+                    raise
         return self._connection
 
     @property

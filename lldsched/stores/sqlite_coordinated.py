@@ -96,6 +96,8 @@ class CoordinatedMethods(SqliteParts):
         with self._using("claim runs") as connection:
             shared = self._coordinated()
             shared.check_file()  # a removed or replaced file: claim nothing (StoreError)
+            if self._claim is not None:  # its lock file deleted: claimed again, or StoreError
+                self._claim.check()
             return shared.claim(connection, now=now, limit=limit, among=among, leaving=leaving)
 
     def renew(self, *, tokens: Collection[int], now: float) -> set[int]:

@@ -40,22 +40,32 @@ A path that names the file again (moved away and back) is written again.  A shar
 store checks the same :func:`identity` at every claim instead, and refuses to claim
 (:meth:`~lldsched.stores.sqlite_shared.SharedState.check_file`).
 
-What the check cannot undo: the old file's ``-wal`` is still at the path, and the next
-connection that opens the path reads its frames over the new file (a restore copied
-over an open store comes back mixed with the old store's last writes).  Restore a
-store's file with the store closed, or move its ``-wal`` and ``-shm`` aside with it.
+What the check cannot undo while the store is open: the old file's ``-wal`` is still at
+the path, and a connection that opens the path meanwhile reads its frames over the new
+file.  SQLite's own close of a connection whose file moved neither checkpoints nor
+removes the ``-wal`` (so that nothing is written into a file that moved), which left
+those frames at the path for good: the next open read them over the file put there (a
+backup renamed over an open store came back as the replaced store's last state), and a
+file moved away lacked every commit since its last checkpoint.  So the store's
+:meth:`~lldsched.stores.sqlite.SqliteTaskStore.close` checkpoints them into the file it
+opened first (:func:`leave_no_frames`), both modes: the file moved away is whole, and the
+``-wal`` left at the path is empty.  Restore a store's file with the store closed all the
+same.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
+import sqlite3
 import sys
 import time
 from urllib.parse import unquote, urlsplit
 
 from lldsched.errors import StoreError, ValidationError
+from lldsched.logs import STORE
 from lldsched.redaction import hide_passwords
 
 __all__ = [
@@ -65,12 +75,17 @@ __all__ = [
     "check_encodable",
     "create_owner_only",
     "identity",
+    "leave_no_frames",
+    "no_room",
     "refuse_empty",
     "refuse_folder",
     "refuse_read_only",
     "refuse_url",
+    "still_names",
     "unopenable",
 ]
+
+log = logging.getLogger(STORE)
 
 PRIVATE = ("", ":memory:")  # SQLite's private databases: nobody else can open them
 
@@ -97,6 +112,15 @@ class FileWatch:
             self._identity = None
         self._at = time.monotonic() + CHECK_EVERY  # the next check
 
+    def names_it(self) -> bool:
+        """Whether the path names the file opened now (one ``stat``; never raises)."""
+        return still_names(self._where, self._identity)
+
+    def at_every_call(self) -> None:
+        """Check at every call from now on, until a check passes (the store's claim found
+        taken by another opener)."""
+        self._at = 0.0
+
     def due(self) -> bool:
         """True when the path is to be checked again (a clock read: the write path's)."""
         return time.monotonic() >= self._at
@@ -121,6 +145,56 @@ class FileWatch:
         )
 
 
+def still_names(path: str, opened: tuple[int, int] | None) -> bool:
+    """Whether ``path`` still names the file of identity ``opened`` (True as well when
+    its folder cannot be read: nothing to tell)."""
+    try:
+        return _identity(path) == opened
+    except OSError:
+        return True
+
+
+def leave_no_frames(connection: sqlite3.Connection, path: str) -> None:
+    """Checkpoint the store's ``-wal`` into the file ``connection`` opened, which ``path``
+    no longer names (deleted, replaced or moved away), before the connection is closed.
+
+    SQLite's close of such a connection neither checkpoints nor removes the ``-wal``, and
+    its frames stayed at the path, to be read over whichever file is opened there next.
+    Checkpointed with ``TRUNCATE``, they are in the file they belong to (whole, if it was
+    moved away) and the ``-wal`` at the path is empty; one whose checkpoint cannot be
+    made (a reader of an older state, past the store's ``timeout``) is named, to remove
+    with its ``-shm`` before the path is opened again."""
+    what = "it was deleted or moved away" if _identity_or_none(path) is None else "it was replaced"
+    try:
+        (busy, _, _) = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        cause = "a reader of the file still reads an older state of it" if busy else None
+    except sqlite3.Error as exc:
+        cause = f"{type(exc).__name__}: {exc}"
+    if cause is None:
+        log.info(
+            "closing the SQLite store %r, whose path no longer names the file it opened "
+            "(%s): its last writes were checkpointed into that file, and the -wal left at "
+            "the path holds none, so a file put at the path is read as itself",
+            path, what,
+        )  # fmt: skip
+        return
+    log.warning(
+        "closing the SQLite store %r, whose path no longer names the file it opened (%s): "
+        "its last writes could not be checkpointed into that file (%s), and %r holds them: "
+        "remove it and %r before the path is opened again, or they are read over the file "
+        "put there",
+        path, what, cause, f"{path}-wal", f"{path}-shm",
+    )  # fmt: skip
+
+
+def _identity_or_none(path: str) -> tuple[int, int] | None:
+    """:func:`_identity`, None also when the folder cannot be read."""
+    try:
+        return _identity(path)
+    except OSError:
+        return None
+
+
 def identity(path: str) -> tuple[int, int]:
     """The (device, inode) of the file at ``path`` (an ``OSError`` if there is none): what
     says a path still names the file a store opened, here and in shared mode
@@ -143,7 +217,8 @@ def unopenable(path: str) -> str | None:
 
     The first folder on the way that does not exist, or that is a file; the path itself
     a folder; its folder on a read-only file system, or not writable by this process
-    (which a new store must create its file in, and SQLite its ``-wal`` beside it)."""
+    (which a new store must create its file in, and SQLite its ``-wal`` beside it); its
+    file system full (:func:`no_room`)."""
     full = os.path.abspath(path)
     if os.path.isdir(full):
         return f"{full!r} is a folder, not a database file: name a file in it"
@@ -167,6 +242,30 @@ def unopenable(path: str) -> str | None:
         return f"this process may not create files in the folder {folder!r} (its permissions)"
     if os.path.exists(full) and not os.access(full, os.R_OK):
         return f"this process may not read {full!r} (its permissions)"
+    return no_room(full)
+
+
+FULL_BELOW = 1 << 20
+"""Bytes free (for this process) under which a store's file system is said full."""
+
+
+def no_room(path: str) -> str | None:
+    """That the file system holding the store at ``path`` is full (less than
+    :data:`FULL_BELOW` bytes, or no inode, free for this process), said for a person;
+    None otherwise, or where it cannot be told (no ``statvfs``).  SQLite says a full
+    disk as "database or disk is full" only where it writes a page: a ``-shm`` it could
+    not make or grow at the open is a "disk I/O error", read as a failing disk."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        found = os.statvfs(folder)
+    except (OSError, AttributeError):  # statvfs: POSIX only
+        return None
+    root = hasattr(os, "geteuid") and os.geteuid() == 0  # root may use the reserved blocks
+    free = (found.f_bfree if root else found.f_bavail) * found.f_frsize
+    if free < FULL_BELOW:
+        return f"the file system of the folder {folder!r} is full: {free // 1024} KiB free"
+    if found.f_files and (found.f_ffree if root else found.f_favail) == 0:
+        return f"the file system of the folder {folder!r} has no free inode: no file can be made"
     return None
 
 

@@ -15,6 +15,7 @@ it (a shared store's writes here pass its gate, which the store gives them).
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import time
 
@@ -116,6 +117,33 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 
 
+def unreadable_database(path: str, error: sqlite3.DatabaseError) -> StoreError:
+    """The refusal of a file SQLite cannot read as a database (``file is not a database``:
+    not SQLite; ``database disk image is malformed``: a store cut short, a copy that
+    stopped), saying what to do: the store's own file is damaged, another was named."""
+    return StoreError(
+        f"{path!r} is not a readable SQLite database ({error}); it was left untouched. "
+        "If it is the store's file, it is damaged: restore it from a backup or move it "
+        "aside; if not, name the store's file"
+    )
+
+
+def corrupted(path: str, problems: list[str]) -> StoreError:
+    """The refusal of a file whose ``PRAGMA quick_check`` found ``problems``."""
+    return StoreError(
+        f"{path!r} is corrupted (quick_check: {'; '.join(problems[:3])}); "
+        "it was left untouched: restore it from a backup or move it aside"
+    )
+
+
+def quick_check(connection: sqlite3.Connection) -> list[str]:
+    """What ``PRAGMA quick_check`` finds wrong with the file (``["ok"]``: nothing)."""
+    try:
+        return [row[0] for row in connection.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        return [str(exc)]
+
+
 class FileFormat(SqliteParts):
     """Checking, creating and migrating the store's file: mixed into the SQLite store."""
 
@@ -146,9 +174,7 @@ class FileFormat(SqliteParts):
             because = None if self.path in PRIVATE else unopenable(self.path)
             raise failure(self.path, "read its header", exc, because=because) from exc
         except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"{self.path!r} is not a readable SQLite database ({exc}); it was left untouched"
-            ) from None
+            raise unreadable_database(self.path, exc) from None
         if application_id == 0 and version == 0 and not tables:
             return None
         if application_id != APPLICATION_ID:
@@ -169,15 +195,9 @@ class FileFormat(SqliteParts):
                 f"{self.path!r} has unknown store schema version {version} "
                 f"(expected {SCHEMA_VERSION}); it was left untouched"
             )
-        try:
-            problems = [row[0] for row in connection.execute("PRAGMA quick_check")]
-        except sqlite3.DatabaseError as exc:
-            problems = [str(exc)]
+        problems = quick_check(connection)
         if problems != ["ok"]:
-            raise StoreError(
-                f"{self.path!r} is corrupted (quick_check: {'; '.join(problems[:3])}); "
-                "it was left untouched: restore it from a backup or move it aside"
-            )
+            raise corrupted(self.path, problems)
         return int(version)
 
     def _check_values(
@@ -264,7 +284,7 @@ class FileFormat(SqliteParts):
         shared store's, passed for the creating transaction as by every shared write
         (the switch to WAL before it is not a write transaction: see :func:`_wal`)."""
         mode = _wal(connection, timeout)
-        if mode != "wal":
+        if mode != "wal" and self.path not in PRIVATE:  # a private database has no WAL
             log.warning(  # which store: a process may open several
                 "SQLite could not use WAL mode for %r (got %r); writes will be slower",
                 self.path,
@@ -290,6 +310,12 @@ class FileFormat(SqliteParts):
         finally:
             if gate is not None:
                 gate.release()
+        if self.path not in PRIVATE:  # a new file where one was meant (a volume not mounted)
+            log.info(
+                "created a new, empty store at %r: no store was there (if one was meant to "
+                "be, check the path and that its volume is mounted)",
+                os.path.abspath(self.path),
+            )
         return True
 
     def _keep_wal(self, connection: sqlite3.Connection, timeout: float) -> None:
