@@ -245,7 +245,7 @@ def test_a_trim_of_a_shared_sqlite_stores_removals_that_failed_says_why_and_wher
         monkeypatch.setattr(state.horizons, "read", lambda cursor: 1)  # a day behind
         monkeypatch.setattr(sqlite_shared, "immediate", refused)
         store.changes()
-    (line,) = [r.getMessage() for r in lines.records if "trim" in r.getMessage()]
+    (line,) = [r.getMessage() for r in lines.records if "could not trim" in r.getMessage()]
     assert line == (
         f"could not trim the removals of {state.node} in {str(path)!r} (disk I/O error); "
         "trying again later"
