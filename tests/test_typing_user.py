@@ -29,6 +29,7 @@ through.
 from __future__ import annotations
 
 import fcntl
+import inspect
 import json
 import os
 import re
@@ -286,6 +287,46 @@ def test_pyright_strict_reads_the_programs_and_catches_every_mistake(tmp_path: P
     flagged = {line for path, line, _ in errors if path == wrong.resolve()}
     missed = [code for number, code in enumerate(WRONG, first) if number not in flagged]
     assert not missed, f"pyright --strict accepts these mistakes: {missed}"
+
+
+def hover_classes() -> list[type]:
+    """The classes a user's editor shows: those of ``lldsched.__all__``, of
+    ``lldsched.sim`` and ``lldsched.stores``, and the protocols of ``lldsched.runtime``."""
+    import lldsched
+    import lldsched.runtime
+    import lldsched.sim
+    import lldsched.stores
+
+    named = [
+        getattr(module, name)
+        for module in (lldsched, lldsched.sim, lldsched.stores, lldsched.runtime)
+        for name in module.__all__
+    ]
+    return list(dict.fromkeys(kind for kind in named if isinstance(kind, type)))
+
+
+def test_every_public_member_has_a_docstring_an_editors_hover_shows() -> None:
+    """pyright's hover (VS Code's) shows a member's docstring, or else that of the same
+    name in a base class; a protocol a class satisfies without naming it as a base (a
+    clock, a store, a schedule) lends it none.  So each public method and property a
+    class defines has one of its own or a base's."""
+
+    def documented(kind: type, name: str) -> bool:
+        for base in kind.__mro__:
+            member = vars(base).get(name)
+            if member is not None and (getattr(member, "__doc__", None) or "").strip():
+                return True
+        return False
+
+    bare = [
+        f"{kind.__module__}.{kind.__qualname__}.{name}"
+        for kind in hover_classes()
+        for name, member in vars(kind).items()
+        if not name.startswith("_")
+        and (inspect.isfunction(member) or isinstance(member, property))
+        and not documented(kind, name)
+    ]
+    assert not bare, bare
 
 
 def test_a_run_is_stopped_by_the_cpu_time_it_spent_not_by_the_clock(tmp_path: Path) -> None:
