@@ -46,7 +46,7 @@ class TaskListener(Protocol):
     """Receives every status change of every task, after the fact."""
 
     def on_event(self, event: TaskEvent) -> None:
-        """Hear ``event``, on the runtime's one delivery thread, in publication order."""
+        """Hear ``event``: one status change of one task, after the fact, in order."""
 
 
 Listener = TaskListener | Callable[[TaskEvent], None]
