@@ -154,6 +154,7 @@ class SystemClock:
     comparing the two."""
 
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        """Block on ``condition`` (held by the caller) until ``deadline`` or a notify."""
         if deadline is None:
             condition.wait()
             return
@@ -179,9 +180,12 @@ class FakeClock:
         self._waiters: weakref.WeakSet[threading.Condition] = weakref.WeakSet()
 
     def now(self) -> float:
+        """The instant the clock was set or advanced to, in seconds since the epoch."""
         return self._now
 
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        """Block on ``condition`` (held by the caller) until this clock reaches
+        ``deadline`` (by :meth:`advance` or :meth:`set`) or a notify."""
         # The caller holds `condition`, so a concurrent advance() blocks on it in
         # _notify_all until this thread is parked in condition.wait(): no lost wake-up.
         with self._lock:

@@ -45,7 +45,8 @@ log = logging.getLogger(LISTENERS)
 class TaskListener(Protocol):
     """Receives every status change of every task, after the fact."""
 
-    def on_event(self, event: TaskEvent) -> None: ...
+    def on_event(self, event: TaskEvent) -> None:
+        """Hear ``event``: one status change of one task, after the fact, in order."""
 
 
 Listener = TaskListener | Callable[[TaskEvent], None]

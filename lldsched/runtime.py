@@ -63,13 +63,27 @@ __all__ = ["REFUSED_AFTER_SHUTDOWN", "Controls", "Observable", "Reads", "Runtime
 class Controls(Protocol):
     """The control verbs, by task id (an unknown id raises ``TaskNotFoundError``)."""
 
-    def pause(self, task_id: str) -> bool: ...
-    def resume(self, task_id: str) -> bool: ...
-    def cancel(self, task_id: str) -> bool: ...
-    def redrive(self, task_id: str) -> bool: ...
-    def run_now(self, task_id: str) -> bool: ...
-    def remove(self, task_id: str) -> ScheduledTask: ...
-    def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask: ...
+    def pause(self, task_id: str) -> bool:
+        """Hold the task; True if this call paused it."""
+
+    def resume(self, task_id: str) -> bool:
+        """Return a paused task to where it was; True if this call resumed it."""
+
+    def cancel(self, task_id: str) -> bool:
+        """Stop all future runs of the task; True if it was live."""
+
+    def redrive(self, task_id: str) -> bool:
+        """Put a dead-lettered (FAILED) task back, due now; False for one not FAILED."""
+
+    def run_now(self, task_id: str) -> bool:
+        """Run the task once more, at once, without moving its schedule; True if queued."""
+
+    def remove(self, task_id: str) -> ScheduledTask:
+        """Cancel the task if live, and forget it (here and in the store)."""
+
+    def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
+        """Give the task a new schedule (or cron text): same id, history kept."""
+
     def modify(
         self,
         task_id: str,
@@ -77,7 +91,8 @@ class Controls(Protocol):
         priority: Priority | int | Unchanged = ...,
         retry: RetryPolicy | Unchanged | None = ...,
         timeout: float | timedelta | Unchanged | None = ...,
-    ) -> ScheduledTask: ...
+    ) -> ScheduledTask:
+        """Change the task's priority, retry policy or timeout (what is not given stays)."""
 
 
 @runtime_checkable
@@ -86,31 +101,61 @@ class Reads(Protocol):
     workers and time."""
 
     @property
-    def workers(self) -> int: ...
+    def workers(self) -> int:
+        """How many runs go at once (fixed at construction)."""
+
     @property
-    def now(self) -> float: ...
+    def now(self) -> float:
+        """The runtime's instant (a clock's, or the virtual one), in epoch seconds."""
+
     @property
-    def tz(self) -> str: ...
+    def tz(self) -> str:
+        """The zone of cron schedules that name none (an IANA key)."""
+
     @property
-    def retain_finished(self) -> RetainFinished: ...
-    def task(self, task_id: str) -> ScheduledTask: ...
-    def tasks(self) -> list[ScheduledTask]: ...
-    def records(self) -> list[ExecutionRecord]: ...
-    def priorities(self) -> dict[str, int]: ...
-    def schedules(self) -> dict[str, Schedule]: ...
-    def dead_letter(self) -> list[str]: ...
-    def pending(self) -> list[ScheduledTask]: ...
-    def orphans(self) -> list[str]: ...
-    def queue_stats(self) -> QueueStats: ...
-    def metrics(self, timeout: float | timedelta | None = None) -> Metrics: ...
+    def retain_finished(self) -> RetainFinished:
+        """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
+
+    def task(self, task_id: str) -> ScheduledTask:
+        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`."""
+
+    def tasks(self) -> list[ScheduledTask]:
+        """Every registered task, in registration order (retired tasks are not)."""
+
+    def records(self) -> list[ExecutionRecord]:
+        """Every record still held (retired tasks' too), sorted by ``finished``."""
+
+    def priorities(self) -> dict[str, int]:
+        """Task id to priority value of every task that has records here."""
+
+    def schedules(self) -> dict[str, Schedule]:
+        """Task id to schedule of every task that has records here."""
+
+    def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, oldest failure first."""
+
+    def pending(self) -> list[ScheduledTask]:
+        """Tasks waiting to run, in the order they will run."""
+
+    def orphans(self) -> list[str]:
+        """Ids of the tasks the store restored that no ``schedule(..., id=...)`` named."""
+
+    def queue_stats(self) -> QueueStats:
+        """How many entries the queue holds, and how many are tombstones."""
+
+    def metrics(self, timeout: float | timedelta | None = None) -> Metrics:
+        """One read of the runtime's health and load (:class:`~lldsched.core.metrics.Metrics`)."""
 
 
 @runtime_checkable
 class Observable(Protocol):
     """Listeners hear every status change (see :mod:`lldsched.listeners`)."""
 
-    def add_listener(self, listener: Listener) -> None: ...
-    def remove_listener(self, listener: Listener) -> bool: ...
+    def add_listener(self, listener: Listener) -> None:
+        """Deliver to ``listener`` as well every event published from now on."""
+
+    def remove_listener(self, listener: Listener) -> bool:
+        """Stop delivering to ``listener``; True if it was registered."""
 
 
 @runtime_checkable
@@ -121,17 +166,26 @@ class Runtime(Controls, Reads, Observable, Protocol):
     running)."""
 
     @property
-    def running(self) -> bool: ...
-    def shutdown(self, *, drain: bool = ..., timeout: float | timedelta | None = ...) -> bool: ...
-    async def aclose(
-        self, *, drain: bool = ..., timeout: float | timedelta | None = ...
-    ) -> bool: ...
+    def running(self) -> bool:
+        """True while the runtime runs: started (a simulation from its making), not shut down."""
+
+    def shutdown(self, *, drain: bool = ..., timeout: float | timedelta | None = ...) -> bool:
+        """Stop, then drain (or with ``drain=False`` drop) what is due; True when nothing is
+        left running."""
+
+    async def aclose(self, *, drain: bool = ..., timeout: float | timedelta | None = ...) -> bool:
+        """:meth:`shutdown` for a coroutine: the same stop, drain and result."""
 
 
 @runtime_checkable
 class Stepped(Runtime, Protocol):
     """A runtime on virtual time, moved by hand: one event, an instant, a length."""
 
-    def step(self) -> object: ...
-    def run(self, until: float | datetime) -> object: ...
-    def run_for(self, duration: float | timedelta) -> object: ...
+    def step(self) -> object:
+        """Process the next event, moving the clock to it."""
+
+    def run(self, until: float | datetime) -> object:
+        """Process every event up to ``until`` (an instant); the clock ends there."""
+
+    def run_for(self, duration: float | timedelta) -> object:
+        """:meth:`run` for ``duration`` past the current instant."""

@@ -19,11 +19,18 @@ what the first cached (about 2 s of CPU time, not 13 to 15 again).  A subprocess
 ``mypy.api.run``: in-process, the interpreter then spent as long again freeing mypy's
 objects.  Its bound is CPU time (:data:`MYPY_CPU`), which a machine loaded by others
 cannot use up, not the suite's wall-clock bound per test.
+
+``tests/typed_user/api_tour.py`` uses every public name the same way, and pyright (VS
+Code's Pylance) in its strict mode reads both programs and the mistakes too
+(:func:`user_pyright`): it infers where mypy asks, so each catches what the other lets
+through.
 """
 
 from __future__ import annotations
 
 import fcntl
+import inspect
+import json
 import os
 import re
 import signal
@@ -36,6 +43,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "tests" / "typed_user" / "readme_program.py"
+TOUR = ROOT / "tests" / "typed_user" / "api_tour.py"
+PROGRAMS = (PROGRAM, TOUR)
 PACKAGE = ROOT / "lldsched"
 
 MYPY_CPU = 300
@@ -217,12 +226,107 @@ def test_correct_user_code_type_checks_and_every_mistake_is_caught(folder: Path)
     wrong = folder / "wrong_usage.py"
     first = HEADER.count("\n") + 1
     wrong.write_text(HEADER + "\n".join(WRONG) + "\n")
-    errors = user_mypy([PROGRAM, wrong], folder)
-    in_program = [line for path, _, line in errors if path == PROGRAM]
+    errors = user_mypy([*PROGRAMS, wrong], folder)
+    in_program = [line for path, _, line in errors if path in PROGRAMS]
     assert not in_program, "\n".join(in_program)
     flagged = {number for path, number, _ in errors if path == wrong.resolve()}
     missed = [code for number, code in enumerate(WRONG, first) if number not in flagged]
     assert not missed, f"mypy --strict accepts these mistakes: {missed}"
+
+
+def user_pyright(files: list[Path], folder: Path) -> list[tuple[Path, int, str]]:
+    """pyright (VS Code's Pylance) in its strict mode on ``files``, as a user's project
+    runs it: each error's file (resolved), line (from 1), and pyright's message.  This
+    tree's lldsched is found through ``extraPaths`` (an editable install is an import
+    hook, which pyright does not follow) and pandas' stubs in this interpreter's
+    environment.  No cache: a run from nothing spends 3 to 4 s of CPU time, most of it
+    reading pandas' stubs (docs/decisions/public-api.md, "What a user's pyright sees").
+    pyright comes with the test extra (``pyright[nodejs]``: its bundled JavaScript, and
+    Node.js from a wheel where none is installed), from PyPI alone."""
+    config = folder / "pyrightconfig.json"
+    config.write_text(
+        json.dumps(
+            {"typeCheckingMode": "strict", "pythonVersion": "3.11", "extraPaths": [str(ROOT)]}
+        )
+    )
+    try:
+        checked = subprocess.run(
+            [
+                sys.executable, "-c", CPU_BOUNDED, str(MYPY_CPU), "pyright",
+                "--outputjson", "--project", str(config), "--pythonpath", sys.executable,
+                *map(str, files),
+            ],
+            capture_output=True, text=True, check=False, timeout=MYPY_BLOCKED, cwd=folder,
+            # pyright's Python wrapper asks PyPI for a newer version unless told not to
+            env={**os.environ, "PYRIGHT_PYTHON_IGNORE_WARNINGS": "1"},
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"pyright ran {MYPY_BLOCKED} s of wall-clock time: blocked, not slow")
+    assert checked.returncode in (0, 1), (
+        f"pyright (the test extra's; `make install`) did not run: {checked.stderr}"
+    )
+    return [
+        (Path(error["file"]).resolve(), error["range"]["start"]["line"] + 1, error["message"])
+        for error in json.loads(checked.stdout)["generalDiagnostics"]
+        if error["severity"] == "error"
+    ]
+
+
+@pytest.mark.timeout(MYPY_BLOCKED + 60)  # pyright's run is bounded in CPU time (MYPY_CPU)
+def test_pyright_strict_reads_the_programs_and_catches_every_mistake(tmp_path: Path) -> None:
+    """What a user of VS Code sees: pyright, which infers where mypy asks (an attribute
+    first assigned ``{}`` is ``dict[Unknown, Unknown]`` to it, an error in strict mode
+    where mypy reads the later assignments), says nothing of the programs and flags each
+    line of :data:`WRONG`."""
+    wrong = tmp_path / "wrong_usage.py"
+    first = HEADER.count("\n") + 1
+    wrong.write_text(HEADER + "\n".join(WRONG) + "\n")
+    errors = user_pyright([*PROGRAMS, wrong], tmp_path)
+    in_programs = [f"{path.name}:{line}: {text}" for path, line, text in errors if path in PROGRAMS]
+    assert not in_programs, "\n".join(in_programs)
+    flagged = {line for path, line, _ in errors if path == wrong.resolve()}
+    missed = [code for number, code in enumerate(WRONG, first) if number not in flagged]
+    assert not missed, f"pyright --strict accepts these mistakes: {missed}"
+
+
+def hover_classes() -> list[type]:
+    """The classes a user's editor shows: those of ``lldsched.__all__``, of
+    ``lldsched.sim`` and ``lldsched.stores``, and the protocols of ``lldsched.runtime``."""
+    import lldsched
+    import lldsched.runtime
+    import lldsched.sim
+    import lldsched.stores
+
+    named = [
+        getattr(module, name)
+        for module in (lldsched, lldsched.sim, lldsched.stores, lldsched.runtime)
+        for name in module.__all__
+    ]
+    return list(dict.fromkeys(kind for kind in named if isinstance(kind, type)))
+
+
+def test_every_public_member_has_a_docstring_an_editors_hover_shows() -> None:
+    """pyright's hover (VS Code's) shows a member's docstring, or else that of the same
+    name in a base class; a protocol a class satisfies without naming it as a base (a
+    clock, a store, a schedule) lends it none.  So each public method and property a
+    class defines has one of its own or a base's."""
+
+    def documented(kind: type, name: str) -> bool:
+        for base in kind.__mro__:
+            member = vars(base).get(name)
+            if member is not None and (getattr(member, "__doc__", None) or "").strip():
+                return True
+        return False
+
+    bare = [
+        f"{kind.__module__}.{kind.__qualname__}.{name}"
+        for kind in hover_classes()
+        for name, member in vars(kind).items()
+        if not name.startswith("_")
+        and (inspect.isfunction(member) or isinstance(member, property))
+        and not documented(kind, name)
+    ]
+    assert not bare, bare
 
 
 def test_a_run_is_stopped_by_the_cpu_time_it_spent_not_by_the_clock(tmp_path: Path) -> None:
@@ -237,11 +341,12 @@ def test_a_run_is_stopped_by_the_cpu_time_it_spent_not_by_the_clock(tmp_path: Pa
 
 
 def test_the_program_runs() -> None:
-    """The typed program is real code, not only annotations: it runs (a FakeClock, a
-    simulation; well under a second)."""
-    from tests.typed_user import readme_program
+    """The typed programs are real code, not only annotations: they run (a FakeClock,
+    simulations, the tour's charts; about a second)."""
+    from tests.typed_user import api_tour, readme_program
 
     readme_program.main()
+    api_tour.main()
 
 
 def test_a_run_of_mypy_holds_its_folders_lock_so_another_waits_for_its_cache(

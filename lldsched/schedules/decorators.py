@@ -404,6 +404,7 @@ class Window(FrozenValue, AnswersItsOwnWay):
     # -- the Schedule protocol --------------------------------------------------------------
 
     def first_run(self, now: float) -> float | None:
+        """The wrapped schedule's first due instant within the window (``None``: none)."""
         checks.instant(now, name="first_run()", of=self, error=ScheduleError)
         start = self.start
         if start is None or now >= start:
@@ -412,6 +413,7 @@ class Window(FrozenValue, AnswersItsOwnWay):
         return self._within(None if first is None else max(first, start))
 
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        """The wrapped schedule's due instant after ``record``, within the window."""
         if self._ended_by(record):
             return None
         return self._within(self.schedule.next_run(record, now))
@@ -449,6 +451,7 @@ class Window(FrozenValue, AnswersItsOwnWay):
     # -- what recovery asks -------------------------------------------------------------------
 
     def slot_after(self, slot: float) -> float | None:
+        """The wrapped schedule's slot after ``slot``, within the window."""
         return self._within(slot_after(self.schedule, slot))
 
     @property
@@ -495,10 +498,12 @@ class Window(FrozenValue, AnswersItsOwnWay):
         return next_on_grid
 
     def first_slot_after(self, slot: float, now: float) -> float | None:
+        """The wrapped schedule's first slot after ``now``, within the window."""
         return self._within(first_slot_after(self.schedule, slot, now, limit=SEARCH_LIMIT))
 
     @property
     def measures_elapsed_time(self) -> bool:
+        """The wrapped schedule's answer (True for a rate or a delay)."""
         return measures_elapsed_time(self.schedule)
 
     def with_schedule(self, schedule: Schedule) -> Self:

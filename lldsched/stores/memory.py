@@ -73,6 +73,7 @@ class InMemoryTaskStore:
         forks.private(self, "InMemoryTaskStore")
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        """Keep the task's state; ``record`` is the run this transition ends."""
         task_id = snapshot.task.id
         with self._lock:
             self._open()
@@ -92,6 +93,7 @@ class InMemoryTaskStore:
                 self._dead.pop(task_id, None)
 
     def delete(self, task_id: str) -> None:
+        """Forget ``task_id`` and its records."""
         id_asked(task_id, "delete")
         with self._lock:
             self._open()
@@ -105,6 +107,7 @@ class InMemoryTaskStore:
             return list(self._dead)
 
     def load_all(self) -> list[TaskSnapshot]:
+        """The latest snapshot of every kept task, in the order they were first saved."""
         with self._lock:
             self._open()
             return list(self._snapshots.values())

@@ -24,7 +24,7 @@ import contextlib
 import reprlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from lldsched import checks
 from lldsched.clock import EARLIEST, LATEST, within_datetimes
@@ -44,6 +44,9 @@ from lldsched.views.widgetkit import (
     text_of,
     when,
 )
+
+if TYPE_CHECKING:
+    import ipywidgets
 
 __all__ = ["MAX_TYPED_RUN", "SHORT_MARK_CELLS", "SimulationPlayer"]
 
@@ -133,7 +136,10 @@ class SimulationPlayer:
             "+1 hour": (lambda: self.advance(3600), "run one simulated hour"),
             "+1 day": (lambda: self.advance(86400), "run one simulated day"),
         }
-        self.buttons = {}
+        # Annotated: from an empty dict pyright reads a user's player.buttons as
+        # dict[Unknown, Unknown], an error in its strict mode (docs/decisions/public-api.md,
+        # "What a user's pyright sees").
+        self.buttons: dict[str, ipywidgets.Button] = {}
         for label, (action, tooltip) in buttons.items():
             button = widgets.Button(
                 description=label, tooltip=tooltip, layout=widgets.Layout(width="auto")
