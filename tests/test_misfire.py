@@ -6,13 +6,24 @@ import logging
 
 import pytest
 
-from lldsched import CronSchedule, FixedDelay, FixedRate, Misfire, MisfirePolicy, OneTime, Window
+from lldsched import (
+    CronSchedule,
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    Misfire,
+    MisfirePolicy,
+    OneTime,
+    Scheduler,
+    Window,
+)
 from lldsched.core.misfires import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
 from lldsched.errors import ValidationError
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp
-from tests.conftest import T0
+from tests import jobs
+from tests.conftest import T0, settle
 
 HOUR = 3600.0
 # An hourly job that last ran at 09:00; the process died at 09:30 and is back at 12:30.
@@ -202,6 +213,32 @@ def test_a_schedule_that_raises_while_its_missed_slots_are_listed_ends_there_log
         "_Broken().next_run raised while skipping missed slots",
     ]
     assert all(r.exc_info is not None for r in caplog.records)  # the traceback is kept
+
+
+def test_a_schedule_that_raises_while_a_tasks_missed_slots_are_listed_is_logged_naming_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Said with the schedule's repr alone, the line named no task: a service of 300 tasks,
+    # several on one schedule class, could not tell whose slots were being listed.
+    clock = FakeClock(T0)
+    scheduler = Scheduler(clock=clock)
+    scheduler.schedule(
+        "nightly report", jobs.noop, _Broken(), id="report-1",
+        misfire=MisfirePolicy(Misfire.SKIP),
+    )  # fmt: skip
+    clock.advance(HOUR)  # its first slot passes before start(): the policy decides it
+    with caplog.at_level(logging.ERROR, logger="lldsched.jobs"):
+        scheduler.start()
+        settle(scheduler)
+    assert scheduler.shutdown()
+    listed = [r for r in caplog.records if "missed slots" in r.getMessage()]
+    assert [r.getMessage() for r in listed] == [
+        "task report-1 'nightly report': _Broken().next_run raised while listing missed slots",
+        "task report-1 'nightly report': _Broken().next_run raised while skipping missed slots",
+    ]
+    for line in listed:
+        assert (line.task_id, line.task_name) == ("report-1", "nightly report")  # type: ignore[attr-defined]
+        assert line.exc_info is not None
 
 
 @pytest.mark.parametrize(

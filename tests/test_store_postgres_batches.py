@@ -50,7 +50,7 @@ def hold_back(store: PostgresTaskStore, *, only_flush: bool = False) -> list[lis
     until ``flush()``), and log each batch written (its tokens): the writer thread is
     never started."""
     queue = _FlushOnly if only_flush else SettleQueue
-    store._settles = queue(store.flush, writer=False)
+    store._settles = queue(store.flush, store=store.dsn, writer=False)
     batches: list[list[int]] = []
     write = store._settle_batch
 
@@ -590,3 +590,40 @@ def test_a_settle_the_exit_refuses_a_writer_thread_for_is_written_by_its_caller(
     }
     holder.flush()  # the wake the refused settle owes
     assert woken == [True]
+
+
+def test_the_settle_writer_names_its_store_when_it_fails(
+    open_store: Opener,
+    postgres_server: PostgresServer,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "the settle writer failed" (a bug of lldsched's, its traceback says where) named no
+    # store, where a process may have several: now its dsn, the password hidden, as the
+    # store's other lines.
+    store = open_store(lease=60)
+    store.save(snapshot(task(id="a")))
+    (claim,) = store.claim(now=T0, limit=1)
+    write, failed = store._write_settles, threading.Event()
+
+    def once() -> None:  # fails the first time, as a bug in the writer would
+        if not failed.is_set():
+            failed.set()
+            raise RuntimeError("a bug in the writer")
+        write()
+
+    monkeypatch.setattr(store, "_write_settles", once)
+    done = snapshot(task(id="a"))._replace(next_run_at=T0 + 120, run_count=1)
+    with caplog.at_level(logging.ERROR, logger="lldsched.store"):
+        store.save(done, record("a", 0)._replace(token=claim.token))
+        wait_until(
+            lambda: any("settle writer" in r.getMessage() for r in caplog.records),
+            timeout=10, what="the writer's failure logged",
+        )  # fmt: skip
+        store.flush()
+    (line,) = [r for r in caplog.records if "settle writer" in r.getMessage()]
+    assert line.getMessage() == f"the settle writer of the PostgreSQL store {store.dsn!r} failed"
+    assert "password=***" in line.getMessage()
+    assert postgres_server.password not in line.getMessage()
+    assert line.exc_info is not None and "a bug in the writer" in str(line.exc_info[1])
+    assert [r.started for r in store.records("a")] == [T0]  # written on the next try

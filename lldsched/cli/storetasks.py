@@ -21,7 +21,10 @@ after the verb), the line naming the store's error and saying the change may not
 A cron schedule's zone is named, UTC too: the NEXT RUN column is UTC (:func:`_schedule`).
 A task's name is printed by :func:`~lldsched.printable.one_line` (the table and ``show``): one
 an older release stored with a newline or an escape sequence shows them escaped; ``--json``
-gives it whole (JSON escapes it).
+gives it whole (JSON escapes it).  An error (a record's, a task's last) is a cell of the
+table with its whitespace folded to blanks, in ``show`` the last error's lines each under
+the one before (:func:`_field`) and a record's on its one line, escaped; anything else that
+would act on a terminal is written as its escape.
 """
 
 from __future__ import annotations
@@ -278,16 +281,28 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
         if row.lease is not None:
             lines.append(f"  claimed     {_held(row.lease, ran_out)}")
         if snapshot.last_error is not None:
-            lines.append(f"  last error  {snapshot.last_error}")
+            lines += _field("last error", snapshot.last_error)
     lines.append(f"last {len(last)} records:" if last else "no records")
     for record in last:
         lines.append(
             f"  {_when(record.started)}  attempt {record.attempt}  {record.outcome.value}"
-            f"{'' if record.error is None else ': ' + record.error}"
+            f"{'' if record.error is None else ': ' + one_line(record.error)}"
         )
     for line in lines:
         say(line)
     return 0
+
+
+def _field(label: str, text: str) -> list[str]:
+    """A field of ``show`` whose value may hold lines (a task's last error, a traceback's
+    last lines): the first beside the label, each next one under it at the value's column,
+    every line as a line shows it (:func:`~lldsched.printable.one_line`: an escape sequence
+    or a bidirectional override written as its escape).  An error's lines read as the
+    program wrote them, and none starts where a field or a record does, so an error cannot
+    write a line of ``show``'s own."""
+    head = f"  {label:<10}  "
+    lines = [one_line(line) for line in text.splitlines()] or [""]
+    return [f"{head}{lines[0]}", *(f"{' ' * len(head)}{line}".rstrip() for line in lines[1:])]
 
 
 _DONE = {  # a verb's past tense, and the runtime's method
@@ -463,8 +478,11 @@ def _outcome(record: ExecutionRecord | None) -> str:
 
 
 def _cell(text: str) -> str:
-    """One line, at most :data:`_WIDEST` characters (``...`` where cut)."""
-    text = " ".join(text.split())
+    """One line, at most :data:`_WIDEST` characters (``...`` where cut): its runs of
+    whitespace (a newline, a tab) as one blank, and what else would act on a terminal
+    (an escape sequence, a bidirectional override) written as its escape
+    (:func:`~lldsched.printable.one_line`)."""
+    text = one_line(" ".join(text.split()))
     return text if len(text) <= _WIDEST else text[: _WIDEST - 3] + "..."
 
 

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
@@ -64,6 +66,7 @@ __all__ = [
     "Plan",
     "cut_record",
     "decide_misfire",
+    "deciding_for",
     "first_after",
     "first_decided",
     "passed_slots",
@@ -74,6 +77,40 @@ __all__ = [
 ]
 
 log = logging.getLogger(JOBS)  # a schedule that raised
+
+_DECIDING: ContextVar[ScheduledTask | None] = ContextVar("lldsched_misfires_task", default=None)
+"""The task whose slots are being listed, named in the line a schedule that raised logs
+(:func:`deciding_for`)."""
+
+
+@contextmanager
+def deciding_for(task: ScheduledTask) -> Iterator[None]:
+    """Within it, a schedule that raises while its slots are listed is logged naming
+    ``task`` ("task t1 'report': ...", with ``task_id`` and ``task_name`` as the record's
+    attributes).  The planning functions take a schedule, not a task (they are pure), so
+    the callers that hold the task (:func:`decide_misfire`, :func:`first_decided`,
+    :func:`queue_as_decided`, :mod:`~lldsched.core.recovery`'s) say which; the line said
+    only the schedule's ``repr``, which names no task."""
+    token = _DECIDING.set(task)
+    try:
+        yield
+    finally:
+        _DECIDING.reset(token)
+
+
+def _log_schedule(message: str, *args: object, raised: bool = False) -> None:
+    """Log an error of the schedule whose slots are listed (with its traceback if it
+    ``raised``), naming the task :func:`deciding_for` names, if any."""
+    said = log.exception if raised else log.error
+    task = _DECIDING.get()
+    if task is None:  # a plan asked of a schedule alone
+        said(message, *args, stacklevel=2)
+        return
+    said(
+        f"task %s %r: {message}", task.id, task.name, *args,
+        extra={"task_id": task.id, "task_name": task.name}, stacklevel=2,
+    )  # fmt: skip
+
 
 MAX_SLOTS = 1000
 """Passed slots of one task decided one by one; the rest are summed up in one record."""
@@ -214,10 +251,12 @@ def following_slot(schedule: Schedule, slot: float, *, origin: float | None = No
         anchor, k = on_grid(schedule, slot, origin)
         following = next(slots_on(schedule, anchor, k), None) if k else slot_after(schedule, slot)
     except Exception:
-        log.exception("%r.next_run raised while listing missed slots", schedule)
+        _log_schedule("%r.next_run raised while listing missed slots", schedule, raised=True)
         return None
     if following is not None and following <= slot:
-        log.error("%r.next_run went from %r back to %r; no more slots", schedule, slot, following)
+        _log_schedule(
+            "%r.next_run went from %r back to %r; no more slots", schedule, slot, following
+        )
         return None
     return following
 
@@ -232,7 +271,7 @@ def first_after(
         anchor, _ = on_grid(schedule, slot, origin)
         return first_slot_after(schedule, anchor, now, limit=MAX_SLOTS)
     except Exception:
-        log.exception("%r.next_run raised while skipping missed slots", schedule)
+        _log_schedule("%r.next_run raised while skipping missed slots", schedule, raised=True)
         return None
 
 
@@ -306,6 +345,20 @@ def decide_misfire(
     start, :func:`~lldsched.core.recovery.at_start`: the task's history, which
     :func:`_apply` reads for them, holds only its last ``history_limit`` records).
     """
+    with deciding_for(task):
+        return _decided_for(core, task, now, owed, token, history, known)
+
+
+def _decided_for(
+    core: SchedulerCore,
+    task: ScheduledTask,
+    now: float,
+    owed: bool,
+    token: int | None,
+    history: History | None,
+    known: Collection[float],
+) -> list[ExecutionRecord] | None:
+    """:func:`decide_misfire`, within :func:`deciding_for` ``task``."""
     due = task.next_run_at
     if due is None:
         return None
@@ -429,7 +482,8 @@ def first_decided(task: ScheduledTask, *, owed: bool) -> float | None:
     put_off = _put_off(task._schedule)
     if put_off is not None:  # the attempt owed is a run_now's extra run, off the grid:
         return put_off  # the slot after it is the one it put off (_decided_put_off)
-    return following_slot(task._schedule, task.slot, origin=task._grid)
+    with deciding_for(task):
+        return following_slot(task._schedule, task.slot, origin=task._grid)
 
 
 def plan_as_cut(
@@ -571,11 +625,12 @@ def queue_as_decided(
     plan_ahead = len(queue) > 1 or resume is not SCHEDULE_DECIDES
     # Where the runs decided end, kept with the row (TaskSnapshot.until): the slot after
     # the last, when the task's schedule takes over from it.
-    until = (
-        following_slot(own, queue[-1], origin=task._grid)
-        if plan_ahead and resume is SCHEDULE_DECIDES
-        else None
-    )
+    with deciding_for(task):
+        until = (
+            following_slot(own, queue[-1], origin=task._grid)
+            if plan_ahead and resume is SCHEDULE_DECIDES
+            else None
+        )
     core.replan(
         task,
         due=queue[0],

@@ -47,6 +47,7 @@ from lldsched.core.misfires import (
     Plan,
     cut_record,
     decide_misfire,
+    deciding_for,
     first_after,
     passed_slots,
     plan,
@@ -147,6 +148,20 @@ def stored_plan(
     ``history``: read only for a ``RUN_ALL`` plan whose ``waited`` passed (:data:`History`);
     a process following a shared store that did not pass it decided a cut plan again
     from ``waited``, counting the slots beyond the cap twice, as a restart did before."""
+    with deciding_for(task):
+        return _put_back(core, task, waited, now, resumes, until, history)
+
+
+def _put_back(
+    core: SchedulerCore,
+    task: ScheduledTask,
+    waited: float,
+    now: float,
+    resumes: bool,
+    until: float | None,
+    history: History | None,
+) -> list[tuple[float, Outcome, str | None]]:
+    """:func:`stored_plan`, within :func:`deciding_for` ``task``."""
     if resumes:
         task._schedule = CatchUp(unwrap(task._schedule), [], waited, resumes=True)
     else:
@@ -444,7 +459,8 @@ def _decide_again(core: SchedulerCore, task: ScheduledTask, found: Found, now: f
 def _passed_since(task: ScheduledTask, found: Found, now: float) -> bool:
     """Whether a slot of ``task``'s schedule passed after recovery decided its passed
     slots (at ``found.at``, from the slot it stood at: at or before then) up to ``now``."""
-    following = first_after(found.schedule, found.slot, found.at, origin=task._grid)
+    with deciding_for(task):
+        following = first_after(found.schedule, found.slot, found.at, origin=task._grid)
     return following is not None and following <= now
 
 

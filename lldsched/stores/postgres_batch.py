@@ -83,11 +83,13 @@ class SettleQueue:
     (:meth:`done`).  The thread starts with the first settle queued (never with
     ``writer=False``: then only the store's own calls write, which tests use to
     hold settles back; nor where the interpreter's exit refuses it: :attr:`unwritten`);
-    :meth:`stop` ends it, and the queue takes no more.
+    :meth:`stop` ends it, and the queue takes no more.  ``store``: the store as its log
+    lines name it (its dsn, the password hidden), for the writer's own line.
     """
 
-    def __init__(self, write: Callable[[], None], *, writer: bool = True) -> None:
+    def __init__(self, write: Callable[[], None], *, store: str, writer: bool = True) -> None:
         self._write = write
+        self._store = store
         self._writer = writer
         # Guards _pending, _flying, _outcomes and _stopping; the writer thread waits on
         # it for a settle.  Never held while calling out (write, the database).
@@ -200,7 +202,8 @@ class SettleQueue:
             try:
                 self._write()
             except Exception:  # the store logs its own failures: this is a bug of ours
-                log.exception("the settle writer failed")
+                # which store: a process may have several
+                log.exception("the settle writer of the PostgreSQL store %r failed", self._store)
 
 
 def settle_parameters(

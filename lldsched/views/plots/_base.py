@@ -14,7 +14,7 @@ import heapq
 import io
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import time, tzinfo
 from typing import Any
 
@@ -338,37 +338,65 @@ def time_unit(largest: float) -> tuple[float, str]:
 
 
 def task_codes(
-    frame: pd.DataFrame, weight: Array | None = None, *, how: str = "sum"
+    frame: pd.DataFrame,
+    weight: Array | None = None,
+    *,
+    how: str = "sum",
+    within: tuple[pd.DataFrame, Array] | None = None,
 ) -> tuple[Array, list[str], Array, list[int]]:
     """Each row's task code (order of first appearance), each code's legend label, each
     code's colour (by task name: see :func:`task_colours`), and the codes a legend
     names.  Up to :data:`MAX_LEGEND_TASKS` tasks, every one, in code order; past it,
     the :data:`MAX_LEGEND_TASKS` whose ``weight`` (one number per row, taken together
     per task by ``how``: ``"sum"``, ``"max"`` or ``"p95"``) is greatest, greatest first,
-    and every other task's colour is :data:`OTHER_TASKS`."""
-    codes, ids = pd.factorize(frame["task_id"])
-    latest = frame.drop_duplicates("task_id", keep="last")  # a task renamed: as it is now
-    names = dict(zip(latest["task_id"].tolist(), latest["name"].tolist(), strict=True))
-    plain = [str(names[task_id]) for task_id in ids]
+    and every other task's colour is :data:`OTHER_TASKS`.
+
+    ``within`` (the frame ``frame`` is a window of, and its rows' weights): a task the
+    chart of that whole frame colours keeps its colour here, and a task it greyed
+    that this chart names takes a hue none of those took while there is one, so a
+    zoomed chart's colours are the whole chart's."""
+    codes, ids, plain, named = _named_tasks(frame, weight, how)
     repeated = {label for label in plain if plain.count(label) > 1}
     labels = _shortened([  # a name stored with a newline: on one line (printable.one_line)
         one_line(f"{label} ({task_id})" if label in repeated else label)
         for label, task_id in zip(plain, ids, strict=True)
     ])  # fmt: skip
-    if len(labels) <= MAX_LEGEND_TASKS:
-        colours = task_colours(plain)
-        palette = np.array([colours[name] for name in plain]).reshape(-1, 4)
-        return codes, labels, palette, list(range(len(labels)))
+    kept = {} if within is None else _chart_slots(*within, how=how)
+    slots = _slots(
+        [plain[code] for code in named],
+        taken=set() if len(named) == len(plain) else _GREYS,
+        kept=kept,
+    )  # fmt: skip
+    palette = np.tile(np.array(OTHER_TASKS, dtype=float), (len(plain), 1))
+    for code in named:
+        palette[code] = _colour(slots[plain[code]])
+    return codes, labels, palette, named
+
+
+def _named_tasks(
+    frame: pd.DataFrame, weight: Array | None, how: str
+) -> tuple[Array, pd.Index, list[str], list[int]]:
+    """Each row's task code, the codes' task ids and names, and the codes a legend names
+    (:func:`task_codes`)."""
+    codes, ids = pd.factorize(frame["task_id"])
+    latest = frame.drop_duplicates("task_id", keep="last")  # a task renamed: as it is now
+    names = dict(zip(latest["task_id"].tolist(), latest["name"].tolist(), strict=True))
+    plain = [str(names[task_id]) for task_id in ids]
+    if len(plain) <= MAX_LEGEND_TASKS:
+        return codes, ids, plain, list(range(len(plain)))
     values = pd.Series(np.ones(len(codes)) if weight is None else weight)
     score = _p95(codes, values.to_numpy()) if how == "p95" else values.groupby(codes).agg(how)
     # A stable sort of the negated scores: ties keep the order of first appearance.
-    ranked = np.argsort(-score.reindex(range(len(labels))).to_numpy(), kind="stable")
-    named = [int(code) for code in ranked[:MAX_LEGEND_TASKS]]
-    colours = _colours([plain[code] for code in named], taken=_GREYS)
-    palette = np.tile(OTHER_TASKS, (len(labels), 1))
-    for code in named:
-        palette[code] = colours[plain[code]]
-    return codes, labels, palette, named
+    ranked = np.argsort(-score.reindex(range(len(plain))).to_numpy(), kind="stable")
+    return codes, ids, plain, [int(code) for code in ranked[:MAX_LEGEND_TASKS]]
+
+
+def _chart_slots(frame: pd.DataFrame, weight: Array, *, how: str) -> dict[str, int]:
+    """The ``tab20`` slot of each task name a chart of ``frame`` colours
+    (:func:`task_codes`)."""
+    _, _, plain, named = _named_tasks(frame, weight, how)
+    shown_names = [plain[code] for code in named]
+    return _slots(shown_names, taken=set() if len(named) == len(plain) else _GREYS)
 
 
 LABEL_LETTERS = 32
@@ -436,16 +464,29 @@ _HUES = 10  # a place in _SLOTS is a hue's dark shade, or (plus ten) its light o
 
 def _colours(names: Iterable[str], *, taken: set[int]) -> dict[str, Colour]:
     """:func:`task_colours`, with the slots of ``taken`` never given."""
-    cmap = colormaps["tab20"]
+    return {name: _colour(slot) for name, slot in _slots(names, taken=taken).items()}
+
+
+def _colour(slot: int) -> Colour:
+    """The colour of a place in :data:`_SLOTS`."""
+    red, green, blue, alpha = colormaps["tab20"](_SLOTS[slot])
+    return (float(red), float(green), float(blue), float(alpha))
+
+
+def _slots(
+    names: Iterable[str], *, taken: set[int], kept: Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """Each name's place in :data:`_SLOTS` (:func:`task_colours`), the slots of ``taken``
+    never given; a name ``kept`` gives a slot has it, and the others avoid its hue."""
     size = len(_SLOTS)
-    taken = set(taken)
-    hues = {slot % _HUES for slot in taken}  # a hue whose shades are taken, or grey
     wanted = {name: zlib.crc32(f"{_SALT}{name}".encode()) % size for name in sorted(set(names))}
-    slots: dict[str, int] = {}
+    slots = {name: kept[name] for name in wanted if kept and name in kept}
+    taken = set(taken) | set(slots.values())
+    hues = {slot % _HUES for slot in taken}  # a hue whose shades are taken, or grey
     # First every name whose hue no name before it took keeps its own slot; then the
     # others, in order, probe from theirs: one clash moves one name, never a cascade.
     for name, slot in wanted.items():
-        if slot % _HUES not in hues:
+        if name not in slots and slot % _HUES not in hues:
             slots[name] = slot
             taken.add(slot)
             hues.add(slot % _HUES)
@@ -459,11 +500,7 @@ def _colours(names: Iterable[str], *, taken: set[int]) -> dict[str, Colour]:
         )
         taken.add(slots[name])
         hues.add(slots[name] % _HUES)
-    colours: dict[str, Colour] = {}
-    for name in wanted:
-        red, green, blue, alpha = cmap(_SLOTS[slots[name]])
-        colours[name] = (float(red), float(green), float(blue), float(alpha))
-    return colours
+    return {name: slots[name] for name in wanted}
 
 
 def task_handles(

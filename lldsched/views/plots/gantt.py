@@ -51,7 +51,7 @@ from lldsched.views.plots._base import (
 )
 from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import BAR_HEIGHT, draw_runs, failures, mark_handles
-from lldsched.views.runs import check_spans, ran_reading
+from lldsched.views.runs import check_spans, instants, ran_reading
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
 
@@ -92,8 +92,13 @@ def gantt(
     too short to show as a bar (under :data:`SHORT_RUN` of the time span) is also
     drawn as a diamond at its start, crossed if it failed (its hatching cannot show).
 
-    ``span`` (two aware datetimes or epoch seconds) fixes the time axis; without it
-    the axis covers the runs.  An empty frame with a ``span`` shows that span.
+    ``span`` (two aware datetimes or epoch seconds) zooms on that window: the chart is
+    of the runs that overlap it (a run that crosses an edge is drawn cut there), and the
+    title's counts, the legend's choice of tasks, the busiest lanes and the level of
+    detail are theirs (a run's time in the window is what weighs), while a task keeps
+    the colour the chart of the whole frame gives it (:func:`task_codes`'s
+    ``within``).  Without it the axis covers the runs.  A ``span`` with no run in it
+    shows that span, empty.
 
     ``depends_on`` (task id to upstream ids: :func:`~lldsched.views.frames.dependencies_of`
     of a runtime) draws each dependency as a dashed arrow from the upstream run whose
@@ -149,24 +154,34 @@ def gantt(
         )
     # Checked before anything is drawn: on an ax= given, a refusal leaves it as it was.
     zone = as_zone(tz)
-    window = None if span is None else _span(span)
+    window = None if span is None else _span(span)  # seconds
     if depends_on is not None:
         _check_depends_on(depends_on)
     # a slot a misfire policy decided ran on no worker; checks frame
     everything = ran_reading(frame, _GANTT_READS)
     given, waits = frame, frame[frame["outcome"] == "blocked"]
-    check_spans(everything)  # a run with no start or finish, or backwards, has no bar
+    # a run with no start or finish, or backwards, has no bar
+    start, finish = check_spans(everything)
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
     nodes = run_nodes(everything)  # of every run: the lanes drawn may be one node's
+    run_time = seconds_of(everything["duration"])
+    whole = None
+    if window is not None:  # a zoom: the runs in the window, weighed by their time in it
+        low_us, high_us = (round(end * 1e6) for end in window)
+        inside = (finish >= low_us) & (start <= high_us)
+        whole = (everything, run_time)
+        cut = np.minimum(finish, high_us) - np.maximum(start, low_us)
+        everything, run_time = everything[inside], cut[inside] / 1e6
+        given, waits = _overlapping(given, window), _overlapping(waits, window)
     # each run's lane by worker (of its node), a code from 0; the lanes' labels
     every_lane = (
         None if by != "worker"
         else worker_lanes(everything, nodes) if workers is None
         else mapped_lanes(everything, workers)
     )  # fmt: skip
-    chosen, kept, note = _busiest_lanes(everything, by, fit, every_lane)
+    chosen, kept, note = _busiest_lanes(everything, run_time, by, fit, every_lane)
     frame = everything if chosen.all() else everything[chosen]
-    codes, labels, palette, named = task_codes(frame, seconds_of(frame["duration"]))
+    codes, labels, palette, named = task_codes(frame, run_time[chosen], within=whole)
     if every_lane is not None:  # the lanes kept, in their order, numbered from 0
         shown_lanes = np.sort(kept.to_numpy(dtype=np.int64))
         base = np.searchsorted(shown_lanes, every_lane[0][chosen])
@@ -177,9 +192,10 @@ def gantt(
     lanes = len(lane_labels)
     figure, ax = figure_and_axes(ax, (11.0, 1.6 + lanes_height(lanes)))
     detail = len(frame) <= DETAIL_RUNS
+    days = None if window is None else (window[0] / 86400.0, window[1] / 86400.0)
     if len(frame):
         low, high = draw_runs(
-            ax, frame, lane.astype(float), palette[codes], detail=detail, span=window
+            ax, frame, lane.astype(float), palette[codes], detail=detail, span=days
         )
         drawn = {c.get_gid() for c in ax.collections}
         marks = mark_handles(
@@ -194,16 +210,16 @@ def gantt(
             marks.append(_WAIT_HANDLE)
         set_time_span(ax, low, high)
         if by == "worker" and detail:  # a lane per worker: the bar says its task too
-            _name_bars(ax, frame, lane.astype(float), palette[codes], window or ax.get_xlim())
+            _name_bars(ax, frame, lane.astype(float), palette[codes], days or ax.get_xlim())
         if depends_on and detail and _draw_edges(ax, frame, lane.astype(float), depends_on):
             marks.append(_EDGE_HANDLE)
         if crowded:  # the rows "+1", "+2" of runs at once, said in the key
             marks.append(Line2D([], [], linestyle="none", label=crowded))
         add_legend(ax, [*task_handles(labels, palette, named), *marks])
     else:
-        say_empty(ax, "runs", given)
-    if window is not None:
-        ax.set_xlim(*window)
+        say_empty(ax, "runs" if window is None else "runs in the span", given)
+    if days is not None:
+        ax.set_xlim(*days)
     ax.set_yticks(range(lanes), lane_labels)
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
     paired = nodes or isinstance(workers, Mapping)  # lanes of (node, worker)
@@ -373,7 +389,7 @@ def _at_once(frame: pd.DataFrame, base: np.ndarray[Any, Any], count: int) -> tup
 
 
 def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float]:
-    """``span`` as matplotlib date numbers; refused, naming it, unless it is two instants
+    """``span`` as epoch seconds; refused, naming it, unless it is two instants
     in order (an int gave ``TypeError: 'int' object is not iterable``, three instants
     ``ValueError: too many values to unpack``)."""
     try:
@@ -385,10 +401,21 @@ def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float
             f"span must be two instants (start, end): aware datetimes or epoch seconds, "
             f"got {shown(span)}"
         ) from None
-    low, high = (to_timestamp(end, name="span") / 86400.0 for end in (first, last))
+    low, high = (to_timestamp(end, name="span") for end in (first, last))
     if not high > low:
         raise ValidationError(f"span must run forwards, got {span!r}")
     return low, high
+
+
+def _overlapping(frame: pd.DataFrame, window: tuple[float, float]) -> pd.DataFrame:
+    """The rows of ``frame`` (records: runs, waits, slots decided without a run) whose
+    start and finish overlap ``window`` (epoch seconds, both ends in); a row without
+    them (``NaT``) is in none."""
+    low, high = (round(end * 1e6) for end in window)
+    start, finish = (instants(frame[key]).astype(np.int64) for key in ("start", "finish"))
+    lost = np.iinfo(np.int64).min  # NaT
+    rows: pd.DataFrame = frame[(start != lost) & (finish >= low) & (start <= high)]
+    return rows
 
 
 def _check_depends_on(depends_on: object) -> None:
@@ -411,9 +438,10 @@ def _check_depends_on(depends_on: object) -> None:
 
 
 def _gantt_title(frame: pd.DataFrame, by_worker: tuple[Any, list[str]] | None) -> str:
-    """The runs of every lane, drawn or not, and how many failed or timed out (and were
-    cancelled, if any was), as the summaries count them (:func:`failures`).  A chart by
-    worker has ``by_worker`` (:func:`worker_lanes` of ``frame``), one by task None."""
+    """The runs of every lane, drawn or not (those in the span, if one was given), and
+    how many failed or timed out (and were cancelled, if any was), as the summaries count
+    them (:func:`failures`).  A chart by worker has ``by_worker`` (:func:`worker_lanes`
+    of ``frame``), one by task None."""
     failed, timed_out, cancelled = (int(cut.sum()) for cut in failures(frame))
     what = "worker" if by_worker is not None else "task"
     lanes = len(by_worker[1]) if by_worker is not None else frame["task_id"].nunique()
@@ -433,12 +461,17 @@ def _fitting(ax: Axes, max_lanes: int) -> int:
 
 
 def _busiest_lanes(
-    frame: pd.DataFrame, by: str, max_lanes: int | None, by_worker: tuple[Any, Any] | None
+    frame: pd.DataFrame,
+    run_time: np.ndarray[Any, Any],
+    by: str,
+    max_lanes: int | None,
+    by_worker: tuple[Any, Any] | None,
 ) -> tuple[np.ndarray[Any, Any], pd.Index, str]:
     """Which runs to draw (a mask of ``frame``'s rows): those of the busiest lanes (the
-    most run time) whose rows (a lane of runs at once has several: :func:`_rows_at_once`)
-    number at most ``max_lanes`` (every lane for ``None``; at least the busiest one); the
-    lanes kept; and the note that says how many lanes were left out ("" if none were).
+    most run time, ``run_time`` seconds a row) whose rows (a lane of runs at once has
+    several: :func:`_rows_at_once`) number at most ``max_lanes`` (every lane for
+    ``None``; at least the busiest one); the lanes kept; and the note that says how many
+    lanes were left out ("" if none were).
     By worker, ``by_worker`` is each run's lane and every lane's label
     (:func:`worker_lanes` or :func:`mapped_lanes` of ``frame``), and the lanes kept are
     their codes: a lane without runs (a worker ``workers=`` names that ran nothing) is
@@ -447,7 +480,7 @@ def _busiest_lanes(
         pd.Series(by_worker[0], index=frame.index) if by_worker is not None
         else frame["task_id"]
     )  # fmt: skip
-    busy = pd.Series(seconds_of(frame["duration"]), index=frame.index).groupby(
+    busy = pd.Series(run_time, index=frame.index).groupby(
         key.to_numpy(), sort=False
     ).sum()  # fmt: skip
     if by_worker is not None:  # the lanes without runs, after the others
