@@ -627,3 +627,29 @@ def test_the_settle_writer_names_its_store_when_it_fails(
     assert postgres_server.password not in line.getMessage()
     assert line.exc_info is not None and "a bug in the writer" in str(line.exc_info[1])
     assert [r.started for r in store.records("a")] == [T0]  # written on the next try
+
+
+def test_a_settle_writer_whose_write_raises_tries_again_at_the_next_settle_not_at_once() -> None:
+    # A write that raised (a bug of lldsched's: the store logs and holds its own
+    # failures) was tried again at once, for ever: a core spent and a traceback logged
+    # at each turn for as long as the bug lasted.  Now the next try waits for news.
+    tries: list[int] = []
+    tried = threading.Condition()
+
+    def failing() -> None:
+        with tried:
+            tries.append(len(tries) + 1)
+            tried.notify_all()
+        raise RuntimeError("a bug in the writer")
+
+    def reached(count: int) -> None:
+        with tried:
+            assert tried.wait_for(lambda: len(tries) >= count, timeout=10), tries
+
+    queue = SettleQueue(failing, store="the store")
+    queue.add(snapshot(task(id="a")), [], token=1)
+    reached(1)
+    queue.add(snapshot(task(id="b")), [], token=2)  # news: one more try
+    reached(2)
+    queue.stop()  # joins the writer: every try it made is counted
+    assert tries == [1, 2]

@@ -91,8 +91,9 @@ class SettleQueue:
         self._write = write
         self._store = store
         self._writer = writer
-        # Guards _pending, _flying, _outcomes and _stopping; the writer thread waits on
-        # it for a settle.  Never held while calling out (write, the database).
+        # Guards _pending, _flying, _outcomes, _queued, _failed_at and _stopping; the
+        # writer thread waits on it for a settle.  Never held while calling out (write,
+        # the database).
         self._ready = threading.Condition(threading.Lock())
         self._pending: dict[int, Pending] = {}  # token -> its settle, in arrival order
         self._held: dict[int, Pending] = {}  # the settles of failed batches, oldest first
@@ -100,6 +101,8 @@ class SettleQueue:
         self._outcomes: dict[int, bool] = {}  # token -> written (True) or refused / failed
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._queued = 0  # settles added so far (new or joined): the writer's news
+        self._failed_at = -1  # _queued when the writer's write last raised (-1: never)
 
     def add(
         self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int
@@ -113,6 +116,7 @@ class SettleQueue:
             if self._stopping:
                 return False
             pending = self._pending.get(token) or self._held.get(token)
+            self._queued += 1
             if pending is not None:
                 pending.snapshot = snapshot
                 pending.records.extend(records)
@@ -192,16 +196,24 @@ class SettleQueue:
             thread.join(timeout=5.0)
 
     def _run(self) -> None:
+        """Write what is queued, each time a settle comes.  After a write that raised (a
+        bug of ours: the store logs its own failures and holds the batch), the next try
+        waits for the next settle queued, or the store's own flush writes it: before, the
+        writer tried again at once, for ever, a core spent and a traceback logged at each
+        turn, for as long as the bug lasted."""
         ready = self._ready
         while True:
             with ready:
-                while not self._pending and not self._stopping:
+                while (not self._pending or self._queued == self._failed_at) and not self._stopping:
                     ready.wait()
                 if self._stopping:
                     return
+                queued = self._queued
             try:
                 self._write()
             except Exception:  # the store logs its own failures: this is a bug of ours
+                with ready:
+                    self._failed_at = queued
                 # which store: a process may have several
                 log.exception("the settle writer of the PostgreSQL store %r failed", self._store)
 
