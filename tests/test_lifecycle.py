@@ -53,6 +53,8 @@ def drive_every_trigger(clock: FakeClock) -> set[Edge]:
     core.pause(tick.id)  # SCHEDULED -> PAUSED
     core.resume(tick.id)  # PAUSED -> SCHEDULED
     core.cancel(tick.id)  # SCHEDULED -> CANCELLED
+    held = core.add(name="held", action=noop, schedule=FixedRate(60), paused=True)  # -> PAUSED
+    core.cancel(held.id)
     hourly = core.add(
         name="hourly", action=noop, schedule=FixedRate(3600), retry=RetryPolicy.never()
     )

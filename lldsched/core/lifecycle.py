@@ -9,7 +9,8 @@ drawn and checked from one place:
 * ``tests/test_lifecycle.py`` drives the core through every trigger and checks
   that the changes it observes are exactly the edges listed here.
 
-``None`` as a source is registration (a task enters SCHEDULED).  The triggers
+``None`` as a source is registration (a task enters SCHEDULED, or PAUSED when
+registered ``paused=True``: it never was SCHEDULED).  The triggers
 are short, to label a diagram; what they mean:
 
 * ``ok, next run`` resets the attempt counter, ``failed, attempts left`` keeps it
@@ -75,6 +76,7 @@ class Transition(NamedTuple):
 
 TRANSITIONS: tuple[Transition, ...] = (
     Transition(None, SCHEDULED, "schedule()"),
+    Transition(None, PAUSED, "schedule(paused=True)"),
     Transition(SCHEDULED, RUNNING, "due"),
     Transition(RETRYING, RUNNING, "backoff elapsed"),
     Transition(RUNNING, SCHEDULED, "ok, next run"),

@@ -209,7 +209,8 @@ print(inspect.getsource(Scheduler._timer_loop))
 # | `_idle_waiters`, `_wake_idle()` | **idle waiters**: `wait_idle()` (tests, demos) learns when only tombstones were due |
 # | `queue.next_due()` | **tombstones**: dead entries on top are dropped before the head's due time is read |
 # | `max_wait`, `wake = now + max_wait` | **suspends**: a `Condition.wait` counts monotonic time, which (on Linux) stops while the machine sleeps; waking at least once a minute notices a suspend or a jump |
-# | `coordinator`, `claim(now, room, looked, among, leaving)` | **several processes** on one store: the store hands out what this process may run (leases, notebook 10; `looked`, read before `now`, is when this process starts to trust its claims; `among`, `leaving`: only runs it has room to start, a free worker or coroutine slot); the heap is only the hint of when to wake |
+# | `coordinator`, `claim(now, room, looked, among, leaving)` | **several processes** on one store: the store hands out what this process may run (leases, notebook 10; `looked`, read before `now`, is when this process starts to trust its claims; `among`, `leaving`: only runs it has room to start, a free worker or coroutine slot); the heap is only the hint of when to wake; with no room, `_unheld` drops the hints of runs another process holds |
+# | `writes`, `retry_due(now)` | **a store that fails** (of one process): the rows its failed writes left stale are written again a minute after the last failure, so the outage ends when the store is back, not at the next write of a task that may be a day away |
 # | `_hand_out(batch)` | **coroutines**: entries of `async def` tasks go to the scheduler's event loop, the rest to the worker threads |
 # | `clock.wait(cond, wake)` | **the wait itself**, through the clock, so that a fake clock can drive a running scheduler |
 #

@@ -33,6 +33,7 @@
 # ```mermaid
 # stateDiagram-v2
 #     [*] --> SCHEDULED: schedule()
+#     [*] --> PAUSED: schedule(paused=True)
 #     SCHEDULED --> RUNNING: due
 #     RETRYING --> RUNNING: backoff elapsed
 #     RUNNING --> SCHEDULED: ok, next run

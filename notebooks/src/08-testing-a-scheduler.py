@@ -449,20 +449,24 @@ print("pytest exit code:", exit_code, "(0: the test passed)")
 #
 # On Binder (and after `make install`), `lldsched` is installed *editable*: the package
 # imported here is the source in `lldsched/`. Open `lldsched/core/duequeue.py`, make
-# `TaskQueue.push` forget to notify the condition (replace `self._wake.notify_all()` with
-# `pass`: commenting the line out leaves its `if` with no body, a syntax error), save,
-# **restart the kernel** (an edit takes effect only in a fresh kernel), and *Run All*
-# again. Section 2 prints `witness ran: False` (each run schedules the next while the
-# timer is parked, and nothing wakes it). In section 3 the parked-timer test fails every
-# time, and says why ("the timer slept on"): it waits until the timer has parked before it
-# schedules. The three that schedule right after `with Scheduler(...)` (fifty tasks, the
-# failing task, the hand-off queue) fail with it on most runs, each after its 5 s bound,
-# but not on every run: when their `schedule()` calls win the race against the timer
-# thread's first look, the timer finds the tasks without a wake-up (the hand-off test wins
-# it most often; run the cell a few times and count). That race is why the parked-timer
-# test makes sure the timer is parked: a missing notify shows only then. The listener test
-# passes: its clock's `advance` wakes the timer itself; so does section 4's, for the
-# stepper moves the clock too. Undo the edit afterwards.
+# `TaskQueue.push` forget to notify the condition (replace `self._wake.notify_all()`
+# with `pass`: commenting the line out leaves its `if` with no body, a syntax error),
+# save, **restart the kernel** (an edit takes effect only in a fresh kernel), and run
+# all again (*Run All*). Section 2 prints `witness ran: False` on most runs: both tasks
+# are due at once, so their first entries join the due lane (notebook 01, section 7),
+# whose push is the notify you silenced, and the timer, already parked on an empty
+# queue, sleeps on (the witness never runs at all; when the two `schedule()` calls beat
+# the timer thread's first look, it finds them without a wake-up and the line says
+# `True`). In section 3 the parked-timer test fails every time, and says why ("the timer
+# slept on"): it waits until the timer has parked before it schedules. The three that
+# schedule right after `with Scheduler(...)` (fifty tasks, the failing task, the
+# hand-off queue) fail with it on most runs, each after its 5 s bound, but not on every
+# run: when their `schedule()` calls win the race against the timer thread's first look,
+# the timer finds the tasks without a wake-up (the hand-off test wins it most often; run
+# the cell a few times and count). That race is why the parked-timer test makes sure the
+# timer is parked: a missing notify shows only then. The listener test passes: its
+# clock's `advance` wakes the timer itself; so does section 4's, for the stepper moves
+# the clock too. Undo the edit afterwards.
 # The repository's own suite (`make test`) holds these tests and thousands of others.
 #
 # ## Check yourself

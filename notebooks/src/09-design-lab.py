@@ -115,7 +115,9 @@ for row in DECISIONS:
 # second (wake-ups, and the whole process's CPU, per idle second: what a poll adds to
 # `Condition.wait`'s is the timer's), then runs fifteen tasks due in 20 to 120 ms
 # (median lateness, and the middle half of the fifteen). The wake-ups are a count: the
-# Condition makes none, a poll a thousand a second at 1 ms, on any machine. The
+# Condition makes none, on any machine; a poll makes one per interval it sleeps: a
+# little under ten a second at 100 ms and a hundred at 10 ms, and at 1 ms up to a
+# thousand, a few hundred where a busy machine oversleeps each millisecond. The
 # lateness is real time: every strategy pays the thread's own wake-up, and a poll adds
 # up to one interval, tens of milliseconds at 100 ms. At 1 ms that share is smaller
 # than a busy machine's wake-up noise, so there the two medians can come out either way
@@ -536,7 +538,7 @@ wheel_lab(100_000)
 # 1 ms) whether or not a bucket holds anything, so with few timers the heap wins by far.
 # The more timers share the walk, the less it costs each, while the heap's pop grows with
 # log n: the two meet around 100,000 timers (on which side of 1x varies from run to run:
-# 0.6x to 1.2x on a busy two-core machine), and at 1,000,000 (pick it above) the wheel
+# 0.6x to 1.4x on a busy two-core machine), and at 1,000,000 (pick it above) the wheel
 # pops for under two thirds of the heap's cost, in every run (0.45x to 0.66x there, under
 # half in some runs on a machine busier still). That is the wheel's
 # home: a network stack with a million connection timeouts a few seconds out, most
