@@ -58,9 +58,9 @@ def check_isolation(name: str, isolation: object) -> Isolation:
 def is_loop_action(action: object, isolation: str) -> bool:
     """True for an ``async def`` function or an object whose class's ``__call__`` is
     one (or a ``functools.partial`` of either) run on a thread: its runs go to the
-    loop.  The one statement of the rule: at registration, at restore and for a task another process
-    registered.  A process-isolated one is awaited in its child (``isolation="process"``:
-    :func:`lldsched.threaded.processchild.serve`), so False.
+    loop.  The one statement of the rule: at registration, at restore and for a task
+    another process registered.  A process-isolated one is awaited in its child
+    (``isolation="process"``: :func:`lldsched.threaded.processchild.serve`), so False.
 
     Asked at every registration, so a function's code flags are read first (tens of
     nanoseconds; ``inspect.iscoroutinefunction`` alone costs several times that, on
