@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import gc
 import logging
 import re
 import sys
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -310,7 +311,21 @@ class Doubles:
         return 2 * n
 
 
-def test_an_async_callable_object_is_a_coroutine_action_and_holds_no_worker() -> None:
+# The object, and a functools.partial of it (its arguments given there): a partial of
+# an ``async def`` function went to the loop, a partial of such an object still to a
+# worker thread (docs/decisions/threaded.md, "An async callable object is a coroutine
+# action").
+DOUBLES = pytest.mark.parametrize(
+    ("action", "args"),
+    [(Doubles(), (21,)), (functools.partial(Doubles(), 21), ())],
+    ids=["object", "partial"],
+)
+
+
+@DOUBLES
+def test_an_async_callable_object_is_a_coroutine_action_and_holds_no_worker(
+    action: Callable[..., object], args: tuple[int, ...]
+) -> None:
     """An object whose ``__call__`` is ``async def`` was a thread task whose action
     returned a coroutine: each run waited for a worker to call it, so a pool busy with
     thread runs held it (here, until the thread run ended), and its record named a
@@ -325,7 +340,7 @@ def test_an_async_callable_object_is_a_coroutine_action_and_holds_no_worker() ->
         try:
             scheduler.schedule("holds", holds_the_worker, OneTime(delay=0))
             assert started.wait(10)
-            task = scheduler.schedule("doubles", Doubles(), OneTime(delay=0), args=(21,))
+            task = scheduler.schedule("doubles", action, OneTime(delay=0), args=args)
             wait_until(lambda: bool(task.history), timeout=5, what="its run, the worker held")
         finally:
             released.set()
@@ -333,9 +348,12 @@ def test_an_async_callable_object_is_a_coroutine_action_and_holds_no_worker() ->
     assert (record.result, record.worker) == ("42", 1)  # the loop's lane, past the threads
 
 
-def test_in_the_simulation_an_async_callable_object_runs_on_the_coroutine_lane() -> None:
+@DOUBLES
+def test_in_the_simulation_an_async_callable_object_runs_on_the_coroutine_lane(
+    action: Callable[..., object], args: tuple[int, ...]
+) -> None:
     with Simulation(workers=1) as sim:
-        task = sim.schedule("doubles", OneTime(delay=0), action=Doubles(), args=(21,))
+        task = sim.schedule("doubles", OneTime(delay=0), action=action, args=args)
         sim.run_for(1)
     (record,) = task.history
     assert (record.result, record.worker) == ("42", 1)

@@ -903,6 +903,46 @@ def test_the_readme_and_its_guides_have_their_blocks_and_show_what_they_print() 
     assert sum(len(shown_output(block)) for block in moved) >= 28
 
 
+def registered_once_started(block: str) -> list[int]:
+    """The lines of ``block`` that register a job by ``replace_existing=True`` (a
+    redeploy's registration) inside a ``with Scheduler(..., store=...)`` block: the
+    scheduler started before the code's definition, so a restored task due at once runs
+    first under its stored one (docs/UPGRADING.md, "The recipe")."""
+    lines: list[int] = []
+    for node in ast.walk(ast.parse(block)):
+        if not isinstance(node, ast.With | ast.AsyncWith) or not any(
+            isinstance(item.context_expr, ast.Call)
+            and isinstance(item.context_expr.func, ast.Name)
+            and item.context_expr.func.id == "Scheduler"
+            and any(keyword.arg == "store" for keyword in item.context_expr.keywords)
+            for item in node.items
+        ):
+            continue
+        lines.extend(
+            inner.lineno
+            for statement in node.body
+            for inner in ast.walk(statement)
+            if isinstance(inner, ast.Call)
+            and isinstance(inner.func, ast.Attribute)
+            and inner.func.attr == "schedule"
+            and any(keyword.arg == "replace_existing" for keyword in inner.keywords)
+        )
+    return lines
+
+
+def test_a_documented_service_registers_its_jobs_before_it_starts() -> None:
+    """GUIDE.md's ``start_service`` (and UPGRADING.md's own renamed action, OPERATIONS.md's
+    backup) registered inside ``with Scheduler(store=...)``, against UPGRADING.md's
+    advice (docs/decisions/upgrading.md, "Every example of a service registers its jobs
+    before `start()`")."""
+    late = [
+        f"{path.name}:{line + number - 1}"
+        for path, line, block in BLOCKS
+        for number in registered_once_started(block)
+    ]
+    assert late == []
+
+
 def reader_module(path: Path) -> types.ModuleType:
     """The module ``path``'s blocks run in: one of its own, as a reader's script is (a
     dataclass defined in a block looks its module up in ``sys.modules``), with the spec

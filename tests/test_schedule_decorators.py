@@ -419,6 +419,14 @@ BAD: list[tuple[Any, tuple[Any, ...], dict[str, Any], str]] = [
     (Jittered, (RATE, 5), {"seed": True}, "Jittered seed must be an int, got True"),
     (Jittered, (RATE, 5), {"seed": 1.5}, "got 1.5"),
     (Jittered, (60, 5), {"seed": 1}, f"Jittered {WRAPS} 60"),
+    (  # the hint a task's schedule gets for a number (schedule_of), the same words
+        Jittered,
+        (60, 5),
+        {"seed": 1},
+        f"Jittered {WRAPS} 60 (a number of seconds is no schedule: FixedRate(60) runs every "
+        "60 s, OneTime(delay=60) once, in 60 s)",
+    ),
+    (Window, (timedelta(minutes=5),), {"max_runs": 3}, "FixedRate(300) runs every 300 s"),
     (  # cron text is taken by the rule a task's schedule is: bad text is refused, named
         Jittered,
         ("61 2 * * mon-fri", 120),
@@ -442,6 +450,7 @@ BAD: list[tuple[Any, tuple[Any, ...], dict[str, Any], str]] = [
     ),
     (Window, (RATE,), {"end": math.nan}, "Window end must be finite"),
     (Window, (None,), {"max_runs": 1}, f"Window {WRAPS} None"),
+    (Window, (True,), {"max_runs": 1}, f"Window {WRAPS} True"),  # a bool: no hint
 ]
 
 
@@ -453,6 +462,24 @@ def test_bad_arguments_are_refused_at_construction_naming_the_value(
         kind(*args, **kwargs)
     assert message in str(caught.value)
     assert isinstance(caught.value, ValidationError)
+
+
+@pytest.mark.parametrize("seconds", [60, 2.5, timedelta(hours=1)], ids=str)
+def test_a_number_for_a_schedule_gets_one_hint_at_registration_and_in_a_decorator(
+    seconds: object,
+) -> None:
+    """``Jittered(60, 5)`` was refused without the hint a registration's 60 gets."""
+    scheduler = Scheduler()
+    try:
+        with pytest.raises(ValidationError) as registered:
+            scheduler.schedule("job", print, seconds)  # type: ignore[arg-type]
+    finally:
+        scheduler.shutdown()
+    with pytest.raises(ScheduleError) as wrapped:
+        Jittered(seconds, 5, seed=1)  # type: ignore[arg-type]
+    hint = str(registered.value).rpartition(" (")[2]
+    assert hint.startswith("a number of seconds is no schedule: FixedRate(")
+    assert str(wrapped.value).endswith(f" ({hint}")
 
 
 def test_a_decorator_takes_cron_text_as_the_cron_schedule_of_it() -> None:

@@ -176,6 +176,88 @@ def test_the_context_manager_starts_and_shuts_down(clock: FakeClock) -> None:
     assert scheduler._pool.alive == 0
 
 
+def spied(scheduler: Scheduler, verb: str, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """What each later call of ``scheduler``'s ``verb`` (``shutdown``, ``aclose``) returned."""
+    returned: list[object] = []
+    real = getattr(scheduler, verb)
+
+    if verb == "aclose":
+
+        async def spy(**options: object) -> object:
+            returned.append(await real(**options))
+            return returned[-1]
+    else:
+
+        def spy(**options: object) -> object:  # type: ignore[misc]
+            returned.append(real(**options))
+            return returned[-1]
+
+    monkeypatch.setattr(scheduler, verb, spy)
+    return returned
+
+
+@pytest.mark.parametrize("blocked", [True, False], ids=["out-of-time", "stopped"])
+def test_the_end_of_a_with_block_adds_no_wait_to_a_shutdown_that_returned(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch, blocked: bool
+) -> None:
+    # A service bounds its stop with shutdown(timeout=2) inside the block; it returned
+    # False (a run still going, said in a warning).  The block's end called shutdown()
+    # again, whose default 5 s waited for that run: the process stopped after 7 s.
+    started, release, action = blocker()
+    if not blocked:
+        release.set()
+    with Scheduler(workers=1, clock=clock) as scheduler:
+        scheduler.schedule("busy", action, OneTime(delay=0))
+        assert started.wait(5)
+        assert scheduler.shutdown(timeout=0.2 if blocked else 5) is not blocked
+        later = spied(scheduler, "shutdown", monkeypatch)
+    assert later == []  # the block's end shut nothing down again: nothing waited
+    release.set()
+    assert scheduler.shutdown(timeout=5) is True  # an explicit second call still waits
+
+
+def test_the_end_of_an_async_with_block_adds_no_wait_to_an_aclose_that_returned(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, release, action = blocker()
+
+    async def serve() -> Scheduler:
+        async with Scheduler(workers=1, clock=clock) as scheduler:
+            scheduler.schedule("busy", action, OneTime(delay=0))
+            assert await asyncio.to_thread(started.wait, 5)
+            assert await scheduler.aclose(timeout=0.2) is False
+            later.extend(
+                [spied(scheduler, "aclose", monkeypatch), spied(scheduler, "shutdown", monkeypatch)]
+            )
+        return scheduler
+
+    later: list[list[object]] = []
+    scheduler = asyncio.run(serve())
+    assert later == [[], []]
+    release.set()
+    assert scheduler.shutdown(timeout=5) is True
+
+
+def test_the_end_of_a_with_block_still_shuts_down_after_a_shutdown_from_an_action(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A shutdown() an action made returns False while its own run goes on, and says
+    # nothing of it: its caller is that run.  The block's end waits for it, as before.
+    returned: list[bool] = []
+    done = threading.Event()
+    with Scheduler(workers=2, clock=clock) as scheduler:
+
+        def stop() -> None:
+            returned.append(scheduler.shutdown(timeout=5))
+            done.set()
+
+        scheduler.schedule("stop", stop, OneTime(delay=0))
+        assert done.wait(5)
+        later = spied(scheduler, "shutdown", monkeypatch)
+    assert returned == [False]
+    assert later == [True]  # the block's end shut it down, and waited for that run
+
+
 def test_a_scheduler_that_never_started_shuts_down_cleanly() -> None:
     scheduler = Scheduler()
     scheduler.schedule("x", lambda: None, OneTime(delay=0))

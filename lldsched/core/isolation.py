@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
+from functools import partial
 from inspect import CO_COROUTINE
 from types import CodeType, ModuleType
 from typing import Any, get_args
@@ -55,11 +56,11 @@ def check_isolation(name: str, isolation: object) -> Isolation:
 
 
 def is_loop_action(action: object, isolation: str) -> bool:
-    """True for an ``async def`` function (or a partial of one, or an object whose
-    class's ``__call__`` is one) run on a thread: its runs go to the loop.  The one
-    statement of the rule: at registration, at restore and for a task another process
-    registered.  A process-isolated one is awaited in its child (``isolation="process"``:
-    :func:`lldsched.threaded.processchild.serve`), so False.
+    """True for an ``async def`` function or an object whose class's ``__call__`` is
+    one (or a ``functools.partial`` of either) run on a thread: its runs go to the
+    loop.  The one statement of the rule: at registration, at restore and for a task
+    another process registered.  A process-isolated one is awaited in its child
+    (``isolation="process"``: :func:`lldsched.threaded.processchild.serve`), so False.
 
     Asked at every registration, so a function's code flags are read first (tens of
     nanoseconds; ``inspect.iscoroutinefunction`` alone costs several times that, on
@@ -73,8 +74,10 @@ def is_loop_action(action: object, isolation: str) -> bool:
     code: CodeType | None = getattr(action, "__code__", None)  # bound methods pass it on
     if code is not None:
         return code.co_flags & CO_COROUTINE != 0
-    if inspect.iscoroutinefunction(action):
+    if inspect.iscoroutinefunction(action):  # a partial of an async def function too
         return True
+    while isinstance(action, partial):  # a partial of an async callable object
+        action = action.func
     try:
         call: CodeType = type(action).__call__.__code__
     except AttributeError:  # not callable, or a class (type.__call__ is not Python code)

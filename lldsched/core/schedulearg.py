@@ -13,12 +13,16 @@ kept cheap by remembering which types are schedules (:data:`SCHEDULE_TYPES`).
 
 from __future__ import annotations
 
-from datetime import timedelta, tzinfo
+from datetime import tzinfo
 from typing import cast
 
-from lldsched.checks import LONGEST
 from lldsched.errors import ScheduleError, ValidationError, shown
-from lldsched.schedules.base import Schedule, has_schedule_methods, wrapped_schedule
+from lldsched.schedules.base import (
+    Schedule,
+    has_schedule_methods,
+    seconds_hint,
+    wrapped_schedule,
+)
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.cron.schedule import from_text
 from lldsched.schedules.decorators import Jittered, Window
@@ -126,16 +130,8 @@ def _not_a_schedule(name: str, schedule: object) -> ValidationError:
     )
     if callable(schedule) and not isinstance(schedule, type):  # (FixedRate itself: no hint)
         message += f" (a function, where the schedule goes: {ORDERS})"
-    elif isinstance(schedule, timedelta) or (
-        isinstance(schedule, int | float)
-        and not isinstance(schedule, bool)
-        and abs(schedule) <= LONGEST  # 10**5000 has no :g (OverflowError): no hint
-    ):
-        every = schedule.total_seconds() if isinstance(schedule, timedelta) else schedule
-        message += (
-            f" (a number of seconds is no schedule: FixedRate({every:g}) runs every {every:g} s,"
-            f" OneTime(delay={every:g}) once, in {every:g} s)"
-        )
+    else:
+        message += seconds_hint(schedule)
     return ValidationError(message)
 
 

@@ -40,10 +40,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from datetime import timedelta
 from itertools import islice, takewhile
 from typing import Protocol, TypeAlias, TypeGuard, TypeVar, runtime_checkable
 
-from lldsched.checks import FARTHEST, FINEST, instant
+from lldsched.checks import FARTHEST, FINEST, LONGEST, instant
 from lldsched.errors import ScheduleError, ValidationError, doc_url
 from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord
@@ -67,6 +68,7 @@ __all__ = [
     "next_run_and_skipped",
     "on_grid",
     "say_stepped_past",
+    "seconds_hint",
     "slot_after",
     "slot_after_on_grid",
     "slots_between",
@@ -129,6 +131,26 @@ def has_schedule_methods(schedule: object) -> TypeGuard[Schedule]:
         callable(getattr(schedule, "first_run", None))
         and callable(getattr(schedule, "next_run", None))
         and not isinstance(schedule, type)
+    )
+
+
+def seconds_hint(value: object) -> str:
+    """What a refusal of ``value`` where a schedule goes adds when it is a number of
+    seconds (or a ``timedelta``), the likeliest slip: the two schedules it may have
+    meant, ``" (a number of seconds is no schedule: FixedRate(60) runs every 60 s,
+    OneTime(delay=60) once, in 60 s)"``; else nothing (a bool, or a number past
+    :data:`~lldsched.checks.LONGEST`, which has no ``:g``: 10**5000).  The one
+    wording, for a registration (:func:`~lldsched.core.schedulearg.schedule_of`) and a
+    decorator (``Jittered(60, 5)``) alike."""
+    if isinstance(value, timedelta):
+        every = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool) and abs(value) <= LONGEST:
+        every = value
+    else:
+        return ""
+    return (
+        f" (a number of seconds is no schedule: FixedRate({every:g}) runs every {every:g} s,"
+        f" OneTime(delay={every:g}) once, in {every:g} s)"
     )
 
 

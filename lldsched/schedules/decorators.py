@@ -68,6 +68,7 @@ from lldsched.schedules.base import (
     has_schedule_methods,
     measures_elapsed_time,
     next_on_grid,
+    seconds_hint,
     slot_after,
     wrapped_schedule,
 )
@@ -103,7 +104,7 @@ def _inner(schedule: object, owner: str) -> Schedule:
     if not has_schedule_methods(schedule):
         raise ScheduleError(
             f"{owner} wraps a schedule (an object with first_run() and next_run()) or "
-            f"cron text, got {shown(schedule)}"
+            f"cron text, got {shown(schedule)}{seconds_hint(schedule)}"
         )
     return schedule
 

@@ -1,7 +1,7 @@
 """CoroutineRunner: the scheduler's event loop, where coroutine actions run to completion.
 
-An action that is an ``async def`` function (``inspect.iscoroutinefunction``, or an
-object whose class's ``__call__`` is one: :func:`~lldsched.core.isolation.is_loop_action`)
+An action that is an ``async def`` function, an object whose class's ``__call__`` is
+one, or a ``functools.partial`` of either (:func:`~lldsched.core.isolation.is_loop_action`)
 is a *loop task*: the timer hands its due entries here instead of to the worker pool,
 and this runner's thread (``lldsched-<name>-loop``, one asyncio event loop, started at
 the first coroutine run and closed at shutdown) begins the attempt, calls the

@@ -165,6 +165,10 @@ class SchedulerParts:
     # __dict__, and its look-ups cost a registration 320 instructions, a dispatched job
     # 950 (benchmarks/threaded_instructions.py).
     _last_written: bool = False
+    # A shutdown() (or aclose()) returned to a caller outside the scheduler's own threads:
+    # the end of a with or async with block makes no second one (stopping._block_stops).
+    # False on the class, set on the instance, as _last_written is.
+    _stop_returned: bool = False
     # The tasks whose runs a shutdown cut, kept due (stopping._cut_by_shutdown): not
     # counted among the runs due by it that it did not start.  Empty on the class, set
     # on the instance at the first cut (under _lock), as _last_written is.

@@ -345,7 +345,10 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, IdleWaits, Re
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self.shutdown()
+        """Leaving ``with``: :meth:`shutdown`, unless one already returned (its
+        ``timeout`` was the bound: :meth:`_block_stops`)."""
+        if self._block_stops():
+            self.shutdown()
 
     async def __aenter__(self) -> Scheduler:
         """``async with Scheduler(...) as scheduler:`` starts it (start() does not block)."""
@@ -358,8 +361,9 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, IdleWaits, Re
         traceback: TracebackType | None,
     ) -> None:
         """Leaving ``async with``: :meth:`aclose`, which waits for the shutdown without
-        blocking the event loop."""
-        await self.aclose()
+        blocking the event loop; unless one already returned, as for ``with``."""
+        if self._block_stops():
+            await self.aclose()
 
     # -- properties ----------------------------------------------------------
 

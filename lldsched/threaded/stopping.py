@@ -88,7 +88,9 @@ class Stopping(SchedulerParts):
         did not wait for (coroutines cancelled, worker processes killed) returns True,
         and counts in a warning all the same the runs due by this call it did not start
         (and those it cut).  Calling it again waits again
-        (up to its own ``timeout``) for a run still in flight.  A call made while another
+        (up to its own ``timeout``) for a run still in flight; the end of a ``with`` or
+        ``async with`` block after a call that returned does not (:meth:`_block_stops`:
+        that call's ``timeout`` was the bound).  A call made while another
         is still shutting down waits for that one first (within its own ``timeout``), so it never
         cuts the other's drain short; from an action, a listener or a coroutine (which
         the other may be waiting for) it returns False at once instead.  A drain called
@@ -144,11 +146,15 @@ class Stopping(SchedulerParts):
                 self._warn_not_stopped(timeout)
                 return False
             if found is STOPPED:  # a second call waits again for what the first left running
-                return self._shutdown_again(deadline)
-            started = found is RUNNING or found is DEAD
-            return self._shutdown(
-                drain=drain, timeout=timeout, deadline=deadline, started=started, read=read
-            )
+                stopped = self._shutdown_again(deadline)
+            else:
+                started = found is RUNNING or found is DEAD
+                stopped = self._shutdown(
+                    drain=drain, timeout=timeout, deadline=deadline, started=started, read=read
+                )
+            if not self._own_thread():  # its caller has the outcome (_block_stops)
+                self._stop_returned = True
+            return stopped
         finally:
             if found is not None and found is not STOPPED:  # the first call, however it ends
                 try:
@@ -161,6 +167,21 @@ class Stopping(SchedulerParts):
                     # (set()'s, leaving the flag unset), not before a store.
                     self._first_over = True
                     self._shut_down.set()  # wakes a second call waiting on another thread
+
+    def _block_stops(self) -> bool:
+        """Whether leaving a ``with`` or ``async with`` block shuts the scheduler down
+        (``__exit__``, ``__aexit__``): not once a ``shutdown()`` or ``aclose()`` that
+        stopped it returned to a caller outside its own threads.  That call's
+        ``timeout`` was the bound the caller chose (a service's, to fit its grace before
+        SIGKILL), and its outcome is said: True, every thread stopped; False, a warning
+        named what is still going.  Another one at the block's end added its own 5 s
+        wait (seen: ``shutdown(timeout=2)`` returned False, and the process exited 7 s
+        after).  One made from an action or a listener (its own run still going, so
+        unsaid), cut short by a signal, or that found the lock held past its timeout and
+        stopped nothing is no such outcome: the block's end shuts down as it always
+        does (docs/decisions/threaded.md, "The end of a `with` block adds no wait to a
+        shutdown that returned")."""
+        return not self._stop_returned
 
     def _shutdown_again(self, deadline: Deadline) -> bool:
         """A shutdown() after the first: wait for the first to end, then for what it left
