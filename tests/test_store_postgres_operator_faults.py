@@ -1,8 +1,9 @@
 """A PostgreSQL server an operator changed under a running store, other than a network
 outage (tests/test_store_postgres_outage_one_timeout.py, tests/test_cluster_partition.py):
 a session that became read-only (a failover to a standby), the store's tables dropped, a
-table locked.  What the store says names the cause and what to do, and the operator's
-``lldsched tasks`` does not hang.  Against the real server (docs/decisions/store-failures.md,
+table locked, its rows truncated.  What the store says names the cause and what to do,
+the operator's ``lldsched tasks`` does not hang, and a row deleted by hand is written
+again.  Against the real server (docs/decisions/store-failures.md,
 "A server an operator changed under a PostgreSQL store")."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import urllib.parse
 import psycopg
 import pytest
 
-from lldsched import FakeClock, FixedRate, Scheduler, StoreError, TaskStatus
+from lldsched import FakeClock, FixedRate, Scheduler, StoreError, TaskNotFoundError, TaskStatus
 from lldsched.stores.peek import peek_postgres
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
@@ -102,3 +103,32 @@ def test_lldsched_tasks_on_a_table_an_operator_locked_gives_up_at_its_timeout(
     assert isinstance(result, StoreError), result
     assert "canceling statement due to statement timeout" in str(result)
     assert "a lock another session holds on the store's tables" in str(result)
+
+
+def test_a_row_deleted_by_hand_is_written_again_whole_at_its_tasks_next_write(
+    postgres_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An operator truncated the tasks table under a running scheduler: its next write of
+    a task was an ``UPDATE`` of no row, taken for a removal by another node, so a
+    ``pause`` returned True and stored nothing, and the task had no row for good.  A row
+    no scheduler removed is now written again whole, said once; one that another
+    scheduler removed is still that scheduler's removal."""
+    store = PostgresTaskStore(postgres_dsn, timeout=2)
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))
+    try:
+        scheduler.schedule("a", jobs.noop, FixedRate(60), id="a")
+        scheduler.schedule("b", jobs.noop, FixedRate(60), id="b")
+        with PostgresTaskStore(postgres_dsn) as other:
+            other.delete("b")  # a removal by another scheduler: kept for the feeds
+            with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+                admin.execute("TRUNCATE tasks CASCADE")  # by hand: no removal kept of 'a'
+            assert scheduler.pause("a")
+            with pytest.raises(TaskNotFoundError):  # the feed brought the removal
+                scheduler.pause("b")
+            stored = {s.task.id: s.status for s in other.load_all()}
+        assert stored == {"a": TaskStatus.PAUSED}
+        said = [r.getMessage() for r in caplog.records if "no scheduler removed" in r.message]
+        assert len(said) == 1 and "'a'" in said[0] and "truncated by hand" in said[0]
+    finally:
+        scheduler.shutdown()
+        store.close()
