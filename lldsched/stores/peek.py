@@ -289,8 +289,10 @@ def peek_sqlite(path: str) -> Peek:
 
 
 def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
-    """The PostgreSQL store ``dsn`` names, read on one read-only session;
-    :class:`StoreError` if it cannot be reached or holds no store this release reads.
+    """The PostgreSQL store ``dsn`` names, read on one read-only session whose statements
+    each wait ``timeout`` seconds at most (a table locked by another session included);
+    :class:`StoreError` if it cannot be reached, holds no store this release reads, or a
+    statement runs out of time.
     ``ImportError`` (install the extra) without psycopg."""
     from lldsched.stores import postgres_sql as sql
     from lldsched.stores.postgres_driver import psycopg
@@ -309,6 +311,12 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
 
     try:
         query("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", ())
+        # A statement waits no longer than ``timeout``: one behind a lock an operator holds
+        # on a table (LOCK TABLE) waited for its release, the command hanging for good.
+        query(
+            "SELECT pg_catalog.set_config('statement_timeout', %s, false)",
+            (str(max(1, round(timeout * 1000))),),
+        )
         (found,) = query("SELECT pg_catalog.to_regclass('lldsched_meta') IS NOT NULL", ())[0]
         if not found:
             raise StoreError(f"there is no lldsched store at {where} (no table lldsched_meta)")

@@ -3,7 +3,8 @@
 :func:`redact` is the dsn as every message, log line and ``repr`` names it (parsed by
 libpq, or by pattern when it cannot be: :func:`redact_by_pattern`), and :func:`scrubbed`
 is a psycopg error's words with the dsn's secrets replaced by ``***``, since libpq
-quotes the part of a dsn it cannot parse.  The rule is one for both: a message shows the
+quotes the part of a dsn it cannot parse (and, for a server in a state an operator put it
+in, what that means: :func:`_advice`).  The rule is one for both: a message shows the
 value of a key libpq itself displays (:func:`shown_keys`), and no other
 (:func:`_secrets`).  The pattern that finds a password in any text is
 :mod:`lldsched.redaction`'s; psycopg's import is
@@ -142,7 +143,9 @@ def _secrets(dsn: str) -> list[str]:
 def scrubbed(exc: BaseException, dsn: str) -> str:
     """``str(exc)`` with the password ``dsn`` carries replaced by ``***``: libpq quotes
     the part of a dsn it cannot parse, which may be the password.  Every message and
-    log line that shows a psycopg error goes through here.  A secret shorter than
+    log line that shows a psycopg error goes through here, so it also adds what an
+    error whose cause PostgreSQL's words leave out means (:func:`_advice`: a standby, the
+    store's tables dropped, a lock held).  A secret shorter than
     :data:`_SHORT` characters is replaced where it stands alone, not inside a word:
     ``pasword=a`` made libpq's ``invalid connection option`` ``inv***lid``."""
     reason = str(exc).strip()
@@ -151,7 +154,44 @@ def scrubbed(exc: BaseException, dsn: str) -> str:
             reason = reason.replace(secret, "***")
         else:
             reason = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", "***", reason)
-    return reason
+    first, newline, rest = reason.partition("\n")  # psycopg's LINE and caret after it
+    return first + _advice(exc) + newline + rest
+
+
+def _advice(exc: BaseException) -> str:
+    """What an error of the server that PostgreSQL's words leave unexplained means for a
+    store, and what to do ("" for any other): the server's state an operator changed
+    under a running store, found by the error's SQLSTATE.  PostgreSQL says "cannot
+    execute UPDATE in a read-only transaction", not that the dsn now reaches a standby;
+    "relation does not exist", not that the store's own tables were dropped under it;
+    "canceling statement due to statement timeout", not that a statement waits for a
+    lock the store's own statements never hold that long."""
+    state = getattr(exc, "sqlstate", None)
+    primary = str(getattr(getattr(exc, "diag", None), "message_primary", None) or "")
+    if state == "25006":  # read_only_sql_transaction
+        return (
+            " (the server takes no writes: a standby, as a failover leaves the dsn reaching, "
+            "or default_transaction_read_only on for the role or the database; nothing is "
+            "written until the dsn reaches a primary)"
+        )
+    if state == "42P01":  # undefined_table
+        return (
+            " (the store's tables are gone from the schema its sessions use: dropped, or the "
+            "database or schema recreated, since the store was opened; restore them from a "
+            "backup, or restart the service to create them empty)"
+        )
+    if state == "57014" and "statement timeout" in primary:  # query_canceled
+        return (
+            " (the statement ran past the store's timeout: a lock another session holds on "
+            "the store's tables, as LOCK TABLE takes (pg_locks names it), or a server too "
+            "busy to answer in time)"
+        )
+    if state == "55P03":  # lock_not_available: a lock_timeout the store does not set
+        return (
+            " (a lock_timeout set for the role or the database ran out: another session "
+            "holds a lock on the store's tables (pg_locks names it))"
+        )
+    return ""
 
 
 _SHORT = 4

@@ -294,6 +294,10 @@ _STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(att
 
 UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
 
+# Whether a node removed the id (a removal kept: FIRST_VERSION's index serves it); a row
+# gone without one was deleted by hand (PostgresWrites._deleted_by_hand).
+REMOVED = "SELECT 1 FROM removals WHERE task_id = %(id)s LIMIT 1"
+
 UPSERT = f"""
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
     failure_count, last_error, running, waited, slot, slot_due, resume_at, grid, blocked_due,

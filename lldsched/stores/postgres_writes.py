@@ -17,10 +17,12 @@ holds, is announced on the store's channel; a task's records are trimmed to
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lldsched.errors import StoreClosedError, StoreError, ValidationError
+from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import TaskSnapshot, finished, id_asked
 from lldsched.stores import postgres_sql as sql
@@ -28,6 +30,8 @@ from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.postgres_driver import Connection, psycopg
 from lldsched.stores.postgres_parts import PostgresParts
 from lldsched.stores.postgres_rows import check_keepable, record_row, state_row
+
+log = logging.getLogger(STORE)
 
 __all__ = ["PostgresWrites"]
 
@@ -184,9 +188,13 @@ class PostgresWrites(PostgresParts):
         }
         known = self._defined.get(task.id)
         done = finished(snapshot)
-        if known == task:
-            connection.execute(sql.UPDATE, state)
-        else:
+        # The state alone, to a row there, or one another node removed (the feed brings
+        # the removal); a row deleted by hand is written whole again.
+        updated = known == task and (
+            connection.execute(sql.UPDATE, state).fetchone() is not None
+            or not self._deleted_by_hand(connection, task.id)
+        )
+        if not updated:
             check_keepable(task)
             row = {
                 **state,
@@ -208,6 +216,24 @@ class PostgresWrites(PostgresParts):
         )
         if done:
             self._forget_finished(task.id)
+
+    def _deleted_by_hand(self, connection: Connection, task_id: str) -> bool:
+        """Whether ``task_id``, whose row this node wrote and an ``UPDATE`` just found
+        gone, was deleted by no node (no removal of it kept: a ``DELETE`` or ``TRUNCATE``
+        by hand, a backup restored), and so is written again whole by :meth:`_write`,
+        saying so.  A removal by a node is kept until every feed read past it, this
+        node's too, whose scheduler then drops the task (it is not saved again).  Before,
+        such a row was left gone without a word: the task, listed by its scheduler, had
+        no row to be claimed from, and its later writes each an ``UPDATE`` of no row."""
+        if connection.execute(sql.REMOVED, {"id": task_id}).fetchone() is not None:
+            return False
+        log.warning(
+            "store %r had no row of task %r, which no scheduler removed (deleted or truncated "
+            "by hand, or a backup restored?): written again from this scheduler's registry",
+            self.dsn,
+            task_id,
+        )
+        return True
 
     def _forget_finished(self, task_id: str) -> None:
         """``task_id`` finished (succeeded or cancelled, no run in flight): nothing runs it
