@@ -345,7 +345,7 @@ def test_a_thread_future_an_action_returns_is_waited_for_not_cut_at_once(
 def test_a_future_run_coroutine_threadsafe_gives_is_waited_for_and_cancelled_at_the_timeout(
     drive: Callable[[Callable[[], object]], object],
 ) -> None:
-    """``run_coroutine_threadsafe`` onto another loop (docs/ASYNCIO.md's recipe): the first
+    """``run_coroutine_threadsafe`` onto another loop, its future returned: the first
     run is waited for until its coroutine ends there; the second, still asleep there at
     its task's timeout, is cut, and its coroutine on that loop is cancelled."""
     released = Released()
