@@ -14,7 +14,8 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
 
 import pytest
 
@@ -264,3 +265,119 @@ def test_between_runs_the_loop_thread_does_not_drive_a_task_left_there_round_its
     assert beats == []
     assert max(skipped) - min(skipped) < 1  # its clock kept pace with the monotonic one
     shut_down_within_bound(sim)
+
+
+# -- a thread's future an action returns (core.results.must_await) ----------------------
+
+
+class Released:
+    """Work on a thread that ends, with "done", once a thread of this test sees it
+    called."""
+
+    def __init__(self) -> None:
+        self.called, self.release = threading.Event(), threading.Event()
+        self.releaser = threading.Thread(target=self._releases)
+        self.releaser.start()
+
+    def work(self) -> str:
+        self.called.set()
+        return "done" if self.release.wait(BOUND) else "never released"
+
+    def _releases(self) -> None:
+        if self.called.wait(BOUND):
+            self.release.set()
+
+
+class DoneOnceChained(Future[str]):
+    """A thread's future that a thread of this test completes, with "done", once the
+    simulation's loop has chained it to one of its own (``asyncio.wrap_future`` adds a
+    callback): before then, the loop had nothing but the run's timeout to skip to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._chained = threading.Event()
+        self.completer = threading.Thread(target=self._completes)
+        self.completer.start()
+
+    def add_done_callback(self, fn: Callable[[Future[str]], object]) -> None:
+        super().add_done_callback(fn)
+        self._chained.set()
+
+    def _completes(self) -> None:
+        if self._chained.wait(BOUND) and self.set_running_or_notify_cancel():
+            self.set_result("done")
+
+
+@PATHS
+@pytest.mark.parametrize("returns", ["plain", "coroutine"])
+def test_a_thread_future_an_action_returns_is_waited_for_not_cut_at_once(
+    drive: Callable[[Callable[[], object]], object], returns: str
+) -> None:
+    """The loop could not see the thread's future ``asyncio.wrap_future`` chained to it
+    (an executor's ``submit``, ``run_coroutine_threadsafe``), so the skip fired the
+    timeout at once: recorded timed out on every attempt.  Now it is waited for, as
+    ``asyncio.to_thread``'s call is, and the run still takes its modelled duration."""
+    futures: list[DoneOnceChained] = []
+
+    def submits() -> Future[str]:
+        futures.append(DoneOnceChained())
+        return futures[-1]
+
+    async def returns_it() -> Future[str]:
+        return submits()
+
+    sim = Simulation(workers=1)
+    task = sim.schedule(
+        "submits", OneTime(delay=0), action=submits if returns == "plain" else returns_it,
+        duration=5, timeout=10, retry=RetryPolicy(max_attempts=1),
+    )  # fmt: skip
+    try:
+        on_a_thread(drive, sim)
+    finally:
+        futures[0].completer.join(BOUND)
+    (record,) = task.history
+    assert (record.ok, record.timed_out, record.result) == (True, False, "'done'")
+    assert record.finished - record.started == 5
+    assert sim.shutdown() is True
+
+
+@PATHS
+def test_a_future_run_coroutine_threadsafe_gives_is_waited_for_and_cancelled_at_the_timeout(
+    drive: Callable[[Callable[[], object]], object],
+) -> None:
+    """``run_coroutine_threadsafe`` onto another loop, its future returned: the first
+    run is waited for until its coroutine ends there; the second, still asleep there at
+    its task's timeout, is cut, and its coroutine on that loop is cancelled."""
+    released = Released()
+    other = asyncio.new_event_loop()
+    runner = threading.Thread(target=other.run_forever, daemon=True)
+    runner.start()
+    handed: list[Future[object]] = []
+
+    async def on_the_other_loop() -> str:
+        return await asyncio.get_running_loop().run_in_executor(None, released.work)
+
+    def hands(coroutine: Callable[[], Coroutine[object, object, object]]) -> Future[object]:
+        handed.append(asyncio.run_coroutine_threadsafe(coroutine(), other))
+        return handed[-1]
+
+    async def still_there() -> list[asyncio.Task[object]]:
+        return [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+
+    sim = Simulation(workers=1)
+    waited = one_attempt(sim, "waited", hands, 10, on_the_other_loop)
+    cut = one_attempt(sim, "cut", hands, 0.1, lambda: asyncio.sleep(3600))  # a real hour
+    try:
+        on_a_thread(drive, sim)
+        left = asyncio.run_coroutine_threadsafe(still_there(), other).result(BOUND)
+    finally:
+        released.releaser.join(BOUND)
+        other.call_soon_threadsafe(other.stop)
+        runner.join(BOUND)
+        other.close()
+    assert [(r.ok, r.result) for r in waited.history] == [(True, "'done'")]
+    assert [(r.timed_out, r.error) for r in cut.history] == [
+        (True, "TimeoutError: cancelled at its 0.1 s timeout")
+    ]
+    assert handed[1].cancelled() and left == []
+    assert sim.shutdown() is True

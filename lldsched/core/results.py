@@ -140,12 +140,16 @@ def as_awaitable(value: Any) -> Any:
     future wrapped for the running loop (``asyncio.wrap_future``: its cancellation, at a
     run's timeout, ``cancel`` or ``pause``, cancels that future, and so the coroutine
     ``run_coroutine_threadsafe`` runs on the application's loop).  Called on the loop that
-    awaits it."""
+    awaits it.  A loop with a ``wrap_future`` method of its own wraps it: the
+    simulation's (:class:`~lldsched.sim.looptime.SkippingLoop`), whose clock would
+    otherwise skip the wait to the run's timeout, as it cannot see the thread."""
     if inspect.isawaitable(value):
         return value
     import asyncio  # imported by whoever runs the loop this is called on
 
-    return asyncio.wrap_future(value)
+    loop = asyncio.get_running_loop()
+    wrap = getattr(loop, "wrap_future", None)
+    return asyncio.wrap_future(value, loop=loop) if wrap is None else wrap(value)
 
 
 async def awaited(awaitable: Any) -> object:

@@ -15,12 +15,18 @@ time skipped: when the loop would block with nothing to wait for but its next ti
 it moves its clock to that timer instead of sleeping (:class:`_SkippingSelector`).  It
 still polls first, so a wake-up already sent is not skipped over.  It sleeps for real
 when something outside the loop may end that wait: a file descriptor it watches (a
-socket, a subprocess's pipe: anything but its own wake-up pipe) or a call of
-``run_in_executor`` in flight (``asyncio.to_thread``, ``getaddrinfo``).  What another
-thread completes by other means (a ``concurrent.futures.Future`` wrapped with
-``asyncio.wrap_future``, ``run_coroutine_threadsafe`` onto another loop, a bare
-``call_soon_threadsafe``, the exit of a subprocess started without pipes, which a
-watcher thread reports) is not seen: a timer due before it fires at once.
+socket, a subprocess's pipe: anything but its own wake-up pipe) or a thread's future
+whose result it has not had yet.  Such a future is one rule, :meth:`SkippingLoop._watch`,
+for both ways one reaches the loop: a call of ``run_in_executor`` (``asyncio.to_thread``,
+``getaddrinfo``) and a ``concurrent.futures.Future`` a run returns (an executor's
+``submit``, ``run_coroutine_threadsafe`` onto another loop), which
+:func:`~lldsched.core.results.as_awaitable` wraps with :meth:`SkippingLoop.wrap_future`.
+What another thread completes by other means (``asyncio.wrap_future`` called inside a
+coroutine, a bare ``call_soon_threadsafe``, the exit of a subprocess started without
+pipes, which a watcher thread reports) is not seen: a timer due before it fires at
+once.  ``asyncio.wrap_future`` chains the two futures asking nothing of the loop but
+``create_future``, which every future is made with, so the loop cannot tell that wait
+from any other.
 
 A plain ``SelectorEventLoop`` on every platform (Windows' default, the proactor, has
 no selector to wrap: there a coroutine action cannot start a subprocess).  Imported at
@@ -31,6 +37,7 @@ the first coroutine a simulation awaits, with asyncio (docs/PERFORMANCE.md,
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import selectors
 import time
 from collections.abc import Callable
@@ -51,7 +58,7 @@ class _SkippingSelector(selectors.BaseSelector):
         self._real = selectors.DefaultSelector()
         self.skips = skips  # False: every wait is slept for real (see SkippingLoop.skips)
         self.skipped = 0.0  # seconds the loop's clock is ahead of the monotonic clock
-        self.calls = 0  # run_in_executor calls whose result the loop has not yet had
+        self.threads = 0  # thread futures whose result the loop has not yet had (_watch)
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         return self._real.register(fileobj, events, data)
@@ -69,7 +76,7 @@ class _SkippingSelector(selectors.BaseSelector):
             timeout is None
             or timeout <= 0
             or not self.skips
-            or self.calls
+            or self.threads
             or len(self._real.get_map()) > 1
         ):
             return self._real.select(timeout)
@@ -113,12 +120,22 @@ class SkippingLoop(asyncio.SelectorEventLoop):
     def run_in_executor(
         self, executor: Executor | None, func: Callable[[*Ts], T], *args: *Ts
     ) -> asyncio.Future[T]:
-        future = super().run_in_executor(executor, func, *args)
-        # Counted until its result is on this loop (the callback runs there, after it):
-        # meanwhile a wait is slept for real, as the call takes real time.
-        self._skipping.calls += 1
-        future.add_done_callback(self._call_over)
+        return self._watch(super().run_in_executor(executor, func, *args))
+
+    def wrap_future(self, future: concurrent.futures.Future[T]) -> asyncio.Future[T]:
+        """``asyncio.wrap_future(future, loop=self)``, waited for as a call of
+        ``run_in_executor`` is: :func:`~lldsched.core.results.as_awaitable` calls it for
+        a thread's future a run returns.  Cancelling what it returns (a run's timeout)
+        cancels ``future``."""
+        return self._watch(asyncio.wrap_future(future, loop=self))
+
+    def _watch(self, future: asyncio.Future[T]) -> asyncio.Future[T]:
+        """``future``, chained to a thread's, counted until its result is on this loop
+        (the callback runs there, after it, or at once once it is cancelled): meanwhile
+        a wait is slept for real, as the thread's work takes real time."""
+        self._skipping.threads += 1
+        future.add_done_callback(self._thread_over)
         return future
 
-    def _call_over(self, future: asyncio.Future[Any]) -> None:
-        self._skipping.calls -= 1
+    def _thread_over(self, future: asyncio.Future[Any]) -> None:
+        self._skipping.threads -= 1
