@@ -95,7 +95,8 @@ class SimulationPlayer:
     started, the player listens to the simulation (a note per start and finish; the
     table is still refreshed once per step, not per event).  A run too short for a bar
     (a one-second heartbeat) is a diamond at its start, as ``gantt`` draws it up to
-    ``DETAIL_RUNS`` (200) runs in the window; past that, where ``gantt`` marks none, the
+    ``DETAIL_RUNS`` (200) runs drawn in the window (waits and skipped slots not
+    counted, by ``gantt``'s rule); past that, where ``gantt`` marks none, the
     player keeps one diamond a lane per :data:`SHORT_MARK_CELLS`-th of the window (4
     minutes of six hours) that holds such a run, and its key says so.
     """
