@@ -1,6 +1,7 @@
 """Text printed for people: which characters of a task's name would break the line that
-shows it (:func:`check_name`, asked by every registration), and how a text that holds
-them is printed instead (:func:`one_line`).
+shows it (:func:`check_name`, asked by every registration), how a text that holds
+them is printed instead (:func:`one_line`), and how a message names a task by its id
+and its name (:func:`name_after`).
 
 A task's name is printed in the ``lldsched tasks`` table and ``show``, the control
 panel, a chart's labels, and (quoted by ``repr``) in log lines and messages.  The
@@ -90,3 +91,13 @@ def one_line(text: str) -> str:
     if text.isprintable():
         return text
     return _BREAKS.sub(_escape, text)
+
+
+def name_after(task_id: str, name: str) -> str:
+    """What a message writes after a task's id to name it: its name quoted, in
+    parentheses (``" ('nightly')"``), or nothing where the name is the id (a task
+    registered with ``id=`` its name), so such a task is named once, never
+    ``'remind' ('remind')``.  A refusal, a record's error text and an exception that
+    name a task by id and name ask here (docs/decisions/logging.md, "A refusal names a
+    task once")."""
+    return "" if name == task_id else f" ({name!r})"

@@ -47,6 +47,7 @@ from lldsched.errors import (
     ValidationError,
 )
 from lldsched.model import ExecutionRecord
+from lldsched.printable import name_after
 from lldsched.threaded.scheduler import Scheduler
 
 __all__ = ["SettleTimeoutError", "Stepper"]
@@ -185,7 +186,7 @@ class Stepper:
 
     def _not_settled(self) -> SettleTimeoutError:
         running = [
-            f"{task.id} {task.name!r} (attempt {task.runs[-1].attempt})"
+            f"{task.id}{name_after(task.id, task.name)} (attempt {task.runs[-1].attempt})"
             + self._real(task.id, task.timeout)
             for task in self._scheduler.tasks()
             if task.runs

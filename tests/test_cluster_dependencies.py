@@ -326,9 +326,7 @@ def test_a_cancelled_upstream_that_retired_still_fails_the_dependent_at_its_next
         wait_until(lambda: load.status is not TaskStatus.SCHEDULED or load.run_count == 2,
                    timeout=10, what="load's next slot decided")  # fmt: skip
         assert load.status is TaskStatus.FAILED and load.run_count == 1
-        assert "UpstreamFailed: upstream extract ('extract') is cancelled" in (
-            load.last_error or ""
-        )
+        assert "UpstreamFailed: upstream extract is cancelled" in (load.last_error or "")
     finally:
         scheduler.shutdown()
 

@@ -262,14 +262,12 @@ def test_an_upstream_with_dependents_cannot_be_removed(driven: Driven) -> None:
     extract = driven.add("extract", OneTime(delay=HOUR), id="extract")
     driven.add("load", OneTime(delay=0), id="load", depends_on=["extract"])
     with pytest.raises(
-        SchedulerStateError, match=r"cannot remove 'extract'.*: load \('load'\) depends on it;"
+        SchedulerStateError, match=r"cannot remove 'extract'.*: load depends on it;"
     ):
         driven.runtime.remove("extract")
     assert extract.status is SCHEDULED
     driven.add("report", OneTime(delay=0), id="report", depends_on=["extract"])
-    with pytest.raises(
-        SchedulerStateError, match=r": load \('load'\), report \('report'\) depend on it;"
-    ):
+    with pytest.raises(SchedulerStateError, match=r": load, report depend on it;"):
         driven.runtime.remove("extract")
     driven.runtime.remove("report")
     driven.runtime.remove("load")
@@ -634,7 +632,7 @@ def test_a_dependent_stored_blocked_on_an_upstream_stored_dead_fails_at_the_rest
             )
             (wait,) = waits(load)
             assert wait.error is not None and wait.error.startswith(
-                f"UpstreamFailed: upstream extract ('extract') is {status.value}"
+                f"UpstreamFailed: upstream extract is {status.value}"
             )
             assert load.next_run_at is None
             second.run_until(T0 + 2 * HOUR)
@@ -841,7 +839,7 @@ def test_a_retired_upstream_counts_as_it_ended(kind: str) -> None:
         runtime.cancel(gone.id)  # retires at once (retain_finished=0)
         advance(runtime, T0 + 150)
         assert stuck.status is FAILED
-        assert "upstream gone ('gone') is cancelled" in (stuck.last_error or "")
+        assert "upstream gone is cancelled" in (stuck.last_error or "")
         assert ok.id not in [task.id for task in runtime.tasks()]  # setup retired, SUCCEEDED
         assert len([r for r in sync.history if r.outcome.ran]) == 3  # and still satisfies sync
     finally:

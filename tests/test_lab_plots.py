@@ -87,6 +87,34 @@ def test_wheel_costs_label_a_cost_axis_under_a_decade_in_plain_numbers() -> None
     assert "1" in [label.get_text() for label in pop.get_yticklabels()]
 
 
+def test_wheel_costs_end_each_cost_axis_on_labelled_ticks_past_its_lines() -> None:
+    """The wheel's inserts at 1.05 to 1.6 µs (a busier machine) drew the insert axis up
+    to 1.74, past 1 with no tick labelled (the next, 2, out of view): the wheel's line
+    lay above the last number said.  It now runs from the labelled tick at or under its
+    lowest cost to the one at or over its highest.  The pop axis, 0.37 to 66.4, cannot
+    (0.3 to 70 labels no 70, 0.3 to 100 only the powers): it keeps matplotlib's limits
+    and the 2 where the two lines meet."""
+    figure = wheel_costs(
+        [100, 1_000, 10_000, 100_000],
+        {"heap": [0.31, 0.29, 0.36, 0.45], "wheel": [1.15, 1.05, 1.2, 1.6]},
+        {"heap": [0.37, 0.41, 0.55, 2.3], "wheel": [66.4, 8.3, 2.1, 1.98]},
+    )
+    figure.canvas.draw()
+    insert, pop = figure.axes
+    bottom, top = insert.get_ylim()
+    said = [
+        tick
+        for tick, label in zip(
+            [*insert.get_yticks(), *insert.get_yticks(minor=True)],
+            [*insert.get_yticklabels(), *insert.get_yticklabels(minor=True)],
+            strict=True,
+        )
+        if label.get_text() and bottom * 0.999 <= tick <= top * 1.001
+    ]
+    assert min(said) <= 0.29 and max(said) >= 1.6, (insert.get_ylim(), said)
+    assert "2" in [label.get_text() for label in pop.get_yticklabels(minor=True)]
+
+
 def test_the_polling_trade_off_draws_each_timer_s_spread_and_claims_only_the_wake_ups() -> None:
     """Its title said "Condition.wait pays neither": on a busy machine the real timer's
     median lateness came out above a 1 ms poll's in two runs of nine.  The bars show

@@ -496,6 +496,29 @@ def test_past_detail_runs_a_lane_of_short_runs_keeps_a_diamond_every_ninetieth_o
     player.close()
 
 
+def test_records_that_are_no_runs_do_not_count_towards_detail_runs() -> None:
+    """The player chose between gantt's diamonds and its own by the records in the window,
+    waits (blocked) and skipped slots counted: 60 runs among 350 records got both, two
+    diamonds a short run and two keys for them.  It counts the runs gantt draws, by
+    gantt's rule (``plots._base.detailed``)."""
+    sim = Simulation(workers=2, start=START)
+    sim.schedule("up", FixedRate(600), duration=fixed(1), id="up")
+    sim.schedule("down", FixedRate(60), duration=fixed(1), depends_on=["up"], id="down")
+    player = SimulationPlayer(sim)
+    player.advance(5 * 3600)
+    runs = [r for r in sim.records() if r.outcome.ran]
+    assert len(runs) <= 200 < len(sim.records())
+    ax = rendered_axes(player)
+    assert [c.get_gid() for c in ax.collections].count("short_runs") == 1  # gantt's
+    legend = ax.get_legend()
+    assert legend is not None
+    keys = [text.get_text() for text in legend.get_texts()]
+    assert [key for key in keys if key.startswith("a run too short")] == [
+        "a run too short for a bar\n(task's colour)"
+    ]
+    player.close()
+
+
 def test_run_pressed_with_the_box_empty_says_to_type_an_instant_first() -> None:
     """Before: "run until '': Invalid isoformat string: ''", Python's words for a box
     the learner left empty (Enter in an empty box says nothing: it was emptied)."""

@@ -30,6 +30,7 @@ from lldsched.core.storewrites import check_store, store_failed, store_written
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.printable import name_after
 from lldsched.schedules.catchup import planned, unwrap
 from lldsched.schedules.decorators import forget_runs
 
@@ -170,10 +171,11 @@ class StatusVerbs(CoreParts):
         if self._deps is not None:
             dependents = self._deps.dependents(task_id)
             if dependents:
-                names = ", ".join(f"{d.id} ({d.name!r})" for d in dependents)
+                names = ", ".join(f"{d.id}{name_after(d.id, d.name)}" for d in dependents)
                 verb = "depends" if len(dependents) == 1 else "depend"
                 raise SchedulerStateError(
-                    f"cannot remove {task_id!r} ({task.name!r}): {names} {verb} on it; "
+                    f"cannot remove {task_id!r}{name_after(task_id, task.name)}: "
+                    f"{names} {verb} on it; "
                     "remove them first, or register them again without it"
                 )
             self._deps.unlink(task_id)

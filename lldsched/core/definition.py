@@ -42,6 +42,7 @@ from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions, fit_
 from lldsched.errors import ScheduleError, SchedulerStateError, ValidationError
 from lldsched.model import Priority, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy
+from lldsched.printable import name_after
 from lldsched.schedules.base import Schedule, checked_answer
 from lldsched.schedules.catchup import FIRST_RUN, CatchUp, slot_first, unwrap
 
@@ -389,8 +390,8 @@ class DefinitionVerbs(CoreParts):
     def _check_changeable(task: ScheduledTask, verb: str) -> None:
         if task.status is SUCCEEDED or task.status is CANCELLED:
             raise SchedulerStateError(
-                f"cannot {verb} task {task.id!r} ({task.name!r}): it is {task.status.value} "
-                f"and will not run again; {_anew(task.id)}"
+                f"cannot {verb} task {task.id!r}{name_after(task.id, task.name)}: it is "
+                f"{task.status.value} and will not run again; {_anew(task.id)}"
             )
 
     def _commit(self, task: ScheduledTask, saved: _Definition, *, anew: bool = False) -> None:

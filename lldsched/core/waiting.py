@@ -30,6 +30,7 @@ from lldsched.core.parts import CoreParts
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import HistoryStore, is_shared
+from lldsched.printable import name_after
 
 __all__ = ["DependencyWaits"]
 
@@ -198,7 +199,7 @@ class DependencyWaits(CoreParts):
         was failed here (docs/decisions/logging.md, "A run whose begin or record raises is
         settled")."""
         error = (
-            f"UpstreamFailed: upstream {upstream.id} ({upstream.name!r}) is "
+            f"UpstreamFailed: upstream {upstream.id}{name_after(upstream.id, upstream.name)} is "
             f"{upstream.status.value}; redrive it, then this task"
         )
         waited = self._end_wait(task, error)

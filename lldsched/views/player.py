@@ -95,7 +95,8 @@ class SimulationPlayer:
     started, the player listens to the simulation (a note per start and finish; the
     table is still refreshed once per step, not per event).  A run too short for a bar
     (a one-second heartbeat) is a diamond at its start, as ``gantt`` draws it up to
-    ``DETAIL_RUNS`` (200) runs in the window; past that, where ``gantt`` marks none, the
+    ``DETAIL_RUNS`` (200) runs drawn in the window (waits and skipped slots not
+    counted, by ``gantt``'s rule); past that, where ``gantt`` marks none, the
     player keeps one diamond a lane per :data:`SHORT_MARK_CELLS`-th of the window (4
     minutes of six hours) that holds such a run, and its key says so.
     """
@@ -363,7 +364,7 @@ class SimulationPlayer:
         import io
 
         from lldsched.views.frames import to_frame
-        from lldsched.views.plots import DETAIL_RUNS, PlotFigure, gantt
+        from lldsched.views.plots import PlotFigure, gantt
 
         low, high = self.span()
         order = {task.id: index for index, task in enumerate(self.sim.tasks())}
@@ -378,8 +379,7 @@ class SimulationPlayer:
         shown = (max(low - pad, EARLIEST), high + pad if high + pad < LATEST else high)
         frame = to_frame(recent)
         gantt(frame, by="task", ax=ax, tz=self._tz.key, span=shown)
-        if len(recent) > DETAIL_RUNS:  # gantt marks no short run past that many
-            self._mark_short_runs(ax, recent, frame, shown)
+        self._mark_short_runs(ax, recent, frame, shown)
         mark_now(ax, float(self.sim.now))
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=80)
@@ -396,7 +396,7 @@ class SimulationPlayer:
         self, ax: Any, records: list[ExecutionRecord], frame: Any, span: tuple[float, float]
     ) -> None:
         """The runs too short for a bar, marked on a chart of more than ``DETAIL_RUNS``
-        runs, where ``gantt`` marks none (a diamond a run would be a smear): on each
+        runs drawn, where ``gantt`` marks none (a diamond a run would be a smear): on each
         lane, one diamond per :meth:`short_mark_every` seconds that holds one or more
         (the cells counted from the epoch, so a mark stays put as the window scrolls),
         at the first such run's start, in its task's colour, and the key says so.
@@ -406,14 +406,19 @@ class SimulationPlayer:
         A run finds its lane by the label ``gantt`` gave its task (``frame``'s, by
         :func:`~lldsched.views.plots._base.task_codes`: a name stored with a newline
         written escaped, a long one shortened, one two tasks share followed by the id),
-        never by its raw name, which no lane of such a task is labelled with."""
+        never by its raw name, which no lane of such a task is labelled with.
+
+        The runs drawn are counted as ``gantt`` counts them, by its rule
+        (:func:`~lldsched.views.plots._base.detailed`): the rows that ran, on the lanes
+        it kept.  Counting the records in the window, a wait and a skipped slot counted
+        too, a chart of 60 runs among 350 records got gantt's diamonds and these."""
         import numpy as np
         from matplotlib.lines import Line2D
 
         from lldsched.views.durations import seconds_text
         from lldsched.views.frames import ran
         from lldsched.views.plots import OTHER_TASKS, SHORT_RUN
-        from lldsched.views.plots._base import add_legend, task_codes
+        from lldsched.views.plots._base import add_legend, detailed, task_codes
         from lldsched.views.plots.runbars import SHORT_LABEL
 
         legend = ax.get_legend()
@@ -432,6 +437,8 @@ class SimulationPlayer:
         }
         runs_drawn = ran(frame)
         codes, labels, _, _ = task_codes(runs_drawn)
+        if detailed(sum(labels[code] in lanes for code in codes.tolist())):
+            return  # gantt marked every short run
         label_of = {
             task_id: labels[code]
             for task_id, code in zip(runs_drawn["task_id"].tolist(), codes.tolist(), strict=True)

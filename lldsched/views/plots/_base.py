@@ -59,6 +59,7 @@ __all__ = [
     "as_zone",
     "date_numbers",
     "describe",
+    "detailed",
     "figure_and_axes",
     "first_free_rows",
     "lanes_height",
@@ -105,6 +106,14 @@ SHORT_RUN = 1 / 300
 """Up to :data:`DETAIL_RUNS` runs, a run shorter than this fraction of the chart's time
 span (about three pixels at the default size) is also drawn as a diamond at its start,
 so a one-second run in an hour-long chart is not a hairline nobody sees."""
+
+
+def detailed(runs: int) -> bool:
+    """Whether a Gantt chart of ``runs`` runs drawn (the rows that ran, in its span, on
+    the lanes it keeps: never a wait or a slot decided without a run) draws each run's
+    detail (:data:`DETAIL_RUNS`).  The one rule for ``gantt`` and for the simulation
+    player's own marks past it."""
+    return runs <= DETAIL_RUNS
 
 
 Array = Any  # numpy arrays, loosely typed at this module's boundary

@@ -28,7 +28,6 @@ from lldsched.views.lanes import (
     worker_lanes,
 )
 from lldsched.views.plots._base import (
-    DETAIL_RUNS,
     MAX_LANES,
     MIN_LANE_INCHES,
     Axes,
@@ -36,6 +35,7 @@ from lldsched.views.plots._base import (
     add_legend,
     as_zone,
     date_numbers,
+    detailed,
     figure_and_axes,
     first_free_rows,
     lanes_height,
@@ -191,7 +191,7 @@ def gantt(
     lane, lane_labels, first_rows, crowded = _rows_at_once(frame, base, base_labels)
     lanes = len(lane_labels)
     figure, ax = figure_and_axes(ax, (11.0, 1.6 + lanes_height(lanes)))
-    detail = len(frame) <= DETAIL_RUNS
+    detail = detailed(len(frame))
     days = None if window is None else (window[0] / 86400.0, window[1] / 86400.0)
     if len(frame):
         low, high = draw_runs(

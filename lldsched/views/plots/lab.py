@@ -10,11 +10,18 @@ experiment measured (never a lab or runtime object) and returns a Figure.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from matplotlib.ticker import LogFormatter
 
-from lldsched.views.plots._base import Figure, PlotFigure, write_figure_title, write_title
+from lldsched.views.plots._base import (
+    Axes,
+    Figure,
+    PlotFigure,
+    write_figure_title,
+    write_title,
+)
 from lldsched.views.plots.palette import series
 
 __all__ = ["cancel_cost", "listener_latency", "overrun_pileup", "polling_tradeoff", "wheel_costs"]
@@ -27,6 +34,47 @@ class _PlainLog(LogFormatter):
 
     def __call__(self, x: float, pos: int | None = None) -> str:
         return f"{x:g}" if super().__call__(x, pos) else ""
+
+
+_SAID = ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 6))
+"""The multiples of a power of ten :class:`_PlainLog` labels, by how many decades an axis
+spans: every one under a decade, these five up to two (past that, the powers alone)."""
+
+
+def _on_ticks(ax: Axes, values: Sequence[float]) -> None:
+    """End a log cost axis on labelled ticks at or past the lowest and the highest of
+    ``values`` (the positive ones): the first of :data:`_SAID`'s multiples whose ends
+    the axis's formatters label once the axis spans them.  Matplotlib's margin ended the
+    insert axis at 1.74 over a wheel at 1.05 to 1.6 µs, the tick past 1 (2) out of view:
+    the line lay above the last number said.  Where neither does (0.37 to 66 µs: 0.3 to
+    70 labels no 70, 0.3 to 100 only the powers), matplotlib's limits are kept, and its
+    labels between the powers (the 2 where the pop costs meet) with them."""
+    costs = [value for value in values if value > 0 and math.isfinite(value)]
+    if not costs:
+        return
+    drawn = ax.get_ylim()
+    for said in _SAID:
+        ends = (_said_under(min(costs), said), _said_over(max(costs), said))
+        ax.set_ylim(*ends)
+        formatters = (ax.yaxis.get_major_formatter(), ax.yaxis.get_minor_formatter())
+        for formatter in formatters:
+            formatter.set_locs([])  # which multiples it labels, by the span (the locs unread)
+        if all(any(formatter(end) for formatter in formatters) for end in ends):
+            return
+    ax.set_ylim(*drawn)
+
+
+def _said_under(value: float, said: Sequence[int]) -> float:
+    """The largest of ``said`` times a power of ten at most ``value`` (> 0)."""
+    power = 10.0 ** math.floor(math.log10(value))
+    return max(m for m in said if m <= value / power * (1 + 1e-9)) * power
+
+
+def _said_over(value: float, said: Sequence[int]) -> float:
+    """The smallest of ``said`` times a power of ten (or the next power) at least
+    ``value`` (> 0)."""
+    power = 10.0 ** math.floor(math.log10(value))
+    return min(m for m in (*said, 10) if m >= value / power * (1 - 1e-9)) * power
 
 
 _MARK_EVERY = 0.08
@@ -159,7 +207,7 @@ def wheel_costs(
     pop: Mapping[str, Sequence[float]],
 ) -> Figure:
     """CPU per timer to insert and to pop, per structure (``{"heap": [...], ...}``),
-    log-log."""
+    log-log, each cost axis ending on a labelled tick past its lines (:func:`_on_ticks`)."""
     figure = _figure(9.6, 3.6, columns=2)
     insert_ax, pop_ax = figure.axes
     for ax, costs, what in ((insert_ax, insert, "insert"), (pop_ax, pop, "pop every timer")):
@@ -169,6 +217,7 @@ def wheel_costs(
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(_PlainLog())
         ax.yaxis.set_minor_formatter(_PlainLog(labelOnlyBase=False, minor_thresholds=(2, 1)))
+        _on_ticks(ax, [value for values in costs.values() for value in values])
         ax.set_xlabel("timers (due over the next 60 s)")
         ax.set_ylabel("CPU per timer (µs)")
         write_title(ax, what, panel=True)
