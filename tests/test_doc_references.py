@@ -1,7 +1,8 @@
 """What the documents name exists: a rename or a removal fails here, naming the doc line.
 
 README.md, docs/*.md (PERFORMANCE.md included: its measurements are dated, the names
-and commands it gives are not) and the decision log's files (docs/decisions/*.md):
+and commands it gives are not) and those of docs/'s folders (the decision log's,
+docs/decisions/*.md, and docs/testing/*.md):
 
 * every repository path they mention (``lldsched/...``, ``tests/...``, ``.ci/...``,
   ``benchmarks/...``, ``docs/...``, ...) exists, a ``*`` in it matching something,

@@ -1291,6 +1291,27 @@ def test_cluster_mds_schema_is_a_shared_sqlite_stores_file(tmp_path: Path) -> No
     assert sorted(re.findall(r"^(CREATE INDEX .*?);", schema, flags=re.M)) == indexes
 
 
+def test_upgrading_mds_table_of_schema_versions_is_the_stores_steps() -> None:
+    """UPGRADING.md's table of what each schema version added: a row per version past
+    1 up to both stores' current one, and each column, table or index a cell names in
+    backticks (``tasks.grid``, ``slot_due``; a verb such as ``run_now`` aside) made by
+    that version's step of its store ("the same": the SQLite cell's names)."""
+    from lldsched.stores import postgres_sql, sqlite_schema
+
+    text = (DOCS / "UPGRADING.md").read_text().split("\n## Schema versions\n", 1)[1]
+    rows = re.findall(r"^\| (\d+) \| (.*?) \| (.*?) \|$", text, flags=re.M)
+    assert sqlite_schema.SCHEMA_VERSION == postgres_sql.SCHEMA_VERSION
+    assert [int(row[0]) for row in rows] == list(range(2, sqlite_schema.SCHEMA_VERSION + 1))
+    for version, sqlite, postgres in rows:
+        before = int(version) - 1
+        postgres = sqlite if postgres == "the same" else postgres
+        steps = [(sqlite, " ".join(sqlite_schema.MIGRATIONS[before])),
+                 (postgres, postgres_sql.UPGRADES[before])]  # fmt: skip
+        for cell, step in steps:
+            for name in set(re.findall(r"`(?:\w+\.)?(\w+)`", cell)) - {"run_now"}:
+                assert re.search(rf"\b{name}\b", step), (version, name, step)
+
+
 def test_architecture_mds_lifecycle_draws_every_edge_of_the_table() -> None:
     """ "The lifecycle" block of ARCHITECTURE.md (``A|B -> C|D``: each source to each
     target) has the edges of ``TRANSITIONS``, no more, no fewer.  It left out that a
