@@ -15,6 +15,7 @@ from lldsched import (
     CronSchedule,
     FakeClock,
     FixedRate,
+    Jittered,
     OneTime,
     ScheduleError,
     Scheduler,
@@ -383,6 +384,55 @@ def test_a_next_run_answering_nan_fails_its_task_saying_so(
         assert len(other.history) == 3
         (said,) = [r for r in caplog.records if "next_run" in r.getMessage()]
         assert said.exc_info is not None and "answered nan" in str(said.exc_info[1])
+    finally:
+        driven.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("answer", ["soon", datetime(2026, 1, 6, 9)], ids=repr)
+def test_a_next_run_answering_no_number_fails_its_task_naming_the_answer(
+    kind: str, answer: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: a ``str`` or a (naive) ``datetime`` from ``next_run`` failed the task with
+    ``TypeError: '>' not supported between instances of 'datetime.datetime' and
+    'float'``, the library's own comparison, naming neither the answer nor the rule."""
+    driven = Driven(kind)
+    try:
+        task = driven.add("odd", Answers(T0, answer), id="odd")
+        driven.run_until(T0 + 60)
+        assert task.status is TaskStatus.FAILED and len(task.history) == 1
+        (said,) = [r for r in caplog.records if "next_run" in r.getMessage()]
+        assert said.exc_info is not None
+        raised = str(said.exc_info[1])
+        assert f"answered {answer!r}, not an instant" in raised, raised
+        assert doc_url("docs/EXTENDING.md#a-schedule-of-your-own") in raised
+        assert task.last_error is not None and f"answered {answer!r}" in task.last_error
+        assert task.last_error.startswith(f"ScheduleError: {Answers(T0, answer)!r}.next_run(")
+    finally:
+        driven.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("answer", ["soon", datetime(2026, 1, 6, 9)], ids=repr)
+def test_jittered_names_what_the_schedule_it_wraps_answered(kind: str, answer: object) -> None:
+    """Before: ``Jittered`` added its delay to the wrapped schedule's answer, and a
+    ``str`` or a ``datetime`` raised ``TypeError: can only concatenate str (not "float")
+    to str`` (or ``unsupported operand type(s) for /``) at registration and after a run,
+    from its own arithmetic."""
+    driven = Driven(kind)
+    try:
+        with pytest.raises(ScheduleError) as caught:
+            driven.add("odd", Jittered(Answers(answer), 5, seed=1), id="odd")
+        assert f"{Answers(answer)!r}.first_run(" in str(caught.value)
+        assert f"answered {answer!r}, not an instant" in str(caught.value)
+        assert [task.id for task in driven.runtime.tasks()] == []
+        task = driven.add("later", Jittered(Answers(T0, answer), 5, seed=1), id="later")
+        driven.run_until(T0 + 60)
+        assert task.status is TaskStatus.FAILED and len(task.history) == 1
+        assert task.last_error is not None
+        assert f"{Answers(T0, answer)!r}.next_run(" in task.last_error
+        assert f"answered {answer!r}, not an instant" in task.last_error
+        assert not task.last_error.startswith("ScheduleError: ScheduleError")  # said once
     finally:
         driven.close()
 

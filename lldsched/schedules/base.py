@@ -540,8 +540,12 @@ def _next_run_and_skipped_from_next_run(
     if due is None:
         return None, ()
     # Rare: an answer not after the slot nor the finish (see stepped_past), or no
-    # instant (NaN compares False, and a str or a datetime raises TypeError here).
-    if not (due > record.slot or due > record.finished) or due > FARTHEST:
+    # instant (NaN compares False; a str or a datetime raises TypeError, and is named).
+    try:
+        odd = not (due > record.slot or due > record.finished) or due > FARTHEST
+    except TypeError:
+        odd = True
+    if odd:
         due = checked_answer(schedule, due, query=f"next_run({record.finished!r})")
         raise SteppedPast(schedule, record, due)  # no slot of its own was passed
     return due, slots_between(schedule, record.slot, due, limit=limit)
