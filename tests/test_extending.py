@@ -107,6 +107,42 @@ def test_a_registered_schedule_that_does_not_round_trip_is_refused_at_registrati
         assert scheduler.tasks() == [] and store.load_all() == []
 
 
+class EveryByIdentity:
+    """A schedule of one's own written as a plain class: no ``__eq__``, so two equal
+    ones are not ``==``."""
+
+    def __init__(self, period: float) -> None:
+        self.period = period
+
+    def first_run(self, now: float) -> float:
+        return now + self.period
+
+    def next_run(self, record: Any, now: float) -> float:
+        return float(record.slot) + self.period
+
+
+register_schedule(
+    "tests.EveryByIdentity",
+    EveryByIdentity,
+    lambda s: {"period": s.period},
+    lambda d: EveryByIdentity(d["period"]),
+)
+
+
+def test_a_registered_schedule_without_eq_is_refused_saying_so(tmp_path: Path) -> None:
+    """Before: the refusal blamed the ``from_dict`` ("must rebuild an equal schedule from
+    what JSON keeps (lists, not tuples)"), which rebuilt the schedule right: the class
+    compares by identity, which no ``from_dict`` can satisfy."""
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = Scheduler(store=store, clock=FakeClock(T0))
+        with pytest.raises(ValidationError) as refused:
+            scheduler.schedule("e", jobs.noop, EveryByIdentity(60.0), id="e")
+        message = str(refused.value)
+        assert "EveryByIdentity compares by identity (it defines no __eq__)" in message
+        assert "a frozen dataclass" in message and "from_dict" not in message
+        assert scheduler.tasks() == [] and store.load_all() == []
+
+
 @pytest.mark.parametrize("period", [float("nan"), float("inf")])
 def test_a_registered_schedule_json_cannot_hold_is_refused_naming_the_task_and_value(
     tmp_path: Path, period: float
