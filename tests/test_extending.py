@@ -15,6 +15,7 @@ from lldsched import (
     CronSchedule,
     FakeClock,
     FixedRate,
+    Jittered,
     OneTime,
     ScheduleError,
     Scheduler,
@@ -103,6 +104,42 @@ def test_a_registered_schedule_that_does_not_round_trip_is_refused_at_registrati
         scheduler = Scheduler(store=store, clock=FakeClock(T0))
         with pytest.raises(ValidationError, match=r"back as Dates\(at=\[.*lists, not tuples"):
             scheduler.schedule("d", jobs.noop, extensions.Dates((T0, T0 + 60)), id="d")
+        assert scheduler.tasks() == [] and store.load_all() == []
+
+
+class EveryByIdentity:
+    """A schedule of one's own written as a plain class: no ``__eq__``, so two equal
+    ones are not ``==``."""
+
+    def __init__(self, period: float) -> None:
+        self.period = period
+
+    def first_run(self, now: float) -> float:
+        return now + self.period
+
+    def next_run(self, record: Any, now: float) -> float:
+        return float(record.slot) + self.period
+
+
+register_schedule(
+    "tests.EveryByIdentity",
+    EveryByIdentity,
+    lambda s: {"period": s.period},
+    lambda d: EveryByIdentity(d["period"]),
+)
+
+
+def test_a_registered_schedule_without_eq_is_refused_saying_so(tmp_path: Path) -> None:
+    """Before: the refusal blamed the ``from_dict`` ("must rebuild an equal schedule from
+    what JSON keeps (lists, not tuples)"), which rebuilt the schedule right: the class
+    compares by identity, which no ``from_dict`` can satisfy."""
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = Scheduler(store=store, clock=FakeClock(T0))
+        with pytest.raises(ValidationError) as refused:
+            scheduler.schedule("e", jobs.noop, EveryByIdentity(60.0), id="e")
+        message = str(refused.value)
+        assert "EveryByIdentity compares by identity (it defines no __eq__)" in message
+        assert "a frozen dataclass" in message and "from_dict" not in message
         assert scheduler.tasks() == [] and store.load_all() == []
 
 
@@ -383,6 +420,57 @@ def test_a_next_run_answering_nan_fails_its_task_saying_so(
         assert len(other.history) == 3
         (said,) = [r for r in caplog.records if "next_run" in r.getMessage()]
         assert said.exc_info is not None and "answered nan" in str(said.exc_info[1])
+    finally:
+        driven.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("answer", ["soon", datetime(2026, 1, 6, 9)], ids=repr)
+def test_a_next_run_answering_no_number_fails_its_task_naming_the_answer(
+    kind: str, answer: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: a ``str`` or a (naive) ``datetime`` from ``next_run`` failed the task with
+    ``TypeError: '>' not supported between instances of 'datetime.datetime' and
+    'float'``, the library's own comparison, naming neither the answer nor the rule."""
+    driven = Driven(kind)
+    try:
+        task = driven.add("odd", Answers(T0, answer), id="odd")
+        driven.run_until(T0 + 60)
+        assert task.status is TaskStatus.FAILED and len(task.history) == 1
+        (said,) = [r for r in caplog.records if "next_run" in r.getMessage()]
+        assert said.exc_info is not None
+        raised = str(said.exc_info[1])
+        assert f"answered {answer!r}, not an instant" in raised, raised
+        assert doc_url("docs/EXTENDING.md#a-schedule-of-your-own") in raised
+        assert task.last_error is not None and f"answered {answer!r}" in task.last_error
+        assert task.last_error.startswith(f"ScheduleError: {Answers(T0, answer)!r}.next_run(")
+        if isinstance(answer, datetime):  # the way out, for the likeliest slip
+            assert "(a datetime: answer its .timestamp(), epoch seconds)" in raised
+    finally:
+        driven.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("answer", ["soon", datetime(2026, 1, 6, 9)], ids=repr)
+def test_jittered_names_what_the_schedule_it_wraps_answered(kind: str, answer: object) -> None:
+    """Before: ``Jittered`` added its delay to the wrapped schedule's answer, and a
+    ``str`` or a ``datetime`` raised ``TypeError: can only concatenate str (not "float")
+    to str`` (or ``unsupported operand type(s) for /``) at registration and after a run,
+    from its own arithmetic."""
+    driven = Driven(kind)
+    try:
+        with pytest.raises(ScheduleError) as caught:
+            driven.add("odd", Jittered(Answers(answer), 5, seed=1), id="odd")
+        assert f"{Answers(answer)!r}.first_run(" in str(caught.value)
+        assert f"answered {answer!r}, not an instant" in str(caught.value)
+        assert [task.id for task in driven.runtime.tasks()] == []
+        task = driven.add("later", Jittered(Answers(T0, answer), 5, seed=1), id="later")
+        driven.run_until(T0 + 60)
+        assert task.status is TaskStatus.FAILED and len(task.history) == 1
+        assert task.last_error is not None
+        assert f"{Answers(T0, answer)!r}.next_run(" in task.last_error
+        assert f"answered {answer!r}, not an instant" in task.last_error
+        assert not task.last_error.startswith("ScheduleError: ScheduleError")  # said once
     finally:
         driven.close()
 

@@ -63,6 +63,13 @@ class KeepsOnlyTheRun(InMemoryTaskStore):
         self.save(snapshot, records[0])
 
 
+class LosesTimedOut(InMemoryTaskStore):
+    """Keeps each record without its ``timed_out`` (a table without its column)."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot, None if record is None else record._replace(timed_out=False))
+
+
 class TakesWritesWhenClosed(InMemoryTaskStore):
     def close(self) -> None:
         """Says closed, and goes on writing."""
@@ -318,6 +325,16 @@ def test_check_all_names_each_rule_a_store_breaks(
             NeedsAnAction,
             "test_every_schedule_and_option_comes_back_equal",
             "saving task 'action=None' raised AssertionError(\"task 'action=None' has no action",
+        ),
+        (
+            LosesTimedOut,
+            "test_a_history_store_keeps_every_record_field_oldest_first",
+            "records('r'): record 2 of 3 (slot 1767603720.0): timed_out: saved True, loaded False",
+        ),
+        (
+            KeepsOnlyTheRun,
+            "test_a_run_and_the_slots_it_skipped_are_kept_in_order",
+            "records('s'): saved 3 records, loaded 1: the 2nd (slot 1767603720.0) is missing",
         ),
         (
             KnowsNoBlocked,

@@ -41,7 +41,7 @@ from lldsched.core.names import (
 from lldsched.core.overlapping import buffered
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
-from lldsched.errors import error_text
+from lldsched.errors import ScheduleError, error_text
 from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy, checked_backoff, retry_draws
@@ -555,7 +555,9 @@ class RunTransitions(CoreParts):
         than leave it RUNNING for ever or stop the runtime; ``record`` is the run's, as
         it ended."""
         if policy is None:
-            who, error = f"{schedule!r}.next_run", f"ScheduleError: {error_text(exc)}"
+            who, error = f"{schedule!r}.next_run", error_text(exc)
+            if not isinstance(exc, ScheduleError):  # the library's own says so already
+                error = f"ScheduleError: {error}"
         else:
             who = f"the retry policy {policy!r}"
             error = f"ValidationError: {who} raised {error_text(exc)}"

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from itertools import islice, takewhile
 from typing import Protocol, TypeAlias, TypeGuard, TypeVar, runtime_checkable
 
@@ -112,9 +112,11 @@ def checked_answer(schedule: Schedule, answer: object, *, query: str) -> float:
     try:
         return instant(answer, name=query)
     except ValidationError:
+        timestamp = isinstance(answer, datetime)  # the likeliest slip: its way out
+        hint = " (a datetime: answer its .timestamp(), epoch seconds)" if timestamp else ""
         raise ScheduleError(
-            f"{schedule!r}.{query} answered {answer!r}, not an instant: a schedule answers "
-            f"epoch seconds (an int or a float within ±{FARTHEST:g}) or None "
+            f"{schedule!r}.{query} answered {answer!r}, not an instant{hint}: a schedule "
+            f"answers epoch seconds (an int or a float within ±{FARTHEST:g}) or None "
             f"({_OWN_SCHEDULE})"
         ) from None
 
@@ -540,8 +542,12 @@ def _next_run_and_skipped_from_next_run(
     if due is None:
         return None, ()
     # Rare: an answer not after the slot nor the finish (see stepped_past), or no
-    # instant (NaN compares False, and a str or a datetime raises TypeError here).
-    if not (due > record.slot or due > record.finished) or due > FARTHEST:
+    # instant (NaN compares False; a str or a datetime raises TypeError, and is named).
+    try:
+        odd = not (due > record.slot or due > record.finished) or due > FARTHEST
+    except TypeError:
+        odd = True
+    if odd:
         due = checked_answer(schedule, due, query=f"next_run({record.finished!r})")
         raise SteppedPast(schedule, record, due)  # no slot of its own was passed
     return due, slots_between(schedule, record.slot, due, limit=limit)

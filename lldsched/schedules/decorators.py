@@ -62,6 +62,7 @@ from lldsched.schedules.base import (
     AnswersItsOwnWay,
     GridCount,
     Schedule,
+    checked_answer,
     copied,
     counts_on_grid,
     first_slot_after,
@@ -216,14 +217,22 @@ class Jittered(FrozenValue, AnswersItsOwnWay):
     def first_run(self, now: float) -> float | None:
         """The wrapped schedule's first slot, delayed."""
         slot = self.schedule.first_run(now)
-        return None if slot is None else self.delayed(slot)
+        if slot is None:
+            return None
+        if slot.__class__ is not float:  # an int, or no instant: named, not added to
+            slot = checked_answer(self.schedule, slot, query=f"first_run({now!r})")
+        return self.delayed(slot)
 
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
         """The wrapped schedule's next slot after the run's undelayed slot, delayed."""
         slot = self.slot_of(record.slot)
         due = slot if record.due == record.slot else record.due
         following = self.schedule.next_run(record._replace(slot=slot, due=due), now)
-        return None if following is None else self.delayed(following)
+        if following is None:
+            return None
+        if following.__class__ is not float:  # an int, or no instant: named, not added to
+            following = checked_answer(self.schedule, following, query=f"next_run({now!r})")
+        return self.delayed(following)
 
     @property
     def next_on_grid(self) -> GridCount | None:

@@ -87,7 +87,9 @@ __all__ = [
     "uniform",
 ]
 
-DurationModel = float | Callable[[random.Random, int], float]
+DurationModel = float | Callable[[random.Random, int], float | timedelta]
+"""A duration model as a type (the module's docstring says what it may be): a function
+answers seconds or a ``timedelta``, as its draw takes them."""
 FailureModel = float | Callable[[random.Random, int], "bool | str | BaseException | None"]
 
 

@@ -153,6 +153,45 @@ def _assert_kept(saved: Sequence[TaskSnapshot], loaded: Sequence[TaskSnapshot]) 
     assert not problems, "\n".join(problems)
 
 
+def _assert_records_kept(
+    task_id: str, saved: Sequence[ExecutionRecord], loaded: Sequence[ExecutionRecord]
+) -> None:
+    """``loaded``, what ``records(task_id)`` gave, is ``saved``, in its order; else one
+    AssertionError saying how: a record missing (the first, by its position and slot),
+    one more, the order, or each field a record lost."""
+    if list(loaded) == list(saved):
+        return
+    where = f"records({task_id!r})"
+    if len(loaded) != len(saved):
+        missing = [(n, r) for n, r in enumerate(saved, 1) if r not in loaded]
+        said = f"{where}: saved {len(saved)} records, loaded {len(loaded)}"
+        if missing:
+            n, record = missing[0]
+            said += f": the {_ordinal(n)} (slot {record.slot!r}) is missing"
+        raise AssertionError(f"{said}; loaded {list(loaded)!r}")
+    if all(record in saved for record in loaded):  # as many, each as saved
+        slots = [record.slot for record in loaded]
+        raise AssertionError(f"{where}: in another order, slots {slots}, saved oldest first")
+    problems = []
+    for n, (before, after) in enumerate(zip(saved, loaded, strict=True), 1):
+        changed = [
+            f"{name}: saved {getattr(before, name)!r}, loaded {getattr(after, name)!r}"
+            for name in ExecutionRecord._fields
+            if getattr(before, name) != getattr(after, name)
+        ]
+        if changed:
+            problems.append(
+                f"{where}: record {n} of {len(saved)} (slot {before.slot!r}): " + "; ".join(changed)
+            )
+    raise AssertionError("\n".join(problems))
+
+
+def _ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ... ``11th``, ``21st``."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _save_each(store: TaskStore, snapshots: Sequence[TaskSnapshot]) -> None:
     """Save each snapshot; a save that raises is an AssertionError naming its task."""
     for snapshot in snapshots:
@@ -534,7 +573,7 @@ class TaskStoreContract:
         store.save(_snapshot(_definition("other")), _record("other", 1))
         store = self._again(store)
         assert isinstance(store, HistoryStore)
-        assert store.records("r") == records, store.records("r")
+        _assert_records_kept("r", records, store.records("r"))
         assert store.records()[-1].task_id == "other", "every task's records, oldest first"
 
     def test_a_history_store_gives_every_tasks_records_in_the_order_saved(self) -> None:
@@ -570,7 +609,7 @@ class TaskStoreContract:
         store = self._again(store)
         _assert_kept([_snapshot(task, next_run_at=T0 + 240, run_count=1)], store.load_all())
         if isinstance(store, HistoryStore):
-            assert store.records("s") == records, store.records("s")
+            _assert_records_kept("s", records, store.records("s"))
 
     def test_a_history_store_keeps_the_dead_letter_in_the_order_tasks_failed(self) -> None:
         store = self._open()

@@ -202,12 +202,20 @@ def _check_round_trip(schedule: Schedule, document: dict[str, Any], from_dict: F
             f"a durable store cannot rebuild {schedule!r} from {fields!r}: "
             f"its from_dict raised {exc!r}"
         ) from None
-    if again != schedule:
+    if again == schedule:
+        return
+    kind = type(schedule)
+    if type(again) is kind and kind.__eq__ is object.__eq__:  # no from_dict can help
         raise ValidationError(
-            f"a durable store would give {schedule!r} back as {again!r} (from {fields!r}): "
-            "the from_dict registered with register_schedule must rebuild an equal "
-            "schedule from what JSON keeps (lists, not tuples)"
+            f"a durable store cannot give {schedule!r} back equal: {kind.__qualname__} "
+            "compares by identity (it defines no __eq__), and a registration compares a "
+            "stored definition with ==: make it a frozen dataclass, or define __eq__"
         )
+    raise ValidationError(
+        f"a durable store would give {schedule!r} back as {again!r} (from {fields!r}): "
+        "the from_dict registered with register_schedule must rebuild an equal "
+        "schedule from what JSON keeps (lists, not tuples)"
+    )
 
 
 def decode_schedule(document: Mapping[str, Any]) -> Schedule:

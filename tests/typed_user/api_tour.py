@@ -16,6 +16,7 @@ it (a fake clock, simulations; about a second, most of it drawing the charts).
 from __future__ import annotations
 
 import asyncio
+import random
 import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -222,8 +223,14 @@ def arrivals() -> Iterator[float]:
     return poisson_arrivals(1 / 60, start=0, seed=3, count=5)
 
 
+def replayed(rng: random.Random, attempt: int) -> timedelta:
+    """A duration model of one's own that answers a ``timedelta`` (lldsched.sim.models)."""
+    return timedelta(seconds=rng.choice([30, 45, 60]) * attempt)
+
+
 def simulated() -> None:
     sim = Simulation(workers=2, seed=1, listeners=[heard])
+    sim.schedule("replayed", FixedRate(300), duration=replayed)
     sim.schedule("a", FixedRate(60), duration=uniform(1, 5), fails=fails_on(1))
     sim.schedule("b", FixedRate(90), duration=exponential(10), fails=0.1)
     sim.schedule("c", FixedRate(120), duration=lognormal(5, 0.5))
