@@ -50,7 +50,11 @@ from tests.test_store_sqlite import snapshot, task
 
 Opener = Callable[..., PostgresTaskStore]
 
-LOCK_TIMEOUT = "canceling statement due to lock timeout (SQLSTATE 55P03)"
+LOCK_TIMEOUT = (  # PostgreSQL's words, then what they mean for the store (postgres_redact)
+    "canceling statement due to lock timeout (a lock_timeout set for the role or the "
+    "database ran out: another session holds a lock on the store's tables (pg_locks "
+    "names it)) (SQLSTATE 55P03)"
+)
 
 
 def paused(task_id: str) -> TaskSnapshot:
@@ -195,8 +199,8 @@ def test_a_hold_inside_a_hold_whose_rows_are_locked_elsewhere_fails_alone(
             store.save(paused("a"))
     (said,) = refused  # the lock statement's own error; not entered
     assert said.startswith(
-        f"the PostgreSQL store {store.dsn!r} failed: canceling statement due to lock "
-        "timeout\nCONTEXT:  while locking tuple"
+        f"the PostgreSQL store {store.dsn!r} failed: {LOCK_TIMEOUT.split(' (SQLSTATE')[0]}"
+        "\nCONTEXT:  while locking tuple"
     ), said
     assert status(other, "a") is TaskStatus.PAUSED
 
