@@ -100,6 +100,7 @@ def test_the_listener_names_its_deadline_when_it_cut_a_ping_into_a_black_hole(
             listener.stop()
             proxy.heal()
     assert CUT in lost, lost
+    assert "lock" not in lost, lost  # its statements take none: the store's cut names one
 
 
 def test_the_listener_names_its_deadline_when_it_cut_after_the_answer(

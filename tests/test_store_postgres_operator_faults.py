@@ -105,6 +105,33 @@ def test_lldsched_tasks_on_a_table_an_operator_locked_gives_up_at_its_timeout(
     assert "a lock another session holds on the store's tables" in str(result)
 
 
+def test_a_lock_held_past_the_stores_timeout_cut_by_its_deadline_names_the_lock_too(
+    postgres_dsn: str,
+) -> None:
+    """A statement waiting on an operator's ``LOCK TABLE`` past the store's ``timeout`` is
+    ended by the client's deadline when it fires before the server's ``statement_timeout``
+    (both are ``timeout``, the deadline's begun first; here the server's is off, so the
+    deadline always does).  Its message said only "the network or the server is silent",
+    though the server had answered the call's connection: it now names a lock another
+    session holds too, and where to look, without claiming it is one."""
+    with PostgresTaskStore(postgres_dsn, timeout=1) as store:
+        store.save(snapshot(task(id="a")))
+        connection = store._connection
+        assert connection is not None
+        connection.execute("SET statement_timeout = 0")  # the deadline alone bounds it
+        with psycopg.connect(postgres_dsn) as holder:
+            holder.execute("LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE")
+            try:
+                with pytest.raises(StoreError, match="no answer within 1 s") as cut:
+                    store.get("a")
+            finally:
+                holder.rollback()
+        assert "the network or the server is silent" in str(cut.value)
+        assert "a lock another session holds on the store's tables" in str(cut.value)
+        assert "pg_locks" in str(cut.value)
+        assert store.get("a") is not None  # the store reconnects once the lock is gone
+
+
 def test_a_row_deleted_by_hand_is_written_again_whole_at_its_tasks_next_write(
     postgres_dsn: str, caplog: pytest.LogCaptureFixture
 ) -> None:

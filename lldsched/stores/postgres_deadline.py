@@ -21,6 +21,14 @@ disarming it, a SIGSTOP or a suspended VM, leaves the next one to fail so).  Arm
 disarming cost a lock and two assignments; the thread sleeps until the earliest
 deadline armed.
 
+**What it cannot tell apart.**  A server that answers nothing in time looks the same to
+the client whether the network swallowed the statement or the statement waits on a lock
+another session holds on the store's tables (an operator's ``LOCK TABLE``): the server's
+own ``statement_timeout`` is ``seconds`` too, begun after the deadline's, so the
+deadline usually ends such a wait first.  Telling them apart would take a second
+session, so the store's reason names both (``pg_locks`` names a lock); the listener's,
+whose statements take no lock on the tables, names only the network.
+
 **One timeout a call.**  A store call (:meth:`Deadline.call`) has ``seconds`` from its
 start for everything it sends: the settles held back that it writes first, any
 connection it opens, its own statements.  Each round trip is armed to the call's end, not
@@ -55,10 +63,15 @@ class Deadline:
     """Bounds each call, from :meth:`watch` to :meth:`disarm`, to ``seconds`` (to the end of
     the store call under way: :meth:`call`): past it the socket it watches is shut down
     (the call fails as a lost connection, and :meth:`reason` says why, for every call on
-    that connection until :meth:`replaced`).  ``expired`` counts the calls it ended."""
+    that connection until :meth:`replaced`).  ``expired`` counts the calls it ended.
+    ``locks``: the calls may wait on a lock on the store's tables (the store's; not the
+    listener's), which :meth:`reason` then names as the other likely cause."""
 
-    def __init__(self, seconds: float, *, name: str = "lldsched-pg-deadline") -> None:
+    def __init__(
+        self, seconds: float, *, name: str = "lldsched-pg-deadline", locks: bool = True
+    ) -> None:
         self.seconds = seconds
+        self._locks = locks
         self.expired = 0
         # The connection in use was cut by the deadline (until replaced()): every call on
         # it fails from then on, the one it ended and any later one alike.
@@ -153,11 +166,18 @@ class Deadline:
         """Why a call on the connection in use failed: ``error`` (psycopg's words), or,
         if the deadline cut that connection (in this call or before it), that no answer
         came in time (psycopg would say the server closed the connection, which it did
-        not)."""
+        not), and its likely causes: a silent network or server, or (with ``locks``) a
+        statement waiting on a lock another session holds."""
         if self.ended:
+            lock = (
+                ", or a statement waits on a lock another session holds on the store's "
+                "tables, as LOCK TABLE takes: pg_locks names it"
+                if self._locks
+                else ""
+            )
             return (
-                f"no answer within {self.seconds:g} s (the network or the server is silent); "
-                "the connection was closed"
+                f"no answer within {self.seconds:g} s (the network or the server is "
+                f"silent{lock}); the connection was closed"
             )
         return error
 

@@ -144,7 +144,7 @@ class Listener:
         self._wake = weakly(wake)  # its scheduler is not kept alive by this thread
         self._timeout = timeout
         # Ends a ping (or the LISTEN) the network leaves unanswered for `timeout`.
-        self._deadline = Deadline(timeout, name="lldsched-pg-listen-deadline")
+        self._deadline = Deadline(timeout, name="lldsched-pg-listen-deadline", locks=False)
         self._stopping = threading.Event()  # set once by stop()
         self._stop_lock = threading.Lock()  # one stop() writes and closes the writer
         # stop() writes a byte here: it ends the thread's wait for the connection's socket.
