@@ -460,13 +460,17 @@ print("pytest exit code:", exit_code, "(0: the test passed)")
 # `True`). In section 3 the parked-timer test fails every time, and says why ("the timer
 # slept on"): it waits until the timer has parked before it schedules. The three that
 # schedule right after `with Scheduler(...)` (fifty tasks, the failing task, the
-# hand-off queue) fail with it on most runs, each after its 5 s bound, but not on every
-# run: when their `schedule()` calls win the race against the timer thread's first look,
-# the timer finds the tasks without a wake-up (the hand-off test wins it most often; run
-# the cell a few times and count). That race is why the parked-timer test makes sure the
-# timer is parked: a missing notify shows only then. The listener test passes: its
-# clock's `advance` wakes the timer itself; so does section 4's, for the stepper moves
-# the clock too. Undo the edit afterwards.
+# hand-off queue) fail with it too, each after its 5 s bound. The failing-task test
+# fails on practically every run: its last four tasks are scheduled after `wait_idle`,
+# when the timer has almost always parked. The other two fail on most runs but not on
+# every run: when their `schedule()` calls win the race against the timer thread's first
+# look, the timer finds the tasks without a wake-up. The hand-off test wins it the most
+# often of the three, yet it too loses more often than it wins (on our machine it
+# passed about one run in five while a second run shared the two cores, nearly one in
+# two alone): if it passes, run the cell again, and a few times more to count. That race
+# is why the parked-timer test makes sure the timer is parked: a missing notify shows
+# only then. The listener test passes: its clock's `advance` wakes the timer itself; so
+# does section 4's, for the stepper moves the clock too. Undo the edit afterwards.
 # The repository's own suite (`make test`) holds these tests and thousands of others.
 #
 # ## Check yourself
