@@ -346,12 +346,15 @@ def decide_misfire(
     :func:`_apply` reads for them, holds only its last ``history_limit`` records).
     """
     with deciding_for(task):
-        return _decided_for(core, task, now, owed, token, history, known)
+        return _decided_for(
+            core, task, now=now, owed=owed, token=token, history=history, known=known
+        )
 
 
 def _decided_for(
     core: SchedulerCore,
     task: ScheduledTask,
+    *,
     now: float,
     owed: bool,
     token: int | None,

@@ -149,12 +149,15 @@ def stored_plan(
     a process following a shared store that did not pass it decided a cut plan again
     from ``waited``, counting the slots beyond the cap twice, as a restart did before."""
     with deciding_for(task):
-        return _put_back(core, task, waited, now, resumes, until, history)
+        return _put_back(
+            core, task, waited=waited, now=now, resumes=resumes, until=until, history=history
+        )
 
 
 def _put_back(
     core: SchedulerCore,
     task: ScheduledTask,
+    *,
     waited: float,
     now: float,
     resumes: bool,
