@@ -31,7 +31,7 @@ import re
 
 from lldsched.errors import ValidationError, shown
 
-__all__ = ["check_name", "line_breaker", "one_line"]
+__all__ = ["check_name", "line_breaker", "name_after", "one_line"]
 
 _BREAKS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 """Every character :func:`check_name` refuses (the module's list); none is printable
