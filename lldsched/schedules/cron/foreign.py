@@ -6,8 +6,8 @@ not cron: a systemd timer's ``OnCalendar=`` calendar event (``Mon..Fri *-*-*
 django-celery-beat's admin: ``0 4 * * * (m/h/dM/MY/d) UTC``).  Read as cron fields
 they would fail with a field count or, for Celery's, as a crontab line with a command;
 :func:`foreign_text` names what the text is instead and what cron text to write.
-There is no calendar-event parser here (docs/decisions/migrating.md, "From systemd
-timers"): the shorthands get their cron text, the rest the table in
+There is no calendar-event parser here (docs/decisions/migrating.md, "Celery beat and
+systemd timers"): the shorthands get their cron text, the rest the table in
 docs/MIGRATING.md.  Called by :func:`lldsched.schedules.cron.parse.parse` only.
 """
 
