@@ -217,7 +217,7 @@ REJECTED = [
     ("*/x * * * *", "minute field: step must be a number >= 1 in '*/x'"),
     ("5-1 * * * *", "minute field: reversed range '5-1'"),
     ("* * * dec-jan *", "month field: reversed range 'dec-jan'"),
-    ("* * * * fri-mon", "day of week field: reversed range 'fri-mon' (expression"),
+    ("* * * * fri-mon", "day of week field: reversed range 'fri-mon': a range does not wrap"),
     # APScheduler's day_of_week="sat-sun" (Monday is 0 there): Sunday closes a range as 7
     ("* * * * sat-sun", "range 'sat-sun': a range that ends on Sunday ends at 7, write 'sat-7'"),
     ("* * * * 5-0", "reversed range '5-0': a range that ends on Sunday ends at 7, write '5-7'"),
@@ -312,12 +312,91 @@ def test_a_day_of_week_range_ending_on_sunday_as_0_is_refused_saying_why_and_wha
 
 def test_a_range_ending_at_0_in_another_field_is_reversed_with_no_sunday_hint() -> None:
     """cronie's 2025 reading (``a-0`` as ``a-7``) is field-blind: ``5-0 * * * *`` runs at
-    minutes 5, 6 and 7 there, and croniter wraps it round the hour: refused."""
+    minutes 5, 6 and 7 there, and croniter wraps it round the hour: refused, naming the
+    wrapped reading's list, not a Sunday."""
     with pytest.raises(ScheduleError) as caught:
         CronSchedule("5-0 * * * *")
     assert str(caught.value) == (
-        "cron minute field: reversed range '5-0' (expression '5-0 * * * *')"
+        "cron minute field: reversed range '5-0': a range does not wrap past the field's "
+        "end; for the values Celery's crontab and croniter read, write '5-59,0' "
+        "(expression '5-0 * * * *')"
     )
+
+
+@pytest.mark.parametrize(
+    ("expr", "item", "fix"),
+    [
+        ("30 22-2 * * *", "22-2", "22-23,0-2"),  # Celery: crontab(minute=30, hour="22-2")
+        ("0 9 * * fri-mon", "fri-mon", "fri-sat,sun-mon"),
+        ("0 9 * * FRI-MON", "FRI-MON", "FRI-SAT,SUN-MON"),
+        ("0 9 * * sat-mon", "sat-mon", "sat,sun-mon"),
+        ("0 9 * * 5-1", "5-1", "5-6,0-1"),
+        ("0 0 1 nov-feb *", "nov-feb", "nov-dec,jan-feb"),
+        ("0 0 25-5 * *", "25-5", "25-31,1-5"),
+        ("0 23-0 * * *", "23-0", "23,0"),
+        ("50-10/5 * * * *", "50-10/5", "50,55,0,5,10"),
+        ("0 22-4/3 * * *", "22-4/3", "22,1,4"),
+    ],
+)
+def test_a_range_that_wraps_past_the_fields_end_is_refused_naming_the_list_to_write(
+    expr: str, item: str, fix: str
+) -> None:
+    """Celery's ``crontab`` (``crontab_parser._expand_range``) and croniter read
+    ``22-2`` as 22, 23, 0, 1, 2; cron refuses it.  Before, the message said "reversed
+    range '22-2'" alone; now it names the list that has the wrapped values, which
+    fires where Celery's reading did."""
+    with pytest.raises(ScheduleError) as caught:
+        CronSchedule(expr)
+    assert str(caught.value) == (
+        f"cron {_field_of(expr, item)} field: reversed range {item!r}: a range does not "
+        f"wrap past the field's end; for the values Celery's crontab and croniter read, "
+        f"write {fix!r} (expression {expr!r})"
+    )
+    wrapped, listed = _celery_reading(item), parse(expr.replace(item, fix))
+    index = expr.split().index(item)
+    assert wrapped == set(
+        (listed.minutes, listed.hours, listed.days, listed.months, listed.weekdays)[index]
+    )
+
+
+def _field_of(expr: str, item: str) -> str:
+    return ("minute", "hour", "day of month", "month", "day of week")[expr.split().index(item)]
+
+
+def _celery_reading(item: str) -> set[int]:
+    """``item`` as Celery 5.5's ``crontab_parser`` reads it: a range whose end is below
+    its start runs to the field's last value and on from its first, then every
+    ``step``-th of that list (the values measured with Celery 5.5.3)."""
+    return {
+        "22-2": {22, 23, 0, 1, 2},
+        "fri-mon": {5, 6, 0, 1},
+        "FRI-MON": {5, 6, 0, 1},
+        "sat-mon": {6, 0, 1},
+        "5-1": {5, 6, 0, 1},
+        "nov-feb": {11, 12, 1, 2},
+        "25-5": {*range(25, 32), *range(1, 6)},
+        "23-0": {23, 0},
+        "50-10/5": {50, 55, 0, 5, 10},
+        "22-4/3": {22, 1, 4},
+    }[item]
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("0 9 * * monday", "'monday': use a three-letter day name, 'mon' (SUN-SAT), or 0-7"),
+        ("0 9 * * Sunday", "'Sunday': use a three-letter day name, 'Sun' (SUN-SAT), or 0-7"),
+        ("0 0 1 january *", "'january' is not a number 1-12 or a month name: use 'jan'"),
+    ],
+)
+def test_a_full_day_or_month_name_names_its_three_letters(expr: str, message: str) -> None:
+    """Celery's ``crontab(day_of_week="monday")`` and systemd's ``Monday`` take whole
+    names; cron takes three letters.  Before, the message named the rule alone."""
+    with pytest.raises(ScheduleError) as caught:
+        CronSchedule(expr)
+    assert message in str(caught.value)
+    fixed = expr.replace("monday", "mon").replace("Sunday", "Sun").replace("january", "jan")
+    CronSchedule(fixed)
 
 
 @pytest.mark.parametrize(("expr", "_message"), REJECTED)

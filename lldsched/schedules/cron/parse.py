@@ -30,7 +30,10 @@ count, other lines of a crontab pasted whole (a command after the fields, a comm
 said as such only once the text failed as fields, docs/CRON.md "Moving a crontab"),
 other crons' tokens (cronie's ``~``, Quartz's ``?``, ``nW``, ``L-n``), and a day of
 month that cannot occur in the chosen months when the day fields are ANDed
-(``0 0 30 2 *``).
+(``0 0 30 2 *``).  A range that wraps past its field's end (``22-2``, as Celery's
+``crontab`` and croniter read it) is refused naming the list to write; a systemd
+calendar event and Celery's display of a crontab are named as such
+(:mod:`lldsched.schedules.cron.foreign`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import re
 from typing import NamedTuple
 
 from lldsched.errors import ScheduleError, doc_url, shown
+from lldsched.schedules.cron.foreign import foreign_text
 
 __all__ = ["FIELD_NAMES", "MACROS", "CronFields", "Term", "field_like", "parse"]
 
@@ -153,12 +157,25 @@ def _value(index: int, text: str, expr: str, *, item: str) -> int:
             expr,
         )
     upper = text.upper()
+    if ".." in text:  # systemd's range, as in OnCalendar=Mon..Fri
+        fix = text.replace("..", "-")
+        raise _fail(index, f"{shown(text)}: cron writes a range with '-', {fix!r}", expr)
     if index == 3 and upper in _MONTH_NUMBERS:
         return _MONTH_NUMBERS[upper]
     if index == 4 and upper in _DAY_NUMBERS:
         return _DAY_NUMBERS[upper]
-    if index == 4 and upper in _FULL_DAY_NAMES:
-        raise _fail(index, f"{shown(text)}: use a three-letter day name (SUN-SAT) or 0-7", expr)
+    if index == 4 and upper in _FULL_DAY_NAMES:  # Celery's and systemd's spelling
+        raise _fail(
+            index,
+            f"{shown(text)}: use a three-letter day name, {text[:3]!r} (SUN-SAT), or 0-7",
+            expr,
+        )
+    if index == 3 and len(upper) > 3 and upper[:3] in _MONTH_NUMBERS:  # "january"
+        raise _fail(
+            index,
+            f"{shown(text)} is not a number 1-12 or a month name: use {text[:3]!r} (JAN-DEC)",
+            expr,
+        )
     if not text:
         raise _fail(index, f"a value is missing in {shown(item)}", expr)
     if index == 3:
@@ -222,7 +239,7 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
         if start > stop:
             if index == 4 and stop == 0:  # "sat-sun", as APScheduler's day_of_week reads it
                 raise _fail(index, _ends_on_sunday(item, f"{first}-7{slash}{step_text}"), expr)
-            raise _fail(index, f"reversed range {shown(base)}", expr)
+            raise _fail(index, _wraps(index, item, first, last, start, stop, step), expr)
         kind = "step" if slash else ("value" if start == stop else "range")
     else:
         start = _value(index, base, expr, item=item)
@@ -230,6 +247,35 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
         kind = "step" if slash else "value"
     values.update(range(start, stop + 1, step))
     return Term(kind, start, stop, step)
+
+
+def _wraps(index: int, item: str, first: str, last: str, start: int, stop: int, step: int) -> str:
+    """Why ``first-last`` (``item``, with its ``/step``) is refused, and the list it
+    means where Celery's ``crontab`` and croniter wrap it past the field's end
+    (``hour="22-2"``: 22, 23, 0, 1, 2; ``fri-mon``).  The day of week wraps after
+    Saturday, 6, as in both."""
+    high = 6 if index == 4 else _HIGH[index]
+    low = _LOW[index]
+    if step == 1:
+        names = _DAYS if index == 4 else _MONTHS if index == 3 else ()
+        named = bool(names) and not first.isdigit() and not last.isdigit()
+
+        def spelled(value: int) -> str:
+            if not named:
+                return str(value)
+            name = names[value if index == 4 else value - 1]
+            return name.lower() if first.islower() else name.title() if first.istitle() else name
+
+        head = first if start == high else f"{first}-{spelled(high)}"
+        tail = last if stop == low else f"{spelled(low)}-{last}"
+        fix = f"{head},{tail}"
+    else:
+        wrapped = [*range(start, high + 1), *range(low, stop + 1)][::step]
+        fix = ",".join(map(str, wrapped))
+    return (
+        f"reversed range {shown(item)}: a range does not wrap past the field's end; for "
+        f"the values Celery's crontab and croniter read, write {fix!r}"
+    )
 
 
 def _ends_on_sunday(item: str, fix: str) -> str:
@@ -282,10 +328,13 @@ def parse(expr: str) -> CronFields:
     if fields and ("=" in fields[0] or (len(fields) > 1 and fields[1].startswith("="))):
         raise _variable(expr, fields)  # no field holds "=": a crontab line's variable
     if len(fields) not in (5, 6):
-        raise _not_five_fields(expr, fields)
+        raise foreign_text(expr, fields) or _not_five_fields(expr, fields)
     try:
         return _fields(expr, fields)
     except ScheduleError as error:
+        foreign = foreign_text(expr, fields)  # Celery's display: its mark is the sixth word
+        if foreign is not None:
+            raise foreign from None
         if text.startswith("#"):  # a commented-out line: "#0 3 * * * /usr/bin/backup"
             raise _comment(expr) from None
         # Only a sixth field that no cron field could be ("/usr/bin/backup") turns
