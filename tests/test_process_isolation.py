@@ -46,7 +46,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.core.isolation import worker_killed
-from lldsched.threaded import processes, processlife, processwire, running
+from lldsched.threaded import failurelog, processes, processlife, processwire
 from lldsched.threaded.processes import ProcessOutcome, ProcessPool
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
@@ -914,7 +914,7 @@ def test_each_way_a_shutdown_cuts_an_isolated_run_is_read_as_a_shutdown_cut(
         task_id="t", name="t", attempt=1, due=0.0, slot=0.0, worker=0, started=0.0,
         finished=1.0, ok=False, error=error, misfire=Outcome.GIVEN_UP,
     )  # fmt: skip
-    assert running._lost_to_a_shutdown(record, TaskStatus.SCHEDULED) is cut
+    assert failurelog._lost_to_a_shutdown(record, TaskStatus.SCHEDULED) is cut
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@
 modules, as the core is: construction (:mod:`~lldsched.threaded.scheduler`) and,
 mixed into it, registration (:mod:`~lldsched.threaded.registering`), the timer thread
 (:mod:`~lldsched.threaded.timer`), the runs its workers and its event loop carry out
-(:mod:`~lldsched.threaded.running`), the control verbs and reads
+(:mod:`~lldsched.threaded.running`; their failures' log lines:
+:mod:`~lldsched.threaded.failurelog`), the control verbs and reads
 (:mod:`~lldsched.threaded.control`), shutdown (:mod:`~lldsched.threaded.stopping`) and
 the waits for quiet (:mod:`~lldsched.threaded.idlewaits`).  :class:`SchedulerParts` is
 their common base: it declares the collaborators, the state the one lock guards and the
@@ -101,7 +102,7 @@ LogLine = tuple[int, str, tuple[object, ...], Explained, dict[str, object], floa
 """A line to log: its level, its message, the message's arguments, what explains the
 failure, whose traceback it carries (None: a line alone), its structured fields (the
 log record's ``extra``: ``task_id``, ``outcome``, ..., and the attempt's record as
-``run_record``: ``running.RUN_RECORD``) and the instant it is about (the record's end,
+``run_record``: ``failurelog.RUN_RECORD``) and the instant it is about (the record's end,
 on the scheduler's clock: what repeats are counted by)."""
 
 
@@ -143,7 +144,7 @@ class SchedulerParts:
     # Condition on _lock: a Ctrl-C cut its re-acquisition; deadline.Waiters).
     _idle_waiters: Waiters
     # Failed attempts' log lines, appended under _lock in the order recorded and
-    # logged after it is let go (running._say_failures); a deque: the thread that
+    # logged after it is let go (failurelog._say_failures); a deque: the thread that
     # logs pops without _lock.
     _failures: collections.deque[LogLine]
     # Which failed attempts' lines are repeats (lldsched/logs.py); its lock is taken
