@@ -11,7 +11,9 @@ thread that delivers events to listeners, around the core state machine.
   :mod:`~lldsched.threaded.idlewaits` (``wait_idle`` and ``wait_drained``);
 * :mod:`~lldsched.threaded.pool`: the worker threads behind a bounded hand-off queue;
 * :mod:`~lldsched.threaded.dispatcher`: listeners called off the hot path;
-* :mod:`~lldsched.threaded.coroutines`: the event loop that runs ``async def`` actions;
+* :mod:`~lldsched.threaded.coroutines`: the event loop that runs ``async def`` actions
+  (its thread: :mod:`~lldsched.threaded.loopthread`; its end:
+  :mod:`~lldsched.threaded.loopshutdown`);
 * :mod:`~lldsched.threaded.processes`: the worker processes of ``isolation="process"``
   (:mod:`~lldsched.threaded.processlife`: one child's life, from the parent's side);
 * :mod:`~lldsched.threaded.shared`: the timer's side of a store several processes share
