@@ -47,7 +47,8 @@ from lldsched import (
 )
 from lldsched.core.isolation import worker_killed
 from lldsched.threaded import failurelog, processes, processlife, processwire
-from lldsched.threaded.processes import ProcessOutcome, ProcessPool
+from lldsched.threaded.processes import ProcessPool
+from lldsched.threaded.processruns import ProcessOutcome
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
 from tests.processes import held_before_a_child, killed_at, killed_pid

@@ -15,7 +15,8 @@ thread that delivers events to listeners, around the core state machine.
   (its thread: :mod:`~lldsched.threaded.loopthread`; its end:
   :mod:`~lldsched.threaded.loopshutdown`);
 * :mod:`~lldsched.threaded.processes`: the worker processes of ``isolation="process"``
-  (:mod:`~lldsched.threaded.processlife`: one child's life, from the parent's side);
+  (:mod:`~lldsched.threaded.processruns`: a run in one of them;
+  :mod:`~lldsched.threaded.processlife`: one child's life, from the parent's side);
 * :mod:`~lldsched.threaded.shared`: the timer's side of a store several processes share
   (mixed into it: :mod:`~lldsched.threaded.leases`, the leases it holds;
   :mod:`~lldsched.threaded.claimdecisions`, a claimed slot decided without a run;

@@ -34,7 +34,8 @@ from lldsched.threaded.coroutines import SHUT_DOWN_UNRUN
 from lldsched.threaded.failurelog import FailureLog, failure_line
 from lldsched.threaded.flights import LEASE_GONE
 from lldsched.threaded.parts import Explained, Outcome
-from lldsched.threaded.processes import DRAIN_OUT_OF_TIME, KILLED, NOT_SENT
+from lldsched.threaded.processes import DRAIN_OUT_OF_TIME, KILLED
+from lldsched.threaded.processruns import NOT_SENT
 
 __all__ = ["RunExecution", "stopped_since_begun"]
 
