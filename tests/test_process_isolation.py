@@ -46,7 +46,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.core.isolation import worker_killed
-from lldsched.threaded import failurelog, processes, processlife, processwire
+from lldsched.threaded import failurelog, processlife, processruns, processwire
 from lldsched.threaded.processes import ProcessPool
 from lldsched.threaded.processruns import ProcessOutcome
 from tests import process_jobs
@@ -415,9 +415,9 @@ def test_a_run_answered_then_killed_ends_at_its_answer_not_after_its_replacement
             assert pool.kill("t", "task cancelled")
         return answer
 
-    monkeypatch.setattr(processes, "receive", receive_then_cancelled)
+    monkeypatch.setattr(processruns, "receive", receive_then_cancelled)
     outcome = pool.run("t", f"{JOBS}:pid", (), None, timeout=BOUND)
-    monkeypatch.setattr(processes, "receive", real)
+    monkeypatch.setattr(processruns, "receive", real)
     assert outcome is not None and outcome.error is None and outcome.result is not None
     ended_before_its_replacement(pool, jumps, outcome, int(outcome.result))
 
