@@ -5,8 +5,9 @@ modules, as the core is: construction (:mod:`~lldsched.threaded.scheduler`) and,
 mixed into it, registration (:mod:`~lldsched.threaded.registering`), the timer thread
 (:mod:`~lldsched.threaded.timer`), the runs its workers and its event loop carry out
 (:mod:`~lldsched.threaded.running`; their failures' log lines:
-:mod:`~lldsched.threaded.failurelog`), the control verbs and reads
-(:mod:`~lldsched.threaded.control`), shutdown (:mod:`~lldsched.threaded.stopping`) and
+:mod:`~lldsched.threaded.failurelog`), the control verbs
+(:mod:`~lldsched.threaded.control`; on a shared store: :mod:`~lldsched.threaded.sharedverbs`),
+the reads (:mod:`~lldsched.threaded.reads`), shutdown (:mod:`~lldsched.threaded.stopping`) and
 the waits for quiet (:mod:`~lldsched.threaded.idlewaits`).  :class:`SchedulerParts` is
 their common base: it declares the collaborators, the state the one lock guards and the
 helpers more than one module calls, so each module type-checks on its own and mypy
@@ -198,12 +199,12 @@ class SchedulerParts:
 
         def _wake_idle(self) -> None: ...  # running
 
-        def _followed(self, tasks: list[ScheduledTask]) -> None: ...  # control
+        def _followed(self, tasks: list[ScheduledTask]) -> None: ...  # sharedverbs
 
         def _stop_lost(self, task_id: str) -> None: ...  # control
 
-        def _follow_others(self) -> None: ...  # control
+        def _follow_others(self) -> None: ...  # sharedverbs
 
-        def _acting_on(  # control
+        def _acting_on(  # sharedverbs
             self, task_id: str, also: Sequence[str] = (), *, refused: RefusedVerb | None = None
         ) -> AbstractContextManager[None]: ...

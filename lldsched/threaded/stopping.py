@@ -28,8 +28,8 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, doc_url
 from lldsched.logs import SCHEDULER, counted
-from lldsched.threaded.control import unfinished, watched
 from lldsched.threaded.deadline import ASK_EVERY, Deadline
+from lldsched.threaded.lastwrites import unfinished, watched
 from lldsched.threaded.leases import leases_kept
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
@@ -237,7 +237,7 @@ class Stopping(SchedulerParts):
         return flushing
 
     def _finish_at_exit(self) -> None:
-        """At the interpreter's exit (:func:`~lldsched.threaded.control._shut_unwatched`),
+        """At the interpreter's exit (:func:`~lldsched.threaded.lastwrites._shut_unwatched`),
         the last writes a signal kept the first shutdown() from, when no second one made
         them (:meth:`_writes_left`): a script a Ctrl-C ended in its shutdown.  Within
         :data:`EXIT_WRITES` seconds, the threads not waited for (a run still in flight
