@@ -8,7 +8,9 @@ thread that delivers events to listeners, around the core state machine.
   (a run, from hand-off to record; its failure's log line:
   :mod:`~lldsched.threaded.failurelog`), :mod:`~lldsched.threaded.control` (the verbs;
   on a shared store: :mod:`~lldsched.threaded.sharedverbs`), :mod:`~lldsched.threaded.reads`
-  (the reads), :mod:`~lldsched.threaded.stopping` (shutdown),
+  (the reads), :mod:`~lldsched.threaded.stopping` (shutdown; its last writes:
+  :mod:`~lldsched.threaded.lastwrites`; what it says it left:
+  :mod:`~lldsched.threaded.shutdownwarnings`),
   :mod:`~lldsched.threaded.idlewaits` (``wait_idle`` and ``wait_drained``);
 * :mod:`~lldsched.threaded.pool`: the worker threads behind a bounded hand-off queue;
 * :mod:`~lldsched.threaded.dispatcher`: listeners called off the hot path;
