@@ -12,7 +12,8 @@ A scheduler never started whose verbs left rows stale in a store outage
 <lldsched.threaded.sharedverbs.SharedVerbs._say_stale_unwatched>`), or whose first
 ``shutdown()`` a signal cut short before its last writes (:func:`unfinished`), is kept
 here until a shutdown lets its store go (:func:`watched`); at the interpreter's exit
-:func:`_shut_unwatched` makes those writes (within :data:`EXIT_WRITES`).  The set takes
+:func:`_shut_unwatched` makes those writes (the first shuts down, the second gets
+:data:`EXIT_WRITES` for them).  The set takes
 no lock of its own: each change is one ``set.add`` or ``set.discard`` (atomic under the
 interpreter's lock), and the exit hook pops it one scheduler at a time.  The writes
 take the scheduler's lock within the shutdown's time

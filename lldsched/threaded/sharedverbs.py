@@ -41,6 +41,7 @@ class SharedVerbs(SchedulerParts):
     # The outage whose stale rows a verb of this scheduler, not running, said at WARNING
     # (_say_stale_unwatched): once an outage.  Under the scheduler's lock.
     _stale_said: Outage | None = None
+
     if TYPE_CHECKING:  # the verbs' (lldsched.threaded.control)
 
         def _check_open(self, verb: RefusedVerb, task_id: str) -> None: ...

@@ -1,7 +1,7 @@
-"""What a shutdown says it left: the warnings of a ``shutdown()`` that returned early.
+"""What a shutdown says it left: the warnings of what it did not stop, run or wait for.
 
 :class:`ShutdownWarnings`, mixed into :class:`~lldsched.threaded.stopping.Stopping`,
-says on the ``lldsched`` logger what outlived a ``shutdown(timeout=...)``: a lock held
+says on the ``lldsched.scheduler`` logger what a ``shutdown(timeout=...)`` left: a lock held
 for the whole timeout, so that nothing stopped (:meth:`~ShutdownWarnings._warn_not_stopped`);
 the runs still going, what else is still busy, and the runs due by the shutdown it did
 not start or cut mid-run (:meth:`~ShutdownWarnings._warn_still_running`,
