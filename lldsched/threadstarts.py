@@ -1,6 +1,6 @@
 """A thread started where the interpreter's exit may refuse it.
 
-At the interpreter's exit (:func:`~lldsched.threaded.control._shut_unwatched`, the exit
+At the interpreter's exit (:func:`~lldsched.threaded.lastwrites._shut_unwatched`, the exit
 hook that shuts the schedulers no one shut down) Python 3.12.0 to 3.12.2 refuse to
 start a thread ("can't create new thread at interpreter shutdown", CPython gh-113964),
 in an ``atexit`` hook, in threading's own exit hooks and in every thread still running

@@ -6,7 +6,7 @@ process holds is among them (its row says due at the slot being run).  The WARNI
 a shutdown out of time counted those as "1 run due by the shutdown not started (they
 stay SCHEDULED or RETRYING with their due time, for a durable store to recover)": seen
 with SIGTERM and a 2 s drain in one of two service processes on PostgreSQL, the run it
-counted being the other process's, in flight (lldsched/threaded/stopping.py,
+counted being the other process's, in flight (lldsched/threaded/shutdownwarnings.py,
 ``_not_started``).
 
 The same line named the runs it left going, and no more: on a shared store their leases

@@ -37,8 +37,8 @@ from lldsched.logs import (
     counted,
 )
 from lldsched.model import TaskStatus
+from lldsched.threaded.failurelog import FIELDS
 from lldsched.threaded.processes import ProcessPool
-from lldsched.threaded.running import FIELDS
 from tests.conftest import SchedulerFactory, settle
 
 ROOT = Path(__file__).resolve().parent.parent

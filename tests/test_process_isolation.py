@@ -46,8 +46,9 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.core.isolation import worker_killed
-from lldsched.threaded import processes, processlife, processwire, running
-from lldsched.threaded.processes import ProcessOutcome, ProcessPool
+from lldsched.threaded import failurelog, processlife, processruns, processwire
+from lldsched.threaded.processes import ProcessPool
+from lldsched.threaded.processruns import ProcessOutcome
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
 from tests.processes import held_before_a_child, killed_at, killed_pid
@@ -414,9 +415,9 @@ def test_a_run_answered_then_killed_ends_at_its_answer_not_after_its_replacement
             assert pool.kill("t", "task cancelled")
         return answer
 
-    monkeypatch.setattr(processes, "receive", receive_then_cancelled)
+    monkeypatch.setattr(processruns, "receive", receive_then_cancelled)
     outcome = pool.run("t", f"{JOBS}:pid", (), None, timeout=BOUND)
-    monkeypatch.setattr(processes, "receive", real)
+    monkeypatch.setattr(processruns, "receive", real)
     assert outcome is not None and outcome.error is None and outcome.result is not None
     ended_before_its_replacement(pool, jumps, outcome, int(outcome.result))
 
@@ -914,7 +915,7 @@ def test_each_way_a_shutdown_cuts_an_isolated_run_is_read_as_a_shutdown_cut(
         task_id="t", name="t", attempt=1, due=0.0, slot=0.0, worker=0, started=0.0,
         finished=1.0, ok=False, error=error, misfire=Outcome.GIVEN_UP,
     )  # fmt: skip
-    assert running._lost_to_a_shutdown(record, TaskStatus.SCHEDULED) is cut
+    assert failurelog._lost_to_a_shutdown(record, TaskStatus.SCHEDULED) is cut
 
 
 @pytest.mark.parametrize(

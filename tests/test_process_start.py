@@ -24,7 +24,8 @@ import pytest
 from lldsched import FakeClock, OneTime, Outcome, RetryPolicy, Scheduler, TaskStatus
 from lldsched.core.isolation import worker_killed
 from lldsched.threaded import processlife
-from lldsched.threaded.processes import START_TIMEOUT, ProcessOutcome, ProcessPool
+from lldsched.threaded.processes import ProcessPool
+from lldsched.threaded.processruns import START_TIMEOUT, ProcessOutcome
 from tests.waits import wait_until
 
 JOBS = "tests.process_jobs"

@@ -133,7 +133,7 @@ def interrupted_by(tracer: Any) -> Iterator[None]:
 
 
 def in_write_stale(frame: FrameType, event: str, arg: Any) -> Any:
-    """A tracer: a Ctrl-C at the first line of ``Stopping._write_stale``."""
+    """A tracer: a Ctrl-C at the first line of ``LastWrites._write_stale``."""
     if event == "call":
         return in_write_stale if frame.f_code.co_name == "_write_stale" else None
     if event == "line":

@@ -5,14 +5,21 @@ thread that delivers events to listeners, around the core state machine.
   (:mod:`~lldsched.threaded.parts` declares what they share) around the one lock:
   :mod:`~lldsched.threaded.registering` (registration),
   :mod:`~lldsched.threaded.timer` (the timer thread), :mod:`~lldsched.threaded.running`
-  (a run, from hand-off to record), :mod:`~lldsched.threaded.control` (the verbs and
-  reads), :mod:`~lldsched.threaded.stopping` (shutdown),
+  (a run, from hand-off to record; its failure's log line:
+  :mod:`~lldsched.threaded.failurelog`), :mod:`~lldsched.threaded.control` (the verbs;
+  on a shared store: :mod:`~lldsched.threaded.sharedverbs`), :mod:`~lldsched.threaded.reads`
+  (the reads), :mod:`~lldsched.threaded.stopping` (shutdown; its last writes:
+  :mod:`~lldsched.threaded.lastwrites`; what it says it left:
+  :mod:`~lldsched.threaded.shutdownwarnings`),
   :mod:`~lldsched.threaded.idlewaits` (``wait_idle`` and ``wait_drained``);
 * :mod:`~lldsched.threaded.pool`: the worker threads behind a bounded hand-off queue;
 * :mod:`~lldsched.threaded.dispatcher`: listeners called off the hot path;
-* :mod:`~lldsched.threaded.coroutines`: the event loop that runs ``async def`` actions;
+* :mod:`~lldsched.threaded.coroutines`: the event loop that runs ``async def`` actions
+  (its thread: :mod:`~lldsched.threaded.loopthread`; its end:
+  :mod:`~lldsched.threaded.loopshutdown`);
 * :mod:`~lldsched.threaded.processes`: the worker processes of ``isolation="process"``
-  (:mod:`~lldsched.threaded.processlife`: one child's life, from the parent's side);
+  (:mod:`~lldsched.threaded.processruns`: a run in one of them;
+  :mod:`~lldsched.threaded.processlife`: one child's life, from the parent's side);
 * :mod:`~lldsched.threaded.shared`: the timer's side of a store several processes share
   (mixed into it: :mod:`~lldsched.threaded.leases`, the leases it holds;
   :mod:`~lldsched.threaded.claimdecisions`, a claimed slot decided without a run;

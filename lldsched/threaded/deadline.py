@@ -32,7 +32,7 @@ thread holds is handed over within :data:`ASK_EVERY` (docs/decisions/simulation.
 threaded scheduler's shutdown", "Any signal a Python handler raises from, not only
 Ctrl-C").
 
-At the interpreter's exit (:func:`~lldsched.threaded.control._shut_unwatched`) Python
+At the interpreter's exit (:func:`~lldsched.threaded.lastwrites._shut_unwatched`) Python
 3.12.0 to 3.12.2 refuse to start a thread ("can't create new thread at interpreter
 shutdown", CPython gh-113964): there :func:`~lldsched.threadstarts.start` says False
 instead of raising, and the step runs on the calling thread, bounded only by the

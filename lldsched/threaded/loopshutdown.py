@@ -1,9 +1,9 @@
 """Shutting the scheduler's event loop down: the coroutine runs in flight, then the loop.
 
 :class:`LoopShutdown` is the part of :class:`~lldsched.threaded.coroutines.CoroutineRunner`
-that ends it; a mixin, so the runner's hand-over and loop thread
-(:mod:`~lldsched.threaded.coroutines`) and its end (here) read as two modules of one
-class, which declares below the members of the runner it uses.
+that ends it; a mixin, so the runner's hand-over (:mod:`~lldsched.threaded.coroutines`),
+its loop thread (:mod:`~lldsched.threaded.loopthread`) and its end (here) read as three
+modules of one class, which declares below the members of the runner it uses.
 
 Shutdown waits for the coroutines in flight until :data:`CANCEL_GRACE` before the
 shutdown's timeout runs out (half the timeout, if that is less), cancels those left

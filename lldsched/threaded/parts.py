@@ -1,15 +1,20 @@
 """What the threaded scheduler is made of, declared once for its modules.
 
-:class:`~lldsched.threaded.scheduler.Scheduler` is one class written in several
-modules, as the core is: construction (:mod:`~lldsched.threaded.scheduler`) and,
-mixed into it, registration (:mod:`~lldsched.threaded.registering`), the timer thread
+:class:`~lldsched.threaded.scheduler.Scheduler` is one class written in several modules,
+as the core is: construction (:mod:`~lldsched.threaded.scheduler`) and, mixed into it,
+registration (:mod:`~lldsched.threaded.registering`), the timer thread
 (:mod:`~lldsched.threaded.timer`), the runs its workers and its event loop carry out
-(:mod:`~lldsched.threaded.running`), the control verbs and reads
-(:mod:`~lldsched.threaded.control`), shutdown (:mod:`~lldsched.threaded.stopping`) and
-the waits for quiet (:mod:`~lldsched.threaded.idlewaits`).  :class:`SchedulerParts` is
-their common base: it declares the collaborators, the state the one lock guards and the
-helpers more than one module calls, so each module type-checks on its own and mypy
-checks that ``Scheduler``'s definitions match.  At run time it adds nothing.
+(:mod:`~lldsched.threaded.running`; their failures' log lines:
+:mod:`~lldsched.threaded.failurelog`), the control verbs
+(:mod:`~lldsched.threaded.control`; on a shared store:
+:mod:`~lldsched.threaded.sharedverbs`), the reads (:mod:`~lldsched.threaded.reads`),
+shutdown (:mod:`~lldsched.threaded.stopping`; its last writes:
+:mod:`~lldsched.threaded.lastwrites`; what it says it left:
+:mod:`~lldsched.threaded.shutdownwarnings`) and the waits for quiet
+(:mod:`~lldsched.threaded.idlewaits`).  :class:`SchedulerParts` is their common base: it
+declares the collaborators, the state the one lock guards and the helpers more than one
+module calls, so each module type-checks on its own and mypy checks that ``Scheduler``'s
+definitions match.  At run time it adds nothing.
 
 **At most 29 instance attributes.**  CPython 3.11 keeps up to 29 of an instance's
 attributes inline; a 30th moves them all into a dict, and every ``self._x`` read on
@@ -101,7 +106,7 @@ LogLine = tuple[int, str, tuple[object, ...], Explained, dict[str, object], floa
 """A line to log: its level, its message, the message's arguments, what explains the
 failure, whose traceback it carries (None: a line alone), its structured fields (the
 log record's ``extra``: ``task_id``, ``outcome``, ..., and the attempt's record as
-``run_record``: ``running.RUN_RECORD``) and the instant it is about (the record's end,
+``run_record``: ``failurelog.RUN_RECORD``) and the instant it is about (the record's end,
 on the scheduler's clock: what repeats are counted by)."""
 
 
@@ -143,7 +148,7 @@ class SchedulerParts:
     # Condition on _lock: a Ctrl-C cut its re-acquisition; deadline.Waiters).
     _idle_waiters: Waiters
     # Failed attempts' log lines, appended under _lock in the order recorded and
-    # logged after it is let go (running._say_failures); a deque: the thread that
+    # logged after it is let go (failurelog._say_failures); a deque: the thread that
     # logs pops without _lock.
     _failures: collections.deque[LogLine]
     # Which failed attempts' lines are repeats (lldsched/logs.py); its lock is taken
@@ -160,7 +165,7 @@ class SchedulerParts:
     _shut_down: Flag
     # The first shutdown() made its last writes (stale rows, a shared store's settles held
     # back): until then (a signal cut it short) the store is not let go, and a second
-    # shutdown() makes them (stopping._writes_left).  Both False on the class, set on the
+    # shutdown() makes them (lastwrites._writes_left).  Both False on the class, set on the
     # instance by a shutdown: two more attributes set in __init__ grew every scheduler's
     # __dict__, and its look-ups cost a registration 320 instructions, a dispatched job
     # 950 (benchmarks/threaded_instructions.py).
@@ -197,12 +202,12 @@ class SchedulerParts:
 
         def _wake_idle(self) -> None: ...  # running
 
-        def _followed(self, tasks: list[ScheduledTask]) -> None: ...  # control
+        def _followed(self, tasks: list[ScheduledTask]) -> None: ...  # sharedverbs
 
         def _stop_lost(self, task_id: str) -> None: ...  # control
 
-        def _follow_others(self) -> None: ...  # control
+        def _follow_others(self) -> None: ...  # sharedverbs
 
-        def _acting_on(  # control
+        def _acting_on(  # sharedverbs
             self, task_id: str, also: Sequence[str] = (), *, refused: RefusedVerb | None = None
         ) -> AbstractContextManager[None]: ...

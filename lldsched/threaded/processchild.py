@@ -4,7 +4,7 @@ A child of :class:`~lldsched.threaded.processes.ProcessPool` runs :func:`serve`
 (the pool's boot line imports it through :mod:`lldsched.threaded.processes`, whose
 name a process listing shows): it reads a call (``{"call": "package.module:function",
 "args": [...], "kwargs": {...}}``), says ``{"started": true}`` (the parent kills a child
-that has not within :data:`~lldsched.threaded.processes.START_TIMEOUT`), imports and calls the
+that has not within :data:`~lldsched.threaded.processruns.START_TIMEOUT`), imports and calls the
 function (awaiting what must be awaited) and answers ``{"result": text}`` or
 ``{"error": text, "traceback": text}``, until the parent's end of its pipe closes.
 It also owns the child's *lifeline* (:func:`_watch`): a daemon thread that ends the

@@ -21,8 +21,9 @@ Several kinds of thread share one lock:
 The class is written in modules (:mod:`~lldsched.threaded.parts` declares what they
 share): this one builds and starts the scheduler; registration
 (:mod:`~lldsched.threaded.registering`), the timer, the runs, the control verbs
-(:mod:`~lldsched.threaded.control`), shutdown (:mod:`~lldsched.threaded.stopping`) and
-the waits for quiet (:mod:`~lldsched.threaded.idlewaits`) are mixed in.
+(:mod:`~lldsched.threaded.control`), the reads (:mod:`~lldsched.threaded.reads`),
+shutdown (:mod:`~lldsched.threaded.stopping`) and the waits for quiet
+(:mod:`~lldsched.threaded.idlewaits`) are mixed in.
 
 **Recovery.**  A scheduler built on a store that already holds tasks restores
 them in its constructor (:func:`lldsched.core.recovery.recover`): they are visible
@@ -65,6 +66,7 @@ from lldsched.threaded.jumps import LastLook
 from lldsched.threaded.parts import NEW, RUNNING
 from lldsched.threaded.pool import WorkerPool
 from lldsched.threaded.processes import ProcessPool
+from lldsched.threaded.reads import Reads
 from lldsched.threaded.registering import Registering
 from lldsched.threaded.running import RunExecution
 from lldsched.threaded.shared import Coordinator
@@ -78,7 +80,7 @@ __all__ = ["Scheduler"]
 _built = itertools.count(1)
 
 
-class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, IdleWaits, Registering):
+class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWaits, Registering):
     """An in-process task scheduler: a heap-and-Condition timer and a bounded worker pool.
 
     ``workers`` is the number of worker threads (default 4).  ``clock``, ``store``,

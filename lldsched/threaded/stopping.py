@@ -1,4 +1,4 @@
-"""Shutdown: ``shutdown()`` and ``aclose()``, the drain, and what a shutdown says it left.
+"""Shutdown: ``shutdown()`` and ``aclose()``, the drain, the joins.
 
 Shutdown stops timing first (the timer is woken and joined, so nothing new is
 submitted), then drains (every run due at or before the shutdown instant, in heap
@@ -7,33 +7,32 @@ worker processes and the event loop, writes the rows a store outage left stale, 
 delivers the events left.  It is idempotent, and final.  On a shared store the leases
 of the runs it waits for are renewed meanwhile
 (:func:`~lldsched.threaded.leases.leases_kept`): the timer that renews them is stopped.
-The waits for quiet (``wait_idle``, ``wait_drained``) live in
-:mod:`lldsched.threaded.idlewaits`.
+Mixed in: its last writes, and the store let go (:mod:`~lldsched.threaded.lastwrites`),
+and what it says it left (:mod:`~lldsched.threaded.shutdownwarnings`).  The waits for
+quiet (``wait_idle``, ``wait_drained``) live in :mod:`lldsched.threaded.idlewaits`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import threading
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from lldsched.checks import shutdown_timeout
-from lldsched.core import storeuse
 from lldsched.core.names import RUNNABLE
-from lldsched.core.outage import say_left_stale
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, doc_url
-from lldsched.logs import SCHEDULER, counted
-from lldsched.threaded.control import unfinished, watched
+from lldsched.logs import SCHEDULER
 from lldsched.threaded.deadline import ASK_EVERY, Deadline
+from lldsched.threaded.lastwrites import LastWrites, unfinished
 from lldsched.threaded.leases import leases_kept
 from lldsched.threaded.loopshutdown import grace_for
-from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
+from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED
 from lldsched.threaded.processes import killed_by_shutdown
+from lldsched.threaded.shutdownwarnings import ShutdownWarnings
 
 if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it already
     import asyncio
@@ -42,13 +41,8 @@ __all__ = ["Stopping", "is_due"]
 
 log = logging.getLogger(SCHEDULER)
 
-EXIT_WRITES = 2.0
-"""Seconds the interpreter's exit gives the last writes of a shutdown a signal cut short
-(:meth:`Stopping._finish_at_exit`): the rows a store outage left stale, a shared store's
-settles held back; a store that hangs holds the exit no longer."""
 
-
-class Stopping(SchedulerParts):
+class Stopping(LastWrites, ShutdownWarnings):
     """Mixed into Scheduler: shutdown and the drain."""
 
     @keyword_only_now(kept=0, moved=("drain", "timeout"))
@@ -212,50 +206,6 @@ class Stopping(SchedulerParts):
                 return False
             self._shut_down.wait(ASK_EVERY if left is None else min(left, ASK_EVERY))
         return True
-
-    def _writes_left(self) -> bool:
-        """The first shutdown() ended before its last writes (:meth:`_last_writes`: a
-        signal, Ctrl-C or a SIGTERM handler's ``sys.exit``, cut it short) and there is
-        something for them to write: the rows a store outage left stale, a shared
-        store's settles held back.  The store is not let go then: a second shutdown()
-        makes them first, or else the interpreter's exit (:meth:`_finish_at_exit`); and
-        another scheduler given the store meanwhile is refused, as while this one ran
-        (:mod:`lldsched.core.storeuse`)."""
-        if self._last_written:
-            return False
-        writes = self._core.store_writes
-        outage = None if writes is None else writes.outage
-        return outage is not None or self._coordinator is not None
-
-    def _last_writes(self, deadline: Deadline) -> bool:
-        """The shutdown's last writes, with every other thread stopped: the rows a store
-        outage left stale (:meth:`_write_stale`), then a shared store's settles held back
-        (:meth:`_flush_store`).  True if that flush is still going."""
-        self._write_stale(deadline)
-        flushing = self._flush_store(deadline)
-        self._last_written = True
-        return flushing
-
-    def _finish_at_exit(self) -> None:
-        """At the interpreter's exit (:func:`~lldsched.threaded.control._shut_unwatched`),
-        the last writes a signal kept the first shutdown() from, when no second one made
-        them (:meth:`_writes_left`): a script a Ctrl-C ended in its shutdown.  Within
-        :data:`EXIT_WRITES` seconds, the threads not waited for (a run still in flight
-        ends with the process, as without a shutdown: a durable store runs it again at
-        the next start), then the store let go.  Nothing if the first is still going
-        (on another thread) or the writes were made."""
-        if not self._first_over or not self._writes_left():
-            return
-        self._last_writes(Deadline(EXIT_WRITES))
-        self._let_store_go()
-
-    def _let_store_go(self) -> None:
-        """Another scheduler may run on the store now (:mod:`lldsched.core.storeuse`).
-        Idempotent."""
-        writes = self._core.store_writes
-        if writes is not None:
-            storeuse.let_go(writes.store, self)
-            watched(self)  # its rows left stale were written now, or said
 
     def _shutdown(
         self,
@@ -424,112 +374,6 @@ class Stopping(SchedulerParts):
         self._queue.put_back(dropped)
         self._settle(len(dropped))
 
-    def _flush_store(self, deadline: Deadline) -> bool:
-        """Have a shared store write the settles it holds back for a batch, on a thread
-        of its own joined within the time left (the store's lock is taken inside the
-        scheduler's: a store call that hangs holds both).  True if it is still going."""
-        coordinator = self._coordinator
-        if coordinator is None:
-            return False
-        flush = functools.partial(coordinator.flush, lock=self._lock)  # its bookkeeping's
-        return not deadline.run(flush, name=f"{self._thread_prefix}flush")
-
-    def _write_stale(self, deadline: Deadline) -> None:
-        """Write the rows a store outage left stale, the shutdown's last write: no
-        transition follows to write them again (:meth:`StoreWrites.rewrite_stale
-        <lldsched.core.storewrites.StoreWrites.rewrite_stale>`), else the next start reads
-        a one-off that finished as still to run.  On a thread of its own under the
-        lock, waited for within the time left, as the shutdown's other store calls are;
-        the rows still stale then are said in a warning
-        (:func:`~lldsched.core.outage.say_left_stale`, as the simulation's says
-        them).  The first shutdown's only, or the second's if a signal cut the first
-        short before it (:meth:`_writes_left`): a later one no longer holds the store
-        (:mod:`lldsched.core.storeuse`)."""
-        writes = self._core.store_writes
-        if writes is None or writes.outage is None:  # read unlocked: the common case, no thread
-            return
-        left: list[str] = []
-
-        def rewrite() -> None:
-            with deadline.holding(self._lock) as hold:
-                if hold.held:
-                    left.extend(writes.rewrite_stale())
-
-        if deadline.run(rewrite, name=f"{self._thread_prefix}rewrite"):
-            say_left_stale(writes.store, left)
-
-    def _warn_not_stopped(self, timeout: float | None) -> None:
-        """Say that ``shutdown(timeout=...)`` could not take the scheduler's lock at all."""
-        log.warning(
-            "shutdown(timeout=%s) returned without stopping the scheduler: its lock stayed "
-            "held for the whole timeout (by a store call that does not return, or by this "
-            "very thread if a signal handler called shutdown(): set an Event there and shut "
-            "down from the main thread, %s); nothing was changed, and shutdown() does it "
-            "all when called again",
-            timeout,
-            doc_url("docs/OPERATIONS.md#running-it-in-a-service"),
-        )
-
-    def _warn_still_running(
-        self,
-        timeout: float | None,
-        deadline: Deadline,
-        *,
-        flushing: bool = False,
-        due_by: float | None = None,
-    ) -> None:
-        """Say what outlived ``shutdown(timeout=...)``: the caller (a ``with`` block)
-        often drops the False, and a run left going is not recorded, nor an event
-        delivered, if the process ends first (a durable store runs such a run again at
-        the next start).  With ``due_by`` (the shutdown's instant, when no drain ran
-        to its end) it also says how many runs due by then did not start, and what
-        ``shutdown()``'s docstring says of them.  The runs are read under the lock, taken
-        within what is left of ``deadline``; a lock still held then is said instead."""
-        going: list[str] | None = None
-        unstarted = (0, 0)
-        with deadline.holding(self._lock) as hold:
-            if hold.held:
-                tasks = self._core.tasks.values()
-                going = [f"{task.id} {task.name!r}" for task in tasks if task.running]
-                if due_by is not None:
-                    unstarted = self._unstarted(due_by)
-        if going is None:
-            left = [
-                "the scheduler's lock still held (a store call that does not return?): "
-                "what it could not do is left as it is"
-            ]
-        else:
-            shared = self._coordinator is not None
-            left = [_still_going(going, shared=shared)] if going else []
-            if any(unstarted):
-                left.append(_not_started(*unstarted, shared=shared))
-        if self._dispatcher.busy:
-            left.append("listeners still receiving events")
-        if self._coroutines.calls_running:
-            left.append("asyncio.to_thread calls of coroutine runs still going")
-        if flushing:
-            left.append("the store still writing the settles held back for a batch")
-        log.warning(
-            "shutdown(timeout=%s) returned with %s; a thread cannot be stopped: each ends "
-            "on its own, unless the process ends first",
-            timeout,
-            " and ".join(left) or "a thread still stopping",
-        )
-
-    def _warn_unstarted(self, deadline: Deadline, due_by: float, said: str, *args: object) -> None:
-        """Say how many runs due by ``due_by`` a drain did not start, after ``said % args``:
-        a drain called from an action (its worker's own run goes on, by definition, and
-        is not said) that ran out of time, or whose caller is the only worker, which runs
-        nothing else until the shutdown returns; or a drain out of time that returns True
-        all the same, every run it did not wait for cut (a coroutine cancelled, a worker
-        process killed: each said by its run's line).  Read under the lock, taken within
-        what is left of ``deadline`` (nothing is said if it stays held)."""
-        with deadline.holding(self._lock) as hold:
-            unstarted = self._unstarted(due_by) if hold.held else (0, 0)
-        if any(unstarted):
-            shared = self._coordinator is not None
-            log.warning(said + " %s", *args, _not_started(*unstarted, shared=shared))
-
     def _unstarted(self, due_by: float) -> tuple[int, int]:
         """How many registered tasks, not running, are due by ``due_by`` (caller holds
         the lock), in two counts: the runs a shutdown did not start, and those it started
@@ -654,51 +498,6 @@ class Stopping(SchedulerParts):
             or self._processes.alive > 0
             or self._dispatcher.busy
         )
-
-
-def _still_going(going: list[str], *, shared: bool = False) -> str:
-    """What a shutdown's warning says of the runs it left going (``going``: each task's id
-    and name).  On a shared store (``shared``) their leases are renewed no more once the
-    shutdown returns (docs/CLUSTER.md, "How it works"): a run still going then is taken
-    over once its lease runs out, another process running that attempt again, as a
-    stalled one's.  Said so: before, the line named the runs alone, and an operator read
-    that they would end here and be recorded, at most lost if the process ended first."""
-    said = f"runs still going: {', '.join(going)}"
-    if shared:
-        return (
-            f"{said} (on a shared store their leases are renewed no more: once one runs "
-            "out, another process runs that attempt again)"
-        )
-    return said
-
-
-def _not_started(unstarted: int, cut: int, *, shared: bool = False) -> str:
-    """What a shutdown's warning says of the runs due by it left due: ``unstarted`` it did
-    not start, ``cut`` it started and cut (a coroutine cancelled, a worker process
-    killed).  Before, a cut run was counted "not started", beside its own line saying it
-    was stopped.
-
-    On a shared store (``shared``) a drain starts nothing its process had not claimed
-    (docs/CLUSTER.md, "How it works"): the tasks its registry has due are the store's,
-    another process's run in flight among them (its row says due at the slot being run).
-    Said so: before, the line said they stayed due "for a durable store to recover",
-    counting the runs another process held as left undone here."""
-    if not cut:
-        said = f"{counted(unstarted, 'run')} due by the shutdown not started"
-    elif not unstarted:
-        said = f"{counted(cut, 'run')} due by the shutdown cut mid-run"
-    else:
-        said = f"{counted(unstarted, 'run')} due by the shutdown not started and {cut} cut mid-run"
-    if shared:
-        return (
-            f"{said} (on a shared store they stay due in the store, for the other processes, "
-            "which may be running them already: a drain starts only what its process had "
-            "claimed, and a run it cut is due again at once)"
-        )
-    return (
-        f"{said} (they stay SCHEDULED or RETRYING with their due time, for a durable store "
-        "to recover)"
-    )
 
 
 def is_due(task: ScheduledTask, until: float | None) -> bool:
