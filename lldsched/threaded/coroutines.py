@@ -77,7 +77,7 @@ from lldsched.errors import error_text
 from lldsched.threaded.deadline import Flag
 from lldsched.threaded.flights import NEVER_BEGUN, Flight, close_unrun
 from lldsched.threaded.loopshutdown import CANCEL_GRACE, LoopShutdown
-from lldsched.threaded.loopthread import LoopThread
+from lldsched.threaded.loopthread import Finish, LoopThread
 
 if TYPE_CHECKING:  # imported at the first coroutine run: see LoopThread._start_loop
     import asyncio
@@ -85,21 +85,12 @@ if TYPE_CHECKING:  # imported at the first coroutine run: see LoopThread._start_
 
     from lldsched.threaded.calls import LoopCalls
 
-__all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish"]
+__all__ = ["CANCEL_GRACE", "CoroutineRunner"]
 
 SHUT_DOWN_UNRUN = "SchedulerStateError: the scheduler shut down before the coroutine ran"
 """The error of a run whose action returned an awaitable once the runner was closed: a
 shutdown's cut (the worker tells the core: :meth:`SchedulerCore.cut_by_shutdown
 <lldsched.core.runs.RunTransitions.cut_by_shutdown>`), its task kept due."""
-
-Finish = Callable[
-    [Run, float, float, "str | None", "str | None", bool, "BaseException | None"], bool
-]
-"""``finish(run, started, finished, error, result, timed_out, raised)``, called under the
-lock: records the run (the runner settles it, with ``settle``); True when it queued a
-line to log (a failure), which ``said`` logs once the lock is let go, before the settle.
-``raised`` is the exception the coroutine (or the action that made it) raised, for the
-line's traceback."""
 
 
 class CoroutineRunner(LoopThread, LoopShutdown):

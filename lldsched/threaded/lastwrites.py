@@ -57,6 +57,14 @@ def watched(scheduler: SchedulerParts) -> None:
     _unwatched.discard(scheduler)
 
 
+def left_stale(scheduler: SchedulerParts) -> None:
+    """``scheduler``, never started, had verbs that left rows stale: they are written at
+    the interpreter's exit, unless it starts or shuts down first
+    (:meth:`SharedVerbs._say_stale_unwatched
+    <lldsched.threaded.sharedverbs.SharedVerbs._say_stale_unwatched>`)."""
+    _unwatched.add(scheduler)
+
+
 def unfinished(scheduler: SchedulerParts) -> None:
     """``scheduler``'s first ``shutdown()`` ended before its last writes (a signal cut
     it short): they are made at the interpreter's exit, unless a second ``shutdown()``

@@ -50,9 +50,17 @@ if TYPE_CHECKING:  # imported at the first coroutine run: see LoopThread._start_
     from asyncio import Task
 
     from lldsched.threaded.calls import LoopCalls
-    from lldsched.threaded.coroutines import Finish
 
-__all__ = ["START_BATCH", "LoopThread"]
+__all__ = ["START_BATCH", "Finish", "LoopThread"]
+
+Finish = Callable[
+    [Run, float, float, "str | None", "str | None", bool, "BaseException | None"], bool
+]
+"""``finish(run, started, finished, error, result, timed_out, raised)``, called under the
+lock: records the run (the runner settles it, with ``settle``); True when it queued a
+line to log (a failure), which ``said`` logs once the lock is let go, before the settle.
+``raised`` is the exception the coroutine (or the action that made it) raised, for the
+line's traceback."""
 
 log = logging.getLogger(WORKERS)
 

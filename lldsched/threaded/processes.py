@@ -88,7 +88,7 @@ from lldsched.threaded.processlife import (
     let_exit,
     start_child,
 )
-from lldsched.threaded.processruns import ProcessRuns, _Budget
+from lldsched.threaded.processruns import Budget, ProcessRuns
 
 __all__ = [
     "DRAIN_OUT_OF_TIME",
@@ -154,7 +154,7 @@ class ProcessPool(ProcessRuns):
         self._idle: list[Child] = []
         self._busy: list[Child] = []
         # The timeout each busy child's run is held to (retime changes it; run drops it).
-        self._budgets: dict[Child, _Budget] = {}
+        self._budgets: dict[Child, Budget] = {}
         self._closed = False
 
     def kill(self, task_id: str, reason: str) -> bool:

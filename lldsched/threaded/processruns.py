@@ -54,7 +54,7 @@ the members of the pool it uses.  The ways a run ends without an answer:
   the run never started, and the caller puts it back as unbegun (its attempt unspent).
 
 The pool's fields are guarded by its lock (its comment in ``ProcessPool.__init__`` says
-what it guards and the lock order); a run's :class:`_Budget` is read and changed under
+what it guards and the lock order); a run's :class:`Budget` is read and changed under
 it.  No lock is held while a worker waits for its child's answer.
 """
 
@@ -104,7 +104,7 @@ class ProcessOutcome(NamedTuple):
     traceback: str | None = None
 
 
-class _Budget:
+class Budget:
     """The timeout a busy child's run is held to, and the pipe that wakes its worker's
     wait when :meth:`ProcessRuns.retime` changes it (``timeout`` under the pool's lock):
     the :class:`~lldsched.threaded.processwire.Bound` the worker reads the child's answer
@@ -153,7 +153,7 @@ class ProcessRuns:
     _monotonic: Callable[[], float]
     _lock: threading.Lock  # the pool's: guards _busy, _budgets (see ProcessPool.__init__)
     _busy: list[Child]
-    _budgets: dict[Child, _Budget]
+    _budgets: dict[Child, Budget]
 
     if TYPE_CHECKING:
 
@@ -194,7 +194,7 @@ class ProcessRuns:
             except SchedulerStateError:  # closed: a shutdown came between its begin and a child
                 return None
             with self._lock:  # retime finds it from now on; stopped's caller saw any before
-                self._budgets[child] = _Budget(timeout, self._lock, self._monotonic)
+                self._budgets[child] = Budget(timeout, self._lock, self._monotonic)
             try:
                 if stopped is not None:
                     error = stopped()
@@ -357,7 +357,7 @@ class ProcessRuns:
         modify or a replace: docs/decisions/changing-a-task.md, "A run in flight is held to its
         task's timeout now"): each child busy with one is held to ``timeout`` from its start,
         killed at once if that deadline passed (the wait for its answer, a frame begun
-        included, wakes and waits again for the new deadline: :class:`_Budget`)."""
+        included, wakes and waits again for the new deadline: :class:`Budget`)."""
         with self._lock:
             for child in self._busy:
                 budget = self._budgets.get(child)

@@ -27,7 +27,7 @@ from lldsched.core.task import ScheduledTask
 from lldsched.logs import STORE, counted
 from lldsched.model import TaskStatus
 from lldsched.persistence import HoldNotCommitted, verb_held
-from lldsched.threaded.lastwrites import _unwatched
+from lldsched.threaded.lastwrites import left_stale
 from lldsched.threaded.parts import NEW, RUNNING, SchedulerParts
 
 __all__ = ["SharedVerbs"]
@@ -134,7 +134,7 @@ class SharedVerbs(SchedulerParts):
             return
         self._stale_said = outage
         if self._state is NEW:
-            _unwatched.add(self)  # written at the interpreter's exit, if not before
+            left_stale(self)  # written at the interpreter's exit, if not before
         left = list(outage.stale)
         shown = ", ".join(left[:STALE_SHOWN])
         more = f" and {len(left) - STALE_SHOWN} more" if len(left) > STALE_SHOWN else ""
