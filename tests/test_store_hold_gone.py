@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from lldsched import SqliteTaskStore, StoreError, TaskStatus
-from lldsched.persistence import HoldNotCommitted
+from lldsched.storecalls import HoldNotCommitted
 from tests.test_store_hold_messages import filling, paused
 from tests.test_store_hold_nested import gate_taken
 from tests.test_store_sqlite import snapshot, task

@@ -31,7 +31,8 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
-from lldsched.persistence import CoordinatedStore, HistoryStore
+from lldsched.coordination import CoordinatedStore
+from lldsched.persistence import HistoryStore
 from lldsched.stores.codec import encode_task
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_listen import Listener, with_timeouts
@@ -1061,7 +1062,7 @@ def test_the_longest_id_every_store_takes_is_kept_by_every_index_of_the_database
     import random
     import string
 
-    from lldsched.persistence import MAX_ID_BYTES
+    from lldsched.storechecks import MAX_ID_BYTES
 
     rng = random.Random(7)
     task_id = "".join(rng.choice(string.ascii_letters) for _ in range(MAX_ID_BYTES))

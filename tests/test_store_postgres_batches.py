@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from lldsched import OneTime, Scheduler, StoreError, TaskStatus
-from lldsched.persistence import Claim
+from lldsched.coordination import Claim
 from lldsched.stores import postgres_batch
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.postgres import PostgresTaskStore

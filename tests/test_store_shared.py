@@ -25,9 +25,10 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
+from lldsched.coordination import CoordinatedStore
 from lldsched.errors import LeaseLost, ValidationError
 from lldsched.model import Outcome
-from lldsched.persistence import CoordinatedStore, Task, TaskSnapshot
+from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores import removals as removals_rule
 from lldsched.stores import sqlite_shared
 from lldsched.stores.sqlite import SCHEMA_VERSION

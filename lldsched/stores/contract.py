@@ -27,7 +27,7 @@ runtime's lock):
   has the wait's record name the new schedule's first run after a restart;
 * ``delete`` forgets a task and its records; an unknown id is no error;
 * a run's record and those of the slots it skipped, handed over together
-  (:func:`~lldsched.persistence.save_all`: the store's ``save_all`` when it has one),
+  (:func:`~lldsched.storecalls.save_all`: the store's ``save_all`` when it has one),
   are kept in order with the snapshot;
 * a history store keeps each task's records oldest first, every field of them, and
   the dead letter (the ``FAILED`` tasks) in the order they failed; ``records()`` of every
@@ -62,12 +62,13 @@ from typing import Any, ClassVar
 
 from lldsched.errors import StoreClosedError
 from lldsched.model import ExecutionRecord, Outcome, Priority, TaskStatus
-from lldsched.persistence import HistoryStore, Task, TaskSnapshot, TaskStore, save_all
+from lldsched.persistence import HistoryStore, Task, TaskSnapshot, TaskStore
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import Jittered, Window
 from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
+from lldsched.storecalls import save_all
 
 __all__ = ["TaskStoreContract"]
 
@@ -594,7 +595,7 @@ class TaskStoreContract:
         assert store.records("a") == [_record("a", n) for n in (1, 3, 6)], store.records("a")
 
     def test_a_run_and_the_slots_it_skipped_are_kept_in_order(self) -> None:
-        """What the core hands a run that overran its next slots (``persistence.save_all``:
+        """What the core hands a run that overran its next slots (``storecalls.save_all``:
         the store's own ``save_all`` if it has one, one ``save`` a record otherwise)."""
         store = self._open()
         task = _definition("s")

@@ -41,9 +41,10 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from lldsched.coordination import Lease
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import Lease, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
 from lldsched.stores.codec import SharedParts, decode_task
 from lldsched.stores.rowvalues import Listed, listed_from, record_from, snapshot_from
 

@@ -1,6 +1,6 @@
 """PostgresTaskStore: one set of tasks shared by scheduler processes on many hosts.
 
-A :class:`~lldsched.persistence.CoordinatedStore` on a PostgreSQL server through
+A :class:`~lldsched.coordination.CoordinatedStore` on a PostgreSQL server through
 psycopg 3 (the optional extra ``pip install 'lldsched[postgres]'``; ``import
 lldsched`` never imports it).  The guarantees are those of docs/CLUSTER.md: each
 due run is claimed by one process at a time through a lease with a fencing token;
@@ -126,7 +126,7 @@ class PostgresTaskStore(
     PostgresReads,
     SchemaInstall,
 ):
-    """A :class:`~lldsched.persistence.CoordinatedStore` in a PostgreSQL database.
+    """A :class:`~lldsched.coordination.CoordinatedStore` in a PostgreSQL database.
 
     ``dsn`` is a libpq connection string or URI; the schema is created in it on first
     use (an empty database, or one that holds this schema).  ``lease``: seconds a

@@ -1,5 +1,5 @@
 """The shared side of :class:`~lldsched.stores.postgres.PostgresTaskStore`: its
-:class:`~lldsched.persistence.CoordinatedStore` methods (docs/CLUSTER.md).
+:class:`~lldsched.coordination.CoordinatedStore` methods (docs/CLUSTER.md).
 
 :class:`PostgresCoordination` is mixed into the store, as
 :class:`~lldsched.stores.sqlite_coordinated.CoordinatedMethods` is into the SQLite
@@ -25,20 +25,11 @@ import logging
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
+from lldsched.coordination import DIED_UNSHARED, Change, Claim, Lease, claim_narrowed
 from lldsched.errors import LeaseLost, StoreError, doc_url
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import (
-    DIED_UNSHARED,
-    FINISHED_STATUSES,
-    Change,
-    Claim,
-    Lease,
-    Task,
-    TaskSnapshot,
-    claim_narrowed,
-    finished,
-)
+from lldsched.persistence import FINISHED_STATUSES, Task, TaskSnapshot, finished
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import check_written, encode_task
@@ -188,7 +179,7 @@ class PostgresCoordination(PostgresParts):
         """Write what the claim with ``token`` decided for its slot without running it (a
         misfire, or a slot its dependencies held), in one transaction (the settles queued
         before it first), only while that lease is held; see :meth:`CoordinatedStore.misfired
-        <lldsched.persistence.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
+        <lldsched.coordination.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
         written, counted in :attr:`rejected`) otherwise."""
         check_written(snapshot, records)
         task_id = snapshot.task.id
@@ -243,7 +234,7 @@ class PostgresCoordination(PostgresParts):
         held after a batch failed (written again first by the next call).  What
         :meth:`flush` would send; still True after it when the store held them again (an
         outage), which the runtime does not count a success
-        (:func:`~lldsched.persistence.settles_waiting`)."""
+        (:func:`~lldsched.storecalls.settles_waiting`)."""
         return self._settles.waiting
 
     def _write_settles(self) -> None:
@@ -519,7 +510,7 @@ class PostgresCoordination(PostgresParts):
         out (:meth:`unloaded`): the row takes ``definition`` and keeps its state and
         history, as any replacement does; the row's snapshot with it.  None when the task
         is not one left out here (or its row is gone): nothing written.  See
-        :meth:`CoordinatedStore.take_over <lldsched.persistence.CoordinatedStore.take_over>`."""
+        :meth:`CoordinatedStore.take_over <lldsched.coordination.CoordinatedStore.take_over>`."""
         task_id = definition.id
         if self._unreadable.text(task_id) is None:
             return None
@@ -557,7 +548,7 @@ class PostgresCoordination(PostgresParts):
         (written by a process that died mid-run, outside the shared protocol):
         ``snapshot``, and an expired lease for its owed attempt, in one transaction, only
         while the row is still so; True if written.  See :meth:`CoordinatedStore.owe
-        <lldsched.persistence.CoordinatedStore.owe>`."""
+        <lldsched.coordination.CoordinatedStore.owe>`."""
         due = snapshot.next_run_at
         if due is None:
             return False

@@ -446,7 +446,7 @@ SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_o
 
 # The same, passing the tasks this node left out (it cannot run them: unreadable.Unreadable)
 # and those the caller leaves (``leaving``); or only the tasks named (``among``).  Used
-# only while the claim is narrowed (persistence.claim_narrowed), so the usual claim's
+# only while the claim is narrowed (coordination.claim_narrowed), so the usual claim's
 # statement stays as it was.
 _DUE_ORDER = "     ORDER BY t.next_run_at"
 CLAIM_LEAVING = CLAIM.replace(_DUE_ORDER, f"       AND t.id <> ALL(%(ids)s)\n{_DUE_ORDER}", 1)

@@ -64,7 +64,7 @@ processes of one host, share the file: each due run is claimed by one of them
 through a lease with a fencing token, renewed while it runs, and settled with a
 write that is refused once the lease was taken over; control verbs written by
 any of them reach the others through a change feed.  Its
-:class:`~lldsched.persistence.CoordinatedStore` methods (claims, leases, the fenced
+:class:`~lldsched.coordination.CoordinatedStore` methods (claims, leases, the fenced
 settle, the change feed) are in :mod:`lldsched.stores.sqlite_coordinated`, the shared
 mode's ``save``, ``save_all`` and ``resave`` in :mod:`lldsched.stores.sqlite_shared_writes`,
 a verb's hold in :mod:`lldsched.stores.sqlite_holds` (all three mixed in), the SQL in
@@ -96,7 +96,8 @@ from lldsched.checks import flag, seconds, whole_or_none
 from lldsched.errors import StoreClosedError, StoreError, ValidationError, shown
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import Task, TaskSnapshot, finished, id_asked
+from lldsched.persistence import Task, TaskSnapshot, finished
+from lldsched.storechecks import id_asked
 from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import check_written, encode_task
@@ -256,7 +257,7 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
     read-only, and every write after would fail.
 
     ``shared=True`` lets several schedulers (processes of one host) share the file
-    as a :class:`~lldsched.persistence.CoordinatedStore`: ``lease`` is how long a
+    as a :class:`~lldsched.coordination.CoordinatedStore`: ``lease`` is how long a
     claim lasts unless renewed (seconds, default 30), ``poll`` the longest a
     scheduler goes without claiming and reading the others' changes (seconds,
     default 1).  Either given without ``shared=True`` raises ``ValidationError``: an
@@ -426,7 +427,7 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
 
     def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
         """Write the task's state and every one of ``records`` (a run's, then the slots
-        it skipped) in one transaction: all or none (:func:`~lldsched.persistence.
+        it skipped) in one transaction: all or none (:func:`~lldsched.storecalls.
         save_all`).  In shared mode a run's settle carries them, fenced by its token."""
         check_written(snapshot, records)
         if self._shared is not None:
@@ -510,7 +511,7 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
         """Write ``snapshot`` again, a row a store outage left stale, with ``records`` (the
         records the writes that failed carried): in shared mode only while its row is
         one this process wrote or read and no live lease holds it
-        (:meth:`_resave_shared`); True if written (:func:`~lldsched.persistence.resave`).
+        (:meth:`_resave_shared`); True if written (:func:`~lldsched.storecalls.resave`).
         An unshared store has no other writer: it saves."""
         check_written(snapshot, records)
         if self._shared is not None:
@@ -527,7 +528,7 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
         process holds it (shared mode: a row another process wrote since, a registration
         of the id again, is left for the change feed to bring in; a row another process
         claimed, a take-over of a run whose settle here was refused, is its holder's, run
-        there); True if it is gone (:func:`~lldsched.persistence.purge`).  An unshared
+        there); True if it is gone (:func:`~lldsched.storecalls.purge`).  An unshared
         store has no other writer: it deletes."""
         with self._using("purge task", task_id) as connection:
             shared = self._shared

@@ -1,5 +1,5 @@
 """A control verb's hold of a shared :class:`~lldsched.stores.sqlite.SqliteTaskStore`
-(:func:`~lldsched.persistence.verb_held`): one transaction that holds SQLite's write
+(:func:`~lldsched.storecalls.verb_held`): one transaction that holds SQLite's write
 lock (``BEGIN IMMEDIATE``, taken in turn through the write gate:
 :mod:`~lldsched.stores.sqlite_gate`) and the store's lock while the verb reads the
 change feed and writes; every write inside is a savepoint of it, committed at its end.
@@ -35,7 +35,7 @@ class SqliteHolds(SqliteParts):
         """Inside, this process writes alone: a control verb (pause, cancel, resume,
         modify, ...) reads the change feed and writes its rows in one transaction that
         holds SQLite's write lock (``BEGIN IMMEDIATE``) and this store's lock throughout
-        (see :func:`~lldsched.persistence.verb_held`): every row, ``also``'s included.  So
+        (see :func:`~lldsched.storecalls.verb_held`): every row, ``also``'s included.  So
         no other process's write (a run's settle) lands between the row the verb read and
         the row it writes, which then wrote back the row as it was before that run.  Every
         write inside is a savepoint of it (:func:`~lldsched.stores.sqlite_rows.immediate`);
@@ -43,7 +43,7 @@ class SqliteHolds(SqliteParts):
         registry has it).  The write lock not taken within ``timeout`` (another process
         holds it that long): the block runs unheld, as before, and a write of it that
         fails is a failed write (its rewrite is conditional:
-        :func:`~lldsched.persistence.resave`).
+        :func:`~lldsched.storecalls.resave`).
 
         A hold whose end fails stored none of them: its COMMIT failing (a full disk), or
         its transaction found gone at the end (SQLite rolls a whole transaction back on
@@ -52,7 +52,7 @@ class SqliteHolds(SqliteParts):
         alone, outside the hold, and let the hold's write gate go).  Then the caches are
         put back as they were before them (the feed's cursor too, which this process's own
         writes move on: a version rolled back is taken again by another process's next write)
-        and :class:`~lldsched.persistence.HoldNotCommitted` names every task written
+        and :class:`~lldsched.storecalls.HoldNotCommitted` names every task written
         (:mod:`lldsched.stores.held`), for the runtime to write again, and what failed:
         the call inside whose failure SQLite rolled the transaction back, and SQLite's
         words (:meth:`_ended_hold`), or the COMMIT's error.
