@@ -1,5 +1,6 @@
 """A shared SQLite store's verb hold whose transaction SQLite rolled back refuses the calls
-after (lldsched/stores/sqlite.py, ``_Using``; docs/decisions/persistence.md, "Persistence").
+after (lldsched/stores/sqlite_connection.py, ``_Using``; docs/decisions/persistence.md,
+"Persistence").
 
 SQLite rolls a whole transaction back when a statement inside fails with a full disk or
 an I/O error.  Inside a verb's hold each later call then ran in a transaction of its own:

@@ -7,7 +7,8 @@ change feed and writes; every write inside is a savepoint of it, committed at it
 :class:`SqliteHolds` is mixed into the store: ``verb_held`` (a hold inside a hold is the
 outer one's), and what ends a hold: a call inside whose failure SQLite rolled the
 transaction back, noted for the hold's end to name (``_ended_hold``), and the refusal of
-a call made after that (``_hold_gone``, raised by :class:`~lldsched.stores.sqlite._Using`).
+a call made after that (``_hold_gone``, raised by
+:class:`~lldsched.stores.sqlite_connection._Using`).
 What a hold wrote, and the caches put back when it is not stored, is
 :class:`~lldsched.stores.held.HeldWrites`'.  PostgreSQL's hold is
 :mod:`~lldsched.stores.postgres_holds`'.
@@ -132,7 +133,7 @@ class SqliteHolds(SqliteParts):
     def _hold_gone(self, doing: str, task_id: str | None) -> StoreError:
         """The error of a call (``doing``, of ``task_id``) made inside a verb's hold whose
         transaction is gone (SQLite rolled it back under a call inside that failed, a full
-        disk or an I/O error), refused by :class:`~lldsched.stores.sqlite._Using` and
+        disk or an I/O error), refused by :class:`~lldsched.stores.sqlite_connection._Using` and
         counted for the hold's end after the call that ended it (caller holds the lock).
         As PostgreSQL's hold refuses a call once its connection is lost
         (``PostgresHolds._hold_lost``).  Before, the call ran in a transaction of its
