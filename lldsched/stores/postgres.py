@@ -53,8 +53,10 @@ hold of its rows (``verb_held``, ``verb_call``)
 :class:`~lldsched.stores.postgres_holds.PostgresHolds`', the
 :class:`~lldsched.persistence.TaskStore` writes (``save``, ``delete``, ``resave``,
 ``purge``) :class:`~lldsched.stores.postgres_writes.PostgresWrites`', the coordinated
-methods (claims, leases, settles, the feed)
-:class:`~lldsched.stores.postgres_coordinated.PostgresCoordination`'s, what it reads back
+methods (claims, leases, the feed)
+:class:`~lldsched.stores.postgres_coordinated.PostgresCoordination`'s and the fenced
+settles among them :class:`~lldsched.stores.postgres_settles.PostgresSettles`', what it
+reads back
 (``load_all`` and the history reads)
 :class:`~lldsched.stores.postgres_reads.PostgresReads`', and installing the schema at open
 :class:`~lldsched.stores.postgres_schema.SchemaInstall`'s.  What they share (the members
@@ -99,6 +101,7 @@ from lldsched.stores.postgres_listen import Listener, weakly
 from lldsched.stores.postgres_reads import PostgresReads, one_row
 from lldsched.stores.postgres_redact import redact, scrubbed
 from lldsched.stores.postgres_schema import SchemaInstall
+from lldsched.stores.postgres_settles import PostgresSettles
 from lldsched.stores.postgres_writes import PostgresWrites
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.unclosed import collected
@@ -123,6 +126,7 @@ class PostgresTaskStore(
     PostgresHolds,
     PostgresWrites,
     PostgresCoordination,
+    PostgresSettles,
     PostgresReads,
     SchemaInstall,
 ):
@@ -229,7 +233,7 @@ class PostgresTaskStore(
         self._hold: HeldWrites | None = None  # what the verb's hold under way wrote
         # The connection of the verb's hold once its transaction began (None outside):
         # what a call inside writes is the hold's, stored or lost with it (_open, and
-        # PostgresCoordination._write_settles).
+        # PostgresSettles._write_settles).
         self._holding: Connection | None = None
         # Why the connection of the verb's hold under way was lost (psycopg's words for the
         # call that failed on it, or the deadline's reason), for the calls refused after
