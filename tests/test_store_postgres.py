@@ -37,7 +37,7 @@ from lldsched.stores.codec import encode_task
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_listen import Listener, with_timeouts
 from lldsched.stores.postgres_redact import redact
-from lldsched.stores.postgres_sql import SCHEMA_VERSION
+from lldsched.stores.postgres_tables import SCHEMA_VERSION
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.pg_server import PostgresServer
@@ -288,7 +288,7 @@ def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
     postgres_dsn: str,
 ) -> None:
     """Version 5 indexes the removals by task: a row registered again starts one past its
-    id's removals (``postgres_sql.FIRST_VERSION``), looked up at every registration.  A
+    id's removals (``postgres_tables.FIRST_VERSION``), looked up at every registration.  A
     database of version 4 gains the index, and keeps its tasks and removals."""
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept")))

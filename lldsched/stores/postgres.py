@@ -8,7 +8,7 @@ a settle is written only while its lease is held; a control verb from any
 process reaches all of them.  How PostgreSQL provides them:
 
 * **Claims** are one statement, ``SELECT … FOR UPDATE SKIP LOCKED`` feeding an
-  ``INSERT … ON CONFLICT`` into ``leases`` (:data:`~lldsched.stores.postgres_sql.CLAIM`):
+  ``INSERT … ON CONFLICT`` into ``leases`` (:data:`~lldsched.stores.postgres_lease_sql.CLAIM`):
   concurrent claimers skip each other's rows instead of queueing behind them.
 * **Fencing tokens** come from the sequence ``fencing_token``: strictly increasing
   across every process (gaps allowed).
@@ -88,6 +88,7 @@ from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.persistence import Task
 from lldsched.stores import forks
+from lldsched.stores import postgres_lease_sql as lease_sql
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import SettleQueue
@@ -174,7 +175,7 @@ class PostgresTaskStore(
             self._install(connection)  # unbounded: a migration, or waiting for another's
             self._deadline.watch(connection.fileno())
             (horizon,) = one_row(connection.execute(sql.HORIZON))
-            (given,) = one_row(connection.execute(sql.GIVEN))
+            (given,) = one_row(connection.execute(lease_sql.GIVEN))
         except psycopg.Error as exc:  # no schema to create in, no right to: a StoreError
             connection.close()
             raise StoreError(

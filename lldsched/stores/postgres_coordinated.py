@@ -8,7 +8,9 @@ slot its dependencies held), the change feed, the LISTEN subscription and muting
 fenced settle (written now, or queued and written in batches) is
 :class:`~lldsched.stores.postgres_settles.PostgresSettles`', mixed in beside it.  Each
 statement runs under the store's one lock on its one connection (``_using``); the SQL is
-:mod:`lldsched.stores.postgres_sql`'s, the rows :mod:`lldsched.stores.postgres_rows`'.
+:mod:`lldsched.stores.postgres_lease_sql`'s (claims, leases) and
+:mod:`lldsched.stores.postgres_sql`'s (the feed), the rows
+:mod:`lldsched.stores.postgres_rows`'.
 
 What the store remembers per task goes as the task does: at its removal here
 (``_delete``), at one another node made when the feed gives it (its lease in ``_held``,
@@ -31,6 +33,7 @@ from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import FINISHED_STATUSES, Task, TaskSnapshot, finished
 from lldsched.schedules.base import wrapped_schedule
+from lldsched.stores import postgres_lease_sql as lease_sql
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.postgres_listen import Listener
@@ -95,13 +98,13 @@ class PostgresCoordination(PostgresParts):
             "node": self.node,
             "lease": self.lease,
         }
-        statement = sql.CLAIM
+        statement = lease_sql.CLAIM
         # Never claimed here: the tasks this node cannot run (left out), and those the
         # caller cannot start now (``among``, ``leaving``).
         narrowed = claim_narrowed(self._unreadable.left_out(), among, leaving)
         if narrowed is not None:
             only, ids = narrowed
-            statement = sql.CLAIM_AMONG if only else sql.CLAIM_LEAVING
+            statement = lease_sql.CLAIM_AMONG if only else lease_sql.CLAIM_LEAVING
             parameters["ids"] = ids
         with self._using("claim runs") as connection:
             parameters["held"] = list(self._held.values())  # the rest: lost replies (_LOST_REPLY)
@@ -116,7 +119,7 @@ class PostgresCoordination(PostgresParts):
             if claims and min(claim.token for claim in claims) <= self._given:
                 for claim in claims:  # the database's, not this node's: given back
                     connection.execute(
-                        sql.RELEASE, {"task_id": claim.task_id, "token": claim.token}
+                        lease_sql.RELEASE, {"task_id": claim.task_id, "token": claim.token}
                     )
                 self._refused = rewound(self.dsn, min(c.token for c in claims), self._given)
                 raise StoreError(self._refused)
@@ -134,7 +137,7 @@ class PostgresCoordination(PostgresParts):
             return set()
         with self._using("renew leases") as connection:
             rows = connection.execute(
-                sql.RENEW, {"tokens": list(tokens), "node": self.node, "lease": self.lease}
+                lease_sql.RENEW, {"tokens": list(tokens), "node": self.node, "lease": self.lease}
             ).fetchall()
             held = {token for (token,) in rows}
             gone = set(tokens) - held
@@ -147,7 +150,7 @@ class PostgresCoordination(PostgresParts):
     def release(self, *, task_id: str, token: int) -> None:
         """Give back a claim that will not run here (a lease no longer held is ignored)."""
         with self._using("release the claim of task", task_id) as connection:
-            connection.execute(sql.RELEASE, {"task_id": task_id, "token": token})
+            connection.execute(lease_sql.RELEASE, {"task_id": task_id, "token": token})
             if self._held.get(task_id) == token:
                 del self._held[task_id]
 
@@ -172,12 +175,12 @@ class PostgresCoordination(PostgresParts):
                 # the task's row, then its lease (as the claim and the settle).
                 lease = {"task_id": task_id, "token": token}
                 connection.execute(sql.LOCK_ID, {"id": task_id})
-                connection.execute(sql.LOCK_TASK, lease)
+                connection.execute(lease_sql.LOCK_TASK, lease)
                 if release:
-                    held = connection.execute(sql.RELEASE, lease).rowcount == 1
+                    held = connection.execute(lease_sql.RELEASE, lease).rowcount == 1
                 else:
                     moved = connection.execute(
-                        sql.MOVE_LEASE, {**lease, "slot": snapshot.next_run_at}
+                        lease_sql.MOVE_LEASE, {**lease, "slot": snapshot.next_run_at}
                     )
                     held = moved.rowcount == 1
                 if held:  # the lease proves the row exists: an update, never a
@@ -209,7 +212,7 @@ class PostgresCoordination(PostgresParts):
 
         The version it gave for a task is forgotten once no read can give that row or
         removal again: a removed id's rows registered again are new here whatever their
-        version (they start past the removals kept: ``postgres_sql.FIRST_VERSION``), and
+        version (they start past the removals kept: ``postgres_tables.FIRST_VERSION``), and
         a finished task's memory is bounded like the registry.
 
         The row of a task whose settle (or misfire decision) this node had refused since
@@ -346,11 +349,11 @@ class PostgresCoordination(PostgresParts):
             self._transaction(connection, task_id),
         ):
             connection.execute(sql.LOCK_ID, {"id": task_id})  # the lock order: id, row, lease
-            if connection.execute(sql.RUNNING_UNLEASED, {"id": task_id}).fetchone() is None:
+            if connection.execute(lease_sql.RUNNING_UNLEASED, {"id": task_id}).fetchone() is None:
                 return False  # written first by another node, or gone
             self._write(connection, snapshot, unknown=sql.UPSERT)
             connection.execute(
-                sql.OWED_LEASE,
+                lease_sql.OWED_LEASE,
                 {"id": task_id, "slot": due, "attempt": snapshot.attempt, "holder": DIED_UNSHARED},
             )
         return True

@@ -47,7 +47,7 @@ def check_keepable(task: Task) -> None:
 def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
     """The task row's state columns (not its definition) that ``snapshot`` sets, but for
     ``slot``, ``blocked_due`` and ``blocked_slot``, which a settle never sets
-    (:data:`~lldsched.stores.postgres_sql.SETTLE`, whose arrays these are); every other
+    (:data:`~lldsched.stores.postgres_lease_sql.SETTLE`, whose arrays these are); every other
     write adds them (``PostgresWrites._write``)."""
     return {
         "id": snapshot.task.id,

@@ -12,7 +12,7 @@ said once (:class:`~lldsched.core.storewrites.StoreWrites`); a batch whose sessi
 is tried once more, and a settle whose reply was lost, found stored, is counted written,
 not refused (:meth:`PostgresSettles._settled_before`).  Each statement runs under the
 store's one lock on its one connection; the SQL is
-:data:`~lldsched.stores.postgres_sql.SETTLE`.
+:data:`~lldsched.stores.postgres_lease_sql.SETTLE`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from lldsched.errors import LeaseLost, StoreError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot, finished
+from lldsched.stores import postgres_lease_sql as lease_sql
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import check_written
 from lldsched.stores.postgres_batch import Pending, settle_parameters
@@ -46,7 +47,7 @@ class PostgresSettles(PostgresParts):
         If another node rewrote the row during the run, its write wins and the run adds
         only its counts and its record; the run still decides the due instant when
         that write left it at the claimed slot, or when this node had followed it
-        (``postgres_sql._WHEN``)."""
+        (``postgres_lease_sql._WHEN``)."""
         check_written(snapshot, (record,))
         with self._using("settle task", snapshot.task.id):
             refused = self._settle_batch([Pending(token, snapshot, (record,))])
@@ -152,13 +153,13 @@ class PostgresSettles(PostgresParts):
         before: dict[int, int] = {}  # token -> its records stored by a try whose reply was lost
         try:
             try:
-                rows = self._open().execute(sql.SETTLE, parameters).fetchall()
+                rows = self._open().execute(lease_sql.SETTLE, parameters).fetchall()
                 retried = any(pending.tried for pending in batch)
             except psycopg.Error:
                 connection = self._connection
                 if connection is not None and not connection.closed and not connection.broken:
                     raise
-                rows = self._open().execute(sql.SETTLE, parameters).fetchall()
+                rows = self._open().execute(lease_sql.SETTLE, parameters).fetchall()
                 retried = True
             if retried and not all(written for _, written, _, _ in rows):
                 rows, before = self._settled_before(batch, rows)
@@ -227,16 +228,17 @@ class PostgresSettles(PostgresParts):
     def _settled_before(
         self, batch: list[Pending], rows: list[Any]
     ) -> tuple[list[Any], dict[int, int]]:
-        """``rows``, a later try's answer to :data:`~lldsched.stores.postgres_sql.SETTLE`
+        """``rows``, a later try's answer to :data:`~lldsched.stores.postgres_lease_sql.SETTLE`
         for ``batch`` after an earlier one's session died, with each refused token that the
-        earlier try wrote (its run's record is there: :data:`~lldsched.stores.postgres_sql.
-        SETTLED`) marked written; ``own`` unknown for those, so False (the caches this
-        node keeps of what it wrote are not updated: its next write sends the
-        definition again); and, for each of those, how many of its records that try
-        stored.  One statement, on the connection the later try used."""
+        earlier try wrote (its run's record is there:
+        :data:`~lldsched.stores.postgres_lease_sql.SETTLED`) marked written; ``own``
+        unknown for those, so False (the caches this node keeps of what it wrote are not
+        updated: its next write sends the definition again); and, for each of those, how
+        many of its records that try stored.  One statement, on the connection the later
+        try used."""
         by_token = {pending.token: pending for pending in batch}
         refused = [by_token[row[0]] for row in rows if not row[1]]
-        found = self._open().execute(sql.SETTLED, {
+        found = self._open().execute(lease_sql.SETTLED, {
             "id": [pending.snapshot.task.id for pending in refused],
             "token": [pending.token for pending in refused],
             "attempt": [pending.records[0].attempt for pending in refused],

@@ -82,7 +82,7 @@ class PostgresWrites(PostgresParts):
         that is there (a write of the verb's hold, if inside one, noted as :meth:`_write`
         notes its own).  Of a run whose lease this node holds (``writer`` this node): the
         state is the lease's, and the run's settle, finding the row its own
-        (``postgres_sql._OWN``), decides the status and the next slot as before.  Before,
+        (``postgres_lease_sql._OWN``), decides the status and the next slot as before.  Before,
         that settle wrote the definition, and a node killed before its settle lost it:
         the slot was taken over and run under the old one.  Of a run whose lease a
         renewal found lost (taken over, or gone with its task; ``writer`` ''): the row's

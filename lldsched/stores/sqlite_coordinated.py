@@ -149,7 +149,7 @@ class CoordinatedMethods(SqliteParts):
                     raise LeaseLost(task_id=task_id, token=token)
                 status = snapshot.status.value
                 # A pause or cancel written elsewhere during the run wins over its status;
-                # a run that ended its task ends it after a pause (postgres_sql._ENDS),
+                # a run that ended its task ends it after a pause (postgres_lease_sql._ENDS),
                 # while a cancel is final, as in one process.
                 overridden = (
                     elsewhere
@@ -165,7 +165,7 @@ class CoordinatedMethods(SqliteParts):
                     # Paused here (or followed so) during the run, then resumed elsewhere
                     # after that: the task is runnable again from the run's next slot, as
                     # one process returns a task resumed mid-run to its run (PostgreSQL's
-                    # postgres_sql._AS_RESUMED); the run's PAUSED once kept it paused.
+                    # postgres_lease_sql._AS_RESUMED); the run's PAUSED once kept it paused.
                     status = runnable(snapshot.attempt).value
                     overridden = True
                 if unfollowed is not None:  # read back: this process follows the row
@@ -196,7 +196,7 @@ class CoordinatedMethods(SqliteParts):
         in one process.  A run that owes its slot a retry, or failed it for good, decides
         all the same (``snapshot`` itself is returned): one process retries first, then
         counts the new schedule, and a new definition never changes whether a task runs.
-        The same rule as PostgreSQL's (``postgres_sql._WHEN``)."""
+        The same rule as PostgreSQL's (``postgres_lease_sql._WHEN``)."""
         task_id = snapshot.task.id
         lease = connection.execute(
             "SELECT slot, attempt FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
