@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from lldsched import Misfire, MisfirePolicy, OneTime, Scheduler, SqliteTaskStore
-from lldsched.persistence import CoordinatedStore
+from lldsched.coordination import CoordinatedStore
 
 WORKERS = 4
 LATE_IS_FINE = MisfirePolicy(Misfire.RUN_ONCE, grace=3600)  # due at load, run minutes later

@@ -147,7 +147,7 @@ class LeaseLost(StoreError):
     """A fenced write came too late: the run's lease expired and was taken over (or its
     task was removed), so the store refused the write carrying ``token``.
 
-    Raised by :meth:`CoordinatedStore.settle <lldsched.persistence.CoordinatedStore.settle>`.
+    Raised by :meth:`CoordinatedStore.settle <lldsched.coordination.CoordinatedStore.settle>`.
     Nothing was written: the run that holds the newer token is the one that counts.
     """
 

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from lldsched import FakeClock, ScheduledTask, Scheduler
-from lldsched.persistence import CoordinatedStore
+from lldsched.coordination import CoordinatedStore
 from lldsched.threaded import processlife
 from tests.cluster_stores import OPENERS as OPENERS  # re-exported: where tests import them
 from tests.cluster_stores import StoreSpec as StoreSpec

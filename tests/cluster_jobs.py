@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import IO
 
 from lldsched import FixedRate, Priority, Scheduler
+from lldsched.coordination import CoordinatedStore
 from lldsched.core.context import RunContext
-from lldsched.persistence import CoordinatedStore
 from lldsched.stores.sqlite_gate import WriteGate
 
 _lock = threading.Lock()  # guards _log: workers of one child append whole lines, one at a time

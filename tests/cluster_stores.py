@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from lldsched.persistence import CoordinatedStore
+from lldsched.coordination import CoordinatedStore
 from lldsched.stores.sqlite import SqliteTaskStore
 
 

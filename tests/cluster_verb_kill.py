@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from lldsched import FixedRate, OneTime, Priority, Scheduler, TaskStatus
-from lldsched.persistence import CoordinatedStore
+from lldsched.coordination import CoordinatedStore
 from tests import cluster_jobs, jobs
 from tests.cluster import Child, Cluster, StoreSpec, open_store
 from tests.waits import wait_until

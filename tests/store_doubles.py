@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from lldsched import SqliteTaskStore
-from lldsched.persistence import Claim
+from lldsched.coordination import Claim
 
 __all__ = ["HookedStore", "StoreCall"]
 

@@ -22,7 +22,7 @@ import pytest
 
 from lldsched import FixedRate, Scheduler, SqliteTaskStore, TaskStatus
 from lldsched.cli import main
-from lldsched.persistence import Lease
+from lldsched.coordination import Lease
 from lldsched.stores.peek import Row
 from tests import jobs
 from tests.cluster import StoreSpec, opened

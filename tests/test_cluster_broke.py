@@ -25,8 +25,9 @@ from lldsched import (
     SqliteTaskStore,
     TaskStatus,
 )
+from lldsched.coordination import CoordinatedStore
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import CoordinatedStore, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
 from tests.store_doubles import HookedStore, StoreCall

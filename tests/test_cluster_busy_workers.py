@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 import pytest
 
 from lldsched import FakeClock, FixedRate, Metrics, OneTime, Scheduler, TaskStatus
+from lldsched.coordination import Claim, CoordinatedStore, Lease
 from lldsched.errors import StoreError
-from lldsched.persistence import Claim, CoordinatedStore, Lease
 from tests import cluster_jobs, jobs
 from tests.cluster import POOLED, StoreSpec, open_store
 from tests.store_doubles import HookedStore, StoreCall

@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 
 from lldsched import FakeClock, FixedRate, OneTime, Priority, Scheduler
+from lldsched.coordination import CoordinatedStore
 from lldsched.core.task import Entry
-from lldsched.persistence import CoordinatedStore, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
 from tests import jobs
 from tests.cluster import StoreSpec, follows, opened
 from tests.waits import wait_until

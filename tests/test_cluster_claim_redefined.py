@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from lldsched import FakeClock, FixedRate, Misfire, MisfirePolicy, OneTime, Scheduler
-from lldsched.persistence import Claim, CoordinatedStore
+from lldsched.coordination import Claim, CoordinatedStore
 from tests.cluster import StoreSpec, opened
 from tests.waits import wait_until
 

@@ -36,9 +36,9 @@ from lldsched import (
     TaskStatus,
 )
 from lldsched.clock import utc_datetime
+from lldsched.coordination import CoordinatedStore, Lease
 from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
-from lldsched.persistence import CoordinatedStore, Lease
 from tests import cluster_jobs, jobs
 from tests.cluster import POOLED, StoreSpec, hold_child_starts, open_store
 from tests.waits import wait_until

@@ -21,9 +21,10 @@ from lldsched import (
     SqliteTaskStore,
     TaskStatus,
 )
+from lldsched.coordination import CoordinatedStore
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.persistence import CoordinatedStore, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
 from tests import cluster_jobs, jobs
 from tests.cluster import Cluster, StoreSpec, open_store
 from tests.waits import wait_until

@@ -15,7 +15,7 @@ import pytest
 
 from lldsched import EventLog, OneTime, Scheduler, TaskStatus
 from lldsched.clock import FakeClock
-from lldsched.persistence import Claim, CoordinatedStore
+from lldsched.coordination import Claim, CoordinatedStore
 from tests import cluster_jobs, jobs
 from tests.cluster import POOLED, StoreSpec, open_store
 from tests.waits import wait_until

@@ -28,9 +28,10 @@ from pathlib import Path
 import pytest
 
 from lldsched import FakeClock, FixedRate, Scheduler
+from lldsched.coordination import CoordinatedStore
 from lldsched.errors import LeaseLost
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.persistence import CoordinatedStore, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy
 from lldsched.threaded import shared
 from tests import cluster_jobs, jobs

@@ -31,8 +31,9 @@ from typing import Any
 import pytest
 
 from lldsched import FixedRate, Scheduler, StoreError
+from lldsched.coordination import Claim, CoordinatedStore
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import Claim, CoordinatedStore, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
 from tests import jobs
 from tests.cluster import StoreSpec, opened
 from tests.test_cluster_settle_refused_view import _expire
@@ -159,7 +160,7 @@ def test_a_row_left_to_the_process_that_leased_it_is_said_left_not_stale(
     store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A verb's write that failed is written again only while no lease holds the row
-    (``persistence.resave``): a row another process claimed meanwhile is left to it, said
+    (``storecalls.resave``): a row another process claimed meanwhile is left to it, said
     at INFO.  The line that ends the outage said "those tasks' rows are stale until their
     next transition" of that row; it says now that the row was left to another process.
     A scheduler never started (verbs only): its next verb's read of the feed ends the

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lldsched import FixedRate, Overlap, Scheduler, SqliteTaskStore, ValidationError
-from lldsched.persistence import CoordinatedStore
+from lldsched.coordination import CoordinatedStore
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from lldsched import OneTime, Scheduler
-from lldsched.persistence import CoordinatedStore
+from lldsched.coordination import CoordinatedStore
 from lldsched.views.frames import to_frame
 from tests import jobs
 from tests.cluster import StoreSpec, opened

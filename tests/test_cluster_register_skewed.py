@@ -15,8 +15,8 @@ from __future__ import annotations
 import pytest
 
 from lldsched import FakeClock, FixedRate, Misfire, MisfirePolicy, OneTime, Outcome, Scheduler
+from lldsched.coordination import CoordinatedStore
 from lldsched.model import TaskStatus
-from lldsched.persistence import CoordinatedStore
 from tests import jobs
 from tests.cluster import StoreSpec, opened, store_spec
 from tests.conftest import T0

@@ -24,7 +24,7 @@ from lldsched import (
     TaskSnapshot,
     TaskStatus,
 )
-from lldsched.persistence import CoordinatedStore
+from lldsched.coordination import CoordinatedStore
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, opened
 from tests.waits import wait_until
@@ -319,7 +319,7 @@ def test_a_purge_leaves_a_row_registered_again_elsewhere_up_to_the_version_it_ha
 def _finish_outside_a_verb(scheduler: Scheduler, task_id: str) -> None:
     """Cancel ``task_id`` through the core, under the scheduler's lock, as a run's finish
     or a followed change ends a task: outside any verb.  A verb (``cancel()``) holds the
-    row for its whole length (:func:`lldsched.persistence.verb_held`; on SQLite the
+    row for its whole length (:func:`lldsched.storecalls.verb_held`; on SQLite the
     file's write lock), so another process's write cannot land within a purge it makes;
     a retirement outside a verb is where it can, which these tests interleave."""
     with scheduler._lock:

@@ -29,7 +29,8 @@ from collections.abc import Iterator
 import pytest
 
 from lldsched import FixedRate, OneTime, RunContext, Scheduler, TaskStatus
-from lldsched.persistence import CoordinatedStore, TaskSnapshot
+from lldsched.coordination import CoordinatedStore
+from lldsched.persistence import TaskSnapshot
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
 from tests.waits import wait_until

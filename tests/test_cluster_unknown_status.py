@@ -23,7 +23,7 @@ from lldsched import (
     TaskNotFoundError,
     TaskStatus,
 )
-from lldsched.persistence import CoordinatedStore
+from lldsched.coordination import CoordinatedStore
 from tests import jobs
 from tests.cluster import StoreSpec, opened
 from tests.conftest import T0

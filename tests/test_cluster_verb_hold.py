@@ -2,7 +2,7 @@
 the rows a verb wrote inside when the hold itself is not stored.
 
 A verb reads the change feed and writes its rows inside one transaction
-(:func:`lldsched.persistence.verb_held`); every write inside is a savepoint of it.  When
+(:func:`lldsched.storecalls.verb_held`); every write inside is a savepoint of it.  When
 the hold's end fails (PostgreSQL: the connection lost at the COMMIT; SQLite: the
 transaction rolled back under it by a statement that failed inside, a full disk), none
 of those writes is stored.  Before, only the verb's own task was written again: a

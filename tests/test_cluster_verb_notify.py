@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from lldsched import FixedRate, OneTime, Priority, Scheduler, TaskStatus
-from lldsched.persistence import CoordinatedStore, TaskSnapshot
+from lldsched.coordination import CoordinatedStore
+from lldsched.persistence import TaskSnapshot
 from tests import cluster_jobs, jobs
 from tests.cluster import FACTORIES, StoreSpec, open_store
 from tests.waits import wait_until

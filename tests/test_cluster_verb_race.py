@@ -6,7 +6,7 @@ of a run that committed between the two was written over by the row as the verb'
 process had it before that run (its due instant at the slot already run, run count
 0): a pause, then a resume, ran that slot a second time.  The verb now reads the feed
 and writes inside one transaction that holds the row for it
-(:func:`lldsched.persistence.verb_held`: SQLite's write lock, PostgreSQL's row lock), so
+(:func:`lldsched.storecalls.verb_held`: SQLite's write lock, PostgreSQL's row lock), so
 the settle waits for the verb's commit, and then keeps a pause or cancel written during
 its run (docs/CLUSTER.md).
 
@@ -36,7 +36,8 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.persistence import Change, Claim, TaskSnapshot
+from lldsched.coordination import Change, Claim
+from lldsched.persistence import TaskSnapshot
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lldsched import FakeClock, FixedRate, Scheduler, SchedulerStateError
-from lldsched.persistence import CoordinatedStore
+from lldsched.coordination import CoordinatedStore
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
 

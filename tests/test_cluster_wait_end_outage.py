@@ -2,7 +2,7 @@
 wait ends in one process only (docs/CLUSTER.md, "Dependencies"), and no lease holds the
 BLOCKED row, so nobody else writes it.  Once the store works again, that process writes
 the row again, only while it is still as this process last read it
-(core/storewrites.py, ``StoreWrites._rewrite``; ``persistence.resave``)."""
+(core/storewrites.py, ``StoreWrites._rewrite``; ``storecalls.resave``)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from lldsched import FixedRate, RetryPolicy, Scheduler, TaskStatus
+from lldsched.coordination import CoordinatedStore
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.persistence import CoordinatedStore, TaskSnapshot, resave
+from lldsched.persistence import TaskSnapshot
+from lldsched.storecalls import resave
 from tests import jobs
 from tests.cluster import POOLED, ROOT, StoreSpec, opened
 from tests.waits import wait_until
@@ -151,7 +153,7 @@ def _snapshot(store: CoordinatedStore, task_id: str) -> TaskSnapshot:
 def test_a_stale_row_is_written_again_only_while_it_is_as_last_read_and_no_lease_holds_it(
     stores: list[CoordinatedStore],
 ) -> None:
-    """``persistence.resave``, the rewrite's one write on a shared store: a row another
+    """``storecalls.resave``, the rewrite's one write on a shared store: a row another
     process wrote since this one last read it is left (its feed brings it in), and so is a
     row a live lease holds (its holder's settle writes it); nothing else changes."""
     first, second, reader = stores
@@ -181,7 +183,7 @@ def test_a_stale_row_is_written_again_only_while_it_is_as_last_read_and_no_lease
 def test_a_stale_row_of_a_run_held_here_gets_its_records_and_keeps_its_row(
     stores: list[CoordinatedStore],
 ) -> None:
-    """``persistence.resave`` of a row this process holds a run of (its claim's lease,
+    """``storecalls.resave`` of a row this process holds a run of (its claim's lease,
     the snapshot RUNNING), with the records a failed write carried (a wait's ``blocked``
     record): the row is the run's settle's to write, so it is left as it is (not written
     from the snapshot, not refused for its live lease), and the records are appended

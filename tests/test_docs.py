@@ -1296,17 +1296,17 @@ def test_upgrading_mds_table_of_schema_versions_is_the_stores_steps() -> None:
     1 up to both stores' current one, and each column, table or index a cell names in
     backticks (``tasks.grid``, ``slot_due``; a verb such as ``run_now`` aside) made by
     that version's step of its store ("the same": the SQLite cell's names)."""
-    from lldsched.stores import postgres_sql, sqlite_schema
+    from lldsched.stores import postgres_tables, sqlite_schema
 
     text = (DOCS / "UPGRADING.md").read_text().split("\n## Schema versions\n", 1)[1]
     rows = re.findall(r"^\| (\d+) \| (.*?) \| (.*?) \|$", text, flags=re.M)
-    assert sqlite_schema.SCHEMA_VERSION == postgres_sql.SCHEMA_VERSION
+    assert sqlite_schema.SCHEMA_VERSION == postgres_tables.SCHEMA_VERSION
     assert [int(row[0]) for row in rows] == list(range(2, sqlite_schema.SCHEMA_VERSION + 1))
     for version, sqlite, postgres in rows:
         before = int(version) - 1
         postgres = sqlite if postgres == "the same" else postgres
         steps = [(sqlite, " ".join(sqlite_schema.MIGRATIONS[before])),
-                 (postgres, postgres_sql.UPGRADES[before])]  # fmt: skip
+                 (postgres, postgres_tables.UPGRADES[before])]  # fmt: skip
         for cell, step in steps:
             for name in set(re.findall(r"`(?:\w+\.)?(\w+)`", cell)) - {"run_now"}:
                 assert re.search(rf"\b{name}\b", step), (version, name, step)
@@ -1359,8 +1359,16 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
     "test_every_extra_the_documents_name_is_one",
     ("CLUSTER.md", "python", "from lldsched import Scheduler"): "not run (db.internal): "
     "test_cluster_mds_postgres_example_runs_on_a_real_server",
-    ("CLUSTER.md", "sql", "WITH due AS ("): "a sketch of postgres_sql.CLAIM, abridged: not run",
-    ("CLUSTER.md", "sql", "WITH given   AS"): "a sketch of postgres_sql.SETTLE, abridged: not run",
+    (
+        "CLUSTER.md",
+        "sql",
+        "WITH due AS (",
+    ): "a sketch of postgres_lease_sql.CLAIM, abridged: not run",
+    (
+        "CLUSTER.md",
+        "sql",
+        "WITH given   AS",
+    ): "a sketch of postgres_lease_sql.SETTLE, abridged: not run",
     ("CRON.md", "", "$ python -m lldsched cron"): "test_the_cron_commands_of_cron_md_print_what_"
     "it_shows",
     ("OPERATIONS.md", "text", "WARNING lldsched.jobs"): "test_operations_mds_failed_run_logs_"

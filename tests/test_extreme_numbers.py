@@ -392,7 +392,7 @@ def test_an_unknown_id_of_a_million_characters_is_quoted_by_its_start() -> None:
 
 
 def test_a_task_name_is_at_most_as_long_as_an_id() -> None:
-    """2,000 bytes of UTF-8 (``persistence.MAX_ID_BYTES``): a name of a million
+    """2,000 bytes of UTF-8 (``storechecks.MAX_ID_BYTES``): a name of a million
     characters was taken, and written whole into every record and message of its task."""
     simulation = Simulation(start=T0)
     assert simulation.schedule("x" * 2000, FixedRate(60)).name == "x" * 2000

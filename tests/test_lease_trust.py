@@ -31,10 +31,10 @@ from typing import Any
 import pytest
 
 from lldsched import FakeClock, OneTime, Scheduler, SqliteTaskStore
+from lldsched.coordination import Claim
 from lldsched.core.context import RunContext
 from lldsched.core.task import Isolation
 from lldsched.errors import StoreError
-from lldsched.persistence import Claim
 from lldsched.threaded import shared
 from lldsched.threaded.leasewatch import renewal_every, trusted_for
 from tests import cluster_jobs

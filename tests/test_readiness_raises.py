@@ -27,8 +27,8 @@ from lldsched import (
     SqliteTaskStore,
     TaskStatus,
 )
+from lldsched.coordination import CoordinatedStore
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.persistence import CoordinatedStore
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
 from tests.conftest import SchedulerFactory

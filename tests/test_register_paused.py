@@ -20,7 +20,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
-from lldsched.persistence import Claim
+from lldsched.coordination import Claim
 from lldsched.stores.memory import InMemoryTaskStore
 from tests import jobs
 from tests.cluster import StoreSpec, open_store

@@ -28,7 +28,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
-from lldsched.persistence import purge
+from lldsched.storecalls import purge
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.conftest import T0
@@ -646,7 +646,7 @@ def test_a_coroutine_task_that_retires_as_it_is_registered_leaves_no_loop_id() -
 
 
 def test_a_purge_deletes_from_a_store_that_has_no_other_writer(tmp_path: Path) -> None:
-    """``persistence.purge``, what a retirement with ``purge_retired`` calls: an unshared
+    """``storecalls.purge``, what a retirement with ``purge_retired`` calls: an unshared
     SQLite store (one process holds its file) and a store without a ``purge`` of its own
     (the in-memory one, one of a user's) delete the row whoever wrote it."""
     sqlite = SqliteTaskStore(tmp_path / "tasks.db")

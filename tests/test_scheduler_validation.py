@@ -282,8 +282,8 @@ def test_a_definition_another_process_registered_is_followed_without_judging_its
 ) -> None:
     """A shared store's change is the other process's registration, judged there (its
     code may differ from ours during a rolling deploy): following it does not refuse it."""
+    from lldsched.coordination import Change
     from lldsched.core.follow import follow
-    from lldsched.persistence import Change
 
     scheduler = Scheduler(clock=clock)
     task = scheduler.schedule("job", needs_one, FixedRate(60), id="job", args=(1,))

@@ -28,7 +28,7 @@ import psycopg
 import pytest
 
 from lldsched import SqliteTaskStore, StoreError
-from lldsched.persistence import CoordinatedStore
+from lldsched.coordination import CoordinatedStore
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.test_store_sqlite import record, snapshot, task
 

@@ -319,7 +319,7 @@ def test_check_all_names_each_rule_a_store_breaks(
         (
             LosesTheRetryClass,
             "test_every_schedule_and_option_comes_back_equal",
-            "task 'retry-subclass': task.retry: saved _OwnRetry(",
+            "task 'retry-subclass': task.retry: saved OwnRetry(",
         ),
         (
             NeedsAnAction,

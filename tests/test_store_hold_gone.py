@@ -1,5 +1,6 @@
 """A shared SQLite store's verb hold whose transaction SQLite rolled back refuses the calls
-after (lldsched/stores/sqlite.py, ``_Using``; docs/decisions/persistence.md, "Persistence").
+after (lldsched/stores/sqlite_connection.py, ``_Using``; docs/decisions/persistence.md,
+"Persistence").
 
 SQLite rolls a whole transaction back when a statement inside fails with a full disk or
 an I/O error.  Inside a verb's hold each later call then ran in a transaction of its own:
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from lldsched import SqliteTaskStore, StoreError, TaskStatus
-from lldsched.persistence import HoldNotCommitted
+from lldsched.storecalls import HoldNotCommitted
 from tests.test_store_hold_messages import filling, paused
 from tests.test_store_hold_nested import gate_taken
 from tests.test_store_sqlite import snapshot, task

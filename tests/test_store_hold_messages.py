@@ -1,10 +1,10 @@
 """What a verb's hold whose transaction a call inside ended says (SQLite and PostgreSQL).
 
-A verb's hold is one transaction (:func:`lldsched.persistence.verb_held`).  A call inside
+A verb's hold is one transaction (:func:`lldsched.storecalls.verb_held`).  A call inside
 that fails can take it down with it: on PostgreSQL a statement outside a savepoint of its
 own (a read: the records a dependency recount reads, on a lock timeout) aborts it; on
 SQLite a full disk or an I/O error rolls it back.  The hold's end then raises
-:class:`~lldsched.persistence.HoldNotCommitted`, and before, it said only "a statement
+:class:`~lldsched.storecalls.HoldNotCommitted`, and before, it said only "a statement
 inside failed, aborting it" (PostgreSQL) or "its transaction was rolled back by SQLite":
 not which call, nor the database's words, so an operator reading the log could not tell a
 lock timeout from anything else.  It now names the call and the database's words (the
@@ -40,7 +40,8 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.persistence import HoldNotCommitted, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
+from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
 from tests.test_cluster_verb_hold import T0, FillingSqlite

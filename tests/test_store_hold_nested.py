@@ -1,6 +1,6 @@
 """A verb's hold inside another on the same store (SQLite and PostgreSQL) is the outer one's.
 
-A hold is one transaction (:func:`lldsched.persistence.verb_held`); one opened while
+A hold is one transaction (:func:`lldsched.storecalls.verb_held`); one opened while
 another is under way on the store joins it: its writes are the outer transaction's,
 stored or not with them and said once, by the outer hold, and nothing the outer hold
 holds is let go at the inner one's end.  PostgreSQL did so already
@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from lldsched import SqliteTaskStore, TaskStatus
-from lldsched.persistence import HoldNotCommitted
+from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.sqlite_gate import WRITE
 from tests.test_store_hold_messages import filling, paused

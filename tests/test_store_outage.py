@@ -352,7 +352,7 @@ def test_the_outage_a_failed_flush_counts_is_counted_under_the_schedulers_lock(
 
 class WrittenElsewhere(FailingStore):
     """A store other processes write too, with a purge of its own
-    (``lldsched.persistence.purge``): it deletes a retiring task's row only while no
+    (``lldsched.storecalls.purge``): it deletes a retiring task's row only while no
     other process wrote it since (``elsewhere`` names the ids one did)."""
 
     def __init__(self) -> None:

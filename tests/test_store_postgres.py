@@ -31,12 +31,13 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
-from lldsched.persistence import CoordinatedStore, HistoryStore
+from lldsched.coordination import CoordinatedStore
+from lldsched.persistence import HistoryStore
 from lldsched.stores.codec import encode_task
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_listen import Listener, with_timeouts
 from lldsched.stores.postgres_redact import redact
-from lldsched.stores.postgres_sql import SCHEMA_VERSION
+from lldsched.stores.postgres_tables import SCHEMA_VERSION
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.pg_server import PostgresServer
@@ -287,7 +288,7 @@ def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
     postgres_dsn: str,
 ) -> None:
     """Version 5 indexes the removals by task: a row registered again starts one past its
-    id's removals (``postgres_sql.FIRST_VERSION``), looked up at every registration.  A
+    id's removals (``postgres_tables.FIRST_VERSION``), looked up at every registration.  A
     database of version 4 gains the index, and keeps its tasks and removals."""
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept")))
@@ -1061,7 +1062,7 @@ def test_the_longest_id_every_store_takes_is_kept_by_every_index_of_the_database
     import random
     import string
 
-    from lldsched.persistence import MAX_ID_BYTES
+    from lldsched.storechecks import MAX_ID_BYTES
 
     rng = random.Random(7)
     task_id = "".join(rng.choice(string.ascii_letters) for _ in range(MAX_ID_BYTES))

@@ -19,8 +19,9 @@ import psycopg
 import pytest
 
 from lldsched import OneTime, Scheduler, StoreError, TaskStatus
-from lldsched.persistence import Claim
+from lldsched.coordination import Claim
 from lldsched.stores import postgres_batch
+from lldsched.stores import postgres_lease_sql as lease_sql
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_batch import Pending, SettleQueue
@@ -475,7 +476,7 @@ class ReplyLost:
         connection: psycopg.Connection[Any],
         proxy: TcpProxy,
         *,
-        statement: str = sql.SETTLE,
+        statement: str = lease_sql.SETTLE,
         heal: bool = True,
     ) -> None:
         self._connection = connection

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 
 from lldsched import Outcome, TaskStatus
+from lldsched.coordination import Claim
 from lldsched.errors import LeaseLost, StoreError
-from lldsched.persistence import Claim
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores import removals as removals_rule
 from lldsched.stores.postgres import PostgresTaskStore

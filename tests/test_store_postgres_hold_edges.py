@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from lldsched import StoreError, TaskStatus
-from lldsched.persistence import HoldNotCommitted
+from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.conftest import T0
 from tests.jobs import noop

@@ -4,7 +4,7 @@ psycopg ends a transaction whose connection was lost inside without a word, so t
 hold's end raised its own "its connection was lost before its COMMIT": the deadline's
 cut was not named (the operator was not told it was the client's deadline), and the
 server's own words (an administrator's ``pg_terminate_backend``, a restart) were lost.
-Its :class:`~lldsched.persistence.HoldNotCommitted` now names the deadline's reason
+Its :class:`~lldsched.storecalls.HoldNotCommitted` now names the deadline's reason
 when the deadline cut the connection, psycopg's words for the call that failed on it
 otherwise; and either way the caches are put back as before the hold (a write made
 again is stored).
@@ -18,7 +18,8 @@ import psycopg
 import pytest
 
 from lldsched import StoreError, TaskStatus
-from lldsched.persistence import HoldNotCommitted, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
+from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy

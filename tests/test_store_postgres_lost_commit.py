@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from lldsched import StoreError, TaskStatus
-from lldsched.stores import postgres_sql as sql
+from lldsched.stores import postgres_lease_sql as lease_sql
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.conftest import T0
 from tests.pg_server import PostgresServer
@@ -72,7 +72,7 @@ def test_a_claim_whose_reply_was_lost_is_claimed_again_at_once_by_its_node(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     proxy, store = proxied
-    armed = _lose_the_reply_once(store, proxy, sql.CLAIM)
+    armed = _lose_the_reply_once(store, proxy, lease_sql.CLAIM)
     with pytest.raises(StoreError) as failed:
         store.claim(now=T0, limit=1)
     assert not armed and "failed" in str(failed.value)
@@ -104,7 +104,7 @@ def test_a_settle_whose_reply_was_lost_and_whose_retry_failed_is_written_once_la
     proxy, store = proxied
     (claim,) = store.claim(now=T0, limit=1)
     hold_back(store)
-    armed = _lose_the_reply_once(store, proxy, sql.SETTLE)
+    armed = _lose_the_reply_once(store, proxy, lease_sql.SETTLE)
     ran = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)
     store.save(ran, record("a", 0)._replace(token=claim.token))
     with caplog.at_level(logging.WARNING, logger="lldsched"):

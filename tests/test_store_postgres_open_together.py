@@ -18,7 +18,7 @@ import pytest
 
 from lldsched import OneTime, Scheduler
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_sql import SCHEMA_VERSION
+from lldsched.stores.postgres_tables import SCHEMA_VERSION
 from tests import jobs
 from tests.test_store_postgres import BEFORE_9, schema_of
 from tests.waits import wait_until

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from lldsched import FixedRate, Scheduler, StoreError, TaskStatus
-from lldsched.persistence import Claim
+from lldsched.coordination import Claim
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
 from tests.conftest import T0

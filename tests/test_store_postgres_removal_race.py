@@ -25,7 +25,7 @@ import psycopg
 import pytest
 
 from lldsched import TaskStatus
-from lldsched.persistence import Change
+from lldsched.coordination import Change
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.test_store_postgres import insert_row
 from tests.test_store_sqlite import snapshot, task

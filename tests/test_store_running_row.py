@@ -7,7 +7,7 @@ status ``running`` and no lease; opened later with ``shared=True`` (docs/CLUSTER
 such a row by the at-least-once rule an unshared restart applies
 (:func:`lldsched.core.recovery.restored_state`: the attempt is owed) and writes it as a
 run whose holder died (:meth:`CoordinatedStore.owe
-<lldsched.persistence.CoordinatedStore.owe>`), which one claim takes over: the owed
+<lldsched.coordination.CoordinatedStore.owe>`), which one claim takes over: the owed
 attempt runs once, with the records an unshared restart writes, however many processes
 start at once.  On SQLite (a file used unshared, then shared) and on a real PostgreSQL
 server (the row written as an unshared store would have left it), the RUNNING state saved

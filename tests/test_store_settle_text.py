@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from lldsched import ExecutionRecord, TaskStatus, ValidationError
-from lldsched.persistence import Claim, TaskSnapshot
+from lldsched.coordination import Claim
+from lldsched.persistence import TaskSnapshot
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.conftest import T0
 from tests.test_store_bad_rows import Engine

@@ -25,9 +25,10 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
+from lldsched.coordination import CoordinatedStore
 from lldsched.errors import LeaseLost, ValidationError
 from lldsched.model import Outcome
-from lldsched.persistence import CoordinatedStore, Task, TaskSnapshot
+from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores import removals as removals_rule
 from lldsched.stores import sqlite_shared
 from lldsched.stores.sqlite import SCHEMA_VERSION
@@ -1196,7 +1197,7 @@ def test_a_resume_elsewhere_after_a_pause_here_during_a_run_leaves_the_task_runn
     """Paused here during its run, resumed elsewhere before its settle, whose process had
     not read the resume: the task is runnable from the run's next slot, as one process
     returns a task resumed mid-run to its run, and as PostgreSQL's settle decides
-    (``postgres_sql._AS_RESUMED``).  The settle once wrote its own PAUSED over the
+    (``postgres_lease_sql._AS_RESUMED``).  The settle once wrote its own PAUSED over the
     resume: the task stayed paused, though the last verb said run."""
     first, second = pair
     second.load_all()

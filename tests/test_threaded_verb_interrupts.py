@@ -324,7 +324,7 @@ def lines_to_sweep(make: Callable[[str], Built], kind: str, verb: str) -> list[i
     the shutdown) then run the same code on the same state.  Inside a store call they do
     differ: a Ctrl-C raised inside SQLite's ``save``, before its write or after, is
     SQLite's own case, so those lines are swept on SQLite; the in-memory store's own
-    (its check of the id ``get`` and ``delete`` take, ``persistence.id_asked``) are
+    (its check of the id ``get`` and ``delete`` take, ``storechecks.id_asked``) are
     among every line swept on it."""
     if kind == "memory":
         return list(range(1, traced(make("memory"), verb).lines + 1))

@@ -33,10 +33,11 @@ from lldsched import (
     SqliteTaskStore,
     StoreError,
 )
-from lldsched.persistence import Change, Task, TaskSnapshot
+from lldsched.coordination import Change
+from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, RetryPolicy
 from lldsched.stores import codec
-from lldsched.stores.postgres_sql import SCHEMA_VERSION
+from lldsched.stores.postgres_tables import SCHEMA_VERSION
 from lldsched.stores.unreadable import Unreadable
 
 if TYPE_CHECKING:

@@ -42,10 +42,11 @@ from typing import Any
 from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr
 from lldsched.cli.storeurl import BadStore, StoreName, act_on, parse_store, peek
 from lldsched.clock import UTC_NAMES, beyond_datetimes, utc_datetime
+from lldsched.coordination import DIED_UNSHARED, Lease
 from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, shown
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import DIED_UNSHARED, Lease, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
 from lldsched.printable import one_line
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule

@@ -66,7 +66,7 @@ class DecidedRecords(CoreParts):
         """The run's ``record`` (its task moved on from ``previous``) and the slots it
         skipped, up to its task's next ``due`` (it finished ``at``): SKIPPED, or under
         ``Overlap.BUFFER_ONE`` COALESCED into the run due next.  One store write for all
-        of them (:func:`~lldsched.persistence.save_all`): killed between the run's and
+        of them (:func:`~lldsched.storecalls.save_all`): killed between the run's and
         theirs, those slots lost their records for good."""
         if task._options.overlap is BUFFER_ONE:  # folded into the run due next
             note = f"Overlap.BUFFER_ONE: coalesced into one run for slot {instant_text(due)}"

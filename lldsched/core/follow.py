@@ -3,20 +3,20 @@
 In shared mode (docs/CLUSTER.md) the store's rows are the truth every process
 shares, and each process's registry follows them.  The runtime calls in here
 under its lock, with the store muted (:meth:`CoordinatedStore.muted
-<lldsched.persistence.CoordinatedStore.muted>`), since the row already says what a
+<lldsched.coordination.CoordinatedStore.muted>`), since the row already says what a
 verb applied here would write.  Everything goes through the core's verbs:
 
 * :func:`load` registers the rows at construction (instead of recovery: no process
   decides misfires for all of them at start; whoever claims a passed slot decides
   its misfire, :mod:`lldsched.threaded.claimdecisions`);
-* :func:`follow` applies one :class:`~lldsched.persistence.Change`: a removal, a
+* :func:`follow` applies one :class:`~lldsched.coordination.Change`: a removal, a
   registration (announced to the listeners as one: :meth:`SchedulerCore.learnt
   <lldsched.core.restoration.Restoration.learnt>`), a new definition
   (``add(..., replace_existing=True)``), and the
   state a run settled elsewhere or a control verb left (:meth:`SchedulerCore.adopt`);
   a task whose run is in flight *here* takes only control verbs (pause, resume,
   cancel): its own finish decides the rest;
-* :func:`claimed_entry` turns a :class:`~lldsched.persistence.Claim` into the
+* :func:`claimed_entry` turns a :class:`~lldsched.coordination.Claim` into the
   entry :meth:`SchedulerCore.begin` takes, aligning the task with the row the
   claim saw first.
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from lldsched.coordination import Change, Claim
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import RUNNABLE, SLOT_HELD, runnable
@@ -32,7 +33,7 @@ from lldsched.core.recovery import blocked_of, pending_slot, restored_state, sto
 from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import Change, Claim, Task, TaskSnapshot
+from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.catchup import unwrap
 

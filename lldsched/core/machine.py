@@ -139,12 +139,13 @@ from lldsched.core.task import DEFAULT_OPTIONS, Entry, Run, RunStats, ScheduledT
 from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
-from lldsched.persistence import TaskStore, check_storable, not_a_store
+from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.printable import check_name
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.decorators import forget_runs
 from lldsched.schedules.simple import OneTime
+from lldsched.storechecks import check_storable, not_a_store
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
 
@@ -223,7 +224,7 @@ class SchedulerCore(
         # (34,259 -> 34,704 instructions, ``benchmarks/threaded_instructions.py register``).
         # The rows an outage left stale are written again when it ends
         # (core/outage.py), from the tasks as they are then (a shared store's only
-        # while each is as this process last read it: persistence.resave).
+        # while each is as this process last read it: storecalls.resave).
         self._writes = (
             None
             if store is None

@@ -96,7 +96,7 @@ to end it, so nobody else would ever write that row; a verb's ``pause`` or ``can
 that succeeds (a read of the change feed once applied, a renewal, a claim: the next
 wake), not at a task write (the core writes through a muted store while it follows
 another process's change), and only while the row is still as this process last read or
-wrote it and no live lease holds it (:func:`~lldsched.persistence.resave`, one
+wrote it and no live lease holds it (:func:`~lldsched.storecalls.resave`, one
 transaction): a process never overwrites a row another process changed meanwhile.  A
 row left so is said at INFO and is stale no more: the change feed brings this process
 the other's row.  Its records of no run go with it; a record of a run is a settle's.
@@ -135,7 +135,8 @@ from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Entry, Held
 from lldsched.core.storeinterrupts import StoreInterrupts, interrupt, on_main_thread
 from lldsched.logs import SCHEDULER, STORE, Repeats, counted, say_with_traceback
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot, TaskStore, purge, resave, save_all, verb_call
+from lldsched.persistence import TaskSnapshot, TaskStore
+from lldsched.storecalls import purge, resave, save_all, verb_call
 
 __all__ = [
     "ENDED_BY",
@@ -159,7 +160,7 @@ STALE_SHOWN = 20
 
 PURGE = "purge"
 """A stale row's failed write that was a purge (:func:`purge_retired`): written again as a
-purge, with its condition (:func:`~lldsched.persistence.purge`), never as a plain delete."""
+purge, with its condition (:func:`~lldsched.storecalls.purge`), never as a plain delete."""
 
 Kind = Literal[
     "save",
@@ -494,14 +495,14 @@ class OutageWrites(StoreInterrupts):
         (its delete failed), deleted; one whose purge failed as it retired, purged (only
         while its row is the one this process saw retire: a store's own ``purge`` keeps a
         row another process wrote since, which a plain delete took from every process).
-        A save goes through :func:`~lldsched.persistence.resave`: a shared store writes
+        A save goes through :func:`~lldsched.storecalls.resave`: a shared store writes
         the row only while it is as this process last read or wrote it and no lease holds
         it; a row it leaves (said at INFO) is stale no more, the feed's or the lease
         holder's to set right.  Each written is stale no more and its kind is added to
         ``written``; one that fails again stays stale, counted in the outage.  Returns
         how many were written.
 
-        The rows' writes are one call of a store's deadline (:func:`~lldsched.persistence.
+        The rows' writes are one call of a store's deadline (:func:`~lldsched.storecalls.
         verb_call`, as a verb's calls are): in an outage the first that finds the server
         out of reach fails the others at once, one ``timeout`` for them all, not one a
         row (docs/decisions/store-failures.md, "One timeout a PostgreSQL call, and a verb's")."""

@@ -24,9 +24,10 @@ from lldsched.core.storeinterrupts import interrupts_deferred
 from lldsched.core.storewrites import store_failed, store_written
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
-from lldsched.persistence import TaskSnapshot, save_all
+from lldsched.persistence import TaskSnapshot
 from lldsched.schedules.base import counts_on_grid
 from lldsched.schedules.catchup import CatchUp
+from lldsched.storecalls import save_all
 
 __all__ = ["Publishing", "verb_written"]
 
@@ -153,7 +154,7 @@ class Publishing(CoreParts):
         self, task: ScheduledTask, previous: TaskStatus, records: list[ExecutionRecord]
     ) -> None:
         """Write the transition with every one of ``records`` in one store write (all or
-        none where the store can: :func:`~lldsched.persistence.save_all`), then publish
+        none where the store can: :func:`~lldsched.storecalls.save_all`), then publish
         one event a record, the first from ``previous``."""
         if self._store is not None:
             snapshot = self._snapshot(task)

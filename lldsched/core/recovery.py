@@ -320,7 +320,7 @@ def restored_state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int, bool]:
     The one rule for a restart (:func:`recover`), for every row a shared store's feed or
     start brings (:mod:`lldsched.core.follow`; before, only a RUNNING one: a row paused
     mid-run kept the attempt a restart gives back), and for the row a shared start writes
-    for it (:meth:`CoordinatedStore.owe <lldsched.persistence.CoordinatedStore.owe>`)."""
+    for it (:meth:`CoordinatedStore.owe <lldsched.coordination.CoordinatedStore.owe>`)."""
     status, attempt = snapshot.status, snapshot.attempt
     in_flight = snapshot.running or status is TaskStatus.RUNNING
     if in_flight and status not in _QUEUED:  # its record never written: that attempt again

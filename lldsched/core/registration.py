@@ -29,10 +29,11 @@ from lldsched.core.schedulearg import SCHEDULE_TYPES, is_schedule, schedule_of
 from lldsched.core.task import DEFAULT_OPTIONS, Isolation, ScheduledTask, TaskOptions
 from lldsched.errors import ValidationError, shown
 from lldsched.model import Priority
-from lldsched.persistence import SHORT_ID, Task, check_id_size
+from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule, wrapped_schedule
 from lldsched.schedules.simple import FixedDelay, OneTime
+from lldsched.storechecks import SHORT_ID, check_id_size
 
 __all__ = [
     "UNCHANGED",
@@ -349,7 +350,7 @@ def check_task_id(task_id: object, *, who: str | None = None) -> str:
     scheduler's ``name`` is (returned as :func:`plain_text`); no blank at an end,
     because ``" nightly"`` and ``"nightly"`` would be two tasks that list alike (a
     copy-paste or a config file's padding); at most
-    :data:`~lldsched.persistence.MAX_ID_BYTES` of UTF-8, on every store (PostgreSQL's
+    :data:`~lldsched.storechecks.MAX_ID_BYTES` of UTF-8, on every store (PostgreSQL's
     keeps it as an index key).  Ids already in a store are not judged again when they
     are loaded."""
     if not isinstance(task_id, str) or not task_id or task_id.isspace():

@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+from lldsched.coordination import is_shared
 from lldsched.core import storeuse
 from lldsched.core.outage import HELD_SETTLES, PURGE, Kind, Outage, OutageWrites, check_kind
 from lldsched.core.outagerecords import Held
@@ -55,7 +56,8 @@ from lldsched.core.storeinterrupts import interrupt, on_main_thread
 from lldsched.errors import StoreClosedError
 from lldsched.logs import STORE, Repeats
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, purge, save_all
+from lldsched.persistence import TaskSnapshot, TaskStore
+from lldsched.storecalls import purge, save_all
 
 __all__ = [
     "ADVICE",
@@ -320,7 +322,7 @@ def store_failed(
 
 def purge_retired(writes: StoreWrites | None, store: TaskStore, task_id: str) -> None:
     """Delete ``task_id`` from ``store`` as it retires (``purge_retired=True``), only while
-    its row is still the one this process saw retire (:func:`~lldsched.persistence.purge`):
+    its row is still the one this process saw retire (:func:`~lldsched.storecalls.purge`):
     a row another process wrote since (it registered the id again) or holds the lease of
     (it took over the run whose settle here was refused) is kept, said at INFO, and the
     change feed brings it in.  A failure is one of a core's writes

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+from lldsched.coordination import is_shared
 from lldsched.core.dependencies import Dependencies, Upstream
 from lldsched.core.names import (
     BLOCKED,
@@ -29,7 +30,7 @@ from lldsched.core.names import (
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import HistoryStore, is_shared
+from lldsched.persistence import HistoryStore
 from lldsched.printable import name_after
 
 __all__ = ["DependencyWaits"]

@@ -18,11 +18,11 @@ import heapq
 import math
 from typing import NamedTuple
 
+from lldsched.coordination import is_shared
 from lldsched.core import storeuse
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.task import Entry, ScheduledTask
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import is_shared
 from lldsched.sim.clock import LAST_INSTANT
 from lldsched.sim.interrupts import SHUT_DOWN_INSIDE
 from lldsched.sim.parts import SimulationParts

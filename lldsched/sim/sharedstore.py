@@ -10,10 +10,11 @@ there (:func:`load_as_stored`); it may register and read its tasks, and refuses 
 
 from __future__ import annotations
 
+from lldsched.coordination import CoordinatedStore
 from lldsched.core.follow import load
 from lldsched.core.machine import SchedulerCore
 from lldsched.errors import StoreError, ValidationError
-from lldsched.persistence import CoordinatedStore, TaskStore
+from lldsched.persistence import TaskStore
 
 __all__ = ["load_as_stored", "runs_unclaimed"]
 

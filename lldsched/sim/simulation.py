@@ -105,6 +105,7 @@ from types import TracebackType
 
 from lldsched import checks
 from lldsched.clock import to_timestamp, within_datetimes
+from lldsched.coordination import is_shared
 from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
@@ -120,7 +121,7 @@ from lldsched.errors import ValidationError, shown
 from lldsched.listeners import Listener, as_callback, listener_list
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskStore, is_shared
+from lldsched.persistence import TaskStore
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import LAST_INSTANT, VirtualClock
 from lldsched.sim.cuts import SimulationCuts

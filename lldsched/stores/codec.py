@@ -62,10 +62,11 @@ from lldsched.errors import LldschedError, StoreError, ValidationError, shown
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, Priority
-from lldsched.persistence import Task, TaskSnapshot, check_storable, unstorable
+from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.catchup import unwrap
 from lldsched.schedules.decorators import restore_runs
+from lldsched.storechecks import check_storable, unstorable
 from lldsched.stores.schedulecodec import (
     decode_schedule,
     encode_schedule,
@@ -130,11 +131,11 @@ _RETRY_KEYS = frozenset((*_RETRY_FIELDS, "policy"))  # "policy": a subclass's im
 
 def check_text(task: Task) -> None:
     """Refuse a task whose id or name a durable store cannot keep as text
-    (:func:`~lldsched.persistence.unstorable`): an id made from a file name
+    (:func:`~lldsched.storechecks.unstorable`): an id made from a file name
     ``os.listdir`` decoded, say.  Every other string of a definition is JSON, which
     escapes both.  Asked by :func:`encode_task`, when a definition is written (a
     registration, a replacement); every registration asked it of the name already,
-    whatever the store (:func:`~lldsched.persistence.check_storable`)."""
+    whatever the store (:func:`~lldsched.storechecks.check_storable`)."""
     for field, value in (("id", task.id), ("name", task.name)):
         check_storable(field, value, nothing="written")
 

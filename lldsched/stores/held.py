@@ -1,4 +1,4 @@
-"""What one control verb's hold of a shared store wrote (:func:`lldsched.persistence.verb_held`),
+"""What one control verb's hold of a shared store wrote (:func:`lldsched.storecalls.verb_held`),
 kept so that a hold whose end fails loses none of it.
 
 A hold is one transaction; every write inside is a savepoint of it.  If the hold's end
@@ -10,7 +10,7 @@ process's own hid another process's removal of the same number, a shared SQLite
 store's feed cursor moved past a version another process's next write then took.  So
 the store notes each task it writes inside the hold (:meth:`HeldWrites.wrote`, with the
 cache entries as they were before its first write there) and, the hold failed, puts the
-caches back (:meth:`HeldWrites.undo`) and raises :class:`~lldsched.persistence.HoldNotCommitted`
+caches back (:meth:`HeldWrites.undo`) and raises :class:`~lldsched.storecalls.HoldNotCommitted`
 naming every task written, which the runtime then writes again as any failed write.
 
 A call inside that failed and took the hold's transaction with it (PostgreSQL: a
@@ -37,7 +37,8 @@ from typing import Any
 
 from lldsched.errors import StoreError
 from lldsched.logs import counted
-from lldsched.persistence import HoldNotCommitted, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
+from lldsched.storecalls import HoldNotCommitted
 
 __all__ = ["HeldWrites"]
 
@@ -77,7 +78,7 @@ class HeldWrites:
 
     def ended_error(self, store: str, otherwise: str) -> StoreError:
         """The error the hold's end raises, said after
-        :class:`~lldsched.persistence.HoldNotCommitted`'s "a verb's hold was not committed
+        :class:`~lldsched.storecalls.HoldNotCommitted`'s "a verb's hold was not committed
         ...: ": "``store`` failed to <what the first call noted by :meth:`ended` did>
         inside it, <how>: <the database's words>", then how many calls inside failed
         after it, if any ("; 2 later calls inside it failed too"), its ``__cause__`` that

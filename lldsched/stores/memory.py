@@ -18,7 +18,7 @@ a scheduler that runs for months on it holds a bounded store.
 
 It keeps any text a caller's ``save`` gives it; a registration refused a name no
 durable store keeps already, whatever the store
-(:func:`~lldsched.persistence.check_storable`), so a task tried here is not refused on
+(:func:`~lldsched.storechecks.check_storable`), so a task tried here is not refused on
 the move to SQLite or PostgreSQL.
 """
 
@@ -32,7 +32,8 @@ from typing import Any, NoReturn
 from lldsched.checks import whole_or_none
 from lldsched.errors import StoreClosedError
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import TaskSnapshot, id_asked, records_asked
+from lldsched.persistence import TaskSnapshot
+from lldsched.storechecks import id_asked, records_asked
 from lldsched.stores import forks
 
 __all__ = ["InMemoryTaskStore"]

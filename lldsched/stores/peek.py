@@ -41,9 +41,10 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from lldsched.coordination import Lease
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import Lease, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
 from lldsched.stores.codec import SharedParts, decode_task
 from lldsched.stores.rowvalues import Listed, listed_from, record_from, snapshot_from
 
@@ -295,6 +296,7 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
     statement runs out of time.
     ``ImportError`` (install the extra) without psycopg."""
     from lldsched.stores import postgres_sql as sql
+    from lldsched.stores import postgres_tables
     from lldsched.stores.postgres_driver import psycopg
     from lldsched.stores.postgres_listen import connect
     from lldsched.stores.postgres_redact import redact, scrubbed
@@ -322,10 +324,11 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
             raise StoreError(f"there is no lldsched store at {where} (no table lldsched_meta)")
         rows = query("SELECT value FROM lldsched_meta WHERE name = 'schema'", ())
         version = rows[0][0] if rows else None
-        if version != str(sql.SCHEMA_VERSION):
+        if version != str(postgres_tables.SCHEMA_VERSION):
             raise StoreError(
                 f"the PostgreSQL store {where} has schema version {version}; this lldsched "
-                f"reads {sql.SCHEMA_VERSION}: run the command with the lldsched the service runs"
+                f"reads {postgres_tables.SCHEMA_VERSION}: run the command with the lldsched the "
+                "service runs"
             )
     except BaseException:
         connection.close()

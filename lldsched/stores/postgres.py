@@ -1,6 +1,6 @@
 """PostgresTaskStore: one set of tasks shared by scheduler processes on many hosts.
 
-A :class:`~lldsched.persistence.CoordinatedStore` on a PostgreSQL server through
+A :class:`~lldsched.coordination.CoordinatedStore` on a PostgreSQL server through
 psycopg 3 (the optional extra ``pip install 'lldsched[postgres]'``; ``import
 lldsched`` never imports it).  The guarantees are those of docs/CLUSTER.md: each
 due run is claimed by one process at a time through a lease with a fencing token;
@@ -8,7 +8,7 @@ a settle is written only while its lease is held; a control verb from any
 process reaches all of them.  How PostgreSQL provides them:
 
 * **Claims** are one statement, ``SELECT … FOR UPDATE SKIP LOCKED`` feeding an
-  ``INSERT … ON CONFLICT`` into ``leases`` (:data:`~lldsched.stores.postgres_sql.CLAIM`):
+  ``INSERT … ON CONFLICT`` into ``leases`` (:data:`~lldsched.stores.postgres_lease_sql.CLAIM`):
   concurrent claimers skip each other's rows instead of queueing behind them.
 * **Fencing tokens** come from the sequence ``fencing_token``: strictly increasing
   across every process (gaps allowed).
@@ -53,8 +53,10 @@ hold of its rows (``verb_held``, ``verb_call``)
 :class:`~lldsched.stores.postgres_holds.PostgresHolds`', the
 :class:`~lldsched.persistence.TaskStore` writes (``save``, ``delete``, ``resave``,
 ``purge``) :class:`~lldsched.stores.postgres_writes.PostgresWrites`', the coordinated
-methods (claims, leases, settles, the feed)
-:class:`~lldsched.stores.postgres_coordinated.PostgresCoordination`'s, what it reads back
+methods (claims, leases, the feed)
+:class:`~lldsched.stores.postgres_coordinated.PostgresCoordination`'s and the fenced
+settles among them :class:`~lldsched.stores.postgres_settles.PostgresSettles`', what it
+reads back
 (``load_all`` and the history reads)
 :class:`~lldsched.stores.postgres_reads.PostgresReads`', and installing the schema at open
 :class:`~lldsched.stores.postgres_schema.SchemaInstall`'s.  What they share (the members
@@ -86,6 +88,7 @@ from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.persistence import Task
 from lldsched.stores import forks
+from lldsched.stores import postgres_lease_sql as lease_sql
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import SettleQueue
@@ -99,6 +102,7 @@ from lldsched.stores.postgres_listen import Listener, weakly
 from lldsched.stores.postgres_reads import PostgresReads, one_row
 from lldsched.stores.postgres_redact import redact, scrubbed
 from lldsched.stores.postgres_schema import SchemaInstall
+from lldsched.stores.postgres_settles import PostgresSettles
 from lldsched.stores.postgres_writes import PostgresWrites
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.unclosed import collected
@@ -123,10 +127,11 @@ class PostgresTaskStore(
     PostgresHolds,
     PostgresWrites,
     PostgresCoordination,
+    PostgresSettles,
     PostgresReads,
     SchemaInstall,
 ):
-    """A :class:`~lldsched.persistence.CoordinatedStore` in a PostgreSQL database.
+    """A :class:`~lldsched.coordination.CoordinatedStore` in a PostgreSQL database.
 
     ``dsn`` is a libpq connection string or URI; the schema is created in it on first
     use (an empty database, or one that holds this schema).  ``lease``: seconds a
@@ -170,7 +175,7 @@ class PostgresTaskStore(
             self._install(connection)  # unbounded: a migration, or waiting for another's
             self._deadline.watch(connection.fileno())
             (horizon,) = one_row(connection.execute(sql.HORIZON))
-            (given,) = one_row(connection.execute(sql.GIVEN))
+            (given,) = one_row(connection.execute(lease_sql.GIVEN))
         except psycopg.Error as exc:  # no schema to create in, no right to: a StoreError
             connection.close()
             raise StoreError(
@@ -229,7 +234,7 @@ class PostgresTaskStore(
         self._hold: HeldWrites | None = None  # what the verb's hold under way wrote
         # The connection of the verb's hold once its transaction began (None outside):
         # what a call inside writes is the hold's, stored or lost with it (_open, and
-        # PostgresCoordination._write_settles).
+        # PostgresSettles._write_settles).
         self._holding: Connection | None = None
         # Why the connection of the verb's hold under way was lost (psycopg's words for the
         # call that failed on it, or the deadline's reason), for the calls refused after

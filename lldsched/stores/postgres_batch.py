@@ -4,7 +4,7 @@ and the thread that writes them: many runs' fenced settles in one statement.
 A run's settle (the store's ``save(snapshot, record)`` with the run's fencing token)
 is not written by the thread that ran the run, under the scheduler's lock: it is
 queued here (:meth:`SettleQueue.add`) and the queue's writer thread has the store
-write every settle waiting, in one statement (:data:`~lldsched.stores.postgres_sql.SETTLE`:
+write every settle waiting, in one statement (:data:`~lldsched.stores.postgres_lease_sql.SETTLE`:
 one round trip, one commit).  While one batch is being written the runs that finish
 meanwhile wait for the next, so under load a batch holds what finished during the
 previous round trip (a group commit), and with one run at a time it is written at
@@ -226,7 +226,7 @@ def settle_parameters(
     defined: dict[str, Task],
     seen: dict[str, int],
 ) -> dict[str, Any]:
-    """The arrays :data:`~lldsched.stores.postgres_sql.SETTLE` unnests: one element per
+    """The arrays :data:`~lldsched.stores.postgres_lease_sql.SETTLE` unnests: one element per
     settle (its definition only when the row may hold another one; the row's version
     this node's feed last read, -1 for none), one per record; with the writer's ``node``
     and the store's ``channel`` (:func:`~lldsched.stores.postgres_sql.channel`)."""

@@ -1,6 +1,6 @@
 """A control verb's hold of a task's row in a
 :class:`~lldsched.stores.postgres.PostgresTaskStore`
-(:func:`~lldsched.persistence.verb_held`): one transaction that holds the id's lock and
+(:func:`~lldsched.storecalls.verb_held`): one transaction that holds the id's lock and
 the row's (``also``'s rows too), and the store's lock, while the verb reads the change
 feed and writes; every write inside is a savepoint of it, committed at its end.
 
@@ -40,7 +40,7 @@ class PostgresHolds(PostgresParts):
         """Inside, no other node writes ``task_id``'s row: a control verb (pause, cancel,
         resume, modify, ...) reads the change feed and writes its rows in one transaction
         that holds the id's lock and the row's (the lock order: :meth:`_known`), and this
-        store's lock throughout (see :func:`~lldsched.persistence.verb_held`).  So a run's
+        store's lock throughout (see :func:`~lldsched.storecalls.verb_held`).  So a run's
         settle on another node (its ``UPDATE`` of the row) waits for the verb's commit,
         and then keeps a pause or cancel written during its run, as ever; one that
         committed before is read by the verb's feed (a new statement's snapshot).  Every
@@ -52,7 +52,7 @@ class PostgresHolds(PostgresParts):
 
         A hold whose end fails (the COMMIT: the connection lost, the deadline passed)
         stored none of them: the caches are put back as they were before them and
-        :class:`~lldsched.persistence.HoldNotCommitted` names every task written
+        :class:`~lldsched.storecalls.HoldNotCommitted` names every task written
         (:mod:`lldsched.stores.held`), for the runtime to write again.  Nothing else is
         written inside: the settles queued meanwhile wait for its end, and a call inside
         whose connection was lost fails (a new one would write outside the hold).  A hold
@@ -136,7 +136,7 @@ class PostgresHolds(PostgresParts):
 
     @contextlib.contextmanager
     def verb_call(self) -> Iterator[None]:
-        """The calls of one verb or registration (:func:`~lldsched.persistence.verb_call`),
+        """The calls of one verb or registration (:func:`~lldsched.storecalls.verb_call`),
         under this store's lock, as one call of the deadline's (:meth:`Deadline.call
         <lldsched.stores.postgres_deadline.Deadline.call>`): each call inside has a
         ``timeout`` of its own while the server answers, and once one finds it out of
@@ -216,7 +216,7 @@ class PostgresHolds(PostgresParts):
         deadline's reason if it cut the connection, else psycopg's words for the call
         inside that failed on it (psycopg ends the hold's transaction without a word, and
         refusing a new connection has none of its own).  ``held``: the hold at its end,
-        whose :class:`~lldsched.persistence.HoldNotCommitted` names the hold and says it
+        whose :class:`~lldsched.storecalls.HoldNotCommitted` names the hold and says it
         was not committed (before, its message said both twice): the error names the
         call that ended the hold (:meth:`_inside_failed`: it lost the connection, or
         before that aborted its transaction), "lost its connection (why)" if none did;

@@ -6,7 +6,8 @@ closed (:mod:`~lldsched.stores.postgres`) and, mixed into it, the connection eac
 is given (:mod:`~lldsched.stores.postgres_connection`), a control verb's hold of its
 rows (:mod:`~lldsched.stores.postgres_holds`), the ``TaskStore`` writes
 (:mod:`~lldsched.stores.postgres_writes`), the coordinated methods
-(:mod:`~lldsched.stores.postgres_coordinated`), the reads
+(:mod:`~lldsched.stores.postgres_coordinated`) and the fenced settles among them
+(:mod:`~lldsched.stores.postgres_settles`), the reads
 (:mod:`~lldsched.stores.postgres_reads`) and the schema's install
 (:mod:`~lldsched.stores.postgres_schema`).  :class:`PostgresParts` is their common
 base: it declares the members ``PostgresTaskStore.__init__`` sets (its comments there
@@ -22,7 +23,7 @@ mixin derives from it).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +117,9 @@ class PostgresParts:
 
         def _trim_after_batch(self, task_ids: list[str]) -> None: ...  # writes
 
-        def _write_settles(self) -> None: ...  # coordinated
+        def _write_settles(self) -> None: ...  # settles
+
+        def _forget(self, tokens: Collection[int]) -> None: ...  # coordinated
 
         def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot: ...  # coordinated
 

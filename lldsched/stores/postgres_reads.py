@@ -21,7 +21,8 @@ from typing import Any
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot, id_asked, records_asked
+from lldsched.persistence import TaskSnapshot
+from lldsched.storechecks import id_asked, records_asked
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import renamed
 from lldsched.stores.postgres_driver import psycopg

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import Task, TaskSnapshot, check_id_size
+from lldsched.persistence import Task, TaskSnapshot
+from lldsched.storechecks import check_id_size
 from lldsched.stores.rowvalues import record_from, resume_at, snapshot_from
 
 __all__ = [
@@ -31,7 +32,7 @@ __all__ = [
 
 
 def check_keepable(task: Task) -> None:
-    """Refuse a task whose id is over :data:`~lldsched.persistence.MAX_ID_BYTES`, the
+    """Refuse a task whose id is over :data:`~lldsched.storechecks.MAX_ID_BYTES`, the
     bound on every store (PostgreSQL keeps an id as an index key): a registration checked
     it already (``check_task_id``); this is the store's own guard, for a definition
     written to it directly or with an id no registration checked (a row another store
@@ -46,7 +47,7 @@ def check_keepable(task: Task) -> None:
 def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
     """The task row's state columns (not its definition) that ``snapshot`` sets, but for
     ``slot``, ``blocked_due`` and ``blocked_slot``, which a settle never sets
-    (:data:`~lldsched.stores.postgres_sql.SETTLE`, whose arrays these are); every other
+    (:data:`~lldsched.stores.postgres_lease_sql.SETTLE`, whose arrays these are); every other
     write adds them (``PostgresWrites._write``)."""
     return {
         "id": snapshot.task.id,

@@ -1,16 +1,17 @@
 """The PostgreSQL store's schema in a database: created, accepted, upgraded or refused.
 
 :class:`SchemaInstall` is the part of :class:`~lldsched.stores.postgres.PostgresTaskStore`
-that, at open, creates the schema (:data:`~lldsched.stores.postgres_sql.SCHEMA`) in an
+that, at open, creates the schema (:data:`~lldsched.stores.postgres_tables.SCHEMA`) in an
 empty database, accepts one of this version (``lldsched_meta``'s ``schema`` row),
 upgrades an older one in place, in one transaction
-(:data:`~lldsched.stores.postgres_sql.UPGRADES`), and refuses anything else, saying why
+(:data:`~lldsched.stores.postgres_tables.UPGRADES`), and refuses anything else, saying why
 and what to do (:func:`schema_refused`), a read-only database (a standby) included.
 Once open, a store follows the version too: its change feed reads it at every poll, and a
 newer one (a newer release upgraded the database meanwhile) makes it refuse every later
 call (:meth:`SchemaInstall._follow_schema`).  An
 advisory lock keeps two processes opening a new or an older database from racing; the
-store's own lock is not taken (the connection is not shared yet).  The SQL is
+store's own lock is not taken (the connection is not shared yet).  The tables and their
+upgrades are :mod:`lldsched.stores.postgres_tables`'; the other SQL
 :mod:`lldsched.stores.postgres_sql`'s.
 """
 
@@ -21,7 +22,7 @@ import re
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
-from lldsched.stores import postgres_sql as sql
+from lldsched.stores import postgres_tables
 from lldsched.stores.postgres_driver import Connection, psycopg
 from lldsched.stores.postgres_parts import PostgresParts
 from lldsched.stores.postgres_redact import scrubbed
@@ -34,8 +35,10 @@ log = logging.getLogger(STORE)
 def newer(version: str | None) -> bool:
     """Whether ``version`` (``lldsched_meta``'s schema value, None if it has none) is a
     later release's than this lldsched's :data:`SCHEMA_VERSION
-    <lldsched.stores.postgres_sql.SCHEMA_VERSION>`."""
-    return version is not None and version.isdigit() and int(version) > sql.SCHEMA_VERSION
+    <lldsched.stores.postgres_tables.SCHEMA_VERSION>`."""
+    return (
+        version is not None and version.isdigit() and int(version) > postgres_tables.SCHEMA_VERSION
+    )
 
 
 def schema_refused(dsn: str, version: str | None, *, since_open: bool = False) -> str:
@@ -44,7 +47,7 @@ def schema_refused(dsn: str, version: str | None, *, since_open: bool = False) -
     in a rolling upgrade, a newer one an older schema it has no migration for.
     ``since_open``: a newer lldsched upgraded the database after this process opened it
     (its change feed read the version: :meth:`SchemaInstall._follow_schema`)."""
-    understood = sql.SCHEMA_VERSION
+    understood = postgres_tables.SCHEMA_VERSION
     number = int(version) if version is not None and version.isdigit() else None
     if newer(version):
         advice = (
@@ -118,7 +121,7 @@ class SchemaInstall(PostgresParts):
 
     def _install(self, connection: Connection) -> None:
         """Create the schema in an empty database, accept ours, upgrade an older one in
-        place (:data:`~lldsched.stores.postgres_sql.UPGRADES`, in this one transaction:
+        place (:data:`~lldsched.stores.postgres_tables.UPGRADES`, in this one transaction:
         whole or not at all), refuse anything else.  An advisory lock keeps two processes
         opening a new or an older database from racing."""
         with connection.transaction():
@@ -139,18 +142,18 @@ class SchemaInstall(PostgresParts):
                 for (name,) in connection.execute(
                     "SELECT tablename FROM pg_catalog.pg_tables "
                     "WHERE schemaname = pg_catalog.current_schema() AND tablename = ANY(%s)",
-                    (list(sql.TABLES),),
+                    (list(postgres_tables.TABLES),),
                 )
             }
             if not present:
                 (schema, path, user, may_create, unusable) = connection.execute(
-                    sql.WHERE_TO_CREATE
+                    postgres_tables.WHERE_TO_CREATE
                 ).fetchone() or (None, "", "", False, None)
                 if not may_create:  # the CREATE would fail
                     raise StoreError(
                         _no_schema(self.dsn, path, user=user, schema=schema, unusable=unusable)
                     )
-                connection.execute(sql.SCHEMA)
+                connection.execute(postgres_tables.SCHEMA)
                 return
             if "lldsched_meta" not in present:
                 raise StoreError(
@@ -161,22 +164,30 @@ class SchemaInstall(PostgresParts):
                 "SELECT value FROM lldsched_meta WHERE name = 'schema'"
             ).fetchone()
             version = None if row is None else row[0]
-            if version is not None and version.isdigit() and int(version) in sql.UPGRADES:
+            if (
+                version is not None
+                and version.isdigit()
+                and int(version) in postgres_tables.UPGRADES
+            ):
                 self._upgrade(connection, int(version))
-            elif version != str(sql.SCHEMA_VERSION):
+            elif version != str(postgres_tables.SCHEMA_VERSION):
                 raise StoreError(schema_refused(self.dsn, version))
 
     def _upgrade(self, connection: Connection, version: int) -> None:
         """Bring a database of schema ``version`` to :data:`SCHEMA_VERSION
-        <lldsched.stores.postgres_sql.SCHEMA_VERSION>` (inside the caller's transaction)."""
+        <lldsched.stores.postgres_tables.SCHEMA_VERSION>` (inside the caller's transaction)."""
         try:
-            for step in range(version, sql.SCHEMA_VERSION):
-                connection.execute(sql.UPGRADES[step])
+            for step in range(version, postgres_tables.SCHEMA_VERSION):
+                connection.execute(postgres_tables.UPGRADES[step])
         except psycopg.Error as exc:
             raise StoreError(
                 f"{self.dsn!r} could not be upgraded from store schema version {version} to "
-                f"{sql.SCHEMA_VERSION}: {scrubbed(exc, self._dsn)}; it was left as it was"
+                f"{postgres_tables.SCHEMA_VERSION}: {scrubbed(exc, self._dsn)}; it was left as it "
+                "was"
             ) from None
         log.info(
-            "upgraded %r from store schema version %d to %d", self.dsn, version, sql.SCHEMA_VERSION
+            "upgraded %r from store schema version %d to %d",
+            self.dsn,
+            version,
+            postgres_tables.SCHEMA_VERSION,
         )

@@ -24,7 +24,8 @@ from typing import Any
 from lldsched.errors import StoreClosedError, StoreError, ValidationError
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import TaskSnapshot, finished, id_asked
+from lldsched.persistence import TaskSnapshot, finished
+from lldsched.storechecks import id_asked
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.postgres_driver import Connection, psycopg
@@ -81,7 +82,7 @@ class PostgresWrites(PostgresParts):
         that is there (a write of the verb's hold, if inside one, noted as :meth:`_write`
         notes its own).  Of a run whose lease this node holds (``writer`` this node): the
         state is the lease's, and the run's settle, finding the row its own
-        (``postgres_sql._OWN``), decides the status and the next slot as before.  Before,
+        (``postgres_lease_sql._OWN``), decides the status and the next slot as before.  Before,
         that settle wrote the definition, and a node killed before its settle lost it:
         the slot was taken over and run under the old one.  Of a run whose lease a
         renewal found lost (taken over, or gone with its task; ``writer`` ''): the row's
@@ -109,7 +110,7 @@ class PostgresWrites(PostgresParts):
 
     def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
         """Write the task's state and every one of ``records`` (a run's, then the slots it
-        skipped), all or none (:func:`~lldsched.persistence.save_all`): a run's settle
+        skipped), all or none (:func:`~lldsched.storecalls.save_all`): a run's settle
         is queued with all of them, written in one statement."""
         if self._muted:
             return
@@ -303,7 +304,7 @@ class PostgresWrites(PostgresParts):
         records the writes that failed carried), only while its row is one this node
         wrote or read (as :meth:`purge` knows one) and no live lease holds it (the
         database's clock), in one transaction; False (nothing written) otherwise, or when
-        it is gone (:func:`~lldsched.persistence.resave`): another node's write is the
+        it is gone (:func:`~lldsched.storecalls.resave`): another node's write is the
         feed's to bring in, a lease's row its holder's settle to write.  A run this node
         holds writes nothing of the row (its settle will), as :meth:`save` does: only
         ``records``."""
@@ -329,7 +330,7 @@ class PostgresWrites(PostgresParts):
     def purge(self, task_id: str) -> bool:
         """Delete ``task_id``, which retired on this node, as :meth:`delete` does, only
         while its row is one this node wrote or read and no live lease of another node
-        holds it; True if it is gone (:func:`~lldsched.persistence.purge`).  A row another
+        holds it; True if it is gone (:func:`~lldsched.storecalls.purge`).  A row another
         node wrote since (a registration of the id again) is left, for the change feed to
         bring in: known is a row this node wrote last, one written before the feed's last
         horizon (the feed read it), or the version the feed last gave unless another node

@@ -15,7 +15,7 @@ A task's row becomes a :class:`~lldsched.persistence.TaskSnapshot`
 the definition, :func:`~lldsched.stores.codec.decode_task`), a listing's row a
 :class:`Listed` (:func:`listed_from`), a record's an
 :class:`~lldsched.model.ExecutionRecord` (:func:`record_from`), a lease's a
-:class:`~lldsched.persistence.Lease` (:func:`lease_from`); a value that does not read is
+:class:`~lldsched.coordination.Lease` (:func:`lease_from`); a value that does not read is
 named in one wording (:func:`said`).  Where a misfire's plan ends is written and read
 back here too (:func:`resume_at`, :func:`plan_ends`).
 """
@@ -27,9 +27,11 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from lldsched.checks import FARTHEST
+from lldsched.coordination import Lease
 from lldsched.errors import StoreError, shown
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import Lease, Task, TaskSnapshot, unstorable
+from lldsched.persistence import Task, TaskSnapshot
+from lldsched.storechecks import unstorable
 from lldsched.stores.codec import MISREAD, PRIORITY_VALUES, decode_task, schedule_as_is
 from lldsched.stores.unreadable import BadValue, UnknownStatus
 
@@ -60,7 +62,7 @@ def status_of(task_id: str, text: object) -> TaskStatus:
 
 def check_take_over(task_id: str, status: object) -> None:
     """Refuse to take over (:meth:`CoordinatedStore.take_over
-    <lldsched.persistence.CoordinatedStore.take_over>`: a registration with
+    <lldsched.coordination.CoordinatedStore.take_over>`: a registration with
     ``replace_existing=True`` of a task left out here) a row whose status this release
     does not know: a replacement keeps the row's state, and this one cannot be read, nor
     guessed (a newer release's status may mean its task must not run).  A
@@ -377,7 +379,7 @@ def check_kept(task_id: str, kept: Sequence[Any]) -> None:
 
 
 def lease_from(row: Sequence[Any]) -> Lease:
-    """The :class:`~lldsched.persistence.Lease` a row of a store's ``leases`` table holds
+    """The :class:`~lldsched.coordination.Lease` a row of a store's ``leases`` table holds
     (``task_id, slot, attempt, token, holder, expires_at``: ``CoordinatedStore.leases``),
     checked as a task's row checks its lease (:func:`check_kept`): a :class:`BadValue`
     naming each value no write makes (a NaN or infinite ``expires_at``, which no clock

@@ -44,8 +44,9 @@ parallelism; they would add WAL contention between our own writers and lose the
 single order of writes.  The lock makes the store safe on its own for callers
 outside the scheduler (a reader thread calling ``records()``, the simulation).
 
-**Errors.**  Every call takes the lock and the connection through :class:`_Using`,
-the one place SQLite's own errors (a full disk, a read-only file, a database locked
+**Errors.**  Every call takes the lock and the connection through
+:class:`~lldsched.stores.sqlite_connection.SqliteConnection` (mixed in), the one place
+SQLite's own errors (a full disk, a read-only file, a database locked
 past ``timeout``) become a :class:`~lldsched.errors.StoreError` naming the file and
 the call, raised from SQLite's (docs/decisions/store-failures.md, "A store's errors are StoreErrors,
 whichever the store").  A file deleted or replaced under the open (unshared) store is
@@ -64,7 +65,7 @@ processes of one host, share the file: each due run is claimed by one of them
 through a lease with a fencing token, renewed while it runs, and settled with a
 write that is refused once the lease was taken over; control verbs written by
 any of them reach the others through a change feed.  Its
-:class:`~lldsched.persistence.CoordinatedStore` methods (claims, leases, the fenced
+:class:`~lldsched.coordination.CoordinatedStore` methods (claims, leases, the fenced
 settle, the change feed) are in :mod:`lldsched.stores.sqlite_coordinated`, the shared
 mode's ``save``, ``save_all`` and ``resave`` in :mod:`lldsched.stores.sqlite_shared_writes`,
 a verb's hold in :mod:`lldsched.stores.sqlite_holds` (all three mixed in), the SQL in
@@ -74,9 +75,11 @@ refuse each other (the sidecar lock is taken shared, see
 :mod:`lldsched.stores.claim`).
 
 What the store reads back (``load_all`` and the history reads) is
-:mod:`lldsched.stores.sqlite_reads`' (mixed in, in both modes); this module opens the
-file and holds the writes.  What the mixins share (the members set here, the methods one
-calls of another) is declared once, by their common base
+:mod:`lldsched.stores.sqlite_reads`' and what it writes (``save``, ``save_all``,
+``delete``, ``resave``, ``purge``) :mod:`lldsched.stores.sqlite_writes`' (both mixed
+in, in both modes); this module opens the file, and closes it.  What the mixins share
+(the members set here, the methods one calls of another) is declared once, by their
+common base
 :class:`~lldsched.stores.sqlite_parts.SqliteParts`.
 """
 
@@ -86,20 +89,18 @@ import logging
 import os
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import timedelta
 from types import TracebackType
 from typing import NoReturn
 
 from lldsched.checks import flag, seconds, whole_or_none
-from lldsched.errors import StoreClosedError, StoreError, ValidationError, shown
+from lldsched.errors import ValidationError, shown
 from lldsched.logs import STORE
-from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import Task, TaskSnapshot, finished, id_asked
+from lldsched.persistence import Task
 from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
-from lldsched.stores.codec import check_written, encode_task
+from lldsched.stores.sqlite_connection import SqliteConnection
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
 from lldsched.stores.sqlite_file import (
     PRIVATE,
@@ -107,7 +108,6 @@ from lldsched.stores.sqlite_file import (
     check_encodable,
     create_owner_only,
     leave_no_frames,
-    no_room,
     refuse_empty,
     refuse_folder,
     refuse_read_only,
@@ -120,15 +120,13 @@ from lldsched.stores.sqlite_holds import SqliteHolds
 from lldsched.stores.sqlite_reads import SqliteReads
 from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
-    INSERT_RECORD,
     LAST_FAILED,
     failure,
-    immediate,
-    written,
 )
 from lldsched.stores.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, FileFormat
-from lldsched.stores.sqlite_shared import SharedState, bump
+from lldsched.stores.sqlite_shared import SharedState
 from lldsched.stores.sqlite_shared_writes import SharedWrites
+from lldsched.stores.sqlite_writes import SqliteWrites
 from lldsched.stores.unclosed import collected
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
@@ -168,77 +166,15 @@ _LEFT_IN_CHILD: list[sqlite3.Connection] = []
 collector never closes them either (:meth:`SqliteTaskStore._let_go_in_child`)."""
 
 
-class _Using:
-    """A store's connection under its lock for one operation, and the one place SQLite's
-    own errors (a full disk, a read-only file, a database locked past ``timeout``, a
-    table gone from a damaged file) become a :class:`StoreError` naming the file and the
-    operation, raised ``from`` SQLite's (its ``__cause__``): a caller catches one type
-    whichever store it has, as the PostgreSQL store's errors are StoreErrors too.
-
-    A class, not a ``contextlib.contextmanager``: ``save`` takes it twice a run; over
-    the bare lock a generator-based one added about 1.5 microseconds a call, this one
-    about 0.3 (a save is some 30)."""
-
-    __slots__ = ("doing", "store", "task_id")
-
-    def __init__(self, store: SqliteTaskStore, doing: str, task_id: str | None) -> None:
-        self.store = store
-        self.doing = doing  # what is done, said in the error: "save task", "read the records"
-        self.task_id = task_id  # the task it is done to, or None
-
-    def __enter__(self) -> sqlite3.Connection:
-        store = self.store
-        if store._opened_in != forks.current[0]:  # a forked child: refused before the lock,
-            store._refuse_if_forked()  # which a thread of the parent may have held at the fork
-        lock = store._lock
-        lock.acquire()
-        try:
-            connection = store._open()
-            shared = store._shared
-            if shared is not None and shared.hold is not None and not connection.in_transaction:
-                raise store._hold_gone(self.doing, self.task_id)  # rolled back under the hold
-            return connection
-        except BaseException:
-            lock.release()
-            raise
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        store = self.store
-        if isinstance(error, sqlite3.Error):
-            raise self._failed(error)
-        if store._locked_out is not None:  # waits cut: given back once a write got through
-            try:
-                store._write_got_through()
-            finally:
-                store._lock.release()
-            return
-        store._lock.release()
-
-    def _failed(self, error: sqlite3.Error) -> StoreError:
-        """The StoreError for SQLite's ``error`` (its ``__cause__``), once a verb's hold it
-        ended was told (under the lock, then let go: the hold is the lock holder's)."""
-        store = self.store
-        doing = self.doing if self.task_id is None else f"{self.doing} {self.task_id!r}"
-        code = getattr(error, "sqlite_errorcode", 0)  # none on an error raised by hand
-        if code & 0xFF == sqlite3.SQLITE_BUSY and store._shared is None:
-            because: str | None = store._locked()
-        else:
-            because = None if store.path in PRIVATE else no_room(store.path)  # a statvfs
-        failed = failure(store.path, doing, error, because=because)
-        failed.__cause__ = error
-        try:
-            store._ended_hold(doing, error, failed)
-        finally:
-            store._lock.release()
-        return failed
-
-
-class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads, FileFormat):
+class SqliteTaskStore(
+    SqliteWrites,
+    SqliteConnection,
+    CoordinatedMethods,
+    SharedWrites,
+    SqliteHolds,
+    SqliteReads,
+    FileFormat,
+):
     """A durable :class:`~lldsched.persistence.TaskStore` in one SQLite file (WAL mode).
 
     ``retention`` bounds the records kept per task (default 1,000; ``None``: keep
@@ -256,7 +192,7 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
     read-only, and every write after would fail.
 
     ``shared=True`` lets several schedulers (processes of one host) share the file
-    as a :class:`~lldsched.persistence.CoordinatedStore`: ``lease`` is how long a
+    as a :class:`~lldsched.coordination.CoordinatedStore`: ``lease`` is how long a
     claim lasts unless renewed (seconds, default 30), ``poll`` the longest a
     scheduler goes without claiming and reading the others' changes (seconds,
     default 1).  Either given without ``shared=True`` raises ``ValidationError``: an
@@ -398,183 +334,6 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
         self._locked_out: int | None = None
         self._busy_ms = int(timeout * 1000)  # the connection's busy_timeout (unshared)
 
-    # -- the TaskStore protocol --------------------------------------------------------
-
-    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
-        """Write the task's state (its definition too, the first time and whenever it
-        changed) and ``record``, in one transaction.  :class:`ValidationError` if the
-        definition cannot be stored (at registration: nothing is written, and nothing
-        registered); :class:`ValidationError` too, nothing written, for text no durable
-        store keeps (:func:`~lldsched.stores.codec.check_written`)."""
-        check_written(snapshot, () if record is None else (record,))
-        task = snapshot.task
-        task_id = task.id
-        if self._shared is not None:
-            self._save_shared(snapshot, record)
-            return
-        with self._using("save task", task_id) as connection:
-            statement, parameters = self._row(snapshot)
-            if record is None:  # one statement: a transaction of its own
-                connection.execute(statement, parameters)
-            else:
-                with immediate(connection):
-                    connection.execute(statement, parameters)
-                    self._seq += 1
-                    count = self._append(connection, record, seq=self._seq)
-                self._counts[task_id] = count
-            self._saved(snapshot)
-
-    def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
-        """Write the task's state and every one of ``records`` (a run's, then the slots
-        it skipped) in one transaction: all or none (:func:`~lldsched.persistence.
-        save_all`).  In shared mode a run's settle carries them, fenced by its token."""
-        check_written(snapshot, records)
-        if self._shared is not None:
-            self._save_all_shared(snapshot, records)
-            return
-        with self._using("save task", snapshot.task.id) as connection:
-            statement, parameters = self._row(snapshot)
-            with immediate(connection):
-                connection.execute(statement, parameters)
-                for record in records:
-                    self._seq += 1
-                    count = self._append(connection, record, seq=self._seq)
-                    self._counts[record.task_id] = count
-            self._saved(snapshot)
-
-    def _row(self, snapshot: TaskSnapshot) -> tuple[str, dict[str, object]]:
-        """The statement that writes ``snapshot``'s row, and its parameters: its state,
-        and its definition too the first time and whenever it changed (caller holds the
-        lock; the dead letter's sequence moves on for a FAILED one)."""
-        task = snapshot.task
-        definition = None if self._defined.get(task.id) == task else encode_task(task)
-        self._dead_seq += snapshot.status is TaskStatus.FAILED
-        return written(
-            snapshot,
-            status=snapshot.status.value,
-            failed_seq=self._dead_seq,
-            definition=definition,
-        )
-
-    def _saved(self, snapshot: TaskSnapshot) -> None:
-        """``snapshot`` was written (caller holds the lock): a finished task is forgotten
-        (nothing runs it again: keep nothing of it in memory), any other remembered."""
-        task = snapshot.task
-        if finished(snapshot):
-            self._defined.pop(task.id, None)
-            self._counts.pop(task.id, None)
-        else:
-            self._defined[task.id] = task
-
-    def _append(self, connection: sqlite3.Connection, record: ExecutionRecord, *, seq: int) -> int:
-        """Insert ``record`` as number ``seq``, trimming its task's oldest records past the
-        bound; returns how many the task keeps now (as far as this process knows: in
-        shared mode the others' records are counted at the trim)."""
-        task_id = record.task_id
-        connection.execute(
-            INSERT_RECORD,
-            (
-                task_id, seq, record.attempt, record.due, record.slot, record.worker,
-                record.started, record.finished, record.ok, record.error, record.timed_out,
-                record.misfire, record.result, record.token, record.name, record.node,
-            ),
-        )  # fmt: skip
-        count = self._counts.get(task_id, 0) + 1
-        if self.retention is not None and count > self.retention + self._slack:
-            if self._shared is not None:  # the other processes append too: count them
-                (count,) = connection.execute(
-                    "SELECT count(*) FROM records WHERE task_id = ?", (task_id,)
-                ).fetchone()
-            connection.execute(  # trim in batches, not at every record
-                "DELETE FROM records WHERE task_id = ? AND seq IN "
-                "(SELECT seq FROM records WHERE task_id = ? ORDER BY seq LIMIT ?)",
-                (task_id, task_id, max(0, count - self.retention)),
-            )
-            count = self.retention
-        return count
-
-    def delete(self, task_id: str) -> None:
-        """Forget ``task_id``: its row and its records (in shared mode its lease too, and
-        the other processes hear of it), whoever wrote the row last (a user's
-        ``remove()``; a purge as a task retires is :meth:`purge`)."""
-        id_asked(task_id, "delete")
-        with self._using("delete task", task_id) as connection:
-            shared = self._shared
-            if shared is not None and shared.muted:
-                return
-            with immediate(connection, self._gate):
-                removal = self._delete(connection, task_id)
-            self._deleted(task_id, removal)
-
-    def resave(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()) -> bool:
-        """Write ``snapshot`` again, a row a store outage left stale, with ``records`` (the
-        records the writes that failed carried): in shared mode only while its row is
-        one this process wrote or read and no live lease holds it
-        (:meth:`_resave_shared`); True if written (:func:`~lldsched.persistence.resave`).
-        An unshared store has no other writer: it saves."""
-        check_written(snapshot, records)
-        if self._shared is not None:
-            return self._resave_shared(snapshot, records)
-        if records:
-            self.save_all(snapshot, records)
-        else:
-            self.save(snapshot)
-        return True
-
-    def purge(self, task_id: str) -> bool:
-        """Delete ``task_id``, which retired in this process, as :meth:`delete` does, only
-        while its row is one this process wrote or read and no live lease of another
-        process holds it (shared mode: a row another process wrote since, a registration
-        of the id again, is left for the change feed to bring in; a row another process
-        claimed, a take-over of a run whose settle here was refused, is its holder's, run
-        there); True if it is gone (:func:`~lldsched.persistence.purge`).  An unshared
-        store has no other writer: it deletes."""
-        with self._using("purge task", task_id) as connection:
-            shared = self._shared
-            if shared is not None and shared.muted:
-                return True
-            with immediate(connection, self._gate):
-                if shared is not None:
-                    row = connection.execute(
-                        "SELECT version, EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id "
-                        "AND l.holder != ? AND l.expires_at > ?) FROM tasks t WHERE t.id = ?",
-                        (shared.node, time.time(), task_id),  # the host's clock, as the feed's
-                    ).fetchone()
-                    if row is not None and (row[1] or not shared.knows(task_id, row[0])):
-                        return False
-                removal = self._delete(connection, task_id)
-            self._deleted(task_id, removal)
-        return True
-
-    def _delete(self, connection: sqlite3.Connection, task_id: str) -> int | None:
-        """Inside a transaction, under the lock: delete ``task_id``'s row and records (in
-        shared mode its lease too, and a removal for the feed); the removal's version
-        (None: unshared), for :meth:`_deleted` once the transaction committed."""
-        connection.execute("DELETE FROM records WHERE task_id = ?", (task_id,))
-        connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
-        shared = self._shared
-        if shared is None:
-            return None
-        if shared.hold is not None:
-            shared.hold.wrote(task_id, None)
-        connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
-        version = bump(connection, "change")
-        connection.execute(
-            "INSERT INTO removed (version, task_id) VALUES (?, ?)", (version, task_id)
-        )
-        return version
-
-    def _deleted(self, task_id: str, removal: int | None) -> None:
-        """Under the lock, once the delete committed: forget ``task_id``, and in shared mode
-        its lease and its removal's version, which the feed leaves out as this process's
-        own.  Before the commit, a removal rolled back (a full disk) left its version
-        counted as this one's, and another process's removal numbered alike was left out."""
-        shared = self._shared
-        if shared is not None and removal is not None:
-            shared.deleted(task_id, removal)
-        self._defined.pop(task_id, None)
-        self._counts.pop(task_id, None)
-
     # -- lifetime ------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -600,40 +359,6 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
                 self._gate.close()
             if self._claim is not None:
                 self._claim.release()  # after the connection: nothing written past it
-
-    def _locked(self) -> str:
-        """What to say of an unshared store's call that found the file's write lock held
-        past ``timeout`` (SQLite's "database is locked"); from now on its calls wait for no
-        lock (``busy_timeout`` 0) until a write gets through (:meth:`_write_got_through`).
-        Every save is made under the scheduler's lock: each waited the whole ``timeout``
-        while another program's transaction held the file, and the scheduler with it (a
-        verb, ``metrics()``, the runs' starts), for as long as that transaction lasted.
-        The caller holds the store's lock."""
-        connection = self._connection
-        if self._locked_out is None and connection is not None:
-            try:
-                connection.execute("PRAGMA busy_timeout = 0")
-            except sqlite3.Error:
-                pass  # the next call waits as before: nothing worse
-            else:
-                self._locked_out = connection.total_changes
-        return (
-            f"another program holds its write lock past the {self._busy_ms / 1000:g} s "
-            "timeout: a transaction left open (`fuser` names the process); until a write "
-            "gets through, the store's calls do not wait for it"
-        )
-
-    def _write_got_through(self) -> None:
-        """Give the connection back its ``busy_timeout`` once a write committed since the
-        lock was found held (a read gets through a held lock: WAL).  The caller holds the
-        store's lock."""
-        connection = self._connection
-        if connection is not None and connection.total_changes != self._locked_out:
-            try:
-                connection.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-            except sqlite3.Error:
-                return  # tried again at the next call
-            self._locked_out = None
 
     def _moved(self) -> bool:
         """Whether the path no longer names the file this store opened (deleted, replaced,
@@ -672,43 +397,6 @@ class SqliteTaskStore(CoordinatedMethods, SharedWrites, SqliteHolds, SqliteReads
             self._gate.close()  # the child's copy only (WriteGate.close)
         if self._claim is not None:
             self._claim.release()  # let go at the fork already (claim._let_go_in_child)
-
-    def _using(self, doing: str, task_id: str | None = None) -> _Using:
-        """The connection, under the lock, for one operation (``doing``, of ``task_id``
-        when it is one task's): ``with self._using("save task", task_id) as connection``.
-        SQLite's own errors inside become a :class:`StoreError` naming the file and the
-        operation (:class:`_Using`)."""
-        return _Using(self, doing, task_id)
-
-    def _refuse_if_forked(self) -> None:
-        """Refuse a call in a child forked since the store was opened (:mod:`forks
-        <lldsched.stores.forks>`), before anything else: before the store's lock is
-        waited for.  A thread of the parent inside a store call at the fork (a save, a
-        claim) leaves the child's copy of the lock held, and the child has no thread to
-        let it go: every call but :meth:`close` waited for it for good.  Called by
-        :class:`_Using` (every call that reads or writes: there, on every save, only once
-        the process id differs, its one comparison inline), and by the calls that take the
-        lock without it.  A private database is the child's own copy: not refused here,
-        but by its lock, a :class:`~lldsched.stores.forks.Torn`, if another thread was
-        inside a call of it at the fork."""
-        if self._opened_in != forks.current[0] and self.path not in PRIVATE:
-            raise forks.refuse(repr(self.path), self._opened_in)  # a forked child's copy
-
-    def _open(self) -> sqlite3.Connection:
-        """The connection (caller holds the lock, taken once :meth:`_refuse_if_forked`
-        let the call through)."""
-        if self._connection is None:
-            raise StoreClosedError(f"the store {self.path!r} is closed")
-        watch = self._watch
-        if watch is not None and watch.due():  # deleted or replaced under it: StoreError
-            watch.check()
-            if self._claim is not None:  # its lock file deleted: claimed again, or StoreError
-                try:
-                    self._claim.check()
-                except StoreError:
-                    watch.at_every_call()  # until the other opener lets go
-                    raise
-        return self._connection
 
     @property
     def closed(self) -> bool:

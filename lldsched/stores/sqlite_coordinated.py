@@ -1,5 +1,5 @@
 """The shared mode of :class:`~lldsched.stores.sqlite.SqliteTaskStore`: its
-:class:`~lldsched.persistence.CoordinatedStore` methods (docs/CLUSTER.md).
+:class:`~lldsched.coordination.CoordinatedStore` methods (docs/CLUSTER.md).
 
 :class:`CoordinatedMethods` is mixed into the store, as the core's definition
 verbs are into the core: claims, renewal, release, the fenced settle, what a claim
@@ -20,10 +20,11 @@ import contextlib
 import sqlite3
 from collections.abc import Callable, Collection, Iterator, Sequence
 
+from lldsched.coordination import DIED_UNSHARED, Change, Claim, Lease
 from lldsched.core.names import runnable
 from lldsched.errors import LeaseLost, StoreError
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import DIED_UNSHARED, Change, Claim, Lease, Task, TaskSnapshot, finished
+from lldsched.persistence import Task, TaskSnapshot, finished
 from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.rowvalues import check_take_over, plan_ends
 from lldsched.stores.sqlite_parts import SqliteParts
@@ -92,7 +93,7 @@ class CoordinatedMethods(SqliteParts):
     ) -> list[Claim]:
         """Claim up to ``limit`` due runs (only of ``among``, none of ``leaving``), each
         with a lease and a fresh fencing token; see :meth:`CoordinatedStore.claim
-        <lldsched.persistence.CoordinatedStore.claim>`."""
+        <lldsched.coordination.CoordinatedStore.claim>`."""
         with self._using("claim runs") as connection:
             shared = self._coordinated()
             shared.check_file()  # a removed or replaced file: claim nothing (StoreError)
@@ -148,7 +149,7 @@ class CoordinatedMethods(SqliteParts):
                     raise LeaseLost(task_id=task_id, token=token)
                 status = snapshot.status.value
                 # A pause or cancel written elsewhere during the run wins over its status;
-                # a run that ended its task ends it after a pause (postgres_sql._ENDS),
+                # a run that ended its task ends it after a pause (postgres_lease_sql._ENDS),
                 # while a cancel is final, as in one process.
                 overridden = (
                     elsewhere
@@ -164,7 +165,7 @@ class CoordinatedMethods(SqliteParts):
                     # Paused here (or followed so) during the run, then resumed elsewhere
                     # after that: the task is runnable again from the run's next slot, as
                     # one process returns a task resumed mid-run to its run (PostgreSQL's
-                    # postgres_sql._AS_RESUMED); the run's PAUSED once kept it paused.
+                    # postgres_lease_sql._AS_RESUMED); the run's PAUSED once kept it paused.
                     status = runnable(snapshot.attempt).value
                     overridden = True
                 if unfollowed is not None:  # read back: this process follows the row
@@ -195,7 +196,7 @@ class CoordinatedMethods(SqliteParts):
         in one process.  A run that owes its slot a retry, or failed it for good, decides
         all the same (``snapshot`` itself is returned): one process retries first, then
         counts the new schedule, and a new definition never changes whether a task runs.
-        The same rule as PostgreSQL's (``postgres_sql._WHEN``)."""
+        The same rule as PostgreSQL's (``postgres_lease_sql._WHEN``)."""
         task_id = snapshot.task.id
         lease = connection.execute(
             "SELECT slot, attempt FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
@@ -228,7 +229,7 @@ class CoordinatedMethods(SqliteParts):
         """Write what the claim with ``token`` decided for its slot without running it (a
         misfire, or a slot its dependencies held), in one transaction, only while that
         lease is held; see :meth:`CoordinatedStore.misfired
-        <lldsched.persistence.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
+        <lldsched.coordination.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
         written, counted in :attr:`rejected`) otherwise."""
         check_written(snapshot, records)
         task_id = snapshot.task.id
@@ -259,7 +260,7 @@ class CoordinatedMethods(SqliteParts):
 
     def changes(self) -> list[Change]:
         """Task rows other processes wrote since the last call, oldest first (see
-        :meth:`CoordinatedStore.changes <lldsched.persistence.CoordinatedStore.changes>`).
+        :meth:`CoordinatedStore.changes <lldsched.coordination.CoordinatedStore.changes>`).
         A row whose definition no longer imports here is logged and left out (its state
         still given for a task this process has); so is a row whose status this release
         does not know, given as removed for a task this process has
@@ -312,7 +313,7 @@ class CoordinatedMethods(SqliteParts):
         left out (:meth:`unloaded`): the row takes ``definition`` and keeps its state and
         history, as any replacement does; the row's snapshot with it.  None when the task
         is not one left out here (or its row is gone): nothing written.  See
-        :meth:`CoordinatedStore.take_over <lldsched.persistence.CoordinatedStore.take_over>`."""
+        :meth:`CoordinatedStore.take_over <lldsched.coordination.CoordinatedStore.take_over>`."""
         task_id = definition.id
         with self._using("replace task", task_id) as connection:
             shared = self._coordinated()
@@ -338,7 +339,7 @@ class CoordinatedMethods(SqliteParts):
         """Write what the at-least-once rule decided for a ``running`` row no lease holds
         (an unshared process died mid-run): ``snapshot``, and an expired lease for its
         owed attempt, in one transaction, only while the row is still so; True if written.
-        See :meth:`CoordinatedStore.owe <lldsched.persistence.CoordinatedStore.owe>`."""
+        See :meth:`CoordinatedStore.owe <lldsched.coordination.CoordinatedStore.owe>`."""
         due = snapshot.next_run_at
         if due is None:
             return False

@@ -1,5 +1,5 @@
 """A control verb's hold of a shared :class:`~lldsched.stores.sqlite.SqliteTaskStore`
-(:func:`~lldsched.persistence.verb_held`): one transaction that holds SQLite's write
+(:func:`~lldsched.storecalls.verb_held`): one transaction that holds SQLite's write
 lock (``BEGIN IMMEDIATE``, taken in turn through the write gate:
 :mod:`~lldsched.stores.sqlite_gate`) and the store's lock while the verb reads the
 change feed and writes; every write inside is a savepoint of it, committed at its end.
@@ -7,7 +7,8 @@ change feed and writes; every write inside is a savepoint of it, committed at it
 :class:`SqliteHolds` is mixed into the store: ``verb_held`` (a hold inside a hold is the
 outer one's), and what ends a hold: a call inside whose failure SQLite rolled the
 transaction back, noted for the hold's end to name (``_ended_hold``), and the refusal of
-a call made after that (``_hold_gone``, raised by :class:`~lldsched.stores.sqlite._Using`).
+a call made after that (``_hold_gone``, raised by
+:class:`~lldsched.stores.sqlite_connection._Using`).
 What a hold wrote, and the caches put back when it is not stored, is
 :class:`~lldsched.stores.held.HeldWrites`'.  PostgreSQL's hold is
 :mod:`~lldsched.stores.postgres_holds`'.
@@ -35,7 +36,7 @@ class SqliteHolds(SqliteParts):
         """Inside, this process writes alone: a control verb (pause, cancel, resume,
         modify, ...) reads the change feed and writes its rows in one transaction that
         holds SQLite's write lock (``BEGIN IMMEDIATE``) and this store's lock throughout
-        (see :func:`~lldsched.persistence.verb_held`): every row, ``also``'s included.  So
+        (see :func:`~lldsched.storecalls.verb_held`): every row, ``also``'s included.  So
         no other process's write (a run's settle) lands between the row the verb read and
         the row it writes, which then wrote back the row as it was before that run.  Every
         write inside is a savepoint of it (:func:`~lldsched.stores.sqlite_rows.immediate`);
@@ -43,7 +44,7 @@ class SqliteHolds(SqliteParts):
         registry has it).  The write lock not taken within ``timeout`` (another process
         holds it that long): the block runs unheld, as before, and a write of it that
         fails is a failed write (its rewrite is conditional:
-        :func:`~lldsched.persistence.resave`).
+        :func:`~lldsched.storecalls.resave`).
 
         A hold whose end fails stored none of them: its COMMIT failing (a full disk), or
         its transaction found gone at the end (SQLite rolls a whole transaction back on
@@ -52,7 +53,7 @@ class SqliteHolds(SqliteParts):
         alone, outside the hold, and let the hold's write gate go).  Then the caches are
         put back as they were before them (the feed's cursor too, which this process's own
         writes move on: a version rolled back is taken again by another process's next write)
-        and :class:`~lldsched.persistence.HoldNotCommitted` names every task written
+        and :class:`~lldsched.storecalls.HoldNotCommitted` names every task written
         (:mod:`lldsched.stores.held`), for the runtime to write again, and what failed:
         the call inside whose failure SQLite rolled the transaction back, and SQLite's
         words (:meth:`_ended_hold`), or the COMMIT's error.
@@ -132,7 +133,7 @@ class SqliteHolds(SqliteParts):
     def _hold_gone(self, doing: str, task_id: str | None) -> StoreError:
         """The error of a call (``doing``, of ``task_id``) made inside a verb's hold whose
         transaction is gone (SQLite rolled it back under a call inside that failed, a full
-        disk or an I/O error), refused by :class:`~lldsched.stores.sqlite._Using` and
+        disk or an I/O error), refused by :class:`~lldsched.stores.sqlite_connection._Using` and
         counted for the hold's end after the call that ended it (caller holds the lock).
         As PostgreSQL's hold refuses a call once its connection is lost
         (``PostgresHolds._hold_lost``).  Before, the call ran in a transaction of its

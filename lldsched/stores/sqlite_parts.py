@@ -1,9 +1,11 @@
 """What the SQLite store is made of, declared once for its modules.
 
 :class:`~lldsched.stores.sqlite.SqliteTaskStore` is one class written in several
-modules, as the threaded scheduler is: the file opened, the unshared writes, the refusal
-in a forked child and the close (:mod:`~lldsched.stores.sqlite`) and, mixed into it,
-the shared mode's coordinated methods (:mod:`~lldsched.stores.sqlite_coordinated`), its
+modules, as the threaded scheduler is: the file opened and the close
+(:mod:`~lldsched.stores.sqlite`) and, mixed into it, the connection each call is given
+and the refusal in a forked child (:mod:`~lldsched.stores.sqlite_connection`), the
+``TaskStore`` writes (:mod:`~lldsched.stores.sqlite_writes`), the shared mode's
+coordinated methods (:mod:`~lldsched.stores.sqlite_coordinated`), its
 row writes (:mod:`~lldsched.stores.sqlite_shared_writes`), a verb's hold of the file's
 write lock (:mod:`~lldsched.stores.sqlite_holds`), the reads
 (:mod:`~lldsched.stores.sqlite_reads`) and the file format
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores.claim import FileClaim
@@ -51,20 +54,40 @@ class SqliteParts:
     _counts: dict[str, int]  # records kept per unfinished task
     _dead_seq: int  # the dead letter's order: the last FAILED row's (unshared writes)
     _seq: int  # of the last record saved
+    _locked_out: int | None  # an unshared store's total_changes when found locked out (_locked)
+    _busy_ms: int  # the connection's busy_timeout (unshared)
 
     if TYPE_CHECKING:  # called across the modules; each is defined in one of them
 
-        def _refuse_if_forked(self) -> None: ...  # sqlite
+        def _refuse_if_forked(self) -> None: ...  # connection
 
-        def _open(self) -> sqlite3.Connection: ...  # sqlite
+        def _open(self) -> sqlite3.Connection: ...  # connection
 
-        def _using(  # sqlite
+        def _using(  # connection
             self, doing: str, task_id: str | None = None
         ) -> AbstractContextManager[sqlite3.Connection]: ...
 
-        def _append(  # sqlite
+        def _append(  # writes
             self, connection: sqlite3.Connection, record: ExecutionRecord, *, seq: int
         ) -> int: ...
+
+        def _hold_gone(self, doing: str, task_id: str | None) -> StoreError: ...  # holds
+
+        def _ended_hold(  # holds
+            self, doing: str, error: sqlite3.Error, failed: StoreError
+        ) -> None: ...
+
+        def _save_shared(  # shared_writes
+            self, snapshot: TaskSnapshot, record: ExecutionRecord | None
+        ) -> None: ...
+
+        def _save_all_shared(  # shared_writes
+            self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]
+        ) -> None: ...
+
+        def _resave_shared(  # shared_writes
+            self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()
+        ) -> bool: ...
 
         def _coordinated(self) -> SharedState: ...  # coordinated
 

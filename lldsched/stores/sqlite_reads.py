@@ -21,7 +21,8 @@ import sqlite3
 
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot, finished, id_asked, records_asked
+from lldsched.persistence import TaskSnapshot, finished
+from lldsched.storechecks import id_asked, records_asked
 from lldsched.stores.codec import renamed
 from lldsched.stores.sqlite_parts import SqliteParts
 from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, TASKS, fetch, immediate

@@ -3,7 +3,7 @@ tokens and the change feed, in SQL on the store's one connection.
 
 Owns the per-process state of a shared store (its node id, the leases it holds,
 the versions of the rows it has seen) and every statement of the coordinated
-protocol (:class:`~lldsched.persistence.CoordinatedStore`, docs/CLUSTER.md).  The
+protocol (:class:`~lldsched.coordination.CoordinatedStore`, docs/CLUSTER.md).  The
 store calls in here holding its lock; every write is one ``BEGIN IMMEDIATE``
 transaction, so writers in all processes are serialised by SQLite's write lock
 (WAL readers are never blocked), taken in turn through the store's gate
@@ -60,9 +60,9 @@ import time
 from collections.abc import Collection
 from typing import Any
 
+from lldsched.coordination import Claim, Lease, claim_narrowed
 from lldsched.errors import StoreError, doc_url
 from lldsched.logs import STORE
-from lldsched.persistence import Claim, Lease, claim_narrowed
 from lldsched.stores.held import HeldWrites
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.rowvalues import lease_from

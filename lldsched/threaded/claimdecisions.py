@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from lldsched.coordination import Claim, CoordinatedStore
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.misfires import decide_misfire, first_decided
@@ -30,7 +31,7 @@ from lldsched.core.outage import Kind
 from lldsched.core.task import Entry
 from lldsched.errors import LeaseLost
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import Claim, CoordinatedStore, TaskSnapshot
+from lldsched.persistence import TaskSnapshot
 from lldsched.threaded.leases import Lost
 
 __all__ = ["ClaimDecisions"]
@@ -190,7 +191,7 @@ class ClaimDecisions:
         raised): the task's row ``snapshot`` and ``records``, the lease dropped with
         ``release``, in one transaction fenced by the claim's token
         (:meth:`CoordinatedStore.misfired
-        <lldsched.persistence.CoordinatedStore.misfired>`).  False when the lease was
+        <lldsched.coordination.CoordinatedStore.misfired>`).  False when the lease was
         lost (nothing written; said at the next :meth:`tick`, after the feed, by
         :meth:`_say_lost`: a removal elsewhere is known only then).  A store's failure
         is raised: what then is the caller's (:meth:`_misfire`, :meth:`_give_back_held`)."""

@@ -40,12 +40,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from lldsched.clock import Clock
+from lldsched.coordination import Claim, CoordinatedStore
 from lldsched.core.context import RunContext
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.outage import Kind
 from lldsched.core.task import Run
 from lldsched.logs import CLUSTER
-from lldsched.persistence import Claim, CoordinatedStore
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.leasewatch import LeaseWatch, renewal_every
 from lldsched.threadstarts import start

@@ -25,9 +25,9 @@ from lldsched.core.storeinterrupts import left_whole
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import ValidationError, doc_url
 from lldsched.model import Priority
-from lldsched.persistence import verb_call
 from lldsched.policies import TWO_AT_ONCE, MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
+from lldsched.storecalls import verb_call
 from lldsched.threaded.parts import STOPPED, SchedulerParts, shut_down, torn
 from lldsched.threaded.processes import check_supported
 

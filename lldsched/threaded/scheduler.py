@@ -44,6 +44,7 @@ from typing import Any, NoReturn
 
 from lldsched.checks import instance_hint, step, whole_or_none
 from lldsched.clock import Clock, SystemClock
+from lldsched.coordination import CoordinatedStore, is_shared
 from lldsched.core import storeuse
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
@@ -55,7 +56,7 @@ from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, ValidationError, doc_url, shown
 from lldsched.listeners import Listener, listener_list
 from lldsched.logs import Repeats
-from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
+from lldsched.persistence import TaskStore
 from lldsched.threaded.control import ControlVerbs
 from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.deadline import Flag, Waiters

@@ -55,6 +55,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Collection
 
+from lldsched.coordination import Claim, CoordinatedStore
 from lldsched.core.context import RunContext
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.follow import claimed_entry, follow
@@ -64,7 +65,7 @@ from lldsched.core.outage import Kind
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.logs import CLUSTER, instant_text
 from lldsched.model import TaskStatus
-from lldsched.persistence import Claim, CoordinatedStore, settles_waiting, verb_call
+from lldsched.storecalls import settles_waiting, verb_call
 from lldsched.threaded.claimdecisions import ClaimDecisions
 from lldsched.threaded.leases import HeldLeases, Lost
 from lldsched.threaded.leasewatch import LEASE_CLOCK, LeaseWatch, renewal_every, trusted_for
@@ -535,7 +536,7 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
         outage (said twice), or be counted into one this flush's success had just ended
         (missing from the recovery's count).
 
-        A store that says what it holds (:func:`~lldsched.persistence.settles_waiting`:
+        A store that says what it holds (:func:`~lldsched.storecalls.settles_waiting`:
         PostgreSQL) and had nothing to send, or held its settles again (an outage: it
         logs that itself), returns no success: counted one, it ended an outage in which a
         flush failed and wrote the rows the outage left stale once more, another
@@ -556,7 +557,7 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
     def release_pending(self) -> None:
         """Give back the claims handed out and never begun (dropped at shutdown), so the
         other processes need not wait for their expiry.  One call of the store's
-        (:func:`~lldsched.persistence.verb_call`): in an outage the releases wait one
+        (:func:`~lldsched.storecalls.verb_call`): in an outage the releases wait one
         ``timeout`` in all, and the claims not given back expire on their own.  Each
         waited its own before, the scheduler's lock held throughout, and a ``close()``
         after the shutdown waited behind them (docs/decisions/store-failures.md, "One timeout a

@@ -12,13 +12,13 @@ import contextlib
 import logging
 from collections.abc import Iterator, Sequence
 
+from lldsched.coordination import Change, CoordinatedStore
 from lldsched.core.follow import follow, load
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import TaskStatus
-from lldsched.persistence import Change, CoordinatedStore
 from lldsched.policies import TWO_AT_ONCE
 
 __all__ = ["SharedLoad"]
@@ -66,7 +66,7 @@ class SharedLoad:
         and the file is shared now; no shared write makes one): each was registered by the
         restart's rule (:func:`~lldsched.core.recovery.restored_state`, the attempt in
         flight owed), and the row is written so (:meth:`CoordinatedStore.owe
-        <lldsched.persistence.CoordinatedStore.owe>`), with an expired lease standing for
+        <lldsched.coordination.CoordinatedStore.owe>`), with an expired lease standing for
         that attempt: a claim, one process's in its epoch, takes it over as owed, and its
         slots passed since meet the policy after it (:meth:`_misfire`), as at a restart.
         Before, no claim took such a row (they take ``scheduled`` and ``retrying``), and
@@ -132,7 +132,7 @@ class SharedLoad:
         with ``replace_existing=True`` of a task this process left out (:meth:`left_out`):
         its row takes the new definition and keeps its state and history
         (:meth:`CoordinatedStore.take_over
-        <lldsched.persistence.CoordinatedStore.take_over>`), and the task takes the row's
+        <lldsched.coordination.CoordinatedStore.take_over>`), and the task takes the row's
         state, as any replacement keeps it.  If that fails, the task is removed here again
         (nothing registered changes, nothing is heard) and the error raised: a
         :class:`~lldsched.errors.ValidationError` when the row was removed meanwhile."""

@@ -26,7 +26,7 @@ from lldsched.core.outage import STALE_SHOWN, Outage
 from lldsched.core.task import ScheduledTask
 from lldsched.logs import STORE, counted
 from lldsched.model import TaskStatus
-from lldsched.persistence import HoldNotCommitted, verb_held
+from lldsched.storecalls import HoldNotCommitted, verb_held
 from lldsched.threaded.lastwrites import left_stale
 from lldsched.threaded.parts import NEW, RUNNING, SchedulerParts
 
@@ -64,13 +64,13 @@ class SharedVerbs(SchedulerParts):
     ) -> Iterator[None]:
         """Shared mode: a verb on ``task_id`` runs inside, under the lock, from its read of
         what other processes wrote (:meth:`_follow_others`) to its last write, with the
-        store holding the row for it (:func:`~lldsched.persistence.verb_held`): no other
+        store holding the row for it (:func:`~lldsched.storecalls.verb_held`): no other
         process's write lands between the two, so the verb acts on the row as it is and
         never writes back one older than another process's (a run settled there meanwhile,
         whose slot ran again).  Nothing is held unshared, nor while another running
         scheduler holds the store object (the core refuses the verb then).  ``also``: the
         other tasks whose rows the verb may write (a ``cancel``'s dependents), held with
-        its own, all at once (:func:`~lldsched.persistence.verb_held`).
+        its own, all at once (:func:`~lldsched.storecalls.verb_held`).
 
         A store that cannot be held (closed, or failing: an outage) lets the verb run
         unheld, as before: its own calls meet the same failure and say it as ever (a
@@ -81,7 +81,7 @@ class SharedVerbs(SchedulerParts):
         (:meth:`StoreWrites.failed <lldsched.core.storewrites.StoreWrites.failed>`),
         and the verb, already done in the registry, returns as it would have; so is every
         other row it wrote inside (a ``cancel``'s dependents, a retirement's purge: what
-        :class:`~lldsched.persistence.HoldNotCommitted` names), and a verb that raised
+        :class:`~lldsched.storecalls.HoldNotCommitted` names), and a verb that raised
         raises its own error, those rows failed writes as well.
 
         ``refused``: the verb, one refused once the scheduler is shut down
@@ -154,7 +154,7 @@ class SharedVerbs(SchedulerParts):
     def _hold_not_committed(self, task_id: str, error: Exception) -> None:
         """The end of a verb's hold on ``task_id``'s row raised ``error``: its writes are
         not stored, so each row it wrote (``task_id``'s, and every other one a
-        :class:`~lldsched.persistence.HoldNotCommitted` names) is a failed write of the
+        :class:`~lldsched.storecalls.HoldNotCommitted` names) is a failed write of the
         task as the registry has it now, or, for one no longer registered (removed,
         retired), as the hold last wrote it (a delete: deleted again, as a purge)."""
         writes = self._core.store_writes
