@@ -25,9 +25,10 @@ from lldsched.core.duequeue import QueueStats
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.metrics import Metrics, take
 from lldsched.core.names import RefusedVerb
-from lldsched.core.outage import STALE_SHOWN, Outage
+from lldsched.core.outage import Outage
 from lldsched.core.packedstats import Rows
 from lldsched.core.registration import UNCHANGED, Unchanged
+from lldsched.core.stalerows import STALE_SHOWN
 from lldsched.core.storeinterrupts import left_whole
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerBusyError

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from lldsched.checks import shutdown_timeout
 from lldsched.core import storeuse
 from lldsched.core.names import RUNNABLE
-from lldsched.core.outage import say_left_stale
+from lldsched.core.stalerows import say_left_stale
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, doc_url
@@ -441,7 +441,7 @@ class Stopping(SchedulerParts):
         a one-off that finished as still to run.  On a thread of its own under the
         lock, waited for within the time left, as the shutdown's other store calls are;
         the rows still stale then are said in a warning
-        (:func:`~lldsched.core.outage.say_left_stale`, as the simulation's says
+        (:func:`~lldsched.core.stalerows.say_left_stale`, as the simulation's says
         them).  The first shutdown's only, or the second's if a signal cut the first
         short before it (:meth:`_writes_left`): a later one no longer holds the store
         (:mod:`lldsched.core.storeuse`)."""
