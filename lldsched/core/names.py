@@ -52,7 +52,7 @@ def cap_text(
     what this record ``stands`` for, from its ``first`` instant to the ``last`` (a
     phrase), and ``then``, what became of them and of the task.  Instants in UTC as every
     log line shows them (:func:`~lldsched.logs.instant_text`), the callers' own too, not
-    seconds since the epoch.  Read back by its prefix alone (``misfires.cut_record``,
+    seconds since the epoch.  Read back by its prefix alone (``misfireplan.cut_record``,
     :class:`~lldsched.core.outagerecords.Held`): the rest may say more, and a record
     written before reads as ever."""
     return (
