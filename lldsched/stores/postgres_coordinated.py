@@ -39,7 +39,7 @@ from lldsched.persistence import (
     claim_narrowed,
     finished,
 )
-from lldsched.schedules.base import wrapped_schedule
+from lldsched.schedules.objects import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import check_written, encode_task
 from lldsched.stores.postgres_batch import Pending, settle_parameters
