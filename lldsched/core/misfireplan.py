@@ -40,15 +40,9 @@ from lldsched.core.task import ScheduledTask
 from lldsched.logs import JOBS, instant_text
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import Misfire, MisfirePolicy
-from lldsched.schedules.base import (
-    Schedule,
-    first_slot_after,
-    on_grid,
-    slot_after,
-    slots_counted,
-    slots_on,
-)
+from lldsched.schedules.base import Schedule, first_slot_after, on_grid, slot_after, slots_on
 from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, unwrap
+from lldsched.schedules.slotcount import slots_counted
 
 __all__ = [
     "COALESCED",
