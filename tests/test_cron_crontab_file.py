@@ -6,7 +6,7 @@ example file of cronie's crontab(5), ``debian-etc-crontab`` Debian's ``/etc/cron
 crontab with ``CRON_TZ`` changes (docs/CRON.md, "Moving a crontab", shows it run) and
 ``bad.crontab`` one bad line of each kind among good ones.  The rules checked are
 cronie's (``src/misc.c``, ``src/env.c``, ``src/entry.c``, ``src/cron.c``,
-``src/do_command.c``), as lldsched/cli/crontab.py cites them.
+``src/do_command.c``), as lldsched/cli/crontablines.py cites them.
 """
 
 from __future__ import annotations
@@ -22,16 +22,9 @@ import pytest
 
 from lldsched import CronSchedule
 from lldsched.cli import main
-from lldsched.cli.crontab import (
-    BadLine,
-    JobLine,
-    NoteLine,
-    assignment,
-    read_crontab,
-    schedule_call,
-    split_percent,
-    system_place,
-)
+from lldsched.cli.crontab import schedule_call, system_place
+from lldsched.cli.crontablines import BadLine, JobLine, NoteLine, read_crontab, split_percent
+from lldsched.cli.crontabvariables import assignment
 
 CRONTABS = Path(__file__).parent / "crontabs"
 

@@ -66,7 +66,7 @@ from lldsched import (
 )
 from lldsched.cli.cron import MAX_FIRES
 from lldsched.cli.simulate import DEFAULT_MAX_COROUTINES, MAX_DAYS
-from lldsched.core import dependencies, misfires
+from lldsched.core import dependencies, misfireplan
 from lldsched.core.duequeue import COMPACT_MIN_ENTRIES, COMPACT_SLICE
 from lldsched.core.metrics import Metrics
 from lldsched.core.results import RESULT_LIMIT
@@ -309,7 +309,7 @@ QUOTED: list[tuple[str, str, Any]] = [
      lambda: [default(postgres_store(), "timeout")]),
     ("CLUSTER.md", r"\(`handoff=`, (\d+) per\s+worker by default\)",
      lambda: [Scheduler(workers=3)._pool.capacity / 3]),
-    ("CLUSTER.md", r"a plan cut at the ([\d,]+)-slot cap", lambda: [misfires.MAX_SLOTS]),
+    ("CLUSTER.md", r"a plan cut at the ([\d,]+)-slot cap", lambda: [misfireplan.MAX_SLOTS]),
     ("CLUSTER.md", r"the finish times of its last (\d+)\s+successes of each upstream",
      lambda: [dependencies._KEPT_HERE]),
     ("MIGRATING.md", r"`Scheduler\(workers=10\)` \(default (\d+)\)",

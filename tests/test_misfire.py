@@ -17,7 +17,7 @@ from lldsched import (
     Scheduler,
     Window,
 )
-from lldsched.core.misfires import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
+from lldsched.core.misfireplan import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
 from lldsched.errors import ValidationError
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord

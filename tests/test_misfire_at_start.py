@@ -369,7 +369,7 @@ def test_a_long_downtime_decided_again_at_the_start_records_no_slot_twice(
     restart at the start decides them.  Decided again from the task's history alone,
     the slots recovery recorded beyond its last 100 records were recorded a second time
     (about 80 of 183), and its record standing for the slots beyond the cap would read
-    as a plan cut there (``misfires.cut_record``)."""
+    as a plan cut there (``misfireplan.cut_record``)."""
     misfire = MisfirePolicy(policy, grace=1, max_catch_up=5)
 
     def decided(built: float) -> tuple[list[tuple[float, str]], float | None]:

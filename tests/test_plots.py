@@ -50,7 +50,8 @@ from lldsched.views.plots import (
     task_colours,
     utilisation_plot,
 )
-from lldsched.views.plots._base import _SLOTS, seconds_of, time_axis, time_unit
+from lldsched.views.plots.taskcolours import _SLOTS
+from lldsched.views.plots.timeaxis import seconds_of, time_axis, time_unit
 from tests.conftest import T0
 
 BASELINE = Path(__file__).resolve().parent / "baseline"

@@ -27,7 +27,8 @@ from lldsched import (
     Window,
 )
 from lldsched.model import Outcome
-from lldsched.schedules.base import slots_counted, slots_on
+from lldsched.schedules.base import slots_on
+from lldsched.schedules.slotcount import slots_counted
 from lldsched.sim import Simulation, fixed
 from lldsched.views.frames import task_summary, to_frame
 from lldsched.views.plots import gantt, overrun_comparison

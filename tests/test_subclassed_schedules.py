@@ -31,13 +31,8 @@ from lldsched import (
 )
 from lldsched.model import ExecutionRecord
 from lldsched.policies import Misfire, MisfirePolicy
-from lldsched.schedules.base import (
-    FAST_PATHS,
-    FROM_NEXT_RUN,
-    Schedule,
-    first_slot_after,
-    ran_in_no_time,
-)
+from lldsched.schedules.base import FROM_NEXT_RUN, Schedule, first_slot_after, ran_in_no_time
+from lldsched.schedules.subclasses import FAST_PATHS
 from lldsched.sim import fixed
 from lldsched.testing import Stepper
 from tests import jobs

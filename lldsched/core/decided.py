@@ -28,8 +28,8 @@ from lldsched.core.task import ScheduledTask
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.policies import Overlap
-from lldsched.schedules.base import slots_counted
 from lldsched.schedules.catchup import unwrap
+from lldsched.schedules.slotcount import slots_counted
 
 __all__ = ["DecidedRecords"]
 

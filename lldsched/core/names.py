@@ -23,7 +23,7 @@ from typing import Literal, get_args
 from lldsched.logs import counted, instant_text
 from lldsched.model import Outcome, TaskStatus
 from lldsched.policies import Overlap
-from lldsched.schedules.base import COUNT_LIMIT
+from lldsched.schedules.slotcount import COUNT_LIMIT
 
 MAX_SKIPPED = 10
 """Slots one run skipped that are recorded one by one; one more record stands for the rest."""
@@ -52,7 +52,7 @@ def cap_text(
     what this record ``stands`` for, from its ``first`` instant to the ``last`` (a
     phrase), and ``then``, what became of them and of the task.  Instants in UTC as every
     log line shows them (:func:`~lldsched.logs.instant_text`), the callers' own too, not
-    seconds since the epoch.  Read back by its prefix alone (``misfires.cut_record``,
+    seconds since the epoch.  Read back by its prefix alone (``misfireplan.cut_record``,
     :class:`~lldsched.core.outagerecords.Held`): the rest may say more, and a record
     written before reads as ever."""
     return (
@@ -65,8 +65,9 @@ def stands_for(slots: int | None) -> str:
     """What the record past a run's skipped slots' cap (:data:`SKIP_CAP`) or a misfire's
     (:data:`MISFIRE_CAP`) stands for, :func:`cap_text`'s ``stands``: ``"395 slots, every
     later one"`` (``None``: ``"more than 100,000 slots"``, past what is stepped through
-    one at a time, :data:`~lldsched.schedules.base.COUNT_LIMIT`).  The views read the count back
-    (:func:`~lldsched.views.report.slots_of`: :data:`SLOTS_STOOD_FOR`), one rule."""
+    one at a time, :data:`~lldsched.schedules.slotcount.COUNT_LIMIT`).  The views read the
+    count back (:func:`~lldsched.views.report.slots_of`: :data:`SLOTS_STOOD_FOR`), one
+    rule."""
     if slots is None:
         return f"more than {COUNT_LIMIT:,} slots, every later one"
     return f"{counted(slots, 'slot')}, every later one"

@@ -28,7 +28,7 @@ that was slept through.  A ``RUN_ALL`` task restored during its catch-up, paused
 not, gets the slots of its plan back (the store kept only the next two, and where its
 runs end): its slots up to that end, as decided (:func:`stored_plan`; a row that keeps
 no end, an older release's, is decided again from the slot its plan waited for, grace
-not asked; a plan cut at :data:`~lldsched.core.misfires.MAX_SLOTS` is put back as it
+not asked; a plan cut at :data:`~lldsched.core.misfireplan.MAX_SLOTS` is put back as it
 was: the record standing for the slots beyond the cap says where it ended).
 A BLOCKED task stays off the heap, waiting for what its records say it still waits for
 (:mod:`lldsched.core.dependencies`), and is released at once if that is nothing.
@@ -42,19 +42,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.misfires import (
-    History,
+from lldsched.core.misfireplan import (
     Plan,
     cut_record,
-    decide_misfire,
     deciding_for,
     first_after,
     passed_slots,
     plan,
     plan_as_cut,
-    queue_as_decided,
-    record_decisions,
 )
+from lldsched.core.misfires import History, decide_misfire, queue_as_decided, record_decisions
 from lldsched.core.names import RETRYING, SCHEDULED, runnable
 from lldsched.core.task import Restored, ScheduledTask
 from lldsched.logs import STORE, counted
@@ -120,7 +117,7 @@ def stored_plan(
     slots after that one are decided again, from ``waited`` up to ``now``, grace not asked
     (they misfired when the plan was made: :func:`plan`).  The task keeps its status, due
     where it was, with that plan behind.  A plan cut at
-    :data:`~lldsched.core.misfires.MAX_SLOTS` is put back as it was (:func:`cut_record`).  Any
+    :data:`~lldsched.core.misfireplan.MAX_SLOTS` is put back as it was (:func:`cut_record`).  Any
     other policy's plan, and one whose ``waited`` is the slot to resume at, holds no
     slot after ``waited``: nothing was lost.  Returns the decisions
     that plan took (slots beyond ``max_catch_up``), for the caller to record or not:

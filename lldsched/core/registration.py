@@ -31,7 +31,8 @@ from lldsched.errors import ValidationError, shown
 from lldsched.model import Priority
 from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
-from lldsched.schedules.base import Schedule, wrapped_schedule
+from lldsched.schedules.base import Schedule
+from lldsched.schedules.objects import wrapped_schedule
 from lldsched.schedules.simple import FixedDelay, OneTime
 from lldsched.storechecks import SHORT_ID, check_id_size
 

@@ -14,13 +14,16 @@ This is the run path: :meth:`~RunTransitions.begin` and
 inline the small helpers, the run path's speed trick (see ``finish``).  Several runs
 of one task in flight are :mod:`lldsched.core.overlapping`'s, a dependent held back
 :mod:`lldsched.core.waiting`'s, the slots a run skipped :mod:`lldsched.core.decided`'s,
-the store write and the event :mod:`lldsched.core.publishing`'s.
+the store write and the event :mod:`lldsched.core.publishing`'s.  A run a shutdown cut,
+or stopped before it started, keeps its task due (:mod:`lldsched.core.shutdowncuts`), and
+what fails a task loudly, a step that raised or a schedule or retry policy of one's own
+that did, is :mod:`lldsched.core.broken`'s: the bases of :class:`RunTransitions`, so the
+core's one class of a run's edges has them all.
 """
 
 from __future__ import annotations
 
-import logging
-
+from lldsched.core.broken import BrokenRuns
 from lldsched.core.context import RunContext
 from lldsched.core.names import (
     BUFFER_ONE,
@@ -33,30 +36,26 @@ from lldsched.core.names import (
     RUNNABLE,
     RUNNING,
     SCHEDULED,
-    SHUTDOWN_CUT,
     SUCCEEDED,
     Skipped,
-    runnable,
 )
 from lldsched.core.overlapping import buffered
-from lldsched.core.parts import CoreParts
-from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
-from lldsched.errors import ScheduleError, error_text
-from lldsched.logs import JOBS, Repeats
+from lldsched.core.shutdowncuts import ShutdownCuts
+from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
+from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy, checked_backoff, retry_draws
 from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
-from lldsched.schedules.catchup import CatchUp, slot_first
+from lldsched.schedules.catchup import CatchUp
 
 __all__ = ["RunTransitions", "cancelled_error", "rearmed", "timeout_error"]
-
-log = logging.getLogger(JOBS)
 
 _new_tuple = tuple.__new__  # a Run or record positionally: see finish
 
 
-class RunTransitions(CoreParts):
-    """The edges a run takes (begin, finish, what it leads to): mixed into the core."""
+class RunTransitions(ShutdownCuts, BrokenRuns):
+    """The edges a run takes (begin, finish, what it leads to; a run a shutdown stopped and
+    a step that broke, from its bases): mixed into the core."""
 
     # The WARNING of a schedule stepped past its answer, once a window per task of this
     # core (schedules/base.py, SteppedPast); made at the first.  No lock of its own:
@@ -237,113 +236,6 @@ class RunTransitions(CoreParts):
                 self._retire(record.finished)
         return record
 
-    def cut_by_shutdown(self, run: Run) -> None:
-        """The runtime's shutdown cut ``run`` (a coroutine cancelled, a process-isolated
-        run's worker killed: ``drain=False``, or a drain out of time; a plain function's
-        awaitable the closed loop refused, or the simulation cut): its :meth:`finish`,
-        with the error that says so, keeps its task due (:meth:`_kept_due`) instead of
-        spending the attempt.  Called before that finish; nothing else changes here.
-
-        The one rule of a run a shutdown cut, for both runtimes (docs/decisions/logging.md, "A
-        run a shutdown cut does not spend its attempt"): a deploy's SIGTERM is not the
-        task's failure, and a thread run cut by the process's end is run again at the
-        restart with its attempt unchanged (:mod:`lldsched.core.recovery`)."""
-        self._cut[id(run)] = run
-
-    def _kept_due(
-        self, run: Run, record: ExecutionRecord, flight: Flight | None
-    ) -> ExecutionRecord | None:
-        """The finish of ``run``, which a shutdown cut (:meth:`cut_by_shutdown`; its
-        counts taken, its task's ``_run`` let go: no other run of it is in flight, so
-        the task is the run's alone to move on): the record is kept, marked CANCELLED
-        (``ok`` False, its error the shutdown's, never timed out), so the history shows
-        the cut and the summaries count it cancelled, not failed; the task waits for the
-        same attempt of the same slot (SCHEDULED, or RETRYING with its earlier attempts
-        behind it), due when the run was, as :meth:`unstarted` leaves one a shutdown
-        stopped before it started: a durable store runs it after the restart, as after
-        a process's exit (at least once).  No retry, given-up slot or dead letter
-        follows, and its dependents are told nothing (it has not ended); queued, written
-        through the store and announced (:meth:`_due_again`).
-
-        On a shared store (the run on a claim, its token in the record) the write is
-        the run's settle, fenced by the token as any run's is: the row due again at its
-        slot, the lease dropped, so another process runs it now; a lease lost before it
-        writes nothing (the holder's decision stands), as for any settle.
-
-        The last run out of an overlapping task's ``flight`` (``Overlap.CANCEL_OTHER`` or
-        ``ALLOW``) keeps its slot too: the slot queued behind it waits behind it
-        (:func:`~lldsched.schedules.catchup.slot_first`), as behind a failed last run's
-        retries (:meth:`~lldsched.core.overlapping.OverlappingRuns._after_flight`), its
-        entry dead.  One a newer slot cancelled (``OverlapCancelled``) is not kept: that
-        slot superseded it.
-
-        None, changing nothing, where a verb settled the task since the run began
-        (cancelled, paused, removed), or for a run a newer slot cancelled: the caller
-        records it as any run that ended so."""
-        task = run.task
-        if task.status is not RUNNING or record.misfire is not None or not self.holds(task):
-            return None
-        if flight is not None:  # the last run out: the pending slot waits behind this one
-            pending, flight.pending, flight.queued = flight.pending, None, 0
-            if pending is not None:
-                task._schedule = slot_first(task._schedule, pending)
-        record = record._replace(timed_out=False, misfire=SHUTDOWN_CUT)
-        self._keep(task, record)
-        self._due_again(run, record)
-        return record
-
-    def unstarted(self, run: Run) -> bool:
-        """The runtime began ``run`` and then could not start it because the scheduler
-        shut down (a process-isolated run whose worker process never took it): its task
-        waits for that attempt again, as a restart puts a run with no record back
-        (SCHEDULED, or RETRYING with its earlier attempts behind it), due when it was due,
-        the attempt unspent and nothing recorded.  So a run shutdown stopped before it
-        started ends as one shutdown dropped before it began (docs/decisions/threaded.md, "A run
-        shutdown stopped before it started"): queued, written through the store and
-        announced (:meth:`_due_again`).
-
-        False, changing nothing, where a verb settled the task since the run began
-        (cancelled, paused, removed), where runs of the task overlap, or where a shared
-        store's claim holds the run (only the run's record settles a claim, fenced by
-        its token): the caller records the run as it ended, a cut
-        (:meth:`cut_by_shutdown`) that keeps its task due where it can."""
-        task = run.task
-        if (
-            task._run is not run
-            or task.status is not RUNNING
-            or task._flight is not None
-            or run.token is not None
-            or not self.holds(task)
-        ):
-            return False
-        task._run = None
-        self._due_again(run, None)
-        return True
-
-    def _due_again(self, run: Run, record: ExecutionRecord | None) -> None:
-        """``run``, which a shutdown stopped (cut, with its ``record``; or before it
-        started, with none), leaves its task due again as a restart leaves a run with no
-        record: the same attempt of the same slot (SCHEDULED, or RETRYING with its
-        earlier attempts behind it), due when the run was.  The one place of that rule,
-        for :meth:`_kept_due` and :meth:`unstarted`, on both runtimes.
-
-        Queued at that instant, as every task left due after a shutdown is (the
-        threaded shutdown puts back what it dropped: ``TaskQueue.put_back``), so that
-        ``pending()``, ``queue_stats()`` and ``metrics()`` list it with the tasks never
-        started; nothing pops it any more (the timer is stopped, the simulation starts
-        nothing more, and the threaded drain hands out nothing once it has cut:
-        ``Stopping._drain``), and a durable store runs it after the restart.  Written
-        through the store and announced (RUNNING -> SCHEDULED or RETRYING, with the
-        record)."""
-        task = run.task
-        attempt = task.attempt = run.attempt - 1
-        task._slot = run.slot
-        task.status = runnable(attempt)
-        due = task.next_run_at = run.due
-        self._queue.push(task, due)
-        if self._store is not None or self.emit is not None:
-            self._write_and_publish(task, RUNNING, record)
-
     def _removed_run(self, task: ScheduledTask, record: ExecutionRecord) -> ExecutionRecord:
         """The run of a task removed while it was in flight has ended: its record is
         announced (a listener hears every run), and nothing else is touched: the store
@@ -423,153 +315,6 @@ class RunTransitions(CoreParts):
         except Exception as exc:  # a policy of one's own that fails: as a schedule's
             return self._fails_loudly(task, original, exc, policy=retry)
         return SCHEDULED, due, record, skipped
-
-    def broke(
-        self,
-        task_id: str,
-        run: Run | None,
-        exc: BaseException,
-        *,
-        due: float | None = None,
-        token: int | None = None,
-    ) -> None:
-        """The runtime's :meth:`begin` (``run`` None, of the entry due at ``due``) or
-        :meth:`finish` of ``run`` raised ``exc`` instead of returning: a bug of the
-        scheduler's, or of something it asked without a guard (an injected clock read for
-        an event's instant, a ``MemoryError``).  Its task is failed loudly, as
-        :meth:`_fails_loudly` fails one whose schedule raised (FAILED, the dead letter:
-        ``redrive()`` runs it again), where that step left it stuck: RUNNING with no run
-        in flight (or only the one ``begin`` made and never handed back), or runnable with
-        its popped entry gone, so that it would never run again.  A task the step had
-        already moved on (a finish that raised after it was rescheduled) is left as it
-        is, and so is a task whose runs overlap (``Overlap.ALLOW``, ``CANCEL_OTHER``).
-        Logged once, at ERROR, with the traceback; never raises (the runtime settles the
-        entry after).  Its dependents are told as the run's end would tell them
-        (:meth:`_broke_dependents`): a task failed here fails its BLOCKED dependents, as
-        a dead letter does.
-
-        On a shared store the same is decided (``token``: the fencing token of the
-        claim the step ran on), and the failure of a stuck task is not written here but
-        held for that claim (:meth:`claim_held`, as a slot the readiness check held), for
-        the runtime to write fenced by the token, the lease dropped in the same
-        transaction: the row is written only while this process holds the slot, and the
-        other processes hear it from the change feed (docs/decisions/logging.md, "A run whose
-        begin or record raises is settled").  Its dependents are told once that write is
-        made (:meth:`claim_written`), not here: a lease lost before it means another
-        process holds the slot and runs it, and the upstream is not dead."""
-        task = self.tasks.get(task_id)
-        stuck = False
-        if task is not None and task._flight is None:
-            if run is None:  # begin: the run it made, if it made one, was never handed back
-                made = task._run
-                if made is not None and made.due == due and made.attempt == task.attempt:
-                    task._run = None
-                status = task.status
-                stuck = task._run is None and (
-                    status is RUNNING or (status in RUNNABLE and not task._queued)
-                )
-            else:
-                if task._run is run:
-                    task._run = None
-                stuck = task._run is None and task.status is RUNNING
-        step = "beginning" if run is None else "recording"
-        then = "the task fails (redrive() runs it again)" if stuck else "the task is left as it is"
-        log.error(
-            "task %s: the scheduler raised %s a run; %s",
-            task_id,
-            step,
-            then,
-            exc_info=exc,
-            extra={"task_id": task_id},
-        )
-        if stuck:
-            assert task is not None
-            previous = task.status
-            task.status = FAILED
-            task.next_run_at = None
-            self._queue.discard(task)
-            self._dead[task.id] = None
-            self._stats(task).last_error = f"SchedulerError: raised {step} a run: {error_text(exc)}"
-            try:  # what raised may be this very write's (the event's clock reading)
-                if token is not None:  # the claim's to write, fenced (see above)
-                    self._claims_held[token] = []
-                    self._publish(task, previous, None)
-                elif self._store is not None or self.emit is not None:
-                    self._write_and_publish(task, previous)
-            except Exception:
-                log.exception("task %s: its failure could not be written or published", task_id)
-        held = stuck and token is not None  # told once the claim's write is made
-        if task is not None and self._deps is not None and not held:
-            self._broke_dependents(task, run, stuck)
-
-    def claim_written(self, task_id: str) -> None:
-        """The row a shared store's claim held (:meth:`claim_held
-        <lldsched.core.waiting.DependencyWaits.claim_held>`) is written, fenced by the
-        claim's token (or, the store failing, left to be written again: still this
-        process's decision): a task that row leaves FAILED, by :meth:`broke` or by a
-        readiness check that found an upstream dead, is a dead upstream now, and its
-        BLOCKED dependents are told, as :meth:`_broke_dependents` tells them (never
-        raises).  The one rule for both: not called where the lease was lost before that
-        write, since the slot is then another process's, which runs or decides it, and
-        its end decides for the dependents (docs/decisions/logging.md, "A run whose begin or
-        record raises is settled")."""
-        task = self.tasks.get(task_id)
-        if task is not None and self._deps is not None and task.status is FAILED:
-            self._broke_dependents(task, None, True)
-
-    def _broke_dependents(self, task: ScheduledTask, run: Run | None, stuck: bool) -> None:
-        """What :meth:`broke` tells ``task``'s dependents, as the run's end would have
-        (the one rule, :meth:`_upstream_moved
-        <lldsched.core.waiting.DependencyWaits._upstream_moved>` and its
-        :meth:`~lldsched.core.waiting.DependencyWaits._strand`): a task it failed is a
-        dead upstream (its BLOCKED dependents fail, ``UpstreamFailed``); one a raising
-        ``finish`` of ``run`` had moved on is told of that run's record (a success
-        releases them, a dead letter fails them), which the step may have raised before
-        telling.  Told twice changes nothing: a dependent
-        released or failed is not BLOCKED any more.  Never raises."""
-        try:
-            if stuck:  # a dead upstream, as _upstream_moved's FAILED is
-                self._strand(task)
-            elif run is not None and task._run is None:
-                for record in reversed(task.history):
-                    ran = (record.attempt, record.due, record.worker)
-                    if ran == (run.attempt, run.due, run.worker):
-                        self._upstream_moved(task, record)
-                        break
-        except Exception:
-            log.exception("task %s: its dependents could not be told of its end", task.id)
-
-    def _fails_loudly(
-        self,
-        task: ScheduledTask,
-        record: ExecutionRecord,
-        exc: Exception,
-        *,
-        schedule: object = None,
-        policy: object = None,
-    ) -> tuple[TaskStatus, float | None, ExecutionRecord, Skipped]:
-        """What a run leads to when the user's code the core asked about it raised (or
-        answered what it cannot use): its ``schedule``'s ``next_run``, or a retry
-        ``policy`` of one's own.  Such a bug fails the task loudly (FAILED, the dead
-        letter: logged at ERROR with the traceback, its ``last_error`` saying so) rather
-        than leave it RUNNING for ever or stop the runtime; ``record`` is the run's, as
-        it ended."""
-        if policy is None:
-            who, error = f"{schedule!r}.next_run", error_text(exc)
-            if not isinstance(exc, ScheduleError):  # the library's own says so already
-                error = f"ScheduleError: {error}"
-        else:
-            who = f"the retry policy {policy!r}"
-            error = f"ValidationError: {who} raised {error_text(exc)}"
-        log.exception(
-            "task %s %r: %s raised; the task fails",
-            task.id,
-            task.name,
-            who,
-            extra={"task_id": task.id, "task_name": task.name},
-        )
-        self._stats(task).last_error = error
-        return FAILED, None, record, ()
 
 
 def rearmed(begun: float, timeout: float | None, now: float) -> float | None:

@@ -1,7 +1,7 @@
 """What counts as a schedule, and the scheduler's default zone read into one.
 
 Decided here, once (:func:`schedule_of`): an object with ``first_run`` and
-``next_run`` (never a class: :func:`~lldsched.schedules.base.has_schedule_methods`),
+``next_run`` (never a class: :func:`~lldsched.schedules.objects.has_schedule_methods`),
 or the text of a cron expression, which becomes a
 :class:`~lldsched.schedules.cron.CronSchedule` in the scheduler's default zone
 (:func:`check_zone`), by the rule a decorator reads the text it wraps by
@@ -17,15 +17,11 @@ from datetime import tzinfo
 from typing import cast
 
 from lldsched.errors import ScheduleError, ValidationError, shown
-from lldsched.schedules.base import (
-    Schedule,
-    has_schedule_methods,
-    seconds_hint,
-    wrapped_schedule,
-)
+from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.cron.schedule import from_text
 from lldsched.schedules.decorators import Jittered, Window
+from lldsched.schedules.objects import has_schedule_methods, seconds_hint, wrapped_schedule
 
 __all__ = ["ORDERS", "SCHEDULE_TYPES", "check_zone", "is_schedule", "misplaced", "schedule_of"]
 
@@ -44,7 +40,7 @@ SCHEDULE_TYPES: set[type] = set()  # types already seen to have first_run and ne
 
 def is_schedule(schedule: object) -> bool:
     """True when ``schedule`` has ``first_run`` and ``next_run`` (the rule is
-    :func:`~lldsched.schedules.base.has_schedule_methods`: a class is not a schedule, and
+    :func:`~lldsched.schedules.objects.has_schedule_methods`: a class is not a schedule, and
     remembering ``type`` let every class after one pass unchecked); remembers its type,
     unless it is a decorator's (``Jittered``, ``Window``, or one of one's own, which keeps
     what it wraps in ``.schedule``): :func:`schedule_of` reads the cron a decorator wraps

@@ -26,14 +26,15 @@ So, here and only here:
 
 A store that *fails* (not closed: a PostgreSQL server down, a disk full, a SQLite file
 locked by another connection) fails every write too, for as long as the outage lasts:
-the outage is said once, at its first failure, and once at its end, and the rows it left
-stale are written again (:mod:`lldsched.core.outage`, whose
-:class:`~lldsched.core.outage.OutageWrites` is mixed into :class:`StoreWrites`).  A
+the outage is said once, at its first failure, and once at its end
+(:mod:`lldsched.core.outage`), and the rows it left stale are written again
+(:mod:`lldsched.core.stalerows`, whose :class:`~lldsched.core.stalerows.StaleRows`, over
+:class:`~lldsched.core.outage.OutageWrites`, is mixed into :class:`StoreWrites`).  A
 ``KeyboardInterrupt`` or ``SystemExit`` a store raises is a failed write like any other,
 then raised to the user on the main thread (:mod:`lldsched.core.storeinterrupts`).
 
 :class:`StoreWrites` is the core's account of its store's calls, one class written in
-those three modules: here, its construction, what the core does with a write that
+those four modules: here, its construction, what the core does with a write that
 failed (:meth:`StoreWrites.failed`, :meth:`StoreWrites.call_failed`, and a write made
 while an outage goes on, :meth:`StoreWrites.save`), the closed store
 (:meth:`StoreWrites.found_closed`, :meth:`StoreWrites.check_open`), and the functions
@@ -50,8 +51,9 @@ from typing import Literal
 
 from lldsched.coordination import is_shared
 from lldsched.core import storeuse
-from lldsched.core.outage import HELD_SETTLES, PURGE, Kind, Outage, OutageWrites, check_kind
+from lldsched.core.outage import HELD_SETTLES, PURGE, Kind, Outage, check_kind
 from lldsched.core.outagerecords import Held
+from lldsched.core.stalerows import StaleRows
 from lldsched.core.storeinterrupts import interrupt, on_main_thread
 from lldsched.errors import StoreClosedError
 from lldsched.logs import STORE, Repeats
@@ -78,7 +80,7 @@ ADVICE = (
 """What to do about a store closed before its scheduler, in every message that says so."""
 
 
-class StoreWrites(OutageWrites):
+class StoreWrites(StaleRows):
     """The core's account of the calls its store failed (one per core with a store)."""
 
     __slots__ = ("closed", "current", "missed", "now", "shared", "store", "user")

@@ -34,48 +34,45 @@ on, and so does a store's row (:func:`counts_on_grid`).
 A durable store keeps it once :func:`lldsched.stores.codec.register_schedule` names
 it; a decorator of one's own keeps what it wraps in ``.schedule`` and rebuilds itself
 around another with ``with_schedule(inner)`` (docs/EXTENDING.md).
+
+What counts as a schedule, the schedule a decorator wraps and a copy of one are
+:mod:`lldsched.schedules.objects`'; the rule for a subclass of a built-in schedule that
+answers ``next_run`` its own way (which of these fast paths it keeps) is
+:mod:`lldsched.schedules.subclasses`'.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from itertools import islice, takewhile
-from typing import Protocol, TypeAlias, TypeGuard, TypeVar, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
-from lldsched.checks import FARTHEST, FINEST, LONGEST, instant
+from lldsched.checks import FARTHEST, FINEST, instant
 from lldsched.errors import ScheduleError, ValidationError, doc_url
 from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord
 
 __all__ = [
-    "FAST_PATHS",
     "FROM_NEXT_RUN",
     "SEARCH_LIMIT",
-    "AnswersItsOwnWay",
     "GridCount",
     "Schedule",
     "SteppedPast",
-    "answered_its_own_way",
     "checked_answer",
-    "copied",
     "counts_on_grid",
     "first_slot_after",
-    "has_schedule_methods",
     "measures_elapsed_time",
     "next_on_grid",
     "next_run_and_skipped",
     "on_grid",
     "say_stepped_past",
-    "seconds_hint",
     "slot_after",
     "slot_after_on_grid",
     "slots_between",
-    "slots_counted",
     "slots_from",
     "slots_on",
-    "wrapped_schedule",
 ]
 
 # Where a schedule's wrong answer sends its writer (a refusal, the stepped-past WARNING).
@@ -119,70 +116,6 @@ def checked_answer(schedule: Schedule, answer: object, *, query: str) -> float:
             f"answers epoch seconds (an int or a float within ±{FARTHEST:g}) or None "
             f"({_OWN_SCHEDULE})"
         ) from None
-
-
-def has_schedule_methods(schedule: object) -> TypeGuard[Schedule]:
-    """True when ``schedule`` is an object with ``first_run`` and ``next_run`` to call:
-    what registration and the decorators (``Jittered``, ``Window``) take as a schedule
-    (a ``TypeGuard``: where it is true, the type checker takes ``schedule`` for one).
-
-    A class is not one, though its methods are callable attributes: ``FixedRate`` given
-    for ``FixedRate(60)`` is refused here, naming it, instead of failing at
-    ``first_run`` with a bare ``TypeError``."""
-    return (
-        callable(getattr(schedule, "first_run", None))
-        and callable(getattr(schedule, "next_run", None))
-        and not isinstance(schedule, type)
-    )
-
-
-def seconds_hint(value: object) -> str:
-    """What a refusal of ``value`` where a schedule goes adds when it is a number of
-    seconds (or a ``timedelta``), the likeliest slip: the two schedules it may have
-    meant, ``" (a number of seconds is no schedule: FixedRate(60) runs every 60 s,
-    OneTime(delay=60) once, in 60 s)"``; else nothing (a bool, or a number past
-    :data:`~lldsched.checks.LONGEST`, which has no ``:g``: 10**5000).  The one
-    wording, for a registration (:func:`~lldsched.core.schedulearg.schedule_of`) and a
-    decorator (``Jittered(60, 5)``) alike."""
-    if isinstance(value, timedelta):
-        every = value.total_seconds()
-    elif isinstance(value, int | float) and not isinstance(value, bool) and abs(value) <= LONGEST:
-        every = value
-    else:
-        return ""
-    return (
-        f" (a number of seconds is no schedule: FixedRate({every:g}) runs every {every:g} s,"
-        f" OneTime(delay={every:g}) once, in {every:g} s)"
-    )
-
-
-def wrapped_schedule(schedule: object) -> Schedule | None:
-    """The schedule a decorator wraps, or None for a schedule that wraps none: a
-    decorator (``Jittered``, ``Window``, one of one's own) is a schedule that keeps
-    another in ``.schedule``.  Registration (its time zone, the overlap check, the type
-    cache), the stores (a ``Window``'s count restored) and PostgreSQL's decode cache
-    all ask here."""
-    inner = getattr(schedule, "schedule", None)
-    return inner if has_schedule_methods(inner) else None
-
-
-_Copied = TypeVar("_Copied")
-
-
-def copied(schedule: _Copied) -> _Copied:
-    """A shallow copy of ``schedule``, of its class, made without calling its
-    ``__init__`` (a subclass's may take other arguments): every attribute, slots and
-    ``__dict__``, as it is.  What a built-in schedule rebuilds itself from when a
-    scheduler reads it in another zone (a cron's ``in_zone``, a ``Window``'s or a
-    ``Jittered``'s ``with_schedule``), so that a subclass comes back a subclass, with
-    its own settings; the caller then sets its base class's fields anew (its
-    ``__init__`` called on the copy)."""
-    twin = object.__new__(type(schedule))
-    state = object.__getstate__(schedule)
-    attributes, slots = state if isinstance(state, tuple) else (state, None)
-    for name, value in {**(attributes or {}), **(slots or {})}.items():
-        object.__setattr__(twin, name, value)  # past a frozen value's __setattr__
-    return twin
 
 
 def slot_after(schedule: Schedule, slot: float) -> float | None:
@@ -253,18 +186,6 @@ def next_on_grid(
     return counted(record, origin, limit)
 
 
-FAST_PATHS: dict[str, tuple[str, ...]] = {
-    "next_run_and_skipped": ("next_run",),
-    "slot_after": ("next_run",),
-    "first_slot_after": ("next_run",),
-    "slot_at": ("next_run",),
-    "on_grid": ("next_run",),
-    "next_on_grid": ("next_run", "next_run_and_skipped"),
-}
-"""A built-in schedule's fast paths, each with the answers it is derived from: what a
-subclass that answers one of those its own way no longer inherits
-(:func:`answered_its_own_way`)."""
-
 SEARCH_LIMIT = 100_000
 """Slots stepped through, at most, to find the first slot after an instant where the
 caller names no limit: a decorator's ``first_slot_after`` and a subclass's derived from
@@ -274,14 +195,15 @@ its ``next_run``."""
 def _slot_after_method(self: Schedule, slot: float) -> float | None:
     """The slot after ``slot``, had its run taken no time (``None``: there is none),
     derived from this schedule's ``next_run``: its base class's own arithmetic would not
-    ask it (:func:`answered_its_own_way`)."""
+    ask it (:func:`~lldsched.schedules.subclasses.answered_its_own_way`)."""
     instant(slot, name="slot_after()", of=self, error=ScheduleError)
     return _slot_after_from_next_run(self, slot)
 
 
 def _first_slot_after_method(self: Schedule, slot: float, now: float) -> float | None:
     """The first slot after ``now``, counting on from ``slot`` (<= ``now``), derived from
-    this schedule's ``next_run`` (:func:`answered_its_own_way`); ``None`` past
+    this schedule's ``next_run``
+    (:func:`~lldsched.schedules.subclasses.answered_its_own_way`); ``None`` past
     :data:`SEARCH_LIMIT` slots, or when there is none."""
     instant(slot, name="first_slot_after() slot", of=self, error=ScheduleError)
     instant(now, name="first_slot_after() now", of=self, error=ScheduleError)
@@ -293,7 +215,7 @@ def _next_run_and_skipped_method(
 ) -> tuple[float | None, Sequence[float]]:
     """The due instant after the run ``record`` and the slots it skipped (at most
     ``limit + 1``), derived from this schedule's ``next_run``
-    (:func:`answered_its_own_way`, :func:`next_run_and_skipped`)."""
+    (:func:`~lldsched.schedules.subclasses.answered_its_own_way`, :func:`next_run_and_skipped`)."""
     return _next_run_and_skipped_from_next_run(self, record, limit=limit)
 
 
@@ -304,49 +226,10 @@ FROM_NEXT_RUN: dict[str, Callable[..., object]] = {
 }
 """The fast paths that are queries, each as a method that answers from ``next_run``:
 what a subclass that answers ``next_run`` its own way has in their place
-(:func:`answered_its_own_way`).  The others (a fixed rate's grid: ``slot_at``,
-``on_grid``, ``next_on_grid``) are capabilities, not questions: a subclass that answers
-its own way has none, and their absence (None) is what says "no grid"."""
-
-
-def answered_its_own_way(cls: type) -> None:
-    """The one rule for a subclass of a built-in schedule (:class:`AnswersItsOwnWay`
-    calls it once, as the class is made): a fast path it inherits (:data:`FAST_PATHS`:
-    ``next_run_and_skipped``, ``slot_after``, ``first_slot_after``, ``slot_at``,
-    ``on_grid``, ``next_on_grid``) from a class whose answers it overrides (it, or a
-    mixin before that class, defines ``next_run``; for ``next_on_grid``, also
-    ``next_run_and_skipped``) answers with that class's arithmetic, over the head of its
-    own ``next_run``.  A query among them (``next_run_and_skipped``, ``slot_after``,
-    ``first_slot_after``) is replaced by a method that answers from ``next_run``
-    (:data:`FROM_NEXT_RUN`, what the functions of this module derive for a schedule
-    that has none), so ``sub.slot_after(slot)`` still answers, the subclass's way; a
-    grid one (``slot_at``, ``on_grid``, ``next_on_grid``) is set to None: the subclass
-    counts on no grid, as a ``Window`` around a fixed delay counts on none.  A fast path
-    it defines itself (or one defined after its own ``next_run``) is kept, and so is
-    every fast path of a subclass that only words itself differently.  Nothing is asked
-    at run time: a built-in schedule's attributes are what they were."""
-    mro = cls.__mro__
-
-    def owner(name: str) -> int:
-        return next((i for i, kind in enumerate(mro) if name in vars(kind)), len(mro))
-
-    for fast, answers in FAST_PATHS.items():
-        defined = owner(fast)
-        if defined < len(mro) and any(owner(answer) < defined for answer in answers):
-            setattr(cls, fast, FROM_NEXT_RUN.get(fast))  # a grid's: None, not typed
-
-
-class AnswersItsOwnWay:
-    """The base of every built-in schedule a user may subclass (``OneTime``,
-    ``FixedDelay``, ``FixedRate``, ``CronSchedule``, ``Window``, ``Jittered``): a
-    subclass that overrides ``next_run`` is asked it (:func:`answered_its_own_way`,
-    docs/EXTENDING.md, "A subclass of a built-in schedule")."""
-
-    __slots__ = ()
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        answered_its_own_way(cls)
+(:func:`~lldsched.schedules.subclasses.answered_its_own_way`).  The others (a fixed
+rate's grid: ``slot_at``, ``on_grid``, ``next_on_grid``) are capabilities, not
+questions: a subclass that answers its own way has none, and their absence (None) is
+what says "no grid"."""
 
 
 def counts_on_grid(schedule: object) -> bool:
@@ -431,57 +314,6 @@ def slots_between(schedule: Schedule, slot: float, following: float, *, limit: i
             break
         slots.append(current)
     return slots
-
-
-COUNT_LIMIT = 100_000
-"""The most slots :func:`slots_counted` steps through one at a time (a schedule with no
-grid); a grid's slots are counted in a few ``slot_at`` calls however many they are."""
-_FARTHEST_K = 1 << 62  # a grid counted with no end stops here
-
-
-def slots_counted(
-    schedule: Schedule,
-    first: float,
-    end: float | None,
-    *,
-    inclusive: bool = False,
-    origin: float | None = None,
-    limit: int = COUNT_LIMIT,
-) -> int | None:
-    """How many slots from ``first`` (a slot, counted) on come before ``end`` (not after
-    it, ``inclusive``; ``None``: for as long as the schedule has them): what the record
-    standing for the rest past a cap states it stands for (:func:`~lldsched.core.names.
-    cap_text`).  A grid's slots (``slot_at``: a fixed rate, a ``Window`` or ``Jittered``
-    around one) are counted from ``origin`` while ``first`` is on it (:func:`on_grid`),
-    the very floats its runs are due at, by a binary search; any other schedule's are
-    stepped through (:func:`slots_on`), at most ``limit``: ``None`` past that ("more
-    than ``limit``")."""
-
-    def inside(slot: float | None) -> bool:
-        if slot is None or end is None:
-            return slot is not None
-        return slot <= end if inclusive else slot < end
-
-    grid = getattr(schedule, "slot_at", None)
-    if grid is not None:
-        anchor, k = on_grid(schedule, first, origin)
-        low, high = 0, 1  # slot k + low is inside, k + high maybe not
-        while inside(grid(anchor, k + high)):
-            if high >= _FARTHEST_K:  # a grid with no end, and no ``end``: bounded all the same
-                return high
-            low, high = high, high * 2
-        while high - low > 1:
-            middle = (low + high) // 2
-            low, high = (middle, high) if inside(grid(anchor, k + middle)) else (low, middle)
-        return low + 1
-    count = 1
-    for slot in slots_on(schedule, first):
-        if not inside(slot):
-            break
-        if count == limit:
-            return None
-        count += 1
-    return count
 
 
 def slots_from(

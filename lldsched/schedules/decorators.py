@@ -59,22 +59,19 @@ from lldsched.errors import ScheduleError, ValidationError, shown
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import (
     SEARCH_LIMIT,
-    AnswersItsOwnWay,
     GridCount,
     Schedule,
     checked_answer,
-    copied,
     counts_on_grid,
     first_slot_after,
-    has_schedule_methods,
     measures_elapsed_time,
     next_on_grid,
-    seconds_hint,
     slot_after,
-    wrapped_schedule,
 )
 from lldsched.schedules.cron.schedule import from_text
+from lldsched.schedules.objects import copied, has_schedule_methods, seconds_hint, wrapped_schedule
 from lldsched.schedules.simple import FrozenValue, instant_text
+from lldsched.schedules.subclasses import AnswersItsOwnWay
 
 __all__ = ["Jittered", "Window", "describe", "ended_by", "forget_runs", "restore_runs"]
 
@@ -346,7 +343,7 @@ class Jittered(FrozenValue, AnswersItsOwnWay):
     def with_schedule(self, schedule: Schedule) -> Self:
         """The same jitter around ``schedule``: ``max_delay`` and ``seed`` as they are,
         of this class, a subclass with its own attributes (:func:`~lldsched.schedules.
-        base.copied`).  What a scheduler whose ``tz=`` is not UTC registers around the
+        objects.copied`).  What a scheduler whose ``tz=`` is not UTC registers around the
         cron it reads in that zone (a decorator's rebuild, docs/EXTENDING.md)."""
         twin = copied(self)
         Jittered.__init__(twin, schedule, self.max_delay, seed=self.seed)
@@ -519,7 +516,7 @@ class Window(FrozenValue, AnswersItsOwnWay):
     def with_schedule(self, schedule: Schedule) -> Self:
         """The same window around ``schedule``: ``start``, ``end`` and ``max_runs`` as
         they are, of this class, a subclass with its own attributes (:func:`~lldsched.
-        schedules.base.copied`), its runs counted afresh.  What a scheduler whose
+        schedules.objects.copied`), its runs counted afresh.  What a scheduler whose
         ``tz=`` is not UTC registers around the cron it reads in that zone (a
         decorator's rebuild, docs/EXTENDING.md)."""
         twin = copied(self)

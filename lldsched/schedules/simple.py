@@ -31,7 +31,7 @@ from lldsched.clock import dated, to_timestamp, utc_datetime
 from lldsched.errors import ScheduleError, ValidationError, shown
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
-from lldsched.schedules.base import AnswersItsOwnWay
+from lldsched.schedules.subclasses import AnswersItsOwnWay
 
 __all__ = ["FixedDelay", "FixedRate", "FrozenValue", "OneTime", "instant_text"]
 

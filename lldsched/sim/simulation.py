@@ -111,10 +111,10 @@ from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.outage import say_left_stale
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
+from lldsched.core.stalerows import say_left_stale
 from lldsched.core.task import Entry, Run
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, shown
@@ -409,7 +409,7 @@ class Simulation(
         through the same :meth:`StoreWrites.rewrite_stale
         <lldsched.core.storewrites.StoreWrites.rewrite_stale>` as the threaded
         shutdown's; those the store still refuses are named in one warning
-        (:func:`~lldsched.core.outage.say_left_stale`).  Without that, a one-off
+        (:func:`~lldsched.core.stalerows.say_left_stale`).  Without that, a one-off
         whose finish met a failing store stayed ``running`` in it, and the next start
         ran it again.  Last, the private event loops of coroutine actions are closed,
         and the thread one of them runs on when the simulation is driven from a running

@@ -32,7 +32,7 @@ from lldsched.errors import LeaseLost, StoreError, doc_url
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import FINISHED_STATUSES, Task, TaskSnapshot, finished
-from lldsched.schedules.base import wrapped_schedule
+from lldsched.schedules.objects import wrapped_schedule
 from lldsched.stores import postgres_lease_sql as lease_sql
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import check_written, encode_task

@@ -28,7 +28,7 @@ import logging
 from typing import Any
 
 from lldsched.core import storeuse
-from lldsched.core.outage import say_left_stale
+from lldsched.core.stalerows import say_left_stale
 from lldsched.logs import STORE
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.parts import NEW, STOPPED, SchedulerParts
@@ -160,7 +160,7 @@ class LastWrites(SchedulerParts):
         a one-off that finished as still to run.  On a thread of its own under the
         lock, waited for within the time left, as the shutdown's other store calls are;
         the rows still stale then are said in a warning
-        (:func:`~lldsched.core.outage.say_left_stale`, as the simulation's says
+        (:func:`~lldsched.core.stalerows.say_left_stale`, as the simulation's says
         them).  The first shutdown's only, or the second's if a signal cut the first
         short before it (:meth:`_writes_left`): a later one no longer holds the store
         (:mod:`lldsched.core.storeuse`)."""

@@ -404,7 +404,7 @@ class SimulationPlayer:
         pixel wide, vanished from its lane once the window held 200 runs.
 
         A run finds its lane by the label ``gantt`` gave its task (``frame``'s, by
-        :func:`~lldsched.views.plots._base.task_codes`: a name stored with a newline
+        :func:`~lldsched.views.plots.taskcolours.task_codes`: a name stored with a newline
         written escaped, a long one shortened, one two tasks share followed by the id),
         never by its raw name, which no lane of such a task is labelled with.
 
@@ -418,8 +418,9 @@ class SimulationPlayer:
         from lldsched.views.durations import seconds_text
         from lldsched.views.frames import ran
         from lldsched.views.plots import OTHER_TASKS, SHORT_RUN
-        from lldsched.views.plots._base import add_legend, detailed, task_codes
+        from lldsched.views.plots._base import add_legend, detailed
         from lldsched.views.plots.runbars import SHORT_LABEL
+        from lldsched.views.plots.taskcolours import task_codes
 
         legend = ax.get_legend()
         if legend is None:

@@ -18,7 +18,8 @@ from lldsched.core.names import MISFIRE_CAP, SKIP_CAP, SLOTS_STOOD_FOR
 from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.printable import one_line
-from lldsched.schedules.base import Schedule, has_schedule_methods, slot_after
+from lldsched.schedules.base import Schedule, slot_after
+from lldsched.schedules.objects import has_schedule_methods
 from lldsched.views.durations import short_text
 
 __all__ = [
@@ -288,7 +289,7 @@ def schedules_by_id(schedules: object) -> Mapping[str, Schedule]:
     ``summarize(records, True)`` raised ``AttributeError`` (``'bool' object has no
     attribute 'get'``) and ``task_summary(frame, True)`` a bare ``TypeError``.  Each key
     is a task id (a ``str``) and each value a schedule (registration's rule,
-    :func:`~lldsched.schedules.base.has_schedule_methods`): a value that was none
+    :func:`~lldsched.schedules.objects.has_schedule_methods`): a value that was none
     (``{"job": 60}``, ``{"job": FixedRate}``) raised ``AttributeError`` or ``TypeError``
     at the first record of its task, and a key that was no id matched nothing, unsaid.
     Not cron text, which a task and a decorator take (read in the runtime's zone): here

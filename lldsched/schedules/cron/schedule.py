@@ -55,10 +55,12 @@ from lldsched import checks
 from lldsched.clock import UTC_NAMES, utc_datetime
 from lldsched.errors import ScheduleError, shown
 from lldsched.model import ExecutionRecord
-from lldsched.schedules.base import AnswersItsOwnWay, copied, slots_from
+from lldsched.schedules.base import slots_from
 from lldsched.schedules.cron.parse import CronFields, parse
 from lldsched.schedules.cron.search import HORIZON_DAYS, NO_CURSOR, CronEngine, Cursor
 from lldsched.schedules.cron.zone import local_days
+from lldsched.schedules.objects import copied
+from lldsched.schedules.subclasses import AnswersItsOwnWay
 
 __all__ = ["HORIZON_DAYS", "MAX_PREVIEW", "CronSchedule", "from_text"]
 
@@ -176,7 +178,7 @@ class CronSchedule(AnswersItsOwnWay):
     def in_zone(self, tz: str | tzinfo) -> Self:
         """The same expression read in ``tz`` (a schedule that names that zone).  A
         subclass's comes back of its class, with its own attributes (:func:`~lldsched.
-        schedules.base.copied`): what a scheduler with a default zone registers in place
+        schedules.objects.copied`): what a scheduler with a default zone registers in place
         of one that names none (docs/EXTENDING.md, "A subclass of a built-in
         schedule")."""
         moved = copied(self)

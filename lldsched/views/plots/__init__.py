@@ -49,17 +49,15 @@ greyscale, or by a hatch or a marker too (:mod:`lldsched.views.plots.palette`).
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
     MAX_LANES,
-    MAX_LEGEND_TASKS,
     MIN_LANE_INCHES,
-    OTHER_TASKS,
     SHORT_RUN,
     PlotFigure,
     describe,
-    task_colours,
 )
 from lldsched.views.plots.cluster import cluster_timeline, fencing_comparison
 from lldsched.views.plots.gantt import gantt, mark_wait
 from lldsched.views.plots.overrun import overrun_comparison
+from lldsched.views.plots.taskcolours import MAX_LEGEND_TASKS, OTHER_TASKS, task_colours
 from lldsched.views.plots.timing import (
     MAX_COLUMNS,
     lateness_distribution,

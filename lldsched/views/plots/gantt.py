@@ -33,24 +33,24 @@ from lldsched.views.plots._base import (
     Axes,
     Figure,
     add_legend,
-    as_zone,
-    date_numbers,
     detailed,
     figure_and_axes,
     first_free_rows,
     lanes_height,
     root_figure,
     say_empty,
-    seconds_of,
-    set_time_span,
-    task_codes,
-    task_handles,
-    task_label,
-    time_axis,
     write_title,
 )
 from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import BAR_HEIGHT, draw_runs, failures, mark_handles
+from lldsched.views.plots.taskcolours import task_codes, task_handles, task_label
+from lldsched.views.plots.timeaxis import (
+    as_zone,
+    date_numbers,
+    seconds_of,
+    set_time_span,
+    time_axis,
+)
 from lldsched.views.runs import check_spans, instants, ran_reading
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]

@@ -26,18 +26,15 @@ from lldsched.views.plots._base import (
     Patch,
     PlotFigure,
     add_legend,
-    as_zone,
-    date_numbers,
     root_figure,
     say_empty,
-    set_time_span,
-    task_colours,
-    time_axis,
     write_figure_title,
     write_title,
 )
 from lldsched.views.plots.palette import ACCENT
 from lldsched.views.plots.runbars import draw_runs, failures, mark_handles
+from lldsched.views.plots.taskcolours import task_colours
+from lldsched.views.plots.timeaxis import as_zone, date_numbers, set_time_span, time_axis
 from lldsched.views.report import slots_stood_for
 from lldsched.views.runs import check_spans
 

@@ -29,8 +29,9 @@ from matplotlib.path import Path
 
 from lldsched.errors import OVERLAP_CANCEL_ERROR
 from lldsched.model import Outcome
-from lldsched.views.plots._base import LONE_INSTANT, SHORT_RUN, Array, date_numbers
+from lldsched.views.plots._base import SHORT_RUN, Array
 from lldsched.views.plots.palette import text_on
+from lldsched.views.plots.timeaxis import LONE_INSTANT, date_numbers
 
 __all__ = [
     "BAR_HEIGHT",

@@ -15,23 +15,22 @@ from lldsched.views.lanes import Workers, column_labels
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
     MAX_LANES,
-    OTHER_TASKS,
     Axes,
     Figure,
     add_legend,
-    as_zone,
-    date_numbers,
     figure_and_axes,
     lanes_height,
     say_empty,
+    write_title,
+)
+from lldsched.views.plots.taskcolours import OTHER_TASKS, task_codes, task_handles, task_mark
+from lldsched.views.plots.timeaxis import (
+    as_zone,
+    date_numbers,
     seconds_of,
     set_time_span,
-    task_codes,
-    task_handles,
-    task_mark,
     time_axis,
     time_unit,
-    write_title,
 )
 from lldsched.views.runs import check_lateness, ran_reading
 from lldsched.views.utilisation import utilisation_drawn
