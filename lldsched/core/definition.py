@@ -26,6 +26,7 @@ from lldsched.checks import FARTHEST
 from lldsched.core.names import (
     BLOCKED,
     CANCELLED,
+    COALESCED,
     PAUSED,
     RETRYING,
     RUNNABLE,
@@ -78,7 +79,7 @@ class DefinitionVerbs(CoreParts):
         now = self.clock.now()
         first = _first_run(task.name, schedule, now)
         saved = _Definition.of(task)
-        due, behind = self._start_afresh(task, schedule, first)
+        due, behind = self._start_afresh(task, schedule, first, now)
         self._commit(task, saved, anew=True)
         if behind:
             self._drop_behind(task)
@@ -321,7 +322,7 @@ class DefinitionVerbs(CoreParts):
             task._options = options
             fit_flight(task)
             due, behind = (
-                (None, False) if first is None else self._start_afresh(task, schedule, first)
+                (None, False) if first is None else self._start_afresh(task, schedule, first, now)
             )
         self._commit(task, saved, anew=first is not None)
         if behind:
@@ -346,7 +347,7 @@ class DefinitionVerbs(CoreParts):
                 on_retime(run)
 
     def _start_afresh(
-        self, task: ScheduledTask, schedule: Schedule, first: float
+        self, task: ScheduledTask, schedule: Schedule, first: float, now: float
     ) -> tuple[float | None, bool]:
         """Put ``schedule`` in place as if the task were registered now (its first run
         then is ``first``), changing only what :class:`_Definition` puts back; returns
@@ -355,6 +356,10 @@ class DefinitionVerbs(CoreParts):
         (:meth:`_drop_behind`, once the store took the change: the old schedule's slot,
         dropped as a plan in front is)."""
         status = task.status
+        owed = _owed(task, now) if status is SCHEDULED and task._run is None else None
+        if owed is not None:  # a slot already due runs first: the new schedule follows it
+            task._schedule = CatchUp(schedule, owed, FIRST_RUN)
+            return None, False
         if status in (SCHEDULED, PAUSED, BLOCKED) and task._run is None and not task.attempt:
             if status is BLOCKED:  # its wait goes on, recorded for the slot found blocked
                 self._wait_moved(task)
@@ -424,6 +429,34 @@ def _anew(task_id: str) -> str:
     """How a finished task's id is registered again: its task removed first (a retired
     one's id is free)."""
     return f"remove({task_id!r}) first to register it anew"
+
+
+def _owed(task: ScheduledTask, now: float) -> list[float] | None:
+    """The slots a SCHEDULED ``task`` owes before a new schedule starts, after the one it
+    is due at, or None when it owes nothing (docs/decisions/changing-a-task.md, "A slot
+    already due when the schedule changes runs first").  A slot due before ``now`` is
+    owed: the latest slot a restart's misfire decision runs, the earlier ones
+    ``coalesced`` into it (due at ``now`` too, when the downtime ended on a slot), and
+    with it the rest of a ``RUN_ALL`` plan's catch-up runs, all passed.  Not owed: a slot
+    due at ``now`` that no decision folded slots into (a task registered due at once),
+    and a ``run_now``'s extra run and the slot it put off (a plan that is no misfire
+    decision's): a new schedule supersedes them."""
+    due = task.next_run_at
+    if due is None or due > now or (due == now and not _folded_into(task)):
+        return None
+    schedule = task._schedule
+    if type(schedule) is not CatchUp or schedule.spent:
+        return []
+    if schedule.until is None and not schedule.resuming:
+        return None  # a run_now's extra run, the slot it put off behind it
+    return list(schedule.slots)
+
+
+def _folded_into(task: ScheduledTask) -> bool:
+    """True when ``task``'s latest record is a slot ``coalesced`` into the run it is due
+    at (the misfire decision records the passed slots before it queues that run)."""
+    history = task.history
+    return bool(history) and history[-1].outcome is COALESCED
 
 
 def _first_run(name: str, schedule: Schedule, now: float) -> float:

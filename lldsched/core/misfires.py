@@ -56,7 +56,7 @@ from lldsched.schedules.base import (
     slots_counted,
     slots_on,
 )
-from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, unwrap
+from lldsched.schedules.catchup import FIRST_RUN, SCHEDULE_DECIDES, CatchUp, Resume, unwrap
 
 __all__ = [
     "COALESCED",
@@ -612,9 +612,16 @@ def queue_as_decided(
 ) -> None:
     """Queue ``task`` as ``decided`` says, after its ``owed`` attempt (cancelled if
     nothing is left to run)."""
-    own = unwrap(task._schedule)  # a catch-up decided earlier is superseded
+    schedule = task._schedule
+    own = unwrap(schedule)  # a catch-up decided earlier is superseded
     queue = list(decided.runs)
     resume = decided.resume
+    if queue and resume is SCHEDULE_DECIDES and type(schedule) is CatchUp and schedule.afresh:
+        # a new schedule waits for these runs (DefinitionVerbs._start_afresh): it starts
+        # afresh after them, as it would have
+        plan = CatchUp(own, queue[1:], FIRST_RUN)
+        core.replan(task, due=queue[0], schedule=plan, slot=None if owed is not None else queue[0])
+        return
     if owed is not None:
         queue.insert(0, owed)
     elif not queue:
