@@ -24,6 +24,7 @@ from lldsched import (
     Simulation,
     TaskEvent,
 )
+from lldsched.core.names import MISFIRE_CAP
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.stores.sqlite import SqliteTaskStore
 from lldsched.testing import Stepper
@@ -128,18 +129,45 @@ def test_a_simulation_restored_after_a_downtime_runs_the_catch_up_then_the_new_s
         _assert_the_decision_stood(records)
 
 
-def test_on_a_shared_store_the_catch_up_runs_once_then_the_new_schedule(tmp_path: Path) -> None:
+def test_on_a_shared_store_a_downtime_no_claim_decided_starts_afresh_and_records_nothing(
+    tmp_path: Path,
+) -> None:
+    # A shared store's downtime is decided by the node that claims the passed slot, not
+    # at load: registered with a new schedule before any claim, the task starts afresh,
+    # and no record says a slot was folded into a run (the two nodes agree).
     path = tmp_path / "tasks.db"
     _before_the_downtime(path, shared=True)
-    stores = [SqliteTaskStore(path, shared=True) for _ in range(2)]
-    schedulers = [Scheduler(workers=1, clock=FakeClock(BACK), store=store) for store in stores]
-    with stores[0], stores[1], Stepper(schedulers[0]) as one, Stepper(schedulers[1]) as two:
-        for scheduler in schedulers:  # each node registers its jobs at its start
-            _replace(scheduler)
-        for _ in range(5):
-            one.advance(HOUR)
-            two.advance(HOUR)
-        records = stores[0].records("job")
+    with SqliteTaskStore(path, shared=True) as one, SqliteTaskStore(path, shared=True) as two:
+        first = Scheduler(workers=1, clock=FakeClock(BACK), store=one)
+        second = Scheduler(workers=1, clock=FakeClock(BACK), store=two)
+        _replace(first)
+        _replace(second)
+        second.shutdown()  # a Stepper waits for its own scheduler's due tasks only
+        with Stepper(first) as steps:
+            steps.advance(4.5 * HOUR)
+        records = one.records("job")
+    assert [r.outcome for r in records if not r.outcome.ran] == []
+    assert _slots(records) == [0, 1, 7.5, 9.5]
+
+
+def test_on_a_shared_store_a_claims_decision_stands_when_a_node_registers_after_it(
+    tmp_path: Path,
+) -> None:
+    # The first node claims the passed slot and decides the downtime (2h, 3h and 4h
+    # coalesced into the run of 5h, which it runs); a second node registering the new
+    # schedule after it keeps that decision, its records and its one run.
+    path = tmp_path / "tasks.db"
+    _before_the_downtime(path, shared=True)
+    with SqliteTaskStore(path, shared=True) as one, SqliteTaskStore(path, shared=True) as two:
+        first = Scheduler(workers=1, clock=FakeClock(BACK), store=one)
+        with Stepper(first):
+            _register(first, OLD, replace_existing=True)
+            first.wait_idle()
+        second = Scheduler(workers=1, clock=FakeClock(BACK), store=two)
+        _replace(second)
+        with Stepper(second) as steps:
+            steps.advance(4.5 * HOUR)
+        records = two.records("job")
     _assert_the_decision_stood(records)
 
 
@@ -162,3 +190,62 @@ def test_a_skip_policy_runs_nothing_for_the_downtime_and_records_every_passed_sl
         records = store.records("job")
     assert _slots(records, Outcome.MISSED) == [2, 3, 4, 5]
     assert _slots(records) == [0, 1, 7.5, 9.5]
+
+
+def _restored_records(
+    path: Path, back: float, until: float, schedule: FixedRate, **options: object
+) -> list[ExecutionRecord]:
+    """The store's records once a simulation restarted at ``back`` on it, the job
+    registered anew with ``schedule``, ran until ``until``."""
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(workers=1, start=back, store=store)
+        _register(sim, schedule, replace_existing=True, **options)
+        sim.run(until)
+        return store.records("job")
+
+
+def test_a_downtime_that_ends_on_a_slot_runs_that_slot_once_then_the_new_schedule(
+    tmp_path: Path,
+) -> None:
+    # Back at 5h sharp: 2h, 3h and 4h are folded into the run of 5h, due at the instant
+    # the registration changes the schedule (a task registered due now is not owed).
+    path = tmp_path / "tasks.db"
+    _before_the_downtime(path)
+    records = _restored_records(path, T0 + 5 * HOUR, T0 + 10 * HOUR, NEW)
+    assert _slots(records, Outcome.COALESCED) == [2, 3, 4]
+    assert _slots(records) == [0, 1, 5, 7, 9]
+
+
+def test_a_run_all_plan_runs_its_catch_up_runs_then_the_new_schedule(tmp_path: Path) -> None:
+    # RUN_ALL, max_catch_up=2: 2h and 3h missed, 4h and 5h run, then the new schedule.
+    path = tmp_path / "tasks.db"
+    run_all = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2)
+    store = SqliteTaskStore(path)
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+    with store, Stepper(scheduler) as steps:
+        _register(scheduler, OLD, misfire=run_all)
+        steps.advance(1.5 * HOUR)
+    records = _restored_records(path, BACK, BACK + 4.5 * HOUR, NEW, misfire=run_all)
+    assert _slots(records, Outcome.MISSED) == [2, 3]
+    assert _slots(records) == [0, 1, 4, 5, 7.5, 9.5]
+
+
+def test_a_downtime_past_the_misfire_cap_runs_the_one_catch_up_then_the_new_schedule(
+    tmp_path: Path,
+) -> None:
+    # 1,000 slots listed one by one (MAX_SLOTS), one record standing for the rest: each
+    # is coalesced into the run of the 1,000th passed slot, which runs.
+    path = tmp_path / "tasks.db"
+    store = SqliteTaskStore(path)
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+    with store, Stepper(scheduler) as steps:
+        _register(scheduler, FixedRate(60))
+        steps.advance(30)  # runs at T0
+    back = T0 + 2000 * 60 + 30
+    records = _restored_records(path, back, back + 4 * HOUR, NEW)
+    assert [r.outcome for r in records[-4:]] == [Outcome.COALESCED, *[Outcome.OK] * 3]
+    stands_for_the_rest = records[-4]  # the cap's record, after the 999 listed
+    assert stands_for_the_rest.error is not None
+    assert stands_for_the_rest.error.startswith(MISFIRE_CAP)
+    ran = [r.slot for r in records[-3:]]
+    assert ran == [T0 + 1000 * 60, back + 2 * HOUR, back + 4 * HOUR]

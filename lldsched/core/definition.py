@@ -356,7 +356,11 @@ class DefinitionVerbs(CoreParts):
         (:meth:`_drop_behind`, once the store took the change: the old schedule's slot,
         dropped as a plan in front is)."""
         status = task.status
-        owed = _owed(task, now) if status is SCHEDULED and task._run is None else None
+        owed = (
+            _owed(task, now, decided_here=self.node is None)
+            if status is SCHEDULED and task._run is None
+            else None
+        )
         if owed is not None:  # a slot already due runs first: the new schedule follows it
             task._schedule = CatchUp(schedule, owed, FIRST_RUN)
             return None, False
@@ -431,7 +435,7 @@ def _anew(task_id: str) -> str:
     return f"remove({task_id!r}) first to register it anew"
 
 
-def _owed(task: ScheduledTask, now: float) -> list[float] | None:
+def _owed(task: ScheduledTask, now: float, *, decided_here: bool) -> list[float] | None:
     """The slots a SCHEDULED ``task`` owes before a new schedule starts, after the one it
     is due at, or None when it owes nothing (docs/decisions/changing-a-task.md, "A slot
     already due when the schedule changes runs first").  A slot due before ``now`` is
@@ -440,9 +444,16 @@ def _owed(task: ScheduledTask, now: float) -> list[float] | None:
     with it the rest of a ``RUN_ALL`` plan's catch-up runs, all passed.  Not owed: a slot
     due at ``now`` that no decision folded slots into (a task registered due at once),
     and a ``run_now``'s extra run and the slot it put off (a plan that is no misfire
-    decision's): a new schedule supersedes them."""
+    decision's): a new schedule supersedes them.
+
+    ``decided_here``: False on a shared store, where the node that claims a slot
+    passed before it was there decides the downtime (``Coordinator.claim``), on the
+    row's schedule: a slot due before ``now`` is owed there only once a claim folded
+    slots into it; undecided, the task starts afresh, and no record claims anything."""
     due = task.next_run_at
-    if due is None or due > now or (due == now and not _folded_into(task)):
+    if due is None or due > now:
+        return None
+    if (due == now or not decided_here) and not _folded_into(task):
         return None
     schedule = task._schedule
     if type(schedule) is not CatchUp or schedule.spent:
