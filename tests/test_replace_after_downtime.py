@@ -129,46 +129,35 @@ def test_a_simulation_restored_after_a_downtime_runs_the_catch_up_then_the_new_s
         _assert_the_decision_stood(records)
 
 
-def test_on_a_shared_store_a_downtime_no_claim_decided_starts_afresh_and_records_nothing(
-    tmp_path: Path,
-) -> None:
+@pytest.mark.parametrize("claimed", [False, True], ids=["before-a-claim", "after-a-claim"])
+def test_on_a_shared_store_only_a_claims_decision_is_kept(tmp_path: Path, claimed: bool) -> None:
     # A shared store's downtime is decided by the node that claims the passed slot, not
-    # at load: registered with a new schedule before any claim, the task starts afresh,
-    # and no record says a slot was folded into a run (the two nodes agree).
+    # at load.  Registered with the new schedule before any claim (both nodes), the task
+    # starts afresh and no record says a slot was folded into a run.  After the first
+    # node's claim decided it (2h, 3h and 4h coalesced into the run of 5h, which it ran),
+    # the second node's registration keeps that decision, its records and its one run.
     path = tmp_path / "tasks.db"
     _before_the_downtime(path, shared=True)
     with SqliteTaskStore(path, shared=True) as one, SqliteTaskStore(path, shared=True) as two:
         first = Scheduler(workers=1, clock=FakeClock(BACK), store=one)
+        if claimed:
+            with Stepper(first):
+                _register(first, OLD, replace_existing=True)
+                first.wait_idle()
+        else:
+            _replace(first)
         second = Scheduler(workers=1, clock=FakeClock(BACK), store=two)
-        _replace(first)
         _replace(second)
-        second.shutdown()  # a Stepper waits for its own scheduler's due tasks only
-        with Stepper(first) as steps:
+        stepped, idle = (second, first) if claimed else (first, second)
+        idle.shutdown()  # a Stepper waits for its own scheduler's due tasks only
+        with Stepper(stepped) as steps:
             steps.advance(4.5 * HOUR)
         records = one.records("job")
-    assert [r.outcome for r in records if not r.outcome.ran] == []
-    assert _slots(records) == [0, 1, 7.5, 9.5]
-
-
-def test_on_a_shared_store_a_claims_decision_stands_when_a_node_registers_after_it(
-    tmp_path: Path,
-) -> None:
-    # The first node claims the passed slot and decides the downtime (2h, 3h and 4h
-    # coalesced into the run of 5h, which it runs); a second node registering the new
-    # schedule after it keeps that decision, its records and its one run.
-    path = tmp_path / "tasks.db"
-    _before_the_downtime(path, shared=True)
-    with SqliteTaskStore(path, shared=True) as one, SqliteTaskStore(path, shared=True) as two:
-        first = Scheduler(workers=1, clock=FakeClock(BACK), store=one)
-        with Stepper(first):
-            _register(first, OLD, replace_existing=True)
-            first.wait_idle()
-        second = Scheduler(workers=1, clock=FakeClock(BACK), store=two)
-        _replace(second)
-        with Stepper(second) as steps:
-            steps.advance(4.5 * HOUR)
-        records = two.records("job")
-    _assert_the_decision_stood(records)
+    if claimed:
+        _assert_the_decision_stood(records)
+    else:
+        assert [r.outcome for r in records if not r.outcome.ran] == []
+        assert _slots(records) == [0, 1, 7.5, 9.5]
 
 
 def test_a_skip_policy_runs_nothing_for_the_downtime_and_records_every_passed_slot(

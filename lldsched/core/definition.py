@@ -61,8 +61,10 @@ class DefinitionVerbs(CoreParts):
         with work owed (a run in flight, a retry pending, also while paused) does
         that work first: the new schedule's first run then counts from the finish
         of the run that completes it.  A FAILED task takes the schedule and stays in
-        the dead letter (``redrive`` runs it).  Any plan in front of the schedule (a
-        catch-up after downtime, an extra run from :meth:`run_now`) is dropped.
+        the dead letter (``redrive`` runs it).  A slot already due before now (the run a
+        restart's misfire decision folded the passed slots into, and the rest of its
+        catch-up plan) is owed work too, and runs first (:func:`_owed`); any other plan
+        in front of the schedule (an extra run from :meth:`run_now`) is dropped.
 
         :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task (nothing will
         run again); :class:`ScheduleError` for a schedule that never fires.
@@ -350,11 +352,12 @@ class DefinitionVerbs(CoreParts):
         self, task: ScheduledTask, schedule: Schedule, first: float, now: float
     ) -> tuple[float | None, bool]:
         """Put ``schedule`` in place as if the task were registered now (its first run
-        then is ``first``), changing only what :class:`_Definition` puts back; returns
-        the instant to queue it at (None: its queue entry, if any, stays as it is), and
-        whether the slot an overlapping task queued behind its runs in flight is to go
-        (:meth:`_drop_behind`, once the store took the change: the old schedule's slot,
-        dropped as a plan in front is)."""
+        then is ``first``, or counted from the finish of the work owed first: a run in
+        flight, a pending retry, a slot already due, :func:`_owed`), changing only what
+        :class:`_Definition` puts back; returns the instant to queue it at (None: its
+        queue entry, if any, stays as it is), and whether the slot an overlapping task
+        queued behind its runs in flight is to go (:meth:`_drop_behind`, once the store
+        took the change: the old schedule's slot, dropped as a plan in front is)."""
         status = task.status
         owed = (
             _owed(task, now, decided_here=self.node is None)
