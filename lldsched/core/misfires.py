@@ -616,12 +616,10 @@ def queue_as_decided(
     own = unwrap(schedule)  # a catch-up decided earlier is superseded
     queue = list(decided.runs)
     resume = decided.resume
-    if queue and resume is SCHEDULE_DECIDES and type(schedule) is CatchUp and schedule.afresh:
-        # a new schedule waits for these runs (DefinitionVerbs._start_afresh): it starts
-        # afresh after them, as it would have
-        plan = CatchUp(own, queue[1:], FIRST_RUN)
-        core.replan(task, due=queue[0], schedule=plan, slot=None if owed is not None else queue[0])
-        return
+    # A new schedule waits for these runs (DefinitionVerbs._start_afresh): it starts
+    # afresh after them, as it would have.
+    afresh = isinstance(schedule, CatchUp) and schedule.afresh
+    afresh = afresh and bool(queue) and resume is SCHEDULE_DECIDES
     if owed is not None:
         queue.insert(0, owed)
     elif not queue:
@@ -632,6 +630,10 @@ def queue_as_decided(
                 core.cancel(task.id)
             return
         queue, resume = [resume], SCHEDULE_DECIDES
+    if afresh:
+        plan = CatchUp(own, queue[1:], FIRST_RUN)
+        core.replan(task, due=queue[0], schedule=plan, slot=None if owed is not None else queue[0])
+        return
     plan_ahead = len(queue) > 1 or resume is not SCHEDULE_DECIDES
     # Where the runs decided end, kept with the row (TaskSnapshot.until): the slot after
     # the last, when the task's schedule takes over from it.
