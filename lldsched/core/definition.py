@@ -26,6 +26,7 @@ from lldsched.checks import FARTHEST
 from lldsched.core.names import (
     BLOCKED,
     CANCELLED,
+    COALESCED,
     PAUSED,
     RETRYING,
     RUNNABLE,
@@ -60,8 +61,10 @@ class DefinitionVerbs(CoreParts):
         with work owed (a run in flight, a retry pending, also while paused) does
         that work first: the new schedule's first run then counts from the finish
         of the run that completes it.  A FAILED task takes the schedule and stays in
-        the dead letter (``redrive`` runs it).  Any plan in front of the schedule (a
-        catch-up after downtime, an extra run from :meth:`run_now`) is dropped.
+        the dead letter (``redrive`` runs it).  A slot already due before now (the run a
+        restart's misfire decision folded the passed slots into, and the rest of its
+        catch-up plan) is owed work too, and runs first (:func:`_owed`); any other plan
+        in front of the schedule (an extra run from :meth:`run_now`) is dropped.
 
         :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task (nothing will
         run again); :class:`ScheduleError` for a schedule that never fires.
@@ -78,7 +81,7 @@ class DefinitionVerbs(CoreParts):
         now = self.clock.now()
         first = _first_run(task.name, schedule, now)
         saved = _Definition.of(task)
-        due, behind = self._start_afresh(task, schedule, first)
+        due, behind = self._start_afresh(task, schedule, first, now)
         self._commit(task, saved, anew=True)
         if behind:
             self._drop_behind(task)
@@ -321,7 +324,7 @@ class DefinitionVerbs(CoreParts):
             task._options = options
             fit_flight(task)
             due, behind = (
-                (None, False) if first is None else self._start_afresh(task, schedule, first)
+                (None, False) if first is None else self._start_afresh(task, schedule, first, now)
             )
         self._commit(task, saved, anew=first is not None)
         if behind:
@@ -346,15 +349,24 @@ class DefinitionVerbs(CoreParts):
                 on_retime(run)
 
     def _start_afresh(
-        self, task: ScheduledTask, schedule: Schedule, first: float
+        self, task: ScheduledTask, schedule: Schedule, first: float, now: float
     ) -> tuple[float | None, bool]:
         """Put ``schedule`` in place as if the task were registered now (its first run
-        then is ``first``), changing only what :class:`_Definition` puts back; returns
-        the instant to queue it at (None: its queue entry, if any, stays as it is), and
-        whether the slot an overlapping task queued behind its runs in flight is to go
-        (:meth:`_drop_behind`, once the store took the change: the old schedule's slot,
-        dropped as a plan in front is)."""
+        then is ``first``, or counted from the finish of the work owed first: a run in
+        flight, a pending retry, a slot already due, :func:`_owed`), changing only what
+        :class:`_Definition` puts back; returns the instant to queue it at (None: its
+        queue entry, if any, stays as it is), and whether the slot an overlapping task
+        queued behind its runs in flight is to go (:meth:`_drop_behind`, once the store
+        took the change: the old schedule's slot, dropped as a plan in front is)."""
         status = task.status
+        owed = (
+            _owed(task, now, decided_here=self.node is None)
+            if status is SCHEDULED and task._run is None
+            else None
+        )
+        if owed is not None:  # a slot already due runs first: the new schedule follows it
+            task._schedule = CatchUp(schedule, owed, FIRST_RUN)
+            return None, False
         if status in (SCHEDULED, PAUSED, BLOCKED) and task._run is None and not task.attempt:
             if status is BLOCKED:  # its wait goes on, recorded for the slot found blocked
                 self._wait_moved(task)
@@ -424,6 +436,41 @@ def _anew(task_id: str) -> str:
     """How a finished task's id is registered again: its task removed first (a retired
     one's id is free)."""
     return f"remove({task_id!r}) first to register it anew"
+
+
+def _owed(task: ScheduledTask, now: float, *, decided_here: bool) -> list[float] | None:
+    """The slots a SCHEDULED ``task`` owes before a new schedule starts, after the one it
+    is due at, or None when it owes nothing (docs/decisions/changing-a-task.md, "A slot
+    already due when the schedule changes runs first").  A slot due before ``now`` is
+    owed: the latest slot a restart's misfire decision runs, the earlier ones
+    ``coalesced`` into it (due at ``now`` too, when the downtime ended on a slot), and
+    with it the rest of a ``RUN_ALL`` plan's catch-up runs, all passed.  Not owed: a slot
+    due at ``now`` that no decision folded slots into (a task registered due at once),
+    and a ``run_now``'s extra run and the slot it put off (a plan that is no misfire
+    decision's): a new schedule supersedes them.
+
+    ``decided_here``: False on a shared store, where the node that claims a slot
+    passed before it was there decides the downtime (``Coordinator.claim``), on the
+    row's schedule: a slot due before ``now`` is owed there only once a claim folded
+    slots into it; undecided, the task starts afresh, and no record claims anything."""
+    due = task.next_run_at
+    if due is None or due > now:
+        return None
+    if (due == now or not decided_here) and not _folded_into(task):
+        return None
+    schedule = task._schedule
+    if type(schedule) is not CatchUp or schedule.spent:
+        return []
+    if schedule.until is None and not schedule.resuming:
+        return None  # a run_now's extra run, the slot it put off behind it
+    return list(schedule.slots)
+
+
+def _folded_into(task: ScheduledTask) -> bool:
+    """True when ``task``'s latest record is a slot ``coalesced`` into the run it is due
+    at (the misfire decision records the passed slots before it queues that run)."""
+    history = task.history
+    return bool(history) and history[-1].outcome is COALESCED
 
 
 def _first_run(name: str, schedule: Schedule, now: float) -> float:

@@ -37,7 +37,7 @@ from lldsched.core.misfireplan import (
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import DEFAULT_MISFIRE, Misfire
-from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, unwrap
+from lldsched.schedules.catchup import FIRST_RUN, SCHEDULE_DECIDES, CatchUp, unwrap
 
 __all__ = [
     "History",
@@ -246,9 +246,14 @@ def queue_as_decided(
 ) -> None:
     """Queue ``task`` as ``decided`` says, after its ``owed`` attempt (cancelled if
     nothing is left to run)."""
-    own = unwrap(task._schedule)  # a catch-up decided earlier is superseded
+    schedule = task._schedule
+    own = unwrap(schedule)  # a catch-up decided earlier is superseded
     queue = list(decided.runs)
     resume = decided.resume
+    # A new schedule waits for these runs (DefinitionVerbs._start_afresh): it starts
+    # afresh after them, as it would have.
+    afresh = isinstance(schedule, CatchUp) and schedule.afresh
+    afresh = afresh and bool(queue) and resume is SCHEDULE_DECIDES
     if owed is not None:
         queue.insert(0, owed)
     elif not queue:
@@ -259,6 +264,10 @@ def queue_as_decided(
                 core.cancel(task.id)
             return
         queue, resume = [resume], SCHEDULE_DECIDES
+    if afresh:
+        plan = CatchUp(own, queue[1:], FIRST_RUN)
+        core.replan(task, due=queue[0], schedule=plan, slot=None if owed is not None else queue[0])
+        return
     plan_ahead = len(queue) > 1 or resume is not SCHEDULE_DECIDES
     # Where the runs decided end, kept with the row (TaskSnapshot.until): the slot after
     # the last, when the task's schedule takes over from it.

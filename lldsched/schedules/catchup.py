@@ -177,6 +177,12 @@ class CatchUp:
         return self._resumes and not self._slots and self.waited is not None
 
     @property
+    def afresh(self) -> bool:
+        """True while the plan ends with its own schedule's first run (``then``
+        :data:`FIRST_RUN`: a new schedule waiting for the work owed before it)."""
+        return self._then is FIRST_RUN and not self.spent
+
+    @property
     def slots(self) -> tuple[float, ...]:
         """The slots this plan still hands out after the run due, oldest first."""
         return tuple(self._slots)

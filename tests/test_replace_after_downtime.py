@@ -1,0 +1,240 @@
+"""A task restored after a downtime whose schedule changed at registration.
+
+The restart's misfire decision (``coalesced`` records for the passed slots, one run for
+the latest) stands: the catch-up run is owed work, and the new schedule's first run
+counts from its finish (docs/decisions/changing-a-task.md, "A slot already due when the
+schedule changes runs first").  The same on ``Scheduler`` and ``Simulation``, with a
+store of its own or a shared one, and for ``reschedule`` as for a replacement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    Misfire,
+    MisfirePolicy,
+    Scheduler,
+    Simulation,
+    TaskEvent,
+)
+from lldsched.core.names import MISFIRE_CAP
+from lldsched.model import ExecutionRecord, Outcome
+from lldsched.stores.sqlite import SqliteTaskStore
+from lldsched.testing import Stepper
+from tests import jobs
+from tests.conftest import T0
+
+HOUR = 3600.0
+OLD = FixedRate(HOUR)  # due at T0, T0+1h, ...
+NEW = FixedRate(2 * HOUR, start_delay=2 * HOUR)  # a new schedule, first run 2h on
+BACK = T0 + 5.5 * HOUR  # down from T0+1h30 to T0+5h30: slots 2h, 3h, 4h, 5h passed
+
+Verb = Callable[[Scheduler | Simulation], object]
+
+
+def _register(runtime: Scheduler | Simulation, schedule: FixedRate, **options: object) -> None:
+    """Register the service's job, as at every start (a simulation takes it by keyword)."""
+    if isinstance(runtime, Simulation):
+        runtime.schedule("job", schedule, action=jobs.noop, id="job", **options)  # type: ignore[arg-type]
+    else:
+        runtime.schedule("job", jobs.noop, schedule, id="job", **options)  # type: ignore[arg-type]
+
+
+def _replace(runtime: Scheduler | Simulation) -> object:
+    _register(runtime, NEW, replace_existing=True)
+    return None
+
+
+def _reschedule(runtime: Scheduler | Simulation) -> object:
+    return runtime.reschedule("job", NEW)
+
+
+def _slots(records: list[ExecutionRecord], outcome: Outcome | None = None) -> list[float]:
+    """The slots of ``records`` (those with ``outcome``, or those that ran), hours from T0."""
+    return [
+        (record.slot - T0) / HOUR
+        for record in records
+        if (record.outcome is outcome if outcome is not None else record.outcome.ran)
+    ]
+
+
+def _before_the_downtime(path: Path, *, shared: bool = False) -> None:
+    store = SqliteTaskStore(path, shared=shared)
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+    with store, Stepper(scheduler) as steps:
+        scheduler.schedule("job", jobs.noop, OLD, id="job", replace_existing=True)
+        steps.advance(1.5 * HOUR)  # runs at T0 and T0+1h
+
+
+def _assert_the_decision_stood(records: list[ExecutionRecord]) -> None:
+    # 2h, 3h and 4h were folded into the run of 5h, which runs at the restart, once;
+    # the new schedule's first run counts from its finish: 5h30 + 2h.
+    assert _slots(records, Outcome.COALESCED) == [2, 3, 4]
+    assert _slots(records) == [0, 1, 5, 7.5, 9.5]
+    late = [record for record in records if record.slot == T0 + 5 * HOUR]
+    assert [record.started for record in late] == [BACK]
+
+
+@pytest.mark.parametrize("verb", [_replace, _reschedule], ids=["replace", "reschedule"])
+@pytest.mark.parametrize("started", [False, True], ids=["before-start", "after-start"])
+def test_a_scheduler_restored_after_a_downtime_runs_the_catch_up_then_the_new_schedule(
+    tmp_path: Path, verb: Verb, started: bool
+) -> None:
+    # A service registers its jobs before start() (the restart's decisions were taken
+    # as the scheduler was built, and are taken again at start), or after it.
+    path = tmp_path / "tasks.db"
+    _before_the_downtime(path)
+    heard: list[TaskEvent] = []
+    store = SqliteTaskStore(path)
+    scheduler = Scheduler(workers=1, clock=FakeClock(BACK), store=store, listeners=[heard.append])
+    with store, contextlib.ExitStack() as stack:
+        if started:
+            steps = stack.enter_context(Stepper(scheduler))
+        if verb is _reschedule:
+            _register(scheduler, OLD, replace_existing=True)
+        verb(scheduler)
+        if not started:
+            assert scheduler.task("job").next_run_at == T0 + 5 * HOUR  # still due
+            steps = stack.enter_context(Stepper(scheduler))
+        steps.advance(4.5 * HOUR)
+        records = scheduler.records()
+        _assert_the_decision_stood(records)
+        assert store.records("job") == records  # the store holds the same
+    decided = [e.record.slot for e in heard if e.record is not None and not e.record.outcome.ran]
+    assert [(slot - T0) / HOUR for slot in decided] == [2, 3, 4]  # the listeners heard them
+
+
+@pytest.mark.parametrize("verb", [_replace, _reschedule], ids=["replace", "reschedule"])
+def test_a_simulation_restored_after_a_downtime_runs_the_catch_up_then_the_new_schedule(
+    tmp_path: Path, verb: Verb
+) -> None:
+    path = tmp_path / "tasks.db"
+    _before_the_downtime(path)
+    store = SqliteTaskStore(path)
+    with store:
+        sim = Simulation(workers=1, start=BACK, store=store)
+        if verb is _reschedule:
+            _register(sim, OLD, replace_existing=True)
+        verb(sim)
+        sim.run(BACK + 4.5 * HOUR)
+        records = store.records("job")  # the restored history, then the simulation's
+        assert records[-len(sim.records()) :] == sim.records()
+        _assert_the_decision_stood(records)
+
+
+@pytest.mark.parametrize("claimed", [False, True], ids=["before-a-claim", "after-a-claim"])
+def test_on_a_shared_store_only_a_claims_decision_is_kept(tmp_path: Path, claimed: bool) -> None:
+    # A shared store's downtime is decided by the node that claims the passed slot, not
+    # at load.  Registered with the new schedule before any claim (both nodes), the task
+    # starts afresh and no record says a slot was folded into a run.  After the first
+    # node's claim decided it (2h, 3h and 4h coalesced into the run of 5h, which it ran),
+    # the second node's registration keeps that decision, its records and its one run.
+    path = tmp_path / "tasks.db"
+    _before_the_downtime(path, shared=True)
+    with SqliteTaskStore(path, shared=True) as one, SqliteTaskStore(path, shared=True) as two:
+        first = Scheduler(workers=1, clock=FakeClock(BACK), store=one)
+        if claimed:
+            with Stepper(first):
+                _register(first, OLD, replace_existing=True)
+                first.wait_idle()
+        else:
+            _replace(first)
+        second = Scheduler(workers=1, clock=FakeClock(BACK), store=two)
+        _replace(second)
+        stepped, idle = (second, first) if claimed else (first, second)
+        idle.shutdown()  # a Stepper waits for its own scheduler's due tasks only
+        with Stepper(stepped) as steps:
+            steps.advance(4.5 * HOUR)
+        records = one.records("job")
+    if claimed:
+        _assert_the_decision_stood(records)
+    else:
+        assert [r.outcome for r in records if not r.outcome.ran] == []
+        assert _slots(records) == [0, 1, 7.5, 9.5]
+
+
+def test_a_skip_policy_runs_nothing_for_the_downtime_and_records_every_passed_slot(
+    tmp_path: Path,
+) -> None:
+    # SKIP decided every passed slot missed: nothing is owed, the new schedule starts now.
+    path = tmp_path / "tasks.db"
+    store = SqliteTaskStore(path)
+    skip = MisfirePolicy(Misfire.SKIP)
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+    with store, Stepper(scheduler) as steps:
+        scheduler.schedule("job", jobs.noop, OLD, id="job", misfire=skip)
+        steps.advance(1.5 * HOUR)
+    store = SqliteTaskStore(path)
+    with store:
+        sim = Simulation(workers=1, start=BACK, store=store)
+        _register(sim, NEW, replace_existing=True, misfire=skip)
+        sim.run(BACK + 4.5 * HOUR)
+        records = store.records("job")
+    assert _slots(records, Outcome.MISSED) == [2, 3, 4, 5]
+    assert _slots(records) == [0, 1, 7.5, 9.5]
+
+
+def _restored_records(
+    path: Path, back: float, until: float, schedule: FixedRate, **options: object
+) -> list[ExecutionRecord]:
+    """The store's records once a simulation restarted at ``back`` on it, the job
+    registered anew with ``schedule``, ran until ``until``."""
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(workers=1, start=back, store=store)
+        _register(sim, schedule, replace_existing=True, **options)
+        sim.run(until)
+        return store.records("job")
+
+
+def test_a_downtime_that_ends_on_a_slot_runs_that_slot_once_then_the_new_schedule(
+    tmp_path: Path,
+) -> None:
+    # Back at 5h sharp: 2h, 3h and 4h are folded into the run of 5h, due at the instant
+    # the registration changes the schedule (a task registered due now is not owed).
+    path = tmp_path / "tasks.db"
+    _before_the_downtime(path)
+    records = _restored_records(path, T0 + 5 * HOUR, T0 + 10 * HOUR, NEW)
+    assert _slots(records, Outcome.COALESCED) == [2, 3, 4]
+    assert _slots(records) == [0, 1, 5, 7, 9]
+
+
+def test_a_run_all_plan_runs_its_catch_up_runs_then_the_new_schedule(tmp_path: Path) -> None:
+    # RUN_ALL, max_catch_up=2: 2h and 3h missed, 4h and 5h run, then the new schedule.
+    path = tmp_path / "tasks.db"
+    run_all = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2)
+    store = SqliteTaskStore(path)
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+    with store, Stepper(scheduler) as steps:
+        _register(scheduler, OLD, misfire=run_all)
+        steps.advance(1.5 * HOUR)
+    records = _restored_records(path, BACK, BACK + 4.5 * HOUR, NEW, misfire=run_all)
+    assert _slots(records, Outcome.MISSED) == [2, 3]
+    assert _slots(records) == [0, 1, 4, 5, 7.5, 9.5]
+
+
+def test_a_downtime_past_the_misfire_cap_runs_the_one_catch_up_then_the_new_schedule(
+    tmp_path: Path,
+) -> None:
+    # 1,000 slots listed one by one (MAX_SLOTS), one record standing for the rest: each
+    # is coalesced into the run of the 1,000th passed slot, which runs.
+    path = tmp_path / "tasks.db"
+    store = SqliteTaskStore(path)
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+    with store, Stepper(scheduler) as steps:
+        _register(scheduler, FixedRate(60))
+        steps.advance(30)  # runs at T0
+    back = T0 + 2000 * 60 + 30
+    records = _restored_records(path, back, back + 4 * HOUR, NEW)
+    assert [r.outcome for r in records[-4:]] == [Outcome.COALESCED, *[Outcome.OK] * 3]
+    stands_for_the_rest = records[-4]  # the cap's record, after the 999 listed
+    assert stands_for_the_rest.error is not None
+    assert stands_for_the_rest.error.startswith(MISFIRE_CAP)
+    ran = [r.slot for r in records[-3:]]
+    assert ran == [T0 + 1000 * 60, back + 2 * HOUR, back + 4 * HOUR]
