@@ -8,6 +8,7 @@ tests are read from the notebook's source and called as pytest would call them.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import sys
 import threading
@@ -115,3 +116,34 @@ def test_with_push_silent_the_hand_off_test_fails_or_passes_as_the_race_falls(
     with pytest.raises(AssertionError):
         hand_off()  # the timer parked first: nothing wakes it for the tasks pushed
     assert "but not on every run" in _section_5()
+
+
+def _bound(cell: str) -> set[str]:
+    """The names a cell binds at its top level (assignments, functions, classes)."""
+    names: set[str] = set()
+    for node in ast.parse(cell).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+def test_each_list_of_outcomes_reads_only_what_the_run_above_it_bound() -> None:
+    """Section 5 asks to run section 3's tests again, and to count the outcomes listed.
+    Sections 3 and 4 each run pytest in one cell and list its outcomes in the next, and
+    both lists read ``exit_code, outcomes``, which section 4's run binds again: after
+    *Run All*, section 3's list run again showed section 4's one test, "pytest exit
+    code: 0 (0: every test passed)", whatever section 3's tests had done.  Now each list
+    reads names that only the cell above it binds."""
+    cells = [cell.text for cell in build_notebooks.parse(SOURCE.read_text()) if cell.kind == "code"]
+    runs = [index for index, cell in enumerate(cells) if "= run_tests(" in cell]
+    assert len(runs) == 2  # section 3's and section 4's
+    for index in runs:
+        listing = ast.parse(cells[index + 1])
+        read = {n.id for n in ast.walk(listing) if isinstance(n, ast.Name)} & _bound(cells[index])
+        assert read, f"the cell after run {index} lists nothing that run bound"
+        elsewhere = set().union(*(_bound(cell) for j, cell in enumerate(cells) if j != index))
+        assert not read & elsewhere, f"{sorted(read & elsewhere)} are bound by another cell too"

@@ -309,14 +309,16 @@ class DoneOnceChained(Future[str]):
 
 
 @PATHS
-@pytest.mark.parametrize("returns", ["plain", "coroutine"])
+@pytest.mark.parametrize("returns", ["plain", "coroutine", "awaited-wrapped"])
 def test_a_thread_future_an_action_returns_is_waited_for_not_cut_at_once(
     drive: Callable[[Callable[[], object]], object], returns: str
 ) -> None:
     """The loop could not see the thread's future ``asyncio.wrap_future`` chained to it
     (an executor's ``submit``, ``run_coroutine_threadsafe``), so the skip fired the
     timeout at once: recorded timed out on every attempt.  Now it is waited for, as
-    ``asyncio.to_thread``'s call is, and the run still takes its modelled duration."""
+    ``asyncio.to_thread``'s call is, and the run still takes its modelled duration;
+    also when the coroutine wraps it itself and awaits it (docs/ASYNCIO.md's recipe),
+    where the threaded runtime records the same task a success."""
     futures: list[DoneOnceChained] = []
 
     def submits() -> Future[str]:
@@ -326,9 +328,13 @@ def test_a_thread_future_an_action_returns_is_waited_for_not_cut_at_once(
     async def returns_it() -> Future[str]:
         return submits()
 
+    async def awaits_it() -> str:
+        return await asyncio.wrap_future(submits())
+
+    actions = {"plain": submits, "coroutine": returns_it, "awaited-wrapped": awaits_it}
     sim = Simulation(workers=1)
     task = sim.schedule(
-        "submits", OneTime(delay=0), action=submits if returns == "plain" else returns_it,
+        "submits", OneTime(delay=0), action=actions[returns],
         duration=5, timeout=10, retry=RetryPolicy(max_attempts=1),
     )  # fmt: skip
     try:
@@ -342,12 +348,15 @@ def test_a_thread_future_an_action_returns_is_waited_for_not_cut_at_once(
 
 
 @PATHS
+@pytest.mark.parametrize("awaits", [False, True], ids=["returned", "awaited-wrapped"])
 def test_a_future_run_coroutine_threadsafe_gives_is_waited_for_and_cancelled_at_the_timeout(
-    drive: Callable[[Callable[[], object]], object],
+    drive: Callable[[Callable[[], object]], object], awaits: bool
 ) -> None:
-    """``run_coroutine_threadsafe`` onto another loop, its future returned: the first
-    run is waited for until its coroutine ends there; the second, still asleep there at
-    its task's timeout, is cut, and its coroutine on that loop is cancelled."""
+    """``run_coroutine_threadsafe`` onto another loop, its future returned (or wrapped
+    and awaited by a coroutine action, docs/ASYNCIO.md's recipe for reaching the
+    application's loop): the first run is waited for until its coroutine ends there;
+    the second, still asleep there at its task's timeout, is cut, and its coroutine on
+    that loop is cancelled."""
     released = Released()
     other = asyncio.new_event_loop()
     runner = threading.Thread(target=other.run_forever, daemon=True)
@@ -361,12 +370,16 @@ def test_a_future_run_coroutine_threadsafe_gives_is_waited_for_and_cancelled_at_
         handed.append(asyncio.run_coroutine_threadsafe(coroutine(), other))
         return handed[-1]
 
+    async def awaits_handed(coroutine: Callable[[], Coroutine[object, object, object]]) -> object:
+        return await asyncio.wrap_future(hands(coroutine))
+
     async def still_there() -> list[asyncio.Task[object]]:
         return [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
 
     sim = Simulation(workers=1)
-    waited = one_attempt(sim, "waited", hands, 10, on_the_other_loop)
-    cut = one_attempt(sim, "cut", hands, 0.1, lambda: asyncio.sleep(3600))  # a real hour
+    action = awaits_handed if awaits else hands
+    waited = one_attempt(sim, "waited", action, 10, on_the_other_loop)
+    cut = one_attempt(sim, "cut", action, 0.1, lambda: asyncio.sleep(3600))  # a real hour
     try:
         on_a_thread(drive, sim)
         left = asyncio.run_coroutine_threadsafe(still_there(), other).result(BOUND)

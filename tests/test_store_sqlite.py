@@ -398,6 +398,40 @@ def test_a_task_runs_with_the_kwargs_it_was_registered_with_the_ones_stored(
     assert [label for label, _, _ in jobs.CALLS] == ["erp"]
 
 
+def test_a_task_s_kwargs_are_read_only_and_a_replacement_changes_them_and_the_row(
+    tmp_path: Path,
+) -> None:
+    """``task.kwargs`` and ``task.definition.kwargs`` are read-only views, as ``task.args``
+    is a tuple.  Before, each was the task's own dict: a caller that changed it (a
+    dashboard tweaking a label) changed what the next run passed while the store's row
+    kept the value registered, and the next start ran that one.  Now the change is
+    refused, and a replacement is the way, which writes the row."""
+    jobs.CALLS.clear()
+    clock = FakeClock(T0)
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store, Scheduler(clock=clock, store=store) as scheduler:
+        task = scheduler.schedule(
+            "sync", jobs.note, FixedRate(60, start_delay=60), kwargs={"label": "erp"}, id="sync"
+        )
+        for read in (task.kwargs, task.definition.kwargs):
+            assert read == {"label": "erp"}
+            with pytest.raises(TypeError):
+                read["label"] = "changed"  # type: ignore[index]
+        clock.advance(60)
+        assert scheduler.wait_idle(timeout=5)
+        assert task.kwargs is not None
+        scheduler.schedule(
+            "sync", jobs.note, FixedRate(60, start_delay=60),
+            kwargs={**task.kwargs, "label": "crm"}, id="sync", replace_existing=True,
+        )  # fmt: skip
+        clock.advance(60)
+        assert scheduler.wait_idle(timeout=5)
+    with SqliteTaskStore(path) as store:
+        [stored] = store.load_all()
+    assert stored.task.kwargs == {"label": "crm"}
+    assert [label for label, _, _ in jobs.CALLS] == ["erp", "crm"]
+
+
 def test_a_schedule_type_without_a_registered_form_is_rejected() -> None:
     class Weekly(FixedRate):
         pass

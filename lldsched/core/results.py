@@ -140,16 +140,14 @@ def as_awaitable(value: Any) -> Any:
     future wrapped for the running loop (``asyncio.wrap_future``: its cancellation, at a
     run's timeout, ``cancel`` or ``pause``, cancels that future, and so the coroutine
     ``run_coroutine_threadsafe`` runs on the application's loop).  Called on the loop that
-    awaits it.  A loop with a ``wrap_future`` method of its own wraps it: the
-    simulation's (:class:`~lldsched.sim.looptime.SkippingLoop`), whose clock would
-    otherwise skip the wait to the run's timeout, as it cannot see the thread."""
+    awaits it.  The simulation's loop (:class:`~lldsched.sim.looptime.SkippingLoop`),
+    whose clock would otherwise skip the wait to the run's timeout, sees the wrap (as it
+    sees one a coroutine makes) and waits for the thread."""
     if inspect.isawaitable(value):
         return value
     import asyncio  # imported by whoever runs the loop this is called on
 
-    loop = asyncio.get_running_loop()
-    wrap = getattr(loop, "wrap_future", None)
-    return asyncio.wrap_future(value, loop=loop) if wrap is None else wrap(value)
+    return asyncio.wrap_future(value, loop=asyncio.get_running_loop())
 
 
 async def awaited(awaitable: Any) -> object:

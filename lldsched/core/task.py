@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 from lldsched.core.context import RunContext
@@ -264,8 +265,11 @@ class ScheduledTask:
 
     @property
     def kwargs(self) -> Mapping[str, Any] | None:
-        """The keyword arguments each run passes to the action, or ``None``."""
-        return self._options.kwargs
+        """The keyword arguments each run passes to the action, or ``None``: a read-only
+        view, as :attr:`args` is a tuple.  A registration of the task's id with
+        ``replace_existing=True`` changes them (and its store's row); ``dict(task.kwargs)``
+        is a dict of one's own."""
+        return _read_only(self._options.kwargs)
 
     @property
     def misfire(self) -> MisfirePolicy | None:
@@ -325,9 +329,11 @@ class ScheduledTask:
         schedule = self._schedule
         if schedule.__class__ is CatchUp:  # the plan is the core's: stores keep the schedule
             schedule = schedule.inner
+        kwargs = options.kwargs  # read-only, as _read_only gives it (inline: per run)
         return Task(
             self.id, self.name, self.action, schedule, self.priority,
-            options.retry, options.timeout, options.args, options.kwargs, options.misfire,
+            options.retry, options.timeout, options.args,
+            None if kwargs is None else MappingProxyType(kwargs), options.misfire,
             options.isolation, options.depends_on, options.overlap, options.max_instances,
         )  # fmt: skip
 
@@ -481,3 +487,12 @@ class Run(NamedTuple):
 
 
 _RETURNED_NONE: tuple[Exception | None, object] = (None, None)  # the common outcome, built once
+
+
+def _read_only(kwargs: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A read-only view of a task's keyword arguments (None stays None): what a caller is
+    given is never the dict each run passes, which a change would change without the
+    store knowing (docs/decisions/changing-a-task.md, "A task's kwargs are read-only").
+    Made at each read, never kept: a run passes the dict itself (``**`` of a view builds a
+    dict at each call)."""
+    return None if kwargs is None else MappingProxyType(kwargs)

@@ -16,17 +16,19 @@ it moves its clock to that timer instead of sleeping (:class:`_SkippingSelector`
 still polls first, so a wake-up already sent is not skipped over.  It sleeps for real
 when something outside the loop may end that wait: a file descriptor it watches (a
 socket, a subprocess's pipe: anything but its own wake-up pipe) or a thread's future
-whose result it has not had yet.  Such a future is one rule, :meth:`SkippingLoop._watch`,
-for both ways one reaches the loop: a call of ``run_in_executor`` (``asyncio.to_thread``,
-``getaddrinfo``) and a ``concurrent.futures.Future`` a run returns (an executor's
-``submit``, ``run_coroutine_threadsafe`` onto another loop), which
-:func:`~lldsched.core.results.as_awaitable` wraps with :meth:`SkippingLoop.wrap_future`.
-What another thread completes by other means (``asyncio.wrap_future`` called inside a
-coroutine, a bare ``call_soon_threadsafe``, the exit of a subprocess started without
+whose result it has not had yet.  Such a future is one rule, in one place: a future of
+this loop (:meth:`SkippingLoop.create_future`) that asyncio chains to a thread's
+(``asyncio.futures._chain_future``, which adds its ``_call_check_cancel`` callback to
+it) is counted until its result is on the loop.  Every way a thread's future reaches
+the loop goes through that chain: ``asyncio.wrap_future`` called inside a coroutine
+(docs/ASYNCIO.md's recipe for awaiting the application's loop), a call of
+``run_in_executor`` (``asyncio.to_thread``, ``getaddrinfo``), and a
+``concurrent.futures.Future`` a run returns (an executor's ``submit``,
+``run_coroutine_threadsafe`` onto another loop), which
+:func:`~lldsched.core.results.as_awaitable` wraps.  What another thread completes by
+other means (a bare ``call_soon_threadsafe``, the exit of a subprocess started without
 pipes, which a watcher thread reports) is not seen: a timer due before it fires at
-once.  ``asyncio.wrap_future`` chains the two futures asking nothing of the loop but
-``create_future``, which every future is made with, so the loop cannot tell that wait
-from any other.
+once.
 
 A plain ``SelectorEventLoop`` on every platform (Windows' default, the proactor, has
 no selector to wrap: there a coroutine action cannot start a subprocess).  Imported at
@@ -37,15 +39,11 @@ the first coroutine a simulation awaits, with asyncio (docs/PERFORMANCE.md,
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import selectors
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor
-from typing import Any, TypeVar, TypeVarTuple
-
-T = TypeVar("T")
-Ts = TypeVarTuple("Ts")
+from contextvars import Context
+from typing import Any, cast
 
 __all__ = ["SkippingLoop"]
 
@@ -117,25 +115,50 @@ class SkippingLoop(asyncio.SelectorEventLoop):
     def time(self) -> float:
         return time.monotonic() + self._skipping.skipped
 
-    def run_in_executor(
-        self, executor: Executor | None, func: Callable[[*Ts], T], *args: *Ts
-    ) -> asyncio.Future[T]:
-        return self._watch(super().run_in_executor(executor, func, *args))
+    def create_future(self) -> asyncio.Future[Any]:
+        """A future of this loop that is counted while asyncio chains it to a thread's
+        (:class:`_Future`)."""
+        return _Future(loop=self)
 
-    def wrap_future(self, future: concurrent.futures.Future[T]) -> asyncio.Future[T]:
-        """``asyncio.wrap_future(future, loop=self)``, waited for as a call of
-        ``run_in_executor`` is: :func:`~lldsched.core.results.as_awaitable` calls it for
-        a thread's future a run returns.  Cancelling what it returns (a run's timeout)
-        cancels ``future``."""
-        return self._watch(asyncio.wrap_future(future, loop=self))
-
-    def _watch(self, future: asyncio.Future[T]) -> asyncio.Future[T]:
-        """``future``, chained to a thread's, counted until its result is on this loop
-        (the callback runs there, after it, or at once once it is cancelled): meanwhile
-        a wait is slept for real, as the thread's work takes real time."""
+    def _thread_started(self, future: asyncio.Future[Any]) -> None:
+        """``future`` is chained to a thread's: counted until its result is on this loop
+        (the callback runs there, after it, or at once once it is cancelled); meanwhile a
+        wait is slept for real, as the thread's work takes real time."""
         self._skipping.threads += 1
-        future.add_done_callback(self._thread_over)
-        return future
+        asyncio.Future.add_done_callback(future, self._thread_over)
 
     def _thread_over(self, future: asyncio.Future[Any]) -> None:
         self._skipping.threads -= 1
+
+
+def _chain_callback() -> object:
+    """The code of the callback ``asyncio.futures._chain_future`` adds to the future it
+    chains a thread's to (``_call_check_cancel`` in CPython 3.11, 3.12 and 3.13), None if
+    there is none: then no chained future is counted (tests/test_sim_loop_time.py fails)."""
+    chain = getattr(asyncio.futures, "_chain_future", None)
+    constants = getattr(getattr(chain, "__code__", None), "co_consts", ())
+    for constant in constants:
+        if getattr(constant, "co_name", None) == "_call_check_cancel":
+            return constant
+    return None
+
+
+_CHAINED = _chain_callback()
+
+
+class _Future(asyncio.Future[Any]):
+    """A :class:`SkippingLoop`'s future: one that asyncio chains to a thread's (its
+    ``_chain_future`` callback added) tells its loop, which counts it until it is done.
+
+    ``asyncio.wrap_future`` asks nothing of the loop but ``create_future``, which every
+    future is made with (``asyncio.sleep``'s too): the chain's callback is what tells a
+    thread's wait from one a timer ends.  A Python subclass, so a task awaiting one of
+    these calls this method rather than the C future's own (docs/decisions/simulation.md,
+    "A thread's future a coroutine wraps is waited for", for the cost)."""
+
+    def add_done_callback(
+        self, fn: Callable[[_Future], object], /, *, context: Context | None = None
+    ) -> None:
+        super().add_done_callback(fn, context=context)
+        if getattr(fn, "__code__", None) is _CHAINED:
+            cast(SkippingLoop, self.get_loop())._thread_started(self)

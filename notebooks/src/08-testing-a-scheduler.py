@@ -264,7 +264,8 @@ def test_a_full_hand_off_queue_keeps_due_work_in_the_heap() -> None:
 # Run them. `run_tests` writes the source of each test, under the same imports as this
 # notebook, into a temporary file and calls `pytest.main` on it. pytest prints a dot per
 # passing test, and for a failing one its name, the failed line and the values that made
-# it fail. The next cell lists each test with its outcome.
+# it fail. The next cell lists each test with its outcome: the outcomes of this cell's
+# last run, whatever ran since (run both again to run the tests again).
 
 
 # %%
@@ -311,7 +312,7 @@ def run_tests(*functions, header: str = HEADER) -> tuple[int, dict[str, str]]:
     return int(exit_code), outcomes.by_test
 
 
-exit_code, outcomes = run_tests(
+promises_exit_code, promises = run_tests(
     test_an_earlier_insertion_wakes_a_timer_parked_twelve_hours_out,
     test_fifty_tasks_due_at_one_instant_on_four_workers_each_run_exactly_once,
     test_a_failing_task_leaves_its_worker_alive,
@@ -320,9 +321,9 @@ exit_code, outcomes = run_tests(
 )
 
 # %% tags=["nbval-check-output"]
-for name, outcome in outcomes.items():
+for name, outcome in promises.items():
     print(f"{outcome:6}  {name}")
-print("pytest exit code:", exit_code, "(0: every test passed)")
+print("pytest exit code:", promises_exit_code, "(0: every test passed)")
 
 # %% [markdown]
 # ## 4. Testing your own jobs: `lldsched.testing.Stepper`
@@ -406,7 +407,8 @@ def test_a_failing_sync_retries_with_backoff_then_lands_in_the_dead_letter() -> 
 # %% [markdown]
 # Deterministic and fast: the same twenty minutes stepped ten times give the same attempts
 # at the same seconds every time, in a few milliseconds each, and pytest runs the test as
-# it runs the others (with the helpers it calls, under their imports).
+# it runs the others (with the helpers it calls, under their imports: `run_tests` is
+# section 3's, so run that section first).
 
 # %% tags=["nbval-check-output"]
 began = time.perf_counter()
@@ -419,7 +421,7 @@ print("the same in all ten runs:", all(run == runs[0] for run in runs))
 print("ten runs of twenty minutes took less than a second:", elapsed < 1)
 
 # %%
-exit_code, outcomes = run_tests(
+sync_exit_code, sync_outcomes = run_tests(
     sync_orders,
     register_jobs,
     hhmmss,
@@ -430,9 +432,9 @@ exit_code, outcomes = run_tests(
 )
 
 # %% tags=["nbval-check-output"]
-for name, outcome in outcomes.items():
+for name, outcome in sync_outcomes.items():
     print(f"{outcome:6}  {name}")
-print("pytest exit code:", exit_code, "(0: the test passed)")
+print("pytest exit code:", sync_exit_code, "(0: the test passed)")
 
 # %% [markdown]
 # **When the Simulation is the better tool.** On the manual clock a run takes no time:
@@ -467,7 +469,8 @@ print("pytest exit code:", exit_code, "(0: the test passed)")
 # look, the timer finds the tasks without a wake-up. The hand-off test wins it the most
 # often of the three, yet it too loses more often than it wins (on our machine it
 # passed about one run in five while a second run shared the two cores, nearly one in
-# two alone): if it passes, run the cell again, and a few times more to count. That race
+# two alone): if it passes, run section 3's last two cells again (the one that runs
+# pytest, then the one that lists its outcomes), a few times more to count. That race
 # is why the parked-timer test makes sure the timer is parked: a missing notify shows
 # only then. The listener test passes: its clock's `advance` wakes the timer itself; so
 # does section 4's, for the stepper moves the clock too. Undo the edit afterwards.
