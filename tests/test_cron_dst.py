@@ -324,3 +324,20 @@ def test_st_johns_changes_at_0001_match_the_reference_where_cronsim_never_answer
     expected = reference_fires(expr, zone, begin, begin + 2 * 86400)
     schedule = CronSchedule(expr, tz=zone)
     assert expected and list(schedule.fire_times(begin, len(expected))) == expected
+
+
+def test_a_zone_s_changes_before_1970_are_kept_as_after_it() -> None:
+    # New York sprang forward on Sun 27 April 1969 (02:00 EST -> 03:00 EDT) and fell back
+    # on Sun 26 October 1969 (02:00 EDT -> 01:00 EST): the offsets of instants before
+    # the epoch are read without fromtimestamp, which Windows refuses for them
+    spring = CronSchedule("30 2 * * *", tz=NY)
+    assert list(spring.fire_times(at(NY, 1969, 4, 25, 12), 3)) == [
+        at(NY, 1969, 4, 26, 2, 30), at(NY, 1969, 4, 27, 3), at(NY, 1969, 4, 28, 2, 30),
+    ]  # fmt: skip
+    assert at(NY, 1969, 4, 26, 2, 30) == datetime(1969, 4, 26, 7, 30, tzinfo=UTC).timestamp()
+    assert at(NY, 1969, 4, 28, 2, 30) == datetime(1969, 4, 28, 6, 30, tzinfo=UTC).timestamp()
+    fall = CronSchedule("30 1 * * *", tz=NY)
+    assert list(fall.fire_times(at(NY, 1969, 10, 25, 12), 2)) == [
+        at(NY, 1969, 10, 26, 1, 30), at(NY, 1969, 10, 27, 1, 30),
+    ]  # fmt: skip
+    assert fall.prev_before(at(NY, 1969, 10, 27)) == at(NY, 1969, 10, 26, 1, 30)
