@@ -341,3 +341,14 @@ def test_a_zone_s_changes_before_1970_are_kept_as_after_it() -> None:
         at(NY, 1969, 10, 26, 1, 30), at(NY, 1969, 10, 27, 1, 30),
     ]  # fmt: skip
     assert fall.prev_before(at(NY, 1969, 10, 27)) == at(NY, 1969, 10, 26, 1, 30)
+
+
+def test_a_month_of_fires_whose_last_date_is_a_change_day_takes_the_change() -> None:
+    # Iterating, the fires of a month after the first are worked out in one block when
+    # its offset holds; here its dates (6 and 8 March) are probed every three days from
+    # the 5th, and the 8th's 02:00 change falls after the last probe: two days after the
+    # last date are probed too, so 03:30 on the 8th is EDT, not an hour late
+    assert fires("30 3 1,6,8 3 *", NY, at(NY, 2026, 2, 28), 4) == [
+        "2026-03-01 03:30-05:00", "2026-03-06 03:30-05:00", "2026-03-08 03:30-04:00",
+        "2027-03-01 03:30-05:00",
+    ]  # fmt: skip
