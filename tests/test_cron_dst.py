@@ -277,6 +277,11 @@ CHANGES = [
     (BERLIN, datetime(2026, 10, 25, 1, tzinfo=UTC)),
     (LORD_HOWE, datetime(2026, 4, 4, 15, tzinfo=UTC)),
     (LORD_HOWE, datetime(2026, 10, 3, 15, 30, tzinfo=UTC)),
+    # Santiago changes at midnight: Sun 5 April 00:00 -03 -> Sat 23:00 -04, so 5 April
+    # starts just after the change; Sun 6 September 00:00 -04 -> 01:00 -03, so 5
+    # September ends at it (a day whose change is at its first or last instant)
+    ("America/Santiago", datetime(2026, 4, 5, 3, tzinfo=UTC)),
+    ("America/Santiago", datetime(2026, 9, 6, 4, tzinfo=UTC)),
 ]
 EXPRESSIONS = [
     "30 2 * * *", "30 1 * * *", "*/20 2 * * *", "0 * * * *", "*/15 * * * *",
