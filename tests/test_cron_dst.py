@@ -282,6 +282,10 @@ CHANGES = [
     # September ends at it (a day whose change is at its first or last instant)
     ("America/Santiago", datetime(2026, 4, 5, 3, tzinfo=UTC)),
     ("America/Santiago", datetime(2026, 9, 6, 4, tzinfo=UTC)),
+    # Nuuk (-3, then -2) changed with the EU, at 01:00 UTC: at 22:00 and 23:00 local, the
+    # day before the date the change falls on in UTC
+    ("America/Nuuk", datetime(2020, 3, 29, 1, tzinfo=UTC)),
+    ("America/Nuuk", datetime(2020, 10, 25, 1, tzinfo=UTC)),
 ]
 EXPRESSIONS = [
     "30 2 * * *", "30 1 * * *", "*/20 2 * * *", "0 * * * *", "*/15 * * * *",
