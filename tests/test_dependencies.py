@@ -439,6 +439,22 @@ def test_a_wait_a_reschedule_kept_blocked_is_recorded_for_the_slot_found_blocked
     assert ran == ([(T0 + 1860, T0 + 1860, T0 + 1860)] if end == "released" else [])
 
 
+def test_an_upstream_cancelled_after_its_success_counted_leaves_a_wait_for_another_one(
+    driven: Driven,
+) -> None:
+    # load's first slot has extract's success and waits for clean's; extract cancelled
+    # then fails only the dependents still waiting for it: load runs on clean's success.
+    driven.add("extract", FixedRate(HOUR), id="extract")
+    driven.add("clean", OneTime(delay=600), id="clean")
+    load = driven.add("load", OneTime(delay=10), id="load", depends_on=["extract", "clean"])
+    driven.run_until(T0 + 60)
+    assert load.status is BLOCKED
+    assert driven.runtime.cancel("extract") is True
+    assert (load.status, load.last_error) == (BLOCKED, None)
+    driven.run_until(T0 + 700)
+    assert [run.started for run in runs(driven, load)] == [T0 + 600]
+
+
 def test_run_now_on_a_dependent_whose_upstreams_have_not_succeeded_adds_no_run(
     driven: Driven,
 ) -> None:
