@@ -277,6 +277,15 @@ CHANGES = [
     (BERLIN, datetime(2026, 10, 25, 1, tzinfo=UTC)),
     (LORD_HOWE, datetime(2026, 4, 4, 15, tzinfo=UTC)),
     (LORD_HOWE, datetime(2026, 10, 3, 15, 30, tzinfo=UTC)),
+    # Santiago changes at midnight: Sun 5 April 00:00 -03 -> Sat 23:00 -04, so 5 April
+    # starts just after the change; Sun 6 September 00:00 -04 -> 01:00 -03, so 5
+    # September ends at it (a day whose change is at its first or last instant)
+    ("America/Santiago", datetime(2026, 4, 5, 3, tzinfo=UTC)),
+    ("America/Santiago", datetime(2026, 9, 6, 4, tzinfo=UTC)),
+    # Nuuk (-3, then -2) changed with the EU, at 01:00 UTC: at 22:00 and 23:00 local, the
+    # day before the date the change falls on in UTC
+    ("America/Nuuk", datetime(2020, 3, 29, 1, tzinfo=UTC)),
+    ("America/Nuuk", datetime(2020, 10, 25, 1, tzinfo=UTC)),
 ]
 EXPRESSIONS = [
     "30 2 * * *", "30 1 * * *", "*/20 2 * * *", "0 * * * *", "*/15 * * * *",
@@ -324,3 +333,31 @@ def test_st_johns_changes_at_0001_match_the_reference_where_cronsim_never_answer
     expected = reference_fires(expr, zone, begin, begin + 2 * 86400)
     schedule = CronSchedule(expr, tz=zone)
     assert expected and list(schedule.fire_times(begin, len(expected))) == expected
+
+
+def test_a_zone_s_changes_before_1970_are_kept_as_after_it() -> None:
+    # New York sprang forward on Sun 27 April 1969 (02:00 EST -> 03:00 EDT) and fell back
+    # on Sun 26 October 1969 (02:00 EDT -> 01:00 EST): the offsets of instants before
+    # the epoch are read without fromtimestamp, which Windows refuses for them
+    spring = CronSchedule("30 2 * * *", tz=NY)
+    assert list(spring.fire_times(at(NY, 1969, 4, 25, 12), 3)) == [
+        at(NY, 1969, 4, 26, 2, 30), at(NY, 1969, 4, 27, 3), at(NY, 1969, 4, 28, 2, 30),
+    ]  # fmt: skip
+    assert at(NY, 1969, 4, 26, 2, 30) == datetime(1969, 4, 26, 7, 30, tzinfo=UTC).timestamp()
+    assert at(NY, 1969, 4, 28, 2, 30) == datetime(1969, 4, 28, 6, 30, tzinfo=UTC).timestamp()
+    fall = CronSchedule("30 1 * * *", tz=NY)
+    assert list(fall.fire_times(at(NY, 1969, 10, 25, 12), 2)) == [
+        at(NY, 1969, 10, 26, 1, 30), at(NY, 1969, 10, 27, 1, 30),
+    ]  # fmt: skip
+    assert fall.prev_before(at(NY, 1969, 10, 27)) == at(NY, 1969, 10, 26, 1, 30)
+
+
+def test_a_month_of_fires_whose_last_date_is_a_change_day_takes_the_change() -> None:
+    # Iterating, the fires of a month after the first are worked out in one block when
+    # its offset holds; here its dates (6 and 8 March) are probed every three days from
+    # the 5th, and the 8th's 02:00 change falls after the last probe: two days after the
+    # last date are probed too, so 03:30 on the 8th is EDT, not an hour late
+    assert fires("30 3 1,6,8 3 *", NY, at(NY, 2026, 2, 28), 4) == [
+        "2026-03-01 03:30-05:00", "2026-03-06 03:30-05:00", "2026-03-08 03:30-04:00",
+        "2027-03-01 03:30-05:00",
+    ]  # fmt: skip

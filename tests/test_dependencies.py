@@ -411,12 +411,13 @@ def test_a_rescheduled_blocked_task_stays_blocked_and_runs_at_its_new_time(
     assert [run.started for run in runs(driven, load)] == [T0 + 60 + HOUR]
 
 
-@pytest.mark.parametrize("end", ["released", "cancelled", "upstream failed"])
+@pytest.mark.parametrize("end", ["released", "cancelled", "removed", "upstream failed"])
 def test_a_wait_a_reschedule_kept_blocked_is_recorded_for_the_slot_found_blocked(
     driven: Driven, end: str
 ) -> None:
     # The reschedule moves the task's next slot, not the wait going on: its record named
     # the new schedule's first run (due and slot 1860) for a wait that started at 0.
+    # Removed, the wait's record named it too, and began when the task was removed.
     if end == "upstream failed":
         add_failing(driven, "extract", OneTime(delay=600), id="extract", retry=RetryPolicy.never())
     else:
@@ -428,12 +429,30 @@ def test_a_wait_a_reschedule_kept_blocked_is_recorded_for_the_slot_found_blocked
     assert (load.status, load.next_run_at) == (BLOCKED, T0 + 1860)
     if end == "cancelled":
         driven.runtime.cancel(load.id)
+    if end == "removed":
+        driven.runtime.remove(load.id)
     driven.run_until(T0 + 2000)
     (wait,) = waits(load)
-    ended = T0 + 60 if end == "cancelled" else T0 + 600
+    ended = T0 + 60 if end in ("cancelled", "removed") else T0 + 600
     assert (wait.slot, wait.due, wait.started, wait.finished) == (T0, T0, T0, ended)
     ran = [(run.slot, run.due, run.started) for run in runs(driven, load)]
     assert ran == ([(T0 + 1860, T0 + 1860, T0 + 1860)] if end == "released" else [])
+
+
+def test_an_upstream_cancelled_after_its_success_counted_leaves_a_wait_for_another_one(
+    driven: Driven,
+) -> None:
+    # load's first slot has extract's success and waits for clean's; extract cancelled
+    # then fails only the dependents still waiting for it: load runs on clean's success.
+    driven.add("extract", FixedRate(HOUR), id="extract")
+    driven.add("clean", OneTime(delay=600), id="clean")
+    load = driven.add("load", OneTime(delay=10), id="load", depends_on=["extract", "clean"])
+    driven.run_until(T0 + 60)
+    assert load.status is BLOCKED
+    assert driven.runtime.cancel("extract") is True
+    assert (load.status, load.last_error) == (BLOCKED, None)
+    driven.run_until(T0 + 700)
+    assert [run.started for run in runs(driven, load)] == [T0 + 600]
 
 
 def test_run_now_on_a_dependent_whose_upstreams_have_not_succeeded_adds_no_run(
@@ -845,6 +864,47 @@ def test_a_retired_upstream_counts_as_it_ended(kind: str) -> None:
     finally:
         if isinstance(runtime, Scheduler):
             assert runtime.shutdown(timeout=5.0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_id_registered_anew_once_its_cancelled_upstream_was_let_go_is_waited_for(
+    kind: str,
+) -> None:
+    # "gone" retires CANCELLED while "stuck" names it, and counts as cancelled until no
+    # task names it.  Registered anew under that id once "stuck" is removed, it is a new
+    # upstream: a dependent of it waits BLOCKED for its success, not failed for the old one.
+    driven = Driven(kind, retain_finished=0)
+    try:
+        driven.add("gone", OneTime(delay=HOUR), id="gone")
+        driven.add("stuck", FixedRate(HOUR, start_delay=1000), id="stuck", depends_on=["gone"])
+        assert driven.runtime.cancel("gone") is True  # retires at once (retain_finished=0)
+        driven.runtime.remove("stuck")
+        driven.add("gone", OneTime(delay=600), id="gone")
+        load = driven.add("load", OneTime(delay=0), id="load", depends_on=["gone"])
+        driven.run_until(T0 + 60)
+        assert (load.status, load.last_error) == (BLOCKED, None)
+        driven.run_until(T0 + 700)
+        assert [run.started for run in runs(driven, load)] == [T0 + 600]
+    finally:
+        driven.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_pipelines_that_succeed_and_retire_leave_nothing_in_the_graph(kind: str) -> None:
+    # A pipeline a day that succeeds: "extract-i", then "load-i", both retiring at once.
+    # The dependent's edges go with it, and then what was kept of its retired upstream.
+    driven = Driven(kind, retain_finished=0)
+    try:
+        for day in range(5):
+            driven.add("extract", OneTime(delay=0), id=f"extract-{day}")
+            driven.add("load", OneTime(delay=10), id=f"load-{day}", depends_on=[f"extract-{day}"])
+            driven.run_until(driven.now + 60)
+            assert driven.runtime.tasks() == []  # both ran, and retired
+        graph = driven.runtime._core._deps
+        assert graph is not None
+        assert (graph._dependents, graph._retired, graph.waiting) == ({}, {}, {})
+    finally:
+        driven.close()
 
 
 def add_to(runtime: Scheduler | Simulation, name: str, schedule: Any, **options: Any) -> Any:

@@ -19,6 +19,7 @@ from lldsched import (
     ValidationError,
     Window,
 )
+from lldsched.schedules.cron import zone
 from lldsched.views.frames import to_frame
 from lldsched.views.tables import readable
 
@@ -100,3 +101,20 @@ def test_a_fixed_rate_counts_real_seconds_across_a_dst_change() -> None:
         ("cron", "Sun 09:00:00 CEST"), ("rate", "Sat 09:00:00 CET"),
         ("rate", "Sun 10:00:00 CEST"),
     ]  # fmt: skip
+
+
+def test_a_zone_remembers_a_bounded_number_of_its_days(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cron schedule iterated for years asks its zone about one local day after another:
+    # the answers kept are bounded (the bound lowered here to 10), and the days asked
+    # again after a clear are worked out again, the same.
+    monkeypatch.setattr(zone, "_CACHE_LIMIT", 10)
+    berlin = zone.LocalDays("Europe/Berlin")
+    first = datetime(2026, 3, 20).toordinal()  # 29 March, a change, is among them
+    days: list[zone.LocalDay] = []
+    held: list[int] = []
+    for n in range(25):
+        days.append(berlin.day(first + n))
+        held.append(len(berlin._days))
+    assert max(held) == 10
+    assert [berlin.day(first + n) for n in range(25)] == days
+    assert sum(day.shift is not None for day in days) == 1

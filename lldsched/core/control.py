@@ -178,10 +178,13 @@ class StatusVerbs(CoreParts):
                     f"{names} {verb} on it; "
                     "remove them first, or register them again without it"
                 )
-            self._deps.unlink(task_id)
         with interrupts_deferred(self._writes):  # forgotten whole, then a Ctrl-C
             self._cancel(task)  # not cancel(): a task removed does not retire
-            if self._deps is not None:  # after the cancel, which notes it dead (shared)
+            if self._deps is not None:
+                # After the cancel: its record of a BLOCKED wait reads when the wait began
+                # and the slot found blocked, which unlink forgets; and it notes the task
+                # dead (shared), which removed forgets.
+                self._deps.unlink(task_id)
                 self._deps.removed(task_id)
             del self.tasks[task_id]
             self._dead.pop(task_id, None)
