@@ -447,7 +447,8 @@ def _owed(task: ScheduledTask, now: float, *, decided_here: bool) -> list[float]
     with it the rest of a ``RUN_ALL`` plan's catch-up runs, all passed.  Not owed: a slot
     due at ``now`` that no decision folded slots into (a task registered due at once),
     and a ``run_now``'s extra run and the slot it put off (a plan that is no misfire
-    decision's): a new schedule supersedes them.
+    decision's), and a slot merely late that no decision ran (its workers were busy, the
+    clock moved past it): a new schedule supersedes them, as before.
 
     ``decided_here``: False on a shared store, where the node that claims a slot
     passed before it was there decides the downtime (``Coordinator.claim``), on the
@@ -456,9 +457,10 @@ def _owed(task: ScheduledTask, now: float, *, decided_here: bool) -> list[float]
     due = task.next_run_at
     if due is None or due > now:
         return None
-    if (due == now or not decided_here) and not _folded_into(task):
-        return None
     schedule = task._schedule
+    decided = type(schedule) is CatchUp and (schedule.until is not None or schedule.resuming)
+    if (due == now or not decided_here or not decided) and not _folded_into(task):
+        return None  # no misfire decision ran it: a slot merely late is superseded
     if type(schedule) is not CatchUp or schedule.spent:
         return []
     if schedule.until is None and not schedule.resuming:

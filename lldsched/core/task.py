@@ -329,11 +329,10 @@ class ScheduledTask:
         schedule = self._schedule
         if schedule.__class__ is CatchUp:  # the plan is the core's: stores keep the schedule
             schedule = schedule.inner
-        kwargs = options.kwargs  # read-only, as _read_only gives it (inline: per run)
         return Task(
             self.id, self.name, self.action, schedule, self.priority,
             options.retry, options.timeout, options.args,
-            None if kwargs is None else MappingProxyType(kwargs), options.misfire,
+            _read_only(options.kwargs), options.misfire,
             options.isolation, options.depends_on, options.overlap, options.max_instances,
         )  # fmt: skip
 
