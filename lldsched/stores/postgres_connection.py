@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 from lldsched.errors import StoreClosedError, StoreError
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.postgres_driver import Connection, psycopg
+from lldsched.stores.postgres_driver import Connection, lost, psycopg
 from lldsched.stores.postgres_listen import connect, session_bounds
 from lldsched.stores.postgres_parts import PostgresParts
 from lldsched.stores.postgres_reads import one_row
@@ -45,7 +45,7 @@ class PostgresConnection(PostgresParts):
         if self._refused is not None:  # a newer release upgraded the schema since open
             raise StoreError(self._refused)
         connection = self._connection
-        dead = connection is None or connection.closed or connection.broken
+        dead = connection is None or lost(connection)
         if dead and self._holding is not None:  # a new one would write outside the hold
             if self._hold is not None:
                 self._hold.failed_after()  # the hold's end counts it after the loss

@@ -34,8 +34,25 @@ if tuple(int(part) for part in re.findall(r"\d+", psycopg.__version__)[:2]) < _O
     )
 
 # psycopg is re-exported: the store imports it from here, after the check above.
-__all__ = ["Connection", "conninfo", "pq", "psycopg"]
+__all__ = ["Connection", "conninfo", "lost", "pq", "psycopg"]
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 """A session of the store (its rows as tuples): the one each call is given
 (:mod:`~lldsched.stores.postgres_connection`), a verb's hold's, the schema's install."""
+
+
+# A command in flight on a connection no call is using any more: psycopg raised out of
+# its wait for the reply without libpq seeing the loss (poll reported an error on the
+# socket: "connection socket closed"), so the connection is neither ``closed`` nor
+# ``broken``, and it refuses every later command ("another command is already in
+# progress"). Between the store's calls a live session is idle or in a hold's transaction.
+_UNFINISHED = (pq.TransactionStatus.ACTIVE, pq.TransactionStatus.UNKNOWN)
+
+
+def lost(connection: Connection) -> bool:
+    """Whether ``connection`` can carry no more commands: closed, broken, or left with a
+    command in flight by a call that failed (a reused one failed every call after it for
+    good: a scheduler on a store whose server restarted so stopped claiming)."""
+    return (
+        connection.closed or connection.broken or connection.info.transaction_status in _UNFINISHED
+    )

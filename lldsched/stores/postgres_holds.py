@@ -24,7 +24,7 @@ from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.held import HeldWrites
-from lldsched.stores.postgres_driver import psycopg
+from lldsched.stores.postgres_driver import lost, psycopg
 from lldsched.stores.postgres_parts import PostgresParts
 
 __all__ = ["PostgresHolds"]
@@ -111,7 +111,7 @@ class PostgresHolds(PostgresParts):
                         # The COMMIT is a round trip too: the writes inside disarmed the
                         # deadline as each ended, and a COMMIT sent into a silent network
                         # waited for ever, the scheduler's lock held.
-                        if not (connection.closed or connection.broken):
+                        if not lost(connection):
                             self._deadline.watch(connection.fileno(), fresh=True)
                     # psycopg ends a transaction whose connection was lost inside (a write
                     # there failed so: a restart, a reset, the deadline) without a word.
@@ -154,9 +154,7 @@ class PostgresHolds(PostgresParts):
         it could (it answered, or failed at once: a restart, a lock timeout it answered)."""
         spent = self._deadline.spent()
         connection = self._connection
-        if spent is None or (
-            connection is not None and not (connection.closed or connection.broken)
-        ):
+        if spent is None or (connection is not None and not lost(connection)):
             return None
         return spent
 
@@ -199,7 +197,7 @@ class PostgresHolds(PostgresParts):
         holding, hold = self._holding, self._hold
         if hold is None or holding is None:
             return
-        if holding.closed or holding.broken:
+        if lost(holding):
             self._hold_failed = why
             how = "which lost its connection"
         elif holding.info.transaction_status is psycopg.pq.TransactionStatus.INERROR:

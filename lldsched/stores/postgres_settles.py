@@ -28,7 +28,7 @@ from lldsched.stores import postgres_lease_sql as lease_sql
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import check_written
 from lldsched.stores.postgres_batch import Pending, settle_parameters
-from lldsched.stores.postgres_driver import psycopg
+from lldsched.stores.postgres_driver import lost, psycopg
 from lldsched.stores.postgres_parts import PostgresParts
 from lldsched.stores.postgres_redact import scrubbed
 
@@ -157,7 +157,7 @@ class PostgresSettles(PostgresParts):
                 retried = any(pending.tried for pending in batch)
             except psycopg.Error:
                 connection = self._connection
-                if connection is not None and not connection.closed and not connection.broken:
+                if connection is not None and not lost(connection):
                     raise
                 rows = self._open().execute(lease_sql.SETTLE, parameters).fetchall()
                 retried = True
