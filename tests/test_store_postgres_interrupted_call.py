@@ -18,15 +18,18 @@ command in flight, kept its transaction, and the row locks it holds, until the s
 next call.
 
 A real signal cannot be made to land at one given bytecode, so the interruption is
-raised where psycopg would let it out (``interrupt``): inside psycopg's code that ends a
+raised where psycopg would let it out (``interrupt_*``): inside psycopg's code that ends a
 transaction block, or in its wait for a round trip, before or after the command is
-sent.  The server, and every other round trip, are real.
+sent.  The server, and every other round trip, are real.  One case is all real: a
+``SIGALRM`` whose handler raises, while a write waits for a row lock another session
+holds (psycopg cancels the statement only for ``KeyboardInterrupt`` and ``SystemExit``).
 """
 
 from __future__ import annotations
 
+import signal
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import psycopg
@@ -42,6 +45,22 @@ from tests.test_store_sqlite import record, snapshot, task
 
 class Alarm(Exception):
     """What a program's own signal handler raises (a ``SIGALRM`` bounding a block)."""
+
+
+@pytest.fixture
+def alarm() -> Iterator[Callable[[], None]]:
+    """``alarm()``: a ``SIGALRM`` in a moment, whose handler raises :class:`Alarm` on the
+    main thread (the test's)."""
+
+    def raising(signum: int, frame: object) -> None:
+        raise Alarm("interrupted")
+
+    previous = signal.signal(signal.SIGALRM, raising)
+    try:
+        yield lambda: signal.setitimer(signal.ITIMER_REAL, 0.2)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def paused(task_id: str) -> Any:
@@ -141,3 +160,25 @@ def test_a_hold_whose_end_failed_lets_its_row_locks_go_at_once(
     store.save(paused("a"))
     row = other.get("a")
     assert row is not None and row.status is TaskStatus.PAUSED
+
+
+def test_a_write_a_signal_cut_while_it_waited_for_a_row_lock_is_not_stored(
+    open_store: Callable[..., PostgresTaskStore], alarm: Callable[[], None]
+) -> None:
+    """All real: the write waits for the row another session holds; the signal's
+    exception comes out of psycopg's wait, the statement still running on the server.
+    The next call is answered, and the cut write is not stored when the lock is let go
+    (its transaction never committed)."""
+    store, other = open_store(), open_store()
+    store.save(snapshot(task(id="a")))
+    with psycopg.connect(store._dsn) as holder:  # not autocommit: the lock is kept
+        holder.execute("SELECT id FROM tasks WHERE id = 'a' FOR UPDATE")
+        alarm()
+        with pytest.raises(Alarm):
+            store.save(paused("a"), record("a", 0))
+        assert [snapshot.task.id for snapshot in store.load_all()] == ["a"]
+    row = other.get("a")
+    assert row is not None and row.status is TaskStatus.SCHEDULED
+    assert other.records("a") == []
+    store.save(paused("a"), record("a", 1))
+    assert [r.attempt for r in other.records("a")] == [1]
