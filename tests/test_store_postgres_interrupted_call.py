@@ -55,9 +55,12 @@ def alarm() -> Iterator[Callable[[], None]]:
     def raising(signum: int, frame: object) -> None:
         raise Alarm("interrupted")
 
+    def arm() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+
     previous = signal.signal(signal.SIGALRM, raising)
     try:
-        yield lambda: signal.setitimer(signal.ITIMER_REAL, 0.2)
+        yield arm
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
