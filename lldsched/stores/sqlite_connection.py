@@ -71,7 +71,9 @@ class _Using:
         store = self.store
         store._calls -= 1
         if not store._calls:  # the outermost call ends: nothing of it may stay open
-            store._let_go_of_what_no_call_owns()
+            connection = store._connection
+            if store._gate is not None or (connection is not None and connection.in_transaction):
+                store._let_go_of_what_no_call_owns()
         if isinstance(error, sqlite3.Error):
             raise self._failed(error)
         if store._locked_out is not None:  # waits cut: given back once a write got through

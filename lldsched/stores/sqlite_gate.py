@@ -275,6 +275,8 @@ class WriteGate:
         """Let the write lock go if it is held: its store calls this between calls, when no
         write of it may hold it (one an exception stopped between taking it and the
         ``try`` that lets it go left it held)."""
+        if self._holder is None:  # the usual case, read without the lock: only the
+            return  # store's calls take it, and none is under way
         with self._state:
             if self._holder is not None:
                 self._holder = None
