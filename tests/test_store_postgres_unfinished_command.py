@@ -9,7 +9,9 @@ scheduler whose PostgreSQL server restarted claimed nothing more (seen in a full
 run, test_cluster_postgres.py's restart test: no run in the 30 s after the restart).
 
 The failure is provoked here as psycopg raises it, inside its wait, once the command has
-been sent (``cut_once``); the server and every other round trip are real.
+been sent (``cut_once``); the server and every other round trip are real.  The LISTEN
+thread's connection already let go of a connection at each failure: its case passed
+before, checked by no other test.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pytest
 
 from lldsched import FixedRate, Scheduler, StoreError
 from lldsched.stores.postgres import PostgresTaskStore
+from lldsched.stores.postgres_listen import Listener
 from tests import jobs
 from tests.waits import wait_until
 
@@ -107,3 +110,26 @@ def test_a_scheduler_whose_claim_was_cut_in_its_wait_goes_on_running_its_task(
             )
         finally:
             assert scheduler.shutdown(timeout=10)
+
+
+def test_the_listener_cut_in_its_wait_listens_again(postgres_dsn: str, cut_once: Cut) -> None:
+    """The LISTEN thread's own connection, cut in its first round trip (its LISTEN): it
+    is let go with the failure (each attempt is a connection of its own), and the
+    listener hears the next notification on a new one."""
+    cut = cut_once("lldsched-pg-listen")
+    woken: list[None] = []
+    listener = Listener(
+        postgres_dsn, channel="cut", node="here", wake=lambda: woken.append(None), timeout=5
+    )
+    try:
+        wait_until(cut.is_set, timeout=20, what="the LISTEN cut in its wait")
+        wait_until(lambda: len(woken) == 1, timeout=20, what="the wake of a listener back")
+
+        def heard() -> bool:
+            with psycopg.connect(postgres_dsn, autocommit=True) as other:
+                other.execute("NOTIFY cut, 'there'")
+            return len(woken) > 1
+
+        wait_until(heard, timeout=20, what="a notification heard after the cut", every=0.2)
+    finally:
+        listener.stop()

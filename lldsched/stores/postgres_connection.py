@@ -20,9 +20,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from lldsched.errors import StoreClosedError, StoreError
+from lldsched.errors import LldschedError, StoreClosedError, StoreError
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.postgres_driver import Connection, lost, psycopg
+from lldsched.stores.postgres_driver import Connection, idle, lost, psycopg
 from lldsched.stores.postgres_listen import connect, session_bounds
 from lldsched.stores.postgres_parts import PostgresParts
 from lldsched.stores.postgres_reads import one_row
@@ -125,6 +125,39 @@ class PostgresConnection(PostgresParts):
             )
 
     @contextlib.contextmanager
+    def _call(self) -> Iterator[None]:
+        """One call of the store, under its lock, everything it sends within one
+        ``timeout`` (:meth:`Deadline.call
+        <lldsched.stores.postgres_deadline.Deadline.call>`: calls nest).  Once it ends
+        outside a verb's hold, its connection is closed at once unless it is fit for the
+        next call (:func:`~lldsched.stores.postgres_driver.idle`) and the call was ended
+        by nothing but the store's own errors: an exception from elsewhere (a signal
+        handler's, a ``KeyboardInterrupt``) may have stopped psycopg anywhere, between its
+        count of transaction blocks and the BEGIN or COMMIT it sends, which left every
+        later write failing ("transaction rollback at the wrong nesting level") or
+        run inside a transaction never committed.  The next call connects again; the
+        server ends at once a transaction the call left open, and its row locks."""
+        with self._lock:
+            unsure = True
+            try:
+                with self._deadline.call():
+                    yield
+                unsure = False
+            except LldschedError:
+                unsure = False
+                raise
+            finally:
+                connection = self._connection
+                if (
+                    connection is not None
+                    and self._holding is None
+                    and (unsure or not idle(connection))
+                ):
+                    self._deadline.replaced()  # before the close frees the socket's number
+                    self._connection = None
+                    connection.close()
+
+    @contextlib.contextmanager
     def _using(self, doing: str, task_id: str | None = None) -> Iterator[Connection]:
         """The connection, under the lock, once the settles queued before were written
         (this store's writes reach the database in the order they were made); a lost
@@ -133,7 +166,7 @@ class PostgresConnection(PostgresParts):
         (``"read the records of task"``), named by a verb's hold that this call's failure
         ended (:meth:`_inside_failed`)."""
         self._refuse_if_forked()
-        with self._lock, self._deadline.call():  # one timeout for all it sends
+        with self._call():  # one timeout for all it sends
             try:
                 if self._settles.waiting:
                     self._write_settles()

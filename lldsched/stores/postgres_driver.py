@@ -34,7 +34,7 @@ if tuple(int(part) for part in re.findall(r"\d+", psycopg.__version__)[:2]) < _O
     )
 
 # psycopg is re-exported: the store imports it from here, after the check above.
-__all__ = ["Connection", "conninfo", "lost", "pq", "psycopg"]
+__all__ = ["Connection", "conninfo", "idle", "lost", "pq", "psycopg"]
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 """A session of the store (its rows as tuples): the one each call is given
@@ -56,3 +56,13 @@ def lost(connection: Connection) -> bool:
     return (
         connection.closed or connection.broken or connection.info.transaction_status in _UNFINISHED
     )
+
+
+def idle(connection: Connection) -> bool:
+    """Whether ``connection`` is as a store call outside a verb's hold must leave it for
+    the next: open and idle, no command in flight, no transaction open.  One left inside
+    a transaction no call owns would run every later statement in it, never committed
+    (and keep its row locks until the server ends the idle session, a ``lease`` later):
+    a call interrupted between psycopg's end of a transaction block and the COMMIT it
+    sends, or a verb's hold whose end failed, left it so."""
+    return connection.info.transaction_status is pq.TransactionStatus.IDLE

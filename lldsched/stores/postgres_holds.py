@@ -145,7 +145,7 @@ class PostgresHolds(PostgresParts):
         ``timeout`` in all during an outage, not one for each call it makes (its read of
         the change feed, its writes).  :meth:`verb_held` is one, holding the row too."""
         self._refuse_if_forked()
-        with self._lock, self._deadline.call():
+        with self._call():
             yield
 
     def _out_of_reach(self) -> str | None:

@@ -89,6 +89,8 @@ class PostgresParts:
 
         def _open(self) -> Connection: ...  # connection
 
+        def _call(self) -> AbstractContextManager[None]: ...  # connection
+
         def _using(  # connection
             self, doing: str, task_id: str | None = None
         ) -> AbstractContextManager[Connection]: ...

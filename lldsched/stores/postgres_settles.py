@@ -65,7 +65,7 @@ class PostgresSettles(PostgresParts):
         another node took over meanwhile is refused then), and logged as the core logs a
         failing store, once an outage (``_write_settles``)."""
         self._refuse_if_forked()
-        with self._lock, self._deadline.call():  # one timeout for all it sends
+        with self._call():  # one timeout for all it sends
             if not self._closed:
                 self._write_settles()
             wake = self._wake if self._reread_wake else None

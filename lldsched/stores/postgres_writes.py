@@ -160,7 +160,7 @@ class PostgresWrites(PostgresParts):
         as the process ends is a run made twice, once its lease expires.  ``flush()``
         without its wake: the caller may hold its scheduler's lock (a worker settling a
         run), which the wake takes; the next ``flush()`` wakes it."""
-        with self._lock, self._deadline.call():
+        with self._call():
             self._write_settles()
 
     def _write(

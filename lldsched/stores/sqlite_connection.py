@@ -56,10 +56,11 @@ class _Using:
             shared = store._shared
             if shared is not None and shared.hold is not None and not connection.in_transaction:
                 raise store._hold_gone(self.doing, self.task_id)  # rolled back under the hold
-            return connection
         except BaseException:
             lock.release()
             raise
+        store._calls += 1
+        return connection
 
     def __exit__(
         self,
@@ -68,6 +69,11 @@ class _Using:
         traceback: TracebackType | None,
     ) -> None:
         store = self.store
+        store._calls -= 1
+        if not store._calls:  # the outermost call ends: nothing of it may stay open
+            connection = store._connection
+            if store._gate is not None or (connection is not None and connection.in_transaction):
+                store._let_go_of_what_no_call_owns()
         if isinstance(error, sqlite3.Error):
             raise self._failed(error)
         if store._locked_out is not None:  # waits cut: given back once a write got through
@@ -133,6 +139,26 @@ class SqliteConnection(SqliteParts):
             except sqlite3.Error:
                 return  # tried again at the next call
             self._locked_out = None
+
+    def _let_go_of_what_no_call_owns(self) -> None:
+        """As the outermost call ends (caller holds the lock): no transaction is left open
+        on the connection, nor the write gate held.  An exception from outside SQLite (a
+        signal handler's, a ``KeyboardInterrupt``) raised between a write's ``BEGIN
+        IMMEDIATE`` and its ``try``, or inside its rollback, left both: every later write
+        of this store ran as a savepoint of that transaction, answered and never
+        committed, and SQLite's write lock (and a shared store's gate: every later write
+        here then failed, "taken twice") kept every other process from writing, for
+        good.  The call that left them raised: nothing it wrote was said stored.  A
+        ROLLBACK that fails is tried again as the next call ends."""
+        connection = self._connection
+        try:
+            if connection is not None and connection.in_transaction:
+                connection.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # the gate is let go all the same: SQLite's lock still stands
+        finally:
+            if self._gate is not None:
+                self._gate.let_go_if_held()
 
     def _using(self, doing: str, task_id: str | None = None) -> _Using:
         """The connection, under the lock, for one operation (``doing``, of ``task_id``

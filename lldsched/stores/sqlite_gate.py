@@ -271,6 +271,17 @@ class WriteGate:
             self._holder = None
             self._flock(self._write, self._un)
 
+    def let_go_if_held(self) -> None:
+        """Let the write lock go if it is held: its store calls this between calls, when no
+        write of it may hold it (one an exception stopped between taking it and the
+        ``try`` that lets it go left it held)."""
+        if self._holder is None:  # the usual case, read without the lock: only the
+            return  # store's calls take it, and none is under way
+        with self._state:
+            if self._holder is not None:
+                self._holder = None
+                self._flock(self._write, self._un)
+
     def _take(self) -> None:
         """The thread: whenever a caller waits, take the write lock, blocking."""
         state = self._state

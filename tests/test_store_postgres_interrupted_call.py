@@ -1,0 +1,187 @@
+"""A PostgreSQL store call interrupted inside psycopg leaves no connection that the next
+call cannot use, nor a transaction open that no call owns.
+
+An exception that is not psycopg's (one a signal handler raises, a ``KeyboardInterrupt``)
+can stop psycopg between any two of its bytecodes.  Two such points left the store's
+connection unfit, and the store reused it:
+
+* between psycopg's end of a transaction block and the COMMIT it sends: the session was
+  left inside the write's transaction, and every later statement ran in it, answered
+  and never committed (a scheduler's writes all lost in silence, until the server ended
+  the session idle in its transaction, a ``lease`` later);
+* as a transaction block begins, before psycopg counts it: psycopg's count of open
+  blocks went wrong for good, and every later write failed ("transaction rollback at
+  the wrong nesting level").
+
+A verb's hold whose end failed so, or whose connection a call inside left with its
+command in flight, kept its transaction, and the row locks it holds, until the store's
+next call.
+
+A real signal cannot be made to land at one given bytecode, so the interruption is
+raised where psycopg would let it out (``interrupt_*``): inside psycopg's code that ends a
+transaction block, or in its wait for a round trip, before or after the command is
+sent.  The server, and every other round trip, are real.  One case is all real: a
+``SIGALRM`` whose handler raises, while a write waits for a row lock another session
+holds (psycopg cancels the statement only for ``KeyboardInterrupt`` and ``SystemExit``).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
+
+import psycopg
+import psycopg.transaction
+import psycopg.waiting
+import pytest
+
+from lldsched import TaskStatus
+from lldsched.storecalls import HoldNotCommitted
+from lldsched.stores.postgres import PostgresTaskStore
+from tests.test_store_sqlite import record, snapshot, task
+
+
+class Alarm(Exception):
+    """What a program's own signal handler raises (a ``SIGALRM`` bounding a block)."""
+
+
+@pytest.fixture
+def alarm() -> Iterator[Callable[[], None]]:
+    """``alarm()``: a ``SIGALRM`` in a moment, whose handler raises :class:`Alarm` on the
+    main thread (the test's)."""
+
+    def raising(signum: int, frame: object) -> None:
+        raise Alarm("interrupted")
+
+    def arm() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+
+    previous = signal.signal(signal.SIGALRM, raising)
+    try:
+        yield arm
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def paused(task_id: str) -> Any:
+    return snapshot(task(id=task_id))._replace(status=TaskStatus.PAUSED)
+
+
+def interrupt_round_trip(monkeypatch: pytest.MonkeyPatch, *, nth: int, sent: bool) -> None:
+    """The ``nth`` round trip made on this thread from now on raises :class:`Alarm` in
+    psycopg's wait, its command ``sent`` or not yet (its generator not started: psycopg's
+    own step before the command, a transaction block's count, not run); once."""
+    wait = psycopg.waiting.wait
+    thread = threading.current_thread()
+    count = 0
+
+    def waiting(gen: Generator[Any, Any, Any], fileno: int, *args: Any, **kwargs: Any) -> Any:
+        nonlocal count
+        if threading.current_thread() is thread:
+            count += 1
+            if count == nth:
+                if sent:
+                    next(gen)  # the command is sent; its reply is never read
+                raise Alarm("interrupted")
+        return wait(gen, fileno, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.waiting, "wait", waiting)
+
+
+def interrupt_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next transaction block ended on this thread raises :class:`Alarm` once psycopg
+    has counted it ended, before it sends the COMMIT; once."""
+    commands: Callable[..., Any] = psycopg.transaction.BaseTransaction._get_commit_commands
+    thread = threading.current_thread()
+    fired = threading.Event()
+
+    def ending(self: psycopg.transaction.BaseTransaction[Any]) -> Any:
+        if threading.current_thread() is thread and not fired.is_set():
+            fired.set()
+            raise Alarm("interrupted")
+        return commands(self)
+
+    monkeypatch.setattr(psycopg.transaction.BaseTransaction, "_get_commit_commands", ending)
+
+
+def test_writes_after_one_interrupted_before_its_commit_are_committed(
+    open_store: Callable[..., PostgresTaskStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, the session stayed inside the interrupted write's transaction: the writes
+    after it were answered and never committed (another store saw none of them)."""
+    store, other = open_store(), open_store()
+    store.save(snapshot(task(id="a")))
+    interrupt_commit(monkeypatch)
+    with pytest.raises(Alarm):
+        store.save(paused("a"), record("a", 0))
+    store.save(snapshot(task(id="b")))
+    store.save(paused("a"), record("a", 1))
+    row = other.get("a")
+    assert row is not None and row.status is TaskStatus.PAUSED
+    assert other.get("b") is not None
+    assert [r.attempt for r in other.records("a")] == [1]  # the interrupted one rolled back
+
+
+def test_writes_after_one_interrupted_as_its_transaction_began_succeed(
+    open_store: Callable[..., PostgresTaskStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, psycopg's count of transaction blocks was left wrong on the connection, and
+    every later write on it failed ("transaction rollback at the wrong nesting level")."""
+    store, other = open_store(), open_store()
+    store.save(snapshot(task(id="a")))
+    interrupt_round_trip(monkeypatch, nth=1, sent=False)  # the BEGIN, before it is counted
+    with pytest.raises(Alarm):
+        store.save(paused("a"), record("a", 0))
+    for task_id in ("b", "c"):
+        store.save(snapshot(task(id=task_id)))
+    store.save(paused("a"), record("a", 1))
+    assert [snapshot.task.id for snapshot in other.load_all()] == ["a", "b", "c"]
+    assert [r.attempt for r in other.records("a")] == [1]
+
+
+def test_a_hold_whose_end_failed_lets_its_row_locks_go_at_once(
+    open_store: Callable[..., PostgresTaskStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write inside the hold interrupted once its command was sent: its reply unread,
+    the hold's COMMIT fails.  Before, its transaction stayed open on the server, the rows
+    locked, until the store's next call (or the server ended the session a ``lease``
+    later): another node's write of the row waited for it."""
+    store, other = open_store(lease=60), open_store(lease=60, timeout=30)
+    store.save(snapshot(task(id="a")))
+    with pytest.raises(HoldNotCommitted), store.verb_held("a"):
+        interrupt_round_trip(monkeypatch, nth=1, sent=True)
+        store.save(paused("a"))
+    monkeypatch.undo()
+    with psycopg.connect(store._dsn, autocommit=True) as admin:
+        admin.execute("SET lock_timeout = '10s'")  # the hold's session kept them 60 s
+        admin.execute("SELECT id FROM tasks WHERE id = 'a' FOR UPDATE")
+    row = other.get("a")
+    assert row is not None and row.status is TaskStatus.SCHEDULED  # nothing of the hold
+    store.save(paused("a"))
+    row = other.get("a")
+    assert row is not None and row.status is TaskStatus.PAUSED
+
+
+def test_a_write_a_signal_cut_while_it_waited_for_a_row_lock_is_not_stored(
+    open_store: Callable[..., PostgresTaskStore], alarm: Callable[[], None]
+) -> None:
+    """All real: the write waits for the row another session holds; the signal's
+    exception comes out of psycopg's wait, the statement still running on the server.
+    The next call is answered, and the cut write is not stored when the lock is let go
+    (its transaction never committed)."""
+    store, other = open_store(), open_store()
+    store.save(snapshot(task(id="a")))
+    with psycopg.connect(store._dsn) as holder:  # not autocommit: the lock is kept
+        holder.execute("SELECT id FROM tasks WHERE id = 'a' FOR UPDATE")
+        alarm()
+        with pytest.raises(Alarm):
+            store.save(paused("a"), record("a", 0))
+        assert [snapshot.task.id for snapshot in store.load_all()] == ["a"]
+    row = other.get("a")
+    assert row is not None and row.status is TaskStatus.SCHEDULED
+    assert other.records("a") == []
+    store.save(paused("a"), record("a", 1))
+    assert [r.attempt for r in other.records("a")] == [1]
