@@ -5,6 +5,7 @@ upstream success, whichever process ran it (docs/CLUSTER.md, "Dependencies")."""
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -188,7 +189,7 @@ def test_a_wait_blocked_in_one_process_and_ended_in_another_is_recorded_from_its
 
 @pytest.mark.parametrize("b_starts", ["after A stopped", "with A"])
 def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_slot_found_blocked(
-    stores: list[CoordinatedStore], b_starts: str
+    stores: list[CoordinatedStore], b_starts: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A found load BLOCKED, then rescheduled it (still BLOCKED, its next slot an hour
     on); B ran the success that released it.  The wait's record names the slot found
@@ -233,6 +234,9 @@ def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_sl
     else:  # A did (b_starts "with A"), and ended the wait it found
         assert (b_starts, ran.node) == ("with A", stores[0].node)
         assert due <= wait.started <= blocked_seen
+    # B, started with A, followed load's BLOCKED row again (the reschedule) while it had
+    # load BLOCKED already: applied, its wait going on, not an error logged.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def test_each_upstream_success_releases_the_dependent_once_whichever_process_ran_it(
