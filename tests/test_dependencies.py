@@ -3,6 +3,7 @@ succeeded since the dependent's previous slot started; both runtimes, one rule."
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -982,3 +983,42 @@ def test_on_a_shared_store_a_dependency_keeps_nothing_of_the_tasks_that_left(
         assert set(graph._here) <= registered
         assert graph._died_here <= registered
         assert set(graph._dependents) == {"up"}
+
+
+class _RowsOnly:
+    """A store of one's own with only what ``TaskStore`` asks (save, delete, load_all):
+    no ``records``, which a store shared by processes has and dependencies count from."""
+
+    def __init__(self) -> None:
+        self._rows = InMemoryTaskStore()
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        self._rows.save(snapshot, record)
+
+    def delete(self, task_id: str) -> None:
+        self._rows.delete(task_id)
+
+    def load_all(self) -> list[TaskSnapshot]:
+        return self._rows.load_all()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_dependencies_on_a_store_of_ones_own_count_in_memory_without_reading_its_records(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A store no other process shares is not read for what a dependent waits for: the
+    # scheduler's memory says it (only a shared store's records count another
+    # process's runs).  Read, a store without records() failed every readiness check.
+    driven = Driven(kind, store=_RowsOnly())
+    try:
+        extract = driven.add("extract", OneTime(delay=600))
+        load = driven.add("load", OneTime(delay=0), depends_on=[extract.id])
+        driven.run_until(T0 + 60)
+        assert load.status is BLOCKED
+        driven.run_until(T0 + 1200)
+        assert (extract.status, load.status) == (TaskStatus.SUCCEEDED, TaskStatus.SUCCEEDED)
+        (wait,) = waits(load)
+        assert (wait.started, wait.finished) == (T0, T0 + 600)
+    finally:
+        driven.close()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
