@@ -24,6 +24,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
+from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.stores.sqlite import SqliteTaskStore
 from lldsched.testing import Stepper
@@ -474,6 +475,29 @@ def test_run_now_on_a_dependent_whose_upstreams_have_not_succeeded_adds_no_run(
     ]  # fmt: skip
 
 
+def test_run_now_on_a_shared_dependent_whose_records_cannot_be_read_adds_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On a shared store run_now counts the wait from the store's records; records that
+    # cannot be read decide nothing there: the run is added, and the readiness check at
+    # its begin reads them again (read as "would wait", run_now refused a run that may
+    # well be able to run).
+    store = SqliteTaskStore(tmp_path / "tasks.db", shared=True)
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+    with store:
+        scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=500), id="extract")
+        scheduler.schedule("load", jobs.noop, FixedRate(HOUR, start_delay=1000), id="load",
+                           depends_on=["extract"])  # fmt: skip
+
+        def unreadable(task_id: str | None = None) -> list[ExecutionRecord]:
+            raise StoreError("the server is down (injected)")
+
+        monkeypatch.setattr(store, "records", unreadable)
+        assert scheduler.run_now("load") is True
+        assert scheduler.task("load").next_run_at == T0
+        scheduler.shutdown()
+
+
 def test_run_now_on_a_dependent_whose_upstreams_succeeded_runs_at_once_on_their_success(
     driven: Driven,
 ) -> None:
@@ -822,7 +846,6 @@ def test_the_codec_keeps_depends_on_and_rejects_a_stored_value_that_is_not_a_lis
     import json
     import re
 
-    from lldsched.errors import StoreError
     from lldsched.stores.codec import decode_task, encode_task
 
     sim = Simulation(start=T0)
