@@ -187,7 +187,7 @@ def test_a_wait_blocked_in_one_process_and_ended_in_another_is_recorded_from_its
     assert wait.finished > wait.started
 
 
-@pytest.mark.parametrize("b_starts", ["after A stopped", "with A"])
+@pytest.mark.parametrize("b_starts", ["after A stopped", "with A", "with A, which stops"])
 def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_slot_found_blocked(
     stores: list[CoordinatedStore], b_starts: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -199,7 +199,9 @@ def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_sl
     ``run_now`` made due: then A ran the success and ended the wait it found, its record
     started when A found it blocked (after the due instant, before the row said so
     here), where B starts it at the due instant (``DependencyWaits.adopted_wait``).
-    Before, the test took B for the one that ran it, and failed when A did."""
+    Before, the test took B for the one that ran it, and failed when A did.  With A
+    stopped once B followed the reschedule, B ends the wait it followed (the slot found
+    blocked read from the row, not from a restart)."""
     a = Scheduler(workers=2, store=stores[0]).start()
     b: Scheduler | None = None
     try:
@@ -207,7 +209,7 @@ def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_sl
         wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="blocked")
         blocked_seen = time.time()  # A found it blocked before
         (due,) = [s.next_run_at for s in stores[2].load_all() if s.task.id == "load"]
-        if b_starts == "with A":
+        if b_starts != "after A stopped":
             b = Scheduler(workers=2, store=stores[1]).start()
         a.reschedule("load", FixedRate(HOUR, start_delay=HOUR))
         (moved,) = [s.next_run_at for s in stores[2].load_all() if s.task.id == "load"]
@@ -219,6 +221,8 @@ def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_sl
             seen = b
             wait_until(lambda: seen.task("load").next_run_at == moved, timeout=10,
                        what="B follows the reschedule")  # fmt: skip
+            if b_starts == "with A, which stops":  # B ends the wait it followed
+                a.shutdown()
         b.run_now("extract")
         wait_until(lambda: _row(stores[2], "load") is TaskStatus.SCHEDULED, timeout=10,
                    what="released by B")  # fmt: skip
