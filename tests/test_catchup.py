@@ -85,6 +85,9 @@ def test_a_slot_to_resume_at_is_skipped_by_a_run_that_outlasts_it_a_decided_one_
     assert answer(slot_first(rate, 600.0), 650) == (600.0, ())
     # The plan made anew keeps what its slot to resume at is.
     moved = CatchUp(rate, [30], 600.0, resumes=True).shifted(-60)
+    # Where a misfire decision's runs end (kept with the row) moves with the clock too.
+    decided = CatchUp(rate, [30, 90], SCHEDULE_DECIDES, until=150).shifted(-60)
+    assert (decided.slots, decided.until) == ((-30, 30), 90)
     assert next_run_and_skipped(moved, ran(0, 1), limit=10) == (-30, ())
     assert next_run_and_skipped(moved, ran(-30, 650), limit=10) == (690, [540.0, 600, 660])
     put_off = slot_first(CatchUp(rate, [], 600.0, resumes=True), 30)
