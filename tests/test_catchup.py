@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 from lldsched import ExecutionRecord, FixedDelay, FixedRate, OverrunPolicy
+from lldsched.checks import FINEST
 from lldsched.schedules.base import next_run_and_skipped
 from lldsched.schedules.catchup import FIRST_RUN, SCHEDULE_DECIDES, CatchUp, slot_first
 
@@ -48,6 +50,19 @@ def test_a_plan_reads_as_what_it_hands_out() -> None:
     assert repr(CatchUp(own, [], 500.0)) == "CatchUp(FixedRate(60), 0 slots left, then 500.0)"
 
 
+def test_a_run_that_outlasts_the_slot_to_resume_at_of_a_microsecond_rate_skips_each_slot() -> None:
+    # The finest period there is, in 2027: slots a period apart are 0.95 or 1.19 us
+    # apart as floats (a float's step there is 0.24 us), never one slot counted twice.
+    # The run from the slot before the one to resume at outlasts it by two periods: that
+    # slot and the next are skipped, and the one after runs, each a slot of its own.
+    start = 1_800_000_000.0
+    then = start + 3e-6
+    plan = CatchUp(FixedRate(FINEST), [], then, resumes=True)
+    due, skipped = next_run_and_skipped(plan, ran(start, start + 5.1e-6), limit=10)
+    assert due is not None and len(skipped) == 2 and skipped[0] == then
+    assert all(later - earlier > FINEST / 2 for earlier, later in pairwise([*skipped, due]))
+
+
 def test_the_plans_last_run_hands_back_to_the_own_schedule_skipped_slots_included() -> None:
     plan = CatchUp(FixedRate(60), [60], SCHEDULE_DECIDES)
     assert next_run_and_skipped(plan, ran(0, 1), limit=10) == (60, ())
@@ -70,6 +85,9 @@ def test_a_slot_to_resume_at_is_skipped_by_a_run_that_outlasts_it_a_decided_one_
     assert answer(slot_first(rate, 600.0), 650) == (600.0, ())
     # The plan made anew keeps what its slot to resume at is.
     moved = CatchUp(rate, [30], 600.0, resumes=True).shifted(-60)
+    # Where a misfire decision's runs end (kept with the row) moves with the clock too.
+    decided = CatchUp(rate, [30, 90], SCHEDULE_DECIDES, until=150).shifted(-60)
+    assert (decided.slots, decided.until) == ((-30, 30), 90)
     assert next_run_and_skipped(moved, ran(0, 1), limit=10) == (-30, ())
     assert next_run_and_skipped(moved, ran(-30, 650), limit=10) == (690, [540.0, 600, 660])
     put_off = slot_first(CatchUp(rate, [], 600.0, resumes=True), 30)

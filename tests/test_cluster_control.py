@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from lldsched import (
+    EventLog,
     FixedRate,
     OneTime,
     Outcome,
@@ -809,8 +810,13 @@ def test_a_resume_by_the_runner_during_its_run_is_written_and_outlives_the_pause
         assert (running if pauser == "runner" else other).pause("hourly")
         wait_until(_status(running, "hourly", TaskStatus.PAUSED), timeout=5,
                    what="the runner to follow the pause")  # fmt: skip
+        heard = EventLog()
+        running.add_listener(heard)
         assert running.resume("hourly")
         assert running.task("hourly").status is TaskStatus.RUNNING
+        resumed = heard.wait_for(lambda event: event.task_id == "hourly", timeout=5)
+        assert resumed is not None  # told to the runner's listeners, as a resume always is
+        assert (resumed.previous, resumed.status) == (TaskStatus.PAUSED, TaskStatus.RUNNING)
         (stored,) = reader.load_all()
         assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot)
         assert [held.token for held in reader.leases()] == [lease.token]  # still the run's

@@ -5,6 +5,7 @@ upstream success, whichever process ran it (docs/CLUSTER.md, "Dependencies")."""
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from lldsched import (
+    EventLog,
     FakeClock,
     FixedRate,
     RetryPolicy,
@@ -185,9 +187,9 @@ def test_a_wait_blocked_in_one_process_and_ended_in_another_is_recorded_from_its
     assert wait.finished > wait.started
 
 
-@pytest.mark.parametrize("b_starts", ["after A stopped", "with A"])
+@pytest.mark.parametrize("b_starts", ["after A stopped", "with A", "with A, which stops"])
 def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_slot_found_blocked(
-    stores: list[CoordinatedStore], b_starts: str
+    stores: list[CoordinatedStore], b_starts: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A found load BLOCKED, then rescheduled it (still BLOCKED, its next slot an hour
     on); B ran the success that released it.  The wait's record names the slot found
@@ -197,7 +199,9 @@ def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_sl
     ``run_now`` made due: then A ran the success and ended the wait it found, its record
     started when A found it blocked (after the due instant, before the row said so
     here), where B starts it at the due instant (``DependencyWaits.adopted_wait``).
-    Before, the test took B for the one that ran it, and failed when A did."""
+    Before, the test took B for the one that ran it, and failed when A did.  With A
+    stopped once B followed the reschedule, B ends the wait it followed (the slot found
+    blocked read from the row, not from a restart)."""
     a = Scheduler(workers=2, store=stores[0]).start()
     b: Scheduler | None = None
     try:
@@ -205,7 +209,7 @@ def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_sl
         wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="blocked")
         blocked_seen = time.time()  # A found it blocked before
         (due,) = [s.next_run_at for s in stores[2].load_all() if s.task.id == "load"]
-        if b_starts == "with A":
+        if b_starts != "after A stopped":
             b = Scheduler(workers=2, store=stores[1]).start()
         a.reschedule("load", FixedRate(HOUR, start_delay=HOUR))
         (moved,) = [s.next_run_at for s in stores[2].load_all() if s.task.id == "load"]
@@ -217,6 +221,8 @@ def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_sl
             seen = b
             wait_until(lambda: seen.task("load").next_run_at == moved, timeout=10,
                        what="B follows the reschedule")  # fmt: skip
+            if b_starts == "with A, which stops":  # B ends the wait it followed
+                a.shutdown()
         b.run_now("extract")
         wait_until(lambda: _row(stores[2], "load") is TaskStatus.SCHEDULED, timeout=10,
                    what="released by B")  # fmt: skip
@@ -232,6 +238,9 @@ def test_a_wait_a_reschedule_kept_blocked_and_another_process_ended_names_the_sl
     else:  # A did (b_starts "with A"), and ended the wait it found
         assert (b_starts, ran.node) == ("with A", stores[0].node)
         assert due <= wait.started <= blocked_seen
+    # B, started with A, followed load's BLOCKED row again (the reschedule) while it had
+    # load BLOCKED already: applied, its wait going on, not an error logged.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def test_each_upstream_success_releases_the_dependent_once_whichever_process_ran_it(
@@ -555,10 +564,13 @@ def test_a_claimed_slot_whose_upstream_is_dead_is_written_failed_with_its_leases
     (``UpstreamFailed``), its row, its wait's record and the lease's drop in one fenced
     transaction; report, BLOCKED on load before (its own claim's one transaction), fails
     with it, a write of its own that no claim fences (the store is not muted for it).
-    The clock is a fake one, so that report's slot is claimed and blocked before load's."""
+    The clock is a fake one, so that report's slot is claimed and blocked before load's.
+    Each held slot is told to the listeners here as it happens, as on a store of one's
+    own: report BLOCKED (no record yet), load FAILED with its wait's record, then report."""
     killed = _KilledBeforeRelease(stores[0], monkeypatch)
     clock = FakeClock(time.time())
-    scheduler = Scheduler(workers=1, store=stores[0], clock=clock).start()
+    log = EventLog()
+    scheduler = Scheduler(workers=1, store=stores[0], clock=clock, listeners=[log]).start()
     try:
         scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="extract")
         scheduler.cancel("extract")
@@ -582,6 +594,20 @@ def test_a_claimed_slot_whose_upstream_is_dead_is_written_failed_with_its_leases
         for task_id, upstream in (("load", "extract"), ("report", "load")):
             (waited,) = _records(stores[2], task_id, Outcome.BLOCKED)
             assert waited.error is not None and f"upstream {upstream}" in waited.error
+        failed = log.wait_for(
+            lambda event: event.task_id == "report" and event.status is TaskStatus.FAILED, 10
+        )
+        assert failed is not None
+        changes = [
+            (event.task_id, event.previous, event.status, event.record and event.record.outcome)
+            for event in log.events
+            if event.task_id != "extract" and event.previous not in (None, event.status)
+        ]
+        assert changes == [
+            ("report", TaskStatus.SCHEDULED, BLOCKED, None),
+            ("load", TaskStatus.SCHEDULED, TaskStatus.FAILED, Outcome.BLOCKED),
+            ("report", BLOCKED, TaskStatus.FAILED, Outcome.BLOCKED),
+        ]
     finally:
         scheduler.shutdown()
 

@@ -107,6 +107,25 @@ def test_redrive_puts_a_dead_task_back_due_now_with_a_fresh_attempt_counter(
     assert h.core.redrive(task.id) is False  # only FAILED tasks can be redriven
 
 
+def test_redrive_is_written_to_the_store_and_told_to_the_listeners(clock: FakeClock) -> None:
+    # Before its redriven run: a process that died now would restart it SCHEDULED, not
+    # FAILED, and a listener (the panel, a metric) hears it leave the dead letter.
+    store = RecordingStore()
+    h = Harness(clock, store=store)
+    task = h.core.add("cleanup", noop, OneTime(delay=0), retry=RetryPolicy.never())
+    h.step(error="OSError: gone")
+    assert h.core.redrive(task.id) is True
+    assert store.saved[-1] == (task.id, "scheduled")
+    (row,) = store.load_all()
+    assert (row.status, row.next_run_at, row.attempt) == (TaskStatus.SCHEDULED, clock.now(), 0)
+    last = h.events[-1]
+    assert (last.task_id, last.previous, last.status) == (
+        task.id,
+        TaskStatus.FAILED,
+        TaskStatus.SCHEDULED,
+    )
+
+
 def test_a_redriven_task_leaves_the_catch_up_it_died_in_and_counts_on_from_its_redriven_run(
     clock: FakeClock,
 ) -> None:

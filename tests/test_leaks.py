@@ -53,6 +53,23 @@ def test_a_restored_task_that_retires_leaves_no_orphan_entry(tmp_path: Path) -> 
         assert core._restored_names == {}  # was {'once': 'once', 'every': 'every'}
 
 
+def test_a_restored_task_removed_leaves_no_orphan_entry(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    _stored(path)
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=0.0, store=store)
+        core = sim._core
+        # "every" registered again by its id: not an orphan, its name still restored's
+        sim.schedule("every", FixedRate(60), action=len, args=["x"], id="every",
+                     replace_existing=True)  # fmt: skip
+        sim.remove("once")  # live: cancelled, then forgotten
+        assert sim.orphans() == []
+        sim.remove("every")  # no orphan left, but its name was remembered
+        assert sim.tasks() == []
+        assert core._orphans == {}
+        assert core._restored_names == {}
+
+
 def test_a_restored_task_the_threaded_scheduler_retires_leaves_no_orphan_entry(
     tmp_path: Path,
 ) -> None:

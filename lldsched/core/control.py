@@ -191,7 +191,7 @@ class StatusVerbs(CoreParts):
             if self._orphans or self._restored_names:  # a task a store restored
                 self._unrestored(task)
             self._retention.forget(task_id)
-            forget_runs(task._schedule, task_id)  # a Window's count of it
+            forget_runs(task.schedule, task_id)  # a Window's count of it, behind a plan too
             if self._store is not None:
                 try:
                     self._store.delete(task_id)

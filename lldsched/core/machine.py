@@ -511,7 +511,7 @@ class SchedulerCore(
             ):
                 departed.left(task)
             if task._schedule.__class__ is not OneTime:  # a Window's count of it goes
-                forget_runs(task._schedule, task_id)
+                forget_runs(task.schedule, task_id)  # (behind a plan, if one is in front)
             if self._deps is not None:
                 self._deps.retired(task)  # its dependents remember how it ended
             if store is not None and retention.purges(task_id):  # its row and records go too
