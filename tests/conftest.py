@@ -17,6 +17,11 @@ from tests.cluster import (  # noqa: F401 - the multi-process fixtures, and thei
     schedulers,
     store_spec,
 )
+from tests.collecting import (  # noqa: F401 - autouse: a test's garbage said in the test
+    collect_each_module,
+    collect_each_test,
+    collect_everything_at_the_end,
+)
 from tests.interrupting import (  # noqa: F401 - fixtures
     ctrl_c,  # a SIGINT sent until it lands
     sigterm_exits,  # a SIGTERM handler's sys.exit
@@ -58,37 +63,6 @@ def pytest_configure(config: pytest.Config) -> None:
     interval = config.getoption("--switch-interval")
     if interval is not None:
         sys.setswitchinterval(interval)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def collect_each_module() -> Iterator[None]:
-    """At the end of each module, once its module-scoped fixtures are torn down (an
-    autouse fixture is set up first of its scope, so torn down last), everything
-    :func:`collect_each_test` froze is unfrozen and collected once: what the module's
-    tests left in a reference cycle across tests is reported there, in its last test."""
-    yield
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
-
-
-@pytest.fixture(autouse=True)
-def collect_each_test(collect_each_module: None) -> Iterator[None]:
-    """Collect the test's garbage at its end, once its fixtures are torn down (an autouse
-    fixture is torn down last of its scope) and before pytest looks for what was raised
-    where nothing could catch it.  A store, file, socket or event loop the test left in
-    a reference cycle then says its ``ResourceWarning``, an error (pyproject.toml's
-    ``filterwarnings``), in the test that left it, not in whichever later test the
-    collector happened to run in.
-
-    What survives the collection is frozen (``gc.freeze()``): the next test's collection
-    walks only what that test made, not the session's quarter of a million objects
-    (0.25 s a walk on a loaded two-core machine: docs/decisions/parallel-tests.md, "A background
-    failure fails the test that caused it").
-    :func:`collect_each_module` unfreezes them again."""
-    yield
-    gc.collect()
-    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
