@@ -1661,6 +1661,33 @@ def test_a_catch_up_slot_resumed_keeps_its_slot_and_the_grid_after_the_plan(
     store.close()
 
 
+def test_paused_past_a_slot_after_a_catch_up_resume_re_anchors_the_grid(tmp_path: Path) -> None:
+    # As above, but paused once the plan is over: 01:00 to 06:00 ran from 06:30, and the
+    # own schedule's 07:00 is next.  Paused at 06:40 and resumed at 07:20, the task runs
+    # at once and its grid restarts there (07:20, 08:20), as any fixed rate resumed after
+    # sleeping through its slot: the plan handed the task back at its last run.  A plan
+    # left in front after its last run (mutation of catchup.py's _next_on_grid) took the
+    # resumed run for one it decided: slot 07:00, and the grid on at 08:00.
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(HOUR, start_delay=HOUR), misfire=RUN_ALL
+        )
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+    sim = Simulation(start=T0 + 6.5 * HOUR, store=store)
+    sim.model(task.id, duration=60.0)
+    sim.run(T0 + 6.5 * HOUR + 600)  # the plan's six runs are over
+    assert sim.task(task.id).next_run_at == T0 + 7 * HOUR
+    assert sim.pause(task.id)
+    resumed = T0 + 7 * HOUR + 20 * 60
+    sim.run(resumed)
+    assert sim.resume(task.id)
+    sim.run(T0 + 8.5 * HOUR)
+    records = [r for r in sim.task(task.id).history if r.outcome.ran]
+    assert [(r.slot - T0) / 60 for r in records] == [60, 120, 180, 240, 300, 360, 440, 500]
+    assert records[-2].due == resumed
+    store.close()
+
+
 def test_an_extra_run_resumed_and_run_after_a_restart_keeps_its_slot(tmp_path: Path) -> None:
     # Hourly from 01:00; run_now at 00:10 (the extra run's slot), paused at once,
     # resumed at 00:30, and the process stops before the run.  Restarted at 00:30, it
