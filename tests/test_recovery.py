@@ -1632,6 +1632,22 @@ def test_a_capped_plans_last_slot_in_flight_at_a_crash_runs_again_and_goes_on_as
         store.close()
 
 
+def _restarted_at_0630_to_run_all(
+    tmp_path: Path,
+) -> tuple[Simulation, ScheduledTask, SqliteTaskStore]:
+    """An hourly task first due 01:00 (``RUN_ALL``), its store opened again by a
+    simulation at 06:30 (the slots 01:00 to 06:00 to catch up, a minute a run): the
+    simulation, the task and the store, which the caller closes."""
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(HOUR, start_delay=HOUR), misfire=RUN_ALL
+        )
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+    sim = Simulation(start=T0 + 6.5 * HOUR, store=store)
+    sim.model(task.id, duration=60.0)
+    return sim, task, store
+
+
 def test_a_catch_up_slot_resumed_keeps_its_slot_and_the_grid_after_the_plan(
     tmp_path: Path,
 ) -> None:
@@ -1640,13 +1656,7 @@ def test_a_catch_up_slot_resumed_keeps_its_slot_and_the_grid_after_the_plan(
     # 06:50.  Its record says slot 06:00 (the slot it serves, as its plan's other runs
     # do), due 06:50 (when the resume made it due: lateness is dispatch latency, and a
     # pause is none); the grid goes on at 07:00, not an hour after the resume.
-    with SqliteTaskStore(tmp_path / "tasks.db") as store:
-        task = Simulation(start=T0, store=store).schedule(
-            "job", FixedRate(HOUR, start_delay=HOUR), misfire=RUN_ALL
-        )
-    store = SqliteTaskStore(tmp_path / "tasks.db")
-    sim = Simulation(start=T0 + 6.5 * HOUR, store=store)
-    sim.model(task.id, duration=60.0)
+    sim, task, store = _restarted_at_0630_to_run_all(tmp_path)
     sim.run(T0 + 6.5 * HOUR + 270)  # 01:00 to 04:00 ran, 05:00 runs
     assert sim.pause(task.id)
     resumed = T0 + 6.5 * HOUR + 20 * 60
@@ -1668,13 +1678,7 @@ def test_paused_past_a_slot_after_a_catch_up_resume_re_anchors_the_grid(tmp_path
     # sleeping through its slot: the plan handed the task back at its last run.  A plan
     # left in front after its last run (mutation of catchup.py's _next_on_grid) took the
     # resumed run for one it decided: slot 07:00, and the grid on at 08:00.
-    with SqliteTaskStore(tmp_path / "tasks.db") as store:
-        task = Simulation(start=T0, store=store).schedule(
-            "job", FixedRate(HOUR, start_delay=HOUR), misfire=RUN_ALL
-        )
-    store = SqliteTaskStore(tmp_path / "tasks.db")
-    sim = Simulation(start=T0 + 6.5 * HOUR, store=store)
-    sim.model(task.id, duration=60.0)
+    sim, task, store = _restarted_at_0630_to_run_all(tmp_path)
     sim.run(T0 + 6.5 * HOUR + 600)  # the plan's six runs are over
     assert sim.task(task.id).next_run_at == T0 + 7 * HOUR
     assert sim.pause(task.id)

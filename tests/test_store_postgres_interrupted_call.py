@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -40,6 +40,7 @@ import pytest
 from lldsched import TaskStatus
 from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
+from tests.pg_faults import fail_in_wait
 from tests.test_store_sqlite import record, snapshot, task
 
 
@@ -72,23 +73,8 @@ def paused(task_id: str) -> Any:
 
 def interrupt_round_trip(monkeypatch: pytest.MonkeyPatch, *, nth: int, sent: bool) -> None:
     """The ``nth`` round trip made on this thread from now on raises :class:`Alarm` in
-    psycopg's wait, its command ``sent`` or not yet (its generator not started: psycopg's
-    own step before the command, a transaction block's count, not run); once."""
-    wait = psycopg.waiting.wait
-    thread = threading.current_thread()
-    count = 0
-
-    def waiting(gen: Generator[Any, Any, Any], fileno: int, *args: Any, **kwargs: Any) -> Any:
-        nonlocal count
-        if threading.current_thread() is thread:
-            count += 1
-            if count == nth:
-                if sent:
-                    next(gen)  # the command is sent; its reply is never read
-                raise Alarm("interrupted")
-        return wait(gen, fileno, *args, **kwargs)
-
-    monkeypatch.setattr(psycopg.waiting, "wait", waiting)
+    psycopg's wait, its command ``sent`` or not yet; once."""
+    fail_in_wait(monkeypatch, Alarm("interrupted"), nth=nth, sent=sent)
 
 
 def interrupt_commit(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,8 +17,7 @@ before, checked by no other test.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Generator
-from typing import Any
+from collections.abc import Callable
 
 import psycopg
 import psycopg.waiting
@@ -28,6 +27,7 @@ from lldsched import FixedRate, Scheduler, StoreError
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_listen import Listener
 from tests import jobs
+from tests.pg_faults import fail_in_wait
 from tests.waits import wait_until
 
 Cut = Callable[[str], threading.Event]
@@ -39,20 +39,9 @@ def cut_once(monkeypatch: pytest.MonkeyPatch) -> Cut:
     ``thread`` sends its command, then fails in psycopg's wait as a socket that
     ``poll`` reported in error fails it; once.  The event is set once it has."""
 
-    wait = psycopg.waiting.wait
-
     def arm(thread: str) -> threading.Event:
-        done = threading.Event()
-
-        def failing(gen: Generator[Any, Any, Any], fileno: int, *args: Any, **kwargs: Any) -> Any:
-            if done.is_set() or thread not in threading.current_thread().name:
-                return wait(gen, fileno, *args, **kwargs)
-            done.set()
-            next(gen)  # the command is sent; its reply is never read
-            raise psycopg.OperationalError("connection socket closed")
-
-        monkeypatch.setattr(psycopg.waiting, "wait", failing)
-        return done
+        error = psycopg.OperationalError("connection socket closed")
+        return fail_in_wait(monkeypatch, error, thread=thread)
 
     return arm
 
