@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -171,3 +172,48 @@ def test_a_write_a_signal_cut_while_it_waited_for_a_row_lock_is_not_stored(
     assert other.records("a") == []
     store.save(paused("a"), record("a", 1))
     assert [r.attempt for r in other.records("a")] == [1]
+
+
+def wait_until(done: Callable[[], bool], *, seconds: float, what: str) -> None:
+    """Until ``done()``, checked again and again for ``seconds`` at most (a bounded
+    deadline, not a pause): fails naming ``what`` otherwise."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            pytest.fail(f"still, after {seconds:g} s: {what}")
+        time.sleep(0.01)
+
+
+def test_a_statement_a_signal_cut_while_it_waited_for_a_row_lock_stops_on_the_server(
+    open_store: Callable[..., PostgresTaskStore], alarm: Callable[[], None]
+) -> None:
+    """All real, as above, the store's ``timeout`` long.  Before, closing the connection
+    did not stop the statement: the server learns of a closed socket only as it next
+    writes to it, and a statement waiting for a lock writes nothing, so it went on
+    waiting (its session, and whatever locks its transaction held, kept) until the lock
+    was let go or the store's ``statement_timeout`` (its ``timeout``) ended it."""
+    store = open_store(timeout=120)
+    store.save(snapshot(task(id="a")))
+    assert store._connection is not None
+    pid = store._connection.info.backend_pid
+    with psycopg.connect(store._dsn) as holder:  # not autocommit: the lock is kept
+        holder.execute("SELECT id FROM tasks WHERE id = 'a' FOR UPDATE")
+        alarm()
+        with pytest.raises(Alarm):
+            store.save(paused("a"), record("a", 0))
+        with psycopg.connect(store._dsn, autocommit=True) as admin:
+
+            def gone() -> bool:
+                waiting = admin.execute(
+                    "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE pid = %s", [pid]
+                )
+                return one(waiting) == 0
+
+            wait_until(gone, seconds=10, what=f"the session {pid} of the cut statement")
+            locks = admin.execute("SELECT count(*) FROM pg_catalog.pg_locks WHERE NOT granted")
+            assert one(locks) == 0
+
+
+def one(cursor: Any) -> Any:
+    (value,) = cursor.fetchone()
+    return value
