@@ -38,9 +38,11 @@ import psycopg.transaction
 import psycopg.waiting
 import pytest
 
-from lldsched import TaskStatus
+from lldsched import FakeClock, FixedRate, Scheduler, TaskStatus
 from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
+from tests import jobs
+from tests.conftest import T0
 from tests.pg_faults import fail_in_wait
 from tests.test_store_sqlite import record, snapshot, task
 
@@ -217,3 +219,34 @@ def test_a_statement_a_signal_cut_while_it_waited_for_a_row_lock_stops_on_the_se
 def one(cursor: Any) -> Any:
     (value,) = cursor.fetchone()
     return value
+
+
+def test_a_ctrl_c_as_a_verbs_write_begins_in_its_hold_reaches_the_user(
+    open_store: Callable[..., PostgresTaskStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C as the pause's write begins its savepoint inside the verb's hold, before
+    the ``SAVEPOINT`` is sent: psycopg undoes the block, and its undo fails ("transaction
+    rollback at the wrong nesting level").  Before, that error replaced the Ctrl-C, the
+    store said it as a StoreError, the runtime took it for a failed write (an outage,
+    logged at ERROR), and ``pause()`` returned: the user's Ctrl-C was lost.  Now
+    ``pause()`` raises it; the task is paused in the registry, its row a failed write
+    written again (at ``shutdown()`` here)."""
+    store, other = open_store(), open_store()
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))  # not started: the test acts
+    try:
+        scheduler.schedule("a", jobs.noop, FixedRate(60), id="a")
+        save = store.save
+
+        def cut_as_it_begins(*args: Any, **kwargs: Any) -> Any:
+            fail_in_wait(monkeypatch, KeyboardInterrupt(), nth=1, sent=False)
+            return save(*args, **kwargs)
+
+        monkeypatch.setattr(store, "save", cut_as_it_begins)
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.pause("a")
+        monkeypatch.undo()
+        assert scheduler.task("a").status is TaskStatus.PAUSED
+    finally:
+        scheduler.shutdown()
+    row = other.get("a")
+    assert row is not None and row.status is TaskStatus.PAUSED

@@ -210,8 +210,25 @@ class PostgresConnection(PostgresParts):
                 connection = self._open()
                 yield connection
             except psycopg.Error as exc:  # a lost server, a deadlock, a constraint
+                interrupt = _interrupt_under(exc)
+                if interrupt is not None:
+                    raise interrupt from None  # (the call's connection closed: unsure)
                 why = self._deadline.reason(scrubbed(exc, self._dsn))
                 error = StoreError(f"the PostgreSQL store {self.dsn!r} failed: {why}")
                 if self._holding is not None:
                     self._inside_failed(exc, why, error, doing, task_id)
                 raise error from None
+
+
+def _interrupt_under(exc: psycopg.Error) -> BaseException | None:
+    """The ``KeyboardInterrupt`` or ``SystemExit`` that psycopg's ``exc`` replaced, if any.
+    An interrupt that lands as a transaction block begins or ends (a Ctrl-C before the
+    ``SAVEPOINT`` is sent) makes psycopg undo the block, and that undo can fail too
+    ("transaction rollback at the wrong nesting level"), raised in the interrupt's
+    place.  Turned into a :class:`StoreError`, the user's Ctrl-C became a failed write
+    of the runtime's (an outage), and the verb returned as if nothing had been
+    pressed.  So the interrupt is raised instead."""
+    seen: BaseException | None = exc.__context__
+    while isinstance(seen, psycopg.Error):
+        seen = seen.__context__
+    return None if seen is None or isinstance(seen, Exception) else seen
