@@ -206,19 +206,19 @@ def test_a_statement_a_signal_cut_while_it_waited_for_a_row_lock_stops_on_the_se
         with psycopg.connect(store._dsn, autocommit=True) as admin:
 
             def gone() -> bool:
-                waiting = admin.execute(
-                    "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE pid = %s", [pid]
-                )
-                return one(waiting) == 0
+                sessions = "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE pid = %s"
+                return count(admin, sessions, pid) == 0
 
             wait_until(gone, seconds=10, what=f"the session {pid} of the cut statement")
-            locks = admin.execute("SELECT count(*) FROM pg_catalog.pg_locks WHERE NOT granted")
-            assert one(locks) == 0
+            waits = "SELECT count(*) FROM pg_catalog.pg_locks WHERE NOT granted"
+            assert count(admin, waits) == 0  # no one waits for the row the holder keeps
 
 
-def one(cursor: Any) -> Any:
-    (value,) = cursor.fetchone()
-    return value
+def count(connection: psycopg.Connection[Any], query: str, *parameters: object) -> int:
+    """The count ``query`` (a ``SELECT count(*)``) gives with ``parameters``."""
+    row = connection.execute(query, parameters).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def test_a_ctrl_c_as_a_verbs_write_begins_in_its_hold_reaches_the_user(
