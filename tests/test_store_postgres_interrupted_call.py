@@ -214,6 +214,35 @@ def test_a_statement_a_signal_cut_while_it_waited_for_a_row_lock_stops_on_the_se
             assert count(admin, waits) == 0  # no one waits for the row the holder keeps
 
 
+def test_a_statement_a_signal_cut_inside_a_verbs_hold_stops_on_the_server(
+    open_store: Callable[..., PostgresTaskStore], alarm: Callable[[], None]
+) -> None:
+    """The same, inside a verb's hold on another task: the cut write's reply unread, the
+    hold's COMMIT fails (HoldNotCommitted, nothing of it stored) and its connection is
+    closed.  Before, the write went on waiting on the server, and the hold's session with
+    it, its row locks (task ``a``'s) kept."""
+    store = open_store(timeout=120, lease=120)
+    store.save(snapshot(task(id="a")))
+    store.save(snapshot(task(id="b")))
+    assert store._connection is not None
+    pid = store._connection.info.backend_pid
+    with psycopg.connect(store._dsn) as holder:  # not autocommit: the lock is kept
+        holder.execute("SELECT id FROM tasks WHERE id = 'b' FOR UPDATE")
+        with pytest.raises(HoldNotCommitted), store.verb_held("a"):
+            alarm()
+            with pytest.raises(Alarm):
+                store.save(paused("b"))
+        with psycopg.connect(store._dsn, autocommit=True) as admin:
+
+            def gone() -> bool:
+                sessions = "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE pid = %s"
+                return count(admin, sessions, pid) == 0
+
+            wait_until(gone, seconds=10, what=f"the session {pid} of the hold")
+            admin.execute("SET lock_timeout = '10s'")  # the hold's row, let go
+            admin.execute("SELECT id FROM tasks WHERE id = 'a' FOR UPDATE")
+
+
 def count(connection: psycopg.Connection[Any], query: str, *parameters: object) -> int:
     """The count ``query`` (a ``SELECT count(*)``) gives with ``parameters``."""
     row = connection.execute(query, parameters).fetchone()
