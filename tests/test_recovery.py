@@ -1954,3 +1954,52 @@ def test_a_forward_jump_during_a_run_all_plan_runs_its_slots_and_decides_those_s
     for _ in range(12):
         h.step()
     assert _minutes(task.history) == [(minute, Outcome.OK) for minute in range(1, 16)]
+
+
+class SnapshotsKept(InMemoryTaskStore):
+    """An in-memory store that also keeps every snapshot it was told to save, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved: list[TaskSnapshot] = []
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot, record)
+        self.saved.append(snapshot)
+
+
+@pytest.mark.parametrize("verb", ["cancel", "remove"])
+@pytest.mark.parametrize("plan", ["catch-up", "run_now"])
+@pytest.mark.parametrize("runtime", ["scheduler", "simulation"])
+def test_a_task_cancelled_or_removed_with_a_plan_in_front_writes_no_plan_in_its_final_row(
+    runtime: str, plan: str, verb: str
+) -> None:
+    """Back at 03:30 after a downtime, RUN_ALL's catch-up of 01:00, 02:00 and 03:00 is
+    planned in front of an hourly task (or a run_now put its next slot off), then the task
+    is cancelled or removed before any of it ran.  Before, the CANCELLED row (a removal's
+    too, before its delete) kept the plan: ``waited`` and ``until``, for a task that
+    runs nothing again, read back by every restart and every other process."""
+    store = SnapshotsKept()
+    hourly = FixedRate(HOUR, start_delay=HOUR)
+    writer = Scheduler(clock=FakeClock(T0), store=store)  # never started
+    writer.schedule("job", jobs.noop, hourly, id="job", misfire=RUN_ALL)
+    assert writer.shutdown()
+    at = T0 + 3.5 * HOUR if plan == "catch-up" else T0 + 0.5 * HOUR
+    made: Scheduler | Simulation
+    made = (
+        Scheduler(clock=FakeClock(at), store=store)
+        if runtime == "scheduler"
+        else Simulation(store=store, start=at)
+    )
+    try:
+        if plan == "run_now":
+            assert made.run_now("job")
+        planned = store.get("job")
+        assert planned is not None and planned.waited is not None  # the plan, in front
+        getattr(made, verb)("job")
+        final = store.saved[-1]
+        assert final.status is TaskStatus.CANCELLED
+        assert (final.waited, final.slot, final.resumes, final.until) == (None, None, False, None)
+    finally:
+        if isinstance(made, Scheduler):
+            assert made.shutdown()

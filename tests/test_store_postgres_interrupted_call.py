@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -37,9 +38,11 @@ import psycopg.transaction
 import psycopg.waiting
 import pytest
 
-from lldsched import TaskStatus
+from lldsched import FakeClock, FixedRate, Scheduler, TaskStatus
 from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
+from tests import jobs
+from tests.conftest import T0
 from tests.pg_faults import fail_in_wait
 from tests.test_store_sqlite import record, snapshot, task
 
@@ -171,3 +174,108 @@ def test_a_write_a_signal_cut_while_it_waited_for_a_row_lock_is_not_stored(
     assert other.records("a") == []
     store.save(paused("a"), record("a", 1))
     assert [r.attempt for r in other.records("a")] == [1]
+
+
+def wait_until(done: Callable[[], bool], *, seconds: float, what: str) -> None:
+    """Until ``done()``, checked again and again for ``seconds`` at most (a bounded
+    deadline, not a pause): fails naming ``what`` otherwise."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            pytest.fail(f"still, after {seconds:g} s: {what}")
+        time.sleep(0.01)
+
+
+def test_a_statement_a_signal_cut_while_it_waited_for_a_row_lock_stops_on_the_server(
+    open_store: Callable[..., PostgresTaskStore], alarm: Callable[[], None]
+) -> None:
+    """All real, as above, the store's ``timeout`` long.  Before, closing the connection
+    did not stop the statement: the server learns of a closed socket only as it next
+    writes to it, and a statement waiting for a lock writes nothing, so it went on
+    waiting (its session, and whatever locks its transaction held, kept) until the lock
+    was let go or the store's ``statement_timeout`` (its ``timeout``) ended it."""
+    store = open_store(timeout=120)
+    store.save(snapshot(task(id="a")))
+    assert store._connection is not None
+    pid = store._connection.info.backend_pid
+    with psycopg.connect(store._dsn) as holder:  # not autocommit: the lock is kept
+        holder.execute("SELECT id FROM tasks WHERE id = 'a' FOR UPDATE")
+        alarm()
+        with pytest.raises(Alarm):
+            store.save(paused("a"), record("a", 0))
+        with psycopg.connect(store._dsn, autocommit=True) as admin:
+
+            def gone() -> bool:
+                sessions = "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE pid = %s"
+                return count(admin, sessions, pid) == 0
+
+            wait_until(gone, seconds=10, what=f"the session {pid} of the cut statement")
+            waits = "SELECT count(*) FROM pg_catalog.pg_locks WHERE NOT granted"
+            assert count(admin, waits) == 0  # no one waits for the row the holder keeps
+
+
+def test_a_statement_a_signal_cut_inside_a_verbs_hold_stops_on_the_server(
+    open_store: Callable[..., PostgresTaskStore], alarm: Callable[[], None]
+) -> None:
+    """The same, inside a verb's hold on another task: the cut write's reply unread, the
+    hold's COMMIT fails (HoldNotCommitted, nothing of it stored) and its connection is
+    closed.  Before, the write went on waiting on the server, and the hold's session with
+    it, its row locks (task ``a``'s) kept."""
+    store = open_store(timeout=120, lease=120)
+    store.save(snapshot(task(id="a")))
+    store.save(snapshot(task(id="b")))
+    assert store._connection is not None
+    pid = store._connection.info.backend_pid
+    with psycopg.connect(store._dsn) as holder:  # not autocommit: the lock is kept
+        holder.execute("SELECT id FROM tasks WHERE id = 'b' FOR UPDATE")
+        with pytest.raises(HoldNotCommitted), store.verb_held("a"):
+            alarm()
+            with pytest.raises(Alarm):
+                store.save(paused("b"))
+        with psycopg.connect(store._dsn, autocommit=True) as admin:
+
+            def gone() -> bool:
+                sessions = "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE pid = %s"
+                return count(admin, sessions, pid) == 0
+
+            wait_until(gone, seconds=10, what=f"the session {pid} of the hold")
+            admin.execute("SET lock_timeout = '10s'")  # the hold's row, let go
+            admin.execute("SELECT id FROM tasks WHERE id = 'a' FOR UPDATE")
+
+
+def count(connection: psycopg.Connection[Any], query: str, *parameters: object) -> int:
+    """The count ``query`` (a ``SELECT count(*)``) gives with ``parameters``."""
+    row = connection.execute(query, parameters).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_ctrl_c_as_a_verbs_write_begins_in_its_hold_reaches_the_user(
+    open_store: Callable[..., PostgresTaskStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C as the pause's write begins its savepoint inside the verb's hold, before
+    the ``SAVEPOINT`` is sent: psycopg undoes the block, and its undo fails ("transaction
+    rollback at the wrong nesting level").  Before, that error replaced the Ctrl-C, the
+    store said it as a StoreError, the runtime took it for a failed write (an outage,
+    logged at ERROR), and ``pause()`` returned: the user's Ctrl-C was lost.  Now
+    ``pause()`` raises it; the task is paused in the registry, its row a failed write
+    written again (at ``shutdown()`` here)."""
+    store, other = open_store(), open_store()
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))  # not started: the test acts
+    try:
+        scheduler.schedule("a", jobs.noop, FixedRate(60), id="a")
+        save = store.save
+
+        def cut_as_it_begins(*args: Any, **kwargs: Any) -> Any:
+            fail_in_wait(monkeypatch, KeyboardInterrupt(), nth=1, sent=False)
+            return save(*args, **kwargs)
+
+        monkeypatch.setattr(store, "save", cut_as_it_begins)
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.pause("a")
+        monkeypatch.undo()
+        assert scheduler.task("a").status is TaskStatus.PAUSED
+    finally:
+        scheduler.shutdown()
+    row = other.get("a")
+    assert row is not None and row.status is TaskStatus.PAUSED

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from lldsched import TaskStatus
+from lldsched import StoreError, TaskStatus
 from lldsched.stores.sqlite import SqliteTaskStore
 from lldsched.stores.sqlite_gate import WriteGate
 from tests.test_store_sqlite import record, snapshot, task
@@ -32,11 +32,21 @@ from tests.test_store_sqlite import record, snapshot, task
 
 class Interrupting(sqlite3.Connection):
     """Raises ``KeyboardInterrupt`` once a ``BEGIN IMMEDIATE`` it ran returns, while
-    ``armed``."""
+    ``armed``; and has SQLite fail its next ``rollbacks_failing`` ``ROLLBACK`` statements
+    for real (a progress handler interrupts each before it ends the transaction:
+    "interrupted", the transaction still open and the file's write lock held)."""
 
     armed = False
+    rollbacks_failing = 0
 
     def execute(self, sql: str, *parameters: Any) -> sqlite3.Cursor:
+        if sql == "ROLLBACK" and Interrupting.rollbacks_failing:
+            Interrupting.rollbacks_failing -= 1
+            self.set_progress_handler(lambda: 1, 1)
+            try:
+                return super().execute(sql, *parameters)
+            finally:
+                self.set_progress_handler(None, 1)
         cursor = super().execute(sql, *parameters)
         if sql == "BEGIN IMMEDIATE" and Interrupting.armed:
             Interrupting.armed = False
@@ -48,6 +58,7 @@ class Interrupting(sqlite3.Connection):
 def interrupting(monkeypatch: pytest.MonkeyPatch) -> type[Interrupting]:
     connect = sqlite3.connect
     monkeypatch.setattr(Interrupting, "armed", False)
+    monkeypatch.setattr(Interrupting, "rollbacks_failing", 0)
     monkeypatch.setattr(
         sqlite3, "connect", lambda *args, **kwargs: connect(*args, factory=Interrupting, **kwargs)
     )
@@ -114,3 +125,56 @@ def test_a_shared_write_interrupted_once_it_took_the_gate_lets_it_go(
         store.save(snapshot(task(id="a"), TaskStatus.PAUSED))
         row = other.get("a")
         assert row is not None and row.status is TaskStatus.PAUSED
+
+
+def stored(path: Path, task_id: str) -> bool:
+    """Whether the file holds ``task_id``'s row, read by a connection of its own."""
+    other = sqlite3.connect(path)
+    try:
+        return other.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is not None
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_clean_up_rollback_that_failed_once_is_tried_again_at_once(
+    tmp_path: Path, interrupting: type[Interrupting], shared: bool
+) -> None:
+    """Before, the ROLLBACK that let go of the interrupted write's transaction was tried
+    again only as the next call ended: meanwhile the file's write lock kept every other
+    process from writing, and the next call's write ran inside that transaction, was
+    answered, and was rolled back with it (a save said stored, and lost)."""
+    path = tmp_path / "store.db"
+    with SqliteTaskStore(path, shared=shared) as store:
+        store.save(snapshot(task(id="a")))
+        interrupting.armed = True
+        interrupting.rollbacks_failing = 1
+        with pytest.raises(KeyboardInterrupt):
+            store.save(snapshot(task(id="a"), TaskStatus.PAUSED), record("a", 0))
+        assert writable(path)
+        store.save(snapshot(task(id="b")))
+        assert stored(path, "b")
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_call_after_a_transaction_left_open_is_refused_not_lost(
+    tmp_path: Path, interrupting: type[Interrupting], shared: bool
+) -> None:
+    """The ROLLBACK fails again and again: the next call tries it first, and is refused
+    with a StoreError naming why while the transaction stays open (a failed write, which
+    the runtime writes again).  Before, the call's save was answered and lost."""
+    path = tmp_path / "store.db"
+    with SqliteTaskStore(path, shared=shared) as store:
+        store.save(snapshot(task(id="a")))
+        interrupting.armed = True
+        interrupting.rollbacks_failing = 4  # two as the interrupted call ends, two at the next
+        with pytest.raises(KeyboardInterrupt):
+            store.save(snapshot(task(id="a"), TaskStatus.PAUSED), record("a", 0))
+        assert not writable(path)  # SQLite's lock, its transaction still open
+        with pytest.raises(StoreError, match=r"could not be rolled back.*interrupted"):
+            store.save(snapshot(task(id="b")))
+        assert not stored(path, "b")
+        store.save(snapshot(task(id="b")))  # its ROLLBACK got through first
+        assert stored(path, "b") and writable(path)
+    with SqliteTaskStore(path, shared=shared) as again:
+        assert [r.attempt for r in again.records("a")] == []  # the interrupted one undone

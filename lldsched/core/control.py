@@ -122,8 +122,10 @@ class StatusVerbs(CoreParts):
 
     def _cancel(self, task: ScheduledTask) -> bool:
         """What cancel and remove share: its entry dropped, its runs in flight flagged,
-        CANCELLED written and published, its BLOCKED dependents failed; False for a task
-        already SUCCEEDED, FAILED or CANCELLED."""
+        a plan in front of its schedule dropped (a misfire's catch-up, a run_now's put-off
+        slot: none of it will run, and its final row kept the plan's ``waited`` and
+        ``until`` for good), CANCELLED written and published, its BLOCKED dependents
+        failed; False for a task already SUCCEEDED, FAILED or CANCELLED."""
         previous = task.status
         if previous.is_terminal:
             return False
@@ -134,6 +136,7 @@ class StatusVerbs(CoreParts):
         task.status = CANCELLED
         waited = self._end_wait(task, None) if previous is BLOCKED else None
         task.next_run_at = None
+        task._schedule = unwrap(task._schedule)
         self._write_and_publish(task, previous, waited)
         if self._deps is not None:
             self._strand(task)

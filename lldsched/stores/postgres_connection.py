@@ -18,17 +18,21 @@ hold is :mod:`~lldsched.stores.postgres_holds`'.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 
 from lldsched.errors import LldschedError, StoreClosedError, StoreError
+from lldsched.logs import STORE
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.postgres_driver import Connection, idle, lost, psycopg
+from lldsched.stores.postgres_driver import Connection, idle, lost, pq, psycopg
 from lldsched.stores.postgres_listen import connect, session_bounds
 from lldsched.stores.postgres_parts import PostgresParts
 from lldsched.stores.postgres_reads import one_row
 from lldsched.stores.postgres_redact import scrubbed
 
 __all__ = ["PostgresConnection"]
+
+log = logging.getLogger(STORE)
 
 
 class PostgresConnection(PostgresParts):
@@ -135,7 +139,8 @@ class PostgresConnection(PostgresParts):
         handler's, a ``KeyboardInterrupt``) may have stopped psycopg anywhere, between its
         count of transaction blocks and the BEGIN or COMMIT it sends, which left every
         later write failing ("transaction rollback at the wrong nesting level") or
-        run inside a transaction never committed.  The next call connects again; the
+        run inside a transaction never committed.  A statement still in flight on it is
+        cancelled first (:meth:`_cancel_in_flight`).  The next call connects again; the
         server ends at once a transaction the call left open, and its row locks."""
         with self._lock:
             unsure = True
@@ -153,9 +158,41 @@ class PostgresConnection(PostgresParts):
                     and self._holding is None
                     and (unsure or not idle(connection))
                 ):
+                    cut = self._deadline.ended  # its socket shut: nothing more sent there
                     self._deadline.replaced()  # before the close frees the socket's number
                     self._connection = None
-                    connection.close()
+                    try:
+                        if not cut:
+                            self._cancel_in_flight(connection)
+                    finally:
+                        connection.close()
+
+    def _cancel_in_flight(self, connection: Connection) -> None:
+        """Cancel on the server the statement ``connection`` still has in flight, before
+        the connection is closed: a call cut in psycopg's wait for the reply by an
+        exception psycopg does not cancel for (it does for ``KeyboardInterrupt`` and
+        ``SystemExit`` only), a signal handler's.  Closing alone does not stop the
+        statement: the server notices a closed socket only as it next writes to it, and
+        a statement waiting for a lock writes nothing, so it went on waiting, its session
+        and its transaction's locks kept, until the lock was let go or
+        ``statement_timeout`` (the store's ``timeout``) ended it.  The cancel is a request
+        on a new connection, bounded by the store's ``timeout`` as any round trip; one
+        that fails is let go, the close and the server's ``statement_timeout`` left to end
+        the statement, and the exception that cut the call goes on.  A connection the
+        deadline cut (:class:`~lldsched.stores.postgres_deadline.Deadline`: no answer in
+        time) is not cancelled: its caller checks that, the network likely as silent to
+        the cancel."""
+        if (
+            connection.closed
+            or connection.info.transaction_status is not pq.TransactionStatus.ACTIVE
+        ):
+            return
+        try:
+            connection.cancel_safe(timeout=self._timeout)
+        except psycopg.Error as exc:
+            log.debug(
+                "the cancel of a statement cut in flight failed: %s", scrubbed(exc, self._dsn)
+            )
 
     @contextlib.contextmanager
     def _using(self, doing: str, task_id: str | None = None) -> Iterator[Connection]:
@@ -173,8 +210,25 @@ class PostgresConnection(PostgresParts):
                 connection = self._open()
                 yield connection
             except psycopg.Error as exc:  # a lost server, a deadlock, a constraint
+                interrupt = _interrupt_under(exc)
+                if interrupt is not None:
+                    raise interrupt from None  # (the call's connection closed: unsure)
                 why = self._deadline.reason(scrubbed(exc, self._dsn))
                 error = StoreError(f"the PostgreSQL store {self.dsn!r} failed: {why}")
                 if self._holding is not None:
                     self._inside_failed(exc, why, error, doing, task_id)
                 raise error from None
+
+
+def _interrupt_under(exc: psycopg.Error) -> BaseException | None:
+    """The ``KeyboardInterrupt`` or ``SystemExit`` that psycopg's ``exc`` replaced, if any.
+    An interrupt that lands as a transaction block begins or ends (a Ctrl-C before the
+    ``SAVEPOINT`` is sent) makes psycopg undo the block, and that undo can fail too
+    ("transaction rollback at the wrong nesting level"), raised in the interrupt's
+    place.  Turned into a :class:`StoreError`, the user's Ctrl-C became a failed write
+    of the runtime's (an outage), and the verb returned as if nothing had been
+    pressed.  So the interrupt is raised instead."""
+    seen: BaseException | None = exc.__context__
+    while isinstance(seen, psycopg.Error):
+        seen = seen.__context__
+    return None if seen is None or isinstance(seen, Exception) else seen

@@ -313,6 +313,8 @@ class SqliteTaskStore(
         # never held while calling anything outside this store.
         self._lock = threading.RLock()  # re-entered inside a verb's hold (verb_held)
         self._calls = 0  # the calls under way on it, nested ones counted (sqlite_connection.py)
+        # Why a transaction no call owns could not be rolled back (sqlite_connection.py).
+        self._left_open: sqlite3.Error | None = None
         if self.path in PRIVATE:  # a forked child's own copy, unless torn (forks.py)
             forks.private(self, repr(self.path))
         else:  # a file: uWSGI, forking without the hooks, would not refuse its copies

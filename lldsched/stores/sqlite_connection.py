@@ -56,6 +56,8 @@ class _Using:
             shared = store._shared
             if shared is not None and shared.hold is not None and not connection.in_transaction:
                 raise store._hold_gone(self.doing, self.task_id)  # rolled back under the hold
+            if store._left_open is not None and not store._calls:
+                self._refuse_if_still_open()
         except BaseException:
             lock.release()
             raise
@@ -83,6 +85,25 @@ class _Using:
                 store._lock.release()
             return
         store._lock.release()
+
+    def _refuse_if_still_open(self) -> None:
+        """The first thing of an outermost call once a transaction no call owns could not
+        be rolled back (:meth:`SqliteConnection._let_go_of_what_no_call_owns`): roll it
+        back now, or refuse the call with a :class:`StoreError` naming it and SQLite's
+        words (caller holds the lock).  Before, the call ran inside that transaction: its
+        writes were savepoints of it, answered, then rolled back with it as the call
+        ended (a save said stored, and lost)."""
+        store = self.store
+        store._let_go_of_what_no_call_owns()
+        error = store._left_open
+        if error is not None:
+            doing = self.doing if self.task_id is None else f"{self.doing} {self.task_id!r}"
+            because = (
+                "a transaction a call cut short left open could not be rolled back, and "
+                "the file's write lock is held until it is; tried again at each call"
+            )
+            failed = failure(store.path, doing, error, because=because)
+            raise failed from error
 
     def _failed(self, error: sqlite3.Error) -> StoreError:
         """The StoreError for SQLite's ``error`` (its ``__cause__``), once a verb's hold it
@@ -148,17 +169,30 @@ class SqliteConnection(SqliteParts):
         of this store ran as a savepoint of that transaction, answered and never
         committed, and SQLite's write lock (and a shared store's gate: every later write
         here then failed, "taken twice") kept every other process from writing, for
-        good.  The call that left them raised: nothing it wrote was said stored.  A
-        ROLLBACK that fails is tried again as the next call ends."""
+        good.  The call that left them raised: nothing it wrote was said stored.
+
+        A ROLLBACK that fails with the transaction still open (SQLite ends it even when
+        it reports an error, unless the statement failed before ending it: interrupted,
+        out of memory) is tried again at once; one still open then is noted
+        (``_left_open``), and every call after tries again as it starts, refused with a
+        :class:`StoreError` while it stays open (:meth:`_Using._refuse_if_still_open`):
+        the file's write lock is held until then, and the process has no other way to let
+        it go than a call, or closing the store."""
         connection = self._connection
         try:
-            if connection is not None and connection.in_transaction:
-                connection.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass  # the gate is let go all the same: SQLite's lock still stands
+            if connection is not None:
+                error: sqlite3.Error | None = None
+                for _try in range(2):
+                    if not connection.in_transaction:
+                        break
+                    try:
+                        connection.execute("ROLLBACK")
+                    except sqlite3.Error as exc:
+                        error = exc
+                self._left_open = error if connection.in_transaction else None
         finally:
             if self._gate is not None:
-                self._gate.let_go_if_held()
+                self._gate.let_go_if_held()  # even if SQLite's lock still stands
 
     def _using(self, doing: str, task_id: str | None = None) -> _Using:
         """The connection, under the lock, for one operation (``doing``, of ``task_id``

@@ -50,6 +50,7 @@ class SqliteParts:
     _gate: WriteGate | None  # every shared write passes it; None: unshared, or no flock
     _lock: threading.RLock
     _calls: int  # the calls under way (_using, nested inside a verb's hold), under the lock
+    _left_open: sqlite3.Error | None  # why a transaction no call owns is still open
     _connection: sqlite3.Connection | None  # None once closed
     _defined: dict[str, Task]  # id -> the definition its row holds (no finished task)
     _counts: dict[str, int]  # records kept per unfinished task
