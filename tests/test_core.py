@@ -165,6 +165,22 @@ def test_a_run_exactly_at_its_budget_is_not_timed_out(clock: FakeClock) -> None:
     assert record is not None and record.ok and not record.timed_out
 
 
+def test_a_run_its_runtime_says_timed_out_fails_also_when_its_task_has_no_timeout_now(
+    clock: FakeClock,
+) -> None:
+    # A runtime says so when a run's deadline stopped it and a modify has since dropped
+    # the task's timeout: the record says it timed out, and is no success.
+    h = Harness(clock)
+    task = h.core.add("slow", noop, OneTime(delay=0))
+    run = h.begin()
+    started = clock.now()
+    clock.advance(3)
+    record = h.core.finish(run, started, clock.now(), None, timed_out=True)
+    assert record.timed_out and not record.ok and record.outcome == "timed_out"
+    assert record.error == "TimeoutError: ran 3 s, over its budget"
+    assert task.status is TaskStatus.RETRYING and task.failure_count == 1
+
+
 def test_fixed_delay_is_measured_from_the_finish(clock: FakeClock) -> None:
     h = Harness(clock)
     task = h.core.add("poll", noop, FixedDelay(10))
@@ -264,6 +280,21 @@ def test_cancel_of_a_running_task_keeps_the_record_and_raises_the_flag(clock: Fa
     assert h.core.cancel(task.id) is True
     assert run.context.cancelled and run.context.reason == "cancelled"
     record = h.core.finish(run, clock.now(), clock.now() + 1, "RuntimeError: interrupted")
+    assert task.status is TaskStatus.CANCELLED and task.history == (record,)
+    assert h.queue.pop_live() is None and h.core.dead_letter() == []
+
+
+@pytest.mark.parametrize("error", [None, "RuntimeError: interrupted"])
+def test_a_one_off_cancelled_mid_run_stays_cancelled_whatever_its_run_ends_in(
+    clock: FakeClock, error: str | None
+) -> None:
+    # Its run would have ended the task (SUCCEEDED, or a retry): cancelled first, it
+    # stays CANCELLED, out of the dead letter, and nothing is queued.
+    h = Harness(clock)
+    task = h.core.add("once", noop, OneTime(delay=0))
+    run = h.begin()
+    assert h.core.cancel(task.id) is True
+    record = h.core.finish(run, clock.now(), clock.now() + 1, error)
     assert task.status is TaskStatus.CANCELLED and task.history == (record,)
     assert h.queue.pop_live() is None and h.core.dead_letter() == []
 
