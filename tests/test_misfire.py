@@ -17,7 +17,15 @@ from lldsched import (
     Scheduler,
     Window,
 )
-from lldsched.core.misfireplan import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
+from lldsched.core.misfireplan import (
+    COALESCED,
+    MAX_SLOTS,
+    MISSED,
+    first_after,
+    passed_slots,
+    plan,
+    plan_as_cut,
+)
 from lldsched.errors import ValidationError
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord
@@ -82,6 +90,11 @@ def test_grace_is_measured_on_the_oldest_passed_slot() -> None:
 def test_a_slot_still_in_the_future_is_left_alone() -> None:
     decided = plan(FixedRate(HOUR), ONE, BACK, MisfirePolicy(Misfire.SKIP))
     assert decided.runs == [ONE] and not decided.misfired
+    # Also where no grace is given (a stored plan's slots, recovery's stored_plan): none
+    # of its slots passed, so none is decided, least of all recorded missed.
+    assert passed_slots(FixedRate(HOUR), ONE, BACK) == ([], ONE)
+    ungraced = plan(FixedRate(HOUR), ONE, BACK, MisfirePolicy(Misfire.SKIP), grace=False)
+    assert ungraced == ([ONE], [], SCHEDULE_DECIDES, False)
 
 
 def test_a_fixed_delay_misses_one_slot_however_long_the_downtime() -> None:
@@ -109,6 +122,41 @@ def test_enumeration_is_capped_and_one_record_stands_for_the_slots_beyond_the_ca
     once = plan(minutely, T0 + 60, back, MisfirePolicy(Misfire.RUN_ONCE))
     assert len(once.runs) == 1 and once.resume == T0 + 86400 + 60
     assert {outcome for _, outcome, _ in once.decisions} == {COALESCED}
+
+
+def test_a_capped_plan_set_back_counts_only_the_runs_recorded_after_its_cut_record() -> None:
+    # RUN_ALL, max_catch_up=3, every minute: the plan's record for the slots beyond the
+    # cap is at the 10th slot, so read from its first slot up to it the plan holds ten
+    # runs, more than any plan has (the wall clock was set back while it went on:
+    # plan_as_cut).  One run recorded after the cut record: two runs are left, and the
+    # task resumes where the jump moved it.  A run recorded before the cut record is
+    # another plan's, and counts for nothing.
+    minute = 60.0
+
+    def ran(slot: float) -> ExecutionRecord:
+        return ExecutionRecord("t", "job", 1, slot, slot, 0, slot, slot + 1, True)
+
+    cut = ExecutionRecord(
+        "t", "job", 0, T0 + 10 * minute, T0 + 10 * minute, None, T0 + 20 * minute,
+        T0 + 20 * minute, False, "MisfireCap: the slots beyond the cap", misfire=MISSED,
+    )  # fmt: skip
+    history = [ran(T0 - minute), cut, ran(T0 + 5 * minute)]
+    policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3)
+    decided = plan_as_cut(FixedRate(minute), T0, cut, history, policy, origin=T0)
+    # resumed at 09:21 (the first slot after the cut was decided), moved back with the
+    # plan's last run: from just before the cut record (the 10th) to the 2nd
+    assert decided == ([T0, T0 + minute], [], T0 + 13 * minute, True)
+    # Every run of it made since: nothing is left, and its resume is not moved (no run
+    # is left to measure the jump by).
+    made = [*history, ran(T0 + 6 * minute), ran(T0 + 7 * minute)]
+    assert plan_as_cut(FixedRate(minute), T0, cut, made, policy, origin=T0) == (
+        [], [], T0 + 21 * minute, True,
+    )  # fmt: skip
+    # Read up to a cut record at the 3rd slot, it holds three runs, as many as a plan
+    # has: a plan not moved, taken as it is whatever ran since.
+    at_size = cut._replace(slot=T0 + 3 * minute, due=T0 + 3 * minute)
+    decided = plan_as_cut(FixedRate(minute), T0, at_size, [at_size, ran(T0)], policy, origin=T0)
+    assert decided == ([T0, T0 + minute, T0 + 2 * minute], [], T0 + 21 * minute, True)
 
 
 @pytest.mark.parametrize(
@@ -282,3 +330,5 @@ def test_a_schedule_that_answers_the_same_slot_again_ends_the_listing_logged(
     assert caplog.messages == [
         f"_Stuck().next_run went from {TEN!r} back to {TEN!r}; no more slots"
     ]
+    # Nothing raised: the line carries no traceback (not "NoneType: None" after it).
+    assert caplog.records[0].exc_info is None and "NoneType" not in caplog.text
