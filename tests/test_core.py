@@ -350,10 +350,13 @@ def test_a_run_of_an_overlapping_task_is_published_without_a_store(clock: FakeCl
     ]
 
 
-def test_a_run_of_an_overlapping_task_is_written_without_listeners(clock: FakeClock) -> None:
+@pytest.mark.parametrize(
+    "options", [{}, {"overlap": Overlap.ALLOW, "max_instances": 2}], ids=["alone", "overlapping"]
+)
+def test_a_run_is_written_without_listeners(clock: FakeClock, options: dict[str, Any]) -> None:
     store = RecordingStore()
     h = Harness(clock, store=store, emit=None)  # a store, nobody listening
-    task = h.core.add("twice", noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    task = h.core.add("twice", noop, FixedRate(60), **options)
     h.begin()
     assert store.saved == [(task.id, "scheduled"), (task.id, "running")]
 
