@@ -25,6 +25,7 @@ from lldsched.core.misfireplan import (
     passed_slots,
     plan,
     plan_as_cut,
+    plan_put_off,
 )
 from lldsched.errors import ValidationError
 from lldsched.logs import instant_text
@@ -157,6 +158,18 @@ def test_a_capped_plan_set_back_counts_only_the_runs_recorded_after_its_cut_reco
     at_size = cut._replace(slot=T0 + 3 * minute, due=T0 + 3 * minute)
     decided = plan_as_cut(FixedRate(minute), T0, at_size, [at_size, ran(T0)], policy, origin=T0)
     assert decided == ([T0, T0 + minute, T0 + 2 * minute], [], T0 + 21 * minute, True)
+
+
+def test_a_run_nows_extra_run_past_grace_with_its_put_off_slot_due_now_decides_both() -> None:
+    # The extra run was due at 10:10 and put off the 11:00 slot behind it; decided at
+    # 11:00 sharp, both passed (a slot is passed when not after now): RUN_ONCE runs
+    # 11:00, the extra run coalesced into it; SKIP misses both and goes on at 12:00.
+    # Neither is a record for slots beyond the cap (one said "more than 1000 slots").
+    hourly, extra = FixedRate(HOUR, start_delay=HOUR), TEN + 600
+    once = plan_put_off(hourly, extra, ELEVEN, ELEVEN, MisfirePolicy(Misfire.RUN_ONCE), origin=T0)
+    assert (once.runs, once.decisions) == ([ELEVEN], [(extra, COALESCED, None)])
+    skip = plan_put_off(hourly, extra, ELEVEN, ELEVEN, MisfirePolicy(Misfire.SKIP), origin=T0)
+    assert skip == ([], [(extra, MISSED, None), (ELEVEN, MISSED, None)], NOON, True)
 
 
 @pytest.mark.parametrize(
