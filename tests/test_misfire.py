@@ -96,6 +96,10 @@ def test_a_slot_still_in_the_future_is_left_alone() -> None:
     assert passed_slots(FixedRate(HOUR), ONE, BACK) == ([], ONE)
     ungraced = plan(FixedRate(HOUR), ONE, BACK, MisfirePolicy(Misfire.SKIP), grace=False)
     assert ungraced == ([ONE], [], SCHEDULE_DECIDES, False)
+    # A slot due at that very instant has passed (not after now): without grace it is
+    # decided.
+    at_now = plan(FixedRate(HOUR), ONE, ONE, MisfirePolicy(Misfire.SKIP), grace=False)
+    assert at_now == ([], [(ONE, MISSED, None)], ONE + HOUR, True)
 
 
 def test_a_fixed_delay_misses_one_slot_however_long_the_downtime() -> None:
@@ -120,6 +124,12 @@ def test_enumeration_is_capped_and_one_record_stands_for_the_slots_beyond_the_ca
     assert first_unlisted == T0 + 60 * (MAX_SLOTS + 1) and outcome == MISSED
     assert text is not None and "more than 1000 slots" in text
     assert decided.resume == T0 + 86400 + 60  # the first minute after `back`
+    # The slot after the listed ones due at that very instant: it passed too, and the
+    # record for the slots beyond the cap stands for it; the task goes on after it.
+    sharp = T0 + 60 * (MAX_SLOTS + 1)
+    at_cap = plan(minutely, T0 + 60, sharp, MisfirePolicy(Misfire.SKIP))
+    assert at_cap.decisions[-1][:2] == (sharp, MISSED) and at_cap.decisions[-1][2] is not None
+    assert at_cap.resume == sharp + 60
     once = plan(minutely, T0 + 60, back, MisfirePolicy(Misfire.RUN_ONCE))
     assert len(once.runs) == 1 and once.resume == T0 + 86400 + 60
     assert {outcome for _, outcome, _ in once.decisions} == {COALESCED}
