@@ -21,9 +21,11 @@ from lldsched.core.misfireplan import (
     COALESCED,
     MAX_SLOTS,
     MISSED,
+    Plan,
     first_after,
     passed_slots,
     plan,
+    plan_and_since,
     plan_as_cut,
     plan_put_off,
 )
@@ -163,6 +165,10 @@ def test_a_capped_plan_set_back_counts_only_the_runs_recorded_after_its_cut_reco
     assert plan_as_cut(FixedRate(minute), T0, cut, made, policy, origin=T0) == (
         [], [], T0 + 21 * minute, True,
     )  # fmt: skip
+    # A plan its schedule ends after (no slot to resume at) has no slots after it to
+    # decide: plan_and_since gives it back as it is.
+    ended = Plan([T0, T0 + minute], [], None, True)
+    assert plan_and_since(ended, FixedRate(minute), T0 + 30 * minute, policy, origin=T0) is ended
     # Read up to a cut record at the 3rd slot, it holds three runs, as many as a plan
     # has: a plan not moved, taken as it is whatever ran since.
     at_size = cut._replace(slot=T0 + 3 * minute, due=T0 + 3 * minute)
