@@ -165,6 +165,11 @@ def test_a_capped_plan_set_back_counts_only_the_runs_recorded_after_its_cut_reco
     assert plan_as_cut(FixedRate(minute), T0, cut, made, policy, origin=T0) == (
         [], [], T0 + 21 * minute, True,
     )  # fmt: skip
+    # RUN_ONCE's plan holds one run, SKIP's none: read from the same cut record with
+    # nothing run since, RUN_ONCE's is its first slot, resumed where the jump moved it.
+    for action, runs, resume in [(Misfire.RUN_ONCE, [T0], 12), (Misfire.SKIP, [], 21)]:
+        decided = plan_as_cut(FixedRate(minute), T0, cut, [cut], MisfirePolicy(action), origin=T0)
+        assert decided == (runs, [], T0 + resume * minute, True)
     # A plan its schedule ends after (no slot to resume at) has no slots after it to
     # decide: plan_and_since gives it back as it is.
     ended = Plan([T0, T0 + minute], [], None, True)
@@ -290,6 +295,7 @@ def test_a_schedule_that_raises_while_its_missed_slots_are_listed_ends_there_log
         "_Broken().next_run raised while skipping missed slots",
     ]
     assert all(r.exc_info is not None for r in caplog.records)  # the traceback is kept
+    assert [r.funcName for r in caplog.records] == ["following_slot", "first_after"]
 
 
 def test_a_schedule_that_raises_while_a_tasks_missed_slots_are_listed_is_logged_naming_it(
@@ -316,6 +322,8 @@ def test_a_schedule_that_raises_while_a_tasks_missed_slots_are_listed_is_logged_
     for line in listed:
         assert (line.task_id, line.task_name) == ("report-1", "nightly report")  # type: ignore[attr-defined]
         assert line.exc_info is not None
+    # Each line says where the listing met the schedule, not the logging helper.
+    assert [line.funcName for line in listed] == ["following_slot", "first_after"]
 
 
 @pytest.mark.parametrize(
