@@ -450,6 +450,20 @@ def test_a_run_beside_others_leaves_the_slot_queued_behind_it_with_no_attempt_ye
         assert (row.status, row.attempt, task.attempt) == (TaskStatus.RUNNING, 0, 0)
 
 
+def test_an_overlapping_task_a_store_restored_runs_beside_itself_as_before() -> None:
+    # Overlap.ALLOW with two instances, every 60 s, each run 150 s: restored from the
+    # store, the 60 s slot begins beside the run of the 0 s one, as without a restart.
+    store = InMemoryTaskStore()
+    Simulation(start=T0, store=store).schedule(
+        "long", FixedRate(60), id="long", overlap=Overlap.ALLOW, max_instances=2
+    )
+    sim = Simulation(workers=3, start=T0, store=store)
+    sim.model("long", duration=150)
+    sim.run_for(300)
+    ran = sorted((r.slot - T0, r.started - T0) for r in sim.records() if r.outcome.ran)
+    assert ran == [(0, 0), (60, 60)]
+
+
 def test_runs_overlap_again_once_a_catch_up_is_used_up() -> None:
     # A forward jump past three slots: RUN_ALL catches them up one after another (a plan
     # runs alone), then the task is on its own schedule again, and its next slot comes
