@@ -282,6 +282,18 @@ def test_a_task_whose_action_is_an_unhashable_object_is_restored_and_runs() -> N
     ]  # fmt: skip
 
 
+def test_ids_of_ones_own_are_restored_and_new_ids_go_on_after_the_default_ones() -> None:
+    # "task-x" and "job-7" are no ids of the default generator's form: restored as they
+    # are, they leave it alone; it goes on after the highest "task-N" restored.
+    store = InMemoryTaskStore()
+    first = Simulation(start=1_000.0, store=store)
+    for name, task_id in [("a", "task-x"), ("b", "job-7"), ("c", None)]:
+        first.schedule(name, FixedRate(60), id=task_id)
+    sim = Simulation(start=1_000.0, store=store)
+    assert sorted(task.id for task in sim.tasks()) == ["job-7", "task-1", "task-x"]
+    assert sim.schedule("d", FixedRate(60)).id == "task-2"
+
+
 # -- a custom schedule changed -----------------------------------------------------------
 
 EVERY = """
