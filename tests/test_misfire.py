@@ -130,8 +130,9 @@ def test_enumeration_is_capped_and_one_record_stands_for_the_slots_beyond_the_ca
     # record for the slots beyond the cap stands for it; the task goes on after it.
     sharp = T0 + 60 * (MAX_SLOTS + 1)
     at_cap = plan(minutely, T0 + 60, sharp, MisfirePolicy(Misfire.SKIP))
-    assert at_cap.decisions[-1][:2] == (sharp, MISSED) and at_cap.decisions[-1][2] is not None
-    assert at_cap.resume == sharp + 60
+    slot, outcome, text = at_cap.decisions[-1]
+    assert (slot, outcome, at_cap.resume) == (sharp, MISSED, sharp + 60)
+    assert text is not None and "stands for 1 slot, every later one" in text
     once = plan(minutely, T0 + 60, back, MisfirePolicy(Misfire.RUN_ONCE))
     assert len(once.runs) == 1 and once.resume == T0 + 86400 + 60
     assert {outcome for _, outcome, _ in once.decisions} == {COALESCED}
@@ -153,7 +154,9 @@ def test_a_capped_plan_set_back_counts_only_the_runs_recorded_after_its_cut_reco
         "t", "job", 0, T0 + 10 * minute, T0 + 10 * minute, None, T0 + 20 * minute,
         T0 + 20 * minute, False, "MisfireCap: the slots beyond the cap", misfire=MISSED,
     )  # fmt: skip
-    history = [ran(T0 - minute), cut, ran(T0 + 5 * minute)]
+    # first attempts count: not the runs before the cut record, nor a retry after it
+    retry = ran(T0 + 5 * minute)._replace(attempt=2)
+    history = [ran(T0 - 2 * minute), ran(T0 - minute), cut, ran(T0 + 5 * minute), retry]
     policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3)
     decided = plan_as_cut(FixedRate(minute), T0, cut, history, policy, origin=T0)
     # resumed at 09:21 (the first slot after the cut was decided), moved back with the
@@ -161,7 +164,7 @@ def test_a_capped_plan_set_back_counts_only_the_runs_recorded_after_its_cut_reco
     assert decided == ([T0, T0 + minute], [], T0 + 13 * minute, True)
     # Every run of it made since: nothing is left, and its resume is not moved (no run
     # is left to measure the jump by).
-    made = [*history, ran(T0 + 6 * minute), ran(T0 + 7 * minute)]
+    made = [*history, *(ran(T0 + n * minute) for n in (6, 7, 8))]  # one more than it holds
     assert plan_as_cut(FixedRate(minute), T0, cut, made, policy, origin=T0) == (
         [], [], T0 + 21 * minute, True,
     )  # fmt: skip
