@@ -151,7 +151,7 @@ def test_a_capped_plan_set_back_counts_only_the_runs_recorded_after_its_cut_reco
         return ExecutionRecord("t", "job", 1, slot, slot, 0, slot, slot + 1, True)
 
     cut = ExecutionRecord(
-        "t", "job", 0, T0 + 10 * minute, T0 + 10 * minute, None, T0 + 20 * minute,
+        "t", "job", 0, T0 + 10 * minute, T0 + 10 * minute, 0, T0 + 20 * minute,
         T0 + 20 * minute, False, "MisfireCap: the slots beyond the cap", misfire=MISSED,
     )  # fmt: skip
     # first attempts count: not the runs before the cut record, nor a retry after it
