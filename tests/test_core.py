@@ -20,6 +20,7 @@ from lldsched import (
     TaskNotFoundError,
     TaskStatus,
     ValidationError,
+    Window,
 )
 from lldsched.core.recovery import after_clock_jump
 from tests.harness import Harness, RecordingStore
@@ -165,6 +166,22 @@ def test_a_run_exactly_at_its_budget_is_not_timed_out(clock: FakeClock) -> None:
     assert record is not None and record.ok and not record.timed_out
 
 
+def test_a_run_its_runtime_says_timed_out_fails_also_when_its_task_has_no_timeout_now(
+    clock: FakeClock,
+) -> None:
+    # A runtime says so when a run's deadline stopped it and a modify has since dropped
+    # the task's timeout: the record says it timed out, and is no success.
+    h = Harness(clock)
+    task = h.core.add("slow", noop, OneTime(delay=0))
+    run = h.begin()
+    started = clock.now()
+    clock.advance(3)
+    record = h.core.finish(run, started, clock.now(), None, timed_out=True)
+    assert record.timed_out and not record.ok and record.outcome == "timed_out"
+    assert record.error == "TimeoutError: ran 3 s, over its budget"
+    assert task.status is TaskStatus.RETRYING and task.failure_count == 1
+
+
 def test_fixed_delay_is_measured_from_the_finish(clock: FakeClock) -> None:
     h = Harness(clock)
     task = h.core.add("poll", noop, FixedDelay(10))
@@ -268,6 +285,21 @@ def test_cancel_of_a_running_task_keeps_the_record_and_raises_the_flag(clock: Fa
     assert h.queue.pop_live() is None and h.core.dead_letter() == []
 
 
+@pytest.mark.parametrize("error", [None, "RuntimeError: interrupted"])
+def test_a_one_off_cancelled_mid_run_stays_cancelled_whatever_its_run_ends_in(
+    clock: FakeClock, error: str | None
+) -> None:
+    # Its run would have ended the task (SUCCEEDED, or a retry): cancelled first, it
+    # stays CANCELLED, out of the dead letter, and nothing is queued.
+    h = Harness(clock)
+    task = h.core.add("once", noop, OneTime(delay=0))
+    run = h.begin()
+    assert h.core.cancel(task.id) is True
+    record = h.core.finish(run, clock.now(), clock.now() + 1, error)
+    assert task.status is TaskStatus.CANCELLED and task.history == (record,)
+    assert h.queue.pop_live() is None and h.core.dead_letter() == []
+
+
 def test_control_verbs_report_whether_they_changed_anything(clock: FakeClock) -> None:
     h = Harness(clock)
     task = h.core.add("once", noop, OneTime(delay=0))
@@ -318,10 +350,13 @@ def test_a_run_of_an_overlapping_task_is_published_without_a_store(clock: FakeCl
     ]
 
 
-def test_a_run_of_an_overlapping_task_is_written_without_listeners(clock: FakeClock) -> None:
+@pytest.mark.parametrize(
+    "options", [{}, {"overlap": Overlap.ALLOW, "max_instances": 2}], ids=["alone", "overlapping"]
+)
+def test_a_run_is_written_without_listeners(clock: FakeClock, options: dict[str, Any]) -> None:
     store = RecordingStore()
     h = Harness(clock, store=store, emit=None)  # a store, nobody listening
-    task = h.core.add("twice", noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    task = h.core.add("twice", noop, FixedRate(60), **options)
     h.begin()
     assert store.saved == [(task.id, "scheduled"), (task.id, "running")]
 
@@ -380,6 +415,72 @@ def test_an_id_removed_and_registered_again_runs_only_the_new_task(clock: FakeCl
     dues = [record.due - start for record in (h.step(), h.step()) if record is not None]
     assert dues == [3, 8]  # the old entry, due at 0, is a tombstone
     assert old.status is TaskStatus.CANCELLED and old.run_count == 0 and new.run_count == 2
+
+
+@pytest.mark.parametrize("status", [TaskStatus.PAUSED, TaskStatus.RUNNING, TaskStatus.FAILED])
+def test_a_task_another_process_settled_not_runnable_leaves_the_queue_here(
+    clock: FakeClock, status: TaskStatus
+) -> None:
+    # A shared store's feed (core.adopt): paused, running or failed elsewhere, the task
+    # has no entry here any more.  Left queued, it counted in the metrics' ``queued``
+    # (and their lag, as the heap's head) as waiting to run here, and its entry came due
+    # at the instant the row had replaced.
+    h = Harness(clock)
+    task = h.core.add("sync", noop, FixedRate(10))
+    assert len(h.queue) == 1
+    due = clock.now() + 20 if status is TaskStatus.PAUSED else None  # what resume() runs
+    h.core.adopt(
+        task, status=status, next_run_at=due, attempt=0, run_count=1, failure_count=0,
+        last_error=None,
+    )  # fmt: skip
+    assert task.status is status and len(h.queue) == 0 and h.queue.pop_live() is None
+
+
+def test_a_retry_another_process_settled_is_taken_with_its_attempt_counter(
+    clock: FakeClock,
+) -> None:
+    # The row says the slot's second attempt failed: the next one here is the third,
+    # and the task gives the slot up after it as the retry policy says.
+    h = Harness(clock)
+    task = h.core.add("sync", noop, FixedRate(60), retry=RetryPolicy(max_attempts=3))
+    h.core.adopt(
+        task, status=TaskStatus.RETRYING, next_run_at=clock.now() + 5, attempt=2,
+        run_count=2, failure_count=2, last_error="OSError: down",
+    )  # fmt: skip
+    assert task.attempt == 2
+    third = h.step(error="OSError: down")
+    assert third is not None and third.attempt == 3 and third.outcome == "given_up"
+    assert task.status is TaskStatus.SCHEDULED and task.failure_count == 3
+
+
+def test_the_dead_letter_put_in_a_stores_order_keeps_the_ids_the_store_does_not_name(
+    clock: FakeClock,
+) -> None:
+    # core.order_dead_letter (a shared store's rows, registered one by one): the ids
+    # the store's list names come first, in its order; the others follow, kept.
+    h = Harness(clock)
+    for name in ("a", "b", "c"):
+        h.core.add(name, noop, OneTime(delay=0), retry=RetryPolicy.never())
+        h.step(error="OSError: down")
+    assert h.core.dead_letter() == ["task-1", "task-2", "task-3"]
+    h.core.order_dead_letter(["task-3", "task-9"])
+    assert h.core.dead_letter() == ["task-3", "task-1", "task-2"]
+
+
+def test_a_windows_runs_made_by_another_process_count_toward_its_max_runs(
+    clock: FakeClock,
+) -> None:
+    # Window(max_runs=2) and the row says one successful run elsewhere: the next run
+    # here is the window's second, and the task ends with it.
+    h = Harness(clock)
+    task = h.core.add("sync", noop, Window(FixedRate(60), max_runs=2))
+    h.core.adopt(
+        task, status=TaskStatus.SCHEDULED, next_run_at=clock.now() + 60, attempt=0,
+        run_count=1, failure_count=0, last_error=None,
+    )  # fmt: skip
+    record = h.step()
+    assert record is not None and record.ok
+    assert task.status is TaskStatus.SUCCEEDED and task.next_run_at is None
 
 
 def test_holds_is_true_only_for_the_task_object_registered_under_its_id(clock: FakeClock) -> None:

@@ -17,7 +17,18 @@ from lldsched import (
     Scheduler,
     Window,
 )
-from lldsched.core.misfireplan import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
+from lldsched.core.misfireplan import (
+    COALESCED,
+    MAX_SLOTS,
+    MISSED,
+    Plan,
+    first_after,
+    passed_slots,
+    plan,
+    plan_and_since,
+    plan_as_cut,
+    plan_put_off,
+)
 from lldsched.errors import ValidationError
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord
@@ -82,6 +93,15 @@ def test_grace_is_measured_on_the_oldest_passed_slot() -> None:
 def test_a_slot_still_in_the_future_is_left_alone() -> None:
     decided = plan(FixedRate(HOUR), ONE, BACK, MisfirePolicy(Misfire.SKIP))
     assert decided.runs == [ONE] and not decided.misfired
+    # Also where no grace is given (a stored plan's slots, recovery's stored_plan): none
+    # of its slots passed, so none is decided, least of all recorded missed.
+    assert passed_slots(FixedRate(HOUR), ONE, BACK) == ([], ONE)
+    ungraced = plan(FixedRate(HOUR), ONE, BACK, MisfirePolicy(Misfire.SKIP), grace=False)
+    assert ungraced == ([ONE], [], SCHEDULE_DECIDES, False)
+    # A slot due at that very instant has passed (not after now): without grace it is
+    # decided.
+    at_now = plan(FixedRate(HOUR), ONE, ONE, MisfirePolicy(Misfire.SKIP), grace=False)
+    assert at_now == ([], [(ONE, MISSED, None)], ONE + HOUR, True)
 
 
 def test_a_fixed_delay_misses_one_slot_however_long_the_downtime() -> None:
@@ -106,9 +126,74 @@ def test_enumeration_is_capped_and_one_record_stands_for_the_slots_beyond_the_ca
     assert first_unlisted == T0 + 60 * (MAX_SLOTS + 1) and outcome == MISSED
     assert text is not None and "more than 1000 slots" in text
     assert decided.resume == T0 + 86400 + 60  # the first minute after `back`
+    # The slot after the listed ones due at that very instant: it passed too, and the
+    # record for the slots beyond the cap stands for it; the task goes on after it.
+    sharp = T0 + 60 * (MAX_SLOTS + 1)
+    at_cap = plan(minutely, T0 + 60, sharp, MisfirePolicy(Misfire.SKIP))
+    slot, outcome, text = at_cap.decisions[-1]
+    assert (slot, outcome, at_cap.resume) == (sharp, MISSED, sharp + 60)
+    assert text is not None and "stands for 1 slot, every later one" in text
     once = plan(minutely, T0 + 60, back, MisfirePolicy(Misfire.RUN_ONCE))
     assert len(once.runs) == 1 and once.resume == T0 + 86400 + 60
     assert {outcome for _, outcome, _ in once.decisions} == {COALESCED}
+
+
+def test_a_capped_plan_set_back_counts_only_the_runs_recorded_after_its_cut_record() -> None:
+    # RUN_ALL, max_catch_up=3, every minute: the plan's record for the slots beyond the
+    # cap is at the 10th slot, so read from its first slot up to it the plan holds ten
+    # runs, more than any plan has (the wall clock was set back while it went on:
+    # plan_as_cut).  One run recorded after the cut record: two runs are left, and the
+    # task resumes where the jump moved it.  A run recorded before the cut record is
+    # another plan's, and counts for nothing.
+    minute = 60.0
+
+    def ran(slot: float) -> ExecutionRecord:
+        return ExecutionRecord("t", "job", 1, slot, slot, 0, slot, slot + 1, True)
+
+    cut = ExecutionRecord(
+        "t", "job", 0, T0 + 10 * minute, T0 + 10 * minute, 0, T0 + 20 * minute,
+        T0 + 20 * minute, False, "MisfireCap: the slots beyond the cap", misfire=MISSED,
+    )  # fmt: skip
+    # first attempts count: not the runs before the cut record, nor a retry after it
+    retry = ran(T0 + 5 * minute)._replace(attempt=2)
+    history = [ran(T0 - 2 * minute), ran(T0 - minute), cut, ran(T0 + 5 * minute), retry]
+    policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3)
+    decided = plan_as_cut(FixedRate(minute), T0, cut, history, policy, origin=T0)
+    # resumed at 09:21 (the first slot after the cut was decided), moved back with the
+    # plan's last run: from just before the cut record (the 10th) to the 2nd
+    assert decided == ([T0, T0 + minute], [], T0 + 13 * minute, True)
+    # Every run of it made since: nothing is left, and its resume is not moved (no run
+    # is left to measure the jump by).
+    made = [*history, *(ran(T0 + n * minute) for n in (6, 7, 8))]  # one more than it holds
+    assert plan_as_cut(FixedRate(minute), T0, cut, made, policy, origin=T0) == (
+        [], [], T0 + 21 * minute, True,
+    )  # fmt: skip
+    # RUN_ONCE's plan holds one run, SKIP's none: read from the same cut record with
+    # nothing run since, RUN_ONCE's is its first slot, resumed where the jump moved it.
+    for action, runs, resume in [(Misfire.RUN_ONCE, [T0], 12), (Misfire.SKIP, [], 21)]:
+        decided = plan_as_cut(FixedRate(minute), T0, cut, [cut], MisfirePolicy(action), origin=T0)
+        assert decided == (runs, [], T0 + resume * minute, True)
+    # A plan its schedule ends after (no slot to resume at) has no slots after it to
+    # decide: plan_and_since gives it back as it is.
+    ended = Plan([T0, T0 + minute], [], None, True)
+    assert plan_and_since(ended, FixedRate(minute), T0 + 30 * minute, policy, origin=T0) is ended
+    # Read up to a cut record at the 3rd slot, it holds three runs, as many as a plan
+    # has: a plan not moved, taken as it is whatever ran since.
+    at_size = cut._replace(slot=T0 + 3 * minute, due=T0 + 3 * minute)
+    decided = plan_as_cut(FixedRate(minute), T0, at_size, [at_size, ran(T0)], policy, origin=T0)
+    assert decided == ([T0, T0 + minute, T0 + 2 * minute], [], T0 + 21 * minute, True)
+
+
+def test_a_run_nows_extra_run_past_grace_with_its_put_off_slot_due_now_decides_both() -> None:
+    # The extra run was due at 10:10 and put off the 11:00 slot behind it; decided at
+    # 11:00 sharp, both passed (a slot is passed when not after now): RUN_ONCE runs
+    # 11:00, the extra run coalesced into it; SKIP misses both and goes on at 12:00.
+    # Neither is a record for slots beyond the cap (one said "more than 1000 slots").
+    hourly, extra = FixedRate(HOUR, start_delay=HOUR), TEN + 600
+    once = plan_put_off(hourly, extra, ELEVEN, ELEVEN, MisfirePolicy(Misfire.RUN_ONCE), origin=T0)
+    assert (once.runs, once.decisions) == ([ELEVEN], [(extra, COALESCED, None)])
+    skip = plan_put_off(hourly, extra, ELEVEN, ELEVEN, MisfirePolicy(Misfire.SKIP), origin=T0)
+    assert skip == ([], [(extra, MISSED, None), (ELEVEN, MISSED, None)], NOON, True)
 
 
 @pytest.mark.parametrize(
@@ -213,6 +298,7 @@ def test_a_schedule_that_raises_while_its_missed_slots_are_listed_ends_there_log
         "_Broken().next_run raised while skipping missed slots",
     ]
     assert all(r.exc_info is not None for r in caplog.records)  # the traceback is kept
+    assert [r.funcName for r in caplog.records] == ["following_slot", "first_after"]
 
 
 def test_a_schedule_that_raises_while_a_tasks_missed_slots_are_listed_is_logged_naming_it(
@@ -239,6 +325,8 @@ def test_a_schedule_that_raises_while_a_tasks_missed_slots_are_listed_is_logged_
     for line in listed:
         assert (line.task_id, line.task_name) == ("report-1", "nightly report")  # type: ignore[attr-defined]
         assert line.exc_info is not None
+    # Each line says where the listing met the schedule, not the logging helper.
+    assert [line.funcName for line in listed] == ["following_slot", "first_after"]
 
 
 @pytest.mark.parametrize(
@@ -282,3 +370,5 @@ def test_a_schedule_that_answers_the_same_slot_again_ends_the_listing_logged(
     assert caplog.messages == [
         f"_Stuck().next_run went from {TEN!r} back to {TEN!r}; no more slots"
     ]
+    # Nothing raised: the line carries no traceback (not "NoneType: None" after it).
+    assert caplog.records[0].exc_info is None and "NoneType" not in caplog.text

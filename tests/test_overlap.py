@@ -18,6 +18,8 @@ from lldsched import (
     FixedDelay,
     FixedRate,
     InMemoryTaskStore,
+    Misfire,
+    MisfirePolicy,
     OneTime,
     Overlap,
     OverrunPolicy,
@@ -29,6 +31,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.core.context import RunContext
+from lldsched.core.recovery import after_clock_jump
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent
 from lldsched.schedules.decorators import Jittered, Window
 from lldsched.testing import Stepper
@@ -78,6 +81,17 @@ def test_cancel_other_cancels_the_running_run_when_the_next_slot_comes_due() -> 
     assert first.error is not None and first.error.startswith("OverlapCancelled:")
     assert "CANCEL_OTHER" in first.error
     assert first.attempt == 1  # never retried: a cancelled run is no failure
+
+
+def test_a_run_cancel_other_cut_counts_as_cancelled_not_as_a_success() -> None:
+    # The run itself ended well (its action returned), but its record says it was cut:
+    # the task's counters and the metrics' outcomes count it as that record does.
+    sim = _simulate(Overlap.CANCEL_OTHER)
+    (task,) = sim.tasks()
+    assert (task.run_count, task.failure_count) == (10, 10)
+    assert task.last_error is not None and task.last_error.startswith("OverlapCancelled:")
+    outcomes = sim.metrics().outcomes
+    assert (outcomes[Outcome.CANCELLED], outcomes[Outcome.OK]) == (10, 0)
 
 
 def test_allow_runs_up_to_max_instances_at_once_and_records_the_slot_past_the_limit() -> None:
@@ -434,6 +448,40 @@ def test_a_run_beside_others_leaves_the_slot_queued_behind_it_with_no_attempt_ye
         assert run.attempt == 1
         (row,) = store.load_all()
         assert (row.status, row.attempt, task.attempt) == (TaskStatus.RUNNING, 0, 0)
+
+
+def test_an_overlapping_task_a_store_restored_runs_beside_itself_as_before() -> None:
+    # Overlap.ALLOW with two instances, every 60 s, each run 150 s: restored from the
+    # store, the 60 s slot begins beside the run of the 0 s one, as without a restart.
+    store = InMemoryTaskStore()
+    Simulation(start=T0, store=store).schedule(
+        "long", FixedRate(60), id="long", overlap=Overlap.ALLOW, max_instances=2
+    )
+    sim = Simulation(workers=3, start=T0, store=store)
+    sim.model("long", duration=150)
+    sim.run_for(300)
+    ran = sorted((r.slot - T0, r.started - T0) for r in sim.records() if r.outcome.ran)
+    assert ran == [(0, 0), (60, 60)]
+
+
+def test_runs_overlap_again_once_a_catch_up_is_used_up() -> None:
+    # A forward jump past three slots: RUN_ALL catches them up one after another (a plan
+    # runs alone), then the task is on its own schedule again, and its next slot comes
+    # due beside a run still in flight, as before the jump.  Before: the used-up plan
+    # stayed in front of the schedule, and no run queued the slot behind it, for good.
+    clock = FakeClock(T0)
+    h = Harness(clock)
+    task = h.core.add(
+        "twice", _noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2,
+        misfire=MisfirePolicy(Misfire.RUN_ALL),
+    )  # fmt: skip
+    h.step()
+    clock.advance(210)
+    after_clock_jump(h.core, 210, clock.now())
+    caught_up = [h.step() for _ in range(3)]
+    assert [r.slot - T0 for r in caught_up if r is not None] == [60, 120, 180]
+    first, beside = h.begin(), h.begin()  # 240 s, then 300 s beside it
+    assert (first.slot - T0, beside.slot - T0, task.status) == (240, 300, TaskStatus.RUNNING)
 
 
 def test_the_runs_of_a_task_cancelled_beside_each_other_are_each_written() -> None:

@@ -25,6 +25,7 @@ import pytest
 
 from lldsched import (
     FixedRate,
+    InMemoryTaskStore,
     OneTime,
     Overlap,
     Priority,
@@ -254,6 +255,43 @@ def test_the_warning_of_arguments_that_no_longer_fit_never_shows_their_values(
     assert (line.name, line.__dict__["task_id"]) == ("lldsched.store", "report")
     assert "s3cr3t-token" not in line.getMessage() and "k3y" not in line.getMessage()
     assert "1 positional argument and the keywords 'api_key'" in line.getMessage()
+
+
+class _Unhashable:
+    """A callable object with no hash (as a dataclass with ``eq=True`` has none)."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __call__(self) -> None:
+        return None
+
+
+def test_a_task_whose_action_is_an_unhashable_object_is_restored_and_runs() -> None:
+    # The check of stored calls keeps the call shapes that fitted (a batch of many
+    # tasks of one action parses its signature once); an unhashable action has no shape
+    # to keep and is checked each time, not refused.
+    store = InMemoryTaskStore()
+    Simulation(start=1_000.0, store=store).schedule(
+        "job", FixedRate(60), action=_Unhashable(), id="job"
+    )
+    sim = Simulation(start=1_030.0, store=store)
+    assert [task.id for task in sim.tasks()] == ["job"]
+    sim.run_for(120)  # the slot at 1,000 s (within grace), then 1,060 s and 1,120 s
+    assert [(r.slot, r.outcome.value) for r in sim.records()] == [
+        (1_000.0, "ok"), (1_060.0, "ok"), (1_120.0, "ok"),
+    ]  # fmt: skip
+
+
+def test_ids_of_ones_own_are_restored_and_new_ids_go_on_after_the_default_ones() -> None:
+    # "task-x" and "job-7" are no ids of the default generator's form: restored as they
+    # are, they leave it alone; it goes on after the highest "task-N" restored.
+    store = InMemoryTaskStore()
+    first = Simulation(start=1_000.0, store=store)
+    for name, task_id in [("a", "task-x"), ("b", "job-7"), ("c", None)]:
+        first.schedule(name, FixedRate(60), id=task_id)
+    sim = Simulation(start=1_000.0, store=store)
+    assert sorted(task.id for task in sim.tasks()) == ["job-7", "task-1", "task-x"]
+    assert sim.schedule("d", FixedRate(60)).id == "task-2"
 
 
 # -- a custom schedule changed -----------------------------------------------------------
