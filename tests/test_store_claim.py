@@ -3,6 +3,7 @@ by another process or this one, and the claim dies with its holder (close, or SI
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -25,7 +26,7 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.stores.claim import claim_path
+from lldsched.stores.claim import FileClaim, briefly, claim_path
 from tests import jobs
 from tests.processes import lines_of, parent_of_a_helper
 
@@ -342,3 +343,75 @@ def test_a_verb_on_a_runtime_not_running_is_refused_while_another_scheduler_hold
             assert first.shutdown()
         if kind != "shut down" or verb not in ("schedule", "run_now"):
             VERBS[verb](other)  # the store is free again: the verb works
+
+
+def test_a_claim_says_whether_it_is_held_until_released(tmp_path: Path) -> None:
+    claim = FileClaim(str(tmp_path / "tasks.db"))
+    assert claim.held is True and "held" in repr(claim)
+    claim.release()
+    assert claim.held is False and "released" in repr(claim)
+    claim.release()  # idempotent
+    assert claim.held is False
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="flock (POSIX)")
+def test_a_holder_that_wrote_no_note_yet_is_named_as_shared_schedulers(tmp_path: Path) -> None:
+    """A holder whose note is empty (between its lock and its note, or its write failed)
+    is refused as a holder, in words: before the note is read, nothing says who it is."""
+    import fcntl
+
+    path = tmp_path / "tasks.db"
+    fd = os.open(claim_path(str(path)), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # held, its note not written
+        with pytest.raises(StoreError) as refused:
+            SqliteTaskStore(path)
+        assert str(refused.value).startswith(
+            f"the store {str(path)!r} is already open by other schedulers (shared=True): "
+            "one scheduler per file."
+        )
+    finally:
+        os.close(fd)
+    with SqliteTaskStore(path):  # let go: it opens
+        pass
+
+
+def test_an_operators_command_is_named_only_while_it_lasts(tmp_path: Path) -> None:
+    """``briefly`` names the shared claims taken inside it; once it ends, a shared
+    scheduler's claim names the shared schedulers again, and an unshared opener refused
+    by it is told to open with ``shared=True``, not to start again in a moment."""
+    path = str(tmp_path / "tasks.db")
+    with briefly("python -m lldsched tasks pause nightly"):
+        FileClaim.shared(path).release()
+    shared = FileClaim.shared(path)  # a scheduler opened with shared=True, after the verb
+    try:
+        with pytest.raises(StoreError) as refused:
+            FileClaim(path)
+        said = str(refused.value)
+        assert "is already open by shared=True schedulers (the last to open: pid " in said
+        assert "held for a moment" not in said and "operator's command" not in said
+    finally:
+        shared.release()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists descriptors (Linux)")
+def test_a_lock_file_claimed_again_keeps_no_descriptor_of_the_deleted_one(tmp_path: Path) -> None:
+    """The claim taken again on a new lock file lets go of the descriptor of the one
+    deleted: one descriptor per deletion was left open for the life of the process."""
+    path = str(tmp_path / "tasks.db")
+
+    def lock_files() -> list[str]:
+        found = []
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):  # the listing's own descriptor is gone
+                if os.readlink(f"/proc/self/fd/{fd}").startswith(claim_path(path)):
+                    found.append(fd)
+        return found
+
+    claim = FileClaim(path)
+    for _ in range(3):
+        os.unlink(claim_path(path))
+        claim.check()  # claimed again, on a new lock file
+    assert len(lock_files()) == 1  # the new one's only
+    claim.release()
+    assert lock_files() == []
