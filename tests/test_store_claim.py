@@ -399,19 +399,46 @@ def test_a_lock_file_claimed_again_keeps_no_descriptor_of_the_deleted_one(tmp_pa
     """The claim taken again on a new lock file lets go of the descriptor of the one
     deleted: one descriptor per deletion was left open for the life of the process."""
     path = str(tmp_path / "tasks.db")
-
-    def lock_files() -> list[str]:
-        found = []
-        for fd in os.listdir("/proc/self/fd"):
-            with contextlib.suppress(OSError):  # the listing's own descriptor is gone
-                if os.readlink(f"/proc/self/fd/{fd}").startswith(claim_path(path)):
-                    found.append(fd)
-        return found
-
     claim = FileClaim(path)
     for _ in range(3):
         os.unlink(claim_path(path))
         claim.check()  # claimed again, on a new lock file
-    assert len(lock_files()) == 1  # the new one's only
+    assert len(_lock_files(path)) == 1  # the new one's only
     claim.release()
-    assert lock_files() == []
+    assert _lock_files(path) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists descriptors (Linux)")
+def test_a_refused_opener_keeps_no_descriptor_of_the_lock_file(tmp_path: Path) -> None:
+    """A service that tries its store again while another holds it (a restart loop)
+    opened the lock file at each try and kept the descriptor when refused."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path):
+        for _ in range(3):
+            with pytest.raises(StoreError, match="already open in this process"):
+                SqliteTaskStore(path)
+        assert len(_lock_files(str(path))) == 1  # the holder's only
+    assert _lock_files(str(path)) == []
+
+
+def test_a_refusal_names_the_holder_not_the_note_an_earlier_holder_left(tmp_path: Path) -> None:
+    """The lock file keeps the last holder's note (it is never deleted); a new holder
+    writes its own in its place, so a refusal names who holds the file now."""
+    path = tmp_path / "tasks.db"
+    Path(claim_path(str(path))).write_text("pid 4242 on a host long gone\n")
+    with SqliteTaskStore(path), pytest.raises(StoreError) as refused:
+        SqliteTaskStore(path)
+    said = str(refused.value)
+    assert "is already open in this process (another SqliteTaskStore on the same file)" in said
+    assert "4242" not in said
+
+
+def _lock_files(path: str) -> list[str]:
+    """This process's descriptors open on the lock file of the store at ``path`` (one
+    deleted included: its link ends in " (deleted)")."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone
+            if os.readlink(f"/proc/self/fd/{fd}").startswith(claim_path(path)):
+                found.append(fd)
+    return found
