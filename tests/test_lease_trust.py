@@ -651,6 +651,55 @@ def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_s
         assert lease.task_id == task_id
 
 
+def test_an_isolated_run_whose_lease_was_taken_over_before_a_child_took_it_is_never_sent(
+    tmp_path: Path,
+    trust: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gone is not counted lost: the same run on its way to its child, its lease counted
+    lost, then found taken over by the renewal once the store answers.  The renewal found
+    no child to stop; the worker, asking before it sends the run (``Coordinator.gone``),
+    sends nothing: another process runs the slot, and this one's action never starts."""
+    starting, let_start = hold_child_starts(monkeypatch)
+    wall = FakeClock(START)
+    caplog.set_level("INFO", logger="lldsched")
+    task_id = "taken-over-unsent"
+    marker = tmp_path / "marker"
+    action = "tests.jobs:hang_first_time"
+    options: dict[str, Any] = {"isolation": "process", "args": (str(marker),)}
+    with running(tmp_path / "tasks.db", wall, task_id, action, **options) as (
+        scheduler,
+        store,
+        other,
+    ):
+        assert starting.wait(30)
+        (lease,) = other.leases()
+        count_lost(wall, trust, store, caplog, task_id)
+        (takeover,) = other.claim(now=lease.expires_at, limit=1)  # expired, unrenewed
+        assert (takeover.task_id, takeover.taken_over) == (task_id, True)
+        store.down.clear()  # the store answers again
+        wall.set(START + 2 * renewal_every(LEASE))  # the renewal finds the lease gone
+        wait_until(
+            lambda: f"the lease of task {task_id} (token {lease.token}), counted" in caplog.text,
+            timeout=10,
+            what="the renewal to find the lease taken over",
+        )
+        let_start.set()
+        wait_until(
+            lambda: not scheduler.task(task_id).running,
+            timeout=30,
+            what="the run to end unsent",
+        )
+        (record,) = scheduler.task(task_id).history
+        assert record.error is not None
+        assert "no longer holds its lease" in record.error
+        assert record.error.endswith("(before its worker process started it)")
+        assert not marker.exists()  # the action never began here
+        wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle refused")
+        assert other.records(task_id) == []
+
+
 def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settled(
     tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
