@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
+from lldsched.stores import claim as claim_module
 from lldsched.stores.claim import FileClaim, briefly, claim_path
 from tests import jobs
 from tests.processes import lines_of, parent_of_a_helper
@@ -442,3 +444,24 @@ def _lock_files(path: str) -> list[str]:
             if os.readlink(f"/proc/self/fd/{fd}").startswith(claim_path(path)):
                 found.append(fd)
     return found
+
+
+def test_a_holder_whose_note_cannot_be_read_is_refused_without_a_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note only names the holder: a lock file that cannot be read (an I/O error)
+    still refuses the second opener, in words, naming nobody."""
+
+    def unreadable(fd: int, size: int) -> bytes:
+        raise OSError(5, "Input/output error")
+
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path):
+        failing = types.SimpleNamespace(**{**vars(os), "read": unreadable})
+        monkeypatch.setattr(claim_module, "os", failing)  # the claim module's reads only
+        with pytest.raises(StoreError) as refused:
+            SqliteTaskStore(path)
+        monkeypatch.undo()
+    assert str(refused.value).startswith(
+        f"the store {str(path)!r} is already open: one scheduler per file."
+    )
