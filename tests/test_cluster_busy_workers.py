@@ -24,7 +24,15 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, Metrics, OneTime, Scheduler, TaskStatus
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    Metrics,
+    OneTime,
+    Scheduler,
+    SqliteTaskStore,
+    TaskStatus,
+)
 from lldsched.coordination import Claim, CoordinatedStore, Lease
 from lldsched.errors import StoreError
 from tests import cluster_jobs, jobs
@@ -148,6 +156,50 @@ def test_a_claimed_run_that_waits_a_renewal_interval_behind_a_long_one_is_given_
         # settled on the way).
         wait_until(lambda: busy.task(waiting).run_count == 1, timeout=10, what="the run")
         assert busy.wait_idle(timeout=10)
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+
+
+def test_a_claimed_run_taken_over_before_it_began_is_never_begun_here(tmp_path: Path) -> None:
+    """A claim waiting behind a long run whose lease another process took over (this
+    one stalled past its expiry: no renewal in time) is found gone by the next renewal
+    and dropped, never begun: once the worker is free it runs nothing of a slot the other
+    process holds (it ran it, a second time, its settle refused after).  On a fake clock,
+    and so on SQLite alone: its claims' expiry counts from the claimer's clock
+    (PostgreSQL's from the server's, which no test moves)."""
+    path = tmp_path / "tasks.db"
+    with (
+        SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL) as busy_store,
+        SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL) as other_store,
+    ):
+        _taken_over_before_it_began(busy_store, other_store)
+
+
+def _taken_over_before_it_began(
+    busy_store: CoordinatedStore, other_store: CoordinatedStore
+) -> None:
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    start = clock.now()
+    busy = Scheduler(workers=1, store=busy_store, clock=clock)
+    for task_id in ("a", "b"):  # whichever the worker takes first holds it
+        busy.schedule(task_id, cluster_jobs.held_until_released, OneTime(start), id=task_id)
+    busy.start()
+    try:
+        wait_until(lambda: bool(_running(busy)), timeout=10, what="the long run")
+        (running,) = _running(busy)
+        waiting = "b" if running == "a" else "a"
+        (takeover,) = other_store.claim(now=start + LEASE + 1, limit=5, among=[waiting])
+        assert takeover.taken_over
+        _renewal(busy, clock)  # finds the waiting claim's lease gone
+        assert busy.task(running).running  # the run begun keeps its lease
+        cluster_jobs.released.set()
+        wait_until(lambda: _ran(busy, running, 1), timeout=10, what="the long run's end")
+        _renewal(busy, clock)  # a wake after the worker went idle
+        assert busy.task(waiting).run_count == 0
+        assert busy_store.rejected == 0
+        assert [lease.token for lease in other_store.leases()] == [takeover.token]
     finally:
         cluster_jobs.released.set()
         busy.shutdown()
