@@ -731,6 +731,14 @@ def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settl
         (lease,) = other.leases()
         assert (lease.token, lease.expires_at) == (token, renewed_at + LEASE)
         assert other.claim(now=START + LEASE, limit=1) == []  # not to be taken: renewed
+        # Held again: every later renewal renews it too, so it never expires under the run.
+        again = renewed_at + renewal_every(LEASE)
+        wall.set(again)
+        wait_until(
+            lambda: [lease.expires_at for lease in other.leases()] == [again + LEASE],
+            timeout=10,
+            what="the next renewal to renew the lease trusted again",
+        )
         cluster_jobs.released.set()
         assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
         wait_until(lambda: bool(other.records(task_id)), timeout=10, what="the settle")
