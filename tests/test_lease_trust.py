@@ -618,6 +618,69 @@ def test_a_lease_counted_lost_and_taken_over_in_an_outage_stops_its_run_once_the
         assert [level for level, line in said if line.startswith(taken)] == ["INFO"]
 
 
+def test_a_claim_not_begun_is_dropped_when_the_leases_are_counted_lost(
+    tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two runs claimed in one batch by a process with one worker: one runs, the other
+    waits for the worker.  Counted lost, the claim not begun leaves the hand-off queue
+    (no run waits here for a slot nobody vouches for: ``metrics()`` counts none) and its
+    loss is said with the run's."""
+    wall = FakeClock(START)
+    caplog.set_level("INFO", logger="lldsched")
+    cluster_jobs.released.clear()
+    with Unrenewable(tmp_path / "tasks.db") as store:
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        for task_id in ("a", "b"):
+            scheduler.schedule(
+                task_id, cluster_jobs.held_until_released, OneTime(START), id=task_id
+            )
+        scheduler.start()
+        try:
+            running, _, _, _ = cluster_jobs.seen.get(timeout=10)
+            assert scheduler.metrics(timeout=10).handoff == 1  # the other, claimed too
+            count_lost(wall, trust, store, caplog, running)
+            assert scheduler.metrics(timeout=10).handoff == 0
+            said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+            assert sum(line.startswith(f"{COUNTED_LOST} ? (token ") for line in said) == 1
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown(drain=False, timeout=10)
+
+
+def test_an_outage_of_the_renewals_ends_with_the_first_renewal_that_succeeds(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The one worker busy, the process claims nothing: its renewals are its only calls
+    to the store but the feed's.  A renewal that failed began an outage (``store_ok``
+    False, the readiness probe failing); the next one that succeeds ends it."""
+    wall = FakeClock(START)
+    cluster_jobs.released.clear()
+    with Unrenewable(tmp_path / "tasks.db") as store:
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule("busy", cluster_jobs.held_until_released, OneTime(START), id="busy")
+        scheduler.start()
+        try:
+            assert cluster_jobs.seen.get(timeout=10)[0] == "busy"
+            store.down.set()
+            wall.set(START + renewal_every(LEASE))  # the renewal fails
+            wait_until(
+                lambda: not scheduler.metrics(timeout=10).store_ok,
+                timeout=10,
+                what="the failed renewal to begin an outage",
+            )
+            store.down.clear()
+            wall.set(START + 2 * renewal_every(LEASE))  # the renewal succeeds
+            wait_until(
+                lambda: scheduler.metrics(timeout=10).store_ok,
+                timeout=10,
+                what="the renewal that succeeded to end the outage",
+            )
+            assert scheduler.task("busy").running
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown(drain=False, timeout=10)
+
+
 def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_still_sent(
     tmp_path: Path,
     trust: FakeClock,
