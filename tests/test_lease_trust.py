@@ -681,6 +681,50 @@ def test_an_outage_of_the_renewals_ends_with_the_first_renewal_that_succeeds(
             scheduler.shutdown(drain=False, timeout=10)
 
 
+def test_shutdown_renews_the_lease_of_the_run_it_waits_for(
+    tmp_path: Path, trust: FakeClock
+) -> None:
+    """``shutdown()`` stops the timer, then waits for the run in flight: meanwhile a
+    thread of its own renews the run's lease (``leases_kept``), so that no other process
+    takes over a run finishing here, and the run's settle is written under its token.
+    A lease of 0.3 s: that thread renews every 0.1 s of real time."""
+    path = tmp_path / "tasks.db"
+    wall = FakeClock(START)
+    cluster_jobs.released.clear()
+    lease = 0.3
+    with (
+        SqliteTaskStore(path, shared=True, lease=lease) as store,
+        SqliteTaskStore(path, shared=True, lease=lease) as other,
+    ):
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule("long", cluster_jobs.held_until_released, OneTime(START), id="long")
+        scheduler.start()
+        _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+        stopping = threading.Thread(target=scheduler.shutdown, name="test-shutdown")
+        stopping.start()
+        try:
+            wait_until(
+                lambda: any(t.name.endswith("lease-keeper") for t in threading.enumerate()),
+                timeout=10,
+                what="the shutdown to wait for the run, its leases kept",
+            )
+            later = START + 100 * lease  # long past the lease's expiry as claimed
+            wall.set(later)
+            wait_until(
+                lambda: [lease.expires_at for lease in other.leases()] == [later + lease],
+                timeout=10,
+                what="shutdown's keeper to renew the lease",
+            )
+            assert other.claim(now=later, limit=1) == []  # nobody takes it over
+        finally:
+            cluster_jobs.released.set()
+            stopping.join(20)
+        assert not stopping.is_alive()
+        (record,) = other.records("long")
+        assert record.ok and record.token == token
+        assert store.rejected == 0
+
+
 def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_still_sent(
     tmp_path: Path,
     trust: FakeClock,
