@@ -628,7 +628,8 @@ def test_a_claim_not_begun_is_dropped_when_the_leases_are_counted_lost(
     wall = FakeClock(START)
     caplog.set_level("INFO", logger="lldsched")
     cluster_jobs.released.clear()
-    with Unrenewable(tmp_path / "tasks.db") as store:
+    store = Unrenewable(tmp_path / "tasks.db")
+    with store:
         scheduler = Scheduler(workers=1, store=store, clock=wall)
         for task_id in ("a", "b"):
             scheduler.schedule(
@@ -655,7 +656,8 @@ def test_an_outage_of_the_renewals_ends_with_the_first_renewal_that_succeeds(
     False, the readiness probe failing); the next one that succeeds ends it."""
     wall = FakeClock(START)
     cluster_jobs.released.clear()
-    with Unrenewable(tmp_path / "tasks.db") as store:
+    store = Unrenewable(tmp_path / "tasks.db")
+    with store:
         scheduler = Scheduler(workers=1, store=store, clock=wall)
         scheduler.schedule("busy", cluster_jobs.held_until_released, OneTime(START), id="busy")
         scheduler.start()
