@@ -727,6 +727,26 @@ def test_shutdown_renews_the_lease_of_the_run_it_waits_for(
         assert store.rejected == 0
 
 
+@contextlib.contextmanager
+def on_its_way(
+    tmp_path: Path, wall: FakeClock, task_id: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Scheduler, Unrenewable, SqliteTaskStore, threading.Event]]:
+    """:func:`running` with ``task_id`` a process-isolated run of
+    ``tests.jobs:hang_first_time`` (its marker ``tmp_path / "marker"``), held on its way to
+    its child until the test sets the event given (``let_start``)."""
+    starting, let_start = hold_child_starts(monkeypatch)
+    marker = tmp_path / "marker"
+    action = "tests.jobs:hang_first_time"
+    options: dict[str, Any] = {"isolation": "process", "args": (str(marker),)}
+    with running(tmp_path / "tasks.db", wall, task_id, action, **options) as (
+        scheduler,
+        store,
+        other,
+    ):
+        assert starting.wait(30)
+        yield scheduler, store, other, let_start
+
+
 def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_still_sent(
     tmp_path: Path,
     trust: FakeClock,
@@ -738,19 +758,11 @@ def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_s
     its child runs on (the renewals settle it once the store answers).  It was recorded
     "CancelledError: the store no longer holds its lease ... before its worker process
     started it": a network blip made a failed attempt, whose settle let the lease go."""
-    starting, let_start = hold_child_starts(monkeypatch)  # the child's, until the count
     wall = FakeClock(START)
     caplog.set_level("INFO", logger="lldsched")
     task_id = "counted-lost-unsent"
     marker = tmp_path / "marker"
-    action = "tests.jobs:hang_first_time"
-    options: dict[str, Any] = {"isolation": "process", "args": (str(marker),)}
-    with running(tmp_path / "tasks.db", wall, task_id, action, **options) as (
-        scheduler,
-        store,
-        other,
-    ):
-        assert starting.wait(30)
+    with on_its_way(tmp_path, wall, task_id, monkeypatch) as (scheduler, store, other, let_start):
         count_lost(wall, trust, store, caplog, task_id)
         let_start.set()
         wait_until(marker.exists, timeout=30, what="the child to begin the action")
@@ -770,19 +782,11 @@ def test_an_isolated_run_whose_lease_was_taken_over_before_a_child_took_it_is_ne
     lost, then found taken over by the renewal once the store answers.  The renewal found
     no child to stop; the worker, asking before it sends the run (``Coordinator.gone``),
     sends nothing: another process runs the slot, and this one's action never starts."""
-    starting, let_start = hold_child_starts(monkeypatch)
     wall = FakeClock(START)
     caplog.set_level("INFO", logger="lldsched")
     task_id = "taken-over-unsent"
     marker = tmp_path / "marker"
-    action = "tests.jobs:hang_first_time"
-    options: dict[str, Any] = {"isolation": "process", "args": (str(marker),)}
-    with running(tmp_path / "tasks.db", wall, task_id, action, **options) as (
-        scheduler,
-        store,
-        other,
-    ):
-        assert starting.wait(30)
+    with on_its_way(tmp_path, wall, task_id, monkeypatch) as (scheduler, store, other, let_start):
         (lease,) = other.leases()
         count_lost(wall, trust, store, caplog, task_id)
         (takeover,) = other.claim(now=lease.expires_at, limit=1)  # expired, unrenewed
