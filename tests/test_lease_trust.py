@@ -727,6 +727,30 @@ def test_shutdown_renews_the_lease_of_the_run_it_waits_for(
         assert store.rejected == 0
 
 
+def test_a_thread_run_whose_task_another_process_removed_is_flagged_by_the_renewal(
+    tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A removal elsewhere takes the run's lease with the task: the next renewal finds it
+    gone and raises the run's flag (a thread's action stops on it: nothing else can stop
+    it), and says at INFO why, once the feed told it the task is gone."""
+    wall = FakeClock(START)
+    caplog.set_level("INFO", logger="lldsched")
+    task_id = "removed-elsewhere"
+    cluster_jobs.released.clear()
+    with running(tmp_path / "tasks.db", wall, task_id, cluster_jobs.held_until_released) as (
+        _,
+        _,
+        other,
+    ):
+        _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+        other.delete(task_id)
+        wall.set(START + renewal_every(LEASE))  # the renewal finds the lease gone
+        said = f"task {task_id} was removed in another process: its lease (token {token})"
+        wait_until(lambda: said in caplog.text, timeout=10, what="the renewal to say it")
+        cluster_jobs.released.set()
+        assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
+
+
 @contextlib.contextmanager
 def on_its_way(
     tmp_path: Path, wall: FakeClock, task_id: str, monkeypatch: pytest.MonkeyPatch
