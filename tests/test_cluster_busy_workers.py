@@ -125,7 +125,7 @@ def test_the_worker_that_goes_idle_wakes_the_timer_that_left_runs_unclaimed(
 
 
 def test_a_claimed_run_that_waits_a_renewal_interval_behind_a_long_one_is_given_back(
-    stores: list[CoordinatedStore],
+    stores: list[CoordinatedStore], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Two runs due at once are claimed in one batch by a process with one idle worker:
     the first turns out long, and the second waited behind it for as long, its lease
@@ -134,6 +134,7 @@ def test_a_claimed_run_that_waits_a_renewal_interval_behind_a_long_one_is_given_
     back, and the other process claims it.  On a fake clock: the renewals come as it is
     advanced, and nothing else moves it."""
     busy_store, other_store = stores
+    caplog.set_level("INFO", logger="lldsched")
     cluster_jobs.released.clear()
     clock = FakeClock(time.time())
     busy = Scheduler(workers=1, store=busy_store, clock=clock)
@@ -150,6 +151,11 @@ def test_a_claimed_run_that_waits_a_renewal_interval_behind_a_long_one_is_given_
         claims = other_store.claim(now=time.time(), limit=5)
         assert [claim.task_id for claim in claims] == [waiting]
         assert busy.task(running).running  # the run begun keeps its lease
+        gave_back = (
+            "gave back 1 claimed run(s) not begun for a renewal interval (10 s), waiting "
+            f"behind longer runs here: the store hands them out again ({waiting})"
+        )
+        assert gave_back in caplog.messages
         other_store.release(task_id=waiting, token=claims[0].token)
         cluster_jobs.released.set()
         # Its worker free again, the busy process claims and runs it (its tombstone
