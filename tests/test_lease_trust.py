@@ -642,8 +642,11 @@ def test_a_claim_not_begun_is_dropped_when_the_leases_are_counted_lost(
             (waiting,) = [lease.token for lease in store.leases() if lease.task_id != running]
             count_lost(wall, trust, store, caplog, running)
             assert scheduler.metrics(timeout=10).handoff == 0
-            said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+            warned = [r for r in caplog.records if r.levelname == "WARNING"]
+            said = [r.getMessage() for r in warned]
             assert said.count(f"{COUNTED_LOST} ? (token {waiting})") == 1
+            tagged = {getattr(r, "task_id", "-") for r in warned if COUNTED_LOST in r.getMessage()}
+            assert tagged == {running, None}  # the run's line names its task, for a log's fields
         finally:
             cluster_jobs.released.set()
             scheduler.shutdown(drain=False, timeout=10)
