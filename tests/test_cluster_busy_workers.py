@@ -24,7 +24,15 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, Metrics, OneTime, Scheduler, TaskStatus
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    Metrics,
+    OneTime,
+    Scheduler,
+    SqliteTaskStore,
+    TaskStatus,
+)
 from lldsched.coordination import Claim, CoordinatedStore, Lease
 from lldsched.errors import StoreError
 from tests import cluster_jobs, jobs
@@ -117,7 +125,7 @@ def test_the_worker_that_goes_idle_wakes_the_timer_that_left_runs_unclaimed(
 
 
 def test_a_claimed_run_that_waits_a_renewal_interval_behind_a_long_one_is_given_back(
-    stores: list[CoordinatedStore],
+    stores: list[CoordinatedStore], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Two runs due at once are claimed in one batch by a process with one idle worker:
     the first turns out long, and the second waited behind it for as long, its lease
@@ -126,6 +134,7 @@ def test_a_claimed_run_that_waits_a_renewal_interval_behind_a_long_one_is_given_
     back, and the other process claims it.  On a fake clock: the renewals come as it is
     advanced, and nothing else moves it."""
     busy_store, other_store = stores
+    caplog.set_level("INFO", logger="lldsched")
     cluster_jobs.released.clear()
     clock = FakeClock(time.time())
     busy = Scheduler(workers=1, store=busy_store, clock=clock)
@@ -142,12 +151,61 @@ def test_a_claimed_run_that_waits_a_renewal_interval_behind_a_long_one_is_given_
         claims = other_store.claim(now=time.time(), limit=5)
         assert [claim.task_id for claim in claims] == [waiting]
         assert busy.task(running).running  # the run begun keeps its lease
+        gave_back = (
+            "gave back 1 claimed run(s) not begun for a renewal interval (10 s), waiting "
+            f"behind longer runs here: the store hands them out again ({waiting})"
+        )
+        assert gave_back in caplog.messages
         other_store.release(task_id=waiting, token=claims[0].token)
         cluster_jobs.released.set()
         # Its worker free again, the busy process claims and runs it (its tombstone
         # settled on the way).
         wait_until(lambda: busy.task(waiting).run_count == 1, timeout=10, what="the run")
         assert busy.wait_idle(timeout=10)
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+
+
+def test_a_claimed_run_taken_over_before_it_began_is_never_begun_here(tmp_path: Path) -> None:
+    """A claim waiting behind a long run whose lease another process took over (this
+    one stalled past its expiry: no renewal in time) is found gone by the next renewal
+    and dropped, never begun: once the worker is free it runs nothing of a slot the other
+    process holds (it ran it, a second time, its settle refused after).  On a fake clock,
+    and so on SQLite alone: its claims' expiry counts from the claimer's clock
+    (PostgreSQL's from the server's, which no test moves)."""
+    path = tmp_path / "tasks.db"
+    with (
+        SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL) as busy_store,
+        SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL) as other_store,
+    ):
+        _taken_over_before_it_began(busy_store, other_store)
+
+
+def _taken_over_before_it_began(
+    busy_store: CoordinatedStore, other_store: CoordinatedStore
+) -> None:
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    start = clock.now()
+    busy = Scheduler(workers=1, store=busy_store, clock=clock)
+    for task_id in ("a", "b"):  # whichever the worker takes first holds it
+        busy.schedule(task_id, cluster_jobs.held_until_released, OneTime(start), id=task_id)
+    busy.start()
+    try:
+        wait_until(lambda: bool(_running(busy)), timeout=10, what="the long run")
+        (running,) = _running(busy)
+        waiting = "b" if running == "a" else "a"
+        (takeover,) = other_store.claim(now=start + LEASE + 1, limit=5, among=[waiting])
+        assert takeover.taken_over
+        _renewal(busy, clock)  # finds the waiting claim's lease gone
+        assert busy.task(running).running  # the run begun keeps its lease
+        cluster_jobs.released.set()
+        wait_until(lambda: _ran(busy, running, 1), timeout=10, what="the long run's end")
+        _renewal(busy, clock)  # a wake after the worker went idle
+        assert busy.task(waiting).run_count == 0
+        assert busy_store.rejected == 0
+        assert [lease.token for lease in other_store.leases()] == [takeover.token]
     finally:
         cluster_jobs.released.set()
         busy.shutdown()

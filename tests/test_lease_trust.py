@@ -618,6 +618,163 @@ def test_a_lease_counted_lost_and_taken_over_in_an_outage_stops_its_run_once_the
         assert [level for level, line in said if line.startswith(taken)] == ["INFO"]
 
 
+def test_a_claim_not_begun_is_dropped_when_the_leases_are_counted_lost(
+    tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two runs claimed in one batch by a process with one worker: one runs, the other
+    waits for the worker.  Counted lost, the claim not begun leaves the hand-off queue
+    (no run waits here for a slot nobody vouches for: ``metrics()`` counts none) and its
+    loss is said with the run's."""
+    wall = FakeClock(START)
+    caplog.set_level("INFO", logger="lldsched")
+    cluster_jobs.released.clear()
+    store = Unrenewable(tmp_path / "tasks.db")
+    with store:
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        for task_id in ("a", "b"):
+            scheduler.schedule(
+                task_id, cluster_jobs.held_until_released, OneTime(START), id=task_id
+            )
+        scheduler.start()
+        try:
+            running, _, _, _ = cluster_jobs.seen.get(timeout=10)
+            assert scheduler.metrics(timeout=10).handoff == 1  # the other, claimed too
+            (waiting,) = [lease.token for lease in store.leases() if lease.task_id != running]
+            count_lost(wall, trust, store, caplog, running)
+            assert scheduler.metrics(timeout=10).handoff == 0
+            warned = [r for r in caplog.records if r.levelname == "WARNING"]
+            said = [r.getMessage() for r in warned]
+            assert said.count(f"{COUNTED_LOST} ? (token {waiting})") == 1
+            tagged = {getattr(r, "task_id", "-") for r in warned if COUNTED_LOST in r.getMessage()}
+            assert tagged == {running, None}  # the run's line names its task, for a log's fields
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown(drain=False, timeout=10)
+
+
+def test_an_outage_of_the_renewals_ends_with_the_first_renewal_that_succeeds(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The one worker busy, the process claims nothing: its renewals are its only calls
+    to the store but the feed's.  A renewal that failed began an outage (``store_ok``
+    False, the readiness probe failing); the next one that succeeds ends it."""
+    wall = FakeClock(START)
+    cluster_jobs.released.clear()
+    store = Unrenewable(tmp_path / "tasks.db")
+    with store:
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule("busy", cluster_jobs.held_until_released, OneTime(START), id="busy")
+        scheduler.start()
+        try:
+            assert cluster_jobs.seen.get(timeout=10)[0] == "busy"
+            store.down.set()
+            wall.set(START + renewal_every(LEASE))  # the renewal fails
+            wait_until(
+                lambda: not scheduler.metrics(timeout=10).store_ok,
+                timeout=10,
+                what="the failed renewal to begin an outage",
+            )
+            store.down.clear()
+            wall.set(START + 2 * renewal_every(LEASE))  # the renewal succeeds
+            wait_until(
+                lambda: scheduler.metrics(timeout=10).store_ok,
+                timeout=10,
+                what="the renewal that succeeded to end the outage",
+            )
+            assert scheduler.task("busy").running
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown(drain=False, timeout=10)
+
+
+def test_shutdown_renews_the_lease_of_the_run_it_waits_for(
+    tmp_path: Path, trust: FakeClock
+) -> None:
+    """``shutdown()`` stops the timer, then waits for the run in flight: meanwhile a
+    thread of its own renews the run's lease (``leases_kept``), so that no other process
+    takes over a run finishing here, and the run's settle is written under its token.
+    A lease of 0.3 s: that thread renews every 0.1 s of real time."""
+    path = tmp_path / "tasks.db"
+    wall = FakeClock(START)
+    cluster_jobs.released.clear()
+    lease = 0.3
+    with (
+        SqliteTaskStore(path, shared=True, lease=lease) as store,
+        SqliteTaskStore(path, shared=True, lease=lease) as other,
+    ):
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule("long", cluster_jobs.held_until_released, OneTime(START), id="long")
+        scheduler.start()
+        _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+        stopping = threading.Thread(target=scheduler.shutdown, name="test-shutdown")
+        stopping.start()
+        try:
+            wait_until(
+                lambda: any(t.name.endswith("lease-keeper") for t in threading.enumerate()),
+                timeout=10,
+                what="the shutdown to wait for the run, its leases kept",
+            )
+            later = START + 100 * lease  # long past the lease's expiry as claimed
+            wall.set(later)
+            wait_until(
+                lambda: [lease.expires_at for lease in other.leases()] == [later + lease],
+                timeout=10,
+                what="shutdown's keeper to renew the lease",
+            )
+            assert other.claim(now=later, limit=1) == []  # nobody takes it over
+        finally:
+            cluster_jobs.released.set()
+            stopping.join(20)
+        assert not stopping.is_alive()
+        (record,) = other.records("long")
+        assert record.ok and record.token == token
+        assert store.rejected == 0
+
+
+def test_a_thread_run_whose_task_another_process_removed_is_flagged_by_the_renewal(
+    tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A removal elsewhere takes the run's lease with the task: the next renewal finds it
+    gone and raises the run's flag (a thread's action stops on it: nothing else can stop
+    it), and says at INFO why, once the feed told it the task is gone."""
+    wall = FakeClock(START)
+    caplog.set_level("INFO", logger="lldsched")
+    task_id = "removed-elsewhere"
+    cluster_jobs.released.clear()
+    with running(tmp_path / "tasks.db", wall, task_id, cluster_jobs.held_until_released) as (
+        _,
+        _,
+        other,
+    ):
+        _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+        other.delete(task_id)
+        wall.set(START + renewal_every(LEASE))  # the renewal finds the lease gone
+        said = f"task {task_id} was removed in another process: its lease (token {token})"
+        wait_until(lambda: said in caplog.text, timeout=10, what="the renewal to say it")
+        cluster_jobs.released.set()
+        assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
+
+
+@contextlib.contextmanager
+def on_its_way(
+    tmp_path: Path, wall: FakeClock, task_id: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Scheduler, Unrenewable, SqliteTaskStore, threading.Event]]:
+    """:func:`running` with ``task_id`` a process-isolated run of
+    ``tests.jobs:hang_first_time`` (its marker ``tmp_path / "marker"``), held on its way to
+    its child until the test sets the event given (``let_start``)."""
+    starting, let_start = hold_child_starts(monkeypatch)
+    marker = tmp_path / "marker"
+    action = "tests.jobs:hang_first_time"
+    options: dict[str, Any] = {"isolation": "process", "args": (str(marker),)}
+    with running(tmp_path / "tasks.db", wall, task_id, action, **options) as (
+        scheduler,
+        store,
+        other,
+    ):
+        assert starting.wait(30)
+        yield scheduler, store, other, let_start
+
+
 def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_still_sent(
     tmp_path: Path,
     trust: FakeClock,
@@ -629,19 +786,11 @@ def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_s
     its child runs on (the renewals settle it once the store answers).  It was recorded
     "CancelledError: the store no longer holds its lease ... before its worker process
     started it": a network blip made a failed attempt, whose settle let the lease go."""
-    starting, let_start = hold_child_starts(monkeypatch)  # the child's, until the count
     wall = FakeClock(START)
     caplog.set_level("INFO", logger="lldsched")
     task_id = "counted-lost-unsent"
     marker = tmp_path / "marker"
-    action = "tests.jobs:hang_first_time"
-    options: dict[str, Any] = {"isolation": "process", "args": (str(marker),)}
-    with running(tmp_path / "tasks.db", wall, task_id, action, **options) as (
-        scheduler,
-        store,
-        other,
-    ):
-        assert starting.wait(30)
+    with on_its_way(tmp_path, wall, task_id, monkeypatch) as (scheduler, store, other, let_start):
         count_lost(wall, trust, store, caplog, task_id)
         let_start.set()
         wait_until(marker.exists, timeout=30, what="the child to begin the action")
@@ -649,6 +798,47 @@ def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_s
         assert task.running and not task.history
         (lease,) = other.leases()  # still this process's: nothing let it go
         assert lease.task_id == task_id
+
+
+def test_an_isolated_run_whose_lease_was_taken_over_before_a_child_took_it_is_never_sent(
+    tmp_path: Path,
+    trust: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gone is not counted lost: the same run on its way to its child, its lease counted
+    lost, then found taken over by the renewal once the store answers.  The renewal found
+    no child to stop; the worker, asking before it sends the run (``Coordinator.gone``),
+    sends nothing: another process runs the slot, and this one's action never starts."""
+    wall = FakeClock(START)
+    caplog.set_level("INFO", logger="lldsched")
+    task_id = "taken-over-unsent"
+    marker = tmp_path / "marker"
+    with on_its_way(tmp_path, wall, task_id, monkeypatch) as (scheduler, store, other, let_start):
+        (lease,) = other.leases()
+        count_lost(wall, trust, store, caplog, task_id)
+        (takeover,) = other.claim(now=lease.expires_at, limit=1)  # expired, unrenewed
+        assert (takeover.task_id, takeover.taken_over) == (task_id, True)
+        store.down.clear()  # the store answers again
+        wall.set(START + 2 * renewal_every(LEASE))  # the renewal finds the lease gone
+        wait_until(
+            lambda: f"the lease of task {task_id} (token {lease.token}), counted" in caplog.text,
+            timeout=10,
+            what="the renewal to find the lease taken over",
+        )
+        let_start.set()
+        wait_until(
+            lambda: not scheduler.task(task_id).running,
+            timeout=30,
+            what="the run to end unsent",
+        )
+        (record,) = scheduler.task(task_id).history
+        assert record.error is not None
+        assert "no longer holds its lease" in record.error
+        assert record.error.endswith("(before its worker process started it)")
+        assert not marker.exists()  # the action never began here
+        wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle refused")
+        assert other.records(task_id) == []
 
 
 def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settled(
@@ -682,6 +872,14 @@ def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settl
         (lease,) = other.leases()
         assert (lease.token, lease.expires_at) == (token, renewed_at + LEASE)
         assert other.claim(now=START + LEASE, limit=1) == []  # not to be taken: renewed
+        # Held again: every later renewal renews it too, so it never expires under the run.
+        again = renewed_at + renewal_every(LEASE)
+        wall.set(again)
+        wait_until(
+            lambda: [lease.expires_at for lease in other.leases()] == [again + LEASE],
+            timeout=10,
+            what="the next renewal to renew the lease trusted again",
+        )
         cluster_jobs.released.set()
         assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
         wait_until(lambda: bool(other.records(task_id)), timeout=10, what="the settle")

@@ -10,12 +10,13 @@ from __future__ import annotations
 import sys
 import threading
 from types import ModuleType
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
 from lldsched import FakeClock
 from lldsched.core.context import RunContext
+from lldsched.threaded.leases import leases_kept
 from lldsched.threaded.leasewatch import (
     LEASE_CLOCK,
     LeaseWatch,
@@ -251,3 +252,51 @@ def test_the_watch_looks_at_its_clock_at_least_every_sixth_of_the_lease() -> Non
     watch.discard(1)
     wait_until(watch_thread_ended, timeout=5, what="the watch to end with nothing to watch")
     assert not run.lease_lost
+
+
+class _Keeping:
+    """The Coordinator as ``leases_kept`` sees it: its store's lease, and the renewals."""
+
+    class store:
+        lease = 0.03  # a renewal every 10 ms
+
+    def __init__(self) -> None:
+        self.renewals = 0
+        self.renewed = threading.Event()
+
+    def looked(self) -> float:
+        return 0.0
+
+    def renew_held(self, now: float, looked: float) -> None:
+        self.renewals += 1
+        self.renewed.set()
+
+
+def _keeper_running() -> bool:
+    return any(thread.name == "test-lease-keeper" for thread in threading.enumerate())
+
+
+def test_shutdowns_lease_keeper_renews_while_its_block_runs_and_ends_with_it() -> None:
+    """``leases_kept`` (lldsched/threaded/leases.py): the keeper renews until the block
+    ends (shutdown's wait for the runs), then ends with it, joined: no thread renewing
+    the leases of a scheduler shut down."""
+    coordinator: Any = _Keeping()
+    with leases_kept(coordinator, threading.Lock(), lambda: 0.0, name="test-lease-keeper"):
+        assert coordinator.renewed.wait(5)
+        assert _keeper_running()
+    assert not _keeper_running()
+
+
+def test_shutdowns_lease_keeper_refused_at_the_interpreters_exit_lets_the_block_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the exit of Python 3.12.0 to 3.12.2 no thread starts: the block (shutdown's
+    wait for the runs) runs all the same, its leases not renewed meanwhile."""
+    coordinator: Any = _Keeping()
+    refused = refusing_threads(monkeypatch)
+    ran = False
+    with leases_kept(coordinator, threading.Lock(), lambda: 0.0, name="test-lease-keeper"):
+        ran = True
+    monkeypatch.undo()
+    assert ran and refused == ["test-lease-keeper"]
+    assert coordinator.renewals == 0

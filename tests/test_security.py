@@ -18,6 +18,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.importpath import import_callable
+from lldsched.stores.claim import sidecar_mode
 from tests.test_store_sqlite import snapshot, task
 
 HOSTILE = "x'); DROP TABLE tasks; --\"\\ \x01 lldsched"
@@ -87,6 +88,22 @@ def test_a_stores_lock_files_follow_the_mode_its_operator_gave_the_store(
     path.chmod(0o660)
     with SqliteTaskStore(path, shared=True):
         assert (mode(Path(f"{path}.lock")), mode(Path(f"{path}.write"))) == (0o660, 0o660)
+
+
+def test_a_store_without_read_or_write_bits_gets_lock_files_its_owner_only_may_open(
+    tmp_path: Path,
+) -> None:
+    """A store file its operator gave no read or write bit (0100: only root opens it)
+    lends its lock files none either: they are 0600, not a mode with no bit at all (which
+    root alone opens too) nor one others may open.  A store open to all (0777) lends its
+    read and write bits only."""
+    path = tmp_path / "tasks.db"
+    path.touch()
+    path.chmod(0o100)
+    assert sidecar_mode(str(path)) == 0o600
+    assert sidecar_mode(str(tmp_path / "not-yet.db")) == 0o600  # a store not created yet
+    path.chmod(0o777)
+    assert sidecar_mode(str(path)) == 0o666  # read and write bits only, never execute
 
 
 def test_hostile_text_in_ids_names_and_arguments_is_data_in_sqlite(tmp_path: Path) -> None:

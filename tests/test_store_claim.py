@@ -3,6 +3,7 @@ by another process or this one, and the claim dies with its holder (close, or SI
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -10,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,8 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.stores.claim import claim_path
+from lldsched.stores import claim as claim_module
+from lldsched.stores.claim import FileClaim, briefly, claim_path
 from tests import jobs
 from tests.processes import lines_of, parent_of_a_helper
 
@@ -342,3 +345,123 @@ def test_a_verb_on_a_runtime_not_running_is_refused_while_another_scheduler_hold
             assert first.shutdown()
         if kind != "shut down" or verb not in ("schedule", "run_now"):
             VERBS[verb](other)  # the store is free again: the verb works
+
+
+def test_a_claim_says_whether_it_is_held_until_released(tmp_path: Path) -> None:
+    claim = FileClaim(str(tmp_path / "tasks.db"))
+    assert claim.held is True and "held" in repr(claim)
+    claim.release()
+    assert claim.held is False and "released" in repr(claim)
+    claim.release()  # idempotent
+    assert claim.held is False
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="flock (POSIX)")
+def test_a_holder_that_wrote_no_note_yet_is_named_as_shared_schedulers(tmp_path: Path) -> None:
+    """A holder whose note is empty (between its lock and its note, or its write failed)
+    is refused as a holder, in words: before the note is read, nothing says who it is."""
+    import fcntl
+
+    path = tmp_path / "tasks.db"
+    fd = os.open(claim_path(str(path)), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # held, its note not written
+        with pytest.raises(StoreError) as refused:
+            SqliteTaskStore(path)
+        assert str(refused.value).startswith(
+            f"the store {str(path)!r} is already open by other schedulers (shared=True): "
+            "one scheduler per file."
+        )
+    finally:
+        os.close(fd)
+    with SqliteTaskStore(path):  # let go: it opens
+        pass
+
+
+def test_an_operators_command_is_named_only_while_it_lasts(tmp_path: Path) -> None:
+    """``briefly`` names the shared claims taken inside it; once it ends, a shared
+    scheduler's claim names the shared schedulers again, and an unshared opener refused
+    by it is told to open with ``shared=True``, not to start again in a moment."""
+    path = str(tmp_path / "tasks.db")
+    with briefly("python -m lldsched tasks pause nightly"):
+        FileClaim.shared(path).release()
+    shared = FileClaim.shared(path)  # a scheduler opened with shared=True, after the verb
+    try:
+        with pytest.raises(StoreError) as refused:
+            FileClaim(path)
+        said = str(refused.value)
+        assert "is already open by shared=True schedulers (the last to open: pid " in said
+        assert "held for a moment" not in said and "operator's command" not in said
+    finally:
+        shared.release()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists descriptors (Linux)")
+def test_a_lock_file_claimed_again_keeps_no_descriptor_of_the_deleted_one(tmp_path: Path) -> None:
+    """The claim taken again on a new lock file lets go of the descriptor of the one
+    deleted: one descriptor per deletion was left open for the life of the process."""
+    path = str(tmp_path / "tasks.db")
+    claim = FileClaim(path)
+    for _ in range(3):
+        os.unlink(claim_path(path))
+        claim.check()  # claimed again, on a new lock file
+    assert len(_lock_files(path)) == 1  # the new one's only
+    claim.release()
+    assert _lock_files(path) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists descriptors (Linux)")
+def test_a_refused_opener_keeps_no_descriptor_of_the_lock_file(tmp_path: Path) -> None:
+    """A service that tries its store again while another holds it (a restart loop)
+    opened the lock file at each try and kept the descriptor when refused."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path):
+        for _ in range(3):
+            with pytest.raises(StoreError, match="already open in this process"):
+                SqliteTaskStore(path)
+        assert len(_lock_files(str(path))) == 1  # the holder's only
+    assert _lock_files(str(path)) == []
+
+
+def test_a_refusal_names_the_holder_not_the_note_an_earlier_holder_left(tmp_path: Path) -> None:
+    """The lock file keeps the last holder's note (it is never deleted); a new holder
+    writes its own in its place, so a refusal names who holds the file now."""
+    path = tmp_path / "tasks.db"
+    Path(claim_path(str(path))).write_text("pid 4242 on a host long gone\n")
+    with SqliteTaskStore(path), pytest.raises(StoreError) as refused:
+        SqliteTaskStore(path)
+    said = str(refused.value)
+    assert "is already open in this process (another SqliteTaskStore on the same file)" in said
+    assert "4242" not in said
+
+
+def _lock_files(path: str) -> list[str]:
+    """This process's descriptors open on the lock file of the store at ``path`` (one
+    deleted included: its link ends in " (deleted)")."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone
+            if os.readlink(f"/proc/self/fd/{fd}").startswith(claim_path(path)):
+                found.append(fd)
+    return found
+
+
+def test_a_holder_whose_note_cannot_be_read_is_refused_without_a_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note only names the holder: a lock file that cannot be read (an I/O error)
+    still refuses the second opener, in words, naming nobody."""
+
+    def unreadable(fd: int, size: int) -> bytes:
+        raise OSError(5, "Input/output error")
+
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path):
+        failing = types.SimpleNamespace(**{**vars(os), "read": unreadable})
+        monkeypatch.setattr(claim_module, "os", failing)  # the claim module's reads only
+        with pytest.raises(StoreError) as refused:
+            SqliteTaskStore(path)
+        monkeypatch.undo()
+    assert str(refused.value).startswith(
+        f"the store {str(path)!r} is already open: one scheduler per file."
+    )

@@ -233,6 +233,7 @@ def test_the_feed_shows_the_other_stores_writes_and_removals_not_its_own(
     changes = second.changes()
     assert [(c.task_id, c.snapshot is None) for c in changes] == [("job-1", False), ("job-2", True)]
     assert changes[0].snapshot is not None and changes[0].snapshot.status is TaskStatus.PAUSED
+    assert [c.leased for c in changes] == [False, False]  # no lease on either row
     assert first.changes() == []  # its own writes
     assert not second.changed()
 
