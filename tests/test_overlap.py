@@ -905,3 +905,19 @@ def test_a_windows_max_runs_counts_the_runs_that_end_beside_others() -> None:
     sim.run(T0 + 2000)
     ok = [r.slot - T0 for r in sim.records() if r.outcome is Outcome.OK]
     assert task.status is TaskStatus.SUCCEEDED and ok == [0, 60, 180, 240]
+
+
+def test_an_overlapping_tasks_slot_queued_as_its_run_began_keeps_its_place_after_the_run() -> None:
+    """The slot an ``ALLOW`` task queues behind its run as the run begins stays queued
+    where it was when the run ends before it: a task due at the same instant, queued
+    after it, still runs after it.  Queued again at the run's end, the slot took a new
+    place behind that task (the entry's order among tasks due at one instant is the
+    order they were queued in)."""
+    h = Harness(FakeClock(T0))
+    first = h.core.add("first", _noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    run = h.begin()  # the slot at T0; the one at T0 + 60 is queued as it begins
+    second = h.core.add("second", _noop, FixedRate(60, start_delay=60))  # also due at T0 + 60
+    h.clock.advance(10)
+    h.core.finish(run, T0, h.clock.now(), None)
+    assert first.next_run_at == second.next_run_at == T0 + 60
+    assert [h.begin().task for _ in range(2)] == [first, second]
