@@ -204,8 +204,7 @@ def test_a_run_nows_extra_run_past_grace_with_its_put_off_slot_due_now_decides_b
     assert skip == ([], [(extra, MISSED, None), (ELEVEN, MISSED, None)], NOON, True)
 
 
-def test_a_run_nows_extra_run_and_its_put_off_slot_both_run_under_run_all_then_the_grid(
-) -> None:
+def test_a_run_nows_extra_run_and_its_put_off_slot_both_run_under_run_all_then_the_grid() -> None:
     # The extra run due at 10:10 put off 11:00; decided at 11:01:40, past both graces,
     # RUN_ALL runs both, then hands the task to its schedule (12:00).  Resuming at the
     # slot put off (as when only the extra run runs) would run 11:00 a second time.
