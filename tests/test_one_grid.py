@@ -173,13 +173,14 @@ def test_a_restart_goes_on_counting_the_grid_from_the_origin_its_row_keeps(
     grid = FixedRate(0.1)
     path = tmp_path / "tasks.db"
     store = SqliteTaskStore(path) if store_kind == "sqlite" else InMemoryTaskStore()
-    first = Simulation(start=START, store=store)
-    first.schedule("poll", grid, id="poll", duration=fixed(0.0))
-    first.run(START + 3.65)
-    assert first.shutdown()
-    again = Simulation(start=START + 3.65, store=store)
-    again.run(START + 9.95)
-    slots = [r.slot for r in store.records("poll") if r.outcome.ran]
-    assert slots == [grid.slot_at(START, k) for k in range(100)]
-    if isinstance(store, SqliteTaskStore):
+    try:
+        first = Simulation(start=START, store=store)
+        first.schedule("poll", grid, id="poll", duration=fixed(0.0))
+        first.run(START + 3.65)
+        assert first.shutdown()
+        again = Simulation(start=START + 3.65, store=store)
+        again.run(START + 9.95)
+        slots = [r.slot for r in store.records("poll") if r.outcome.ran]
+    finally:
         store.close()
+    assert slots == [grid.slot_at(START, k) for k in range(100)]
