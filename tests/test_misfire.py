@@ -133,6 +133,14 @@ def test_enumeration_is_capped_and_one_record_stands_for_the_slots_beyond_the_ca
     slot, outcome, text = at_cap.decisions[-1]
     assert (slot, outcome, at_cap.resume) == (sharp, MISSED, sharp + 60)
     assert text is not None and "stands for 1 slot, every later one" in text
+    # A later slot due at that very instant passed too: counted with those it stands
+    # for (3: the first unlisted, the next, and the one at the instant decided).
+    later = T0 + 60 * (MAX_SLOTS + 3)
+    for schedule in (minutely, FixedRate(60, start_delay=60)):
+        stood = plan(schedule, T0 + 60, later, MisfirePolicy(Misfire.SKIP), origin=T0)
+        text = stood.decisions[-1][2]
+        assert text is not None and "stands for 3 slots, every later one" in text
+        assert stood.resume == later + 60
     once = plan(minutely, T0 + 60, back, MisfirePolicy(Misfire.RUN_ONCE))
     assert len(once.runs) == 1 and once.resume == T0 + 86400 + 60
     assert {outcome for _, outcome, _ in once.decisions} == {COALESCED}
@@ -194,6 +202,18 @@ def test_a_run_nows_extra_run_past_grace_with_its_put_off_slot_due_now_decides_b
     assert (once.runs, once.decisions) == ([ELEVEN], [(extra, COALESCED, None)])
     skip = plan_put_off(hourly, extra, ELEVEN, ELEVEN, MisfirePolicy(Misfire.SKIP), origin=T0)
     assert skip == ([], [(extra, MISSED, None), (ELEVEN, MISSED, None)], NOON, True)
+
+
+def test_a_run_nows_extra_run_and_its_put_off_slot_both_run_under_run_all_then_the_grid() -> None:
+    # The extra run due at 10:10 put off 11:00; decided at 11:01:40, past both graces,
+    # RUN_ALL runs both, then hands the task to its schedule (12:00).  Resuming at the
+    # slot put off (as when only the extra run runs) would run 11:00 a second time.
+    hourly, extra = FixedRate(HOUR, start_delay=HOUR), TEN + 600
+    policy = MisfirePolicy(Misfire.RUN_ALL, grace=60)
+    both = plan_put_off(hourly, extra, ELEVEN, ELEVEN + 100, policy, origin=T0)
+    assert both == ([extra, ELEVEN], [], SCHEDULE_DECIDES, True)
+    alone = plan_put_off(hourly, extra, ELEVEN, TEN + 700, policy, origin=T0)
+    assert alone == ([extra], [], ELEVEN, True)
 
 
 @pytest.mark.parametrize(

@@ -161,3 +161,26 @@ def test_a_restored_sqlite_row_a_float_off_the_grid_runs_each_slot_once(
     assert both_skipped_and_run(records, 0.1) == []
     not_run = [r.slot for r in records if not r.outcome.ran]
     assert all(b - a > 0.05 for a, b in itertools.pairwise(sorted(not_run)))
+
+
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
+def test_a_restart_goes_on_counting_the_grid_from_the_origin_its_row_keeps(
+    tmp_path: Path, store_kind: str
+) -> None:
+    """A 0.1 s grid restarted after 37 runs: its slots after the restart are
+    ``slot_at(START, k)``, the very floats an unrestarted run's are.  Counted on from the
+    restored slot (a new grid from it), each differed from those in the last bits."""
+    grid = FixedRate(0.1)
+    path = tmp_path / "tasks.db"
+    store = SqliteTaskStore(path) if store_kind == "sqlite" else InMemoryTaskStore()
+    try:
+        first = Simulation(start=START, store=store)
+        first.schedule("poll", grid, id="poll", duration=fixed(0.0))
+        first.run(START + 3.65)
+        assert first.shutdown()
+        again = Simulation(start=START + 3.65, store=store)
+        again.run(START + 9.95)
+        slots = [r.slot for r in store.records("poll") if r.outcome.ran]
+    finally:
+        store.close()
+    assert slots == [grid.slot_at(START, k) for k in range(100)]

@@ -814,8 +814,11 @@ def test_a_new_schedule_the_store_refuses_leaves_the_slot_queued_behind_the_run(
 
 class _SlotAfterBreaks:
     """A schedule of one's own, every minute from its first run at once, whose
-    ``slot_after`` raises from its 13th call on: past the slots a run that skipped more
-    than MAX_SKIPPED (10) lists, so only when BUFFER_ONE asks on for the latest of them."""
+    ``slot_after`` raises from its 14th call on: past the slots a run that skipped more
+    than MAX_SKIPPED (10) lists (``slots_between``: one call to see whether any was
+    skipped, then 12 to list 11 and see there are more), so only when BUFFER_ONE asks on
+    for the latest of them.  Raising from the 13th, it raised in that listing, and the
+    BUFFER_ONE guard these tests are for was never reached."""
 
     def __init__(self) -> None:
         self.calls = 0
@@ -828,7 +831,7 @@ class _SlotAfterBreaks:
 
     def slot_after(self, slot: float) -> float | None:
         self.calls += 1
-        if self.calls > 12:
+        if self.calls > 13:
             raise RuntimeError("no slot after today")
         return slot + 60
 
@@ -850,7 +853,7 @@ def test_buffer_one_whose_schedule_raises_past_the_skipped_slots_fails_the_task_
 
     task = scheduler.schedule("long", long_run, schedule, overlap=Overlap.BUFFER_ONE, id="long")
     settle(scheduler)
-    assert schedule.calls == 13  # the one BUFFER_ONE asked raised
+    assert schedule.calls == 14  # the one BUFFER_ONE asked raised
     assert task.status is TaskStatus.FAILED and scheduler.dead_letter() == ["long"]
     assert task.last_error == "ScheduleError: RuntimeError: no slot after today"
     assert [r.outcome for r in task.history] == [Outcome.OK]
@@ -864,7 +867,7 @@ def test_buffer_one_whose_schedule_raises_past_the_skipped_slots_fails_the_task_
     sim = Simulation(workers=1, start=T0)
     task = sim.schedule("long", schedule, duration=60 * 20 + 1, overlap=Overlap.BUFFER_ONE)
     sim.run(T0 + 3600)
-    assert schedule.calls == 13
+    assert schedule.calls == 14  # the one BUFFER_ONE asked raised
     assert task.status is TaskStatus.FAILED
     assert task.last_error == "ScheduleError: RuntimeError: no slot after today"
 
@@ -902,3 +905,19 @@ def test_a_windows_max_runs_counts_the_runs_that_end_beside_others() -> None:
     sim.run(T0 + 2000)
     ok = [r.slot - T0 for r in sim.records() if r.outcome is Outcome.OK]
     assert task.status is TaskStatus.SUCCEEDED and ok == [0, 60, 180, 240]
+
+
+def test_an_overlapping_tasks_slot_queued_as_its_run_began_keeps_its_place_after_the_run() -> None:
+    """The slot an ``ALLOW`` task queues behind its run as the run begins stays queued
+    where it was when the run ends before it: a task due at the same instant, queued
+    after it, still runs after it.  Queued again at the run's end, the slot took a new
+    place behind that task (the entry's order among tasks due at one instant is the
+    order they were queued in)."""
+    h = Harness(FakeClock(T0))
+    first = h.core.add("first", _noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    run = h.begin()  # the slot at T0; the one at T0 + 60 is queued as it begins
+    second = h.core.add("second", _noop, FixedRate(60, start_delay=60))  # also due at T0 + 60
+    h.clock.advance(10)
+    h.core.finish(run, T0, h.clock.now(), None)
+    assert first.next_run_at == second.next_run_at == T0 + 60
+    assert [h.begin().task for _ in range(2)] == [first, second]

@@ -293,6 +293,33 @@ def test_a_restart_past_the_grace_of_a_run_now_keeps_the_slot_it_put_off_and_the
             assert again.shutdown()
 
 
+def test_an_extra_run_and_the_slot_it_put_off_both_past_grace_run_once_each_at_start() -> None:
+    """An extra run asked for before the scheduler started (``run_now`` on a scheduler
+    not started), started once the slot it put off passed too: ``RUN_ALL`` runs the
+    extra run and that slot, each once, and the task goes on on its grid.  Handed back
+    to the slot put off after running it (as when only the extra run passed), it ran
+    that slot a second time."""
+    clock = FakeClock(T0)
+    ran: list[float] = []
+    scheduler = Scheduler(clock=clock)  # not started yet
+    try:
+        scheduler.schedule("hourly", lambda: ran.append(clock.now()), HOURLY, id="hourly",
+                           misfire=MisfirePolicy(Misfire.RUN_ALL, grace=60))  # fmt: skip
+        clock.advance(EXTRA)
+        assert scheduler.run_now("hourly")
+        clock.set(T0 + PUT_OFF + 100)  # past both graces
+        scheduler.start()
+        settle(scheduler)
+        task = scheduler.task("hourly")
+        assert [(r.slot - T0, r.outcome) for r in task.history] == [(EXTRA, OK), (PUT_OFF, OK)]
+        assert task.next_run_at == T0 + 7200 and len(ran) == 2
+        clock.set(T0 + 7200)
+        settle(scheduler)
+        assert [r.slot - T0 for r in scheduler.task("hourly").history] == [EXTRA, PUT_OFF, 7200]
+    finally:
+        assert scheduler.shutdown()
+
+
 @pytest.mark.parametrize(
     ("policy", "recorded"),
     [

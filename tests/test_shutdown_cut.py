@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 from pathlib import Path
@@ -119,8 +120,11 @@ def test_a_last_attempt_cut_by_shutdown_stays_due_and_a_restart_runs_it_once(
     restart_runs_it_once(path, task.id, release)
 
 
-def test_a_recurring_task_cut_by_shutdown_keeps_its_slot() -> None:
-    """Its last attempt cut: the slot is not given up, the task waits for it again."""
+def test_a_recurring_task_cut_by_shutdown_keeps_its_slot(caplog: pytest.LogCaptureFixture) -> None:
+    """Its last attempt cut: the slot is not given up, the task waits for it again, and
+    the run's line says it was stopped (the run settled as any other: not "could not
+    settle", its line lost)."""
+    caplog.set_level(logging.INFO, logger="lldsched")
     started = threading.Event()
 
     async def hangs() -> None:
@@ -134,6 +138,9 @@ def test_a_recurring_task_cut_by_shutdown_keeps_its_slot() -> None:
     (record,) = task.history
     assert (record.outcome, record.misfire) == ("cancelled", "cancelled")  # not given_up
     assert kept_due(task, record) == (TaskStatus.SCHEDULED, 0, record.slot, record.due)
+    stopped = f"task {task.id} 'hourly' attempt 1 stopped: {CUT}"
+    assert stopped in caplog.messages
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
 @pytest.mark.parametrize("isolation", ["coroutine", "process"])

@@ -42,6 +42,19 @@ def test_a_healthy_cluster_runs_every_slot_once_with_increasing_tokens() -> None
     }  # fmt: skip
 
 
+def test_a_fractional_period_runs_every_slot_of_the_rows_grid_on_every_node() -> None:
+    """Each node counts a 0.1 s task's slots from the grid origin its row keeps (the
+    first slot): every run's slot is ``slot_at(origin, k)``, the very float, whichever
+    node ran it.  Counted from the node's own registration instead, a slot differed in
+    its last bits from the row's, and 20 of the 50 were reported lost."""
+    epoch = 1_767_571_200.0  # 2026-01-05 00:00 UTC: a 0.1 s sum rounds there
+    poll = ClusterTask("poll", every=0.1, duration=0.01)
+    result = simulate_cluster(ClusterScenario(nodes=2, tasks=(poll,), horizon=5.0, start=epoch))
+    grid = [FixedRate(0.1).slot_at(epoch + 0.1, k) for k in range(50)]  # from the first slot
+    assert [run.slot for run in result.runs] == grid
+    assert result.summary()["lost"] == 0 and result.summary()["duplicates"] == 0
+
+
 def test_a_pause_longer_than_the_lease_ends_in_a_takeover_with_a_larger_token() -> None:
     result = simulate_cluster(PAUSED_HOLDER)
     first, second = runs_of(result, 60.0)
