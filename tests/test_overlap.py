@@ -25,6 +25,7 @@ from lldsched import (
     OverrunPolicy,
     Priority,
     RetryPolicy,
+    ScheduledTask,
     Simulation,
     StoreError,
     TaskStatus,
@@ -37,6 +38,7 @@ from lldsched.schedules.decorators import Jittered, Window
 from lldsched.testing import Stepper
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.harness import FailingStore, Harness
+from tests.test_recovery import SnapshotsKept
 from tests.waits import wait_until
 
 # -- the simulation ----------------------------------------------------------------------
@@ -921,3 +923,75 @@ def test_an_overlapping_tasks_slot_queued_as_its_run_began_keeps_its_place_after
     h.core.finish(run, T0, h.clock.now(), None)
     assert first.next_run_at == second.next_run_at == T0 + 60
     assert [h.begin().task for _ in range(2)] == [first, second]
+
+
+def _cancelled_beside_each_other_on_threads(
+    make_scheduler: SchedulerFactory, store: InMemoryTaskStore, window: Window, log: EventLog
+) -> ScheduledTask:
+    """Runs at T0, T0 + 60 and T0 + 120 in flight on threads, the task cancelled, then
+    the runs let finish in the order they began (each recorded before the next ends)."""
+    gates = [threading.Event() for _ in range(3)]
+    begun = itertools.count()
+    started = threading.Semaphore(0)
+
+    def job() -> None:
+        gate = gates[next(begun)]
+        started.release()
+        gate.wait(5)
+
+    clock = FakeClock(T0)
+    scheduler = make_scheduler(clock=clock, store=store, listeners=[log], workers=3)
+    task = scheduler.schedule(
+        "long", job, window, id="long", overlap=Overlap.ALLOW, max_instances=3
+    )
+    for step in range(3):
+        if step:
+            clock.advance(60)
+        assert started.acquire(timeout=5)
+    assert scheduler.cancel(task.id)
+    for ended, gate in enumerate(gates, start=1):
+        gate.set()  # then its record, before the next run may end
+
+        def recorded(_: TaskEvent, runs: int = ended) -> bool:
+            return len(log.runs("long")) >= runs
+
+        assert log.wait_for(recorded) is not None
+    settle(scheduler)
+    return task
+
+
+@pytest.mark.parametrize("runtime", ["threaded", "simulated"])
+def test_a_cancelled_task_whose_windows_max_runs_ends_in_flight_gets_no_plan_in_front(
+    runtime: str, make_scheduler: SchedulerFactory
+) -> None:
+    """An ALLOW task with three runs in flight is cancelled; the second of them to end,
+    beside the third, is its ``Window``'s ``max_runs``-th.  Before, that run put a plan
+    that ends the task in front of the schedule of a task already CANCELLED (a cancel
+    drops the plan in front: core/control.py), and the last run out, its pending slot
+    dropped, then took the retry-and-schedule road: its final row read ``attempt`` 1
+    where the rows of the same cancel with no window read 0.  Now a cancelled task
+    counts nothing beside its runs: its final rows are those of a task with no window."""
+    rows: dict[str, list[tuple[Any, ...]]] = {}
+    for max_runs in (2, None):
+        store = SnapshotsKept()
+        window = Window(FixedRate(60), max_runs=max_runs, end=T0 + 10_000)
+        log = EventLog()
+        if runtime == "threaded":
+            task = _cancelled_beside_each_other_on_threads(make_scheduler, store, window, log)
+        else:
+            sim = Simulation(workers=3, start=T0, store=store, listeners=[log])
+            task = sim.schedule(
+                "long", window, id="long", duration=150, overlap=Overlap.ALLOW, max_instances=3
+            )
+            sim.run(T0 + 130)  # runs of T0, T0 + 60 and T0 + 120 in flight
+            assert len(task.runs) == 3 and sim.cancel(task.id)
+            sim.run(T0 + 600)
+        assert task.status is TaskStatus.CANCELLED and task._schedule is window  # no plan
+        assert [r.slot - T0 for r in log.runs("long")] == [0, 60, 120]
+        cancelled = next(i for i, s in enumerate(store.saved) if s.status is TaskStatus.CANCELLED)
+        rows[str(max_runs)] = [
+            (s.status, s.next_run_at, s.attempt, s.waited, s.slot, s.resumes, s.until)
+            for s in store.saved[cancelled:]
+        ]
+    assert rows["2"] == rows["None"]
+    assert rows["2"][-1] == (TaskStatus.CANCELLED, None, 0, None, None, False, None)

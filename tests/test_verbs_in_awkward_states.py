@@ -22,6 +22,7 @@ from lldsched import (
     RunContext,
     ScheduledTask,
     Scheduler,
+    Simulation,
     TaskStatus,
 )
 from tests.conftest import T0
@@ -227,3 +228,41 @@ def test_a_thread_past_its_timeout_and_still_running_is_paused_or_cancelled(
         flight.gate.set()
         driven.close()
         del STORES[id(driven)]
+
+
+def test_a_task_removed_mid_run_announces_its_runs_record_and_leaves_no_trace(
+    driven: Driven,
+) -> None:
+    """A task removed while its run is in flight: the run ends, its record is heard once
+    (CANCELLED to CANCELLED, as a run of a task cancelled mid-run), handed back by the
+    run's end (the simulation's step names it; a worker settles on it), and nothing is
+    written: the store forgot the task, and its id may be registered again.  Before this
+    test a ``finish`` answering None for that run survived mutation testing: the
+    simulation's step then said "finish" with no record, and a worker never settled."""
+    store = store_of(driven)
+    flight = Flight(driven)
+    task = flight.schedule(FixedRate(60))
+    flight.begin()
+    assert driven.runtime.remove(task.id) is task and task.status is TaskStatus.CANCELLED
+    writes = len(store.saved)
+    if flight.threaded:
+        flight.end()  # settles: wait_idle() counts the run done
+    else:
+        assert isinstance(driven.runtime, Simulation)
+        step = driven.runtime.step()
+        assert step is not None and (step.kind, step.task_id) == ("finish", task.id)
+        assert step.record is not None and step.record.ok
+        assert (step.record.started, step.record.finished) == (T0, T0 + 30)
+    heard = [e for e in driven.events if e.task_id == task.id]
+    assert [(e.previous, e.status) for e in heard] == [
+        (None, TaskStatus.SCHEDULED),
+        (TaskStatus.SCHEDULED, TaskStatus.RUNNING),
+        (TaskStatus.RUNNING, TaskStatus.CANCELLED),
+        (TaskStatus.CANCELLED, TaskStatus.CANCELLED),
+    ]
+    record = heard[-1].record
+    assert record is not None and record.ok and (record.slot, record.finished) == (T0, T0 + 30)
+    assert store.saved[writes:] == [] and store.get(task.id) is None
+    assert store.records(task.id) == []
+    assert task.status is TaskStatus.CANCELLED and task.next_run_at is None
+    assert driven.runtime.tasks() == [] and driven.runtime.pending() == []

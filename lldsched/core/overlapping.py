@@ -287,13 +287,22 @@ class OverlappingRuns(CoreParts):
         the windows of the task's schedule (:func:`~lldsched.schedules.decorators.ended_by`:
         its schedule is not asked about it, the pending slot is queued already); at a
         window's ``max_runs``-th nothing more starts (the pending slot is dropped) and a
-        plan that ends the task follows the runs still in flight: the last out ends it."""
+        plan that ends the task follows the runs still in flight: the last out ends it.
+        A task cancelled or removed counts nothing here: it ends as the runs leave."""
         if not record.ok and record.misfire is None:
             record = record._replace(misfire=GIVEN_UP)
             stats.given_up += 1
         else:
             flight = task._flight
-            if record.ok and flight is not None and flight.pending is not None:
+            # Cancelled (or removed): the slot it had queued is dropped (its entry, by
+            # _cancel) and nothing follows its runs, so nothing is counted toward an end:
+            # a window's max_runs-th put a plan in front of a task already CANCELLED.
+            if (
+                record.ok
+                and flight is not None
+                and flight.pending is not None
+                and task.status is not CANCELLED
+            ):
                 self._count_alongside(task, flight, record)
         self._keep(task, record)
         if task.status is CANCELLED and not self.holds(task):
