@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Generator
+from types import FrameType
 from typing import Any
 
 import psycopg
@@ -41,7 +42,7 @@ def fail_in_wait(
         current = threading.current_thread()
         if not (current is caller if thread is None else thread in current.name):
             return False
-        frame = sys._getframe(2)  # the caller of psycopg's wait, and up
+        frame: FrameType | None = sys._getframe(2)  # the caller of psycopg's wait, and up
         while within is not None and frame is not None:
             if frame.f_code.co_name == within:
                 return True

@@ -8,6 +8,7 @@ import itertools
 import sys
 import threading
 from collections.abc import Iterable
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -822,7 +823,6 @@ class _SlotAfterBreaks:
     was never reached; asked by the caller, no count of the calls before decides where."""
 
     def __init__(self) -> None:
-        self.calls = 0
         self.raised = False
 
     def first_run(self, now: float) -> float:
@@ -832,8 +832,7 @@ class _SlotAfterBreaks:
         return T0 + 60 * ((now - T0) // 60 + 1)
 
     def slot_after(self, slot: float) -> float | None:
-        self.calls += 1
-        frame = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             code = frame.f_code
             if code.co_name == "buffered" and code.co_filename.endswith("overlapping.py"):

@@ -46,7 +46,9 @@ class FullDisk(SqliteTaskStore):
     write, caused by SQLite's error.  ``refused`` lists the writes that failed, as
     ``(doing, task_id)``, for a test to check it failed the writes it means to."""
 
-    def __init__(self, path: Path, *, failing: range | set[int] = frozenset()) -> None:
+    def __init__(
+        self, path: Path, *, failing: range | set[int] | frozenset[int] = frozenset()
+    ) -> None:
         super().__init__(path)
         self.failing = failing
         self.full = False
