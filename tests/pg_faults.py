@@ -4,8 +4,10 @@ round trip real): the one place they replace ``psycopg.waiting.wait``."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Generator
+from types import FrameType
 from typing import Any
 
 import psycopg
@@ -20,11 +22,15 @@ def fail_in_wait(
     thread: str | None = None,
     nth: int = 1,
     sent: bool = True,
+    within: str | None = None,
 ) -> threading.Event:
     """The ``nth`` round trip from now on made on a thread whose name holds ``thread``
-    (None: the calling thread) raises ``error`` in psycopg's wait, its command ``sent``
-    or not yet (its generator not started: psycopg's own step before the command, a
-    transaction block's count, not run); once.  The event is set once it has."""
+    (None: the calling thread), and, given ``within``, inside a call of a function of
+    that name (a store's ``claim``: the call a test means, whatever other round trips
+    the thread makes before it), raises ``error`` in psycopg's wait, its command
+    ``sent`` or not yet (its generator not started: psycopg's own step before the
+    command, a transaction block's count, not run); once.  The event is set once it
+    has."""
     wait = psycopg.waiting.wait
     caller = threading.current_thread()
     done = threading.Event()
@@ -34,7 +40,14 @@ def fail_in_wait(
 
     def matches() -> bool:
         current = threading.current_thread()
-        return current is caller if thread is None else thread in current.name
+        if not (current is caller if thread is None else thread in current.name):
+            return False
+        frame: FrameType | None = sys._getframe(2)  # the caller of psycopg's wait, and up
+        while within is not None and frame is not None:
+            if frame.f_code.co_name == within:
+                return True
+            frame = frame.f_back
+        return within is None
 
     def waiting(gen: Generator[Any, Any, Any], fileno: int, *args: Any, **kwargs: Any) -> Any:
         nonlocal count

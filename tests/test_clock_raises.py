@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from lldsched import FakeClock, OneTime, ScheduledTask, Scheduler, TaskStatus
+from lldsched import FakeClock, OneTime, RunContext, ScheduledTask, Scheduler, TaskStatus
 from tests.conftest import SchedulerFactory, collect_left_behind
 
 T0 = 1_800_000_000.0
@@ -19,13 +19,15 @@ class _GlitchingClock(FakeClock):
     """Raises from ``now()`` once, at the first reading a thread ``on`` names takes after
     ``armed`` is set: a worker (``"worker"`` in its name), or the event loop's thread
     (``on="-loop"``, the end of its name).  The timer's readings are left alone: its
-    death is another test's."""
+    death is another test's.  ``raised_in`` names the function whose reading raised,
+    for a test to check it broke the reading it means."""
 
     def __init__(self, start: float, *, on: str = "worker") -> None:
         super().__init__(start)
         self.on = on
         self.armed = threading.Event()
         self.raised = threading.Event()
+        self.raised_in: str | None = None
 
     def now(self) -> float:
         if (
@@ -33,6 +35,7 @@ class _GlitchingClock(FakeClock):
             and not self.raised.is_set()
             and self._breaks_on(threading.current_thread().name)
         ):
+            self.raised_in = sys._getframe(1).f_code.co_name
             self.raised.set()
             raise RuntimeError("the clock broke")
         return super().now()
@@ -72,11 +75,20 @@ def test_a_clock_raising_in_a_worker_fails_the_run_and_settles_it(
         ran.set()
         clock.armed.set()  # "finish": the reading after the action returned
 
+    def job_with_context(ctx: RunContext) -> None:
+        job()
+
+    # A deadline is armed in the worker only for a run with a context (an action that
+    # takes ctx): given job, the first reading was its start's, and the deadline's
+    # guard this case is for was never reached.
+    action = job_with_context if where == "deadline" else job
     timeout = 60.0 if where == "deadline" else None
-    task = scheduler.schedule("glitch", job, OneTime(at=T0), id="glitch", timeout=timeout)
+    task = scheduler.schedule("glitch", action, OneTime(at=T0), id="glitch", timeout=timeout)
     with caplog.at_level(logging.WARNING):
         assert scheduler.wait_idle(timeout=5)
     assert clock.raised.is_set()
+    assert clock.raised_in == ("_prepare" if where == "deadline" else "_execute")
+    assert ran.is_set() is (where == "finish")  # a start or deadline raised: unrun
     assert scheduler.task(task.id).status is TaskStatus.RETRYING  # a failed run: not RUNNING
     (record,) = [r for r in scheduler.records() if r.task_id == task.id]
     assert not record.ok and record.error is not None

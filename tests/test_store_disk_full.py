@@ -40,18 +40,25 @@ FULL = "database or disk is full"
 
 class FullDisk(SqliteTaskStore):
     """A SqliteTaskStore whose writes numbered in ``failing`` (1 for the first save or
-    delete) meet what SQLite raises on a full disk, writing nothing: raised inside the
-    store's own error handling (``_using``), so the caller gets what a real full disk
-    gives it, a StoreError naming the file and the write, caused by SQLite's error."""
+    delete), and every write while ``full`` is set, meet what SQLite raises on a full
+    disk, writing nothing: raised inside the store's own error handling (``_using``), so
+    the caller gets what a real full disk gives it, a StoreError naming the file and the
+    write, caused by SQLite's error.  ``refused`` lists the writes that failed, as
+    ``(doing, task_id)``, for a test to check it failed the writes it means to."""
 
-    def __init__(self, path: Path, *, failing: range | set[int]) -> None:
+    def __init__(
+        self, path: Path, *, failing: range | set[int] | frozenset[int] = frozenset()
+    ) -> None:
         super().__init__(path)
         self.failing = failing
+        self.full = False
         self.writes = 0
+        self.refused: list[tuple[str, str]] = []
 
     def _room(self, doing: str, task_id: str) -> None:
         self.writes += 1
-        if self.writes in self.failing:
+        if self.full or self.writes in self.failing:
+            self.refused.append((doing, task_id))
             with self._using(doing, task_id):
                 raise sqlite3.OperationalError(FULL)
 
@@ -87,14 +94,20 @@ def test_a_disk_full_for_a_while_is_said_once_the_timer_goes_on_and_the_file_cat
 ) -> None:
     path = tmp_path / "tasks.db"
     jobs.CALLS.clear()
-    store = FullDisk(path, failing=range(5, 15))  # from the first run's begin on
+    # The disk is full from the first run's begin to the delete, whatever the number of
+    # writes between (counting them, the outage came to end before the delete once the
+    # runs wrote more, and the removal it is for was no longer made during it).
+    store = FullDisk(path)
     with caplog.at_level(logging.DEBUG, logger="lldsched"), store:
         scheduler = Scheduler(clock=FakeClock(T0), store=store)
         register(scheduler)  # before it starts: its four writes come first
+        store.full = True
         with Stepper(scheduler, timeout=10) as steps:
             steps.advance(40)  # once, dead (twice), gone, rate: their writes fail
             scheduler.remove("gone")  # its delete fails too
-            assert store.writes >= 14
+            store.full = False
+            assert {task_id for _, task_id in store.refused} == {"once", "dead", "gone", "rate"}
+            assert store.refused[-1] == ("delete task", "gone")
             steps.advance(60)  # rate's run at 60 writes again
             assert [label for label, _, _ in jobs.CALLS] == ["rate", "once", "gone", "rate"]
             registry = {task.id: state(task) for task in scheduler.tasks()}
@@ -102,7 +115,7 @@ def test_a_disk_full_for_a_while_is_said_once_the_timer_goes_on_and_the_file_cat
                   r.getMessage()]  # fmt: skip
         assert len(errors) == 1 and FULL in str(errors[0].exc_info[1])  # type: ignore[index]
         (warning,) = [r for r in caplog.records if "recovered" in r.getMessage()]
-        assert "10 calls failed" in warning.getMessage()
+        assert f"{len(store.refused)} calls failed" in warning.getMessage()
         on_file = {snapshot.task.id: state(snapshot) for snapshot in store.load_all()}
     assert on_file == registry  # the rows the outage left stale were written again
     assert registry["once"][0] is TaskStatus.SUCCEEDED

@@ -34,18 +34,22 @@ FULL = "database or disk is full"
 
 class FullAt:
     """Stands for a store's connection: the writes numbered in ``failing`` (1 for the
-    first ``INSERT``, ``UPDATE`` or ``DELETE`` statement) raise what SQLite raises on a
-    full disk, inside the store (as a real full disk does); the rest go through."""
+    first ``INSERT``, ``UPDATE`` or ``DELETE`` statement), and every write while ``full``
+    is set, raise what SQLite raises on a full disk, inside the store (as a real full
+    disk does); the rest go through.  ``refused`` counts the writes that raised."""
 
     def __init__(self, connection: sqlite3.Connection, *, failing: set[int]) -> None:
         self._connection = connection
         self.failing = failing
+        self.full = False
         self.writes = 0
+        self.refused = 0
 
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
         if sql.lstrip().startswith(("INSERT", "UPDATE", "DELETE")):
             self.writes += 1
-            if self.writes in self.failing:
+            if self.full or self.writes in self.failing:
+                self.refused += 1
                 raise sqlite3.OperationalError(FULL)
         return self._connection.execute(sql, *args)
 
@@ -184,12 +188,17 @@ def test_a_full_disk_after_the_fact_is_an_outage_said_once_and_not_a_closed_stor
     scheduler = Scheduler(clock=FakeClock(T0), store=store)
     scheduler.schedule("tick", jobs.note, FixedRate(60, start_delay=60), args=("tick",),
                        id="tick")  # fmt: skip
-    full = fill_disk(store, failing={2, 3})  # the first run's begin and finish
+    # Full for the first run, by a switch: numbered, the writes it failed came to be
+    # that run's finish and the second run's begin once the runs wrote otherwise.
+    full = fill_disk(store, failing=set())
     with (
         caplog.at_level(logging.WARNING, logger="lldsched"),
         Stepper(scheduler, timeout=10) as steps,
     ):
+        full.full = True
         steps.advance(60)
+        full.full = False
+        assert full.refused == 2  # the first run's begin and finish
         assert scheduler.metrics().store_ok is False  # an outage, not a closed store
         steps.advance(60)  # the second run writes: the outage ends
         assert scheduler.metrics().store_ok is True
