@@ -457,16 +457,21 @@ def test_a_retry_another_process_settled_is_taken_with_its_attempt_counter(
 
 
 def test_a_task_another_process_redrove_leaves_the_dead_letter_here(clock: FakeClock) -> None:
-    # Failed here, redriven elsewhere (the feed's row: SCHEDULED again): no longer dead.
+    # Failed here, redriven elsewhere (the feed's row: SCHEDULED again): no longer dead,
+    # and the listeners here hear the change.
     h = Harness(clock)
     task = h.core.add("once", noop, OneTime(delay=0), retry=RetryPolicy.never())
     h.step(error="OSError: down")
     assert task.status is TaskStatus.FAILED and h.core.dead_letter() == [task.id]
+    heard = len(h.events)
     h.core.adopt(
         task, status=TaskStatus.SCHEDULED, next_run_at=clock.now() + 5, attempt=0,
         run_count=1, failure_count=1, last_error="OSError: down",
     )  # fmt: skip
     assert h.core.dead_letter() == []
+    assert [(e.task_id, e.previous, e.status) for e in h.events[heard:]] == [
+        (task.id, TaskStatus.FAILED, TaskStatus.SCHEDULED)
+    ]
     record = h.step()
     assert record is not None and record.ok and task.status is TaskStatus.SUCCEEDED
 
