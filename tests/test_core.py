@@ -493,16 +493,18 @@ def test_the_dead_letter_put_in_a_stores_order_keeps_the_ids_the_store_does_not_
 def test_a_windows_runs_made_by_another_process_count_toward_its_max_runs(
     clock: FakeClock,
 ) -> None:
-    # Window(max_runs=2) and the row says one successful run elsewhere: the next run
-    # here is the window's second, and the task ends with it.
+    # Window(max_runs=3) and the row says one successful run elsewhere (two runs, one
+    # failed): the next run here is the window's second, and the task ends with its third.
     h = Harness(clock)
-    task = h.core.add("sync", noop, Window(FixedRate(60), max_runs=2))
+    task = h.core.add("sync", noop, Window(FixedRate(60), max_runs=3))
     h.core.adopt(
         task, status=TaskStatus.SCHEDULED, next_run_at=clock.now() + 60, attempt=0,
-        run_count=1, failure_count=0, last_error=None,
+        run_count=2, failure_count=1, last_error="OSError: down",
     )  # fmt: skip
-    record = h.step()
-    assert record is not None and record.ok
+    second = h.step()
+    assert second is not None and second.ok and task.status is TaskStatus.SCHEDULED
+    third = h.step()
+    assert third is not None and third.ok
     assert task.status is TaskStatus.SUCCEEDED and task.next_run_at is None
 
 
