@@ -424,7 +424,9 @@ def test_a_task_another_process_settled_not_runnable_leaves_the_queue_here(
     # A shared store's feed (core.adopt): paused, running or failed elsewhere, the task
     # has no entry here any more.  Left queued, it counted in the metrics' ``queued``
     # (and their lag, as the heap's head) as waiting to run here, and its entry came due
-    # at the instant the row had replaced.
+    # at the instant the row had replaced.  Its due instant is the row's too: none for
+    # one running or failed there (the listing showed the one replaced), the resume's
+    # for one paused.
     h = Harness(clock)
     task = h.core.add("sync", noop, FixedRate(10))
     assert len(h.queue) == 1
@@ -434,6 +436,7 @@ def test_a_task_another_process_settled_not_runnable_leaves_the_queue_here(
         last_error=None,
     )  # fmt: skip
     assert task.status is status and len(h.queue) == 0 and h.queue.pop_live() is None
+    assert task.next_run_at == due
 
 
 def test_a_retry_another_process_settled_is_taken_with_its_attempt_counter(
@@ -447,10 +450,30 @@ def test_a_retry_another_process_settled_is_taken_with_its_attempt_counter(
         task, status=TaskStatus.RETRYING, next_run_at=clock.now() + 5, attempt=2,
         run_count=2, failure_count=2, last_error="OSError: down",
     )  # fmt: skip
-    assert task.attempt == 2
+    assert task.attempt == 2 and task.last_error == "OSError: down"  # the row's
     third = h.step(error="OSError: down")
     assert third is not None and third.attempt == 3 and third.outcome == "given_up"
     assert task.status is TaskStatus.SCHEDULED and task.failure_count == 3
+
+
+def test_a_task_another_process_redrove_leaves_the_dead_letter_here(clock: FakeClock) -> None:
+    # Failed here, redriven elsewhere (the feed's row: SCHEDULED again): no longer dead,
+    # and the listeners here hear the change.
+    h = Harness(clock)
+    task = h.core.add("once", noop, OneTime(delay=0), retry=RetryPolicy.never())
+    h.step(error="OSError: down")
+    assert task.status is TaskStatus.FAILED and h.core.dead_letter() == [task.id]
+    heard = len(h.events)
+    h.core.adopt(
+        task, status=TaskStatus.SCHEDULED, next_run_at=clock.now() + 5, attempt=0,
+        run_count=1, failure_count=1, last_error="OSError: down",
+    )  # fmt: skip
+    assert h.core.dead_letter() == []
+    assert [(e.task_id, e.previous, e.status) for e in h.events[heard:]] == [
+        (task.id, TaskStatus.FAILED, TaskStatus.SCHEDULED)
+    ]
+    record = h.step()
+    assert record is not None and record.ok and task.status is TaskStatus.SUCCEEDED
 
 
 def test_the_dead_letter_put_in_a_stores_order_keeps_the_ids_the_store_does_not_name(
@@ -470,16 +493,18 @@ def test_the_dead_letter_put_in_a_stores_order_keeps_the_ids_the_store_does_not_
 def test_a_windows_runs_made_by_another_process_count_toward_its_max_runs(
     clock: FakeClock,
 ) -> None:
-    # Window(max_runs=2) and the row says one successful run elsewhere: the next run
-    # here is the window's second, and the task ends with it.
+    # Window(max_runs=3) and the row says one successful run elsewhere (two runs, one
+    # failed): the next run here is the window's second, and the task ends with its third.
     h = Harness(clock)
-    task = h.core.add("sync", noop, Window(FixedRate(60), max_runs=2))
+    task = h.core.add("sync", noop, Window(FixedRate(60), max_runs=3))
     h.core.adopt(
         task, status=TaskStatus.SCHEDULED, next_run_at=clock.now() + 60, attempt=0,
-        run_count=1, failure_count=0, last_error=None,
+        run_count=2, failure_count=1, last_error="OSError: down",
     )  # fmt: skip
-    record = h.step()
-    assert record is not None and record.ok
+    second = h.step()
+    assert second is not None and second.ok and task.status is TaskStatus.SCHEDULED
+    third = h.step()
+    assert third is not None and third.ok
     assert task.status is TaskStatus.SUCCEEDED and task.next_run_at is None
 
 

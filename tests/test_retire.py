@@ -27,6 +27,7 @@ from lldsched import (
     TaskRetiredError,
     TaskStatus,
     ValidationError,
+    Window,
 )
 from lldsched.storecalls import purge
 from lldsched.testing import Stepper
@@ -681,3 +682,18 @@ def test_a_stores_ctrl_c_in_one_purge_of_a_batch_leaves_the_others_retiring() ->
     again = Scheduler(workers=1, clock=FakeClock(T0), store=store)
     assert again.tasks() == []
     assert again.shutdown() is True
+
+
+def test_a_restart_keeps_the_tasks_that_finished_last_by_their_last_record() -> None:
+    # "early" ran at 1,000 s and 1,200 s (a window of two runs); "middle" once, at
+    # 1,100 s.  Keeping one finished task, a restart keeps the one that finished last
+    # ("early", at its last run), not the one whose first run was latest.
+    store = InMemoryTaskStore()
+    first = Simulation(start=1_000.0, store=store, retain_finished=None)
+    first.schedule("early", Window(FixedRate(200), max_runs=2), id="early")
+    first.schedule("middle", OneTime(delay=100), id="middle")
+    first.run_for(300)
+    finished = {task.id: task.status for task in first.tasks()}
+    assert finished == {"early": TaskStatus.SUCCEEDED, "middle": TaskStatus.SUCCEEDED}
+    again = Simulation(start=1_300.0, store=store, retain_finished=1)
+    assert [task.id for task in again.tasks()] == ["early"]

@@ -294,6 +294,17 @@ def test_ids_of_ones_own_are_restored_and_new_ids_go_on_after_the_default_ones()
     assert sim.schedule("d", FixedRate(60)).id == "task-2"
 
 
+def test_a_store_of_ids_of_ones_own_only_leaves_the_first_new_id_task_1() -> None:
+    # No "task-N" restored: the default generator starts where a fresh one does.
+    store = InMemoryTaskStore()
+    first = Simulation(start=1_000.0, store=store)
+    for name, task_id in [("a", "task-x"), ("b", "job-7")]:
+        first.schedule(name, FixedRate(60), id=task_id)
+    sim = Simulation(start=1_000.0, store=store)
+    assert sorted(task.id for task in sim.tasks()) == ["job-7", "task-x"]
+    assert sim.schedule("c", FixedRate(60)).id == "task-1"
+
+
 # -- a custom schedule changed -----------------------------------------------------------
 
 EVERY = """
