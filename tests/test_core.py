@@ -703,3 +703,33 @@ def test_a_run_that_finished_before_it_started_is_recorded_with_no_duration(
     assert task.history == (record,)
     if error is None:
         assert task.next_run_at == started - 3600.0 + 60
+
+
+@pytest.mark.parametrize("cancelled", [False, True])
+def test_a_cancel_mid_run_leaves_the_runs_outcome_to_the_plan_in_front_then_drops_it(
+    clock: FakeClock, cancelled: bool
+) -> None:
+    # Found by the state machine: a one-off rescheduled mid-run has the new schedule
+    # planned after the run (counted from its finish); its last attempt failing gives
+    # that slot up.  A cancel meanwhile dropped the plan at once, so the same run was
+    # judged by the bare new one-off (no slot after it): a failure, not a slot given
+    # up.  The plan now goes as the run ends, having judged it; the row written then
+    # carries none of it.
+    store = RecordingStore()
+    h = Harness(clock, store=store)
+    task = h.core.add("once", noop, OneTime(delay=0), retry=RetryPolicy.never())
+    run = h.begin()
+    started = clock.now()
+    clock.advance(1)
+    h.core.reschedule(task.id, OneTime(delay=0))
+    if cancelled:
+        assert h.core.cancel(task.id)
+    record = h.core.finish(run, started, clock.now(), "OSError: gone")
+    assert record.outcome == "given_up"
+    if cancelled:
+        assert task.status is TaskStatus.CANCELLED and task.next_run_at is None
+        row = store.get(task.id)
+        assert row is not None and row.status is TaskStatus.CANCELLED
+        assert (row.waited, row.resumes, row.until) == (None, False, None)
+    else:
+        assert task.status is TaskStatus.SCHEDULED

@@ -124,8 +124,10 @@ class StatusVerbs(CoreParts):
         """What cancel and remove share: its entry dropped, its runs in flight flagged,
         a plan in front of its schedule dropped (a misfire's catch-up, a run_now's put-off
         slot: none of it will run, and its final row kept the plan's ``waited`` and
-        ``until`` for good), CANCELLED written and published, its BLOCKED dependents
-        failed; False for a task already SUCCEEDED, FAILED or CANCELLED."""
+        ``until`` for good; with a run in flight, as that run ends: the plan still decides
+        the run's outcome, a slot given up or a failure, as for a task not cancelled),
+        CANCELLED written and published, its BLOCKED dependents failed; False for a task
+        already SUCCEEDED, FAILED or CANCELLED."""
         previous = task.status
         if previous.is_terminal:
             return False
@@ -136,7 +138,8 @@ class StatusVerbs(CoreParts):
         task.status = CANCELLED
         waited = self._end_wait(task, None) if previous is BLOCKED else None
         task.next_run_at = None
-        task._schedule = unwrap(task._schedule)
+        if task._run is None:  # else the run's end drops it, once it judged the run (runs.py)
+            task._schedule = unwrap(task._schedule)
         self._write_and_publish(task, previous, waited)
         if self._deps is not None:
             self._strand(task)

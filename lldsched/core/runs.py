@@ -46,7 +46,7 @@ from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy, checked_backoff, retry_draws
 from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
-from lldsched.schedules.catchup import CatchUp
+from lldsched.schedules.catchup import CatchUp, unwrap
 
 __all__ = ["RunTransitions", "cancelled_error", "rearmed", "timeout_error"]
 
@@ -217,6 +217,8 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
                     self._dead[task.id] = None
         elif not self.holds(task):  # removed mid-run: it is forgotten
             return self._removed_run(task, record)
+        else:  # cancelled mid-run: the plan in front, which judged this run, goes (control.py)
+            task._schedule = unwrap(task._schedule)
         # -- published (store and listeners), then what follows.  A run that skipped
         # slots is written with their records, in one store write (decided.py); one that
         # skipped none makes the same one test as before it was.
