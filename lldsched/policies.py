@@ -217,8 +217,8 @@ def checked_backoff(policy: RetryPolicy, attempt: int, delay: object) -> float:
         return seconds(delay, name="backoff", at_least=0)
     except ValidationError:
         raise ValidationError(
-            f"{policy!r}.backoff({attempt!r}) answered {delay!r}, not a delay: a retry "
-            "policy answers finite seconds >= 0 "
+            f"{shown(policy)}.backoff({shown(attempt)}) answered {shown(delay)}, not a delay: "
+            "a retry policy answers finite seconds >= 0 "
             f"({doc_url('docs/EXTENDING.md#a-retry-policy-of-your-own')})"
         ) from None
 

@@ -1,0 +1,196 @@
+# The rows capture their wrong value as a lambda's default (``lambda v=value: ...``),
+# whose type mypy cannot infer ([misc]); the values are wrong on purpose ([arg-type],
+# [list-item], [dict-item]).
+# mypy: disable-error-code="misc, arg-type, list-item, dict-item"
+"""Bad input a fourth audit of the public API found refused with a bare error, or taken
+(the rule and the helpers of ``tests/test_bad_input_table.py``: a package error quoting
+the value, raised before anything changes; docs/decisions/checking-input.md).
+
+* a value whose ``repr`` cannot be written, an int too long to print (``10**5000``) or an
+  object whose ``__repr__`` raises, given to the cluster simulation's values, a
+  ``Stepper``, ``simulate_overrun``, ``poisson_arrivals``, ``to_frame``'s records, a
+  ``ControlPanel`` or a ``SimulationPlayer``, or answered by a schedule or a retry policy
+  of one's own: the message meant to refuse it quoted it by ``{value!r}`` (or
+  ``reprlib.repr``, which calls the same ``repr`` for an int), which raised a bare
+  ``ValueError: Exceeds the limit (4300 digits)`` or the ``__repr__``'s own error instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import matplotlib
+import pytest
+
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    Simulation,
+    TaskStatus,
+)
+from lldsched.sim import models
+from lldsched.sim.cluster import simulate_cluster
+from lldsched.sim.cluster_scenario import ClusterScenario, ClusterTask, Crash, Pause
+from lldsched.sim.overrun import simulate_overrun
+from lldsched.testing import Stepper
+from lldsched.views.frames import to_frame
+from tests.test_bad_input_table import (
+    T0,
+    Named,
+    noop,
+    populated_runtime,
+    refused_build,
+    refused_unchanged,
+    register,
+)
+
+matplotlib.use("Agg")
+
+GIANT = 10**5000
+
+
+class Unprintable:
+    """A value whose ``repr`` raises (a user's class with a broken ``__repr__``)."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr here")
+
+
+UNPRINTABLE = Unprintable()
+
+# What errors.shown writes for each: the message must hold it.
+HOW_SHOWN = {
+    "giant": Named("an int of 5,001 digits"),
+    "unprintable": Named("<Unprintable object (its repr raised RuntimeError)>"),
+}
+VALUES = {"giant": GIANT, "unprintable": UNPRINTABLE}
+
+
+# -- a value no repr writes -------------------------------------------------------------
+
+Given = Callable[[object], object]
+BUILDS: list[tuple[str, Given]] = [
+    ("ClusterTask(name=v)", lambda v: ClusterTask(v, 60)),
+    ("ClusterScenario(tasks=v)", lambda v: ClusterScenario(tasks=v)),
+    ("ClusterScenario(tasks=[v])", lambda v: ClusterScenario(tasks=[v])),
+    ("ClusterScenario(skews=v)", lambda v: ClusterScenario(skews=v)),
+    ("ClusterScenario(pauses=v)", lambda v: ClusterScenario(pauses=v)),
+    ("ClusterScenario(crashes=[v])", lambda v: ClusterScenario(crashes=[v])),
+    ("ClusterScenario(lease_clock=v)", lambda v: ClusterScenario(lease_clock=v)),
+    ("simulate_cluster(v)", lambda v: simulate_cluster(v)),
+    ("Stepper(v)", lambda v: Stepper(v)),
+    ("simulate_overrun(policies=v)", lambda v: simulate_overrun(policies=v)),
+    ("simulate_overrun(policies=[v])", lambda v: simulate_overrun(policies=[v])),
+    ("poisson_arrivals(count=v, until=...)",
+     lambda v: models.poisson_arrivals(1, start=0, count=v, until=10)),
+    ("fails_on(1, error=v)", lambda v: models.fails_on(1, error=v)),
+    ("to_frame([v])", lambda v: to_frame([v])),
+]  # fmt: skip
+
+
+def _widgets() -> list[tuple[str, Given]]:
+    """The widgets' rows, when ipywidgets is installed (the views extra)."""
+    pytest.importorskip("ipywidgets")
+    from lldsched.views.panel import ControlPanel
+    from lldsched.views.player import SimulationPlayer
+
+    return [
+        ("ControlPanel(v)", lambda v: ControlPanel(v)),
+        ("ControlPanel(sim, loop=v)", lambda v: ControlPanel(Simulation(), loop=v)),
+        ("SimulationPlayer(v)", lambda v: SimulationPlayer(v)),
+    ]
+
+
+@pytest.mark.parametrize("kind", sorted(VALUES))
+@pytest.mark.parametrize(("label", "call"), BUILDS, ids=[label for label, _ in BUILDS])
+def test_a_value_no_repr_writes_is_quoted_by_the_one_rule(
+    kind: str, label: str, call: Given
+) -> None:
+    refused_build(lambda: call(VALUES[kind]), HOW_SHOWN[kind])
+
+
+@pytest.mark.parametrize("kind", sorted(VALUES))
+def test_a_widget_given_a_value_no_repr_writes_quotes_it(kind: str) -> None:
+    for _, call in _widgets():
+        refused_build(lambda call=call: call(VALUES[kind]), HOW_SHOWN[kind])
+
+
+class Answers:
+    """A schedule of one's own whose first run is ``answer``."""
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    def first_run(self, now: float) -> object:
+        return self.answer
+
+    def next_run(self, record: object, now: float) -> object:
+        return self.answer
+
+    def __repr__(self) -> str:
+        return "Answers()"
+
+
+@pytest.mark.parametrize("kind", ["threaded", "simulated"])
+@pytest.mark.parametrize("value", sorted(VALUES))
+def test_a_schedules_answer_no_repr_writes_is_quoted_and_changes_nothing(
+    kind: str, value: str
+) -> None:
+    with populated_runtime(kind) as runtime:
+        refused_unchanged(
+            runtime,
+            lambda rt: register(rt, "job", noop, Answers(VALUES[value])),
+            HOW_SHOWN[value],
+        )
+
+
+class Waits(RetryPolicy):
+    """A retry policy of one's own whose every backoff is ``WAIT``."""
+
+    __slots__ = ()
+    WAIT: object = None
+
+    def backoff(self, attempt: int, rng: Any = None) -> float:
+        return Waits.WAIT  # type: ignore[return-value]
+
+
+def fails() -> None:
+    raise RuntimeError("always")
+
+
+@pytest.mark.parametrize("value", sorted(VALUES))
+def test_a_backoff_no_repr_writes_fails_its_task_naming_it(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backoff of one's own that answers no delay fails its task (docs/EXTENDING.md, "A
+    retry policy of your own"), its record naming the answer; it was the ``ValueError`` the
+    message's ``repr`` raised, naming neither the policy nor the answer."""
+    monkeypatch.setattr(Waits, "WAIT", VALUES[value])
+    simulation = Simulation(start=T0)
+    task = simulation.schedule("job", OneTime(delay=0), action=fails, retry=Waits())
+    simulation.run_for(60)
+    assert task.status is TaskStatus.FAILED
+    assert simulation.dead_letter() == [task.id]
+    assert f"answered {HOW_SHOWN[value].words}, not a delay" in (task.last_error or "")
+
+
+def test_the_rows_refuse_the_value_not_what_they_could_not_build() -> None:
+    """What the rows above give wrong, given right, is taken."""
+    scenario = ClusterScenario(
+        tasks=[ClusterTask("job", 60)], skews=(0, 0, 0), pauses=[Pause(0, 10, 5)],
+        crashes=[Crash(1, 20)], lease_clock="database",
+    )  # fmt: skip
+    assert simulate_cluster(scenario).runs
+    assert simulate_overrun()
+    assert list(models.poisson_arrivals(1, start=0, count=2)) != []
+    assert models.fails_on(1, error="RuntimeError: planned")
+    simulation = Simulation(start=T0)
+    simulation.schedule("job", FixedRate(60))
+    simulation.run_for(120)
+    assert len(to_frame(simulation.records())) == 3  # at 0, 60 and 120 s
+    with Scheduler(clock=FakeClock(T0)) as scheduler:
+        Stepper(scheduler).close()
