@@ -12,12 +12,17 @@ the value, raised before anything changes; docs/decisions/checking-input.md).
   ``ControlPanel`` or a ``SimulationPlayer``, or answered by a schedule or a retry policy
   of one's own: the message meant to refuse it quoted it by ``{value!r}`` (or
   ``reprlib.repr``, which calls the same ``repr`` for an int), which raised a bare
-  ``ValueError: Exceeds the limit (4300 digits)`` or the ``__repr__``'s own error instead.
+  ``ValueError: Exceeds the limit (4300 digits)`` or the ``__repr__``'s own error instead;
+* a shared store's ``lease`` or ``poll`` too short for a timer to keep (``lease=1e-4``,
+  ``poll=1e-6``): taken, and the scheduler on it ran nothing, its timer renewing or
+  polling at every turn of its loop without ever waiting, under the lock, and its
+  ``shutdown()`` gave up after its timeout.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -30,8 +35,11 @@ from lldsched import (
     RetryPolicy,
     Scheduler,
     Simulation,
+    SqliteTaskStore,
     TaskStatus,
+    ValidationError,
 )
+from lldsched.coordination import SHORTEST_LEASE, SHORTEST_POLL
 from lldsched.sim import models
 from lldsched.sim.cluster import simulate_cluster
 from lldsched.sim.cluster_scenario import ClusterScenario, ClusterTask, Crash, Pause
@@ -41,6 +49,7 @@ from lldsched.views.frames import to_frame
 from tests.test_bad_input_table import (
     T0,
     Named,
+    check_error,
     noop,
     populated_runtime,
     refused_build,
@@ -194,3 +203,52 @@ def test_the_rows_refuse_the_value_not_what_they_could_not_build() -> None:
     assert len(to_frame(simulation.records())) == 3  # at 0, 60 and 120 s
     with Scheduler(clock=FakeClock(T0)) as scheduler:
         Stepper(scheduler).close()
+
+
+# -- a shared store's lease and poll ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("lease", 1e-4), ("lease", 1e-7), ("poll", 1e-6), ("poll", 1e-7)],
+)
+def test_a_lease_or_poll_too_short_to_keep_is_refused_before_the_file_opens(
+    tmp_path: Path, option: str, value: float
+) -> None:
+    """``lease=1e-4`` or ``poll=1e-6`` was taken: the scheduler on the store ran nothing,
+    its timer renewing or polling at every turn of its loop without ever waiting (the
+    instant it would wake by had passed when it got there), under the lock, and its
+    ``shutdown()`` returned False after its timeout."""
+    path = tmp_path / "shared.db"
+    with pytest.raises(ValidationError) as caught:
+        SqliteTaskStore(path, shared=True, **{option: value})
+    check_error(caught.value, value)
+    assert f"{option} must be finite and >= " in str(caught.value)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(("option", "value"), [("lease", 1e-4), ("poll", 1e-6)])
+def test_a_postgres_store_refuses_them_by_the_same_rule_before_it_connects(
+    option: str, value: float
+) -> None:
+    """The rule is both shared stores' (``coordination.lease_seconds``, ``poll_seconds``):
+    refused before a connection is tried (this dsn reaches no server)."""
+    postgres = pytest.importorskip("lldsched.stores.postgres")
+    with pytest.raises(ValidationError) as caught:
+        postgres.PostgresTaskStore("host=/nonexistent dbname=none", **{option: value})
+    check_error(caught.value, value)
+
+
+def test_the_shortest_lease_and_poll_taken_keep_a_scheduler_running(tmp_path: Path) -> None:
+    """The bounds leave room: a store with the shortest lease and poll taken runs its
+    tasks and shuts down (a fake clock: one run, no wait on time)."""
+    store = SqliteTaskStore(
+        tmp_path / "shared.db", shared=True, lease=SHORTEST_LEASE, poll=SHORTEST_POLL
+    )
+    try:
+        with Stepper(Scheduler(workers=1, clock=FakeClock(T0), store=store)) as steps:
+            task = steps.scheduler.schedule("job", noop, OneTime(delay=0), id="job")
+            steps.advance(0)
+        assert task.status is TaskStatus.SUCCEEDED
+    finally:
+        store.close()
