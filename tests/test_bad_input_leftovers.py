@@ -16,7 +16,10 @@ the value, raised before anything changes; docs/decisions/checking-input.md).
 * a shared store's ``lease`` or ``poll`` too short for a timer to keep (``lease=1e-4``,
   ``poll=1e-6``): taken, and the scheduler on it ran nothing, its timer renewing or
   polling at every turn of its loop without ever waiting, under the lock, and its
-  ``shutdown()`` gave up after its timeout.
+  ``shutdown()`` gave up after its timeout;
+* a cluster task's name that no registration takes (``ClusterTask("a\\nb", 60)``): taken,
+  and refused by ``simulate_cluster``, not by the constructor that promises every value
+  checked.
 """
 
 from __future__ import annotations
@@ -252,3 +255,22 @@ def test_the_shortest_lease_and_poll_taken_keep_a_scheduler_running(tmp_path: Pa
         assert task.status is TaskStatus.SUCCEEDED
     finally:
         store.close()
+
+
+# -- a cluster task's name ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["a\nb", " job", "x" * 2001, "a\x00b"])
+def test_a_cluster_tasks_name_no_registration_takes_is_refused_when_it_is_built(
+    name: str,
+) -> None:
+    """The name is the task's id on every node: ``simulate_cluster`` refused it, after a
+    scenario built around it had been taken."""
+    with pytest.raises(ValidationError) as caught:
+        ClusterTask(name, 60)
+    check_error(caught.value, Named(repr(name)[:40]))
+
+
+def test_a_cluster_task_takes_the_names_a_registration_takes() -> None:
+    assert ClusterTask("é" * 500, 60).name == "é" * 500  # 1,000 bytes: within the bound
+    assert ClusterTask("nightly report", 60).name == "nightly report"

@@ -20,6 +20,7 @@ from typing import Literal, Never
 
 from lldsched import checks
 from lldsched.clock import to_timestamp
+from lldsched.core.registration import check_task_id
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, shown
 from lldsched.sim.models import DurationModel, check_duration
@@ -108,6 +109,9 @@ class ClusterTask:
             raise ValidationError(
                 f"a cluster task's name must be a non-empty str, got {shown(self.name)}"
             )
+        # The name is the task's id on every node: refused here by the id's rule, not by
+        # simulate_cluster's registration after the scenario around it was taken.
+        object.__setattr__(self, "name", check_task_id(self.name, who="a cluster task's name"))
         every = checks.step(self.every, name=f"task {self.name!r} every")  # as FixedRate's
         _seconds(self, "every", every)
         object.__setattr__(self, "duration", check_duration(self.duration))
