@@ -48,6 +48,7 @@ from lldsched.sim.cluster import simulate_cluster
 from lldsched.sim.cluster_scenario import ClusterScenario, ClusterTask, Crash, Pause
 from lldsched.sim.overrun import simulate_overrun
 from lldsched.testing import Stepper
+from lldsched.views import report
 from lldsched.views.frames import to_frame
 from tests.test_bad_input_table import (
     T0,
@@ -274,3 +275,15 @@ def test_a_cluster_tasks_name_no_registration_takes_is_refused_when_it_is_built(
 def test_a_cluster_task_takes_the_names_a_registration_takes() -> None:
     assert ClusterTask("é" * 500, 60).name == "é" * 500  # 1,000 bytes: within the bound
     assert ClusterTask("nightly report", 60).name == "nightly report"
+
+
+# -- a percentile of values that are no numbers --------------------------------------------
+
+
+@pytest.mark.parametrize("values", [["a"], ["a", "b"], [None], [1j], [b"1", b"2"]])
+def test_a_percentile_of_values_that_sort_but_are_no_numbers_is_refused_naming_them(
+    values: list[object],
+) -> None:
+    """Values that compare among themselves sort (one value always does), and ``isnan``
+    then raised a bare ``TypeError: must be real number, not str``."""
+    refused_build(lambda: report.percentile(values, 50), values)
