@@ -287,3 +287,69 @@ def test_a_percentile_of_values_that_sort_but_are_no_numbers_is_refused_naming_t
     """Values that compare among themselves sort (one value always does), and ``isnan``
     then raised a bare ``TypeError: must be real number, not str``."""
     refused_build(lambda: report.percentile(values, 50), values)
+
+
+# -- a retry policy of one's own that cannot be called as the core calls it ---------------
+
+
+class TakesNoGenerator(RetryPolicy):
+    __slots__ = ()
+
+    def backoff(self, attempt: int) -> float:  # type: ignore[override]
+        return 1.0
+
+
+class TakesNoAttempt(RetryPolicy):
+    __slots__ = ()
+
+    def allows_retry(self) -> bool:  # type: ignore[override]
+        return True
+
+
+class WantsMore(RetryPolicy):
+    __slots__ = ()
+
+    def fails_after(self, given_up: int, why: str) -> bool:  # type: ignore[override]
+        return False
+
+
+class TakesWhatItIsGiven(RetryPolicy):
+    """Other signatures that bind: defaults, ``*args``."""
+
+    __slots__ = ()
+
+    def backoff(self, *args: Any) -> float:
+        return 1.0
+
+    def allows_retry(self, attempt: int, extra: int = 0) -> bool:
+        return attempt < 2
+
+
+UNCALLABLE = [
+    (TakesNoGenerator, "its backoff cannot be called as backoff(attempt, rng)"),
+    (TakesNoAttempt, "its allows_retry cannot be called as allows_retry(attempt)"),
+    (WantsMore, "its fails_after cannot be called as fails_after(given_up)"),
+]
+
+
+@pytest.mark.parametrize("kind", ["threaded", "simulated"])
+@pytest.mark.parametrize(("policy", "words"), UNCALLABLE, ids=[p.__name__ for p, _ in UNCALLABLE])
+def test_a_retry_policy_whose_override_cannot_be_called_is_refused_at_registration(
+    kind: str, policy: type[RetryPolicy], words: str
+) -> None:
+    """Taken, it failed its task at the first failure (``TypeError`` in the core's call,
+    logged as the policy raising): found now, as a listener's or a model's signature is,
+    by registration and by ``modify``, with nothing changed."""
+    with populated_runtime(kind) as runtime:
+        refused_unchanged(runtime, lambda rt: register(rt, retry=policy()), Named(words))
+        refused_unchanged(runtime, lambda rt: rt.modify("kept", retry=policy()), Named(words))
+
+
+def test_a_retry_policy_whose_overrides_bind_is_taken_and_used() -> None:
+    simulation = Simulation(start=T0)
+    task = simulation.schedule(
+        "job", OneTime(delay=0), action=fails, retry=TakesWhatItIsGiven(max_attempts=5)
+    )
+    simulation.run_for(60)
+    assert [record.started - T0 for record in simulation.records()] == [0, 1]
+    assert task.status is TaskStatus.FAILED
