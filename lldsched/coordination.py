@@ -19,18 +19,56 @@ from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from lldsched.checks import seconds
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import HistoryStore, Task, TaskSnapshot
 
 __all__ = [
     "DIED_UNSHARED",
+    "SHORTEST_LEASE",
+    "SHORTEST_POLL",
     "Change",
     "Claim",
     "CoordinatedStore",
     "Lease",
     "claim_narrowed",
     "is_shared",
+    "lease_seconds",
+    "poll_seconds",
 ]
+
+
+SHORTEST_LEASE = 0.1
+"""The shortest ``lease`` a shared store takes, in seconds.  The timer renews its leases
+every ``lease / 3``, one store call each time, and waits only until the next renewal is
+due: a lease whose third passes before a renewal returns (``lease=1e-4`` on a local SQLite
+file) left the timer renewing at every turn of its loop without ever waiting, under the
+scheduler's lock, so the scheduler ran nothing and its ``shutdown()`` gave up after its
+timeout.  A tenth of a second leaves a renewal a thirtieth, room for a commit on a slow
+disk or a round trip to a PostgreSQL server; no lease of a real deployment is that short
+(the default is 30 s)."""
+
+SHORTEST_POLL = 0.001
+"""The shortest ``poll`` a shared store takes, in seconds: the timer reads the change feed
+at every wake, and waits at most ``poll`` after it, so a ``poll`` shorter than one wake's
+work (``poll=1e-6``) left it never waiting, as a lease too short did
+(:data:`SHORTEST_LEASE`).  A millisecond is a thousand feed reads a second, already more
+than any deployment asks (the default is 1 s)."""
+
+
+def lease_seconds(value: object) -> float:
+    """A shared store's ``lease``: a number of seconds (or a ``timedelta``) of at least
+    :data:`SHORTEST_LEASE`, else :class:`~lldsched.errors.ValidationError` quoting it
+    (``"lease must be finite and >= 0.1 seconds, got 0.0001"``).  Both shared stores'
+    rule."""
+    return seconds(value, name="lease", at_least=SHORTEST_LEASE)
+
+
+def poll_seconds(value: object) -> float:
+    """A shared store's ``poll``: a number of seconds (or a ``timedelta``) of at least
+    :data:`SHORTEST_POLL`, else :class:`~lldsched.errors.ValidationError` quoting it.
+    Both shared stores' rule."""
+    return seconds(value, name="poll", at_least=SHORTEST_POLL)
 
 
 def is_shared(store: object) -> bool:

@@ -78,7 +78,7 @@ import random
 from dataclasses import dataclass
 from datetime import timedelta
 
-from lldsched.checks import fraction, number, seconds, whole, whole_or_none
+from lldsched.checks import call_error, fraction, number, seconds, whole, whole_or_none
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, doc_url, shown
 
@@ -92,6 +92,7 @@ __all__ = [
     "RetryPolicy",
     "checked_backoff",
     "retry_draws",
+    "uncallable_override",
 ]
 
 
@@ -192,6 +193,33 @@ class RetryPolicy:
         return base
 
 
+# Each method a subclass may override, as the core calls it (lldsched/core/runs.py): its
+# arguments' names, for the message, and values of their kinds, for the binding.
+_CALLED_AS: tuple[tuple[str, str, tuple[object, ...]], ...] = (
+    ("allows_retry", "attempt", (1,)),
+    ("backoff", "attempt, rng", (1, None)),
+    ("fails_after", "given_up", (0,)),
+)
+
+
+def uncallable_override(policy: RetryPolicy) -> str | None:
+    """Why a method ``policy``'s class overrides cannot be called as the core calls it
+    (``"its backoff cannot be called as backoff(attempt, rng): too many positional
+    arguments"``), or None: :func:`~lldsched.checks.call_error`'s check, made at
+    registration (and at a ``modify``) rather than at the task's first failure, where the
+    ``TypeError`` failed the task (docs/EXTENDING.md, "A retry policy of your own").  A
+    policy of the class itself costs one identity test."""
+    kind = type(policy)
+    if kind is RetryPolicy:
+        return None
+    for method, names, args in _CALLED_AS:
+        if getattr(kind, method) is not getattr(RetryPolicy, method):
+            wrong = call_error(getattr(policy, method), *args)
+            if wrong is not None:
+                return f"its {method} cannot be called as {method}({names}): {wrong}"
+    return None
+
+
 def retry_draws(seed: int, task_id: str, slot: float, attempt: int) -> random.Random:
     """The generator a runtime seeded with ``seed`` hands ``backoff`` after the
     ``attempt``-th attempt of task ``task_id``'s run for ``slot`` failed: seeded by these
@@ -217,8 +245,8 @@ def checked_backoff(policy: RetryPolicy, attempt: int, delay: object) -> float:
         return seconds(delay, name="backoff", at_least=0)
     except ValidationError:
         raise ValidationError(
-            f"{policy!r}.backoff({attempt!r}) answered {delay!r}, not a delay: a retry "
-            "policy answers finite seconds >= 0 "
+            f"{shown(policy)}.backoff({shown(attempt)}) answered {shown(delay)}, not a delay: "
+            "a retry policy answers finite seconds >= 0 "
             f"({doc_url('docs/EXTENDING.md#a-retry-policy-of-your-own')})"
         ) from None
 

@@ -45,6 +45,7 @@ from lldsched.errors import (
     SettleTimeoutError,
     TaskRetiredError,
     ValidationError,
+    shown,
 )
 from lldsched.model import ExecutionRecord
 from lldsched.printable import name_after
@@ -70,11 +71,12 @@ class Stepper:
 
     def __init__(self, scheduler: Scheduler, *, timeout: float | timedelta = 5.0) -> None:
         if not isinstance(scheduler, Scheduler):
-            raise ValidationError(f"Stepper steps a Scheduler, got {scheduler!r}")
+            raise ValidationError(f"Stepper steps a Scheduler, got {shown(scheduler)}")
         clock = scheduler.clock
         if not isinstance(clock, FakeClock):
             raise ValidationError(
-                f"Stepper needs a Scheduler built with clock=FakeClock(...), got clock={clock!r}"
+                "Stepper needs a Scheduler built with clock=FakeClock(...), "
+                f"got clock={shown(clock)}"
             )
         self._timeout = checks.wait_seconds(timeout, name="Stepper timeout", above=0)
         self._scheduler = scheduler

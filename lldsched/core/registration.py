@@ -30,7 +30,13 @@ from lldsched.core.task import DEFAULT_OPTIONS, Isolation, ScheduledTask, TaskOp
 from lldsched.errors import ValidationError, shown
 from lldsched.model import Priority
 from lldsched.persistence import Task
-from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
+from lldsched.policies import (
+    MisfirePolicy,
+    Overlap,
+    OverrunPolicy,
+    RetryPolicy,
+    uncallable_override,
+)
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.objects import wrapped_schedule
 from lldsched.schedules.simple import FixedDelay, OneTime
@@ -503,6 +509,8 @@ def _options(
         raise ValidationError(
             f"task {name!r}: retry must be a RetryPolicy, got {shown(retry)}{instance_hint(retry)}"
         )
+    elif (wrong := uncallable_override(retry)) is not None:  # found now, not at a failure
+        raise ValidationError(f"task {name!r}: retry {shown(retry)}: {wrong}")
     if timeout is not None:
         timeout = float(
             seconds(

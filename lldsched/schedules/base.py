@@ -50,7 +50,7 @@ from itertools import islice, takewhile
 from typing import Protocol, TypeAlias, runtime_checkable
 
 from lldsched.checks import FARTHEST, FINEST, instant
-from lldsched.errors import ScheduleError, ValidationError, doc_url
+from lldsched.errors import ScheduleError, ValidationError, doc_url, shown
 from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord
 
@@ -112,7 +112,7 @@ def checked_answer(schedule: Schedule, answer: object, *, query: str) -> float:
         timestamp = isinstance(answer, datetime)  # the likeliest slip: its way out
         hint = " (a datetime: answer its .timestamp(), epoch seconds)" if timestamp else ""
         raise ScheduleError(
-            f"{schedule!r}.{query} answered {answer!r}, not an instant{hint}: a schedule "
+            f"{shown(schedule)}.{query} answered {shown(answer)}, not an instant{hint}: a schedule "
             f"answers epoch seconds (an int or a float within ±{FARTHEST:g}) or None "
             f"({_OWN_SCHEDULE})"
         ) from None

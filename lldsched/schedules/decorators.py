@@ -386,7 +386,7 @@ class Window(FrozenValue, AnswersItsOwnWay):
         inner = _inner(schedule, "Window")
         if start is None and end is None and max_runs is None:
             raise ScheduleError(
-                f"Window({schedule!r}) needs at least one of start=, end= or max_runs="
+                f"Window({shown(schedule)}) needs at least one of start=, end= or max_runs="
             )
         begin = _instant(start, "Window start")
         finish = _instant(end, "Window end")

@@ -51,7 +51,7 @@ from lldsched.cluster import ClusterResult, ClusterRun, NodeSpan
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.task import Entry, Run
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.policies import OverrunPolicy
 from lldsched.schedules.simple import FixedRate
 from lldsched.sim.clock import VirtualClock
@@ -408,5 +408,5 @@ def simulate_cluster(scenario: ClusterScenario) -> ClusterResult:
     """Run ``scenario`` until every slot due by its horizon has been run (or nobody is
     left to run it) and every fault has played out; returns what happened."""
     if not isinstance(scenario, ClusterScenario):
-        raise ValidationError(f"simulate_cluster takes a ClusterScenario, got {scenario!r}")
+        raise ValidationError(f"simulate_cluster takes a ClusterScenario, got {shown(scenario)}")
     return _Cluster(scenario).run()

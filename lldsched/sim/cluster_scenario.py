@@ -20,6 +20,7 @@ from typing import Literal, Never
 
 from lldsched import checks
 from lldsched.clock import to_timestamp
+from lldsched.core.registration import check_task_id
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, shown
 from lldsched.sim.models import DurationModel, check_duration
@@ -106,8 +107,11 @@ class ClusterTask:
     def _check(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValidationError(
-                f"a cluster task's name must be a non-empty str, got {self.name!r}"
+                f"a cluster task's name must be a non-empty str, got {shown(self.name)}"
             )
+        # The name is the task's id on every node: refused here by the id's rule, not by
+        # simulate_cluster's registration after the scenario around it was taken.
+        object.__setattr__(self, "name", check_task_id(self.name, who="a cluster task's name"))
         every = checks.step(self.every, name=f"task {self.name!r} every")  # as FixedRate's
         _seconds(self, "every", every)
         object.__setattr__(self, "duration", check_duration(self.duration))
@@ -229,7 +233,7 @@ class ClusterScenario:
         checks.whole(self.seed, name="seed")
         if self.lease_clock not in ("node", "database"):
             raise ValidationError(
-                f"lease_clock must be 'node' or 'database', got {self.lease_clock!r}"
+                f"lease_clock must be 'node' or 'database', got {shown(self.lease_clock)}"
             )
         checks.flag(self.fencing, name="fencing")
         object.__setattr__(self, "first", to_timestamp(self.start, name="start"))
@@ -238,11 +242,11 @@ class ClusterScenario:
         for name in ("pauses", "crashes"):
             if not isinstance(getattr(self, name), tuple):
                 raise ValidationError(
-                    f"{name} must be a list or tuple, got {getattr(self, name)!r}"
+                    f"{name} must be a list or tuple, got {shown(getattr(self, name))}"
                 )
         for fault in (*self.pauses, *self.crashes):
             if not isinstance(fault, Pause | Crash):
-                raise ValidationError(f"a fault must be a Pause or a Crash, got {fault!r}")
+                raise ValidationError(f"a fault must be a Pause or a Crash, got {shown(fault)}")
             if fault.node >= self.nodes:
                 raise ValidationError(
                     f"{fault!r} names node {fault.node}, but there are {self.nodes} "
@@ -252,18 +256,19 @@ class ClusterScenario:
     def _check_tasks(self) -> None:
         if not isinstance(self.tasks, tuple) or not self.tasks:
             raise ValidationError(
-                f"tasks must be a non-empty list or tuple of ClusterTask, got {self.tasks!r}"
+                f"tasks must be a non-empty list or tuple of ClusterTask, got {shown(self.tasks)}"
             )
         names = [task.name for task in self.tasks if isinstance(task, ClusterTask)]
         if len(names) != len(self.tasks):
-            raise ValidationError(f"tasks must be ClusterTask values, got {self.tasks!r}")
+            raise ValidationError(f"tasks must be ClusterTask values, got {shown(self.tasks)}")
         if len(set(names)) != len(names):
-            raise ValidationError(f"task names must differ, got {names!r}")
+            raise ValidationError(f"task names must differ, got {shown(names)}")
 
     def _check_skews(self) -> None:
         if not isinstance(self.skews, tuple) or len(self.skews) not in (0, self.nodes):
             raise ValidationError(
-                f"skews must be empty or one offset per node ({self.nodes}), got {self.skews!r}"
+                f"skews must be empty or one offset per node ({self.nodes}), "
+                f"got {shown(self.skews)}"
             )
         skews = tuple(checks.seconds(skew, name="skew") for skew in self.skews)
         _seconds(self, "skews", skews)

@@ -196,7 +196,7 @@ class fails_on:
         for attempt in attempts:
             whole(attempt, name="fails_on attempt", at_least=1)
         if not isinstance(error, str) or not error:
-            raise ValidationError(f"fails_on error must be a non-empty text, got {error!r}")
+            raise ValidationError(f"fails_on error must be a non-empty text, got {shown(error)}")
         object.__setattr__(self, "attempts", frozenset(attempts))
         object.__setattr__(self, "error", error)
 
@@ -231,14 +231,16 @@ def poisson_arrivals(
     whole(seed, name="poisson_arrivals seed")
     if (count is None) == (until is None):
         raise ValidationError(
-            f"poisson_arrivals needs exactly one of count= or until=, got count={count!r}, "
-            f"until={until!r}"
+            f"poisson_arrivals needs exactly one of count= or until=, got count={shown(count)}, "
+            f"until={shown(until)}"
         )
     if count is not None:
         whole(count, name="poisson_arrivals count", at_least=0)
     end = _LAST_ARRIVAL if until is None else to_timestamp(until, name="poisson_arrivals until")
     if end < begin:
-        raise ValidationError(f"poisson_arrivals until={until!r} is before start={start!r}")
+        raise ValidationError(
+            f"poisson_arrivals until={shown(until)} is before start={shown(start)}"
+        )
     return _arrivals(rate, begin, end, count, random.Random(seed))
 
 
@@ -367,7 +369,7 @@ def _takes_rng_and_attempt(model: M, what: str) -> M:
     wrong = call_error(model, None, 1)
     if wrong is not None:
         raise ValidationError(
-            f"{what} model {model!r} must take (rng, attempt), as each draw calls it: {wrong}"
+            f"{what} model {shown(model)} must take (rng, attempt), as each draw calls it: {wrong}"
         )
     return model
 

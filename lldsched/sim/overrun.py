@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from lldsched import checks
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.model import ExecutionRecord
 from lldsched.policies import Overlap, OverrunPolicy
 from lldsched.schedules.simple import FixedRate
@@ -61,13 +61,14 @@ def simulate_overrun(
     checks.whole(max_instances, name="max_instances", at_least=1, at_most=MAX_WORKERS - 1)
     if isinstance(policies, OverrunPolicy | Overlap) or not isinstance(policies, Iterable):
         raise ValidationError(
-            f"policies must be an iterable of OverrunPolicy or Overlap members, got {policies!r}"
+            "policies must be an iterable of OverrunPolicy or Overlap members, "
+            f"got {shown(policies)}"
         )
     policies = list(policies)
     for policy in policies:
         if not isinstance(policy, OverrunPolicy | Overlap):
             raise ValidationError(
-                f"policies must be OverrunPolicy or Overlap members, got {policy!r}"
+                f"policies must be OverrunPolicy or Overlap members, got {shown(policy)}"
             )
     seconds = horizon if horizon is not None else 10 * period
     runs: dict[Policy, list[ExecutionRecord]] = {}

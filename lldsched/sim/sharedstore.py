@@ -13,7 +13,7 @@ from __future__ import annotations
 from lldsched.coordination import CoordinatedStore
 from lldsched.core.follow import load
 from lldsched.core.machine import SchedulerCore
-from lldsched.errors import StoreError, ValidationError
+from lldsched.errors import StoreError, ValidationError, shown
 from lldsched.persistence import TaskStore
 
 __all__ = ["load_as_stored", "runs_unclaimed"]
@@ -28,7 +28,9 @@ def load_as_stored(core: SchedulerCore, store: TaskStore) -> None:
     store is muted while the rows are registered: building a simulation there writes
     nothing (docs/CLUSTER.md, "Limits")."""
     if not isinstance(store, CoordinatedStore):
-        raise ValidationError(f"{store!r} says shared=True but lacks the CoordinatedStore methods")
+        raise ValidationError(
+            f"{shown(store)} says shared=True but lacks the CoordinatedStore methods"
+        )
     rows = store.load_all()  # a row this code cannot load refuses the store, as recovery's
     with store.muted():
         load(core, rows, records_of=store.records, dead_letter=store.dead_letter())

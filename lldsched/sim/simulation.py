@@ -334,7 +334,7 @@ class Simulation(
         wrong = checks.call_error(fn)
         if wrong is not None:  # found now, not as a TypeError out of run() at its instant
             raise ValidationError(
-                f"an intervention is called with no arguments, got {fn!r}: {wrong}"
+                f"an intervention is called with no arguments, got {shown(fn)}: {wrong}"
             )
         heapq.heappush(self._interventions, (instant, next(self._sequence), fn))
 

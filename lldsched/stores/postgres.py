@@ -83,6 +83,7 @@ from types import TracebackType
 from typing import NoReturn
 
 from lldsched.checks import seconds, whole_or_none
+from lldsched.coordination import lease_seconds, poll_seconds
 from lldsched.core.storewrites import StoreWrites
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
@@ -136,7 +137,9 @@ class PostgresTaskStore(
     ``dsn`` is a libpq connection string or URI; the schema is created in it on first
     use (an empty database, or one that holds this schema).  ``lease``: seconds a
     claim lasts unless renewed; ``poll``: the longest the runtime waits before it
-    claims and reads changes again.  ``retention`` bounds the records kept per task;
+    claims and reads changes again (at least
+    :data:`~lldsched.coordination.SHORTEST_LEASE` and
+    :data:`~lldsched.coordination.SHORTEST_POLL`).  ``retention`` bounds the records kept per task;
     ``timeout`` bounds each call to the server: connecting, and every round trip,
     whatever the network does (docs/CLUSTER.md, "Network partitions").  Errors name the
     dsn with its password replaced by ``***``.  Use it as a context manager, or call :meth:`close`.
@@ -151,8 +154,8 @@ class PostgresTaskStore(
         retention: int | None = 1000,
         timeout: float | timedelta = 10.0,
     ) -> None:
-        self.lease = seconds(lease, name="lease", above=0)
-        self.poll = seconds(poll, name="poll", above=0)
+        self.lease = lease_seconds(lease)
+        self.poll = poll_seconds(poll)
         self.retention = whole_or_none(retention, name="retention", at_least=1)
         timeout = seconds(timeout, name="timeout", above=0)
         check_dsn(dsn)

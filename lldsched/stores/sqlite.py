@@ -95,6 +95,7 @@ from types import TracebackType
 from typing import NoReturn
 
 from lldsched.checks import flag, seconds, whole_or_none
+from lldsched.coordination import lease_seconds, poll_seconds
 from lldsched.errors import ValidationError, shown
 from lldsched.logs import STORE
 from lldsched.persistence import Task
@@ -193,10 +194,12 @@ class SqliteTaskStore(
 
     ``shared=True`` lets several schedulers (processes of one host) share the file
     as a :class:`~lldsched.coordination.CoordinatedStore`: ``lease`` is how long a
-    claim lasts unless renewed (seconds, default 30), ``poll`` the longest a
+    claim lasts unless renewed (seconds, default 30, at least
+    :data:`~lldsched.coordination.SHORTEST_LEASE`), ``poll`` the longest a
     scheduler goes without claiming and reading the others' changes (seconds,
-    default 1).  Either given without ``shared=True`` raises ``ValidationError``: an
-    unshared store would ignore it.  See docs/CLUSTER.md.
+    default 1, at least :data:`~lldsched.coordination.SHORTEST_POLL`).  Either given
+    without ``shared=True`` raises ``ValidationError``: an unshared store would ignore
+    it.  See docs/CLUSTER.md.
     """
 
     def __init__(
@@ -225,8 +228,8 @@ class SqliteTaskStore(
             )
         flag(shared, name="shared")
         timeout = float(seconds(timeout, name="timeout", at_least=0))
-        held = float(seconds(30.0 if lease is None else lease, name="lease", above=0))
-        every = float(seconds(1.0 if poll is None else poll, name="poll", above=0))
+        held = float(lease_seconds(30.0 if lease is None else lease))
+        every = float(poll_seconds(1.0 if poll is None else poll))
         if not shared:  # an unshared store holds no lease and polls nothing: not ignored
             for name, given in (("lease", lease), ("poll", poll)):
                 if given is not None:

@@ -432,5 +432,7 @@ def _coordinated(store: TaskStore | None) -> CoordinatedStore | None:
     if store is None or not is_shared(store):
         return None
     if not isinstance(store, CoordinatedStore):
-        raise ValidationError(f"{store!r} says shared=True but lacks the CoordinatedStore methods")
+        raise ValidationError(
+            f"{shown(store)} says shared=True but lacks the CoordinatedStore methods"
+        )
     return store

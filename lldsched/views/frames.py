@@ -75,7 +75,6 @@ pandas and numpy are imported here, in :mod:`lldsched.views.tables` and in
 
 from __future__ import annotations
 
-import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -158,7 +157,7 @@ def records_of(source: object) -> tuple[list[ExecutionRecord], dict[str, int]]:
     records = list(source)
     for record in records[:1]:
         if not isinstance(record, ExecutionRecord):
-            raise ValidationError(f"to_frame() expects ExecutionRecord items, got {record!r}")
+            raise ValidationError(f"to_frame() expects ExecutionRecord items, got {shown(record)}")
     return records, {}
 
 
@@ -182,7 +181,7 @@ def _check_runtime(source: object, view: str, read: str) -> None:
     (``None`` or a list of records raised ``AttributeError``: they keep no tasks)."""
     if not callable(getattr(source, read, None)):
         raise ValidationError(
-            f"{view}() takes a runtime (a Scheduler or a Simulation), got {reprlib.repr(source)}"
+            f"{view}() takes a runtime (a Scheduler or a Simulation), got {shown(source)}"
         )
 
 

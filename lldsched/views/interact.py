@@ -70,7 +70,7 @@ from io import StringIO
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, shown
 from lldsched.views.widgetkit import (
     OnKernelThread,
     bundle,
@@ -205,7 +205,7 @@ def _controls(
     """The control of each parameter that has one, made as ipywidgets.interact makes it."""
     widgets = require_ipywidgets()
     if not callable(function):
-        raise ValidationError(f"interact needs a function, not {function!r}")
+        raise ValidationError(f"interact needs a function, not {shown(function)}")
     parameters = inspect.signature(function).parameters
     name = getattr(function, "__name__", repr(function))
     unknown = [key for key in given if key not in parameters]

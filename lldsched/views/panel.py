@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import reprlib
 import threading
 import traceback
 from collections.abc import Callable, Iterable
@@ -45,7 +44,7 @@ from zoneinfo import ZoneInfo
 
 from lldsched import checks
 from lldsched.core.task import ScheduledTask
-from lldsched.errors import LldschedError, TaskNotFoundError, ValidationError
+from lldsched.errors import LldschedError, TaskNotFoundError, ValidationError, shown
 from lldsched.model import TaskEvent, TaskStatus
 from lldsched.printable import one_line
 from lldsched.runtime import Runtime, Stepped
@@ -265,14 +264,11 @@ class ControlPanel:
     ) -> None:
         if not isinstance(source, Runtime):  # None raised AttributeError ('tasks')
             raise ValidationError(
-                "ControlPanel takes a runtime (a Scheduler or a Simulation), got "
-                f"{reprlib.repr(source)}"
+                f"ControlPanel takes a runtime (a Scheduler or a Simulation), got {shown(source)}"
             )
         if loop != "auto" and loop is not None and not hasattr(loop, "call_soon_threadsafe"):
             # found here, not as an AttributeError in the listener at the first event
-            raise ValidationError(
-                f'loop must be "auto", None or an event loop, got {reprlib.repr(loop)}'
-            )
+            raise ValidationError(f'loop must be "auto", None or an event loop, got {shown(loop)}')
         if max_rows is not None:
             checks.whole(max_rows, name="max_rows", at_least=1)
         checks.flag(live, name="ControlPanel live")  # live=None made a panel that never listened
@@ -380,7 +376,9 @@ class ControlPanel:
         if task_ids is not None and (
             isinstance(task_ids, str | bytes) or not isinstance(task_ids, Iterable)
         ):  # a text was read as ids of one character, an int raised TypeError
-            raise ValidationError(f"task_ids must be task ids (a list) or None, got {task_ids!r}")
+            raise ValidationError(
+                f"task_ids must be task ids (a list) or None, got {shown(task_ids)}"
+            )
         with self._render:
             if self._closed:
                 return

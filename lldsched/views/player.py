@@ -21,14 +21,13 @@ as they are asked.
 from __future__ import annotations
 
 import contextlib
-import reprlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from lldsched import checks
 from lldsched.clock import EARLIEST, LATEST, within_datetimes
-from lldsched.errors import LldschedError, ValidationError
+from lldsched.errors import LldschedError, ValidationError, shown
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Stepped
 from lldsched.schedules.cron.zone import zone_info
@@ -113,7 +112,7 @@ class SimulationPlayer:
         if not isinstance(sim, Stepped):  # None raised AttributeError; a Scheduler, at step
             raise ValidationError(
                 "SimulationPlayer steps a simulation (a runtime with step(), run() and "
-                f"run_for()), got {reprlib.repr(sim)}"
+                f"run_for()), got {shown(sim)}"
             )
         checks.flag(chart, name="SimulationPlayer chart")  # chart="no" drew a chart
         self.max_typed = checks.seconds(max_typed, name="SimulationPlayer max_typed", above=0)

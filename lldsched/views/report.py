@@ -173,11 +173,14 @@ def percentile(values: Sequence[float], q: float) -> float | None:
         raise ValidationError(f"percentile values must be a list of numbers, got {shown(values)}")
     try:
         ordered = sorted(values)
+        # sorted() leaves a NaN where it stood: no order.  In the try: values that sort
+        # and are no numbers (["a"], [None] alone, [1j]) raised TypeError from isnan.
+        unordered = any(map(math.isnan, ordered))
     except TypeError as exc:  # [1.0, None]: not numbers that compare
         raise ValidationError(
             f"percentile values must be numbers that compare, got {shown(values)}: {exc}"
         ) from None
-    if any(map(math.isnan, ordered)):  # sorted() leaves a NaN where it stood: no order
+    if unordered:
         raise ValidationError(
             f"percentile values must not hold a NaN (it has no place in an order), "
             f"got {shown(values)}"
