@@ -18,6 +18,8 @@ the file, its locks and the other connections are real.
 
 from __future__ import annotations
 
+import json
+import logging
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from typing import Any
 import pytest
 
 from lldsched import StoreError, TaskStatus
+from lldsched.stores import codec
 from lldsched.stores.sqlite import SqliteTaskStore
 from lldsched.stores.sqlite_gate import WriteGate
 from tests.test_store_sqlite import record, snapshot, task
@@ -178,3 +181,81 @@ def test_a_call_after_a_transaction_left_open_is_refused_not_lost(
         assert stored(path, "b") and writable(path)
     with SqliteTaskStore(path, shared=shared) as again:
         assert [r.attempt for r in again.records("a")] == []  # the interrupted one undone
+
+
+def moved_job() -> None:
+    """A job renamed in a release that keeps its old name, :data:`old_job`, as an alias."""
+
+
+old_job = moved_job  # the old name, kept for one release
+
+
+def _stored_action(path: Path, task_id: str) -> str:
+    """The callable ``task_id``'s row names, read by a connection of its own."""
+    other = sqlite3.connect(path)
+    try:
+        (definition,) = other.execute(
+            "SELECT definition FROM tasks WHERE id = ?", (task_id,)
+        ).fetchone()
+    finally:
+        other.close()
+    action: str = json.loads(definition)["action"]
+    return action
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+@pytest.mark.parametrize("failing", [2, 4], ids=["rolled-back-first", "still-open"])
+def test_load_alls_rewrite_of_a_renamed_callable_rolls_back_what_is_left_open_first(
+    tmp_path: Path,
+    interrupting: type[Interrupting],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    shared: bool,
+    failing: int,
+) -> None:
+    """Between ``load_all``'s read and its rewrite of a definition naming its callable
+    by an alias, another call's write is interrupted and its ROLLBACK fails (twice, as
+    that call ends: the transaction is left open).  The rewrite, as every call, rolls
+    it back first (then stores the callable's own path, the file's write lock let go),
+    or, the ROLLBACK failing again, is refused and said (a WARNING; the row keeps the
+    alias, which still imports).  Before, the rewrite skipped that step: it ran as a
+    savepoint of the transaction left open, said nothing, and was rolled back with it;
+    the write lock stayed held past ``load_all``."""
+    path = tmp_path / "store.db"
+    module = moved_job.__module__
+    with SqliteTaskStore(path, shared=shared) as store:
+        store.save(snapshot(task(action=moved_job, id="a")))
+    other = sqlite3.connect(path)
+    with other:
+        other.execute(
+            "UPDATE tasks SET definition = replace(definition, ?, ?) WHERE id = 'a'",
+            (f'"{module}:moved_job"', f'"{module}:old_job"'),
+        )
+    other.close()
+    assert _stored_action(path, "a") == f"{module}:old_job"
+    with SqliteTaskStore(path, shared=shared) as store:
+        rename = codec.renamed
+
+        def interrupted_first(*args: Any, **kwargs: Any) -> Any:
+            interrupting.armed = True
+            interrupting.rollbacks_failing = failing
+            with pytest.raises(KeyboardInterrupt):
+                store.save(snapshot(task(id="b")), record("b", 0))
+            assert not writable(path)  # its transaction left open
+            return rename(*args, **kwargs)
+
+        monkeypatch.setattr("lldsched.stores.sqlite_reads.renamed", interrupted_first)
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            loaded = store.load_all()
+        assert [s.task.id for s in loaded] == ["a"] and loaded[0].task.action is moved_job
+        refused = [m for m in caplog.messages if "cannot store the moved callables" in m]
+        if failing == 2:
+            assert refused == []
+            assert writable(path) and _stored_action(path, "a") == f"{module}:moved_job"
+        else:
+            (said,) = refused
+            assert "could not be rolled back" in said
+            assert _stored_action(path, "a") == f"{module}:old_job"  # the alias still imports
+            assert store.get("a") is not None  # its ROLLBACK got through first
+            assert writable(path)
+        assert not stored(path, "b")  # the interrupted write undone

@@ -284,26 +284,24 @@ class OverlappingRuns(CoreParts):
         """A run finished while others of its task are still in flight: it leaves its
         record and nothing else changes (the last run out moves the task on).  A failed
         one is not retried beside them: its slot is given up.  A successful one counts in
-        the windows of the task's schedule (:func:`~lldsched.schedules.decorators.ended_by`:
-        its schedule is not asked about it, the pending slot is queued already); at a
-        window's ``max_runs``-th nothing more starts (the pending slot is dropped) and a
-        plan that ends the task follows the runs still in flight: the last out ends it.
+        the windows of the task's schedule (:meth:`_counted_in_flight`); at a window's
+        ``max_runs``-th nothing more starts (the pending slot is dropped) and a plan
+        that ends the task follows the runs still in flight: the last out ends it.
         A task cancelled or removed counts nothing here: it ends as the runs leave."""
         if not record.ok and record.misfire is None:
             record = record._replace(misfire=GIVEN_UP)
             stats.given_up += 1
         else:
             flight = task._flight
-            # Cancelled (or removed): the slot it had queued is dropped (its entry, by
-            # _cancel) and nothing follows its runs, so nothing is counted toward an end:
-            # a window's max_runs-th put a plan in front of a task already CANCELLED.
             if (
                 record.ok
                 and flight is not None
                 and flight.pending is not None
-                and task.status is not CANCELLED
+                and self._counted_in_flight(task, record)
             ):
-                self._count_alongside(task, flight, record)
+                flight.pending = None
+                self._queue.discard(task)  # nothing more starts
+                task._schedule = CatchUp(task._schedule, [], None)  # the last run out ends it
         self._keep(task, record)
         if task.status is CANCELLED and not self.holds(task):
             return self._removed_run(task, record)  # removed mid-run: it is forgotten
@@ -311,16 +309,16 @@ class OverlappingRuns(CoreParts):
             self._write_and_publish(task, task.status, record)
         return record
 
-    def _count_alongside(
-        self, task: ScheduledTask, flight: Flight, record: ExecutionRecord
-    ) -> None:
-        """Count the successful ``record`` of a run that ended beside others in the
-        windows of the task's schedule; at a window's ``max_runs``-th, drop the pending
-        slot and put a plan that ends the task in front of its schedule."""
-        if ended_by(task._schedule, record):
-            flight.pending = None
-            self._queue.discard(task)  # nothing more starts
-            task._schedule = CatchUp(task._schedule, [], None)  # the last run out ends it
+    @staticmethod
+    def _counted_in_flight(task: ScheduledTask, record: ExecutionRecord) -> bool:
+        """Count the successful ``record`` of an overlapping run whose schedule is not
+        asked about it (the slot after it was queued as it began) in the windows of the
+        task's schedule (:func:`~lldsched.schedules.decorators.ended_by`); True at a
+        window's ``max_runs``-th.  A run of a task cancelled or removed counts toward
+        nothing, as in :meth:`~lldsched.core.runs.RunTransitions._after`: nothing
+        follows it, and its id may be a new task's by now (docs/decisions/lifecycle.md,
+        "A run that ends after its task was cancelled counts toward nothing")."""
+        return task.status is not CANCELLED and ended_by(task._schedule, record)
 
     def _after_flight(
         self, task: ScheduledTask, flight: Flight, record: ExecutionRecord, stats: RunStats
@@ -328,9 +326,9 @@ class OverlappingRuns(CoreParts):
         """:meth:`_after` for the last run out of an overlapping task's flight: a run
         that ended well (or was cancelled) leaves the task due at the pending slot (a
         successful one counted in the schedule's windows first, as in
-        :meth:`_record_alongside`: the task ends at a window's ``max_runs``-th); a
-        failed one goes down the retry and given-up rules, the pending slot waiting
-        behind its retries.
+        :meth:`_record_alongside`: the task ends at a window's ``max_runs``-th; one of a
+        task cancelled or removed counts toward nothing); a failed one goes down the
+        retry and given-up rules, the pending slot waiting behind its retries.
 
         A task due at the pending slot keeps that slot's entry, queued as the run
         began, while it is live: :meth:`finish` leaves it where it is (``Flight.queued``
@@ -341,7 +339,7 @@ class OverlappingRuns(CoreParts):
         queued, flight.queued = flight.queued, 0
         cancelled = record.misfire is OVERLAP_CANCELLED
         decided: tuple[TaskStatus, float | None, ExecutionRecord, Skipped]
-        if pending is not None and record.ok and ended_by(task._schedule, record):
+        if pending is not None and record.ok and self._counted_in_flight(task, record):
             decided = SUCCEEDED, None, record, ()  # a window's max_runs-th run
             self._queue.discard(task)
         elif pending is not None and (record.ok or cancelled):

@@ -259,7 +259,9 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         The one home of the rule for a slot whose attempts ran out: a task whose
         schedule has a next slot gives this one up and goes on to the slot the
         schedule answers, as after a success (FAILED only after
-        ``retry.fail_after_given_up`` slots in a row); a one-off task is FAILED.
+        ``retry.fail_after_given_up`` slots in a row); a one-off task is FAILED.  A
+        successful run of a task cancelled or removed while it ran is not shown to the
+        schedule (a Window would count it): CANCELLED, nothing follows.
         """
         original = record  # as the run left it
         ok = record.ok  # a NamedTuple field: read once (each read is a generic lookup on 3.11)
@@ -275,6 +277,12 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
             except Exception as exc:  # a policy of one's own that fails: as a schedule's
                 return self._fails_loudly(task, original, exc, policy=retry)
             record = record._replace(misfire=GIVEN_UP)  # if the schedule has a next slot
+        elif task.status is CANCELLED:
+            # Cancelled or removed while it ran: nothing follows a successful run, so its
+            # schedule is not asked, and a Window counts it toward nothing (it counted
+            # under an id a task registered since may hold: docs/decisions/lifecycle.md,
+            # "A run that ends after its task was cancelled counts toward nothing").
+            return CANCELLED, None, record, ()
         schedule = task._schedule
         due: float | None
         skipped: Skipped

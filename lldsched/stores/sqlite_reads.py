@@ -10,15 +10,15 @@ opens the file and holds its writes.  ``load_all`` reads every row before it rai
 naming each task that cannot be loaded, nothing written; a shared store's scheduler
 asks for such a task to be left out instead, to the processes that can load it), then
 stores again under the callable's own path a definition that named it by an alias
-(:func:`~lldsched.stores.codec.renamed`).  Each read goes through the store's
-``_using``, where SQLite's own errors become a ``StoreError``.
+(:func:`~lldsched.stores.codec.renamed`).  Each read, and that rewrite, goes through
+the store's ``_using``, where SQLite's own errors become a ``StoreError``.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 
+from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot, finished
@@ -64,12 +64,18 @@ class SqliteReads(SqliteParts):
         with self._lock:
             if moved:  # each row only if no one rewrote it since (a shared store's other writers)
                 try:
-                    with immediate(self._open(), self._gate) as connection:
+                    # Through _using, as every call: a transaction another call left open
+                    # is rolled back first, or the rewrite refused.  Before, it ran as a
+                    # savepoint of that transaction, rolled back with it, unsaid.
+                    with (
+                        self._using("store the moved callables") as connection,
+                        immediate(connection, self._gate),
+                    ):
                         connection.executemany(
                             "UPDATE tasks SET definition = ? WHERE id = ? AND definition = ?",
                             moved,
                         )
-                except sqlite3.Error as exc:  # the rows keep the alias, which still imports
+                except StoreError as exc:  # the rows keep the alias, which still imports
                     log.warning("cannot store the moved callables in %r: %s", self.path, exc)
             self._defined.update(
                 (snapshot.task.id, snapshot.task)
