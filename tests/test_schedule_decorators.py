@@ -599,3 +599,21 @@ def test_a_new_window_counts_the_runs_the_task_had_as_a_restart_does(
         assert task.status is TaskStatus.SUCCEEDED
     finally:
         driven.close()
+
+
+def test_a_new_window_given_while_a_run_is_in_flight_counts_the_runs_as_a_restart_does() -> None:
+    """The new window stands behind the plan that lets the run in flight end first: it
+    is told the finished run there, and counts the one in flight as it ends (6 runs in
+    all when the count went to the plan; a restart between gives 5)."""
+    sim = Simulation(workers=1, start=T0)
+    task = sim.schedule(
+        "trial", Window(FixedRate(60), max_runs=3), id="trial", duration=30, action=jobs.noop
+    )
+    sim.run(T0 + 70)  # its second run is in flight, to T0 + 90
+    assert task.status is TaskStatus.RUNNING
+    wider = Window(FixedRate(60), max_runs=5)
+    sim.reschedule("trial", wider)
+    assert wider.runs_counted("trial") == 1
+    sim.run(T0 + HOUR)
+    assert len([record for record in task.history if record.ok]) == 5
+    assert task.status is TaskStatus.SUCCEEDED

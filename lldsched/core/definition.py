@@ -425,7 +425,7 @@ class DefinitionVerbs(CoreParts):
                 raise
         if anew:
             self._owed_no_more(task)
-            restore_runs(task._schedule, task.id, task.run_count - task.failure_count)
+            restore_runs(task.schedule, task.id, task.run_count - task.failure_count)
 
     def _announce(self, task: ScheduledTask, now: float) -> None:
         """Tell the listeners that ``task`` changed without changing status."""
