@@ -219,6 +219,39 @@ def test_a_run_all_plan_runs_its_catch_up_runs_then_the_new_schedule(tmp_path: P
     assert _slots(records) == [0, 1, 4, 5, 7.5, 9.5]
 
 
+@pytest.mark.parametrize("verb", [_replace, _reschedule], ids=["replace", "reschedule"])
+@pytest.mark.parametrize("started", [False, True], ids=["before-start", "after-start"])
+def test_a_scheduler_runs_a_run_all_plans_catch_up_runs_then_the_new_schedule(
+    tmp_path: Path, verb: Verb, started: bool
+) -> None:
+    # The threaded runtime decides the downtime again at start(): registered before it,
+    # the plan's second run (5h) was dropped there, with no record, the new schedule's
+    # grid asked for the slots after the first.
+    path = tmp_path / "tasks.db"
+    run_all = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2)
+    store = SqliteTaskStore(path)
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+    with store, Stepper(scheduler) as steps:
+        _register(scheduler, OLD, misfire=run_all)
+        steps.advance(1.5 * HOUR)
+    store = SqliteTaskStore(path)
+    scheduler = Scheduler(workers=1, clock=FakeClock(BACK), store=store)
+    with store, contextlib.ExitStack() as stack:
+        if started:
+            steps = stack.enter_context(Stepper(scheduler))
+        if verb is _reschedule:
+            _register(scheduler, OLD, misfire=run_all, replace_existing=True)
+            verb(scheduler)
+        else:
+            _register(scheduler, NEW, misfire=run_all, replace_existing=True)
+        if not started:
+            steps = stack.enter_context(Stepper(scheduler))
+        steps.advance(4.5 * HOUR)
+        records = store.records("job")
+    assert _slots(records, Outcome.MISSED) == [2, 3]
+    assert _slots(records) == [0, 1, 4, 5, 7.5, 9.5]
+
+
 def test_a_downtime_past_the_misfire_cap_runs_the_one_catch_up_then_the_new_schedule(
     tmp_path: Path,
 ) -> None:
