@@ -99,7 +99,9 @@ class DefinitionVerbs(CoreParts):
         retry: RetryPolicy | Unchanged | None = UNCHANGED,
         timeout: float | timedelta | Unchanged | None = UNCHANGED,
     ) -> ScheduledTask:
-        """Change how the task runs; what is not given stays as it is.
+        """Change how the task runs; what is not given stays as it is.  Each value is
+        read as at registration: ``retry=None`` is the default ``RetryPolicy()`` (not
+        "no retries": ``RetryPolicy(max_attempts=1)``), ``timeout=None`` no timeout.
 
         The new values govern everything decided after the call: a queued entry
         takes the new priority at once, the run in flight is judged at its finish
