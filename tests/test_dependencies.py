@@ -890,6 +890,62 @@ def test_a_retired_upstream_counts_as_it_ended(kind: str) -> None:
             assert runtime.shutdown(timeout=5.0)
 
 
+def register_init_then_sync(driven: Driven) -> ScheduledTask:
+    """A service's registration code, run at every start: by id, replace_existing=True."""
+    driven.add("init", OneTime(delay=10), id="init", replace_existing=True)
+    return driven.add(
+        "sync", FixedRate(60, start_delay=30), id="sync", depends_on=["init"],
+        replace_existing=True,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_dependent_registered_again_may_name_the_upstream_that_retired(kind: str) -> None:
+    # "Initialise once, then sync every minute", registered again once init ran and
+    # retired (retain_finished=0): the identical definition was refused, "depends_on
+    # names ids that are not registered: ['init']", though sync still named it and an
+    # identical definition changes nothing.  A new task still cannot name it.
+    driven = Driven(kind, retain_finished=0)
+    try:
+        sync = register_init_then_sync(driven)
+        driven.run_until(T0 + 100)
+        assert [task.id for task in driven.runtime.tasks()] == ["sync"]  # init retired
+        assert register_init_then_sync(driven) is sync
+        with pytest.raises(ValidationError, match=r"not registered: \['init'\]"):
+            driven.add("other", FixedRate(60), id="other", depends_on=["init"])
+        driven.run_until(T0 + 300)
+        assert [r.slot - T0 for r in runs(driven, sync)] == [30.0, 90.0, 150.0, 210.0, 270.0]
+        assert sync.status is SCHEDULED and waits(sync) == []
+    finally:
+        driven.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_service_that_registers_its_pipeline_at_every_start_starts_again(
+    kind: str, tmp_path: Path
+) -> None:
+    # The same registration code at the next start, on a SQLite store: init, restored
+    # SUCCEEDED, retires again as it is registered (retain_finished=0), and sync named it.
+    options: dict[str, Any] = {"retain_finished": 0}
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        first = Driven(kind, store=store, **options)
+        register_init_then_sync(first)
+        first.run_until(T0 + 100)
+        first.close()
+        second = Driven(kind, store=store, **options)
+        try:
+            second.clock.set(T0 + 100)
+            sync = register_init_then_sync(second)
+            second.run_until(T0 + 300)
+            assert [r.slot - T0 for r in store.records("sync") if r.outcome.ran] == [
+                30.0, 90.0, 150.0, 210.0, 270.0,
+            ]  # fmt: skip
+            assert [r.slot - T0 for r in store.records("init")] == [10.0]  # never again
+            assert sync.status is SCHEDULED
+        finally:
+            second.close()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_an_id_registered_anew_once_its_cancelled_upstream_was_let_go_is_waited_for(
     kind: str,

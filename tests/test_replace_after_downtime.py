@@ -10,7 +10,7 @@ store of its own or a shared one, and for ``reschedule`` as for a replacement.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -36,7 +36,7 @@ OLD = FixedRate(HOUR)  # due at T0, T0+1h, ...
 NEW = FixedRate(2 * HOUR, start_delay=2 * HOUR)  # a new schedule, first run 2h on
 BACK = T0 + 5.5 * HOUR  # down from T0+1h30 to T0+5h30: slots 2h, 3h, 4h, 5h passed
 
-Verb = Callable[[Scheduler | Simulation], object]
+Verb = Callable[..., object]
 
 
 def _register(runtime: Scheduler | Simulation, schedule: FixedRate, **options: object) -> None:
@@ -47,12 +47,13 @@ def _register(runtime: Scheduler | Simulation, schedule: FixedRate, **options: o
         runtime.schedule("job", jobs.noop, schedule, id="job", **options)  # type: ignore[arg-type]
 
 
-def _replace(runtime: Scheduler | Simulation) -> object:
-    _register(runtime, NEW, replace_existing=True)
+def _replace(runtime: Scheduler | Simulation, **options: object) -> object:
+    _register(runtime, NEW, replace_existing=True, **options)
     return None
 
 
-def _reschedule(runtime: Scheduler | Simulation) -> object:
+def _reschedule(runtime: Scheduler | Simulation, **options: object) -> object:
+    _register(runtime, OLD, replace_existing=True, **options)  # the service's registration
     return runtime.reschedule("job", NEW)
 
 
@@ -65,12 +66,39 @@ def _slots(records: list[ExecutionRecord], outcome: Outcome | None = None) -> li
     ]
 
 
-def _before_the_downtime(path: Path, *, shared: bool = False) -> None:
+def _before_the_downtime(path: Path, *, shared: bool = False, **options: object) -> None:
     store = SqliteTaskStore(path, shared=shared)
     scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
     with store, Stepper(scheduler) as steps:
-        scheduler.schedule("job", jobs.noop, OLD, id="job", replace_existing=True)
+        _register(scheduler, OLD, replace_existing=True, **options)
         steps.advance(1.5 * HOUR)  # runs at T0 and T0+1h
+
+
+def _restarted_on_threads(
+    path: Path,
+    verb: Verb,
+    *,
+    started: bool,
+    due: float,
+    listeners: Sequence[Callable[[TaskEvent], None]] = (),
+    **options: object,
+) -> list[ExecutionRecord]:
+    """The records once a ``Scheduler`` restarted at ``BACK`` on the store, the job given
+    ``NEW`` by ``verb`` before its ``start()`` (the job still ``due`` then, as decided at
+    its construction) or after it, ran 4.5 h."""
+    store = SqliteTaskStore(path)
+    scheduler = Scheduler(workers=1, clock=FakeClock(BACK), store=store, listeners=listeners)
+    with store, contextlib.ExitStack() as stack:
+        if started:
+            steps = stack.enter_context(Stepper(scheduler))
+        verb(scheduler, **options)
+        if not started:
+            assert scheduler.task("job").next_run_at == due  # still due
+            steps = stack.enter_context(Stepper(scheduler))
+        steps.advance(4.5 * HOUR)
+        records = scheduler.records()
+        assert store.records("job") == records  # the store holds the same
+    return records
 
 
 def _assert_the_decision_stood(records: list[ExecutionRecord]) -> None:
@@ -92,21 +120,10 @@ def test_a_scheduler_restored_after_a_downtime_runs_the_catch_up_then_the_new_sc
     path = tmp_path / "tasks.db"
     _before_the_downtime(path)
     heard: list[TaskEvent] = []
-    store = SqliteTaskStore(path)
-    scheduler = Scheduler(workers=1, clock=FakeClock(BACK), store=store, listeners=[heard.append])
-    with store, contextlib.ExitStack() as stack:
-        if started:
-            steps = stack.enter_context(Stepper(scheduler))
-        if verb is _reschedule:
-            _register(scheduler, OLD, replace_existing=True)
-        verb(scheduler)
-        if not started:
-            assert scheduler.task("job").next_run_at == T0 + 5 * HOUR  # still due
-            steps = stack.enter_context(Stepper(scheduler))
-        steps.advance(4.5 * HOUR)
-        records = scheduler.records()
-        _assert_the_decision_stood(records)
-        assert store.records("job") == records  # the store holds the same
+    records = _restarted_on_threads(
+        path, verb, started=started, due=T0 + 5 * HOUR, listeners=[heard.append]
+    )
+    _assert_the_decision_stood(records)
     decided = [e.record.slot for e in heard if e.record is not None and not e.record.outcome.ran]
     assert [(slot - T0) / HOUR for slot in decided] == [2, 3, 4]  # the listeners heard them
 
@@ -120,8 +137,6 @@ def test_a_simulation_restored_after_a_downtime_runs_the_catch_up_then_the_new_s
     store = SqliteTaskStore(path)
     with store:
         sim = Simulation(workers=1, start=BACK, store=store)
-        if verb is _reschedule:
-            _register(sim, OLD, replace_existing=True)
         verb(sim)
         sim.run(BACK + 4.5 * HOUR)
         records = store.records("job")  # the restored history, then the simulation's
@@ -215,6 +230,22 @@ def test_a_run_all_plan_runs_its_catch_up_runs_then_the_new_schedule(tmp_path: P
         _register(scheduler, OLD, misfire=run_all)
         steps.advance(1.5 * HOUR)
     records = _restored_records(path, BACK, BACK + 4.5 * HOUR, NEW, misfire=run_all)
+    assert _slots(records, Outcome.MISSED) == [2, 3]
+    assert _slots(records) == [0, 1, 4, 5, 7.5, 9.5]
+
+
+@pytest.mark.parametrize("verb", [_replace, _reschedule], ids=["replace", "reschedule"])
+@pytest.mark.parametrize("started", [False, True], ids=["before-start", "after-start"])
+def test_a_scheduler_runs_a_run_all_plans_catch_up_runs_then_the_new_schedule(
+    tmp_path: Path, verb: Verb, started: bool
+) -> None:
+    # The threaded runtime decides the downtime again at start(): registered before it,
+    # the plan's second run (5h) was dropped there, with no record, the new schedule's
+    # grid asked for the slots after the first.
+    path = tmp_path / "tasks.db"
+    run_all = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2)
+    _before_the_downtime(path, misfire=run_all)
+    records = _restarted_on_threads(path, verb, started=started, due=T0 + 4 * HOUR, misfire=run_all)
     assert _slots(records, Outcome.MISSED) == [2, 3]
     assert _slots(records) == [0, 1, 4, 5, 7.5, 9.5]
 

@@ -573,3 +573,47 @@ def test_a_window_serving_many_tasks_keeps_no_count_of_those_that_left(kind: str
         assert again.status is TaskStatus.SUCCEEDED
     finally:
         driven.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("verb", ["reschedule", "replace_existing"])
+def test_a_new_window_counts_the_runs_the_task_had_as_a_restart_does(
+    kind: str, verb: str, tmp_path: Path
+) -> None:
+    """Two runs of ``max_runs=3``, then the task given ``Window(..., max_runs=5)``: a
+    restart restores the count (runs minus failures, 2) into the new window, so the task
+    runs 5 times in all; without one, the new window counted from none and the task ran
+    7 times (2 + 5), the same calls giving two answers."""
+    driven = Driven(kind)
+    try:
+        task = driven.add("trial", Window(FixedRate(60), max_runs=3), id="trial")
+        driven.run_until(T0 + 90)  # its runs at T0 and T0 + 60
+        wider = Window(FixedRate(60), max_runs=5)
+        if verb == "reschedule":
+            driven.runtime.reschedule("trial", wider)
+        else:
+            driven.add("trial", wider, id="trial", replace_existing=True)
+        assert wider.runs_counted("trial") == 2
+        driven.run_until(T0 + HOUR)
+        assert len([record for record in task.history if record.ok]) == 5
+        assert task.status is TaskStatus.SUCCEEDED
+    finally:
+        driven.close()
+
+
+def test_a_new_window_given_while_a_run_is_in_flight_counts_the_runs_as_a_restart_does() -> None:
+    """The new window stands behind the plan that lets the run in flight end first: it
+    is told the finished run there, and counts the one in flight as it ends (6 runs in
+    all when the count went to the plan; a restart between gives 5)."""
+    sim = Simulation(workers=1, start=T0)
+    task = sim.schedule(
+        "trial", Window(FixedRate(60), max_runs=3), id="trial", duration=30, action=jobs.noop
+    )
+    sim.run(T0 + 70)  # its second run is in flight, to T0 + 90
+    assert task.status is TaskStatus.RUNNING
+    wider = Window(FixedRate(60), max_runs=5)
+    sim.reschedule("trial", wider)
+    assert wider.runs_counted("trial") == 1
+    sim.run(T0 + HOUR)
+    assert len([record for record in task.history if record.ok]) == 5
+    assert task.status is TaskStatus.SUCCEEDED

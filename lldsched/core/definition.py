@@ -46,6 +46,7 @@ from lldsched.policies import RetryPolicy
 from lldsched.printable import name_after
 from lldsched.schedules.base import Schedule, checked_answer
 from lldsched.schedules.catchup import FIRST_RUN, CatchUp, slot_first, unwrap
+from lldsched.schedules.decorators import restore_runs
 
 __all__ = ["DefinitionVerbs"]
 
@@ -98,7 +99,9 @@ class DefinitionVerbs(CoreParts):
         retry: RetryPolicy | Unchanged | None = UNCHANGED,
         timeout: float | timedelta | Unchanged | None = UNCHANGED,
     ) -> ScheduledTask:
-        """Change how the task runs; what is not given stays as it is.
+        """Change how the task runs; what is not given stays as it is.  Each value is
+        read as at registration: ``retry=None`` is the default ``RetryPolicy()`` (not
+        "no retries": ``RetryPolicy(max_attempts=1)``), ``timeout=None`` no timeout.
 
         The new values govern everything decided after the call: a queued entry
         takes the new priority at once, the run in flight is judged at its finish
@@ -412,19 +415,19 @@ class DefinitionVerbs(CoreParts):
         back and the call raises, as a registration does.  ``anew``: a new schedule was
         put in place, as if the task were registered now, so an attempt a restart found
         in flight is owed no more (once the store took it); else the row goes on saying
-        it is owed while it is (``_as_owed``)."""
-        if self._store is None:
-            if anew:
-                self._owed_no_more(task)
-            return
-        try:
-            self._store.save(self._snapshot(task) if anew else self._as_owed(task))
-        except BaseException as exc:
-            saved.restore(task)
-            refused(self._writes, exc, task.id, self._snapshot(task))
-            raise
+        it is owed while it is (``_as_owed``).  A ``Window`` in the new schedule is told
+        the task's successful runs, as a restart tells it (:func:`restore_runs`): its
+        ``max_runs`` counts every run of the task, not those since the change."""
+        if self._store is not None:
+            try:
+                self._store.save(self._snapshot(task) if anew else self._as_owed(task))
+            except BaseException as exc:
+                saved.restore(task)
+                refused(self._writes, exc, task.id, self._snapshot(task))
+                raise
         if anew:
             self._owed_no_more(task)
+            restore_runs(task.schedule, task.id, task.run_count - task.failure_count)
 
     def _announce(self, task: ScheduledTask, now: float) -> None:
         """Tell the listeners that ``task`` changed without changing status."""

@@ -256,6 +256,14 @@ class Dependencies:
         retired it; one that retired CANCELLED had failed its dependents already."""
         self._retired[task_id] = SUCCEEDED
 
+    def retired_named(self, task_id: str | None) -> list[str]:
+        """The upstreams that retired which registered task ``task_id`` names (how they
+        ended kept here): what a new definition of it may name again."""
+        task = None if task_id is None else self._tasks.get(task_id)
+        if task is None:
+            return []
+        return [upstream for upstream in task.depends_on if upstream in self._retired]
+
     def named(self, task_id: str) -> bool:
         """True when registered tasks depend on ``task_id``."""
         return bool(self._dependents.get(task_id))

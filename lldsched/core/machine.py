@@ -375,7 +375,8 @@ class SchedulerCore(
             check_name(name)  # no line break, escape sequence or bidi override
         upstreams = options.depends_on
         if upstreams:
-            check_graph(name, task_id, upstreams, self.tasks)
+            retired = () if self._deps is None else self._deps.retired_named(task_id)
+            check_graph(name, task_id, upstreams, self.tasks, retired)
         if task_id is not None or replace_existing:  # off the common path
             replaced = self._replaced(
                 task_id,

@@ -115,6 +115,13 @@ def _decided_for(
     due = task.next_run_at
     if due is None:
         return None
+    if type(task._schedule) is CatchUp and task._schedule.afresh:
+        # A new schedule waits for the work owed before it (DefinitionVerbs._start_afresh):
+        # a decision taken already, whose runs are owed as a retry is, and a schedule that
+        # has not begun, so no slot of it passed.  Decided again (on the new schedule's
+        # grid), a RUN_ALL plan's runs after the first were dropped unrecorded: a service
+        # registering a changed schedule before start() lost them.
+        return None
     first = first_decided(task, owed=owed)
     if first is None:  # the owed attempt was its schedule's last slot
         return None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import timedelta
 from typing import Any, TypedDict, TypeVar, cast
 
@@ -297,10 +297,15 @@ def check_graph(
     task_id: str | None,
     depends_on: tuple[str, ...],
     tasks: Mapping[str, ScheduledTask],
+    retired: Collection[str] = (),
 ) -> None:
     """The upstreams of a task registered (or replaced) as ``task_id`` are registered
     tasks, and the edges make no cycle; :class:`ValidationError` naming the unknown ids
-    or the cycle's path (``a -> b -> a``) otherwise.
+    or the cycle's path (``a -> b -> a``) otherwise.  ``retired``: the upstreams that
+    retired which the registered task ``task_id`` names already (the graph keeps how
+    they ended): its new definition may name them again, as an identical one changes
+    nothing; a new task cannot (docs/decisions/dependencies.md, "A retired upstream
+    counts as it ended").
 
     ``task_id`` is None for a task whose id is not chosen yet: nothing registered
     can depend on it, so it closes no cycle.  A task that names its own id is the
@@ -311,7 +316,9 @@ def check_graph(
             f"task {name!r}: depends_on makes a cycle: {task_id} -> {task_id} "
             "(a task cannot wait for itself)"
         )
-    unknown = [upstream for upstream in depends_on if upstream not in tasks]
+    unknown = [
+        upstream for upstream in depends_on if upstream not in tasks and upstream not in retired
+    ]
     if unknown:
         raise ValidationError(
             f"task {name!r}: depends_on names ids that are not registered: {shown(unknown)} "
@@ -330,7 +337,10 @@ def check_graph(
         if current in seen:
             continue
         seen.add(current)
-        for upstream in reversed(tasks[current].depends_on):
+        found = tasks.get(current)
+        if found is None:  # a retired upstream names nothing: no edge leaves it
+            continue
+        for upstream in reversed(found.depends_on):
             if upstream == task_id:
                 cycle = " -> ".join((*path, task_id))
                 raise ValidationError(f"task {name!r}: depends_on makes a cycle: {cycle}")

@@ -112,7 +112,10 @@ def task_summary(
     its :class:`~lldsched.views.report.TaskSummary` documents the columns), as typed
     columns: counts ``int64``, times ``timedelta64[us]`` (``NaT`` for a task whose
     slots were all decided without a run).  ``schedules`` maps task id to schedule
-    (see :func:`schedules_of`) for the overrun count; without it the count is 0.
+    (see :func:`schedules_of`) for the overrun count; without it the count is 0.  Each
+    run is judged against the schedule given for its task, which ``schedules_of`` takes
+    as the task has it now: a task given another schedule (``reschedule``,
+    ``replace_existing``) has its earlier runs judged against the new one too.
     ``tasks`` (the runtime's ``tasks()``) adds a row of no run (counts 0, times ``NaT``)
     for each of them with no row in ``frame`` yet, after the others, in their order
     (:func:`~lldsched.views.report.no_runs`, the command line's rule): without it a task
