@@ -44,12 +44,12 @@ def _seed(spec: StoreSpec, *, start: float, marker: Path) -> None:
     thread of its own, all at once.  A registration there is five round trips in a row
     (the feed's read, BEGIN, the insert, the notify, COMMIT; six through PgBouncer, which
     adds the transaction's settings), each a wait for the server's (and PgBouncer's)
-    process to be given a core: made one after another by one seeder, they cost 134 ms
-    each on a starved machine, 188 s for the seed at a load of 19, past pytest's timeout.
-    The seeders' waits overlap (at a load of 19: 139 s through PgBouncer with one seeder,
-    18 s with eight).  SQLite makes no round trip, and its writers take turns on the
-    file's lock: one seeder there (eight took twice as long).  What each slot is, and
-    that the children run every one once, are as before."""
+    process to be given a core: made one after another by one seeder, at a load of 16
+    to 19, they took 139 s through PgBouncer (116 ms each), and the test ran past
+    pytest's 120 s timeout.  Eight seeders overlap their waits: 18 s.  SQLite makes no
+    round trip, and its writers take turns on the file's lock: one seeder there (eight
+    took twice as long).  What each slot is, and that the children run every one once,
+    are as before."""
     seeders = 1 if spec.engine == "sqlite" else SEEDERS
 
     def register(first: int) -> None:
