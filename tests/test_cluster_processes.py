@@ -15,6 +15,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lldsched import FixedRate, OneTime, Scheduler, TaskStatus
@@ -29,10 +30,51 @@ SPAN = 3.0  # seconds over which the slots fall due
 LEASE = 1.0
 POLL = 0.1
 SETTLE = 60.0  # the longest the test waits: for every slot to succeed
+SEEDERS = 8  # registering processes the seed plays on PostgreSQL (_seed); one on SQLite
 
 
 def _more_runs(child: Child, than: int) -> Callable[[], bool]:
     return lambda: len(child.runs()) > than
+
+
+def _seed(spec: StoreSpec, *, start: float, marker: Path) -> None:
+    """Register the :data:`SLOTS` slots, due from ``start`` over :data:`SPAN`, as
+    :data:`SEEDERS` processes would on PostgreSQL: each seeder a store and a
+    never-started ``Scheduler`` of its own, registering every ``SEEDERS``-th slot on a
+    thread of its own, all at once.  A registration there is five round trips in a row
+    (the feed's read, BEGIN, the insert, the notify, COMMIT; six through PgBouncer, which
+    adds the transaction's settings), each a wait for the server's (and PgBouncer's)
+    process to be given a core: made one after another by one seeder, at a load of 16
+    to 19, they took 139 s through PgBouncer (116 ms each), and the test ran past
+    pytest's 120 s timeout.  Eight seeders overlap their waits: 18 s.  SQLite makes no
+    round trip, and its writers take turns on the file's lock: one seeder there (eight
+    took twice as long).  What each slot is, and that the children run every one once,
+    are as before."""
+    seeders = 1 if spec.engine == "sqlite" else SEEDERS
+
+    def register(first: int) -> None:
+        # timeout: see the test.  A seeder claims nothing, so its lease bounds only how
+        # long the server lets its session sit inside a transaction (a registration's):
+        # with the children's 1 s, eight seeders on one GIL under a load of 15 once had a
+        # session ended mid-registration ("server closed the connection unexpectedly").
+        store = open_store(spec, lease=SETTLE, poll=POLL, timeout=SETTLE)
+        seeder = Scheduler(store=store)  # never started: it registers, the children run
+        try:
+            for n in range(first, SLOTS, seeders):
+                seeder.schedule(
+                    f"slot-{n}",
+                    cluster_jobs.claimed_run,
+                    OneTime(start + n * SPAN / SLOTS),
+                    id=f"slot-{n}",
+                    kwargs={"stop": str(marker)},
+                )
+        finally:
+            seeder.shutdown()
+            store.close()
+
+    with ThreadPoolExecutor(seeders) as pool:
+        for registered in [pool.submit(register, first) for first in range(seeders)]:
+            registered.result()  # a seeder's error raised here
 
 
 def _stop_inside_a_run(
@@ -80,16 +122,8 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
     # own longest wait bounds it instead.
     store = open_store(store_spec, lease=LEASE, poll=POLL, timeout=SETTLE)
     seeder = Scheduler(store=store)  # never started: it registers, the children run
-    start = time.time() + 0.5
     marker = tmp_path / "stop"  # its path given to every slot: see _stop_inside_a_run
-    for n in range(SLOTS):
-        seeder.schedule(
-            f"slot-{n}",
-            cluster_jobs.claimed_run,
-            OneTime(start + n * SPAN / SLOTS),
-            id=f"slot-{n}",
-            kwargs={"stop": str(marker)},
-        )
+    _seed(store_spec, start=time.time() + 0.5, marker=marker)
     slots = SLOTS
 
     def more_work() -> None:  # 20 more slots, due now
