@@ -41,6 +41,7 @@ from lldsched.core.schedulearg import schedule_of
 from lldsched.core.storewrites import check_store, refused
 from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ScheduleError, SchedulerStateError, ValidationError, shown
+from lldsched.logs import instant_text
 from lldsched.model import Priority, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy
 from lldsched.printable import name_after
@@ -495,7 +496,8 @@ def first_due(name: str, schedule: Schedule, now: float, first: object) -> float
     an instant (:func:`~lldsched.schedules.base.checked_answer`), before anything is
     registered or changed."""
     if first is None:
-        raise ScheduleError(f"task {name!r}: {shown(schedule)} never fires after {now!r}")
+        after = instant_text(now)
+        raise ScheduleError(f"task {name!r}: {shown(schedule)} never fires after {after}")
     try:
         return checked_answer(schedule, first, query=f"first_run({now!r})")
     except ScheduleError as exc:
