@@ -137,18 +137,27 @@ def test_a_hold_whose_end_failed_lets_its_row_locks_go_at_once(
     """A write inside the hold interrupted once its command was sent: its reply unread,
     the hold's COMMIT fails.  Before, its transaction stayed open on the server, the rows
     locked, until the store's next call (or the server ended the session a ``lease``
-    later): another node's write of the row waited for it."""
+    later): another node's write of the row waited for it.
+
+    The interrupt leaves the block, and reaches the user of the store (no runtime here),
+    the hold's ``HoldNotCommitted`` its ``__context__``.  Before, the hold raised
+    ``HoldNotCommitted`` in its place, the interrupt not even in its chain."""
     store, other = open_store(lease=60), open_store(lease=60, timeout=30)
     store.save(snapshot(task(id="a")))
-    with pytest.raises(HoldNotCommitted), store.verb_held("a"):
+    store.save(snapshot(task(id="b")))
+    with pytest.raises(Alarm) as raised, store.verb_held("a", also=("b",)):
+        store.save(paused("b"))
         interrupt_round_trip(monkeypatch, nth=1, sent=True)
         store.save(paused("a"))
     monkeypatch.undo()
+    ended = raised.value.__context__
+    assert isinstance(ended, HoldNotCommitted) and list(ended.written) == ["b"]
     with psycopg.connect(store._dsn, autocommit=True) as admin:
         admin.execute("SET lock_timeout = '10s'")  # the hold's session kept them 60 s
         admin.execute("SELECT id FROM tasks WHERE id = 'a' FOR UPDATE")
-    row = other.get("a")
-    assert row is not None and row.status is TaskStatus.SCHEDULED  # nothing of the hold
+    for task_id in ("a", "b"):
+        row = other.get(task_id)
+        assert row is not None and row.status is TaskStatus.SCHEDULED  # nothing of the hold
     store.save(paused("a"))
     row = other.get("a")
     assert row is not None and row.status is TaskStatus.PAUSED
