@@ -111,9 +111,9 @@ class HeldWrites:
         (``raised``: a Ctrl-C, a signal handler's exception, the verb's own error), the
         ``HoldNotCommitted`` its ``__context__``; that ``HoldNotCommitted`` itself if the
         block raised nothing or a store's error (a call inside that failed: the
-        ``HoldNotCommitted`` says it all).  It names what was written, then ``error``'s words, which
-        say what failed (not again that the hold was not committed), raised ``from``
-        ``error``'s cause, the call inside that ended the hold, if one did."""
+        ``HoldNotCommitted`` says it all).  It names what was written, then ``error``'s
+        words, which say what failed (not again that the hold was not committed), raised
+        ``from`` ``error``'s cause, the call inside that ended the hold, if one did."""
         for task_id, before in self._before.items():
             for cache, value in zip(self.caches, before, strict=True):
                 if value is _ABSENT:

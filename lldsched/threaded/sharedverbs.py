@@ -115,7 +115,7 @@ class SharedVerbs(SchedulerParts):
             # interrupt that landed inside the hold), or raised itself.
             ended: Exception | None = not_committed(exc)
             if ended is None and exc is not own and isinstance(exc, Exception):
-                ended = exc  # a store of one's own's hold that failed so
+                ended = exc  # a hold's end that failed with another error, as before
             if ended is not None:
                 self._hold_not_committed(task_id, ended)
                 if exc is not own and not isinstance(exc, Exception):
