@@ -18,6 +18,7 @@ from lldsched.persistence import TaskSnapshot, TaskStore
 
 __all__ = [
     "HoldNotCommitted",
+    "not_committed",
     "purge",
     "resave",
     "save_all",
@@ -131,11 +132,33 @@ class HoldNotCommitted(StoreError):
     writes made inside is stored.  ``written`` names each task written there, to the
     last snapshot written of it (None: a delete), so that the runtime writes every one
     of them again as a failed write, not only the verb's own task: a ``cancel``'s
-    dependents, a retirement's purge, a stale row written again inside."""
+    dependents, a retirement's purge, a stale row written again inside.
+
+    **It never takes the place of an error that is not a store's.**  A hold's block that
+    raised one (a ``KeyboardInterrupt``, a signal handler's exception, the verb's own
+    error) has it raised from the hold, this error its ``__context__``
+    (:func:`not_committed` finds it there; a traceback shows both).  A block that ended
+    well, or raised a :class:`~lldsched.errors.StoreError` (a call inside that failed,
+    most often the one that ended the hold: this error says it and more), has this error
+    raised.  The stores' holds keep the rule (:meth:`HeldWrites.undo
+    <lldsched.stores.held.HeldWrites.undo>`), so a store used without a runtime raises a
+    user's interrupt as the runtime's verbs do.  Before, the stores raised this error in
+    its place (PostgreSQL's left the interrupt out of its chain altogether), and only the
+    runtime raised the caller's again."""
 
     def __init__(self, message: str, *, written: Mapping[str, TaskSnapshot | None]) -> None:
         super().__init__(message)
         self.written = written
+
+
+def not_committed(error: BaseException) -> HoldNotCommitted | None:
+    """The :class:`HoldNotCommitted` of a verb's hold that raised ``error``: ``error``
+    itself, or the one that is its ``__context__`` (the block raised ``error``, and the
+    hold's end failed); None if the hold's end did not fail so."""
+    if isinstance(error, HoldNotCommitted):
+        return error
+    context = error.__context__
+    return context if isinstance(context, HoldNotCommitted) else None
 
 
 def resave(

@@ -27,6 +27,7 @@ holds (psycopg cancels the statement only for ``KeyboardInterrupt`` and ``System
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -41,9 +42,12 @@ import pytest
 from lldsched import FakeClock, FixedRate, Scheduler, TaskStatus
 from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
+from lldsched.stores.postgres_connection import CANCEL_TIMEOUT
 from tests import jobs
 from tests.conftest import T0
 from tests.pg_faults import fail_in_wait
+from tests.pg_server import PostgresServer
+from tests.tcp_proxy import TcpProxy
 from tests.test_store_sqlite import record, snapshot, task
 
 
@@ -137,18 +141,27 @@ def test_a_hold_whose_end_failed_lets_its_row_locks_go_at_once(
     """A write inside the hold interrupted once its command was sent: its reply unread,
     the hold's COMMIT fails.  Before, its transaction stayed open on the server, the rows
     locked, until the store's next call (or the server ended the session a ``lease``
-    later): another node's write of the row waited for it."""
+    later): another node's write of the row waited for it.
+
+    The interrupt leaves the block, and reaches the user of the store (no runtime here),
+    the hold's ``HoldNotCommitted`` its ``__context__``.  Before, the hold raised
+    ``HoldNotCommitted`` in its place, the interrupt not even in its chain."""
     store, other = open_store(lease=60), open_store(lease=60, timeout=30)
     store.save(snapshot(task(id="a")))
-    with pytest.raises(HoldNotCommitted), store.verb_held("a"):
+    store.save(snapshot(task(id="b")))
+    with pytest.raises(Alarm) as raised, store.verb_held("a", also=("b",)):
+        store.save(paused("b"))
         interrupt_round_trip(monkeypatch, nth=1, sent=True)
         store.save(paused("a"))
     monkeypatch.undo()
+    ended = raised.value.__context__
+    assert isinstance(ended, HoldNotCommitted) and list(ended.written) == ["b"]
     with psycopg.connect(store._dsn, autocommit=True) as admin:
         admin.execute("SET lock_timeout = '10s'")  # the hold's session kept them 60 s
         admin.execute("SELECT id FROM tasks WHERE id = 'a' FOR UPDATE")
-    row = other.get("a")
-    assert row is not None and row.status is TaskStatus.SCHEDULED  # nothing of the hold
+    for task_id in ("a", "b"):
+        row = other.get(task_id)
+        assert row is not None and row.status is TaskStatus.SCHEDULED  # nothing of the hold
     store.save(paused("a"))
     row = other.get("a")
     assert row is not None and row.status is TaskStatus.PAUSED
@@ -279,3 +292,57 @@ def test_a_ctrl_c_as_a_verbs_write_begins_in_its_hold_reaches_the_user(
         scheduler.shutdown()
     row = other.get("a")
     assert row is not None and row.status is TaskStatus.PAUSED
+
+
+def test_a_cancel_sent_into_a_silent_network_is_bounded_by_a_bound_of_its_own(
+    postgres_server: PostgresServer,
+    postgres_dsn: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A signal whose handler raises while a write waits on a row lock, the network gone
+    silent as it lands (the proxy swallows everything, the cancel's new connection too):
+    the cancel of the cut statement is given :data:`CANCEL_TIMEOUT`, not the store's
+    ``timeout``, and the signal's exception reaches the caller once it gave up.  Before,
+    the cancel was given the store's ``timeout`` (30 s here, 10 by default), which the
+    user waited in full for their interrupt."""
+    caplog.set_level(logging.DEBUG, logger="lldsched")
+    cancels: list[tuple[float, BaseException | None]] = []  # each cancel's bound, and end
+    cancel_safe = psycopg.Connection.cancel_safe
+
+    def cancelling(self: psycopg.Connection[Any], *, timeout: float = 30.0) -> None:
+        try:
+            cancel_safe(self, timeout=timeout)
+        except BaseException as exc:
+            cancels.append((timeout, exc))
+            raise
+        cancels.append((timeout, None))
+
+    monkeypatch.setattr(psycopg.Connection, "cancel_safe", cancelling)
+    with TcpProxy("127.0.0.1", postgres_server.port) as proxy:
+        store = PostgresTaskStore(proxy.dsn(postgres_dsn, port=postgres_server.port), timeout=30)
+        try:
+            store.save(snapshot(task(id="a")))
+
+            def silenced(signum: int, frame: object) -> None:
+                proxy.black_hole()
+                raise Alarm("interrupted")
+
+            previous = signal.signal(signal.SIGALRM, silenced)
+            try:
+                with psycopg.connect(postgres_dsn) as holder:  # direct: the lock is kept
+                    holder.execute("SELECT id FROM tasks WHERE id = 'a' FOR UPDATE")
+                    signal.setitimer(signal.ITIMER_REAL, 0.2)
+                    with pytest.raises(Alarm):
+                        store.save(paused("a"))
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+            ((bound, ended),) = cancels
+            assert bound == CANCEL_TIMEOUT < 30
+            assert isinstance(ended, psycopg.errors.CancellationTimeout)  # met the silence
+            assert "the cancel of a statement cut in flight failed" in caplog.text
+            proxy.heal()
+            store.save(snapshot(task(id="b")))  # a new connection: the store goes on
+        finally:
+            store.close()

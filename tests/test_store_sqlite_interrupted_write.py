@@ -18,18 +18,24 @@ the file, its locks and the other connections are real.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sqlite3
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lldsched import StoreError, TaskStatus
+from lldsched import FakeClock, FixedRate, Priority, Scheduler, StoreError, TaskStatus
+from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores import codec
 from lldsched.stores.sqlite import SqliteTaskStore
 from lldsched.stores.sqlite_gate import WriteGate
+from tests import jobs
+from tests.conftest import T0
+from tests.test_cluster_verb_hold import status
 from tests.test_store_sqlite import record, snapshot, task
 
 
@@ -259,3 +265,75 @@ def test_load_alls_rewrite_of_a_renamed_callable_rolls_back_what_is_left_open_fi
             assert store.get("a") is not None  # its ROLLBACK got through first
             assert writable(path)
         assert not stored(path, "b")  # the interrupted write undone
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_out_of_a_verbs_hold_whose_end_failed_reaches_the_user(
+    tmp_path: Path, interrupt: type[BaseException]
+) -> None:
+    """A store used directly, no runtime: a ``KeyboardInterrupt`` (an exit) leaves a verb's
+    hold whose transaction is gone (rolled back under it: here by a statement on its
+    connection, as SQLite does on a full disk), and the hold's end fails.  Before, the
+    hold raised ``HoldNotCommitted`` in its place (the interrupt only in its chain); now
+    the interrupt is raised, the ``HoldNotCommitted`` its ``__context__``."""
+    with SqliteTaskStore(tmp_path / "store.db", shared=True) as store:
+        store.save(snapshot(task(id="a")))
+        connection = store._connection
+        assert connection is not None
+        with pytest.raises(interrupt) as raised, store.verb_held("a"):
+            store.save(snapshot(task(id="a"), TaskStatus.PAUSED))
+            connection.execute("ROLLBACK")
+            raise interrupt
+        ended = raised.value.__context__
+        assert isinstance(ended, HoldNotCommitted) and list(ended.written) == ["a"]
+        row = store.get("a")
+        assert row is not None and row.status is TaskStatus.SCHEDULED  # nothing of the hold
+
+
+class InterruptedAtItsEnd(SqliteTaskStore):
+    """A shared SQLite store whose verb's hold, once ``armed``, is cut by a
+    ``KeyboardInterrupt`` as the verb's block ends inside it (a real SIGINT lands at any
+    bytecode), its transaction rolled back under it before (as a full disk does)."""
+
+    armed = False
+
+    @contextlib.contextmanager
+    def verb_held(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
+        with super().verb_held(task_id, also):
+            yield
+            if self.armed:
+                self.armed = False
+                assert self._connection is not None
+                self._connection.execute("ROLLBACK")
+                raise KeyboardInterrupt
+
+
+def test_a_ctrl_c_in_a_runtimes_hold_whose_end_failed_reaches_the_user(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The runtime's side of the rule above, the Ctrl-C landing in the hold's own code as
+    the verb's block ends: ``pause()`` raises it, the verb whole (the scheduler takes the
+    next verb), and the row its hold wrote (said written, rolled back with the hold) is
+    a failed write, written again at the next store call that succeeds, the runtime
+    reading it from the ``HoldNotCommitted`` under the interrupt.  Before, the hold
+    raised ``HoldNotCommitted`` in the Ctrl-C's place, which the runtime took for a
+    failed end alone: ``pause()`` returned, the Ctrl-C lost."""
+    caplog.set_level(logging.CRITICAL, logger="lldsched")  # the outage is said at ERROR
+    path = tmp_path / "tasks.db"
+    store = InterruptedAtItsEnd(path, shared=True)
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))
+    other = SqliteTaskStore(path, shared=True)
+    try:
+        scheduler.schedule("r", jobs.noop, FixedRate(60), id="r")
+        scheduler.schedule("x", jobs.noop, FixedRate(60), id="x")
+        store.armed = True
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.pause("r")
+        assert scheduler.task("r").status is TaskStatus.PAUSED
+        assert status(other, "r") is TaskStatus.SCHEDULED  # rolled back with the hold
+        scheduler.modify("x", priority=Priority.HIGH)  # a store call that succeeds
+        assert status(other, "r") is TaskStatus.PAUSED
+    finally:
+        scheduler.shutdown()
+        other.close()
+        store.close()

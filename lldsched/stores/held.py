@@ -11,7 +11,11 @@ store's feed cursor moved past a version another process's next write then took.
 the store notes each task it writes inside the hold (:meth:`HeldWrites.wrote`, with the
 cache entries as they were before its first write there) and, the hold failed, puts the
 caches back (:meth:`HeldWrites.undo`) and raises :class:`~lldsched.storecalls.HoldNotCommitted`
-naming every task written, which the runtime then writes again as any failed write.
+naming every task written, which the runtime then writes again as any failed write; or,
+if the hold's block raised something not a store's (a Ctrl-C, a signal handler's
+exception, the verb's own error), raises that, the ``HoldNotCommitted`` its
+``__context__``: an interrupt is never replaced by the store's error, whoever holds the
+store (the rule is :class:`~lldsched.storecalls.HoldNotCommitted`'s).
 
 A call inside that failed and took the hold's transaction with it (PostgreSQL: a
 statement outside a savepoint of its own, which aborts it, or one that lost the
@@ -33,7 +37,7 @@ hold went on, and it is neither named nor counted (its caller had its error).
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from typing import Any
+from typing import Any, NoReturn
 
 from lldsched.errors import StoreError
 from lldsched.logs import counted
@@ -100,20 +104,30 @@ class HeldWrites:
             self._before[task_id] = tuple(cache.get(task_id, _ABSENT) for cache in self.caches)
         self.written[task_id] = snapshot
 
-    def undo(self, error: BaseException) -> HoldNotCommitted:
-        """The hold's end failed with ``error``: the caches as they were before the hold's
-        writes; returns the error to raise, naming what was written, then ``error``'s
-        words, which say what failed (not again that the hold was not committed: the
-        stores raise it ``from`` ``error``'s cause, the call inside that ended the hold,
-        if one did)."""
+    def undo(self, error: StoreError, *, raised: BaseException | None) -> NoReturn:
+        """The hold's end failed with ``error``: the caches put back as they were before
+        the hold's writes, then raised, by the rule of
+        :class:`~lldsched.storecalls.HoldNotCommitted`: what the hold's block raised
+        (``raised``: a Ctrl-C, a signal handler's exception, the verb's own error), the
+        ``HoldNotCommitted`` its ``__context__``; that ``HoldNotCommitted`` itself if the
+        block raised nothing or a store's error (a call inside that failed: the
+        ``HoldNotCommitted`` says it all).  It names what was written, then ``error``'s
+        words, which say what failed (not again that the hold was not committed), raised
+        ``from`` ``error``'s cause, the call inside that ended the hold, if one did."""
         for task_id, before in self._before.items():
             for cache, value in zip(self.caches, before, strict=True):
                 if value is _ABSENT:
                     cache.pop(task_id, None)
                 else:
                     cache[task_id] = value
-        return HoldNotCommitted(
+        not_committed = HoldNotCommitted(
             f"a verb's hold was not committed, none of its writes is stored "
             f"({', '.join(map(repr, self.written)) or 'nothing written'}): {error}",
             written=dict(self.written),
         )
+        try:
+            raise not_committed from error.__cause__
+        except HoldNotCommitted:
+            if raised is None or isinstance(raised, StoreError):
+                raise
+            raise raised  # noqa: B904 -- chained to the HoldNotCommitted on purpose

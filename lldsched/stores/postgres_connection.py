@@ -30,9 +30,16 @@ from lldsched.stores.postgres_parts import PostgresParts
 from lldsched.stores.postgres_reads import one_row
 from lldsched.stores.postgres_redact import scrubbed
 
-__all__ = ["PostgresConnection"]
+__all__ = ["CANCEL_TIMEOUT", "PostgresConnection"]
 
 log = logging.getLogger(STORE)
+
+CANCEL_TIMEOUT = 2.0
+"""Seconds the cancel of a statement cut in flight may take
+(:meth:`PostgresConnection._cancel_in_flight`), the store's ``timeout`` if that is less:
+the exception that cut the call (a signal handler's) waits for it.  A server that
+answers takes a few round trips (a connection, TLS, the request); one that does not is
+left to end the statement at its ``statement_timeout``."""
 
 
 class PostgresConnection(PostgresParts):
@@ -176,9 +183,12 @@ class PostgresConnection(PostgresParts):
         a statement waiting for a lock writes nothing, so it went on waiting, its session
         and its transaction's locks kept, until the lock was let go or
         ``statement_timeout`` (the store's ``timeout``) ended it.  The cancel is a request
-        on a new connection, bounded by the store's ``timeout`` as any round trip; one
-        that fails is let go, the close and the server's ``statement_timeout`` left to end
-        the statement, and the exception that cut the call goes on.  A connection the
+        on a new connection, bounded by :data:`CANCEL_TIMEOUT` (the store's ``timeout`` if
+        less): the exception that cut the call waits for it, and a network gone silent
+        since the deadline last heard the server made the user wait a whole ``timeout``
+        (10 s by default) for their interrupt.  One that fails is let go, the close and
+        the server's ``statement_timeout`` left to end the statement, and the exception
+        that cut the call goes on.  A connection the
         deadline cut (:class:`~lldsched.stores.postgres_deadline.Deadline`: no answer in
         time) is not cancelled: its caller checks that, the network likely as silent to
         the cancel."""
@@ -188,7 +198,7 @@ class PostgresConnection(PostgresParts):
         ):
             return
         try:
-            connection.cancel_safe(timeout=self._timeout)
+            connection.cancel_safe(timeout=min(self._timeout, CANCEL_TIMEOUT))
         except psycopg.Error as exc:
             log.debug(
                 "the cancel of a statement cut in flight failed: %s", scrubbed(exc, self._dsn)

@@ -119,7 +119,7 @@ class PostgresHolds(PostgresParts):
                         raise self._hold_lost(held)
             except StoreError as exc:
                 if entered:
-                    raise held.undo(exc) from exc.__cause__  # the call inside that ended it
+                    held.undo(exc, raised=raised)  # the block's error, if any, over it
                 unheld = self._out_of_reach()
                 if unheld is None:
                     raise  # the verb goes on unheld, its calls made as ever

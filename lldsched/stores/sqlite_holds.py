@@ -82,8 +82,12 @@ class SqliteHolds(SqliteParts):
                 (self._defined, self._counts, shared.seen, shared.settled, shared.held)
             )
             cursor, removals = shared.cursor, set(shared.removals)
+            raised: BaseException | None = None  # what the block raised, if anything
             try:
                 yield
+            except BaseException as exc:
+                raised = exc
+                raise
             finally:
                 shared.hold = None
                 failed: StoreError | None = None
@@ -109,7 +113,7 @@ class SqliteHolds(SqliteParts):
                 if failed is not None:
                     shared.cursor = min(shared.cursor, cursor)  # read again from there
                     shared.removals &= removals  # the hold's own removals are undone
-                    raise held.undo(failed) from failed.__cause__  # what ended it
+                    held.undo(failed, raised=raised)  # the block's error, if any, over it
 
     def _ended_hold(self, doing: str, error: sqlite3.Error, failed: StoreError) -> None:
         """A call (``doing``: ``"save task 'a'"``) failed with SQLite's ``error`` (``failed``:

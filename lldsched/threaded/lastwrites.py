@@ -29,14 +29,14 @@ from typing import Any
 
 from lldsched.core import storeuse
 from lldsched.core.stalerows import say_left_stale
-from lldsched.logs import STORE
+from lldsched.logs import SCHEDULER
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.parts import NEW, STOPPED, SchedulerParts
 from lldsched.threadstarts import at_exit
 
 __all__ = ["EXIT_WRITES", "LastWrites", "unfinished", "watched"]
 
-log = logging.getLogger(STORE)
+log = logging.getLogger(SCHEDULER)  # a shutdown at exit that raised: the scheduler's life
 
 EXIT_WRITES = 2.0
 """Seconds the interpreter's exit gives the last writes of a shutdown a signal cut short

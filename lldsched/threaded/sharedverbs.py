@@ -27,7 +27,7 @@ from lldsched.core.stalerows import STALE_SHOWN
 from lldsched.core.task import ScheduledTask
 from lldsched.logs import STORE, counted
 from lldsched.model import TaskStatus
-from lldsched.storecalls import HoldNotCommitted, verb_held
+from lldsched.storecalls import HoldNotCommitted, not_committed, verb_held
 from lldsched.threaded.lastwrites import left_stale
 from lldsched.threaded.parts import NEW, RUNNING, SchedulerParts
 
@@ -83,7 +83,9 @@ class SharedVerbs(SchedulerParts):
         and the verb, already done in the registry, returns as it would have; so is every
         other row it wrote inside (a ``cancel``'s dependents, a retirement's purge: what
         :class:`~lldsched.storecalls.HoldNotCommitted` names), and a verb that raised
-        raises its own error, those rows failed writes as well.
+        raises its own error, those rows failed writes as well (the store raises it, the
+        ``HoldNotCommitted`` its ``__context__``, by that error's rule; a StoreError of
+        the verb's, which the rule lets the hold's error replace, is raised again here).
 
         ``refused``: the verb, one refused once the scheduler is shut down
         (:meth:`_check_open`), checked first, in any mode: a refused verb makes no store
@@ -108,12 +110,24 @@ class SharedVerbs(SchedulerParts):
                 except BaseException as exc:
                     own = exc
                     raise
-        except Exception as exc:
-            if exc is own:
-                raise  # the verb's own error, its writes committed
-            self._hold_not_committed(task_id, exc)
-            if own is not None:
-                raise own from None
+        except BaseException as exc:
+            # The hold's failed end: under what the block raised (the verb's own error, an
+            # interrupt that landed inside the hold), or raised itself.
+            ended: Exception | None = not_committed(exc)
+            if ended is None and exc is not own and isinstance(exc, Exception):
+                ended = exc  # a hold's end that failed with another error, as before
+            if ended is not None:
+                self._hold_not_committed(task_id, ended)
+                if exc is not own and not isinstance(exc, Exception):
+                    # An interrupt out of the hold's end, the verb's block over: the verb
+                    # is whole, as after any store call's interrupt (left_whole).
+                    writes = self._core.store_writes
+                    assert writes is not None  # a coordinator's scheduler has a store
+                    writes.refused = id(exc)
+            if exc is own or not isinstance(exc, Exception):
+                raise  # the verb's own error, or an interrupt: the caller's
+            if own is not None:  # a StoreError of the verb's, which the hold's error took
+                raise own from None  # the place of (its rule), or a store of one's own's
         finally:
             self._say_stale_unwatched()
 
