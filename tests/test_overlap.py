@@ -389,6 +389,31 @@ def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due
     assert (task.status, task.next_run_at) == (TaskStatus.SCHEDULED, T0 + 120)
 
 
+async def _co_noop() -> None:
+    return None
+
+
+@pytest.mark.parametrize("stuck_on", ["the last worker", "the coroutine lane"])
+def test_cancel_other_cuts_the_run_holding_its_place_in_sim_with_a_coroutine_task_registered(
+    stuck_on: str,
+) -> None:
+    # Once a coroutine task is registered the simulation picks each start by lane: the
+    # CANCEL_OTHER slot that finds no place (no worker free, or the coroutine lane full)
+    # still comes due at its instant there and cuts the run holding the place.
+    sim = Simulation(workers=1, start=T0, max_coroutines=1)
+    sim.schedule("co", OneTime(delay=10_000), action=_co_noop, duration=0)
+    drawn = iter([150.0])  # the first run would take 150 s, the next ones none
+    task = sim.schedule(
+        "stuck", FixedRate(60), duration=lambda rng, attempt: next(drawn, 0.0),
+        overlap=Overlap.CANCEL_OTHER,
+        action=_co_noop if stuck_on == "the coroutine lane" else None,
+    )  # fmt: skip
+    sim.run(T0 + 60)
+    assert _runs(task.history) == CUT_AT_THE_SLOT
+    assert task.history[0].error is not None and "CANCEL_OTHER" in task.history[0].error
+    assert (task.status, task.next_run_at) == (TaskStatus.SCHEDULED, T0 + 120)
+
+
 @REPRIORITIZED
 def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due_on_threads(
     priority: Priority | None, make_scheduler: SchedulerFactory, clock: FakeClock
