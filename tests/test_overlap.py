@@ -399,19 +399,63 @@ def test_cancel_other_cuts_the_run_holding_its_place_in_sim_with_a_coroutine_tas
 ) -> None:
     # Once a coroutine task is registered the simulation picks each start by lane: the
     # CANCEL_OTHER slot that finds no place (no worker free, or the coroutine lane full)
-    # still comes due at its instant there and cuts the run holding the place.
+    # still comes due at its instant there and cuts the run holding the place, after the
+    # starts of its instant; a run due before it on the other lane starts at its own.
     sim = Simulation(workers=1, start=T0, max_coroutines=1)
-    sim.schedule("co", OneTime(delay=10_000), action=_co_noop, duration=0)
+    on_loop = stuck_on == "the coroutine lane"
+    other_lane = None if on_loop else _co_noop
+    early = sim.schedule("early", OneTime(delay=30), action=other_lane, duration=0)
+    beside = sim.schedule("beside", OneTime(delay=60), action=other_lane, duration=0)
     drawn = iter([150.0])  # the first run would take 150 s, the next ones none
     task = sim.schedule(
         "stuck", FixedRate(60), duration=lambda rng, attempt: next(drawn, 0.0),
-        overlap=Overlap.CANCEL_OTHER,
-        action=_co_noop if stuck_on == "the coroutine lane" else None,
+        overlap=Overlap.CANCEL_OTHER, action=_co_noop if on_loop else None,
     )  # fmt: skip
     sim.run(T0 + 60)
     assert _runs(task.history) == CUT_AT_THE_SLOT
     assert task.history[0].error is not None and "CANCEL_OTHER" in task.history[0].error
     assert (task.status, task.next_run_at) == (TaskStatus.SCHEDULED, T0 + 120)
+    assert _runs(early.history) == [(30, 30, 30, "ok")]
+    assert [r.task_id for r in sim.records()] == [early.id, beside.id, task.id, task.id]
+
+
+def test_a_shutdown_at_the_instant_a_cancel_other_slot_comes_due_drains_that_slot() -> None:
+    # Made by an intervention at 60 s (before that instant's starts), the drain runs what
+    # is due by then: the slot at 60 s, which cuts the run holding the one worker.
+    sim = Simulation(workers=1, start=T0)
+    sim.schedule("co", OneTime(delay=10_000), action=_co_noop, duration=0)
+    drawn = iter([150.0])
+    task = sim.schedule(
+        "stuck", FixedRate(60), duration=lambda rng, attempt: next(drawn, 0.0),
+        overlap=Overlap.CANCEL_OTHER,
+    )  # fmt: skip
+    sim.at(T0 + 60, sim.shutdown)
+    sim.run(T0 + 1000)
+    assert _runs(task.history) == CUT_AT_THE_SLOT and sim.now == T0 + 60
+
+
+def test_two_cancel_other_slots_due_apart_each_cut_their_run_at_their_own_instant() -> None:
+    # Two CANCEL_OTHER tasks hold both workers (a coroutine task registered: starts
+    # picked by lane); their next slots, at 60 s and 70 s, find no worker free and
+    # each cuts its own task's run as it comes due.
+    sim = Simulation(workers=2, start=T0)
+    sim.schedule("co", OneTime(delay=10_000), action=_co_noop, duration=0)
+    tasks = []
+    for name, every in (("sixty", 60), ("seventy", 70)):
+        drawn = iter([150.0] * (2 if every == 60 else 1))  # sixty's next run holds on
+        tasks.append(
+            sim.schedule(
+                name,
+                FixedRate(every),
+                overlap=Overlap.CANCEL_OTHER,
+                duration=lambda rng, attempt, drawn=drawn: next(drawn, 0.0),
+            )
+        )
+    sim.run(T0 + 70)
+    assert [_runs(task.history) for task in tasks] == [
+        [(0, 0, 60, "cancelled")],  # its slot at 60 s runs on, to 210 s
+        [(0, 0, 70, "cancelled"), (70, 70, 70, "ok")],
+    ]
 
 
 @REPRIORITIZED
