@@ -245,3 +245,29 @@ def test_a_redefinition_whose_wrapped_chain_loops_is_registered_and_bound(
     scheduler.scheduled(FixedRate(60))(job)
     assert module.job is job and module.job() == "new"
     assert [task.action for task in scheduler.tasks()] == [job]
+
+
+WRAPPED_TWICE = """
+import functools
+from lldsched import FixedRate
+
+def timed(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+def job() -> str:
+    return "ran"
+
+scheduler.scheduled(FixedRate(60))(timed(timed(job)))
+"""
+
+
+def test_registering_a_wrapper_of_a_wrapper_of_a_bound_function_leaves_its_name_alone(
+    make_scheduler: SchedulerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module's ``job`` two links down the ``__wrapped__`` chain is found as well."""
+    monkeypatch.delitem(sys.modules, "wrapped_twice", raising=False)
+    module = _import_as_it_runs("wrapped_twice", make_scheduler(), WRAPPED_TWICE)
+    assert not hasattr(module.job, "__wrapped__") and module.job() == "ran"
