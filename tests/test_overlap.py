@@ -481,6 +481,21 @@ def test_two_cancel_other_slots_due_apart_each_cut_their_run_at_their_own_instan
     ]
 
 
+@BY_LANE
+def test_stepping_over_a_cancel_other_cut_says_the_cut_runs_finish(by_lane: bool) -> None:
+    # The slot's coming due is not an event of its own: the step at 60 s is the cut
+    # run's finish (a step that said nothing read as "nothing left to happen").
+    sim = _lanes(Simulation(workers=1, start=T0), by_lane)
+    task = _stuck(sim, "stuck", 60)
+    steps = [sim.step() for _ in range(3)]
+    assert [(s.at - T0, s.kind, s.task_id) for s in steps if s is not None] == [
+        (0, "start", task.id),
+        (60, "finish", task.id),
+        (60, "finish", task.id),  # the slot at 60 s, a run that takes no time
+    ]
+    assert [s.record.outcome.value for s in steps[1:] if s and s.record] == ["cancelled", "ok"]
+
+
 @REPRIORITIZED
 def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due_on_threads(
     priority: Priority | None, make_scheduler: SchedulerFactory, clock: FakeClock
