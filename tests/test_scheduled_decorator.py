@@ -183,7 +183,7 @@ def test_a_refused_decoration_leaves_the_modules_name_as_it_was(
         assert scheduler.tasks() == [] and store.load_all() == []
 
 
-WRAPPED_BY_CALL = """
+TIMED_JOB = """
 import functools
 from lldsched import FixedRate
 
@@ -195,7 +195,9 @@ def timed(fn):
 
 def job() -> str:
     return "ran"
+"""
 
+WRAPPED_BY_CALL = f"""{TIMED_JOB}
 scheduler.scheduled(FixedRate(60), name="timed job")(timed(job))
 scheduler.scheduled(FixedRate(60), name="static job")(staticmethod(job))
 """
@@ -247,21 +249,7 @@ def test_a_redefinition_whose_wrapped_chain_loops_is_registered_and_bound(
     assert [task.action for task in scheduler.tasks()] == [job]
 
 
-WRAPPED_TWICE = """
-import functools
-from lldsched import FixedRate
-
-def timed(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return fn(*args, **kwargs)
-    return wrapper
-
-def job() -> str:
-    return "ran"
-
-scheduler.scheduled(FixedRate(60))(timed(timed(job)))
-"""
+WRAPPED_TWICE = f"{TIMED_JOB}\nscheduler.scheduled(FixedRate(60))(timed(timed(job)))\n"
 
 
 def test_registering_a_wrapper_of_a_wrapper_of_a_bound_function_leaves_its_name_alone(
