@@ -389,6 +389,113 @@ def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due
     assert (task.status, task.next_run_at) == (TaskStatus.SCHEDULED, T0 + 120)
 
 
+async def _co_noop() -> None:
+    return None
+
+
+@pytest.mark.parametrize("stuck_on", ["the last worker", "the coroutine lane"])
+def test_cancel_other_cuts_the_run_holding_its_place_in_sim_with_a_coroutine_task_registered(
+    stuck_on: str,
+) -> None:
+    # Once a coroutine task is registered the simulation picks each start by lane: the
+    # CANCEL_OTHER slot that finds no place (no worker free, or the coroutine lane full)
+    # still comes due at its instant there and cuts the run holding the place, after the
+    # starts of its instant; a run due before it on the other lane starts at its own.
+    sim = Simulation(workers=1, start=T0, max_coroutines=1)
+    on_loop = stuck_on == "the coroutine lane"
+    other_lane = None if on_loop else _co_noop
+    early = sim.schedule("early", OneTime(delay=30), action=other_lane, duration=0)
+    beside = sim.schedule("beside", OneTime(delay=60), action=other_lane, duration=0)
+    drawn = iter([150.0])  # the first run would take 150 s, the next ones none
+    task = sim.schedule(
+        "stuck", FixedRate(60), duration=lambda rng, attempt: next(drawn, 0.0),
+        overlap=Overlap.CANCEL_OTHER, action=_co_noop if on_loop else None,
+    )  # fmt: skip
+    sim.run(T0 + 60)
+    assert _runs(task.history) == CUT_AT_THE_SLOT
+    assert task.history[0].error is not None and "CANCEL_OTHER" in task.history[0].error
+    assert (task.status, task.next_run_at) == (TaskStatus.SCHEDULED, T0 + 120)
+    assert _runs(early.history) == [(30, 30, 30, "ok")]
+    assert [r.task_id for r in sim.records()] == [early.id, beside.id, task.id, task.id]
+
+
+# With a coroutine task registered the simulation picks each start by lane, a loop path of
+# its own for the overdue CANCEL_OTHER slots: each test below runs both paths.
+BY_LANE = pytest.mark.parametrize("by_lane", [False, True], ids=["one lane", "by lane"])
+
+
+def _stuck(sim: Simulation, name: str, every: float, long_runs: int = 1) -> ScheduledTask:
+    """A CANCEL_OTHER task every ``every`` s whose first ``long_runs`` runs take 150 s."""
+    drawn = iter([150.0] * long_runs)
+    return sim.schedule(
+        name, FixedRate(every), duration=lambda rng, attempt: next(drawn, 0.0),
+        overlap=Overlap.CANCEL_OTHER,
+    )  # fmt: skip
+
+
+def _lanes(sim: Simulation, by_lane: bool) -> Simulation:
+    if by_lane:
+        sim.schedule("co", OneTime(delay=10_000), action=_co_noop, duration=0)
+    return sim
+
+
+@BY_LANE
+def test_a_shutdown_at_the_instant_a_cancel_other_slot_comes_due_drains_that_slot(
+    by_lane: bool,
+) -> None:
+    # Made by an intervention at 60 s (before that instant's starts), the drain runs what
+    # is due by then: the slot at 60 s, which cuts the run holding its worker; the other
+    # task's slot at 70 s is due after the call, and its run ends at its own end.
+    sim = _lanes(Simulation(workers=2, start=T0), by_lane)
+    task, later = _stuck(sim, "sixty", 60), _stuck(sim, "seventy", 70)
+    sim.at(T0 + 60, sim.shutdown)
+    sim.run(T0 + 1000)
+    assert _runs(task.history) == CUT_AT_THE_SLOT
+    assert _runs(later.history) == [(0, 0, 150, "ok")] and sim.now == T0 + 150
+
+
+@BY_LANE
+def test_a_drain_before_a_cancel_other_slot_comes_due_leaves_its_run_uncut(by_lane: bool) -> None:
+    # The slot at 60 s is due after the shutdown's instant: not drained, it cuts nothing,
+    # and the run holding the worker finishes at its own end.
+    sim = _lanes(Simulation(workers=1, start=T0), by_lane)
+    task = _stuck(sim, "stuck", 60)
+    sim.run(T0 + 30)
+    assert sim.shutdown(timeout=None) is True
+    assert _runs(task.history) == [(0, 0, 150, "ok")]
+    assert (task.status, task.next_run_at) == (TaskStatus.SCHEDULED, T0 + 60)
+
+
+@BY_LANE
+def test_two_cancel_other_slots_due_apart_each_cut_their_run_at_their_own_instant(
+    by_lane: bool,
+) -> None:
+    # Two CANCEL_OTHER tasks hold both workers; their next slots, at 60 s and 70 s, find
+    # no worker free and each cuts its own task's run as it comes due.
+    sim = _lanes(Simulation(workers=2, start=T0), by_lane)
+    tasks = [_stuck(sim, "sixty", 60, long_runs=2), _stuck(sim, "seventy", 70)]
+    sim.run(T0 + 70)
+    assert [_runs(task.history) for task in tasks] == [
+        [(0, 0, 60, "cancelled")],  # its slot at 60 s runs on, to 210 s
+        [(0, 0, 70, "cancelled"), (70, 70, 70, "ok")],
+    ]
+
+
+@BY_LANE
+def test_stepping_over_a_cancel_other_cut_says_the_cut_runs_finish(by_lane: bool) -> None:
+    # The slot's coming due is not an event of its own: the step at 60 s is the cut
+    # run's finish (a step that said nothing read as "nothing left to happen").
+    sim = _lanes(Simulation(workers=1, start=T0), by_lane)
+    task = _stuck(sim, "stuck", 60)
+    steps = [sim.step() for _ in range(3)]
+    assert [(s.at - T0, s.kind, s.task_id) for s in steps if s is not None] == [
+        (0, "start", task.id),
+        (60, "finish", task.id),
+        (60, "finish", task.id),  # the slot at 60 s, a run that takes no time
+    ]
+    assert [s.record.outcome.value for s in steps[1:] if s and s.record] == ["cancelled", "ok"]
+
+
 @REPRIORITIZED
 def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due_on_threads(
     priority: Priority | None, make_scheduler: SchedulerFactory, clock: FakeClock

@@ -151,6 +151,25 @@ def test_the_decorator_registers_a_module_level_function_on_a_durable_store(
         assert [s.task.action for s in store.load_all()] == [module.cleanup]
 
 
+def test_a_module_run_again_in_its_own_namespace_registers_its_new_definition(
+    make_scheduler: SchedulerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reload (``importlib.reload``) or a notebook cell run again runs the body in the
+    module's own namespace: its name holds the earlier definition of the function as the
+    decorator runs, and is bound to the new one first, so that the store's import-back
+    check finds the function registered ("does not round-trip" otherwise)."""
+    monkeypatch.delitem(sys.modules, "decorated_jobs", raising=False)
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = make_scheduler(store=store)
+        module = _import_as_it_runs("decorated_jobs", scheduler, DECORATED_MODULE)
+        first = module.cleanup
+        exec(compile(DECORATED_MODULE, "decorated_jobs.py", "exec"), module.__dict__)
+        assert module.cleanup is not first
+        (task,) = scheduler.tasks()
+        assert task.action is module.cleanup
+        assert [s.task.action for s in store.load_all()] == [module.cleanup]
+
+
 def test_a_refused_decoration_leaves_the_modules_name_as_it_was(
     make_scheduler: SchedulerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,7 +183,7 @@ def test_a_refused_decoration_leaves_the_modules_name_as_it_was(
         assert scheduler.tasks() == [] and store.load_all() == []
 
 
-WRAPPED_BY_CALL = """
+TIMED_JOB = """
 import functools
 from lldsched import FixedRate
 
@@ -176,7 +195,9 @@ def timed(fn):
 
 def job() -> str:
     return "ran"
+"""
 
+WRAPPED_BY_CALL = f"""{TIMED_JOB}
 scheduler.scheduled(FixedRate(60), name="timed job")(timed(job))
 scheduler.scheduled(FixedRate(60), name="static job")(staticmethod(job))
 """
@@ -198,3 +219,43 @@ def test_registering_a_wrapper_of_a_bound_function_leaves_the_modules_name_alone
         module.job,
         module.job,
     ]
+
+
+class _Link:
+    """One link of a ``__wrapped__`` chain."""
+
+    __wrapped__: object = None
+
+
+def test_a_redefinition_whose_wrapped_chain_loops_is_registered_and_bound(
+    make_scheduler: SchedulerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The early binding asks whether the module's ``job`` is on the new function's
+    ``__wrapped__`` chain; a chain that loops (here past its first link) is followed to
+    its first repeat, and ``job`` not being on it, the new definition is bound."""
+    monkeypatch.delitem(sys.modules, "looped_jobs", raising=False)
+    scheduler = make_scheduler()
+    module = _import_as_it_runs("looped_jobs", scheduler, "def job() -> str:\n    return 'old'\n")
+    first, second = _Link(), _Link()
+    first.__wrapped__, second.__wrapped__ = second, first
+
+    def job() -> str:
+        return "new"
+
+    job.__module__, job.__qualname__ = "looped_jobs", "job"
+    job.__wrapped__ = first  # type: ignore[attr-defined]
+    scheduler.scheduled(FixedRate(60))(job)
+    assert module.job is job and module.job() == "new"
+    assert [task.action for task in scheduler.tasks()] == [job]
+
+
+WRAPPED_TWICE = f"{TIMED_JOB}\nscheduler.scheduled(FixedRate(60))(timed(timed(job)))\n"
+
+
+def test_registering_a_wrapper_of_a_wrapper_of_a_bound_function_leaves_its_name_alone(
+    make_scheduler: SchedulerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module's ``job`` two links down the ``__wrapped__`` chain is found as well."""
+    monkeypatch.delitem(sys.modules, "wrapped_twice", raising=False)
+    module = _import_as_it_runs("wrapped_twice", make_scheduler(), WRAPPED_TWICE)
+    assert not hasattr(module.job, "__wrapped__") and module.job() == "ran"

@@ -3,6 +3,7 @@ priority and lateness under contention, timeouts, determinism and bad input."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from datetime import UTC, datetime
@@ -561,3 +562,28 @@ def test_a_function_where_a_simulations_schedule_goes_is_told_where_its_action_g
     with pytest.raises(ValidationError) as refused:  # the class itself: no such hint
         sim.schedule("job", FixedRate)  # type: ignore[arg-type]
     assert "a function" not in str(refused.value)
+
+
+def test_the_simulations_schedule_shows_its_signature_as_documented() -> None:
+    """``*misplaced`` only catches the ``Scheduler``'s order to refuse it in words:
+    ``inspect``, ``help()`` and the docs read the signature without it."""
+    parameters = inspect.signature(Simulation.schedule).parameters
+    assert list(parameters)[:4] == ["self", "name", "schedule", "duration"]
+    assert all(p.kind is not p.VAR_POSITIONAL for p in parameters.values())
+
+
+def test_a_simulations_metrics_take_a_timeout_of_zero_or_a_fraction_as_the_schedulers() -> None:
+    sim = Simulation(start=0.0)
+    assert sim.metrics(timeout=0).state == sim.metrics(timeout=0.5).state == "running"
+
+
+def test_a_listener_added_again_after_the_last_one_was_removed_hears_the_events() -> None:
+    sim, log = Simulation(start=0.0), EventLog()
+    sim.add_listener(log)
+    assert sim.remove_listener(log) is True  # none left
+    sim.add_listener(log)
+    task = sim.schedule("x", OneTime(delay=1), duration=0)
+    sim.run(5)
+    assert [(e.task_id, e.status.value) for e in log.events] == [
+        (task.id, "scheduled"), (task.id, "running"), (task.id, "succeeded")
+    ]  # fmt: skip

@@ -254,3 +254,19 @@ def test_a_drain_less_shutdown_runs_the_awaitables_handed_over() -> None:
     records = [(r.task_id, r.started - T, r.finished - T) for r in sim.records()]
     assert records == [("a", 0, 50), ("d", 6, 60)]
     assert sim.task("c").next_run_at == T + 5
+
+
+def test_at_one_instant_a_workers_start_goes_before_an_awaitable_handed_over() -> None:
+    """Task b hands its awaitable over at 5, the instant c is due on the other worker: c
+    starts first, as the threaded timer hands the workers their entries before the event
+    loop its own; then the awaitable begins on the lane."""
+    sim = Simulation(workers=2, start=T, max_coroutines=1)
+    sim.schedule("co", OneTime(delay=1_000), action=no_op, id="co", duration=fixed(0))
+    sim.schedule("b", OneTime(delay=5), action=returns_no_op, id="b", duration=fixed(10))
+    sim.schedule("c", OneTime(delay=5), action=plain, id="c", duration=fixed(1))
+    steps = [sim.step() for _ in range(3)]
+    assert [(s.at - T, s.kind, s.task_id) for s in steps if s is not None] == [
+        (5, "start", "b"),  # on a worker: its function returns the awaitable
+        (5, "start", "c"),
+        (5, "start", "b"),  # the awaitable, on the coroutine lane
+    ]

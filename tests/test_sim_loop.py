@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lldsched import FixedRate, SchedulerStateError
-from lldsched.sim import Simulation
+from lldsched import FixedRate, OneTime, SchedulerStateError
+from lldsched.sim import Simulation, fixed
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.scenario import build_scenario
 
@@ -81,3 +81,16 @@ def test_the_virtual_clock_moves_forward_and_refuses_to_go_back() -> None:
     with pytest.raises(SchedulerStateError, match=r"from 12\.5 to 12\.0"):
         clock.advance_to(12.0)
     assert clock.now() == 12.5
+
+
+def test_run_to_an_instant_processes_the_events_at_that_very_instant() -> None:
+    """``run(until)`` stops after the last event at or before ``until``: a finish, an
+    intervention and a start due at ``until`` itself happen in it, in that order."""
+    sim = Simulation(workers=1, start=0.0)
+    order: list[str] = []
+    first = sim.schedule("first", OneTime(delay=0), duration=fixed(60))
+    second = sim.schedule("second", OneTime(delay=60), duration=fixed(5))
+    sim.at(60.0, lambda: order.append(f"intervention, first {sim.task(first.id).status.value}"))
+    sim.run(60.0)
+    assert order == ["intervention, first succeeded"]
+    assert sim.task(second.id).running and sim.now == 60.0

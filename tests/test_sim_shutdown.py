@@ -112,6 +112,28 @@ def test_a_drain_finishes_the_runs_in_flight_and_runs_what_was_due_by_the_call()
     assert sim.busy == 0 and sim.metrics().state == "stopped"
 
 
+async def _co_noop() -> None:
+    return None
+
+
+@pytest.mark.parametrize("lane", ["thread", "thread beside a coroutine task", "coroutine"])
+def test_a_drain_runs_what_is_due_at_the_very_instant_of_the_call(lane: str) -> None:
+    """A drain runs what is due at or before the call's instant: also a run due at its
+    very instant, waiting for its place (the one worker, or the one place on the
+    coroutine lane), on either lane."""
+    sim = Simulation(workers=1, start=T0, max_coroutines=1)
+    action = _co_noop if lane == "coroutine" else None
+    if lane == "thread beside a coroutine task":  # starts are then picked by lane
+        sim.schedule("co", OneTime(delay=10_000), action=_co_noop, duration=0)
+    long = sim.schedule("long", OneTime(delay=0), action=action, duration=fixed(100)).id
+    due_now = sim.schedule("due now", OneTime(delay=20), action=action, duration=fixed(5)).id
+    sim.run(T0 + 20)
+    assert sim.task(long).running and sim.task(due_now).status is TaskStatus.SCHEDULED
+    assert sim.shutdown(timeout=None) is True
+    assert sim.task(due_now).status is TaskStatus.SUCCEEDED
+    assert [(r.task_id, r.started - T0) for r in sim.records()] == [(long, 0), (due_now, 100)]
+
+
 def test_without_a_drain_only_the_runs_in_flight_finish() -> None:
     sim, long, waiting, later = scenario()
     assert sim.shutdown(drain=False, timeout=None) is True
