@@ -221,6 +221,39 @@ def test_event_log_runs_leave_out_slots_a_misfire_policy_decided() -> None:
     assert log.runs("t") == [ran_record] and len(log.events) == 2
 
 
+def test_a_dispatcher_that_published_nothing_has_delivered_everything(clock: FakeClock) -> None:
+    """Nothing published, nothing to wait for: ``delivered`` is True and ``flush`` returns
+    True at once, with no delivery thread started; so a scheduler with nothing registered
+    is idle before ``start()`` (it waited out its timeout and said False)."""
+    dispatcher = EventDispatcher()
+    assert dispatcher.delivered and not dispatcher.busy
+    assert dispatcher.flush(timeout=5)
+    assert dispatcher.thread is None
+    scheduler = Scheduler(clock=clock)
+    assert scheduler.wait_idle(timeout=5) and scheduler.wait_drained(timeout=5)
+
+
+def test_a_dispatcher_closed_is_not_started_again() -> None:
+    """``start()`` once closed is a no-op: no thread is left waiting for events that no
+    ``close()`` will end, and an event published then is still delivered, by a thread
+    that ends once it is (as after a shutdown)."""
+    heard = threading.Event()
+    dispatcher = EventDispatcher()
+    dispatcher.add(lambda _: heard.set())
+    dispatcher.start()
+    first = dispatcher.thread
+    dispatcher.close()
+    assert first is not None and not first.is_alive()
+    dispatcher.start()
+    assert dispatcher.thread is first  # no thread started
+    dispatcher.publish(event(1))
+    assert heard.wait(5) and dispatcher.flush(timeout=5)
+    later = dispatcher.thread
+    assert later is not None and later is not first
+    dispatcher.close()  # joins it: it ends, not waiting for more
+    assert not later.is_alive()
+
+
 def test_events_before_start_are_delivered_then_not_held_until_start(clock: FakeClock) -> None:
     log = EventLog()
     scheduler = Scheduler(clock=clock, listeners=[log])
