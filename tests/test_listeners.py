@@ -233,6 +233,35 @@ def test_a_dispatcher_that_published_nothing_has_delivered_everything(clock: Fak
     assert scheduler.wait_idle(timeout=5) and scheduler.wait_drained(timeout=5)
 
 
+class ParkingCondition(threading.Condition):
+    """The dispatcher's condition, telling the test each time its delivery thread parks on
+    it, and for how long (``None``: until notified)."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__(lock)
+        self.parked = threading.Event()
+        self.timeouts: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.timeouts.append(timeout)
+        self.parked.set()
+        return super().wait(timeout)
+
+
+def test_once_started_one_delivery_thread_waits_for_events_until_close() -> None:
+    """From ``start()`` to ``close()`` the delivery thread waits for the next event with no
+    time limit (one thread throughout), not for the moment a thread started before
+    ``start()`` lingers for before it ends (one more thread at every lull)."""
+    dispatcher = EventDispatcher()
+    cond = ParkingCondition(dispatcher._lock)
+    dispatcher._cond = cond
+    dispatcher.start()
+    assert cond.parked.wait(5)
+    assert cond.timeouts == [None]
+    dispatcher.close()
+    assert dispatcher.thread is not None and not dispatcher.thread.is_alive()
+
+
 def test_a_dispatcher_closed_is_not_started_again() -> None:
     """``start()`` once closed is a no-op: no thread is left waiting for events that no
     ``close()`` will end, and an event published then is still delivered, by a thread
