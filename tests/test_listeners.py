@@ -233,6 +233,25 @@ def test_a_dispatcher_that_published_nothing_has_delivered_everything(clock: Fak
     assert scheduler.wait_idle(timeout=5) and scheduler.wait_drained(timeout=5)
 
 
+def test_the_delivery_thread_never_holds_the_interpreters_exit() -> None:
+    """Each delivery thread is a daemon, the one started before ``start()`` (for events
+    published then) as the one that waits from ``start()`` to ``close()``: a dispatcher
+    never closed (a scheduler never shut down) leaves a thread waiting for events for
+    good, and a thread that is not a daemon would keep the process from exiting."""
+    heard = threading.Event()
+    dispatcher = EventDispatcher()
+    dispatcher.add(lambda _: heard.set())
+    dispatcher.publish(event(1))
+    before = dispatcher.thread
+    assert before is not None and before.daemon
+    assert heard.wait(5) and dispatcher.flush(timeout=5)
+    before.join()  # it ends once it delivered (LINGER later)
+    dispatcher.start()
+    steady = dispatcher.thread
+    assert steady is not None and steady is not before and steady.daemon
+    dispatcher.close()
+
+
 class ParkingCondition(threading.Condition):
     """The dispatcher's condition, telling the test each time its delivery thread parks on
     it, and for how long (``None``: until notified)."""
