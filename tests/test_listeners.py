@@ -79,6 +79,30 @@ def test_the_dispatcher_delivers_in_order_and_logs_a_raising_listener(
     assert lines[0].exc_info is not None and caplog.text.count("KeyError: 'oops'") == 100
 
 
+def test_a_flush_that_timed_out_leaves_nothing_waiting_behind() -> None:
+    """A listener stuck in an event, and ``flush`` (``wait_idle``'s) asked again and again
+    with a short timeout: each says False, and none leaves its waiter for the delivery
+    thread to let go (kept until the stuck listener returned, one per call)."""
+    inside = threading.Event()
+    go_on = threading.Event()
+
+    def stuck(e: TaskEvent) -> None:
+        inside.set()
+        go_on.wait(5)
+
+    dispatcher = EventDispatcher()
+    dispatcher.add(stuck)
+    dispatcher.start()
+    dispatcher.publish(event(1))
+    assert inside.wait(5)
+    for _ in range(3):
+        assert not dispatcher.flush(timeout=0.01)  # the listener is inside: never True
+    assert not dispatcher._flushing
+    go_on.set()
+    assert dispatcher.flush(timeout=5)
+    dispatcher.close()
+
+
 def test_a_removed_listener_is_not_kept_alive_by_the_idle_delivery_thread() -> None:
     """Once removed and dropped, a listener is garbage even while no event comes: the
     delivery thread, waiting for the next event, kept the list of listeners of the last
