@@ -25,6 +25,7 @@ from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.threaded.dispatcher import EventDispatcher
 from tests.conftest import SchedulerFactory, settle
+from tests.waits import wait_until
 
 
 def event(n: int, record: bool = False) -> TaskEvent:
@@ -303,6 +304,37 @@ def test_once_started_one_delivery_thread_waits_for_events_until_close() -> None
     assert cond.timeouts == [None]
     dispatcher.close()
     assert dispatcher.thread is not None and not dispatcher.thread.is_alive()
+
+
+def test_a_flush_is_let_go_as_the_last_event_is_delivered_not_at_its_timeout() -> None:
+    """A ``flush`` (``wait_idle``'s) waiting behind a listener inside an event is let go
+    as that event's delivery ends, before the delivery thread waits for more: it
+    waited out its timeout, and said True only then."""
+    inside = threading.Event()
+    go_on = threading.Event()
+
+    def stuck(e: TaskEvent) -> None:
+        inside.set()
+        go_on.wait(5)
+
+    dispatcher = EventDispatcher()
+    cond = ParkingCondition(dispatcher._lock)
+    dispatcher._cond = cond
+    dispatcher.add(stuck)
+    dispatcher.start()
+    dispatcher.publish(event(1))
+    assert inside.wait(5)
+    answers: list[bool] = []
+    flusher = threading.Thread(target=lambda: answers.append(dispatcher.flush(60)), daemon=True)
+    flusher.start()
+    wait_until(lambda: bool(dispatcher._flushing), timeout=5, what="flush() to wait")
+    cond.parked.clear()
+    go_on.set()
+    assert cond.parked.wait(5)  # delivered, and waiting for the next event
+    assert not dispatcher._flushing  # the flush let go
+    flusher.join()
+    assert answers == [True]
+    dispatcher.close()
 
 
 def test_a_dispatcher_closed_is_not_started_again() -> None:
