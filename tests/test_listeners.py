@@ -23,7 +23,7 @@ from lldsched import (
 )
 from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.threaded.dispatcher import EventDispatcher
+from lldsched.threaded.dispatcher import LINGER, EventDispatcher
 from tests.conftest import SchedulerFactory, settle
 from tests.waits import wait_until
 
@@ -304,6 +304,22 @@ def test_once_started_one_delivery_thread_waits_for_events_until_close() -> None
     assert cond.timeouts == [None]
     dispatcher.close()
     assert dispatcher.thread is not None and not dispatcher.thread.is_alive()
+
+
+def test_before_start_the_delivery_thread_lingers_for_more_before_it_ends() -> None:
+    """Before ``start()`` the thread started for the events published waits
+    :data:`LINGER` seconds for more once it delivered them, so that a burst of
+    registrations with lulls between is delivered by one thread, not one per lull."""
+    dispatcher = EventDispatcher()
+    cond = ParkingCondition(dispatcher._lock)
+    dispatcher._cond = cond
+    dispatcher.publish(event(1))
+    assert cond.parked.wait(5)
+    assert cond.timeouts == [LINGER]
+    thread = dispatcher.thread
+    assert thread is not None
+    thread.join()  # no more came: it ended
+    assert dispatcher.delivered
 
 
 def test_a_flush_is_let_go_as_the_last_event_is_delivered_not_at_its_timeout() -> None:
