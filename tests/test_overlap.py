@@ -389,10 +389,21 @@ def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due
     assert (task.status, task.next_run_at) == (TaskStatus.SCHEDULED, T0 + 120)
 
 
+async def _later() -> None:
+    return None
+
+
 @REPRIORITIZED
+@pytest.mark.parametrize("coroutine_beside", [False, True])
 def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due_on_threads(
-    priority: Priority | None, make_scheduler: SchedulerFactory, clock: FakeClock
+    priority: Priority | None,
+    coroutine_beside: bool,
+    make_scheduler: SchedulerFactory,
+    clock: FakeClock,
 ) -> None:
+    # coroutine_beside: a coroutine task registered too, so the timer counts the worker
+    # places and the event loop's apart; the slot of a thread task waits for a worker
+    # though a coroutine place is free.
     starts = _Starts()
     flags: list[bool] = []
 
@@ -402,6 +413,8 @@ def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due
             flags.append(ctx.wait(5))
 
     scheduler = make_scheduler(clock=clock, workers=1)
+    if coroutine_beside:
+        scheduler.schedule("later", _later, OneTime(delay=3600))
     task = scheduler.schedule("stuck", cooperative, FixedRate(60), overlap=Overlap.CANCEL_OTHER)
     assert starts.wait_start()
     if priority is not None:
