@@ -529,16 +529,20 @@ def _noop() -> None:
     return None
 
 
+@pytest.mark.parametrize("max_coroutines", [None, 1])
 def test_cancel_other_cancels_a_coroutine_run_for_real(
-    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
+    max_coroutines: int | None, make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
 ) -> None:
+    # max_coroutines=1: the run holds the only coroutine place, and the slot that comes
+    # due waits for it; the slot cancels the run all the same, as it comes due.
     starts = _Starts()
 
     async def slow() -> None:
         starts.started()
         await asyncio.sleep(60)  # far past the wait below: only a real cancel ends it
 
-    scheduler = make_scheduler(clock=clock, listeners=[log])
+    places = {} if max_coroutines is None else {"max_coroutines": max_coroutines}
+    scheduler = make_scheduler(clock=clock, listeners=[log], **places)
     scheduler.schedule("slow", slow, FixedRate(10), overlap=Overlap.CANCEL_OTHER)
     assert starts.wait_start()
     clock.advance(10)
