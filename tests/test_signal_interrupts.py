@@ -103,6 +103,38 @@ def test_a_real_sigterm_as_a_hold_takes_the_lock_leaves_it_free(
     assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
 
 
+class HeldAWhile:
+    """A lock another thread holds for a while: its first ``refusals`` timed acquisitions
+    run out (as each would, the holder still at work), then it is free."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+        self.timeouts: list[float] = []
+        self.lock = threading.Lock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        self.timeouts.append(timeout)
+        if self.refusals:
+            self.refusals -= 1
+            return False
+        return self.lock.acquire()
+
+    def release(self) -> None:
+        self.lock.release()
+
+
+@pytest.mark.usefixtures("signals_raise")
+def test_a_hold_without_a_deadline_waits_for_a_lock_held_for_a_while_and_takes_it() -> None:
+    """``shutdown(timeout=None)``'s holds on the main thread: the lock held by another
+    thread, the wait asks every ``ASK_EVERY`` whether a signal came, and takes the lock
+    once it is free, however long that is (no deadline to run out)."""
+    lock = HeldAWhile(refusals=2)
+    with Deadline(None).holding(lock) as hold:  # type: ignore[arg-type]
+        assert hold.held
+    assert lock.timeouts == [deadline_module.ASK_EVERY] * 3
+    assert not lock.lock.locked()
+
+
 @pytest.mark.usefixtures("signals_raise")
 def test_a_ctrl_c_and_a_sigterm_kept_together_each_reach_their_handler() -> None:
     """Two signals kept by one hold are each handed to their own handler once it lets the
