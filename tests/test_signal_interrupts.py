@@ -107,13 +107,17 @@ class HeldAWhile:
     """A lock another thread holds for a while: its first ``refusals`` timed acquisitions
     run out (as each would, the holder still at work), then it is free."""
 
-    def __init__(self, refusals: int) -> None:
+    def __init__(self, refusals: int, *, signal_in_wait: int | None = None) -> None:
         self.refusals = refusals
+        self.signal_in_wait = signal_in_wait  # a signal that comes during the first wait
         self.timeouts: list[float] = []
         self.lock = threading.Lock()
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         self.timeouts.append(timeout)
+        if self.signal_in_wait is not None:
+            signal.raise_signal(self.signal_in_wait)
+            self.signal_in_wait = None
         if self.refusals:
             self.refusals -= 1
             return False
@@ -133,6 +137,22 @@ def test_a_hold_without_a_deadline_waits_for_a_lock_held_for_a_while_and_takes_i
         assert hold.held
     assert lock.timeouts == [deadline_module.ASK_EVERY] * 3
     assert not lock.lock.locked()
+
+
+@pytest.mark.usefixtures("signals_raise")
+def test_a_signal_while_a_hold_waits_for_a_lock_ends_the_wait_at_the_next_ask() -> None:
+    """A SIGTERM that comes while a hold without a deadline waits for a lock another
+    thread holds: the wait ends at its next ask (``ASK_EVERY``), nothing held, and the
+    handler's ``SystemExit`` comes at once; the block never runs.  (Not asked, the hold
+    waited on for as long as the lock stayed held, then ran its block.)"""
+    lock = HeldAWhile(refusals=5, signal_in_wait=signal.SIGTERM)
+    ran = []
+    with pytest.raises(Terminated), Deadline(None).holding(lock) as hold:  # type: ignore[arg-type]
+        ran.append(hold.held)
+    assert ran == []
+    assert lock.timeouts == [deadline_module.ASK_EVERY]
+    assert not lock.lock.locked()
+    assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
 
 
 @pytest.mark.usefixtures("signals_raise")
