@@ -30,7 +30,7 @@ import pytest
 
 from lldsched import FakeClock, OneTime, Scheduler, TaskStatus
 from lldsched.threaded import deadline as deadline_module
-from lldsched.threaded.deadline import Deadline, Flag
+from lldsched.threaded.deadline import Deadline, Flag, Waiters
 from tests import jobs
 from tests.cluster import ROOT
 from tests.conftest import T0
@@ -153,6 +153,21 @@ def test_a_signal_while_a_hold_waits_for_a_lock_ends_the_wait_at_the_next_ask() 
     assert lock.timeouts == [deadline_module.ASK_EVERY]
     assert not lock.lock.locked()
     assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
+
+
+def test_waiters_are_let_go_by_the_next_wake_once_and_forgotten() -> None:
+    """Each waiter (a ``flush``'s, a ``wait_idle``'s) is a lock taken for it; ``wake``
+    lets every one go and forgets them, so the next wake lets go only those added since
+    (a waiter not let go waited out its whole timeout)."""
+    waiters = Waiters()
+    first, second = waiters.waiter(), waiters.waiter()
+    assert not first.acquire(blocking=False)  # taken: its owner waits on it
+    waiters.wake()
+    assert first.acquire(blocking=False) and second.acquire(blocking=False)
+    assert not waiters
+    third = waiters.waiter()
+    waiters.wake()  # the earlier ones, taken again above, are not let go twice
+    assert third.acquire(blocking=False) and first.locked() and second.locked()
 
 
 @pytest.mark.usefixtures("signals_raise")
