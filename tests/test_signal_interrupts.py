@@ -155,6 +155,17 @@ def test_a_signal_while_a_hold_waits_for_a_lock_ends_the_wait_at_the_next_ask() 
     assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
 
 
+def test_a_flag_set_stays_set_for_a_later_wait_until_cleared() -> None:
+    """As ``threading.Event``: set before anyone waits, a wait returns True at once (the
+    drain's wake that came before its wait is not lost), until ``clear``."""
+    flag = Flag()
+    assert not flag.is_set() and not flag.wait(0)
+    flag.set()
+    assert flag.is_set() and flag.wait(0)
+    flag.clear()
+    assert not flag.is_set() and not flag.wait(0)
+
+
 def test_waiters_are_let_go_by_the_next_wake_once_and_forgotten() -> None:
     """Each waiter (a ``flush``'s, a ``wait_idle``'s) is a lock taken for it; ``wake``
     lets every one go and forgets them, so the next wake lets go only those added since
