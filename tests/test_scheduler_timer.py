@@ -18,6 +18,7 @@ from lldsched import (
     TaskStatus,
 )
 from tests.conftest import T0, SchedulerFactory, settle
+from tests.waits import wait_until
 
 
 class ParkingClock(FakeClock):
@@ -195,6 +196,39 @@ def test_the_timer_parks_until_the_first_timeout_of_the_runs_in_flight(
         clock.advance(0)  # the timer looks again, and parks
         assert clock.parked.wait(5)
         assert clock.deadlines[-1] == T0 + 10
+    finally:
+        release.set()
+    settle(scheduler)
+
+
+def test_a_timer_with_no_room_to_hand_out_waits_for_a_worker_not_for_a_due_instant(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # One worker busy and the hand-off queue full: the timer parks until a worker makes
+    # room (it is notified then), with no deadline of its own; not until the instant it
+    # last computed, which may have passed (it would wake, find no room, and spin).
+    clock = ParkingClock()
+    began = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        began.set()
+        release.wait(10)
+
+    scheduler = make_scheduler(workers=1, clock=clock, max_wait=None, handoff=1, start=False)
+    scheduler.schedule("later", lambda: None, OneTime(delay=3600))
+    scheduler.start()
+    try:
+        assert clock.parked.wait(5)
+        assert clock.deadlines[-1] == T0 + 3600
+        scheduler.schedule("hold", hold, OneTime(delay=0))
+        assert began.wait(5)
+        scheduler.schedule("waits", lambda: None, OneTime(delay=0))
+        wait_until(lambda: scheduler.metrics().handoff == 1, timeout=5, what="a full hand-off")
+        clock.parked.clear()
+        clock.advance(0)  # the timer looks again: no room
+        assert clock.parked.wait(5)
+        assert clock.deadlines[-1] is None
     finally:
         release.set()
     settle(scheduler)
