@@ -80,10 +80,9 @@ def test_the_dispatcher_delivers_in_order_and_logs_a_raising_listener(
     assert lines[0].exc_info is not None and caplog.text.count("KeyError: 'oops'") == 100
 
 
-def test_a_flush_that_timed_out_leaves_nothing_waiting_behind() -> None:
-    """A listener stuck in an event, and ``flush`` (``wait_idle``'s) asked again and again
-    with a short timeout: each says False, and none leaves its waiter for the delivery
-    thread to let go (kept until the stuck listener returned, one per call)."""
+def stuck_in_an_event(dispatcher: EventDispatcher) -> threading.Event:
+    """Start ``dispatcher`` with a listener that stays inside each event until the event
+    returned is set; returns once it is inside the first, published here."""
     inside = threading.Event()
     go_on = threading.Event()
 
@@ -91,11 +90,19 @@ def test_a_flush_that_timed_out_leaves_nothing_waiting_behind() -> None:
         inside.set()
         go_on.wait(5)
 
-    dispatcher = EventDispatcher()
     dispatcher.add(stuck)
     dispatcher.start()
     dispatcher.publish(event(1))
     assert inside.wait(5)
+    return go_on
+
+
+def test_a_flush_that_timed_out_leaves_nothing_waiting_behind() -> None:
+    """A listener stuck in an event, and ``flush`` (``wait_idle``'s) asked again and again
+    with a short timeout: each says False, and none leaves its waiter for the delivery
+    thread to let go (kept until the stuck listener returned, one per call)."""
+    dispatcher = EventDispatcher()
+    go_on = stuck_in_an_event(dispatcher)
     for _ in range(3):
         assert not dispatcher.flush(timeout=0.01)  # the listener is inside: never True
     assert not dispatcher._flushing
@@ -326,20 +333,10 @@ def test_a_flush_is_let_go_as_the_last_event_is_delivered_not_at_its_timeout() -
     """A ``flush`` (``wait_idle``'s) waiting behind a listener inside an event is let go
     as that event's delivery ends, before the delivery thread waits for more: it
     waited out its timeout, and said True only then."""
-    inside = threading.Event()
-    go_on = threading.Event()
-
-    def stuck(e: TaskEvent) -> None:
-        inside.set()
-        go_on.wait(5)
-
     dispatcher = EventDispatcher()
     cond = ParkingCondition(dispatcher._lock)
     dispatcher._cond = cond
-    dispatcher.add(stuck)
-    dispatcher.start()
-    dispatcher.publish(event(1))
-    assert inside.wait(5)
+    go_on = stuck_in_an_event(dispatcher)
     answers: list[bool] = []
     flusher = threading.Thread(target=lambda: answers.append(dispatcher.flush(60)), daemon=True)
     flusher.start()
