@@ -100,7 +100,8 @@ def stuck_in_an_event(dispatcher: EventDispatcher) -> threading.Event:
 def test_a_flush_that_timed_out_leaves_nothing_waiting_behind() -> None:
     """A listener stuck in an event, and ``flush`` (``wait_idle``'s) asked again and again
     with a short timeout: each says False, and none leaves its waiter for the delivery
-    thread to let go (kept until the stuck listener returned, one per call)."""
+    thread to let go (which would be kept until the stuck listener returned, one per
+    call)."""
     dispatcher = EventDispatcher()
     go_on = stuck_in_an_event(dispatcher)
     for _ in range(3):
@@ -256,7 +257,8 @@ def test_event_log_runs_leave_out_slots_a_misfire_policy_decided() -> None:
 def test_a_dispatcher_that_published_nothing_has_delivered_everything(clock: FakeClock) -> None:
     """Nothing published, nothing to wait for: ``delivered`` is True and ``flush`` returns
     True at once, with no delivery thread started; so a scheduler with nothing registered
-    is idle before ``start()`` (it waited out its timeout and said False)."""
+    is idle before ``start()`` (counted busy, it would wait out its timeout and say
+    False)."""
     dispatcher = EventDispatcher()
     assert dispatcher.delivered and not dispatcher.busy
     assert dispatcher.flush(timeout=5)
@@ -331,8 +333,8 @@ def test_before_start_the_delivery_thread_lingers_for_more_before_it_ends() -> N
 
 def test_a_flush_is_let_go_as_the_last_event_is_delivered_not_at_its_timeout() -> None:
     """A ``flush`` (``wait_idle``'s) waiting behind a listener inside an event is let go
-    as that event's delivery ends, before the delivery thread waits for more: it
-    waited out its timeout, and said True only then."""
+    as that event's delivery ends, before the delivery thread waits for more (not let
+    go, it would wait out its timeout, and say True only then)."""
     dispatcher = EventDispatcher()
     cond = ParkingCondition(dispatcher._lock)
     dispatcher._cond = cond

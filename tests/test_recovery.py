@@ -455,7 +455,7 @@ def test_a_wait_idle_for_slots_a_jump_skipped_returns_as_the_timer_skips_them(
     # wait_idle() finds a SKIP task due after a jump the timer has not seen yet, and
     # waits; the timer wakes, sees the jump, and the misfire policy moves the task to
     # its next slot: nothing was due after all, nothing ran, and the waiter is told then
-    # (no run settles to tell it: it waited out its timeout before it looked again).
+    # (no run settles to tell it: it would wait out its timeout before it looked again).
     clock = JumpingClock(T0)
     scheduler = make_scheduler(clock=clock)
     task = scheduler.schedule("skip", jobs.note, FixedRate(HOUR, start_delay=HOUR),

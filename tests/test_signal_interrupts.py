@@ -144,7 +144,7 @@ def test_a_signal_while_a_hold_waits_for_a_lock_ends_the_wait_at_the_next_ask() 
     """A SIGTERM that comes while a hold without a deadline waits for a lock another
     thread holds: the wait ends at its next ask (``ASK_EVERY``), nothing held, and the
     handler's ``SystemExit`` comes at once; the block never runs.  (Not asked, the hold
-    waited on for as long as the lock stayed held, then ran its block.)"""
+    would wait on for as long as the lock stayed held, then run its block.)"""
     lock = HeldAWhile(refusals=5, signal_in_wait=signal.SIGTERM)
     ran = []
     with pytest.raises(Terminated), Deadline(None).holding(lock) as hold:  # type: ignore[arg-type]
@@ -169,7 +169,7 @@ def test_a_flag_set_stays_set_for_a_later_wait_until_cleared() -> None:
 def test_waiters_are_let_go_by_the_next_wake_once_and_forgotten() -> None:
     """Each waiter (a ``flush``'s, a ``wait_idle``'s) is a lock taken for it; ``wake``
     lets every one go and forgets them, so the next wake lets go only those added since
-    (a waiter not let go waited out its whole timeout)."""
+    (a waiter not let go would wait out its whole timeout)."""
     waiters = Waiters()
     first, second = waiters.waiter(), waiters.waiter()
     assert not first.acquire(blocking=False)  # taken: its owner waits on it

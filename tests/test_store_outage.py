@@ -121,8 +121,8 @@ def test_rows_left_stale_before_start_are_tried_again_at_the_first_wake(
 ) -> None:
     """A pause whose write failed before ``start()``, a minute or more ago: the timer's
     first wake writes the row again, and ``store_ok`` is True with the clock not moved.
-    (A first wake taken for one that had just handed runs out put the try off by a
-    minute of a clock that does not move.)"""
+    (A first wake taken for one that had just handed runs out would put the try off by
+    a minute of a clock that does not move.)"""
     store = FailingStore()
     scheduler = Scheduler(clock=clock, store=store, max_wait=None)
     task = scheduler.schedule("daily", noop, FixedRate(86_400, start_delay=3_600))
