@@ -23,8 +23,9 @@ from lldsched import (
 )
 from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.threaded.dispatcher import EventDispatcher
+from lldsched.threaded.dispatcher import LINGER, EventDispatcher
 from tests.conftest import SchedulerFactory, settle
+from tests.waits import wait_until
 
 
 def event(n: int, record: bool = False) -> TaskEvent:
@@ -77,6 +78,38 @@ def test_the_dispatcher_delivers_in_order_and_logs_a_raising_listener(
     lines = [r for r in caplog.records if r.name == "lldsched.listeners"]
     assert [r.levelno for r in lines] == [logging.ERROR] + [logging.DEBUG] * 99
     assert lines[0].exc_info is not None and caplog.text.count("KeyError: 'oops'") == 100
+
+
+def stuck_in_an_event(dispatcher: EventDispatcher) -> threading.Event:
+    """Start ``dispatcher`` with a listener that stays inside each event until the event
+    returned is set; returns once it is inside the first, published here."""
+    inside = threading.Event()
+    go_on = threading.Event()
+
+    def stuck(e: TaskEvent) -> None:
+        inside.set()
+        go_on.wait(5)
+
+    dispatcher.add(stuck)
+    dispatcher.start()
+    dispatcher.publish(event(1))
+    assert inside.wait(5)
+    return go_on
+
+
+def test_a_flush_that_timed_out_leaves_nothing_waiting_behind() -> None:
+    """A listener stuck in an event, and ``flush`` (``wait_idle``'s) asked again and again
+    with a short timeout: each says False, and none leaves its waiter for the delivery
+    thread to let go (which would be kept until the stuck listener returned, one per
+    call)."""
+    dispatcher = EventDispatcher()
+    go_on = stuck_in_an_event(dispatcher)
+    for _ in range(3):
+        assert not dispatcher.flush(timeout=0.01)  # the listener is inside: never True
+    assert not dispatcher._flushing
+    go_on.set()
+    assert dispatcher.flush(timeout=5)
+    dispatcher.close()
 
 
 def test_a_removed_listener_is_not_kept_alive_by_the_idle_delivery_thread() -> None:
@@ -219,6 +252,125 @@ def test_event_log_runs_leave_out_slots_a_misfire_policy_decided() -> None:
             TaskEvent("task-1", "t", TaskStatus.SCHEDULED, TaskStatus.SCHEDULED, 0, record)
         )
     assert log.runs("t") == [ran_record] and len(log.events) == 2
+
+
+def test_a_dispatcher_that_published_nothing_has_delivered_everything(clock: FakeClock) -> None:
+    """Nothing published, nothing to wait for: ``delivered`` is True and ``flush`` returns
+    True at once, with no delivery thread started; so a scheduler with nothing registered
+    is idle before ``start()`` (counted busy, it would wait out its timeout and say
+    False)."""
+    dispatcher = EventDispatcher()
+    assert dispatcher.delivered and not dispatcher.busy
+    assert dispatcher.flush(timeout=5)
+    assert dispatcher.thread is None
+    scheduler = Scheduler(clock=clock)
+    assert scheduler.wait_idle(timeout=5) and scheduler.wait_drained(timeout=5)
+
+
+def test_the_delivery_thread_never_holds_the_interpreters_exit() -> None:
+    """Each delivery thread is a daemon, the one started before ``start()`` (for events
+    published then) as the one that waits from ``start()`` to ``close()``: a dispatcher
+    never closed (a scheduler never shut down) leaves a thread waiting for events for
+    good, and a thread that is not a daemon would keep the process from exiting."""
+    heard = threading.Event()
+    dispatcher = EventDispatcher()
+    dispatcher.add(lambda _: heard.set())
+    dispatcher.publish(event(1))
+    before = dispatcher.thread
+    assert before is not None and before.daemon
+    assert heard.wait(5) and dispatcher.flush(timeout=5)
+    before.join()  # it ends once it delivered (LINGER later)
+    dispatcher.start()
+    steady = dispatcher.thread
+    assert steady is not None and steady is not before and steady.daemon
+    dispatcher.close()
+
+
+class ParkingCondition(threading.Condition):
+    """The dispatcher's condition, telling the test each time its delivery thread parks on
+    it, and for how long (``None``: until notified)."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__(lock)
+        self.parked = threading.Event()
+        self.timeouts: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.timeouts.append(timeout)
+        self.parked.set()
+        return super().wait(timeout)
+
+
+def test_once_started_one_delivery_thread_waits_for_events_until_close() -> None:
+    """From ``start()`` to ``close()`` the delivery thread waits for the next event with no
+    time limit (one thread throughout), not for the moment a thread started before
+    ``start()`` lingers for before it ends (one more thread at every lull)."""
+    dispatcher = EventDispatcher()
+    cond = ParkingCondition(dispatcher._lock)
+    dispatcher._cond = cond
+    dispatcher.start()
+    assert cond.parked.wait(5)
+    assert cond.timeouts == [None]
+    dispatcher.close()
+    assert dispatcher.thread is not None and not dispatcher.thread.is_alive()
+
+
+def test_before_start_the_delivery_thread_lingers_for_more_before_it_ends() -> None:
+    """Before ``start()`` the thread started for the events published waits
+    :data:`LINGER` seconds for more once it delivered them, so that a burst of
+    registrations with lulls between is delivered by one thread, not one per lull."""
+    dispatcher = EventDispatcher()
+    cond = ParkingCondition(dispatcher._lock)
+    dispatcher._cond = cond
+    dispatcher.publish(event(1))
+    assert cond.parked.wait(5)
+    assert cond.timeouts == [LINGER]
+    thread = dispatcher.thread
+    assert thread is not None
+    thread.join()  # no more came: it ended
+    assert dispatcher.delivered
+
+
+def test_a_flush_is_let_go_as_the_last_event_is_delivered_not_at_its_timeout() -> None:
+    """A ``flush`` (``wait_idle``'s) waiting behind a listener inside an event is let go
+    as that event's delivery ends, before the delivery thread waits for more (not let
+    go, it would wait out its timeout, and say True only then)."""
+    dispatcher = EventDispatcher()
+    cond = ParkingCondition(dispatcher._lock)
+    dispatcher._cond = cond
+    go_on = stuck_in_an_event(dispatcher)
+    answers: list[bool] = []
+    flusher = threading.Thread(target=lambda: answers.append(dispatcher.flush(60)), daemon=True)
+    flusher.start()
+    wait_until(lambda: bool(dispatcher._flushing), timeout=5, what="flush() to wait")
+    cond.parked.clear()
+    go_on.set()
+    assert cond.parked.wait(5)  # delivered, and waiting for the next event
+    assert not dispatcher._flushing  # the flush let go
+    flusher.join()
+    assert answers == [True]
+    dispatcher.close()
+
+
+def test_a_dispatcher_closed_is_not_started_again() -> None:
+    """``start()`` once closed is a no-op: no thread is left waiting for events that no
+    ``close()`` will end, and an event published then is still delivered, by a thread
+    that ends once it is (as after a shutdown)."""
+    heard = threading.Event()
+    dispatcher = EventDispatcher()
+    dispatcher.add(lambda _: heard.set())
+    dispatcher.start()
+    first = dispatcher.thread
+    dispatcher.close()
+    assert first is not None and not first.is_alive()
+    dispatcher.start()
+    assert dispatcher.thread is first  # no thread started
+    dispatcher.publish(event(1))
+    assert heard.wait(5) and dispatcher.flush(timeout=5)
+    later = dispatcher.thread
+    assert later is not None and later is not first
+    dispatcher.close()  # joins it: it ends, not waiting for more
+    assert not later.is_alive()
 
 
 def test_events_before_start_are_delivered_then_not_held_until_start(clock: FakeClock) -> None:

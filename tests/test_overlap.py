@@ -497,9 +497,16 @@ def test_stepping_over_a_cancel_other_cut_says_the_cut_runs_finish(by_lane: bool
 
 
 @REPRIORITIZED
+@pytest.mark.parametrize("coroutine_beside", [False, True])
 def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due_on_threads(
-    priority: Priority | None, make_scheduler: SchedulerFactory, clock: FakeClock
+    priority: Priority | None,
+    coroutine_beside: bool,
+    make_scheduler: SchedulerFactory,
+    clock: FakeClock,
 ) -> None:
+    # coroutine_beside: a coroutine task registered too, so the timer counts the worker
+    # places and the event loop's apart; the slot of a thread task waits for a worker
+    # though a coroutine place is free.
     starts = _Starts()
     flags: list[bool] = []
 
@@ -509,6 +516,8 @@ def test_cancel_other_cuts_the_run_holding_the_last_worker_as_its_slot_comes_due
             flags.append(ctx.wait(5))
 
     scheduler = make_scheduler(clock=clock, workers=1)
+    if coroutine_beside:
+        scheduler.schedule("later", _co_noop, OneTime(delay=3600))
     task = scheduler.schedule("stuck", cooperative, FixedRate(60), overlap=Overlap.CANCEL_OTHER)
     assert starts.wait_start()
     if priority is not None:
@@ -623,16 +632,20 @@ def _noop() -> None:
     return None
 
 
+@pytest.mark.parametrize("max_coroutines", [None, 1])
 def test_cancel_other_cancels_a_coroutine_run_for_real(
-    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
+    max_coroutines: int | None, make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
 ) -> None:
+    # max_coroutines=1: the run holds the only coroutine place, and the slot that comes
+    # due waits for it; the slot cancels the run all the same, as it comes due.
     starts = _Starts()
 
     async def slow() -> None:
         starts.started()
         await asyncio.sleep(60)  # far past the wait below: only a real cancel ends it
 
-    scheduler = make_scheduler(clock=clock, listeners=[log])
+    places = {} if max_coroutines is None else {"max_coroutines": max_coroutines}
+    scheduler = make_scheduler(clock=clock, listeners=[log], **places)
     scheduler.schedule("slow", slow, FixedRate(10), overlap=Overlap.CANCEL_OTHER)
     assert starts.wait_start()
     clock.advance(10)

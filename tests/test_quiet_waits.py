@@ -4,6 +4,7 @@ delivery that is the caller itself."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -136,3 +137,26 @@ def test_wait_drained_before_start_counts_work_due_later_too(
     assert scheduler.wait_idle(timeout=30) is True  # nothing due at the clock's now
     with pytest.raises(SchedulerStateError, match="not started"):
         scheduler.wait_drained(timeout=30)
+
+
+@pytest.mark.parametrize("verb", ["wait_idle", "wait_drained"])
+def test_a_wait_for_quiet_out_of_time_with_a_run_in_flight_says_false(
+    make_scheduler: SchedulerFactory, clock: FakeClock, verb: str
+) -> None:
+    """The run goes on past the wait's timeout: the wait says False, as it ran out (not
+    True, nor an error of the wait's own once its time is past)."""
+    began = threading.Event()
+    release = threading.Event()
+
+    def held() -> None:
+        began.set()
+        release.wait(10)
+
+    scheduler = make_scheduler(clock=clock)
+    scheduler.schedule("held", held, OneTime(delay=0))
+    assert began.wait(5)
+    try:
+        assert getattr(scheduler, verb)(timeout=0.05) is False
+    finally:
+        release.set()
+    assert getattr(scheduler, verb)(timeout=5) is True

@@ -42,6 +42,7 @@ from lldsched.threaded.jumps import LastLook
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.harness import Harness
+from tests.waits import wait_until
 
 HOUR = 3600.0
 SKIP = MisfirePolicy(Misfire.SKIP)
@@ -446,6 +447,32 @@ class FirstLookHeld(JumpingClock):
         self.jumped.set()  # before the wake-up: the timer may hold the lock meanwhile
         if wake:
             self._notify_all()
+
+
+def test_a_wait_idle_for_slots_a_jump_skipped_returns_as_the_timer_skips_them(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # wait_idle() finds a SKIP task due after a jump the timer has not seen yet, and
+    # waits; the timer wakes, sees the jump, and the misfire policy moves the task to
+    # its next slot: nothing was due after all, nothing ran, and the waiter is told then
+    # (no run settles to tell it: it would wait out its timeout before it looked again).
+    clock = JumpingClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("skip", jobs.note, FixedRate(HOUR, start_delay=HOUR),
+                              args=("skip",), misfire=SKIP)  # fmt: skip
+    looked(clock, scheduler)  # the timer parked, waiting for the slot at 1 h
+    clock.jump(3.5 * HOUR, wake=False)  # and sleeps on
+    answers: list[bool] = []
+    waiter = threading.Thread(target=lambda: answers.append(scheduler.wait_idle(timeout=5)))
+    waiter.start()
+    wait_until(lambda: bool(scheduler._idle_waiters), timeout=5, what="wait_idle() to wait")
+    clock.parked.clear()
+    clock.advance(0)  # wake the timer
+    assert clock.parked.wait(5)  # it handled the jump, and parked again
+    assert not scheduler._idle_waiters  # the waiter let go then, not at its timeout
+    waiter.join()
+    assert answers == [True]
+    assert calls("skip") == [] and task.next_run_at == T0 + 4 * HOUR
 
 
 def minutely_over_a_two_hour_suspend(make_scheduler: SchedulerFactory) -> ScheduledTask:

@@ -13,10 +13,12 @@ from lldsched import (
     InMemoryTaskStore,
     OneTime,
     Priority,
+    RunContext,
     Simulation,
     TaskStatus,
 )
 from tests.conftest import T0, SchedulerFactory, settle
+from tests.waits import wait_until
 
 
 class ParkingClock(FakeClock):
@@ -168,3 +170,65 @@ def test_a_push_behind_a_paused_head_still_wakes_a_parked_timer_when_it_comes_fi
     scheduler.schedule("urgent", lambda: None, OneTime(delay=0))  # the lane
     ran = log.wait_for(lambda e: e.name == "urgent" and e.record is not None, timeout=5)
     assert ran is not None and ran.record is not None and ran.record.lateness == 0.0
+
+
+def test_the_timer_parks_until_the_first_timeout_of_the_runs_in_flight(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # Two runs in flight, one allowed 10 s, one 5000 s, and a task due in an hour: the
+    # timer sleeps until the first run's timeout, when it raises that run's flag, not
+    # until the hour (or the other run's deadline).
+    clock = ParkingClock()
+    started = threading.Barrier(3, timeout=5)
+    release = threading.Event()
+
+    def hold(ctx: RunContext) -> None:  # a run with a context: its flag is the timer's
+        started.wait()
+        release.wait(10)
+
+    scheduler = make_scheduler(workers=2, clock=clock, max_wait=None)
+    try:
+        scheduler.schedule("long", hold, OneTime(delay=0), timeout=5000)
+        scheduler.schedule("short", hold, OneTime(delay=0), timeout=10)
+        scheduler.schedule("hourly", lambda: None, OneTime(delay=3600))
+        started.wait()  # both runs in flight, their deadlines armed
+        clock.parked.clear()
+        clock.advance(0)  # the timer looks again, and parks
+        assert clock.parked.wait(5)
+        assert clock.deadlines[-1] == T0 + 10
+    finally:
+        release.set()
+    settle(scheduler)
+
+
+def test_a_timer_with_no_room_to_hand_out_waits_for_a_worker_not_for_a_due_instant(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # One worker busy and the hand-off queue full: the timer parks until a worker makes
+    # room (it is notified then), with no deadline of its own; not until the instant it
+    # last computed, which may have passed (it would wake, find no room, and spin).
+    clock = ParkingClock()
+    began = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        began.set()
+        release.wait(10)
+
+    scheduler = make_scheduler(workers=1, clock=clock, max_wait=None, handoff=1, start=False)
+    scheduler.schedule("later", lambda: None, OneTime(delay=3600))
+    scheduler.start()
+    try:
+        assert clock.parked.wait(5)
+        assert clock.deadlines[-1] == T0 + 3600
+        scheduler.schedule("hold", hold, OneTime(delay=0))
+        assert began.wait(5)
+        scheduler.schedule("waits", lambda: None, OneTime(delay=0))
+        wait_until(lambda: scheduler.metrics().handoff == 1, timeout=5, what="a full hand-off")
+        clock.parked.clear()
+        clock.advance(0)  # the timer looks again: no room
+        assert clock.parked.wait(5)
+        assert clock.deadlines[-1] is None
+    finally:
+        release.set()
+    settle(scheduler)

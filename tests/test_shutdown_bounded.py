@@ -30,10 +30,12 @@ from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.memory import InMemoryTaskStore
 from lldsched.threaded import processes
+from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.loopshutdown import CANCEL_GRACE, grace_for
 from lldsched.threaded.processlife import kill_group
 from tests import cluster_jobs, jobs
 from tests.conftest import T0, collect_left_behind
+from tests.exitthreads import refusing_threads
 from tests.waits import wait_until
 
 HANG = 30.0  # how long a hung call waits at most: a shutdown returns long before it ends
@@ -320,6 +322,19 @@ def test_a_coroutine_deaf_to_cancellation_is_cancelled_recorded_and_left_behind(
     assert (task.status, task.attempt) == (TaskStatus.SCHEDULED, 0)
     assert scheduler._in_flight == 0  # no count leaked by the run shutdown recorded
     collect_left_behind()  # its line said here, not in a later test
+
+
+def test_a_step_where_the_exit_starts_no_thread_runs_on_the_caller_and_is_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the interpreter's exit on Python 3.12.0 to 3.12.2 no thread starts: the step of
+    a shutdown there runs on the calling thread, and is said done (the steps after it
+    take the lock in turn, not as if it were still stuck)."""
+    refused = refusing_threads(monkeypatch)
+    ran: list[threading.Thread] = []
+    assert Deadline(0).run(lambda: ran.append(threading.current_thread()), name="step")
+    monkeypatch.undo()
+    assert refused == ["step"] and ran == [threading.current_thread()]
 
 
 def test_a_save_that_hangs_recording_a_cancelled_coroutine_does_not_hold_shutdown(

@@ -30,7 +30,7 @@ import pytest
 
 from lldsched import FakeClock, OneTime, Scheduler, TaskStatus
 from lldsched.threaded import deadline as deadline_module
-from lldsched.threaded.deadline import Deadline, Flag
+from lldsched.threaded.deadline import Deadline, Flag, Waiters
 from tests import jobs
 from tests.cluster import ROOT
 from tests.conftest import T0
@@ -101,6 +101,84 @@ def test_a_real_sigterm_as_a_hold_takes_the_lock_leaves_it_free(
     assert ran == [True]
     assert not lock.locked(), "the lock left taken by the SIGTERM"
     assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
+
+
+class HeldAWhile:
+    """A lock another thread holds for a while: its first ``refusals`` timed acquisitions
+    run out (as each would, the holder still at work), then it is free."""
+
+    def __init__(self, refusals: int, *, signal_in_wait: int | None = None) -> None:
+        self.refusals = refusals
+        self.signal_in_wait = signal_in_wait  # a signal that comes during the first wait
+        self.timeouts: list[float] = []
+        self.lock = threading.Lock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        self.timeouts.append(timeout)
+        if self.signal_in_wait is not None:
+            signal.raise_signal(self.signal_in_wait)
+            self.signal_in_wait = None
+        if self.refusals:
+            self.refusals -= 1
+            return False
+        return self.lock.acquire()
+
+    def release(self) -> None:
+        self.lock.release()
+
+
+@pytest.mark.usefixtures("signals_raise")
+def test_a_hold_without_a_deadline_waits_for_a_lock_held_for_a_while_and_takes_it() -> None:
+    """``shutdown(timeout=None)``'s holds on the main thread: the lock held by another
+    thread, the wait asks every ``ASK_EVERY`` whether a signal came, and takes the lock
+    once it is free, however long that is (no deadline to run out)."""
+    lock = HeldAWhile(refusals=2)
+    with Deadline(None).holding(lock) as hold:  # type: ignore[arg-type]
+        assert hold.held
+    assert lock.timeouts == [deadline_module.ASK_EVERY] * 3
+    assert not lock.lock.locked()
+
+
+@pytest.mark.usefixtures("signals_raise")
+def test_a_signal_while_a_hold_waits_for_a_lock_ends_the_wait_at_the_next_ask() -> None:
+    """A SIGTERM that comes while a hold without a deadline waits for a lock another
+    thread holds: the wait ends at its next ask (``ASK_EVERY``), nothing held, and the
+    handler's ``SystemExit`` comes at once; the block never runs.  (Not asked, the hold
+    would wait on for as long as the lock stayed held, then run its block.)"""
+    lock = HeldAWhile(refusals=5, signal_in_wait=signal.SIGTERM)
+    ran = []
+    with pytest.raises(Terminated), Deadline(None).holding(lock) as hold:  # type: ignore[arg-type]
+        ran.append(hold.held)
+    assert ran == []
+    assert lock.timeouts == [deadline_module.ASK_EVERY]
+    assert not lock.lock.locked()
+    assert signal.getsignal(signal.SIGTERM) is exit_on_sigterm
+
+
+def test_a_flag_set_stays_set_for_a_later_wait_until_cleared() -> None:
+    """As ``threading.Event``: set before anyone waits, a wait returns True at once (the
+    drain's wake that came before its wait is not lost), until ``clear``."""
+    flag = Flag()
+    assert not flag.is_set() and not flag.wait(0)
+    flag.set()
+    assert flag.is_set() and flag.wait(0)
+    flag.clear()
+    assert not flag.is_set() and not flag.wait(0)
+
+
+def test_waiters_are_let_go_by_the_next_wake_once_and_forgotten() -> None:
+    """Each waiter (a ``flush``'s, a ``wait_idle``'s) is a lock taken for it; ``wake``
+    lets every one go and forgets them, so the next wake lets go only those added since
+    (a waiter not let go would wait out its whole timeout)."""
+    waiters = Waiters()
+    first, second = waiters.waiter(), waiters.waiter()
+    assert not first.acquire(blocking=False)  # taken: its owner waits on it
+    waiters.wake()
+    assert first.acquire(blocking=False) and second.acquire(blocking=False)
+    assert not waiters
+    third = waiters.waiter()
+    waiters.wake()  # the earlier ones, taken again above, are not let go twice
+    assert third.acquire(blocking=False) and first.locked() and second.locked()
 
 
 @pytest.mark.usefixtures("signals_raise")

@@ -33,7 +33,7 @@ from lldsched.core.storewrites import StoreWrites
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.sim import Simulation
-from tests.conftest import settle
+from tests.conftest import T0, settle
 from tests.harness import FailingStore
 from tests.waits import wait_until
 
@@ -114,6 +114,28 @@ def test_rows_left_stale_are_tried_again_once_a_minute_not_at_the_next_run(
         assert stored is not None and stored.run_count == 1
         assert store.records(task.id) == list(task.history)
         assert len(logged(caplog, logging.ERROR)) == 1  # the tries said nothing more
+
+
+def test_rows_left_stale_before_start_are_tried_again_at_the_first_wake(
+    clock: FakeClock,
+) -> None:
+    """A pause whose write failed before ``start()``, a minute or more ago: the timer's
+    first wake writes the row again, and ``store_ok`` is True with the clock not moved.
+    (A first wake taken for one that had just handed runs out would put the try off by
+    a minute of a clock that does not move.)"""
+    store = FailingStore()
+    scheduler = Scheduler(clock=clock, store=store, max_wait=None)
+    task = scheduler.schedule("daily", noop, FixedRate(86_400, start_delay=3_600))
+    store.down = True
+    scheduler.pause(task.id)
+    assert not scheduler.metrics().store_ok
+    store.down = False
+    clock.advance(60)
+    with scheduler:
+        wait_until(lambda: scheduler.metrics().store_ok, timeout=5, what="the rewrite")
+        stored = store.get(task.id)
+        assert stored is not None and stored.status is TaskStatus.PAUSED
+        assert clock.now() == T0 + 60
 
 
 def test_a_store_failing_every_other_write_says_each_outage_and_each_recovery(
