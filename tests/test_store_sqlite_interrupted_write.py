@@ -290,6 +290,16 @@ def test_an_interrupt_out_of_a_verbs_hold_whose_end_failed_reaches_the_user(
         assert row is not None and row.status is TaskStatus.SCHEDULED  # nothing of the hold
 
 
+def pausing_r(store: SqliteTaskStore) -> tuple[Scheduler, SqliteTaskStore]:
+    """A scheduler on ``store`` (not started: the test acts) with two tasks, ``r``, which
+    the test pauses, and ``x``, and another process's store on the same file."""
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))
+    other = SqliteTaskStore(store.path, shared=True)
+    scheduler.schedule("r", jobs.noop, FixedRate(60), id="r")
+    scheduler.schedule("x", jobs.noop, FixedRate(60), id="x")
+    return scheduler, other
+
+
 class InterruptedAtItsEnd(SqliteTaskStore):
     """A shared SQLite store whose verb's hold, once ``armed``, is cut by a
     ``KeyboardInterrupt`` as the verb's block ends inside it (a real SIGINT lands at any
@@ -319,13 +329,9 @@ def test_a_ctrl_c_in_a_runtimes_hold_whose_end_failed_reaches_the_user(
     raised ``HoldNotCommitted`` in the Ctrl-C's place, which the runtime took for a
     failed end alone: ``pause()`` returned, the Ctrl-C lost."""
     caplog.set_level(logging.CRITICAL, logger="lldsched")  # the outage is said at ERROR
-    path = tmp_path / "tasks.db"
-    store = InterruptedAtItsEnd(path, shared=True)
-    scheduler = Scheduler(store=store, clock=FakeClock(T0))
-    other = SqliteTaskStore(path, shared=True)
+    store = InterruptedAtItsEnd(tmp_path / "tasks.db", shared=True)
+    scheduler, other = pausing_r(store)
     try:
-        scheduler.schedule("r", jobs.noop, FixedRate(60), id="r")
-        scheduler.schedule("x", jobs.noop, FixedRate(60), id="x")
         store.armed = True
         with pytest.raises(KeyboardInterrupt):
             scheduler.pause("r")
@@ -358,10 +364,24 @@ class CommitInterrupted(sqlite3.Connection):
         return super().execute(sql, *parameters)
 
 
+@pytest.fixture
+def commit_interrupted(monkeypatch: pytest.MonkeyPatch) -> type[CommitInterrupted]:
+    connect = sqlite3.connect
+    monkeypatch.setattr(CommitInterrupted, "armed", False)
+    monkeypatch.setattr(CommitInterrupted, "made", False)
+    monkeypatch.setattr(
+        sqlite3,
+        "connect",
+        lambda *args, **kwargs: connect(*args, factory=CommitInterrupted, **kwargs),
+    )
+    return CommitInterrupted
+
+
 @pytest.mark.parametrize("where", ["before-it-ran", "once-it-ran", "as-the-gate-is-let-go"])
 def test_a_ctrl_c_in_a_verbs_commit_leaves_the_verb_whole_and_its_row_stored(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    commit_interrupted: type[CommitInterrupted],
     caplog: pytest.LogCaptureFixture,
     where: str,
 ) -> None:
@@ -375,8 +395,7 @@ def test_a_ctrl_c_in_a_verbs_commit_leaves_the_verb_whole_and_its_row_stored(
     the next restart gave the task back scheduled), and the runtime took the verb for
     one the Ctrl-C cut in the middle, refusing every later verb."""
     caplog.set_level(logging.CRITICAL, logger="lldsched")  # the outage is said at ERROR
-    connect = sqlite3.connect
-    monkeypatch.setattr(CommitInterrupted, "made", where == "once-it-ran")
+    commit_interrupted.made = where == "once-it-ran"
     release = WriteGate.release
     gate_armed: list[bool] = []
 
@@ -387,22 +406,14 @@ def test_a_ctrl_c_in_a_verbs_commit_leaves_the_verb_whole_and_its_row_stored(
             raise KeyboardInterrupt
 
     monkeypatch.setattr(WriteGate, "release", letting_go)
-    monkeypatch.setattr(
-        sqlite3,
-        "connect",
-        lambda *args, **kwargs: connect(*args, factory=CommitInterrupted, **kwargs),
-    )
     path = tmp_path / "tasks.db"
     store = SqliteTaskStore(path, shared=True)
-    scheduler = Scheduler(store=store, clock=FakeClock(T0))
-    other = SqliteTaskStore(path, shared=True)
+    scheduler, other = pausing_r(store)
     try:
-        scheduler.schedule("r", jobs.noop, FixedRate(60), id="r")
-        scheduler.schedule("x", jobs.noop, FixedRate(60), id="x")
         if where == "as-the-gate-is-let-go":
             gate_armed.append(True)
         else:
-            CommitInterrupted.armed = True
+            commit_interrupted.armed = True
         with pytest.raises(KeyboardInterrupt):
             scheduler.pause("r")
         assert scheduler.task("r").status is TaskStatus.PAUSED
@@ -422,24 +433,18 @@ def test_a_ctrl_c_in_a_verbs_commit_leaves_the_verb_whole_and_its_row_stored(
 
 
 def test_a_ctrl_c_in_a_holds_commit_is_raised_over_its_hold_not_committed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, commit_interrupted: type[CommitInterrupted]
 ) -> None:
     """A store used directly, no runtime: a ``KeyboardInterrupt`` out of the hold's COMMIT
     before it ran is raised, the ``HoldNotCommitted`` naming the hold's writes its
     ``__context__``, the hold's transaction and the file's write lock let go, nothing of
     it stored.  Before, the interrupt was raised alone."""
-    connect = sqlite3.connect
-    monkeypatch.setattr(
-        sqlite3,
-        "connect",
-        lambda *args, **kwargs: connect(*args, factory=CommitInterrupted, **kwargs),
-    )
     path = tmp_path / "store.db"
     with SqliteTaskStore(path, shared=True) as store:
         store.save(snapshot(task(id="a")))
         with pytest.raises(KeyboardInterrupt) as raised, store.verb_held("a"):
             store.save(snapshot(task(id="a"), TaskStatus.PAUSED))
-            CommitInterrupted.armed = True
+            commit_interrupted.armed = True
         ended = raised.value.__context__
         assert isinstance(ended, HoldNotCommitted) and list(ended.written) == ["a"]
         assert "was cut by KeyboardInterrupt as it ended it" in str(ended)
