@@ -144,7 +144,12 @@ class HoldNotCommitted(StoreError):
     <lldsched.stores.held.HeldWrites.undo>`), so a store used without a runtime raises a
     user's interrupt as the runtime's verbs do.  Before, the stores raised this error in
     its place (PostgreSQL's left the interrupt out of its chain altogether), and only the
-    runtime raised the caller's again."""
+    runtime raised the caller's again.
+
+    An interrupt that lands in the hold's end itself, before its COMMIT is known to be
+    made, is raised with this error its ``__context__`` too, the COMMIT taken as not made
+    (:meth:`HeldWrites.cut <lldsched.stores.held.HeldWrites.cut>`); one that lands once it
+    is known made is raised alone, the writes stored."""
 
     def __init__(self, message: str, *, written: Mapping[str, TaskSnapshot | None]) -> None:
         super().__init__(message)

@@ -27,11 +27,12 @@ holds (psycopg cancels the statement only for ``KeyboardInterrupt`` and ``System
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -39,7 +40,7 @@ import psycopg.transaction
 import psycopg.waiting
 import pytest
 
-from lldsched import FakeClock, FixedRate, Scheduler, TaskStatus
+from lldsched import FakeClock, FixedRate, Priority, Scheduler, TaskStatus
 from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_connection import CANCEL_TIMEOUT
@@ -346,3 +347,53 @@ def test_a_cancel_sent_into_a_silent_network_is_bounded_by_a_bound_of_its_own(
             store.save(snapshot(task(id="b")))  # a new connection: the store goes on
         finally:
             store.close()
+
+
+@pytest.mark.parametrize("sent", [False, True], ids=["before-it-is-sent", "once-it-is-sent"])
+def test_a_ctrl_c_in_a_verbs_commit_leaves_the_verb_whole_and_its_row_stored(
+    open_store: Callable[..., PostgresTaskStore],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    sent: bool,
+) -> None:
+    """A Ctrl-C in the COMMIT of ``pause()``'s hold, in psycopg's wait for its round trip:
+    before it is sent (not committed), or once it is (its reply unread: committed or not,
+    unknown here).  ``pause()`` raises it, the task paused in the registry, and the
+    scheduler takes the next verb; the row is paused on the server once a store call
+    succeeds (the hold's rows written again, as after a failed COMMIT:
+    ``HoldNotCommitted``), and a scheduler built again has the task paused.  Before, the
+    hold raised the Ctrl-C alone: its caches not put back and its rows not written again
+    (a COMMIT not sent lost the pause for good), and the runtime took the verb for one
+    the Ctrl-C cut in the middle, refusing every later verb."""
+    caplog.set_level(logging.CRITICAL, logger="lldsched")  # the outage is said at ERROR
+    store, other = open_store(), open_store()
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))  # not started: the test acts
+    held = store.verb_held
+    armed = [True]
+
+    @contextlib.contextmanager
+    def cut_at_its_commit(task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
+        with held(task_id, also):
+            yield
+            if armed:  # the hold's COMMIT is the next round trip
+                armed.clear()
+                fail_in_wait(monkeypatch, KeyboardInterrupt(), nth=1, sent=sent)
+
+    try:
+        scheduler.schedule("r", jobs.noop, FixedRate(60), id="r")
+        scheduler.schedule("x", jobs.noop, FixedRate(60), id="x")
+        monkeypatch.setattr(store, "verb_held", cut_at_its_commit)
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.pause("r")
+        monkeypatch.undo()
+        assert scheduler.task("r").status is TaskStatus.PAUSED
+        scheduler.modify("x", priority=Priority.HIGH)  # the next verb, a store call
+        row = other.get("r")
+        assert row is not None and row.status is TaskStatus.PAUSED
+    finally:
+        scheduler.shutdown()
+    again = Scheduler(store=open_store(), clock=FakeClock(T0))
+    try:
+        assert again.task("r").status is TaskStatus.PAUSED
+    finally:
+        again.shutdown()

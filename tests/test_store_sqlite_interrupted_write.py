@@ -290,6 +290,16 @@ def test_an_interrupt_out_of_a_verbs_hold_whose_end_failed_reaches_the_user(
         assert row is not None and row.status is TaskStatus.SCHEDULED  # nothing of the hold
 
 
+def pausing_r(store: SqliteTaskStore) -> tuple[Scheduler, SqliteTaskStore]:
+    """A scheduler on ``store`` (not started: the test acts) with two tasks, ``r``, which
+    the test pauses, and ``x``, and another process's store on the same file."""
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))
+    other = SqliteTaskStore(store.path, shared=True)
+    scheduler.schedule("r", jobs.noop, FixedRate(60), id="r")
+    scheduler.schedule("x", jobs.noop, FixedRate(60), id="x")
+    return scheduler, other
+
+
 class InterruptedAtItsEnd(SqliteTaskStore):
     """A shared SQLite store whose verb's hold, once ``armed``, is cut by a
     ``KeyboardInterrupt`` as the verb's block ends inside it (a real SIGINT lands at any
@@ -319,13 +329,9 @@ def test_a_ctrl_c_in_a_runtimes_hold_whose_end_failed_reaches_the_user(
     raised ``HoldNotCommitted`` in the Ctrl-C's place, which the runtime took for a
     failed end alone: ``pause()`` returned, the Ctrl-C lost."""
     caplog.set_level(logging.CRITICAL, logger="lldsched")  # the outage is said at ERROR
-    path = tmp_path / "tasks.db"
-    store = InterruptedAtItsEnd(path, shared=True)
-    scheduler = Scheduler(store=store, clock=FakeClock(T0))
-    other = SqliteTaskStore(path, shared=True)
+    store = InterruptedAtItsEnd(tmp_path / "tasks.db", shared=True)
+    scheduler, other = pausing_r(store)
     try:
-        scheduler.schedule("r", jobs.noop, FixedRate(60), id="r")
-        scheduler.schedule("x", jobs.noop, FixedRate(60), id="x")
         store.armed = True
         with pytest.raises(KeyboardInterrupt):
             scheduler.pause("r")
@@ -337,3 +343,111 @@ def test_a_ctrl_c_in_a_runtimes_hold_whose_end_failed_reaches_the_user(
         scheduler.shutdown()
         other.close()
         store.close()
+
+
+class CommitInterrupted(sqlite3.Connection):
+    """Raises ``KeyboardInterrupt`` from its next ``COMMIT``, once ``armed``: before the
+    statement runs (``made`` False: the transaction still open, as after a COMMIT that
+    SQLite failed and a signal's exception that replaced its error) or once it ran
+    (``made`` True: committed, the exception raised as the call returns, where a real
+    SIGINT that arrived during it is raised: the store cannot tell it from the first)."""
+
+    armed = False
+    made = False
+
+    def execute(self, sql: str, *parameters: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT" and CommitInterrupted.armed:
+            CommitInterrupted.armed = False
+            if CommitInterrupted.made:
+                super().execute(sql, *parameters)
+            raise KeyboardInterrupt
+        return super().execute(sql, *parameters)
+
+
+@pytest.fixture
+def commit_interrupted(monkeypatch: pytest.MonkeyPatch) -> type[CommitInterrupted]:
+    connect = sqlite3.connect
+    monkeypatch.setattr(CommitInterrupted, "armed", False)
+    monkeypatch.setattr(CommitInterrupted, "made", False)
+    monkeypatch.setattr(
+        sqlite3,
+        "connect",
+        lambda *args, **kwargs: connect(*args, factory=CommitInterrupted, **kwargs),
+    )
+    return CommitInterrupted
+
+
+@pytest.mark.parametrize("where", ["before-it-ran", "once-it-ran", "as-the-gate-is-let-go"])
+def test_a_ctrl_c_in_a_verbs_commit_leaves_the_verb_whole_and_its_row_stored(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    commit_interrupted: type[CommitInterrupted],
+    caplog: pytest.LogCaptureFixture,
+    where: str,
+) -> None:
+    """A Ctrl-C in the COMMIT of ``pause()``'s hold (or just after it, as the hold lets
+    the write gate go): ``pause()`` raises it, the task paused in the registry, and the
+    scheduler takes the next verb; the row is paused in the file once a store call
+    succeeds (the hold's rows written again, as after a failed COMMIT:
+    ``HoldNotCommitted``; or stored by the COMMIT), and a scheduler built again on the
+    file has the task paused.  Before, the hold raised the Ctrl-C alone: its caches not
+    put back and its rows not written again (a COMMIT not made lost the pause for good,
+    the next restart gave the task back scheduled), and the runtime took the verb for
+    one the Ctrl-C cut in the middle, refusing every later verb."""
+    caplog.set_level(logging.CRITICAL, logger="lldsched")  # the outage is said at ERROR
+    commit_interrupted.made = where == "once-it-ran"
+    release = WriteGate.release
+    gate_armed: list[bool] = []
+
+    def letting_go(gate: WriteGate) -> None:
+        release(gate)
+        if gate_armed:  # the hold's, its COMMIT made
+            gate_armed.clear()
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(WriteGate, "release", letting_go)
+    path = tmp_path / "tasks.db"
+    store = SqliteTaskStore(path, shared=True)
+    scheduler, other = pausing_r(store)
+    try:
+        if where == "as-the-gate-is-let-go":
+            gate_armed.append(True)
+        else:
+            commit_interrupted.armed = True
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.pause("r")
+        assert scheduler.task("r").status is TaskStatus.PAUSED
+        assert writable(path)  # the hold's transaction let go
+        scheduler.modify("x", priority=Priority.HIGH)  # the next verb, a store call
+        assert status(other, "r") is TaskStatus.PAUSED
+    finally:
+        scheduler.shutdown()
+        other.close()
+        store.close()
+    with SqliteTaskStore(path, shared=True) as restarted:
+        again = Scheduler(store=restarted, clock=FakeClock(T0))
+        try:
+            assert again.task("r").status is TaskStatus.PAUSED
+        finally:
+            again.shutdown()
+
+
+def test_a_ctrl_c_in_a_holds_commit_is_raised_over_its_hold_not_committed(
+    tmp_path: Path, commit_interrupted: type[CommitInterrupted]
+) -> None:
+    """A store used directly, no runtime: a ``KeyboardInterrupt`` out of the hold's COMMIT
+    before it ran is raised, the ``HoldNotCommitted`` naming the hold's writes its
+    ``__context__``, the hold's transaction and the file's write lock let go, nothing of
+    it stored.  Before, the interrupt was raised alone."""
+    path = tmp_path / "store.db"
+    with SqliteTaskStore(path, shared=True) as store:
+        store.save(snapshot(task(id="a")))
+        with pytest.raises(KeyboardInterrupt) as raised, store.verb_held("a"):
+            store.save(snapshot(task(id="a"), TaskStatus.PAUSED))
+            commit_interrupted.armed = True
+        ended = raised.value.__context__
+        assert isinstance(ended, HoldNotCommitted) and list(ended.written) == ["a"]
+        assert "was cut by KeyboardInterrupt as it ended it" in str(ended)
+        assert writable(path)
+        row = store.get("a")
+        assert row is not None and row.status is TaskStatus.SCHEDULED  # nothing of the hold

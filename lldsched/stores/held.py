@@ -15,7 +15,9 @@ naming every task written, which the runtime then writes again as any failed wri
 if the hold's block raised something not a store's (a Ctrl-C, a signal handler's
 exception, the verb's own error), raises that, the ``HoldNotCommitted`` its
 ``__context__``: an interrupt is never replaced by the store's error, whoever holds the
-store (the rule is :class:`~lldsched.storecalls.HoldNotCommitted`'s).
+store (the rule is :class:`~lldsched.storecalls.HoldNotCommitted`'s).  An interrupt
+that lands in the hold's end, before its COMMIT is known to be made, takes it for not
+made: the same, the interrupt raised (:meth:`HeldWrites.cut`).
 
 A call inside that failed and took the hold's transaction with it (PostgreSQL: a
 statement outside a savepoint of its own, which aborts it, or one that lost the
@@ -103,6 +105,28 @@ class HeldWrites:
         if task_id not in self._before:
             self._before[task_id] = tuple(cache.get(task_id, _ABSENT) for cache in self.caches)
         self.written[task_id] = snapshot
+
+    def cut(self, store: str, interrupt: BaseException) -> NoReturn:
+        """The hold's end was cut by ``interrupt`` (a Ctrl-C, a signal handler's exception,
+        landing in its COMMIT or around it) before that COMMIT was known to be made
+        (``store``: ``"the SQLite store '/srv/tasks.db'"``): taken as not made, so
+        :meth:`undo`, ``interrupt`` raised, the
+        :class:`~lldsched.storecalls.HoldNotCommitted` its ``__context__``.  The runtime
+        then writes the hold's rows again, conditionally (a row the COMMIT did store is
+        newer than the caches put back say: left as it is, the feed brings it in), and
+        takes the verb for whole.  Before, the interrupt was raised alone: the caches said
+        the rows written, none written again (a COMMIT not made lost the verb's rows for
+        good: the next restart gave back the rows as before it), and the runtime took
+        the verb for one the interrupt cut in the middle, refusing every later verb."""
+        name = type(interrupt).__name__
+        self.undo(
+            StoreError(
+                f"{store} was cut by {name} as it ended it, before its COMMIT was known to "
+                "be made (taken as not made: a row written again is written only where "
+                "no newer one is stored)"
+            ),
+            raised=interrupt,
+        )
 
     def undo(self, error: StoreError, *, raised: BaseException | None) -> NoReturn:
         """The hold's end failed with ``error``: the caches put back as they were before

@@ -58,8 +58,12 @@ class PostgresHolds(PostgresParts):
         whose connection was lost fails (a new one would write outside the hold).  A hold
         whose connection was lost inside names why (:meth:`_hold_lost`); one whose
         transaction a call inside aborted names that call and the database's words
-        (:meth:`_inside_failed`).  A hold inside a hold is the outer one's
-        (:meth:`_hold_inside`).
+        (:meth:`_inside_failed`).  An interrupt (a Ctrl-C, a signal handler's exception)
+        that lands in the end before the transaction block is left (psycopg's COMMIT) is
+        the same, the COMMIT taken as not made, the interrupt raised over the
+        ``HoldNotCommitted`` (:meth:`HeldWrites.cut
+        <lldsched.stores.held.HeldWrites.cut>`); one that lands after is raised alone.  A
+        hold inside a hold is the outer one's (:meth:`_hold_inside`).
 
         **One timeout a verb, in an outage.**  A hold that cannot be taken because the
         server is out of reach for its whole ``timeout`` (no connection to be had, or its
@@ -82,7 +86,7 @@ class PostgresHolds(PostgresParts):
             held = self._hold = HeldWrites(
                 (self._defined, self._held, self._added, self._decoded, self._seen)
             )
-            entered = False
+            entered = made = False  # its rows locked; its COMMIT known to be made
             try:
                 with self._using("take the row locks for a verb on task", task_id) as connection:
                     with connection.transaction() as transaction:
@@ -117,6 +121,7 @@ class PostgresHolds(PostgresParts):
                     # there failed so: a restart, a reset, the deadline) without a word.
                     if transaction.status is not transaction.Status.COMMITTED:
                         raise self._hold_lost(held)
+                    made = True
             except StoreError as exc:
                 if entered:
                     held.undo(exc, raised=raised)  # the block's error, if any, over it
@@ -124,6 +129,10 @@ class PostgresHolds(PostgresParts):
                 if unheld is None:
                     raise  # the verb goes on unheld, its calls made as ever
                 log.debug("no hold of task %r's row for a verb: %s", task_id, exc)
+            except BaseException as exc:  # a Ctrl-C, a signal handler's: in its end, or around
+                if not entered or made:
+                    raise  # nothing held yet, or stored: the runtime takes the verb for whole
+                held.cut(f"the PostgreSQL store {self.dsn!r}", exc)
             finally:
                 self._hold = None
                 self._holding = None

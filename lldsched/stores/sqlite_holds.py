@@ -56,7 +56,11 @@ class SqliteHolds(SqliteParts):
         and :class:`~lldsched.storecalls.HoldNotCommitted` names every task written
         (:mod:`lldsched.stores.held`), for the runtime to write again, and what failed:
         the call inside whose failure SQLite rolled the transaction back, and SQLite's
-        words (:meth:`_ended_hold`), or the COMMIT's error.
+        words (:meth:`_ended_hold`), or the COMMIT's error.  An interrupt (a Ctrl-C, a
+        signal handler's exception) that lands in the end before the COMMIT returned is
+        the same, the COMMIT taken as not made, the interrupt raised over the
+        ``HoldNotCommitted`` (:meth:`HeldWrites.cut
+        <lldsched.stores.held.HeldWrites.cut>`); one that lands after is raised alone.
 
         A hold inside a hold (on this store, the outer one still under way) is the outer
         one's: its writes are the outer transaction's, which holds every row already,
@@ -91,29 +95,39 @@ class SqliteHolds(SqliteParts):
             finally:
                 shared.hold = None
                 failed: StoreError | None = None
+                made = False  # its COMMIT known to be made
+                cut: BaseException | None = None  # an interrupt that landed in its end
                 try:
-                    if connection.in_transaction:
-                        connection.execute("COMMIT")
-                    else:  # rolled back under the hold by a statement that failed inside
-                        failed = held.ended_error(
-                            f"the SQLite store {self.path!r}",
-                            "found its transaction rolled back at its end, by no call of the "
-                            "store's that failed",
-                        )
-                except sqlite3.Error as exc:
-                    rollback(connection)
-                    failed = failure(self.path, "commit it", exc)
-                    failed.__cause__ = exc
-                except BaseException:
-                    rollback(connection)
-                    raise
+                    try:
+                        if connection.in_transaction:
+                            connection.execute("COMMIT")
+                            made = True
+                        else:  # rolled back under the hold by a statement that failed inside
+                            failed = held.ended_error(
+                                f"the SQLite store {self.path!r}",
+                                "found its transaction rolled back at its end, by no call of "
+                                "the store's that failed",
+                            )
+                    except sqlite3.Error as exc:
+                        rollback(connection)
+                        failed = failure(self.path, "commit it", exc)
+                        failed.__cause__ = exc
+                except BaseException as exc:  # a Ctrl-C, a signal handler's: in or around it
+                    if made:
+                        raise  # stored: the runtime takes the verb for whole
+                    cut = exc
+                    with contextlib.suppress(sqlite3.Error):  # else _using's end tries again
+                        rollback(connection)
                 finally:
                     if gate is not None:
                         gate.release()
-                if failed is not None:
+                if cut is not None or failed is not None:
                     shared.cursor = min(shared.cursor, cursor)  # read again from there
                     shared.removals &= removals  # the hold's own removals are undone
-                    held.undo(failed, raised=raised)  # the block's error, if any, over it
+                if failed is not None:  # the interrupt, if any, over the block's error
+                    held.undo(failed, raised=raised if cut is None else cut)
+                if cut is not None:
+                    held.cut(f"the SQLite store {self.path!r}", cut)
 
     def _ended_hold(self, doing: str, error: sqlite3.Error, failed: StoreError) -> None:
         """A call (``doing``: ``"save task 'a'"``) failed with SQLite's ``error`` (``failed``:

@@ -86,6 +86,10 @@ class SharedVerbs(SchedulerParts):
         raises its own error, those rows failed writes as well (the store raises it, the
         ``HoldNotCommitted`` its ``__context__``, by that error's rule; a StoreError of
         the verb's, which the rule lets the hold's error replace, is raised again here).
+        An interrupt out of the hold's end, the verb's block whole, leaves the verb whole
+        (the scheduler takes the next verb): its rows stored, or named by the
+        ``HoldNotCommitted`` under it and written again.  Before, one with no
+        ``HoldNotCommitted`` under it (one that landed in the COMMIT) tore the scheduler.
 
         ``refused``: the verb, one refused once the scheduler is shut down
         (:meth:`_check_open`), checked first, in any mode: a refused verb makes no store
@@ -98,6 +102,7 @@ class SharedVerbs(SchedulerParts):
             yield
             return
         own: BaseException | None = None
+        done = False  # the verb's block ran to its end, or raised an Exception (whole)
         try:
             with contextlib.ExitStack() as holding:
                 try:
@@ -107,8 +112,10 @@ class SharedVerbs(SchedulerParts):
                 coordinator.sync()  # tells _followed
                 try:
                     yield
+                    done = True
                 except BaseException as exc:
                     own = exc
+                    done = isinstance(exc, Exception)
                     raise
         except BaseException as exc:
             # The hold's failed end: under what the block raised (the verb's own error, an
@@ -118,12 +125,14 @@ class SharedVerbs(SchedulerParts):
                 ended = exc  # a hold's end that failed with another error, as before
             if ended is not None:
                 self._hold_not_committed(task_id, ended)
-                if exc is not own and not isinstance(exc, Exception):
-                    # An interrupt out of the hold's end, the verb's block over: the verb
-                    # is whole, as after any store call's interrupt (left_whole).
-                    writes = self._core.store_writes
-                    assert writes is not None  # a coordinator's scheduler has a store
-                    writes.refused = id(exc)
+            if done and exc is not own and not isinstance(exc, Exception):
+                # An interrupt out of the hold's end, the verb's block whole: the verb is
+                # whole, as after any store call's interrupt (left_whole), its rows stored
+                # or, not known to be, named by the HoldNotCommitted under it (the rule
+                # of the stores' holds: HeldWrites.cut) and written again just above.
+                writes = self._core.store_writes
+                assert writes is not None  # a coordinator's scheduler has a store
+                writes.refused = id(exc)
             if exc is own or not isinstance(exc, Exception):
                 raise  # the verb's own error, or an interrupt: the caller's
             if own is not None:  # a StoreError of the verb's, which the hold's error took
