@@ -23,6 +23,7 @@ from lldsched import (
     Scheduler,
     Simulation,
     TaskEvent,
+    TaskStatus,
 )
 from lldsched.core.names import MISFIRE_CAP
 from lldsched.model import ExecutionRecord, Outcome
@@ -30,6 +31,7 @@ from lldsched.stores.sqlite import SqliteTaskStore
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.conftest import T0
+from tests.waits import wait_until
 
 HOUR = 3600.0
 OLD = FixedRate(HOUR)  # due at T0, T0+1h, ...
@@ -248,6 +250,72 @@ def test_a_scheduler_runs_a_run_all_plans_catch_up_runs_then_the_new_schedule(
     records = _restarted_on_threads(path, verb, started=started, due=T0 + 4 * HOUR, misfire=run_all)
     assert _slots(records, Outcome.MISSED) == [2, 3]
     assert _slots(records) == [0, 1, 4, 5, 7.5, 9.5]
+
+
+@pytest.mark.parametrize("verb", [_replace, _reschedule], ids=["replace", "reschedule"])
+def test_a_new_schedule_given_while_the_first_catch_up_run_runs_keeps_the_second_on_threads(
+    tmp_path: Path, verb: Verb
+) -> None:
+    # The plan's first run (4h) in flight as the schedule changes: its second run (5h) is
+    # owed all the same, then the new schedule counts from its finish.  Was: dropped,
+    # without a record (as the changed-schedule test above met by chance, the timer's
+    # first run begun before or after the registration).
+    path = tmp_path / "tasks.db"
+    run_all = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2)
+    _before_the_downtime(path, misfire=run_all)
+    store = SqliteTaskStore(path)
+    scheduler = Scheduler(workers=1, clock=FakeClock(BACK), store=store)
+    jobs.GATE.clear()
+    try:  # the service's job held at the gate, registered before start()
+        scheduler.schedule("job", jobs.gated, OLD, id="job", replace_existing=True, misfire=run_all)
+        with store, Stepper(scheduler) as steps:
+            job = scheduler.task("job")
+            wait_until(lambda: job.status is TaskStatus.RUNNING, timeout=10, what="4h in flight")
+            verb(scheduler, misfire=run_all)
+            jobs.GATE.set()
+            steps.advance(4.5 * HOUR)
+            records = scheduler.records()
+    finally:
+        jobs.GATE.set()
+    assert _slots(records, Outcome.MISSED) == [2, 3]
+    assert _slots(records) == [0, 1, 4, 5, 7.5, 9.5]
+
+
+@pytest.mark.parametrize("verb", [_replace, _reschedule], ids=["replace", "reschedule"])
+@pytest.mark.parametrize("twice", ["at-once", "in-flight", "between-them"])
+def test_a_simulation_keeps_the_owed_catch_up_runs_through_a_second_change(
+    tmp_path: Path, verb: Verb, twice: str
+) -> None:
+    # The owed runs survive a second change of schedule: made at once (the first change
+    # left them a plan ending in the new schedule's first run), or while the first of
+    # them runs, or between them.  Was: a second change before them dropped both; during
+    # or after the first, the second.  Runs take a minute here: the last new schedule
+    # counts from 5h's finish.
+    path = tmp_path / "tasks.db"
+    run_all = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2)
+    _before_the_downtime(path, misfire=run_all)
+    later = FixedRate(3 * HOUR, start_delay=3 * HOUR)
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(workers=1, start=BACK, store=store)
+        sim.schedule(
+            "job", OLD, action=None, id="job", replace_existing=True, misfire=run_all, duration=60
+        )
+        verb(sim, misfire=run_all, duration=60)
+
+        def change() -> None:
+            sim.reschedule("job", later)
+
+        if twice == "at-once":
+            change()
+        else:  # during 4h's run, or as it ended and 5h is due (before that instant's start)
+            sim.at(BACK + (30 if twice == "in-flight" else 60), change)
+        sim.run(BACK + 7 * HOUR)
+        records = store.records("job")
+    assert _slots(records, Outcome.MISSED) == [2, 3]
+    finish = BACK + 2 * 60  # 4h and 5h run a minute each from the restart
+    assert _slots(records) == pytest.approx(
+        [0, 1, 4, 5, *((finish - T0) / HOUR + h for h in (3, 6))]
+    )
 
 
 def test_a_downtime_past_the_misfire_cap_runs_the_one_catch_up_then_the_new_schedule(

@@ -379,7 +379,8 @@ class DefinitionVerbs(CoreParts):
             # resume() queues a paused one; a blocked one is queued when released
             return (first if status is SCHEDULED else None), False
         if status in (RUNNING, RETRYING, PAUSED):  # owed work first, then a fresh start
-            task._schedule = CatchUp(schedule, [], FIRST_RUN)
+            behind = _owed_behind(task._schedule) if status is not PAUSED else []
+            task._schedule = CatchUp(schedule, behind, FIRST_RUN)
             flight = task._flight
             return None, flight is not None and flight.pending is not None
         # finished: nothing is queued (redrive starts a FAILED task again)
@@ -462,14 +463,28 @@ def _owed(task: ScheduledTask, now: float, *, decided_here: bool) -> list[float]
     if due is None or due > now:
         return None
     schedule = task._schedule
-    decided = type(schedule) is CatchUp and (schedule.until is not None or schedule.resuming)
+    if type(schedule) is CatchUp and schedule.afresh:  # owed already, by a change before
+        return list(schedule.slots)
+    decided = type(schedule) is CatchUp and (schedule.deciding or schedule.resuming)
     if (due == now or not decided_here or not decided) and not _folded_into(task):
         return None  # no misfire decision ran it: a slot merely late is superseded
     if type(schedule) is not CatchUp or schedule.spent:
         return []
-    if schedule.until is None and not schedule.resuming:
+    if not schedule.deciding and not schedule.resuming:
         return None  # a run_now's extra run, the slot it put off behind it
     return list(schedule.slots)
+
+
+def _owed_behind(schedule: Schedule) -> list[float]:
+    """The slots owed after the run in flight or the retry pending of a task whose plan
+    in front is ``schedule``: the rest of a misfire decision's runs (a ``RUN_ALL``
+    catch-up), or of the work an earlier change found owed (a plan ending in
+    ``FIRST_RUN``); none behind any other plan (a ``run_now``'s put-off slot) or a
+    schedule.  Dropped, a new schedule given while the first of two catch-up runs ran
+    lost the second, without a record."""
+    if type(schedule) is not CatchUp or schedule.spent:
+        return []
+    return list(schedule.slots) if schedule.until is not None or schedule.afresh else []
 
 
 def _folded_into(task: ScheduledTask) -> bool:

@@ -177,6 +177,14 @@ class CatchUp:
         return self._resumes and not self._slots and self.waited is not None
 
     @property
+    def deciding(self) -> bool:
+        """True while the run due is one of a misfire decision's runs that hand the task
+        back to its schedule, the last of them included (:attr:`until` is None then: no
+        slot of them is left to keep with the row); what makes it owed work when the
+        schedule changes (:func:`lldsched.core.definition._owed`)."""
+        return self._until is not None and not self.spent
+
+    @property
     def afresh(self) -> bool:
         """True while the plan ends with its own schedule's first run (``then``
         :data:`FIRST_RUN`: a new schedule waiting for the work owed before it)."""
