@@ -222,34 +222,48 @@ def test_a_downtime_that_ends_on_a_slot_runs_that_slot_once_then_the_new_schedul
     assert _slots(records) == [0, 1, 5, 7, 9]
 
 
-def test_a_run_all_plan_runs_its_catch_up_runs_then_the_new_schedule(tmp_path: Path) -> None:
-    # RUN_ALL, max_catch_up=2: 2h and 3h missed, 4h and 5h run, then the new schedule.
+# RUN_ALL, max_catch_up=2: 2h and 3h missed, 4h and 5h run, then the new schedule; with
+# max_catch_up=1, 2h to 4h missed and 5h runs (one run decided, no plan in front: it was
+# dropped, without a record, the new schedule started at once).
+CAUGHT_UP = pytest.mark.parametrize(
+    ("most", "missed", "ran"),
+    [(2, [2, 3], [0, 1, 4, 5, 7.5, 9.5]), (1, [2, 3, 4], [0, 1, 5, 7.5, 9.5])],
+    ids=["two-runs", "one-run"],
+)
+
+
+@CAUGHT_UP
+def test_a_run_all_plan_runs_its_catch_up_runs_then_the_new_schedule(
+    tmp_path: Path, most: int, missed: list[float], ran: list[float]
+) -> None:
     path = tmp_path / "tasks.db"
-    run_all = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2)
+    run_all = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=most)
     store = SqliteTaskStore(path)
     scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
     with store, Stepper(scheduler) as steps:
         _register(scheduler, OLD, misfire=run_all)
         steps.advance(1.5 * HOUR)
     records = _restored_records(path, BACK, BACK + 4.5 * HOUR, NEW, misfire=run_all)
-    assert _slots(records, Outcome.MISSED) == [2, 3]
-    assert _slots(records) == [0, 1, 4, 5, 7.5, 9.5]
+    assert _slots(records, Outcome.MISSED) == missed
+    assert _slots(records) == ran
 
 
+@CAUGHT_UP
 @pytest.mark.parametrize("verb", [_replace, _reschedule], ids=["replace", "reschedule"])
 @pytest.mark.parametrize("started", [False, True], ids=["before-start", "after-start"])
 def test_a_scheduler_runs_a_run_all_plans_catch_up_runs_then_the_new_schedule(
-    tmp_path: Path, verb: Verb, started: bool
+    tmp_path: Path, verb: Verb, started: bool, most: int, missed: list[float], ran: list[float]
 ) -> None:
     # The threaded runtime decides the downtime again at start(): registered before it,
     # the plan's second run (5h) was dropped there, with no record, the new schedule's
     # grid asked for the slots after the first.
     path = tmp_path / "tasks.db"
-    run_all = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2)
+    run_all = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=most)
     _before_the_downtime(path, misfire=run_all)
-    records = _restarted_on_threads(path, verb, started=started, due=T0 + 4 * HOUR, misfire=run_all)
-    assert _slots(records, Outcome.MISSED) == [2, 3]
-    assert _slots(records) == [0, 1, 4, 5, 7.5, 9.5]
+    due = T0 + ran[2] * HOUR  # the first catch-up run
+    records = _restarted_on_threads(path, verb, started=started, due=due, misfire=run_all)
+    assert _slots(records, Outcome.MISSED) == missed
+    assert _slots(records) == ran
 
 
 @pytest.mark.parametrize("verb", [_replace, _reschedule], ids=["replace", "reschedule"])

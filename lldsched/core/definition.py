@@ -27,6 +27,7 @@ from lldsched.core.names import (
     BLOCKED,
     CANCELLED,
     COALESCED,
+    MISSED,
     PAUSED,
     RETRYING,
     RUNNABLE,
@@ -466,7 +467,7 @@ def _owed(task: ScheduledTask, now: float, *, decided_here: bool) -> list[float]
     if type(schedule) is CatchUp and schedule.afresh:  # owed already, by a change before
         return list(schedule.slots)
     decided = type(schedule) is CatchUp and (schedule.deciding or schedule.resuming)
-    if (due == now or not decided_here or not decided) and not _folded_into(task):
+    if (due == now or not decided_here or not decided) and not _decided_into(task, now):
         return None  # no misfire decision ran it: a slot merely late is superseded
     if type(schedule) is not CatchUp or schedule.spent:
         return []
@@ -487,11 +488,18 @@ def _owed_behind(schedule: Schedule) -> list[float]:
     return list(schedule.slots) if schedule.until is not None or schedule.afresh else []
 
 
-def _folded_into(task: ScheduledTask) -> bool:
-    """True when ``task``'s latest record is a slot ``coalesced`` into the run it is due
-    at (the misfire decision records the passed slots before it queues that run)."""
+def _decided_into(task: ScheduledTask, now: float) -> bool:
+    """True when ``task``'s latest record is a slot a misfire decision recorded before it
+    queued the run ``task`` is due at (it records the passed slots first): ``coalesced``
+    into that run, or ``missed`` before it when that run's slot passed too (``RUN_ALL``
+    past its ``max_catch_up``: one run decided, so no plan stands in front of the
+    schedule; a ``SKIP`` decision leaves no passed slot due)."""
     history = task.history
-    return bool(history) and history[-1].outcome is COALESCED
+    if not history:
+        return False
+    outcome = history[-1].outcome
+    due = task.next_run_at
+    return outcome is COALESCED or (outcome is MISSED and due is not None and due < now)
 
 
 def _first_run(name: str, schedule: Schedule, now: float) -> float:

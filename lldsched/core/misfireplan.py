@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import NamedTuple
 
-from lldsched.core.names import COALESCED, MISFIRE_CAP, cap_text, goes_on, stands_for
+from lldsched.core.names import COALESCED, MISFIRE_CAP, MISSED, cap_text, goes_on, stands_for
 from lldsched.core.task import ScheduledTask
 from lldsched.logs import JOBS, instant_text
 from lldsched.model import ExecutionRecord, Outcome
@@ -101,8 +101,6 @@ def _log_schedule(message: str, *args: object, raised: bool = False) -> None:
 
 MAX_SLOTS = 1000
 """Passed slots of one task decided one by one; the rest are summed up in one record."""
-
-MISSED = Outcome.MISSED
 
 
 class Plan(NamedTuple):

@@ -91,6 +91,7 @@ GIVEN_UP = Outcome.GIVEN_UP
 WAITED = Outcome.BLOCKED  # the record of a blocked wait
 SKIPPED = Outcome.SKIPPED
 COALESCED = Outcome.COALESCED
+MISSED = Outcome.MISSED
 OVERLAP_CANCELLED = Outcome.CANCELLED
 SHUTDOWN_CUT = Outcome.CANCELLED  # a run a shutdown cut: its task stays due (core/runs.py)
 BUFFER_ONE = Overlap.BUFFER_ONE
