@@ -349,13 +349,9 @@ class OverlappingRuns(CoreParts):
                 task._schedule = slot_first(task._schedule, pending)
             task._slot = record.slot
             task.attempt = record.attempt
-            if cancelled:  # no pending slot: what the schedule says after a run of this slot
-                outcome, due, _, skipped = self._after(
-                    task, record._replace(ok=True, error=None, misfire=None), stats
-                )
-                decided = outcome, due, record, skipped
-            else:
-                decided = self._after(task, record, stats)
+            # A cut run with no pending slot: what the schedule says after it, shown as it
+            # was recorded (_after: never retried, and no success a Window counts).
+            decided = self._after(task, record, stats)
             if decided[1] is None:  # the task ends: no slot stays queued behind it
                 self._queue.discard(task)
         if queued and decided[1] == pending and task.generation == queued:
