@@ -218,3 +218,54 @@ def test_a_cut_run_is_shown_to_its_schedule_as_cancelled_and_is_neither_retried_
         TaskStatus.SUCCEEDED,
         cut,
     )
+
+
+@pytest.mark.parametrize(
+    ("runtime", "overlap"),
+    [
+        ("threaded", Overlap.CANCEL_OTHER),  # the run of T0 cut by the slot of T0 + 60
+        ("threaded", Overlap.ALLOW),
+        ("simulated", Overlap.ALLOW),  # the simulation ends a cut run at the cut
+    ],
+)
+def test_a_success_beside_a_run_in_flight_counts_in_a_window_given_while_they_run(
+    runtime: str, overlap: Overlap, make_scheduler: SchedulerFactory
+) -> None:
+    """The runs of T0 and T0 + 60 are in flight when the task is given
+    ``Window(FixedRate(60), max_runs=3)`` (no success yet to count); the second ends
+    first, beside the first, and succeeds.  Before, that success counted in no window
+    (only a run with a slot queued behind it did), and the task ran four successful
+    runs of its three; with ``CANCEL_OTHER`` the cut run, counted as a success, made up
+    for it (three), until a cut run counted toward nothing."""
+    window = Window(FixedRate(60), max_runs=3)
+    options: dict[str, Any] = {"id": "x", "overlap": overlap}
+    if overlap is Overlap.ALLOW:
+        options["max_instances"] = 2
+    if runtime == "threaded":
+        clock = FakeClock(T0)
+        scheduler = make_scheduler(clock=clock, workers=2)
+        action = _Blocked(0, 1)
+        task = scheduler.schedule("x", action, FixedRate(60), **options)
+        action.begin()
+        clock.advance(60)
+        action.begin()  # the run of T0 + 60, beside the run of T0
+        scheduler.reschedule("x", window)
+        action.gates[1].set()
+        _recorded(task, 1)
+        action.gates[0].set()
+        for _ in range(6):  # a run a minute, and room to show one too many
+            settle(scheduler)
+            if task.status is not TaskStatus.SCHEDULED:
+                break
+            clock.advance(60)
+    else:
+        sim = Simulation(workers=2, start=T0)
+        task = sim.schedule("x", FixedRate(60), duration=_durations(150, 30), **options)
+        sim.run(T0 + 70)
+        assert len(task.runs) == 2
+        sim.reschedule("x", window)
+        sim.run(T0 + 1000)
+    first = "cancelled" if overlap is Overlap.CANCEL_OTHER else "ok"
+    assert _outcomes(task)[:2] == [(60, "ok"), (0, first)]
+    assert task.status is TaskStatus.SUCCEEDED
+    assert _successes(task) == 3  # was 4 (3 with CANCEL_OTHER, until the cut counted none)
