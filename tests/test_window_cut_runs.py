@@ -26,6 +26,7 @@ from lldsched import (
     Overlap,
     RetryPolicy,
     ScheduledTask,
+    Scheduler,
     Simulation,
     TaskEvent,
     TaskStatus,
@@ -77,6 +78,16 @@ def _recorded(task: ScheduledTask, runs: int) -> None:
     wait_until(lambda: len(task.history) >= runs, timeout=WAIT, what=f"{runs} records")
 
 
+def _run_out(scheduler: Scheduler, clock: FakeClock, task: ScheduledTask) -> None:
+    """Step a minute at a time while ``task`` is due: its runs a minute apart, and room
+    to show one too many."""
+    for _ in range(6):
+        settle(scheduler)
+        if task.status is not TaskStatus.SCHEDULED:
+            return
+        clock.advance(60)
+
+
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_a_cut_run_counts_toward_no_max_runs_of_a_window_given_while_it_runs(
     runtime: str, make_scheduler: SchedulerFactory
@@ -96,11 +107,7 @@ def test_a_cut_run_counts_toward_no_max_runs_of_a_window_given_while_it_runs(
         _recorded(task, 1)
         scheduler.reschedule("x", window)
         action.gates[0].set()  # the cut run ends, the last one out
-        for _ in range(6):  # a run a minute, and room to show one too many
-            settle(scheduler)
-            if task.status is not TaskStatus.SCHEDULED:
-                break
-            clock.advance(60)
+        _run_out(scheduler, clock, task)
     else:
         sim = Simulation(workers=2, start=T0)
 
@@ -253,11 +260,7 @@ def test_a_success_beside_a_run_in_flight_counts_in_a_window_given_while_they_ru
         action.gates[1].set()
         _recorded(task, 1)
         action.gates[0].set()
-        for _ in range(6):  # a run a minute, and room to show one too many
-            settle(scheduler)
-            if task.status is not TaskStatus.SCHEDULED:
-                break
-            clock.advance(60)
+        _run_out(scheduler, clock, task)
     else:
         sim = Simulation(workers=2, start=T0)
         task = sim.schedule("x", FixedRate(60), duration=_durations(150, 30), **options)
