@@ -284,7 +284,10 @@ class OverlappingRuns(CoreParts):
         """A run finished while others of its task are still in flight: it leaves its
         record and nothing else changes (the last run out moves the task on).  A failed
         one is not retried beside them: its slot is given up.  A successful one counts in
-        the windows of the task's schedule (:meth:`_counted_in_flight`); at a window's
+        the windows of the task's schedule (:meth:`_counted_in_flight`) while a slot is
+        queued behind the runs, or a new schedule waits behind a plan for them to end
+        (docs/decisions/schedules.md, "A success beside runs in flight counts in a
+        window given while they run"); at a window's
         ``max_runs``-th nothing more starts (the pending slot is dropped) and a plan
         that ends the task follows the runs still in flight: the last out ends it.
         A task cancelled or removed counts nothing here: it ends as the runs leave."""
@@ -293,15 +296,20 @@ class OverlappingRuns(CoreParts):
             stats.given_up += 1
         else:
             flight = task._flight
+            schedule = task._schedule
             if (
                 record.ok
                 and flight is not None
-                and flight.pending is not None
+                # a slot queued behind it, or a new schedule waiting for the runs in flight
+                # (reschedule, replace: DefinitionVerbs._start_afresh); not the plan that
+                # ends the task at the max_runs-th (below), nor a schedule that ended
+                and (flight.pending is not None or (type(schedule) is CatchUp and schedule.afresh))
                 and self._counted_in_flight(task, record)
             ):
                 flight.pending = None
                 self._queue.discard(task)  # nothing more starts
-                task._schedule = CatchUp(task._schedule, [], None)  # the last run out ends it
+                # the last run out ends it (the task's own schedule behind the plan)
+                task._schedule = CatchUp(unwrap(schedule), [], None)
         self._keep(task, record)
         if task.status is CANCELLED and not self.holds(task):
             return self._removed_run(task, record)  # removed mid-run: it is forgotten
@@ -312,13 +320,14 @@ class OverlappingRuns(CoreParts):
     @staticmethod
     def _counted_in_flight(task: ScheduledTask, record: ExecutionRecord) -> bool:
         """Count the successful ``record`` of an overlapping run whose schedule is not
-        asked about it (the slot after it was queued as it began) in the windows of the
-        task's schedule (:func:`~lldsched.schedules.decorators.ended_by`); True at a
+        asked about it (the slot after it was queued as it began, or it ended beside
+        others) in the windows of the task's schedule, behind a plan in front of it
+        (:func:`~lldsched.schedules.decorators.ended_by`); True at a
         window's ``max_runs``-th.  A run of a task cancelled or removed counts toward
         nothing, as in :meth:`~lldsched.core.runs.RunTransitions._after`: nothing
         follows it, and its id may be a new task's by now (docs/decisions/lifecycle.md,
         "A run that ends after its task was cancelled counts toward nothing")."""
-        return task.status is not CANCELLED and ended_by(task._schedule, record)
+        return task.status is not CANCELLED and ended_by(unwrap(task._schedule), record)
 
     def _after_flight(
         self, task: ScheduledTask, flight: Flight, record: ExecutionRecord, stats: RunStats
@@ -349,13 +358,9 @@ class OverlappingRuns(CoreParts):
                 task._schedule = slot_first(task._schedule, pending)
             task._slot = record.slot
             task.attempt = record.attempt
-            if cancelled:  # no pending slot: what the schedule says after a run of this slot
-                outcome, due, _, skipped = self._after(
-                    task, record._replace(ok=True, error=None, misfire=None), stats
-                )
-                decided = outcome, due, record, skipped
-            else:
-                decided = self._after(task, record, stats)
+            # A cut run with no pending slot: what the schedule says after it, shown as it
+            # was recorded (_after: never retried, and no success a Window counts).
+            decided = self._after(task, record, stats)
             if decided[1] is None:  # the task ends: no slot stays queued behind it
                 self._queue.discard(task)
         if queued and decided[1] == pending and task.generation == queued:

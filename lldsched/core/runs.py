@@ -31,6 +31,7 @@ from lldsched.core.names import (
     FAILED,
     GIVEN_UP,
     MAX_SKIPPED,
+    OVERLAP_CANCELLED,
     PAUSED,
     RETRYING,
     RUNNABLE,
@@ -262,10 +263,17 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         ``retry.fail_after_given_up`` slots in a row); a one-off task is FAILED.  A
         successful run of a task cancelled or removed while it ran is not shown to the
         schedule (a Window would count it): CANCELLED, nothing follows.
+
+        A run ``Overlap.CANCEL_OTHER`` cut (``misfire`` :data:`OVERLAP_CANCELLED`, the
+        last run out of its flight with no slot queued behind it: :meth:`_after_flight`)
+        is a cancellation, neither a failure nor a success: never retried, no slot given
+        up, and its task goes on as after a success; its schedule is shown its record as
+        it was recorded (not ``ok``), so a ``Window`` counts it toward nothing
+        (docs/decisions/overlap.md, "A run CANCEL_OTHER cut is no success").
         """
         original = record  # as the run left it
         ok = record.ok  # a NamedTuple field: read once (each read is a generic lookup on 3.11)
-        if not ok:
+        if not ok and record.misfire is not OVERLAP_CANCELLED:  # a cut: never retried
             retry = task._options.retry
             try:
                 if retry.allows_retry(record.attempt):
@@ -277,7 +285,7 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
             except Exception as exc:  # a policy of one's own that fails: as a schedule's
                 return self._fails_loudly(task, original, exc, policy=retry)
             record = record._replace(misfire=GIVEN_UP)  # if the schedule has a next slot
-        elif task.status is CANCELLED:
+        elif task.status is CANCELLED:  # a success (or a cut) of a task cancelled mid-run
             # Cancelled or removed while it ran: nothing follows a successful run, so its
             # schedule is not asked, and a Window counts it toward nothing (it counted
             # under an id a task registered since may hold: docs/decisions/lifecycle.md,
@@ -311,7 +319,7 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
                 )
             except Exception as exc:
                 return self._fails_loudly(task, original, exc, schedule=schedule)
-        if ok:
+        if ok or record.misfire is OVERLAP_CANCELLED:  # a cut goes on as a success does
             if due is None:
                 return SUCCEEDED, None, record, ()
             return SCHEDULED, due, record, skipped
