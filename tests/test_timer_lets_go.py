@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lldsched import FixedRate, Scheduler, SystemClock
+from tests.lockwaits import HANG_GUARD, returns
 from tests.store_doubles import HookedStore, StoreCall
-
-HANG_GUARD = 60.0
-"""Seconds a verb may take before the test says it hangs (it returns at once when fixed)."""
 
 
 def noop() -> None:
@@ -75,18 +73,6 @@ class DistantStore(HookedStore):
             self.reads += 1
             if self.reads >= 2:
                 self.far.set()
-
-
-def returns(call: Callable[[], object]) -> bool:
-    """Whether ``call``, made on a thread of its own, returns (before ``HANG_GUARD``)."""
-    done = threading.Event()
-
-    def make() -> None:
-        call()
-        done.set()
-
-    threading.Thread(target=make, daemon=True).start()
-    return done.wait(HANG_GUARD)
 
 
 @pytest.fixture
