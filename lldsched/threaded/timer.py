@@ -17,13 +17,14 @@ with it (a shared store on a 2 ms round trip with ``poll=0.001``: no ``pause()``
 in 22 s, ``shutdown(timeout=10)`` gave up).  So the clock's wait returns at once at most
 once in a row: what came due meanwhile is handed out at the next wake, and if that one's
 instant has passed too the timer waits :data:`LET_GO` (a millisecond) on the condition
-all the same, past the clock.
-A wait, not a release and a take back with none between: CPython's ``Lock`` is not
-fair, and a thread that lets it go and takes it straight back takes it before a waiter
-woken by the release can run (docs/decisions/threaded.md, "The timer lets the lock go at
-every other wake at least").  A wake that hands entries out goes round without a wait,
-as before: its batches are bounded by the room of the hand-off queue, which only the
-workers, under the lock, free.
+all the same, past the clock.  A wait, not a release and a take back with none between
+(``cond.wait(0)``): CPython's ``Lock`` is not fair, so a waiter gets in only when it wins
+the race against the thread that let it go, and the timer goes round meanwhile as fast
+as it can, a core and the GIL taken (docs/decisions/threaded.md, "The timer lets the
+lock go at every other wake at least").  A wake that hands entries out
+goes round without a wait, as before, and that ends: a worker's batches are bounded by
+the room of the hand-off queue, which only the workers free (under the lock), and the
+event loop's by the heap's due entries, which nobody else can push to meanwhile.
 
 **Wall-clock jumps.**  Due instants are wall-clock instants, and the timer
 waits on a monotonic timeout.  When the clock has a ``monotonic()`` (the
