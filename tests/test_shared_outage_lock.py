@@ -15,19 +15,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lldsched import FixedRate, Scheduler, StoreError, SystemClock
+from tests.lockwaits import HANG_GUARD, returns
 from tests.store_doubles import HookedStore, StoreCall
 
 CALL_TIMEOUT = 10.0
 """How far each failing call moves the clock on: a PostgreSQL store's default ``timeout``."""
-
-HANG_GUARD = 60.0
-"""Seconds a verb may take before the test says it hangs (it returns at once when fixed)."""
 
 
 def noop() -> None:
@@ -97,18 +95,6 @@ def outage(tmp_path: Path) -> Iterator[tuple[Scheduler, BlackHoled]]:
         finally:
             store.black_holed = False  # the outage heals: the timer waits again, and stops
             scheduler.shutdown()
-
-
-def returns(call: Callable[[], object]) -> bool:
-    """Whether ``call``, made on a thread of its own, returns (before ``HANG_GUARD``)."""
-    done = threading.Event()
-
-    def make() -> None:
-        call()
-        done.set()
-
-    threading.Thread(target=make, daemon=True).start()
-    return done.wait(HANG_GUARD)
 
 
 def test_a_read_gets_the_lock_between_the_timers_failed_store_calls(

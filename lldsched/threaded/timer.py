@@ -7,6 +7,25 @@ Nothing polls: a push that makes a new head notifies the condition, so a task du
 sooner than the one the timer is parked on re-arms it at once.  It also flags the
 runs whose timeout passed (the deadline heap, one more thing to wake for).
 
+**The lock.**  The timer works under the scheduler's one lock, and its wait is the one
+place where it lets it go: a verb from another thread (``pause``, ``schedule``,
+``shutdown``), a worker that records a run, waits for it.  A wake whose instant to
+wait for passed while it worked (a store's ``poll`` shorter than one wake's calls to a
+distant server, a ``max_wait`` of a few microseconds) finds a wait that returns at once:
+the timer went round again, the lock held, for as long as that lasted, and every verb
+with it (a shared store on a 2 ms round trip with ``poll=0.001``: no ``pause()`` returned
+in 22 s, ``shutdown(timeout=10)`` gave up).  So the clock's wait returns at once at most
+once in a row: what came due meanwhile is handed out at the next wake, and if that one's
+instant has passed too the timer waits :data:`LET_GO` (a millisecond) on the condition
+all the same, past the clock.  A wait, not a release and a take back with none between
+(``cond.wait(0)``): CPython's ``Lock`` is not fair, so a waiter gets in only when it wins
+the race against the thread that let it go, and the timer goes round meanwhile as fast
+as it can, a core and the GIL taken (docs/decisions/threaded.md, "The timer lets the
+lock go at every other wake at least").  A wake that hands entries out
+goes round without a wait, as before, and that ends: a worker's batches are bounded by
+the room of the hand-off queue, which only the workers free (under the lock), and the
+event loop's by the heap's due entries, which nobody else can push to meanwhile.
+
 **Wall-clock jumps.**  Due instants are wall-clock instants, and the timer
 waits on a monotonic timeout.  When the clock has a ``monotonic()`` (the
 :class:`~lldsched.clock.SystemClock` does; a ``FakeClock`` *is* time and has
@@ -59,7 +78,7 @@ from lldsched.errors import DEAD_TIMER, DEAD_TIMER_ADVICE, SchedulerStateError
 from lldsched.logs import TIMER
 from lldsched.threaded.parts import DEAD, RUNNING, SchedulerParts
 
-__all__ = ["DEADLINE_SLACK", "MAX_WAIT", "TimerThread"]
+__all__ = ["DEADLINE_SLACK", "LET_GO", "MAX_WAIT", "TimerThread"]
 
 log = logging.getLogger(TIMER)
 
@@ -68,6 +87,11 @@ DEADLINE_SLACK = 64
 
 MAX_WAIT = 60.0
 """The longest the timer sleeps before it looks at the clock again, by default (seconds)."""
+
+LET_GO = 0.001
+"""Seconds the timer waits on its condition, whatever is due, when it comes to its wait
+with the instant to wait for already passed for the second wake in a row: the wait is
+the one place where it lets the scheduler's lock go (module docstring, "The lock")."""
 
 
 class TimerThread(SchedulerParts):
@@ -101,7 +125,9 @@ class TimerThread(SchedulerParts):
     def _timer_loop(self) -> None:
         """Until shutdown, under the lock but while it waits: notice a clock jump, flag
         the runs whose timeout passed, hand out what is due (:meth:`_hand_out`), then
-        wait on ``_wake`` until the next due instant or deadline."""
+        wait on ``_wake`` until the next due instant or deadline; an instant passed
+        already at two wakes in a row has the second wait :data:`LET_GO` all the same
+        (module docstring, "The lock")."""
         queue = self._queue
         cond = self._wake
         clock = self._clock
@@ -120,6 +146,7 @@ class TimerThread(SchedulerParts):
         with cond:  # the first look was start()'s (_first_look)
             looked = 0.0  # the lease trust clock's reading before `now` (shared stores only)
             handed = False  # at this wake: their begins write first (no stale rows tried)
+            passed = False  # the last wake's instant had passed when it came to wait (LET_GO)
             while self._state is RUNNING:
                 if coordinator is not None:
                     looked = coordinator.looked()  # first: Coordinator.looked says why
@@ -170,8 +197,16 @@ class TimerThread(SchedulerParts):
                     wake = now + max_wait  # look again soon: a jump or a suspend shows then
                 if coordinator is not None:
                     wake = coordinator.wake(now, wake)  # renewal, and the poll bound
-                clock.wait(cond, wake)
                 handed = False
+                if wake is not None and wake <= clock.now():  # passed while it worked
+                    if passed:  # twice in a row: let the lock go all the same
+                        passed = False
+                        cond.wait(LET_GO)
+                        continue
+                    passed = True  # once: what came due is handed out at the next wake
+                else:
+                    passed = False
+                clock.wait(cond, wake)
 
     def _first_look(self) -> None:
         """The reading the timer's looks for a jump start from, taken by ``start()``

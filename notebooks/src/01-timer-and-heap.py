@@ -213,6 +213,7 @@ print(inspect.getsource(Scheduler._timer_loop))
 # | `writes`, `retry_due(now)` | **a store that fails** (of one process): the rows its failed writes left stale are written again a minute after the last failure, so the outage ends when the store is back, not at the next write of a task that may be a day away |
 # | `_hand_out(batch)` | **coroutines**: entries of `async def` tasks go to the scheduler's event loop, the rest to the worker threads |
 # | `clock.wait(cond, wake)` | **the wait itself**, through the clock, so that a fake clock can drive a running scheduler |
+# | `passed`, `cond.wait(LET_GO)` | **the lock let go**: the wait is the one place where the timer lets the lock go; a wait for an instant that passed while the wake worked returns at once, and twice in a row the timer waits a millisecond all the same, or a wake that always outlasts its bound (a tiny `poll` to a distant store) would hold the lock for good |
 #
 # The wait goes through the clock. `SystemClock.wait` is `Condition.wait` with the
 # remaining delay; `FakeClock.wait` waits with no timeout and is woken by `advance()`,
