@@ -50,6 +50,7 @@ from lldsched.sim.overrun import simulate_overrun
 from lldsched.testing import Stepper
 from lldsched.views import report
 from lldsched.views.frames import to_frame
+from tests.test_bad_input_sweep import GIANT
 from tests.test_bad_input_table import (
     T0,
     Named,
@@ -62,8 +63,6 @@ from tests.test_bad_input_table import (
 )
 
 matplotlib.use("Agg")
-
-GIANT = 10**5000
 
 
 class Unprintable:
