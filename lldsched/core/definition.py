@@ -485,7 +485,7 @@ def _owed_behind(schedule: Schedule) -> list[float]:
     lost the second, without a record."""
     if type(schedule) is not CatchUp or schedule.spent:
         return []
-    return list(schedule.slots) if schedule.until is not None or schedule.afresh else []
+    return list(schedule.slots) if schedule.deciding or schedule.afresh else []
 
 
 def _decided_into(task: ScheduledTask, now: float) -> bool:
