@@ -55,6 +55,7 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 import lldsched
+from exercises import printed
 
 __all__ = [
     "ANSWER_LIMIT",
@@ -691,7 +692,7 @@ class _Watch:
         if code in _SETS_THREADS_PROFILE:
             self.unhooked = self.unhooked or f"threading.{code.co_name}"
             return
-        if self.asked is not None or code is _COLLECTING:
+        if self.asked is not None or code is _COLLECTING or code in printed.QUIET_CODES:
             return
         whose = self._whose.get(code.co_filename, "")
         if whose == "":
@@ -921,7 +922,10 @@ def check_answer(
         print(f"✗ {', '.join(asynchronous)} {ASYNC_DEF}{tail}")
         return
     if callable(answer):
-        print_results(run_checks(checks_of(answer), limit=limit))
+        with printed.bounded() as said:  # what the answer prints: its first lines only
+            results = run_checks(checks_of(answer), limit=limit)
+        said.report()
+        print_results(results)
         return
     if type(answer).__module__ not in ("builtins", type(None).__module__):
         shown = f"a {type(answer).__name__} object"
