@@ -495,9 +495,15 @@ def _recursion(error: BaseException | None) -> RecursionError | None:
 
 
 RECURSES = (
-    "a function that calls itself and never reaches a case that returns without calling "
-    "itself again"
+    "a function that calls itself deeper than Python allows (sys.getrecursionlimit(), "
+    "about 1,000 calls): either it never reaches a case that returns without calling "
+    "itself again, or it calls itself once per step of a count in the thousands (this "
+    "call's input), which a recursion cannot go through in Python: write those steps as "
+    "a loop"
 )
+"""Said of an answer that raised RecursionError: a recursion without end, or a right
+recursion one call deep per attempt, which ``retry_at(5000, ...)`` takes past the limit
+(it was told it never reached a case that returns, which it does)."""
 
 
 TWICE = (
