@@ -2614,22 +2614,32 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         fill(rig, entries, limit=FILL_LIMIT)
         pushed = counter.count
         consumers = Consumers(rig.queue, rig.clock, takes=HEAP_SIZE)
-        got = 0
+        out: list[object] = []
         try:
-            while got < HEAP_SIZE and consumers.next(LATE) is not None:
-                got += 1
+            while len(out) < HEAP_SIZE and (item := consumers.next(LATE)) is not None:
+                out.append(item[0])
         finally:
             release(rig, consumers)
+        got = len(out)
         assert got == HEAP_SIZE, (
             f"pushed {HEAP_SIZE} tasks, all due already, and only {got} came back"
         )
         # Any structure that orders the shuffled due instants compares them: none compared
-        # means the queue keeps copies (float(due)), and its cost cannot be seen.
-        assert counter.count, (
-            f"{HEAP_SIZE} tasks came out in order, and your queue never compared the due "
-            "instants pushed: it keeps copies of them (float(due) in push?), so this check "
-            "cannot count what your push and pop cost; store due as it is given (it is a "
-            "number already)"
+        # means the queue keeps copies (float(due)), and its cost cannot be seen; or that
+        # it orders its entries by something else (the sequence before the due time).
+        compared = counter.count
+        late = _first_out_of_order(out, {f"job-{n}": now - due for n, due in enumerate(dues)})
+        assert compared or late is None, (
+            f"{HEAP_SIZE} tasks, all due already, did not come out earliest first, and your "
+            f"queue never compared the due instants pushed: {late}; it orders its entries by "
+            "something else (a field before the due time?), so this check cannot count what "
+            "ordering them by due time would cost"
+        )
+        assert compared, (
+            f"{HEAP_SIZE} tasks came out earliest first, and your queue never compared the "
+            "due instants pushed: it keeps copies of them (float(due) in push?), so this "
+            "check cannot count what your push and pop cost; store due as it is given (it "
+            "is a number already)"
         )
         budget = COMPARISONS_PER_ENTRY * HEAP_SIZE
         assert counter.count <= budget, (
