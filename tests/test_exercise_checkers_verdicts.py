@@ -33,6 +33,7 @@ from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
 from exercises.solutions import TaskQueue, next_slot, parse_field, retry_at, runs_after_resume
 
+from tests.test_exercise_checkers import first_retry_doubled
 from tests.test_exercise_checkers_adversarial import SHORT, failure, refused
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -762,19 +763,6 @@ def grows_by_a_step(
     return finished + min(cap, initial * multiplier * attempt)
 
 
-def exponent_one_too_high(
-    attempt: int,
-    finished: float,
-    max_attempts: int = 3,
-    initial: float = 1.0,
-    multiplier: float = 2.0,
-    cap: float = 60.0,
-) -> float | None:
-    if attempt >= max_attempts:
-        return None
-    return finished + min(cap, initial * multiplier ** min(attempt, 200))
-
-
 def test_a_wait_that_grows_by_a_step_is_not_told_its_exponent_is_one_too_high() -> None:
     results = run_checks(retry_at_checks(grows_by_a_step), limit=ANSWER_LIMIT)
     told = failure(results, "the first retry waits initial")
@@ -788,7 +776,7 @@ def test_a_wait_that_grows_by_a_step_is_not_told_its_exponent_is_one_too_high() 
         "retry_at(10, 100, 20, 1, 2, 60): expected 160, got 120: the wait grows by a step"
     ), told
     # An exponent one too high, asked about attempt 3 too, keeps its own message.
-    results = run_checks(retry_at_checks(exponent_one_too_high), limit=ANSWER_LIMIT)
+    results = run_checks(retry_at_checks(first_retry_doubled), limit=ANSWER_LIMIT)
     told = failure(results, "the first retry waits initial")
     assert told.endswith(
         "expected 101, got 102: the exponent is one too high; the first retry waits initial, "
