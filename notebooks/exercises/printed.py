@@ -40,7 +40,9 @@ class Printed:
     """The count of what was written while the checks ran, and how much of it was shown."""
 
     def __init__(self) -> None:
-        # Guards every count below: the answer's threads and the checker's write at once.
+        # Guards the budget (what is shown, and the first count held back) against two
+        # threads writing at once; past it, _Bounded.write adds to the held counts without
+        # it (two writes at the same instant may lose a count: the notice is a size).
         self._lock = threading.Lock()
         self.shown_lines = self.shown_chars = 0
         self.held_lines = self.held_chars = 0
