@@ -1392,6 +1392,55 @@ def test_a_sort_on_every_push_of_copied_due_times_is_not_taken_for_a_heap(
     assert "float(due)" in told and "as it is given" in told, told
 
 
+class OrdersByArrival(TaskQueue):
+    """Entries ``(sequence, due, task)``: the sequence put first, so the heap orders by
+    arrival and never compares a due instant (a FIFO, not a timer)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self._arrivals: list[tuple[int, float, str]] = []
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            heapq.heappush(self._arrivals, (sequence, due, task))
+            self._cond.notify_all()
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                heap = self._arrivals
+                while heap and self._live.get(heap[0][2]) != heap[0][0]:
+                    heapq.heappop(heap)
+                if not heap:
+                    self._cond.wait()
+                    continue
+                _, due, task = heap[0]
+                delay = due - self._clock()
+                if delay <= 0:
+                    heapq.heappop(heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
+@pytest.mark.parametrize("answer", [OrdersByArrival])
+def test_a_queue_that_never_compares_dues_for_its_order_is_not_told_it_copies_them(
+    answer: type[TaskQueue], timer_results: TimerResults
+) -> None:
+    # It was told "1000 tasks came out in order, and your queue never compared the due
+    # instants pushed: it keeps copies of them (float(due) in push?)": the order was never
+    # read, and the queue stores the dues as given.
+    told = failure(timer_results(answer), "push and pop cost O(log n)")
+    assert told.startswith(
+        "1000 tasks, all due already, did not come out earliest first, and your queue never "
+        "compared the due instants pushed: pop 1 returned 'job-0' (due 1 s ago) while "
+        "'job-321', due 1.999 s ago, was still queued"
+    ), told
+    assert "float(due)" not in told and "came out in order" not in told
+
+
 def test_an_answer_that_exits_fails_each_check_naming_the_call_and_the_checker_goes_on() -> None:
     def exits(slot: float, period: float, finished: float, policy: str) -> float:
         sys.exit("no idea")

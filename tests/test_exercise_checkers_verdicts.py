@@ -33,6 +33,7 @@ from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
 from exercises.solutions import TaskQueue, next_slot, parse_field, retry_at, runs_after_resume
 
+from tests.test_exercise_checkers import first_retry_doubled
 from tests.test_exercise_checkers_adversarial import SHORT, failure, refused
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -713,3 +714,71 @@ def test_a_parser_by_regex_that_takes_other_digits_is_told_about_backslash_d() -
     assert not rejects.passed
     assert "\\d matches other scripts' digits too: write [0-9]" in rejects.message, rejects.message
     assert [r.description for r in results if not r.passed] == [rejects.description]
+
+
+def retries_by_recursion(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """A right rule written as a recursion one call deep per attempt: it ends, but attempt
+    5,000 is deeper than Python's recursion limit."""
+    if attempt >= max_attempts:
+        return None
+
+    def wait(n: int) -> float:
+        return min(cap, initial) if n == 1 else min(cap, wait(n - 1) * multiplier)
+
+    return finished + wait(attempt)
+
+
+def test_a_right_recursion_too_deep_for_python_is_not_told_it_never_ends() -> None:
+    results = run_checks(retry_at_checks(retries_by_recursion), limit=ANSWER_LIMIT)
+    told = failure(results, "attempt 5,000")
+    assert told.startswith("retry_at(5000, 100, 1000000, 1, 2, 60) raised RecursionError"), told
+    # It was told "a function that calls itself and never reaches a case that returns",
+    # which it does: both readings are said, and what to write instead.
+    assert "sys.getrecursionlimit()" in told and "a count in the thousands" in told, told
+    assert "write those steps as a loop" in told
+    assert [r.description for r in results if not r.passed] == [
+        "attempt 5,000 of 1,000,000 waits the cap, no overflow"
+    ]
+
+
+def grows_by_a_step(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """A wait that grows by initial * multiplier each attempt, not by a factor: after
+    attempt 1 it is initial * multiplier, as an exponent one too high makes it."""
+    if attempt >= max_attempts:
+        return None
+    return finished + min(cap, initial * multiplier * attempt)
+
+
+def test_a_wait_that_grows_by_a_step_is_not_told_its_exponent_is_one_too_high() -> None:
+    results = run_checks(retry_at_checks(grows_by_a_step), limit=ANSWER_LIMIT)
+    told = failure(results, "the first retry waits initial")
+    assert told.startswith(
+        "retry_at(1, 100, 3, 1, 2, 60): expected 101, got 102: the wait grows by a step, "
+        "initial * multiplier * n (6 s after attempt 3), not by a factor"
+    ), told
+    assert "exponent is one too high" not in told
+    told = failure(results, "the wait is capped")  # no longer a bare "expected 160, got 120"
+    assert told.startswith(
+        "retry_at(10, 100, 20, 1, 2, 60): expected 160, got 120: the wait grows by a step"
+    ), told
+    # An exponent one too high, asked about attempt 3 too, keeps its own message.
+    results = run_checks(retry_at_checks(first_retry_doubled), limit=ANSWER_LIMIT)
+    told = failure(results, "the first retry waits initial")
+    assert told.endswith(
+        "expected 101, got 102: the exponent is one too high; the first retry waits initial, "
+        "and the wait after attempt n is initial * multiplier ** (n - 1)"
+    ), told

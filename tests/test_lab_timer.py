@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -223,3 +225,51 @@ def test_a_clock_of_ones_own_that_counts_no_wakeups_is_told_what_to_subclass() -
     """It read "'SystemClock' object has no attribute 'wakeups'" after starting a scheduler."""
     with pytest.raises(TypeError, match="subclass WaitingClock or PollingClock"):
         measure_timer("mine", SystemClock(), idle=0.1, samples=1)  # type: ignore[arg-type]
+
+
+class _PollingQueue(TaskQueue):
+    """A learner's polling timer written into the queue: pop_due waits, sleeping, until
+    the head is due; but ``now`` is the instant it was called with, which never moves, so
+    it loops for good, holding the scheduler's lock."""
+
+    def pop_due(self, now: float, limit: int) -> list[Entry]:
+        while (due := self.next_due()) is not None and due > now:
+            time.sleep(0.001)
+        return super().pop_due(now, limit)
+
+
+class PollingQueueScheduler(Scheduler):
+    queue_type = _PollingQueue
+
+
+@pytest.mark.parametrize(
+    "experiment", [run_due_now_behind_parked_timer, run_early_on_spurious_wakeup]
+)
+def test_a_variant_that_holds_the_lock_for_good_is_stopped_and_named_not_waited_for(
+    monkeypatch: pytest.MonkeyPatch, experiment: Callable[..., object]
+) -> None:
+    """Its experiment's next schedule() waited for the lock for ever: the notebook's cell
+    hung until the kernel was interrupted, and the timer thread spun on after it."""
+    monkeypatch.setattr(_support, "VARIANT_PATIENCE", 0.5)
+    before = set(threading.enumerate())
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            experiment(PollingQueueScheduler, patience=0.1)
+        except BaseException as error:
+            raised.append(error)
+
+    trial = threading.Thread(target=run, daemon=True)
+    trial.start()
+    trial.join(30)
+    assert not trial.is_alive(), "the experiment hung on the lock its variant held"
+    (error,) = raised
+    assert isinstance(error, VariantError), repr(error)
+    assert str(error).startswith("PollingQueueScheduler: _PollingQueue.pop_due (line "), error
+    assert "held the scheduler's lock 0.5 s without returning" in str(error)
+    assert type(error.__cause__).__name__ == "HeldTheLock"
+    left = [t for t in set(threading.enumerate()) - before if t.is_alive()]
+    for thread in left:  # the lock watch ends within its patience once closed
+        thread.join(1)
+    assert [t.name for t in left if t.is_alive()] == []

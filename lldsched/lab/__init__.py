@@ -29,8 +29,9 @@ load").
 A variant of one's own plugs in the same way: subclass the collaborator, name it on a
 ``Scheduler`` subclass (``queue_type = MyQueue``) and pass the class to an experiment
 that takes a ``scheduler_type``.  A variant that breaks what every variant keeps (it
-loses a task, kills the timer thread, delivers no event, raises in ``shutdown``) gets
-a :class:`VariantError` naming it within seconds, never a hang.
+loses a task, kills the timer thread, delivers no event, raises in ``shutdown``, holds
+the scheduler's lock in a method that never returns) gets a :class:`VariantError`
+naming it within seconds, never a hang (:mod:`~lldsched.lab.lockwatch` stops the last).
 
 Run one from a shell with ``python -m lldsched lab <decision>``, or all of them in
 ``notebooks/09-design-lab.ipynb``.  Standard library only (plots live in

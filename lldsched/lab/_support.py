@@ -357,28 +357,42 @@ def running(scheduler: Scheduler) -> Iterator[None]:
     instead of "cannot wait_idle(): the scheduler's timer thread died" or "the task
     never ran".  What the package logged meanwhile is logged again afterwards."""
     from lldsched.errors import SchedulerStateError
+    from lldsched.lab.lockwatch import HeldTheLock, LockWatch
 
     log: list[logging.LogRecord] = []
+    watch = LockWatch(scheduler, VARIANT_PATIENCE)  # a variant holding the lock for good
     try:
         with captured_log() as log:
             scheduler.start()
+            watch.start()
             try:
                 yield
             except BaseException as error:
+                watch.close()
                 try:
                     scheduler.shutdown(drain=False)
                 except Exception as also:  # the block's error is the one to read
                     error.add_note(f"(and shutdown() then raised {also!r})")
                 death = next(filter(None, map(_timer_death, log)), None)
                 if isinstance(error, SchedulerStateError | VariantError) and death is not None:
+                    if isinstance(death, HeldTheLock):
+                        raise VariantError(
+                            f"{type(scheduler).__name__}: {watch.held_in} held the "
+                            f"scheduler's lock {VARIANT_PATIENCE:g} s without returning (a "
+                            "loop whose condition never changes, or a sleep): the timer "
+                            "calls the queue holding that lock, so nothing else could run, "
+                            "and the lab stopped it there, its timer thread with it"
+                        ) from death
                     raise VariantError(
                         f"{type(scheduler).__name__}: its timer thread died on {death!r}, "
                         "raised by the variant (its traceback is above), so nothing ran "
                         "after it"
                     ) from death
                 raise
+            watch.close()
             scheduler.shutdown()
     finally:
+        watch.close()
         logger = logging.getLogger("lldsched")
         for record in log:  # the capture is gone: to wherever they would have gone
             logger.handle(record)

@@ -55,6 +55,7 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 import lldsched
+from exercises import printed
 
 __all__ = [
     "ANSWER_LIMIT",
@@ -494,9 +495,15 @@ def _recursion(error: BaseException | None) -> RecursionError | None:
 
 
 RECURSES = (
-    "a function that calls itself and never reaches a case that returns without calling "
-    "itself again"
+    "a function that calls itself deeper than Python allows (sys.getrecursionlimit(), "
+    "about 1,000 calls): either it never reaches a case that returns without calling "
+    "itself again, or it calls itself once per step of a count in the thousands (this "
+    "call's input), which a recursion cannot go through in Python: write those steps as "
+    "a loop"
 )
+"""Said of an answer that raised RecursionError: a recursion without end, or a right
+recursion one call deep per attempt, which ``retry_at(5000, ...)`` takes past the limit
+(it was told it never reached a case that returns, which it does)."""
 
 
 TWICE = (
@@ -691,7 +698,7 @@ class _Watch:
         if code in _SETS_THREADS_PROFILE:
             self.unhooked = self.unhooked or f"threading.{code.co_name}"
             return
-        if self.asked is not None or code is _COLLECTING:
+        if self.asked is not None or code is _COLLECTING or code in printed.QUIET_CODES:
             return
         whose = self._whose.get(code.co_filename, "")
         if whose == "":
@@ -921,7 +928,10 @@ def check_answer(
         print(f"✗ {', '.join(asynchronous)} {ASYNC_DEF}{tail}")
         return
     if callable(answer):
-        print_results(run_checks(checks_of(answer), limit=limit))
+        with printed.bounded() as said:  # what the answer prints: its first lines only
+            results = run_checks(checks_of(answer), limit=limit)
+        said.report()
+        print_results(results)
         return
     if type(answer).__module__ not in ("builtins", type(None).__module__):
         shown = f"a {type(answer).__name__} object"
@@ -2604,22 +2614,32 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         fill(rig, entries, limit=FILL_LIMIT)
         pushed = counter.count
         consumers = Consumers(rig.queue, rig.clock, takes=HEAP_SIZE)
-        got = 0
+        out: list[object] = []
         try:
-            while got < HEAP_SIZE and consumers.next(LATE) is not None:
-                got += 1
+            while len(out) < HEAP_SIZE and (item := consumers.next(LATE)) is not None:
+                out.append(item[0])
         finally:
             release(rig, consumers)
+        got = len(out)
         assert got == HEAP_SIZE, (
             f"pushed {HEAP_SIZE} tasks, all due already, and only {got} came back"
         )
         # Any structure that orders the shuffled due instants compares them: none compared
-        # means the queue keeps copies (float(due)), and its cost cannot be seen.
-        assert counter.count, (
-            f"{HEAP_SIZE} tasks came out in order, and your queue never compared the due "
-            "instants pushed: it keeps copies of them (float(due) in push?), so this check "
-            "cannot count what your push and pop cost; store due as it is given (it is a "
-            "number already)"
+        # means the queue keeps copies (float(due)), and its cost cannot be seen; or that
+        # it orders its entries by something else (the sequence before the due time).
+        compared = counter.count
+        late = _first_out_of_order(out, {f"job-{n}": now - due for n, due in enumerate(dues)})
+        assert compared or late is None, (
+            f"{HEAP_SIZE} tasks, all due already, did not come out earliest first, and your "
+            f"queue never compared the due instants pushed: {late}; it orders its entries by "
+            "something else (a field before the due time?), so this check cannot count what "
+            "ordering them by due time would cost"
+        )
+        assert compared, (
+            f"{HEAP_SIZE} tasks came out earliest first, and your queue never compared the "
+            "due instants pushed: it keeps copies of them (float(due) in push?), so this "
+            "check cannot count what your push and pop cost; store due as it is given (it "
+            "is a number already)"
         )
         budget = COMPARISONS_PER_ENTRY * HEAP_SIZE
         assert counter.count <= budget, (

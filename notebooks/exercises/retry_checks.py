@@ -269,6 +269,9 @@ def _asked_again(
     2 ** 6 = 64 is past 60"): at attempt 1 the first waits the cap, the second
     ``initial``.  The answer's failure at the other attempt says nothing more."""
     attempt, finished, max_attempts, initial, multiplier, cap = args
+    stepped = _stepped(retry_at, args, got)
+    if stepped:
+        return stepped
     if got is None or attempt < 2:
         return ""
     grown = _grown(initial, multiplier, attempt - 1)
@@ -292,6 +295,33 @@ def _asked_again(
                 "right only for the multiplier it was worked out for"
             )
     return ""
+
+
+def _stepped(
+    retry_at: RetryAt, args: tuple[int, float, int, float, float, float], got: float | None
+) -> str:
+    """What a wait of ``initial * multiplier * n`` after attempt n says, where it is also
+    ``initial * multiplier ** n`` (at attempt 1, and 2 when the multiplier is 2): a wait
+    that grows by a step was told "the exponent is one too high", an exponent it does not
+    have.  Asked about a later attempt, where the two part, the answer says which it is;
+    or nothing."""
+    attempt, finished, max_attempts, initial, multiplier, cap = args
+    if got is None or not initial or multiplier in (0, 1):
+        return ""
+    if abs(got - finished - min(cap, initial * multiplier * attempt)) >= 1e-9:
+        return ""
+    later = max(attempt + 1, 3)
+    step, factor = initial * multiplier * later, _grown(initial, multiplier, later)
+    if min(cap, step) == min(cap, factor):  # capped alike: the later attempt tells nothing
+        return ""
+    then = _answer(retry_at, (later, finished, max(max_attempts, later + 1), *args[3:]))
+    if then is None or abs(then - finished - min(cap, step)) >= 1e-9:
+        return ""
+    return (
+        f": the wait grows by a step, initial * multiplier * n ({min(cap, step):g} s after "
+        f"attempt {later}), not by a factor: each wait is multiplier times the one before "
+        "(exponential backoff), initial * multiplier ** (n - 1)"
+    )
 
 
 def _answer(retry_at: RetryAt, args: tuple[int, float, int, float, float, float]) -> float | None:
