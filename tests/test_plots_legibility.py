@@ -567,3 +567,47 @@ def test_a_distribution_where_every_run_was_on_time_says_so_on_an_axis_of_few_ti
     assert "every run started on time" in all_text(figure)
     late = to_frame([R("t1", "tick", 1, T0, T0, 0, T0 + 5, T0 + 6, True)])
     assert "every run started on time" not in all_text(lateness_distribution(late))
+
+
+def _runs_every(hours: float, days: float, start: str) -> pd.DataFrame:
+    """A run of five minutes every ``hours`` for ``days`` from ``start``."""
+    first = pd.Timestamp(start).timestamp()
+    return to_frame([
+        R("t1", "sync", 1, first + at, first + at, 0, first + at, first + at + 300, True)
+        for at in np.arange(0, days * 86400 + 1, hours * 3600).tolist()
+    ])  # fmt: skip
+
+
+def _ticks_charts(frame: pd.DataFrame) -> list[Figure]:
+    return [
+        gantt(frame, tz="Europe/Berlin"),
+        lateness_over_time(frame, tz="Europe/Berlin"),
+        utilisation_plot(frame, workers=1, tz="Europe/Berlin"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "monday", ["2026-03-23T00:00:00+01:00", "2026-10-19T00:00:00+02:00"], ids=["march", "october"]
+)
+def test_a_week_across_a_change_of_summer_time_is_ticked_at_its_midnights(monday: str) -> None:
+    # Before: a week of Europe/Berlin in which the clocks go forward was ticked every 23
+    # hours (the short Sunday taken for the locator's step), "Mar-23", "23:00", "22:00",
+    # "21:00" ... "18:00": a reader found no day on the axis and read hours going back.
+    for figure in _ticks_charts(_runs_every(6, 7, monday)):
+        ticks = _berlin_ticks(figure)
+        assert len(ticks) >= 5, ticks
+        for instant, label in ticks:
+            wall = pd.Timestamp(instant, unit="s", tz="Europe/Berlin")
+            assert (wall.hour, wall.minute) == (0, 0), ticks  # each a local midnight
+            assert ":" not in label, ticks  # which reads as a day, not as a time
+
+
+def test_ticks_hours_apart_across_spring_keep_the_locators_step() -> None:
+    # Two and a half days across 29 March: ticked every 12 hours of local time; the night
+    # the clocks go forward has a gap of 11 hours of real time between two of them, which
+    # was taken for the step, so the axis was laid every 11 hours ("11:00", "22:00", ...).
+    for figure in _ticks_charts(_runs_every(1, 2.5, "2026-03-28T00:00:00+01:00")):
+        instants = [x for x, _ in _berlin_ticks(figure)]
+        steps = {b - a for a, b in itertools.pairwise(instants)}
+        assert len(steps) == 1, instants
+        assert 86400 % steps.pop() == 0, instants  # a step that divides a day, as chosen
