@@ -36,7 +36,7 @@ from lldsched.views.plots.runbars import draw_runs, failures, mark_handles
 from lldsched.views.plots.taskcolours import task_colours
 from lldsched.views.plots.timeaxis import as_zone, date_numbers, set_time_span, time_axis
 from lldsched.views.report import slots_stood_for
-from lldsched.views.runs import check_spans
+from lldsched.views.runs import check_frame, check_spans
 
 __all__ = ["overrun_comparison"]
 
@@ -75,6 +75,8 @@ def overrun_comparison(
         policy: frame if isinstance(frame, pd.DataFrame) else to_frame(frame)
         for policy, frame in runs.items()
     }
+    for frame in recorded.values():  # named, not pandas' KeyError at its first use
+        check_frame(frame, columns=_READS)
     frames = {policy: ran(frame) for policy, frame in recorded.items()}  # a row per run
     for frame in frames.values():
         check_spans(frame)  # a run with no start or finish, or backwards, has no bar
@@ -237,13 +239,14 @@ _CROSSES = -0.85
 """Where the crosses sit in that strip (clear of the first row's bar, 0 +/- 0.31)."""
 
 
+_READS = ("name", "due", "start", "finish", "lateness", *_KEYED)
+"""The columns of a frame the overrun comparison reads: a frame without one is refused,
+naming it."""
+
+
 def _errors(frame: pd.DataFrame, outcomes: Sequence[Outcome]) -> list[object]:
-    """The ``error`` of each row of ``frame`` whose outcome is one of ``outcomes`` (``None``
-    each for a frame cut to columns without it)."""
-    rows = frame["outcome"].isin(outcomes)
-    if "error" not in frame.columns:
-        return [None] * int(rows.sum())
-    return frame.loc[rows, "error"].tolist()
+    """The ``error`` of each row of ``frame`` whose outcome is one of ``outcomes``."""
+    return frame.loc[frame["outcome"].isin(outcomes), "error"].tolist()
 
 
 _DROPPED = (Outcome.SKIPPED, Outcome.COALESCED, Outcome.MISSED)
