@@ -611,3 +611,18 @@ def test_ticks_hours_apart_across_spring_keep_the_locators_step() -> None:
         steps = {b - a for a, b in itertools.pairwise(instants)}
         assert len(steps) == 1, instants
         assert 86400 % steps.pop() == 0, instants  # a step that divides a day, as chosen
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires"])
+@pytest.mark.parametrize("policies", [2, 1])
+def test_the_overrun_panels_time_label_never_meets_its_date(tz: str, policies: int) -> None:
+    # Before: a panel's "time (Europe/Berlin)" was printed over the date under its last
+    # tick ("2026-Jan-05"), in the two panels SIMULATION.md draws and in a panel of one
+    # policy in UTC: both sit under the tick labels, one centred, one on the right.
+    runs = dict(list(simulate_overrun(period=300, duration=450).items())[:policies])
+    figure = overrun_comparison(runs, tz=tz)
+    render(figure)
+    for ax in figure.axes:
+        label, date = ax.xaxis.label, ax.xaxis.get_offset_text()
+        assert label.get_text() == f"time ({tz})" and date.get_text()
+        assert overlapping([label, date]) == [], (label.get_text(), date.get_text())

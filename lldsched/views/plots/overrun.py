@@ -165,6 +165,9 @@ def overrun_comparison(
     if not spans and not any(len(dropped) for dropped in dropped_slots.values()):
         for ax in panels:  # nothing at any instant: the shared axis read 1970-01-01
             time_axis(ax, zone, blank=True)
+    else:
+        for ax in panels:
+            _label_under_the_date(ax)
     gridded = False  # the slots' grid is drawn only about runs
     if spans:
         slots = [float(x) for dropped in dropped_slots.values() for x in dropped]
@@ -228,6 +231,14 @@ def _rows_alike(figure: Figure, panels: Sequence[Axes], rows: Sequence[int]) -> 
     for ax, n in zip(panels, rows, strict=True):
         ax.set_box_aspect(aspect * (n - 0.5 - _TOP) / span)
         ax.set_anchor("N")
+
+
+def _label_under_the_date(ax: Axes) -> None:
+    """The time axis' label a line lower, under the date written below the last tick
+    (the axis' offset text): both sit right under the tick labels, the label centred, the
+    date on the right, and a panel is narrow, so "time (Europe/Berlin)" was printed over
+    "2026-Jan-05" (and "time (UTC)" over it in a panel of one policy)."""
+    ax.xaxis.labelpad += 1.25 * ax.xaxis.get_offset_text().get_fontsize()
 
 
 _SKIPPED_COLOUR = ACCENT
