@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
-from lldsched import ExecutionRecord, Outcome, Overlap
+from lldsched import ExecutionRecord, Outcome, Overlap, OverrunPolicy
 from lldsched.sim.overrun import simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import to_frame
@@ -626,3 +626,20 @@ def test_the_overrun_panels_time_label_never_meets_its_date(tz: str, policies: i
         label, date = ax.xaxis.label, ax.xaxis.get_offset_text()
         assert label.get_text() == f"time ({tz})" and date.get_text()
         assert overlapping([label, date]) == [], (label.get_text(), date.get_text())
+
+
+@pytest.mark.parametrize("tz", ["UTC", "America/Argentina/Buenos_Aires"])
+def test_an_overrun_chart_of_one_policy_fits_its_figure_and_its_ticks_apart(tz: str) -> None:
+    # A user's own runs under the policy they run (a week's compaction under SKIP): the
+    # figure was 4.4 inches, the legend took half, and the panel left "21:0021:1021:20"
+    # run together, its title cut at "runs 450" and its time label cut on the left.
+    skip = {OverrunPolicy.SKIP: simulate_overrun(period=300, duration=450)[OverrunPolicy.SKIP]}
+    figure = overrun_comparison(skip, tz=tz)
+    render(figure)
+    (ax,) = figure.axes
+    assert overlapping(ax.get_xticklabels()) == []
+    width = figure.bbox.width
+    for text in figure.findobj(Text):  # the title, the time label, the legend: all in
+        if text.get_visible() and text.get_text():
+            box = text.get_window_extent()
+            assert box.x0 >= 0 and box.x1 <= width, (text.get_text(), box, width)

@@ -104,7 +104,8 @@ def overrun_comparison(
         ]
         run = min(0.26, 2.6 / max(tallest))  # inches a row; a panel at most ~2.6 in of rows
         height = sum(1.1 + run * span for span in tallest)  # titles and time axes: ~1.1 in
-        figure = PlotFigure(figsize=(4.4 * columns, max(height, 3.0)), layout="constrained")
+        width = max(4.4 * columns, _ONE_PANEL_WIDE)
+        figure = PlotFigure(figsize=(width, max(height, 3.0)), layout="constrained")
         grid = figure.subplots(
             len(tallest), columns, sharex=True, squeeze=False, height_ratios=tallest
         )
@@ -231,6 +232,12 @@ def _rows_alike(figure: Figure, panels: Sequence[Axes], rows: Sequence[int]) -> 
     for ax, n in zip(panels, rows, strict=True):
         ax.set_box_aspect(aspect * (n - 0.5 - _TOP) / span)
         ax.set_anchor("N")
+
+
+_ONE_PANEL_WIDE = 6.0
+"""The inches of a figure of one policy's panel: beside the legend (about two inches), as
+wide as a panel of two's.  At 4.4, a column's width, its time labels ran together
+("21:0021:10"), its title and a long zone's time label were cut at the figure's edges."""
 
 
 def _label_under_the_date(ax: Axes) -> None:
