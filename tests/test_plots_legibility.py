@@ -643,3 +643,19 @@ def test_an_overrun_chart_of_one_policy_fits_its_figure_and_its_ticks_apart(tz: 
         if text.get_visible() and text.get_text():
             box = text.get_window_extent()
             assert box.x0 >= 0 and box.x1 <= width, (text.get_text(), box, width)
+
+
+def test_the_ticks_either_side_of_the_clocks_going_forward_say_their_zones() -> None:
+    # The night of 29 March in Europe/Berlin, zoomed to three hours: ticks half an hour
+    # apart read "01:00", "01:30", "03:00", "03:30", evenly spaced, with nothing to say
+    # the hour between 01:30 and 03:00 did not happen (a reader looked for 90 minutes of
+    # missing runs). The two ticks either side of the change say their zones, as the two
+    # "02:00" of the night the clocks go back do.
+    frame = _runs_every(0.25, 0.125, "2026-03-29T00:00:00+01:00")
+    for figure in _ticks_charts(frame):
+        ticks = [(x, label) for x, label in _berlin_ticks(figure) if label]
+        change = pd.Timestamp("2026-03-29T01:00:00Z").timestamp()
+        before = max(i for i, (x, _) in enumerate(ticks) if x < change)
+        zoned = [label for _, label in ticks if "\n" in label]
+        assert zoned == [ticks[before][1], ticks[before + 1][1]], ticks  # those two alone
+        assert zoned[0].endswith("\nCET") and zoned[1] == "03:00\nCEST", ticks

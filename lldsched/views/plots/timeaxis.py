@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from datetime import time, timedelta, tzinfo
+from datetime import datetime, time, timedelta, tzinfo
 from typing import Any
 
 import numpy as np
@@ -122,7 +122,9 @@ class _ZoneFormatter(mdates.ConciseDateFormatter):  # type: ignore[misc]
     """matplotlib's concise date labels, with the zone's abbreviation under each tick
     whose wall time another tick shows too: the night summer time ends, Europe/Berlin's
     02:00 happens twice ("02:00" over "CEST", then over "CET"; on a line of its own, so
-    that a label is no wider than its neighbours)."""
+    that a label is no wider than its neighbours); and under the time of day of each tick
+    either side of a change of offset (the night it begins, "01:30" over "CET", "03:00"
+    over "CEST")."""
 
     def format_ticks(self, values: Any) -> list[str]:
         if len(values) == 0:  # a blank axis; matplotlib 3.8.0's concise labels fail on none
@@ -137,11 +139,27 @@ class _ZoneFormatter(mdates.ConciseDateFormatter):  # type: ignore[misc]
             if labels[index] and moment.time() == time() and ":" in labels[index]:
                 labels[index] = moment.strftime("%b-%d")
         walls = Counter(moment.replace(tzinfo=None) for moment in moments)
+        changed = _beside_a_change(moments)
         return [
             f"{label}\n{moment.strftime('%Z')}"
-            if label and walls[moment.replace(tzinfo=None)] > 1 else label
-            for moment, label in zip(moments, labels, strict=True)
+            if label and (walls[moment.replace(tzinfo=None)] > 1 or (at and ":" in label))
+            else label
+            for moment, label, at in zip(moments, labels, changed, strict=True)
         ]  # fmt: skip
+
+
+def _beside_a_change(moments: list[datetime]) -> list[bool]:
+    """Which of ``moments`` (ticks in order) have a neighbour of another UTC offset: the
+    two ticks either side of a change of summer time.  Their times of day say their zones
+    ("01:30" over "CET", then "03:00" over "CEST"), since ticks evenly apart in real time
+    read "01:30", "03:00" half an hour apart the night the clocks go forward, and nothing
+    said the hour between did not happen."""
+    offsets = [moment.utcoffset() for moment in moments]
+    steps = [a != b for a, b in itertools.pairwise(offsets)]
+    return [
+        (index > 0 and steps[index - 1]) or (index < len(steps) and steps[index])
+        for index in range(len(moments))
+    ]
 
 
 def seconds_of(column: pd.Series[Any]) -> Array:
