@@ -53,10 +53,10 @@ def ran_reading(frame: pd.DataFrame, read: Collection[str]) -> pd.DataFrame:
     """:func:`ran` of ``frame``, of only the columns in ``read`` (:func:`reading`): a
     view copies the rows that ran of the columns it reads, not every column of them (a
     million records' frame holds 116 MB in its 17 columns; the lateness charts read 6).
-    A frame without one of them is refused, naming it (:func:`check_frame`), but for
-    :data:`OPTIONAL` ones: a view read it at its first use, pandas' bare ``KeyError:
-    'finish'``, or at none (``attempt`` of a dependent's run, ``error`` of a cancelled
-    one: only on the frames that have one)."""
+    A frame without one of them is refused, naming it (:func:`check_frame`), but for the
+    :data:`OPTIONAL` ones: a view raised pandas' bare ``KeyError: 'finish'`` at its first
+    use, or only on some frames (``attempt`` with ``depends_on``, ``error`` of a
+    cancelled run)."""
     check_frame(frame, columns=sorted(set(read) - OPTIONAL))
     runs = _ran_rows(frame).to_numpy()
     return reading(frame, read)[runs]

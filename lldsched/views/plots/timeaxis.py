@@ -73,8 +73,9 @@ class _ZoneLocator(mdates.AutoDateLocator):  # type: ignore[misc]
     instant (two ticks, "03:00" printed over itself); over the night it ends, 02:00
     happens twice and had one tick (from "02:00" to "03:00" two hours of runs).  Where
     the ticks' offsets differ they are laid again from the first, one step of real
-    time apart (the step the locator chose: its ticks' least gap of local time), so that the axis
-    reads as the time that passed; ticks a day or more apart stay at local midnights."""
+    time apart (the step the locator chose: its ticks' least gap of wall time), so that
+    the axis reads as the time that passed; ticks a day or more apart stay at local
+    midnights."""
 
     def __call__(self) -> Any:
         return _even_ticks(super().__call__(), self.tz)
@@ -92,7 +93,7 @@ def _even_ticks(ticks: Any, zone: tzinfo) -> Any:
         return ticks
     # In whole microseconds (a date number's sum of steps drifted to 01:59:59.999999).
     micros = np.rint(values * _MICROS_A_DAY).astype(np.int64)
-    step = _local_step(values, zone, real=int(np.diff(micros).min()))
+    step = _local_step(micros, values, zone)
     if step >= _MICROS_A_DAY:  # days apart: local midnights, however long the day between
         return values
     count = (int(micros[-1] - micros[0]) + step // 2) // step + 1
@@ -102,15 +103,21 @@ def _even_ticks(ticks: Any, zone: tzinfo) -> Any:
 _MICROS_A_DAY = 86_400 * 10**6
 
 
-def _local_step(values: Any, zone: tzinfo, *, real: int) -> int:
+def _local_step(micros: Any, values: Any, zone: tzinfo) -> int:
     """The locator's step, in microseconds: the least gap between the ticks' wall times in
-    ``zone``, the time it stepped in (``real``, their least gap in real time, if no wall
-    time follows another).  Not their least gap in real time: across the night
-    the clocks go forward one gap is an hour short, and a week's ticks a day apart (the
-    Sunday of 23 hours) were laid again every 23 hours, "23:00", "22:00" ... with no day."""
-    walls = [mdates.num2date(value, tz=zone).replace(tzinfo=None) for value in values]
+    ``zone`` (``micros``, the ticks in whole microseconds, plus each one's offset: the
+    date numbers ``values`` read in ``zone``), the time it stepped in; or their least gap
+    in real time if no wall time follows another.  Not their least gap in real time:
+    across the night the clocks go forward one gap is an hour short, and a week's ticks a
+    day apart (its Sunday of 23 hours) were laid again every 23 hours, read "23:00",
+    "22:00" ... with no day."""
+    offsets = [mdates.num2date(value, tz=zone).utcoffset() or timedelta() for value in values]
+    walls = [
+        int(at) + offset // timedelta(microseconds=1)
+        for at, offset in zip(micros, offsets, strict=True)
+    ]
     gaps = [later - earlier for earlier, later in itertools.pairwise(walls) if later > earlier]
-    return min((gap // timedelta(microseconds=1) for gap in gaps), default=real)
+    return min(gaps, default=int(np.diff(micros).min()))
 
 
 def _offsets(values: Any, zone: tzinfo) -> set[Any]:
