@@ -633,7 +633,8 @@ def test_an_overrun_chart_of_one_policy_fits_its_figure_and_its_ticks_apart(tz: 
     # A user's own runs under the policy they run (a week's compaction under SKIP): the
     # figure was 4.4 inches, the legend took half, and the panel left "21:0021:1021:20"
     # run together, its title cut at "runs 450" and its time label cut on the left.
-    skip = {OverrunPolicy.SKIP: simulate_overrun(period=300, duration=450)[OverrunPolicy.SKIP]}
+    runs = simulate_overrun(period=300, duration=450)[OverrunPolicy.SKIP]
+    skip: dict[OverrunPolicy | Overlap, list[ExecutionRecord]] = {OverrunPolicy.SKIP: runs}
     figure = overrun_comparison(skip, tz=tz)
     render(figure)
     (ax,) = figure.axes

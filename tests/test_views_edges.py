@@ -142,7 +142,7 @@ def test_the_overrun_comparison_refuses_a_frame_without_a_column_naming_it() -> 
     for column in to_frame([]).columns:
         cut = {policy: to_frame(records).drop(columns=[column]) for policy, records in runs.items()}
         try:
-            plots.overrun_comparison(cut)  # type: ignore[arg-type]
+            plots.overrun_comparison(cut)
         except ValidationError as error:
             assert f"no [{column!r}] column" in str(error), (column, error)
         except Exception as error:

@@ -245,7 +245,7 @@ def _label_under_the_date(ax: Axes) -> None:
     (the axis' offset text): both sit right under the tick labels, the label centred, the
     date on the right, and a panel is narrow, so "time (Europe/Berlin)" was printed over
     "2026-Jan-05" (and "time (UTC)" over it in a panel of one policy)."""
-    ax.xaxis.labelpad += 1.25 * ax.xaxis.get_offset_text().get_fontsize()
+    ax.xaxis.labelpad += 1.25 * float(ax.xaxis.get_offset_text().get_fontsize())
 
 
 _SKIPPED_COLOUR = ACCENT
