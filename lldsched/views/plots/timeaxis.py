@@ -1,7 +1,8 @@
 """A chart's time axis: instants shown in a zone (``tz=``), ticks evenly apart in real
-time across a change of summer time (a wall time two ticks share says its zone under
-it), a lone instant given the minute around it, and durations in a readable unit.  What
-every plot shares besides is :mod:`lldsched.views.plots._base`'s.
+time across a change of summer time (a wall time two ticks share, and the times either
+side of the change, say their zones under them), a lone instant given the minute around
+it, and durations in a readable unit.  What every plot shares besides is
+:mod:`lldsched.views.plots._base`'s.
 """
 
 from __future__ import annotations
