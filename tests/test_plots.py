@@ -231,6 +231,28 @@ def test_mark_wait_labels_a_runs_wait_on_its_lane(ten: pd.DataFrame) -> None:
             mark_wait(wrong, late)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("by", ["worker", "task"])
+def test_mark_wait_refuses_a_slot_decided_without_a_run(by: str) -> None:
+    # A week of a fixed rate that overruns: the frame's largest lateness was a slot SKIP
+    # dropped (due at its slot, "started" when the run in its way ended), the row
+    # frame.iloc[frame["lateness"].argmax()] picks. By task, mark_wait drew "compaction
+    # waited 3 min 20 s" on the lane of a task that never waited; by worker it said "the
+    # chart has no lane 'worker -1'", as if the chart were wrong.
+    frame = to_frame([
+        R("c", "compaction", 1, T0, T0, 0, T0, T0 + 450, True),
+        R.of(task_id="c", name="compaction", attempt=0, due=T0 + 300, slot=T0 + 300,
+             worker=-1, started=T0 + 450, finished=T0 + 450, ok=False,
+             misfire=Outcome.SKIPPED),
+        R("c", "compaction", 1, T0 + 600, T0 + 600, 0, T0 + 600, T0 + 1050, True),
+    ])  # fmt: skip
+    skipped = frame.iloc[frame["lateness"].argmax()]
+    figure = gantt(frame, by=by)
+    drawn = len(figure.axes[0].texts)
+    with pytest.raises(ValidationError, match=r"task 'c' .*skipped.*not a run.*no wait"):
+        mark_wait(figure, skipped, by=by)
+    assert len(figure.axes[0].texts) == drawn  # nothing drawn
+
+
 def test_skip_marks_the_slots_it_dropped() -> None:
     left = overrun_comparison(simulate_overrun(period=60, duration=150, horizon=600)).axes[0]
     (crosses,) = [line for line in left.get_lines() if line.get_gid() == "skipped_slots"]

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
-from lldsched import ExecutionRecord, Outcome, Overlap
+from lldsched import ExecutionRecord, Outcome, Overlap, OverrunPolicy
 from lldsched.sim.overrun import simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import to_frame
@@ -567,3 +567,96 @@ def test_a_distribution_where_every_run_was_on_time_says_so_on_an_axis_of_few_ti
     assert "every run started on time" in all_text(figure)
     late = to_frame([R("t1", "tick", 1, T0, T0, 0, T0 + 5, T0 + 6, True)])
     assert "every run started on time" not in all_text(lateness_distribution(late))
+
+
+def _runs_every(hours: float, days: float, start: str) -> pd.DataFrame:
+    """A run of five minutes every ``hours`` for ``days`` from ``start``."""
+    first = pd.Timestamp(start).timestamp()
+    return to_frame([
+        R("t1", "sync", 1, first + at, first + at, 0, first + at, first + at + 300, True)
+        for at in np.arange(0, days * 86400 + 1, hours * 3600).tolist()
+    ])  # fmt: skip
+
+
+def _ticks_charts(frame: pd.DataFrame) -> list[Figure]:
+    return [
+        gantt(frame, tz="Europe/Berlin"),
+        lateness_over_time(frame, tz="Europe/Berlin"),
+        utilisation_plot(frame, workers=1, tz="Europe/Berlin"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "monday", ["2026-03-23T00:00:00+01:00", "2026-10-19T00:00:00+02:00"], ids=["march", "october"]
+)
+def test_a_week_across_a_change_of_summer_time_is_ticked_at_its_midnights(monday: str) -> None:
+    # Before: a week of Europe/Berlin in which the clocks go forward was ticked every 23
+    # hours (the short Sunday taken for the locator's step), "Mar-23", "23:00", "22:00",
+    # "21:00" ... "18:00": a reader found no day on the axis and read hours going back.
+    for figure in _ticks_charts(_runs_every(6, 7, monday)):
+        ticks = _berlin_ticks(figure)
+        assert len(ticks) >= 5, ticks
+        for instant, label in ticks:
+            wall = pd.Timestamp(instant, unit="s", tz="Europe/Berlin")
+            assert (wall.hour, wall.minute) == (0, 0), ticks  # each a local midnight
+            assert ":" not in label, ticks  # which reads as a day, not as a time
+
+
+def test_ticks_hours_apart_across_spring_keep_the_locators_step() -> None:
+    # Two and a half days across 29 March: ticked every 12 hours of local time; the night
+    # the clocks go forward has a gap of 11 hours of real time between two of them, which
+    # was taken for the step, so the axis was laid every 11 hours ("11:00", "22:00", ...).
+    for figure in _ticks_charts(_runs_every(1, 2.5, "2026-03-28T00:00:00+01:00")):
+        instants = [x for x, _ in _berlin_ticks(figure)]
+        steps = {b - a for a, b in itertools.pairwise(instants)}
+        assert len(steps) == 1, instants
+        assert 86400 % steps.pop() == 0, instants  # a step that divides a day, as chosen
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires"])
+@pytest.mark.parametrize("policies", [2, 1])
+def test_the_overrun_panels_time_label_never_meets_its_date(tz: str, policies: int) -> None:
+    # Before: a panel's "time (Europe/Berlin)" was printed over the date under its last
+    # tick ("2026-Jan-05"), in the two panels SIMULATION.md draws and in a panel of one
+    # policy in UTC: both sit under the tick labels, one centred, one on the right.
+    runs = dict(list(simulate_overrun(period=300, duration=450).items())[:policies])
+    figure = overrun_comparison(runs, tz=tz)
+    render(figure)
+    for ax in figure.axes:
+        label, date = ax.xaxis.label, ax.xaxis.get_offset_text()
+        assert label.get_text() == f"time ({tz})" and date.get_text()
+        assert overlapping([label, date]) == [], (label.get_text(), date.get_text())
+
+
+@pytest.mark.parametrize("tz", ["UTC", "America/Argentina/Buenos_Aires"])
+def test_an_overrun_chart_of_one_policy_fits_its_figure_and_its_ticks_apart(tz: str) -> None:
+    # A user's own runs under the policy they run (a week's compaction under SKIP): the
+    # figure was 4.4 inches, the legend took half, and the panel left "21:0021:1021:20"
+    # run together, its title cut at "runs 450" and its time label cut on the left.
+    runs = simulate_overrun(period=300, duration=450)[OverrunPolicy.SKIP]
+    skip: dict[OverrunPolicy | Overlap, list[ExecutionRecord]] = {OverrunPolicy.SKIP: runs}
+    figure = overrun_comparison(skip, tz=tz)
+    render(figure)
+    (ax,) = figure.axes
+    assert overlapping(ax.get_xticklabels()) == []
+    width = figure.bbox.width
+    for text in figure.findobj(Text):  # the title, the time label, the legend: all in
+        if text.get_visible() and text.get_text():
+            box = text.get_window_extent()
+            assert box.x0 >= 0 and box.x1 <= width, (text.get_text(), box, width)
+
+
+def test_the_ticks_either_side_of_the_clocks_going_forward_say_their_zones() -> None:
+    # The night of 29 March in Europe/Berlin, zoomed to three hours: ticks half an hour
+    # apart read "01:00", "01:30", "03:00", "03:30", evenly spaced, with nothing to say
+    # the hour between 01:30 and 03:00 did not happen (a reader looked for 90 minutes of
+    # missing runs). The two ticks either side of the change say their zones, as the two
+    # "02:00" of the night the clocks go back do.
+    frame = _runs_every(0.25, 0.125, "2026-03-29T00:00:00+01:00")
+    for figure in _ticks_charts(frame):
+        ticks = [(x, label) for x, label in _berlin_ticks(figure) if label]
+        change = pd.Timestamp("2026-03-29T01:00:00Z").timestamp()
+        before = max(i for i, (x, _) in enumerate(ticks) if x < change)
+        zoned = [label for _, label in ticks if "\n" in label]
+        assert zoned == [ticks[before][1], ticks[before + 1][1]], ticks  # those two alone
+        assert zoned[0].endswith("\nCET") and zoned[1] == "03:00\nCEST", ticks

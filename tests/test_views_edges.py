@@ -15,6 +15,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from lldsched import ExecutionRecord, Outcome, OverrunPolicy, ValidationError
+from lldsched.sim.overrun import simulate_overrun
 from lldsched.views import plots
 from lldsched.views.frames import mean_busy, task_summary, to_frame, utilisation
 from lldsched.views.summaries import MOST_CELLS
@@ -115,6 +116,37 @@ def test_times_without_a_zone_are_refused_naming_the_column(view: str, kind: str
         frame[column] = naive if kind == "naive" else naive.astype(str)
     with pytest.raises(ValidationError, match=r"column '(due|start)' must hold instants with a"):
         VIEWS[view](frame)
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_a_frame_without_a_column_a_view_reads_is_refused_naming_it(view: str) -> None:
+    # Before: the charts and utilisation raised pandas' bare KeyError ('finish',
+    # 'lateness', 'worker': "KeyError: 'finish'" and nothing else) where task_summary named
+    # the column a cut-down frame lacks; the overrun comparison read "['error'] not in
+    # index". Every column to_frame makes, dropped in turn: a view that reads it names it.
+    frame = to_frame([
+        run("a", 0, T0, T0 + 10), run("b", 1, T0 + 5, T0 + 90, ok=False),
+        decided("a", T0 + 60, Outcome.SKIPPED),
+    ])  # fmt: skip
+    for column in frame.columns:
+        try:
+            VIEWS[view](frame.drop(columns=[column]))
+        except ValidationError as error:
+            assert f"no [{column!r}] column" in str(error), (column, error)
+        except Exception as error:
+            raise AssertionError(f"without {column!r}: {error!r}") from error
+
+
+def test_the_overrun_comparison_refuses_a_frame_without_a_column_naming_it() -> None:
+    runs = simulate_overrun(period=60, duration=150, horizon=600)
+    for column in to_frame([]).columns:
+        cut = {policy: to_frame(records).drop(columns=[column]) for policy, records in runs.items()}
+        try:
+            plots.overrun_comparison(cut)
+        except ValidationError as error:
+            assert f"no [{column!r}] column" in str(error), (column, error)
+        except Exception as error:
+            raise AssertionError(f"without {column!r}: {error!r}") from error
 
 
 def test_times_in_another_zone_are_the_same_instants() -> None:

@@ -50,12 +50,21 @@ def _ran_rows(frame: pd.DataFrame) -> pd.Series[bool]:
 
 
 def ran_reading(frame: pd.DataFrame, read: Collection[str]) -> pd.DataFrame:
-    """:func:`ran` of ``frame``, of only the columns in ``read`` that it has
-    (:func:`reading`): a view copies the rows that ran of the columns it reads, not
-    every column of them (a million records' frame holds 116 MB in its 17 columns; the
-    lateness charts read 6)."""
+    """:func:`ran` of ``frame``, of only the columns in ``read`` (:func:`reading`): a
+    view copies the rows that ran of the columns it reads, not every column of them (a
+    million records' frame holds 116 MB in its 17 columns; the lateness charts read 6).
+    A frame without one of them is refused, naming it (:func:`check_frame`), but for the
+    :data:`OPTIONAL` ones: a view raised pandas' bare ``KeyError: 'finish'`` at its first
+    use, or only on some frames (``attempt`` with ``depends_on``, ``error`` of a
+    cancelled run)."""
+    check_frame(frame, columns=sorted(set(read) - OPTIONAL))
     runs = _ran_rows(frame).to_numpy()
     return reading(frame, read)[runs]
+
+
+OPTIONAL = frozenset({"node"})
+"""The columns a view reads if a frame has them: ``node``, which a frame of one process's
+runs may leave out (its lanes are the workers alone)."""
 
 
 def reading(frame: pd.DataFrame, read: Collection[str]) -> pd.DataFrame:

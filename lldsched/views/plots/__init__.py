@@ -38,7 +38,9 @@ grey, :data:`OTHER_TASKS`.
 
 Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC),
 their ticks evenly apart in real time across a change of summer time (a wall time two
-ticks share, 02:00 of the night the clocks go back, says its zone under it).
+ticks share, 02:00 of the night the clocks go back, says its zone under it, as do the
+two times of day either side of the change: 01:30 CET, then 03:00 CEST, the night
+they go forward); ticks a day or more apart at the zone's midnights.
 
 Every chart has a title and labelled axes, and says in words what it shows
 (:func:`describe`: a figure's text form in a notebook, for a screen reader); the

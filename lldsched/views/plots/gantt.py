@@ -51,6 +51,7 @@ from lldsched.views.plots.timeaxis import (
     set_time_span,
     time_axis,
 )
+from lldsched.views.report import NOT_RUNS
 from lldsched.views.runs import check_spans, instants, ran_reading
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
@@ -532,7 +533,10 @@ def mark_wait(
     """Annotate one run's wait on a :func:`gantt` chart: an arrow to the line from its
     due time to its start, labelled "waited 5 min 51 s" (or ``text``).  ``run`` is a
     row of the frame the chart was drawn from; ``by`` is the chart's ``by``.  On a lane
-    of runs at once, the arrow points at the row of the run's bar."""
+    of runs at once, the arrow points at the row of the run's bar.  A row of a slot decided
+    without a run (skipped, missed, coalesced, blocked: its ``lateness`` is when it was
+    decided, no wait) is refused, naming it: ``frame["lateness"].argmax()`` over a frame
+    of SKIP overruns often picks one."""
     if isinstance(chart, Axes):
         ax = chart
     elif isinstance(chart, Figure) and chart.axes:
@@ -549,6 +553,13 @@ def mark_wait(
         raise ValidationError(
             "run must be a row of the frame the chart was drawn from (frame.iloc[i]), "
             f"got {shown(run)}"
+        )
+    if "outcome" in run.index and str(run["outcome"]) in NOT_RUNS:  # no bar, no wait
+        raise ValidationError(
+            f"task {run['task_id']!r} attempt {run.get('attempt')} is a slot decided "
+            f"without a run ({run['outcome']}, due {run['due']}), not a run: it has no bar "
+            "and no wait to mark; pick a row of the runs, ran(frame) "
+            "(lldsched.views.frames.ran)"
         )
     if pd.isna(run["due"]) or pd.isna(run["start"]):  # an arrow to NaN drew nothing
         raise ValidationError(

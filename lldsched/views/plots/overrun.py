@@ -36,7 +36,7 @@ from lldsched.views.plots.runbars import draw_runs, failures, mark_handles
 from lldsched.views.plots.taskcolours import task_colours
 from lldsched.views.plots.timeaxis import as_zone, date_numbers, set_time_span, time_axis
 from lldsched.views.report import slots_stood_for
-from lldsched.views.runs import check_spans
+from lldsched.views.runs import check_frame, check_spans
 
 __all__ = ["overrun_comparison"]
 
@@ -75,6 +75,8 @@ def overrun_comparison(
         policy: frame if isinstance(frame, pd.DataFrame) else to_frame(frame)
         for policy, frame in runs.items()
     }
+    for frame in recorded.values():  # named, not pandas' KeyError at its first use
+        check_frame(frame, columns=_READS)
     frames = {policy: ran(frame) for policy, frame in recorded.items()}  # a row per run
     for frame in frames.values():
         check_spans(frame)  # a run with no start or finish, or backwards, has no bar
@@ -102,7 +104,8 @@ def overrun_comparison(
         ]
         run = min(0.26, 2.6 / max(tallest))  # inches a row; a panel at most ~2.6 in of rows
         height = sum(1.1 + run * span for span in tallest)  # titles and time axes: ~1.1 in
-        figure = PlotFigure(figsize=(4.4 * columns, max(height, 3.0)), layout="constrained")
+        width = max(4.4 * columns, _ONE_PANEL_WIDE)
+        figure = PlotFigure(figsize=(width, max(height, 3.0)), layout="constrained")
         grid = figure.subplots(
             len(tallest), columns, sharex=True, squeeze=False, height_ratios=tallest
         )
@@ -163,6 +166,9 @@ def overrun_comparison(
     if not spans and not any(len(dropped) for dropped in dropped_slots.values()):
         for ax in panels:  # nothing at any instant: the shared axis read 1970-01-01
             time_axis(ax, zone, blank=True)
+    else:
+        for ax in panels:
+            _label_under_the_date(ax)
     gridded = False  # the slots' grid is drawn only about runs
     if spans:
         slots = [float(x) for dropped in dropped_slots.values() for x in dropped]
@@ -228,6 +234,20 @@ def _rows_alike(figure: Figure, panels: Sequence[Axes], rows: Sequence[int]) -> 
         ax.set_anchor("N")
 
 
+_ONE_PANEL_WIDE = 6.0
+"""The inches of a figure of one policy's panel: beside the legend (about two inches), as
+wide as a panel of two's.  At 4.4, a column's width, its time labels ran together
+("21:0021:10"), its title and a long zone's time label were cut at the figure's edges."""
+
+
+def _label_under_the_date(ax: Axes) -> None:
+    """The time axis' label a line lower, under the date written below the last tick
+    (the axis' offset text): both sit right under the tick labels, the label centred, the
+    date on the right, and a panel is narrow, so "time (Europe/Berlin)" was printed over
+    "2026-Jan-05" (and "time (UTC)" over it in a panel of one policy)."""
+    ax.xaxis.labelpad += 1.25 * float(ax.xaxis.get_offset_text().get_fontsize())
+
+
 _SKIPPED_COLOUR = ACCENT
 _KEYED = ("ok", "timed_out", "outcome", "error")  # the columns mark_handles reads
 _TOP = -1.1
@@ -237,13 +257,14 @@ _CROSSES = -0.85
 """Where the crosses sit in that strip (clear of the first row's bar, 0 +/- 0.31)."""
 
 
+_READS = ("name", "due", "start", "finish", "lateness", *_KEYED)
+"""The columns of a frame the overrun comparison reads: a frame without one is refused,
+naming it."""
+
+
 def _errors(frame: pd.DataFrame, outcomes: Sequence[Outcome]) -> list[object]:
-    """The ``error`` of each row of ``frame`` whose outcome is one of ``outcomes`` (``None``
-    each for a frame cut to columns without it)."""
-    rows = frame["outcome"].isin(outcomes)
-    if "error" not in frame.columns:
-        return [None] * int(rows.sum())
-    return frame.loc[rows, "error"].tolist()
+    """The ``error`` of each row of ``frame`` whose outcome is one of ``outcomes``."""
+    return frame.loc[frame["outcome"].isin(outcomes), "error"].tolist()
 
 
 _DROPPED = (Outcome.SKIPPED, Outcome.COALESCED, Outcome.MISSED)

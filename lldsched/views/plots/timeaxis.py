@@ -1,13 +1,15 @@
 """A chart's time axis: instants shown in a zone (``tz=``), ticks evenly apart in real
-time across a change of summer time (a wall time two ticks share says its zone under
-it), a lone instant given the minute around it, and durations in a readable unit.  What
-every plot shares besides is :mod:`lldsched.views.plots._base`'s.
+time across a change of summer time (a wall time two ticks share, and the times either
+side of the change, say their zones under them), a lone instant given the minute around
+it, and durations in a readable unit.  What every plot shares besides is
+:mod:`lldsched.views.plots._base`'s.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from datetime import time, tzinfo
+from datetime import datetime, time, timedelta, tzinfo
 from typing import Any
 
 import numpy as np
@@ -72,8 +74,9 @@ class _ZoneLocator(mdates.AutoDateLocator):  # type: ignore[misc]
     instant (two ticks, "03:00" printed over itself); over the night it ends, 02:00
     happens twice and had one tick (from "02:00" to "03:00" two hours of runs).  Where
     the ticks' offsets differ they are laid again from the first, one step of real
-    time apart (the step the locator chose: its ticks' least gap), so that the axis
-    reads as the time that passed; ticks a day or more apart stay at local midnights."""
+    time apart (the step the locator chose: its ticks' least gap of wall time), so that
+    the axis reads as the time that passed; ticks a day or more apart stay at local
+    midnights."""
 
     def __call__(self) -> Any:
         return _even_ticks(super().__call__(), self.tz)
@@ -91,7 +94,7 @@ def _even_ticks(ticks: Any, zone: tzinfo) -> Any:
         return ticks
     # In whole microseconds (a date number's sum of steps drifted to 01:59:59.999999).
     micros = np.rint(values * _MICROS_A_DAY).astype(np.int64)
-    step = int(np.diff(micros).min())
+    step = _local_step(micros, values, zone)
     if step >= _MICROS_A_DAY:  # days apart: local midnights, however long the day between
         return values
     count = (int(micros[-1] - micros[0]) + step // 2) // step + 1
@@ -99,6 +102,23 @@ def _even_ticks(ticks: Any, zone: tzinfo) -> Any:
 
 
 _MICROS_A_DAY = 86_400 * 10**6
+
+
+def _local_step(micros: Any, values: Any, zone: tzinfo) -> int:
+    """The locator's step, in microseconds: the least gap between the ticks' wall times in
+    ``zone`` (``micros``, the ticks in whole microseconds, plus each one's offset: the
+    date numbers ``values`` read in ``zone``), the time it stepped in; or their least gap
+    in real time if no wall time follows another.  Not their least gap in real time:
+    across the night the clocks go forward one gap is an hour short, and a week's ticks a
+    day apart (its Sunday of 23 hours) were laid again every 23 hours, read "23:00",
+    "22:00" ... with no day."""
+    offsets = [mdates.num2date(value, tz=zone).utcoffset() or timedelta() for value in values]
+    walls = [
+        int(at) + offset // timedelta(microseconds=1)
+        for at, offset in zip(micros, offsets, strict=True)
+    ]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(walls) if later > earlier]
+    return min(gaps, default=int(np.diff(micros).min()))
 
 
 def _offsets(values: Any, zone: tzinfo) -> set[Any]:
@@ -110,7 +130,9 @@ class _ZoneFormatter(mdates.ConciseDateFormatter):  # type: ignore[misc]
     """matplotlib's concise date labels, with the zone's abbreviation under each tick
     whose wall time another tick shows too: the night summer time ends, Europe/Berlin's
     02:00 happens twice ("02:00" over "CEST", then over "CET"; on a line of its own, so
-    that a label is no wider than its neighbours)."""
+    that a label is no wider than its neighbours); and under the time of day of each tick
+    either side of a change of offset (the night it begins, "01:30" over "CET", "03:00"
+    over "CEST")."""
 
     def format_ticks(self, values: Any) -> list[str]:
         if len(values) == 0:  # a blank axis; matplotlib 3.8.0's concise labels fail on none
@@ -125,11 +147,27 @@ class _ZoneFormatter(mdates.ConciseDateFormatter):  # type: ignore[misc]
             if labels[index] and moment.time() == time() and ":" in labels[index]:
                 labels[index] = moment.strftime("%b-%d")
         walls = Counter(moment.replace(tzinfo=None) for moment in moments)
+        changed = _beside_a_change(moments)
         return [
             f"{label}\n{moment.strftime('%Z')}"
-            if label and walls[moment.replace(tzinfo=None)] > 1 else label
-            for moment, label in zip(moments, labels, strict=True)
+            if label and (walls[moment.replace(tzinfo=None)] > 1 or (at and ":" in label))
+            else label
+            for moment, label, at in zip(moments, labels, changed, strict=True)
         ]  # fmt: skip
+
+
+def _beside_a_change(moments: list[datetime]) -> list[bool]:
+    """Which of ``moments`` (ticks in order) have a neighbour of another UTC offset: the
+    two ticks either side of a change of summer time.  Their times of day say their zones
+    ("01:30" over "CET", then "03:00" over "CEST"), since ticks evenly apart in real time
+    read "01:30", "03:00" half an hour apart the night the clocks go forward, and nothing
+    said the hour between did not happen."""
+    offsets = [moment.utcoffset() for moment in moments]
+    steps = [a != b for a, b in itertools.pairwise(offsets)]
+    return [
+        (index > 0 and steps[index - 1]) or (index < len(steps) and steps[index])
+        for index in range(len(moments))
+    ]
 
 
 def seconds_of(column: pd.Series[Any]) -> Array:
