@@ -353,10 +353,18 @@ class Parser(argparse.ArgumentParser):
             choices = list(action.choices or ())
             message = f"invalid choice: {value!r} (choose from {', '.join(map(repr, choices))})"
             named = [choice for choice in choices if isinstance(choice, str)]
-            near = difflib.get_close_matches(value, named, n=1) if isinstance(value, str) else []
+            near = _nearest(value, named) if isinstance(value, str) else []
             if near:
                 message += f"; did you mean {near[0]!r}?"
             raise argparse.ArgumentError(action, message) from None
+
+
+def _nearest(value: str, choices: list[str]) -> list[str]:
+    """The choice ``value`` was meant as, if one is near: one equal but for its case
+    first (``--status FAILED``: difflib's ratio counts each changed letter, and found
+    none near), or else difflib's nearest."""
+    same = [choice for choice in choices if choice.casefold() == value.casefold()]
+    return same[:1] or difflib.get_close_matches(value, choices, n=1)
 
 
 class HelpFormatter(argparse.HelpFormatter):
