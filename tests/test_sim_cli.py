@@ -58,6 +58,15 @@ def test_simulate_prints_a_row_for_every_task_also_one_that_has_not_run_yet() ->
     assert rows["heartbeat"][0] != "0"
 
 
+def test_the_summary_names_the_days_simulated_as_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Was "simulated 1 days" (six digits, :g) for a day and a hundredth of a second."""
+    assert cli_main(["simulate", "--days", "1.0000001", "--workers", "1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("simulated 1.0000001 days on 1 worker (seed 0): "), first
+
+
 def test_one_day_on_one_worker_is_said_in_the_singular() -> None:
     out = simulate("--days", "1", "--workers", "1", "--seed", "5")
     assert out.returncode == 0, out.stderr
@@ -94,8 +103,16 @@ def test_simulate_rejects_a_non_positive_number_of_days() -> None:
         (["--days", "-3"], "--days must be finite and > 0, got -3"),
         (
             ["--days", "1e9"],
-            "--days must be at most 366 (a year: the simulation keeps every record), got 1e+09",
+            "--days must be at most 366 (a year: the simulation keeps every record), "
+            "got 1000000000",
         ),
+        # Was "got 366" (six digits, :g): the bound itself, refused.
+        (
+            ["--days", "366.0000001"],
+            "--days must be at most 366 (a year: the simulation keeps every record), "
+            "got 366.0000001",
+        ),
+        (["--days", "-0.0000001"], "--days must be finite and > 0, got -1e-07"),
         (
             ["--days", "366.5"],
             "--days must be at most 366 (a year: the simulation keeps every record), got 366.5",

@@ -93,14 +93,22 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     parser.set_defaults(handler=main)
 
 
+def _days_text(days: float) -> str:
+    """``--days`` as typed, for a message and the summary's first line: the float's
+    shortest text that reads back as it (``366.0000001``, ``0.5``, ``inf``), a whole
+    number without its ``.0``.  ``:g`` kept six digits: ``--days 366.0000001`` was refused
+    as "at most 366, got 366", and ``--days 1.0000001`` summarised as "simulated 1 days"."""
+    return repr(days).removesuffix(".0")
+
+
 def refusal(args: argparse.Namespace) -> str | None:
     """Why ``args`` cannot be simulated (the message after ``error:``), or None."""
     if not math.isfinite(args.days) or args.days <= 0:
-        return f"--days must be finite and > 0, got {args.days:g}"
+        return f"--days must be finite and > 0, got {_days_text(args.days)}"
     if args.days > MAX_DAYS:
         return (
             f"--days must be at most {MAX_DAYS} (a year: the simulation keeps every record), "
-            f"got {args.days:g}"
+            f"got {_days_text(args.days)}"
         )
     if args.workers < 1:
         return f"--workers must be at least 1, got {args.workers}"
@@ -184,7 +192,7 @@ def main(args: argparse.Namespace) -> int:
     records = sim.records()
     runs = sum(record.outcome.ran for record in records)  # not the slots skipped
     say(
-        f"simulated {args.days:g} {'day' if args.days == 1 else 'days'} on "
+        f"simulated {_days_text(args.days)} {'day' if args.days == 1 else 'days'} on "
         f"{counted(args.workers, 'worker')} (seed {args.seed}): "
         f"{counted(runs, 'run')} in {elapsed:.2f} s of wall time"
     )
