@@ -71,6 +71,9 @@ _MARKS = {  # a table's STATUS of a task with a lease: its mark, and the legend'
 }
 
 
+STORE_VARIABLE = "LLDSCHED_STORE"
+"""The environment variable that names the store when ``--store`` does not."""
+
 EXAMPLE_STORE = "sqlite:///var/lib/app/jobs.db"
 """The store the examples of ``--help`` name (tests/test_cli_tasks.py runs them on one)."""
 
@@ -97,7 +100,7 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     )  # fmt: skip
     parser.add_argument("task_id", nargs="?", metavar="ID", help="the task's id (with a verb)")
     parser.add_argument(
-        "--store", default=os.environ.get("LLDSCHED_STORE"), metavar="URL",
+        "--store", metavar="URL",
         help="sqlite:///ABSOLUTE/PATH, sqlite:RELATIVE/PATH or postgresql://USER@HOST/DB "
         "(default: $LLDSCHED_STORE; a password is better kept in ~/.pgpass or PGPASSWORD)",
     )  # fmt: skip
@@ -109,18 +112,30 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
         "--json", action="store_true", help="one JSON object a line per task (default: a table)"
     )
     parser.add_argument(
-        "--records", type=int, default=5, metavar="N",
+        "--records", type=int, metavar="N",
         help="with show: how many of the last records (default: 5)",
     )  # fmt: skip
     parser.set_defaults(handler=_handler)
 
 
 def _handler(args: argparse.Namespace) -> int:
+    """The options a verb takes checked (one that cannot apply is refused, never ignored:
+    ``redrive ID --json`` printed a line of text to a script that reads JSON), then
+    :func:`run_tasks`.  The store is ``--store``, or else ``LLDSCHED_STORE``, each named
+    as itself in a refusal of its value."""
+    refuse = args.command_parser.error
     if args.status is not None and args.verb is not None:
-        args.command_parser.error("argument --status: only when listing, with no verb")
+        refuse("argument --status: only when listing, with no verb")
+    if args.json and args.verb not in (None, "show"):
+        refuse(f"argument --json: only when listing or with show, not with {args.verb}")
+    if args.records is not None and args.verb != "show":
+        refuse("argument --records: only with show")
+    store, option = args.store, "--store"
+    if store is None and (store := os.environ.get(STORE_VARIABLE)) is not None:
+        option = STORE_VARIABLE
     return run_tasks(
-        args.store, args.verb, args.task_id,
-        status=args.status, as_json=args.json, records=args.records,
+        store, args.verb, args.task_id, status=args.status, as_json=args.json,
+        records=5 if args.records is None else args.records, option=option,
     )  # fmt: skip
 
 
@@ -132,10 +147,12 @@ def run_tasks(
     status: str | None = None,
     as_json: bool = False,
     records: int = 5,
+    option: str = "--store",
 ) -> int:
-    """Run the command; the exit status (an ``error:`` line on stderr when not 0)."""
+    """Run the command; the exit status (an ``error:`` line on stderr when not 0).
+    ``option``: where ``store`` was given, as a refusal of it names it."""
     try:
-        name = _arguments(store, verb, task_id, records)
+        name = _arguments(store, verb, task_id, records, option)
     except BadStore as exc:
         return _refused(exc)
     try:
@@ -162,15 +179,17 @@ def run_tasks(
     return _act(name, verb, rows[0], ran_out)
 
 
-def _arguments(store: str | None, verb: str | None, task_id: str | None, records: int) -> StoreName:
+def _arguments(
+    store: str | None, verb: str | None, task_id: str | None, records: int, option: str
+) -> StoreName:
     """The store named; :class:`BadStore` for what no store command takes."""
     if store is None:
-        raise BadStore("name the store: --store URL (or LLDSCHED_STORE in the environment)")
+        raise BadStore(f"name the store: --store URL (or {STORE_VARIABLE} in the environment)")
     if verb is not None and not task_id:
         raise BadStore(f"{verb} needs a task id: tasks --store URL {verb} ID")
     if records < 0:
         raise BadStore(f"--records must be 0 or more, got {records}")
-    return parse_store(store)
+    return parse_store(store, option=option)
 
 
 def _list(reader: Peek, status: str | None, as_json: bool) -> int:
@@ -326,11 +345,7 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
             try:
                 scheduler.task(task_id)
             except TaskNotFoundError:
-                return _refused(
-                    f"task {shown(task_id)} cannot be loaded here ({_not_loaded(row)}): run "
-                    "the command where the service's code imports (its virtualenv, its "
-                    "PYTHONPATH); nothing was changed"
-                )
+                return _refused(f"task {shown(task_id)} {_not_loaded(row)}; nothing was changed")
             act: Callable[[str], Any] = getattr(scheduler, method)
             acted = True
             try:
@@ -383,17 +398,31 @@ def _held(lease: Lease, ran_out: bool) -> str:
 
 
 def _not_loaded(row: Row) -> str:
-    """Why the task of ``row`` was not loaded by the scheduler the verb is called on:
-    the row's error, or what its definition raises when decoded as a load decodes it,
-    importing what it names (the action's module, a schedule's or a retry policy's
-    class).  The store said so only at WARNING, which the command does not show."""
+    """Why the task of ``row`` was not loaded by the scheduler the verb is called on, and
+    what to do, after "task ID".  A row the peek could not read either (a status or a
+    field of a newer release, a value edited by hand) is the row's matter, whatever the
+    environment: its error, and the store's own choices for it (the release that wrote
+    it, the value set right, the row deleted).  Otherwise what its definition raises when
+    decoded as a load decodes it, importing what it names (the action's module, a
+    schedule's or a retry policy's class): the environment's matter.  The store said so
+    only at WARNING, which the command does not show."""
     if row.snapshot is None:
-        return row.error or "its row cannot be read"
+        return (
+            f"cannot be read by this lldsched ({row.error or 'its row cannot be read'}): if "
+            "a newer lldsched wrote it, run the command with that one; if the row was edited "
+            "by hand, set the value right or delete the task in the store (the store "
+            "object's delete(ID))"
+        )
     try:
         decode_task(row.id, row.definition)
     except StoreError as exc:
-        return str(exc)
-    return "its action or its schedule's class does not import in this environment"
+        why = str(exc)
+    else:
+        why = "its action or its schedule's class does not import in this environment"
+    return (
+        f"cannot be loaded here ({why}): run the command where the service's code imports "
+        "(its virtualenv, its PYTHONPATH)"
+    )
 
 
 class _StoreFailures(logging.Handler):

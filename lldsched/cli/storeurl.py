@@ -52,21 +52,22 @@ class StoreName(NamedTuple):
     shown: str
 
 
-def parse_store(given: str) -> StoreName:
-    """The store ``given`` names; :class:`BadStore` naming it otherwise."""
+def parse_store(given: str, *, option: str = "--store") -> StoreName:
+    """The store ``given`` names; :class:`BadStore` naming it, as ``option`` gave it
+    (``--store``, or ``LLDSCHED_STORE`` when the environment did), otherwise."""
     if given.startswith("sqlite:"):
         path = given.removeprefix("sqlite:")
         path = path.removeprefix("//")
         if not path:
             raise BadStore(
-                f"--store {given!r} names no file: sqlite:///ABSOLUTE/PATH or sqlite:PATH"
+                f"{option} {given!r} names no file: sqlite:///ABSOLUTE/PATH or sqlite:PATH"
             )
         return StoreName("sqlite", path, repr(path))
     if given.startswith(_POSTGRES):
         return StoreName("postgres", given, repr(hide_passwords(given)))
     near = f"; did you mean sqlite:{given}?" if os.path.isfile(given) else ""  # a file's path
     raise BadStore(
-        f"--store {hide_passwords(given)!r} is no store URL: name one as sqlite:///ABSOLUTE/PATH, "
+        f"{option} {hide_passwords(given)!r} is no store URL: name one as sqlite:///ABSOLUTE/PATH, "
         f"sqlite:RELATIVE/PATH or postgresql://USER@HOST/DATABASE{near}"
     )
 
