@@ -6,8 +6,9 @@ Each was a wrong answer with no error, or an error saying the wrong thing:
 ``redrive ID --json`` printed a line of text to a script reading JSON; ``--records 3``
 while listing was ignored; ``show ID --records 99999999999999999999`` was SQLite's
 ``OverflowError`` traceback; a bad ``LLDSCHED_STORE`` was refused as a ``--store`` the
-operator never typed; and a verb on a damaged row, or one a newer release wrote, told
-the operator to run it where the service's code imports, which changes nothing.
+operator never typed; a verb on a damaged row, or one a newer release wrote, told
+the operator to run it where the service's code imports, which changes nothing; and
+``sqlite:~/tasks.db``, a ``~`` no shell expands, was "no SQLite store file" alone.
 """
 
 from __future__ import annotations
@@ -194,3 +195,20 @@ def test_a_verb_on_a_row_this_lldsched_cannot_read_says_the_row_is_the_matter(
     assert statuses(store) == before
     status, out, err = run(capsys, "--store", f"sqlite:{store}", "pause", "t02")  # the others
     assert (status, out, err) == (0, "task t02: paused\n", "")
+
+
+def test_a_tilde_no_shell_expanded_is_told_the_url_it_meant(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--store sqlite:~/tasks.db``: a shell expands ``~`` at a word's start only, so the
+    command got it as written, and said only "there is no SQLite store file at
+    '~/tasks.db'" of a file that is in the operator's home folder."""
+    monkeypatch.setenv("HOME", str(store.parent))
+    status, out, err = run(capsys, "--store", "sqlite:~/tasks.db")
+    assert (status, out) == (2, "")
+    assert err == (
+        "error: there is no SQLite store file at '~/tasks.db'; no shell expanded its '~' (one "
+        f"does only at the start of a word): did you mean sqlite://{store}?\n"
+    )
+    status, _, err = run(capsys, "--store", "sqlite:~/other.db")  # nothing there either
+    assert (status, err) == (2, "error: there is no SQLite store file at '~/other.db'\n")
