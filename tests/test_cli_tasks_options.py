@@ -8,7 +8,8 @@ while listing was ignored; ``show ID --records 99999999999999999999`` was SQLite
 ``OverflowError`` traceback; a bad ``LLDSCHED_STORE`` was refused as a ``--store`` the
 operator never typed; a verb on a damaged row, or one a newer release wrote, told
 the operator to run it where the service's code imports, which changes nothing; and
-``sqlite:~/tasks.db``, a ``~`` no shell expands, was "no SQLite store file" alone.
+``sqlite:~/tasks.db``, a ``~`` no shell expands, was "no SQLite store file" alone.  And
+``run-now`` of a failed task said "nothing to run-now" without naming ``redrive``.
 """
 
 from __future__ import annotations
@@ -212,3 +213,27 @@ def test_a_tilde_no_shell_expanded_is_told_the_url_it_meant(
     )
     status, _, err = run(capsys, "--store", "sqlite:~/other.db")  # nothing there either
     assert (status, err) == (2, "error: there is no SQLite store file at '~/other.db'\n")
+
+
+def test_a_verb_with_nothing_to_do_names_the_verb_meant_for_a_failed_or_paused_task(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run-now`` of a dead-lettered task said "nothing to run-now (its status is
+    failed); nothing changed" and no more, to an operator who wanted it run again: the
+    verb is ``redrive`` (GUIDE.md: "resume a paused task, redrive a failed one")."""
+    url = f"sqlite:{store}"
+    redrive = "(a failed task runs again by `tasks --store URL redrive t00`)"
+    for verb in ("run-now", "resume"):
+        assert run(capsys, "--store", url, verb, "t00") == (
+            0, f"task t00: nothing to {verb} (its status is failed); nothing changed {redrive}\n",
+            "",
+        )  # fmt: skip
+    assert run(capsys, "--store", url, "pause", "t01")[:2] == (0, "task t01: paused\n")
+    assert run(capsys, "--store", url, "run-now", "t01") == (
+        0, "task t01: nothing to run-now (its status is paused); nothing changed (a paused task "
+        "runs once resumed: `tasks --store URL resume t01`)\n", "",
+    )  # fmt: skip
+    assert run(capsys, "--store", url, "pause", "t00") == (  # nothing meant instead
+        0, "task t00: nothing to pause (its status is failed); nothing changed\n", "",
+    )  # fmt: skip
+    assert statuses(store) == {"t00": _S.FAILED, "t01": _S.PAUSED, "t02": _S.SCHEDULED}

@@ -335,6 +335,13 @@ _DONE = {  # a verb's past tense, and the runtime's method
 }
 
 
+_INSTEAD = {  # (verb, status) of a verb with nothing to do: the verb meant (GUIDE.md's)
+    ("run-now", "failed"): "a failed task runs again by `tasks --store URL redrive {id}`",
+    ("resume", "failed"): "a failed task runs again by `tasks --store URL redrive {id}`",
+    ("run-now", "paused"): "a paused task runs once resumed: `tasks --store URL resume {id}`",
+}
+
+
 def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
     done, method = _DONE[verb]
     task_id = row.id
@@ -363,10 +370,15 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
                     FAILED,
                 )
             if changed is False:
-                status = scheduler.task(task_id).status.value
+                now = scheduler.task(task_id).status.value
+                status = now
                 if row.lease is not None:  # as read just before the verb
                     status += f"; a run of it claimed: {_held(row.lease, ran_out)}"
-                say(f"task {task_id}: nothing to {verb} (its status is {status}); nothing changed")
+                instead = _INSTEAD.get((verb, now))
+                say(
+                    f"task {task_id}: nothing to {verb} (its status is {status}); nothing "
+                    "changed" + ("" if instead is None else f" ({instead.format(id=task_id)})")
+                )
             else:
                 say(f"task {task_id}: {done}")
             return 0
