@@ -136,6 +136,15 @@ def _flush_or_drop(stream: TextIO | None) -> None:
         _write_nowhere(stream)
 
 
+def reader_left() -> None:
+    """What a command whose stdout's reader left early (``BrokenPipeError`` from
+    :func:`say`) calls to go on with work that is not output (``simulate --gantt``'s
+    chart): stdout is pointed at /dev/null, so what it still prints, and the last flush,
+    go nowhere without an error.  A command that has nothing but output to do lets the
+    ``BrokenPipeError`` end it instead (status 0, :func:`main`)."""
+    _write_nowhere(sys.stdout)
+
+
 def _write_nowhere(stream: TextIO | None) -> None:
     """Point ``stream``'s file at /dev/null, so that the interpreter's final flush of
     what it still holds does not fail too (the recipe in the signal module's

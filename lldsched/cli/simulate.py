@@ -31,7 +31,16 @@ import time
 from pathlib import Path
 
 from lldsched import checks
-from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr, write_whole
+from lldsched.cli import (
+    BAD_ARGUMENTS,
+    FAILED,
+    Parser,
+    examples,
+    reader_left,
+    say,
+    to_stderr,
+    write_whole,
+)
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
 from lldsched.model import ExecutionRecord
@@ -191,14 +200,19 @@ def main(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - began
     records = sim.records()
     runs = sum(record.outcome.ran for record in records)  # not the slots skipped
-    say(
-        f"simulated {_days_text(args.days)} {'day' if args.days == 1 else 'days'} on "
-        f"{counted(args.workers, 'worker')} (seed {args.seed}): "
-        f"{counted(runs, 'run')} in {elapsed:.2f} s of wall time"
-    )
-    say(format_summary(every_task(sim, records)))
-    dead = [sim.task(task_id).name for task_id in sim.dead_letter()]
-    say(f"dead letter: {dead}")
+    try:
+        say(
+            f"simulated {_days_text(args.days)} {'day' if args.days == 1 else 'days'} on "
+            f"{counted(args.workers, 'worker')} (seed {args.seed}): "
+            f"{counted(runs, 'run')} in {elapsed:.2f} s of wall time"
+        )
+        say(format_summary(every_task(sim, records)))
+        dead = [sim.task(task_id).name for task_id in sim.dead_letter()]
+        say(f"dead letter: {dead}")
+    except BrokenPipeError:  # the reader left (`| head -1`)
+        if not args.gantt:
+            raise  # nothing but the summary was asked for: done, as the reader is
+        reader_left()  # the chart was asked for too: drawn all the same (was: status 0, none)
     if args.gantt:
         failed = write_gantt(sim, args.gantt)
         if failed is not None:  # the summary above stands; the chart alone is missing
