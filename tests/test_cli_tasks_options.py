@@ -9,12 +9,14 @@ while listing was ignored; ``show ID --records 99999999999999999999`` was SQLite
 operator never typed; a verb on a damaged row, or one a newer release wrote, told
 the operator to run it where the service's code imports, which changes nothing; and
 ``sqlite:~/tasks.db``, a ``~`` no shell expands, was "no SQLite store file" alone.  And
-``run-now`` of a failed task said "nothing to run-now" without naming ``redrive``.
+``run-now`` of a failed task said "nothing to run-now" without naming ``redrive``;
+``show ID --records 0 --json`` gave ``"last": null`` of a task with records.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -237,3 +239,20 @@ def test_a_verb_with_nothing_to_do_names_the_verb_meant_for_a_failed_or_paused_t
         0, "task t00: nothing to pause (its status is failed); nothing changed\n", "",
     )  # fmt: skip
     assert statuses(store) == {"t00": _S.FAILED, "t01": _S.PAUSED, "t02": _S.SCHEDULED}
+
+
+def test_show_with_records_0_still_gives_the_last_record_and_says_none_were_listed(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``show t00 --records 0 --json`` gave ``"last": null`` of a task with three records
+    (the listing's ``--json`` gives it), and the text said "no records"."""
+    url = f"sqlite:{store}"
+    status, out, err = run(capsys, "--store", url, "show", "t00", "--records", "0", "--json")
+    document = json.loads(out)
+    assert (status, err, document["records"]) == (0, "", [])
+    listed = run(capsys, "--store", url, "--json")[1].splitlines()[0]
+    assert document["last"] == json.loads(listed)["last"] is not None
+    status, out, err = run(capsys, "--store", url, "show", "t00", "--records", "0")
+    assert (status, err, out.splitlines()[-1]) == (0, "", "records not listed (--records 0)")
+    status, out, err = run(capsys, "--store", url, "show", "t01", "--records", "0")
+    assert (status, err, out.splitlines()[-1]) == (0, "", "no records")  # it has none

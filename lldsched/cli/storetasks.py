@@ -272,10 +272,16 @@ def _runs(snapshot: TaskSnapshot) -> str:
 
 
 def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
-    last = reader.records(row.id, records) if records else []
+    """``show ID``: the row whole, and its last ``records`` records.  Its last record is
+    read whatever ``records`` says (``--json``'s ``last``, as the listing gives it: with
+    ``--records 0`` it was null, and the text said "no records", of a task with some)."""
+    last = reader.records(row.id, max(records, 1))
+    latest = last[-1] if last else None
+    if not records:
+        last = []
     ran_out = _ran_out(row, reader.now)
     if as_json:
-        document = _document(row, last[-1] if last else None, ran_out=ran_out)
+        document = _document(row, latest, ran_out=ran_out)
         document["records"] = [_record_document(record) for record in last]
         say(json.dumps(document))
         return 0
@@ -302,7 +308,10 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
             lines.append(f"  claimed     {_held(row.lease, ran_out)}")
         if snapshot.last_error is not None:
             lines += _field("last error", snapshot.last_error)
-    lines.append(f"last {len(last)} records:" if last else "no records")
+    if last:
+        lines.append(f"last {len(last)} records:")
+    else:
+        lines.append("no records" if latest is None else "records not listed (--records 0)")
     for record in last:
         lines.append(
             f"  {_when(record.started)}  attempt {record.attempt}  {record.outcome.value}"
