@@ -109,11 +109,13 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
         help=f"list only the tasks in it: {', '.join(STATUSES)} (default: every task)",
     )  # fmt: skip
     parser.add_argument(
-        "--json", action="store_true", help="one JSON object a line per task (default: a table)"
-    )
+        "--json", action="store_true",
+        help="one JSON object a line per task; with show, the task's, its records in it (not "
+        "with a verb that acts; default: a table)",
+    )  # fmt: skip
     parser.add_argument(
         "--records", type=int, metavar="N",
-        help="with show: how many of the last records (default: 5)",
+        help="with show (only): how many of the last records (default: 5)",
     )  # fmt: skip
     parser.set_defaults(handler=_handler)
 
