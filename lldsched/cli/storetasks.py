@@ -381,11 +381,11 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
                     FAILED,
                 )
             if changed is False:
-                now = scheduler.task(task_id).status.value
-                status = now
+                current = scheduler.task(task_id).status.value
+                status = current
                 if row.lease is not None:  # as read just before the verb
                     status += f"; a run of it claimed: {_held(row.lease, ran_out)}"
-                instead = _INSTEAD.get((verb, now))
+                instead = _INSTEAD.get((verb, current))
                 say(
                     f"task {task_id}: nothing to {verb} (its status is {status}); nothing "
                     "changed" + ("" if instead is None else f" ({instead.format(id=task_id)})")
