@@ -397,6 +397,10 @@ def test_an_unknown_option_of_a_command_is_refused_with_the_commands_usage(
         (["simulte"], "python -m lldsched", "simulate"),
         (["Demo"], "python -m lldsched", "demo"),
         (["lab", "wheeel"], "python -m lldsched lab", "wheel"),
+        # Another case alone: difflib found none near (each letter a change).
+        (["lab", "PUSH"], "python -m lldsched lab", "push"),
+        (["SIMULATE"], "python -m lldsched", "simulate"),
+        (["tasks", "--status", "FAILED"], "python -m lldsched tasks", "failed"),
     ],
 )
 def test_a_mistyped_command_or_decision_is_refused_with_the_nearest(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import math
+import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -58,6 +62,62 @@ def test_simulate_prints_a_row_for_every_task_also_one_that_has_not_run_yet() ->
     assert rows["heartbeat"][0] != "0"
 
 
+def test_the_summary_names_the_days_simulated_as_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Was "simulated 1 days" (six digits, :g) for a day and a hundredth of a second."""
+    assert cli_main(["simulate", "--days", "1.0000001", "--workers", "1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("simulated 1.0000001 days on 1 worker (seed 0): "), first
+
+
+def test_a_chart_asked_for_is_drawn_when_the_reader_of_the_summary_left() -> None:
+    """``simulate --gantt day.png | head -1``: the summary's second line met a closed
+    pipe, and the command ended there, status 0 and no chart.  The reader leaving ends
+    the output, not the work asked for: the chart is drawn, status 0."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # a reader that left before the first line (``| head -0``)
+    with tempfile.TemporaryDirectory() as folder:
+        chart = Path(folder) / "day.png"
+        try:
+            result = subprocess.run(
+                [sys.executable, "-m", "lldsched", "simulate", "--days", "0.05",
+                 "--gantt", str(chart)],
+                stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60, check=False,
+            )  # fmt: skip
+        finally:
+            os.close(write_end)
+        assert (result.returncode, result.stderr) == (0, "")
+        assert chart.read_bytes().startswith(b"\x89PNG")
+        assert [path.name for path in Path(folder).iterdir()] == ["day.png"]  # no partial
+
+
+class _LeftReader(io.StringIO):
+    """A stdout whose reader left: every write is a ``BrokenPipeError``."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_chart_that_fails_after_the_reader_left_is_still_status_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The work failed after it began: the reader's leaving does not make that 0."""
+    from matplotlib.figure import Figure
+
+    def full(self: Figure, *args: object, **kwargs: object) -> NoReturn:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    monkeypatch.setattr(sys, "stdout", _LeftReader())
+    path = tmp_path / "chart.png"
+    assert cli_main(["simulate", "--days", "0.01", "--gantt", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: --gantt {str(path)!r}: cannot write it: [Errno 28] No space left on device\n"
+    )
+    assert cli_main(["simulate", "--days", "0.01"]) == 0  # no chart asked for: the end
+
+
 def test_one_day_on_one_worker_is_said_in_the_singular() -> None:
     out = simulate("--days", "1", "--workers", "1", "--seed", "5")
     assert out.returncode == 0, out.stderr
@@ -94,8 +154,16 @@ def test_simulate_rejects_a_non_positive_number_of_days() -> None:
         (["--days", "-3"], "--days must be finite and > 0, got -3"),
         (
             ["--days", "1e9"],
-            "--days must be at most 366 (a year: the simulation keeps every record), got 1e+09",
+            "--days must be at most 366 (a year: the simulation keeps every record), "
+            "got 1000000000",
         ),
+        # Was "got 366" (six digits, :g): the bound itself, refused.
+        (
+            ["--days", "366.0000001"],
+            "--days must be at most 366 (a year: the simulation keeps every record), "
+            "got 366.0000001",
+        ),
+        (["--days", "-0.0000001"], "--days must be finite and > 0, got -1e-07"),
         (
             ["--days", "366.5"],
             "--days must be at most 366 (a year: the simulation keeps every record), got 366.5",

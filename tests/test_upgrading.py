@@ -873,3 +873,28 @@ def test_a_definition_that_failed_is_tried_again_only_once_its_text_changes(
     old_store.changes()
     assert asked.count == 3
     assert old_store.unloaded() == ["leftout"]
+
+
+def test_the_commands_upgrading_md_gives_to_read_a_releases_schema_print_it() -> None:
+    """ "Read it in that release ...: ``python -c "from lldsched.stores.sqlite import
+    SCHEMA_VERSION; ..."`` (for PostgreSQL, ``MODULE``'s)": the module named for
+    PostgreSQL was ``lldsched.stores.postgres_sql``, which has no ``SCHEMA_VERSION``
+    (an ImportError for the operator who ran it); it is ``postgres_tables``'s."""
+    import re
+    import subprocess
+
+    from lldsched.stores import postgres_tables, sqlite_schema
+
+    text = " ".join((Path(__file__).parent.parent / "docs" / "UPGRADING.md").read_text().split())
+    found = re.search(r'`python -c "([^"`]+)"` \(for PostgreSQL, `([\w.]+)`\'s\)', text)
+    assert found is not None, "UPGRADING.md lost the command"
+    code, postgres_module = found.groups()
+    for module, expected in (
+        ("lldsched.stores.sqlite", sqlite_schema.SCHEMA_VERSION),
+        (postgres_module, postgres_tables.SCHEMA_VERSION),
+    ):
+        given = code.replace("lldsched.stores.sqlite", module)
+        done = subprocess.run(
+            [sys.executable, "-c", given], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, f"{expected}\n", ""), module

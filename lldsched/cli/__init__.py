@@ -136,6 +136,15 @@ def _flush_or_drop(stream: TextIO | None) -> None:
         _write_nowhere(stream)
 
 
+def reader_left() -> None:
+    """What a command whose stdout's reader left early (``BrokenPipeError`` from
+    :func:`say`) calls to go on with work that is not output (``simulate --gantt``'s
+    chart): stdout is pointed at /dev/null, so what it still prints, and the last flush,
+    go nowhere without an error.  A command that has nothing but output to do lets the
+    ``BrokenPipeError`` end it instead (status 0, :func:`main`)."""
+    _write_nowhere(sys.stdout)
+
+
 def _write_nowhere(stream: TextIO | None) -> None:
     """Point ``stream``'s file at /dev/null, so that the interpreter's final flush of
     what it still holds does not fail too (the recipe in the signal module's
@@ -353,10 +362,18 @@ class Parser(argparse.ArgumentParser):
             choices = list(action.choices or ())
             message = f"invalid choice: {value!r} (choose from {', '.join(map(repr, choices))})"
             named = [choice for choice in choices if isinstance(choice, str)]
-            near = difflib.get_close_matches(value, named, n=1) if isinstance(value, str) else []
+            near = _nearest(value, named) if isinstance(value, str) else []
             if near:
                 message += f"; did you mean {near[0]!r}?"
             raise argparse.ArgumentError(action, message) from None
+
+
+def _nearest(value: str, choices: list[str]) -> list[str]:
+    """The choice ``value`` was meant as, if one is near: one equal but for its case
+    first (``--status FAILED``: difflib's ratio counts each changed letter, and found
+    none near), or else difflib's nearest."""
+    same = [choice for choice in choices if choice.casefold() == value.casefold()]
+    return same[:1] or difflib.get_close_matches(value, choices, n=1)
 
 
 class HelpFormatter(argparse.HelpFormatter):

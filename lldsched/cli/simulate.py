@@ -31,7 +31,16 @@ import time
 from pathlib import Path
 
 from lldsched import checks
-from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr, write_whole
+from lldsched.cli import (
+    BAD_ARGUMENTS,
+    FAILED,
+    Parser,
+    examples,
+    reader_left,
+    say,
+    to_stderr,
+    write_whole,
+)
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
 from lldsched.model import ExecutionRecord
@@ -93,14 +102,22 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     parser.set_defaults(handler=main)
 
 
+def _days_text(days: float) -> str:
+    """``--days`` as typed, for a message and the summary's first line: the float's
+    shortest text that reads back as it (``366.0000001``, ``0.5``, ``inf``), a whole
+    number without its ``.0``.  ``:g`` kept six digits: ``--days 366.0000001`` was refused
+    as "at most 366, got 366", and ``--days 1.0000001`` summarised as "simulated 1 days"."""
+    return repr(days).removesuffix(".0")
+
+
 def refusal(args: argparse.Namespace) -> str | None:
     """Why ``args`` cannot be simulated (the message after ``error:``), or None."""
     if not math.isfinite(args.days) or args.days <= 0:
-        return f"--days must be finite and > 0, got {args.days:g}"
+        return f"--days must be finite and > 0, got {_days_text(args.days)}"
     if args.days > MAX_DAYS:
         return (
             f"--days must be at most {MAX_DAYS} (a year: the simulation keeps every record), "
-            f"got {args.days:g}"
+            f"got {_days_text(args.days)}"
         )
     if args.workers < 1:
         return f"--workers must be at least 1, got {args.workers}"
@@ -183,14 +200,19 @@ def main(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - began
     records = sim.records()
     runs = sum(record.outcome.ran for record in records)  # not the slots skipped
-    say(
-        f"simulated {args.days:g} {'day' if args.days == 1 else 'days'} on "
-        f"{counted(args.workers, 'worker')} (seed {args.seed}): "
-        f"{counted(runs, 'run')} in {elapsed:.2f} s of wall time"
-    )
-    say(format_summary(every_task(sim, records)))
-    dead = [sim.task(task_id).name for task_id in sim.dead_letter()]
-    say(f"dead letter: {dead}")
+    try:
+        say(
+            f"simulated {_days_text(args.days)} {'day' if args.days == 1 else 'days'} on "
+            f"{counted(args.workers, 'worker')} (seed {args.seed}): "
+            f"{counted(runs, 'run')} in {elapsed:.2f} s of wall time"
+        )
+        say(format_summary(every_task(sim, records)))
+        dead = [sim.task(task_id).name for task_id in sim.dead_letter()]
+        say(f"dead letter: {dead}")
+    except BrokenPipeError:  # the reader left (`| head -1`)
+        if not args.gantt:
+            raise  # nothing but the summary was asked for: done, as the reader is
+        reader_left()  # the chart was asked for too: drawn all the same (was: status 0, none)
     if args.gantt:
         failed = write_gantt(sim, args.gantt)
         if failed is not None:  # the summary above stands; the chart alone is missing

@@ -71,6 +71,9 @@ _MARKS = {  # a table's STATUS of a task with a lease: its mark, and the legend'
 }
 
 
+STORE_VARIABLE = "LLDSCHED_STORE"
+"""The environment variable that names the store when ``--store`` does not."""
+
 EXAMPLE_STORE = "sqlite:///var/lib/app/jobs.db"
 """The store the examples of ``--help`` name (tests/test_cli_tasks.py runs them on one)."""
 
@@ -97,7 +100,7 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     )  # fmt: skip
     parser.add_argument("task_id", nargs="?", metavar="ID", help="the task's id (with a verb)")
     parser.add_argument(
-        "--store", default=os.environ.get("LLDSCHED_STORE"), metavar="URL",
+        "--store", metavar="URL",
         help="sqlite:///ABSOLUTE/PATH, sqlite:RELATIVE/PATH or postgresql://USER@HOST/DB "
         "(default: $LLDSCHED_STORE; a password is better kept in ~/.pgpass or PGPASSWORD)",
     )  # fmt: skip
@@ -106,21 +109,35 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
         help=f"list only the tasks in it: {', '.join(STATUSES)} (default: every task)",
     )  # fmt: skip
     parser.add_argument(
-        "--json", action="store_true", help="one JSON object a line per task (default: a table)"
-    )
+        "--json", action="store_true",
+        help="one JSON object a line per task; with show, the task's, its records in it (not "
+        "with a verb that acts; default: a table)",
+    )  # fmt: skip
     parser.add_argument(
-        "--records", type=int, default=5, metavar="N",
-        help="with show: how many of the last records (default: 5)",
+        "--records", type=int, metavar="N",
+        help="with show (only): how many of the last records (default: 5)",
     )  # fmt: skip
     parser.set_defaults(handler=_handler)
 
 
 def _handler(args: argparse.Namespace) -> int:
+    """The options a verb takes checked (one that cannot apply is refused, never ignored:
+    ``redrive ID --json`` printed a line of text to a script that reads JSON), then
+    :func:`run_tasks`.  The store is ``--store``, or else ``LLDSCHED_STORE``, each named
+    as itself in a refusal of its value."""
+    refuse = args.command_parser.error
     if args.status is not None and args.verb is not None:
-        args.command_parser.error("argument --status: only when listing, with no verb")
+        refuse("argument --status: only when listing, with no verb")
+    if args.json and args.verb not in (None, "show"):
+        refuse(f"argument --json: only when listing or with show, not with {args.verb}")
+    if args.records is not None and args.verb != "show":
+        refuse("argument --records: only with show")
+    store, option = args.store, "--store"
+    if store is None and (store := os.environ.get(STORE_VARIABLE)) is not None:
+        option = STORE_VARIABLE
     return run_tasks(
-        args.store, args.verb, args.task_id,
-        status=args.status, as_json=args.json, records=args.records,
+        store, args.verb, args.task_id, status=args.status, as_json=args.json,
+        records=5 if args.records is None else args.records, option=option,
     )  # fmt: skip
 
 
@@ -132,10 +149,12 @@ def run_tasks(
     status: str | None = None,
     as_json: bool = False,
     records: int = 5,
+    option: str = "--store",
 ) -> int:
-    """Run the command; the exit status (an ``error:`` line on stderr when not 0)."""
+    """Run the command; the exit status (an ``error:`` line on stderr when not 0).
+    ``option``: where ``store`` was given, as a refusal of it names it."""
     try:
-        name = _arguments(store, verb, task_id, records)
+        name = _arguments(store, verb, task_id, records, option)
     except BadStore as exc:
         return _refused(exc)
     try:
@@ -162,15 +181,17 @@ def run_tasks(
     return _act(name, verb, rows[0], ran_out)
 
 
-def _arguments(store: str | None, verb: str | None, task_id: str | None, records: int) -> StoreName:
+def _arguments(
+    store: str | None, verb: str | None, task_id: str | None, records: int, option: str
+) -> StoreName:
     """The store named; :class:`BadStore` for what no store command takes."""
     if store is None:
-        raise BadStore("name the store: --store URL (or LLDSCHED_STORE in the environment)")
+        raise BadStore(f"name the store: --store URL (or {STORE_VARIABLE} in the environment)")
     if verb is not None and not task_id:
         raise BadStore(f"{verb} needs a task id: tasks --store URL {verb} ID")
     if records < 0:
         raise BadStore(f"--records must be 0 or more, got {records}")
-    return parse_store(store)
+    return parse_store(store, option=option)
 
 
 def _list(reader: Peek, status: str | None, as_json: bool) -> int:
@@ -253,10 +274,16 @@ def _runs(snapshot: TaskSnapshot) -> str:
 
 
 def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
-    last = reader.records(row.id, records) if records else []
+    """``show ID``: the row whole, and its last ``records`` records.  Its last record is
+    read whatever ``records`` says (``--json``'s ``last``, as the listing gives it: with
+    ``--records 0`` it was null, and the text said "no records", of a task with some)."""
+    last = reader.records(row.id, max(records, 1))
+    latest = last[-1] if last else None
+    if not records:
+        last = []
     ran_out = _ran_out(row, reader.now)
     if as_json:
-        document = _document(row, last[-1] if last else None, ran_out=ran_out)
+        document = _document(row, latest, ran_out=ran_out)
         document["records"] = [_record_document(record) for record in last]
         say(json.dumps(document))
         return 0
@@ -283,7 +310,10 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
             lines.append(f"  claimed     {_held(row.lease, ran_out)}")
         if snapshot.last_error is not None:
             lines += _field("last error", snapshot.last_error)
-    lines.append(f"last {len(last)} records:" if last else "no records")
+    if last:
+        lines.append(f"last {len(last)} records:")
+    else:
+        lines.append("no records" if latest is None else "records not listed (--records 0)")
     for record in last:
         lines.append(
             f"  {_when(record.started)}  attempt {record.attempt}  {record.outcome.value}"
@@ -316,6 +346,13 @@ _DONE = {  # a verb's past tense, and the runtime's method
 }
 
 
+_INSTEAD = {  # (verb, status) of a verb with nothing to do: the verb meant (GUIDE.md's)
+    ("run-now", "failed"): "a failed task runs again by `tasks --store URL redrive {id}`",
+    ("resume", "failed"): "a failed task runs again by `tasks --store URL redrive {id}`",
+    ("run-now", "paused"): "a paused task runs once resumed: `tasks --store URL resume {id}`",
+}
+
+
 def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
     done, method = _DONE[verb]
     task_id = row.id
@@ -326,11 +363,7 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
             try:
                 scheduler.task(task_id)
             except TaskNotFoundError:
-                return _refused(
-                    f"task {shown(task_id)} cannot be loaded here ({_not_loaded(row)}): run "
-                    "the command where the service's code imports (its virtualenv, its "
-                    "PYTHONPATH); nothing was changed"
-                )
+                return _refused(f"task {shown(task_id)} {_not_loaded(row)}; nothing was changed")
             act: Callable[[str], Any] = getattr(scheduler, method)
             acted = True
             try:
@@ -348,10 +381,15 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
                     FAILED,
                 )
             if changed is False:
-                status = scheduler.task(task_id).status.value
+                current = scheduler.task(task_id).status.value
+                status = current
                 if row.lease is not None:  # as read just before the verb
                     status += f"; a run of it claimed: {_held(row.lease, ran_out)}"
-                say(f"task {task_id}: nothing to {verb} (its status is {status}); nothing changed")
+                instead = _INSTEAD.get((verb, current))
+                say(
+                    f"task {task_id}: nothing to {verb} (its status is {status}); nothing "
+                    "changed" + ("" if instead is None else f" ({instead.format(id=task_id)})")
+                )
             else:
                 say(f"task {task_id}: {done}")
             return 0
@@ -383,17 +421,31 @@ def _held(lease: Lease, ran_out: bool) -> str:
 
 
 def _not_loaded(row: Row) -> str:
-    """Why the task of ``row`` was not loaded by the scheduler the verb is called on:
-    the row's error, or what its definition raises when decoded as a load decodes it,
-    importing what it names (the action's module, a schedule's or a retry policy's
-    class).  The store said so only at WARNING, which the command does not show."""
+    """Why the task of ``row`` was not loaded by the scheduler the verb is called on, and
+    what to do, after "task ID".  A row the peek could not read either (a status or a
+    field of a newer release, a value edited by hand) is the row's matter, whatever the
+    environment: its error, and the store's own choices for it (the release that wrote
+    it, the value set right, the row deleted).  Otherwise what its definition raises when
+    decoded as a load decodes it, importing what it names (the action's module, a
+    schedule's or a retry policy's class): the environment's matter.  The store said so
+    only at WARNING, which the command does not show."""
     if row.snapshot is None:
-        return row.error or "its row cannot be read"
+        return (
+            f"cannot be read by this lldsched ({row.error or 'its row cannot be read'}): if "
+            "a newer lldsched wrote it, run the command with that one; if the row was edited "
+            "by hand, set the value right or delete the task in the store (the store "
+            "object's delete(ID))"
+        )
     try:
         decode_task(row.id, row.definition)
     except StoreError as exc:
-        return str(exc)
-    return "its action or its schedule's class does not import in this environment"
+        why = str(exc)
+    else:
+        why = "its action or its schedule's class does not import in this environment"
+    return (
+        f"cannot be loaded here ({why}): run the command where the service's code imports "
+        "(its virtualenv, its PYTHONPATH)"
+    )
 
 
 class _StoreFailures(logging.Handler):

@@ -5,7 +5,8 @@ an absolute path, what follows ``sqlite://``; ``sqlite:jobs.db`` a relative one,
 written, no percent-decoding) or a libpq URI, ``postgresql://`` (``postgres://``).
 SQLAlchemy (APScheduler's job stores) reads ``sqlite:///jobs.db`` as the relative
 ``jobs.db``: where nothing is at the absolute path and the relative one is a file, the
-refusal says so and names ``sqlite:jobs.db`` (:func:`_relative_meant`).  A dsn's
+refusal says so and names ``sqlite:jobs.db`` (:func:`_relative_meant`); so it does for a
+``~`` no shell expanded (``sqlite:~/jobs.db``, :func:`_home_meant`).  A dsn's
 password is never shown: every message names the store as
 :func:`~lldsched.stores.postgres_redact.redact` (or, before psycopg is imported,
 :func:`~lldsched.redaction.hide_passwords`) gives it.
@@ -52,21 +53,22 @@ class StoreName(NamedTuple):
     shown: str
 
 
-def parse_store(given: str) -> StoreName:
-    """The store ``given`` names; :class:`BadStore` naming it otherwise."""
+def parse_store(given: str, *, option: str = "--store") -> StoreName:
+    """The store ``given`` names; :class:`BadStore` naming it, as ``option`` gave it
+    (``--store``, or ``LLDSCHED_STORE`` when the environment did), otherwise."""
     if given.startswith("sqlite:"):
         path = given.removeprefix("sqlite:")
         path = path.removeprefix("//")
         if not path:
             raise BadStore(
-                f"--store {given!r} names no file: sqlite:///ABSOLUTE/PATH or sqlite:PATH"
+                f"{option} {given!r} names no file: sqlite:///ABSOLUTE/PATH or sqlite:PATH"
             )
         return StoreName("sqlite", path, repr(path))
     if given.startswith(_POSTGRES):
         return StoreName("postgres", given, repr(hide_passwords(given)))
     near = f"; did you mean sqlite:{given}?" if os.path.isfile(given) else ""  # a file's path
     raise BadStore(
-        f"--store {hide_passwords(given)!r} is no store URL: name one as sqlite:///ABSOLUTE/PATH, "
+        f"{option} {hide_passwords(given)!r} is no store URL: name one as sqlite:///ABSOLUTE/PATH, "
         f"sqlite:RELATIVE/PATH or postgresql://USER@HOST/DATABASE{near}"
     )
 
@@ -78,7 +80,8 @@ def peek(store: StoreName) -> Peek:
         try:
             return peek_sqlite(store.target)
         except StoreError as exc:
-            raise StoreError(f"{exc}{_relative_meant(store.target)}") from None
+            hint = _relative_meant(store.target) or _home_meant(store.target)
+            raise StoreError(f"{exc}{hint}") from None
     return peek_postgres(store.target)  # psycopg imported there, only then
 
 
@@ -93,6 +96,21 @@ def _relative_meant(path: str) -> str:
     return (
         f"; {path!r} is read as absolute (sqlite:///PATH names /PATH here, unlike "
         f"SQLAlchemy): did you mean sqlite:{relative}?"
+    )
+
+
+def _home_meant(path: str) -> str:
+    """A hint for a ``path`` that starts with ``~`` and names nothing, where the path in
+    the home folder it stands for is a file: a shell expands a ``~`` only at a word's
+    start (or after the ``=`` or ``:`` of an assignment), so ``--store sqlite:~/jobs.db``
+    reaches the command as written, and the path is taken as written, never guessed.
+    "" otherwise."""
+    home = os.path.expanduser(path)
+    if home == path or os.path.exists(path) or not os.path.isfile(home):
+        return ""
+    return (
+        f"; no shell expanded its '~' (one does only at the start of a word): did you mean "
+        f"sqlite://{home}?"
     )
 
 

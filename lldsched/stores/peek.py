@@ -54,6 +54,9 @@ _LAST = (
     "SELECT {columns} FROM records r JOIN tasks t ON t.id = r.task_id"
     " WHERE r.task_id = {p} ORDER BY r.seq DESC LIMIT {p}"
 )
+_MOST_ROWS = 2**63 - 1
+"""The largest ``LIMIT`` both engines take (a signed 64-bit integer): a larger count of
+records asks for every one, as this does."""
 _LAST_SQLITE = (  # a task's last record, if any: the largest seq of its key, one look-up each
     "LEFT JOIN records r ON r.task_id = t.id"  # LEFT: the tasks first, never the records
     " AND r.seq = (SELECT max(m.seq) FROM records m WHERE m.task_id = t.id)"
@@ -181,9 +184,11 @@ class Peek:
         return dict(self._query("SELECT task_id, expires_at FROM leases", ()))
 
     def records(self, task_id: str, last: int) -> list[ExecutionRecord]:
-        """The last ``last`` records of ``task_id``, oldest first."""
+        """The last ``last`` records of ``task_id``, oldest first (every one, for a ``last``
+        past what a ``LIMIT`` takes: ``--records 99999999999999999999`` was SQLite's
+        ``OverflowError`` and PostgreSQL's "bigint out of range")."""
         statement = _LAST.format(columns=self._records, p=self._p)
-        rows = self._query(statement, (task_id, last))
+        rows = self._query(statement, (task_id, min(last, _MOST_ROWS)))
         rows.reverse()
         return [record_from(row) for row in rows]
 
