@@ -85,10 +85,11 @@ from lldsched.core.outage import PURGE, Kind, Outage, OutageWrites
 from lldsched.core.outagerecords import Entry, Held
 from lldsched.core.storeinterrupts import interrupt, on_main_thread
 from lldsched.logs import SCHEDULER, STORE, counted
+from lldsched.model import TaskStatus
 from lldsched.persistence import TaskSnapshot, TaskStore
 from lldsched.storecalls import purge, resave, save_all, verb_call
 
-__all__ = ["STALE_RETRY", "STALE_SHOWN", "StaleRows", "say_left_stale"]
+__all__ = ["STALE_RETRY", "STALE_SHOWN", "VERBS_OWED", "StaleRows", "say_left_stale"]
 
 log = logging.getLogger(STORE)
 
@@ -213,8 +214,10 @@ class StaleRows(OutageWrites):
                 if not isinstance(exc, Exception) and on_main_thread():
                     interrupt(self, exc)  # a Ctrl-C or an exit reaches the user: store_failed
             else:
-                del stale[task_id]
                 written.add(verb)
+                if not kept and _verb_owed(current(task_id)):
+                    continue  # stale still: written once the feed brought the other's row
+                del stale[task_id]
                 if held is not None:  # written, or left with the row (dropped: counted)
                     del outage.records[task_id]
                     outage.dropped += held.count  # none left once written (_wrote)
@@ -224,6 +227,14 @@ class StaleRows(OutageWrites):
                     outage.left += 1
                     _say_left(store, task_id, 0 if held is None else held.count)
         return done
+
+    def owes(self, task_id: str) -> bool:
+        """Whether a write of ``task_id``'s row failed in the outage under way and is not
+        stored yet (it is stale): a shared store's change feed that brings another
+        process's row of it keeps this process's pause or cancel
+        (:func:`~lldsched.core.follow.follow`), which that write carried."""
+        outage = self.outage
+        return outage is not None and task_id in outage.stale
 
     def _settle_again(
         self,
@@ -284,6 +295,24 @@ class StaleRows(OutageWrites):
         finally:
             if done:
                 _wrote(outage, held, entries[:done])
+
+
+VERBS_OWED = (TaskStatus.PAUSED, TaskStatus.CANCELLED)
+"""The statuses of a row a verb made here left stale that win over another process's
+write of it, as a pause or cancel written during another process's run wins over that
+run's outcome (docs/CLUSTER.md, "What the shared mode guarantees")."""
+
+
+def _verb_owed(registered: TaskSnapshot | None) -> bool:
+    """Whether a shared store's row left stale, whose rewrite was refused (another process
+    wrote or leased it since this one last read it), is kept stale rather than left to
+    that process: this process still holds the task (``registered``, its snapshot now),
+    paused or cancelled.  The change feed then brings the other's row, which keeps that
+    status (:func:`~lldsched.core.follow.follow`), and the next rewrite writes it.
+    Before, the row was left: a pause made in an outage was lost once the task ran
+    elsewhere first (docs/decisions/store-failures.md, "A pause or cancel made in an
+    outage outlives a run settled elsewhere")."""
+    return registered is not None and registered.status in VERBS_OWED
 
 
 def _wrote(outage: Outage, held: Held, entries: Sequence[Entry]) -> None:

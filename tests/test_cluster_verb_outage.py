@@ -1,0 +1,89 @@
+"""A pause or cancel made in an outage on a shared store, whose row another process writes
+before this one writes it again: the verb is kept, as one written during another
+process's run is (docs/CLUSTER.md, "What the shared mode guarantees"), and written on the
+row as that process left it (core/follow.py keeps the verb's status; core/stalerows.py
+keeps the row stale until it is written).
+
+Before, the pause was lost once the task ran elsewhere first: the process that paused it
+followed the other's row back to ``scheduled`` (or left its row, said at INFO), every
+process ran the task on, and ``pause()`` had returned True."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from lldsched import FixedRate, Scheduler, TaskStatus
+from lldsched.coordination import CoordinatedStore
+from lldsched.persistence import TaskSnapshot
+from tests import jobs
+from tests.cluster import StoreSpec, opened
+from tests.test_cluster_wait_end_outage import fail_the_next_save
+from tests.waits import wait_until
+
+LEASE = 30.0  # no claim expires within a test
+POLL = 0.05
+HOUR = 3600.0
+
+
+@pytest.fixture
+def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
+    """Three stores on one shared store: the verb's process, the runner, a reader."""
+    with opened(store_spec, 3, lease=LEASE, poll=POLL) as made:
+        yield made
+
+
+def _row(store: CoordinatedStore, task_id: str) -> TaskSnapshot:
+    return next(s for s in store.load_all() if s.task.id == task_id)
+
+
+def _register(scheduler: Scheduler) -> None:
+    for task_id in ("job", "other"):
+        scheduler.schedule(task_id, jobs.noop, FixedRate(HOUR, start_delay=HOUR), id=task_id,
+                           replace_existing=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("verb", ["pause", "cancel"])
+@pytest.mark.parametrize("first", ["feed", "claim"])
+def test_a_verb_whose_write_failed_wins_over_a_run_settled_elsewhere_before_it_is_written(
+    stores: list[CoordinatedStore], verb: str, first: str
+) -> None:
+    """The verb's process (never started: its next verb is its first store call) pauses or
+    cancels ``job`` while its store fails that write, and returns; the runner, which has not
+    heard of it, runs ``job`` (run_now) and settles it: the row says ``scheduled``, one run.
+    Then the verb's process makes its first store call that succeeds: a verb's read of the
+    change feed (``feed``), or, as a running scheduler's timer may, a claim before that
+    read (``claim``: the row written again is refused, changed since its last read). Either
+    way the task ends paused (or cancelled) in the store and in both processes, with the
+    runner's run counted, and the runner does not run it again."""
+    own, runner_store, reader = stores
+    runner = Scheduler(workers=1, store=runner_store).start()
+    try:
+        _register(runner)
+        verbs = Scheduler(store=own)  # loads both rows; never started
+        fail_the_next_save(own, "job")
+        assert getattr(verbs, verb)("job")  # the verb is taken: the registry has it
+        wanted = TaskStatus.PAUSED if verb == "pause" else TaskStatus.CANCELLED
+        assert verbs.task("job").status is wanted
+        assert _row(reader, "job").status is TaskStatus.SCHEDULED  # its write failed
+        runner.run_now("job")
+        wait_until(lambda: _row(reader, "job").run_count == 1, timeout=10,
+                   what="the runner's run of job settled")  # fmt: skip
+        if first == "claim":  # the timer's claim succeeding before its read of the feed
+            writes = verbs._core.store_writes
+            assert writes is not None
+            writes.succeeded("claim")
+            assert _row(reader, "job").status is TaskStatus.SCHEDULED  # refused: changed
+        verbs.pause("other")  # its read of the feed, then the rows left stale written again
+        assert verbs.task("job").status is wanted
+        row = _row(reader, "job")
+        assert (row.status, row.run_count) == (wanted, 1)  # the runner's run counted
+        assert verbs.metrics().store_ok
+        wait_until(lambda: runner.task("job").status is wanted, timeout=10,
+                   what=f"the runner follows the {verb}")  # fmt: skip
+        runner.run_now("job")  # nothing to run: paused or cancelled
+        runner.wait_idle()
+        assert sum(record.ok for record in reader.records("job")) == 1
+    finally:
+        runner.shutdown()
