@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lldsched import FixedRate, Scheduler, TaskStatus
+from lldsched import FixedRate, Scheduler, StoreError, TaskNotFoundError, TaskStatus
 from lldsched.coordination import CoordinatedStore
 from lldsched.persistence import TaskSnapshot
 from tests import jobs
@@ -85,5 +85,57 @@ def test_a_verb_whose_write_failed_wins_over_a_run_settled_elsewhere_before_it_i
         runner.run_now("job")  # nothing to run: paused or cancelled
         runner.wait_idle()
         assert sum(record.ok for record in reader.records("job")) == 1
+    finally:
+        runner.shutdown()
+
+
+def _fail_the_next_delete(store: CoordinatedStore, task_id: str) -> None:
+    """Make ``store``'s next delete of ``task_id`` raise a StoreError (nothing deleted), as
+    a store away for a moment would; its later deletes go through."""
+    delete = store.delete
+    failing = [task_id]
+
+    def fails(failed_id: str) -> None:
+        if failed_id in failing:
+            failing.remove(failed_id)
+            raise StoreError("the store went away for a moment")
+        delete(failed_id)
+
+    store.delete = fails  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("first", ["feed", "claim"])
+def test_a_remove_whose_delete_failed_wins_over_a_run_settled_elsewhere_before_it_is_written(
+    stores: list[CoordinatedStore], first: str
+) -> None:
+    """As above, with ``remove``: the runner's settle of the task removed here is not
+    learnt back as a registration (before, the task came back in the process that removed
+    it, and ran everywhere: the outage's end said its row written again), and the row is
+    deleted once read; the runner follows the removal.  A registration of the id made
+    elsewhere with another definition is learnt (tests/test_cluster_feed.py)."""
+    own, runner_store, reader = stores
+    runner = Scheduler(workers=1, store=runner_store).start()
+    try:
+        _register(runner)
+        verbs = Scheduler(store=own)  # loads both rows; never started
+        fail_the_next_save(own, "job")  # the cancel a removal writes first
+        _fail_the_next_delete(own, "job")
+        verbs.remove("job")  # the registry forgets it; its writes failed
+        assert "job" in {s.task.id for s in reader.load_all()}
+        runner.run_now("job")
+        wait_until(lambda: _row(reader, "job").run_count == 1, timeout=10,
+                   what="the runner's run of job settled")  # fmt: skip
+        if first == "claim":  # the timer's claim succeeding before its read of the feed
+            writes = verbs._core.store_writes
+            assert writes is not None
+            writes.succeeded("claim")
+            assert "job" in {s.task.id for s in reader.load_all()}  # refused: changed
+        verbs.pause("other")  # its read of the feed, then the rows left stale written again
+        with pytest.raises(TaskNotFoundError):
+            verbs.task("job")
+        assert "job" not in {s.task.id for s in reader.load_all()}
+        assert verbs.metrics().store_ok
+        wait_until(lambda: "job" not in {t.id for t in runner.tasks()}, timeout=10,
+                   what="the runner follows the removal")  # fmt: skip
     finally:
         runner.shutdown()

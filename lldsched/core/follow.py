@@ -77,6 +77,8 @@ def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> Sch
             core.remove(task.id)
         return None
     if task is None:  # registered elsewhere (or again): heard here as a registration
+        if _removed_here(core, snapshot):
+            return None  # a run of it settled elsewhere: the purge written here deletes it
         learnt = _held(core, _register(core, snapshot, records_of))
         if learnt is not None:
             core.learnt(learnt)
@@ -114,6 +116,21 @@ def _owed(core: SchedulerCore, task: ScheduledTask, status: TaskStatus) -> bool:
         return False
     writes = core.store_writes
     return writes is not None and writes.owes(task.id)
+
+
+def _removed_here(core: SchedulerCore, snapshot: TaskSnapshot) -> bool:
+    """Whether ``snapshot``, a row of a task this registry does not hold, is another
+    process's run of a task ``remove()`` forgot here while the store failed its delete
+    (:meth:`StaleRows.owes_removal <lldsched.core.stalerows.StaleRows.owes_removal>`:
+    runnable, with the definition removed): not learnt back, as a removal written during
+    that run would have ended it; the purge of the stale row deletes it.  A row of
+    another definition is a registration made elsewhere, learnt as any."""
+    writes = core.store_writes
+    return (
+        writes is not None
+        and _state(snapshot)[0] in RUNNABLE
+        and writes.owes_removal(snapshot.task.id, snapshot.task)
+    )
 
 
 def _held(core: SchedulerCore, task: ScheduledTask) -> ScheduledTask | None:

@@ -86,7 +86,7 @@ from lldsched.core.outagerecords import Entry, Held
 from lldsched.core.storeinterrupts import interrupt, on_main_thread
 from lldsched.logs import SCHEDULER, STORE, counted
 from lldsched.model import TaskStatus
-from lldsched.persistence import TaskSnapshot, TaskStore
+from lldsched.persistence import Task, TaskSnapshot, TaskStore
 from lldsched.storecalls import purge, resave, save_all, verb_call
 
 __all__ = ["STALE_RETRY", "STALE_SHOWN", "VERBS_OWED", "StaleRows", "say_left_stale"]
@@ -194,6 +194,7 @@ class StaleRows(OutageWrites):
             snapshot = current(task_id) or (failed if isinstance(failed, TaskSnapshot) else None)
             verb: Kind = "delete" if snapshot is None else "save"
             kept = True
+            owed = False  # a purge of a task removed here, refused
             held = outage.records.get(task_id)
             try:
                 if snapshot is not None and held is not None and not self.shared:
@@ -203,8 +204,9 @@ class StaleRows(OutageWrites):
                     kept = resave(store, snapshot, [record for _, record, _ in entries])
                     if kept and held is not None:
                         _wrote(outage, held, entries)
-                elif failed == PURGE:
-                    purge(store, task_id)  # a row kept is the feed's to bring in
+                elif failed == PURGE:  # a row kept is the feed's to bring in, but one of
+                    # a task removed here: that feed's row is not learnt, and purged once read
+                    owed = not purge(store, task_id) and task_id in outage.removed
                 else:
                     store.delete(task_id)
             except BaseException as exc:  # still failing: said as any failure in an outage
@@ -215,9 +217,10 @@ class StaleRows(OutageWrites):
                     interrupt(self, exc)  # a Ctrl-C or an exit reaches the user: store_failed
             else:
                 written.add(verb)
-                if not kept and _verb_owed(current(task_id)):
+                if owed or (not kept and _verb_owed(current(task_id))):
                     continue  # stale still: written once the feed brought the other's row
                 del stale[task_id]
+                outage.removed.pop(task_id, None)
                 if held is not None:  # written, or left with the row (dropped: counted)
                     del outage.records[task_id]
                     outage.dropped += held.count  # none left once written (_wrote)
@@ -235,6 +238,19 @@ class StaleRows(OutageWrites):
         (:func:`~lldsched.core.follow.follow`), which that write carried."""
         outage = self.outage
         return outage is not None and task_id in outage.stale
+
+    def owes_removal(self, task_id: str, definition: Task) -> bool:
+        """Whether ``remove()`` forgot ``task_id`` here, of that ``definition``, while the
+        store failed its delete (the row stale, to be purged): a shared store's change
+        feed that brings another process's run of it, settled since, does not register
+        it here again (:func:`~lldsched.core.follow.follow`); the purge deletes that row
+        once read.  Another definition is a registration of the id made elsewhere: learnt."""
+        outage = self.outage
+        return (
+            outage is not None
+            and outage.stale.get(task_id) == PURGE
+            and outage.removed.get(task_id) == definition
+        )
 
     def _settle_again(
         self,
@@ -310,8 +326,8 @@ def _verb_owed(registered: TaskSnapshot | None) -> bool:
     paused or cancelled.  The change feed then brings the other's row, which keeps that
     status (:func:`~lldsched.core.follow.follow`), and the next rewrite writes it.
     Before, the row was left: a pause made in an outage was lost once the task ran
-    elsewhere first (docs/decisions/store-failures.md, "A pause or cancel made in an
-    outage outlives a run settled elsewhere")."""
+    elsewhere first (docs/decisions/store-failures.md, "A pause, cancel or remove made in
+    an outage outlives a run settled elsewhere")."""
     return registered is not None and registered.status in VERBS_OWED
 
 
