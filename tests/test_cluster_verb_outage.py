@@ -44,6 +44,24 @@ def _register(scheduler: Scheduler) -> None:
                            replace_existing=True)  # fmt: skip
 
 
+def _run_elsewhere_then_call(
+    runner: Scheduler, verbs: Scheduler, reader: CoordinatedStore, first: str
+) -> None:
+    """The runner, which has not heard of the verb, runs ``job`` and settles it; then the
+    verb's process makes its first store call that succeeds: a verb's read of the change
+    feed (``feed``), after, as a running scheduler's timer may, a claim (``claim``: the
+    row written again is refused, changed since its last read)."""
+    runner.run_now("job")
+    wait_until(lambda: _row(reader, "job").run_count == 1, timeout=10,
+               what="the runner's run of job settled")  # fmt: skip
+    if first == "claim":  # the timer's claim succeeding before its read of the feed
+        writes = verbs._core.store_writes
+        assert writes is not None
+        writes.succeeded("claim")
+        assert _row(reader, "job").status is TaskStatus.SCHEDULED  # refused: changed
+    verbs.pause("other")  # its read of the feed, then the rows left stale written again
+
+
 @pytest.mark.parametrize("verb", ["pause", "cancel"])
 @pytest.mark.parametrize("first", ["feed", "claim"])
 def test_a_verb_whose_write_failed_wins_over_a_run_settled_elsewhere_before_it_is_written(
@@ -67,15 +85,7 @@ def test_a_verb_whose_write_failed_wins_over_a_run_settled_elsewhere_before_it_i
         wanted = TaskStatus.PAUSED if verb == "pause" else TaskStatus.CANCELLED
         assert verbs.task("job").status is wanted
         assert _row(reader, "job").status is TaskStatus.SCHEDULED  # its write failed
-        runner.run_now("job")
-        wait_until(lambda: _row(reader, "job").run_count == 1, timeout=10,
-                   what="the runner's run of job settled")  # fmt: skip
-        if first == "claim":  # the timer's claim succeeding before its read of the feed
-            writes = verbs._core.store_writes
-            assert writes is not None
-            writes.succeeded("claim")
-            assert _row(reader, "job").status is TaskStatus.SCHEDULED  # refused: changed
-        verbs.pause("other")  # its read of the feed, then the rows left stale written again
+        _run_elsewhere_then_call(runner, verbs, reader, first)
         assert verbs.task("job").status is wanted
         row = _row(reader, "job")
         assert (row.status, row.run_count) == (wanted, 1)  # the runner's run counted
@@ -122,15 +132,7 @@ def test_a_remove_whose_delete_failed_wins_over_a_run_settled_elsewhere_before_i
         _fail_the_next_delete(own, "job")
         verbs.remove("job")  # the registry forgets it; its writes failed
         assert "job" in {s.task.id for s in reader.load_all()}
-        runner.run_now("job")
-        wait_until(lambda: _row(reader, "job").run_count == 1, timeout=10,
-                   what="the runner's run of job settled")  # fmt: skip
-        if first == "claim":  # the timer's claim succeeding before its read of the feed
-            writes = verbs._core.store_writes
-            assert writes is not None
-            writes.succeeded("claim")
-            assert "job" in {s.task.id for s in reader.load_all()}  # refused: changed
-        verbs.pause("other")  # its read of the feed, then the rows left stale written again
+        _run_elsewhere_then_call(runner, verbs, reader, first)
         with pytest.raises(TaskNotFoundError):
             verbs.task("job")
         assert "job" not in {s.task.id for s in reader.load_all()}
