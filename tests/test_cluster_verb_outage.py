@@ -105,11 +105,11 @@ def _fail_the_next_delete(store: CoordinatedStore, task_id: str) -> None:
     delete = store.delete
     failing = [task_id]
 
-    def fails(failed_id: str) -> None:
-        if failed_id in failing:
-            failing.remove(failed_id)
+    def fails(task_id: str) -> None:
+        if task_id in failing:
+            failing.remove(task_id)
             raise StoreError("the store went away for a moment")
-        delete(failed_id)
+        delete(task_id)
 
     store.delete = fails  # type: ignore[method-assign]
 
