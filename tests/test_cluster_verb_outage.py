@@ -1,12 +1,14 @@
-"""A pause or cancel made in an outage on a shared store, whose row another process writes
-before this one writes it again: the verb is kept, as one written during another
-process's run is (docs/CLUSTER.md, "What the shared mode guarantees"), and written on the
-row as that process left it (core/follow.py keeps the verb's status; core/stalerows.py
-keeps the row stale until it is written).
+"""A pause, cancel or remove made in an outage on a shared store, whose row another
+process writes before this one writes it again: the verb is kept, as one written during
+another process's run is (docs/CLUSTER.md, "What the shared mode guarantees"), and
+written on the row as that process left it (core/follow.py keeps the verb's status, or
+does not learn the removed task back; core/stalerows.py keeps the row stale until it is
+written).
 
-Before, the pause was lost once the task ran elsewhere first: the process that paused it
-followed the other's row back to ``scheduled`` (or left its row, said at INFO), every
-process ran the task on, and ``pause()`` had returned True."""
+Before, the verb was lost once the task ran elsewhere first: the process that paused it
+followed the other's row back to ``scheduled`` (or left its row, said at INFO), or
+learnt the removed task back, every process ran the task on, and the verb had returned
+as done."""
 
 from __future__ import annotations
 
