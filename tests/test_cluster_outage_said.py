@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from lldsched import FixedRate, Scheduler, StoreError
+from lldsched import FixedRate, Priority, Scheduler, StoreError, TaskStatus
 from lldsched.coordination import Claim, CoordinatedStore
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
@@ -156,15 +156,49 @@ def test_a_settle_refused_when_made_again_is_said_refused_not_a_row_left_stale(
             jobs.GATE.clear()
 
 
-def test_a_row_left_to_the_process_that_leased_it_is_said_left_not_stale(
+def test_a_row_left_to_the_process_that_wrote_it_is_said_left_not_stale(
     store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A verb's write that failed is written again only while no lease holds the row
-    (``storecalls.resave``): a row another process claimed meanwhile is left to it, said
-    at INFO.  The line that ends the outage said "those tasks' rows are stale until their
-    next transition" of that row; it says now that the row was left to another process.
-    A scheduler never started (verbs only): its next verb's read of the feed ends the
-    outage (tests/test_cluster_wait_end_outage.py)."""
+    """A verb's write that failed is written again only while the row is as this process
+    last read it (``storecalls.resave``): a row another process wrote meanwhile is left to
+    it, said at INFO.  The line that ends the outage said "those tasks' rows are stale
+    until their next transition" of that row; it says now that the row was left to another
+    process.  Here a resume whose write failed, the row then changed by another process
+    and the rewrite made first, as a running scheduler's claim may make it, before the
+    read of the feed (a pause or cancel is kept instead:
+    tests/test_cluster_verb_outage.py)."""
+    caplog.set_level(logging.INFO, logger="lldsched.store")
+    with opened(store_spec, 2, lease=300.0, poll=0.05) as (admin_store, other):
+        admin = Scheduler(store=admin_store)  # never started
+        try:
+            admin.schedule("a", jobs.noop, FixedRate(HOUR), id="a", paused=True)
+            fail_the_next_save(admin_store, "a")
+            assert admin.resume("a")  # its write fails: the row stale, still paused
+            Scheduler(store=other).modify("a", priority=Priority.HIGH)  # another writes it
+            writes = admin._core.store_writes
+            assert writes is not None
+            writes.succeeded("claim")  # before the feed's read: the row changed since
+            assert admin.metrics().store_ok
+            (left,) = [r for r in caplog.records if "is not written again" in r.message]
+            assert left.levelno == logging.INFO and "task a: " in left.message
+            (ended,) = [r for r in caplog.records if "recovered (a " in r.message]
+            assert ended.message.endswith(
+                "1 task write not stored (1 row left stale not written again: another "
+                "process wrote, removed or leased it since (the change feed brings its row))"
+            )
+        finally:
+            admin.shutdown()
+
+
+def test_a_pause_under_another_process_lease_is_written_once_that_lease_is_let_go(
+    store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pause whose write failed, the task then claimed by another process: the row is
+    that run's, and the pause wins over its outcome, as one written during the run does
+    (docs/CLUSTER.md, "The database restarts").  The row stays stale while the lease is
+    live (not left, as it was: the pause was lost), the outage goes on, and once the lease
+    is let go the next call writes the pause.  A scheduler never started (verbs only): its
+    next verb's read of the feed is that call (tests/test_cluster_wait_end_outage.py)."""
     caplog.set_level(logging.INFO, logger="lldsched.store")
     with opened(store_spec, 2, lease=300.0, poll=0.05) as (admin_store, other):
         admin = Scheduler(store=admin_store)  # never started
@@ -175,14 +209,15 @@ def test_a_row_left_to_the_process_that_leased_it_is_said_left_not_stale(
             assert admin.pause("a")  # its write fails: the row stale
             (claim,) = other.claim(now=time.time(), limit=1)  # another process runs it
             assert claim.task_id == "a"
-            assert admin.pause("b")  # the next verb: its read of the feed ends the outage
+            assert admin.pause("b")  # the next verb: the row leased, kept stale
+            assert not admin.metrics().store_ok
+            assert not [r for r in caplog.records if "is not written again" in r.message]
+            other.release(task_id="a", token=claim.token)
+            assert admin.resume("b")  # the next verb: the pause written
             assert admin.metrics().store_ok
-            (left,) = [r for r in caplog.records if "is not written again" in r.message]
-            assert left.levelno == logging.INFO and "task a: " in left.message
+            (row,) = [s for s in other.load_all() if s.task.id == "a"]
+            assert row.status is TaskStatus.PAUSED
             (ended,) = [r for r in caplog.records if "recovered (a " in r.message]
-            assert ended.message.endswith(
-                "1 task write not stored (1 row left stale not written again: another "
-                "process wrote, removed or leased it since (the change feed brings its row))"
-            )
+            assert "the rows they left stale were written again (1 row)" in ended.message
         finally:
             admin.shutdown()

@@ -202,7 +202,7 @@ class StatusVerbs(CoreParts):
                 try:
                     self._store.delete(task_id)
                 except BaseException as exc:  # the registry stays authoritative (storewrites.py)
-                    store_failed(self._writes, exc, "delete", task_id)
+                    store_failed(self._writes, exc, "delete", task_id, removed=task.definition)
                 else:
                     store_written(self._writes, "delete", task_id)
         return task

@@ -31,6 +31,7 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import RUNNABLE, SLOT_HELD, runnable
 from lldsched.core.recovery import blocked_of, pending_slot, restored_state, stored_plan
 from lldsched.core.registration import options_of
+from lldsched.core.stalerows import VERBS_OWED
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
@@ -76,6 +77,8 @@ def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> Sch
             core.remove(task.id)
         return None
     if task is None:  # registered elsewhere (or again): heard here as a registration
+        if _removed_here(core, snapshot):
+            return None  # a run of it settled elsewhere: the purge written here deletes it
         learnt = _held(core, _register(core, snapshot, records_of))
         if learnt is not None:
             core.learnt(learnt)
@@ -90,10 +93,44 @@ def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> Sch
     if task.running:
         _control(core, task, status)
         return task
+    owed = _owed(core, task, status)
     if task.status is TaskStatus.CANCELLED:
+        if owed:  # its row not stored yet: the other's runs counted in what it writes
+            core.adopt_counts(task, snapshot.run_count, snapshot.failure_count,
+                              snapshot.last_error)  # fmt: skip
         return task  # cancelled is final here as everywhere (a row cannot revive it)
-    _adopt(core, task, snapshot, status, attempt, records_of)
+    _adopt(core, task, snapshot, task.status if owed else status, attempt, records_of)
     return _held(core, task)
+
+
+def _owed(core: SchedulerCore, task: ScheduledTask, status: TaskStatus) -> bool:
+    """Whether ``task``'s pause or cancel, made here while the store failed its write
+    (the row stale: :meth:`StaleRows.owes <lldsched.core.stalerows.StaleRows.owes>`),
+    wins over the row another process wrote since, which says ``status``: runnable (a
+    run settled there, its next slot).  Such a verb wins over that process's
+    run as one written during the run does (docs/CLUSTER.md, "What the shared mode
+    guarantees"): the rest of the row is taken, its status is this process's, and the
+    rewrite of the stale row writes them.  A row another process finished, paused,
+    cancelled, failed or found blocked is taken as it is."""
+    if task.status not in VERBS_OWED or status not in RUNNABLE:
+        return False
+    writes = core.store_writes
+    return writes is not None and writes.owes(task.id)
+
+
+def _removed_here(core: SchedulerCore, snapshot: TaskSnapshot) -> bool:
+    """Whether ``snapshot``, a row of a task this registry does not hold, is another
+    process's run of a task ``remove()`` forgot here while the store failed its delete
+    (:meth:`StaleRows.owes_removal <lldsched.core.stalerows.StaleRows.owes_removal>`:
+    runnable, with the definition removed): not learnt back, as a removal written during
+    that run would have ended it; the purge of the stale row deletes it.  A row of
+    another definition is a registration made elsewhere, learnt as any."""
+    writes = core.store_writes
+    return (
+        writes is not None
+        and _state(snapshot)[0] in RUNNABLE
+        and writes.owes_removal(snapshot.task.id, snapshot.task)
+    )
 
 
 def _held(core: SchedulerCore, task: ScheduledTask) -> ScheduledTask | None:

@@ -68,7 +68,7 @@ from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Held
 from lldsched.core.storeinterrupts import StoreInterrupts
 from lldsched.logs import STORE, Repeats, counted, say_with_traceback
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot, TaskStore
+from lldsched.persistence import Task, TaskSnapshot, TaskStore
 
 __all__ = [
     "ENDED_BY",
@@ -142,6 +142,7 @@ class Outage:
         "quiet",
         "records",
         "refused",
+        "removed",
         "runs",
         "runs_folded",
         "settles",
@@ -160,6 +161,10 @@ class Outage:
         # id -> the snapshot whose save failed (None: a delete failed; PURGE: a purge) of
         # each task whose row is stale, until a write of its own succeeds: written again
         self.stale: dict[str, TaskSnapshot | str | None] = {}
+        # id -> the definition of each task a remove() here forgot whose delete (a purge,
+        # stale) failed, on a shared store: another process's run of it, settled before
+        # the purge is written, is not learnt back from the change feed (follow.py)
+        self.removed: dict[str, Task] = {}
         # id -> the records the failed saves of a stale row carried (of runs, on a store of
         # one process; of no run: a dependency wait's blocked record, a slot decided
         # without a run), bounded (Held): written with the row, in order (failed, save).

@@ -296,6 +296,18 @@ class Restoration(CoreParts):
         if self.emit is not None:
             self.emit(TaskEvent(task.id, task.name, None, task.status, self.clock.now()))
 
+    def adopt_counts(
+        self, task: ScheduledTask, run_count: int, failure_count: int, last_error: str | None
+    ) -> None:
+        """Take the run counters of ``task``'s row alone (another process's runs), its state
+        kept: a task cancelled here whose row the store has not stored yet, written with
+        them (:func:`~lldsched.core.follow.follow`).  Nothing is written or heard."""
+        if run_count or failure_count or task._stats is not None:
+            stats = self._stats(task)
+            stats.run_count = run_count
+            stats.failure_count = failure_count
+            stats.last_error = last_error
+
     def adopt_streak(self, task: ScheduledTask, records: Iterable[ExecutionRecord]) -> None:
         """Take the slots ``task`` gave up in a row from ``records`` (the store's, oldest
         first), as a restart does: on a shared store the streak that

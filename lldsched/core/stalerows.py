@@ -85,10 +85,11 @@ from lldsched.core.outage import PURGE, Kind, Outage, OutageWrites
 from lldsched.core.outagerecords import Entry, Held
 from lldsched.core.storeinterrupts import interrupt, on_main_thread
 from lldsched.logs import SCHEDULER, STORE, counted
-from lldsched.persistence import TaskSnapshot, TaskStore
+from lldsched.model import TaskStatus
+from lldsched.persistence import Task, TaskSnapshot, TaskStore
 from lldsched.storecalls import purge, resave, save_all, verb_call
 
-__all__ = ["STALE_RETRY", "STALE_SHOWN", "StaleRows", "say_left_stale"]
+__all__ = ["STALE_RETRY", "STALE_SHOWN", "VERBS_OWED", "StaleRows", "say_left_stale"]
 
 log = logging.getLogger(STORE)
 
@@ -193,6 +194,7 @@ class StaleRows(OutageWrites):
             snapshot = current(task_id) or (failed if isinstance(failed, TaskSnapshot) else None)
             verb: Kind = "delete" if snapshot is None else "save"
             kept = True
+            owed = False  # a purge of a task removed here, refused
             held = outage.records.get(task_id)
             try:
                 if snapshot is not None and held is not None and not self.shared:
@@ -202,8 +204,9 @@ class StaleRows(OutageWrites):
                     kept = resave(store, snapshot, [record for _, record, _ in entries])
                     if kept and held is not None:
                         _wrote(outage, held, entries)
-                elif failed == PURGE:
-                    purge(store, task_id)  # a row kept is the feed's to bring in
+                elif failed == PURGE:  # a row kept is the feed's to bring in, but one of
+                    # a task removed here: that feed's row is not learnt, and purged once read
+                    owed = not purge(store, task_id) and task_id in outage.removed
                 else:
                     store.delete(task_id)
             except BaseException as exc:  # still failing: said as any failure in an outage
@@ -213,8 +216,11 @@ class StaleRows(OutageWrites):
                 if not isinstance(exc, Exception) and on_main_thread():
                     interrupt(self, exc)  # a Ctrl-C or an exit reaches the user: store_failed
             else:
-                del stale[task_id]
                 written.add(verb)
+                if owed or (not kept and _verb_owed(current(task_id))):
+                    continue  # stale still: written once the feed brought the other's row
+                del stale[task_id]
+                outage.removed.pop(task_id, None)
                 if held is not None:  # written, or left with the row (dropped: counted)
                     del outage.records[task_id]
                     outage.dropped += held.count  # none left once written (_wrote)
@@ -224,6 +230,27 @@ class StaleRows(OutageWrites):
                     outage.left += 1
                     _say_left(store, task_id, 0 if held is None else held.count)
         return done
+
+    def owes(self, task_id: str) -> bool:
+        """Whether a write of ``task_id``'s row failed in the outage under way and is not
+        stored yet (it is stale): a shared store's change feed that brings another
+        process's row of it keeps this process's pause or cancel
+        (:func:`~lldsched.core.follow.follow`), which that write carried."""
+        outage = self.outage
+        return outage is not None and task_id in outage.stale
+
+    def owes_removal(self, task_id: str, definition: Task) -> bool:
+        """Whether ``remove()`` forgot ``task_id`` here, of that ``definition``, while the
+        store failed its delete (the row stale, to be purged): a shared store's change
+        feed that brings another process's run of it, settled since, does not register
+        it here again (:func:`~lldsched.core.follow.follow`); the purge deletes that row
+        once read.  Another definition is a registration of the id made elsewhere: learnt."""
+        outage = self.outage
+        return (
+            outage is not None
+            and outage.stale.get(task_id) == PURGE
+            and outage.removed.get(task_id) == definition
+        )
 
     def _settle_again(
         self,
@@ -284,6 +311,24 @@ class StaleRows(OutageWrites):
         finally:
             if done:
                 _wrote(outage, held, entries[:done])
+
+
+VERBS_OWED = (TaskStatus.PAUSED, TaskStatus.CANCELLED)
+"""The statuses of a row a verb made here left stale that win over another process's
+write of it, as a pause or cancel written during another process's run wins over that
+run's outcome (docs/CLUSTER.md, "What the shared mode guarantees")."""
+
+
+def _verb_owed(registered: TaskSnapshot | None) -> bool:
+    """Whether a shared store's row left stale, whose rewrite was refused (another process
+    wrote or leased it since this one last read it), is kept stale rather than left to
+    that process: this process still holds the task (``registered``, its snapshot now),
+    paused or cancelled.  The change feed then brings the other's row, which keeps that
+    status (:func:`~lldsched.core.follow.follow`), and the next rewrite writes it.
+    Before, the row was left: a pause made in an outage was lost once the task ran
+    elsewhere first (docs/decisions/store-failures.md, "A pause, cancel or remove made in
+    an outage outlives a run settled elsewhere")."""
+    return registered is not None and registered.status in VERBS_OWED
 
 
 def _wrote(outage: Outage, held: Held, entries: Sequence[Entry]) -> None:

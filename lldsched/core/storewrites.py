@@ -58,7 +58,7 @@ from lldsched.core.storeinterrupts import interrupt, on_main_thread
 from lldsched.errors import StoreClosedError
 from lldsched.logs import STORE, Repeats
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot, TaskStore
+from lldsched.persistence import Task, TaskSnapshot, TaskStore
 from lldsched.storecalls import purge, save_all
 
 __all__ = [
@@ -142,9 +142,11 @@ class StoreWrites(StaleRows):
         purge: bool = False,
         fenced: bool = False,
         records: Sequence[ExecutionRecord] = (),
+        removed: Task | None = None,
     ) -> None:
         """A write of ``task_id`` (``verb``: ``"save"`` of ``snapshot`` with ``records``,
-        or ``"delete"``, a purge's if ``purge``) raised ``error`` after the change it
+        or ``"delete"``, a purge's if ``purge``, a ``remove()``'s of the definition
+        ``removed`` if given) raised ``error`` after the change it
         describes was made: logged once an outage (called in an ``except`` block), and its
         row remembered as stale, to be written again as it was asked, with the records
         (:meth:`_rewrite`).  A delete on a shared store is written again as a purge: only
@@ -176,6 +178,10 @@ class StoreWrites(StaleRows):
                     outage.stale.pop(task_id, None)
                 else:
                     outage.stale[task_id] = PURGE if purge or self.shared else None
+                if removed is not None and self.shared:  # StaleRows.owes_removal
+                    outage.removed[task_id] = removed
+                else:
+                    outage.removed.pop(task_id, None)
             else:
                 outage.stale[task_id] = snapshot
             if verb == "save" and fenced:  # a run's settle: tried again as it was
@@ -301,11 +307,13 @@ def store_failed(
     purge: bool = False,
     fenced: bool = False,
     records: Sequence[ExecutionRecord] = (),
+    removed: Task | None = None,
 ) -> None:
     """A core's write that failed after the change it describes was made: logged by
     :meth:`StoreWrites.failed` (called in an ``except BaseException`` block, so with a
     store; ``purge``: the delete was a purge, written again as one; ``fenced``: a run's
-    settle, whose row is its lease's, not written again).
+    settle, whose row is its lease's, not written again; ``removed``: the definition a
+    ``remove()`` forgot, whose delete this was).
 
     A ``BaseException`` that is not an ``Exception`` (a ``KeyboardInterrupt`` or
     ``SystemExit`` raised inside ``save`` or ``delete``) is a failed write like any
@@ -317,7 +325,10 @@ def store_failed(
     failed run (docs/decisions/store-failures.md, "A store's save that raises a BaseException").
     """
     assert writes is not None  # a core makes one with its store
-    writes.failed(error, verb, task_id, snapshot, purge=purge, fenced=fenced, records=records)
+    writes.failed(
+        error, verb, task_id, snapshot, purge=purge, fenced=fenced, records=records,
+        removed=removed,
+    )  # fmt: skip
     if not isinstance(error, Exception) and on_main_thread():
         interrupt(writes, error)
 
