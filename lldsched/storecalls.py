@@ -129,7 +129,8 @@ def settles_waiting(store: object) -> bool | None:
 class HoldNotCommitted(StoreError):
     """A verb's hold (:func:`verb_held`) whose end failed (its commit: the connection lost,
     the disk full; or the database rolled its transaction back under it): none of the
-    writes made inside is stored.  ``written`` names each task written there, to the
+    writes made inside is stored, or, its end cut by an interrupt, whether they are is
+    not known (below), and its message says which.  ``written`` names each task written there, to the
     last snapshot written of it (None: a delete), so that the runtime writes every one
     of them again as a failed write, not only the verb's own task: a ``cancel``'s
     dependents, a retirement's purge, a stale row written again inside.
@@ -148,8 +149,11 @@ class HoldNotCommitted(StoreError):
 
     An interrupt that lands in the hold's end itself, before its COMMIT is known to be
     made, is raised with this error its ``__context__`` too, the COMMIT taken as not made
-    (:meth:`HeldWrites.cut <lldsched.stores.held.HeldWrites.cut>`); one that lands once it
-    is known made is raised alone, the writes stored."""
+    (:meth:`HeldWrites.cut <lldsched.stores.held.HeldWrites.cut>`), and this error says
+    the writes may or may not be stored ("a verb's hold may not have been committed,
+    whether its writes are stored is not known"): an interrupt raised as the COMMIT's
+    call returns, made, cannot be told from one raised before it ran.  One that lands
+    once the COMMIT is known made is raised alone, the writes stored."""
 
     def __init__(self, message: str, *, written: Mapping[str, TaskSnapshot | None]) -> None:
         super().__init__(message)
