@@ -129,11 +129,13 @@ def settles_waiting(store: object) -> bool | None:
 class HoldNotCommitted(StoreError):
     """A verb's hold (:func:`verb_held`) whose end failed (its commit: the connection lost,
     the disk full; or the database rolled its transaction back under it): none of the
-    writes made inside is stored, or, its end cut by an interrupt, whether they are is
-    not known (below), and its message says which.  ``written`` names each task written there, to the
-    last snapshot written of it (None: a delete), so that the runtime writes every one
-    of them again as a failed write, not only the verb's own task: a ``cancel``'s
-    dependents, a retirement's purge, a stale row written again inside.
+    writes made inside is stored, or whether they are is not known (a PostgreSQL COMMIT
+    sent, its reply lost with the connection; an interrupt in the end, below), and its
+    message says which.  ``written`` names each task written there, to the last snapshot
+    written of it (None: a delete), so that the runtime writes every one of them again as
+    a failed write (conditionally: a row the COMMIT did store is left as it is), not only
+    the verb's own task: a ``cancel``'s dependents, a retirement's purge, a stale row
+    written again inside.
 
     **It never takes the place of an error that is not a store's.**  A hold's block that
     raised one (a ``KeyboardInterrupt``, a signal handler's exception, the verb's own

@@ -52,9 +52,7 @@ __all__ = ["HeldWrites"]
 
 _ABSENT = object()
 _NOT_STORED = "a verb's hold was not committed, none of its writes is stored"
-_NOT_KNOWN = (
-    "a verb's hold may not have been committed, whether its writes are stored is not known"
-)
+_NOT_KNOWN = "a verb's hold may not have been committed, whether its writes are stored is not known"
 
 
 class HeldWrites:
