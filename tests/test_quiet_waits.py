@@ -160,3 +160,55 @@ def test_a_wait_for_quiet_out_of_time_with_a_run_in_flight_says_false(
     finally:
         release.set()
     assert getattr(scheduler, verb)(timeout=5) is True
+
+
+class _Elapsed:
+    """``time`` as ``lldsched.threaded.idlewaits`` reads it: ``monotonic()`` gives ``start``
+    at its first reading (the wait's deadline is counted from it) and ``start +
+    elapsed`` after, so a wait's own timeout is judged without waiting it out; the second
+    reading (the wait has found the run in flight) lets ``release`` go."""
+
+    def __init__(self, elapsed: float, release: threading.Event) -> None:
+        self.start = 1_000.0
+        self.elapsed = elapsed
+        self.release = release
+        self.readings = 0
+
+    def monotonic(self) -> float:
+        self.readings += 1
+        if self.readings == 1:
+            return self.start
+        self.release.set()
+        return self.start + self.elapsed
+
+
+@pytest.mark.parametrize("verb", ["wait_idle", "wait_drained"])
+@pytest.mark.parametrize(("elapsed", "quiet"), [(4.0, True), (5.0, False)])
+def test_a_wait_for_quiet_gives_up_after_five_seconds_by_default(
+    make_scheduler: SchedulerFactory,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    verb: str,
+    elapsed: float,
+    quiet: bool,
+) -> None:
+    """The default timeout its docstring and docs/GUIDE.md state: a run in flight 4 s
+    into the wait is waited for, and at 5 s the wait says False."""
+    import lldsched.threaded.idlewaits as idlewaits
+
+    began, release = threading.Event(), threading.Event()
+
+    def held() -> None:
+        began.set()
+        release.wait(10)
+
+    scheduler = make_scheduler(clock=clock)
+    scheduler.schedule("held", held, OneTime(delay=0))
+    assert began.wait(5)
+    monkeypatch.setattr(idlewaits, "time", _Elapsed(elapsed, release))
+    try:
+        assert getattr(scheduler, verb)() is quiet
+    finally:
+        release.set()
+        monkeypatch.undo()
+    settle(scheduler)
