@@ -15,7 +15,8 @@ what did not import (:func:`_not_loaded`).
 Exit statuses as every command's (:data:`~lldsched.cli.EXIT_STATUSES`): 2, with one
 ``error:`` line, for anything refused before a change (a bad ``--store``, a store that
 cannot be reached or read, an unknown id, a task that cannot be loaded here, an SQLite
-file a scheduler holds unshared, ``remove`` of a task others depend on); 1 when a verb's
+file a scheduler holds unshared, ``remove`` of a task others depend on, ``redrive`` of a task
+whose next slot waits for a failed or cancelled upstream: :func:`_fails_again`); 1 when a verb's
 write failed once begun: raised, or kept by the runtime as an outage (``store_ok`` False
 after the verb), the line naming the store's error and saying the change may not be stored.
 A cron schedule's zone is named, UTC too: the NEXT RUN column is UTC (:func:`_schedule`).
@@ -43,11 +44,12 @@ from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr
 from lldsched.cli.storeurl import BadStore, StoreName, act_on, parse_store, peek
 from lldsched.clock import UTC_NAMES, beyond_datetimes, utc_datetime
 from lldsched.coordination import DIED_UNSHARED, Lease
+from lldsched.core.dependencies import Upstream
 from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, shown
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import TaskSnapshot
-from lldsched.printable import one_line
+from lldsched.printable import name_after, one_line
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import describe
@@ -331,6 +333,9 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
                     "the command where the service's code imports (its virtualenv, its "
                     "PYTHONPATH); nothing was changed"
                 )
+            dead = scheduler._core.dead_upstream(task_id) if verb == "redrive" else None
+            if dead is not None:
+                return _refused(_fails_again(task_id, dead))
             act: Callable[[str], Any] = getattr(scheduler, method)
             acted = True
             try:
@@ -357,6 +362,25 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
             return 0
     except (StoreError, ImportError) as exc:  # the open (nothing changed), or the close
         return _refused(exc, FAILED if acted else BAD_ARGUMENTS)
+
+
+def _fails_again(task_id: str, upstream: Upstream) -> str:
+    """Why ``redrive`` of ``task_id`` is refused: its next slot waits for ``upstream``,
+    FAILED or CANCELLED, so redriven it would fail again at once, and what to do
+    instead (docs/decisions/dependencies.md, "A dead upstream fails its dependents")."""
+    status = upstream.status.value
+    if upstream.status is TaskStatus.FAILED:
+        advice = f"redrive {upstream.id} first, then {task_id}"
+    else:  # cancelled: no verb brings it back
+        advice = (
+            f"{upstream.id} will not run again: register {task_id} again without it "
+            f"(replace_existing=True), or remove {task_id}"
+        )
+    return (
+        f"task {task_id} waits for its upstream {upstream.id}"
+        f"{name_after(upstream.id, upstream.name)}, which is {status}: redriven, it would "
+        f"fail again at once; {advice}; nothing was changed"
+    )
 
 
 def _ran_out(row: Row, now: Callable[[], float]) -> bool:
