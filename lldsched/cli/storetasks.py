@@ -38,13 +38,12 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr
 from lldsched.cli.storeurl import BadStore, StoreName, act_on, parse_store, peek
 from lldsched.clock import UTC_NAMES, beyond_datetimes, utc_datetime
 from lldsched.coordination import DIED_UNSHARED, Lease
-from lldsched.core.dependencies import Upstream
 from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, shown
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
@@ -55,6 +54,9 @@ from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import describe
 from lldsched.stores.codec import decode_task
 from lldsched.stores.peek import Last, Listed, Peek, Row
+
+if TYPE_CHECKING:
+    from lldsched.threaded.scheduler import Scheduler
 
 __all__ = ["EXAMPLE_STORE", "STATUSES", "VERBS", "add_parser", "run_tasks"]
 
@@ -333,9 +335,12 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
                     "the command where the service's code imports (its virtualenv, its "
                     "PYTHONPATH); nothing was changed"
                 )
-            dead = scheduler._core.dead_upstream(task_id) if verb == "redrive" else None
+            core = cast("Scheduler", scheduler)._core  # act_on builds a Scheduler
+            dead = core.dead_upstream(task_id) if verb == "redrive" else None
             if dead is not None:
-                return _refused(_fails_again(task_id, dead))
+                return _refused(
+                    _fails_again(task_id, upstream=dead.id, name=dead.name, status=dead.status)
+                )
             act: Callable[[str], Any] = getattr(scheduler, method)
             acted = True
             try:
@@ -364,22 +369,22 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
         return _refused(exc, FAILED if acted else BAD_ARGUMENTS)
 
 
-def _fails_again(task_id: str, upstream: Upstream) -> str:
-    """Why ``redrive`` of ``task_id`` is refused: its next slot waits for ``upstream``,
-    FAILED or CANCELLED, so redriven it would fail again at once, and what to do
-    instead (docs/decisions/dependencies.md, "A dead upstream fails its dependents")."""
-    status = upstream.status.value
-    if upstream.status is TaskStatus.FAILED:
-        advice = f"redrive {upstream.id} first, then {task_id}"
+def _fails_again(task_id: str, *, upstream: str, name: str, status: TaskStatus) -> str:
+    """Why ``redrive`` of ``task_id`` is refused: its next slot waits for ``upstream``
+    (named ``name``), FAILED or CANCELLED (``status``), so redriven it would fail again
+    at once, and what to do instead (docs/decisions/dependencies.md, "The command line
+    refuses a redrive that would fail again at once")."""
+    if status is TaskStatus.FAILED:
+        advice = f"redrive {upstream} first, then {task_id}"
     else:  # cancelled: no verb brings it back
         advice = (
-            f"{upstream.id} will not run again: register {task_id} again without it "
+            f"{upstream} will not run again: register {task_id} again without it "
             f"(replace_existing=True), or remove {task_id}"
         )
     return (
-        f"task {task_id} waits for its upstream {upstream.id}"
-        f"{name_after(upstream.id, upstream.name)}, which is {status}: redriven, it would "
-        f"fail again at once; {advice}; nothing was changed"
+        f"task {task_id} waits for its upstream {upstream}{name_after(upstream, name)}, "
+        f"which is {status.value}: redriven, it would fail again at once; {advice}; "
+        "nothing was changed"
     )
 
 

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from lldsched.errors import StoreError
 from lldsched.redaction import hide_passwords
+from lldsched.runtime import Runtime
 from lldsched.stores.peek import Peek, peek_postgres, peek_sqlite
 
 if TYPE_CHECKING:
     from lldsched.stores.postgres import PostgresTaskStore
     from lldsched.stores.sqlite import SqliteTaskStore
-    from lldsched.threaded.scheduler import Scheduler
 
 __all__ = ["BadStore", "StoreName", "act_on", "parse_store", "peek"]
 
@@ -102,7 +102,7 @@ class HeldUnshared(StoreError):
 
 
 @contextlib.contextmanager
-def act_on(store: StoreName, command: str = "python -m lldsched tasks") -> Iterator[Scheduler]:
+def act_on(store: StoreName, command: str = "python -m lldsched tasks") -> Iterator[Runtime]:
     """A scheduler on ``store``, never started, for its verbs; shut down and its store
     closed at the end.  :class:`HeldUnshared` for an SQLite file held unshared.  An SQLite
     file's shared claim is ``command``'s (:func:`~lldsched.stores.claim.briefly`): a
