@@ -139,14 +139,11 @@ def test_wait_drained_before_start_counts_work_due_later_too(
         scheduler.wait_drained(timeout=30)
 
 
-@pytest.mark.parametrize("verb", ["wait_idle", "wait_drained"])
-def test_a_wait_for_quiet_out_of_time_with_a_run_in_flight_says_false(
-    make_scheduler: SchedulerFactory, clock: FakeClock, verb: str
-) -> None:
-    """The run goes on past the wait's timeout: the wait says False, as it ran out (not
-    True, nor an error of the wait's own once its time is past)."""
-    began = threading.Event()
-    release = threading.Event()
+def held_running(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> tuple[Scheduler, threading.Event]:
+    """A scheduler with a run in flight once this returns, until the event is set."""
+    began, release = threading.Event(), threading.Event()
 
     def held() -> None:
         began.set()
@@ -155,6 +152,16 @@ def test_a_wait_for_quiet_out_of_time_with_a_run_in_flight_says_false(
     scheduler = make_scheduler(clock=clock)
     scheduler.schedule("held", held, OneTime(delay=0))
     assert began.wait(5)
+    return scheduler, release
+
+
+@pytest.mark.parametrize("verb", ["wait_idle", "wait_drained"])
+def test_a_wait_for_quiet_out_of_time_with_a_run_in_flight_says_false(
+    make_scheduler: SchedulerFactory, clock: FakeClock, verb: str
+) -> None:
+    """The run goes on past the wait's timeout: the wait says False, as it ran out (not
+    True, nor an error of the wait's own once its time is past)."""
+    scheduler, release = held_running(make_scheduler, clock)
     try:
         assert getattr(scheduler, verb)(timeout=0.05) is False
     finally:
@@ -196,15 +203,7 @@ def test_a_wait_for_quiet_gives_up_after_five_seconds_by_default(
     into the wait is waited for, and at 5 s the wait says False."""
     import lldsched.threaded.idlewaits as idlewaits
 
-    began, release = threading.Event(), threading.Event()
-
-    def held() -> None:
-        began.set()
-        release.wait(10)
-
-    scheduler = make_scheduler(clock=clock)
-    scheduler.schedule("held", held, OneTime(delay=0))
-    assert began.wait(5)
+    scheduler, release = held_running(make_scheduler, clock)
     monkeypatch.setattr(idlewaits, "time", _Elapsed(elapsed, release))
     try:
         assert getattr(scheduler, verb)() is quiet

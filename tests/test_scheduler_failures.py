@@ -17,6 +17,7 @@ from lldsched import (
     OneTime,
     RetryPolicy,
     RunContext,
+    ScheduledTask,
     Scheduler,
     TaskEvent,
     TaskStatus,
@@ -124,15 +125,11 @@ def test_a_run_over_its_timeout_is_recorded_timed_out_and_its_cooperative_flag_i
     assert task.status is TaskStatus.FAILED
 
 
-@pytest.mark.parametrize("budget", [1, 2], ids=["as-registered", "timeout-raised"])
-def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it_measured(
-    make_scheduler: SchedulerFactory, budget: int
-) -> None:
-    # Judged by its duration alone, a run its deadline stopped measured exactly its
-    # timeout here (its start and its deadline one reading, as the run began), and was
-    # recorded a success; on a coarse clock under load it measured less, when its start
-    # was still read as the action started, a tick after the deadline was armed.
-    clock = FakeClock(1_800_000_000.0)
+def patient_running(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> tuple[Scheduler, ScheduledTask, threading.Event]:
+    """A one-off run with a 1 s timeout that waits on its flag, running once this returns;
+    the event is set once its flag went up."""
     started, flagged = threading.Event(), threading.Event()
 
     def patient(ctx: RunContext) -> None:
@@ -145,6 +142,19 @@ def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it
         "patient", patient, OneTime(delay=0), timeout=1, retry=RetryPolicy.never()
     )
     assert started.wait(5)
+    return scheduler, task, flagged
+
+
+@pytest.mark.parametrize("budget", [1, 2], ids=["as-registered", "timeout-raised"])
+def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it_measured(
+    make_scheduler: SchedulerFactory, budget: int
+) -> None:
+    # Judged by its duration alone, a run its deadline stopped measured exactly its
+    # timeout here (its start and its deadline one reading, as the run began), and was
+    # recorded a success; on a coarse clock under load it measured less, when its start
+    # was still read as the action started, a tick after the deadline was armed.
+    clock = FakeClock(1_800_000_000.0)
+    scheduler, task, flagged = patient_running(make_scheduler, clock)
     if budget != 1:  # raised during the run: its deadline re-armed from its begin
         scheduler.modify(task.id, timeout=budget)
     clock.advance(budget)  # its deadline falls due: the run measures its budget, not more
@@ -167,7 +177,6 @@ def test_a_run_its_worker_was_slow_to_start_measures_its_timeout_from_its_begin(
     # the reading the deadline counts from (docs/decisions/threaded.md, "A thread run
     # starts as its worker begins it").
     clock = FakeClock(1_800_000_000.0)
-    started, flagged = threading.Event(), threading.Event()
     execute = Scheduler._execute
 
     def slow_to_start(self: Scheduler, job: Begun) -> Outcome:
@@ -175,17 +184,7 @@ def test_a_run_its_worker_was_slow_to_start_measures_its_timeout_from_its_begin(
         return execute(self, job)
 
     monkeypatch.setattr(Scheduler, "_execute", slow_to_start)
-
-    def patient(ctx: RunContext) -> None:
-        started.set()
-        if ctx.wait(10):  # returns early only because the flag goes up
-            flagged.set()
-
-    scheduler = make_scheduler(clock=clock)
-    task = scheduler.schedule(
-        "patient", patient, OneTime(delay=0), timeout=1, retry=RetryPolicy.never()
-    )
-    assert started.wait(5)
+    scheduler, task, flagged = patient_running(make_scheduler, clock)
     clock.advance(0.6)  # the deadline, a second after the begin, falls due
     assert flagged.wait(5)
     settle(scheduler)
