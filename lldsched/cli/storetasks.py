@@ -335,13 +335,13 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
                     "the command where the service's code imports (its virtualenv, its "
                     "PYTHONPATH); nothing was changed"
                 )
+            act: Callable[[str], Any] = getattr(scheduler, method)
             core = cast("Scheduler", scheduler)._core  # act_on builds a Scheduler
             dead = core.dead_upstream(task_id) if verb == "redrive" else None
             if dead is not None:
                 return _refused(
                     _fails_again(task_id, upstream=dead.id, name=dead.name, status=dead.status)
                 )
-            act: Callable[[str], Any] = getattr(scheduler, method)
             acted = True
             try:
                 with failures.watched():
