@@ -101,10 +101,15 @@ class ExecutionRecord(NamedTuple):
     ``due`` is the instant the attempt was due (a retry's due is its failed
     predecessor's finish plus backoff); ``slot`` is the schedule slot the attempt
     belongs to (equal to ``due`` for first attempts).  ``worker`` is the index of
-    the worker that ran it.  ``error`` is ``"Type: message"`` (its cause named, cut to
-    :data:`lldsched.errors.ERROR_LIMIT` characters: :func:`lldsched.errors.error_text`)
-    or ``None``; the traceback is on the run's log line, never in the record (that line
-    carries this record as its ``run_record``: docs/EXTENDING.md keeps tracebacks by it).
+    the worker that ran it.  ``started`` is the instant the run began: a thread run's
+    as its worker began it, just before calling the action (the reading its
+    ``timeout`` counts from, so a run its deadline stopped measures at least its
+    timeout), a coroutine's as the event loop started it, a process run's as its child
+    took the call; ``finished`` the instant it ended.  ``error`` is ``"Type: message"``
+    (its cause named, cut to :data:`lldsched.errors.ERROR_LIMIT` characters:
+    :func:`lldsched.errors.error_text`) or ``None``; the traceback is on the run's log
+    line, never in the record (that line carries this record as its ``run_record``:
+    docs/EXTENDING.md keeps tracebacks by it).
 
     ``misfire`` is the outcome a policy decided for the record, ``None`` for an
     ordinary run (the field is named after the first such policy; stores keep it

@@ -129,10 +129,13 @@ def settles_waiting(store: object) -> bool | None:
 class HoldNotCommitted(StoreError):
     """A verb's hold (:func:`verb_held`) whose end failed (its commit: the connection lost,
     the disk full; or the database rolled its transaction back under it): none of the
-    writes made inside is stored.  ``written`` names each task written there, to the
-    last snapshot written of it (None: a delete), so that the runtime writes every one
-    of them again as a failed write, not only the verb's own task: a ``cancel``'s
-    dependents, a retirement's purge, a stale row written again inside.
+    writes made inside is stored, or whether they are is not known (a PostgreSQL COMMIT
+    sent, its reply lost with the connection; an interrupt in the end, below), and its
+    message says which.  ``written`` names each task written there, to the last snapshot
+    written of it (None: a delete), so that the runtime writes every one of them again as
+    a failed write (conditionally: a row the COMMIT did store is left as it is), not only
+    the verb's own task: a ``cancel``'s dependents, a retirement's purge, a stale row
+    written again inside.
 
     **It never takes the place of an error that is not a store's.**  A hold's block that
     raised one (a ``KeyboardInterrupt``, a signal handler's exception, the verb's own
@@ -148,8 +151,11 @@ class HoldNotCommitted(StoreError):
 
     An interrupt that lands in the hold's end itself, before its COMMIT is known to be
     made, is raised with this error its ``__context__`` too, the COMMIT taken as not made
-    (:meth:`HeldWrites.cut <lldsched.stores.held.HeldWrites.cut>`); one that lands once it
-    is known made is raised alone, the writes stored."""
+    (:meth:`HeldWrites.cut <lldsched.stores.held.HeldWrites.cut>`), and this error says
+    the writes may or may not be stored ("a verb's hold may not have been committed,
+    whether its writes are stored is not known"): an interrupt raised as the COMMIT's
+    call returns, made, cannot be told from one raised before it ran.  One that lands
+    once the COMMIT is known made is raised alone, the writes stored."""
 
     def __init__(self, message: str, *, written: Mapping[str, TaskSnapshot | None]) -> None:
         super().__init__(message)

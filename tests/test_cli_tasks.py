@@ -939,3 +939,65 @@ def test_a_store_url_of_four_slashes_is_read_and_acted_on(
         assert ("nightly" if argv != ["--status", "failed"] else "sync") in out
     assert run(capsys, "--store", url, "resume", "report")[:2] == (0, "task report: resumed\n")
     assert statuses(sqlite_file)["report"] == "scheduled"
+
+
+def dependent_store(tmp_path: Path, jobs: ModuleType, *, upstream: str) -> Path:
+    """A store file whose ``load`` depends on ``extract``, which is ``upstream``
+    ("failed": its run failed for good; "cancelled"), so ``load`` is FAILED waiting."""
+    path = tmp_path / "pipeline.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(store=store)
+        log = EventLog()
+        scheduler.add_listener(log)
+        action = jobs.fails if upstream == "failed" else jobs.noop
+        delay = 0 if upstream == "failed" else 3600
+        scheduler.schedule(
+            "extract", action, OneTime(delay), id="extract", retry=RetryPolicy(max_attempts=1)
+        )
+        scheduler.schedule("load", jobs.noop, OneTime(0), id="load", depends_on=["extract"])
+        scheduler.start()
+        if upstream == "cancelled":
+            scheduler.cancel("extract")
+        assert log.wait_for(status_is("load", TaskStatus.FAILED), timeout=30)
+        scheduler.shutdown()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("upstream", "advice"),
+    [
+        ("failed", "redrive extract first, then load"),
+        (
+            "cancelled",
+            "extract will not run again: register load again without it "
+            "(replace_existing=True), or remove load",
+        ),
+    ],
+)
+def test_redrive_of_a_dependent_whose_upstream_is_dead_is_refused_naming_it(
+    tmp_path: Path,
+    code: tuple[ModuleType, Path],
+    capsys: pytest.CaptureFixture[str],
+    upstream: str,
+    advice: str,
+) -> None:
+    """Before, ``redrive load`` said "task load: redriven: due now" and exited 0, and the
+    service's next look at it failed it again at once, with the same UpstreamFailed
+    (docs/decisions/dependencies.md, "A dead upstream fails its dependents")."""
+    path = dependent_store(tmp_path, code[0], upstream=upstream)
+    before = statuses(path)
+    assert before == {"extract": upstream, "load": "failed"}
+    assert run(capsys, "--store", f"sqlite:{path}", "redrive", "load") == (
+        2,
+        "",
+        f"error: task load waits for its upstream extract, which is {upstream}: redriven, "
+        f"it would fail again at once; {advice}; nothing was changed\n",
+    )
+    assert statuses(path) == before
+    if upstream == "failed":
+        assert run(capsys, "--store", f"sqlite:{path}", "redrive", "extract")[:2] == (
+            0, "task extract: redriven: due now\n"
+        )  # fmt: skip
+        assert run(capsys, "--store", f"sqlite:{path}", "redrive", "load")[:2] == (
+            0, "task load: redriven: due now\n"
+        )  # fmt: skip

@@ -78,16 +78,16 @@ def test_a_clock_raising_in_a_worker_fails_the_run_and_settles_it(
     def job_with_context(ctx: RunContext) -> None:
         job()
 
-    # A deadline is armed in the worker only for a run with a context (an action that
-    # takes ctx): given job, the first reading was its start's, and the deadline's
-    # guard this case is for was never reached.
+    # A deadline is armed only for a run with a context (an action that takes ctx), from
+    # the reading of the run's start as its worker begins it (_prepare): "deadline" is
+    # that reading with a deadline to arm, "start" the same reading without one.
     action = job_with_context if where == "deadline" else job
     timeout = 60.0 if where == "deadline" else None
     task = scheduler.schedule("glitch", action, OneTime(at=T0), id="glitch", timeout=timeout)
     with caplog.at_level(logging.WARNING):
         assert scheduler.wait_idle(timeout=5)
     assert clock.raised.is_set()
-    assert clock.raised_in == ("_prepare" if where == "deadline" else "_execute")
+    assert clock.raised_in == ("_execute" if where == "finish" else "_prepare")
     assert ran.is_set() is (where == "finish")  # a start or deadline raised: unrun
     assert scheduler.task(task.id).status is TaskStatus.RETRYING  # a failed run: not RUNNING
     (record,) = [r for r in scheduler.records() if r.task_id == task.id]

@@ -130,10 +130,11 @@ def test_a_timeout_shorter_than_a_tick_stops_the_run_and_is_recorded(clock: Coar
     (record,) = scheduler.task(task.id).history
     assert record.timed_out and not record.ok
     # the deadline was raised only once the coarse clock saw at least one tick go by since
-    # the run was due (its deadline counts from the begin, at or after `due`; `started` is
-    # read later, as the action starts: a worker slow to get there under load reads a
-    # later tick, so `duration` alone can be 0); two epoch readings near 1.8e9 s differ
-    # by a tick give back 0.0159998 s (a double keeps ~0.2 µs at that size)
+    # the run began (`started`, the reading its deadline counts from, at or after `due`);
+    # two epoch readings near 1.8e9 s differ by a tick give back 0.0159998 s (a double
+    # keeps ~0.2 µs at that size).  Before, `started` was read later, as the action
+    # started: a worker slow to get there under load read a later tick (duration 0.0).
+    assert record.duration >= TICK - 1e-6
     assert record.finished - record.due >= TICK - 1e-6
 
 

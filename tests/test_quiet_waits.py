@@ -139,14 +139,11 @@ def test_wait_drained_before_start_counts_work_due_later_too(
         scheduler.wait_drained(timeout=30)
 
 
-@pytest.mark.parametrize("verb", ["wait_idle", "wait_drained"])
-def test_a_wait_for_quiet_out_of_time_with_a_run_in_flight_says_false(
-    make_scheduler: SchedulerFactory, clock: FakeClock, verb: str
-) -> None:
-    """The run goes on past the wait's timeout: the wait says False, as it ran out (not
-    True, nor an error of the wait's own once its time is past)."""
-    began = threading.Event()
-    release = threading.Event()
+def held_running(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> tuple[Scheduler, threading.Event]:
+    """A scheduler with a run in flight once this returns, until the event is set."""
+    began, release = threading.Event(), threading.Event()
 
     def held() -> None:
         began.set()
@@ -155,8 +152,62 @@ def test_a_wait_for_quiet_out_of_time_with_a_run_in_flight_says_false(
     scheduler = make_scheduler(clock=clock)
     scheduler.schedule("held", held, OneTime(delay=0))
     assert began.wait(5)
+    return scheduler, release
+
+
+@pytest.mark.parametrize("verb", ["wait_idle", "wait_drained"])
+def test_a_wait_for_quiet_out_of_time_with_a_run_in_flight_says_false(
+    make_scheduler: SchedulerFactory, clock: FakeClock, verb: str
+) -> None:
+    """The run goes on past the wait's timeout: the wait says False, as it ran out (not
+    True, nor an error of the wait's own once its time is past)."""
+    scheduler, release = held_running(make_scheduler, clock)
     try:
         assert getattr(scheduler, verb)(timeout=0.05) is False
     finally:
         release.set()
     assert getattr(scheduler, verb)(timeout=5) is True
+
+
+class _Elapsed:
+    """``time`` as ``lldsched.threaded.idlewaits`` reads it: ``monotonic()`` gives ``start``
+    at its first reading (the wait's deadline is counted from it) and ``start +
+    elapsed`` after, so a wait's own timeout is judged without waiting it out; the second
+    reading (the wait has found the run in flight) lets ``release`` go."""
+
+    def __init__(self, elapsed: float, release: threading.Event) -> None:
+        self.start = 1_000.0
+        self.elapsed = elapsed
+        self.release = release
+        self.readings = 0
+
+    def monotonic(self) -> float:
+        self.readings += 1
+        if self.readings == 1:
+            return self.start
+        self.release.set()
+        return self.start + self.elapsed
+
+
+@pytest.mark.parametrize("verb", ["wait_idle", "wait_drained"])
+@pytest.mark.parametrize(("elapsed", "quiet"), [(4.0, True), (5.0, False)])
+def test_a_wait_for_quiet_gives_up_after_five_seconds_by_default(
+    make_scheduler: SchedulerFactory,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    verb: str,
+    elapsed: float,
+    quiet: bool,
+) -> None:
+    """The default timeout its docstring and docs/GUIDE.md state: a run in flight 4 s
+    into the wait is waited for, and at 5 s the wait says False."""
+    import lldsched.threaded.idlewaits as idlewaits
+
+    scheduler, release = held_running(make_scheduler, clock)
+    monkeypatch.setattr(idlewaits, "time", _Elapsed(elapsed, release))
+    try:
+        assert getattr(scheduler, verb)() is quiet
+    finally:
+        release.set()
+        monkeypatch.undo()
+    settle(scheduler)

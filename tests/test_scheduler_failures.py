@@ -17,9 +17,12 @@ from lldsched import (
     OneTime,
     RetryPolicy,
     RunContext,
+    ScheduledTask,
+    Scheduler,
     TaskEvent,
     TaskStatus,
 )
+from lldsched.threaded.parts import Begun, Outcome
 from tests.conftest import SchedulerFactory, settle
 from tests.harness import RecordingStore
 
@@ -122,16 +125,11 @@ def test_a_run_over_its_timeout_is_recorded_timed_out_and_its_cooperative_flag_i
     assert task.status is TaskStatus.FAILED
 
 
-@pytest.mark.parametrize("budget", [1, 2], ids=["as-registered", "timeout-raised"])
-def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it_measured(
-    make_scheduler: SchedulerFactory, budget: int
-) -> None:
-    # The deadline counts from the instant the run began (armed under the lock), its
-    # duration from the action's start (read on the worker, a little later): a run its
-    # deadline stopped measured exactly its timeout here, and on a coarse clock under
-    # load it measured less (the worker read its start a tick after the deadline was
-    # armed), and it was recorded a success.
-    clock = FakeClock(1_800_000_000.0)
+def patient_running(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> tuple[Scheduler, ScheduledTask, threading.Event]:
+    """A one-off run with a 1 s timeout that waits on its flag, running once this returns;
+    the event is set once its flag went up."""
     started, flagged = threading.Event(), threading.Event()
 
     def patient(ctx: RunContext) -> None:
@@ -144,6 +142,19 @@ def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it
         "patient", patient, OneTime(delay=0), timeout=1, retry=RetryPolicy.never()
     )
     assert started.wait(5)
+    return scheduler, task, flagged
+
+
+@pytest.mark.parametrize("budget", [1, 2], ids=["as-registered", "timeout-raised"])
+def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it_measured(
+    make_scheduler: SchedulerFactory, budget: int
+) -> None:
+    # Judged by its duration alone, a run its deadline stopped measured exactly its
+    # timeout here (its start and its deadline one reading, as the run began), and was
+    # recorded a success; on a coarse clock under load it measured less, when its start
+    # was still read as the action started, a tick after the deadline was armed.
+    clock = FakeClock(1_800_000_000.0)
+    scheduler, task, flagged = patient_running(make_scheduler, clock)
     if budget != 1:  # raised during the run: its deadline re-armed from its begin
         scheduler.modify(task.id, timeout=budget)
     clock.advance(budget)  # its deadline falls due: the run measures its budget, not more
@@ -154,6 +165,33 @@ def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it
     assert record.timed_out and record.outcome == "timed_out" and not record.ok
     assert record.error == f"TimeoutError: stopped at its {budget} s timeout"
     assert task.status is TaskStatus.FAILED
+
+
+def test_a_run_its_worker_was_slow_to_start_measures_its_timeout_from_its_begin(
+    make_scheduler: SchedulerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker that got to the action 0.4 s after it began the run (under load): the
+    # deadline counted from the begin, ``started`` was read as the action started, so a
+    # run its 1 s deadline stopped recorded 0.6 s, shorter than its timeout, and a
+    # lateness of 0.4 s that no wait for a worker made.  ``started`` is the begin now,
+    # the reading the deadline counts from (docs/decisions/threaded.md, "A thread run
+    # starts as its worker begins it").
+    clock = FakeClock(1_800_000_000.0)
+    execute = Scheduler._execute
+
+    def slow_to_start(self: Scheduler, job: Begun) -> Outcome:
+        clock.advance(0.4)  # the worker, let go of the lock, gets to the action late
+        return execute(self, job)
+
+    monkeypatch.setattr(Scheduler, "_execute", slow_to_start)
+    scheduler, task, flagged = patient_running(make_scheduler, clock)
+    clock.advance(0.6)  # the deadline, a second after the begin, falls due
+    assert flagged.wait(5)
+    settle(scheduler)
+    (record,) = task.history
+    assert (record.started, record.finished) == (record.due, record.due + 1)
+    assert record.duration == 1 and record.lateness == 0
+    assert record.error == "TimeoutError: stopped at its 1 s timeout"
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,7 @@ from lldsched.persistence import TaskSnapshot
 from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
+from tests.pg_faults import fail_in_wait
 from tests.test_cluster_verb_hold import T0, FillingSqlite
 from tests.test_store_postgres_hold_edges import terminate
 from tests.test_store_postgres_hold_lost_reason import TERMINATED, hold_lost
@@ -374,3 +375,30 @@ def test_a_runtime_whose_hold_a_read_aborted_logs_the_read_and_loses_nothing(
         scheduler.shutdown()
         store.close()
         other.close()
+
+
+@pytest.mark.parametrize("sent", [False, True], ids=["before-it-is-sent", "once-it-is-sent"])
+def test_a_postgres_hold_whose_commits_reply_is_lost_says_whether_its_writes_may_be_stored(
+    open_store: Opener, monkeypatch: pytest.MonkeyPatch, sent: bool
+) -> None:
+    """The hold's COMMIT fails in psycopg's wait for its round trip (the connection lost):
+    not yet sent, nothing of the hold is stored and the message says so; once sent, its
+    reply unread, the server may have committed it (here it has), and the message says
+    whether the writes are stored is not known.  Before, it said "none of its writes is
+    stored" both times, though the row was paused on the server."""
+    store, other = open_store(), open_store()
+    store.save(snapshot(task(id="a")))
+    with pytest.raises(HoldNotCommitted) as raised, store.verb_held("a"):
+        store.save(paused("a"))
+        # The hold's COMMIT is its next round trip.
+        fail_in_wait(monkeypatch, psycopg.OperationalError("the connection was lost"), sent=sent)
+    monkeypatch.undo()
+    head = (
+        "a verb's hold may not have been committed, whether its writes are stored is not known"
+        if sent
+        else "a verb's hold was not committed, none of its writes is stored"
+    )
+    assert str(raised.value) == (
+        f"{head} ('a'): the PostgreSQL store {store.dsn!r} failed: the connection was lost"
+    )
+    assert status(other, "a") is (TaskStatus.PAUSED if sent else TaskStatus.SCHEDULED)

@@ -451,3 +451,32 @@ def test_a_ctrl_c_in_a_holds_commit_is_raised_over_its_hold_not_committed(
         assert writable(path)
         row = store.get("a")
         assert row is not None and row.status is TaskStatus.SCHEDULED  # nothing of the hold
+
+
+@pytest.mark.parametrize("made", [False, True], ids=["before-it-ran", "once-it-ran"])
+def test_a_hold_whose_commit_a_ctrl_c_cut_says_its_writes_may_be_stored(
+    tmp_path: Path, commit_interrupted: type[CommitInterrupted], made: bool
+) -> None:
+    """The store cannot tell a Ctrl-C raised before the hold's COMMIT ran from one raised
+    as it returned, made: its ``HoldNotCommitted`` says the writes may or may not be
+    stored, and each time the file shows why it must.  Before, it said "none of its
+    writes is stored" though, once the COMMIT ran, the row was paused in the file."""
+    path = tmp_path / "store.db"
+    with SqliteTaskStore(path, shared=True) as store:
+        store.save(snapshot(task(id="a")))
+        commit_interrupted.made = made
+        with pytest.raises(KeyboardInterrupt) as raised, store.verb_held("a"):
+            store.save(snapshot(task(id="a"), TaskStatus.PAUSED))
+            commit_interrupted.armed = True
+        ended = raised.value.__context__
+        assert isinstance(ended, HoldNotCommitted)
+        assert str(ended) == (
+            "a verb's hold may not have been committed, whether its writes are stored is "
+            f"not known ('a'): the SQLite store {str(path)!r} was cut by KeyboardInterrupt "
+            "as it ended it, before its COMMIT was known to be made (taken as not made: a "
+            "row written again is written only where no newer one is stored)"
+        )
+    with SqliteTaskStore(path, shared=True) as reopened:
+        row = reopened.get("a")
+        assert row is not None
+        assert row.status is (TaskStatus.PAUSED if made else TaskStatus.SCHEDULED)

@@ -15,7 +15,8 @@ what did not import (:func:`_not_loaded`).
 Exit statuses as every command's (:data:`~lldsched.cli.EXIT_STATUSES`): 2, with one
 ``error:`` line, for anything refused before a change (a bad ``--store``, a store that
 cannot be reached or read, an unknown id, a task that cannot be loaded here, an SQLite
-file a scheduler holds unshared, ``remove`` of a task others depend on); 1 when a verb's
+file a scheduler holds unshared, ``remove`` of a task others depend on, ``redrive`` of a task
+whose next slot waits for a failed or cancelled upstream: :func:`_fails_again`); 1 when a verb's
 write failed once begun: raised, or kept by the runtime as an outage (``store_ok`` False
 after the verb), the line naming the store's error and saying the change may not be stored.
 A cron schedule's zone is named, UTC too: the NEXT RUN column is UTC (:func:`_schedule`).
@@ -37,7 +38,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr
 from lldsched.cli.storeurl import BadStore, StoreName, act_on, parse_store, peek
@@ -47,12 +48,15 @@ from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, 
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import TaskSnapshot
-from lldsched.printable import one_line
+from lldsched.printable import name_after, one_line
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import describe
 from lldsched.stores.codec import decode_task
 from lldsched.stores.peek import Last, Listed, Peek, Row
+
+if TYPE_CHECKING:
+    from lldsched.threaded.scheduler import Scheduler
 
 __all__ = ["EXAMPLE_STORE", "STATUSES", "VERBS", "add_parser", "run_tasks"]
 
@@ -365,6 +369,12 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
             except TaskNotFoundError:
                 return _refused(f"task {shown(task_id)} {_not_loaded(row)}; nothing was changed")
             act: Callable[[str], Any] = getattr(scheduler, method)
+            core = cast("Scheduler", scheduler)._core  # act_on builds a Scheduler
+            dead = core.dead_upstream(task_id) if verb == "redrive" else None
+            if dead is not None:
+                return _refused(
+                    _fails_again(task_id, upstream=dead.id, name=dead.name, status=dead.status)
+                )
             acted = True
             try:
                 with failures.watched():
@@ -395,6 +405,25 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
             return 0
     except (StoreError, ImportError) as exc:  # the open (nothing changed), or the close
         return _refused(exc, FAILED if acted else BAD_ARGUMENTS)
+
+
+def _fails_again(task_id: str, *, upstream: str, name: str, status: TaskStatus) -> str:
+    """Why ``redrive`` of ``task_id`` is refused: its next slot waits for ``upstream``
+    (named ``name``), FAILED or CANCELLED (``status``), so redriven it would fail again
+    at once, and what to do instead (docs/decisions/dependencies.md, "The command line
+    refuses a redrive that would fail again at once")."""
+    if status is TaskStatus.FAILED:
+        advice = f"redrive {upstream} first, then {task_id}"
+    else:  # cancelled: no verb brings it back
+        advice = (
+            f"{upstream} will not run again: register {task_id} again without it "
+            f"(replace_existing=True), or remove {task_id}"
+        )
+    return (
+        f"task {task_id} waits for its upstream {upstream}{name_after(upstream, name)}, "
+        f"which is {status.value}: redriven, it would fail again at once; {advice}; "
+        "nothing was changed"
+    )
 
 
 def _ran_out(row: Row, now: Callable[[], float]) -> bool:

@@ -13,6 +13,7 @@ lock: the runtime serialises calls.
 
 from __future__ import annotations
 
+from lldsched.core.dependencies import Upstream
 from lldsched.core.names import (
     BLOCKED,
     CANCELLED,
@@ -166,6 +167,16 @@ class StatusVerbs(CoreParts):
             self._deps.revived(task_id)  # its next death fails dependents anew
         verb_written(self, task, FAILED)
         return True
+
+    def dead_upstream(self, task_id: str) -> Upstream | None:
+        """The upstream that ``task_id``'s next slot waits for and that will not succeed
+        on its own (FAILED or CANCELLED, registered or retired), if any: redriven now, the
+        task fails again at once, as it would at its next slot
+        (docs/decisions/dependencies.md, "A dead upstream fails its dependents").  What
+        ``python -m lldsched tasks redrive`` asks before it redrives, on a scheduler it
+        just built on the store."""
+        task = self.get(task_id)
+        return None if self._deps is None else self._deps.dead(task)
 
     def remove(self, task_id: str) -> ScheduledTask:
         """Cancel the task if it is live, then forget it here and in the store.

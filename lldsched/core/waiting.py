@@ -199,9 +199,15 @@ class DependencyWaits(CoreParts):
         lost before it leaves the slot to the process that took it over, and nothing
         was failed here (docs/decisions/logging.md, "A run whose begin or record raises is
         settled")."""
+        advice = (  # a cancelled task has no verb that brings it back: redrive refuses it
+            "redrive it, then this task"
+            if upstream.status is FAILED
+            else "it will not run again: register this task again without it "
+            "(replace_existing=True)"
+        )
         error = (
             f"UpstreamFailed: upstream {upstream.id}{name_after(upstream.id, upstream.name)} is "
-            f"{upstream.status.value}; redrive it, then this task"
+            f"{upstream.status.value}; {advice}"
         )
         waited = self._end_wait(task, error)
         self._stats(task).last_error = error

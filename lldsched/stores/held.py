@@ -17,7 +17,9 @@ exception, the verb's own error), raises that, the ``HoldNotCommitted`` its
 ``__context__``: an interrupt is never replaced by the store's error, whoever holds the
 store (the rule is :class:`~lldsched.storecalls.HoldNotCommitted`'s).  An interrupt
 that lands in the hold's end, before its COMMIT is known to be made, takes it for not
-made: the same, the interrupt raised (:meth:`HeldWrites.cut`).
+made: the same, the interrupt raised (:meth:`HeldWrites.cut`), though the
+``HoldNotCommitted`` then says its writes may or may not be stored (the COMMIT may have
+been made as the interrupt was raised).
 
 A call inside that failed and took the hold's transaction with it (PostgreSQL: a
 statement outside a savepoint of its own, which aborts it, or one that lost the
@@ -49,6 +51,8 @@ from lldsched.storecalls import HoldNotCommitted
 __all__ = ["HeldWrites"]
 
 _ABSENT = object()
+_NOT_STORED = "a verb's hold was not committed, none of its writes is stored"
+_NOT_KNOWN = "a verb's hold may not have been committed, whether its writes are stored is not known"
 
 
 class HeldWrites:
@@ -117,7 +121,11 @@ class HeldWrites:
         takes the verb for whole.  Before, the interrupt was raised alone: the caches said
         the rows written, none written again (a COMMIT not made lost the verb's rows for
         good: the next restart gave back the rows as before it), and the runtime took
-        the verb for one the interrupt cut in the middle, refusing every later verb."""
+        the verb for one the interrupt cut in the middle, refusing every later verb.
+
+        Its message says the writes may or may not be stored (``known=False``): an
+        interrupt raised as the COMMIT's call returns, made, cannot be told from one
+        raised before it ran.  Before, it said none was, as after a COMMIT that failed."""
         name = type(interrupt).__name__
         self.undo(
             StoreError(
@@ -126,9 +134,12 @@ class HeldWrites:
                 "no newer one is stored)"
             ),
             raised=interrupt,
+            known=False,
         )
 
-    def undo(self, error: StoreError, *, raised: BaseException | None) -> NoReturn:
+    def undo(
+        self, error: StoreError, *, raised: BaseException | None, known: bool = True
+    ) -> NoReturn:
         """The hold's end failed with ``error``: the caches put back as they were before
         the hold's writes, then raised, by the rule of
         :class:`~lldsched.storecalls.HoldNotCommitted`: what the hold's block raised
@@ -137,7 +148,10 @@ class HeldWrites:
         block raised nothing or a store's error (a call inside that failed: the
         ``HoldNotCommitted`` says it all).  It names what was written, then ``error``'s
         words, which say what failed (not again that the hold was not committed), raised
-        ``from`` ``error``'s cause, the call inside that ended the hold, if one did."""
+        ``from`` ``error``'s cause, the call inside that ended the hold, if one did.
+        ``known``: whether the hold is known not committed (a COMMIT that failed, a
+        transaction rolled back), so that it says none of its writes is stored; False
+        (:meth:`cut`) says whether they are is not known."""
         for task_id, before in self._before.items():
             for cache, value in zip(self.caches, before, strict=True):
                 if value is _ABSENT:
@@ -145,7 +159,7 @@ class HeldWrites:
                 else:
                     cache[task_id] = value
         not_committed = HoldNotCommitted(
-            f"a verb's hold was not committed, none of its writes is stored "
+            f"{_NOT_STORED if known else _NOT_KNOWN} "
             f"({', '.join(map(repr, self.written)) or 'nothing written'}): {error}",
             written=dict(self.written),
         )

@@ -87,6 +87,7 @@ class PostgresHolds(PostgresParts):
                 (self._defined, self._held, self._added, self._decoded, self._seen)
             )
             entered = made = False  # its rows locked; its COMMIT known to be made
+            committing = False  # its COMMIT under way: failed, whether made is not known
             try:
                 with self._using("take the row locks for a verb on task", task_id) as connection:
                     with connection.transaction() as transaction:
@@ -117,14 +118,19 @@ class PostgresHolds(PostgresParts):
                         # waited for ever, the scheduler's lock held.
                         if not lost(connection):
                             self._deadline.watch(connection.fileno(), fresh=True)
+                        committing = True  # the block's end sends it
+                    committing = False
                     # psycopg ends a transaction whose connection was lost inside (a write
                     # there failed so: a restart, a reset, the deadline) without a word.
                     if transaction.status is not transaction.Status.COMMITTED:
                         raise self._hold_lost(held)
                     made = True
             except StoreError as exc:
-                if entered:
-                    held.undo(exc, raised=raised)  # the block's error, if any, over it
+                if entered:  # the block's error, if any, over it
+                    # A COMMIT sent, its reply lost with the connection, may have been made;
+                    # one the server refused, or never sent (the connection still fit), was not.
+                    known = not (committing and lost(connection))
+                    held.undo(exc, raised=raised, known=known)
                 unheld = self._out_of_reach()
                 if unheld is None:
                     raise  # the verb goes on unheld, its calls made as ever

@@ -10,7 +10,8 @@ at import; :func:`register_schedule` adds a type, whose ``from_dict`` of the JSO
 encode of such a type, :func:`_check_round_trip`: a tuple field that came back a list
 would make every restart see a changed definition).  A stored ``FixedDelay`` under a
 microsecond, which an earlier release kept, is read as ``FixedDelay(FINEST)`` with a
-WARNING (:func:`_stored_fixed_delay`).
+WARNING (:func:`_stored_fixed_delay`), and a stored cron expression with a line break
+between its fields with a space for it (:func:`_stored_cron`).
 
 A stored field a built-in type does not know (a definition written by a newer
 lldsched) is refused, naming it (:func:`refuse_unknown`, the one rule the whole
@@ -32,6 +33,7 @@ from lldsched.logs import STORE
 from lldsched.policies import OverrunPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.cron.parse import blanks_mended
 from lldsched.schedules.decorators import Jittered, Window
 from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
 
@@ -115,6 +117,29 @@ def _stored_fixed_delay(fields: Mapping[str, Any]) -> FixedDelay:
     return FixedDelay(delay, fields["start_delay"])
 
 
+def _stored_cron(fields: Mapping[str, Any]) -> CronSchedule:
+    """A ``CronSchedule`` as a store kept it.  One an earlier release stored with a line
+    break or a control character between its fields (``'0\\n3 * * *'``, which
+    ``str.split`` read as a blank), which a ``CronSchedule`` now refuses, is read with a
+    space for it, the same schedule, with a WARNING: refused, it would have made the
+    whole store fail to open.  The code's own registration then names the text it
+    means."""
+    expr, tz = fields["expr"], fields["tz"]
+    mended = blanks_mended(expr) if isinstance(expr, str) else None
+    if mended is None:
+        return CronSchedule(expr, tz=tz)
+    schedule = CronSchedule(mended, tz=tz)
+    log.warning(
+        "a stored CronSchedule(%r, tz=%r) is read as %r: a line break or a control "
+        "character between a cron expression's fields is refused now; register the "
+        "task again with the text you mean",
+        expr,
+        tz,
+        schedule,
+    )
+    return schedule
+
+
 register_schedule(
     "OneTime",
     OneTime,
@@ -137,7 +162,7 @@ register_schedule(
     "CronSchedule",
     CronSchedule,
     lambda s: {"expr": s.expr, "tz": s.tz},
-    lambda d: CronSchedule(d["expr"], tz=d["tz"]),
+    _stored_cron,
 )
 register_schedule(
     "Jittered",

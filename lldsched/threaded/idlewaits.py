@@ -33,7 +33,8 @@ class IdleWaits(SchedulerParts):
         settle was written to a shared store, and every event so far was delivered,
         and it is still so once they were: what a listener's verb made due meanwhile
         (``run_now``, ``resume``, a registration due at once) is waited for too.
-        False if ``timeout`` seconds (or a ``timedelta``) pass first.
+        False if ``timeout`` seconds (or a ``timedelta``; 5 s by default) pass first,
+        with runs still in flight or due: a test should assert what it returns.
 
         Made for tests and demos on a :class:`~lldsched.clock.FakeClock`:
         ``clock.advance(30); scheduler.wait_idle()`` (which runs what is due at the
@@ -52,7 +53,8 @@ class IdleWaits(SchedulerParts):
 
     def wait_drained(self, timeout: float | timedelta = 5.0) -> bool:
         """Wait until no work is left at all: nothing queued (retries included), nothing
-        in flight, every event delivered.  False if ``timeout`` seconds pass first.
+        in flight, every event delivered.  False if ``timeout`` seconds (5 s by default)
+        pass first.
 
         On a shared store the store is the queue: no work left means no task this
         process knows of (its registry follows the store) is SCHEDULED or RETRYING with a

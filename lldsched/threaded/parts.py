@@ -92,6 +92,12 @@ def torn(cut: tuple[str, str], verb: str, subject: str) -> SchedulerStateError:
     )
 
 
+Begun = tuple[Run, float]
+"""A run its worker began (``RunExecution._prepare``, under the lock) and the instant it
+began it: the pool's job, which ``_execute`` times from that instant (the run's
+``started``, its deadline's too) and ``_complete`` records.  Carried with the run, not
+kept on the scheduler, whose attributes stay inline (at most 29)."""
+
 Outcome = tuple[float, float, "str | None", "str | None", object, bool, "Explained"]
 """What running an attempt produced: started, finished, error text, result text, an
 awaitable still to run (None for a run that is over), whether the run was stopped
@@ -124,7 +130,7 @@ class SchedulerParts:
     _max_wait: float | None
     _core: SchedulerCore
     _queue: TaskQueue
-    _pool: WorkerPool[Entry, Run, Outcome]
+    _pool: WorkerPool[Entry, Begun, Outcome]
     _dispatcher: EventDispatcher
     _coroutines: CoroutineRunner
     _processes: ProcessPool

@@ -33,7 +33,7 @@ from lldsched.model import ExecutionRecord
 from lldsched.threaded.coroutines import SHUT_DOWN_UNRUN
 from lldsched.threaded.failurelog import FailureLog, failure_line
 from lldsched.threaded.flights import LEASE_GONE
-from lldsched.threaded.parts import Explained, Outcome
+from lldsched.threaded.parts import Begun, Explained, Outcome
 from lldsched.threaded.processes import DRAIN_OUT_OF_TIME, KILLED
 from lldsched.threaded.processruns import NOT_SENT
 
@@ -64,11 +64,12 @@ out of time, :func:`~lldsched.threaded.processes.killed_by_shutdown`)."""
 class RunExecution(FailureLog):
     """Mixed into Scheduler: beginning, running and completing attempts."""
 
-    def _prepare(self, entry: Entry, worker: int) -> Run | None:
-        """The pool's ``prepare``, under the lock: begin the attempt ``entry`` stands for
-        and arm its timeout; None for a tombstone, settled here, or for an entry whose
-        task a replace made a loop task (``async def``) since the timer handed it out:
-        handed to the loop, which begins it."""
+    def _prepare(self, entry: Entry, worker: int) -> Begun | None:
+        """The pool's ``prepare``, under the lock: begin the attempt ``entry`` stands for,
+        read the instant it starts (its record's ``started``, the job's second item) and
+        arm its timeout from that same reading; None for a tombstone,
+        settled here, or for an entry whose task a replace made a loop task (``async
+        def``) since the timer handed it out: handed to the loop, which begins it."""
         loop_ids = self._loop_ids
         if loop_ids and entry[3] in loop_ids:
             self._coroutines.put((entry,))
@@ -82,26 +83,30 @@ class RunExecution(FailureLog):
         if run is None:  # a tombstone: cancelled or paused after the timer popped it
             self._settle(1)
             return None
+        try:  # the run's start, read once: its record's and its deadline's
+            begun = self._clock.now()
+        except Exception as exc:  # (rare) the clock raised: failed unrun, settled
+            outcome = self._clock_raised(run, exc)
+            self._complete((run, outcome[0]), outcome)
+            return None
         context = run.context
         if context is not None:
             timeout = run.options.timeout
             if timeout is not None:
-                try:
-                    deadline = self._clock.now() + timeout
-                except Exception as exc:  # (rare) the clock raised: failed unrun, settled
-                    self._complete(run, self._clock_raised(run, exc))
-                    return None
-                self._arm_deadline(deadline, context)
-        return run
+                self._arm_deadline(begun + timeout, context)
+        return run, begun
 
-    def _execute(self, run: Run) -> Outcome:
+    def _execute(self, job: Begun) -> Outcome:
         """The pool's ``execute``, without the lock: call the action (or have a child
-        process run it) and time it; an awaitable it returns is passed on, not awaited."""
+        process run it) and time it, from the instant :meth:`_prepare` read as it began
+        the run (the one its deadline counts from: a worker slow to get to the action
+        under load counts the delay in the run's duration, never in its lateness); an
+        awaitable it returns is passed on, not awaited."""
+        run, started = job
         if run.options.isolation != "thread":  # the definition the run began with
             return self._execute_in_process(run)
         now = self._clock.now
         try:  # free until it catches (3.11): the body is the run path as it was
-            started = now()
             try:
                 raised, value = run.invoke()
             except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run too
@@ -193,17 +198,18 @@ class RunExecution(FailureLog):
         except SchedulerStateError:
             self._settle(len(entries))
 
-    def _complete(self, run: Run, outcome: Outcome) -> None:
+    def _complete(self, job: Begun, outcome: Outcome) -> None:
         """The pool's ``complete``, under the lock: record the outcome in the core (an
         awaitable's once the event loop has run it), then settle the entry."""
+        run = job[0]
         started, finished, error, result, awaitable, timed_out, explained = outcome
         context = run.context
         if context is not None:
             self._disarm_deadline(context)  # the run is over: its deadline is void
             if context.reason == "timeout" and not timed_out:  # its deadline raised its flag
-                # Timed out whatever duration it measured: the deadline counts from the
-                # run's begin, its duration from the action's start, read on the worker
-                # a little later (a coarse clock's tick later, under load).  Its text
+                # Timed out whatever duration it measured: its start and its deadline are
+                # one reading (_prepare), but a clock set back since, or a re-arm's
+                # deadline recomputed from it, may make it measure less.  Its text
                 # says the time it ran against the budget that judges it: the task's
                 # timeout now, if the run went past it (as the core judges any run),
                 # else the one its deadline was armed with (a modify since may have

@@ -177,7 +177,8 @@ class SharedVerbs(SchedulerParts):
 
     def _hold_not_committed(self, task_id: str, error: Exception) -> None:
         """The end of a verb's hold on ``task_id``'s row raised ``error``: its writes are
-        not stored, so each row it wrote (``task_id``'s, and every other one a
+        not stored (or not known to be: written again conditionally, a row its COMMIT did
+        store left as it is), so each row it wrote (``task_id``'s, and every other one a
         :class:`~lldsched.storecalls.HoldNotCommitted` names) is a failed write of the
         task as the registry has it now, or, for one no longer registered (removed,
         retired), as the hold last wrote it (a delete: deleted again, as a purge)."""

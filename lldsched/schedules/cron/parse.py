@@ -44,7 +44,7 @@ from typing import NamedTuple
 from lldsched.errors import ScheduleError, doc_url, shown
 from lldsched.schedules.cron.foreign import foreign_text
 
-__all__ = ["FIELD_NAMES", "MACROS", "CronFields", "Term", "field_like", "parse"]
+__all__ = ["FIELD_NAMES", "MACROS", "CronFields", "Term", "blanks_mended", "field_like", "parse"]
 
 # The seconds field comes first in the text but last here, so the five classic
 # fields keep their indices 0-4.
@@ -319,6 +319,9 @@ def parse(expr: str) -> CronFields:
     if not isinstance(expr, str):
         raise ScheduleError(f"cron expression must be a string, got {shown(expr)}")
     text = expr.strip()
+    not_blank = _NOT_BLANKS.search(text)
+    if not_blank is not None:
+        raise _not_a_blank(expr, not_blank.group())
     if text.startswith("@"):
         macro = MACROS.get(text.lower())
         if macro is None:
@@ -403,6 +406,12 @@ _NAMES = frozenset((*_MONTHS, *_DAYS, "L", "W", "LW"))
 _FIELD_CHARACTERS = re.compile(r"[0-9A-Za-z*?,/#-]+")
 _LETTERS = re.compile(r"[A-Za-z]+")
 _SYNTAX = doc_url("docs/CRON.md#moving-a-crontab")
+_GRAMMAR = doc_url("docs/CRON.md#the-grammar")
+_NOT_BLANKS = re.compile("[\n\x0b\x0c\r\x1c-\x1f\x85\u2028\u2029]")
+"""What ``str.split`` takes for whitespace and is no blank: the line breaks and control
+characters among it, refused between fields (:func:`_not_a_blank`).  The rest of its
+whitespace separates fields: a tab and Unicode's spaces (``Zs``: a no-break space pasted
+from a web page, an ideographic space)."""
 
 
 def field_like(token: str) -> bool:
@@ -496,6 +505,29 @@ def _variable(expr: str, fields: list[str]) -> ScheduleError:
         f"cron expression {shown(expr)}: {setting} is a crontab variable, not a cron field; "
         f"{advice} ({_SYNTAX})"
     )
+
+
+def _not_a_blank(expr: str, char: str) -> ScheduleError:
+    """The error for a line break or a control character (``char``) inside ``expr``,
+    which ``str.split`` would take for a blank: two lines pasted as one, or a text
+    joined from a file's lines (docs/decisions/schedules.md, "A cron expression is one
+    line: its fields are separated by blanks")."""
+    return ScheduleError(
+        f"cron expression {shown(expr)}: {char!r} (U+{ord(char):04X}) between its fields is "
+        "a line break or a control character, not a blank; a cron expression is one line, "
+        f"its fields separated by spaces or tabs ({_GRAMMAR})"
+    )
+
+
+def blanks_mended(expr: str) -> str | None:
+    """``expr`` with a space for each line break or control character between its
+    fields (:func:`_not_a_blank`), the blanks at its ends kept as they are; None when
+    it holds none.  How a durable store reads an expression an earlier release took."""
+    text = expr.strip()
+    if _NOT_BLANKS.search(text) is None:
+        return None
+    start = expr.index(text[0])
+    return expr[:start] + _NOT_BLANKS.sub(" ", text) + expr[start + len(text) :]
 
 
 def _comment(expr: str) -> ScheduleError:
