@@ -952,7 +952,7 @@ def dependent_store(tmp_path: Path, jobs: ModuleType, *, upstream: str) -> Path:
         action = jobs.fails if upstream == "failed" else jobs.noop
         delay = 0 if upstream == "failed" else 3600
         scheduler.schedule(
-            "extract", action, OneTime(delay), id="extract", retry=RetryPolicy(max_attempts=1)
+            "extract", action, OneTime(delay=delay), id="extract", retry=RetryPolicy(max_attempts=1)
         )
         scheduler.schedule("load", jobs.noop, OneTime(0), id="load", depends_on=["extract"])
         scheduler.start()
