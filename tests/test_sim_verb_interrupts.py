@@ -247,3 +247,22 @@ def test_a_stores_ctrl_c_in_the_shutdowns_rewrite_after_a_verb_comes_from_the_sh
     assert row is not None and row.status is TaskStatus.PAUSED  # written, then the Ctrl-C
     assert sim.cancel("r") is True  # nothing held back for a later verb
     assert sim.shutdown() is True
+
+
+def test_of_two_listeners_ctrl_c_on_a_verbs_event_the_first_is_raised() -> None:
+    """Each listener hears the event, and the first Ctrl-C is the one raised, once the
+    verb is whole (as inside ``run()``)."""
+
+    def interrupting(text: str) -> Callable[[object], None]:
+        def listener(event: object) -> None:
+            if getattr(event, "status", None) is TaskStatus.PAUSED:
+                raise KeyboardInterrupt(text)
+
+        return listener
+
+    sim = Simulation(workers=1, start=T, listeners=[interrupting("first"), interrupting("second")])
+    sim.schedule("r", FixedRate(100), duration=fixed(1), id="r")
+    with pytest.raises(KeyboardInterrupt, match="first"):
+        sim.pause("r")
+    assert sim.task("r").status is TaskStatus.PAUSED
+    assert sim.resume("r") is True  # nothing held back for a later verb
