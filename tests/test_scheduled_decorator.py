@@ -183,6 +183,29 @@ def test_a_refused_decoration_leaves_the_modules_name_as_it_was(
         assert scheduler.tasks() == [] and store.load_all() == []
 
 
+def test_a_refused_redefinition_leaves_the_earlier_definition_bound(
+    make_scheduler: SchedulerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module run again in its own namespace (a reload, a notebook cell) whose new
+    definition is refused: the ``def`` statement raises, so the module's name keeps the
+    earlier definition, the one registered and stored (the new one, bound early for the
+    store's import-back check, is taken back)."""
+    monkeypatch.delitem(sys.modules, "decorated_jobs", raising=False)
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = make_scheduler(store=store)
+        module = _import_as_it_runs("decorated_jobs", scheduler, DECORATED_MODULE)
+        first = module.cleanup
+        refused = DECORATED_MODULE.replace(
+            "replace_existing=True", "replace_existing=True, timeout=-1"
+        )
+        with pytest.raises(ValidationError, match="timeout must be seconds > 0, got -1"):
+            exec(compile(refused, "decorated_jobs.py", "exec"), module.__dict__)
+        assert module.cleanup is first
+        (task,) = scheduler.tasks()
+        assert task.action is first
+        assert [s.task.action for s in store.load_all()] == [first]
+
+
 TIMED_JOB = """
 import functools
 from lldsched import FixedRate

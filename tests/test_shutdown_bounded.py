@@ -337,6 +337,23 @@ def test_a_step_where_the_exit_starts_no_thread_runs_on_the_caller_and_is_done(
     assert refused == ["step"] and ran == [threading.current_thread()]
 
 
+HUNG_STEP = """
+import threading
+from lldsched.threaded.deadline import Deadline
+print(Deadline(0).run(threading.Event().wait, name="hung step"))
+"""
+
+
+def test_a_step_still_going_at_its_deadline_does_not_hold_the_interpreters_exit() -> None:
+    """A shutdown's step that hangs (a store call that never returns) is given up at its
+    deadline, and the program then ends: its thread does not hold the interpreter's exit
+    (the subprocess's timeout only keeps a failure from hanging the suite)."""
+    ended = subprocess.run(
+        [sys.executable, "-c", HUNG_STEP], capture_output=True, text=True, timeout=60
+    )
+    assert (ended.returncode, ended.stdout, ended.stderr) == (0, "False\n", "")
+
+
 def test_a_save_that_hangs_recording_a_cancelled_coroutine_does_not_hold_shutdown(
     store: HangingStore, caplog: pytest.LogCaptureFixture
 ) -> None:

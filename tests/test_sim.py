@@ -24,6 +24,7 @@ from lldsched import (
     Priority,
     RetryPolicy,
     TaskEvent,
+    TaskNotFoundError,
     TaskStatus,
     ValidationError,
 )
@@ -587,3 +588,56 @@ def test_a_listener_added_again_after_the_last_one_was_removed_hears_the_events(
     assert [(e.task_id, e.status.value) for e in log.events] == [
         (task.id, "scheduled"), (task.id, "running"), (task.id, "succeeded")
     ]  # fmt: skip
+
+
+def test_a_simulations_metrics_refuse_a_negative_timeout_as_the_schedulers() -> None:
+    with pytest.raises(ValidationError, match=r"metrics\(\) timeout") as refused:
+        Simulation(start=0.0).metrics(timeout=-1)
+    assert "-1" in str(refused.value)
+
+
+def test_models_for_an_unknown_id_are_refused() -> None:
+    sim = Simulation(start=0.0)
+    with pytest.raises(TaskNotFoundError, match="'nope'"):
+        sim.model("nope", duration=fixed(5))
+
+
+def test_the_simulations_decorator_defaults_to_runs_that_take_no_time_and_never_fail() -> None:
+    sim = Simulation(start=0.0)
+
+    @sim.scheduled(FixedRate(60))
+    def job() -> None:
+        return None
+
+    sim.run(125)
+    assert [(r.started, r.finished, r.outcome.value) for r in sim.records()] == [
+        (0.0, 0.0, "ok"), (60.0, 60.0, "ok"), (120.0, 120.0, "ok")
+    ]  # fmt: skip
+
+
+async def _returns_at_once() -> None:
+    return None
+
+
+def test_removing_a_coroutine_task_cuts_its_run_in_flight() -> None:
+    sim = Simulation(workers=1, start=T)
+    sim.schedule("c", FixedRate(60), action=_returns_at_once, duration=fixed(10), id="c")
+    sim.run(T + 5)
+    sim.remove("c")
+    sim.run(T + 30)
+    assert [(r.started - T, r.finished - T, r.error) for r in sim.records()] == [
+        (0, 5, "CancelledError: task cancelled")
+    ]
+
+
+def test_a_removed_tasks_priority_and_schedule_stay_with_its_records() -> None:
+    """``priorities()`` and ``schedules()`` name every task that has records, a removed
+    one as it was when it left: ``to_frame``'s priority column, ``task_summary``'s
+    overruns."""
+    sim = Simulation(start=0.0)
+    sim.schedule("x", FixedRate(60), duration=fixed(1), id="x", priority=Priority.HIGH)
+    sim.run(30)
+    sim.remove("x")
+    assert [r.task_id for r in sim.records()] == ["x"]
+    assert sim.priorities() == {"x": 0}
+    assert sim.schedules() == {"x": FixedRate(60)}

@@ -134,15 +134,18 @@ def test_two_coroutine_tasks_due_at_once_start_together_on_threads_too() -> None
     assert records == [("a", "ok", 1), ("b", "ok", 1)]
 
 
-def test_a_coroutine_entry_not_due_yet_takes_a_new_priority_as_on_threads() -> None:
+@pytest.mark.parametrize("was", [Priority.NORMAL, Priority.LOW])
+def test_a_coroutine_entry_not_due_yet_takes_a_new_priority_as_on_threads(was: Priority) -> None:
     """A coroutine task made HIGH before its entry is due is queued again with that
     priority, on both runtimes, and starts before a HIGH task due at the same instant
     that was registered after the change (heap order).  The simulation had set the entry
     aside at once (its lane's waiting heap) and the task counted as not queued, so the
     change did not re-queue it: it started after, with its old priority (found by
-    tests/test_sim_differential.py)."""
+    tests/test_sim_differential.py).  From LOW too: the entry's generation and priority
+    differ there (from NORMAL both are 1)."""
     sim = Simulation(workers=1, start=T, max_coroutines=1)
-    sim.schedule("early", OneTime(delay=60), action=no_op, duration=fixed(5), id="early")
+    sim.schedule("early", OneTime(delay=60), action=no_op, duration=fixed(5), id="early",
+                 priority=was)  # fmt: skip
     sim.run(T + 1)
     sim.modify("early", priority=Priority.HIGH)
     sim.schedule("late", OneTime(delay=59), action=no_op, duration=fixed(5), id="late",
@@ -152,7 +155,7 @@ def test_a_coroutine_entry_not_due_yet_takes_a_new_priority_as_on_threads() -> N
 
     clock, log = FakeClock(T), EventLog()
     with Scheduler(workers=1, clock=clock, listeners=[log], max_coroutines=1) as scheduler:
-        scheduler.schedule("early", no_op, OneTime(delay=60), id="early")
+        scheduler.schedule("early", no_op, OneTime(delay=60), id="early", priority=was)
         clock.set(T + 1)
         scheduler.modify("early", priority=Priority.HIGH)
         scheduler.schedule("late", no_op, OneTime(delay=59), id="late", priority=Priority.HIGH)

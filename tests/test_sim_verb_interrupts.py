@@ -32,9 +32,11 @@ from lldsched import (
     RetryPolicy,
     Scheduler,
     SchedulerStateError,
+    TaskStatus,
 )
 from lldsched.sim import Simulation, fixed
-from tests.interrupting import Interrupter, InterruptingStore, disagreements
+from tests.harness import FailingStore
+from tests.interrupting import Interrupter, Interrupting, InterruptingStore, disagreements
 
 T = 1_000_000.0
 END = T + 400
@@ -220,3 +222,47 @@ def test_a_stores_ctrl_c_in_resume_or_run_now_is_heard_on_threads_too(verb: str)
         assert heard(log, before)[0] == ("r", previous, "scheduled")  # (then its run, now)
     finally:
         scheduler.shutdown()
+
+
+class OutageThenCtrlC(Interrupting, FailingStore):
+    """Writes fail while ``down`` (an outage); the first save of task ``armed`` then
+    raises ``KeyboardInterrupt`` once written."""
+
+
+def test_a_stores_ctrl_c_in_the_shutdowns_rewrite_after_a_verb_comes_from_the_shutdown() -> None:
+    """A store's Ctrl-C outside any verb and any ``run()`` (here in the shutdown's
+    rewrite of the rows an outage left stale) is raised at once, also after a verb was
+    made between two runs: the verb collects the store's interrupts while it runs and
+    hands that back as it ends.  Left collected, the shutdown returned True, the Ctrl-C
+    unheard, and the next verb raised it."""
+    store = OutageThenCtrlC()
+    sim = Simulation(workers=1, start=T, store=store)
+    sim.schedule("r", FixedRate(100), duration=fixed(1), id="r")
+    store.down = True
+    assert sim.pause("r") is True  # its row's write fails: left stale
+    store.down, store.armed = False, "r"
+    with pytest.raises(KeyboardInterrupt, match="raised inside save"):
+        sim.shutdown()
+    row = store.get("r")
+    assert row is not None and row.status is TaskStatus.PAUSED  # written, then the Ctrl-C
+    assert sim.cancel("r") is True  # nothing held back for a later verb
+    assert sim.shutdown() is True
+
+
+def test_of_two_listeners_ctrl_c_on_a_verbs_event_the_first_is_raised() -> None:
+    """Each listener hears the event, and the first Ctrl-C is the one raised, once the
+    verb is whole (as inside ``run()``)."""
+
+    def interrupting(text: str) -> Callable[[object], None]:
+        def listener(event: object) -> None:
+            if getattr(event, "status", None) is TaskStatus.PAUSED:
+                raise KeyboardInterrupt(text)
+
+        return listener
+
+    sim = Simulation(workers=1, start=T, listeners=[interrupting("first"), interrupting("second")])
+    sim.schedule("r", FixedRate(100), duration=fixed(1), id="r")
+    with pytest.raises(KeyboardInterrupt, match="first"):
+        sim.pause("r")
+    assert sim.task("r").status is TaskStatus.PAUSED
+    assert sim.resume("r") is True  # nothing held back for a later verb
