@@ -57,10 +57,13 @@ __all__ = ["SettleTimeoutError", "Stepper"]
 class Stepper:
     """Steps ``scheduler`` (built with ``clock=FakeClock(...)``) through time.
 
-    The scheduler is started here if it was not yet; registering jobs before or after
-    is alike.  ``timeout`` (seconds or a ``timedelta``, > 0; default 5) bounds, in real
-    time, each wait for the runs due at one instant.  Use it as a context manager (the
-    scheduler is shut down at the end) or call :meth:`close`::
+    The scheduler is started here if it was not yet, and the runs due at the start
+    have finished when the constructor returns (a job due at once that hangs raises
+    here, as in :meth:`advance`); a job registered afterwards and due at once runs on
+    its own, and :meth:`settle` waits for it.  ``timeout`` (seconds or a
+    ``timedelta``, > 0; default 5) bounds, in real time, each wait for the runs due at
+    one instant.  Use it as a context manager (the scheduler is shut down at the end)
+    or call :meth:`close`::
 
         clock = FakeClock(datetime(2026, 3, 28, 12, tzinfo=UTC))
         with Stepper(Scheduler(clock=clock, tz="Europe/Berlin")) as steps:
@@ -89,6 +92,12 @@ class Stepper:
                 raise SchedulerStateError(
                     f"Stepper needs a scheduler that can run, got {scheduler!r}: {exc}"
                 ) from exc
+        try:  # returns as every step does: what is due at the start has run
+            self._settle()
+        except BaseException:
+            with contextlib.suppress(SettleTimeoutError):  # a hung run: the settle's
+                self.close()  # error names it; no one else would shut this one down
+            raise
 
     # -- what it drives ------------------------------------------------------------------
 
