@@ -195,21 +195,27 @@ class Stepper:
                 f"{_instant(self._clock.now())}"
             )
 
-    def _not_settled(self) -> SettleTimeoutError:
+    def _not_settled(self, *, shutting_down: bool = False) -> SettleTimeoutError:
+        """The error of a wait that ran out: the instant, and the runs still going (a
+        shutdown's too, as the test that left a run going wants to know which)."""
         running = [
             f"{task.id}{name_after(task.id, task.name)} (attempt {task.runs[-1].attempt})"
             + self._real(task.id, task.timeout)
             for task in self._scheduler.tasks()
             if task.runs
         ]
-        what = (
-            f"still running: {', '.join(running)}"
-            if running
-            else "no run in flight: a listener still inside a call, or a task due again "
-            "at once after every run"
-        )
+        if running:
+            what = f"still running: {', '.join(running)}"
+        elif shutting_down:
+            what = "no run in flight: a listener still inside a call"
+        else:
+            what = (
+                "no run in flight: a listener still inside a call, or a task due again "
+                "at once after every run"
+            )
+        doing = "shut down" if shutting_down else "settle"
         return SettleTimeoutError(
-            f"the scheduler did not settle within {self._timeout:g} s at "
+            f"the scheduler did not {doing} within {self._timeout:g} s at "
             f"{_instant(self._clock.now())}: {what}"
         )
 
@@ -247,10 +253,7 @@ class Stepper:
             return
         self._closed = True
         if not self._scheduler.shutdown(timeout=self._timeout):
-            raise SettleTimeoutError(
-                f"the scheduler did not shut down within {self._timeout:g} s: "
-                "a run or a listener is still going (see the lldsched log's warning)"
-            )
+            raise self._not_settled(shutting_down=True)
 
     def __enter__(self) -> Stepper:
         return self

@@ -290,9 +290,13 @@ def test_closing_while_a_job_blocks_says_so_and_a_with_block_keeps_the_tests_own
             steps.settle()
         blocked = Scheduler(clock=FakeClock(T0))
         steps = Stepper(blocked, timeout=0.2)
-        blocked.schedule("export", release.wait, OneTime(delay=0))
-        with pytest.raises(SettleTimeoutError, match=r"did not shut down within 0\.2 s"):
+        blocked.schedule("export", release.wait, OneTime(delay=0), id="export")
+        with pytest.raises(SettleTimeoutError) as caught:
             steps.close()
+        assert str(caught.value) == (  # the run named, as a step's timeout names it
+            "the scheduler did not shut down within 0.2 s at 2026-01-05T09:00:00+00:00 "
+            "(1767603600.0): still running: export (attempt 1)"
+        )
     finally:
         release.set()
     assert scheduler.shutdown(timeout=5) and blocked.shutdown(timeout=5)
