@@ -57,10 +57,13 @@ __all__ = ["SettleTimeoutError", "Stepper"]
 class Stepper:
     """Steps ``scheduler`` (built with ``clock=FakeClock(...)``) through time.
 
-    The scheduler is started here if it was not yet; registering jobs before or after
-    is alike.  ``timeout`` (seconds or a ``timedelta``, > 0; default 5) bounds, in real
-    time, each wait for the runs due at one instant.  Use it as a context manager (the
-    scheduler is shut down at the end) or call :meth:`close`::
+    The scheduler is started here if it was not yet, and the runs due at the start
+    have finished when the constructor returns (a job due at once that hangs raises
+    here, as in :meth:`advance`); a job registered afterwards and due at once runs on
+    its own, and :meth:`settle` waits for it.  ``timeout`` (seconds or a
+    ``timedelta``, > 0; default 5) bounds, in real time, each wait for the runs due at
+    one instant.  Use it as a context manager (the scheduler is shut down at the end)
+    or call :meth:`close`::
 
         clock = FakeClock(datetime(2026, 3, 28, 12, tzinfo=UTC))
         with Stepper(Scheduler(clock=clock, tz="Europe/Berlin")) as steps:
@@ -89,6 +92,12 @@ class Stepper:
                 raise SchedulerStateError(
                     f"Stepper needs a scheduler that can run, got {scheduler!r}: {exc}"
                 ) from exc
+        try:  # returns as every step does: what is due at the start has run
+            self._settle()
+        except BaseException:
+            with contextlib.suppress(SettleTimeoutError):  # a hung run: the settle's
+                self.close()  # error names it; no one else would shut this one down
+            raise
 
     # -- what it drives ------------------------------------------------------------------
 
@@ -186,21 +195,27 @@ class Stepper:
                 f"{_instant(self._clock.now())}"
             )
 
-    def _not_settled(self) -> SettleTimeoutError:
+    def _not_settled(self, *, shutting_down: bool = False) -> SettleTimeoutError:
+        """The error of a wait that ran out: the instant, and the runs still going (a
+        shutdown's too, as the test that left a run going wants to know which)."""
         running = [
             f"{task.id}{name_after(task.id, task.name)} (attempt {task.runs[-1].attempt})"
             + self._real(task.id, task.timeout)
             for task in self._scheduler.tasks()
             if task.runs
         ]
-        what = (
-            f"still running: {', '.join(running)}"
-            if running
-            else "no run in flight: a listener still inside a call, or a task due again "
-            "at once after every run"
-        )
+        if running:
+            what = f"still running: {', '.join(running)}"
+        elif shutting_down:
+            what = "no run in flight: a listener still inside a call"
+        else:
+            what = (
+                "no run in flight: a listener still inside a call, or a task due again "
+                "at once after every run"
+            )
+        doing = "shut down" if shutting_down else "settle"
         return SettleTimeoutError(
-            f"the scheduler did not settle within {self._timeout:g} s at "
+            f"the scheduler did not {doing} within {self._timeout:g} s at "
             f"{_instant(self._clock.now())}: {what}"
         )
 
@@ -238,10 +253,7 @@ class Stepper:
             return
         self._closed = True
         if not self._scheduler.shutdown(timeout=self._timeout):
-            raise SettleTimeoutError(
-                f"the scheduler did not shut down within {self._timeout:g} s: "
-                "a run or a listener is still going (see the lldsched log's warning)"
-            )
+            raise self._not_settled(shutting_down=True)
 
     def __enter__(self) -> Stepper:
         return self

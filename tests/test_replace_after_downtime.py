@@ -280,17 +280,20 @@ def test_a_new_schedule_given_while_the_first_catch_up_run_runs_keeps_the_second
     store = SqliteTaskStore(path)
     scheduler = Scheduler(workers=1, clock=FakeClock(BACK), store=store)
     jobs.GATE.clear()
-    try:  # the service's job held at the gate, registered before start()
-        scheduler.schedule("job", jobs.gated, OLD, id="job", replace_existing=True, misfire=run_all)
-        with store, Stepper(scheduler) as steps:
-            job = scheduler.task("job")
-            wait_until(lambda: job.status is TaskStatus.RUNNING, timeout=10, what="4h in flight")
-            verb(scheduler, misfire=run_all)
-            jobs.GATE.set()
+    # the service's job held at the gate, registered before start(); the stepper, built
+    # once the run is let go, waits for it (built before, it would wait at the gate)
+    scheduler.schedule("job", jobs.gated, OLD, id="job", replace_existing=True, misfire=run_all)
+    with store, contextlib.ExitStack() as stack:
+        stack.callback(scheduler.shutdown, timeout=5)
+        stack.callback(jobs.GATE.set)
+        scheduler.start()
+        job = scheduler.task("job")
+        wait_until(lambda: job.status is TaskStatus.RUNNING, timeout=10, what="4h in flight")
+        verb(scheduler, misfire=run_all)
+        jobs.GATE.set()
+        with Stepper(scheduler) as steps:
             steps.advance(4.5 * HOUR)
             records = scheduler.records()
-    finally:
-        jobs.GATE.set()
     assert _slots(records, Outcome.MISSED) == [2, 3]
     assert _slots(records) == [0, 1, 4, 5, 7.5, 9.5]
 
