@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # The package's cheapest test (no kernel, no notebook): what fails is the package's
-# fixture, whichever of its tests runs (a run-all's test took 22 s more alone).
+# fixture, whichever of its tests runs (the controls-error test took 22 s alone).
 BROWSER_TEST = (
     "tests/browser/test_lab_run_all_in_a_browser.py"
     "::test_a_page_finds_nothing_an_earlier_page_stored"
