@@ -85,8 +85,16 @@ def rowless(lines: list[Line], quoted: dict[str, list[str]]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def lines() -> list[Line]:
-    return logged_lines()
+def package() -> Package:
+    """The package's modules, parsed once for the tests that read them (about 2 s of
+    CPU a parse: every module's syntax tree and each node's parent); nothing of it is
+    written after it is made."""
+    return Package()
+
+
+@pytest.fixture(scope="module")
+def lines(package: Package) -> list[Line]:
+    return logged_lines(package)
 
 
 def test_every_warning_line_has_its_row_in_its_loggers_subsection(lines: list[Line]) -> None:
@@ -104,10 +112,9 @@ NOT_LOGGERS = {"super()", "args.command_parser"}
 """Receivers of an ``error(...)`` call in the package that are no logger: argparse's."""
 
 
-def test_every_call_of_a_logging_method_is_on_one_of_lldscheds_loggers() -> None:
+def test_every_call_of_a_logging_method_is_on_one_of_lldscheds_loggers(package: Package) -> None:
     """A line said through a logger this reading cannot name (a logger kept on an
     attribute, the root logger's ``logging.warning``) would escape the check above."""
-    package = Package()
     unread = []
     for module in package.modules.values():
         for node in ast.walk(module.tree):

@@ -5,7 +5,12 @@ the bound passed, saying where the cells stood, and a cell the kernel is done wi
 never finishes in the page fails it once the kernel has been silent a while, saying
 what the page heard for it.  On a small notebook of its own, with the bounds cut to
 seconds (:data:`~tests.browser.servers.STALL_SECONDS`,
-:data:`~tests.browser.servers.SILENT_SECONDS`)."""
+:data:`~tests.browser.servers.SILENT_SECONDS`).
+
+And what makes sharing the package's one Chromium safe (``servers.browser_page``): each
+page is in a browser context of its own, so a page finds nothing an earlier page stored
+for the same server.  That test starts no kernel and loads no notebook: the package's
+cheapest, tests/test_browser_fixture_scope.py runs it as its browser test."""
 
 from __future__ import annotations
 
@@ -114,3 +119,21 @@ def test_a_run_all_whose_cell_the_kernel_left_unanswered_fails_once_the_kernel_i
         f"nothing for {SILENT} s; code cell 2 ('no reply') is running: its request went "
     ), said
     assert "and the page heard for it: status busy, status idle; the page handled" in said, said
+
+
+def test_a_page_finds_nothing_an_earlier_page_stored() -> None:
+    """What one page stores for the Lab server's address (a cookie, an entry of its
+    local storage) the next page, on the same address, does not find."""
+    assert servers.SHARED is not None and servers.BROWSER is not None  # the package's
+    url = f"{servers.SHARED.server('jupyterlab').url}api"  # a small answer, of the origin
+    with browser_page() as page:
+        page.goto(url, timeout=60_000)
+        page.evaluate("() => { localStorage.setItem('left', 'by the first page');"
+                      " document.cookie = 'left=by-the-first-page; path=/'; }")  # fmt: skip
+        stored = page.evaluate("() => [localStorage.getItem('left'), document.cookie]")
+        assert stored[0] == "by the first page" and "left=by-the-first-page" in stored[1]
+    with browser_page() as page:
+        page.goto(url, timeout=60_000)
+        found = page.evaluate("() => [localStorage.getItem('left'), document.cookie]")
+    assert found[0] is None, found
+    assert "left=" not in found[1], found
