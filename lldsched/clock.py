@@ -28,6 +28,7 @@ __all__ = [
     "FakeClock",
     "SystemClock",
     "beyond_datetimes",
+    "checked_reading",
     "dated",
     "to_timestamp",
     "utc_datetime",
@@ -136,6 +137,30 @@ class Clock(Protocol):
         May return early or spuriously: callers re-test their predicate in a loop.
         """
         ...
+
+
+def checked_reading(clock: Clock) -> float:
+    """``clock.now()``, read once where a scheduler is given a clock of one's own, if it
+    is epoch seconds (an ``int`` or a ``float`` within ±:data:`~lldsched.checks.FARTHEST`);
+    else :class:`ValidationError` naming the clock and its answer, before anything runs.
+
+    A clock answering ``datetime.now(UTC)`` (the likeliest slip), a ``str`` or NaN was
+    taken, and the first registration blamed the schedule (``FixedRate.first_run()
+    takes epoch seconds (a float), got datetime.datetime(...)``), or the timer thread
+    died of a ``TypeError`` at start.  Read once, not at every reading: the runtimes
+    read the clock several times a run, and a clock that answers well at first and
+    badly later still fails loudly where it is read (docs/decisions/extending.md, "A
+    clock of one's own is read once as the scheduler takes it")."""
+    reading = clock.now()
+    try:
+        return checks.instant(reading, name="now()")
+    except ValidationError:
+        hint = " (a datetime: answer its .timestamp())" if isinstance(reading, datetime) else ""
+        raise ValidationError(
+            f"clock {shown(clock)}: now() answered {shown(reading)}, not epoch seconds{hint}: "
+            f"a Clock's now() answers seconds since the epoch, UTC, as time.time() does (an "
+            f"int or a float within ±{checks.FARTHEST:g})"
+        ) from None
 
 
 class SystemClock:

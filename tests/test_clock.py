@@ -244,3 +244,50 @@ def test_ids_count_up_and_never_repeat_across_threads() -> None:
     for thread in threads:
         thread.join(5)
     assert len(set(seen)) == 4000
+
+
+class Answering:
+    """A clock of one's own whose ``now()`` answers ``reading``."""
+
+    def __init__(self, reading: object) -> None:
+        self.reading = reading
+
+    def now(self) -> object:
+        return self.reading
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        condition.wait(0)
+
+    def __repr__(self) -> str:
+        return "Answering()"
+
+
+@pytest.mark.parametrize(
+    "reading",
+    [datetime(2026, 1, 5, 9, tzinfo=UTC), "now", float("nan"), None, True, 1e300],
+    ids=repr,
+)
+def test_a_clock_of_ones_own_that_answers_no_instant_is_refused_naming_it(
+    reading: object,
+) -> None:
+    """Before: the scheduler took it, its first registration blamed the schedule
+    (``FixedRate.first_run() takes epoch seconds (a float), got datetime...``: the
+    clock unnamed) and ``start()``'s timer thread died of a ``TypeError``; a NaN clock
+    was registered and ran nothing."""
+    from lldsched import Scheduler
+
+    with pytest.raises(ValidationError) as caught:
+        Scheduler(clock=Answering(reading))  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert message.startswith(f"clock Answering(): now() answered {reading!r}, not epoch seconds")
+    assert "time.time()" in message
+    if isinstance(reading, datetime):  # the likeliest slip: its way out
+        assert "(a datetime: answer its .timestamp())" in message
+
+
+def test_a_clock_of_ones_own_answering_an_int_is_taken() -> None:
+    from lldsched import FixedRate, Scheduler
+
+    scheduler = Scheduler(clock=Answering(1_767_600_000))  # type: ignore[arg-type]
+    task = scheduler.schedule("tick", print, FixedRate(60))
+    assert task.next_run_at == 1_767_600_000

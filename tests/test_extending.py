@@ -475,6 +475,56 @@ def test_jittered_names_what_the_schedule_it_wraps_answered(kind: str, answer: o
         driven.close()
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    "wrap",
+    [lambda s: s, lambda s: Window(s, max_runs=100), lambda s: Jittered(s, 5, seed=1)],
+    ids=["bare", "window", "jittered"],
+)
+def test_a_next_run_answering_an_instant_before_its_runs_slot_fails_its_task(
+    kind: str, wrap: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: an answer an hour before the slot its run served (a day or a zone read
+    wrong) was stepped a microsecond past the slot with a WARNING, as an answer of the
+    slot itself is, and the task ran back to back for ever: a simulation's ``run_for``
+    of a minute ran sixty million times, a real clock's scheduler without a pause."""
+    driven = Driven(kind)
+    try:
+        schedule = wrap(Answers(T0, T0 - 3600))
+        task = driven.add("odd", schedule, id="odd")
+        other = driven.add("other", FixedRate(60), id="other")
+        driven.run_until(T0 + 10)  # past Jittered's delay
+        assert task.status is TaskStatus.FAILED and len(task.history) == 1
+        assert task.next_run_at is None and driven.runtime.dead_letter() == ["odd"]
+        assert not stalled(caplog)  # not stepped past
+        (said,) = [r for r in caplog.records if "next_run raised" in r.getMessage()]
+        assert said.exc_info is not None
+        raised = str(said.exc_info[1])
+        assert raised.startswith(f"{schedule!r}.next_run(")
+        slot = task.history[0].slot
+        assert f"before the slot {slot!r} (" in raised and "its run served" in raised
+        assert doc_url("docs/EXTENDING.md#a-schedule-of-your-own") in raised
+        assert task.last_error == f"ScheduleError: {raised}"
+        driven.run_until(T0 + 120)
+        assert len(other.history) == 3 and len(task.history) == 1
+    finally:
+        driven.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_next_run_answering_its_runs_slot_is_still_stepped_past(kind: str) -> None:
+    """The line the test above draws: the slot itself (what "again as soon as it
+    finishes" answers where runs take no time) is stepped past, not failed."""
+    driven = Driven(kind)
+    try:
+        task = driven.add("poll", Answers(T0, T0), id="poll")
+        driven.run_until(T0)
+        assert task.status is TaskStatus.SCHEDULED and task.next_run_at is not None
+        assert task.next_run_at > T0
+    finally:
+        driven.close()
+
+
 # --- a retry policy of one's own that raises or answers no delay -------------------------
 
 

@@ -51,7 +51,7 @@ from typing import Protocol, TypeAlias, runtime_checkable
 
 from lldsched.checks import FARTHEST, FINEST, instant
 from lldsched.errors import ScheduleError, ValidationError, doc_url, shown
-from lldsched.logs import JOBS, Repeats
+from lldsched.logs import JOBS, Repeats, instant_text
 from lldsched.model import ExecutionRecord
 
 __all__ = [
@@ -357,7 +357,8 @@ def next_run_and_skipped(
 
     Raises :class:`SteppedPast` for a schedule that answered an instant not after its
     run's slot nor after its finish (:func:`stepped_past`): its ``due`` is the answer
-    to use, and the caller says so (:func:`say_stepped_past`).
+    to use, and the caller says so (:func:`say_stepped_past`); and
+    :class:`ScheduleError` for one that answered before both (:func:`before_its_run`).
     """
     own = getattr(schedule, "next_run_and_skipped", None)
     if own is not None:
@@ -380,9 +381,30 @@ def _next_run_and_skipped_from_next_run(
     except TypeError:
         odd = True
     if odd:
-        due = checked_answer(schedule, due, query=f"next_run({record.finished!r})")
+        query = f"next_run({record.finished!r})"
+        due = checked_answer(schedule, due, query=query)
+        if due < record.slot and due < record.finished:
+            raise ScheduleError(before_its_run(schedule, record, due, query=query))
         raise SteppedPast(schedule, record, due)  # no slot of its own was passed
     return due, slots_between(schedule, record.slot, due, limit=limit)
+
+
+def before_its_run(schedule: Schedule, record: ExecutionRecord, due: float, *, query: str) -> str:
+    """Why ``due``, what ``schedule`` answered to ``query`` after the run ``record``, fails
+    its task: it is before both the slot that run served and its finish.
+
+    No clock's coarseness answers that ("again as soon as it finishes" answers the
+    finish, the slot itself where runs take no time: :func:`stepped_past`), so it is a
+    schedule that went backwards (a day or a zone read wrong): stepped past a
+    microsecond, it ran back to back for ever, and a simulation's ``run_for`` never
+    returned (docs/decisions/extending.md, "A next_run answering an instant before its
+    run's slot fails its task")."""
+    return (
+        f"{shown(schedule)}.{query} answered {due!r} ({instant_text(due)}), before the slot "
+        f"{record.slot!r} ({instant_text(record.slot)}) its run served and its finish "
+        f"{record.finished!r}: a schedule answers an instant after its run's slot, or None "
+        f"to retire the task ({_OWN_SCHEDULE})"
+    )
 
 
 _log = logging.getLogger(JOBS)

@@ -43,7 +43,7 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 from lldsched.checks import instance_hint, step, whole_or_none
-from lldsched.clock import Clock, SystemClock
+from lldsched.clock import Clock, SystemClock, checked_reading
 from lldsched.coordination import CoordinatedStore, is_shared
 from lldsched.core import storeuse
 from lldsched.core.duequeue import TaskQueue
@@ -177,6 +177,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
                 f"clock must be a Clock (now and wait methods), got {shown(clock)}"
                 f"{instance_hint(clock)}"
             )
+        if clock is not None:
+            checked_reading(clock)  # a datetime's now(): said here, not by a schedule
         self._clock = clock if clock is not None else SystemClock()
         self._last_look = LastLook(getattr(self._clock, "monotonic", None))
         # The scheduler's one lock.  It guards the core state machine (registry,
