@@ -11,7 +11,10 @@ Each simulation runs on a thread joined within a bound: before the fix, the join
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -394,3 +397,51 @@ def test_a_future_run_coroutine_threadsafe_gives_is_waited_for_and_cancelled_at_
     ]
     assert handed[1].cancelled() and left == []
     assert sim.shutdown() is True
+
+
+CUTS_A_CALL_THAT_NEVER_RETURNS = """
+import asyncio, sys, threading
+from lldsched import OneTime, RetryPolicy, Simulation
+started = threading.Event()
+def stuck():
+    started.set()
+    threading.Event().wait()  # never returns
+async def job():
+    await asyncio.to_thread(stuck)  # on the simulation's loop's default executor
+def simulate():
+    sim = Simulation(workers=1)
+    sim.schedule("stuck", OneTime(delay=0), action=job, timeout=0.2,
+                 retry=RetryPolicy(max_attempts=1))
+    sim.run_for(10)
+    assert started.is_set() and sim.shutdown()
+    (record,) = sim.records()
+    print(record.error, flush=True)
+async def in_a_loop():  # a loop runs on this thread: the simulation's loop thread runs it
+    simulate()
+if sys.argv[1] == "loop":
+    asyncio.run(in_a_loop())
+else:
+    simulate()
+"""
+
+
+@pytest.mark.parametrize("where", ["caller", "loop"])
+def test_an_exit_does_not_wait_for_a_call_of_a_run_its_timeout_cut(where: str) -> None:
+    """A coroutine action's ``asyncio.to_thread`` call, cut at the run's timeout, goes on
+    on its thread (Python cannot stop one).  On asyncio's default executor that thread was
+    not a daemon (the loop ran on the main thread) and ``concurrent.futures`` joined it at
+    exit: after a ``shutdown()`` that returned True, the program never ended.  Now the
+    loop's executor is the threaded runtime's (``lldsched/loopcalls.py``), on the
+    caller's thread and on the simulation's loop thread alike."""
+    done = subprocess.run(
+        [sys.executable, "-c", CUTS_A_CALL_THAT_NEVER_RETURNS, where],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        "TimeoutError: cancelled at its 0.2 s timeout\n",
+        "",
+    )
