@@ -11,10 +11,7 @@ Each simulation runs on a thread joined within a bound: before the fix, the join
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -23,6 +20,7 @@ from concurrent.futures import Future
 import pytest
 
 from lldsched import OneTime, RetryPolicy, ScheduledTask, Simulation, TaskStatus
+from tests.test_scheduler_service import A_JOB_WHOSE_CALL_NEVER_RETURNS, ends_clean
 from tests.test_sim_running_loop import PATHS, in_loop
 
 BOUND = 60.0  # seconds a join waits for a simulation that should take next to none
@@ -399,15 +397,10 @@ def test_a_future_run_coroutine_threadsafe_gives_is_waited_for_and_cancelled_at_
     assert sim.shutdown() is True
 
 
-CUTS_A_CALL_THAT_NEVER_RETURNS = """
-import asyncio, sys, threading
+CUTS_A_CALL_THAT_NEVER_RETURNS = (
+    A_JOB_WHOSE_CALL_NEVER_RETURNS
+    + """
 from lldsched import OneTime, RetryPolicy, Simulation
-started = threading.Event()
-def stuck():
-    started.set()
-    threading.Event().wait()  # never returns
-async def job():
-    await asyncio.to_thread(stuck)  # on the simulation's loop's default executor
 def simulate():
     sim = Simulation(workers=1)
     sim.schedule("stuck", OneTime(delay=0), action=job, timeout=0.2,
@@ -423,6 +416,7 @@ if sys.argv[1] == "loop":
 else:
     simulate()
 """
+)
 
 
 @pytest.mark.parametrize("where", ["caller", "loop"])
@@ -433,15 +427,5 @@ def test_an_exit_does_not_wait_for_a_call_of_a_run_its_timeout_cut(where: str) -
     exit: after a ``shutdown()`` that returned True, the program never ended.  Now the
     loop's executor is the threaded runtime's (``lldsched/loopcalls.py``), on the
     caller's thread and on the simulation's loop thread alike."""
-    done = subprocess.run(
-        [sys.executable, "-c", CUTS_A_CALL_THAT_NEVER_RETURNS, where],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    assert (done.returncode, done.stdout, done.stderr) == (
-        0,
-        "TimeoutError: cancelled at its 0.2 s timeout\n",
-        "",
-    )
+    printed = ends_clean(CUTS_A_CALL_THAT_NEVER_RETURNS, where)
+    assert printed == "TimeoutError: cancelled at its 0.2 s timeout\n"
