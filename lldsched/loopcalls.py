@@ -50,9 +50,11 @@ class LoopCalls(ThreadPoolExecutor):
         self._mine.marked = True
 
     def _adjust_thread_count(self) -> None:
-        """Start a thread if one is needed (the base class), then take every thread of
-        this pool out of the ones ``concurrent.futures`` joins at exit.  Called by
-        ``submit`` under ``concurrent.futures``' own lock, which guards that mapping."""
+        """Start a thread if one is needed (the base class; from a daemon thread, so
+        that it is a daemon: the module docstring), then take every thread of this pool
+        out of the ones ``concurrent.futures`` joins at exit.  Called by ``submit`` under
+        ``concurrent.futures``' own lock, which guards that mapping (the starter runs
+        while its caller holds it, and waits)."""
         if threading.current_thread().daemon:
             super()._adjust_thread_count()
         else:  # the thread it starts would not be a daemon: started from one that is
