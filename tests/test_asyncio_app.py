@@ -429,6 +429,56 @@ def test_a_job_that_uses_the_applications_loop_once_it_closed_says_which_loop_is
     )
 
 
+def test_an_event_the_applications_loop_made_is_taken_by_the_job_that_waits_on_it_first() -> None:
+    """docs/ASYNCIO.md said an ``asyncio.Lock`` or ``Queue`` made on the application's
+    loop is refused in a job ("asyncio refuses it").  Such a primitive is bound to the
+    first loop that waits on it: one the application made and has not waited on is
+    taken by the job without a word, and the application's own wait on it is then what
+    is refused.  The recipe the page gives (the wait run on the application's loop,
+    awaited through ``run_coroutine_threadsafe``) is woken by the application's set."""
+
+    async def main() -> tuple[list[str | None], list[str | None]]:
+        app_loop = asyncio.get_running_loop()
+        taken, handed = asyncio.Event(), asyncio.Event()
+        job_loops: list[asyncio.AbstractEventLoop] = []
+
+        async def waits_on_it() -> str:
+            job_loops.append(asyncio.get_running_loop())
+            await taken.wait()
+            return "woken"
+
+        async def waits_through_the_app() -> str:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(handed.wait(), app_loop))
+            return "woken"
+
+        one = RetryPolicy(max_attempts=1)
+        async with Scheduler(name="other-loop") as scheduler:
+            direct = scheduler.schedule("direct", waits_on_it, OneTime(delay=0), retry=one)
+            recipe = scheduler.schedule(
+                "recipe", waits_through_the_app, OneTime(delay=0), retry=one
+            )
+            await asyncio.to_thread(
+                wait_until,
+                lambda: len(taken._waiters) == 1,
+                timeout=10,
+                what="the job waiting on the event",
+            )
+            assert not direct.history  # waiting, not refused
+            with pytest.raises(RuntimeError, match="is bound to a different event loop"):
+                await taken.wait()
+            handed.set()
+            job_loops[0].call_soon_threadsafe(taken.set)  # set where it is bound
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        return (
+            [record.result for record in direct.history],
+            [record.result for record in recipe.history],
+        )
+
+    direct, recipe = asyncio.run(main())
+    assert direct == ["'woken'"]
+    assert recipe == ["'woken'"]
+
+
 @pytest.mark.parametrize("returns_the_future", [False, True])
 def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_timeout(
     returns_the_future: bool,

@@ -20,6 +20,7 @@ task.  Nothing here sleeps; the whole file runs in about a second.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import re
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -74,6 +75,11 @@ def yields() -> Iterator[int]:  # a generator function: calling it runs none of 
 
 async def yields_async() -> AsyncIterator[int]:
     yield 1
+
+
+class YieldsWhenCalled:
+    async def __call__(self) -> AsyncIterator[int]:
+        yield 1
 
 
 async def fetches() -> int:
@@ -356,6 +362,17 @@ verb("schedule(action=an async generator function)",
      Named("action yields_async is an async generator function"))  # fmt: skip
 verb("@scheduled(...) over a generator function", lambda rt: decorate(rt, yields),
      Named("action yields is a generator function"))  # fmt: skip
+# A partial of one, or an object whose __call__ is one, was taken: each run a success,
+# '<async_generator object ...>', its body never run.
+verb("schedule(action=a partial of an async generator function)",
+     lambda rt: register(rt, "job", functools.partial(yields_async)),
+     Named("action yields_async (in a functools.partial) is an async generator"))  # fmt: skip
+verb("schedule(action=an object whose __call__ is an async generator function)",
+     lambda rt: register(rt, "job", YieldsWhenCalled()),
+     Named("action YieldsWhenCalled.__call__ is an async generator function"))  # fmt: skip
+verb("schedule(action=a partial of such an object)",
+     lambda rt: register(rt, "job", functools.partial(YieldsWhenCalled())),
+     Named("action YieldsWhenCalled.__call__ (in a functools.partial) is an async"))  # fmt: skip
 
 
 def called_coroutine(runtime: Runtime) -> object:

@@ -20,6 +20,7 @@ from concurrent.futures import Future
 import pytest
 
 from lldsched import OneTime, RetryPolicy, ScheduledTask, Simulation, TaskStatus
+from tests.test_scheduler_service import A_JOB_WHOSE_CALL_NEVER_RETURNS, ends_clean
 from tests.test_sim_running_loop import PATHS, in_loop
 
 BOUND = 60.0  # seconds a join waits for a simulation that should take next to none
@@ -394,3 +395,37 @@ def test_a_future_run_coroutine_threadsafe_gives_is_waited_for_and_cancelled_at_
     ]
     assert handed[1].cancelled() and left == []
     assert sim.shutdown() is True
+
+
+CUTS_A_CALL_THAT_NEVER_RETURNS = (
+    A_JOB_WHOSE_CALL_NEVER_RETURNS
+    + """
+from lldsched import OneTime, RetryPolicy, Simulation
+def simulate():
+    sim = Simulation(workers=1)
+    sim.schedule("stuck", OneTime(delay=0), action=job, timeout=0.2,
+                 retry=RetryPolicy(max_attempts=1))
+    sim.run_for(10)
+    assert started.is_set() and sim.shutdown()
+    (record,) = sim.records()
+    print(record.error, flush=True)
+async def in_a_loop():  # a loop runs on this thread: the simulation's loop thread runs it
+    simulate()
+if sys.argv[1] == "loop":
+    asyncio.run(in_a_loop())
+else:
+    simulate()
+"""
+)
+
+
+@pytest.mark.parametrize("where", ["caller", "loop"])
+def test_an_exit_does_not_wait_for_a_call_of_a_run_its_timeout_cut(where: str) -> None:
+    """A coroutine action's ``asyncio.to_thread`` call, cut at the run's timeout, goes on
+    on its thread (Python cannot stop one).  On asyncio's default executor that thread was
+    not a daemon (the loop ran on the main thread) and ``concurrent.futures`` joined it at
+    exit: after a ``shutdown()`` that returned True, the program never ended.  Now the
+    loop's executor is the threaded runtime's (``lldsched/loopcalls.py``), on the
+    caller's thread and on the simulation's loop thread alike."""
+    printed = ends_clean(CUTS_A_CALL_THAT_NEVER_RETURNS, where)
+    assert printed == "TimeoutError: cancelled at its 0.2 s timeout\n"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Callable, Hashable, Mapping
+from functools import partial
 from types import BuiltinFunctionType, CodeType
 from typing import Any, TypeVar
 
@@ -116,8 +117,9 @@ def check_call(
     (``functools.wraps``) is judged by its own parameters, not the wrapped function's,
     since a decorator may supply some of those.
 
-    A generator function (``yield`` in a ``def`` or an ``async def``) is refused too:
-    calling it runs none of its body, so every run would succeed having done nothing.
+    A generator function (``yield`` in a ``def`` or an ``async def``) is refused too,
+    and so is a ``functools.partial`` of one or an object whose class's ``__call__`` is
+    one: calling it runs none of its body, so every run would succeed having done nothing.
 
     ``values=False`` names the arguments by count and keyword, never by value: for a
     log line (a restored task's stored arguments may hold a token), where the
@@ -139,6 +141,9 @@ def check_call(
             if getattr(action, "__signature__", None) is None:
                 _remember(SIGNATURE_BY_CODE, key, code, signature)
     else:  # builtins, partials, classes, callable objects
+        generating = _generating(action)
+        if generating is not None:
+            raise _generates(name, *generating)
         signature = _signature(action)
     keywords = dict(kwargs or {})
     if pass_context:
@@ -172,11 +177,37 @@ def check_call(
         )
 
 
-def _generates(name: str, action: Callable[..., Any], code: CodeType) -> ValidationError:
-    """The error of a generator function given as an action."""
+def _generating(action: object) -> tuple[Callable[..., Any], CodeType, str] | None:
+    """What a partial or a callable object calls, when that is a generator function:
+    the function, its code and where it was found (``" (in a functools.partial)"``, or
+    ``""``); None for anything else.  A ``functools.partial`` of an async generator
+    function, or an object whose class's ``__call__`` is one, was taken, and each of its
+    runs recorded a success with ``<async_generator object ...>``, its body never run,
+    where the function itself is refused (docs/decisions/threaded.md, "A generator
+    function is refused as an action")."""
+    where = ""
+    while isinstance(action, partial):
+        action, where = action.func, " (in a functools.partial)"
+    if isinstance(action, type):  # a class: calling it makes an instance
+        return None
+    try:  # a function (or a bound method), else the object's class's __call__
+        function = action if hasattr(action, "__code__") else type(action).__call__
+    except AttributeError:
+        return None
+    code = getattr(function, "__code__", None)
+    if callable(function) and isinstance(code, CodeType) and code.co_flags & _GENERATES:
+        return function, code, where
+    return None
+
+
+def _generates(
+    name: str, action: Callable[..., Any], code: CodeType, where: str = ""
+) -> ValidationError:
+    """The error of a generator function given as an action (``where`` it was found: in
+    a ``functools.partial``)."""
     kind = "an async generator" if code.co_flags & inspect.CO_ASYNC_GENERATOR else "a generator"
     return ValidationError(
-        f"task {name!r}: action {_action_name(action)} is {kind} function (it yields): "
+        f"task {name!r}: action {_action_name(action)}{where} is {kind} function (it yields): "
         f"calling it returns {kind} and runs none of its body, so every run would succeed "
         "having done nothing; make it return instead of yield"
     )

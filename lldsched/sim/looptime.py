@@ -42,10 +42,14 @@ import asyncio
 import selectors
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor
 from contextvars import Context
-from typing import Any, cast
+from typing import Any, TypeVar, TypeVarTuple, cast
 
 __all__ = ["SkippingLoop"]
+
+_T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
 
 
 class _SkippingSelector(selectors.BaseSelector):
@@ -102,6 +106,7 @@ class SkippingLoop(asyncio.SelectorEventLoop):
 
     def __init__(self, *, skips: bool = True) -> None:
         self._skipping = _SkippingSelector(skips)
+        self._calls_made = False  # the default executor set (run_in_executor)
         super().__init__(self._skipping)
 
     @property
@@ -114,6 +119,21 @@ class SkippingLoop(asyncio.SelectorEventLoop):
 
     def time(self) -> float:
         return time.monotonic() + self._skipping.skipped
+
+    def run_in_executor(
+        self, executor: Executor | None, func: Callable[[*_Ts], _T], *args: *_Ts
+    ) -> asyncio.Future[_T]:
+        """asyncio's, on a default executor of daemon threads an exit does not wait for
+        (:class:`~lldsched.loopcalls.LoopCalls`, made at the first call): a call cut at
+        its run's timeout goes on on its thread, which held the exit after the
+        simulation's shutdown (for ever, for a call that never returns) on asyncio's
+        default executor."""
+        if executor is None and not self._calls_made:
+            from lldsched.loopcalls import LoopCalls
+
+            self._calls_made = True
+            self.set_default_executor(LoopCalls(thread_name_prefix="lldsched-sim-loop-to-thread"))
+        return super().run_in_executor(executor, func, *args)
 
     def create_future(self) -> asyncio.Future[Any]:
         """A future of this loop that is counted while asyncio chains it to a thread's

@@ -83,7 +83,7 @@ if TYPE_CHECKING:  # imported at the first coroutine run: see LoopThread._start_
     import asyncio
     from asyncio import Task
 
-    from lldsched.threaded.calls import LoopCalls
+    from lldsched.loopcalls import LoopCalls
 
 __all__ = ["CANCEL_GRACE", "CoroutineRunner"]
 

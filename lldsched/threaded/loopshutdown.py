@@ -46,7 +46,7 @@ from lldsched.threaded.flights import Flight
 if TYPE_CHECKING:
     import asyncio
 
-    from lldsched.threaded.calls import LoopCalls
+    from lldsched.loopcalls import LoopCalls
 
 __all__ = ["CANCEL_GRACE", "LoopShutdown", "grace_for"]
 

@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # imported at the first coroutine run: see LoopThread._start_
     import asyncio
     from asyncio import Task
 
-    from lldsched.threaded.calls import LoopCalls
+    from lldsched.loopcalls import LoopCalls
 
 __all__ = ["START_BATCH", "Finish", "LoopThread"]
 
@@ -125,13 +125,13 @@ class LoopThread:
         # other uses of it come after this.
         import asyncio
 
-        from lldsched.threaded.calls import LoopCalls
+        from lldsched.loopcalls import LoopCalls
 
         loop = asyncio.new_event_loop()
         # Its own default executor, so that shutdown can wait for its calls within its
         # timeout (3.11's loop.shutdown_default_executor() takes no timeout, and joins
         # its thread unbounded even when cancelled) and name their threads.
-        # Its threads are not joined at exit (lldsched/threaded/calls.py).
+        # Its threads are not joined at exit (lldsched/loopcalls.py).
         executor = LoopCalls(thread_name_prefix=f"{self._name}-to-thread")
         loop.set_default_executor(executor)
         thread = threading.Thread(target=self._serve, args=(loop,), name=self._name)
