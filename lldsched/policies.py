@@ -91,6 +91,7 @@ __all__ = [
     "OverrunPolicy",
     "RetryPolicy",
     "checked_backoff",
+    "checked_verdict",
     "retry_draws",
     "uncallable_override",
 ]
@@ -249,6 +250,22 @@ def checked_backoff(policy: RetryPolicy, attempt: int, delay: object) -> float:
             "a retry policy answers finite seconds >= 0 "
             f"({doc_url('docs/EXTENDING.md#a-retry-policy-of-your-own')})"
         ) from None
+
+
+def checked_verdict(policy: RetryPolicy, method: str, argument: int, answer: object) -> bool:
+    """``answer``, what ``policy.<method>(argument)`` answered (``allows_retry`` or
+    ``fails_after``), if it is a ``bool``, else :class:`ValidationError` naming the
+    policy, the question and the answer.  Asked of a policy of one's own, as
+    :func:`checked_backoff` is: read as a truth value, ``"no"`` retried for ever and a
+    forgotten ``return`` (None) never retried, each without a word
+    (docs/decisions/extending.md, "A retry policy's verdict is a bool")."""
+    if isinstance(answer, bool):
+        return answer
+    raise ValidationError(
+        f"{shown(policy)}.{method}({shown(argument)}) answered {shown(answer)}, not a bool: "
+        "a retry policy answers True or False "
+        f"({doc_url('docs/EXTENDING.md#a-retry-policy-of-your-own')})"
+    )
 
 
 class Misfire(enum.Enum):

@@ -352,3 +352,48 @@ def test_a_retry_policy_whose_overrides_bind_is_taken_and_used() -> None:
     simulation.run_for(60)
     assert [record.started - T0 for record in simulation.records()] == [0, 1]
     assert task.status is TaskStatus.FAILED
+
+
+class Verdicts(RetryPolicy):
+    """A retry policy of one's own whose ``allows_retry`` and ``fails_after`` answer
+    ``ALLOWS`` and ``FAILS``."""
+
+    __slots__ = ()
+    ALLOWS: object = True
+    FAILS: object = False
+
+    def allows_retry(self, attempt: int) -> bool:
+        return Verdicts.ALLOWS if attempt < 3 else False  # type: ignore[return-value]
+
+    def fails_after(self, given_up: int) -> bool:
+        return Verdicts.FAILS  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("method", ["allows_retry", "fails_after"])
+@pytest.mark.parametrize("answer", ["no", None, 1, 0.0])
+def test_a_retry_verdict_that_is_no_bool_fails_its_task_naming_it(
+    method: str, answer: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read as a truth value, ``allows_retry`` answering ``"no"`` retried its task for ever
+    and one answering None (a forgotten ``return``) never retried; ``fails_after`` so
+    answered stopped a recurring task at its first slot given up, or never
+    (docs/decisions/extending.md, "A retry policy's verdict is a bool")."""
+    monkeypatch.setattr(Verdicts, "ALLOWS" if method == "allows_retry" else "FAILS", answer)
+    simulation = Simulation(start=T0)
+    task = simulation.schedule("job", FixedRate(60), action=fails, retry=Verdicts())
+    simulation.run_for(600)
+    assert task.status is TaskStatus.FAILED
+    assert simulation.dead_letter() == [task.id]
+    assert f".{method}(" in (task.last_error or "")
+    assert f"answered {answer!r}, not a bool" in (task.last_error or "")
+    asked_at = 1 if method == "allows_retry" else 3  # fails_after: once the slot is given up
+    assert len(task.history) == asked_at
+
+
+def test_a_retry_verdict_that_is_a_bool_is_taken() -> None:
+    """What the test above refuses, answered as a bool, retries and gives slots up."""
+    simulation = Simulation(start=T0)
+    task = simulation.schedule("job", FixedRate(60), action=fails, retry=Verdicts())
+    simulation.run_for(150)
+    assert task.status is not TaskStatus.FAILED
+    assert [record.attempt for record in task.history][:3] == [1, 2, 3]

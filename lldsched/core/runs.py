@@ -45,7 +45,7 @@ from lldsched.core.shutdowncuts import ShutdownCuts
 from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
 from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
-from lldsched.policies import RetryPolicy, checked_backoff, retry_draws
+from lldsched.policies import RetryPolicy, checked_backoff, checked_verdict, retry_draws
 from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
 from lldsched.schedules.catchup import CatchUp, unwrap
 
@@ -276,7 +276,10 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         if not ok and record.misfire is not OVERLAP_CANCELLED:  # a cut: never retried
             retry = task._options.retry
             try:
-                if retry.allows_retry(record.attempt):
+                allowed = retry.allows_retry(record.attempt)
+                if type(retry) is not RetryPolicy:  # one's own: its answer checked
+                    allowed = checked_verdict(retry, "allows_retry", record.attempt, allowed)
+                if allowed:
                     draws = retry_draws(self._seed, task.id, record.slot, record.attempt)
                     delay = retry.backoff(record.attempt, draws)
                     if type(retry) is not RetryPolicy:  # one's own: its answer checked
@@ -328,7 +331,10 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         stats.given_up += 1
         retry = task._options.retry
         try:
-            if retry.fails_after(stats.given_up):
+            fails = retry.fails_after(stats.given_up)
+            if type(retry) is not RetryPolicy:  # one's own: its answer checked
+                fails = checked_verdict(retry, "fails_after", stats.given_up, fails)
+            if fails:
                 return FAILED, None, record, ()
         except Exception as exc:  # a policy of one's own that fails: as a schedule's
             return self._fails_loudly(task, original, exc, policy=retry)
