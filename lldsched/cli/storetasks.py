@@ -391,13 +391,13 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
                     FAILED,
                 )
             if changed is False:
-                current = scheduler.task(task_id).status.value
-                status = current
-                if row.lease is not None:  # as read just before the verb
-                    status += f"; a run of it claimed: {_held(row.lease, ran_out)}"
-                instead = _INSTEAD.get((verb, current))
+                status = scheduler.task(task_id).status.value
+                said = status  # and a claim of it, as read just before the verb
+                if row.lease is not None:
+                    said += f"; a run of it claimed: {_held(row.lease, ran_out)}"
+                instead = _INSTEAD.get((verb, status))
                 say(
-                    f"task {task_id}: nothing to {verb} (its status is {status}); nothing "
+                    f"task {task_id}: nothing to {verb} (its status is {said}); nothing "
                     "changed" + ("" if instead is None else f" ({instead.format(id=task_id)})")
                 )
             else:

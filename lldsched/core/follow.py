@@ -96,8 +96,12 @@ def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> Sch
     owed = _owed(core, task, status)
     if task.status is TaskStatus.CANCELLED:
         if owed:  # its row not stored yet: the other's runs counted in what it writes
-            core.adopt_counts(task, snapshot.run_count, snapshot.failure_count,
-                              snapshot.last_error)  # fmt: skip
+            core.adopt_counts(
+                task,
+                run_count=snapshot.run_count,
+                failure_count=snapshot.failure_count,
+                last_error=snapshot.last_error,
+            )
         return task  # cancelled is final here as everywhere (a row cannot revive it)
     _adopt(core, task, snapshot, task.status if owed else status, attempt, records_of)
     return _held(core, task)

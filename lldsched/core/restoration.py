@@ -252,11 +252,9 @@ class Restoration(CoreParts):
             self._enqueue(task, next_run_at)
         else:
             task.next_run_at = next_run_at
-        if run_count or failure_count or task._stats is not None:
-            stats = self._stats(task)
-            stats.run_count = run_count
-            stats.failure_count = failure_count
-            stats.last_error = last_error
+        self.adopt_counts(
+            task, run_count=run_count, failure_count=failure_count, last_error=last_error
+        )
         # A Window's max_runs counts the successful runs of every process, as a restart
         # hands them back (the stores' decode_task: runs=run_count - failure_count).
         restore_runs(task.schedule, task.id, run_count - failure_count)
@@ -297,11 +295,12 @@ class Restoration(CoreParts):
             self.emit(TaskEvent(task.id, task.name, None, task.status, self.clock.now()))
 
     def adopt_counts(
-        self, task: ScheduledTask, run_count: int, failure_count: int, last_error: str | None
+        self, task: ScheduledTask, *, run_count: int, failure_count: int, last_error: str | None
     ) -> None:
-        """Take the run counters of ``task``'s row alone (another process's runs), its state
-        kept: a task cancelled here whose row the store has not stored yet, written with
-        them (:func:`~lldsched.core.follow.follow`).  Nothing is written or heard."""
+        """Take the run counters of ``task``'s row (another process's runs), as
+        :meth:`adopt` does; alone, its state kept: a task cancelled here whose row the
+        store has not stored yet, written with them (:func:`~lldsched.core.follow.follow`).
+        Nothing is written or heard."""
         if run_count or failure_count or task._stats is not None:
             stats = self._stats(task)
             stats.run_count = run_count
