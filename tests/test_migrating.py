@@ -1,10 +1,9 @@
 """docs/MIGRATING.md's side-by-side claims, checked against APScheduler 3 on the same clock.
 
-APScheduler 3 (the ``bench`` extra, which ``make test`` installs) reads the wall clock
-through ``datetime.now`` in a few modules; :func:`aps_on` replaces that name in each
-with a fake clock (pytest's ``monkeypatch`` puts it back), and :class:`ManualScheduler`
-is a scheduler without a thread: the test steps it from one due instant to the next,
-and its jobs run inline (APScheduler's ``DebugExecutor``). lldsched's side is a
+APScheduler 3 runs on a fake clock (:mod:`tests.aps3`: :func:`aps_on` points its
+``datetime.now`` at :class:`~tests.aps3.FakeNow`, and a
+:class:`~tests.aps3.ManualScheduler` is stepped from one due instant to the next, its
+jobs run inline). lldsched's side is a
 :class:`~lldsched.sim.Simulation` on the same instants, or, for the verbs (run now,
 the job events, a start after registration, a date job's id used again, the listings,
 a resume, a ``modify_job``), a :class:`~lldsched.Scheduler` on a
@@ -19,21 +18,13 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import apscheduler.events
-import apscheduler.executors.base
-import apscheduler.schedulers.base
 import apscheduler.triggers.base
-import apscheduler.triggers.date
-import apscheduler.triggers.interval
 import pytest
 from apscheduler.events import (
     EVENT_ALL,
     EVENT_JOB_EXECUTED,
-    EVENT_JOB_MISSED,
     JobEvent,
-    JobExecutionEvent,
 )
-from apscheduler.executors.debug import DebugExecutor
-from apscheduler.schedulers.base import BaseScheduler
 
 from lldsched import (
     CronSchedule,
@@ -56,73 +47,14 @@ from lldsched import (
     Window,
 )
 from lldsched.testing import Stepper
+from tests.aps3 import FakeNow, ManualScheduler, aps_scheduler, noop, patch_now
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
 
-class FakeNow:
-    """The instant APScheduler's ``datetime.now`` answers (an aware datetime)."""
-
-    instant = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-class FakeDatetime(datetime):
-    @classmethod
-    def now(cls, tz: Any = None) -> Any:
-        return FakeNow.instant.astimezone(tz) if tz else FakeNow.instant.replace(tzinfo=None)
-
-
-class ManualScheduler(BaseScheduler):  # type: ignore[misc]
-    """APScheduler 3 without a thread: :meth:`run_until` steps its fake clock."""
-
-    def shutdown(self, wait: bool = True) -> None:
-        super().shutdown(wait)
-
-    def wakeup(self) -> None:
-        pass
-
-    def _create_default_executor(self) -> DebugExecutor:
-        return DebugExecutor()
-
-    def run_until(self, until: datetime) -> None:
-        while True:
-            due = [job.next_run_time for job in self.get_jobs() if job.next_run_time]
-            # by timestamp: aware datetimes of one tzinfo compare as wall times
-            due.sort(key=datetime.timestamp)
-            if not due or due[0].timestamp() > until.timestamp():
-                FakeNow.instant = until
-                return
-            FakeNow.instant = max(due[0], FakeNow.instant, key=datetime.timestamp)  # never back
-            self._process_jobs()
-
-
 @pytest.fixture
 def aps_on(monkeypatch: pytest.MonkeyPatch) -> type[FakeNow]:
-    for module in (
-        apscheduler.schedulers.base,
-        apscheduler.executors.base,
-        apscheduler.triggers.interval,
-        apscheduler.triggers.date,
-    ):
-        monkeypatch.setattr(module, "datetime", FakeDatetime)
-    return FakeNow
-
-
-def aps_scheduler(start: datetime, heard: list[tuple[str, str, float]]) -> ManualScheduler:
-    FakeNow.instant = start
-    scheduler = ManualScheduler(timezone=start.tzinfo)
-
-    def listen(event: JobExecutionEvent) -> None:
-        kind = "run" if event.code == EVENT_JOB_EXECUTED else "missed"
-        heard.append((kind, event.job_id, event.scheduled_run_time.timestamp()))
-
-    scheduler.add_listener(listen, EVENT_JOB_EXECUTED | EVENT_JOB_MISSED)
-    scheduler.start()
-    return scheduler
-
-
-def noop() -> None:
-    pass
+    return patch_now(monkeypatch)
 
 
 def noop_with(source: str) -> None:

@@ -200,6 +200,23 @@ def test_nothing_runs_before_start_a_task_registered_early_starts_there(
     assert dues == [300, 360]
 
 
+@pytest.mark.parametrize(
+    "schedule",
+    [FixedRate(300, start_delay=300), FixedDelay(300, start_delay=300), OneTime(delay=300)],
+    ids=["rate", "delay", "one-off"],
+)
+def test_a_start_delay_counts_from_start_exactly(schedule: Schedule) -> None:
+    """A schedule that counts elapsed seconds starts its count at ``start`` itself: its
+    first slot is ``start + start_delay`` to the bit, and a rate's grid stays on it (it
+    was asked from a ulp before ``start``, so every slot was 2.4e-7 s early here)."""
+    start = 1767604020.0  # 2026-01-05 09:07 UTC, whose ulp is 2.4e-7 s
+    sim = Simulation(start=start - 3720)
+    sim.schedule("t", Window(schedule, start=start), id="t", duration=0)
+    sim.run(start + 1000)
+    dues = [record.due - start for record in sim.records()]
+    assert dues and dues == [300.0 * n for n in range(1, len(dues) + 1)]
+
+
 def test_a_cron_fire_exactly_at_start_runs() -> None:
     window = Window(CronSchedule("0 * * * *"), start=T0 + HOUR, max_runs=1)
     assert window.first_run(T0) == T0 + HOUR

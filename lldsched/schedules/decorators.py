@@ -32,7 +32,9 @@ uniformly drawn delay; between knots the delay is a blend of two draws.
 
 **Window** lets the wrapped schedule run only between ``start`` and ``end``
 (inclusive) and at most ``max_runs`` times: a task registered before ``start``
-behaves as if registered just before it; a slot after ``end`` retires the task
+behaves as if registered then (a fixed rate, a delay or a one-off's ``delay`` counts
+from ``start`` itself; a cron or another calendar schedule is asked from just before
+it, so that a fire at ``start`` runs); a slot after ``end`` retires the task
 (SUCCEEDED), and so does its ``max_runs``-th successful run (a slot given up, its
 attempts spent, is not one; a run a plan handed out, a ``run_now``'s extra run or a
 catch-up slot, is, through :func:`ended_by`).  A schedule sees only the record of the
@@ -416,7 +418,11 @@ class Window(FrozenValue, AnswersItsOwnWay):
         start = self.start
         if start is None or now >= start:
             return self._within(self.schedule.first_run(now))
-        first = self.schedule.first_run(math.nextafter(start, -math.inf))  # as if then
+        # As if registered then: a schedule counting elapsed seconds at start itself (its
+        # start_delay from start, to the bit; asked a ulp before, every slot of its grid
+        # was that ulp early), a calendar one just before, so that a fire at start runs.
+        since = start if measures_elapsed_time(self.schedule) else math.nextafter(start, -math.inf)
+        first = self.schedule.first_run(since)
         return self._within(None if first is None else max(first, start))
 
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
