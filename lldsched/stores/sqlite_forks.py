@@ -13,24 +13,25 @@ connection the child opens on that file (the store the gunicorn recipe opens in
 waits out its ``timeout`` and fails "database is locked", and a shared store's does so
 holding the file's write gate (:mod:`~lldsched.stores.sqlite_gate`), so every other
 process's writes wait behind it and fail too, at every claim, for the child's life
-(seen with gunicorn 27: one worker in six never ran a job, and the other processes'
-claims failed with ``WriteLockTimeout`` every few seconds).  The parent's copy cannot be
-ended in the child: its close would roll back a transaction whose WAL index the
-parent is still writing (:meth:`SqliteTaskStore._let_go_in_child`).
+(seen with gunicorn 27 under ``--preload``: a worker that never ran a job, the
+master's claims failing ``WriteLockTimeout``, the worker's shutdown out of time).
+The parent's copy cannot be ended in the child: its close would roll back a
+transaction whose WAL index the parent is still writing
+(:meth:`SqliteTaskStore._let_go_in_child`).
 
 So a fork is made with no call under way: before it, the forking thread takes the lock
 of every file store this process opened (the lock each call holds throughout, its
 transaction included: :mod:`~lldsched.stores.sqlite_connection`), waiting up to
 :data:`FORK_WAIT` in all for the calls under way to end (milliseconds: a write and its
-commit), and lets them go after it, in the parent and in the child (an ``RLock``
-belongs to the forking thread, which the child has).  A store's lock is never held while
-it calls anything outside the store, so the wait cannot wait on the forking thread.
-A call that outlasts the wait (one waiting that long for another process's lock) is
-left under way at the fork, as before.  Private databases are not waited for: their
-copy in a child shares nothing with the parent, and one a call was inside at the fork
-is refused there (:mod:`~lldsched.stores.forks`).  ``subprocess`` runs no fork hook
-(nor needs one: the child execs at once), nor does uWSGI without
-``py-call-osafterfork``.  docs/decisions/persistence.md, "A fork waits for the SQLite
+commit), and lets them go after it, in the parent and in the child (an ``RLock`` belongs
+to the forking thread, which the child has). The wait is bounded, so no lock the forking
+thread holds itself (a verb's hold waits for the scheduler's lock inside the store's)
+can hang the fork. A call that outlasts the wait (one waiting that long for another
+process's lock) is left under way at the fork, as before. Private databases are not
+waited for: their copy in a child shares nothing with the parent, and one a call was
+inside at the fork is refused there (:mod:`~lldsched.stores.forks`). ``subprocess`` runs
+no fork hook (nor needs one: the child execs at once), nor does uWSGI without
+``py-call-osafterfork``. docs/decisions/persistence.md, "A fork waits for the SQLite
 store's calls under way".
 """
 
