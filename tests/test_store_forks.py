@@ -20,8 +20,9 @@ import pytest
 
 from lldsched import InMemoryTaskStore, OneTime, Scheduler, SqliteTaskStore
 from lldsched.errors import StoreError
-from lldsched.model import Outcome
+from lldsched.model import Outcome, TaskStatus
 from lldsched.persistence import TaskStore
+from lldsched.stores import sqlite_forks
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
 from tests.conftest import T0
@@ -96,6 +97,7 @@ def held_elsewhere(store: SqliteTaskStore) -> bool:
 
 
 @pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.usefixtures("outlasting_the_fork_wait")
 def test_a_store_closed_in_a_child_forked_mid_write_returns_and_leaves_the_parents_alone(
     tmp_path: Path, shared: bool
 ) -> None:
@@ -136,8 +138,10 @@ import sys
 import threading
 import time
 from lldsched import SqliteTaskStore
+from lldsched.stores import sqlite_forks
 from tests.test_store_sqlite import snapshot, task
 
+sqlite_forks.FORK_WAIT = 0.0  # the save below outlasts the fork's wait
 path = sys.argv[1]
 store = SqliteTaskStore(path, shared=True, timeout=60)
 blocker = sqlite3.connect(path, isolation_level=None)
@@ -176,9 +180,18 @@ def store_of_one_task(tmp_path: Path, request: pytest.FixtureRequest) -> Iterato
 
 
 @pytest.fixture
-def lock_held(store_of_one_task: SqliteTaskStore) -> Iterator[Callable[[], None]]:
-    """Another thread holds the store's lock (a call of it under way there) until the test
-    calls what this gives, or ends."""
+def outlasting_the_fork_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork waits for no call under way on a file store: each call the test holds across
+    a fork stands for one that outlasts the wait (lldsched/stores/sqlite_forks.py)."""
+    monkeypatch.setattr(sqlite_forks, "FORK_WAIT", 0.0)
+
+
+@pytest.fixture
+def lock_held(
+    store_of_one_task: SqliteTaskStore, outlasting_the_fork_wait: None
+) -> Iterator[Callable[[], None]]:
+    """Another thread holds the store's lock (a call of it under way there, outlasting the
+    fork's wait) until the test calls what this gives, or ends."""
     with held_by_another_thread(store_of_one_task._lock) as let_go:
         yield let_go
 
@@ -480,3 +493,64 @@ def test_a_private_store_opened_in_uwsgis_master_is_each_workers_own_and_not_war
         SqliteTaskStore(":memory:").close()
         InMemoryTaskStore().close()
     assert uwsgi_warnings(caplog) == []
+
+
+# -- a store a child opens on the file its parent's store was writing at the fork ----------
+
+_AT_FORK: list[Callable[[], None]] = []
+"""What this process's next fork calls first (a before-fork hook registered once below,
+after lldsched's: Python calls the later-registered ``before`` hooks first)."""
+
+
+def _first_at_fork() -> None:
+    while _AT_FORK:
+        _AT_FORK.pop()()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_first_at_fork)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork (POSIX)")
+def test_a_store_a_child_opens_on_a_file_its_parent_was_writing_at_the_fork_writes(
+    tmp_path: Path,
+) -> None:
+    """SQLite keeps the locks of a process's connections to one file in one table of the
+    process, which a fork copies: a child forked while a thread of the parent was inside
+    a write transaction (a running scheduler's claim or settle, as gunicorn forks its
+    workers under ``--preload``) found the file's write lock held by a connection no
+    thread of its own would end, so every write of the store it opened after the fork
+    (the gunicorn recipe's ``post_fork``) failed "database is locked", holding the write
+    gate the while: every other process's writes waited on it.  The fork now waits for
+    the call under way (lldsched/stores/sqlite_forks.py).  Here the parent's thread
+    holds a verb's write transaction until the fork begins."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True) as store:
+        store.save(snapshot(task(id="job")))
+        inside, fork_begins = threading.Event(), threading.Event()
+
+        def write_until_the_fork() -> None:
+            with store.verb_held("job"):  # BEGIN IMMEDIATE, under the store's lock
+                store.save(snapshot(task(id="job"), status=TaskStatus.PAUSED))
+                inside.set()
+                fork_begins.wait()
+
+        writer = threading.Thread(target=write_until_the_fork)
+        writer.start()
+        inside.wait()
+        _AT_FORK.append(fork_begins.set)
+
+        def write_in_child() -> str:
+            with SqliteTaskStore(path, shared=True, timeout=2) as own:
+                own.save(snapshot(task(id="child")))
+                return "saved"
+
+        try:
+            outcome = in_child(write_in_child, bound=20)
+        finally:
+            fork_begins.set()
+            writer.join(20)
+        assert outcome == "'saved'", outcome
+        landed = store.get("job")
+        assert landed is not None and landed.status is TaskStatus.PAUSED  # the parent's write
+        assert store.get("child") is not None  # and the child's

@@ -99,7 +99,7 @@ from lldsched.coordination import lease_seconds, poll_seconds
 from lldsched.errors import ValidationError, shown
 from lldsched.logs import STORE
 from lldsched.persistence import Task
-from lldsched.stores import forks
+from lldsched.stores import forks, sqlite_forks
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.sqlite_connection import SqliteConnection
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
@@ -322,6 +322,7 @@ class SqliteTaskStore(
             forks.private(self, repr(self.path))
         else:  # a file: uWSGI, forking without the hooks, would not refuse its copies
             forks.opened_before_uwsgi_forks(repr(self.path))
+            sqlite_forks.opened(self)  # a fork waits for its calls under way
         self._connection: sqlite3.Connection | None = connection
         # id -> the definition its row holds: a save whose definition differs (a
         # replace, reschedule or modify) writes it again.  Compared with ==, which
