@@ -554,3 +554,34 @@ def test_a_store_a_child_opens_on_a_file_its_parent_was_writing_at_the_fork_writ
         landed = store.get("job")
         assert landed is not None and landed.status is TaskStatus.PAUSED  # the parent's write
         assert store.get("child") is not None  # and the child's
+
+
+def test_two_threads_forking_at_once_each_let_go_of_what_their_own_hook_took(
+    tmp_path: Path, outlasting_the_fork_wait: None
+) -> None:
+    """A thread between its fork's two hooks (here: ``_before_fork`` run, the fork not yet
+    made) holds the store's lock; another thread forks meanwhile, finds the lock taken
+    and waits no longer.  Its own after-fork hook lets go of nothing (it took nothing);
+    the first thread's lets go of the lock it took, so the store stays usable. Before,
+    one list of taken locks served the whole process: the second fork's hook released the
+    first thread's lock (``RuntimeError``, a lock it does not own) and the first's then
+    found nothing to let go, leaving the store locked for good."""
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        in_fork, forked = threading.Event(), threading.Event()
+
+        def first_thread() -> None:
+            sqlite_forks._before_fork()
+            in_fork.set()
+            forked.wait()
+            sqlite_forks._after_fork()
+
+        first = threading.Thread(target=first_thread)
+        first.start()
+        in_fork.wait()
+        assert in_child(lambda: None) == "None"  # forked here, in the second thread
+        forked.set()
+        first.join()
+        assert store._lock.acquire(blocking=False), "the first thread's fork left it held"
+        store._lock.release()
+        store.save(snapshot(task(id="after")))
+        assert [s.task.id for s in store.load_all()] == ["after"]

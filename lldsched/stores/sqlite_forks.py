@@ -64,8 +64,16 @@ _stores: weakref.WeakSet[_FileStore] = weakref.WeakSet()
 # Guards _stores: a store opened on one thread while another thread forks.
 _stores_lock = threading.Lock()
 
-_held: list[threading.RLock] = []
-"""The locks the hook took before the fork under way, let go after it (forking thread)."""
+
+class _Held(threading.local):
+    """The locks a thread's fork hook took before its fork, let go after it: each
+    thread's own, as two threads may fork at once and each must let go of its own."""
+
+    def __init__(self) -> None:
+        self.locks: list[threading.RLock] = []
+
+
+_held = _Held()
 
 
 def opened(store: _FileStore) -> None:
@@ -84,13 +92,13 @@ def _before_fork() -> None:
             continue
         lock = store._lock
         if lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            _held.append(lock)
+            _held.locks.append(lock)
 
 
 def _after_fork() -> None:
     """Let go of what :func:`_before_fork` took (in the parent, and in the child)."""
-    while _held:
-        _held.pop().release()
+    while _held.locks:
+        _held.locks.pop().release()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
