@@ -398,15 +398,15 @@ def test_a_change_days_fires_taken_an_hour_at_a_time_are_each_seconds_read(
 ) -> None:
     """A change day's hours clear of the change take their fires in one step
     (:meth:`CronEngine.transition_fires`): the same as every wall second read with both
-    offsets, on every change day of 2010 to 2012 (Apia skipped a whole day in 2011, Troll
+    offsets, on every change day of 2011 (Apia skipped a whole day that December, Troll
     changes by two hours, Lord Howe by 30 minutes)."""
     days = LocalDays(zone)
     engine = CronEngine(parse(expr), days)
     changes = [
         (ordinal, day)
-        for ordinal in range(date(2010, 1, 1).toordinal(), date(2013, 1, 1).toordinal())
+        for ordinal in range(date(2011, 1, 1).toordinal(), date(2012, 1, 1).toordinal())
         if (day := days.day(ordinal)).shift is not None
     ]
-    assert len(changes) >= 6
+    assert len(changes) >= 2
     for ordinal, day in changes:
         assert engine.transition_fires(ordinal, day) == each_wall_second_read(engine, day)
