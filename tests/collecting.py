@@ -51,11 +51,10 @@ def collect_each_module(collect_everything_at_the_end: None) -> Iterator[None]:
     collected; at its end, once its module-scoped fixtures are torn down (an autouse
     fixture is set up first of its scope, so torn down last), collect what the module
     made: what its tests left in a reference cycle across tests, and its fixtures, is
-    reported there, in its last test.  A module-scoped fixture the last test asked for
-    is still held by that test then (pytest lets go of a test's fixtures after its
-    teardown): what it left is reported as the next module begins, in its first test's
-    set-up.  A module whose objects were frozen with the session's
-    (:data:`MODULE_OBJECTS_WALKED`) collects everything instead."""
+    reported there, in its last test (a module-scoped fixture the last test asked for
+    too: that test's hold on it is let go of first, :func:`let_go`).  A module whose
+    objects were frozen with the session's (:data:`MODULE_OBJECTS_WALKED`) collects
+    everything instead."""
     gc.collect()
     gc.freeze()
     _module_frozen[0] = False
@@ -66,7 +65,9 @@ def collect_each_module(collect_everything_at_the_end: None) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def collect_each_test(collect_each_module: None) -> Iterator[None]:
+def collect_each_test(
+    collect_each_module: None, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> Iterator[None]:
     """Collect the test's garbage at its end, once its fixtures are torn down (an autouse
     fixture is torn down last of its scope) and before pytest looks for what was raised
     where nothing could catch it.  A store, file, socket or event loop the test left in
@@ -76,9 +77,30 @@ def collect_each_test(collect_each_module: None) -> Iterator[None]:
 
     The collection walks the objects the module made so far, not the session's
     (:func:`collect_each_module` froze those), so a cycle the test closed over an
-    object of an earlier test of the module is reported in this test too."""
+    object of an earlier test of the module is reported in this test too.
+
+    Before it, pytest's two holds on what the test made are let go of (:func:`let_go`)."""
     yield
+    let_go(request, caplog)
     gc.collect()
     if len(gc.get_objects(generation=2)) > MODULE_OBJECTS_WALKED:
         gc.freeze()
         _module_frozen[0] = True
+
+
+def let_go(request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture) -> None:
+    """Let go of what pytest keeps of a test until after its teardown: the values of its
+    fixtures (``item.funcargs``: a factory fixture's closure holds everything it made)
+    and the log records captured in each phase (a record's ``exc_info`` holds its
+    traceback's frames, and through them the scheduler whose worker logged it).  Held,
+    what the test made is alive at its collection: not reported there but in a later
+    test's, and counted as the module's (:data:`MODULE_OBJECTS_WALKED`), frozen and
+    walked until the module's end (a million objects, each of
+    tests/test_threaded_verb_interrupts.py's schedulers).  pytest drops both right
+    after the teardown; nothing reads them between here and there.  The records' text is
+    in the test's report already (each record is written as it is emitted)."""
+    funcargs = getattr(request.node, "funcargs", None)
+    if funcargs is not None:
+        funcargs.clear()
+    for when in ("setup", "call", "teardown"):
+        caplog.get_records(when).clear()

@@ -214,9 +214,10 @@ def daemon_runs(entry: CronieEntry, zone_name: str, start: float, end: float) ->
     ``entry``: one item per run, so a job that runs twice in one wake-up is listed
     twice.
 
-    Minutes that no run can fall in (an hour or a day the fields exclude, with no
-    offset change nearby) are skipped in one step: there every wake-up is the
-    common case, ``timeDiff == 1``, which runs what matches the minute.
+    Minutes that no run can fall in (a minute, an hour or a day the fields exclude)
+    are skipped in one step, up to the last minute before ``tm_isdst`` flips: there
+    every wake-up is the common case, ``timeDiff == 1``, which runs what matches the
+    minute.
     """
     zone = ZoneInfo(zone_name) if zone_name != "UTC" else None
     t = (int(start) // 60 - PREAMBLE) * 60
@@ -233,10 +234,10 @@ def daemon_runs(entry: CronieEntry, zone_name: str, start: float, end: float) ->
             skip = _skippable(entry, _wall(running + 1))
             if t + 60 <= start:  # before the start, runs are not recorded
                 skip = max(skip, (int(start) - t) // 60 - 1)
-            # GMToff holds while tm_isdst does (no two flips are a day apart)
-            if skip > 0 and (not zone or _offset(zone, t + (skip + 1) * 60)[1] == isdst):
-                t += skip * 60
-                virtual = running = running + skip
+            if skip > 0 and zone:
+                skip = _before_a_flip(zone, t, skip, isdst)
+            t += skip * 60
+            virtual = running = running + skip
         t += 60
         if zone:  # set_time: GMToff is re-read only when tm_isdst flips
             now_offset, now_dst = _offset(zone, t)
@@ -284,9 +285,28 @@ def cron_tz_runs(entry: CronieEntry, zone_name: str, start: float, end: float) -
     return runs
 
 
+def _before_a_flip(zone: ZoneInfo, t: int, skip: int, isdst: bool) -> int:
+    """The most minutes, up to ``skip``, that can be skipped from ``t`` with ``tm_isdst``
+    still ``isdst`` at the minute after them (GMToff holds while tm_isdst does: the
+    skipped wake-ups are all ``timeDiff == 1``).  No two flips are a day apart, and a
+    skip is at most a day: the flag flips once at most, so the last minute before it
+    is found by halving."""
+    if _offset(zone, t + (skip + 1) * 60)[1] == isdst:
+        return skip
+    held, flipped = 0, skip  # tm_isdst is isdst after `held` minutes, not after `flipped`
+    while flipped - held > 1:
+        middle = (held + flipped) // 2
+        if _offset(zone, t + (middle + 1) * 60)[1] == isdst:
+            held = middle
+        else:
+            flipped = middle
+    return held
+
+
 def _skippable(entry: CronieEntry, wall: datetime) -> int:
-    """How many wall minutes from ``wall`` on cannot match: to the next hour when the
-    hour is excluded, to the next day when the day is; else 0."""
+    """How many wall minutes from ``wall`` on cannot match: to the next day when the
+    day is excluded, to the next hour when the hour is, to the next minute of the
+    minute field (or the next hour) when the minute is; else 0."""
     midnight = wall.replace(hour=0, minute=0)
     day = (wall.weekday() + 1) % 7
     if entry.dom_star or entry.dow_star:
@@ -297,7 +317,7 @@ def _skippable(entry: CronieEntry, wall: datetime) -> int:
         return int((midnight + timedelta(days=1) - wall).total_seconds()) // 60
     if wall.hour not in entry.hour:
         return 60 - wall.minute
-    return 0
+    return min((m for m in entry.minute if m >= wall.minute), default=60) - wall.minute
 
 
 def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> float:

@@ -135,6 +135,35 @@ def test_drops_what_an_earlier_module_kept():
 def test_last():
     pass
 """,
+    "test_a_factory_fixture.py": """
+import pytest
+from conftest import Leaky
+
+@pytest.fixture
+def make():
+    made = []
+    yield lambda: made.append(Leaky())
+
+def test_makes(make):
+    make()
+
+def test_next():
+    pass
+""",
+    "test_a_logged.py": """
+import logging
+from conftest import Leaky
+
+def test_logs_an_exception():
+    leaky = Leaky()  # in the frame the record's traceback holds
+    try:
+        raise ValueError("the job failed")
+    except ValueError:
+        logging.getLogger("job").exception("the job raised")
+
+def test_next():
+    pass
+""",
 }
 
 
@@ -153,12 +182,14 @@ def test_each_cycle_left_with_a_resource_fails_the_test_or_module_that_left_it(
     )  # fmt: skip
     failed = re.findall(r"^ERROR (\S+)", ran.stdout, flags=re.MULTILINE)
     assert sorted(failed) == [
+        "test_a_factory_fixture.py::test_makes",  # held by its fixture, which pytest keeps
+        "test_a_logged.py::test_logs_an_exception",  # held by the log record pytest keeps
         "test_a_one_test.py::test_leaves_a_cycle",  # the test's own
         "test_b_across_tests.py::test_drops",  # the module's, dropped by the test
         "test_c_module_fixture.py::test_second",  # the module's fixture: its end
-        "test_c_next_module.py::test_first",  # the last test's: the next set-up
+        "test_c_module_fixture_of_the_last_test.py::test_second",  # the same, last test's
         "test_d_module_of_many_objects.py::test_second",  # a module's end, after a freeze
         "test_g_last.py::test_last",  # an earlier module's, dropped later: the end
     ], ran.stdout + ran.stderr
     assert "unclosed file" in ran.stdout
-    assert re.search(r"^14 passed, 6 errors", ran.stdout, flags=re.MULTILINE), ran.stdout
+    assert re.search(r"^19 passed, 8 errors", ran.stdout, flags=re.MULTILINE), ran.stdout

@@ -13,12 +13,15 @@ The 2026 changes used here:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from lldsched import CronSchedule
+from lldsched.schedules.cron.parse import parse
+from lldsched.schedules.cron.search import CronEngine
+from lldsched.schedules.cron.zone import LocalDay, LocalDays
 from tests.cron_reference import reference_fires
 
 NY, BERLIN, LORD_HOWE = "America/New_York", "Europe/Berlin", "Australia/Lord_Howe"
@@ -361,3 +364,49 @@ def test_a_month_of_fires_whose_last_date_is_a_change_day_takes_the_change() -> 
         "2026-03-01 03:30-05:00", "2026-03-06 03:30-05:00", "2026-03-08 03:30-04:00",
         "2027-03-01 03:30-05:00",
     ]  # fmt: skip
+
+
+def each_wall_second_read(engine: CronEngine, day: LocalDay) -> tuple[float, ...]:
+    """A change day's fires by :meth:`CronEngine.transition_fires`' rule, every wall time
+    of the fields read with both offsets, one by one."""
+    assert day.shift is not None
+    before, after, shift = day.before, day.after, day.shift
+    after_gap = -(-(shift + after) // 60) * 60 - after
+    fires: set[int] = set()
+    for h in engine.fields.hours:
+        for offset in engine.minute_secs:
+            wall = day.wall + h * 3600 + int(offset)
+            first, second = wall - before, wall - after
+            real_first, real_second = first < shift, second >= shift
+            if engine.fields.wall_clock:
+                fires.add(
+                    first if real_first else second if real_second else after_gap + int(offset) % 60
+                )
+            else:
+                fires.update(([first] if real_first else []) + ([second] if real_second else []))
+    return tuple(float(t) for t in sorted(fires))
+
+
+@pytest.mark.parametrize(
+    "zone", [NY, BERLIN, LORD_HOWE, "Pacific/Apia", "Antarctica/Troll", "Asia/Tehran"]
+)
+@pytest.mark.parametrize(
+    "expr", ["* * * * * *", "*/7 1-4 * * * *", "15 30 2 * * *", "* 1,2 * * *", "0 0 * * *"]
+)
+def test_a_change_days_fires_taken_an_hour_at_a_time_are_each_seconds_read(
+    zone: str, expr: str
+) -> None:
+    """A change day's hours clear of the change take their fires in one step
+    (:meth:`CronEngine.transition_fires`): the same as every wall second read with both
+    offsets, on every change day of 2011 (Apia skipped a whole day that December, Troll
+    changes by two hours, Lord Howe by 30 minutes)."""
+    days = LocalDays(zone)
+    engine = CronEngine(parse(expr), days)
+    changes = [
+        (ordinal, day)
+        for ordinal in range(date(2011, 1, 1).toordinal(), date(2012, 1, 1).toordinal())
+        if (day := days.day(ordinal)).shift is not None
+    ]
+    assert len(changes) >= 2
+    for ordinal, day in changes:
+        assert engine.transition_fires(ordinal, day) == each_wall_second_read(engine, day)

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import functools
 import linecache
-import os
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -65,6 +63,7 @@ from tests.interrupting import (
     disagreements,
     exit_on_sigterm,
 )
+from tests.memory_folder import memory_folder
 
 WAIT = 30.0  # a bound on each wait, never reached when the scheduler works
 
@@ -146,9 +145,7 @@ def folder() -> Iterator[Path]:
     build's file synced its new write-ahead log and the folder at its first write, and
     the log and the file as it closed: most of a SQLite build's time, 30 to 55 ms a
     build and its close on this loaded machine, 10 ms in memory (about 300 builds)."""
-    shm = Path("/dev/shm")
-    where = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
-    with tempfile.TemporaryDirectory(prefix="lldsched-verb-interrupts-", dir=where) as name:
+    with memory_folder("lldsched-verb-interrupts-") as name:
         yield Path(name)
 
 

@@ -298,14 +298,27 @@ class CronEngine:
         before, after, shift = day.before, day.after, day.shift
         after_gap = -(-(shift + after) // 60) * 60 - after  # first whole minute after a gap
         wall_clock = self.fields.wall_clock
+        # A wall time before both shift + before and shift + after is real once, read
+        # with the offset before; one at or after both, once, read with the offset after.
+        # A whole hour on either side takes its fires at once: only the hour or two the
+        # change meets are read second by second.
+        alone_before, alone_after = shift + min(before, after), shift + max(before, after)
+        offsets = [int(offset) for offset in self.minute_secs]
         fires: set[int] = set()
         for h in self.fields.hours:
-            for offset in self.minute_secs:
-                wall = day.wall + h * 3600 + int(offset)
+            hour = day.wall + h * 3600
+            if hour + 3600 <= alone_before:
+                fires.update([hour - before + offset for offset in offsets])
+                continue
+            if hour >= alone_after:
+                fires.update([hour - after + offset for offset in offsets])
+                continue
+            for offset in offsets:
+                wall = hour + offset
                 first, second = wall - before, wall - after
                 real_first, real_second = first < shift, second >= shift
                 if wall_clock:  # once: the first occurrence, or just after the gap
-                    moved = after_gap + int(offset) % 60
+                    moved = after_gap + offset % 60
                     fires.add(first if real_first else second if real_second else moved)
                 else:  # every real instant that shows this wall time
                     if real_first:
