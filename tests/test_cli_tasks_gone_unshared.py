@@ -18,12 +18,13 @@ from lldsched.stores.claim import FileClaim, held_unshared
 from tests.test_store_running_row import _crashed_mid_run
 
 GONE = (
-    "  status      running  (a run was in flight: the process that ran it, unshared, is "
-    "gone; its next start runs the attempt again)"
+    "  status      running  (a run was in flight: the process that ran it is gone, no "
+    "process holds the store unshared nor a lease on the run; the next start runs the "
+    "attempt again)"
 )
 LEGEND = (
-    "! a run of it was in flight when the process running the store unshared stopped (no "
-    "process holds the file): its next start runs the attempt again"
+    "! a run of it was in flight and the process that ran it is gone (no process holds the "
+    "store unshared nor a lease on the run): the next start runs the attempt again"
 )
 
 

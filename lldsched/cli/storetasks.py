@@ -68,8 +68,8 @@ _WIDEST = 48  # a table cell's most characters (a long schedule or error is cut)
 _IN_FLIGHT = "  (a run is in flight)"
 _RAN_OUT = "  (a run was in flight: its lease ran out)"
 _GONE = (
-    "  (a run was in flight: the process that ran it, unshared, is gone; its next start runs "
-    "the attempt again)"
+    "  (a run was in flight: the process that ran it is gone, no process holds the store "
+    "unshared nor a lease on the run; the next start runs the attempt again)"
 )
 _COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "ATTEMPT", "LAST")
 _STATUS = _COLUMNS.index("STATUS")
@@ -78,8 +78,8 @@ _MARKS = {  # a table's STATUS of a task with a lease: its mark, and the legend'
     "*": "* a run of it is in flight: a process holds its lease (`tasks show ID` names it)",
     "!": "! a run of it was in flight and its lease ran out: that process died or stalled, "
     "and the next claim runs the attempt again",
-    _GONE_MARK: "! a run of it was in flight when the process running the store unshared "
-    "stopped (no process holds the file): its next start runs the attempt again",
+    _GONE_MARK: "! a run of it was in flight and the process that ran it is gone (no process "
+    "holds the store unshared nor a lease on the run): the next start runs the attempt again",
 }
 
 
@@ -254,11 +254,12 @@ def _in_flight(reader: Peek, rows: list[tuple[str, ...]]) -> dict[str, str]:
 
 
 def _gone(reader: Peek) -> bool:
-    """True when no process holds the store's file unshared (:meth:`Peek.held
-    <lldsched.stores.peek.Peek>`): a task's row left ``running`` without a lease was
-    written by an unshared process that is gone, its attempt owed to the next start.
-    False where a process holds it, or it cannot be told (PostgreSQL, Windows): the row
-    is said as it reads, a run in flight."""
+    """True when no process holds the store unshared (:meth:`Peek.held
+    <lldsched.stores.peek.Peek>`; never, for PostgreSQL): a task's row left ``running``
+    without a lease was written by an unshared process that is gone, its attempt owed to
+    the next start (a shared process's run in flight is a lease).  False where a process
+    holds the file, or it cannot be told (Windows, a lock file not readable here): the
+    row is said as it reads, a run in flight."""
     return reader.held() is False
 
 

@@ -99,7 +99,8 @@ class Peek:
     names it in messages (a dsn with its password hidden); ``now()`` reads the clock its
     leases expire by; ``held()`` tells whether a live unshared store holds it (an SQLite
     file's claim tried, not taken: :func:`~lldsched.stores.claim.held_unshared`; None
-    where it cannot be told, as on PostgreSQL)."""
+    where it cannot be told; False for PostgreSQL, always shared, whose runs in flight
+    are leases)."""
 
     def __init__(
         self, where: str, query: Callable[[str, Sequence[object]], list[Any]],
@@ -353,4 +354,5 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
         tasks=sql.TASKS, columns=sql.SNAPSHOT_COLUMNS, records=sql.RECORD_COLUMNS,
         last=_LAST_POSTGRES, listed=_LISTED_POSTGRES,
         state=slice(3, 15), kept=slice(15, 24), now=now,
+        held=lambda: False,  # always shared: none holds it unshared, its runs are leases
     )  # fmt: skip
