@@ -122,13 +122,15 @@ def test_a_new_schedule_whose_first_run_passed_meets_the_misfire_policy(
         driven.close()
 
 
-def test_registered_on_a_running_scheduler_as_before_start(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_registered_on_a_running_scheduler_as_before_start(tmp_path: Path, shared: bool) -> None:
     """The same task, registered before ``start()`` (decided there, recovery.at_start) and
-    on a running scheduler: the same records, kept by the store."""
+    on a running scheduler: the same records, kept by the store.  On a shared store the
+    claim decides them (threaded/claimdecisions.py), before and after alike."""
     seen = []
     for before_start in (True, False):
         clock = FakeClock(T0)
-        with SqliteTaskStore(tmp_path / f"{before_start}.db") as store:
+        with SqliteTaskStore(tmp_path / f"{before_start}.db", shared=shared) as store:
             scheduler = Scheduler(workers=1, clock=clock, store=store)
             if not before_start:
                 scheduler.start()

@@ -17,12 +17,17 @@ meets the misfire policy").
 Called by the core, under the runtime's lock (or on the simulation's thread), after a
 registration (:meth:`~lldsched.core.machine.SchedulerCore.add`) or a new schedule
 (``reschedule``, a replacement) queued a task at an instant before ``now``: never on
-the common path, which the built-in schedules keep to.
+the common path, which the built-in schedules keep to.  On a shared store nothing is
+decided here: the process that claims the first slot decides its misfire, as for any
+slot due before it was there (:mod:`lldsched.threaded.claimdecisions`), and a process
+following another's registration (:mod:`lldsched.core.follow`) writes nothing.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
+
+from lldsched.coordination import is_shared
 
 if TYPE_CHECKING:
     from lldsched.core.machine import SchedulerCore
@@ -35,8 +40,12 @@ __all__ = ["first_passed"]
 def first_passed(core: CoreParts, task: ScheduledTask, now: float) -> None:
     """``task``, just queued at its first run, an instant before ``now``: the slots
     passed meet its misfire policy (:func:`~lldsched.core.misfires.decide_misfire`)."""
+    # A part of the core (DefinitionVerbs) passes itself: it is the whole core at run time.
+    whole = cast("SchedulerCore", core)
+    writes = whole.store_writes
+    if writes is not None and is_shared(writes.store):
+        return  # the process that claims the slot decides (threaded/claimdecisions.py)
     # Imported here: lldsched.core.misfires imports the core this is called from.
     from lldsched.core.misfires import decide_misfire
 
-    # A part of the core (DefinitionVerbs) passes itself: it is the whole core at run time.
-    decide_misfire(cast("SchedulerCore", core), task, now)
+    decide_misfire(whole, task, now)
