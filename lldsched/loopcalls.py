@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import concurrent.futures.thread
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 __all__ = ["LoopCalls"]
@@ -44,7 +45,33 @@ class LoopCalls(ThreadPoolExecutor):
         # set of threads gets a thread only once it started: a call may run before).
         self._mine = threading.local()
         self._prefix = thread_name_prefix
+        # Guards _going: the loop's thread adds a call, the pool's thread that ends it
+        # (or the one that cancels it) takes it out, and a shutdown counts them.
+        self._going_lock = threading.Lock()
+        self._going: set[Future[Any]] = set()  # the calls submitted and not done
         super().__init__(thread_name_prefix=thread_name_prefix, initializer=self._mark)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """The base class's, the call counted until it is done (:meth:`left_going`)."""
+        future = super().submit(fn, *args, **kwargs)
+        with self._going_lock:
+            self._going.add(future)
+        future.add_done_callback(self._gone)  # at once if it is done already
+        return future
+
+    def _gone(self, future: Future[Any]) -> None:
+        with self._going_lock:
+            self._going.discard(future)
+
+    def left_going(self) -> int:
+        """Shut the pool down without waiting, the calls not started dropped, as the
+        threaded runtime's shutdown drops them; the number still running, each left to
+        end on its own (a thread cannot be stopped): what a simulation's shutdown says
+        (:meth:`lldsched.sim.awaiting.PrivateLoop.close`).  Idempotent: asked again,
+        the calls still running then."""
+        self.shutdown(wait=False, cancel_futures=True)
+        with self._going_lock:
+            return len(self._going)
 
     def _mark(self) -> None:
         self._mine.marked = True

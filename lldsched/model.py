@@ -214,7 +214,9 @@ class ExecutionRecord(NamedTuple):
 
     @property
     def lateness(self) -> float:
-        """Seconds from due to start: dispatch latency, or a wait for a free worker."""
+        """Seconds from due to start: dispatch latency, or a wait for a free worker.  Of a
+        slot decided without a run (``outcome.ran`` False), how long after it was due it
+        was decided: no wait."""
         return self.started - self.due
 
     @property

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from lldsched import RunContext
@@ -140,6 +140,18 @@ async def later_forgotten(n: int) -> Awaitable[int]:
     """An async action that returns a coroutine, its ``await`` forgotten: the child
     awaits that too."""
     return later(n)
+
+
+async def rows(n: int) -> AsyncIterator[int]:
+    """An async generator function: what :func:`streamed` returns a generator of."""
+    for row in range(n):
+        yield row
+
+
+def streamed(n: int) -> AsyncIterator[int]:
+    """A plain action that returns an async generator object: its run fails, the body
+    never run."""
+    return rows(n)
 
 
 def submitted(n: int) -> concurrent.futures.Future[int]:

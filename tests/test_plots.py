@@ -1053,3 +1053,21 @@ def test_the_utilisation_title_says_all_or_none_only_when_it_was(seconds: int, s
     run = ExecutionRecord("t", "t", 1, T0, T0, 0, T0, T0 + seconds, True)
     ax = utilisation_plot(to_frame([run]), workers=1, freq="1h").axes[0]
     assert ax.get_title(loc="left") == f"Worker utilisation per 1h: mean {said}"
+
+
+@pytest.mark.parametrize(
+    ("options", "title"),
+    [
+        ({}, "No runs"),
+        ({"by": "task"}, "No runs"),
+        ({"workers": 2}, "No runs on 2 workers"),
+    ],
+)
+def test_an_empty_gantt_chart_is_titled_no_runs_not_on_0_workers(
+    options: dict[str, object], title: str
+) -> None:
+    """Its title said "0 runs on 0 workers: 0 failed, 0 timed out", as of a pool of no
+    worker; it names the lanes ``workers=`` gives, which the chart draws."""
+    figure = gantt(to_frame([]), **options)  # type: ignore[arg-type]
+    render(figure)
+    assert figure.axes[0].get_title(loc="left") == title

@@ -22,6 +22,7 @@ import pytest
 from lldsched import OneTime, RetryPolicy, ScheduledTask, Simulation, TaskStatus
 from tests.test_scheduler_service import A_JOB_WHOSE_CALL_NEVER_RETURNS, ends_clean
 from tests.test_sim_running_loop import PATHS, in_loop
+from tests.waits import wait_until
 
 BOUND = 60.0  # seconds a join waits for a simulation that should take next to none
 
@@ -406,7 +407,7 @@ def simulate():
     sim.schedule("stuck", OneTime(delay=0), action=job, timeout=0.2,
                  retry=RetryPolicy(max_attempts=1))
     sim.run_for(10)
-    assert started.is_set() and sim.shutdown()
+    assert started.is_set() and sim.shutdown() is False  # a call left running: said
     (record,) = sim.records()
     print(record.error, flush=True)
 async def in_a_loop():  # a loop runs on this thread: the simulation's loop thread runs it
@@ -424,8 +425,64 @@ def test_an_exit_does_not_wait_for_a_call_of_a_run_its_timeout_cut(where: str) -
     """A coroutine action's ``asyncio.to_thread`` call, cut at the run's timeout, goes on
     on its thread (Python cannot stop one).  On asyncio's default executor that thread was
     not a daemon (the loop ran on the main thread) and ``concurrent.futures`` joined it at
-    exit: after a ``shutdown()`` that returned True, the program never ended.  Now the
+    exit: after a ``shutdown()`` that returned True, the program never ended (it returns
+    False now, the call left running: the test below).  Now the
     loop's executor is the threaded runtime's (``lldsched/loopcalls.py``), on the
     caller's thread and on the simulation's loop thread alike."""
     printed = ends_clean(CUTS_A_CALL_THAT_NEVER_RETURNS, where)
     assert printed == "TimeoutError: cancelled at its 0.2 s timeout\n"
+
+
+@PATHS
+def test_shutdown_says_an_asyncio_to_thread_call_its_runs_timeout_cut_is_still_running(
+    drive: Callable[[Callable[[], bool]], bool], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The call goes on on its thread after its run's timeout (nothing can stop it), and
+    ``shutdown()`` returned True without a word, where the threaded one returns False and
+    warns of "asyncio.to_thread calls of coroutine runs still going".  Now it says how many
+    it left running and returns False, until none is (it waits for none: its shutdown
+    takes no wall time)."""
+    started, release, ended = threading.Event(), threading.Event(), threading.Event()
+
+    def held() -> None:
+        started.set()
+        release.wait()
+        ended.set()
+
+    async def job() -> None:
+        await asyncio.to_thread(held)
+
+    sim = Simulation(workers=1)
+    task = sim.schedule(
+        "held", OneTime(delay=0), action=job, timeout=0.2, retry=RetryPolicy(max_attempts=1)
+    )
+
+    def run_and_shut_down() -> bool:
+        sim.run_for(10)
+        return sim.shutdown()
+
+    try:
+        with caplog.at_level("WARNING", logger="lldsched.scheduler"):
+            assert drive(run_and_shut_down) is False
+        assert started.is_set() and task.history[0].timed_out
+        assert [r.getMessage() for r in caplog.records] == [
+            "Simulation.shutdown() returned with 1 asyncio.to_thread call of coroutine runs "
+            "still going (a call its run's timeout cut goes on); a thread cannot be stopped: "
+            "each ends on its own, unless the process ends first"
+        ]
+    finally:
+        release.set()
+    assert ended.wait(timeout=10.0)
+    # the pool marks the call done just after it returns: asked until it is
+    wait_until(lambda: sim.shutdown() is True, timeout=10.0, what="the call ended, uncounted")
+
+
+def test_shutdown_returns_true_when_every_call_ended_with_its_run() -> None:
+    async def job() -> int:
+        return await asyncio.to_thread(lambda: 2)
+
+    sim = Simulation(workers=1)
+    task = sim.schedule("quick", OneTime(delay=0), action=job, retry=RetryPolicy(max_attempts=1))
+    sim.run_for(10)
+    assert task.history[0].result == "2"
+    assert sim.shutdown() is True

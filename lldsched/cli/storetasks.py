@@ -2,7 +2,8 @@
 
 Without a verb, a table of the tasks (``--status failed``: the dead letter, in the order its
 tasks failed; ``--json``: one JSON object a line per task), the STATUS of a task whose run
-is in flight marked (:func:`_in_flight`, a legend line after the rows); ``show ID``: a
+is in flight marked (:func:`_in_flight`, a legend line after the rows; a row an unshared
+process left ``running`` when it died, marked as such: :func:`_gone`); ``show ID``: a
 task's definition, state and last records, the failure text whole.  Reading imports none of
 the jobs' code and takes no claim (:mod:`lldsched.stores.peek`): it works from any shell,
 beside a running scheduler.  ``redrive``, ``pause``, ``resume``, ``cancel``, ``run-now`` and
@@ -66,12 +67,19 @@ STATUSES = tuple(status.value for status in TaskStatus)
 _WIDEST = 48  # a table cell's most characters (a long schedule or error is cut)
 _IN_FLIGHT = "  (a run is in flight)"
 _RAN_OUT = "  (a run was in flight: its lease ran out)"
+_GONE = (
+    "  (a run was in flight: the process that ran it is gone, no process holds the store "
+    "unshared nor a lease on the run; the next start runs the attempt again)"
+)
 _COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "ATTEMPT", "LAST")
 _STATUS = _COLUMNS.index("STATUS")
+_GONE_MARK = "!gone"  # shown as "!" (_marked), its own legend line
 _MARKS = {  # a table's STATUS of a task with a lease: its mark, and the legend's line
     "*": "* a run of it is in flight: a process holds its lease (`tasks show ID` names it)",
     "!": "! a run of it was in flight and its lease ran out: that process died or stalled, "
     "and the next claim runs the attempt again",
+    _GONE_MARK: "! a run of it was in flight and the process that ran it is gone (no process "
+    "holds the store unshared nor a lease on the run): the next start runs the attempt again",
 }
 
 
@@ -210,7 +218,7 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
         return 0
     listed = reader.listing(status=status)
     rows = [_cells(row, last, described) for row, last in listed]
-    marked = _marked(rows, _in_flight(reader))  # read after the rows: as new as they are
+    marked = _marked(rows, _in_flight(reader, rows))  # read after the rows: as new as they are
     table = [_COLUMNS, *rows]
     widths = [max(len(cells[i]) for cells in table) for i in range(len(_COLUMNS))]
     for cells in table:
@@ -223,20 +231,36 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
     return 0
 
 
-def _in_flight(reader: Peek) -> dict[str, str]:
+def _in_flight(reader: Peek, rows: list[tuple[str, ...]]) -> dict[str, str]:
     """The mark of each task a lease holds (:data:`_MARKS`): ``*`` while its lease lasts,
     ``!`` once it ran out by the store's clock (read only if a lease is found), as
     ``show`` says them (:func:`_ran_out`).  On a shared store a run in flight is a lease,
     and its task's row says ``scheduled`` with a next run in the past: the table showed
-    no sign of it."""
+    no sign of it.  And of each of ``rows`` that says ``running`` with no lease (an
+    unshared process's run) when no process holds the file (:func:`_gone`, tried once),
+    :data:`_GONE_MARK`: that process died mid-run, and ``running`` read as a run going."""
     leases = reader.leases()
-    if not leases:
-        return {}
-    now = reader.now()
-    return {
-        task_id: "!" if isinstance(expires, int | float) and expires <= now else "*"
-        for task_id, expires in leases.items()
-    }
+    marks: dict[str, str] = {}
+    if leases:
+        now = reader.now()
+        marks = {
+            task_id: "!" if isinstance(expires, int | float) and expires <= now else "*"
+            for task_id, expires in leases.items()
+        }
+    running = [cells[0] for cells in rows if cells[_STATUS] == "running" and cells[0] not in marks]
+    if running and _gone(reader):
+        marks.update(dict.fromkeys(running, _GONE_MARK))
+    return marks
+
+
+def _gone(reader: Peek) -> bool:
+    """True when no process holds the store unshared (:meth:`Peek.held
+    <lldsched.stores.peek.Peek>`; never, for PostgreSQL): a task's row left ``running``
+    without a lease was written by an unshared process that is gone, its attempt owed to
+    the next start (a shared process's run in flight is a lease).  False where a process
+    holds the file, or it cannot be told (Windows, a lock file not readable here): the
+    row is said as it reads, a run in flight."""
+    return reader.held() is False
 
 
 def _marked(rows: list[tuple[str, ...]], marks: dict[str, str]) -> set[str]:
@@ -249,7 +273,8 @@ def _marked(rows: list[tuple[str, ...]], marks: dict[str, str]) -> set[str]:
         mark = marks.get(cells[0])
         if mark is not None:
             used.add(mark)
-            rows[i] = (*cells[:_STATUS], cells[_STATUS] + mark, *cells[_STATUS + 1 :])
+            shown_mark = mark[0]  # _GONE_MARK is shown as "!"
+            rows[i] = (*cells[:_STATUS], cells[_STATUS] + shown_mark, *cells[_STATUS + 1 :])
     return used
 
 
@@ -304,8 +329,7 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
             f"  schedule    {_schedule(task.schedule)}",
             f"  retry       {task.retry!r}",
             f"  depends on  {', '.join(task.depends_on) or '-'}",
-            f"  status      {snapshot.status.value}"
-            f"{_RAN_OUT if ran_out else _IN_FLIGHT if snapshot.running or row.lease else ''}",
+            f"  status      {snapshot.status.value}{_flight_words(reader, row, ran_out)}",
             f"  next run    {_when(snapshot.next_run_at)}",
             f"  attempt     {snapshot.attempt}",
             f"  runs        {_runs(snapshot)}",
@@ -424,6 +448,21 @@ def _fails_again(task_id: str, *, upstream: str, name: str, status: TaskStatus) 
         f"which is {status.value}: redriven, it would fail again at once; {advice}; "
         "nothing was changed"
     )
+
+
+def _flight_words(reader: Peek, row: Row, ran_out: bool) -> str:
+    """What ``show`` says after a task's status of its run in flight: its lease ran out
+    (:data:`_RAN_OUT`), a row left ``running`` without a lease by an unshared process that
+    is gone (:data:`_GONE`, :func:`_gone`), a run in flight (:data:`_IN_FLIGHT`), or
+    nothing."""
+    snapshot = row.snapshot
+    if ran_out:
+        return _RAN_OUT
+    if row.lease is not None:
+        return _IN_FLIGHT
+    if snapshot is not None and snapshot.running:
+        return _GONE if _gone(reader) else _IN_FLIGHT
+    return ""
 
 
 def _ran_out(row: Row, now: Callable[[], float]) -> bool:

@@ -23,6 +23,7 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 from lldsched.checks import FARTHEST
+from lldsched.core.firstpassed import first_passed
 from lldsched.core.names import (
     BLOCKED,
     CANCELLED,
@@ -91,6 +92,8 @@ class DefinitionVerbs(CoreParts):
         if due is not None:
             self._enqueue(task, due)
         self._announce(task, now)
+        if due is not None and due < now:  # a schedule of one's own answered slots passed
+            first_passed(self, task, now)
         return task
 
     def modify(
@@ -342,6 +345,8 @@ class DefinitionVerbs(CoreParts):
         self._announce(task, now)
         if options.depends_on != saved.options.depends_on:
             self._relink(task, saved.options.depends_on)  # other upstreams: wait for them
+        if due is not None and due < now:  # a schedule of one's own answered slots passed
+            first_passed(self, task, now)
         return task
 
     def _retime(self, task: ScheduledTask, before: float | None) -> None:

@@ -113,6 +113,7 @@ from lldsched.core.decided import DecidedRecords
 from lldsched.core.definition import DefinitionVerbs, first_due
 from lldsched.core.departed import Departed
 from lldsched.core.dependencies import Dependencies
+from lldsched.core.firstpassed import first_passed
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import isolated_action
 from lldsched.core.names import CANCELLED, MAX_SKIPPED, SCHEDULED, SUCCEEDED
@@ -424,6 +425,8 @@ class SchedulerCore(
         self._queue.push(task, first)  # next_run_at is first already
         if self.emit is not None:
             self.emit(TaskEvent(task_id, name, None, SCHEDULED, now))
+        if first < now:  # a schedule of one's own answered slots passed: its policy decides
+            first_passed(self, task, now)
         return task
 
     def _add_paused(self, task: ScheduledTask, *, now: float) -> ScheduledTask:

@@ -12,15 +12,19 @@ runtime awaits it (the threaded runtime on its event loop, the simulation on a
 private loop) and records what *that* produced, and so on while what it produced is
 awaitable too (:func:`awaited`: a coroutine that returns ``fetch()`` where it meant
 ``return await fetch()``).  No awaitable is ever recorded as a success without being
-awaited.  What such a run started and left on that loop (a
-background task) is cancelled when the runtime closes the loop (:func:`end_left_tasks`).
+awaited.  An async generator object (``return stream()``, ``stream`` an ``async def``
+that yields) is no awaitable, and none of its body ran: awaiting it fails the run,
+saying so (:func:`as_awaitable`), where it was recorded a success with its ``repr``.
+What such a run started and left on that loop (a background task) is cancelled when
+the runtime closes the loop (:func:`end_left_tasks`).
 """
 
 from __future__ import annotations
 
 import inspect
 import sys
-from typing import TYPE_CHECKING, Any
+from types import AsyncGeneratorType
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from lldsched.errors import escaped
 
@@ -129,7 +133,7 @@ def must_await(value: object) -> bool:
     future an action returns is awaited too").  No thread's future exists unless
     ``concurrent.futures`` was imported, and the look-up is made only for a value that is
     not awaitable."""
-    if inspect.isawaitable(value):
+    if inspect.isawaitable(value) or type(value) is AsyncGeneratorType:  # the latter: refused
         return True
     futures = sys.modules.get("concurrent.futures")
     return futures is not None and isinstance(value, futures.Future)
@@ -145,9 +149,25 @@ def as_awaitable(value: Any) -> Any:
     sees one a coroutine makes) and waits for the thread."""
     if inspect.isawaitable(value):
         return value
+    if type(value) is AsyncGeneratorType:
+        return _refused(value)
     import asyncio  # imported by whoever runs the loop this is called on
 
     return asyncio.wrap_future(value, loop=asyncio.get_running_loop())
+
+
+async def _refused(generator: AsyncGeneratorType[Any, Any]) -> NoReturn:
+    """Fail the run that returned ``generator``, an async generator object, saying what it
+    is: none of its body ran, and a record keeps a result's text, so nothing could iterate
+    it (docs/decisions/threaded.md, "An async generator an action returns fails its run").
+    Closed first (it never started: its ``finally`` does not run either)."""
+    await generator.aclose()
+    name = getattr(generator, "__qualname__", type(generator).__name__)
+    raise TypeError(
+        f"the action returned an async generator ({name}) and none of its body ran: "
+        f"a run's result is kept as text, nothing iterates it; iterate it in an async def "
+        f"job (async for item in {name}(...): ...), or return what it yields"
+    )
 
 
 async def awaited(awaitable: Any) -> object:

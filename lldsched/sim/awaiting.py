@@ -43,6 +43,7 @@ simulated duration over the timeout is cut at the timeout (see
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -50,9 +51,13 @@ from typing import TYPE_CHECKING, Any
 from lldsched.core.results import awaited, end_left_tasks, result_text
 from lldsched.core.runs import cancelled_error
 from lldsched.errors import CANCELLED_INSIDE, error_text
+from lldsched.logs import SCHEDULER, counted
 
 if TYPE_CHECKING:
     import asyncio
+
+    from lldsched.loopcalls import LoopCalls
+    from lldsched.sim.looptime import SkippingLoop
 
 __all__ = ["Awaited", "LoopThread", "PrivateLoop"]
 
@@ -197,7 +202,8 @@ class PrivateLoop:
     caller's thread, or on a :class:`LoopThread` when an event loop runs there."""
 
     def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: SkippingLoop | None = None
+        self._calls_closed: list[LoopCalls] = []  # the executors of loops closed, calls going
         self._thread: LoopThread | None = None
 
     def run(self, awaitable: Any, timeout: float | None) -> Awaited:
@@ -248,15 +254,20 @@ class PrivateLoop:
             raise
         return result
 
-    def close(self) -> None:
+    def close(self) -> int:
         """Close both loops (the helper's thread ended first), each unless it is running
         now (a coroutine action that called the simulation's ``shutdown()``: that loop
         is closed by a later shutdown, or when the simulation is collected).  A later
-        coroutine makes them again."""
+        coroutine makes them again.  Returns how many ``asyncio.to_thread`` calls of the
+        loops closed (by this call or an earlier one) are still running on their
+        threads, the calls not started dropped (:meth:`LoopCalls.left_going
+        <lldsched.loopcalls.LoopCalls.left_going>`): a call a run's timeout cut goes on,
+        and a thread cannot be stopped."""
         helper = self._thread
         if helper is not None and threading.current_thread() is not helper.thread:
             self._thread = None
             helper.close()
+            self._keep_calls(helper.loop)
         loop = self._loop
         if loop is not None and not loop.is_running():
             self._loop = None
@@ -264,3 +275,26 @@ class PrivateLoop:
                 end_left_tasks(loop, LEFT_TASKS_WAIT)
             finally:
                 loop.close()
+                self._keep_calls(loop)
+        going = [(calls, calls.left_going()) for calls in self._calls_closed]
+        self._calls_closed = [calls for calls, left in going if left]
+        return sum(left for _, left in going)
+
+    def _keep_calls(self, loop: SkippingLoop) -> None:
+        """Keep the executor of ``loop``, closed, if it made one: its calls still running
+        are counted at every :meth:`close`, until none is."""
+        if loop.calls is not None:
+            self._calls_closed.append(loop.calls)
+
+
+def say_calls_left(calls: int) -> None:
+    """Say, at WARNING on ``lldsched.scheduler``, that a simulation's shutdown left
+    ``calls`` ``asyncio.to_thread`` calls of coroutine runs running (:meth:`PrivateLoop.
+    close`), in the words the threaded shutdown's warning uses for its own: before, it
+    returned True without a word while they ran on."""
+    logging.getLogger(SCHEDULER).warning(
+        "Simulation.shutdown() returned with %s of coroutine runs still going (a call "
+        "its run's timeout cut goes on); a thread cannot be stopped: each ends on its own, "
+        "unless the process ends first",
+        counted(calls, "asyncio.to_thread call"),
+    )

@@ -44,7 +44,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from contextvars import Context
-from typing import Any, TypeVar, TypeVarTuple, cast
+from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, cast
+
+if TYPE_CHECKING:
+    from lldsched.loopcalls import LoopCalls
 
 __all__ = ["SkippingLoop"]
 
@@ -106,7 +109,7 @@ class SkippingLoop(asyncio.SelectorEventLoop):
 
     def __init__(self, *, skips: bool = True) -> None:
         self._skipping = _SkippingSelector(skips)
-        self._calls_made = False  # the default executor set (run_in_executor)
+        self.calls: LoopCalls | None = None  # the default executor, once set (run_in_executor)
         super().__init__(self._skipping)
 
     @property
@@ -128,11 +131,11 @@ class SkippingLoop(asyncio.SelectorEventLoop):
         its run's timeout goes on on its thread, which held the exit after the
         simulation's shutdown (for ever, for a call that never returns) on asyncio's
         default executor."""
-        if executor is None and not self._calls_made:
+        if executor is None and self.calls is None:
             from lldsched.loopcalls import LoopCalls
 
-            self._calls_made = True
-            self.set_default_executor(LoopCalls(thread_name_prefix="lldsched-sim-loop-to-thread"))
+            self.calls = LoopCalls(thread_name_prefix="lldsched-sim-loop-to-thread")
+            self.set_default_executor(self.calls)
         return super().run_in_executor(executor, func, *args)
 
     def create_future(self) -> asyncio.Future[Any]:

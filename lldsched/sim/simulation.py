@@ -122,7 +122,7 @@ from lldsched.listeners import Listener, as_callback, listener_list
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskStore
-from lldsched.sim.awaiting import PrivateLoop
+from lldsched.sim.awaiting import PrivateLoop, say_calls_left
 from lldsched.sim.clock import LAST_INSTANT, VirtualClock
 from lldsched.sim.cuts import SimulationCuts
 from lldsched.sim.eventloop import SimStep, SimulationEventLoop
@@ -431,8 +431,13 @@ class Simulation(
         in flight is not cut (a thread cannot be), here as there: it finishes at its
         modelled end, virtual time moving on to it, and the result is False.  Returns
         True when every run ended within ``timeout`` (docs/decisions/simulation.md, "A simulation's
-        shutdown timeout bounds its drain in simulated time").  Idempotent and
-        final: a later call writes the stale rows again (and finishes a drain a
+        shutdown timeout bounds its drain in simulated time") and no ``asyncio.to_thread``
+        call of a coroutine run is left running: a call its run's timeout cut goes on on
+        its thread, which nothing can stop; the calls not started are dropped, and those
+        running are said in a WARNING on ``lldsched.scheduler`` and left to end on their
+        own (not waited for: the shutdown takes no wall time; docs/decisions/simulation.md,
+        "A simulation's shutdown says the asyncio.to_thread calls it leaves running").
+        Idempotent and final: a later call writes the stale rows again (and finishes a drain a
         listener's Ctrl-C cut short, by the first call's instant, within its own
         ``timeout``).  Made inside :meth:`run` (``sim.at(t, sim.shutdown)``, a
         listener, an action), it ends that run there: the runs still in flight (an
@@ -478,8 +483,10 @@ class Simulation(
             writes = self._core.store_writes
             if writes is not None and writes.outage is not None:
                 say_left_stale(writes.store, writes.rewrite_stale())
-            self._awaiting.close()
-        return not late
+            calls = self._awaiting.close()
+            if calls:
+                say_calls_left(calls)
+        return not late and not calls
 
     def __enter__(self) -> Simulation:
         return self

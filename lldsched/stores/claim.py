@@ -68,7 +68,7 @@ from lldsched.errors import StoreError, doc_url
 from lldsched.logs import STORE
 from lldsched.stores.unclosed import collected
 
-__all__ = ["FileClaim", "briefly", "claim_path", "match_mode", "sidecar_mode"]
+__all__ = ["FileClaim", "briefly", "claim_path", "held_unshared", "match_mode", "sidecar_mode"]
 
 log = logging.getLogger(STORE)
 
@@ -222,6 +222,32 @@ class FileClaim:
     def __repr__(self) -> str:
         state = "held" if self._fd is not None else "released"
         return f"FileClaim({self.path!r}, {self.mode}, {state})"
+
+
+def held_unshared(store_path: str) -> bool | None:
+    """Whether a live unshared store holds the file at ``store_path`` (its exclusive claim),
+    found without claiming it: the lock file opened to read, a shared lock tried and let go
+    at once, nothing written.  False when it could be taken (no unshared store holds the
+    file: a process that held it died or closed it) or there is no lock file; None when it
+    cannot be told (the lock file cannot be opened here; Windows, whose ``msvcrt`` has no
+    shared lock to try).  The lock is held for the two system calls between: an unshared
+    store opened in that moment is refused, naming the file's last holder
+    (docs/decisions/command-line.md, "A run left `running` by an unshared process that is
+    gone is said so")."""
+    if sys.platform == "win32":  # pragma: no cover - not run by this project's CI (Linux)
+        return None
+    try:
+        fd = os.open(claim_path(store_path), os.O_RDONLY | _NOFOLLOW)
+    except FileNotFoundError:
+        return False  # never claimed (a file copied here, or an older release's)
+    except OSError:
+        return None
+    try:
+        return not _try_lock(fd, exclusive=False)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # lets the shared lock go, if it was taken
 
 
 _OPEN: weakref.WeakSet[FileClaim] = weakref.WeakSet()

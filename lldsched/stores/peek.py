@@ -97,16 +97,20 @@ Last = ExecutionRecord | None
 class Peek:
     """A durable store opened to read, importing nothing, writing nothing.  ``where``
     names it in messages (a dsn with its password hidden); ``now()`` reads the clock its
-    leases expire by."""
+    leases expire by; ``held()`` tells whether a live unshared store holds it (an SQLite
+    file's claim tried, not taken: :func:`~lldsched.stores.claim.held_unshared`; None
+    where it cannot be told; False for PostgreSQL, always shared, whose runs in flight
+    are leases)."""
 
     def __init__(
         self, where: str, query: Callable[[str, Sequence[object]], list[Any]],
         close: Callable[[], object], *, placeholder: str, tasks: str, columns: str,
         records: str, last: str, listed: str, state: slice, kept: slice,
-        now: Callable[[], float],
+        now: Callable[[], float], held: Callable[[], bool | None] = lambda: None,
     ) -> None:  # fmt: skip
         self.where = where
         self.now = now
+        self.held = held  # whether a live unshared store holds it (None: cannot be told)
         self._query = query
         self._close = close
         self._p = placeholder
@@ -232,6 +236,7 @@ def _last(record: Sequence[Any]) -> Last:
 def peek_sqlite(path: str) -> Peek:
     """The SQLite store file at ``path``, opened read-only; :class:`StoreError` if there is
     none, or it is no lldsched store this release reads."""
+    from lldsched.stores.claim import held_unshared
     from lldsched.stores.sqlite_file import no_room
     from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, TASKS, failure, fetch
     from lldsched.stores.sqlite_schema import (
@@ -291,6 +296,7 @@ def peek_sqlite(path: str) -> Peek:
         last=_LAST_SQLITE, listed=_LISTED_SQLITE,
         state=slice(3, 15), kept=slice(15, None),
         now=time.time,  # a shared file's leases expire by its host's wall clock, this one's
+        held=lambda: held_unshared(path),  # its claim tried, not taken
     )  # fmt: skip
 
 
@@ -348,4 +354,5 @@ def peek_postgres(dsn: str, *, timeout: float = 10.0) -> Peek:
         tasks=sql.TASKS, columns=sql.SNAPSHOT_COLUMNS, records=sql.RECORD_COLUMNS,
         last=_LAST_POSTGRES, listed=_LISTED_POSTGRES,
         state=slice(3, 15), kept=slice(15, 24), now=now,
+        held=lambda: False,  # always shared: none holds it unshared, its runs are leases
     )  # fmt: skip

@@ -178,8 +178,11 @@ def failure_text(exc: BaseException, thread: str) -> str:
 def close_unrun(awaitable: object) -> None:
     """Close a coroutine that will never run (no "never awaited" warning), or cancel a
     thread's future that will never be awaited (the call ``run_coroutine_threadsafe``
-    made on the application's loop is cancelled with it, as if the run were)."""
+    made on the application's loop is cancelled with it, as if the run were); an async
+    generator object, which no run would have iterated, is left as it is."""
     if inspect.iscoroutine(awaitable):
         awaitable.close()
+    elif inspect.isasyncgen(awaitable):  # refused when awaited (results.as_awaitable)
+        pass  # never started: nothing of it runs, and dropping it says nothing
     elif not inspect.isawaitable(awaitable) and must_await(awaitable):
         awaitable.cancel()  # type: ignore[attr-defined]  # a concurrent.futures.Future

@@ -25,7 +25,10 @@ duration    timedelta64[us]         ``finish - start``
 lateness    timedelta64[us]         ``start - due``: dispatch latency or a wait for a worker
                                     (a run resumed after a pause is due at the resume:
                                     the pause is not lateness; ``start - slot`` is how
-                                    long its slot waited)
+                                    long its slot waited); on a row of a slot decided
+                                    without a run, how long after it was due it was
+                                    decided, no wait (:func:`ran` leaves those out, as
+                                    the summaries and charts do)
 ok          bool                    the attempt succeeded
 error       string                  ``"Type: message"``, ``<NA>`` when ok
 result      string                  what the action returned, as a bounded ``repr``

@@ -95,7 +95,10 @@ class TaskSummary(NamedTuple):
     recorded missed or coalesced (a misfire policy's decisions, and the slots
     ``Overlap.BUFFER_ONE`` folded into one run, which it records coalesced as
     ``RUN_ONCE`` does: their ``error`` names the policy), ``given_up`` slots whose
-    attempts all failed, ``skipped`` slots an overrun, or ``Overlap.ALLOW`` at
+    attempts all failed and that the task gave up to go on to its next slot (the last
+    attempt's outcome ``given_up``; a task with no next slot, a one-off, is dead-lettered
+    instead: its last attempt is ``failed``, counted there, and the task's status says
+    ``failed``), ``skipped`` slots an overrun, or ``Overlap.ALLOW`` at
     ``max_instances``, dropped.  ``missed`` and ``skipped`` count slots, not records:
     past 10 slots one run skipped (1,000 of one misfire decision), one record (its
     ``error`` starting ``SkipCap:`` or ``MisfireCap:``) stands for the rest and states

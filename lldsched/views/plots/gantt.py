@@ -442,10 +442,14 @@ def _gantt_title(frame: pd.DataFrame, by_worker: tuple[Any, list[str]] | None) -
     """The runs of every lane, drawn or not (those in the span, if one was given), and
     how many failed or timed out (and were cancelled, if any was), as the summaries count
     them (:func:`failures`).  A chart by worker has ``by_worker`` (:func:`worker_lanes`
-    of ``frame``), one by task None."""
-    failed, timed_out, cancelled = (int(cut.sum()) for cut in failures(frame))
+    of ``frame``), one by task None.  A chart of no run says "No runs", on the lanes
+    ``workers=`` named, if any: "0 runs on 0 workers: 0 failed, 0 timed out" read as a
+    pool of no worker, and its counts said nothing."""
     what = "worker" if by_worker is not None else "task"
     lanes = len(by_worker[1]) if by_worker is not None else frame["task_id"].nunique()
+    if not len(frame):
+        return f"No runs on {counted(lanes, what)}" if lanes else "No runs"
+    failed, timed_out, cancelled = (int(cut.sum()) for cut in failures(frame))
     return (
         f"{counted(len(frame), 'run')} on {counted(lanes, what)}: "
         f"{failed:,} failed, {timed_out:,} timed out"

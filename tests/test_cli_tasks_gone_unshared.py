@@ -1,0 +1,86 @@
+"""``lldsched tasks`` on an unshared SQLite file whose process died mid-run: the row says
+``running``, and no process runs it.  ``show`` said "(a run is in flight)" and the table
+``running``, as of a run going on, until the service started again; now both say the
+process is gone and that its next start runs the attempt again, found by trying the
+file's claim without taking it (``claim.held_unshared``), and say a run is in flight
+while a live unshared store holds the file (docs/decisions/command-line.md, "A run left
+`running` by an unshared process that is gone is said so")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lldsched import SqliteTaskStore
+from lldsched.cli import main
+from lldsched.stores.claim import FileClaim, held_unshared
+from tests.test_store_running_row import _crashed_mid_run
+
+GONE = (
+    "  status      running  (a run was in flight: the process that ran it is gone, no "
+    "process holds the store unshared nor a lease on the run; the next start runs the "
+    "attempt again)"
+)
+LEGEND = (
+    "! a run of it was in flight and the process that ran it is gone (no process holds the "
+    "store unshared nor a lease on the run): the next start runs the attempt again"
+)
+
+
+@pytest.fixture
+def crashed(tmp_path: Path) -> Path:
+    """A store file left as a process that died during ``job``'s run leaves it: the row
+    ``running``, no lease, the file's claim let go (the process's exit let it go)."""
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        _crashed_mid_run(store)
+    return path
+
+
+def tasks(capsys: pytest.CaptureFixture[str], path: Path, *argv: str) -> list[str]:
+    status = main(["tasks", "--store", f"sqlite:{path}", *argv])
+    out, err = capsys.readouterr()
+    assert (status, err) == (0, ""), err
+    return out.splitlines()
+
+
+def test_show_says_the_process_is_gone(crashed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = tasks(capsys, crashed, "show", "job")
+    assert GONE in lines
+
+
+def test_the_table_marks_it_and_says_what_the_mark_means(
+    crashed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _header, row, legend = tasks(capsys, crashed)
+    assert row.split()[:3] == ["job", "job", "running!"]
+    assert legend == LEGEND
+
+
+def test_while_a_live_unshared_store_holds_the_file_its_run_is_in_flight(
+    crashed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    claim = FileClaim(str(crashed))  # a live unshared store's claim, as it holds it
+    try:
+        assert held_unshared(str(crashed)) is True
+        assert "  status      running  (a run is in flight)" in tasks(
+            capsys, crashed, "show", "job"
+        )
+        _header, row = tasks(capsys, crashed)
+        assert row.split()[2] == "running"
+    finally:
+        claim.release()
+    assert held_unshared(str(crashed)) is False
+
+
+def test_the_probe_takes_no_claim_and_writes_nothing(crashed: Path) -> None:
+    lock = Path(str(crashed) + ".lock")
+    before = lock.read_bytes()
+    assert held_unshared(str(crashed)) is False
+    assert lock.read_bytes() == before
+    FileClaim(str(crashed)).release()  # an unshared store opens it after: not refused
+
+
+def test_a_file_never_claimed_is_held_by_nobody(tmp_path: Path) -> None:
+    assert held_unshared(str(tmp_path / "none.db")) is False
