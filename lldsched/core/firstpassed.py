@@ -25,12 +25,12 @@ following another's registration (:mod:`lldsched.core.follow`) writes nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from lldsched.coordination import is_shared
+from lldsched.core.misfires import decide_misfire
 
 if TYPE_CHECKING:
-    from lldsched.core.machine import SchedulerCore
     from lldsched.core.parts import CoreParts
     from lldsched.core.task import ScheduledTask
 
@@ -40,12 +40,7 @@ __all__ = ["first_passed"]
 def first_passed(core: CoreParts, task: ScheduledTask, now: float) -> None:
     """``task``, just queued at its first run, an instant before ``now``: the slots
     passed meet its misfire policy (:func:`~lldsched.core.misfires.decide_misfire`)."""
-    # A part of the core (DefinitionVerbs) passes itself: it is the whole core at run time.
-    whole = cast("SchedulerCore", core)
-    writes = whole.store_writes
+    writes = core._writes
     if writes is not None and is_shared(writes.store):
         return  # the process that claims the slot decides (threaded/claimdecisions.py)
-    # Imported here: lldsched.core.misfires imports the core this is called from.
-    from lldsched.core.misfires import decide_misfire
-
-    decide_misfire(whole, task, now)
+    decide_misfire(core, task, now)

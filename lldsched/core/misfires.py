@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 
-from lldsched.core.machine import SchedulerCore
 from lldsched.core.misfireplan import (
     Plan,
     cut_record,
@@ -34,6 +33,7 @@ from lldsched.core.misfireplan import (
     plan_put_off,
     slot_put_off,
 )
+from lldsched.core.parts import CoreParts
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import DEFAULT_MISFIRE, Misfire
@@ -58,7 +58,7 @@ another process decided the plan."""
 
 
 def decide_misfire(
-    core: SchedulerCore,
+    core: CoreParts,
     task: ScheduledTask,
     now: float,
     *,
@@ -102,7 +102,7 @@ def decide_misfire(
 
 
 def _decided_for(
-    core: SchedulerCore,
+    core: CoreParts,
     task: ScheduledTask,
     *,
     now: float,
@@ -152,7 +152,7 @@ def _decided_for(
 
 
 def _go_on(
-    core: SchedulerCore,
+    core: CoreParts,
     task: ScheduledTask,
     schedule: CatchUp,
     until: float,
@@ -206,7 +206,7 @@ def first_decided(task: ScheduledTask, *, owed: bool) -> float | None:
 
 
 def _apply(
-    core: SchedulerCore,
+    core: CoreParts,
     task: ScheduledTask,
     decided: Plan,
     owed: float | None,
@@ -228,7 +228,7 @@ def _apply(
 
 
 def record_decisions(
-    core: SchedulerCore,
+    core: CoreParts,
     task: ScheduledTask,
     decisions: Sequence[tuple[float, Outcome, str | None]],
     *,
@@ -249,7 +249,7 @@ def record_decisions(
 
 
 def queue_as_decided(
-    core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float | None
+    core: CoreParts, task: ScheduledTask, decided: Plan, owed: float | None
 ) -> None:
     """Queue ``task`` as ``decided`` says, after its ``owed`` attempt (cancelled if
     nothing is left to run)."""

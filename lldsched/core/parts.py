@@ -39,6 +39,9 @@ from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, TaskStore
 
+if TYPE_CHECKING:
+    from lldsched.schedules.base import Schedule
+
 __all__ = ["CoreParts", "DueQueue"]
 
 
@@ -218,3 +221,30 @@ class CoreParts:
         def _end_wait(self, task: ScheduledTask, error: str | None) -> ExecutionRecord: ...
 
         def _strand(self, upstream: ScheduledTask) -> None: ...
+
+        # The verbs a misfire decision takes (lldsched/core/misfires.py), so that rule
+        # reads the parts and not the whole machine, which registration calls it from.
+
+        def cancel(self, task_id: str) -> bool: ...
+
+        def record_misfire(
+            self,
+            task: ScheduledTask,
+            slot: float,
+            outcome: Outcome,
+            error: str | None = None,
+            *,
+            token: int | None = None,
+        ) -> ExecutionRecord: ...
+
+        def drop_pending(self, task: ScheduledTask) -> None: ...
+
+        def replan(
+            self,
+            task: ScheduledTask,
+            *,
+            due: float,
+            schedule: Schedule | None = None,
+            slot: float | None = None,
+            grid: float | None = None,
+        ) -> None: ...
