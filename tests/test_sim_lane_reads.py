@@ -270,3 +270,31 @@ def test_at_one_instant_a_workers_start_goes_before_an_awaitable_handed_over() -
         (5, "start", "c"),
         (5, "start", "b"),  # the awaitable, on the coroutine lane
     ]
+
+
+def test_a_coroutine_entry_set_aside_then_cancelled_is_a_tombstone_as_on_threads(
+    gate: Gate,
+) -> None:
+    """A coroutine task not due yet ("later") is set aside on the simulation's coroutine
+    lane (its heap's head, the lane full); cancelled, it is a tombstone until it surfaces,
+    as its entry in the threaded scheduler's heap is: ``queue_stats()`` counts it so on
+    both, and ``metrics().queued`` not at all."""
+    sim = Simulation(workers=1, start=T, max_coroutines=2)
+    lane_state(sim, no_op)
+    for name in ("c1", "c2", "c3", "later"):
+        sim.model(name, duration=fixed(50))
+    sim.run(T + 10)
+    sim.cancel("later")
+    simulated = (sim.queue_stats(), sim.metrics().queued)
+
+    clock = FakeClock(T)
+    with Scheduler(workers=1, clock=clock, max_coroutines=2) as scheduler:
+        lane_state(scheduler, gate.held)
+        clock.set(T + 10)
+        wait_until(lambda: gate.begun == 2 and scheduler.metrics().coroutines == 3,
+                   timeout=10, what="two coroutine runs and one waiting")  # fmt: skip
+        scheduler.cancel("later")
+        threaded = (scheduler.queue_stats(), scheduler.metrics().queued)
+        gate.open()
+        assert scheduler.wait_idle(10)
+    assert simulated == threaded == ((1, 1), 0)
