@@ -166,16 +166,20 @@ def test_a_coroutine_entry_not_due_yet_takes_a_new_priority_as_on_threads(was: P
     assert [e.record.task_id for e in log.events if e.record is not None] == ["early", "late"]
 
 
-def test_a_coroutine_entry_due_and_waiting_for_the_lane_keeps_its_place_at_a_new_priority() -> None:
-    """Two coroutine tasks due at once wait for the lane's one slot: on threads both were
+@pytest.mark.parametrize("at", [5, 10])
+def test_a_coroutine_entry_due_and_waiting_for_the_lane_keeps_its_place_at_a_new_priority(
+    at: float,
+) -> None:
+    """Two coroutine tasks due at 5 wait for the lane's one slot: on threads both were
     handed to the event loop, which starts them in that order, and a priority given to
-    the first while it waits does not send it behind the second.  The simulation keeps
-    that order too: only an entry set aside *before* it is due is queued again."""
+    the first while it waits (from the instant it fell due, ``at``) does not send it
+    behind the second.  The simulation keeps that order too: only an entry set aside
+    *before* it is due is queued again."""
     sim = Simulation(workers=1, start=T, max_coroutines=1)
     sim.schedule("hog", OneTime(delay=0), action=no_op, duration=fixed(50), id="hog")
     for name in ("first", "second"):
         sim.schedule(name, OneTime(delay=5), action=no_op, duration=fixed(5), id=name)
-    sim.run(T + 10)
+    sim.run(T + at)
     sim.modify("first", priority=Priority.LOW)
     sim.run(T + 100)
     assert starts(sim) == [("hog", 0, 1), ("first", 50, 1), ("second", 55, 1)]
@@ -191,7 +195,7 @@ def test_a_coroutine_entry_due_and_waiting_for_the_lane_keeps_its_place_at_a_new
             scheduler.schedule("hog", hog, OneTime(delay=0), id="hog")
             for name in ("first", "second"):
                 scheduler.schedule(name, no_op, OneTime(delay=5), id=name)
-            clock.set(T + 10)
+            clock.set(T + at)
             wait_until(lambda: scheduler.metrics().coroutines == 3, timeout=10,
                        what="the hog running and two runs waiting for its slot")  # fmt: skip
             scheduler.modify("first", priority=Priority.LOW)
