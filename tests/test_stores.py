@@ -14,12 +14,13 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    Simulation,
     SqliteTaskStore,
     TaskStatus,
     TaskStore,
     ValidationError,
 )
-from tests.conftest import SchedulerFactory, settle
+from tests.conftest import T0, SchedulerFactory, settle
 from tests.tracking import tracked_from
 
 
@@ -94,16 +95,42 @@ def test_a_retention_keeps_the_latest_records_of_each_task_as_sqlite_does(
     scheduler = make_scheduler(clock=clock, store=store, workers=1)
     tick = scheduler.schedule("tick", lambda: None, FixedRate(10))
     other = scheduler.schedule("other", lambda: None, FixedRate(10))
+    held = []  # the most a task's list held after each run: a number and a record each
     for _ in range(9):
         settle(scheduler)
+        held.append(max(len(kept) for kept in store._records.values()))
         clock.advance(10)
     settle(scheduler)
     latest = [r.started for r in store.records(tick.id)]
     assert latest == [clock.now() - 20, clock.now() - 10, clock.now()]  # of 10 runs
     # every task's records in the order saved, as SQLite gives them (not grouped by task)
     assert [r.task_id for r in store.records()] == [tick.id, other.id] * 3
-    # trimmed a tenth late; a task's list holds a number and a record each
-    assert max(len(kept) for kept in store._records.values()) <= 2 * (3 + 1)
+    # trimmed a tenth late (of 3: one record), never later, and trimmed
+    assert max(held) == 2 * (3 + 1) and held[-1] < max(held)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_the_least_retention_keeps_the_latest_record_of_each_task(
+    kind: str, tmp_path: Path
+) -> None:
+    """``retention=1``, the least a store takes (0 is refused below), keeps one record a
+    task, its latest, on either store."""
+    store = (
+        InMemoryTaskStore(retention=1)
+        if kind == "memory"
+        else SqliteTaskStore(tmp_path / "t.db", retention=1)
+    )
+    with store:
+        sim = Simulation(workers=1, start=T0, store=store)
+        tick = sim.schedule("tick", FixedRate(10), id="tick")
+        sim.schedule("other", FixedRate(10), id="other")
+        sim.run_for(100)
+        assert [(r.task_id, r.due) for r in store.records()] == [
+            ("tick", T0 + 100),
+            ("other", T0 + 100),
+        ]
+        assert [r.due for r in store.records(tick.id)] == [T0 + 100]
+        sim.shutdown()
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "10"])
