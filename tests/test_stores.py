@@ -14,6 +14,7 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    RetryPolicy,
     Simulation,
     SqliteTaskStore,
     TaskStatus,
@@ -153,3 +154,38 @@ def test_records_of_what_is_no_task_id_is_refused_naming_it(
         with pytest.raises(ValidationError, match=re.escape(f"or None, got {bad!r}")):
             store.records(bad)  # type: ignore[arg-type]
         assert store.records() == [] and store.records("a") == []
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_failed_task_removed_leaves_the_dead_letter(
+    kind: str, make_scheduler: SchedulerFactory, clock: FakeClock, tmp_path: Path
+) -> None:
+    """As SQLite's ``delete`` does, the in-memory store's forgets a FAILED task's place in
+    the dead letter with its row: the scheduler's ``remove`` of it leaves none behind."""
+    store = InMemoryTaskStore() if kind == "memory" else SqliteTaskStore(tmp_path / "t.db")
+    with store:
+        scheduler = make_scheduler(clock=clock, store=store)
+        once = RetryPolicy(max_attempts=1)
+        doomed = scheduler.schedule("doomed", _fails, OneTime(delay=0), retry=once)
+        other = scheduler.schedule("other", _fails, OneTime(delay=0), retry=once)
+        settle(scheduler)
+        assert sorted(store.dead_letter()) == sorted([doomed.id, other.id])
+        scheduler.remove(doomed.id)
+        assert store.dead_letter() == [other.id]
+        scheduler.shutdown()
+
+
+@pytest.mark.parametrize("verb", ["get", "delete"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_get_or_delete_of_what_is_no_task_id_is_refused_naming_it(
+    kind: str, verb: str, tmp_path: Path
+) -> None:
+    """``delete(snapshot)`` (the ``.id`` forgotten) deleted nothing, unsaid."""
+    store = InMemoryTaskStore() if kind == "memory" else SqliteTaskStore(tmp_path / "t.db")
+    said = re.escape(f"{verb}() takes a task id (a str), got 5")
+    with store, pytest.raises(ValidationError, match=said):
+        getattr(store, verb)(5)
+
+
+def _fails() -> None:
+    raise RuntimeError("no")
