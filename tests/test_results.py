@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
+import tracemalloc
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -43,8 +45,9 @@ def test_a_result_is_its_repr_and_none_stays_none() -> None:
 
 
 def test_a_long_result_is_cut_to_the_stated_length() -> None:
+    """200 characters, as docs/GUIDE.md states, the quote and the "..." included."""
     text = result_text("x" * 10_000)
-    assert text is not None and len(text) == RESULT_LIMIT and text.endswith("...")
+    assert text == "'" + "x" * 196 + "..." and len(text) == RESULT_LIMIT == 200
 
 
 def repr_cut(value: object) -> str:
@@ -103,6 +106,21 @@ def test_a_long_result_costs_the_repr_of_what_is_kept_not_of_the_whole_value() -
     # Before, all 100,000 elements were repr'd (and the 10 MB of bytes, 40 MB of text)
     # to keep 200 characters: a job that returned its rows held its worker for seconds.
     assert Counted.shown < 2 * 30
+
+
+@pytest.mark.parametrize("kind", [str, bytes, bytearray])
+def test_a_long_text_or_bytes_result_costs_the_memory_of_what_is_kept(kind: type) -> None:
+    """A job that returned a downloaded file's 10 MB had its whole ``repr`` built (40 MB
+    of text for bytes) to keep 200 characters: only the head is written now."""
+    value = kind("x" * 10_000_000) if kind is str else kind(b"\x00" * 10_000_000)
+    tracemalloc.start()
+    try:
+        text = result_text(value)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert text == repr_cut(value)
+    assert peak < 100_000, f"{peak:,} bytes allocated for a 200-character text"
 
 
 def test_a_result_whose_repr_raises_is_text_that_says_so() -> None:
