@@ -82,6 +82,31 @@ def test_a_result_is_the_head_of_its_repr_however_long_and_nested(value: object)
     assert result_text(value) == (None if value is None else repr_cut(value))
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "x" * 300 + "'",  # a quote past the head: the whole repr is in double quotes
+        "'" + "x" * 300 + '"',  # a single quote in the head, a double one past it
+        "'" + "x" * 300,  # a single quote in the head alone: double quotes
+        b"x" * 300 + b"'",
+        b"'" + b"x" * 300 + b'"',
+        bytearray(b"'" + b"x" * 300),
+    ],
+    ids=[
+        "quote-past-head",
+        "both-quotes",
+        "quote-in-head",
+        "bytes-quote-past-head",
+        "bytes-both-quotes",
+        "bytearray-quote-in-head",
+    ],
+)
+def test_a_long_text_s_head_is_quoted_as_its_whole_repr_is(value: object) -> None:
+    """``repr`` picks its quotes from the whole text: a head written alone is in the same
+    quotes only when the quotes it holds would pick them as the whole does."""
+    assert result_text(value) == repr_cut(value)
+
+
 def test_a_container_that_holds_itself_reads_as_repr_writes_it() -> None:
     looped: list[object] = [1]
     looped.append(looped)
