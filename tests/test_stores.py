@@ -180,7 +180,8 @@ def test_a_failed_task_removed_leaves_the_dead_letter(
 def test_get_or_delete_of_what_is_no_task_id_is_refused_naming_it(
     kind: str, verb: str, tmp_path: Path
 ) -> None:
-    """``delete(snapshot)`` (the ``.id`` forgotten) deleted nothing, unsaid."""
+    """``delete(snapshot)``, its ``.id`` forgotten, is refused on either store, not a
+    delete of nothing, unsaid (``storechecks.id_asked``); ``get`` likewise."""
     store = InMemoryTaskStore() if kind == "memory" else SqliteTaskStore(tmp_path / "t.db")
     said = re.escape(f"{verb}() takes a task id (a str), got 5")
     with store, pytest.raises(ValidationError, match=said):
