@@ -12,6 +12,7 @@ timeout (a bad timeout is a row of ``tests/test_bad_input_table.py``, on both ru
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections import Counter
 from datetime import timedelta
@@ -37,6 +38,7 @@ from lldsched import (
     StoreError,
     TaskEvent,
 )
+from lldsched.logs import TIMER
 from lldsched.sim import fixed
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.waits import wait_until
@@ -170,6 +172,44 @@ def test_a_dead_timer_s_traceback_is_said_once_in_the_log_not_again_by_python(
     assert len(deaths) == 1 and deaths[0].exc_info is not None
     assert repr(deaths[0].exc_info[1]) == "RuntimeError('the clock broke')"
     assert escaped == []
+
+
+class HeldLog(logging.Handler):
+    """Holds the thread that logs the timer's death inside the log call until let go:
+    the timer thread, still alive, of a scheduler already marked dead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside = threading.Event()
+        self.let_go = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "the timer thread died" in record.getMessage():
+            self.inside.set()
+            self.let_go.wait(10)
+
+
+def test_a_scheduler_whose_timer_is_dying_is_not_alive_while_its_thread_ends(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    """A liveness probe reading ``alive`` in the moment between the timer's death and its
+    thread's end (it logs the death on its way out) hears the scheduler is dead: both
+    ``state == "running"`` and ``timer_alive`` are asked, not either."""
+    clock = BreakingClock(T0)
+    held = HeldLog()
+    logger = logging.getLogger(TIMER)
+    logger.addHandler(held)
+    try:
+        scheduler = make_scheduler(clock=clock)
+        wait_until(lambda: scheduler.metrics().timer_woke is not None, timeout=5, what="a wake")
+        clock.broken = True
+        scheduler.schedule("tick", noop, OneTime(delay=60))  # a new head wakes the timer
+        assert held.inside.wait(10), "the timer's death was not logged"
+        metrics = scheduler.metrics()
+        assert (metrics.state, metrics.timer_alive, metrics.alive) == ("dead", True, False)
+    finally:
+        held.let_go.set()
+        logger.removeHandler(held)
 
 
 def test_a_wait_idle_under_way_when_the_timer_dies_raises_at_once(
@@ -477,6 +517,10 @@ def _every_outcome() -> Simulation:
     sim.schedule("overrun", FixedRate(10), duration=fixed(25))
     sim.schedule("buffered", FixedRate(60), duration=fixed(150), overlap=Overlap.BUFFER_ONE)
     sim.schedule("cut", FixedRate(60), duration=fixed(150), overlap=Overlap.CANCEL_OTHER)
+    # runs ending while others of the task are still in flight (a record of its own path)
+    sim.schedule(
+        "beside", FixedRate(60), duration=fixed(150), overlap=Overlap.ALLOW, max_instances=3
+    )
     upstream = sim.schedule("upstream", FixedRate(600), duration=fixed(30))
     sim.schedule("downstream", FixedRate(600), duration=fixed(1), depends_on=[upstream.id])
     return sim.run_for(1800)

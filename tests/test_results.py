@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
+import tracemalloc
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -43,8 +45,9 @@ def test_a_result_is_its_repr_and_none_stays_none() -> None:
 
 
 def test_a_long_result_is_cut_to_the_stated_length() -> None:
+    """200 characters, as docs/GUIDE.md states, the quote and the "..." included."""
     text = result_text("x" * 10_000)
-    assert text is not None and len(text) == RESULT_LIMIT and text.endswith("...")
+    assert text == "'" + "x" * 196 + "..." and len(text) == RESULT_LIMIT == 200
 
 
 def repr_cut(value: object) -> str:
@@ -79,6 +82,31 @@ def test_a_result_is_the_head_of_its_repr_however_long_and_nested(value: object)
     assert result_text(value) == (None if value is None else repr_cut(value))
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "x" * 300 + "'",  # a quote past the head: the whole repr is in double quotes
+        "'" + "x" * 300 + '"',  # a single quote in the head, a double one past it
+        "'" + "x" * 300,  # a single quote in the head alone: double quotes
+        b"x" * 300 + b"'",
+        b"'" + b"x" * 300 + b'"',
+        bytearray(b"'" + b"x" * 300),
+    ],
+    ids=[
+        "quote-past-head",
+        "both-quotes",
+        "quote-in-head",
+        "bytes-quote-past-head",
+        "bytes-both-quotes",
+        "bytearray-quote-in-head",
+    ],
+)
+def test_a_long_text_s_head_is_quoted_as_its_whole_repr_is(value: object) -> None:
+    """``repr`` picks its quotes from the whole text: a head written alone is in the same
+    quotes only when the quotes it holds would pick them as the whole does."""
+    assert result_text(value) == repr_cut(value)
+
+
 def test_a_container_that_holds_itself_reads_as_repr_writes_it() -> None:
     looped: list[object] = [1]
     looped.append(looped)
@@ -103,6 +131,21 @@ def test_a_long_result_costs_the_repr_of_what_is_kept_not_of_the_whole_value() -
     # Before, all 100,000 elements were repr'd (and the 10 MB of bytes, 40 MB of text)
     # to keep 200 characters: a job that returned its rows held its worker for seconds.
     assert Counted.shown < 2 * 30
+
+
+@pytest.mark.parametrize("kind", [str, bytes, bytearray])
+def test_a_long_text_or_bytes_result_costs_the_memory_of_what_is_kept(kind: type) -> None:
+    """A job that returned a downloaded file's 10 MB had its whole ``repr`` built (40 MB
+    of text for bytes) to keep 200 characters: only the head is written now."""
+    value = kind("x" * 10_000_000) if kind is str else kind(b"\x00" * 10_000_000)
+    tracemalloc.start()
+    try:
+        text = result_text(value)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert text == repr_cut(value)
+    assert peak < 100_000, f"{peak:,} bytes allocated for a 200-character text"
 
 
 def test_a_result_whose_repr_raises_is_text_that_says_so() -> None:

@@ -69,28 +69,31 @@ def lane_state(runtime: Simulation | Scheduler, action: Callable[[], object]) ->
     runtime.schedule("later", schedule=OneTime(delay=100), action=action, id="later", retry=ONCE)
 
 
+@pytest.mark.parametrize("at", [0, 10])
 def test_metrics_count_the_coroutine_runs_in_flight_and_waiting_as_on_threads(
-    gate: Gate,
+    gate: Gate, at: float
 ) -> None:
+    """Read 10 s after the three fell due, or at that very instant (``c3`` waits for a
+    slot from then: the loop's, not the heap's)."""
     sim = Simulation(workers=1, start=T, max_coroutines=2)
     lane_state(sim, no_op)
     for name in ("c1", "c2", "c3", "later"):
         sim.model(name, duration=fixed(50))
-    sim.run(T + 10)
+    sim.run(T + at)
     simulated = sim.metrics()
 
     clock = FakeClock(T)
     with Scheduler(workers=1, clock=clock, max_coroutines=2) as scheduler:
         lane_state(scheduler, gate.held)
-        clock.set(T + 10)
+        clock.set(T + at)
         wait_until(lambda: gate.begun == 2 and scheduler.metrics().coroutines == 3,
                    timeout=10, what="two coroutine runs and one waiting")  # fmt: skip
         threaded = scheduler.metrics()
         gate.open()
         assert scheduler.wait_idle(10)
-    # "c3", due at 0, has waited 10 s for a slot: late on both (lag read 0.0 of it)
+    # "c3", due at 0, has waited ``at`` for a slot: late on both (lag read 0.0 of it)
     for metrics in (threaded, simulated):
-        assert (metrics.coroutines, metrics.busy, metrics.queued, metrics.lag) == (3, 0, 1, 10.0)
+        assert (metrics.coroutines, metrics.busy, metrics.queued, metrics.lag) == (3, 0, 1, at)
 
 
 def test_queue_stats_count_what_is_set_aside_as_in_the_heap_but_a_due_coroutine() -> None:
@@ -270,3 +273,62 @@ def test_at_one_instant_a_workers_start_goes_before_an_awaitable_handed_over() -
         (5, "start", "c"),
         (5, "start", "b"),  # the awaitable, on the coroutine lane
     ]
+
+
+def test_a_coroutine_entry_set_aside_then_cancelled_is_a_tombstone_as_on_threads(
+    gate: Gate,
+) -> None:
+    """A coroutine task not due yet ("later") is set aside on the simulation's coroutine
+    lane (its heap's head, the lane full); cancelled, it is a tombstone until it surfaces,
+    as its entry in the threaded scheduler's heap is: ``queue_stats()`` counts it so on
+    both, and ``metrics().queued`` not at all."""
+    sim = Simulation(workers=1, start=T, max_coroutines=2)
+    lane_state(sim, no_op)
+    for name in ("c1", "c2", "c3", "later"):
+        sim.model(name, duration=fixed(50))
+    sim.run(T + 10)
+    sim.cancel("later")
+    simulated = (sim.queue_stats(), sim.metrics().queued)
+
+    clock = FakeClock(T)
+    with Scheduler(workers=1, clock=clock, max_coroutines=2) as scheduler:
+        lane_state(scheduler, gate.held)
+        clock.set(T + 10)
+        wait_until(lambda: gate.begun == 2 and scheduler.metrics().coroutines == 3,
+                   timeout=10, what="two coroutine runs and one waiting")  # fmt: skip
+        scheduler.cancel("later")
+        threaded = (scheduler.queue_stats(), scheduler.metrics().queued)
+        gate.open()
+        assert scheduler.wait_idle(10)
+    assert simulated == threaded == ((1, 1), 0)
+
+
+def test_a_thread_task_waiting_for_a_worker_beside_coroutine_tasks_is_late_as_on_threads() -> None:
+    """A thread task's due entry set aside while the one worker is taken ("waits", due at
+    5), with no coroutine entry waiting, is late in ``lag`` from its due instant, as the
+    threaded scheduler reads the entry in its hand-off queue, and queued (the heap's, in
+    the simulation's model: it has no hand-off queue)."""
+    sim = Simulation(workers=1, start=T)
+    sim.schedule("long", OneTime(delay=0), action=plain, duration=fixed(50), id="long")
+    sim.schedule("waits", OneTime(delay=5), action=plain, duration=fixed(5), id="waits")
+    sim.schedule("co", OneTime(delay=6), action=no_op, duration=fixed(5), id="co")
+    sim.run(T + 20)  # "co" ran on the coroutine lane at 6, "long" still runs
+    metrics = sim.metrics()
+    assert (metrics.busy, metrics.coroutines, metrics.queued, metrics.lag) == (1, 0, 1, 15.0)
+    assert sim.queue_stats() == (1, 0)
+
+    clock, let_go = FakeClock(T), threading.Event()
+    with Scheduler(workers=1, clock=clock) as scheduler:
+        scheduler.schedule("long", lambda: let_go.wait(10), OneTime(delay=0), id="long")
+        scheduler.schedule("waits", plain, OneTime(delay=5), id="waits")
+        scheduler.schedule("co", no_op, OneTime(delay=6), id="co")
+        try:
+            clock.set(T + 20)
+            wait_until(lambda: scheduler.metrics().handoff == 1, timeout=10,
+                       what="'waits' handed out")  # fmt: skip
+            wait_until(lambda: scheduler.task("co").run_count == 1, timeout=10, what="'co' run")
+            threaded = scheduler.metrics()
+        finally:
+            let_go.set()
+        assert scheduler.wait_idle(10)
+    assert (threaded.busy, threaded.coroutines, threaded.lag) == (1, 0, 15.0)

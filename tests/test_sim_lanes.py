@@ -5,6 +5,7 @@ coroutine lane, not a virtual worker"), and is bounded by ``max_coroutines`` alo
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -18,6 +19,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.sim import Simulation, fixed
+from tests.waits import wait_until
 
 T = 1_000_000.0
 
@@ -162,3 +164,43 @@ def test_a_coroutine_entry_not_due_yet_takes_a_new_priority_as_on_threads(was: P
         clock.set(T + 60)
         assert scheduler.wait_idle(10)
     assert [e.record.task_id for e in log.events if e.record is not None] == ["early", "late"]
+
+
+@pytest.mark.parametrize("at", [5, 10])
+def test_a_coroutine_entry_due_and_waiting_for_the_lane_keeps_its_place_at_a_new_priority(
+    at: float,
+) -> None:
+    """Two coroutine tasks due at 5 wait for the lane's one slot: on threads both were
+    handed to the event loop, which starts them in that order, and a priority given to
+    the first while it waits (from the instant it fell due, ``at``) does not send it
+    behind the second.  The simulation keeps that order too: only an entry set aside
+    *before* it is due is queued again."""
+    sim = Simulation(workers=1, start=T, max_coroutines=1)
+    sim.schedule("hog", OneTime(delay=0), action=no_op, duration=fixed(50), id="hog")
+    for name in ("first", "second"):
+        sim.schedule(name, OneTime(delay=5), action=no_op, duration=fixed(5), id=name)
+    sim.run(T + at)
+    sim.modify("first", priority=Priority.LOW)
+    sim.run(T + 100)
+    assert starts(sim) == [("hog", 0, 1), ("first", 50, 1), ("second", 55, 1)]
+
+    clock, log, let_go = FakeClock(T), EventLog(), threading.Event()
+
+    async def hog() -> None:
+        while not let_go.is_set():
+            await asyncio.sleep(0.001)
+
+    with Scheduler(workers=1, clock=clock, listeners=[log], max_coroutines=1) as scheduler:
+        try:
+            scheduler.schedule("hog", hog, OneTime(delay=0), id="hog")
+            for name in ("first", "second"):
+                scheduler.schedule(name, no_op, OneTime(delay=5), id=name)
+            clock.set(T + at)
+            wait_until(lambda: scheduler.metrics().coroutines == 3, timeout=10,
+                       what="the hog running and two runs waiting for its slot")  # fmt: skip
+            scheduler.modify("first", priority=Priority.LOW)
+        finally:
+            let_go.set()
+        assert scheduler.wait_idle(10)
+    begun = [e.task_id for e in log.events if e.status is TaskStatus.RUNNING]
+    assert begun == ["hog", "first", "second"]

@@ -166,6 +166,23 @@ def test_a_run_that_skipped_very_many_slots_records_a_bounded_number(clock: Fake
     assert task.next_run_at == t + 5000
 
 
+@pytest.mark.parametrize("slots", [MAX_SKIPPED - 1, MAX_SKIPPED])
+def test_a_run_that_skipped_up_to_the_cap_records_each_slot_and_no_cap_record(
+    clock: FakeClock, slots: int
+) -> None:
+    """Up to :data:`MAX_SKIPPED` slots are each recorded alone, that many included: the
+    record standing for the rest comes only past it."""
+    h = Harness(clock)
+    t = clock.now()
+    task = h.core.add("fast", noop, FixedRate(1))
+    h.step(duration=slots + 0.5)  # slots 1 to ``slots`` come due while it runs
+    assert [(r.outcome, r.slot - t, r.error) for r in task.history] == [
+        (Outcome.OK, 0.0, None),
+        *[(Outcome.SKIPPED, float(n), None) for n in range(1, slots + 1)],
+    ]
+    assert task.next_run_at == t + slots + 1
+
+
 @pytest.mark.parametrize(
     ("overlap", "why", "fate", "until"),
     [

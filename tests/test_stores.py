@@ -14,12 +14,14 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    RetryPolicy,
+    Simulation,
     SqliteTaskStore,
     TaskStatus,
     TaskStore,
     ValidationError,
 )
-from tests.conftest import SchedulerFactory, settle
+from tests.conftest import T0, SchedulerFactory, settle
 from tests.tracking import tracked_from
 
 
@@ -94,16 +96,42 @@ def test_a_retention_keeps_the_latest_records_of_each_task_as_sqlite_does(
     scheduler = make_scheduler(clock=clock, store=store, workers=1)
     tick = scheduler.schedule("tick", lambda: None, FixedRate(10))
     other = scheduler.schedule("other", lambda: None, FixedRate(10))
+    held = []  # the most a task's list held after each run: a number and a record each
     for _ in range(9):
         settle(scheduler)
+        held.append(max(len(kept) for kept in store._records.values()))
         clock.advance(10)
     settle(scheduler)
     latest = [r.started for r in store.records(tick.id)]
     assert latest == [clock.now() - 20, clock.now() - 10, clock.now()]  # of 10 runs
     # every task's records in the order saved, as SQLite gives them (not grouped by task)
     assert [r.task_id for r in store.records()] == [tick.id, other.id] * 3
-    # trimmed a tenth late; a task's list holds a number and a record each
-    assert max(len(kept) for kept in store._records.values()) <= 2 * (3 + 1)
+    # trimmed a tenth late (of 3: one record), never later, and trimmed
+    assert max(held) == 2 * (3 + 1) and held[-1] < max(held)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_the_least_retention_keeps_the_latest_record_of_each_task(
+    kind: str, tmp_path: Path
+) -> None:
+    """``retention=1``, the least a store takes (0 is refused below), keeps one record a
+    task, its latest, on either store."""
+    store = (
+        InMemoryTaskStore(retention=1)
+        if kind == "memory"
+        else SqliteTaskStore(tmp_path / "t.db", retention=1)
+    )
+    with store:
+        sim = Simulation(workers=1, start=T0, store=store)
+        tick = sim.schedule("tick", FixedRate(10), id="tick")
+        sim.schedule("other", FixedRate(10), id="other")
+        sim.run_for(100)
+        assert [(r.task_id, r.due) for r in store.records()] == [
+            ("tick", T0 + 100),
+            ("other", T0 + 100),
+        ]
+        assert [r.due for r in store.records(tick.id)] == [T0 + 100]
+        sim.shutdown()
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "10"])
@@ -126,3 +154,39 @@ def test_records_of_what_is_no_task_id_is_refused_naming_it(
         with pytest.raises(ValidationError, match=re.escape(f"or None, got {bad!r}")):
             store.records(bad)  # type: ignore[arg-type]
         assert store.records() == [] and store.records("a") == []
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_failed_task_removed_leaves_the_dead_letter(
+    kind: str, make_scheduler: SchedulerFactory, clock: FakeClock, tmp_path: Path
+) -> None:
+    """As SQLite's ``delete`` does, the in-memory store's forgets a FAILED task's place in
+    the dead letter with its row: the scheduler's ``remove`` of it leaves none behind."""
+    store = InMemoryTaskStore() if kind == "memory" else SqliteTaskStore(tmp_path / "t.db")
+    with store:
+        scheduler = make_scheduler(clock=clock, store=store)
+        once = RetryPolicy(max_attempts=1)
+        doomed = scheduler.schedule("doomed", _fails, OneTime(delay=0), retry=once)
+        other = scheduler.schedule("other", _fails, OneTime(delay=0), retry=once)
+        settle(scheduler)
+        assert sorted(store.dead_letter()) == sorted([doomed.id, other.id])
+        scheduler.remove(doomed.id)
+        assert store.dead_letter() == [other.id]
+        scheduler.shutdown()
+
+
+@pytest.mark.parametrize("verb", ["get", "delete"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_get_or_delete_of_what_is_no_task_id_is_refused_naming_it(
+    kind: str, verb: str, tmp_path: Path
+) -> None:
+    """``delete(snapshot)``, its ``.id`` forgotten, is refused on either store, not a
+    delete of nothing, unsaid (``storechecks.id_asked``); ``get`` likewise."""
+    store = InMemoryTaskStore() if kind == "memory" else SqliteTaskStore(tmp_path / "t.db")
+    said = re.escape(f"{verb}() takes a task id (a str), got 5")
+    with store, pytest.raises(ValidationError, match=said):
+        getattr(store, verb)(5)
+
+
+def _fails() -> None:
+    raise RuntimeError("no")
