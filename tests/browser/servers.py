@@ -483,6 +483,11 @@ class Server:
         for request in gone:
             server.open(request, timeout=60).close()
 
+    @property
+    def stopped(self) -> bool:
+        """Whether its process has ended."""
+        return self._process.poll() is not None
+
     def stop(self) -> None:
         """Ask it to stop (it shuts down what kernels it still has); :meth:`wait` for it."""
         self._process.terminate()
