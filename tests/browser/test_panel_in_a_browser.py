@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.browser.servers import (
+    JS_POLL_MS,
     RUN_ALL_TEST_SECONDS,
     SERVER_NAMES,
     browser_page,
@@ -35,8 +36,8 @@ def wait_for_runs(page: Any, task_id: str, more_than: int) -> None:
     cell = f".lldsched-runs.lldsched-{task_id}"
     page.wait_for_function(
         f"() => Number(document.querySelector('{cell}').innerText) > {more_than}",
-        timeout=30_000,
-    )
+        timeout=30_000, polling=JS_POLL_MS,
+    )  # fmt: skip
 
 
 # Runs the cell of 05 that makes the panel again, as a reader does: Lab's own command on
@@ -154,7 +155,7 @@ def run_the_panel_cell_again(page: Any) -> None:
 
     for _ in range(2):
         ran = page.evaluate(RUN_PANEL_CELL_AGAIN)
-        page.wait_for_function(RAN_AGAIN, arg=ran, timeout=60_000)
+        page.wait_for_function(RAN_AGAIN, arg=ran, timeout=60_000, polling=JS_POLL_MS)
     assert page.evaluate(OPEN_PANELS) == "1", "the re-run cell's old panels are open"
     # The one shown is the new panel, and it follows the scheduler's events.
     expect(page.locator(f".lldsched-task.lldsched-{HEARTBEAT}")).to_have_count(1)
