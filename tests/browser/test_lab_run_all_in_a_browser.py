@@ -9,8 +9,7 @@ seconds (:data:`~tests.browser.servers.STALL_SECONDS`,
 
 And what makes sharing the package's one Chromium safe (``servers.browser_page``): each
 page is in a browser context of its own, so a page finds nothing an earlier page stored
-for the same server.  That test starts no kernel and loads no notebook: the package's
-cheapest, tests/test_browser_fixture_scope.py runs it as its browser test."""
+for the same server.  That test starts no kernel and loads no notebook."""
 
 from __future__ import annotations
 

@@ -3,7 +3,9 @@ the panel is alive (no "model not found"), shows the scripted presses' results (
 redrive's outcome in the line under it), names the zone of its next-run column, and
 pressing Pause pauses the heartbeat: its status turns paused and it stops running while
 `poll` keeps running.  The shut-down button shows its whole label.  In JupyterLab, the
-panel's cell run again closes the panel its run before made."""
+panel's cell run again closes the panel its run before made: checked on the same page
+after the rest (a run of 05 of its own cost a Lab page and a kernel; what it checks,
+the panels open in the kernel, nothing before it changes: a pause opens none)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.browser.servers import (
+    JS_POLL_MS,
     RUN_ALL_TEST_SECONDS,
     SERVER_NAMES,
     browser_page,
@@ -33,8 +36,40 @@ def wait_for_runs(page: Any, task_id: str, more_than: int) -> None:
     cell = f".lldsched-runs.lldsched-{task_id}"
     page.wait_for_function(
         f"() => Number(document.querySelector('{cell}').innerText) > {more_than}",
-        timeout=30_000,
-    )
+        timeout=30_000, polling=JS_POLL_MS,
+    )  # fmt: skip
+
+
+# Runs the cell of 05 that makes the panel again, as a reader does: Lab's own command on
+# that cell, which sends its cellId (what tells the kernel which cell runs again).
+RUN_PANEL_CELL_AGAIN = """async () => {
+    const notebook = window.jupyterapp.shell.currentWidget.content;
+    const index = notebook.widgets.findIndex(
+        (cell) => cell.model.sharedModel.getSource().startsWith("panel = ControlPanel("));
+    const before = notebook.widgets[index].model.executionCount;
+    notebook.activeCellIndex = index;
+    await window.jupyterapp.commands.execute("notebook:run-cell");
+    return [index, before];
+}"""
+RAN_AGAIN = """([index, before]) => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    const count = panel.content.widgets[index].model.executionCount;
+    const kernel = panel.sessionContext.session.kernel;
+    return count !== null && count !== before && kernel.status === "idle";
+}"""
+# Asks the kernel, outside any cell, which control panels are still open.
+OPEN_PANELS = """async () => {
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    const code = "import gc\\nfrom lldsched.views.panel import ControlPanel\\n"
+        + "print(sum(not p.closed for p in gc.get_objects() if isinstance(p, ControlPanel)))";
+    const future = kernel.requestExecute({code, store_history: false});
+    let printed = "";
+    future.onIOPub = (msg) => {
+        if (msg.header.msg_type === "stream") { printed += msg.content.text; }
+    };
+    await future.done;
+    return printed.trim();
+}"""
 
 
 @pytest.mark.timeout(RUN_ALL_TEST_SECONDS)
@@ -47,6 +82,8 @@ def test_the_shipped_panel_is_live_after_run_all_and_pause_stops_the_heartbeat(
     with served(server, "05-live-control", tmp_path) as (url, prepare, _), browser_page() as page:
         page.goto(url, timeout=60_000, wait_until="commit")  # Voila streams as it runs
         prepare(page)
+        if server == "jupyterlab":  # Run All has ended: one panel made, one open
+            assert page.evaluate(OPEN_PANELS) == "1"
         status = page.locator(f".lldsched-status.lldsched-{HEARTBEAT}")
         expect(page.locator(f".lldsched-task.lldsched-{HEARTBEAT}")).to_have_text(
             "heartbeat", timeout=90_000
@@ -105,59 +142,21 @@ def test_the_shipped_panel_is_live_after_run_all_and_pause_stops_the_heartbeat(
         stop.scroll_into_view_if_needed()
         expect(stop).to_have_text("shut down the scheduler")
         assert stop.evaluate("(button) => button.scrollWidth <= button.clientWidth")
+        if server == "jupyterlab":
+            run_the_panel_cell_again(page)
 
 
-# Runs the cell of 05 that makes the panel again, as a reader does: Lab's own command on
-# that cell, which sends its cellId (what tells the kernel which cell runs again).
-RUN_PANEL_CELL_AGAIN = """async () => {
-    const notebook = window.jupyterapp.shell.currentWidget.content;
-    const index = notebook.widgets.findIndex(
-        (cell) => cell.model.sharedModel.getSource().startsWith("panel = ControlPanel("));
-    const before = notebook.widgets[index].model.executionCount;
-    notebook.activeCellIndex = index;
-    await window.jupyterapp.commands.execute("notebook:run-cell");
-    return [index, before];
-}"""
-RAN_AGAIN = """([index, before]) => {
-    const panel = window.jupyterapp.shell.currentWidget;
-    const count = panel.content.widgets[index].model.executionCount;
-    const kernel = panel.sessionContext.session.kernel;
-    return count !== null && count !== before && kernel.status === "idle";
-}"""
-# Asks the kernel, outside any cell, which control panels are still open.
-OPEN_PANELS = """async () => {
-    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-    const code = "import gc\\nfrom lldsched.views.panel import ControlPanel\\n"
-        + "print(sum(not p.closed for p in gc.get_objects() if isinstance(p, ControlPanel)))";
-    const future = kernel.requestExecute({code, store_history: false});
-    let printed = "";
-    future.onIOPub = (msg) => {
-        if (msg.header.msg_type === "stream") { printed += msg.content.text; }
-    };
-    await future.done;
-    return printed.trim();
-}"""
-
-
-@pytest.mark.timeout(RUN_ALL_TEST_SECONDS)
-def test_running_the_panel_cell_again_in_lab_leaves_one_panel_open_and_it_is_live(
-    tmp_path: Path,
-) -> None:
+def run_the_panel_cell_again(page: Any) -> None:
     """Re-running the cell that makes 05's panel closes the panel its run before made:
     its output is replaced, and its listener used to stay, one more hidden table
     refreshed per event burst per re-run.  Only a front end that names its cells (Lab
     does) tells the kernel which cell runs again, so this is seen in a browser."""
     from playwright.sync_api import expect
 
-    served_lab = served("jupyterlab", "05-live-control", tmp_path)
-    with served_lab as (url, prepare, _), browser_page() as page:
-        page.goto(url, timeout=60_000, wait_until="commit")
-        prepare(page)
-        assert page.evaluate(OPEN_PANELS) == "1"
-        for _ in range(2):
-            ran = page.evaluate(RUN_PANEL_CELL_AGAIN)
-            page.wait_for_function(RAN_AGAIN, arg=ran, timeout=60_000)
-        assert page.evaluate(OPEN_PANELS) == "1", "the re-run cell's old panels are open"
-        # The one shown is the new panel, and it follows the scheduler's events.
-        expect(page.locator(f".lldsched-task.lldsched-{HEARTBEAT}")).to_have_count(1)
-        wait_for_runs(page, POLL, shown_runs(page, POLL))
+    for _ in range(2):
+        ran = page.evaluate(RUN_PANEL_CELL_AGAIN)
+        page.wait_for_function(RAN_AGAIN, arg=ran, timeout=60_000, polling=JS_POLL_MS)
+    assert page.evaluate(OPEN_PANELS) == "1", "the re-run cell's old panels are open"
+    # The one shown is the new panel, and it follows the scheduler's events.
+    expect(page.locator(f".lldsched-task.lldsched-{HEARTBEAT}")).to_have_count(1)
+    wait_for_runs(page, POLL, shown_runs(page, POLL))

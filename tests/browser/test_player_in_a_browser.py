@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.browser.servers import (
+    JS_POLL_MS,
     RUN_ALL_TEST_SECONDS,
     SERVER_NAMES,
     browser_page,
@@ -33,7 +34,7 @@ def chart(page: Any) -> str:
 def wait_for_a_new_chart(page: Any, before: str) -> None:
     page.wait_for_function(
         "(before) => document.querySelector('.lldsched-player-chart').src !== before",
-        arg=before, timeout=30_000,
+        arg=before, timeout=30_000, polling=JS_POLL_MS,
     )  # fmt: skip
 
 
