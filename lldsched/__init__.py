@@ -118,7 +118,7 @@ __version__ = "0.1.0"
 
 # The simulation is imported when first named (``lldsched.Simulation``, ``from lldsched
 # import Simulation``), not with the package: a process that only schedules (a service,
-# a process-isolated run's child, the CLI's cron command) does not pay for its modules,
+# a process-isolated run's child, a test's child scheduler) does not pay for its modules,
 # about a sixth of the package's import (docs/PERFORMANCE.md, "Start-up").
 if _typing.TYPE_CHECKING:
     from lldsched.sim import Simulation
