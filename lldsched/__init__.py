@@ -24,6 +24,7 @@ from lldsched import startup as _startup  # noqa: F401
 # isort: split
 
 import logging as _logging
+import typing as _typing
 
 from lldsched.clock import Clock, FakeClock, SystemClock
 from lldsched.core.context import RunContext
@@ -59,7 +60,6 @@ from lldsched.schedules import (
     Schedule,
     Window,
 )
-from lldsched.sim import Simulation
 from lldsched.stores import InMemoryTaskStore, SqliteTaskStore, TaskStore
 from lldsched.threaded import Scheduler
 
@@ -115,3 +115,23 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+# The simulation is imported when first named (``lldsched.Simulation``, ``from lldsched
+# import Simulation``), not with the package: a process that only schedules (a service,
+# a process-isolated run's child, a test's child scheduler) does not pay for its modules,
+# about a sixth of the package's import (docs/PERFORMANCE.md, "Start-up").
+if _typing.TYPE_CHECKING:
+    from lldsched.sim import Simulation
+else:
+
+    def __getattr__(name: str) -> object:
+        if name == "Simulation":
+            from lldsched.sim import Simulation
+
+            globals()["Simulation"] = Simulation  # found directly from now on
+            return Simulation
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "Simulation"})

@@ -10,19 +10,28 @@ from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.crash_jobs import said
+from tests.waits import wait_until
 
 LEASE = 0.5
 """A PostgreSQL store's lease in the harness (seconds of the database's clock): how long
 a killed process's runs wait before another takes them over."""
 
 
-def leases_expired(dsn: str) -> bool:
-    """True once no lease in ``dsn``'s schema is live by the database's clock."""
-    with psycopg.connect(dsn) as connection:
-        row = connection.execute(
-            "SELECT count(*) FROM leases WHERE expires_at > extract(epoch FROM clock_timestamp())"
-        ).fetchone()
-    return row is not None and row[0] == 0
+def wait_leases_expired(dsn: str, *, what: str, timeout: float = 10.0) -> None:
+    """Wait (bounded: :func:`~tests.waits.wait_until`) until no lease in ``dsn``'s schema
+    is live by the database's clock: a killed process's runs can then be taken over.  One
+    connection for the whole wait, each poll a query on it: a connection a poll was some
+    25 log-ins (a backend forked for each) for every 0.5 s lease waited out."""
+    with psycopg.connect(dsn, autocommit=True) as connection:
+
+        def expired() -> bool:
+            row = connection.execute(
+                "SELECT count(*) FROM leases"
+                " WHERE expires_at > extract(epoch FROM clock_timestamp())"
+            ).fetchone()
+            return row is not None and row[0] == 0
+
+        wait_until(expired, timeout=timeout, what=what)
 
 
 class CountingPostgresStore(PostgresTaskStore):

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -22,10 +21,9 @@ from lldsched import FakeClock, Scheduler, SqliteTaskStore, TaskStatus
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
 from tests.conftest import T0, settle
-from tests.crash_postgres import LEASE, leases_expired
+from tests.crash_postgres import LEASE, wait_leases_expired
 from tests.pg_server import PostgresServer
 from tests.processes import ROOT, killed_mid_run, lines_of
-from tests.waits import wait_until
 
 HOUR = 3600.0
 
@@ -138,7 +136,7 @@ def test_a_restart_killed_before_the_attempt_it_owes_leaves_it_owed(
     for step in [] if killed == "none" else killed.split("-then-"):
         killed_restart(store_kind, where, now, started=step == "started")
     if store_kind == "postgresql":  # the dead processes' leases, taken over once expired
-        wait_until(partial(leases_expired, where), timeout=10, what="the leases")
+        wait_leases_expired(where, what="the leases")
 
     jobs.CALLS.clear()
     with open_store(store_kind, where) as store:

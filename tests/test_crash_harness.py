@@ -41,7 +41,6 @@ from collections import Counter, deque
 from collections.abc import Callable, Generator
 from contextlib import closing
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -54,10 +53,9 @@ from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.testing import Stepper
 from tests import crash_jobs
 from tests.conftest import T0
-from tests.crash_postgres import LEASE, leases_expired
+from tests.crash_postgres import LEASE, wait_leases_expired
 from tests.pg_server import PostgresServer
 from tests.processes import lines_of
-from tests.waits import wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
 
@@ -425,7 +423,7 @@ def test_killed_on_postgresql_a_restart_takes_over_what_was_in_flight_and_repeat
             where = f"killed at write {stop_at} on PostgreSQL (clock +{killed.now - T0:g} s)"
             with open_store(dsn) as store:
                 leased = {lease.task_id for lease in store.leases()}
-            wait_until(partial(leases_expired, dsn), timeout=10, what=f"the leases ({where})")
+            wait_leases_expired(dsn, what=f"the leases ({where})")
             before = read(dsn)
             assert set(killed.registered) <= set(before.ids) <= set(NAMES), where
             child_runs = journal_of(journal)
@@ -496,7 +494,7 @@ def kill_skipping(
         for stop_at, where, journal, killed in kills:
             said = f"killed at write {stop_at} of {writes} on {where}"
             if shared:
-                wait_until(partial(leases_expired, str(where)), timeout=10, what=said)
+                wait_leases_expired(str(where), what=said)
             restart(where, journal, at=killed.now, until=SKIPPING_UNTIL, service=service)
             after = read(where)
             check_consistent(after, said)

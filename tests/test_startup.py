@@ -41,11 +41,57 @@ assert scheduler.shutdown(timeout=60)
 """
 
 
-def test_a_scheduler_of_thread_tasks_never_imports_asyncio() -> None:
+def test_a_scheduler_of_thread_tasks_never_imports_asyncio_nor_the_simulation() -> None:
     loaded = _loaded(THREAD_TASK)
     assert "lldsched" in loaded
     assert "asyncio" not in loaded
     assert "concurrent.futures" not in loaded
+    assert "lldsched.sim" not in loaded  # imported by lldsched/__init__.py before
+
+
+def test_the_simulation_is_imported_where_it_is_first_named() -> None:
+    """``lldsched.Simulation`` is the package's name as ever (an attribute, a ``from``
+    import, a star import, ``dir``), its module imported when first asked for."""
+    loaded = _loaded(
+        """
+        import lldsched
+
+        assert "lldsched.sim" not in sys.modules
+        assert "Simulation" in dir(lldsched) and "Simulation" in lldsched.__all__
+        from lldsched import Simulation
+        from lldsched.sim.simulation import Simulation as defined
+
+        assert Simulation is defined and lldsched.Simulation is defined
+        star = {}
+        exec("from lldsched import *", star)
+        assert star["Simulation"] is defined
+        try:
+            lldsched.Simulator
+        except AttributeError as refused:
+            assert "has no attribute 'Simulator'" in str(refused), refused
+        else:
+            raise AssertionError("lldsched.Simulator was found")
+        """
+    )
+    assert "lldsched.sim" in loaded
+
+
+def test_a_postgresql_store_compiles_the_unparsable_dsns_patterns_only_for_one() -> None:
+    """The patterns that redact a dsn libpq cannot parse cost most of their module's
+    import to compile (lldsched/stores/postgres_redact.py): a dsn that parses never
+    compiles them, and one that does not still has its password hidden."""
+    _loaded(
+        """
+        from lldsched.stores import postgres_redact
+        from lldsched.stores.postgres_redact import redact
+
+        compiled = postgres_redact._compiled.cache_info
+        assert "secret" not in redact("host=db password=secret")  # parsed by libpq
+        assert compiled().currsize == 0
+        assert "secret" not in redact("host=db password=secret '")  # libpq cannot parse it
+        assert compiled().currsize == 1
+        """
+    )
 
 
 def test_a_coroutine_task_imports_asyncio_and_runs() -> None:

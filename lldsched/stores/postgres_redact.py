@@ -86,7 +86,7 @@ _URI = re.compile(r"\s*postgres(?:ql)?://", re.IGNORECASE)
 # A key/value pair of a dsn libpq cannot parse: a key/value dsn's, or a URI query's.
 # A blank, a NUL or a lone surrogate ends a key or a value (a URI query's '&' and '#'
 # too), and may begin the next.
-_PAIR = re.compile(
+_PAIR = (
     r"(?:^|(?<=[\s?&\x00\ud800-\udfff]))([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"
     r"('(?:[^'\\]|\\.)*'|[^\s&#\x00\ud800-\udfff]+)"
 )
@@ -94,16 +94,26 @@ _PAIR = re.compile(
 # A word of a key/value dsn libpq cannot parse that is no key=value pair (a key that
 # lost its '=', or a value whose key did: ``password secret``): _PAIR or this, the first
 # that matches, from left to right (a quoted value's words are its pair's).
-_PAIR_OR_WORD = re.compile(
-    rf"{_PAIR.pattern}|(?:^|(?<=[\s\x00\ud800-\udfff]))([^\s=\x00\ud800-\udfff]+)"
+_PAIR_OR_WORD = (
+    rf"{_PAIR}|(?:^|(?<=[\s\x00\ud800-\udfff]))([^\s=\x00\ud800-\udfff]+)"
     r"(?=[\s\x00\ud800-\udfff]|$)"
 )
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """:data:`_PAIR` or :data:`_PAIR_OR_WORD` compiled, once, when a dsn libpq cannot
+    parse first needs it.  Not at import: their classes that negate ``\\s`` beside the
+    surrogates' range take about 14 ms of CPU to compile, nearly all of this module's
+    import, in every process that opens a PostgreSQL store (one whose dsn parses never
+    uses them)."""
+    return re.compile(pattern)
 
 
 def _tokens(dsn: str) -> re.Pattern[str]:
     """What :func:`redact` and :func:`_secrets` find in ``dsn``, which libpq cannot
     parse: a URI's query pairs, or a key/value dsn's pairs and words."""
-    return _PAIR if _URI.match(dsn) else _PAIR_OR_WORD
+    return _compiled(_PAIR if _URI.match(dsn) else _PAIR_OR_WORD)
 
 
 def _hide_token(token: re.Match[str]) -> str:
