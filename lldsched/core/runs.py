@@ -5,8 +5,8 @@ that a runtime calls for every run: :meth:`~RunTransitions.begin` starts the att
 a due entry stands for (or answers None for a tombstone, or a dependent held back),
 :meth:`~RunTransitions.finish` records the attempt and moves its task on, and
 :meth:`~RunTransitions._after` is the one home of what a finished run leads to
-(reschedule, retry, give the slot up, succeed or fail; the lifecycle is in
-:mod:`lldsched.core.machine`'s docstring and :mod:`lldsched.core.lifecycle`).  A run
+(reschedule, retry, give the slot up, succeed or fail; every edge of the lifecycle is
+:data:`~lldsched.core.lifecycle.TRANSITIONS`).  A run
 of a task removed while it was in flight ends in :meth:`~RunTransitions._removed_run`.
 
 This is the run path: :meth:`~RunTransitions.begin` and
