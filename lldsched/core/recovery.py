@@ -175,7 +175,7 @@ def _put_back(
     if until is not None:  # where the plan ends is kept: its slots, as they were decided
         slots, _ = passed_slots(own, waited, until, origin=origin)
         runs = [slot for slot in slots if slot < until]
-        queue_as_decided(core, task, Plan(runs, [], SCHEDULE_DECIDES, True), owed)
+        queue_as_decided(core, task, Plan(runs, [], SCHEDULE_DECIDES, misfired=True), owed)
         return []
     decided = plan(own, waited, now, policy, grace=False, origin=origin)
     if not decided.misfired:  # ``waited`` is still to come: no slot after it passed
