@@ -1,8 +1,10 @@
 """The core state machine: the registry of tasks and every transition between statuses.
 
 This module is the scheduler's bookkeeping and nothing else.  It never sleeps,
-never starts a thread and never takes a lock: the threaded runtime holds its one
-lock around every call in here, and the simulation, single-threaded, takes none.
+never starts a thread and has no lock: the threaded runtime holds its one lock around
+every call in here, and the simulation, single-threaded, takes none (a verb's check of
+who holds its store takes :mod:`~lldsched.core.storeuse`'s process-wide lock, briefly,
+while some scheduler holds a store).
 Both runtimes drive this same code, so retry, reschedule, overrun, pause and
 dead-letter behaviour exist exactly once.
 
