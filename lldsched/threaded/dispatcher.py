@@ -56,13 +56,9 @@ from lldsched.logs import LISTENERS, Repeats
 from lldsched.model import TaskEvent
 from lldsched.threaded.deadline import Waiters
 
-__all__ = ["BACKLOG", "EventDispatcher"]
+__all__ = ["EventDispatcher"]
 
 log = logging.getLogger(LISTENERS)
-
-BACKLOG = 10_000
-"""The events waiting for the listeners a dispatcher keeps by default, the default of a
-``Scheduler``'s ``listener_backlog``: past it the oldest are dropped, and counted."""
 
 LINGER = 0.25
 """Seconds a delivery thread started before :meth:`EventDispatcher.start` waits for
@@ -80,7 +76,7 @@ class EventDispatcher:
 
     def __init__(
         self,
-        backlog: int = BACKLOG,
+        backlog: int = 10_000,
         name: str = "lldsched-events",
         *,
         repeats: Repeats | None = None,

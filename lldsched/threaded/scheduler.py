@@ -60,7 +60,7 @@ from lldsched.persistence import TaskStore
 from lldsched.threaded.control import ControlVerbs
 from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.deadline import Flag, Waiters
-from lldsched.threaded.dispatcher import BACKLOG, EventDispatcher
+from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.forked import note
 from lldsched.threaded.idlewaits import IdleWaits
 from lldsched.threaded.jumps import LastLook
@@ -145,7 +145,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
         ids: IdGenerator | None = None,
         handoff: int | None = None,
         history_limit: int | None = 100,
-        listener_backlog: int = BACKLOG,
+        listener_backlog: int = 10_000,
         seed: int | None = None,
         max_wait: float | timedelta | None = MAX_WAIT,
         max_coroutines: int = 1000,
