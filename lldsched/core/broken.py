@@ -108,7 +108,7 @@ class BrokenRuns(CoreParts):
                 log.exception("task %s: its failure could not be written or published", task_id)
         held = stuck and token is not None  # told once the claim's write is made
         if task is not None and self._deps is not None and not held:
-            self._broke_dependents(task, run, stuck)
+            self._broke_dependents(task, run, stuck=stuck)
 
     def claim_written(self, task_id: str) -> None:
         """The row a shared store's claim held (:meth:`claim_held
@@ -123,9 +123,9 @@ class BrokenRuns(CoreParts):
         record raises is settled")."""
         task = self.tasks.get(task_id)
         if task is not None and self._deps is not None and task.status is FAILED:
-            self._broke_dependents(task, None, True)
+            self._broke_dependents(task, None, stuck=True)
 
-    def _broke_dependents(self, task: ScheduledTask, run: Run | None, stuck: bool) -> None:
+    def _broke_dependents(self, task: ScheduledTask, run: Run | None, *, stuck: bool) -> None:
         """What :meth:`broke` tells ``task``'s dependents, as the run's end would have
         (the one rule, :meth:`_upstream_moved
         <lldsched.core.waiting.DependencyWaits._upstream_moved>` and its

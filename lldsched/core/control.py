@@ -4,11 +4,13 @@
 that moves a task between statuses at an operator's word (the edges
 ``-> PAUSED``, ``PAUSED ->``, ``-> CANCELLED``, ``FAILED -> SCHEDULED``, and
 forgetting a task); what a *run* leads to is ``finish``'s, in
-:mod:`~lldsched.core.machine`, and what a task runs and when is
+:mod:`~lldsched.core.runs`, and what a task runs and when is
 :mod:`~lldsched.core.definition`'s.  Each verb refuses a closed store before it
 changes anything (:func:`~lldsched.core.storewrites.check_store`) and writes the
-transition through the store and to the listeners (``_write_and_publish``).  No thread, no
-lock: the runtime serialises calls.
+transition through the store and to the listeners
+(:func:`~lldsched.core.publishing.verb_written`; cancel and remove, through
+``_cancel``, by ``_write_and_publish``).  No thread, no lock: the runtime serialises
+calls.
 """
 
 from __future__ import annotations

@@ -6,11 +6,11 @@ that carries out ``add(..., replace_existing=True)``, :meth:`~DefinitionVerbs.re
 docs/decisions/changing-a-task.md, "Changing a task"), and decides what a registration that names
 its id registers (:meth:`~DefinitionVerbs._replaced`: a new task under a free id, a
 registered task replaced, or a retired one, :meth:`~DefinitionVerbs._replace_retired`).
-It is a mixin so the core's lifecycle edges
-(machine.py, runs.py) and its definition changes (here) read as two modules of one state
-machine: the registry, the queue and the store are the core's, reached through
-the few members declared below.  Like the rest of the core it never sleeps and
-never locks: the runtime serialises calls.
+It is a mixin so the core's lifecycle edges (a run's, :mod:`~lldsched.core.runs`; an
+operator's, :mod:`~lldsched.core.control`) and its definition changes (here) read as
+modules of one state machine: the registry, the queue and the store are the core's,
+reached through the members :class:`~lldsched.core.parts.CoreParts` declares.  Like the
+rest of the core it never sleeps and has no lock: the runtime serialises calls.
 
 Every change is written through the store before it takes effect; a store that
 refuses it puts the task back as it was (:class:`_Definition`) and the call raises.

@@ -29,10 +29,16 @@ from lldsched.coordination import Change, Claim
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import RUNNABLE, SLOT_HELD, runnable
-from lldsched.core.recovery import blocked_of, pending_slot, restored_state, stored_plan
+from lldsched.core.recovery import (
+    blocked_of,
+    pending_slot,
+    restored_from,
+    restored_state,
+    stored_plan,
+)
 from lldsched.core.registration import options_of
 from lldsched.core.stalerows import VERBS_OWED
-from lldsched.core.task import Entry, Restored, ScheduledTask
+from lldsched.core.task import Entry, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import RetryPolicy
@@ -171,10 +177,8 @@ def _state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int]:
     owed.  A row paused mid-run whose holder goes on settles it, and that row is
     followed then; one whose holder died is resumed with the attempt owed, as after a
     restart, where it was resumed as a retry of an attempt never recorded."""
-    if snapshot.running or snapshot.status is TaskStatus.RUNNING:
-        status, attempt, _ = restored_state(snapshot)
-        return status, attempt
-    return snapshot.status, snapshot.attempt
+    status, attempt, _ = restored_state(snapshot)
+    return status, attempt
 
 
 def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf) -> ScheduledTask:
@@ -188,18 +192,13 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf
     slot = pending_slot(snapshot, attempt, records=lambda: records_of(snapshot.task.id))
     (task,) = core.restore(
         [
-            Restored(
+            restored_from(
+                snapshot,
                 definition=snapshot.task,
                 status=status,
                 attempt=attempt,
-                next_run_at=snapshot.next_run_at,
                 slot=slot,
-                run_count=snapshot.run_count,
-                failure_count=snapshot.failure_count,
-                last_error=snapshot.last_error,
                 history=(),
-                grid=snapshot.grid,
-                blocked=blocked_of(snapshot),
             )
         ]
     )

@@ -228,7 +228,7 @@ def killed_by_shutdown(*, drain: bool, drained: float | None) -> str:
     return f"{DRAIN_OUT_OF_TIME} after {drained:g} s"
 
 
-def killed_at_deadline(duration: float, budget: float, pid: int | None) -> str:
+def killed_at_deadline(duration: float, *, budget: float, pid: int | None) -> str:
     """The error text of a process-isolated run killed at its deadline, after
     ``duration`` seconds against ``budget``: the budget's wording is
     :func:`~lldsched.core.runs.timeout_error`'s, the one every runtime's record of a
@@ -236,4 +236,4 @@ def killed_at_deadline(duration: float, budget: float, pid: int | None) -> str:
     5.01 s, over its 5 s budget`` as its record measured it), then :func:`worker_killed`
     (docs/decisions/threaded.md, "A process-isolated run is cut at its deadline, in the
     simulation too")."""
-    return f"{timeout_error(duration, budget)} {worker_killed(pid)}"
+    return f"{timeout_error(duration, budget=budget)} {worker_killed(pid)}"

@@ -1,8 +1,10 @@
 """The core state machine: the registry of tasks and every transition between statuses.
 
 This module is the scheduler's bookkeeping and nothing else.  It never sleeps,
-never starts a thread and never takes a lock: the threaded runtime holds its one
-lock around every call in here, and the simulation, single-threaded, takes none.
+never starts a thread and has no lock: the threaded runtime holds its one lock around
+every call in here, and the simulation, single-threaded, takes none (a verb's check of
+who holds its store takes :mod:`~lldsched.core.storeuse`'s process-wide lock, briefly,
+while some scheduler holds a store).
 Both runtimes drive this same code, so retry, reschedule, overrun, pause and
 dead-letter behaviour exist exactly once.
 
@@ -33,27 +35,9 @@ What a runtime does with it: pops due entries, calls :meth:`SchedulerCore.begin`
 (which rejects stale entries), runs the attempt (:meth:`Run.invoke`
 or a simulated duration), and reports the outcome to :meth:`SchedulerCore.finish`.
 
-Lifecycle (docs/ARCHITECTURE.md)::
-
-    SCHEDULED -> RUNNING            due, a worker picks it up
-    RUNNING   -> SCHEDULED          ok, and the schedule has a next run (attempt reset)
-    RUNNING   -> SUCCEEDED          ok, and the schedule has no next run
-    RUNNING   -> RETRYING           failed or timed out, attempts remain (attempt kept)
-    RETRYING  -> RUNNING            backoff elapsed
-    RUNNING   -> FAILED             attempts exhausted on a one-off task: the id goes to the
-                                    dead letter
-    RUNNING   -> SCHEDULED          attempts exhausted on a recurring task: the slot is given
-                                    up (its last record says GIVEN_UP), the task is due at its
-                                    next slot (attempt reset); FAILED instead after
-                                    RetryPolicy.fail_after_given_up slots given up in a row
-    SCHEDULED|RETRYING|RUNNING -> PAUSED      resume returns it where it was
-    SCHEDULED|RETRYING|RUNNING|PAUSED -> CANCELLED
-    FAILED    -> SCHEDULED          redrive, with a fresh attempt counter
-    SCHEDULED -> BLOCKED            due, but an upstream (depends_on) has not succeeded
-                                    since the task's previous slot started
-    BLOCKED   -> SCHEDULED          the last upstream it waited for succeeded: queued now
-    BLOCKED   -> PAUSED|CANCELLED   pause, cancel (resume: SCHEDULED, due at once)
-    SCHEDULED|BLOCKED -> FAILED     an upstream it waits for is FAILED or CANCELLED
+The lifecycle, every allowed change of status and its trigger, is
+:data:`~lldsched.core.lifecycle.TRANSITIONS` (drawn in docs/ARCHITECTURE.md, "The
+lifecycle"); ``tests/test_lifecycle.py`` drives this class through each edge.
 
 The dependency rule itself is :mod:`lldsched.core.dependencies`'s; a task without
 ``depends_on`` pays one attribute check for it in
@@ -63,7 +47,7 @@ dependencies.
 
 The definition verbs (``add(..., replace_existing=True)``, :meth:`~SchedulerCore.reschedule`,
 :meth:`~SchedulerCore.modify`, :meth:`~SchedulerCore.run_now`) change what a task
-runs and when, never its status: no edge above is theirs.
+runs and when, never its status: no edge of the lifecycle is theirs.
 
 ``SchedulerCore`` is one class written in several modules, each a mixin over
 :class:`~lldsched.core.parts.CoreParts` (which declares what they share).  This one

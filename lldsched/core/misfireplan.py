@@ -158,7 +158,7 @@ def _decided(
     """:func:`plan` for the passed ``slots`` (from ``first`` on, listed by
     :func:`passed_slots`, or by :func:`plan_put_off`) and the slot ``following`` them."""
     if not slots or (grace and now - slots[0] <= policy.grace):
-        return Plan([first], [], SCHEDULE_DECIDES, False)
+        return Plan([first], [], SCHEDULE_DECIDES, misfired=False)
     truncated = following is not None and following <= now
     if following is None or truncated:  # the slot to resume at is past what was listed
         last = slots[-1] if following is None else following
@@ -176,13 +176,13 @@ def _decided(
         tail = [(following, outcome, _tail_text(following, now, action, after, stood))]
         resume = after
     if action is Misfire.SKIP:
-        return Plan([], [(slot, MISSED, None) for slot in slots] + tail, after, True)
+        return Plan([], [(slot, MISSED, None) for slot in slots] + tail, after, misfired=True)
     if action is Misfire.RUN_ONCE:
         coalesced = [(slot, COALESCED, None) for slot in slots[:-1]]
-        return Plan([slots[-1]], coalesced + tail, resume, True)
+        return Plan([slots[-1]], coalesced + tail, resume, misfired=True)
     keep = policy.max_catch_up
     missed = [(slot, MISSED, None) for slot in slots[:-keep]]
-    return Plan(slots[-keep:], missed + tail, resume, True)
+    return Plan(slots[-keep:], missed + tail, resume, misfired=True)
 
 
 def passed_slots(
@@ -354,13 +354,13 @@ def plan_as_cut(
     resume = first_after(own, cut.slot, cut.finished, origin=origin)
     size = _plan_size(policy)
     if len(runs) <= size:
-        return Plan(runs, [], resume, True)
+        return Plan(runs, [], resume, misfired=True)
     made += _runs_since(history, cut)
     runs = runs[: max(0, size - made)]
     after = following_slot(own, runs[-1], origin=origin) if runs else None
     if resume is not None and after is not None:
         resume += after - cut.slot
-    return Plan(runs, [], resume, True)
+    return Plan(runs, [], resume, misfired=True)
 
 
 def _plan_size(policy: MisfirePolicy) -> int:
@@ -396,7 +396,7 @@ def plan_and_since(
     later = plan(own, resume, now, policy, origin=origin)
     if not later.misfired:
         return decided
-    return Plan(decided.runs + later.runs, later.decisions, later.resume, True)
+    return Plan(decided.runs + later.runs, later.decisions, later.resume, misfired=True)
 
 
 def cut_record(history: Sequence[ExecutionRecord], slot: float) -> ExecutionRecord | None:

@@ -179,7 +179,7 @@ def _go_on(
     if not later.misfired:
         return None
     runs = [*([] if owed else [due]), *schedule.slots, *later.runs]
-    decided = Plan(runs, later.decisions, later.resume, True)
+    decided = Plan(runs, later.decisions, later.resume, misfired=True)
     return _apply(core, task, decided, due if owed else None, token=token, known=known)
 
 

@@ -56,7 +56,7 @@ from lldsched.core.names import RETRYING, SCHEDULED, runnable
 from lldsched.core.task import Restored, ScheduledTask
 from lldsched.logs import STORE, counted
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import HistoryStore, TaskSnapshot, TaskStore
+from lldsched.persistence import HistoryStore, Task, TaskSnapshot, TaskStore
 from lldsched.policies import DEFAULT_MISFIRE, Misfire
 from lldsched.schedules.base import Schedule, measures_elapsed_time
 from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, slot_first, unwrap
@@ -68,6 +68,7 @@ __all__ = [
     "blocked_of",
     "pending_slot",
     "recover",
+    "restored_from",
     "restored_state",
     "stored_plan",
 ]
@@ -174,7 +175,7 @@ def _put_back(
     if until is not None:  # where the plan ends is kept: its slots, as they were decided
         slots, _ = passed_slots(own, waited, until, origin=origin)
         runs = [slot for slot in slots if slot < until]
-        queue_as_decided(core, task, Plan(runs, [], SCHEDULE_DECIDES, True), owed)
+        queue_as_decided(core, task, Plan(runs, [], SCHEDULE_DECIDES, misfired=True), owed)
         return []
     decided = plan(own, waited, now, policy, grace=False, origin=origin)
     if not decided.misfired:  # ``waited`` is still to come: no slot after it passed
@@ -338,13 +339,23 @@ def blocked_of(snapshot: TaskSnapshot) -> tuple[float, float] | None:
     return due, slot
 
 
-def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tuple[Restored, bool]:
-    """What ``snapshot`` says the task is, and whether an attempt is owed from before."""
-    history = tuple(records)
-    status, attempt, in_flight = restored_state(snapshot)
-    slot = pending_slot(snapshot, attempt, records=lambda: history)
-    definition = snapshot.task._replace(schedule=unwrap(snapshot.task.schedule))
-    restored = Restored(
+def restored_from(
+    snapshot: TaskSnapshot,
+    *,
+    definition: Task,
+    status: TaskStatus,
+    attempt: int,
+    slot: float,
+    history: tuple[ExecutionRecord, ...],
+) -> Restored:
+    """The stored row ``snapshot`` as the core restores it: its counts, due instant, grid
+    and moved wait (:func:`blocked_of`) as stored, with the ``definition`` to register,
+    the ``status`` and ``attempt`` read by :func:`restored_state`, the ``slot`` of
+    :func:`pending_slot` and the records kept of it (``history``).  The one reading of a
+    row's columns into a :class:`~lldsched.core.task.Restored`, for a restart
+    (:func:`recover`) and for a row a shared store's feed or start brings
+    (:mod:`lldsched.core.follow`)."""
+    return Restored(
         definition=definition,
         status=status,
         attempt=attempt,
@@ -356,6 +367,22 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
         history=history,
         grid=snapshot.grid,
         blocked=blocked_of(snapshot),
+    )
+
+
+def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tuple[Restored, bool]:
+    """What ``snapshot`` says the task is, and whether an attempt is owed from before."""
+    history = tuple(records)
+    status, attempt, in_flight = restored_state(snapshot)
+    slot = pending_slot(snapshot, attempt, records=lambda: history)
+    definition = snapshot.task._replace(schedule=unwrap(snapshot.task.schedule))
+    restored = restored_from(
+        snapshot,
+        definition=definition,
+        status=status,
+        attempt=attempt,
+        slot=slot,
+        history=history,
     )
     owed = status is TaskStatus.RETRYING or (in_flight and status is TaskStatus.SCHEDULED)
     return restored, owed

@@ -5,8 +5,8 @@ that a runtime calls for every run: :meth:`~RunTransitions.begin` starts the att
 a due entry stands for (or answers None for a tombstone, or a dependent held back),
 :meth:`~RunTransitions.finish` records the attempt and moves its task on, and
 :meth:`~RunTransitions._after` is the one home of what a finished run leads to
-(reschedule, retry, give the slot up, succeed or fail; the lifecycle is in
-:mod:`lldsched.core.machine`'s docstring and :mod:`lldsched.core.lifecycle`).  A run
+(reschedule, retry, give the slot up, succeed or fail; every edge of the lifecycle is
+:data:`~lldsched.core.lifecycle.TRANSITIONS`).  A run
 of a task removed while it was in flight ends in :meth:`~RunTransitions._removed_run`.
 
 This is the run path: :meth:`~RunTransitions.begin` and
@@ -144,7 +144,7 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         timeout = task._options.timeout
         timed_out = timed_out or (timeout is not None and finished - started > timeout)
         if timed_out and error is None:
-            error = timeout_error(finished - started, timeout)
+            error = timeout_error(finished - started, budget=timeout)
         # The run path's speed trick, one group (each part alone buys under 10 %): the
         # record here and the Run in begin() are built positionally by tuple.__new__ (a
         # NamedTuple's own __new__ is a Python function, and keywords cost a dict), and
@@ -341,7 +341,7 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         return SCHEDULED, due, record, skipped
 
 
-def rearmed(begun: float, timeout: float | None, now: float) -> float | None:
+def rearmed(begun: float, *, timeout: float | None, now: float) -> float | None:
     """The deadline of a run in flight, begun at ``begun``, that its task's ``timeout``
     now holds it to (a modify or a replace changed it during the run): ``None`` for
     none (disarmed), ``now`` for one already past (its flag goes up at once), else
@@ -361,7 +361,7 @@ def cancelled_error(budget: float) -> str:
     return f"TimeoutError: cancelled at its {budget:g} s timeout"
 
 
-def timeout_error(duration: float, budget: float | None) -> str:
+def timeout_error(duration: float, *, budget: float | None) -> str:
     """The error text of a run recorded ``timed_out`` that raised nothing of its own:
     the time it ran against ``budget``, or, a run that measured no more than its budget
     (its deadline stopped it: the deadline counts from the run's begin, its duration

@@ -33,11 +33,11 @@ SHUT_DOWN = "CancelledError: scheduler shut down"  # a coroutine run a shutdown'
 def rearmed_end(
     origin: float,
     duration: float,
+    *,
     error: str | None,
     result: str | None,
     timeout: float | None,
     now: float,
-    *,
     killed: bool = False,
 ) -> tuple[float, str | None, str | None, bool]:
     """A coroutine run (or, ``killed``, a process-isolated one) whose duration counts
@@ -45,13 +45,13 @@ def rearmed_end(
     (how long it lasts, its error, its result, whether it timed out), cut at
     :func:`~lldsched.core.runs.rearmed`'s deadline, in the words the threaded runtime's
     cut uses (a coroutine cancelled, a worker process killed)."""
-    deadline = rearmed(origin, timeout, now)
+    deadline = rearmed(origin, timeout=timeout, now=now)
     if deadline is None or origin + duration <= deadline:
         return duration, error, result, False
     assert timeout is not None  # a deadline is armed only with a timeout
     length = deadline - origin
     if killed:
-        return length, killed_at_deadline(length, timeout, None), result, True
+        return length, killed_at_deadline(length, budget=timeout, pid=None), result, True
     return length, cancelled_error(timeout), result, True
 
 
@@ -126,7 +126,14 @@ class SimulationCuts(SimulationParts):
                 self._handed[index] = (
                     handed[0],
                     run,
-                    *rearmed_end(origin, duration, error, result, timeout, origin),
+                    *rearmed_end(
+                        origin,
+                        duration,
+                        error=error,
+                        result=result,
+                        timeout=timeout,
+                        now=origin,
+                    ),
                     handed[6],
                 )
                 return
@@ -144,8 +151,8 @@ class SimulationCuts(SimulationParts):
                     kept = self._uncut[key] = (now, item[0] - now, item[5], item[6])
                 origin, duration, error, result = kept
                 length, error, result, timed_out = rearmed_end(
-                    origin, duration, error, result, timeout, self.now,
-                    killed=run[7].isolation != "thread",
+                    origin, duration, error=error, result=result, timeout=timeout,
+                    now=self.now, killed=run[7].isolation != "thread",
                 )  # fmt: skip
                 finishes[index] = (
                     origin + length,

@@ -148,9 +148,11 @@ class SimulationStarts(SimulationParts):
         self._awaited[id(run)] = run
         if timed_out:  # cut on its loop's clock at its timeout: it ended there, never re-armed
             assert timeout is not None  # (the cut is the timeout's)
-            return timeout, killed_at_deadline(timeout, timeout, None), result, True
+            return timeout, killed_at_deadline(timeout, budget=timeout, pid=None), result, True
         self._uncut[id(run)] = (now, duration, error, result)
-        return rearmed_end(now, duration, error, result, timeout, now, killed=True)
+        return rearmed_end(
+            now, duration, error=error, result=result, timeout=timeout, now=now, killed=True
+        )
 
     def _abandon(self, run: Run, worker: int, now: float, exc: BaseException) -> None:
         """``exc`` stops the attempt ``run`` on ``worker`` at ``now`` and is raised to

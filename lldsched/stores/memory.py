@@ -63,7 +63,8 @@ class InMemoryTaskStore:
         # Past this many items of a task's list (two a record), its oldest records are
         # trimmed to ``retention``.
         self._trim_above = 0 if retention is None else 2 * (retention + max(1, retention // 10))
-        # Guards _snapshots, _records and _dead; held only for a dict or list operation.
+        # Guards _snapshots, _records, _saved, _dead and _closed; held only for a dict or
+        # list operation (closed reads _closed without it).
         self._lock = threading.Lock()
         self._snapshots: dict[str, TaskSnapshot] = {}
         self._records: dict[str, _Kept] = {}

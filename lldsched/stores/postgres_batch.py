@@ -91,9 +91,10 @@ class SettleQueue:
         self._write = write
         self._store = store
         self._writer = writer
-        # Guards _pending, _flying, _outcomes, _queued, _failed_at and _stopping; the
-        # writer thread waits on it for a settle.  Never held while calling out (write,
-        # the database).
+        # Guards _pending, _held, _flying, _outcomes, _queued, _failed_at, _stopping and
+        # _thread (unwritten and waiting read them without it, as hints); the writer
+        # thread waits on it for a settle.  Never held while calling out (write, the
+        # database).  Lock order: the store's lock (take() is called under it), then this.
         self._ready = threading.Condition(threading.Lock())
         self._pending: dict[int, Pending] = {}  # token -> its settle, in arrival order
         self._held: dict[int, Pending] = {}  # the settles of failed batches, oldest first

@@ -154,8 +154,13 @@ class WriteGate:
         # within its patience: the two together stay within the timeout.
         self.busy = timeout - self.patience
         self._write = _open(path + WRITE, sidecar_mode(path))
+        # Guards _wanted, _holder, _busy, _failed, _closed and _thread, and every flock
+        # call on _write but the gate thread's blocking one (made while _busy says the
+        # descriptor is its own); the thread waits on it for a caller, a caller for the
+        # thread.  Held through a caller's tries within its patience.  Lock order: its
+        # store's lock (held around a write's acquire and release), then this one.
         self._state = threading.Condition(threading.Lock())
-        self._wanted: int | None = None  # the thread waiting for the gate's to take the lock
+        self._wanted: int | None = None  # the caller waiting for the gate's thread to take it
         self._holder: int | None = None  # the thread the write lock was taken for
         self._busy = False  # the thread is taking the lock (blocked in flock)
         self._failed: OSError | None = None  # the thread's flock failed: for the caller

@@ -127,7 +127,9 @@ class ControlVerbs(SharedVerbs):
         :class:`~lldsched.errors.StoreError`, and :class:`~lldsched.errors.SchedulerStateError`
         in a forked child.  Not after shutdown: a cancel only stops things.
         """
-        return self._halt(task_id, "cancel", self._core.cancel, "cancelled", dependents=True)
+        return self._halt(
+            task_id, name="cancel", verb=self._core.cancel, why="cancelled", dependents=True
+        )
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if this call paused it (False for one already paused,
@@ -146,15 +148,15 @@ class ControlVerbs(SharedVerbs):
         in a child forked from the process that made the scheduler
         (:mod:`lldsched.threaded.forked`).  Not after shutdown: a pause only stops things.
         """
-        return self._halt(task_id, "pause", self._core.pause, "paused")
+        return self._halt(task_id, name="pause", verb=self._core.pause, why="paused")
 
     def _halt(
         self,
         task_id: str,
+        *,
         name: str,
         verb: Callable[[str], bool],
         why: str,
-        *,
         dependents: bool = False,
     ) -> bool:
         """What cancel and pause share: the core's ``verb``, then, if it took, the
@@ -169,7 +171,7 @@ class ControlVerbs(SharedVerbs):
             self._whole(name, task_id),
             self._acting_on(  # shared: on the row as it is now
                 task_id,
-                self._core.downstream(task_id)
+                also=self._core.downstream(task_id)
                 if dependents and self._coordinator is not None
                 else (),
             ),

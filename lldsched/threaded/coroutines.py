@@ -374,7 +374,7 @@ class CoroutineRunner(LoopThread, LoopShutdown):
             timer.cancel()
             flight.timer = None
         timeout = flight.run.task._options.timeout
-        deadline = rearmed(begun, timeout, now)
+        deadline = rearmed(begun, timeout=timeout, now=now)
         if deadline is not None:
             assert timeout is not None
             flight.budget = timeout

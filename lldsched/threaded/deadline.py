@@ -362,6 +362,9 @@ class Flag:
     __slots__ = ("_guard", "_set", "_waiters")
 
     def __init__(self) -> None:
+        # Guards _waiters, and _set as set() raises it with the waiters let go (is_set()
+        # and clear() touch _set alone, without it).  Taken last: a flag is set under the
+        # scheduler's lock, and nothing is waited for while it is held.
         self._guard = threading.Lock()
         self._set = False
         self._waiters = Waiters()

@@ -149,7 +149,8 @@ class LeaseWatch:
         self._name = name
         # Guards _runs, _until and _thread: the runtime adds, drops and renews under the
         # scheduler's lock, the watch thread reads them and raises flags; never held
-        # while calling a store or a logging handler.
+        # while calling a store or a logging handler.  Lock order: the scheduler's lock,
+        # then this one, then an injected clock's (trusted() reads the clock under it).
         self._condition = threading.Condition()
         self._runs: dict[int, RunContext] = {}  # token -> the context of its run
         self._until: float | None = None  # when the leases stop being trusted; None: none held

@@ -133,7 +133,7 @@ class Budget:
         now = self.clock()
         if self.begun is None:
             return self.held + START_TIMEOUT - now
-        deadline = rearmed(self.begun, timeout, now)
+        deadline = rearmed(self.begun, timeout=timeout, now=now)
         return math.inf if deadline is None else deadline - now
 
     def wake(self) -> None:
@@ -294,7 +294,7 @@ class ProcessRuns:
             kill_group(child.process)  # SIGKILL, at once
         error = self._lose(child)
         if expired is not None:
-            error = killed_at_deadline(finished - started, expired, pid)
+            error = killed_at_deadline(finished - started, budget=expired, pid=pid)
         elif garbled is not None:
             error = f"ChildProcessError: the worker process {pid} {garbled}; it was killed"
         return ProcessOutcome(

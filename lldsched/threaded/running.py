@@ -221,7 +221,7 @@ class RunExecution(FailureLog):
                     if budget is None or duration <= budget:
                         rearmed = context._rearmed()
                         budget = run.options.timeout if rearmed is None else rearmed.budget
-                    error = timeout_error(duration, budget)
+                    error = timeout_error(duration, budget=budget)
         if awaitable is not None:
             if awaitable is CUT:  # a shutdown killed its worker process: its task stays due
                 self._cut_by_shutdown(run)

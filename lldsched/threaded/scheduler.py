@@ -197,7 +197,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
         # with a timeout: a store call that hangs under it cannot hold shutdown
         # past its own (lldsched/threaded/deadline.py).  Lock order: this lock,
         # then the dispatcher's, the store's, the process pool's (kill() runs
-        # under it), an event's, an injected clock's (a FakeClock's, as the timer
+        # under it), the lease watch's (a shared store's leases added, dropped and
+        # renewed under it), an event's, an injected clock's (a FakeClock's, as the timer
         # parks) or core/storeuse.py's (start(), a verb's check of who holds the
         # store); none of them is held while this one is taken.  Never held while
         # an action, a coroutine, a listener or the log line of a failed run runs

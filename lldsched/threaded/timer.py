@@ -433,7 +433,7 @@ class TimerThread(SchedulerParts):
             begun = before.begun
         timeout = run.task._options.timeout
         context._rearm(begun, timeout)
-        deadline = rearmed(begun, timeout, now)
+        deadline = rearmed(begun, timeout=timeout, now=now)
         if deadline is None:
             self._disarm_deadline(context)
         elif deadline <= now:
