@@ -1,9 +1,10 @@
 """``python -m lldsched tasks --store URL [VERB ID]``: a durable store's tasks, for an operator.
 
 Without a verb, a table of the tasks (``--status failed``: the dead letter, in the order its
-tasks failed; ``--json``: one JSON object a line per task), the STATUS of a task whose run
-is in flight marked (:func:`_in_flight`, a legend line after the rows; a row an unshared
-process left ``running`` when it died, marked as such: :func:`_gone`); ``show ID``: a
+tasks failed; ``--json``: one JSON object a line per task, its run in flight as
+``in_flight``: :func:`_flight`), the STATUS of a task whose run is in flight marked
+(:func:`_in_flight`, a legend line after the rows; a row an unshared process left
+``running`` when it died, marked as such: :func:`_gone`); ``show ID``: a
 task's definition, state and last records, the failure text whole.  Reading imports none of
 the jobs' code and takes no claim (:mod:`lldsched.stores.peek`): it works from any shell,
 beside a running scheduler.  ``redrive``, ``pause``, ``resume``, ``cancel``, ``run-now`` and
@@ -71,6 +72,8 @@ _GONE = (
     "  (a run was in flight: the process that ran it is gone, no process holds the store "
     "unshared nor a lease on the run; the next start runs the attempt again)"
 )
+_FLIGHT_WORDS = {None: "", "live": _IN_FLIGHT, "ran_out": _RAN_OUT, "gone": _GONE}
+"""What ``show`` says after a task's status, by :func:`_flight`'s answer."""
 _COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "ATTEMPT", "LAST")
 _STATUS = _COLUMNS.index("STATUS")
 _GONE_MARK = "!gone"  # shown as "!" (_marked), its own legend line
@@ -213,8 +216,11 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
     described = _Described()
     if as_json:
         now = functools.cache(reader.now)  # read once, at the first lease, if any
+        gone = functools.cache(functools.partial(_gone, reader))  # at the first run, if any
         for row, last in reader.whole(status=status):
-            say(json.dumps(_document(row, last, described, _ran_out(row, now))))
+            ran_out = _ran_out(row, now)
+            flight = _flight(row, ran_out, gone)
+            say(json.dumps(_document(row, last, described, ran_out, flight)))
         return 0
     listed = reader.listing(status=status)
     rows = [_cells(row, last, described) for row, last in listed]
@@ -312,7 +318,8 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
         last = []
     ran_out = _ran_out(row, reader.now)
     if as_json:
-        document = _document(row, latest, ran_out=ran_out)
+        flight = _flight(row, ran_out, functools.partial(_gone, reader))
+        document = _document(row, latest, ran_out=ran_out, flight=flight)
         document["records"] = [_record_document(record) for record in last]
         say(json.dumps(document))
         return 0
@@ -451,18 +458,28 @@ def _fails_again(task_id: str, *, upstream: str, name: str, status: TaskStatus) 
 
 
 def _flight_words(reader: Peek, row: Row, ran_out: bool) -> str:
-    """What ``show`` says after a task's status of its run in flight: its lease ran out
-    (:data:`_RAN_OUT`), a row left ``running`` without a lease by an unshared process that
-    is gone (:data:`_GONE`, :func:`_gone`), a run in flight (:data:`_IN_FLIGHT`), or
-    nothing."""
-    snapshot = row.snapshot
+    """What ``show`` says after a task's status of its run in flight (:func:`_flight`):
+    its lease ran out (:data:`_RAN_OUT`), a row left ``running`` without a lease by an
+    unshared process that is gone (:data:`_GONE`), a run in flight (:data:`_IN_FLIGHT`),
+    or nothing."""
+    return _FLIGHT_WORDS[_flight(row, ran_out, functools.partial(_gone, reader))]
+
+
+def _flight(row: Row, ran_out: bool, gone: Callable[[], bool]) -> str | None:
+    """The one rule of what ``show`` and ``--json``'s ``in_flight`` say of ``row``'s run in
+    flight (the table's marks, read for all rows at once by :func:`_in_flight`, say the
+    same): ``"ran_out"`` (its lease ran out by the store's clock: ``ran_out``),
+    ``"live"`` (a lease held, or a row ``running`` while a live process holds the store
+    unshared or it cannot be told), ``"gone"`` (a row ``running`` with no lease and
+    ``gone()`` true: :func:`_gone`, asked only then), or None (no run in flight)."""
     if ran_out:
-        return _RAN_OUT
+        return "ran_out"
     if row.lease is not None:
-        return _IN_FLIGHT
+        return "live"
+    snapshot = row.snapshot
     if snapshot is not None and snapshot.running:
-        return _GONE if _gone(reader) else _IN_FLIGHT
-    return ""
+        return "gone" if gone() else "live"
+    return None
 
 
 def _ran_out(row: Row, now: Callable[[], float]) -> bool:
@@ -637,9 +654,12 @@ def _document(
     last: ExecutionRecord | None,
     described: Callable[[Schedule], str] = _schedule,
     ran_out: bool = False,
+    flight: str | None = None,
 ) -> dict[str, Any]:
     """A task as ``--json`` gives it: instants as seconds since the epoch (UTC);
-    ``ran_out``: its lease, if any, ran out by the store's clock (:func:`_ran_out`)."""
+    ``ran_out``: its lease, if any, ran out by the store's clock (:func:`_ran_out`);
+    ``flight``: its run in flight, as :func:`_flight` says it (``in_flight``, beside the
+    status as stored: a script that reads ``status`` reads what it always read)."""
     snapshot: TaskSnapshot | None = row.snapshot
     if snapshot is None:
         return {"id": row.id, "error": row.error}
@@ -656,6 +676,7 @@ def _document(
         "failure_count": snapshot.failure_count,
         "last_error": snapshot.last_error,
         "lease": None if row.lease is None else _lease_document(row.lease, ran_out),
+        "in_flight": flight,
         "last": None if last is None else _record_document(last),
     }
 

@@ -31,6 +31,7 @@ from lldsched.clock import dated, to_timestamp, utc_datetime
 from lldsched.errors import ScheduleError, ValidationError, shown
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
+from lldsched.schedules.delaymeant import DECADES, DURATION_LIKE, delay_meant
 from lldsched.schedules.subclasses import AnswersItsOwnWay
 
 __all__ = ["FixedDelay", "FixedRate", "FrozenValue", "OneTime", "instant_text"]
@@ -46,7 +47,9 @@ def instant_text(timestamp: float) -> str:
 @dataclass(frozen=True, slots=True, init=False)
 class OneTime(AnswersItsOwnWay):
     """Run once: at ``at`` (epoch seconds or an aware datetime), or ``delay`` seconds (or
-    a ``timedelta``) after registration.  An ``at`` that has already passed runs at once.
+    a ``timedelta``) after registration.  An ``at`` that has already passed runs at once
+    (``OneTime(5)`` on a clock decades past it, with a warning naming ``delay=``:
+    :mod:`~lldsched.schedules.delaymeant`).
     A repeated local time is the one its ``fold`` names; one its zone skips (a
     spring-forward gap) is refused (docs/decisions/schedules.md, "Instants in")."""
 
@@ -74,11 +77,17 @@ class OneTime(AnswersItsOwnWay):
         object.__setattr__(self, "delay", wait)
 
     def first_run(self, now: float) -> float:
-        """``at`` (or ``now`` if it has passed), or ``now + delay``."""
+        """``at`` (or ``now`` if it has passed), or ``now + delay``.  An ``at`` that reads
+        as a delay on a clock decades past it warns (:mod:`~.delaymeant`)."""
         checks.instant(now, name="first_run()", of=self, error=ScheduleError)
-        if self.at is None:
+        at = self.at
+        if at is None:
             return now + (self.delay or 0.0)
-        return max(self.at, now)
+        if at < now:
+            if 0 < at < DURATION_LIKE and now - at >= DECADES:  # tested here: no call otherwise
+                delay_meant(at, now)
+            return now
+        return at
 
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
         """``None``: a one-off task is done after its run (typed as any schedule's

@@ -249,11 +249,15 @@ class SqliteTaskStore(
         if self.path not in PRIVATE:
             create_owner_only(self.path)
             refuse_read_only(self.path)
+        # A fork waits for the constructor as for a call (sqlite_forks.py); refused in a
+        # child forked while a call of its parent was inside this file
+        begun = None if self.path in PRIVATE else sqlite_forks.opening(self.path)
         try:
             connection = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
+            sqlite_forks.not_opened(begun)
             raise failure(self.path, "open the file", exc, because=_unopenable(self.path)) from exc
         # Whether the path still names the file opened (sqlite_file.py); None: a private
         # database, which has no path, or a shared store, which checks at every claim.
@@ -298,6 +302,7 @@ class SqliteTaskStore(
                 else None
             )
         except BaseException as exc:
+            sqlite_forks.not_opened(begun)
             connection.close()
             if gate is not None:
                 gate.close()
@@ -318,11 +323,11 @@ class SqliteTaskStore(
         self._calls = 0  # the calls under way on it, nested ones counted (sqlite_connection.py)
         # Why a transaction no call owns could not be rolled back (sqlite_connection.py).
         self._left_open: sqlite3.Error | None = None
-        if self.path in PRIVATE:  # a forked child's own copy, unless torn (forks.py)
+        if begun is None:  # a private database: a forked child's own copy, unless torn
             forks.private(self, repr(self.path))
         else:  # a file: uWSGI, forking without the hooks, would not refuse its copies
             forks.opened_before_uwsgi_forks(repr(self.path))
-            sqlite_forks.opened(self)  # a fork waits for its calls under way
+            sqlite_forks.opened(self, begun)  # a fork waits for its calls under way
         self._connection: sqlite3.Connection | None = connection
         # id -> the definition its row holds: a save whose definition differs (a
         # replace, reschedule or modify) writes it again.  Compared with ==, which
