@@ -1,0 +1,111 @@
+"""What a library that embeds lldsched meets (a plugin host, a bot framework, a pipeline
+library offering "run this every hour" to users who never heard of lldsched): the
+package's import leaves the importing process as it was, and a plugin reloaded under a
+running scheduler is told what to register (docs/GUIDE.md, "Inside a library of your
+own")."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lldsched import FixedRate, SqliteTaskStore, ValidationError
+from tests.conftest import SchedulerFactory
+
+WHAT_A_PROCESS_HAS = """
+import json, logging, os, signal, sys, threading, warnings
+
+
+def state():
+    root = logging.getLogger()
+    return {
+        "threads": sorted(t.name for t in threading.enumerate()),
+        "signals": {s.name: repr(signal.getsignal(s)) for s in signal.valid_signals()
+                    if hasattr(s, "name")},
+        "root": [repr(root.handlers), root.level, logging.root.manager.disable],
+        "warnings": repr(warnings.filters),
+        "hooks": [repr(sys.excepthook), repr(sys.unraisablehook), repr(threading.excepthook),
+                  repr(sys.displayhook), repr(warnings.showwarning)],
+        "logging": [repr(logging.getLoggerClass()), repr(logging.getLogRecordFactory()),
+                    repr(logging.lastResort), logging.raiseExceptions],
+        "interpreter": [sys.getswitchinterval(), sys.getrecursionlimit(),
+                        repr(sys.gettrace()), repr(sys.getprofile()), len(sys.meta_path),
+                        len(sys.path_hooks), list(sys.path)],
+        "environment": dict(os.environ),
+        "files": sorted(os.listdir(".")),
+    }
+
+
+before = state()
+import lldsched, lldsched.testing, lldsched.runtime  # noqa: E401
+after = state()
+own = {
+    name: [repr(handler) for handler in logging.getLogger(name).handlers]
+    for name in logging.root.manager.loggerDict
+    if name == "lldsched" or name.startswith("lldsched.")
+}
+print(json.dumps({"before": before, "after": after, "handlers": own}))
+"""
+
+
+def test_importing_lldsched_leaves_the_importing_process_as_it_was(tmp_path: Path) -> None:
+    """A library's ``import lldsched`` starts no thread, installs no signal handler, no
+    hook (``sys.excepthook``, ``sys.unraisablehook``, ``threading.excepthook``), no
+    warnings filter, no handler or level on the root logger, writes no file and changes
+    no variable of the environment; its loggers have one handler between them, the
+    ``NullHandler`` the logging HOWTO asks of a library, on ``lldsched``.  (Its exit
+    and fork hooks, registered once, are docs/OPERATIONS.md's, "What a scheduler leaves
+    behind".)  Run under ``-X dev -W error``: the import warns nothing either."""
+    result = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error", "-c", WHAT_A_PROCESS_HAS],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    assert result.stderr == ""
+    seen = json.loads(result.stdout)
+    assert seen["after"] == seen["before"]
+    assert seen["handlers"].pop("lldsched") == ["<NullHandler (NOTSET)>"]
+    assert seen["handlers"] and not any(seen["handlers"].values()), seen["handlers"]
+
+
+PLUGIN_V1 = "def harvest() -> str:\n    return 'v1'\n"
+
+
+def test_an_action_held_across_its_modules_reload_is_refused_naming_the_reload(
+    make_scheduler: SchedulerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin host reloads a plugin's module (``importlib.reload``) while it still holds
+    the function the plugin gave it: a durable store keeps the action by its import
+    path, which now names the new definition, so the old one is refused.  Before, the
+    message blamed "a bound method of an instance" for a plain function; it names the
+    reload now, and what to register.  The new definition registers, and the task
+    registered before stays."""
+    (tmp_path / "harvest_plugin.py").write_text(PLUGIN_V1)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "harvest_plugin", raising=False)
+    plugin = importlib.import_module("harvest_plugin")
+    held = plugin.harvest
+    (tmp_path / "harvest_plugin.py").write_text(PLUGIN_V1.replace("v1", "v2"))
+    importlib.invalidate_caches()
+    plugin = importlib.reload(plugin)
+    assert plugin.harvest is not held
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = make_scheduler(store=store)
+        scheduler.schedule("kept", plugin.harvest, FixedRate(60), id="kept")
+        with pytest.raises(ValidationError) as refused:
+            scheduler.schedule("harvest", held, FixedRate(60), id="harvest")
+        message = str(refused.value)
+        assert "'harvest_plugin:harvest' imports" in message
+        assert "the module was reloaded" in message
+        assert "bound method" not in message
+        assert [task.id for task in scheduler.tasks()] == ["kept"]
+        task = scheduler.schedule("harvest", plugin.harvest, FixedRate(60), id="harvest")
+        assert task.action is plugin.harvest
+        assert sorted(s.task.id for s in store.load_all()) == ["harvest", "kept"]
