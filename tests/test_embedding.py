@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import FixedRate, SqliteTaskStore, ValidationError
+from lldsched import (
+    FixedRate,
+    OneTime,
+    SchedulerShutDownError,
+    SchedulerStateError,
+    SqliteTaskStore,
+    TaskStatus,
+    ValidationError,
+)
+from tests import jobs
 from tests.conftest import SchedulerFactory
 
 WHAT_A_PROCESS_HAS = """
@@ -109,3 +118,30 @@ def test_an_action_held_across_its_modules_reload_is_refused_naming_the_reload(
         task = scheduler.schedule("harvest", plugin.harvest, FixedRate(60), id="harvest")
         assert task.action is plugin.harvest
         assert sorted(s.task.id for s in store.load_all()) == ["harvest", "kept"]
+
+
+def test_a_call_that_raced_the_hosts_shutdown_is_told_from_a_mistake(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    """A host shuts a plugin's scheduler down while the plugin's own code still calls it:
+    that refusal is a ``SchedulerShutDownError``, which the host may ignore, and a
+    mistake (rescheduling a finished task, starting a running scheduler) stays a plain
+    ``SchedulerStateError``.  Before, all were the one class, told apart by their text."""
+    scheduler = make_scheduler()  # started
+    done = scheduler.schedule("once", jobs.noop, OneTime(delay=0), id="once")
+    assert scheduler.wait_idle()
+    assert done.status is TaskStatus.SUCCEEDED
+    with pytest.raises(SchedulerStateError) as finished:
+        scheduler.reschedule("once", FixedRate(60))
+    with pytest.raises(SchedulerStateError) as running:
+        scheduler.start()
+    assert type(finished.value) is SchedulerStateError
+    assert type(running.value) is SchedulerStateError
+    scheduler.shutdown()
+    for late in (
+        lambda: scheduler.schedule("late", jobs.noop, FixedRate(60)),
+        lambda: scheduler.reschedule("once", FixedRate(60)),
+        scheduler.start,
+    ):
+        with pytest.raises(SchedulerShutDownError, match=r"stopped|shut down"):
+            late()
