@@ -7,6 +7,7 @@ own")."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import subprocess
 import sys
@@ -145,3 +146,45 @@ def test_a_call_that_raced_the_hosts_shutdown_is_told_from_a_mistake(
     ):
         with pytest.raises(SchedulerShutDownError, match=r"stopped|shut down"):
             late()
+
+
+PLUGIN_DOUBLES = "def double(n: int) -> int:\n    return n * 2\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process isolation is POSIX only")
+def test_a_process_isolated_action_of_a_module_loaded_from_a_file_is_refused_at_registration(
+    make_scheduler: SchedulerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin host loads a plugin from its file (``spec_from_file_location``), not from
+    ``sys.path``: the module imports back in this process (it is in ``sys.modules``), and
+    the worker process, which imports it by its name, cannot.  Before, the registration
+    passed and every run failed there ("No module named ..."), retried; it is refused
+    now, naming the module and its file, nothing registered changed.  With its folder on
+    ``sys.path`` the same module registers and runs."""
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "embedded_doubles.py").write_text(PLUGIN_DOUBLES)
+    spec = importlib.util.spec_from_file_location(
+        "embedded_doubles", folder / "embedded_doubles.py"
+    )
+    assert spec is not None and spec.loader is not None
+    plugin = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "embedded_doubles", plugin)
+    spec.loader.exec_module(plugin)
+    scheduler = make_scheduler(workers=1)
+    scheduler.schedule("kept", jobs.noop, FixedRate(60), id="kept")
+    with pytest.raises(ValidationError) as refused:
+        scheduler.schedule(
+            "double", "embedded_doubles:double", OneTime(delay=0), args=(21,),
+            isolation="process",
+        )  # fmt: skip
+    message = str(refused.value)
+    assert "imports 'embedded_doubles' by its name" in message
+    assert repr(str(folder / "embedded_doubles.py")) in message
+    assert [task.id for task in scheduler.tasks()] == ["kept"]
+    monkeypatch.syspath_prepend(str(folder))
+    task = scheduler.schedule(
+        "double", "embedded_doubles:double", OneTime(delay=0), args=(21,), isolation="process"
+    )
+    assert scheduler.wait_idle(timeout=30)
+    assert [(record.ok, record.result) for record in task.history] == [(True, "42")]
