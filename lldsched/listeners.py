@@ -52,10 +52,11 @@ class TaskListener(Protocol):
 
 Listener = TaskListener | Callable[[TaskEvent], object]
 """What ``listeners=`` and ``add_listener`` take.  The return is ``object``, not ``None``:
-what a listener returns is ignored, and a listener that hands the event on returns what
-that call returns (``lambda event: loop.call_soon_threadsafe(queue.put_nowait, event)``
-returns a ``Handle``, ``queue.put`` a ``None``, a set's ``add`` a ``None``, a function of
-the application a flag), which ``None`` made a user's mypy refuse."""
+what a listener returns is ignored, and one that hands the event on returns what that
+call returns (``lambda event: loop.call_soon_threadsafe(queue.put_nowait, event)`` a
+``Handle``; a function of the application may return a flag), which ``None`` made a
+user's mypy refuse (docs/decisions/public-api.md, "A listener returns `object`, not
+`None`")."""
 
 
 def as_callback(listener: Listener) -> Callable[[TaskEvent], object]:

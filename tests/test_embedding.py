@@ -1,8 +1,9 @@
 """What a library that embeds lldsched meets (a plugin host, a bot framework, a pipeline
 library offering "run this every hour" to users who never heard of lldsched): the
-package's import leaves the importing process as it was, and a plugin reloaded under a
-running scheduler is told what to register (docs/GUIDE.md, "Inside a library of your
-own")."""
+package's import leaves the importing process as it was; a plugin reloaded under a
+running scheduler is told what to register; a call that raced the host's shutdown is
+told from a mistake by its class; a plugin loaded from its file cannot have a
+process-isolated task (docs/GUIDE.md, "Inside a library of your own")."""
 
 from __future__ import annotations
 

@@ -128,7 +128,7 @@ def isolated_action(name: str, action: object, *, isolation: object) -> Callable
         where = getattr(getattr(module, "__spec__", None), "origin", None)
         raise ValidationError(
             f"task {name!r}: the worker process imports {unfound!r} by its name, and no "
-            f"finder of sys.meta_path finds it by that name (this process loaded it"
+            "finder of sys.meta_path finds it by that name (this process loaded it"
             f"{f' from {where!r}' if where else ''} another way: "
             "importlib.util.spec_from_file_location, a plugin loader), so every run of "
             f"{action!r} would fail there: put its folder on sys.path, or the module in an "

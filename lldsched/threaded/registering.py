@@ -125,8 +125,7 @@ class Registering(SchedulerParts):
         or an id that exists without ``replace_existing``;
         :class:`~lldsched.errors.SchedulerShutDownError` (a ``SchedulerStateError``) after shutdown
         (once it has begun), and :class:`~lldsched.errors.SchedulerStateError` in a forked
-        child;
-        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        child; :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
         :class:`~lldsched.errors.StoreError` while another running scheduler holds its
         store, or when the store refuses the write.  Nothing registered changes then.
         """
