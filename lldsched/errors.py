@@ -41,6 +41,7 @@ __all__ = [
     "LldschedError",
     "ScheduleError",
     "SchedulerBusyError",
+    "SchedulerShutDownError",
     "SchedulerStateError",
     "SettleTimeoutError",
     "StoreClosedError",
@@ -84,6 +85,18 @@ class SchedulerStateError(LldschedError, RuntimeError):
     the task finished and will not run again (``reschedule``, ``modify``), or other
     tasks still depend on it (``remove``); or the view driving it (a control panel, a
     simulation player) is closed (:func:`lldsched.views.widgetkit.refuse_if_closed`)."""
+
+
+class SchedulerShutDownError(SchedulerStateError):
+    """The runtime is shut down (``shutdown()``, ``await aclose()``, the end of its
+    ``with`` block): a verb it refuses from then on
+    (:data:`~lldsched.runtime.REFUSED_AFTER_SHUTDOWN`: ``schedule``, ``reschedule``,
+    ``run_now``, ``resume``, ``redrive``; a simulation's verbs that move its time), or a
+    scheduler's ``start()`` again.  The one :class:`SchedulerStateError` a library that
+    embeds lldsched expects in the normal course, from a call that raced its own
+    shutdown (a plugin's thread registering as the host unloads it); the others (a
+    finished task, a task others depend on, a forked child, a dead timer) are
+    mistakes to fix (docs/GUIDE.md, "Inside a library of your own")."""
 
 
 REPOSITORY = "https://github.com/lldsched/lldsched"

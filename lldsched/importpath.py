@@ -40,6 +40,7 @@ through objects.
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -113,9 +114,26 @@ def import_path(
     if found is not action and found != action:  # == for classmethods, bound anew each time
         raise error(
             f"the action {action!r} does not round-trip: {path!r} imports {found!r}; "
-            "a bound method of an instance cannot be named, use a module-level function"
+            + _why_another(action, found, name=(module, qualname))
         )
     return path
+
+
+def _why_another(action: Callable[..., Any], found: object, *, name: tuple[str, str]) -> str:
+    """Why ``action``'s path (``name``: its module and qualified name) imports ``found``,
+    another object: a bound method of an instance (its path names the class's
+    function), or a function whose module's name now holds another definition of it
+    (``importlib.reload``, a plugin host's reload, the same ``def`` run again) while the
+    caller still holds the earlier one (it was told "a bound method of an instance
+    cannot be named", of a plain function)."""
+    same_name = (getattr(found, "__module__", None), getattr(found, "__qualname__", None))
+    if same_name == name and not inspect.ismethod(action):
+        return (
+            "its module holds another definition of that name now (the module was "
+            "reloaded, or the def run again): register the one it holds now "
+            "(module.function, read after the reload)"
+        )
+    return "a bound method of an instance cannot be named, use a module-level function"
 
 
 def json_arguments(

@@ -45,14 +45,21 @@ log = logging.getLogger(LISTENERS)
 class TaskListener(Protocol):
     """Receives every status change of every task, after the fact."""
 
-    def on_event(self, event: TaskEvent) -> None:
-        """Hear ``event``: one status change of one task, after the fact, in order."""
+    def on_event(self, event: TaskEvent) -> object:
+        """Hear ``event``: one status change of one task, after the fact, in order.
+        What it returns is ignored (an awaitable is refused: :func:`notify`)."""
 
 
-Listener = TaskListener | Callable[[TaskEvent], None]
+Listener = TaskListener | Callable[[TaskEvent], object]
+"""What ``listeners=`` and ``add_listener`` take.  The return is ``object``, not ``None``:
+what a listener returns is ignored, and one that hands the event on returns what that
+call returns (``lambda event: loop.call_soon_threadsafe(queue.put_nowait, event)`` a
+``Handle``; a function of the application may return a flag), which ``None`` made a
+user's mypy refuse (docs/decisions/public-api.md, "A listener returns `object`, not
+`None`")."""
 
 
-def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
+def as_callback(listener: Listener) -> Callable[[TaskEvent], object]:
     """The function to call for ``listener``: its ``on_event``, or itself.
 
     An ``async def`` listener is refused (ValidationError naming it): listeners are
@@ -107,7 +114,7 @@ def check_unregistered(listener: Listener, registered: Iterable[Listener]) -> No
         )
 
 
-Registered = list[tuple[Listener, Callable[[TaskEvent], None]]]
+Registered = list[tuple[Listener, Callable[[TaskEvent], object]]]
 """The listeners a runtime calls, each with its callback (:func:`as_callback`), in order.
 A runtime replaces its list at each change, never changes it in place: an event keeps
 the list as it was published, and :func:`still_registered` tells who still hears it."""
@@ -142,7 +149,7 @@ def listener_list(listeners: object) -> list[Listener]:
 
 
 def notify(
-    listeners: Iterable[tuple[Listener, Callable[[TaskEvent], None]]],
+    listeners: Iterable[tuple[Listener, Callable[[TaskEvent], object]]],
     event: TaskEvent,
     *,
     catch: type[BaseException] = Exception,

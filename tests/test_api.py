@@ -38,7 +38,7 @@ PUBLIC = [
     "SqliteTaskStore", "StoreError", "SystemClock", "Task", "TaskEvent", "TaskListener",
     "TaskNotFoundError", "TaskSnapshot", "TaskStatus", "TaskStore", "ValidationError",
     "Jittered", "Window", "TaskRetiredError", "StoreClosedError", "Metrics",
-    "SchedulerBusyError",
+    "SchedulerBusyError", "SchedulerShutDownError",
 ]  # fmt: skip
 
 

@@ -227,12 +227,12 @@ def test_a_listener_that_returns_a_coroutine_is_said_to_fail_and_the_others_stil
     log = EventLog()
     caplog.set_level(logging.ERROR, logger="lldsched.listeners")
     if runtime == "scheduler":
-        with Scheduler(listeners=[wraps_a_coroutine, log]) as scheduler:  # type: ignore[list-item]
+        with Scheduler(listeners=[wraps_a_coroutine, log]) as scheduler:
             task = scheduler.schedule("job", lambda: None, OneTime(delay=0))
             assert scheduler.wait_idle(10)
             assert log.wait_for(lambda e: e.task_id == task.id and e.record is not None, 10)
     else:
-        with Simulation(listeners=[wraps_a_coroutine, log]) as sim:  # type: ignore[list-item]
+        with Simulation(listeners=[wraps_a_coroutine, log]) as sim:
             task = sim.schedule("job", OneTime(delay=0))
             sim.run_for(1)
     assert made and all(inspect.getcoroutinestate(c) == inspect.CORO_CLOSED for c in made)

@@ -20,6 +20,7 @@ from lldsched import (
     Priority,
     ScheduleError,
     Scheduler,
+    SchedulerShutDownError,
     SchedulerStateError,
     Simulation,
     SqliteTaskStore,
@@ -136,7 +137,9 @@ CASES = {
     "retired": (_retired, TaskRetiredError, VERBS),
     "store closed": (_store_closed, StoreClosedError, VERBS),
     "store held by a running scheduler": (_store_held_elsewhere, StoreError, VERBS),
-    "after shutdown": (_shut_down, SchedulerStateError, REFUSED),
+    # SchedulerShutDownError, not only a SchedulerStateError: a library embedding lldsched
+    # tells a call that raced its own shutdown from a mistake (a finished task, a fork).
+    "after shutdown": (_shut_down, SchedulerShutDownError, REFUSED),
 }
 """Each case: how it is made, what it raises, and which verbs raise it (the others are
 allowed then: a pause or a cancel after shutdown only stops things)."""

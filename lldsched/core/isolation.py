@@ -16,6 +16,7 @@ the simulation alike.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from functools import partial
 from inspect import CO_COROUTINE
@@ -121,7 +122,53 @@ def isolated_action(name: str, action: object, *, isolation: object) -> Callable
         import_path(function, who=f"task {name!r} (isolation='process')")
     except ValidationError as exc:
         raise ValidationError(f"task {name!r}: {exc}") from None
+    unfound = _unfound_by_name(action.partition(":")[0])
+    if unfound is not None:
+        module = sys.modules.get(unfound)
+        where = getattr(getattr(module, "__spec__", None), "origin", None)
+        raise ValidationError(
+            f"task {name!r}: the worker process imports {unfound!r} by its name, and no "
+            "finder of sys.meta_path finds it by that name (this process loaded it"
+            f"{f' from {where!r}' if where else ''} another way: "
+            "importlib.util.spec_from_file_location, a plugin loader), so every run of "
+            f"{action!r} would fail there: put its folder on sys.path, or the module in an "
+            "installed package, before registering it"
+        )
     return function
+
+
+def _unfound_by_name(module: str) -> str | None:
+    """The first of ``module`` and its parent packages (the outermost first) that no
+    finder of ``sys.meta_path`` finds by its name, or None if each is found.  A worker
+    process starts with this process's ``sys.path`` and the finders its start installs
+    (``site``'s, an editable install's), and imports the module by its name there; a
+    module this process loaded another way (from a file, by a plugin host's loader) is
+    in ``sys.modules`` here, so it imports back here, but not there.  A finder only
+    this process installed finds it here and not there: not caught.  A parent that is
+    not a package (no ``__path__``) ends the walk: nothing can be said below it."""
+    parts = module.split(".")
+    path: list[str] | None = None
+    for depth in range(1, len(parts) + 1):
+        name = ".".join(parts[:depth])
+        if not any(_finds(finder, name, path) for finder in sys.meta_path):
+            return name
+        search = getattr(sys.modules.get(name), "__path__", None)
+        if search is None:
+            return None
+        path = list(search)
+    return None
+
+
+def _finds(finder: object, name: str, path: list[str] | None) -> bool:
+    """``finder`` finds ``name`` (within the package folders ``path``); a finder that
+    has no ``find_spec`` or raises finds nothing."""
+    find = getattr(finder, "find_spec", None)
+    if find is None:
+        return False
+    try:
+        return find(name, path) is not None
+    except Exception:  # a third-party finder's bug is not the registration's
+        return False
 
 
 def _instead(action: object) -> str:

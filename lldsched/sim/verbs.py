@@ -32,7 +32,7 @@ from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchang
 from lldsched.core.retention import RetainFinished
 from lldsched.core.schedulearg import misplaced as misplaced_arguments
 from lldsched.core.task import ScheduledTask
-from lldsched.errors import SchedulerStateError
+from lldsched.errors import SchedulerShutDownError
 from lldsched.listeners import (
     Listener,
     as_callback,
@@ -112,8 +112,9 @@ class SimulationVerbs(SimulationParts):
         Raises :class:`~lldsched.errors.ValidationError` (a
         :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value, or
         an id that exists without ``replace_existing``;
-        :class:`~lldsched.errors.SchedulerStateError` after shutdown (once :meth:`shutdown
-        <lldsched.sim.simulation.Simulation.shutdown>` was called), as on ``Scheduler``;
+        :class:`~lldsched.errors.SchedulerShutDownError` (a ``SchedulerStateError``) after shutdown
+        (once :meth:`shutdown <lldsched.sim.simulation.Simulation.shutdown>` was called),
+        as on ``Scheduler``;
         :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds its store.
         Nothing registered changes then.  Given more than ``name`` and ``schedule`` by
@@ -271,7 +272,7 @@ class SimulationVerbs(SimulationParts):
         those that move virtual time (docs/decisions/simulation.md, "The simulation's shutdown")."""
         if self._stopped_at is not None:
             what = "".join(f" {value!r}" for value in subject)
-            raise SchedulerStateError(
+            raise SchedulerShutDownError(
                 f"cannot {verb}{what}: the simulation is shut down (at {self.now!r})"
             )
 
@@ -326,7 +327,7 @@ class SimulationVerbs(SimulationParts):
         Raises as :meth:`pause` does: :class:`~lldsched.errors.TaskNotFoundError`
         (:class:`~lldsched.errors.TaskRetiredError`), :class:`~lldsched.errors.StoreClosedError`
         and :class:`~lldsched.errors.StoreError`;
-        :class:`~lldsched.errors.SchedulerStateError` after shutdown.
+        :class:`~lldsched.errors.SchedulerShutDownError` (a ``SchedulerStateError``) after shutdown.
         """
         self._check_running("resume", task_id)
         with self._whole("resume", task_id):
@@ -338,7 +339,7 @@ class SimulationVerbs(SimulationParts):
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.SchedulerStateError` after shutdown;
+        :class:`~lldsched.errors.SchedulerShutDownError` (a ``SchedulerStateError``) after shutdown;
         :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
         (nothing changes then).
@@ -375,7 +376,8 @@ class SimulationVerbs(SimulationParts):
         :class:`~lldsched.errors.ValidationError` for a bad schedule
         (:class:`~lldsched.errors.ScheduleError` for cron text that does not parse);
         :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
-        cancelled) task, and after shutdown;
+        cancelled) task, and after shutdown its subclass
+        :class:`~lldsched.errors.SchedulerShutDownError`;
         :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
         (nothing changes then).
@@ -425,7 +427,7 @@ class SimulationVerbs(SimulationParts):
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.SchedulerStateError` after shutdown;
+        :class:`~lldsched.errors.SchedulerShutDownError` (a ``SchedulerStateError``) after shutdown;
         :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
         (nothing changes then).

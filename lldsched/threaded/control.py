@@ -48,7 +48,8 @@ class ControlVerbs(SharedVerbs):
         :class:`~lldsched.errors.ValidationError` for a bad schedule
         (:class:`~lldsched.errors.ScheduleError` for cron text that does not parse);
         :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
-        cancelled) task, in a forked child, and after shutdown;
+        cancelled) task and in a forked child, and after shutdown its subclass
+        :class:`~lldsched.errors.SchedulerShutDownError`;
         :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
         :class:`~lldsched.errors.StoreError` while another running scheduler holds its
         store (nothing changes then).
@@ -101,8 +102,9 @@ class ControlVerbs(SharedVerbs):
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.SchedulerStateError` after shutdown (once it has begun),
-        if the timer thread died (:attr:`running`), and in a forked child;
+        :class:`~lldsched.errors.SchedulerShutDownError` (a ``SchedulerStateError``) after shutdown
+        (once it has begun); :class:`~lldsched.errors.SchedulerStateError` if the timer thread died
+        (:attr:`running`), and in a forked child;
         :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
         :class:`~lldsched.errors.StoreError` while another running scheduler holds its
         store (nothing changes then).
@@ -192,7 +194,8 @@ class ControlVerbs(SharedVerbs):
         Raises as :meth:`pause` does: :class:`~lldsched.errors.TaskNotFoundError`
         (:class:`~lldsched.errors.TaskRetiredError`), :class:`~lldsched.errors.StoreClosedError`,
         :class:`~lldsched.errors.StoreError`, and :class:`~lldsched.errors.SchedulerStateError`
-        in a forked child, and after shutdown.
+        in a forked child, and after shutdown its subclass
+        :class:`~lldsched.errors.SchedulerShutDownError`.
         """
         with (
             self._lock,
@@ -207,8 +210,9 @@ class ControlVerbs(SharedVerbs):
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.SchedulerStateError` after shutdown, and in a forked
-        child; :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.SchedulerShutDownError` (a ``SchedulerStateError``) after shutdown,
+        and :class:`~lldsched.errors.SchedulerStateError` in a forked child;
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
         :class:`~lldsched.errors.StoreError` while another running scheduler holds its
         store (nothing changes then).
         """

@@ -40,7 +40,7 @@ from lldsched.core.duequeue import TaskQueue
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import RefusedVerb
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import SchedulerStateError
+from lldsched.errors import SchedulerShutDownError, SchedulerStateError
 from lldsched.logs import Repeats
 from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.deadline import Flag, Waiters
@@ -72,11 +72,11 @@ that made it (final; set by :mod:`~lldsched.threaded.forked`, the only state not
 under the lock)."""
 
 
-def shut_down(verb: RefusedVerb, subject: str) -> SchedulerStateError:
+def shut_down(verb: RefusedVerb, subject: str) -> SchedulerShutDownError:
     """The error a shut-down scheduler raises for ``verb`` (one of
     :data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`) on ``subject``, a task's id or
     the name registered.  Made only when raised: the checks stay one comparison."""
-    return SchedulerStateError(f"cannot {verb} {subject!r}: the scheduler is shut down")
+    return SchedulerShutDownError(f"cannot {verb} {subject!r}: the scheduler is shut down")
 
 
 def torn(cut: tuple[str, str], verb: str, subject: str) -> SchedulerStateError:

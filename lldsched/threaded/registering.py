@@ -123,11 +123,11 @@ class Registering(SchedulerParts):
         Raises :class:`~lldsched.errors.ValidationError` (a
         :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value,
         or an id that exists without ``replace_existing``;
-        :class:`~lldsched.errors.SchedulerStateError` after shutdown (once it has begun),
-        and in a forked child; :class:`~lldsched.errors.StoreClosedError` once its store
-        is closed, and a :class:`~lldsched.errors.StoreError` while another running
-        scheduler holds its store, or when the store refuses the write.  Nothing
-        registered changes then.
+        :class:`~lldsched.errors.SchedulerShutDownError` (a ``SchedulerStateError``) after shutdown
+        (once it has begun), and :class:`~lldsched.errors.SchedulerStateError` in a forked
+        child; :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while another running scheduler holds its
+        store, or when the store refuses the write.  Nothing registered changes then.
         """
         if action is None:  # a simulated task may have none; a thread must run something
             raise not_callable(name, action)

@@ -53,7 +53,13 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import Found, at_start, recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.deprecated import keyword_only_now
-from lldsched.errors import SchedulerStateError, ValidationError, doc_url, shown
+from lldsched.errors import (
+    SchedulerShutDownError,
+    SchedulerStateError,
+    ValidationError,
+    doc_url,
+    shown,
+)
 from lldsched.listeners import Listener, listener_list
 from lldsched.logs import Repeats
 from lldsched.persistence import TaskStore
@@ -64,7 +70,7 @@ from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.forked import note
 from lldsched.threaded.idlewaits import IdleWaits
 from lldsched.threaded.jumps import LastLook
-from lldsched.threaded.parts import NEW, RUNNING
+from lldsched.threaded.parts import NEW, RUNNING, STOPPED
 from lldsched.threaded.pool import WorkerPool
 from lldsched.threaded.processes import ProcessPool
 from lldsched.threaded.reads import Reads
@@ -316,13 +322,15 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
         ever).
 
         Raises :class:`~lldsched.errors.SchedulerStateError` on a scheduler already
-        started or stopped (or whose timer thread died), and
+        started (or whose timer thread died), its subclass
+        :class:`~lldsched.errors.SchedulerShutDownError` on one shut down, and
         :class:`~lldsched.errors.StoreError` when another running scheduler holds its
         store object."""
         with self._lock:
             self._refuse_if_dead("start()")
             if self._state is not NEW:
-                raise SchedulerStateError(f"start() on a scheduler that is already {self._state}")
+                refused = SchedulerShutDownError if self._state is STOPPED else SchedulerStateError
+                raise refused(f"start() on a scheduler that is already {self._state}")
             writes = self._core.store_writes
             if writes is not None:  # one running scheduler per store object (storeuse.py)
                 storeuse.take(writes.store, self)

@@ -134,6 +134,12 @@ def heard(event: TaskEvent) -> None:
         assert_type(record.token, int | None)
 
 
+def flagged(event: TaskEvent) -> bool:
+    """A listener function that returns something, ignored (``Callable[[TaskEvent],
+    None]`` refused it, and a lambda that hands the event on)."""
+    return event.record is not None and not event.record.ok
+
+
 def nightly(day: str, *, rows: int = 10) -> str:
     return f"{day}: {rows} rows"
 
@@ -156,6 +162,7 @@ def threaded(folder: Path) -> None:
     clock: Clock = FakeClock(datetime(2026, 1, 5, tzinfo=UTC))
     with Scheduler(workers=2, clock=clock, store=kept, listeners=[log, counter, heard]) as s:
         assert_type(s, Scheduler)
+        s.add_listener(lambda event: counter.kinds.count(kind_of(event)))  # returns an int
         every = s.schedule("rate", nightly, FixedRate(60), args=("mon",), kwargs={"rows": 3})
         s.schedule("delay", nightly, FixedDelay(30), args=["tue"])
         s.schedule("cron", nightly, CronSchedule("0 3 * * *", tz="Europe/Berlin"), args=("w",))
@@ -229,7 +236,7 @@ def replayed(rng: random.Random, attempt: int) -> timedelta:
 
 
 def simulated() -> None:
-    sim = Simulation(workers=2, seed=1, listeners=[heard])
+    sim = Simulation(workers=2, seed=1, listeners=[heard, flagged])
     sim.schedule("replayed", FixedRate(300), duration=replayed)
     sim.schedule("a", FixedRate(60), duration=uniform(1, 5), fails=fails_on(1))
     sim.schedule("b", FixedRate(90), duration=exponential(10), fails=0.1)
