@@ -2,7 +2,7 @@
 
 SQLite's busy handler sleeps between tries (1, 2, 5, ... 100 ms), so a writer that
 begins its next transaction as soon as it committed finds the lock free at each of its
-own tries and a waiter rarely does.  The store's gate (``lldsched/stores/sqlite_gate.py``)
+own tries and a waiter rarely does.  The store's gate (``lldsched/stores/sqlite/gate.py``)
 takes an OS lock before every shared write.  Three ways of taking the lock, each
 measured the same way:
 
@@ -10,7 +10,7 @@ measured the same way:
 * ``flock``: one ``fcntl.flock`` lock taken blocking before it, at once (the kernel
   wakes a waiter when the lock is let go, but the writer that let it go can take it
   again first);
-* ``gate``: the store's :class:`~lldsched.stores.sqlite_gate.WriteGate`: the same lock,
+* ``gate``: the store's :class:`~lldsched.stores.sqlite.gate.WriteGate`: the same lock,
   tried without blocking for up to 50 ms, then taken blocking in the gate's thread
   within the timeout.
 
@@ -44,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from lldsched import SqliteTaskStore  # noqa: E402
-from lldsched.stores.sqlite_gate import gate_for  # noqa: E402
+from lldsched.stores.sqlite.gate import gate_for  # noqa: E402
 
 MODES = ("sqlite", "flock", "gate")
 HOLD = 0.001

@@ -4,8 +4,8 @@
 (``scheme://user:secret@host``) and the value of a password-like key (``password=``, a
 misspelt ``pasword=``: :data:`PASSWORD_KEY`; a libpq key/value dsn's, a URI query's)
 with ``***``, by pattern, in any text: what the PostgreSQL store shows of a dsn libpq
-cannot parse (:func:`~lldsched.stores.postgres_redact.redact`), a
-URL given to the SQLite store as a path (:mod:`~lldsched.stores.sqlite_file`), and a
+cannot parse (:func:`~lldsched.stores.postgres.redact.redact`), a
+URL given to the SQLite store as a path (:mod:`~lldsched.stores.sqlite.file`), and a
 dsn or path given to a runtime as its ``store`` (:mod:`~lldsched.core.machine`).  The
 patterns are exported for the PostgreSQL store, which finds the password itself to
 scrub it from libpq's own words.

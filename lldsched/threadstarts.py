@@ -15,11 +15,11 @@ threads the exit can reach start so, each with its own answer:
   exit's writes;
 * the lease watch (:class:`~lldsched.threaded.leasewatch.LeaseWatch`), which a worker
   of a shutdown a Ctrl-C cut short starts as it begins a run: that run unwatched;
-* a PostgreSQL store's deadline watcher (:mod:`lldsched.stores.postgres_deadline`; a
+* a PostgreSQL store's deadline watcher (:mod:`lldsched.stores.postgres.deadline`; a
   listener reconnecting as the process exits arms it): the round trip unwatched;
-* its settle writer (:class:`~lldsched.stores.postgres_batch.SettleQueue`): the settle
+* its settle writer (:class:`~lldsched.stores.postgres.batch.SettleQueue`): the settle
   written by its caller;
-* a shared SQLite store's write gate (:mod:`lldsched.stores.sqlite_gate`): the write
+* a shared SQLite store's write gate (:mod:`lldsched.stores.sqlite.gate`): the write
   tries for the lock on its own thread, within the store's ``timeout``.
 
 The others start as before, and a refused one raises.  The exit starts none of them:

@@ -22,7 +22,7 @@ from typing import IO
 from lldsched import FixedRate, Priority, Scheduler
 from lldsched.coordination import CoordinatedStore
 from lldsched.core.context import RunContext
-from lldsched.stores.sqlite_gate import WriteGate
+from lldsched.stores.sqlite.gate import WriteGate
 
 _lock = threading.Lock()  # guards _log: workers of one child append whole lines, one at a time
 _log: list[IO[str]] = []  # the open log file, opened at the first run

@@ -42,7 +42,7 @@ from lldsched import (
 from lldsched.cli import main, storetasks, storeurl
 from lldsched.cli.storetasks import EXAMPLE_STORE
 from lldsched.errors import TaskNotFoundError
-from lldsched.stores.peek import peek_sqlite
+from lldsched.stores.sqlite.peek import peek_sqlite
 from tests import jobs
 from tests.test_cluster_verb_hold import FillingSqlite
 

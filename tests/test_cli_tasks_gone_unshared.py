@@ -14,7 +14,7 @@ import pytest
 
 from lldsched import SqliteTaskStore
 from lldsched.cli import main
-from lldsched.stores.claim import FileClaim, held_unshared
+from lldsched.stores.sqlite.claim import FileClaim, held_unshared
 from tests.test_store_running_row import _crashed_mid_run
 
 GONE = (

@@ -25,7 +25,7 @@ import pytest
 
 from lldsched import CronSchedule, SqliteTaskStore, TaskStatus
 from lldsched.cli import main
-from lldsched.stores.peek import peek_sqlite
+from lldsched.stores.sqlite.peek import peek_sqlite
 from tests.test_cli_tasks_listing import T0, _record, _saved
 
 _S = TaskStatus

@@ -33,8 +33,7 @@ import pytest
 
 from lldsched import Misfire, MisfirePolicy, OneTime, Scheduler, TaskStatus
 from lldsched.model import TaskEvent
-from lldsched.stores import postgres_sql as sql
-from lldsched.stores.postgres import PostgresTaskStore
+from lldsched.stores.postgres import PostgresTaskStore, sql
 from tests import jobs
 from tests.waits import wait_until
 

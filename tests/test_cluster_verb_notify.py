@@ -68,7 +68,7 @@ class Notices:
     that LISTENs from the start."""
 
     def __init__(self, spec: StoreSpec, store: CoordinatedStore) -> None:
-        from lldsched.stores.postgres_driver import psycopg
+        from lldsched.stores.postgres.driver import psycopg
 
         self._channel: str = store._channel  # type: ignore[attr-defined]
         self._connection = psycopg.connect(spec.params["dsn"], autocommit=True)

@@ -368,7 +368,7 @@ def test_the_exit_writes_the_rows_left_stale_where_it_refuses_new_threads(
 
 _GATE_HELD_AT_EXIT = """
 import atexit, logging, threading
-from lldsched.stores.sqlite_gate import THREAD, gate_for
+from lldsched.stores.sqlite.gate import THREAD, gate_for
 
 logging.basicConfig()
 
@@ -393,7 +393,7 @@ def test_the_exit_writes_the_rows_left_stale_past_a_write_lock_held_where_it_ref
     """The script above on a shared SQLite file whose write lock another process holds as
     the interpreter's exit rewrites the row, where that exit starts no thread: the gate's
     thread that waits for the lock past its patience is refused too
-    (lldsched/stores/sqlite_gate.py).  Before, the rewrite raised "can't create new thread
+    (lldsched/stores/sqlite/gate.py).  Before, the rewrite raised "can't create new thread
     at interpreter shutdown" from the gate, the gate stayed busy for the store's later
     writes, and the row said SCHEDULED; now the exit's own thread tries for the lock until
     it is let go, within the store's timeout."""

@@ -465,7 +465,7 @@ def test_killed_after_a_run_that_skipped_slots_a_restart_on_postgresql_has_their
     tmp_path: Path, postgres_server: PostgresServer
 ) -> None:
     """The same on PostgreSQL: the run's settle and the skipped slots' records are one
-    queued settle, one statement (``postgres_batch.py``)."""
+    queued settle, one statement (``postgres/batch.py``)."""
 
     def prepare(stop: int) -> tuple[str, Path]:
         return postgres_server.create_schema(), tmp_path / f"journal-{stop}"

@@ -116,7 +116,7 @@ def diagram() -> tuple[dict[str, str], dict[str, list[str]], set[tuple[str, str]
             box, label = node.groups()
             head, *rest = label.split("<br/>")
             if head.endswith("/"):
-                owners[f"lldsched.{head.rstrip('/')}"] = box
+                owners[f"lldsched.{head.rstrip('/').replace('/', '.')}"] = box
                 names = " · ".join(rest)
                 listed[box] = [name.strip() for name in names.split("·")] if "·" in names else []
             else:
@@ -798,9 +798,12 @@ def test_operations_md_names_every_thread_a_scheduler_starts() -> None:
 
 
 def test_operations_md_names_the_postgresql_stores_threads() -> None:
-    """Every thread a PostgreSQL store starts (a name in lldsched/stores/), and no other."""
+    """Every thread a PostgreSQL store starts (a name in lldsched/stores/postgres/), and
+    no other."""
     made = set()
-    for path in (PACKAGE / "stores").glob("postgres*.py"):
+    modules = sorted((PACKAGE / "stores" / "postgres").glob("*.py"))
+    assert len(modules) > 10  # the store's folder: an empty glob would check nothing
+    for path in modules:
         made |= set(re.findall(r"\"(lldsched-pg-[\w-]+)\"", path.read_text()))
     (sentence,) = re.findall(r"A PostgreSQL store's own threads are (.*?)\.", thread_names_bullet())
     assert set(re.findall(r"`(lldsched-pg-[\w-]+)`", sentence)) == made
@@ -1296,7 +1299,8 @@ def test_upgrading_mds_table_of_schema_versions_is_the_stores_steps() -> None:
     1 up to both stores' current one, and each column, table or index a cell names in
     backticks (``tasks.grid``, ``slot_due``; a verb such as ``run_now`` aside) made by
     that version's step of its store ("the same": the SQLite cell's names)."""
-    from lldsched.stores import postgres_tables, sqlite_schema
+    from lldsched.stores.postgres import tables as postgres_tables
+    from lldsched.stores.sqlite import schema as sqlite_schema
 
     text = (DOCS / "UPGRADING.md").read_text().split("\n## Schema versions\n", 1)[1]
     rows = re.findall(r"^\| (\d+) \| (.*?) \| (.*?) \|$", text, flags=re.M)
@@ -1353,7 +1357,7 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
     "test_cluster_mds_first_example_makes_one_task_of_every_workers_registration",
     ("CLUSTER.md", "sql", "tasks:    + priority"): "test_cluster_mds_schema_is_a_shared_"
     "sqlite_stores_file",
-    ("CLUSTER.md", "sql", "SELECT id, next_run_at"): "a sketch of sqlite_shared._CLAIMABLE "
+    ("CLUSTER.md", "sql", "SELECT id, next_run_at"): "a sketch of sqlite/shared._CLAIMABLE "
     "and TAKE, abridged: not run",
     ("CLUSTER.md", "sh", "pip install '.[postgres]'"): "installs: "
     "test_every_extra_the_documents_name_is_one",
@@ -1363,12 +1367,12 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
         "CLUSTER.md",
         "sql",
         "WITH due AS (",
-    ): "a sketch of postgres_lease_sql.CLAIM, abridged: not run",
+    ): "a sketch of postgres/lease_sql.CLAIM, abridged: not run",
     (
         "CLUSTER.md",
         "sql",
         "WITH given   AS",
-    ): "a sketch of postgres_lease_sql.SETTLE, abridged: not run",
+    ): "a sketch of postgres/lease_sql.SETTLE, abridged: not run",
     ("CRON.md", "", "$ python -m lldsched cron"): "test_the_cron_commands_of_cron_md_print_what_"
     "it_shows",
     ("OPERATIONS.md", "text", "WARNING lldsched.jobs"): "test_operations_mds_failed_run_logs_"

@@ -37,6 +37,9 @@ THREADED, SIM, STORES, VIEWS, CLI = (
     "lldsched.views",
     "lldsched.cli",
 )
+# The two engines of stores/, each a package of its own (docs/decisions/public-api.md,
+# "The store engines are folders of their own").
+SQLITE, POSTGRES = "lldsched.stores.sqlite", "lldsched.stores.postgres"
 
 
 def module_name(path: Path) -> str:
@@ -126,6 +129,25 @@ def test_the_two_runtimes_never_import_each_other(runtime: str, other: str) -> N
 
 def test_stores_import_no_runtime_and_no_view() -> None:
     assert offending(of(STORES), (THREADED, SIM, VIEWS, CLI)) == []
+
+
+@pytest.mark.parametrize(("engine", "other"), [(SQLITE, POSTGRES), (POSTGRES, SQLITE)])
+def test_the_two_store_engines_never_import_each_other(engine: str, other: str) -> None:
+    assert offending(of(engine), (other,)) == []
+
+
+def test_what_the_stores_share_imports_neither_engine() -> None:
+    """The modules of ``stores/`` outside the two engines' folders (the codec, the row
+    checks, the contract, the in-memory store, ...) are what both engines build on: none
+    imports an engine. ``lldsched.stores`` itself re-exports ``SqliteTaskStore``: its
+    ``__init__`` alone may."""
+    shared = {
+        module: names
+        for module, names in of(STORES).items()
+        if module != STORES and not within(module, SQLITE) and not within(module, POSTGRES)
+    }
+    assert "lldsched.stores.codec" in shared and "lldsched.stores.peek" in shared
+    assert offending(shared, (SQLITE, POSTGRES)) == []
 
 
 def test_only_the_cli_imports_the_design_lab_and_the_lab_imports_no_view() -> None:

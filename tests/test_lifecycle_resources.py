@@ -132,8 +132,8 @@ def test_a_postgres_store_dropped_without_close_closes_its_sessions_and_threads(
 def test_a_postgres_listener_stopped_on_its_own_thread_ends_there(postgres_dsn: str) -> None:
     """Where a dropped store is collected on its listener's thread (the collector runs on
     any thread): its close stops that listener from the listener's own thread."""
-    from lldsched.stores.postgres_listen import Listener
-    from lldsched.stores.postgres_sql import channel
+    from lldsched.stores.postgres.listen import Listener
+    from lldsched.stores.postgres.sql import channel
 
     stopped: list[BaseException | None] = []
 

@@ -213,7 +213,7 @@ def test_a_new_sqlite_store_without_wal_names_its_file(
     """Said "SQLite could not use WAL mode here": here being no file a reader could find
     among a process's several stores."""
     from lldsched import SqliteTaskStore
-    from lldsched.stores import sqlite_schema
+    from lldsched.stores.sqlite import schema as sqlite_schema
 
     monkeypatch.setattr(sqlite_schema, "_wal", lambda connection, timeout: "delete")
     path = tmp_path / "jobs.db"
@@ -233,7 +233,7 @@ def test_a_trim_of_a_shared_sqlite_stores_removals_that_failed_says_why_and_wher
     import sqlite3
 
     from lldsched import SqliteTaskStore
-    from lldsched.stores import sqlite_shared
+    from lldsched.stores.sqlite import shared as sqlite_shared
 
     def refused(*args: object, **kwargs: object) -> None:
         raise sqlite3.OperationalError("disk I/O error")

@@ -18,7 +18,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.importpath import import_callable
-from lldsched.stores.claim import sidecar_mode
+from lldsched.stores.sqlite.claim import sidecar_mode
 from tests.test_store_sqlite import snapshot, task
 
 HOSTILE = "x'); DROP TABLE tasks; --\"\\ \x01 lldsched"

@@ -78,12 +78,12 @@ def test_the_simulation_is_imported_where_it_is_first_named() -> None:
 
 def test_a_postgresql_store_compiles_the_unparsable_dsns_patterns_only_for_one() -> None:
     """The patterns that redact a dsn libpq cannot parse cost most of their module's
-    import to compile (lldsched/stores/postgres_redact.py): a dsn that parses never
+    import to compile (lldsched/stores/postgres/redact.py): a dsn that parses never
     compiles them, and one that does not still has its password hidden."""
     _loaded(
         """
-        from lldsched.stores import postgres_redact
-        from lldsched.stores.postgres_redact import redact
+        from lldsched.stores.postgres import redact as postgres_redact
+        from lldsched.stores.postgres.redact import redact
 
         compiled = postgres_redact._compiled.cache_info
         assert "secret" not in redact("host=db password=secret")  # parsed by libpq

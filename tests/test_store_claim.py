@@ -27,8 +27,8 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.stores import claim as claim_module
-from lldsched.stores.claim import FileClaim, briefly, claim_path
+from lldsched.stores.sqlite import claim as claim_module
+from lldsched.stores.sqlite.claim import FileClaim, briefly, claim_path
 from tests import jobs
 from tests.processes import lines_of, parent_of_a_helper
 

@@ -2,7 +2,7 @@
 
 SQLite says a full disk as "database or disk is full" only where it writes a page: at
 the open, a ``-shm`` it cannot make is a "disk I/O error", read as a failing disk.  The
-store adds what the file system says (``no_room`` in ``lldsched/stores/sqlite_file.py``)
+store adds what the file system says (``no_room`` in ``lldsched/stores/sqlite/file.py``)
 to each failure, at the open, at a write and in ``lldsched tasks``.
 
 The disk is real: a 2 MiB tmpfs mounted in a mount namespace of the child's own
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _CHILD = """
 import json, os, sys
 from lldsched import FixedRate, Scheduler, SqliteTaskStore, StoreError
-from lldsched.stores.peek import peek_sqlite
+from lldsched.stores.sqlite.peek import peek_sqlite
 from tests import jobs
 
 folder = sys.argv[1]

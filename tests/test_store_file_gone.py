@@ -4,7 +4,7 @@ SQLite keeps writing to the file it opened: deleted (a cleanup job, an operator'
 ``rm``) or replaced (a restore copied over it, a deploy that recreated the folder), the
 path no longer names it, every write "succeeds" into a file nobody can open again, and
 all of it is gone at the next start.  The store compares the path's device and inode
-with the file's it opened (``lldsched/stores/sqlite_file.py``), at most once every
+with the file's it opened (``lldsched/stores/sqlite/file.py``), at most once every
 ``CHECK_EVERY`` seconds (0 here: at every call), and raises a StoreError naming the
 path: a registration is refused, a write after the fact is the outage said once.
 """
@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import pytest
 
 from lldsched import FakeClock, FixedRate, Scheduler, SqliteTaskStore, StoreError
-from lldsched.stores import sqlite_file
+from lldsched.stores.sqlite import file as sqlite_file
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.conftest import T0
@@ -127,7 +127,7 @@ def test_between_two_checks_a_write_does_not_look(
         os.unlink(store.path)
         store.save(snapshot(task(id="a")))  # not seen yet: written to the deleted file
         later = SimpleNamespace(monotonic=lambda: float("inf"))  # the bound has passed
-        monkeypatch.setattr("lldsched.stores.sqlite_file.time", later)
+        monkeypatch.setattr("lldsched.stores.sqlite.file.time", later)
         with pytest.raises(StoreError, match="was deleted"):
             store.save(snapshot(task(id="b")))
 

@@ -22,7 +22,7 @@ from lldsched import InMemoryTaskStore, OneTime, Scheduler, SqliteTaskStore
 from lldsched.errors import StoreError
 from lldsched.model import Outcome, TaskStatus
 from lldsched.persistence import TaskStore
-from lldsched.stores import sqlite_forks
+from lldsched.stores.sqlite import forks as sqlite_forks
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
 from tests.conftest import T0
@@ -138,7 +138,7 @@ import sys
 import threading
 import time
 from lldsched import SqliteTaskStore
-from lldsched.stores import sqlite_forks
+from lldsched.stores.sqlite import forks as sqlite_forks
 from tests.test_store_sqlite import snapshot, task
 
 sqlite_forks.FORK_WAIT = 0.0  # the save below outlasts the fork's wait
@@ -182,7 +182,7 @@ def store_of_one_task(tmp_path: Path, request: pytest.FixtureRequest) -> Iterato
 @pytest.fixture
 def outlasting_the_fork_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fork waits for no call under way on a file store: each call the test holds across
-    a fork stands for one that outlasts the wait (lldsched/stores/sqlite_forks.py)."""
+    a fork stands for one that outlasts the wait (lldsched/stores/sqlite/forks.py)."""
     monkeypatch.setattr(sqlite_forks, "FORK_WAIT", 0.0)
 
 
@@ -522,7 +522,7 @@ def test_a_store_a_child_opens_on_a_file_its_parent_was_writing_at_the_fork_writ
     thread of its own would end, so every write of the store it opened after the fork
     (the gunicorn recipe's ``post_fork``) failed "database is locked", holding the write
     gate the while: every other process's writes waited on it.  The fork now waits for
-    the call under way (lldsched/stores/sqlite_forks.py).  Here the parent's thread
+    the call under way (lldsched/stores/sqlite/forks.py).  Here the parent's thread
     holds a verb's write transaction until the fork begins."""
     path = tmp_path / "tasks.db"
     with SqliteTaskStore(path, shared=True) as store:

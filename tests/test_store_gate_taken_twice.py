@@ -1,5 +1,5 @@
 """A shared SQLite store's write gate taken twice without a release between
-(lldsched/stores/sqlite_gate.py; docs/decisions/persistence.md, "Persistence").
+(lldsched/stores/sqlite/gate.py; docs/decisions/persistence.md, "Persistence").
 
 The gate is not re-entrant, and said so, but a second take passed silently: ``flock``
 on a descriptor that holds the lock succeeds, and that take's release let the lock go
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lldsched.stores.sqlite_gate import WRITE, WriteGate, WriteGateTakenTwice
+from lldsched.stores.sqlite.gate import WRITE, WriteGate, WriteGateTakenTwice
 from tests.test_store_hold_nested import gate_taken
 from tests.waits import wait_until
 

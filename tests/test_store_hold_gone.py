@@ -1,5 +1,5 @@
 """A shared SQLite store's verb hold whose transaction SQLite rolled back refuses the calls
-after (lldsched/stores/sqlite_connection.py, ``_Using``; docs/decisions/persistence.md,
+after (lldsched/stores/sqlite/connection.py, ``_Using``; docs/decisions/persistence.md,
 "Persistence").
 
 SQLite rolls a whole transaction back when a statement inside fails with a full disk or

@@ -52,7 +52,7 @@ from tests.test_store_sqlite import snapshot, task
 
 Opener = Callable[..., PostgresTaskStore]
 
-LOCK_TIMEOUT = (  # PostgreSQL's words, then what they mean for the store (postgres_redact)
+LOCK_TIMEOUT = (  # PostgreSQL's words, then what they mean for the store (postgres/redact)
     "canceling statement due to lock timeout (a lock_timeout set for the role or the "
     "database ran out: another session holds a lock on the store's tables (pg_locks "
     "names it)) (SQLSTATE 55P03)"

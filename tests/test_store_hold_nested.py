@@ -7,7 +7,7 @@ holds is let go at the inner one's end.  PostgreSQL did so already
 (``PostgresTaskStore._hold_inside``).  On SQLite the inner hold's ``BEGIN IMMEDIATE``
 failed ("cannot start a transaction within a transaction"), taken for a write lock not
 had within ``timeout``: the block ran in the outer transaction all the same, but the
-failed begin let the write gate go (:mod:`lldsched.stores.sqlite_gate`), which the outer
+failed begin let the write gate go (:mod:`lldsched.stores.sqlite.gate`), which the outer
 hold held, so the other processes' writes passed it and waited in SQLite's busy handler;
 and an error raised inside the inner hold came chained to SQLite's.
 """
@@ -25,7 +25,7 @@ import pytest
 from lldsched import SqliteTaskStore, TaskStatus
 from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.sqlite_gate import WRITE
+from lldsched.stores.sqlite.gate import WRITE
 from tests.test_store_hold_messages import filling, paused
 from tests.test_store_sqlite import snapshot, task
 

@@ -6,7 +6,7 @@ The claim is a ``flock`` on ``tasks.db.lock``; deleted, it let the next opener i
 beside the store: a second unshared scheduler on the file (every task run twice), or an
 operator's ``lldsched tasks ... pause`` that said "paused" while the running scheduler
 overwrote the row.  The store now checks its lock file as often as its own file
-(``lldsched/stores/claim.py``, ``FileClaim.check``; at every call here).
+(``lldsched/stores/sqlite/claim.py``, ``FileClaim.check``; at every call here).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from lldsched import FakeClock, FixedRate, Scheduler, SqliteTaskStore, StoreError
-from lldsched.stores import sqlite_file
-from lldsched.stores.claim import claim_path
+from lldsched.stores.sqlite import file as sqlite_file
+from lldsched.stores.sqlite.claim import claim_path
 from tests import jobs
 from tests.conftest import T0
 from tests.test_store_sqlite import snapshot, task
@@ -94,7 +94,7 @@ def test_a_shared_store_claims_its_file_again_at_its_next_claim(tmp_path: Path) 
 _RUNNING = """
 import sys
 from lldsched import FixedRate, Scheduler, SqliteTaskStore
-from lldsched.stores import sqlite_file
+from lldsched.stores.sqlite import file as sqlite_file
 from tests import jobs
 
 sqlite_file.CHECK_EVERY = 0.0

@@ -35,7 +35,7 @@ from lldsched.errors import StoreError
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.decorators import describe
 from lldsched.stores.codec import NotImported, SharedParts, decode_task, encode_task
-from lldsched.stores.peek import peek_sqlite
+from lldsched.stores.sqlite.peek import peek_sqlite
 from tests import jobs
 
 

@@ -35,9 +35,9 @@ from lldsched.coordination import CoordinatedStore
 from lldsched.persistence import HistoryStore
 from lldsched.stores.codec import encode_task
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_listen import Listener, with_timeouts
-from lldsched.stores.postgres_redact import redact
-from lldsched.stores.postgres_tables import SCHEMA_VERSION
+from lldsched.stores.postgres.listen import Listener, with_timeouts
+from lldsched.stores.postgres.redact import redact
+from lldsched.stores.postgres.tables import SCHEMA_VERSION
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.pg_server import PostgresServer
@@ -288,7 +288,7 @@ def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
     postgres_dsn: str,
 ) -> None:
     """Version 5 indexes the removals by task: a row registered again starts one past its
-    id's removals (``postgres_tables.FIRST_VERSION``), looked up at every registration.  A
+    id's removals (``postgres/tables.FIRST_VERSION``), looked up at every registration.  A
     database of version 4 gains the index, and keeps its tasks and removals."""
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept")))
@@ -751,12 +751,19 @@ def test_a_closed_store_says_so(postgres_dsn: str) -> None:
     assert "closed" in repr(store) and "***" in repr(store)
 
 
+def forget_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The PostgreSQL store's package and every module of it taken out of ``sys.modules``
+    (put back after the test), so that importing the package runs it, as a process that
+    never imported it does: its ``__init__`` imports the store, which imports psycopg."""
+    for name in [name for name in sys.modules if name.startswith("lldsched.stores.postgres")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
 def test_without_psycopg_importing_the_store_names_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    for name in ("lldsched.stores.postgres", "lldsched.stores.postgres_driver"):
-        monkeypatch.delitem(sys.modules, name)
+    forget_the_store(monkeypatch)
     with pytest.raises(ImportError, match=r"lldsched\[postgres\]"):
         importlib.import_module("lldsched.stores.postgres")
 
@@ -770,8 +777,7 @@ def test_with_a_psycopg_older_than_3_3_importing_the_store_names_the_version_and
     import, not a TypeError in that thread at the first notification, nor an
     AttributeError at the end of every verb's hold (what psycopg 3.2 gave)."""
     monkeypatch.setattr(psycopg, "__version__", version)
-    for name in ("lldsched.stores.postgres", "lldsched.stores.postgres_driver"):
-        monkeypatch.delitem(sys.modules, name)
+    forget_the_store(monkeypatch)
     found = re.escape(version)
     with pytest.raises(
         ImportError, match=rf"psycopg 3\.3 or newer, found {found}.*lldsched\[postgres\]"
@@ -852,7 +858,7 @@ def test_a_retired_task_registered_again_by_id_on_a_reopened_store_is_replaced(
 def test_a_listener_whose_server_is_away_says_it_once_and_when_it_listens_again(
     postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lldsched.stores import postgres_listen
+    from lldsched.stores.postgres import listen as postgres_listen
 
     monkeypatch.setattr(postgres_listen, "_RECONNECT", 0.01)
     with socket.socket() as probe:  # a port nothing listens on: every attempt is refused

@@ -20,11 +20,9 @@ import pytest
 
 from lldsched import OneTime, Scheduler, StoreError, TaskStatus
 from lldsched.coordination import Claim
-from lldsched.stores import postgres_batch
-from lldsched.stores import postgres_lease_sql as lease_sql
-from lldsched.stores import postgres_sql as sql
-from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_batch import Pending, SettleQueue
+from lldsched.stores.postgres import PostgresTaskStore, lease_sql, sql
+from lldsched.stores.postgres import batch as postgres_batch
+from lldsched.stores.postgres.batch import Pending, SettleQueue
 from tests import jobs
 from tests.conftest import T0
 from tests.exitthreads import refusing_threads

@@ -17,9 +17,8 @@ import pytest
 from lldsched import Outcome, TaskStatus
 from lldsched.coordination import Claim
 from lldsched.errors import LeaseLost, StoreError
-from lldsched.stores import postgres_sql as sql
 from lldsched.stores import removals as removals_rule
-from lldsched.stores.postgres import PostgresTaskStore
+from lldsched.stores.postgres import PostgresTaskStore, sql
 from tests.conftest import T0
 from tests.pg_server import PostgresServer
 from tests.test_store_postgres_open_together import LEVEL_IDS, LEVELS, with_isolation

@@ -19,8 +19,8 @@ import pytest
 
 from lldsched import StoreError
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_deadline import Deadline
-from lldsched.stores.postgres_listen import Listener
+from lldsched.stores.postgres.deadline import Deadline
+from lldsched.stores.postgres.listen import Listener
 from tests.exitthreads import REFUSED, refusing_threads
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy

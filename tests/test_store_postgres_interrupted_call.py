@@ -43,7 +43,7 @@ import pytest
 from lldsched import FakeClock, FixedRate, Priority, Scheduler, TaskStatus
 from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_connection import CANCEL_TIMEOUT
+from lldsched.stores.postgres.connection import CANCEL_TIMEOUT
 from tests import jobs
 from tests.conftest import T0
 from tests.pg_faults import fail_in_wait

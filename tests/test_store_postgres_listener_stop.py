@@ -1,5 +1,5 @@
 """The PostgreSQL listener's ``stop()`` closes both ends of the socket pair that wakes
-its thread, on every path (lldsched.stores.postgres_listen.Listener).
+its thread, on every path (lldsched.stores.postgres.listen.Listener).
 
 A ``stop()`` while the thread was still connecting (a server that accepts and answers
 nothing, within ``connect_timeout``) left both sockets open, to the garbage collector
@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from lldsched.stores.postgres_listen import Listener
+from lldsched.stores.postgres.listen import Listener
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy
 from tests.waits import wait_until

@@ -25,8 +25,7 @@ from typing import Any
 import pytest
 
 from lldsched import StoreError, TaskStatus
-from lldsched.stores import postgres_lease_sql as lease_sql
-from lldsched.stores.postgres import PostgresTaskStore
+from lldsched.stores.postgres import PostgresTaskStore, lease_sql
 from tests.conftest import T0
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy

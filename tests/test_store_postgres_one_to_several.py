@@ -7,7 +7,7 @@ other.  A PostgreSQL store has one mode (``shared`` is always True) and
 takes every number from the server (the ``records.seq`` and ``tasks.position``
 identities, the ``fencing_token`` and ``dead_letter_seq`` sequences, the row's
 ``version``), so nothing is to be caught up on a move, unlike a SQLite file used
-unshared first (``count_records`` in ``lldsched/stores/sqlite_shared.py``)."""
+unshared first (``count_records`` in ``lldsched/stores/sqlite/shared.py``)."""
 
 from __future__ import annotations
 

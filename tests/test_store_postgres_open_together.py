@@ -1,6 +1,6 @@
 """Nodes started at the same instant on a PostgreSQL database with no schema yet, or with an
 older one: each opener waits for the others' install under one advisory lock
-(``lldsched/stores/postgres_schema.py``), so the schema is created, or upgraded, once and
+(``lldsched/stores/postgres/schema.py``), so the schema is created, or upgraded, once and
 every node opens it (docs/CLUSTER.md, "PostgreSQL: `PostgresTaskStore`").
 
 The race is forced, not hoped for: the test holds the install's advisory lock until every
@@ -18,13 +18,13 @@ import pytest
 
 from lldsched import OneTime, Scheduler
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_tables import SCHEMA_VERSION
+from lldsched.stores.postgres.tables import SCHEMA_VERSION
 from tests import jobs
 from tests.test_store_postgres import BEFORE_9, schema_of
 from tests.waits import wait_until
 
 OPENERS = 3
-INSTALL_LOCK = 7106659  # the install's advisory lock key (postgres_schema.SchemaInstall)
+INSTALL_LOCK = 7106659  # the install's advisory lock key (postgres/schema.SchemaInstall)
 
 WAITING = """
 SELECT count(*) FROM pg_catalog.pg_locks

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 
 from lldsched import FakeClock, FixedRate, Scheduler, StoreError, TaskNotFoundError, TaskStatus
-from lldsched.stores.peek import peek_postgres
 from lldsched.stores.postgres import PostgresTaskStore
+from lldsched.stores.postgres.peek import peek_postgres
 from tests import jobs
 from tests.conftest import T0
 from tests.test_store_sqlite import snapshot, task

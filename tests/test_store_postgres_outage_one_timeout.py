@@ -54,7 +54,7 @@ def store(postgres_server: PostgresServer, postgres_dsn: str, proxy: TcpProxy) -
         yield store
     finally:
         # Reset first: the listener's reconnection the black hole holds fails at once,
-        # which close() waited for otherwise (up to 2 s: postgres_listen's stop()).
+        # which close() waited for otherwise (up to 2 s: postgres/listen's stop()).
         proxy.reset()
         proxy.heal()
         store.close()

@@ -25,7 +25,7 @@ import pytest
 
 from lldsched import FixedRate, Scheduler, StoreError
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_listen import Listener
+from lldsched.stores.postgres.listen import Listener
 from tests import jobs
 from tests.pg_faults import fail_in_wait
 from tests.waits import wait_until

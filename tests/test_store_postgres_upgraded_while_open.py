@@ -14,8 +14,8 @@ import pytest
 
 from lldsched import OneTime, RunContext, Scheduler, StoreError
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_sql import DB_NOW
-from lldsched.stores.postgres_tables import SCHEMA_VERSION
+from lldsched.stores.postgres.sql import DB_NOW
+from lldsched.stores.postgres.tables import SCHEMA_VERSION
 from tests.conftest import T0
 from tests.test_store_sqlite import snapshot, task
 from tests.waits import wait_until

@@ -4,7 +4,7 @@ SQLite opens a file it may not write read-only without a word: the store restore
 every task, and its scheduler then stored nothing (a registration refused with
 "attempt to write a readonly database"; a service registering the same jobs again
 writes nothing and so started "fine", in an outage from its first run, its records
-lost).  Now :func:`~lldsched.stores.sqlite_file.refuse_read_only` refuses the file, or
+lost).  Now :func:`~lldsched.stores.sqlite.file.refuse_read_only` refuses the file, or
 its ``-wal`` or ``-shm``, before SQLite opens it.  A folder SQLite may not create the
 ``-shm`` in says so too, naming the folder.
 

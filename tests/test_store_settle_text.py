@@ -7,7 +7,7 @@ lease is still held (no ``LeaseLost``, nothing counted in ``rejected``), so the 
 the run once its text is one a store keeps (``errors.escaped``).
 
 On PostgreSQL a settle is queued and written with the others waiting, in one statement
-(``stores/postgres_batch.py``): a settle refused so never joins the queue, and the good
+(``stores/postgres/batch.py``): a settle refused so never joins the queue, and the good
 settles batched beside it are all written.  Without the check, its text reached the
 driver inside the batch: a lone surrogate raised a bare ``UnicodeEncodeError`` out of
 ``flush()`` and a NUL failed the statement, and every settle of that batch was lost

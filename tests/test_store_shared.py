@@ -30,10 +30,10 @@ from lldsched.errors import LeaseLost, ValidationError
 from lldsched.model import Outcome
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores import removals as removals_rule
-from lldsched.stores import sqlite_shared
 from lldsched.stores.sqlite import SCHEMA_VERSION
-from lldsched.stores.sqlite_gate import WriteGate
-from lldsched.stores.sqlite_shared import SharedState
+from lldsched.stores.sqlite import shared as sqlite_shared
+from lldsched.stores.sqlite.gate import WriteGate
+from lldsched.stores.sqlite.shared import SharedState
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.waits import wait_until
@@ -424,7 +424,7 @@ def test_a_slot_found_blocked_stands_only_while_the_row_is_the_write_that_kept_i
     ran there), and a run it added then (``run_now``) left the slot BLOCKED again.  Before,
     the slot was read while the row was still due when it was written: that wait read the
     earlier wait's slot.  Each write of an older process makes a new version, as every
-    shared write does (``sqlite_shared.bump``)."""
+    shared write does (``sqlite/shared.bump``)."""
     _saved_job(
         path, status=TaskStatus.BLOCKED, next_run_at=T0 + 1800, blocked_due=T0, blocked_slot=T0
     )
@@ -1198,7 +1198,7 @@ def test_a_resume_elsewhere_after_a_pause_here_during_a_run_leaves_the_task_runn
     """Paused here during its run, resumed elsewhere before its settle, whose process had
     not read the resume: the task is runnable from the run's next slot, as one process
     returns a task resumed mid-run to its run, and as PostgreSQL's settle decides
-    (``postgres_lease_sql._AS_RESUMED``).  The settle once wrote its own PAUSED over the
+    (``postgres/lease_sql._AS_RESUMED``).  The settle once wrote its own PAUSED over the
     resume: the task stayed paused, though the last verb said run."""
     first, second = pair
     second.load_all()

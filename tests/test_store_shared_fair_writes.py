@@ -1,4 +1,4 @@
-"""Shared SQLite writers take the write lock in turn (lldsched/stores/sqlite_gate.py;
+"""Shared SQLite writers take the write lock in turn (lldsched/stores/sqlite/gate.py;
 docs/decisions/persistence.md, "Shared SQLite writers take the write lock in turn").
 
 SQLite's busy handler sleeps and tries again: a writer whose transactions come back to
@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 
 from lldsched import SqliteTaskStore, StoreError
-from lldsched.stores.sqlite_gate import THREAD, WRITE, WriteLockTimeout, gate_for
-from lldsched.stores.sqlite_rows import immediate
+from lldsched.stores.sqlite.gate import THREAD, WRITE, WriteLockTimeout, gate_for
+from lldsched.stores.sqlite.rows import immediate
 from tests.forking import in_child
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Every write of a shared SQLite store passes its write gate (lldsched/stores/sqlite_gate.py,
+"""Every write of a shared SQLite store passes its write gate (lldsched/stores/sqlite/gate.py,
 "Gated"), the two that were written before the gate included: the definition a process
 writes at once for a run it holds (a modify, reschedule or replacement during the run)
 and the attempt owed for a ``running`` row no lease holds (``owe``).  Both took SQLite's

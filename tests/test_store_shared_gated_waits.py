@@ -1,5 +1,5 @@
 """A shared SQLite store's writes at open pass its gate, and a gated write waits within
-the store's ``timeout`` in all (lldsched/stores/sqlite_gate.py; docs/decisions/persistence.md,
+the store's ``timeout`` in all (lldsched/stores/sqlite/gate.py; docs/decisions/persistence.md,
 "Shared SQLite writers take the write lock in turn").
 
 Writes at open (creating the file, migrating it, catching the record counter up) took
@@ -26,7 +26,7 @@ import pytest
 
 from lldsched import SqliteTaskStore, StoreError
 from lldsched.stores.sqlite import SCHEMA_VERSION
-from lldsched.stores.sqlite_gate import PATIENCE, THREAD, WRITE, WriteGate, gate_for
+from lldsched.stores.sqlite.gate import PATIENCE, THREAD, WRITE, WriteGate, gate_for
 from tests.exitthreads import refusing_threads
 from tests.test_store_shared_fair_writes import writing
 from tests.waits import wait_until

@@ -24,7 +24,7 @@ import pytest
 
 from lldsched import FakeClock, FixedRate, Scheduler, SqliteTaskStore, StoreError
 from lldsched.errors import StoreClosedError
-from lldsched.stores import sqlite_file
+from lldsched.stores.sqlite import file as sqlite_file
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.conftest import T0

@@ -32,7 +32,7 @@ from lldsched import FakeClock, FixedRate, Priority, Scheduler, StoreError, Task
 from lldsched.storecalls import HoldNotCommitted
 from lldsched.stores import codec
 from lldsched.stores.sqlite import SqliteTaskStore
-from lldsched.stores.sqlite_gate import WriteGate
+from lldsched.stores.sqlite.gate import WriteGate
 from tests import jobs
 from tests.conftest import T0
 from tests.test_cluster_verb_hold import status
@@ -250,7 +250,7 @@ def test_load_alls_rewrite_of_a_renamed_callable_rolls_back_what_is_left_open_fi
             assert not writable(path)  # its transaction left open
             return rename(*args, **kwargs)
 
-        monkeypatch.setattr("lldsched.stores.sqlite_reads.renamed", interrupted_first)
+        monkeypatch.setattr("lldsched.stores.sqlite.reads.renamed", interrupted_first)
         with caplog.at_level(logging.WARNING, logger="lldsched"):
             loaded = store.load_all()
         assert [s.task.id for s in loaded] == ["a"] and loaded[0].task.action is moved_job

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from lldsched import SqliteTaskStore, StoreError
-from lldsched.stores.claim import FileClaim
-from lldsched.stores.sqlite_gate import THREAD, WriteGate, gate_for
+from lldsched.stores.sqlite.claim import FileClaim
+from lldsched.stores.sqlite.gate import THREAD, WriteGate, gate_for
 from tests.forking import in_child
 from tests.waits import wait_until
 

@@ -38,7 +38,7 @@ from lldsched.coordination import Change
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, RetryPolicy
 from lldsched.stores import codec
-from lldsched.stores.postgres_tables import SCHEMA_VERSION
+from lldsched.stores.postgres.tables import SCHEMA_VERSION
 from lldsched.stores.unreadable import Unreadable
 
 if TYPE_CHECKING:
@@ -878,12 +878,13 @@ def test_a_definition_that_failed_is_tried_again_only_once_its_text_changes(
 def test_the_commands_upgrading_md_gives_to_read_a_releases_schema_print_it() -> None:
     """ "Read it in that release ...: ``python -c "from lldsched.stores.sqlite import
     SCHEMA_VERSION; ..."`` (for PostgreSQL, ``MODULE``'s)": the module named for
-    PostgreSQL was ``lldsched.stores.postgres_sql``, which has no ``SCHEMA_VERSION``
-    (an ImportError for the operator who ran it); it is ``postgres_tables``'s."""
+    PostgreSQL was ``lldsched.stores.postgres.sql``, which has no ``SCHEMA_VERSION``
+    (an ImportError for the operator who ran it); it is ``postgres/tables``'s."""
     import re
     import subprocess
 
-    from lldsched.stores import postgres_tables, sqlite_schema
+    from lldsched.stores.postgres import tables as postgres_tables
+    from lldsched.stores.sqlite import schema as sqlite_schema
 
     text = " ".join((Path(__file__).parent.parent / "docs" / "UPGRADING.md").read_text().split())
     found = re.search(r'`python -c "([^"`]+)"` \(for PostgreSQL, `([\w.]+)`\'s\)', text)

@@ -8,7 +8,7 @@ SQLAlchemy (APScheduler's job stores) reads ``sqlite:///jobs.db`` as the relativ
 refusal says so and names ``sqlite:jobs.db`` (:func:`_relative_meant`); so it does for a
 ``~`` no shell expanded (``sqlite:~/jobs.db``, :func:`_home_meant`).  A dsn's
 password is never shown: every message names the store as
-:func:`~lldsched.stores.postgres_redact.redact` (or, before psycopg is imported,
+:func:`~lldsched.stores.postgres.redact.redact` (or, before psycopg is imported,
 :func:`~lldsched.redaction.hide_passwords`) gives it.
 
 To read, a :class:`~lldsched.stores.peek.Peek` (nothing imported, nothing written, no claim).
@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from lldsched.errors import StoreError
 from lldsched.redaction import hide_passwords
 from lldsched.runtime import Runtime
-from lldsched.stores.peek import Peek, peek_postgres, peek_sqlite
+from lldsched.stores.peek import Peek
+from lldsched.stores.sqlite.peek import peek_sqlite
 
 if TYPE_CHECKING:
     from lldsched.stores.postgres import PostgresTaskStore
@@ -82,7 +83,9 @@ def peek(store: StoreName) -> Peek:
         except StoreError as exc:
             hint = _relative_meant(store.target) or _home_meant(store.target)
             raise StoreError(f"{exc}{hint}") from None
-    return peek_postgres(store.target)  # psycopg imported there, only then
+    from lldsched.stores.postgres.peek import peek_postgres  # psycopg imported only then
+
+    return peek_postgres(store.target)
 
 
 def _relative_meant(path: str) -> str:
@@ -123,14 +126,14 @@ class HeldUnshared(StoreError):
 def act_on(store: StoreName, command: str = "python -m lldsched tasks") -> Iterator[Runtime]:
     """A scheduler on ``store``, never started, for its verbs; shut down and its store
     closed at the end.  :class:`HeldUnshared` for an SQLite file held unshared.  An SQLite
-    file's shared claim is ``command``'s (:func:`~lldsched.stores.claim.briefly`): a
+    file's shared claim is ``command``'s (:func:`~lldsched.stores.sqlite.claim.briefly`): a
     service starting unshared in that moment is told so, and to start again."""
     from lldsched import Scheduler
 
     opened: SqliteTaskStore | PostgresTaskStore
     if store.engine == "sqlite":
-        from lldsched.stores.claim import FileClaim, briefly
         from lldsched.stores.sqlite import SqliteTaskStore
+        from lldsched.stores.sqlite.claim import FileClaim, briefly
 
         with briefly(command):
             try:  # the shared claim is refused while an unshared store holds the file

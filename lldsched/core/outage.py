@@ -124,7 +124,7 @@ HELD_SETTLES = 1000
 """The runs' settles an outage holds on a shared store (:attr:`Outage.settles`), in all;
 past them the oldest are dropped, counted: their runs are taken over once their leases
 expire (the PostgreSQL store holds its own failed batches alike:
-``postgres_batch.HELD_SETTLES``)."""
+``postgres/batch.HELD_SETTLES``)."""
 
 
 class Outage:
@@ -285,7 +285,7 @@ class OutageWrites(StoreInterrupts):
         ends, said in one warning-level line.  Callers test :attr:`outage` first (None:
         nothing to do, one attribute test a write).  ``rewritten`` and ``late``: the rows
         and the records of runs this call itself wrote again, held by its caller since it
-        failed (the PostgreSQL store's settles held: ``postgres_batch.SettleQueue.hold``),
+        failed (the PostgreSQL store's settles held: ``postgres/batch.SettleQueue.hold``),
         counted in the line that ends the outage; ``refused``: the settles among them the
         store refused by their tokens (their leases taken over meanwhile: not stored, and
         no row left stale either, the run that took each over counting)."""

@@ -55,7 +55,7 @@ process took it over meanwhile the store refuses it (logged, counted in ``reject
 and that process runs the slot, as before.  Before, such a settle was dropped: its
 record lost, its slot run again once its lease expired.  (The PostgreSQL store's settles
 are written by a thread of its own: it holds its failed batches alike,
-``postgres_batch.SettleQueue.hold``.)  Any other write
+``postgres/batch.SettleQueue.hold``.)  Any other write
 (one no lease fences: a dependency wait ended in this process, which is the one process
 to end it, so nobody else would ever write that row; a verb's ``pause`` or ``cancel``; a
 ``remove``'s delete, then as a purge) is written again at the timer's first store call

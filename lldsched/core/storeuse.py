@@ -2,7 +2,7 @@
 no other runtime uses the store meanwhile.
 
 A store object is one writer.  An unshared SQLite store's claim on its file
-(:mod:`lldsched.stores.claim`) refuses a second *store* on the file, in this process
+(:mod:`lldsched.stores.sqlite.claim`) refuses a second *store* on the file, in this process
 or another, but it cannot see a second *scheduler* given the same store object: two
 running on one unshared store each restored every task and ran it, every slot twice.
 A shared store object is one node (its node id, its leases, the versions its change

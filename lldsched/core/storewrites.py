@@ -245,7 +245,7 @@ class StoreWrites(StaleRows):
         (``"claim"``, ``"release of task-1"``); ``writes``: the task writes it carried
         that are not stored (a batch of settles: one each, the first time it fails);
         ``dropped``: the records the caller held and let go past its bound (the
-        PostgreSQL store's settles held: ``postgres_batch.HELD_SETTLES``).  Logged as
+        PostgreSQL store's settles held: ``postgres/batch.HELD_SETTLES``).  Logged as
         :meth:`failed` logs a write (called in an ``except`` block).  ValueError,
         nothing counted, for a ``kind`` :data:`ENDED_BY` does not name."""
         check_kind(kind)

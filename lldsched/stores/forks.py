@@ -5,7 +5,7 @@ another process.
 A store object is one process's: its connection (SQLite's file locks are not
 inherited by a child, and a PostgreSQL socket carries one session), its node id,
 the leases it holds, and for an unshared SQLite store the claim on the file (an
-``flock`` the child inherits, and lets go of at the fork: :mod:`lldsched.stores.claim`;
+``flock`` the child inherits, and lets go of at the fork: :mod:`lldsched.stores.sqlite.claim`;
 used there, the store would run every task a second time).  A server that opens the
 store before it forks its workers (gunicorn's ``--preload``, a module-level store)
 would give every worker the same one.  So each store notes the process that opened

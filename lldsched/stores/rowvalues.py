@@ -80,7 +80,7 @@ def check_take_over(task_id: str, status: object) -> None:
 
 def said(table: str, key: str, column: str, value: object, expected: str) -> str:
     """How a value a store cannot read is named, the one wording of every store's rows
-    (``sqlite_rows.misread``, the SQLite open's scan, too): ``"table tasks, row id='b',
+    (``sqlite/rows.misread``, the SQLite open's scan, too): ``"table tasks, row id='b',
     column attempt holds the integer -1, where the store writes an integer >= 0"``.  The
     value is quoted by :func:`~lldsched.errors.shown` (a long text by its start)."""
     kind = _KIND.get(type(value), type(value).__name__)
@@ -93,7 +93,7 @@ def said(table: str, key: str, column: str, value: object, expected: str) -> str
 class Undecodable(bytes):
     """A text a store read that is not UTF-8 (written by another tool, or damaged), kept
     as its bytes for the row's check to name (SQLite keeps any bytes as text; its driver
-    failed the whole read, every row's, naming no task: ``sqlite_rows.fetch``)."""
+    failed the whole read, every row's, naming no task: ``sqlite/rows.fetch``)."""
 
 
 _KIND = {str: "text", int: "integer", float: "real", bytes: "blob", bool: "boolean"}

@@ -6,8 +6,8 @@ collector finds still open closes itself and says so with a ``ResourceWarning``
 dev``, ``-W error::ResourceWarning``): the way a forgotten ``close()`` is found.  A
 durable store (:class:`~lldsched.stores.sqlite.SqliteTaskStore`,
 :class:`~lldsched.stores.postgres.PostgresTaskStore`) and the parts of an SQLite store
-that hold a descriptor (its file claim, :class:`~lldsched.stores.claim.FileClaim`, and
-a shared store's write gate, :class:`~lldsched.stores.sqlite_gate.WriteGate`) do the
+that hold a descriptor (its file claim, :class:`~lldsched.stores.sqlite.claim.FileClaim`, and
+a shared store's write gate, :class:`~lldsched.stores.sqlite.gate.WriteGate`) do the
 same from their ``__del__`` through :func:`collected`: a ``ResourceWarning``, "unclosed
 " and the object's repr (its path, or its dsn with the password as ``***``), then the
 close.  Before, they closed themselves in silence, and a store left to the collector
