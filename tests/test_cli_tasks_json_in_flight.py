@@ -20,7 +20,7 @@ import pytest
 from lldsched import FixedRate, Scheduler, SqliteTaskStore
 from lldsched.cli import main
 from lldsched.coordination import Lease
-from lldsched.stores.claim import FileClaim
+from lldsched.stores.sqlite.claim import FileClaim
 from tests import jobs
 from tests.cluster import StoreSpec
 from tests.test_cli_tasks_in_flight import in_flight, listed, tasks

@@ -1,7 +1,7 @@
 """A child forked while a call of its parent was inside a SQLite file is refused that file.
 
 A fork waits up to ``sqlite_forks.FORK_WAIT`` (1 s) for the calls under way on this
-process's file stores (lldsched/stores/sqlite_forks.py).  A call that outlasted it (one
+process's file stores (lldsched/stores/sqlite/forks.py).  A call that outlasted it (one
 waiting for another process's lock), or a store's constructor under way (which it did not
 wait for at all), left SQLite's locks on the file copied into the child as held, with no
 thread there to let them go: a store the child opened on that file (gunicorn's
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from lldsched import SqliteTaskStore
-from lldsched.stores import sqlite_forks
+from lldsched.stores.sqlite import forks as sqlite_forks
 from tests.forking import in_child
 from tests.test_store_sqlite import snapshot, task
 
