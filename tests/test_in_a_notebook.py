@@ -7,7 +7,10 @@ Jupyter notebook", says holds.
   finished (ipykernel's rule for a thread it did not start);
 * with ``logging.basicConfig()`` a job that gives up shows its traceback, the user's
   own line in it, under the cell that ran;
-* a task shows its next run as an instant a person reads (before: epoch seconds).
+* a task shows its next run as an instant a person reads (before: epoch seconds);
+* a store refused because this process holds the file says that a shutdown leaves a
+  store open, and where the notebook's recipe is (before: "close that store", which a
+  cell that opened it inline cannot reach once its scheduler is shut down).
 
 One kernel for the module (a start is a second or two); every wait is on a message
 the kernel sends, bounded by a timeout, never a sleep.
@@ -26,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, OneTime, Scheduler
+from lldsched import FakeClock, FixedRate, OneTime, Scheduler, SqliteTaskStore, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "GUIDE.md"
@@ -206,3 +209,19 @@ def test_a_task_shows_its_next_run_as_an_instant_a_person_reads() -> None:
     scheduler.cancel("once")
     assert repr(once).endswith(" cancelled next_run_at=never attempt=0>"), repr(once)
     assert scheduler.shutdown()
+
+
+def test_a_file_this_process_holds_says_a_shutdown_leaves_its_store_open(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:  # the cell's first run (its store inline there)
+        first = Scheduler(store=store)
+        first.start()
+        assert first.shutdown()
+        with pytest.raises(StoreError) as refused:  # the cell again: the old store open
+            SqliteTaskStore(path)
+    said = str(refused.value)
+    assert "already open in this process (another SqliteTaskStore on the same file, not " in said
+    assert "closed: a scheduler's shutdown leaves its store open; a notebook's cell run " in said
+    assert (
+        "again: https://github.com/lldsched/lldsched/blob/main/docs/GUIDE.md#in-a-jupyter-" in said
+    )
