@@ -10,7 +10,9 @@ Jupyter notebook", says holds.
 * a task shows its next run as an instant a person reads (before: epoch seconds);
 * a store refused because this process holds the file says that a shutdown leaves a
   store open, and where the notebook's recipe is (before: "close that store", which a
-  cell that opened it inline cannot reach once its scheduler is shut down).
+  cell that opened it inline cannot reach once its scheduler is shut down);
+* an ``isolation="process"`` job runs the code its worker process imported until the
+  scheduler is built again (what the guide says of ``%autoreload``).
 
 One kernel for the module (a start is a second or two); every wait is on a message
 the kernel sends, bounded by a timeout, never a sleep.
@@ -30,6 +32,7 @@ from typing import Any
 import pytest
 
 from lldsched import FakeClock, FixedRate, OneTime, Scheduler, SqliteTaskStore, StoreError
+from lldsched.threaded.processes import SUPPORTED as PROCESSES
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "GUIDE.md"
@@ -225,3 +228,27 @@ def test_a_file_this_process_holds_says_a_shutdown_leaves_its_store_open(tmp_pat
     assert (
         "again: https://github.com/lldsched/lldsched/blob/main/docs/GUIDE.md#in-a-jupyter-" in said
     )
+
+
+@pytest.mark.skipif(not PROCESSES, reason="process isolation is POSIX only")
+@pytest.mark.timeout(120)
+def test_an_isolated_job_runs_the_code_its_worker_process_imported_until_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = tmp_path / "edited_job.py"
+    module.write_text("def version():\n    return 'first'\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the child inherits sys.path
+
+    def results() -> list[str | None]:
+        with Scheduler(workers=1) as scheduler:
+            task = scheduler.schedule(
+                "version", "edited_job:version", FixedRate(3600), isolation="process"
+            )
+            assert scheduler.wait_idle(timeout=30)
+            module.write_text("def version():\n    return 'edited'\n", encoding="utf-8")
+            scheduler.run_now(task.id)
+            assert scheduler.wait_idle(timeout=30)
+            return [record.result for record in task.history]
+
+    assert results() == ["'first'", "'first'"]  # the kept child: the code it imported
+    assert results() == ["'edited'", "'edited'"]  # built again: a new child imports anew
