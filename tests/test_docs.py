@@ -1361,6 +1361,8 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
     "test_cluster_mds_postgres_example_runs_on_a_real_server",
     ("GUIDE.md", "python", "import logging"): "a notebook cell: tests/test_in_a_notebook.py "
     "runs it twice on a real kernel",
+    ("GUIDE.md", "python", "%matplotlib inline"): "a notebook cell: "
+    "tests/test_in_a_notebook.py runs it twice on a real kernel, and sees its chart redrawn",
     (
         "CLUSTER.md",
         "sql",

@@ -3,6 +3,8 @@ Jupyter notebook", says holds.
 
 * the cell GUIDE.md shows, run twice, leaves one scheduler: the first is shut down,
   its threads gone, and the durable store's file opened again by the second;
+* the chart cell GUIDE.md shows draws once, then a listener redraws that one output
+  (by its display id) after each run of the job, run again or not;
 * a job's ``print`` lands under the cell that ran last, even once that cell has
   finished (ipykernel's rule for a thread it did not start);
 * with ``logging.basicConfig()`` a job that gives up shows its traceback, the user's
@@ -40,14 +42,19 @@ WAIT = 60.0  # seconds any one message may take (a loaded machine); none should
 COLOURS = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def guide_cell() -> str:
-    """The notebook cell of GUIDE.md, "In a Jupyter notebook", as it is written there."""
+def guide_cells() -> list[str]:
+    """The notebook cells of GUIDE.md, "In a Jupyter notebook", as written there."""
     text = GUIDE.read_text(encoding="utf-8")
-    match = re.search(
+    cells = re.findall(
         r"<!-- not run: a notebook cell[^\n]*\n```python\n(.*?)```", text, flags=re.DOTALL
     )
-    assert match is not None, "GUIDE.md lost its notebook cell"
-    return match.group(1)
+    assert len(cells) == 2, "GUIDE.md's notebook cells: the scheduler's and the chart's"
+    return cells
+
+
+def guide_cell() -> str:
+    """The cell that builds and starts the scheduler, on a store, run again at will."""
+    return guide_cells()[0]
 
 
 class Kernel:
@@ -80,14 +87,18 @@ class Kernel:
             if kind == "error":
                 shown = COLOURS.sub("", "\n".join(message["content"]["traceback"]))
                 pytest.fail(f"the cell raised:\n{shown}")
-            if kind in ("stream", "execute_result", "display_data"):
+            if kind in ("stream", "execute_result", "display_data", "update_display_data"):
                 outputs.append(message)
 
     def next_output(self, text: str) -> dict[str, Any]:
         """The first stream message holding ``text``, from any cell, run now or before."""
+        return self.next_message("stream", text)
+
+    def next_message(self, kind: str, text: str = "") -> dict[str, Any]:
+        """The first message of ``kind`` (a stream holding ``text``), from any cell."""
         while True:
             for message in self.later:
-                if message["msg_type"] == "stream" and text in message["content"]["text"]:
+                if message["msg_type"] == kind and text in message["content"].get("text", ""):
                     self.later.remove(message)
                     return message
             try:
@@ -110,12 +121,12 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
     (folder / "refresh_jobs.py").write_text(
         textwrap.dedent(
             """
-            calls = []
+            prices = []
 
             def refresh():
-                calls.append(1)
-                print("refreshed", len(calls))
-                return len(calls)
+                prices.append(len(prices) % 3)
+                print("refreshed", len(prices))
+                return len(prices)
 
             def late(fifo):
                 with open(fifo, encoding="utf-8") as gate:  # until the test writes to it
@@ -151,16 +162,35 @@ def test_the_guides_cell_run_twice_leaves_one_scheduler_on_its_store(kernel: Ker
             left = [t.name for t in threading.enumerate() if t.name.startswith("lldsched-")]
             print(sorted({name.split("-")[1] for name in left}) == [sched.name])
             sched.wait_idle()
-            before = len(refresh_jobs.calls)
+            before = len(refresh_jobs.prices)
             sched.run_now("refresh")
             sched.wait_idle()
-            print(len(refresh_jobs.calls) - before)
+            print(len(refresh_jobs.prices) - before)
             """
         )
     )
     # only the second scheduler's threads are left, and a run now runs the job once
     lines = printed(outputs).splitlines()
     assert lines[0] == "True" and lines[-1] == "1", lines
+
+
+@pytest.mark.timeout(180)
+def test_the_guides_chart_cell_redraws_its_output_after_each_run(kernel: Kernel) -> None:
+    kernel.run(guide_cell())
+    chart_cell = guide_cells()[1]
+    for _ in range(2):  # run again: the listener of its run before is removed
+        _, outputs = kernel.run(chart_cell)
+        [shown] = [o for o in outputs if o["msg_type"] == "display_data"]
+        assert "image/png" in shown["content"]["data"]
+        display_id = shown["content"]["transient"]["display_id"]
+        kernel.run("first_redraw = globals().get('first_redraw', redraw)")
+    _, removed = kernel.run("print(sched.remove_listener(first_redraw) or redraw is first_redraw)")
+    assert printed(removed).strip() == "False"  # the first run's listener was gone already
+    _, outputs = kernel.run('sched.wait_idle()\nsched.run_now("refresh")\nsched.wait_idle();')
+    updates = [o for o in outputs if o["msg_type"] == "update_display_data"]  # heard in time
+    update = updates[0] if updates else kernel.next_message("update_display_data")
+    assert update["content"]["transient"]["display_id"] == display_id
+    assert "image/png" in update["content"]["data"]
 
 
 @pytest.mark.timeout(180)
