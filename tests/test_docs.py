@@ -1363,6 +1363,10 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
     "test_every_extra_the_documents_name_is_one",
     ("CLUSTER.md", "python", "from lldsched import Scheduler"): "not run (db.internal): "
     "test_cluster_mds_postgres_example_runs_on_a_real_server",
+    ("GUIDE.md", "python", "import logging"): "a notebook cell: tests/test_in_a_notebook.py "
+    "runs it twice on a real kernel",
+    ("GUIDE.md", "python", "%matplotlib inline"): "a notebook cell: "
+    "tests/test_in_a_notebook.py runs it twice on a real kernel, and sees its chart redrawn",
     (
         "CLUSTER.md",
         "sql",

@@ -431,7 +431,7 @@ def test_a_refusal_names_the_holder_not_the_note_an_earlier_holder_left(tmp_path
     with SqliteTaskStore(path), pytest.raises(StoreError) as refused:
         SqliteTaskStore(path)
     said = str(refused.value)
-    assert "is already open in this process (another SqliteTaskStore on the same file)" in said
+    assert "is already open in this process (another SqliteTaskStore on the same file, " in said
     assert "4242" not in said
 
 

@@ -33,6 +33,7 @@ from typing import Any, Literal, NamedTuple
 
 from lldsched.core.context import RunContext
 from lldsched.core.names import SCHEDULED
+from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -395,9 +396,12 @@ class ScheduledTask:
         return stats.records() if stats is not None else ()
 
     def __repr__(self) -> str:
+        """One line a person reads (a notebook shows a task, or ``tasks()``, by it): the
+        next run as an instant in UTC, to the millisecond, as a log line writes it
+        (``next_run_at`` itself stays epoch seconds: ``task.next_run_at``)."""
         return (
             f"<ScheduledTask {self.id} {self.name!r} {self.status.value} "
-            f"next_run_at={self.next_run_at!r} attempt={self.attempt}>"
+            f"next_run_at={instant_text(self.next_run_at)} attempt={self.attempt}>"
         )
 
 

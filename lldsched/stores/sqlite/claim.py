@@ -329,7 +329,11 @@ def _holder(fd: int) -> str:
     if note.startswith("shared=True"):
         return f" by {note}"
     if note.startswith(_this_process()):
-        return " in this process (another SqliteTaskStore on the same file)"
+        return (
+            " in this process (another SqliteTaskStore on the same file, not closed: a "
+            "scheduler's shutdown leaves its store open; a notebook's cell run again: "
+            f"{doc_url('docs/GUIDE.md#in-a-jupyter-notebook')})"
+        )
     return f" by {note}"
 
 
