@@ -274,6 +274,7 @@ def test_removing_a_task_cancels_its_running_coroutine(
     assert scheduler.remove(task.id) is task
     settle(scheduler)
     assert stopped.is_set() and scheduler.tasks() == []
+    assert not scheduler._loop_ids  # nothing kept of it (a set that grew at each removal)
 
 
 def test_pausing_a_task_cancels_its_running_coroutine_and_resume_runs_the_retry(
