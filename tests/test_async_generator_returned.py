@@ -5,6 +5,7 @@ both runtimes, from a plain function, a coroutine and a worker process
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -42,6 +43,25 @@ ACTIONS: dict[str, Callable[[], Any]] = {"plain": plain, "coroutine": coroutine}
 @pytest.fixture(autouse=True)
 def _no_body() -> None:
     BODY.clear()
+
+
+def test_the_generator_is_closed_so_its_body_never_runs_later_either() -> None:
+    """An action that keeps the generator it returned finds it closed once its run
+    failed: iterated later, it yields nothing and its body does not run."""
+    kept: list[AsyncIterator[int]] = []
+
+    def keeping() -> AsyncIterator[int]:
+        kept.append(stream())
+        return kept[0]
+
+    async def drained() -> list[int]:
+        return [item async for item in kept[0]]
+
+    sim = Simulation(start=T0)
+    task = sim.schedule("feed", OneTime(delay=0), action=keeping, retry=ONCE)
+    sim.run_for(10)
+    assert [record.error for record in task.history] == [SAID]
+    assert asyncio.run(drained()) == [] and BODY == []
 
 
 @pytest.mark.parametrize("action", sorted(ACTIONS))

@@ -262,6 +262,21 @@ def test_cancelling_a_task_cancels_its_running_coroutine(
     assert task.status is TaskStatus.CANCELLED and task.next_run_at is None
 
 
+def test_removing_a_task_cancels_its_running_coroutine(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    """remove() cancels the task first, as cancel() does: its coroutine run is cancelled,
+    not left running for a task nothing holds any more."""
+    started, stopped = threading.Event(), threading.Event()
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("long", forever, OneTime(delay=0), args=(started, stopped))
+    assert started.wait(5)
+    assert scheduler.remove(task.id) is task
+    settle(scheduler)
+    assert stopped.is_set() and scheduler.tasks() == []
+    assert not scheduler._loop_ids  # nothing kept of it (a set that grew at each removal)
+
+
 def test_pausing_a_task_cancels_its_running_coroutine_and_resume_runs_the_retry(
     make_scheduler: SchedulerFactory, clock: FakeClock
 ) -> None:

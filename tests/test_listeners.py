@@ -239,6 +239,8 @@ def test_listeners_can_be_added_and_removed_while_running(
     settle(scheduler)
     assert [r.name for r in log.runs()] == ["a"]  # removed: it hears nothing more
     assert scheduler.remove_listener(log) is False
+    # the last one gone, no event object is built any more (the path with no listener)
+    assert scheduler._core.emit is None
 
 
 def test_event_log_runs_leave_out_slots_a_misfire_policy_decided() -> None:

@@ -584,15 +584,31 @@ def _replace_later(scheduler: Scheduler, task_id: str) -> None:
     scheduler.schedule("due", _none, OneTime(at=100), id=task_id, replace_existing=True)
 
 
+def _pause(scheduler: Scheduler, task_id: str) -> None:
+    assert scheduler.pause(task_id)
+
+
+def _cancel(scheduler: Scheduler, task_id: str) -> None:
+    assert scheduler.cancel(task_id)
+
+
+def _remove(scheduler: Scheduler, task_id: str) -> None:
+    scheduler.remove(task_id)
+
+
 @pytest.mark.parametrize(
-    "verb", [_reschedule_later, _replace_later], ids=["reschedule", "replace_existing"]
+    "verb",
+    [_reschedule_later, _replace_later, _pause, _cancel, _remove],
+    ids=["reschedule", "replace_existing", "pause", "cancel", "remove"],
 )
-def test_a_wait_idle_returns_when_a_verb_moves_the_only_due_task_later(
+def test_a_wait_idle_returns_when_a_verb_moves_or_stops_the_only_due_task(
     verb: Callable[[Scheduler, str], None],
 ) -> None:
     # Before: reschedule() and schedule(..., replace_existing=True) woke no wait_idle()
     # caller, so one waiting for the only due task, now moved to later, woke only at the
-    # timer's next look (here held back: for ever, until its timeout).
+    # timer's next look (here held back: for ever, until its timeout).  A pause, a
+    # cancel or a remove of it wakes the caller as well (mutation14: each one's wake
+    # dropped, no test told).
     clock = _HeldTimerClock()
     scheduler = Scheduler(clock=clock).start()
     try:
@@ -600,14 +616,19 @@ def test_a_wait_idle_returns_when_a_verb_moves_the_only_due_task_later(
         clock.hold()
         clock.advance(10)  # due now, and the timer does not look
         answers: list[bool] = []
-        waiter = threading.Thread(target=lambda: answers.append(scheduler.wait_idle(WAIT)))
+        # Its own timeout far past the join's: a waiter nothing woke looks again when its
+        # time runs out and answers True then (the task is no longer due), which a wait as
+        # long as the join's let pass for a wake (mutation14: reschedule's wake dropped).
+        waiter = threading.Thread(target=lambda: answers.append(scheduler.wait_idle(6 * WAIT)))
         waiter.start()
         wait_until(lambda: len(scheduler._idle_waiters) == 1, timeout=WAIT, what="the waiter")
         verb(scheduler, task.id)
         waiter.join(WAIT)
         assert answers == [True]
         assert clock.held  # the waiter was woken by the verb, not by the timer
-        assert task.next_run_at == 100 and not task.history  # it never ran
+        assert not task.history  # it never ran
+        if verb in (_reschedule_later, _replace_later):
+            assert task.next_run_at == 100
     finally:
         clock.let_go()
         scheduler.shutdown(timeout=WAIT)

@@ -48,6 +48,11 @@ def test_a_long_result_is_cut_to_the_stated_length() -> None:
     """200 characters, as docs/GUIDE.md states, the quote and the "..." included."""
     text = result_text("x" * 10_000)
     assert text == "'" + "x" * 196 + "..." and len(text) == RESULT_LIMIT == 200
+    # a repr of exactly the limit is kept whole, one character more is cut
+    assert result_text("x" * 198) == "'" + "x" * 198 + "'"
+    assert result_text("x" * 199) == "'" + "x" * 196 + "..."
+    assert result_text(b"x" * 197) == repr(b"x" * 197)  # 200 characters, as [10] * 50's
+    assert result_text([10] * 50) == repr([10] * 50)
 
 
 def repr_cut(value: object) -> str:
@@ -131,6 +136,20 @@ def test_a_long_result_costs_the_repr_of_what_is_kept_not_of_the_whole_value() -
     # Before, all 100,000 elements were repr'd (and the 10 MB of bytes, 40 MB of text)
     # to keep 200 characters: a job that returned its rows held its worker for seconds.
     assert Counted.shown < 2 * 30
+
+
+def test_a_long_result_holding_one_row_many_times_costs_the_repr_of_what_is_kept() -> None:
+    """A row met again beside itself is no cycle (``[row] * n``, ``{"a": d, "b": d}``):
+    its head is written each time, not the whole value's ``repr`` as for a cycle."""
+    row = (Counted(), Counted())
+    values = [[row] * 100_000, {"first": row, "again": row, "rows": [row] * 100_000}]
+    shown = Counted.shown
+    texts = [result_text(value) for value in values]
+    assert Counted.shown - shown < 2 * 2 * 30  # not 400,000
+    assert texts == [
+        repr_cut([row] * 20),
+        repr_cut({"first": row, "again": row, "rows": [row] * 20}),
+    ]
 
 
 @pytest.mark.parametrize("kind", [str, bytes, bytearray])

@@ -145,6 +145,22 @@ def test_a_stores_ctrl_c_that_refuses_a_registration_or_a_change_changes_nothing
     assert seen(sim.run(END)) == undone
 
 
+def test_a_stores_ctrl_c_once_a_registrations_row_is_written_leaves_no_row_behind() -> None:
+    """The Ctrl-C lands once the new task's row is written (in its commit's return, say):
+    the registration is refused all the same, and that row, marked stale, is deleted by
+    the next write, so the store never keeps a task nothing registered (restored at the
+    next start)."""
+    _, undone, _ = references("schedule")
+    sim, store, log = build()
+    before = len(log.events)
+    store.armed = SUBJECT["schedule"]  # its row written, then the Ctrl-C
+    with pytest.raises(KeyboardInterrupt, match="raised inside save"):
+        VERBS["schedule"](sim)
+    assert heard(log, before) == [] and not_whole(sim, store) == []
+    assert seen(sim.run(END)) == undone
+    assert sim.shutdown() is True and store.get("n") is None
+
+
 @pytest.mark.parametrize("verb", ["pause", "resume", "redrive", "run_now"])
 def test_a_listeners_ctrl_c_on_a_verbs_event_comes_once_the_verb_is_whole(verb: str) -> None:
     done, _, events = references(verb)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lldsched import (
+    ExecutionRecord,
     FakeClock,
     FixedRate,
     InMemoryTaskStore,
@@ -17,6 +18,7 @@ from lldsched import (
     RetryPolicy,
     Simulation,
     SqliteTaskStore,
+    TaskSnapshot,
     TaskStatus,
     TaskStore,
     ValidationError,
@@ -108,6 +110,32 @@ def test_a_retention_keeps_the_latest_records_of_each_task_as_sqlite_does(
     assert [r.task_id for r in store.records()] == [tick.id, other.id] * 3
     # trimmed a tenth late (of 3: one record), never later, and trimmed
     assert max(held) == 2 * (3 + 1) and held[-1] < max(held)
+
+
+class _Held(InMemoryTaskStore):
+    """An in-memory store that notes how many records its task holds after each save."""
+
+    def __init__(self, *, retention: int) -> None:
+        super().__init__(retention=retention)
+        self.held: list[int] = []
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot, record)
+        if record is not None:
+            self.held.append(len(self._records[record.task_id]) // 2)  # a number, a record
+
+
+def test_a_retention_of_a_hundred_holds_a_tenth_more_between_trims() -> None:
+    """``retention=100`` holds 110 records at most, never fewer than 100 once trimmed
+    (the module's "batches of a tenth"), and answers the latest 100."""
+    store = _Held(retention=100)
+    sim = Simulation(workers=1, start=T0, store=store)
+    tick = sim.schedule("tick", FixedRate(1), id="tick")
+    sim.run_for(299)
+    sim.shutdown()
+    assert len(store.held) == 300 and max(store.held) == 110
+    assert min(store.held[110:]) == 100 and store.held[110] == 100  # the first trim
+    assert [r.due for r in store.records(tick.id)] == [T0 + n for n in range(200, 300)]
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
