@@ -28,6 +28,7 @@ from lldsched.cli import cron as cron_cli
 from lldsched.cli import demo as demo_cli
 from lldsched.cli import lab as lab_cli
 from lldsched.cli import simulate as simulate_cli
+from lldsched.sim import scenario
 
 
 def interrupt(*args: object, **kwargs: object) -> NoReturn:
@@ -43,7 +44,7 @@ def unreached(*args: object, **kwargs: object) -> NoReturn:
     [
         (["demo"], demo_cli, "run_demo"),
         (["cron", "* * * * *"], cron_cli, "cron_report"),
-        (["simulate", "--days", "0.01"], simulate_cli, "build_scenario"),
+        (["simulate", "--days", "0.01"], scenario, "build_scenario"),
         (["lab", "push"], lab_cli, "decision"),
     ],
 )
@@ -186,11 +187,11 @@ def start_interrupted(
 @pytest.mark.parametrize(
     ("how", "module"),
     [
-        ("-m", "lldsched.sim"),  # amid the package's imports, before any command's code
+        ("-m", "lldsched.schedules"),  # amid the package's imports, before any command's code
         ("-m", "lldsched.threaded"),  # the package's last
         ("-m", "lldsched.__main__"),  # the package imported, `python -m`'s module not yet
         ("-Bm", "lldsched.core"),  # an interpreter's option run into -m
-        ("script", "lldsched.sim"),  # the `lldsched` script
+        ("script", "lldsched.schedules"),  # the `lldsched` script
     ],
 )
 def test_a_sigint_while_the_command_line_imports_ends_it_as_a_later_one_does(
@@ -228,7 +229,7 @@ def test_a_second_sigint_while_the_first_ends_the_command_line_changes_nothing(
     Was: the hook imported ``lldsched.cli`` to print its line, which imported the whole
     package again (the first interrupt had unloaded it, 125 ms); the second Ctrl-C
     landed there: 'Error in sys.excepthook', two tracebacks, status 1."""
-    result = start_interrupted(tmp_path, how, ["lldsched.sim", "*"])
+    result = start_interrupted(tmp_path, how, ["lldsched.schedules", "*"])
     assert (result.returncode, result.stdout, result.stderr) == (
         130,
         "",
@@ -326,7 +327,7 @@ def test_a_gantt_path_that_cannot_be_written_is_refused_before_simulating(
     else:
         monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
         why = f"cannot write in the folder {str(tmp_path)!r}"
-    monkeypatch.setattr(simulate_cli, "build_scenario", unreached)
+    monkeypatch.setattr(scenario, "build_scenario", unreached)
     assert main(["simulate", "--gantt", str(path)]) == 2
     assert capsys.readouterr() == ("", f"error: --gantt {str(path)!r}: {why}\n")
 
@@ -378,7 +379,7 @@ def test_an_unknown_option_of_a_command_is_refused_with_the_commands_usage(
     """Was the top level's usage (``python -m lldsched [-h] {demo,cron,...}``) and
     ``python -m lldsched: error:``, as if the option were the command line's, not the
     command's: argparse leaves a subcommand's unknown arguments to its parent."""
-    monkeypatch.setattr(simulate_cli, "build_scenario", unreached)
+    monkeypatch.setattr(scenario, "build_scenario", unreached)
     with pytest.raises(SystemExit) as exited:
         main(argv, prog="python -m lldsched")
     out, err = capsys.readouterr()
@@ -828,7 +829,7 @@ class Finalized:
 
 class Drops:
     def find_spec(self, name, path=None, target=None):
-        if name == "lldsched.sim":
+        if name == "lldsched.schedules":
             sys.meta_path.remove(self)
             Finalized()
         return None
@@ -879,7 +880,7 @@ def test_a_stderr_that_cannot_be_written_keeps_the_status(
 @pytest.mark.parametrize(
     "module",
     [
-        "lldsched.sim",  # while the package imports, before main()
+        "lldsched.schedules",  # while the package imports, before main()
         "lldsched.cli.demo",  # in main(), as the command's module is imported
     ],
 )
@@ -1132,7 +1133,7 @@ sys.meta_path.insert(0, Terminates())
 @pytest.mark.parametrize("sent", ["SIGTERM", "SIGHUP"])
 @pytest.mark.parametrize(
     ("module", "said"),
-    [("lldsched.sim", ""), ("lldsched.cli.demo", "terminated\n")],
+    [("lldsched.schedules", ""), ("lldsched.cli.demo", "terminated\n")],
     ids=["before main()", "in main()"],
 )
 @pytest.mark.parametrize("how", ENTRY_POINTS)

@@ -40,7 +40,7 @@ from lldsched import (
     TaskStatus,
 )
 from lldsched.cli import main, storetasks, storeurl
-from lldsched.cli.storetasks import EXAMPLE_STORE
+from lldsched.cli.tasksparser import EXAMPLE_STORE
 from lldsched.errors import TaskNotFoundError
 from lldsched.stores.sqlite.peek import peek_sqlite
 from tests import jobs

@@ -65,7 +65,7 @@ from lldsched import (
     SqliteTaskStore,
 )
 from lldsched.cli.cron import MAX_FIRES
-from lldsched.cli.simulate import DEFAULT_MAX_COROUTINES, MAX_DAYS
+from lldsched.cli.simulate import DEFAULT_MAX_COROUTINES, MAX_DAYS, MAX_WORKERS
 from lldsched.core import dependencies, misfireplan
 from lldsched.core.duequeue import COMPACT_MIN_ENTRIES, COMPACT_SLICE
 from lldsched.core.metrics import Metrics
@@ -338,7 +338,7 @@ QUOTED: list[tuple[str, str, Any]] = [
     ("SIMULATION.md", r"It shows at most (\d+) rows \(`max_rows=`, `MAX_ROWS`\)",
      lambda: [same(panel().MAX_ROWS, default(panel().ControlPanel, "max_rows"))]),
     ("SIMULATION.md", r"`--workers` \(and `Simulation\(workers=...\)`\) is at most ([\d,]+)",
-     lambda: [simulation.MAX_WORKERS]),
+     lambda: [same(simulation.MAX_WORKERS, MAX_WORKERS)]),
     ("SIMULATION.md", r"threaded\s+`Scheduler\(workers=...\)` is at most ([\d,]+)",
      lambda: [pool.MAX_WORKERS]),
     ("SIMULATION.md", r"`--max-coroutines` \(and `Simulation\(max_coroutines=...\)`,\s+"

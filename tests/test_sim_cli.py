@@ -19,6 +19,7 @@ from lldsched import ExecutionRecord, FixedRate, Simulation
 from lldsched.cli import main as cli_main
 from lldsched.cli import simulate as simulate_cli
 from lldsched.errors import ValidationError
+from lldsched.sim import scenario
 from lldsched.sim.models import fixed
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.report import format_summary, overran, percentile, summarize
@@ -233,7 +234,7 @@ def test_max_coroutines_bounds_the_coroutine_lane_of_the_simulation_it_builds(
         built.append(sim)
         return sim
 
-    monkeypatch.setattr(simulate_cli, "build_scenario", with_coroutines)
+    monkeypatch.setattr(scenario, "build_scenario", with_coroutines)
 
     def starts(*args: str) -> list[float]:
         assert cli_main(["simulate", "--days", "0.005", *args]) == 0

@@ -163,3 +163,38 @@ def test_the_cron_command_never_imports_asyncio() -> None:
         """
     )
     assert "asyncio" not in loaded
+
+
+RUN_ONLY = (
+    "lldsched.sim",  # simulate's run: its parser imported all of it, for two bounds
+    "lldsched.views",  # simulate's summary and chart
+    "lldsched.cli.storetasks",  # tasks' run: the store's reader and opener
+    "lldsched.cli.storeurl",
+    "lldsched.stores.peek",
+    "statistics",  # the lab's figures (with fractions and decimal)
+)
+"""What only a command's run needs, packages with their modules: every start built the
+parser from them, ``--help`` too."""
+
+
+def test_every_command_s_help_imports_none_of_its_run() -> None:
+    """Each start of the command line builds every command's parser (lldsched/cli/__init__.py,
+    ``build_parser``): the modules a command runs on are imported by its run."""
+    loaded = _loaded(
+        """
+        import contextlib, io
+        from lldsched.cli import main
+
+        for command in ("simulate", "lab", "tasks"):
+            with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):
+                main([command, "--help"])
+            assert out.getvalue().startswith("usage:"), out.getvalue()
+        """
+    )
+    assert "lldsched.cli" in loaded
+    imported = [
+        module
+        for module in loaded
+        if any(module == name or module.startswith(f"{name}.") for name in RUN_ONLY)
+    ]
+    assert imported == []

@@ -3,9 +3,14 @@
 One module per command in this package: :mod:`~lldsched.cli.demo`,
 :mod:`~lldsched.cli.cron` (with :mod:`~lldsched.cli.crontab` for ``cron --crontab``),
 :mod:`~lldsched.cli.simulate`, :mod:`~lldsched.cli.lab` and :mod:`~lldsched.cli.storetasks`
-(with :mod:`~lldsched.cli.storeurl`, how it names and opens a store);
+(with :mod:`~lldsched.cli.storeurl`, how it names and opens a store, and
+:mod:`~lldsched.cli.tasksparser`, its arguments);
 this module builds the parser and runs the chosen command (:mod:`lldsched.startup`, the
-package's first import, ends a Ctrl-C that lands before it runs).
+package's first import, ends a Ctrl-C that lands before it runs).  Every start builds the
+whole parser, ``--help`` too, so it imports no command's run: a command's module is
+imported by its handler (``demo``, ``cron``, ``tasks``), or imports its run's modules
+when it runs (``simulate``: the simulation; docs/decisions/command-line.md, "Building
+the parser imports no command's run").
 
 Every command ends the same way (:data:`EXIT_STATUSES`; docs/decisions/command-line.md, "The command
 line"): 0 when it did its work; 2 for bad arguments, refused before any work with one
@@ -479,7 +484,7 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     from lldsched.cli.lab import add_parser as add_lab
 
     add_lab(commands)
-    from lldsched.cli.storetasks import add_parser as add_tasks
+    from lldsched.cli.tasksparser import add_parser as add_tasks
 
     add_tasks(commands)
     for command in commands.choices.values():  # each command's --help says it too

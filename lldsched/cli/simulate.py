@@ -24,11 +24,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import inspect
 import math
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lldsched import checks
 from lldsched.cli import (
@@ -44,9 +44,10 @@ from lldsched.cli import (
 from lldsched.errors import ValidationError
 from lldsched.logs import counted
 from lldsched.model import ExecutionRecord
-from lldsched.sim.scenario import build_scenario
-from lldsched.sim.simulation import MAX_WORKERS, Simulation
-from lldsched.views.report import TaskSummary, format_summary, summarize
+
+if TYPE_CHECKING:
+    from lldsched.sim.simulation import Simulation
+    from lldsched.views.report import TaskSummary
 
 __all__ = ["MAX_DAYS", "add_parser", "every_task", "main", "refusal"]
 
@@ -56,8 +57,16 @@ time and memory grow with the days (366 days: 650,003 runs, about 6 s and 370 MB
 ``--days 1e9`` would run for years and exhaust memory long before.  A longer replay is
 a :class:`~lldsched.sim.simulation.Simulation` of one's own."""
 
-DEFAULT_MAX_COROUTINES: int = inspect.signature(Simulation).parameters["max_coroutines"].default
-"""``--max-coroutines``' default: ``Simulation``'s own."""
+MAX_WORKERS = 100_000
+"""The most ``--workers``: :class:`~lldsched.sim.simulation.Simulation`'s own bound
+(``lldsched.sim.simulation.MAX_WORKERS``), written here so that the command line builds
+its parser without importing the simulation, which only the run needs (most of what
+every start, ``--help`` too, counted past ``import lldsched``); ``tests/test_docs.py``
+keeps the two equal."""
+
+DEFAULT_MAX_COROUTINES = 1000
+"""``--max-coroutines``' default: ``Simulation``'s own, written here as :data:`MAX_WORKERS`
+is (``tests/test_docs.py`` keeps the two equal)."""
 
 GANTT_FORMATS = (".png", ".svg", ".pdf")
 """The formats ``--gantt`` writes (by the path's suffix)."""
@@ -194,6 +203,9 @@ def main(args: argparse.Namespace) -> int:
     refused = refusal(args)
     if refused is not None:
         return to_stderr(f"error: {refused}", BAD_ARGUMENTS)
+    from lldsched.sim.scenario import build_scenario  # the run's: not the parser's import
+    from lldsched.views.report import format_summary
+
     sim = build_scenario(workers=args.workers, seed=args.seed, max_coroutines=args.max_coroutines)
     began = time.perf_counter()
     sim.run_for(args.days * 86400)
@@ -227,6 +239,8 @@ def every_task(sim: Simulation, records: list[ExecutionRecord]) -> list[TaskSumm
     of no run for each task with no record yet (a report due at 01:00 in a replay of 57
     minutes), in the order registered: it had no row, and the table read as a service
     without it (:func:`~lldsched.views.report.no_runs`, ``task_summary``'s rule too)."""
+    from lldsched.views.report import summarize
+
     tasks = sim.tasks()
     return summarize(records, {task.id: task.schedule for task in tasks}, tasks=tasks)
 

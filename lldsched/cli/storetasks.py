@@ -32,7 +32,6 @@ would act on a terminal is written as its escape.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import gc
@@ -42,7 +41,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
-from lldsched.cli import BAD_ARGUMENTS, FAILED, Parser, examples, say, to_stderr
+from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr
 from lldsched.cli.storeurl import BadStore, StoreName, act_on, parse_store, peek
 from lldsched.clock import UTC_NAMES, beyond_datetimes, utc_datetime
 from lldsched.coordination import DIED_UNSHARED, Lease
@@ -60,11 +59,11 @@ from lldsched.stores.peek import Last, Listed, Peek, Row
 if TYPE_CHECKING:
     from lldsched.threaded.scheduler import Scheduler
 
-__all__ = ["EXAMPLE_STORE", "STATUSES", "VERBS", "add_parser", "run_tasks"]
+__all__ = ["STORE_VARIABLE", "run_tasks"]
 
-VERBS = ("show", "redrive", "pause", "resume", "cancel", "run-now", "remove")
-"""What may follow ``tasks``: ``show`` reads, the others act (each a runtime verb)."""
-STATUSES = tuple(status.value for status in TaskStatus)
+STORE_VARIABLE = "LLDSCHED_STORE"
+"""The environment variable that names the store when ``--store`` does not."""
+
 _WIDEST = 48  # a table cell's most characters (a long schedule or error is cut)
 _IN_FLIGHT = "  (a run is in flight)"
 _RAN_OUT = "  (a run was in flight: its lease ran out)"
@@ -86,76 +85,6 @@ _MARKS = {  # a table's STATUS of a task with a lease: its mark, and the legend'
 }
 
 
-STORE_VARIABLE = "LLDSCHED_STORE"
-"""The environment variable that names the store when ``--store`` does not."""
-
-EXAMPLE_STORE = "sqlite:///var/lib/app/jobs.db"
-"""The store the examples of ``--help`` name (tests/test_cli_tasks.py runs them on one)."""
-
-
-def add_parser(commands: argparse._SubParsersAction[Parser]) -> None:
-    parser = commands.add_parser(
-        "tasks",
-        help="list a durable store's tasks, show one, and act on it (redrive, pause, ...)",
-        description="A durable store's tasks: a table (--status failed: the dead letter), "
-        "one task in full (show ID), or a verb on one (redrive, pause, resume, cancel, "
-        "run-now, remove ID), which the processes running the store apply.  Reading imports "
-        "none of the jobs' code; a verb needs it importable (the service's environment).  "
-        "Nothing refused is changed (status 2); a verb's write that failed: status 1.",
-        epilog=examples(
-            f"--store {EXAMPLE_STORE}",
-            f"--store {EXAMPLE_STORE} --status failed",
-            f"--store {EXAMPLE_STORE} show task-17",
-            f"--store {EXAMPLE_STORE} redrive task-17",
-        ),
-    )
-    parser.add_argument(
-        "verb", nargs="?", choices=VERBS, metavar="verb",
-        help=f"one of: {', '.join(VERBS)} (default: none, list the tasks)",
-    )  # fmt: skip
-    parser.add_argument("task_id", nargs="?", metavar="ID", help="the task's id (with a verb)")
-    parser.add_argument(
-        "--store", metavar="URL",
-        help="sqlite:///ABSOLUTE/PATH, sqlite:RELATIVE/PATH or postgresql://USER@HOST/DB "
-        "(default: $LLDSCHED_STORE; a password is better kept in ~/.pgpass or PGPASSWORD)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--status", choices=STATUSES, metavar="STATUS",
-        help=f"list only the tasks in it: {', '.join(STATUSES)} (default: every task)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--json", action="store_true",
-        help="one JSON object a line per task; with show, the task's, its records in it (not "
-        "with a verb that acts; default: a table)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--records", type=int, metavar="N",
-        help="with show (only): how many of the last records (default: 5)",
-    )  # fmt: skip
-    parser.set_defaults(handler=_handler)
-
-
-def _handler(args: argparse.Namespace) -> int:
-    """The options a verb takes checked (one that cannot apply is refused, never ignored:
-    ``redrive ID --json`` printed a line of text to a script that reads JSON), then
-    :func:`run_tasks`.  The store is ``--store``, or else ``LLDSCHED_STORE``, each named
-    as itself in a refusal of its value."""
-    refuse = args.command_parser.error
-    if args.status is not None and args.verb is not None:
-        refuse("argument --status: only when listing, with no verb")
-    if args.json and args.verb not in (None, "show"):
-        refuse(f"argument --json: only when listing or with show, not with {args.verb}")
-    if args.records is not None and args.verb != "show":
-        refuse("argument --records: only with show")
-    store, option = args.store, "--store"
-    if store is None and (store := os.environ.get(STORE_VARIABLE)) is not None:
-        option = STORE_VARIABLE
-    return run_tasks(
-        store, args.verb, args.task_id, status=args.status, as_json=args.json,
-        records=5 if args.records is None else args.records, option=option,
-    )  # fmt: skip
-
-
 def run_tasks(
     store: str | None,
     verb: str | None = None,
@@ -164,10 +93,13 @@ def run_tasks(
     status: str | None = None,
     as_json: bool = False,
     records: int = 5,
-    option: str = "--store",
 ) -> int:
-    """Run the command; the exit status (an ``error:`` line on stderr when not 0).
-    ``option``: where ``store`` was given, as a refusal of it names it."""
+    """Run the command; the exit status (an ``error:`` line on stderr when not 0).  The
+    store is ``store`` (``--store``), or else :data:`STORE_VARIABLE`'s, each named as
+    itself in a refusal of its value."""
+    option = "--store"
+    if store is None and (store := os.environ.get(STORE_VARIABLE)) is not None:
+        option = STORE_VARIABLE
     try:
         name = _arguments(store, verb, task_id, records, option)
     except BadStore as exc:

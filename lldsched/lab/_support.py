@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import statistics
 import sys
 import threading
 import time
@@ -407,6 +406,9 @@ def _timer_death(record: logging.LogRecord) -> BaseException | None:
 
 def median(values: list[float]) -> float:
     """The median, or NaN for no values."""
+    import statistics  # here, not above: `python -m lldsched` names the lab's decisions
+    # in its parser, and statistics (with fractions and decimal) is a run's, not a start's
+
     return statistics.median(values) if values else float("nan")
 
 
@@ -417,6 +419,8 @@ def middle_half(values: list[float]) -> tuple[float, float]:
     if len(values) < 2:
         middle = median(values)
         return middle, middle
+    import statistics  # as median's
+
     low, _, high = statistics.quantiles(values, n=4, method="inclusive")
     return low, high
 
