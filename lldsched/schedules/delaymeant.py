@@ -49,7 +49,7 @@ def _ours(module: str) -> bool:
 def delay_meant(at: float, now: float) -> None:
     """Warn if ``OneTime(at)``, asked its first run at ``now`` (passed ``at``), reads as a
     ``delay=`` given as ``at`` (see the module docstring); nothing otherwise."""
-    if not 0 < at < DURATION_LIKE or now - at < DECADES:  # OneTime.first_run tests it first
+    if not 0 < at < DURATION_LIKE or now - at < DECADES:
         return
     years = int((now - at) // DURATION_LIKE)
     level = 1  # this function; the warning names the first frame outside lldsched

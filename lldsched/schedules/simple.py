@@ -31,7 +31,7 @@ from lldsched.clock import dated, to_timestamp, utc_datetime
 from lldsched.errors import ScheduleError, ValidationError, shown
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
-from lldsched.schedules.delaymeant import DECADES, DURATION_LIKE, delay_meant
+from lldsched.schedules.delaymeant import delay_meant
 from lldsched.schedules.subclasses import AnswersItsOwnWay
 
 __all__ = ["FixedDelay", "FixedRate", "FrozenValue", "OneTime", "instant_text"]
@@ -83,9 +83,8 @@ class OneTime(AnswersItsOwnWay):
         at = self.at
         if at is None:
             return now + (self.delay or 0.0)
-        if at < now:
-            if 0 < at < DURATION_LIKE and now - at >= DECADES:  # tested here: no call otherwise
-                delay_meant(at, now)
+        if at < now:  # passed: due at once (rare: a call only here)
+            delay_meant(at, now)
             return now
         return at
 

@@ -113,7 +113,7 @@ def threaded() -> None:
 
 def simulated() -> None:
     sim = Simulation(retain_finished=2, start=datetime(2026, 1, 5, 9, tzinfo=UTC))
-    ids = [sim.schedule(f"reminder-{n}", OneTime(at=60 * n)).id for n in range(1, 5)]
+    ids = [sim.schedule(f"reminder-{n}", OneTime(delay=60 * n)).id for n in range(1, 5)]
     sim.schedule("jittered", Jittered(CronSchedule("0 * * * *"), 300, seed=1), duration=1)
     sim.schedule("evenings", Window("0 18 * * *", max_runs=2), duration=1)  # cron text
     sim.schedule("trial", Window(FixedRate(60), max_runs=3),
