@@ -21,11 +21,10 @@ from pathlib import Path
 import pytest
 
 from lldsched import FakeClock, Scheduler, SqliteTaskStore, TaskStatus
-from lldsched.cli import main
 from lldsched.stores.sqlite.claim import FileClaim
 from tests.conftest import T0
 from tests.processes import killed_mid_run
-from tests.test_cli_tasks_gone_unshared import GONE, LEGEND
+from tests.test_cli_tasks_gone_unshared import GONE, LEGEND, tasks
 from tests.test_crash_before_start import CHILD, OPEN
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
@@ -47,13 +46,6 @@ def recovered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         (row,) = store.load_all()
         assert (row.status, row.running) == (TaskStatus.SCHEDULED, True)  # the attempt owed
     yield path
-
-
-def tasks(capsys: pytest.CaptureFixture[str], path: Path, *argv: str) -> list[str]:
-    status = main(["tasks", "--store", f"sqlite:{path}", *argv])
-    out, err = capsys.readouterr()
-    assert (status, err) == (0, ""), err
-    return out.splitlines()
 
 
 def test_the_table_marks_the_owed_attempt_as_show_and_json_say_it(
