@@ -28,6 +28,12 @@ which).
 A stepper is driven from one thread, the test's: ``advance`` from inside an action or
 a listener would wait for itself, so it raises
 :class:`~lldsched.errors.SchedulerStateError` there (``wait_idle``'s rule).
+
+A scheduler that no longer runs is refused, saying which way it stopped: shut down
+(:meth:`Stepper.close`, the test's own ``shutdown()``, or an action's or a listener's
+while the stepper waited) raises :class:`~lldsched.errors.SchedulerShutDownError`, as
+every verb of a shut-down scheduler does; a dead timer thread raises the parent
+:class:`~lldsched.errors.SchedulerStateError` saying so, with what to do.
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ from types import TracebackType
 from lldsched import checks
 from lldsched.clock import FakeClock, to_timestamp, utc_datetime
 from lldsched.errors import (
+    DEAD_TIMER,
+    DEAD_TIMER_ADVICE,
+    SchedulerShutDownError,
     SchedulerStateError,
     SettleTimeoutError,
     TaskRetiredError,
@@ -70,6 +79,11 @@ class Stepper:
             register_jobs(steps.scheduler)         # the service's own registration
             steps.advance(timedelta(days=2))
             assert [r.started for r in steps.records("nightly-report")] == [...]
+
+    A scheduler that no longer runs is refused, here and by every step, saying which
+    way it stopped: shut down (already, by :meth:`close`, by the test or by an action
+    meanwhile), :class:`~lldsched.errors.SchedulerShutDownError`; its timer thread dead,
+    the parent :class:`~lldsched.errors.SchedulerStateError`, with what to do.
     """
 
     def __init__(self, scheduler: Scheduler, *, timeout: float | timedelta = 5.0) -> None:
@@ -89,7 +103,12 @@ class Stepper:
             try:
                 scheduler.start()
             except SchedulerStateError as exc:  # shut down already, or its timer died
-                raise SchedulerStateError(
+                refused = (
+                    SchedulerShutDownError
+                    if isinstance(exc, SchedulerShutDownError)
+                    else SchedulerStateError
+                )
+                raise refused(
                     f"Stepper needs a scheduler that can run, got {scheduler!r}: {exc}"
                 ) from exc
         try:  # returns as every step does: what is due at the start has run
@@ -124,7 +143,10 @@ class Stepper:
         has finished and its events were delivered.  ``advance(0)`` runs what is due now.
 
         Raises :class:`~lldsched.errors.SettleTimeoutError` (naming the tasks still
-        running) when the runs due at one instant do not finish within ``timeout``.
+        running) when the runs due at one instant do not finish within ``timeout``;
+        :class:`~lldsched.errors.SchedulerShutDownError` once the scheduler is shut down
+        (before or during the step), :class:`~lldsched.errors.SchedulerStateError` once
+        its timer thread died.
         """
         step = checks.seconds(
             seconds,
@@ -186,14 +208,9 @@ class Stepper:
         ``timeout``."""
         if not self._scheduler.wait_idle(timeout=self._timeout):
             raise self._not_settled()
-        if not self._scheduler.running:  # shut down by an action or a listener: a
-            # stopped scheduler is always "idle"; a timer that died after the wait
-            # found it idle is said as wait_idle says it (it raises for a dead one)
-            self._scheduler.wait_idle(timeout=0)
-            raise SchedulerStateError(
-                f"the scheduler was shut down while the Stepper waited at "
-                f"{_instant(self._clock.now())}"
-            )
+        if not self._scheduler.running:  # a stopped scheduler is always "idle": shut
+            # down by an action or a listener, or its timer died after the wait found it idle
+            raise self._not_running()
 
     def _not_settled(self, *, shutting_down: bool = False) -> SettleTimeoutError:
         """The error of a wait that ran out: the instant, and the runs still going (a
@@ -290,10 +307,33 @@ class Stepper:
 
     def _check_open(self, verb: str) -> None:
         if self._closed or not self._scheduler.running:
-            raise SchedulerStateError(
-                f"cannot {verb}(): the Stepper's scheduler is not running ({self._scheduler!r}: "
-                "shut down, or its timer thread died)"
+            raise self._not_running(verb)
+
+    def _not_running(self, verb: str | None = None) -> SchedulerStateError:
+        """The error of a stepper whose scheduler no longer runs, refusing ``verb`` (None:
+        found stopped after a wait), one rule for each way it stopped, read from the
+        scheduler's own state (``metrics().state``, within ``timeout``), so a shutdown
+        behind the stepper's back is said as one by :meth:`close` is.  ``"dead"``: its
+        timer thread died; said as the scheduler's own verbs say it, a
+        :class:`~lldsched.errors.SchedulerStateError` (a mistake to fix, not a race with
+        a shutdown).  Else shut down: :class:`~lldsched.errors.SchedulerShutDownError`, as
+        every verb refused after the shutdown raises.  A forked child's copy raises its
+        own error from the read."""
+        scheduler = self._scheduler
+        at = _instant(self._clock.now())
+        if scheduler.metrics(timeout=self._timeout).state == "dead":
+            doing = f"cannot {verb}():" if verb else f"the Stepper waited at {at}, and"
+            return SchedulerStateError(
+                f"{doing} {DEAD_TIMER}, so nothing is dispatched any more; "
+                f"{DEAD_TIMER_ADVICE} ({scheduler!r})"
             )
+        if verb:
+            return SchedulerShutDownError(
+                f"cannot {verb}(): the Stepper's scheduler is shut down ({scheduler!r})"
+            )
+        return SchedulerShutDownError(
+            f"the scheduler was shut down while the Stepper waited at {at} ({scheduler!r})"
+        )
 
     def __repr__(self) -> str:
         return f"<Stepper at {_instant(self._clock.now())} of {self._scheduler!r}>"

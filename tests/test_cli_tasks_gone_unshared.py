@@ -15,7 +15,7 @@ import pytest
 from lldsched import SqliteTaskStore
 from lldsched.cli import main
 from lldsched.stores.sqlite.claim import FileClaim, held_unshared
-from tests.test_store_running_row import _crashed_mid_run
+from tests.test_store_running_row import _crashed_mid_run, _paused_mid_run
 
 GONE = (
     "  status      running  (a run was in flight: the process that ran it is gone, no "
@@ -84,3 +84,17 @@ def test_the_probe_takes_no_claim_and_writes_nothing(crashed: Path) -> None:
 
 def test_a_file_never_claimed_is_held_by_nobody(tmp_path: Path) -> None:
     assert held_unshared(str(tmp_path / "none.db")) is False
+
+
+def test_a_run_paused_mid_run_is_marked_by_the_rule_show_says_it_by(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The flag of an attempt in flight, not the status: a task paused during the run its
+    process died in is ``paused`` with the flag set (tests/test_cli_tasks_owed_after_restart.py
+    has a ``scheduled`` one); the table showed a plain ``paused``."""
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        _paused_mid_run(store)
+    assert GONE.replace("running", "paused", 1) in tasks(capsys, path, "show", "job")
+    _header, row, legend = tasks(capsys, path)
+    assert (row.split()[2], legend) == ("paused!", LEGEND)

@@ -3,8 +3,9 @@
 Without a verb, a table of the tasks (``--status failed``: the dead letter, in the order its
 tasks failed; ``--json``: one JSON object a line per task, its run in flight as
 ``in_flight``: :func:`_flight`), the STATUS of a task whose run is in flight marked
-(:func:`_in_flight`, a legend line after the rows; a row an unshared process left
-``running`` when it died, marked as such: :func:`_gone`); ``show ID``: a
+(:func:`_in_flight`, a legend line after the rows; a row flagged with the attempt an
+unshared process had in flight when it died, whatever its status, marked as such:
+:func:`_gone`; the table, ``show`` and ``--json`` by one rule, :func:`_flight`); ``show ID``: a
 task's definition, state and last records, the failure text whole.  Reading imports none of
 the jobs' code and takes no claim (:mod:`lldsched.stores.peek`): it works from any shell,
 beside a running scheduler.  ``redrive``, ``pause``, ``resume``, ``cancel``, ``run-now`` and
@@ -76,8 +77,10 @@ _FLIGHT_WORDS = {None: "", "live": _IN_FLIGHT, "ran_out": _RAN_OUT, "gone": _GON
 _COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "ATTEMPT", "LAST")
 _STATUS = _COLUMNS.index("STATUS")
 _GONE_MARK = "!gone"  # shown as "!" (_marked), its own legend line
-_MARKS = {  # a table's STATUS of a task with a lease: its mark, and the legend's line
+_HELD_MARK = "*held"  # shown as "*" (_marked), its own legend line
+_MARKS = {  # a table's STATUS of a task with a run in flight: its mark, and the legend's line
     "*": "* a run of it is in flight: a process holds its lease (`tasks show ID` names it)",
+    _HELD_MARK: "* a run of it is in flight: a process holds the store unshared",
     "!": "! a run of it was in flight and its lease ran out: that process died or stalled, "
     "and the next claim runs the attempt again",
     _GONE_MARK: "! a run of it was in flight and the process that ran it is gone (no process "
@@ -151,12 +154,16 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
         gone = functools.cache(functools.partial(_gone, reader))  # at the first run, if any
         for row, last in reader.whole(status=status):
             ran_out = _ran_out(row, now)
-            flight = _flight(row, ran_out, gone)
+            flight = _row_flight(row, ran_out, gone)
             say(json.dumps(_document(row, last, described, ran_out, flight)))
         return 0
-    listed = reader.listing(status=status)
-    rows = [_cells(row, last, described) for row, last in listed]
-    marked = _marked(rows, _in_flight(reader, rows))  # read after the rows: as new as they are
+    rows: list[tuple[str, ...]] = []
+    running: set[str] = set()  # the rows flagged with an attempt in flight (_flight)
+    for task, last in reader.listing(status=status):
+        rows.append(_cells(task, last, described))
+        if task.running:
+            running.add(task.id)
+    marked = _marked(rows, _in_flight(reader, rows, running))  # leases read after the rows
     table = [_COLUMNS, *rows]
     widths = [max(len(cells[i]) for cells in table) for i in range(len(_COLUMNS))]
     for cells in table:
@@ -169,25 +176,37 @@ def _list(reader: Peek, status: str | None, as_json: bool) -> int:
     return 0
 
 
-def _in_flight(reader: Peek, rows: list[tuple[str, ...]]) -> dict[str, str]:
-    """The mark of each task a lease holds (:data:`_MARKS`): ``*`` while its lease lasts,
-    ``!`` once it ran out by the store's clock (read only if a lease is found), as
-    ``show`` says them (:func:`_ran_out`).  On a shared store a run in flight is a lease,
-    and its task's row says ``scheduled`` with a next run in the past: the table showed
-    no sign of it.  And of each of ``rows`` that says ``running`` with no lease (an
-    unshared process's run) when no process holds the file (:func:`_gone`, tried once),
-    :data:`_GONE_MARK`: that process died mid-run, and ``running`` read as a run going."""
+def _in_flight(reader: Peek, rows: list[tuple[str, ...]], running: set[str]) -> dict[str, str]:
+    """The mark of each of ``rows`` (:data:`_MARKS`) whose run in flight :func:`_flight`
+    names, by the rule ``show`` and ``--json`` say it by: its lease (``*``), ran out by
+    the store's clock (``!``; read only if a lease is found); a row flagged with an
+    attempt in flight (``running``, its id in ``running``) and no lease, whatever its
+    status, :data:`_GONE_MARK` when no process holds the file (:func:`_gone`, tried once:
+    that process died mid-run, its attempt owed to the next start; a never-started
+    scheduler's recovery rewrote a ``running`` row ``scheduled``, the flag kept), else
+    :data:`_HELD_MARK`, except on a row that says ``running``, which says it already.
+    On a shared store a run in flight is a lease, and its task's row says ``scheduled``
+    with a next run in the past: the table showed no sign of it."""
     leases = reader.leases()
+    now = functools.cache(reader.now)
+    gone = functools.cache(functools.partial(_gone, reader))
     marks: dict[str, str] = {}
-    if leases:
-        now = reader.now()
-        marks = {
-            task_id: "!" if isinstance(expires, int | float) and expires <= now else "*"
-            for task_id, expires in leases.items()
-        }
-    running = [cells[0] for cells in rows if cells[_STATUS] == "running" and cells[0] not in marks]
-    if running and _gone(reader):
-        marks.update(dict.fromkeys(running, _GONE_MARK))
+    for cells in rows:
+        task_id = cells[0]
+        leased = task_id in leases
+        if not leased and task_id not in running:
+            continue
+        expires = leases.get(task_id)
+        ran_out = leased and isinstance(expires, int | float) and expires <= now()
+        flight = _flight(leased=leased, ran_out=ran_out, running=task_id in running, gone=gone)
+        if flight == "ran_out":
+            marks[task_id] = "!"
+        elif flight == "gone":
+            marks[task_id] = _GONE_MARK
+        elif leased:
+            marks[task_id] = "*"
+        elif cells[_STATUS] != "running":  # a run in flight the status does not say
+            marks[task_id] = _HELD_MARK
     return marks
 
 
@@ -250,7 +269,7 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
         last = []
     ran_out = _ran_out(row, reader.now)
     if as_json:
-        flight = _flight(row, ran_out, functools.partial(_gone, reader))
+        flight = _row_flight(row, ran_out, functools.partial(_gone, reader))
         document = _document(row, latest, ran_out=ran_out, flight=flight)
         document["records"] = [_record_document(record) for record in last]
         say(json.dumps(document))
@@ -391,25 +410,32 @@ def _fails_again(task_id: str, *, upstream: str, name: str, status: TaskStatus) 
 
 def _flight_words(reader: Peek, row: Row, ran_out: bool) -> str:
     """What ``show`` says after a task's status of its run in flight (:func:`_flight`):
-    its lease ran out (:data:`_RAN_OUT`), a row left ``running`` without a lease by an
+    its lease ran out (:data:`_RAN_OUT`), a row flagged ``running`` without a lease by an
     unshared process that is gone (:data:`_GONE`), a run in flight (:data:`_IN_FLIGHT`),
     or nothing."""
-    return _FLIGHT_WORDS[_flight(row, ran_out, functools.partial(_gone, reader))]
+    return _FLIGHT_WORDS[_row_flight(row, ran_out, functools.partial(_gone, reader))]
 
 
-def _flight(row: Row, ran_out: bool, gone: Callable[[], bool]) -> str | None:
-    """The one rule of what ``show`` and ``--json``'s ``in_flight`` say of ``row``'s run in
-    flight (the table's marks, read for all rows at once by :func:`_in_flight`, say the
-    same): ``"ran_out"`` (its lease ran out by the store's clock: ``ran_out``),
-    ``"live"`` (a lease held, or a row ``running`` while a live process holds the store
-    unshared or it cannot be told), ``"gone"`` (a row ``running`` with no lease and
-    ``gone()`` true: :func:`_gone`, asked only then), or None (no run in flight)."""
+def _row_flight(row: Row, ran_out: bool, gone: Callable[[], bool]) -> str | None:
+    """:func:`_flight` of a row read whole (``show``, ``--json``)."""
+    return _flight(leased=row.lease is not None, ran_out=ran_out, running=row.running, gone=gone)
+
+
+def _flight(*, leased: bool, ran_out: bool, running: bool, gone: Callable[[], bool]) -> str | None:
+    """The one rule of what ``show``, ``--json``'s ``in_flight`` and the table's marks
+    (:func:`_in_flight`) say of a task's run in flight: ``"ran_out"`` (its lease ran out
+    by the store's clock: ``ran_out``), ``"live"`` (a lease held, or a row flagged
+    ``running`` while a live process holds the store unshared or it cannot be told),
+    ``"gone"`` (a row flagged ``running`` with no lease and ``gone()`` true:
+    :func:`_gone`, asked only then), or None (no run in flight).  The flag, not the
+    status: a row a process left ``running`` as it died says ``scheduled`` once a
+    scheduler built on the file and never started recovered it (the attempt still owed,
+    the flag kept), ``paused`` when paused mid-run."""
     if ran_out:
         return "ran_out"
-    if row.lease is not None:
+    if leased:
         return "live"
-    snapshot = row.snapshot
-    if snapshot is not None and snapshot.running:
+    if running:
         return "gone" if gone() else "live"
     return None
 

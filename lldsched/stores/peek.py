@@ -66,6 +66,12 @@ class Row(NamedTuple):
     definition: str = ""
     lease: Lease | None = None
 
+    @property
+    def running(self) -> bool:
+        """The row's flag of an attempt in flight, as :class:`Listed`'s (False for a row
+        that cannot be read)."""
+        return self.snapshot is not None and self.snapshot.running
+
 
 Last = ExecutionRecord | None
 """A task's last record, None if it has none."""

@@ -286,23 +286,26 @@ class Listed(NamedTuple):
     schedule: Any  # as a read to show decodes it (a type not registered here: its text)
     next_run_at: float | None
     attempt: int
+    running: bool = False  # an attempt in flight, or owed by a process that died in it
 
 
 def listed_from(row: Sequence[Any], schedules: dict[str, Any]) -> Listed | None:
     """The task a listing's row shows: ``id, name, status, next_run_at, attempt,
-    schedule``, the name and the schedule as the JSON texts of those parts of the
-    definition (the database reads them out).  Each value as every read checks it
-    (:func:`snapshot_from`, :func:`decode_task` with ``imports=False``), alone and
-    together; None for a row that fails one, or whose name or schedule is one no read
-    takes: the caller reads it whole, for the error that read names.  ``schedules``:
-    those decoded so far, by their text (the rows of one schedule share its object).
+    schedule, running``, the name and the schedule as the JSON texts of those parts of the
+    definition (the database reads them out); ``running``, the row's flag of an attempt
+    in flight (what the table marks: lldsched/cli/storetasks.py ``_flight``).  Each value
+    as every read checks it (:func:`snapshot_from`, :func:`decode_task` with
+    ``imports=False``), alone and together; None for a row that fails one, or whose
+    name or schedule is one no read takes: the caller reads it whole, for the error that
+    read names.  ``schedules``: those decoded so far, by their text (the rows of one
+    schedule share its object).
 
     What the listing does not show is not read, nor checked: a row damaged there alone
     (its retry policy, its run count) is listed; ``show ID`` reads it whole."""
-    task_id, name_text, status, next_run_at, attempt, schedule_text = row
+    task_id, name_text, status, next_run_at, attempt, schedule_text, running = row
     if not (
         status in _STATUS_TEXTS and _instant_or_none(next_run_at) and _count(attempt)
-        and type(name_text) is str and type(schedule_text) is str
+        and type(name_text) is str and type(schedule_text) is str and _flag(running)
     ):  # fmt: skip
         return None
     status_value = TaskStatus(status)
@@ -317,7 +320,7 @@ def listed_from(row: Sequence[Any], schedules: dict[str, Any]) -> Listed | None:
         return None
     if type(name) is not str or not name.strip() or unstorable(name) is not None:
         return None  # a blank name: refused by the whole read (registration's rule)
-    return Listed(task_id, name, status_value, schedule, next_run_at, attempt)
+    return Listed(task_id, name, status_value, schedule, next_run_at, attempt, bool(running))
 
 
 _STATUS_TEXTS = frozenset(status.value for status in TaskStatus)

@@ -26,7 +26,7 @@ _LAST = (  # a task's last record, if any, as PostgreSQL plans it best: a backwa
 )
 _LISTED = (  # what a listing shows of a task (rowvalues.listed_from): the JSON parts too
     "t.id, (t.definition::json -> 'name')::text, t.status, t.next_run_at, t.attempt,"
-    " (t.definition::json -> 'schedule')::text"
+    " (t.definition::json -> 'schedule')::text, t.running"
 )
 
 

@@ -35,7 +35,7 @@ _LAST = (  # a task's last record, if any: the largest seq of its key, one look-
 )
 _LISTED = (  # what a listing shows of a task (rowvalues.listed_from): the JSON parts too
     "t.id, json_quote(json_extract(t.definition, '$.name')), t.status, t.next_run_at,"
-    " t.attempt, json_quote(json_extract(t.definition, '$.schedule'))"
+    " t.attempt, json_quote(json_extract(t.definition, '$.schedule')), t.running"
 )
 
 
