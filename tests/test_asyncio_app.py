@@ -92,6 +92,32 @@ def test_aclose_raises_what_shutdown_refuses_in_the_awaiting_coroutine() -> None
     assert not scheduler.running
 
 
+def test_aclose_raises_in_the_awaiting_coroutine_what_its_shutdown_raised_on_its_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Whatever the shutdown raises on aclose()'s own thread (a store's or a handler's
+    # error, a signal) is the awaiting coroutine's, not a wait for ever.  (mutation15,
+    # stopping.py: `outcome = exc` dropped, the thread died of an UnboundLocalError
+    # and the future was never resolved.)
+    scheduler = Scheduler(name="aclose-raised").start()
+    shutdown = scheduler.shutdown
+
+    def raises(**kwargs: Any) -> bool:
+        raise OSError("the store's disk went away")
+
+    async def main() -> None:
+        monkeypatch.setattr(scheduler, "shutdown", raises)
+        try:
+            with pytest.raises(OSError, match="the store's disk went away"):
+                await asyncio.wait_for(scheduler.aclose(timeout=1), 20)
+        finally:
+            monkeypatch.setattr(scheduler, "shutdown", shutdown)
+        assert await scheduler.aclose() is True
+
+    asyncio.run(main())
+    assert not scheduler.running
+
+
 def test_shutdown_from_one_of_its_own_coroutine_runs_is_refused_and_nothing_stops() -> None:
     refused: list[str] = []
 

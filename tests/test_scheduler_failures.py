@@ -269,6 +269,26 @@ def test_a_raising_task_and_a_raising_listener_leave_every_worker_alive(
     assert len(log.runs()) == 8  # the listener after the raising one saw everything
 
 
+def test_a_thread_run_that_raises_is_recorded_failed_not_timed_out(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # An action that raises, with no timeout, failed: its record says so, and is no
+    # timeout.  (mutation15, running.py: `_execute`'s `False` for a raised error as
+    # True: every failure was recorded timed_out.)
+    scheduler = make_scheduler(workers=1, clock=clock)
+    task = scheduler.schedule(
+        "boom", failing(1, "bad input"), OneTime(delay=0), retry=RetryPolicy.never()
+    )
+    settle(scheduler)
+    (record,) = task.history
+    assert (record.ok, record.timed_out, record.error) == (
+        False,
+        False,
+        "RuntimeError: bad input",
+    )
+    assert record.outcome == "failed" and task.status is TaskStatus.FAILED
+
+
 def test_a_listener_blocked_on_an_event_does_not_delay_the_next_due_task(
     make_scheduler: SchedulerFactory, clock: FakeClock
 ) -> None:

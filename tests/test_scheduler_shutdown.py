@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 from collections.abc import Callable
-from types import TracebackType
+from types import CodeType, TracebackType
 
 import pytest
 
@@ -18,10 +19,12 @@ from lldsched import (
     RetryPolicy,
     Scheduler,
     SchedulerStateError,
+    TaskEvent,
     TaskStatus,
 )
 from lldsched.threaded import stopping
 from lldsched.threaded.deadline import Deadline, Flag, Hold
+from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.parts import STOPPED
 from tests.conftest import T0, SchedulerFactory
 from tests.waits import wait_until
@@ -164,6 +167,38 @@ def test_shutdown_is_idempotent_and_final(make_scheduler: SchedulerFactory) -> N
     with pytest.raises(SchedulerStateError, match=f"cannot resume '{task.id}'"):
         scheduler.resume(task.id)
     assert scheduler.cancel(task.id) is True  # stopping things is still allowed
+
+
+def test_a_second_shutdown_out_of_time_leaves_the_first_s_drain_alone() -> None:
+    # The first shutdown() drains on one worker with room for one entry: "a" waits for
+    # the worker, "b" in the heap.  A second call on another thread, out of time while
+    # the first goes on, returns False and closes nothing: the drain runs both.
+    # (mutation15, stopping.py `_first_ended`'s `return False` as True: the second
+    # closed the pool under the drain, which then handed "b" to no worker, and waited
+    # for it until its own timeout.)
+    started, release, action = blocker()
+    scheduler = Scheduler(workers=1, handoff=1).start()
+    scheduler.schedule("block", action, OneTime(delay=0), id="block")
+    assert started.wait(5)
+    for name in ("a", "b"):
+        scheduler.schedule(name, lambda: None, OneTime(delay=0), id=name)
+    second: list[bool] = []
+
+    def out_of_time() -> None:
+        wait_until(lambda: not scheduler.running, timeout=5, what="the first shutdown")
+        second.append(scheduler.shutdown(timeout=0.1))
+        release.set()
+
+    helper = threading.Thread(target=out_of_time, name="second-shutdown")
+    helper.start()
+    try:
+        assert scheduler.shutdown(timeout=5) is True
+    finally:
+        release.set()
+        helper.join(5)
+    assert second == [False]
+    statuses = {name: scheduler.task(name).status for name in ("block", "a", "b")}
+    assert statuses == dict.fromkeys(("block", "a", "b"), TaskStatus.SUCCEEDED)
 
 
 def test_the_context_manager_starts_and_shuts_down(clock: FakeClock) -> None:
@@ -496,3 +531,93 @@ def test_an_interrupt_while_the_drain_waits_leaves_the_lock_free_and_a_later_shu
     assert not scheduler._lock.locked()
     release.set()
     assert scheduler.shutdown(timeout=5) is True
+
+
+def called_from(thread: threading.Thread, callee: CodeType, caller: str) -> bool:
+    """``thread`` is inside a call of ``callee`` made straight from a function named
+    ``caller`` (read off its frames)."""
+    frame = sys._current_frames().get(thread.ident or 0)
+    while frame is not None and frame.f_back is not None:
+        if frame.f_code is callee and frame.f_back.f_code.co_name == caller:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def released_when(condition: Callable[[], bool], release: threading.Event) -> threading.Thread:
+    """A thread that sets ``release`` once ``condition`` holds (5 s at most)."""
+
+    def watch() -> None:
+        try:
+            wait_until(condition, timeout=5, what="the second shutdown's wait")
+        finally:
+            release.set()
+
+    watcher = threading.Thread(target=watch, name="releaser")
+    watcher.start()
+    return watcher
+
+
+def test_a_second_shutdown_waits_for_the_listener_the_first_left_busy() -> None:
+    # The first shutdown() runs out of time with a listener busy: False.  A second waits
+    # for the listeners' thread to deliver and stop (released only once it waits):
+    # True.  (mutation15, stopping.py: `_join`'s `_dispatcher.close` dropped, the
+    # second did not wait and returned False with the listener still busy.)
+    inside, release = threading.Event(), threading.Event()
+
+    def listener(event: TaskEvent) -> None:
+        if event.record is not None:
+            inside.set()
+            release.wait(5)
+
+    scheduler = Scheduler(workers=1, listeners=[listener]).start()
+    try:
+        scheduler.schedule("told", lambda: None, OneTime(delay=0))
+        assert inside.wait(5)
+        assert scheduler.shutdown(timeout=0.1) is False
+        main = threading.current_thread()
+        watcher = released_when(
+            lambda: called_from(main, EventDispatcher.close.__code__, "_join"), release
+        )
+        assert scheduler.shutdown(timeout=5) is True
+    finally:
+        release.set()
+    watcher.join(5)
+
+
+def test_a_second_shutdown_waits_for_the_timer_the_first_left_running() -> None:
+    # The first shutdown() runs out of time with the timer stuck in the clock's wait (a
+    # clock whose wait outlives its wake, the scheduler's lock let go): False.  A second
+    # waits for the timer to end (released only once it waits): True.  (mutation15,
+    # stopping.py: `_join`'s `_timer.join` dropped, the second did not wait and
+    # returned False with the timer still alive.)
+    stuck, release = threading.Event(), threading.Event()
+    armed = threading.Event()
+
+    class StickingClock(FakeClock):
+        def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+            if not armed.is_set():
+                super().wait(condition, deadline)
+                return
+            stuck.set()
+            condition.release()
+            try:
+                release.wait(5)
+            finally:
+                condition.acquire()
+
+    clock = StickingClock(T0)
+    scheduler = Scheduler(workers=1, clock=clock).start()
+    try:
+        armed.set()
+        scheduler.schedule("wakes-the-timer", lambda: None, OneTime(delay=0))
+        assert stuck.wait(5)
+        assert scheduler.shutdown(timeout=0.1) is False
+        main = threading.current_thread()
+        watcher = released_when(
+            lambda: called_from(main, threading.Thread.join.__code__, "_join"), release
+        )
+        assert scheduler.shutdown(timeout=5) is True
+    finally:
+        release.set()
+    watcher.join(5)

@@ -89,6 +89,26 @@ def test_a_disk_still_full_at_the_shutdown_leaves_the_rows_stale_and_says_so(
     assert "once" in said.getMessage()
 
 
+def test_a_shutdown_leaving_many_rows_stale_names_twenty_and_counts_the_rest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # (mutation15, stalerows.py: `STALE_SHOWN` moved by one, 21 named, or 19.)
+    ids = [f"once-{n:02}" for n in range(23)]
+    store = FullDisk(tmp_path / "tasks.db", failing=range(len(ids) + 1, 10_000))
+    with store:
+        sim = Simulation(workers=1, start=T0, store=store)
+        for task_id in ids:
+            sim.schedule(task_id, OneTime(delay=0), action=jobs.noop, id=task_id)
+        sim.run(T0 + 10)
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            assert sim.shutdown() is True
+    (said,) = [r for r in caplog.records if "stale" in r.getMessage()]
+    text = said.getMessage()
+    assert "shutdown() leaves the rows of 23 tasks stale" in text
+    named = [task_id for task_id in ids if task_id in text]
+    assert len(named) == 20 and "and 3 more)" in text
+
+
 def scenario() -> tuple[Simulation, str, str, str]:
     """One worker: a run in flight (long, 0 to 100 s), a one-off due at 10 s waiting for
     the worker, and a one-off due at 500 s; an intervention at 50 s."""

@@ -136,3 +136,60 @@ def test_a_run_finished_after_a_set_back_of_any_size_is_told_from_one_before_it(
     assert look.set_back_since(T0 + 180.0)
     assert look.set_back_since(T0 - 3600.0)  # an hour, as ever
     assert not LastLook(monotonic=None).set_back_since(-math.inf)  # a FakeClock: never
+
+
+def test_a_run_that_finishes_after_the_clock_was_set_back_is_recorded_at_the_moved_clock(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # The action sets the wall clock back ten minutes (an NTP step) and returns: its
+    # record's finish is read after the jump, so it is the moved clock's reading (no
+    # negative duration), and the run succeeded.  (mutation15, running.py:
+    # `_jumped_since`'s `return finished` as None: the record was made with no finish,
+    # and the core's error failed the task.)
+    clock = SuspendingClock(T0)
+    log = EventLog()
+    scheduler = make_scheduler(clock=clock, listeners=[log], start=False)
+    task = scheduler.schedule("steps-back", lambda: clock.suspend(-600.0), OneTime(delay=0))
+    scheduler.start()
+    ran = log.wait_for(lambda e: e.record is not None, timeout=5)
+    assert ran is not None and ran.record is not None
+    assert ran.record.finished == T0 - 600.0
+    assert ran.record.started <= ran.record.finished  # the look moved its start too
+    assert ran.record.error is None and task.run_count == 1
+
+
+def test_a_clock_that_raises_as_a_set_back_run_is_recorded_is_logged_and_the_run_kept(
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As above, and the clock raises as the worker reads it again to handle the jump:
+    # the run is recorded at the finish it read, and the clock's error is logged with
+    # its traceback.  (mutation15, running.py: `_jumped_since`'s `log.exception`
+    # dropped, the error went unsaid.)
+    worker_reads: list[str] = []
+
+    class RaisingOnce(SuspendingClock):
+        def now(self) -> float:
+            if worker_reads and threading.current_thread().name == worker_reads[0]:
+                worker_reads.append("read")
+                if len(worker_reads) == 3:  # the finish's reading, then the jump's
+                    raise OSError("the clock's device went away")
+            return super().now()
+
+    clock = RaisingOnce(T0)
+    log = EventLog()
+    scheduler = make_scheduler(clock=clock, listeners=[log], start=False)
+
+    def steps_back() -> None:
+        clock.suspend(-600.0)
+        worker_reads.append(threading.current_thread().name)
+
+    task = scheduler.schedule("steps-back", steps_back, OneTime(delay=0))
+    scheduler.start()
+    ran = log.wait_for(lambda e: e.record is not None, timeout=5)
+    assert ran is not None and ran.record is not None
+    assert ran.record.finished == T0 - 600.0 and task.run_count == 1
+    said = [r for r in caplog.records if "the scheduler's clock raised" in r.getMessage()]
+    assert [r.getMessage() for r in said] == [
+        f"the scheduler's clock raised; the run is recorded at {T0 - 600.0!r}"
+    ]
+    assert said[0].exc_info is not None and "device went away" in str(said[0].exc_info[1])
