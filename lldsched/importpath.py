@@ -1,7 +1,7 @@
 """Naming a function by its import path, and arguments that JSON keeps: one rule, two users.
 
 A durable store (:mod:`lldsched.stores.codec`) keeps a task's action as text, and a
-process-isolated task (``isolation="process"``, :mod:`lldsched.threaded.processes`)
+process-isolated task (``isolation="process"``, :mod:`lldsched.threaded.processes.pool`)
 sends its call to a child process as text.  Both follow the same rule, which lives
 here:
 

@@ -13,7 +13,7 @@ did (measured: an exit held 20 s by a call sleeping 20 s).
 :class:`LoopCalls` is that executor without the note: its threads are made on the
 loop's thread, a daemon thread, so they are daemon threads too, and nothing joins them
 at exit.  ``shutdown()`` still waits for them within its timeout
-(:mod:`lldsched.threaded.coroutines`); only an exit without one no longer does.  A
+(:mod:`lldsched.threaded.coroutines.runner`); only an exit without one no longer does.  A
 simulation's loop may run on the caller's thread (the main thread, not a daemon): a
 thread the pool needs is then started from a daemon thread of a moment's life, so it is
 a daemon too (:class:`~lldsched.sim.looptime.SkippingLoop`; before, a call its run's

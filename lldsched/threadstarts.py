@@ -11,9 +11,9 @@ threads the exit can reach start so, each with its own answer:
 * the shutdown's store steps (:meth:`Deadline.run
   <lldsched.threaded.deadline.Deadline.run>`): run on the exiting thread;
 * the thread that keeps the leases while a shutdown waits
-  (:func:`~lldsched.threaded.leases.leases_kept`): none, the leases unrenewed for the
+  (:func:`~lldsched.threaded.shared.leases.leases_kept`): none, the leases unrenewed for the
   exit's writes;
-* the lease watch (:class:`~lldsched.threaded.leasewatch.LeaseWatch`), which a worker
+* the lease watch (:class:`~lldsched.threaded.shared.leasewatch.LeaseWatch`), which a worker
   of a shutdown a Ctrl-C cut short starts as it begins a run: that run unwatched;
 * a PostgreSQL store's deadline watcher (:mod:`lldsched.stores.postgres.deadline`; a
   listener reconnecting as the process exits arms it): the round trip unwatched;

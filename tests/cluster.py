@@ -36,7 +36,7 @@ import pytest
 
 from lldsched import FakeClock, ScheduledTask, Scheduler
 from lldsched.coordination import CoordinatedStore
-from lldsched.threaded import processlife
+from lldsched.threaded.processes import life
 from tests.cluster_stores import OPENERS as OPENERS  # re-exported: where tests import them
 from tests.cluster_stores import StoreSpec as StoreSpec
 from tests.cluster_stores import open_store as open_store
@@ -104,12 +104,12 @@ def hold_child_starts(monkeypatch: pytest.MonkeyPatch) -> HeldStarts:
     something (a renewal, a takeover) can then happen while a run is on its way to it."""
     held = HeldStarts(threading.Event(), threading.Event())
 
-    def held_start() -> processlife.Child:
+    def held_start() -> life.Child:
         held.starting.set()
         assert held.let_start.wait(30)
-        return processlife.start_child()
+        return life.start_child()
 
-    monkeypatch.setattr("lldsched.threaded.processes.start_child", held_start)
+    monkeypatch.setattr("lldsched.threaded.processes.pool.start_child", held_start)
     return held
 
 

@@ -46,7 +46,7 @@ SchedulerFactory = Callable[..., Scheduler]
 
 def collect_left_behind() -> None:
     """Collect now what a shutdown left pending on its closed loop (a coroutine deaf to
-    its cancellation: lldsched/threaded/loopshutdown.py), so that asyncio's "Task was
+    its cancellation: lldsched/threaded/coroutines/shutdown.py), so that asyncio's "Task was
     destroyed but it is pending!" is logged in the test that left it.  A test that
     leaves one behind calls this: left to the collector, the line came in whichever
     later test of the same process the collector ran in, failing one that allows no

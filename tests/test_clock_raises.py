@@ -164,7 +164,7 @@ def test_a_clock_raising_as_shutdown_records_a_deaf_coroutine_still_settles_it(
                 await asyncio.sleep(3600)
 
     # The reading the loop's shutdown takes for the end of a run it records itself.
-    clock = _GlitchInModule(T0, module="loopshutdown.py")
+    clock = _GlitchInModule(T0, module="coroutines/shutdown.py")
     scheduler = Scheduler(workers=1, clock=clock).start()
     task = scheduler.schedule("deaf", deaf, OneTime(at=T0), retry=RetryPolicy(max_attempts=1))
     assert started.wait(5)
@@ -235,7 +235,7 @@ def test_a_clock_raising_in_shutdowns_lease_keeper_is_logged_and_the_leases_stil
     next renewal goes on."""
     from typing import Any, cast
 
-    from lldsched.threaded.leases import leases_kept
+    from lldsched.threaded.shared.leases import leases_kept
 
     renewed = threading.Event()
 

@@ -33,7 +33,7 @@ from lldsched.errors import LeaseLost
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy
-from lldsched.threaded import shared
+from lldsched.threaded.shared import coordinator
 from tests import cluster_jobs, jobs
 from tests.cluster import Cluster, StoreSpec, open_store, stop_all
 from tests.conftest import T0
@@ -186,7 +186,7 @@ def test_a_forward_wall_clock_jump_in_shared_mode_is_decided_by_the_claiming_pro
     not), and downtime too, though the lease clock counted it (Linux's CLOCK_BOOTTIME,
     a fake here): it cuts no trust, and still decides the slots it passed."""
     lease_clock = FakeClock(T0)
-    monkeypatch.setattr(shared, "LEASE_CLOCK", lease_clock)
+    monkeypatch.setattr(coordinator, "LEASE_CLOCK", lease_clock)
     clock = JumpingClock(T0)
     store = open_store(store_spec, lease=LEASE, poll=POLL)
     scheduler = Scheduler(workers=2, store=store, clock=clock).start()

@@ -25,8 +25,8 @@ import pytest
 from lldsched import FakeClock, OneTime, Scheduler
 from lldsched.errors import StoreError
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.threaded import shared
-from lldsched.threaded.leasewatch import trusted_for
+from lldsched.threaded.shared import coordinator
+from lldsched.threaded.shared.leasewatch import trusted_for
 from tests import cluster_jobs, jobs
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy
@@ -76,7 +76,7 @@ def black_holed(
     other = Scheduler(store=other_store, workers=2)  # trusts by time.monotonic
     trust = FakeClock(TRUST_FROM)
     with monkeypatch.context() as patch:
-        patch.setattr(shared, "LEASE_CLOCK", trust)  # read once, by cut's coordinator
+        patch.setattr(coordinator, "LEASE_CLOCK", trust)  # read once, by cut's coordinator
         cut = Scheduler(store=cut_store, workers=2)
     try:
         yield BlackHoled(cut_store, cut, other, reader, trust)

@@ -27,7 +27,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
-from lldsched.threaded.loopthread import START_BATCH
+from lldsched.threaded.coroutines.loopthread import START_BATCH
 from tests.conftest import SchedulerFactory, settle
 from tests.waits import wait_until
 

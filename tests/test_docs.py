@@ -788,7 +788,7 @@ def test_operations_md_names_every_thread_a_scheduler_starts() -> None:
     bullet, as ``-timer``, ``-loop-executor-join``: a thread dump names nothing it
     does not explain."""
     made = set()
-    for path in (PACKAGE / "threaded").glob("*.py"):
+    for path in (PACKAGE / "threaded").rglob("*.py"):  # its collaborators' folders too
         source = path.read_text()
         made |= set(re.findall(r"\{(?:self\._)?thread_prefix\}([\w-]+)", source))
         made |= {f"loop-{name}" for name in re.findall(r"\{self\._name\}-([\w-]+)", source)}

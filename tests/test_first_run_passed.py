@@ -126,7 +126,7 @@ def test_a_new_schedule_whose_first_run_passed_meets_the_misfire_policy(
 def test_registered_on_a_running_scheduler_as_before_start(tmp_path: Path, shared: bool) -> None:
     """The same task, registered before ``start()`` (decided there, recovery.at_start) and
     on a running scheduler: the same records, kept by the store.  On a shared store the
-    claim decides them (threaded/claimdecisions.py), before and after alike."""
+    claim decides them (threaded/shared/decisions.py), before and after alike."""
     seen = []
     for before_start in (True, False):
         clock = FakeClock(T0)

@@ -25,7 +25,7 @@ from lldsched.policies import Misfire
 from lldsched.schedules.cron.schedule import MAX_PREVIEW
 from lldsched.schedules.cron.search import HORIZON_DAYS
 from lldsched.testing import Stepper
-from lldsched.threaded.loopshutdown import CANCEL_GRACE
+from lldsched.threaded.coroutines.shutdown import CANCEL_GRACE
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from lldsched import FakeClock, FixedRate, OneTime, Scheduler, SqliteTaskStore, StoreError
-from lldsched.threaded.processes import SUPPORTED as PROCESSES
+from lldsched.threaded.processes.pool import SUPPORTED as PROCESSES
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "GUIDE.md"

@@ -40,6 +40,15 @@ THREADED, SIM, STORES, VIEWS, CLI = (
 # The two engines of stores/, each a package of its own (docs/decisions/public-api.md,
 # "The store engines are folders of their own").
 SQLITE, POSTGRES = "lldsched.stores.sqlite", "lldsched.stores.postgres"
+# The three collaborators of the threaded scheduler, each a package of its own
+# (docs/decisions/public-api.md, "`threaded/`'s three collaborators are folders of their
+# own"), and the one module of the threaded runtime they may import.
+GROUPS = (
+    "lldsched.threaded.processes",
+    "lldsched.threaded.coroutines",
+    "lldsched.threaded.shared",
+)
+DEADLINE = "lldsched.threaded.deadline"
 
 
 def module_name(path: Path) -> str:
@@ -148,6 +157,48 @@ def test_what_the_stores_share_imports_neither_engine() -> None:
     }
     assert "lldsched.stores.codec" in shared and "lldsched.stores.peek" in shared
     assert offending(shared, (SQLITE, POSTGRES)) == []
+
+
+def threaded_outside(group: str, modules: dict[str, set[str]]) -> list[str]:
+    """What the modules of ``group`` import of the threaded runtime outside ``group``
+    itself and :data:`DEADLINE`."""
+    return sorted(
+        f"{module} imports {imported}"
+        for module, imported_names in modules.items()
+        if within(module, group)
+        for imported in imported_names
+        if within(imported, THREADED)
+        and imported != THREADED
+        and not within(imported, group)
+        and not within(imported, DEADLINE)
+    )
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_a_threaded_group_imports_nothing_of_the_runtime_but_itself_and_deadline(
+    group: str,
+) -> None:
+    """The process pool, the coroutine runner and a shared store's ``Coordinator`` are
+    collaborators the scheduler's modules call: none imports another, the scheduler or
+    any module of ``threaded/`` but ``deadline.py`` (``from lldsched.threaded import
+    deadline`` is the package and the module: both allowed)."""
+    assert set(of(group)) > {group}  # the group is a package with modules
+    assert threaded_outside(group, of(group)) == []
+
+
+def test_the_group_rule_names_a_planted_import() -> None:
+    """The rule above fails, naming the module and the import, on any of the imports
+    it forbids."""
+    planted = {
+        "lldsched.threaded.shared.leases": {"lldsched.threaded.deadline", "lldsched.clock"},
+        "lldsched.threaded.shared.load": {"lldsched.threaded.processes.pool"},
+        "lldsched.threaded.shared.decisions": {"lldsched.threaded.parts"},
+        "lldsched.threaded.shared.coordinator": {"lldsched.threaded.shared.leases"},
+    }
+    assert threaded_outside("lldsched.threaded.shared", planted) == [
+        "lldsched.threaded.shared.decisions imports lldsched.threaded.parts",
+        "lldsched.threaded.shared.load imports lldsched.threaded.processes.pool",
+    ]
 
 
 def test_only_the_cli_imports_the_design_lab_and_the_lab_imports_no_view() -> None:

@@ -1,5 +1,5 @@
 """A claim is trusted from no later than the clock reading its store's expiry counts from
-(``Coordinator.looked`` in lldsched/threaded/leases.py).
+(``Coordinator.looked`` in lldsched/threaded/shared/leases.py).
 
 A shared SQLite store writes a claim's expiry as ``now + lease``, ``now`` being the timer's
 reading at the top of its wake; the renewal and the change feed run between that reading
@@ -35,8 +35,8 @@ from lldsched.coordination import Claim
 from lldsched.core.context import RunContext
 from lldsched.core.task import Isolation
 from lldsched.errors import StoreError
-from lldsched.threaded import shared
-from lldsched.threaded.leasewatch import renewal_every, trusted_for
+from lldsched.threaded.shared import coordinator
+from lldsched.threaded.shared.leasewatch import renewal_every, trusted_for
 from tests import cluster_jobs
 from tests.cluster import hold_child_starts
 from tests.store_doubles import HookedStore, StoreCall
@@ -71,7 +71,7 @@ class HeldFeed(HookedStore):
 def trust(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     """The clock leases are trusted by, a fake the test moves."""
     clock = FakeClock(START)
-    monkeypatch.setattr(shared, "LEASE_CLOCK", clock)
+    monkeypatch.setattr(coordinator, "LEASE_CLOCK", clock)
     return clock
 
 

@@ -1,4 +1,4 @@
-"""LeaseWatch (lldsched/threaded/leasewatch.py), on a fake clock: a run's flag goes up once
+"""LeaseWatch (lldsched/threaded/shared/leasewatch.py), on a fake clock: a run's flag goes up once
 ``trusted_for(lease)`` passed since the last renewal that succeeded began, not before; a
 renewal pushes that instant on; a run no longer watched is left alone.  Over a real
 network (tests/test_cluster_partition.py) the watch's clock is a fake too: that the flag
@@ -16,8 +16,8 @@ import pytest
 
 from lldsched import FakeClock
 from lldsched.core.context import RunContext
-from lldsched.threaded.leases import leases_kept
-from lldsched.threaded.leasewatch import (
+from lldsched.threaded.shared.leases import leases_kept
+from lldsched.threaded.shared.leasewatch import (
     LEASE_CLOCK,
     LeaseWatch,
     _LeaseClock,
@@ -277,7 +277,7 @@ def _keeper_running() -> bool:
 
 
 def test_shutdowns_lease_keeper_renews_while_its_block_runs_and_ends_with_it() -> None:
-    """``leases_kept`` (lldsched/threaded/leases.py): the keeper renews until the block
+    """``leases_kept`` (lldsched/threaded/shared/leases.py): the keeper renews until the block
     ends (shutdown's wait for the runs), then ends with it, joined: no thread renewing
     the leases of a scheduler shut down."""
     coordinator: Any = _Keeping()

@@ -21,9 +21,9 @@ import pytest
 from lldsched import MisfirePolicy, RetryPolicy, Scheduler, testing
 from lldsched.sim import ClusterScenario, ClusterTask
 from lldsched.testing import Stepper
-from lldsched.threaded.flights import UNFINISHED
-from lldsched.threaded.loopshutdown import grace_for
-from lldsched.threaded.processes import killed_by_shutdown
+from lldsched.threaded.coroutines.flights import UNFINISHED
+from lldsched.threaded.coroutines.shutdown import grace_for
+from lldsched.threaded.processes.pool import killed_by_shutdown
 from tests.test_notebook_figures import prose
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ host would get.
 Instants are shown through lldsched.clock.utc_datetime, which takes the ones before 1970
 that Windows' ``datetime.fromtimestamp`` refuses.  The lab times its experiments with
 elapsed time there (lldsched/lab/_support.py).
-Process isolation is POSIX-only (lldsched/threaded/processes.py): it is refused at
+Process isolation is POSIX-only (lldsched/threaded/processes/pool.py): it is refused at
 registration, naming the task and the reason, and a process-isolated task restored
 from a store written on a POSIX host fails each attempt with that reason, starting no
 child.
@@ -23,7 +23,7 @@ from lldsched import OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatu
 from lldsched.clock import utc_datetime
 from lldsched.lab._support import cpu_clock
 from lldsched.lab.entries import measure_cancel_cost
-from lldsched.threaded import processes
+from lldsched.threaded.processes import pool
 
 ONCE = RetryPolicy(max_attempts=1)
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def windows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process as processes.py sees it on Windows."""
-    monkeypatch.setattr(processes, "SUPPORTED", False)
+    """This process as processes/pool.py sees it on Windows."""
+    monkeypatch.setattr(pool, "SUPPORTED", False)
 
 
 @pytest.mark.usefixtures("windows")
@@ -62,7 +62,7 @@ def test_a_restored_isolated_task_fails_its_attempts_saying_why_and_starts_no_ch
             isolation="process", retry=ONCE, id="add",
         )  # fmt: skip
         assert scheduler.shutdown(drain=False)
-    monkeypatch.setattr(processes, "SUPPORTED", False)  # opened on Windows
+    monkeypatch.setattr(pool, "SUPPORTED", False)  # opened on Windows
     with SqliteTaskStore(path) as store, Scheduler(store=store) as scheduler:
         assert scheduler.wait_idle(timeout=10)
         task = scheduler.task("add")

@@ -46,9 +46,12 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.core.isolation import worker_killed
-from lldsched.threaded import failurelog, processlife, processruns, processwire
+from lldsched.threaded import failurelog
 from lldsched.threaded.processes import ProcessPool
-from lldsched.threaded.processruns import ProcessOutcome
+from lldsched.threaded.processes import life as processlife
+from lldsched.threaded.processes import runs as processruns
+from lldsched.threaded.processes import wire as processwire
+from lldsched.threaded.processes.runs import ProcessOutcome
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
 from tests.processes import held_before_a_child, killed_at, killed_pid

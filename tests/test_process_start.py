@@ -23,9 +23,8 @@ import pytest
 
 from lldsched import FakeClock, OneTime, Outcome, RetryPolicy, Scheduler, TaskStatus
 from lldsched.core.isolation import worker_killed
-from lldsched.threaded import processlife
-from lldsched.threaded.processes import ProcessPool
-from lldsched.threaded.processruns import START_TIMEOUT, ProcessOutcome
+from lldsched.threaded.processes import ProcessPool, life
+from lldsched.threaded.processes.runs import START_TIMEOUT, ProcessOutcome
 from tests.waits import wait_until
 
 JOBS = "tests.process_jobs"
@@ -76,7 +75,7 @@ def hung_error(pid: int) -> str:
 def hung_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every child started from now on hangs before it reads a call (a ``sitecustomize``
     or an import of lldsched that blocks)."""
-    monkeypatch.setattr(processlife, "_BOOT", HUNG_BOOT)
+    monkeypatch.setattr(life, "_BOOT", HUNG_BOOT)
 
 
 @pytest.fixture

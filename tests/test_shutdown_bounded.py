@@ -29,10 +29,10 @@ from lldsched import (
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.memory import InMemoryTaskStore
-from lldsched.threaded import processes
+from lldsched.threaded.coroutines.shutdown import CANCEL_GRACE, grace_for
 from lldsched.threaded.deadline import Deadline
-from lldsched.threaded.loopshutdown import CANCEL_GRACE, grace_for
-from lldsched.threaded.processlife import kill_group
+from lldsched.threaded.processes import pool
+from lldsched.threaded.processes.life import kill_group
 from tests import cluster_jobs, jobs
 from tests.conftest import T0, collect_left_behind
 from tests.exitthreads import refusing_threads
@@ -540,7 +540,7 @@ def test_a_worker_process_that_cannot_exit_does_not_hold_shutdown_past_its_timeo
         killed.append(process.pid)
         kill_group(process)
 
-    monkeypatch.setattr(processes, "kill_group", noted_kill)
+    monkeypatch.setattr(pool, "kill_group", noted_kill)
     scheduler = Scheduler(workers=1).start()
     task = scheduler.schedule(
         "leave", "tests.process_jobs:leave_a_thread", OneTime(delay=0), isolation="process"
@@ -565,8 +565,8 @@ def test_a_worker_process_that_cannot_exit_does_not_hold_a_shutdown_with_no_time
         killed.append(process.pid)
         kill_group(process)
 
-    monkeypatch.setattr(processes, "kill_group", noted_kill)
-    monkeypatch.setattr(processes, "REAP_TIMEOUT", 0.0)
+    monkeypatch.setattr(pool, "kill_group", noted_kill)
+    monkeypatch.setattr(pool, "REAP_TIMEOUT", 0.0)
     scheduler = Scheduler(workers=1).start()
     task = scheduler.schedule(
         "leave", "tests.process_jobs:leave_a_thread", OneTime(delay=0), isolation="process"

@@ -125,7 +125,7 @@ from lldsched import (
 from lldsched.errors import LldschedError
 from lldsched.sim import Simulation
 from lldsched.threaded.coroutines import CoroutineRunner
-from lldsched.threaded.flights import Flight
+from lldsched.threaded.coroutines.flights import Flight
 from lldsched.threaded.parts import STOPPED
 from tests.conftest import T0
 from tests.test_sim_equivalence import (

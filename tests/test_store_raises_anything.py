@@ -2,8 +2,8 @@
 (its driver's exception, a bug) from a call the threaded runtime makes after the fact:
 a failed call, logged with its traceback as any store failure is (the outage rule,
 lldsched/core/outage.py), never the death of the thread it ran on
-(``Coordinator._failed`` in lldsched/threaded/shared.py; docs/decisions/store-failures.md, "A
-coordinated store's call that raises anything").
+(``Coordinator._failed`` in lldsched/threaded/shared/coordinator.py;
+docs/decisions/store-failures.md, "A coordinated store's call that raises anything").
 
 The Coordinator caught only ``StoreError``: a renewal, a claim or a read of the change
 feed that raised a ``RuntimeError`` killed the timer (the scheduler ``"dead"``), a flush
@@ -22,7 +22,7 @@ import pytest
 from lldsched import FakeClock, FixedRate, OneTime, Scheduler, SqliteTaskStore
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import Misfire, MisfirePolicy
-from lldsched.threaded.leasewatch import renewal_every
+from lldsched.threaded.shared.leasewatch import renewal_every
 from tests import cluster_jobs, jobs
 from tests.store_doubles import HookedStore, StoreCall
 from tests.waits import wait_until

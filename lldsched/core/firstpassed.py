@@ -19,7 +19,7 @@ registration (:meth:`~lldsched.core.machine.SchedulerCore.add`) or a new schedul
 (``reschedule``, a replacement) queued a task at an instant before ``now``: never on
 the common path, which the built-in schedules keep to.  On a shared store nothing is
 decided here: the process that claims the first slot decides its misfire, as for any
-slot due before it was there (:mod:`lldsched.threaded.claimdecisions`), and a process
+slot due before it was there (:mod:`lldsched.threaded.shared.decisions`), and a process
 following another's registration (:mod:`lldsched.core.follow`) writes nothing.
 """
 
@@ -42,5 +42,5 @@ def first_passed(core: CoreParts, task: ScheduledTask, now: float) -> None:
     passed meet its misfire policy (:func:`~lldsched.core.misfires.decide_misfire`)."""
     writes = core._writes
     if writes is not None and is_shared(writes.store):
-        return  # the process that claims the slot decides (threaded/claimdecisions.py)
+        return  # the process that claims the slot decides (threaded/shared/decisions.py)
     decide_misfire(core, task, now)

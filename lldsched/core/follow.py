@@ -8,7 +8,7 @@ verb applied here would write.  Everything goes through the core's verbs:
 
 * :func:`load` registers the rows at construction (instead of recovery: no process
   decides misfires for all of them at start; whoever claims a passed slot decides
-  its misfire, :mod:`lldsched.threaded.claimdecisions`);
+  its misfire, :mod:`lldsched.threaded.shared.decisions`);
 * :func:`follow` applies one :class:`~lldsched.coordination.Change`: a removal, a
   registration (announced to the listeners as one: :meth:`SchedulerCore.learnt
   <lldsched.core.restoration.Restoration.learnt>`), a new definition

@@ -1,7 +1,7 @@
 """Where a task's action runs (``isolation=``), and what an isolated registration must give.
 
 :data:`ISOLATIONS`: ``"thread"`` (the default) calls the action on a worker thread;
-``"process"`` runs it in a child process (:mod:`lldsched.threaded.processes`), so
+``"process"`` runs it in a child process (:mod:`lldsched.threaded.processes.pool`), so
 the action is given as an import path ``"package.module:function"`` with arguments
 JSON keeps unchanged (the rule of :mod:`lldsched.importpath`, the one durable
 stores follow), and it takes no ``ctx``.  :func:`isolated_action` turns the path
@@ -61,7 +61,7 @@ def is_loop_action(action: object, isolation: str) -> bool:
     one (or a ``functools.partial`` of either) run on a thread: its runs go to the
     loop.  The one statement of the rule: at registration, at restore and for a task
     another process registered.  A process-isolated one is awaited in its child
-    (``isolation="process"``: :func:`lldsched.threaded.processchild.serve`), so False.
+    (``isolation="process"``: :func:`lldsched.threaded.processes.child.serve`), so False.
 
     Asked at every registration, so a function's code flags are read first (tens of
     nanoseconds; ``inspect.iscoroutinefunction`` alone costs several times that, on
@@ -265,7 +265,7 @@ def killed_by_shutdown(*, drain: bool, drained: float | None) -> str:
     in the simulation too"): :data:`KILLED` without a drain, else that
     its drain ran out of time after ``drained`` seconds (``shutdown(timeout=5)``'s 4: its
     last second is for the ends of the runs in flight,
-    :func:`~lldsched.threaded.loopshutdown.grace_for`; None: a drain with no bound, never
+    :func:`~lldsched.threaded.coroutines.shutdown.grace_for`; None: a drain with no bound, never
     out of time, which kills a run only where it gave up before its end, and names no
     time)."""
     if not drain:

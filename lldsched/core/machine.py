@@ -235,10 +235,10 @@ class SchedulerCore(
         # earliest first: a runtime calls overdue() for one that comes due and finds no
         # place to begin, and drops them as they pass (core/overlapping.py).
         self.overdue_slots: list[Entry] = []
-        # The process each run's record names (ExecutionRecord.node): a runtime on a shared
-        # store sets it to the store's holder id (threaded/shared.py); None for a core that
-        # shares nothing.  An instance attribute: read from the class (a default there),
-        # a simulated run cost 140 instructions more (45,703 -> 45,843, callgrind).
+        # The process each run's record names (ExecutionRecord.node): a runtime on a
+        # shared store sets it to the store's holder id (threaded/shared/coordinator.py);
+        # None for a core that shares nothing.  An instance attribute: read from the class
+        # (a default there), a simulated run cost 140 instructions more (45,703 -> 45,843).
         self.node: str | None = None
         # Retry jitter's seed (policies.retry_draws); none given, one of this core's own
         # (from the OS: a process forked from another draws another).

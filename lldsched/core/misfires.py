@@ -4,7 +4,7 @@
 scheduler was there: a restart (:mod:`lldsched.core.recovery`), a forward wall-clock
 jump and the threaded runtime's ``start()`` call it there, and a process sharing a store
 calls it for a slot it claims that passed before it was there (``Coordinator.claim``,
-:mod:`lldsched.threaded.shared`; :func:`first_decided`, the first slot it decides).
+:mod:`lldsched.threaded.shared.coordinator`; :func:`first_decided`, the first slot it decides).
 Everything here runs under the runtime's lock (or on the simulation's thread) and
 changes tasks only through the core.
 
@@ -79,7 +79,7 @@ def decide_misfire(
 
     Used by recovery at start, after a forward wall-clock jump, and in shared mode by
     the process that claims a slot due before it was there
-    (:mod:`lldsched.threaded.claimdecisions`).
+    (:mod:`lldsched.threaded.shared.decisions`).
 
     A slot of a plan cut at :data:`~lldsched.core.misfireplan.MAX_SLOTS` (the history holds
     the record standing for the slots beyond the cap, at or after that slot:
@@ -192,7 +192,7 @@ def first_decided(task: ScheduledTask, *, owed: bool) -> float | None:
     The one rule for whether a task met downtime: a restart decides a queued task's
     slots from here (:func:`~lldsched.core.recovery.recover`), and a process sharing a
     store decides a claimed slot's when this slot passed before it was there to claim it
-    (``Coordinator.claim``, :mod:`lldsched.threaded.shared`).  Before, a claim with
+    (``Coordinator.claim``, :mod:`lldsched.threaded.shared.coordinator`).  Before, a claim with
     attempts behind it (a retry, or a takeover of one) met no policy there: the slots
     after its slot were recorded ``skipped`` after its run, where a restart recorded
     them ``missed`` before it."""

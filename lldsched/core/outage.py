@@ -102,7 +102,7 @@ Kind = Literal[
     "records trim",
 ]
 """A kind of store call that can fail: a core's task write (``save``, ``delete``), a
-shared store's calls (threaded/shared.py: a misfire's decision, the change feed, the
+shared store's calls (threaded/shared/coordinator.py: a misfire's decision, the change feed, the
 leases, a flush of the settles held back), the PostgreSQL store's batches of its own."""
 
 ENDED_BY: dict[Kind, frozenset[Kind]] = {

@@ -267,7 +267,7 @@ def _say_cut(snapshots: Sequence[TaskSnapshot], store: TaskStore) -> None:
     """Name the tasks whose row says a run was in flight when the last process on
     ``store`` stopped (killed, crashed): that run left no record, and its attempt runs
     again (at-least-once), as a shared store's start says of such a row
-    (lldsched/threaded/sharedload.py).  Before, an unshared restart ran it again unsaid."""
+    (lldsched/threaded/shared/load.py).  Before, an unshared restart ran it again unsaid."""
     cut = [snapshot.task.id for snapshot in snapshots if restored_state(snapshot)[2]]
     if cut:
         restores.info(

@@ -75,7 +75,7 @@ class TaskOptions(NamedTuple):
     kwargs: Mapping[str, Any] | None = None
     pass_context: bool = False  # the action declares a ``ctx`` parameter
     misfire: MisfirePolicy | None = None  # None: DEFAULT_MISFIRE
-    isolation: Isolation = "thread"  # or "process": lldsched.threaded.processes runs it
+    isolation: Isolation = "thread"  # or "process": lldsched.threaded.processes.pool runs it
     depends_on: tuple[str, ...] = ()  # upstream task ids (lldsched.core.dependencies)
     overlap: Overlap | None = None  # None: runs never overlap (lldsched.policies.Overlap)
     max_instances: int | None = None  # with Overlap.ALLOW only

@@ -14,18 +14,22 @@ thread that delivers events to listeners, around the core state machine.
   :mod:`~lldsched.threaded.idlewaits` (``wait_idle`` and ``wait_drained``);
 * :mod:`~lldsched.threaded.pool`: the worker threads behind a bounded hand-off queue;
 * :mod:`~lldsched.threaded.dispatcher`: listeners called off the hot path;
-* :mod:`~lldsched.threaded.coroutines`: the event loop that runs ``async def`` actions
-  (its thread: :mod:`~lldsched.threaded.loopthread`; its end:
-  :mod:`~lldsched.threaded.loopshutdown`);
-* :mod:`~lldsched.threaded.processes`: the worker processes of ``isolation="process"``
-  (:mod:`~lldsched.threaded.processruns`: a run in one of them;
-  :mod:`~lldsched.threaded.processlife`: one child's life, from the parent's side);
-* :mod:`~lldsched.threaded.shared`: the timer's side of a store several processes share
-  (mixed into it: :mod:`~lldsched.threaded.leases`, the leases it holds;
-  :mod:`~lldsched.threaded.claimdecisions`, a claimed slot decided without a run;
-  :mod:`~lldsched.threaded.sharedload`, the rows it loads as they are);
+* :mod:`~lldsched.threaded.coroutines` (a package): the event loop that runs
+  ``async def`` actions (:mod:`~lldsched.threaded.coroutines.runner`; its thread:
+  :mod:`~lldsched.threaded.coroutines.loopthread`; its end:
+  :mod:`~lldsched.threaded.coroutines.shutdown`);
+* :mod:`~lldsched.threaded.processes` (a package): the worker processes of
+  ``isolation="process"`` (:mod:`~lldsched.threaded.processes.pool`;
+  :mod:`~lldsched.threaded.processes.runs`: a run in one of them;
+  :mod:`~lldsched.threaded.processes.life`: one child's life, from the parent's side);
+* :mod:`~lldsched.threaded.shared` (a package): the timer's side of a store several
+  processes share (:mod:`~lldsched.threaded.shared.coordinator`; mixed into it:
+  :mod:`~lldsched.threaded.shared.leases`, the leases it holds;
+  :mod:`~lldsched.threaded.shared.decisions`, a claimed slot decided without a run;
+  :mod:`~lldsched.threaded.shared.load`, the rows it loads as they are);
 * :mod:`~lldsched.threaded.deadline`: the scheduler's lock taken, and waited on, within
-  the time a ``shutdown(timeout=...)`` has left.
+  the time a ``shutdown(timeout=...)`` has left, the one module of this package the
+  three packages above import (each imports no other).
 """
 
 from lldsched.threaded.scheduler import Scheduler

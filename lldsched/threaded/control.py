@@ -25,7 +25,7 @@ from lldsched.listeners import Listener
 from lldsched.model import Priority
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
-from lldsched.threaded.flights import LEASE_GONE
+from lldsched.threaded.coroutines.flights import LEASE_GONE
 from lldsched.threaded.parts import STOPPED, shut_down, torn
 from lldsched.threaded.sharedverbs import SharedVerbs
 

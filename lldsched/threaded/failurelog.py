@@ -33,7 +33,7 @@ from lldsched.core.task import Run
 from lldsched.errors import CANCELLED_INSIDE
 from lldsched.logs import JOBS, instant_text, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.threaded.flights import UNFINISHED
+from lldsched.threaded.coroutines.flights import UNFINISHED
 from lldsched.threaded.parts import Explained, LogLine, SchedulerParts
 
 __all__ = ["FIELDS", "RUN_RECORD", "SHUTDOWN_CUTS", "FailureLog", "failure_line"]

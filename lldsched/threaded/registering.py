@@ -29,7 +29,7 @@ from lldsched.policies import TWO_AT_ONCE, MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.storecalls import verb_call
 from lldsched.threaded.parts import STOPPED, SchedulerParts, shut_down, torn
-from lldsched.threaded.processes import check_supported
+from lldsched.threaded.processes.pool import check_supported
 
 __all__ = ["Registering", "refuse_shared_overlap"]
 
@@ -85,7 +85,7 @@ class Registering(SchedulerParts):
         store that includes the action's import path and JSON arguments.
 
         ``isolation="process"`` runs each attempt in a worker process (see
-        :mod:`lldsched.threaded.processes`): ``action`` is then an import path,
+        :mod:`lldsched.threaded.processes.pool`): ``action`` is then an import path,
         ``"package.module:function"``, with ``args`` and ``kwargs`` that JSON keeps
         unchanged, and the ``timeout`` is *enforced*: the child is killed at the
         deadline, the run recorded timed out, and the worker freed at once.  POSIX only

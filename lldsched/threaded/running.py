@@ -30,12 +30,12 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import NEVER_STARTED_OVERLAP, SchedulerStateError, error_text
 from lldsched.logs import JOBS
 from lldsched.model import ExecutionRecord
-from lldsched.threaded.coroutines import SHUT_DOWN_UNRUN
+from lldsched.threaded.coroutines.flights import LEASE_GONE
+from lldsched.threaded.coroutines.runner import SHUT_DOWN_UNRUN
 from lldsched.threaded.failurelog import FailureLog, failure_line
-from lldsched.threaded.flights import LEASE_GONE
 from lldsched.threaded.parts import Begun, Explained, Outcome
-from lldsched.threaded.processes import DRAIN_OUT_OF_TIME, KILLED
-from lldsched.threaded.processruns import NOT_SENT
+from lldsched.threaded.processes.pool import DRAIN_OUT_OF_TIME, KILLED
+from lldsched.threaded.processes.runs import NOT_SENT
 
 __all__ = ["RunExecution", "stopped_since_begun"]
 
@@ -58,7 +58,7 @@ due (:meth:`SchedulerCore.cut_by_shutdown
 _KILLED_BY_SHUTDOWN = (f"CancelledError: {KILLED} ", f"CancelledError: {DRAIN_OUT_OF_TIME}")
 """How the error of a run whose worker process a shutdown killed begins
 (:meth:`~lldsched.threaded.processes.ProcessPool.kill_all`: without a drain, or a drain
-out of time, :func:`~lldsched.threaded.processes.killed_by_shutdown`)."""
+out of time, :func:`~lldsched.threaded.processes.pool.killed_by_shutdown`)."""
 
 
 class RunExecution(FailureLog):

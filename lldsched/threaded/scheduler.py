@@ -112,7 +112,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
     schedulers built without a name in this process,
     ``"1"``, ``"2"``, ...; it is :attr:`name`).
     ``max_coroutines`` bounds the coroutine runs in flight at once (see
-    :mod:`lldsched.threaded.coroutines`); ``tz`` is the zone of cron schedules that
+    :mod:`lldsched.threaded.coroutines.runner`); ``tz`` is the zone of cron schedules that
     name none (cron text included; default UTC); ``retain_finished`` says how long
     finished (succeeded or cancelled) tasks stay registered: a count of the most
     recent (default 10,000), a ``timedelta`` after each finished, or ``None`` for

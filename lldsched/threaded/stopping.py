@@ -6,7 +6,7 @@ order, bounded by the timeout) or drops what is due, joins the workers, closes t
 worker processes and the event loop, writes the rows a store outage left stale, then
 delivers the events left.  It is idempotent, and final.  On a shared store the leases
 of the runs it waits for are renewed meanwhile
-(:func:`~lldsched.threaded.leases.leases_kept`): the timer that renews them is stopped.
+(:func:`~lldsched.threaded.shared.leases.leases_kept`): the timer that renews them is stopped.
 Mixed in: its last writes, and the store let go (:mod:`~lldsched.threaded.lastwrites`),
 and what it says it left (:mod:`~lldsched.threaded.shutdownwarnings`).  The waits for
 quiet (``wait_idle``, ``wait_drained``) live in :mod:`lldsched.threaded.idlewaits`.
@@ -26,12 +26,12 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, doc_url
 from lldsched.logs import SCHEDULER
+from lldsched.threaded.coroutines.shutdown import grace_for
 from lldsched.threaded.deadline import ASK_EVERY, Deadline
 from lldsched.threaded.lastwrites import LastWrites, unfinished
-from lldsched.threaded.leases import leases_kept
-from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED
-from lldsched.threaded.processes import killed_by_shutdown
+from lldsched.threaded.processes.pool import killed_by_shutdown
+from lldsched.threaded.shared.leases import leases_kept
 from lldsched.threaded.shutdownwarnings import ShutdownWarnings
 
 if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it already
@@ -58,7 +58,7 @@ class Stopping(LastWrites, ShutdownWarnings):
         of the runs in flight: a drain starts nothing after that instant, and cuts there
         what can be cut (below).  What is not run stays SCHEDULED (or RETRYING) with its
         due time, for a durable store to recover.  Coroutines still running then are
-        cancelled (see :mod:`lldsched.threaded.coroutines`).  Worker processes
+        cancelled (see :mod:`lldsched.threaded.coroutines.runner`).  Worker processes
         (``isolation="process"``) are closed: a drain waits for their runs like any
         other; without a drain at once, or at that instant, a run still in its child is
         killed and recorded cancelled (``CancelledError: the scheduler shut down without
@@ -404,13 +404,13 @@ class Stopping(LastWrites, ShutdownWarnings):
         lock held past the deadline (a store that hangs) cannot keep it waiting
         (:meth:`Hold.wait <lldsched.threaded.deadline.Hold.wait>`).
 
-        ``kill_at`` is :func:`~lldsched.threaded.loopshutdown.grace_for` before the
+        ``kill_at`` is :func:`~lldsched.threaded.coroutines.shutdown.grace_for` before the
         deadline: that grace is for the ends of the runs in flight, and nothing starts in
         it.  There what can be cut is cut, so that its end is recorded before shutdown()
         returns: the process-isolated runs still in their children are killed (their
-        records saying ``why``: :func:`~lldsched.threaded.processes.killed_by_shutdown`), the
+        records saying ``why``: :func:`~lldsched.threaded.processes.pool.killed_by_shutdown`), the
         coroutine runs in flight cancelled (:meth:`CoroutineRunner.cut_all
-        <lldsched.threaded.loopshutdown.LoopShutdown.cut_all>`); the thread runs in
+        <lldsched.threaded.coroutines.shutdown.LoopShutdown.cut_all>`); the thread runs in
         flight are waited for until the deadline, by the join.  What is left due, what
         waits for a worker included (:meth:`WorkerPool.drop
         <lldsched.threaded.pool.WorkerPool.drop>`, in this hold of the lock, so that no worker
@@ -478,7 +478,7 @@ class Stopping(LastWrites, ShutdownWarnings):
     def _leases_kept(
         self, deadline: Deadline | None = None
     ) -> contextlib.AbstractContextManager[None]:
-        """:func:`~lldsched.threaded.leases.leases_kept` on this scheduler's lock and
+        """:func:`~lldsched.threaded.shared.leases.leases_kept` on this scheduler's lock and
         clock, its thread named as this scheduler's others are, joined within
         ``deadline`` (``None``: when it ends)."""
         return leases_kept(

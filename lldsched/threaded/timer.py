@@ -56,7 +56,7 @@ and applies other processes' changes at every wake, at least every ``poll``
 seconds (:class:`~lldsched.threaded.shared.Coordinator`).  A jump there renews the
 leases held at once, and re-evaluates no due instant: forward, it cuts the leases'
 trust by as much of the jump as the lease clock did not count (a suspend it counted
-is no step: :func:`~lldsched.threaded.leasewatch.suspend_counting`) and marks the
+is no step: :func:`~lldsched.threaded.shared.leasewatch.suspend_counting`) and marks the
 slots jumped over as passed while this process was not there, and whichever process
 claims one applies the misfire policy
 (:meth:`Coordinator.clock_jumped <lldsched.threaded.shared.Coordinator.clock_jumped>`);

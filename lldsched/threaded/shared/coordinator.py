@@ -9,11 +9,11 @@ without it, and takes it for its bookkeeping.
 
 ``Coordinator`` is one class written in four modules: this one holds its construction,
 the claims (made, handed out, begun, given back, settled) and the change feed; mixed
-into it are the leases held (:mod:`~lldsched.threaded.leases`: renewed, counted lost,
+into it are the leases held (:mod:`~lldsched.threaded.shared.leases`: renewed, counted lost,
 trusted again, and kept renewing through a shutdown), what it decides for a slot it
-claimed without running it (:mod:`~lldsched.threaded.claimdecisions`: a misfire, a
+claimed without running it (:mod:`~lldsched.threaded.shared.decisions`: a misfire, a
 slot held for its upstreams) and the rows it loads as they are
-(:mod:`~lldsched.threaded.sharedload`: at start, and a row left out, taken over).
+(:mod:`~lldsched.threaded.shared.load`: at start, and a row left out, taken over).
 
 What the timer does with it, at every wake:
 
@@ -22,7 +22,7 @@ What the timer does with it, at every wake:
   longer holds raises its run's flag with ``lease_lost`` and stops its run; a lease
   counted lost in an outage is still sent, so a takeover meanwhile is learnt and a
   lease nobody took is trusted again: :meth:`Coordinator._renew
-  <lldsched.threaded.leases.HeldLeases._renew>`), then apply what other processes wrote
+  <lldsched.threaded.shared.leases.HeldLeases._renew>`), then apply what other processes wrote
   (:mod:`lldsched.core.follow`) if the store says anything changed;
 * :meth:`claim`: the heap's due entries are hints of when to wake, dropped here;
   the store picks what runs, up to the room in the hand-off queue, and each claim
@@ -32,19 +32,19 @@ What the timer does with it, at every wake:
   before this process was there (before it was built, or jumped over by the wall
   clock) and is late beyond its grace meets its misfire policy here, in the one
   process that holds the claim (:meth:`Coordinator._misfire
-  <lldsched.threaded.claimdecisions.ClaimDecisions._misfire>`), as at a restart;
+  <lldsched.threaded.shared.decisions.ClaimDecisions._misfire>`), as at a restart;
 * :meth:`wake`: the instant to wake by, bounded by the store's ``poll``: the
   bound on how late a lease that expired elsewhere, or another process's change,
   is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.  After a
   wake at which a store call failed, ``poll`` from when the calls returned: in an outage
   the timer lets its lock go between one wake's calls and the next's.
 
-How long a renewal vouches for the leases is :mod:`lldsched.threaded.leasewatch`'s
-rule; its :class:`~lldsched.threaded.leasewatch.LeaseWatch` raises the runs' flags once
+How long a renewal vouches for the leases is :mod:`lldsched.threaded.shared.leasewatch`'s
+rule; its :class:`~lldsched.threaded.shared.leasewatch.LeaseWatch` raises the runs' flags once
 none does, on a thread of its own (the timer may be held in a store call by the outage).
 A claim handed out but not begun by then is not begun, and is released at once; and
 while it lasts (until a renewal succeeds, or the leases are counted lost) nothing is
-claimed (:meth:`LeaseWatch.trusted <lldsched.threaded.leasewatch.LeaseWatch.trusted>`).  A
+claimed (:meth:`LeaseWatch.trusted <lldsched.threaded.shared.leasewatch.LeaseWatch.trusted>`).  A
 wall-clock jump the timer sees renews the leases at that wake; forward, it first cuts
 their trust by the jump (:meth:`Coordinator.clock_jumped`).
 """
@@ -66,10 +66,10 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.logs import CLUSTER, instant_text
 from lldsched.model import TaskStatus
 from lldsched.storecalls import settles_waiting, verb_call
-from lldsched.threaded.claimdecisions import ClaimDecisions
-from lldsched.threaded.leases import HeldLeases, Lost
-from lldsched.threaded.leasewatch import LEASE_CLOCK, LeaseWatch, renewal_every, trusted_for
-from lldsched.threaded.sharedload import SharedLoad
+from lldsched.threaded.shared.decisions import ClaimDecisions
+from lldsched.threaded.shared.leases import HeldLeases, Lost
+from lldsched.threaded.shared.leasewatch import LEASE_CLOCK, LeaseWatch, renewal_every, trusted_for
+from lldsched.threaded.shared.load import SharedLoad
 
 __all__ = ["Coordinator"]
 
@@ -352,7 +352,7 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
         claims meet the policy).  A suspend is such a jump to the timer (the wall clock
         moved, ``time.monotonic`` did not) and is downtime for the slots; but the lease
         clock counted it where the platform has a clock that does
-        (:func:`~lldsched.threaded.leasewatch.suspend_counting`): the trust ran out by
+        (:func:`~lldsched.threaded.shared.leasewatch.suspend_counting`): the trust ran out by
         itself, and a cut by the whole jump counted the suspend twice (a renewal failing
         at the wake after a short suspend flagged runs whose leases were still good).  The
         lease clock is read here, just after ``now``: the cut errs by the instants between

@@ -21,7 +21,7 @@ The others wait here in the order they were handed over, and a loop task's attem
 *begins* only when it gets a slot, so its lateness shows the wait, and cancel or pause
 while it waits simply drops it (a tombstone; a worker's awaitable cut while it waits
 leaves the line then and is recorded at once, never begun).  They begin and start
-:data:`~lldsched.threaded.loopthread.START_BATCH` at a time, each go behind the last
+:data:`~lldsched.threaded.coroutines.loopthread.START_BATCH` at a time, each go behind the last
 one's first steps (the collector's share: see there).  On a shared store the timer
 claims a loop task's run only while a slot is :attr:`~CoroutineRunner.free` (neither
 running a run nor promised to one waiting), and a slot that frees wakes it
@@ -51,9 +51,9 @@ it yields (the record still says ``timed_out``, as on a thread).
 
 **The loop thread** (the loop started, what waits begun and started as slots free, each
 run driven to its end, timed out, recorded in batches) is
-:class:`~lldsched.threaded.loopthread.LoopThread`'s, and **shutdown** (waiting for the
+:class:`~lldsched.threaded.coroutines.loopthread.LoopThread`'s, and **shutdown** (waiting for the
 runs in flight, cancelling those left, the loop's ``asyncio.to_thread`` calls)
-:class:`~lldsched.threaded.loopshutdown.LoopShutdown`'s, both mixed into the runner:
+:class:`~lldsched.threaded.coroutines.shutdown.LoopShutdown`'s, both mixed into the runner:
 this module is its construction and its hand-over.
 
 **Threads and the lock.**  Everything here but the loop-only fields is guarded by
@@ -74,10 +74,10 @@ from lldsched.checks import whole
 from lldsched.core.runs import rearmed
 from lldsched.core.task import Entry, Run
 from lldsched.errors import error_text
+from lldsched.threaded.coroutines.flights import NEVER_BEGUN, Flight, close_unrun
+from lldsched.threaded.coroutines.loopthread import Finish, LoopThread
+from lldsched.threaded.coroutines.shutdown import CANCEL_GRACE, LoopShutdown
 from lldsched.threaded.deadline import Flag
-from lldsched.threaded.flights import NEVER_BEGUN, Flight, close_unrun
-from lldsched.threaded.loopshutdown import CANCEL_GRACE, LoopShutdown
-from lldsched.threaded.loopthread import Finish, LoopThread
 
 if TYPE_CHECKING:  # imported at the first coroutine run: see LoopThread._start_loop
     import asyncio

@@ -20,8 +20,8 @@ under the scheduler's one lock, as every Coordinator's does (no lock of its own)
 * Their trust counts from a reading of the lease clock taken before the scheduler's
   clock is (:meth:`HeldLeases.looked`).
 
-How long a renewal vouches for the leases is :mod:`lldsched.threaded.leasewatch`'s rule,
-and its :class:`~lldsched.threaded.leasewatch.LeaseWatch` raises the runs' flags once
+How long a renewal vouches for the leases is :mod:`lldsched.threaded.shared.leasewatch`'s rule,
+and its :class:`~lldsched.threaded.shared.leasewatch.LeaseWatch` raises the runs' flags once
 none does, on a thread of its own (the timer may be held in a store call by the outage).
 That module is a clock, a lock and a thread that know nothing of a store; this one is
 the Coordinator's state under the scheduler's lock, and the store's answers to it.
@@ -47,7 +47,7 @@ from lldsched.core.outage import Kind
 from lldsched.core.task import Run
 from lldsched.logs import CLUSTER
 from lldsched.threaded.deadline import Deadline
-from lldsched.threaded.leasewatch import LeaseWatch, renewal_every
+from lldsched.threaded.shared.leasewatch import LeaseWatch, renewal_every
 from lldsched.threadstarts import start
 
 __all__ = ["HeldLeases", "Lost", "leases_kept"]
@@ -106,7 +106,7 @@ class HeldLeases:
         renewal and feed took more than ``lease / 6`` before its claim trust that claim
         (begin its run, keep its flag down) after the store let another process take it
         over.  One reading per wake, on the lease clock
-        (:data:`~lldsched.threaded.leasewatch.LEASE_CLOCK`): no correction between the
+        (:data:`~lldsched.threaded.shared.leasewatch.LEASE_CLOCK`): no correction between the
         store's clock and this one, so a scheduler's fake clock changes nothing."""
         return self._trust.now()
 

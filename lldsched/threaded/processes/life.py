@@ -12,8 +12,8 @@ never served a call is killed instead, :func:`let_exit`: it may be hung in its
 start-up, where it never reads that end-of-file), and a run whose child died on its
 own fails with :func:`death`'s text, saying whether it had taken the call.  The JSON protocol
 with a child, the pool of them and the ways a run ends are
-:mod:`lldsched.threaded.processes`'; the child's own side is
-:mod:`lldsched.threaded.processchild`.
+:mod:`lldsched.threaded.processes.pool`'; the child's own side is
+:mod:`lldsched.threaded.processes.child`.
 
 **A child dies with its parent**, as a thread dies with its process.  When the parent
 dies without a shutdown (SIGKILL, the OOM killer, a crash, ``os._exit``), a child that
@@ -21,7 +21,7 @@ lived on would finish its call with no timeout enforced (the parent enforced it)
 restarted scheduler on a durable store runs the same job again, and a call that hangs
 would never end.  So each child inherits the reading end of a *lifeline*, a pipe on
 which nothing is written, and a daemon thread in it
-(:func:`~lldsched.threaded.processchild._watch`) reads it: at end-of-file it ends the
+(:func:`~lldsched.threaded.processes.child._watch`) reads it: at end-of-file it ends the
 child at once with ``os._exit``, the call in progress killed where it stands (no
 ``finally``, no ``atexit``, unflushed output lost, as at a SIGKILL).  The kernel closes
 the parent's writing end when the parent dies, however it dies; the parent closes it
@@ -45,7 +45,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from lldsched.threaded.processwire import Pipe
+from lldsched.threaded.processes.wire import Pipe
 
 __all__ = [
     "BEFORE",
@@ -85,7 +85,7 @@ class Child:
 
     def let_go(self) -> None:
         """Close this process's end of the child's lifeline (see
-        :func:`~lldsched.threaded.processchild._watch`): once the child is reaped, or in
+        :func:`~lldsched.threaded.processes.child._watch`): once the child is reaped, or in
         a forked copy of the parent.  Idempotent."""
         lifeline, self.lifeline = self.lifeline, -1
         if lifeline >= 0:
@@ -94,7 +94,7 @@ class Child:
 
 def start_child() -> Child:
     """A new child, booting in the background (the caller checked the platform:
-    :data:`~lldsched.threaded.processes.SUPPORTED`)."""
+    :data:`~lldsched.threaded.processes.pool.SUPPORTED`)."""
     executable = _executable()
     from_parent, to_child = os.pipe()  # (read, write); ours stay non-inheritable (PEP 446)
     from_child, to_parent = os.pipe()
@@ -218,7 +218,7 @@ def _interpreter_flags() -> list[str]:
     return [] if options is None else options()
 
 
-# -- the child's command line (its side: lldsched/threaded/processchild.py) ----------------
+# -- the child's command line (its side: lldsched/threaded/processes/child.py) -------
 
 
 _BOOT = (
@@ -227,5 +227,6 @@ _BOOT = (
     "serve(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))"
 )
 """A child's whole command line program: the parent's import path, then
-:func:`~lldsched.threaded.processchild.serve` (imported through
-:mod:`lldsched.threaded.processes`, which re-exports it)."""
+:func:`~lldsched.threaded.processes.child.serve`, imported through the package,
+:mod:`lldsched.threaded.processes`, which gives it (a process listing shows that name,
+and the line a child of an earlier release ran still imports)."""

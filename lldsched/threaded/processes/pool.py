@@ -15,8 +15,8 @@ killed by SIGINT, with no word of what the action raised).
 
 This module owns the children and that protocol.  A run in a child, and the ways it
 ends without an answer (its timeout, a crash, a child that does not take the call
-within :data:`~lldsched.threaded.processruns.START_TIMEOUT`, a kill asked for), are
-:mod:`~lldsched.threaded.processruns`' (:class:`~lldsched.threaded.processruns.ProcessRuns`,
+within :data:`~lldsched.threaded.processes.runs.START_TIMEOUT`, a kill asked for), are
+:mod:`~lldsched.threaded.processes.runs`' (:class:`~lldsched.threaded.processes.runs.ProcessRuns`,
 mixed into the pool).
 
 A child that is lost is replaced at once (starting one takes a few milliseconds;
@@ -33,7 +33,7 @@ this child imports lldsched and the functions it is asked to call, nothing else.
 
 **A child dies with its parent**, as a thread dies with its process: each holds the
 reading end of a *lifeline* pipe whose end-of-file ends it (the whole rule is
-in :mod:`lldsched.threaded.processlife`, which starts, kills and reaps a child).
+in :mod:`lldsched.threaded.processes.life`, which starts, kills and reaps a child).
 
 **What a child gets, and what the parent believes.**  A child is started with an
 argument list, never a shell; it inherits the parent's environment (secrets in it
@@ -41,11 +41,11 @@ included), working directory, user, stdout and stderr, and no descriptor but its
 pipes (``close_fds``).  Its action is the task's own code and can do whatever the
 parent's user can: isolation bounds its time and its crashes, not its rights.  The
 parent reads only JSON objects from the pipe, each at most
-:data:`~lldsched.threaded.processwire.ANSWER_LIMIT` bytes: anything else (an action that
+:data:`~lldsched.threaded.processes.wire.ANSWER_LIMIT` bytes: anything else (an action that
 wrote on the pipe) fails the run, naming what came, and the child is killed and
 replaced, never reused.  The run's timeout bounds the whole answer, not its first byte:
 a child that writes the start of a message and then stops is killed at the deadline like
-one that wrote nothing (:func:`~lldsched.threaded.processwire.receive` reads the frame
+one that wrote nothing (:func:`~lldsched.threaded.processes.wire.receive` reads the frame
 itself; ``recv_bytes`` would wait for the rest of it for ever).
 
 **POSIX only** (Linux, macOS; :data:`SUPPORTED`): the child inherits its pipes
@@ -76,8 +76,7 @@ from lldsched.core.isolation import DRAIN_OUT_OF_TIME, KILLED, killed_by_shutdow
 from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.logs import WORKERS, Repeats, say_with_traceback
 from lldsched.threaded.deadline import Deadline
-from lldsched.threaded.processchild import serve
-from lldsched.threaded.processlife import (
+from lldsched.threaded.processes.life import (
     BEFORE,
     DURING,
     REAP_TIMEOUT,
@@ -88,7 +87,7 @@ from lldsched.threaded.processlife import (
     let_exit,
     start_child,
 )
-from lldsched.threaded.processruns import Budget, ProcessRuns
+from lldsched.threaded.processes.runs import Budget, ProcessRuns
 
 __all__ = [
     "DRAIN_OUT_OF_TIME",
@@ -97,7 +96,6 @@ __all__ = [
     "ProcessPool",
     "check_supported",
     "killed_by_shutdown",
-    "serve",
 ]
 
 log = logging.getLogger(WORKERS)
@@ -127,7 +125,7 @@ class ProcessPool(ProcessRuns):
     """Child processes that run one call at a time each; see the module docstring.
 
     ``now`` is the caller's clock (the instants of
-    :class:`~lldsched.threaded.processruns.ProcessOutcome`);
+    :class:`~lldsched.threaded.processes.runs.ProcessOutcome`);
     ``monotonic`` the one the deadlines count on: real seconds, whatever ``now`` is
     (docs/decisions/threaded.md, "A deadline that stops a run counts real seconds"; a test
     passes its own, and wakes the waits it moved past, to kill without waiting).
@@ -179,10 +177,10 @@ class ProcessPool(ProcessRuns):
 
     def close(self, timeout: float | None = None) -> None:
         """Take no more runs; end the idle children (their pipe closes, they exit; one
-        that never served is killed at once: :func:`~lldsched.threaded.processlife.let_exit`)
+        that never served is killed at once: :func:`~lldsched.threaded.processes.life.let_exit`)
         and reap them, killing any still alive after ``timeout`` (one bound for them all,
-        not one each; None: :data:`~lldsched.threaded.processlife.REAP_TIMEOUT`, as
-        :func:`~lldsched.threaded.processlife.end_child` gives one: an idle child runs no
+        not one each; None: :data:`~lldsched.threaded.processes.life.REAP_TIMEOUT`, as
+        :func:`~lldsched.threaded.processes.life.end_child` gives one: an idle child runs no
         run, and a thread its last job left that never ends held a shutdown with no
         timeout for ever).  A busy child is left to its caller (kill it first with
         :meth:`kill_all`).  Idempotent."""

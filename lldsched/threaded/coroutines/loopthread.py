@@ -3,8 +3,8 @@ to its end and recorded.
 
 :class:`LoopThread` is the part of :class:`~lldsched.threaded.coroutines.CoroutineRunner`
 that runs on its thread (``lldsched-<name>-loop``); a mixin, so the runner's hand-over
-(:mod:`~lldsched.threaded.coroutines`, called under the lock by the timer, the workers
-and the verbs), its loop thread (here) and its end (:mod:`~lldsched.threaded.loopshutdown`)
+(:mod:`~lldsched.threaded.coroutines.runner`, called under the lock by the timer, the workers
+and the verbs), its loop thread (here) and its end (:mod:`~lldsched.threaded.coroutines.shutdown`)
 read as three modules of one class, which declares below the members of the runner it
 uses.
 
@@ -34,8 +34,7 @@ from lldsched.core.results import as_awaitable, end_left_tasks, must_await, resu
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
 from lldsched.logs import WORKERS
-from lldsched.threaded.deadline import Flag
-from lldsched.threaded.flights import (
+from lldsched.threaded.coroutines.flights import (
     NEVER_BEGUN,
     RETURNED_NONE,
     Flight,
@@ -44,6 +43,7 @@ from lldsched.threaded.flights import (
     ended_first,
     failure_text,
 )
+from lldsched.threaded.deadline import Flag
 
 if TYPE_CHECKING:  # imported at the first coroutine run: see LoopThread._start_loop
     import asyncio

@@ -3,7 +3,7 @@
 Both ends speak in frames :meth:`multiprocessing.connection.Connection.send_bytes`
 writes (a 4-byte signed big-endian length, then the bytes), each a JSON object:
 the parent's call, the child's ``{"started": true}`` and its answer (see
-:mod:`lldsched.threaded.processes`, which owns the protocol's meaning).  This module
+:mod:`lldsched.threaded.processes.pool`, which owns the protocol's meaning).  This module
 owns how they travel: :class:`Pipe`, one reading and one writing descriptor as a single
 ``Connection``; :func:`send`, the parent's write of a call within a :class:`Bound`
 (a call longer than the pipe's buffer, some 64 KiB, waits for the child to read it:

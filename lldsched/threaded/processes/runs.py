@@ -2,7 +2,7 @@
 
 :class:`ProcessRuns` is the part of :class:`~lldsched.threaded.processes.ProcessPool`
 that carries out one run (:meth:`~ProcessRuns.run`, on the worker thread that took it);
-a mixin, so the pool's children and its protocol (:mod:`~lldsched.threaded.processes`)
+a mixin, so the pool's children and its protocol (:mod:`~lldsched.threaded.processes.pool`)
 and a run in one of them (here) read as two modules of one class, which declares below
 the members of the pool it uses.  The ways a run ends without an answer:
 
@@ -11,7 +11,7 @@ the members of the pool it uses.  The ways a run ends without an answer:
   SIGKILL at once (no SIGTERM grace: a grace period is time the slot stays taken,
   and a plain Python child dies on SIGTERM without running anything anyway), and so
   does every process its job started that is still in its process group (each child
-  leads one: :func:`~lldsched.threaded.processlife.kill_group`); the run is reported
+  leads one: :func:`~lldsched.threaded.processes.life.kill_group`); the run is reported
   timed out, its error the budget's wording every runtime's record uses
   (:func:`~lldsched.core.runs.timeout_error`), then that its worker process was
   killed (:func:`~lldsched.core.isolation.killed_at_deadline`; the simulation cuts
@@ -73,8 +73,8 @@ from lldsched.core.isolation import killed_at_deadline
 from lldsched.core.runs import rearmed
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import WORKERS
-from lldsched.threaded.processlife import Child, died_how, kill_group
-from lldsched.threaded.processwire import Garbled, receive, send
+from lldsched.threaded.processes.life import Child, died_how, kill_group
+from lldsched.threaded.processes.wire import Garbled, receive, send
 
 __all__ = ["NOT_SENT", "START_TIMEOUT", "ProcessOutcome", "ProcessRuns"]
 
@@ -107,7 +107,7 @@ class ProcessOutcome(NamedTuple):
 class Budget:
     """The timeout a busy child's run is held to, and the pipe that wakes its worker's
     wait when :meth:`ProcessRuns.retime` changes it (``timeout`` under the pool's lock):
-    the :class:`~lldsched.threaded.processwire.Bound` the worker reads the child's answer
+    the :class:`~lldsched.threaded.processes.wire.Bound` the worker reads the child's answer
     within.  Its deadline is :func:`~lldsched.core.runs.rearmed`'s, counted on the pool's
     ``monotonic`` clock from ``begun`` (the child's start); ``armed`` is the timeout the
     last look at it found."""

@@ -1,8 +1,8 @@
 """Shutting the scheduler's event loop down: the coroutine runs in flight, then the loop.
 
 :class:`LoopShutdown` is the part of :class:`~lldsched.threaded.coroutines.CoroutineRunner`
-that ends it; a mixin, so the runner's hand-over (:mod:`~lldsched.threaded.coroutines`),
-its loop thread (:mod:`~lldsched.threaded.loopthread`) and its end (here) read as three
+that ends it; a mixin, so the runner's hand-over (:mod:`~lldsched.threaded.coroutines.runner`),
+its loop thread (:mod:`~lldsched.threaded.coroutines.loopthread`) and its end (here) read as three
 modules of one class, which declares below the members of the runner it uses.
 
 Shutdown waits for the coroutines in flight until :data:`CANCEL_GRACE` before the
@@ -40,8 +40,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lldsched.core.task import Entry
+from lldsched.threaded.coroutines.flights import Flight
 from lldsched.threaded.deadline import LOCK_GRACE, Deadline, Flag, Hold
-from lldsched.threaded.flights import Flight
 
 if TYPE_CHECKING:
     import asyncio

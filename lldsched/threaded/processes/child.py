@@ -4,7 +4,7 @@ A child of :class:`~lldsched.threaded.processes.ProcessPool` runs :func:`serve`
 (the pool's boot line imports it through :mod:`lldsched.threaded.processes`, whose
 name a process listing shows): it reads a call (``{"call": "package.module:function",
 "args": [...], "kwargs": {...}}``), says ``{"started": true}`` (the parent kills a child
-that has not within :data:`~lldsched.threaded.processruns.START_TIMEOUT`), imports and calls the
+that has not within :data:`~lldsched.threaded.processes.runs.START_TIMEOUT`), imports and calls the
 function (awaiting what must be awaited) and answers ``{"result": text}`` or
 ``{"error": text, "traceback": text}``, until the parent's end of its pipe closes.
 It also owns the child's *lifeline* (:func:`_watch`): a daemon thread that ends the
@@ -38,7 +38,7 @@ from multiprocessing.connection import Connection
 from lldsched.core.results import awaited, must_await, result_text
 from lldsched.errors import error_text, traceback_text
 from lldsched.importpath import import_callable
-from lldsched.threaded.processwire import Pipe
+from lldsched.threaded.processes.wire import Pipe
 
 __all__ = ["serve"]
 

@@ -14,7 +14,7 @@ without running it, written with the lease's drop, fenced by the claim's token.
   with the task's row and records (:meth:`ClaimDecisions._give_back_held`);
 * either is written in one transaction fenced by the claim's token, the lease dropped
   with it (:meth:`ClaimDecisions._write_decided`); a lease found lost meanwhile is said
-  at the next tick (:class:`~lldsched.threaded.leases.Lost`).
+  at the next tick (:class:`~lldsched.threaded.shared.leases.Lost`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from lldsched.core.task import Entry
 from lldsched.errors import LeaseLost
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
-from lldsched.threaded.leases import Lost
+from lldsched.threaded.shared.leases import Lost
 
 __all__ = ["ClaimDecisions"]
 
