@@ -222,6 +222,47 @@ def test_a_failed_delete_is_an_outage_the_next_delete_that_succeeds_ends(
     assert "recovered (a delete succeeded)" in recovered.getMessage()
 
 
+class RowFailing(InMemoryTaskStore):
+    """An in-memory store whose saves of the rows named in ``failing`` raise (one row's
+    write refused, the others taken)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing: set[str] = set()
+
+    def save(self, snapshot: Any, record: Any = None) -> None:
+        if snapshot.task.id in self.failing:
+            raise StoreError(f"row {snapshot.task.id} refused")
+        super().save(snapshot, record)
+
+
+def test_a_stale_row_failing_again_is_a_call_failed_not_a_task_write_counted_twice(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A pause whose write failed leaves its row stale (one task write not stored); the
+    next write that succeeds writes that row again, and it fails again: one more call
+    failed, but the same task write, not a second.  The line that ends the outage counts
+    two calls and one task write."""
+    store = RowFailing()
+    scheduler = Scheduler(store=store)
+    for task_id in ("job", "other"):
+        scheduler.schedule(task_id, noop, FixedRate(3_600, start_delay=3_600), id=task_id)
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        store.failing.add("job")
+        scheduler.pause("job")  # the outage: job's row stale
+        scheduler.pause("other")  # written; job's row written again fails again
+        assert not scheduler.metrics().store_ok
+        store.failing.clear()
+        scheduler.resume("other")  # written; job's row written again
+        assert scheduler.metrics().store_ok
+    stored = store.get("job")
+    assert stored is not None and stored.status is TaskStatus.PAUSED
+    (recovered,) = logged(caplog, logging.WARNING)
+    assert "(a save succeeded): 2 calls failed during the outage, 1 task write not stored" in (
+        recovered.getMessage()
+    )
+
+
 class Watch(logging.Handler):
     """The ``lldsched`` records as they are emitted, for a test to wait on (no sleep)."""
 
