@@ -662,3 +662,25 @@ def test_records_held_for_a_row_not_written_again_are_counted_as_dropped(
         "(the rows they left stale were written again (1 row); 3 records held were "
         "dropped with their rows)"
     )
+
+
+def test_a_purge_that_follows_a_failed_save_of_its_row_leaves_it_deleted(
+    clock: FakeClock,
+) -> None:
+    """A task cancelled under ``retain_finished=0, purge_retired=True`` while the store is
+    away for a moment: the cancel's save fails (the row stale), the purge as it retires
+    right after goes through.  The row is deleted and stays so: the purge is its latest
+    write, and the next write that succeeds does not write the cancelled task's row back
+    from the save that failed (a restart would restore a task purged from the store)."""
+    store = RowFailing()
+    scheduler = Scheduler(clock=clock, store=store, retain_finished=0, purge_retired=True)
+    for task_id in ("x", "other"):
+        scheduler.schedule(task_id, noop, FixedRate(60), id=task_id)
+    store.failing.add("x")
+    scheduler.cancel("x")  # its save fails; it retires at once, and its purge succeeds
+    store.failing.clear()
+    assert "x" not in {task.id for task in scheduler.tasks()}
+    assert store.get("x") is None
+    scheduler.pause("other")  # a save that succeeds ends the outage
+    assert scheduler.metrics().store_ok
+    assert store.get("x") is None and [s.task.id for s in store.load_all()] == ["other"]
