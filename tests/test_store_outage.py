@@ -29,6 +29,7 @@ from lldsched import (
     TaskStatus,
 )
 from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP
+from lldsched.core import storewrites
 from lldsched.core.storewrites import StoreWrites
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord, Outcome
@@ -684,3 +685,37 @@ def test_a_purge_that_follows_a_failed_save_of_its_row_leaves_it_deleted(
     scheduler.pause("other")  # a save that succeeds ends the outage
     assert scheduler.metrics().store_ok
     assert store.get("x") is None and [s.task.id for s in store.load_all()] == ["other"]
+
+
+class SaysShared(InMemoryTaskStore):
+    """An in-memory store that says it is shared (what a core's ``StoreWrites`` reads),
+    for a ``StoreWrites`` driven by hand; no scheduler takes it (it lacks the leases)."""
+
+    shared = True
+
+
+def test_settles_held_past_their_bound_count_their_runs_lost_and_their_other_records_dropped(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On a shared store an outage holds at most ``HELD_SETTLES`` runs' settles; past it
+    the oldest is let go: its run is lost (its lease's, taken over) and the records of no
+    run it carried (the slots its finish decided) are dropped, each counted in the line
+    that ends the outage."""
+    monkeypatch.setattr(storewrites, "HELD_SETTLES", 2)
+    store = InMemoryTaskStore()
+    Scheduler(store=store).schedule("t", noop, OneTime(delay=60), id="t")
+    snapshot = store.get("t")
+    assert snapshot is not None
+    writes = StoreWrites(SaysShared())
+    for token in (1, 2, 3):  # the third settle lets the first go
+        run = decided("t", 100.0 * token, Outcome.OK)._replace(ok=True, attempt=1, token=token)
+        missed = [decided("t", 100.0 * token + n, Outcome.MISSED) for n in (1, 2)]
+        writes.failed(raised(StoreError("down")), "save", "t", snapshot, fenced=True,
+                      records=[run, *missed])  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        writes.succeeded("save")
+    assert writes.outage is None
+    (recovered,) = logged(caplog, logging.WARNING)
+    said = recovered.getMessage()
+    assert "the records of 1 run whose settles failed are lost" in said
+    assert "2 records held were dropped with their rows" in said
