@@ -687,9 +687,10 @@ def test_a_purge_that_follows_a_failed_save_of_its_row_leaves_it_deleted(
     assert store.get("x") is None and [s.task.id for s in store.load_all()] == ["other"]
 
 
-class SaysShared(InMemoryTaskStore):
+class SaysShared(FailingStore):
     """An in-memory store that says it is shared (what a core's ``StoreWrites`` reads),
-    for a ``StoreWrites`` driven by hand; no scheduler takes it (it lacks the leases)."""
+    for a ``StoreWrites`` driven by hand; no scheduler takes it (it lacks the leases).
+    Its writes raise while ``down`` is set."""
 
     shared = True
 
@@ -719,3 +720,27 @@ def test_settles_held_past_their_bound_count_their_runs_lost_and_their_other_rec
     said = recovered.getMessage()
     assert "the records of 1 run whose settles failed are lost" in said
     assert "2 records held were dropped with their rows" in said
+
+
+def test_a_settle_failing_again_on_the_main_thread_is_counted_not_raised() -> None:
+    """A run's settle held by an outage on a shared store is made again at the next call
+    that succeeds, which may be a verb's read of the change feed on the main thread.  If
+    the settle fails again with the store's ordinary error, that is one more failed call,
+    counted, and the verb goes on: only a ``KeyboardInterrupt`` or ``SystemExit`` the
+    store raised is raised there to the user.  Once the store writes, the settle is
+    stored and the outage ends."""
+    store = SaysShared()
+    plain = InMemoryTaskStore()
+    Scheduler(store=plain).schedule("t", noop, OneTime(delay=60), id="t")
+    snapshot = plain.get("t")
+    assert snapshot is not None
+    writes = StoreWrites(store, current=lambda task_id: None)
+    run = decided("t", 100.0, Outcome.OK)._replace(ok=True, attempt=1, token=1)
+    store.down = True
+    writes.failed(raised(StoreError("down")), "save", "t", snapshot, fenced=True, records=[run])
+    writes.succeeded("read of the change feed")  # the settle made again: it fails again
+    outage = writes.outage
+    assert outage is not None and outage.calls == 2 and len(outage.settles) == 1
+    store.down = False
+    writes.succeeded("read of the change feed")
+    assert writes.outage is None and store.records("t") == [run]
