@@ -26,10 +26,10 @@ from lldsched import (
     TaskEvent,
     TaskStatus,
 )
+from lldsched.core.isolation import killed_by_shutdown
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.memory import InMemoryTaskStore
-from lldsched.core.isolation import killed_by_shutdown
 from lldsched.threaded.coroutines.shutdown import CANCEL_GRACE, grace_for
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.processes import pool
@@ -167,8 +167,13 @@ def test_a_drain_out_of_time_behind_a_save_that_hangs_still_kills_its_worker_pro
     marker, release = tmp_path / "pid", tmp_path / "release"
     scheduler = Scheduler(workers=2, clock=FakeClock(T0), store=store).start()
     try:
-        child = scheduler.schedule("child", "tests.process_jobs:held", OneTime(delay=0),
-                                   args=(str(marker), str(release)), isolation="process")  # fmt: skip
+        child = scheduler.schedule(
+            "child",
+            "tests.process_jobs:held",
+            OneTime(delay=0),
+            args=(str(marker), str(release)),
+            isolation="process",
+        )
         wait_until(marker.exists, timeout=HANG, what="the isolated run in its child")
         pid = int(marker.read_text())
         task = scheduler.schedule("held", held, OneTime(delay=0))

@@ -28,8 +28,8 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP
 from lldsched.core import storewrites
+from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP
 from lldsched.core.storewrites import StoreWrites
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord, Outcome
