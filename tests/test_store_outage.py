@@ -645,14 +645,22 @@ def test_an_outages_records_fold_per_outcome_keeping_a_misfire_cap_whole(
     ]
 
 
+@pytest.mark.parametrize(
+    ("held", "said"),
+    [
+        (3, "3 records held were dropped with their rows"),
+        (1, "1 record held was dropped with its row"),
+    ],
+)
 def test_records_held_for_a_row_not_written_again_are_counted_as_dropped(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, held: int, said: str
 ) -> None:
     """A task removed during the outage (its delete failed too) drops the records held
-    for its row: said, counted, at the recovery."""
+    for its row: said, counted, at the recovery (one in the singular: before, "1 record
+    held were dropped with their rows")."""
     store = InMemoryTaskStore()
     writes = StoreWrites(store, current=lambda task_id: None)
-    for n in range(3):
+    for n in range(held):
         record = decided("t", float(n), Outcome.SKIPPED)
         writes.failed(raised(StoreError("down")), "save", "t", None, records=[record])
     writes.failed(raised(StoreError("down")), "delete", "t")
@@ -660,8 +668,7 @@ def test_records_held_for_a_row_not_written_again_are_counted_as_dropped(
         writes.succeeded("delete", "another")
     (recovered,) = logged(caplog, logging.WARNING)
     assert recovered.getMessage().endswith(
-        "(the rows they left stale were written again (1 row); 3 records held were "
-        "dropped with their rows)"
+        f"(the rows they left stale were written again (1 row); {said})"
     )
 
 
