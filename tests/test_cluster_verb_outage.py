@@ -143,3 +143,26 @@ def test_a_remove_whose_delete_failed_wins_over_a_run_settled_elsewhere_before_i
                    what="the runner follows the removal")  # fmt: skip
     finally:
         runner.shutdown()
+
+
+def test_a_task_registered_elsewhere_during_an_outage_here_is_learnt(
+    stores: list[CoordinatedStore],
+) -> None:
+    """The verb's process pauses ``job`` while its store fails that write (an outage, the
+    row stale); meanwhile another process registers ``fresh``.  The verb's process's next
+    read of the change feed learns ``fresh``, as any registration made elsewhere: only a
+    row of a task ``remove()`` forgot here, with the definition removed, is not learnt back
+    (``StaleRows.owes_removal``: an outage alone is not such a removal)."""
+    own, other_store, reader = stores
+    other = Scheduler(store=other_store)  # never started: its verbs write
+    _register(other)
+    verbs = Scheduler(store=own)  # loads both rows; never started
+    fail_the_next_save(own, "job")
+    assert verbs.pause("job")
+    assert not verbs.metrics().store_ok  # the outage: job's row stale
+    other.schedule("fresh", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="fresh")
+    assert "fresh" in {s.task.id for s in reader.load_all()}
+    verbs.pause("other")  # its read of the feed, in the outage, then the stale row written
+    assert verbs.task("fresh").status is TaskStatus.SCHEDULED  # learnt
+    assert verbs.metrics().store_ok
+    assert _row(reader, "job").status is TaskStatus.PAUSED

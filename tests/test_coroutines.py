@@ -12,7 +12,8 @@ import logging
 import re
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 import pytest
 
@@ -743,8 +744,12 @@ def test_an_awaitable_whose_event_loop_cannot_start_fails_its_run(
     async def body() -> None:
         pass
 
+    def slow_then_awaits() -> Coroutine[Any, Any, None]:
+        clock.advance(5)  # the action's own part takes 5 s before it returns a coroutine
+        return body()
+
     task = scheduler.schedule(
-        "awaits", lambda: body(), OneTime(at=clock.now()), retry=RetryPolicy.never()
+        "awaits", slow_then_awaits, OneTime(at=clock.now()), retry=RetryPolicy.never()
     )
     settle(scheduler)
     assert task.status is TaskStatus.FAILED and scheduler.dead_letter() == [task.id]
@@ -753,4 +758,7 @@ def test_an_awaitable_whose_event_loop_cannot_start_fails_its_run(
         "SchedulerStateError: the event loop could not start: OSError: "
         "[Errno 24] Too many open files"
     )
+    # Ended when the loop refused it, not at its start (mutation16, running.py: the
+    # refusal's `finished = self._clock.now()` dropped: recorded as taking no time)
+    assert record.finished - record.started == 5
     assert scheduler.metrics(timeout=5).coroutines == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, OneTime, Priority, Simulation
+from lldsched import FakeClock, FixedRate, Misfire, MisfirePolicy, OneTime, Priority, Simulation
 from lldsched.sim import fixed
 from tests.conftest import T0, SchedulerFactory, settle
 
@@ -65,3 +65,22 @@ def test_a_task_s_kwargs_read_back_as_given_and_read_only(
     with pytest.raises(TypeError):
         kwargs["sep"] = "; "  # type: ignore[index]
     assert task.definition.kwargs == {"sep": ", "}
+
+
+def test_a_task_s_definition_reads_back_as_registered(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # What a reader sees of a task just registered, never run: its arguments, its misfire
+    # policy (None: the default), its schedule in words, its slot, no slot given up.
+    # (mutation16, task.py: `args`, `misfire`, `explain()` and `slot` answering None, and
+    # `given_up`'s 0 for a task with no runs as 1.)
+    scheduler = make_scheduler(clock=clock)
+    every = FixedRate(60, start_delay=30)
+    skip = MisfirePolicy(Misfire.SKIP)
+    task = scheduler.schedule("report", print, every, args=("a", 1), misfire=skip)
+    plain = scheduler.schedule("plain", print, every)
+    assert task.args == ("a", 1) and plain.args == ()
+    assert task.misfire == skip and plain.misfire is None
+    assert task.explain() == every.explain() == "Every 60 s, the first 30 s after registration"
+    assert task.slot == task.next_run_at == T0 + 30
+    assert task.given_up == 0

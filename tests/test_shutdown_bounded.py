@@ -26,6 +26,7 @@ from lldsched import (
     TaskEvent,
     TaskStatus,
 )
+from lldsched.core.isolation import killed_by_shutdown
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.memory import InMemoryTaskStore
@@ -139,6 +140,72 @@ def test_a_save_that_hangs_during_the_drain_does_not_hold_it_past_its_timeout(
     store.release.set()
     assert scheduler.shutdown(timeout=5)  # what was left finishes
     assert task.status is TaskStatus.SUCCEEDED
+
+
+def test_a_drain_out_of_time_behind_a_save_that_hangs_still_kills_its_worker_process(
+    store: HangingStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, with a process-isolated run in flight too: the drain cannot take the lock
+    back before its time is up (the save hangs under it), and is out of time all the
+    same.  The run still in its child is killed as the shutdown ends (the drain's cut),
+    not left going after shutdown() returned; its record, written once the save lets the
+    lock go, says the first shutdown's drain ran out of time."""
+    killed: list[int] = []  # the pids the pool killed
+
+    def noted_kill(process: subprocess.Popen[bytes]) -> None:
+        killed.append(process.pid)
+        kill_group(process)
+
+    monkeypatch.setattr(pool, "kill_group", noted_kill)
+    gate = threading.Event()
+    entered = threading.Event()
+
+    def held() -> None:
+        entered.set()
+        gate.wait(HANG)
+
+    marker, release = tmp_path / "pid", tmp_path / "release"
+    scheduler = Scheduler(workers=2, clock=FakeClock(T0), store=store).start()
+    try:
+        child = scheduler.schedule(
+            "child",
+            "tests.process_jobs:held",
+            OneTime(delay=0),
+            args=(str(marker), str(release)),
+            isolation="process",
+        )
+        wait_until(marker.exists, timeout=HANG, what="the isolated run in its child")
+        pid = int(marker.read_text())
+        task = scheduler.schedule("held", held, OneTime(delay=0))
+        assert entered.wait(5)
+        result: list[tuple[bool, bool, list[int]]] = []
+
+        def close() -> None:
+            stopped = scheduler.shutdown(timeout=1.5)
+            result.append((stopped, store.hung, list(killed)))
+
+        closing = threading.Thread(target=close)
+        closing.start()
+        # The drain under way, waiting for the runs in flight (the lock let go): only
+        # then does the thread run end, its save hanging under the lock, so that the
+        # drain cannot take the lock back (before, the save could hang first, and the
+        # drain not begin at all)
+        wait_until(lambda: scheduler._draining, timeout=5, what="the drain")
+        gate.set()
+        assert store.hanging.wait(5)
+        closing.join(HANG)
+        assert not closing.is_alive()
+        assert result == [(False, True, [pid])]  # the child killed as the shutdown ended
+    finally:
+        gate.set()
+        release.touch()  # a child left going ends at once
+        store.release.set()
+    assert scheduler.shutdown(timeout=5)  # what was left finishes
+    assert task.status is TaskStatus.SUCCEEDED
+    (record,) = child.history
+    drained = 1.5 - grace_for(1.5)
+    why = killed_by_shutdown(drain=True, drained=drained)
+    assert record.error == f"CancelledError: {why} (its worker process {pid} was killed)"
 
 
 def test_a_logging_handler_that_blocks_holds_no_verb_and_lines_keep_their_order() -> None:

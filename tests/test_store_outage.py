@@ -28,6 +28,7 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
+from lldsched.core import storewrites
 from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP
 from lldsched.core.storewrites import StoreWrites
 from lldsched.logs import instant_text
@@ -220,6 +221,47 @@ def test_a_failed_delete_is_an_outage_the_next_delete_that_succeeds_ends(
     assert store.load_all() == []
     (recovered,) = logged(caplog, logging.WARNING)
     assert "recovered (a delete succeeded)" in recovered.getMessage()
+
+
+class RowFailing(InMemoryTaskStore):
+    """An in-memory store whose saves of the rows named in ``failing`` raise (one row's
+    write refused, the others taken)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing: set[str] = set()
+
+    def save(self, snapshot: Any, record: Any = None) -> None:
+        if snapshot.task.id in self.failing:
+            raise StoreError(f"row {snapshot.task.id} refused")
+        super().save(snapshot, record)
+
+
+def test_a_stale_row_failing_again_is_a_call_failed_not_a_task_write_counted_twice(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A pause whose write failed leaves its row stale (one task write not stored); the
+    next write that succeeds writes that row again, and it fails again: one more call
+    failed, but the same task write, not a second.  The line that ends the outage counts
+    two calls and one task write."""
+    store = RowFailing()
+    scheduler = Scheduler(store=store)
+    for task_id in ("job", "other"):
+        scheduler.schedule(task_id, noop, FixedRate(3_600, start_delay=3_600), id=task_id)
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        store.failing.add("job")
+        scheduler.pause("job")  # the outage: job's row stale
+        scheduler.pause("other")  # written; job's row written again fails again
+        assert not scheduler.metrics().store_ok
+        store.failing.clear()
+        scheduler.resume("other")  # written; job's row written again
+        assert scheduler.metrics().store_ok
+    stored = store.get("job")
+    assert stored is not None and stored.status is TaskStatus.PAUSED
+    (recovered,) = logged(caplog, logging.WARNING)
+    assert "(a save succeeded): 2 calls failed during the outage, 1 task write not stored" in (
+        recovered.getMessage()
+    )
 
 
 class Watch(logging.Handler):
@@ -603,14 +645,22 @@ def test_an_outages_records_fold_per_outcome_keeping_a_misfire_cap_whole(
     ]
 
 
+@pytest.mark.parametrize(
+    ("held", "said"),
+    [
+        (3, "3 records held were dropped with their rows"),
+        (1, "1 record held was dropped with its row"),
+    ],
+)
 def test_records_held_for_a_row_not_written_again_are_counted_as_dropped(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, held: int, said: str
 ) -> None:
     """A task removed during the outage (its delete failed too) drops the records held
-    for its row: said, counted, at the recovery."""
+    for its row: said, counted, at the recovery (one in the singular: before, "1 record
+    held were dropped with their rows")."""
     store = InMemoryTaskStore()
     writes = StoreWrites(store, current=lambda task_id: None)
-    for n in range(3):
+    for n in range(held):
         record = decided("t", float(n), Outcome.SKIPPED)
         writes.failed(raised(StoreError("down")), "save", "t", None, records=[record])
     writes.failed(raised(StoreError("down")), "delete", "t")
@@ -618,6 +668,86 @@ def test_records_held_for_a_row_not_written_again_are_counted_as_dropped(
         writes.succeeded("delete", "another")
     (recovered,) = logged(caplog, logging.WARNING)
     assert recovered.getMessage().endswith(
-        "(the rows they left stale were written again (1 row); 3 records held were "
-        "dropped with their rows)"
+        f"(the rows they left stale were written again (1 row); {said})"
     )
+
+
+def test_a_purge_that_follows_a_failed_save_of_its_row_leaves_it_deleted(
+    clock: FakeClock,
+) -> None:
+    """A task cancelled under ``retain_finished=0, purge_retired=True`` while the store is
+    away for a moment: the cancel's save fails (the row stale), the purge as it retires
+    right after goes through.  The row is deleted and stays so: the purge is its latest
+    write, and the next write that succeeds does not write the cancelled task's row back
+    from the save that failed (a restart would restore a task purged from the store)."""
+    store = RowFailing()
+    scheduler = Scheduler(clock=clock, store=store, retain_finished=0, purge_retired=True)
+    for task_id in ("x", "other"):
+        scheduler.schedule(task_id, noop, FixedRate(60), id=task_id)
+    store.failing.add("x")
+    scheduler.cancel("x")  # its save fails; it retires at once, and its purge succeeds
+    store.failing.clear()
+    assert "x" not in {task.id for task in scheduler.tasks()}
+    assert store.get("x") is None
+    scheduler.pause("other")  # a save that succeeds ends the outage
+    assert scheduler.metrics().store_ok
+    assert store.get("x") is None and [s.task.id for s in store.load_all()] == ["other"]
+
+
+class SaysShared(FailingStore):
+    """An in-memory store that says it is shared (what a core's ``StoreWrites`` reads),
+    for a ``StoreWrites`` driven by hand; no scheduler takes it (it lacks the leases).
+    Its writes raise while ``down`` is set."""
+
+    shared = True
+
+
+def test_settles_held_past_their_bound_count_their_runs_lost_and_their_other_records_dropped(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On a shared store an outage holds at most ``HELD_SETTLES`` runs' settles; past it
+    the oldest is let go: its run is lost (its lease's, taken over) and the records of no
+    run it carried (the slots its finish decided) are dropped, each counted in the line
+    that ends the outage."""
+    monkeypatch.setattr(storewrites, "HELD_SETTLES", 2)
+    store = InMemoryTaskStore()
+    Scheduler(store=store).schedule("t", noop, OneTime(delay=60), id="t")
+    snapshot = store.get("t")
+    assert snapshot is not None
+    writes = StoreWrites(SaysShared())
+    for token in (1, 2, 3):  # the third settle lets the first go
+        run = decided("t", 100.0 * token, Outcome.OK)._replace(ok=True, attempt=1, token=token)
+        missed = [decided("t", 100.0 * token + n, Outcome.MISSED) for n in (1, 2)]
+        writes.failed(raised(StoreError("down")), "save", "t", snapshot, fenced=True,
+                      records=[run, *missed])  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        writes.succeeded("save")
+    assert writes.outage is None
+    (recovered,) = logged(caplog, logging.WARNING)
+    said = recovered.getMessage()
+    assert "the records of 1 run whose settles failed are lost" in said
+    assert "2 records held were dropped with their rows" in said
+
+
+def test_a_settle_failing_again_on_the_main_thread_is_counted_not_raised() -> None:
+    """A run's settle held by an outage on a shared store is made again at the next call
+    that succeeds, which may be a verb's read of the change feed on the main thread.  If
+    the settle fails again with the store's ordinary error, that is one more failed call,
+    counted, and the verb goes on: only a ``KeyboardInterrupt`` or ``SystemExit`` the
+    store raised is raised there to the user.  Once the store writes, the settle is
+    stored and the outage ends."""
+    store = SaysShared()
+    plain = InMemoryTaskStore()
+    Scheduler(store=plain).schedule("t", noop, OneTime(delay=60), id="t")
+    snapshot = plain.get("t")
+    assert snapshot is not None
+    writes = StoreWrites(store, current=lambda task_id: None)
+    run = decided("t", 100.0, Outcome.OK)._replace(ok=True, attempt=1, token=1)
+    store.down = True
+    writes.failed(raised(StoreError("down")), "save", "t", snapshot, fenced=True, records=[run])
+    writes.succeeded("read of the change feed")  # the settle made again: it fails again
+    outage = writes.outage
+    assert outage is not None and outage.calls == 2 and len(outage.settles) == 1
+    store.down = False
+    writes.succeeded("read of the change feed")
+    assert writes.outage is None and store.records("t") == [run]

@@ -368,7 +368,11 @@ class OutageWrites(StoreInterrupts):
                 f"task, were written folded into one record per outcome ({OUTAGE_CAP} ...)"
             )
         if outage.dropped:
-            said.append(f"{counted(outage.dropped, 'record')} held were dropped with their rows")
+            one = outage.dropped == 1
+            said.append(
+                f"{counted(outage.dropped, 'record')} held "
+                + ("was dropped with its row" if one else "were dropped with their rows")
+            )
         log.log(
             logging.DEBUG if outage.quiet else logging.WARNING,
             "store %r recovered (a %s succeeded): %s failed during the outage, %s not stored%s",
