@@ -13,8 +13,8 @@ from typing import Any, get_args
 import pytest
 
 from lldsched import FakeClock, FixedRate, Scheduler, SqliteTaskStore, StoreError
-from lldsched.core.outage import ENDED_BY, Kind
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store.outage import ENDED_BY, Kind
+from lldsched.core.store.writes import StoreWrites
 from lldsched.policies import Misfire, MisfirePolicy
 from lldsched.stores.memory import InMemoryTaskStore
 from tests import jobs

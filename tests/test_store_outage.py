@@ -28,9 +28,9 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.core import storewrites
-from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store import writes as storewrites
+from lldsched.core.store.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP
+from lldsched.core.store.writes import StoreWrites
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.sim import Simulation

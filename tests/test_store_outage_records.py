@@ -29,8 +29,8 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Held
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Held
+from lldsched.core.store.writes import StoreWrites
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import TaskSnapshot
 from tests import jobs

@@ -28,8 +28,8 @@ from lldsched.core.names import (
 )
 from lldsched.core.parts import CoreParts
 from lldsched.core.publishing import verb_written
-from lldsched.core.storeinterrupts import interrupts_deferred
-from lldsched.core.storewrites import check_store, store_failed, store_written
+from lldsched.core.store.interrupts import interrupts_deferred
+from lldsched.core.store.writes import check_store, store_failed, store_written
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.model import ExecutionRecord, TaskStatus

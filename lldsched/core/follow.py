@@ -37,7 +37,7 @@ from lldsched.core.recovery import (
     stored_plan,
 )
 from lldsched.core.registration import options_of
-from lldsched.core.stalerows import VERBS_OWED
+from lldsched.core.store.stalerows import VERBS_OWED
 from lldsched.core.task import Entry, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot

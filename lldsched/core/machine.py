@@ -97,9 +97,9 @@ from lldsched.core.decided import DecidedRecords
 from lldsched.core.definition import DefinitionVerbs, first_due
 from lldsched.core.departed import Departed
 from lldsched.core.dependencies import Dependencies
-from lldsched.core.firstpassed import first_passed
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import isolated_action
+from lldsched.core.misfires.firstpassed import first_passed
 from lldsched.core.names import CANCELLED, MAX_SKIPPED, SCHEDULED, SUCCEEDED
 from lldsched.core.overlapping import OverlappingRuns
 from lldsched.core.packedstats import run_stats_maker
@@ -118,7 +118,7 @@ from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
 from lldsched.core.runs import RunTransitions
 from lldsched.core.schedulearg import check_zone
-from lldsched.core.storewrites import StoreWrites, purge_retired, refused
+from lldsched.core.store.writes import StoreWrites, purge_retired, refused
 from lldsched.core.tally import Tally
 from lldsched.core.task import DEFAULT_OPTIONS, Entry, Run, RunStats, ScheduledTask, fit_flight
 from lldsched.core.waiting import DependencyWaits

@@ -33,7 +33,7 @@ from lldsched.core.departed import Departed
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.names import Skipped
 from lldsched.core.retention import Retention
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store.writes import StoreWrites
 from lldsched.core.tally import Tally
 from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent, TaskStatus

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from lldsched.core.names import BLOCKED, runnable
 from lldsched.core.parts import CoreParts
-from lldsched.core.storeinterrupts import interrupts_deferred
-from lldsched.core.storewrites import store_failed, store_written
+from lldsched.core.store.interrupts import interrupts_deferred
+from lldsched.core.store.writes import store_failed, store_written
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot

@@ -17,7 +17,7 @@ from __future__ import annotations
 from lldsched.core.packedstats import Rows, pack_all, packed_history
 from lldsched.core.parts import CoreParts
 from lldsched.core.retention import RetainFinished
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store.writes import StoreWrites
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.schedules.base import Schedule

@@ -42,7 +42,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.misfireplan import (
+from lldsched.core.misfires.apply import History, decide_misfire, queue_as_decided, record_decisions
+from lldsched.core.misfires.plan import (
     Plan,
     cut_record,
     deciding_for,
@@ -51,7 +52,6 @@ from lldsched.core.misfireplan import (
     plan,
     plan_as_cut,
 )
-from lldsched.core.misfires import History, decide_misfire, queue_as_decided, record_decisions
 from lldsched.core.names import RETRYING, SCHEDULED, runnable
 from lldsched.core.task import Restored, ScheduledTask
 from lldsched.logs import STORE, counted

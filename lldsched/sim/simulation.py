@@ -106,7 +106,6 @@ from types import TracebackType
 from lldsched import checks
 from lldsched.clock import to_timestamp, within_datetimes
 from lldsched.coordination import is_shared
-from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator
@@ -114,7 +113,8 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
-from lldsched.core.stalerows import say_left_stale
+from lldsched.core.store import use as storeuse
+from lldsched.core.store.stalerows import say_left_stale
 from lldsched.core.task import Entry, Run
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, shown

@@ -19,7 +19,7 @@ from datetime import timedelta
 
 from lldsched.core.names import RefusedVerb
 from lldsched.core.registration import UNCHANGED, Unchanged
-from lldsched.core.storeinterrupts import left_whole
+from lldsched.core.store.interrupts import left_whole
 from lldsched.core.task import ScheduledTask
 from lldsched.listeners import Listener
 from lldsched.model import Priority

@@ -27,8 +27,8 @@ import functools
 import logging
 from typing import Any
 
-from lldsched.core import storeuse
-from lldsched.core.stalerows import say_left_stale
+from lldsched.core.store import use as storeuse
+from lldsched.core.store.stalerows import say_left_stale
 from lldsched.logs import SCHEDULER
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.parts import NEW, STOPPED, SchedulerParts

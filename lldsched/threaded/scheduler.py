@@ -45,13 +45,13 @@ from typing import Any, NoReturn
 from lldsched.checks import instance_hint, step, whole_or_none
 from lldsched.clock import Clock, SystemClock, checked_reading
 from lldsched.coordination import CoordinatedStore, is_shared
-from lldsched.core import storeuse
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import Found, at_start, recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
+from lldsched.core.store import use as storeuse
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import (
     SchedulerShutDownError,

@@ -19,11 +19,11 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from lldsched.core import storeuse
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.names import RefusedVerb
-from lldsched.core.outage import Outage
-from lldsched.core.stalerows import STALE_SHOWN
+from lldsched.core.store import use as storeuse
+from lldsched.core.store.outage import Outage
+from lldsched.core.store.stalerows import STALE_SHOWN
 from lldsched.core.task import ScheduledTask
 from lldsched.logs import STORE, counted
 from lldsched.model import TaskStatus

@@ -84,7 +84,7 @@ from typing import NoReturn
 
 from lldsched.checks import seconds, whole_or_none
 from lldsched.coordination import lease_seconds, poll_seconds
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store.writes import StoreWrites
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.persistence import Task

@@ -61,7 +61,7 @@ from lldsched.core.duequeue import queued_entry
 from lldsched.core.follow import claimed_entry, follow
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import RUNNABLE
-from lldsched.core.outage import Kind
+from lldsched.core.store.outage import Kind
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.logs import CLUSTER, instant_text
 from lldsched.model import TaskStatus

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 from lldsched.coordination import Claim, CoordinatedStore
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.misfires import decide_misfire, first_decided
+from lldsched.core.misfires.apply import decide_misfire, first_decided
 from lldsched.core.names import RUNNABLE
-from lldsched.core.outage import Kind
+from lldsched.core.store.outage import Kind
 from lldsched.core.task import Entry
 from lldsched.errors import LeaseLost
 from lldsched.model import ExecutionRecord

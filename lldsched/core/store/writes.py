@@ -50,11 +50,11 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from lldsched.coordination import is_shared
-from lldsched.core import storeuse
-from lldsched.core.outage import HELD_SETTLES, PURGE, Kind, Outage, check_kind
-from lldsched.core.outagerecords import Held
-from lldsched.core.stalerows import StaleRows
-from lldsched.core.storeinterrupts import interrupt, on_main_thread
+from lldsched.core.store import use as storeuse
+from lldsched.core.store.interrupts import interrupt, on_main_thread
+from lldsched.core.store.outage import HELD_SETTLES, PURGE, Kind, Outage, check_kind
+from lldsched.core.store.outagerecords import Held
+from lldsched.core.store.stalerows import StaleRows
 from lldsched.errors import StoreClosedError
 from lldsched.logs import STORE, Repeats
 from lldsched.model import ExecutionRecord

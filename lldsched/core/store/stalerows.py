@@ -81,9 +81,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from lldsched.core.outage import PURGE, Kind, Outage, OutageWrites
-from lldsched.core.outagerecords import Entry, Held
-from lldsched.core.storeinterrupts import interrupt, on_main_thread
+from lldsched.core.store.interrupts import interrupt, on_main_thread
+from lldsched.core.store.outage import PURGE, Kind, Outage, OutageWrites
+from lldsched.core.store.outagerecords import Entry, Held
 from lldsched.logs import SCHEDULER, STORE, counted
 from lldsched.model import TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, TaskStore

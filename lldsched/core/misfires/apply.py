@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 
-from lldsched.core.misfireplan import (
+from lldsched.core.misfires.plan import (
     Plan,
     cut_record,
     deciding_for,

@@ -64,8 +64,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Held
-from lldsched.core.storeinterrupts import StoreInterrupts
+from lldsched.core.store.interrupts import StoreInterrupts
+from lldsched.core.store.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Held
 from lldsched.logs import STORE, Repeats, counted, say_with_traceback
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot, TaskStore

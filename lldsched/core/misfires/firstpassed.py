@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lldsched.coordination import is_shared
-from lldsched.core.misfires import decide_misfire
+from lldsched.core.misfires.apply import decide_misfire
 
 if TYPE_CHECKING:
     from lldsched.core.parts import CoreParts
