@@ -49,6 +49,14 @@ GROUPS = (
     "lldsched.threaded.shared",
 )
 DEADLINE = "lldsched.threaded.deadline"
+# Two groups of the core, each a package of its own (docs/decisions/public-api.md, "The
+# core's two groups are folders of their own"), and the modules of the rest of the core
+# each may import: its seams.
+CORE = "lldsched.core"
+CORE_GROUPS = {
+    "lldsched.core.store": {"lldsched.core.names"},
+    "lldsched.core.misfires": {"lldsched.core.names", "lldsched.core.task", "lldsched.core.parts"},
+}
 
 
 def module_name(path: Path) -> str:
@@ -198,6 +206,52 @@ def test_the_group_rule_names_a_planted_import() -> None:
     assert threaded_outside("lldsched.threaded.shared", planted) == [
         "lldsched.threaded.shared.decisions imports lldsched.threaded.parts",
         "lldsched.threaded.shared.load imports lldsched.threaded.processes.pool",
+    ]
+
+
+def core_outside(group: str, modules: dict[str, set[str]]) -> list[str]:
+    """What the modules of ``group`` import of the core outside ``group`` itself and its
+    seams (:data:`CORE_GROUPS`)."""
+    seams = CORE_GROUPS[group]
+    return sorted(
+        f"{module} imports {imported}"
+        for module, imported_names in modules.items()
+        if within(module, group)
+        for imported in imported_names
+        if within(imported, CORE)
+        and imported != CORE
+        and not within(imported, group)
+        and not any(within(imported, seam) for seam in seams)
+    )
+
+
+@pytest.mark.parametrize("group", CORE_GROUPS)
+def test_a_core_group_imports_of_the_core_only_itself_and_its_seams(group: str) -> None:
+    """The store seen from the core (``core/store/``: its writes, outages, who holds it)
+    imports of the rest of the core ``names`` alone; the misfire rule (``core/misfires/``)
+    ``names``, ``task`` and ``parts`` (the mixins' base, whose verbs it calls): neither
+    imports the other, the machine or the modules that build on them (``from
+    lldsched.core import names`` is the package and the module: both allowed)."""
+    assert set(of(group)) > {group}  # the group is a package with modules
+    assert core_outside(group, of(group)) == []
+
+
+def test_the_core_group_rule_names_a_planted_import() -> None:
+    """The rule above fails, naming the module and the import, on any of the imports
+    it forbids: another group, the machine, a module of the core beside its seams, a
+    name of the core's package."""
+    planted = {
+        "lldsched.core.store.outagerecords": {"lldsched.core", "lldsched.core.names"},
+        "lldsched.core.store.outage": {"lldsched.core.misfires.plan"},
+        "lldsched.core.store.stalerows": {"lldsched.core.task", "lldsched.core.store.outage"},
+        "lldsched.core.store.writes": {"lldsched.core.SchedulerCore"},
+        "lldsched.core.store.use": {"lldsched.core.machine"},
+    }
+    assert core_outside("lldsched.core.store", planted) == [
+        "lldsched.core.store.outage imports lldsched.core.misfires.plan",
+        "lldsched.core.store.stalerows imports lldsched.core.task",
+        "lldsched.core.store.use imports lldsched.core.machine",
+        "lldsched.core.store.writes imports lldsched.core.SchedulerCore",
     ]
 
 

@@ -3,7 +3,7 @@
 The first call that fails is logged at error level with its traceback; each later one
 while the outage lasts is counted and logged at debug level; the first call of a kind
 that failed and now succeeds ends the outage with one warning naming what was missed
-(``lldsched/core/outage.py``).  The registry stays authoritative throughout.
+(``lldsched/core/store/outage.py``).  The registry stays authoritative throughout.
 """
 
 from __future__ import annotations

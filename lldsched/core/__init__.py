@@ -3,7 +3,7 @@
 No threads, no sleeps, no lock of its own: plain single-threaded bookkeeping that
 reads time from an injected clock.  The threaded runtime (:mod:`lldsched.threaded`)
 holds its one lock around every call in here; the simulation (:mod:`lldsched.sim`)
-takes none.  The one lock in the core is :mod:`~lldsched.core.storeuse`'s,
+takes none.  The one lock in the core is :mod:`~lldsched.core.store.use`'s,
 process-wide, over which running scheduler holds which store: taken at a scheduler's
 ``start()`` and ``shutdown()`` and, while some scheduler holds a store, by a verb's
 check of it; never on the run path.

@@ -222,7 +222,7 @@ class CoreParts:
 
         def _strand(self, upstream: ScheduledTask) -> None: ...
 
-        # The verbs a misfire decision takes (lldsched/core/misfires.py), so that rule
+        # The verbs a misfire decision takes (lldsched/core/misfires/apply.py), so that rule
         # reads the parts and not the whole machine, which registration calls it from.
 
         def cancel(self, task_id: str) -> bool: ...

@@ -195,7 +195,7 @@ class Simulation(
         checks.whole(seed, name="seed")
         if store is not None:  # a store a running scheduler holds: refused, nothing built
             storeuse.check(store, self)
-        self._store = store  # checked again at each run (core/storeuse.py)
+        self._store = store  # checked again at each run (core/store/use.py)
         self._workers = workers  # read through the property: the pool is built once
         self._seed = seed  # read through the property: the generators are seeded once
         self._clock = VirtualClock(to_timestamp(start, name="start"))
@@ -218,7 +218,7 @@ class Simulation(
             retain_finished=retain_finished,
             purge_retired=purge_retired,
             on_retire=self._retired,
-            user=self,  # core/storeuse.py: whose verbs these are
+            user=self,  # core/store/use.py: whose verbs these are
             on_cancel=self._cut,
             on_retime=self._retime,
             # records() keeps every record, of tasks retired or removed too: so does what
@@ -407,9 +407,9 @@ class Simulation(
 
         Then the rows a store outage left stale are written once more, the last write,
         through the same :meth:`StoreWrites.rewrite_stale
-        <lldsched.core.storewrites.StoreWrites.rewrite_stale>` as the threaded
+        <lldsched.core.store.writes.StoreWrites.rewrite_stale>` as the threaded
         shutdown's; those the store still refuses are named in one warning
-        (:func:`~lldsched.core.stalerows.say_left_stale`).  Without that, a one-off
+        (:func:`~lldsched.core.store.stalerows.say_left_stale`).  Without that, a one-off
         whose finish met a failing store stayed ``running`` in it, and the next start
         ran it again.  Last, the private event loops of coroutine actions are closed,
         and the thread one of them runs on when the simulation is driven from a running

@@ -253,7 +253,7 @@ class ControlVerbs(SharedVerbs):
         A ``KeyboardInterrupt`` or ``SystemExit`` a store raises in one of its writes (a
         Ctrl-C landing in ``save`` on the main thread) is kept until the verb is whole and
         raised then (:meth:`StoreWrites.interrupts_deferred
-        <lldsched.core.storewrites.StoreWrites.interrupts_deferred>`): raised at once, it
+        <lldsched.core.store.writes.StoreWrites.interrupts_deferred>`): raised at once, it
         left the verb's later steps undone.  A store's refusal of a registration or a
         change of definition is whole too: the core put everything back.  Any other
         interrupt out of the verb landed between two of its statements, as a real SIGINT

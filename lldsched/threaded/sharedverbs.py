@@ -79,7 +79,7 @@ class SharedVerbs(SchedulerParts):
         carries on, its row written again once the store answers).  A hold whose end
         fails (its commit: the connection lost, the disk full) stored none of the verb's
         writes: the task's row is a failed write, written again as any
-        (:meth:`StoreWrites.failed <lldsched.core.storewrites.StoreWrites.failed>`),
+        (:meth:`StoreWrites.failed <lldsched.core.store.writes.StoreWrites.failed>`),
         and the verb, already done in the registry, returns as it would have; so is every
         other row it wrote inside (a ``cancel``'s dependents, a retirement's purge: what
         :class:`~lldsched.storecalls.HoldNotCommitted` names), and a verb that raised

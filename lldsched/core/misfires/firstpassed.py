@@ -39,7 +39,7 @@ __all__ = ["first_passed"]
 
 def first_passed(core: CoreParts, task: ScheduledTask, now: float) -> None:
     """``task``, just queued at its first run, an instant before ``now``: the slots
-    passed meet its misfire policy (:func:`~lldsched.core.misfires.decide_misfire`)."""
+    passed meet its misfire policy (:func:`~lldsched.core.misfires.apply.decide_misfire`)."""
     writes = core._writes
     if writes is not None and is_shared(writes.store):
         return  # the process that claims the slot decides (threaded/shared/decisions.py)
