@@ -255,6 +255,75 @@ def test_the_core_group_rule_names_a_planted_import() -> None:
     ]
 
 
+# The modules of the package root that serve one room, or none, each for its reason
+# (docs/decisions/public-api.md, "The package root keeps its modules").
+ROOT_ENTRIES = {
+    # the package's first import, os and sys alone; under cli/ it would import
+    # cli/__init__.py (argparse, difflib) at every ``import lldsched``
+    "lldsched.startup",
+    # a user's tests import it: ``lldsched.testing`` is the public path
+    "lldsched.testing",
+}
+
+
+def room_of(module: str) -> str:
+    """The room a module of the package is in: its folder under ``lldsched/``, or
+    ``root`` for a module of the package root."""
+    parts = module.split(".")
+    if len(parts) > 2 or (PACKAGE / parts[-1]).is_dir():
+        return parts[1]
+    return "root"
+
+
+def single_room_modules(modules: dict[str, set[str]]) -> list[str]:
+    """Each module of the package root (its ``__init__`` and ``__main__`` aside, and the
+    entries of :data:`ROOT_ENTRIES`) imported by fewer than two rooms: the package's own
+    re-exports (``lldsched/__init__.py``) do not count."""
+    found = []
+    for root_module in sorted(modules):
+        if room_of(root_module) != "root" or root_module in ROOT_ENTRIES:
+            continue
+        if root_module in ("lldsched", "lldsched.__main__"):
+            continue
+        rooms = {
+            room_of(module)
+            for module, names in modules.items()
+            if module not in (root_module, "lldsched", "lldsched.__main__")
+            and any(within(name, root_module) for name in names)
+        }
+        if len(rooms) < 2:
+            found.append(f"{root_module} serves {sorted(rooms) or 'no room'}")
+    return found
+
+
+def test_a_module_of_the_package_root_serves_two_rooms_at_least() -> None:
+    """A module the package root keeps is shared: two of the folders (``core``,
+    ``threaded``, ``sim``, ``stores``, ``views``, ``cli``, ...) import it, or one and
+    another module of the root. One that serves one room alone goes in its folder."""
+    assert {"lldsched.cluster", "lldsched.loopcalls", "lldsched.redaction"} <= set(MODULES)
+    assert single_room_modules(MODULES) == []
+
+
+def test_the_root_rule_names_a_planted_module() -> None:
+    """The rule above fails, naming the module and the rooms it serves, for a module of
+    the root one room alone imports, or none (the package's re-export not counted)."""
+    planted = {
+        "lldsched": {"lldsched.loopcalls", "lldsched.cluster"},
+        "lldsched.cluster": set(),
+        "lldsched.loopcalls": set(),
+        "lldsched.sim.cluster": {"lldsched.cluster"},
+        "lldsched.sim.awaiting": {"lldsched.loopcalls"},
+        "lldsched.threaded.coroutines.runner": {"lldsched.loopcalls.LoopCalls"},
+        "lldsched.views.cluster": {"lldsched.sim.cluster"},
+        "lldsched.startup": set(),
+        "lldsched.redaction": set(),
+    }
+    assert single_room_modules(planted) == [
+        "lldsched.cluster serves ['sim']",
+        "lldsched.redaction serves no room",
+    ]
+
+
 def test_only_the_cli_imports_the_design_lab_and_the_lab_imports_no_view() -> None:
     outside = {
         module: names
