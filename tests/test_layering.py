@@ -167,19 +167,27 @@ def test_what_the_stores_share_imports_neither_engine() -> None:
     assert offending(shared, (SQLITE, POSTGRES)) == []
 
 
-def threaded_outside(group: str, modules: dict[str, set[str]]) -> list[str]:
-    """What the modules of ``group`` import of the threaded runtime outside ``group``
-    itself and :data:`DEADLINE`."""
+def group_outside(
+    group: str, modules: dict[str, set[str]], *, room: str, seams: set[str]
+) -> list[str]:
+    """What the modules of ``group`` import of ``room`` (the package ``group`` is in)
+    outside ``group`` itself and ``seams`` (``room`` alone, the package, allowed)."""
     return sorted(
         f"{module} imports {imported}"
         for module, imported_names in modules.items()
         if within(module, group)
         for imported in imported_names
-        if within(imported, THREADED)
-        and imported != THREADED
+        if within(imported, room)
+        and imported != room
         and not within(imported, group)
-        and not within(imported, DEADLINE)
+        and not any(within(imported, seam) for seam in seams)
     )
+
+
+def threaded_outside(group: str, modules: dict[str, set[str]]) -> list[str]:
+    """What the modules of ``group`` import of the threaded runtime outside ``group``
+    itself and :data:`DEADLINE`."""
+    return group_outside(group, modules, room=THREADED, seams={DEADLINE})
 
 
 @pytest.mark.parametrize("group", GROUPS)
@@ -212,17 +220,7 @@ def test_the_group_rule_names_a_planted_import() -> None:
 def core_outside(group: str, modules: dict[str, set[str]]) -> list[str]:
     """What the modules of ``group`` import of the core outside ``group`` itself and its
     seams (:data:`CORE_GROUPS`)."""
-    seams = CORE_GROUPS[group]
-    return sorted(
-        f"{module} imports {imported}"
-        for module, imported_names in modules.items()
-        if within(module, group)
-        for imported in imported_names
-        if within(imported, CORE)
-        and imported != CORE
-        and not within(imported, group)
-        and not any(within(imported, seam) for seam in seams)
-    )
+    return group_outside(group, modules, room=CORE, seams=CORE_GROUPS[group])
 
 
 @pytest.mark.parametrize("group", CORE_GROUPS)
