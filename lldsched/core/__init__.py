@@ -17,6 +17,7 @@ check of it; never on the run path.
 * :mod:`~lldsched.core.duequeue`: the heap of due entries, with tombstones (:class:`TaskQueue`);
 * :mod:`~lldsched.core.recovery`: tasks reloaded from a store, the start after them, clock jumps;
 * :mod:`~lldsched.core.misfires`: the slots that passed unrun meeting their misfire policy;
+* :mod:`~lldsched.core.store`: the store seen from the core (its writes, its outages, who holds it);
 * :mod:`~lldsched.core.context`: what a running action may see (:class:`RunContext`);
 * :mod:`~lldsched.core.ids`: task id generators.
 
