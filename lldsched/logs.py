@@ -21,7 +21,7 @@ a configuration of ``lldsched`` still covers them all:
   ran out of time, a scheduler made before a fork that runs no hook).
 
 Named by what they say, not by module (``__name__``): the module that says a store's
-outage is ``core/outage.py``, a job's failure ``threaded/running.py``, and a
+outage is ``core/store/outage.py``, a job's failure ``threaded/running.py``, and a
 module moved in a release would break a user's configuration.
 
 **Repeats**: a line that can come once a second for hours (a task failing every run,

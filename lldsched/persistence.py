@@ -176,7 +176,7 @@ class TaskStore(Protocol):
       changed;
     * a ``save`` that raises at a registration or a change of definition makes that
       call raise; one that raises later is logged and the registry stays
-      authoritative (:mod:`lldsched.core.storewrites`);
+      authoritative (:mod:`lldsched.core.store.writes`);
     * a store with ``close()`` raises :class:`~lldsched.errors.StoreClosedError` from
       every later ``save``, ``delete`` and ``load_all``, and says ``closed``: the
       verbs then refuse before changing anything;

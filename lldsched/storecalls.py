@@ -176,7 +176,7 @@ def resave(
     store: TaskStore, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()
 ) -> bool:
     """Write ``snapshot`` again, a row a store outage left stale
-    (:mod:`lldsched.core.outage`), with ``records``, the records of no run the
+    (:mod:`lldsched.core.store.outage`), with ``records``, the records of no run the
     writes that failed carried (a dependency wait's ``blocked`` record), only while that
     row is still as this process last read or wrote it and no lease holds it; True if
     written (or the store has no other writer), False if it was left as it is (the

@@ -120,7 +120,7 @@ def of_format(text: str) -> Template:
 class Module:
     """One source file of the package, read once."""
 
-    path: str  # relative to the repository: "lldsched/core/outage.py"
+    path: str  # relative to the repository: "lldsched/core/store/outage.py"
     dotted: str
     tree: ast.Module
     parents: dict[ast.AST, ast.AST]

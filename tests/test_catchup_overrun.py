@@ -46,7 +46,7 @@ from lldsched import (
     TaskEvent,
     TaskStore,
 )
-from lldsched.core.misfireplan import MAX_SLOTS
+from lldsched.core.misfires.plan import MAX_SLOTS
 from lldsched.model import ExecutionRecord
 from lldsched.testing import Stepper
 from tests.cluster import StoreSpec, open_store

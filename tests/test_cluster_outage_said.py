@@ -5,7 +5,7 @@ own queue.  A process on a shared store starts a run only from a claim the store
 (threaded/timer.py), so while its claims fail it starts none, and the line said so
 wrongly: "the scheduler goes on in memory and its registry stays authoritative", seen
 with three processes on PostgreSQL through a server restart, in which no process ran
-anything (docs/CLUSTER.md, "Failure matrix"; lldsched/core/outage.py, ``SHARED_OUTAGE``).
+anything (docs/CLUSTER.md, "Failure matrix"; lldsched/core/store/outage.py, ``SHARED_OUTAGE``).
 
 A run's settle that failed is held and made again once the store answers, refused by its
 token if its lease was taken over meanwhile.  The line that ends the outage counted that

@@ -2,7 +2,7 @@
 process writes before this one writes it again: the verb is kept, as one written during
 another process's run is (docs/CLUSTER.md, "What the shared mode guarantees"), and
 written on the row as that process left it (core/follow.py keeps the verb's status, or
-does not learn the removed task back; core/stalerows.py keeps the row stale until it is
+does not learn the removed task back; core/store/stalerows.py keeps the row stale until it is
 written).
 
 Before, the verb was lost once the task ran elsewhere first: the process that paused it

@@ -2,7 +2,7 @@
 wait ends in one process only (docs/CLUSTER.md, "Dependencies"), and no lease holds the
 BLOCKED row, so nobody else writes it.  Once the store works again, that process writes
 the row again, only while it is still as this process last read it
-(core/storewrites.py, ``StoreWrites._rewrite``; ``storecalls.resave``)."""
+(core/store/writes.py, ``StoreWrites._rewrite``; ``storecalls.resave``)."""
 
 from __future__ import annotations
 

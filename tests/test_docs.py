@@ -66,9 +66,10 @@ from lldsched import (
 )
 from lldsched.cli.cron import MAX_FIRES
 from lldsched.cli.simulate import DEFAULT_MAX_COROUTINES, MAX_DAYS, MAX_WORKERS
-from lldsched.core import dependencies, misfireplan
+from lldsched.core import dependencies
 from lldsched.core.duequeue import COMPACT_MIN_ENTRIES, COMPACT_SLICE
 from lldsched.core.metrics import Metrics
+from lldsched.core.misfires import plan as misfireplan
 from lldsched.core.results import RESULT_LIMIT
 from lldsched.core.retention import RETIRE_BATCH
 from lldsched.errors import ERROR_LIMIT

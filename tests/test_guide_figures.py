@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from lldsched import MisfirePolicy, RetryPolicy, Scheduler, SqliteTaskStore
-from lldsched.core.misfireplan import MAX_SLOTS
+from lldsched.core.misfires.plan import MAX_SLOTS
 from lldsched.core.results import RESULT_LIMIT
 from lldsched.core.retention import RETIRE_BATCH
 from lldsched.logs import REPEAT_WINDOW

@@ -2,7 +2,7 @@
 
 A run in flight when its process died is owed (at-least-once): the restart runs it
 again, as the attempt it was, and the misfire policy decides only the slots after its
-slot (:func:`lldsched.core.misfires.first_decided`).  A forward jump (or a suspend)
+slot (:func:`lldsched.core.misfires.apply.first_decided`).  A forward jump (or a suspend)
 noticed in the restarted process before that attempt ran decided the task's slots by
 the policy as if the interrupted slot were one of them (``after_clock_jump`` passed
 ``owed`` for a retry only): with ``SKIP`` it was recorded ``missed`` and never ran (a

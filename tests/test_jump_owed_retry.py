@@ -4,7 +4,7 @@ The slots a forward jump passed were passed while the process was not there: dow
 for the misfire policy.  A restart (:func:`lldsched.core.recovery.recover`) and a claim
 on a shared store (``Coordinator._misfire``) decide them for a task awaiting a retry
 too: the retry is owed from before, runs first, and the policy decides the slots after
-its slot (:func:`lldsched.core.misfires.first_decided`).  One process decided only the
+its slot (:func:`lldsched.core.misfires.apply.first_decided`).  One process decided only the
 SCHEDULED tasks at a jump: a retry due ran, and the slots after it were recorded
 ``skipped`` (the overrun rule) where a restart records them ``missed`` or ``coalesced``
 (or runs them, ``RUN_ALL``); a retry with a longer backoff met no policy at all; and a

@@ -49,6 +49,14 @@ GROUPS = (
     "lldsched.threaded.shared",
 )
 DEADLINE = "lldsched.threaded.deadline"
+# Two groups of the core, each a package of its own (docs/decisions/public-api.md, "The
+# core's two groups are folders of their own"), and the modules of the rest of the core
+# each may import: its seams.
+CORE = "lldsched.core"
+CORE_GROUPS = {
+    "lldsched.core.store": {"lldsched.core.names"},
+    "lldsched.core.misfires": {"lldsched.core.names", "lldsched.core.task", "lldsched.core.parts"},
+}
 
 
 def module_name(path: Path) -> str:
@@ -159,19 +167,27 @@ def test_what_the_stores_share_imports_neither_engine() -> None:
     assert offending(shared, (SQLITE, POSTGRES)) == []
 
 
-def threaded_outside(group: str, modules: dict[str, set[str]]) -> list[str]:
-    """What the modules of ``group`` import of the threaded runtime outside ``group``
-    itself and :data:`DEADLINE`."""
+def group_outside(
+    group: str, modules: dict[str, set[str]], *, room: str, seams: set[str]
+) -> list[str]:
+    """What the modules of ``group`` import of ``room`` (the package ``group`` is in)
+    outside ``group`` itself and ``seams`` (``room`` alone, the package, allowed)."""
     return sorted(
         f"{module} imports {imported}"
         for module, imported_names in modules.items()
         if within(module, group)
         for imported in imported_names
-        if within(imported, THREADED)
-        and imported != THREADED
+        if within(imported, room)
+        and imported != room
         and not within(imported, group)
-        and not within(imported, DEADLINE)
+        and not any(within(imported, seam) for seam in seams)
     )
+
+
+def threaded_outside(group: str, modules: dict[str, set[str]]) -> list[str]:
+    """What the modules of ``group`` import of the threaded runtime outside ``group``
+    itself and :data:`DEADLINE`."""
+    return group_outside(group, modules, room=THREADED, seams={DEADLINE})
 
 
 @pytest.mark.parametrize("group", GROUPS)
@@ -198,6 +214,111 @@ def test_the_group_rule_names_a_planted_import() -> None:
     assert threaded_outside("lldsched.threaded.shared", planted) == [
         "lldsched.threaded.shared.decisions imports lldsched.threaded.parts",
         "lldsched.threaded.shared.load imports lldsched.threaded.processes.pool",
+    ]
+
+
+def core_outside(group: str, modules: dict[str, set[str]]) -> list[str]:
+    """What the modules of ``group`` import of the core outside ``group`` itself and its
+    seams (:data:`CORE_GROUPS`)."""
+    return group_outside(group, modules, room=CORE, seams=CORE_GROUPS[group])
+
+
+@pytest.mark.parametrize("group", CORE_GROUPS)
+def test_a_core_group_imports_of_the_core_only_itself_and_its_seams(group: str) -> None:
+    """The store seen from the core (``core/store/``: its writes, outages, who holds it)
+    imports of the rest of the core ``names`` alone; the misfire rule (``core/misfires/``)
+    ``names``, ``task`` and ``parts`` (the mixins' base, whose verbs it calls): neither
+    imports the other, the machine or the modules that build on them (``from
+    lldsched.core import names`` is the package and the module: both allowed)."""
+    assert set(of(group)) > {group}  # the group is a package with modules
+    assert core_outside(group, of(group)) == []
+
+
+def test_the_core_group_rule_names_a_planted_import() -> None:
+    """The rule above fails, naming the module and the import, on any of the imports
+    it forbids: another group, the machine, a module of the core beside its seams, a
+    name of the core's package."""
+    planted = {
+        "lldsched.core.store.outagerecords": {"lldsched.core", "lldsched.core.names"},
+        "lldsched.core.store.outage": {"lldsched.core.misfires.plan"},
+        "lldsched.core.store.stalerows": {"lldsched.core.task", "lldsched.core.store.outage"},
+        "lldsched.core.store.writes": {"lldsched.core.SchedulerCore"},
+        "lldsched.core.store.use": {"lldsched.core.machine"},
+    }
+    assert core_outside("lldsched.core.store", planted) == [
+        "lldsched.core.store.outage imports lldsched.core.misfires.plan",
+        "lldsched.core.store.stalerows imports lldsched.core.task",
+        "lldsched.core.store.use imports lldsched.core.machine",
+        "lldsched.core.store.writes imports lldsched.core.SchedulerCore",
+    ]
+
+
+# The modules of the package root that serve one room, or none, each for its reason
+# (docs/decisions/public-api.md, "The package root keeps its modules").
+ROOT_ENTRIES = {
+    # the package's first import, os and sys alone; under cli/ it would import
+    # cli/__init__.py (argparse, difflib) at every ``import lldsched``
+    "lldsched.startup",
+    # a user's tests import it: ``lldsched.testing`` is the public path
+    "lldsched.testing",
+}
+
+
+def room_of(module: str) -> str:
+    """The room a module of the package is in: its folder under ``lldsched/``, or
+    ``root`` for a module of the package root."""
+    parts = module.split(".")
+    if len(parts) > 2 or (PACKAGE / parts[-1]).is_dir():
+        return parts[1]
+    return "root"
+
+
+def single_room_modules(modules: dict[str, set[str]]) -> list[str]:
+    """Each module of the package root (its ``__init__`` and ``__main__`` aside, and the
+    entries of :data:`ROOT_ENTRIES`) imported by fewer than two rooms: the package's own
+    re-exports (``lldsched/__init__.py``) do not count."""
+    found = []
+    for root_module in sorted(modules):
+        if room_of(root_module) != "root" or root_module in ROOT_ENTRIES:
+            continue
+        if root_module in ("lldsched", "lldsched.__main__"):
+            continue
+        rooms = {
+            room_of(module)
+            for module, names in modules.items()
+            if module not in (root_module, "lldsched", "lldsched.__main__")
+            and any(within(name, root_module) for name in names)
+        }
+        if len(rooms) < 2:
+            found.append(f"{root_module} serves {sorted(rooms) or 'no room'}")
+    return found
+
+
+def test_a_module_of_the_package_root_serves_two_rooms_at_least() -> None:
+    """A module the package root keeps is shared: two of the folders (``core``,
+    ``threaded``, ``sim``, ``stores``, ``views``, ``cli``, ...) import it, or one and
+    another module of the root. One that serves one room alone goes in its folder."""
+    assert {"lldsched.cluster", "lldsched.loopcalls", "lldsched.redaction"} <= set(MODULES)
+    assert single_room_modules(MODULES) == []
+
+
+def test_the_root_rule_names_a_planted_module() -> None:
+    """The rule above fails, naming the module and the rooms it serves, for a module of
+    the root one room alone imports, or none (the package's re-export not counted)."""
+    planted = {
+        "lldsched": {"lldsched.loopcalls", "lldsched.cluster"},
+        "lldsched.cluster": set(),
+        "lldsched.loopcalls": set(),
+        "lldsched.sim.cluster": {"lldsched.cluster"},
+        "lldsched.sim.awaiting": {"lldsched.loopcalls"},
+        "lldsched.threaded.coroutines.runner": {"lldsched.loopcalls.LoopCalls"},
+        "lldsched.views.cluster": {"lldsched.sim.cluster"},
+        "lldsched.startup": set(),
+        "lldsched.redaction": set(),
+    }
+    assert single_room_modules(planted) == [
+        "lldsched.cluster serves ['sim']",
+        "lldsched.redaction serves no room",
     ]
 
 

@@ -17,7 +17,7 @@ from lldsched import (
     Scheduler,
     Window,
 )
-from lldsched.core.misfireplan import (
+from lldsched.core.misfires.plan import (
     COALESCED,
     MAX_SLOTS,
     MISSED,

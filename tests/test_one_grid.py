@@ -21,7 +21,7 @@ from lldsched import (
     Simulation,
     SqliteTaskStore,
 )
-from lldsched.core.misfireplan import passed_slots
+from lldsched.core.misfires.plan import passed_slots
 from lldsched.schedules.base import next_run_and_skipped
 from lldsched.schedules.catchup import CatchUp
 from lldsched.sim import fixed

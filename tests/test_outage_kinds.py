@@ -1,5 +1,5 @@
 """Every kind of store call that can fail has a success that ends the outage it began
-(core/outage.py, ``ENDED_BY``): before, a failed write of a misfire's decision
+(core/store/outage.py, ``ENDED_BY``): before, a failed write of a misfire's decision
 (kind ``"misfire"``) was ended by nothing, nothing ever reporting one as succeeded, and
 ``metrics().store_ok`` (the readiness probe, docs/OPERATIONS.md) stayed False after the
 store was back."""
@@ -13,8 +13,8 @@ from typing import Any, get_args
 import pytest
 
 from lldsched import FakeClock, FixedRate, Scheduler, SqliteTaskStore, StoreError
-from lldsched.core.outage import ENDED_BY, Kind
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store.outage import ENDED_BY, Kind
+from lldsched.core.store.writes import StoreWrites
 from lldsched.policies import Misfire, MisfirePolicy
 from lldsched.stores.memory import InMemoryTaskStore
 from tests import jobs

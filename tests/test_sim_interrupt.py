@@ -254,7 +254,7 @@ def test_a_stores_ctrl_c_in_a_save_inside_run_leaves_the_event_whole(
     armed: TaskStatus,
 ) -> None:
     """A store's ``save`` that raises ``KeyboardInterrupt`` on the main thread (a Ctrl-C
-    landing in it) is raised to the user once logged (core/storeinterrupts.py).  Raised at
+    landing in it) is raised to the user once logged (core/store/interrupts.py).  Raised at
     once inside ``run()``, it came out of the core's begin (or finish) with the loop's
     part of the event undone: the worker taken and never given back, the task
     ``running`` for good, nothing ever starting again.  Now it is raised as a listener's

@@ -314,7 +314,7 @@ def test_a_verb_on_a_runtime_not_running_is_refused_while_another_scheduler_hold
     tmp_path: Path, shared: bool, kind: str, verb: str
 ) -> None:
     """A scheduler never started or shut down, or a Simulation, holds no store (only a
-    running scheduler does), and storeuse checked only construction, start() and a
+    running scheduler does), and core/store/use.py checked only construction, start() and a
     simulation's runs: their verbs wrote through the store a running scheduler held, a
     row changed (a pause, a removal) or added behind its back, which on an unshared
     store it never read again.  They are refused (StoreError, naming the store, the

@@ -5,7 +5,7 @@ before the scheduler's, used to log a traceback at every transition.  Now the fi
 write the closed store refuses is one error-level line naming the store and what to
 do; the scheduler goes on in memory (the design for a store that fails a write after
 the fact); and every verb raises ``StoreClosedError`` naming the store before it
-changes anything (``lldsched/core/storewrites.py``).
+changes anything (``lldsched/core/store/writes.py``).
 """
 
 from __future__ import annotations

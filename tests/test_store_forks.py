@@ -76,7 +76,7 @@ def test_a_store_a_running_scheduler_held_at_the_fork_is_refused_for_the_fork_al
     tmp_path: Path,
 ) -> None:
     """In the child the parent's scheduler runs nothing, so its hold on the store is not
-    inherited (lldsched/core/storeuse.py): the refusal is the fork's, which says what
+    inherited (lldsched/core/store/use.py): the refusal is the fork's, which says what
     to do, not one naming a scheduler that is not running there."""
     with SqliteTaskStore(tmp_path / "tasks.db") as store:
         running = Scheduler(store=store, name="parent").start()

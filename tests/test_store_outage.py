@@ -3,7 +3,7 @@
 The first call that fails is logged at error level with its traceback; each later one
 while the outage lasts is counted and logged at debug level; the first call of a kind
 that failed and now succeeds ends the outage with one warning naming what was missed
-(``lldsched/core/outage.py``).  The registry stays authoritative throughout.
+(``lldsched/core/store/outage.py``).  The registry stays authoritative throughout.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.core import storewrites
-from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store import writes as storewrites
+from lldsched.core.store.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP
+from lldsched.core.store.writes import StoreWrites
 from lldsched.logs import instant_text
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.sim import Simulation

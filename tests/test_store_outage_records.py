@@ -1,7 +1,7 @@
 """The records of the runs a store outage made are written once the store is back, in order.
 
 While a store fails, a task's failed writes carry the records of its runs; they are held
-(bounded: ``core/outagerecords.Held``) and written with the task's row when a write
+(bounded: ``core/store/outagerecords.Held``) and written with the task's row when a write
 succeeds again, before any later record of the task, each once.  Before, they were
 counted and never written: after the outage the store's history had a hole where the
 scheduler's history in memory had the runs (docs/decisions/store-failures.md, "The runs of a store
@@ -29,8 +29,8 @@ from lldsched import (
     StoreError,
     TaskStatus,
 )
-from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Held
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Held
+from lldsched.core.store.writes import StoreWrites
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import TaskSnapshot
 from tests import jobs

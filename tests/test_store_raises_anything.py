@@ -1,7 +1,7 @@
 """A coordinated store of a user's own that raises something other than a ``StoreError``
 (its driver's exception, a bug) from a call the threaded runtime makes after the fact:
 a failed call, logged with its traceback as any store failure is (the outage rule,
-lldsched/core/outage.py), never the death of the thread it ran on
+lldsched/core/store/outage.py), never the death of the thread it ran on
 (``Coordinator._failed`` in lldsched/threaded/shared/coordinator.py;
 docs/decisions/store-failures.md, "A coordinated store's call that raises anything").
 

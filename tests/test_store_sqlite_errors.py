@@ -6,7 +6,7 @@ the store's file nor what was being done, while the PostgreSQL store raises
 :class:`~lldsched.errors.StoreError`.  Now ``SqliteTaskStore._using`` is the one place
 that turns them into a StoreError chained from SQLite's (``__cause__`` kept), and the
 scheduler refuses the registration (nothing registered) or, for a write after the
-fact, says the outage once (``lldsched/core/outage.py``).
+fact, says the outage once (``lldsched/core/store/outage.py``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 No threads, no sleeps, no lock of its own: plain single-threaded bookkeeping that
 reads time from an injected clock.  The threaded runtime (:mod:`lldsched.threaded`)
 holds its one lock around every call in here; the simulation (:mod:`lldsched.sim`)
-takes none.  The one lock in the core is :mod:`~lldsched.core.storeuse`'s,
+takes none.  The one lock in the core is :mod:`~lldsched.core.store.use`'s,
 process-wide, over which running scheduler holds which store: taken at a scheduler's
 ``start()`` and ``shutdown()`` and, while some scheduler holds a store, by a verb's
 check of it; never on the run path.
@@ -17,6 +17,7 @@ check of it; never on the run path.
 * :mod:`~lldsched.core.duequeue`: the heap of due entries, with tombstones (:class:`TaskQueue`);
 * :mod:`~lldsched.core.recovery`: tasks reloaded from a store, the start after them, clock jumps;
 * :mod:`~lldsched.core.misfires`: the slots that passed unrun meeting their misfire policy;
+* :mod:`~lldsched.core.store`: the store seen from the core (its writes, its outages, who holds it);
 * :mod:`~lldsched.core.context`: what a running action may see (:class:`RunContext`);
 * :mod:`~lldsched.core.ids`: task id generators.
 

@@ -6,7 +6,7 @@ that moves a task between statuses at an operator's word (the edges
 forgetting a task); what a *run* leads to is ``finish``'s, in
 :mod:`~lldsched.core.runs`, and what a task runs and when is
 :mod:`~lldsched.core.definition`'s.  Each verb refuses a closed store before it
-changes anything (:func:`~lldsched.core.storewrites.check_store`) and writes the
+changes anything (:func:`~lldsched.core.store.writes.check_store`) and writes the
 transition through the store and to the listeners
 (:func:`~lldsched.core.publishing.verb_written`; cancel and remove, through
 ``_cancel``, by ``_write_and_publish``).  No thread, no lock: the runtime serialises
@@ -28,8 +28,8 @@ from lldsched.core.names import (
 )
 from lldsched.core.parts import CoreParts
 from lldsched.core.publishing import verb_written
-from lldsched.core.storeinterrupts import interrupts_deferred
-from lldsched.core.storewrites import check_store, store_failed, store_written
+from lldsched.core.store.interrupts import interrupts_deferred
+from lldsched.core.store.writes import check_store, store_failed, store_written
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.model import ExecutionRecord, TaskStatus
@@ -214,7 +214,7 @@ class StatusVerbs(CoreParts):
             if self._store is not None:
                 try:
                     self._store.delete(task_id)
-                except BaseException as exc:  # the registry stays authoritative (storewrites.py)
+                except BaseException as exc:  # the registry stays authoritative (store/writes.py)
                     store_failed(self._writes, exc, "delete", task_id, removed=task.definition)
                 else:
                     store_written(self._writes, "delete", task_id)

@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 from lldsched.checks import FARTHEST
-from lldsched.core.firstpassed import first_passed
+from lldsched.core.misfires.firstpassed import first_passed
 from lldsched.core.names import (
     BLOCKED,
     CANCELLED,
@@ -40,7 +40,7 @@ from lldsched.core.parts import CoreParts
 from lldsched.core.publishing import verb_written
 from lldsched.core.registration import UNCHANGED, Unchanged, check_overlap, validated
 from lldsched.core.schedulearg import schedule_of
-from lldsched.core.storewrites import check_store, refused
+from lldsched.core.store.writes import check_store, refused
 from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ScheduleError, SchedulerStateError, ValidationError, shown
 from lldsched.logs import instant_text

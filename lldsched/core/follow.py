@@ -37,7 +37,7 @@ from lldsched.core.recovery import (
     stored_plan,
 )
 from lldsched.core.registration import options_of
-from lldsched.core.stalerows import VERBS_OWED
+from lldsched.core.store.stalerows import VERBS_OWED
 from lldsched.core.task import Entry, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
@@ -115,7 +115,7 @@ def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> Sch
 
 def _owed(core: SchedulerCore, task: ScheduledTask, status: TaskStatus) -> bool:
     """Whether ``task``'s pause or cancel, made here while the store failed its write
-    (the row stale: :meth:`StaleRows.owes <lldsched.core.stalerows.StaleRows.owes>`),
+    (the row stale: :meth:`StaleRows.owes <lldsched.core.store.stalerows.StaleRows.owes>`),
     wins over the row another process wrote since, which says ``status``: runnable (a
     run settled there, its next slot).  Such a verb wins over that process's
     run as one written during the run does (docs/CLUSTER.md, "What the shared mode
@@ -131,7 +131,7 @@ def _owed(core: SchedulerCore, task: ScheduledTask, status: TaskStatus) -> bool:
 def _removed_here(core: SchedulerCore, snapshot: TaskSnapshot) -> bool:
     """Whether ``snapshot``, a row of a task this registry does not hold, is another
     process's run of a task ``remove()`` forgot here while the store failed its delete
-    (:meth:`StaleRows.owes_removal <lldsched.core.stalerows.StaleRows.owes_removal>`:
+    (:meth:`StaleRows.owes_removal <lldsched.core.store.stalerows.StaleRows.owes_removal>`:
     runnable, with the definition removed): not learnt back, as a removal written during
     that run would have ended it; the purge of the stale row deletes it.  A row of
     another definition is a registration made elsewhere, learnt as any."""

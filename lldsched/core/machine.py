@@ -3,7 +3,7 @@
 This module is the scheduler's bookkeeping and nothing else.  It never sleeps,
 never starts a thread and has no lock: the threaded runtime holds its one lock around
 every call in here, and the simulation, single-threaded, takes none (a verb's check of
-who holds its store takes :mod:`~lldsched.core.storeuse`'s process-wide lock, briefly,
+who holds its store takes :mod:`~lldsched.core.store.use`'s process-wide lock, briefly,
 while some scheduler holds a store).
 Both runtimes drive this same code, so retry, reschedule, overrun, pause and
 dead-letter behaviour exist exactly once.
@@ -97,9 +97,9 @@ from lldsched.core.decided import DecidedRecords
 from lldsched.core.definition import DefinitionVerbs, first_due
 from lldsched.core.departed import Departed
 from lldsched.core.dependencies import Dependencies
-from lldsched.core.firstpassed import first_passed
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import isolated_action
+from lldsched.core.misfires.firstpassed import first_passed
 from lldsched.core.names import CANCELLED, MAX_SKIPPED, SCHEDULED, SUCCEEDED
 from lldsched.core.overlapping import OverlappingRuns
 from lldsched.core.packedstats import run_stats_maker
@@ -118,7 +118,7 @@ from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
 from lldsched.core.runs import RunTransitions
 from lldsched.core.schedulearg import check_zone
-from lldsched.core.storewrites import StoreWrites, purge_retired, refused
+from lldsched.core.store.writes import StoreWrites, purge_retired, refused
 from lldsched.core.tally import Tally
 from lldsched.core.task import DEFAULT_OPTIONS, Entry, Run, RunStats, ScheduledTask, fit_flight
 from lldsched.core.waiting import DependencyWaits
@@ -208,7 +208,7 @@ class SchedulerCore(
         # attribute cache so that a registration without a store cost 1.3 % more
         # (34,259 -> 34,704 instructions, ``benchmarks/threaded_instructions.py register``).
         # The rows an outage left stale are written again when it ends
-        # (core/outage.py), from the tasks as they are then (a shared store's only
+        # (core/store/outage.py), from the tasks as they are then (a shared store's only
         # while each is as this process last read it: storecalls.resave).
         self._writes = (
             None

@@ -31,7 +31,7 @@ MAX_SKIPPED = 10
 MISFIRE_CAP = "MisfireCap:"
 """How the error text of the record standing for a misfire decision's slots beyond its cap
 begins: a restart reads where a catch-up plan was cut from it (core/recovery.py), and an
-outage's records keep it whole (core/outagerecords.py)."""
+outage's records keep it whole (core/store/outagerecords.py)."""
 
 SKIP_CAP = "SkipCap:"
 """How the error text of the record standing for the slots past :data:`MAX_SKIPPED` that a
@@ -39,7 +39,7 @@ run skipped begins (core/decided.py)."""
 
 OUTAGE_CAP = "OutageCap:"
 """How the error text of a record standing for the records a store outage folded begins
-(core/outagerecords.py)."""
+(core/store/outagerecords.py)."""
 
 
 def cap_text(
@@ -53,7 +53,7 @@ def cap_text(
     phrase), and ``then``, what became of them and of the task.  Instants in UTC as every
     log line shows them (:func:`~lldsched.logs.instant_text`), the callers' own too, not
     seconds since the epoch.  Read back by its prefix alone (``misfireplan.cut_record``,
-    :class:`~lldsched.core.outagerecords.Held`): the rest may say more, and a record
+    :class:`~lldsched.core.store.outagerecords.Held`): the rest may say more, and a record
     written before reads as ever."""
     return (
         f"{prefix} {passed}; {kept} are recorded one by one, and this record stands for "

@@ -158,7 +158,7 @@ class OverlappingRuns(CoreParts):
     def drop_pending(self, task: ScheduledTask) -> None:
         """Nothing stays queued behind ``task``'s runs in flight: a forward clock jump's
         misfire decision skipped every slot its schedule had left (``Misfire.SKIP``,
-        :func:`lldsched.core.misfires.decide_misfire`).  The runs go on, and the last
+        :func:`lldsched.core.misfires.apply.decide_misfire`).  The runs go on, and the last
         one out finds the schedule ended, as when :meth:`_queue_following` finds no slot
         (:meth:`_after_flight`).  The task is left as that finding leaves it, due at
         its latest run's due instant, and written through the store at once: the row

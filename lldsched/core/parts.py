@@ -33,7 +33,7 @@ from lldsched.core.departed import Departed
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.names import Skipped
 from lldsched.core.retention import Retention
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store.writes import StoreWrites
 from lldsched.core.tally import Tally
 from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent, TaskStatus
@@ -222,7 +222,7 @@ class CoreParts:
 
         def _strand(self, upstream: ScheduledTask) -> None: ...
 
-        # The verbs a misfire decision takes (lldsched/core/misfires.py), so that rule
+        # The verbs a misfire decision takes (lldsched/core/misfires/apply.py), so that rule
         # reads the parts and not the whole machine, which registration calls it from.
 
         def cancel(self, task_id: str) -> bool: ...

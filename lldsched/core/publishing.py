@@ -6,7 +6,7 @@ that tells the world what a transition did: it builds a task's
 through the store (one write, or one write with several records: ``save_all``) and
 publishes the :class:`~lldsched.model.TaskEvent` to ``emit``.  A store write that
 fails after the fact leaves the registry authoritative
-(:mod:`lldsched.core.storewrites`).  With neither a store nor ``emit`` the callers
+(:mod:`lldsched.core.store.writes`).  With neither a store nor ``emit`` the callers
 skip it, and no snapshot and no event object is built.
 
 :meth:`~Publishing._write_and_publish` is on the run path
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from lldsched.core.names import BLOCKED, runnable
 from lldsched.core.parts import CoreParts
-from lldsched.core.storeinterrupts import interrupts_deferred
-from lldsched.core.storewrites import store_failed, store_written
+from lldsched.core.store.interrupts import interrupts_deferred
+from lldsched.core.store.writes import store_failed, store_written
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot
@@ -220,8 +220,9 @@ def verb_written(
 ) -> None:
     """A verb's transition (pause, resume, redrive, run now) written and published by
     ``core``: a ``KeyboardInterrupt`` or ``SystemExit`` its store raises in the write is
-    raised once the event is published (:func:`~lldsched.core.storeinterrupts.interrupts_deferred`),
-    on both runtimes; raised at once, the verb was made and the listeners never heard it
+    raised once the event is published
+    (:func:`~lldsched.core.store.interrupts.interrupts_deferred`), on both runtimes;
+    raised at once, the verb was made and the listeners never heard it
     (docs/decisions/simulation.md, "A Ctrl-C in a simulation's verb").  A function, not a method of
     the core: as one more name in its classes' dictionaries it cost the simulation's loop
     45,863-45,870 instructions a run, this 45,788, 45,821 before it

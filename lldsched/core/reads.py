@@ -17,7 +17,7 @@ from __future__ import annotations
 from lldsched.core.packedstats import Rows, pack_all, packed_history
 from lldsched.core.parts import CoreParts
 from lldsched.core.retention import RetainFinished
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store.writes import StoreWrites
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.schedules.base import Schedule
@@ -85,7 +85,7 @@ class RegistryReads(CoreParts):
     @property
     def store_writes(self) -> StoreWrites | None:
         """The calls the store failed, and whether it was found closed (the runtimes log
-        a shared store's failures through it: ``core/storewrites.py``); None without a
+        a shared store's failures through it: ``core/store/writes.py``); None without a
         store."""
         return self._writes
 
@@ -113,7 +113,7 @@ class RegistryReads(CoreParts):
     @property
     def store_ok(self) -> bool:
         """False while the store fails or once it was found closed (True without one):
-        :attr:`StoreWrites.ok <lldsched.core.storewrites.StoreWrites.ok>`."""
+        :attr:`StoreWrites.ok <lldsched.core.store.writes.StoreWrites.ok>`."""
         return self._writes is None or self._writes.ok
 
     def orphans(self) -> list[str]:

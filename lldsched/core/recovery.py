@@ -5,7 +5,7 @@ tasks, the threaded runtime calls :func:`at_start` at ``start()`` and
 :func:`after_clock_jump` when its wall clock jumps.  Everything here runs under the
 runtime's lock (or on the simulation's thread) and changes tasks only through the core.
 What becomes of the slots that passed while nobody ran them is the misfire rule's
-(:mod:`lldsched.core.misfires`, :func:`~lldsched.core.misfires.decide_misfire`), which
+(:mod:`lldsched.core.misfires`, :func:`~lldsched.core.misfires.apply.decide_misfire`), which
 this module applies to each queued task it restores, starts or finds jumped over.
 
 **Reloading.**  Each stored snapshot becomes a :class:`ScheduledTask` with its
@@ -28,7 +28,7 @@ that was slept through.  A ``RUN_ALL`` task restored during its catch-up, paused
 not, gets the slots of its plan back (the store kept only the next two, and where its
 runs end): its slots up to that end, as decided (:func:`stored_plan`; a row that keeps
 no end, an older release's, is decided again from the slot its plan waited for, grace
-not asked; a plan cut at :data:`~lldsched.core.misfireplan.MAX_SLOTS` is put back as it
+not asked; a plan cut at :data:`~lldsched.core.misfires.plan.MAX_SLOTS` is put back as it
 was: the record standing for the slots beyond the cap says where it ended).
 A BLOCKED task stays off the heap, waiting for what its records say it still waits for
 (:mod:`lldsched.core.dependencies`), and is released at once if that is nothing.
@@ -42,7 +42,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.misfireplan import (
+from lldsched.core.misfires.apply import History, decide_misfire, queue_as_decided, record_decisions
+from lldsched.core.misfires.plan import (
     Plan,
     cut_record,
     deciding_for,
@@ -51,7 +52,6 @@ from lldsched.core.misfireplan import (
     plan,
     plan_as_cut,
 )
-from lldsched.core.misfires import History, decide_misfire, queue_as_decided, record_decisions
 from lldsched.core.names import RETRYING, SCHEDULED, runnable
 from lldsched.core.task import Restored, ScheduledTask
 from lldsched.logs import STORE, counted
@@ -118,7 +118,7 @@ def stored_plan(
     slots after that one are decided again, from ``waited`` up to ``now``, grace not asked
     (they misfired when the plan was made: :func:`plan`).  The task keeps its status, due
     where it was, with that plan behind.  A plan cut at
-    :data:`~lldsched.core.misfireplan.MAX_SLOTS` is put back as it was (:func:`cut_record`).  Any
+    :data:`~lldsched.core.misfires.plan.MAX_SLOTS` is put back as it was (:func:`cut_record`).  Any
     other policy's plan, and one whose ``waited`` is the slot to resume at, holds no
     slot after ``waited``: nothing was lost.  Returns the decisions
     that plan took (slots beyond ``max_catch_up``), for the caller to record or not:
@@ -128,7 +128,7 @@ def stored_plan(
     <lldsched.persistence.TaskSnapshot.until>`), kept by a row written since: the plan is
     its slots from ``waited`` up to it, as decided, nothing decided again; the slots from
     ``until`` on passed after the plan was made, and are the misfire policy's when the
-    slot due meets it (:func:`decide_misfire`, :func:`~lldsched.core.misfires._go_on`; a
+    slot due meets it (:func:`decide_misfire`, :func:`~lldsched.core.misfires.apply._go_on`; a
     restart), else the task's schedule's after the plan's last run, as in the process
     that made it.  Read
     from ``waited`` up to now, a slot passed since (the restart's own downtime within
@@ -462,7 +462,7 @@ def _decide_again(core: SchedulerCore, task: ScheduledTask, found: Found, now: f
     owed, the run recovery decided ran as well as the one for the slots since (a
     ``RUN_ONCE`` task twice for one downtime); and a plan recovery made, none of its runs
     made, was counted against ``max_catch_up`` apart from the slots since
-    (:func:`~lldsched.core.misfires._go_on`, for a plan some of whose runs ran)."""
+    (:func:`~lldsched.core.misfires.apply._go_on`, for a plan some of whose runs ran)."""
     decided = found.decided
     if decided is None:
         decide_misfire(core, task, now, owed=found.owed)
@@ -500,7 +500,7 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
     Forward (time passed that the timer did not see: a suspend, a clock set ahead): queued
     tasks whose slots passed meet their misfire policy, as after downtime, by the rule a
     restart and a shared claim apply (:func:`decide_misfire` from
-    :func:`~lldsched.core.misfires.first_decided`): a task awaiting a retry owes that
+    :func:`~lldsched.core.misfires.apply.first_decided`): a task awaiting a retry owes that
     attempt, which runs first, and the slots after its slot are decided, whether the retry
     is due yet or not (before, only SCHEDULED tasks were: a retry ran and its passed slots
     were recorded ``skipped`` after it, and a retry within a ``RUN_ALL`` catch-up left the

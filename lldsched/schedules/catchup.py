@@ -202,7 +202,7 @@ class CatchUp:
         took (None otherwise); what a store keeps beside :attr:`waited`
         (:attr:`TaskSnapshot.until <lldsched.persistence.TaskSnapshot.until>`), so a plan
         put back from the row ends where this one does, and the slots passed since meet
-        the misfire policy (:func:`lldsched.core.misfires.decide_misfire`)."""
+        the misfire policy (:func:`lldsched.core.misfires.apply.decide_misfire`)."""
         return self._until if self._slots else None
 
     def next_run_and_skipped(

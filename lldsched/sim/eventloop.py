@@ -19,8 +19,8 @@ import math
 from typing import NamedTuple
 
 from lldsched.coordination import is_shared
-from lldsched.core import storeuse
 from lldsched.core.isolation import is_loop_action
+from lldsched.core.store import use as storeuse
 from lldsched.core.task import Entry, ScheduledTask
 from lldsched.model import ExecutionRecord
 from lldsched.sim.clock import LAST_INSTANT

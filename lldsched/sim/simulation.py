@@ -106,7 +106,6 @@ from types import TracebackType
 from lldsched import checks
 from lldsched.clock import to_timestamp, within_datetimes
 from lldsched.coordination import is_shared
-from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator
@@ -114,7 +113,8 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
-from lldsched.core.stalerows import say_left_stale
+from lldsched.core.store import use as storeuse
+from lldsched.core.store.stalerows import say_left_stale
 from lldsched.core.task import Entry, Run
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, shown
@@ -195,7 +195,7 @@ class Simulation(
         checks.whole(seed, name="seed")
         if store is not None:  # a store a running scheduler holds: refused, nothing built
             storeuse.check(store, self)
-        self._store = store  # checked again at each run (core/storeuse.py)
+        self._store = store  # checked again at each run (core/store/use.py)
         self._workers = workers  # read through the property: the pool is built once
         self._seed = seed  # read through the property: the generators are seeded once
         self._clock = VirtualClock(to_timestamp(start, name="start"))
@@ -218,7 +218,7 @@ class Simulation(
             retain_finished=retain_finished,
             purge_retired=purge_retired,
             on_retire=self._retired,
-            user=self,  # core/storeuse.py: whose verbs these are
+            user=self,  # core/store/use.py: whose verbs these are
             on_cancel=self._cut,
             on_retime=self._retime,
             # records() keeps every record, of tasks retired or removed too: so does what
@@ -407,9 +407,9 @@ class Simulation(
 
         Then the rows a store outage left stale are written once more, the last write,
         through the same :meth:`StoreWrites.rewrite_stale
-        <lldsched.core.storewrites.StoreWrites.rewrite_stale>` as the threaded
+        <lldsched.core.store.writes.StoreWrites.rewrite_stale>` as the threaded
         shutdown's; those the store still refuses are named in one warning
-        (:func:`~lldsched.core.stalerows.say_left_stale`).  Without that, a one-off
+        (:func:`~lldsched.core.store.stalerows.say_left_stale`).  Without that, a one-off
         whose finish met a failing store stayed ``running`` in it, and the next start
         ran it again.  Last, the private event loops of coroutine actions are closed,
         and the thread one of them runs on when the simulation is driven from a running

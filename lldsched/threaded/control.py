@@ -19,7 +19,7 @@ from datetime import timedelta
 
 from lldsched.core.names import RefusedVerb
 from lldsched.core.registration import UNCHANGED, Unchanged
-from lldsched.core.storeinterrupts import left_whole
+from lldsched.core.store.interrupts import left_whole
 from lldsched.core.task import ScheduledTask
 from lldsched.listeners import Listener
 from lldsched.model import Priority
@@ -253,7 +253,7 @@ class ControlVerbs(SharedVerbs):
         A ``KeyboardInterrupt`` or ``SystemExit`` a store raises in one of its writes (a
         Ctrl-C landing in ``save`` on the main thread) is kept until the verb is whole and
         raised then (:meth:`StoreWrites.interrupts_deferred
-        <lldsched.core.storewrites.StoreWrites.interrupts_deferred>`): raised at once, it
+        <lldsched.core.store.writes.StoreWrites.interrupts_deferred>`): raised at once, it
         left the verb's later steps undone.  A store's refusal of a registration or a
         change of definition is whole too: the core put everything back.  Any other
         interrupt out of the verb landed between two of its statements, as a real SIGINT

@@ -27,8 +27,8 @@ import functools
 import logging
 from typing import Any
 
-from lldsched.core import storeuse
-from lldsched.core.stalerows import say_left_stale
+from lldsched.core.store import use as storeuse
+from lldsched.core.store.stalerows import say_left_stale
 from lldsched.logs import SCHEDULER
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.parts import NEW, STOPPED, SchedulerParts
@@ -106,7 +106,7 @@ class LastWrites(SchedulerParts):
         store's settles held back.  The store is not let go then: a second shutdown()
         makes them first, or else the interpreter's exit (:meth:`_finish_at_exit`); and
         another scheduler given the store meanwhile is refused, as while this one ran
-        (:mod:`lldsched.core.storeuse`)."""
+        (:mod:`lldsched.core.store.use`)."""
         if self._last_written:
             return False
         writes = self._core.store_writes
@@ -136,7 +136,7 @@ class LastWrites(SchedulerParts):
         self._let_store_go()
 
     def _let_store_go(self) -> None:
-        """Another scheduler may run on the store now (:mod:`lldsched.core.storeuse`).
+        """Another scheduler may run on the store now (:mod:`lldsched.core.store.use`).
         Idempotent."""
         writes = self._core.store_writes
         if writes is not None:
@@ -156,14 +156,14 @@ class LastWrites(SchedulerParts):
     def _write_stale(self, deadline: Deadline) -> None:
         """Write the rows a store outage left stale, the shutdown's last write: no
         transition follows to write them again (:meth:`StoreWrites.rewrite_stale
-        <lldsched.core.storewrites.StoreWrites.rewrite_stale>`), else the next start reads
+        <lldsched.core.store.writes.StoreWrites.rewrite_stale>`), else the next start reads
         a one-off that finished as still to run.  On a thread of its own under the
         lock, waited for within the time left, as the shutdown's other store calls are;
         the rows still stale then are said in a warning
-        (:func:`~lldsched.core.stalerows.say_left_stale`, as the simulation's says
+        (:func:`~lldsched.core.store.stalerows.say_left_stale`, as the simulation's says
         them).  The first shutdown's only, or the second's if a signal cut the first
         short before it (:meth:`_writes_left`): a later one no longer holds the store
-        (:mod:`lldsched.core.storeuse`)."""
+        (:mod:`lldsched.core.store.use`)."""
         writes = self._core.store_writes
         if writes is None or writes.outage is None:  # read unlocked: the common case, no thread
             return

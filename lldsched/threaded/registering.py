@@ -21,7 +21,7 @@ from typing import Any
 from lldsched.core.calls import not_callable
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.registration import F, Isolation, TaskIds, registering
-from lldsched.core.storeinterrupts import left_whole
+from lldsched.core.store.interrupts import left_whole
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import ValidationError, doc_url
 from lldsched.model import Priority

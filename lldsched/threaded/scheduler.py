@@ -45,13 +45,13 @@ from typing import Any, NoReturn
 from lldsched.checks import instance_hint, step, whole_or_none
 from lldsched.clock import Clock, SystemClock, checked_reading
 from lldsched.coordination import CoordinatedStore, is_shared
-from lldsched.core import storeuse
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import Found, at_start, recover
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
+from lldsched.core.store import use as storeuse
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import (
     SchedulerShutDownError,
@@ -205,7 +205,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
         # then the dispatcher's, the store's, the process pool's (kill() runs
         # under it), the lease watch's (a shared store's leases added, dropped and
         # renewed under it), an event's, an injected clock's (a FakeClock's, as the timer
-        # parks) or core/storeuse.py's (start(), a verb's check of who holds the
+        # parks) or core/store/use.py's (start(), a verb's check of who holds the
         # store); none of them is held while this one is taken.  Never held while
         # an action, a coroutine, a listener or the log line of a failed run runs
         # (rarer lines are logged under it: a clock jump, a schedule that raises,
@@ -247,7 +247,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
             on_retire=self._loop_ids.discard,
             on_cancel=self._cancel_overlapped,
             on_retime=self._retime,
-            user=self,  # core/storeuse.py: whose verbs these are
+            user=self,  # core/store/use.py: whose verbs these are
             packed_history=True,  # its histories are what it keeps of its runs
         )
         self._deadlines = []
@@ -332,7 +332,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
                 refused = SchedulerShutDownError if self._state is STOPPED else SchedulerStateError
                 raise refused(f"start() on a scheduler that is already {self._state}")
             writes = self._core.store_writes
-            if writes is not None:  # one running scheduler per store object (storeuse.py)
+            if writes is not None:  # one running scheduler per store object (store/use.py)
                 storeuse.take(writes.store, self)
             self._state = RUNNING
             now = self._clock.now()

@@ -19,11 +19,11 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from lldsched.core import storeuse
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.names import RefusedVerb
-from lldsched.core.outage import Outage
-from lldsched.core.stalerows import STALE_SHOWN
+from lldsched.core.store import use as storeuse
+from lldsched.core.store.outage import Outage
+from lldsched.core.store.stalerows import STALE_SHOWN
 from lldsched.core.task import ScheduledTask
 from lldsched.logs import STORE, counted
 from lldsched.model import TaskStatus
@@ -79,7 +79,7 @@ class SharedVerbs(SchedulerParts):
         carries on, its row written again once the store answers).  A hold whose end
         fails (its commit: the connection lost, the disk full) stored none of the verb's
         writes: the task's row is a failed write, written again as any
-        (:meth:`StoreWrites.failed <lldsched.core.storewrites.StoreWrites.failed>`),
+        (:meth:`StoreWrites.failed <lldsched.core.store.writes.StoreWrites.failed>`),
         and the verb, already done in the registry, returns as it would have; so is every
         other row it wrote inside (a ``cancel``'s dependents, a retirement's purge: what
         :class:`~lldsched.storecalls.HoldNotCommitted` names), and a verb that raised

@@ -72,7 +72,7 @@ from collections.abc import Collection
 from lldsched.core.context import RunContext
 from lldsched.core.recovery import after_clock_jump
 from lldsched.core.runs import rearmed
-from lldsched.core.stalerows import STALE_RETRY
+from lldsched.core.store.stalerows import STALE_RETRY
 from lldsched.core.task import Entry, Run
 from lldsched.errors import DEAD_TIMER, DEAD_TIMER_ADVICE, SchedulerStateError
 from lldsched.logs import TIMER

@@ -15,7 +15,7 @@ sleeps on its socket and on :meth:`Listener.stop`'s, until the next ping: it nev
 polls, and a store's ``close()`` does not wait for it.  It is a
 *hint*: the runtime's bounded wait (``poll``) is the safety net when the
 listener is down.  A server away is said once an outage, as the scheduler says a
-failing store (``lldsched/core/outage.py``): the first lost connection at
+failing store (``lldsched/core/store/outage.py``): the first lost connection at
 warning level, each failed attempt after it at debug level, and one warning when
 it listens again, counting the attempts that failed.
 """

@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store.writes import StoreWrites
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot

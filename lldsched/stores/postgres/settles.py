@@ -8,7 +8,7 @@ batches, one statement a batch, by the writer thread of
 :class:`~lldsched.stores.postgres.coordinated.PostgresCoordination` (the other
 :class:`~lldsched.coordination.CoordinatedStore` methods).  A batch that cannot be
 written is held and tried again first at the store's next statement, and its outage
-said once (:class:`~lldsched.core.storewrites.StoreWrites`); a batch whose session died
+said once (:class:`~lldsched.core.store.writes.StoreWrites`); a batch whose session died
 is tried once more, and a settle whose reply was lost, found stored, is counted written,
 not refused (:meth:`PostgresSettles._settled_before`).  Each statement runs under the
 store's one lock on its one connection; the SQL is
@@ -83,7 +83,7 @@ class PostgresSettles(PostgresParts):
 
     def _write_settles(self) -> None:
         """Write the queued settles (caller holds the lock).  A batch that fails is
-        logged by :class:`~lldsched.core.storewrites.StoreWrites`, the one rule of a
+        logged by :class:`~lldsched.core.store.writes.StoreWrites`, the one rule of a
         failing store: the first of an outage at error level with its traceback, each
         later one at debug level, and one warning when a batch is written again,
         counting the batches failed, the settles not stored and the runs' records

@@ -84,7 +84,7 @@ from typing import NoReturn
 
 from lldsched.checks import seconds, whole_or_none
 from lldsched.coordination import lease_seconds, poll_seconds
-from lldsched.core.storewrites import StoreWrites
+from lldsched.core.store.writes import StoreWrites
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.persistence import Task
@@ -227,7 +227,7 @@ class PostgresTaskStore(
         self._horizons = FeedHorizons()  # when to trim removals (lldsched.stores.removals)
         # Runs' settles not written yet; its thread does not keep the store alive (weakly).
         self._settles = SettleQueue(weakly(self.flush), store=self.dsn)
-        # The batches of settles that failed: an outage said once (core/outage.py).
+        # The batches of settles that failed: an outage said once (core/store/outage.py).
         # The store's own, not its scheduler's: the writer thread cannot take the
         # scheduler's lock, which guards that one.
         self._batches = StoreWrites(self)

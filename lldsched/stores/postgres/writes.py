@@ -269,7 +269,7 @@ class PostgresWrites(PostgresParts):
     def _trim_after_batch(self, task_ids: list[str]) -> None:
         """Trim the tasks a batch of settles made due (caller holds the lock), once the
         batch's outcomes are reported.  Housekeeping: a trim that fails is logged by
-        :class:`~lldsched.core.storewrites.StoreWrites` as any failing call of this store
+        :class:`~lldsched.core.store.writes.StoreWrites` as any failing call of this store
         (once an outage, then at debug level), the rest are left, and each is tried again
         at its task's next insert (:meth:`_added_records`).  A finished task, forgotten,
         is not: its records stay untrimmed until it has new ones (a replacement)."""

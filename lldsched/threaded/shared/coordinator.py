@@ -28,7 +28,7 @@ What the timer does with it, at every wake:
   the store picks what runs, up to the room in the hand-off queue, and each claim
   becomes a live entry carrying its token to :meth:`begin`.  A claim whose first
   slot to decide (the slot claimed; for an owed attempt, a retry or a takeover, the
-  slot after the one it runs: :func:`~lldsched.core.misfires.first_decided`) was due
+  slot after the one it runs: :func:`~lldsched.core.misfires.apply.first_decided`) was due
   before this process was there (before it was built, or jumped over by the wall
   clock) and is late beyond its grace meets its misfire policy here, in the one
   process that holds the claim (:meth:`Coordinator._misfire
@@ -61,7 +61,7 @@ from lldsched.core.duequeue import queued_entry
 from lldsched.core.follow import claimed_entry, follow
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import RUNNABLE
-from lldsched.core.outage import Kind
+from lldsched.core.store.outage import Kind
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.logs import CLUSTER, instant_text
 from lldsched.model import TaskStatus
@@ -174,7 +174,7 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
 
     def _failed(self, error: Exception, kind: Kind, doing: str | None = None) -> None:
         """A call of ``kind`` failed (``doing``: what, if more than its kind): logged by
-        the core's :class:`~lldsched.core.storewrites.StoreWrites`, the one rule (a
+        the core's :class:`~lldsched.core.store.writes.StoreWrites`, the one rule (a
         shared store that is down or closed fails at every wake: said once an outage).
 
         Whatever it raised: every store call here (the feed, a claim, a renewal, a
@@ -191,7 +191,7 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
 
     def _succeeded(self, kind: Kind) -> None:
         """A call of ``kind`` succeeded: it may end an outage (said there: which kinds end
-        which is :data:`~lldsched.core.outage.ENDED_BY`'s)."""
+        which is :data:`~lldsched.core.store.outage.ENDED_BY`'s)."""
         writes = self._core.store_writes
         if writes is not None and writes.outage is not None:
             writes.succeeded(kind)
@@ -225,7 +225,7 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
             if task.status is TaskStatus.BLOCKED:
                 self._core.wait_followed(task)
         # Once the changes read are applied: a row an outage left stale is written again
-        # then (core/outage.py), only while the store has nothing newer of it than
+        # then (core/store/outage.py), only while the store has nothing newer of it than
         # the registry does; before, a row just read was "known" but not yet followed.
         self._succeeded("read of the change feed")
         if touched:
@@ -530,7 +530,7 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
 
         The one method called without the scheduler's lock: the write needs only the
         store's own, and may wait on a server.  ``lock`` is the scheduler's, taken for
-        the outage bookkeeping after it: the core's :class:`~lldsched.core.storewrites.
+        the outage bookkeeping after it: the core's :class:`~lldsched.core.store.writes.
         StoreWrites` is counted into by the timer and the workers under that lock, and
         counted into beside them a claim failing at the same time could begin a second
         outage (said twice), or be counted into one this flush's success had just ended

@@ -5,7 +5,7 @@ without running it, written with the lease's drop, fenced by the claim's token.
 
 * a claim whose first slot to decide (the slot claimed; for an owed attempt, a retry or
   a takeover, the slot after the one it runs:
-  :func:`~lldsched.core.misfires.first_decided`) was due before this process was there
+  :func:`~lldsched.core.misfires.apply.first_decided`) was due before this process was there
   (before it was built or started, or jumped over by the wall clock: ``_since``) and is
   late beyond its grace meets its misfire policy here, in the one process that holds
   the claim (:meth:`ClaimDecisions._misfire`), as at a restart;
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 from lldsched.coordination import Claim, CoordinatedStore
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.misfires import decide_misfire, first_decided
+from lldsched.core.misfires.apply import decide_misfire, first_decided
 from lldsched.core.names import RUNNABLE
-from lldsched.core.outage import Kind
+from lldsched.core.store.outage import Kind
 from lldsched.core.task import Entry
 from lldsched.errors import LeaseLost
 from lldsched.model import ExecutionRecord
@@ -56,7 +56,7 @@ class ClaimDecisions:
 
     def _unseen(self, task_id: str, owed: bool) -> bool:
         """Whether the claimed task's slots met downtime: the first slot a misfire decision
-        of it covers (:func:`~lldsched.core.misfires.first_decided`, the one rule a
+        of it covers (:func:`~lldsched.core.misfires.apply.first_decided`, the one rule a
         restart decides from) passed before this process was there to claim it."""
         first = first_decided(self._core.tasks[task_id], owed=owed)
         return first is not None and first < self._since
@@ -65,7 +65,7 @@ class ClaimDecisions:
         """The claimed slot, due before this process was there to claim it, meets its
         task's misfire policy, here and only here: the claim is this process's alone in
         its epoch.  Late beyond grace (by ``now``, the clock the claim itself used),
-        :func:`~lldsched.core.misfires.decide_misfire` decides, as at start in one
+        :func:`~lldsched.core.misfires.apply.decide_misfire` decides, as at start in one
         process (``owed``: a claim that took over an expired lease, or a retry, is an
         owed attempt, as one in flight at a crash or a RETRYING row is to recovery: it
         runs, and the policy decides the slots after it), and :meth:`_write_decided`
@@ -144,7 +144,7 @@ class ClaimDecisions:
         A store that fails it wrote neither: the lease is released on its own, and the
         row is the core's write that failed, written again once the store takes calls
         and no lease holds it (:meth:`StoreWrites.failed
-        <lldsched.core.storewrites.StoreWrites.failed>`), as the save's was.  Without the
+        <lldsched.core.store.writes.StoreWrites.failed>`), as the save's was.  Without the
         release, the lease left to expire came back to this process, whose registry has
         the task BLOCKED: it gave back each claim of the row (one a wake), and the row
         said SCHEDULED, until a success here released the task.

@@ -43,7 +43,7 @@ from lldsched.clock import Clock
 from lldsched.coordination import Claim, CoordinatedStore
 from lldsched.core.context import RunContext
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.outage import Kind
+from lldsched.core.store.outage import Kind
 from lldsched.core.task import Run
 from lldsched.logs import CLUSTER
 from lldsched.threaded.deadline import Deadline

@@ -20,18 +20,18 @@ So, here and only here:
   (:meth:`StoreWrites.check_open`): a caller is there to be told, and a change it
   believes stored would be lost at the next restart;
 * so does a verb of a runtime that does not hold the store while a running scheduler
-  does (:mod:`lldsched.core.storeuse`: a scheduler never started or shut down, a
+  does (:mod:`lldsched.core.store.use`: a scheduler never started or shut down, a
   simulation), with a ``StoreError`` naming both: its write would go behind the
   running scheduler's back.
 
 A store that *fails* (not closed: a PostgreSQL server down, a disk full, a SQLite file
 locked by another connection) fails every write too, for as long as the outage lasts:
 the outage is said once, at its first failure, and once at its end
-(:mod:`lldsched.core.outage`), and the rows it left stale are written again
-(:mod:`lldsched.core.stalerows`, whose :class:`~lldsched.core.stalerows.StaleRows`, over
-:class:`~lldsched.core.outage.OutageWrites`, is mixed into :class:`StoreWrites`).  A
+(:mod:`lldsched.core.store.outage`), and the rows it left stale are written again
+(:mod:`lldsched.core.store.stalerows`, whose :class:`~lldsched.core.store.stalerows.StaleRows`, over
+:class:`~lldsched.core.store.outage.OutageWrites`, is mixed into :class:`StoreWrites`).  A
 ``KeyboardInterrupt`` or ``SystemExit`` a store raises is a failed write like any other,
-then raised to the user on the main thread (:mod:`lldsched.core.storeinterrupts`).
+then raised to the user on the main thread (:mod:`lldsched.core.store.interrupts`).
 
 :class:`StoreWrites` is the core's account of its store's calls, one class written in
 those four modules: here, its construction, what the core does with a write that
@@ -50,11 +50,11 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from lldsched.coordination import is_shared
-from lldsched.core import storeuse
-from lldsched.core.outage import HELD_SETTLES, PURGE, Kind, Outage, check_kind
-from lldsched.core.outagerecords import Held
-from lldsched.core.stalerows import StaleRows
-from lldsched.core.storeinterrupts import interrupt, on_main_thread
+from lldsched.core.store import use as storeuse
+from lldsched.core.store.interrupts import interrupt, on_main_thread
+from lldsched.core.store.outage import HELD_SETTLES, PURGE, Kind, Outage, check_kind
+from lldsched.core.store.outagerecords import Held
+from lldsched.core.store.stalerows import StaleRows
 from lldsched.errors import StoreClosedError
 from lldsched.logs import STORE, Repeats
 from lldsched.model import ExecutionRecord
@@ -280,7 +280,7 @@ class StoreWrites(StaleRows):
         """Raise :class:`StoreClosedError` if the store is closed (it says so, or a write
         found it so), before ``verb`` changes anything of ``task`` (an id, or a name);
         a :class:`~lldsched.errors.StoreError` if a running scheduler other than
-        :attr:`user` holds it (:func:`lldsched.core.storeuse.check`)."""
+        :attr:`user` holds it (:func:`lldsched.core.store.use.check`)."""
         store = self.store
         if self.closed or getattr(store, "closed", False) is True:
             raise StoreClosedError(

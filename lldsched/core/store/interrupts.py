@@ -3,8 +3,8 @@ then raised to the user on the main thread, at once or once the verb under way i
 (docs/decisions/store-failures.md, "A store's save that raises a BaseException").
 
 A store's write that raises one is logged as any failed write is
-(:func:`~lldsched.core.storewrites.store_failed`, and the rows an outage left stale
-written again: :mod:`lldsched.core.outage`); then, on the main thread only
+(:func:`~lldsched.core.store.writes.store_failed`, and the rows an outage left stale
+written again: :mod:`lldsched.core.store.outage`); then, on the main thread only
 (:func:`on_main_thread`), it is raised again (:func:`interrupt`): the user's Ctrl-C or
 exit reaches them (the registry holds the change already), at once or, inside
 :meth:`StoreInterrupts.interrupts_deferred`, once the verb under way is whole, or it is
@@ -14,8 +14,8 @@ A runtime tells a verb left whole from one an interrupt cut short with
 :func:`left_whole`.
 
 :class:`StoreInterrupts` holds that state; it is the base of
-:class:`~lldsched.core.storewrites.StoreWrites` (through
-:class:`~lldsched.core.outage.OutageWrites`), whose construction sets it.
+:class:`~lldsched.core.store.writes.StoreWrites` (through
+:class:`~lldsched.core.store.outage.OutageWrites`), whose construction sets it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ __all__ = [
 
 
 class StoreInterrupts:
-    """What a :class:`~lldsched.core.storewrites.StoreWrites` keeps of an interrupt its store
+    """What a :class:`~lldsched.core.store.writes.StoreWrites` keeps of an interrupt its store
     raised (set by its construction)."""
 
     __slots__ = ("collecting", "deferring", "interrupted", "refused")

@@ -1,12 +1,12 @@
 """A store outage, said once: the first call that fails, the later ones counted, and the
 call that ends it.
 
-:class:`OutageWrites` is the part of :class:`~lldsched.core.storewrites.StoreWrites` that
+:class:`OutageWrites` is the part of :class:`~lldsched.core.store.writes.StoreWrites` that
 keeps the outage under way (:class:`Outage`); the rows it left stale, written again, are
-:mod:`lldsched.core.stalerows`'s (:class:`~lldsched.core.stalerows.StaleRows`, over this
+:mod:`lldsched.core.store.stalerows`'s (:class:`~lldsched.core.store.stalerows.StaleRows`, over this
 class); what the core does with a write that fails, and with a store closed before its
-scheduler, is :mod:`lldsched.core.storewrites`'s; what one task's failed saves carried,
-held bounded, is :mod:`lldsched.core.outagerecords`'s.
+scheduler, is :mod:`lldsched.core.store.writes`'s; what one task's failed saves carried,
+held bounded, is :mod:`lldsched.core.store.outagerecords`'s.
 
 A store that *fails* (not closed: a PostgreSQL server down, a disk full, a SQLite
 file locked by another connection) fails every write too, for as long as the outage
@@ -28,7 +28,7 @@ its end.  So an outage is said once, here:
   of the change feed, ...: :meth:`StoreWrites.succeeded`), ends it with one warning-level
   line: the store recovered, how many calls failed in between and how many task writes
   were not stored, and what became of the rows they left stale: written again
-  (:mod:`lldsched.core.stalerows`), stored by their tasks' own next writes, or (a shared
+  (:mod:`lldsched.core.store.stalerows`), stored by their tasks' own next writes, or (a shared
   store) left to the process that wrote or leased the row since (nothing said of rows
   when no task write failed: a shared store's claims alone).  A success of a kind that
   never failed ends nothing: a full disk still lets a shared store read its change
@@ -64,8 +64,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from lldsched.core.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Held
-from lldsched.core.storeinterrupts import StoreInterrupts
+from lldsched.core.store.interrupts import StoreInterrupts
+from lldsched.core.store.outagerecords import HELD, HELD_RUNS, OUTAGE_CAP, Held
 from lldsched.logs import STORE, Repeats, counted, say_with_traceback
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot, TaskStore
@@ -202,9 +202,9 @@ and an operator paged for a database restart read that the tasks went on running
 
 
 class OutageWrites(StoreInterrupts):
-    """The outage of a :class:`~lldsched.core.storewrites.StoreWrites` (which sets what is
+    """The outage of a :class:`~lldsched.core.store.writes.StoreWrites` (which sets what is
     declared here): counted and ended (its stale rows written again: the
-    :class:`~lldsched.core.stalerows.StaleRows` over it)."""
+    :class:`~lldsched.core.store.stalerows.StaleRows` over it)."""
 
     __slots__ = ("_repeats", "outage")
 
@@ -274,7 +274,7 @@ class OutageWrites(StoreInterrupts):
     ) -> None:
         """A call of ``kind`` succeeded.  A task write (``task_id`` given): its row is no
         longer stale.  The store takes calls again, so the rows the outage left stale
-        are written again (:meth:`~lldsched.core.stalerows.StaleRows._rewrite`): at a task
+        are written again (:meth:`~lldsched.core.store.stalerows.StaleRows._rewrite`): at a task
         write, for a store of one process; at the timer's call (``task_id`` None: a
         renewal, a read of the change feed once applied, a claim...) for a shared one,
         whose core writes nothing while it follows another process's change (the store

@@ -8,9 +8,9 @@ calls it for a slot it claims that passed before it was there (``Coordinator.cla
 Everything here runs under the runtime's lock (or on the simulation's thread) and
 changes tasks only through the core.
 
-What the policy decides is :mod:`lldsched.core.misfireplan`'s (pure: a
-:class:`~lldsched.core.misfireplan.Plan`, capped at
-:data:`~lldsched.core.misfireplan.MAX_SLOTS` slots one by one, a plan cut there never
+What the policy decides is :mod:`lldsched.core.misfires.plan`'s (pure: a
+:class:`~lldsched.core.misfires.plan.Plan`, capped at
+:data:`~lldsched.core.misfires.plan.MAX_SLOTS` slots one by one, a plan cut there never
 decided again).
 
 **Applying it** (:func:`_apply`): the decisions recorded, each slot once (a restart
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 
-from lldsched.core.misfireplan import (
+from lldsched.core.misfires.plan import (
     Plan,
     cut_record,
     deciding_for,
@@ -50,7 +50,7 @@ __all__ = [
 
 History = Callable[[], Sequence[ExecutionRecord]]
 """Where a task's records are read to find a plan cut at
-:data:`~lldsched.core.misfireplan.MAX_SLOTS` (the record standing for the slots beyond the
+:data:`~lldsched.core.misfires.plan.MAX_SLOTS` (the record standing for the slots beyond the
 cap: :func:`cut_record`), called only when one may matter.  None in its place: the task's
 own history, which recovery restored from the store.  A process sharing a store passes the
 store's (``store.records(task_id)``): its own history holds only the runs it ran, and
@@ -81,7 +81,7 @@ def decide_misfire(
     the process that claims a slot due before it was there
     (:mod:`lldsched.threaded.shared.decisions`).
 
-    A slot of a plan cut at :data:`~lldsched.core.misfireplan.MAX_SLOTS` (the history holds
+    A slot of a plan cut at :data:`~lldsched.core.misfires.plan.MAX_SLOTS` (the history holds
     the record standing for the slots beyond the cap, at or after that slot:
     :func:`cut_record`) was decided already: the plan goes on as it was cut, and only the
     slots from its resume slot up to ``now`` meet the policy (:func:`plan_as_cut`,

@@ -2,7 +2,7 @@
 ran them (pure: a schedule, its passed slots, now and a policy in, a :class:`Plan` out).
 
 The decision is applied to a task, each slot recorded once, by
-:mod:`lldsched.core.misfires` (:func:`~lldsched.core.misfires.decide_misfire`).
+:mod:`lldsched.core.misfires` (:func:`~lldsched.core.misfires.apply.decide_misfire`).
 
 **The decision** (:func:`plan`: pure, a schedule, its passed slots, now and a policy in,
 a :class:`Plan` out).  The passed slots meet the task's
@@ -14,7 +14,7 @@ slots after it.  A fixed rate's slots are counted on the task's grid, from its o
 (``ScheduledTask._grid``, :func:`~lldsched.schedules.base.on_grid`): every slot decided,
 run or resumed at is ``slot_at(origin, k)``, so downtime starts no new grid.  A misfire
 decided from the due slot of a ``RUN_ALL`` plan not used up goes on with that plan, and
-decides only the slots after its end (:func:`~lldsched.core.misfires._go_on`).
+decides only the slots after its end (:func:`~lldsched.core.misfires.apply._go_on`).
 
 **Enumeration is capped.**  At most :data:`MAX_SLOTS` passed slots of one task are
 decided one by one.  Beyond that, one more record (outcome as the policy says, ``error``
@@ -22,7 +22,7 @@ text saying so) stands for all the later ones, and the task resumes at its first
 after now.  A slot of such a plan that meets the policy again (a restart during the
 plan, a later jump, a claim in shared mode) is not decided again: the plan goes on as it
 was cut, and only the slots after it meet the policy
-(:func:`~lldsched.core.misfires.decide_misfire`, :func:`cut_record`).  A ``FixedDelay``
+(:func:`~lldsched.core.misfires.apply.decide_misfire`, :func:`cut_record`).  A ``FixedDelay``
 misses one slot however long the downtime: its slots count from finishes that never
 happened.
 """
@@ -74,9 +74,9 @@ def deciding_for(task: ScheduledTask) -> Iterator[None]:
     """Within it, a schedule that raises while its slots are listed is logged naming
     ``task`` ("task t1 'report': ...", with ``task_id`` and ``task_name`` as the record's
     attributes).  The planning functions take a schedule, not a task (they are pure), so the
-    callers that hold the task (:func:`~lldsched.core.misfires.decide_misfire`,
-    :func:`~lldsched.core.misfires.first_decided`,
-    :func:`~lldsched.core.misfires.queue_as_decided`, :mod:`~lldsched.core.recovery`'s) say
+    callers that hold the task (:func:`~lldsched.core.misfires.apply.decide_misfire`,
+    :func:`~lldsched.core.misfires.apply.first_decided`,
+    :func:`~lldsched.core.misfires.apply.queue_as_decided`, :mod:`~lldsched.core.recovery`'s) say
     which; the line said only the schedule's ``repr``, which names no task."""
     token = _DECIDING.set(task)
     try:
@@ -409,7 +409,7 @@ def cut_record(history: Sequence[ExecutionRecord], slot: float) -> ExecutionReco
 
     At the record's own slot too: an attempt of the plan's last slot owed (a retry, or in
     flight at a crash) is decided from the slot after its own, the record's
-    (:func:`~lldsched.core.misfires.first_decided`); no slot of a plan, nor the one it
+    (:func:`~lldsched.core.misfires.apply.first_decided`); no slot of a plan, nor the one it
     resumes at, is that slot."""
     for record in history:
         error = record.error

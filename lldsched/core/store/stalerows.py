@@ -1,10 +1,10 @@
 """The rows a store outage left stale, written again: once a task write succeeds, at the
 threaded timer's try, and at a shutdown of either runtime.
 
-:class:`StaleRows` is the part of :class:`~lldsched.core.storewrites.StoreWrites` that
-writes them, over :class:`~lldsched.core.outage.OutageWrites` (the outage said once,
-counted and ended: :mod:`lldsched.core.outage`); what one task's failed saves carried,
-held bounded, is :class:`~lldsched.core.outagerecords.Held`.
+:class:`StaleRows` is the part of :class:`~lldsched.core.store.writes.StoreWrites` that
+writes them, over :class:`~lldsched.core.store.outage.OutageWrites` (the outage said once,
+counted and ended: :mod:`lldsched.core.store.outage`); what one task's failed saves carried,
+held bounded, is :class:`~lldsched.core.store.outagerecords.Held`.
 
 Once a task write succeeds during an outage (the store takes writes again), the rows
 the outage left stale are written again (:meth:`StoreWrites.succeeded`, ``_rewrite``):
@@ -81,9 +81,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from lldsched.core.outage import PURGE, Kind, Outage, OutageWrites
-from lldsched.core.outagerecords import Entry, Held
-from lldsched.core.storeinterrupts import interrupt, on_main_thread
+from lldsched.core.store.interrupts import interrupt, on_main_thread
+from lldsched.core.store.outage import PURGE, Kind, Outage, OutageWrites
+from lldsched.core.store.outagerecords import Entry, Held
 from lldsched.logs import SCHEDULER, STORE, counted
 from lldsched.model import TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, TaskStore
@@ -105,9 +105,9 @@ day away (``metrics().store_ok`` False, the readiness probe failing, all that ti
 
 
 class StaleRows(OutageWrites):
-    """The rows the outage of a :class:`~lldsched.core.storewrites.StoreWrites` left stale
+    """The rows the outage of a :class:`~lldsched.core.store.writes.StoreWrites` left stale
     (and, on a shared store, the runs' settles it holds), written again: at a call that
-    succeeds (:meth:`~lldsched.core.outage.OutageWrites.succeeded`), at a shutdown
+    succeeds (:meth:`~lldsched.core.store.outage.OutageWrites.succeeded`), at a shutdown
     (:meth:`rewrite_stale`) and at the threaded timer's try (:meth:`retry_due`)."""
 
     __slots__ = ()

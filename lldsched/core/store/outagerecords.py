@@ -1,11 +1,11 @@
 """The records a store outage holds for each task until its row is written again, bounded.
 
-:mod:`lldsched.core.outage` owns the outage (what failed, what ends it, what is
+:mod:`lldsched.core.store.outage` owns the outage (what failed, what ends it, what is
 written again and when); this module owns what one task's failed saves carried: the
 records of its runs and of no run, held in the order they were made to be written with
 its stale row, and how many are kept one by one before one record per outcome stands
 for the rest (``OutageCap: ...``), whatever the outage's length (module docstring of
-:mod:`~lldsched.core.outage`, "What an outage holds is bounded").
+:mod:`~lldsched.core.store.outage`, "What an outage holds is bounded").
 """
 
 from __future__ import annotations

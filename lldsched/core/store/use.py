@@ -23,7 +23,7 @@ simulation on the same store.  The verbs that change a task (register, pause, ca
 remove, run now, ...) of a runtime that holds nothing (a scheduler never started or
 shut down, a simulation) are refused while a running scheduler holds the store: they
 wrote through it behind that one's back.  Every verb of the core asks
-:meth:`~lldsched.core.storewrites.StoreWrites.check_open` first; in shared mode the
+:meth:`~lldsched.core.store.writes.StoreWrites.check_open` first; in shared mode the
 change feed is not read for such a verb (:func:`held_by_another`), since the feed says
 each change once, to whoever reads it through the store object.  Every refusal is a
 :class:`~lldsched.errors.StoreError` naming the store, the scheduler that holds it

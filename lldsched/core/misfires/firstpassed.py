@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lldsched.coordination import is_shared
-from lldsched.core.misfires import decide_misfire
+from lldsched.core.misfires.apply import decide_misfire
 
 if TYPE_CHECKING:
     from lldsched.core.parts import CoreParts
@@ -39,7 +39,7 @@ __all__ = ["first_passed"]
 
 def first_passed(core: CoreParts, task: ScheduledTask, now: float) -> None:
     """``task``, just queued at its first run, an instant before ``now``: the slots
-    passed meet its misfire policy (:func:`~lldsched.core.misfires.decide_misfire`)."""
+    passed meet its misfire policy (:func:`~lldsched.core.misfires.apply.decide_misfire`)."""
     writes = core._writes
     if writes is not None and is_shared(writes.store):
         return  # the process that claims the slot decides (threaded/shared/decisions.py)
