@@ -160,3 +160,10 @@ def test_a_forked_child_holds_no_name_of_its_parent() -> None:
 
     with Scheduler(workers=1, name="parent-name", clock=FakeClock(T0)):
         assert in_child(in_the_child) == "True"
+
+
+def test_a_name_set_after_the_start_is_let_go_by_the_shutdown_all_the_same() -> None:
+    scheduler = Scheduler(workers=1, name="before", clock=FakeClock(T0)).start()
+    scheduler.name = "after"  # a plain attribute: a caller may set it
+    assert scheduler.shutdown()
+    assert not naming.taken("before") and not naming.taken("after")

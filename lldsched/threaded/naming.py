@@ -25,8 +25,9 @@ APScheduler refuses a second job store or executor under an alias in use
 would go where the application's logging sends it, nowhere until it configures any
 (docs/decisions/logging.md, "The `lldsched` logger has a `NullHandler`").
 
-Nothing here is on a run's path: one dictionary look-up at ``start()`` and at
-``shutdown()``, and one at construction when no name is given.
+Nothing here is on a run's path: one dictionary look-up at ``start()``, one pass over the
+running schedulers' names at ``shutdown()``, and a look-up at construction when no name
+is given.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def take(scheduler: _Named, *, chosen: bool) -> None:
 
 
 def let_go(scheduler: _Named) -> None:
-    """``scheduler`` no longer holds its name (nothing if it did not)."""
+    """``scheduler`` no longer holds the name it took (nothing if it took none; by the
+    scheduler, not its ``name``, which a caller may have set since)."""
     with _lock:
-        if _running.get(scheduler.name) is scheduler:
-            del _running[scheduler.name]
+        for name in [name for name, holder in _running.items() if holder is scheduler]:
+            del _running[name]
