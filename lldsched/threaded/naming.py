@@ -34,11 +34,12 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from typing import Protocol
 
 from lldsched.errors import SchedulerStateError
 
-__all__ = ["let_go", "take", "taken"]
+__all__ = ["counted", "let_go", "take", "taken"]
 
 
 class _Named(Protocol):
@@ -52,6 +53,10 @@ class _Named(Protocol):
 # running scheduler is alive anyway, its threads hold it).
 _running: dict[str, _Named] = {}
 _lock = threading.Lock()  # guards _running (schedulers start and stop on any thread)
+# The schedulers whose name was counted, not given (never refused).  Kept here rather
+# than on the scheduler: a 30th attribute of a Scheduler slows every attribute read of
+# it (docs/PERFORMANCE.md, "The thirtieth attribute").  A WeakSet has a lock of its own.
+_counted: weakref.WeakSet[_Named] = weakref.WeakSet()
 
 
 def _forget_after_fork() -> None:
@@ -73,16 +78,21 @@ def taken(name: str) -> bool:
         return name in _running
 
 
-def take(scheduler: _Named, *, chosen: bool) -> None:
+def counted(scheduler: _Named) -> None:
+    """``scheduler``'s name was counted, not given: :func:`take` never refuses it."""
+    _counted.add(scheduler)
+
+
+def take(scheduler: _Named) -> None:
     """``scheduler`` holds its name from now on; a :class:`SchedulerStateError` if another
-    running scheduler holds it and ``chosen`` (the name was given, not counted)."""
+    running scheduler holds it and the name was given (not :func:`counted`)."""
     name = scheduler.name
     with _lock:
         holder = _running.get(name)
         if holder is None:
             _running[name] = scheduler
             return
-        if holder is scheduler or not chosen:
+        if holder is scheduler or scheduler in _counted:
             return
     raise SchedulerStateError(
         f"start() of a scheduler named {name!r}: the running scheduler {holder!r} of this "

@@ -163,7 +163,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
         name: str | None = None,
         purge_retired: bool = False,
     ) -> None:
-        self._chosen_name = name is not None  # a name counted is never refused (naming.py)
+        counted = name is None  # a name counted is never refused (naming.py)
         if name is None:
             name = str(next(_built))
             while naming.taken(name):  # given by hand to a running scheduler
@@ -173,6 +173,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
         whole_or_none(seed, name="seed")  # random.Random took any hashable: nan, "4", 2.5
         self.name = name
         """Names this scheduler's threads: ``lldsched-<name>-timer``, ... (see above)."""
+        if counted:  # kept by naming.py, not here: a 30th attribute slows every self._x
+            naming.counted(self)
         self._thread_prefix = f"lldsched-{name}-"  # the prefix of every thread's name
         if max_wait is not None:
             max_wait = float(step(max_wait, name="max_wait"))  # >= 1 µs: no busy timer
@@ -340,7 +342,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
             if self._state is not NEW:
                 refused = SchedulerShutDownError if self._state is STOPPED else SchedulerStateError
                 raise refused(f"start() on a scheduler that is already {self._state}")
-            naming.take(self, chosen=self._chosen_name)  # one running scheduler per name
+            naming.take(self)  # one running scheduler per name given
             writes = self._core.store_writes
             if writes is not None:  # one running scheduler per store object (storeuse.py)
                 try:
