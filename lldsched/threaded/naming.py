@@ -55,7 +55,8 @@ _running: dict[str, _Named] = {}
 _lock = threading.Lock()  # guards _running (schedulers start and stop on any thread)
 # The schedulers whose name was counted, not given (never refused).  Kept here rather
 # than on the scheduler: a 30th attribute of a Scheduler slows every attribute read of
-# it (docs/PERFORMANCE.md, "The thirtieth attribute").  A WeakSet has a lock of its own.
+# it (docs/PERFORMANCE.md, "The thirtieth attribute").  Added to as a scheduler is
+# built, read by take() under _lock: each a single operation on the set underneath.
 _counted: weakref.WeakSet[_Named] = weakref.WeakSet()
 
 
