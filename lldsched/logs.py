@@ -50,7 +50,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping
+from typing import Protocol
 
 from lldsched.clock import utc_datetime
 from lldsched.errors import traceback_text
@@ -71,6 +72,7 @@ __all__ = [
     "Repeats",
     "counted",
     "instant_text",
+    "instants_repr",
     "say_with_traceback",
 ]
 
@@ -98,6 +100,36 @@ def instant_text(when: float | None) -> str:
         return utc_datetime(when).isoformat(timespec="milliseconds")
     except (OverflowError, OSError, ValueError):  # a test clock far from the epoch's range
         return f"{when!r} s"
+
+
+class _Named(Protocol):
+    """A named tuple, as :func:`instants_repr` reads it."""
+
+    @property
+    def _fields(self) -> tuple[str, ...]: ...
+
+    def __iter__(self) -> Iterator[object]: ...
+
+
+def instants_repr(value: _Named, *, instants: Collection[str]) -> str:
+    """A named tuple's ``repr`` as a person reads it (a record, an event, a metrics
+    snapshot printed in a notebook or a debugger): ``Name(field=value, ...)``, every
+    field as the tuple's own ``repr`` gives it except those named in ``instants``
+    (epoch seconds), written by :func:`instant_text` (ISO 8601 in UTC, to the
+    millisecond) and left ``None`` when unset.  The fields themselves stay epoch
+    seconds (docs/decisions/frames-and-plots.md, "A record prints its instants as a
+    person reads them")."""
+    shown = ", ".join(
+        f"{name}={_field_text(field, instant=name in instants)}"
+        for name, field in zip(value._fields, value, strict=True)
+    )
+    return f"{type(value).__name__}({shown})"
+
+
+def _field_text(field: object, *, instant: bool) -> str:
+    if instant and isinstance(field, (int, float)) and not isinstance(field, bool):
+        return instant_text(field)
+    return repr(field)
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

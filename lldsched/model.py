@@ -5,13 +5,16 @@ stores and the views.  Records and events are ``NamedTuple``s: immutable, cheap 
 build on the hot path (one per run), and easy to turn into columns.
 
 Times are float seconds since the epoch (UTC) everywhere inside the library; the
-frames and plots turn them into timezone-aware datetimes.
+frames and plots turn them into timezone-aware datetimes, and a record's or an event's
+``repr`` writes them as ISO 8601 instants in UTC (:func:`~lldsched.logs.instants_repr`).
 """
 
 from __future__ import annotations
 
 import enum
 from typing import NamedTuple
+
+from lldsched.logs import instants_repr
 
 __all__ = [
     "ExecutionRecord",
@@ -207,6 +210,12 @@ class ExecutionRecord(NamedTuple):
         fields = (task_id, name, attempt, due, slot, worker, started, finished, ok, error)
         return _new_tuple(cls, (*fields, timed_out, misfire, result, token, node))
 
+    def __repr__(self) -> str:
+        """Its fields, the instants (``due``, ``slot``, ``started``, ``finished``) as ISO
+        8601 in UTC to the millisecond, as a log line writes them: what a notebook shows
+        for ``task.history[0]``.  The fields themselves stay epoch seconds."""
+        return instants_repr(self, instants=_RECORD_INSTANTS)
+
     @property
     def duration(self) -> float:
         """Seconds from start to finish."""
@@ -231,6 +240,9 @@ class ExecutionRecord(NamedTuple):
         return Outcome.OK if self.ok else Outcome.FAILED
 
 
+_RECORD_INSTANTS = frozenset({"due", "slot", "started", "finished"})
+
+
 class TaskEvent(NamedTuple):
     """A status change of one task, or a change of its definition, published to
     listeners after the fact.
@@ -248,3 +260,11 @@ class TaskEvent(NamedTuple):
     status: TaskStatus
     at: float
     record: ExecutionRecord | None = None
+
+    def __repr__(self) -> str:
+        """Its fields, ``at`` as an ISO 8601 instant in UTC (and its record's instants:
+        :meth:`ExecutionRecord.__repr__`); ``at`` itself stays epoch seconds."""
+        return instants_repr(self, instants=_EVENT_INSTANTS)
+
+
+_EVENT_INSTANTS = frozenset({"at"})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import SqliteTaskStore
+from lldsched import SqliteTaskStore, TaskStatus
 from lldsched.cli import main
 from lldsched.stores.sqlite.claim import FileClaim, held_unshared
 from tests.test_store_running_row import _crashed_mid_run, _paused_mid_run
@@ -86,15 +86,67 @@ def test_a_file_never_claimed_is_held_by_nobody(tmp_path: Path) -> None:
     assert held_unshared(str(tmp_path / "none.db")) is False
 
 
+def _resumed_later(status: str) -> str:
+    return (
+        "! a run of it was in flight and the process that ran it is gone (no process holds the "
+        f"store unshared nor a lease on the run): {status}"
+    )
+
+
 def test_a_run_paused_mid_run_is_marked_by_the_rule_show_says_it_by(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The flag of an attempt in flight, not the status: a task paused during the run its
     process died in is ``paused`` with the flag set (tests/test_cli_tasks_owed_after_restart.py
-    has a ``scheduled`` one); the table showed a plain ``paused``."""
+    has a ``scheduled`` one); the table showed a plain ``paused``.  What becomes of the
+    attempt is the status's: a restart keeps the task paused, the attempt owed, and its
+    ``resume`` runs it (tests/test_store_running_row.py,
+    ``test_a_row_with_a_run_in_flight_is_read_by_a_shared_start_as_a_restart_reads_it``);
+    both views said "the next start runs the attempt again"."""
     path = tmp_path / "jobs.db"
     with SqliteTaskStore(path) as store:
         _paused_mid_run(store)
-    assert GONE.replace("running", "paused", 1) in tasks(capsys, path, "show", "job")
+    owed = "the attempt runs again once the task is resumed"
+    said = GONE.replace("running", "paused", 1).replace(
+        "the next start runs the attempt again", owed
+    )
+    assert said in tasks(capsys, path, "show", "job")
     _header, row, legend = tasks(capsys, path)
-    assert (row.split()[2], legend) == ("paused!", LEGEND)
+    assert (row.split()[2], legend) == ("paused!", _resumed_later(owed))
+
+
+def test_a_run_cancelled_mid_run_says_its_attempt_does_not_run_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cancelled during the run its process died in: the flag set, and no start runs the
+    attempt (a restart keeps the task cancelled)."""
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        _crashed_mid_run(store)
+        (stored,) = store.load_all()
+        store.save(stored._replace(status=TaskStatus.CANCELLED))
+    owed = "the attempt does not run again (the task is cancelled)"
+    shown = tasks(capsys, path, "show", "job")
+    assert any(line.startswith("  status      cancelled  (") and line.endswith(f"; {owed})")
+               for line in shown), shown  # fmt: skip
+    _header, row, legend = tasks(capsys, path)
+    assert (row.split()[2], legend) == ("cancelled!", _resumed_later(owed))
+
+
+def test_a_crashed_row_and_a_paused_one_each_say_their_own_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One table, a row of each: two legend lines, each under its mark, the unpaused
+    row's as before."""
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        _paused_mid_run(store)
+        (stored,) = store.load_all()
+        store.save(stored._replace(task=stored.task._replace(id="other", name="other"),
+                                   status=TaskStatus.RUNNING))  # fmt: skip
+    _header, *rows, first, second = tasks(capsys, path)
+    assert sorted(line.split()[2] for line in rows) == ["paused!", "running!"]
+    assert [first, second] == [
+        LEGEND,
+        _resumed_later("the attempt runs again once the task is resumed"),
+    ]

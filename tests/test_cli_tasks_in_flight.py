@@ -116,6 +116,30 @@ def test_a_lease_that_ran_out_is_said_so_by_the_store_s_clock(
     assert listed(capsys, store_spec)["slow"]["lease"]["ran_out"] is True
 
 
+def test_a_paused_task_whose_lease_ran_out_says_its_resume_runs_the_attempt(
+    store_spec: StoreSpec,
+    in_flight: Lease,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Paused during its run, then its process gone past the lease: a claim takes no
+    paused row, so the attempt runs once the task is resumed (``show``'s ``claimed`` line
+    and the table's legend said "the next claim runs the attempt again")."""
+    with opened(store_spec, 1) as (store,):
+        pauser = Scheduler(store=store)  # never started: the command line's verbs' way
+        assert pauser.pause("slow")  # written to the row, as `tasks pause slow` writes it
+    _expire(store_spec)
+    owed = "the attempt runs again once the task is resumed"
+    lines, held = shown(capsys, store_spec)
+    assert "  status      paused  (a run was in flight: its lease ran out)" in lines
+    assert held.endswith(f": that process died or stalled, and {owed}"), held
+    listed = table(capsys, store_spec)
+    assert listed["slow"][2] == "paused!"
+    assert listed[""] == [
+        "! a run of it was in flight and its lease ran out: that process died or stalled, "
+        f"and {owed}"
+    ]
+
+
 def table(capsys: pytest.CaptureFixture[str], spec: StoreSpec) -> dict[str, list[str]]:
     """The table's rows, by id (each its cells), and its lines after them (``""``)."""
     lines = tasks(capsys, spec).splitlines()

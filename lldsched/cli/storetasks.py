@@ -70,22 +70,62 @@ _IN_FLIGHT = "  (a run is in flight)"
 _RAN_OUT = "  (a run was in flight: its lease ran out)"
 _GONE = (
     "  (a run was in flight: the process that ran it is gone, no process holds the store "
-    "unshared nor a lease on the run; the next start runs the attempt again)"
+    "unshared nor a lease on the run; {owed})"
 )
 _FLIGHT_WORDS = {None: "", "live": _IN_FLIGHT, "ran_out": _RAN_OUT, "gone": _GONE}
-"""What ``show`` says after a task's status, by :func:`_flight`'s answer."""
+"""What ``show`` says after a task's status, by :func:`_flight`'s answer (``{owed}``:
+:func:`_owed`'s, by the row's status)."""
+_OWED_BY_STATUS = {
+    "paused": "the attempt runs again once the task is resumed",
+    "cancelled": "the attempt does not run again (the task is cancelled)",
+    "succeeded": "the attempt does not run again (the task succeeded)",
+    "failed": "the task is in the dead letter: only a redrive runs it again",
+}
+"""What becomes of the attempt a row flagged in flight owes, for a status that does not
+run it at the next start or claim (:func:`_owed`)."""
 _COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "ATTEMPT", "LAST")
 _STATUS = _COLUMNS.index("STATUS")
 _GONE_MARK = "!gone"  # shown as "!" (_marked), its own legend line
 _HELD_MARK = "*held"  # shown as "*" (_marked), its own legend line
+_RAN_OUT_LEGEND = (
+    "! a run of it was in flight and its lease ran out: that process died or stalled, and {owed}"
+)
+_GONE_LEGEND = (
+    "! a run of it was in flight and the process that ran it is gone (no process holds the "
+    "store unshared nor a lease on the run): {owed}"
+)
 _MARKS = {  # a table's STATUS of a task with a run in flight: its mark, and the legend's line
     "*": "* a run of it is in flight: a process holds its lease (`tasks show ID` names it)",
     _HELD_MARK: "* a run of it is in flight: a process holds the store unshared",
-    "!": "! a run of it was in flight and its lease ran out: that process died or stalled, "
-    "and the next claim runs the attempt again",
-    _GONE_MARK: "! a run of it was in flight and the process that ran it is gone (no process "
-    "holds the store unshared nor a lease on the run): the next start runs the attempt again",
+    "!": _RAN_OUT_LEGEND.format(owed="the next claim runs the attempt again"),
+    **{
+        f"! {status}": _RAN_OUT_LEGEND.format(owed=owed) for status, owed in _OWED_BY_STATUS.items()
+    },
+    _GONE_MARK: _GONE_LEGEND.format(owed="the next start runs the attempt again"),
+    **{
+        f"{_GONE_MARK} {status}": _GONE_LEGEND.format(owed=owed)
+        for status, owed in _OWED_BY_STATUS.items()
+    },
 }
+"""Each mark's legend line, the marks of a paused or finished row apart (``"! paused"``):
+what becomes of its attempt is its status's (:func:`_owed`)."""
+
+
+def _owed(status: str, *, by: str) -> str:
+    """What becomes of the attempt a row flagged in flight owes (its process gone, or its
+    lease ran out), as a restart or a claim treats the row by its status
+    (:func:`~lldsched.core.recovery.restored_state`): the next start (``by``: ``"start"``)
+    or claim (``"claim"``) runs it again, with its number; a paused task's waits for its
+    ``resume`` (a restart keeps it paused, the attempt owed; a claim takes no paused row);
+    a cancelled, succeeded or failed task's never runs (a redrive starts a failed task
+    afresh)."""
+    return _OWED_BY_STATUS.get(status, f"the next {by} runs the attempt again")
+
+
+def _mark_of(mark: str, status: str) -> str:
+    """The key in :data:`_MARKS` of ``mark`` (``"!"`` or :data:`_GONE_MARK`) on a row
+    whose status is ``status``."""
+    return f"{mark} {status}" if status in _OWED_BY_STATUS else mark
 
 
 def run_tasks(
@@ -182,7 +222,8 @@ def _in_flight(reader: Peek, rows: list[tuple[str, ...]], running: set[str]) -> 
     the store's clock (``!``; read only if a lease is found); a row flagged with an
     attempt in flight (``running``, its id in ``running``) and no lease, whatever its
     status, :data:`_GONE_MARK` when no process holds the file (:func:`_gone`, tried once:
-    that process died mid-run, its attempt owed to the next start; a never-started
+    that process died mid-run, its attempt owed to the next start, or to a paused task's
+    resume, as :func:`_owed` says by the row's status; a never-started
     scheduler's recovery rewrote a ``running`` row ``scheduled``, the flag kept), else
     :data:`_HELD_MARK`, except on a row that says ``running``, which says it already.
     On a shared store a run in flight is a lease, and its task's row says ``scheduled``
@@ -200,9 +241,9 @@ def _in_flight(reader: Peek, rows: list[tuple[str, ...]], running: set[str]) -> 
         ran_out = leased and isinstance(expires, int | float) and expires <= now()
         flight = _flight(leased=leased, ran_out=ran_out, running=task_id in running, gone=gone)
         if flight == "ran_out":
-            marks[task_id] = "!"
+            marks[task_id] = _mark_of("!", cells[_STATUS])
         elif flight == "gone":
-            marks[task_id] = _GONE_MARK
+            marks[task_id] = _mark_of(_GONE_MARK, cells[_STATUS])
         elif leased:
             marks[task_id] = "*"
         elif cells[_STATUS] != "running":  # a run in flight the status does not say
@@ -230,7 +271,7 @@ def _marked(rows: list[tuple[str, ...]], marks: dict[str, str]) -> set[str]:
         mark = marks.get(cells[0])
         if mark is not None:
             used.add(mark)
-            shown_mark = mark[0]  # _GONE_MARK is shown as "!"
+            shown_mark = mark[0]  # _GONE_MARK (and "! paused") is shown as "!"
             rows[i] = (*cells[:_STATUS], cells[_STATUS] + shown_mark, *cells[_STATUS + 1 :])
     return used
 
@@ -293,7 +334,7 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
             f"  runs        {_runs(snapshot)}",
         ]
         if row.lease is not None:
-            lines.append(f"  claimed     {_held(row.lease, ran_out)}")
+            lines.append(f"  claimed     {_held(row.lease, ran_out, snapshot.status.value)}")
         if snapshot.last_error is not None:
             lines += _field("last error", snapshot.last_error)
     if last:
@@ -376,7 +417,7 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
                 status = scheduler.task(task_id).status.value
                 said = status  # and a claim of it, as read just before the verb
                 if row.lease is not None:
-                    said += f"; a run of it claimed: {_held(row.lease, ran_out)}"
+                    said += f"; a run of it claimed: {_held(row.lease, ran_out, status)}"
                 instead = _INSTEAD.get((verb, status))
                 say(
                     f"task {task_id}: nothing to {verb} (its status is {said}); nothing "
@@ -412,8 +453,10 @@ def _flight_words(reader: Peek, row: Row, ran_out: bool) -> str:
     """What ``show`` says after a task's status of its run in flight (:func:`_flight`):
     its lease ran out (:data:`_RAN_OUT`), a row flagged ``running`` without a lease by an
     unshared process that is gone (:data:`_GONE`), a run in flight (:data:`_IN_FLIGHT`),
-    or nothing."""
-    return _FLIGHT_WORDS[_row_flight(row, ran_out, functools.partial(_gone, reader))]
+    or nothing; what becomes of the attempt, by the row's status (:func:`_owed`)."""
+    words = _FLIGHT_WORDS[_row_flight(row, ran_out, functools.partial(_gone, reader))]
+    status = row.snapshot.status.value if row.snapshot is not None else "running"
+    return words.format(owed=_owed(status, by="start"))
 
 
 def _row_flight(row: Row, ran_out: bool, gone: Callable[[], bool]) -> str | None:
@@ -446,19 +489,22 @@ def _ran_out(row: Row, now: Callable[[], float]) -> bool:
     return row.lease is not None and row.lease.expires_at <= now()
 
 
-def _held(lease: Lease, ran_out: bool) -> str:
+def _held(lease: Lease, ran_out: bool, status: str) -> str:
     """The run a shared store's lease holds (read with the task's row): which attempt of
     which slot, the process that claimed it and until when (``ran_out``: its lease ran
     out, the run owed to the next claim), or the attempt an unshared process left owed
-    when it died (``DIED_UNSHARED``: the next claim runs it again)."""
+    when it died (``DIED_UNSHARED``: the next claim runs it again); of a task whose
+    ``status`` keeps it from a claim (paused, finished), what :func:`_owed` says instead."""
     run = f"attempt {lease.attempt + 1} of the slot {_when(lease.slot)}"  # as its record will say
+    owed = _owed(status, by="claim")
     if lease.holder == DIED_UNSHARED:
-        return f"{run}, owed: the process running it unshared died; the next claim runs it again"
+        then = owed if status in _OWED_BY_STATUS else "the next claim runs it again"
+        return f"{run}, owed: the process running it unshared died; {then}"
     on = f"{run}, on {lease.holder} (token {lease.token}"
     if ran_out:
         return (
             f"{on}), its lease ran out at {_when(lease.expires_at)}: that process died or "
-            "stalled, and the next claim runs the attempt again"
+            f"stalled, and {owed}"
         )
     return f"{on}, its lease until {_when(lease.expires_at)})"
 

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.reads import RegistryReads
+from lldsched.logs import instants_repr
 from lldsched.model import Outcome
 
 __all__ = ["Metrics", "take"]
@@ -92,6 +93,12 @@ class Metrics(NamedTuple):
     dropped_events: int
     store_ok: bool
 
+    def __repr__(self) -> str:
+        """Its fields, ``at`` and ``timer_woke`` as ISO 8601 instants in UTC to the
+        millisecond (what a notebook shows for ``metrics()``); the fields themselves stay
+        epoch seconds, and ``lag`` is seconds."""
+        return instants_repr(self, instants=_INSTANTS)
+
     @property
     def alive(self) -> bool:
         """Running, with its timer thread alive: what a liveness probe asks (what the
@@ -102,6 +109,9 @@ class Metrics(NamedTuple):
     def runs(self) -> int:
         """Runs recorded since the runtime was built (the outcomes that ran)."""
         return sum(count for outcome, count in self.outcomes.items() if outcome.ran)
+
+
+_INSTANTS = frozenset({"at", "timer_woke"})
 
 
 def take(

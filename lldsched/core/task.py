@@ -460,7 +460,7 @@ class Run(NamedTuple):
     def __repr__(self) -> str:
         """The task and the attempt, never the arguments (a password, a token): a run
         is named in log lines and in the tracebacks of the scheduler's own errors."""
-        return f"<Run of {self.task!r} attempt={self.attempt} due={self.due!r}>"
+        return f"<Run of {self.task!r} attempt={self.attempt} due={instant_text(self.due)}>"
 
     def invoke(self) -> tuple[Exception | None, object]:
         """Call the action the run began with: ``(None, what it returned)``, or ``(the exception,

@@ -63,6 +63,7 @@ from lldsched.errors import (
 from lldsched.listeners import Listener, listener_list
 from lldsched.logs import Repeats
 from lldsched.persistence import TaskStore
+from lldsched.threaded import naming
 from lldsched.threaded.control import ControlVerbs
 from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.deadline import Flag, Waiters
@@ -110,7 +111,9 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
     ``-release``, ``-rewrite``, ``-loop-closer`` and ``-loop-executor-join``
     (docs/OPERATIONS.md, "Running it in a service"; default: a number counting the
     schedulers built without a name in this process,
-    ``"1"``, ``"2"``, ...; it is :attr:`name`).
+    ``"1"``, ``"2"``, ...; it is :attr:`name`), and its log lines' ``scheduler`` field;
+    two running schedulers of one process never share a name given (:meth:`start`
+    refuses the second: :mod:`lldsched.threaded.naming`).
     ``max_coroutines`` bounds the coroutine runs in flight at once (see
     :mod:`lldsched.threaded.coroutines.runner`); ``tz`` is the zone of cron schedules that
     name none (cron text included; default UTC); ``retain_finished`` says how long
@@ -160,13 +163,18 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
         name: str | None = None,
         purge_retired: bool = False,
     ) -> None:
+        counted = name is None  # a name counted is never refused (naming.py)
         if name is None:
             name = str(next(_built))
+            while naming.taken(name):  # given by hand to a running scheduler
+                name = str(next(_built))
         elif not isinstance(name, str) or not name or not name.isprintable():
             raise ValidationError(f"name must be a non-empty printable str, got {shown(name)}")
         whole_or_none(seed, name="seed")  # random.Random took any hashable: nan, "4", 2.5
         self.name = name
         """Names this scheduler's threads: ``lldsched-<name>-timer``, ... (see above)."""
+        if counted:  # kept by naming.py, not here: a 30th attribute slows every self._x
+            naming.counted(self)
         self._thread_prefix = f"lldsched-{name}-"  # the prefix of every thread's name
         if max_wait is not None:
             max_wait = float(step(max_wait, name="max_wait"))  # >= 1 µs: no busy timer
@@ -205,13 +213,14 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
         # then the dispatcher's, the store's, the process pool's (kill() runs
         # under it), the lease watch's (a shared store's leases added, dropped and
         # renewed under it), an event's, an injected clock's (a FakeClock's, as the timer
-        # parks) or core/store/use.py's (start(), a verb's check of who holds the
-        # store); none of them is held while this one is taken.  Never held while
-        # an action, a coroutine, a listener or the log line of a failed run runs
-        # (rarer lines are logged under it: a clock jump, a schedule that raises,
-        # a store outage).  In a child forked from this process it is replaced by
-        # a Refusal, which raises at every acquisition (lldsched/threaded/forked.py):
-        # the child has none of the threads.
+        # parks), core/store/use.py's (start(), a verb's check of who holds the
+        # store) or threaded/naming.py's (start(), shutdown()); none of them is held
+        # while this one is taken.  Never held while an action, a coroutine, a
+        # listener or the log line of a failed run runs (rarer lines are logged
+        # under it: a clock jump, a schedule that raises, a store outage).  In a
+        # child forked from this process it is replaced by a Refusal, which raises
+        # at every acquisition (lldsched/threaded/forked.py): the child has none of
+        # the threads.
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue = self.queue_type(self._wake)
@@ -325,15 +334,22 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Reads, Stopping, IdleWa
         started (or whose timer thread died), its subclass
         :class:`~lldsched.errors.SchedulerShutDownError` on one shut down, and
         :class:`~lldsched.errors.StoreError` when another running scheduler holds its
-        store object."""
+        store object, and :class:`~lldsched.errors.SchedulerStateError` when a running
+        scheduler of this process has the ``name=`` it was given
+        (:mod:`lldsched.threaded.naming`)."""
         with self._lock:
             self._refuse_if_dead("start()")
             if self._state is not NEW:
                 refused = SchedulerShutDownError if self._state is STOPPED else SchedulerStateError
                 raise refused(f"start() on a scheduler that is already {self._state}")
+            naming.take(self)  # one running scheduler per name given
             writes = self._core.store_writes
             if writes is not None:  # one running scheduler per store object (store/use.py)
-                storeuse.take(writes.store, self)
+                try:
+                    storeuse.take(writes.store, self)
+                except BaseException:
+                    naming.let_go(self)
+                    raise
             self._state = RUNNING
             now = self._clock.now()
             if self._coordinator is None:

@@ -26,6 +26,7 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, doc_url
 from lldsched.logs import SCHEDULER
+from lldsched.threaded import naming
 from lldsched.threaded.coroutines.shutdown import grace_for
 from lldsched.threaded.deadline import ASK_EVERY, Deadline
 from lldsched.threaded.lastwrites import LastWrites, unfinished
@@ -135,6 +136,7 @@ class Stopping(LastWrites, ShutdownWarnings):
                     self._state = STOPPED
                     if found is not STOPPED:  # read as timing stops (_instant)
                         read = self._instant()
+                        naming.let_go(self)  # another may start under its name (naming.py)
                     self._wake.notify_all()
             if found is None:  # held past the whole timeout: nothing stopped, nothing changed
                 self._warn_not_stopped(timeout)
