@@ -168,9 +168,7 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         else:  # runs may overlap: this one leaves the flight, cancelled or not
             record = self._leave(flight, run, record)
             error = record.error
-        stats = task._stats
-        if stats is None:  # _stats(), inlined (the run path's speed trick, above)
-            stats = task._stats = self._new_stats()
+        stats = self._stats(task)
         stats.run_count += 1
         if error is not None:
             stats.failure_count += 1
@@ -187,16 +185,7 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
             return self._record_alongside(task, record, stats)
         else:
             outcome, due, record, skipped = self._after_flight(task, flight, record, stats)
-        # _keep(), inlined: as a call, +2.5 % instructions a dispatched job (35,362 ->
-        # 36,257, threaded_instructions.py dispatch) and +2.2 % a simulated run (43,573
-        # -> 44,529, sim_instructions.py sim)
-        stats.add(record)
-        if self._on_record is not None:
-            self._on_record(record)
-        if error is None:  # the tally's (core/tally.py): one increment a successful run
-            self._tally.ok += 1
-        else:
-            self._tally.add(record)
+        self._keep(task, record)
         # -- the task moves on: its status, slot and attempt, its entry or the dead letter
         previous = task.status
         if previous is RUNNING or (previous is PAUSED and due is None):
@@ -209,9 +198,10 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
             if task.status is PAUSED:  # paused mid-run: resume() queues it at ``due``
                 task.next_run_at = due
             elif due is not None:
-                task.next_run_at = due  # _enqueue(), inlined (the run path's speed trick)
                 if flight is None or not flight.queued or flight.queued != task.generation:
-                    self._queue.push(task, due)  # else its live entry stays (_after_flight)
+                    self._enqueue(task, due)
+                else:  # its live entry stays (_after_flight)
+                    task.next_run_at = due
             else:
                 task.next_run_at = None
                 if outcome is FAILED:
