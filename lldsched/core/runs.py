@@ -9,9 +9,8 @@ a due entry stands for (or answers None for a tombstone, or a dependent held bac
 :data:`~lldsched.core.lifecycle.TRANSITIONS`).  A run
 of a task removed while it was in flight ends in :meth:`~RunTransitions._removed_run`.
 
-This is the run path: :meth:`~RunTransitions.begin` and
-:meth:`~RunTransitions.finish` build the ``Run`` and the record positionally and
-inline the small helpers, the run path's speed trick (see ``finish``).  Several runs
+This is the run path, written plainly: no speed trick buys the 10 % of a headline
+figure one must (docs/decisions/lifecycle.md, "The run path is plain code").  Several runs
 of one task in flight are :mod:`lldsched.core.overlapping`'s, a dependent held back
 :mod:`lldsched.core.waiting`'s, the slots a run skipped :mod:`lldsched.core.decided`'s,
 the store write and the event :mod:`lldsched.core.publishing`'s.  A run a shutdown cut,
@@ -50,8 +49,6 @@ from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepp
 from lldsched.schedules.catchup import CatchUp, unwrap
 
 __all__ = ["RunTransitions", "cancelled_error", "rearmed", "timeout_error"]
-
-_new_tuple = tuple.__new__  # a Run or record positionally: see finish
 
 
 class RunTransitions(ShutdownCuts, BrokenRuns):
@@ -93,16 +90,20 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         context = None
         if options.pass_context:
             context = RunContext(task.id, task.name, attempt, due, worker, token)
-        # Positional (the run path's speed trick: see finish); Run's fields in order are
-        # task, attempt, due, slot, worker, context, action, options, name, token: the run
-        # keeps the definition it began with (docs/decisions/changing-a-task.md, "Changing a task").
-        run = task._run = _new_tuple(
-            Run,
-            (
-                task, attempt, due, task._slot, worker, context, task.action, options,
-                task.name, token,
-            ),
-        )  # fmt: skip
+        # The run keeps the definition it began with (docs/decisions/changing-a-task.md,
+        # "Changing a task").
+        run = task._run = Run(
+            task=task,
+            attempt=attempt,
+            due=due,
+            slot=task._slot,
+            worker=worker,
+            context=context,
+            action=task.action,
+            options=options,
+            name=task.name,
+            token=token,
+        )
         if task._flight is not None:  # CANCEL_OTHER or ALLOW (a slot test: bench_sim)
             run, late = self._overlap(task, run)
             if self._store is not None or self.emit is not None:
@@ -145,22 +146,23 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         timed_out = timed_out or (timeout is not None and finished - started > timeout)
         if timed_out and error is None:
             error = timeout_error(finished - started, budget=timeout)
-        # The run path's speed trick, one group (each part alone buys under 10 %): the
-        # record here and the Run in begin() are built positionally by tuple.__new__ (a
-        # NamedTuple's own __new__ is a Python function, and keywords cost a dict), and
-        # _stats() and _enqueue() are inlined below.  Together -12.2 % instructions a
-        # simulated run (48,410 -> 42,497, benchmarks/sim_instructions.py on bench_sim's
-        # workload; -14.9 % on the year of cron).  ExecutionRecord's fields in order:
-        # task_id, name, attempt, due, slot, worker, started, finished, ok, error,
-        # timed_out, misfire, result, token, node.
-        record = _new_tuple(
-            ExecutionRecord,
-            (
-                task.id, name, attempt, was_due, slot, worker, started, finished,
-                error is None, error, timed_out, None, result if error is None else None, token,
-                self.node,
-            ),
-        )  # fmt: skip
+        record = ExecutionRecord(
+            task_id=task.id,
+            name=name,
+            attempt=attempt,
+            due=was_due,
+            slot=slot,
+            worker=worker,
+            started=started,
+            finished=finished,
+            ok=error is None,
+            error=error,
+            timed_out=timed_out,
+            misfire=None,
+            result=result if error is None else None,
+            token=token,
+            node=self.node,
+        )
         # -- its counts, and what the run leads to
         flight = task._flight
         if flight is None:
