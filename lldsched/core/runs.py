@@ -41,7 +41,7 @@ from lldsched.core.names import (
 )
 from lldsched.core.overlapping import buffered
 from lldsched.core.shutdowncuts import ShutdownCuts
-from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
+from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy, checked_backoff, checked_verdict, retry_draws
@@ -126,55 +126,22 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         """Record the attempt and move its task on: reschedule, retry, give the slot up,
         succeed or fail; then record the slots the run skipped.  Returns the run's record.
 
-        ``result`` is the action's return value as text (:mod:`lldsched.core.results`),
-        given by name or, by the two hot callers (the simulation's event loop, a
-        worker's completion: a call with keywords is not specialised by CPython 3.11),
-        in its place.
+        ``result`` is the action's return value as text (:mod:`lldsched.core.results`).
         A run is timed out when it took longer than its task's timeout, or when the
         runtime says so (``timed_out``: it cancelled a coroutine at its timeout).
         """
-        # Four steps, marked "-- ...": kept in one body, as the run path's speed trick
-        # (below) asks; the move-on step as a method of its own cost 1.3 % instructions
-        # a simulated run (43,368 -> 43,919, benchmarks/sim_instructions.py sim).
-        # -- the run's record
-        task, attempt, was_due, slot, worker, _, _, _, name, token = run  # each read once
-        # The wall clock was set back while it ran: duration 0
-        # (docs/decisions/persistence.md, "A run in flight across a wall-clock jump").
-        if finished < started:
-            started = finished
-        timeout = task._options.timeout
-        timed_out = timed_out or (timeout is not None and finished - started > timeout)
-        if timed_out and error is None:
-            error = timeout_error(finished - started, budget=timeout)
-        record = ExecutionRecord(
-            task_id=task.id,
-            name=name,
-            attempt=attempt,
-            due=was_due,
-            slot=slot,
-            worker=worker,
-            started=started,
-            finished=finished,
-            ok=error is None,
-            error=error,
-            timed_out=timed_out,
-            misfire=None,
-            result=result if error is None else None,
-            token=token,
-            node=self.node,
-        )
-        # -- its counts, and what the run leads to
+        task = run.task
+        record = self._record_of(run, started, finished, error, result, timed_out)
         flight = task._flight
         if flight is None:
             task._run = None
         else:  # runs may overlap: this one leaves the flight, cancelled or not
             record = self._leave(flight, run, record)
-            error = record.error
         stats = self._stats(task)
         stats.run_count += 1
-        if error is not None:
+        if record.error is not None:
             stats.failure_count += 1
-            stats.last_error = error
+            stats.last_error = record.error
             if self._cut and self._cut.pop(id(run), None) is run and task._run is None:
                 kept = self._kept_due(run, record, flight)  # a shutdown cut it: still due
                 if kept is not None:
@@ -188,48 +155,101 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         else:
             outcome, due, record, skipped = self._after_flight(task, flight, record, stats)
         self._keep(task, record)
-        # -- the task moves on: its status, slot and attempt, its entry or the dead letter
         previous = task.status
-        if previous is RUNNING or (previous is PAUSED and due is None):
-            task.status = outcome  # paused mid-run, a run that ends its task still ends it
-        if previous is not CANCELLED:  # cancelled mid-run: the record is kept, nothing follows
-            if outcome is SCHEDULED:  # a new slot, with a fresh attempt counter
-                assert due is not None
-                task._slot = due
-                task.attempt = 0
-            if task.status is PAUSED:  # paused mid-run: resume() queues it at ``due``
-                task.next_run_at = due
-            elif due is not None:
-                if flight is None or not flight.queued or flight.queued != task.generation:
-                    self._enqueue(task, due)
-                else:  # its live entry stays (_after_flight)
-                    task.next_run_at = due
-            else:
-                task.next_run_at = None
-                if outcome is FAILED:
-                    self._dead[task.id] = None
+        if previous is not CANCELLED:
+            self._move_on(task, outcome, due, flight)
         elif not self.holds(task):  # removed mid-run: it is forgotten
             return self._removed_run(task, record)
-        else:  # cancelled mid-run: the plan in front, which judged this run, goes (control.py)
-            task._schedule = unwrap(task._schedule)
-        # -- published (store and listeners), then what follows.  A run that skipped
-        # slots is written with their records, in one store write (decided.py); one that
-        # skipped none makes the same one test as before it was.
+        else:  # cancelled mid-run: the record is kept, nothing follows; the plan in
+            task._schedule = unwrap(task._schedule)  # front, which judged it, goes
+        # Published (store and listeners).  A run that skipped slots is written with
+        # their records, in one store write (decided.py).
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
             self._skipped_by_run(
-                task, record, skipped, previous=previous, due=due, at=finished, token=token
+                task, record, skipped, previous=previous, due=due, at=finished, token=run.token
             )
         elif self._store is not None or self.emit is not None:
             self._write_and_publish(task, previous, record)
         if self._deps is not None:
             self._upstream_moved(task, record)
-        retention = self._retention
-        if retention.keep is not None:
-            if task.status is SUCCEEDED or task.status is CANCELLED:
-                retention.finished(task.id, record.finished)
-            if len(retention.held_since) > retention.retire_above:  # else none can retire
-                self._retire(record.finished)
+        self._retire_after_run(task, record.finished)
         return record
+
+    def _record_of(
+        self,
+        run: Run,
+        started: float,
+        finished: float,
+        error: str | None,
+        result: str | None,
+        timed_out: bool,
+    ) -> ExecutionRecord:
+        """The record of ``run``, which :meth:`finish` was told of: timed out by its
+        task's timeout too, and of no duration when the wall clock was set back while it
+        ran (docs/decisions/persistence.md, "A run in flight across a wall-clock jump")."""
+        if finished < started:
+            started = finished
+        timeout = run.task._options.timeout
+        timed_out = timed_out or (timeout is not None and finished - started > timeout)
+        if timed_out and error is None:
+            error = timeout_error(finished - started, budget=timeout)
+        return ExecutionRecord(
+            task_id=run.task.id,
+            name=run.name,
+            attempt=run.attempt,
+            due=run.due,
+            slot=run.slot,
+            worker=run.worker,
+            started=started,
+            finished=finished,
+            ok=error is None,
+            error=error,
+            timed_out=timed_out,
+            misfire=None,
+            result=result if error is None else None,
+            token=run.token,
+            node=self.node,
+        )
+
+    def _move_on(
+        self,
+        task: ScheduledTask,
+        outcome: TaskStatus,
+        due: float | None,
+        flight: Flight | None,
+    ) -> None:
+        """Move ``task``, whose run just ended (its task not cancelled meanwhile), to
+        what :meth:`_after` decided: its status, slot and attempt, and its entry at
+        ``due`` or the dead letter.  A task paused mid-run stays paused (``resume()``
+        queues it at ``due``), unless the run ended it."""
+        if task.status is RUNNING or (task.status is PAUSED and due is None):
+            task.status = outcome
+        if outcome is SCHEDULED:  # a new slot, with a fresh attempt counter
+            assert due is not None
+            task._slot = due
+            task.attempt = 0
+        if task.status is PAUSED:
+            task.next_run_at = due
+        elif due is not None:
+            if flight is None or not flight.queued or flight.queued != task.generation:
+                self._enqueue(task, due)
+            else:  # its live entry stays (_after_flight)
+                task.next_run_at = due
+        else:
+            task.next_run_at = None
+            if outcome is FAILED:
+                self._dead[task.id] = None
+
+    def _retire_after_run(self, task: ScheduledTask, at: float) -> None:
+        """A run ended at ``at``: its task, if that ended it, is held for the retention
+        from then, and the tasks whose retention ran out retire."""
+        retention = self._retention
+        if retention.keep is None:
+            return
+        if task.status is SUCCEEDED or task.status is CANCELLED:
+            retention.finished(task.id, at)
+        if len(retention.held_since) > retention.retire_above:  # else none can retire
+            self._retire(at)
 
     def _removed_run(self, task: ScheduledTask, record: ExecutionRecord) -> ExecutionRecord:
         """The run of a task removed while it was in flight has ended: its record is
