@@ -513,7 +513,8 @@ class SchedulerCore(
 
     def _keep(self, task: ScheduledTask, record: ExecutionRecord) -> None:
         """Where every record goes: into the task's history, to ``on_record`` (the
-        simulation's log) and into the tally of outcomes."""
+        simulation's log) and into the tally of outcomes.  :meth:`finish` inlines it
+        (the run path: its comment names the gain)."""
         self._stats(task).add(record)
         if self._on_record is not None:
             self._on_record(record)

@@ -6,9 +6,12 @@ What :meth:`Scheduler.metrics() <lldsched.threaded.scheduler.Scheduler.metrics>`
 (a Prometheus counter), whatever later happens to the task (retired, removed,
 redriven).  Records a store restored were made by an earlier process: not counted.
 
-Every record the core keeps is counted by :meth:`Tally.add`, called from the one
-place records go (``SchedulerCore._keep``).  No thread, no lock: the runtime
-serialises calls, as for the rest of the core.
+The cost is on the run path, so it is kept to one attribute increment a successful
+run: :meth:`SchedulerCore.finish <lldsched.core.runs.RunTransitions.finish>` adds
+1 to :attr:`Tally.ok` inline, and every other record (a failed run, a slot decided
+without a run, a run beside others of its task) goes through :meth:`Tally.add` on
+paths that already build a record of their own or log a line.  No thread, no lock:
+the runtime serialises calls, as for the rest of the core.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ class Tally:
     __slots__ = ("_others", "ok")
 
     def __init__(self) -> None:
-        self.ok = 0  # successful runs
+        self.ok = 0  # successful runs: incremented inline by SchedulerCore.finish
         self._others = dict.fromkeys(Outcome, 0)  # the other outcomes (OK's stays 0)
 
     def add(self, record: ExecutionRecord) -> None:
