@@ -147,26 +147,67 @@ class Registering(SchedulerParts):
                 raise torn(core.under_way, "schedule", name)
             core.under_way = ("schedule", name)
             try:
-                task = self._add(
-                    name,
-                    action,
-                    schedule,
-                    id=id,
-                    replace_existing=replace_existing,
-                    definition={
-                        "priority": priority,
-                        "retry": retry,
-                        "timeout": timeout,
-                        "args": args,
-                        "kwargs": kwargs,
-                        "misfire": misfire,
-                        "isolation": isolation,
-                        "depends_on": depends_on,
-                        "overlap": overlap,
-                        "max_instances": max_instances,
-                        "paused": paused,
-                    },
-                )
+                # shared: a task this process left out, taken over with the store muted (its
+                # take_over writes the row) and the events held.  Entered only then, so the
+                # usual registration pays no context manager: a `with nullcontext()` around
+                # every add cost 6 % of a registration (benchmarks/threaded_instructions.py
+                # register).
+                taking: ExitStack | None = None
+                held: ExitStack | None = None
+                if self._coordinator is not None:  # unshared: nothing to follow or hold
+                    if replace_existing and id is not None:
+                        # a replacement: the row held from the feed's read to the write, as a
+                        # verb holds it (_acting_on): a run settled elsewhere between the two
+                        # was written over (its count lost)
+                        held = ExitStack()
+                        held.enter_context(self._acting_on(id))
+                    else:  # a new task: no row to hold, its calls one timeout in all
+                        held = ExitStack()
+                        held.enter_context(verb_call(self._coordinator.store))
+                        self._follow_others()  # replace what another process registered
+                try:
+                    for retry_once in (True, False):
+                        try:
+                            task = core.add(
+                                name,
+                                action,
+                                schedule,
+                                task_id=id,
+                                replace_existing=replace_existing,
+                                priority=priority,
+                                retry=retry,
+                                timeout=timeout,
+                                args=args,
+                                kwargs=kwargs,
+                                misfire=misfire,
+                                isolation=isolation,
+                                depends_on=depends_on,
+                                overlap=overlap,
+                                max_instances=max_instances,
+                                paused=paused,
+                            )
+                            break
+                        except ValidationError:  # shared: registered elsewhere a moment ago?
+                            coordinator = self._coordinator
+                            if not (
+                                retry_once
+                                and coordinator is not None
+                                and replace_existing
+                                and id not in core.tasks
+                            ):
+                                raise
+                            if coordinator.left_out(id):  # one it cannot load: take it over
+                                taking = ExitStack()
+                                taking.enter_context(coordinator.taking_over())
+                            else:
+                                self._follow_others()
+                    if taking is not None and self._coordinator is not None:
+                        self._coordinator.took_over(task)
+                finally:
+                    if taking is not None:
+                        taking.close()
+                    if held is not None:
+                        held.close()
                 if on_loop:
                     if core.holds(task):  # else it retired at once
                         self._loop_ids.add(task.id)
@@ -180,68 +221,6 @@ class Registering(SchedulerParts):
                 raise
             core.under_way = None
             return task
-
-    def _add(
-        self,
-        name: str,
-        action: Callable[..., Any] | str,
-        schedule: Schedule | str,
-        *,
-        id: str | None,
-        replace_existing: bool,
-        definition: dict[str, Any],
-    ) -> ScheduledTask:
-        """Register through :meth:`SchedulerCore.add
-        <lldsched.core.machine.SchedulerCore.add>` (under the lock).  On a shared store,
-        what another process registered is followed first, a replacement's row held from
-        the feed's read to the write, and a clash on a caller's id tried once more after
-        following it (or, for a task this process left out, taking it over)."""
-        core, coordinator = self._core, self._coordinator
-        if coordinator is None:  # unshared: nothing to follow or hold
-            return core.add(
-                name, action, schedule, task_id=id, replace_existing=replace_existing, **definition
-            )
-        # Stacks closed by hand, as they were written: closing passes the block's error
-        # to neither (taking_over ends its take-over whatever the registration raised).
-        taking: ExitStack | None = None
-        held = ExitStack()
-        if replace_existing and id is not None:
-            # a replacement: the row held from the feed's read to the write, as a verb
-            # holds it (_acting_on): a run settled elsewhere between the two was written
-            # over (its count lost)
-            held.enter_context(self._acting_on(id))
-        else:  # a new task: no row to hold, its calls one timeout in all
-            held.enter_context(verb_call(coordinator.store))
-            self._follow_others()  # replace what another process registered
-        try:
-            for retry_once in (True, False):
-                try:
-                    task = core.add(
-                        name,
-                        action,
-                        schedule,
-                        task_id=id,
-                        replace_existing=replace_existing,
-                        **definition,
-                    )
-                    break
-                except ValidationError:  # registered elsewhere a moment ago?
-                    if not (retry_once and replace_existing and id not in core.tasks):
-                        raise
-                    if coordinator.left_out(id):  # one it cannot load: take it over
-                        # with the store muted (its take_over writes the row) and the
-                        # events held
-                        taking = ExitStack()
-                        taking.enter_context(coordinator.taking_over())
-                    else:
-                        self._follow_others()
-            if taking is not None:
-                coordinator.took_over(task)
-        finally:
-            if taking is not None:
-                taking.close()
-            held.close()
-        return task
 
     def scheduled(
         self,
