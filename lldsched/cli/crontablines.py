@@ -213,6 +213,11 @@ def _token(text: str) -> tuple[str, str]:
     return text[:end], text[end:].lstrip(_BLANKS)
 
 
+class _Bad(Exception):
+    """Why a job line is bad (a :class:`BadLine`'s reason), raised by a step of
+    :func:`_job`."""
+
+
 def _job(
     number: int,
     line: str,
@@ -230,95 +235,13 @@ def _job(
     def bad(why: str) -> BadLine:
         return BadLine(number, line, why)
 
-    if body.endswith("\r"):
-        return bad(
-            "the line ends in a carriage return (a file with Windows line ends): cron "
-            "gives it to the shell as part of the command; save the file with Unix "
-            "line ends (dos2unix)"
-        )
-    export = re.match(r"export[ \t]+", body)
-    if export and (setting := assignment(body[export.end() :])) is not None:
-        return bad(
-            "a shell's 'export': a crontab sets a variable by NAME=value alone, and every "
-            f"one reaches the commands; write '{setting[0]}={setting[1]}' (cronie: bad minute)"
-        )
-    if _VARIABLE_LIKE.match(body):
-        return bad(
-            "a variable as cron cannot read one, so it took the line for a job (cronie: bad "
-            "minute): NAME=value, a name or value quoted whole or not at all, with blanks "
-            "alone after a quoted one; cron knows no backslash escape"
-        )
     notes: list[str] = []
-    rest = body
-    if rest.startswith("-"):  # cronie: root's "no syslog line for this job"
-        notes.append(
-            "cronie's '-' before the line: it logged no start of this job (taken in root's "
-            "crontab and the system ones; in another user's, cronie refused the line)"
-        )
-        rest = rest[1:]
-        if rest[:1] in (" ", "\t"):
-            return bad(
-                "'-' then a blank: cronie's '-' (log no start) is written against the first "
-                "field, '-0 3 * * * command' (cronie: bad minute)"
-            )
-    if rest.startswith("@"):
-        schedule, rest = _token(rest)
-        if (odd := _odd_blank([schedule], ("time specifier",))) is not None:
-            return bad(odd)
-        if schedule[1:] not in NICKNAMES:
-            lower = schedule.lower()
-            fix = f"write {lower!r}" if lower[1:] in NICKNAMES else _NICKNAMES_ARE
-            return bad(f"{shown(schedule)} is no cron nickname: {fix} (cronie: bad time specifier)")
-    else:
-        fields: list[str] = []
-        while len(fields) < 5:
-            field, rest = _token(rest)
-            if not field:
-                return bad(
-                    f"{len(fields)} fields before the end of the line: a crontab line has "
-                    "5 (minute hour day-of-month month day-of-week), then "
-                    f"{'the user and ' if system else ''}the command"
-                )
-            fields.append(field)
-        if (odd := _odd_blank(fields, _CRONIE_FIELDS)) is not None:
-            return bad(odd)
-        schedule = " ".join(fields)
-    if schedule != "@reboot" and "~" not in schedule:  # the fields first, as cron reads them
-        try:
-            CronSchedule(schedule)
-        except ScheduleError as exc:
-            return bad(_fields_error(schedule, exc, system))
-    if not rest:
-        return bad(f"no command after the schedule {shown(schedule)} (cronie: bad command)")
-    if rest.startswith("*"):
-        return bad(
-            f"a sixth field {shown(_token(rest)[0])} after {shown(schedule)}: a crontab "
-            "line has five, then the command; a seconds field or a year is another "
-            "cron's (cronie: bad command)"
-        )
-    if system:
-        user, rest = _token(rest)
-        if not rest:
-            return bad(
-                f"no command after the user {shown(user)} (--system: the schedule, a user "
-                "name, then the command; cronie: bad command)"
-            )
-        notes.append(
-            f"cron ran it as {user!r}; every action runs as the scheduler's user: run the "
-            f"service as that user, or start the command with sudo -u {user}"
-        )
-    while rest.startswith("-"):  # cronie's options before the command: -n alone
-        if rest[1:2] != "n" or rest[2:3] not in (" ", "\t"):
-            return bad(
-                f"{shown(_token(rest)[0])}: cronie reads a '-' starting the command as its "
-                "option, and knows -n alone (then a blank); cronie: bad option"
-            )
-        if any(note.startswith("-n") for note in notes):
-            return bad("-n twice before the command (cronie: bad option)")
-        rest = rest[2:].lstrip(_BLANKS)
-        if not rest:
-            return bad("no command after -n (cronie: bad command)")
-        notes.append("-n: cronie mailed its output only when it failed")
+    try:
+        _refuse_shell_lines(body)
+        schedule, rest = _schedule_of(body, notes, system=system)
+        rest = _command_of(rest, schedule, notes, system=system)
+    except _Bad as exc:
+        return bad(str(exc))
     if schedule == "@reboot":
         return NoteLine(number, line, _REBOOT, moved=False)
     if "~" in schedule:  # cronie's random value: a line cron runs that lldsched does not
@@ -344,6 +267,113 @@ def _job(
         (k, v) for k, v in env.items() if k and k not in CRON_SETTINGS and k not in CRON_SETS
     )
     return JobLine(number, line, schedule, zone, command, stdin, shell, variables, tuple(notes))
+
+
+def _refuse_shell_lines(body: str) -> None:
+    """A job line cron reads otherwise than a shell would (a carriage return at its
+    end, a shell's ``export``, a variable cron cannot read): :class:`_Bad`."""
+    if body.endswith("\r"):
+        raise _Bad(
+            "the line ends in a carriage return (a file with Windows line ends): cron "
+            "gives it to the shell as part of the command; save the file with Unix "
+            "line ends (dos2unix)"
+        )
+    export = re.match(r"export[ \t]+", body)
+    if export and (setting := assignment(body[export.end() :])) is not None:
+        raise _Bad(
+            "a shell's 'export': a crontab sets a variable by NAME=value alone, and every "
+            f"one reaches the commands; write '{setting[0]}={setting[1]}' (cronie: bad minute)"
+        )
+    if _VARIABLE_LIKE.match(body):
+        raise _Bad(
+            "a variable as cron cannot read one, so it took the line for a job (cronie: bad "
+            "minute): NAME=value, a name or value quoted whole or not at all, with blanks "
+            "alone after a quoted one; cron knows no backslash escape"
+        )
+
+
+def _schedule_of(body: str, notes: list[str], *, system: bool) -> tuple[str, str]:
+    """The schedule a job line starts with (cronie's ``-`` before it noted in
+    ``notes``), a nickname or five fields checked as cron reads them, and the rest of
+    the line; :class:`_Bad` for a bad one."""
+    rest = body
+    if rest.startswith("-"):  # cronie: root's "no syslog line for this job"
+        notes.append(
+            "cronie's '-' before the line: it logged no start of this job (taken in root's "
+            "crontab and the system ones; in another user's, cronie refused the line)"
+        )
+        rest = rest[1:]
+        if rest[:1] in (" ", "\t"):
+            raise _Bad(
+                "'-' then a blank: cronie's '-' (log no start) is written against the first "
+                "field, '-0 3 * * * command' (cronie: bad minute)"
+            )
+    if rest.startswith("@"):
+        schedule, rest = _token(rest)
+        if (odd := _odd_blank([schedule], ("time specifier",))) is not None:
+            raise _Bad(odd)
+        if schedule[1:] not in NICKNAMES:
+            lower = schedule.lower()
+            fix = f"write {lower!r}" if lower[1:] in NICKNAMES else _NICKNAMES_ARE
+            raise _Bad(f"{shown(schedule)} is no cron nickname: {fix} (cronie: bad time specifier)")
+    else:
+        fields: list[str] = []
+        while len(fields) < 5:
+            field, rest = _token(rest)
+            if not field:
+                raise _Bad(
+                    f"{len(fields)} fields before the end of the line: a crontab line has "
+                    "5 (minute hour day-of-month month day-of-week), then "
+                    f"{'the user and ' if system else ''}the command"
+                )
+            fields.append(field)
+        if (odd := _odd_blank(fields, _CRONIE_FIELDS)) is not None:
+            raise _Bad(odd)
+        schedule = " ".join(fields)
+    if schedule != "@reboot" and "~" not in schedule:  # the fields first, as cron reads them
+        try:
+            CronSchedule(schedule)
+        except ScheduleError as exc:
+            raise _Bad(_fields_error(schedule, exc, system)) from None
+    return schedule, rest
+
+
+def _command_of(rest: str, schedule: str, notes: list[str], *, system: bool) -> str:
+    """What follows the schedule ``rest`` begins: the user of a system crontab's line
+    and cronie's ``-n`` noted in ``notes``, the command returned; :class:`_Bad` when
+    there is none, or a sixth field or an option cronie refuses."""
+    if not rest:
+        raise _Bad(f"no command after the schedule {shown(schedule)} (cronie: bad command)")
+    if rest.startswith("*"):
+        raise _Bad(
+            f"a sixth field {shown(_token(rest)[0])} after {shown(schedule)}: a crontab "
+            "line has five, then the command; a seconds field or a year is another "
+            "cron's (cronie: bad command)"
+        )
+    if system:
+        user, rest = _token(rest)
+        if not rest:
+            raise _Bad(
+                f"no command after the user {shown(user)} (--system: the schedule, a user "
+                "name, then the command; cronie: bad command)"
+            )
+        notes.append(
+            f"cron ran it as {user!r}; every action runs as the scheduler's user: run the "
+            f"service as that user, or start the command with sudo -u {user}"
+        )
+    while rest.startswith("-"):  # cronie's options before the command: -n alone
+        if rest[1:2] != "n" or rest[2:3] not in (" ", "\t"):
+            raise _Bad(
+                f"{shown(_token(rest)[0])}: cronie reads a '-' starting the command as its "
+                "option, and knows -n alone (then a blank); cronie: bad option"
+            )
+        if any(note.startswith("-n") for note in notes):
+            raise _Bad("-n twice before the command (cronie: bad option)")
+        rest = rest[2:].lstrip(_BLANKS)
+        if not rest:
+            raise _Bad("no command after -n (cronie: bad command)")
+        notes.append("-n: cronie mailed its output only when it failed")
+    return rest
 
 
 def _fields_error(schedule: str, error: ScheduleError, system: bool) -> str:

@@ -83,7 +83,7 @@ class DefinitionVerbs(CoreParts):
                 task.name, schedule, overlap=options.overlap, max_instances=options.max_instances
             )
         now = self.clock.now()
-        first = _first_run(task.name, schedule, now)
+        first = first_run(task.name, schedule, now)
         saved = _Definition.of(task)
         due, behind = self._start_afresh(task, schedule, first, now)
         self._commit(task, saved, anew=True)
@@ -324,7 +324,7 @@ class DefinitionVerbs(CoreParts):
         if not new_schedule and saved[:4] == (name, action, priority, options):
             return task
         now = self.clock.now()
-        first = _first_run(name, schedule, now) if new_schedule else None
+        first = first_run(name, schedule, now) if new_schedule else None
         with task.redefining():
             task.name = name
             task.action = action
@@ -507,8 +507,11 @@ def _decided_into(task: ScheduledTask, now: float) -> bool:
     return outcome is COALESCED or (outcome is MISSED and due is not None and due < now)
 
 
-def _first_run(name: str, schedule: Schedule, now: float) -> float:
-    """``schedule``'s first run for a task registered ``now``; ScheduleError if none."""
+def first_run(name: str, schedule: Schedule, now: float) -> float:
+    """``schedule``'s first run for a task registered ``now``; ScheduleError if none, or
+    if it is no instant (NaN, inf, a bool, a str): the one check of a first run, for a
+    registration (:meth:`SchedulerCore.add <lldsched.core.machine.SchedulerCore.add>`)
+    and a definition verb alike."""
     first: float = schedule.first_run(now)  # type: ignore[assignment]  # checked below
     try:
         if -FARTHEST <= first <= FARTHEST and first.__class__ is not bool:

@@ -77,8 +77,8 @@ COMPACT_SLICE = 64  # entries a compaction moves per operation (tens of µs at 1
 def queued_entry(task: ScheduledTask, due: float) -> Entry:
     """The live entry of ``task`` queued at ``due``, as :meth:`TaskQueue.push` made it
     (due, priority, generation, id), for a caller that hands a queued task's run to a
-    worker itself (a claim in shared mode).  ``push`` builds the same tuple inline: it
-    is the hot path."""
+    worker itself (a claim in shared mode).  The priority is the plain int (see the
+    module docstring)."""
     return (due, int(task.priority), task.generation, task.id)
 
 
@@ -133,7 +133,7 @@ class TaskQueue:
             self._tombstones += 1
         task._queued = True
         task.generation = sequence
-        entry = (due, task.priority._value_, sequence, task.id)  # the plain int: see above
+        entry = queued_entry(task, due)
         heap = self._heap
         lane = self._lane
         # The timer is woken before the entry goes in, not after (it wakes once the lock
@@ -193,7 +193,6 @@ class TaskQueue:
         heap = self._heap
         lane = self._lane
         old = self._old
-        tasks = self.tasks
         due: list[Entry] = []
         while len(due) < limit:
             if lane and (not heap or lane[0] < heap[0]):  # the smaller head
@@ -206,10 +205,8 @@ class TaskQueue:
                     self._restore_head()
             else:
                 break
-            # live(), inlined: the timer's hot loop (as a call, +1.3 % instructions a
-            # dispatched job, 35,362 -> 35,825: benchmarks/threaded_instructions.py dispatch)
-            task = tasks.get(entry[3])
-            if task is None or entry[2] != task.generation:
+            task = self.live(entry)
+            if task is None:
                 self._tombstones -= 1
                 continue
             task._queued = False
@@ -227,10 +224,7 @@ class TaskQueue:
         while heap or lane:
             in_lane = (not heap or lane[0] < heap[0]) if lane else False  # the smaller head
             entry = lane[0] if in_lane else heap[0]
-            # live(), inlined: the simulation's hot loop (as a call, +1.6 % instructions a
-            # simulated run, 43,573 -> 44,251: benchmarks/sim_instructions.py sim)
-            task = self.tasks.get(entry[3])
-            if task is not None and task.generation == entry[2]:
+            if self.live(entry) is not None:
                 return entry
             self._tombstones -= 1
             if in_lane:

@@ -90,11 +90,11 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta, tzinfo
 from typing import Any
 
-from lldsched.checks import FARTHEST, flag, whole_or_none
+from lldsched.checks import flag, whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.control import StatusVerbs
 from lldsched.core.decided import DecidedRecords
-from lldsched.core.definition import DefinitionVerbs, first_due
+from lldsched.core.definition import DefinitionVerbs, first_run
 from lldsched.core.departed import Departed
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.ids import IdGenerator, sequential_ids
@@ -118,7 +118,7 @@ from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
 from lldsched.core.runs import RunTransitions
 from lldsched.core.schedulearg import check_zone
-from lldsched.core.store.writes import StoreWrites, purge_retired, refused
+from lldsched.core.store.writes import StoreWrites, check_store, purge_retired, refused
 from lldsched.core.tally import Tally
 from lldsched.core.task import DEFAULT_OPTIONS, Entry, Run, RunStats, ScheduledTask, fit_flight
 from lldsched.core.waiting import DependencyWaits
@@ -324,11 +324,7 @@ class SchedulerCore(
         ``isolation="process"``: ``action`` is an import path, resolved here to the
         function it names (:func:`~lldsched.core.isolation.isolated_action`).
         """
-        # check_store, inlined: no call without a store (with _first_run's, below: as
-        # calls, +2.5 % instructions a registration, 35,942 -> 36,832 with
-        # benchmarks/threaded_instructions.py register)
-        if self._writes is not None:
-            self._writes.check_open("register", name)
+        check_store(self._writes, "register", name)
         if paused is not False or replace_existing is not False:  # off the common path
             flag(paused, name=f"task {name!r}: paused")
             flag(replace_existing, name=f"task {name!r}: replace_existing")
@@ -375,14 +371,7 @@ class SchedulerCore(
             if replaced is not None:
                 return replaced
         now = self.clock.now()
-        # Typed as what it is once checked: the check below refuses anything else.
-        first: float = schedule.first_run(now)  # type: ignore[assignment]
-        try:  # _first_run, inlined (its gain: check_store's, above)
-            # NaN, inf, a bool (True is 1: due in 1970): a schedule of one's own
-            if not -FARTHEST <= first <= FARTHEST or first.__class__ is bool:
-                first = first_due(name, schedule, now, first)
-        except TypeError:  # None (it never fires), or no instant (a str, a datetime)
-            first = first_due(name, schedule, now, first)
+        first = first_run(name, schedule, now)
         if task_id is None:
             if self._restored_names:
                 self._registered_again(name, action)
@@ -525,7 +514,7 @@ class SchedulerCore(
     def _keep(self, task: ScheduledTask, record: ExecutionRecord) -> None:
         """Where every record goes: into the task's history, to ``on_record`` (the
         simulation's log) and into the tally of outcomes.  :meth:`finish` inlines it
-        (the run path)."""
+        (the run path: its comment names the gain)."""
         self._stats(task).add(record)
         if self._on_record is not None:
             self._on_record(record)

@@ -9,9 +9,12 @@ a due entry stands for (or answers None for a tombstone, or a dependent held bac
 :data:`~lldsched.core.lifecycle.TRANSITIONS`).  A run
 of a task removed while it was in flight ends in :meth:`~RunTransitions._removed_run`.
 
-This is the run path: :meth:`~RunTransitions.begin` and
-:meth:`~RunTransitions.finish` build the ``Run`` and the record positionally and
-inline the small helpers, the run path's speed trick (see ``finish``).  Several runs
+This is the run path, written plainly but for two speed tricks, each measured to buy
+more than the 10 % of a headline figure a trick must, each with its gain named where it
+is: the ``Run`` and the record built by ``tuple.__new__`` (:meth:`~RunTransitions.begin`,
+``_record_of``), and ``_stats``, ``_keep`` and ``_enqueue`` inlined in
+:meth:`~RunTransitions.finish` (docs/decisions/lifecycle.md, "The run path: two speed
+tricks, the others gone").  Several runs
 of one task in flight are :mod:`lldsched.core.overlapping`'s, a dependent held back
 :mod:`lldsched.core.waiting`'s, the slots a run skipped :mod:`lldsched.core.decided`'s,
 the store write and the event :mod:`lldsched.core.publishing`'s.  A run a shutdown cut,
@@ -42,7 +45,7 @@ from lldsched.core.names import (
 )
 from lldsched.core.overlapping import buffered
 from lldsched.core.shutdowncuts import ShutdownCuts
-from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
+from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy, checked_backoff, checked_verdict, retry_draws
@@ -51,7 +54,7 @@ from lldsched.schedules.catchup import CatchUp, unwrap
 
 __all__ = ["RunTransitions", "cancelled_error", "rearmed", "timeout_error"]
 
-_new_tuple = tuple.__new__  # a Run or record positionally: see finish
+_new_tuple = tuple.__new__  # a Run or record positionally: see _record_of
 
 
 class RunTransitions(ShutdownCuts, BrokenRuns):
@@ -93,9 +96,11 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         context = None
         if options.pass_context:
             context = RunContext(task.id, task.name, attempt, due, worker, token)
-        # Positional (the run path's speed trick: see finish); Run's fields in order are
-        # task, attempt, due, slot, worker, context, action, options, name, token: the run
-        # keeps the definition it began with (docs/decisions/changing-a-task.md, "Changing a task").
+        # Positional, by tuple.__new__ (the run path's one speed trick, with the record's
+        # in _record_of, where the gain is named); Run's fields in order are task,
+        # attempt, due, slot, worker, context, action, options, name, token: the run
+        # keeps the definition it began with (docs/decisions/changing-a-task.md,
+        # "Changing a task").
         run = task._run = _new_tuple(
             Run,
             (
@@ -125,51 +130,24 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         """Record the attempt and move its task on: reschedule, retry, give the slot up,
         succeed or fail; then record the slots the run skipped.  Returns the run's record.
 
-        ``result`` is the action's return value as text (:mod:`lldsched.core.results`),
-        given by name or, by the two hot callers (the simulation's event loop, a
-        worker's completion: a call with keywords is not specialised by CPython 3.11),
-        in its place.
+        ``result`` is the action's return value as text (:mod:`lldsched.core.results`).
         A run is timed out when it took longer than its task's timeout, or when the
         runtime says so (``timed_out``: it cancelled a coroutine at its timeout).
         """
-        # Four steps, marked "-- ...": kept in one body, as the run path's speed trick
-        # (below) asks; the move-on step as a method of its own cost 1.3 % instructions
-        # a simulated run (43,368 -> 43,919, benchmarks/sim_instructions.py sim).
-        # -- the run's record
-        task, attempt, was_due, slot, worker, _, _, _, name, token = run  # each read once
-        # The wall clock was set back while it ran: duration 0
-        # (docs/decisions/persistence.md, "A run in flight across a wall-clock jump").
-        if finished < started:
-            started = finished
-        timeout = task._options.timeout
-        timed_out = timed_out or (timeout is not None and finished - started > timeout)
-        if timed_out and error is None:
-            error = timeout_error(finished - started, budget=timeout)
-        # The run path's speed trick, one group (each part alone buys under 10 %): the
-        # record here and the Run in begin() are built positionally by tuple.__new__ (a
-        # NamedTuple's own __new__ is a Python function, and keywords cost a dict), and
-        # _stats() and _enqueue() are inlined below.  Together -12.2 % instructions a
-        # simulated run (48,410 -> 42,497, benchmarks/sim_instructions.py on bench_sim's
-        # workload; -14.9 % on the year of cron).  ExecutionRecord's fields in order:
-        # task_id, name, attempt, due, slot, worker, started, finished, ok, error,
-        # timed_out, misfire, result, token, node.
-        record = _new_tuple(
-            ExecutionRecord,
-            (
-                task.id, name, attempt, was_due, slot, worker, started, finished,
-                error is None, error, timed_out, None, result if error is None else None, token,
-                self.node,
-            ),
-        )  # fmt: skip
-        # -- its counts, and what the run leads to
+        task = run.task
+        record = self._record_of(run, started, finished, error, result, timed_out)
         flight = task._flight
         if flight is None:
             task._run = None
         else:  # runs may overlap: this one leaves the flight, cancelled or not
             record = self._leave(flight, run, record)
-            error = record.error
+        error = record.error
+        # _stats(), _keep() and _enqueue() (in _move_on) are inlined on the run path:
+        # as calls, +10.1 % instructions a dispatched job (42,233 -> 46,515,
+        # benchmarks/threaded_instructions.py dispatch) and +9.0 % a simulated run
+        # (49,001 -> 53,414, benchmarks/sim_instructions.py sim), measured 2026-12-07.
         stats = task._stats
-        if stats is None:  # _stats(), inlined (the run path's speed trick, above)
+        if stats is None:  # _stats(), inlined
             stats = task._stats = self._new_stats()
         stats.run_count += 1
         if error is not None:
@@ -187,57 +165,106 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
             return self._record_alongside(task, record, stats)
         else:
             outcome, due, record, skipped = self._after_flight(task, flight, record, stats)
-        # _keep(), inlined: as a call, +2.5 % instructions a dispatched job (35,362 ->
-        # 36,257, threaded_instructions.py dispatch) and +2.2 % a simulated run (43,573
-        # -> 44,529, sim_instructions.py sim)
-        stats.add(record)
+        stats.add(record)  # _keep(), inlined
         if self._on_record is not None:
             self._on_record(record)
         if error is None:  # the tally's (core/tally.py): one increment a successful run
             self._tally.ok += 1
         else:
             self._tally.add(record)
-        # -- the task moves on: its status, slot and attempt, its entry or the dead letter
         previous = task.status
-        if previous is RUNNING or (previous is PAUSED and due is None):
-            task.status = outcome  # paused mid-run, a run that ends its task still ends it
-        if previous is not CANCELLED:  # cancelled mid-run: the record is kept, nothing follows
-            if outcome is SCHEDULED:  # a new slot, with a fresh attempt counter
-                assert due is not None
-                task._slot = due
-                task.attempt = 0
-            if task.status is PAUSED:  # paused mid-run: resume() queues it at ``due``
-                task.next_run_at = due
-            elif due is not None:
-                task.next_run_at = due  # _enqueue(), inlined (the run path's speed trick)
-                if flight is None or not flight.queued or flight.queued != task.generation:
-                    self._queue.push(task, due)  # else its live entry stays (_after_flight)
-            else:
-                task.next_run_at = None
-                if outcome is FAILED:
-                    self._dead[task.id] = None
+        if previous is not CANCELLED:
+            self._move_on(task, outcome, due, flight)
         elif not self.holds(task):  # removed mid-run: it is forgotten
             return self._removed_run(task, record)
-        else:  # cancelled mid-run: the plan in front, which judged this run, goes (control.py)
-            task._schedule = unwrap(task._schedule)
-        # -- published (store and listeners), then what follows.  A run that skipped
-        # slots is written with their records, in one store write (decided.py); one that
-        # skipped none makes the same one test as before it was.
+        else:  # cancelled mid-run: the record is kept, nothing follows; the plan in
+            task._schedule = unwrap(task._schedule)  # front, which judged it, goes
+        # Published (store and listeners).  A run that skipped slots is written with
+        # their records, in one store write (decided.py).
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
             self._skipped_by_run(
-                task, record, skipped, previous=previous, due=due, at=finished, token=token
+                task, record, skipped, previous=previous, due=due, at=finished, token=run.token
             )
         elif self._store is not None or self.emit is not None:
             self._write_and_publish(task, previous, record)
         if self._deps is not None:
             self._upstream_moved(task, record)
-        retention = self._retention
-        if retention.keep is not None:
-            if task.status is SUCCEEDED or task.status is CANCELLED:
-                retention.finished(task.id, record.finished)
-            if len(retention.held_since) > retention.retire_above:  # else none can retire
-                self._retire(record.finished)
+        self._retire_after_run(task, record.finished)
         return record
+
+    def _record_of(
+        self,
+        run: Run,
+        started: float,
+        finished: float,
+        error: str | None,
+        result: str | None,
+        timed_out: bool,
+    ) -> ExecutionRecord:
+        """The record of ``run``, which :meth:`finish` was told of: timed out by its
+        task's timeout too, and of no duration when the wall clock was set back while it
+        ran (docs/decisions/persistence.md, "A run in flight across a wall-clock jump")."""
+        if finished < started:
+            started = finished
+        timeout = run.task._options.timeout
+        timed_out = timed_out or (timeout is not None and finished - started > timeout)
+        if timed_out and error is None:
+            error = timeout_error(finished - started, budget=timeout)
+        # The run path's speed trick: this record and the Run in begin() are built
+        # positionally by tuple.__new__ (a NamedTuple's own __new__ is a Python
+        # function, and keywords cost a dict).  Built by their classes with keywords,
+        # +27 % instructions a simulated run (53,414 -> 67,991,
+        # benchmarks/sim_instructions.py sim, 2026-12-07).  ExecutionRecord's fields in
+        # order: task_id, name, attempt, due, slot, worker, started, finished, ok, error,
+        # timed_out, misfire, result, token, node.
+        task, attempt, was_due, slot, worker, _, _, _, name, token = run
+        return _new_tuple(
+            ExecutionRecord,
+            (
+                task.id, name, attempt, was_due, slot, worker, started, finished,
+                error is None, error, timed_out, None, result if error is None else None, token,
+                self.node,
+            ),
+        )  # fmt: skip
+
+    def _move_on(
+        self,
+        task: ScheduledTask,
+        outcome: TaskStatus,
+        due: float | None,
+        flight: Flight | None,
+    ) -> None:
+        """Move ``task``, whose run just ended (its task not cancelled meanwhile), to
+        what :meth:`_after` decided: its status, slot and attempt, and its entry at
+        ``due`` or the dead letter.  A task paused mid-run stays paused (``resume()``
+        queues it at ``due``), unless the run ended it."""
+        if task.status is RUNNING or (task.status is PAUSED and due is None):
+            task.status = outcome
+        if outcome is SCHEDULED:  # a new slot, with a fresh attempt counter
+            assert due is not None
+            task._slot = due
+            task.attempt = 0
+        if task.status is PAUSED:
+            task.next_run_at = due
+        elif due is not None:
+            task.next_run_at = due  # _enqueue(), inlined (see finish)
+            if flight is None or not flight.queued or flight.queued != task.generation:
+                self._queue.push(task, due)  # else its live entry stays (_after_flight)
+        else:
+            task.next_run_at = None
+            if outcome is FAILED:
+                self._dead[task.id] = None
+
+    def _retire_after_run(self, task: ScheduledTask, at: float) -> None:
+        """A run ended at ``at``: its task, if that ended it, is held for the retention
+        from then, and the tasks whose retention ran out retire."""
+        retention = self._retention
+        if retention.keep is None:
+            return
+        if task.status is SUCCEEDED or task.status is CANCELLED:
+            retention.finished(task.id, at)
+        if len(retention.held_since) > retention.retire_above:  # else none can retire
+            self._retire(at)
 
     def _removed_run(self, task: ScheduledTask, record: ExecutionRecord) -> ExecutionRecord:
         """The run of a task removed while it was in flight has ended: its record is

@@ -85,14 +85,7 @@ class SimulationEventLoop(SimulationParts):
         if writes is not None:
             collecting, writes.collecting = writes.collecting, heard
         try:
-            # `while True`, not `while events`: CPython 3.11 specialises a function's bytecode
-            # once it warms up, counted at calls and at unconditional backward jumps only, so a
-            # `while cond` loop that is the whole of one long call never warms up and runs
-            # unspecialised for good: -9.1 % instructions a simulated run (callgrind,
-            # benchmarks/sim_instructions.py, bench_sim's workload: 46,769 -> 42,497).
-            while True:
-                if not events or heard:
-                    break
+            while events and not heard:  # (events -1: no limit)
                 events -= 1
                 finish = finishes[0][0] if finishes else _INF
                 intervention = interventions[0][0] if interventions else _INF

@@ -44,72 +44,14 @@ class SimulationStarts(SimulationParts):
         if run is None:  # BLOCKED: the core queues it again when its upstreams succeed
             self._release(worker)
             return _HELD
-        task = run.task
-        models = self._models[entry[3]]
-        try:  # zero-cost on 3.11 when nothing raises
-            duration = models.duration
-            if callable(duration):
-                drawn = duration(models.rng, run.attempt)
-                try:  # numpy's int64 and the error naming model and task: only on failure
-                    duration = checks.seconds(drawn, name="duration", at_least=0)
-                except ValidationError:
-                    duration = drawn_duration(drawn, model=duration, task=task.name)
-            error = None
-            fails = models.fails
-            if fails:
-                if callable(fails):
-                    answer = fails(models.rng, run.attempt)
-                    if answer is not None and answer is not False:
-                        error = failure_of(answer, attempt=run.attempt, model=fails, task=task.name)
-                elif models.rng.random() < fails:
-                    error = simulated_failure(run.attempt)
-        except BaseException as exc:  # a model that raises is the caller's bug
-            self._abandon(run, worker, now, exc)
-            self._interrupts.whole = exc
-            raise
+        duration, error = self._drawn(run, worker, now)
         result, timed_out = None, False
-        if task.action is not None:
-            try:
-                exception, value = run.invoke()
-                if exception is None and value is not None and must_await(value):
-                    awaited = self._awaiting.run(value, task.timeout)  # to completion
-            except BaseException as exc:  # KeyboardInterrupt, SystemExit: as a model's
-                self._abandon(run, worker, now, exc)
-                self._interrupts.whole = exc
-                raise
-            if exception is not None:
-                error = error_text(exception)
-            elif value is not None and must_await(value) and run[7].isolation != "thread":
-                raised, result, timed_out = awaited  # as its child awaits it, on its worker
-                error = raised or error
-            elif value is not None and must_await(value):  # a coroutine, awaited above
-                raised, result, timed_out = awaited
-                error = raised or error
-                timeout = task.timeout
-                # Kept for a re-arm (_retime) when a cut may hide it; else its finish says it
-                # (none once cut on its loop's clock: it ended there).
-                if timeout is not None and not timed_out:
-                    self._uncut[id(run)] = (now, duration, error, result)
-                elif self._uncut:
-                    self._uncut.pop(id(run), None)  # (a finished run's, under its id)
-                if timeout is not None and (timed_out or duration > timeout):
-                    duration, timed_out = timeout, True  # cut at its timeout, as on threads
-                    error = cancelled_error(timeout)
-                if len(self._awaited) > 2 * len(self._finishes) + 16:
-                    self._prune_awaited()
-                self._awaited[id(run)] = run
-                if worker != self._workers:  # a plain function's: its worker is free now
-                    # It queues for a place on the lane, behind the awaitables handed over
-                    # before it and the coroutine entries due by now (_next_start takes it
-                    # there, at this instant if a place is free), as on threads.
-                    self._loop_tasks = True  # its finish frees a place on the lane
-                    self._release(worker)
-                    mark = self._queue.mark()
-                    self._handed.append((now, run, duration, error, result, timed_out, mark))
-                    return None
-            elif value is not None:
-                result = result_text(value)
-        if self._isolation and run[7].isolation != "thread":  # run[7]: its options
+        if run.task.action is not None:
+            called = self._called(run, worker, now, duration, error)
+            if called is None:  # handed over: it waits for a place on the coroutine lane
+                return None
+            duration, error, result, timed_out = called
+        if self._isolation and run.options.isolation != "thread":
             duration, error, result, timed_out = self._isolated(
                 run, now, duration, error, result, timed_out
             )
@@ -122,6 +64,98 @@ class SimulationStarts(SimulationParts):
             (now + duration, next(self._sequence), worker, run, now, error, result, timed_out),
         )
         return None
+
+    def _drawn(self, run: Run, worker: int, now: float) -> tuple[float, str | None]:
+        """The duration and the error (None: it succeeds) drawn for ``run`` from its
+        task's models; a model that raises abandons the attempt (the caller's bug)."""
+        models = self._models[run.task.id]
+        try:  # zero-cost on 3.11 when nothing raises
+            duration = models.duration
+            if callable(duration):
+                drawn = duration(models.rng, run.attempt)
+                try:  # numpy's int64 and the error naming model and task: only on failure
+                    duration = checks.seconds(drawn, name="duration", at_least=0)
+                except ValidationError:
+                    duration = drawn_duration(drawn, model=duration, task=run.task.name)
+            error = None
+            fails = models.fails
+            if fails:
+                if callable(fails):
+                    answer = fails(models.rng, run.attempt)
+                    if answer is not None and answer is not False:
+                        error = failure_of(
+                            answer, attempt=run.attempt, model=fails, task=run.task.name
+                        )
+                elif models.rng.random() < fails:
+                    error = simulated_failure(run.attempt)
+        except BaseException as exc:  # a model that raises is the caller's bug
+            self._abandon(run, worker, now, exc)
+            self._interrupts.whole = exc
+            raise
+        return duration, error
+
+    def _called(
+        self, run: Run, worker: int, now: float, duration: float, error: str | None
+    ) -> tuple[float, str | None, str | None, bool] | None:
+        """Call ``run``'s action, for its side effects, and run a coroutine it returns to
+        completion: the run's (duration, error, result, timed_out), given what its
+        models drew; None for a plain function's awaitable, handed over
+        (:meth:`_coroutine_ran`)."""
+        try:
+            exception, value = run.invoke()
+            awaits = exception is None and value is not None and must_await(value)
+            if awaits:
+                awaited = self._awaiting.run(value, run.task.timeout)  # to completion
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: as a model's
+            self._abandon(run, worker, now, exc)
+            self._interrupts.whole = exc
+            raise
+        if exception is not None:
+            return duration, error_text(exception), None, False
+        if not awaits:
+            return duration, error, None if value is None else result_text(value), False
+        raised, result, timed_out = awaited
+        error = raised or error
+        if run.options.isolation != "thread":  # as its child awaits it, on its worker
+            return duration, error, result, timed_out
+        return self._coroutine_ran(run, worker, now, duration, error, result, timed_out)
+
+    def _coroutine_ran(
+        self,
+        run: Run,
+        worker: int,
+        now: float,
+        duration: float,
+        error: str | None,
+        result: str | None,
+        timed_out: bool,
+    ) -> tuple[float, str | None, str | None, bool] | None:
+        """A coroutine ``run`` returned, run to completion: cut at its task's timeout, as
+        on threads, and kept for a re-arm; None when a plain function returned it, whose
+        worker is free now while the awaitable waits for a place on the coroutine lane."""
+        timeout = run.task.timeout
+        # Kept for a re-arm (_retime) when a cut may hide it; else its finish says it
+        # (none once cut on its loop's clock: it ended there).
+        if timeout is not None and not timed_out:
+            self._uncut[id(run)] = (now, duration, error, result)
+        elif self._uncut:
+            self._uncut.pop(id(run), None)  # (a finished run's, under its id)
+        if timeout is not None and (timed_out or duration > timeout):
+            duration, timed_out = timeout, True  # cut at its timeout, as on threads
+            error = cancelled_error(timeout)
+        if len(self._awaited) > 2 * len(self._finishes) + 16:
+            self._prune_awaited()
+        self._awaited[id(run)] = run
+        if worker != self._workers:  # a plain function's: its worker is free now
+            # It queues for a place on the lane, behind the awaitables handed over
+            # before it and the coroutine entries due by now (_next_start takes it
+            # there, at this instant if a place is free), as on threads.
+            self._loop_tasks = True  # its finish frees a place on the lane
+            self._release(worker)
+            mark = self._queue.mark()
+            self._handed.append((now, run, duration, error, result, timed_out, mark))
+            return None
+        return duration, error, result, timed_out
 
     def _isolated(
         self,

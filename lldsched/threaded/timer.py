@@ -133,13 +133,9 @@ class TimerThread(SchedulerParts):
         clock = self._clock
         pool = self._pool
         deadlines = self._deadlines
-        armed = self._armed
-        max_wait = self._max_wait
         last_look = self._last_look
         monotonic = last_look.monotonic  # jump detection (none on a FakeClock)
         coordinator = self._coordinator
-        # A store of one process: its outage's stale rows tried again (retry_due)
-        writes = self._core.store_writes if coordinator is None else None
         # Shared stores only: the tasks a claim takes only, or leaves (_claim_room).
         among: Collection[str] | None = None
         leaving: Collection[str] = ()
@@ -154,12 +150,8 @@ class TimerThread(SchedulerParts):
                 last_look.woke = now  # what metrics() reports as timer_woke
                 if monotonic is not None:
                     self._look_at_clock(now)
-                while deadlines and deadlines[0][0] <= now:
-                    deadline, _, context = heapq.heappop(deadlines)
-                    # else its run ended before its deadline, or a modify re-armed it
-                    if armed.get(context) == deadline:
-                        del armed[context]
-                        context.cancel("timeout")
+                if deadlines and deadlines[0][0] <= now:
+                    self._flag_timeouts(now)
                 if coordinator is not None:
                     coordinator.tick(now, looked)
                 room = pool.room
@@ -186,17 +178,7 @@ class TimerThread(SchedulerParts):
                     wake = None  # the hand-off queue is full: wait for a worker to make room
                     if coordinator is not None:
                         self._unheld(now)
-                if writes is not None and writes.outage is not None:
-                    # the store back, the outage ends then, not at a task's next write
-                    retry = now + STALE_RETRY if handed else writes.retry_due(now)
-                    if retry is not None and (wake is None or retry < wake):
-                        wake = retry
-                if deadlines and (wake is None or deadlines[0][0] < wake):
-                    wake = deadlines[0][0]
-                if max_wait is not None and (wake is None or wake - now > max_wait):
-                    wake = now + max_wait  # look again soon: a jump or a suspend shows then
-                if coordinator is not None:
-                    wake = coordinator.wake(now, wake)  # renewal, and the poll bound
+                wake = self._wake_at(now, wake, handed=handed)
                 handed = False
                 if wake is not None and wake <= clock.now():  # passed while it worked
                     if passed:  # twice in a row: let the lock go all the same
@@ -207,6 +189,39 @@ class TimerThread(SchedulerParts):
                 else:
                     passed = False
                 clock.wait(cond, wake)
+
+    def _flag_timeouts(self, now: float) -> None:
+        """Flag the runs whose deadline passed by ``now`` (under the lock): each one's
+        context is cancelled ("timeout"), unless its run ended before its deadline or a
+        modify re-armed it."""
+        deadlines, armed = self._deadlines, self._armed
+        while deadlines and deadlines[0][0] <= now:
+            deadline, _, context = heapq.heappop(deadlines)
+            if armed.get(context) == deadline:
+                del armed[context]
+                context.cancel("timeout")
+
+    def _wake_at(self, now: float, wake: float | None, *, handed: bool) -> float | None:
+        """When the timer wakes next, given ``wake``, the next due instant (None: none,
+        or no room for it): earlier for a store outage's stale rows to try again (a
+        store of one process; soon after a wake that ``handed`` runs out, whose begins
+        write first), for a run's deadline, for ``max_wait``, and for a shared store's
+        renewal and poll."""
+        writes = self._core.store_writes if self._coordinator is None else None
+        if writes is not None and writes.outage is not None:
+            # the store back, the outage ends then, not at a task's next write
+            retry = now + STALE_RETRY if handed else writes.retry_due(now)
+            if retry is not None and (wake is None or retry < wake):
+                wake = retry
+        deadlines = self._deadlines
+        if deadlines and (wake is None or deadlines[0][0] < wake):
+            wake = deadlines[0][0]
+        max_wait = self._max_wait
+        if max_wait is not None and (wake is None or wake - now > max_wait):
+            wake = now + max_wait  # look again soon: a jump or a suspend shows then
+        if self._coordinator is not None:
+            wake = self._coordinator.wake(now, wake)  # renewal, and the poll bound
+        return wake
 
     def _first_look(self) -> None:
         """The reading the timer's looks for a jump start from, taken by ``start()``
