@@ -12,7 +12,8 @@ skip it, and no snapshot and no event object is built.
 :meth:`~Publishing._write_and_publish` is on the run path
 (:meth:`~lldsched.core.runs.RunTransitions.begin` and
 :meth:`~lldsched.core.runs.RunTransitions.finish` call it; a run that skipped slots
-takes :meth:`~Publishing._write_all_and_publish` instead).
+takes :meth:`~Publishing._write_all_and_publish` instead): the snapshot and the event
+are built positionally, the run path's speed trick (see ``finish``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from lldsched.storecalls import save_all
 
 __all__ = ["Publishing", "verb_written"]
 
+_new_tuple = tuple.__new__  # a snapshot or event positionally: see _snapshot
+
 
 class Publishing(CoreParts):
     """The store writes and events of the core's transitions: mixed into the core."""
@@ -46,16 +49,26 @@ class Publishing(CoreParts):
     def _snapshot(self, task: ScheduledTask) -> TaskSnapshot:
         """The task's snapshot for the store.
 
-        A plan in front of the schedule (``CatchUp``) adds what it holds: ``waited``,
-        its next slot; ``slot``, the slot of a plan's run a resume made due later
-        (:func:`_put_off`); ``resumes``, whether ``waited`` is the slot to resume at
-        (``CatchUp.resuming``); ``until``, where the slots the plan decided to run end
-        (``CatchUp.until``).  ``grid`` is the grid origin ``ScheduledTask._grid`` of a
-        task whose schedule counts its slots on it
-        (:func:`~lldsched.schedules.base.counts_on_grid`, a fixed rate, wrapped in a
-        ``Window`` or a plan or not); ``blocked_due`` and ``blocked_slot`` the slot a
-        BLOCKED task was found blocked at, kept while a reschedule moved its next slot
-        (:meth:`~lldsched.core.waiting.DependencyWaits._wait_moved`)."""
+        The store and listener share of the run path's speed trick (see
+        ``SchedulerCore.finish``): the
+        snapshot here and the event in :meth:`_write_and_publish` are built by tuple.__new__,
+        and the run statistics are read once, not through three properties.  Two
+        transitions a run; tuple.__new__ against the classes called with keywords:
+        -15.7 % instructions a dispatched one-off job with a store and a listener
+        (128,601 -> 108,371, ``benchmarks/threaded_instructions.py store-listener``,
+        2026-12-07), the headline figure "dispatch store+listener / APS".
+        TaskSnapshot's fields in order: task, status, next_run_at, attempt,
+        run_count, failure_count, last_error, running, waited (a plan's next slot),
+        slot (the slot of a plan's run a resume made due later: :func:`_put_off`),
+        resumes (waited is the slot to resume at: ``CatchUp.resuming``), until (where
+        the slots the plan decided to run end: ``CatchUp.until``) and grid (the grid
+        origin ``ScheduledTask._grid``, for a task whose schedule counts its slots on it:
+        :func:`~lldsched.schedules.base.counts_on_grid`, a fixed rate, wrapped in a
+        ``Window`` or a plan or not), blocked_due and blocked_slot (the slot a BLOCKED task
+        was found blocked at, kept while a reschedule moved its next slot:
+        :meth:`~lldsched.core.waiting.DependencyWaits._wait_moved`; one identity test for
+        any other task); one identity test for a task without a plan, which has none of
+        the plan's."""
         stats = task._stats
         if stats is None:  # no run finished yet
             run_count, failures, last_error = 0, 0, None
@@ -64,33 +77,24 @@ class Publishing(CoreParts):
                 stats.run_count, stats.failure_count, stats.last_error
             )  # fmt: skip
         schedule = task._schedule
-        waited = slot = until = None
-        resumes = False
-        if schedule.__class__ is CatchUp:  # a plan in front of the schedule
-            waited, slot = schedule.waited, _put_off(task)
-            resumes, until = schedule.resuming, schedule.until
+        grid = task._grid if counts_on_grid(schedule) else None
         blocked_due = blocked_slot = None
         if task.status is BLOCKED and self._deps is not None:
             moved = self._deps.blocked_slot.get(task.id)
             if moved is not None:
                 blocked_due, blocked_slot = moved
-        return TaskSnapshot(
-            task=task._defined(),
-            status=task.status,
-            next_run_at=task.next_run_at,
-            attempt=task.attempt,
-            run_count=run_count,
-            failure_count=failures,
-            last_error=last_error,
-            running=task._run is not None,
-            waited=waited,
-            slot=slot,
-            resumes=resumes,
-            until=until,
-            grid=task._grid if counts_on_grid(schedule) else None,
-            blocked_due=blocked_due,
-            blocked_slot=blocked_slot,
-        )
+        if schedule.__class__ is not CatchUp:
+            return _new_tuple(TaskSnapshot, (
+                task._defined(), task.status, task.next_run_at, task.attempt,
+                run_count, failures, last_error, task._run is not None, None, None, False,
+                None, grid, blocked_due, blocked_slot,
+            ))  # fmt: skip
+        return _new_tuple(TaskSnapshot, (
+            task._defined(), task.status, task.next_run_at, task.attempt,
+            run_count, failures, last_error, task._run is not None,
+            schedule.waited, _put_off(task), schedule.resuming, schedule.until, grid,
+            blocked_due, blocked_slot,
+        ))  # fmt: skip
 
     def _save(self, task: ScheduledTask, *, as_claimed: Run | None = None) -> None:
         """Write ``task``'s row through the store, with no event: a change that is no
@@ -191,14 +195,20 @@ class Publishing(CoreParts):
                     store_failed(
                         writes, exc, "save", task.id, snapshot, fenced=fenced, records=carried
                     )
-        self._publish(task, previous, record)
+        if self.emit is not None:
+            self.emit(
+                _new_tuple(  # the speed trick (see _snapshot); fields task_id, name,
+                    TaskEvent,  # previous, status, at, record
+                    (task.id, task.name, previous, task.status, self.clock.now(), record),
+                )
+            )
 
     def _publish(
         self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None
     ) -> None:
         """Publish the transition without writing it: another write carries it (a slot a
         claim began and the readiness check held: :meth:`~lldsched.core.waiting.
-        DependencyWaits._write_wait`), and the event of every write."""
+        DependencyWaits._write_wait`).  The event :meth:`_write_and_publish` inlines."""
         if self.emit is not None:
             now = self.clock.now()
             self.emit(TaskEvent(task.id, task.name, previous, task.status, now, record))

@@ -13,8 +13,9 @@ This is the run path, written plainly but for two speed tricks, each measured to
 more than the 10 % of a headline figure a trick must, each with its gain named where it
 is: the ``Run`` and the record built by ``tuple.__new__`` (:meth:`~RunTransitions.begin`,
 ``_record_of``), and ``_stats``, ``_keep`` and ``_enqueue`` inlined in
-:meth:`~RunTransitions.finish` (docs/decisions/lifecycle.md, "The run path: two speed
-tricks, the others gone").  Several runs
+:meth:`~RunTransitions.finish`; the third, the snapshot and event built the same way,
+is :mod:`lldsched.core.publishing`'s (docs/decisions/lifecycle.md, "The run path: three
+speed tricks, the others gone").  Several runs
 of one task in flight are :mod:`lldsched.core.overlapping`'s, a dependent held back
 :mod:`lldsched.core.waiting`'s, the slots a run skipped :mod:`lldsched.core.decided`'s,
 the store write and the event :mod:`lldsched.core.publishing`'s.  A run a shutdown cut,
