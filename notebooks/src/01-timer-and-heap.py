@@ -192,14 +192,16 @@ check_wakes_for_a_push(TinyTimerQueue)
 # %% [markdown]
 # ## 3. The production loop, concern by concern
 #
-# `lldsched`'s timer is the same loop. Read it, then the table: every line that is not in
-# the twenty-line version answers one concern of a real scheduler.
+# `lldsched`'s timer is the same loop. Read it and its two named steps (the deadlines it
+# flags, the instant it wakes at), then the table: every line that is not in the
+# twenty-line version answers one concern of a real scheduler.
 
 # %%
-print(inspect.getsource(Scheduler._timer_loop))
+for step in (Scheduler._timer_loop, Scheduler._flag_timeouts, Scheduler._wake_at):
+    print(inspect.getsource(step))
 
 # %% [markdown]
-# | in `_timer_loop` | the concern it answers |
+# | in `_timer_loop` and its steps | the concern it answers |
 # | --- | --- |
 # | `while self._state is RUNNING` | **shutdown**: `shutdown()` sets the state and notifies `_wake`; the loop re-tests and ends |
 # | `monotonic`, `_look_at_clock` | **wall-clock jumps**: due instants are wall-clock, the wait is monotonic; a gap over 1 s between the two is a jump (NTP, suspend), and the heap is re-evaluated (a worker looks too, before it records a run whose finish it read after the clock was set back since the timer's last look) |
