@@ -41,6 +41,16 @@ def test_every_file_named_longest_is_in_the_suite() -> None:
     assert [path for path in LONGEST if not (ROOT / path).is_file()] == []
 
 
+def test_every_browser_file_is_named_first_and_in_a_row() -> None:
+    """A worker starts the browser package's servers each time it enters the package: a
+    browser file named after another file, or not named (handed out last), would start
+    them again in the worker that takes it."""
+    browser = sorted(
+        str(path.relative_to(ROOT)) for path in (ROOT / "tests" / "browser").glob("test_*.py")
+    )
+    assert sorted(LONGEST[: len(browser)]) == browser
+
+
 def test_the_files_named_go_first_in_the_order_named_and_the_rest_as_pytest_xdist_orders_them(
     tmp_path: Path,
 ) -> None:
