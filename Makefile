@@ -48,12 +48,9 @@ typecheck: $(STAMP)
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (many CI images set it):
 # the suite starts hundreds of Python processes, and each would compile lldsched from
 # source again (docs/decisions/parallel-tests.md, "The test suite in parallel workers").
-# `-p tests.iri_grammar_later`: jsonschema's IRI grammar (1.8 s of CPU, imported through
-# nbval) is built when an IRI is first checked, not in every pytest process as it starts.
 PYTEST_WORKERS ?= 3
 pytest: $(STAMP) $(CHROMIUM) postgresql
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -p tests.iri_grammar_later \
-		-n $(PYTEST_WORKERS) --dist loadfile
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 # Installs Debian's server (needs root, as CI is) only when its binaries are missing, and
 # PgBouncer, which the cluster tests also run through (tests/pg_bouncer.py installs it
