@@ -154,18 +154,17 @@ class Registering(SchedulerParts):
                 # register).
                 taking: ExitStack | None = None
                 held: ExitStack | None = None
-                if self._coordinator is not None:  # unshared: nothing to follow or hold
-                    if replace_existing and id is not None:
-                        # a replacement: the row held from the feed's read to the write, as a
-                        # verb holds it (_acting_on): a run settled elsewhere between the two
-                        # was written over (its count lost)
+                try:  # its finally ends the hold or the call, whatever the feed's read raised
+                    if self._coordinator is not None:  # unshared: nothing to follow or hold
                         held = ExitStack()
-                        held.enter_context(self._acting_on(id))
-                    else:  # a new task: no row to hold, its calls one timeout in all
-                        held = ExitStack()
-                        held.enter_context(verb_call(self._coordinator.store))
-                        self._follow_others()  # replace what another process registered
-                try:
+                        if replace_existing and id is not None:
+                            # a replacement: the row held from the feed's read to the write,
+                            # as a verb holds it (_acting_on): a run settled elsewhere between
+                            # the two was written over (its count lost)
+                            held.enter_context(self._acting_on(id))
+                        else:  # a new task: no row to hold, its calls one timeout in all
+                            held.enter_context(verb_call(self._coordinator.store))
+                            self._follow_others()  # replace what another process registered
                     for retry_once in (True, False):
                         try:
                             task = core.add(
