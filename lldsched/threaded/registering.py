@@ -141,7 +141,10 @@ class Registering(SchedulerParts):
                 raise shut_down("schedule", name)
             # Whole or said to be cut, as the control verbs' _whole (threaded/control.py),
             # inlined: a generator's context manager around every registration cost more
-            # than the +0.5 % it may (benchmarks/threaded_instructions.py register).
+            # than the +0.5 % it may (benchmarks/threaded_instructions.py register).  All
+            # but its deferral of a store's interrupts: a Ctrl-C the store raises in a
+            # registration's write refuses it, the core putting everything back
+            # (StoreWrites.refused, which left_whole reads).
             core = self._core
             if core.under_way is not None:
                 raise torn(core.under_way, "schedule", name)
