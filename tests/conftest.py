@@ -72,16 +72,6 @@ def pytest_configure(config: pytest.Config) -> None:
         sys.setswitchinterval(interval)
 
 
-@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent where it is not installed
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile`` hands out the longest files first (tests/long_files.py)."""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from tests.long_files import LongestFirst
-
-    return LongestFirst(config, log)
-
-
 @pytest.fixture(autouse=True)
 def nothing_seen_yet() -> None:
     """:data:`tests.cluster_jobs.seen` starts each test empty.  A run an earlier test of
