@@ -146,7 +146,7 @@ class TaskQueue:
             lane.append(entry)  # due already, and in order: the lane (module docstring)
         else:
             wake = self._wake
-            if (not heap or entry < heap[0]) and (not lane or entry < lane[0]) and wake:
+            if wake is not None and (not heap or entry < heap[0]) and (not lane or entry < lane[0]):
                 wake.notify_all()
             heapq.heappush(heap, entry)
         if self._tombstones:  # else there is nothing to compact (see _compact)

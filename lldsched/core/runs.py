@@ -190,7 +190,7 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
             self._write_and_publish(task, previous, record)
         if self._deps is not None:
             self._upstream_moved(task, record)
-        self._retire_after_run(task, record.finished)
+        self._retire_after_run(task, finished)
         return record
 
     def _record_of(
@@ -205,9 +205,10 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         """The record of ``run``, which :meth:`finish` was told of: timed out by its
         task's timeout too, and of no duration when the wall clock was set back while it
         ran (docs/decisions/persistence.md, "A run in flight across a wall-clock jump")."""
+        task, attempt, was_due, slot, worker, _, _, _, name, token = run
         if finished < started:
             started = finished
-        timeout = run.task._options.timeout
+        timeout = task._options.timeout
         timed_out = timed_out or (timeout is not None and finished - started > timeout)
         if timed_out and error is None:
             error = timeout_error(finished - started, budget=timeout)
@@ -218,7 +219,6 @@ class RunTransitions(ShutdownCuts, BrokenRuns):
         # benchmarks/sim_instructions.py sim, 2026-12-07).  ExecutionRecord's fields in
         # order: task_id, name, attempt, due, slot, worker, started, finished, ok, error,
         # timed_out, misfire, result, token, node.
-        task, attempt, was_due, slot, worker, _, _, _, name, token = run
         return _new_tuple(
             ExecutionRecord,
             (

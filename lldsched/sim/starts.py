@@ -46,7 +46,7 @@ class SimulationStarts(SimulationParts):
             return _HELD
         duration, error = self._drawn(run, worker, now)
         result, timed_out = None, False
-        if run.task.action is not None:
+        if run.action is not None:  # (the action the run began with: what it calls)
             called = self._called(run, worker, now, duration, error)
             if called is None:  # handed over: it waits for a place on the coroutine lane
                 return None
