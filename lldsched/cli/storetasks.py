@@ -345,14 +345,33 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
         lines.append(f"last {len(last)} records:")
     else:
         lines.append("no records" if latest is None else "records not listed (--records 0)")
-    for record in last:
-        lines.append(
-            f"  {_when(record.started)}  attempt {record.attempt}  {record.outcome.value}"
-            f"{'' if record.error is None else ': ' + one_line(record.error)}"
-        )
+    lines += [_record_line(record) for record in last]
     for line in lines:
         say(line)
     return 0
+
+
+def _record_line(record: ExecutionRecord) -> str:
+    """A record as ``show`` lists it, on its one line: when its run started, or, for a slot
+    decided without a run (skipped, missed, coalesced, blocked), the slot itself and when
+    it was decided (a burst of slots skipped after an outage read as many lines of one
+    instant, the slots they stood for unsaid); its attempt and outcome; then its error,
+    or what its action returned (``-> 'rows: 3'``: kept by the store, shown nowhere
+    before), each by :func:`~lldsched.printable.one_line`."""
+    outcome = record.outcome
+    if outcome.ran:
+        line = f"  {_when(record.started)}  attempt {record.attempt}  {outcome.value}"
+    else:
+        decided = _when(record.started)
+        slot = _when(record.due)
+        line = f"  {slot}  attempt {record.attempt}  {outcome.value}"
+        if decided != slot:
+            line += f" (its slot; decided {decided})"
+    if record.error is not None:
+        return f"{line}: {one_line(record.error)}"
+    if record.result is not None:
+        return f"{line} -> {one_line(record.result)}"
+    return line
 
 
 def _field(label: str, text: str) -> list[str]:
@@ -730,6 +749,8 @@ def _record_document(record: ExecutionRecord) -> dict[str, Any]:
         "finished": record.finished,
         "outcome": record.outcome.value,
         "error": record.error,
+        "result": record.result,
+        "token": record.token,
         "node": record.node,
     }
 
