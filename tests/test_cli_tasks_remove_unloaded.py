@@ -130,3 +130,33 @@ def test_remove_of_an_unloaded_task_others_depend_on_is_refused_and_changes_noth
         "register them again without it; nothing was changed"
     )
     assert ids(reader()) == ["cleanup", "report"]
+
+
+def tick() -> str:
+    return "tick"
+
+
+def test_a_verb_on_a_task_registered_from_a_scripts_main_says_so_and_offers_no_remove(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service run as ``python service.py`` stores its actions as ``__main__:tick``,
+    which no other process imports (this command's ``__main__`` is lldsched's).  The
+    refusal said to run the command where the service's code imports, then (with
+    ``remove`` taking out unloadable tasks) to remove the task "if no release still
+    running has its code": a running service's live job.  It says what is wrong instead."""
+    main = sys.modules["__main__"]
+    monkeypatch.setattr(tick, "__module__", "__main__")
+    monkeypatch.setattr(main, "tick", tick, raising=False)
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(store=store)
+        scheduler.schedule("tick", tick, FixedRate(2), id="job.tick")
+        scheduler.shutdown()
+    done = cli("--store", f"sqlite:{path}", "pause", "job.tick")
+    assert (done.returncode, done.stdout) == (2, "")
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: task 'job.tick' cannot be loaded here (")
+    assert "its action was registered from the `__main__` of the service's own process" in line
+    assert "define the jobs in a module the script imports" in line
+    assert "remove" not in line and line.endswith("; nothing was changed")
+    assert ids(peek_sqlite(str(path))) == ["job.tick"]

@@ -565,11 +565,23 @@ def _not_loaded(row: Row) -> str:
             "by hand, set the value right or delete the task in the store (`tasks --store "
             f"URL remove {row.id}`)"
         )
+    if repr(row.snapshot.task.action).startswith(_MAIN):
+        return (
+            f"cannot be loaded here ({_import_failure(row)}): its action was registered "
+            "from the `__main__` of the service's own process (a script run as `python "
+            "service.py`), which no other process can import; define the jobs in a module "
+            "the script imports, so that this command and every other process can load them"
+        )
     return (
         f"cannot be loaded here ({_import_failure(row)}): run the command where the "
         "service's code imports (its virtualenv, its PYTHONPATH), or remove the task "
         f"(`tasks --store URL remove {row.id}`) if no release still running has its code"
     )
+
+
+_MAIN = "__main__:"
+"""How a stored action defined in a script's ``__main__`` begins: importable in no other
+process (this command's ``__main__`` is lldsched's), whatever the environment."""
 
 
 def _import_failure(row: Row) -> str:
