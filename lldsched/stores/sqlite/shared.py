@@ -102,6 +102,8 @@ CREATE INDEX tasks_version ON tasks (version)
 """
 """The tables and indexes of schema version 3 beyond the columns (also its migration)."""
 
+# The last column: the holder of the task's lease (NOT NULL in leases: NULL here is no
+# lease), one that expired, which the claim takes over (Claim.taken_over, taken_from).
 _CLAIMABLE = """
 SELECT t.id, t.next_run_at, t.attempt, t.version,
        (SELECT l.holder FROM leases l WHERE l.task_id = t.id) FROM tasks t
