@@ -83,15 +83,23 @@ def ids(reader: Peek) -> list[str]:
         reader.close()
 
 
+def registered(opener: Opener, newer: ModuleType, *, depends_on: list[str]) -> None:
+    """The newer release's two tasks, ``cleanup`` and ``report`` (``report`` depending on
+    ``depends_on``), registered by a process of it that then stops."""
+    with opener() as store:
+        scheduler = Scheduler(store=store)
+        scheduler.schedule("cleanup", newer.cleanup, FixedRate(3600), id="cleanup")
+        scheduler.schedule(
+            "report", newer.report, FixedRate(3600), id="report", depends_on=depends_on
+        )
+        scheduler.shutdown()
+
+
 def test_remove_deletes_a_task_whose_code_imports_nowhere_here(
     engine: tuple[str, Opener, Callable[[], Peek]], newer: ModuleType
 ) -> None:
     given, opener, reader = engine
-    with opener() as store:
-        scheduler = Scheduler(store=store)
-        scheduler.schedule("cleanup", newer.cleanup, FixedRate(3600), id="cleanup")
-        scheduler.schedule("report", newer.report, FixedRate(3600), id="report")
-        scheduler.shutdown()
+    registered(opener, newer, depends_on=[])
     done = cli("--store", given, "pause", "cleanup")  # still refused: it needs the task
     assert done.returncode == 2
     assert "cannot be loaded here" in done.stderr
@@ -115,13 +123,7 @@ def test_remove_of_an_unloaded_task_others_depend_on_is_refused_and_changes_noth
     engine: tuple[str, Opener, Callable[[], Peek]], newer: ModuleType
 ) -> None:
     given, opener, reader = engine
-    with opener() as store:
-        scheduler = Scheduler(store=store)
-        scheduler.schedule("cleanup", newer.cleanup, FixedRate(3600), id="cleanup")
-        scheduler.schedule(
-            "report", newer.report, FixedRate(3600), id="report", depends_on=["cleanup"]
-        )
-        scheduler.shutdown()
+    registered(opener, newer, depends_on=["cleanup"])
     done = cli("--store", given, "remove", "cleanup")
     assert (done.returncode, done.stdout) == (2, "")
     (line,) = done.stderr.splitlines()
