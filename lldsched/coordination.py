@@ -94,6 +94,10 @@ class Claim(NamedTuple):
     feed and its claim): the runtime reads the feed before it runs the claim, so the
     run is made with the definition the claim saw, never an older one.  A store that
     cannot tell leaves it False (the feed is then read at the next wake, as before).
+    ``taken_from`` is the holder of the lease a takeover replaced (its process's node id,
+    :data:`DIED_UNSHARED` for an unshared process's run): what the takeover's WARNING
+    names, so an operator finds the process that died or stalled; None otherwise, or
+    from a store that cannot tell.
     """
 
     task_id: str
@@ -104,6 +108,7 @@ class Claim(NamedTuple):
     version: int
     taken_over: bool = False
     stale: bool = False
+    taken_from: str | None = None
 
 
 def claim_narrowed(

@@ -9,6 +9,7 @@ that failed and now succeeds ends the outage with one warning naming what was mi
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -72,9 +73,10 @@ def test_an_outage_is_said_once_with_its_traceback_and_its_end_with_what_was_mis
         settle(scheduler)
         (recovered,) = logged(caplog, logging.WARNING)
         assert recovered.getMessage() == (
-            f"store {store!r} recovered (a save succeeded): 6 calls failed during the "
-            "outage, 6 task writes not stored (the rows they left stale were written again "
-            "(1 row); the records of 3 runs they carried were written late, in order)"
+            f"store {store!r} recovered (a save succeeded) after 180.0 s: 6 calls failed "
+            "during the outage, 6 task writes not stored (the rows they left stale were "
+            "written again (1 row); the records of 3 runs they carried were written late, in "
+            "order)"  # after: since the first run's save failed, three minutes back
         )
         stored = store.get(task.id)
         assert stored is not None and stored.run_count == 4  # written again
@@ -196,9 +198,9 @@ def test_only_a_success_of_a_kind_that_failed_ends_an_outage(
     assert writes.outage is None
     assert len(logged(caplog, logging.ERROR)) == 1
     (recovered,) = logged(caplog, logging.WARNING)
-    assert "(a claim succeeded): 2 calls failed during the outage, 1 task write" in (
-        recovered.getMessage()
-    )
+    message = recovered.getMessage()
+    assert "(a claim succeeded) after " in message
+    assert " s: 2 calls failed during the outage, 1 task write" in message
 
 
 def test_a_failed_delete_is_an_outage_the_next_delete_that_succeeds_ends(
@@ -259,9 +261,9 @@ def test_a_stale_row_failing_again_is_a_call_failed_not_a_task_write_counted_twi
     stored = store.get("job")
     assert stored is not None and stored.status is TaskStatus.PAUSED
     (recovered,) = logged(caplog, logging.WARNING)
-    assert "(a save succeeded): 2 calls failed during the outage, 1 task write not stored" in (
-        recovered.getMessage()
-    )
+    message = recovered.getMessage()
+    assert "(a save succeeded) after " in message
+    assert " s: 2 calls failed during the outage, 1 task write not stored" in message
 
 
 class Watch(logging.Handler):
@@ -407,10 +409,11 @@ def test_the_outage_a_failed_flush_counts_is_counted_under_the_schedulers_lock(
         logger.removeHandler(seen)
         logger.setLevel(level)
     said = [(text.split(":")[0], held) for text, held in seen.seen if "store" in text]
+    said = [(re.sub(r" after \d+\.\d s$", "", text), held) for text, held in said]
     assert said == [
         (f"store {name} failed (a flush of the settles held back for a batch)", True),
         (f"store {name} still failing", True),
-        (f"store {name} recovered (a flush succeeded)", True),
+        (f"store {name} recovered (a flush succeeded)", True),  # after the outage's span
     ]
 
 

@@ -13,7 +13,8 @@ beside a running scheduler.  ``redrive``, ``pause``, ``resume``, ``cancel``, ``r
 (:func:`~lldsched.cli.storeurl.act_on`): the processes running the store apply the verb from
 its change feed.  Acting loads the tasks as a starting process does, so the jobs' modules
 must import (the service's environment); a task whose code does not is refused by name, with
-what did not import (:func:`_not_loaded`).
+what did not import (:func:`_not_loaded`), except by ``remove``, which needs none of its code
+and deletes it unloaded (:mod:`~lldsched.cli.removeunloaded`: a rollback's leftover).
 
 Exit statuses as every command's (:data:`~lldsched.cli.EXIT_STATUSES`): 2, with one
 ``error:`` line, for anything refused before a change (a bad ``--store``, a store that
@@ -43,6 +44,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr
+from lldsched.cli.removeunloaded import dependents_of, remove_unloaded
 from lldsched.cli.storeurl import BadStore, StoreName, act_on, parse_store, peek
 from lldsched.clock import UTC_NAMES, beyond_datetimes, utc_datetime
 from lldsched.coordination import DIED_UNSHARED, Lease
@@ -164,11 +166,13 @@ def run_tasks(
         if verb == "show":
             return _show(reader, rows[0], records, as_json)
         ran_out = _ran_out(rows[0], reader.now)
+        # Read now, while the reader is open; used only if the scheduler leaves it out.
+        dependents = dependents_of(reader, task_id) if verb == "remove" else []
     except StoreError as exc:
         return _refused(exc)
     finally:
         reader.close()
-    return _act(name, verb, rows[0], ran_out)
+    return _act(name, verb, rows[0], ran_out, dependents)
 
 
 def _arguments(
@@ -341,14 +345,33 @@ def _show(reader: Peek, row: Row, records: int, as_json: bool) -> int:
         lines.append(f"last {len(last)} records:")
     else:
         lines.append("no records" if latest is None else "records not listed (--records 0)")
-    for record in last:
-        lines.append(
-            f"  {_when(record.started)}  attempt {record.attempt}  {record.outcome.value}"
-            f"{'' if record.error is None else ': ' + one_line(record.error)}"
-        )
+    lines += [_record_line(record) for record in last]
     for line in lines:
         say(line)
     return 0
+
+
+def _record_line(record: ExecutionRecord) -> str:
+    """A record as ``show`` lists it, on its one line: when its run started, or, for a slot
+    decided without a run (skipped, missed, coalesced, blocked), the slot itself and when
+    it was decided (a burst of slots skipped after an outage read as many lines of one
+    instant, the slots they stood for unsaid); its attempt and outcome; then its error,
+    or what its action returned (``-> 'rows: 3'``: kept by the store, shown nowhere
+    before), each by :func:`~lldsched.printable.one_line`."""
+    outcome = record.outcome
+    if outcome.ran:
+        line = f"  {_when(record.started)}  attempt {record.attempt}  {outcome.value}"
+    else:
+        decided = _when(record.started)
+        slot = _when(record.due)
+        line = f"  {slot}  attempt {record.attempt}  {outcome.value}"
+        if decided != slot:
+            line += f" (its slot; decided {decided})"
+    if record.error is not None:
+        return f"{line}: {one_line(record.error)}"
+    if record.result is not None:
+        return f"{line} -> {one_line(record.result)}"
+    return line
 
 
 def _field(label: str, text: str) -> list[str]:
@@ -380,7 +403,9 @@ _INSTEAD = {  # (verb, status) of a verb with nothing to do: the verb meant (GUI
 }
 
 
-def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
+def _act(name: StoreName, verb: str, row: Row, ran_out: bool, dependents: list[str]) -> int:
+    """``verb`` on ``row``'s task; ``dependents``: the tasks that depend on it, read by
+    ``remove`` for a task this environment cannot load (:mod:`~lldsched.cli.removeunloaded`)."""
     done, method = _DONE[verb]
     task_id = row.id
     acted = False  # the verb was called: a failure after it is status 1
@@ -390,7 +415,15 @@ def _act(name: StoreName, verb: str, row: Row, ran_out: bool) -> int:
             try:
                 scheduler.task(task_id)
             except TaskNotFoundError:
-                return _refused(f"task {shown(task_id)} {_not_loaded(row)}; nothing was changed")
+                if verb != "remove":
+                    why = _not_loaded(row)
+                    return _refused(f"task {shown(task_id)} {why}; nothing was changed")
+                acted = True
+                refusal = remove_unloaded(scheduler, row, dependents)
+                if refusal is not None:
+                    return _refused(f"{refusal}; nothing was changed")
+                say(f"task {task_id}: removed, unloaded ({_unloaded_why(row)})")
+                return 0
             act: Callable[[str], Any] = getattr(scheduler, method)
             core = cast("Scheduler", scheduler)._core  # act_on builds a Scheduler
             dead = core.dead_upstream(task_id) if verb == "redrive" else None
@@ -509,32 +542,56 @@ def _held(lease: Lease, ran_out: bool, status: str) -> str:
     return f"{on}, its lease until {_when(lease.expires_at)})"
 
 
+def _unloaded_why(row: Row) -> str:
+    """Why a task ``remove`` deleted unloaded was not loaded here, in a few words."""
+    if row.snapshot is None:
+        return f"this lldsched cannot read its row: {row.error or 'its row cannot be read'}"
+    return f"it cannot be loaded here: {_import_failure(row)}"
+
+
 def _not_loaded(row: Row) -> str:
     """Why the task of ``row`` was not loaded by the scheduler the verb is called on, and
     what to do, after "task ID".  A row the peek could not read either (a status or a
     field of a newer release, a value edited by hand) is the row's matter, whatever the
     environment: its error, and the store's own choices for it (the release that wrote
     it, the value set right, the row deleted).  Otherwise what its definition raises when
-    decoded as a load decodes it, importing what it names (the action's module, a
-    schedule's or a retry policy's class): the environment's matter.  The store said so
-    only at WARNING, which the command does not show."""
+    decoded as a load decodes it (:func:`_import_failure`): the environment's matter.  The
+    store said so only at WARNING, which the command does not show.  ``remove`` of either
+    is not refused: :mod:`~lldsched.cli.removeunloaded`."""
     if row.snapshot is None:
         return (
             f"cannot be read by this lldsched ({row.error or 'its row cannot be read'}): if "
             "a newer lldsched wrote it, run the command with that one; if the row was edited "
-            "by hand, set the value right or delete the task in the store (the store "
-            "object's delete(ID))"
+            "by hand, set the value right or delete the task in the store (`tasks --store "
+            f"URL remove {row.id}`)"
         )
+    if repr(row.snapshot.task.action).startswith(_MAIN):
+        return (
+            f"cannot be loaded here ({_import_failure(row)}): its action was registered "
+            "from the `__main__` of the service's own process (a script run as `python "
+            "service.py`), which no other process can import; define the jobs in a module "
+            "the script imports, so that this command and every other process can load them"
+        )
+    return (
+        f"cannot be loaded here ({_import_failure(row)}): run the command where the "
+        "service's code imports (its virtualenv, its PYTHONPATH), or remove the task "
+        f"(`tasks --store URL remove {row.id}`) if no release still running has its code"
+    )
+
+
+_MAIN = "__main__:"
+"""How a stored action defined in a script's ``__main__`` begins: importable in no other
+process (this command's ``__main__`` is lldsched's), whatever the environment."""
+
+
+def _import_failure(row: Row) -> str:
+    """What ``row``'s definition raises when decoded as a load decodes it, importing what
+    it names (the action's module, a schedule's or a retry policy's class)."""
     try:
         decode_task(row.id, row.definition)
     except StoreError as exc:
-        why = str(exc)
-    else:
-        why = "its action or its schedule's class does not import in this environment"
-    return (
-        f"cannot be loaded here ({why}): run the command where the service's code imports "
-        "(its virtualenv, its PYTHONPATH)"
-    )
+        return str(exc)
+    return "its action or its schedule's class does not import in this environment"
 
 
 class _StoreFailures(logging.Handler):
@@ -704,6 +761,8 @@ def _record_document(record: ExecutionRecord) -> dict[str, Any]:
         "finished": record.finished,
         "outcome": record.outcome.value,
         "error": record.error,
+        "result": record.result,
+        "token": record.token,
         "node": record.node,
     }
 

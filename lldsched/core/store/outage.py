@@ -131,6 +131,7 @@ class Outage:
     """A store failing since a call failed, until one of a kind that ends it succeeds."""
 
     __slots__ = (
+        "began",
         "calls",
         "dropped",
         "failed_at",
@@ -154,6 +155,7 @@ class Outage:
         # The core's clock when a call last failed: STALE_RETRY after it, the threaded
         # timer writes the stale rows again (StaleRows.retry_due)
         self.failed_at = failed_at
+        self.began = failed_at  # the first call that failed: the line that ends it says since
         self.quiet = False  # begun within a window of the last outage said: at DEBUG
         self.kinds = {kind}  # what failed: "save", "claim", ...; what ends it: ENDED_BY
         self.calls = 0  # the calls that failed, the first included
@@ -375,10 +377,12 @@ class OutageWrites(StoreInterrupts):
             )
         log.log(
             logging.DEBUG if outage.quiet else logging.WARNING,
-            "store %r recovered (a %s succeeded): %s failed during the outage, %s not stored%s",
+            "store %r recovered (a %s succeeded) after %.1f s: %s failed during the outage, "
+            "%s not stored%s",
             self.store,
             kind,
-            counted(outage.calls, "call"),
+            max(0.0, self.now() - outage.began),  # since the first call that failed; a clock
+            counted(outage.calls, "call"),  # set back reads no negative span
             counted(outage.writes, "task write"),
             f" ({'; '.join(said)})" if said else "",
         )

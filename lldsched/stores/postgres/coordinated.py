@@ -110,8 +110,10 @@ class PostgresCoordination(PostgresParts):
             rows = connection.execute(statement, parameters).fetchall()
             seen = self._seen  # the versions the feed last gave; the row's writer says if ours
             claims = []
-            for *claimed, writer in rows:
+            for *claimed, writer, holder in rows:
                 claim = Claim(*claimed)
+                if claim.taken_over:  # the process whose lease expired: the WARNING's
+                    claim = claim._replace(taken_from=holder)
                 if writer != self.node and seen.get(claim.task_id, -1) < claim.version:
                     claim = claim._replace(stale=True)  # written elsewhere since the feed's read
                 claims.append(claim)

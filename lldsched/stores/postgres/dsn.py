@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 
 from lldsched.errors import ValidationError
+from lldsched.redaction import hide_passwords
 from lldsched.stores.postgres.redact import redact, redact_by_pattern, shown_keys
 
 __all__ = ["check_dsn"]
@@ -30,6 +31,27 @@ def _shown(dsn: object) -> str:
 
 _URI_BEFORE_QUERY = re.compile(r"\s*postgres(?:ql)?://([^?#]*)", re.IGNORECASE)
 """A libpq URI's user, password, hosts, ports and database (group 1)."""
+
+_OTHER_SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]*)://")
+"""A URI's scheme (group 1), any: one other than libpq's two (SQLAlchemy's
+``postgresql+psycopg://``, a ``mysql://`` given by mistake) was refused by libpq as
+``missing "=" after "***" in connection info string``, the dsn hidden whole (it parses as
+no dsn, so every value of it was a possible password): nothing named what was wrong."""
+
+_POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
+
+
+def _meant(scheme: str) -> str:
+    """What a scheme close to libpq's was meant as, after the refusal ("" if none)."""
+    base, plus, driver = scheme.partition("+")
+    if base.lower() not in _POSTGRES_SCHEMES:
+        return ""
+    if plus:
+        return (
+            f" (the '+{driver}' naming a driver is SQLAlchemy's: write {base.lower()}:// "
+            "and the rest as it is)"
+        )
+    return f" (in lower case: {base.lower()}://)"
 
 
 def check_dsn(dsn: object) -> None:
@@ -51,6 +73,13 @@ def check_dsn(dsn: object) -> None:
             f"dsn {redact_by_pattern(dsn)!r} holds a NUL (character {dsn.index(chr(0)) + 1} of "
             f"{len(dsn)}), where libpq would end it: remove it and what follows it if that was "
             "not meant"
+        )
+    other = _OTHER_SCHEME.match(dsn)
+    if other is not None and other.group(1) not in _POSTGRES_SCHEMES:
+        raise ValidationError(
+            f"dsn {hide_passwords(dsn)!r} is a URI of the scheme {other.group(1)!r}, which "
+            f"libpq does not read: a PostgreSQL URI begins postgresql:// or postgres://"
+            f"{_meant(other.group(1))}"
         )
     uri = _URI_BEFORE_QUERY.match(dsn)
     authority, _, path = uri.group(1).partition("/") if uri is not None else ("", "", "")

@@ -52,7 +52,7 @@ _LOST_REPLY = "({0}.holder = %(node)s AND {0}.token <> ALL(%(held)s::bigint[]))"
 # it is one of this node's lost replies (_LOST_REPLY).
 CLAIM = f"""
 WITH due AS (
-    SELECT t.id, t.next_run_at, t.attempt, t.version, t.priority, t.writer,
+    SELECT t.id, t.next_run_at, t.attempt, t.version, t.priority, t.writer, l.holder,
            l.task_id IS NOT NULL AND NOT {_LOST_REPLY.format("l")} AS taken_over
       FROM tasks t LEFT JOIN leases l ON l.task_id = t.id
      WHERE t.status IN {LIVE} AND t.next_run_at <= %(now)s
@@ -69,7 +69,8 @@ claimed AS (
         version = excluded.version
      WHERE leases.expires_at <= {DB_NOW} OR {_LOST_REPLY.format("leases")}
     RETURNING task_id, slot, attempt, token, expires_at, version)
-SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_over, d.writer
+SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_over, d.writer,
+       d.holder
   FROM claimed c JOIN due d ON d.id = c.task_id
  ORDER BY c.slot, d.priority
 """

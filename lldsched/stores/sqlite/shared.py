@@ -102,9 +102,11 @@ CREATE INDEX tasks_version ON tasks (version)
 """
 """The tables and indexes of schema version 3 beyond the columns (also its migration)."""
 
+# The last column: the holder of the task's lease (NOT NULL in leases: NULL here is no
+# lease), one that expired, which the claim takes over (Claim.taken_over, taken_from).
 _CLAIMABLE = """
 SELECT t.id, t.next_run_at, t.attempt, t.version,
-       EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id) FROM tasks t
+       (SELECT l.holder FROM leases l WHERE l.task_id = t.id) FROM tasks t
  WHERE t.status IN ('scheduled', 'retrying') AND t.next_run_at <= :now
    AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.expires_at > :now)
  ORDER BY t.next_run_at, t.priority LIMIT :limit
@@ -334,14 +336,17 @@ class SharedState:
                         f"process was given {self.token} already"
                     )
                 expires_at = now + self.lease
-                for token, (task_id, slot, attempt, version, expired) in enumerate(
+                for token, (task_id, slot, attempt, version, holder) in enumerate(
                     rows, start=last - len(rows) + 1
                 ):
                     connection.execute(TAKE, (task_id, slot, attempt, token, self.node, expires_at))
                     # Written elsewhere since this one read it (a row loaded at its
                     # start was read: the cursor is past it, as the settle's test says).
                     stale = not self.knows(task_id, version)
-                    claim = Claim(task_id, slot, attempt, token, expires_at, version, bool(expired))
+                    claim = Claim(
+                        task_id, slot, attempt, token, expires_at, version,
+                        taken_over=holder is not None, taken_from=holder,
+                    )  # fmt: skip
                     claims.append(claim._replace(stale=True) if stale else claim)
         for held in claims:  # committed: a claim rolled back moved no counter
             self.held[held.task_id] = held.token

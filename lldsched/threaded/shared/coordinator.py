@@ -71,9 +71,27 @@ from lldsched.threaded.shared.leases import HeldLeases, Lost
 from lldsched.threaded.shared.leasewatch import LEASE_CLOCK, LeaseWatch, renewal_every, trusted_for
 from lldsched.threaded.shared.load import SharedLoad
 
-__all__ = ["Coordinator"]
+__all__ = ["Coordinator", "said_taken_over"]
 
 log = logging.getLogger(CLUSTER)
+
+
+def said_taken_over(claim: Claim) -> None:
+    """The WARNING of a claim that took an expired lease over (``claim.taken_over``): a run
+    repeated, the one place an operator sees it (no record says so), naming the process
+    whose lease expired (``claim.taken_from``) so it can be found: dead, or stalled and
+    maybe still running the job."""
+    log.warning(
+        "took over task %s (slot %s, attempt %d) with token %d: the lease of the process "
+        "that held it (%s) expired unsettled (it died, stalled or lost the store); its run, "
+        "if it started, runs again here",
+        claim.task_id,
+        instant_text(claim.slot),
+        claim.attempt + 1,  # the run's attempt, as its record will say
+        claim.token,
+        claim.taken_from or "a holder the store did not name",
+        extra={"task_id": claim.task_id, "attempt": claim.attempt + 1},
+    )
 
 
 class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
@@ -270,16 +288,7 @@ class Coordinator(HeldLeases, ClaimDecisions, SharedLoad):
         entries: list[Entry] = []
         for claim in claims:
             if claim.taken_over:  # no record says so: the log is where an operator sees it
-                log.warning(
-                    "took over task %s (slot %s, attempt %d) with token %d: the lease of the "
-                    "process that held it expired unsettled (it died, stalled or lost the "
-                    "store); its run, if it started, runs again here",
-                    claim.task_id,
-                    instant_text(claim.slot),
-                    claim.attempt + 1,  # the run's attempt, as its record will say
-                    claim.token,
-                    extra={"task_id": claim.task_id, "attempt": claim.attempt + 1},
-                )
+                said_taken_over(claim)
             entry = claimed_entry(self._core, claim)
             if entry is None and claim.task_id not in self._core.tasks:
                 self.sync()  # registered elsewhere after the last sync

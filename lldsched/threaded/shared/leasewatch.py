@@ -225,6 +225,7 @@ class LeaseWatch:
 
     def _watch(self) -> None:
         lost: list[tuple[int, RunContext]] = []
+        lapse = 0.0  # seconds since the last renewal vouched for the leases, when lost
         with self._condition:
             while self._runs:
                 until = self._until
@@ -236,13 +237,18 @@ class LeaseWatch:
                     continue
                 lost = list(self._runs.items())
                 self._runs.clear()  # _until stays, passed: not trusted until a renewal
+                lapse = now - (until - self._trusted)
             self._thread = None
         for _, context in lost:
             context.lose_lease()
         if lost:
+            # The lapse as it was, not the trust's length: a process stopped 18 s (SIGSTOP,
+            # a stall) said "for 7.5 s", read as a short hiccup; a cut counts as time.
             log.warning(
-                "no renewal of the leases succeeded for %g s: %s in flight counted their "
-                "leases lost (flag raised; tokens %s) before another process can take them over",
+                "no renewal of the leases succeeded for %.1f s (one vouches for %g s): %s in "
+                "flight counted their leases lost (flag raised; tokens %s) before another "
+                "process can take them over",
+                lapse,
                 self._trusted,
                 counted(len(lost), "run"),
                 ", ".join(str(token) for token, _ in lost),
