@@ -29,8 +29,8 @@ DATABASES = ("*.db", "*.db-wal", "*.db-shm", "*.db-journal")
 def seed(cache: Path, *, project: Path) -> bool:
     """Make ``cache`` a copy of the mypy cache ``project`` if ``cache`` does not exist yet
     and ``project`` does; whether it did.  The copy is made beside ``cache`` and renamed
-    into place whole: a copy cut short (a full disk, a database being rewritten) leaves
-    no ``cache``, and the run then starts from nothing, as it did before this copy."""
+    into place whole: a copy cut short (a full disk, a database that cannot be read)
+    leaves no ``cache``, and the run then starts from nothing, as it did before."""
     if cache.exists() or not project.is_dir():
         return False
     part = cache.with_name(f"{cache.name}.part")

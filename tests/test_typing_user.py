@@ -196,7 +196,7 @@ def user_mypy(
         fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes
         # A fresh clone's first run starts from the project's own mypy cache, which
         # `make test` wrote just before (make typecheck): 15 to 20 s of CPU time from
-        # nothing, 4 from there (tests/mypy_seed.py).
+        # nothing, under 1 from there (tests/mypy_seed.py).
         mypy_seed.seed(folder / "cache", project=ROOT / ".mypy_cache")
         try:
             checked = subprocess.run(
