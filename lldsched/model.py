@@ -91,6 +91,12 @@ class Outcome(enum.StrEnum):
         slot a policy decided without running it."""
         return self not in _NOT_RUNS
 
+    def __repr__(self) -> str:
+        """``Outcome.OK``, the name that gives it, as :class:`TaskStatus` prints
+        (a record's ``misfire``, the keys of ``metrics().outcomes``); ``str()`` and
+        formatting stay its string, ``ok``."""
+        return f"Outcome.{self.name}"
+
 
 _NOT_RUNS = frozenset({Outcome.MISSED, Outcome.COALESCED, Outcome.SKIPPED, Outcome.BLOCKED})
 

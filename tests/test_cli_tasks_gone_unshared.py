@@ -8,13 +8,15 @@ while a live unshared store holds the file (docs/decisions/command-line.md, "A r
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 
-from lldsched import SqliteTaskStore, TaskStatus
+from lldsched import FakeClock, Scheduler, SqliteTaskStore, TaskStatus
 from lldsched.cli import main
 from lldsched.stores.sqlite.claim import FileClaim, held_unshared
+from tests.conftest import T0
 from tests.test_store_running_row import _crashed_mid_run, _paused_mid_run
 
 GONE = (
@@ -150,3 +152,40 @@ def test_a_crashed_row_and_a_paused_one_each_say_their_own_line(
         LEGEND,
         _resumed_later("the attempt runs again once the task is resumed"),
     ]
+
+
+@pytest.mark.parametrize("status", [TaskStatus.CANCELLED, TaskStatus.SUCCEEDED])
+def test_a_restart_clears_the_flag_of_a_finished_task_whose_run_was_cut(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    status: TaskStatus,
+) -> None:
+    """Cancelled (or finished) during the run its process died in, the row kept its flag
+    after a restart (which wrote nothing for a task it does not queue): marked ``!`` for
+    ever, its line saying an attempt nobody will run, and the restart's log line said
+    "that attempt runs again".  The restart writes the flag down, and says nothing."""
+    caplog.set_level(logging.INFO, logger="lldsched")
+    path = tmp_path / "jobs.db"
+    with SqliteTaskStore(path) as store:
+        _crashed_mid_run(store)
+        (stored,) = store.load_all()
+        store.save(stored._replace(status=status))
+    with SqliteTaskStore(path) as store:
+        restarted = Scheduler(clock=FakeClock(T0 + 60), store=store).start()
+        assert restarted.shutdown()
+        (row,) = store.load_all()
+    assert (row.status, row.running) == (status, False)
+    assert "runs again" not in caplog.text
+    _header, line = tasks(capsys, path)  # no legend: nothing is marked
+    assert line.split()[2] == status.value
+    assert "in flight" not in "\n".join(tasks(capsys, path, "show", "job"))
+
+
+def test_a_restart_keeps_the_flag_of_a_task_paused_mid_run() -> None:
+    """Paused, the attempt is still owed (its resume runs it): the flag stays."""
+    with SqliteTaskStore(":memory:") as store:
+        _paused_mid_run(store)
+        Scheduler(clock=FakeClock(T0 + 60), store=store)  # recovered, never started
+        (row,) = store.load_all()
+    assert (row.status, row.running) == (TaskStatus.PAUSED, True)

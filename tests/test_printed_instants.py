@@ -40,7 +40,7 @@ def test_a_slot_decided_without_a_run_prints_its_outcome_beside_its_instants() -
     )  # fmt: skip
     shown = repr(record)
     assert "started=2026-12-07T09:00:00.250+00:00, finished=2026-12-07T09:00:00.250+00:00" in shown
-    assert "error='skipped', timed_out=False, misfire=<Outcome.SKIPPED: 'skipped'>" in shown
+    assert "error='skipped', timed_out=False, misfire=Outcome.SKIPPED, " in shown
 
 
 def test_an_instant_no_datetime_holds_prints_as_seconds() -> None:
@@ -80,6 +80,22 @@ def test_metrics_print_when_they_were_taken_and_when_the_timer_woke() -> None:
     ), shown
     assert ", lag=0.0, " in shown  # a duration stays seconds
     assert metrics.at == T0 + 120
+
+
+def test_metrics_print_their_outcome_counts_by_the_names_that_give_them() -> None:
+    """``metrics().outcomes`` printed ``<Outcome.OK: 'ok'>: 3, ...``, the enum's own
+    form, where every other field reads as typed; now each key as ``TaskStatus``'s do."""
+    sim = Simulation(workers=1, start=START)
+    sim.schedule("refresh", FixedRate(60), duration=1.5)
+    sim.run_for(120)
+    shown = repr(sim.metrics())
+    assert (
+        ", outcomes={Outcome.OK: 2, Outcome.FAILED: 0, Outcome.TIMED_OUT: 0, "
+        "Outcome.GIVEN_UP: 0, Outcome.MISSED: 0, Outcome.COALESCED: 0, Outcome.SKIPPED: 0, "
+        "Outcome.BLOCKED: 0, Outcome.CANCELLED: 0}, dropped_events=0, "
+    ) in shown, shown
+    assert "<" not in shown
+    assert str(Outcome.OK) == f"{Outcome.OK}" == "ok"  # its text stays its string
 
 
 def test_a_scheduler_not_started_prints_its_timer_woke_as_none() -> None:

@@ -6,7 +6,7 @@ Before, a second scheduler started with ``name=`` a running one had ran beside i
 sets of threads called ``lldsched-<name>-...`` and log lines whose ``scheduler`` field
 could not tell them apart.  Now its ``start()`` is refused, naming the running one and
 what to do, before anything starts; the name is free again once the first is shut down,
-and a name counted (none given) is never refused.
+and a name counted (none given) is never refused, nor refuses a name given by hand.
 """
 
 from __future__ import annotations
@@ -115,13 +115,30 @@ def test_a_name_counted_is_never_refused_and_skips_a_name_given() -> None:
         assert given.shutdown()
 
 
-def test_a_scheduler_given_by_hand_a_name_a_counted_one_holds_is_refused() -> None:
+def test_a_name_given_by_hand_is_never_refused_for_one_lldsched_counted() -> None:
+    """A host naming its schedulers by shard (``name=str(shard)``) beside a library's
+    unnamed one, counted ``"1"`` and started first: the host's ``"1"`` starts (before,
+    it was refused for a name lldsched chose), and holds the name from then on, so a
+    second given it by hand is refused, naming the first given it."""
     counted = Scheduler(workers=1, clock=FakeClock(T0)).start()
+    given = Scheduler(workers=1, name=counted.name, clock=FakeClock(T0))
+    again = Scheduler(workers=1, name=counted.name, clock=FakeClock(T0))
     try:
-        with pytest.raises(SchedulerStateError, match=f"named '{counted.name}'"):
-            Scheduler(workers=1, name=counted.name, clock=FakeClock(T0)).start()
-    finally:
+        given.start()
+        assert given.running and counted.running
+        with pytest.raises(SchedulerStateError) as refused:
+            again.start()
+        assert str(refused.value).startswith(
+            f"start() of a scheduler named '{counted.name}': the running scheduler "
+            f"{given!r} of this process has that name"
+        ), refused.value
         assert counted.shutdown()
+        assert naming.taken(given.name)  # the counted one's shutdown lets go of nothing given
+    finally:
+        assert counted.shutdown() and given.shutdown()
+    assert not naming.taken(given.name)
+    with again:  # free once the one given it by hand is shut down
+        assert again.running
 
 
 def test_of_two_starting_at_once_under_one_name_one_runs() -> None:

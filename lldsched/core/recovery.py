@@ -56,7 +56,7 @@ from lldsched.core.names import RETRYING, SCHEDULED, runnable
 from lldsched.core.task import Restored, ScheduledTask
 from lldsched.logs import STORE, counted
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import HistoryStore, Task, TaskSnapshot, TaskStore
+from lldsched.persistence import FINISHED_STATUSES, HistoryStore, Task, TaskSnapshot, TaskStore
 from lldsched.policies import DEFAULT_MISFIRE, Misfire
 from lldsched.schedules.base import Schedule, measures_elapsed_time
 from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, slot_first, unwrap
@@ -245,6 +245,8 @@ def recover(
                 core, task, snapshot.waited, now,
                 resumes=snapshot.resumes, until=snapshot.until,
             )  # fmt: skip
+        if snapshot.running and snapshot.status in FINISHED_STATUSES:  # its cut run: none
+            core.cut_flight_ended(task)
         due, schedule, slot = task.next_run_at, task._schedule, task._slot  # as found
         if owed and task.status is TaskStatus.SCHEDULED:  # in flight: its rows say so
             core.owe(task)
@@ -268,7 +270,11 @@ def _say_cut(snapshots: Sequence[TaskSnapshot], store: TaskStore) -> None:
     ``store`` stopped (killed, crashed): that run left no record, and its attempt runs
     again (at-least-once), as a shared store's start says of such a row
     (lldsched/threaded/shared/load.py).  Before, an unshared restart ran it again unsaid."""
-    cut = [snapshot.task.id for snapshot in snapshots if restored_state(snapshot)[2]]
+    cut = [
+        snapshot.task.id
+        for snapshot in snapshots
+        if restored_state(snapshot)[2] and snapshot.status not in FINISHED_STATUSES
+    ]  # a finished task's cut run does not run again (Restoration.cut_flight_ended)
     if cut:
         restores.info(
             "%s had a run in flight when the last process on %r stopped (no record of it): "

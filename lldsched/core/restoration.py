@@ -170,6 +170,15 @@ class Restoration(CoreParts):
         if due is not None:
             self._owed[task.id] = (due, task.run_count)
 
+    def cut_flight_ended(self, task: ScheduledTask) -> None:
+        """``task`` was restored finished (SUCCEEDED or CANCELLED) from a row still
+        flagged with the attempt in flight when the last process on the store died: no
+        start runs that attempt, so its row says so from now on (``running`` down),
+        unless the retention purged it as it was restored (docs/decisions/persistence.md,
+        "A restart writes down the flag of a finished task's cut run")."""
+        if task.id in self.tasks or not self._retention.purge:
+            self._save(task)
+
     def replan(
         self,
         task: ScheduledTask,

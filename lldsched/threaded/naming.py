@@ -14,10 +14,13 @@ holds no store (:mod:`lldsched.core.store.use`, the rule this one follows).
 
 A name the scheduler was not given (``"1"``, ``"2"``: a count of the schedulers built in
 the process) is never refused: a library that names none of its schedulers cannot be
-refused for a name another library chose.  The count skips a name a running scheduler
-holds (:func:`taken`), and a scheduler with a count of its own starting beside one given
-that name by hand leaves the name to the first (the one given it by hand is refused if
-it starts second).
+refused for a name another library chose.  Nor is a name given by hand refused because
+a scheduler that was only counted holds it: the name lldsched invented gives way, and
+the one given it by hand holds it from its start (a second given it by hand is refused).
+The count skips a name a running scheduler holds (:func:`taken`); a counted scheduler
+and one given its count by hand, both running, share the name in their log lines and
+threads (whichever started first): a running scheduler is not renamed behind its back
+(its log lines so far, its threads' names), and its remedy is a ``name=`` of its own.
 
 The ``logging`` module answers ``getLogger(name)`` with the one logger of that name, and
 APScheduler refuses a second job store or executor under an alias in use
@@ -86,7 +89,7 @@ def counted(scheduler: _Named) -> None:
 
 def take(scheduler: _Named) -> None:
     """``scheduler`` holds its name from now on; a :class:`SchedulerStateError` if another
-    running scheduler holds it and the name was given (not :func:`counted`)."""
+    running scheduler holds it and both names were given (neither :func:`counted`)."""
     name = scheduler.name
     with _lock:
         holder = _running.get(name)
@@ -94,6 +97,9 @@ def take(scheduler: _Named) -> None:
             _running[name] = scheduler
             return
         if holder is scheduler or scheduler in _counted:
+            return
+        if holder in _counted:  # a name given by hand outranks one lldsched counted
+            _running[name] = scheduler
             return
     raise SchedulerStateError(
         f"start() of a scheduler named {name!r}: the running scheduler {holder!r} of this "

@@ -37,7 +37,7 @@ from lldsched.core.parts import CoreParts
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import DEFAULT_MISFIRE, Misfire
-from lldsched.schedules.catchup import FIRST_RUN, SCHEDULE_DECIDES, CatchUp, unwrap
+from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, unwrap
 
 __all__ = [
     "History",
@@ -252,15 +252,18 @@ def queue_as_decided(
     core: CoreParts, task: ScheduledTask, decided: Plan, owed: float | None
 ) -> None:
     """Queue ``task`` as ``decided`` says, after its ``owed`` attempt (cancelled if
-    nothing is left to run)."""
-    schedule = task._schedule
-    own = unwrap(schedule)  # a catch-up decided earlier is superseded
+    nothing is left to run).
+
+    Never given a task whose new schedule waits for work owed before it (a plan that
+    ends in ``FIRST_RUN``, :attr:`CatchUp.afresh`): :func:`decide_misfire` returns
+    before it for one, and a plan put back from a row (:func:`~lldsched.core.recovery.
+    stored_plan`) is put on a task restored from that row, or followed from it, whose
+    plan :mod:`~lldsched.core.follow` drops first; a row keeps no ``FIRST_RUN``.  The
+    branch that kept such a plan's end here was reached by nothing, and went
+    (docs/TESTING.md, the ``core/misfires/apply.py`` entry)."""
+    own = unwrap(task._schedule)  # a catch-up decided earlier is superseded
     queue = list(decided.runs)
     resume = decided.resume
-    # A new schedule waits for these runs (DefinitionVerbs._start_afresh): it starts
-    # afresh after them, as it would have.
-    afresh = isinstance(schedule, CatchUp) and schedule.afresh
-    afresh = afresh and bool(queue) and resume is SCHEDULE_DECIDES
     if owed is not None:
         queue.insert(0, owed)
     elif not queue:
@@ -271,10 +274,6 @@ def queue_as_decided(
                 core.cancel(task.id)
             return
         queue, resume = [resume], SCHEDULE_DECIDES
-    if afresh:
-        plan = CatchUp(own, queue[1:], FIRST_RUN)
-        core.replan(task, due=queue[0], schedule=plan, slot=None if owed is not None else queue[0])
-        return
     plan_ahead = len(queue) > 1 or resume is not SCHEDULE_DECIDES
     # Where the runs decided end, kept with the row (TaskSnapshot.until): the slot after
     # the last, when the task's schedule takes over from it.
