@@ -232,7 +232,6 @@ class RecordLog:
 
 _ORDER = ("attempt", "due", "slot", "worker", "started", "finished", "ok", "timed_out", "misfire")
 """The columns :func:`_decode` takes, in ExecutionRecord's order."""
-_new_tuple = tuple.__new__
 
 
 def _decode(
@@ -247,4 +246,4 @@ def _decode(
     error, result, token, node = sparse
     fields = (task_id, name, attempt, due, slot, worker, started, finished, ok == 1, error)
     rest = (timed_out == 1, MISFIRES[misfire], result, token, node)
-    return _new_tuple(ExecutionRecord, (*fields, *rest))
+    return ExecutionRecord(*fields, *rest)
