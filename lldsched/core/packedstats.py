@@ -131,15 +131,11 @@ def _packed(records: Sequence[ExecutionRecord]) -> tuple[bytes, int, tuple[Any, 
     if not 0 < size <= BATCH:
         raise ValueError(f"a block holds 1 to {BATCH} records, not {size}")
     fields = list(zip(*records, strict=True))
-    if size == BATCH:  # the run path's case: the arguments spelt out pack twice as fast
-        attempt, due, slot, worker, started, finished, ok, timed_out = _numbers(fields)
-        numbers = _BLOCK.pack(*attempt, *due, *slot, *worker, *started, *finished, *ok, *timed_out)
-    else:
-        padded: list[Any] = []
-        for field, values in zip(NUMBERS, _numbers(fields), strict=True):
-            padded += values
-            padded += [_PADDING[field]] * (BATCH - size)
-        numbers = _BLOCK.pack(*padded)
+    padded: list[Any] = []
+    for field, values in zip(NUMBERS, _numbers(fields), strict=True):
+        padded += values
+        padded += [_PADDING[field]] * (BATCH - size)  # none in a full block
+    numbers = _BLOCK.pack(*padded)
     rest = tuple(map(_shared_or_all, _rest(fields)))
     return numbers, size, rest
 
