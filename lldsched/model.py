@@ -101,9 +101,6 @@ class Outcome(enum.StrEnum):
 _NOT_RUNS = frozenset({Outcome.MISSED, Outcome.COALESCED, Outcome.SKIPPED, Outcome.BLOCKED})
 
 
-_new_tuple = tuple.__new__
-
-
 class ExecutionRecord(NamedTuple):
     """One attempt of one task: the unit of history, frames and plots.
 
@@ -211,10 +208,11 @@ class ExecutionRecord(NamedTuple):
         and more of a dispatch: ``benchmarks/bench_sim.py``, ``bench_dispatch.py``);
         a classmethod takes keywords at the cost of a plain call.  The core builds
         the records of slots decided without a run through here (a run's own record
-        is built positionally in ``SchedulerCore.finish``, a measured speed trick).
+        is built by ``tuple.__new__`` in ``RunTransitions._record_of``, a measured speed
+        trick).
         """
         fields = (task_id, name, attempt, due, slot, worker, started, finished, ok, error)
-        return _new_tuple(cls, (*fields, timed_out, misfire, result, token, node))
+        return cls(*fields, timed_out, misfire, result, token, node)
 
     def __repr__(self) -> str:
         """Its fields, the instants (``due``, ``slot``, ``started``, ``finished``) as ISO

@@ -134,8 +134,6 @@ from lldsched.storechecks import check_storable, not_a_store
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
 
-_NORMAL = Priority.NORMAL
-
 
 class SchedulerCore(
     RegistryReads,
@@ -476,17 +474,7 @@ class SchedulerCore(
             retention.retired(task_id, task.status, task.history)
             if self._orphans or self._restored_names:  # a task a store restored
                 self._unrestored(task)
-            # What the views read of it (core/departed.py): a NORMAL one-off task leaves
-            # nothing, so it skips the call unless an entry an earlier task of its id
-            # left may have to go (a retirement of such a task: +430 instructions a
-            # dispatched job with the call, benchmarks/threaded_instructions.py dispatch).
-            if (
-                task.priority is not _NORMAL
-                or task._schedule.__class__ is not OneTime
-                or departed.priorities
-                or departed.schedules
-            ):
-                departed.left(task)
+            departed.left(task)  # what the views read of it (core/departed.py)
             if task._schedule.__class__ is not OneTime:  # a Window's count of it goes
                 forget_runs(task.schedule, task_id)  # (behind a plan, if one is in front)
             if self._deps is not None:

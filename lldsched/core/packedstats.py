@@ -87,7 +87,6 @@ REST = ("task_id", "name", "error", "misfire", "result", "token", "node")
 _FIELD = {field: index for index, field in enumerate(ExecutionRecord._fields)}
 _numbers = itemgetter(*(_FIELD[field] for field in NUMBERS))  # a record's columns: numbers
 _rest = itemgetter(*(_FIELD[field] for field in REST))  # and the others
-_new_tuple = tuple.__new__
 
 
 def block_format(size: int = BATCH) -> str:
@@ -114,7 +113,7 @@ class Block(NamedTuple):
     rest: tuple[Any, ...]
 
 
-_as_block = partial(_new_tuple, Block)  # a kept plain tuple as the Block it is
+_as_block = Block._make  # a kept plain tuple as the Block it is
 
 
 def pack(records: Sequence[ExecutionRecord]) -> Block:
@@ -132,15 +131,11 @@ def _packed(records: Sequence[ExecutionRecord]) -> tuple[bytes, int, tuple[Any, 
     if not 0 < size <= BATCH:
         raise ValueError(f"a block holds 1 to {BATCH} records, not {size}")
     fields = list(zip(*records, strict=True))
-    if size == BATCH:  # the run path's case: the arguments spelt out pack twice as fast
-        attempt, due, slot, worker, started, finished, ok, timed_out = _numbers(fields)
-        numbers = _BLOCK.pack(*attempt, *due, *slot, *worker, *started, *finished, *ok, *timed_out)
-    else:
-        padded: list[Any] = []
-        for field, values in zip(NUMBERS, _numbers(fields), strict=True):
-            padded += values
-            padded += [_PADDING[field]] * (BATCH - size)
-        numbers = _BLOCK.pack(*padded)
+    padded: list[Any] = []
+    for field, values in zip(NUMBERS, _numbers(fields), strict=True):
+        padded += values
+        padded += [_PADDING[field]] * (BATCH - size)  # none in a full block
+    numbers = _BLOCK.pack(*padded)
     rest = tuple(map(_shared_or_all, _rest(fields)))
     return numbers, size, rest
 
@@ -164,7 +159,7 @@ def unpack(block: Block | tuple[bytes, int, tuple[Any, ...]]) -> Iterator[Execut
     }
     every = {**columns, **rest}
     fields = [every[field] for field in ExecutionRecord._fields]
-    return map(partial(_new_tuple, ExecutionRecord), zip(*fields, strict=False))
+    return map(ExecutionRecord._make, zip(*fields, strict=False))
 
 
 class PackedRunStats(RunStats):

@@ -36,7 +36,6 @@ owner serialises appends, as the simulation's single thread does).
 
 from __future__ import annotations
 
-import struct
 from array import array
 from collections.abc import Iterable, Iterator
 from itertools import compress, count, repeat
@@ -146,12 +145,10 @@ class RecordLog:
         else:
             keys = cast(list[int], found)
         size = len(batch)
-        self._keys.frombytes(struct.pack(f"{size}i", *keys))
+        self._keys.extend(keys)
         columns = self._columns
-        for field in _FLOATS + _INTS:  # struct packs a number faster than array appends it
-            column = columns[field]
-            assert isinstance(column, array)
-            column.frombytes(struct.pack(f"{size}{column.typecode}", *fields[_FIELD[field]]))
+        for field in _FLOATS + _INTS:
+            columns[field].extend(fields[_FIELD[field]])
         for field in _FLAGS:
             columns[field].extend(fields[_FIELD[field]])
         columns["misfire"].extend(map(_MISFIRE_INDEX.__getitem__, fields[_FIELD["misfire"]]))
@@ -232,7 +229,6 @@ class RecordLog:
 
 _ORDER = ("attempt", "due", "slot", "worker", "started", "finished", "ok", "timed_out", "misfire")
 """The columns :func:`_decode` takes, in ExecutionRecord's order."""
-_new_tuple = tuple.__new__
 
 
 def _decode(
@@ -247,4 +243,4 @@ def _decode(
     error, result, token, node = sparse
     fields = (task_id, name, attempt, due, slot, worker, started, finished, ok == 1, error)
     rest = (timed_out == 1, MISFIRES[misfire], result, token, node)
-    return _new_tuple(ExecutionRecord, (*fields, *rest))
+    return ExecutionRecord(*fields, *rest)

@@ -25,7 +25,7 @@ from typing import Any, TypedDict, TypeVar, cast
 from lldsched.checks import id_hint, instance_hint, seconds, whole
 from lldsched.core.calls import BARE, CTX, call_shape, check_call, not_callable
 from lldsched.core.isolation import check_process_call
-from lldsched.core.schedulearg import SCHEDULE_TYPES, is_schedule, schedule_of
+from lldsched.core.schedulearg import is_schedule, schedule_of
 from lldsched.core.task import DEFAULT_OPTIONS, Isolation, ScheduledTask, TaskOptions
 from lldsched.errors import ValidationError, shown
 from lldsched.model import Priority
@@ -117,15 +117,7 @@ def validated(
         check_id_size(name, nothing="registered", field="name")  # before a message quotes it
     if action is not None and not callable(action):
         raise not_callable(name, action)
-    kind = type(schedule)
-    # Only cron, text or a type not seen yet need schedule_of: the common case skips
-    # the call (2 % of a registration, callgrind).  SCHEDULE_TYPES never holds a type of
-    # text nor of cron (is_schedule refuses to remember one), so a type found there is a
-    # schedule's, and no default zone moves it.
-    if kind in SCHEDULE_TYPES:
-        checked: Schedule = schedule  # type: ignore[assignment]  # not text: see above
-    else:
-        checked = schedule_of(name, schedule, tz=tz)
+    checked = schedule_of(name, schedule, tz=tz)
     if type(priority) is not Priority:
         priority = _priority(name, priority)
     shape = BARE if action is None else call_shape(action)

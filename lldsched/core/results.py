@@ -178,8 +178,7 @@ async def awaited(awaitable: Any) -> object:
     "coroutine 'fetch' was never awaited" only when it was collected; a plain function
     that returns one has it awaited (:func:`must_await`), and so now has a coroutine
     (docs/decisions/threaded.md, "An awaitable a coroutine returns is awaited too").  The
-    threaded event loop writes this out in its one task a run
-    (``CoroutineRunner._drive``)."""
+    threaded event loop awaits it in its one task a run (``CoroutineRunner._drive``)."""
     value = await as_awaitable(awaitable)
     while value is not None and must_await(value):
         value = await as_awaitable(value)

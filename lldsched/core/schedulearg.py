@@ -48,7 +48,7 @@ def is_schedule(schedule: object) -> bool:
     schedule's (``CronSchedule`` or a subclass), which that zone may move, nor a type of
     text (a ``str`` subclass with a schedule's methods is cron text): a type remembered
     here is taken as a schedule's, never asked whether it is text or cron
-    (:func:`~lldsched.core.registration.validated`)."""
+    (:func:`schedule_of`)."""
     if has_schedule_methods(schedule):
         if wrapped_schedule(schedule) is None and not isinstance(schedule, str | CronSchedule):
             SCHEDULE_TYPES.add(type(schedule))

@@ -312,10 +312,7 @@ class FixedRate(_Interval):
         # Types are part of the key: True == 1, but FixedRate(True) is an error, and
         # FixedRate(60) must not come back as a FixedRate(60.0) built earlier.
         key = (cls, type(period), period, on_overrun, type(start_delay), start_delay)
-        try:  # _shared(), inlined: one FixedRate per registration is the common case
-            found = _RATES.get(key)
-        except TypeError:  # an unhashable argument: let validation name it
-            found = None
+        found = _shared(_RATES, key)
         if found is not None:
             return found
         if not isinstance(on_overrun, OverrunPolicy):

@@ -92,9 +92,7 @@ class EventDispatcher:
         # the delivery thread; flush() callers wait on locks of their own (_flushing),
         # let go as the backlog empties.
         # Taken inside the scheduler's lock (publish), never the other way round;
-        # never held while a listener runs.  publish() and the delivery loop take
-        # the lock itself: a Condition's ``with`` is two Python calls per event (-5 %
-        # instructions a dispatched job with a store and a listener).
+        # never held while a listener runs.
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._flushing = Waiters()  # flush() callers' own locks (deadline.Waiters)
@@ -159,7 +157,7 @@ class EventDispatcher:
 
     def publish(self, event: TaskEvent) -> None:
         """Queue ``event`` for delivery: O(1), never blocks on a listener."""
-        with self._lock:
+        with self._cond:
             events = self._events
             if not events:
                 # The thread waits only while none is queued: told before the append (it
@@ -268,11 +266,10 @@ class EventDispatcher:
         """The delivery thread's loop: each event, in order, to every listener, with
         the lock let go; return once nothing is left, unless started and not closed."""
         cond = self._cond
-        lock = self._lock
         events = self._events
         flushing = self._flushing
         while True:
-            with lock:
+            with cond:
                 self._busy = False
                 if not events:
                     self._overflowing = False

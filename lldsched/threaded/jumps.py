@@ -75,8 +75,7 @@ class LastLook:
         """True when a run that read ``finished`` on the wall clock read it after the
         clock was set back since this look (more than ``JUMP_TOLERANCE``), judged by a
         ``monotonic`` reading now: the wall clock moved less than the monotonic clock
-        since the look.  The runtime inlines this test on its run path (a call costs
-        more than the test); this is its statement, and what the tests call.
+        since the look.  The runtime asks it of every run it records.
 
         A jump of any size is seen.  Before, the test was the finish alone against the
         look's wall reading, and missed a jump shorter than the time since the look (up
@@ -89,8 +88,8 @@ class LastLook:
     def read_before_set_back(self, finished: float) -> bool:
         """True when a run that read ``finished`` on the wall clock read it ahead of the
         clock now (more than ``JUMP_TOLERANCE``), judged by a ``monotonic`` reading now;
-        the runtime inlines it beside :meth:`set_back_since` (the same reading, one more
-        comparison).  After a look for a forward jump no look saw yet (which moves
+        the runtime asks it after :meth:`set_back_since` (the same test, the other
+        bound).  After a look for a forward jump no look saw yet (which moves
         ``ahead_above`` up), still true only for a finish read before a backward jump
         that a look saw while the run was in flight: the runtime moves that finish by
         ``set_back_by``, so it reads as the moved clock does, as a finish read after the

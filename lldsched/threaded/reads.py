@@ -17,6 +17,7 @@ from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerBusyError
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import Schedule
+from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.parts import SchedulerParts
 
 __all__ = ["Reads"]
@@ -113,10 +114,6 @@ class Reads(SchedulerParts):
         :class:`~lldsched.errors.SchedulerBusyError` (a ``TimeoutError``), which is what a
         liveness probe should report, since a lock held that long (a store call that
         hangs) dispatches nothing."""
-        # Imported here: one more name in this module's globals cost every registration
-        # 27 instructions (benchmarks/threaded_instructions.py register).
-        from lldsched.threaded.deadline import Deadline
-
         wait = None if timeout is None else wait_seconds(timeout, name="metrics() timeout")
         with Deadline(wait, grace=0.0).holding(self._lock) as hold:  # no Ctrl-C inside (Hold)
             if not hold.held:

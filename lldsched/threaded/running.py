@@ -293,10 +293,9 @@ class RunExecution(FailureLog):
         or the loop, is first moved as a wall-clock jump says (:meth:`_jumped_since`),
         and the timer is woken where a shared store's feed may hold a wait the run
         decided."""
-        last_look = self._last_look  # LastLook.set_back_since and read_before_set_back,
-        lag = finished - last_look.reading()  # inlined (the run path)
-        if lag < last_look.set_back_below or lag > last_look.ahead_above:
-            finished = self._jumped_since(finished, lag)
+        last_look = self._last_look
+        if last_look.set_back_since(finished) or last_look.read_before_set_back(finished):
+            finished = self._jumped_since(finished, finished - last_look.reading())
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None and self._coordinator.done(run):
             self._wake.notify()  # the feed may hold a wait this run decided: read it now

@@ -47,8 +47,7 @@ class _Using:
 
     def __enter__(self) -> sqlite3.Connection:
         store = self.store
-        if store._opened_in != forks.current[0]:  # a forked child: refused before the lock,
-            store._refuse_if_forked()  # which a thread of the parent may have held at the fork
+        store._refuse_if_forked()  # before the lock, which a forked child's parent may hold
         lock = store._lock
         lock.acquire()
         try:
@@ -207,8 +206,7 @@ class SqliteConnection(SqliteParts):
         waited for.  A thread of the parent inside a store call at the fork (a save, a
         claim) leaves the child's copy of the lock held, and the child has no thread to
         let it go: every call but :meth:`close` waited for it for good.  Called by
-        :class:`_Using` (every call that reads or writes: there, on every save, only once
-        the process id differs, its one comparison inline), and by the calls that take the
+        :class:`_Using` (every call that reads or writes), and by the calls that take the
         lock without it.  A private database is the child's own copy: not refused here,
         but by its lock, a :class:`~lldsched.stores.forks.Torn`, if another thread was
         inside a call of it at the fork."""

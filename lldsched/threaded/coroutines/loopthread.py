@@ -30,7 +30,7 @@ from contextvars import Context
 from types import CoroutineType
 from typing import TYPE_CHECKING
 
-from lldsched.core.results import as_awaitable, end_left_tasks, must_await, result_text
+from lldsched.core.results import awaited, end_left_tasks, must_await, result_text
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
 from lldsched.logs import WORKERS
@@ -269,12 +269,7 @@ class LoopThread:
             self._over(flight)
             return
         try:
-            awaitable = flight.awaitable
-            if type(awaitable) is not CoroutineType:  # a future (a thread's: wrapped)
-                awaitable = as_awaitable(awaitable)
-            value = await awaitable
-            while value is not None and must_await(value):  # results.awaited, inline:
-                value = await as_awaitable(value)  # no second coroutine a run
+            value = await awaited(flight.awaitable)  # a thread's future wrapped
         except BaseException as exc:  # user failures become data, KeyboardInterrupt too
             import asyncio  # imported by _start_loop (a look-up, on this path only)
 
