@@ -92,7 +92,11 @@ class EventDispatcher:
         # the delivery thread; flush() callers wait on locks of their own (_flushing),
         # let go as the backlog empties.
         # Taken inside the scheduler's lock (publish), never the other way round;
-        # never held while a listener runs.
+        # never held while a listener runs.  Every method takes it by its name
+        # (``with self._lock``); _cond, which wraps it, serves only to wait and notify
+        # (a Condition's ``with`` is two Python calls more: 106,402 against 111,832
+        # instructions a dispatched job with a store and a listener,
+        # benchmarks/threaded_instructions.py store-listener, 2026-12-08).
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._flushing = Waiters()  # flush() callers' own locks (deadline.Waiters)
@@ -117,7 +121,7 @@ class EventDispatcher:
 
     @property
     def listeners(self) -> list[Listener]:
-        with self._cond:
+        with self._lock:
             return [listener for listener, _ in self._listeners]
 
     def add(self, listener: Listener) -> None:
@@ -125,14 +129,14 @@ class EventDispatcher:
         before); ValidationError for what is no listener, or one already added
         (:func:`~lldsched.listeners.check_unregistered`)."""
         callback = as_callback(listener)
-        with self._cond:
+        with self._lock:
             check_unregistered(listener, (known for known, _ in self._listeners))
             self._listeners = [*self._listeners, (listener, callback)]
 
     def remove(self, listener: Listener) -> bool:
         """Stop delivering to ``listener``: no event whose delivery has not begun, even
         one queued before, reaches it once this returns; True if it was registered."""
-        with self._cond:
+        with self._lock:
             kept = [pair for pair in self._listeners if not same_listener(pair[0], listener)]
             found = len(kept) != len(self._listeners)
             self._listeners = kept
@@ -142,7 +146,7 @@ class EventDispatcher:
         """From now until :meth:`close`, a delivery thread waits for events (before, one
         is started for the events published, and ends once they are delivered); a no-op
         once started or closed."""
-        with self._cond:
+        with self._lock:
             if self._steady or self._closed:
                 return
             self._steady = True
@@ -157,7 +161,7 @@ class EventDispatcher:
 
     def publish(self, event: TaskEvent) -> None:
         """Queue ``event`` for delivery: O(1), never blocks on a listener."""
-        with self._cond:
+        with self._lock:
             events = self._events
             if not events:
                 # The thread waits only while none is queued: told before the append (it
@@ -233,7 +237,7 @@ class EventDispatcher:
         that outlived a shutdown's timeout, a verb after it), on a thread started for
         that, which stops again once they are delivered.  (:meth:`publish` starts such a
         thread too, so an event published once closed is not held until a call.)"""
-        with self._cond:
+        with self._lock:
             self._closed = True
             self._steady = False
             self._cond.notify_all()
@@ -266,10 +270,11 @@ class EventDispatcher:
         """The delivery thread's loop: each event, in order, to every listener, with
         the lock let go; return once nothing is left, unless started and not closed."""
         cond = self._cond
+        lock = self._lock
         events = self._events
         flushing = self._flushing
         while True:
-            with cond:
+            with lock:
                 self._busy = False
                 if not events:
                     self._overflowing = False

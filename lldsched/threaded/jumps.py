@@ -75,7 +75,7 @@ class LastLook:
         """True when a run that read ``finished`` on the wall clock read it after the
         clock was set back since this look (more than ``JUMP_TOLERANCE``), judged by a
         ``monotonic`` reading now: the wall clock moved less than the monotonic clock
-        since the look.  The runtime asks it of every run it records.
+        since the look (:meth:`jumped_lag`, which the runtime asks of every run).
 
         A jump of any size is seen.  Before, the test was the finish alone against the
         look's wall reading, and missed a jump shorter than the time since the look (up
@@ -83,20 +83,30 @@ class LastLook:
         and was moved back once more by the timer's next look.  A reading taken a
         while after the finish (a worker waiting for the lock) only errs towards a
         look, which finds no jump."""
-        return finished - self.reading() < self.set_back_below
+        lag = self.jumped_lag(finished)
+        return lag is not None and lag < self.set_back_below
 
     def read_before_set_back(self, finished: float) -> bool:
         """True when a run that read ``finished`` on the wall clock read it ahead of the
         clock now (more than ``JUMP_TOLERANCE``), judged by a ``monotonic`` reading now;
-        the runtime asks it after :meth:`set_back_since` (the same test, the other
-        bound).  After a look for a forward jump no look saw yet (which moves
+        the other bound of :meth:`set_back_since`'s test (both in :meth:`jumped_lag`,
+        which the runtime asks).  After a look for a forward jump no look saw yet (which moves
         ``ahead_above`` up), still true only for a finish read before a backward jump
         that a look saw while the run was in flight: the runtime moves that finish by
         ``set_back_by``, so it reads as the moved clock does, as a finish read after the
         jump would.  A reading taken a while after the finish (a worker waiting for
         the lock longer than the jump, less ``JUMP_TOLERANCE``) errs towards a finish
         left as it read (docs/DECISIONS.md)."""
-        return finished - self.reading() > self.ahead_above
+        lag = self.jumped_lag(finished)
+        return lag is not None and lag > self.ahead_above
+
+    def jumped_lag(self, finished: float) -> float | None:
+        """``finished`` less a ``monotonic`` reading now, where it tells of a jump
+        (:meth:`set_back_since` or :meth:`read_before_set_back`: one reading, both
+        bounds); None where it tells of none.  The runtime asks it of every run it
+        records, and moves the finish of one it answers for (``_jumped_since``)."""
+        lag = finished - self.reading()
+        return lag if lag < self.set_back_below or lag > self.ahead_above else None
 
     def look(self, wall: float, mono: float) -> float:
         """Take a look that read ``wall`` and ``mono``: the seconds the wall clock

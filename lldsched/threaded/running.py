@@ -293,9 +293,9 @@ class RunExecution(FailureLog):
         or the loop, is first moved as a wall-clock jump says (:meth:`_jumped_since`),
         and the timer is woken where a shared store's feed may hold a wait the run
         decided."""
-        last_look = self._last_look
-        if last_look.set_back_since(finished) or last_look.read_before_set_back(finished):
-            finished = self._jumped_since(finished, finished - last_look.reading())
+        lag = self._last_look.jumped_lag(finished)
+        if lag is not None:  # it read the wall clock across a jump
+            finished = self._jumped_since(finished, lag)
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None and self._coordinator.done(run):
             self._wake.notify()  # the feed may hold a wait this run decided: read it now

@@ -44,10 +44,10 @@ resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py`
 it records a run that read its finish after the clock was set back since the timer's
 last look: that run computes its next due time from the moved clock, so the jump is
 handled first (``_look_at_clock``); a finish read before a backward jump that a
-look saw before the run was recorded is moved by it.  Those tests are a monotonic
-reading and a comparison each, with numbers kept ready in
+look saw before the run was recorded is moved by it.  Those tests are one monotonic
+reading and two comparisons, with numbers kept ready in
 :class:`~lldsched.threaded.jumps.LastLook`, where the look's readings are
-(``LastLook.set_back_since``, ``LastLook.read_before_set_back``).
+(``LastLook.jumped_lag``).
 
 **A shared store** (``SqliteTaskStore(path, shared=True)``, docs/CLUSTER.md): the
 timer claims what runs from the store instead of popping the heap (the heap
