@@ -1,8 +1,8 @@
 """A shared store whose ``lease`` is shorter than its ``poll`` (``lease=1, poll=5``) keeps
 its leases: a process renews them every ``lease / 3`` whatever its ``poll``, the timer
 waking for the renewal before the poll bound (``Coordinator.wake``;
-docs/decisions/checking-input.md, "a shared store's lease shorter than its poll is
-taken").  So the combination is taken, not refused: ``poll`` bounds how long a verb
+docs/decisions/checking-input.md, the bullet of 2026-12-08 on a lease shorter than
+the poll).  So the combination is taken, not refused: ``poll`` bounds how long a verb
 takes to reach the other processes, ``lease`` how long a stalled holder keeps its runs,
 and neither bounds the other.
 """
