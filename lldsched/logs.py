@@ -9,7 +9,8 @@ a configuration of ``lldsched`` still covers them all:
   ERROR with the traceback when the slot is given up or the task dead-lettered, INFO
   for a run stopped on purpose), a schedule that raised;
 - ``lldsched.store`` (:data:`STORE`): a store's outage (ERROR once, its recovery
-  WARNING), a store closed first, restores, migrations, definitions it cannot load;
+  WARNING), a store closed first, restores, migrations, definitions it cannot load, a
+  stored definition a registration replaced (:mod:`lldsched.threaded.redefined`);
 - ``lldsched.cluster`` (:data:`CLUSTER`): what several processes sharing a store say
   (a lease taken over or lost, a change from another process that cannot be applied);
 - ``lldsched.listeners`` (:data:`LISTENERS`): a listener that raised, a listener

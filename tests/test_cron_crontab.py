@@ -104,8 +104,8 @@ def test_text_that_may_be_fields_keeps_the_fields_message(text: str, message: st
 def test_the_schedule_the_message_names_is_the_lines_and_a_six_field_one_still_reads() -> None:
     """The schedule quoted by the whole-line message builds, and fires as the line did;
     a six-field expression whose day of week is a name is not taken for a command."""
-    assert CronSchedule("0 3 * * mon-fri").explain() == "At 03:00, Monday through Friday"
-    assert CronSchedule("0 5 * * * mon").explain() == "At minute 5 of every hour, on Monday"
+    assert CronSchedule("0 3 * * mon-fri").explain() == "At 03:00, Monday through Friday (UTC)"
+    assert CronSchedule("0 5 * * * mon").explain() == "At minute 5 of every hour, on Monday (UTC)"
 
 
 def test_a_crontab_line_registered_as_a_schedule_loses_nothing_registered() -> None:

@@ -50,8 +50,8 @@ def test_systemds_weekly_is_monday_and_the_message_says_crons_weekly_is_not() ->
     field-count message suggested by its example, is Sunday's."""
     message = _refusal("weekly")
     assert "in cron it is '0 0 * * mon' (cron's @weekly is Sunday's)" in message
-    assert CronSchedule("0 0 * * mon").explain() == "At 00:00, on Monday"
-    assert CronSchedule("@weekly").explain() == "At 00:00, on Sunday"
+    assert CronSchedule("0 0 * * mon").explain() == "At 00:00, on Monday (UTC)"
+    assert CronSchedule("@weekly").explain() == "At 00:00, on Sunday (UTC)"
 
 
 @pytest.mark.parametrize(
@@ -148,6 +148,8 @@ def test_celerys_display_with_both_day_fields_says_celery_wants_both() -> None:
     assert "in cron's order, '0 7 1-7 * 1'; Celery runs on a day that matches both" in message
     assert "matches both day fields, cron on either one when neither is *" in message
     assert CronSchedule("0 7 1-7 * 1").explain() == (
-        "At 07:00, on days 1 through 7 of the month or on Monday"
+        "At 07:00, on days 1 through 7 of the month or on Monday (UTC)"
     )
-    assert CronSchedule("0 7 * * 1#1").explain() == "At 07:00, on the first Monday of the month"
+    assert (
+        CronSchedule("0 7 * * 1#1").explain() == "At 07:00, on the first Monday of the month (UTC)"
+    )

@@ -236,7 +236,7 @@ def test_the_simulation_runs_a_six_field_schedule_every_fifteen_seconds() -> Non
     ],
 )
 def test_explain_says_the_seconds_too(expr: str, sentence: str) -> None:
-    assert CronSchedule(expr).explain() == sentence
+    assert CronSchedule(expr).explain() == f"{sentence} (UTC)"
 
 
 def test_the_cron_command_shows_seconds_for_six_fields() -> None:

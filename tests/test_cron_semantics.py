@@ -390,19 +390,19 @@ def test_iteration_crosses_month_ends_and_weekends_like_single_queries() -> None
     ],
 )
 def test_explain_says_the_expression_in_plain_english(expr: str, sentence: str) -> None:
-    assert CronSchedule(expr).explain() == sentence
+    assert CronSchedule(expr).explain() == f"{sentence} (UTC)"  # its zone after it
 
 
 @pytest.mark.parametrize(
     ("tz", "said"),
     [
-        ("UTC", "At 01:30"),  # the default zone is not named
-        ("Etc/UTC", "At 01:30"),
+        ("UTC", "At 01:30 (UTC)"),  # the default zone is named too: a text read alone
+        ("Etc/UTC", "At 01:30 (UTC)"),
         ("Europe/Berlin", "At 01:30 (Europe/Berlin)"),  # 01:30 there, not in UTC
         ("Australia/Lord_Howe", "At 01:30 (Australia/Lord_Howe)"),
     ],
 )
-def test_explain_names_the_zone_its_times_are_in_unless_it_is_utc(tz: str, said: str) -> None:
+def test_explain_names_the_zone_its_times_are_in_utc_too(tz: str, said: str) -> None:
     assert CronSchedule("30 1 * * *", tz=tz).explain() == said
 
 

@@ -391,7 +391,7 @@ def test_explain_composes_the_wrapped_schedules_words() -> None:
         max_runs=3,
     )
     assert window.explain() == (
-        "Every hour, started up to 300 s late (jitter, seed 2), from 2026-06-01 09:00 UTC, "
+        "Every hour (UTC), started up to 300 s late (jitter, seed 2), from 2026-06-01 09:00 UTC, "
         "until 2026-06-01 17:00 UTC, at most 3 runs"
     )
     assert Window(FixedDelay(10), max_runs=1).explain() == (

@@ -238,7 +238,7 @@ def test_a_listing_builds_the_parts_its_rows_share_once(
     assert [task.args for task in tasks] == [(f"l{n}",) for n in range(40)]
     assert len(built) == 2
     assert len({id(task.schedule) for task in tasks}) == 2
-    assert {describe(task.schedule) for task in tasks} == {"At 03:00", "Every 60 s"}
+    assert {describe(task.schedule) for task in tasks} == {"At 03:00 (UTC)", "Every 60 s"}
 
 
 @pytest.mark.parametrize(

@@ -144,7 +144,7 @@ def test_a_python_with_no_zone_database_at_all_says_so_and_names_tzdata(tmp_path
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == 3 and lines[2] == "At 03:00", done.stdout
+    assert len(lines) == 3 and lines[2] == "At 03:00 (UTC)", done.stdout
     for line in lines[:2]:
         assert "unknown time zone 'Europe/Berlin': this Python has no time zone database" in line
         assert "pip install tzdata" in line and "apt-get install tzdata" in line

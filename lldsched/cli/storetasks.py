@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, cast
 from lldsched.cli import BAD_ARGUMENTS, FAILED, say, to_stderr
 from lldsched.cli.removeunloaded import dependents_of, remove_unloaded
 from lldsched.cli.storeurl import BadStore, StoreName, act_on, parse_store, peek
-from lldsched.clock import UTC_NAMES, beyond_datetimes, utc_datetime
+from lldsched.clock import beyond_datetimes, utc_datetime
 from lldsched.coordination import DIED_UNSHARED, Lease
 from lldsched.errors import SchedulerStateError, StoreError, TaskNotFoundError, shown
 from lldsched.logs import STORE
@@ -54,7 +54,6 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import TaskSnapshot
 from lldsched.printable import name_after, one_line
 from lldsched.schedules.base import Schedule
-from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import describe
 from lldsched.stores.codec import decode_task
 from lldsched.stores.peek import Last, Listed, Peek, Row
@@ -627,25 +626,17 @@ def _refused(exc: BaseException | str, status: int = BAD_ARGUMENTS) -> int:
 
 
 def _schedule(schedule: Schedule) -> str:
-    """``describe(schedule)``, a cron schedule's zone named even when it is UTC (its
-    ``explain()`` names only another zone: "At 03:00" beside a NEXT RUN column in UTC read
-    as local time), inside the wrappers (``Jittered``, ``Window``) too."""
-    text = describe(schedule)
-    inner: object = schedule
-    for _ in range(8):  # a wrapper's ``schedule``, down to the cron one (a bounded walk)
-        if isinstance(inner, CronSchedule):
-            if inner.tz in UTC_NAMES:
-                own = describe(inner)
-                text = text.replace(own, f"{own} (UTC)", 1)
-            break
-        inner = getattr(inner, "schedule", None)
-    return text
+    """A schedule's words in a listing: ``describe(schedule)``, a cron schedule's zone
+    named by its ``explain()``, UTC too, inside the wrappers (``Jittered``, ``Window``)
+    too (docs/decisions/schedules.md, "A cron schedule's words name its zone")."""
+    return describe(schedule)
 
 
 class _Described:
-    """:func:`_schedule` of each schedule a listing meets, worked out once: the rows of
-    equal schedules share one object (:meth:`Peek.listing <lldsched.stores.peek.Peek.listing>`),
-    and a cron schedule's words cost more than the rest of its row.  By the object's
+    """:func:`_schedule` of each schedule a listing meets,
+    worked out once: the rows of equal schedules share one object
+    (:meth:`Peek.listing <lldsched.stores.peek.Peek.listing>`), and a cron schedule's
+    words cost more than the rest of its row.  By the object's
     identity, kept alive meanwhile (its ``id`` is no other's): a schedule of one's own
     class need not hash."""
 

@@ -30,6 +30,7 @@ from lldsched.schedules.base import Schedule
 from lldsched.storecalls import verb_call
 from lldsched.threaded.parts import STOPPED, SchedulerParts, shut_down, torn
 from lldsched.threaded.processes.pool import check_supported
+from lldsched.threaded.redefined import Stored, say_replaced
 
 __all__ = ["Registering", "refuse_shared_overlap"]
 
@@ -168,7 +169,12 @@ class Registering(SchedulerParts):
                         else:  # a new task: no row to hold, its calls one timeout in all
                             held.enter_context(verb_call(self._coordinator.store))
                             self._follow_others()  # replace what another process registered
+                    before: Stored | None = None
                     for retry_once in (True, False):
+                        if replace_existing and core.store_writes is not None:
+                            # what the store holds (followed above), to say a change of it
+                            stored = core.tasks.get(id) if id is not None else None
+                            before = None if stored is None else Stored.of(stored)
                         try:
                             task = core.add(
                                 name,
@@ -217,6 +223,8 @@ class Registering(SchedulerParts):
                     self._loop_ids.discard(task.id)  # an id handed out again
                 if replace_existing:  # a new schedule may have moved all that was due
                     self._notify_idle()
+                    if before is not None:
+                        say_replaced(before, task)
             except BaseException as exc:
                 if left_whole(core.store_writes, exc):
                     core.under_way = None  # whole: refused, or made and then interrupted

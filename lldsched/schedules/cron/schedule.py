@@ -321,14 +321,17 @@ class CronSchedule(AnswersItsOwnWay):
         return [utc_datetime(t).astimezone(zone) for t in self.fire_times(ts, n)]
 
     def explain(self) -> str:
-        """The expression in plain English, e.g. ``"At 03:00, Monday through Friday"``;
-        in a zone other than UTC the zone follows, as its times are that zone's:
-        ``"At 01:30 (Europe/Berlin)"``."""
+        """The expression in plain English, its zone after it, UTC too:
+        ``"At 03:00, Monday through Friday (UTC)"`` (``Etc/UTC`` too), ``"At 01:30
+        (Europe/Berlin)"``.  Its
+        times are that zone's wall-clock times, and a text shown alone (a log line, a
+        listing beside a column in UTC) read "At 03:00" as the reader's own time: the one
+        rule of every place a cron schedule is described (docs/decisions/schedules.md,
+        "A cron schedule's words name its zone")."""
         from lldsched.schedules.cron.explain import explain
 
-        text = explain(self._engine.fields)
         zone = str(self.tzinfo)
-        return text if zone in UTC_NAMES else f"{text} ({zone})"
+        return f"{explain(self._engine.fields)} ({'UTC' if zone in UTC_NAMES else zone})"
 
 
 def from_text(text: str, *, tz: str | None, of: str) -> CronSchedule:
