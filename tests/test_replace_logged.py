@@ -5,12 +5,14 @@ A rolling deploy's older process that starts again registers its old schedule wi
 ``replace_existing=True``, and every process on the store follows it: that process logs
 one WARNING naming the task and both schedules.  A change of anything else is one INFO
 line naming what changed; the same definition registered again (every start) says
-nothing, and so does a scheduler with no store.
+nothing, and so does a scheduler with no store.  On a store of one process a new
+schedule is said at INFO: no other process follows it.
 """
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,7 @@ from lldsched import FakeClock, Scheduler
 from lldsched.logs import STORE
 from lldsched.model import Priority
 from lldsched.schedules.decorators import describe
+from lldsched.stores.sqlite import SqliteTaskStore
 from tests import jobs
 from tests.cluster import StoreSpec, opened, store_spec
 from tests.conftest import T0
@@ -71,3 +74,23 @@ def test_a_scheduler_without_a_store_says_nothing(caplog: pytest.LogCaptureFixtu
         assert _said(caplog) == []
     finally:
         scheduler.shutdown()
+
+
+def test_a_new_schedule_on_a_store_of_one_process_is_said_at_info(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A new release's start on its own SQLite file: the one process that reads the
+    store changed it, so the line is an event (INFO), not a warning to an operator."""
+    caplog.set_level(logging.INFO, logger=STORE)
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = Scheduler(store=store, clock=FakeClock(T0))
+        try:
+            scheduler.schedule("report", jobs.noop, "0 4 * * *", id="report")
+            scheduler.schedule("report", jobs.noop, "0 3 * * *", id="report", replace_existing=True)
+            (line,) = _said(caplog)
+            assert line.levelno == logging.INFO
+            message = line.getMessage()
+            assert message.index("At 04:00") < message.index("At 03:00")  # old, then new
+            assert "every process" not in message
+        finally:
+            scheduler.shutdown()

@@ -6,10 +6,12 @@ store follows it: in a rolling deploy, a process of the older release that start
 worker respawned) turns the schedule back for all of them.  So the process that writes
 the new definition says so, once, on ``lldsched.store`` (:data:`~lldsched.logs.STORE`):
 
-- WARNING when the *when* changed (the schedule): which runs happen, in every process,
-  changes; the line names the old and the new schedule's text;
-- INFO when only something else changed (name, action, priority, options): the line
-  names the fields and the schedule that stayed.
+- WARNING when the *when* changed (the schedule) on a shared store: which runs happen,
+  in every process, changes; the line names the old and the new schedule's text;
+- INFO when the schedule changed on a store of one process (a new release's start, the
+  one process that reads it: an event, not a hazard), and when only something else
+  changed (name, action, priority, options): the line names the fields and the
+  schedule that stayed.
 
 Nothing for a definition equal to the stored one (the same jobs registered at every
 start), nor for a scheduler with no store: nothing is stored for another process, or a
@@ -68,21 +70,32 @@ def _changed(before: Stored, task: ScheduledTask) -> list[str]:
     return changed
 
 
-def say_replaced(before: Stored, task: ScheduledTask) -> None:
-    """Log the replacement of ``before`` by ``task``'s definition, if anything changed."""
+def say_replaced(before: Stored, task: ScheduledTask, *, shared: bool) -> None:
+    """Log the replacement of ``before`` by ``task``'s definition, if anything changed;
+    ``shared``: the store is shared by several processes (the module docstring)."""
     schedule = unwrap(task._schedule)
     changed = _changed(before, task)
     if before.schedule != schedule:
         also = f"; also changed: {', '.join(changed)}" if changed else ""
-        _log.warning(
-            "task %r (id %r): a registration replaced its stored schedule %s with %s%s; "
-            "every process on this store follows it",
-            task.name,
-            task.id,
-            describe(before.schedule),
-            describe(schedule),
-            also,
-        )
+        if shared:
+            _log.warning(
+                "task %r (id %r): a registration replaced its stored schedule %s with "
+                "%s%s; every process on this store follows it",
+                task.name,
+                task.id,
+                describe(before.schedule),
+                describe(schedule),
+                also,
+            )
+        else:
+            _log.info(
+                "task %r (id %r): a registration replaced its stored schedule %s with %s%s",
+                task.name,
+                task.id,
+                describe(before.schedule),
+                describe(schedule),
+                also,
+            )
     elif changed:
         _log.info(
             "task %r (id %r): a registration replaced its stored definition (changed: %s); "

@@ -224,7 +224,7 @@ class Registering(SchedulerParts):
                 if replace_existing:  # a new schedule may have moved all that was due
                     self._notify_idle()
                     if before is not None:
-                        say_replaced(before, task)
+                        say_replaced(before, task, shared=self._coordinator is not None)
             except BaseException as exc:
                 if left_whole(core.store_writes, exc):
                     core.under_way = None  # whole: refused, or made and then interrupted
