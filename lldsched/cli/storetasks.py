@@ -633,12 +633,11 @@ def _schedule(schedule: Schedule) -> str:
 
 
 class _Described:
-    """:func:`_schedule` of each schedule a listing meets,
-    worked out once: the rows of equal schedules share one object
-    (:meth:`Peek.listing <lldsched.stores.peek.Peek.listing>`), and a cron schedule's
-    words cost more than the rest of its row.  By the object's
-    identity, kept alive meanwhile (its ``id`` is no other's): a schedule of one's own
-    class need not hash."""
+    """:func:`_schedule` of each schedule a listing meets, worked out once: the rows of
+    equal schedules share one object (:meth:`Peek.listing
+    <lldsched.stores.peek.Peek.listing>`), and a cron schedule's words cost more than the
+    rest of its row.  By the object's identity, kept alive meanwhile (its ``id`` is no
+    other's): a schedule of one's own class need not hash."""
 
     def __init__(self) -> None:
         self._texts: dict[int, tuple[Schedule, str]] = {}
