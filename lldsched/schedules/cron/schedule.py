@@ -323,11 +323,10 @@ class CronSchedule(AnswersItsOwnWay):
     def explain(self) -> str:
         """The expression in plain English, its zone after it, UTC too:
         ``"At 03:00, Monday through Friday (UTC)"`` (``Etc/UTC`` too), ``"At 01:30
-        (Europe/Berlin)"``.  Its
-        times are that zone's wall-clock times, and a text shown alone (a log line, a
-        listing beside a column in UTC) read "At 03:00" as the reader's own time: the one
-        rule of every place a cron schedule is described (docs/decisions/schedules.md,
-        "A cron schedule's words name its zone")."""
+        (Europe/Berlin)"``.  Its times are that zone's wall-clock times, and a text shown
+        alone (a log line, a listing beside a column in UTC) read "At 03:00" as the
+        reader's own time: the one rule of every place a cron schedule is described
+        (docs/decisions/schedules.md, "A cron schedule's words name its zone")."""
         from lldsched.schedules.cron.explain import explain
 
         zone = str(self.tzinfo)
