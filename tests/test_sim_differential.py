@@ -24,7 +24,9 @@ It stays inside what the runtimes are documented to agree on, and is determinist
   on threads, at its instant, as the simulation makes it mid-run; each time the action
   moves the clock it waits until the timer has handed out every entry due by then
   (:func:`handed_out`), so those wait in the hand-off queue, not the heap, whatever the
-  thread timing, before the verb or the run's end that follows.
+  thread timing, before the verb or the run's end that follows.  But a CANCEL_OTHER run's
+  last move, to its end, is seen by the timer only once its finish is recorded (a gate on
+  the clock): at that instant the simulation finishes it before its next slot comes due.
 - **The hand-off queue is not modelled by the simulation** (lldsched/sim/simulation.py,
   docs/decisions/simulation.md "The hand-off queue is not modelled"): an entry pushed due already
   while another task's entry waits that it sorts before (a CATCH_UP slot, BUFFER_ONE's run,
@@ -202,16 +204,31 @@ def tasks_of(runtime: Any) -> list[tuple[object, ...]]:
 def on_threads(scenario: Scenario) -> tuple[Outcome, float]:
     """The scenario on the threaded runtime, and the instant it came to rest at."""
     main = threading.current_thread()
-    clock = FakeClock(T0)
+    clock = GatedClock(T0)
     log = EventLog()
-    scheduler = Scheduler(workers=1, clock=clock, listeners=[log], seed=SEED)
+
+    def recorded(event: Any) -> None:  # a run's finish is recorded: the timer sees its end
+        if event.record is not None and clock.gate != math.inf:
+            clock.open()
+
+    scheduler = Scheduler(workers=1, clock=clock, listeners=[log, recorded], seed=SEED)
     waiting = deque(sorted(scenario.verbs, key=lambda verb: verb.at))
     answers: list[object] = []
 
-    def move(to: float) -> None:
+    def move(to: float, *, last: bool = False) -> None:
         """Set the clock; from inside a run, wait until the timer has handed out what
         fell due meanwhile, so that it is in the hand-off queue, not the heap, whatever
-        the thread timing, before the verb or the run's end that follows."""
+        the thread timing, before the verb or the run's end that follows.  The ``last``
+        move of a CANCEL_OTHER run, to its end, is seen by the timer only once the run's
+        finish is recorded (the gate, opened by ``recorded``): at one instant the
+        simulation finishes the run before its next slot comes due there, which then
+        cuts nothing (docs/decisions/overlap.md, "A run that takes no time is never
+        cut"); otherwise the timer, waited for here, always raised the flag first."""
+        if last:
+            clock.timer = scheduler._timer  # (the thread that handed this run out)
+            clock.gate = clock.view()
+            clock.set(max(to, clock.now()))
+            return
         clock.set(max(to, clock.now()))
         if threading.current_thread() is not main:
             wait_until(lambda: handed_out(scheduler), timeout=10, what="the hand-out",
@@ -230,7 +247,7 @@ def on_threads(scenario: Scenario) -> tuple[Outcome, float]:
             if waiting and T0 + waiting[0].at < to:
                 make(waiting.popleft())
                 continue
-            move(to)
+            move(to, last=ctx is not None and to >= end)
             if to >= end or stopped(ctx):
                 return
 
@@ -522,6 +539,35 @@ def test_an_overlapping_tasks_pending_slot_after_a_given_up_run_keeps_its_place(
     assert [(name, due, outcome) for name, due, _, outcome, *_ in threaded.records][:4] == [
         ("t1", 0, "failed"), ("t2", 0, "given_up"), ("t2", 10, "ok"), ("t1", 11, "ok")
     ]  # fmt: skip
+    assert threaded == simulated
+
+
+@pytest.mark.parametrize(
+    "specs",
+    [
+        (Spec("t0", FixedRate(10), (10,), retry=RUN_ONCE, options={"overlap": CANCEL_OTHER}),),
+        (Spec("t0", FixedRate(10), (10,), frozenset({0}), options={"overlap": CANCEL_OTHER}),),
+        (
+            Spec("t0", FixedRate(10), (10, 10), options={"overlap": CANCEL_OTHER}),
+            Spec("t1", OneTime(delay=5), (3,)),
+        ),
+    ],
+    ids=["alone", "failing", "beside-a-one-off"],
+)
+def test_a_cancel_other_run_as_long_as_its_period_ends_uncut_on_both_runtimes(
+    specs: tuple[Spec, ...],
+) -> None:
+    """A CANCEL_OTHER run that takes exactly its period ends at the instant its next slot
+    comes due: its finish comes first there and the slot cuts nothing, on both runtimes
+    (docs/decisions/overlap.md, "A run that takes no time is never cut").  On threads the
+    run's last move of the clock waited for the timer, which handed the slot out while
+    the run still ran and cut it (recorded ``cancelled``); the timer now sees that
+    instant once the finish is recorded (:func:`on_threads`)."""
+    outcomes = differ(Scenario(specs, ()), aside=False)
+    assert outcomes is not None
+    threaded, simulated = outcomes
+    assert threaded.records[0][:4] == ("t0", 0.0, 1, simulated.records[0][3])
+    assert simulated.records[0][3] != "cancelled"
     assert threaded == simulated
 
 
