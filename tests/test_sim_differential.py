@@ -224,13 +224,11 @@ def on_threads(scenario: Scenario) -> tuple[Outcome, float]:
         simulation finishes the run before its next slot comes due there, which then
         cuts nothing (docs/decisions/overlap.md, "A run that takes no time is never
         cut"); otherwise the timer, waited for here, always raised the flag first."""
-        if last:
+        if last:  # the timer's view stays where it is until the gate opens
             clock.timer = scheduler._timer  # (the thread that handed this run out)
             clock.gate = clock.view()
-            clock.set(max(to, clock.now()))
-            return
         clock.set(max(to, clock.now()))
-        if threading.current_thread() is not main:
+        if not last and threading.current_thread() is not main:
             wait_until(lambda: handed_out(scheduler), timeout=10, what="the hand-out",
                        every=0.0002)  # fmt: skip
 
