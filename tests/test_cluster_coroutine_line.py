@@ -74,9 +74,15 @@ def test_a_claim_given_back_leaves_the_awaitable_waiting_beside_it_counted(
     clock.advance(0.2)
     busy.start()
     try:
-        # "long" on the loop; "quick" and "handed"'s awaitable in its line
-        wait_until(lambda: _coroutines(busy) == 3, timeout=10, what="three in hand")
-        assert busy.task("long").running and busy.task("handed").running
+        # "long" on the loop; "quick" and "handed"'s awaitable in its line.  The three are
+        # counted once in the line, a moment before the loop begins "long" (a loaded
+        # machine's full run saw that moment): the state is waited for as a whole.
+        def three_in_hand() -> bool:
+            return (
+                _coroutines(busy) == 3 and busy.task("long").running and busy.task("handed").running
+            )
+
+        wait_until(three_in_hand, timeout=10, what="three in hand, long and handed running")
         for _ in range(2):  # the renewal that notes "quick" unbegun, the one that gives it back
             _renewal(busy, clock)
         assert _coroutines(busy) == 2  # "quick" left the line; the awaitable is still there
